@@ -1,0 +1,166 @@
+// Package accum folds the neutral observations that dialects read from ACP
+// frames into the state of one shell tool call: its command, its bounded
+// output streams, its exit evidence and its outcome.
+//
+// It knows no agent vendor. Dialects decide what a vendor field means (a
+// delta, a cumulative snapshot, a final aggregate, an exit code of some
+// strength); this package applies those meanings the same way for all.
+package accum
+
+// Stream names one text stream of a shell command.
+type Stream uint8
+
+const (
+	// Combined is the terminal stream: stdout and stderr as the agent
+	// interleaved them.
+	Combined Stream = iota
+	// Stdout is standard output alone, for agents that really separate it.
+	Stdout
+	// Stderr is standard error alone, for agents that really separate it.
+	Stderr
+
+	numStreams
+)
+
+// TextKind says how a piece of text relates to the stream it belongs to.
+type TextKind uint8
+
+const (
+	// Delta is text produced since the previous observation: it is appended.
+	Delta TextKind = iota + 1
+	// Snapshot is the whole output so far: it replaces what was held. When it
+	// extends what was held only the new part is reported as appended.
+	Snapshot
+	// Window is the most recent tail of the whole output so far (a producer
+	// that keeps only its last N characters). It is matched against what is
+	// held by overlap, so that only genuinely new text is appended; with no
+	// overlap it replaces.
+	Window
+	// Final is the complete output at the end of the call. It replaces the
+	// live text without duplicating it.
+	Final
+)
+
+// Text is one observation of one stream.
+type Text struct {
+	Stream Stream
+	Kind   TextKind
+	// Text is the observed text when Bytes is nil. It may hold invalid UTF-8,
+	// which becomes U+FFFD.
+	Text string
+	// Bytes, when not nil, is raw output. A UTF-8 sequence split across
+	// consecutive Delta observations is reassembled; invalid bytes become
+	// U+FFFD.
+	Bytes []byte
+	// Truncated says the producer itself dropped part of this output.
+	Truncated bool
+}
+
+// Status is the ACP tool call status as the agent sent it. It is evidence of
+// where the call is, never of how the command ended.
+type Status uint8
+
+const (
+	// StatusNone: the frame did not carry a status.
+	StatusNone Status = iota
+	// StatusPending is ACP `pending`.
+	StatusPending
+	// StatusRunning is ACP `in_progress`.
+	StatusRunning
+	// StatusCompleted is ACP `completed`: the tool call ended. It says nothing
+	// about the exit code.
+	StatusCompleted
+	// StatusFailed is ACP `failed`: the tool call ended and the agent calls it
+	// a failure.
+	StatusFailed
+)
+
+// Ended reports whether the status ends the tool call.
+func (s Status) Ended() bool { return s == StatusCompleted || s == StatusFailed }
+
+// ExitSource ranks where an exit code was read, weakest first. A stronger
+// source is never overridden by a weaker one.
+type ExitSource uint8
+
+const (
+	// ExitNone: no exit code.
+	ExitNone ExitSource = iota
+	// ExitText: a marker in text (`Exit code N`, `<return-code>`, ...).
+	ExitText
+	// ExitStructured: a structured rawOutput field (`exit_code`, `exitCode`,
+	// `metadata.exit`, ...).
+	ExitStructured
+	// ExitStatus: the ACP v2 terminal `exitStatus`.
+	ExitStatus
+	// ExitTerminal: the `_meta.terminal_exit` convention.
+	ExitTerminal
+)
+
+// Exit is one piece of exit evidence.
+type Exit struct {
+	Code   int32
+	Source ExitSource
+	// Placeholder marks a value sent while the command was still running: it
+	// is held back until the call ends and loses to any value that is not a
+	// placeholder.
+	Placeholder bool
+}
+
+// Shell says whether a frame shows the call to be a shell command.
+type Shell uint8
+
+const (
+	// ShellUnknown: this frame does not say.
+	ShellUnknown Shell = iota
+	// ShellYes: the call runs a shell command.
+	ShellYes
+	// ShellNo: the call is some other tool (a read, an edit, a fetch).
+	ShellNo
+)
+
+// Observation is everything one frame says about one tool call, in neutral
+// terms. Zero values mean "not said": a string field that is empty leaves the
+// call's value unchanged.
+type Observation struct {
+	// ToolCallID names the call. It may be empty when only TerminalID is
+	// known (ACP v2 terminal updates); the session then finds the call that
+	// owns the terminal.
+	ToolCallID string
+	// TerminalID is the terminal the call's output flows through, if any.
+	TerminalID string
+
+	// Opens is true for frames that announce a call (`tool_call`).
+	Opens bool
+	// Shell says whether the call is a shell command.
+	Shell Shell
+
+	Command     string
+	Cwd         string // may be relative; the session resolves it
+	Description string
+	Status      Status
+
+	// Texts are output observations, applied in order.
+	Texts []Text
+
+	// Exit is exit evidence, if any.
+	Exit *Exit
+	// Signal names the signal that ended the command ("SIGKILL").
+	Signal string
+	// TimedOut says the command was stopped by a timeout.
+	TimedOut bool
+	// Cancelled says the user rejected or cancelled the command.
+	Cancelled bool
+	// Background says the command was started in the background.
+	Background bool
+	// Succeeded is an agent-specific proof of success that a dialect
+	// documents (used only when no exit code is known).
+	Succeeded bool
+	// Failed says the agent reports a failure that is not an exit code (a
+	// spawn error, a tool error).
+	Failed bool
+
+	// PermissionAsk is true for `session/request_permission`.
+	PermissionAsk bool
+	// ApprovalReason is the text the agent gave for its permission ask.
+	ApprovalReason string
+}

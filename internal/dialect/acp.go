@@ -1,0 +1,468 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// Frame is what one JSON-RPC message says, in neutral terms.
+type Frame struct {
+	// Observations about tool calls, in the order the frame gives them.
+	Observations []accum.Observation
+	// AgentName is `agentInfo.name` from an `initialize` result.
+	AgentName string
+	// SessionCwd is the `cwd` of a `session/new` request.
+	SessionCwd string
+	// TurnEnded is set by a `session/prompt` result (any stopReason).
+	TurnEnded bool
+	// Cancelled is set by `session/cancel` and by a turn that ended with
+	// stopReason `cancelled`.
+	Cancelled bool
+	// Ask is set for a `session/request_permission` request.
+	Ask *Ask
+	// Answer is set for a response that answers a permission ask.
+	Answer *Answer
+}
+
+// Ask identifies a permission request so that its answer can be matched.
+type Ask struct {
+	// RequestID is the JSON-RPC id, as raw JSON text.
+	RequestID string
+	// ToolCallID is the call the ask names.
+	ToolCallID string
+	// RejectOptions are the optionIds whose kind is reject_once or
+	// reject_always.
+	RejectOptions []string
+}
+
+// Answer is a client's response to a permission ask.
+type Answer struct {
+	// RequestID is the JSON-RPC id, as raw JSON text.
+	RequestID string
+	// Cancelled says the outcome was `cancelled` (the turn was cancelled).
+	Cancelled bool
+	// OptionID is the selected option, when one was selected.
+	OptionID string
+}
+
+// ErrBadFrame wraps every error about a frame that is not usable JSON-RPC.
+var ErrBadFrame = errors.New("bad frame")
+
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type responseResult struct {
+	AgentInfo *struct {
+		Name string `json:"name"`
+	} `json:"agentInfo"`
+	StopReason *string `json:"stopReason"`
+	Outcome    *struct {
+		Outcome  string `json:"outcome"`
+		OptionID string `json:"optionId"`
+	} `json:"outcome"`
+}
+
+type permissionEnvelope struct {
+	ToolCall struct {
+		ToolCallID string `json:"toolCallId"`
+	} `json:"toolCall"`
+	Options []struct {
+		OptionID string `json:"optionId"`
+		Kind     string `json:"kind"`
+	} `json:"options"`
+}
+
+// Read reads one JSON-RPC message with dialect d. Messages that say nothing
+// about shell commands give an empty Frame and no error. The error, when not
+// nil, wraps ErrBadFrame and names the problem.
+func Read(d Dialect, msg []byte) (Frame, error) {
+	var f Frame
+	var env envelope
+	if err := json.Unmarshal(msg, &env); err != nil {
+		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+	}
+	if env.Method == "" && env.ID == nil {
+		return f, fmt.Errorf("%w: neither a request, a notification nor a response (no method and no id)", ErrBadFrame)
+	}
+	var err error
+	switch env.Method {
+	case "":
+		err = readResponse(&f, &env)
+	case "session/update":
+		if isNull(env.Params) {
+			return f, fmt.Errorf("%w: session/update without params", ErrBadFrame)
+		}
+		f.Observations, err = d.Update(env.Params)
+	case "session/request_permission":
+		if isNull(env.Params) {
+			return f, fmt.Errorf("%w: session/request_permission without params", ErrBadFrame)
+		}
+		var p permissionEnvelope
+		if err = json.Unmarshal(env.Params, &p); err != nil {
+			break
+		}
+		ask := &Ask{RequestID: string(bytes.TrimSpace(env.ID)), ToolCallID: p.ToolCall.ToolCallID}
+		for _, o := range p.Options {
+			if strings.HasPrefix(o.Kind, "reject") {
+				ask.RejectOptions = append(ask.RejectOptions, o.OptionID)
+			}
+		}
+		f.Ask = ask
+		f.Observations, err = d.Permission(env.Params)
+	case "session/new":
+		var p struct {
+			Cwd string `json:"cwd"`
+		}
+		if !isNull(env.Params) {
+			err = json.Unmarshal(env.Params, &p)
+		}
+		f.SessionCwd = p.Cwd
+	case "session/cancel":
+		f.Cancelled = true
+	}
+	if err != nil {
+		return Frame{}, fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(env.Method), err)
+	}
+	return f, nil
+}
+
+func methodName(m string) string {
+	if m == "" {
+		return "response"
+	}
+	return m
+}
+
+func readResponse(f *Frame, env *envelope) error {
+	if isNull(env.Result) {
+		return nil // an error response or an empty result: nothing to learn
+	}
+	if len(env.Result) == 0 || env.Result[0] != '{' {
+		return nil
+	}
+	var r responseResult
+	if err := json.Unmarshal(env.Result, &r); err != nil {
+		return err
+	}
+	if r.AgentInfo != nil {
+		f.AgentName = r.AgentInfo.Name
+	}
+	if r.StopReason != nil {
+		f.TurnEnded = true
+		f.Cancelled = *r.StopReason == "cancelled"
+	}
+	if r.Outcome != nil {
+		f.Answer = &Answer{
+			RequestID: string(bytes.TrimSpace(env.ID)),
+			Cancelled: r.Outcome.Outcome == "cancelled",
+			OptionID:  r.Outcome.OptionID,
+		}
+	}
+	return nil
+}
+
+func isNull(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) == 0 || bytes.Equal(b, []byte("null"))
+}
+
+// ToolCall is the ACP shape shared by `tool_call`, `tool_call_update`, the
+// `toolCall` of a permission ask, and the ACP v2 `terminal_update` and
+// `terminal_output_chunk` updates. Dialects embed it in their own struct and
+// shadow RawInput, RawOutput or add `_meta` with their typed vendor fields,
+// so that a frame is decoded in one pass.
+type ToolCall struct {
+	SessionUpdate string    `json:"sessionUpdate"`
+	ToolCallID    string    `json:"toolCallId"`
+	Title         *string   `json:"title"`
+	Kind          *string   `json:"kind"`
+	Status        *string   `json:"status"`
+	Content       []Content `json:"content"`
+	// RawInput and RawOutput are kept raw here; dialects that read them
+	// shadow them with typed fields.
+	RawInput  json.RawMessage `json:"rawInput"`
+	RawOutput json.RawMessage `json:"rawOutput"`
+
+	// ACP v2 draft terminal updates.
+	TerminalID string          `json:"terminalId"`
+	Command    *string         `json:"command"`
+	Cwd        *string         `json:"cwd"`
+	Output     json.RawMessage `json:"output"`
+	ExitStatus *ExitStatus     `json:"exitStatus"`
+	Data       *string         `json:"data"`
+}
+
+// Content is one ACP tool call content item.
+type Content struct {
+	Type    string `json:"type"`
+	Content *struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	TerminalID string `json:"terminalId"`
+}
+
+// ExitStatus is the ACP v2 terminal exit status.
+type ExitStatus struct {
+	ExitCode Code    `json:"exitCode"`
+	Signal   *string `json:"signal"`
+}
+
+// TerminalMeta is the `_meta` terminal convention shared by several agents.
+type TerminalMeta struct {
+	TerminalInfo *struct {
+		TerminalID string `json:"terminal_id"`
+		Cwd        string `json:"cwd"`
+	} `json:"terminal_info"`
+	TerminalOutput      *TerminalData `json:"terminal_output"`
+	TerminalOutputDelta *TerminalData `json:"terminal_output_delta"`
+	TerminalExit        *struct {
+		TerminalID string  `json:"terminal_id"`
+		ExitCode   Code    `json:"exit_code"`
+		Signal     *string `json:"signal"`
+	} `json:"terminal_exit"`
+}
+
+// TerminalData is the payload of `_meta.terminal_output(_delta)`.
+type TerminalData struct {
+	TerminalID string `json:"terminal_id"`
+	Data       string `json:"data"`
+}
+
+// Code is an exit code as agents send it: an int, an integral float or a
+// numeric string. Anything else (null, a fraction, a word, an object)
+// leaves Known false; it is never turned into 0 and is not an error.
+type Code struct {
+	Value int32
+	Known bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *Code) UnmarshalJSON(b []byte) error {
+	*c = ParseCode(b)
+	return nil
+}
+
+// ParseCode reads an exit code from raw JSON.
+func ParseCode(b []byte) Code {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return Code{}
+	}
+	s := string(b)
+	if b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return Code{}
+		}
+		s = strings.TrimSpace(s)
+	}
+	return CodeFromString(s)
+}
+
+// CodeFromString reads an exit code from text such as "3", "-1" or "3.0".
+func CodeFromString(s string) Code {
+	if n, err := strconv.ParseInt(s, 10, 32); err == nil {
+		return Code{Value: int32(n), Known: true}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+		return Code{}
+	}
+	return Code{Value: int32(f), Known: true}
+}
+
+// Exit turns a known code into exit evidence from source src; it returns nil
+// for an unknown code. Values from structured fields and text on a frame
+// that does not end the call are placeholders.
+func (c Code) Exit(src accum.ExitSource, ended bool) *accum.Exit {
+	if !c.Known {
+		return nil
+	}
+	placeholder := !ended && (src == accum.ExitStructured || src == accum.ExitText)
+	return &accum.Exit{Code: c.Value, Source: src, Placeholder: placeholder}
+}
+
+// ReadStatus maps an ACP status string.
+func ReadStatus(s *string) accum.Status {
+	if s == nil {
+		return accum.StatusNone
+	}
+	switch *s {
+	case "pending":
+		return accum.StatusPending
+	case "in_progress":
+		return accum.StatusRunning
+	case "completed":
+		return accum.StatusCompleted
+	case "failed":
+		return accum.StatusFailed
+	}
+	return accum.StatusNone
+}
+
+// ReadKind maps an ACP tool kind to whether it is a shell command. Kinds
+// other than execute say "not a shell" only weakly: dialects whose agents
+// run shell commands under other kinds override it.
+func ReadKind(k *string) accum.Shell {
+	if k == nil {
+		return accum.ShellUnknown
+	}
+	switch *k {
+	case "execute":
+		return accum.ShellYes
+	case "read", "edit", "delete", "move", "search", "think", "fetch", "switch_mode":
+		return accum.ShellNo
+	}
+	return accum.ShellUnknown
+}
+
+// Texts returns the text of the `content` text items, joined by newlines,
+// and whether there was any.
+func (tc *ToolCall) Texts() (string, bool) {
+	var parts []string
+	for _, c := range tc.Content {
+		if c.Type == "content" && c.Content != nil && c.Content.Type == "text" {
+			parts = append(parts, c.Content.Text)
+		}
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	return strings.Join(parts, "\n"), true
+}
+
+// TerminalContent returns the terminalId of the first terminal content item.
+func (tc *ToolCall) TerminalContent() string {
+	for _, c := range tc.Content {
+		if c.Type == "terminal" && c.TerminalID != "" {
+			return c.TerminalID
+		}
+	}
+	return ""
+}
+
+// Base reads the fields every dialect shares: id, opening, kind, status,
+// title and terminal content. It reads nothing vendor-specific.
+func (tc *ToolCall) Base() accum.Observation {
+	o := accum.Observation{
+		ToolCallID: tc.ToolCallID,
+		Opens:      tc.SessionUpdate == "tool_call",
+		Shell:      ReadKind(tc.Kind),
+		Status:     ReadStatus(tc.Status),
+		TerminalID: tc.TerminalContent(),
+	}
+	if o.TerminalID != "" {
+		o.Shell = accum.ShellYes
+	}
+	return o
+}
+
+// ApplyTerminalMeta adds what the `_meta` terminal convention says: the
+// terminal id and cwd, live deltas and the terminal exit.
+func (m *TerminalMeta) ApplyTerminalMeta(o *accum.Observation) {
+	if m == nil {
+		return
+	}
+	if ti := m.TerminalInfo; ti != nil {
+		o.Shell = accum.ShellYes
+		if ti.TerminalID != "" {
+			o.TerminalID = ti.TerminalID
+		}
+		if ti.Cwd != "" {
+			o.Cwd = ti.Cwd
+		}
+	}
+	for _, td := range []*TerminalData{m.TerminalOutput, m.TerminalOutputDelta} {
+		if td == nil {
+			continue
+		}
+		o.Shell = accum.ShellYes
+		if td.TerminalID != "" && o.TerminalID == "" {
+			o.TerminalID = td.TerminalID
+		}
+		if td.Data != "" {
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Text: td.Data})
+		}
+	}
+	if te := m.TerminalExit; te != nil {
+		o.Shell = accum.ShellYes
+		if e := te.ExitCode.Exit(accum.ExitTerminal, true); e != nil {
+			o.Exit = StrongerExit(o.Exit, e)
+		}
+		if te.Signal != nil && *te.Signal != "" {
+			o.Signal = NormalizeSignal(*te.Signal)
+		}
+	}
+}
+
+// StrongerExit returns the stronger of two pieces of exit evidence: a value
+// that is not a placeholder beats one that is, then the stronger source
+// wins, then b (the later one).
+func StrongerExit(a, b *accum.Exit) *accum.Exit {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case a.Placeholder != b.Placeholder:
+		if a.Placeholder {
+			return b
+		}
+		return a
+	case a.Source > b.Source:
+		return a
+	}
+	return b
+}
+
+// NormalizeSignal writes a signal name as "SIGKILL": it adds the SIG prefix
+// to bare names and maps numbers of the common signals.
+func NormalizeSignal(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if name, ok := signalNames[n]; ok {
+			return name
+		}
+		return "SIG" + s
+	}
+	u := strings.ToUpper(s)
+	if !strings.HasPrefix(u, "SIG") {
+		u = "SIG" + u
+	}
+	return u
+}
+
+var signalNames = map[int]string{
+	1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL",
+	13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM",
+}
+
+// StripFence removes one Markdown code fence around s ("```sh\n...\n```"),
+// if s is exactly one fenced block (trailing newlines allowed).
+func StripFence(s string) (string, bool) {
+	t := strings.TrimRight(s, "\n")
+	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 6 {
+		return s, false
+	}
+	nl := strings.IndexByte(t, '\n')
+	if nl < 0 {
+		return s, false
+	}
+	return t[nl+1 : len(t)-3], true
+}

@@ -1,0 +1,111 @@
+// Package dialect reads ACP JSON-RPC frames into neutral observations.
+//
+// Every agent reports shell commands its own way. Each dialect lives in one
+// file of this package (codex.go, claude.go, ...) and turns that agent's
+// vendor fields into accum.Observation values; generic.go reads plain ACP
+// plus the shared `_meta` terminal convention and the ACP v2 terminal
+// updates. Nothing outside this package knows a vendor name.
+//
+// Frames are read in one typed pass: each dialect decodes the params of a
+// frame into its own struct, which embeds the shared ACP shapes of acp.go,
+// and never through generic map[string]any trees.
+package dialect
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// Auto is the dialect name that asks for detection from `initialize`.
+const Auto = "auto"
+
+// GenericName is the name of the dialect used for agents no other dialect
+// claims.
+const GenericName = "generic"
+
+// Dialect reads the frames of one family of agents.
+type Dialect interface {
+	// Info describes the dialect.
+	Info() Info
+	// Update reads the params of one `session/update` notification. Updates
+	// that are not about tool calls or terminals give no observation and no
+	// error.
+	Update(params []byte) ([]accum.Observation, error)
+	// Permission reads the params of one `session/request_permission`
+	// request.
+	Permission(params []byte) ([]accum.Observation, error)
+}
+
+// Info describes a dialect.
+type Info struct {
+	// Name is the lowercase name clients select the dialect by.
+	Name string
+	// AgentNames are the `agentInfo.name` values detected as this dialect,
+	// lowercase. A name matches when the agent's name equals one of them or
+	// starts with it followed by '-', '_', ' ' or '@'.
+	AgentNames []string
+	// Summary is one line on what the dialect reads.
+	Summary string
+	// ClientCapabilities is the JSON `clientCapabilities` fragment that makes
+	// this agent send its richest shell output.
+	ClientCapabilities string
+}
+
+// richCapabilities asks for the `_meta` terminal convention and never for
+// client-owned terminals.
+const richCapabilities = `{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false,"_meta":{"terminal_output":true}}`
+
+var registry = map[string]Dialect{}
+
+// register adds a dialect; each dialect file calls it from init.
+func register(d Dialect) {
+	name := d.Info().Name
+	if _, dup := registry[name]; dup {
+		panic("dialect: registered twice: " + name)
+	}
+	registry[name] = d
+}
+
+// Lookup returns the dialect of that name (case-insensitive).
+func Lookup(name string) (Dialect, bool) {
+	d, ok := registry[strings.ToLower(strings.TrimSpace(name))]
+	return d, ok
+}
+
+// Generic returns the generic dialect.
+func Generic() Dialect { return registry[GenericName] }
+
+// Detect returns the dialect for an agent's `agentInfo.name`, falling back
+// to the generic dialect. It never fails.
+func Detect(agentName string) Dialect {
+	agent := strings.ToLower(strings.TrimSpace(agentName))
+	if agent == "" {
+		return Generic()
+	}
+	for _, d := range All() {
+		for _, n := range d.Info().AgentNames {
+			if agent == n || (strings.HasPrefix(agent, n) && strings.ContainsRune("-_ @", rune(agent[len(n)]))) {
+				return d
+			}
+		}
+	}
+	return Generic()
+}
+
+// All returns every dialect: generic first, then the others by name.
+func All() []Dialect {
+	out := make([]Dialect, 0, len(registry))
+	for _, d := range registry {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Info().Name, out[j].Info().Name
+		if (a == GenericName) != (b == GenericName) {
+			return a == GenericName
+		}
+		return a < b
+	})
+	return out
+}

@@ -100,10 +100,31 @@ const (
 type Exit struct {
 	Code   int32
 	Source ExitSource
-	// Placeholder marks a value sent while the command was still running: it
-	// is held back until the call ends and loses to any value that is not a
-	// placeholder.
+	// Placeholder marks a value sent while the command was still running
+	// (some agents send exit 0 on every live frame). A Call never reports a
+	// placeholder: only a value that is not one becomes the exit code, so a
+	// call that ends without one has an unknown exit.
 	Placeholder bool
+}
+
+// StrongerExit returns the stronger of two pieces of exit evidence: a value
+// that is not a placeholder beats one that is, then the stronger source
+// wins, then b (the later one).
+func StrongerExit(a, b *Exit) *Exit {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case a.Placeholder != b.Placeholder:
+		if a.Placeholder {
+			return b
+		}
+		return a
+	case a.Source > b.Source:
+		return a
+	}
+	return b
 }
 
 // Shell says whether a frame shows the call to be a shell command.

@@ -408,25 +408,9 @@ func (m *TerminalMeta) ApplyTerminalMeta(o *accum.Observation) {
 	}
 }
 
-// StrongerExit returns the stronger of two pieces of exit evidence: a value
-// that is not a placeholder beats one that is, then the stronger source
-// wins, then b (the later one).
-func StrongerExit(a, b *accum.Exit) *accum.Exit {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	case a.Placeholder != b.Placeholder:
-		if a.Placeholder {
-			return b
-		}
-		return a
-	case a.Source > b.Source:
-		return a
-	}
-	return b
-}
+// StrongerExit returns the stronger of two pieces of exit evidence; see
+// accum.StrongerExit.
+func StrongerExit(a, b *accum.Exit) *accum.Exit { return accum.StrongerExit(a, b) }
 
 // NormalizeSignal writes a signal name as "SIGKILL": it adds the SIG prefix
 // to bare names and maps numbers of the common signals.

@@ -1,0 +1,385 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// generic reads plain ACP v1 tool calls, the `_meta` terminal convention
+// and the ACP v2 draft terminal updates. It is the fallback for agents no
+// other dialect claims, and its helpers are the building blocks of the
+// vendor dialects:
+//
+//   - shellUpdate / readShellUpdate: a tool call frame with the common
+//     rawInput, rawOutput and `_meta` shapes, decoded leniently in one pass;
+//   - applyShellInput, applyContentOutput, applyShellOutput: the three
+//     generic readings of a tool call, each usable on its own;
+//   - readTerminalUpdate: the ACP v2 `terminal_update` and
+//     `terminal_output_chunk` variants;
+//   - readPermission / askObservation: a `session/request_permission`.
+type generic struct{}
+
+func init() { register(generic{}) }
+
+func (generic) Info() Info {
+	return Info{
+		Name:               GenericName,
+		Summary:            "Plain ACP tool calls, the _meta terminal convention (terminal_info/terminal_output/terminal_exit) and ACP v2 terminal_update/terminal_output_chunk.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// ShellInput is the common shape of a shell call's `rawInput`. Agents add
+// siblings freely; only these are read.
+type ShellInput struct {
+	Command     CommandLine `json:"command"`
+	Cwd         Str         `json:"cwd"`
+	Description Str         `json:"description"`
+}
+
+// OutputMetadata is `rawOutput.metadata` as some agents send it.
+type OutputMetadata struct {
+	Exit     Code `json:"exit"`
+	ExitCode Code `json:"exitCode"`
+	Output   Str  `json:"output"`
+}
+
+// OutputFields are the common fields of an object `rawOutput`.
+type OutputFields struct {
+	ExitCode         Code            `json:"exit_code"`
+	ExitCodeCamel    Code            `json:"exitCode"`
+	Metadata         *OutputMetadata `json:"metadata"`
+	Stdout           Str             `json:"stdout"`
+	Stderr           Str             `json:"stderr"`
+	Output           Str             `json:"output"`
+	AggregatedOutput Str             `json:"aggregated_output"`
+	FormattedOutput  Str             `json:"formatted_output"`
+	Signal           Str             `json:"signal"`
+	TimedOut         *bool           `json:"timed_out"`
+}
+
+// ShellOutput is `rawOutput`, which agents send as a plain string or as an
+// object. Other JSON types read as absent.
+type ShellOutput struct {
+	// Text is set when rawOutput is a JSON string.
+	Text Str
+	// Fields is set when rawOutput is a JSON object.
+	Fields *OutputFields
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (s *ShellOutput) UnmarshalJSON(b []byte) error {
+	*s = ShellOutput{}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '"':
+		return s.Text.UnmarshalJSON(b)
+	case '{':
+		var f OutputFields
+		if decodeLenient(b, &f) == nil {
+			s.Fields = &f
+		}
+	}
+	return nil
+}
+
+// Exit returns the structured exit code of an object rawOutput: exit_code,
+// exitCode, metadata.exit, metadata.exitCode, first known wins.
+func (f *OutputFields) Exit() Code {
+	for _, c := range []Code{f.ExitCode, f.ExitCodeCamel} {
+		if c.Known {
+			return c
+		}
+	}
+	if m := f.Metadata; m != nil {
+		for _, c := range []Code{m.Exit, m.ExitCode} {
+			if c.Known {
+				return c
+			}
+		}
+	}
+	return Code{}
+}
+
+// Combined returns the combined output of an object rawOutput:
+// aggregated_output, output, formatted_output, metadata.output, first
+// present wins (formatted_output comes late because writers abbreviate it).
+func (f *OutputFields) Combined() (string, bool) {
+	for _, s := range []Str{f.AggregatedOutput, f.Output, f.FormattedOutput} {
+		if s.Set {
+			return s.S, true
+		}
+	}
+	if f.Metadata != nil && f.Metadata.Output.Set {
+		return f.Metadata.Output.S, true
+	}
+	return "", false
+}
+
+// shellUpdate is a `tool_call` / `tool_call_update` (or a permission ask's
+// `toolCall`) with the common typed rawInput, rawOutput and `_meta`.
+type shellUpdate struct {
+	ToolCall
+	RawInput  ShellInput    `json:"rawInput"`
+	RawOutput ShellOutput   `json:"rawOutput"`
+	Meta      *TerminalMeta `json:"_meta"`
+}
+
+// updateParams is the `session/update` params with a typed update U.
+type updateParams[U any] struct {
+	Update U `json:"update"`
+}
+
+// decodeUpdate decodes `session/update` params leniently.
+func decodeUpdate[U any](params []byte) (U, error) {
+	var p updateParams[U]
+	err := decodeLenient(params, &p)
+	return p.Update, err
+}
+
+func (generic) Update(params []byte) ([]accum.Observation, error) {
+	u, err := decodeUpdate[shellUpdate](params)
+	if err != nil {
+		return nil, err
+	}
+	switch u.SessionUpdate {
+	case "tool_call", "tool_call_update":
+		return []accum.Observation{readShellUpdate(&u)}, nil
+	case "terminal_update", "terminal_output_chunk":
+		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
+			return []accum.Observation{o}, nil
+		}
+	}
+	return nil, nil
+}
+
+// readShellUpdate is the whole generic reading of a tool call frame.
+func readShellUpdate(u *shellUpdate) accum.Observation {
+	o := u.Base()
+	u.Meta.ApplyTerminalMeta(&o)
+	applyShellInput(&o, &u.ToolCall, &u.RawInput)
+	applyContentOutput(&o, &u.ToolCall, &u.RawInput)
+	applyShellOutput(&o, &u.RawOutput)
+	return o
+}
+
+// applyShellInput reads the command, cwd and description from rawInput.
+// A rawInput command makes the call a shell call unless its kind says it is
+// an edit, move, delete, fetch or the like (agents classify read-only shell
+// commands as read or search). The title is the command only for kind
+// execute and only when rawInput has none.
+func applyShellInput(o *accum.Observation, tc *ToolCall, in *ShellInput) {
+	if in.Command.Line != "" {
+		o.Command = in.Command.Line
+		if o.Shell == accum.ShellUnknown || isReadKind(tc.Kind) {
+			o.Shell = accum.ShellYes
+		}
+	} else if tc.Kind != nil && *tc.Kind == "execute" && tc.Title != nil {
+		o.Command = strings.TrimSpace(*tc.Title)
+	}
+	if in.Cwd.Set && in.Cwd.S != "" && o.Cwd == "" {
+		o.Cwd = in.Cwd.S
+	}
+	if in.Description.Set {
+		o.Description = in.Description.S
+	}
+}
+
+func isReadKind(k *string) bool {
+	return k != nil && (*k == "read" || *k == "search")
+}
+
+// applyContentOutput reads the text content of a shell call that has no
+// terminal as its output: the whole output so far (a Snapshot), or the
+// Final output on a frame that ends the call. One Markdown fence around it
+// is removed. Not output: the content of the opening `tool_call` frame
+// while the call has not ended (agents put the description or a banner
+// there), text equal to the description or the command, and anything on a
+// call known not to be a shell.
+func applyContentOutput(o *accum.Observation, tc *ToolCall, in *ShellInput) {
+	if o.Shell == accum.ShellNo || o.TerminalID != "" || tc.TerminalContent() != "" {
+		return
+	}
+	text, ok := tc.Texts()
+	if !ok || (o.Opens && !o.Status.Ended()) {
+		return
+	}
+	if (in.Description.Set && text == in.Description.S) || (o.Command != "" && text == o.Command) {
+		return
+	}
+	if t, fenced := StripFence(text); fenced {
+		text = t
+	}
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: text})
+}
+
+// textKind is Final on a frame that ends the call, else Snapshot.
+func textKind(ended bool) accum.TextKind {
+	if ended {
+		return accum.Final
+	}
+	return accum.Snapshot
+}
+
+// applyShellOutput reads rawOutput. A string is the combined output. An
+// object gives the structured exit code (a placeholder unless the frame
+// ends the call), stdout and stderr when both are present (the only case
+// where the streams are really separated), the combined output, a signal
+// name and a timeout flag. Empty combined text is not reported (it would
+// wipe streamed output); empty split streams are, on the final frame.
+func applyShellOutput(o *accum.Observation, out *ShellOutput) {
+	ended := o.Status.Ended()
+	if out.Text.Set && out.Text.S != "" {
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(ended), Text: out.Text.S})
+	}
+	f := out.Fields
+	if f == nil {
+		return
+	}
+	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
+		o.Exit = StrongerExit(o.Exit, e)
+	}
+	if f.Stdout.Set && f.Stderr.Set {
+		for _, s := range []struct {
+			stream accum.Stream
+			text   string
+		}{{accum.Stdout, f.Stdout.S}, {accum.Stderr, f.Stderr.S}} {
+			if ended || s.text != "" {
+				o.Texts = append(o.Texts, accum.Text{Stream: s.stream, Kind: textKind(ended), Text: s.text})
+			}
+		}
+	}
+	if text, ok := f.Combined(); ok && text != "" {
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(ended), Text: text})
+	}
+	if f.Signal.Set && f.Signal.S != "" && o.Signal == "" {
+		o.Signal = NormalizeSignal(f.Signal.S)
+	}
+	if f.TimedOut != nil && *f.TimedOut {
+		o.TimedOut = true
+	}
+}
+
+// readTerminalUpdate reads the ACP v2 draft terminal updates. They name
+// only the terminal; the session maps it to the call whose content holds
+// `{"type":"terminal","terminalId"}`.
+//
+//   - terminal_update: an upsert. `output.data` (base64) is an
+//     authoritative replacement snapshot, `output: null` clears it, an
+//     absent `output` leaves it unchanged; `exitStatus` is exit evidence of
+//     source ExitStatus; `command` and `cwd` describe the command.
+//   - terminal_output_chunk: `data` (base64) is appended.
+//
+// Data that is not base64 is dropped rather than guessed at.
+func readTerminalUpdate(tc *ToolCall) (accum.Observation, bool) {
+	if tc.TerminalID == "" {
+		return accum.Observation{}, false
+	}
+	o := accum.Observation{TerminalID: tc.TerminalID, Shell: accum.ShellYes}
+	switch tc.SessionUpdate {
+	case "terminal_output_chunk":
+		if tc.Data != nil {
+			if b, ok := decodeBase64(*tc.Data); ok && len(b) > 0 {
+				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Bytes: b})
+			}
+		}
+	case "terminal_update":
+		if tc.Command != nil {
+			o.Command = UnwrapShellString(*tc.Command)
+		}
+		if tc.Cwd != nil {
+			o.Cwd = *tc.Cwd
+		}
+		if out := bytes.TrimSpace(tc.Output); len(out) > 0 {
+			if isNull(out) {
+				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Bytes: []byte{}})
+			} else {
+				var v struct {
+					Data Str `json:"data"`
+				}
+				if decodeLenient(out, &v) == nil && v.Data.Set {
+					if b, ok := decodeBase64(v.Data.S); ok {
+						o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Bytes: b})
+					}
+				}
+			}
+		}
+		if es := tc.ExitStatus; es != nil {
+			if e := es.ExitCode.Exit(accum.ExitStatus, true); e != nil {
+				o.Exit = e
+			}
+			if es.Signal != nil && *es.Signal != "" {
+				o.Signal = NormalizeSignal(*es.Signal)
+			}
+		}
+	default:
+		return accum.Observation{}, false
+	}
+	return o, true
+}
+
+// decodeBase64 decodes standard base64, padded or not. It always returns
+// a non-nil slice on success.
+func decodeBase64(s string) ([]byte, bool) {
+	s = strings.TrimSpace(s)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			if b == nil {
+				b = []byte{}
+			}
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// permissionParams is `session/request_permission` params with a typed
+// toolCall T.
+type permissionParams[T any] struct {
+	ToolCall T `json:"toolCall"`
+}
+
+// decodePermission decodes `session/request_permission` params leniently.
+func decodePermission[T any](params []byte) (T, error) {
+	var p permissionParams[T]
+	err := decodeLenient(params, &p)
+	return p.ToolCall, err
+}
+
+// readPermission reads a permission ask the generic way: one observation
+// from askObservation. Dialects whose asks need nothing more reuse it.
+func readPermission(params []byte) ([]accum.Observation, error) {
+	tc, err := decodePermission[shellUpdate](params)
+	if err != nil {
+		return nil, err
+	}
+	if tc.ToolCallID == "" {
+		return nil, nil
+	}
+	return []accum.Observation{askObservation(&tc.ToolCall, &tc.RawInput)}, nil
+}
+
+// askObservation reads the `toolCall` of a permission ask: the call id,
+// kind, status, title and rawInput as for updates, and its text content as
+// the reason for asking (never output). It does not open the call: the
+// session decides whether an ask is the first sight of a call.
+func askObservation(tc *ToolCall, in *ShellInput) accum.Observation {
+	o := tc.Base()
+	o.Opens = false
+	o.PermissionAsk = true
+	applyShellInput(&o, tc, in)
+	if text, ok := tc.Texts(); ok {
+		o.ApprovalReason = strings.TrimSpace(text)
+	}
+	return o
+}
+
+func (generic) Permission(params []byte) ([]accum.Observation, error) {
+	return readPermission(params)
+}

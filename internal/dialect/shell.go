@@ -1,0 +1,210 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"path"
+	"strings"
+)
+
+// This file holds helpers every dialect may use: lenient decoding and
+// turning the command an agent reports (a string or an argv array, often
+// wrapped in `bash -lc '...'`) into the command line the user would type.
+
+// decodeLenient decodes JSON into v in one typed pass, tolerating fields of
+// an unexpected JSON type: such a field is left at its zero value ("not
+// said") instead of failing the whole frame. Syntax errors are returned.
+func decodeLenient(b []byte, v any) error {
+	err := json.Unmarshal(b, v)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return nil
+	}
+	return err
+}
+
+// Str is a JSON string that tolerates other JSON types: a number, bool,
+// array or object leaves it unset instead of failing the frame.
+type Str struct {
+	S   string
+	Set bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (s *Str) UnmarshalJSON(b []byte) error {
+	*s = Str{}
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		if json.Unmarshal(b, &s.S) == nil {
+			s.Set = true
+		}
+	}
+	return nil
+}
+
+// CommandLine is a command as agents send it: a string ("npm test", or
+// "/bin/zsh -lc 'npm test'") or an argv array (["bash","-lc","npm test"]).
+// Any other JSON type leaves it empty.
+type CommandLine struct {
+	// Line is the command line with any shell wrapper removed.
+	Line string
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (c *CommandLine) UnmarshalJSON(b []byte) error {
+	*c = CommandLine{}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(b, &s) == nil {
+			c.Line = UnwrapShellString(s)
+		}
+	case '[':
+		var items []Str
+		if json.Unmarshal(b, &items) != nil {
+			return nil
+		}
+		argv := make([]string, 0, len(items))
+		for _, it := range items {
+			if !it.Set {
+				return nil // not an argv of strings
+			}
+			argv = append(argv, it.S)
+		}
+		c.Line = CommandFromArgv(argv)
+	}
+	return nil
+}
+
+// shells are the interpreters whose `-c SCRIPT` wrapper is removed.
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true}
+
+// CommandFromArgv turns an argv into one command line. A shell wrapper
+// (`bash -lc X`, `/bin/zsh -c X`, `sh -l -c X`) becomes X; any other argv
+// is joined with spaces, quoting words that need it.
+func CommandFromArgv(argv []string) string {
+	if script, ok := unwrapArgv(argv); ok {
+		return script
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = quoteWord(a)
+	}
+	return strings.Join(words, " ")
+}
+
+// unwrapArgv returns SCRIPT when argv is exactly SHELL [-flags...] SCRIPT
+// and one of the flags is -c.
+func unwrapArgv(argv []string) (string, bool) {
+	if len(argv) < 3 || !shells[path.Base(argv[0])] {
+		return "", false
+	}
+	hasC := false
+	for _, f := range argv[1 : len(argv)-1] {
+		if len(f) < 2 || f[0] != '-' || strings.HasPrefix(f, "--") {
+			return "", false
+		}
+		if strings.ContainsRune(f[1:], 'c') {
+			hasC = true
+		}
+	}
+	if !hasC {
+		return "", false
+	}
+	return argv[len(argv)-1], true
+}
+
+// UnwrapShellString removes a shell wrapper from a command string:
+// `/bin/zsh -lc 'npm test'` becomes `npm test`. A string that is not
+// exactly such a wrapper with one quoted script is returned unchanged.
+func UnwrapShellString(s string) string {
+	t := strings.TrimSpace(s)
+	words, ok := splitWords(t)
+	if !ok {
+		return s
+	}
+	if script, ok := unwrapArgv(words); ok {
+		return script
+	}
+	return s
+}
+
+// splitWords splits a command line into words with POSIX quoting (single
+// quotes, double quotes with backslash escapes, backslash outside quotes).
+// It gives up (false) on anything it cannot read exactly: unbalanced
+// quotes, or shell operators outside quotes.
+func splitWords(s string) ([]string, bool) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == ' ' || ch == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case ch == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, false
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case ch == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`\n", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, false
+			}
+			inWord = true
+		case ch == '\\':
+			if i+1 >= len(s) {
+				return nil, false
+			}
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case strings.IndexByte(";&|<>()$`\n*?", ch) >= 0:
+			return nil, false
+		default:
+			cur.WriteByte(ch)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, true
+}
+
+// quoteWord quotes a word for a POSIX shell when it needs it.
+func quoteWord(w string) string {
+	if w == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range w {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%^", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}

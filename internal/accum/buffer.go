@@ -1,0 +1,472 @@
+package accum
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// minLimit is the smallest bound a Buffer accepts: any one rune fits in it,
+// so a non-empty text never bounds to nothing.
+const minLimit = utf8.UTFMax
+
+// minOverlap is the shortest overlap between what a Buffer holds and a
+// Window that is trusted on its length alone. A shorter overlap is trusted
+// only when it spans everything the Buffer ever saw or the whole Window;
+// otherwise (an "\n" that happens to end one text and start the next, say)
+// the Window replaces.
+const minOverlap = 16
+
+// Buffer holds one bounded text stream of one tool call.
+//
+// It folds Text observations of every kind into one logical text: the whole
+// output of the stream as far as the observations tell it. It keeps only the
+// most recent tail of that text, at most limit bytes cut on a rune boundary,
+// plus the length of the whole. Take reports what changed since the previous
+// Take as a Chunk that a client applies to its own copy.
+//
+// Rules, by kind:
+//
+//   - Delta appends.
+//   - Snapshot and Final state the whole output. When one extends the logical
+//     text (its bytes at the place of the held tail equal the held tail), only
+//     its new suffix is appended; otherwise it replaces. An empty one replaces
+//     a non-empty text with "".
+//   - Window is the most recent tail of the whole output. It is aligned with
+//     the held text by overlap (see applyWindow) and only the part after the
+//     overlap is appended; with no meaningful overlap it replaces. An empty
+//     Window says nothing new.
+//
+// Text is made valid UTF-8 before it is used: every byte that does not start
+// a valid encoding becomes one U+FFFD, exactly as a Go range loop over the
+// string decodes it. Byte Deltas (Text.Bytes != nil) are decoded as one
+// byte stream: an incomplete sequence at the end of one is held back (at most
+// three bytes) until the next byte Delta completes it, or until Flush, a
+// string Delta, or any other kind ends the byte run. Flush and a string Delta
+// turn the held-back bytes into U+FFFD; Snapshot, Window and Final drop them,
+// since they restate the output.
+//
+// Truncation: Chunk.Truncated is true when the logical text is longer than
+// what is kept, or when the producer said it dropped output. The producer's
+// flag is sticky across Deltas and overlapping Windows. Snapshot and Final
+// describe the whole output, so they set it to their own flag (an untruncated
+// Snapshot that fits clears it). A Window that replaces sets it to its own
+// flag; a Window that overlaps leaves it alone, since the overlap shows that
+// the part the producer dropped is already held.
+//
+// The zero Buffer is not usable; call NewBuffer. A Buffer is not safe for
+// concurrent use.
+type Buffer struct {
+	limit int
+
+	// data[off:] is the held text: valid UTF-8, at most limit bytes, the
+	// bounded tail of the logical text. cap(data) never exceeds maxCap().
+	data []byte
+	off  int
+	// total is the length of the logical text in bytes.
+	total int64
+	// carry holds the incomplete UTF-8 sequence that ended the last byte
+	// Delta.
+	carry  [utf8.UTFMax - 1]byte
+	ncarry int
+
+	producerTrunc bool
+	seen          bool
+
+	// Take bookkeeping: what the client has not been told yet.
+	reported       bool  // some chunk was taken since the Buffer was made
+	reportedTrunc  bool  // the Truncated value of the last chunk taken
+	pendingReplace bool  // the held text was replaced since the last chunk
+	pendingAppend  int64 // bytes appended since the last chunk
+}
+
+// Chunk is what a Buffer reports to its client.
+type Chunk struct {
+	// Text is valid UTF-8: the text appended since the previous chunk, or,
+	// when Replace is true, the whole bounded text.
+	Text string
+	// Replace says Text replaces what the client holds instead of extending
+	// it.
+	Replace bool
+	// Truncated is true when the logical text is longer than what is kept,
+	// or when the producer said it dropped output.
+	Truncated bool
+	// TotalBytes is the length in UTF-8 bytes of the logical text, before
+	// bounding.
+	TotalBytes int64
+}
+
+// NewBuffer returns a Buffer keeping at most limit bytes of the most recent
+// text. A limit below 4 is raised to 4, so that any single rune fits.
+func NewBuffer(limit int) *Buffer {
+	return &Buffer{limit: max(limit, minLimit)}
+}
+
+// Apply folds one observation into the Buffer: t.Kind, t.Text or t.Bytes and
+// t.Truncated are used; t.Stream is ignored. An observation of an unknown
+// kind is taken as a Delta. See Buffer for the rules.
+func (b *Buffer) Apply(t Text) {
+	b.seen = true
+	if t.Bytes != nil && (t.Kind == Delta || !knownKind(t.Kind)) {
+		b.applyDeltaBytes(t.Bytes)
+		b.producerTrunc = b.producerTrunc || t.Truncated
+		return
+	}
+	var s string
+	if t.Bytes != nil {
+		s = validBytes(t.Bytes)
+	} else {
+		s = validString(t.Text)
+	}
+	switch t.Kind {
+	case Snapshot, Final:
+		b.ncarry = 0
+		b.applyWhole(s, t.Truncated)
+	case Window:
+		b.ncarry = 0
+		b.applyWindow(s, t.Truncated)
+	default: // Delta, or a kind this package does not know
+		b.Flush()
+		b.appendText(s)
+		b.producerTrunc = b.producerTrunc || t.Truncated
+	}
+}
+
+// Seen reports whether any observation was ever applied, even an empty one.
+func (b *Buffer) Seen() bool { return b.seen }
+
+// Take returns what changed since the previous Take or Whole: the appended
+// text (Replace false), or the whole bounded text (Replace true) when the
+// held text was replaced or when more was appended than is kept. ok is false
+// when nothing changed: no new text, no replacement, no change of Truncated,
+// and the stream was already reported once since it was first seen (the
+// first Take after the first observation is ok even when the text is empty).
+//
+// A client that starts empty and applies every chunk in order holds a text
+// whose bounded tail equals Whole().Text; when no head was ever dropped
+// (TotalBytes equals the length of the kept text) it holds exactly that text.
+func (b *Buffer) Take() (c Chunk, ok bool) {
+	if !b.seen {
+		return Chunk{}, false
+	}
+	held := b.held()
+	trunc := b.truncated()
+	if b.reported && !b.pendingReplace && b.pendingAppend == 0 && trunc == b.reportedTrunc {
+		return Chunk{}, false
+	}
+	if b.pendingReplace || b.pendingAppend > int64(len(held)) {
+		return b.Whole(), true
+	}
+	c = Chunk{
+		Text:       string(held[len(held)-int(b.pendingAppend):]),
+		Truncated:  trunc,
+		TotalBytes: b.total,
+	}
+	b.markTaken(trunc)
+	return c, true
+}
+
+// Whole returns the whole bounded text with Replace set, and marks
+// everything as taken.
+func (b *Buffer) Whole() Chunk {
+	trunc := b.truncated()
+	c := Chunk{
+		Text:       string(b.held()),
+		Replace:    true,
+		Truncated:  trunc,
+		TotalBytes: b.total,
+	}
+	b.markTaken(trunc)
+	return c
+}
+
+// Flush ends byte input: the bytes of a UTF-8 sequence left incomplete by
+// the last byte Delta become U+FFFD, one per byte, and are appended.
+func (b *Buffer) Flush() {
+	if b.ncarry == 0 {
+		return
+	}
+	s := validBytes(b.carry[:b.ncarry])
+	b.ncarry = 0
+	b.appendText(s)
+}
+
+func knownKind(k TextKind) bool { return k >= Delta && k <= Final }
+
+// held is the kept tail of the logical text. It aliases the Buffer.
+func (b *Buffer) held() []byte { return b.data[b.off:] }
+
+func (b *Buffer) truncated() bool {
+	return b.producerTrunc || b.total > int64(len(b.data)-b.off)
+}
+
+func (b *Buffer) markTaken(trunc bool) {
+	b.reported = true
+	b.reportedTrunc = trunc
+	b.pendingReplace = false
+	b.pendingAppend = 0
+}
+
+// applyDeltaBytes decodes p as the continuation of the byte stream, holding
+// back an incomplete sequence at its end.
+func (b *Buffer) applyDeltaBytes(p []byte) {
+	if b.ncarry > 0 {
+		joined := make([]byte, 0, b.ncarry+len(p))
+		joined = append(joined, b.carry[:b.ncarry]...)
+		p = append(joined, p...)
+		b.ncarry = 0
+	}
+	cut := incompleteTail(p)
+	b.appendText(validBytes(p[:cut]))
+	b.ncarry = copy(b.carry[:], p[cut:])
+}
+
+// incompleteTail returns where a UTF-8 sequence that p ends in the middle
+// of starts, or len(p) when p ends on a complete rune or on bytes that can
+// never become one. Such a sequence is at most three bytes long.
+func incompleteTail(p []byte) int {
+	for i := len(p) - 1; i >= 0 && i >= len(p)-(utf8.UTFMax-1); i-- {
+		if utf8.RuneStart(p[i]) {
+			if !utf8.FullRune(p[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(p)
+}
+
+// applyWhole folds a Snapshot or a Final. s extends the logical text when
+// it is at least as long and holds the kept tail at the same place; only the
+// kept tail is compared, so a head that was dropped is assumed to match.
+func (b *Buffer) applyWhole(s string, trunc bool) {
+	held := b.held()
+	tot := int(b.total)
+	if len(s) >= tot && s[tot-len(held):tot] == string(held) {
+		b.appendText(s[tot:])
+	} else {
+		b.replace(s)
+	}
+	b.producerTrunc = trunc
+}
+
+// applyWindow folds a Window w: the most recent tail of the whole output.
+//
+// Picture w laid over the logical text L so that L ends at offset d of w;
+// then w[d:] is new. An alignment is valid when w and the held tail agree
+// where they overlap, and when w does not start before L does (d <= total).
+// Of the valid alignments the one with the longest overlap is chosen, and of
+// those the one with the largest d (the least new text, so nothing is
+// appended twice). Two shapes occur:
+//
+//   - d >= len(held): the whole held tail occurs in w, ending at d (the
+//     producer keeps more than this Buffer does);
+//   - d < len(held): the held tail ends with w[:d] (w starts inside what is
+//     held; d == len(w) means w is already at the end of what is held).
+//
+// The overlap must be meaningful: as long as everything seen (the Window
+// extends the whole logical text), as long as w, or at least minOverlap
+// bytes. Otherwise, or with no valid alignment, w replaces. Both searches
+// are Knuth-Morris-Pratt scans, O(len(w) + limit).
+func (b *Buffer) applyWindow(w string, trunc bool) {
+	if b.total == 0 {
+		b.appendText(w)
+		b.producerTrunc = b.producerTrunc || trunc
+		return
+	}
+	if d, ok := b.alignWindow(w); ok {
+		b.appendText(w[d:])
+		return
+	}
+	b.replace(w)
+	b.producerTrunc = trunc
+}
+
+// alignWindow returns where the logical text ends in w (see applyWindow).
+// It must not be called on an empty Buffer.
+func (b *Buffer) alignWindow(w string) (d int, ok bool) {
+	if w == "" {
+		return 0, true
+	}
+	held := b.held()
+	h := len(held)
+	meaningful := func(k int) bool {
+		return int64(k) == b.total || k == len(w) || k >= minOverlap
+	}
+	var fail []int32
+	if len(w) >= h {
+		// The held tail occurs in w, ending at d <= total.
+		fail = make([]int32, h)
+		kmpTable(held, fail)
+		end := min(int64(len(w)), b.total)
+		if _, last := kmpScan(held, fail, w[:end]); last >= 0 {
+			return last, meaningful(h)
+		}
+	}
+	// The held tail ends with a prefix of w.
+	m := min(len(w), h)
+	if cap(fail) >= m {
+		fail = fail[:m]
+	} else {
+		fail = make([]int32, m)
+	}
+	kmpTable(w[:m], fail)
+	k, _ := kmpScan(w[:m], fail, held[h-m:])
+	if k == 0 {
+		return 0, false
+	}
+	return k, meaningful(k)
+}
+
+// kmpTable fills fail[i] with the length of the longest proper prefix of
+// p[:i+1] that is also its suffix. len(fail) must be len(p).
+func kmpTable[S ~string | ~[]byte](p S, fail []int32) {
+	if len(p) == 0 {
+		return
+	}
+	fail[0] = 0
+	k := int32(0)
+	for i := 1; i < len(p); i++ {
+		for k > 0 && p[i] != p[k] {
+			k = fail[k-1]
+		}
+		if p[i] == p[k] {
+			k++
+		}
+		fail[i] = k
+	}
+}
+
+// kmpScan runs the pattern p (with its table fail) over text. It returns
+// the length of the longest prefix of p that is a suffix of text, and the
+// end offset in text of the last whole occurrence of p, or -1. p must not be
+// empty.
+func kmpScan[P, T ~string | ~[]byte](p P, fail []int32, text T) (state int, lastEnd int) {
+	n := int32(len(p))
+	k := int32(0)
+	lastEnd = -1
+	for i := 0; i < len(text); i++ {
+		for k > 0 && text[i] != p[k] {
+			k = fail[k-1]
+		}
+		if text[i] == p[k] {
+			k++
+		}
+		if k == n {
+			lastEnd = i + 1
+			if i+1 == len(text) {
+				return int(n), lastEnd
+			}
+			k = fail[k-1]
+		}
+	}
+	return int(k), lastEnd
+}
+
+// appendText appends valid UTF-8 to the logical text and bounds what is
+// kept.
+func (b *Buffer) appendText(s string) {
+	if s == "" {
+		return
+	}
+	b.total += int64(len(s))
+	b.pendingAppend += int64(len(s))
+	if len(s) >= b.limit {
+		b.setHeld(s)
+		return
+	}
+	if over := len(b.data) - b.off + len(s) - b.limit; over > 0 {
+		b.off += over
+		for b.off < len(b.data) && !utf8.RuneStart(b.data[b.off]) {
+			b.off++
+		}
+	}
+	b.reserve(len(s))
+	b.data = append(b.data, s...)
+}
+
+// replace makes s the whole logical text.
+func (b *Buffer) replace(s string) {
+	b.total = int64(len(s))
+	b.setHeld(s)
+	b.pendingReplace = true
+	b.pendingAppend = 0
+}
+
+// setHeld makes the bounded tail of s the held text.
+func (b *Buffer) setHeld(s string) {
+	s = boundTail(s, b.limit)
+	b.data = b.data[:0]
+	b.off = 0
+	b.reserve(len(s))
+	b.data = append(b.data, s...)
+}
+
+// maxCap is the largest backing array a Buffer keeps: the held text plus
+// room for half a limit of dropped head, so that compaction is amortized.
+func (b *Buffer) maxCap() int { return b.limit + b.limit/2 }
+
+// reserve makes room to append n bytes without growing past maxCap. The
+// held text plus n must fit in limit. When the array is full the held text
+// is moved to its front; at maxCap that happens only after more than limit/2
+// bytes were dropped, so each appended byte is copied at most twice more.
+func (b *Buffer) reserve(n int) {
+	if len(b.data)+n <= cap(b.data) {
+		return
+	}
+	hlen := len(b.data) - b.off
+	if hlen+n <= cap(b.data) && (b.off >= hlen || cap(b.data) >= b.maxCap()) {
+		copy(b.data, b.data[b.off:])
+		b.data = b.data[:hlen]
+		b.off = 0
+		return
+	}
+	c := min(max(2*(hlen+n), 2*cap(b.data), 64), b.maxCap())
+	c = max(c, hlen+n)
+	data := make([]byte, hlen, c)
+	copy(data, b.data[b.off:])
+	b.data = data
+	b.off = 0
+}
+
+// boundTail returns the longest suffix of the valid UTF-8 s that is at most
+// limit bytes long and starts on a rune boundary.
+func boundTail(s string, limit int) string {
+	i := len(s) - limit
+	if i <= 0 {
+		return s
+	}
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+// validString returns s with every byte that does not start a valid UTF-8
+// encoding replaced by U+FFFD, as a range loop decodes it. Valid input is
+// returned as is.
+func validString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var sb strings.Builder
+	sb.Grow(len(s) + len(s)/2)
+	for _, r := range s {
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+// validBytes is validString for bytes.
+func validBytes(p []byte) string {
+	if utf8.Valid(p) {
+		return string(p)
+	}
+	var sb strings.Builder
+	sb.Grow(len(p) + len(p)/2)
+	for len(p) > 0 {
+		r, n := utf8.DecodeRune(p)
+		sb.WriteRune(r)
+		p = p[n:]
+	}
+	return sb.String()
+}

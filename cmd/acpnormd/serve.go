@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/acpnorm/acpnorm/internal/service"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// serveFlags are the settings of the serve command.
+type serveFlags struct {
+	listen, metricsListen string
+	cfg                   service.Config
+	srv                   service.ServerOptions
+	shutdown              time.Duration
+	logLevel, logFormat   string
+}
+
+func parseServe(args []string) (*serveFlags, error) {
+	f := &serveFlags{cfg: service.DefaultConfig(), srv: service.DefaultServerOptions()}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var errs []error
+	str := func(p *string, name, env, def, help string) {
+		fs.StringVar(p, name, envString(env, def), help+" (env "+env+")")
+	}
+	num := func(p *int, name, env string, def int, help string) {
+		v, err := envInt(env, def)
+		errs = append(errs, err)
+		fs.IntVar(p, name, v, help+" (env "+env+")")
+	}
+	dur := func(p *time.Duration, name, env string, def time.Duration, help string) {
+		v, err := envDuration(env, def)
+		errs = append(errs, err)
+		fs.DurationVar(p, name, v, help+" (env "+env+")")
+	}
+	str(&f.listen, "listen", "ACPNORM_LISTEN", "127.0.0.1:50051", "gRPC listen address")
+	str(&f.metricsListen, "metrics-listen", "ACPNORM_METRICS_LISTEN", "127.0.0.1:9464", "Prometheus /metrics listen address; empty disables")
+	num(&f.cfg.TextLimit, "text-limit", "ACPNORM_TEXT_LIMIT", f.cfg.TextLimit, "bytes kept per text field (the most recent tail)")
+	num(&f.cfg.MaxCallsPerSession, "max-calls-per-session", "ACPNORM_MAX_CALLS_PER_SESSION", f.cfg.MaxCallsPerSession, "tool calls one session may hold")
+	num(&f.cfg.MaxCalls, "max-calls", "ACPNORM_MAX_CALLS", f.cfg.MaxCalls, "tool calls all sessions together may hold")
+	dur(&f.cfg.TTL, "ttl", "ACPNORM_TTL", f.cfg.TTL, "evict a call after this long without a frame")
+	dur(&f.cfg.Grace, "grace", "ACPNORM_GRACE", f.cfg.Grace, "keep an ended call this long to absorb late frames")
+	num(&f.cfg.SendQueue, "send-queue", "ACPNORM_SEND_QUEUE", f.cfg.SendQueue, "responses queued per stream before reading pauses")
+	num(&f.srv.MaxMessageBytes, "max-message-bytes", "ACPNORM_MAX_MESSAGE_BYTES", f.srv.MaxMessageBytes, "largest request message accepted")
+	dur(&f.shutdown, "shutdown-timeout", "ACPNORM_SHUTDOWN_TIMEOUT", 10*time.Second, "how long a graceful shutdown may take")
+	str(&f.logLevel, "log-level", "ACPNORM_LOG_LEVEL", "info", "debug, info, warn or error")
+	str(&f.logFormat, "log-format", "ACPNORM_LOG_FORMAT", "text", "text or json")
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	return f, f.cfg.Validate()
+}
+
+func serve(args []string) error {
+	f, err := parseServe(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc, err := service.New(f.cfg, service.NewMetrics(reg), log)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
+	go svc.Run(runCtx)
+
+	var metrics *http.Server
+	metricsAddr := ""
+	if f.metricsListen != "" {
+		mlis, err := net.Listen("tcp", f.metricsListen)
+		if err != nil {
+			lis.Close()
+			return fmt.Errorf("metrics: %w", err)
+		}
+		metricsAddr = mlis.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := metrics.Serve(mlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
+	}
+
+	srv := service.NewServer(svc, f.srv, log)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	log.Info("serving", "grpc", lis.Addr().String(), "metrics", metricsAddr)
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "deadline", f.shutdown)
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdown)
+	defer cancel()
+	srv.Shutdown(sctx)
+	if metrics != nil {
+		_ = metrics.Shutdown(sctx)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", format)
+}
+
+func envString(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) (int, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return def, fmt.Errorf("%s=%q: not a whole number", name, v)
+	}
+	return n, nil
+}
+
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return def, fmt.Errorf("%s=%q: not a duration such as 10m", name, v)
+	}
+	return d, nil
+}

@@ -1,0 +1,300 @@
+package accum
+
+import "fmt"
+
+// State is where a shell command is in its life.
+type State uint8
+
+const (
+	// Pending: announced, not yet running.
+	Pending State = iota + 1
+	// Running: started; output may flow.
+	Running
+	// Ended: the call is over; Outcome says how.
+	Ended
+)
+
+// Outcome is how a call ended.
+type Outcome uint8
+
+const (
+	// OutcomeNone: the call has not ended.
+	OutcomeNone Outcome = iota
+	// Succeeded: a known exit code 0, or a success proof a dialect documents.
+	Succeeded
+	// Failed: a known nonzero exit, a signal, a timeout, or a failure the
+	// agent reported without an exit code.
+	Failed
+	// Cancelled: the user rejected or cancelled the command.
+	Cancelled
+	// Unknown: the call ended with no evidence either way.
+	Unknown
+)
+
+// Revision is one change of a call, ready to be sent.
+type Revision struct {
+	Number         uint32
+	ToolCallID     string
+	TerminalID     string
+	Command        string
+	Cwd            string
+	Description    string
+	State          State
+	Outcome        Outcome
+	OutcomeReason  string
+	ExitCode       *int32
+	Signal         string
+	TimedOut       bool
+	Background     bool
+	ApprovalReason string
+	Awaiting       bool
+	// Texts holds, per Stream, what changed; nil means unchanged. On the
+	// Ended revision every stream ever seen is whole (Replace).
+	Texts [numStreams]*Chunk
+}
+
+// meta is the part of a call that is compared between revisions.
+type meta struct {
+	terminalID     string
+	command        string
+	cwd            string
+	description    string
+	state          State
+	outcome        Outcome
+	reason         string
+	exit           int64 // -1<<40 when unknown
+	signal         string
+	timedOut       bool
+	background     bool
+	approvalReason string
+	awaiting       bool
+}
+
+const noExit = -1 << 40
+
+// Call is the state of one tool call. It is not safe for concurrent use.
+type Call struct {
+	id        string
+	limit     int
+	shell     Shell
+	cur, sent meta
+	emitted   bool // a revision was taken since the last change of cur
+	revision  uint32
+
+	exit         *Exit
+	cancelled    bool
+	statusFailed bool
+	failed       bool
+	succeeded    bool
+	endReason    string
+
+	streams [numStreams]*Buffer
+	fresh   bool // a text observation was applied since the last Revision
+}
+
+// NewCall returns the state of call id, bounding each text stream to
+// limit bytes.
+func NewCall(id string, limit int) *Call {
+	return &Call{id: id, limit: limit, cur: meta{state: Pending, exit: noExit}, sent: meta{exit: noExit}}
+}
+
+// ID returns the tool call id.
+func (c *Call) ID() string { return c.id }
+
+// TerminalID returns the terminal tied to the call, if any.
+func (c *Call) TerminalID() string { return c.cur.terminalID }
+
+// IsShell reports whether any observation said the call is a shell
+// command. Calls that are not produce no revision.
+func (c *Call) IsShell() bool { return c.shell == ShellYes }
+
+// NotShell reports whether the call was said to be some other tool and
+// never a shell command.
+func (c *Call) NotShell() bool { return c.shell == ShellNo }
+
+// Ended reports whether the call has ended.
+func (c *Call) Ended() bool { return c.cur.state == Ended }
+
+// Awaiting reports whether a permission ask for the call is open.
+func (c *Call) Awaiting() bool { return c.cur.awaiting }
+
+// Apply folds one observation into the call. Observations that arrive after
+// the call ended still add what they know (a late stream, an exit code) but
+// never reopen it.
+func (c *Call) Apply(o *Observation) {
+	if o.Shell == ShellYes || (o.Shell == ShellNo && c.shell == ShellUnknown) {
+		c.shell = o.Shell
+	}
+	setIf(&c.cur.terminalID, o.TerminalID)
+	setIf(&c.cur.command, o.Command)
+	setIf(&c.cur.cwd, o.Cwd)
+	setIf(&c.cur.description, o.Description)
+	setIf(&c.cur.approvalReason, o.ApprovalReason)
+	if o.Signal != "" {
+		c.cur.signal = o.Signal
+	}
+	c.cur.timedOut = c.cur.timedOut || o.TimedOut
+	c.cur.background = c.cur.background || o.Background
+	c.cancelled = c.cancelled || o.Cancelled
+	c.failed = c.failed || o.Failed
+	c.succeeded = c.succeeded || o.Succeeded
+	if o.Exit != nil && !o.Exit.Placeholder {
+		c.exit = StrongerExit(c.exit, o.Exit)
+	}
+	if o.PermissionAsk && c.cur.state != Ended {
+		c.cur.awaiting = true
+	}
+	for _, t := range o.Texts {
+		b := c.streams[t.Stream]
+		if b == nil {
+			b = NewBuffer(c.limit)
+			c.streams[t.Stream] = b
+		}
+		b.Apply(t)
+		c.fresh = true
+	}
+	if c.cur.state == Ended {
+		c.resolve() // late evidence may sharpen the outcome
+		return
+	}
+	switch o.Status {
+	case StatusRunning:
+		c.cur.state = Running
+		c.cur.awaiting = false
+	case StatusCompleted, StatusFailed:
+		c.statusFailed = o.Status == StatusFailed
+		c.end("")
+		return
+	}
+	if len(o.Texts) > 0 && c.cur.state == Pending {
+		c.cur.state = Running
+		c.cur.awaiting = false
+	}
+}
+
+// Answer records the user's answer to a permission ask: a rejection or a
+// cancelled turn cancels the command.
+func (c *Call) Answer(rejected bool) {
+	c.cur.awaiting = false
+	if rejected {
+		c.cancelled = true
+		if c.cur.state == Ended {
+			c.resolve()
+		}
+	}
+}
+
+// End ends a call that is still open because its turn or session ended;
+// cancelled says the user cancelled it. why is the readable reason used when
+// nothing better is known. It does nothing to a call that already ended.
+func (c *Call) End(cancelled bool, why string) {
+	if c.cur.state == Ended {
+		return
+	}
+	c.cancelled = c.cancelled || cancelled
+	c.end(why)
+}
+
+func (c *Call) end(why string) {
+	c.cur.state = Ended
+	c.cur.awaiting = false
+	c.endReason = why
+	for _, b := range c.streams {
+		if b != nil {
+			b.Flush()
+		}
+	}
+	c.resolve()
+}
+
+// resolve derives the outcome of an ended call from its evidence. The ACP
+// status is used only when there is no exit code, signal or timeout.
+func (c *Call) resolve() {
+	c.cur.exit = noExit
+	if c.exit != nil {
+		c.cur.exit = int64(c.exit.Code)
+	}
+	switch {
+	case c.cancelled:
+		c.cur.outcome, c.cur.reason = Cancelled, "the user rejected or cancelled the command"
+	case c.cur.signal != "":
+		c.cur.outcome, c.cur.reason = Failed, "killed by "+c.cur.signal
+	case c.cur.timedOut:
+		c.cur.outcome, c.cur.reason = Failed, "timed out"
+	case c.exit != nil && c.exit.Code == 0:
+		c.cur.outcome, c.cur.reason = Succeeded, "exit code 0"
+	case c.exit != nil:
+		c.cur.outcome, c.cur.reason = Failed, fmt.Sprintf("exit code %d", c.exit.Code)
+	case c.failed:
+		c.cur.outcome, c.cur.reason = Failed, "the agent reported a failure without an exit code"
+	case c.statusFailed:
+		c.cur.outcome, c.cur.reason = Failed, "the agent said failed and sent no exit code"
+	case c.succeeded:
+		c.cur.outcome, c.cur.reason = Succeeded, "the agent proved success without an exit code"
+	case c.endReason != "":
+		c.cur.outcome, c.cur.reason = Unknown, c.endReason
+	default:
+		c.cur.outcome, c.cur.reason = Unknown, "the agent said completed but sent no exit code"
+	}
+}
+
+// Revision returns the next revision when anything changed since the
+// previous one. Live revisions carry only new text; the first Ended
+// revision, and any after it, carry every stream whole.
+func (c *Call) Revision() (Revision, bool) {
+	changed := c.cur != c.sent
+	var texts [numStreams]*Chunk
+	for s, b := range c.streams {
+		if b == nil {
+			continue
+		}
+		if c.cur.state == Ended {
+			if changed || c.fresh {
+				w := b.Whole()
+				texts[s] = &w
+			}
+			continue
+		}
+		if ch, ok := b.Take(); ok {
+			texts[s] = &ch
+			changed = true
+		}
+	}
+	if c.cur.state == Ended && c.fresh {
+		changed = true
+	}
+	c.fresh = false
+	if !changed {
+		return Revision{}, false
+	}
+	c.sent = c.cur
+	c.revision++
+	r := Revision{
+		Number:         c.revision,
+		ToolCallID:     c.id,
+		TerminalID:     c.cur.terminalID,
+		Command:        c.cur.command,
+		Cwd:            c.cur.cwd,
+		Description:    c.cur.description,
+		State:          c.cur.state,
+		Outcome:        c.cur.outcome,
+		OutcomeReason:  c.cur.reason,
+		Signal:         c.cur.signal,
+		TimedOut:       c.cur.timedOut,
+		Background:     c.cur.background,
+		ApprovalReason: c.cur.approvalReason,
+		Awaiting:       c.cur.awaiting,
+		Texts:          texts,
+	}
+	if c.cur.exit != noExit {
+		code := int32(c.cur.exit)
+		r.ExitCode = &code
+	}
+	return r, true
+}
+
+func setIf(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}

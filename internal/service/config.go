@@ -1,0 +1,58 @@
+package service
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config holds the limits of a Service. The zero value is not usable; start
+// from DefaultConfig.
+type Config struct {
+	// TextLimit bounds each text field of a call, in bytes; the most recent
+	// tail is kept.
+	TextLimit int
+	// MaxCallsPerSession bounds the calls one session holds at once (ended
+	// calls in their grace period count).
+	MaxCallsPerSession int
+	// MaxCalls bounds the calls of all sessions together.
+	MaxCalls int
+	// TTL is how long a call may go without a frame before it is evicted,
+	// and how long an idle session is kept.
+	TTL time.Duration
+	// Grace is how long an ended call is kept to absorb late frames.
+	Grace time.Duration
+	// SendQueue is the number of responses a stream may queue for a slow
+	// client before its receive loop stops reading (backpressure).
+	SendQueue int
+}
+
+// DefaultConfig returns the limits used when nothing else is configured.
+func DefaultConfig() Config {
+	return Config{
+		TextLimit:          256 << 10,
+		MaxCallsPerSession: 1024,
+		MaxCalls:           65536,
+		TTL:                10 * time.Minute,
+		Grace:              30 * time.Second,
+		SendQueue:          64,
+	}
+}
+
+// Validate reports the first limit that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.TextLimit < 64:
+		return fmt.Errorf("text limit %d is below 64 bytes", c.TextLimit)
+	case c.MaxCallsPerSession < 1:
+		return fmt.Errorf("max calls per session %d is below 1", c.MaxCallsPerSession)
+	case c.MaxCalls < c.MaxCallsPerSession:
+		return fmt.Errorf("max calls %d is below max calls per session %d", c.MaxCalls, c.MaxCallsPerSession)
+	case c.TTL <= 0:
+		return fmt.Errorf("ttl %v is not positive", c.TTL)
+	case c.Grace < 0:
+		return fmt.Errorf("grace %v is negative", c.Grace)
+	case c.SendQueue < 1:
+		return fmt.Errorf("send queue %d is below 1", c.SendQueue)
+	}
+	return nil
+}

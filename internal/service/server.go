@@ -1,0 +1,106 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+)
+
+// ServerOptions are the transport settings of a gRPC server.
+type ServerOptions struct {
+	// MaxMessageBytes bounds one received message (an ACP frame can carry a
+	// whole command output).
+	MaxMessageBytes int
+	// KeepaliveMinTime is the shortest client ping interval tolerated;
+	// clients that ping more often are disconnected.
+	KeepaliveMinTime time.Duration
+	// KeepaliveTime and KeepaliveTimeout make the server ping idle
+	// connections and drop dead ones.
+	KeepaliveTime    time.Duration
+	KeepaliveTimeout time.Duration
+}
+
+// DefaultServerOptions returns the transport settings used by default.
+func DefaultServerOptions() ServerOptions {
+	return ServerOptions{
+		MaxMessageBytes:  16 << 20,
+		KeepaliveMinTime: 10 * time.Second,
+		KeepaliveTime:    2 * time.Minute,
+		KeepaliveTimeout: 20 * time.Second,
+	}
+}
+
+// Server is a gRPC server carrying a Service, the standard health service
+// and server reflection.
+type Server struct {
+	GRPC   *grpc.Server
+	Health *health.Server
+	svc    *Service
+	log    *slog.Logger
+}
+
+// NewServer assembles the gRPC server: logging and panic recovery
+// interceptors, keepalive enforcement and the message size limit.
+func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		log.Log(ctx, slog.Level(lvl), msg, fields...)
+	})
+	recover := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		log.ErrorContext(ctx, "panic in handler", "panic", p)
+		return status.Error(codes.Internal, "internal error; the panic was logged")
+	})
+	logEvents := logging.WithLogOnEvents(logging.StartCall, logging.FinishCall)
+	g := grpc.NewServer(
+		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: opts.KeepaliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveTime, Timeout: opts.KeepaliveTimeout}),
+		grpc.ChainUnaryInterceptor(logging.UnaryServerInterceptor(logger, logEvents), recovery.UnaryServerInterceptor(recover)),
+		grpc.ChainStreamInterceptor(logging.StreamServerInterceptor(logger, logEvents), recovery.StreamServerInterceptor(recover)),
+	)
+	pb.RegisterNormalizerServiceServer(g, svc)
+	h := health.NewServer()
+	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	h.SetServingStatus(pb.NormalizerService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(g, h)
+	reflection.Register(g)
+	return &Server{GRPC: g, Health: h, svc: svc, log: log}
+}
+
+// Serve serves on lis until Shutdown.
+func (s *Server) Serve(lis net.Listener) error { return s.GRPC.Serve(lis) }
+
+// Shutdown stops the server gracefully: health turns NOT_SERVING, no new
+// streams are accepted, every open stream finishes the frames it has read
+// and sends what they produced, then ends with UNAVAILABLE. Streams still
+// open at the deadline are cut; no message is ever sent half-written.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.Health.Shutdown()
+	s.svc.Drain()
+	stopped := make(chan struct{})
+	go func() {
+		s.GRPC.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		s.log.Warn("shutdown deadline passed; cutting the remaining streams")
+		s.GRPC.Stop()
+		<-stopped
+	}
+}

@@ -1,0 +1,333 @@
+package dialect
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// opencode reads `opencode acp`: the `bash` tool and the newer `shell` tool.
+//
+// What it sends, and what it means here:
+//   - `tool_call`: a synthetic `pending` call titled "bash" (newer: "shell"
+//     or the command) with `rawInput` `{}` or `{cwd}`. A title that is a tool
+//     name is never the command.
+//   - live `in_progress` updates: `rawInput {command, description, cwd?,
+//     workdir?, timeout?}` and `content[0]` = the WHOLE output so far
+//     (stdout and stderr interleaved): a Snapshot. Unchanged output is
+//     re-sent without `content`: nothing. The newer shell tool keeps only
+//     the last 30 000 chars beyond that size and prefixes "...\n\n": the
+//     marker is stripped and the rest is a Window. Older releases kept the
+//     head instead, suffixed "\n\n...": the marker is stripped and the rest
+//     is a Snapshot.
+//   - final: ALWAYS `completed`. `rawOutput {output, metadata {output, exit,
+//     description, truncated, outputPath?}}`; `metadata.exitCode` in some
+//     releases. The exit is structured evidence; `exit: null` is unknown.
+//     The model-facing text (rawOutput.output, else content) is the output
+//     after removing what OpenCode adds for the model:
+//     a trailing `<shell_metadata>`/`<bash_metadata>` block or an older
+//     `(Command timed out after N ms)` / `(Command was aborted)` line
+//     (timeout → TimedOut; abort → Cancelled), a leading
+//     `...output truncated...\n\nFull output saved to: F\n\n` header (→
+//     Truncated; the rest is only a tail, so it is a Window, never a Final
+//     that would wipe streamed output), and `(no output)`, which stands for
+//     empty output. A final without real output reports no text, so it
+//     keeps what the live snapshots carried.
+//   - tool error: `failed` with the error text in content and
+//     `rawOutput {error, metadata}`. A user rejection ("The user rejected
+//     permission ...", with or without feedback) and an abort are
+//     Cancelled; anything else (an exception, a rule in the config that
+//     denies the command) is Failed. The error text is not command output
+//     (the command did not produce it), so it is not reported as output.
+type opencode struct{}
+
+func init() { register(opencode{}) }
+
+func (opencode) Info() Info {
+	return Info{
+		Name:               "opencode",
+		AgentNames:         []string{"opencode"},
+		Summary:            "OpenCode bash/shell tools: cumulative live snapshots (with the 30 000-char tail window), metadata.exit, <shell_metadata> timeout/abort and truncation markers.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// opencodeInput is OpenCode's bash/shell `rawInput`.
+type opencodeInput struct {
+	Command     CommandLine `json:"command"`
+	Description Str         `json:"description"`
+	Cwd         Str         `json:"cwd"`
+	Workdir     Str         `json:"workdir"`
+}
+
+// opencodeMetadata is `rawOutput.metadata`.
+type opencodeMetadata struct {
+	Output      Str   `json:"output"`
+	Exit        Code  `json:"exit"`
+	ExitCode    Code  `json:"exitCode"`
+	Description Str   `json:"description"`
+	Truncated   *bool `json:"truncated"`
+	OutputPath  Str   `json:"outputPath"`
+}
+
+// opencodeOutput is OpenCode's `rawOutput`.
+type opencodeOutput struct {
+	Output   Str               `json:"output"`
+	Error    Str               `json:"error"`
+	Metadata *opencodeMetadata `json:"metadata"`
+}
+
+// opencodeCall is a tool call frame of OpenCode.
+type opencodeCall struct {
+	ToolCall
+	RawInput  *opencodeInput  `json:"rawInput"`
+	RawOutput *opencodeOutput `json:"rawOutput"`
+}
+
+func (opencode) Update(params []byte) ([]accum.Observation, error) {
+	u, err := decodeUpdate[opencodeCall](params)
+	if err != nil {
+		return nil, err
+	}
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil, nil
+	}
+	return []accum.Observation{readOpencode(&u)}, nil
+}
+
+func (opencode) Permission(params []byte) ([]accum.Observation, error) {
+	u, err := decodePermission[opencodeCall](params)
+	if err != nil || u.ToolCallID == "" {
+		return nil, err
+	}
+	o := u.Base()
+	o.Opens = false
+	o.PermissionAsk = true
+	opencodeInputs(&o, &u)
+	if text, ok := u.Texts(); ok {
+		o.ApprovalReason = strings.TrimSpace(text)
+	}
+	return []accum.Observation{o}, nil
+}
+
+// opencodeToolNames are titles that name the tool, not the command.
+var opencodeToolNames = map[string]bool{"bash": true, "shell": true}
+
+// opencodeInputs reads command, cwd and description.
+func opencodeInputs(o *accum.Observation, u *opencodeCall) {
+	if in := u.RawInput; in != nil {
+		if in.Command.Line != "" {
+			o.Command = in.Command.Line
+			if o.Shell == accum.ShellUnknown {
+				o.Shell = accum.ShellYes
+			}
+		}
+		if in.Description.Set {
+			o.Description = in.Description.S
+		}
+		for _, c := range []Str{in.Workdir, in.Cwd} {
+			if c.Set && c.S != "" {
+				o.Cwd = c.S
+				break
+			}
+		}
+	}
+	// The title is the command only before OpenCode has any other word on
+	// it: on the opening frame (newer releases title it with the command)
+	// and on an ask. Later titles may be the description.
+	if o.Command == "" && (o.Opens || o.PermissionAsk) && u.Title != nil && o.Shell == accum.ShellYes {
+		if t := strings.TrimSpace(*u.Title); t != "" && !opencodeToolNames[strings.ToLower(t)] {
+			o.Command = t
+		}
+	}
+	if out := u.RawOutput; out != nil && out.Metadata != nil && out.Metadata.Description.Set && o.Description == "" {
+		o.Description = out.Metadata.Description.S
+	}
+}
+
+func readOpencode(u *opencodeCall) accum.Observation {
+	o := u.Base()
+	opencodeInputs(&o, u)
+	if o.Shell == accum.ShellNo {
+		return o
+	}
+	switch o.Status {
+	case accum.StatusFailed:
+		opencodeToolError(&o, u)
+	case accum.StatusCompleted:
+		opencodeFinal(&o, u)
+	default:
+		if text, ok := u.Texts(); ok && text != "" {
+			o.Texts = append(o.Texts, opencodeLive(text))
+		}
+	}
+	return o
+}
+
+// opencodeWindowPrefix marks a live snapshot that holds only the tail of
+// the output (newer shell tool); opencodeHeadSuffix marks one that holds
+// only the head (older bash tool, 30 000 chars).
+const (
+	opencodeWindowPrefix = "...\n\n"
+	opencodeHeadSuffix   = "\n\n..."
+	opencodeHeadLen      = 30000
+)
+
+// opencodeLive reads one live content text.
+func opencodeLive(text string) accum.Text {
+	if rest, ok := strings.CutPrefix(text, opencodeWindowPrefix); ok {
+		return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: rest}
+	}
+	if head, ok := strings.CutSuffix(text, opencodeHeadSuffix); ok && utf16Len(head) == opencodeHeadLen {
+		return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: head}
+	}
+	return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text}
+}
+
+// utf16Len is the length JavaScript gives a string.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 && r <= utf8.MaxRune {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// opencodeFinal reads the `completed` frame.
+func opencodeFinal(o *accum.Observation, u *opencodeCall) {
+	var meta opencodeMetadata
+	if u.RawOutput != nil && u.RawOutput.Metadata != nil {
+		meta = *u.RawOutput.Metadata
+	}
+	code := meta.Exit
+	if !code.Known {
+		code = meta.ExitCode
+	}
+	if e := code.Exit(accum.ExitStructured, true); e != nil {
+		o.Exit = StrongerExit(o.Exit, e)
+	}
+
+	text, ok := "", false
+	if u.RawOutput != nil && u.RawOutput.Output.Set {
+		text, ok = u.RawOutput.Output.S, true
+	} else {
+		text, ok = u.Texts()
+	}
+	if !ok {
+		// No model-facing text: metadata.output is the live text as the
+		// tool last saw it.
+		if meta.Output.Set && meta.Output.S != "" {
+			o.Texts = append(o.Texts, opencodeLive(meta.Output.S))
+		}
+		if meta.Truncated != nil && *meta.Truncated {
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true})
+		}
+		return
+	}
+	p := parseOpencodeText(text)
+	o.TimedOut = o.TimedOut || p.timedOut
+	o.Cancelled = o.Cancelled || p.aborted
+	truncated := p.truncated || (meta.Truncated != nil && *meta.Truncated)
+	switch {
+	case p.body == "":
+		// No real output: keep what the live snapshots carried.
+		if truncated {
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true})
+		}
+	case truncated:
+		// Only a part of the output: a tail that must not replace the
+		// fuller text streamed before.
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: p.body, Truncated: true})
+	default:
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: p.body})
+	}
+}
+
+// opencodeParsed is the model-facing text of a final frame taken apart.
+type opencodeParsed struct {
+	body      string
+	truncated bool
+	timedOut  bool
+	aborted   bool
+}
+
+var (
+	// opencodeMetaBlock is the trailing metadata block OpenCode appends
+	// for the model, with the blank line before it.
+	opencodeMetaBlock = regexp.MustCompile(`(?s)(?:\n\n)?<(shell|bash)_metadata>\n?(.*?)\n?</(?:shell|bash)_metadata>\s*$`)
+	// opencodeOldMarker is the older one-line form.
+	opencodeOldMarker = regexp.MustCompile(`(?:\n\n)?\((Command timed out after \d+ ?ms|Command was aborted)\)\s*$`)
+	// opencodeTruncHeader is the header of an output that was cut and
+	// saved to a file: "...output truncated...\n\nFull output saved to: F\n\n".
+	opencodeTruncHeader = regexp.MustCompile(`^\.\.\.[^\n]*truncated[^\n]*\.\.\.\n\n(?:[^\n]*(?:saved to|Full output)[^\n]*\n(?:[^\n]+\n)*?\n)?`)
+	opencodeTimeoutText = regexp.MustCompile(`(?i)exceed(?:ed|ing)? (?:the )?timeout|timed out`)
+	opencodeAbortText   = regexp.MustCompile(`(?i)\babort(?:ed)?\b|\bcancel(?:l?ed)?\b`)
+)
+
+// parseOpencodeText removes what OpenCode adds to the output for the
+// model and reports what those additions say.
+func parseOpencodeText(text string) opencodeParsed {
+	var p opencodeParsed
+	for {
+		if m := opencodeMetaBlock.FindStringSubmatchIndex(text); m != nil {
+			note := text[m[4]:m[5]]
+			p.timedOut = p.timedOut || opencodeTimeoutText.MatchString(note)
+			p.aborted = p.aborted || opencodeAbortText.MatchString(note)
+			text = text[:m[0]]
+			continue
+		}
+		if m := opencodeOldMarker.FindStringSubmatchIndex(text); m != nil {
+			note := text[m[2]:m[3]]
+			p.timedOut = p.timedOut || strings.Contains(note, "timed out")
+			p.aborted = p.aborted || strings.Contains(note, "aborted")
+			text = text[:m[0]]
+			continue
+		}
+		break
+	}
+	if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
+		p.truncated = true
+		text = text[loc[1]:]
+	}
+	if strings.TrimSpace(text) == "(no output)" {
+		text = ""
+	}
+	p.body = text
+	return p
+}
+
+var (
+	opencodeRejected = regexp.MustCompile(`(?i)\brejected\b|\bdenied by the user\b|\buser (?:declined|dismissed)\b`)
+	opencodeAborted  = regexp.MustCompile(`(?i)\babort(?:ed)?\b|\bcancel(?:l?ed)?\b|\binterrupted\b`)
+)
+
+// opencodeToolError reads a `failed` frame: the tool itself failed, so
+// there is no exit code. The text decides between a user rejection or
+// abort (Cancelled) and any other failure (Failed, including a config rule
+// that denies the command: the user was not asked).
+func opencodeToolError(o *accum.Observation, u *opencodeCall) {
+	text, _ := u.Texts()
+	if out := u.RawOutput; out != nil {
+		if out.Error.Set && out.Error.S != "" {
+			text = out.Error.S
+		}
+		if m := out.Metadata; m != nil {
+			if e := m.Exit.Exit(accum.ExitStructured, true); e != nil {
+				o.Exit = e
+			} else if e := m.ExitCode.Exit(accum.ExitStructured, true); e != nil {
+				o.Exit = e
+			}
+		}
+	}
+	if opencodeRejected.MatchString(text) || opencodeAborted.MatchString(text) {
+		o.Cancelled = true
+		return
+	}
+	o.Failed = true
+}

@@ -1,0 +1,311 @@
+package dialect
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+func TestOpencodeUpdate(t *testing.T) {
+	d, ok := Lookup("opencode")
+	if !ok {
+		t.Fatal("opencode not registered")
+	}
+	tail := strings.Repeat("x", 30000)
+	head := strings.Repeat("h", 30000)
+	runVendorCases(t, d, []vendorCase{
+		{
+			name:   "synthetic pending tool_call: title bash is not the command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"o1","title":"bash","kind":"execute","status":"pending","locations":[],"rawInput":{}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending}},
+		},
+		{
+			name:   "title shell is not the command either; rawInput cwd is read",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"o1","title":"shell","kind":"execute","status":"pending","rawInput":{"cwd":"/w"}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Cwd: "/w"}},
+		},
+		{
+			name:   "newer tool_call titled with the command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"o1","title":"npm test","kind":"execute","status":"pending","rawInput":{}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "npm test"}},
+		},
+		{
+			name:   "in_progress: rawInput command and description, cumulative content is a Snapshot",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","kind":"execute","title":"bash","rawInput":{"command":"npm test","description":"Run tests"},"content":[{"type":"content","content":{"type":"text","text":"PASS a\n"}}]}`,
+			want: []accum.Observation{{ToolCallID: "o1", Shell: accum.ShellYes, Status: accum.StatusRunning, Command: "npm test", Description: "Run tests",
+				Texts: []accum.Text{combined(accum.Snapshot, "PASS a\n")}}},
+		},
+		{
+			name:   "a later title that is the description never becomes the command",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","kind":"execute","title":"Run tests"}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Shell: accum.ShellYes, Status: accum.StatusRunning}},
+		},
+		{
+			name:   "unchanged output re-sent without content: no text",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","rawInput":{"command":"npm test","description":"Run tests","workdir":"sub"}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Shell: accum.ShellYes, Command: "npm test", Description: "Run tests", Cwd: "sub"}},
+		},
+		{
+			name:   "tail-window reset: marker stripped, Window",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"...\n\n` + tail + `"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{combined(accum.Window, tail)}}},
+		},
+		{
+			name:   "older head-kept snapshot: suffix stripped, Snapshot",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"` + head + `\n\n..."}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{combined(accum.Snapshot, head)}}},
+		},
+		{
+			name:   "short text ending in dots is plain output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"wait\n\n..."}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{combined(accum.Snapshot, "wait\n\n...")}}},
+		},
+		{
+			name:   "final completed nonzero: metadata.exit is structured, output Final",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"PASS a\nFAIL b\n"}}],"rawOutput":{"output":"PASS a\nFAIL b\n","metadata":{"output":"PASS a\nFAIL b\n","exit":1,"description":"Run tests","truncated":false}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Description: "Run tests", Exit: exitOf(1, accum.ExitStructured, false),
+				Texts: []accum.Text{combined(accum.Final, "PASS a\nFAIL b\n")}}},
+		},
+		{
+			name:   "metadata.exitCode accepted, numeric string",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"ok\n","metadata":{"exitCode":"0"}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false),
+				Texts: []accum.Text{combined(accum.Final, "ok\n")}}},
+		},
+		{
+			name:   "exit missing is unknown, never 0",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"ok\n","metadata":{"exit":"abc"}}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Texts: []accum.Text{combined(accum.Final, "ok\n")}}},
+		},
+		{
+			name:   "timeout: exit null and shell_metadata; marker kept out of output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"start\n\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.\n</shell_metadata>"}}],"rawOutput":{"output":"start\n\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.\n</shell_metadata>","metadata":{"output":"start\n","exit":null,"truncated":false}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, TimedOut: true,
+				Texts: []accum.Text{combined(accum.Final, "start\n")}}},
+		},
+		{
+			name:   "older bash_metadata timeout (with its typo)",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"x\n\n\n<bash_metadata>\nbash tool terminated commmand after exceeding timeout 120000 ms\n</bash_metadata>","metadata":{"exit":null}}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, TimedOut: true, Texts: []accum.Text{combined(accum.Final, "x\n")}}},
+		},
+		{
+			name:   "oldest one-line timeout marker",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"x\n\n\n(Command timed out after 2000 ms)","metadata":{"exit":null}}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, TimedOut: true, Texts: []accum.Text{combined(accum.Final, "x\n")}}},
+		},
+		{
+			name:   "oldest one-line abort marker: Cancelled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"x\n\n\n(Command was aborted)","metadata":{"exit":null}}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, Texts: []accum.Text{combined(accum.Final, "x\n")}}},
+		},
+		{
+			name:   "user abort in shell_metadata: Cancelled, no exit",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"before-kill\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>","metadata":{"output":"before-kill\n","exit":null,"truncated":false}}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, Texts: []accum.Text{combined(accum.Final, "before-kill\n")}}},
+		},
+		{
+			name:   "abort with no output at all: nothing to wipe",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>","metadata":{"exit":null}}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true}},
+		},
+		{
+			name:   "truncation header: Truncated tail Window, header not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"...output truncated...\n\nFull output saved to: /tmp/out\n\n38002\n38003\n"}}],"rawOutput":{"output":"...output truncated...\n\nFull output saved to: /tmp/out\n\n38002\n38003\n","metadata":{"exit":0,"truncated":true,"outputPath":"/tmp/out"}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "38002\n38003\n", Truncated: true}}}},
+		},
+		{
+			name:   "truncation header then only (no output): keep the live output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"...output truncated...\n\nFull output saved to: /tmp/out\n\n(no output)","metadata":{"exit":0,"truncated":true}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Delta, Truncated: true}}}},
+		},
+		{
+			name:   "(no output) stands for empty output and is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"(no output)"}}],"rawOutput":{"output":"(no output)","metadata":{"output":"","exit":0}}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false)}},
+		},
+		{
+			name:   "content only, no rawOutput",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"hi\n"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Texts: []accum.Text{combined(accum.Final, "hi\n")}}},
+		},
+		{
+			name:   "permission rejected: failed → Cancelled, error text not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"failed","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"The user rejected permission to use this specific tool call."}}],"rawOutput":{"error":"The user rejected permission to use this specific tool call.","metadata":{}}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Shell: accum.ShellYes, Status: accum.StatusFailed, Cancelled: true}},
+		},
+		{
+			name:   "rejected with feedback: Cancelled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"failed","rawOutput":{"error":"The user rejected permission to use this specific tool call with the following feedback: use pnpm"}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusFailed, Cancelled: true}},
+		},
+		{
+			name:   "exception: Failed, error text not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"Error: spawn /bin/zsh ENOENT"}}],"rawOutput":{"error":"Error: spawn /bin/zsh ENOENT","metadata":{}}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusFailed, Failed: true}},
+		},
+		{
+			name:   "config rule denies: Failed (the user was not asked)",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"failed","rawOutput":{"error":"The user has specified a rule which prevents you from using this specific tool call."}}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusFailed, Failed: true}},
+		},
+		{
+			name:   "other tools are not read as shell output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"r1","status":"completed","kind":"read","content":[{"type":"content","content":{"type":"text","text":"file body"}}],"rawOutput":{"output":"file body","metadata":{"exit":0}}}`,
+			want:   []accum.Observation{{ToolCallID: "r1", Shell: accum.ShellNo, Status: accum.StatusCompleted}},
+		},
+		{
+			name:   "lenient: rawInput and rawOutput of other JSON types",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawInput":"npm test","rawOutput":[1,2],"content":[{"type":"content","content":{"type":"text","text":"x"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Texts: []accum.Text{combined(accum.Final, "x")}}},
+		},
+		{
+			name:   "not a tool call update",
+			update: `{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}`,
+		},
+	})
+}
+
+func TestOpencodePermission(t *testing.T) {
+	d, _ := Lookup("opencode")
+	runVendorCases(t, d, []vendorCase{
+		{
+			name: "ask with command in rawInput",
+			ask:  `{"toolCallId":"o1","status":"pending","title":"bash","kind":"execute","rawInput":{"command":"rm -rf build","description":"Clean"}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "rm -rf build", Description: "Clean"}},
+		},
+		{
+			name: "ask titled with the command",
+			ask:  `{"toolCallId":"o1","status":"pending","title":"rm -rf build","kind":"execute","rawInput":{}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "rm -rf build"}},
+		},
+	})
+}
+
+func TestOpencodeDetect(t *testing.T) {
+	for _, name := range []string{"OpenCode", "opencode"} {
+		if got := Detect(name).Info().Name; got != "opencode" {
+			t.Errorf("Detect(%q) = %s", name, got)
+		}
+	}
+}
+
+// TestOpencodeRecording replays the real OpenCode 1.18.33 session.
+func TestOpencodeRecording(t *testing.T) {
+	d, _ := Lookup("opencode")
+	frames := loadVendorRecording(t, "opencode-1.18.33_plain.ndjson")
+	for _, fr := range frames {
+		f, err := Read(d, fr.Msg)
+		if err != nil {
+			t.Fatalf("line %d: %v", fr.Line, err)
+		}
+		if f.AgentName != "" && Detect(f.AgentName).Info().Name != "opencode" {
+			t.Errorf("agent %q not detected as opencode", f.AgentName)
+		}
+	}
+	calls, cancels := replayVendorRecording(t, d, "opencode-1.18.33_plain.ndjson")
+	if cancels != 2 { // session/cancel, then stopReason cancelled
+		t.Errorf("cancel frames = %d, want 2", cancels)
+	}
+	type want struct {
+		id, command string
+		exit        *accum.Exit
+		timedOut    bool
+		cancelled   bool
+	}
+	wants := []want{
+		{"call_ls_2", "ls", exitOf(0, accum.ExitStructured, false), false, false},
+		{"call_exit3_4", "printf 'a\\nb\\n'; exit 3", exitOf(3, accum.ExitStructured, false), false, false},
+		{"call_stderr_6", "echo to-stdout; echo to-stderr >&2; echo more-stdout", exitOf(0, accum.ExitStructured, false), false, false},
+		{"call_stderr_fail_8", "ls /nonexistent-dir-xyz", exitOf(2, accum.ExitStructured, false), false, false},
+		{"call_slow_10", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", exitOf(0, accum.ExitStructured, false), false, false},
+		{"call_big_12", "seq 1 40000", exitOf(0, accum.ExitStructured, false), false, false},
+		{"call_badutf8_14", `printf '\xff\xfe ok\n'`, exitOf(0, accum.ExitStructured, false), false, false},
+		{"call_timeout_16", "echo start; sleep 6; echo finished-late", nil, true, false},
+		{"call_signal_18", "echo before-kill; kill -9 $$", nil, false, true},
+	}
+	if len(calls) != len(wants) {
+		t.Fatalf("calls = %d, want %d", len(calls), len(wants))
+	}
+	for i, w := range wants {
+		c := calls[i]
+		if c.id != w.id {
+			t.Fatalf("call %d = %s, want %s", i, c.id, w.id)
+		}
+		if !c.obs[0].Opens || c.obs[0].Shell != accum.ShellYes || c.obs[0].Command != "" || c.obs[0].Status != accum.StatusPending {
+			t.Errorf("%s: opening observation %+v", c.id, c.obs[0])
+		}
+		cmd := ""
+		for _, o := range c.obs {
+			if o.Command != "" {
+				cmd = o.Command
+			}
+			if o.Description != "" && !strings.HasPrefix(o.Description, "Run step ") {
+				t.Errorf("%s: description %q", c.id, o.Description)
+			}
+			for _, tx := range o.Texts {
+				if strings.Contains(tx.Text, "Run step") || strings.Contains(tx.Text, "metadata>") || strings.Contains(tx.Text, "Full output saved") {
+					t.Errorf("%s: metadata in output %q", c.id, tx.Text)
+				}
+			}
+		}
+		if cmd != w.command {
+			t.Errorf("%s: command %q, want %q", c.id, cmd, w.command)
+		}
+		f := c.final()
+		if f.Status != accum.StatusCompleted {
+			t.Errorf("%s: final status %v", c.id, f.Status)
+		}
+		if describeExit(f.Exit) != describeExit(w.exit) {
+			t.Errorf("%s: exit %s, want %s", c.id, describeExit(f.Exit), describeExit(w.exit))
+		}
+		if f.TimedOut != w.timedOut || f.Cancelled != w.cancelled {
+			t.Errorf("%s: timedOut=%v cancelled=%v", c.id, f.TimedOut, f.Cancelled)
+		}
+	}
+
+	// Step 4: cumulative snapshots, one per line, then the Final.
+	var kinds []accum.TextKind
+	var texts []string
+	for _, tx := range calls[4].texts() {
+		kinds = append(kinds, tx.Kind)
+		texts = append(texts, tx.Text)
+	}
+	wantTexts := []string{"line1\n", "line1\nline2\n", "line1\nline2\nline3\n", "line1\nline2\nline3\nline4\n", "line1\nline2\nline3\nline4\nline5\n", "line1\nline2\nline3\nline4\nline5\n"}
+	if strings.Join(texts, "|") != strings.Join(wantTexts, "|") || kinds[len(kinds)-1] != accum.Final || kinds[0] != accum.Snapshot {
+		t.Errorf("slow step texts %q kinds %v", texts, kinds)
+	}
+
+	// Step 5: a snapshot, two tail windows (marker stripped), then a
+	// truncated tail Window without the header.
+	big := calls[5].texts()
+	if len(big) != 4 {
+		t.Fatalf("big step: %d texts", len(big))
+	}
+	if big[0].Kind != accum.Snapshot || !strings.HasPrefix(big[0].Text, "1\n2\n3\n") {
+		t.Errorf("big step first text %v %q", big[0].Kind, big[0].Text[:10])
+	}
+	for _, tx := range big[1:3] {
+		if tx.Kind != accum.Window || strings.HasPrefix(tx.Text, "...") || len(tx.Text) != 30000 {
+			t.Errorf("big step window %v len %d starts %q", tx.Kind, len(tx.Text), tx.Text[:10])
+		}
+	}
+	if last := big[3]; last.Kind != accum.Window || !last.Truncated || !strings.HasPrefix(last.Text, "38002\n") || !strings.HasSuffix(last.Text, "\n40000\n") {
+		t.Errorf("big step final %v truncated=%v starts %q", last.Kind, last.Truncated, last.Text[:10])
+	}
+
+	// Step 6: the agent already replaced the bad bytes.
+	if tx := calls[6].texts(); tx[len(tx)-1].Text != "\ufffd\ufffd ok\n" {
+		t.Errorf("badutf8 final %q", tx[len(tx)-1].Text)
+	}
+	// Steps 7 and 8: output before the marker survives.
+	if tx := calls[7].texts(); !reflect.DeepEqual(tx[len(tx)-1], combined(accum.Final, "start\n")) {
+		t.Errorf("timeout final %+v", tx[len(tx)-1])
+	}
+	if tx := calls[8].texts(); !reflect.DeepEqual(tx[len(tx)-1], combined(accum.Final, "before-kill\n")) {
+		t.Errorf("cancelled final %+v", tx[len(tx)-1])
+	}
+}

@@ -1,0 +1,310 @@
+package dialect
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// claude reads the Claude Code ACP adapters (@zed-industries/claude-code-acp,
+// now @agentclientprotocol/claude-agent-acp).
+//
+//   - Only the Bash tool is a shell: `_meta.claudeCode.toolName` (or the
+//     unstable `name`) "Bash" says yes, any other tool name says no.
+//   - The title is "Terminal" while the input streams: never a command. A
+//     title in backticks ("`ls`", old adapter) is unquoted; rawInput.command
+//     wins over the title.
+//   - The old adapter sends `tool_call` twice with the same id (first with
+//     rawInput {}, then with the command and the description as content):
+//     both frames open the same call and say nothing contradictory.
+//   - Content text is the DESCRIPTION while the call runs, never output. On
+//     a frame that ends the call, rawOutput (a string) is the output; the
+//     fenced content text is used only when rawOutput is absent.
+//   - With the capability the whole output arrives once in
+//     `_meta.terminal_output` (or `terminal_output_delta`): it is read as a
+//     Snapshot (whole output so far), not appended, so a repeat is harmless.
+//   - On failure the text starts with "Exit code N": exit N from a text
+//     marker (a real value, the command has finished when Claude writes it),
+//     and the header line is not output. `_meta.terminal_exit` beats it.
+//   - Success without the capability has no exit code anywhere: the exit
+//     stays UNKNOWN. The success-only `_meta.claudeCode.toolResponse` update
+//     is not taken as a proof of success (the field guide says exit unknown).
+//   - toolResponse {stdout, stderr}: Claude's Bash merges stderr into
+//     stdout in the builds seen (stderr ""), so the streams are reported as
+//     separate only when stderr is non-empty. `interrupted: true` means the
+//     user interrupted the command: Cancelled. `backgroundTaskId` means the
+//     command went on in the background: Background (with `timedOutAfterMs`
+//     it was moved there by its timeout; it was not stopped, so TimedOut
+//     stays false). Heartbeats (`elapsedTimeSeconds`) carry no output.
+//   - "<persisted-output>...Preview (first 2KB):\n...</persisted-output>":
+//     the output is the preview, Truncated. A trailing "[Output truncated
+//     (N bytes total): ...]" is removed and marks the output Truncated.
+//   - "Command running in background with ID: X. ..." and "Command did not
+//     complete within its Ns timeout and was moved to the background ..."
+//     are notices, not output: Background. "Command timed out after ..."
+//     (older builds that killed the command) is TimedOut.
+//   - ACP v2 terminal_update / terminal_output_chunk are read as in the
+//     generic dialect, with the "Exit code N" header removed from snapshots.
+type claude struct{}
+
+func init() { register(claude{}) }
+
+func (claude) Info() Info {
+	return Info{
+		Name: "claude",
+		AgentNames: []string{
+			"@agentclientprotocol/claude-agent-acp", "@zed-industries/claude-code-acp",
+			"claude-agent-acp", "claude-code-acp", "claude-code", "claude",
+		},
+		Summary:            "Claude Code ACP adapters: Bash tool only, Exit code N headers, description content, toolResponse stdout/stderr, persisted-output previews, background notices.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+type claudeToolResponse struct {
+	Stdout           Str    `json:"stdout"`
+	Stderr           Str    `json:"stderr"`
+	Interrupted      *bool  `json:"interrupted"`
+	BackgroundTaskID Str    `json:"backgroundTaskId"`
+	TimedOutAfterMs  rawAny `json:"timedOutAfterMs"`
+}
+
+type claudeMeta struct {
+	TerminalMeta
+	ClaudeCode *struct {
+		ToolName     Str                 `json:"toolName"`
+		ToolResponse *claudeToolResponse `json:"toolResponse"`
+	} `json:"claudeCode"`
+}
+
+type claudeInput struct {
+	ShellInput
+	RunInBackground *bool `json:"run_in_background"`
+}
+
+type claudeUpdate struct {
+	ToolCall
+	Name      Str         `json:"name"`
+	RawInput  claudeInput `json:"rawInput"`
+	RawOutput ShellOutput `json:"rawOutput"`
+	Meta      *claudeMeta `json:"_meta"`
+}
+
+func (claude) Update(params []byte) ([]accum.Observation, error) {
+	u, err := decodeUpdate[claudeUpdate](params)
+	if err != nil {
+		return nil, err
+	}
+	switch u.SessionUpdate {
+	case "tool_call", "tool_call_update":
+		return []accum.Observation{readClaude(&u)}, nil
+	case "terminal_update", "terminal_output_chunk":
+		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
+			if u.SessionUpdate == "terminal_update" {
+				stripClaudeHeaderBytes(&o)
+			}
+			return []accum.Observation{o}, nil
+		}
+	}
+	return nil, nil
+}
+
+// claudeBase reads what updates and permission asks share: id, kind,
+// status, the command (title rules above), cwd, description and whether
+// the tool is Bash.
+func claudeBase(u *claudeUpdate) accum.Observation {
+	o := u.Base()
+	tc := u.ToolCall
+	if tc.Title != nil {
+		t := strings.TrimSpace(*tc.Title)
+		if t == "Terminal" || t == "" {
+			tc.Title = nil
+		} else {
+			if len(t) >= 2 && t[0] == '`' && t[len(t)-1] == '`' {
+				t = strings.Trim(t, "`")
+			}
+			tc.Title = &t
+		}
+	}
+	applyShellInput(&o, &tc, &u.RawInput.ShellInput)
+	if u.RawInput.RunInBackground != nil && *u.RawInput.RunInBackground {
+		o.Background = true
+	}
+	name := u.Name.S
+	if u.Meta != nil && u.Meta.ClaudeCode != nil && u.Meta.ClaudeCode.ToolName.S != "" {
+		name = u.Meta.ClaudeCode.ToolName.S
+	}
+	switch {
+	case name == "Bash":
+		o.Shell = accum.ShellYes
+	case name != "":
+		o.Shell = accum.ShellNo
+	}
+	return o
+}
+
+func readClaude(u *claudeUpdate) accum.Observation {
+	o := claudeBase(u)
+	ended := o.Status.Ended()
+	completed := o.Status == accum.StatusCompleted
+
+	if m := u.Meta; m != nil {
+		// terminal_info and terminal_exit the shared way; the output is
+		// Claude's whole output once, read below as a snapshot.
+		tm := m.TerminalMeta
+		outputs := []*TerminalData{tm.TerminalOutput, tm.TerminalOutputDelta}
+		tm.TerminalOutput, tm.TerminalOutputDelta = nil, nil
+		tm.ApplyTerminalMeta(&o)
+		for _, td := range outputs {
+			if td == nil {
+				continue
+			}
+			o.Shell = accum.ShellYes
+			if o.TerminalID == "" {
+				o.TerminalID = td.TerminalID
+			}
+			if td.Data != "" {
+				claudeText(&o, td.Data, completed, textKind(ended))
+			}
+		}
+		if cc := m.ClaudeCode; cc != nil && cc.ToolResponse != nil {
+			readToolResponse(&o, cc.ToolResponse)
+		}
+	}
+
+	switch {
+	case u.RawOutput.Text.Set:
+		claudeText(&o, u.RawOutput.Text.S, completed, textKind(ended))
+	case u.RawOutput.Fields != nil:
+		applyShellOutput(&o, &u.RawOutput)
+	case ended && o.Shell != accum.ShellNo && o.TerminalID == "" && u.TerminalContent() == "":
+		// No rawOutput: the fenced content text of the final frame.
+		if text, ok := u.Texts(); ok {
+			if t, fenced := StripFence(text); fenced {
+				text = t
+			}
+			claudeText(&o, text, completed, accum.Final)
+		}
+	}
+	return o
+}
+
+// readToolResponse reads `_meta.claudeCode.toolResponse`.
+func readToolResponse(o *accum.Observation, tr *claudeToolResponse) {
+	if tr.Interrupted != nil && *tr.Interrupted {
+		o.Cancelled = true
+	}
+	if tr.BackgroundTaskID.S != "" {
+		o.Background = true
+	} else if tr.TimedOutAfterMs.Present {
+		o.TimedOut = true
+	}
+	if tr.Stdout.Set && tr.Stderr.Set && tr.Stderr.S != "" {
+		o.Texts = append(o.Texts,
+			accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: tr.Stdout.S},
+			accum.Text{Stream: accum.Stderr, Kind: accum.Final, Text: tr.Stderr.S})
+	}
+}
+
+var (
+	claudeExitHeader   = regexp.MustCompile(`^Exit code (-?\d+)(?:\n|$)`)
+	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \(\d+ bytes total\)[^\]\n]*\]\s*$`)
+	claudeBgStarted    = regexp.MustCompile(`(?s)^Command running in background with ID: .*$`)
+	claudeBgMoved      = regexp.MustCompile(`(?s)\n?Command did not complete within its [^\n]*? timeout and was moved to the background.*$`)
+	claudeTimedOut     = regexp.MustCompile(`\n?Command timed out after [^\n]*\s*$`)
+)
+
+// claudeText reads one of Claude's output texts: it removes and reads the
+// "Exit code N" header (not on a `completed` frame, which is never an
+// error), the persisted-output wrapper, truncation trailers and background
+// or timeout notices, then adds the rest as Combined output of kind k.
+func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind) {
+	truncated := false
+	if !completed {
+		if m := claudeExitHeader.FindStringSubmatch(s); m != nil {
+			if c := CodeFromString(m[1]); c.Known {
+				o.Exit = StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
+			}
+			s = s[len(m[0]):]
+		}
+	}
+	if p, ok := persistedPreview(s); ok {
+		s, truncated = p, true
+	}
+	if loc := claudeTruncTrailer.FindStringIndex(s); loc != nil {
+		s, truncated = s[:loc[0]], true
+	}
+	if claudeBgStarted.MatchString(s) {
+		o.Background = true
+		s = ""
+	}
+	if loc := claudeBgMoved.FindStringIndex(s); loc != nil {
+		o.Background = true
+		s = s[:loc[0]]
+	}
+	if loc := claudeTimedOut.FindStringIndex(s); loc != nil {
+		o.TimedOut = true
+		s = s[:loc[0]]
+	}
+	if s == "" && !truncated {
+		return
+	}
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated})
+}
+
+// persistedPreview returns the preview inside a <persisted-output> block.
+func persistedPreview(s string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "<persisted-output>") {
+		return "", false
+	}
+	t = strings.TrimPrefix(t, "<persisted-output>")
+	t = strings.TrimSuffix(t, "</persisted-output>")
+	i := strings.Index(t, "Preview (")
+	if i < 0 {
+		return "", true
+	}
+	j := strings.Index(t[i:], "):\n")
+	if j < 0 {
+		return "", true
+	}
+	p := t[i+j+3:]
+	p = strings.TrimSuffix(p, "\n")
+	p = strings.TrimSuffix(p, "...")
+	return p, true
+}
+
+// stripClaudeHeaderBytes removes an "Exit code N" header from v2 snapshot
+// bytes and reads it as text exit evidence.
+func stripClaudeHeaderBytes(o *accum.Observation) {
+	for i := range o.Texts {
+		t := &o.Texts[i]
+		if t.Kind != accum.Snapshot || t.Bytes == nil {
+			continue
+		}
+		if m := claudeExitHeader.FindSubmatch(t.Bytes); m != nil {
+			if c := CodeFromString(string(m[1])); c.Known {
+				o.Exit = StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
+			}
+			t.Bytes = t.Bytes[len(m[0]):]
+		}
+	}
+}
+
+func (claude) Permission(params []byte) ([]accum.Observation, error) {
+	tc, err := decodePermission[claudeUpdate](params)
+	if err != nil {
+		return nil, err
+	}
+	if tc.ToolCallID == "" {
+		return nil, nil
+	}
+	o := claudeBase(&tc)
+	o.Opens = false
+	o.PermissionAsk = true
+	if text, ok := tc.Texts(); ok {
+		o.ApprovalReason = strings.TrimSpace(text)
+	}
+	return []accum.Observation{o}, nil
+}

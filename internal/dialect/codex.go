@@ -1,0 +1,332 @@
+package dialect
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// codex reads both Codex ACP adapters.
+//
+// TypeScript adapter (@agentclientprotocol/codex-acp): rawInput
+// {command: string, cwd}; live deltas in `_meta.terminal_output` (client
+// opted in) or `_meta.terminal_output_delta` (not opted in); final rawOutput
+// {formatted_output, exit_code} beside `_meta.terminal_exit`. When nothing
+// was streamed the final frame also carries the whole output in
+// terminal_output(_delta): the Final aggregate is then reported and that
+// delta dropped, so the output is never doubled.
+//
+// Rust adapter (zed-industries/codex-acp, agentInfo "codex-acp"): rawInput
+// and rawOutput are the whole begin and end events; command is an argv
+// (["/bin/bash","-lc","X"] is reported as X). Without the capability the
+// output arrives as fenced content text, cumulative (a Snapshot). rawOutput
+// has stdout, stderr, aggregated_output and formatted_output; Combined is
+// aggregated_output, because formatted_output is abbreviated for the model
+// ("Total output lines: N", "…N chars truncated…") and may be prefixed with
+// "command timed out after N milliseconds". stdout/stderr are reported as
+// separate streams only when really separated: the unified exec tool runs
+// commands in a PTY (rawOutput carries process_id, source
+// "unified_exec_*") and puts everything in stdout, so there only Combined
+// is reported.
+//
+// Exit evidence: `_meta.terminal_exit` > rawOutput.exit_code. A status of
+// `failed` is not an exit code (Codex says failed for any nonzero exit).
+// "command timed out after N milliseconds" (Codex reports exit 124) sets
+// TimedOut and keeps 124. "execution error: Sandbox(Signal(N))" is Codex's
+// own error text, not command output: it names the signal that killed the
+// command (N=9 → SIGKILL), and the -1 Codex reports beside it is its "no
+// exit code" sentinel, so the exit is left unknown with the signal set, as
+// ACP's exitStatus {exitCode: null, signal} would say. Without that text a
+// -1 is kept as reported (a known nonzero exit: a failure). An end event
+// with status "declined" is a rejected command (Cancelled).
+//
+// Kinds read and search (Codex's classification of ls, cat, rg, ...) are
+// shell commands when they carry a rawInput command. Permission asks arrive
+// before the tool_call, under the same id; rawInput.reason, when present,
+// is the reason, else the ask's text content.
+type codex struct{}
+
+func init() { register(codex{}) }
+
+func (codex) Info() Info {
+	return Info{
+		Name:               "codex",
+		AgentNames:         []string{"codex-acp", "codex", "@zed-industries/codex-acp", "@agentclientprotocol/codex-acp"},
+		Summary:            "Codex ACP adapters (TypeScript and Rust): _meta terminal deltas, argv commands, fenced cumulative content, end-event rawOutput with stdout/stderr/aggregated_output.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+type codexInput struct {
+	ShellInput
+	Reason Str `json:"reason"`
+}
+
+type codexOutputFields struct {
+	OutputFields
+	Status    Str    `json:"status"`
+	Source    Str    `json:"source"`
+	ProcessID rawAny `json:"process_id"`
+}
+
+// codexOutput is rawOutput: a string or the end-event object.
+type codexOutput struct {
+	Text   Str
+	Fields *codexOutputFields
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (s *codexOutput) UnmarshalJSON(b []byte) error {
+	*s = codexOutput{}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '"':
+		return s.Text.UnmarshalJSON(b)
+	case '{':
+		var f codexOutputFields
+		if decodeLenient(b, &f) == nil {
+			s.Fields = &f
+		}
+	}
+	return nil
+}
+
+// rawAny records whether a field was present with a non-null value.
+type rawAny struct{ Present bool }
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (r *rawAny) UnmarshalJSON(b []byte) error {
+	r.Present = !isNull(b)
+	return nil
+}
+
+type codexUpdate struct {
+	ToolCall
+	RawInput  codexInput    `json:"rawInput"`
+	RawOutput codexOutput   `json:"rawOutput"`
+	Meta      *TerminalMeta `json:"_meta"`
+}
+
+func (codex) Update(params []byte) ([]accum.Observation, error) {
+	u, err := decodeUpdate[codexUpdate](params)
+	if err != nil {
+		return nil, err
+	}
+	switch u.SessionUpdate {
+	case "tool_call", "tool_call_update":
+		return []accum.Observation{readCodex(&u)}, nil
+	case "terminal_update", "terminal_output_chunk":
+		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
+			return []accum.Observation{o}, nil
+		}
+	}
+	return nil, nil
+}
+
+var (
+	codexSandboxSignal = regexp.MustCompile(`Signal\((\d+)\)`)
+	codexTimedOut      = regexp.MustCompile(`^command timed out after \d+ milliseconds\n?`)
+	codexTotalLines    = regexp.MustCompile(`^Total output lines: \d+\n\n`)
+	codexElided        = regexp.MustCompile(`…\d+ (chars|tokens|lines) truncated…|\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]`)
+)
+
+func readCodex(u *codexUpdate) accum.Observation {
+	o := u.Base()
+	ended := o.Status.Ended()
+	u.Meta.ApplyTerminalMeta(&o)
+	applyShellInput(&o, &u.ToolCall, &u.RawInput.ShellInput)
+	applyContentOutput(&o, &u.ToolCall, &u.RawInput.ShellInput)
+
+	if t := u.RawOutput.Text; t.Set && t.S != "" {
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(ended), Text: t.S})
+	}
+	f := u.RawOutput.Fields
+	if f == nil {
+		return o
+	}
+	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
+		o.Exit = StrongerExit(o.Exit, e)
+	}
+	if f.Status.S == "declined" {
+		o.Cancelled = true
+	}
+	if f.TimedOut != nil && *f.TimedOut {
+		o.TimedOut = true
+	}
+	for _, s := range []Str{f.FormattedOutput, f.AggregatedOutput, f.Stderr} {
+		if codexTimedOut.MatchString(s.S) {
+			o.TimedOut = true
+		}
+	}
+
+	// "execution error: ..." is Codex's report that it could not run or
+	// finish the command; it is not the command's output.
+	if execErr, ok := codexExecError(f); ok {
+		if m := codexSandboxSignal.FindStringSubmatch(execErr); m != nil {
+			o.Signal = NormalizeSignal(m[1])
+			if o.Exit != nil && o.Exit.Code == -1 {
+				o.Exit = nil
+			}
+		} else {
+			o.Failed = true
+		}
+		return o
+	}
+
+	pty := f.ProcessID.Present || strings.HasPrefix(f.Source.S, "unified_exec")
+	if f.Stdout.Set && f.Stderr.Set && !pty {
+		for _, s := range []struct {
+			stream accum.Stream
+			text   string
+		}{{accum.Stdout, f.Stdout.S}, {accum.Stderr, f.Stderr.S}} {
+			if ended || s.text != "" {
+				o.Texts = append(o.Texts, codexText(s.stream, textKind(ended), s.text, false))
+			}
+		}
+	}
+	if text, truncated, ok := codexCombined(f); ok && text != "" {
+		if ended {
+			o.Texts = dropDeltas(o.Texts)
+		}
+		o.Texts = append(o.Texts, codexText(accum.Combined, textKind(ended), text, truncated))
+	}
+	return o
+}
+
+// codexText is one rawOutput text, with Codex's byte-order-mark sniffing
+// undone: Codex decodes output that starts with the bytes FF FE (or FE FF)
+// as UTF-16 and drops them, so `printf '\xff\xfe ok\n'` arrives as "漠੫".
+// When a text has no ASCII character at all and re-encodes to UTF-16 bytes
+// that are plain text with whitespace, those bytes (behind the dropped mark)
+// are the real output; it is then reported as bytes, so the invalid mark
+// becomes U+FFFD as in the live deltas. Real non-Latin output keeps at
+// least a newline in ASCII and is never touched.
+func codexText(stream accum.Stream, kind accum.TextKind, text string, truncated bool) accum.Text {
+	t := accum.Text{Stream: stream, Kind: kind, Text: text, Truncated: truncated}
+	if b, ok := undoUTF16Sniff(text); ok {
+		t.Text, t.Bytes = "", b
+	}
+	return t
+}
+
+func undoUTF16Sniff(s string) ([]byte, bool) {
+	if s == "" || !utf8.ValidString(s) {
+		return nil, false
+	}
+	for _, r := range s {
+		if r < 0x80 || r > 0xFFFF || r == utf8.RuneError || utf16.IsSurrogate(r) {
+			return nil, false
+		}
+	}
+	units := utf16.Encode([]rune(s))
+	for _, le := range []bool{true, false} {
+		b := make([]byte, 0, 2+2*len(units))
+		if le {
+			b = append(b, 0xFF, 0xFE)
+		} else {
+			b = append(b, 0xFE, 0xFF)
+		}
+		for _, u := range units {
+			if le {
+				b = append(b, byte(u), byte(u>>8))
+			} else {
+				b = append(b, byte(u>>8), byte(u))
+			}
+		}
+		if plausibleText(b[2:]) {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// plausibleText: valid UTF-8, no control bytes other than tab, CR and LF,
+// and at least one space or newline.
+func plausibleText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	space := false
+	for _, c := range b {
+		switch {
+		case c == ' ' || c == '\n':
+			space = true
+		case c == '\t' || c == '\r' || c >= 0x20 && c != 0x7f:
+		default:
+			return false
+		}
+	}
+	return space
+}
+
+// codexExecError returns Codex's "execution error: ..." text when that is
+// what the end event carries instead of output.
+func codexExecError(f *codexOutputFields) (string, bool) {
+	for _, s := range []Str{f.Stderr, f.AggregatedOutput, f.FormattedOutput} {
+		if strings.HasPrefix(s.S, "execution error: ") {
+			return s.S, true
+		}
+	}
+	return "", false
+}
+
+// codexCombined picks the combined output: aggregated_output, then output,
+// then formatted_output with its model-facing decorations removed (a
+// "Total output lines" header or an elision marker means the text is
+// truncated).
+func codexCombined(f *codexOutputFields) (string, bool, bool) {
+	if f.AggregatedOutput.Set {
+		return f.AggregatedOutput.S, false, true
+	}
+	if f.Output.Set {
+		return f.Output.S, false, true
+	}
+	if f.FormattedOutput.Set {
+		s := codexTimedOut.ReplaceAllString(f.FormattedOutput.S, "")
+		truncated := false
+		if loc := codexTotalLines.FindStringIndex(s); loc != nil {
+			s = s[loc[1]:]
+			truncated = true
+		}
+		if codexElided.MatchString(s) {
+			truncated = true
+		}
+		return s, truncated, true
+	}
+	return "", false, false
+}
+
+// dropDeltas removes Combined deltas: on a final frame they repeat what the
+// Final aggregate of the same frame says.
+func dropDeltas(ts []accum.Text) []accum.Text {
+	out := ts[:0]
+	for _, t := range ts {
+		if t.Stream == accum.Combined && t.Kind == accum.Delta {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (codex) Permission(params []byte) ([]accum.Observation, error) {
+	tc, err := decodePermission[codexUpdate](params)
+	if err != nil {
+		return nil, err
+	}
+	if tc.ToolCallID == "" {
+		return nil, nil
+	}
+	o := askObservation(&tc.ToolCall, &tc.RawInput.ShellInput)
+	if r := strings.TrimSpace(tc.RawInput.Reason.S); r != "" {
+		o.ApprovalReason = r
+	}
+	return []accum.Observation{o}, nil
+}

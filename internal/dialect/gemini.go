@@ -1,0 +1,264 @@
+package dialect
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// gemini reads `gemini --acp` (Gemini CLI), tool `run_shell_command`.
+//
+// What it sends, and what it means here:
+//   - `tool_call` (`in_progress`, kind `execute`): title = the command;
+//     content = a banner "[current working directory /x] (description)"
+//     (or "[in dir]", and " [background]" when the command is started in
+//     the background): cwd, description and Background, NOT output. Older
+//     releases put the banner in the title after the command; it is split
+//     off the same way. No rawInput, no rawOutput.
+//   - When approval is needed no `tool_call` is sent: the permission ask is
+//     the first sight of the call. Permission() therefore reads the ask as a
+//     full observation (shell, command, cwd, description, background); text
+//     other than the banner is the reason for asking.
+//   - No live output. Text on a running frame that is not a banner is read
+//     as the whole output so far (a Snapshot), should a release stream it.
+//   - Final `completed` for every exit. Content = the combined output. Only
+//     when the output is empty does the text instead say
+//     `Command exited with code: N` (ExitText N), `Command terminated by
+//     signal: SIGX` (Signal), `Command cancelled by user.` (Cancelled),
+//     `Command failed: E` (Failed) or `Command moved to background (PID: N)
+//     ...` (Background); none of these is output.
+//   - Debug mode: `Command: ...\nDirectory: ...\nOutput: ...\nError:
+//     ...\nExit Code: N\nSignal: ...\n...`. `Output` is the combined output
+//     (older releases: `Stdout` and `Stderr`, really separated streams),
+//     `(empty)` meaning none; `Exit Code` is ExitText; `Signal` a signal;
+//     `Error` is Gemini's own error (spawn/exec failure), not stderr, so it
+//     is not output and marks the call Failed.
+//   - Gemini sends no exit code for an ordinary completed command, and this
+//     build (0.61.0) even completes with empty content for commands that
+//     printed output or exited nonzero. Neither output nor empty content
+//     proves success, so such a call ends with exit UNKNOWN: no success
+//     proof is claimed.
+//   - `failed` only when the process could not be spawned (Failed; its text
+//     is Gemini's error, not output), or when the user cancelled the call
+//     (Cancelled).
+type gemini struct{}
+
+func init() { register(gemini{}) }
+
+func (gemini) Info() Info {
+	return Info{
+		Name:               "gemini",
+		AgentNames:         []string{"gemini-cli", "gemini"},
+		Summary:            "Gemini CLI run_shell_command: cwd/description banner, asks as first sight, final text with exit/signal markers or debug Output/Exit Code fields; no exit code means unknown.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// geminiCall is a tool call frame of Gemini CLI; it sends no rawInput or
+// rawOutput, so only the shared ACP shape is read.
+type geminiCall struct {
+	ToolCall
+}
+
+func (gemini) Update(params []byte) ([]accum.Observation, error) {
+	u, err := decodeUpdate[geminiCall](params)
+	if err != nil {
+		return nil, err
+	}
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil, nil
+	}
+	o := u.Base()
+	text, hasText := u.Texts()
+	geminiTitle(&o, &u.ToolCall)
+	if hasText {
+		rest := geminiBanner(&o, text)
+		switch {
+		case o.Status == accum.StatusFailed:
+			geminiFailure(&o, rest)
+		case o.Status.Ended():
+			geminiFinal(&o, rest)
+		case rest != "" && o.Shell != accum.ShellNo:
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: rest})
+		}
+	} else if o.Status == accum.StatusFailed {
+		o.Failed = true
+	}
+	return []accum.Observation{o}, nil
+}
+
+func (gemini) Permission(params []byte) ([]accum.Observation, error) {
+	u, err := decodePermission[geminiCall](params)
+	if err != nil || u.ToolCallID == "" {
+		return nil, err
+	}
+	o := u.Base()
+	o.Opens = false
+	o.PermissionAsk = true
+	geminiTitle(&o, &u.ToolCall)
+	if text, ok := u.Texts(); ok {
+		o.ApprovalReason = strings.TrimSpace(geminiBanner(&o, text))
+	}
+	return []accum.Observation{o}, nil
+}
+
+// geminiTitle reads the command from the title of an execute call,
+// splitting off a banner that older releases appended to it.
+func geminiTitle(o *accum.Observation, tc *ToolCall) {
+	if o.Shell != accum.ShellYes || tc.Title == nil {
+		return
+	}
+	title := *tc.Title
+	if i := geminiBannerStart.FindStringIndex(title); i != nil {
+		geminiBanner(o, title[i[0]:])
+		title = title[:i[0]]
+	}
+	o.Command = strings.TrimSpace(title)
+}
+
+var (
+	// geminiBannerRe is "[current working directory DIR]" or "[in DIR]",
+	// then an optional " (description)" and an optional " [background]".
+	geminiBannerRe    = regexp.MustCompile(`(?s)^\s*\[(?:current working directory|in) ([^\]\n]*)\](?: \((.*)\))?( \[background\])?[ \t]*(?:\n|$)`)
+	geminiBannerStart = regexp.MustCompile(` \[(?:current working directory|in) [^\]\n]*\]`)
+)
+
+// geminiBanner reads a leading banner into o and returns the rest of the
+// text. The description ends at the last ")" before an optional
+// " [background]" at the end of the banner line(s).
+func geminiBanner(o *accum.Observation, text string) string {
+	orig := text
+	if o.Command != "" {
+		// Some releases repeat the command before the banner.
+		if rest, ok := strings.CutPrefix(text, o.Command+" ["); ok {
+			text = "[" + rest
+		}
+	}
+	m := geminiBannerRe.FindStringSubmatchIndex(text)
+	if m == nil {
+		return orig
+	}
+	if cwd := strings.TrimSpace(text[m[2]:m[3]]); cwd != "" {
+		o.Cwd = cwd
+	}
+	if m[4] >= 0 {
+		o.Description = text[m[4]:m[5]]
+	}
+	if m[6] >= 0 {
+		o.Background = true
+	}
+	return text[m[1]:]
+}
+
+var (
+	geminiExited     = regexp.MustCompile(`^Command exited with code:? (-?\d+)\.?$`)
+	geminiSignalled  = regexp.MustCompile(`^Command terminated by signal:? (\S+?)\.?$`)
+	geminiCancelled  = regexp.MustCompile(`(?i)^Command (?:was )?cancell?ed by (?:the )?user\b`)
+	geminiSpawnError = regexp.MustCompile(`^Command failed: `)
+	geminiBackground = regexp.MustCompile(`(?i)^Command (?:moved to|running in|started in) (?:the )?background\b`)
+	// geminiDebug matches the debug-mode result; its fields follow.
+	geminiDebug = regexp.MustCompile(`(?m)^(?:Output|Stdout): `)
+)
+
+// geminiFinal reads the text of a `completed` frame.
+func geminiFinal(o *accum.Observation, text string) {
+	if geminiDebug.MatchString(text) && strings.Contains(text, "\nExit Code: ") {
+		geminiDebugResult(o, text)
+		return
+	}
+	line := strings.TrimSpace(text)
+	if m := geminiExited.FindStringSubmatch(line); m != nil {
+		o.Exit = CodeFromString(m[1]).Exit(accum.ExitText, true)
+		return
+	}
+	if m := geminiSignalled.FindStringSubmatch(line); m != nil {
+		o.Signal = NormalizeSignal(m[1])
+		return
+	}
+	if geminiCancelled.MatchString(line) {
+		o.Cancelled = true
+		return
+	}
+	if geminiSpawnError.MatchString(line) {
+		o.Failed = true
+		return
+	}
+	if geminiBackground.MatchString(line) {
+		o.Background = true
+		return
+	}
+	if text != "" {
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text})
+	}
+}
+
+// geminiDebugFields are the fields of the debug-mode result, in order.
+var geminiDebugFields = []string{"Command", "Directory", "Output", "Stdout", "Stderr", "Error", "Exit Code", "Signal", "Background PIDs", "Process Group PGID"}
+
+// geminiDebugResult reads the debug-mode result. A value runs to the next
+// field that starts a line; output fields may span lines, so the last
+// occurrence of each later field is used to find where they end.
+func geminiDebugResult(o *accum.Observation, text string) {
+	fields := map[string]string{}
+	text = "\n" + text
+	end := len(text)
+	for i := len(geminiDebugFields) - 1; i >= 0; i-- {
+		key := "\n" + geminiDebugFields[i] + ": "
+		j := strings.LastIndex(text[:end], key)
+		if j < 0 {
+			continue
+		}
+		fields[geminiDebugFields[i]] = text[j+len(key) : end]
+		end = j
+	}
+	val := func(k string) (string, bool) {
+		v, ok := fields[k]
+		if !ok {
+			return "", false
+		}
+		if t := strings.TrimSpace(v); t == "(empty)" || t == "(none)" {
+			return "", true
+		}
+		return v, true
+	}
+	if v, ok := val("Output"); ok {
+		if v != "" {
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: v})
+		}
+	} else {
+		// Older releases: really separated streams.
+		for _, s := range []struct {
+			key    string
+			stream accum.Stream
+		}{{"Stdout", accum.Stdout}, {"Stderr", accum.Stderr}} {
+			if v, ok := val(s.key); ok {
+				o.Texts = append(o.Texts, accum.Text{Stream: s.stream, Kind: accum.Final, Text: v})
+			}
+		}
+	}
+	if v, ok := val("Exit Code"); ok {
+		if e := CodeFromString(strings.TrimSpace(v)).Exit(accum.ExitText, true); e != nil {
+			o.Exit = e
+		}
+	}
+	if v, ok := val("Signal"); ok && strings.TrimSpace(v) != "" {
+		o.Signal = NormalizeSignal(v)
+	}
+	if v, ok := val("Error"); ok && strings.TrimSpace(v) != "" {
+		o.Failed = true
+	}
+}
+
+var geminiUserCancel = regexp.MustCompile(`(?i)\bcancell?ed by (?:the )?user\b|\brejected\b|\baborted\b`)
+
+// geminiFailure reads a `failed` frame: the command could not be spawned
+// (Failed), or the user cancelled it (Cancelled). The text is Gemini's
+// error message, not output.
+func geminiFailure(o *accum.Observation, text string) {
+	if geminiUserCancel.MatchString(text) {
+		o.Cancelled = true
+		return
+	}
+	o.Failed = true
+}

@@ -1,0 +1,215 @@
+package dialect
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+func TestGeminiUpdate(t *testing.T) {
+	d, ok := Lookup("gemini")
+	if !ok {
+		t.Fatal("gemini not registered")
+	}
+	final := func(text string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"completed","title":"make","kind":"execute","content":[{"type":"content","content":{"type":"text","text":` + text + `}}]}`
+	}
+	base := accum.Observation{ToolCallID: "g1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "make"}
+	with := func(f func(o *accum.Observation)) []accum.Observation {
+		o := base
+		f(&o)
+		return []accum.Observation{o}
+	}
+	runVendorCases(t, d, []vendorCase{
+		{
+			name:   "tool_call: banner gives cwd and description, not output",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"g1","status":"in_progress","title":"ls","content":[{"type":"content","content":{"type":"text","text":"[current working directory /home/dev/p] (Run step 0 (ls))"}}],"locations":[],"kind":"execute"}`,
+			want: []accum.Observation{{ToolCallID: "g1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusRunning, Command: "ls",
+				Cwd: "/home/dev/p", Description: "Run step 0 (ls)"}},
+		},
+		{
+			name:   "banner without description",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"g1","status":"in_progress","title":"ls","content":[{"type":"content","content":{"type":"text","text":"[current working directory /x]"}}],"kind":"execute"}`,
+			want:   []accum.Observation{{ToolCallID: "g1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusRunning, Command: "ls", Cwd: "/x"}},
+		},
+		{
+			name:   "banner with [in dir] and [background]",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"g1","status":"in_progress","title":"npm run dev","content":[{"type":"content","content":{"type":"text","text":"[in web] (Start the dev server) [background]"}}],"kind":"execute"}`,
+			want: []accum.Observation{{ToolCallID: "g1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusRunning, Command: "npm run dev",
+				Cwd: "web", Description: "Start the dev server", Background: true}},
+		},
+		{
+			name:   "older title holding command and banner",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"g1","status":"in_progress","title":"ls -la [current working directory /x] (List files)","kind":"execute"}`,
+			want: []accum.Observation{{ToolCallID: "g1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusRunning, Command: "ls -la",
+				Cwd: "/x", Description: "List files"}},
+		},
+		{
+			name:   "completed with empty content: exit unknown",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"completed","title":"make","content":[],"locations":[],"kind":"execute"}`,
+			want:   []accum.Observation{base},
+		},
+		{
+			name:   "completed with output and no marker: combined Final, exit unknown (no success proof)",
+			update: final(`"a\nb\n"`),
+			want:   with(func(o *accum.Observation) { o.Texts = []accum.Text{combined(accum.Final, "a\nb\n")} }),
+		},
+		{
+			name:   "Command exited with code: N → ExitText, not output",
+			update: final(`"Command exited with code: 3"`),
+			want:   with(func(o *accum.Observation) { o.Exit = exitOf(3, accum.ExitText, false) }),
+		},
+		{
+			name:   "Command terminated by signal → Signal, not output",
+			update: final(`"Command terminated by signal: SIGKILL"`),
+			want:   with(func(o *accum.Observation) { o.Signal = "SIGKILL" }),
+		},
+		{
+			name:   "bare signal name normalized",
+			update: final(`"Command terminated by signal: 15"`),
+			want:   with(func(o *accum.Observation) { o.Signal = "SIGTERM" }),
+		},
+		{
+			name:   "cancelled by user",
+			update: final(`"Command cancelled by user."`),
+			want:   with(func(o *accum.Observation) { o.Cancelled = true }),
+		},
+		{
+			name:   "Command failed: spawn error",
+			update: final(`"Command failed: spawn bash ENOENT"`),
+			want:   with(func(o *accum.Observation) { o.Failed = true }),
+		},
+		{
+			name:   "moved to background: Background, not output",
+			update: final(`"Command moved to background (PID: 1948). Output hidden. Press Ctrl+B to view."`),
+			want:   with(func(o *accum.Observation) { o.Background = true }),
+		},
+		{
+			name:   "debug mode: Output combined, Exit Code ExitText, Error none",
+			update: final(`"Command: make\nDirectory: (root)\nOutput: a\nError: boom\nb\nError: (none)\nExit Code: 2\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{combined(accum.Final, "a\nError: boom\nb")}
+				o.Exit = exitOf(2, accum.ExitText, false)
+			}),
+		},
+		{
+			name:   "debug mode: empty output, signal",
+			update: final(`"Output: (empty)\nError: (none)\nExit Code: (none)\nSignal: 9"`),
+			want:   with(func(o *accum.Observation) { o.Signal = "SIGKILL" }),
+		},
+		{
+			name:   "debug mode: Error is Gemini's failure, not stderr",
+			update: final(`"Output: (empty)\nError: spawn ENOENT\nExit Code: (none)\nSignal: (none)"`),
+			want:   with(func(o *accum.Observation) { o.Failed = true }),
+		},
+		{
+			name:   "older debug mode: Stdout and Stderr really separated",
+			update: final(`"Command: make\nDirectory: (root)\nStdout: ok\nStderr: warn\nError: (none)\nExit Code: 0\nSignal: (none)"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{stdoutText(accum.Final, "ok"), stderrText(accum.Final, "warn")}
+				o.Exit = exitOf(0, accum.ExitText, false)
+			}),
+		},
+		{
+			name:   "failed: could not spawn",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"failed","title":"make","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"Error: spawn /bin/bash ENOENT"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "g1", Shell: accum.ShellYes, Status: accum.StatusFailed, Command: "make", Failed: true}},
+		},
+		{
+			name:   "failed without content",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"failed"}`,
+			want:   []accum.Observation{{ToolCallID: "g1", Status: accum.StatusFailed, Failed: true}},
+		},
+		{
+			name:   "failed because the user cancelled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"Tool \"run_shell_command\" was cancelled by the user."}}]}`,
+			want:   []accum.Observation{{ToolCallID: "g1", Status: accum.StatusFailed, Cancelled: true}},
+		},
+		{
+			name:   "other kinds: the title is not a command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"r1","status":"in_progress","title":"README.md","kind":"read"}`,
+			want:   []accum.Observation{{ToolCallID: "r1", Opens: true, Shell: accum.ShellNo, Status: accum.StatusRunning}},
+		},
+		{
+			name:   "not a tool call",
+			update: `{"sessionUpdate":"available_commands_update","availableCommands":[]}`,
+		},
+	})
+}
+
+func TestGeminiPermission(t *testing.T) {
+	d, _ := Lookup("gemini")
+	runVendorCases(t, d, []vendorCase{
+		{
+			name: "the ask is the first sight of the call: a full observation",
+			ask:  `{"toolCallId":"g2","status":"pending","title":"printf 'a\\nb\\n'; exit 3","content":[{"type":"content","content":{"type":"text","text":"[current working directory /home/dev/p] (Run step 1 (exit3))"}}],"locations":[],"kind":"execute"}`,
+			want: []accum.Observation{{ToolCallID: "g2", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true,
+				Command: "printf 'a\\nb\\n'; exit 3", Cwd: "/home/dev/p", Description: "Run step 1 (exit3)"}},
+		},
+		{
+			name: "text beyond the banner is the reason",
+			ask:  `{"toolCallId":"g2","status":"pending","title":"rm -rf /tmp/x","content":[{"type":"content","content":{"type":"text","text":"[current working directory /p] (Clean)\nCommand not in allowlist: rm"}}],"kind":"execute"}`,
+			want: []accum.Observation{{ToolCallID: "g2", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true,
+				Command: "rm -rf /tmp/x", Cwd: "/p", Description: "Clean", ApprovalReason: "Command not in allowlist: rm"}},
+		},
+		{
+			name: "background banner on an ask",
+			ask:  `{"toolCallId":"g2","status":"pending","title":"sleep 6","content":[{"type":"content","content":{"type":"text","text":"[current working directory /p] (wait) [background]"}}],"kind":"execute"}`,
+			want: []accum.Observation{{ToolCallID: "g2", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true,
+				Command: "sleep 6", Cwd: "/p", Description: "wait", Background: true}},
+		},
+	})
+}
+
+func TestGeminiDetect(t *testing.T) {
+	for _, name := range []string{"gemini-cli", "Gemini CLI", "gemini"} {
+		if got := Detect(name).Info().Name; got != "gemini" {
+			t.Errorf("Detect(%q) = %s", name, got)
+		}
+	}
+}
+
+// TestGeminiRecording replays the real Gemini CLI 0.61.0 session: calls
+// first seen in asks, banners, completed for every exit, no output at all.
+func TestGeminiRecording(t *testing.T) {
+	d, _ := Lookup("gemini")
+	for _, fr := range loadVendorRecording(t, "gemini-cli-0.61.0_plain.ndjson") {
+		f, err := Read(d, fr.Msg)
+		if err != nil {
+			t.Fatalf("line %d: %v", fr.Line, err)
+		}
+		if f.AgentName != "" && Detect(f.AgentName).Info().Name != "gemini" {
+			t.Errorf("agent %q not detected as gemini", f.AgentName)
+		}
+	}
+	calls, _ := replayVendorRecording(t, d, "gemini-cli-0.61.0_plain.ndjson")
+	commands := []string{"ls", "printf 'a\\nb\\n'; exit 3", "echo to-stdout; echo to-stderr >&2; echo more-stdout",
+		"ls /nonexistent-dir-xyz", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", "seq 1 40000",
+		`printf '\xff\xfe ok\n'`, "echo start; sleep 6; echo finished-late", "echo before-kill; kill -9 $$"}
+	if len(calls) != len(commands) {
+		t.Fatalf("calls = %d, want %d", len(calls), len(commands))
+	}
+	for i, c := range calls {
+		first := c.obs[0]
+		// Steps 0 and 5 open with a tool_call; every other one with an ask.
+		wantAsk := i != 0 && i != 5
+		if first.PermissionAsk != wantAsk || first.Opens == wantAsk {
+			t.Errorf("%s: first sight ask=%v opens=%v", c.id, first.PermissionAsk, first.Opens)
+		}
+		if first.Shell != accum.ShellYes || first.Command != commands[i] || first.Cwd != "/home/dev/work/proj-PSH3jo" ||
+			!strings.HasPrefix(first.Description, "Run step ") || first.ApprovalReason != "" {
+			t.Errorf("%s: first observation %+v", c.id, first)
+		}
+		f := c.final()
+		if f.Status != accum.StatusCompleted || f.Exit != nil || f.Failed || f.Succeeded || f.Cancelled {
+			t.Errorf("%s: final %+v", c.id, f)
+		}
+		for _, tx := range c.texts() {
+			t.Errorf("%s: unexpected output %q", c.id, tx.Text)
+		}
+		if (first.Background || f.Background) != (i == 7) {
+			t.Errorf("%s: background first=%v final=%v", c.id, first.Background, f.Background)
+		}
+	}
+}

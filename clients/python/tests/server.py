@@ -1,0 +1,101 @@
+"""Starts the real acpnormd binary on a free loopback port for the tests.
+
+The binary is $ACPNORMD_BIN; without it, it is built once from the module
+(``go build -o <tmp>/acpnormd ./cmd/acpnormd``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import grpc
+
+import acpnorm_client
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+RECORDINGS = os.path.join(REPO_ROOT, "test", "testdata", "recordings")
+
+
+def binary() -> str:
+    path = os.environ.get("ACPNORMD_BIN")
+    if path:
+        return path
+    out = os.path.join(tempfile.mkdtemp(prefix="acpnormd-"), "acpnormd")
+    subprocess.run(["go", "build", "-o", out, "./cmd/acpnormd"], cwd=REPO_ROOT, check=True)
+    os.environ["ACPNORMD_BIN"] = out
+    return out
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A running acpnormd; stop() sends SIGTERM and waits."""
+
+    def __init__(self) -> None:
+        self.addr = f"127.0.0.1:{free_port()}"
+        self._log: list = []
+        self.proc = subprocess.Popen(
+            [binary(), "--listen", self.addr, "--metrics-listen="],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
+        try:
+            self._wait_ready(15.0)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _drain(self) -> None:
+        for line in self.proc.stderr:
+            self._log.append(line.decode("utf-8", "replace"))
+            del self._log[:-500]
+
+    def log(self) -> str:
+        return "".join(self._log)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _wait_ready(self, timeout: float) -> None:
+        # Wait for the port first: a gRPC channel that found nothing listening
+        # backs off for seconds before it tries again.
+        deadline = time.monotonic() + timeout
+        host, port = self.addr.rsplit(":", 1)
+        last: BaseException = RuntimeError("not tried")
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"acpnormd exited at start:\n{self.log()}")
+            try:
+                socket.create_connection((host, int(port)), timeout=1).close()
+                with acpnorm_client.connect(self.addr) as client:
+                    client.list_dialects(timeout=2.0)
+                return
+            except (OSError, grpc.RpcError) as err:
+                last = err
+                time.sleep(0.05)
+        raise RuntimeError(f"acpnormd not ready on {self.addr} after {timeout} s: {last}\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._drainer.join(2)
+        if not self._drainer.is_alive():
+            self.proc.stderr.close()

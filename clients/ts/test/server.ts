@@ -1,0 +1,106 @@
+// Starts the real acpnormd binary on a free loopback port for the tests.
+//
+// The binary is $ACPNORMD_BIN; without it, it is built once from the module
+// (`go build -o <tmp>/acpnormd ./cmd/acpnormd`).
+
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+import { connect, type NormalizerConnection } from "../src/index.js";
+
+export const repoRoot = resolve(fileURLToPath(new URL("../../..", import.meta.url)));
+export const recordingsDir = join(repoRoot, "test", "testdata", "recordings");
+
+function binary(): string {
+  const fromEnv = process.env.ACPNORMD_BIN;
+  if (fromEnv) return fromEnv;
+  const out = join(mkdtempSync(join(tmpdir(), "acpnormd-")), "acpnormd");
+  execFileSync("go", ["build", "-o", out, "./cmd/acpnormd"], {
+    cwd: repoRoot,
+    stdio: "inherit",
+  });
+  process.env.ACPNORMD_BIN = out;
+  return out;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once("error", fail);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+export interface RunningServer {
+  addr: string;
+  proc: ChildProcess;
+  /** Everything the server wrote to stderr, for failure messages. */
+  log(): string;
+  /** True while the process runs. */
+  alive(): boolean;
+  /** SIGTERM, then SIGKILL after 10 s; resolves when it exited. */
+  stop(): Promise<void>;
+}
+
+/** Starts acpnormd and waits until ListDialects answers (15 s at most). */
+export async function startServer(): Promise<RunningServer> {
+  const bin = binary();
+  const addr = `127.0.0.1:${await freePort()}`;
+  const proc = spawn(bin, ["--listen", addr, "--metrics-listen="], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  proc.stderr!.setEncoding("utf8").on("data", (d: string) => {
+    stderr = (stderr + d).slice(-20000);
+  });
+  let exited = false;
+  const exit = new Promise<void>((ok) =>
+    proc.once("exit", () => {
+      exited = true;
+      ok();
+    }),
+  );
+  const server: RunningServer = {
+    addr,
+    proc,
+    log: () => stderr,
+    alive: () => !exited,
+    async stop() {
+      if (exited) return;
+      proc.kill("SIGTERM");
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+      await exit;
+      clearTimeout(timer);
+    },
+  };
+  const deadline = Date.now() + 15_000;
+  let conn: NormalizerConnection | undefined;
+  try {
+    conn = connect(addr);
+    for (;;) {
+      if (exited) throw new Error(`acpnormd exited at start:\n${stderr}`);
+      try {
+        await conn.client.listDialects({}, { timeoutMs: 1000 });
+        return server;
+      } catch (err) {
+        if (Date.now() > deadline) {
+          throw new Error(`acpnormd not ready on ${addr} after 15 s: ${err}\n${stderr}`);
+        }
+        await sleep(100);
+      }
+    }
+  } catch (err) {
+    await server.stop();
+    throw err;
+  } finally {
+    conn?.close();
+  }
+}

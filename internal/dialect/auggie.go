@@ -1,0 +1,259 @@
+package dialect
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// auggie reads `auggie --acp` (Augment), tool `launch-process`.
+//
+// What it sends, and what it means here:
+//   - kind `execute`, title "Run `<command>`", `rawInput {command, cwd?,
+//     max_wait_seconds?, wait?}`; `wait: false` starts the command in the
+//     background (Background). The title gives the command only when
+//     rawInput has none.
+//   - No live output is known; text on a frame that has not ended is not
+//     read as output.
+//   - Final `completed` (the status for a nonzero exit is not known; it is
+//     never read as the exit). `rawOutput {"output": text}` (or the same
+//     text in content) embeds the result in tags, after an optional
+//     "Here are the results from executing the command." preamble:
+//     `<return-code>` (ExitText: the only exit code), `<output>`,
+//     `<stdout>`, `<stderr>`. Tag contents carry one leading and one
+//     trailing newline, which are removed (exactly one each).
+//   - Streams: `<output>` alone is the combined terminal stream. `<stdout>`
+//     (a sibling tool) and `<stderr>` are really separated streams: when
+//     `<stderr>` is present beside `<output>`, the agent has split stderr
+//     off, so `<output>` is read as stdout only (a combined stream that
+//     also held stderr would repeat it) and both are reported as Stdout and
+//     Stderr, with no Combined stream invented.
+//   - Untagged final text is reported as the combined output.
+//   - `failed`: Cancelled when the text says the user rejected or
+//     cancelled it, else Failed; that text is the agent's, not output.
+type auggie struct{}
+
+func init() { register(auggie{}) }
+
+func (auggie) Info() Info {
+	return Info{
+		Name:               "auggie",
+		AgentNames:         []string{"auggie", "augment"},
+		Summary:            "Auggie launch-process: command from rawInput or Run `cmd` title, wait:false background, final <return-code>/<output>/<stdout>/<stderr> tagged text.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// auggieInput is `rawInput` of launch-process.
+type auggieInput struct {
+	Command        CommandLine `json:"command"`
+	Cwd            Str         `json:"cwd"`
+	Wait           *bool       `json:"wait"`
+	MaxWaitSeconds Code        `json:"max_wait_seconds"`
+}
+
+// auggieOutput is `rawOutput`: an object `{"output": text}`, or the text
+// itself in some builds.
+type auggieOutput struct {
+	Text string
+	Set  bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (a *auggieOutput) UnmarshalJSON(b []byte) error {
+	*a = auggieOutput{}
+	var s Str
+	if _ = s.UnmarshalJSON(b); s.Set {
+		a.Text, a.Set = s.S, true
+		return nil
+	}
+	var obj struct {
+		Output Str `json:"output"`
+	}
+	if decodeLenient(b, &obj) == nil && obj.Output.Set {
+		a.Text, a.Set = obj.Output.S, true
+	}
+	return nil
+}
+
+// auggieCall is a tool call frame of Auggie.
+type auggieCall struct {
+	ToolCall
+	RawInput  *auggieInput `json:"rawInput"`
+	RawOutput auggieOutput `json:"rawOutput"`
+}
+
+func (auggie) Update(params []byte) ([]accum.Observation, error) {
+	u, err := decodeUpdate[auggieCall](params)
+	if err != nil {
+		return nil, err
+	}
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil, nil
+	}
+	o := u.Base()
+	auggieInputs(&o, &u)
+	if o.Shell == accum.ShellNo || !o.Status.Ended() {
+		return []accum.Observation{o}, nil
+	}
+	text, ok := u.RawOutput.Text, u.RawOutput.Set
+	if !ok {
+		text, ok = u.Texts()
+	}
+	if o.Status == accum.StatusFailed {
+		if auggieCancelled.MatchString(text) {
+			o.Cancelled = true
+		} else {
+			o.Failed = true
+		}
+		if r, tagged := parseAuggieResult(text); tagged {
+			r.apply(&o)
+		}
+		return []accum.Observation{o}, nil
+	}
+	if ok {
+		if r, tagged := parseAuggieResult(text); tagged {
+			r.apply(&o)
+		} else if text != "" {
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text})
+		}
+	}
+	return []accum.Observation{o}, nil
+}
+
+func (auggie) Permission(params []byte) ([]accum.Observation, error) {
+	u, err := decodePermission[auggieCall](params)
+	if err != nil || u.ToolCallID == "" {
+		return nil, err
+	}
+	o := u.Base()
+	o.Opens = false
+	o.PermissionAsk = true
+	auggieInputs(&o, &u)
+	if text, ok := u.Texts(); ok {
+		o.ApprovalReason = strings.TrimSpace(text)
+	}
+	return []accum.Observation{o}, nil
+}
+
+var (
+	auggieTitle     = regexp.MustCompile("(?s)^\\s*Run `(.*)`\\s*$")
+	auggieCancelled = regexp.MustCompile(`(?i)\brejected\b|\bcancell?ed\b|\bdenied\b|\bdeclined\b`)
+)
+
+// auggieInputs reads command, cwd and the background flag.
+func auggieInputs(o *accum.Observation, u *auggieCall) {
+	if in := u.RawInput; in != nil {
+		if in.Command.Line != "" {
+			o.Command = in.Command.Line
+			if o.Shell == accum.ShellUnknown {
+				o.Shell = accum.ShellYes
+			}
+		}
+		if in.Cwd.Set && in.Cwd.S != "" {
+			o.Cwd = in.Cwd.S
+		}
+		if in.Wait != nil && !*in.Wait {
+			o.Background = true
+		}
+	}
+	if o.Command == "" && u.Title != nil {
+		if m := auggieTitle.FindStringSubmatch(*u.Title); m != nil && o.Shell != accum.ShellNo {
+			o.Command = m[1]
+			o.Shell = accum.ShellYes
+		}
+	}
+}
+
+// auggieResult is the tagged result text taken apart.
+type auggieResult struct {
+	exit           Code
+	output, stdout string
+	stderr         string
+	hasOutput      bool
+	hasStdout      bool
+	hasStderr      bool
+}
+
+// auggieTags are the result tags, in the order Auggie writes them.
+var auggieTags = []string{"return-code", "output", "stdout", "stderr"}
+
+// parseAuggieResult reads the tags of a result text; tagged is false when
+// the text holds none.
+func parseAuggieResult(text string) (r auggieResult, tagged bool) {
+	get := func(tag string) (string, bool) {
+		open := "<" + tag + ">"
+		i := strings.Index(text, open)
+		if i < 0 {
+			return "", false
+		}
+		body := text[i+len(open):]
+		end := auggieClose(body, tag)
+		if end < 0 {
+			return "", false
+		}
+		v := body[:end]
+		v = strings.TrimPrefix(v, "\n")
+		v = strings.TrimSuffix(v, "\n")
+		return v, true
+	}
+	if v, ok := get("return-code"); ok {
+		tagged = true
+		r.exit = CodeFromString(strings.TrimSpace(v))
+	}
+	r.output, r.hasOutput = get("output")
+	r.stdout, r.hasStdout = get("stdout")
+	r.stderr, r.hasStderr = get("stderr")
+	tagged = tagged || r.hasOutput || r.hasStdout || r.hasStderr
+	return r, tagged
+}
+
+// auggieClose finds the closing tag of body: the first "</tag>" that is
+// followed only by whitespace and then another result tag or the end, so
+// that output which itself prints "</output>" is kept.
+func auggieClose(body, tag string) int {
+	closing := "</" + tag + ">"
+	first := -1
+	for off := 0; ; {
+		j := strings.Index(body[off:], closing)
+		if j < 0 {
+			return first
+		}
+		j += off
+		if first < 0 {
+			first = j
+		}
+		rest := strings.TrimLeft(body[j+len(closing):], " \t\r\n")
+		if rest == "" {
+			return j
+		}
+		for _, t := range auggieTags {
+			if strings.HasPrefix(rest, "<"+t+">") {
+				return j
+			}
+		}
+		off = j + len(closing)
+	}
+}
+
+// apply reports the result.
+func (r auggieResult) apply(o *accum.Observation) {
+	if e := r.exit.Exit(accum.ExitText, true); e != nil {
+		o.Exit = StrongerExit(o.Exit, e)
+	}
+	switch {
+	case r.hasStdout || (r.hasOutput && r.hasStderr):
+		out := r.stdout
+		if !r.hasStdout {
+			out = r.output
+		}
+		o.Texts = append(o.Texts,
+			accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: out},
+			accum.Text{Stream: accum.Stderr, Kind: accum.Final, Text: r.stderr})
+	case r.hasOutput:
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: r.output})
+	case r.hasStderr:
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Stderr, Kind: accum.Final, Text: r.stderr})
+	}
+}

@@ -1,0 +1,163 @@
+package dialect
+
+import (
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// cursor reads `cursor-agent acp`.
+//
+// What it sends, and what it means here:
+//   - `tool_call`: kind `execute`, `pending`, title = the command in
+//     backticks, `rawInput {command}`. The title gives the command only
+//     when rawInput has none.
+//   - A bare `{"status":"in_progress"}` update; no live output.
+//   - Final `completed` EVEN FOR A NONZERO EXIT with `rawOutput {exitCode,
+//     stdout, stderr}`: a structured exit and really separated streams
+//     (Stdout and Stderr, Final). Status is never read as the exit.
+//   - Spawn failure and rejected permission: `completed` with no rawOutput
+//     and no content. Nothing here implies success, so the exit stays
+//     unknown; a rejection known from the ask flow is the session's.
+//   - Tool call ids may hold a newline; they are kept exactly as sent.
+//   - Its permission ask names the real target (`Fetch https://...`) under
+//     a different tool call id than the call, with the reason as text
+//     content. Permission() reports the ask as it is: the reason, the shell
+//     flag only for kind execute (an ask of another kind does not say the
+//     call is not a shell), and a command only from a backticked title. The
+//     session merges it into the open call.
+type cursor struct{}
+
+func init() { register(cursor{}) }
+
+func (cursor) Info() Info {
+	return Info{
+		Name:               "cursor",
+		AgentNames:         []string{"cursor-agent", "cursor"},
+		Summary:            "Cursor agent: command from rawInput or backticked title, final rawOutput {exitCode, stdout, stderr} even for nonzero exits; no rawOutput means exit unknown.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// cursorInput is Cursor's shell `rawInput`.
+type cursorInput struct {
+	Command          CommandLine `json:"command"`
+	Cwd              Str         `json:"cwd"`
+	WorkingDirectory Str         `json:"working_directory"`
+}
+
+// cursorOutput is Cursor's final `rawOutput`.
+type cursorOutput struct {
+	ExitCode      Code `json:"exitCode"`
+	ExitCodeSnake Code `json:"exit_code"`
+	Stdout        Str  `json:"stdout"`
+	Stderr        Str  `json:"stderr"`
+}
+
+// cursorCall is a tool call frame of Cursor.
+type cursorCall struct {
+	ToolCall
+	RawInput  *cursorInput  `json:"rawInput"`
+	RawOutput *cursorOutput `json:"rawOutput"`
+}
+
+func (cursor) Update(params []byte) ([]accum.Observation, error) {
+	u, err := decodeUpdate[cursorCall](params)
+	if err != nil {
+		return nil, err
+	}
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil, nil
+	}
+	o := u.Base()
+	cursorInputs(&o, &u)
+	if o.Shell == accum.ShellNo {
+		return []accum.Observation{o}, nil
+	}
+	ended := o.Status.Ended()
+	if out := u.RawOutput; out != nil {
+		code := out.ExitCode
+		if !code.Known {
+			code = out.ExitCodeSnake
+		}
+		if e := code.Exit(accum.ExitStructured, ended); e != nil {
+			o.Exit = e
+		}
+		for _, s := range []struct {
+			stream accum.Stream
+			text   Str
+		}{{accum.Stdout, out.Stdout}, {accum.Stderr, out.Stderr}} {
+			if s.text.Set && (ended || s.text.S != "") {
+				o.Texts = append(o.Texts, accum.Text{Stream: s.stream, Kind: textKind(ended), Text: s.text.S})
+			}
+		}
+	} else if text, ok := u.Texts(); ok && ended && text != "" {
+		// Not seen from Cursor: a final with content and no rawOutput is
+		// read as the combined output, fence removed.
+		if t, fenced := StripFence(text); fenced {
+			text = t
+		}
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text})
+	}
+	if o.Status == accum.StatusFailed && o.Exit == nil {
+		o.Failed = true
+	}
+	return []accum.Observation{o}, nil
+}
+
+func (cursor) Permission(params []byte) ([]accum.Observation, error) {
+	u, err := decodePermission[cursorCall](params)
+	if err != nil || u.ToolCallID == "" {
+		return nil, err
+	}
+	o := u.Base()
+	o.Opens = false
+	o.PermissionAsk = true
+	if o.Shell == accum.ShellNo {
+		o.Shell = accum.ShellUnknown
+	}
+	cursorInputs(&o, &u)
+	if text, ok := u.Texts(); ok {
+		o.ApprovalReason = strings.TrimSpace(text)
+	}
+	return []accum.Observation{o}, nil
+}
+
+// cursorInputs reads command and cwd.
+func cursorInputs(o *accum.Observation, u *cursorCall) {
+	if in := u.RawInput; in != nil {
+		if in.Command.Line != "" {
+			o.Command = in.Command.Line
+			if o.Shell == accum.ShellUnknown {
+				o.Shell = accum.ShellYes
+			}
+		}
+		for _, c := range []Str{in.Cwd, in.WorkingDirectory} {
+			if c.Set && c.S != "" {
+				o.Cwd = c.S
+				break
+			}
+		}
+	}
+	if o.Command == "" && u.Title != nil && o.Shell != accum.ShellNo {
+		if cmd, ok := backticked(*u.Title); ok {
+			o.Command = cmd
+			if u.Kind != nil && *u.Kind == "execute" {
+				o.Shell = accum.ShellYes
+			}
+		}
+	}
+}
+
+// backticked returns s without the one pair of backticks around it.
+func backticked(s string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if len(t) < 2 || t[0] != '`' || t[len(t)-1] != '`' {
+		return "", false
+	}
+	inner := t[1 : len(t)-1]
+	if strings.TrimSpace(inner) == "" {
+		return "", false
+	}
+	return inner, true
+}

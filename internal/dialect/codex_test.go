@@ -1,0 +1,235 @@
+package dialect
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+func codexDialect(t *testing.T) Dialect {
+	d, ok := Lookup("codex")
+	if !ok {
+		t.Fatal("codex not registered")
+	}
+	return d
+}
+
+func TestCodexDetect(t *testing.T) {
+	for _, n := range []string{"codex-acp", "codex", "@zed-industries/codex-acp", "@agentclientprotocol/codex-acp", "Codex-ACP"} {
+		if got := Detect(n).Info().Name; got != "codex" {
+			t.Errorf("Detect(%q) = %s", n, got)
+		}
+	}
+}
+
+func TestCodexTypeScriptAdapter(t *testing.T) {
+	d := codexDialect(t)
+	C, D, F := accum.Combined, accum.Delta, accum.Final
+	yes, running, done, failed := accum.ShellYes, accum.StatusRunning, accum.StatusCompleted, accum.StatusFailed
+	runObsCases(t, d, []obsCase{
+		{name: "tool_call with the zsh wrapper in rawInput.command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"echo hello","status":"in_progress","content":[{"type":"terminal","terminalId":"c1"}],"rawInput":{"command":"/bin/zsh -lc 'echo hello'","cwd":"/w"},"_meta":{"terminal_info":{"cwd":"/w","terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Opens: true, Shell: yes, Status: running, Command: "echo hello", Cwd: "/w"})},
+		{name: "terminal_output_delta (client did not opt in) is a delta",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","_meta":{"terminal_output_delta":{"data":"hello\n","terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Texts: []accum.Text{txt(C, D, "hello\n")}})},
+		{name: "terminal_output (opted in) is a delta",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","_meta":{"terminal_output":{"data":"more\n","terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Texts: []accum.Text{txt(C, D, "more\n")}})},
+		{name: "final: formatted_output and terminal_exit",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"hello\n","exit_code":0},"_meta":{"terminal_exit":{"exit_code":0,"signal":null,"terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: done, Exit: ex(0, accum.ExitTerminal, false), Texts: []accum.Text{txt(C, F, "hello\n")}})},
+		{name: "completion fallback: whole output also in terminal_output_delta is not doubled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"formatted_output":"no match\n","exit_code":1},"_meta":{"terminal_output_delta":{"data":"no match\n","terminal_id":"c1"},"terminal_exit":{"exit_code":1,"signal":null,"terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Status: failed, Exit: ex(1, accum.ExitTerminal, false), Texts: []accum.Text{txt(C, F, "no match\n")}})},
+		{name: "exit_code null is unknown",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"formatted_output":"","exit_code":null},"_meta":{"terminal_exit":{"exit_code":null,"signal":"SIGTERM","terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Signal: "SIGTERM"})},
+		{name: "nonzero exit under completed is still exit 2",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"x","exit_code":2}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(2, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "x")}})},
+		{name: "lone read command gets kind read and no terminal but is a shell",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c2","kind":"read","title":"Read go.mod","status":"in_progress","rawInput":{"command":"/bin/zsh -lc 'cat go.mod'","cwd":"/w"}}`,
+			want:   one(accum.Observation{ToolCallID: "c2", Opens: true, Shell: yes, Status: running, Command: "cat go.mod", Cwd: "/w"})},
+	})
+}
+
+func TestCodexRustAdapter(t *testing.T) {
+	d := codexDialect(t)
+	C, S, F := accum.Combined, accum.Snapshot, accum.Final
+	yes, running, done, failed := accum.ShellYes, accum.StatusRunning, accum.StatusCompleted, accum.StatusFailed
+	begin := `"rawInput":{"call_id":"c1","turn_id":"t","command":["bash","-lc","npm test"],"cwd":"/w","parsed_cmd":[{"type":"unknown","cmd":"npm test"}]}`
+	runObsCases(t, d, []obsCase{
+		{name: "begin event: array command unwrapped, search kind is a shell",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"search","title":"List /w","status":"in_progress",` + begin + `}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: yes, Status: running, Command: "npm test", Cwd: "/w"})},
+		{name: "without the capability: cumulative fenced content is a snapshot",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"` + "```sh\\nPASS a\\nPASS b\\n```\\n" + `"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: running, Texts: []accum.Text{txt(C, S, "PASS a\nPASS b\n")}})},
+		{name: "end event: stdout/stderr split, aggregated_output is combined",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"call_id":"c1","stdout":"o1\no2\n","stderr":"e\n","aggregated_output":"o1\ne\no2\n","exit_code":0,"duration":{"secs":0,"nanos":5},"formatted_output":"o1\ne\no2\n","status":"completed","source":"agent"},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":0,"signal":null}}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: done, Exit: ex(0, accum.ExitTerminal, false),
+				Texts: []accum.Text{txt(accum.Stdout, F, "o1\no2\n"), txt(accum.Stderr, F, "e\n"), txt(C, F, "o1\ne\no2\n")}})},
+		{name: "unified exec (PTY, process_id): stderr is merged, no split",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"42","source":"unified_exec_startup","stdout":"e\no\n","stderr":"","aggregated_output":"e\no\n","exit_code":0,"formatted_output":"e\no\n","status":"completed"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "e\no\n")}})},
+		{name: "final fenced content then the end event: the aggregate is last",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"` + "```sh\\nboom\\n```\\n" + `"}}],"rawOutput":{"process_id":"4","stdout":"boom\n","stderr":"","aggregated_output":"boom\n","exit_code":3,"formatted_output":"boom\n","status":"failed"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(3, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "boom\n"), txt(C, F, "boom\n")}})},
+		{name: "abbreviated formatted_output is used only without aggregated_output, and is truncated",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"exit_code":0,"formatted_output":"Total output lines: 40000\n\n1\n2\n…228894 chars truncated…\n40000\n"}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: C, Kind: F, Text: "1\n2\n…228894 chars truncated…\n40000\n", Truncated: true}}})},
+		{name: "timeout: exit 124 kept, TimedOut, banner not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"start\n","stderr":"","aggregated_output":"start\n","exit_code":124,"formatted_output":"command timed out after 2003 milliseconds\nstart\n","status":"failed","source":"agent"},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":124,"signal":null}}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Exit: ex(124, accum.ExitTerminal, false), TimedOut: true,
+				Texts: []accum.Text{txt(accum.Stdout, F, "start\n"), txt(accum.Stderr, F, ""), txt(C, F, "start\n")}})},
+		{name: "timeout banner in formatted_output only",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"exit_code":124,"formatted_output":"command timed out after 10000 milliseconds\npartial\n"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(124, accum.ExitStructured, false), TimedOut: true, Texts: []accum.Text{txt(C, F, "partial\n")}})},
+		{name: "Sandbox(Signal(9)): SIGKILL, the -1 sentinel dropped, error text is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"execution error: Sandbox(Signal(9))","aggregated_output":"execution error: Sandbox(Signal(9))","exit_code":-1,"formatted_output":"execution error: Sandbox(Signal(9))","status":"failed","source":"agent"},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":-1,"signal":null}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Signal: "SIGKILL"})},
+		{name: "other execution error: a failure, not output, exit kept",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"execution error: Io(NotFound)","aggregated_output":"execution error: Io(NotFound)","exit_code":-1,"status":"failed"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(-1, accum.ExitStructured, false), Failed: true})},
+		{name: "exit -1 without a signal text is kept as reported",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"process_id":"1","stdout":"before-kill\n","stderr":"","aggregated_output":"before-kill\n","exit_code":-1,"status":"failed"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(-1, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "before-kill\n")}})},
+		{name: "declined end event is a rejected command",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"","aggregated_output":"","exit_code":-1,"status":"declined"}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(-1, accum.ExitStructured, false), Cancelled: true,
+				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "")}})},
+		{name: "UTF-16 byte-order-mark sniffing is undone",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"1","stdout":"漠੫","stderr":"","aggregated_output":"漠੫","exit_code":0,"status":"completed"}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: C, Kind: F, Bytes: []byte("\xff\xfe ok\n")}}})},
+		{name: "real CJK output with a newline is left alone",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"1","aggregated_output":"你好\n","exit_code":0}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "你好\n")}})},
+	})
+}
+
+func TestCodexPermission(t *testing.T) {
+	d := codexDialect(t)
+	runObsCases(t, d, []obsCase{
+		{name: "ask before the tool_call: command from the argv, text as the reason",
+			ask: `{"toolCallId":"call_1","kind":"execute","status":"pending","title":"printf 'a'; exit 3","content":[{"type":"content","content":{"type":"text","text":"Proposed Amendment: printf\nAvailable Decisions: Approved\nAbort"}}],"rawInput":{"call_id":"call_1","command":["/bin/bash","-lc","printf 'a'; exit 3"],"cwd":"/w"}}`,
+			want: one(accum.Observation{ToolCallID: "call_1", Shell: accum.ShellYes, Status: accum.StatusPending, Command: "printf 'a'; exit 3", Cwd: "/w",
+				PermissionAsk: true, ApprovalReason: "Proposed Amendment: printf\nAvailable Decisions: Approved\nAbort"})},
+		{name: "rawInput.reason is the reason when present",
+			ask:  `{"toolCallId":"call_2","kind":"execute","title":"curl x","content":[{"type":"content","content":{"type":"text","text":"Reason: needs network\nAvailable Decisions: Approved"}}],"rawInput":{"command":["curl","x"],"reason":"needs network"}}`,
+			want: one(accum.Observation{ToolCallID: "call_2", Shell: accum.ShellYes, Command: "curl x", PermissionAsk: true, ApprovalReason: "needs network"})},
+	})
+}
+
+// codexSteps are the recorded steps' call id fragments and what must be
+// reported for them.
+type codexStep struct {
+	id, command, exit, output, signal string
+	timedOut, open                    bool
+}
+
+func checkCodexRecording(t *testing.T, name string, steps []codexStep, splitStderr bool) {
+	calls := replayRecording(t, codexDialect(t), name)
+	for _, s := range steps {
+		c := findCall(t, calls, s.id)
+		if c.shell != accum.ShellYes {
+			t.Errorf("%s: not a shell", s.id)
+		}
+		if c.command != s.command {
+			t.Errorf("%s: command %q, want %q", s.id, c.command, s.command)
+		}
+		if c.ended == s.open {
+			t.Errorf("%s: ended=%v", s.id, c.ended)
+		}
+		if got := c.exitCode(); got != s.exit {
+			t.Errorf("%s: exit %s, want %s", s.id, got, s.exit)
+		}
+		if c.signal != s.signal || c.timedOut != s.timedOut {
+			t.Errorf("%s: signal %q timedOut %v", s.id, c.signal, c.timedOut)
+		}
+		if s.output != "" {
+			if out, _ := c.output(accum.Combined); out != s.output {
+				t.Errorf("%s: output %q, want %q", s.id, out, s.output)
+			}
+		}
+		for _, tx := range c.texts {
+			if strings.Contains(tx.Text, "```") || strings.Contains(tx.Text, "execution error") || strings.Contains(tx.Text, "timed out after") {
+				t.Errorf("%s: metadata in output: %q", s.id, tx.Text)
+			}
+		}
+	}
+	stderr := findCall(t, calls, "call_stderr_5")
+	if out, _ := stderr.output(accum.Stderr); splitStderr && out != "to-stderr\n" {
+		t.Errorf("stderr stream %q", out)
+	}
+	if !splitStderr {
+		for _, c := range calls {
+			for _, tx := range c.texts {
+				if tx.Stream != accum.Combined {
+					t.Errorf("%s: split stream reported under the PTY exec tool", c.id)
+				}
+			}
+		}
+	}
+}
+
+func TestCodexRecordingShellCommandTerminalMeta(t *testing.T) {
+	checkCodexRecording(t, "codex-acp-0.16.0_shell-command_terminal-meta.ndjson", []codexStep{
+		{id: "call_ls_1", command: "ls", exit: "0", output: "alpha.txt\nbeta.md\ngamma.go\n"},
+		{id: "call_exit3_3", command: `printf 'a\nb\n'; exit 3`, exit: "3", output: "a\nb\n"},
+		{id: "call_stderr_5", command: "echo to-stdout; echo to-stderr >&2; echo more-stdout", exit: "0", output: "to-stdout\nmore-stdout\nto-stderr\n"},
+		{id: "call_stderr_fail_7", command: "ls /nonexistent-dir-xyz", exit: "2", output: "ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n"},
+		{id: "call_slow_9", command: "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", exit: "0", output: "line1\nline2\nline3\nline4\nline5\n"},
+		{id: "call_big_11", command: "seq 1 40000", exit: "0"},
+		{id: "call_badutf8_13", command: `printf '\xff\xfe ok\n'`, exit: "0", output: "\xff\xfe ok\n"},
+		{id: "call_timeout_15", command: "echo start; sleep 6; echo finished-late", exit: "124", output: "start\n", timedOut: true},
+		{id: "call_signal_17", command: "echo before-kill; kill -9 $$", exit: "-", output: "before-kill\n", signal: "SIGKILL"},
+	}, true)
+	calls := replayRecording(t, codexDialect(t), "codex-acp-0.16.0_shell-command_terminal-meta.ndjson")
+	big := findCall(t, calls, "call_big_11")
+	if out, tr := big.output(accum.Combined); len(out) != 228894 || tr || !strings.HasSuffix(out, "39999\n40000\n") {
+		t.Errorf("big output: %d bytes, truncated %v", len(out), tr)
+	}
+}
+
+func TestCodexRecordingUnifiedExecPlain(t *testing.T) {
+	checkCodexRecording(t, "codex-acp-0.16.0_unified-exec_plain.ndjson", []codexStep{
+		{id: "call_ls_1", command: "ls", exit: "0", output: "alpha.txt\nbeta.md\ngamma.go\n"},
+		{id: "call_exit3_3", command: `printf 'a\nb\n'; exit 3`, exit: "3", output: "a\nb\n"},
+		{id: "call_stderr_5", command: "echo to-stdout; echo to-stderr >&2; echo more-stdout", exit: "0", output: "to-stderr\nto-stdout\nmore-stdout\n"},
+		{id: "call_stderr_fail_7", command: "ls /nonexistent-dir-xyz", exit: "2"},
+		{id: "call_slow_9", command: "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", exit: "0", output: "line2\nline3\nline4\nline5\n"},
+		{id: "call_big_11", command: "seq 1 40000", exit: "0"},
+		{id: "call_badutf8_13", command: `printf '\xff\xfe ok\n'`, exit: "0", output: "\ufffd\ufffd ok\n"},
+		// Codex never closed this call under its default exec tool.
+		{id: "call_timeout_15", command: "echo start; sleep 6; echo finished-late", exit: "-", open: true},
+		// No signal text here: Codex's -1 is what it reported.
+		{id: "call_signal_17", command: "echo before-kill; kill -9 $$", exit: "-1", output: "before-kill\n"},
+	}, false)
+}
+
+func TestCodexRecordingUntrustedApproval(t *testing.T) {
+	calls := replayRecording(t, codexDialect(t), "codex-acp-0.16.0_unified-exec_untrusted-approval.ndjson")
+	c := findCall(t, calls, "call_exit3_3")
+	if !c.asked || c.exitCode() != "3" || c.command != `printf 'a\nb\n'; exit 3` {
+		t.Errorf("exit3: %+v", c)
+	}
+	if len(c.reasons) != 1 || !strings.HasPrefix(c.reasons[0], "Proposed Amendment") {
+		t.Errorf("reasons %q", c.reasons)
+	}
+	for _, tx := range c.texts {
+		if strings.Contains(tx.Text, "Proposed Amendment") {
+			t.Errorf("ask text in output: %q", tx.Text)
+		}
+	}
+	slow := findCall(t, calls, "call_slow_5")
+	if !slow.asked || slow.exitCode() != "0" {
+		t.Errorf("slow: %+v", slow)
+	}
+	if ls := findCall(t, calls, "call_ls_1"); ls.asked || ls.exitCode() != "0" {
+		t.Errorf("ls: %+v", ls)
+	}
+}

@@ -1,0 +1,230 @@
+package accum
+
+import (
+	"testing"
+)
+
+func exit(code int32, src ExitSource) *Exit { return &Exit{Code: code, Source: src} }
+
+func TestCallOutcome(t *testing.T) {
+	tests := []struct {
+		name     string
+		obs      []Observation
+		end      *bool // End(cancelled) after the observations, when set
+		want     Outcome
+		wantExit *int32
+	}{
+		{
+			name: "known exit 0 succeeds",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Exit: exit(0, ExitTerminal)}},
+			want: Succeeded, wantExit: ptr(0),
+		},
+		{
+			name: "nonzero exit under completed fails",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Exit: exit(3, ExitStructured)}},
+			want: Failed, wantExit: ptr(3),
+		},
+		{
+			name: "completed without exit is unknown, never 0",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted}},
+			want: Unknown,
+		},
+		{
+			name: "failed without exit fails",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed}},
+			want: Failed,
+		},
+		{
+			name: "failed with exit 0 trusts the exit",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Exit: exit(0, ExitTerminal)}},
+			want: Succeeded, wantExit: ptr(0),
+		},
+		{
+			name: "placeholder from a running frame is dropped",
+			obs: []Observation{
+				{Shell: ShellYes, Status: StatusRunning, Exit: &Exit{Code: 0, Source: ExitStructured, Placeholder: true}},
+				{Status: StatusCompleted},
+			},
+			want: Unknown,
+		},
+		{
+			name: "placeholder then real exit",
+			obs: []Observation{
+				{Shell: ShellYes, Status: StatusRunning, Exit: &Exit{Code: 0, Source: ExitStructured, Placeholder: true}},
+				{Status: StatusCompleted, Exit: exit(7, ExitStructured)},
+			},
+			want: Failed, wantExit: ptr(7),
+		},
+		{
+			name: "stronger source wins over a later weaker one",
+			obs: []Observation{
+				{Shell: ShellYes, Exit: exit(2, ExitTerminal)},
+				{Status: StatusCompleted, Exit: exit(0, ExitText)},
+			},
+			want: Failed, wantExit: ptr(2),
+		},
+		{
+			name: "signal fails",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL"}},
+			want: Failed,
+		},
+		{
+			name: "timeout fails even with exit 0",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, TimedOut: true, Exit: exit(0, ExitStructured)}},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "cancelled keeps its exit code",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Cancelled: true, Exit: exit(130, ExitStructured)}},
+			want: Cancelled, wantExit: ptr(130),
+		},
+		{
+			name: "dialect failure without exit",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Failed: true}},
+			want: Failed,
+		},
+		{
+			name: "dialect success proof without exit",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Succeeded: true}},
+			want: Succeeded,
+		},
+		{
+			name: "turn end under a running call is unknown",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusRunning}},
+			end:  ptrBool(false),
+			want: Unknown,
+		},
+		{
+			name: "cancelled turn under a running call",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusRunning}},
+			end:  ptrBool(true),
+			want: Cancelled,
+		},
+		{
+			name: "late exit after the end sharpens the outcome",
+			obs: []Observation{
+				{Shell: ShellYes, Status: StatusCompleted},
+				{Exit: exit(1, ExitTerminal)},
+			},
+			want: Failed, wantExit: ptr(1),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCall("c1", 1024)
+			for i := range tt.obs {
+				c.Apply(&tt.obs[i])
+			}
+			if tt.end != nil {
+				c.End(*tt.end, "turn ended")
+			}
+			r, ok := c.Revision()
+			if !ok {
+				t.Fatal("no revision")
+			}
+			if r.State != Ended || r.Outcome != tt.want {
+				t.Fatalf("state %v outcome %v (%s), want ended %v", r.State, r.Outcome, r.OutcomeReason, tt.want)
+			}
+			if r.OutcomeReason == "" {
+				t.Error("ended without an outcome reason")
+			}
+			switch {
+			case tt.wantExit == nil && r.ExitCode != nil:
+				t.Errorf("exit %d, want unknown", *r.ExitCode)
+			case tt.wantExit != nil && (r.ExitCode == nil || *r.ExitCode != *tt.wantExit):
+				t.Errorf("exit %v, want %d", r.ExitCode, *tt.wantExit)
+			}
+		})
+	}
+}
+
+func TestCallRevisions(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Opens: true, Shell: ShellYes, Command: "seq 3", Status: StatusRunning})
+	r, ok := c.Revision()
+	if !ok || r.Number != 1 || r.State != Running || r.Command != "seq 3" || r.ExitCode != nil {
+		t.Fatalf("first revision %+v ok=%v", r, ok)
+	}
+	if r.Texts[Combined] != nil {
+		t.Fatalf("first revision carries text %+v before any output", r.Texts[Combined])
+	}
+	if _, ok := c.Revision(); ok {
+		t.Fatal("a revision without any change")
+	}
+
+	c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: "1\n"}}})
+	c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: "2\n"}}})
+	r, _ = c.Revision()
+	if got := r.Texts[Combined]; got == nil || got.Text != "1\n2\n" || got.Replace || got.TotalBytes != 4 {
+		t.Fatalf("live revision text %+v, want the two deltas appended", got)
+	}
+	if r.Number != 2 {
+		t.Fatalf("revision %d, want 2", r.Number)
+	}
+
+	// A final aggregate that extends the live text: the ended revision
+	// carries the whole text once.
+	c.Apply(&Observation{Status: StatusCompleted, Exit: exit(0, ExitTerminal), Texts: []Text{{Kind: Final, Text: "1\n2\n3\n"}}})
+	r, _ = c.Revision()
+	got := r.Texts[Combined]
+	if r.State != Ended || got == nil || got.Text != "1\n2\n3\n" || !got.Replace || got.TotalBytes != 6 {
+		t.Fatalf("ended revision %+v text %+v", r, got)
+	}
+	if r.Texts[Stdout] != nil || r.Texts[Stderr] != nil {
+		t.Fatal("streams that were never seen are set")
+	}
+
+	// A late frame with nothing new gives no revision; one with a new stream
+	// gives another whole revision.
+	c.Apply(&Observation{Status: StatusCompleted})
+	if _, ok := c.Revision(); ok {
+		t.Fatal("a revision for a late frame that changed nothing")
+	}
+	c.Apply(&Observation{Texts: []Text{{Stream: Stdout, Kind: Final, Text: "1\n2\n3\n"}}})
+	r, ok = c.Revision()
+	if !ok || r.Number != 4 || r.State != Ended || r.Texts[Stdout] == nil || r.Texts[Combined] == nil || !r.Texts[Combined].Replace {
+		t.Fatalf("late stream revision %+v ok=%v", r, ok)
+	}
+}
+
+func TestCallFinalWithoutOutputKeepsLiveText(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Texts: []Text{{Kind: Snapshot, Text: "partial\n"}}})
+	c.Revision()
+	c.Apply(&Observation{Status: StatusCompleted, Exit: exit(0, ExitStructured)})
+	r, _ := c.Revision()
+	if got := r.Texts[Combined]; got == nil || got.Text != "partial\n" {
+		t.Fatalf("ended text %+v, want the live text kept", got)
+	}
+}
+
+func TestCallShellness(t *testing.T) {
+	c := NewCall("c1", 64)
+	c.Apply(&Observation{Shell: ShellNo})
+	if c.IsShell() || !c.NotShell() {
+		t.Fatal("a read is a shell call")
+	}
+	c.Apply(&Observation{Shell: ShellYes})
+	c.Apply(&Observation{Shell: ShellNo})
+	if !c.IsShell() {
+		t.Fatal("a call once shown to be a shell command stopped being one")
+	}
+}
+
+func TestCallPermission(t *testing.T) {
+	c := NewCall("c1", 64)
+	c.Apply(&Observation{Shell: ShellYes, PermissionAsk: true, ApprovalReason: "Not in allowlist: node"})
+	r, _ := c.Revision()
+	if !r.Awaiting || r.ApprovalReason != "Not in allowlist: node" || r.State != Pending {
+		t.Fatalf("ask revision %+v", r)
+	}
+	c.Answer(true)
+	c.Apply(&Observation{Status: StatusFailed})
+	r, _ = c.Revision()
+	if r.Awaiting || r.Outcome != Cancelled {
+		t.Fatalf("rejected call %+v", r)
+	}
+}
+
+func ptr(v int32) *int32   { return &v }
+func ptrBool(v bool) *bool { return &v }

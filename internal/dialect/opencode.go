@@ -175,13 +175,16 @@ const (
 	opencodeHeadLen      = 30000
 )
 
-// opencodeLive reads one live content text.
+// opencodeLive reads one live content text. A window or a head says that
+// OpenCode itself dropped part of the output, so it is marked Truncated; a
+// window that overlaps what the session already holds loses nothing, and
+// accum then keeps the stream untruncated.
 func opencodeLive(text string) accum.Text {
 	if rest, ok := strings.CutPrefix(text, opencodeWindowPrefix); ok {
-		return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: rest}
+		return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: rest, Truncated: true}
 	}
 	if head, ok := strings.CutSuffix(text, opencodeHeadSuffix); ok && utf16Len(head) == opencodeHeadLen {
-		return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: head}
+		return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: head, Truncated: true}
 	}
 	return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text}
 }

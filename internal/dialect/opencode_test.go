@@ -50,12 +50,12 @@ func TestOpencodeUpdate(t *testing.T) {
 		{
 			name:   "tail-window reset: marker stripped, Window",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"...\n\n` + tail + `"}}]}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{combined(accum.Window, tail)}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: tail, Truncated: true}}}},
 		},
 		{
 			name:   "older head-kept snapshot: suffix stripped, Snapshot",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"` + head + `\n\n..."}}]}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{combined(accum.Snapshot, head)}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: head, Truncated: true}}}},
 		},
 		{
 			name:   "short text ending in dots is plain output",
@@ -289,7 +289,7 @@ func TestOpencodeRecording(t *testing.T) {
 		t.Errorf("big step first text %v %q", big[0].Kind, big[0].Text[:10])
 	}
 	for _, tx := range big[1:3] {
-		if tx.Kind != accum.Window || strings.HasPrefix(tx.Text, "...") || len(tx.Text) != 30000 {
+		if tx.Kind != accum.Window || !tx.Truncated || strings.HasPrefix(tx.Text, "...") || len(tx.Text) != 30000 {
 			t.Errorf("big step window %v len %d starts %q", tx.Kind, len(tx.Text), tx.Text[:10])
 		}
 	}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Tests the TypeScript and Python clients, and smoke-tests the three examples,
+# against the real acpnormd binary (built once here unless ACPNORMD_BIN names
+# one). Every suite runs; the exit status is nonzero if any failed.
+#
+# Usage: bash test/clients.sh
+# Needs Go, Node >= 20 with npm, and /usr/bin/python3 with Debian's
+# python3-grpcio and python3-protobuf (or set PYTHON to an interpreter that
+# has grpcio and protobuf).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+PYTHON=${PYTHON:-/usr/bin/python3}
+tmp=$(mktemp -d)
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+if [ -z "${ACPNORMD_BIN:-}" ]; then
+  echo "== building acpnormd"
+  go build -o "$tmp/acpnormd" ./cmd/acpnormd || exit 1
+  export ACPNORMD_BIN="$tmp/acpnormd"
+fi
+
+failed=()
+
+echo "== TypeScript client (clients/ts)"
+if [ ! -f clients/ts/node_modules/.package-lock.json ]; then
+  (cd clients/ts && npm ci --no-audit --no-fund) || exit 1
+fi
+if (cd clients/ts && npm run --silent typecheck && npm test --silent); then :; else failed+=(ts); fi
+
+echo "== Python client (clients/python)"
+# `python3 -m unittest discover`, plus a closing 'N passed, N failed' line.
+if (cd clients/python && "$PYTHON" - <<'PY'
+import sys, unittest
+r = unittest.main(module=None, argv=["unittest", "discover", "-v"], exit=False).result
+bad = len(r.failures) + len(r.errors) + len(r.unexpectedSuccesses)
+print(f"python: {r.testsRun - bad - len(r.skipped)} passed, {bad} failed, {len(r.skipped)} skipped")
+sys.exit(0 if r.wasSuccessful() and r.testsRun > 0 else 1)
+PY
+); then :; else failed+=(python); fi
+
+echo "== examples (go, ts, python) against one acpnormd"
+port=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+addr="127.0.0.1:$port"
+"$ACPNORMD_BIN" --listen "$addr" --metrics-listen= 2>"$tmp/acpnormd.log" &
+server_pid=$!
+for _ in $(seq 150); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.1
+done
+rec=test/testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson
+want='call_exit3_3 rev=[0-9]* ENDED FAILED exit=3 '
+pass=0 fail=0
+example() {
+  local name=$1; shift
+  if "$@" --addr "$addr" --session "example-$name" "$rec" >"$tmp/$name.out" 2>&1 && grep -q "$want" "$tmp/$name.out"; then
+    echo "ok   example $name"; pass=$((pass + 1))
+  else
+    echo "FAIL example $name:"; tail -20 "$tmp/$name.out"; fail=$((fail + 1))
+  fi
+}
+go build -o "$tmp/example-go" ./examples/go && example go "$tmp/example-go" || { echo "FAIL example go: build"; fail=$((fail + 1)); }
+example ts clients/ts/node_modules/.bin/tsx examples/ts/main.mts
+example python "$PYTHON" examples/python/normalize_recording.py
+echo "examples: $pass passed, $fail failed"
+[ "$fail" -eq 0 ] || { failed+=(examples); tail -20 "$tmp/acpnormd.log"; }
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test/clients.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "test/clients.sh: all client suites passed"

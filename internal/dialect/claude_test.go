@@ -1,0 +1,218 @@
+package dialect
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+func claudeDialect(t *testing.T) Dialect {
+	d, ok := Lookup("claude")
+	if !ok {
+		t.Fatal("claude not registered")
+	}
+	return d
+}
+
+func TestClaudeDetect(t *testing.T) {
+	for _, n := range []string{"@zed-industries/claude-code-acp", "@agentclientprotocol/claude-agent-acp", "claude-code-acp", "claude-agent-acp", "claude-code"} {
+		if got := Detect(n).Info().Name; got != "claude" {
+			t.Errorf("Detect(%q) = %s", n, got)
+		}
+	}
+}
+
+func TestClaudeUpdate(t *testing.T) {
+	d := claudeDialect(t)
+	C, S, F := accum.Combined, accum.Snapshot, accum.Final
+	yes, no, pending, running, done, failed := accum.ShellYes, accum.ShellNo, accum.StatusPending, accum.StatusRunning, accum.StatusCompleted, accum.StatusFailed
+	bash := `"_meta":{"claudeCode":{"toolName":"Bash"}}`
+	runObsCases(t, d, []obsCase{
+		{name: "first tool_call: title Terminal is not a command",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call","rawInput":{},"status":"pending","title":"Terminal","kind":"execute","content":[]}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Opens: true, Shell: yes, Status: pending})},
+		{name: "second tool_call (old adapter): command, description content is not output",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call","rawInput":{"command":"ls","description":"List files"},"status":"pending","title":"` + "`ls`" + `","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"List files"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Opens: true, Shell: yes, Status: pending, Command: "ls", Description: "List files"})},
+		{name: "backticked title is the command when rawInput has none",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call","rawInput":{},"status":"pending","title":"` + "`make`" + `","kind":"execute"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Opens: true, Shell: yes, Status: pending, Command: "make"})},
+		{name: "with the capability: terminal content and terminal_info",
+			update: `{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_info":{"terminal_id":"t1"}},"toolCallId":"t1","sessionUpdate":"tool_call","name":"Bash","rawInput":{},"status":"pending","title":"Terminal","kind":"execute","content":[{"type":"terminal","terminalId":"t1"}]}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Opens: true, Shell: yes, Status: pending})},
+		{name: "status-less rawInput refinement",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","rawInput":{"command":"npm test","description":"Run tests","timeout":2000},"title":"npm test"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Command: "npm test", Description: "Run tests"})},
+		{name: "run_in_background input",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","rawInput":{"command":"npm run dev","run_in_background":true}}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Command: "npm run dev", Background: true})},
+		{name: "heartbeat carries no output",
+			update: `{"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"in_progress","_meta":{"claudeCode":{"toolResponse":{"elapsedTimeSeconds":1}}}}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Status: running})},
+		{name: "toolResponse with stderr empty: not a split (Claude merges stderr)",
+			update: `{"_meta":{"claudeCode":{"toolResponse":{"stdout":"a\nerr","stderr":"","interrupted":false,"isImage":false},"toolName":"Bash"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes})},
+		{name: "toolResponse with stderr: separate streams",
+			update: `{"_meta":{"claudeCode":{"toolResponse":{"stdout":"a","stderr":"err","interrupted":false},"toolName":"Bash"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Texts: []accum.Text{txt(accum.Stdout, F, "a"), txt(accum.Stderr, F, "err")}})},
+		{name: "toolResponse interrupted is a cancellation",
+			update: `{"_meta":{"claudeCode":{"toolResponse":{"stdout":"","stderr":"","interrupted":true},"toolName":"Bash"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Cancelled: true})},
+		{name: "toolResponse moved to the background by its timeout",
+			update: `{"_meta":{"claudeCode":{"toolResponse":{"stdout":"start","stderr":"","interrupted":false,"backgroundTaskId":"b1","timedOutAfterMs":2000},"toolName":"Bash"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Background: true})},
+		{name: "success with the capability: whole output in terminal_output is a snapshot",
+			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"alpha\nbeta"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{txt(C, S, "alpha\nbeta")}})},
+		{name: "final with terminal_exit",
+			update: `{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"t1","exit_code":0,"signal":null}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Exit: ex(0, accum.ExitTerminal, false)})},
+		{name: "capability success with rawOutput plain string",
+			update: `{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"t1","exit_code":0,"signal":null}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"ok\n"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Exit: ex(0, accum.ExitTerminal, false), Texts: []accum.Text{txt(C, F, "ok\n")}})},
+		{name: "Exit code header in terminal_output: exit from text, header not output",
+			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"Exit code 3\na\nb"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, S, "a\nb")}})},
+		{name: "newer error: terminal_output_delta with header and terminal_exit",
+			update: `{"_meta":{"terminal_output_delta":{"terminal_id":"t1","data":"Exit code 1\nboom"},"terminal_exit":{"terminal_id":"t1","exit_code":1,"signal":null}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Status: failed, Exit: ex(1, accum.ExitTerminal, false), Texts: []accum.Text{txt(C, F, "boom")}})},
+		{name: "error without the capability: rawOutput with header, fenced content ignored",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed","rawOutput":"Exit code 127\nbash: x: command not found","content":[{"type":"content","content":{"type":"text","text":"` + "```\\nExit code 127\\nbash: x: command not found\\n```" + `"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: failed, Exit: ex(127, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "bash: x: command not found")}})},
+		{name: "error with only fenced content",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed","content":[{"type":"content","content":{"type":"text","text":"` + "```\\nExit code 2\\nnope\\n```" + `"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: failed, Exit: ex(2, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "nope\n")}})},
+		{name: "success without the capability: console fence, no exit code (unknown)",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"hello","content":[{"type":"content","content":{"type":"text","text":"` + "```console\\nhello\\n```" + `"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Texts: []accum.Text{txt(C, F, "hello")}})},
+		{name: "success output that starts like a header is output under completed",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"Exit code 5\nfrom my script"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Texts: []accum.Text{txt(C, F, "Exit code 5\nfrom my script")}})},
+		{name: "persisted-output: the preview, truncated",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"<persisted-output>\nOutput too large (365.1KB). Full output saved to: /x/t1.txt\n\nPreview (first 2KB):\n1\n2\n3\n...\n</persisted-output>"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Texts: []accum.Text{{Stream: C, Kind: F, Text: "1\n2\n3\n", Truncated: true}}})},
+		{name: "truncation trailer is removed and marks truncation",
+			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"1\n2\n\n[Output truncated (228894 bytes total): full output saved to /x/y.txt]"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: S, Text: "1\n2", Truncated: true}}})},
+		{name: "background start notice is not output",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"Command running in background with ID: bash_1. Output is being written to: /tmp/x.output"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Background: true})},
+		{name: "moved-to-background notice after output",
+			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"start\nCommand did not complete within its 2s timeout and was moved to the background (ID: b1). Output is being written to: /tmp/b1.output."}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Background: true, Texts: []accum.Text{txt(C, S, "start")}})},
+		{name: "older timeout text",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed","rawOutput":"Exit code 143\nstart\nCommand timed out after 2m 0.0s"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: failed, Exit: ex(143, accum.ExitText, false), TimedOut: true, Texts: []accum.Text{txt(C, F, "start")}})},
+		{name: "only the Bash tool is a shell",
+			update: `{"_meta":{"claudeCode":{"toolName":"BashOutput"}},"toolCallId":"t2","sessionUpdate":"tool_call","rawInput":{"bash_id":"b1"},"status":"pending","title":"Tail Logs","kind":"execute"}`,
+			want:   one(accum.Observation{ToolCallID: "t2", Opens: true, Shell: no, Status: pending, Command: "Tail Logs"})},
+		{name: "Read tool is not a shell",
+			update: `{"_meta":{"claudeCode":{"toolName":"Read"}},"toolCallId":"t3","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"file body","kind":"read"}`,
+			want:   one(accum.Observation{ToolCallID: "t3", Shell: no, Status: done, Texts: []accum.Text{txt(C, F, "file body")}})},
+		{name: "v2 terminal_update: header stripped from the snapshot",
+			update: `{"sessionUpdate":"terminal_update","terminalId":"t1","output":{"data":"RXhpdCBjb2RlIDEKYm9vbQ=="},"exitStatus":{"exitCode":1,"signal":null}}`,
+			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(1, accum.ExitStatus, false), Texts: []accum.Text{{Stream: C, Kind: S, Bytes: []byte("boom")}}})},
+		{name: "v2 terminal_output_chunk", update: `{"sessionUpdate":"terminal_output_chunk","terminalId":"t1","data":"aGk="}`,
+			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: accum.Delta, Bytes: []byte("hi")}}})},
+		{name: "usage_update gives nothing", update: `{"sessionUpdate":"usage_update","used":5}`},
+	})
+}
+
+func TestClaudePermission(t *testing.T) {
+	d := claudeDialect(t)
+	runObsCases(t, d, []obsCase{
+		{name: "old adapter ask: no kind, backticked title, rawInput command",
+			ask:  `{"toolCallId":"t1","rawInput":{"command":"ls /x","description":"List"},"title":"` + "`ls /x`" + `"}`,
+			want: one(accum.Observation{ToolCallID: "t1", Shell: accum.ShellYes, Command: "ls /x", Description: "List", PermissionAsk: true})},
+		{name: "new adapter ask with name Bash and terminal content",
+			ask:  `{"toolCallId":"t1","name":"Bash","status":"pending","rawInput":{"command":"rm x"},"title":"rm x","kind":"execute","content":[{"type":"terminal","terminalId":"t1"}]}`,
+			want: one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: accum.ShellYes, Status: accum.StatusPending, Command: "rm x", PermissionAsk: true})},
+		{name: "ask text is the reason",
+			ask:  `{"toolCallId":"t2","name":"WebFetch","title":"Fetch","kind":"fetch","content":[{"type":"content","content":{"type":"text","text":"Needs network"}}]}`,
+			want: one(accum.Observation{ToolCallID: "t2", Shell: accum.ShellNo, PermissionAsk: true, ApprovalReason: "Needs network"})},
+	})
+}
+
+type claudeStep struct {
+	id, command, exit, output string
+	truncated, bg, asked      bool
+}
+
+func checkClaudeRecording(t *testing.T, name string, steps []claudeStep) {
+	calls := replayRecording(t, claudeDialect(t), name)
+	for _, s := range steps {
+		c := findCall(t, calls, s.id)
+		if c.shell != accum.ShellYes || !c.ended {
+			t.Errorf("%s: shell %v ended %v", s.id, c.shell, c.ended)
+		}
+		if c.command != s.command {
+			t.Errorf("%s: command %q, want %q", s.id, c.command, s.command)
+		}
+		if got := c.exitCode(); got != s.exit {
+			t.Errorf("%s: exit %s, want %s", s.id, got, s.exit)
+		}
+		if c.bg != s.bg {
+			t.Errorf("%s: background %v", s.id, c.bg)
+		}
+		if c.asked != s.asked {
+			t.Errorf("%s: asked %v", s.id, c.asked)
+		}
+		out, tr := c.output(accum.Combined)
+		if s.output != "\x00" && out != s.output {
+			t.Errorf("%s: output %q, want %q", s.id, out, s.output)
+		}
+		if tr != s.truncated {
+			t.Errorf("%s: truncated %v", s.id, tr)
+		}
+		for _, tx := range c.texts {
+			for _, bad := range []string{"Run step", "Exit code", "```", "persisted-output", "Command did not complete", "running in background", "Output truncated"} {
+				if strings.Contains(tx.Text, bad) {
+					t.Errorf("%s: %q in output", s.id, bad)
+				}
+			}
+			if tx.Stream != accum.Combined {
+				t.Errorf("%s: split stream reported though Claude merged stderr", s.id)
+			}
+		}
+	}
+}
+
+func TestClaudeRecordingOldAdapterPlain(t *testing.T) {
+	checkClaudeRecording(t, "claude-code-acp-0.16.2_plain.ndjson", []claudeStep{
+		// Success without the capability: no exit code anywhere.
+		{id: "toolu_ls_1", command: "ls", exit: "-", output: "alpha.txt\nbeta.md\ngamma.go"},
+		{id: "toolu_exit3_4", command: `printf 'a\nb\n'; exit 3`, exit: "3", output: "a\nb", asked: true},
+		{id: "toolu_stderr_9", command: "echo to-stdout; echo to-stderr >&2; echo more-stdout", exit: "-", output: "to-stdout\nmore-stdout\nto-stderr"},
+		{id: "toolu_stderr_fail_12", command: "ls /nonexistent-dir-xyz", exit: "2", output: "ls: cannot access '/nonexistent-dir-xyz': No such file or directory", asked: true},
+		{id: "toolu_slow_14", command: "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", exit: "-", output: "line1\nline2\nline3\nline4\nline5", asked: true},
+		{id: "toolu_big_22", command: "seq 1 40000", exit: "-", output: "\x00", truncated: true, asked: true},
+		{id: "toolu_badutf8_26", command: `printf '\xff\xfe ok\n'`, exit: "-", output: "\ufffd\ufffd ok", asked: true},
+		{id: "toolu_timeout_30", command: "echo start; sleep 6; echo finished-late", exit: "-", output: "", bg: true},
+		// Claude reports the killed shell as "Exit code 1".
+		{id: "toolu_signal_33", command: "echo before-kill; kill -9 $$", exit: "1", output: "before-kill", asked: true},
+	})
+	calls := replayRecording(t, claudeDialect(t), "claude-code-acp-0.16.2_plain.ndjson")
+	if len(calls) != 9 {
+		t.Errorf("%d calls, want 9 (tool_call sent twice must not make two)", len(calls))
+	}
+	big := findCall(t, calls, "toolu_big_22")
+	if out, _ := big.output(accum.Combined); !strings.HasPrefix(out, "1\n2\n3\n") || !strings.HasSuffix(out, "527\n") {
+		t.Errorf("preview %q", out)
+	}
+}
+
+func TestClaudeRecordingTerminalMeta(t *testing.T) {
+	checkClaudeRecording(t, "claude-agent-acp-0.101.0_terminal-meta.ndjson", []claudeStep{
+		{id: "toolu_ls_2", command: "ls", exit: "0", output: "alpha.txt\nbeta.md\ngamma.go"},
+		{id: "toolu_exit3_6", command: `printf 'a\nb\n'; exit 3`, exit: "3", output: "a\nb", asked: true},
+		{id: "toolu_stderr_9", command: "echo to-stdout; echo to-stderr >&2; echo more-stdout", exit: "0", output: "to-stdout\nto-stderr\nmore-stdout"},
+		{id: "toolu_stderr_fail_12", command: "ls /nonexistent-dir-xyz", exit: "2", output: "ls: cannot access '/nonexistent-dir-xyz': No such file or directory", asked: true},
+		{id: "toolu_slow_16", command: "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", exit: "0", output: "line1\nline2\nline3\nline4\nline5", asked: true},
+		{id: "toolu_big_20", command: "seq 1 40000", exit: "0", output: "\x00", truncated: true},
+		{id: "toolu_badutf8_24", command: `printf '\xff\xfe ok\n'`, exit: "0", output: "\ufffd\ufffd ok"},
+		// Moved to the background by its 2 s timeout; no exit code.
+		{id: "toolu_timeout_27", command: "echo start; sleep 6; echo finished-late", exit: "-", output: "start", bg: true},
+		{id: "toolu_signal_31", command: "echo before-kill; kill -9 $$", exit: "1", output: "before-kill", asked: true},
+	})
+}

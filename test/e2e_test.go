@@ -1,0 +1,248 @@
+package test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/replay"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// daemon is the real acpnormd binary running on loopback ports.
+type daemon struct {
+	cmd     *exec.Cmd
+	grpc    string
+	metrics string
+	logs    chan string
+	exited  chan error
+}
+
+// buildDaemon builds cmd/acpnormd once per test binary.
+func buildDaemon(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("ACPNORMD_BIN"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "acpnormd")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/acpnormd").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+var servingLine = regexp.MustCompile(`msg=serving grpc=(\S+) metrics=(\S+)`)
+
+func startDaemon(t *testing.T, bin string, args ...string) *daemon {
+	t.Helper()
+	args = append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...)
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{cmd: cmd, logs: make(chan string, 1024), exited: make(chan error, 1)}
+	ready := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			if m := servingLine.FindStringSubmatch(line); m != nil {
+				ready <- m
+			}
+			select {
+			case d.logs <- line:
+			default:
+			}
+		}
+		close(d.logs)
+		d.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	select {
+	case m := <-ready:
+		d.grpc, d.metrics = m[1], m[2]
+	case <-time.After(20 * time.Second):
+		t.Fatal("acpnormd did not say it was serving within 20s")
+	}
+	return d
+}
+
+func TestEndToEnd(t *testing.T) {
+	d := startDaemon(t, buildDaemon(t))
+	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	hc, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health: %v %v", hc, err)
+	}
+
+	file := "testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson"
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := replay.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resps, err := replay.Play(ctx, pb.NewNormalizerServiceClient(conn), lines, replay.Options{SessionID: "e2e", Dialect: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, errs := replay.Fold(resps)
+	if len(errs) != 0 {
+		t.Fatalf("frame errors: %v", errs)
+	}
+	byCommand := map[string]*pb.ShellExec{}
+	for _, c := range calls {
+		byCommand[c.Last.GetCommand()] = c.Last
+	}
+	if len(calls) != 9 {
+		t.Errorf("%d shell calls, want the recording's 9", len(calls))
+	}
+	check := func(cmd string, outcome pb.ShellOutcome, exit int32, output string) {
+		t.Helper()
+		x := byCommand[cmd]
+		if x == nil {
+			t.Errorf("no call for %q among %d", cmd, len(calls))
+			return
+		}
+		if x.GetDialect() != "codex" || x.GetState() != pb.ShellState_SHELL_STATE_ENDED || x.GetOutcome() != outcome || x.ExitCode == nil || x.GetExitCode() != exit {
+			t.Errorf("%q: dialect %s state %v outcome %v exit %v; want codex ENDED %v %d", cmd, x.GetDialect(), x.GetState(), x.GetOutcome(), x.ExitCode, outcome, exit)
+		}
+		if output != "" && x.GetOutput().GetText() != output {
+			t.Errorf("%q: output %q, want %q", cmd, x.GetOutput().GetText(), output)
+		}
+		if !strings.HasPrefix(x.GetCwd(), "/") {
+			t.Errorf("%q: cwd %q is not absolute", cmd, x.GetCwd())
+		}
+	}
+	check("ls", pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED, 0, "alpha.txt\nbeta.md\ngamma.go\n")
+	check(`printf 'a\nb\n'; exit 3`, pb.ShellOutcome_SHELL_OUTCOME_FAILED, 3, "a\nb\n")
+	check("for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED, 0, "line1\nline2\nline3\nline4\nline5\n")
+	if big := byCommand["seq 1 40000"]; big.GetOutput().GetTotalBytes() != 228894 || !strings.HasSuffix(big.GetOutput().GetText(), "39999\n40000\n") {
+		t.Errorf("seq 1 40000: total %d, tail %q", big.GetOutput().GetTotalBytes(), tail(big.GetOutput().GetText()))
+	}
+
+	// The metrics endpoint counts what went through.
+	body := get(t, "http://"+d.metrics+"/metrics")
+	for _, want := range []string{
+		fmt.Sprintf("acpnorm_frames_received_total %d", len(lines)+1),
+		fmt.Sprintf("acpnorm_shell_execs_sent_total %d", countExecs(resps)),
+		"acpnorm_evictions_total{reason=\"session_closed\"}",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+
+	// SIGTERM: a graceful stop that exits 0.
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			t.Fatalf("acpnormd exited with %v after SIGTERM", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("acpnormd did not stop within 15s of SIGTERM")
+	}
+}
+
+// An open stream at shutdown is ended with UNAVAILABLE after what it sent
+// was handled, and the daemon still exits promptly.
+func TestEndToEndShutdownWithOpenStream(t *testing.T) {
+	d := startDaemon(t, buildDaemon(t), "--shutdown-timeout", "5s")
+	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := pb.NewNormalizerServiceClient(conn).Normalize(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"sleep 9","status":"in_progress"}}}`
+	if err := stream.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Sequence: 1, Message: []byte(msg)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := stream.Recv(); err != nil || r.GetShellExec().GetToolCallId() != "c1" {
+		t.Fatalf("first reply %v %v", r, err)
+	}
+	start := time.Now()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	_, err = stream.Recv()
+	if err == nil || err == io.EOF || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("open stream ended with %v, want UNAVAILABLE shutting down", err)
+	}
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no exit")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("shutdown took %v although the stream was drained", took)
+	}
+}
+
+func countExecs(resps []*pb.NormalizeResponse) int {
+	n := 0
+	for _, r := range resps {
+		if r.GetShellExec() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func tail(s string) string {
+	if len(s) > 40 {
+		return s[len(s)-40:]
+	}
+	return s
+}

@@ -1,0 +1,231 @@
+// Package test holds the end-to-end, golden and conformance tests of
+// acpnorm: they drive the real gRPC service the way clients do.
+package test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/service"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from what the service produces now")
+
+// inProcess serves the real service over an in-memory connection.
+func inProcess(t *testing.T) pb.NormalizerServiceClient {
+	t.Helper()
+	svc, err := service.New(service.DefaultConfig(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := bufconn.Listen(1 << 20)
+	srv := service.NewServer(svc, service.DefaultServerOptions(), nil)
+	go srv.Serve(lis)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(); srv.GRPC.Stop() })
+	return pb.NewNormalizerServiceClient(conn)
+}
+
+func recordings(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("testdata/recordings/*.ndjson")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recordings found: %v", err)
+	}
+	return files
+}
+
+func play(t *testing.T, c pb.NormalizerServiceClient, file string) []*pb.NormalizeResponse {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines, err := replay.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resps, err := replay.Play(ctx, c, lines, replay.Options{SessionID: strings.TrimSuffix(filepath.Base(file), ".ndjson"), Dialect: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resps
+}
+
+// TestGolden replays every recording through the service and compares the
+// final ShellExec of each command with testdata/golden. Run with -update to
+// rewrite the goldens, then review the diff by eye: each block names the
+// command and the reason for its outcome.
+func TestGolden(t *testing.T) {
+	c := inProcess(t)
+	for _, file := range recordings(t) {
+		name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
+		t.Run(name, func(t *testing.T) {
+			resps := play(t, c, file)
+			checkRevisions(t, resps)
+			got := render(name, resps)
+			path := filepath.Join("testdata", "golden", name+".golden")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./test -run TestGolden -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from what the service produces now; run with -update and review the diff.\n%s", path, firstDiff(string(want), string(got)))
+			}
+		})
+	}
+}
+
+// checkRevisions checks what every client relies on, for every revision of
+// every call: numbering from 1 with no gap, nothing live after ENDED, whole
+// texts on ENDED revisions, valid UTF-8 within the bound.
+func checkRevisions(t *testing.T, resps []*pb.NormalizeResponse) {
+	t.Helper()
+	type seen struct {
+		rev   uint32
+		ended bool
+	}
+	calls := map[string]*seen{}
+	limit := service.DefaultConfig().TextLimit
+	for _, r := range resps {
+		if fe := r.GetFrameError(); fe != nil {
+			t.Errorf("frame error on a real recording: %v", fe)
+			continue
+		}
+		x := r.GetShellExec()
+		s := calls[x.GetToolCallId()]
+		if s == nil {
+			s = &seen{}
+			calls[x.GetToolCallId()] = s
+		}
+		if x.GetRevision() != s.rev+1 {
+			t.Errorf("%s: revision %d after %d", x.GetToolCallId(), x.GetRevision(), s.rev)
+		}
+		s.rev = x.GetRevision()
+		ended := x.GetState() == pb.ShellState_SHELL_STATE_ENDED
+		if s.ended && !ended {
+			t.Errorf("%s: revision %d is %v after the call ended", x.GetToolCallId(), x.GetRevision(), x.GetState())
+		}
+		s.ended = s.ended || ended
+		if !ended && x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_UNSPECIFIED {
+			t.Errorf("%s: outcome %v before the end", x.GetToolCallId(), x.GetOutcome())
+		}
+		for _, txt := range []*pb.ShellText{x.GetOutput(), x.GetStdout(), x.GetStderr()} {
+			if txt == nil {
+				continue
+			}
+			if ended && txt.GetMode() != pb.TextMode_TEXT_MODE_REPLACE {
+				t.Errorf("%s: ended revision with an %v text", x.GetToolCallId(), txt.GetMode())
+			}
+			if !utf8.ValidString(txt.GetText()) || len(txt.GetText()) > limit {
+				t.Errorf("%s: text of %d bytes, valid UTF-8 %v", x.GetToolCallId(), len(txt.GetText()), utf8.ValidString(txt.GetText()))
+			}
+		}
+	}
+	for id, s := range calls {
+		if !s.ended {
+			t.Errorf("%s never ended although the session closed", id)
+		}
+	}
+}
+
+// render writes the goldens: per call, a header naming the command and why
+// its outcome is what it is, then the final ShellExec as indented JSON.
+// Texts over 2 KiB are shown as their head and tail plus a checksum.
+func render(name string, resps []*pb.NormalizeResponse) []byte {
+	calls, errs := replay.Fold(resps)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# %s\n# The final ShellExec of each shell command after folding every revision\n# as a client does. Regenerate: go test ./test -run TestGolden -update\n", name)
+	for _, fe := range errs {
+		fmt.Fprintf(&b, "\nframe error: %s\n", protojson.Format(fe))
+	}
+	for i, c := range calls {
+		x := proto.Clone(c.Last).(*pb.ShellExec)
+		exit := "unknown"
+		if x.ExitCode != nil {
+			exit = fmt.Sprint(x.GetExitCode())
+		}
+		fmt.Fprintf(&b, "\n## %d. %s\n# %s, exit %s: %s (%d revisions)\n", i+1, x.GetCommand(),
+			strings.TrimPrefix(x.GetOutcome().String(), "SHELL_OUTCOME_"), exit, x.GetOutcomeReason(), c.Revisions)
+		for _, txt := range []*pb.ShellText{x.GetOutput(), x.GetStdout(), x.GetStderr()} {
+			if txt != nil {
+				txt.Text = elide(txt.GetText())
+			}
+		}
+		x.Sequence = 0 // line numbers would churn with every recording edit
+		raw, _ := protojson.Marshal(x)
+		var compact, pretty bytes.Buffer
+		_ = json.Compact(&compact, raw)
+		_ = json.Indent(&pretty, compact.Bytes(), "", "  ")
+		b.Write(pretty.Bytes())
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+func elide(s string) string {
+	const keep = 1024
+	if len(s) <= 2*keep {
+		return s
+	}
+	head, tail := s[:keep], s[len(s)-keep:]
+	for !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	for !utf8.ValidString(tail) {
+		tail = tail[1:]
+	}
+	return fmt.Sprintf("%s…[%d bytes elided; sha256 of the whole text %x]…%s", head, len(s)-len(head)-len(tail), sha256.Sum256([]byte(s)), tail)
+}
+
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d:\n want: %s\n  got: %s", i+1, w, g)
+		}
+	}
+	return "(no line differs)"
+}

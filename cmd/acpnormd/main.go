@@ -5,7 +5,7 @@
 // Usage:
 //
 //	acpnormd [serve] [flags]        serve gRPC (default 127.0.0.1:50051)
-//	acpnormd replay [flags] FILE    play a recorded ACP wire log through the service
+//	acpnormd replay [flags] [FILE]  play a recorded ACP wire log through the service
 //
 // Every serve flag can also be set by an environment variable, named in its
 // help; a flag on the command line wins.
@@ -41,5 +41,5 @@ func main() {
 const usage = `acpnormd: ACP shell tool calls in, normalized ShellExec records out.
 
   acpnormd [serve] [flags]       serve gRPC; see 'acpnormd serve -h'
-  acpnormd replay [flags] FILE   play a recording through the service; see 'acpnormd replay -h'
+  acpnormd replay [flags] [FILE] play a recording through the service; see 'acpnormd replay -h'
 `

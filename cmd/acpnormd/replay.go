@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,7 +34,7 @@ func parseReplay(args []string) (*replayFlags, error) {
 	f := &replayFlags{}
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: acpnormd replay [flags] FILE\n\nPlays a recorded ACP wire log (newline-delimited JSON) through the service\nand prints one row per shell command.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: acpnormd replay [flags] [FILE]\n\nPlays a recorded ACP wire log (newline-delimited JSON) through the service\nand prints one row per shell command. Without FILE it plays an embedded\nreal recording of claude-agent-acp running nine shell commands.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.addr, "addr", "", "address of a running acpnormd; empty starts one in-process on a loopback port")
@@ -55,13 +57,20 @@ func parseReplay(args []string) (*replayFlags, error) {
 		rest = append(rest, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if len(rest) != 1 {
+	switch len(rest) {
+	case 0: // the embedded sample
+	case 1:
+		f.file = rest[0]
+	default:
 		fs.Usage()
-		return nil, fmt.Errorf("replay takes exactly one FILE, got %d", len(rest))
+		return nil, fmt.Errorf("replay takes at most one FILE, got %d", len(rest))
 	}
-	f.file = rest[0]
+	name := f.file
+	if name == "" {
+		name = sampleName
+	}
 	if f.session == "" {
-		f.session = strings.TrimSuffix(filepath.Base(f.file), filepath.Ext(f.file))
+		f.session = strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
 	}
 	return f, nil
 }
@@ -74,14 +83,9 @@ func replayCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	file, err := os.Open(f.file)
+	lines, err := readRecording(f.file)
 	if err != nil {
 		return err
-	}
-	lines, err := replay.Read(file)
-	file.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %w", f.file, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
@@ -129,6 +133,33 @@ func replayCmd(args []string) error {
 		printTable(os.Stdout, calls)
 	}
 	return nil
+}
+
+// sample is a real recording of claude-agent-acp 0.101.0 running nine shell
+// commands (exit codes, stderr, slow and large output, bad UTF-8, a timeout
+// and a signal); replay plays it when no FILE is given.
+//
+//go:embed sample/claude-agent-acp-0.101.0_terminal-meta.ndjson
+var sample []byte
+
+const sampleName = "claude-agent-acp-0.101.0_terminal-meta.ndjson"
+
+// readRecording reads the file, or the embedded sample when file is empty.
+func readRecording(file string) ([]replay.Line, error) {
+	if file == "" {
+		fmt.Fprintf(os.Stderr, "replaying the embedded sample recording %s\n", sampleName)
+		return replay.Read(bytes.NewReader(sample))
+	}
+	fh, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	lines, err := replay.Read(fh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return lines, nil
 }
 
 // startInProcess serves the real service on a loopback port.

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every check and test of acpnorm; the README's test command.
+#
+#   bash test/run.sh            everything (about 5 minutes on 2 cores)
+#   FUZZTIME=1m bash test/run.sh  fuzz each target longer
+#
+# It installs what is missing first (test/setup.sh), then: gofmt, go vet,
+# buf lint and a regeneration check of gen/, buf breaking against main,
+# go test -race on every package (unit, bufconn service, golden and
+# end-to-end tests), each fuzz target for a short time, and the TypeScript
+# and Python client suites against the real binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZTIME=${FUZZTIME:-10s}
+
+bash test/setup.sh
+
+echo "== gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' | grep -v '^gen/'))
+if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== buf lint, and gen/ is what the contract generates"
+bash gen/generate.sh
+if [ -n "$(git status --porcelain -- gen/)" ]; then
+  git status --porcelain -- gen/ >&2
+  echo "gen/ is stale or was edited by hand: run bash gen/generate.sh and commit the result" >&2
+  exit 1
+fi
+
+if git rev-parse --verify -q main >/dev/null; then
+  echo "== buf breaking against main"
+  .bin/buf breaking --against '.git#branch=main'
+fi
+
+echo "== go test -race"
+go test -race -count=1 ./...
+
+echo "== fuzz, $FUZZTIME per target"
+for pkg in $(go list ./internal/...); do
+  for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+    echo "-- $pkg $target"
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg"
+  done
+done
+
+echo "== clients"
+bash test/clients.sh
+
+echo "test/run.sh: all checks passed"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the tests need and a fresh machine lacks, at pinned versions:
+# Debian's protoc, grpc_python_plugin, python3-grpcio and python3-protobuf
+# (PyPI is not needed), the TypeScript client's npm packages (npm ci), and
+# the Go code generators (gen/generate.sh installs them into .bin/).
+# Needs Go and Node with npm. Safe to run again: it installs only what is
+# missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=()
+command -v protoc >/dev/null || pkgs+=(protobuf-compiler)
+command -v grpc_python_plugin >/dev/null || pkgs+=(protobuf-compiler-grpc)
+/usr/bin/python3 -c 'import grpc' 2>/dev/null || pkgs+=(python3-grpcio)
+/usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || pkgs+=(python3-protobuf)
+if [ ${#pkgs[@]} -gt 0 ]; then
+  echo "== apt-get install ${pkgs[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+
+if ! cmp -s clients/ts/package-lock.json clients/ts/node_modules/.package-lock.json 2>/dev/null; then
+  echo "== npm ci (clients/ts)"
+  (cd clients/ts && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+echo "== go mod download"
+go mod download

@@ -29,8 +29,9 @@ const minOverlap = 16
 //   - Delta appends.
 //   - Snapshot and Final state the whole output. When one extends the logical
 //     text (its bytes at the place of the held tail equal the held tail), only
-//     its new suffix is appended; otherwise it replaces. An empty one replaces
-//     a non-empty text with "".
+//     its new suffix is appended; otherwise it replaces. Only the held tail
+//     is compared: a head already dropped is taken to match. An empty one
+//     replaces a non-empty text with "".
 //   - Window is the most recent tail of the whole output. It is aligned with
 //     the held text by overlap (see applyWindow) and only the part after the
 //     overlap is appended; with no meaningful overlap it replaces. An empty
@@ -45,6 +46,10 @@ const minOverlap = 16
 // turn the held-back bytes into U+FFFD; Snapshot, Window and Final drop them,
 // since they restate the output.
 //
+// A replace makes the observed text the whole logical text, so TotalBytes
+// becomes its length (and may fall); otherwise TotalBytes grows by exactly
+// what is appended.
+//
 // Truncation: Chunk.Truncated is true when the logical text is longer than
 // what is kept, or when the producer said it dropped output. The producer's
 // flag is sticky across Deltas and overlapping Windows. Snapshot and Final
@@ -52,6 +57,13 @@ const minOverlap = 16
 // Snapshot that fits clears it). A Window that replaces sets it to its own
 // flag; a Window that overlaps leaves it alone, since the overlap shows that
 // the part the producer dropped is already held.
+//
+// Cost: an observation is read once to check that it is valid UTF-8 (a
+// linear scan that copies nothing when it is); beyond that the work is
+// O(len(new text) + limit), never O(history), and only the held tail is
+// compared with a Snapshot. Memory is the held text in a backing array of at
+// most 1.5×limit bytes, plus transient tables of at most limit int32s while
+// a Window is aligned.
 //
 // The zero Buffer is not usable; call NewBuffer. A Buffer is not safe for
 // concurrent use.

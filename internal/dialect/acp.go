@@ -106,6 +106,11 @@ func Read(d Dialect, msg []byte) (Frame, error) {
 			return f, fmt.Errorf("%w: session/update without params", ErrBadFrame)
 		}
 		f.Observations, err = d.Update(env.Params)
+		for _, o := range f.Observations {
+			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {
+				err = errors.New("a tool call update without toolCallId")
+			}
+		}
 	case "session/request_permission":
 		if isNull(env.Params) {
 			return f, fmt.Errorf("%w: session/request_permission without params", ErrBadFrame)

@@ -21,9 +21,10 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
 
-if ! cmp -s clients/ts/package-lock.json clients/ts/node_modules/.package-lock.json 2>/dev/null; then
+# node_modules/.acpnorm-lock is the lockfile the last npm ci installed.
+if ! cmp -s clients/ts/package-lock.json clients/ts/node_modules/.acpnorm-lock 2>/dev/null; then
   echo "== npm ci (clients/ts)"
-  (cd clients/ts && npm ci --no-audit --no-fund --loglevel=error)
+  (cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.acpnorm-lock)
 fi
 
 echo "== go mod download"

@@ -89,7 +89,6 @@ type Call struct {
 	endReason    string
 
 	streams [numStreams]*Buffer
-	fresh   bool // a text observation was applied since the last Revision
 }
 
 // NewCall returns the state of call id, bounding each text stream to
@@ -151,7 +150,6 @@ func (c *Call) Apply(o *Observation) {
 			c.streams[t.Stream] = b
 		}
 		b.Apply(t)
-		c.fresh = true
 	}
 	if c.cur.state == Ended {
 		c.resolve() // late evidence may sharpen the outcome
@@ -248,24 +246,22 @@ func (c *Call) Revision() (Revision, bool) {
 		if b == nil {
 			continue
 		}
-		if c.cur.state == Ended {
-			if changed || c.fresh {
-				w := b.Whole()
-				texts[s] = &w
-			}
-			continue
-		}
 		if ch, ok := b.Take(); ok {
 			texts[s] = &ch
 			changed = true
 		}
 	}
-	if c.cur.state == Ended && c.fresh {
-		changed = true
-	}
-	c.fresh = false
 	if !changed {
 		return Revision{}, false
+	}
+	if c.cur.state == Ended {
+		// Ended revisions carry every stream whole.
+		for s, b := range c.streams {
+			if b != nil {
+				w := b.Whole()
+				texts[s] = &w
+			}
+		}
 	}
 	c.sent = c.cur
 	c.revision++

@@ -180,6 +180,10 @@ func TestCallRevisions(t *testing.T) {
 	if _, ok := c.Revision(); ok {
 		t.Fatal("a revision for a late frame that changed nothing")
 	}
+	c.Apply(&Observation{Status: StatusCompleted, Texts: []Text{{Kind: Final, Text: "1\n2\n3\n"}}})
+	if r, ok := c.Revision(); ok {
+		t.Fatalf("a revision for a late frame that repeated the final text: %+v", r)
+	}
 	c.Apply(&Observation{Texts: []Text{{Stream: Stdout, Kind: Final, Text: "1\n2\n3\n"}}})
 	r, ok = c.Revision()
 	if !ok || r.Number != 4 || r.State != Ended || r.Texts[Stdout] == nil || r.Texts[Combined] == nil || !r.Texts[Combined].Replace {

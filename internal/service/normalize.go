@@ -71,7 +71,7 @@ func (s *Service) recvLoop(stream pb.NormalizerService_NormalizeServer, out chan
 			select {
 			case out <- r:
 			case <-ctx.Done():
-				return ctx.Err()
+				return status.FromContextError(ctx.Err()).Err()
 			}
 		}
 		return nil
@@ -88,7 +88,7 @@ func (s *Service) recvLoop(stream pb.NormalizerService_NormalizeServer, out chan
 			}
 			return err
 		case <-ctx.Done():
-			return ctx.Err()
+			return status.FromContextError(ctx.Err()).Err()
 		case <-s.draining:
 			// Finish every request already read off the wire, then stop.
 			for handled < read.Load() {

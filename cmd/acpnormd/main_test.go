@@ -40,13 +40,15 @@ func TestServeRejectsBadSettings(t *testing.T) {
 		{args: []string{"--text-limit", "10"}, want: "text limit 10 is below 64 bytes"},
 		{args: []string{"extra"}, want: "serve takes no arguments"},
 	} {
-		if tc.env != "" {
-			t.Setenv(tc.env, tc.val)
-		}
-		_, err := parseServe(tc.args)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v %v: error %v, want %q", tc.env, tc.args, err, tc.want)
-		}
+		t.Run(tc.want, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv(tc.env, tc.val)
+			}
+			_, err := parseServe(tc.args)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v %v: error %v, want %q", tc.env, tc.args, err, tc.want)
+			}
+		})
 	}
 }
 

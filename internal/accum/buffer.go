@@ -2,6 +2,7 @@ package accum
 
 import (
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -62,8 +63,8 @@ const minOverlap = 16
 // linear scan that copies nothing when it is); beyond that the work is
 // O(len(new text) + limit), never O(history), and only the held tail is
 // compared with a Snapshot. Memory is the held text in a backing array of at
-// most 1.5×limit bytes, plus transient tables of at most limit int32s while
-// a Window is aligned.
+// most 1.5×limit bytes; aligning a Window uses a table of at most limit
+// int32s, recycled through a pool.
 //
 // The zero Buffer is not usable; call NewBuffer. A Buffer is not safe for
 // concurrent use.
@@ -304,10 +305,11 @@ func (b *Buffer) alignWindow(w string) (d int, ok bool) {
 	meaningful := func(k int) bool {
 		return int64(k) == b.total || k == len(w) || k >= minOverlap
 	}
-	var fail []int32
+	table := kmpTables.Get().(*[]int32)
+	defer kmpTables.Put(table)
 	if len(w) >= h {
 		// The held tail occurs in w, ending at d <= total.
-		fail = make([]int32, h)
+		fail := tableOf(table, h)
 		kmpTable(held, fail)
 		end := min(int64(len(w)), b.total)
 		if _, last := kmpScan(held, fail, w[:end]); last >= 0 {
@@ -316,17 +318,26 @@ func (b *Buffer) alignWindow(w string) (d int, ok bool) {
 	}
 	// The held tail ends with a prefix of w.
 	m := min(len(w), h)
-	if cap(fail) >= m {
-		fail = fail[:m]
-	} else {
-		fail = make([]int32, m)
-	}
+	fail := tableOf(table, m)
 	kmpTable(w[:m], fail)
 	k, _ := kmpScan(w[:m], fail, held[h-m:])
 	if k == 0 {
 		return 0, false
 	}
 	return k, meaningful(k)
+}
+
+// kmpTables recycles the tables of alignWindow, which are up to limit
+// int32s each, so that a stream of Windows does not allocate them anew.
+var kmpTables = sync.Pool{New: func() any { return new([]int32) }}
+
+// tableOf returns *t resized to n, reallocated when it is too small.
+func tableOf(t *[]int32, n int) []int32 {
+	if cap(*t) < n {
+		*t = make([]int32, n)
+	}
+	*t = (*t)[:n]
+	return *t
 }
 
 // kmpTable fills fail[i] with the length of the longest proper prefix of

@@ -1,0 +1,959 @@
+package test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/service"
+)
+
+// The conformance tests play synthetic but faithful ACP traces, written
+// from /work/shared/acp-shell-reference.md, for agent builds and modes we
+// have no recording of. Each trace is a whole session as it appears on the
+// wire: `initialize` (the client's capabilities, the agent's
+// agentInfo.name so that AUTO detection picks the dialect), `session/new`,
+// a `session/prompt`, the agent's tool call frames and permission asks with
+// their answers, and the prompt's result. The session is then closed, and
+// the final ShellExec of every call (folded as a client does) must equal
+// what the reference says the command did.
+
+// cs is one conformance trace and what it must produce.
+type cs struct {
+	name   string
+	agent  string // agentInfo.name of the initialize result
+	caps   bool   // the client opted in to _meta.terminal_output
+	proto  int    // ACP protocolVersion; 0 means 1
+	frames []string
+	want   []wantExec
+}
+
+// wantExec is the final ShellExec of one call.
+type wantExec struct {
+	id       string
+	command  string
+	cwd      string
+	desc     string
+	outcome  pb.ShellOutcome
+	exit     *int32 // nil: exit_code must be absent
+	signal   string
+	timedOut bool
+	bg       bool
+	output   string  // the combined text ("" when absent)
+	trunc    bool    // output.truncated
+	stdout   *string // nil: stdout must be absent
+	stderr   *string // nil: stderr must be absent
+	approval string
+	// extra checks what the fields above cannot say.
+	extra func(t *testing.T, x *pb.ShellExec)
+}
+
+const (
+	succeeded = pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED
+	failed    = pb.ShellOutcome_SHELL_OUTCOME_FAILED
+	cancelled = pb.ShellOutcome_SHELL_OUTCOME_CANCELLED
+	unknown   = pb.ShellOutcome_SHELL_OUTCOME_UNKNOWN
+)
+
+func code(n int32) *int32  { return &n }
+func str(s string) *string { return &s }
+
+// upd is a session/update notification carrying update.
+func upd(update string) string {
+	return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":` + update + `}}`
+}
+
+// ask is a session/request_permission request with JSON-RPC id n.
+func ask(n int, toolCall string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/request_permission","params":{"sessionId":"S","toolCall":%s,"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}}`, n, toolCall)
+}
+
+// answer is the client's response to ask n.
+func answer(n int, option string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"outcome":{"outcome":"selected","optionId":%q}}}`, n, option)
+}
+
+// js quotes s as a JSON string.
+func js(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// byteArray writes b as a JSON array of byte values.
+func byteArray(b []byte) string {
+	var sb strings.Builder
+	sb.WriteByte('[')
+	for i, c := range b {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprint(&sb, c)
+	}
+	sb.WriteByte(']')
+	return sb.String()
+}
+
+// lines is "<prefix>00001\n<prefix>00002\n..." for n lines.
+func lines(prefix string, from, n int) string {
+	var sb strings.Builder
+	for i := from; i < from+n; i++ {
+		fmt.Fprintf(&sb, "%s%05d\n", prefix, i)
+	}
+	return sb.String()
+}
+
+// session wraps the frames of c in a whole ACP session.
+func (c *cs) session() []replay.Line {
+	proto := c.proto
+	if proto == 0 {
+		proto = 1
+	}
+	meta := ""
+	if c.caps {
+		meta = `,"_meta":{"terminal_output":true,"terminal-auth":true}`
+	}
+	toAgent, toClient := pb.Direction_DIRECTION_CLIENT_TO_AGENT, pb.Direction_DIRECTION_AGENT_TO_CLIENT
+	type msg struct {
+		dir pb.Direction
+		s   string
+	}
+	msgs := []msg{
+		{toAgent, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%d,"clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false%s},"clientInfo":{"name":"conformance","version":"1"}}}`, proto, meta)},
+		{toClient, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":%d,"agentCapabilities":{"loadSession":true},"agentInfo":{"name":%s,"version":"9.9.9"},"authMethods":[]}}`, proto, js(c.agent))},
+		{toAgent, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`},
+		{toClient, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}`},
+		{toAgent, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}`},
+		{toClient, upd(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Running it."}}`)},
+	}
+	for _, f := range c.frames {
+		dir := toClient
+		if strings.Contains(f, `"result":{"outcome"`) {
+			dir = toAgent
+		}
+		msgs = append(msgs, msg{dir, f})
+	}
+	msgs = append(msgs, msg{toClient, `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`})
+	out := make([]replay.Line, len(msgs))
+	for i, m := range msgs {
+		out[i] = replay.Line{Number: i + 1, Dir: m.dir, Msg: []byte(m.s)}
+	}
+	return out
+}
+
+func runConformance(t *testing.T, cases []cs) {
+	t.Helper()
+	c := inProcess(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			resps, err := replay.Play(ctx, c, tc.session(), replay.Options{SessionID: t.Name(), Dialect: "auto"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRevisions(t, resps)
+			calls, _ := replay.Fold(resps)
+			if len(calls) != len(tc.want) {
+				for _, got := range calls {
+					t.Logf("call %q: %s", got.Last.GetToolCallId(), got.Last.GetCommand())
+				}
+				t.Fatalf("%d calls, want %d", len(calls), len(tc.want))
+			}
+			for i, w := range tc.want {
+				checkExec(t, calls[i].Last, w)
+			}
+		})
+	}
+}
+
+func checkExec(t *testing.T, x *pb.ShellExec, w wantExec) {
+	t.Helper()
+	id := x.GetToolCallId()
+	errf := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf("%q: "+format, append([]any{id}, args...)...)
+	}
+	if x.GetToolCallId() != w.id {
+		errf("tool_call_id, want %q", w.id)
+	}
+	if x.GetState() != pb.ShellState_SHELL_STATE_ENDED {
+		errf("state %v, want ENDED", x.GetState())
+	}
+	if x.GetCommand() != w.command {
+		errf("command %q, want %q", x.GetCommand(), w.command)
+	}
+	if x.GetCwd() != w.cwd {
+		errf("cwd %q, want %q", x.GetCwd(), w.cwd)
+	}
+	if x.GetDescription() != w.desc {
+		errf("description %q, want %q", x.GetDescription(), w.desc)
+	}
+	if x.GetOutcome() != w.outcome {
+		errf("outcome %v (%s), want %v", x.GetOutcome(), x.GetOutcomeReason(), w.outcome)
+	}
+	switch {
+	case w.exit == nil && x.ExitCode != nil:
+		errf("exit code %d, want none (unknown)", x.GetExitCode())
+	case w.exit != nil && x.ExitCode == nil:
+		errf("no exit code, want %d", *w.exit)
+	case w.exit != nil && *w.exit != x.GetExitCode():
+		errf("exit code %d, want %d", x.GetExitCode(), *w.exit)
+	}
+	if x.GetSignal() != w.signal {
+		errf("signal %q, want %q", x.GetSignal(), w.signal)
+	}
+	if x.GetTimedOut() != w.timedOut {
+		errf("timed_out %v, want %v", x.GetTimedOut(), w.timedOut)
+	}
+	if x.GetBackground() != w.bg {
+		errf("background %v, want %v", x.GetBackground(), w.bg)
+	}
+	if x.GetApprovalReason() != w.approval {
+		errf("approval_reason %q, want %q", x.GetApprovalReason(), w.approval)
+	}
+	if x.GetAwaitingApproval() {
+		errf("still awaiting approval after the end")
+	}
+	if got := x.GetOutput().GetText(); got != w.output {
+		errf("output\n got %q\nwant %q", clip(got), clip(w.output))
+	}
+	if x.GetOutput().GetTruncated() != w.trunc {
+		errf("output truncated %v, want %v", x.GetOutput().GetTruncated(), w.trunc)
+	}
+	if o := x.GetOutput(); o != nil && !o.GetTruncated() && o.GetTotalBytes() != int64(len(o.GetText())) {
+		errf("output total_bytes %d for an untruncated text of %d bytes", o.GetTotalBytes(), len(o.GetText()))
+	}
+	for _, s := range []struct {
+		name string
+		got  *pb.ShellText
+		want *string
+	}{{"stdout", x.GetStdout(), w.stdout}, {"stderr", x.GetStderr(), w.stderr}} {
+		switch {
+		case s.want == nil && s.got != nil:
+			errf("%s %q, want it absent (not really separated)", s.name, s.got.GetText())
+		case s.want != nil && s.got == nil:
+			errf("no %s, want %q", s.name, *s.want)
+		case s.want != nil && s.got.GetText() != *s.want:
+			errf("%s %q, want %q", s.name, s.got.GetText(), *s.want)
+		}
+	}
+	if w.extra != nil {
+		w.extra(t, x)
+	}
+}
+
+func clip(s string) string {
+	if len(s) <= 300 {
+		return s
+	}
+	return fmt.Sprintf("%s…(%d bytes)…%s", s[:150], len(s), s[len(s)-150:])
+}
+
+// ---------------------------------------------------------------- Codex
+
+const codexTS = "@agentclientprotocol/codex-acp"
+
+// codexTSOpen is the TypeScript adapter's tool_call for command cmd.
+func codexTSOpen(id, title, cmd string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"kind":"execute","title":%s,"status":"in_progress","content":[{"type":"terminal","terminalId":%q}],"rawInput":{"command":%s,"cwd":"/w/app"},"_meta":{"terminal_info":{"cwd":"/w/app","terminal_id":%q}}}`, id, js(title), id, js(cmd), id))
+}
+
+// codexTSLive is a status-less update with one delta under key.
+func codexTSLive(id, key, data string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"_meta":{%q:{"data":%s,"terminal_id":%q}}}`, id, key, js(data), id))
+}
+
+// codexTSEnd is the final update; extraMeta is added to its _meta.
+func codexTSEnd(id, status, formatted string, exit int, extraMeta string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q,"rawOutput":{"formatted_output":%s,"exit_code":%d},"_meta":{"terminal_exit":{"exit_code":%d,"signal":null,"terminal_id":%q}%s}}`, id, status, js(formatted), exit, exit, id, extraMeta))
+}
+
+func TestConformanceCodexTypeScript(t *testing.T) {
+	big := lines("row", 1, 30000) // 300,000 bytes: past the 256 KiB bound
+	var bigFrames []string
+	bigFrames = append(bigFrames, codexTSOpen("big", "seq 30000", "/bin/zsh -lc 'seq 30000'"))
+	for i := 0; i < len(big); i += 10000 {
+		bigFrames = append(bigFrames, codexTSLive("big", "terminal_output", big[i:min(i+10000, len(big))]))
+	}
+	bigFrames = append(bigFrames, codexTSEnd("big", "completed", big, 0, ""))
+	limit := service.DefaultConfig().TextLimit
+
+	runConformance(t, []cs{{
+		name: "opted_in_terminal_output_deltas_append", agent: codexTS, caps: true,
+		frames: []string{
+			codexTSOpen("c1", "echo hello; echo world", "/bin/zsh -lc 'echo hello; echo world'"),
+			codexTSLive("c1", "terminal_output", "hello\n"),
+			codexTSLive("c1", "terminal_output", "world\n"),
+			codexTSEnd("c1", "completed", "hello\nworld\n", 0, ""),
+		},
+		want: []wantExec{{id: "c1", command: "echo hello; echo world", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "hello\nworld\n"}},
+	}, {
+		name: "not_opted_in_terminal_output_delta_appends", agent: codexTS,
+		frames: []string{
+			codexTSOpen("c1", "echo hello", "/bin/zsh -lc 'echo hello'"),
+			codexTSLive("c1", "terminal_output_delta", "hel"),
+			codexTSLive("c1", "terminal_output_delta", "lo\n"),
+			codexTSEnd("c1", "completed", "hello\n", 0, ""),
+		},
+		want: []wantExec{{id: "c1", command: "echo hello", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "hello\n"}},
+	}, {
+		name: "completion_fallback_whole_output_in_final_delta_not_doubled", agent: codexTS,
+		frames: []string{
+			codexTSOpen("c1", "echo fast", "/bin/zsh -lc 'echo fast'"),
+			codexTSEnd("c1", "completed", "fast\n", 0, `,"terminal_output_delta":{"data":"fast\n","terminal_id":"c1"}`),
+		},
+		want: []wantExec{{id: "c1", command: "echo fast", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "fast\n"}},
+	}, {
+		name: "completion_fallback_opted_in_not_doubled", agent: codexTS, caps: true,
+		frames: []string{
+			codexTSOpen("c1", "printf 'a\\nb\\n'", `/bin/zsh -lc "printf 'a\\nb\\n'"`),
+			codexTSEnd("c1", "completed", "a\nb\n", 0, `,"terminal_output":{"data":"a\nb\n","terminal_id":"c1"}`),
+		},
+		want: []wantExec{{id: "c1", command: `printf 'a\nb\n'`, cwd: "/w/app", outcome: succeeded, exit: code(0), output: "a\nb\n"}},
+	}, {
+		name: "rg_exit_1_failed_status_is_failed", agent: codexTS, caps: true,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"search","title":"Search needle","status":"in_progress","rawInput":{"command":"/bin/zsh -lc 'rg needle'","cwd":"/w"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"formatted_output":"","exit_code":1}}`),
+		},
+		want: []wantExec{{id: "c1", command: "rg needle", cwd: "/w", outcome: failed, exit: code(1)}},
+	}, {
+		name: "nonzero_exit_failed_with_streamed_output_kept", agent: codexTS, caps: true,
+		frames: []string{
+			codexTSOpen("c1", "make", "/bin/zsh -lc make"),
+			codexTSLive("c1", "terminal_output", "cc main.c\n"),
+			codexTSLive("c1", "terminal_output", "main.c:1: error\n"),
+			codexTSEnd("c1", "failed", "cc main.c\nmain.c:1: error\n", 2, ""),
+		},
+		want: []wantExec{{id: "c1", command: "make", cwd: "/w/app", outcome: failed, exit: code(2), output: "cc main.c\nmain.c:1: error\n"}},
+	}, {
+		name: "stdin_delta_is_live_output_final_aggregate_replaces", agent: codexTS, caps: true,
+		frames: []string{
+			codexTSOpen("c1", "read x; echo got $x", "/bin/zsh -lc 'read x; echo got $x'"),
+			codexTSLive("c1", "terminal_output", "\nyes\n"),
+			codexTSLive("c1", "terminal_output", "got yes\n"),
+			codexTSEnd("c1", "completed", "got yes\n", 0, ""),
+		},
+		want: []wantExec{{id: "c1", command: "read x; echo got $x", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "got yes\n"}},
+	}, {
+		name: "bounded_output_keeps_recent_tail_and_exact_total", agent: codexTS, caps: true,
+		frames: bigFrames,
+		want: []wantExec{{id: "big", command: "seq 30000", cwd: "/w/app", outcome: succeeded, exit: code(0),
+			output: big[len(big)-limit:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != int64(len(big)) {
+					t.Errorf("total_bytes %d, want %d", n, len(big))
+				}
+			}}},
+	}})
+}
+
+const codexRust = "codex-acp"
+
+func TestConformanceCodexRust(t *testing.T) {
+	fence := func(out string) string { return "```sh\n" + strings.TrimRight(out, "\n") + "\n```\n" }
+	open := upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","kind":"execute","title":"npm test","status":"in_progress","rawInput":{"call_id":"call_1","turn_id":"1","command":["/bin/bash","-lc","npm test"],"cwd":"/w","parsed_cmd":[{"type":"unknown","cmd":"npm test"}]}}`)
+	// O(n²): every chunk re-sends the whole output so far, fenced.
+	var all string
+	resend := []string{open}
+	for i := 1; i <= 60; i++ {
+		all += fmt.Sprintf("test %02d ok\n", i)
+		resend = append(resend, upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","content":[{"type":"content","content":{"type":"text","text":`+js(fence(all))+`}}]}`))
+	}
+	resend = append(resend, upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","content":[{"type":"content","content":{"type":"text","text":`+js(fence(all))+`}}],"rawOutput":{"call_id":"call_1","stdout":`+js(all)+`,"stderr":"","aggregated_output":`+js(all)+`,"formatted_output":`+js(all)+`,"exit_code":0,"duration":{"secs":1,"nanos":5},"status":"completed"}}`))
+
+	runConformance(t, []cs{{
+		name: "fenced_cumulative_content_without_capability", agent: codexRust,
+		frames: []string{
+			open,
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","content":[{"type":"content","content":{"type":"text","text":` + js(fence("PASS a\n")) + `}}]}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","content":[{"type":"content","content":{"type":"text","text":` + js(fence("PASS a\nFAIL b\n")) + `}}]}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"failed","rawOutput":{"call_id":"call_1","stdout":"PASS a\nFAIL b\n","stderr":"","aggregated_output":"PASS a\nFAIL b\n","formatted_output":"PASS a\nFAIL b\n","exit_code":1,"duration":{"secs":0,"nanos":1},"status":"failed"}}`),
+		},
+		want: []wantExec{{id: "call_1", command: "npm test", cwd: "/w", outcome: failed, exit: code(1), output: "PASS a\nFAIL b\n", stdout: str("PASS a\nFAIL b\n"), stderr: str("")}},
+	}, {
+		name: "quadratic_resends_do_not_duplicate", agent: codexRust,
+		frames: resend,
+		want:   []wantExec{{id: "call_1", command: "npm test", cwd: "/w", outcome: succeeded, exit: code(0), output: all, stdout: str(all), stderr: str("")}},
+	}, {
+		name: "one_fenced_block_at_the_end_without_rawoutput_text", agent: codexRust,
+		frames: []string{
+			open,
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","content":[{"type":"content","content":{"type":"text","text":` + js(fence("ok\n")) + `}}],"rawOutput":{"exit_code":0}}`),
+		},
+		want: []wantExec{{id: "call_1", command: "npm test", cwd: "/w", outcome: succeeded, exit: code(0), output: "ok\n"}},
+	}, {
+		name: "argv_command_and_stdout_stderr_split", agent: codexRust, caps: true,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_2","kind":"execute","title":"sh","status":"in_progress","content":[{"type":"terminal","terminalId":"call_2"}],"rawInput":{"call_id":"call_2","command":["python3","-c","import sys; print('o'); print('e', file=sys.stderr)"],"cwd":"/w/py"},"_meta":{"terminal_info":{"terminal_id":"call_2","cwd":"/w/py"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_2","_meta":{"terminal_output":{"terminal_id":"call_2","data":"o\n"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_2","_meta":{"terminal_output":{"terminal_id":"call_2","data":"e\n"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_2","status":"completed","rawOutput":{"stdout":"o\n","stderr":"e\n","aggregated_output":"o\ne\n","formatted_output":"o\ne\n","exit_code":0,"duration":{"secs":0,"nanos":9},"status":"completed"},"_meta":{"terminal_exit":{"terminal_id":"call_2","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "call_2", command: `python3 -c 'import sys; print('\''o'\''); print('\''e'\'', file=sys.stderr)'`, cwd: "/w/py", outcome: succeeded, exit: code(0), output: "o\ne\n", stdout: str("o\n"), stderr: str("e\n")}},
+	}, {
+		name: "lossy_deltas_keep_replacement_character", agent: codexRust, caps: true,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_3","kind":"execute","title":"echo","status":"in_progress","content":[{"type":"terminal","terminalId":"call_3"}],"rawInput":{"command":["bash","-lc","echo café"],"cwd":"/w"},"_meta":{"terminal_info":{"terminal_id":"call_3"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_3","_meta":{"terminal_output":{"terminal_id":"call_3","data":"caf\ufffd"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_3","_meta":{"terminal_output":{"terminal_id":"call_3","data":"\ufffd\n"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_3","status":"completed","_meta":{"terminal_exit":{"terminal_id":"call_3","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "call_3", command: "echo café", cwd: "/w", outcome: succeeded, exit: code(0), output: "caf\ufffd\ufffd\n"}},
+	}})
+}
+
+// ---------------------------------------------------------------- Claude
+
+const (
+	claudeOld = "@zed-industries/claude-code-acp"
+	claudeNew = "@agentclientprotocol/claude-agent-acp"
+)
+
+// claudeOpen is the Bash tool_call; with the capability it carries the
+// terminal content and terminal_info.
+func claudeOpen(id string, caps bool) string {
+	if caps {
+		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"kind":"execute","status":"pending","title":"Terminal","rawInput":{},"content":[{"type":"terminal","terminalId":%q}],"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_info":{"terminal_id":%q}}}`, id, id, id))
+	}
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"kind":"execute","status":"pending","title":"Terminal","rawInput":{},"content":[],"_meta":{"claudeCode":{"toolName":"Bash"}}}`, id))
+}
+
+// claudeInput refines the input; without the capability the content is
+// the description.
+func claudeInput(id, cmd, desc string, caps bool, extra string) string {
+	content := `"content":[{"type":"content","content":{"type":"text","text":` + js(desc) + `}}]`
+	if caps {
+		content = `"content":[{"type":"terminal","terminalId":"` + id + `"}]`
+	}
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"title":%s,"kind":"execute","rawInput":{"command":%s,"description":%s%s},%s,"_meta":{"claudeCode":{"toolName":"Bash"}}}`, id, js(cmd), js(cmd), js(desc), extra, content))
+}
+
+func fenced(s string) string { return "```console\n" + s + "\n```" }
+
+func claudeCases(agent string) []cs {
+	var out []cs
+	for _, caps := range []bool{false, true} {
+		mode := "plain"
+		if caps {
+			mode = "terminal_meta"
+		}
+		// Success.
+		success := []string{claudeOpen("toolu_1", caps), claudeInput("toolu_1", "echo hi", "Say hi", caps, "")}
+		okWant := wantExec{id: "toolu_1", command: "echo hi", cwd: "", desc: "Say hi", outcome: unknown, output: "hi"}
+		if caps {
+			success = append(success,
+				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_output":{"terminal_id":"toolu_1","data":"hi"}}}`),
+				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":"hi","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_1","exit_code":0,"signal":null}}}`))
+			okWant.outcome, okWant.exit = succeeded, code(0)
+		} else {
+			success = append(success,
+				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","_meta":{"claudeCode":{"toolName":"Bash","toolResponse":{"stdout":"hi","stderr":"","interrupted":false,"isImage":false}}}}`),
+				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":"hi","content":[{"type":"content","content":{"type":"text","text":`+js(fenced("hi"))+`}}]}`))
+		}
+		out = append(out, cs{name: mode + "/success", agent: agent, caps: caps, frames: success, want: []wantExec{okWant}})
+
+		// Error with an "Exit code N" header (v0.25: no terminal _meta on errors even with the capability).
+		notFound := "Exit code 127\nbash: x: command not found"
+		out = append(out, cs{
+			name: mode + "/exit_code_header_is_exit_not_output", agent: agent, caps: caps,
+			frames: []string{
+				claudeOpen("toolu_2", caps), claudeInput("toolu_2", "x", "Run x", caps, ""),
+				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_2","status":"failed","rawOutput":` + js(notFound) + `,"content":[{"type":"content","content":{"type":"text","text":` + js("```\n"+notFound+"\n```") + `}}]}`),
+			},
+			want: []wantExec{{id: "toolu_2", command: "x", desc: "Run x", outcome: failed, exit: code(127), output: "bash: x: command not found"}},
+		})
+
+		// Heartbeats, then success; the toolResponse split is the only one Claude sends.
+		out = append(out, cs{
+			name: mode + "/heartbeats_and_tool_response_split", agent: agent, caps: caps,
+			frames: []string{
+				claudeOpen("toolu_3", caps), claudeInput("toolu_3", "./build.sh", "Build", caps, ""),
+				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","status":"in_progress","_meta":{"claudeCode":{"toolName":"Bash","toolResponse":{"elapsedTimeSeconds":1}}}}`),
+				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","status":"in_progress","_meta":{"claudeCode":{"toolName":"Bash","toolResponse":{"elapsedTimeSeconds":2}}}}`),
+				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","_meta":{"claudeCode":{"toolName":"Bash","toolResponse":{"stdout":"built","stderr":"warning: old","interrupted":false}}}}`),
+				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","status":"completed","rawOutput":"built\nwarning: old"}`),
+			},
+			want: []wantExec{{id: "toolu_3", command: "./build.sh", desc: "Build", outcome: unknown, output: "built\nwarning: old", stdout: str("built"), stderr: str("warning: old")}},
+		})
+
+		// Persisted output: the preview, truncated.
+		persisted := "<persisted-output>\nOutput too large (365.1KB). Full output saved to: /tmp/claude/x.txt\n\nPreview (first 2KB):\n1\n2\n3\n...\n</persisted-output>"
+		pw := wantExec{id: "toolu_4", command: "seq 100000", desc: "Count", outcome: unknown, output: "1\n2\n3\n", trunc: true}
+		final := `{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"completed","rawOutput":` + js(persisted) + `}`
+		if caps {
+			final = `{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"completed","rawOutput":` + js(persisted) + `,"_meta":{"terminal_exit":{"terminal_id":"toolu_4","exit_code":0,"signal":null}}}`
+			pw.outcome, pw.exit = succeeded, code(0)
+		}
+		out = append(out, cs{
+			name: mode + "/persisted_output_is_truncated_preview", agent: agent, caps: caps,
+			frames: []string{claudeOpen("toolu_4", caps), claudeInput("toolu_4", "seq 100000", "Count", caps, ""), upd(final)},
+			want:   []wantExec{pw},
+		})
+
+		// Background.
+		bgText := "Command running in background with ID: bash_1. Output is being written to: /tmp/bash_1.out"
+		bw := wantExec{id: "toolu_5", command: "npm run dev", desc: "Dev server", outcome: unknown, bg: true}
+		bfinal := `{"sessionUpdate":"tool_call_update","toolCallId":"toolu_5","status":"completed","rawOutput":` + js(bgText) + `}`
+		if caps {
+			bfinal = `{"sessionUpdate":"tool_call_update","toolCallId":"toolu_5","status":"completed","rawOutput":` + js(bgText) + `,"_meta":{"terminal_exit":{"terminal_id":"toolu_5","exit_code":0,"signal":null}}}`
+			bw.outcome, bw.exit = succeeded, code(0)
+		}
+		out = append(out, cs{
+			name: mode + "/background_notice_not_output", agent: agent, caps: caps,
+			frames: []string{claudeOpen("toolu_5", caps), claudeInput("toolu_5", "npm run dev", "Dev server", caps, `,"run_in_background":true`), upd(bfinal)},
+			want:   []wantExec{bw},
+		})
+	}
+	// Newer releases with the capability: the error output as a delta with its header.
+	out = append(out, cs{
+		name: "terminal_meta/terminal_output_delta_header_and_terminal_exit", agent: agent, caps: true,
+		frames: []string{
+			claudeOpen("toolu_6", true), claudeInput("toolu_6", "false-ish", "Fail", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_output_delta":{"terminal_id":"toolu_6","data":"Exit code 1\nboom"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","status":"failed","rawOutput":"Exit code 1\nboom","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_6","exit_code":1,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_6", command: "false-ish", desc: "Fail", outcome: failed, exit: code(1), output: "boom"}},
+	})
+	for i := range out {
+		for j := range out[i].want {
+			out[i].want[j].cwd = "/w" // Claude never says where: the session's cwd
+		}
+	}
+	return out
+}
+
+func TestConformanceClaude(t *testing.T) {
+	t.Run("claude-code-acp", func(t *testing.T) { runConformance(t, claudeCases(claudeOld)) })
+	t.Run("claude-agent-acp", func(t *testing.T) { runConformance(t, claudeCases(claudeNew)) })
+}
+
+func TestConformanceClaudeProtocolV2(t *testing.T) {
+	open := upd(`{"sessionUpdate":"tool_call","toolCallId":"toolu_v2","kind":"execute","status":"pending","title":"Terminal","rawInput":{},"content":[{"type":"terminal","terminalId":"term-1"}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`)
+	input := upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_v2","title":"make","rawInput":{"command":"make","description":"Build it"},"_meta":{"claudeCode":{"toolName":"Bash"}}}`)
+	runConformance(t, []cs{{
+		name: "terminal_update_base64_snapshots_and_exit_status", agent: claudeNew, caps: true, proto: 2,
+		frames: []string{
+			open, input,
+			upd(`{"sessionUpdate":"terminal_update","terminalId":"term-1","command":"make","cwd":"/w/src"}`),
+			upd(`{"sessionUpdate":"terminal_update","terminalId":"term-1","output":{"data":"` + b64("cc a.c\n") + `"}}`),
+			upd(`{"sessionUpdate":"terminal_update","terminalId":"term-1","output":{"data":"` + b64("cc a.c\ncc b.c\n") + `"}}`),
+			upd(`{"sessionUpdate":"terminal_update","terminalId":"term-1","exitStatus":{"exitCode":2,"signal":null}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_v2","status":"completed"}`),
+		},
+		want: []wantExec{{id: "toolu_v2", command: "make", cwd: "/w/src", desc: "Build it", outcome: failed, exit: code(2), output: "cc a.c\ncc b.c\n"}},
+	}, {
+		name: "terminal_output_chunk_utf8_split_across_chunks", agent: claudeNew, caps: true, proto: 2,
+		frames: []string{
+			open, input,
+			upd(`{"sessionUpdate":"terminal_output_chunk","terminalId":"term-1","data":"` + base64.StdEncoding.EncodeToString([]byte("caf\xc3")) + `"}`),
+			upd(`{"sessionUpdate":"terminal_output_chunk","terminalId":"term-1","data":"` + base64.StdEncoding.EncodeToString([]byte("\xa9 ok\n")) + `"}`),
+			upd(`{"sessionUpdate":"terminal_update","terminalId":"term-1","exitStatus":{"exitCode":0,"signal":null}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_v2","status":"completed"}`),
+		},
+		want: []wantExec{{id: "toolu_v2", command: "make", cwd: "/w", desc: "Build it", outcome: succeeded, exit: code(0), output: "café ok\n"}},
+	}, {
+		name: "terminal_update_signal_and_null_output_clears", agent: claudeNew, caps: true, proto: 2,
+		frames: []string{
+			open, input,
+			upd(`{"sessionUpdate":"terminal_update","terminalId":"term-1","output":{"data":"` + b64("partial") + `"}}`),
+			upd(`{"sessionUpdate":"terminal_update","terminalId":"term-1","output":null,"exitStatus":{"exitCode":null,"signal":"SIGKILL"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_v2","status":"failed"}`),
+		},
+		want: []wantExec{{id: "toolu_v2", command: "make", cwd: "/w", desc: "Build it", outcome: failed, signal: "SIGKILL", output: ""}},
+	}})
+}
+
+// ---------------------------------------------------------------- OpenCode
+
+const opencodeAgent = "OpenCode"
+
+func ocOpen(id, title string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":%s,"kind":"execute","status":"pending","locations":[],"rawInput":{}}`, id, js(title)))
+}
+
+// ocLive is a live update; an empty text re-sends without content.
+func ocLive(id, cmd, desc, text string) string {
+	content := ""
+	if text != "" {
+		content = `,"content":[{"type":"content","content":{"type":"text","text":` + js(text) + `}}]`
+	}
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"in_progress","kind":"execute","title":%s,"rawInput":{"command":%s,"description":%s}%s}`, id, js(desc), js(cmd), js(desc), content))
+}
+
+// ocFinal is the completed frame; meta is the rawOutput.metadata object.
+func ocFinal(id, text, meta string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","kind":"execute","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"output":%s,"metadata":%s}}`, id, js(text), js(text), meta))
+}
+
+func TestConformanceOpencode(t *testing.T) {
+	// The newer shell tool past 30,000 chars: live text is "...\n\n" + the
+	// last 30,000 chars, so consecutive snapshots stop sharing a prefix.
+	whole := lines("line-", 1, 4000) // 44,000 bytes
+	window := func(s string) string {
+		if len(s) <= 30000 {
+			return s
+		}
+		return "...\n\n" + s[len(s)-30000:]
+	}
+	wframes := []string{ocOpen("w1", "seq-ish 4000")}
+	for n := 500; n <= 4000; n += 500 {
+		wframes = append(wframes, ocLive("w1", "seq-ish 4000", "Print lines", window(whole[:n*11])))
+	}
+	trunc := "...output truncated...\n\nFull output saved to: /home/u/.local/share/opencode/tool-output/tool_1\n\n"
+	wframes = append(wframes, ocFinal("w1", trunc+whole[len(whole)-2200:],
+		`{"output":`+js(window(whole))+`,"exit":0,"description":"Print lines","truncated":true,"outputPath":"/home/u/.local/share/opencode/tool-output/tool_1"}`))
+	long := strings.Repeat("x", 1000)
+
+	runConformance(t, []cs{{
+		name: "bash_cumulative_snapshots_metadata_exit_nonzero_under_completed", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"),
+			ocLive("o1", "npm test", "Run tests", "PASS a\n"),
+			ocLive("o1", "npm test", "Run tests", ""),
+			ocLive("o1", "npm test", "Run tests", "PASS a\nFAIL b\n"),
+			ocFinal("o1", "PASS a\nFAIL b\n", `{"output":"PASS a\nFAIL b\n","exit":1,"description":"Run tests","truncated":false}`),
+		},
+		want: []wantExec{{id: "o1", command: "npm test", cwd: "/w", desc: "Run tests", outcome: failed, exit: code(1), output: "PASS a\nFAIL b\n"}},
+	}, {
+		name: "shell_tool_titled_with_command_metadata_exitCode", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o2", "go build ./..."),
+			ocLive("o2", "go build ./...", "Build", "ok\n"),
+			ocFinal("o2", "ok\n", `{"output":"ok\n","exitCode":0,"description":"Build","truncated":false}`),
+		},
+		want: []wantExec{{id: "o2", command: "go build ./...", cwd: "/w", desc: "Build", outcome: succeeded, exit: code(0), output: "ok\n"}},
+	}, {
+		name: "window_reset_past_30000_chars_exact_total_no_duplication", agent: opencodeAgent,
+		frames: wframes,
+		want:   []wantExec{{id: "w1", command: "seq-ish 4000", cwd: "/w", desc: "Print lines", outcome: succeeded, exit: code(0), output: whole}},
+	}, {
+		name: "truncated_header_without_live_output_is_a_truncated_tail", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o3", "bash"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"o3","status":"in_progress","rawInput":{"command":"cat big.log","description":"Show log"}}`),
+			ocFinal("o3", trunc+"tail line\n", `{"exit":0,"description":"Show log","truncated":true,"outputPath":"/f"}`),
+		},
+		want: []wantExec{{id: "o3", command: "cat big.log", cwd: "/w", desc: "Show log", outcome: succeeded, exit: code(0), output: "tail line\n", trunc: true}},
+	}, {
+		name: "exit_null_with_shell_metadata_timeout", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o4", "bash"),
+			ocLive("o4", "sleep 9; echo late", "Wait", "start\n"),
+			ocFinal("o4", "start\n\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>", `{"output":"start\n","exit":null,"description":"Wait","truncated":false}`),
+		},
+		want: []wantExec{{id: "o4", command: "sleep 9; echo late", cwd: "/w", desc: "Wait", outcome: failed, timedOut: true, output: "start\n"}},
+	}, {
+		name: "bash_metadata_abort_is_cancelled", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o5", "bash"),
+			ocLive("o5", "yes", "Loop", "y\ny\n"),
+			ocFinal("o5", "y\ny\n\n\n<bash_metadata>\nUser aborted the command\n</bash_metadata>", `{"output":"y\ny\n","exit":null,"description":"Loop"}`),
+		},
+		want: []wantExec{{id: "o5", command: "yes", cwd: "/w", desc: "Loop", outcome: cancelled, output: "y\ny\n"}},
+	}, {
+		name: "older_one_line_timeout_marker", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o6", "bash"),
+			ocLive("o6", "sleep 9", "Wait", ""),
+			ocFinal("o6", "(Command timed out after 2000 ms)", `{"output":"","exit":null,"description":"Wait"}`),
+		},
+		want: []wantExec{{id: "o6", command: "sleep 9", cwd: "/w", desc: "Wait", outcome: failed, timedOut: true}},
+	}, {
+		name: "no_output_marker_is_empty_output", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o7", "bash"),
+			ocLive("o7", "true", "Nothing", ""),
+			ocFinal("o7", "(no output)", `{"output":"","exit":0,"description":"Nothing","truncated":false}`),
+		},
+		want: []wantExec{{id: "o7", command: "true", cwd: "/w", desc: "Nothing", outcome: succeeded, exit: code(0)}},
+	}, {
+		name: "truncation_header_with_no_output_keeps_live_text", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o8", "bash"),
+			ocLive("o8", "printf x%.0s {1..1000}", "One long line", long),
+			ocFinal("o8", trunc+"(no output)", `{"output":`+js(long)+`,"exit":0,"description":"One long line","truncated":true,"outputPath":"/f"}`),
+		},
+		want: []wantExec{{id: "o8", command: "printf x%.0s {1..1000}", cwd: "/w", desc: "One long line", outcome: succeeded, exit: code(0), output: long, trunc: true}},
+	}, {
+		name: "rejected_permission_is_cancelled_error_text_not_output", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o9", "bash"),
+			ask(100, `{"toolCallId":"o9","title":"npm publish","kind":"execute","status":"pending","rawInput":{"command":"npm publish","description":"Publish"}}`),
+			answer(100, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"o9","status":"failed","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"The user rejected permission to use this specific tool call."}}],"rawOutput":{"error":"The user rejected permission to use this specific tool call.","metadata":{}}}`),
+		},
+		want: []wantExec{{id: "o9", command: "npm publish", cwd: "/w", desc: "Publish", outcome: cancelled}},
+	}})
+}
+
+// ---------------------------------------------------------------- Auggie
+
+const auggieAgent = "Auggie CLI"
+
+func auOpen(id, cmd, extraInput string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":%s,"kind":"execute","status":"pending","rawInput":{"command":%s,"cwd":"/w/a"%s}}`, id, js("Run `"+cmd+"`"), js(cmd), extraInput))
+}
+
+func auFinal(id, text string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","rawOutput":{"output":%s}}`, id, js(text)))
+}
+
+func TestConformanceAuggie(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "preamble_return_code_1_output_tag", agent: auggieAgent,
+		frames: []string{
+			auOpen("a1", "grep -q x f", `,"max_wait_seconds":60,"wait":true`),
+			auFinal("a1", "Here are the results from executing the command.\n<return-code>\n1\n</return-code>\n<output>\nnope\n</output>\n"),
+		},
+		want: []wantExec{{id: "a1", command: "grep -q x f", cwd: "/w/a", outcome: failed, exit: code(1), output: "nope"}},
+	}, {
+		name: "no_preamble_output_and_stderr_are_split_streams", agent: auggieAgent,
+		frames: []string{
+			auOpen("a2", "ls x", ""),
+			auFinal("a2", "<return-code>\n2\n</return-code>\n<output>\n\n</output>\n<stderr>\nls: cannot access 'x'\n</stderr>"),
+		},
+		want: []wantExec{{id: "a2", command: "ls x", cwd: "/w/a", outcome: failed, exit: code(2), stdout: str(""), stderr: str("ls: cannot access 'x'")}},
+	}, {
+		name: "stdout_sibling_tag", agent: auggieAgent,
+		frames: []string{
+			auOpen("a3", "echo hi", ""),
+			auFinal("a3", "<return-code>\n0\n</return-code>\n<stdout>\nhi\n</stdout>\n<stderr>\n\n</stderr>"),
+		},
+		want: []wantExec{{id: "a3", command: "echo hi", cwd: "/w/a", outcome: succeeded, exit: code(0), stdout: str("hi"), stderr: str("")}},
+	}, {
+		name: "stderr_optional_output_is_combined", agent: auggieAgent,
+		frames: []string{
+			auOpen("a4", "make", ""),
+			auFinal("a4", "Here are the results from executing the command.\n<return-code>\n0\n</return-code>\n<output>\nbuilt\nwarning: x\n</output>"),
+		},
+		want: []wantExec{{id: "a4", command: "make", cwd: "/w/a", outcome: succeeded, exit: code(0), output: "built\nwarning: x"}},
+	}, {
+		name: "wait_false_is_background_exit_unknown", agent: auggieAgent,
+		frames: []string{
+			auOpen("a5", "npm run dev", `,"wait":false`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"a5","status":"completed"}`),
+		},
+		want: []wantExec{{id: "a5", command: "npm run dev", cwd: "/w/a", outcome: unknown, bg: true}},
+	}, {
+		name: "command_from_title_when_rawinput_has_none", agent: auggieAgent,
+		frames: []string{
+			upd("{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"a6\",\"title\":\"Run `pwd`\",\"kind\":\"execute\",\"status\":\"pending\"}"),
+			auFinal("a6", "<return-code>\n0\n</return-code>\n<output>\n/w\n</output>"),
+		},
+		want: []wantExec{{id: "a6", command: "pwd", cwd: "/w", outcome: succeeded, exit: code(0), output: "/w"}},
+	}})
+}
+
+// ---------------------------------------------------------------- Cursor
+
+const cursorAgent = "cursor-agent"
+
+func cuOpen(id, cmd string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%s,"title":%s,"kind":"execute","status":"pending","rawInput":{"command":%s}}`, js(id), js("`"+cmd+"`"), js(cmd)))
+}
+
+func cuRunning(id string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%s,"status":"in_progress"}`, js(id)))
+}
+
+func cuDone(id, rawOutput string) string {
+	if rawOutput != "" {
+		rawOutput = `,"rawOutput":` + rawOutput
+	}
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%s,"status":"completed"%s}`, js(id), rawOutput))
+}
+
+func TestConformanceCursor(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "nonzero_exit_under_completed_is_failed", agent: cursorAgent,
+		frames: []string{
+			cuOpen("tool_1", "ls x"), cuRunning("tool_1"),
+			cuDone("tool_1", `{"exitCode":2,"stdout":"","stderr":"ls: x: No such file or directory\n"}`),
+		},
+		want: []wantExec{{id: "tool_1", command: "ls x", cwd: "/w", outcome: failed, exit: code(2), stdout: str(""), stderr: str("ls: x: No such file or directory\n")}},
+	}, {
+		name: "success_split_streams", agent: cursorAgent,
+		frames: []string{
+			cuOpen("tool_2", "echo a"), cuRunning("tool_2"),
+			cuDone("tool_2", `{"exitCode":0,"stdout":"a\n","stderr":""}`),
+		},
+		want: []wantExec{{id: "tool_2", command: "echo a", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("a\n"), stderr: str("")}},
+	}, {
+		name: "spawn_failure_empty_completed_is_unknown_not_succeeded", agent: cursorAgent,
+		frames: []string{cuOpen("tool_3", "nosuchbin"), cuRunning("tool_3"), cuDone("tool_3", "")},
+		want:   []wantExec{{id: "tool_3", command: "nosuchbin", cwd: "/w", outcome: unknown}},
+	}, {
+		name: "id_with_newline_kept_exactly", agent: cursorAgent,
+		frames: []string{
+			cuOpen("call_a\nfc_b", "true"), cuRunning("call_a\nfc_b"),
+			cuDone("call_a\nfc_b", `{"exitCode":0,"stdout":"","stderr":""}`),
+		},
+		want: []wantExec{{id: "call_a\nfc_b", command: "true", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str(""), stderr: str("")}},
+	}, {
+		name: "ask_under_other_id_rejected_empty_completed_is_cancelled", agent: cursorAgent,
+		frames: []string{
+			cuOpen("tool_5", "rm -rf build"),
+			ask(101, `{"toolCallId":"perm_9","title":"`+"`rm -rf build`"+`","kind":"execute","status":"pending","content":[{"type":"content","content":{"type":"text","text":"Not in allowlist: rm"}}]}`),
+			answer(101, "reject"),
+			cuDone("tool_5", ""),
+		},
+		want: []wantExec{{id: "tool_5", command: "rm -rf build", cwd: "/w", outcome: cancelled, approval: "Not in allowlist: rm"}},
+	}, {
+		name: "ask_naming_fetch_target_under_other_id_is_merged_into_the_call", agent: cursorAgent,
+		frames: []string{
+			cuOpen("tool_6", "curl -s https://example.com"),
+			ask(102, `{"toolCallId":"perm_10","title":"Fetch https://example.com","kind":"fetch","status":"pending","content":[{"type":"content","content":{"type":"text","text":"Not in allowlist: curl"}}]}`),
+			answer(102, "allow"),
+			cuRunning("tool_6"),
+			cuDone("tool_6", `{"exitCode":0,"stdout":"<html/>","stderr":""}`),
+		},
+		want: []wantExec{{id: "tool_6", command: "curl -s https://example.com", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("<html/>"), stderr: str(""), approval: "Not in allowlist: curl"}},
+	}})
+}
+
+// ---------------------------------------------------------------- Grok
+
+const grokAgent = "grok-cli"
+
+func grOpen(id, cmd, desc string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":"run_terminal_command","rawInput":{"command":%s,"description":%s,"timeout":60000},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}`, id, js(cmd), js(desc)))
+}
+
+func grDescribe(id, cmd, desc string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"kind":"execute","title":%s,"content":[{"type":"content","content":{"type":"text","text":%s}}]}`, id, js("Execute `"+cmd+"`"), js(desc)))
+}
+
+// grLive is a live snapshot: the whole output so far as content text and
+// as bytes, exit_code 0 as a placeholder, and the bytes of this chunk.
+func grLive(id string, sofar, delta []byte) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"in_progress","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"output":%s,"output_for_prompt":%s,"exit_code":0,"truncated":false,"signal":null,"timed_out":false,"total_bytes":%d,"output_delta":%s,"current_dir":"/w/g"}}`,
+		id, js(strings.ToValidUTF8(string(sofar), "\ufffd")), byteArray(sofar), js("exit: 0\n"+strings.ToValidUTF8(string(sofar), "\ufffd")), len(sofar), byteArray(delta)))
+}
+
+func grFinal(id string, out []byte, exit string, extra string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"exit_code":%s,"truncated":false,"total_bytes":%d,"output":%s,"output_for_prompt":%s%s}}`,
+		id, js(strings.ToValidUTF8(string(out), "\ufffd")), exit, len(out), byteArray(out), js("exit: "+exit+"\n"+strings.ToValidUTF8(string(out), "\ufffd")), extra))
+}
+
+func TestConformanceGrok(t *testing.T) {
+	var out []byte
+	frames := []string{grOpen("g1", "make test", "Run the tests"), grDescribe("g1", "make test", "Run the tests"),
+		`{"jsonrpc":"2.0","method":"_x.ai/session/update","params":{"sessionId":"S","update":{"kind":"status","text":"thinking"}}}`}
+	for i := 1; i <= 20; i++ { // about ten a second for two seconds
+		chunk := []byte(fmt.Sprintf("test %02d ok\n", i))
+		out = append(out, chunk...)
+		frames = append(frames, grLive("g1", out, chunk))
+	}
+	out = append(out, "FAIL: 1 test\n"...)
+	frames = append(frames, grFinal("g1", out, "2", `,"signal":null,"timed_out":false`))
+	bad := []byte("\xff\xfe ok\n")
+
+	runConformance(t, []cs{{
+		name: "no_kind_one_call_description_not_output_placeholders_then_nonzero", agent: grokAgent,
+		frames: frames,
+		want:   []wantExec{{id: "g1", command: "make test", cwd: "/w/g", desc: "Run the tests", outcome: failed, exit: code(2), output: string(out)}},
+	}, {
+		name: "byte_arrays_with_invalid_utf8", agent: grokAgent,
+		frames: []string{
+			grOpen("g2", `printf '\xff\xfe ok\n'`, "Bytes"), grDescribe("g2", `printf '\xff\xfe ok\n'`, "Bytes"),
+			grLive("g2", bad, bad),
+			grFinal("g2", bad, "0", `,"signal":null,"timed_out":false`),
+		},
+		want: []wantExec{{id: "g2", command: `printf '\xff\xfe ok\n'`, cwd: "/w/g", desc: "Bytes", outcome: succeeded, exit: code(0), output: "\ufffd\ufffd ok\n"}},
+	}, {
+		name: "output_for_prompt_exit_line_is_exit_not_output", agent: grokAgent,
+		frames: []string{
+			grOpen("g3", "./check", "Check"), grDescribe("g3", "./check", "Check"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g3","status":"completed","rawOutput":{"output_for_prompt":"exit: 3\nboom\n","truncated":false}}`),
+		},
+		want: []wantExec{{id: "g3", command: "./check", cwd: "/w", desc: "Check", outcome: failed, exit: code(3), output: "boom\n"}},
+	}, {
+		name: "signal_with_null_exit_code", agent: grokAgent,
+		frames: []string{
+			grOpen("g4", "echo before-kill; kill -9 $$", "Kill"), grDescribe("g4", "echo before-kill; kill -9 $$", "Kill"),
+			grLive("g4", []byte("before-kill\n"), []byte("before-kill\n")),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g4","status":"completed","content":[{"type":"content","content":{"type":"text","text":"before-kill\n"}}],"rawOutput":{"exit_code":null,"signal":"SIGKILL","timed_out":false,"truncated":false,"total_bytes":12,"output":` + byteArray([]byte("before-kill\n")) + `,"output_for_prompt":"exit: null\nbefore-kill\n"}}`),
+		},
+		want: []wantExec{{id: "g4", command: "echo before-kill; kill -9 $$", cwd: "/w/g", desc: "Kill", outcome: failed, signal: "SIGKILL", output: "before-kill\n"}},
+	}, {
+		name: "timed_out", agent: grokAgent,
+		frames: []string{
+			grOpen("g5", "sleep 100", "Wait"), grDescribe("g5", "sleep 100", "Wait"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g5","status":"completed","content":[{"type":"content","content":{"type":"text","text":""}}],"rawOutput":{"exit_code":null,"signal":null,"timed_out":true,"truncated":false,"total_bytes":0,"output":[],"output_for_prompt":"exit: null\n"}}`),
+		},
+		want: []wantExec{{id: "g5", command: "sleep 100", cwd: "/w", desc: "Wait", outcome: failed, timedOut: true}},
+	}, {
+		name: "rejected_is_cancelled_rejection_text_not_output", agent: grokAgent,
+		frames: []string{
+			grOpen("g6", "rm -rf /tmp/x", "Clean"),
+			ask(103, `{"toolCallId":"g6","title":"run_terminal_command","rawInput":{"command":"rm -rf /tmp/x","description":"Clean"},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}`),
+			answer(103, "reject"),
+			upd("{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"g6\",\"status\":\"failed\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"User rejected the execution for tool `run_terminal_command`\"}}]}"),
+		},
+		want: []wantExec{{id: "g6", command: "rm -rf /tmp/x", cwd: "/w", desc: "Clean", outcome: cancelled}},
+	}})
+}
+
+// ---------------------------------------------------------------- Gemini
+
+const geminiAgent = "gemini-cli"
+
+func geOpen(id, cmd, banner string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"status":"in_progress","title":%s,"content":[{"type":"content","content":{"type":"text","text":%s}}],"locations":[],"kind":"execute"}`, id, js(cmd), js(banner)))
+}
+
+func geEnd(id, status, text string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q,"content":[{"type":"content","content":{"type":"text","text":%s}}]}`, id, status, js(text)))
+}
+
+func TestConformanceGemini(t *testing.T) {
+	banner := "[current working directory /w/web] (Run the unit tests)"
+	runConformance(t, []cs{{
+		name: "banner_not_output_completed_without_exit_is_unknown", agent: geminiAgent,
+		frames: []string{geOpen("run_shell_command-1", "npm test", banner), geEnd("run_shell_command-1", "completed", "PASS all\n")},
+		want:   []wantExec{{id: "run_shell_command-1", command: "npm test", cwd: "/w/web", desc: "Run the unit tests", outcome: unknown, output: "PASS all\n"}},
+	}, {
+		name: "call_opened_from_the_permission_ask", agent: geminiAgent,
+		frames: []string{
+			ask(104, `{"toolCallId":"run_shell_command-2","title":"rm -rf dist","kind":"execute","status":"pending","content":[{"type":"content","content":{"type":"text","text":"[current working directory /w/web] (Remove the build)"}}]}`),
+			answer(104, "allow"),
+			geEnd("run_shell_command-2", "completed", "removed\n"),
+		},
+		want: []wantExec{{id: "run_shell_command-2", command: "rm -rf dist", cwd: "/w/web", desc: "Remove the build", outcome: unknown, output: "removed\n"}},
+	}, {
+		name: "exited_with_code_marker_is_exit_not_output", agent: geminiAgent,
+		frames: []string{geOpen("run_shell_command-3", "false", banner), geEnd("run_shell_command-3", "completed", "Command exited with code: 2")},
+		want:   []wantExec{{id: "run_shell_command-3", command: "false", cwd: "/w/web", desc: "Run the unit tests", outcome: failed, exit: code(2)}},
+	}, {
+		name: "terminated_by_signal_marker", agent: geminiAgent,
+		frames: []string{geOpen("run_shell_command-4", "kill -TERM $$", banner), geEnd("run_shell_command-4", "completed", "Command terminated by signal: SIGTERM")},
+		want:   []wantExec{{id: "run_shell_command-4", command: "kill -TERM $$", cwd: "/w/web", desc: "Run the unit tests", outcome: failed, signal: "SIGTERM"}},
+	}, {
+		name: "debug_mode_exit_code_field", agent: geminiAgent,
+		frames: []string{geOpen("run_shell_command-5", "make", banner), geEnd("run_shell_command-5", "completed",
+			"Command: make\nDirectory: (root)\nOutput: cc a.c\na.c:1: error\nError: (none)\nExit Code: 1\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242")},
+		want: []wantExec{{id: "run_shell_command-5", command: "make", cwd: "/w/web", desc: "Run the unit tests", outcome: failed, exit: code(1), output: "cc a.c\na.c:1: error"}},
+	}, {
+		name: "debug_mode_success", agent: geminiAgent,
+		frames: []string{geOpen("run_shell_command-6", "echo ok", banner), geEnd("run_shell_command-6", "completed",
+			"Command: echo ok\nDirectory: (root)\nOutput: ok\nError: (none)\nExit Code: 0\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4243")},
+		want: []wantExec{{id: "run_shell_command-6", command: "echo ok", cwd: "/w/web", desc: "Run the unit tests", outcome: succeeded, exit: code(0), output: "ok"}},
+	}, {
+		name: "spawn_failure_is_failed_error_not_output", agent: geminiAgent,
+		frames: []string{geOpen("run_shell_command-7", "nosuchbin", banner), geEnd("run_shell_command-7", "failed", "spawn nosuchbin ENOENT")},
+		want:   []wantExec{{id: "run_shell_command-7", command: "nosuchbin", cwd: "/w/web", desc: "Run the unit tests", outcome: failed}},
+	}, {
+		name: "empty_completed_is_unknown", agent: geminiAgent,
+		frames: []string{geOpen("run_shell_command-8", "true", banner), geEnd("run_shell_command-8", "completed", "")},
+		want:   []wantExec{{id: "run_shell_command-8", command: "true", cwd: "/w/web", desc: "Run the unit tests", outcome: unknown}},
+	}})
+}

@@ -21,7 +21,7 @@ func TestAuggieUpdate(t *testing.T) {
 		f(&o)
 		return []accum.Observation{o}
 	}
-	runVendorCases(t, d, []vendorCase{
+	runObsCases(t, d, []obsCase{
 		{
 			name:   "tool_call: rawInput command and cwd",
 			update: "{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"a1\",\"kind\":\"execute\",\"status\":\"pending\",\"title\":\"Run `npm test`\",\"rawInput\":{\"command\":\"npm test\",\"cwd\":\"/w\",\"max_wait_seconds\":600,\"wait\":true}}",
@@ -46,51 +46,51 @@ func TestAuggieUpdate(t *testing.T) {
 			name:   "preamble, return-code, output and stderr: split streams, ExitText",
 			update: final("Here are the results from executing the command.\n<return-code>\n1\n</return-code>\n<output>\nPASS a\n\n</output>\n<stderr>\nFAIL b\n</stderr>\n"),
 			want: done(func(o *accum.Observation) {
-				o.Exit = exitOf(1, accum.ExitText, false)
-				o.Texts = []accum.Text{stdoutText(accum.Final, "PASS a\n"), stderrText(accum.Final, "FAIL b")}
+				o.Exit = ex(1, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Stdout, accum.Final, "PASS a\n"), txt(accum.Stderr, accum.Final, "FAIL b")}
 			}),
 		},
 		{
 			name:   "no preamble, output alone: Combined, exactly one newline stripped each side",
 			update: final("<return-code>\n0\n</return-code>\n<output>\n\nhello\n\n</output>"),
 			want: done(func(o *accum.Observation) {
-				o.Exit = exitOf(0, accum.ExitText, false)
-				o.Texts = []accum.Text{combined(accum.Final, "\nhello\n")}
+				o.Exit = ex(0, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "\nhello\n")}
 			}),
 		},
 		{
 			name:   "sibling tool with stdout: Stdout and Stderr",
 			update: final("<return-code>\n2\n</return-code>\n<stdout>\n\n</stdout>\n<stderr>\nls: cannot access\n</stderr>"),
 			want: done(func(o *accum.Observation) {
-				o.Exit = exitOf(2, accum.ExitText, false)
-				o.Texts = []accum.Text{stdoutText(accum.Final, ""), stderrText(accum.Final, "ls: cannot access")}
+				o.Exit = ex(2, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Stdout, accum.Final, ""), txt(accum.Stderr, accum.Final, "ls: cannot access")}
 			}),
 		},
 		{
 			name:   "output that prints a closing tag is kept",
 			update: final("<return-code>\n0\n</return-code>\n<output>\n<output>x</output>\n</output>"),
 			want: done(func(o *accum.Observation) {
-				o.Exit = exitOf(0, accum.ExitText, false)
-				o.Texts = []accum.Text{combined(accum.Final, "<output>x</output>")}
+				o.Exit = ex(0, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "<output>x</output>")}
 			}),
 		},
 		{
 			name:   "malformed return code is unknown, never 0",
 			update: final("<return-code>\nnone\n</return-code>\n<output>\nx\n</output>"),
-			want:   done(func(o *accum.Observation) { o.Texts = []accum.Text{combined(accum.Final, "x")} }),
+			want:   done(func(o *accum.Observation) { o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "x")} }),
 		},
 		{
 			name:   "rawOutput as a plain string, in content instead",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"a1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<return-code>\n3\n</return-code>\n<output>\nboom\n</output>"}}]}`,
 			want: done(func(o *accum.Observation) {
-				o.Exit = exitOf(3, accum.ExitText, false)
-				o.Texts = []accum.Text{combined(accum.Final, "boom")}
+				o.Exit = ex(3, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "boom")}
 			}),
 		},
 		{
 			name:   "untagged final text is combined output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"a1","status":"completed","rawOutput":"plain"}`,
-			want:   done(func(o *accum.Observation) { o.Texts = []accum.Text{combined(accum.Final, "plain")} }),
+			want:   done(func(o *accum.Observation) { o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "plain")} }),
 		},
 		{
 			name:   "completed with nothing: exit unknown",
@@ -112,7 +112,7 @@ func TestAuggieUpdate(t *testing.T) {
 
 func TestAuggiePermission(t *testing.T) {
 	d, _ := Lookup("auggie")
-	runVendorCases(t, d, []vendorCase{{
+	runObsCases(t, d, []obsCase{{
 		name: "ask",
 		ask:  "{\"toolCallId\":\"a1\",\"kind\":\"execute\",\"status\":\"pending\",\"title\":\"Run `rm -rf x`\",\"rawInput\":{\"command\":\"rm -rf x\"},\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"Not in allowlist\"}}]}",
 		want: []accum.Observation{{ToolCallID: "a1", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "rm -rf x", ApprovalReason: "Not in allowlist"}},

@@ -11,7 +11,7 @@ func TestCursorUpdate(t *testing.T) {
 	if !ok {
 		t.Fatal("cursor not registered")
 	}
-	runVendorCases(t, d, []vendorCase{
+	runObsCases(t, d, []obsCase{
 		{
 			name:   "tool_call: rawInput command; id with a newline kept exactly",
 			update: "{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"tool_1\\nabc\",\"kind\":\"execute\",\"status\":\"pending\",\"title\":\"`npm test`\",\"rawInput\":{\"command\":\"npm test\"}}",
@@ -30,19 +30,19 @@ func TestCursorUpdate(t *testing.T) {
 		{
 			name:   "completed for a nonzero exit: structured exit, split streams",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"exitCode":2,"stdout":"","stderr":"ls: cannot access\n"}}`,
-			want: []accum.Observation{{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: exitOf(2, accum.ExitStructured, false),
-				Texts: []accum.Text{stdoutText(accum.Final, ""), stderrText(accum.Final, "ls: cannot access\n")}}},
+			want: []accum.Observation{{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(2, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Stdout, accum.Final, ""), txt(accum.Stderr, accum.Final, "ls: cannot access\n")}}},
 		},
 		{
 			name:   "completed success, exit as float",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"exitCode":0.0,"stdout":"ok\n","stderr":""}}`,
-			want: []accum.Observation{{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false),
-				Texts: []accum.Text{stdoutText(accum.Final, "ok\n"), stderrText(accum.Final, "")}}},
+			want: []accum.Observation{{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Stdout, accum.Final, "ok\n"), txt(accum.Stderr, accum.Final, "")}}},
 		},
 		{
 			name:   "exitCode null is unknown, never 0",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"exitCode":null,"stdout":"x"}}`,
-			want:   []accum.Observation{{ToolCallID: "c1", Status: accum.StatusCompleted, Texts: []accum.Text{stdoutText(accum.Final, "x")}}},
+			want:   []accum.Observation{{ToolCallID: "c1", Status: accum.StatusCompleted, Texts: []accum.Text{txt(accum.Stdout, accum.Final, "x")}}},
 		},
 		{
 			name:   "spawn failure / rejection: completed with nothing, nothing implies success",
@@ -57,8 +57,8 @@ func TestCursorUpdate(t *testing.T) {
 		{
 			name:   "lenient: stdout of another type is ignored",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"exitCode":"1","stdout":42,"stderr":"e"}}`,
-			want: []accum.Observation{{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: exitOf(1, accum.ExitStructured, false),
-				Texts: []accum.Text{stderrText(accum.Final, "e")}}},
+			want: []accum.Observation{{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(1, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Stderr, accum.Final, "e")}}},
 		},
 		{
 			name:   "edit tools untouched",
@@ -70,7 +70,7 @@ func TestCursorUpdate(t *testing.T) {
 
 func TestCursorPermission(t *testing.T) {
 	d, _ := Lookup("cursor")
-	runVendorCases(t, d, []vendorCase{
+	runObsCases(t, d, []obsCase{
 		{
 			name: "ask under another id naming the real target: reported as is",
 			ask:  `{"toolCallId":"perm-7","kind":"fetch","status":"pending","title":"Fetch https://example.com","content":[{"type":"content","content":{"type":"text","text":"Not in allowlist: curl"}}]}`,

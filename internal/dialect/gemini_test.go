@@ -21,7 +21,7 @@ func TestGeminiUpdate(t *testing.T) {
 		f(&o)
 		return []accum.Observation{o}
 	}
-	runVendorCases(t, d, []vendorCase{
+	runObsCases(t, d, []obsCase{
 		{
 			name:   "tool_call: banner gives cwd and description, not output",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"g1","status":"in_progress","title":"ls","content":[{"type":"content","content":{"type":"text","text":"[current working directory /home/dev/p] (Run step 0 (ls))"}}],"locations":[],"kind":"execute"}`,
@@ -53,12 +53,12 @@ func TestGeminiUpdate(t *testing.T) {
 		{
 			name:   "completed with output and no marker: combined Final, exit unknown (no success proof)",
 			update: final(`"a\nb\n"`),
-			want:   with(func(o *accum.Observation) { o.Texts = []accum.Text{combined(accum.Final, "a\nb\n")} }),
+			want:   with(func(o *accum.Observation) { o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "a\nb\n")} }),
 		},
 		{
 			name:   "Command exited with code: N → ExitText, not output",
 			update: final(`"Command exited with code: 3"`),
-			want:   with(func(o *accum.Observation) { o.Exit = exitOf(3, accum.ExitText, false) }),
+			want:   with(func(o *accum.Observation) { o.Exit = ex(3, accum.ExitText, false) }),
 		},
 		{
 			name:   "Command terminated by signal → Signal, not output",
@@ -89,8 +89,8 @@ func TestGeminiUpdate(t *testing.T) {
 			name:   "debug mode: Output combined, Exit Code ExitText, Error none",
 			update: final(`"Command: make\nDirectory: (root)\nOutput: a\nError: boom\nb\nError: (none)\nExit Code: 2\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242"`),
 			want: with(func(o *accum.Observation) {
-				o.Texts = []accum.Text{combined(accum.Final, "a\nError: boom\nb")}
-				o.Exit = exitOf(2, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "a\nError: boom\nb")}
+				o.Exit = ex(2, accum.ExitText, false)
 			}),
 		},
 		{
@@ -107,8 +107,8 @@ func TestGeminiUpdate(t *testing.T) {
 			name:   "older debug mode: Stdout and Stderr really separated",
 			update: final(`"Command: make\nDirectory: (root)\nStdout: ok\nStderr: warn\nError: (none)\nExit Code: 0\nSignal: (none)"`),
 			want: with(func(o *accum.Observation) {
-				o.Texts = []accum.Text{stdoutText(accum.Final, "ok"), stderrText(accum.Final, "warn")}
-				o.Exit = exitOf(0, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Stdout, accum.Final, "ok"), txt(accum.Stderr, accum.Final, "warn")}
+				o.Exit = ex(0, accum.ExitText, false)
 			}),
 		},
 		{
@@ -140,7 +140,7 @@ func TestGeminiUpdate(t *testing.T) {
 
 func TestGeminiPermission(t *testing.T) {
 	d, _ := Lookup("gemini")
-	runVendorCases(t, d, []vendorCase{
+	runObsCases(t, d, []obsCase{
 		{
 			name: "the ask is the first sight of the call: a full observation",
 			ask:  `{"toolCallId":"g2","status":"pending","title":"printf 'a\\nb\\n'; exit 3","content":[{"type":"content","content":{"type":"text","text":"[current working directory /home/dev/p] (Run step 1 (exit3))"}}],"locations":[],"kind":"execute"}`,
@@ -174,7 +174,7 @@ func TestGeminiDetect(t *testing.T) {
 // first seen in asks, banners, completed for every exit, no output at all.
 func TestGeminiRecording(t *testing.T) {
 	d, _ := Lookup("gemini")
-	for _, fr := range loadVendorRecording(t, "gemini-cli-0.61.0_plain.ndjson") {
+	for _, fr := range loadRecording(t, "gemini-cli-0.61.0_plain.ndjson") {
 		f, err := Read(d, fr.Msg)
 		if err != nil {
 			t.Fatalf("line %d: %v", fr.Line, err)
@@ -183,7 +183,7 @@ func TestGeminiRecording(t *testing.T) {
 			t.Errorf("agent %q not detected as gemini", f.AgentName)
 		}
 	}
-	calls, _ := replayVendorRecording(t, d, "gemini-cli-0.61.0_plain.ndjson")
+	calls, _ := replayRecording(t, d, "gemini-cli-0.61.0_plain.ndjson")
 	commands := []string{"ls", "printf 'a\\nb\\n'; exit 3", "echo to-stdout; echo to-stderr >&2; echo more-stdout",
 		"ls /nonexistent-dir-xyz", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", "seq 1 40000",
 		`printf '\xff\xfe ok\n'`, "echo start; sleep 6; echo finished-late", "echo before-kill; kill -9 $$"}
@@ -205,7 +205,7 @@ func TestGeminiRecording(t *testing.T) {
 		if f.Status != accum.StatusCompleted || f.Exit != nil || f.Failed || f.Succeeded || f.Cancelled {
 			t.Errorf("%s: final %+v", c.id, f)
 		}
-		for _, tx := range c.texts() {
+		for _, tx := range c.texts {
 			t.Errorf("%s: unexpected output %q", c.id, tx.Text)
 		}
 		if (first.Background || f.Background) != (i == 7) {

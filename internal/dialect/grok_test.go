@@ -28,7 +28,7 @@ func TestGrokUpdate(t *testing.T) {
 		return `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":` + content + `}}],"rawOutput":{"output":` + out + `,"output_for_prompt":"exit: 0\nx","exit_code":` + exit + `,"truncated":false,"signal":null,"timed_out":false,"total_bytes":2,"output_delta":[120,10],"current_dir":"/w"}}`
 	}
 	bad := []byte("\xff\xfe ok\r\n")
-	runVendorCases(t, d, []vendorCase{
+	runObsCases(t, d, []obsCase{
 		{
 			name:   "first frame: no kind, no status; shell from _meta; title is the tool",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"k1","title":"run_terminal_command","rawInput":{"command":"npm test","description":"Run the tests","timeout":60000},` + meta + `}`,
@@ -42,24 +42,24 @@ func TestGrokUpdate(t *testing.T) {
 		{
 			name:   "live: byte output is the one Snapshot source; exit 0 is a placeholder",
 			update: live(byteJSON([]byte("x\n")), "0", `"x\n"`),
-			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusRunning, Cwd: "/w", Exit: exitOf(0, accum.ExitStructured, true),
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusRunning, Cwd: "/w", Exit: ex(0, accum.ExitStructured, true),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Bytes: []byte("x\n")}}}},
 		},
 		{
 			name:   "live without byte output: content is the Snapshot",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"x\ny\n"}}]}`,
-			want:   []accum.Observation{{ToolCallID: "k1", Status: accum.StatusRunning, Texts: []accum.Text{combined(accum.Snapshot, "x\ny\n")}}},
+			want:   []accum.Observation{{ToolCallID: "k1", Status: accum.StatusRunning, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "x\ny\n")}}},
 		},
 		{
 			name:   "live with only output_delta: a Delta",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"in_progress","rawOutput":{"output_delta":[121,10],"exit_code":0}}`,
-			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusRunning, Exit: exitOf(0, accum.ExitStructured, true),
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusRunning, Exit: ex(0, accum.ExitStructured, true),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Delta, Bytes: []byte("y\n")}}}},
 		},
 		{
 			name:   "final nonzero under completed: real exit, signal, invalid UTF-8 bytes",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"\ufffd\ufffd ok\r\n"}}],"rawOutput":{"exit_code":137,"signal":"SIGKILL","timed_out":false,"truncated":false,"total_bytes":7,"output":` + byteJSON(bad) + `,"output_for_prompt":"exit: 137\n\ufffd\ufffd ok"}}`,
-			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: exitOf(137, accum.ExitStructured, false), Signal: "SIGKILL",
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: ex(137, accum.ExitStructured, false), Signal: "SIGKILL",
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Bytes: bad}}}},
 		},
 		{
@@ -71,14 +71,14 @@ func TestGrokUpdate(t *testing.T) {
 		{
 			name:   "final without exit_code or bytes: exit line of output_for_prompt is metadata",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","rawOutput":{"output_for_prompt":"exit: 3\na\nb\n"}}`,
-			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: exitOf(3, accum.ExitText, false),
-				Texts: []accum.Text{combined(accum.Final, "a\nb\n")}}},
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a\nb\n")}}},
 		},
 		{
 			name:   "final with content only (CRLF kept as sent)",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\r\nb\r\n"}}],"rawOutput":{"exit_code":0}}`,
-			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false),
-				Texts: []accum.Text{combined(accum.Final, "a\r\nb\r\n")}}},
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a\r\nb\r\n")}}},
 		},
 		{
 			name:   "rejected: failed → Cancelled, text not output",
@@ -93,8 +93,8 @@ func TestGrokUpdate(t *testing.T) {
 		{
 			name:   "lenient: output of another type falls back to content",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a"}}],"rawOutput":{"output":{"x":1},"exit_code":"0"}}`,
-			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false),
-				Texts: []accum.Text{combined(accum.Final, "a")}}},
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a")}}},
 		},
 		{
 			name:   "other tools untouched",
@@ -106,7 +106,7 @@ func TestGrokUpdate(t *testing.T) {
 
 func TestGrokPermission(t *testing.T) {
 	d, _ := Lookup("grok")
-	runVendorCases(t, d, []vendorCase{{
+	runObsCases(t, d, []obsCase{{
 		name: "ask",
 		ask:  `{"toolCallId":"k1","title":"run_terminal_command","rawInput":{"command":"rm -rf x","description":"Clean"},"_meta":{"x.ai/tool":{"name":"run_terminal_command"}},"content":[{"type":"content","content":{"type":"text","text":"Clean"}}]}`,
 		want: []accum.Observation{{ToolCallID: "k1", Shell: accum.ShellYes, PermissionAsk: true, Command: "rm -rf x", Description: "Clean"}},

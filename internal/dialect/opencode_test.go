@@ -15,7 +15,7 @@ func TestOpencodeUpdate(t *testing.T) {
 	}
 	tail := strings.Repeat("x", 30000)
 	head := strings.Repeat("h", 30000)
-	runVendorCases(t, d, []vendorCase{
+	runObsCases(t, d, []obsCase{
 		{
 			name:   "synthetic pending tool_call: title bash is not the command",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"o1","title":"bash","kind":"execute","status":"pending","locations":[],"rawInput":{}}`,
@@ -35,7 +35,7 @@ func TestOpencodeUpdate(t *testing.T) {
 			name:   "in_progress: rawInput command and description, cumulative content is a Snapshot",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","kind":"execute","title":"bash","rawInput":{"command":"npm test","description":"Run tests"},"content":[{"type":"content","content":{"type":"text","text":"PASS a\n"}}]}`,
 			want: []accum.Observation{{ToolCallID: "o1", Shell: accum.ShellYes, Status: accum.StatusRunning, Command: "npm test", Description: "Run tests",
-				Texts: []accum.Text{combined(accum.Snapshot, "PASS a\n")}}},
+				Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "PASS a\n")}}},
 		},
 		{
 			name:   "a later title that is the description never becomes the command",
@@ -60,50 +60,50 @@ func TestOpencodeUpdate(t *testing.T) {
 		{
 			name:   "short text ending in dots is plain output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"wait\n\n..."}}]}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{combined(accum.Snapshot, "wait\n\n...")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "wait\n\n...")}}},
 		},
 		{
 			name:   "final completed nonzero: metadata.exit is structured, output Final",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"PASS a\nFAIL b\n"}}],"rawOutput":{"output":"PASS a\nFAIL b\n","metadata":{"output":"PASS a\nFAIL b\n","exit":1,"description":"Run tests","truncated":false}}}`,
-			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Description: "Run tests", Exit: exitOf(1, accum.ExitStructured, false),
-				Texts: []accum.Text{combined(accum.Final, "PASS a\nFAIL b\n")}}},
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Description: "Run tests", Exit: ex(1, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "PASS a\nFAIL b\n")}}},
 		},
 		{
 			name:   "metadata.exitCode accepted, numeric string",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"ok\n","metadata":{"exitCode":"0"}}}`,
-			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false),
-				Texts: []accum.Text{combined(accum.Final, "ok\n")}}},
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "ok\n")}}},
 		},
 		{
 			name:   "exit missing is unknown, never 0",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"ok\n","metadata":{"exit":"abc"}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Texts: []accum.Text{combined(accum.Final, "ok\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Texts: []accum.Text{txt(accum.Combined, accum.Final, "ok\n")}}},
 		},
 		{
 			name:   "timeout: exit null and shell_metadata; marker kept out of output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"start\n\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.\n</shell_metadata>"}}],"rawOutput":{"output":"start\n\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.\n</shell_metadata>","metadata":{"output":"start\n","exit":null,"truncated":false}}}`,
 			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, TimedOut: true,
-				Texts: []accum.Text{combined(accum.Final, "start\n")}}},
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "start\n")}}},
 		},
 		{
 			name:   "older bash_metadata timeout (with its typo)",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"x\n\n\n<bash_metadata>\nbash tool terminated commmand after exceeding timeout 120000 ms\n</bash_metadata>","metadata":{"exit":null}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, TimedOut: true, Texts: []accum.Text{combined(accum.Final, "x\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, TimedOut: true, Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}}},
 		},
 		{
 			name:   "oldest one-line timeout marker",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"x\n\n\n(Command timed out after 2000 ms)","metadata":{"exit":null}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, TimedOut: true, Texts: []accum.Text{combined(accum.Final, "x\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, TimedOut: true, Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}}},
 		},
 		{
 			name:   "oldest one-line abort marker: Cancelled",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"x\n\n\n(Command was aborted)","metadata":{"exit":null}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, Texts: []accum.Text{combined(accum.Final, "x\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}}},
 		},
 		{
 			name:   "user abort in shell_metadata: Cancelled, no exit",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"before-kill\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>","metadata":{"output":"before-kill\n","exit":null,"truncated":false}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, Texts: []accum.Text{combined(accum.Final, "before-kill\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, Texts: []accum.Text{txt(accum.Combined, accum.Final, "before-kill\n")}}},
 		},
 		{
 			name:   "abort with no output at all: nothing to wipe",
@@ -113,24 +113,24 @@ func TestOpencodeUpdate(t *testing.T) {
 		{
 			name:   "truncation header: Truncated tail Window, header not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"...output truncated...\n\nFull output saved to: /tmp/out\n\n38002\n38003\n"}}],"rawOutput":{"output":"...output truncated...\n\nFull output saved to: /tmp/out\n\n38002\n38003\n","metadata":{"exit":0,"truncated":true,"outputPath":"/tmp/out"}}}`,
-			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false),
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "38002\n38003\n", Truncated: true}}}},
 		},
 		{
 			name:   "truncation header then only (no output): keep the live output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"...output truncated...\n\nFull output saved to: /tmp/out\n\n(no output)","metadata":{"exit":0,"truncated":true}}}`,
-			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false),
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Delta, Truncated: true}}}},
 		},
 		{
 			name:   "(no output) stands for empty output and is not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"(no output)"}}],"rawOutput":{"output":"(no output)","metadata":{"output":"","exit":0}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: exitOf(0, accum.ExitStructured, false)}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false)}},
 		},
 		{
 			name:   "content only, no rawOutput",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"hi\n"}}]}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Texts: []accum.Text{combined(accum.Final, "hi\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Texts: []accum.Text{txt(accum.Combined, accum.Final, "hi\n")}}},
 		},
 		{
 			name:   "permission rejected: failed → Cancelled, error text not output",
@@ -160,7 +160,7 @@ func TestOpencodeUpdate(t *testing.T) {
 		{
 			name:   "lenient: rawInput and rawOutput of other JSON types",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawInput":"npm test","rawOutput":[1,2],"content":[{"type":"content","content":{"type":"text","text":"x"}}]}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Texts: []accum.Text{combined(accum.Final, "x")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Texts: []accum.Text{txt(accum.Combined, accum.Final, "x")}}},
 		},
 		{
 			name:   "not a tool call update",
@@ -171,7 +171,7 @@ func TestOpencodeUpdate(t *testing.T) {
 
 func TestOpencodePermission(t *testing.T) {
 	d, _ := Lookup("opencode")
-	runVendorCases(t, d, []vendorCase{
+	runObsCases(t, d, []obsCase{
 		{
 			name: "ask with command in rawInput",
 			ask:  `{"toolCallId":"o1","status":"pending","title":"bash","kind":"execute","rawInput":{"command":"rm -rf build","description":"Clean"}}`,
@@ -196,7 +196,7 @@ func TestOpencodeDetect(t *testing.T) {
 // TestOpencodeRecording replays the real OpenCode 1.18.33 session.
 func TestOpencodeRecording(t *testing.T) {
 	d, _ := Lookup("opencode")
-	frames := loadVendorRecording(t, "opencode-1.18.33_plain.ndjson")
+	frames := loadRecording(t, "opencode-1.18.33_plain.ndjson")
 	for _, fr := range frames {
 		f, err := Read(d, fr.Msg)
 		if err != nil {
@@ -206,7 +206,7 @@ func TestOpencodeRecording(t *testing.T) {
 			t.Errorf("agent %q not detected as opencode", f.AgentName)
 		}
 	}
-	calls, cancels := replayVendorRecording(t, d, "opencode-1.18.33_plain.ndjson")
+	calls, cancels := replayRecording(t, d, "opencode-1.18.33_plain.ndjson")
 	if cancels != 2 { // session/cancel, then stopReason cancelled
 		t.Errorf("cancel frames = %d, want 2", cancels)
 	}
@@ -217,13 +217,13 @@ func TestOpencodeRecording(t *testing.T) {
 		cancelled   bool
 	}
 	wants := []want{
-		{"call_ls_2", "ls", exitOf(0, accum.ExitStructured, false), false, false},
-		{"call_exit3_4", "printf 'a\\nb\\n'; exit 3", exitOf(3, accum.ExitStructured, false), false, false},
-		{"call_stderr_6", "echo to-stdout; echo to-stderr >&2; echo more-stdout", exitOf(0, accum.ExitStructured, false), false, false},
-		{"call_stderr_fail_8", "ls /nonexistent-dir-xyz", exitOf(2, accum.ExitStructured, false), false, false},
-		{"call_slow_10", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", exitOf(0, accum.ExitStructured, false), false, false},
-		{"call_big_12", "seq 1 40000", exitOf(0, accum.ExitStructured, false), false, false},
-		{"call_badutf8_14", `printf '\xff\xfe ok\n'`, exitOf(0, accum.ExitStructured, false), false, false},
+		{"call_ls_2", "ls", ex(0, accum.ExitStructured, false), false, false},
+		{"call_exit3_4", "printf 'a\\nb\\n'; exit 3", ex(3, accum.ExitStructured, false), false, false},
+		{"call_stderr_6", "echo to-stdout; echo to-stderr >&2; echo more-stdout", ex(0, accum.ExitStructured, false), false, false},
+		{"call_stderr_fail_8", "ls /nonexistent-dir-xyz", ex(2, accum.ExitStructured, false), false, false},
+		{"call_slow_10", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", ex(0, accum.ExitStructured, false), false, false},
+		{"call_big_12", "seq 1 40000", ex(0, accum.ExitStructured, false), false, false},
+		{"call_badutf8_14", `printf '\xff\xfe ok\n'`, ex(0, accum.ExitStructured, false), false, false},
 		{"call_timeout_16", "echo start; sleep 6; echo finished-late", nil, true, false},
 		{"call_signal_18", "echo before-kill; kill -9 $$", nil, false, true},
 	}
@@ -270,7 +270,7 @@ func TestOpencodeRecording(t *testing.T) {
 	// Step 4: cumulative snapshots, one per line, then the Final.
 	var kinds []accum.TextKind
 	var texts []string
-	for _, tx := range calls[4].texts() {
+	for _, tx := range calls[4].texts {
 		kinds = append(kinds, tx.Kind)
 		texts = append(texts, tx.Text)
 	}
@@ -281,7 +281,7 @@ func TestOpencodeRecording(t *testing.T) {
 
 	// Step 5: a snapshot, two tail windows (marker stripped), then a
 	// truncated tail Window without the header.
-	big := calls[5].texts()
+	big := calls[5].texts
 	if len(big) != 4 {
 		t.Fatalf("big step: %d texts", len(big))
 	}
@@ -298,14 +298,14 @@ func TestOpencodeRecording(t *testing.T) {
 	}
 
 	// Step 6: the agent already replaced the bad bytes.
-	if tx := calls[6].texts(); tx[len(tx)-1].Text != "\ufffd\ufffd ok\n" {
+	if tx := calls[6].texts; tx[len(tx)-1].Text != "\ufffd\ufffd ok\n" {
 		t.Errorf("badutf8 final %q", tx[len(tx)-1].Text)
 	}
 	// Steps 7 and 8: output before the marker survives.
-	if tx := calls[7].texts(); !reflect.DeepEqual(tx[len(tx)-1], combined(accum.Final, "start\n")) {
+	if tx := calls[7].texts; !reflect.DeepEqual(tx[len(tx)-1], txt(accum.Combined, accum.Final, "start\n")) {
 		t.Errorf("timeout final %+v", tx[len(tx)-1])
 	}
-	if tx := calls[8].texts(); !reflect.DeepEqual(tx[len(tx)-1], combined(accum.Final, "before-kill\n")) {
+	if tx := calls[8].texts; !reflect.DeepEqual(tx[len(tx)-1], txt(accum.Combined, accum.Final, "before-kill\n")) {
 		t.Errorf("cancelled final %+v", tx[len(tx)-1])
 	}
 }

@@ -32,6 +32,8 @@ type cs struct {
 	proto  int    // ACP protocolVersion; 0 means 1
 	frames []string
 	want   []wantExec
+	// revs, when set, checks every revision the trace produced.
+	revs func(t *testing.T, resps []*pb.NormalizeResponse)
 }
 
 // wantExec is the final ShellExec of one call.
@@ -169,6 +171,9 @@ func runConformance(t *testing.T, cases []cs) {
 			}
 			for i, w := range tc.want {
 				checkExec(t, calls[i].Last, w)
+			}
+			if tc.revs != nil {
+				tc.revs(t, resps)
 			}
 		})
 	}
@@ -382,7 +387,20 @@ func TestConformanceCodexRust(t *testing.T) {
 	}, {
 		name: "quadratic_resends_do_not_duplicate", agent: codexRust,
 		frames: resend,
-		want:   []wantExec{{id: "call_1", command: "npm test", cwd: "/w", outcome: succeeded, exit: code(0), output: all, stdout: str(all), stderr: str("")}},
+		revs: func(t *testing.T, resps []*pb.NormalizeResponse) {
+			// Live revisions carry only what is new: the wire stays linear
+			// although the agent re-sent the whole output 60 times.
+			live := 0
+			for _, r := range resps {
+				if x := r.GetShellExec(); x.GetState() != pb.ShellState_SHELL_STATE_ENDED {
+					live += len(x.GetOutput().GetText())
+				}
+			}
+			if live != len(all) {
+				t.Errorf("live revisions carried %d bytes of output, want %d (each byte once)", live, len(all))
+			}
+		},
+		want: []wantExec{{id: "call_1", command: "npm test", cwd: "/w", outcome: succeeded, exit: code(0), output: all, stdout: str(all), stderr: str("")}},
 	}, {
 		name: "one_fenced_block_at_the_end_without_rawoutput_text", agent: codexRust,
 		frames: []string{
@@ -955,5 +973,121 @@ func TestConformanceGemini(t *testing.T) {
 		name: "empty_completed_is_unknown", agent: geminiAgent,
 		frames: []string{geOpen("run_shell_command-8", "true", banner), geEnd("run_shell_command-8", "completed", "")},
 		want:   []wantExec{{id: "run_shell_command-8", command: "true", cwd: "/w/web", desc: "Run the unit tests", outcome: unknown}},
+	}})
+}
+
+// TestConformanceBounded plays outputs past the 256 KiB bound through the
+// three ways agents send output (deltas are in the Codex TS table): each
+// must end truncated, holding the most recent tail within the bound, with
+// the exact total.
+func TestConformanceBounded(t *testing.T) {
+	limit := service.DefaultConfig().TextLimit
+	bounded := func(whole string) func(t *testing.T, x *pb.ShellExec) {
+		return func(t *testing.T, x *pb.ShellExec) {
+			o := x.GetOutput()
+			if n := o.GetTotalBytes(); n != int64(len(whole)) {
+				t.Errorf("total_bytes %d, want %d", n, len(whole))
+			}
+			if len(o.GetText()) > limit || !strings.HasSuffix(whole, o.GetText()) {
+				t.Errorf("output of %d bytes is not a tail within %d bytes", len(o.GetText()), limit)
+			}
+		}
+	}
+
+	// Grok: cumulative byte-array snapshots of 100, 200 and 300 thousand lines' worth.
+	whole := lines("g", 1, 50000) // 350,000 bytes
+	gframes := []string{grOpen("gb", "seq 50000", "Count"), grDescribe("gb", "seq 50000", "Count")}
+	for _, n := range []int{100000, 200000, 300000} {
+		gframes = append(gframes, grLive("gb", []byte(whole[:n]), []byte(whole[n-100000:n])))
+	}
+	gframes = append(gframes, grFinal("gb", []byte(whole), "0", `,"signal":null,"timed_out":false`))
+
+	// OpenCode shell tool: 30,000-char windows every 10,000 bytes up to 400,000.
+	owhole := lines("line-", 1, 36000) // 396,000 bytes
+	oframes := []string{ocOpen("ob", "seq-ish 36000")}
+	for n := 10000; n < len(owhole); n += 10000 {
+		text := owhole[:n]
+		if len(text) > 30000 {
+			text = "...\n\n" + text[len(text)-30000:]
+		}
+		oframes = append(oframes, ocLive("ob", "seq-ish 36000", "Print", text))
+	}
+	oframes = append(oframes,
+		ocLive("ob", "seq-ish 36000", "Print", "...\n\n"+owhole[len(owhole)-30000:]),
+		ocFinal("ob", "...output truncated...\n\nFull output saved to: /f\n\n"+owhole[len(owhole)-1000:], `{"exit":0,"description":"Print","truncated":true,"outputPath":"/f"}`))
+
+	runConformance(t, []cs{{
+		name: "grok_cumulative_byte_snapshots_past_the_bound", agent: grokAgent,
+		frames: gframes,
+		want: []wantExec{{id: "gb", command: "seq 50000", cwd: "/w/g", desc: "Count", outcome: succeeded, exit: code(0),
+			output: whole[len(whole)-limit:], trunc: true, extra: bounded(whole)}},
+	}, {
+		name: "opencode_windows_past_the_bound", agent: opencodeAgent,
+		frames: oframes,
+		want: []wantExec{{id: "ob", command: "seq-ish 36000", cwd: "/w", desc: "Print", outcome: succeeded, exit: code(0),
+			output: owhole[len(owhole)-limit:], trunc: true, extra: bounded(owhole)}},
+	}})
+}
+
+// TestConformanceEdges holds traces on the edges of the rules: evidence
+// that must not be invented, and text that must not be doubled.
+func TestConformanceEdges(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "grok_placeholder_exit_0_never_becomes_the_exit", agent: grokAgent,
+		frames: []string{
+			grOpen("g7", "./serve", "Serve"), grDescribe("g7", "./serve", "Serve"),
+			grLive("g7", []byte("up\n"), []byte("up\n")),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g7","status":"completed","rawOutput":{"truncated":false}}`),
+		},
+		want: []wantExec{{id: "g7", command: "./serve", cwd: "/w/g", desc: "Serve", outcome: unknown, output: "up\n"}},
+	}, {
+		name: "grok_running_when_the_turn_ends_keeps_no_placeholder", agent: grokAgent,
+		frames: []string{
+			grOpen("g8", "tail -f log", "Follow"), grDescribe("g8", "tail -f log", "Follow"),
+			grLive("g8", []byte("a\n"), []byte("a\n")),
+		},
+		want: []wantExec{{id: "g8", command: "tail -f log", cwd: "/w/g", desc: "Follow", outcome: unknown, output: "a\n"}},
+	}, {
+		name: "claude_old_failed_content_only_no_rawoutput", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_7", false), claudeInput("toolu_7", "x", "Run x", false, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_7","status":"failed","content":[{"type":"content","content":{"type":"text","text":"` + "```" + `\nExit code 127\nbash: x: command not found\n` + "```" + `"}}]}`),
+		},
+		want: []wantExec{{id: "toolu_7", command: "x", cwd: "/w", desc: "Run x", outcome: failed, exit: code(127), output: "bash: x: command not found\n"}},
+	}, {
+		name: "claude_success_output_that_starts_like_a_header_is_output", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_8", true), claudeInput("toolu_8", "cat notes", "Show notes", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_8","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_output":{"terminal_id":"toolu_8","data":"Exit code 5\nis what we saw"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_8","status":"completed","rawOutput":"Exit code 5\nis what we saw","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_8","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_8", command: "cat notes", cwd: "/w", desc: "Show notes", outcome: succeeded, exit: code(0), output: "Exit code 5\nis what we saw"}},
+	}, {
+		name: "codex_ts_malformed_exit_code_is_unknown", agent: codexTS,
+		frames: []string{
+			codexTSOpen("c9", "echo x", "/bin/zsh -lc 'echo x'"),
+			codexTSLive("c9", "terminal_output_delta", "x\n"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"c9","status":"completed","rawOutput":{"formatted_output":"x\n","exit_code":"n/a"},"_meta":{"terminal_exit":{"exit_code":null,"signal":null,"terminal_id":"c9"}}}`),
+		},
+		want: []wantExec{{id: "c9", command: "echo x", cwd: "/w/app", outcome: unknown, output: "x\n"}},
+	}, {
+		name: "codex_ts_final_without_output_keeps_streamed_text", agent: codexTS,
+		frames: []string{
+			codexTSOpen("c10", "echo y", "/bin/zsh -lc 'echo y'"),
+			codexTSLive("c10", "terminal_output_delta", "y\n"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"c10","status":"completed","_meta":{"terminal_exit":{"exit_code":0,"signal":null,"terminal_id":"c10"}}}`),
+		},
+		want: []wantExec{{id: "c10", command: "echo y", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "y\n"}},
+	}, {
+		name: "cursor_exit_code_as_numeric_string", agent: cursorAgent,
+		frames: []string{cuOpen("tool_9", "exit 4"), cuDone("tool_9", `{"exitCode":"4","stdout":"","stderr":""}`)},
+		want:   []wantExec{{id: "tool_9", command: "exit 4", cwd: "/w", outcome: failed, exit: code(4), stdout: str(""), stderr: str("")}},
+	}, {
+		name: "gemini_background_banner", agent: geminiAgent,
+		frames: []string{
+			geOpen("run_shell_command-9", "npm run dev", "[current working directory /w/web] (Start the server) [background]"),
+			geEnd("run_shell_command-9", "completed", "Command moved to background (PID: 999). Output hidden."),
+		},
+		want: []wantExec{{id: "run_shell_command-9", command: "npm run dev", cwd: "/w/web", desc: "Start the server", outcome: unknown, bg: true}},
 	}})
 }

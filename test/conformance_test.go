@@ -1091,3 +1091,37 @@ func TestConformanceEdges(t *testing.T) {
 		want: []wantExec{{id: "run_shell_command-9", command: "npm run dev", cwd: "/w/web", desc: "Start the server", outcome: unknown, bg: true}},
 	}})
 }
+
+// TestConformanceAskWhileAnotherCallRuns: an ask under an id the session
+// has not seen is merged into the one open call only when it could be that
+// call (Cursor asks under another id); an ask that names another command
+// is a new call (Gemini's first sight, Codex asking before its tool_call).
+func TestConformanceAskWhileAnotherCallRuns(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "gemini_ask_for_a_second_command_is_its_own_call", agent: geminiAgent,
+		frames: []string{
+			geOpen("run_shell_command-1", "npm run watch", "[current working directory /w/web] (Watch)"),
+			ask(105, `{"toolCallId":"run_shell_command-2","title":"rm -rf dist","kind":"execute","status":"pending","content":[{"type":"content","content":{"type":"text","text":"[current working directory /w/web] (Remove the build)"}}]}`),
+			answer(105, "allow"),
+			geEnd("run_shell_command-2", "completed", "removed\n"),
+			geEnd("run_shell_command-1", "completed", "watching\n"),
+		},
+		want: []wantExec{
+			{id: "run_shell_command-1", command: "npm run watch", cwd: "/w/web", desc: "Watch", outcome: unknown, output: "watching\n"},
+			{id: "run_shell_command-2", command: "rm -rf dist", cwd: "/w/web", desc: "Remove the build", outcome: unknown, output: "removed\n"},
+		},
+	}, {
+		name: "codex_ask_before_tool_call_while_a_call_never_closed", agent: codexRust,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_a","kind":"execute","title":"sleep 60","status":"in_progress","rawInput":{"command":["bash","-lc","sleep 60"],"cwd":"/w"}}`),
+			ask(106, `{"toolCallId":"call_b","kind":"execute","title":"touch x","status":"pending","rawInput":{"command":["bash","-lc","touch x"],"cwd":"/w","reason":"Needs write access"}}`),
+			answer(106, "allow"),
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_b","kind":"execute","title":"touch x","status":"in_progress","rawInput":{"command":["bash","-lc","touch x"],"cwd":"/w"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_b","status":"completed","rawOutput":{"stdout":"","stderr":"","aggregated_output":"","formatted_output":"","exit_code":0,"status":"completed"}}`),
+		},
+		want: []wantExec{
+			{id: "call_a", command: "sleep 60", cwd: "/w", outcome: unknown},
+			{id: "call_b", command: "touch x", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str(""), stderr: str(""), approval: "Needs write access"},
+		},
+	}})
+}

@@ -100,6 +100,9 @@ func NewCall(id string, limit int) *Call {
 // ID returns the tool call id.
 func (c *Call) ID() string { return c.id }
 
+// Command returns the command line known so far ("" when unknown).
+func (c *Call) Command() string { return c.cur.command }
+
 // TerminalID returns the terminal tied to the call, if any.
 func (c *Call) TerminalID() string { return c.cur.terminalID }
 

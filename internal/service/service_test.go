@@ -318,13 +318,25 @@ func TestPermissionAsks(t *testing.T) {
 		t.Fatalf("rejected call %v", x)
 	}
 
-	// An ask under another id merges into the single open shell call.
+	// An ask under another id that names no other command merges into
+	// the single open shell call.
 	st.send("s1", openCall("c2", "curl https://example.test"))
 	st.exec()
-	st.send("s1", ask("other-id", "11", "Fetch https://example.test"))
+	st.send("s1", `{"jsonrpc":"2.0","id":11,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"other-id","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"Fetch https://example.test"}}]},"options":[]}}`)
 	x = st.exec()
 	if x.GetToolCallId() != "c2" || x.GetApprovalReason() != "Fetch https://example.test" || x.GetCommand() != "curl https://example.test" {
 		t.Fatalf("ask not merged into the open call: %v", x)
+	}
+	// So does one that names the same command.
+	st.send("s1", `{"jsonrpc":"2.0","id":12,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"other-id-2","kind":"execute","title":"curl https://example.test","content":[{"type":"content","content":{"type":"text","text":"Not in allowlist: curl"}}]},"options":[]}}`)
+	if x = st.exec(); x.GetToolCallId() != "c2" || x.GetApprovalReason() != "Not in allowlist: curl" {
+		t.Fatalf("ask for the same command not merged into the open call: %v", x)
+	}
+	// An ask naming another command is the first sight of another call,
+	// even while c2 is open: it must not be attributed to c2.
+	st.send("s1", ask("p3", "13", "Not in allowlist: rm"))
+	if x = st.exec(); x.GetToolCallId() != "p3" || x.GetCommand() != "rm -rf build" || x.GetApprovalReason() != "Not in allowlist: rm" {
+		t.Fatalf("ask for another command merged into the open call: %v", x)
 	}
 }
 

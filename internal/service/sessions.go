@@ -234,7 +234,11 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	e := s.calls[id]
 	if e == nil && o.PermissionAsk {
-		if other := s.onlyOpen(o.Shell); other != nil {
+		// An ask under an id never seen is either about the one open call
+		// (some agents ask under another id) or the first sight of a new
+		// call (others ask before, or instead of, their tool_call). It can
+		// be the open call only when it does not name another command.
+		if other := s.onlyOpen(o.Shell); other != nil && sameCommand(o.Command, other.call.Command()) {
 			// The ask names a call under another id: keep only what the
 			// ask says about approval.
 			e, id = other, other.call.ID()
@@ -273,6 +277,12 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	ss.emit(s, e, r)
 	return id
+}
+
+// sameCommand reports whether an ask naming command ask can be about a
+// call whose command is call: either is unknown, or they are equal.
+func sameCommand(ask, call string) bool {
+	return ask == "" || call == "" || strings.TrimSpace(ask) == strings.TrimSpace(call)
 }
 
 // onlyOpen returns the single open call of the given kind, or nil when

@@ -269,7 +269,8 @@ func ParseCode(b []byte) Code {
 	}
 	s := string(b)
 	if b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
+		var ok bool
+		if s, ok = unquote(b); !ok {
 			return Code{}
 		}
 		s = strings.TrimSpace(s)

@@ -36,9 +36,7 @@ func (s *Str) UnmarshalJSON(b []byte) error {
 	*s = Str{}
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '"' {
-		if json.Unmarshal(b, &s.S) == nil {
-			s.Set = true
-		}
+		s.S, s.Set = unquote(b)
 	}
 	return nil
 }
@@ -60,8 +58,7 @@ func (c *CommandLine) UnmarshalJSON(b []byte) error {
 	}
 	switch b[0] {
 	case '"':
-		var s string
-		if json.Unmarshal(b, &s) == nil {
+		if s, ok := unquote(b); ok {
 			c.Line = UnwrapShellString(s)
 		}
 	case '[':

@@ -1,0 +1,46 @@
+package dialect
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestUnquote(t *testing.T) {
+	for _, lit := range []string{
+		`""`, `"plain ascii"`, `"a\nb\tc\\d\"e\/f\b\f\r"`, `"\u00e9t\u00E9"`, `"é€😀"`,
+		`"\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, `"\ud83dx"`,
+		"\"\xff\xfe ok\"", "\"caf\xc3\"", `"\u0000"`,
+	} {
+		var want string
+		if err := json.Unmarshal([]byte(lit), &want); err != nil {
+			t.Fatalf("%s: encoding/json: %v", lit, err)
+		}
+		got, ok := unquote([]byte(lit))
+		if !ok || got != want {
+			t.Errorf("unquote(%s) = %q, %v; encoding/json gives %q", lit, got, ok, want)
+		}
+	}
+	for _, bad := range []string{``, `"`, `abc`, `"\x"`, `"\u12"`, `"abc\"`} {
+		if _, ok := unquote([]byte(bad)); ok {
+			t.Errorf("unquote(%q) accepted", bad)
+		}
+	}
+}
+
+// FuzzUnquote checks unquote against encoding/json on every string literal
+// encoding/json accepts.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\ud83d\ude00"`, `"\n\u0041"`, "\"\xff\"", `"\ud800\udbff"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want string
+		if json.Unmarshal(b, &want) != nil || len(b) == 0 || b[0] != '"' || b[len(b)-1] != '"' {
+			return
+		}
+		got, ok := unquote(b)
+		if !ok || got != want {
+			t.Fatalf("unquote(%q) = %q, %v; encoding/json gives %q", b, got, ok, want)
+		}
+	})
+}

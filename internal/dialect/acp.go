@@ -55,13 +55,41 @@ type Answer struct {
 // ErrBadFrame wraps every error about a frame that is not usable JSON-RPC.
 var ErrBadFrame = errors.New("bad frame")
 
-type envelope struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
+// message is one JSON-RPC message read in a single typed pass: the
+// envelope, the params of every method Read understands with the update or
+// toolCall typed as the dialect's U, and the result of a response. It is
+// decoded leniently: a field of an unexpected JSON type is left unset
+// (encoding/json goes on past an UnmarshalTypeError) instead of failing the
+// frame; see checkStrict for the JSON-RPC layer, which stays strict.
+type message[U any] struct {
+	// JSONRPC is not read, but typed so that a wrong type is noticed.
+	JSONRPC string `json:"jsonrpc"`
+	ID      rawID  `json:"id"`
+	Method  string `json:"method"`
+	// Params is nil when params is absent or null.
+	Params *struct {
+		Update   *U `json:"update"`
+		ToolCall *U `json:"toolCall"`
+		Options  []struct {
+			OptionID string `json:"optionId"`
+			Kind     string `json:"kind"`
+		} `json:"options"`
+		Cwd string `json:"cwd"`
+	} `json:"params"`
+	Result *responseResult `json:"result"`
+}
+
+// rawID is the JSON-RPC id as raw JSON text. Set says the member was
+// present (even as null).
+type rawID struct {
+	Text string
+	Set  bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (r *rawID) UnmarshalJSON(b []byte) error {
+	*r = rawID{Text: string(bytes.TrimSpace(b)), Set: true}
+	return nil
 }
 
 type responseResult struct {
@@ -75,71 +103,81 @@ type responseResult struct {
 	} `json:"outcome"`
 }
 
-type permissionEnvelope struct {
-	ToolCall struct {
-		ToolCallID string `json:"toolCallId"`
-	} `json:"toolCall"`
-	Options []struct {
-		OptionID string `json:"optionId"`
-		Kind     string `json:"kind"`
-	} `json:"options"`
+// callOf is the constraint of readFrame: every dialect's update type
+// embeds ToolCall.
+type callOf[U any] interface {
+	*U
+	call() *ToolCall
 }
+
+func (tc *ToolCall) call() *ToolCall { return tc }
 
 // Read reads one JSON-RPC message with dialect d. Messages that say nothing
 // about shell commands give an empty Frame and no error. The error, when not
 // nil, wraps ErrBadFrame and names the problem.
 func Read(d Dialect, msg []byte) (Frame, error) {
+	return d.read(msg)
+}
+
+// readFrame is the whole of Read for a dialect whose updates and
+// permission asks decode into U: one json.Unmarshal of the message, then
+// observe reads a `session/update`'s update and ask a permission ask's
+// toolCall. Neither is called when the frame has no update or toolCall (a
+// zero U says nothing).
+func readFrame[U any, P callOf[U]](msg []byte, observe, ask func(*U) ([]accum.Observation, error)) (Frame, error) {
 	var f Frame
-	var env envelope
-	if err := json.Unmarshal(msg, &env); err != nil {
-		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+	var m message[U]
+	if err := json.Unmarshal(msg, &m); err != nil {
+		if _, typeErr := err.(*json.UnmarshalTypeError); !typeErr {
+			return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+		}
+		if err := checkStrict(msg); err != nil {
+			return f, err
+		}
 	}
-	if env.Method == "" && env.ID == nil {
+	if m.Method == "" && !m.ID.Set {
 		return f, fmt.Errorf("%w: neither a request, a notification nor a response (no method and no id)", ErrBadFrame)
 	}
 	var err error
-	switch env.Method {
+	switch m.Method {
 	case "":
-		err = readResponse(&f, &env)
+		readResponse(&f, &m.ID, m.Result)
 	case "session/update":
-		if isNull(env.Params) {
+		if m.Params == nil {
 			return f, fmt.Errorf("%w: session/update without params", ErrBadFrame)
 		}
-		f.Observations, err = d.Update(env.Params)
+		if u := m.Params.Update; u != nil {
+			f.Observations, err = observe(u)
+		}
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {
 				err = errors.New("a tool call update without toolCallId")
 			}
 		}
 	case "session/request_permission":
-		if isNull(env.Params) {
+		p := m.Params
+		if p == nil {
 			return f, fmt.Errorf("%w: session/request_permission without params", ErrBadFrame)
 		}
-		var p permissionEnvelope
-		if err = json.Unmarshal(env.Params, &p); err != nil {
-			break
-		}
-		ask := &Ask{RequestID: string(bytes.TrimSpace(env.ID)), ToolCallID: p.ToolCall.ToolCallID}
+		f.Ask = &Ask{RequestID: m.ID.Text}
 		for _, o := range p.Options {
 			if strings.HasPrefix(o.Kind, "reject") {
-				ask.RejectOptions = append(ask.RejectOptions, o.OptionID)
+				f.Ask.RejectOptions = append(f.Ask.RejectOptions, o.OptionID)
 			}
 		}
-		f.Ask = ask
-		f.Observations, err = d.Permission(env.Params)
+		if tc := p.ToolCall; tc != nil {
+			f.Ask.ToolCallID = P(tc).call().ToolCallID
+			f.Observations, err = ask(tc)
+		}
 	case "session/new":
-		var p struct {
-			Cwd string `json:"cwd"`
+		if m.Params != nil {
+			f.SessionCwd = m.Params.Cwd
 		}
-		if !isNull(env.Params) {
-			err = json.Unmarshal(env.Params, &p)
-		}
-		f.SessionCwd = p.Cwd
 	case "session/cancel":
 		f.Cancelled = true
 	}
 	if err != nil {
-		return Frame{}, fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(env.Method), err)
+		return Frame{}, fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(m.Method), err)
 	}
 	return f, nil
 }
@@ -151,16 +189,9 @@ func methodName(m string) string {
 	return m
 }
 
-func readResponse(f *Frame, env *envelope) error {
-	if isNull(env.Result) {
-		return nil // an error response or an empty result: nothing to learn
-	}
-	if len(env.Result) == 0 || env.Result[0] != '{' {
-		return nil
-	}
-	var r responseResult
-	if err := json.Unmarshal(env.Result, &r); err != nil {
-		return err
+func readResponse(f *Frame, id *rawID, r *responseResult) {
+	if r == nil {
+		return // an error response or an empty result: nothing to learn
 	}
 	if r.AgentInfo != nil {
 		f.AgentName = r.AgentInfo.Name
@@ -171,15 +202,73 @@ func readResponse(f *Frame, env *envelope) error {
 	}
 	if r.Outcome != nil {
 		f.Answer = &Answer{
-			RequestID: string(bytes.TrimSpace(env.ID)),
+			RequestID: id.Text,
 			Cancelled: r.Outcome.Outcome == "cancelled",
 			OptionID:  r.Outcome.OptionID,
 		}
 	}
+}
+
+// The JSON-RPC layer is strict where the vendor fields are lenient: a
+// jsonrpc or method that is not a string, a message that is not an object,
+// a response result object, a permission ask's toolCall.toolCallId and
+// options, or a session/new cwd of the wrong type fail the frame. The
+// single lenient pass notices any type error; only then (real frames do
+// not have them) does checkStrict decode that layer again, strictly, with
+// the types below, and name the problem as encoding/json does.
+
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+}
+
+type permissionEnvelope struct {
+	ToolCall struct {
+		ToolCallID string `json:"toolCallId"`
+	} `json:"toolCall"`
+	Options []struct {
+		OptionID string `json:"optionId"`
+		Kind     string `json:"kind"`
+	} `json:"options"`
+}
+
+// checkStrict returns the error of a message whose JSON-RPC layer has a
+// field of the wrong type, and nil when only vendor fields do.
+func checkStrict(msg []byte) error {
+	var env envelope
+	if err := json.Unmarshal(msg, &env); err != nil {
+		return fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+	}
+	if env.Method == "" && env.ID == nil {
+		return nil // Read names this problem
+	}
+	var err error
+	switch env.Method {
+	case "":
+		if !isNull(env.Result) && env.Result[0] == '{' {
+			err = json.Unmarshal(env.Result, new(responseResult))
+		}
+	case "session/request_permission":
+		if !isNull(env.Params) {
+			err = json.Unmarshal(env.Params, new(permissionEnvelope))
+		}
+	case "session/new":
+		if !isNull(env.Params) {
+			err = json.Unmarshal(env.Params, new(struct {
+				Cwd string `json:"cwd"`
+			}))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(env.Method), err)
+	}
 	return nil
 }
 
-func isNull(b json.RawMessage) bool {
+func isNull(b []byte) bool {
 	b = bytes.TrimSpace(b)
 	return len(b) == 0 || bytes.Equal(b, []byte("null"))
 }
@@ -196,18 +285,36 @@ type ToolCall struct {
 	Kind          *string   `json:"kind"`
 	Status        *string   `json:"status"`
 	Content       []Content `json:"content"`
-	// RawInput and RawOutput are kept raw here; dialects that read them
-	// shadow them with typed fields.
-	RawInput  json.RawMessage `json:"rawInput"`
-	RawOutput json.RawMessage `json:"rawOutput"`
+	// rawInput and rawOutput are vendor shapes: dialects that read them
+	// add typed RawInput and RawOutput fields beside the embedded ToolCall.
 
 	// ACP v2 draft terminal updates.
-	TerminalID string          `json:"terminalId"`
-	Command    *string         `json:"command"`
-	Cwd        *string         `json:"cwd"`
-	Output     json.RawMessage `json:"output"`
-	ExitStatus *ExitStatus     `json:"exitStatus"`
-	Data       *string         `json:"data"`
+	TerminalID string         `json:"terminalId"`
+	Command    *string        `json:"command"`
+	Cwd        *string        `json:"cwd"`
+	Output     TerminalOutput `json:"output"`
+	ExitStatus *ExitStatus    `json:"exitStatus"`
+	Data       *string        `json:"data"`
+}
+
+// TerminalOutput is the `output` of an ACP v2 `terminal_update`: absent
+// (unchanged), null (cleared) or an object whose `data` is base64.
+type TerminalOutput struct {
+	Present bool
+	Null    bool
+	Data    Str
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails. An output of
+// another JSON type is present with no data.
+func (t *TerminalOutput) UnmarshalJSON(b []byte) error {
+	*t = TerminalOutput{Present: true, Null: isNull(b)}
+	eachMember(b, func(key string, val []byte) {
+		if key == "DATA" {
+			t.Data.UnmarshalJSON(val)
+		}
+	})
+	return nil
 }
 
 // Content is one ACP tool call content item.

@@ -64,16 +64,14 @@ type auggieOutput struct {
 func (a *auggieOutput) UnmarshalJSON(b []byte) error {
 	*a = auggieOutput{}
 	var s Str
-	if _ = s.UnmarshalJSON(b); s.Set {
-		a.Text, a.Set = s.S, true
-		return nil
+	if _ = s.UnmarshalJSON(b); !s.Set {
+		eachMember(b, func(key string, val []byte) {
+			if key == "OUTPUT" {
+				s.UnmarshalJSON(val)
+			}
+		})
 	}
-	var obj struct {
-		Output Str `json:"output"`
-	}
-	if decodeLenient(b, &obj) == nil && obj.Output.Set {
-		a.Text, a.Set = obj.Output.S, true
-	}
+	a.Text, a.Set = s.S, s.Set
 	return nil
 }
 
@@ -84,16 +82,16 @@ type auggieCall struct {
 	RawOutput auggieOutput `json:"rawOutput"`
 }
 
-func (auggie) Update(params []byte) ([]accum.Observation, error) {
-	u, err := decodeUpdate[auggieCall](params)
-	if err != nil {
-		return nil, err
-	}
+func (auggie) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeAuggie, askAuggie)
+}
+
+func observeAuggie(u *auggieCall) ([]accum.Observation, error) {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil, nil
 	}
 	o := u.Base()
-	auggieInputs(&o, &u)
+	auggieInputs(&o, u)
 	if o.Shell == accum.ShellNo || !o.Status.Ended() {
 		return []accum.Observation{o}, nil
 	}
@@ -122,15 +120,14 @@ func (auggie) Update(params []byte) ([]accum.Observation, error) {
 	return []accum.Observation{o}, nil
 }
 
-func (auggie) Permission(params []byte) ([]accum.Observation, error) {
-	u, err := decodePermission[auggieCall](params)
-	if err != nil || u.ToolCallID == "" {
-		return nil, err
+func askAuggie(u *auggieCall) ([]accum.Observation, error) {
+	if u.ToolCallID == "" {
+		return nil, nil
 	}
 	o := u.Base()
 	o.Opens = false
 	o.PermissionAsk = true
-	auggieInputs(&o, &u)
+	auggieInputs(&o, u)
 	if text, ok := u.Texts(); ok {
 		o.ApprovalReason = strings.TrimSpace(text)
 	}

@@ -91,14 +91,14 @@ type claudeUpdate struct {
 	Meta      *claudeMeta `json:"_meta"`
 }
 
-func (claude) Update(params []byte) ([]accum.Observation, error) {
-	u, err := decodeUpdate[claudeUpdate](params)
-	if err != nil {
-		return nil, err
-	}
+func (claude) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeClaude, askClaude)
+}
+
+func observeClaude(u *claudeUpdate) ([]accum.Observation, error) {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readClaude(&u)}, nil
+		return []accum.Observation{readClaude(u)}, nil
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			if u.SessionUpdate == "terminal_update" {
@@ -292,15 +292,11 @@ func stripClaudeHeaderBytes(o *accum.Observation) {
 	}
 }
 
-func (claude) Permission(params []byte) ([]accum.Observation, error) {
-	tc, err := decodePermission[claudeUpdate](params)
-	if err != nil {
-		return nil, err
-	}
+func askClaude(tc *claudeUpdate) ([]accum.Observation, error) {
 	if tc.ToolCallID == "" {
 		return nil, nil
 	}
-	o := claudeBase(&tc)
+	o := claudeBase(tc)
 	o.Opens = false
 	o.PermissionAsk = true
 	if text, ok := tc.Texts(); ok {

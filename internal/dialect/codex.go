@@ -1,7 +1,6 @@
 package dialect
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"unicode/utf16"
@@ -73,31 +72,6 @@ type codexOutputFields struct {
 	ProcessID rawAny `json:"process_id"`
 }
 
-// codexOutput is rawOutput: a string or the end-event object.
-type codexOutput struct {
-	Text   Str
-	Fields *codexOutputFields
-}
-
-// UnmarshalJSON implements json.Unmarshaler; it never fails.
-func (s *codexOutput) UnmarshalJSON(b []byte) error {
-	*s = codexOutput{}
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return nil
-	}
-	switch b[0] {
-	case '"':
-		return s.Text.UnmarshalJSON(b)
-	case '{':
-		var f codexOutputFields
-		if decodeLenient(b, &f) == nil {
-			s.Fields = &f
-		}
-	}
-	return nil
-}
-
 // rawAny records whether a field was present with a non-null value.
 type rawAny struct{ Present bool }
 
@@ -109,19 +83,22 @@ func (r *rawAny) UnmarshalJSON(b []byte) error {
 
 type codexUpdate struct {
 	ToolCall
-	RawInput  codexInput    `json:"rawInput"`
-	RawOutput codexOutput   `json:"rawOutput"`
-	Meta      *TerminalMeta `json:"_meta"`
+	RawInput codexInput `json:"rawInput"`
+	// RawOutput is the end-event object in both adapters (the field guide
+	// knows no other shape), so it is decoded in the frame's one pass; a
+	// rawOutput of another JSON type reads as absent.
+	RawOutput *codexOutputFields `json:"rawOutput"`
+	Meta      *TerminalMeta      `json:"_meta"`
 }
 
-func (codex) Update(params []byte) ([]accum.Observation, error) {
-	u, err := decodeUpdate[codexUpdate](params)
-	if err != nil {
-		return nil, err
-	}
+func (codex) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeCodex, askCodex)
+}
+
+func observeCodex(u *codexUpdate) ([]accum.Observation, error) {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readCodex(&u)}, nil
+		return []accum.Observation{readCodex(u)}, nil
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			return []accum.Observation{o}, nil
@@ -144,10 +121,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 	applyShellInput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 
-	if t := u.RawOutput.Text; t.Set && t.S != "" {
-		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(ended), Text: t.S})
-	}
-	f := u.RawOutput.Fields
+	f := u.RawOutput
 	if f == nil {
 		return o
 	}
@@ -316,11 +290,7 @@ func dropDeltas(ts []accum.Text) []accum.Text {
 	return out
 }
 
-func (codex) Permission(params []byte) ([]accum.Observation, error) {
-	tc, err := decodePermission[codexUpdate](params)
-	if err != nil {
-		return nil, err
-	}
+func askCodex(tc *codexUpdate) ([]accum.Observation, error) {
 	if tc.ToolCallID == "" {
 		return nil, nil
 	}

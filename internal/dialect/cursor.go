@@ -61,16 +61,16 @@ type cursorCall struct {
 	RawOutput *cursorOutput `json:"rawOutput"`
 }
 
-func (cursor) Update(params []byte) ([]accum.Observation, error) {
-	u, err := decodeUpdate[cursorCall](params)
-	if err != nil {
-		return nil, err
-	}
+func (cursor) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeCursor, askCursor)
+}
+
+func observeCursor(u *cursorCall) ([]accum.Observation, error) {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil, nil
 	}
 	o := u.Base()
-	cursorInputs(&o, &u)
+	cursorInputs(&o, u)
 	if o.Shell == accum.ShellNo {
 		return []accum.Observation{o}, nil
 	}
@@ -105,10 +105,9 @@ func (cursor) Update(params []byte) ([]accum.Observation, error) {
 	return []accum.Observation{o}, nil
 }
 
-func (cursor) Permission(params []byte) ([]accum.Observation, error) {
-	u, err := decodePermission[cursorCall](params)
-	if err != nil || u.ToolCallID == "" {
-		return nil, err
+func askCursor(u *cursorCall) ([]accum.Observation, error) {
+	if u.ToolCallID == "" {
+		return nil, nil
 	}
 	o := u.Base()
 	o.Opens = false
@@ -116,7 +115,7 @@ func (cursor) Permission(params []byte) ([]accum.Observation, error) {
 	if o.Shell == accum.ShellNo {
 		o.Shell = accum.ShellUnknown
 	}
-	cursorInputs(&o, &u)
+	cursorInputs(&o, u)
 	if text, ok := u.Texts(); ok {
 		o.ApprovalReason = strings.TrimSpace(text)
 	}

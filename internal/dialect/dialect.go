@@ -6,16 +6,15 @@
 // plus the shared `_meta` terminal convention and the ACP v2 terminal
 // updates. Nothing outside this package knows a vendor name.
 //
-// Frames are read in one typed pass: each dialect decodes the params of a
-// frame into its own struct, which embeds the shared ACP shapes of acp.go,
-// and never through generic map[string]any trees.
+// Frames are read in one typed pass: each frame is decoded by a single
+// json.Unmarshal into a message whose update or toolCall is the dialect's
+// own struct, which embeds the shared ACP shapes of acp.go and types only
+// the vendor fields it reads; never through generic map[string]any trees.
 package dialect
 
 import (
 	"sort"
 	"strings"
-
-	"github.com/acpnorm/acpnorm/internal/accum"
 )
 
 // Auto is the dialect name that asks for detection from `initialize`.
@@ -29,13 +28,12 @@ const GenericName = "generic"
 type Dialect interface {
 	// Info describes the dialect.
 	Info() Info
-	// Update reads the params of one `session/update` notification. Updates
-	// that are not about tool calls or terminals give no observation and no
-	// error.
-	Update(params []byte) ([]accum.Observation, error)
-	// Permission reads the params of one `session/request_permission`
-	// request.
-	Permission(params []byte) ([]accum.Observation, error)
+	// read is Read for this dialect; every dialect implements it as
+	// readFrame(msg, observeX, askX), where observeX reads the update of a
+	// `session/update` notification (updates that are not about tool calls
+	// or terminals give no observation and no error) and askX the toolCall
+	// of a `session/request_permission` request.
+	read(msg []byte) (Frame, error)
 }
 
 // Info describes a dialect.

@@ -61,11 +61,11 @@ type geminiCall struct {
 	ToolCall
 }
 
-func (gemini) Update(params []byte) ([]accum.Observation, error) {
-	u, err := decodeUpdate[geminiCall](params)
-	if err != nil {
-		return nil, err
-	}
+func (gemini) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeGemini, askGemini)
+}
+
+func observeGemini(u *geminiCall) ([]accum.Observation, error) {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil, nil
 	}
@@ -88,10 +88,9 @@ func (gemini) Update(params []byte) ([]accum.Observation, error) {
 	return []accum.Observation{o}, nil
 }
 
-func (gemini) Permission(params []byte) ([]accum.Observation, error) {
-	u, err := decodePermission[geminiCall](params)
-	if err != nil || u.ToolCallID == "" {
-		return nil, err
+func askGemini(u *geminiCall) ([]accum.Observation, error) {
+	if u.ToolCallID == "" {
+		return nil, nil
 	}
 	o := u.Base()
 	o.Opens = false

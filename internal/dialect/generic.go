@@ -81,12 +81,65 @@ func (s *ShellOutput) UnmarshalJSON(b []byte) error {
 	case '"':
 		return s.Text.UnmarshalJSON(b)
 	case '{':
-		var f OutputFields
-		if decodeLenient(b, &f) == nil {
-			s.Fields = &f
-		}
+		s.Fields = new(OutputFields)
+		s.Fields.read(b)
 	}
 	return nil
+}
+
+// read fills f from the members of the object b, as encoding/json would:
+// a member of another JSON type leaves its field unset, or, for metadata
+// and timed_out, allocated and empty.
+func (f *OutputFields) read(b []byte) {
+	eachMember(b, func(key string, val []byte) {
+		switch key {
+		case "EXIT_CODE":
+			f.ExitCode = ParseCode(val)
+		case "EXITCODE":
+			f.ExitCodeCamel = ParseCode(val)
+		case "STDOUT":
+			f.Stdout.UnmarshalJSON(val)
+		case "STDERR":
+			f.Stderr.UnmarshalJSON(val)
+		case "OUTPUT":
+			f.Output.UnmarshalJSON(val)
+		case "AGGREGATED_OUTPUT":
+			f.AggregatedOutput.UnmarshalJSON(val)
+		case "FORMATTED_OUTPUT":
+			f.FormattedOutput.UnmarshalJSON(val)
+		case "SIGNAL":
+			f.Signal.UnmarshalJSON(val)
+		case "TIMED_OUT":
+			switch {
+			case isNull(val):
+				f.TimedOut = nil
+			case string(val) == "true" || string(val) == "false":
+				t := string(val) == "true"
+				f.TimedOut = &t
+			case f.TimedOut == nil:
+				f.TimedOut = new(bool)
+			}
+		case "METADATA":
+			if isNull(val) {
+				f.Metadata = nil
+				break
+			}
+			if f.Metadata == nil {
+				f.Metadata = new(OutputMetadata)
+			}
+			m := f.Metadata
+			eachMember(val, func(key string, val []byte) {
+				switch key {
+				case "EXIT":
+					m.Exit = ParseCode(val)
+				case "EXITCODE":
+					m.ExitCode = ParseCode(val)
+				case "OUTPUT":
+					m.Output.UnmarshalJSON(val)
+				}
+			})
+		}
+	})
 }
 
 // Exit returns the structured exit code of an object rawOutput: exit_code,
@@ -131,26 +184,14 @@ type shellUpdate struct {
 	Meta      *TerminalMeta `json:"_meta"`
 }
 
-// updateParams is the `session/update` params with a typed update U.
-type updateParams[U any] struct {
-	Update U `json:"update"`
+func (generic) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeGeneric, readPermission)
 }
 
-// decodeUpdate decodes `session/update` params leniently.
-func decodeUpdate[U any](params []byte) (U, error) {
-	var p updateParams[U]
-	err := decodeLenient(params, &p)
-	return p.Update, err
-}
-
-func (generic) Update(params []byte) ([]accum.Observation, error) {
-	u, err := decodeUpdate[shellUpdate](params)
-	if err != nil {
-		return nil, err
-	}
+func observeGeneric(u *shellUpdate) ([]accum.Observation, error) {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readShellUpdate(&u)}, nil
+		return []accum.Observation{readShellUpdate(u)}, nil
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			return []accum.Observation{o}, nil
@@ -296,18 +337,11 @@ func readTerminalUpdate(tc *ToolCall) (accum.Observation, bool) {
 		if tc.Cwd != nil {
 			o.Cwd = *tc.Cwd
 		}
-		if out := bytes.TrimSpace(tc.Output); len(out) > 0 {
-			if isNull(out) {
-				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Bytes: []byte{}})
-			} else {
-				var v struct {
-					Data Str `json:"data"`
-				}
-				if decodeLenient(out, &v) == nil && v.Data.Set {
-					if b, ok := decodeBase64(v.Data.S); ok {
-						o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Bytes: b})
-					}
-				}
+		if out := tc.Output; out.Null {
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Bytes: []byte{}})
+		} else if out.Data.Set {
+			if b, ok := decodeBase64(out.Data.S); ok {
+				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Bytes: b})
 			}
 		}
 		if es := tc.ExitStatus; es != nil {
@@ -339,26 +373,9 @@ func decodeBase64(s string) ([]byte, bool) {
 	return nil, false
 }
 
-// permissionParams is `session/request_permission` params with a typed
-// toolCall T.
-type permissionParams[T any] struct {
-	ToolCall T `json:"toolCall"`
-}
-
-// decodePermission decodes `session/request_permission` params leniently.
-func decodePermission[T any](params []byte) (T, error) {
-	var p permissionParams[T]
-	err := decodeLenient(params, &p)
-	return p.ToolCall, err
-}
-
 // readPermission reads a permission ask the generic way: one observation
 // from askObservation. Dialects whose asks need nothing more reuse it.
-func readPermission(params []byte) ([]accum.Observation, error) {
-	tc, err := decodePermission[shellUpdate](params)
-	if err != nil {
-		return nil, err
-	}
+func readPermission(tc *shellUpdate) ([]accum.Observation, error) {
 	if tc.ToolCallID == "" {
 		return nil, nil
 	}
@@ -378,8 +395,4 @@ func askObservation(tc *ToolCall, in *ShellInput) accum.Observation {
 		o.ApprovalReason = strings.TrimSpace(text)
 	}
 	return o
-}
-
-func (generic) Permission(params []byte) ([]accum.Observation, error) {
-	return readPermission(params)
 }

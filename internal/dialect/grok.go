@@ -90,16 +90,16 @@ type grokCall struct {
 	Meta      *grokMeta   `json:"_meta"`
 }
 
-func (grok) Update(params []byte) ([]accum.Observation, error) {
-	u, err := decodeUpdate[grokCall](params)
-	if err != nil {
-		return nil, err
-	}
+func (grok) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeGrok, askGrok)
+}
+
+func observeGrok(u *grokCall) ([]accum.Observation, error) {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil, nil
 	}
 	o := u.Base()
-	grokInputs(&o, &u)
+	grokInputs(&o, u)
 	if o.Shell == accum.ShellNo {
 		return []accum.Observation{o}, nil
 	}
@@ -129,15 +129,14 @@ func (grok) Update(params []byte) ([]accum.Observation, error) {
 	return []accum.Observation{o}, nil
 }
 
-func (grok) Permission(params []byte) ([]accum.Observation, error) {
-	u, err := decodePermission[grokCall](params)
-	if err != nil || u.ToolCallID == "" {
-		return nil, err
+func askGrok(u *grokCall) ([]accum.Observation, error) {
+	if u.ToolCallID == "" {
+		return nil, nil
 	}
 	o := u.Base()
 	o.Opens = false
 	o.PermissionAsk = true
-	grokInputs(&o, &u)
+	grokInputs(&o, u)
 	if text, ok := u.Texts(); ok {
 		if t := strings.TrimSpace(text); t != o.Description {
 			o.ApprovalReason = t

@@ -46,11 +46,14 @@ func runObsCases(t *testing.T, d Dialect, cases []obsCase) {
 	}
 }
 
+// readCase reads the case as a whole JSON-RPC message through Read.
 func readCase(d Dialect, update, ask string) ([]accum.Observation, error) {
+	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + update + `}}`
 	if ask != "" {
-		return d.Permission([]byte(`{"sessionId":"s","options":[{"optionId":"ok","kind":"allow_once"}],"toolCall":` + ask + `}`))
+		msg = `{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"s","options":[{"optionId":"ok","kind":"allow_once"}],"toolCall":` + ask + `}}`
 	}
-	return d.Update([]byte(`{"sessionId":"s","update":` + update + `}`))
+	f, err := Read(d, []byte(msg))
+	return f.Observations, err
 }
 
 func showObs(obs []accum.Observation) string {

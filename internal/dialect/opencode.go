@@ -86,26 +86,25 @@ type opencodeCall struct {
 	RawOutput *opencodeOutput `json:"rawOutput"`
 }
 
-func (opencode) Update(params []byte) ([]accum.Observation, error) {
-	u, err := decodeUpdate[opencodeCall](params)
-	if err != nil {
-		return nil, err
-	}
+func (opencode) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeOpencode, askOpencode)
+}
+
+func observeOpencode(u *opencodeCall) ([]accum.Observation, error) {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil, nil
 	}
-	return []accum.Observation{readOpencode(&u)}, nil
+	return []accum.Observation{readOpencode(u)}, nil
 }
 
-func (opencode) Permission(params []byte) ([]accum.Observation, error) {
-	u, err := decodePermission[opencodeCall](params)
-	if err != nil || u.ToolCallID == "" {
-		return nil, err
+func askOpencode(u *opencodeCall) ([]accum.Observation, error) {
+	if u.ToolCallID == "" {
+		return nil, nil
 	}
 	o := u.Base()
 	o.Opens = false
 	o.PermissionAsk = true
-	opencodeInputs(&o, &u)
+	opencodeInputs(&o, u)
 	if text, ok := u.Texts(); ok {
 		o.ApprovalReason = strings.TrimSpace(text)
 	}

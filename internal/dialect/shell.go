@@ -2,27 +2,13 @@ package dialect
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"path"
 	"strings"
 )
 
-// This file holds helpers every dialect may use: lenient decoding and
+// This file holds helpers every dialect may use: lenient string fields and
 // turning the command an agent reports (a string or an argv array, often
 // wrapped in `bash -lc '...'`) into the command line the user would type.
-
-// decodeLenient decodes JSON into v in one typed pass, tolerating fields of
-// an unexpected JSON type: such a field is left at its zero value ("not
-// said") instead of failing the whole frame. Syntax errors are returned.
-func decodeLenient(b []byte, v any) error {
-	err := json.Unmarshal(b, v)
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return nil
-	}
-	return err
-}
 
 // Str is a JSON string that tolerates other JSON types: a number, bool,
 // array or object leaves it unset instead of failing the frame.
@@ -62,18 +48,18 @@ func (c *CommandLine) UnmarshalJSON(b []byte) error {
 			c.Line = UnwrapShellString(s)
 		}
 	case '[':
-		var items []Str
-		if json.Unmarshal(b, &items) != nil {
-			return nil
-		}
-		argv := make([]string, 0, len(items))
-		for _, it := range items {
-			if !it.Set {
-				return nil // not an argv of strings
-			}
+		argv := []string{}
+		strs := true
+		eachElement(b, func(val []byte) bool {
+			var it Str
+			it.UnmarshalJSON(val)
+			strs = it.Set
 			argv = append(argv, it.S)
+			return strs
+		})
+		if strs { // else not an argv of strings
+			c.Line = CommandFromArgv(argv)
 		}
-		c.Line = CommandFromArgv(argv)
 	}
 	return nil
 }

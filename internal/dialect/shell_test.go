@@ -2,6 +2,8 @@ package dialect
 
 import (
 	"encoding/json"
+	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -66,19 +68,46 @@ func TestCommandLineLenient(t *testing.T) {
 	}
 }
 
-func TestDecodeLenientSkipsWrongTypes(t *testing.T) {
-	var v struct {
-		A string `json:"a"`
-		B int    `json:"b"`
-		C string `json:"c"`
-	}
-	if err := decodeLenient([]byte(`{"a":1,"b":"x","c":"ok"}`), &v); err != nil {
+func TestReadSkipsWrongTypes(t *testing.T) {
+	// A vendor field of an unexpected JSON type is left unset; the rest of
+	// the frame is read. A syntax error fails the frame.
+	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","title":5,"kind":"execute","status":"completed","rawInput":{"command":7,"cwd":"/w"},"rawOutput":{"exit_code":"x","aggregated_output":"ok"}}}}`
+	f, err := Read(Generic(), []byte(msg))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if v.C != "ok" || v.A != "" || v.B != 0 {
-		t.Errorf("got %+v", v)
+	if len(f.Observations) != 1 || f.Observations[0].Cwd != "/w" || len(f.Observations[0].Texts) != 1 || f.Observations[0].Texts[0].Text != "ok" {
+		t.Errorf("got %s", showObs(f.Observations))
 	}
-	if err := decodeLenient([]byte(`{"a":`), &v); err == nil {
+	if _, err := Read(Generic(), []byte(msg[:len(msg)-1])); err == nil {
 		t.Error("syntax error not reported")
+	}
+}
+
+// TestOutputFieldsReadMatchesDecode holds the hand reading of an object
+// rawOutput (validjson.go) to what encoding/json decodes into OutputFields.
+func TestOutputFieldsReadMatchesDecode(t *testing.T) {
+	for _, in := range []string{
+		`{}`,
+		`{"exit_code":3,"stdout":"a","stderr":"b\u00e9","aggregated_output":"ab","formatted_output":"f","output":"o","signal":"KILL","timed_out":true}`,
+		`{"EXIT_CODE":"4","ExitCode":5,"Stdout":null,"STDERR":7,"metadata":{"exit":1,"exitCode":"2","output":"m","x":[1,{"y":"]}"}]}}`,
+		`{"metadata":"x","timed_out":"yes","signal":{"a":1}}`,
+		`{"metadata":{"exit":1},"metadata":{"output":"z"},"timed_out":true,"timed_out":"no"}`,
+		`{"metadata":{"exit":1},"metadata":null,"stdout":"a","stdout":"b"}`,
+		`{"exit\u005fcode":9,"ſtdout":"long s","aggregated_output":"q\"uote\\"}`,
+		` { "exit_code" : 1.0 , "stdout" : "sp" } `,
+	} {
+		var want OutputFields
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			var te *json.UnmarshalTypeError
+			if !errors.As(err, &te) {
+				t.Fatalf("%s: %v", in, err)
+			}
+		}
+		var got OutputFields
+		got.read([]byte(in))
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", in, got, want)
+		}
 	}
 }

@@ -232,18 +232,18 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 	if p, ok := persistedPreview(s); ok {
 		s, truncated = p, true
 	}
-	if loc := claudeTruncTrailer.FindStringIndex(s); loc != nil {
+	if loc := findFrom(claudeTruncTrailer, s, "[Output truncated ("); loc != nil {
 		s, truncated = s[:loc[0]], true
 	}
 	if claudeBgStarted.MatchString(s) {
 		o.Background = true
 		s = ""
 	}
-	if loc := claudeBgMoved.FindStringIndex(s); loc != nil {
+	if loc := findFrom(claudeBgMoved, s, "Command did not complete within its "); loc != nil {
 		o.Background = true
 		s = s[:loc[0]]
 	}
-	if loc := claudeTimedOut.FindStringIndex(s); loc != nil {
+	if loc := findFrom(claudeTimedOut, s, "Command timed out after "); loc != nil {
 		o.TimedOut = true
 		s = s[:loc[0]]
 	}

@@ -162,7 +162,7 @@ var (
 
 // geminiFinal reads the text of a `completed` frame.
 func geminiFinal(o *accum.Observation, text string) {
-	if geminiDebug.MatchString(text) && strings.Contains(text, "\nExit Code: ") {
+	if strings.Contains(text, "\nExit Code: ") && geminiDebug.MatchString(text) {
 		geminiDebugResult(o, text)
 		return
 	}

@@ -277,14 +277,14 @@ var (
 func parseOpencodeText(text string) opencodeParsed {
 	var p opencodeParsed
 	for {
-		if m := opencodeMetaBlock.FindStringSubmatchIndex(text); m != nil {
+		if m := findFrom(opencodeMetaBlock, text, "<shell_metadata>", "<bash_metadata>"); m != nil {
 			note := text[m[4]:m[5]]
 			p.timedOut = p.timedOut || opencodeTimeoutText.MatchString(note)
 			p.aborted = p.aborted || opencodeAbortText.MatchString(note)
 			text = text[:m[0]]
 			continue
 		}
-		if m := opencodeOldMarker.FindStringSubmatchIndex(text); m != nil {
+		if m := findFrom(opencodeOldMarker, text, "(Command "); m != nil {
 			note := text[m[2]:m[3]]
 			p.timedOut = p.timedOut || strings.Contains(note, "timed out")
 			p.aborted = p.aborted || strings.Contains(note, "aborted")

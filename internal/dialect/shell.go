@@ -3,6 +3,7 @@ package dialect
 import (
 	"bytes"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -190,4 +191,32 @@ func quoteWord(w string) string {
 		return w
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// findFrom is re.FindStringSubmatchIndex(s) for an unanchored pattern
+// whose every match holds one of lits, preceded at most by newlines: the
+// search starts at the first of lits, less the newlines just before it,
+// where the first match can start at the earliest. Without it the regexp
+// engine steps through a whole command output (no literal prefix lets it
+// skip ahead), which costs far more than the rest of reading the frame.
+func findFrom(re *regexp.Regexp, s string, lits ...string) []int {
+	from := -1
+	for _, lit := range lits {
+		if i := strings.Index(s, lit); i >= 0 && (from < 0 || i < from) {
+			from = i
+		}
+	}
+	if from < 0 {
+		return nil
+	}
+	for from > 0 && s[from-1] == '\n' {
+		from--
+	}
+	m := re.FindStringSubmatchIndex(s[from:])
+	for i := range m {
+		if m[i] >= 0 {
+			m[i] += from
+		}
+	}
+	return m
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"regexp"
 	"testing"
 )
 
@@ -108,6 +109,39 @@ func TestOutputFieldsReadMatchesDecode(t *testing.T) {
 		got.read([]byte(in))
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", in, got, want)
+		}
+	}
+}
+
+// TestFindFromMatchesRegexp holds findFrom to a plain search of the whole
+// text with each pattern it serves.
+func TestFindFromMatchesRegexp(t *testing.T) {
+	pats := []struct {
+		re   *regexp.Regexp
+		lits []string
+	}{
+		{claudeTruncTrailer, []string{"[Output truncated ("}},
+		{claudeBgMoved, []string{"Command did not complete within its "}},
+		{claudeTimedOut, []string{"Command timed out after "}},
+		{opencodeMetaBlock, []string{"<shell_metadata>", "<bash_metadata>"}},
+		{opencodeOldMarker, []string{"(Command "}},
+	}
+	texts := []string{
+		"", "plain output\n",
+		"out\n\n\n[Output truncated (123 bytes total): see file]\n",
+		"[Output truncated (1 bytes total)] [Output truncated (2 bytes total)]",
+		"[Output truncated (x bytes total)]\n\n[Output truncated (9 bytes total)]  ",
+		"a\nCommand did not complete within its 2m timeout and was moved to the background with ID: b1.",
+		"Command did not complete within its x\nCommand did not complete within its 5s timeout and was moved to the background",
+		"start\nCommand timed out after 2m 0.0s\n", "Command timed out after 1s\nmore",
+		"out\n\n<shell_metadata>\ntimed out\n</shell_metadata>\n", "x<bash_metadata>a</shell_metadata>",
+		"<bash_metadata>a</bash_metadata> tail", "out\n\n(Command timed out after 100 ms)", "(Command was aborted)\n\n(Command was aborted)",
+	}
+	for _, p := range pats {
+		for _, s := range texts {
+			if got, want := findFrom(p.re, s, p.lits...), p.re.FindStringSubmatchIndex(s); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s on %q: got %v want %v", p.re, s, got, want)
+			}
 		}
 	}
 }

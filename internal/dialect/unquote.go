@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"encoding/binary"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -21,26 +22,25 @@ func unquote(b []byte) (s string, ok bool) {
 	}
 	b = b[1 : len(b)-1]
 	// Fast path: nothing to decode.
-	plain := true
-	for _, c := range b {
-		if c == '\\' || c >= utf8.RuneSelf || c < ' ' {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	i := plainRun(b)
+	if i == len(b) {
 		return string(b), true
 	}
 	var sb strings.Builder
 	sb.Grow(len(b))
-	for i := 0; i < len(b); {
-		c := b[i]
-		switch {
+	for {
+		sb.Write(b[:i])
+		b = b[i:]
+		if len(b) == 0 {
+			break
+		}
+		switch c := b[0]; {
 		case c == '\\':
-			if i+1 >= len(b) {
+			if len(b) < 2 {
 				return "", false
 			}
-			switch e := b[i+1]; e {
+			n := 2
+			switch e := b[1]; e {
 			case '"', '\\', '/':
 				sb.WriteByte(e)
 			case 'b':
@@ -54,43 +54,65 @@ func unquote(b []byte) (s string, ok bool) {
 			case 't':
 				sb.WriteByte('\t')
 			case 'u':
-				r, ok := hex4(b[i+2:])
+				r, ok := hex4(b[2:])
 				if !ok {
 					return "", false
 				}
-				i += 6
+				n = 6
 				if utf16.IsSurrogate(r) {
-					if len(b) >= i+6 && b[i] == '\\' && b[i+1] == 'u' {
-						if r2, ok := hex4(b[i+2:]); ok {
-							if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-								sb.WriteRune(dec)
-								i += 6
-								continue
+					r1 := r
+					r = utf8.RuneError
+					if len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
+						if r2, ok := hex4(b[8:]); ok {
+							if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
+								r, n = dec, 12
 							}
 						}
 					}
-					r = utf8.RuneError
 				}
 				sb.WriteRune(r)
-				continue
 			default:
 				return "", false
 			}
-			i += 2
+			b = b[n:]
 		case c < utf8.RuneSelf:
-			sb.WriteByte(c)
-			i++
+			sb.WriteByte(c) // a control byte, which valid JSON does not hold
+			b = b[1:]
 		default:
-			r, n := utf8.DecodeRune(b[i:])
+			r, n := utf8.DecodeRune(b)
 			if r == utf8.RuneError && n == 1 {
 				sb.WriteRune(utf8.RuneError)
 			} else {
-				sb.Write(b[i : i+n])
+				sb.Write(b[:n])
 			}
-			i += n
+			b = b[n:]
 		}
+		i = plainRun(b)
 	}
 	return sb.String(), true
+}
+
+// plainRun returns the length of the leading run of b that needs no
+// decoding: ASCII, no backslash, no control byte. It looks at eight bytes
+// at a time, since command outputs are mostly such runs.
+func plainRun(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		bs := x ^ ('\\' * ones)
+		// A high bit in x is a non-ASCII byte; (x - 0x20...) & ^x has one
+		// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash.
+		if (x|(x-0x20*ones)&^x|(bs-ones)&^bs)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '\\' || c < ' ' || c >= utf8.RuneSelf {
+			break
+		}
+	}
+	return i
 }
 
 // hex4 reads the four hex digits of a \u escape.

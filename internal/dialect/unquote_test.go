@@ -10,6 +10,10 @@ func TestUnquote(t *testing.T) {
 		`""`, `"plain ascii"`, `"a\nb\tc\\d\"e\/f\b\f\r"`, `"\u00e9t\u00E9"`, `"é€😀"`,
 		`"\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, `"\ud83dx"`,
 		"\"\xff\xfe ok\"", "\"caf\xc3\"", `"\u0000"`,
+		// Long runs, read eight bytes at a time, with an escape or a
+		// non-ASCII byte at every offset of a word.
+		`"0123456789abcdef0123456789abcdef"`, `"0123456\n89abcdef01234567\\9abcdef\u00e9"`,
+		`"01234567é9abcdef0123456789abcde\""`, `"~~~~~~~~\/~~~~~~~\t~~~~~~~~~~~~~~~~~~~~\ud83d\ude00~~~~"`,
 	} {
 		var want string
 		if err := json.Unmarshal([]byte(lit), &want); err != nil {

@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"unicode/utf16"
@@ -65,11 +66,72 @@ type codexInput struct {
 	Reason Str `json:"reason"`
 }
 
+// codexOutputFields is the end-event rawOutput.
 type codexOutputFields struct {
-	OutputFields
-	Status    Str    `json:"status"`
-	Source    Str    `json:"source"`
-	ProcessID rawAny `json:"process_id"`
+	ExitCode      Code            `json:"exit_code"`
+	ExitCodeCamel Code            `json:"exitCode"`
+	Metadata      *OutputMetadata `json:"metadata"`
+	Stderr        Str             `json:"stderr"`
+	Output        Str             `json:"output"`
+	// AggregatedOutput, Stdout and FormattedOutput are the same output up
+	// to three times (stdout is all of it under a PTY): each is unquoted
+	// only when read, and stdout not again when it equals aggregated_output.
+	AggregatedOutput rawText `json:"aggregated_output"`
+	Stdout           rawText `json:"stdout"`
+	FormattedOutput  rawText `json:"formatted_output"`
+	TimedOut         *bool   `json:"timed_out"`
+	Status           Str     `json:"status"`
+	Source           Str     `json:"source"`
+	ProcessID        rawAny  `json:"process_id"`
+}
+
+// Exit is OutputFields.Exit.
+func (f *codexOutputFields) Exit() Code {
+	return (&OutputFields{ExitCode: f.ExitCode, ExitCodeCamel: f.ExitCodeCamel, Metadata: f.Metadata}).Exit()
+}
+
+// rawText is a string member kept as its literal and unquoted only when
+// read. The literal aliases the frame, so it must be read within Read.
+// Another JSON type reads as absent, as with Str.
+type rawText struct{ lit []byte }
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (r *rawText) UnmarshalJSON(b []byte) error {
+	r.lit = nil
+	if len(b) > 0 && b[0] == '"' {
+		r.lit = b
+	}
+	return nil
+}
+
+// stdout unquotes stdout, given aggregated_output unquoted.
+func (f *codexOutputFields) stdout(agg Str) Str {
+	if agg.Set && bytes.Equal(f.Stdout.lit, f.AggregatedOutput.lit) {
+		return agg
+	}
+	return f.Stdout.Str()
+}
+
+// Str unquotes the text.
+func (r rawText) Str() Str {
+	s, ok := unquote(r.lit)
+	return Str{S: s, Set: ok}
+}
+
+// HasPrefix reports whether the text starts with p, which must be plain
+// ASCII without quotes or backslashes. Unless an escape comes within
+// len(p) bytes, no byte of the text is unquoted: plain bytes stand for
+// themselves, and a byte that is not ASCII (or the closing quote) cannot
+// stand for a byte of p.
+func (r rawText) HasPrefix(p string) bool {
+	if len(r.lit) < 2 {
+		return false
+	}
+	body := r.lit[1:]
+	if n := min(len(p), len(body)); bytes.IndexByte(body[:n], '\\') < 0 {
+		return len(body) > len(p) && string(body[:len(p)]) == p
+	}
+	return strings.HasPrefix(r.Str().S, p)
 }
 
 // rawAny records whether a field was present with a non-null value.
@@ -110,8 +172,10 @@ func observeCodex(u *codexUpdate) ([]accum.Observation, error) {
 var (
 	codexSandboxSignal = regexp.MustCompile(`Signal\((\d+)\)`)
 	codexTimedOut      = regexp.MustCompile(`^command timed out after \d+ milliseconds\n?`)
-	codexTotalLines    = regexp.MustCompile(`^Total output lines: \d+\n\n`)
-	codexElided        = regexp.MustCompile(`…\d+ (chars|tokens|lines) truncated…|\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]`)
+	// codexTimedOutPrefix is what every codexTimedOut match starts with.
+	codexTimedOutPrefix = "command timed out after "
+	codexTotalLines     = regexp.MustCompile(`^Total output lines: \d+\n\n`)
+	codexElided         = regexp.MustCompile(`…\d+ (chars|tokens|lines) truncated…|\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]`)
 )
 
 func readCodex(u *codexUpdate) accum.Observation {
@@ -134,7 +198,11 @@ func readCodex(u *codexUpdate) accum.Observation {
 	if f.TimedOut != nil && *f.TimedOut {
 		o.TimedOut = true
 	}
-	for _, s := range []Str{f.FormattedOutput, f.AggregatedOutput, f.Stderr} {
+	if f.FormattedOutput.HasPrefix(codexTimedOutPrefix) && codexTimedOut.MatchString(f.FormattedOutput.Str().S) {
+		o.TimedOut = true
+	}
+	agg := f.AggregatedOutput.Str()
+	for _, s := range []Str{agg, f.Stderr} {
 		if codexTimedOut.MatchString(s.S) {
 			o.TimedOut = true
 		}
@@ -142,7 +210,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 
 	// "execution error: ..." is Codex's report that it could not run or
 	// finish the command; it is not the command's output.
-	if execErr, ok := codexExecError(f); ok {
+	if execErr, ok := codexExecError(f, agg); ok {
 		if m := codexSandboxSignal.FindStringSubmatch(execErr); m != nil {
 			o.Signal = NormalizeSignal(m[1])
 			if o.Exit != nil && o.Exit.Code == -1 {
@@ -155,17 +223,17 @@ func readCodex(u *codexUpdate) accum.Observation {
 	}
 
 	pty := f.ProcessID.Present || strings.HasPrefix(f.Source.S, "unified_exec")
-	if f.Stdout.Set && f.Stderr.Set && !pty {
+	if stdout := f.Stdout; stdout.lit != nil && f.Stderr.Set && !pty {
 		for _, s := range []struct {
 			stream accum.Stream
 			text   string
-		}{{accum.Stdout, f.Stdout.S}, {accum.Stderr, f.Stderr.S}} {
+		}{{accum.Stdout, f.stdout(agg).S}, {accum.Stderr, f.Stderr.S}} {
 			if ended || s.text != "" {
 				o.Texts = append(o.Texts, codexText(s.stream, textKind(ended), s.text, false))
 			}
 		}
 	}
-	if text, truncated, ok := codexCombined(f); ok && text != "" {
+	if text, truncated, ok := codexCombined(f, agg); ok && text != "" {
 		if ended {
 			o.Texts = dropDeltas(o.Texts)
 		}
@@ -242,11 +310,15 @@ func plausibleText(b []byte) bool {
 
 // codexExecError returns Codex's "execution error: ..." text when that is
 // what the end event carries instead of output.
-func codexExecError(f *codexOutputFields) (string, bool) {
-	for _, s := range []Str{f.Stderr, f.AggregatedOutput, f.FormattedOutput} {
-		if strings.HasPrefix(s.S, "execution error: ") {
+func codexExecError(f *codexOutputFields, agg Str) (string, bool) {
+	const prefix = "execution error: "
+	for _, s := range []Str{f.Stderr, agg} {
+		if strings.HasPrefix(s.S, prefix) {
 			return s.S, true
 		}
+	}
+	if f.FormattedOutput.HasPrefix(prefix) {
+		return f.FormattedOutput.Str().S, true
 	}
 	return "", false
 }
@@ -255,15 +327,15 @@ func codexExecError(f *codexOutputFields) (string, bool) {
 // then formatted_output with its model-facing decorations removed (a
 // "Total output lines" header or an elision marker means the text is
 // truncated).
-func codexCombined(f *codexOutputFields) (string, bool, bool) {
-	if f.AggregatedOutput.Set {
-		return f.AggregatedOutput.S, false, true
+func codexCombined(f *codexOutputFields, agg Str) (string, bool, bool) {
+	if agg.Set {
+		return agg.S, false, true
 	}
 	if f.Output.Set {
 		return f.Output.S, false, true
 	}
-	if f.FormattedOutput.Set {
-		s := codexTimedOut.ReplaceAllString(f.FormattedOutput.S, "")
+	if formatted := f.FormattedOutput.Str(); formatted.Set {
+		s := codexTimedOut.ReplaceAllString(formatted.S, "")
 		truncated := false
 		if loc := codexTotalLines.FindStringIndex(s); loc != nil {
 			s = s[loc[1]:]

@@ -233,3 +233,29 @@ func TestCodexRecordingUntrustedApproval(t *testing.T) {
 		t.Errorf("ls: %+v", ls)
 	}
 }
+
+func TestRawTextHasPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		lit, p string
+		want   bool
+	}{
+		{`"execution error: x"`, "execution error: ", true},
+		{`"execution error: "`, "execution error: ", true},
+		{`"execution error:"`, "execution error: ", false},
+		{`"exec"`, "execution error: ", false},
+		{`"\u0065xecution error: x"`, "execution error: ", true},
+		{`"execution\u0020error: x"`, "execution error: ", true},
+		{`"execution error\n x"`, "execution error: ", false},
+		{"\"execution \xffrror: \"", "execution error: ", false},
+		{`""`, "e", false},
+	} {
+		var r rawText
+		r.UnmarshalJSON([]byte(tc.lit))
+		if got := r.HasPrefix(tc.p); got != tc.want {
+			t.Errorf("%s HasPrefix %q = %v", tc.lit, tc.p, got)
+		}
+		if got := strings.HasPrefix(r.Str().S, tc.p); got != tc.want {
+			t.Errorf("%s: case disagrees with unquote", tc.lit)
+		}
+	}
+}

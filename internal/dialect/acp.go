@@ -275,9 +275,9 @@ func isNull(b []byte) bool {
 
 // ToolCall is the ACP shape shared by `tool_call`, `tool_call_update`, the
 // `toolCall` of a permission ask, and the ACP v2 `terminal_update` and
-// `terminal_output_chunk` updates. Dialects embed it in their own struct and
-// shadow RawInput, RawOutput or add `_meta` with their typed vendor fields,
-// so that a frame is decoded in one pass.
+// `terminal_output_chunk` updates. Dialects embed it in their own struct
+// beside typed RawInput, RawOutput or `_meta` fields for the vendor fields
+// they read, so that a frame is decoded in one pass.
 type ToolCall struct {
 	SessionUpdate string    `json:"sessionUpdate"`
 	ToolCallID    string    `json:"toolCallId"`
@@ -322,7 +322,9 @@ type Content struct {
 	Type    string `json:"type"`
 	Content *struct {
 		Type string `json:"type"`
-		Text string `json:"text"`
+		// Text is often a whole output, which Str unquotes faster than
+		// encoding/json's string decoding.
+		Text Str `json:"text"`
 	} `json:"content"`
 	TerminalID string `json:"terminalId"`
 }
@@ -351,7 +353,7 @@ type TerminalMeta struct {
 // TerminalData is the payload of `_meta.terminal_output(_delta)`.
 type TerminalData struct {
 	TerminalID string `json:"terminal_id"`
-	Data       string `json:"data"`
+	Data       Str    `json:"data"`
 }
 
 // Code is an exit code as agents send it: an int, an integral float or a
@@ -448,7 +450,7 @@ func (tc *ToolCall) Texts() (string, bool) {
 	var parts []string
 	for _, c := range tc.Content {
 		if c.Type == "content" && c.Content != nil && c.Content.Type == "text" {
-			parts = append(parts, c.Content.Text)
+			parts = append(parts, c.Content.Text.S)
 		}
 	}
 	if len(parts) == 0 {
@@ -506,8 +508,8 @@ func (m *TerminalMeta) ApplyTerminalMeta(o *accum.Observation) {
 		if td.TerminalID != "" && o.TerminalID == "" {
 			o.TerminalID = td.TerminalID
 		}
-		if td.Data != "" {
-			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Text: td.Data})
+		if td.Data.S != "" {
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Text: td.Data.S})
 		}
 	}
 	if te := m.TerminalExit; te != nil {

@@ -63,11 +63,13 @@ func (claude) Info() Info {
 }
 
 type claudeToolResponse struct {
-	Stdout           Str    `json:"stdout"`
-	Stderr           Str    `json:"stderr"`
-	Interrupted      *bool  `json:"interrupted"`
-	BackgroundTaskID Str    `json:"backgroundTaskId"`
-	TimedOutAfterMs  rawAny `json:"timedOutAfterMs"`
+	// Stdout repeats the output, and is read only beside a non-empty
+	// stderr: it is unquoted only then.
+	Stdout           rawText `json:"stdout"`
+	Stderr           Str     `json:"stderr"`
+	Interrupted      *bool   `json:"interrupted"`
+	BackgroundTaskID Str     `json:"backgroundTaskId"`
+	TimedOutAfterMs  rawAny  `json:"timedOutAfterMs"`
 }
 
 type claudeMeta struct {
@@ -164,8 +166,8 @@ func readClaude(u *claudeUpdate) accum.Observation {
 			if o.TerminalID == "" {
 				o.TerminalID = td.TerminalID
 			}
-			if td.Data != "" {
-				claudeText(&o, td.Data, completed, textKind(ended))
+			if td.Data.S != "" {
+				claudeText(&o, td.Data.S, completed, textKind(ended))
 			}
 		}
 		if cc := m.ClaudeCode; cc != nil && cc.ToolResponse != nil {
@@ -200,9 +202,9 @@ func readToolResponse(o *accum.Observation, tr *claudeToolResponse) {
 	} else if tr.TimedOutAfterMs.Present {
 		o.TimedOut = true
 	}
-	if tr.Stdout.Set && tr.Stderr.Set && tr.Stderr.S != "" {
+	if tr.Stdout.lit != nil && tr.Stderr.Set && tr.Stderr.S != "" {
 		o.Texts = append(o.Texts,
-			accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: tr.Stdout.S},
+			accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: tr.Stdout.Str().S},
 			accum.Text{Stream: accum.Stderr, Kind: accum.Final, Text: tr.Stderr.S})
 	}
 }

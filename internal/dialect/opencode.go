@@ -64,12 +64,14 @@ type opencodeInput struct {
 
 // opencodeMetadata is `rawOutput.metadata`.
 type opencodeMetadata struct {
-	Output      Str   `json:"output"`
-	Exit        Code  `json:"exit"`
-	ExitCode    Code  `json:"exitCode"`
-	Description Str   `json:"description"`
-	Truncated   *bool `json:"truncated"`
-	OutputPath  Str   `json:"outputPath"`
+	// Output is the live text again, read only when the frame has no
+	// model-facing text: it is unquoted only then.
+	Output      rawText `json:"output"`
+	Exit        Code    `json:"exit"`
+	ExitCode    Code    `json:"exitCode"`
+	Description Str     `json:"description"`
+	Truncated   *bool   `json:"truncated"`
+	OutputPath  Str     `json:"outputPath"`
 }
 
 // opencodeOutput is OpenCode's `rawOutput`.
@@ -224,8 +226,8 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 	if !ok {
 		// No model-facing text: metadata.output is the live text as the
 		// tool last saw it.
-		if meta.Output.Set && meta.Output.S != "" {
-			o.Texts = append(o.Texts, opencodeLive(meta.Output.S))
+		if out := meta.Output.Str(); out.Set && out.S != "" {
+			o.Texts = append(o.Texts, opencodeLive(out.S))
 		}
 		if meta.Truncated != nil && *meta.Truncated {
 			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true})

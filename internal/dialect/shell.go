@@ -28,6 +28,43 @@ func (s *Str) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// rawText is a string member kept as its literal and unquoted only when
+// read: for big outputs that a frame often repeats in another field and
+// reads once. The literal aliases the frame, so it must be read within
+// Read. Another JSON type reads as absent, as with Str.
+type rawText struct{ lit []byte }
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (r *rawText) UnmarshalJSON(b []byte) error {
+	r.lit = nil
+	if len(b) > 0 && b[0] == '"' {
+		r.lit = b
+	}
+	return nil
+}
+
+// Str unquotes the text.
+func (r rawText) Str() Str {
+	s, ok := unquote(r.lit)
+	return Str{S: s, Set: ok}
+}
+
+// HasPrefix reports whether the text starts with p, which must be plain
+// ASCII without quotes or backslashes. Unless an escape comes within
+// len(p) bytes, no byte of the text is unquoted: plain bytes stand for
+// themselves, and a byte that is not ASCII (or the closing quote) cannot
+// stand for a byte of p.
+func (r rawText) HasPrefix(p string) bool {
+	if len(r.lit) < 2 {
+		return false
+	}
+	body := r.lit[1:]
+	if n := min(len(p), len(body)); bytes.IndexByte(body[:n], '\\') < 0 {
+		return len(body) > len(p) && string(body[:len(p)]) == p
+	}
+	return strings.HasPrefix(r.Str().S, p)
+}
+
 // CommandLine is a command as agents send it: a string ("npm test", or
 // "/bin/zsh -lc 'npm test'") or an argv array (["bash","-lc","npm test"]).
 // Any other JSON type leaves it empty.

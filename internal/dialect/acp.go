@@ -63,9 +63,9 @@ var ErrBadFrame = errors.New("bad frame")
 // frame; see checkStrict for the JSON-RPC layer, which stays strict.
 type message[U any] struct {
 	// JSONRPC is not read, but typed so that a wrong type is noticed.
-	JSONRPC string `json:"jsonrpc"`
-	ID      rawID  `json:"id"`
-	Method  string `json:"method"`
+	JSONRPC rpcString `json:"jsonrpc"`
+	ID      rawID     `json:"id"`
+	Method  rpcString `json:"method"`
 	// Params is nil when params is absent or null.
 	Params *struct {
 		Update   *U `json:"update"`
@@ -77,6 +77,26 @@ type message[U any] struct {
 		Cwd string `json:"cwd"`
 	} `json:"params"`
 	Result *responseResult `json:"result"`
+}
+
+// rpcString is a string member of the envelope that notes a value of
+// another JSON type (Bad) instead of leaving only encoding/json's first
+// type error to tell, so that a vendor field's type error cannot hide it.
+// Like a string field, it keeps its value on null or another type.
+type rpcString struct {
+	S   string
+	Bad bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (r *rpcString) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if s, ok := unquote(b); ok {
+		r.S = s
+	} else if !isNull(b) {
+		r.Bad = true
+	}
+	return nil
 }
 
 // rawID is the JSON-RPC id as raw JSON text. Set says the member was
@@ -127,19 +147,21 @@ func Read(d Dialect, msg []byte) (Frame, error) {
 func readFrame[U any, P callOf[U]](msg []byte, observe, ask func(*U) ([]accum.Observation, error)) (Frame, error) {
 	var f Frame
 	var m message[U]
-	if err := json.Unmarshal(msg, &m); err != nil {
-		if _, typeErr := err.(*json.UnmarshalTypeError); !typeErr {
-			return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
-		}
+	err := json.Unmarshal(msg, &m)
+	if _, typeErr := err.(*json.UnmarshalTypeError); err != nil && !typeErr {
+		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+	}
+	if m.JSONRPC.Bad || m.Method.Bad || (err != nil && strictParams(m.Method.S)) {
 		if err := checkStrict(msg); err != nil {
 			return f, err
 		}
 	}
-	if m.Method == "" && !m.ID.Set {
+	method := m.Method.S
+	if method == "" && !m.ID.Set {
 		return f, fmt.Errorf("%w: neither a request, a notification nor a response (no method and no id)", ErrBadFrame)
 	}
-	var err error
-	switch m.Method {
+	err = nil
+	switch method {
 	case "":
 		readResponse(&f, &m.ID, m.Result)
 	case "session/update":
@@ -177,9 +199,17 @@ func readFrame[U any, P callOf[U]](msg []byte, observe, ask func(*U) ([]accum.Ob
 		f.Cancelled = true
 	}
 	if err != nil {
-		return Frame{}, fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(m.Method), err)
+		return Frame{}, fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(method), err)
 	}
 	return f, nil
+}
+
+// strictParams says whether a message with this method has a strict part
+// beyond the envelope: a response's result, a permission ask's toolCall
+// and options, a session/new cwd. No method also covers a message that is
+// not an object at all.
+func strictParams(method string) bool {
+	return method == "" || method == "session/request_permission" || method == "session/new"
 }
 
 func methodName(m string) string {
@@ -213,9 +243,12 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 // jsonrpc or method that is not a string, a message that is not an object,
 // a response result object, a permission ask's toolCall.toolCallId and
 // options, or a session/new cwd of the wrong type fail the frame. The
-// single lenient pass notices any type error; only then (real frames do
-// not have them) does checkStrict decode that layer again, strictly, with
-// the types below, and name the problem as encoding/json does.
+// single lenient pass notices any type error; only when it may lie in
+// that layer (a bad jsonrpc or method, or a method with strict params: a
+// session/update whose update has a vendor field of another type, such as
+// an agent_message_chunk's content object, never pays) does checkStrict
+// decode that layer again, strictly, with the types below, and name the
+// problem as encoding/json does.
 
 type envelope struct {
 	JSONRPC string          `json:"jsonrpc"`

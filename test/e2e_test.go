@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,18 +32,56 @@ type daemon struct {
 	exited  chan error
 }
 
-// buildDaemon builds cmd/acpnormd once per test binary.
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// buildDaemon builds cmd/acpnormd once per test binary (or uses
+// $ACPNORMD_BIN).
 func buildDaemon(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("ACPNORMD_BIN"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "acpnormd")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/acpnormd").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "acpnormd-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "acpnormd")
+		if out, err := exec.Command("go", "build", "-o", builtBin, "../cmd/acpnormd").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
+// dial connects to the daemon; the connection and the context (30 s) end
+// with the test.
+func dial(t *testing.T, d *daemon) (*grpc.ClientConn, context.Context) {
+	t.Helper()
+	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return conn, ctx
 }
 
 var servingLine = regexp.MustCompile(`msg=serving grpc=(\S+) metrics=(\S+)`)
@@ -87,13 +126,7 @@ func startDaemon(t *testing.T, bin string, args ...string) *daemon {
 
 func TestEndToEnd(t *testing.T) {
 	d := startDaemon(t, buildDaemon(t))
-	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	conn, ctx := dial(t, d)
 
 	hc, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
@@ -179,13 +212,7 @@ func TestEndToEnd(t *testing.T) {
 // was handled, and the daemon still exits promptly.
 func TestEndToEndShutdownWithOpenStream(t *testing.T) {
 	d := startDaemon(t, buildDaemon(t), "--shutdown-timeout", "5s")
-	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	conn, ctx := dial(t, d)
 	stream, err := pb.NewNormalizerServiceClient(conn).Normalize(ctx)
 	if err != nil {
 		t.Fatal(err)

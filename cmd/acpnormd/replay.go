@@ -16,6 +16,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/dialect"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/internal/service"
 	"google.golang.org/grpc"
@@ -38,7 +39,7 @@ func parseReplay(args []string) (*replayFlags, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.addr, "addr", "", "address of a running acpnormd; empty starts one in-process on a loopback port")
-	fs.StringVar(&f.dialect, "dialect", "auto", "dialect name (codex, claude, opencode, auggie, cursor, grok, gemini, generic) or auto")
+	fs.StringVar(&f.dialect, "dialect", "auto", "dialect name ("+strings.Join(dialectNames(), ", ")+") or auto")
 	fs.StringVar(&f.session, "session", "", "session id to use (default: the file's base name)")
 	fs.StringVar(&f.cwd, "cwd", "", "the session's absolute working directory, if the recording lacks session/new")
 	fs.BoolVar(&f.json, "json", false, "print one protojson ShellExec per line instead of a table")
@@ -133,6 +134,15 @@ func replayCmd(args []string) error {
 		printTable(os.Stdout, calls)
 	}
 	return nil
+}
+
+// dialectNames lists the dialects of this build.
+func dialectNames() []string {
+	var names []string
+	for _, d := range dialect.All() {
+		names = append(names, d.Info().Name)
+	}
+	return names
 }
 
 // sample is a real recording of claude-agent-acp 0.101.0 running nine shell

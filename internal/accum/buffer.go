@@ -144,9 +144,6 @@ func (b *Buffer) Apply(t Text) {
 	}
 }
 
-// Seen reports whether any observation was ever applied, even an empty one.
-func (b *Buffer) Seen() bool { return b.seen }
-
 // Take returns what changed since the previous Take or Whole: the appended
 // text (Replace false), or the whole bounded text (Replace true) when the
 // held text was replaced or when more was appended than is kept. ok is false

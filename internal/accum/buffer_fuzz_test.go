@@ -279,7 +279,7 @@ func FuzzBuffer(f *testing.F) {
 			switch (h >> 5) & 3 {
 			case 0, 1:
 				c, ok = b.Take()
-				if !ok && b.Seen() && (!taken || held != last.Text || b.total != last.TotalBytes || b.truncated() != last.Truncated) {
+				if !ok && b.seen && (!taken || held != last.Text || b.total != last.TotalBytes || b.truncated() != last.Truncated) {
 					t.Fatalf("step %d: Take reported nothing, but %q/%d/%v changed to %q/%d/%v",
 						step, last.Text, last.TotalBytes, last.Truncated, held, b.total, b.truncated())
 				}

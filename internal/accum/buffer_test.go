@@ -288,14 +288,14 @@ func TestBufferFinalWithoutOutputKeepsText(t *testing.T) {
 
 func TestBufferSeen(t *testing.T) {
 	b := NewBuffer(10)
-	if b.Seen() {
+	if b.seen {
 		t.Fatal("new Buffer is Seen")
 	}
 	if c, ok := b.Take(); ok {
 		t.Fatalf("Take() on a new Buffer = %+v", c)
 	}
 	b.Apply(delta(""))
-	if !b.Seen() {
+	if !b.seen {
 		t.Fatal("Buffer is not Seen after an empty Apply")
 	}
 }

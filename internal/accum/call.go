@@ -103,9 +103,6 @@ func (c *Call) ID() string { return c.id }
 // Command returns the command line known so far ("" when unknown).
 func (c *Call) Command() string { return c.cur.command }
 
-// TerminalID returns the terminal tied to the call, if any.
-func (c *Call) TerminalID() string { return c.cur.terminalID }
-
 // IsShell reports whether any observation said the call is a shell
 // command. Calls that are not produce no revision.
 func (c *Call) IsShell() bool { return c.shell == ShellYes }
@@ -116,9 +113,6 @@ func (c *Call) NotShell() bool { return c.shell == ShellNo }
 
 // Ended reports whether the call has ended.
 func (c *Call) Ended() bool { return c.cur.state == Ended }
-
-// Awaiting reports whether a permission ask for the call is open.
-func (c *Call) Awaiting() bool { return c.cur.awaiting }
 
 // Apply folds one observation into the call. Observations that arrive after
 // the call ended still add what they know (a late stream, an exit code) but

@@ -35,8 +35,6 @@ type Frame struct {
 type Ask struct {
 	// RequestID is the JSON-RPC id, as raw JSON text.
 	RequestID string
-	// ToolCallID is the call the ask names.
-	ToolCallID string
 	// RejectOptions are the optionIds whose kind is reject_once or
 	// reject_always.
 	RejectOptions []string
@@ -188,7 +186,6 @@ func readFrame[U any, P callOf[U]](msg []byte, observe, ask func(*U) ([]accum.Ob
 			}
 		}
 		if tc := p.ToolCall; tc != nil {
-			f.Ask.ToolCallID = P(tc).call().ToolCallID
 			f.Observations, err = ask(tc)
 		}
 	case "session/new":
@@ -548,17 +545,13 @@ func (m *TerminalMeta) ApplyTerminalMeta(o *accum.Observation) {
 	if te := m.TerminalExit; te != nil {
 		o.Shell = accum.ShellYes
 		if e := te.ExitCode.Exit(accum.ExitTerminal, true); e != nil {
-			o.Exit = StrongerExit(o.Exit, e)
+			o.Exit = accum.StrongerExit(o.Exit, e)
 		}
 		if te.Signal != nil && *te.Signal != "" {
 			o.Signal = NormalizeSignal(*te.Signal)
 		}
 	}
 }
-
-// StrongerExit returns the stronger of two pieces of exit evidence; see
-// accum.StrongerExit.
-func StrongerExit(a, b *accum.Exit) *accum.Exit { return accum.StrongerExit(a, b) }
 
 // NormalizeSignal writes a signal name as "SIGKILL": it adds the SIG prefix
 // to bare names and maps numbers of the common signals.

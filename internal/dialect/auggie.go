@@ -237,7 +237,7 @@ func auggieClose(body, tag string) int {
 // apply reports the result.
 func (r auggieResult) apply(o *accum.Observation) {
 	if e := r.exit.Exit(accum.ExitText, true); e != nil {
-		o.Exit = StrongerExit(o.Exit, e)
+		o.Exit = accum.StrongerExit(o.Exit, e)
 	}
 	switch {
 	case r.hasStdout || (r.hasOutput && r.hasStderr):

@@ -226,7 +226,7 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 	if !completed {
 		if m := claudeExitHeader.FindStringSubmatch(s); m != nil {
 			if c := CodeFromString(m[1]); c.Known {
-				o.Exit = StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
+				o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
 			}
 			s = s[len(m[0]):]
 		}
@@ -287,7 +287,7 @@ func stripClaudeHeaderBytes(o *accum.Observation) {
 		}
 		if m := claudeExitHeader.FindSubmatch(t.Bytes); m != nil {
 			if c := CodeFromString(string(m[1])); c.Known {
-				o.Exit = StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
+				o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
 			}
 			t.Bytes = t.Bytes[len(m[0]):]
 		}

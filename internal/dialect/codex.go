@@ -154,7 +154,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 		return o
 	}
 	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
-		o.Exit = StrongerExit(o.Exit, e)
+		o.Exit = accum.StrongerExit(o.Exit, e)
 	}
 	if f.Status.S == "declined" {
 		o.Cancelled = true

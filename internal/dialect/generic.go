@@ -284,7 +284,7 @@ func applyShellOutput(o *accum.Observation, out *ShellOutput) {
 		return
 	}
 	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
-		o.Exit = StrongerExit(o.Exit, e)
+		o.Exit = accum.StrongerExit(o.Exit, e)
 	}
 	if f.Stdout.Set && f.Stderr.Set {
 		for _, s := range []struct {

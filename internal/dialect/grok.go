@@ -213,7 +213,7 @@ func grokOutputs(o *accum.Observation, out *grokOutput, text string, useText boo
 		if m := grokExitLine.FindStringSubmatchIndex(prompt); m != nil {
 			if ended {
 				if e := CodeFromString(prompt[m[2]:m[3]]).Exit(accum.ExitText, true); e != nil {
-					o.Exit = StrongerExit(o.Exit, e)
+					o.Exit = accum.StrongerExit(o.Exit, e)
 				}
 			}
 			prompt = prompt[m[1]:]

@@ -224,7 +224,7 @@ func replayRecording(t *testing.T, d Dialect, name string) ([]*recCall, int) {
 				c.shell = o.Shell
 			}
 			if o.Exit != nil {
-				c.exit = StrongerExit(c.exit, o.Exit)
+				c.exit = accum.StrongerExit(c.exit, o.Exit)
 			}
 			if o.Signal != "" {
 				c.signal = o.Signal

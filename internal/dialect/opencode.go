@@ -214,7 +214,7 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 		code = meta.ExitCode
 	}
 	if e := code.Exit(accum.ExitStructured, true); e != nil {
-		o.Exit = StrongerExit(o.Exit, e)
+		o.Exit = accum.StrongerExit(o.Exit, e)
 	}
 
 	text, ok := "", false

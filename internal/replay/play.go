@@ -69,13 +69,13 @@ func send(stream pb.NormalizerService_NormalizeClient, lines []Line, opts Option
 			Message:   l.Msg,
 		}}}
 		if err := stream.Send(req); err != nil {
-			return sendFailed(stream, l.Number, err)
+			return sendFailed(l.Number, err)
 		}
 	}
 	if !opts.KeepOpen {
 		req := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: opts.SessionID, Sequence: last + 1}}}
 		if err := stream.Send(req); err != nil {
-			return sendFailed(stream, int(last+1), err)
+			return sendFailed(int(last+1), err)
 		}
 	}
 	return stream.CloseSend()
@@ -83,7 +83,7 @@ func send(stream pb.NormalizerService_NormalizeClient, lines []Line, opts Option
 
 // sendFailed turns io.EOF from Send (the stream ended; Recv has the real
 // status) into a plain note.
-func sendFailed(_ pb.NormalizerService_NormalizeClient, n int, err error) error {
+func sendFailed(n int, err error) error {
 	if errors.Is(err, io.EOF) {
 		return nil // the receive side reports why the stream ended
 	}

@@ -140,9 +140,9 @@ func Read(d Dialect, msg []byte) (Frame, error) {
 // readFrame is the whole of Read for a dialect whose updates and
 // permission asks decode into U: one json.Unmarshal of the message, then
 // observe reads a `session/update`'s update and ask a permission ask's
-// toolCall. Neither is called when the frame has no update or toolCall (a
-// zero U says nothing).
-func readFrame[U any, P callOf[U]](msg []byte, observe, ask func(*U) ([]accum.Observation, error)) (Frame, error) {
+// toolCall (starting from askBase). observe is not called when the frame
+// has no update, ask not when the toolCall is absent or has no id.
+func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observation, ask func(*U) accum.Observation) (Frame, error) {
 	var f Frame
 	var m message[U]
 	err := json.Unmarshal(msg, &m)
@@ -167,7 +167,7 @@ func readFrame[U any, P callOf[U]](msg []byte, observe, ask func(*U) ([]accum.Ob
 			return f, fmt.Errorf("%w: session/update without params", ErrBadFrame)
 		}
 		if u := m.Params.Update; u != nil {
-			f.Observations, err = observe(u)
+			f.Observations = observe(u)
 		}
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {
@@ -185,8 +185,8 @@ func readFrame[U any, P callOf[U]](msg []byte, observe, ask func(*U) ([]accum.Ob
 				f.Ask.RejectOptions = append(f.Ask.RejectOptions, o.OptionID)
 			}
 		}
-		if tc := p.ToolCall; tc != nil {
-			f.Observations, err = ask(tc)
+		if tc := p.ToolCall; tc != nil && P(tc).call().ToolCallID != "" {
+			f.Observations = []accum.Observation{ask(tc)}
 		}
 	case "session/new":
 		if m.Params != nil {
@@ -513,6 +513,23 @@ func (tc *ToolCall) Base() accum.Observation {
 		o.Shell = accum.ShellYes
 	}
 	return o
+}
+
+// askBase is Base for the `toolCall` of a permission ask: it never opens
+// the call (the session decides whether an ask is the first sight of one)
+// and it is marked as an ask.
+func (tc *ToolCall) askBase() accum.Observation {
+	o := tc.Base()
+	o.Opens = false
+	o.PermissionAsk = true
+	return o
+}
+
+// askReason is the text content of a permission ask, trimmed: the agent's
+// reason for asking, never output.
+func (tc *ToolCall) askReason() string {
+	text, _ := tc.Texts()
+	return strings.TrimSpace(text)
 }
 
 // ApplyTerminalMeta adds what the `_meta` terminal convention says: the

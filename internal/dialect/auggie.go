@@ -86,14 +86,14 @@ func (auggie) read(msg []byte) (Frame, error) {
 	return readFrame(msg, observeAuggie, askAuggie)
 }
 
-func observeAuggie(u *auggieCall) ([]accum.Observation, error) {
+func observeAuggie(u *auggieCall) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
-		return nil, nil
+		return nil
 	}
 	o := u.Base()
 	auggieInputs(&o, u)
 	if o.Shell == accum.ShellNo || !o.Status.Ended() {
-		return []accum.Observation{o}, nil
+		return []accum.Observation{o}
 	}
 	text, ok := u.RawOutput.Text, u.RawOutput.Set
 	if !ok {
@@ -108,7 +108,7 @@ func observeAuggie(u *auggieCall) ([]accum.Observation, error) {
 		if r, tagged := parseAuggieResult(text); tagged {
 			r.apply(&o)
 		}
-		return []accum.Observation{o}, nil
+		return []accum.Observation{o}
 	}
 	if ok {
 		if r, tagged := parseAuggieResult(text); tagged {
@@ -117,21 +117,14 @@ func observeAuggie(u *auggieCall) ([]accum.Observation, error) {
 			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text})
 		}
 	}
-	return []accum.Observation{o}, nil
+	return []accum.Observation{o}
 }
 
-func askAuggie(u *auggieCall) ([]accum.Observation, error) {
-	if u.ToolCallID == "" {
-		return nil, nil
-	}
-	o := u.Base()
-	o.Opens = false
-	o.PermissionAsk = true
+func askAuggie(u *auggieCall) accum.Observation {
+	o := u.askBase()
 	auggieInputs(&o, u)
-	if text, ok := u.Texts(); ok {
-		o.ApprovalReason = strings.TrimSpace(text)
-	}
-	return []accum.Observation{o}, nil
+	o.ApprovalReason = u.askReason()
+	return o
 }
 
 var (

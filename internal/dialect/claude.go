@@ -97,26 +97,25 @@ func (claude) read(msg []byte) (Frame, error) {
 	return readFrame(msg, observeClaude, askClaude)
 }
 
-func observeClaude(u *claudeUpdate) ([]accum.Observation, error) {
+func observeClaude(u *claudeUpdate) []accum.Observation {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readClaude(u)}, nil
+		return []accum.Observation{readClaude(u)}
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			if u.SessionUpdate == "terminal_update" {
 				stripClaudeHeaderBytes(&o)
 			}
-			return []accum.Observation{o}, nil
+			return []accum.Observation{o}
 		}
 	}
-	return nil, nil
+	return nil
 }
 
-// claudeBase reads what updates and permission asks share: id, kind,
-// status, the command (title rules above), cwd, description and whether
-// the tool is Bash.
-func claudeBase(u *claudeUpdate) accum.Observation {
-	o := u.Base()
+// claudeBase adds to o what updates and permission asks share: the
+// command (title rules above), cwd, description and whether the tool is
+// Bash.
+func claudeBase(u *claudeUpdate, o accum.Observation) accum.Observation {
 	tc := u.ToolCall
 	if tc.Title != nil {
 		t := strings.TrimSpace(*tc.Title)
@@ -147,7 +146,7 @@ func claudeBase(u *claudeUpdate) accum.Observation {
 }
 
 func readClaude(u *claudeUpdate) accum.Observation {
-	o := claudeBase(u)
+	o := claudeBase(u, u.Base())
 	ended := o.Status.Ended()
 	completed := o.Status == accum.StatusCompleted
 
@@ -294,15 +293,8 @@ func stripClaudeHeaderBytes(o *accum.Observation) {
 	}
 }
 
-func askClaude(tc *claudeUpdate) ([]accum.Observation, error) {
-	if tc.ToolCallID == "" {
-		return nil, nil
-	}
-	o := claudeBase(tc)
-	o.Opens = false
-	o.PermissionAsk = true
-	if text, ok := tc.Texts(); ok {
-		o.ApprovalReason = strings.TrimSpace(text)
-	}
-	return []accum.Observation{o}, nil
+func askClaude(tc *claudeUpdate) accum.Observation {
+	o := claudeBase(tc, tc.askBase())
+	o.ApprovalReason = tc.askReason()
+	return o
 }

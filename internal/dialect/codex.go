@@ -121,16 +121,16 @@ func (codex) read(msg []byte) (Frame, error) {
 	return readFrame(msg, observeCodex, askCodex)
 }
 
-func observeCodex(u *codexUpdate) ([]accum.Observation, error) {
+func observeCodex(u *codexUpdate) []accum.Observation {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readCodex(u)}, nil
+		return []accum.Observation{readCodex(u)}
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
-			return []accum.Observation{o}, nil
+			return []accum.Observation{o}
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 var (
@@ -326,13 +326,10 @@ func dropDeltas(ts []accum.Text) []accum.Text {
 	return out
 }
 
-func askCodex(tc *codexUpdate) ([]accum.Observation, error) {
-	if tc.ToolCallID == "" {
-		return nil, nil
-	}
+func askCodex(tc *codexUpdate) accum.Observation {
 	o := askObservation(&tc.ToolCall, &tc.RawInput.ShellInput)
 	if r := strings.TrimSpace(tc.RawInput.Reason.S); r != "" {
 		o.ApprovalReason = r
 	}
-	return []accum.Observation{o}, nil
+	return o
 }

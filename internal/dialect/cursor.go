@@ -65,14 +65,14 @@ func (cursor) read(msg []byte) (Frame, error) {
 	return readFrame(msg, observeCursor, askCursor)
 }
 
-func observeCursor(u *cursorCall) ([]accum.Observation, error) {
+func observeCursor(u *cursorCall) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
-		return nil, nil
+		return nil
 	}
 	o := u.Base()
 	cursorInputs(&o, u)
 	if o.Shell == accum.ShellNo {
-		return []accum.Observation{o}, nil
+		return []accum.Observation{o}
 	}
 	ended := o.Status.Ended()
 	if out := u.RawOutput; out != nil {
@@ -102,24 +102,17 @@ func observeCursor(u *cursorCall) ([]accum.Observation, error) {
 	if o.Status == accum.StatusFailed && o.Exit == nil {
 		o.Failed = true
 	}
-	return []accum.Observation{o}, nil
+	return []accum.Observation{o}
 }
 
-func askCursor(u *cursorCall) ([]accum.Observation, error) {
-	if u.ToolCallID == "" {
-		return nil, nil
-	}
-	o := u.Base()
-	o.Opens = false
-	o.PermissionAsk = true
+func askCursor(u *cursorCall) accum.Observation {
+	o := u.askBase()
 	if o.Shell == accum.ShellNo {
 		o.Shell = accum.ShellUnknown
 	}
 	cursorInputs(&o, u)
-	if text, ok := u.Texts(); ok {
-		o.ApprovalReason = strings.TrimSpace(text)
-	}
-	return []accum.Observation{o}, nil
+	o.ApprovalReason = u.askReason()
+	return o
 }
 
 // cursorInputs reads command and cwd.

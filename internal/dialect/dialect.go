@@ -31,8 +31,8 @@ type Dialect interface {
 	// read is Read for this dialect; every dialect implements it as
 	// readFrame(msg, observeX, askX), where observeX reads the update of a
 	// `session/update` notification (updates that are not about tool calls
-	// or terminals give no observation and no error) and askX the toolCall
-	// of a `session/request_permission` request.
+	// or terminals give no observation) and askX, starting from askBase,
+	// the toolCall of a `session/request_permission` request.
 	read(msg []byte) (Frame, error)
 }
 

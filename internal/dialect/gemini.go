@@ -65,9 +65,9 @@ func (gemini) read(msg []byte) (Frame, error) {
 	return readFrame(msg, observeGemini, askGemini)
 }
 
-func observeGemini(u *geminiCall) ([]accum.Observation, error) {
+func observeGemini(u *geminiCall) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
-		return nil, nil
+		return nil
 	}
 	o := u.Base()
 	text, hasText := u.Texts()
@@ -85,21 +85,16 @@ func observeGemini(u *geminiCall) ([]accum.Observation, error) {
 	} else if o.Status == accum.StatusFailed {
 		o.Failed = true
 	}
-	return []accum.Observation{o}, nil
+	return []accum.Observation{o}
 }
 
-func askGemini(u *geminiCall) ([]accum.Observation, error) {
-	if u.ToolCallID == "" {
-		return nil, nil
-	}
-	o := u.Base()
-	o.Opens = false
-	o.PermissionAsk = true
+func askGemini(u *geminiCall) accum.Observation {
+	o := u.askBase()
 	geminiTitle(&o, &u.ToolCall)
 	if text, ok := u.Texts(); ok {
 		o.ApprovalReason = strings.TrimSpace(geminiBanner(&o, text))
 	}
-	return []accum.Observation{o}, nil
+	return o
 }
 
 // geminiTitle reads the command from the title of an execute call,

@@ -185,19 +185,19 @@ type shellUpdate struct {
 }
 
 func (generic) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeGeneric, readPermission)
+	return readFrame(msg, observeGeneric, askGeneric)
 }
 
-func observeGeneric(u *shellUpdate) ([]accum.Observation, error) {
+func observeGeneric(u *shellUpdate) []accum.Observation {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readShellUpdate(u)}, nil
+		return []accum.Observation{readShellUpdate(u)}
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
-			return []accum.Observation{o}, nil
+			return []accum.Observation{o}
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // readShellUpdate is the whole generic reading of a tool call frame.
@@ -373,26 +373,17 @@ func decodeBase64(s string) ([]byte, bool) {
 	return nil, false
 }
 
-// readPermission reads a permission ask the generic way: one observation
-// from askObservation. Dialects whose asks need nothing more reuse it.
-func readPermission(tc *shellUpdate) ([]accum.Observation, error) {
-	if tc.ToolCallID == "" {
-		return nil, nil
-	}
-	return []accum.Observation{askObservation(&tc.ToolCall, &tc.RawInput)}, nil
+// askGeneric reads a permission ask the generic way; see askObservation.
+func askGeneric(tc *shellUpdate) accum.Observation {
+	return askObservation(&tc.ToolCall, &tc.RawInput)
 }
 
 // askObservation reads the `toolCall` of a permission ask: the call id,
 // kind, status, title and rawInput as for updates, and its text content as
-// the reason for asking (never output). It does not open the call: the
-// session decides whether an ask is the first sight of a call.
+// the reason for asking (never output).
 func askObservation(tc *ToolCall, in *ShellInput) accum.Observation {
-	o := tc.Base()
-	o.Opens = false
-	o.PermissionAsk = true
+	o := tc.askBase()
 	applyShellInput(&o, tc, in)
-	if text, ok := tc.Texts(); ok {
-		o.ApprovalReason = strings.TrimSpace(text)
-	}
+	o.ApprovalReason = tc.askReason()
 	return o
 }

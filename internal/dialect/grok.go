@@ -94,14 +94,14 @@ func (grok) read(msg []byte) (Frame, error) {
 	return readFrame(msg, observeGrok, askGrok)
 }
 
-func observeGrok(u *grokCall) ([]accum.Observation, error) {
+func observeGrok(u *grokCall) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
-		return nil, nil
+		return nil
 	}
 	o := u.Base()
 	grokInputs(&o, u)
 	if o.Shell == accum.ShellNo {
-		return []accum.Observation{o}, nil
+		return []accum.Observation{o}
 	}
 	text, hasText := u.Texts()
 	out := u.RawOutput
@@ -126,23 +126,16 @@ func observeGrok(u *grokCall) ([]accum.Observation, error) {
 	default:
 		grokOutputs(&o, out, text, hasText && !o.Opens)
 	}
-	return []accum.Observation{o}, nil
+	return []accum.Observation{o}
 }
 
-func askGrok(u *grokCall) ([]accum.Observation, error) {
-	if u.ToolCallID == "" {
-		return nil, nil
-	}
-	o := u.Base()
-	o.Opens = false
-	o.PermissionAsk = true
+func askGrok(u *grokCall) accum.Observation {
+	o := u.askBase()
 	grokInputs(&o, u)
-	if text, ok := u.Texts(); ok {
-		if t := strings.TrimSpace(text); t != o.Description {
-			o.ApprovalReason = t
-		}
+	if t := u.askReason(); t != o.Description {
+		o.ApprovalReason = t
 	}
-	return []accum.Observation{o}, nil
+	return o
 }
 
 var (

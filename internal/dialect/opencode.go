@@ -92,25 +92,18 @@ func (opencode) read(msg []byte) (Frame, error) {
 	return readFrame(msg, observeOpencode, askOpencode)
 }
 
-func observeOpencode(u *opencodeCall) ([]accum.Observation, error) {
+func observeOpencode(u *opencodeCall) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
-		return nil, nil
+		return nil
 	}
-	return []accum.Observation{readOpencode(u)}, nil
+	return []accum.Observation{readOpencode(u)}
 }
 
-func askOpencode(u *opencodeCall) ([]accum.Observation, error) {
-	if u.ToolCallID == "" {
-		return nil, nil
-	}
-	o := u.Base()
-	o.Opens = false
-	o.PermissionAsk = true
+func askOpencode(u *opencodeCall) accum.Observation {
+	o := u.askBase()
 	opencodeInputs(&o, u)
-	if text, ok := u.Texts(); ok {
-		o.ApprovalReason = strings.TrimSpace(text)
-	}
-	return []accum.Observation{o}, nil
+	o.ApprovalReason = u.askReason()
+	return o
 }
 
 // opencodeToolNames are titles that name the tool, not the command.

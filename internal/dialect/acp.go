@@ -417,6 +417,17 @@ func ParseCode(b []byte) Code {
 	return CodeFromString(s)
 }
 
+// firstKnown returns the first known code, for agents that name the same
+// exit code in more than one field.
+func firstKnown(codes ...Code) Code {
+	for _, c := range codes {
+		if c.Known {
+			return c
+		}
+	}
+	return Code{}
+}
+
 // CodeFromString reads an exit code from text such as "3", "-1" or "3.0".
 func CodeFromString(s string) Code {
 	if n, err := strconv.ParseInt(s, 10, 32); err == nil {

@@ -76,11 +76,7 @@ func observeCursor(u *cursorCall) []accum.Observation {
 	}
 	ended := o.Status.Ended()
 	if out := u.RawOutput; out != nil {
-		code := out.ExitCode
-		if !code.Known {
-			code = out.ExitCodeSnake
-		}
-		if e := code.Exit(accum.ExitStructured, ended); e != nil {
+		if e := firstKnown(out.ExitCode, out.ExitCodeSnake).Exit(accum.ExitStructured, ended); e != nil {
 			o.Exit = e
 		}
 		for _, s := range []struct {

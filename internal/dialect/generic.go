@@ -145,19 +145,11 @@ func (f *OutputFields) read(b []byte) {
 // Exit returns the structured exit code of an object rawOutput: exit_code,
 // exitCode, metadata.exit, metadata.exitCode, first known wins.
 func (f *OutputFields) Exit() Code {
-	for _, c := range []Code{f.ExitCode, f.ExitCodeCamel} {
-		if c.Known {
-			return c
-		}
+	var m OutputMetadata
+	if f.Metadata != nil {
+		m = *f.Metadata
 	}
-	if m := f.Metadata; m != nil {
-		for _, c := range []Code{m.Exit, m.ExitCode} {
-			if c.Known {
-				return c
-			}
-		}
-	}
-	return Code{}
+	return firstKnown(f.ExitCode, f.ExitCodeCamel, m.Exit, m.ExitCode)
 }
 
 // Combined returns the combined output of an object rawOutput:

@@ -251,19 +251,13 @@ func (r *rawBytes) UnmarshalJSON(b []byte) error {
 		}
 	case '[':
 		out := make([]byte, 0, len(b)/3)
-		i := 1
-		skip := func() {
-			for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-				i++
-			}
-		}
-		skip()
+		i := skipSpace(b, 1)
 		if i < len(b) && b[i] == ']' {
 			r.B, r.Set = out, true
 			return nil
 		}
 		for {
-			skip()
+			i = skipSpace(b, i)
 			n, digits := 0, 0
 			for i < len(b) && b[i] >= '0' && b[i] <= '9' && digits < 4 {
 				n = n*10 + int(b[i]-'0')
@@ -280,7 +274,7 @@ func (r *rawBytes) UnmarshalJSON(b []byte) error {
 				}
 			}
 			out = append(out, byte(n))
-			skip()
+			i = skipSpace(b, i)
 			if i >= len(b) {
 				return nil
 			}

@@ -202,11 +202,7 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 	if u.RawOutput != nil && u.RawOutput.Metadata != nil {
 		meta = *u.RawOutput.Metadata
 	}
-	code := meta.Exit
-	if !code.Known {
-		code = meta.ExitCode
-	}
-	if e := code.Exit(accum.ExitStructured, true); e != nil {
+	if e := firstKnown(meta.Exit, meta.ExitCode).Exit(accum.ExitStructured, true); e != nil {
 		o.Exit = accum.StrongerExit(o.Exit, e)
 	}
 
@@ -315,9 +311,7 @@ func opencodeToolError(o *accum.Observation, u *opencodeCall) {
 			text = out.Error.S
 		}
 		if m := out.Metadata; m != nil {
-			if e := m.Exit.Exit(accum.ExitStructured, true); e != nil {
-				o.Exit = e
-			} else if e := m.ExitCode.Exit(accum.ExitStructured, true); e != nil {
+			if e := firstKnown(m.Exit, m.ExitCode).Exit(accum.ExitStructured, true); e != nil {
 				o.Exit = e
 			}
 		}

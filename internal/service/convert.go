@@ -30,7 +30,7 @@ func (s *session) toProto(r *accum.Revision, seq uint64) *pb.ShellExec {
 		SessionId:        s.id,
 		ToolCallId:       r.ToolCallID,
 		Revision:         r.Number,
-		Dialect:          s.reader().Info().Name,
+		Dialect:          s.dialectName(),
 		Command:          r.Command,
 		Cwd:              cwd,
 		Description:      r.Description,

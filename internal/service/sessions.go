@@ -34,7 +34,8 @@ type session struct {
 	id        string
 	gone      bool // removed from sessions.all; look it up again
 	dialect   dialect.Dialect
-	explicit  bool // chosen by name, not detected
+	name      string // the dialect's name, kept to stamp every revision
+	explicit  bool   // chosen by name, not detected
 	cwd       string
 	cwdByHand bool // from AcpFrame.cwd, which beats session/new
 	cancel    bool // session/cancel seen in the current turn
@@ -120,11 +121,6 @@ func (ss *sessions) handle(req *pb.NormalizeRequest) []*pb.NormalizeResponse {
 		r = &reply{m: ss.m}
 		r.fail(codes.InvalidArgument, "", "request carries neither a frame, turn_ended nor session_closed")
 	}
-	for _, o := range r.out {
-		if o.GetShellExec() != nil {
-			ss.m.execsOut.Inc()
-		}
-	}
 	return r.out
 }
 
@@ -167,7 +163,8 @@ func (ss *sessions) frame(f *pb.AcpFrame) *reply {
 	s := ss.lock(f.GetSessionId())
 	defer s.mu.Unlock()
 	if chosen != nil {
-		s.dialect, s.explicit = chosen, true
+		s.use(chosen)
+		s.explicit = true
 	}
 	if cwd := f.GetCwd(); cwd != "" {
 		s.cwd, s.cwdByHand = filepath.Clean(cwd), true
@@ -178,7 +175,7 @@ func (ss *sessions) frame(f *pb.AcpFrame) *reply {
 		return r
 	}
 	if read.AgentName != "" && !s.explicit {
-		s.dialect = dialect.Detect(read.AgentName)
+		s.use(dialect.Detect(read.AgentName))
 	}
 	if read.SessionCwd != "" && !s.cwdByHand && filepath.IsAbs(read.SessionCwd) {
 		s.cwd = filepath.Clean(read.SessionCwd)
@@ -215,6 +212,17 @@ func (s *session) reader() dialect.Dialect {
 		return s.dialect
 	}
 	return dialect.Generic()
+}
+
+// use makes d the session's dialect.
+func (s *session) use(d dialect.Dialect) { s.dialect, s.name = d, d.Info().Name }
+
+// dialectName is the name of reader().
+func (s *session) dialectName() string {
+	if s.dialect != nil {
+		return s.name
+	}
+	return dialect.GenericName
 }
 
 // observe applies one observation and returns the id of the call it went
@@ -314,6 +322,7 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 		return
 	}
 	r.out = append(r.out, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
+	ss.m.execsOut.Inc()
 }
 
 // endOpen ends every open call of the session, in the order they opened.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test of acpnorm; the README's test command.
 #
-#   bash test/run.sh            everything (about 5 minutes on 2 cores)
+#   bash test/run.sh            everything (about a minute on 2 cores with warm
+#                               Go and npm caches; a fresh machine also installs)
 #   FUZZTIME=1m bash test/run.sh  fuzz each target longer
 #
 # It installs what is missing first (test/setup.sh), then: gofmt, go vet,

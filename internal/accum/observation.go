@@ -150,7 +150,9 @@ type Observation struct {
 	// TerminalID is the terminal the call's output flows through, if any.
 	TerminalID string
 
-	// Opens is true for frames that announce a call (`tool_call`).
+	// Opens is true for frames that announce a call (`tool_call`). Dialects
+	// use it (an opening frame's content is not output); the session opens
+	// a call on the first frame that names it, whatever this says.
 	Opens bool
 	// Shell says whether the call is a shell command.
 	Shell Shell

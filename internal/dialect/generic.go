@@ -350,7 +350,8 @@ func readTerminalUpdate(tc *ToolCall) (accum.Observation, bool) {
 	return o, true
 }
 
-// decodeBase64 decodes standard base64, padded or not. It always returns
+// decodeBase64 decodes base64 in the standard or the URL-safe alphabet,
+// padded or not. It always returns
 // a non-nil slice on success.
 func decodeBase64(s string) ([]byte, bool) {
 	s = strings.TrimSpace(s)

@@ -195,6 +195,9 @@ func (ss *sessions) frame(f *pb.AcpFrame) *reply {
 			}
 		}
 	}
+	// Cancelled turns: after session/cancel, every call that ends before
+	// or with the turn's result ended because of it (accum.Call's
+	// CancelRequested); a call that ended before keeps its outcome.
 	if read.Cancelled && !read.TurnEnded {
 		s.cancel = true
 	}
@@ -278,6 +281,9 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		s.terminals[o.TerminalID] = id
 	}
 	wasEnded := e.call.Ended()
+	if s.cancel {
+		e.call.CancelRequested() // see cancelled turns in frame
+	}
 	e.call.Apply(o)
 	e.touched = ss.now()
 	if !wasEnded && e.call.Ended() {

@@ -165,3 +165,25 @@ func TestLateFrameAfterSessionClosedIsRefused(t *testing.T) {
 		t.Fatalf("late frame after close: %v", fe)
 	}
 }
+
+// Tombstones are bounded: the oldest go first.
+func TestTombstonesAreBounded(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Tombstones = 2
+	cfg.Grace = time.Second
+	d := newDirect(t, cfg)
+	for _, id := range []string{"c1", "c2", "c3"} {
+		d.exec("s", openCall(id, "true"))
+		d.exec("s", finish(id, 0))
+	}
+	d.advance(2 * time.Second)
+	if n := d.ss.tombs.len(); n != 2 {
+		t.Fatalf("%d tombstones held, want 2", n)
+	}
+	d.frameError("s", finish("c3", 0))
+	d.frameError("s", finish("c2", 0))
+	// c1's tombstone is gone: the id is free again.
+	if x := d.exec("s", openCall("c1", "true")); x.GetRevision() != 1 {
+		t.Fatalf("after its tombstone went: %v", x)
+	}
+}

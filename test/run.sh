@@ -23,6 +23,12 @@ if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 echo "== go vet"
 go vet ./...
 
+echo "== go mod tidy leaves go.mod and go.sum unchanged"
+go mod tidy -diff
+
+echo "== staticcheck"
+.bin/staticcheck ./...
+
 echo "== buf lint, and gen/ is what the contract generates"
 bash gen/generate.sh
 if [ -n "$(git status --porcelain -- gen/)" ]; then

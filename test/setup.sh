@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need and a fresh machine lacks, at pinned versions:
 # Debian's protoc, grpc_python_plugin, python3-grpcio and python3-protobuf
-# (PyPI is not needed), the TypeScript client's npm packages (npm ci), and
-# the Go code generators (gen/generate.sh installs them into .bin/).
+# (PyPI is not needed), the TypeScript client's npm packages (npm ci),
+# staticcheck (into .bin/), and the Go code generators (gen/generate.sh
+# installs them into .bin/).
 # Needs Go and Node with npm. Safe to run again: it installs only what is
 # missing.
 set -euo pipefail
@@ -25,6 +26,15 @@ fi
 if ! cmp -s clients/ts/package-lock.json clients/ts/node_modules/.acpnorm-lock 2>/dev/null; then
   echo "== npm ci (clients/ts)"
   (cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.acpnorm-lock)
+fi
+
+# staticcheck, pinned; .bin/staticcheck.version says which one is there.
+STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2, which knows Go 1.26
+if [ "$(cat .bin/staticcheck.version 2>/dev/null)" != "$STATICCHECK_VERSION" ] || [ ! -x .bin/staticcheck ]; then
+  echo "== go install staticcheck@$STATICCHECK_VERSION"
+  mkdir -p .bin
+  GOBIN="$PWD/.bin" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+  echo "$STATICCHECK_VERSION" > .bin/staticcheck.version
 fi
 
 echo "== go mod download"

@@ -78,7 +78,6 @@ type Call struct {
 	limit     int
 	shell     Shell
 	cur, sent meta
-	emitted   bool // a revision was taken since the last change of cur
 	revision  uint32
 
 	exit         *Exit

@@ -241,6 +241,9 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 			}
 		}
 	}
+	// Cancelled turns: after session/cancel, every call that ends before
+	// or with the turn's result ended because of it (accum.Call's
+	// CancelRequested); a call that ended before keeps its outcome.
 	if read.Cancelled && !read.TurnEnded {
 		s.cancel = true
 	}
@@ -331,6 +334,9 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		s.terminals[o.TerminalID] = id
 	}
 	wasEnded := e.call.Ended()
+	if s.cancel {
+		e.call.CancelRequested() // see cancelled turns in frame
+	}
 	e.call.Apply(o)
 	if !wasEnded && e.call.Ended() {
 		e.endedAt = ss.now()

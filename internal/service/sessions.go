@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,7 @@ type sessions struct {
 	m     *Metrics
 	now   func() time.Time
 	total atomic.Int64 // calls held, all sessions
+	tombs *tombstones  // calls released, so late frames cannot reopen them
 
 	mu  sync.Mutex
 	all map[string]*session
@@ -47,10 +49,11 @@ type session struct {
 }
 
 type entry struct {
-	call    *accum.Call
-	order   uint64
-	touched time.Time
-	endedAt time.Time
+	call      *accum.Call
+	order     uint64
+	endedAt   time.Time
+	revisions uint32        // revisions sent
+	outcome   accum.Outcome // outcome of the last revision sent
 }
 
 type ask struct {
@@ -59,7 +62,7 @@ type ask struct {
 }
 
 func newSessions(cfg Config, m *Metrics) *sessions {
-	return &sessions{cfg: cfg, m: m, now: time.Now, all: map[string]*session{}}
+	return &sessions{cfg: cfg, m: m, now: time.Now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
 }
 
 // lock returns the session, locked, creating it when needed.
@@ -115,7 +118,7 @@ func (ss *sessions) handle(req *pb.NormalizeRequest) []*pb.NormalizeResponse {
 	case *pb.NormalizeRequest_SessionClosed:
 		r = ss.control(k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", func(s *session, r *reply) {
 			ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
-			ss.drop(s, "session_closed")
+			ss.drop(s, releasedClosed, "session_closed")
 		})
 	default:
 		r = &reply{m: ss.m}
@@ -195,6 +198,9 @@ func (ss *sessions) frame(f *pb.AcpFrame) *reply {
 			}
 		}
 	}
+	// Cancelled turns: after session/cancel, every call that ends before
+	// or with the turn's result ended because of it (accum.Call's
+	// CancelRequested); a call that ended before keeps its outcome.
 	if read.Cancelled && !read.TurnEnded {
 		s.cancel = true
 	}
@@ -241,6 +247,13 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		return ""
 	}
 	e := s.calls[id]
+	if e == nil {
+		if tb, ok := ss.tombs.get(s.id, id); ok {
+			ss.m.lateFrames.Inc()
+			r.fail(codes.FailedPrecondition, id, "frame %d of session %q: %s", r.seq, s.id, tb.explain(id))
+			return ""
+		}
+	}
 	if e == nil && o.PermissionAsk {
 		// An ask under an id never seen is either about the one open call
 		// (some agents ask under another id) or the first sight of a new
@@ -278,10 +291,12 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		s.terminals[o.TerminalID] = id
 	}
 	wasEnded := e.call.Ended()
+	if s.cancel {
+		e.call.CancelRequested() // see cancelled turns in frame
+	}
 	e.call.Apply(o)
-	e.touched = ss.now()
 	if !wasEnded && e.call.Ended() {
-		e.endedAt = e.touched
+		e.endedAt = ss.now()
 	}
 	ss.emit(s, e, r)
 	return id
@@ -321,19 +336,27 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	if !ok {
 		return
 	}
+	e.revisions, e.outcome = rev.Number, rev.Outcome
 	r.out = append(r.out, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
 	ss.m.execsOut.Inc()
 }
 
-// endOpen ends every open call of the session, in the order they opened.
-func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
-	open := make([]*entry, 0, len(s.calls))
+// inOrder returns the calls that keep says to keep, in the order they
+// opened.
+func (s *session) inOrder(keep func(*entry) bool) []*entry {
+	list := make([]*entry, 0, len(s.calls))
 	for _, e := range s.calls {
-		if !e.call.Ended() {
-			open = append(open, e)
+		if keep(e) {
+			list = append(list, e)
 		}
 	}
-	slices.SortFunc(open, func(a, b *entry) int { return int(a.order) - int(b.order) })
+	slices.SortFunc(list, func(a, b *entry) int { return cmp.Compare(a.order, b.order) })
+	return list
+}
+
+// endOpen ends every open call of the session, in the order they opened.
+func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
+	open := s.inOrder(func(e *entry) bool { return !e.call.Ended() })
 	now := ss.now()
 	for _, e := range open {
 		e.call.End(cancelled, why)
@@ -342,15 +365,28 @@ func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
 	}
 }
 
-// drop removes a locked session and all its calls.
-func (ss *sessions) drop(s *session, reason string) {
+// drop removes a locked session and all its calls, leaving a tombstone for
+// each.
+func (ss *sessions) drop(s *session, why released, reason string) {
 	ss.mu.Lock()
 	delete(ss.all, s.id)
 	ss.mu.Unlock()
 	s.gone = true
+	for _, e := range s.inOrder(func(*entry) bool { return true }) {
+		ss.bury(s, e.call.ID(), e, why)
+	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
 	ss.forget(n, reason)
+}
+
+// bury leaves the tombstone of a call that is being released.
+func (ss *sessions) bury(s *session, id string, e *entry, why released) {
+	after := ss.cfg.TTL
+	if why == releasedGrace {
+		after = ss.cfg.Grace
+	}
+	ss.tombs.add(s.id, id, tomb{why: why, after: after, revisions: e.revisions, outcome: e.outcome})
 }
 
 func (ss *sessions) forget(n int, reason string) {
@@ -362,8 +398,12 @@ func (ss *sessions) forget(n int, reason string) {
 	ss.m.evictions.WithLabelValues(reason).Add(float64(n))
 }
 
-// sweep evicts calls idle for longer than the TTL, ended calls past their
-// grace period, and sessions idle and empty for longer than the TTL.
+// sweep releases the state nobody needs any more: every session idle for
+// longer than the TTL, with all its calls, and in the other sessions each
+// ended call past its grace period. Expiry follows the session, not the
+// call: a call that is quiet while its session goes on keeps its state (the
+// per-session call limit bounds them). A session busy applying a frame is
+// not idle and is skipped, so that the sweeper never waits on a stream.
 func (ss *sessions) sweep() {
 	now := ss.now()
 	ss.mu.Lock()
@@ -373,23 +413,20 @@ func (ss *sessions) sweep() {
 	}
 	ss.mu.Unlock()
 	for _, s := range list {
-		s.mu.Lock()
-		var idle, ended int
-		for id, e := range s.calls {
-			switch {
-			case e.call.Ended() && now.Sub(e.endedAt) > ss.cfg.Grace:
-				ended++
-			case !e.call.Ended() && now.Sub(e.touched) > ss.cfg.TTL:
-				idle++
-			default:
-				continue
-			}
-			s.forgetCall(id)
+		if !s.mu.TryLock() {
+			continue
 		}
-		ss.forget(idle, "ttl")
-		ss.forget(ended, "grace")
-		if len(s.calls) == 0 && now.Sub(s.touched) > ss.cfg.TTL && !s.gone {
-			ss.drop(s, "ttl")
+		switch {
+		case s.gone:
+		case now.Sub(s.touched) > ss.cfg.TTL:
+			ss.drop(s, releasedIdle, "ttl")
+		default:
+			past := s.inOrder(func(e *entry) bool { return e.call.Ended() && now.Sub(e.endedAt) > ss.cfg.Grace })
+			for _, e := range past {
+				ss.bury(s, e.call.ID(), e, releasedGrace)
+				s.forgetCall(e.call.ID())
+			}
+			ss.forget(len(past), "grace")
 		}
 		s.mu.Unlock()
 	}

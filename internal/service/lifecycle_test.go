@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,16 @@ func newDirect(t *testing.T, cfg Config) *direct {
 }
 
 func (d *direct) handle(req *pb.NormalizeRequest) []*pb.NormalizeResponse {
-	return d.ss.handle(req)
+	d.t.Helper()
+	var out []*pb.NormalizeResponse
+	err := d.ss.handle(context.Background(), req, func(r *pb.NormalizeResponse) error {
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return out
 }
 
 // frame applies one ACP message of session sid and returns what it produced.

@@ -464,7 +464,10 @@ func TestSweepEvicts(t *testing.T) {
 	now := time.Unix(1000, 0)
 	svc.sessions.now = func() time.Time { return now }
 	frame := func(msg string) {
-		svc.sessions.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Message: []byte(msg)}}})
+		discard := func(*pb.NormalizeResponse) error { return nil }
+		if err := svc.sessions.handle(context.Background(), &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Message: []byte(msg)}}}, discard); err != nil {
+			t.Fatal(err)
+		}
 	}
 	frame(openCall("open", "sleep 1000"))
 	frame(openCall("done", "true"))

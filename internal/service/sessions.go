@@ -2,6 +2,7 @@ package service
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -29,10 +30,10 @@ type sessions struct {
 	all map[string]*session
 }
 
-// session is the state of one ACP session. Its mutex serializes the frames
-// of the session, whichever stream they arrive on.
+// session is the state of one ACP session. Its busy token serializes the
+// requests of the session, whichever stream they arrive on.
 type session struct {
-	mu        sync.Mutex
+	busy      chan struct{} // holds a token while a request of the session is applied
 	id        string
 	gone      bool // removed from sessions.all; look it up again
 	dialect   dialect.Dialect
@@ -65,36 +66,63 @@ func newSessions(cfg Config, m *Metrics) *sessions {
 	return &sessions{cfg: cfg, m: m, now: time.Now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
 }
 
-// lock returns the session, locked, creating it when needed.
-func (ss *sessions) lock(id string) *session {
+// lock returns the session, locked, creating it when needed. It gives up
+// when ctx is done while another request of the session is being applied.
+func (ss *sessions) lock(ctx context.Context, id string) (*session, error) {
 	for {
 		ss.mu.Lock()
 		s := ss.all[id]
 		if s == nil {
-			s = &session{id: id, calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}}
+			s = &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}}
 			ss.all[id] = s
 		}
 		ss.mu.Unlock()
-		s.mu.Lock()
+		select {
+		case s.busy <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		if !s.gone {
 			s.touched = ss.now()
-			return s
+			return s, nil
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 }
 
-// reply collects what one request produces.
+// unlock releases a session taken with lock.
+func (s *session) unlock() { <-s.busy }
+
+// tryLock takes the session when no request of it is being applied.
+func (s *session) tryLock() bool {
+	select {
+	case s.busy <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// reply hands what one request produces to the stream, one response at a
+// time, as it is produced.
 type reply struct {
 	session string
 	seq     uint64
-	out     []*pb.NormalizeResponse
+	emit    func(*pb.NormalizeResponse) error
+	err     error // the first error emit returned; nothing is sent after it
 	m       *Metrics
+}
+
+// send hands one response on, unless an earlier one failed.
+func (r *reply) send(resp *pb.NormalizeResponse) {
+	if r.err == nil {
+		r.err = r.emit(resp)
+	}
 }
 
 func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
 	r.m.frameError(code)
-	r.out = append(r.out, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
+	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
 		SessionId:  r.session,
 		Sequence:   r.seq,
 		Code:       int32(code),
@@ -103,68 +131,83 @@ func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
 	}}})
 }
 
-// handle applies one request and returns what it produces.
-func (ss *sessions) handle(req *pb.NormalizeRequest) []*pb.NormalizeResponse {
+// handle applies one request and hands each response it produces to emit
+// as soon as it is made, so that a request producing many (a TurnEnded
+// ending every open call) never holds more than one: emit may block on a
+// full send queue, and that is the backpressure. When emit returns an error
+// (the stream is gone) the request is still applied, nothing more is
+// built or sent, and handle returns that error; it returns ctx's error when
+// ctx ends while it waits for another request of the same session.
+func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit func(*pb.NormalizeResponse) error) error {
 	ss.m.framesIn.Inc()
-	var r *reply
+	r := &reply{emit: emit, m: ss.m}
+	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
-		r = ss.frame(k.Frame)
+		err = ss.frame(ctx, k.Frame, r)
 	case *pb.NormalizeRequest_TurnEnded:
-		r = ss.control(k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence(), "turn_ended", func(s *session, r *reply) {
+		err = ss.control(ctx, k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence(), "turn_ended", r, func(s *session) {
 			ss.endOpen(s, k.TurnEnded.GetCancelled() || s.cancel, "the prompt turn ended while the call was still open", r)
 			s.cancel = false
 		})
 	case *pb.NormalizeRequest_SessionClosed:
-		r = ss.control(k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", func(s *session, r *reply) {
+		err = ss.control(ctx, k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", r, func(s *session) {
 			ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
 			ss.drop(s, releasedClosed, "session_closed")
 		})
 	default:
-		r = &reply{m: ss.m}
 		r.fail(codes.InvalidArgument, "", "request carries neither a frame, turn_ended nor session_closed")
 	}
-	return r.out
+	if err != nil {
+		return err
+	}
+	return r.err
 }
 
-func (ss *sessions) control(id string, seq uint64, what string, do func(*session, *reply)) *reply {
-	r := &reply{session: id, seq: seq, m: ss.m}
+func (ss *sessions) control(ctx context.Context, id string, seq uint64, what string, r *reply, do func(*session)) error {
+	r.session, r.seq = id, seq
 	if id == "" {
 		r.fail(codes.InvalidArgument, "", "%s %d has no session_id", what, seq)
-		return r
+		return nil
 	}
-	s := ss.lock(id)
-	defer s.mu.Unlock()
-	do(s, r)
-	return r
+	s, err := ss.lock(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer s.unlock()
+	do(s)
+	return nil
 }
 
-func (ss *sessions) frame(f *pb.AcpFrame) *reply {
-	r := &reply{session: f.GetSessionId(), seq: f.GetSequence(), m: ss.m}
+func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
+	r.session, r.seq = f.GetSessionId(), f.GetSequence()
 	if f.GetSessionId() == "" {
 		r.fail(codes.InvalidArgument, "", "frame %d has no session_id", f.GetSequence())
-		return r
+		return nil
 	}
 	if len(f.GetMessage()) == 0 {
 		r.fail(codes.InvalidArgument, "", "frame %d of session %q has an empty message", f.GetSequence(), f.GetSessionId())
-		return r
+		return nil
 	}
 	var chosen dialect.Dialect
 	if name := strings.TrimSpace(f.GetDialect()); name != "" && !strings.EqualFold(name, dialect.Auto) {
 		d, ok := dialect.Lookup(name)
 		if !ok {
 			r.fail(codes.InvalidArgument, "", "frame %d of session %q names unknown dialect %q; ListDialects lists the dialects of this build", f.GetSequence(), f.GetSessionId(), name)
-			return r
+			return nil
 		}
 		chosen = d
 	}
 	if cwd := f.GetCwd(); cwd != "" && !filepath.IsAbs(cwd) {
 		r.fail(codes.InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %q", f.GetSequence(), f.GetSessionId(), cwd)
-		return r
+		return nil
 	}
 
-	s := ss.lock(f.GetSessionId())
-	defer s.mu.Unlock()
+	s, err := ss.lock(ctx, f.GetSessionId())
+	if err != nil {
+		return err
+	}
+	defer s.unlock()
 	if chosen != nil {
 		s.use(chosen)
 		s.explicit = true
@@ -175,7 +218,7 @@ func (ss *sessions) frame(f *pb.AcpFrame) *reply {
 	read, err := dialect.Read(s.reader(), f.GetMessage())
 	if err != nil {
 		r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
-		return r
+		return nil
 	}
 	if read.AgentName != "" && !s.explicit {
 		s.use(dialect.Detect(read.AgentName))
@@ -208,7 +251,7 @@ func (ss *sessions) frame(f *pb.AcpFrame) *reply {
 		ss.endOpen(s, read.Cancelled || s.cancel, "the prompt turn ended while the call was still open", r)
 		s.cancel = false
 	}
-	return r
+	return nil
 }
 
 // reader is the dialect frames are read with: the chosen or detected one,
@@ -329,15 +372,15 @@ func (s *session) onlyOpen(kind accum.Shell) *entry {
 
 // emit appends the call's next revision, if it is a shell call and changed.
 func (ss *sessions) emit(s *session, e *entry, r *reply) {
-	if !e.call.IsShell() {
-		return
+	if !e.call.IsShell() || r.err != nil {
+		return // after a failed send the change waits for the next revision
 	}
 	rev, ok := e.call.Revision()
 	if !ok {
 		return
 	}
 	e.revisions, e.outcome = rev.Number, rev.Outcome
-	r.out = append(r.out, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
+	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
 	ss.m.execsOut.Inc()
 }
 
@@ -413,7 +456,7 @@ func (ss *sessions) sweep() {
 	}
 	ss.mu.Unlock()
 	for _, s := range list {
-		if !s.mu.TryLock() {
+		if !s.tryLock() {
 			continue
 		}
 		switch {
@@ -428,7 +471,7 @@ func (ss *sessions) sweep() {
 			}
 			ss.forget(len(past), "grace")
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 }
 

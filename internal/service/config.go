@@ -16,11 +16,15 @@ type Config struct {
 	MaxCallsPerSession int
 	// MaxCalls bounds the calls of all sessions together.
 	MaxCalls int
-	// TTL is how long a call may go without a frame before it is evicted,
-	// and how long an idle session is kept.
+	// TTL is how long a session may go without a frame before it is
+	// evicted with all its calls. A quiet call of a busy session is kept.
 	TTL time.Duration
 	// Grace is how long an ended call is kept to absorb late frames.
 	Grace time.Duration
+	// Tombstones bounds how many released calls are remembered, so that a
+	// late frame about one is refused instead of reopening it; the oldest
+	// are forgotten first.
+	Tombstones int
 	// SendQueue is the number of responses a stream may queue for a slow
 	// client before its receive loop stops reading (backpressure).
 	SendQueue int
@@ -34,6 +38,7 @@ func DefaultConfig() Config {
 		MaxCalls:           65536,
 		TTL:                10 * time.Minute,
 		Grace:              30 * time.Second,
+		Tombstones:         65536,
 		SendQueue:          64,
 	}
 }
@@ -51,6 +56,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ttl %v is not positive", c.TTL)
 	case c.Grace < 0:
 		return fmt.Errorf("grace %v is negative", c.Grace)
+	case c.Tombstones < 0:
+		return fmt.Errorf("tombstones %d is negative", c.Tombstones)
 	case c.SendQueue < 1:
 		return fmt.Errorf("send queue %d is below 1", c.SendQueue)
 	}

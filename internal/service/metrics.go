@@ -12,6 +12,7 @@ type Metrics struct {
 	frameErrors *prometheus.CounterVec
 	openCalls   prometheus.Gauge
 	evictions   *prometheus.CounterVec
+	lateFrames  prometheus.Counter
 }
 
 // NewMetrics registers the series with reg. A nil reg gives metrics that
@@ -38,9 +39,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "acpnorm", Name: "evictions_total",
 			Help: "Tool calls dropped from state, by reason (ttl, grace, session_closed).",
 		}, []string{"reason"}),
+		lateFrames: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "late_frames_refused_total",
+			Help: "Observations refused because their tool call was already released (evicted, past its grace period, or closed).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions)
+		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames)
 	}
 	return m
 }

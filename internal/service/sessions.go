@@ -1,6 +1,8 @@
 package service
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -22,15 +24,16 @@ type sessions struct {
 	m     *Metrics
 	now   func() time.Time
 	total atomic.Int64 // calls held, all sessions
+	tombs *tombstones  // calls released, so late frames cannot reopen them
 
 	mu  sync.Mutex
 	all map[string]*session
 }
 
-// session is the state of one ACP session. Its mutex serializes the frames
-// of the session, whichever stream they arrive on.
+// session is the state of one ACP session. Its busy token serializes the
+// requests of the session, whichever stream they arrive on.
 type session struct {
-	mu        sync.Mutex
+	busy      chan struct{} // holds a token while a request of the session is applied
 	id        string
 	gone      bool // removed from sessions.all; look it up again
 	dialect   dialect.Dialect
@@ -47,10 +50,11 @@ type session struct {
 }
 
 type entry struct {
-	call    *accum.Call
-	order   uint64
-	touched time.Time
-	endedAt time.Time
+	call      *accum.Call
+	order     uint64
+	endedAt   time.Time
+	revisions uint32        // revisions sent
+	outcome   accum.Outcome // outcome of the last revision sent
 }
 
 type ask struct {
@@ -59,39 +63,66 @@ type ask struct {
 }
 
 func newSessions(cfg Config, m *Metrics) *sessions {
-	return &sessions{cfg: cfg, m: m, now: time.Now, all: map[string]*session{}}
+	return &sessions{cfg: cfg, m: m, now: time.Now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
 }
 
-// lock returns the session, locked, creating it when needed.
-func (ss *sessions) lock(id string) *session {
+// lock returns the session, locked, creating it when needed. It gives up
+// when ctx is done while another request of the session is being applied.
+func (ss *sessions) lock(ctx context.Context, id string) (*session, error) {
 	for {
 		ss.mu.Lock()
 		s := ss.all[id]
 		if s == nil {
-			s = &session{id: id, calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}}
+			s = &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}}
 			ss.all[id] = s
 		}
 		ss.mu.Unlock()
-		s.mu.Lock()
+		select {
+		case s.busy <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		if !s.gone {
 			s.touched = ss.now()
-			return s
+			return s, nil
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 }
 
-// reply collects what one request produces.
+// unlock releases a session taken with lock.
+func (s *session) unlock() { <-s.busy }
+
+// tryLock takes the session when no request of it is being applied.
+func (s *session) tryLock() bool {
+	select {
+	case s.busy <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// reply hands what one request produces to the stream, one response at a
+// time, as it is produced.
 type reply struct {
 	session string
 	seq     uint64
-	out     []*pb.NormalizeResponse
+	emit    func(*pb.NormalizeResponse) error
+	err     error // the first error emit returned; nothing is sent after it
 	m       *Metrics
+}
+
+// send hands one response on, unless an earlier one failed.
+func (r *reply) send(resp *pb.NormalizeResponse) {
+	if r.err == nil {
+		r.err = r.emit(resp)
+	}
 }
 
 func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
 	r.m.frameError(code)
-	r.out = append(r.out, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
+	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
 		SessionId:  r.session,
 		Sequence:   r.seq,
 		Code:       int32(code),
@@ -100,68 +131,83 @@ func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
 	}}})
 }
 
-// handle applies one request and returns what it produces.
-func (ss *sessions) handle(req *pb.NormalizeRequest) []*pb.NormalizeResponse {
+// handle applies one request and hands each response it produces to emit
+// as soon as it is made, so that a request producing many (a TurnEnded
+// ending every open call) never holds more than one: emit may block on a
+// full send queue, and that is the backpressure. When emit returns an error
+// (the stream is gone) the request is still applied, nothing more is
+// built or sent, and handle returns that error; it returns ctx's error when
+// ctx ends while it waits for another request of the same session.
+func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit func(*pb.NormalizeResponse) error) error {
 	ss.m.framesIn.Inc()
-	var r *reply
+	r := &reply{emit: emit, m: ss.m}
+	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
-		r = ss.frame(k.Frame)
+		err = ss.frame(ctx, k.Frame, r)
 	case *pb.NormalizeRequest_TurnEnded:
-		r = ss.control(k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence(), "turn_ended", func(s *session, r *reply) {
+		err = ss.control(ctx, k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence(), "turn_ended", r, func(s *session) {
 			ss.endOpen(s, k.TurnEnded.GetCancelled() || s.cancel, "the prompt turn ended while the call was still open", r)
 			s.cancel = false
 		})
 	case *pb.NormalizeRequest_SessionClosed:
-		r = ss.control(k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", func(s *session, r *reply) {
+		err = ss.control(ctx, k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", r, func(s *session) {
 			ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
-			ss.drop(s, "session_closed")
+			ss.drop(s, releasedClosed, "session_closed")
 		})
 	default:
-		r = &reply{m: ss.m}
 		r.fail(codes.InvalidArgument, "", "request carries neither a frame, turn_ended nor session_closed")
 	}
-	return r.out
+	if err != nil {
+		return err
+	}
+	return r.err
 }
 
-func (ss *sessions) control(id string, seq uint64, what string, do func(*session, *reply)) *reply {
-	r := &reply{session: id, seq: seq, m: ss.m}
+func (ss *sessions) control(ctx context.Context, id string, seq uint64, what string, r *reply, do func(*session)) error {
+	r.session, r.seq = id, seq
 	if id == "" {
 		r.fail(codes.InvalidArgument, "", "%s %d has no session_id", what, seq)
-		return r
+		return nil
 	}
-	s := ss.lock(id)
-	defer s.mu.Unlock()
-	do(s, r)
-	return r
+	s, err := ss.lock(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer s.unlock()
+	do(s)
+	return nil
 }
 
-func (ss *sessions) frame(f *pb.AcpFrame) *reply {
-	r := &reply{session: f.GetSessionId(), seq: f.GetSequence(), m: ss.m}
+func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
+	r.session, r.seq = f.GetSessionId(), f.GetSequence()
 	if f.GetSessionId() == "" {
 		r.fail(codes.InvalidArgument, "", "frame %d has no session_id", f.GetSequence())
-		return r
+		return nil
 	}
 	if len(f.GetMessage()) == 0 {
 		r.fail(codes.InvalidArgument, "", "frame %d of session %q has an empty message", f.GetSequence(), f.GetSessionId())
-		return r
+		return nil
 	}
 	var chosen dialect.Dialect
 	if name := strings.TrimSpace(f.GetDialect()); name != "" && !strings.EqualFold(name, dialect.Auto) {
 		d, ok := dialect.Lookup(name)
 		if !ok {
 			r.fail(codes.InvalidArgument, "", "frame %d of session %q names unknown dialect %q; ListDialects lists the dialects of this build", f.GetSequence(), f.GetSessionId(), name)
-			return r
+			return nil
 		}
 		chosen = d
 	}
 	if cwd := f.GetCwd(); cwd != "" && !filepath.IsAbs(cwd) {
 		r.fail(codes.InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %q", f.GetSequence(), f.GetSessionId(), cwd)
-		return r
+		return nil
 	}
 
-	s := ss.lock(f.GetSessionId())
-	defer s.mu.Unlock()
+	s, err := ss.lock(ctx, f.GetSessionId())
+	if err != nil {
+		return err
+	}
+	defer s.unlock()
 	if chosen != nil {
 		s.use(chosen)
 		s.explicit = true
@@ -172,7 +218,7 @@ func (ss *sessions) frame(f *pb.AcpFrame) *reply {
 	read, err := dialect.Read(s.reader(), f.GetMessage())
 	if err != nil {
 		r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
-		return r
+		return nil
 	}
 	if read.AgentName != "" && !s.explicit {
 		s.use(dialect.Detect(read.AgentName))
@@ -195,6 +241,9 @@ func (ss *sessions) frame(f *pb.AcpFrame) *reply {
 			}
 		}
 	}
+	// Cancelled turns: after session/cancel, every call that ends before
+	// or with the turn's result ended because of it (accum.Call's
+	// CancelRequested); a call that ended before keeps its outcome.
 	if read.Cancelled && !read.TurnEnded {
 		s.cancel = true
 	}
@@ -202,7 +251,7 @@ func (ss *sessions) frame(f *pb.AcpFrame) *reply {
 		ss.endOpen(s, read.Cancelled || s.cancel, "the prompt turn ended while the call was still open", r)
 		s.cancel = false
 	}
-	return r
+	return nil
 }
 
 // reader is the dialect frames are read with: the chosen or detected one,
@@ -241,6 +290,13 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		return ""
 	}
 	e := s.calls[id]
+	if e == nil {
+		if tb, ok := ss.tombs.get(s.id, id); ok {
+			ss.m.lateFrames.Inc()
+			r.fail(codes.FailedPrecondition, id, "frame %d of session %q: %s", r.seq, s.id, tb.explain(id))
+			return ""
+		}
+	}
 	if e == nil && o.PermissionAsk {
 		// An ask under an id never seen is either about the one open call
 		// (some agents ask under another id) or the first sight of a new
@@ -278,10 +334,12 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		s.terminals[o.TerminalID] = id
 	}
 	wasEnded := e.call.Ended()
+	if s.cancel {
+		e.call.CancelRequested() // see cancelled turns in frame
+	}
 	e.call.Apply(o)
-	e.touched = ss.now()
 	if !wasEnded && e.call.Ended() {
-		e.endedAt = e.touched
+		e.endedAt = ss.now()
 	}
 	ss.emit(s, e, r)
 	return id
@@ -314,26 +372,34 @@ func (s *session) onlyOpen(kind accum.Shell) *entry {
 
 // emit appends the call's next revision, if it is a shell call and changed.
 func (ss *sessions) emit(s *session, e *entry, r *reply) {
-	if !e.call.IsShell() {
-		return
+	if !e.call.IsShell() || r.err != nil {
+		return // after a failed send the change waits for the next revision
 	}
 	rev, ok := e.call.Revision()
 	if !ok {
 		return
 	}
-	r.out = append(r.out, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
+	e.revisions, e.outcome = rev.Number, rev.Outcome
+	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
 	ss.m.execsOut.Inc()
+}
+
+// inOrder returns the calls that keep says to keep, in the order they
+// opened.
+func (s *session) inOrder(keep func(*entry) bool) []*entry {
+	list := make([]*entry, 0, len(s.calls))
+	for _, e := range s.calls {
+		if keep(e) {
+			list = append(list, e)
+		}
+	}
+	slices.SortFunc(list, func(a, b *entry) int { return cmp.Compare(a.order, b.order) })
+	return list
 }
 
 // endOpen ends every open call of the session, in the order they opened.
 func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
-	open := make([]*entry, 0, len(s.calls))
-	for _, e := range s.calls {
-		if !e.call.Ended() {
-			open = append(open, e)
-		}
-	}
-	slices.SortFunc(open, func(a, b *entry) int { return int(a.order) - int(b.order) })
+	open := s.inOrder(func(e *entry) bool { return !e.call.Ended() })
 	now := ss.now()
 	for _, e := range open {
 		e.call.End(cancelled, why)
@@ -342,15 +408,28 @@ func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
 	}
 }
 
-// drop removes a locked session and all its calls.
-func (ss *sessions) drop(s *session, reason string) {
+// drop removes a locked session and all its calls, leaving a tombstone for
+// each.
+func (ss *sessions) drop(s *session, why released, reason string) {
 	ss.mu.Lock()
 	delete(ss.all, s.id)
 	ss.mu.Unlock()
 	s.gone = true
+	for _, e := range s.inOrder(func(*entry) bool { return true }) {
+		ss.bury(s, e.call.ID(), e, why)
+	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
 	ss.forget(n, reason)
+}
+
+// bury leaves the tombstone of a call that is being released.
+func (ss *sessions) bury(s *session, id string, e *entry, why released) {
+	after := ss.cfg.TTL
+	if why == releasedGrace {
+		after = ss.cfg.Grace
+	}
+	ss.tombs.add(s.id, id, tomb{why: why, after: after, revisions: e.revisions, outcome: e.outcome})
 }
 
 func (ss *sessions) forget(n int, reason string) {
@@ -362,8 +441,12 @@ func (ss *sessions) forget(n int, reason string) {
 	ss.m.evictions.WithLabelValues(reason).Add(float64(n))
 }
 
-// sweep evicts calls idle for longer than the TTL, ended calls past their
-// grace period, and sessions idle and empty for longer than the TTL.
+// sweep releases the state nobody needs any more: every session idle for
+// longer than the TTL, with all its calls, and in the other sessions each
+// ended call past its grace period. Expiry follows the session, not the
+// call: a call that is quiet while its session goes on keeps its state (the
+// per-session call limit bounds them). A session busy applying a frame is
+// not idle and is skipped, so that the sweeper never waits on a stream.
 func (ss *sessions) sweep() {
 	now := ss.now()
 	ss.mu.Lock()
@@ -373,25 +456,22 @@ func (ss *sessions) sweep() {
 	}
 	ss.mu.Unlock()
 	for _, s := range list {
-		s.mu.Lock()
-		var idle, ended int
-		for id, e := range s.calls {
-			switch {
-			case e.call.Ended() && now.Sub(e.endedAt) > ss.cfg.Grace:
-				ended++
-			case !e.call.Ended() && now.Sub(e.touched) > ss.cfg.TTL:
-				idle++
-			default:
-				continue
+		if !s.tryLock() {
+			continue
+		}
+		switch {
+		case s.gone:
+		case now.Sub(s.touched) > ss.cfg.TTL:
+			ss.drop(s, releasedIdle, "ttl")
+		default:
+			past := s.inOrder(func(e *entry) bool { return e.call.Ended() && now.Sub(e.endedAt) > ss.cfg.Grace })
+			for _, e := range past {
+				ss.bury(s, e.call.ID(), e, releasedGrace)
+				s.forgetCall(e.call.ID())
 			}
-			s.forgetCall(id)
+			ss.forget(len(past), "grace")
 		}
-		ss.forget(idle, "ttl")
-		ss.forget(ended, "grace")
-		if len(s.calls) == 0 && now.Sub(s.touched) > ss.cfg.TTL && !s.gone {
-			ss.drop(s, "ttl")
-		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 }
 

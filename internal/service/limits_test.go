@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 )
 
@@ -83,5 +84,49 @@ func TestCommandAndCwdLimits(t *testing.T) {
 	out = d.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Cwd: "/" + long, Message: []byte(openCall("c3", "ls"))}}})
 	if len(out) != 1 || codes.Code(out[0].GetFrameError().GetCode()) != codes.InvalidArgument || !strings.Contains(out[0].GetFrameError().GetMessage(), "cwd") {
 		t.Fatalf("long AcpFrame.cwd: %v", out)
+	}
+}
+
+// --max-sessions bounds the sessions held; closing one makes room.
+func TestMaxSessions(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxSessions = 2
+	d := newDirect(t, cfg)
+	d.exec("s1", openCall("c1", "true"))
+	d.exec("s2", openCall("c1", "true"))
+	fe := d.frameError("s3", openCall("c1", "true"))
+	if codes.Code(fe.GetCode()) != codes.ResourceExhausted || !strings.Contains(fe.GetMessage(), "2 sessions") || !strings.Contains(fe.GetMessage(), "--max-sessions") {
+		t.Fatalf("over max sessions: %v", fe)
+	}
+	// Sessions already held go on.
+	if x := d.exec("s1", finish("c1", 0)); x.GetRevision() != 2 {
+		t.Fatalf("held session after the limit: %v", x)
+	}
+	d.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s2"}}})
+	if x := d.exec("s3", openCall("c1", "true")); x.GetSessionId() != "s3" {
+		t.Fatalf("after a close: %v", x)
+	}
+	if got := testutil.ToFloat64(d.ss.m.refusals.WithLabelValues(limitSessions)); got != 1 {
+		t.Fatalf("refusals counted: %v", got)
+	}
+}
+
+// A session tracks a bounded number of terminal ids.
+func TestTerminalIDsBounded(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxCallsPerSession = 1
+	cfg.MaxCalls = 1
+	d := newDirect(t, cfg)
+	d.exec("s", openCall("c1", "true"))
+	var refused int
+	for i := range 6 {
+		for _, r := range d.frame("s", update(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","content":[{"type":"terminal","terminalId":"t%d"}]}`, i))) {
+			if codes.Code(r.GetFrameError().GetCode()) == codes.ResourceExhausted {
+				refused++
+			}
+		}
+	}
+	if n := len(d.ss.all["s"].terminals); n != 4 || refused != 2 {
+		t.Fatalf("%d terminals tracked and %d refused, want 4 and 2", n, refused)
 	}
 }

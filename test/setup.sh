@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need and a fresh machine lacks, at pinned versions:
-# Debian's protoc, grpc_python_plugin, python3-grpcio and python3-protobuf
-# (PyPI is not needed), the TypeScript client's npm packages (npm ci),
+# Debian's protoc, grpc_python_plugin, python3-grpcio, python3-protobuf and
+# what builds and installs clients/python into a venv (python3-venv,
+# python3-setuptools, python3-wheel; PyPI is not needed), the TypeScript client's npm packages (npm ci),
 # staticcheck (into .bin/), and the Go code generators (gen/generate.sh
 # installs them into .bin/).
 # Needs Go and Node with npm. Safe to run again: it installs only what is
@@ -14,6 +15,11 @@ command -v protoc >/dev/null || pkgs+=(protobuf-compiler)
 command -v grpc_python_plugin >/dev/null || pkgs+=(protobuf-compiler-grpc)
 /usr/bin/python3 -c 'import grpc' 2>/dev/null || pkgs+=(python3-grpcio)
 /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || pkgs+=(python3-protobuf)
+# test/clients.sh pip-installs clients/python into a fresh venv, offline:
+# venv (with ensurepip), and setuptools and wheel to build it.
+/usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
+/usr/bin/python3 -c 'import setuptools' 2>/dev/null || pkgs+=(python3-setuptools)
+/usr/bin/python3 -c 'import wheel' 2>/dev/null || pkgs+=(python3-wheel)
 if [ ${#pkgs[@]} -gt 0 ]; then
   echo "== apt-get install ${pkgs[*]}"
   sudo=""

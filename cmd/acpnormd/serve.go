@@ -53,6 +53,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	num(&f.cfg.TextLimit, "text-limit", "ACPNORM_TEXT_LIMIT", f.cfg.TextLimit, "bytes kept per text field (the most recent tail)")
 	num(&f.cfg.MaxCallsPerSession, "max-calls-per-session", "ACPNORM_MAX_CALLS_PER_SESSION", f.cfg.MaxCallsPerSession, "tool calls one session may hold")
 	num(&f.cfg.MaxCalls, "max-calls", "ACPNORM_MAX_CALLS", f.cfg.MaxCalls, "tool calls all sessions together may hold")
+	num(&f.cfg.MaxSessions, "max-sessions", "ACPNORM_MAX_SESSIONS", f.cfg.MaxSessions, "sessions held at once; a frame opening one more gets RESOURCE_EXHAUSTED")
+	num(&f.cfg.MaxIDBytes, "max-id-bytes", "ACPNORM_MAX_ID_BYTES", f.cfg.MaxIDBytes, "longest session, tool call, terminal or JSON-RPC request id accepted")
 	dur(&f.cfg.TTL, "ttl", "ACPNORM_TTL", f.cfg.TTL, "evict a session, with its calls, after this long without a frame")
 	dur(&f.cfg.Grace, "grace", "ACPNORM_GRACE", f.cfg.Grace, "keep an ended call this long to absorb late frames")
 	num(&f.cfg.Tombstones, "tombstones", "ACPNORM_TOMBSTONES", f.cfg.Tombstones, "released calls remembered so that late frames about them are refused")

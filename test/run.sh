@@ -24,11 +24,17 @@ if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 echo "== go vet"
 go vet ./...
 
-echo "== buf lint, and gen/ is what the contract generates"
+echo "== go mod tidy leaves go.mod and go.sum unchanged"
+go mod tidy -diff
+
+echo "== staticcheck"
+.bin/staticcheck ./...
+
+echo "== buf lint, and gen/ (and its copy in clients/python/acpnorm) is what the contract generates"
 bash gen/generate.sh
-if [ -n "$(git status --porcelain -- gen/)" ]; then
-  git status --porcelain -- gen/ >&2
-  echo "gen/ is stale or was edited by hand: run bash gen/generate.sh and commit the result" >&2
+if [ -n "$(git status --porcelain -- gen/ clients/python/acpnorm/)" ]; then
+  git status --porcelain -- gen/ clients/python/acpnorm/ >&2
+  echo "gen/ or clients/python/acpnorm/ is stale or was edited by hand: run bash gen/generate.sh and commit the result" >&2
   exit 1
 fi
 

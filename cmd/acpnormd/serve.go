@@ -29,7 +29,9 @@ type serveFlags struct {
 	logLevel, logFormat   string
 }
 
-func parseServe(args []string) (*serveFlags, error) {
+// serveFlagSet defines the serve flags, with defaults from the environment;
+// the error names any environment variable that does not parse.
+func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	f := &serveFlags{cfg: service.DefaultConfig(), srv: service.DefaultServerOptions()}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var errs []error
@@ -63,10 +65,15 @@ func parseServe(args []string) (*serveFlags, error) {
 	dur(&f.shutdown, "shutdown-timeout", "ACPNORM_SHUTDOWN_TIMEOUT", 10*time.Second, "how long a graceful shutdown may take")
 	str(&f.logLevel, "log-level", "ACPNORM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&f.logFormat, "log-format", "ACPNORM_LOG_FORMAT", "text", "text or json")
-	if err := errors.Join(errs...); err != nil {
+	return fs, f, errors.Join(errs...)
+}
+
+func parseServe(args []string) (*serveFlags, error) {
+	fs, f, err := serveFlagSet()
+	if err != nil {
 		return nil, err
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -77,8 +84,8 @@ func parseServe(args []string) (*serveFlags, error) {
 
 func serve(args []string) error {
 	f, err := parseServe(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		err = usageError{err}
 	}
 	if err != nil {
 		return err

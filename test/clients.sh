@@ -5,8 +5,9 @@
 #
 # Usage: bash test/clients.sh
 # Needs Go, Node >= 20 with npm, and /usr/bin/python3 with Debian's
-# python3-grpcio and python3-protobuf (or set PYTHON to an interpreter that
-# has grpcio and protobuf).
+# python3-grpcio, python3-protobuf, python3-venv, python3-setuptools and
+# python3-wheel (test/setup.sh installs them; or set PYTHON to an
+# interpreter whose venvs see grpcio, protobuf, setuptools and wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -33,16 +34,29 @@ if [ ! -f clients/ts/node_modules/.package-lock.json ]; then
 fi
 if (cd clients/ts && npm run --silent typecheck && npm test --silent); then :; else failed+=(ts); fi
 
-echo "== Python client (clients/python)"
-# `python3 -m unittest discover`, plus a closing 'N passed, N failed' line.
-if (cd clients/python && "$PYTHON" - <<'PY'
-import sys, unittest
-r = unittest.main(module=None, argv=["unittest", "discover", "-v"], exit=False).result
+echo "== Python client (clients/python), pip-installed into a fresh venv"
+# Exactly what the README tells a user: a venv that sees Debian's grpcio and
+# protobuf, and `pip install ./clients/python` (offline: no build isolation,
+# no index). The package is built from a copy so that the tree stays clean.
+# The suite then runs from clients/python/tests, where only the installed
+# package can be imported.
+venv="$tmp/venv"
+cp -r clients/python "$tmp/python-src"
+if "$PYTHON" -m venv --system-site-packages "$venv" &&
+  "$venv/bin/python" -m pip install --quiet --no-build-isolation --no-index "$tmp/python-src" &&
+  (cd clients/python/tests && "$venv/bin/python" - <<'PY'
+import os, sys, unittest
+import acpnorm_client
+src = os.path.realpath(os.path.join(os.getcwd(), ".."))
+if os.path.realpath(acpnorm_client.__file__).startswith(src + os.sep):
+    sys.exit(f"acpnorm_client imported from the source tree ({acpnorm_client.__file__}), not the installed package")
+print(f"python: acpnorm_client from {os.path.dirname(acpnorm_client.__file__)}")
+r = unittest.main(module=None, argv=["unittest", "discover", "-v", "-s", ".", "-t", "."], exit=False).result
 bad = len(r.failures) + len(r.errors) + len(r.unexpectedSuccesses)
 print(f"python: {max(0, r.testsRun - bad - len(r.skipped))} passed, {bad} failed, {len(r.skipped)} skipped")
 sys.exit(0 if r.wasSuccessful() and r.testsRun > 0 else 1)
 PY
-); then :; else failed+=(python); fi
+  ); then :; else failed+=(python); fi
 
 echo "== examples (go, ts, python) against one acpnormd"
 port=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -66,7 +80,7 @@ example() {
 }
 go build -o "$tmp/example-go" ./examples/go && example go "$tmp/example-go" || { echo "FAIL example go: build"; fail=$((fail + 1)); }
 example ts clients/ts/node_modules/.bin/tsx examples/ts/main.mts
-example python "$PYTHON" examples/python/normalize_recording.py
+example python "$venv/bin/python" examples/python/normalize_recording.py
 echo "examples: $pass passed, $fail failed"
 [ "$fail" -eq 0 ] || { failed+=(examples); tail -20 "$tmp/acpnormd.log"; }
 

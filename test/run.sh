@@ -9,8 +9,9 @@
 # buf lint and a regeneration check of gen/, buf breaking against main,
 # go test -race on every package (unit, bufconn service, golden and
 # end-to-end tests), each fuzz target for a short time, a ~20 s smoke run of
-# the load benchmark (bench/run.sh), and the TypeScript and Python client
-# suites against the real binary.
+# the load benchmark (bench/run.sh), the TypeScript and Python client suites
+# against the real binary, and a short run of one real agent build against a
+# scripted model (test/agents/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
@@ -24,11 +25,17 @@ if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 echo "== go vet"
 go vet ./...
 
-echo "== buf lint, and gen/ is what the contract generates"
+echo "== go mod tidy leaves go.mod and go.sum unchanged"
+go mod tidy -diff
+
+echo "== staticcheck"
+.bin/staticcheck ./...
+
+echo "== buf lint, and gen/ (and its copy in clients/python/acpnorm) is what the contract generates"
 bash gen/generate.sh
-if [ -n "$(git status --porcelain -- gen/)" ]; then
-  git status --porcelain -- gen/ >&2
-  echo "gen/ is stale or was edited by hand: run bash gen/generate.sh and commit the result" >&2
+if [ -n "$(git status --porcelain -- gen/ clients/python/acpnorm/)" ]; then
+  git status --porcelain -- gen/ clients/python/acpnorm/ >&2
+  echo "gen/ or clients/python/acpnorm/ is stale or was edited by hand: run bash gen/generate.sh and commit the result" >&2
   exit 1
 fi
 
@@ -53,5 +60,8 @@ SMOKE=1 bash bench/run.sh
 
 echo "== clients"
 bash test/clients.sh
+
+echo "== real agent smoke: OpenCode, three steps (the full matrix: bash test/agents/run.sh)"
+bash test/agents/run.sh --scenario smoke opencode
 
 echo "test/run.sh: all checks passed"

@@ -78,11 +78,13 @@ type Call struct {
 	limit     int
 	shell     Shell
 	cur, sent meta
-	emitted   bool // a revision was taken since the last change of cur
 	revision  uint32
 
 	exit         *Exit
 	cancelled    bool
+	cancelAsked  bool   // the user cancelled the turn while the call was open
+	cancelWhy    string // why the call is cancelled, in words
+	cancelNotice string // the agent's own words about it
 	statusFailed bool
 	failed       bool
 	succeeded    bool
@@ -122,7 +124,11 @@ func (c *Call) Apply(o *Observation) {
 		c.shell = o.Shell
 	}
 	setIf(&c.cur.terminalID, o.TerminalID)
-	setIf(&c.cur.command, o.Command)
+	if !o.PermissionAsk || c.cur.command == "" {
+		// A permission ask restates the command, sometimes re-quoted:
+		// it fills in an unknown command but never replaces one.
+		setIf(&c.cur.command, o.Command)
+	}
 	setIf(&c.cur.cwd, o.Cwd)
 	setIf(&c.cur.description, o.Description)
 	setIf(&c.cur.approvalReason, o.ApprovalReason)
@@ -131,7 +137,12 @@ func (c *Call) Apply(o *Observation) {
 	}
 	c.cur.timedOut = c.cur.timedOut || o.TimedOut
 	c.cur.background = c.cur.background || o.Background
-	c.cancelled = c.cancelled || o.Cancelled
+	if o.Cancelled {
+		c.cancel("")
+		if o.CancelNotice != "" && c.cancelNotice == "" {
+			c.cancelNotice = o.CancelNotice
+		}
+	}
 	c.failed = c.failed || o.Failed
 	c.succeeded = c.succeeded || o.Succeeded
 	if o.Exit != nil && !o.Exit.Placeholder {
@@ -158,6 +169,9 @@ func (c *Call) Apply(o *Observation) {
 		c.cur.awaiting = false
 	case StatusCompleted, StatusFailed:
 		c.statusFailed = o.Status == StatusFailed
+		if c.cancelAsked && !c.finishedClean() {
+			c.cancel("the user cancelled the prompt turn while the command ran")
+		}
 		c.end("")
 		return
 	}
@@ -172,7 +186,7 @@ func (c *Call) Apply(o *Observation) {
 func (c *Call) Answer(rejected bool) {
 	c.cur.awaiting = false
 	if rejected {
-		c.cancelled = true
+		c.cancel("the user rejected the permission ask")
 		if c.cur.state == Ended {
 			c.resolve()
 		}
@@ -186,8 +200,39 @@ func (c *Call) End(cancelled bool, why string) {
 	if c.cur.state == Ended {
 		return
 	}
-	c.cancelled = c.cancelled || cancelled
+	if cancelled {
+		c.cancel("the user cancelled the prompt turn before the command ended")
+	}
 	c.end(why)
+}
+
+// CancelRequested records that the user cancelled the prompt turn while
+// the call was open (ACP `session/cancel`). However the call ends from now
+// on (a `failed` final, a `completed` final without a clean exit, or no
+// final at all before the turn's result) it ended because of that cancel:
+// Cancelled, keeping a known exit code. Only a `completed` final with a
+// known exit 0 and no signal or timeout shows that the command finished
+// before the cancel took hold. It does nothing to a call that already
+// ended: a call never changes its outcome because of a later cancel.
+func (c *Call) CancelRequested() {
+	if c.cur.state != Ended {
+		c.cancelAsked = true
+	}
+}
+
+// cancel marks the call cancelled; the first non-empty why is kept. The
+// outcome reason adds the agent's notice (Observation.CancelNotice).
+func (c *Call) cancel(why string) {
+	c.cancelled = true
+	if c.cancelWhy == "" {
+		c.cancelWhy = why
+	}
+}
+
+// finishedClean reports a clean end: a known exit 0 without a signal or a
+// timeout, under a status other than failed.
+func (c *Call) finishedClean() bool {
+	return c.exit != nil && c.exit.Code == 0 && !c.statusFailed && c.cur.signal == "" && !c.cur.timedOut
 }
 
 func (c *Call) end(why string) {
@@ -211,7 +256,13 @@ func (c *Call) resolve() {
 	}
 	switch {
 	case c.cancelled:
-		c.cur.outcome, c.cur.reason = Cancelled, "the user rejected or cancelled the command"
+		c.cur.outcome, c.cur.reason = Cancelled, c.cancelWhy
+		if c.cur.reason == "" {
+			c.cur.reason = "the user rejected or cancelled the command"
+		}
+		if c.cancelNotice != "" {
+			c.cur.reason += "; the agent said: " + c.cancelNotice
+		}
 	case c.cur.signal != "":
 		c.cur.outcome, c.cur.reason = Failed, "killed by "+c.cur.signal
 	case c.cur.timedOut:

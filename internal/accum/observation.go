@@ -173,6 +173,10 @@ type Observation struct {
 	TimedOut bool
 	// Cancelled says the user rejected or cancelled the command.
 	Cancelled bool
+	// CancelNotice, with Cancelled, is the agent's own words about it (a
+	// refusal or cancel notice, shortened), said in the outcome reason;
+	// such a notice is never output.
+	CancelNotice string
 	// Background says the command was started in the background.
 	Background bool
 	// Succeeded is an agent-specific proof of success that a dialect

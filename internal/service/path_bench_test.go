@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -63,6 +64,13 @@ func BenchmarkServicePath(b *testing.B) {
 		}
 		b.Run(name+"/service", func(b *testing.B) {
 			ss := newSessions(DefaultConfig(), NewMetrics(nil))
+			ctx := context.Background()
+			emit := func(out *pb.NormalizeResponse) error {
+				if fe := out.GetFrameError(); fe != nil {
+					return fmt.Errorf("%s: %s", name, fe.GetMessage())
+				}
+				return nil
+			}
 			b.SetBytes(size)
 			b.ReportAllocs()
 			n := 0
@@ -71,13 +79,14 @@ func BenchmarkServicePath(b *testing.B) {
 				sid := fmt.Sprintf("bench-%d", n)
 				for _, r := range reqs {
 					r.GetFrame().SessionId = sid
-					for _, out := range ss.handle(r) {
-						if fe := out.GetFrameError(); fe != nil {
-							b.Fatalf("%s: %s", name, fe.GetMessage())
-						}
+					if err := ss.handle(ctx, r, emit); err != nil {
+						b.Fatal(err)
 					}
 				}
-				ss.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid}}})
+				closed := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid}}}
+				if err := ss.handle(ctx, closed, emit); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 		b.Run(name+"/generic-map", func(b *testing.B) {

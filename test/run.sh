@@ -9,7 +9,8 @@
 # buf lint and a regeneration check of gen/, buf breaking against main,
 # go test -race on every package (unit, bufconn service, golden and
 # end-to-end tests), each fuzz target for a short time, and the TypeScript
-# and Python client suites against the real binary.
+# and Python client suites against the real binary, and a short run of one
+# real agent build against a scripted model (test/agents/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
@@ -55,5 +56,8 @@ done
 
 echo "== clients"
 bash test/clients.sh
+
+echo "== real agent smoke: OpenCode, three steps (the full matrix: bash test/agents/run.sh)"
+bash test/agents/run.sh --scenario smoke opencode
 
 echo "test/run.sh: all checks passed"

@@ -84,6 +84,7 @@ type Call struct {
 	cancelled    bool
 	cancelAsked  bool   // the user cancelled the turn while the call was open
 	cancelWhy    string // why the call is cancelled, in words
+	cancelNotice string // the agent's own words about it
 	statusFailed bool
 	failed       bool
 	succeeded    bool
@@ -123,7 +124,11 @@ func (c *Call) Apply(o *Observation) {
 		c.shell = o.Shell
 	}
 	setIf(&c.cur.terminalID, o.TerminalID)
-	setIf(&c.cur.command, o.Command)
+	if !o.PermissionAsk || c.cur.command == "" {
+		// A permission ask restates the command, sometimes re-quoted:
+		// it fills in an unknown command but never replaces one.
+		setIf(&c.cur.command, o.Command)
+	}
 	setIf(&c.cur.cwd, o.Cwd)
 	setIf(&c.cur.description, o.Description)
 	setIf(&c.cur.approvalReason, o.ApprovalReason)
@@ -133,7 +138,10 @@ func (c *Call) Apply(o *Observation) {
 	c.cur.timedOut = c.cur.timedOut || o.TimedOut
 	c.cur.background = c.cur.background || o.Background
 	if o.Cancelled {
-		c.cancel(o.CancelNotice)
+		c.cancel("")
+		if o.CancelNotice != "" && c.cancelNotice == "" {
+			c.cancelNotice = o.CancelNotice
+		}
 	}
 	c.failed = c.failed || o.Failed
 	c.succeeded = c.succeeded || o.Succeeded
@@ -212,9 +220,8 @@ func (c *Call) CancelRequested() {
 	}
 }
 
-// cancel marks the call cancelled; the first non-empty why is kept, an
-// agent's notice (given through Observation.CancelNotice) beating the
-// session's words.
+// cancel marks the call cancelled; the first non-empty why is kept. The
+// outcome reason adds the agent's notice (Observation.CancelNotice).
 func (c *Call) cancel(why string) {
 	c.cancelled = true
 	if c.cancelWhy == "" {
@@ -252,6 +259,9 @@ func (c *Call) resolve() {
 		c.cur.outcome, c.cur.reason = Cancelled, c.cancelWhy
 		if c.cur.reason == "" {
 			c.cur.reason = "the user rejected or cancelled the command"
+		}
+		if c.cancelNotice != "" {
+			c.cur.reason += "; the agent said: " + c.cancelNotice
 		}
 	case c.cur.signal != "":
 		c.cur.outcome, c.cur.reason = Failed, "killed by "+c.cur.signal

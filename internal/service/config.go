@@ -16,6 +16,12 @@ type Config struct {
 	MaxCallsPerSession int
 	// MaxCalls bounds the calls of all sessions together.
 	MaxCalls int
+	// MaxSessions bounds the sessions held at once. Only a frame that
+	// reads as a valid ACP message creates one.
+	MaxSessions int
+	// MaxIDBytes bounds session ids, tool call ids, terminal ids and
+	// JSON-RPC request ids.
+	MaxIDBytes int
 	// TTL is how long a session may go without a frame before it is
 	// evicted with all its calls. A quiet call of a busy session is kept.
 	TTL time.Duration
@@ -36,6 +42,8 @@ func DefaultConfig() Config {
 		TextLimit:          256 << 10,
 		MaxCallsPerSession: 1024,
 		MaxCalls:           65536,
+		MaxSessions:        16384,
+		MaxIDBytes:         256,
 		TTL:                10 * time.Minute,
 		Grace:              30 * time.Second,
 		Tombstones:         65536,
@@ -52,6 +60,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max calls per session %d is below 1", c.MaxCallsPerSession)
 	case c.MaxCalls < c.MaxCallsPerSession:
 		return fmt.Errorf("max calls %d is below max calls per session %d", c.MaxCalls, c.MaxCallsPerSession)
+	case c.MaxSessions < 1:
+		return fmt.Errorf("max sessions %d is below 1", c.MaxSessions)
+	case c.MaxIDBytes < 16:
+		return fmt.Errorf("max id bytes %d is below 16", c.MaxIDBytes)
 	case c.TTL <= 0:
 		return fmt.Errorf("ttl %v is not positive", c.TTL)
 	case c.Grace < 0:

@@ -3,6 +3,7 @@ package service
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -66,15 +67,29 @@ func newSessions(cfg Config, m *Metrics) *sessions {
 	return &sessions{cfg: cfg, m: m, now: time.Now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
 }
 
-// lock returns the session, locked, creating it when needed. It gives up
-// when ctx is done while another request of the session is being applied.
-func (ss *sessions) lock(ctx context.Context, id string) (*session, error) {
+// errTooManySessions says that a session cannot be created.
+var errTooManySessions = errors.New("too many sessions")
+
+// lock returns the session, locked. When it does not exist, lock creates it
+// if create is true (or fails with errTooManySessions at the limit), and
+// returns nil otherwise. It gives up when ctx is done while another request
+// of the session is being applied.
+func (ss *sessions) lock(ctx context.Context, id string, create bool) (*session, error) {
 	for {
 		ss.mu.Lock()
 		s := ss.all[id]
 		if s == nil {
+			if !create {
+				ss.mu.Unlock()
+				return nil, nil
+			}
+			if len(ss.all) >= ss.cfg.MaxSessions {
+				ss.mu.Unlock()
+				return nil, errTooManySessions
+			}
 			s = &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}}
 			ss.all[id] = s
+			ss.m.sessions.Inc()
 		}
 		ss.mu.Unlock()
 		select {
@@ -166,13 +181,12 @@ func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit f
 
 func (ss *sessions) control(ctx context.Context, id string, seq uint64, what string, r *reply, do func(*session)) error {
 	r.session, r.seq = id, seq
-	if id == "" {
-		r.fail(codes.InvalidArgument, "", "%s %d has no session_id", what, seq)
+	if !ss.validSessionID(id, what, r) {
 		return nil
 	}
-	s, err := ss.lock(ctx, id)
-	if err != nil {
-		return err
+	s, err := ss.lock(ctx, id, false)
+	if err != nil || s == nil {
+		return err // a session never seen (or released) has nothing to end
 	}
 	defer s.unlock()
 	do(s)
@@ -181,8 +195,7 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 
 func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 	r.session, r.seq = f.GetSessionId(), f.GetSequence()
-	if f.GetSessionId() == "" {
-		r.fail(codes.InvalidArgument, "", "frame %d has no session_id", f.GetSequence())
+	if !ss.validSessionID(f.GetSessionId(), "frame", r) {
 		return nil
 	}
 	if len(f.GetMessage()) == 0 {
@@ -202,10 +215,52 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 		r.fail(codes.InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %q", f.GetSequence(), f.GetSessionId(), cwd)
 		return nil
 	}
+	if n := len(f.GetCwd()); n > ss.cfg.TextLimit {
+		ss.m.refused(limitTextBytes)
+		r.fail(codes.InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (--text-limit)", f.GetSequence(), f.GetSessionId(), n, ss.cfg.TextLimit)
+		return nil
+	}
 
-	s, err := ss.lock(ctx, f.GetSessionId())
+	// A session is created only by a frame that reads as a valid message,
+	// so it is read first with the dialect a new session would use.
+	s, err := ss.lock(ctx, f.GetSessionId(), false)
 	if err != nil {
 		return err
+	}
+	with := chosen
+	if with == nil {
+		with = dialect.Generic()
+		if s != nil {
+			with = s.reader()
+		}
+	}
+	read, err := dialect.Read(with, f.GetMessage())
+	if err != nil {
+		if s != nil {
+			s.unlock()
+		}
+		r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
+		return nil
+	}
+	if s == nil {
+		s, err = ss.lock(ctx, f.GetSessionId(), true)
+		if errors.Is(err, errTooManySessions) {
+			ss.m.refused(limitSessions)
+			r.fail(codes.ResourceExhausted, "", "frame %d opens session %q, but the service already holds %d sessions (the limit, --max-sessions)", f.GetSequence(), f.GetSessionId(), ss.cfg.MaxSessions)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if chosen == nil && s.reader().Info().Name != with.Info().Name {
+			// Another stream made the session meanwhile and detected its
+			// dialect: read the frame the way the session reads.
+			if read, err = dialect.Read(s.reader(), f.GetMessage()); err != nil {
+				s.unlock()
+				r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
+				return nil
+			}
+		}
 	}
 	defer s.unlock()
 	if chosen != nil {
@@ -215,20 +270,30 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 	if cwd := f.GetCwd(); cwd != "" {
 		s.cwd, s.cwdByHand = filepath.Clean(cwd), true
 	}
-	read, err := dialect.Read(s.reader(), f.GetMessage())
-	if err != nil {
-		r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
-		return nil
-	}
 	if read.AgentName != "" && !s.explicit {
 		s.use(dialect.Detect(read.AgentName))
 	}
-	if read.SessionCwd != "" && !s.cwdByHand && filepath.IsAbs(read.SessionCwd) {
-		s.cwd = filepath.Clean(read.SessionCwd)
+	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
+		if len(c) > ss.cfg.TextLimit {
+			ss.m.refused(limitTextBytes)
+			r.fail(codes.InvalidArgument, "", "frame %d of session %q gives a session cwd of %d bytes, over the text limit of %d bytes (--text-limit); the session keeps its cwd", r.seq, s.id, len(c), ss.cfg.TextLimit)
+		} else {
+			s.cwd = filepath.Clean(c)
+		}
 	}
 	for i := range read.Observations {
 		id := ss.observe(s, &read.Observations[i], r)
 		if read.Ask != nil && read.Observations[i].PermissionAsk && id != "" {
+			if n := len(read.Ask.RequestID); n > ss.cfg.MaxIDBytes {
+				ss.m.refused(limitIDBytes)
+				r.fail(codes.InvalidArgument, id, "frame %d of session %q asks permission under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (--max-id-bytes); its answer will not be matched", r.seq, s.id, n, ss.cfg.MaxIDBytes)
+				continue
+			}
+			if _, known := s.asks[read.Ask.RequestID]; !known && len(s.asks) >= ss.maxRefs() {
+				ss.m.refused(limitCallsPerSession)
+				r.fail(codes.ResourceExhausted, id, "frame %d of session %q asks permission, but the session already has %d unanswered asks (4 per call of --max-calls-per-session); its answer will not be matched", r.seq, s.id, len(s.asks))
+				continue
+			}
 			s.asks[read.Ask.RequestID] = ask{callID: id, reject: read.Ask.RejectOptions}
 		}
 	}
@@ -277,6 +342,9 @@ func (s *session) dialectName() string {
 // observe applies one observation and returns the id of the call it went
 // to ("" when it was refused).
 func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
+	if !ss.boundObservation(s, o, r) {
+		return ""
+	}
 	id := o.ToolCallID
 	if id == "" && o.TerminalID != "" {
 		id = s.terminals[o.TerminalID]
@@ -311,11 +379,13 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	if e == nil {
 		if n := len(s.calls); n >= ss.cfg.MaxCallsPerSession {
+			ss.m.refused(limitCallsPerSession)
 			r.fail(codes.ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the session already holds %d calls (the limit)", r.seq, s.id, id, n)
 			return ""
 		}
 		if ss.total.Add(1) > int64(ss.cfg.MaxCalls) {
 			ss.total.Add(-1)
+			ss.m.refused(limitCalls)
 			r.fail(codes.ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the service already holds %d calls (the limit)", r.seq, s.id, id, ss.cfg.MaxCalls)
 			return ""
 		}
@@ -330,8 +400,13 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	if o.Shell == accum.ShellNo && !e.call.IsShell() {
 		o.Texts = nil // output of other tools is not ours to hold
 	}
-	if o.TerminalID != "" {
-		s.terminals[o.TerminalID] = id
+	if t := o.TerminalID; t != "" && s.terminals[t] != id {
+		if _, known := s.terminals[t]; !known && len(s.terminals) >= ss.maxRefs() {
+			ss.m.refused(limitCallsPerSession)
+			r.fail(codes.ResourceExhausted, id, "frame %d of session %q shows terminal %q, but the session already tracks %d terminals (4 per call of --max-calls-per-session); output sent by terminal id alone will not reach the call", r.seq, s.id, t, len(s.terminals))
+		} else {
+			s.terminals[t] = id
+		}
 	}
 	wasEnded := e.call.Ended()
 	if s.cancel {
@@ -343,6 +418,50 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	ss.emit(s, e, r)
 	return id
+}
+
+// maxRefs bounds the terminal ids and unanswered asks a session tracks.
+func (ss *sessions) maxRefs() int { return 4 * ss.cfg.MaxCallsPerSession }
+
+// validSessionID refuses a request without a session id or with one over
+// the id limit.
+func (ss *sessions) validSessionID(id, what string, r *reply) bool {
+	switch {
+	case id == "":
+		r.fail(codes.InvalidArgument, "", "%s %d has no session_id", what, r.seq)
+		return false
+	case len(id) > ss.cfg.MaxIDBytes:
+		r.session = "" // never echo an over-long id
+		ss.m.refused(limitIDBytes)
+		r.fail(codes.InvalidArgument, "", "%s %d has a session_id of %d bytes, over the %d-byte limit for ids (--max-id-bytes)", what, r.seq, len(id), ss.cfg.MaxIDBytes)
+		return false
+	}
+	return true
+}
+
+// boundObservation applies the length limits to what an observation
+// names. An over-long id refuses the observation (false). An over-long
+// command, cwd, description or approval reason is left out with a
+// FrameError naming it, and the rest (the output) still applies.
+func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply) bool {
+	for _, f := range []struct{ name, v string }{{"toolCallId", o.ToolCallID}, {"terminalId", o.TerminalID}} {
+		if len(f.v) > ss.cfg.MaxIDBytes {
+			ss.m.refused(limitIDBytes)
+			r.fail(codes.InvalidArgument, "", "frame %d of session %q names a %s of %d bytes, over the %d-byte limit for ids (--max-id-bytes); the update is refused", r.seq, s.id, f.name, len(f.v), ss.cfg.MaxIDBytes)
+			return false
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"command", &o.Command}, {"cwd", &o.Cwd}, {"description", &o.Description}, {"approval reason", &o.ApprovalReason}} {
+		if n := len(*f.v); n > ss.cfg.TextLimit {
+			*f.v = ""
+			ss.m.refused(limitTextBytes)
+			r.fail(codes.InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a %s of %d bytes, over the text limit of %d bytes (--text-limit); it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, f.name, n, ss.cfg.TextLimit)
+		}
+	}
+	return true
 }
 
 // sameCommand reports whether an ask naming command ask can be about a
@@ -414,6 +533,7 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	ss.mu.Lock()
 	delete(ss.all, s.id)
 	ss.mu.Unlock()
+	ss.m.sessions.Dec()
 	s.gone = true
 	for _, e := range s.inOrder(func(*entry) bool { return true }) {
 		ss.bury(s, e.call.ID(), e, why)

@@ -8,9 +8,10 @@
 # It installs what is missing first (test/setup.sh), then: gofmt, go vet,
 # buf lint and a regeneration check of gen/, buf breaking against main,
 # go test -race on every package (unit, bufconn service, golden and
-# end-to-end tests), each fuzz target for a short time, and the TypeScript
-# and Python client suites against the real binary, and a short run of one
-# real agent build against a scripted model (test/agents/run.sh).
+# end-to-end tests), each fuzz target for a short time, a ~20 s smoke run of
+# the load benchmark (bench/run.sh), the TypeScript and Python client suites
+# against the real binary, and a short run of one real agent build against a
+# scripted model (test/agents/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
@@ -53,6 +54,9 @@ for pkg in $(go list ./internal/...); do
     go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg"
   done
 done
+
+echo "== load benchmark smoke run (fails on errors, never on speed)"
+SMOKE=1 bash bench/run.sh
 
 echo "== clients"
 bash test/clients.sh

@@ -137,7 +137,7 @@ func (c *cs) session() []replay.Line {
 	}
 	for _, f := range c.frames {
 		dir := toClient
-		if strings.Contains(f, `"result":{"outcome"`) {
+		if strings.Contains(f, `"result":{"outcome"`) || strings.Contains(f, `"method":"session/cancel"`) || strings.Contains(f, `"method":"session/prompt"`) {
 			dir = toAgent
 		}
 		msgs = append(msgs, msg{dir, f})
@@ -1123,5 +1123,83 @@ func TestConformanceAskWhileAnotherCallRuns(t *testing.T) {
 			{id: "call_a", command: "sleep 60", cwd: "/w", outcome: unknown},
 			{id: "call_b", command: "touch x", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str(""), stderr: str(""), approval: "Needs write access"},
 		},
+	}})
+}
+
+// ------------------------------------------- Cancel, reject, wrappers, echoes
+//
+// Traces for the field guide's section 2b and the rules at the end of its
+// section 3: client cancels, rejected permission asks, adapters' own shell
+// wrappers versus a model's, never-worse frames, the Codex TS 2.x wire,
+// big outputs and command echoes.
+
+// cancelFrame is the client's session/cancel.
+const cancelFrame = `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}`
+
+// turnResult is the agent's result for prompt id with stopReason reason.
+func turnResult(id int, reason string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"stopReason":%q}}`, id, reason)
+}
+
+// prompt is the client's next session/prompt with JSON-RPC id id.
+func prompt(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"next"}]}}`, id)
+}
+
+// TestConformanceModelWrappersKept: only an adapter's own wrapper is
+// removed. A command the model wrote as `sh -c '...'`, `bash -c ...` or
+// `zsh -lc ...` is the command in every agent but Codex, whose adapters
+// wrap each command once more (that outer wrapper alone is removed).
+func TestConformanceModelWrappersKept(t *testing.T) {
+	const cmd = `sh -c 'echo hi'`
+	runConformance(t, []cs{{
+		name: "claude", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_1", true), claudeInput("toolu_1", cmd, "Say hi", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","_meta":{"terminal_output":{"terminal_id":"toolu_1","data":"hi"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":"hi","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_1","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_1", command: cmd, cwd: "/w", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi"}},
+	}, {
+		name: "opencode", agent: opencodeAgent,
+		frames: []string{ocOpen("o1", "bash"), ocLive("o1", `bash -c "echo hi"`, "Say hi", "hi\n"), ocFinal("o1", "hi\n", `{"output":"hi\n","exit":0,"description":"Say hi","truncated":false}`)},
+		want:   []wantExec{{id: "o1", command: `bash -c "echo hi"`, cwd: "/w", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi\n"}},
+	}, {
+		name: "gemini", agent: geminiAgent,
+		frames: []string{geOpen("run_shell_command-1", `zsh -lc 'echo hi'`, "[current working directory /w] (Say hi)"), geEnd("run_shell_command-1", "completed", "hi\n")},
+		want:   []wantExec{{id: "run_shell_command-1", command: `zsh -lc 'echo hi'`, cwd: "/w", desc: "Say hi", outcome: unknown, output: "hi\n"}},
+	}, {
+		name: "auggie", agent: auggieAgent,
+		frames: []string{auOpen("a1", cmd, ""), auFinal("a1", "<return-code>\n0\n</return-code>\n<output>\nhi\n</output>")},
+		want:   []wantExec{{id: "a1", command: cmd, cwd: "/w/a", outcome: succeeded, exit: code(0), output: "hi"}},
+	}, {
+		name: "cursor", agent: cursorAgent,
+		frames: []string{cuOpen("tool_1", cmd), cuRunning("tool_1"), cuDone("tool_1", `{"exitCode":0,"stdout":"hi\n","stderr":""}`)},
+		want:   []wantExec{{id: "tool_1", command: cmd, cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("hi\n"), stderr: str("")}},
+	}, {
+		name: "grok", agent: grokAgent,
+		frames: []string{grOpen("g1", cmd, "Say hi"), grDescribe("g1", cmd, "Say hi"), grFinal("g1", []byte("hi\n"), "0", "")},
+		want:   []wantExec{{id: "g1", command: cmd, cwd: "/w", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi\n"}},
+	}, {
+		name: "generic_argv", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"Run","status":"in_progress","rawInput":{"command":["bash","-c","echo hi"]}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed","rawOutput":{"output":"hi\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "x1", command: `bash -c 'echo hi'`, cwd: "/w", outcome: succeeded, exit: code(0), output: "hi\n"}},
+	}, {
+		name: "codex_rust_outer_wrapper_removed_once", agent: codexRust,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","kind":"execute","title":"x","status":"in_progress","rawInput":{"command":["/bin/bash","-lc","sh -c 'echo hi'"],"cwd":"/w"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":{"stdout":"hi\n","stderr":"","aggregated_output":"hi\n","formatted_output":"hi\n","exit_code":0,"status":"completed"}}`),
+		},
+		want: []wantExec{{id: "call_1", command: cmd, cwd: "/w", outcome: succeeded, exit: code(0), output: "hi\n", stdout: str("hi\n"), stderr: str("")}},
+	}, {
+		name: "codex_ts_outer_wrapper_removed_once", agent: codexTS,
+		frames: []string{
+			codexTSOpen("c1", "bash -c 'echo hi'", `/bin/zsh -lc 'bash -c '"'"'echo hi'"'"''`),
+			codexTSEnd("c1", "completed", "hi\n", 0, ""),
+		},
+		want: []wantExec{{id: "c1", command: "bash -c 'echo hi'", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "hi\n"}},
 	}})
 }

@@ -19,7 +19,9 @@
 #   6. the TypeScript and Python client suites and the three examples
 #      against the real binary (test/clients.sh);
 #   7. the container image: build it and check the binary taken out of it
-#      (test/image.sh; it says SKIP without podman or docker).
+#      (test/image.sh; it says SKIP without podman or docker);
+#   8. a short run of one real agent build against a scripted model
+#      (test/agents/run.sh --scenario smoke opencode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
@@ -68,5 +70,8 @@ bash test/clients.sh
 
 echo "== container image"
 bash test/image.sh
+
+echo "== real agent smoke: OpenCode, three steps (the full matrix: bash test/agents/run.sh)"
+bash test/agents/run.sh --scenario smoke opencode
 
 echo "test/run.sh: all checks passed"

@@ -124,7 +124,11 @@ func (c *Call) Apply(o *Observation) {
 		c.shell = o.Shell
 	}
 	setIf(&c.cur.terminalID, o.TerminalID)
-	setIf(&c.cur.command, o.Command)
+	if !o.PermissionAsk || c.cur.command == "" {
+		// A permission ask restates the command, sometimes re-quoted:
+		// it fills in an unknown command but never replaces one.
+		setIf(&c.cur.command, o.Command)
+	}
 	setIf(&c.cur.cwd, o.Cwd)
 	setIf(&c.cur.description, o.Description)
 	setIf(&c.cur.approvalReason, o.ApprovalReason)

@@ -325,3 +325,23 @@ func TestCallLateOutputAfterCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestCallNeverWorse: a later frame never makes what is known worse. A
+// permission ask's command (Codex TS 2.x re-quotes it as one shell word)
+// does not replace the command a tool_call already gave, but fills in one
+// that is unknown.
+func TestCallNeverWorse(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Opens: true, Shell: ShellYes, Command: "printf 'x'; ls", Status: StatusRunning})
+	c.Apply(&Observation{PermissionAsk: true, Command: `"printf 'x'"'; ls'`, ApprovalReason: "escalate"})
+	r, _ := c.Revision()
+	if r.Command != "printf 'x'; ls" || r.ApprovalReason != "escalate" {
+		t.Fatalf("ask made the command worse: %+v", r)
+	}
+	d := NewCall("d1", 1024)
+	d.Apply(&Observation{PermissionAsk: true, Shell: ShellYes, Command: "make"})
+	d.Apply(&Observation{Opens: true, Command: "make all"})
+	if r, _ := d.Revision(); r.Command != "make all" {
+		t.Fatalf("command %q after ask then tool_call", r.Command)
+	}
+}

@@ -147,6 +147,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 	ended := o.Status.Ended()
 	u.Meta.ApplyTerminalMeta(&o)
 	applyShellInput(&o, &u.ToolCall, &u.RawInput.ShellInput)
+	codexCommand(&o, &u.RawInput.Command)
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 
 	f := u.RawOutput
@@ -326,8 +327,27 @@ func dropDeltas(ts []accum.Text) []accum.Text {
 	return out
 }
 
+// codexCommand removes the adapter's own shell wrapper from a rawInput
+// command, once: the Rust adapter's argv ["/bin/bash","-lc",X] and the
+// TypeScript adapter's "/bin/zsh -lc '...'". A command that is then one
+// quoted shell word (the TS 2.x permission ask re-quotes the command that
+// way) is unquoted. A wrapper the model wrote inside X is the command.
+func codexCommand(o *accum.Observation, c *CommandLine) {
+	if c.Line == "" {
+		return
+	}
+	cmd := c.Unwrapped()
+	if cmd == c.Line && c.argv == nil {
+		cmd = UnquoteWord(cmd)
+	}
+	if strings.TrimSpace(cmd) != "" {
+		o.Command = cmd
+	}
+}
+
 func askCodex(tc *codexUpdate) accum.Observation {
 	o := askObservation(&tc.ToolCall, &tc.RawInput.ShellInput)
+	codexCommand(&o, &tc.RawInput.Command)
 	if r := strings.TrimSpace(tc.RawInput.Reason.S); r != "" {
 		o.ApprovalReason = r
 	}

@@ -324,7 +324,7 @@ func readTerminalUpdate(tc *ToolCall) (accum.Observation, bool) {
 		}
 	case "terminal_update":
 		if tc.Command != nil {
-			o.Command = UnwrapShellString(*tc.Command)
+			o.Command = *tc.Command
 		}
 		if tc.Cwd != nil {
 			o.Cwd = *tc.Cwd

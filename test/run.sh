@@ -11,11 +11,13 @@
 #      clients/ts; staticcheck and the code generators into .bin/);
 #   2. gofmt, go vet, go mod tidy -diff (go.mod and go.sum are tidy) and
 #      staticcheck;
-#   3. buf lint and a regeneration check of gen/ (bash gen/generate.sh must
-#      leave gen/ unchanged), then buf breaking against main;
+#   3. buf lint and a regeneration check of gen/ and its copy in
+#      clients/python (bash gen/generate.sh must leave them unchanged), then
+#      buf breaking against main;
 #   4. go test -race on every package: unit, bufconn service, golden,
 #      conformance, end-to-end and command-line tests;
-#   5. each fuzz target for FUZZTIME (10s);
+#   5. each fuzz target for FUZZTIME (10s), then a ~20 s smoke run of the
+#      load benchmark (bench/run.sh);
 #   6. the TypeScript and Python client suites and the three examples
 #      against the real binary (test/clients.sh);
 #   7. the container image: build it and check the binary taken out of it
@@ -64,6 +66,9 @@ for pkg in $(go list ./internal/...); do
     go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg"
   done
 done
+
+echo "== load benchmark smoke run (fails on errors, never on speed)"
+SMOKE=1 bash bench/run.sh
 
 echo "== clients"
 bash test/clients.sh

@@ -43,11 +43,11 @@ go mod tidy -diff
 echo "== staticcheck"
 .bin/staticcheck ./...
 
-echo "== buf lint, and gen/ (and its copy in clients/python/acpnorm) is what the contract generates"
+echo "== buf lint, and gen/ (and its copies in the client packages) is what the contract generates"
 bash gen/generate.sh
-if [ -n "$(git status --porcelain -- gen/ clients/python/acpnorm/)" ]; then
-  git status --porcelain -- gen/ clients/python/acpnorm/ >&2
-  echo "gen/ or clients/python/acpnorm/ is stale or was edited by hand: run bash gen/generate.sh and commit the result" >&2
+if [ -n "$(git status --porcelain -- gen/ clients/python/acpnorm/ clients/ts/src/gen/)" ]; then
+  git status --porcelain -- gen/ clients/python/acpnorm/ clients/ts/src/gen/ >&2
+  echo "gen/ or its copies (clients/python/acpnorm/, clients/ts/src/gen/) are stale or were edited by hand: run bash gen/generate.sh and commit the result" >&2
   exit 1
 fi
 

@@ -153,6 +153,9 @@ func (c *Call) Apply(o *Observation) {
 	}
 	for _, t := range o.Texts {
 		b := c.streams[t.Stream]
+		if b == nil && t.IfSplit {
+			continue
+		}
 		if b == nil {
 			b = NewBuffer(c.limit)
 			c.streams[t.Stream] = b

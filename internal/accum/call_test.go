@@ -345,3 +345,21 @@ func TestCallNeverWorse(t *testing.T) {
 		t.Fatalf("command %q after ask then tool_call", r.Command)
 	}
 }
+
+// TestCallStreamOmittedKeepsItsText: each present stream of a split
+// output is a snapshot of that stream; an omitted one keeps its text, and
+// a lone stream never creates a split the agent did not show.
+func TestCallStreamOmittedKeepsItsText(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Texts: []Text{{Stream: Stdout, Kind: Snapshot, Text: "o1\n"}, {Stream: Stderr, Kind: Snapshot, Text: "e1\n"}}})
+	c.Apply(&Observation{Status: StatusCompleted, Texts: []Text{{Stream: Stdout, Kind: Final, Text: "o1\no2\n", IfSplit: true}}})
+	r, _ := c.Revision()
+	if r.Texts[Stdout] == nil || r.Texts[Stdout].Text != "o1\no2\n" || r.Texts[Stderr] == nil || r.Texts[Stderr].Text != "e1\n" {
+		t.Fatalf("streams %+v %+v", r.Texts[Stdout], r.Texts[Stderr])
+	}
+	d := NewCall("d1", 1024)
+	d.Apply(&Observation{Shell: ShellYes, Status: StatusCompleted, Texts: []Text{{Stream: Stdout, Kind: Final, Text: "o\n", IfSplit: true}}})
+	if r, _ := d.Revision(); r.Texts[Stdout] != nil {
+		t.Fatalf("a lone stream made a split: %+v", r.Texts[Stdout])
+	}
+}

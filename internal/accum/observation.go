@@ -54,6 +54,12 @@ type Text struct {
 	Bytes []byte
 	// Truncated says the producer itself dropped part of this output.
 	Truncated bool
+	// IfSplit marks a Stdout or Stderr text that came without its sibling
+	// stream: it updates that stream only when the call already holds it
+	// (an earlier observation really separated the streams), and is
+	// ignored otherwise, since one named stream alone does not show that
+	// the agent separates them.
+	IfSplit bool
 }
 
 // Status is the ACP tool call status as the agent sent it. It is evidence of

@@ -168,6 +168,7 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 		}
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
+			contradictions(msg, f.Observations)
 		}
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {

@@ -125,7 +125,9 @@ func (c *Call) Apply(o *Observation) {
 		c.shell = o.Shell
 	}
 	setIf(&c.cur.terminalID, o.TerminalID)
-	setIf(&c.cur.command, o.Command)
+	if !o.CommandFromTitle || c.cur.command == "" {
+		setIf(&c.cur.command, o.Command)
+	}
 	setIf(&c.cur.cwd, o.Cwd)
 	setIf(&c.cur.description, o.Description)
 	setIf(&c.cur.approvalReason, o.ApprovalReason)

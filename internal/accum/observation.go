@@ -174,10 +174,14 @@ type Observation struct {
 	// Shell says whether the call is a shell command.
 	Shell Shell
 
-	Command     string
-	Cwd         string // may be relative; the session resolves it
-	Description string
-	Status      Status
+	Command string
+	// CommandFromTitle says Command was read from a title, which may
+	// abbreviate or decorate the command: it names the call only while no
+	// other frame has named its command, and never replaces one.
+	CommandFromTitle bool
+	Cwd              string // may be relative; the session resolves it
+	Description      string
+	Status           Status
 
 	// Texts are output observations, applied in order.
 	Texts []Text

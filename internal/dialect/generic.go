@@ -189,8 +189,21 @@ type shellUpdate struct {
 	Meta      *TerminalMeta `json:"_meta"`
 }
 
+// read is readFrame with observeGeneric; it also notes an opening tool
+// call whose shape identifies an agent that gave no name (Frame.Sign), as
+// only the generic dialect reads such agents.
 func (generic) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeGeneric, askGeneric)
+	sign := ""
+	f, err := readFrame(msg, func(u *shellUpdate) []accum.Observation {
+		if u.SessionUpdate == "tool_call" {
+			sign = signOfShape(u)
+		}
+		return observeGeneric(u)
+	}, askGeneric)
+	if err == nil && f.Sign == "" {
+		f.Sign = sign
+	}
+	return f, err
 }
 
 func observeGeneric(u *shellUpdate) []accum.Observation {

@@ -8,8 +8,10 @@
 # It installs what is missing first (test/setup.sh), then: gofmt, go vet,
 # buf lint and a regeneration check of gen/, buf breaking against main,
 # go test -race on every package (unit, bufconn service, golden and
-# end-to-end tests), each fuzz target for a short time, and the TypeScript
-# and Python client suites against the real binary.
+# end-to-end tests), each fuzz target for a short time, a ~20 s smoke run of
+# the load benchmark (bench/run.sh), the TypeScript and Python client suites
+# against the real binary, and a short run of one real agent build against a
+# scripted model (test/agents/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
@@ -23,11 +25,17 @@ if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 echo "== go vet"
 go vet ./...
 
-echo "== buf lint, and gen/ is what the contract generates"
+echo "== go mod tidy leaves go.mod and go.sum unchanged"
+go mod tidy -diff
+
+echo "== staticcheck"
+.bin/staticcheck ./...
+
+echo "== buf lint, and gen/ (and its copies in the client packages) is what the contract generates"
 bash gen/generate.sh
-if [ -n "$(git status --porcelain -- gen/)" ]; then
-  git status --porcelain -- gen/ >&2
-  echo "gen/ is stale or was edited by hand: run bash gen/generate.sh and commit the result" >&2
+if [ -n "$(git status --porcelain -- gen/ clients/python/acpnorm/ clients/ts/src/gen/)" ]; then
+  git status --porcelain -- gen/ clients/python/acpnorm/ clients/ts/src/gen/ >&2
+  echo "gen/ or its copies (clients/python/acpnorm/, clients/ts/src/gen/) are stale or were edited by hand: run bash gen/generate.sh and commit the result" >&2
   exit 1
 fi
 
@@ -47,7 +55,13 @@ for pkg in $(go list ./internal/...); do
   done
 done
 
+echo "== load benchmark smoke run (fails on errors, never on speed)"
+SMOKE=1 bash bench/run.sh
+
 echo "== clients"
 bash test/clients.sh
+
+echo "== real agent smoke: OpenCode, three steps (the full matrix: bash test/agents/run.sh)"
+bash test/agents/run.sh --scenario smoke opencode
 
 echo "test/run.sh: all checks passed"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the tests need and a fresh machine lacks, at pinned versions:
-# Debian's protoc, grpc_python_plugin, python3-grpcio and python3-protobuf
-# (PyPI is not needed), the TypeScript client's npm packages (npm ci), and
-# the Go code generators (gen/generate.sh installs them into .bin/).
+# Debian's protoc, grpc_python_plugin, python3-grpcio, python3-protobuf and
+# what builds and installs clients/python into a venv (python3-venv,
+# python3-setuptools, python3-wheel; PyPI is not needed), the TypeScript client's npm packages (npm ci),
+# staticcheck (into .bin/), and the Go code generators (gen/generate.sh
+# installs them into .bin/).
 # Needs Go and Node with npm. Safe to run again: it installs only what is
 # missing.
 set -euo pipefail
@@ -13,6 +15,11 @@ command -v protoc >/dev/null || pkgs+=(protobuf-compiler)
 command -v grpc_python_plugin >/dev/null || pkgs+=(protobuf-compiler-grpc)
 /usr/bin/python3 -c 'import grpc' 2>/dev/null || pkgs+=(python3-grpcio)
 /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || pkgs+=(python3-protobuf)
+# test/clients.sh pip-installs clients/python into a fresh venv, offline:
+# venv (with ensurepip), and setuptools and wheel to build it.
+/usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
+/usr/bin/python3 -c 'import setuptools' 2>/dev/null || pkgs+=(python3-setuptools)
+/usr/bin/python3 -c 'import wheel' 2>/dev/null || pkgs+=(python3-wheel)
 if [ ${#pkgs[@]} -gt 0 ]; then
   echo "== apt-get install ${pkgs[*]}"
   sudo=""
@@ -25,6 +32,15 @@ fi
 if ! cmp -s clients/ts/package-lock.json clients/ts/node_modules/.acpnorm-lock 2>/dev/null; then
   echo "== npm ci (clients/ts)"
   (cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.acpnorm-lock)
+fi
+
+# staticcheck, pinned; .bin/staticcheck.version says which one is there.
+STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2, which knows Go 1.26
+if [ "$(cat .bin/staticcheck.version 2>/dev/null)" != "$STATICCHECK_VERSION" ] || [ ! -x .bin/staticcheck ]; then
+  echo "== go install staticcheck@$STATICCHECK_VERSION"
+  mkdir -p .bin
+  GOBIN="$PWD/.bin" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+  echo "$STATICCHECK_VERSION" > .bin/staticcheck.version
 fi
 
 echo "== go mod download"

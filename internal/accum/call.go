@@ -78,11 +78,13 @@ type Call struct {
 	limit     int
 	shell     Shell
 	cur, sent meta
-	emitted   bool // a revision was taken since the last change of cur
 	revision  uint32
 
 	exit         *Exit
 	cancelled    bool
+	cancelAsked  bool   // the user cancelled the turn while the call was open
+	cancelWhy    string // why the call is cancelled, in words
+	cancelNotice string // the agent's own words about it
 	statusFailed bool
 	// verdictFailed: the agent's result said failed; exit 0 cannot
 	// outweigh it.
@@ -125,7 +127,10 @@ func (c *Call) Apply(o *Observation) {
 		c.shell = o.Shell
 	}
 	setIf(&c.cur.terminalID, o.TerminalID)
-	if !o.CommandFromTitle || c.cur.command == "" {
+	if !(o.PermissionAsk || o.CommandFromTitle) || c.cur.command == "" {
+		// A permission ask restates the command, sometimes re-quoted, and
+		// a title may abbreviate it: either fills in an unknown command
+		// but never replaces one.
 		setIf(&c.cur.command, o.Command)
 	}
 	setIf(&c.cur.cwd, o.Cwd)
@@ -136,7 +141,12 @@ func (c *Call) Apply(o *Observation) {
 	}
 	c.cur.timedOut = c.cur.timedOut || o.TimedOut || o.Verdict == VerdictTimedOut
 	c.cur.background = c.cur.background || o.Background
-	c.cancelled = c.cancelled || o.Cancelled || o.Verdict == VerdictCancelled
+	if o.Cancelled || o.Verdict == VerdictCancelled {
+		c.cancel("")
+		if o.CancelNotice != "" && c.cancelNotice == "" {
+			c.cancelNotice = o.CancelNotice
+		}
+	}
 	c.failed = c.failed || o.Failed
 	c.verdictFailed = c.verdictFailed || o.Verdict == VerdictFailed
 	c.succeeded = c.succeeded || o.Succeeded
@@ -148,6 +158,9 @@ func (c *Call) Apply(o *Observation) {
 	}
 	for _, t := range o.Texts {
 		b := c.streams[t.Stream]
+		if b == nil && t.IfSplit {
+			continue
+		}
 		if b == nil {
 			b = NewBuffer(c.limit)
 			c.streams[t.Stream] = b
@@ -164,6 +177,9 @@ func (c *Call) Apply(o *Observation) {
 		c.cur.awaiting = false
 	case StatusCompleted, StatusFailed:
 		c.statusFailed = o.Status == StatusFailed
+		if c.cancelAsked && !c.finishedClean() {
+			c.cancel("the user cancelled the prompt turn while the command ran")
+		}
 		c.end("")
 		return
 	}
@@ -188,7 +204,7 @@ func zeroContradicted(o *Observation) bool {
 func (c *Call) Answer(rejected bool) {
 	c.cur.awaiting = false
 	if rejected {
-		c.cancelled = true
+		c.cancel("the user rejected the permission ask")
 		if c.cur.state == Ended {
 			c.resolve()
 		}
@@ -202,8 +218,39 @@ func (c *Call) End(cancelled bool, why string) {
 	if c.cur.state == Ended {
 		return
 	}
-	c.cancelled = c.cancelled || cancelled
+	if cancelled {
+		c.cancel("the user cancelled the prompt turn before the command ended")
+	}
 	c.end(why)
+}
+
+// CancelRequested records that the user cancelled the prompt turn while
+// the call was open (ACP `session/cancel`). However the call ends from now
+// on (a `failed` final, a `completed` final without a clean exit, or no
+// final at all before the turn's result) it ended because of that cancel:
+// Cancelled, keeping a known exit code. Only a `completed` final with a
+// known exit 0 and no signal or timeout shows that the command finished
+// before the cancel took hold. It does nothing to a call that already
+// ended: a call never changes its outcome because of a later cancel.
+func (c *Call) CancelRequested() {
+	if c.cur.state != Ended {
+		c.cancelAsked = true
+	}
+}
+
+// cancel marks the call cancelled; the first non-empty why is kept. The
+// outcome reason adds the agent's notice (Observation.CancelNotice).
+func (c *Call) cancel(why string) {
+	c.cancelled = true
+	if c.cancelWhy == "" {
+		c.cancelWhy = why
+	}
+}
+
+// finishedClean reports a clean end: a known exit 0 without a signal, a
+// timeout or a failed verdict, under a status other than failed.
+func (c *Call) finishedClean() bool {
+	return c.exit != nil && c.exit.Code == 0 && !c.statusFailed && !c.verdictFailed && c.cur.signal == "" && !c.cur.timedOut
 }
 
 func (c *Call) end(why string) {
@@ -229,7 +276,13 @@ func (c *Call) resolve() {
 	}
 	switch {
 	case c.cancelled:
-		c.cur.outcome, c.cur.reason = Cancelled, "the user rejected or cancelled the command"
+		c.cur.outcome, c.cur.reason = Cancelled, c.cancelWhy
+		if c.cur.reason == "" {
+			c.cur.reason = "the user rejected or cancelled the command"
+		}
+		if c.cancelNotice != "" {
+			c.cur.reason += "; the agent said: " + c.cancelNotice
+		}
 	case c.cur.signal != "":
 		c.cur.outcome, c.cur.reason = Failed, "killed by "+c.cur.signal
 	case c.cur.timedOut:

@@ -54,6 +54,12 @@ type Text struct {
 	Bytes []byte
 	// Truncated says the producer itself dropped part of this output.
 	Truncated bool
+	// IfSplit marks a Stdout or Stderr text that came without its sibling
+	// stream: it updates that stream only when the call already holds it
+	// (an earlier observation really separated the streams), and is
+	// ignored otherwise, since one named stream alone does not show that
+	// the agent separates them.
+	IfSplit bool
 }
 
 // Status is the ACP tool call status as the agent sent it. It is evidence of
@@ -196,6 +202,10 @@ type Observation struct {
 	TimedOut bool
 	// Cancelled says the user rejected or cancelled the command.
 	Cancelled bool
+	// CancelNotice, with Cancelled, is the agent's own words about it (a
+	// refusal or cancel notice, shortened), said in the outcome reason;
+	// such a notice is never output.
+	CancelNotice string
 	// Background says the command was started in the background.
 	Background bool
 	// Succeeded is an agent-specific proof of success that a dialect

@@ -288,10 +288,12 @@ func textKind(ended bool) accum.TextKind {
 
 // applyShellOutput reads rawOutput. A string is the combined output. An
 // object gives the structured exit code (a placeholder unless the frame
-// ends the call), stdout and stderr when both are present (the only case
-// where the streams are really separated), the combined output, a signal
-// (a name or a number), a timeout flag and an outcome word
-// (`failed`, `timed_out`, `cancelled`; see ReadVerdict). Empty combined text is not reported (it would
+// ends the call), stdout and stderr (each present one a snapshot of that
+// stream; an omitted one keeps its text; one alone is not a split and
+// only updates a stream already split, accum.Text.IfSplit), the combined
+// output, a signal (a name or a number), a timeout flag and an outcome
+// word (`failed`, `timed_out`, `cancelled`; see ReadVerdict). Empty
+// combined text is not reported (it would
 // wipe streamed output); empty split streams are, on the final frame.
 func applyShellOutput(o *accum.Observation, out *ShellOutput) {
 	ended := o.Status.Ended()
@@ -305,14 +307,15 @@ func applyShellOutput(o *accum.Observation, out *ShellOutput) {
 	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
 		o.Exit = accum.StrongerExit(o.Exit, e)
 	}
-	if f.Stdout.Set && f.Stderr.Set {
-		for _, s := range []struct {
-			stream accum.Stream
-			text   string
-		}{{accum.Stdout, f.Stdout.S}, {accum.Stderr, f.Stderr.S}} {
-			if ended || s.text != "" {
-				o.Texts = append(o.Texts, accum.Text{Stream: s.stream, Kind: textKind(ended), Text: s.text})
-			}
+	// Each present stream is a snapshot of that stream; one that is
+	// omitted keeps its earlier text (never worse).
+	lone := f.Stdout.Set != f.Stderr.Set
+	for _, s := range []struct {
+		stream accum.Stream
+		text   Str
+	}{{accum.Stdout, f.Stdout}, {accum.Stderr, f.Stderr}} {
+		if s.text.Set && (ended || s.text.S != "") {
+			o.Texts = append(o.Texts, accum.Text{Stream: s.stream, Kind: textKind(ended), Text: s.text.S, IfSplit: lone})
 		}
 	}
 	if text, ok := f.Combined(); ok && text != "" {
@@ -354,7 +357,7 @@ func readTerminalUpdate(tc *ToolCall) (accum.Observation, bool) {
 		}
 	case "terminal_update":
 		if tc.Command != nil {
-			o.Command = UnwrapShellString(*tc.Command)
+			o.Command = *tc.Command
 		}
 		if tc.Cwd != nil {
 			o.Cwd = *tc.Cwd

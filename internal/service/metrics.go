@@ -12,6 +12,10 @@ type Metrics struct {
 	frameErrors *prometheus.CounterVec
 	openCalls   prometheus.Gauge
 	evictions   *prometheus.CounterVec
+	lateFrames  prometheus.Counter
+	refusals    *prometheus.CounterVec
+	sessions    prometheus.Gauge
+	heldBytes   prometheus.Gauge
 }
 
 // NewMetrics registers the series with reg. A nil reg gives metrics that
@@ -38,11 +42,40 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "acpnorm", Name: "evictions_total",
 			Help: "Tool calls dropped from state, by reason (ttl, grace, session_closed).",
 		}, []string{"reason"}),
+		lateFrames: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "late_frames_refused_total",
+			Help: "Observations refused because their tool call was already released (evicted, past its grace period, or closed).",
+		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "limit_refusals_total",
+			Help: "Frames or fields refused because a limit was reached, by limit (max_sessions, max_calls, max_calls_per_session, id_bytes, text_bytes, memory_budget, session_memory).",
+		}, []string{"limit"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "acpnorm", Name: "sessions",
+			Help: "Sessions held in state.",
+		}),
+		heldBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "acpnorm", Name: "held_text_bytes",
+			Help: "Bytes of text held by all calls, counted against --memory-budget.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions)
+		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes)
 	}
 	return m
 }
 
 func (m *Metrics) frameError(c codes.Code) { m.frameErrors.WithLabelValues(c.String()).Inc() }
+
+// Names of the limits counted in acpnorm_limit_refusals_total.
+const (
+	limitSessions        = "max_sessions"
+	limitCalls           = "max_calls"
+	limitCallsPerSession = "max_calls_per_session"
+	limitIDBytes         = "id_bytes"
+	limitTextBytes       = "text_bytes"
+	limitMemory          = "memory_budget"
+	limitSessionMemory   = "session_memory"
+)
+
+func (m *Metrics) refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }

@@ -67,12 +67,16 @@ func (s *Service) recvLoop(stream pb.NormalizerService_NormalizeServer, out chan
 	var handled uint64
 	apply := func(req *pb.NormalizeRequest) error {
 		handled++
-		for _, r := range s.sessions.handle(req) {
+		err := s.sessions.handle(ctx, req, func(r *pb.NormalizeResponse) error {
 			select {
 			case out <- r:
+				return nil
 			case <-ctx.Done():
-				return status.FromContextError(ctx.Err()).Err()
+				return ctx.Err()
 			}
+		})
+		if err != nil {
+			return status.FromContextError(err).Err()
 		}
 		return nil
 	}

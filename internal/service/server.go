@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
@@ -58,7 +59,11 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
-		log.Log(ctx, slog.Level(lvl), msg, fields...)
+		level := slog.Level(lvl)
+		if level <= slog.LevelInfo && isHousekeeping(ctx) {
+			level = slog.LevelDebug
+		}
+		log.Log(ctx, level, msg, fields...)
 	})
 	recover := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		log.ErrorContext(ctx, "panic in handler", "panic", p)
@@ -79,6 +84,16 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	healthpb.RegisterHealthServer(g, h)
 	reflection.Register(g)
 	return &Server{GRPC: g, Health: h, svc: svc, log: log}
+}
+
+// isHousekeeping reports whether ctx is a call of the health or reflection
+// service. Probes call health every few seconds, so their routine start and
+// finish lines are logged at debug level only; their warnings and errors
+// keep their level.
+func isHousekeeping(ctx context.Context) bool {
+	method, _ := grpc.Method(ctx)
+	return strings.HasPrefix(method, "/"+healthpb.Health_ServiceDesc.ServiceName+"/") ||
+		strings.HasPrefix(method, "/grpc.reflection.")
 }
 
 // Serve serves on lis until Shutdown.

@@ -1,0 +1,135 @@
+package fold_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/fold"
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// vectors is test/testdata/fold/vectors.json, which the TypeScript and
+// Python suites read too.
+type vectors struct {
+	Cases []struct {
+		Name  string
+		Steps []struct {
+			Revision json.RawMessage
+			Error    string
+		}
+		Want []json.RawMessage
+	}
+}
+
+func load(t *testing.T) vectors {
+	t.Helper()
+	raw, err := os.ReadFile("../test/testdata/fold/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v vectors
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Cases) == 0 {
+		t.Fatal("no cases")
+	}
+	return v
+}
+
+func exec(t *testing.T, raw json.RawMessage) *pb.ShellExec {
+	t.Helper()
+	x := &pb.ShellExec{}
+	if err := protojson.Unmarshal(raw, x); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return x
+}
+
+func TestVectors(t *testing.T) {
+	for _, c := range load(t).Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			var f fold.Folder
+			for i, s := range c.Steps {
+				x := exec(t, s.Revision)
+				err := f.Apply(x)
+				var fe *fold.Error
+				switch {
+				case s.Error == "" && err != nil:
+					t.Fatalf("step %d: unexpected error: %v", i, err)
+				case s.Error != "" && !errors.As(err, &fe):
+					t.Fatalf("step %d: want a %s error, got %v", i, s.Error, err)
+				case s.Error != "" && fe.Kind.String() != s.Error:
+					t.Fatalf("step %d: want a %s error, got %s: %v", i, s.Error, fe.Kind, err)
+				case fe != nil && (fe.Got != x.GetRevision() || fe.Key != fold.KeyOf(x) || !strings.Contains(err.Error(), x.GetToolCallId())):
+					t.Fatalf("step %d: error does not name the revision: %+v", i, fe)
+				}
+			}
+			keys := f.Calls()
+			if len(keys) != len(c.Want) {
+				t.Fatalf("%d calls held, want %d", len(keys), len(c.Want))
+			}
+			for i, k := range keys {
+				want := exec(t, c.Want[i])
+				if got := f.State(k); !proto.Equal(got, want) {
+					t.Errorf("call %d:\n got %v\nwant %v", i, protojson.Format(got), protojson.Format(want))
+				}
+			}
+		})
+	}
+}
+
+// A state handed out is never changed by later revisions, and the folder
+// keeps no reference to the revisions it was given.
+func TestStateIsStable(t *testing.T) {
+	var f fold.Folder
+	r1 := &pb.ShellExec{SessionId: "s", ToolCallId: "c", Revision: 1, Output: &pb.ShellText{Text: "a", Mode: pb.TextMode_TEXT_MODE_APPEND}}
+	if err := f.Apply(r1); err != nil {
+		t.Fatal(err)
+	}
+	r1.Output.Text = "changed by the caller"
+	k := fold.Key{SessionID: "s", ToolCallID: "c"}
+	first := f.State(k)
+	if f.State(k) != first {
+		t.Error("State without Apply built a new message")
+	}
+	if err := f.Apply(&pb.ShellExec{SessionId: "s", ToolCallId: "c", Revision: 2, Output: &pb.ShellText{Text: "b", Mode: pb.TextMode_TEXT_MODE_APPEND}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := first.GetOutput().GetText(); got != "a" {
+		t.Errorf("an earlier state changed to %q", got)
+	}
+	if got := f.State(k).GetOutput().GetText(); got != "ab" {
+		t.Errorf("state %q, want ab", got)
+	}
+	if f.State(fold.Key{SessionID: "s", ToolCallID: "other"}) != nil {
+		t.Error("state of a call never applied")
+	}
+	f.Delete(k)
+	if len(f.Calls()) != 0 || f.State(k) != nil {
+		t.Error("Delete kept the call")
+	}
+	if err := f.Apply(nil); err == nil {
+		t.Error("nil revision accepted")
+	}
+}
+
+// 100 000 one-byte deltas fold into one 100 000-byte text (the buffer grows
+// amortised, so this stays fast).
+func TestManyAppends(t *testing.T) {
+	var f fold.Folder
+	const n = 100000
+	for i := 1; i <= n; i++ {
+		if err := f.Apply(&pb.ShellExec{SessionId: "s", ToolCallId: "c", Revision: uint32(i), Output: &pb.ShellText{Text: "x", Mode: pb.TextMode_TEXT_MODE_APPEND}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(f.State(fold.Key{SessionID: "s", ToolCallID: "c"}).GetOutput().GetText()); got != n {
+		t.Fatalf("text of %d bytes, want %d", got, n)
+	}
+}

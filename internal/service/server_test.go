@@ -1,0 +1,99 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// logOfCalls serves with a logger at level, makes one health check, one
+// reflection listing and one ListDialects call, stops the server (which
+// waits for every handler and so for every log line) and returns the log.
+func logOfCalls(t *testing.T, level slog.Level) string {
+	t.Helper()
+	svc, err := New(DefaultConfig(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logBuf lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: level}))
+	lis := bufconn.Listen(1 << 20)
+	srv := NewServer(svc, DefaultServerOptions(), log)
+	go srv.Serve(lis)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.NewNormalizerServiceClient(conn).ListDialects(ctx, &pb.ListDialectsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	srv.GRPC.GracefulStop()
+	return logBuf.String()
+}
+
+func TestHousekeepingCallsLogOnlyAtDebug(t *testing.T) {
+	info := logOfCalls(t, slog.LevelInfo)
+	if !strings.Contains(info, "ListDialects") {
+		t.Errorf("an ordinary call is not logged at info:\n%s", info)
+	}
+	for _, noisy := range []string{"grpc.health", "grpc.reflection"} {
+		if strings.Contains(info, noisy) {
+			t.Errorf("%s logged at info:\n%s", noisy, info)
+		}
+	}
+	debug := logOfCalls(t, slog.LevelDebug)
+	for _, noisy := range []string{"grpc.health", "grpc.reflection"} {
+		if !strings.Contains(debug, noisy) {
+			t.Errorf("%s not logged at debug:\n%s", noisy, debug)
+		}
+	}
+}

@@ -12,6 +12,8 @@ type Metrics struct {
 	frameErrors *prometheus.CounterVec
 	openCalls   prometheus.Gauge
 	evictions   *prometheus.CounterVec
+	openStreams prometheus.Gauge
+	refusals    *prometheus.CounterVec
 }
 
 // NewMetrics registers the series with reg. A nil reg gives metrics that
@@ -38,11 +40,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "acpnorm", Name: "evictions_total",
 			Help: "Tool calls dropped from state, by reason (ttl, grace, session_closed).",
 		}, []string{"reason"}),
+		openStreams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "acpnorm", Name: "open_streams",
+			Help: "Normalize streams being served.",
+		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "refusals_total",
+			Help: "Streams, calls and connections refused or ended by a limit or access control, by reason (max_streams, send_stalled, message_too_large, unreadable_message, unauthenticated, tls_handshake).",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions)
+		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.openStreams, m.refusals)
 	}
 	return m
 }
 
 func (m *Metrics) frameError(c codes.Code) { m.frameErrors.WithLabelValues(c.String()).Inc() }
+
+func (m *Metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }

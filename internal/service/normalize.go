@@ -152,8 +152,9 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 	}()
 	var applied uint64
+	d := newDelivered()
 	apply := func(req *pb.NormalizeRequest) error {
-		for _, r := range s.sessions.handle(req) {
+		for _, r := range s.sessions.handle(req, d) {
 			select {
 			case out <- r:
 			case <-ctx.Done():

@@ -158,3 +158,30 @@ func TestDrainAnswersWhatItApplied(t *testing.T) {
 		}
 	}
 }
+
+func TestDeliveredIsBounded(t *testing.T) {
+	d := newDelivered()
+	if d.needsWhole("s", "c", 1, false) {
+		t.Fatal("revision 1 is whole by itself")
+	}
+	if d.needsWhole("s", "c", 2, false) {
+		t.Fatal("revision 2 after 1 on the same stream appends")
+	}
+	if !d.needsWhole("s", "c", 4, false) {
+		t.Fatal("revision 4 after 2 must be whole")
+	}
+	if !d.needsWhole("s", "other", 7, false) {
+		t.Fatal("a call first carried at revision 7 must be whole")
+	}
+	for i := range 3 * maxDelivered {
+		d.needsWhole("s", strconv.Itoa(i), 1, false)
+	}
+	if len(d.last) > maxDelivered {
+		t.Fatalf("%d calls tracked, over the bound %d", len(d.last), maxDelivered)
+	}
+	d.needsWhole("s", "e", 1, false)
+	d.needsWhole("s", "e", 2, true)
+	if _, ok := d.last[callKey{"s", "e"}]; ok {
+		t.Fatal("an ended call is still tracked")
+	}
+}

@@ -87,6 +87,7 @@ type reply struct {
 	seq     uint64
 	out     []*pb.NormalizeResponse
 	m       *Metrics
+	stream  *delivered // what the requesting stream has carried; nil: nothing tracked
 }
 
 func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
@@ -100,20 +101,21 @@ func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
 	}}})
 }
 
-// handle applies one request and returns what it produces.
-func (ss *sessions) handle(req *pb.NormalizeRequest) []*pb.NormalizeResponse {
+// handle applies one request, arrived on a stream that has carried d, and
+// returns what it produces.
+func (ss *sessions) handle(req *pb.NormalizeRequest, d *delivered) []*pb.NormalizeResponse {
 	ss.m.framesIn.Inc()
 	var r *reply
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
-		r = ss.frame(k.Frame)
+		r = ss.frame(k.Frame, d)
 	case *pb.NormalizeRequest_TurnEnded:
-		r = ss.control(k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence(), "turn_ended", func(s *session, r *reply) {
+		r = ss.control(k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence(), "turn_ended", d, func(s *session, r *reply) {
 			ss.endOpen(s, k.TurnEnded.GetCancelled() || s.cancel, "the prompt turn ended while the call was still open", r)
 			s.cancel = false
 		})
 	case *pb.NormalizeRequest_SessionClosed:
-		r = ss.control(k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", func(s *session, r *reply) {
+		r = ss.control(k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", d, func(s *session, r *reply) {
 			ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
 			ss.drop(s, "session_closed")
 		})
@@ -124,8 +126,8 @@ func (ss *sessions) handle(req *pb.NormalizeRequest) []*pb.NormalizeResponse {
 	return r.out
 }
 
-func (ss *sessions) control(id string, seq uint64, what string, do func(*session, *reply)) *reply {
-	r := &reply{session: id, seq: seq, m: ss.m}
+func (ss *sessions) control(id string, seq uint64, what string, d *delivered, do func(*session, *reply)) *reply {
+	r := &reply{session: id, seq: seq, m: ss.m, stream: d}
 	if id == "" {
 		r.fail(codes.InvalidArgument, "", "%s %d has no session_id", what, seq)
 		return r
@@ -136,8 +138,8 @@ func (ss *sessions) control(id string, seq uint64, what string, do func(*session
 	return r
 }
 
-func (ss *sessions) frame(f *pb.AcpFrame) *reply {
-	r := &reply{session: f.GetSessionId(), seq: f.GetSequence(), m: ss.m}
+func (ss *sessions) frame(f *pb.AcpFrame, d *delivered) *reply {
+	r := &reply{session: f.GetSessionId(), seq: f.GetSequence(), m: ss.m, stream: d}
 	if f.GetSessionId() == "" {
 		r.fail(codes.InvalidArgument, "", "frame %d has no session_id", f.GetSequence())
 		return r
@@ -320,6 +322,9 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	rev, ok := e.call.Revision()
 	if !ok {
 		return
+	}
+	if r.stream.needsWhole(s.id, rev.ToolCallID, rev.Number, rev.State == accum.Ended) {
+		e.call.Whole(&rev)
 	}
 	r.out = append(r.out, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
 	ss.m.execsOut.Inc()

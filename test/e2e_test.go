@@ -64,8 +64,10 @@ func buildDaemon(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if builtBin != "" {
-		os.RemoveAll(filepath.Dir(builtBin))
+	for _, bin := range []string{builtBin, cliBin} {
+		if bin != "" {
+			os.RemoveAll(filepath.Dir(bin))
+		}
 	}
 	os.Exit(code)
 }

@@ -2,7 +2,7 @@ package test
 
 import (
 	"context"
-		"os"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"

@@ -2,12 +2,19 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 func TestServeFlagsAndEnvironment(t *testing.T) {
@@ -70,7 +77,7 @@ func TestReplayFlagsAnywhere(t *testing.T) {
 }
 
 func TestEmbeddedSampleIsARecording(t *testing.T) {
-	lines, err := readRecording("")
+	lines, err := readRecording("", io.Discard)
 	if err != nil || len(lines) < 50 {
 		t.Fatalf("%d lines, %v", len(lines), err)
 	}
@@ -97,5 +104,137 @@ sleep 9                  ENDED  UNKNOWN  -     900000 B (truncated)  tail
 `
 	if b.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// runCLI runs acpnormd in-process and returns its exit status and output.
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestHelpListsCommandsAndFlags(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
+		code, out, errOut := runCLI(args...)
+		if code != 0 || errOut != "" {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+		for _, want := range []string{
+			"acpnormd [serve] [flags]", "acpnormd replay [flags] [FILE]", "acpnormd health [flags]", "acpnormd version",
+			"serve flags:", "-listen", "-metrics-listen", "ACPNORM_TTL",
+			"replay flags:", "-dialect", "-keep-going", "-final", "-json",
+			"health flags:", "-addr", "-service", "-timeout",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: help lacks %q", args, want)
+			}
+		}
+	}
+	// One command's help, asked either way, has its flags and no others.
+	for _, args := range [][]string{{"help", "replay"}, {"replay", "--help"}, {"replay", "-h"}} {
+		code, out, _ := runCLI(args...)
+		if code != 0 || !strings.Contains(out, "-keep-going") || strings.Contains(out, "-metrics-listen") {
+			t.Errorf("%v: exit %d\n%s", args, code, out)
+		}
+	}
+}
+
+func TestUnknownCommandNamesTheCommands(t *testing.T) {
+	for _, args := range [][]string{{"frobnicate"}, {"help", "frobnicate"}} {
+		code, out, errOut := runCLI(args...)
+		if code != exitUsage || out != "" {
+			t.Errorf("%v: exit %d, stdout %q", args, code, out)
+		}
+		if !strings.Contains(errOut, `unknown command "frobnicate"`) || !strings.Contains(errOut, "serve, replay, health, version, help") {
+			t.Errorf("%v: stderr %q", args, errOut)
+		}
+	}
+}
+
+func TestBadFlagsAreUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{[]string{"--text-limit", "10"}, "text limit 10 is below 64 bytes"},
+		{[]string{"replay", "--dialect", "klingon"}, `unknown dialect "klingon"; the dialects are generic, `},
+		{[]string{"replay", "a", "b"}, "replay takes at most one FILE"},
+		{[]string{"health", "extra"}, "health takes no arguments"},
+		{[]string{"version", "extra"}, "version takes no arguments"},
+	} {
+		code, _, errOut := runCLI(tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+func TestVersionFromLinkerFlags(t *testing.T) {
+	defer func(v, c string) { version, commit = v, c }(version, commit)
+	version, commit = "v1.2.3", "abc123"
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		code, out, _ := runCLI(args...)
+		want := "acpnormd v1.2.3\ncommit abc123\n" + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
+		if code != 0 || out != want {
+			t.Errorf("%v: exit %d\n%q\nwant\n%q", args, code, out, want)
+		}
+	}
+	version, commit = "", ""
+	if _, out, _ := runCLI("version"); !strings.Contains(out, "acpnormd ") || !strings.Contains(out, "commit ") {
+		t.Errorf("without linker flags: %q", out)
+	}
+}
+
+func TestHealthDefaultAddressFollowsListen(t *testing.T) {
+	for listen, want := range map[string]string{
+		"":                "127.0.0.1:50051",
+		"0.0.0.0:7000":    "127.0.0.1:7000",
+		":7000":           "127.0.0.1:7000",
+		"[::]:7000":       "[::1]:7000",
+		"10.1.2.3:7000":   "10.1.2.3:7000",
+		"127.0.0.1:50051": "127.0.0.1:50051",
+	} {
+		t.Setenv("ACPNORM_LISTEN", listen) // restored when the test ends
+		if listen == "" {
+			os.Unsetenv("ACPNORM_LISTEN")
+		}
+		if got := defaultHealthAddr(); got != want {
+			t.Errorf("ACPNORM_LISTEN=%q: health asks %q, want %q", listen, got, want)
+		}
+	}
+}
+
+// TestHealthStatuses asks a real gRPC health service in each state.
+func TestHealthStatuses(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	h := health.NewServer()
+	healthpb.RegisterHealthServer(g, h)
+	go g.Serve(lis)
+	addr := lis.Addr().String()
+	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	h.SetServingStatus("svc.down", healthpb.HealthCheckResponse_NOT_SERVING)
+
+	code, out, errOut := runCLI("health", "--addr", addr)
+	if code != 0 || out != addr+" SERVING\n" {
+		t.Errorf("serving: exit %d, %q %q", code, out, errOut)
+	}
+	code, _, errOut = runCLI("health", "--addr", addr, "--service", "svc.down")
+	if code != exitFail || !strings.Contains(errOut, addr+" svc.down NOT_SERVING") {
+		t.Errorf("not serving: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = runCLI("health", "--addr", addr, "--service", "svc.missing")
+	if code != exitFail || !strings.Contains(errOut, "does not know this service") {
+		t.Errorf("unknown service: exit %d, %q", code, errOut)
+	}
+	g.Stop()
+	code, _, errOut = runCLI("health", "--addr", addr, "--timeout", "10s")
+	if code != exitFail || !strings.Contains(errOut, "no answer (Unavailable)") {
+		t.Errorf("stopped: exit %d, %q", code, errOut)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,31 +24,34 @@ import (
 )
 
 type replayFlags struct {
-	addr, dialect, session, cwd string
-	json, final, keepOpen       bool
-	timeout                     time.Duration
-	file                        string
+	addr, dialect, session, cwd      string
+	json, final, keepOpen, keepGoing bool
+	timeout                          time.Duration
+	file                             string
+}
+
+func replayFlagSet() (*flag.FlagSet, *replayFlags) {
+	f := &replayFlags{}
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.StringVar(&f.addr, "addr", "", "address of a running acpnormd; empty starts one in-process on a loopback port")
+	fs.StringVar(&f.dialect, "dialect", "auto", "dialect name ("+strings.Join(dialectNames(), ", ")+") or auto; checked before anything is sent")
+	fs.StringVar(&f.session, "session", "", "session id to use (default: the file's base name)")
+	fs.StringVar(&f.cwd, "cwd", "", "the session's absolute working directory, if the recording lacks session/new")
+	fs.BoolVar(&f.json, "json", false, "print protojson ShellExec revisions, one per line, instead of a table")
+	fs.BoolVar(&f.final, "final", false, "with --json, print only each call's last revision with its texts reassembled;\n"+
+		"the table always shows each call's final state, so it is the same with or without --final")
+	fs.BoolVar(&f.keepOpen, "keep-open", false, "do not close the session at the end of the file")
+	fs.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when the recording had frame errors (they are still printed)")
+	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up after this long")
+	return fs, f
 }
 
 func parseReplay(args []string) (*replayFlags, error) {
-	f := &replayFlags{}
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: acpnormd replay [flags] [FILE]\n\nPlays a recorded ACP wire log (newline-delimited JSON) through the service\nand prints one row per shell command. Without FILE it plays an embedded\nreal recording of claude-agent-acp running nine shell commands.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&f.addr, "addr", "", "address of a running acpnormd; empty starts one in-process on a loopback port")
-	fs.StringVar(&f.dialect, "dialect", "auto", "dialect name ("+strings.Join(dialectNames(), ", ")+") or auto")
-	fs.StringVar(&f.session, "session", "", "session id to use (default: the file's base name)")
-	fs.StringVar(&f.cwd, "cwd", "", "the session's absolute working directory, if the recording lacks session/new")
-	fs.BoolVar(&f.json, "json", false, "print one protojson ShellExec per line instead of a table")
-	fs.BoolVar(&f.final, "final", false, "only the last revision of each call (its texts reassembled)")
-	fs.BoolVar(&f.keepOpen, "keep-open", false, "do not close the session at the end of the file")
-	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up after this long")
+	fs, f := replayFlagSet()
 	// Flags may come before or after FILE.
 	var rest []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
@@ -63,8 +65,10 @@ func parseReplay(args []string) (*replayFlags, error) {
 	case 1:
 		f.file = rest[0]
 	default:
-		fs.Usage()
-		return nil, fmt.Errorf("replay takes at most one FILE, got %d", len(rest))
+		return nil, usagef("replay takes at most one FILE, got %d: %q", len(rest), rest)
+	}
+	if !knownDialect(f.dialect) {
+		return nil, usagef("unknown dialect %q; the dialects are %s, or auto", f.dialect, strings.Join(dialectNames(), ", "))
 	}
 	name := f.file
 	if name == "" {
@@ -76,15 +80,12 @@ func parseReplay(args []string) (*replayFlags, error) {
 	return f, nil
 }
 
-func replayCmd(args []string) error {
+func replayCmd(args []string, stdout, stderr io.Writer) error {
 	f, err := parseReplay(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}
-	lines, err := readRecording(f.file)
+	lines, err := readRecording(f.file, stderr)
 	if err != nil {
 		return err
 	}
@@ -113,27 +114,46 @@ func replayCmd(args []string) error {
 	}
 	calls, frameErrs := replay.Fold(resps)
 	for _, fe := range frameErrs {
-		fmt.Fprintf(os.Stderr, "frame error: line %d: code %d: %s\n", fe.GetSequence(), fe.GetCode(), fe.GetMessage())
+		fmt.Fprintf(stderr, "frame error: line %d: code %d: %s\n", fe.GetSequence(), fe.GetCode(), fe.GetMessage())
 	}
 	switch {
+	case len(calls) == 0:
+		// In place of an empty table; with --json, stdout stays JSON only.
+		w := stdout
+		if f.json {
+			w = stderr
+		}
+		fmt.Fprintf(w, "no shell commands found in %d lines of %s\n", len(lines), recordingName(f.file))
 	case f.json && f.final:
 		for _, c := range calls {
-			if err := printJSON(os.Stdout, c.Last); err != nil {
+			if err := printJSON(stdout, c.Last); err != nil {
 				return err
 			}
 		}
 	case f.json:
 		for _, r := range resps {
 			if x := r.GetShellExec(); x != nil {
-				if err := printJSON(os.Stdout, x); err != nil {
+				if err := printJSON(stdout, x); err != nil {
 					return err
 				}
 			}
 		}
 	default:
-		printTable(os.Stdout, calls)
+		printTable(stdout, calls)
+	}
+	if len(frameErrs) > 0 && !f.keepGoing {
+		return fmt.Errorf("%d frame error(s) in %s (printed above); --keep-going exits 0 anyway", len(frameErrs), recordingName(f.file))
 	}
 	return nil
+}
+
+// knownDialect reports whether name is auto or a dialect of this build.
+func knownDialect(name string) bool {
+	if strings.EqualFold(strings.TrimSpace(name), dialect.Auto) {
+		return true
+	}
+	_, ok := dialect.Lookup(name)
+	return ok
 }
 
 // dialectNames lists the dialects of this build.
@@ -154,10 +174,18 @@ var sample []byte
 
 const sampleName = "claude-agent-acp-0.101.0_terminal-meta.ndjson"
 
-// readRecording reads the file, or the embedded sample when file is empty.
-func readRecording(file string) ([]replay.Line, error) {
+// recordingName names the file, or the embedded sample when file is empty.
+func recordingName(file string) string {
 	if file == "" {
-		fmt.Fprintf(os.Stderr, "replaying the embedded sample recording %s\n", sampleName)
+		return "the embedded sample " + sampleName
+	}
+	return file
+}
+
+// readRecording reads the file, or the embedded sample when file is empty.
+func readRecording(file string, stderr io.Writer) ([]replay.Line, error) {
+	if file == "" {
+		fmt.Fprintf(stderr, "replaying the embedded sample recording %s\n", sampleName)
 		return replay.Read(bytes.NewReader(sample))
 	}
 	fh, err := os.Open(file)

@@ -29,7 +29,9 @@ type serveFlags struct {
 	logLevel, logFormat   string
 }
 
-func parseServe(args []string) (*serveFlags, error) {
+// serveFlagSet defines the serve flags, with defaults from the environment;
+// the error names any environment variable that does not parse.
+func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	f := &serveFlags{cfg: service.DefaultConfig(), srv: service.DefaultServerOptions()}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var errs []error
@@ -51,17 +53,27 @@ func parseServe(args []string) (*serveFlags, error) {
 	num(&f.cfg.TextLimit, "text-limit", "ACPNORM_TEXT_LIMIT", f.cfg.TextLimit, "bytes kept per text field (the most recent tail)")
 	num(&f.cfg.MaxCallsPerSession, "max-calls-per-session", "ACPNORM_MAX_CALLS_PER_SESSION", f.cfg.MaxCallsPerSession, "tool calls one session may hold")
 	num(&f.cfg.MaxCalls, "max-calls", "ACPNORM_MAX_CALLS", f.cfg.MaxCalls, "tool calls all sessions together may hold")
-	dur(&f.cfg.TTL, "ttl", "ACPNORM_TTL", f.cfg.TTL, "evict a call after this long without a frame")
+	num(&f.cfg.MaxSessions, "max-sessions", "ACPNORM_MAX_SESSIONS", f.cfg.MaxSessions, "sessions held at once; a frame opening one more gets RESOURCE_EXHAUSTED")
+	num(&f.cfg.MemoryBudget, "memory-budget", "ACPNORM_MEMORY_BUDGET", f.cfg.MemoryBudget, "bytes of text all calls may hold; the default is a quarter of the machine's or cgroup's memory")
+	num(&f.cfg.SessionMemory, "session-memory", "ACPNORM_SESSION_MEMORY", f.cfg.SessionMemory, "bytes of text one session may hold; 0 means an eighth of --memory-budget")
+	num(&f.cfg.MaxIDBytes, "max-id-bytes", "ACPNORM_MAX_ID_BYTES", f.cfg.MaxIDBytes, "longest session, tool call, terminal or JSON-RPC request id accepted")
+	dur(&f.cfg.TTL, "ttl", "ACPNORM_TTL", f.cfg.TTL, "evict a session, with its calls, after this long without a frame")
 	dur(&f.cfg.Grace, "grace", "ACPNORM_GRACE", f.cfg.Grace, "keep an ended call this long to absorb late frames")
+	num(&f.cfg.Tombstones, "tombstones", "ACPNORM_TOMBSTONES", f.cfg.Tombstones, "released calls remembered so that late frames about them are refused")
 	num(&f.cfg.SendQueue, "send-queue", "ACPNORM_SEND_QUEUE", f.cfg.SendQueue, "responses queued per stream before reading pauses")
 	num(&f.srv.MaxMessageBytes, "max-message-bytes", "ACPNORM_MAX_MESSAGE_BYTES", f.srv.MaxMessageBytes, "largest request message accepted")
 	dur(&f.shutdown, "shutdown-timeout", "ACPNORM_SHUTDOWN_TIMEOUT", 10*time.Second, "how long a graceful shutdown may take")
 	str(&f.logLevel, "log-level", "ACPNORM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&f.logFormat, "log-format", "ACPNORM_LOG_FORMAT", "text", "text or json")
-	if err := errors.Join(errs...); err != nil {
+	return fs, f, errors.Join(errs...)
+}
+
+func parseServe(args []string) (*serveFlags, error) {
+	fs, f, err := serveFlagSet()
+	if err != nil {
 		return nil, err
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -72,8 +84,8 @@ func parseServe(args []string) (*serveFlags, error) {
 
 func serve(args []string) error {
 	f, err := parseServe(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		err = usageError{err}
 	}
 	if err != nil {
 		return err

@@ -2,22 +2,22 @@
 """A minimal orchestrator: streams an ACP recording to a running acpnormd and
 prints every ShellExec revision and FrameError it answers with.
 
-    /usr/bin/python3 examples/python/normalize_recording.py [--addr 127.0.0.1:50051] FILE.ndjson
+    pip install ./clients/python      # in a venv; see clients/python/README.md
+    python examples/python/normalize_recording.py [--addr 127.0.0.1:50051] FILE.ndjson
 
 Each line of FILE is a recorder envelope {"dir", "t_ms", "msg"} or a bare
-JSON-RPC message. Needs grpcio and protobuf (Debian's python3-grpcio and
-python3-protobuf, or pip install grpcio protobuf).
+JSON-RPC message. --ca-file (TLS), --cert-file/--key-file (mutual TLS) and
+--token-file (a bearer token) reach a server that requires them.
 """
 
 import argparse
 import os
 import sys
 
-# The client package of this repository (it finds gen/python by itself).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+import grpc
 
-import acpnorm_client  # noqa: E402
-from acpnorm_client import pb  # noqa: E402
+import acpnorm_client
+from acpnorm_client import pb
 
 
 def describe(r) -> str:
@@ -36,15 +36,30 @@ def main() -> int:
     ap.add_argument("--addr", default="127.0.0.1:50051", help="acpnormd gRPC address")
     ap.add_argument("--session", default=None, help="session id (default: the file name)")
     ap.add_argument("--dialect", default="auto", help="dialect name or auto")
+    ap.add_argument("--ca-file", help="PEM CA bundle: use TLS and trust these roots")
+    ap.add_argument("--cert-file", help="PEM client certificate, for mutual TLS (with --key-file)")
+    ap.add_argument("--key-file", help="PEM client key, for mutual TLS")
+    ap.add_argument("--token-file", help="file holding the bearer token to send")
     ap.add_argument("file", help="ACP recording (.ndjson)")
     args = ap.parse_args()
 
-    with open(args.file, encoding="utf-8", errors="surrogateescape") as f, acpnorm_client.connect(args.addr) as client:
-        results = client.normalize_lines(
-            f, session_id=args.session or os.path.basename(args.file), dialect=args.dialect
+    try:
+        client = acpnorm_client.connect(
+            args.addr, ca_file=args.ca_file, cert_file=args.cert_file,
+            key_file=args.key_file, token_file=args.token_file,
         )
-        for r in results:
-            print(describe(r), flush=True)
+        with open(args.file, encoding="utf-8", errors="surrogateescape") as f, client:
+            results = client.normalize_lines(
+                f, session_id=args.session or os.path.basename(args.file), dialect=args.dialect
+            )
+            for r in results:
+                print(describe(r), flush=True)
+    except grpc.RpcError as err:
+        print(f"acpnorm: {args.addr}: {err.code().name}: {err.details()}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as err:
+        print(f"acpnorm: {err}", file=sys.stderr)
+        return 1
     return 0
 
 

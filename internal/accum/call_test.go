@@ -101,6 +101,44 @@ func TestCallOutcome(t *testing.T) {
 			want: Cancelled,
 		},
 		{
+			name: "exit 0 next to a signal is not an exit status",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(0, ExitStructured)}},
+			want: Failed,
+		},
+		{
+			name: "nonzero exit next to a signal is kept",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(137, ExitStructured)}},
+			want: Failed, wantExit: ptr(137),
+		},
+		{
+			name: "failed verdict outweighs exit 0",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictFailed, Exit: exit(0, ExitStructured)}},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "failed verdict then a later exit 0 still fails",
+			obs: []Observation{
+				{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed},
+				{Exit: exit(0, ExitTerminal)},
+			},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "timed out verdict is a timeout",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictTimedOut, Exit: exit(0, ExitStructured)}},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "cancelled verdict is cancelled",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictCancelled, Exit: exit(0, ExitStructured)}},
+			want: Cancelled, wantExit: ptr(0),
+		},
+		{
+			name: "failed verdict with a nonzero exit names the exit",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed, Exit: exit(2, ExitStructured)}},
+			want: Failed, wantExit: ptr(2),
+		},
+		{
 			name: "late exit after the end sharpens the outcome",
 			obs: []Observation{
 				{Shell: ShellYes, Status: StatusCompleted},
@@ -232,3 +270,134 @@ func TestCallPermission(t *testing.T) {
 
 func ptr(v int32) *int32   { return &v }
 func ptrBool(v bool) *bool { return &v }
+
+// TestCallCancelRequested: once the user cancelled the turn, a call that
+// ends (a failed final, a completed final without a clean exit, or no
+// final before the turn's result) ended because of that cancel, keeping a
+// known exit code. A call that ended before the cancel keeps its outcome.
+func TestCallCancelRequested(t *testing.T) {
+	tests := []struct {
+		name     string
+		before   []Observation // applied before the cancel
+		after    []Observation // applied after the cancel
+		end      bool          // the turn's result ends the call
+		want     Outcome
+		wantExit *int32
+	}{
+		{name: "failed final with exit 1 keeps the 1",
+			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+			after:  []Observation{{Status: StatusFailed, Exit: exit(1, ExitStructured)}},
+			want:   Cancelled, wantExit: ptr(1)},
+		{name: "failed final without exit",
+			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+			after:  []Observation{{Status: StatusFailed}},
+			want:   Cancelled},
+		{name: "completed final without exit",
+			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+			after:  []Observation{{Status: StatusCompleted}},
+			want:   Cancelled},
+		{name: "completed final with a signal exit code",
+			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+			after:  []Observation{{Status: StatusCompleted, Exit: exit(137, ExitStructured)}},
+			want:   Cancelled, wantExit: ptr(137)},
+		{name: "no final before the turn's result",
+			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+			end:    true,
+			want:   Cancelled},
+		{name: "a clean exit 0 under completed finished before the cancel took hold",
+			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+			after:  []Observation{{Status: StatusCompleted, Exit: exit(0, ExitTerminal)}},
+			want:   Succeeded, wantExit: ptr(0)},
+		{name: "a call that ended before the cancel keeps its outcome",
+			before: []Observation{{Shell: ShellYes, Status: StatusRunning}, {Status: StatusFailed, Exit: exit(2, ExitTerminal)}},
+			end:    true,
+			want:   Failed, wantExit: ptr(2)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCall("c1", 1024)
+			for i := range tt.before {
+				c.Apply(&tt.before[i])
+			}
+			c.CancelRequested()
+			for i := range tt.after {
+				c.Apply(&tt.after[i])
+			}
+			if tt.end {
+				c.End(true, "the prompt turn ended")
+			}
+			r, ok := c.Revision()
+			if !ok || r.State != Ended || r.Outcome != tt.want {
+				t.Fatalf("state %v outcome %v (%s), want ended %v", r.State, r.Outcome, r.OutcomeReason, tt.want)
+			}
+			switch {
+			case tt.wantExit == nil && r.ExitCode != nil:
+				t.Errorf("exit %d, want unknown", *r.ExitCode)
+			case tt.wantExit != nil && (r.ExitCode == nil || *r.ExitCode != *tt.wantExit):
+				t.Errorf("exit %v, want %d", r.ExitCode, *tt.wantExit)
+			}
+		})
+	}
+}
+
+// TestCallLateOutputAfterCancel: output that arrives for a cancelled call
+// after it ended never reopens it nor changes its outcome, and a late
+// final status or exit code does not either.
+func TestCallLateOutputAfterCancel(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Status: StatusRunning, Texts: []Text{{Kind: Delta, Text: "tick1\n"}}})
+	c.CancelRequested()
+	c.End(true, "the prompt turn ended")
+	r, _ := c.Revision()
+	if r.State != Ended || r.Outcome != Cancelled {
+		t.Fatalf("cancelled call %+v", r)
+	}
+	for _, o := range []Observation{
+		{Texts: []Text{{Kind: Delta, Text: "tick2\n"}}},
+		{Status: StatusRunning, Texts: []Text{{Kind: Delta, Text: "tick3\n"}}},
+		{Status: StatusCompleted, Exit: exit(0, ExitTerminal)},
+	} {
+		c.Apply(&o)
+		if r, ok := c.Revision(); ok && (r.State != Ended || r.Outcome != Cancelled) {
+			t.Fatalf("late frame changed the call: %+v", r)
+		}
+	}
+}
+
+// TestCallNeverWorse: a later frame never makes what is known worse. A
+// permission ask's command (Codex TS 2.x re-quotes it as one shell word)
+// does not replace the command a tool_call already gave, but fills in one
+// that is unknown.
+func TestCallNeverWorse(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Opens: true, Shell: ShellYes, Command: "printf 'x'; ls", Status: StatusRunning})
+	c.Apply(&Observation{PermissionAsk: true, Command: `"printf 'x'"'; ls'`, ApprovalReason: "escalate"})
+	r, _ := c.Revision()
+	if r.Command != "printf 'x'; ls" || r.ApprovalReason != "escalate" {
+		t.Fatalf("ask made the command worse: %+v", r)
+	}
+	d := NewCall("d1", 1024)
+	d.Apply(&Observation{PermissionAsk: true, Shell: ShellYes, Command: "make"})
+	d.Apply(&Observation{Opens: true, Command: "make all"})
+	if r, _ := d.Revision(); r.Command != "make all" {
+		t.Fatalf("command %q after ask then tool_call", r.Command)
+	}
+}
+
+// TestCallStreamOmittedKeepsItsText: each present stream of a split
+// output is a snapshot of that stream; an omitted one keeps its text, and
+// a lone stream never creates a split the agent did not show.
+func TestCallStreamOmittedKeepsItsText(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Texts: []Text{{Stream: Stdout, Kind: Snapshot, Text: "o1\n"}, {Stream: Stderr, Kind: Snapshot, Text: "e1\n"}}})
+	c.Apply(&Observation{Status: StatusCompleted, Texts: []Text{{Stream: Stdout, Kind: Final, Text: "o1\no2\n", IfSplit: true}}})
+	r, _ := c.Revision()
+	if r.Texts[Stdout] == nil || r.Texts[Stdout].Text != "o1\no2\n" || r.Texts[Stderr] == nil || r.Texts[Stderr].Text != "e1\n" {
+		t.Fatalf("streams %+v %+v", r.Texts[Stdout], r.Texts[Stderr])
+	}
+	d := NewCall("d1", 1024)
+	d.Apply(&Observation{Shell: ShellYes, Status: StatusCompleted, Texts: []Text{{Stream: Stdout, Kind: Final, Text: "o\n", IfSplit: true}}})
+	if r, _ := d.Revision(); r.Texts[Stdout] != nil {
+		t.Fatalf("a lone stream made a split: %+v", r.Texts[Stdout])
+	}
+}

@@ -77,6 +77,9 @@ type claudeMeta struct {
 	ClaudeCode *struct {
 		ToolName     Str                 `json:"toolName"`
 		ToolResponse *claudeToolResponse `json:"toolResponse"`
+		// NonExecutionKind says why a tool did not run or was stopped:
+		// "user-rejected" (a cancel), "permission-rule" (a refusal).
+		NonExecutionKind Str `json:"nonExecutionKind"`
 	} `json:"claudeCode"`
 }
 
@@ -172,6 +175,9 @@ func readClaude(u *claudeUpdate) accum.Observation {
 		if cc := m.ClaudeCode; cc != nil && cc.ToolResponse != nil {
 			readToolResponse(&o, cc.ToolResponse)
 		}
+		if cc := m.ClaudeCode; cc != nil && claudeUserStop[cc.NonExecutionKind.S] {
+			o.Cancelled = true
+		}
 	}
 
 	switch {
@@ -208,6 +214,15 @@ func readToolResponse(o *accum.Observation, tr *claudeToolResponse) {
 	}
 }
 
+// claudeUserStop are the nonExecutionKind values that mean the user
+// stopped the call: a cancel while it ran, or a refused permission.
+var claudeUserStop = map[string]bool{"user-rejected": true, "permission-rule": true}
+
+// claudeNotice matches the adapters' refusal and cancel texts, which they
+// send where output goes (terminal_output data, rawOutput, content). The
+// whole text must be the notice: output that merely quotes one is output.
+var claudeNotice = regexp.MustCompile(`(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*)$`)
+
 var (
 	claudeExitHeader   = regexp.MustCompile(`^Exit code (-?\d+)(?:\n|$)`)
 	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \(\d+ bytes total\)[^\]\n]*\]\s*$`)
@@ -221,6 +236,10 @@ var (
 // error), the persisted-output wrapper, truncation trailers and background
 // or timeout notices, then adds the rest as Combined output of kind k.
 func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind) {
+	if t := strings.TrimSpace(s); claudeNotice.MatchString(t) {
+		o.Cancelled, o.CancelNotice = true, notice(t)
+		return
+	}
 	truncated := false
 	if !completed {
 		if m := claudeExitHeader.FindStringSubmatch(s); m != nil {

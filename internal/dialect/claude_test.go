@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -215,4 +216,41 @@ func TestClaudeRecordingTerminalMeta(t *testing.T) {
 		{id: "toolu_timeout_27", command: "echo start; sleep 6; echo finished-late", exit: "-", output: "start", bg: true},
 		{id: "toolu_signal_31", command: "echo before-kill; kill -9 $$", exit: "1", output: "before-kill", asked: true},
 	})
+}
+
+// TestClaudeNotices: the adapters' refusal and cancel texts are notices,
+// never output; the call is Cancelled and the notice is quoted in words.
+func TestClaudeNotices(t *testing.T) {
+	d := claudeDialect(t)
+	yes, failed := accum.ShellYes, accum.StatusFailed
+	const cancelText = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."
+	cancelNotice := notice(cancelText)
+	runObsCases(t, d, []obsCase{
+		{name: "refusal in terminal_output is not output",
+			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"User refused permission to run tool"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: "User refused permission to run tool"})},
+		{name: "cancel notice in terminal_output is not output",
+			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":` + jsonString(cancelText) + `}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: cancelNotice})},
+		{name: "nonExecutionKind user-rejected on the failed final",
+			update: `{"_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"user-rejected"},"terminal_exit":{"terminal_id":"t1","exit_code":null,"signal":null}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: failed, Cancelled: true})},
+		{name: "nonExecutionKind permission-rule on the failed final",
+			update: `{"_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"permission-rule"}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: failed, Cancelled: true})},
+		{name: "old adapter: refusal as rawOutput and fenced content",
+			update: `{"_meta":{"claudeCode":{"toolName":"Bash"}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed","rawOutput":"User refused permission to run tool","content":[{"type":"content","content":{"type":"text","text":"` + "```\\nUser refused permission to run tool\\n```" + `"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: failed, Cancelled: true, CancelNotice: "User refused permission to run tool"})},
+		{name: "old adapter: refusal as content only",
+			update: `{"_meta":{"claudeCode":{"toolName":"Bash"}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed","content":[{"type":"content","content":{"type":"text","text":"` + "```\\nUser refused permission to run tool\\n```" + `"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: failed, Cancelled: true, CancelNotice: "User refused permission to run tool"})},
+		{name: "output that merely mentions a refusal stays output",
+			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"log: User refused permission to run tool\n"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "log: User refused permission to run tool\n")}})},
+	})
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -25,7 +25,9 @@ import (
 //   - Final `completed` for every exit. Content = the combined output. Only
 //     when the output is empty does the text instead say
 //     `Command exited with code: N` (ExitText N), `Command terminated by
-//     signal: SIGX` (Signal), `Command cancelled by user.` (Cancelled),
+//     signal: SIGX` (Signal), `Command cancelled by user.` (Cancelled; a
+//     notice, but the lines after its `Output before cancellation:` are
+//     the real output printed before the cancel),
 //     `Command failed: E` (Failed) or `Command moved to background (PID: N)
 //     ...` (Background); none of these is output.
 //   - Debug mode: `Command: ...\nDirectory: ...\nOutput: ...\nError:
@@ -150,7 +152,9 @@ var (
 	geminiSignalled  = regexp.MustCompile(`^Command terminated by signal:? (\S+?)\.?$`)
 	geminiCancelled  = regexp.MustCompile(`(?i)^Command (?:was )?cancell?ed by (?:the )?user\b`)
 	geminiSpawnError = regexp.MustCompile(`^Command failed: `)
-	geminiBackground = regexp.MustCompile(`(?i)^Command (?:moved to|running in|started in) (?:the )?background\b`)
+	// geminiBeforeCancel introduces the output printed before a cancel.
+	geminiBeforeCancel = "Output before cancellation:"
+	geminiBackground   = regexp.MustCompile(`(?i)^Command (?:moved to|running in|started in) (?:the )?background\b`)
 	// geminiDebug matches the debug-mode result; its fields follow.
 	geminiDebug = regexp.MustCompile(`(?m)^(?:Output|Stdout): `)
 )
@@ -171,7 +175,16 @@ func geminiFinal(o *accum.Observation, text string) {
 		return
 	}
 	if geminiCancelled.MatchString(line) {
-		o.Cancelled = true
+		// "Command cancelled by user.\n\nOutput before cancellation:\n..."
+		// The header is a notice; what follows the marker is the real
+		// output the command printed before it was stopped.
+		o.Cancelled, o.CancelNotice = true, notice(line)
+		if _, out, ok := strings.Cut(text, geminiBeforeCancel); ok {
+			out = strings.TrimPrefix(strings.TrimPrefix(out, "\r"), "\n")
+			if out != "" {
+				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: out})
+			}
+		}
 		return
 	}
 	if geminiSpawnError.MatchString(line) {

@@ -73,7 +73,15 @@ func TestGeminiUpdate(t *testing.T) {
 		{
 			name:   "cancelled by user",
 			update: final(`"Command cancelled by user."`),
-			want:   with(func(o *accum.Observation) { o.Cancelled = true }),
+			want:   with(func(o *accum.Observation) { o.Cancelled, o.CancelNotice = true, "Command cancelled by user." }),
+		},
+		{
+			name:   "cancelled by user: the output before the cancellation is output",
+			update: final(`"Command cancelled by user.\n\nOutput before cancellation:\ntick1\ntick2"`),
+			want: with(func(o *accum.Observation) {
+				o.Cancelled, o.CancelNotice = true, "Command cancelled by user."
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "tick1\ntick2")}
+			}),
 		},
 		{
 			name:   "Command failed: spawn error",

@@ -16,11 +16,28 @@ type Config struct {
 	MaxCallsPerSession int
 	// MaxCalls bounds the calls of all sessions together.
 	MaxCalls int
-	// TTL is how long a call may go without a frame before it is evicted,
-	// and how long an idle session is kept.
+	// MaxSessions bounds the sessions held at once. Only a frame that
+	// reads as a valid ACP message creates one.
+	MaxSessions int
+	// MaxIDBytes bounds session ids, tool call ids, terminal ids and
+	// JSON-RPC request ids.
+	MaxIDBytes int
+	// TTL is how long a session may go without a frame before it is
+	// evicted with all its calls. A quiet call of a busy session is kept.
 	TTL time.Duration
 	// Grace is how long an ended call is kept to absorb late frames.
 	Grace time.Duration
+	// Tombstones bounds how many released calls are remembered, so that a
+	// late frame about one is refused instead of reopening it; the oldest
+	// are forgotten first.
+	Tombstones int
+	// MemoryBudget bounds the bytes of text all calls hold together (their
+	// output buffers and the strings they keep). An update that could take
+	// more is not held (RESOURCE_EXHAUSTED); the call's life still applies.
+	MemoryBudget int
+	// SessionMemory is the share of MemoryBudget one session may hold; 0
+	// means an eighth of it.
+	SessionMemory int
 	// SendQueue is the number of responses a stream may queue for a slow
 	// client before its receive loop stops reading (backpressure).
 	SendQueue int
@@ -36,8 +53,12 @@ func DefaultConfig() Config {
 		TextLimit:          256 << 10,
 		MaxCallsPerSession: 1024,
 		MaxCalls:           65536,
+		MaxSessions:        16384,
+		MaxIDBytes:         256,
 		TTL:                10 * time.Minute,
 		Grace:              30 * time.Second,
+		Tombstones:         65536,
+		MemoryBudget:       DefaultMemoryBudget(),
 		SendQueue:          64,
 		SendTimeout:        30 * time.Second,
 	}
@@ -52,10 +73,20 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max calls per session %d is below 1", c.MaxCallsPerSession)
 	case c.MaxCalls < c.MaxCallsPerSession:
 		return fmt.Errorf("max calls %d is below max calls per session %d", c.MaxCalls, c.MaxCallsPerSession)
+	case c.MaxSessions < 1:
+		return fmt.Errorf("max sessions %d is below 1", c.MaxSessions)
+	case c.MaxIDBytes < 16:
+		return fmt.Errorf("max id bytes %d is below 16", c.MaxIDBytes)
 	case c.TTL <= 0:
 		return fmt.Errorf("ttl %v is not positive", c.TTL)
 	case c.Grace < 0:
 		return fmt.Errorf("grace %v is negative", c.Grace)
+	case c.Tombstones < 0:
+		return fmt.Errorf("tombstones %d is negative", c.Tombstones)
+	case c.MemoryBudget < 4096:
+		return fmt.Errorf("memory budget %d is below 4096 bytes", c.MemoryBudget)
+	case c.SessionMemory < 0 || c.SessionMemory > c.MemoryBudget:
+		return fmt.Errorf("session memory %d is not between 0 (an eighth of the budget) and the memory budget %d", c.SessionMemory, c.MemoryBudget)
 	case c.SendQueue < 1:
 		return fmt.Errorf("send queue %d is below 1", c.SendQueue)
 	case c.SendTimeout <= 0:

@@ -7,13 +7,17 @@ import (
 
 // Metrics are the Prometheus series a Service updates.
 type Metrics struct {
-	framesIn    prometheus.Counter
-	execsOut    prometheus.Counter
-	frameErrors *prometheus.CounterVec
-	openCalls   prometheus.Gauge
-	evictions   *prometheus.CounterVec
-	openStreams prometheus.Gauge
-	refusals    *prometheus.CounterVec
+	framesIn       prometheus.Counter
+	execsOut       prometheus.Counter
+	frameErrors    *prometheus.CounterVec
+	openCalls      prometheus.Gauge
+	evictions      *prometheus.CounterVec
+	lateFrames     prometheus.Counter
+	refusals       *prometheus.CounterVec
+	sessions       prometheus.Gauge
+	heldBytes      prometheus.Gauge
+	openStreams    prometheus.Gauge
+	streamRefusals *prometheus.CounterVec
 }
 
 // NewMetrics registers the series with reg. A nil reg gives metrics that
@@ -40,21 +44,52 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "acpnorm", Name: "evictions_total",
 			Help: "Tool calls dropped from state, by reason (ttl, grace, session_closed).",
 		}, []string{"reason"}),
+		lateFrames: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "late_frames_refused_total",
+			Help: "Observations refused because their tool call was already released (evicted, past its grace period, or closed).",
+		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "limit_refusals_total",
+			Help: "Frames or fields refused because a limit was reached, by limit (max_sessions, max_calls, max_calls_per_session, id_bytes, text_bytes, memory_budget, session_memory).",
+		}, []string{"limit"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "acpnorm", Name: "sessions",
+			Help: "Sessions held in state.",
+		}),
+		heldBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "acpnorm", Name: "held_text_bytes",
+			Help: "Bytes of text held by all calls, counted against --memory-budget.",
+		}),
 		openStreams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "acpnorm", Name: "open_streams",
 			Help: "Normalize streams being served.",
 		}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "acpnorm", Name: "refusals_total",
-			Help: "Streams, calls and connections refused or ended by a limit or access control, by reason (max_streams, send_stalled, message_too_large, unreadable_message, unauthenticated, tls_handshake).",
+		streamRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "stream_refusals_total",
+			Help: "Streams and calls refused or ended by a transport limit or access control, by reason (max_streams, send_stalled, message_too_large, unreadable_message, unauthenticated).",
 		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.openStreams, m.refusals)
+		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes, m.openStreams, m.streamRefusals)
 	}
 	return m
 }
 
 func (m *Metrics) frameError(c codes.Code) { m.frameErrors.WithLabelValues(c.String()).Inc() }
 
-func (m *Metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
+// Names of the limits counted in acpnorm_limit_refusals_total.
+const (
+	limitSessions        = "max_sessions"
+	limitCalls           = "max_calls"
+	limitCallsPerSession = "max_calls_per_session"
+	limitIDBytes         = "id_bytes"
+	limitTextBytes       = "text_bytes"
+	limitMemory          = "memory_budget"
+	limitSessionMemory   = "session_memory"
+)
+
+func (m *Metrics) refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
+
+// streamRefused counts a stream or call refused or ended by a transport
+// limit or access control.
+func (m *Metrics) streamRefused(reason string) { m.streamRefusals.WithLabelValues(reason).Inc() }

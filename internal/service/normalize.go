@@ -100,7 +100,7 @@ func (s *Service) endCause(ctx context.Context) error {
 // client stopped reading) ends the stream, as does a failed Send.
 func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, stalled chan<- struct{}, stream pb.NormalizerService_NormalizeServer, out <-chan *pb.NormalizeResponse) {
 	stall := time.AfterFunc(time.Hour, func() {
-		s.sessions.m.refused("send_stalled")
+		s.sessions.m.streamRefused("send_stalled")
 		cancel(errStalled(s.cfg.SendTimeout))
 		close(stalled)
 	})
@@ -153,15 +153,31 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	}()
 	var applied uint64
 	d := newDelivered()
+	// apply applies one request and queues what it produces. A request
+	// whose answers could not all be queued (the stream ended meanwhile)
+	// still counts as applied: its changes are in the shared state, and
+	// the first revision of each call on the client's next stream carries
+	// the whole text. One the session lock was never taken for does not.
 	apply := func(req *pb.NormalizeRequest) error {
-		for _, r := range s.sessions.handle(req, d) {
+		queueFailed := false
+		err := s.sessions.handleOn(ctx, req, d, func(r *pb.NormalizeResponse) error {
 			select {
 			case out <- r:
+				return nil
 			case <-ctx.Done():
+				queueFailed = true
+				return ctx.Err()
+			}
+		})
+		if err == nil || queueFailed {
+			applied++
+		}
+		if err != nil {
+			if ctx.Err() != nil {
 				return s.endCause(ctx)
 			}
+			return status.FromContextError(err).Err()
 		}
-		applied++
 		return nil
 	}
 	for {
@@ -216,9 +232,9 @@ func (s *Service) recvFailed(err error) error {
 	st, _ := status.FromError(err)
 	switch st.Code() {
 	case codes.ResourceExhausted:
-		s.sessions.m.refused("message_too_large")
+		s.sessions.m.streamRefused("message_too_large")
 	case codes.Internal, codes.InvalidArgument:
-		s.sessions.m.refused("unreadable_message")
+		s.sessions.m.streamRefused("unreadable_message")
 	}
 	return st.Err()
 }

@@ -15,10 +15,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// fakeStream is a Normalize server stream driven by the test: Recv hands
+// scriptedStream is a Normalize server stream driven by the test: Recv hands
 // out the given requests, then blocks until the stream's context is done
 // (a client that keeps the stream open and sends nothing more).
-type fakeStream struct {
+type scriptedStream struct {
 	grpc.ServerStream
 	ctx  context.Context
 	reqs []*pb.NormalizeRequest
@@ -30,9 +30,9 @@ type fakeStream struct {
 	block   chan struct{} // when non-nil, Send blocks until it is closed or ctx is done
 }
 
-func (f *fakeStream) Context() context.Context { return f.ctx }
+func (f *scriptedStream) Context() context.Context { return f.ctx }
 
-func (f *fakeStream) Recv() (*pb.NormalizeRequest, error) {
+func (f *scriptedStream) Recv() (*pb.NormalizeRequest, error) {
 	f.mu.Lock()
 	if len(f.reqs) > 0 {
 		r := f.reqs[0]
@@ -46,7 +46,7 @@ func (f *fakeStream) Recv() (*pb.NormalizeRequest, error) {
 	return nil, status.FromContextError(f.ctx.Err()).Err()
 }
 
-func (f *fakeStream) Send(r *pb.NormalizeResponse) error {
+func (f *scriptedStream) Send(r *pb.NormalizeResponse) error {
 	f.mu.Lock()
 	block := f.block
 	f.mu.Unlock()
@@ -66,14 +66,14 @@ func (f *fakeStream) Send(r *pb.NormalizeResponse) error {
 	return nil
 }
 
-func (f *fakeStream) SetTrailer(md metadata.MD) {
+func (f *scriptedStream) SetTrailer(md metadata.MD) {
 	f.mu.Lock()
 	f.trailer = metadata.Join(f.trailer, md)
 	f.mu.Unlock()
 }
 
-func newFakeStream(ctx context.Context, reqs ...*pb.NormalizeRequest) *fakeStream {
-	return &fakeStream{ctx: ctx, reqs: reqs, read: make(chan struct{}, len(reqs))}
+func newScriptedStream(ctx context.Context, reqs ...*pb.NormalizeRequest) *scriptedStream {
+	return &scriptedStream{ctx: ctx, reqs: reqs, read: make(chan struct{}, len(reqs))}
 }
 
 func frameReq(sid string, seq uint64, msg string) *pb.NormalizeRequest {
@@ -94,7 +94,7 @@ func TestDrainRacingCancelNeverHangs(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		f := newFakeStream(ctx, frameReq("s", 1, big), frameReq("s", 2, delta("c1", "y")))
+		f := newScriptedStream(ctx, frameReq("s", 1, big), frameReq("s", 2, delta("c1", "y")))
 		ended := make(chan error, 1)
 		go func() { ended <- svc.Normalize(f) }()
 		<-f.read
@@ -124,7 +124,7 @@ func TestDrainAnswersWhatItApplied(t *testing.T) {
 		for n := 1; n <= 3; n++ {
 			reqs = append(reqs, frameReq("s"+strconv.Itoa(i), uint64(n), openCall("c"+strconv.Itoa(n), "true")))
 		}
-		f := newFakeStream(ctx, reqs...)
+		f := newScriptedStream(ctx, reqs...)
 		ended := make(chan error, 1)
 		go func() { ended <- svc.Normalize(f) }()
 		<-f.read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -473,7 +474,10 @@ func TestSweepEvicts(t *testing.T) {
 	now := time.Unix(1000, 0)
 	svc.sessions.now = func() time.Time { return now }
 	frame := func(msg string) {
-		svc.sessions.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Message: []byte(msg)}}}, nil)
+		discard := func(*pb.NormalizeResponse) error { return nil }
+		if err := svc.sessions.handle(context.Background(), &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Message: []byte(msg)}}}, discard); err != nil {
+			t.Fatal(err)
+		}
 	}
 	frame(openCall("open", "sleep 1000"))
 	frame(openCall("done", "true"))
@@ -533,5 +537,101 @@ func TestSlowClientBackpressure(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// TestDetectionBySigns: an agent that gives no name is detected by what it
+// sends, the first sign wins, and a named agent is never re-detected by a
+// sign. ListDialects states every name and sign auto-detection uses.
+func TestDetectionBySigns(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	st := h.open()
+	cursorInit := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[{"id":"cursor_login","name":"Cursor Login"}]}}`
+
+	st.send("a", cursorInit)
+	st.send("a", openCall("c1", "true"))
+	if x := st.exec(); x.GetDialect() != "cursor" {
+		t.Errorf("initialize without agentInfo offering cursor_login: dialect %q", x.GetDialect())
+	}
+
+	st.send("b", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"some-unknown-agent"},"authMethods":[{"id":"cursor_login"}]}}`)
+	st.send("b", `{"jsonrpc":"2.0","id":9,"method":"cursor/task","params":{}}`)
+	st.send("b", openCall("c1", "true"))
+	if x := st.exec(); x.GetDialect() != "generic" {
+		t.Errorf("a named agent read by a sign: dialect %q", x.GetDialect())
+	}
+
+	// No initialize seen: the opening tool_call's shape is the sign, and
+	// that frame is read by the detected dialect already.
+	st.send("c", `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"c","update":{"sessionUpdate":"tool_call","toolCallId":"tool_1","title":"`+"`sleep 2`"+`","kind":"execute","status":"pending","rawInput":{"command":"sleep 2"}}}}`)
+	if x := st.exec(); x.GetDialect() != "cursor" || x.GetCommand() != "sleep 2" {
+		t.Errorf("cursor tool_call shape: dialect %q command %q", x.GetDialect(), x.GetCommand())
+	}
+
+	resp, err := h.client.ListDialects(context.Background(), &pb.ListDialectsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(resp.GetDetection(), "longest") || !strings.Contains(resp.GetDetection(), "agentInfo.name") {
+		t.Errorf("detection %q", resp.GetDetection())
+	}
+	found := map[string]*pb.DialectInfo{}
+	for _, d := range resp.GetDialects() {
+		found[d.GetName()] = d
+		if d.GetName() != "generic" && len(d.GetDetectionRules()) == 0 {
+			t.Errorf("%s: no detection rules", d.GetName())
+		}
+	}
+	if c := found["cursor"]; c == nil || !slices.Contains(c.GetAuthMethodIds(), "cursor_login") || !slices.Contains(c.GetMethodPrefixes(), "cursor/") {
+		t.Errorf("cursor: %v", c)
+	}
+	if q := found["qwen"]; q == nil || !slices.Contains(q.GetAgentNames(), "qwen-code") {
+		t.Errorf("qwen: %v", q)
+	}
+	if o := found["opencode"]; o == nil || !slices.Contains(o.GetAgentNames(), "kilo") {
+		t.Errorf("opencode: %v", o)
+	}
+}
+
+// TestCancelledTurn: after session/cancel, a call that ends before or
+// with the turn's result is CANCELLED keeping a known exit code, one that
+// ended before the cancel keeps its outcome, and output for a cancelled
+// call that arrives after it ended neither reopens it nor lands elsewhere.
+func TestCancelledTurn(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	st := h.open()
+	st.send("s1", openCall("done", "true"))
+	st.exec()
+	st.send("s1", finish("done", 0))
+	st.exec()
+	st.send("s1", openCall("c1", "for i in 1 2 3; do echo $i; sleep 1; done"))
+	st.exec()
+	st.send("s1", openCall("c2", "sleep 100"))
+	st.exec()
+	st.send("s1", `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`)
+	// The agent answers the cancel with failed and exit 1 for c1.
+	st.send("s1", update(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"exit_code":1}}`))
+	x := st.exec()
+	if x.GetToolCallId() != "c1" || x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_CANCELLED || x.ExitCode == nil || x.GetExitCode() != 1 {
+		t.Fatalf("failed final after session/cancel: %v", x)
+	}
+	// c2 gets no final before the turn's result.
+	st.send("s1", `{"jsonrpc":"2.0","id":7,"result":{"stopReason":"cancelled"}}`)
+	if x = st.exec(); x.GetToolCallId() != "c2" || x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_CANCELLED {
+		t.Fatalf("no final before the cancelled turn's result: %v", x)
+	}
+	// Late output for c2 in the next turn: c2 stays ended and cancelled,
+	// and the next turn's call gets none of it.
+	st.send("s1", openCall("c3", "echo next"))
+	st.exec()
+	st.send("s1", delta("c2", "late\n"))
+	if x = st.exec(); x.GetToolCallId() != "c2" || x.GetState() != pb.ShellState_SHELL_STATE_ENDED || x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_CANCELLED {
+		t.Fatalf("late output reopened or changed the cancelled call: %v", x)
+	}
+	st.send("s1", delta("c3", "next\n"))
+	st.send("s1", finish("c3", 0))
+	st.exec()
+	if x = st.exec(); x.GetToolCallId() != "c3" || x.GetOutput().GetText() != "next\n" || x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED {
+		t.Fatalf("the next turn's call: %v", x)
 	}
 }

@@ -1,6 +1,9 @@
 package service
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -22,35 +25,41 @@ type sessions struct {
 	m     *Metrics
 	now   func() time.Time
 	total atomic.Int64 // calls held, all sessions
+	held  atomic.Int64 // bytes of text held, all sessions (see memory.go)
+	tombs *tombstones  // calls released, so late frames cannot reopen them
 
 	mu  sync.Mutex
 	all map[string]*session
 }
 
-// session is the state of one ACP session. Its mutex serializes the frames
-// of the session, whichever stream they arrive on.
+// session is the state of one ACP session. Its busy token serializes the
+// requests of the session, whichever stream they arrive on.
 type session struct {
-	mu        sync.Mutex
+	busy      chan struct{} // holds a token while a request of the session is applied
 	id        string
 	gone      bool // removed from sessions.all; look it up again
 	dialect   dialect.Dialect
 	name      string // the dialect's name, kept to stamp every revision
 	explicit  bool   // chosen by name, not detected
+	named     bool   // detected from agentInfo.name; signs no longer count
 	cwd       string
 	cwdByHand bool // from AcpFrame.cwd, which beats session/new
 	cancel    bool // session/cancel seen in the current turn
 	touched   time.Time
 	created   uint64
+	held      int // bytes of text the session's calls hold
 	calls     map[string]*entry
 	terminals map[string]string // terminal id -> tool call id
 	asks      map[string]ask    // JSON-RPC id -> the ask
 }
 
 type entry struct {
-	call    *accum.Call
-	order   uint64
-	touched time.Time
-	endedAt time.Time
+	call      *accum.Call
+	order     uint64
+	endedAt   time.Time
+	size      int           // bytes of text charged for the call
+	revisions uint32        // revisions sent
+	outcome   accum.Outcome // outcome of the last revision sent
 }
 
 type ask struct {
@@ -59,40 +68,81 @@ type ask struct {
 }
 
 func newSessions(cfg Config, m *Metrics) *sessions {
-	return &sessions{cfg: cfg, m: m, now: time.Now, all: map[string]*session{}}
+	return &sessions{cfg: cfg, m: m, now: time.Now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
 }
 
-// lock returns the session, locked, creating it when needed.
-func (ss *sessions) lock(id string) *session {
+// errTooManySessions says that a session cannot be created.
+var errTooManySessions = errors.New("too many sessions")
+
+// lock returns the session, locked. When it does not exist, lock creates it
+// if create is true (or fails with errTooManySessions at the limit), and
+// returns nil otherwise. It gives up when ctx is done while another request
+// of the session is being applied.
+func (ss *sessions) lock(ctx context.Context, id string, create bool) (*session, error) {
 	for {
 		ss.mu.Lock()
 		s := ss.all[id]
 		if s == nil {
-			s = &session{id: id, calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}}
+			if !create {
+				ss.mu.Unlock()
+				return nil, nil
+			}
+			if len(ss.all) >= ss.cfg.MaxSessions {
+				ss.mu.Unlock()
+				return nil, errTooManySessions
+			}
+			s = &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}}
 			ss.all[id] = s
+			ss.m.sessions.Inc()
 		}
 		ss.mu.Unlock()
-		s.mu.Lock()
+		select {
+		case s.busy <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		if !s.gone {
 			s.touched = ss.now()
-			return s
+			return s, nil
 		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 }
 
-// reply collects what one request produces.
+// unlock releases a session taken with lock.
+func (s *session) unlock() { <-s.busy }
+
+// tryLock takes the session when no request of it is being applied.
+func (s *session) tryLock() bool {
+	select {
+	case s.busy <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// reply hands what one request produces to the stream, one response at a
+// time, as it is produced.
 type reply struct {
 	session string
 	seq     uint64
-	out     []*pb.NormalizeResponse
+	emit    func(*pb.NormalizeResponse) error
+	err     error // the first error emit returned; nothing is sent after it
 	m       *Metrics
 	stream  *delivered // what the requesting stream has carried; nil: nothing tracked
 }
 
+// send hands one response on, unless an earlier one failed.
+func (r *reply) send(resp *pb.NormalizeResponse) {
+	if r.err == nil {
+		r.err = r.emit(resp)
+	}
+}
+
 func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
 	r.m.frameError(code)
-	r.out = append(r.out, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
+	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
 		SessionId:  r.session,
 		Sequence:   r.seq,
 		Code:       int32(code),
@@ -101,69 +151,129 @@ func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
 	}}})
 }
 
-// handle applies one request, arrived on a stream that has carried d, and
-// returns what it produces.
-func (ss *sessions) handle(req *pb.NormalizeRequest, d *delivered) []*pb.NormalizeResponse {
+// handle applies one request and hands each response it produces to emit
+// as soon as it is made, so that a request producing many (a TurnEnded
+// ending every open call) never holds more than one: emit may block on a
+// full send queue, and that is the backpressure. When emit returns an error
+// (the stream is gone) the request is still applied, nothing more is
+// built or sent, and handle returns that error; it returns ctx's error when
+// ctx ends while it waits for another request of the same session.
+func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit func(*pb.NormalizeResponse) error) error {
+	return ss.handleOn(ctx, req, nil, emit)
+}
+
+// handleOn is handle for a request arrived on a stream that has carried d
+// (see delivered).
+func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *delivered, emit func(*pb.NormalizeResponse) error) error {
 	ss.m.framesIn.Inc()
-	var r *reply
+	r := &reply{emit: emit, m: ss.m, stream: d}
+	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
-		r = ss.frame(k.Frame, d)
+		err = ss.frame(ctx, k.Frame, r)
 	case *pb.NormalizeRequest_TurnEnded:
-		r = ss.control(k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence(), "turn_ended", d, func(s *session, r *reply) {
+		err = ss.control(ctx, k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence(), "turn_ended", r, func(s *session) {
 			ss.endOpen(s, k.TurnEnded.GetCancelled() || s.cancel, "the prompt turn ended while the call was still open", r)
 			s.cancel = false
 		})
 	case *pb.NormalizeRequest_SessionClosed:
-		r = ss.control(k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", d, func(s *session, r *reply) {
+		err = ss.control(ctx, k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", r, func(s *session) {
 			ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
-			ss.drop(s, "session_closed")
+			ss.drop(s, releasedClosed, "session_closed")
 		})
 	default:
-		r = &reply{m: ss.m}
 		r.fail(codes.InvalidArgument, "", "request carries neither a frame, turn_ended nor session_closed")
 	}
-	return r.out
-}
-
-func (ss *sessions) control(id string, seq uint64, what string, d *delivered, do func(*session, *reply)) *reply {
-	r := &reply{session: id, seq: seq, m: ss.m, stream: d}
-	if id == "" {
-		r.fail(codes.InvalidArgument, "", "%s %d has no session_id", what, seq)
-		return r
+	if err != nil {
+		return err
 	}
-	s := ss.lock(id)
-	defer s.mu.Unlock()
-	do(s, r)
-	return r
+	return r.err
 }
 
-func (ss *sessions) frame(f *pb.AcpFrame, d *delivered) *reply {
-	r := &reply{session: f.GetSessionId(), seq: f.GetSequence(), m: ss.m, stream: d}
-	if f.GetSessionId() == "" {
-		r.fail(codes.InvalidArgument, "", "frame %d has no session_id", f.GetSequence())
-		return r
+func (ss *sessions) control(ctx context.Context, id string, seq uint64, what string, r *reply, do func(*session)) error {
+	r.session, r.seq = id, seq
+	if !ss.validSessionID(id, what, r) {
+		return nil
+	}
+	s, err := ss.lock(ctx, id, false)
+	if err != nil || s == nil {
+		return err // a session never seen (or released) has nothing to end
+	}
+	defer s.unlock()
+	do(s)
+	return nil
+}
+
+func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
+	r.session, r.seq = f.GetSessionId(), f.GetSequence()
+	if !ss.validSessionID(f.GetSessionId(), "frame", r) {
+		return nil
 	}
 	if len(f.GetMessage()) == 0 {
 		r.fail(codes.InvalidArgument, "", "frame %d of session %q has an empty message", f.GetSequence(), f.GetSessionId())
-		return r
+		return nil
 	}
 	var chosen dialect.Dialect
 	if name := strings.TrimSpace(f.GetDialect()); name != "" && !strings.EqualFold(name, dialect.Auto) {
 		d, ok := dialect.Lookup(name)
 		if !ok {
 			r.fail(codes.InvalidArgument, "", "frame %d of session %q names unknown dialect %q; ListDialects lists the dialects of this build", f.GetSequence(), f.GetSessionId(), name)
-			return r
+			return nil
 		}
 		chosen = d
 	}
 	if cwd := f.GetCwd(); cwd != "" && !filepath.IsAbs(cwd) {
 		r.fail(codes.InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %q", f.GetSequence(), f.GetSessionId(), cwd)
-		return r
+		return nil
+	}
+	if n := len(f.GetCwd()); n > ss.cfg.TextLimit {
+		ss.m.refused(limitTextBytes)
+		r.fail(codes.InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (--text-limit)", f.GetSequence(), f.GetSessionId(), n, ss.cfg.TextLimit)
+		return nil
 	}
 
-	s := ss.lock(f.GetSessionId())
-	defer s.mu.Unlock()
+	// A session is created only by a frame that reads as a valid message,
+	// so it is read first with the dialect a new session would use.
+	s, err := ss.lock(ctx, f.GetSessionId(), false)
+	if err != nil {
+		return err
+	}
+	with := chosen
+	if with == nil {
+		with = dialect.Generic()
+		if s != nil {
+			with = s.reader()
+		}
+	}
+	read, err := dialect.Read(with, f.GetMessage())
+	if err != nil {
+		if s != nil {
+			s.unlock()
+		}
+		r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
+		return nil
+	}
+	if s == nil {
+		s, err = ss.lock(ctx, f.GetSessionId(), true)
+		if errors.Is(err, errTooManySessions) {
+			ss.m.refused(limitSessions)
+			r.fail(codes.ResourceExhausted, "", "frame %d opens session %q, but the service already holds %d sessions (the limit, --max-sessions)", f.GetSequence(), f.GetSessionId(), ss.cfg.MaxSessions)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if chosen == nil && s.reader().Info().Name != with.Info().Name {
+			// Another stream made the session meanwhile and detected its
+			// dialect: read the frame the way the session reads.
+			if read, err = dialect.Read(s.reader(), f.GetMessage()); err != nil {
+				s.unlock()
+				r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
+				return nil
+			}
+		}
+	}
+	defer s.unlock()
 	if chosen != nil {
 		s.use(chosen)
 		s.explicit = true
@@ -171,20 +281,40 @@ func (ss *sessions) frame(f *pb.AcpFrame, d *delivered) *reply {
 	if cwd := f.GetCwd(); cwd != "" {
 		s.cwd, s.cwdByHand = filepath.Clean(cwd), true
 	}
-	read, err := dialect.Read(s.reader(), f.GetMessage())
-	if err != nil {
-		r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
-		return r
-	}
 	if read.AgentName != "" && !s.explicit {
 		s.use(dialect.Detect(read.AgentName))
+		s.named = true
+	} else if read.Sign != "" && !s.explicit && !s.named && s.dialect == nil {
+		// An agent that gave no name, recognised by what it sends; the
+		// frame that showed it is read again with its dialect.
+		if d, ok := dialect.Lookup(read.Sign); ok {
+			s.use(d)
+			if again, err := dialect.Read(d, f.GetMessage()); err == nil {
+				read = again
+			}
+		}
 	}
-	if read.SessionCwd != "" && !s.cwdByHand && filepath.IsAbs(read.SessionCwd) {
-		s.cwd = filepath.Clean(read.SessionCwd)
+	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
+		if len(c) > ss.cfg.TextLimit {
+			ss.m.refused(limitTextBytes)
+			r.fail(codes.InvalidArgument, "", "frame %d of session %q gives a session cwd of %d bytes, over the text limit of %d bytes (--text-limit); the session keeps its cwd", r.seq, s.id, len(c), ss.cfg.TextLimit)
+		} else {
+			s.cwd = filepath.Clean(c)
+		}
 	}
 	for i := range read.Observations {
 		id := ss.observe(s, &read.Observations[i], r)
 		if read.Ask != nil && read.Observations[i].PermissionAsk && id != "" {
+			if n := len(read.Ask.RequestID); n > ss.cfg.MaxIDBytes {
+				ss.m.refused(limitIDBytes)
+				r.fail(codes.InvalidArgument, id, "frame %d of session %q asks permission under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (--max-id-bytes); its answer will not be matched", r.seq, s.id, n, ss.cfg.MaxIDBytes)
+				continue
+			}
+			if _, known := s.asks[read.Ask.RequestID]; !known && len(s.asks) >= ss.maxRefs() {
+				ss.m.refused(limitCallsPerSession)
+				r.fail(codes.ResourceExhausted, id, "frame %d of session %q asks permission, but the session already has %d unanswered asks (4 per call of --max-calls-per-session); its answer will not be matched", r.seq, s.id, len(s.asks))
+				continue
+			}
 			s.asks[read.Ask.RequestID] = ask{callID: id, reject: read.Ask.RejectOptions}
 		}
 	}
@@ -197,6 +327,9 @@ func (ss *sessions) frame(f *pb.AcpFrame, d *delivered) *reply {
 			}
 		}
 	}
+	// Cancelled turns: after session/cancel, every call that ends before
+	// or with the turn's result ended because of it (accum.Call's
+	// CancelRequested); a call that ended before keeps its outcome.
 	if read.Cancelled && !read.TurnEnded {
 		s.cancel = true
 	}
@@ -204,7 +337,7 @@ func (ss *sessions) frame(f *pb.AcpFrame, d *delivered) *reply {
 		ss.endOpen(s, read.Cancelled || s.cancel, "the prompt turn ended while the call was still open", r)
 		s.cancel = false
 	}
-	return r
+	return nil
 }
 
 // reader is the dialect frames are read with: the chosen or detected one,
@@ -230,6 +363,9 @@ func (s *session) dialectName() string {
 // observe applies one observation and returns the id of the call it went
 // to ("" when it was refused).
 func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
+	if !ss.boundObservation(s, o, r) {
+		return ""
+	}
 	id := o.ToolCallID
 	if id == "" && o.TerminalID != "" {
 		id = s.terminals[o.TerminalID]
@@ -243,6 +379,13 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		return ""
 	}
 	e := s.calls[id]
+	if e == nil {
+		if tb, ok := ss.tombs.get(s.id, id); ok {
+			ss.m.lateFrames.Inc()
+			r.fail(codes.FailedPrecondition, id, "frame %d of session %q: %s", r.seq, s.id, tb.explain(id))
+			return ""
+		}
+	}
 	if e == nil && o.PermissionAsk {
 		// An ask under an id never seen is either about the one open call
 		// (some agents ask under another id) or the first sight of a new
@@ -257,11 +400,13 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	if e == nil {
 		if n := len(s.calls); n >= ss.cfg.MaxCallsPerSession {
+			ss.m.refused(limitCallsPerSession)
 			r.fail(codes.ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the session already holds %d calls (the limit)", r.seq, s.id, id, n)
 			return ""
 		}
 		if ss.total.Add(1) > int64(ss.cfg.MaxCalls) {
 			ss.total.Add(-1)
+			ss.m.refused(limitCalls)
 			r.fail(codes.ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the service already holds %d calls (the limit)", r.seq, s.id, id, ss.cfg.MaxCalls)
 			return ""
 		}
@@ -276,17 +421,70 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	if o.Shell == accum.ShellNo && !e.call.IsShell() {
 		o.Texts = nil // output of other tools is not ours to hold
 	}
-	if o.TerminalID != "" {
-		s.terminals[o.TerminalID] = id
+	if t := o.TerminalID; t != "" && s.terminals[t] != id {
+		if _, known := s.terminals[t]; !known && len(s.terminals) >= ss.maxRefs() {
+			ss.m.refused(limitCallsPerSession)
+			r.fail(codes.ResourceExhausted, id, "frame %d of session %q shows terminal %q, but the session already tracks %d terminals (4 per call of --max-calls-per-session); output sent by terminal id alone will not reach the call", r.seq, s.id, t, len(s.terminals))
+		} else {
+			s.terminals[t] = id
+		}
 	}
 	wasEnded := e.call.Ended()
+	if s.cancel {
+		e.call.CancelRequested() // see cancelled turns in frame
+	}
+	reserved := ss.budget(s, e, o, r)
 	e.call.Apply(o)
-	e.touched = ss.now()
+	ss.settle(s, e, reserved)
 	if !wasEnded && e.call.Ended() {
-		e.endedAt = e.touched
+		e.endedAt = ss.now()
 	}
 	ss.emit(s, e, r)
 	return id
+}
+
+// maxRefs bounds the terminal ids and unanswered asks a session tracks.
+func (ss *sessions) maxRefs() int { return 4 * ss.cfg.MaxCallsPerSession }
+
+// validSessionID refuses a request without a session id or with one over
+// the id limit.
+func (ss *sessions) validSessionID(id, what string, r *reply) bool {
+	switch {
+	case id == "":
+		r.fail(codes.InvalidArgument, "", "%s %d has no session_id", what, r.seq)
+		return false
+	case len(id) > ss.cfg.MaxIDBytes:
+		r.session = "" // never echo an over-long id
+		ss.m.refused(limitIDBytes)
+		r.fail(codes.InvalidArgument, "", "%s %d has a session_id of %d bytes, over the %d-byte limit for ids (--max-id-bytes)", what, r.seq, len(id), ss.cfg.MaxIDBytes)
+		return false
+	}
+	return true
+}
+
+// boundObservation applies the length limits to what an observation
+// names. An over-long id refuses the observation (false). An over-long
+// command, cwd, description or approval reason is left out with a
+// FrameError naming it, and the rest (the output) still applies.
+func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply) bool {
+	for _, f := range []struct{ name, v string }{{"toolCallId", o.ToolCallID}, {"terminalId", o.TerminalID}} {
+		if len(f.v) > ss.cfg.MaxIDBytes {
+			ss.m.refused(limitIDBytes)
+			r.fail(codes.InvalidArgument, "", "frame %d of session %q names a %s of %d bytes, over the %d-byte limit for ids (--max-id-bytes); the update is refused", r.seq, s.id, f.name, len(f.v), ss.cfg.MaxIDBytes)
+			return false
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"command", &o.Command}, {"cwd", &o.Cwd}, {"description", &o.Description}, {"approval reason", &o.ApprovalReason}} {
+		if n := len(*f.v); n > ss.cfg.TextLimit {
+			*f.v = ""
+			ss.m.refused(limitTextBytes)
+			r.fail(codes.InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a %s of %d bytes, over the text limit of %d bytes (--text-limit); it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, f.name, n, ss.cfg.TextLimit)
+		}
+	}
+	return true
 }
 
 // sameCommand reports whether an ask naming command ask can be about a
@@ -316,8 +514,8 @@ func (s *session) onlyOpen(kind accum.Shell) *entry {
 
 // emit appends the call's next revision, if it is a shell call and changed.
 func (ss *sessions) emit(s *session, e *entry, r *reply) {
-	if !e.call.IsShell() {
-		return
+	if !e.call.IsShell() || r.err != nil {
+		return // after a failed send the change waits for the next revision
 	}
 	rev, ok := e.call.Revision()
 	if !ok {
@@ -326,36 +524,60 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	if r.stream.needsWhole(s.id, rev.ToolCallID, rev.Number, rev.State == accum.Ended) {
 		e.call.Whole(&rev)
 	}
-	r.out = append(r.out, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
+	e.revisions, e.outcome = rev.Number, rev.Outcome
+	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
 	ss.m.execsOut.Inc()
+}
+
+// inOrder returns the calls that keep says to keep, in the order they
+// opened.
+func (s *session) inOrder(keep func(*entry) bool) []*entry {
+	list := make([]*entry, 0, len(s.calls))
+	for _, e := range s.calls {
+		if keep(e) {
+			list = append(list, e)
+		}
+	}
+	slices.SortFunc(list, func(a, b *entry) int { return cmp.Compare(a.order, b.order) })
+	return list
 }
 
 // endOpen ends every open call of the session, in the order they opened.
 func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
-	open := make([]*entry, 0, len(s.calls))
-	for _, e := range s.calls {
-		if !e.call.Ended() {
-			open = append(open, e)
-		}
-	}
-	slices.SortFunc(open, func(a, b *entry) int { return int(a.order) - int(b.order) })
+	open := s.inOrder(func(e *entry) bool { return !e.call.Ended() })
 	now := ss.now()
 	for _, e := range open {
 		e.call.End(cancelled, why)
+		ss.settle(s, e, 0)
 		e.endedAt = now
 		ss.emit(s, e, r)
 	}
 }
 
-// drop removes a locked session and all its calls.
-func (ss *sessions) drop(s *session, reason string) {
+// drop removes a locked session and all its calls, leaving a tombstone for
+// each.
+func (ss *sessions) drop(s *session, why released, reason string) {
 	ss.mu.Lock()
 	delete(ss.all, s.id)
 	ss.mu.Unlock()
+	ss.m.sessions.Dec()
 	s.gone = true
+	for _, e := range s.inOrder(func(*entry) bool { return true }) {
+		ss.bury(s, e.call.ID(), e, why)
+		ss.unhold(s, e)
+	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
 	ss.forget(n, reason)
+}
+
+// bury leaves the tombstone of a call that is being released.
+func (ss *sessions) bury(s *session, id string, e *entry, why released) {
+	after := ss.cfg.TTL
+	if why == releasedGrace {
+		after = ss.cfg.Grace
+	}
+	ss.tombs.add(s.id, id, tomb{why: why, after: after, revisions: e.revisions, outcome: e.outcome})
 }
 
 func (ss *sessions) forget(n int, reason string) {
@@ -367,8 +589,12 @@ func (ss *sessions) forget(n int, reason string) {
 	ss.m.evictions.WithLabelValues(reason).Add(float64(n))
 }
 
-// sweep evicts calls idle for longer than the TTL, ended calls past their
-// grace period, and sessions idle and empty for longer than the TTL.
+// sweep releases the state nobody needs any more: every session idle for
+// longer than the TTL, with all its calls, and in the other sessions each
+// ended call past its grace period. Expiry follows the session, not the
+// call: a call that is quiet while its session goes on keeps its state (the
+// per-session call limit bounds them). A session busy applying a frame is
+// not idle and is skipped, so that the sweeper never waits on a stream.
 func (ss *sessions) sweep() {
 	now := ss.now()
 	ss.mu.Lock()
@@ -378,25 +604,23 @@ func (ss *sessions) sweep() {
 	}
 	ss.mu.Unlock()
 	for _, s := range list {
-		s.mu.Lock()
-		var idle, ended int
-		for id, e := range s.calls {
-			switch {
-			case e.call.Ended() && now.Sub(e.endedAt) > ss.cfg.Grace:
-				ended++
-			case !e.call.Ended() && now.Sub(e.touched) > ss.cfg.TTL:
-				idle++
-			default:
-				continue
+		if !s.tryLock() {
+			continue
+		}
+		switch {
+		case s.gone:
+		case now.Sub(s.touched) > ss.cfg.TTL:
+			ss.drop(s, releasedIdle, "ttl")
+		default:
+			past := s.inOrder(func(e *entry) bool { return e.call.Ended() && now.Sub(e.endedAt) > ss.cfg.Grace })
+			for _, e := range past {
+				ss.bury(s, e.call.ID(), e, releasedGrace)
+				ss.unhold(s, e)
+				s.forgetCall(e.call.ID())
 			}
-			s.forgetCall(id)
+			ss.forget(len(past), "grace")
 		}
-		ss.forget(idle, "ttl")
-		ss.forget(ended, "grace")
-		if len(s.calls) == 0 && now.Sub(s.touched) > ss.cfg.TTL && !s.gone {
-			ss.drop(s, "ttl")
-		}
-		s.mu.Unlock()
+		s.unlock()
 	}
 }
 

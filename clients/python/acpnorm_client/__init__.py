@@ -1,39 +1,30 @@
 """Python client for acpnorm's NormalizerService (gRPC).
 
 The messages and the stub are generated from proto/acpnorm/v1/normalizer.proto
-into gen/python by ``bash gen/generate.sh`` (protoc 3.21 and
-grpc_python_plugin). This package imports them as ``acpnorm.v1`` -- put
-gen/python on ``sys.path`` (or PYTHONPATH); inside the repository it is found
-by itself -- and adds what an orchestrator needs around them: a channel, a
-reader for ACP recording lines, and :func:`normalize_lines`, which streams ACP
-traffic to the server and yields every ShellExec revision and FrameError it
-answers with.
+by ``bash gen/generate.sh`` (protoc 3.21 and grpc_python_plugin) and ship in
+this distribution as ``acpnorm.v1``. This package adds what an orchestrator
+needs around them: a channel (plaintext, TLS or mutual TLS, with an optional
+bearer token), a reader for ACP recording lines, :func:`normalize_lines`,
+which streams ACP traffic to the server and yields every ShellExec revision
+and FrameError it answers with, and :class:`Folder`, which folds those
+revisions into the current state of each call.
 
-Needs ``grpcio`` and ``protobuf``: Debian's python3-grpcio and
-python3-protobuf, or ``pip install 'grpcio>=1.51' 'protobuf>=3.20'``.
+Needs ``grpcio>=1.51,<2`` and ``protobuf>=4.21,<5`` (Debian's python3-grpcio
+and python3-protobuf qualify).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
-import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import grpc
 
-try:
-    from acpnorm.v1 import normalizer_pb2 as pb
-    from acpnorm.v1 import normalizer_pb2_grpc as pb_grpc
-except ImportError:  # inside the repository: use its gen/python
-    _gen = os.path.join(os.path.dirname(__file__), "..", "..", "..", "gen", "python")
-    if not os.path.isdir(os.path.join(_gen, "acpnorm", "v1")):
-        raise
-    sys.path.insert(0, os.path.abspath(_gen))
-    from acpnorm.v1 import normalizer_pb2 as pb
-    from acpnorm.v1 import normalizer_pb2_grpc as pb_grpc
+from acpnorm.v1 import normalizer_pb2 as pb
+from acpnorm.v1 import normalizer_pb2_grpc as pb_grpc
+
+from .fold import FoldError, Folder, Key, key_of
 
 __all__ = [
     "pb",
@@ -47,17 +38,66 @@ __all__ = [
     "normalize_lines",
     "is_shell_exec",
     "is_frame_error",
+    "Folder",
+    "FoldError",
+    "Key",
+    "key_of",
 ]
 
 Result = Union["pb.ShellExec", "pb.FrameError"]
 
 
 class NormalizerClient:
-    """A channel to acpnormd and the NormalizerService stub on it."""
+    """A channel to acpnormd and the NormalizerService stub on it.
 
-    def __init__(self, addr: str, *, options: Optional[list] = None):
+    Plaintext unless TLS is asked for: ``tls=True`` (the system's roots),
+    ``ca_file`` (a PEM bundle to trust instead), and ``cert_file`` with
+    ``key_file`` for mutual TLS. ``token`` (or ``token_file``, read once and
+    stripped) is sent on every call as ``authorization: Bearer <token>``;
+    over plaintext it is readable by anyone on the path, so use TLS beyond
+    loopback. ``server_name`` overrides the name checked in the server's
+    certificate. ``options`` are extra grpc channel options.
+    """
+
+    def __init__(
+        self,
+        addr: str,
+        *,
+        tls: bool = False,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
+        token: Optional[str] = None,
+        token_file: Optional[str] = None,
+        server_name: Optional[str] = None,
+        options: Optional[Sequence[Tuple[str, Any]]] = None,
+    ):
         self.addr = addr
-        self.channel = grpc.insecure_channel(addr, options=options or [])
+        opts = list(options or [])
+        if (cert_file is None) != (key_file is None):
+            raise ValueError("cert_file and key_file go together (mutual TLS needs both)")
+        if token is not None and token_file is not None:
+            raise ValueError("give token or token_file, not both")
+        if token_file is not None:
+            with open(token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        if token is not None and (not token or any(c in token for c in "\r\n")):
+            raise ValueError("the token is empty or spans lines")
+        if tls or ca_file or cert_file or server_name:
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=_read(ca_file),
+                private_key=_read(key_file),
+                certificate_chain=_read(cert_file),
+            )
+            if server_name:
+                opts.append(("grpc.ssl_target_name_override", server_name))
+            channel = grpc.secure_channel(addr, creds, options=opts)
+        else:
+            channel = grpc.insecure_channel(addr, options=opts)
+        self._raw_channel = channel
+        if token is not None:
+            channel = grpc.intercept_channel(channel, _BearerToken(token))
+        self.channel = channel
         self.stub = pb_grpc.NormalizerServiceStub(self.channel)
 
     def list_dialects(self, timeout: Optional[float] = None) -> "pb.ListDialectsResponse":
@@ -75,7 +115,7 @@ class NormalizerClient:
         return normalize_lines(self.stub, lines, **opts)
 
     def close(self) -> None:
-        self.channel.close()
+        self._raw_channel.close()
 
     def __enter__(self) -> "NormalizerClient":
         return self
@@ -84,9 +124,58 @@ class NormalizerClient:
         self.close()
 
 
-def connect(addr: str = "127.0.0.1:50051") -> NormalizerClient:
-    """Opens a plaintext gRPC channel to acpnormd at ``host:port``."""
-    return NormalizerClient(addr)
+def _read(path: Optional[str]) -> Optional[bytes]:
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class _BearerToken(
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
+):
+    """Adds ``authorization: Bearer <token>`` to the metadata of every call."""
+
+    def __init__(self, token: str):
+        self._pair = ("authorization", f"Bearer {token}")
+
+    def _details(self, details: Any) -> Any:
+        metadata = list(details.metadata or []) + [self._pair]
+        return _CallDetails(
+            details.method, details.timeout, metadata, details.credentials,
+            getattr(details, "wait_for_ready", None), getattr(details, "compression", None),
+        )
+
+    def intercept_unary_unary(self, continuation: Callable, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation: Callable, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_stream_unary(self, continuation: Callable, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
+
+    def intercept_stream_stream(self, continuation: Callable, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
+
+
+@dataclass(frozen=True)
+class _CallDetails(grpc.ClientCallDetails):
+    method: str
+    timeout: Optional[float]
+    metadata: Optional[Sequence[Tuple[str, str]]]
+    credentials: Optional[grpc.CallCredentials]
+    wait_for_ready: Optional[bool]
+    compression: Any
+
+
+def connect(addr: str = "127.0.0.1:50051", **kwargs: Any) -> NormalizerClient:
+    """Opens a gRPC channel to acpnormd at ``host:port``; keyword arguments
+    (TLS files, token) are those of :class:`NormalizerClient`."""
+    return NormalizerClient(addr, **kwargs)
 
 
 @dataclass
@@ -243,9 +332,9 @@ def normalize_lines(
 
 
 def is_shell_exec(r: Result) -> bool:
-    return r.DESCRIPTOR.full_name == "acpnorm.v1.ShellExec"
+    return isinstance(r, pb.ShellExec)
 
 
 def is_frame_error(r: Result) -> bool:
-    return r.DESCRIPTOR.full_name == "acpnorm.v1.FrameError"
+    return isinstance(r, pb.FrameError)
 

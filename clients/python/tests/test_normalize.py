@@ -14,7 +14,7 @@ import grpc
 import acpnorm_client
 from acpnorm_client import pb
 
-from .server import RECORDINGS, Server
+from acpnormd import RECORDINGS, Server
 
 CODEX = "codex-acp-0.16.0_shell-command_terminal-meta.ndjson"
 

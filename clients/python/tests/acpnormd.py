@@ -41,11 +41,14 @@ def free_port() -> int:
 class Server:
     """A running acpnormd; stop() sends SIGTERM and waits."""
 
-    def __init__(self) -> None:
+    def __init__(self, args: tuple = (), **client_kwargs) -> None:
+        """Starts acpnormd with extra flags ``args``; ``client_kwargs`` (TLS
+        files, token) are what the readiness check connects with."""
         self.addr = f"127.0.0.1:{free_port()}"
         self._log: list = []
+        self._client_kwargs = client_kwargs
         self.proc = subprocess.Popen(
-            [binary(), "--listen", self.addr, "--metrics-listen="],
+            [binary(), "--listen", self.addr, "--metrics-listen=", *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -80,7 +83,7 @@ class Server:
                 raise RuntimeError(f"acpnormd exited at start:\n{self.log()}")
             try:
                 socket.create_connection((host, int(port)), timeout=1).close()
-                with acpnorm_client.connect(self.addr) as client:
+                with acpnorm_client.connect(self.addr, **self._client_kwargs) as client:
                     client.list_dialects(timeout=2.0)
                 return
             except (OSError, grpc.RpcError) as err:

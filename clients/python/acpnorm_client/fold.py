@@ -1,0 +1,162 @@
+"""Folding ShellExec revisions into the current state of each call.
+
+A revision carries every scalar field of its call, but the three text fields
+(output, stdout, stderr) only when they changed: TEXT_MODE_APPEND text is
+added to what the client holds, TEXT_MODE_REPLACE text replaces it, and an
+absent field leaves it as it was. A final (ENDED) revision folds the same
+way. Revisions count 1, 2, 3, ... per (session_id, tool_call_id) with no gap;
+a :class:`Folder` checks that and raises :class:`FoldError` for a gap, a
+restart or a repeat, without applying that revision.
+
+    folder = Folder()
+    for r in client.normalize_lines(lines, session_id="s1"):
+        if is_shell_exec(r):
+            folder.apply(r)
+            state = folder.state(key_of(r))   # state.output.text: the whole text so far
+
+The same rules as the Go package ``github.com/acpnorm/acpnorm/fold`` and the
+TypeScript ``Folder``, held to the same test vectors.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from acpnorm.v1 import normalizer_pb2 as pb
+
+__all__ = ["Folder", "FoldError", "Key", "key_of"]
+
+Key = Tuple[str, str]
+"""(session_id, tool_call_id): the call a revision belongs to."""
+
+_FIELDS = ("output", "stdout", "stderr")
+_MODES = (pb.TEXT_MODE_APPEND, pb.TEXT_MODE_REPLACE)
+
+
+def key_of(x: "pb.ShellExec") -> Key:
+    return (x.session_id, x.tool_call_id)
+
+
+class FoldError(ValueError):
+    """A revision that was not applied; the call's state is unchanged.
+
+    ``kind`` is ``"gap"`` (past the next revision expected; a call first
+    seen past revision 1 too), ``"restart"`` (not past the last one applied:
+    numbering went back or repeated) or ``"invalid"`` (revision 0, or a text
+    field whose mode is neither APPEND nor REPLACE). ``held`` is the last
+    revision applied to the call (0 when none), ``got`` the one refused.
+    """
+
+    def __init__(self, kind: str, key: Key, held: int, got: int, detail: str = ""):
+        self.kind, self.key, self.held, self.got, self.detail = kind, key, held, got, detail
+        session, call = key
+        where = f"call {call!r} of session {session!r}"
+        if kind == "gap":
+            msg = f"{where}: revision {got} after {held}: {got - held - 1} revision(s) missing"
+        elif kind == "restart":
+            msg = f"{where}: revision {got} after {held}: numbering went back or repeated"
+        else:
+            msg = f"{where}: revision {got}: {detail}"
+        super().__init__(f"fold: {msg}")
+
+
+class _Text:
+    __slots__ = ("parts", "truncated", "total_bytes")
+
+    def __init__(self) -> None:
+        self.parts: List[str] = []
+        self.truncated = False
+        self.total_bytes = 0
+
+
+class _Call:
+    __slots__ = ("last", "texts", "state")
+
+    def __init__(self) -> None:
+        self.last: Optional[pb.ShellExec] = None  # latest revision, texts cleared
+        self.texts: Dict[str, _Text] = {}
+        self.state: Optional[pb.ShellExec] = None  # built on demand
+
+
+class Folder:
+    """The folded state of every call it was given revisions for.
+
+    Not safe for use from several threads at once.
+    """
+
+    def __init__(self) -> None:
+        self._calls: Dict[Key, _Call] = {}  # dicts keep first-applied order
+
+    def apply(self, x: "pb.ShellExec") -> None:
+        """Folds one revision into its call's state; raises FoldError, and
+        changes nothing, when it is out of order or malformed. Keeps no
+        reference to ``x``."""
+        key = key_of(x)
+        c = self._calls.get(key)
+        held = c.last.revision if c is not None and c.last is not None else 0
+        got = x.revision
+        if got == 0:
+            raise FoldError("invalid", key, held, got, "revision 0 (revisions count from 1)")
+        if got <= held:
+            raise FoldError("restart", key, held, got)
+        if got > held + 1:
+            raise FoldError("gap", key, held, got)
+        for name in _FIELDS:
+            if x.HasField(name) and getattr(x, name).mode not in _MODES:
+                raise FoldError("invalid", key, held, got, f"{name} has mode {getattr(x, name).mode}")
+        if c is None:
+            c = self._calls[key] = _Call()
+        last = pb.ShellExec()
+        last.CopyFrom(x)
+        for name in _FIELDS:
+            last.ClearField(name)
+            if not x.HasField(name):
+                continue
+            t = getattr(x, name)
+            held_text = c.texts.get(name)
+            if held_text is None:
+                held_text = c.texts[name] = _Text()
+            if t.mode == pb.TEXT_MODE_REPLACE:
+                held_text.parts = [t.text]
+            else:
+                held_text.parts.append(t.text)
+            held_text.truncated = t.truncated
+            held_text.total_bytes = t.total_bytes
+        c.last = last
+        c.state = None
+
+    def state(self, key: Key) -> Optional["pb.ShellExec"]:
+        """The folded state of a call, or None when none of its revisions was
+        applied: the scalar fields of its latest revision, and each text
+        field any revision carried holding the whole text so far (mode
+        REPLACE; truncated and total_bytes from the latest revision that
+        carried it). The message is shared: read it, do not change it; the
+        Folder never changes one it returned."""
+        c = self._calls.get(key)
+        if c is None:
+            return None
+        if c.state is None:
+            s = pb.ShellExec()
+            s.CopyFrom(c.last)
+            for name, t in c.texts.items():
+                if len(t.parts) > 1:
+                    t.parts = ["".join(t.parts)]
+                getattr(s, name).CopyFrom(
+                    pb.ShellText(
+                        text=t.parts[0] if t.parts else "",
+                        mode=pb.TEXT_MODE_REPLACE,
+                        truncated=t.truncated,
+                        total_bytes=t.total_bytes,
+                    )
+                )
+            c.state = s
+        return c.state
+
+    def calls(self) -> List[Key]:
+        """The keys of every call held, in the order each was first applied."""
+        return list(self._calls)
+
+    def delete(self, key: Key) -> None:
+        """Forgets a call (for example once its ENDED revision was handled); a
+        later revision of it is then a gap unless it is revision 1."""
+        self._calls.pop(key, None)

@@ -1,0 +1,198 @@
+// Checks recordings against their scenario: plays each through the real
+// acpnormd binary (replay --json), folds the revisions per call as a client
+// does, ties each call to the prompt turn it started in, and holds the final
+// ShellExec of each step against the truth of that step. Prints a table
+// (run x step) and writes it, with the details, to --table (markdown) and
+// --json.
+//
+//   node check.mjs --acpnormd BIN --scenario FILE [--table F.md] [--json F.json] REC.ndjson...
+//
+// A step's result is pass, FAIL, xfail (failed as expectations.json says it
+// will, for the reason given there) or XPASS (listed there but passed now:
+// the entry is stale). The exit status is 1 when any step is FAIL.
+
+import fs from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { parseArgs } from "node:util";
+import { loadScenario } from "./lib/scenario.mjs";
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+const { values: opt, positionals: files } = parseArgs({
+  allowPositionals: true,
+  options: {
+    acpnormd: { type: "string" },
+    scenario: { type: "string" },
+    table: { type: "string" },
+    json: { type: "string" },
+    expectations: { type: "string", default: path.join(here, "expectations.json") },
+  },
+});
+if (!opt.acpnormd || !opt.scenario || files.length === 0) {
+  console.error("usage: node check.mjs --acpnormd BIN --scenario FILE [--table F.md] [--json F.json] REC.ndjson...");
+  process.exit(2);
+}
+const scenario = loadScenario(opt.scenario);
+const expectations = JSON.parse(fs.readFileSync(opt.expectations, "utf8"));
+
+// expect turns a step's truth into what acpnorm must report.
+export function expect(truth) {
+  if (truth.rejected || truth.cancelled) return { outcome: "CANCELLED", exit: "absent-or-nonzero" };
+  if (truth.timed_out) return { outcome: "FAILED", exit: "absent-or-nonzero" };
+  if (truth.signal) return { outcome: "FAILED", exit: [null, 128 + truth.signal] };
+  return { outcome: truth.exit === 0 ? "SUCCEEDED" : "FAILED", exit: [truth.exit] };
+}
+
+// checkCall returns the problems of one final ShellExec against the truth.
+export function checkCall(x, truth) {
+  const bad = [];
+  if (!x) return ["no shell call in this turn"];
+  const want = expect(truth);
+  const state = (x.state ?? "").replace("SHELL_STATE_", "");
+  const outcome = (x.outcome ?? "").replace("SHELL_OUTCOME_", "");
+  const exit = x.exitCode ?? null;
+  if (state !== "ENDED") bad.push(`state ${state}, want ENDED`);
+  if (outcome !== want.outcome) bad.push(`outcome ${outcome || "none"} (${x.outcomeReason ?? "no reason"}), want ${want.outcome}`);
+  if (want.exit === "absent-or-nonzero") {
+    if (exit === 0) bad.push("exit 0, want absent or nonzero");
+  } else if (!want.exit.includes(exit)) {
+    bad.push(`exit ${exit ?? "absent"}, want ${want.exit.map((e) => e ?? "absent").join(" or ")}`);
+  }
+  const texts = [x.output, x.stdout, x.stderr].filter(Boolean);
+  const all = texts.map((t) => t.text ?? "").join("\n");
+  for (const s of truth.output_contains ?? []) if (!all.includes(s)) bad.push(`output lacks ${JSON.stringify(s)}`);
+  for (const s of truth.output_lacks ?? []) if (all.includes(s)) bad.push(`output has ${JSON.stringify(s)}`);
+  if (truth.over_limit && !texts.some((t) => t.truncated)) bad.push("output over the limit not marked truncated");
+  return bad;
+}
+
+// turns finds each session/prompt of a recording: its line number and the
+// step marker in its text.
+function turns(lines) {
+  const out = [];
+  lines.forEach((l, i) => {
+    let w;
+    try {
+      w = JSON.parse(l);
+    } catch {
+      return;
+    }
+    const m = w.msg ?? w;
+    if (w.dir === "client->agent" && m.method === "session/prompt") {
+      const text = (m.params?.prompt ?? []).map((p) => p.text ?? "").join(" ");
+      const k = /@@STEP (\d+)@@/.exec(text);
+      out.push({ line: i + 1, step: k ? Number(k[1]) : -1 });
+    }
+  });
+  return out;
+}
+
+function fold(held, next) {
+  if (!next) return held;
+  if (next.mode === "TEXT_MODE_APPEND" && held) return { ...next, text: (held.text ?? "") + (next.text ?? ""), mode: "TEXT_MODE_REPLACE" };
+  return { ...next, mode: "TEXT_MODE_REPLACE" };
+}
+
+function replayCalls(file) {
+  const out = execFileSync(opt.acpnormd, ["replay", "--json", file], { encoding: "utf8", maxBuffer: 1 << 30, stdio: ["ignore", "pipe", "pipe"] });
+  const calls = new Map();
+  for (const line of out.split("\n")) {
+    if (!line.trim()) continue;
+    const x = JSON.parse(line);
+    let c = calls.get(x.toolCallId);
+    if (!c) {
+      c = { first: Number(x.sequence), revisions: 0, live: 0, last: {} };
+      calls.set(x.toolCallId, c);
+    }
+    c.revisions++;
+    if (x.state === "SHELL_STATE_RUNNING" && (x.output || x.stdout || x.stderr)) c.live++;
+    const prev = c.last;
+    c.last = { ...x, output: fold(prev.output, x.output), stdout: fold(prev.stdout, x.stdout), stderr: fold(prev.stderr, x.stderr) };
+  }
+  return [...calls.values()];
+}
+
+function expectationFor(run, stepId) {
+  const [agent, variant] = [run.agent, run.variant];
+  return expectations[`${agent}/${variant}`]?.[stepId] ?? expectations[agent]?.[stepId] ?? null;
+}
+
+const runs = [];
+let failed = false;
+for (const file of files) {
+  const name = path.basename(file, ".ndjson");
+  const metaFile = file.replace(/\.ndjson$/, ".meta.json");
+  const meta = fs.existsSync(metaFile) ? JSON.parse(fs.readFileSync(metaFile, "utf8")) : {};
+  const run = { name, agent: meta.agent ?? name.split("-")[0], variant: meta.variant ?? "", error: meta.error, steps: {} };
+  runs.push(run);
+  let calls;
+  try {
+    calls = replayCalls(file);
+  } catch (err) {
+    run.error = `acpnormd replay failed: ${err.stderr || err.message}`;
+    failed = true;
+    continue;
+  }
+  const ts = turns(fs.readFileSync(file, "utf8").split("\n"));
+  ts.forEach((t, i) => {
+    const step = scenario.steps[t.step];
+    if (!step) return;
+    const end = i + 1 < ts.length ? ts[i + 1].line : Infinity;
+    const mine = calls.filter((c) => c.first > t.line && c.first < end);
+    const c = mine.find((c) => c.last.command === step.command) ?? mine[mine.length - 1];
+    const problems = checkCall(c?.last, step.truth);
+    const harness = meta.steps?.find((s) => s.id === step.id);
+    if (harness?.cancelSent && !step.client?.cancel_after_ms) problems.push(`the harness had to cancel the turn (${harness.cancelSent})`);
+    const xf = expectationFor(run, step.id);
+    let status = problems.length ? (xf ? "xfail" : "FAIL") : xf ? "XPASS" : "pass";
+    if (status === "FAIL") failed = true;
+    run.steps[step.id] = {
+      status,
+      problems,
+      expected: xf,
+      calls: mine.length,
+      final: c ? { outcome: c.last.outcome, exitCode: c.last.exitCode ?? null, reason: c.last.outcomeReason, revisions: c.revisions, live: c.live } : null,
+    };
+  });
+  for (const step of scenario.steps) {
+    if (!run.steps[step.id]) {
+      const xf = expectationFor(run, step.id);
+      run.steps[step.id] = { status: xf ? "xfail" : "FAIL", problems: ["the step never ran (see the meta error)"], expected: xf };
+      if (!xf) failed = true;
+    }
+  }
+}
+
+// The table: one row per recording, one column per step.
+const ids = scenario.steps.map((s) => s.id);
+const rows = runs.map((r) => [r.name, ...ids.map((id) => r.steps[id]?.status ?? "-")]);
+const head = ["run", ...ids];
+const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join("  ");
+console.log(line(head));
+for (const r of rows) console.log(line(r));
+const notes = [];
+for (const r of runs) {
+  if (r.error) notes.push(`- ${r.name}: ${r.error}`);
+  for (const id of ids) {
+    const s = r.steps[id];
+    if (!s || s.status === "pass") continue;
+    const why = s.status === "XPASS" ? `passes now; remove it from expectations.json (${s.expected})` : s.problems.join("; ") + (s.expected ? ` -- expected: ${s.expected}` : "");
+    notes.push(`- ${r.name} ${id} ${s.status}: ${why}`);
+  }
+}
+if (notes.length) console.log("\n" + notes.join("\n"));
+
+if (opt.table) {
+  const md = [
+    `| ${head.join(" | ")} |`,
+    `|${head.map(() => "---").join("|")}|`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+    "",
+    ...notes,
+    "",
+  ].join("\n");
+  fs.writeFileSync(opt.table, md);
+}
+if (opt.json) fs.writeFileSync(opt.json, JSON.stringify({ scenario: path.basename(opt.scenario), runs }, null, 2) + "\n");
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,206 @@
+// Records one ACP session of one real agent running a scenario against the
+// scripted model. Run it inside a network namespace with only loopback up
+// (run.sh does: unshare -n); it refuses to run where it can reach anything
+// but loopback.
+//
+//   node record.mjs --agent ID --variant NAME --scenario FILE --out FILE.ndjson
+//
+// It makes a private HOME holding a work directory (alpha.txt, beta.md,
+// gamma.go, notes.txt), starts the model on 127.0.0.1, starts the agent with
+// that HOME, and runs initialize, session/new and one session/prompt per
+// step, answering permission asks (allow, or reject where the step says so)
+// and sending session/cancel where the step says so. A turn that does not end
+// within the step's limit is cancelled by the harness (noted in the
+// sidecar FILE.meta.json). Home paths are renamed to /home/dev afterwards.
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { AcpClient } from "./lib/acp-client.mjs";
+import { startModelServer } from "./model/server.mjs";
+import { findAgent, installedVersion } from "./agents.mjs";
+import { loadScenario } from "./lib/scenario.mjs";
+
+const { values: opt } = parseArgs({
+  options: {
+    agent: { type: "string" },
+    variant: { type: "string" },
+    scenario: { type: "string" },
+    out: { type: "string" },
+    "turn-timeout-ms": { type: "string", default: "45000" },
+    keep: { type: "boolean", default: false },
+  },
+});
+for (const k of ["agent", "scenario", "out"]) {
+  if (!opt[k]) {
+    console.error(`record.mjs: --${k} is required`);
+    process.exit(2);
+  }
+}
+
+const agent = findAgent(opt.agent);
+if (!agent) {
+  console.error(`record.mjs: unknown agent ${opt.agent}`);
+  process.exit(2);
+}
+const variant = opt.variant ? agent.variants.find((v) => v.name === opt.variant) : agent.variants[0];
+if (!variant) {
+  console.error(`record.mjs: agent ${agent.id} has no variant ${opt.variant}`);
+  process.exit(2);
+}
+const version = installedVersion(agent);
+if (!version) {
+  console.error(`record.mjs: ${agent.pkg} is not installed (npm ci in test/agents)`);
+  process.exit(2);
+}
+const { steps } = loadScenario(opt.scenario);
+const turnTimeout = Number(opt["turn-timeout-ms"]);
+
+// Only loopback: refuse to run with a route to the outside.
+const ifaces = Object.entries(os.networkInterfaces()).filter(([name]) => name !== "lo");
+if (ifaces.length > 0 && !process.env.ACPNORM_AGENTS_ALLOW_NETWORK) {
+  console.error(`record.mjs: network interfaces other than lo are up (${ifaces.map(([n]) => n).join(", ")}); run me inside unshare -n (run.sh does)`);
+  process.exit(2);
+}
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "acpnorm-agents-"));
+const home = path.join(root, "home");
+const work = path.join(home, "work", "proj");
+fs.mkdirSync(work, { recursive: true });
+for (const [f, text] of [["alpha.txt", "alpha\n"], ["beta.md", "# beta\n"], ["gamma.go", "package gamma\n"], ["notes.txt", "keep me\n"]]) {
+  fs.writeFileSync(path.join(work, f), text);
+}
+
+const out = path.resolve(opt.out);
+const rawFile = path.join(root, "wire.ndjson");
+const modelLog = out.replace(/\.ndjson$/, "") + ".model.log";
+const agentLog = out.replace(/\.ndjson$/, "") + ".agent.log";
+fs.rmSync(modelLog, { force: true });
+
+const model = await startModelServer({ steps, logFile: modelLog });
+const env = {
+  PATH: process.env.PATH,
+  HOME: home,
+  USER: "dev",
+  LOGNAME: "dev",
+  SHELL: "/bin/bash",
+  LANG: "C.UTF-8",
+  TERM: "dumb",
+  TMPDIR: path.join(root, "tmp"),
+  XDG_CONFIG_HOME: path.join(home, ".config"),
+  XDG_DATA_HOME: path.join(home, ".local", "share"),
+  XDG_STATE_HOME: path.join(home, ".local", "state"),
+  XDG_CACHE_HOME: path.join(home, ".cache"),
+  NO_UPDATE_NOTIFIER: "1",
+  DO_NOT_TRACK: "1",
+  ...agent.setup({ home, work, modelUrl: model.url, variant }),
+};
+fs.mkdirSync(env.TMPDIR, { recursive: true });
+
+// What the harness did, per step.
+const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.name, terminalMeta: variant.terminalMeta, scenario: path.basename(opt.scenario), steps: [] };
+
+let turn = null; // the running turn: { step, cancelSent, sawCall, timer }
+const [cmd, args] = agent.command({ variant });
+const client = new AcpClient({
+  command: cmd,
+  args,
+  env,
+  cwd: work,
+  recordFile: rawFile,
+  stderrFile: agentLog,
+  onRequest: async (method, params) => {
+    if (method === "session/request_permission") {
+      sawCall();
+      if (!turn || turn.cancelSent) return { outcome: { outcome: "cancelled" } };
+      const want = turn.step.client?.permission === "reject" ? ["reject_once", "reject_always"] : ["allow_once", "allow_always"];
+      const options = params?.options ?? [];
+      const pick = want.map((k) => options.find((o) => o.kind === k)).find(Boolean);
+      if (!pick) return { outcome: { outcome: "cancelled" } };
+      turn.answers.push(pick.kind);
+      return { outcome: { outcome: "selected", optionId: pick.optionId } };
+    }
+    const e = new Error(`the harness client does not offer ${method}`);
+    e.code = -32601;
+    throw e;
+  },
+  onNotification: (method, params) => {
+    const kind = params?.update?.sessionUpdate;
+    if (method === "session/update" && (kind === "tool_call" || kind === "tool_call_update")) sawCall();
+  },
+});
+
+function sawCall() {
+  if (!turn || turn.sawCall) return;
+  turn.sawCall = true;
+  const after = turn.step.client?.cancel_after_ms;
+  if (after !== undefined) turn.timer = setTimeout(() => cancel("step"), after);
+}
+
+function cancel(why) {
+  if (!turn || turn.cancelSent) return;
+  turn.cancelSent = why;
+  client.notify("session/cancel", { sessionId });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+function within(p, ms) {
+  return Promise.race([p.then((v) => ({ v }), (e) => ({ e })), sleep(ms).then(() => ({ timeout: true }))]);
+}
+
+let sessionId;
+let exitCode = 0;
+try {
+  const caps = { fs: { readTextFile: false, writeTextFile: false }, terminal: false };
+  if (variant.terminalMeta) caps._meta = { terminal_output: true };
+  const init = await within(client.request("initialize", { protocolVersion: 1, clientCapabilities: caps, clientInfo: { name: "acpnorm-harness", title: "acpnorm agent harness", version: "0.1.0" } }), 60000);
+  if (!init.v) throw new Error(`initialize: ${init.e?.message ?? "no answer in 60 s"}`);
+  meta.agentInfo = init.v.agentInfo ?? null;
+  if (agent.authMethod) {
+    const a = await within(client.request("authenticate", { methodId: agent.authMethod }), 30000);
+    if (a.e || a.timeout) throw new Error(`authenticate: ${a.e?.message ?? "no answer in 30 s"}`);
+  }
+  const sn = await within(client.request("session/new", { cwd: work, mcpServers: [] }), 60000);
+  if (!sn.v) throw new Error(`session/new: ${sn.e?.message ?? "no answer in 60 s"}`);
+  sessionId = sn.v.sessionId;
+  if (agent.afterSession) await agent.afterSession({ client, sessionId, variant });
+
+  for (const [k, step] of steps.entries()) {
+    turn = { step, cancelSent: null, sawCall: false, timer: null, answers: [] };
+    const text = `@@STEP ${k}@@ Step ${k} (${step.id}): please run this exact shell command in the current directory and report the result: ${step.command}`;
+    const started = client.elapsed();
+    const p = client.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+    let r = await within(p, step.turn_timeout_ms ?? turnTimeout);
+    if (r.timeout) {
+      cancel("harness: the turn did not end in time");
+      r = await within(p, 15000);
+    }
+    clearTimeout(turn.timer);
+    const m = { id: step.id, startedMs: started, endedMs: client.elapsed(), sawCall: turn.sawCall, answers: turn.answers, cancelSent: turn.cancelSent };
+    if (r.v) m.stopReason = r.v.stopReason;
+    if (r.e) m.error = r.e.message;
+    if (r.timeout) m.error = "the turn never ended, even after session/cancel";
+    meta.steps.push(m);
+    console.error(`  step ${k} ${step.id}: ${m.stopReason ?? m.error}${m.cancelSent ? ` (cancel: ${m.cancelSent})` : ""}`);
+    if (r.timeout || client.closed) break;
+  }
+} catch (err) {
+  meta.error = err.message;
+  console.error(`record.mjs: ${agent.id}: ${err.message}`);
+  exitCode = 1;
+} finally {
+  turn = null;
+  await client.close();
+  await model.close();
+}
+
+// Rename the private paths, so recordings do not change with the temp dir.
+let wire = fs.readFileSync(rawFile, "utf8");
+wire = wire.split(work).join("/home/dev/work/proj").split(home).join("/home/dev").split(root).join("/tmp/harness");
+fs.mkdirSync(path.dirname(out), { recursive: true });
+fs.writeFileSync(out, wire);
+fs.writeFileSync(out.replace(/\.ndjson$/, "") + ".meta.json", JSON.stringify(meta, null, 2) + "\n");
+if (!opt.keep) fs.rmSync(root, { recursive: true, force: true });
+else console.error(`record.mjs: kept ${root}`);
+process.exit(exitCode);

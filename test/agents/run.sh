@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Runs real agent builds against the scripted model, records the ACP wire in
+# both directions, and checks acpnorm's final ShellExec of every step against
+# what the command really did.
+#
+#   bash test/agents/run.sh [--update] [--scenario full|smoke] [AGENT...]
+#
+# AGENT is an id from agents.mjs (opencode, gemini-cli, ...); none means all.
+# It installs the pinned agents with npm ci (only the workspaces asked for),
+# builds acpnormd, records one session per agent variant inside `unshare -n`
+# (loopback only, private HOME), then prints a table (run x step: pass, FAIL,
+# xfail, XPASS) and writes it to test/agents/out/results.md (details in
+# results.json, wire logs, model and agent logs beside them).
+# --update copies the fresh recordings to test/testdata/recordings/agents/ for
+# review. Exit status: 0 when no step is FAIL, 1 otherwise; 0 with a SKIP line
+# where network namespaces are not permitted.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cd "$here"
+
+update=0
+scenario=full
+agents=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --update) update=1 ;;
+    --scenario) scenario="$2"; shift ;;
+    --scenario=*) scenario="${1#*=}" ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -*) echo "run.sh: unknown flag $1" >&2; exit 2 ;;
+    *) agents+=("$1") ;;
+  esac
+  shift
+done
+scenario_file="$here/scenarios/$scenario.json"
+[ -f "$scenario_file" ] || { echo "run.sh: no scenario $scenario_file" >&2; exit 2; }
+
+# Isolation first: without a network namespace nothing runs.
+if ! unshare -n true 2>/dev/null; then
+  echo "SKIP: test/agents/run.sh: 'unshare -n' is not permitted here (it needs root or unprivileged user namespaces); the agents are never run outside an isolated network namespace."
+  exit 0
+fi
+
+mapfile -t runs < <(node agents.mjs list "${agents[@]}")
+
+# Install the pinned agents: only the workspaces asked for, unless they are
+# already installed from this very lockfile.
+want=$(printf '%s\n' "${runs[@]}" | awk '{print $3}' | sort -u)
+stamp=node_modules/.acpnorm-installed
+have=""
+if [ -f "$stamp" ] && [ "$(head -1 "$stamp")" = "$(sha256sum package-lock.json | cut -d' ' -f1)" ]; then
+  have=$(tail -n +2 "$stamp")
+fi
+missing=$(comm -23 <(echo "$want") <(echo "$have" | sort -u))
+if [ -n "$missing" ]; then
+  all=$(echo "$want"; echo "$have")
+  ws=$(echo "$all" | sort -u | grep . | sed 's/^/-w /' | tr '\n' ' ')
+  echo "== npm ci $ws"
+  # shellcheck disable=SC2086 # word splitting of the -w flags is wanted
+  npm ci $ws --no-audit --no-fund --loglevel=error
+  { sha256sum package-lock.json | cut -d' ' -f1; echo "$all" | sort -u | grep .; } >"$stamp"
+fi
+
+out="$here/out"
+mkdir -p "$out"
+echo "== go build acpnormd, loup"
+(cd "$repo" && go build -o "$out/acpnormd" ./cmd/acpnormd && go build -o "$out/loup" ./test/agents/loup)
+
+recs=()
+for r in "${runs[@]}"; do
+  read -r id variant _ <<<"$r"
+  version=$(node -e 'import("./agents.mjs").then(m => console.log(m.installedVersion(m.findAgent(process.argv[1]))))' "$id")
+  name="${id}-${version}_${variant}_${scenario}"
+  echo "== record $name"
+  rm -f "$out/$name".*
+  if ! unshare -n "$out/loup" node record.mjs --agent "$id" --variant "$variant" --scenario "$scenario_file" --out "$out/$name.ndjson"; then
+    echo "   (the session did not finish; see $out/$name.agent.log and $name.meta.json)"
+  fi
+  recs+=("$out/$name.ndjson")
+done
+
+echo "== check"
+rc=0
+node check.mjs --acpnormd "$out/acpnormd" --scenario "$scenario_file" --table "$out/results.md" --json "$out/results.json" "${recs[@]}" || rc=$?
+echo "table: $out/results.md"
+
+if [ "$update" = 1 ]; then
+  dest="$repo/test/testdata/recordings/agents"
+  mkdir -p "$dest"
+  for f in "${recs[@]}"; do
+    [ -s "$f" ] && cp "$f" "$dest/" && echo "updated ${dest#"$repo/"}/$(basename "$f")"
+  done
+fi
+exit $rc

@@ -1,0 +1,201 @@
+package test
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The command line of the real binary: help, version and exit statuses.
+
+var (
+	cliOnce sync.Once
+	cliBin  string
+	cliErr  error
+)
+
+const cliVersion, cliCommit = "v0.0.0-clitest", "0123456789abcdef"
+
+// buildCLI builds cmd/acpnormd once, with its version and commit set by
+// -ldflags as a release build sets them.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "acpnormd-cli-")
+		if err != nil {
+			cliErr = err
+			return
+		}
+		cliBin = filepath.Join(dir, "acpnormd")
+		out, err := exec.Command("go", "build",
+			"-ldflags", "-X main.version="+cliVersion+" -X main.commit="+cliCommit,
+			"-o", cliBin, "../cmd/acpnormd").CombinedOutput()
+		if err != nil {
+			cliErr = errors.New("go build: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if cliErr != nil {
+		t.Fatal(cliErr)
+	}
+	return cliBin
+}
+
+// runBin runs the binary and returns its exit status, stdout and stderr.
+func runBin(t *testing.T, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, o.String(), e.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), o.String(), e.String()
+	}
+	t.Fatalf("%s %v: %v", bin, args, err)
+	return 0, "", ""
+}
+
+func TestCLIVersion(t *testing.T) {
+	bin := buildCLI(t)
+	want := "acpnormd " + cliVersion + "\ncommit " + cliCommit + "\n" + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
+	for _, arg := range []string{"version", "--version"} {
+		code, out, errOut := runBin(t, bin, arg)
+		if code != 0 || out != want || errOut != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want %q", arg, code, out, errOut, want)
+		}
+	}
+}
+
+func TestCLIHelpAndUnknownCommand(t *testing.T) {
+	bin := buildCLI(t)
+	for _, arg := range []string{"help", "--help"} {
+		code, out, _ := runBin(t, bin, arg)
+		if code != 0 {
+			t.Errorf("%s: exit %d", arg, code)
+		}
+		for _, want := range []string{"acpnormd [serve] [flags]", "acpnormd replay", "acpnormd health", "acpnormd version", "-listen", "-keep-going", "-addr"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: no %q in\n%s", arg, want, out)
+			}
+		}
+	}
+	code, out, errOut := runBin(t, bin, "servr")
+	if code != 2 || out != "" || !strings.Contains(errOut, `unknown command "servr"; the commands are serve, replay, health, version, help`) {
+		t.Errorf("unknown command: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// writeRecording writes lines as a recording file and returns its path.
+func writeRecording(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "rec.ndjson")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCLIReplayExitStatuses(t *testing.T) {
+	bin := buildCLI(t)
+	real, err := os.ReadFile("testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBadFrame := writeRecording(t, strings.TrimSpace(string(real)), "this line is not JSON")
+
+	code, out, errOut := runBin(t, bin, "replay", withBadFrame)
+	if code != 1 || !strings.Contains(out, "ENDED  FAILED") || !strings.Contains(errOut, "frame error: line ") || !strings.Contains(errOut, "1 frame error(s)") {
+		t.Errorf("frame error: exit %d, want 1\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	code, out, errOut = runBin(t, bin, "replay", "--keep-going", withBadFrame)
+	if code != 0 || !strings.Contains(out, "ENDED  FAILED") || !strings.Contains(errOut, "frame error: line ") {
+		t.Errorf("--keep-going: exit %d, want 0\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	code, _, errOut = runBin(t, bin, "replay", "--json", "--final", withBadFrame)
+	if code != 1 {
+		t.Errorf("--json with a frame error: exit %d, want 1; stderr %s", code, errOut)
+	}
+
+	noShell := writeRecording(t,
+		`{"jsonrpc":"2.0","id":1,"result":{"agentInfo":{"name":"someagent"}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hello"}}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"r1","kind":"read","title":"Read a.txt","status":"completed"}}}`)
+	code, out, errOut = runBin(t, bin, "replay", noShell)
+	if code != 0 || !strings.Contains(out, "no shell commands found in 3 lines of "+noShell) || strings.Contains(out, "COMMAND") {
+		t.Errorf("no shell commands: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	code, out, errOut = runBin(t, bin, "replay", "--json", noShell)
+	if code != 0 || out != "" || !strings.Contains(errOut, "no shell commands found") {
+		t.Errorf("no shell commands, --json: exit %d\nstdout %q\nstderr %s", code, out, errOut)
+	}
+
+	code, out, errOut = runBin(t, bin, "replay", "--final", "testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson")
+	if code != 0 || !strings.Contains(out, "ENDED  FAILED") || strings.Contains(errOut, "frame error") {
+		t.Errorf("a clean recording: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
+
+// TestCLIReplayChecksDialectFirst points replay at a listener: an unknown
+// dialect must be refused before replay connects to it.
+func TestCLIReplayChecksDialectFirst(t *testing.T) {
+	bin := buildCLI(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	code, _, errOut := runBin(t, bin, "replay", "--addr", lis.Addr().String(), "--dialect", "klingon", "testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson")
+	if code != 2 || !strings.Contains(errOut, `unknown dialect "klingon"; the dialects are generic,`) {
+		t.Errorf("exit %d, stderr %s", code, errOut)
+	}
+	// The process has exited: a connection it made would be queued already.
+	lis.(*net.TCPListener).SetDeadline(time.Now().Add(100 * time.Millisecond))
+	if c, err := lis.Accept(); err == nil {
+		c.Close()
+		t.Error("replay connected to the server before refusing the dialect")
+	}
+}
+
+// TestCLIHealth checks a real server with the health command: 0 while it
+// serves, 1 once it has stopped.
+func TestCLIHealth(t *testing.T) {
+	bin := buildCLI(t)
+	d := startDaemon(t, bin)
+	code, out, errOut := runBin(t, bin, "health", "--addr", d.grpc)
+	if code != 0 || out != d.grpc+" SERVING\n" {
+		t.Errorf("serving: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, _ = runBin(t, bin, "health", "--addr", d.grpc, "--service", "acpnorm.v1.NormalizerService")
+	if code != 0 || !strings.Contains(out, "acpnorm.v1.NormalizerService SERVING") {
+		t.Errorf("the service: exit %d, stdout %q", code, out)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("acpnormd did not stop within 15s of SIGTERM")
+	}
+	code, out, errOut = runBin(t, bin, "health", "--addr", d.grpc)
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, "acpnormd health: "+d.grpc+": no answer (Unavailable)") {
+		t.Errorf("stopped: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for line := range d.logs {
+		if strings.Contains(line, "grpc.health") {
+			t.Errorf("a health check was logged at the default level: %s", line)
+		}
+	}
+}

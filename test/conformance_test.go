@@ -15,7 +15,7 @@ import (
 )
 
 // The conformance tests play synthetic but faithful ACP traces, written
-// from /work/shared/acp-shell-reference.md, for agent builds and modes we
+// from the field guide (docs/agents.md), for agent builds and modes we
 // have no recording of. Each trace is a whole session as it appears on the
 // wire: `initialize` (the client's capabilities, the agent's
 // agentInfo.name so that AUTO detection picks the dialect), `session/new`,
@@ -137,7 +137,7 @@ func (c *cs) session() []replay.Line {
 	}
 	for _, f := range c.frames {
 		dir := toClient
-		if strings.Contains(f, `"result":{"outcome"`) {
+		if strings.Contains(f, `"result":{"outcome"`) || strings.Contains(f, `"method":"session/cancel"`) || strings.Contains(f, `"method":"session/prompt"`) {
 			dir = toAgent
 		}
 		msgs = append(msgs, msg{dir, f})
@@ -1123,5 +1123,272 @@ func TestConformanceAskWhileAnotherCallRuns(t *testing.T) {
 			{id: "call_a", command: "sleep 60", cwd: "/w", outcome: unknown},
 			{id: "call_b", command: "touch x", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str(""), stderr: str(""), approval: "Needs write access"},
 		},
+	}})
+}
+
+// ------------------------------------------- Cancel, reject, wrappers, echoes
+//
+// Traces for the field guide's section 4 and the rules of its section 5
+// (docs/agents.md): client cancels, rejected permission asks, adapters' own shell
+// wrappers versus a model's, never-worse frames, the Codex TS 2.x wire,
+// big outputs and command echoes.
+
+// cancelFrame is the client's session/cancel.
+const cancelFrame = `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}`
+
+// turnResult is the agent's result for prompt id with stopReason reason.
+func turnResult(id int, reason string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"stopReason":%q}}`, id, reason)
+}
+
+// prompt is the client's next session/prompt with JSON-RPC id id.
+func prompt(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"next"}]}}`, id)
+}
+
+// TestConformanceModelWrappersKept: only an adapter's own wrapper is
+// removed. A command the model wrote as `sh -c '...'`, `bash -c ...` or
+// `zsh -lc ...` is the command in every agent but Codex, whose adapters
+// wrap each command once more (that outer wrapper alone is removed).
+func TestConformanceModelWrappersKept(t *testing.T) {
+	const cmd = `sh -c 'echo hi'`
+	runConformance(t, []cs{{
+		name: "claude", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_1", true), claudeInput("toolu_1", cmd, "Say hi", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","_meta":{"terminal_output":{"terminal_id":"toolu_1","data":"hi"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":"hi","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_1","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_1", command: cmd, cwd: "/w", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi"}},
+	}, {
+		name: "opencode", agent: opencodeAgent,
+		frames: []string{ocOpen("o1", "bash"), ocLive("o1", `bash -c "echo hi"`, "Say hi", "hi\n"), ocFinal("o1", "hi\n", `{"output":"hi\n","exit":0,"description":"Say hi","truncated":false}`)},
+		want:   []wantExec{{id: "o1", command: `bash -c "echo hi"`, cwd: "/w", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi\n"}},
+	}, {
+		name: "gemini", agent: geminiAgent,
+		frames: []string{geOpen("run_shell_command-1", `zsh -lc 'echo hi'`, "[current working directory /w] (Say hi)"), geEnd("run_shell_command-1", "completed", "hi\n")},
+		want:   []wantExec{{id: "run_shell_command-1", command: `zsh -lc 'echo hi'`, cwd: "/w", desc: "Say hi", outcome: unknown, output: "hi\n"}},
+	}, {
+		name: "auggie", agent: auggieAgent,
+		frames: []string{auOpen("a1", cmd, ""), auFinal("a1", "<return-code>\n0\n</return-code>\n<output>\nhi\n</output>")},
+		want:   []wantExec{{id: "a1", command: cmd, cwd: "/w/a", outcome: succeeded, exit: code(0), output: "hi"}},
+	}, {
+		name: "cursor", agent: cursorAgent,
+		frames: []string{cuOpen("tool_1", cmd), cuRunning("tool_1"), cuDone("tool_1", `{"exitCode":0,"stdout":"hi\n","stderr":""}`)},
+		want:   []wantExec{{id: "tool_1", command: cmd, cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("hi\n"), stderr: str("")}},
+	}, {
+		name: "grok", agent: grokAgent,
+		frames: []string{grOpen("g1", cmd, "Say hi"), grDescribe("g1", cmd, "Say hi"), grFinal("g1", []byte("hi\n"), "0", "")},
+		want:   []wantExec{{id: "g1", command: cmd, cwd: "/w", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi\n"}},
+	}, {
+		name: "generic_argv", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"Run","status":"in_progress","rawInput":{"command":["bash","-c","echo hi"]}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed","rawOutput":{"output":"hi\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "x1", command: `bash -c 'echo hi'`, cwd: "/w", outcome: succeeded, exit: code(0), output: "hi\n"}},
+	}, {
+		name: "codex_rust_outer_wrapper_removed_once", agent: codexRust,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","kind":"execute","title":"x","status":"in_progress","rawInput":{"command":["/bin/bash","-lc","sh -c 'echo hi'"],"cwd":"/w"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":{"stdout":"hi\n","stderr":"","aggregated_output":"hi\n","formatted_output":"hi\n","exit_code":0,"status":"completed"}}`),
+		},
+		want: []wantExec{{id: "call_1", command: cmd, cwd: "/w", outcome: succeeded, exit: code(0), output: "hi\n", stdout: str("hi\n"), stderr: str("")}},
+	}, {
+		name: "codex_ts_outer_wrapper_removed_once", agent: codexTS,
+		frames: []string{
+			codexTSOpen("c1", "bash -c 'echo hi'", `/bin/zsh -lc 'bash -c '"'"'echo hi'"'"''`),
+			codexTSEnd("c1", "completed", "hi\n", 0, ""),
+		},
+		want: []wantExec{{id: "c1", command: "bash -c 'echo hi'", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "hi\n"}},
+	}})
+}
+
+// TestConformanceCodexTS2: @agentclientprotocol/codex-acp 2.x as recorded
+// (docs/agents.md, Codex TS and section 4): terminal_output_delta without the capability,
+// terminal_exit and no rawOutput, one 340 KB delta, the re-quoted command
+// of its permission ask, a listing call of kind read named exec_command,
+// and deltas for a cancelled call that keep coming in the next turn.
+func TestConformanceCodexTS2(t *testing.T) {
+	exitOnly := func(id string, status string, exit int) string {
+		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q,"_meta":{"terminal_exit":{"exit_code":%d,"signal":null,"terminal_id":%q}}}`, id, status, exit, id))
+	}
+	big := lines("r", 1, 340000/7) // about 340 KB in one delta
+	limit := service.DefaultConfig().TextLimit
+	loop := `for i in 1 2 3; do printf '\346'$i; done`
+	runConformance(t, []cs{{
+		name: "delta_without_capability_and_terminal_exit_without_rawOutput", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_1", "echo after-cancel; exit 4", "echo after-cancel; exit 4"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"failed","_meta":{"terminal_output_delta":{"data":"after-cancel\n","terminal_id":"call_1"},"terminal_exit":{"exit_code":4,"signal":null,"terminal_id":"call_1"}}}`),
+		},
+		want: []wantExec{{id: "call_1", command: "echo after-cancel; exit 4", cwd: "/w/app", outcome: failed, exit: code(4), output: "after-cancel\n"}},
+	}, {
+		name: "one_340KB_delta_is_bounded_with_its_real_size", agent: codexTS,
+		frames: []string{codexTSOpen("call_2", "seq", "seq"), codexTSLive("call_2", "terminal_output_delta", big), exitOnly("call_2", "completed", 0)},
+		want: []wantExec{{id: "call_2", command: "seq", cwd: "/w/app", outcome: succeeded, exit: code(0), output: big[len(big)-limit:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != int64(len(big)) {
+					t.Errorf("total_bytes %d, want %d", n, len(big))
+				}
+			}}},
+	}, {
+		name: "ask_re_quotes_the_command_the_tool_call_stays", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_3", loop, loop),
+			ask(50, `{"toolCallId":"call_3","kind":"execute","title":"Run","status":"pending","rawInput":{"command":`+js(`"printf '\\346'"'$i; done'`)+`,"cwd":"/w/app"}}`),
+			answer(50, "allow"),
+			codexTSLive("call_3", "terminal_output_delta", "\ufffd1\ufffd2\ufffd3"),
+			exitOnly("call_3", "completed", 0),
+		},
+		want: []wantExec{{id: "call_3", command: loop, cwd: "/w/app", outcome: succeeded, exit: code(0), output: "\ufffd1\ufffd2\ufffd3"}},
+	}, {
+		name: "listing_call_kind_read_named_exec_command_is_a_shell_command", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_4","name":"exec_command","kind":"read","title":"List files","status":"in_progress"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_4","_meta":{"terminal_output_delta":{"data":"a.txt\nb.md\n","terminal_id":"call_4"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_4","status":"completed","rawOutput":{"exit_code":0}}`),
+		},
+		want: []wantExec{{id: "call_4", desc: "List files", cwd: "/w", outcome: succeeded, exit: code(0), output: "a.txt\nb.md\n"}},
+	}, {
+		name: "listing_call_without_deltas_output_and_exit_on_the_final", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_7","name":"exec_command","kind":"read","title":"List files","status":"in_progress"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_7","status":"failed","rawOutput":{"formatted_output":"ls: x: No such file\n","exit_code":2}}`),
+		},
+		want: []wantExec{{id: "call_7", desc: "List files", cwd: "/w", outcome: failed, exit: code(2), output: "ls: x: No such file\n"}},
+	}, {
+		name: "cancelled_call_streams_into_the_next_turn", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_5", "for i in $(seq 20); do echo tick$i; sleep 0.25; done", "for i in $(seq 20); do echo tick$i; sleep 0.25; done"),
+			codexTSLive("call_5", "terminal_output_delta", "tick2\n"),
+			cancelFrame,
+			turnResult(2, "cancelled"),
+			prompt(3),
+			codexTSLive("call_5", "terminal_output_delta", "tick3\n"),
+			codexTSOpen("call_6", "echo next", "echo next"),
+			codexTSLive("call_5", "terminal_output_delta", "tick4\n"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_6","status":"completed","_meta":{"terminal_output_delta":{"data":"next\n","terminal_id":"call_6"},"terminal_exit":{"exit_code":0,"signal":null,"terminal_id":"call_6"}}}`),
+			codexTSLive("call_5", "terminal_output_delta", "tick5\n"),
+			turnResult(3, "end_turn"),
+		},
+		want: []wantExec{
+			{id: "call_5", command: "for i in $(seq 20); do echo tick$i; sleep 0.25; done", cwd: "/w/app", outcome: cancelled, output: "tick2\ntick3\ntick4\ntick5\n"},
+			{id: "call_6", command: "echo next", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "next\n"},
+		},
+	}})
+}
+
+// TestConformanceNeverWorse: a later frame never makes what is known
+// worse: an empty rawOutput keeps the streamed output, and a {stdout,
+// stderr} object that omits a stream keeps that stream's earlier text.
+func TestConformanceNeverWorse(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "codex_ts_empty_formatted_output_keeps_deltas", agent: codexTS,
+		frames: []string{codexTSOpen("c1", "make", "make"), codexTSLive("c1", "terminal_output_delta", "built\n"), codexTSEnd("c1", "completed", "", 0, "")},
+		want:   []wantExec{{id: "c1", command: "make", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "built\n"}},
+	}, {
+		name: "claude_empty_rawOutput_keeps_terminal_output", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_1", true), claudeInput("toolu_1", "make", "Build", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","_meta":{"terminal_output":{"terminal_id":"toolu_1","data":"built"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":"","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_1","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_1", command: "make", cwd: "/w", desc: "Build", outcome: succeeded, exit: code(0), output: "built"}},
+	}, {
+		name: "generic_empty_rawOutput_string_and_object_keep_live_output", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"make","status":"in_progress","content":[{"type":"terminal","terminalId":"x1"}]}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","_meta":{"terminal_output":{"terminal_id":"x1","data":"built\n"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","rawOutput":""}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed","rawOutput":{},"_meta":{"terminal_exit":{"terminal_id":"x1","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "x1", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), output: "built\n"}},
+	}, {
+		name: "generic_stream_omitted_from_stdout_stderr_keeps_its_text", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x2","kind":"execute","title":"make","status":"in_progress"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x2","status":"in_progress","rawOutput":{"stdout":"cc a.c\n","stderr":"warning: x\n"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x2","status":"completed","rawOutput":{"stdout":"cc a.c\ncc b.c\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "x2", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("cc a.c\ncc b.c\n"), stderr: str("warning: x\n")}},
+	}, {
+		name: "codex_rust_stream_omitted_keeps_its_text", agent: codexRust,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","kind":"execute","title":"make","status":"in_progress","rawInput":{"command":["/bin/bash","-lc","make"],"cwd":"/w"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","rawOutput":{"stdout":"cc a.c\n","stderr":"warning: x\n"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":{"stdout":"cc a.c\ncc b.c\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "call_1", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("cc a.c\ncc b.c\n"), stderr: str("warning: x\n")}},
+	}})
+}
+
+// TestConformanceBigOutput: the most output that is on the wire wins, and
+// agents' truncation notes are not output. claude-code-acp's whole output
+// in toolResponse.stdout beats its 2 KB persisted-output preview;
+// claude-agent-acp's "[Output truncated (N bytes total): ...]" says the
+// real size; OpenCode's "...output truncated..." preamble is not output.
+func TestConformanceBigOutput(t *testing.T) {
+	limit := service.DefaultConfig().TextLimit
+	whole := lines("n", 1, 20000) // 120,000 bytes: within the bound
+	huge := lines("n", 1, 50000)  // 300,000 bytes: past it
+	preview := func(s string) string {
+		return "<persisted-output>\nOutput too large (223.5KB). Full output saved to: /home/dev/.claude/x.txt\n\nPreview (first 2KB):\n" + s[:2048] + "\n...\n</persisted-output>"
+	}
+	toolResponse := func(id, stdout string) string {
+		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"_meta":{"claudeCode":{"toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false},"toolName":"Bash"}}}`, id, js(stdout)))
+	}
+	first30k := whole[:30000]
+	note := "\n[Output truncated (120000 bytes total): full output saved to /home/dev/.claude/y.txt]"
+	runConformance(t, []cs{{
+		name: "claude_code_acp_tool_response_beats_persisted_preview", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_1", false), claudeInput("toolu_1", "seq 1 20000", "Big", false, ""),
+			toolResponse("toolu_1", whole),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":` + js(preview(whole)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(preview(whole))) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_1", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: whole}},
+	}, {
+		name: "claude_code_acp_tool_response_past_the_bound", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_2", false), claudeInput("toolu_2", "seq 1 50000", "Huge", false, ""),
+			toolResponse("toolu_2", huge),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_2","status":"completed","rawOutput":` + js(preview(huge)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_2", command: "seq 1 50000", cwd: "/w", desc: "Huge", outcome: unknown, output: huge[len(huge)-limit:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != int64(len(huge)) {
+					t.Errorf("total_bytes %d, want %d", n, len(huge))
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_truncation_note_states_the_real_size", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_3", true), claudeInput("toolu_3", "seq 1 20000", "Big", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","_meta":{"terminal_output":{"terminal_id":"toolu_3","data":` + js(first30k+note) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_3","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_3", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n < 120000 {
+					t.Errorf("total_bytes %d, want at least the 120000 the note states", n)
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_tool_response_then_truncated_terminal_output", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_4", true), claudeInput("toolu_4", "seq 1 20000", "Big", true, ""),
+			toolResponse("toolu_4", whole),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","_meta":{"terminal_output":{"terminal_id":"toolu_4","data":` + js(first30k+note) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_4","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_4", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: whole}},
+	}, {
+		name: "opencode_truncation_preamble_is_not_output", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"), ocLive("o1", "seq 1 40000", "Big", "1\n2\n"),
+			ocFinal("o1", "...output truncated...\n\nFull output saved to: /home/dev/.local/share/opencode/tool-output/x\n\n39999\n40000\n", `{"output":"39999\n40000\n","exit":0,"description":"Big","truncated":true,"outputPath":"/home/dev/.local/share/opencode/tool-output/x"}`),
+		},
+		want: []wantExec{{id: "o1", command: "seq 1 40000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: "39999\n40000\n", trunc: true}},
 	}})
 }

@@ -101,6 +101,44 @@ func TestCallOutcome(t *testing.T) {
 			want: Cancelled,
 		},
 		{
+			name: "exit 0 next to a signal is not an exit status",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(0, ExitStructured)}},
+			want: Failed,
+		},
+		{
+			name: "nonzero exit next to a signal is kept",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(137, ExitStructured)}},
+			want: Failed, wantExit: ptr(137),
+		},
+		{
+			name: "failed verdict outweighs exit 0",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictFailed, Exit: exit(0, ExitStructured)}},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "failed verdict then a later exit 0 still fails",
+			obs: []Observation{
+				{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed},
+				{Exit: exit(0, ExitTerminal)},
+			},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "timed out verdict is a timeout",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictTimedOut, Exit: exit(0, ExitStructured)}},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "cancelled verdict is cancelled",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictCancelled, Exit: exit(0, ExitStructured)}},
+			want: Cancelled, wantExit: ptr(0),
+		},
+		{
+			name: "failed verdict with a nonzero exit names the exit",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed, Exit: exit(2, ExitStructured)}},
+			want: Failed, wantExit: ptr(2),
+		},
+		{
 			name: "late exit after the end sharpens the outcome",
 			obs: []Observation{
 				{Shell: ShellYes, Status: StatusCompleted},
@@ -323,5 +361,43 @@ func TestCallLateOutputAfterCancel(t *testing.T) {
 		if r, ok := c.Revision(); ok && (r.State != Ended || r.Outcome != Cancelled) {
 			t.Fatalf("late frame changed the call: %+v", r)
 		}
+	}
+}
+
+// TestCallNeverWorse: a later frame never makes what is known worse. A
+// permission ask's command (Codex TS 2.x re-quotes it as one shell word)
+// does not replace the command a tool_call already gave, but fills in one
+// that is unknown.
+func TestCallNeverWorse(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Opens: true, Shell: ShellYes, Command: "printf 'x'; ls", Status: StatusRunning})
+	c.Apply(&Observation{PermissionAsk: true, Command: `"printf 'x'"'; ls'`, ApprovalReason: "escalate"})
+	r, _ := c.Revision()
+	if r.Command != "printf 'x'; ls" || r.ApprovalReason != "escalate" {
+		t.Fatalf("ask made the command worse: %+v", r)
+	}
+	d := NewCall("d1", 1024)
+	d.Apply(&Observation{PermissionAsk: true, Shell: ShellYes, Command: "make"})
+	d.Apply(&Observation{Opens: true, Command: "make all"})
+	if r, _ := d.Revision(); r.Command != "make all" {
+		t.Fatalf("command %q after ask then tool_call", r.Command)
+	}
+}
+
+// TestCallStreamOmittedKeepsItsText: each present stream of a split
+// output is a snapshot of that stream; an omitted one keeps its text, and
+// a lone stream never creates a split the agent did not show.
+func TestCallStreamOmittedKeepsItsText(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Texts: []Text{{Stream: Stdout, Kind: Snapshot, Text: "o1\n"}, {Stream: Stderr, Kind: Snapshot, Text: "e1\n"}}})
+	c.Apply(&Observation{Status: StatusCompleted, Texts: []Text{{Stream: Stdout, Kind: Final, Text: "o1\no2\n", IfSplit: true}}})
+	r, _ := c.Revision()
+	if r.Texts[Stdout] == nil || r.Texts[Stdout].Text != "o1\no2\n" || r.Texts[Stderr] == nil || r.Texts[Stderr].Text != "e1\n" {
+		t.Fatalf("streams %+v %+v", r.Texts[Stdout], r.Texts[Stderr])
+	}
+	d := NewCall("d1", 1024)
+	d.Apply(&Observation{Shell: ShellYes, Status: StatusCompleted, Texts: []Text{{Stream: Stdout, Kind: Final, Text: "o\n", IfSplit: true}}})
+	if r, _ := d.Revision(); r.Texts[Stdout] != nil {
+		t.Fatalf("a lone stream made a split: %+v", r.Texts[Stdout])
 	}
 }

@@ -259,3 +259,26 @@ func TestRawTextHasPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestCodexWrapperOnce: Codex's own wrapper (Rust argv ["/bin/bash","-lc",X],
+// TS "/bin/zsh -lc '...'") is removed once; a wrapper the model wrote
+// inside it is the command. The TS permission ask re-quotes the command
+// as one shell word, which is unquoted.
+func TestCodexWrapperOnce(t *testing.T) {
+	d := codexDialect(t)
+	yes, running := accum.ShellYes, accum.StatusRunning
+	runObsCases(t, d, []obsCase{
+		{name: "Rust argv: the model's sh -c inside the adapter's bash -lc",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"x","status":"in_progress","rawInput":{"command":["/bin/bash","-lc","sh -c 'echo hi'"],"cwd":"/w"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: yes, Status: running, Command: "sh -c 'echo hi'", Cwd: "/w"})},
+		{name: "TS string: the model's bash -c inside the adapter's zsh -lc",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"x","status":"in_progress","rawInput":{"command":"/bin/zsh -lc 'bash -c '\"'\"'echo hi'\"'\"''","cwd":"/w"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: yes, Status: running, Command: "bash -c 'echo hi'", Cwd: "/w"})},
+		{name: "TS ask: the command re-quoted as one shell word is unquoted",
+			ask:  `{"toolCallId":"c1","kind":"execute","title":"x","status":"pending","rawInput":{"command":"\"printf '\\\\346'\"'$i; done'","cwd":"/w"}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: accum.StatusPending, Command: `printf '\346'$i; done`, Cwd: "/w", PermissionAsk: true})},
+		{name: "a plain one-word command stays",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls","cwd":"/w"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: yes, Status: running, Command: "ls", Cwd: "/w"})},
+	})
+}

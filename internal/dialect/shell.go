@@ -65,12 +65,17 @@ func (r rawText) HasPrefix(p string) bool {
 	return strings.HasPrefix(r.Str().S, p)
 }
 
-// CommandLine is a command as agents send it: a string ("npm test", or
-// "/bin/zsh -lc 'npm test'") or an argv array (["bash","-lc","npm test"]).
-// Any other JSON type leaves it empty.
+// CommandLine is a command as agents send it: a string ("npm test") or an
+// argv array (["bash","-lc","npm test"]). Any other JSON type leaves it
+// empty. Line is the command as sent: nothing is unwrapped here, because a
+// `sh -c '...'` that a model wrote is the command; only a dialect whose
+// adapter wraps every command (Codex) removes that wrapper, with Unwrapped.
 type CommandLine struct {
-	// Line is the command line with any shell wrapper removed.
+	// Line is the command line: the string verbatim, or the argv joined
+	// with spaces, quoting words that need it.
 	Line string
+	// argv is the array form, when the command was one.
+	argv []string
 }
 
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
@@ -83,7 +88,7 @@ func (c *CommandLine) UnmarshalJSON(b []byte) error {
 	switch b[0] {
 	case '"':
 		if s, ok := unquote(b); ok {
-			c.Line = UnwrapShellString(s)
+			c.Line = s
 		}
 	case '[':
 		argv := []string{}
@@ -96,22 +101,33 @@ func (c *CommandLine) UnmarshalJSON(b []byte) error {
 			return strs
 		})
 		if strs { // else not an argv of strings
-			c.Line = CommandFromArgv(argv)
+			c.argv = argv
+			c.Line = JoinArgv(argv)
 		}
 	}
 	return nil
 }
 
+// Unwrapped is the command with one shell wrapper removed: the argv
+// SHELL [-flags] -c SCRIPT, or a string of exactly that form with one
+// quoted script, gives SCRIPT (once: a wrapper inside SCRIPT stays). For
+// dialects whose adapter wraps every command in its own shell.
+func (c CommandLine) Unwrapped() string {
+	if c.argv != nil {
+		if script, ok := unwrapArgv(c.argv); ok {
+			return script
+		}
+		return c.Line
+	}
+	return UnwrapShellString(c.Line)
+}
+
 // shells are the interpreters whose `-c SCRIPT` wrapper is removed.
 var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true}
 
-// CommandFromArgv turns an argv into one command line. A shell wrapper
-// (`bash -lc X`, `/bin/zsh -c X`, `sh -l -c X`) becomes X; any other argv
-// is joined with spaces, quoting words that need it.
-func CommandFromArgv(argv []string) string {
-	if script, ok := unwrapArgv(argv); ok {
-		return script
-	}
+// JoinArgv turns an argv into one command line: its words joined with
+// spaces, quoting words that need it.
+func JoinArgv(argv []string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		words[i] = quoteWord(a)
@@ -153,6 +169,21 @@ func UnwrapShellString(s string) string {
 		return script
 	}
 	return s
+}
+
+// UnquoteWord returns the text of s when s is exactly one shell word that
+// uses quotes or escapes (`'ls -la'`, `"printf 'x'"'$i'`), and s unchanged
+// otherwise (several words, operators outside quotes, or nothing quoted).
+func UnquoteWord(s string) string {
+	t := strings.TrimSpace(s)
+	if !strings.ContainsAny(t, `'"\`) {
+		return s
+	}
+	words, ok := splitWords(t)
+	if !ok || len(words) != 1 {
+		return s
+	}
+	return words[0]
 }
 
 // splitWords splits a command line into words with POSIX quoting (single

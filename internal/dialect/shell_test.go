@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestCommandFromArgv(t *testing.T) {
+func TestUnwrapArgv(t *testing.T) {
 	for _, tc := range []struct {
 		argv []string
 		want string
@@ -18,14 +18,31 @@ func TestCommandFromArgv(t *testing.T) {
 		{[]string{"sh", "-c", "ls | wc -l"}, "ls | wc -l"},
 		{[]string{"/usr/bin/zsh", "-lc", "echo hi"}, "echo hi"},
 		{[]string{"bash", "-l", "-c", "echo hi"}, "echo hi"},
+		{[]string{"/bin/bash", "-lc", "sh -c 'echo hi'"}, "sh -c 'echo hi'"}, // once
 		{[]string{"bash", "script.sh"}, "bash script.sh"},
 		{[]string{"bash", "-l", "x"}, "bash -l x"},
 		{[]string{"python3", "-c", "print(1)"}, "python3 -c 'print(1)'"},
 		{[]string{"git", "commit", "-m", "it's"}, `git commit -m 'it'\''s'`},
 		{[]string{"ls"}, "ls"},
 	} {
-		if got := CommandFromArgv(tc.argv); got != tc.want {
-			t.Errorf("CommandFromArgv(%q) = %q, want %q", tc.argv, got, tc.want)
+		c := CommandLine{argv: tc.argv, Line: JoinArgv(tc.argv)}
+		if got := c.Unwrapped(); got != tc.want {
+			t.Errorf("Unwrapped(%q) = %q, want %q", tc.argv, got, tc.want)
+		}
+	}
+}
+
+func TestUnquoteWord(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`"printf '\\346'"'$i; done'`, `printf '\346'$i; done`},
+		{`'ls -la'`, "ls -la"},
+		{"ls -la", "ls -la"},
+		{"ls", "ls"},
+		{`'a' 'b'`, `'a' 'b'`},
+		{`echo 'x' | wc`, `echo 'x' | wc`},
+	} {
+		if got := UnquoteWord(tc.in); got != tc.want {
+			t.Errorf("UnquoteWord(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -50,7 +67,8 @@ func TestUnwrapShellString(t *testing.T) {
 func TestCommandLineLenient(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`"npm test"`, "npm test"},
-		{`["bash","-lc","npm test"]`, "npm test"},
+		{`["bash","-lc","npm test"]`, "bash -lc 'npm test'"},
+		{`"sh -c 'echo hi'"`, "sh -c 'echo hi'"},
 		{`["ls","-la"]`, "ls -la"},
 		{`["ls",3]`, ""},
 		{`42`, ""},
@@ -97,6 +115,9 @@ func TestOutputFieldsReadMatchesDecode(t *testing.T) {
 		`{"metadata":{"exit":1},"metadata":null,"stdout":"a","stdout":"b"}`,
 		`{"exit\u005fcode":9,"ſtdout":"long s","aggregated_output":"q\"uote\\"}`,
 		` { "exit_code" : 1.0 , "stdout" : "sp" } `,
+		`{"exitCode":0,"signal":9,"outcome":"failed","timedOut":true,"timed_out":null}`,
+		`{"signal":"TERM","signal":null,"outcome":7,"timedOut":"x"}`,
+		`{"signal":{"a":1},"outcome":"timed_out","signal":15.0}`,
 	} {
 		var want OutputFields
 		if err := json.Unmarshal([]byte(in), &want); err != nil {

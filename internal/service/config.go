@@ -31,6 +31,13 @@ type Config struct {
 	// late frame about one is refused instead of reopening it; the oldest
 	// are forgotten first.
 	Tombstones int
+	// MemoryBudget bounds the bytes of text all calls hold together (their
+	// output buffers and the strings they keep). An update that could take
+	// more is not held (RESOURCE_EXHAUSTED); the call's life still applies.
+	MemoryBudget int
+	// SessionMemory is the share of MemoryBudget one session may hold; 0
+	// means an eighth of it.
+	SessionMemory int
 	// SendQueue is the number of responses a stream may queue for a slow
 	// client before its receive loop stops reading (backpressure).
 	SendQueue int
@@ -47,6 +54,7 @@ func DefaultConfig() Config {
 		TTL:                10 * time.Minute,
 		Grace:              30 * time.Second,
 		Tombstones:         65536,
+		MemoryBudget:       DefaultMemoryBudget(),
 		SendQueue:          64,
 	}
 }
@@ -70,6 +78,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("grace %v is negative", c.Grace)
 	case c.Tombstones < 0:
 		return fmt.Errorf("tombstones %d is negative", c.Tombstones)
+	case c.MemoryBudget < 4096:
+		return fmt.Errorf("memory budget %d is below 4096 bytes", c.MemoryBudget)
+	case c.SessionMemory < 0 || c.SessionMemory > c.MemoryBudget:
+		return fmt.Errorf("session memory %d is not between 0 (an eighth of the budget) and the memory budget %d", c.SessionMemory, c.MemoryBudget)
 	case c.SendQueue < 1:
 		return fmt.Errorf("send queue %d is below 1", c.SendQueue)
 	}

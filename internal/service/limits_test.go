@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -128,5 +129,195 @@ func TestTerminalIDsBounded(t *testing.T) {
 	}
 	if n := len(d.ss.all["s"].terminals); n != 4 || refused != 2 {
 		t.Fatalf("%d terminals tracked and %d refused, want 4 and 2", n, refused)
+	}
+}
+
+// The text all calls hold never passes --memory-budget. An update that
+// could take more is not held: a FrameError says so, the field says
+// truncated, and the call's life goes on to its real outcome.
+func TestMemoryBudget(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TextLimit = 1024
+	cfg.MemoryBudget = 8192
+	cfg.SessionMemory = 8192
+	d := newDirect(t, cfg)
+	chunk := strings.Repeat("o", 1000)
+	var refusedAt int
+	for i := 0; i < 20 && refusedAt == 0; i++ {
+		id := fmt.Sprintf("c%d", i)
+		d.exec("s", openCall(id, "cat"))
+		out := d.frame("s", delta(id, chunk))
+		if held := d.ss.held.Load(); held > int64(cfg.MemoryBudget) {
+			t.Fatalf("call %d: %d bytes held, over the %d budget", i, held, cfg.MemoryBudget)
+		}
+		if fe := out[0].GetFrameError(); fe != nil {
+			refusedAt = i
+			if codes.Code(fe.GetCode()) != codes.ResourceExhausted || !strings.Contains(fe.GetMessage(), "--memory-budget") || fe.GetToolCallId() != id {
+				t.Fatalf("refusal: %v", fe)
+			}
+			if len(out) != 2 || !out[1].GetShellExec().GetOutput().GetTruncated() || out[1].GetShellExec().GetOutput().GetText() != "" {
+				t.Fatalf("after the refusal, want the revision saying truncated: %v", out)
+			}
+			// The call still ends with its real outcome.
+			if x := d.exec("s", finish(id, 3)); x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_FAILED || x.GetExitCode() != 3 {
+				t.Fatalf("refused call's end: %v", x)
+			}
+		}
+	}
+	if refusedAt == 0 {
+		t.Fatal("20 calls of 1000 bytes fit in an 8192-byte budget")
+	}
+	if got := testutil.ToFloat64(d.ss.m.refusals.WithLabelValues(limitMemory)); got != 1 {
+		t.Fatalf("memory refusals counted: %v", got)
+	}
+	// Calls already holding text go on: appending to a full buffer takes
+	// no more memory... and a closed session gives everything back.
+	d.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s"}}})
+	if held := d.ss.held.Load(); held != 0 {
+		t.Fatalf("%d bytes still held after close", held)
+	}
+	if x := d.exec("s2", openCall("n", "cat")); x.GetRevision() != 1 {
+		t.Fatal(x)
+	}
+	if x := d.exec("s2", delta("n", chunk)); x.GetOutput().GetText() != chunk {
+		t.Fatalf("after close the budget is free again: %v", x)
+	}
+}
+
+// One session cannot take everyone's budget: past its share its updates
+// are not held, while another session's still are.
+func TestSessionMemoryShare(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TextLimit = 1024
+	cfg.MemoryBudget = 64 << 10
+	cfg.SessionMemory = 4096
+	d := newDirect(t, cfg)
+	chunk := strings.Repeat("o", 1000)
+	refused := false
+	for i := 0; i < 10 && !refused; i++ {
+		id := fmt.Sprintf("c%d", i)
+		d.exec("greedy", openCall(id, "cat"))
+		if fe := d.frame("greedy", delta(id, chunk))[0].GetFrameError(); fe != nil {
+			refused = true
+			if !strings.Contains(fe.GetMessage(), "--session-memory") {
+				t.Fatalf("refusal: %v", fe)
+			}
+		}
+	}
+	if !refused || d.ss.all["greedy"].held > cfg.SessionMemory {
+		t.Fatalf("greedy session holds %d bytes, share %d", d.ss.all["greedy"].held, cfg.SessionMemory)
+	}
+	d.exec("other", openCall("c1", "cat"))
+	if x := d.exec("other", delta("c1", chunk)); x.GetOutput().GetText() != chunk {
+		t.Fatalf("another session lost its output: %v", x)
+	}
+}
+
+// What a call holds is given back when it is released, whatever the way.
+func TestHeldBytesReleased(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TTL = time.Minute
+	cfg.Grace = time.Second
+	d := newDirect(t, cfg)
+	d.exec("a", openCall("c1", "cat"))
+	d.exec("a", delta("c1", strings.Repeat("x", 5000)))
+	d.exec("a", finish("c1", 0))
+	d.exec("b", openCall("c1", "cat"))
+	d.exec("b", delta("c1", strings.Repeat("y", 5000)))
+	if d.ss.held.Load() < 10000 {
+		t.Fatalf("held %d, want at least the 10000 bytes of output", d.ss.held.Load())
+	}
+	d.advance(2 * time.Second) // a's call past its grace
+	if a, b := d.ss.all["a"].held, d.ss.all["b"].held; a != 0 || int64(b) != d.ss.held.Load() {
+		t.Fatalf("after grace: a holds %d, b %d, total %d", a, b, d.ss.held.Load())
+	}
+	d.advance(2 * time.Minute) // both sessions idle
+	if held := d.ss.held.Load(); held != 0 {
+		t.Fatalf("%d bytes held after every session was evicted", held)
+	}
+}
+
+// The limits as a client sees them over gRPC: each refusal is a FrameError
+// on a stream that goes on.
+func TestLimitsOverGRPC(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TextLimit = 1024
+	cfg.MemoryBudget = 4096
+	cfg.MaxSessions = 1
+	h := newHarness(t, cfg)
+	st := h.open()
+	st.send(strings.Repeat("s", 300), openCall("c1", "true"))
+	if fe := st.frameError(); codes.Code(fe.GetCode()) != codes.InvalidArgument || !strings.Contains(fe.GetMessage(), "--max-id-bytes") {
+		t.Fatalf("long session id: %v", fe)
+	}
+	st.send("s1", openCall("c1", "cat"))
+	st.exec()
+	st.send("s2", openCall("c1", "cat"))
+	if fe := st.frameError(); codes.Code(fe.GetCode()) != codes.ResourceExhausted || !strings.Contains(fe.GetMessage(), "--max-sessions") {
+		t.Fatalf("second session: %v", fe)
+	}
+	big := strings.Repeat("z", 1000)
+	var refused bool
+	for i := 0; i < 8 && !refused; i++ {
+		id := fmt.Sprintf("m%d", i)
+		st.send("s1", openCall(id, "cat"))
+		st.exec()
+		st.send("s1", delta(id, big))
+		if r := st.next(); r.GetFrameError() != nil {
+			refused = codes.Code(r.GetFrameError().GetCode()) == codes.ResourceExhausted
+			if x := st.exec(); !x.GetOutput().GetTruncated() {
+				t.Fatalf("refused output not marked truncated: %v", x)
+			}
+		}
+	}
+	if !refused {
+		t.Fatal("8 KiB of output fit a 4 KiB budget")
+	}
+	// The stream and the first call go on.
+	st.send("s1", finish("c1", 0))
+	if x := st.exec(); x.GetToolCallId() != "c1" || x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED {
+		t.Fatalf("after the refusals: %v", x)
+	}
+}
+
+// The default budget is a quarter of what the machine (or cgroup) has.
+func TestDefaultMemoryBudget(t *testing.T) {
+	b := DefaultMemoryBudget()
+	if b <= 0 {
+		t.Fatalf("default budget %d", b)
+	}
+	if mem := memTotal(); mem > 0 && int64(b) > mem/4 {
+		t.Fatalf("default budget %d is over a quarter of MemTotal %d", b, mem)
+	}
+	if lim := cgroupLimit(); lim > 0 && int64(b) > lim/4 {
+		t.Fatalf("default budget %d is over a quarter of the cgroup limit %d", b, lim)
+	}
+}
+
+// A permission ask under an over-long JSON-RPC id still reaches its call,
+// but is not kept for matching its answer; a session keeps a bounded
+// number of unanswered asks.
+func TestAskLimits(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxCallsPerSession = 1
+	cfg.MaxCalls = 1
+	d := newDirect(t, cfg)
+	ask := func(reqID string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c1","kind":"execute","title":"rm -rf x"},"options":[{"optionId":"no","name":"Reject","kind":"reject_once"}]}}`, reqID)
+	}
+	out := d.frame("s", ask(strings.Repeat("r", 300)))
+	if len(out) != 2 || out[0].GetShellExec().GetToolCallId() != "c1" || !strings.Contains(out[1].GetFrameError().GetMessage(), "JSON-RPC id of 302 bytes") {
+		t.Fatalf("ask under a long id: %v", out)
+	}
+	var refused int
+	for i := range 6 {
+		for _, r := range d.frame("s", ask(fmt.Sprintf("r%d", i))) {
+			if codes.Code(r.GetFrameError().GetCode()) == codes.ResourceExhausted {
+				refused++
+			}
+		}
+	}
+	if n := len(d.ss.all["s"].asks); n != 4 || refused != 2 {
+		t.Fatalf("%d asks kept and %d refused, want 4 and 2", n, refused)
 	}
 }

@@ -15,6 +15,7 @@ type Metrics struct {
 	lateFrames  prometheus.Counter
 	refusals    *prometheus.CounterVec
 	sessions    prometheus.Gauge
+	heldBytes   prometheus.Gauge
 }
 
 // NewMetrics registers the series with reg. A nil reg gives metrics that
@@ -53,9 +54,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "acpnorm", Name: "sessions",
 			Help: "Sessions held in state.",
 		}),
+		heldBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "acpnorm", Name: "held_text_bytes",
+			Help: "Bytes of text held by all calls, counted against --memory-budget.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions)
+		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes)
 	}
 	return m
 }
@@ -69,6 +74,8 @@ const (
 	limitCallsPerSession = "max_calls_per_session"
 	limitIDBytes         = "id_bytes"
 	limitTextBytes       = "text_bytes"
+	limitMemory          = "memory_budget"
+	limitSessionMemory   = "session_memory"
 )
 
 func (m *Metrics) refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }

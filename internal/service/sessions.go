@@ -25,6 +25,7 @@ type sessions struct {
 	m     *Metrics
 	now   func() time.Time
 	total atomic.Int64 // calls held, all sessions
+	held  atomic.Int64 // bytes of text held, all sessions (see memory.go)
 	tombs *tombstones  // calls released, so late frames cannot reopen them
 
 	mu  sync.Mutex
@@ -40,11 +41,13 @@ type session struct {
 	dialect   dialect.Dialect
 	name      string // the dialect's name, kept to stamp every revision
 	explicit  bool   // chosen by name, not detected
+	named     bool   // detected from agentInfo.name; signs no longer count
 	cwd       string
 	cwdByHand bool // from AcpFrame.cwd, which beats session/new
 	cancel    bool // session/cancel seen in the current turn
 	touched   time.Time
 	created   uint64
+	held      int // bytes of text the session's calls hold
 	calls     map[string]*entry
 	terminals map[string]string // terminal id -> tool call id
 	asks      map[string]ask    // JSON-RPC id -> the ask
@@ -54,6 +57,7 @@ type entry struct {
 	call      *accum.Call
 	order     uint64
 	endedAt   time.Time
+	size      int           // bytes of text charged for the call
 	revisions uint32        // revisions sent
 	outcome   accum.Outcome // outcome of the last revision sent
 }
@@ -272,6 +276,16 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 	}
 	if read.AgentName != "" && !s.explicit {
 		s.use(dialect.Detect(read.AgentName))
+		s.named = true
+	} else if read.Sign != "" && !s.explicit && !s.named && s.dialect == nil {
+		// An agent that gave no name, recognised by what it sends; the
+		// frame that showed it is read again with its dialect.
+		if d, ok := dialect.Lookup(read.Sign); ok {
+			s.use(d)
+			if again, err := dialect.Read(d, f.GetMessage()); err == nil {
+				read = again
+			}
+		}
 	}
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
@@ -412,7 +426,9 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	if s.cancel {
 		e.call.CancelRequested() // see cancelled turns in frame
 	}
+	reserved := ss.budget(s, e, o, r)
 	e.call.Apply(o)
+	ss.settle(s, e, reserved)
 	if !wasEnded && e.call.Ended() {
 		e.endedAt = ss.now()
 	}
@@ -522,6 +538,7 @@ func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
 	now := ss.now()
 	for _, e := range open {
 		e.call.End(cancelled, why)
+		ss.settle(s, e, 0)
 		e.endedAt = now
 		ss.emit(s, e, r)
 	}
@@ -537,6 +554,7 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	s.gone = true
 	for _, e := range s.inOrder(func(*entry) bool { return true }) {
 		ss.bury(s, e.call.ID(), e, why)
+		ss.unhold(s, e)
 	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
@@ -587,6 +605,7 @@ func (ss *sessions) sweep() {
 			past := s.inOrder(func(e *entry) bool { return e.call.Ended() && now.Sub(e.endedAt) > ss.cfg.Grace })
 			for _, e := range past {
 				ss.bury(s, e.call.ID(), e, releasedGrace)
+				ss.unhold(s, e)
 				s.forgetCall(e.call.ID())
 			}
 			ss.forget(len(past), "grace")

@@ -1,0 +1,208 @@
+// Command acpbench runs acpnorm's service load benchmark: it starts acpnormd
+// and the echo baseline (bench/echod) on loopback ports, replays every
+// scenario on 1, 8 and 32 concurrent Normalize streams against each,
+// interleaved (acpnorm, echo, then echo, acpnorm in the next round, for
+// several rounds), and prints the medians side by side with acpnorm's
+// ratio to the baseline. bench/run.sh builds the binaries and runs it.
+//
+// Usage:
+//
+//	acpbench [flags]                         the benchmark
+//	acpbench -profile FILE [flags]           the same, acpnorm served in-process and CPU-profiled
+//	acpbench ghz -ghz BIN [flags]            the same scenarios driven by ghz
+//	acpbench ghzdata -scenario NAME -out F   a ghz --data-file for one scenario
+//
+// It exits 1 when any run saw an error (a FrameError, a failed send, a
+// stream that broke, a barrier never answered), never because of speed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/acpnorm/acpnorm/bench/load"
+)
+
+func main() {
+	var err error
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "ghzdata":
+		err = ghzData(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "ghz":
+		err = ghzRun(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "profiled":
+		err = profiled(os.Args[2:])
+	default:
+		err = run(os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "acpbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("acpbench", flag.ContinueOnError)
+	acpnormd := fs.String("acpnormd", "", "acpnormd binary (required)")
+	echod := fs.String("echod", "", "echo server binary (required)")
+	recordings := fs.String("recordings", "test/testdata/recordings", "directory of the recordings")
+	scenarios := fs.String("scenarios", "all", "comma-separated scenarios, or all")
+	conc := fs.String("c", "1,8,32", "comma-separated stream counts")
+	rounds := fs.Int("rounds", 3, "rounds; each runs every cell on both servers")
+	duration := fs.Duration("duration", 2*time.Second, "sending time of one cell")
+	jsonOut := fs.String("json", "", "write every result and the summary here")
+	pngOut := fs.String("png", "", "write the chart here")
+	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
+	profile := fs.String("profile", "", "serve acpnorm in-process from this binary (same limits as acpnormd) and write its CPU profile here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if (*acpnormd == "" && *profile == "") || *echod == "" {
+		return fmt.Errorf("-acpnormd (or -profile) and -echod are required")
+	}
+	var streams []int
+	for _, s := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-c: %q is not a stream count", s)
+		}
+		streams = append(streams, n)
+	}
+	all, err := load.Scenarios(*recordings)
+	if err != nil {
+		return err
+	}
+	chosen, err := load.Select(all, *scenarios)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	var acp *load.Server
+	if *profile != "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		acp, err = load.Start(ctx, "acpnorm", self, "-listen", "profiled", "-cpuprofile", *profile)
+		if err != nil {
+			return err
+		}
+	} else if acp, err = load.Start(ctx, "acpnorm", *acpnormd, "--listen", "serve", "--metrics-listen=", "--log-level=warn"); err != nil {
+		return err
+	}
+	defer acp.Stop()
+	echo, err := load.Start(ctx, "echo", *echod, "-listen")
+	if err != nil {
+		return err
+	}
+	defer echo.Stop()
+	servers := [2]*load.Server{acp, echo}
+
+	cells := *rounds * len(chosen) * len(streams) * 2
+	fmt.Fprintf(os.Stderr, "acpbench: %d scenarios x c=%v x %d rounds x 2 servers = %d cells of %v (about %v)\n",
+		len(chosen), streams, *rounds, cells, *duration, time.Duration(cells)*(*duration+300*time.Millisecond))
+	for _, s := range chosen {
+		fmt.Fprintf(os.Stderr, "  %-10s %5d frames, %6.1f MB per pass: %s\n", s.Name, s.Frames(), float64(s.Bytes())/1e6, s.What)
+	}
+	var results []*load.Result
+	failed := false
+	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
+	for round := range *rounds {
+		for _, s := range chosen {
+			for _, c := range streams {
+				order := servers
+				if round%2 == 1 {
+					order = [2]*load.Server{echo, acp}
+				}
+				for _, srv := range order {
+					r, err := load.Run(ctx, load.Options{
+						Addr: srv.Addr, Streams: c, Duration: *duration, Scenario: s,
+						ServerPID: srv.PID(), RunID: fmt.Sprintf("%s-%d-%s-%d", runID, round, s.Name, c),
+					})
+					if err != nil {
+						return err
+					}
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					r.Server, r.Round = srv.Name, round+1
+					results = append(results, r)
+					fmt.Fprintf(os.Stderr, "round %d %-10s c=%-2d %-7s %8.0f frames/s  p99 %7.2f ms  %.2f cores  %d frame errors  %d send errors\n",
+						round+1, s.Name, c, srv.Name, r.FramesPerSec, r.P99ms, r.ServerCores, r.FrameErrors, r.SendErrors)
+					if r.Failed() {
+						failed = true
+						for _, e := range r.Errors {
+							fmt.Fprintln(os.Stderr, "   ", e)
+						}
+					}
+				}
+			}
+		}
+	}
+	rows := load.Summarize(results, [2]string{acp.Name, echo.Name})
+	fmt.Println()
+	load.PrintTable(os.Stdout, rows)
+	if *md {
+		fmt.Println()
+		load.PrintMarkdown(os.Stdout, rows)
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(struct {
+			Results []*load.Result `json:"results"`
+			Summary []load.Row     `json:"summary"`
+		}{results, rows}, "", "  ")
+		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if *pngOut != "" {
+		if err := load.Chart(rows, *pngOut); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return fmt.Errorf("errors during the run (see above); speed is never a failure")
+	}
+	return nil
+}
+
+// ghzData writes a ghz --data-file: the NormalizeRequests of one pass over
+// a scenario, in protojson, as one bidirectional stream. Session ids are
+// ghz templates ({{.WorkerID}}, {{.RequestNumber}}) plus a run nonce, so
+// every stream ghz opens uses fresh sessions.
+func ghzData(args []string) error {
+	fs := flag.NewFlagSet("ghzdata", flag.ContinueOnError)
+	recordings := fs.String("recordings", "test/testdata/recordings", "directory of the recordings")
+	name := fs.String("scenario", "", "scenario (required)")
+	out := fs.String("out", "", "output file (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *name == "" || *out == "" {
+		return fmt.Errorf("ghzdata: -scenario and -out are required")
+	}
+	all, err := load.Scenarios(*recordings)
+	if err != nil {
+		return err
+	}
+	chosen, err := load.Select(all, *name)
+	if err != nil {
+		return err
+	}
+	nonce := strconv.FormatInt(time.Now().UnixNano(), 36)
+	b, err := load.GHZData(chosen[0], nonce)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(*out, b, 0o644)
+}

@@ -1,0 +1,305 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Options say what one load run does.
+type Options struct {
+	// Addr is the server's host:port (loopback).
+	Addr string
+	// Streams is the number of concurrent Normalize streams, each on its
+	// own connection.
+	Streams int
+	// Duration is how long streams start new frames; each then closes its
+	// session and waits for the server to catch up.
+	Duration time.Duration
+	// Scenario is what every stream replays, in a loop.
+	Scenario *Scenario
+	// ServerPID is read in /proc for CPU time and peak RSS; 0 skips it.
+	ServerPID int
+	// RunID makes session ids unique across runs against one server.
+	RunID string
+	// Wait bounds how long a stream waits for the server to answer the
+	// barrier after a replay (default 60 s).
+	Wait time.Duration
+}
+
+// Result is what one load run measured.
+type Result struct {
+	Scenario string `json:"scenario"`
+	Server   string `json:"server"`
+	Streams  int    `json:"streams"`
+	Round    int    `json:"round"`
+	// Frames are the frames sent and known to be processed (the server
+	// answered the barrier that follows them); Replays counts whole
+	// recordings among them.
+	Frames  int64 `json:"frames"`
+	Bytes   int64 `json:"bytes"`
+	Replays int64 `json:"replays"`
+	// Responses counts every response but the barriers' answers;
+	// FrameErrors counts those that are FrameErrors.
+	Responses   int64 `json:"responses"`
+	FrameErrors int64 `json:"frame_errors"`
+	// SendErrors counts failed sends, failed stream opens, streams that
+	// ended with an error and barriers never answered.
+	SendErrors int64         `json:"send_errors"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
+	// FramesPerSec and MBPerSec are Frames and Bytes over Elapsed.
+	FramesPerSec float64 `json:"frames_per_sec"`
+	MBPerSec     float64 `json:"mb_per_sec"`
+	// Latencies, in milliseconds, from a frame's send to the first
+	// response carrying its sequence (frames without a response have
+	// none).
+	Latencies int     `json:"latencies"`
+	P50ms     float64 `json:"p50_ms"`
+	P99ms     float64 `json:"p99_ms"`
+	// ServerCores is server CPU time over Elapsed (2.0 = two cores busy);
+	// ServerPeakRSS is the server's peak resident set during the run.
+	ServerCores   float64 `json:"server_cores"`
+	ServerPeakRSS int64   `json:"server_peak_rss"`
+	// ClientCores is the load client's own CPU time over Elapsed; it
+	// shares the machine with the server.
+	ClientCores float64 `json:"client_cores"`
+	// Errors holds the first few error messages.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Failed says whether the run saw any error.
+func (r *Result) Failed() bool { return r.FrameErrors > 0 || r.SendErrors > 0 }
+
+type tally struct {
+	mu        sync.Mutex
+	lat       []time.Duration
+	errors    []string
+	frames    atomic.Int64
+	bytes     atomic.Int64
+	replays   atomic.Int64
+	responses atomic.Int64
+	frameErrs atomic.Int64
+	sendErrs  atomic.Int64
+}
+
+func (t *tally) fail(counter *atomic.Int64, format string, args ...any) {
+	counter.Add(1)
+	t.mu.Lock()
+	if len(t.errors) < 5 {
+		t.errors = append(t.errors, fmt.Sprintf(format, args...))
+	}
+	t.mu.Unlock()
+}
+
+// Run replays o.Scenario on o.Streams streams for o.Duration and measures.
+//
+// Each stream sends the frames of one recording under a fresh session id,
+// then a SessionClosed for it, then a barrier: a frame without a session
+// id, which every server answers (acpnormd with a FrameError, the echo
+// server with a ShellExec) after everything sent before it, since a stream
+// is processed in order. The barrier's answer is not counted. So at most
+// one recording is in flight per stream, and when the time is up the
+// frames counted are the frames the server has processed.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Wait == 0 {
+		o.Wait = 60 * time.Second
+	}
+	t := &tally{}
+	cpu0, _ := ProcCPU(0)
+	var scpu0 time.Duration
+	if o.ServerPID > 0 {
+		ResetPeakRSS(o.ServerPID)
+		scpu0, _ = ProcCPU(o.ServerPID)
+	}
+	start := time.Now()
+	deadline := start.Add(o.Duration)
+	var wg sync.WaitGroup
+	for w := range o.Streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			worker(ctx, o, w, deadline, t)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	r := &Result{
+		Scenario: o.Scenario.Name, Streams: o.Streams,
+		Frames: t.frames.Load(), Bytes: t.bytes.Load(), Replays: t.replays.Load(),
+		Responses: t.responses.Load(), FrameErrors: t.frameErrs.Load(), SendErrors: t.sendErrs.Load(),
+		Elapsed: elapsed, Errors: t.errors, Latencies: len(t.lat),
+	}
+	sec := elapsed.Seconds()
+	r.FramesPerSec = float64(r.Frames) / sec
+	r.MBPerSec = float64(r.Bytes) / sec / 1e6
+	if len(t.lat) > 0 {
+		slices.Sort(t.lat)
+		pct := func(p float64) float64 {
+			i := int(p * float64(len(t.lat)-1))
+			return float64(t.lat[i]) / 1e6
+		}
+		r.P50ms, r.P99ms = pct(0.50), pct(0.99)
+	}
+	if cpu1, err := ProcCPU(0); err == nil {
+		r.ClientCores = (cpu1 - cpu0).Seconds() / sec
+	}
+	if o.ServerPID > 0 {
+		if scpu1, err := ProcCPU(o.ServerPID); err == nil {
+			r.ServerCores = (scpu1 - scpu0).Seconds() / sec
+		}
+		r.ServerPeakRSS, _ = PeakRSS(o.ServerPID)
+	}
+	return r, nil
+}
+
+func worker(ctx context.Context, o Options, w int, deadline time.Time, t *tally) {
+	conn, err := grpc.NewClient(o.Addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.fail(&t.sendErrs, "stream %d: %v", w, err)
+		return
+	}
+	defer conn.Close()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := pb.NewNormalizerServiceClient(conn).Normalize(sctx)
+	if err != nil {
+		t.fail(&t.sendErrs, "stream %d: open: %v", w, err)
+		return
+	}
+
+	var (
+		mu      sync.Mutex
+		sent    = map[uint64]time.Time{}
+		lat     []time.Duration
+		barrier atomic.Uint64
+		acked   = make(chan struct{}, 1)
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			resp, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				if sctx.Err() == nil {
+					t.fail(&t.sendErrs, "stream %d: receive: %v", w, err)
+				}
+				return
+			}
+			now := time.Now()
+			var seq uint64
+			fe := resp.GetFrameError()
+			if fe != nil {
+				seq = fe.GetSequence()
+			} else {
+				seq = resp.GetShellExec().GetSequence()
+			}
+			if seq == barrier.Load() {
+				select {
+				case acked <- struct{}{}:
+				default:
+				}
+				continue
+			}
+			t.responses.Add(1)
+			if fe != nil {
+				t.fail(&t.frameErrs, "stream %d: FrameError on sequence %d (session %s): %s", w, seq, fe.GetSessionId(), fe.GetMessage())
+			}
+			mu.Lock()
+			if at, ok := sent[seq]; ok {
+				lat = append(lat, now.Sub(at))
+				delete(sent, seq)
+			}
+			mu.Unlock()
+		}
+	}()
+
+	var seq uint64
+	send := func(req *pb.NormalizeRequest) bool {
+		if err := stream.Send(req); err != nil {
+			t.fail(&t.sendErrs, "stream %d: send: %v", w, err)
+			return false
+		}
+		return true
+	}
+	replays := o.Scenario.Replays
+	ok := true
+	for n := 0; ok && time.Now().Before(deadline) && ctx.Err() == nil; n++ {
+		rec := replays[(w+n)%len(replays)]
+		sid := fmt.Sprintf("%s-s%d-r%d", o.RunID, w, n)
+		var frames, bytes int64
+		whole := true
+		for _, f := range rec {
+			if !time.Now().Before(deadline) {
+				whole = false
+				break
+			}
+			seq++
+			mu.Lock()
+			sent[seq] = time.Now()
+			mu.Unlock()
+			if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
+				SessionId: sid, Dialect: "auto", Sequence: seq, Direction: f.Dir, Message: f.Msg,
+			}}}); !ok {
+				break
+			}
+			frames++
+			bytes += int64(len(f.Msg))
+		}
+		if !ok {
+			break
+		}
+		seq++
+		if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid, Sequence: seq}}}); !ok {
+			break
+		}
+		seq++
+		barrier.Store(seq)
+		if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{Sequence: seq, Message: []byte("{}")}}}); !ok {
+			break
+		}
+		select {
+		case <-acked:
+		case <-done:
+			ok = false
+		case <-time.After(o.Wait):
+			t.fail(&t.sendErrs, "stream %d: no answer to the barrier within %v", w, o.Wait)
+			ok = false
+		}
+		if !ok {
+			break
+		}
+		t.frames.Add(frames)
+		t.bytes.Add(bytes)
+		if whole {
+			t.replays.Add(1)
+		}
+		mu.Lock()
+		clear(sent)
+		mu.Unlock()
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.fail(&t.sendErrs, "stream %d: close: %v", w, err)
+	}
+	select {
+	case <-done:
+	case <-time.After(o.Wait):
+		t.fail(&t.sendErrs, "stream %d: the server did not end the stream within %v", w, o.Wait)
+	}
+	t.mu.Lock()
+	t.lat = append(t.lat, lat...)
+	t.mu.Unlock()
+}

@@ -1,0 +1,88 @@
+package load
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/dialect"
+)
+
+// TestGrokSnapshots checks that the generated stream is what the Grok
+// dialect reads as cumulative snapshots growing to the configured size,
+// with the byte array and the content text saying the same.
+func TestGrokSnapshots(t *testing.T) {
+	for _, arrays := range []bool{false, true} {
+		g := GrokConfig{Snapshots: 10, FinalBytes: 4000, ByteArrays: arrays}
+		frames := Grok(g)
+		d, ok := dialect.Lookup("grok")
+		if !ok {
+			t.Fatal("no grok dialect")
+		}
+		var sizes []int
+		var last []byte
+		for i, f := range frames {
+			if !json.Valid(f.Msg) {
+				t.Fatalf("frame %d is not JSON", i)
+			}
+			if f.Dir != pb.Direction_DIRECTION_AGENT_TO_CLIENT {
+				continue
+			}
+			fr, err := dialect.Read(d, f.Msg)
+			if err != nil {
+				t.Fatalf("frame %d: %v", i, err)
+			}
+			if i == 1 && fr.AgentName != "grok" {
+				t.Fatalf("initialize names %q", fr.AgentName)
+			}
+			for _, o := range fr.Observations {
+				for _, tx := range o.Texts {
+					out := tx.Bytes
+					if !arrays {
+						out = []byte(tx.Text)
+					}
+					if last != nil && !bytes.HasPrefix(out, last) {
+						t.Fatalf("frame %d: snapshot does not extend the previous one", i)
+					}
+					last = out
+					sizes = append(sizes, len(out))
+				}
+			}
+		}
+		if len(sizes) != g.Snapshots || sizes[len(sizes)-1] != g.FinalBytes {
+			t.Fatalf("arrays=%v: snapshot sizes %v, want %d growing to %d", arrays, sizes, g.Snapshots, g.FinalBytes)
+		}
+	}
+}
+
+func TestGHZDataIsProtoJSON(t *testing.T) {
+	s := &Scenario{Name: "x", Replays: [][]Frame{Grok(GrokConfig{Snapshots: 2, FinalBytes: 100})}}
+	b, err := GHZData(s, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []map[string]any
+	if err := json.Unmarshal(b, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != s.Frames()+1 {
+		t.Fatalf("%d messages, want %d frames and a SessionClosed", len(msgs), s.Frames())
+	}
+	if _, ok := msgs[len(msgs)-1]["sessionClosed"]; !ok {
+		t.Fatalf("last message %v", msgs[len(msgs)-1])
+	}
+}
+
+func TestSummarizeMedians(t *testing.T) {
+	var rs []*Result
+	for i, fps := range []float64{10, 30, 20} {
+		rs = append(rs,
+			&Result{Scenario: "s", Streams: 8, Server: "a", Round: i, FramesPerSec: fps, P99ms: fps},
+			&Result{Scenario: "s", Streams: 8, Server: "b", Round: i, FramesPerSec: 40, P99ms: 10, FrameErrors: 1})
+	}
+	rows := Summarize(rs, [2]string{"a", "b"})
+	if len(rows) != 1 || rows[0].FPS != [2]float64{20, 40} || rows[0].FPSRatio != 0.5 || rows[0].P99Ratio != 2 || rows[0].Errors != 3 {
+		t.Fatalf("rows %+v", rows)
+	}
+}

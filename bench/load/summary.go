@@ -1,0 +1,115 @@
+package load
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+)
+
+// Row is the summary of one scenario at one concurrency: medians over the
+// rounds of each server and acpnorm's ratios to the baseline.
+type Row struct {
+	Scenario string `json:"scenario"`
+	Streams  int    `json:"streams"`
+	// Median over rounds, acpnorm then the echo baseline.
+	FPS      [2]float64 `json:"frames_per_sec"`
+	MBps     [2]float64 `json:"mb_per_sec"`
+	P50ms    [2]float64 `json:"p50_ms"`
+	P99ms    [2]float64 `json:"p99_ms"`
+	Cores    [2]float64 `json:"server_cores"`
+	PeakRSS  [2]int64   `json:"server_peak_rss"` // the largest over rounds
+	FPSRatio float64    `json:"fps_ratio"`       // acpnorm / echo frames/s
+	P99Ratio float64    `json:"p99_ratio"`       // acpnorm / echo p99
+	Rounds   int        `json:"rounds"`
+	Errors   int64      `json:"errors"`
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Summarize folds the results of every round into one row per scenario
+// and concurrency, in the order they first appear. servers names acpnorm
+// first and the baseline second.
+func Summarize(results []*Result, servers [2]string) []Row {
+	type key struct {
+		scenario string
+		streams  int
+	}
+	var order []key
+	groups := map[key][2][]*Result{}
+	for _, r := range results {
+		k := key{r.Scenario, r.Streams}
+		g, seen := groups[k]
+		if !seen {
+			order = append(order, k)
+		}
+		for i, name := range servers {
+			if r.Server == name {
+				g[i] = append(g[i], r)
+			}
+		}
+		groups[k] = g
+	}
+	var rows []Row
+	for _, k := range order {
+		g := groups[k]
+		row := Row{Scenario: k.scenario, Streams: k.streams, Rounds: min(len(g[0]), len(g[1]))}
+		for i := range 2 {
+			var fps, mb, p50, p99, cores []float64
+			for _, r := range g[i] {
+				fps = append(fps, r.FramesPerSec)
+				mb = append(mb, r.MBPerSec)
+				p50 = append(p50, r.P50ms)
+				p99 = append(p99, r.P99ms)
+				cores = append(cores, r.ServerCores)
+				row.PeakRSS[i] = max(row.PeakRSS[i], r.ServerPeakRSS)
+				row.Errors += r.FrameErrors + r.SendErrors
+			}
+			row.FPS[i], row.MBps[i], row.P50ms[i], row.P99ms[i], row.Cores[i] = median(fps), median(mb), median(p50), median(p99), median(cores)
+		}
+		if row.FPS[1] > 0 {
+			row.FPSRatio = row.FPS[0] / row.FPS[1]
+		}
+		if row.P99ms[1] > 0 {
+			row.P99Ratio = row.P99ms[0] / row.P99ms[1]
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// PrintTable writes the rows as an aligned table, acpnorm and the
+// baseline side by side.
+func PrintTable(w io.Writer, rows []Row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tc\tframes/s acpnorm\techo\tratio\tMB/s acpnorm\techo\tp50 ms acpnorm\techo\tp99 ms acpnorm\techo\tratio\tCPU cores acpnorm\techo\tpeak RSS MiB acpnorm\techo\terrors\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f×\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f×\t%.2f\t%.2f\t%.0f\t%.0f\t%d\t\n",
+			r.Scenario, r.Streams, r.FPS[0], r.FPS[1], r.FPSRatio, r.MBps[0], r.MBps[1],
+			r.P50ms[0], r.P50ms[1], r.P99ms[0], r.P99ms[1], r.P99Ratio,
+			r.Cores[0], r.Cores[1], float64(r.PeakRSS[0])/(1<<20), float64(r.PeakRSS[1])/(1<<20), r.Errors)
+	}
+	tw.Flush()
+}
+
+// PrintMarkdown writes the rows as a Markdown table.
+func PrintMarkdown(w io.Writer, rows []Row) {
+	fmt.Fprintln(w, "| scenario | c | frames/s acpnorm | echo | ratio | p50 ms acpnorm | echo | p99 ms acpnorm | echo | ratio | CPU cores acpnorm | echo | peak RSS MiB acpnorm | echo | errors |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f× | %.2f | %.2f | %.2f | %.2f | %.2f× | %.2f | %.2f | %.0f | %.0f | %d |\n",
+			r.Scenario, r.Streams, r.FPS[0], r.FPS[1], r.FPSRatio,
+			r.P50ms[0], r.P50ms[1], r.P99ms[0], r.P99ms[1], r.P99Ratio,
+			r.Cores[0], r.Cores[1], float64(r.PeakRSS[0])/(1<<20), float64(r.PeakRSS[1])/(1<<20), r.Errors)
+	}
+}

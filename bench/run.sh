@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The service load benchmark: builds acpnormd, the echo baseline
+# (bench/echod) and the load client (bench/cmd/acpbench), then runs every
+# scenario against both servers on loopback, interleaved, at 1, 8 and 32
+# concurrent streams, and prints acpnorm's figures beside the baseline's
+# with the ratio (medians over rounds). About 5 minutes on 2 cores.
+#
+#   bash bench/run.sh                         the full run (3 rounds x 2 s cells)
+#   bash bench/run.sh -rounds 5 -c 8          any acpbench flag (go run ./bench/cmd/acpbench -h)
+#   SMOKE=1 bash bench/run.sh                 a ~20 s run (CI): fails on errors, never on speed
+#   GHZ=1 bash bench/run.sh                   the same scenarios driven by ghz v0.121.0 instead
+#
+# Results: the table on stdout; bench/out/results.json and bench/out/chart.png.
+# Fails (exit 1) when a run saw a FrameError, a failed send or a broken stream.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GHZ_VERSION=v0.121.0
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/acpnormd" ./cmd/acpnormd
+go build -o "$bin/echod" ./bench/echod
+go build -o "$bin/acpbench" ./bench/cmd/acpbench
+mkdir -p bench/out
+
+if [ "${GHZ:-}" = 1 ]; then
+  # ghz is pinned (@latest is old) and installed into .bin/; CI never runs it.
+  if [ "$(cat .bin/ghz.version 2>/dev/null)" != "$GHZ_VERSION" ]; then
+    GOBIN="$PWD/.bin" go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
+    echo "$GHZ_VERSION" > .bin/ghz.version
+  fi
+  exec timeout 30m "$bin/acpbench" ghz -ghz .bin/ghz -acpnormd "$bin/acpnormd" -echod "$bin/echod" "$@"
+fi
+
+if [ "${SMOKE:-}" = 1 ]; then
+  set -- -rounds 1 -duration 700ms -c 1,8 "$@"
+fi
+# Bounded: the full run takes about 5 minutes; a stuck server ends it.
+timeout 30m "$bin/acpbench" -acpnormd "$bin/acpnormd" -echod "$bin/echod" \
+  -json bench/out/results.json -png bench/out/chart.png "$@"

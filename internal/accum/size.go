@@ -1,0 +1,75 @@
+package accum
+
+import "unicode/utf8"
+
+// Size is the memory a Buffer holds for its text: the capacity of its
+// backing array, which never exceeds 1.5×limit.
+func (b *Buffer) Size() int { return cap(b.data) }
+
+// growthBound is the most that Size can grow while texts of the given
+// lengths are folded in, one after the other. Invalid UTF-8 can become up
+// to three times longer (each bad byte turns into U+FFFD), and a sequence
+// held back from a byte Delta can join the next; each append grows the
+// array to at most max(64, 2×(held + added), 2×cap), never past
+// 1.5×limit.
+func (b *Buffer) growthBound(lens ...int) int {
+	held := len(b.data) - b.off
+	c := cap(b.data)
+	for _, n := range lens {
+		add := utf8.RuneLen(utf8.RuneError)*n + utf8.UTFMax
+		c = min(max(64, 2*(held+add), 2*c), b.maxCap())
+		held = min(held+add, b.limit)
+	}
+	return max(0, c-cap(b.data))
+}
+
+// Size is the memory a Call holds for text: its output streams and the
+// strings it keeps about the command. It changes only in Apply and End.
+func (c *Call) Size() int {
+	n := len(c.id) + len(c.cur.terminalID) + len(c.cur.command) + len(c.cur.cwd) + len(c.cur.description) + len(c.cur.approvalReason) + len(c.cur.signal)
+	for _, b := range c.streams {
+		if b != nil {
+			n += b.Size()
+		}
+	}
+	return n
+}
+
+// GrowthBound is the most that Size can grow when o is applied. A caller
+// that must bound memory reserves it before Apply and settles the real
+// change after.
+func (c *Call) GrowthBound(o *Observation) int {
+	n := len(o.TerminalID) + len(o.Command) + len(o.Cwd) + len(o.Description) + len(o.ApprovalReason) + len(o.Signal)
+	var lens [numStreams][]int
+	for _, t := range o.Texts {
+		if t.Stream < numStreams {
+			lens[t.Stream] = append(lens[t.Stream], len(t.Text)+len(t.Bytes))
+		}
+	}
+	for s, l := range lens {
+		if l == nil {
+			continue
+		}
+		b := c.streams[s]
+		if b == nil {
+			b = NewBuffer(c.limit)
+		}
+		n += b.growthBound(l...)
+	}
+	if o.Status.Ended() {
+		n += c.EndGrowthBound()
+	}
+	return n
+}
+
+// EndGrowthBound is the most that Size can grow when the call is ended
+// (End, or an observation that ends it): held-back bytes are flushed.
+func (c *Call) EndGrowthBound() int {
+	n := 0
+	for _, b := range c.streams {
+		if b != nil && b.ncarry > 0 {
+			n += b.growthBound(b.ncarry)
+		}
+	}
+	return n
+}

@@ -1,0 +1,158 @@
+package service
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+	"google.golang.org/grpc/codes"
+)
+
+// DefaultMemoryBudget returns the default byte budget for held text: a
+// quarter of the memory this process may use, which is the smaller of the
+// machine's memory (MemTotal in /proc/meminfo) and the cgroup's limit
+// (memory.max, or memory.limit_in_bytes under cgroup v1). When neither can
+// be read it is 1 GiB.
+var DefaultMemoryBudget = sync.OnceValue(func() int {
+	mem := memTotal()
+	if lim := cgroupLimit(); lim > 0 && (mem == 0 || lim < mem) {
+		mem = lim
+	}
+	if mem <= 0 {
+		return 1 << 30
+	}
+	return int(mem / 4)
+})
+
+// memTotal is MemTotal from /proc/meminfo in bytes, 0 when unknown.
+func memTotal() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err == nil && kb > 0 {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// cgroupLimit is the memory limit of this process's cgroup in bytes, 0
+// when there is none or it cannot be read.
+func cgroupLimit() int64 {
+	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+		if err != nil || n <= 0 || n >= 1<<60 { // "max", or cgroup v1's "no limit"
+			continue
+		}
+		return n
+	}
+	return 0
+}
+
+// sessionMemory is the share of the budget one session may hold.
+func (c Config) sessionMemory() int {
+	if c.SessionMemory > 0 {
+		return c.SessionMemory
+	}
+	return max(c.MemoryBudget/8, 1)
+}
+
+// reserve sets aside n more bytes of held text for session s, up to the
+// session's share and the global budget. It returns the limit that refuses
+// them, or "".
+func (ss *sessions) reserve(s *session, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if ss.held.Add(int64(n)) > int64(ss.cfg.MemoryBudget) {
+		ss.held.Add(int64(-n))
+		return limitMemory
+	}
+	if s.held+n > ss.cfg.sessionMemory() {
+		ss.held.Add(int64(-n))
+		return limitSessionMemory
+	}
+	s.held += n
+	return ""
+}
+
+// settle replaces what was reserved for a call by what it really holds
+// now. With reserved 0 it charges a change that cannot be refused (ending
+// a call flushes held-back bytes).
+func (ss *sessions) settle(s *session, e *entry, reserved int) {
+	now := e.call.Size()
+	d := now - e.size - reserved
+	e.size = now
+	s.held += d
+	ss.m.heldBytes.Set(float64(ss.held.Add(int64(d))))
+}
+
+// unhold gives back what a call held when it is released.
+func (ss *sessions) unhold(s *session, e *entry) {
+	s.held -= e.size
+	ss.m.heldBytes.Set(float64(ss.held.Add(int64(-e.size))))
+	e.size = 0
+}
+
+// budget reserves what applying o to e can take. When a limit refuses it,
+// the observation's output is not held (each stream it touched is marked
+// truncated instead) and, if still needed, the strings it sets are left
+// out too; the call's life (its status, exit code, outcome) always
+// applies. It returns what was reserved.
+func (ss *sessions) budget(s *session, e *entry, o *accum.Observation, r *reply) int {
+	need := e.call.GrowthBound(o)
+	limit := ss.reserve(s, need)
+	if limit == "" {
+		return need
+	}
+	ss.m.refused(limit)
+	var dropped int
+	if len(o.Texts) > 0 {
+		var touched [3]bool
+		texts := make([]accum.Text, 0, 3)
+		for _, t := range o.Texts {
+			dropped += len(t.Text) + len(t.Bytes)
+			if int(t.Stream) < len(touched) && !touched[t.Stream] {
+				touched[t.Stream] = true
+				texts = append(texts, accum.Text{Stream: t.Stream, Kind: accum.Delta, Truncated: true})
+			}
+		}
+		o.Texts = texts
+	}
+	what := "output"
+	need = e.call.GrowthBound(o)
+	if ss.reserve(s, need) != "" {
+		for _, f := range []*string{&o.Command, &o.Cwd, &o.Description, &o.ApprovalReason, &o.Signal, &o.TerminalID} {
+			dropped += len(*f)
+			*f = ""
+		}
+		what = "output, command, cwd and description"
+		need = e.call.GrowthBound(o)
+		if ss.reserve(s, need) != "" {
+			need = 0 // what is left cannot grow; settle charges it
+		}
+	}
+	held, of, flag := ss.held.Load(), ss.cfg.MemoryBudget, "--memory-budget"
+	scope := "the service"
+	if limit == limitSessionMemory {
+		held, of, flag, scope = int64(s.held), ss.cfg.sessionMemory(), "--session-memory", "the session"
+	}
+	r.fail(codes.ResourceExhausted, e.call.ID(), "frame %d of session %q: %s holds %d bytes of text, and this update of tool call %q could take more than its limit of %d bytes (%s); its %s (%d bytes) is not held and the field says truncated, and the rest of the update applies", r.seq, s.id, scope, held, e.call.ID(), of, flag, what, dropped)
+	return need
+}

@@ -1,0 +1,105 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/bench/load"
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/replay"
+)
+
+// pathClasses returns the frames of every recording in
+// test/testdata/recordings and of the generated Grok-like commands.
+func pathClasses(b *testing.B) (names []string, frames [][]load.Frame) {
+	b.Helper()
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	for _, file := range files {
+		fh, err := os.Open(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines, err := replay.Read(fh)
+		fh.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var fs []load.Frame
+		for _, l := range lines {
+			fs = append(fs, load.Frame{Dir: l.Dir, Msg: l.Msg})
+		}
+		names = append(names, strings.TrimSuffix(filepath.Base(file), ".ndjson"))
+		frames = append(frames, fs)
+	}
+	for _, arrays := range []bool{false, true} {
+		g := load.GrokConfig{Snapshots: 100, FinalBytes: 150 << 10, ByteArrays: arrays}
+		names = append(names, g.Name())
+		frames = append(frames, load.Grok(g))
+	}
+	return names, frames
+}
+
+// BenchmarkServicePath holds the whole per-frame work of the service (read
+// the frame with the session's dialect, accumulate, build the
+// NormalizeResponses) against encoding/json decoding the same frames into
+// map[string]any. One op is one recording: every frame of it, both
+// directions, on a fresh session, then SessionClosed. gRPC's own work
+// (framing, protobuf marshalling) is not in either.
+func BenchmarkServicePath(b *testing.B) {
+	names, all := pathClasses(b)
+	for i, name := range names {
+		frames := all[i]
+		var size int64
+		reqs := make([]*pb.NormalizeRequest, len(frames))
+		for j, f := range frames {
+			size += int64(len(f.Msg))
+			reqs[j] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
+				Dialect: "auto", Sequence: uint64(j + 1), Direction: f.Dir, Message: f.Msg,
+			}}}
+		}
+		b.Run(name+"/service", func(b *testing.B) {
+			ss := newSessions(DefaultConfig(), NewMetrics(nil))
+			ctx := context.Background()
+			emit := func(out *pb.NormalizeResponse) error {
+				if fe := out.GetFrameError(); fe != nil {
+					return fmt.Errorf("%s: %s", name, fe.GetMessage())
+				}
+				return nil
+			}
+			b.SetBytes(size)
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				n++
+				sid := fmt.Sprintf("bench-%d", n)
+				for _, r := range reqs {
+					r.GetFrame().SessionId = sid
+					if err := ss.handle(ctx, r, emit); err != nil {
+						b.Fatal(err)
+					}
+				}
+				closed := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid}}}
+				if err := ss.handle(ctx, closed, emit); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/generic-map", func(b *testing.B) {
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, f := range frames {
+					var v map[string]any
+					if err := json.Unmarshal(f.Msg, &v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ import (
 )
 
 // The conformance tests play synthetic but faithful ACP traces, written
-// from /work/shared/acp-shell-reference.md, for agent builds and modes we
+// from the field guide (docs/agents.md), for agent builds and modes we
 // have no recording of. Each trace is a whole session as it appears on the
 // wire: `initialize` (the client's capabilities, the agent's
 // agentInfo.name so that AUTO detection picks the dialect), `session/new`,
@@ -1128,8 +1128,8 @@ func TestConformanceAskWhileAnotherCallRuns(t *testing.T) {
 
 // ------------------------------------------- Cancel, reject, wrappers, echoes
 //
-// Traces for the field guide's section 2b and the rules at the end of its
-// section 3: client cancels, rejected permission asks, adapters' own shell
+// Traces for the field guide's section 4 and the rules of its section 5
+// (docs/agents.md): client cancels, rejected permission asks, adapters' own shell
 // wrappers versus a model's, never-worse frames, the Codex TS 2.x wire,
 // big outputs and command echoes.
 
@@ -1205,7 +1205,7 @@ func TestConformanceModelWrappersKept(t *testing.T) {
 }
 
 // TestConformanceCodexTS2: @agentclientprotocol/codex-acp 2.x as recorded
-// (field guide 2b): terminal_output_delta without the capability,
+// (docs/agents.md, Codex TS and section 4): terminal_output_delta without the capability,
 // terminal_exit and no rawOutput, one 340 KB delta, the re-quoted command
 // of its permission ask, a listing call of kind read named exec_command,
 // and deltas for a cancelled call that keep coming in the next turn.

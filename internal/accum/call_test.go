@@ -101,6 +101,44 @@ func TestCallOutcome(t *testing.T) {
 			want: Cancelled,
 		},
 		{
+			name: "exit 0 next to a signal is not an exit status",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(0, ExitStructured)}},
+			want: Failed,
+		},
+		{
+			name: "nonzero exit next to a signal is kept",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(137, ExitStructured)}},
+			want: Failed, wantExit: ptr(137),
+		},
+		{
+			name: "failed verdict outweighs exit 0",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictFailed, Exit: exit(0, ExitStructured)}},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "failed verdict then a later exit 0 still fails",
+			obs: []Observation{
+				{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed},
+				{Exit: exit(0, ExitTerminal)},
+			},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "timed out verdict is a timeout",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictTimedOut, Exit: exit(0, ExitStructured)}},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "cancelled verdict is cancelled",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictCancelled, Exit: exit(0, ExitStructured)}},
+			want: Cancelled, wantExit: ptr(0),
+		},
+		{
+			name: "failed verdict with a nonzero exit names the exit",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed, Exit: exit(2, ExitStructured)}},
+			want: Failed, wantExit: ptr(2),
+		},
+		{
 			name: "late exit after the end sharpens the outcome",
 			obs: []Observation{
 				{Shell: ShellYes, Status: StatusCompleted},

@@ -34,6 +34,24 @@ if [ ! -f clients/ts/node_modules/.package-lock.json ]; then
 fi
 if (cd clients/ts && npm run --silent typecheck && npm test --silent); then :; else failed+=(ts); fi
 
+echo "== TypeScript package: npm pack, installed into a fresh project"
+# test/ts-package is a project outside the client: it gets the tarball that
+# `npm pack` builds (prepack runs tsc into dist/), and @types/node, from
+# npm's cache when `npm ci` above filled it (the registry otherwise). Its
+# consumer.mts is type-checked against the package's .d.ts, compiled, and
+# run against acpnormd with the examples below.
+consumer="$tmp/ts-consumer"
+cp -r test/ts-package "$consumer"
+types_node=$(node -p 'require("./clients/ts/package.json").devDependencies["@types/node"]')
+if tarball=$(cd clients/ts && npm pack --silent --pack-destination "$tmp") &&
+  (cd "$consumer" && npm install --prefer-offline --no-audit --no-fund --loglevel=error "$tmp/$tarball" "@types/node@$types_node" &&
+    "$root/clients/ts/node_modules/.bin/tsc" -p . &&
+    node -e 'const p = require("@acpnorm/client/package.json"); if (p.private || p.license !== "Apache-2.0") throw new Error("bad manifest")'); then
+  echo "ok   $tarball installed into $consumer and compiled"
+else
+  echo "FAIL TypeScript package"; failed+=(ts-package)
+fi
+
 echo "== Python client (clients/python), pip-installed into a fresh venv"
 # Exactly what the README tells a user: a venv that sees Debian's grpcio and
 # protobuf, and `pip install ./clients/python` (offline: no build isolation,
@@ -80,7 +98,27 @@ example() {
 }
 go build -o "$tmp/example-go" ./examples/go && example go "$tmp/example-go" || { echo "FAIL example go: build"; fail=$((fail + 1)); }
 example ts clients/ts/node_modules/.bin/tsx examples/ts/main.mts
+if [ -f "$consumer/consumer.mjs" ]; then
+  example ts-package node "$consumer/consumer.mjs"
+else
+  echo "FAIL example ts-package: not built"; fail=$((fail + 1))
+fi
 example python "$venv/bin/python" examples/python/normalize_recording.py
+# A server that is down: one clear line on stderr, exit status 1, no trace.
+down=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+down_example() {
+  local name=$1; shift
+  local rc=0
+  "$@" --addr "127.0.0.1:$down" "$rec" >"$tmp/$name-down.out" 2>"$tmp/$name-down.err" || rc=$?
+  if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/$name-down.err")" -eq 1 ] && grep -q "^acpnorm: .*127.0.0.1:$down" "$tmp/$name-down.err"; then
+    echo "ok   example $name with the server down: $(cat "$tmp/$name-down.err")"; pass=$((pass + 1))
+  else
+    echo "FAIL example $name with the server down (exit $rc):"; cat "$tmp/$name-down.err"; fail=$((fail + 1))
+  fi
+}
+down_example go "$tmp/example-go"
+down_example ts clients/ts/node_modules/.bin/tsx examples/ts/main.mts
+down_example python "$venv/bin/python" examples/python/normalize_recording.py
 echo "examples: $pass passed, $fail failed"
 [ "$fail" -eq 0 ] || { failed+=(examples); tail -20 "$tmp/acpnormd.log"; }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // The conformance tests play synthetic but faithful ACP traces, written
-// from /work/shared/acp-shell-reference.md, for agent builds and modes we
+// from the field guide (docs/agents.md), for agent builds and modes we
 // have no recording of. Each trace is a whole session as it appears on the
 // wire: `initialize` (the client's capabilities, the agent's
 // agentInfo.name so that AUTO detection picks the dialect), `session/new`,
@@ -1128,8 +1128,8 @@ func TestConformanceAskWhileAnotherCallRuns(t *testing.T) {
 
 // ------------------------------------------- Cancel, reject, wrappers, echoes
 //
-// Traces for the field guide's section 2b and the rules at the end of its
-// section 3: client cancels, rejected permission asks, adapters' own shell
+// Traces for the field guide's section 4 and the rules of its section 5
+// (docs/agents.md): client cancels, rejected permission asks, adapters' own shell
 // wrappers versus a model's, never-worse frames, the Codex TS 2.x wire,
 // big outputs and command echoes.
 
@@ -1201,5 +1201,194 @@ func TestConformanceModelWrappersKept(t *testing.T) {
 			codexTSEnd("c1", "completed", "hi\n", 0, ""),
 		},
 		want: []wantExec{{id: "c1", command: "bash -c 'echo hi'", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "hi\n"}},
+	}})
+}
+
+// TestConformanceCodexTS2: @agentclientprotocol/codex-acp 2.x as recorded
+// (docs/agents.md, Codex TS and section 4): terminal_output_delta without the capability,
+// terminal_exit and no rawOutput, one 340 KB delta, the re-quoted command
+// of its permission ask, a listing call of kind read named exec_command,
+// and deltas for a cancelled call that keep coming in the next turn.
+func TestConformanceCodexTS2(t *testing.T) {
+	exitOnly := func(id string, status string, exit int) string {
+		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q,"_meta":{"terminal_exit":{"exit_code":%d,"signal":null,"terminal_id":%q}}}`, id, status, exit, id))
+	}
+	big := lines("r", 1, 340000/7) // about 340 KB in one delta
+	limit := service.DefaultConfig().TextLimit
+	loop := `for i in 1 2 3; do printf '\346'$i; done`
+	runConformance(t, []cs{{
+		name: "delta_without_capability_and_terminal_exit_without_rawOutput", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_1", "echo after-cancel; exit 4", "echo after-cancel; exit 4"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"failed","_meta":{"terminal_output_delta":{"data":"after-cancel\n","terminal_id":"call_1"},"terminal_exit":{"exit_code":4,"signal":null,"terminal_id":"call_1"}}}`),
+		},
+		want: []wantExec{{id: "call_1", command: "echo after-cancel; exit 4", cwd: "/w/app", outcome: failed, exit: code(4), output: "after-cancel\n"}},
+	}, {
+		name: "one_340KB_delta_is_bounded_with_its_real_size", agent: codexTS,
+		frames: []string{codexTSOpen("call_2", "seq", "seq"), codexTSLive("call_2", "terminal_output_delta", big), exitOnly("call_2", "completed", 0)},
+		want: []wantExec{{id: "call_2", command: "seq", cwd: "/w/app", outcome: succeeded, exit: code(0), output: big[len(big)-limit:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != int64(len(big)) {
+					t.Errorf("total_bytes %d, want %d", n, len(big))
+				}
+			}}},
+	}, {
+		name: "ask_re_quotes_the_command_the_tool_call_stays", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_3", loop, loop),
+			ask(50, `{"toolCallId":"call_3","kind":"execute","title":"Run","status":"pending","rawInput":{"command":`+js(`"printf '\\346'"'$i; done'`)+`,"cwd":"/w/app"}}`),
+			answer(50, "allow"),
+			codexTSLive("call_3", "terminal_output_delta", "\ufffd1\ufffd2\ufffd3"),
+			exitOnly("call_3", "completed", 0),
+		},
+		want: []wantExec{{id: "call_3", command: loop, cwd: "/w/app", outcome: succeeded, exit: code(0), output: "\ufffd1\ufffd2\ufffd3"}},
+	}, {
+		name: "listing_call_kind_read_named_exec_command_is_a_shell_command", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_4","name":"exec_command","kind":"read","title":"List files","status":"in_progress"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_4","_meta":{"terminal_output_delta":{"data":"a.txt\nb.md\n","terminal_id":"call_4"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_4","status":"completed","rawOutput":{"exit_code":0}}`),
+		},
+		want: []wantExec{{id: "call_4", desc: "List files", cwd: "/w", outcome: succeeded, exit: code(0), output: "a.txt\nb.md\n"}},
+	}, {
+		name: "listing_call_without_deltas_output_and_exit_on_the_final", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_7","name":"exec_command","kind":"read","title":"List files","status":"in_progress"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_7","status":"failed","rawOutput":{"formatted_output":"ls: x: No such file\n","exit_code":2}}`),
+		},
+		want: []wantExec{{id: "call_7", desc: "List files", cwd: "/w", outcome: failed, exit: code(2), output: "ls: x: No such file\n"}},
+	}, {
+		name: "cancelled_call_streams_into_the_next_turn", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_5", "for i in $(seq 20); do echo tick$i; sleep 0.25; done", "for i in $(seq 20); do echo tick$i; sleep 0.25; done"),
+			codexTSLive("call_5", "terminal_output_delta", "tick2\n"),
+			cancelFrame,
+			turnResult(2, "cancelled"),
+			prompt(3),
+			codexTSLive("call_5", "terminal_output_delta", "tick3\n"),
+			codexTSOpen("call_6", "echo next", "echo next"),
+			codexTSLive("call_5", "terminal_output_delta", "tick4\n"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_6","status":"completed","_meta":{"terminal_output_delta":{"data":"next\n","terminal_id":"call_6"},"terminal_exit":{"exit_code":0,"signal":null,"terminal_id":"call_6"}}}`),
+			codexTSLive("call_5", "terminal_output_delta", "tick5\n"),
+			turnResult(3, "end_turn"),
+		},
+		want: []wantExec{
+			{id: "call_5", command: "for i in $(seq 20); do echo tick$i; sleep 0.25; done", cwd: "/w/app", outcome: cancelled, output: "tick2\ntick3\ntick4\ntick5\n"},
+			{id: "call_6", command: "echo next", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "next\n"},
+		},
+	}})
+}
+
+// TestConformanceNeverWorse: a later frame never makes what is known
+// worse: an empty rawOutput keeps the streamed output, and a {stdout,
+// stderr} object that omits a stream keeps that stream's earlier text.
+func TestConformanceNeverWorse(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "codex_ts_empty_formatted_output_keeps_deltas", agent: codexTS,
+		frames: []string{codexTSOpen("c1", "make", "make"), codexTSLive("c1", "terminal_output_delta", "built\n"), codexTSEnd("c1", "completed", "", 0, "")},
+		want:   []wantExec{{id: "c1", command: "make", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "built\n"}},
+	}, {
+		name: "claude_empty_rawOutput_keeps_terminal_output", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_1", true), claudeInput("toolu_1", "make", "Build", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","_meta":{"terminal_output":{"terminal_id":"toolu_1","data":"built"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":"","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_1","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_1", command: "make", cwd: "/w", desc: "Build", outcome: succeeded, exit: code(0), output: "built"}},
+	}, {
+		name: "generic_empty_rawOutput_string_and_object_keep_live_output", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"make","status":"in_progress","content":[{"type":"terminal","terminalId":"x1"}]}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","_meta":{"terminal_output":{"terminal_id":"x1","data":"built\n"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","rawOutput":""}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed","rawOutput":{},"_meta":{"terminal_exit":{"terminal_id":"x1","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "x1", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), output: "built\n"}},
+	}, {
+		name: "generic_stream_omitted_from_stdout_stderr_keeps_its_text", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x2","kind":"execute","title":"make","status":"in_progress"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x2","status":"in_progress","rawOutput":{"stdout":"cc a.c\n","stderr":"warning: x\n"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x2","status":"completed","rawOutput":{"stdout":"cc a.c\ncc b.c\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "x2", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("cc a.c\ncc b.c\n"), stderr: str("warning: x\n")}},
+	}, {
+		name: "codex_rust_stream_omitted_keeps_its_text", agent: codexRust,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","kind":"execute","title":"make","status":"in_progress","rawInput":{"command":["/bin/bash","-lc","make"],"cwd":"/w"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","rawOutput":{"stdout":"cc a.c\n","stderr":"warning: x\n"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":{"stdout":"cc a.c\ncc b.c\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "call_1", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("cc a.c\ncc b.c\n"), stderr: str("warning: x\n")}},
+	}})
+}
+
+// TestConformanceBigOutput: the most output that is on the wire wins, and
+// agents' truncation notes are not output. claude-code-acp's whole output
+// in toolResponse.stdout beats its 2 KB persisted-output preview;
+// claude-agent-acp's "[Output truncated (N bytes total): ...]" says the
+// real size; OpenCode's "...output truncated..." preamble is not output.
+func TestConformanceBigOutput(t *testing.T) {
+	limit := service.DefaultConfig().TextLimit
+	whole := lines("n", 1, 20000) // 120,000 bytes: within the bound
+	huge := lines("n", 1, 50000)  // 300,000 bytes: past it
+	preview := func(s string) string {
+		return "<persisted-output>\nOutput too large (223.5KB). Full output saved to: /home/dev/.claude/x.txt\n\nPreview (first 2KB):\n" + s[:2048] + "\n...\n</persisted-output>"
+	}
+	toolResponse := func(id, stdout string) string {
+		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"_meta":{"claudeCode":{"toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false},"toolName":"Bash"}}}`, id, js(stdout)))
+	}
+	first30k := whole[:30000]
+	note := "\n[Output truncated (120000 bytes total): full output saved to /home/dev/.claude/y.txt]"
+	runConformance(t, []cs{{
+		name: "claude_code_acp_tool_response_beats_persisted_preview", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_1", false), claudeInput("toolu_1", "seq 1 20000", "Big", false, ""),
+			toolResponse("toolu_1", whole),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":` + js(preview(whole)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(preview(whole))) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_1", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: whole}},
+	}, {
+		name: "claude_code_acp_tool_response_past_the_bound", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_2", false), claudeInput("toolu_2", "seq 1 50000", "Huge", false, ""),
+			toolResponse("toolu_2", huge),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_2","status":"completed","rawOutput":` + js(preview(huge)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_2", command: "seq 1 50000", cwd: "/w", desc: "Huge", outcome: unknown, output: huge[len(huge)-limit:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != int64(len(huge)) {
+					t.Errorf("total_bytes %d, want %d", n, len(huge))
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_truncation_note_states_the_real_size", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_3", true), claudeInput("toolu_3", "seq 1 20000", "Big", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","_meta":{"terminal_output":{"terminal_id":"toolu_3","data":` + js(first30k+note) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_3","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_3", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n < 120000 {
+					t.Errorf("total_bytes %d, want at least the 120000 the note states", n)
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_tool_response_then_truncated_terminal_output", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_4", true), claudeInput("toolu_4", "seq 1 20000", "Big", true, ""),
+			toolResponse("toolu_4", whole),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","_meta":{"terminal_output":{"terminal_id":"toolu_4","data":` + js(first30k+note) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_4","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_4", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: whole}},
+	}, {
+		name: "opencode_truncation_preamble_is_not_output", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"), ocLive("o1", "seq 1 40000", "Big", "1\n2\n"),
+			ocFinal("o1", "...output truncated...\n\nFull output saved to: /home/dev/.local/share/opencode/tool-output/x\n\n39999\n40000\n", `{"output":"39999\n40000\n","exit":0,"description":"Big","truncated":true,"outputPath":"/home/dev/.local/share/opencode/tool-output/x"}`),
+		},
+		want: []wantExec{{id: "o1", command: "seq 1 40000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: "39999\n40000\n", trunc: true}},
 	}})
 }

@@ -5,13 +5,25 @@
 #                               Go and npm caches; a fresh machine also installs)
 #   FUZZTIME=1m bash test/run.sh  fuzz each target longer
 #
-# It installs what is missing first (test/setup.sh), then: gofmt, go vet,
-# buf lint and a regeneration check of gen/, buf breaking against main,
-# go test -race on every package (unit, bufconn service, golden and
-# end-to-end tests), each fuzz target for a short time, a ~20 s smoke run of
-# the load benchmark (bench/run.sh), the TypeScript and Python client suites
-# against the real binary, and a short run of one real agent build against a
-# scripted model (test/agents/run.sh).
+# The steps, in order:
+#   1. test/setup.sh installs what is missing (apt: protoc, grpc_python_plugin,
+#      python3-grpcio/-protobuf/-venv/-setuptools/-wheel, podman; npm ci in
+#      clients/ts; staticcheck and the code generators into .bin/);
+#   2. gofmt, go vet, go mod tidy -diff (go.mod and go.sum are tidy) and
+#      staticcheck;
+#   3. buf lint and a regeneration check of gen/ and its copy in
+#      clients/python (bash gen/generate.sh must leave them unchanged), then
+#      buf breaking against main;
+#   4. go test -race on every package: unit, bufconn service, golden,
+#      conformance, end-to-end and command-line tests;
+#   5. each fuzz target for FUZZTIME (10s), then a ~20 s smoke run of the
+#      load benchmark (bench/run.sh);
+#   6. the TypeScript and Python client suites and the three examples
+#      against the real binary (test/clients.sh);
+#   7. the container image: build it and check the binary taken out of it
+#      (test/image.sh; it says SKIP without podman or docker);
+#   8. a short run of one real agent build against a scripted model
+#      (test/agents/run.sh --scenario smoke opencode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
@@ -31,11 +43,11 @@ go mod tidy -diff
 echo "== staticcheck"
 .bin/staticcheck ./...
 
-echo "== buf lint, and gen/ (and its copy in clients/python/acpnorm) is what the contract generates"
+echo "== buf lint, and gen/ (and its copies in the client packages) is what the contract generates"
 bash gen/generate.sh
-if [ -n "$(git status --porcelain -- gen/ clients/python/acpnorm/)" ]; then
-  git status --porcelain -- gen/ clients/python/acpnorm/ >&2
-  echo "gen/ or clients/python/acpnorm/ is stale or was edited by hand: run bash gen/generate.sh and commit the result" >&2
+if [ -n "$(git status --porcelain -- gen/ clients/python/acpnorm/ clients/ts/src/gen/)" ]; then
+  git status --porcelain -- gen/ clients/python/acpnorm/ clients/ts/src/gen/ >&2
+  echo "gen/ or its copies (clients/python/acpnorm/, clients/ts/src/gen/) are stale or were edited by hand: run bash gen/generate.sh and commit the result" >&2
   exit 1
 fi
 
@@ -60,6 +72,9 @@ SMOKE=1 bash bench/run.sh
 
 echo "== clients"
 bash test/clients.sh
+
+echo "== container image"
+bash test/image.sh
 
 echo "== real agent smoke: OpenCode, three steps (the full matrix: bash test/agents/run.sh)"
 bash test/agents/run.sh --scenario smoke opencode

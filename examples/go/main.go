@@ -6,31 +6,52 @@
 //
 // Each line of FILE is a recorder envelope {"dir", "t_ms", "msg"} or a bare
 // JSON-RPC message. Like an orchestrator, it sends a TurnEnded when the agent
-// answers a session/prompt request and a SessionClosed at the end.
+// answers a session/prompt request and a SessionClosed at the end. At the
+// end it prints each call's state folded from its revisions (package fold).
+//
+// --ca-file (TLS), --cert-file/--key-file (mutual TLS) and --token-file (a
+// bearer token, sent as `authorization: Bearer <token>`) reach a server that
+// requires them.
 package main
 
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 
+	"github.com/acpnorm/acpnorm/fold"
 	acpnormv1 "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
+
+// access is how to reach a server that requires TLS or a token.
+type access struct {
+	caFile, certFile, keyFile, tokenFile, serverName string
+}
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:50051", "acpnormd gRPC address")
 	session := flag.String("session", "", "session id (default: the file name)")
 	dialect := flag.String("dialect", "auto", "dialect name or auto")
+	var acc access
+	flag.StringVar(&acc.caFile, "ca-file", "", "PEM CA bundle: use TLS and trust these roots")
+	flag.StringVar(&acc.certFile, "cert-file", "", "PEM client certificate, for mutual TLS (with --key-file)")
+	flag.StringVar(&acc.keyFile, "key-file", "", "PEM client key, for mutual TLS")
+	flag.StringVar(&acc.tokenFile, "token-file", "", "file holding the bearer token to send")
+	flag.StringVar(&acc.serverName, "server-name", "", "name to check in the server's certificate (default: the host of --addr)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] FILE.ndjson\n", os.Args[0])
 		flag.PrintDefaults()
@@ -44,19 +65,87 @@ func main() {
 	if *session == "" {
 		*session = filepath.Base(file)
 	}
-	if err := run(*addr, file, *session, *dialect); err != nil {
-		log.Fatal(err)
+	if err := run(*addr, file, *session, *dialect, acc); err != nil {
+		// One line: a status from the server, or what kept us from asking.
+		if s, ok := status.FromError(err); ok {
+			fmt.Fprintf(os.Stderr, "acpnorm: %s: %s: %s\n", *addr, s.Code(), s.Message())
+		} else {
+			fmt.Fprintf(os.Stderr, "acpnorm: %v\n", err)
+		}
+		os.Exit(1)
 	}
 }
 
-func run(addr, file, session, dialect string) error {
+// dialOptions turns the access flags into gRPC dial options: plaintext, TLS
+// or mutual TLS, and the token as per-RPC credentials.
+func dialOptions(acc access) ([]grpc.DialOption, error) {
+	creds := insecure.NewCredentials()
+	secure := acc.caFile != "" || acc.certFile != "" || acc.serverName != ""
+	if secure {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: acc.serverName}
+		if acc.caFile != "" {
+			pem, err := os.ReadFile(acc.caFile)
+			if err != nil {
+				return nil, err
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%s: no PEM certificate in it", acc.caFile)
+			}
+		}
+		if (acc.certFile == "") != (acc.keyFile == "") {
+			return nil, errors.New("--cert-file and --key-file go together (mutual TLS needs both)")
+		}
+		if acc.certFile != "" {
+			cert, err := tls.LoadX509KeyPair(acc.certFile, acc.keyFile)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		creds = credentials.NewTLS(cfg)
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if acc.tokenFile != "" {
+		raw, err := os.ReadFile(acc.tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		token := strings.TrimSpace(string(raw))
+		if token == "" || strings.ContainsAny(token, "\r\n") {
+			return nil, fmt.Errorf("%s: the token is empty or spans lines", acc.tokenFile)
+		}
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: token, secure: secure}))
+	}
+	return opts, nil
+}
+
+// bearer sends `authorization: Bearer <token>` on every call. Over TLS gRPC
+// refuses to send it on a connection without transport security; without
+// TLS (loopback) it is sent in the clear.
+type bearer struct {
+	token  string
+	secure bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.secure }
+
+func run(addr, file, session, dialect string, acc access) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts, err := dialOptions(acc)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return err
 	}
@@ -72,10 +161,19 @@ func run(addr, file, session, dialect string) error {
 	sendErr := make(chan error, 1)
 	go func() { sendErr <- send(stream, f, session, dialect) }()
 
+	var calls fold.Folder
 	for {
 		res, err := stream.Recv()
 		if err == io.EOF {
-			return <-sendErr
+			if err := <-sendErr; err != nil {
+				return err
+			}
+			fmt.Println("folded:")
+			for _, k := range calls.Calls() {
+				x := calls.State(k)
+				fmt.Printf("%s, output %d B\n", describe(x), len(x.GetOutput().GetText()))
+			}
+			return nil
 		}
 		if err != nil {
 			return err
@@ -83,6 +181,9 @@ func run(addr, file, session, dialect string) error {
 		switch k := res.Kind.(type) {
 		case *acpnormv1.NormalizeResponse_ShellExec:
 			fmt.Println(describe(k.ShellExec))
+			if err := calls.Apply(k.ShellExec); err != nil {
+				return err
+			}
 		case *acpnormv1.NormalizeResponse_FrameError:
 			e := k.FrameError
 			fmt.Printf("frame error seq=%d code=%d: %s\n", e.Sequence, e.Code, e.Message)

@@ -20,6 +20,13 @@ type Frame struct {
 	Observations []accum.Observation
 	// AgentName is `agentInfo.name` from an `initialize` result.
 	AgentName string
+	// Sign names the dialect that this frame identifies its agent by when
+	// the agent gives no name: an `initialize` result without
+	// `agentInfo.name` offering an auth method only that agent offers, a
+	// vendor method only that agent sends, or (read by the generic
+	// dialect) an opening tool call of a shape only that agent sends. ""
+	// when the frame identifies none. See DetectionOrder.
+	Sign string
 	// SessionCwd is the `cwd` of a `session/new` request.
 	SessionCwd string
 	// TurnEnded is set by a `session/prompt` result (any stopReason).
@@ -121,6 +128,9 @@ type responseResult struct {
 		Outcome  string `json:"outcome"`
 		OptionID string `json:"optionId"`
 	} `json:"outcome"`
+
+	// AuthMethods is read leniently: it is only ever a sign.
+	AuthMethods authMethodIDs `json:"authMethods"`
 }
 
 // callOf is the constraint of readFrame: every dialect's update type
@@ -170,6 +180,7 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 		}
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
+			contradictions(msg, f.Observations)
 		}
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {
@@ -196,6 +207,8 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 		}
 	case "session/cancel":
 		f.Cancelled = true
+	default:
+		f.Sign = signOfMethod(method)
 	}
 	if err != nil {
 		return Frame{}, fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(method), err)
@@ -224,6 +237,9 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 	}
 	if r.AgentInfo != nil {
 		f.AgentName = r.AgentInfo.Name
+	}
+	if f.AgentName == "" {
+		f.Sign = signOfAuth(r.AuthMethods)
 	}
 	if r.StopReason != nil {
 		f.TurnEnded = true

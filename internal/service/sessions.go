@@ -41,6 +41,7 @@ type session struct {
 	dialect   dialect.Dialect
 	name      string // the dialect's name, kept to stamp every revision
 	explicit  bool   // chosen by name, not detected
+	named     bool   // detected from agentInfo.name; signs no longer count
 	cwd       string
 	cwdByHand bool // from AcpFrame.cwd, which beats session/new
 	cancel    bool // session/cancel seen in the current turn
@@ -275,6 +276,16 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 	}
 	if read.AgentName != "" && !s.explicit {
 		s.use(dialect.Detect(read.AgentName))
+		s.named = true
+	} else if read.Sign != "" && !s.explicit && !s.named && s.dialect == nil {
+		// An agent that gave no name, recognised by what it sends; the
+		// frame that showed it is read again with its dialect.
+		if d, ok := dialect.Lookup(read.Sign); ok {
+			s.use(d)
+			if again, err := dialect.Read(d, f.GetMessage()); err == nil {
+				read = again
+			}
+		}
 	}
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {

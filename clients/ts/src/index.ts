@@ -1,28 +1,37 @@
 // TypeScript client for acpnorm's NormalizerService.
 //
 // The messages and the service descriptor are generated from
-// proto/acpnorm/v1/normalizer.proto into gen/ts by `bash gen/generate.sh`;
-// this module re-exports them and adds what an orchestrator needs around
-// them: a gRPC (HTTP/2) client, a reader for ACP recording lines, and
-// `normalizeLines`, which streams ACP traffic to the server and yields every
-// ShellExec revision and FrameError it answers with.
+// proto/acpnorm/v1/normalizer.proto by `bash gen/generate.sh` into gen/ts,
+// and copied into this package (src/gen); this module re-exports them and
+// adds what an orchestrator needs around them: a gRPC (HTTP/2) client over
+// plaintext, TLS or mutual TLS with an optional bearer token, a reader for
+// ACP recording lines, `normalizeLines`, which streams ACP traffic to the
+// server and yields every ShellExec revision and FrameError it answers with,
+// and `Folder`, which folds those revisions into each call's state.
 
-import { create } from "@bufbuild/protobuf";
-import { createClient, type Client } from "@connectrpc/connect";
+import { readFileSync } from "node:fs";
+import type { SecureClientSessionOptions } from "node:http2";
+import { create, isMessage } from "@bufbuild/protobuf";
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import {
   createGrpcTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import {
   Direction,
+  FrameErrorSchema,
   NormalizeRequestSchema,
   NormalizerService,
+  ShellExecSchema,
   type FrameError,
   type NormalizeRequest,
   type ShellExec,
-} from "../../../gen/ts/acpnorm/v1/normalizer_pb.js";
+} from "./gen/acpnorm/v1/normalizer_pb.js";
 
-export * from "../../../gen/ts/acpnorm/v1/normalizer_pb.js";
+export * from "./gen/acpnorm/v1/normalizer_pb.js";
+export * from "./fold.js";
+/** What a failed call throws, and its status codes. */
+export { Code, ConnectError } from "@connectrpc/connect";
 
 /** A typed client of acpnorm.v1.NormalizerService. */
 export type NormalizerClient = Client<typeof NormalizerService>;
@@ -34,20 +43,84 @@ export interface NormalizerConnection {
   close(): void;
 }
 
+/** How to reach a server that requires TLS or a token (see connect). */
+export interface ConnectOptions {
+  /** Use TLS (implied by every option below but token). */
+  tls?: boolean;
+  /** PEM CA certificates to trust instead of Node's roots. */
+  ca?: string | Uint8Array;
+  /** A file holding them. */
+  caFile?: string;
+  /** PEM client certificate and key, for mutual TLS. */
+  cert?: string | Uint8Array;
+  key?: string | Uint8Array;
+  /** Files holding them. */
+  certFile?: string;
+  keyFile?: string;
+  /** The name to check in the server's certificate (default: the host). */
+  serverName?: string;
+  /**
+   * A bearer token, sent on every call as `authorization: Bearer <token>`.
+   * Without TLS anyone on the path can read it: use that on loopback only.
+   */
+  token?: string;
+  /** A file holding the token (read once, surrounding whitespace dropped). */
+  tokenFile?: string;
+}
+
 /**
- * Connects to acpnormd over gRPC (HTTP/2, plaintext).
+ * Connects to acpnormd over gRPC (HTTP/2): plaintext by default, TLS or
+ * mutual TLS when the options ask for it, with an optional bearer token.
  *
  * @param addr `host:port` (for example `127.0.0.1:50051`) or a full
- *   `http://host:port` base URL.
+ *   `http://host:port` or `https://host:port` base URL.
  */
-export function connect(addr: string): NormalizerConnection {
-  const baseUrl = /^https?:\/\//.test(addr) ? addr : `http://${addr}`;
-  const sessionManager = new Http2SessionManager(baseUrl);
-  const transport = createGrpcTransport({ baseUrl, sessionManager });
+export function connect(addr: string, opts: ConnectOptions = {}): NormalizerConnection {
+  const read = (v: string | Uint8Array | undefined, file: string | undefined, what: string) => {
+    if (v !== undefined && file !== undefined) throw new Error(`connect: give ${what} or ${what}File, not both`);
+    return file !== undefined ? readFileSync(file) : v;
+  };
+  const ca = read(opts.ca, opts.caFile, "ca");
+  const cert = read(opts.cert, opts.certFile, "cert");
+  const key = read(opts.key, opts.keyFile, "key");
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new Error("connect: a client certificate and its key go together (mutual TLS needs both)");
+  }
+  let token = opts.token;
+  if (opts.tokenFile !== undefined) {
+    if (token !== undefined) throw new Error("connect: give token or tokenFile, not both");
+    token = readFileSync(opts.tokenFile, "utf8").trim();
+  }
+  if (token !== undefined && (token === "" || /[\r\n]/.test(token))) {
+    throw new Error("connect: the token is empty or spans lines");
+  }
+  const tls =
+    opts.tls === true || addr.startsWith("https://") || ca !== undefined || cert !== undefined || opts.serverName !== undefined;
+  if (tls && addr.startsWith("http://")) throw new Error(`connect: ${addr} is http://, but TLS options were given`);
+  const baseUrl = /^https?:\/\//.test(addr) ? addr : `${tls ? "https" : "http"}://${addr}`;
+  const secure: SecureClientSessionOptions = {};
+  if (ca !== undefined) secure.ca = toPem(ca);
+  if (cert !== undefined) secure.cert = toPem(cert);
+  if (key !== undefined) secure.key = toPem(key);
+  if (opts.serverName !== undefined) secure.servername = opts.serverName;
+  const sessionManager = new Http2SessionManager(baseUrl, undefined, tls ? secure : undefined);
+  const interceptors: Interceptor[] = [];
+  if (token !== undefined) {
+    const value = `Bearer ${token}`;
+    interceptors.push((next) => (req) => {
+      req.header.set("authorization", value);
+      return next(req);
+    });
+  }
+  const transport = createGrpcTransport({ baseUrl, sessionManager, interceptors });
   return {
     client: createClient(NormalizerService, transport),
     close: () => sessionManager.abort(),
   };
+}
+
+function toPem(v: string | Uint8Array): string | Buffer {
+  return typeof v === "string" ? v : Buffer.from(v);
 }
 
 /** One JSON-RPC message read from an ACP recording or from the wire. */
@@ -133,12 +206,12 @@ export type NormalizeResult = ShellExec | FrameError;
 
 /** True when a result is a ShellExec revision. */
 export function isShellExec(r: NormalizeResult): r is ShellExec {
-  return r.$typeName === "acpnorm.v1.ShellExec";
+  return isMessage(r, ShellExecSchema);
 }
 
 /** True when a result is a FrameError. */
 export function isFrameError(r: NormalizeResult): r is FrameError {
-  return r.$typeName === "acpnorm.v1.FrameError";
+  return isMessage(r, FrameErrorSchema);
 }
 
 /**

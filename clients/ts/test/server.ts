@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
-import { connect, type NormalizerConnection } from "../src/index.js";
+import { connect, type ConnectOptions, type NormalizerConnection } from "../src/index.js";
 
 export const repoRoot = resolve(fileURLToPath(new URL("../../..", import.meta.url)));
 export const recordingsDir = join(repoRoot, "test", "testdata", "recordings");
@@ -50,11 +50,14 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Starts acpnormd and waits until ListDialects answers (15 s at most). */
-export async function startServer(): Promise<RunningServer> {
+/**
+ * Starts acpnormd with extra flags `args` and waits until ListDialects
+ * answers (15 s at most), connecting with `opts` (TLS files, token).
+ */
+export async function startServer(args: string[] = [], opts: ConnectOptions = {}): Promise<RunningServer> {
   const bin = binary();
   const addr = `127.0.0.1:${await freePort()}`;
-  const proc = spawn(bin, ["--listen", addr, "--metrics-listen="], {
+  const proc = spawn(bin, ["--listen", addr, "--metrics-listen=", ...args], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
@@ -84,7 +87,7 @@ export async function startServer(): Promise<RunningServer> {
   const deadline = Date.now() + 15_000;
   let conn: NormalizerConnection | undefined;
   try {
-    conn = connect(addr);
+    conn = connect(addr, opts);
     for (;;) {
       if (exited) throw new Error(`acpnormd exited at start:\n${stderr}`);
       try {

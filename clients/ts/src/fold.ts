@@ -1,0 +1,163 @@
+// Folding ShellExec revisions into the current state of each call.
+//
+// A revision carries every scalar field of its call, but the three text
+// fields (output, stdout, stderr) only when they changed: TEXT_MODE_APPEND
+// text is added to what the client holds, TEXT_MODE_REPLACE text replaces
+// it, and an absent field leaves it as it was. A final (ENDED) revision folds
+// the same way. Revisions count 1, 2, 3, ... per (sessionId, toolCallId)
+// with no gap; a Folder checks that and throws a FoldError for a gap, a
+// restart or a repeat, without applying that revision. The same rules as
+// the Go package github.com/acpnorm/acpnorm/fold and the Python Folder, held
+// to the same test vectors.
+
+import { clone, create } from "@bufbuild/protobuf";
+import {
+  ShellExecSchema,
+  ShellTextSchema,
+  TextMode,
+  type ShellExec,
+  type ShellText,
+} from "./gen/acpnorm/v1/normalizer_pb.js";
+
+/** Names one shell tool call. */
+export interface CallKey {
+  sessionId: string;
+  toolCallId: string;
+}
+
+/** The call a revision belongs to. */
+export function keyOf(x: ShellExec): CallKey {
+  return { sessionId: x.sessionId, toolCallId: x.toolCallId };
+}
+
+/**
+ * What was wrong with a refused revision: "gap" (past the next revision
+ * expected; a call first seen past revision 1 too), "restart" (not past the
+ * last one applied: numbering went back or repeated) or "invalid" (revision
+ * 0, or a text field whose mode is neither APPEND nor REPLACE).
+ */
+export type FoldErrorKind = "gap" | "restart" | "invalid";
+
+/** A revision that was not applied; the call's state is unchanged. */
+export class FoldError extends Error {
+  override name = "FoldError";
+  constructor(
+    readonly kind: FoldErrorKind,
+    readonly key: CallKey,
+    /** The last revision applied to the call (0 when none was). */
+    readonly held: number,
+    /** The revision refused. */
+    readonly got: number,
+    readonly detail = "",
+  ) {
+    const where = `call ${JSON.stringify(key.toolCallId)} of session ${JSON.stringify(key.sessionId)}`;
+    super(
+      kind === "gap"
+        ? `fold: ${where}: revision ${got} after ${held}: ${got - held - 1} revision(s) missing`
+        : kind === "restart"
+          ? `fold: ${where}: revision ${got} after ${held}: numbering went back or repeated`
+          : `fold: ${where}: revision ${got}: ${detail}`,
+    );
+  }
+}
+
+const fields = ["output", "stdout", "stderr"] as const;
+
+interface HeldText {
+  parts: string[];
+  truncated: boolean;
+  totalBytes: bigint;
+}
+
+interface HeldCall {
+  key: CallKey;
+  last: ShellExec; // the latest revision, text fields cleared
+  texts: Partial<Record<(typeof fields)[number], HeldText>>;
+  state?: ShellExec; // built on demand
+}
+
+const mapKey = (k: CallKey) => JSON.stringify([k.sessionId, k.toolCallId]);
+
+/** The folded state of every call it was given revisions for. */
+export class Folder {
+  // A Map keeps first-applied order.
+  readonly #calls = new Map<string, HeldCall>();
+
+  /**
+   * Folds one revision into its call's state. Throws a FoldError, and
+   * changes nothing, when the revision is out of order or malformed. Keeps
+   * no reference to `x`.
+   */
+  apply(x: ShellExec): void {
+    const key = keyOf(x);
+    const c = this.#calls.get(mapKey(key));
+    const held = c?.last.revision ?? 0;
+    const got = x.revision;
+    if (got === 0) throw new FoldError("invalid", key, held, got, "revision 0 (revisions count from 1)");
+    if (got <= held) throw new FoldError("restart", key, held, got);
+    if (got > held + 1) throw new FoldError("gap", key, held, got);
+    for (const f of fields) {
+      const t: ShellText | undefined = x[f];
+      if (t !== undefined && t.mode !== TextMode.APPEND && t.mode !== TextMode.REPLACE) {
+        throw new FoldError("invalid", key, held, got, `${f} has mode ${t.mode}`);
+      }
+    }
+    const call: HeldCall = c ?? { key, last: x, texts: {} };
+    if (c === undefined) this.#calls.set(mapKey(key), call);
+    const last = clone(ShellExecSchema, x);
+    for (const f of fields) {
+      last[f] = undefined;
+      const t = x[f];
+      if (t === undefined) continue;
+      const h = (call.texts[f] ??= { parts: [], truncated: false, totalBytes: 0n });
+      if (t.mode === TextMode.REPLACE) h.parts = [t.text];
+      else h.parts.push(t.text);
+      h.truncated = t.truncated;
+      h.totalBytes = t.totalBytes;
+    }
+    call.last = last;
+    call.state = undefined;
+  }
+
+  /**
+   * The folded state of a call, or undefined when none of its revisions was
+   * applied: the scalar fields of its latest revision, and each text field
+   * any revision carried holding the whole text so far (mode REPLACE;
+   * truncated and totalBytes from the latest revision that carried it). The
+   * message is shared: read it, do not change it; the Folder never changes
+   * one it returned.
+   */
+  state(key: CallKey): ShellExec | undefined {
+    const c = this.#calls.get(mapKey(key));
+    if (c === undefined) return undefined;
+    if (c.state === undefined) {
+      const s = clone(ShellExecSchema, c.last);
+      for (const f of fields) {
+        const h = c.texts[f];
+        if (h === undefined) continue;
+        if (h.parts.length > 1) h.parts = [h.parts.join("")];
+        s[f] = create(ShellTextSchema, {
+          text: h.parts[0] ?? "",
+          mode: TextMode.REPLACE,
+          truncated: h.truncated,
+          totalBytes: h.totalBytes,
+        });
+      }
+      c.state = s;
+    }
+    return c.state;
+  }
+
+  /** The keys of every call held, in the order each was first applied. */
+  calls(): CallKey[] {
+    return [...this.#calls.values()].map((c) => ({ ...c.key }));
+  }
+
+  /**
+   * Forgets a call (for example once its ENDED revision was handled); a
+   * later revision of it is then a gap unless it is revision 1.
+   */
+  delete(key: CallKey): void {
+    this.#calls.delete(mapKey(key));
+  }
+}

@@ -1342,3 +1342,73 @@ func TestConformanceNeverWorse(t *testing.T) {
 		want: []wantExec{{id: "call_1", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("cc a.c\ncc b.c\n"), stderr: str("warning: x\n")}},
 	}})
 }
+
+// TestConformanceBigOutput: the most output that is on the wire wins, and
+// agents' truncation notes are not output. claude-code-acp's whole output
+// in toolResponse.stdout beats its 2 KB persisted-output preview;
+// claude-agent-acp's "[Output truncated (N bytes total): ...]" says the
+// real size; OpenCode's "...output truncated..." preamble is not output.
+func TestConformanceBigOutput(t *testing.T) {
+	limit := service.DefaultConfig().TextLimit
+	whole := lines("n", 1, 20000) // 120,000 bytes: within the bound
+	huge := lines("n", 1, 50000)  // 300,000 bytes: past it
+	preview := func(s string) string {
+		return "<persisted-output>\nOutput too large (223.5KB). Full output saved to: /home/dev/.claude/x.txt\n\nPreview (first 2KB):\n" + s[:2048] + "\n...\n</persisted-output>"
+	}
+	toolResponse := func(id, stdout string) string {
+		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"_meta":{"claudeCode":{"toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false},"toolName":"Bash"}}}`, id, js(stdout)))
+	}
+	first30k := whole[:30000]
+	note := "\n[Output truncated (120000 bytes total): full output saved to /home/dev/.claude/y.txt]"
+	runConformance(t, []cs{{
+		name: "claude_code_acp_tool_response_beats_persisted_preview", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_1", false), claudeInput("toolu_1", "seq 1 20000", "Big", false, ""),
+			toolResponse("toolu_1", whole),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":` + js(preview(whole)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(preview(whole))) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_1", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: whole}},
+	}, {
+		name: "claude_code_acp_tool_response_past_the_bound", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_2", false), claudeInput("toolu_2", "seq 1 50000", "Huge", false, ""),
+			toolResponse("toolu_2", huge),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_2","status":"completed","rawOutput":` + js(preview(huge)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_2", command: "seq 1 50000", cwd: "/w", desc: "Huge", outcome: unknown, output: huge[len(huge)-limit:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != int64(len(huge)) {
+					t.Errorf("total_bytes %d, want %d", n, len(huge))
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_truncation_note_states_the_real_size", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_3", true), claudeInput("toolu_3", "seq 1 20000", "Big", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","_meta":{"terminal_output":{"terminal_id":"toolu_3","data":` + js(first30k+note) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_3","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_3", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n < 120000 {
+					t.Errorf("total_bytes %d, want at least the 120000 the note states", n)
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_tool_response_then_truncated_terminal_output", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_4", true), claudeInput("toolu_4", "seq 1 20000", "Big", true, ""),
+			toolResponse("toolu_4", whole),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","_meta":{"terminal_output":{"terminal_id":"toolu_4","data":` + js(first30k+note) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_4","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_4", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: whole}},
+	}, {
+		name: "opencode_truncation_preamble_is_not_output", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"), ocLive("o1", "seq 1 40000", "Big", "1\n2\n"),
+			ocFinal("o1", "...output truncated...\n\nFull output saved to: /home/dev/.local/share/opencode/tool-output/x\n\n39999\n40000\n", `{"output":"39999\n40000\n","exit":0,"description":"Big","truncated":true,"outputPath":"/home/dev/.local/share/opencode/tool-output/x"}`),
+		},
+		want: []wantExec{{id: "o1", command: "seq 1 40000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: "39999\n40000\n", trunc: true}},
+	}})
+}

@@ -49,7 +49,9 @@ const minOverlap = 16
 //
 // A replace makes the observed text the whole logical text, so TotalBytes
 // becomes its length (and may fall); otherwise TotalBytes grows by exactly
-// what is appended.
+// what is appended. A producer's statement of the real size
+// (Text.TotalBytes) raises TotalBytes to at least that and marks the text
+// truncated while less is known.
 //
 // Truncation: Chunk.Truncated is true when the logical text is longer than
 // what is kept, or when the producer said it dropped output. The producer's
@@ -84,6 +86,9 @@ type Buffer struct {
 
 	producerTrunc bool
 	seen          bool
+	// claimed is the size the producer said the whole output has
+	// (Text.TotalBytes); TotalBytes reports at least that.
+	claimed int64
 
 	// Take bookkeeping: what the client has not been told yet.
 	reported       bool  // some chunk was taken since the Buffer was made
@@ -119,6 +124,7 @@ func NewBuffer(limit int) *Buffer {
 // kind is taken as a Delta. See Buffer for the rules.
 func (b *Buffer) Apply(t Text) {
 	b.seen = true
+	b.claimed = max(b.claimed, t.TotalBytes)
 	if t.Bytes != nil && (t.Kind == Delta || !knownKind(t.Kind)) {
 		b.applyDeltaBytes(t.Bytes)
 		b.producerTrunc = b.producerTrunc || t.Truncated
@@ -169,7 +175,7 @@ func (b *Buffer) Take() (c Chunk, ok bool) {
 	c = Chunk{
 		Text:       string(held[len(held)-int(b.pendingAppend):]),
 		Truncated:  trunc,
-		TotalBytes: b.total,
+		TotalBytes: b.totalBytes(),
 	}
 	b.markTaken(trunc)
 	return c, true
@@ -183,11 +189,15 @@ func (b *Buffer) Whole() Chunk {
 		Text:       string(b.held()),
 		Replace:    true,
 		Truncated:  trunc,
-		TotalBytes: b.total,
+		TotalBytes: b.totalBytes(),
 	}
 	b.markTaken(trunc)
 	return c
 }
+
+// totalBytes is the size of the logical text, or the size the producer
+// said the whole output has when that is more.
+func (b *Buffer) totalBytes() int64 { return max(b.total, b.claimed) }
 
 // Flush ends byte input: the bytes of a UTF-8 sequence left incomplete by
 // the last byte Delta become U+FFFD, one per byte, and are appended.
@@ -206,7 +216,7 @@ func knownKind(k TextKind) bool { return k >= Delta && k <= Final }
 func (b *Buffer) held() []byte { return b.data[b.off:] }
 
 func (b *Buffer) truncated() bool {
-	return b.producerTrunc || b.total > int64(len(b.data)-b.off)
+	return b.producerTrunc || b.claimed > b.total || b.total > int64(len(b.data)-b.off)
 }
 
 func (b *Buffer) markTaken(trunc bool) {
@@ -248,7 +258,14 @@ func incompleteTail(p []byte) int {
 // applyWhole folds a Snapshot or a Final. s extends the logical text when
 // it is at least as long and holds the kept tail at the same place; only the
 // kept tail is compared, so a head that was dropped is assumed to match.
+//
+// A restatement the producer itself cut short (trunc) that is shorter than
+// the logical text says nothing the held text does not: it never replaces
+// more text (a later frame never makes what is known worse).
 func (b *Buffer) applyWhole(s string, trunc bool) {
+	if trunc && int64(len(s)) < b.total {
+		return
+	}
 	held := b.held()
 	tot := int(b.total)
 	if len(s) >= tot && s[tot-len(held):tot] == string(held) {

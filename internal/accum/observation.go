@@ -54,6 +54,10 @@ type Text struct {
 	Bytes []byte
 	// Truncated says the producer itself dropped part of this output.
 	Truncated bool
+	// TotalBytes, when not 0, is the size the producer says the whole
+	// output has (a truncation note's "N bytes total"); the stream then
+	// reports at least that many bytes.
+	TotalBytes int64
 	// IfSplit marks a Stdout or Stderr text that came without its sibling
 	// stream: it updates that stream only when the call already holds it
 	// (an earlier observation really separated the streams), and is

@@ -377,6 +377,18 @@ func (c *Call) Revision() (Revision, bool) {
 	return r, true
 }
 
+// Whole sets every text stream of r, a revision just taken from the call,
+// to the whole bounded text (Replace), as the Ended revision carries them:
+// for a client that did not get the earlier revisions (a new stream).
+func (c *Call) Whole(r *Revision) {
+	for s, b := range c.streams {
+		if b != nil {
+			w := b.Whole()
+			r.Texts[s] = &w
+		}
+	}
+}
+
 func setIf(dst *string, v string) {
 	if v != "" {
 		*dst = v

@@ -44,9 +44,11 @@ export function expect(truth) {
 }
 
 // checkCall returns the problems of one final ShellExec against the truth.
-export function checkCall(x, truth) {
+export function checkCall(x, truth, command) {
   const bad = [];
   if (!x) return ["no shell call in this turn"];
+  if (!x.command) bad.push("no command");
+  else if (x.command !== command) bad.push(`command ${JSON.stringify(x.command)}, want ${JSON.stringify(command)}`);
   const want = expect(truth);
   const state = (x.state ?? "").replace("SHELL_STATE_", "");
   const outcome = (x.outcome ?? "").replace("SHELL_OUTCOME_", "");
@@ -140,7 +142,7 @@ for (const file of files) {
     const end = i + 1 < ts.length ? ts[i + 1].line : Infinity;
     const mine = calls.filter((c) => c.first > t.line && c.first < end);
     const c = mine.find((c) => c.last.command === step.command) ?? mine[mine.length - 1];
-    const problems = checkCall(c?.last, step.truth);
+    const problems = checkCall(c?.last, step.truth, step.command);
     const harness = meta.steps?.find((s) => s.id === step.id);
     if (harness?.cancelSent && !step.client?.cancel_after_ms) problems.push(`the harness had to cancel the turn (${harness.cancelSent})`);
     const xf = expectationFor(run, step.id);

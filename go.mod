@@ -3,6 +3,7 @@ module github.com/acpnorm/acpnorm
 go 1.26.0
 
 require (
+	github.com/go-json-experiment/json v1.27.2
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

@@ -34,6 +34,11 @@ type cs struct {
 	want   []wantExec
 	// revs, when set, checks every revision the trace produced.
 	revs func(t *testing.T, resps []*pb.NormalizeResponse)
+	// init, when set, is the whole initialize result instead of one
+	// naming agent (an agent that gives no name).
+	init string
+	// dialect, when set, is the dialect every revision must name.
+	dialect string
 }
 
 // wantExec is the final ShellExec of one call.
@@ -129,7 +134,7 @@ func (c *cs) session() []replay.Line {
 	}
 	msgs := []msg{
 		{toAgent, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%d,"clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false%s},"clientInfo":{"name":"conformance","version":"1"}}}`, proto, meta)},
-		{toClient, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":%d,"agentCapabilities":{"loadSession":true},"agentInfo":{"name":%s,"version":"9.9.9"},"authMethods":[]}}`, proto, js(c.agent))},
+		{toClient, c.initResult(proto)},
 		{toAgent, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`},
 		{toClient, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}`},
 		{toAgent, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}`},
@@ -148,6 +153,14 @@ func (c *cs) session() []replay.Line {
 		out[i] = replay.Line{Number: i + 1, Dir: m.dir, Msg: []byte(m.s)}
 	}
 	return out
+}
+
+// initResult is the agent's initialize result.
+func (c *cs) initResult(proto int) string {
+	if c.init != "" {
+		return c.init
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":%d,"agentCapabilities":{"loadSession":true},"agentInfo":{"name":%s,"version":"9.9.9"},"authMethods":[]}}`, proto, js(c.agent))
 }
 
 func runConformance(t *testing.T, cases []cs) {
@@ -174,6 +187,13 @@ func runConformance(t *testing.T, cases []cs) {
 			}
 			if tc.revs != nil {
 				tc.revs(t, resps)
+			}
+			if tc.dialect != "" {
+				for _, r := range resps {
+					if x := r.GetShellExec(); x != nil && x.GetDialect() != tc.dialect {
+						t.Errorf("%q revision %d read by %q, want %q", x.GetToolCallId(), x.GetRevision(), x.GetDialect(), tc.dialect)
+					}
+				}
 			}
 		})
 	}

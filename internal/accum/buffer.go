@@ -65,8 +65,9 @@ const minOverlap = 16
 // linear scan that copies nothing when it is); beyond that the work is
 // O(len(new text) + limit), never O(history), and only the held tail is
 // compared with a Snapshot. Memory is the held text in a backing array of at
-// most 1.5×limit bytes; aligning a Window uses a table of at most limit
-// int32s, recycled through a pool.
+// most 1.5×limit bytes; aligning a Window usually needs no memory (see
+// alignWindow), else a table of at most limit int32s, recycled through a
+// pool.
 //
 // The zero Buffer is not usable; call NewBuffer. A Buffer is not safe for
 // concurrent use.
@@ -310,15 +311,101 @@ func (b *Buffer) applyWindow(w string, trunc bool) {
 
 // alignWindow returns where the logical text ends in w (see applyWindow).
 // It must not be called on an empty Buffer.
+//
+// A producer that slides its window over a growing output sends windows
+// that overlap what is held in all but their last few bytes, so the
+// alignment is nearly always found by looking for the last bytes of the
+// held text near the end of w and comparing once (alignAnchored). Only when
+// that is not conclusive (periodic text, where the anchor recurs many
+// times) do the Knuth-Morris-Pratt scans run (alignKMP). Both give the same
+// alignment.
 func (b *Buffer) alignWindow(w string) (d int, ok bool) {
 	if w == "" {
 		return 0, true
 	}
+	if d, ok, sure := b.alignAnchored(w); sure {
+		return d, ok
+	}
+	return b.alignKMP(w)
+}
+
+// meaningful says whether an overlap of k bytes with a window of n bytes
+// is long enough to trust (see applyWindow).
+func (b *Buffer) meaningful(k, n int) bool {
+	return int64(k) == b.total || k == n || k >= minOverlap
+}
+
+// anchorLen is the length of the held tail that alignAnchored looks for in
+// a window, and maxAnchorTries the number of its occurrences it checks
+// before it leaves the search to alignKMP.
+const (
+	anchorLen      = 64
+	maxAnchorTries = 4
+)
+
+// alignAnchored finds the alignment that alignKMP finds, without tables,
+// when it can: sure is false when it could not decide.
+//
+// Every alignment of either shape ends with the last anchorLen held bytes
+// (the anchor) at some offset of w, when the overlap is at least that
+// long. Occurrences of the anchor are tried from the right, so the first
+// that checks out is the one alignKMP picks: the last occurrence of the
+// whole held tail, or the longest prefix of w that the held tail ends with.
+func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 	held := b.held()
 	h := len(held)
-	meaningful := func(k int) bool {
-		return int64(k) == b.total || k == len(w) || k >= minOverlap
+	if h < anchorLen || len(w) < anchorLen {
+		return 0, false, false
 	}
+	anchor := string(held[h-anchorLen:])
+	if len(w) >= h {
+		// The held tail occurs in w, ending at d <= total.
+		hi := min(int64(len(w)), b.total)
+		none := false
+		for range maxAnchorTries {
+			i := strings.LastIndex(w[:hi], anchor)
+			if i < 0 {
+				none = true // no occurrence: try the other shape
+				break
+			}
+			if end := i + anchorLen; end >= h && w[end-h:end] == string(held) {
+				return end, b.meaningful(h, len(w)), true
+			}
+			hi = int64(i + anchorLen - 1)
+		}
+		if !none {
+			return 0, false, false
+		}
+	}
+	// The held tail ends with w[:k], k <= m.
+	m := min(len(w), h)
+	hi := m
+	for range maxAnchorTries {
+		i := strings.LastIndex(w[:hi], anchor)
+		if i < 0 {
+			// No overlap of anchorLen bytes or more; a shorter one is
+			// checked directly, longest first.
+			for k := min(anchorLen-1, m); k > 0; k-- {
+				if w[:k] == string(held[h-k:]) {
+					return k, b.meaningful(k, len(w)), true
+				}
+			}
+			return 0, false, true
+		}
+		if k := i + anchorLen; w[:k] == string(held[h-k:]) {
+			return k, b.meaningful(k, len(w)), true
+		}
+		hi = i + anchorLen - 1
+	}
+	return 0, false, false
+}
+
+// alignKMP is alignWindow by Knuth-Morris-Pratt scans, O(len(w) + limit)
+// whatever the text.
+func (b *Buffer) alignKMP(w string) (d int, ok bool) {
+	held := b.held()
+	h := len(held)
+	meaningful := func(k int) bool { return b.meaningful(k, len(w)) }
 	table := kmpTables.Get().(*[]int32)
 	defer kmpTables.Put(table)
 	if len(w) >= h {

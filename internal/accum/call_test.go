@@ -401,3 +401,27 @@ func TestCallStreamOmittedKeepsItsText(t *testing.T) {
 		t.Fatalf("a lone stream made a split: %+v", r.Texts[Stdout])
 	}
 }
+
+// TestCallKnownOutcomeIsFinal: once a call ended with a known outcome, late
+// exit codes, signals, failures and rejections change nothing about how it
+// ended; late output still joins it.
+func TestCallKnownOutcomeIsFinal(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Status: StatusCompleted, Exit: exit(0, ExitTerminal)})
+	if r, _ := c.Revision(); r.Outcome != Succeeded {
+		t.Fatalf("ended %+v", r)
+	}
+	for _, o := range []Observation{
+		{Status: StatusFailed, Exit: exit(1, ExitTerminal)},
+		{Signal: "SIGKILL", TimedOut: true, Failed: true},
+		{Cancelled: true},
+	} {
+		c.Apply(&o)
+	}
+	c.Answer(true)
+	c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: "late"}}})
+	r, ok := c.Revision()
+	if !ok || r.Outcome != Succeeded || r.ExitCode == nil || *r.ExitCode != 0 || r.Signal != "" || r.TimedOut || r.Texts[Combined].Text != "late" {
+		t.Fatalf("late evidence changed a known outcome: %+v ok=%v", r, ok)
+	}
+}

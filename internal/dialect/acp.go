@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Frame is what one JSON-RPC message says, in neutral terms.
@@ -155,7 +157,7 @@ func Read(d Dialect, msg []byte) (Frame, error) {
 func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observation, ask func(*U) accum.Observation) (Frame, error) {
 	var f Frame
 	var m message[U]
-	err := json.Unmarshal(msg, &m)
+	err := decode(msg, &m)
 	if _, typeErr := err.(*json.UnmarshalTypeError); err != nil && !typeErr {
 		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
 	}
@@ -325,12 +327,12 @@ func isNull(b []byte) bool {
 // beside typed RawInput, RawOutput or `_meta` fields for the vendor fields
 // they read, so that a frame is decoded in one pass.
 type ToolCall struct {
-	SessionUpdate string    `json:"sessionUpdate"`
-	ToolCallID    string    `json:"toolCallId"`
-	Title         *string   `json:"title"`
-	Kind          *string   `json:"kind"`
-	Status        *string   `json:"status"`
-	Content       []Content `json:"content"`
+	SessionUpdate string   `json:"sessionUpdate"`
+	ToolCallID    string   `json:"toolCallId"`
+	Title         *string  `json:"title"`
+	Kind          *string  `json:"kind"`
+	Status        *string  `json:"status"`
+	Content       Contents `json:"content"`
 	// rawInput and rawOutput are vendor shapes: dialects that read them
 	// add typed RawInput and RawOutput fields beside the embedded ToolCall.
 
@@ -361,6 +363,21 @@ func (t *TerminalOutput) UnmarshalJSON(b []byte) error {
 		}
 	})
 	return nil
+}
+
+// Contents is the `content` of a tool call. A value that is not an array
+// (an agent_message_chunk's content is one object) reads as none, as
+// encoding/json leaves a slice on a type error, but without stopping the
+// one-pass decode (see decode).
+type Contents []Content
+
+// UnmarshalJSONFrom implements the one-pass decoder's streaming
+// unmarshaler; encoding/json does not call it.
+func (c *Contents) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '[' {
+		return dec.SkipValue()
+	}
+	return jsonv2.UnmarshalDecode(dec, (*[]Content)(c))
 }
 
 // Content is one ACP tool call content item.

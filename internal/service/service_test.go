@@ -34,6 +34,11 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newHarnessWith(t, svc)
+}
+
+func newHarnessWith(t *testing.T, svc *Service) *harness {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := NewServer(svc, DefaultServerOptions(), nil)
 	go srv.Serve(lis)
@@ -248,6 +253,9 @@ func TestCallLimits(t *testing.T) {
 	}
 }
 
+// A client that reconnects mid-call goes on with the numbering, and the
+// first revision on the new stream carries the whole text (REPLACE): what
+// was in flight on the old stream may be lost.
 func TestReconnectContinues(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	first := h.open()
@@ -255,15 +263,21 @@ func TestReconnectContinues(t *testing.T) {
 	first.exec()
 	first.send("s1", delta("c1", "a"))
 	first.exec()
-	first.cancel() // the client goes away mid-call
+	first.send("s1", delta("c1", "b"))
+	first.exec() // the client never gets this one: its stream breaks
+	first.cancel()
 	second := h.open()
-	second.send("s1", delta("c1", "b"))
+	second.send("s1", delta("c1", "c"))
 	x := second.exec()
-	if x.GetRevision() != 3 || x.GetOutput().GetText() != "b" {
-		t.Fatalf("reconnected stream %v", x)
+	if x.GetRevision() != 4 || x.GetOutput().GetText() != "abc" || x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_REPLACE {
+		t.Fatalf("first revision on the reconnected stream: %v", x)
+	}
+	second.send("s1", delta("c1", "d"))
+	if x = second.exec(); x.GetOutput().GetText() != "d" || x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_APPEND {
+		t.Fatalf("next revision on the same stream appends: %v", x)
 	}
 	second.send("s1", finish("c1", 0))
-	if x = second.exec(); x.GetOutput().GetText() != "ab" {
+	if x = second.exec(); x.GetOutput().GetText() != "abcd" {
 		t.Fatalf("ended after reconnect %v", x)
 	}
 }

@@ -130,6 +130,7 @@ type reply struct {
 	emit    func(*pb.NormalizeResponse) error
 	err     error // the first error emit returned; nothing is sent after it
 	m       *Metrics
+	stream  *delivered // what the requesting stream has carried; nil: nothing tracked
 }
 
 // send hands one response on, unless an earlier one failed.
@@ -158,8 +159,14 @@ func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
 // built or sent, and handle returns that error; it returns ctx's error when
 // ctx ends while it waits for another request of the same session.
 func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit func(*pb.NormalizeResponse) error) error {
+	return ss.handleOn(ctx, req, nil, emit)
+}
+
+// handleOn is handle for a request arrived on a stream that has carried d
+// (see delivered).
+func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *delivered, emit func(*pb.NormalizeResponse) error) error {
 	ss.m.framesIn.Inc()
-	r := &reply{emit: emit, m: ss.m}
+	r := &reply{emit: emit, m: ss.m, stream: d}
 	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
@@ -513,6 +520,9 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	rev, ok := e.call.Revision()
 	if !ok {
 		return
+	}
+	if r.stream.needsWhole(s.id, rev.ToolCallID, rev.Number, rev.State == accum.Ended) {
+		e.call.Whole(&rev)
 	}
 	e.revisions, e.outcome = rev.Number, rev.Outcome
 	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})

@@ -1412,3 +1412,36 @@ func TestConformanceBigOutput(t *testing.T) {
 		want: []wantExec{{id: "o1", command: "seq 1 40000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: "39999\n40000\n", trunc: true}},
 	}})
 }
+
+// TestConformanceCommandEcho: an echo "$ <command>" of the call's own
+// command at the very start of its output is not output, stripped once,
+// however it arrives; a line that merely starts with "$ " stays.
+func TestConformanceCommandEcho(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "codex_ts_echo_split_across_deltas", agent: codexTS,
+		frames: []string{
+			codexTSOpen("c1", "cat notes.txt", "cat notes.txt"),
+			codexTSLive("c1", "terminal_output_delta", "$ cat /w/"),
+			codexTSLive("c1", "terminal_output_delta", "app/notes.txt\r"),
+			codexTSLive("c1", "terminal_output_delta", "\nhello\r\n"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"exit_code":0,"signal":null,"terminal_id":"c1"}}}`),
+		},
+		want: []wantExec{{id: "c1", command: "cat notes.txt", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "hello\r\n"}},
+	}, {
+		name: "opencode_cumulative_snapshots_multi_line_command", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"),
+			ocLive("o1", "cd sub\nls", "List", "$ cd sub\n"),
+			ocLive("o1", "cd sub\nls", "List", "$ cd sub\n$ ls\na.txt\n"),
+			ocFinal("o1", "$ cd sub\n$ ls\na.txt\nb.txt\n", `{"output":"$ cd sub\n$ ls\na.txt\nb.txt\n","exit":0,"description":"List","truncated":false}`),
+		},
+		want: []wantExec{{id: "o1", command: "cd sub\nls", cwd: "/w", desc: "List", outcome: succeeded, exit: code(0), output: "a.txt\nb.txt\n"}},
+	}, {
+		name: "generic_line_starting_with_dollar_stays", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"Run","status":"in_progress","rawInput":{"command":"./price"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed","rawOutput":{"output":"$ 5.00\n$ ./other\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "x1", command: "./price", cwd: "/w", outcome: succeeded, exit: code(0), output: "$ 5.00\n$ ./other\n"}},
+	}})
+}

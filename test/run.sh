@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Runs every check and test of acpnorm; the README's test command.
 #
-#   bash test/run.sh            everything (about a minute on 2 cores with warm
-#                               Go and npm caches; a fresh machine also installs)
+#   bash test/run.sh            everything (5 min 16 s on a shared 2-core machine
+#                               with warm Go and npm caches; a fresh machine
+#                               also installs)
 #   FUZZTIME=1m bash test/run.sh  fuzz each target longer
 #
 # The steps, in order:
 #   1. test/setup.sh installs what is missing (apt: protoc, grpc_python_plugin,
 #      python3-grpcio/-protobuf/-venv/-setuptools/-wheel, podman; npm ci in
 #      clients/ts; staticcheck and the code generators into .bin/);
-#   2. gofmt, go vet, go mod tidy -diff (go.mod and go.sum are tidy) and
-#      staticcheck;
+#   2. gofmt, go vet, go mod tidy -diff (go.mod and go.sum are tidy),
+#      staticcheck, and the licence copies in the client packages;
 #   3. buf lint and a regeneration check of gen/ and its copy in
 #      clients/python (bash gen/generate.sh must leave them unchanged), then
 #      buf breaking against main;
@@ -42,6 +43,11 @@ go mod tidy -diff
 
 echo "== staticcheck"
 .bin/staticcheck ./...
+
+echo "== each package carries the licence (LICENSE, copied into clients/ts and clients/python)"
+for copy in clients/ts/LICENSE clients/python/LICENSE; do
+  cmp -s LICENSE "$copy" || { echo "$copy differs from LICENSE: cp LICENSE $copy" >&2; exit 1; }
+done
 
 echo "== buf lint, and gen/ (and its copies in the client packages) is what the contract generates"
 bash gen/generate.sh

@@ -94,6 +94,9 @@ type Call struct {
 	endReason     string
 
 	streams [numStreams]*Buffer
+	// echoes hold back, per stream, what could still be an echo of the
+	// command at the start of its output (see echo.go).
+	echoes [numStreams]echoFilter
 }
 
 // NewCall returns the state of call id, bounding each text stream to
@@ -168,15 +171,16 @@ func (c *Call) Apply(o *Observation) {
 		c.cur.awaiting = true
 	}
 	for _, t := range o.Texts {
-		b := c.streams[t.Stream]
-		if b == nil && t.IfSplit {
+		if t.IfSplit && c.streams[t.Stream] == nil {
 			continue
 		}
-		if b == nil {
-			b = NewBuffer(c.limit)
-			c.streams[t.Stream] = b
+		if t.Stream == Stderr {
+			c.applyText(t)
+			continue
 		}
-		b.Apply(t)
+		for _, x := range c.echoes[t.Stream].filter(t, c.cur.command, c.cur.cwd) {
+			c.applyText(x)
+		}
 	}
 	if c.cur.state == Ended {
 		if c.cur.outcome == Unknown {
@@ -275,6 +279,12 @@ func (c *Call) end(why string) {
 	c.cur.state = Ended
 	c.cur.awaiting = false
 	c.endReason = why
+	for s := range c.echoes {
+		for _, t := range c.echoes[s].flush(c.cur.command, c.cur.cwd) {
+			t.Stream = Stream(s)
+			c.applyText(t)
+		}
+	}
 	for _, b := range c.streams {
 		if b != nil {
 			b.Flush()
@@ -375,6 +385,16 @@ func (c *Call) Revision() (Revision, bool) {
 		r.ExitCode = &code
 	}
 	return r, true
+}
+
+// applyText folds one text into its stream's buffer.
+func (c *Call) applyText(t Text) {
+	b := c.streams[t.Stream]
+	if b == nil {
+		b = NewBuffer(c.limit)
+		c.streams[t.Stream] = b
+	}
+	b.Apply(t)
 }
 
 // Whole sets every text stream of r, a revision just taken from the call,

@@ -5,9 +5,9 @@ import "testing"
 // FuzzCallNeverInventsSuccess folds arbitrary sequences of observations,
 // each built from three fuzzed bytes, into a call and checks, at every
 // revision, the rule no dialect can break: a call for which any
-// observation reported a signal, a timeout or a failed verdict before its
-// outcome was known is never SUCCEEDED, and an exit code of 0 that came
-// only in an observation with a signal is never reported.
+// observation reported a signal, a timeout or a failed verdict before it
+// ended with a known outcome is never SUCCEEDED, and an exit code of 0 that came only in an observation with a
+// signal is never reported.
 func FuzzCallNeverInventsSuccess(f *testing.F) {
 	f.Add([]byte{0x13, 0x00, 0x01})                   // completed, exit 0, SIGKILL
 	f.Add([]byte{0x02, 0x00, 0x00, 0x13, 0x00, 0x02}) // running, then completed with a timeout
@@ -42,9 +42,9 @@ func FuzzCallNeverInventsSuccess(f *testing.F) {
 			o.Cancelled = flags&0x10 != 0
 			o.Succeeded = flags&0x20 != 0
 			o.Failed = flags&0x40 != 0
-			// Evidence that comes after the outcome is known is late: ENDED
-			// is final, so it only counts while the call is not settled.
-			if (o.Signal != "" || o.TimedOut || o.Verdict == VerdictFailed || o.Verdict == VerdictTimedOut) && !c.settled() {
+			// A known outcome is final: evidence that arrives after it
+			// cannot change it.
+			if !c.settled() && (o.Signal != "" || o.TimedOut || o.Verdict == VerdictFailed || o.Verdict == VerdictTimedOut) {
 				bad = true
 			}
 			if o.Exit != nil && !o.Exit.Placeholder && o.Exit.Code == 0 {

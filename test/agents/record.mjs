@@ -198,6 +198,8 @@ try {
 // Rename the private paths, so recordings do not change with the temp dir.
 let wire = fs.readFileSync(rawFile, "utf8");
 wire = wire.split(work).join("/home/dev/work/proj").split(home).join("/home/dev").split(root).join("/tmp/harness");
+// Claude Code names per-project directories after the path, / made -.
+wire = wire.split(work.replaceAll("/", "-")).join("-home-dev-work-proj");
 fs.mkdirSync(path.dirname(out), { recursive: true });
 fs.writeFileSync(out, wire);
 fs.writeFileSync(out.replace(/\.ndjson$/, "") + ".meta.json", JSON.stringify(meta, null, 2) + "\n");

@@ -15,7 +15,7 @@ import (
 )
 
 // The conformance tests play synthetic but faithful ACP traces, written
-// from /work/shared/acp-shell-reference.md, for agent builds and modes we
+// from the field guide (docs/agents.md), for agent builds and modes we
 // have no recording of. Each trace is a whole session as it appears on the
 // wire: `initialize` (the client's capabilities, the agent's
 // agentInfo.name so that AUTO detection picks the dialect), `session/new`,
@@ -34,6 +34,11 @@ type cs struct {
 	want   []wantExec
 	// revs, when set, checks every revision the trace produced.
 	revs func(t *testing.T, resps []*pb.NormalizeResponse)
+	// init, when set, is the whole initialize result instead of one
+	// naming agent (an agent that gives no name).
+	init string
+	// dialect, when set, is the dialect every revision must name.
+	dialect string
 }
 
 // wantExec is the final ShellExec of one call.
@@ -129,7 +134,7 @@ func (c *cs) session() []replay.Line {
 	}
 	msgs := []msg{
 		{toAgent, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%d,"clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false%s},"clientInfo":{"name":"conformance","version":"1"}}}`, proto, meta)},
-		{toClient, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":%d,"agentCapabilities":{"loadSession":true},"agentInfo":{"name":%s,"version":"9.9.9"},"authMethods":[]}}`, proto, js(c.agent))},
+		{toClient, c.initResult(proto)},
 		{toAgent, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`},
 		{toClient, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}`},
 		{toAgent, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}`},
@@ -148,6 +153,14 @@ func (c *cs) session() []replay.Line {
 		out[i] = replay.Line{Number: i + 1, Dir: m.dir, Msg: []byte(m.s)}
 	}
 	return out
+}
+
+// initResult is the agent's initialize result.
+func (c *cs) initResult(proto int) string {
+	if c.init != "" {
+		return c.init
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":%d,"agentCapabilities":{"loadSession":true},"agentInfo":{"name":%s,"version":"9.9.9"},"authMethods":[]}}`, proto, js(c.agent))
 }
 
 func runConformance(t *testing.T, cases []cs) {
@@ -174,6 +187,13 @@ func runConformance(t *testing.T, cases []cs) {
 			}
 			if tc.revs != nil {
 				tc.revs(t, resps)
+			}
+			if tc.dialect != "" {
+				for _, r := range resps {
+					if x := r.GetShellExec(); x != nil && x.GetDialect() != tc.dialect {
+						t.Errorf("%q revision %d read by %q, want %q", x.GetToolCallId(), x.GetRevision(), x.GetDialect(), tc.dialect)
+					}
+				}
 			}
 		})
 	}
@@ -1128,8 +1148,8 @@ func TestConformanceAskWhileAnotherCallRuns(t *testing.T) {
 
 // ------------------------------------------- Cancel, reject, wrappers, echoes
 //
-// Traces for the field guide's section 2b and the rules at the end of its
-// section 3: client cancels, rejected permission asks, adapters' own shell
+// Traces for the field guide's section 4 and the rules of its section 5
+// (docs/agents.md): client cancels, rejected permission asks, adapters' own shell
 // wrappers versus a model's, never-worse frames, the Codex TS 2.x wire,
 // big outputs and command echoes.
 
@@ -1201,5 +1221,349 @@ func TestConformanceModelWrappersKept(t *testing.T) {
 			codexTSEnd("c1", "completed", "hi\n", 0, ""),
 		},
 		want: []wantExec{{id: "c1", command: "bash -c 'echo hi'", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "hi\n"}},
+	}})
+}
+
+// TestConformanceCodexTS2: @agentclientprotocol/codex-acp 2.x as recorded
+// (docs/agents.md, Codex TS and section 4): terminal_output_delta without the capability,
+// terminal_exit and no rawOutput, one 340 KB delta, the re-quoted command
+// of its permission ask, a listing call of kind read named exec_command,
+// and deltas for a cancelled call that keep coming in the next turn.
+func TestConformanceCodexTS2(t *testing.T) {
+	exitOnly := func(id string, status string, exit int) string {
+		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q,"_meta":{"terminal_exit":{"exit_code":%d,"signal":null,"terminal_id":%q}}}`, id, status, exit, id))
+	}
+	big := lines("r", 1, 340000/7) // about 340 KB in one delta
+	limit := service.DefaultConfig().TextLimit
+	loop := `for i in 1 2 3; do printf '\346'$i; done`
+	runConformance(t, []cs{{
+		name: "delta_without_capability_and_terminal_exit_without_rawOutput", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_1", "echo after-cancel; exit 4", "echo after-cancel; exit 4"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"failed","_meta":{"terminal_output_delta":{"data":"after-cancel\n","terminal_id":"call_1"},"terminal_exit":{"exit_code":4,"signal":null,"terminal_id":"call_1"}}}`),
+		},
+		want: []wantExec{{id: "call_1", command: "echo after-cancel; exit 4", cwd: "/w/app", outcome: failed, exit: code(4), output: "after-cancel\n"}},
+	}, {
+		name: "one_340KB_delta_is_bounded_with_its_real_size", agent: codexTS,
+		frames: []string{codexTSOpen("call_2", "seq", "seq"), codexTSLive("call_2", "terminal_output_delta", big), exitOnly("call_2", "completed", 0)},
+		want: []wantExec{{id: "call_2", command: "seq", cwd: "/w/app", outcome: succeeded, exit: code(0), output: big[len(big)-limit:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != int64(len(big)) {
+					t.Errorf("total_bytes %d, want %d", n, len(big))
+				}
+			}}},
+	}, {
+		name: "ask_re_quotes_the_command_the_tool_call_stays", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_3", loop, loop),
+			ask(50, `{"toolCallId":"call_3","kind":"execute","title":"Run","status":"pending","rawInput":{"command":`+js(`"printf '\\346'"'$i; done'`)+`,"cwd":"/w/app"}}`),
+			answer(50, "allow"),
+			codexTSLive("call_3", "terminal_output_delta", "\ufffd1\ufffd2\ufffd3"),
+			exitOnly("call_3", "completed", 0),
+		},
+		want: []wantExec{{id: "call_3", command: loop, cwd: "/w/app", outcome: succeeded, exit: code(0), output: "\ufffd1\ufffd2\ufffd3"}},
+	}, {
+		name: "listing_call_kind_read_named_exec_command_is_a_shell_command", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_4","name":"exec_command","kind":"read","title":"List files","status":"in_progress"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_4","_meta":{"terminal_output_delta":{"data":"a.txt\nb.md\n","terminal_id":"call_4"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_4","status":"completed","rawOutput":{"exit_code":0}}`),
+		},
+		want: []wantExec{{id: "call_4", desc: "List files", cwd: "/w", outcome: succeeded, exit: code(0), output: "a.txt\nb.md\n"}},
+	}, {
+		name: "listing_call_without_deltas_output_and_exit_on_the_final", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_7","name":"exec_command","kind":"read","title":"List files","status":"in_progress"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_7","status":"failed","rawOutput":{"formatted_output":"ls: x: No such file\n","exit_code":2}}`),
+		},
+		want: []wantExec{{id: "call_7", desc: "List files", cwd: "/w", outcome: failed, exit: code(2), output: "ls: x: No such file\n"}},
+	}, {
+		name: "cancelled_call_streams_into_the_next_turn", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_5", "for i in $(seq 20); do echo tick$i; sleep 0.25; done", "for i in $(seq 20); do echo tick$i; sleep 0.25; done"),
+			codexTSLive("call_5", "terminal_output_delta", "tick2\n"),
+			cancelFrame,
+			turnResult(2, "cancelled"),
+			prompt(3),
+			codexTSLive("call_5", "terminal_output_delta", "tick3\n"),
+			codexTSOpen("call_6", "echo next", "echo next"),
+			codexTSLive("call_5", "terminal_output_delta", "tick4\n"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_6","status":"completed","_meta":{"terminal_output_delta":{"data":"next\n","terminal_id":"call_6"},"terminal_exit":{"exit_code":0,"signal":null,"terminal_id":"call_6"}}}`),
+			codexTSLive("call_5", "terminal_output_delta", "tick5\n"),
+			turnResult(3, "end_turn"),
+		},
+		want: []wantExec{
+			{id: "call_5", command: "for i in $(seq 20); do echo tick$i; sleep 0.25; done", cwd: "/w/app", outcome: cancelled, output: "tick2\ntick3\ntick4\ntick5\n"},
+			{id: "call_6", command: "echo next", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "next\n"},
+		},
+	}})
+}
+
+// TestConformanceNeverWorse: a later frame never makes what is known
+// worse: an empty rawOutput keeps the streamed output, and a {stdout,
+// stderr} object that omits a stream keeps that stream's earlier text.
+func TestConformanceNeverWorse(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "codex_ts_empty_formatted_output_keeps_deltas", agent: codexTS,
+		frames: []string{codexTSOpen("c1", "make", "make"), codexTSLive("c1", "terminal_output_delta", "built\n"), codexTSEnd("c1", "completed", "", 0, "")},
+		want:   []wantExec{{id: "c1", command: "make", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "built\n"}},
+	}, {
+		name: "claude_empty_rawOutput_keeps_terminal_output", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_1", true), claudeInput("toolu_1", "make", "Build", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","_meta":{"terminal_output":{"terminal_id":"toolu_1","data":"built"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":"","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_1","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_1", command: "make", cwd: "/w", desc: "Build", outcome: succeeded, exit: code(0), output: "built"}},
+	}, {
+		name: "generic_empty_rawOutput_string_and_object_keep_live_output", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"make","status":"in_progress","content":[{"type":"terminal","terminalId":"x1"}]}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","_meta":{"terminal_output":{"terminal_id":"x1","data":"built\n"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","rawOutput":""}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed","rawOutput":{},"_meta":{"terminal_exit":{"terminal_id":"x1","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "x1", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), output: "built\n"}},
+	}, {
+		name: "generic_stream_omitted_from_stdout_stderr_keeps_its_text", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x2","kind":"execute","title":"make","status":"in_progress"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x2","status":"in_progress","rawOutput":{"stdout":"cc a.c\n","stderr":"warning: x\n"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x2","status":"completed","rawOutput":{"stdout":"cc a.c\ncc b.c\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "x2", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("cc a.c\ncc b.c\n"), stderr: str("warning: x\n")}},
+	}, {
+		name: "codex_rust_stream_omitted_keeps_its_text", agent: codexRust,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","kind":"execute","title":"make","status":"in_progress","rawInput":{"command":["/bin/bash","-lc","make"],"cwd":"/w"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","rawOutput":{"stdout":"cc a.c\n","stderr":"warning: x\n"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":{"stdout":"cc a.c\ncc b.c\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "call_1", command: "make", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("cc a.c\ncc b.c\n"), stderr: str("warning: x\n")}},
+	}})
+}
+
+// TestConformanceBigOutput: the most output that is on the wire wins, and
+// agents' truncation notes are not output. claude-code-acp's whole output
+// in toolResponse.stdout beats its 2 KB persisted-output preview;
+// claude-agent-acp's "[Output truncated (N bytes total): ...]" says the
+// real size; OpenCode's "...output truncated..." preamble is not output.
+func TestConformanceBigOutput(t *testing.T) {
+	limit := service.DefaultConfig().TextLimit
+	whole := lines("n", 1, 20000) // 120,000 bytes: within the bound
+	huge := lines("n", 1, 50000)  // 300,000 bytes: past it
+	preview := func(s string) string {
+		return "<persisted-output>\nOutput too large (223.5KB). Full output saved to: /home/dev/.claude/x.txt\n\nPreview (first 2KB):\n" + s[:2048] + "\n...\n</persisted-output>"
+	}
+	toolResponse := func(id, stdout string) string {
+		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"_meta":{"claudeCode":{"toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false},"toolName":"Bash"}}}`, id, js(stdout)))
+	}
+	first30k := whole[:30000]
+	note := "\n[Output truncated (120000 bytes total): full output saved to /home/dev/.claude/y.txt]"
+	runConformance(t, []cs{{
+		name: "claude_code_acp_tool_response_beats_persisted_preview", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_1", false), claudeInput("toolu_1", "seq 1 20000", "Big", false, ""),
+			toolResponse("toolu_1", whole),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":` + js(preview(whole)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(preview(whole))) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_1", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: whole}},
+	}, {
+		name: "claude_code_acp_tool_response_past_the_bound", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_2", false), claudeInput("toolu_2", "seq 1 50000", "Huge", false, ""),
+			toolResponse("toolu_2", huge),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_2","status":"completed","rawOutput":` + js(preview(huge)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_2", command: "seq 1 50000", cwd: "/w", desc: "Huge", outcome: unknown, output: huge[len(huge)-limit:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != int64(len(huge)) {
+					t.Errorf("total_bytes %d, want %d", n, len(huge))
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_truncation_note_states_the_real_size", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_3", true), claudeInput("toolu_3", "seq 1 20000", "Big", true, ""),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","_meta":{"terminal_output":{"terminal_id":"toolu_3","data":` + js(first30k+note) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_3","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_3", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n < 120000 {
+					t.Errorf("total_bytes %d, want at least the 120000 the note states", n)
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_tool_response_then_truncated_terminal_output", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_4", true), claudeInput("toolu_4", "seq 1 20000", "Big", true, ""),
+			toolResponse("toolu_4", whole),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","_meta":{"terminal_output":{"terminal_id":"toolu_4","data":` + js(first30k+note) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_4","exit_code":0,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "toolu_4", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: whole}},
+	}, {
+		name: "opencode_truncation_preamble_is_not_output", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"), ocLive("o1", "seq 1 40000", "Big", "1\n2\n"),
+			ocFinal("o1", "...output truncated...\n\nFull output saved to: /home/dev/.local/share/opencode/tool-output/x\n\n39999\n40000\n", `{"output":"39999\n40000\n","exit":0,"description":"Big","truncated":true,"outputPath":"/home/dev/.local/share/opencode/tool-output/x"}`),
+		},
+		want: []wantExec{{id: "o1", command: "seq 1 40000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: "39999\n40000\n", trunc: true}},
+	}})
+}
+
+// TestConformanceCommandEcho: an echo "$ <command>" of the call's own
+// command at the very start of its output is not output, stripped once,
+// however it arrives; a line that merely starts with "$ " stays.
+func TestConformanceCommandEcho(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "codex_ts_echo_split_across_deltas", agent: codexTS,
+		frames: []string{
+			codexTSOpen("c1", "cat notes.txt", "cat notes.txt"),
+			codexTSLive("c1", "terminal_output_delta", "$ cat /w/"),
+			codexTSLive("c1", "terminal_output_delta", "app/notes.txt\r"),
+			codexTSLive("c1", "terminal_output_delta", "\nhello\r\n"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"exit_code":0,"signal":null,"terminal_id":"c1"}}}`),
+		},
+		want: []wantExec{{id: "c1", command: "cat notes.txt", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "hello\r\n"}},
+	}, {
+		name: "opencode_cumulative_snapshots_multi_line_command", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"),
+			ocLive("o1", "cd sub\nls", "List", "$ cd sub\n"),
+			ocLive("o1", "cd sub\nls", "List", "$ cd sub\n$ ls\na.txt\n"),
+			ocFinal("o1", "$ cd sub\n$ ls\na.txt\nb.txt\n", `{"output":"$ cd sub\n$ ls\na.txt\nb.txt\n","exit":0,"description":"List","truncated":false}`),
+		},
+		want: []wantExec{{id: "o1", command: "cd sub\nls", cwd: "/w", desc: "List", outcome: succeeded, exit: code(0), output: "a.txt\nb.txt\n"}},
+	}, {
+		name: "generic_line_starting_with_dollar_stays", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"Run","status":"in_progress","rawInput":{"command":"./price"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed","rawOutput":{"output":"$ 5.00\n$ ./other\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "x1", command: "./price", cwd: "/w", outcome: succeeded, exit: code(0), output: "$ 5.00\n$ ./other\n"}},
+	}})
+}
+
+// TestConformanceCancelAndReject: one trace per agent of what the field
+// guide (section 2b) says each sends when the client cancels the turn
+// while a command runs, or rejects a permission ask. A cancelled call is
+// CANCELLED keeping a known exit code; notices are never output; real
+// output before the cancel is kept; a rejected call that never ran has no
+// output.
+func TestConformanceCancelAndReject(t *testing.T) {
+	const ticks = "for i in $(seq 20); do echo tick$i; sleep 0.25; done"
+	claudeCancel := "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."
+	runConformance(t, []cs{{
+		name: "codex_rust_shell_command_cancel_failed_exit_1", agent: codexRust, caps: true,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","kind":"execute","title":"ticks","status":"in_progress","content":[{"type":"terminal","terminalId":"call_1"}],"rawInput":{"command":["/bin/bash","-lc",` + js(ticks) + `],"cwd":"/w"},"_meta":{"terminal_info":{"terminal_id":"call_1","cwd":"/w"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","_meta":{"terminal_output":{"terminal_id":"call_1","data":"tick1\ntick2\n"}}}`),
+			cancelFrame,
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"failed","rawOutput":{"stdout":"tick1\ntick2\n","stderr":"","aggregated_output":"tick1\ntick2\n","formatted_output":"tick1\ntick2\n","exit_code":1,"status":"failed"},"_meta":{"terminal_exit":{"terminal_id":"call_1","exit_code":1,"signal":null}}}`),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{{id: "call_1", command: ticks, cwd: "/w", outcome: cancelled, exit: code(1), output: "tick1\ntick2\n", stdout: str("tick1\ntick2\n"), stderr: str("")}},
+	}, {
+		name: "codex_rust_unified_exec_cancel_no_final", agent: codexRust,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_2","kind":"execute","title":"ticks","status":"in_progress","rawInput":{"command":["/bin/bash","-lc",` + js(ticks) + `],"cwd":"/w","process_id":"7"}}`),
+			cancelFrame,
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{{id: "call_2", command: ticks, cwd: "/w", outcome: cancelled}},
+	}, {
+		name: "codex_rust_untrusted_reject_before_tool_call", agent: codexRust,
+		frames: []string{
+			ask(40, `{"toolCallId":"call_3","kind":"execute","status":"pending","title":"rm -f notes.txt && echo removed","rawInput":{"command":["/bin/bash","-lc","rm -f notes.txt && echo removed"],"cwd":"/w"}}`),
+			answer(40, "reject"),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{{id: "call_3", command: "rm -f notes.txt && echo removed", cwd: "/w", outcome: cancelled}},
+	}, {
+		name: "codex_ts2_reject_failed_exit_null", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_4", "rm -f notes.txt", "rm -f notes.txt"),
+			ask(41, `{"toolCallId":"call_4","kind":"execute","status":"pending","title":"rm -f notes.txt","rawInput":{"command":"rm -f notes.txt","cwd":"/w/app"}}`),
+			answer(41, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_4","status":"failed","rawOutput":{"formatted_output":"","exit_code":null},"_meta":{"terminal_exit":{"exit_code":null,"signal":null,"terminal_id":"call_4"}}}`),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{{id: "call_4", command: "rm -f notes.txt", cwd: "/w/app", outcome: cancelled}},
+	}, {
+		name: "claude_code_acp_cancel_stays_pending", agent: claudeOld,
+		frames: []string{claudeOpen("toolu_1", false), claudeInput("toolu_1", ticks, "Ticks", false, ""), cancelFrame, turnResult(2, "cancelled")},
+		want:   []wantExec{{id: "toolu_1", command: ticks, cwd: "/w", desc: "Ticks", outcome: cancelled}},
+	}, {
+		name: "claude_code_acp_reject", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_2", false), claudeInput("toolu_2", "rm -f notes.txt", "Remove", false, ""),
+			ask(42, `{"toolCallId":"toolu_2","kind":"execute","status":"pending","title":"rm -f notes.txt","rawInput":{"command":"rm -f notes.txt","description":"Remove"},"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+			answer(42, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_2","status":"failed","rawOutput":"User refused permission to run tool","content":[{"type":"content","content":{"type":"text","text":"` + "```\\nUser refused permission to run tool\\n```" + `"}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_2", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled}},
+	}, {
+		name: "claude_agent_acp_cancel_notice_and_reject", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_3", true), claudeInput("toolu_3", "rm -f notes.txt", "Remove", true, ""),
+			ask(43, `{"toolCallId":"toolu_3","kind":"execute","status":"pending","title":"rm -f notes.txt","rawInput":{"command":"rm -f notes.txt","description":"Remove"},"content":[{"type":"terminal","terminalId":"toolu_3"}]}`),
+			answer(43, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","_meta":{"terminal_output":{"terminal_id":"toolu_3","data":"User refused permission to run tool"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","status":"failed","_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"permission-rule"},"terminal_exit":{"terminal_id":"toolu_3","exit_code":null,"signal":null}}}`),
+			claudeOpen("toolu_4", true), claudeInput("toolu_4", ticks, "Ticks", true, ""),
+			cancelFrame,
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","_meta":{"terminal_output":{"terminal_id":"toolu_4","data":` + js(claudeCancel) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"failed","content":[{"type":"terminal","terminalId":"toolu_4"}],"_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"user-rejected"},"terminal_exit":{"terminal_id":"toolu_4","exit_code":null,"signal":null}}}`),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{
+			{id: "toolu_3", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled},
+			{id: "toolu_4", command: ticks, cwd: "/w", desc: "Ticks", outcome: cancelled},
+		},
+	}, {
+		name: "opencode_reject_and_abort_notice", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"), ocLive("o1", "rm -f notes.txt", "Remove", ""),
+			ask(44, `{"toolCallId":"o1","title":"rm -f notes.txt","kind":"execute","status":"pending","rawInput":{"command":"rm -f notes.txt"}}`),
+			answer(44, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"failed","kind":"execute","title":"rm -f notes.txt","rawInput":{"command":"rm -f notes.txt","description":"Remove"},"content":[{"type":"content","content":{"type":"text","text":"The user rejected permission to use this specific tool call."}}],"rawOutput":{"error":"The user rejected permission to use this specific tool call."}}`),
+			ocOpen("o2", "bash"), ocLive("o2", ticks, "Ticks", "tick1\n"), ocLive("o2", ticks, "Ticks", "tick1\ntick2\n"),
+			cancelFrame,
+			ocFinal("o2", "tick1\ntick2\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>", `{"output":"tick1\ntick2\n","exit":null,"description":"Ticks","truncated":false}`),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{
+			{id: "o1", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled},
+			{id: "o2", command: ticks, cwd: "/w", desc: "Ticks", outcome: cancelled, output: "tick1\ntick2\n"},
+		},
+	}, {
+		name: "gemini_reject_then_cancel_with_output_before_it", agent: geminiAgent,
+		frames: []string{
+			ask(45, `{"toolCallId":"run_shell_command-1","status":"pending","title":"rm -f notes.txt","content":[{"type":"content","content":{"type":"text","text":"[current working directory /w] (Remove)"}}],"locations":[],"kind":"execute"}`),
+			answer(45, "reject"),
+			turnResult(2, "end_turn"), prompt(3),
+			ask(46, `{"toolCallId":"run_shell_command-2","status":"pending","title":`+js(ticks)+`,"content":[{"type":"content","content":{"type":"text","text":"[current working directory /w] (Ticks)"}}],"locations":[],"kind":"execute"}`),
+			answer(46, "allow"),
+			cancelFrame,
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command-2","status":"completed","title":` + js(ticks) + `,"content":[{"type":"content","content":{"type":"text","text":"Command cancelled by user.\n\nOutput before cancellation:\ntick1\ntick2"}}],"locations":[],"kind":"execute"}`),
+			turnResult(3, "cancelled"),
+		},
+		want: []wantExec{
+			{id: "run_shell_command-1", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled},
+			{id: "run_shell_command-2", command: ticks, cwd: "/w", desc: "Ticks", outcome: cancelled, output: "tick1\ntick2"},
+		},
+	}, {
+		name: "grok_rejected", agent: grokAgent,
+		frames: []string{
+			grOpen("g1", "rm -f notes.txt", "Remove"), grDescribe("g1", "rm -f notes.txt", "Remove"),
+			upd("{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"g1\",\"status\":\"failed\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"User rejected the execution for tool `run_terminal_command`\"}}]}"),
+		},
+		want: []wantExec{{id: "g1", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled}},
+	}, {
+		name: "cursor_cancel_no_final", agent: cursorAgent,
+		frames: []string{cuOpen("tool_9", ticks), cuRunning("tool_9"), cancelFrame, turnResult(2, "cancelled")},
+		want:   []wantExec{{id: "tool_9", command: ticks, cwd: "/w", outcome: cancelled}},
 	}})
 }

@@ -19,8 +19,11 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // daemon is the real acpnormd binary running on loopback ports.
@@ -274,4 +277,159 @@ func tail(s string) string {
 		return s[len(s)-40:]
 	}
 	return s
+}
+
+// SIGTERM while clients cancel their streams, over and over: the daemon
+// must exit within --shutdown-timeout every time (it used to hang for
+// good in about a third of the runs, waiting on a frame that was read
+// but never handed over).
+func TestEndToEndShutdownWhileClientsCancel(t *testing.T) {
+	const runs, clients = 8, 6
+	const deadline = 2 * time.Second
+	bin := buildDaemon(t)
+	for run := 1; run <= runs; run++ {
+		d := startDaemon(t, bin, "--shutdown-timeout", deadline.String())
+		conn, ctx := dial(t, d)
+		c := pb.NewNormalizerServiceClient(conn)
+		var wg sync.WaitGroup
+		started := make(chan struct{}, clients)
+		cancels := make([]context.CancelFunc, clients)
+		chunk := strings.Repeat("0123456789abcdef", 4<<10)
+		for i := range clients {
+			sctx, cancel := context.WithCancel(ctx)
+			cancels[i] = cancel
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st, err := c.Normalize(sctx)
+				if err != nil {
+					started <- struct{}{}
+					return
+				}
+				go func() {
+					for {
+						if _, err := st.Recv(); err != nil {
+							return
+						}
+					}
+				}()
+				sid := fmt.Sprintf("r%d-c%d", run, i)
+				for seq := uint64(1); ; seq++ {
+					msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c%d","_meta":{"terminal_output":{"terminal_id":"t","data":"%s"}}}}}`, seq%4, chunk)
+					if seq == 1 {
+						msg = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c0","kind":"execute","title":"yes","status":"in_progress"}}}`
+					}
+					if st.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: sid, Sequence: seq, Message: []byte(msg)}}}) != nil {
+						return
+					}
+					if seq == 20 {
+						started <- struct{}{}
+					}
+				}
+			}()
+		}
+		for range clients {
+			<-started
+		}
+		// The clients cancel the moment shutdown starts (health turns
+		// NOT_SERVING just before the streams are drained).
+		wctx, stopWatch := context.WithCancel(ctx)
+		watch, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("health watch: %v %v", r, err)
+		}
+		go func() {
+			defer func() {
+				for _, cancel := range cancels {
+					cancel()
+				}
+				stopWatch()
+			}()
+			for {
+				if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+					return
+				}
+			}
+		}()
+		start := time.Now()
+		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-d.exited:
+			if err != nil {
+				t.Fatalf("run %d: acpnormd exited with %v", run, err)
+			}
+		case <-time.After(deadline + 5*time.Second):
+			_ = d.cmd.Process.Kill()
+			t.Fatalf("run %d of %d: acpnormd still running %v after SIGTERM with --shutdown-timeout %v", run, runs, time.Since(start).Round(time.Millisecond), deadline)
+		}
+		t.Logf("run %d: exited %v after SIGTERM", run, time.Since(start).Round(time.Millisecond))
+		// The process exits within the deadline; the margin is for the
+		// exit itself on a loaded machine.
+		if took := time.Since(start); took > deadline+2*time.Second {
+			t.Errorf("run %d: exit took %v with --shutdown-timeout %v", run, took, deadline)
+		}
+		wg.Wait()
+		conn.Close()
+	}
+}
+
+// acpnormd will not serve plaintext without a token on a non-loopback
+// address unless told to, and says why.
+func TestEndToEndRefusesExposedPlaintext(t *testing.T) {
+	bin := buildDaemon(t)
+	for _, args := range [][]string{
+		{"--listen", "0.0.0.0:0", "--metrics-listen", ""},
+		{"--listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:0"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), "refusing to serve") || !strings.Contains(string(out), "--insecure-listen") {
+			t.Errorf("acpnormd %v: %v\n%s\nwant a refusal naming --insecure-listen", args, err, out)
+		}
+	}
+	// Told to, it serves; a token also makes the address acceptable.
+	d := startDaemon(t, bin, "--listen", "0.0.0.0:0", "--insecure-listen")
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.exited
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("t0ken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = startDaemon(t, bin, "--listen", "0.0.0.0:0", "--auth-token-file", token)
+	conn, ctx := dial(t, d)
+	_, err := pb.NewNormalizerServiceClient(conn).ListDialects(ctx, &pb.ListDialectsRequest{})
+	if status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("without the token: %v, want UNAUTHENTICATED", err)
+	}
+	if hc, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health without the token: %v %v", hc, err)
+	}
+	if _, err := pb.NewNormalizerServiceClient(conn).ListDialects(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer t0ken"), &pb.ListDialectsRequest{}); err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	resp, err := http.Get("http://" + d.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/metrics without the token: %s", resp.Status)
+	}
+	req, _ := http.NewRequest("GET", "http://"+d.metrics+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer t0ken")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `acpnorm_stream_refusals_total{reason="unauthenticated"} 1`) {
+		t.Fatalf("/metrics with the token does not count the refusal:\n%s", body)
+	}
 }

@@ -169,6 +169,10 @@ func checkRevisions(t *testing.T, resps []*pb.NormalizeResponse) {
 // Texts over 2 KiB are shown as their head and tail plus a checksum.
 func render(name string, resps []*pb.NormalizeResponse) []byte {
 	calls, errs := replay.Fold(resps)
+	return renderCalls(name, calls, errs)
+}
+
+func renderCalls(name string, calls []*replay.Call, errs []*pb.FrameError) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s\n# The final ShellExec of each shell command after folding every revision\n# as a client does. Regenerate: go test ./test -run TestGolden -update\n", name)
 	for _, fe := range errs {

@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
 # Runs every check and test of acpnorm; the README's test command.
 #
-#   bash test/run.sh            everything (about a minute on 2 cores with warm
-#                               Go and npm caches; a fresh machine also installs)
+#   bash test/run.sh            everything (5 min 16 s on a shared 2-core machine
+#                               with warm Go and npm caches; a fresh machine
+#                               also installs)
 #   FUZZTIME=1m bash test/run.sh  fuzz each target longer
 #
-# It installs what is missing first (test/setup.sh), then: gofmt, go vet,
-# buf lint and a regeneration check of gen/, buf breaking against main,
-# go test -race on every package (unit, bufconn service, golden and
-# end-to-end tests), each fuzz target for a short time, a ~20 s smoke run of
-# the load benchmark (bench/run.sh), the TypeScript and Python client suites
-# against the real binary, and a short run of one real agent build against a
-# scripted model (test/agents/run.sh).
+# The steps, in order:
+#   1. test/setup.sh installs what is missing (apt: protoc, grpc_python_plugin,
+#      python3-grpcio/-protobuf/-venv/-setuptools/-wheel, podman; npm ci in
+#      clients/ts; staticcheck and the code generators into .bin/);
+#   2. gofmt, go vet, go mod tidy -diff (go.mod and go.sum are tidy),
+#      staticcheck, and the licence copies in the client packages;
+#   3. buf lint and a regeneration check of gen/ and its copy in
+#      clients/python (bash gen/generate.sh must leave them unchanged), then
+#      buf breaking against main;
+#   4. go test -race on every package: unit, bufconn service, golden,
+#      conformance, end-to-end and command-line tests;
+#   5. each fuzz target for FUZZTIME (10s), then a ~20 s smoke run of the
+#      load benchmark (bench/run.sh);
+#   6. the TypeScript and Python client suites and the three examples
+#      against the real binary (test/clients.sh);
+#   7. the container image: build it and check the binary taken out of it
+#      (test/image.sh; it says SKIP without podman or docker);
+#   8. a short run of one real agent build against a scripted model
+#      (test/agents/run.sh --scenario smoke opencode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
@@ -30,6 +43,11 @@ go mod tidy -diff
 
 echo "== staticcheck"
 .bin/staticcheck ./...
+
+echo "== each package carries the licence (LICENSE, copied into clients/ts and clients/python)"
+for copy in clients/ts/LICENSE clients/python/LICENSE; do
+  cmp -s LICENSE "$copy" || { echo "$copy differs from LICENSE: cp LICENSE $copy" >&2; exit 1; }
+done
 
 echo "== buf lint, and gen/ (and its copies in the client packages) is what the contract generates"
 bash gen/generate.sh
@@ -61,7 +79,11 @@ SMOKE=1 bash bench/run.sh
 echo "== clients"
 bash test/clients.sh
 
-echo "== real agent smoke: OpenCode, three steps (the full matrix: bash test/agents/run.sh)"
+echo "== container image"
+bash test/image.sh
+
+echo "== real agent harness: its own tests, then OpenCode on three steps (the full matrix: bash test/agents/run.sh)"
+node --test test/agents/harness.test.mjs
 bash test/agents/run.sh --scenario smoke opencode
 
 echo "test/run.sh: all checks passed"

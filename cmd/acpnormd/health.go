@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
@@ -18,6 +17,7 @@ import (
 type healthFlags struct {
 	addr, service string
 	timeout       time.Duration
+	client        clientFlags
 }
 
 func healthFlagSet() (*flag.FlagSet, *healthFlags) {
@@ -27,6 +27,7 @@ func healthFlagSet() (*flag.FlagSet, *healthFlags) {
 		"an unspecified host such as 0.0.0.0 as loopback")
 	fs.StringVar(&f.service, "service", "", "service to ask about; empty means the whole server")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "give up after this long")
+	f.client.register(fs)
 	return fs, f
 }
 
@@ -59,7 +60,11 @@ func healthCmd(args []string, stdout, _ io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
-	st, err := checkHealth(ctx, f.addr, f.service)
+	opts, err := f.client.dialOptions()
+	if err != nil {
+		return err
+	}
+	st, err := checkHealth(ctx, f.addr, f.service, opts...)
 	if err != nil {
 		return err
 	}
@@ -69,8 +74,8 @@ func healthCmd(args []string, stdout, _ io.Writer) error {
 
 // checkHealth asks addr's health service about service and returns nil
 // only when it is SERVING; otherwise the error says what it is instead.
-func checkHealth(ctx context.Context, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func checkHealth(ctx context.Context, addr, service string, opts ...grpc.DialOption) (healthpb.HealthCheckResponse_ServingStatus, error) {
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", addr, err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/internal/service"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -28,6 +27,7 @@ type replayFlags struct {
 	json, final, keepOpen, keepGoing bool
 	timeout                          time.Duration
 	file                             string
+	client                           clientFlags
 }
 
 func replayFlagSet() (*flag.FlagSet, *replayFlags) {
@@ -43,6 +43,7 @@ func replayFlagSet() (*flag.FlagSet, *replayFlags) {
 	fs.BoolVar(&f.keepOpen, "keep-open", false, "do not close the session at the end of the file")
 	fs.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when the recording had frame errors (they are still printed)")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up after this long")
+	f.client.register(fs)
 	return fs, f
 }
 
@@ -66,6 +67,9 @@ func parseReplay(args []string) (*replayFlags, error) {
 		f.file = rest[0]
 	default:
 		return nil, usagef("replay takes at most one FILE, got %d: %q", len(rest), rest)
+	}
+	if f.addr == "" && f.client.set() {
+		return nil, usagef("--tls, --ca-file, --cert-file, --key-file, --server-name and --token-file are for a server named by --addr")
 	}
 	if !knownDialect(f.dialect) {
 		return nil, usagef("unknown dialect %q; the dialects are %s, or auto", f.dialect, strings.Join(dialectNames(), ", "))
@@ -92,6 +96,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
 
+	opts, err := f.client.dialOptions()
+	if err != nil {
+		return err
+	}
 	addr := f.addr
 	if addr == "" {
 		stop, a, err := startInProcess()
@@ -101,7 +109,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) error {
 		defer stop()
 		addr = a
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return err
 	}

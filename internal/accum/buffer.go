@@ -49,7 +49,9 @@ const minOverlap = 16
 //
 // A replace makes the observed text the whole logical text, so TotalBytes
 // becomes its length (and may fall); otherwise TotalBytes grows by exactly
-// what is appended.
+// what is appended. A producer's statement of the real size
+// (Text.TotalBytes) raises TotalBytes to at least that and marks the text
+// truncated while less is known.
 //
 // Truncation: Chunk.Truncated is true when the logical text is longer than
 // what is kept, or when the producer said it dropped output. The producer's
@@ -63,8 +65,9 @@ const minOverlap = 16
 // linear scan that copies nothing when it is); beyond that the work is
 // O(len(new text) + limit), never O(history), and only the held tail is
 // compared with a Snapshot. Memory is the held text in a backing array of at
-// most 1.5×limit bytes; aligning a Window uses a table of at most limit
-// int32s, recycled through a pool.
+// most 1.5×limit bytes; aligning a Window usually needs no memory (see
+// alignWindow), else a table of at most limit int32s, recycled through a
+// pool.
 //
 // The zero Buffer is not usable; call NewBuffer. A Buffer is not safe for
 // concurrent use.
@@ -84,6 +87,9 @@ type Buffer struct {
 
 	producerTrunc bool
 	seen          bool
+	// claimed is the size the producer said the whole output has
+	// (Text.TotalBytes); TotalBytes reports at least that.
+	claimed int64
 
 	// Take bookkeeping: what the client has not been told yet.
 	reported       bool  // some chunk was taken since the Buffer was made
@@ -119,6 +125,7 @@ func NewBuffer(limit int) *Buffer {
 // kind is taken as a Delta. See Buffer for the rules.
 func (b *Buffer) Apply(t Text) {
 	b.seen = true
+	b.claimed = max(b.claimed, t.TotalBytes)
 	if t.Bytes != nil && (t.Kind == Delta || !knownKind(t.Kind)) {
 		b.applyDeltaBytes(t.Bytes)
 		b.producerTrunc = b.producerTrunc || t.Truncated
@@ -169,7 +176,7 @@ func (b *Buffer) Take() (c Chunk, ok bool) {
 	c = Chunk{
 		Text:       string(held[len(held)-int(b.pendingAppend):]),
 		Truncated:  trunc,
-		TotalBytes: b.total,
+		TotalBytes: b.totalBytes(),
 	}
 	b.markTaken(trunc)
 	return c, true
@@ -183,11 +190,15 @@ func (b *Buffer) Whole() Chunk {
 		Text:       string(b.held()),
 		Replace:    true,
 		Truncated:  trunc,
-		TotalBytes: b.total,
+		TotalBytes: b.totalBytes(),
 	}
 	b.markTaken(trunc)
 	return c
 }
+
+// totalBytes is the size of the logical text, or the size the producer
+// said the whole output has when that is more.
+func (b *Buffer) totalBytes() int64 { return max(b.total, b.claimed) }
 
 // Flush ends byte input: the bytes of a UTF-8 sequence left incomplete by
 // the last byte Delta become U+FFFD, one per byte, and are appended.
@@ -206,7 +217,7 @@ func knownKind(k TextKind) bool { return k >= Delta && k <= Final }
 func (b *Buffer) held() []byte { return b.data[b.off:] }
 
 func (b *Buffer) truncated() bool {
-	return b.producerTrunc || b.total > int64(len(b.data)-b.off)
+	return b.producerTrunc || b.claimed > b.total || b.total > int64(len(b.data)-b.off)
 }
 
 func (b *Buffer) markTaken(trunc bool) {
@@ -248,7 +259,14 @@ func incompleteTail(p []byte) int {
 // applyWhole folds a Snapshot or a Final. s extends the logical text when
 // it is at least as long and holds the kept tail at the same place; only the
 // kept tail is compared, so a head that was dropped is assumed to match.
+//
+// A restatement the producer itself cut short (trunc) that is shorter than
+// the logical text says nothing the held text does not: it never replaces
+// more text (a later frame never makes what is known worse).
 func (b *Buffer) applyWhole(s string, trunc bool) {
+	if trunc && int64(len(s)) < b.total {
+		return
+	}
 	held := b.held()
 	tot := int(b.total)
 	if len(s) >= tot && s[tot-len(held):tot] == string(held) {
@@ -293,15 +311,101 @@ func (b *Buffer) applyWindow(w string, trunc bool) {
 
 // alignWindow returns where the logical text ends in w (see applyWindow).
 // It must not be called on an empty Buffer.
+//
+// A producer that slides its window over a growing output sends windows
+// that overlap what is held in all but their last few bytes, so the
+// alignment is nearly always found by looking for the last bytes of the
+// held text near the end of w and comparing once (alignAnchored). Only when
+// that is not conclusive (periodic text, where the anchor recurs many
+// times) do the Knuth-Morris-Pratt scans run (alignKMP). Both give the same
+// alignment.
 func (b *Buffer) alignWindow(w string) (d int, ok bool) {
 	if w == "" {
 		return 0, true
 	}
+	if d, ok, sure := b.alignAnchored(w); sure {
+		return d, ok
+	}
+	return b.alignKMP(w)
+}
+
+// meaningful says whether an overlap of k bytes with a window of n bytes
+// is long enough to trust (see applyWindow).
+func (b *Buffer) meaningful(k, n int) bool {
+	return int64(k) == b.total || k == n || k >= minOverlap
+}
+
+// anchorLen is the length of the held tail that alignAnchored looks for in
+// a window, and maxAnchorTries the number of its occurrences it checks
+// before it leaves the search to alignKMP.
+const (
+	anchorLen      = 64
+	maxAnchorTries = 4
+)
+
+// alignAnchored finds the alignment that alignKMP finds, without tables,
+// when it can: sure is false when it could not decide.
+//
+// Every alignment of either shape ends with the last anchorLen held bytes
+// (the anchor) at some offset of w, when the overlap is at least that
+// long. Occurrences of the anchor are tried from the right, so the first
+// that checks out is the one alignKMP picks: the last occurrence of the
+// whole held tail, or the longest prefix of w that the held tail ends with.
+func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 	held := b.held()
 	h := len(held)
-	meaningful := func(k int) bool {
-		return int64(k) == b.total || k == len(w) || k >= minOverlap
+	if h < anchorLen || len(w) < anchorLen {
+		return 0, false, false
 	}
+	anchor := string(held[h-anchorLen:])
+	if len(w) >= h {
+		// The held tail occurs in w, ending at d <= total.
+		hi := min(int64(len(w)), b.total)
+		none := false
+		for range maxAnchorTries {
+			i := strings.LastIndex(w[:hi], anchor)
+			if i < 0 {
+				none = true // no occurrence: try the other shape
+				break
+			}
+			if end := i + anchorLen; end >= h && w[end-h:end] == string(held) {
+				return end, b.meaningful(h, len(w)), true
+			}
+			hi = int64(i + anchorLen - 1)
+		}
+		if !none {
+			return 0, false, false
+		}
+	}
+	// The held tail ends with w[:k], k <= m.
+	m := min(len(w), h)
+	hi := m
+	for range maxAnchorTries {
+		i := strings.LastIndex(w[:hi], anchor)
+		if i < 0 {
+			// No overlap of anchorLen bytes or more; a shorter one is
+			// checked directly, longest first.
+			for k := min(anchorLen-1, m); k > 0; k-- {
+				if w[:k] == string(held[h-k:]) {
+					return k, b.meaningful(k, len(w)), true
+				}
+			}
+			return 0, false, true
+		}
+		if k := i + anchorLen; w[:k] == string(held[h-k:]) {
+			return k, b.meaningful(k, len(w)), true
+		}
+		hi = i + anchorLen - 1
+	}
+	return 0, false, false
+}
+
+// alignKMP is alignWindow by Knuth-Morris-Pratt scans, O(len(w) + limit)
+// whatever the text.
+func (b *Buffer) alignKMP(w string) (d int, ok bool) {
+	held := b.held()
+	h := len(held)
+	meaningful := func(k int) bool { return b.meaningful(k, len(w)) }
 	table := kmpTables.Get().(*[]int32)
 	defer kmpTables.Put(table)
 	if len(w) >= h {

@@ -95,6 +95,9 @@ func (m *model) apply(t Text) {
 		m.restate()
 		held := boundTail(m.text, m.limit)
 		tot := len(m.text)
+		if t.Truncated && len(s) < tot {
+			return // a cut-short restatement of less than is held
+		}
 		if len(s) >= tot && s[tot-len(held):tot] == held {
 			m.text += s[tot:]
 		} else {

@@ -86,11 +86,17 @@ type Call struct {
 	cancelWhy    string // why the call is cancelled, in words
 	cancelNotice string // the agent's own words about it
 	statusFailed bool
-	failed       bool
-	succeeded    bool
-	endReason    string
+	// verdictFailed: the agent's result said failed; exit 0 cannot
+	// outweigh it.
+	verdictFailed bool
+	failed        bool
+	succeeded     bool
+	endReason     string
 
 	streams [numStreams]*Buffer
+	// echoes hold back, per stream, what could still be an echo of the
+	// command at the start of its output (see echo.go).
+	echoes [numStreams]echoFilter
 }
 
 // NewCall returns the state of call id, bounding each text stream to
@@ -117,50 +123,69 @@ func (c *Call) NotShell() bool { return c.shell == ShellNo }
 func (c *Call) Ended() bool { return c.cur.state == Ended }
 
 // Apply folds one observation into the call. Observations that arrive after
-// the call ended still add what they know (a late stream, an exit code) but
-// never reopen it.
+// the call ended still add what they know (a late stream, exit evidence
+// while the outcome is Unknown, an exit code not known yet) but never
+// reopen it, and never change an outcome that is known, nor a known exit
+// code: ENDED is final.
 func (c *Call) Apply(o *Observation) {
 	if o.Shell == ShellYes || (o.Shell == ShellNo && c.shell == ShellUnknown) {
 		c.shell = o.Shell
 	}
 	setIf(&c.cur.terminalID, o.TerminalID)
-	if !o.PermissionAsk || c.cur.command == "" {
-		// A permission ask restates the command, sometimes re-quoted:
-		// it fills in an unknown command but never replaces one.
+	if !(o.PermissionAsk || o.CommandFromTitle) || c.cur.command == "" {
+		// A permission ask restates the command, sometimes re-quoted, and
+		// a title may abbreviate it: either fills in an unknown command
+		// but never replaces one.
 		setIf(&c.cur.command, o.Command)
 	}
 	setIf(&c.cur.cwd, o.Cwd)
 	setIf(&c.cur.description, o.Description)
 	setIf(&c.cur.approvalReason, o.ApprovalReason)
-	if o.Signal != "" {
-		c.cur.signal = o.Signal
-	}
-	c.cur.timedOut = c.cur.timedOut || o.TimedOut
 	c.cur.background = c.cur.background || o.Background
-	if o.Cancelled {
-		c.cancel("")
-		if o.CancelNotice != "" && c.cancelNotice == "" {
-			c.cancelNotice = o.CancelNotice
+	if !c.settled() {
+		// Evidence about how the command ended; an outcome already known
+		// is final and ignores it.
+		if o.Signal != "" {
+			c.cur.signal = o.Signal
 		}
-	}
-	c.failed = c.failed || o.Failed
-	c.succeeded = c.succeeded || o.Succeeded
-	if o.Exit != nil && !o.Exit.Placeholder {
-		c.exit = StrongerExit(c.exit, o.Exit)
+		c.cur.timedOut = c.cur.timedOut || o.TimedOut || o.Verdict == VerdictTimedOut
+		if o.Cancelled || o.Verdict == VerdictCancelled {
+			c.cancel("")
+			if o.CancelNotice != "" && c.cancelNotice == "" {
+				c.cancelNotice = o.CancelNotice
+			}
+		}
+		c.failed = c.failed || o.Failed
+		c.verdictFailed = c.verdictFailed || o.Verdict == VerdictFailed
+		c.succeeded = c.succeeded || o.Succeeded
+		if o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) {
+			c.exit = StrongerExit(c.exit, o.Exit)
+		}
+	} else if c.exit == nil && o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) && (c.cur.outcome != Succeeded || o.Exit.Code == 0) {
+		// A known outcome may still learn its unknown exit code, which
+		// never changes the outcome (a success takes only a 0).
+		c.exit = o.Exit
+		c.cur.exit = int64(o.Exit.Code)
 	}
 	if o.PermissionAsk && c.cur.state != Ended {
 		c.cur.awaiting = true
 	}
 	for _, t := range o.Texts {
-		b := c.streams[t.Stream]
-		if b == nil {
-			b = NewBuffer(c.limit)
-			c.streams[t.Stream] = b
+		if t.IfSplit && c.streams[t.Stream] == nil {
+			continue
 		}
-		b.Apply(t)
+		if t.Stream == Stderr {
+			c.applyText(t)
+			continue
+		}
+		for _, x := range c.echoes[t.Stream].filter(t, c.cur.command, c.cur.cwd) {
+			c.applyText(x)
+		}
 	}
 	if c.cur.state == Ended {
-		c.resolve() // late evidence may sharpen the outcome
+		if c.cur.outcome == Unknown {
+			c.resolve() // late evidence may resolve an unknown outcome
+		}
 		return
 	}
 	switch o.Status {
@@ -181,11 +206,26 @@ func (c *Call) Apply(o *Observation) {
 	}
 }
 
+// settled reports an ended call whose outcome is known. Nothing changes it
+// any more; only an Unknown outcome can still be resolved by late evidence.
+func (c *Call) settled() bool { return c.cur.state == Ended && c.cur.outcome != Unknown }
+
+// zeroContradicted reports whether o's exit code is a 0 that the same
+// observation contradicts with a signal: a process that a signal killed
+// has no exit status, and certainly not 0, whatever field says so. Such a
+// 0 is not evidence. (A nonzero code next to a signal is kept: shells
+// report 128+n. A 0 next to a timeout or a failed verdict is kept too, but
+// the outcome is FAILED all the same.)
+func zeroContradicted(o *Observation) bool {
+	return o.Exit.Code == 0 && o.Signal != ""
+}
+
 // Answer records the user's answer to a permission ask: a rejection or a
-// cancelled turn cancels the command.
+// cancelled turn cancels the command, unless it already ended with a known
+// outcome.
 func (c *Call) Answer(rejected bool) {
 	c.cur.awaiting = false
-	if rejected {
+	if rejected && !c.settled() {
 		c.cancel("the user rejected the permission ask")
 		if c.cur.state == Ended {
 			c.resolve()
@@ -229,16 +269,22 @@ func (c *Call) cancel(why string) {
 	}
 }
 
-// finishedClean reports a clean end: a known exit 0 without a signal or a
-// timeout, under a status other than failed.
+// finishedClean reports a clean end: a known exit 0 without a signal, a
+// timeout or a failed verdict, under a status other than failed.
 func (c *Call) finishedClean() bool {
-	return c.exit != nil && c.exit.Code == 0 && !c.statusFailed && c.cur.signal == "" && !c.cur.timedOut
+	return c.exit != nil && c.exit.Code == 0 && !c.statusFailed && !c.verdictFailed && c.cur.signal == "" && !c.cur.timedOut
 }
 
 func (c *Call) end(why string) {
 	c.cur.state = Ended
 	c.cur.awaiting = false
 	c.endReason = why
+	for s := range c.echoes {
+		for _, t := range c.echoes[s].flush(c.cur.command, c.cur.cwd) {
+			t.Stream = Stream(s)
+			c.applyText(t)
+		}
+	}
 	for _, b := range c.streams {
 		if b != nil {
 			b.Flush()
@@ -248,7 +294,9 @@ func (c *Call) end(why string) {
 }
 
 // resolve derives the outcome of an ended call from its evidence. The ACP
-// status is used only when there is no exit code, signal or timeout.
+// status is used only when there is no exit code, signal or timeout. No
+// call that a signal, a timeout or a failed verdict was reported for ever
+// resolves SUCCEEDED.
 func (c *Call) resolve() {
 	c.cur.exit = noExit
 	if c.exit != nil {
@@ -267,10 +315,12 @@ func (c *Call) resolve() {
 		c.cur.outcome, c.cur.reason = Failed, "killed by "+c.cur.signal
 	case c.cur.timedOut:
 		c.cur.outcome, c.cur.reason = Failed, "timed out"
-	case c.exit != nil && c.exit.Code == 0:
-		c.cur.outcome, c.cur.reason = Succeeded, "exit code 0"
-	case c.exit != nil:
+	case c.exit != nil && c.exit.Code != 0:
 		c.cur.outcome, c.cur.reason = Failed, fmt.Sprintf("exit code %d", c.exit.Code)
+	case c.verdictFailed:
+		c.cur.outcome, c.cur.reason = Failed, "the agent's result says the command failed"
+	case c.exit != nil:
+		c.cur.outcome, c.cur.reason = Succeeded, "exit code 0"
 	case c.failed:
 		c.cur.outcome, c.cur.reason = Failed, "the agent reported a failure without an exit code"
 	case c.statusFailed:
@@ -335,6 +385,28 @@ func (c *Call) Revision() (Revision, bool) {
 		r.ExitCode = &code
 	}
 	return r, true
+}
+
+// applyText folds one text into its stream's buffer.
+func (c *Call) applyText(t Text) {
+	b := c.streams[t.Stream]
+	if b == nil {
+		b = NewBuffer(c.limit)
+		c.streams[t.Stream] = b
+	}
+	b.Apply(t)
+}
+
+// Whole sets every text stream of r, a revision just taken from the call,
+// to the whole bounded text (Replace), as the Ended revision carries them:
+// for a client that did not get the earlier revisions (a new stream).
+func (c *Call) Whole(r *Revision) {
+	for s, b := range c.streams {
+		if b != nil {
+			w := b.Whole()
+			r.Texts[s] = &w
+		}
+	}
 }
 
 func setIf(dst *string, v string) {

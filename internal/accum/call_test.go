@@ -101,6 +101,44 @@ func TestCallOutcome(t *testing.T) {
 			want: Cancelled,
 		},
 		{
+			name: "exit 0 next to a signal is not an exit status",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(0, ExitStructured)}},
+			want: Failed,
+		},
+		{
+			name: "nonzero exit next to a signal is kept",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(137, ExitStructured)}},
+			want: Failed, wantExit: ptr(137),
+		},
+		{
+			name: "failed verdict outweighs exit 0",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictFailed, Exit: exit(0, ExitStructured)}},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "failed verdict then a later exit 0 still fails",
+			obs: []Observation{
+				{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed},
+				{Exit: exit(0, ExitTerminal)},
+			},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "timed out verdict is a timeout",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictTimedOut, Exit: exit(0, ExitStructured)}},
+			want: Failed, wantExit: ptr(0),
+		},
+		{
+			name: "cancelled verdict is cancelled",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictCancelled, Exit: exit(0, ExitStructured)}},
+			want: Cancelled, wantExit: ptr(0),
+		},
+		{
+			name: "failed verdict with a nonzero exit names the exit",
+			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed, Exit: exit(2, ExitStructured)}},
+			want: Failed, wantExit: ptr(2),
+		},
+		{
 			name: "late exit after the end sharpens the outcome",
 			obs: []Observation{
 				{Shell: ShellYes, Status: StatusCompleted},
@@ -343,5 +381,64 @@ func TestCallNeverWorse(t *testing.T) {
 	d.Apply(&Observation{Opens: true, Command: "make all"})
 	if r, _ := d.Revision(); r.Command != "make all" {
 		t.Fatalf("command %q after ask then tool_call", r.Command)
+	}
+}
+
+// TestCallStreamOmittedKeepsItsText: each present stream of a split
+// output is a snapshot of that stream; an omitted one keeps its text, and
+// a lone stream never creates a split the agent did not show.
+func TestCallStreamOmittedKeepsItsText(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Texts: []Text{{Stream: Stdout, Kind: Snapshot, Text: "o1\n"}, {Stream: Stderr, Kind: Snapshot, Text: "e1\n"}}})
+	c.Apply(&Observation{Status: StatusCompleted, Texts: []Text{{Stream: Stdout, Kind: Final, Text: "o1\no2\n", IfSplit: true}}})
+	r, _ := c.Revision()
+	if r.Texts[Stdout] == nil || r.Texts[Stdout].Text != "o1\no2\n" || r.Texts[Stderr] == nil || r.Texts[Stderr].Text != "e1\n" {
+		t.Fatalf("streams %+v %+v", r.Texts[Stdout], r.Texts[Stderr])
+	}
+	d := NewCall("d1", 1024)
+	d.Apply(&Observation{Shell: ShellYes, Status: StatusCompleted, Texts: []Text{{Stream: Stdout, Kind: Final, Text: "o\n", IfSplit: true}}})
+	if r, _ := d.Revision(); r.Texts[Stdout] != nil {
+		t.Fatalf("a lone stream made a split: %+v", r.Texts[Stdout])
+	}
+}
+
+// TestCallKnownOutcomeIsFinal: once a call ended with a known outcome, late
+// exit codes, signals, failures and rejections change nothing about how it
+// ended; late output still joins it.
+func TestCallKnownOutcomeIsFinal(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Status: StatusCompleted, Exit: exit(0, ExitTerminal)})
+	if r, _ := c.Revision(); r.Outcome != Succeeded {
+		t.Fatalf("ended %+v", r)
+	}
+	for _, o := range []Observation{
+		{Status: StatusFailed, Exit: exit(1, ExitTerminal)},
+		{Signal: "SIGKILL", TimedOut: true, Failed: true},
+		{Cancelled: true},
+	} {
+		c.Apply(&o)
+	}
+	c.Answer(true)
+	c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: "late"}}})
+	r, ok := c.Revision()
+	if !ok || r.Outcome != Succeeded || r.ExitCode == nil || *r.ExitCode != 0 || r.Signal != "" || r.TimedOut || r.Texts[Combined].Text != "late" {
+		t.Fatalf("late evidence changed a known outcome: %+v ok=%v", r, ok)
+	}
+}
+
+// TestCallKnownOutcomeLearnsExit: a known outcome may learn its unknown
+// exit code, but a success never takes a nonzero one.
+func TestCallKnownOutcomeLearnsExit(t *testing.T) {
+	failed := NewCall("f", 1024)
+	failed.Apply(&Observation{Shell: ShellYes, Status: StatusFailed})
+	failed.Apply(&Observation{Exit: exit(2, ExitTerminal)})
+	if r, _ := failed.Revision(); r.Outcome != Failed || r.ExitCode == nil || *r.ExitCode != 2 {
+		t.Fatalf("failed call did not learn its exit: %+v", r)
+	}
+	proved := NewCall("p", 1024)
+	proved.Apply(&Observation{Shell: ShellYes, Status: StatusCompleted, Succeeded: true})
+	proved.Apply(&Observation{Exit: exit(1, ExitTerminal)})
+	if r, _ := proved.Revision(); r.Outcome != Succeeded || r.ExitCode != nil {
+		t.Fatalf("a success took a nonzero exit: %+v", r)
 	}
 }

@@ -54,6 +54,16 @@ type Text struct {
 	Bytes []byte
 	// Truncated says the producer itself dropped part of this output.
 	Truncated bool
+	// TotalBytes, when not 0, is the size the producer says the whole
+	// output has (a truncation note's "N bytes total"); the stream then
+	// reports at least that many bytes.
+	TotalBytes int64
+	// IfSplit marks a Stdout or Stderr text that came without its sibling
+	// stream: it updates that stream only when the call already holds it
+	// (an earlier observation really separated the streams), and is
+	// ignored otherwise, since one named stream alone does not show that
+	// the agent separates them.
+	IfSplit bool
 }
 
 // Status is the ACP tool call status as the agent sent it. It is evidence of
@@ -127,6 +137,23 @@ func StrongerExit(a, b *Exit) *Exit {
 	return b
 }
 
+// Verdict is the word an agent's own structured result uses for how the
+// command ended, beside (or instead of) its exit code: an `outcome` of
+// "failed", "timed_out" or "cancelled". Dialects map the agent's words;
+// the Call applies the same meaning for every agent.
+type Verdict uint8
+
+const (
+	// VerdictNone: the frame names no such word (or a word of success).
+	VerdictNone Verdict = iota
+	// VerdictFailed: the result says the command failed.
+	VerdictFailed
+	// VerdictTimedOut: the result says the command was stopped by a timeout.
+	VerdictTimedOut
+	// VerdictCancelled: the result says the command was cancelled.
+	VerdictCancelled
+)
+
 // Shell says whether a frame shows the call to be a shell command.
 type Shell uint8
 
@@ -157,15 +184,21 @@ type Observation struct {
 	// Shell says whether the call is a shell command.
 	Shell Shell
 
-	Command     string
-	Cwd         string // may be relative; the session resolves it
-	Description string
-	Status      Status
+	Command string
+	// CommandFromTitle says Command was read from a title, which may
+	// abbreviate or decorate the command: it names the call only while no
+	// other frame has named its command, and never replaces one.
+	CommandFromTitle bool
+	Cwd              string // may be relative; the session resolves it
+	Description      string
+	Status           Status
 
 	// Texts are output observations, applied in order.
 	Texts []Text
 
-	// Exit is exit evidence, if any.
+	// Exit is exit evidence, if any. An exit code of 0 in an observation
+	// that also reports a Signal is not an exit status (a process that a
+	// signal killed did not exit 0): the Call ignores it.
 	Exit *Exit
 	// Signal names the signal that ended the command ("SIGKILL").
 	Signal string
@@ -185,6 +218,10 @@ type Observation struct {
 	// Failed says the agent reports a failure that is not an exit code (a
 	// spawn error, a tool error).
 	Failed bool
+	// Verdict is the agent's own word for how the command ended. Timed
+	// out and cancelled mean TimedOut and Cancelled; failed means the
+	// call never ends SUCCEEDED, whatever exit code 0 says.
+	Verdict Verdict
 
 	// PermissionAsk is true for `session/request_permission`.
 	PermissionAsk bool

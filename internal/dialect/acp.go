@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Frame is what one JSON-RPC message says, in neutral terms.
@@ -18,6 +20,13 @@ type Frame struct {
 	Observations []accum.Observation
 	// AgentName is `agentInfo.name` from an `initialize` result.
 	AgentName string
+	// Sign names the dialect that this frame identifies its agent by when
+	// the agent gives no name: an `initialize` result without
+	// `agentInfo.name` offering an auth method only that agent offers, a
+	// vendor method only that agent sends, or (read by the generic
+	// dialect) an opening tool call of a shape only that agent sends. ""
+	// when the frame identifies none. See DetectionOrder.
+	Sign string
 	// SessionCwd is the `cwd` of a `session/new` request.
 	SessionCwd string
 	// TurnEnded is set by a `session/prompt` result (any stopReason).
@@ -119,6 +128,9 @@ type responseResult struct {
 		Outcome  string `json:"outcome"`
 		OptionID string `json:"optionId"`
 	} `json:"outcome"`
+
+	// AuthMethods is read leniently: it is only ever a sign.
+	AuthMethods authMethodIDs `json:"authMethods"`
 }
 
 // callOf is the constraint of readFrame: every dialect's update type
@@ -145,7 +157,7 @@ func Read(d Dialect, msg []byte) (Frame, error) {
 func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observation, ask func(*U) accum.Observation) (Frame, error) {
 	var f Frame
 	var m message[U]
-	err := json.Unmarshal(msg, &m)
+	err := decode(msg, &m)
 	if _, typeErr := err.(*json.UnmarshalTypeError); err != nil && !typeErr {
 		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
 	}
@@ -168,6 +180,7 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 		}
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
+			contradictions(msg, f.Observations)
 		}
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {
@@ -194,6 +207,8 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 		}
 	case "session/cancel":
 		f.Cancelled = true
+	default:
+		f.Sign = signOfMethod(method)
 	}
 	if err != nil {
 		return Frame{}, fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(method), err)
@@ -222,6 +237,9 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 	}
 	if r.AgentInfo != nil {
 		f.AgentName = r.AgentInfo.Name
+	}
+	if f.AgentName == "" {
+		f.Sign = signOfAuth(r.AuthMethods)
 	}
 	if r.StopReason != nil {
 		f.TurnEnded = true
@@ -309,12 +327,12 @@ func isNull(b []byte) bool {
 // beside typed RawInput, RawOutput or `_meta` fields for the vendor fields
 // they read, so that a frame is decoded in one pass.
 type ToolCall struct {
-	SessionUpdate string    `json:"sessionUpdate"`
-	ToolCallID    string    `json:"toolCallId"`
-	Title         *string   `json:"title"`
-	Kind          *string   `json:"kind"`
-	Status        *string   `json:"status"`
-	Content       []Content `json:"content"`
+	SessionUpdate string   `json:"sessionUpdate"`
+	ToolCallID    string   `json:"toolCallId"`
+	Title         *string  `json:"title"`
+	Kind          *string  `json:"kind"`
+	Status        *string  `json:"status"`
+	Content       Contents `json:"content"`
 	// rawInput and rawOutput are vendor shapes: dialects that read them
 	// add typed RawInput and RawOutput fields beside the embedded ToolCall.
 
@@ -345,6 +363,21 @@ func (t *TerminalOutput) UnmarshalJSON(b []byte) error {
 		}
 	})
 	return nil
+}
+
+// Contents is the `content` of a tool call. A value that is not an array
+// (an agent_message_chunk's content is one object) reads as none, as
+// encoding/json leaves a slice on a type error, but without stopping the
+// one-pass decode (see decode).
+type Contents []Content
+
+// UnmarshalJSONFrom implements the one-pass decoder's streaming
+// unmarshaler; encoding/json does not call it.
+func (c *Contents) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '[' {
+		return dec.SkipValue()
+	}
+	return jsonv2.UnmarshalDecode(dec, (*[]Content)(c))
 }
 
 // Content is one ACP tool call content item.

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -207,10 +208,22 @@ func readToolResponse(o *accum.Observation, tr *claudeToolResponse) {
 	} else if tr.TimedOutAfterMs.Present {
 		o.TimedOut = true
 	}
-	if tr.Stdout.lit != nil && tr.Stderr.Set && tr.Stderr.S != "" {
+	if tr.Stdout.lit == nil {
+		return
+	}
+	stdout := tr.Stdout.Str().S
+	if tr.Stderr.Set && tr.Stderr.S != "" {
 		o.Texts = append(o.Texts,
-			accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: tr.Stdout.Str().S},
+			accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: stdout},
 			accum.Text{Stream: accum.Stderr, Kind: accum.Final, Text: tr.Stderr.S})
+		return
+	}
+	// stderr is merged into stdout: stdout is the whole output, often more
+	// than the content's <persisted-output> preview or the 30 000-byte
+	// cut with its truncation note that follow (a Snapshot; the shorter,
+	// truncated restatements never replace it).
+	if stdout != "" {
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: stdout})
 	}
 }
 
@@ -225,7 +238,7 @@ var claudeNotice = regexp.MustCompile(`(?s)^(?:User refused permission to run to
 
 var (
 	claudeExitHeader   = regexp.MustCompile(`^Exit code (-?\d+)(?:\n|$)`)
-	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \(\d+ bytes total\)[^\]\n]*\]\s*$`)
+	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \((\d+) bytes total\)[^\]\n]*\]\s*$`)
 	claudeBgStarted    = regexp.MustCompile(`(?s)^Command running in background with ID: .*$`)
 	claudeBgMoved      = regexp.MustCompile(`(?s)\n?Command did not complete within its [^\n]*? timeout and was moved to the background.*$`)
 	claudeTimedOut     = regexp.MustCompile(`\n?Command timed out after [^\n]*\s*$`)
@@ -241,6 +254,7 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		return
 	}
 	truncated := false
+	var total int64
 	if !completed {
 		if m := claudeExitHeader.FindStringSubmatch(s); m != nil {
 			if c := CodeFromString(m[1]); c.Known {
@@ -253,6 +267,10 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		s, truncated = p, true
 	}
 	if loc := findFrom(claudeTruncTrailer, s, "[Output truncated ("); loc != nil {
+		// The note states the real size of the whole output.
+		if n, err := strconv.ParseInt(s[loc[2]:loc[3]], 10, 64); err == nil {
+			total = n
+		}
 		s, truncated = s[:loc[0]], true
 	}
 	if claudeBgStarted.MatchString(s) {
@@ -270,7 +288,7 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 	if s == "" && !truncated {
 		return
 	}
-	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated})
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated, TotalBytes: total})
 }
 
 // persistedPreview returns the preview inside a <persisted-output> block.

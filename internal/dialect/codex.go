@@ -109,6 +109,8 @@ func (r *rawAny) UnmarshalJSON(b []byte) error {
 
 type codexUpdate struct {
 	ToolCall
+	// Name is the unstable schema's programmatic tool name.
+	Name     Str        `json:"name"`
 	RawInput codexInput `json:"rawInput"`
 	// RawOutput is the end-event object in both adapters (the field guide
 	// knows no other shape), so it is decoded in the frame's one pass; a
@@ -148,6 +150,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 	u.Meta.ApplyTerminalMeta(&o)
 	applyShellInput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 	codexCommand(&o, &u.RawInput.Command)
+	codexExecName(&o, u)
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 
 	f := u.RawOutput
@@ -188,13 +191,21 @@ func readCodex(u *codexUpdate) accum.Observation {
 	}
 
 	pty := f.ProcessID.Present || strings.HasPrefix(f.Source.S, "unified_exec")
-	if stdout := f.Stdout; stdout.lit != nil && f.Stderr.Set && !pty {
+	// Each present stream is a snapshot of that stream; one that is
+	// omitted keeps its earlier text.
+	if (f.Stdout.lit != nil || f.Stderr.Set) && !pty {
 		for _, s := range []struct {
-			stream accum.Stream
-			text   string
-		}{{accum.Stdout, f.stdout(agg).S}, {accum.Stderr, f.Stderr.S}} {
-			if ended || s.text != "" {
-				o.Texts = append(o.Texts, codexText(s.stream, textKind(ended), s.text, false))
+			stream  accum.Stream
+			present bool
+			text    func() string
+		}{{accum.Stdout, f.Stdout.lit != nil, func() string { return f.stdout(agg).S }}, {accum.Stderr, f.Stderr.Set, func() string { return f.Stderr.S }}} {
+			if !s.present {
+				continue
+			}
+			if text := s.text(); ended || text != "" {
+				t := codexText(s.stream, textKind(ended), text, false)
+				t.IfSplit = f.Stdout.lit == nil || !f.Stderr.Set
+				o.Texts = append(o.Texts, t)
 			}
 		}
 	}
@@ -342,6 +353,21 @@ func codexCommand(o *accum.Observation, c *CommandLine) {
 	}
 	if strings.TrimSpace(cmd) != "" {
 		o.Command = cmd
+	}
+}
+
+// codexExecName reads the TS 2.x tool name: `exec_command` is the shell
+// tool, whatever the kind. A lone listing command arrives as kind `read`,
+// title "List files" and no rawInput: it is still a shell command, whose
+// command is not on the wire (left empty; the title, which describes it,
+// becomes the description).
+func codexExecName(o *accum.Observation, u *codexUpdate) {
+	if u.Name.S != "exec_command" {
+		return
+	}
+	o.Shell = accum.ShellYes
+	if u.RawInput.Command.Line == "" && u.Kind != nil && *u.Kind != "execute" && u.Title != nil {
+		o.Description = strings.TrimSpace(*u.Title)
 	}
 }
 

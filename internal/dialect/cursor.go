@@ -9,9 +9,14 @@ import (
 // cursor reads `cursor-agent acp`.
 //
 // What it sends, and what it means here:
+//   - `initialize` result: NO agentInfo, so no name to detect it by. Its
+//     auth method `cursor_login`, its vendor methods (`cursor/...`) and
+//     its tool call shape (matchesShape) identify it instead; see Info and
+//     DetectionOrder.
 //   - `tool_call`: kind `execute`, `pending`, title = the command in
 //     backticks, `rawInput {command}`. The title gives the command only
-//     when rawInput has none.
+//     when rawInput has none, and never replaces a command already known
+//     (CommandFromTitle).
 //   - A bare `{"status":"in_progress"}` update; no live output.
 //   - Final `completed` EVEN FOR A NONZERO EXIT with `rawOutput {exitCode,
 //     stdout, stderr}`: a structured exit and really separated streams
@@ -25,7 +30,9 @@ import (
 //     content. Permission() reports the ask as it is: the reason, the shell
 //     flag only for kind execute (an ask of another kind does not say the
 //     call is not a shell), and a command only from a backticked title. The
-//     session merges it into the open call.
+//     session merges it into the open call. Its ask's toolCall may carry
+//     nothing but a backticked title (no rawInput): that title never
+//     replaces the command the tool_call gave.
 type cursor struct{}
 
 func init() { register(cursor{}) }
@@ -34,6 +41,9 @@ func (cursor) Info() Info {
 	return Info{
 		Name:               "cursor",
 		AgentNames:         []string{"cursor-agent", "cursor"},
+		AuthMethodIDs:      []string{"cursor_login"},
+		MethodPrefixes:     []string{"cursor/"},
+		ShapeRule:          "an opening tool_call of kind execute, status pending, whose title is exactly its rawInput.command in backticks, with rawInput holding nothing but that command and no terminal content or _meta",
 		Summary:            "Cursor agent: command from rawInput or backticked title, final rawOutput {exitCode, stdout, stderr} even for nonzero exits; no rawOutput means exit unknown.",
 		ClientCapabilities: richCapabilities,
 	}
@@ -129,12 +139,27 @@ func cursorInputs(o *accum.Observation, u *cursorCall) {
 	}
 	if o.Command == "" && u.Title != nil && o.Shell != accum.ShellNo {
 		if cmd, ok := backticked(*u.Title); ok {
-			o.Command = cmd
+			o.Command, o.CommandFromTitle = cmd, true
 			if u.Kind != nil && *u.Kind == "execute" {
 				o.Shell = accum.ShellYes
 			}
 		}
 	}
+}
+
+// matchesShape is Cursor's ShapeRule: `cursor-agent acp` sends no
+// agentInfo, and no other agent this package knows titles a shell call
+// with nothing but its command in backticks.
+func (cursor) matchesShape(u *shellUpdate) bool {
+	if u.SessionUpdate != "tool_call" || u.Kind == nil || *u.Kind != "execute" || u.Status == nil || *u.Status != "pending" ||
+		u.Title == nil || u.Meta != nil || u.TerminalContent() != "" || u.RawOutput.Fields != nil || u.RawOutput.Text.Set {
+		return false
+	}
+	in := u.RawInput
+	if in.Cwd.Set || in.Description.Set || in.Command.Line == "" {
+		return false
+	}
+	return *u.Title == "`"+in.Command.Line+"`"
 }
 
 // backticked returns s without the one pair of backticks around it.

@@ -20,7 +20,7 @@ func TestCursorUpdate(t *testing.T) {
 		{
 			name:   "backticked title gives the command when rawInput has none",
 			update: "{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"c1\",\"kind\":\"execute\",\"status\":\"pending\",\"title\":\"`ls -la`\"}",
-			want:   []accum.Observation{{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls -la"}},
+			want:   []accum.Observation{{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls -la", CommandFromTitle: true}},
 		},
 		{
 			name:   "bare in_progress",
@@ -80,6 +80,11 @@ func TestCursorPermission(t *testing.T) {
 			name: "ask for a shell command",
 			ask:  "{\"toolCallId\":\"c1\",\"kind\":\"execute\",\"title\":\"`rm -rf x`\",\"rawInput\":{\"command\":\"rm -rf x\"}}",
 			want: []accum.Observation{{ToolCallID: "c1", Shell: accum.ShellYes, PermissionAsk: true, Command: "rm -rf x"}},
+		},
+		{
+			name: "ask with nothing but a backticked title: a command that never replaces the tool_call's",
+			ask:  "{\"toolCallId\":\"c1\",\"kind\":\"execute\",\"status\":\"pending\",\"title\":\"`sleep 2`\"}",
+			want: []accum.Observation{{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "sleep 2", CommandFromTitle: true}},
 		},
 	})
 	for _, name := range []string{"cursor-agent", "Cursor"} {

@@ -42,8 +42,20 @@ type Info struct {
 	Name string
 	// AgentNames are the `agentInfo.name` values detected as this dialect,
 	// lowercase. A name matches when the agent's name equals one of them or
-	// starts with it followed by '-', '_', ' ' or '@'.
+	// starts with it followed by one of PrefixSeparators; see Detect.
 	AgentNames []string
+	// AuthMethodIDs are `authMethods[].id` values of an `initialize`
+	// result that only this dialect's agent offers. An agent whose result
+	// has no `agentInfo.name` is detected by them.
+	AuthMethodIDs []string
+	// MethodPrefixes are prefixes of JSON-RPC methods that only this
+	// dialect's agent sends (its vendor extensions). An agent that has
+	// given no name is detected by the first such request or notification.
+	MethodPrefixes []string
+	// ShapeRule says in words which tool call shape identifies this
+	// dialect's agent when it has given no name ("" for none); the dialect
+	// implements it as shapeMatcher.
+	ShapeRule string
 	// Summary is one line on what the dialect reads.
 	Summary string
 	// ClientCapabilities is the JSON `clientCapabilities` fragment that makes
@@ -74,23 +86,6 @@ func Lookup(name string) (Dialect, bool) {
 
 // Generic returns the generic dialect.
 func Generic() Dialect { return registry[GenericName] }
-
-// Detect returns the dialect for an agent's `agentInfo.name`, falling back
-// to the generic dialect. It never fails.
-func Detect(agentName string) Dialect {
-	agent := strings.ToLower(strings.TrimSpace(agentName))
-	if agent == "" {
-		return Generic()
-	}
-	for _, d := range All() {
-		for _, n := range d.Info().AgentNames {
-			if agent == n || (strings.HasPrefix(agent, n) && strings.ContainsRune("-_ @", rune(agent[len(n)]))) {
-				return d
-			}
-		}
-	}
-	return Generic()
-}
 
 // All returns every dialect: generic first, then the others by name.
 func All() []Dialect {

@@ -57,8 +57,11 @@ type OutputFields struct {
 	Output           Str             `json:"output"`
 	AggregatedOutput Str             `json:"aggregated_output"`
 	FormattedOutput  Str             `json:"formatted_output"`
-	Signal           Str             `json:"signal"`
+	Signal           Signal          `json:"signal"`
 	TimedOut         *bool           `json:"timed_out"`
+	TimedOutCamel    *bool           `json:"timedOut"`
+	// Outcome is the agent's word for how the command ended.
+	Outcome Str `json:"outcome"`
 }
 
 // ShellOutput is `rawOutput`, which agents send as a plain string or as an
@@ -109,16 +112,12 @@ func (f *OutputFields) read(b []byte) {
 			f.FormattedOutput.UnmarshalJSON(val)
 		case "SIGNAL":
 			f.Signal.UnmarshalJSON(val)
+		case "OUTCOME":
+			f.Outcome.UnmarshalJSON(val)
 		case "TIMED_OUT":
-			switch {
-			case isNull(val):
-				f.TimedOut = nil
-			case string(val) == "true" || string(val) == "false":
-				t := string(val) == "true"
-				f.TimedOut = &t
-			case f.TimedOut == nil:
-				f.TimedOut = new(bool)
-			}
+			readBool(&f.TimedOut, val)
+		case "TIMEDOUT":
+			readBool(&f.TimedOutCamel, val)
 		case "METADATA":
 			if isNull(val) {
 				f.Metadata = nil
@@ -140,6 +139,20 @@ func (f *OutputFields) read(b []byte) {
 			})
 		}
 	})
+}
+
+// readBool reads a *bool member as encoding/json does: null clears it, a
+// boolean sets it, another type leaves it allocated and unchanged.
+func readBool(dst **bool, val []byte) {
+	switch {
+	case isNull(val):
+		*dst = nil
+	case string(val) == "true" || string(val) == "false":
+		t := string(val) == "true"
+		*dst = &t
+	case *dst == nil:
+		*dst = new(bool)
+	}
 }
 
 // Exit returns the structured exit code of an object rawOutput: exit_code,
@@ -176,8 +189,21 @@ type shellUpdate struct {
 	Meta      *TerminalMeta `json:"_meta"`
 }
 
+// read is readFrame with observeGeneric; it also notes an opening tool
+// call whose shape identifies an agent that gave no name (Frame.Sign), as
+// only the generic dialect reads such agents.
 func (generic) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeGeneric, askGeneric)
+	sign := ""
+	f, err := readFrame(msg, func(u *shellUpdate) []accum.Observation {
+		if u.SessionUpdate == "tool_call" {
+			sign = signOfShape(u)
+		}
+		return observeGeneric(u)
+	}, askGeneric)
+	if err == nil && f.Sign == "" {
+		f.Sign = sign
+	}
+	return f, err
 }
 
 func observeGeneric(u *shellUpdate) []accum.Observation {
@@ -262,9 +288,12 @@ func textKind(ended bool) accum.TextKind {
 
 // applyShellOutput reads rawOutput. A string is the combined output. An
 // object gives the structured exit code (a placeholder unless the frame
-// ends the call), stdout and stderr when both are present (the only case
-// where the streams are really separated), the combined output, a signal
-// name and a timeout flag. Empty combined text is not reported (it would
+// ends the call), stdout and stderr (each present one a snapshot of that
+// stream; an omitted one keeps its text; one alone is not a split and
+// only updates a stream already split, accum.Text.IfSplit), the combined
+// output, a signal (a name or a number), a timeout flag and an outcome
+// word (`failed`, `timed_out`, `cancelled`; see ReadVerdict). Empty
+// combined text is not reported (it would
 // wipe streamed output); empty split streams are, on the final frame.
 func applyShellOutput(o *accum.Observation, out *ShellOutput) {
 	ended := o.Status.Ended()
@@ -278,24 +307,28 @@ func applyShellOutput(o *accum.Observation, out *ShellOutput) {
 	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
 		o.Exit = accum.StrongerExit(o.Exit, e)
 	}
-	if f.Stdout.Set && f.Stderr.Set {
-		for _, s := range []struct {
-			stream accum.Stream
-			text   string
-		}{{accum.Stdout, f.Stdout.S}, {accum.Stderr, f.Stderr.S}} {
-			if ended || s.text != "" {
-				o.Texts = append(o.Texts, accum.Text{Stream: s.stream, Kind: textKind(ended), Text: s.text})
-			}
+	// Each present stream is a snapshot of that stream; one that is
+	// omitted keeps its earlier text (never worse).
+	lone := f.Stdout.Set != f.Stderr.Set
+	for _, s := range []struct {
+		stream accum.Stream
+		text   Str
+	}{{accum.Stdout, f.Stdout}, {accum.Stderr, f.Stderr}} {
+		if s.text.Set && (ended || s.text.S != "") {
+			o.Texts = append(o.Texts, accum.Text{Stream: s.stream, Kind: textKind(ended), Text: s.text.S, IfSplit: lone})
 		}
 	}
 	if text, ok := f.Combined(); ok && text != "" {
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(ended), Text: text})
 	}
-	if f.Signal.Set && f.Signal.S != "" && o.Signal == "" {
-		o.Signal = NormalizeSignal(f.Signal.S)
+	if o.Signal == "" {
+		f.Signal.apply(o)
 	}
-	if f.TimedOut != nil && *f.TimedOut {
+	if (f.TimedOut != nil && *f.TimedOut) || (f.TimedOutCamel != nil && *f.TimedOutCamel) {
 		o.TimedOut = true
+	}
+	if v := ReadVerdict(f.Outcome.S); v != accum.VerdictNone {
+		o.Verdict = v
 	}
 }
 

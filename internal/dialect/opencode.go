@@ -9,6 +9,12 @@ import (
 )
 
 // opencode reads `opencode acp`: the `bash` tool and the newer `shell` tool.
+// It also reads Kilo Code CLI (`kilo acp`, agentInfo.name "Kilo"), an
+// OpenCode fork with exactly this wire shape: cumulative `in_progress`
+// content, 30 KB windows, `completed` for every exit, metadata.exit (137
+// for SIGKILL, null on timeout and cancel), the same `<shell_metadata>`
+// notices and truncation preamble, and the permission ask BEFORE the
+// `tool_call` (the session opens the call from the ask).
 //
 // What it sends, and what it means here:
 //   - `tool_call`: a synthetic `pending` call titled "bash" (newer: "shell"
@@ -48,7 +54,7 @@ func init() { register(opencode{}) }
 func (opencode) Info() Info {
 	return Info{
 		Name:               "opencode",
-		AgentNames:         []string{"opencode"},
+		AgentNames:         []string{"opencode", "kilo", "kilo-code", "kilocode", "@kilocode/cli"},
 		Summary:            "OpenCode bash/shell tools: cumulative live snapshots (with the 30 000-char tail window), metadata.exit, <shell_metadata> timeout/abort and truncation markers.",
 		ClientCapabilities: richCapabilities,
 	}

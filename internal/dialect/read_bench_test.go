@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // benchFrames returns the agent->client frames of a recording and the
@@ -49,6 +51,9 @@ func benchFrames(b *testing.B, file string) (Dialect, [][]byte, int64) {
 // same frames into map[string]any, which is what a client that reads
 // vendor fields by hand would do before it even starts to interpret them.
 // One op reads every agent->client frame of the recording once.
+// encoding-json is the same read with encoding/json alone (its validation
+// scan, then the decode); jsontext-scan only validates the frames with the
+// one-pass decoder's tokenizer, the floor of any decode built on it.
 func BenchmarkRead(b *testing.B) {
 	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
 	for _, file := range files {
@@ -61,6 +66,30 @@ func BenchmarkRead(b *testing.B) {
 				for _, f := range frames {
 					if _, err := Read(d, f); err != nil {
 						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run(name+"/dialect="+d.Info().Name+"/encoding-json", func(b *testing.B) {
+			legacyDecode = true
+			defer func() { legacyDecode = false }()
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, f := range frames {
+					if _, err := Read(d, f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run(name+"/jsontext-scan", func(b *testing.B) {
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, f := range frames {
+					if !jsontext.Value(f).IsValid() {
+						b.Fatal("invalid frame")
 					}
 				}
 			}

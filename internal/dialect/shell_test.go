@@ -115,6 +115,9 @@ func TestOutputFieldsReadMatchesDecode(t *testing.T) {
 		`{"metadata":{"exit":1},"metadata":null,"stdout":"a","stdout":"b"}`,
 		`{"exit\u005fcode":9,"ſtdout":"long s","aggregated_output":"q\"uote\\"}`,
 		` { "exit_code" : 1.0 , "stdout" : "sp" } `,
+		`{"exitCode":0,"signal":9,"outcome":"failed","timedOut":true,"timed_out":null}`,
+		`{"signal":"TERM","signal":null,"outcome":7,"timedOut":"x"}`,
+		`{"signal":{"a":1},"outcome":"timed_out","signal":15.0}`,
 	} {
 		var want OutputFields
 		if err := json.Unmarshal([]byte(in), &want); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // fakeStream is a Normalize stream driven by the test: Recv hands out the
@@ -37,6 +38,8 @@ func (f *fakeStream) Recv() (*pb.NormalizeRequest, error) {
 }
 
 func (f *fakeStream) Send(r *pb.NormalizeResponse) error { return f.send(r) }
+
+func (f *fakeStream) SetTrailer(metadata.MD) {}
 
 func heapAlloc() uint64 {
 	runtime.GC()

@@ -41,6 +41,10 @@ type Config struct {
 	// SendQueue is the number of responses a stream may queue for a slow
 	// client before its receive loop stops reading (backpressure).
 	SendQueue int
+	// SendTimeout is how long one response may wait for a client that
+	// reads nothing before the stream is ended (RESOURCE_EXHAUSTED), so a
+	// stalled client holds no memory.
+	SendTimeout time.Duration
 }
 
 // DefaultConfig returns the limits used when nothing else is configured.
@@ -56,6 +60,7 @@ func DefaultConfig() Config {
 		Tombstones:         65536,
 		MemoryBudget:       DefaultMemoryBudget(),
 		SendQueue:          64,
+		SendTimeout:        30 * time.Second,
 	}
 }
 
@@ -84,6 +89,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("session memory %d is not between 0 (an eighth of the budget) and the memory budget %d", c.SessionMemory, c.MemoryBudget)
 	case c.SendQueue < 1:
 		return fmt.Errorf("send queue %d is below 1", c.SendQueue)
+	case c.SendTimeout <= 0:
+		return fmt.Errorf("send timeout %v is not positive", c.SendTimeout)
 	}
 	return nil
 }

@@ -197,3 +197,29 @@ func TestTombstonesAreBounded(t *testing.T) {
 		t.Fatalf("after its tombstone went: %v", x)
 	}
 }
+
+// ENDED is final: within the grace period a late frame still joins an
+// ended call, but evidence it brings never changes a known outcome (only
+// an UNKNOWN one may be resolved by a late exit code).
+func TestLateEvidenceWithinGraceCannotFlipOutcome(t *testing.T) {
+	d := newDirect(t, DefaultConfig())
+	d.exec("s", openCall("c1", "true"))
+	if x := d.exec("s", finish("c1", 0)); x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED {
+		t.Fatalf("ended %v", x)
+	}
+	for _, r := range d.frame("s", finish("c1", 1)) {
+		if x := r.GetShellExec(); x != nil && (x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED || x.GetExitCode() != 0) {
+			t.Fatalf("a late exit flipped the ended call: %v", x)
+		}
+	}
+	x := d.exec("s", delta("c1", "late\n"))
+	if x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED || x.GetExitCode() != 0 || x.GetOutput().GetText() != "late\n" {
+		t.Fatalf("late output: %v", x)
+	}
+	// An UNKNOWN end is still resolved by a late exit code.
+	d.exec("s", openCall("c2", "sleep 9"))
+	d.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "s"}}})
+	if x := d.exec("s", finish("c2", 2)); x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_FAILED || x.GetExitCode() != 2 {
+		t.Fatalf("late exit of an UNKNOWN end: %v", x)
+	}
+}

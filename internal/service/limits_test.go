@@ -293,3 +293,31 @@ func TestDefaultMemoryBudget(t *testing.T) {
 		t.Fatalf("default budget %d is over a quarter of the cgroup limit %d", b, lim)
 	}
 }
+
+// A permission ask under an over-long JSON-RPC id still reaches its call,
+// but is not kept for matching its answer; a session keeps a bounded
+// number of unanswered asks.
+func TestAskLimits(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxCallsPerSession = 1
+	cfg.MaxCalls = 1
+	d := newDirect(t, cfg)
+	ask := func(reqID string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c1","kind":"execute","title":"rm -rf x"},"options":[{"optionId":"no","name":"Reject","kind":"reject_once"}]}}`, reqID)
+	}
+	out := d.frame("s", ask(strings.Repeat("r", 300)))
+	if len(out) != 2 || out[0].GetShellExec().GetToolCallId() != "c1" || !strings.Contains(out[1].GetFrameError().GetMessage(), "JSON-RPC id of 302 bytes") {
+		t.Fatalf("ask under a long id: %v", out)
+	}
+	var refused int
+	for i := range 6 {
+		for _, r := range d.frame("s", ask(fmt.Sprintf("r%d", i))) {
+			if codes.Code(r.GetFrameError().GetCode()) == codes.ResourceExhausted {
+				refused++
+			}
+		}
+	}
+	if n := len(d.ss.all["s"].asks); n != 4 || refused != 2 {
+		t.Fatalf("%d asks kept and %d refused, want 4 and 2", n, refused)
+	}
+}

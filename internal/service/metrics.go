@@ -7,15 +7,17 @@ import (
 
 // Metrics are the Prometheus series a Service updates.
 type Metrics struct {
-	framesIn    prometheus.Counter
-	execsOut    prometheus.Counter
-	frameErrors *prometheus.CounterVec
-	openCalls   prometheus.Gauge
-	evictions   *prometheus.CounterVec
-	lateFrames  prometheus.Counter
-	refusals    *prometheus.CounterVec
-	sessions    prometheus.Gauge
-	heldBytes   prometheus.Gauge
+	framesIn       prometheus.Counter
+	execsOut       prometheus.Counter
+	frameErrors    *prometheus.CounterVec
+	openCalls      prometheus.Gauge
+	evictions      *prometheus.CounterVec
+	lateFrames     prometheus.Counter
+	refusals       *prometheus.CounterVec
+	sessions       prometheus.Gauge
+	heldBytes      prometheus.Gauge
+	openStreams    prometheus.Gauge
+	streamRefusals *prometheus.CounterVec
 }
 
 // NewMetrics registers the series with reg. A nil reg gives metrics that
@@ -58,9 +60,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "acpnorm", Name: "held_text_bytes",
 			Help: "Bytes of text held by all calls, counted against --memory-budget.",
 		}),
+		openStreams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "acpnorm", Name: "open_streams",
+			Help: "Normalize streams being served.",
+		}),
+		streamRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "stream_refusals_total",
+			Help: "Streams and calls refused or ended by a transport limit or access control, by reason (max_streams, send_stalled, message_too_large, unreadable_message, unauthenticated).",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes)
+		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes, m.openStreams, m.streamRefusals)
 	}
 	return m
 }
@@ -79,3 +89,7 @@ const (
 )
 
 func (m *Metrics) refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
+
+// streamRefused counts a stream or call refused or ended by a transport
+// limit or access control.
+func (m *Metrics) streamRefused(reason string) { m.streamRefusals.WithLabelValues(reason).Inc() }

@@ -1,107 +1,240 @@
 package service
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
-	"sync/atomic"
+	"strconv"
+	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
+// TrailerRequestsApplied is the trailer that ends every Normalize stream
+// the server ends: how many of the requests the client sent on the stream
+// were applied, counted in the order sent. Each applied request was
+// answered before the trailer. A client that sees the stream end (on
+// shutdown, say) resends the requests after that count on a new stream.
+const TrailerRequestsApplied = "acpnorm-requests-applied"
+
 // errDraining ends streams when the server shuts down.
-var errDraining = status.Error(codes.Unavailable, "acpnormd is shutting down; reconnect to go on where you left off (session state is shared)")
+var errDraining = status.Error(codes.Unavailable, "acpnormd is shutting down; reconnect and resend the requests after the "+TrailerRequestsApplied+" trailer's count (session state is shared)")
 
-// Normalize implements pb.NormalizerServiceServer. The receive loop runs on
-// the handler's goroutine and the send loop on its own, with a bounded queue
-// between them: when a client reads slowly the queue fills, the receive loop
-// stops reading, and HTTP/2 flow control pushes back on the client instead
-// of memory growing here.
+// received is what the reader goroutine hands the stream loop: one request,
+// or the error that ended reading.
+type received struct {
+	req *pb.NormalizeRequest
+	err error
+}
+
+// Normalize implements pb.NormalizerServiceServer. One goroutine reads
+// requests off the wire, the handler's goroutine applies them in order, and
+// a third sends the responses, with a bounded queue between the last two:
+// when a client reads slowly the queue fills, the loop stops applying and
+// reading, and HTTP/2 flow control pushes back on the client instead of
+// memory growing here. A client that reads nothing for SendTimeout is cut
+// off. Every channel operation of the three can give up when the stream
+// ends, so no stream outlives its client or a forced stop.
 func (s *Service) Normalize(stream pb.NormalizerService_NormalizeServer) error {
+	ctx, cancel := context.WithCancelCause(stream.Context())
+	defer cancel(nil)
+	s.sessions.m.openStreams.Inc()
+	defer s.sessions.m.openStreams.Dec()
+
 	out := make(chan *pb.NormalizeResponse, s.cfg.SendQueue)
-	sent := make(chan error, 1)
-	go func() { sent <- sendLoop(stream, out) }()
-	err := s.recvLoop(stream, out)
-	close(out)
-	if serr := <-sent; err == nil {
-		err = serr
-	}
-	return err
-}
-
-// sendLoop sends every queued response. After a failed send it keeps
-// draining the queue so the receive loop never blocks on a dead stream.
-func sendLoop(stream pb.NormalizerService_NormalizeServer, out <-chan *pb.NormalizeResponse) error {
-	var err error
-	for r := range out {
-		if err == nil {
-			err = stream.Send(r)
-		}
-	}
-	return err
-}
-
-// recvLoop reads requests, applies them in order and queues what they
-// produce. It returns nil when the client closes its side.
-func (s *Service) recvLoop(stream pb.NormalizerService_NormalizeServer, out chan<- *pb.NormalizeResponse) error {
-	ctx := stream.Context()
-	reqs := make(chan *pb.NormalizeRequest)
-	done := make(chan error, 1)
-	var read atomic.Uint64 // requests taken off the wire
+	sent := make(chan struct{})
+	stalled := make(chan struct{})
 	go func() {
-		for {
-			req, err := stream.Recv()
-			if err != nil {
-				done <- err
+		defer close(sent)
+		s.sendLoop(ctx, cancel, stalled, stream, out)
+	}()
+	applied, err := s.recvLoop(ctx, stream, out)
+	close(out)
+	if err != nil && err != errDraining {
+		cancel(err)
+	}
+	// Wait until what the applied requests produced is sent (on a normal
+	// end or a drain), or the send loop stopped. A Send stuck on a client
+	// that reads nothing ends when the send timeout fires, so this wait
+	// is bounded.
+	select {
+	case <-sent:
+	case <-stalled:
+	}
+	if ctx.Err() != nil && (err == nil || err == errDraining) {
+		err = s.endCause(ctx)
+	}
+	stream.SetTrailer(metadata.Pairs(TrailerRequestsApplied, strconv.FormatUint(applied, 10)))
+	return err
+}
+
+// errStalled ends a stream whose client read nothing for SendTimeout.
+type errStalled time.Duration
+
+func (e errStalled) Error() string {
+	return fmt.Sprintf("the client read no response for %v (the send timeout); the stream was ended so it holds no memory; reconnect to go on (session state is shared)", time.Duration(e))
+}
+
+// endCause is the status a stream whose context is done ends with.
+func (s *Service) endCause(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	var stalled errStalled
+	switch {
+	case errors.As(cause, &stalled):
+		return status.Error(codes.ResourceExhausted, stalled.Error())
+	case errors.Is(cause, context.Canceled), errors.Is(cause, context.DeadlineExceeded):
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	if st, ok := status.FromError(cause); ok {
+		return st.Err()
+	}
+	return status.Error(codes.Unavailable, cause.Error())
+}
+
+// sendLoop sends the queued responses until the queue is closed and empty
+// or the stream ends. A Send that does not finish within SendTimeout (the
+// client stopped reading) ends the stream, as does a failed Send.
+func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, stalled chan<- struct{}, stream pb.NormalizerService_NormalizeServer, out <-chan *pb.NormalizeResponse) {
+	stall := time.AfterFunc(time.Hour, func() {
+		s.sessions.m.streamRefused("send_stalled")
+		cancel(errStalled(s.cfg.SendTimeout))
+		close(stalled)
+	})
+	stall.Stop()
+	defer stall.Stop()
+	for {
+		select {
+		case r, ok := <-out:
+			if !ok {
 				return
 			}
-			read.Add(1)
+			stall.Reset(s.cfg.SendTimeout)
+			err := stream.Send(r)
+			if !stall.Stop() && err == nil {
+				return // the timer fired: the stream is being ended as stalled
+			}
+			if err != nil {
+				cancel(err)
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// recvLoop applies requests in order and queues what they produce. It
+// returns how many requests it applied, and nil when the client closed its
+// side, errDraining on shutdown, or the error that ended the stream.
+//
+// On shutdown it applies the request the reader already holds, if any, and
+// stops: requests still in flight are not applied, and the trailer's count
+// tells the client which ones were.
+func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_NormalizeServer, out chan<- *pb.NormalizeResponse) (uint64, error) {
+	in := make(chan received)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			req, err := stream.Recv()
 			select {
-			case reqs <- req:
+			case in <- received{req, err}:
 			case <-ctx.Done():
+				return
+			}
+			if err != nil {
 				return
 			}
 		}
 	}()
-	var handled uint64
+	var applied uint64
+	d := newDelivered()
+	// apply applies one request and queues what it produces. A request
+	// whose answers could not all be queued (the stream ended meanwhile)
+	// still counts as applied: its changes are in the shared state, and
+	// the first revision of each call on the client's next stream carries
+	// the whole text. One the session lock was never taken for does not.
 	apply := func(req *pb.NormalizeRequest) error {
-		handled++
-		err := s.sessions.handle(ctx, req, func(r *pb.NormalizeResponse) error {
+		queueFailed := false
+		err := s.sessions.handleOn(ctx, req, d, func(r *pb.NormalizeResponse) error {
 			select {
 			case out <- r:
 				return nil
 			case <-ctx.Done():
+				queueFailed = true
 				return ctx.Err()
 			}
 		})
+		if err == nil || queueFailed {
+			applied++
+		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return s.endCause(ctx)
+			}
 			return status.FromContextError(err).Err()
 		}
 		return nil
 	}
 	for {
 		select {
-		case req := <-reqs:
-			if err := apply(req); err != nil {
-				return err
+		case got := <-in:
+			if got.err != nil {
+				if errors.Is(got.err, io.EOF) {
+					return applied, nil
+				}
+				return applied, s.recvFailed(got.err)
 			}
-		case err := <-done:
-			if errors.Is(err, io.EOF) {
-				return nil
+			if err := apply(got.req); err != nil {
+				return applied, err
 			}
-			return err
 		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		case <-s.draining:
-			// Finish every request already read off the wire, then stop.
-			for handled < read.Load() {
-				if err := apply(<-reqs); err != nil {
-					return err
+			// gRPC ends a stream whose message it cannot read (too large,
+			// not valid protobuf) before Recv returns that error: prefer
+			// the error to the bare cancel when the reader has it.
+			// The reader returns at once then, as the stream is over.
+			if stream.Context().Err() != nil {
+				wait := time.NewTimer(time.Second)
+				defer wait.Stop()
+				select {
+				case got := <-in:
+					if got.err != nil && !errors.Is(got.err, io.EOF) {
+						return applied, s.recvFailed(got.err)
+					}
+				case <-readerDone:
+				case <-wait.C:
 				}
 			}
-			s.log.Info("stream drained for shutdown", "frames", handled)
-			return errDraining
+			return applied, s.endCause(ctx)
+		case <-s.draining:
+			select {
+			case got := <-in:
+				if got.err == nil {
+					if err := apply(got.req); err != nil {
+						return applied, err
+					}
+				}
+			default:
+			}
+			s.log.Info("stream drained for shutdown", "applied", applied)
+			return applied, errDraining
 		}
 	}
+}
+
+// recvFailed logs and counts a request gRPC could not read, and returns
+// the status it ended the stream with.
+func (s *Service) recvFailed(err error) error {
+	st, _ := status.FromError(err)
+	switch st.Code() {
+	case codes.ResourceExhausted:
+		s.sessions.m.streamRefused("message_too_large")
+	case codes.Internal, codes.InvalidArgument:
+		s.sessions.m.streamRefused("unreadable_message")
+	}
+	return st.Err()
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/bench/load"
@@ -14,20 +15,36 @@ import (
 	"github.com/acpnorm/acpnorm/internal/replay"
 )
 
+var (
+	classesOnce  sync.Once
+	classNames   []string
+	classFrames  [][]load.Frame
+	classesError error
+)
+
 // pathClasses returns the frames of every recording in
-// test/testdata/recordings and of the generated Grok-like commands.
-func pathClasses(b *testing.B) (names []string, frames [][]load.Frame) {
+// test/testdata/recordings and of the generated Grok-like commands, read
+// and generated once per test binary.
+func pathClasses(b *testing.B) ([]string, [][]load.Frame) {
 	b.Helper()
+	classesOnce.Do(func() { classNames, classFrames, classesError = readClasses() })
+	if classesError != nil {
+		b.Fatal(classesError)
+	}
+	return classNames, classFrames
+}
+
+func readClasses() (names []string, frames [][]load.Frame, err error) {
 	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
 	for _, file := range files {
 		fh, err := os.Open(file)
 		if err != nil {
-			b.Fatal(err)
+			return nil, nil, err
 		}
 		lines, err := replay.Read(fh)
 		fh.Close()
 		if err != nil {
-			b.Fatal(err)
+			return nil, nil, err
 		}
 		var fs []load.Frame
 		for _, l := range lines {
@@ -41,7 +58,7 @@ func pathClasses(b *testing.B) (names []string, frames [][]load.Frame) {
 		names = append(names, g.Name())
 		frames = append(frames, load.Grok(g))
 	}
-	return names, frames
+	return names, frames, nil
 }
 
 // BenchmarkServicePath holds the whole per-frame work of the service (read

@@ -63,10 +63,17 @@ func (s *Service) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 
 // ListDialects implements pb.NormalizerServiceServer.
 func (s *Service) ListDialects(context.Context, *pb.ListDialectsRequest) (*pb.ListDialectsResponse, error) {
-	resp := &pb.ListDialectsResponse{}
+	resp := &pb.ListDialectsResponse{Detection: dialect.DetectionOrder}
 	for _, d := range dialect.All() {
 		info := d.Info()
-		resp.Dialects = append(resp.Dialects, &pb.DialectInfo{Name: info.Name, AgentNames: info.AgentNames, Summary: info.Summary})
+		resp.Dialects = append(resp.Dialects, &pb.DialectInfo{
+			Name:           info.Name,
+			AgentNames:     info.AgentNames,
+			Summary:        info.Summary,
+			AuthMethodIds:  info.AuthMethodIDs,
+			MethodPrefixes: info.MethodPrefixes,
+			DetectionRules: dialect.DetectionRules(d),
+		})
 	}
 	return resp, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,11 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newHarnessWith(t, svc)
+}
+
+func newHarnessWith(t *testing.T, svc *Service) *harness {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := NewServer(svc, DefaultServerOptions(), nil)
 	go srv.Serve(lis)
@@ -247,6 +253,9 @@ func TestCallLimits(t *testing.T) {
 	}
 }
 
+// A client that reconnects mid-call goes on with the numbering, and the
+// first revision on the new stream carries the whole text (REPLACE): what
+// was in flight on the old stream may be lost.
 func TestReconnectContinues(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	first := h.open()
@@ -254,15 +263,21 @@ func TestReconnectContinues(t *testing.T) {
 	first.exec()
 	first.send("s1", delta("c1", "a"))
 	first.exec()
-	first.cancel() // the client goes away mid-call
+	first.send("s1", delta("c1", "b"))
+	first.exec() // the client never gets this one: its stream breaks
+	first.cancel()
 	second := h.open()
-	second.send("s1", delta("c1", "b"))
+	second.send("s1", delta("c1", "c"))
 	x := second.exec()
-	if x.GetRevision() != 3 || x.GetOutput().GetText() != "b" {
-		t.Fatalf("reconnected stream %v", x)
+	if x.GetRevision() != 4 || x.GetOutput().GetText() != "abc" || x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_REPLACE {
+		t.Fatalf("first revision on the reconnected stream: %v", x)
+	}
+	second.send("s1", delta("c1", "d"))
+	if x = second.exec(); x.GetOutput().GetText() != "d" || x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_APPEND {
+		t.Fatalf("next revision on the same stream appends: %v", x)
 	}
 	second.send("s1", finish("c1", 0))
-	if x = second.exec(); x.GetOutput().GetText() != "ab" {
+	if x = second.exec(); x.GetOutput().GetText() != "abcd" {
 		t.Fatalf("ended after reconnect %v", x)
 	}
 }
@@ -527,6 +542,59 @@ func TestSlowClientBackpressure(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// TestDetectionBySigns: an agent that gives no name is detected by what it
+// sends, the first sign wins, and a named agent is never re-detected by a
+// sign. ListDialects states every name and sign auto-detection uses.
+func TestDetectionBySigns(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	st := h.open()
+	cursorInit := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[{"id":"cursor_login","name":"Cursor Login"}]}}`
+
+	st.send("a", cursorInit)
+	st.send("a", openCall("c1", "true"))
+	if x := st.exec(); x.GetDialect() != "cursor" {
+		t.Errorf("initialize without agentInfo offering cursor_login: dialect %q", x.GetDialect())
+	}
+
+	st.send("b", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"some-unknown-agent"},"authMethods":[{"id":"cursor_login"}]}}`)
+	st.send("b", `{"jsonrpc":"2.0","id":9,"method":"cursor/task","params":{}}`)
+	st.send("b", openCall("c1", "true"))
+	if x := st.exec(); x.GetDialect() != "generic" {
+		t.Errorf("a named agent read by a sign: dialect %q", x.GetDialect())
+	}
+
+	// No initialize seen: the opening tool_call's shape is the sign, and
+	// that frame is read by the detected dialect already.
+	st.send("c", `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"c","update":{"sessionUpdate":"tool_call","toolCallId":"tool_1","title":"`+"`sleep 2`"+`","kind":"execute","status":"pending","rawInput":{"command":"sleep 2"}}}}`)
+	if x := st.exec(); x.GetDialect() != "cursor" || x.GetCommand() != "sleep 2" {
+		t.Errorf("cursor tool_call shape: dialect %q command %q", x.GetDialect(), x.GetCommand())
+	}
+
+	resp, err := h.client.ListDialects(context.Background(), &pb.ListDialectsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(resp.GetDetection(), "longest") || !strings.Contains(resp.GetDetection(), "agentInfo.name") {
+		t.Errorf("detection %q", resp.GetDetection())
+	}
+	found := map[string]*pb.DialectInfo{}
+	for _, d := range resp.GetDialects() {
+		found[d.GetName()] = d
+		if d.GetName() != "generic" && len(d.GetDetectionRules()) == 0 {
+			t.Errorf("%s: no detection rules", d.GetName())
+		}
+	}
+	if c := found["cursor"]; c == nil || !slices.Contains(c.GetAuthMethodIds(), "cursor_login") || !slices.Contains(c.GetMethodPrefixes(), "cursor/") {
+		t.Errorf("cursor: %v", c)
+	}
+	if q := found["qwen"]; q == nil || !slices.Contains(q.GetAgentNames(), "qwen-code") {
+		t.Errorf("qwen: %v", q)
+	}
+	if o := found["opencode"]; o == nil || !slices.Contains(o.GetAgentNames(), "kilo") {
+		t.Errorf("opencode: %v", o)
 	}
 }
 

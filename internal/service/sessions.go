@@ -41,6 +41,7 @@ type session struct {
 	dialect   dialect.Dialect
 	name      string // the dialect's name, kept to stamp every revision
 	explicit  bool   // chosen by name, not detected
+	named     bool   // detected from agentInfo.name; signs no longer count
 	cwd       string
 	cwdByHand bool // from AcpFrame.cwd, which beats session/new
 	cancel    bool // session/cancel seen in the current turn
@@ -129,6 +130,7 @@ type reply struct {
 	emit    func(*pb.NormalizeResponse) error
 	err     error // the first error emit returned; nothing is sent after it
 	m       *Metrics
+	stream  *delivered // what the requesting stream has carried; nil: nothing tracked
 }
 
 // send hands one response on, unless an earlier one failed.
@@ -157,8 +159,14 @@ func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
 // built or sent, and handle returns that error; it returns ctx's error when
 // ctx ends while it waits for another request of the same session.
 func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit func(*pb.NormalizeResponse) error) error {
+	return ss.handleOn(ctx, req, nil, emit)
+}
+
+// handleOn is handle for a request arrived on a stream that has carried d
+// (see delivered).
+func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *delivered, emit func(*pb.NormalizeResponse) error) error {
 	ss.m.framesIn.Inc()
-	r := &reply{emit: emit, m: ss.m}
+	r := &reply{emit: emit, m: ss.m, stream: d}
 	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
@@ -275,6 +283,16 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 	}
 	if read.AgentName != "" && !s.explicit {
 		s.use(dialect.Detect(read.AgentName))
+		s.named = true
+	} else if read.Sign != "" && !s.explicit && !s.named && s.dialect == nil {
+		// An agent that gave no name, recognised by what it sends; the
+		// frame that showed it is read again with its dialect.
+		if d, ok := dialect.Lookup(read.Sign); ok {
+			s.use(d)
+			if again, err := dialect.Read(d, f.GetMessage()); err == nil {
+				read = again
+			}
+		}
 	}
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
@@ -502,6 +520,9 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	rev, ok := e.call.Revision()
 	if !ok {
 		return
+	}
+	if r.stream.needsWhole(s.id, rev.ToolCallID, rev.Number, rev.State == accum.Ended) {
+		e.call.Whole(&rev)
 	}
 	e.revisions, e.outcome = rev.Number, rev.Outcome
 	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})

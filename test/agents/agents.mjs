@@ -54,7 +54,133 @@ export const AGENTS = [
       };
     },
   },
+  {
+    id: "gemini-cli",
+    pkg: "@google/gemini-cli",
+    versionOf: "@google/gemini-cli",
+    command: () => [path.join(nodeModules, ".bin", "gemini"), ["--acp"]],
+    variants: [{ name: "plain", terminalMeta: false }],
+    // Gemini CLI reads ~/.gemini/settings.json; the API key is a dummy and
+    // GOOGLE_GEMINI_BASE_URL sends every generateContent call to the model.
+    setup({ home, modelUrl }) {
+      writeJSON(path.join(home, ".gemini", "settings.json"), {
+        security: { auth: { selectedType: "gemini-api-key" }, folderTrust: { enabled: false } },
+        general: { disableAutoUpdate: true, disableUpdateNag: true },
+        privacy: { usageStatisticsEnabled: false },
+        telemetry: { enabled: false },
+      });
+      return { GEMINI_API_KEY: "unused", GOOGLE_GEMINI_BASE_URL: modelUrl, GEMINI_CLI_NO_RELAUNCH: "true" };
+    },
+  },
+  {
+    id: "codex-acp",
+    pkg: "@zed-industries/codex-acp",
+    versionOf: "@zed-industries/codex-acp",
+    // The Rust adapter: a native binary in @zed-industries/codex-acp-linux-x64.
+    command: () => [path.join(nodeModules, "@zed-industries", "codex-acp", "bin", "codex-acp.js"), []],
+    variants: [
+      { name: "shell-command_terminal-meta", terminalMeta: true, features: { shell_command_tool: true, unified_exec: false } },
+      { name: "unified-exec_plain", terminalMeta: false, features: { unified_exec: true, shell_command_tool: false } },
+    ],
+    setup: codexSetup,
+  },
+  {
+    id: "codex-acp2",
+    pkg: "@agentclientprotocol/codex-acp",
+    versionOf: "@agentclientprotocol/codex-acp",
+    // The TypeScript adapter: it drives the codex binary of @openai/codex
+    // (a native binary in an npm package) over its app-server protocol.
+    command: () => ["node", [path.join(nodeModules, "@agentclientprotocol", "codex-acp", "dist", "index.js")]],
+    variants: [{ name: "plain", terminalMeta: false, features: {} }],
+    // Codex 0.166 refuses approval_policy = "untrusted" ("no longer
+    // supported; remove this setting"): on-request, with the approvals
+    // reviewed by the user (the client), not by Codex's own Guardian model.
+    // It also asks for a login even for a provider that needs none: the
+    // harness logs in with a dummy API key (authenticate "api-key").
+    setup: (o) => ({ ...codexSetup({ ...o, approval: "on-request" }), OPENAI_API_KEY: "unused" }),
+    authMethod: "api-key",
+    // Its default session mode has Codex's own Guardian model approve
+    // commands; "workspace-write" asks the user (the client) instead.
+    afterSession: ({ client, sessionId }) => client.request("session/set_mode", { sessionId, modeId: "workspace-write" }),
+  },
+  {
+    id: "claude-code-acp",
+    pkg: "@zed-industries/claude-code-acp",
+    versionOf: "@zed-industries/claude-code-acp",
+    // The older adapter; its Claude Agent SDK 0.2.44 bundles Claude Code as
+    // JavaScript (cli.js).
+    command: () => ["node", [path.join(nodeModules, "@zed-industries", "claude-code-acp", "dist", "index.js")]],
+    variants: [{ name: "plain", terminalMeta: false }],
+    setup: claudeSetup,
+  },
+  {
+    id: "claude-agent-acp",
+    pkg: "@agentclientprotocol/claude-agent-acp",
+    versionOf: "@agentclientprotocol/claude-agent-acp",
+    // The current adapter; its Claude Agent SDK 0.3.318 runs Claude Code as
+    // a native binary from @anthropic-ai/claude-agent-sdk-linux-x64.
+    command: () => ["node", [path.join(nodeModules, "@agentclientprotocol", "claude-agent-acp", "dist", "index.js")]],
+    variants: [
+      { name: "terminal-meta", terminalMeta: true },
+      { name: "plain", terminalMeta: false },
+    ],
+    setup: claudeSetup,
+  },
 ];
+
+// claudeSetup points Claude Code at the model server with a dummy key and
+// turns off everything that would call home.
+function claudeSetup({ modelUrl }) {
+  return {
+    ANTHROPIC_BASE_URL: modelUrl,
+    ANTHROPIC_API_KEY: "unused",
+    ANTHROPIC_MODEL: "claude-sonnet-4-5",
+    ANTHROPIC_SMALL_FAST_MODEL: "claude-haiku-4-5",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    DISABLE_AUTOUPDATER: "1",
+    DISABLE_TELEMETRY: "1",
+    DISABLE_ERROR_REPORTING: "1",
+    DISABLE_BUG_COMMAND: "1",
+    CLAUDE_CODE_SKIP_PROMPT_HISTORY: "1",
+  };
+}
+
+// codexSetup writes $CODEX_HOME/config.toml: a Responses API provider at
+// the model server that needs no login, approvals for anything not known
+// to be safe ("untrusted", so the client can reject), no sandbox (the
+// network namespace is the isolation), no update checks.
+function codexSetup({ home, modelUrl, variant, approval = "untrusted", extra = [] }) {
+  const codexHome = path.join(home, ".codex");
+  fs.mkdirSync(codexHome, { recursive: true });
+  const features = Object.entries(variant.features ?? {}).map(([k, v]) => `${k} = ${v}`);
+  fs.writeFileSync(
+    path.join(codexHome, "config.toml"),
+    [
+      `model = "gpt-5.1-codex"`,
+      `model_provider = "harness"`,
+      `approval_policy = "${approval}"`,
+      `sandbox_mode = "danger-full-access"`,
+      `check_for_update_on_startup = false`,
+      ...extra,
+      ``,
+      `[model_providers.harness]`,
+      `name = "scripted local model"`,
+      `base_url = "${modelUrl}/v1"`,
+      `wire_api = "responses"`,
+      `requires_openai_auth = false`,
+      `request_max_retries = 0`,
+      `stream_max_retries = 0`,
+      ``,
+      `[features]`,
+      ...features,
+      ``,
+      `[analytics]`,
+      `enabled = false`,
+      ``,
+    ].join("\n"),
+  );
+  return { CODEX_HOME: codexHome };
+}
 
 export function findAgent(id) {
   return AGENTS.find((a) => a.id === id);

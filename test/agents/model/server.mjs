@@ -141,7 +141,7 @@ function jsonFor(schema) {
   }
   if (type === "array") return [];
   if (type === "boolean") return false;
-  if (type === "number" || type === "integer") return 0;
+  if (type === "number" || type === "integer") return schema.minimum ?? 1;
   return "ok";
 }
 

@@ -94,7 +94,7 @@ const (
 	// Running.
 	ShellState_SHELL_STATE_RUNNING ShellState = 2
 	// Ended; `outcome` says how. No revision follows except to absorb late
-	// frames within a short grace period.
+	// frames within a short grace period, and a known outcome never changes.
 	ShellState_SHELL_STATE_ENDED ShellState = 3
 )
 
@@ -674,14 +674,17 @@ func (*NormalizeResponse_FrameError) isNormalizeResponse_Kind() {}
 // accepted before it is lost, and other tool calls are not affected.
 type FrameError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The session named by the request, when it could be read.
+	// The session named by the request, when it could be read and is within
+	// the server's id length limit (an over-long id is never echoed).
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The client sequence number of the request.
 	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// A gRPC status code number (google.rpc.Code): INVALID_ARGUMENT (3) for a
-	// frame that is not valid JSON-RPC or misses a required field,
-	// RESOURCE_EXHAUSTED (8) for a call over the open-call limits,
-	// FAILED_PRECONDITION (9) for a frame that needs state the session lacks.
+	// frame that is not valid JSON-RPC, misses a required field, or has an id
+	// or text field over the server's length limits; RESOURCE_EXHAUSTED (8)
+	// for a request over the server's limits on sessions, calls or held
+	// memory; FAILED_PRECONDITION (9) for a frame that needs state the session
+	// lacks, such as one about a tool call already released.
 	Code int32 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
 	// A readable sentence naming the problem.
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
@@ -1215,7 +1218,10 @@ func (*ListDialectsRequest) Descriptor() ([]byte, []int) {
 type ListDialectsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Every dialect, in a stable order; the generic dialect is always there.
-	Dialects      []*DialectInfo `protobuf:"bytes,1,rep,name=dialects,proto3" json:"dialects,omitempty"`
+	Dialects []*DialectInfo `protobuf:"bytes,1,rep,name=dialects,proto3" json:"dialects,omitempty"`
+	// How AUTO detection chooses among the dialects, in words: the order in
+	// which the names and signs of every DialectInfo are tried.
+	Detection     string `protobuf:"bytes,2,opt,name=detection,proto3" json:"detection,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1257,18 +1263,36 @@ func (x *ListDialectsResponse) GetDialects() []*DialectInfo {
 	return nil
 }
 
+func (x *ListDialectsResponse) GetDetection() string {
+	if x != nil {
+		return x.Detection
+	}
+	return ""
+}
+
 // DialectInfo describes one dialect.
 type DialectInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The name to put in AcpFrame.dialect.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The `agentInfo.name` values that AUTO detection maps to this dialect
-	// (matched case-insensitively).
+	// (matched case-insensitively): exactly, or as a prefix followed by '-',
+	// '_', ' ' or '@' (the longest such prefix of any dialect wins).
 	AgentNames []string `protobuf:"bytes,2,rep,name=agent_names,json=agentNames,proto3" json:"agent_names,omitempty"`
 	// One line on what the dialect reads.
-	Summary       string `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Summary string `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	// The `authMethods[].id` values of an `initialize` result that identify
+	// this dialect's agent when the result carries no `agentInfo.name`.
+	AuthMethodIds []string `protobuf:"bytes,4,rep,name=auth_method_ids,json=authMethodIds,proto3" json:"auth_method_ids,omitempty"`
+	// Prefixes of JSON-RPC methods (vendor extensions) that identify this
+	// dialect's agent when it has given no name.
+	MethodPrefixes []string `protobuf:"bytes,5,rep,name=method_prefixes,json=methodPrefixes,proto3" json:"method_prefixes,omitempty"`
+	// Every rule AUTO detection uses to pick this dialect, one readable
+	// sentence each, in the order they are tried (empty for the generic
+	// dialect, which is the fallback).
+	DetectionRules []string `protobuf:"bytes,6,rep,name=detection_rules,json=detectionRules,proto3" json:"detection_rules,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DialectInfo) Reset() {
@@ -1320,6 +1344,27 @@ func (x *DialectInfo) GetSummary() string {
 		return x.Summary
 	}
 	return ""
+}
+
+func (x *DialectInfo) GetAuthMethodIds() []string {
+	if x != nil {
+		return x.AuthMethodIds
+	}
+	return nil
+}
+
+func (x *DialectInfo) GetMethodPrefixes() []string {
+	if x != nil {
+		return x.MethodPrefixes
+	}
+	return nil
+}
+
+func (x *DialectInfo) GetDetectionRules() []string {
+	if x != nil {
+		return x.DetectionRules
+	}
+	return nil
 }
 
 var File_acpnorm_v1_normalizer_proto protoreflect.FileDescriptor
@@ -1407,14 +1452,18 @@ const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"\x1dGetClientCapabilitiesResponse\x128\n" +
 	"\x18client_capabilities_json\x18\x01 \x01(\tR\x16clientCapabilitiesJson\x12\x18\n" +
 	"\adialect\x18\x02 \x01(\tR\adialect\"\x15\n" +
-	"\x13ListDialectsRequest\"K\n" +
+	"\x13ListDialectsRequest\"i\n" +
 	"\x14ListDialectsResponse\x123\n" +
-	"\bdialects\x18\x01 \x03(\v2\x17.acpnorm.v1.DialectInfoR\bdialects\"\\\n" +
+	"\bdialects\x18\x01 \x03(\v2\x17.acpnorm.v1.DialectInfoR\bdialects\x12\x1c\n" +
+	"\tdetection\x18\x02 \x01(\tR\tdetection\"\xd6\x01\n" +
 	"\vDialectInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vagent_names\x18\x02 \x03(\tR\n" +
 	"agentNames\x12\x18\n" +
-	"\asummary\x18\x03 \x01(\tR\asummary*d\n" +
+	"\asummary\x18\x03 \x01(\tR\asummary\x12&\n" +
+	"\x0fauth_method_ids\x18\x04 \x03(\tR\rauthMethodIds\x12'\n" +
+	"\x0fmethod_prefixes\x18\x05 \x03(\tR\x0emethodPrefixes\x12'\n" +
+	"\x0fdetection_rules\x18\x06 \x03(\tR\x0edetectionRules*d\n" +
 	"\tDirection\x12\x19\n" +
 	"\x15DIRECTION_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19DIRECTION_AGENT_TO_CLIENT\x10\x01\x12\x1d\n" +

@@ -38,14 +38,20 @@ class AcpFrame(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., dialect: _Optional[str] = ..., cwd: _Optional[str] = ..., sequence: _Optional[int] = ..., direction: _Optional[_Union[Direction, str]] = ..., message: _Optional[bytes] = ...) -> None: ...
 
 class DialectInfo(_message.Message):
-    __slots__ = ["agent_names", "name", "summary"]
+    __slots__ = ["agent_names", "auth_method_ids", "detection_rules", "method_prefixes", "name", "summary"]
     AGENT_NAMES_FIELD_NUMBER: _ClassVar[int]
+    AUTH_METHOD_IDS_FIELD_NUMBER: _ClassVar[int]
+    DETECTION_RULES_FIELD_NUMBER: _ClassVar[int]
+    METHOD_PREFIXES_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     agent_names: _containers.RepeatedScalarFieldContainer[str]
+    auth_method_ids: _containers.RepeatedScalarFieldContainer[str]
+    detection_rules: _containers.RepeatedScalarFieldContainer[str]
+    method_prefixes: _containers.RepeatedScalarFieldContainer[str]
     name: str
     summary: str
-    def __init__(self, name: _Optional[str] = ..., agent_names: _Optional[_Iterable[str]] = ..., summary: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., agent_names: _Optional[_Iterable[str]] = ..., summary: _Optional[str] = ..., auth_method_ids: _Optional[_Iterable[str]] = ..., method_prefixes: _Optional[_Iterable[str]] = ..., detection_rules: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class FrameError(_message.Message):
     __slots__ = ["code", "message", "sequence", "session_id", "tool_call_id"]
@@ -80,10 +86,12 @@ class ListDialectsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ListDialectsResponse(_message.Message):
-    __slots__ = ["dialects"]
+    __slots__ = ["detection", "dialects"]
+    DETECTION_FIELD_NUMBER: _ClassVar[int]
     DIALECTS_FIELD_NUMBER: _ClassVar[int]
+    detection: str
     dialects: _containers.RepeatedCompositeFieldContainer[DialectInfo]
-    def __init__(self, dialects: _Optional[_Iterable[_Union[DialectInfo, _Mapping]]] = ...) -> None: ...
+    def __init__(self, dialects: _Optional[_Iterable[_Union[DialectInfo, _Mapping]]] = ..., detection: _Optional[str] = ...) -> None: ...
 
 class NormalizeRequest(_message.Message):
     __slots__ = ["frame", "session_closed", "turn_ended"]

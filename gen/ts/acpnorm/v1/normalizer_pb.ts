@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file acpnorm/v1/normalizer.proto.
  */
 export const file_acpnorm_v1_normalizer: GenFile = /*@__PURE__*/
-  fileDesc("ChthY3Bub3JtL3YxL25vcm1hbGl6ZXIucHJvdG8SCmFjcG5vcm0udjEiowEKEE5vcm1hbGl6ZVJlcXVlc3QSJQoFZnJhbWUYASABKAsyFC5hY3Bub3JtLnYxLkFjcEZyYW1lSAASKwoKdHVybl9lbmRlZBgCIAEoCzIVLmFjcG5vcm0udjEuVHVybkVuZGVkSAASMwoOc2Vzc2lvbl9jbG9zZWQYAyABKAsyGS5hY3Bub3JtLnYxLlNlc3Npb25DbG9zZWRIAEIGCgRraW5kIokBCghBY3BGcmFtZRISCgpzZXNzaW9uX2lkGAEgASgJEg8KB2RpYWxlY3QYAiABKAkSCwoDY3dkGAMgASgJEhAKCHNlcXVlbmNlGAQgASgEEigKCWRpcmVjdGlvbhgFIAEoDjIVLmFjcG5vcm0udjEuRGlyZWN0aW9uEg8KB21lc3NhZ2UYBiABKAwiRAoJVHVybkVuZGVkEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAQSEQoJY2FuY2VsbGVkGAMgASgIIjUKDVNlc3Npb25DbG9zZWQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoBCJ3ChFOb3JtYWxpemVSZXNwb25zZRIrCgpzaGVsbF9leGVjGAEgASgLMhUuYWNwbm9ybS52MS5TaGVsbEV4ZWNIABItCgtmcmFtZV9lcnJvchgCIAEoCzIWLmFjcG5vcm0udjEuRnJhbWVFcnJvckgAQgYKBGtpbmQiZwoKRnJhbWVFcnJvchISCgpzZXNzaW9uX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgEEgwKBGNvZGUYAyABKAUSDwoHbWVzc2FnZRgEIAEoCRIUCgx0b29sX2NhbGxfaWQYBSABKAkiZQoJU2hlbGxUZXh0EgwKBHRleHQYASABKAkSIgoEbW9kZRgCIAEoDjIULmFjcG5vcm0udjEuVGV4dE1vZGUSEQoJdHJ1bmNhdGVkGAMgASgIEhMKC3RvdGFsX2J5dGVzGAQgASgDIqIECglTaGVsbEV4ZWMSEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgx0b29sX2NhbGxfaWQYAiABKAkSEAoIcmV2aXNpb24YAyABKA0SDwoHZGlhbGVjdBgEIAEoCRIPCgdjb21tYW5kGAUgASgJEgsKA2N3ZBgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRIlCgVzdGF0ZRgIIAEoDjIWLmFjcG5vcm0udjEuU2hlbGxTdGF0ZRIpCgdvdXRjb21lGAkgASgOMhguYWNwbm9ybS52MS5TaGVsbE91dGNvbWUSFgoJZXhpdF9jb2RlGAogASgFSACIAQESDgoGc2lnbmFsGAsgASgJEhEKCXRpbWVkX291dBgMIAEoCBIlCgZvdXRwdXQYDSABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIlCgZzdGRvdXQYDiABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIlCgZzdGRlcnIYDyABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIXCg9hcHByb3ZhbF9yZWFzb24YECABKAkSGQoRYXdhaXRpbmdfYXBwcm92YWwYESABKAgSEgoKYmFja2dyb3VuZBgSIAEoCBIWCg5vdXRjb21lX3JlYXNvbhgTIAEoCRIQCghzZXF1ZW5jZRgUIAEoBBITCgt0ZXJtaW5hbF9pZBgVIAEoCUIMCgpfZXhpdF9jb2RlIi8KHEdldENsaWVudENhcGFiaWxpdGllc1JlcXVlc3QSDwoHZGlhbGVjdBgBIAEoCSJSCh1HZXRDbGllbnRDYXBhYmlsaXRpZXNSZXNwb25zZRIgChhjbGllbnRfY2FwYWJpbGl0aWVzX2pzb24YASABKAkSDwoHZGlhbGVjdBgCIAEoCSIVChNMaXN0RGlhbGVjdHNSZXF1ZXN0IkEKFExpc3REaWFsZWN0c1Jlc3BvbnNlEikKCGRpYWxlY3RzGAEgAygLMhcuYWNwbm9ybS52MS5EaWFsZWN0SW5mbyJBCgtEaWFsZWN0SW5mbxIMCgRuYW1lGAEgASgJEhMKC2FnZW50X25hbWVzGAIgAygJEg8KB3N1bW1hcnkYAyABKAkqZAoJRGlyZWN0aW9uEhkKFURJUkVDVElPTl9VTlNQRUNJRklFRBAAEh0KGURJUkVDVElPTl9BR0VOVF9UT19DTElFTlQQARIdChlESVJFQ1RJT05fQ0xJRU5UX1RPX0FHRU5UEAIqcgoKU2hlbGxTdGF0ZRIbChdTSEVMTF9TVEFURV9VTlNQRUNJRklFRBAAEhcKE1NIRUxMX1NUQVRFX1BFTkRJTkcQARIXChNTSEVMTF9TVEFURV9SVU5OSU5HEAISFQoRU0hFTExfU1RBVEVfRU5ERUQQAyqcAQoMU2hlbGxPdXRjb21lEh0KGVNIRUxMX09VVENPTUVfVU5TUEVDSUZJRUQQABIbChdTSEVMTF9PVVRDT01FX1NVQ0NFRURFRBABEhgKFFNIRUxMX09VVENPTUVfRkFJTEVEEAISGwoXU0hFTExfT1VUQ09NRV9DQU5DRUxMRUQQAxIZChVTSEVMTF9PVVRDT01FX1VOS05PV04QBCpSCghUZXh0TW9kZRIZChVURVhUX01PREVfVU5TUEVDSUZJRUQQABIUChBURVhUX01PREVfQVBQRU5EEAESFQoRVEVYVF9NT0RFX1JFUExBQ0UQAjKiAgoRTm9ybWFsaXplclNlcnZpY2USTAoJTm9ybWFsaXplEhwuYWNwbm9ybS52MS5Ob3JtYWxpemVSZXF1ZXN0Gh0uYWNwbm9ybS52MS5Ob3JtYWxpemVSZXNwb25zZSgBMAESbAoVR2V0Q2xpZW50Q2FwYWJpbGl0aWVzEiguYWNwbm9ybS52MS5HZXRDbGllbnRDYXBhYmlsaXRpZXNSZXF1ZXN0GikuYWNwbm9ybS52MS5HZXRDbGllbnRDYXBhYmlsaXRpZXNSZXNwb25zZRJRCgxMaXN0RGlhbGVjdHMSHy5hY3Bub3JtLnYxLkxpc3REaWFsZWN0c1JlcXVlc3QaIC5hY3Bub3JtLnYxLkxpc3REaWFsZWN0c1Jlc3BvbnNlQjhaNmdpdGh1Yi5jb20vYWNwbm9ybS9hY3Bub3JtL2dlbi9nby9hY3Bub3JtL3YxO2FjcG5vcm12MWIGcHJvdG8z");
+  fileDesc("ChthY3Bub3JtL3YxL25vcm1hbGl6ZXIucHJvdG8SCmFjcG5vcm0udjEiowEKEE5vcm1hbGl6ZVJlcXVlc3QSJQoFZnJhbWUYASABKAsyFC5hY3Bub3JtLnYxLkFjcEZyYW1lSAASKwoKdHVybl9lbmRlZBgCIAEoCzIVLmFjcG5vcm0udjEuVHVybkVuZGVkSAASMwoOc2Vzc2lvbl9jbG9zZWQYAyABKAsyGS5hY3Bub3JtLnYxLlNlc3Npb25DbG9zZWRIAEIGCgRraW5kIokBCghBY3BGcmFtZRISCgpzZXNzaW9uX2lkGAEgASgJEg8KB2RpYWxlY3QYAiABKAkSCwoDY3dkGAMgASgJEhAKCHNlcXVlbmNlGAQgASgEEigKCWRpcmVjdGlvbhgFIAEoDjIVLmFjcG5vcm0udjEuRGlyZWN0aW9uEg8KB21lc3NhZ2UYBiABKAwiRAoJVHVybkVuZGVkEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAQSEQoJY2FuY2VsbGVkGAMgASgIIjUKDVNlc3Npb25DbG9zZWQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoBCJ3ChFOb3JtYWxpemVSZXNwb25zZRIrCgpzaGVsbF9leGVjGAEgASgLMhUuYWNwbm9ybS52MS5TaGVsbEV4ZWNIABItCgtmcmFtZV9lcnJvchgCIAEoCzIWLmFjcG5vcm0udjEuRnJhbWVFcnJvckgAQgYKBGtpbmQiZwoKRnJhbWVFcnJvchISCgpzZXNzaW9uX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgEEgwKBGNvZGUYAyABKAUSDwoHbWVzc2FnZRgEIAEoCRIUCgx0b29sX2NhbGxfaWQYBSABKAkiZQoJU2hlbGxUZXh0EgwKBHRleHQYASABKAkSIgoEbW9kZRgCIAEoDjIULmFjcG5vcm0udjEuVGV4dE1vZGUSEQoJdHJ1bmNhdGVkGAMgASgIEhMKC3RvdGFsX2J5dGVzGAQgASgDIqIECglTaGVsbEV4ZWMSEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgx0b29sX2NhbGxfaWQYAiABKAkSEAoIcmV2aXNpb24YAyABKA0SDwoHZGlhbGVjdBgEIAEoCRIPCgdjb21tYW5kGAUgASgJEgsKA2N3ZBgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRIlCgVzdGF0ZRgIIAEoDjIWLmFjcG5vcm0udjEuU2hlbGxTdGF0ZRIpCgdvdXRjb21lGAkgASgOMhguYWNwbm9ybS52MS5TaGVsbE91dGNvbWUSFgoJZXhpdF9jb2RlGAogASgFSACIAQESDgoGc2lnbmFsGAsgASgJEhEKCXRpbWVkX291dBgMIAEoCBIlCgZvdXRwdXQYDSABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIlCgZzdGRvdXQYDiABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIlCgZzdGRlcnIYDyABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIXCg9hcHByb3ZhbF9yZWFzb24YECABKAkSGQoRYXdhaXRpbmdfYXBwcm92YWwYESABKAgSEgoKYmFja2dyb3VuZBgSIAEoCBIWCg5vdXRjb21lX3JlYXNvbhgTIAEoCRIQCghzZXF1ZW5jZRgUIAEoBBITCgt0ZXJtaW5hbF9pZBgVIAEoCUIMCgpfZXhpdF9jb2RlIi8KHEdldENsaWVudENhcGFiaWxpdGllc1JlcXVlc3QSDwoHZGlhbGVjdBgBIAEoCSJSCh1HZXRDbGllbnRDYXBhYmlsaXRpZXNSZXNwb25zZRIgChhjbGllbnRfY2FwYWJpbGl0aWVzX2pzb24YASABKAkSDwoHZGlhbGVjdBgCIAEoCSIVChNMaXN0RGlhbGVjdHNSZXF1ZXN0IlQKFExpc3REaWFsZWN0c1Jlc3BvbnNlEikKCGRpYWxlY3RzGAEgAygLMhcuYWNwbm9ybS52MS5EaWFsZWN0SW5mbxIRCglkZXRlY3Rpb24YAiABKAkijAEKC0RpYWxlY3RJbmZvEgwKBG5hbWUYASABKAkSEwoLYWdlbnRfbmFtZXMYAiADKAkSDwoHc3VtbWFyeRgDIAEoCRIXCg9hdXRoX21ldGhvZF9pZHMYBCADKAkSFwoPbWV0aG9kX3ByZWZpeGVzGAUgAygJEhcKD2RldGVjdGlvbl9ydWxlcxgGIAMoCSpkCglEaXJlY3Rpb24SGQoVRElSRUNUSU9OX1VOU1BFQ0lGSUVEEAASHQoZRElSRUNUSU9OX0FHRU5UX1RPX0NMSUVOVBABEh0KGURJUkVDVElPTl9DTElFTlRfVE9fQUdFTlQQAipyCgpTaGVsbFN0YXRlEhsKF1NIRUxMX1NUQVRFX1VOU1BFQ0lGSUVEEAASFwoTU0hFTExfU1RBVEVfUEVORElORxABEhcKE1NIRUxMX1NUQVRFX1JVTk5JTkcQAhIVChFTSEVMTF9TVEFURV9FTkRFRBADKpwBCgxTaGVsbE91dGNvbWUSHQoZU0hFTExfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhsKF1NIRUxMX09VVENPTUVfU1VDQ0VFREVEEAESGAoUU0hFTExfT1VUQ09NRV9GQUlMRUQQAhIbChdTSEVMTF9PVVRDT01FX0NBTkNFTExFRBADEhkKFVNIRUxMX09VVENPTUVfVU5LTk9XThAEKlIKCFRleHRNb2RlEhkKFVRFWFRfTU9ERV9VTlNQRUNJRklFRBAAEhQKEFRFWFRfTU9ERV9BUFBFTkQQARIVChFURVhUX01PREVfUkVQTEFDRRACMqICChFOb3JtYWxpemVyU2VydmljZRJMCglOb3JtYWxpemUSHC5hY3Bub3JtLnYxLk5vcm1hbGl6ZVJlcXVlc3QaHS5hY3Bub3JtLnYxLk5vcm1hbGl6ZVJlc3BvbnNlKAEwARJsChVHZXRDbGllbnRDYXBhYmlsaXRpZXMSKC5hY3Bub3JtLnYxLkdldENsaWVudENhcGFiaWxpdGllc1JlcXVlc3QaKS5hY3Bub3JtLnYxLkdldENsaWVudENhcGFiaWxpdGllc1Jlc3BvbnNlElEKDExpc3REaWFsZWN0cxIfLmFjcG5vcm0udjEuTGlzdERpYWxlY3RzUmVxdWVzdBogLmFjcG5vcm0udjEuTGlzdERpYWxlY3RzUmVzcG9uc2VCOFo2Z2l0aHViLmNvbS9hY3Bub3JtL2FjcG5vcm0vZ2VuL2dvL2FjcG5vcm0vdjE7YWNwbm9ybXYxYgZwcm90bzM");
 
 /**
  * NormalizeRequest is one message of the client's side of Normalize.
@@ -238,7 +238,8 @@ export const NormalizeResponseSchema: GenMessage<NormalizeResponse> = /*@__PURE_
  */
 export type FrameError = Message<"acpnorm.v1.FrameError"> & {
   /**
-   * The session named by the request, when it could be read.
+   * The session named by the request, when it could be read and is within
+   * the server's id length limit (an over-long id is never echoed).
    *
    * @generated from field: string session_id = 1;
    */
@@ -253,9 +254,11 @@ export type FrameError = Message<"acpnorm.v1.FrameError"> & {
 
   /**
    * A gRPC status code number (google.rpc.Code): INVALID_ARGUMENT (3) for a
-   * frame that is not valid JSON-RPC or misses a required field,
-   * RESOURCE_EXHAUSTED (8) for a call over the open-call limits,
-   * FAILED_PRECONDITION (9) for a frame that needs state the session lacks.
+   * frame that is not valid JSON-RPC, misses a required field, or has an id
+   * or text field over the server's length limits; RESOURCE_EXHAUSTED (8)
+   * for a request over the server's limits on sessions, calls or held
+   * memory; FAILED_PRECONDITION (9) for a frame that needs state the session
+   * lacks, such as one about a tool call already released.
    *
    * @generated from field: int32 code = 3;
    */
@@ -580,6 +583,14 @@ export type ListDialectsResponse = Message<"acpnorm.v1.ListDialectsResponse"> & 
    * @generated from field: repeated acpnorm.v1.DialectInfo dialects = 1;
    */
   dialects: DialectInfo[];
+
+  /**
+   * How AUTO detection chooses among the dialects, in words: the order in
+   * which the names and signs of every DialectInfo are tried.
+   *
+   * @generated from field: string detection = 2;
+   */
+  detection: string;
 };
 
 /**
@@ -604,7 +615,8 @@ export type DialectInfo = Message<"acpnorm.v1.DialectInfo"> & {
 
   /**
    * The `agentInfo.name` values that AUTO detection maps to this dialect
-   * (matched case-insensitively).
+   * (matched case-insensitively): exactly, or as a prefix followed by '-',
+   * '_', ' ' or '@' (the longest such prefix of any dialect wins).
    *
    * @generated from field: repeated string agent_names = 2;
    */
@@ -616,6 +628,31 @@ export type DialectInfo = Message<"acpnorm.v1.DialectInfo"> & {
    * @generated from field: string summary = 3;
    */
   summary: string;
+
+  /**
+   * The `authMethods[].id` values of an `initialize` result that identify
+   * this dialect's agent when the result carries no `agentInfo.name`.
+   *
+   * @generated from field: repeated string auth_method_ids = 4;
+   */
+  authMethodIds: string[];
+
+  /**
+   * Prefixes of JSON-RPC methods (vendor extensions) that identify this
+   * dialect's agent when it has given no name.
+   *
+   * @generated from field: repeated string method_prefixes = 5;
+   */
+  methodPrefixes: string[];
+
+  /**
+   * Every rule AUTO detection uses to pick this dialect, one readable
+   * sentence each, in the order they are tried (empty for the generic
+   * dialect, which is the fallback).
+   *
+   * @generated from field: repeated string detection_rules = 6;
+   */
+  detectionRules: string[];
 };
 
 /**
@@ -690,7 +727,7 @@ export enum ShellState {
 
   /**
    * Ended; `outcome` says how. No revision follows except to absorb late
-   * frames within a short grace period.
+   * frames within a short grace period, and a known outcome never changes.
    *
    * @generated from enum value: SHELL_STATE_ENDED = 3;
    */

@@ -1,0 +1,102 @@
+package dialect
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// readBoth reads msg with d twice, with the one-pass decode and with
+// encoding/json alone, and fails when the frames or errors differ.
+func readBoth(t *testing.T, d Dialect, msg []byte) {
+	t.Helper()
+	got, gotErr := Read(d, msg)
+	legacyDecode = true
+	want, wantErr := Read(d, msg)
+	legacyDecode = false
+	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+		t.Fatalf("%s: %q\none pass: error %v\nencoding/json: error %v", d.Info().Name, msg, gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: %q\none pass:      %+v\nencoding/json: %+v", d.Info().Name, msg, got, want)
+	}
+}
+
+// decodeSeeds are messages where encoding/json's leniency shows: keys in
+// other cases or escaped, duplicate keys, invalid UTF-8, lone surrogates,
+// values of other types, nulls, content that is an object, trailing
+// bytes.
+var decodeSeeds = []string{
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call","TOOLCALLID":"a","Kind":"execute","title":"ls","rawInput":{"command":"ls"}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call","\u0074oolCallId":"a","toolCallId":"b","kind":"execute","kind":"read"}}}`,
+	"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"a\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"\xff\xfe ok \\ud800 x\"}}]}}}",
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":7,"status":["x"],"content":null,"rawOutput":"text","rawInput":[1]}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","_meta":{"terminal_exit":{"exit_code":"3"},"terminal_output":{"data":7}}}}} `,
+	`{"jsonrpc":"2.0","method":"session/update","params":null}`,
+	`{"jsonrpc":2,"method":"session/update","params":{}}`,
+	`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}x`,
+	`{"jsonrpc":"2.0","id":"r1","method":"session/request_permission","params":{"toolCall":{"toolCallId":5},"options":[{"optionId":"o","kind":"reject_once"}]}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":["/x"]}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","content":[{"type":"content","content":{"type":"text","text":"a"}},{"type":"terminal","terminalId":"t"},7]}}}`,
+	`[1,2]`, `"x"`, `{"a":1e999}`, `{"method":"session/update","params":{"update":{"toolCallId":"a","sessionUpdate":"tool_call","title":"\u00e9\ud83d\ude00"}}}`,
+}
+
+// recordingFrames returns every message of the recordings up to max bytes.
+func recordingFrames(tb testing.TB, max int) [][]byte {
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	var out [][]byte
+	for _, file := range files {
+		fh, err := os.Open(file)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var line struct {
+				Msg json.RawMessage `json:"msg"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && len(line.Msg) > 0 && len(line.Msg) <= max {
+				out = append(out, []byte(line.Msg))
+			}
+		}
+		fh.Close()
+	}
+	return out
+}
+
+// TestOnePassDecodeIsEncodingJSON holds the one-pass decode to what
+// encoding/json gives on every frame of the recordings, with every
+// dialect, and on the seeds.
+func TestOnePassDecodeIsEncodingJSON(t *testing.T) {
+	msgs := recordingFrames(t, 16<<20)
+	for _, s := range decodeSeeds {
+		msgs = append(msgs, []byte(s))
+	}
+	for _, d := range All() {
+		for _, m := range msgs {
+			readBoth(t, d, m)
+		}
+	}
+}
+
+// FuzzOnePassDecode looks for a message that the one-pass decode reads
+// differently from encoding/json.
+func FuzzOnePassDecode(f *testing.F) {
+	for _, m := range recordingFrames(f, 4096) {
+		f.Add(m)
+	}
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	dialects := All()
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		for _, d := range dialects {
+			readBoth(t, d, msg)
+		}
+	})
+}

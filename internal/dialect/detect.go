@@ -1,0 +1,159 @@
+package dialect
+
+import (
+	"slices"
+	"strings"
+)
+
+// This file is AUTO detection: which dialect reads an agent, from its
+// `agentInfo.name` (Detect) or, for an agent that gives no name, from the
+// signs it sends (Frame.Sign). DetectionOrder says it in words; the
+// service and ListDialects use exactly this.
+
+// PrefixSeparators are the characters that may follow an agent name used
+// as a prefix.
+const PrefixSeparators = "-_ @"
+
+// Detect returns the dialect for an agent's `agentInfo.name`, falling back
+// to the generic dialect. It never fails. The name is compared lowercase
+// and trimmed: first with every dialect's AgentNames exactly; then, when
+// none is equal, with each of them as a prefix followed by one of
+// PrefixSeparators, and the longest such prefix wins (so a dialect that
+// lists a longer, more specific name beats one that lists a shorter one,
+// whatever their alphabetical order). A name that starts with an agent
+// name and a separator is taken for a build or variant of that agent
+// ("codex-acp-nightly", "gemini-cli@0.61"); a name that merely starts with
+// the same letters ("codexish", "geminiX") is not.
+func Detect(agentName string) Dialect {
+	agent := strings.ToLower(strings.TrimSpace(agentName))
+	if agent == "" {
+		return Generic()
+	}
+	var best Dialect
+	bestLen := 0
+	for _, d := range All() {
+		for _, n := range d.Info().AgentNames {
+			switch {
+			case agent == n:
+				return d
+			case len(n) > bestLen && len(agent) > len(n) && strings.HasPrefix(agent, n) && strings.IndexByte(PrefixSeparators, agent[len(n)]) >= 0:
+				best, bestLen = d, len(n)
+			}
+		}
+	}
+	if best != nil {
+		return best
+	}
+	return Generic()
+}
+
+// shapeMatcher is implemented by dialects whose agents can be recognised
+// from the shape of an opening `tool_call` (see Info.ShapeRule).
+type shapeMatcher interface {
+	matchesShape(u *shellUpdate) bool
+}
+
+// DetectionOrder says, in words, how AUTO detection chooses a dialect. It
+// is what Detect, Frame.Sign and the session's use of them do.
+const DetectionOrder = "A session's dialect is chosen once and kept: by name when the client names one; " +
+	"else by the agent's `agentInfo.name` in the `initialize` result: an exact (case-insensitive) match with a dialect's agent_names first, " +
+	"then the longest agent name that the agent's name starts with followed by '-', '_', ' ' or '@'; a name that matches none reads as generic and no sign can change that. " +
+	"Only an agent that gives no name (no initialize result seen, or one without agentInfo.name) is detected by what it sends: " +
+	"an `authMethods[].id` of its initialize result listed in auth_method_ids, a request or notification whose method starts with one of method_prefixes, " +
+	"or an opening tool_call of the documented shape; the first such sign wins. Until then, and when nothing matches, the generic dialect reads the frames."
+
+// dialectBySign returns the name of the first dialect whose Info matches
+// ("" for none).
+func dialectBySign(match func(Info) bool) string {
+	for _, d := range All() {
+		if match(d.Info()) {
+			return d.Info().Name
+		}
+	}
+	return ""
+}
+
+// signOfAuth returns the dialect whose agent offers one of these auth
+// method ids ("" for none).
+func signOfAuth(ids []string) string {
+	for _, id := range ids {
+		if n := dialectBySign(func(i Info) bool { return slices.Contains(i.AuthMethodIDs, id) }); n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
+// signOfMethod returns the dialect whose agent sends this vendor method
+// ("" for none).
+func signOfMethod(method string) string {
+	return dialectBySign(func(i Info) bool {
+		return slices.ContainsFunc(i.MethodPrefixes, func(p string) bool { return strings.HasPrefix(method, p) })
+	})
+}
+
+// signOfShape returns the dialect whose agent sends a tool call of this
+// shape ("" for none).
+func signOfShape(u *shellUpdate) string {
+	for _, d := range All() {
+		if m, ok := d.(shapeMatcher); ok && m.matchesShape(u) {
+			return d.Info().Name
+		}
+	}
+	return ""
+}
+
+// authMethodIDs are the ids of an `initialize` result's `authMethods`;
+// members of other JSON types are skipped, never an error.
+type authMethodIDs []string
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (a *authMethodIDs) UnmarshalJSON(b []byte) error {
+	*a = nil
+	eachElement(b, func(val []byte) bool {
+		eachMember(val, func(key string, val []byte) {
+			var id Str
+			if key == "ID" {
+				if id.UnmarshalJSON(val); id.Set && id.S != "" {
+					*a = append(*a, id.S)
+				}
+			}
+		})
+		return len(*a) < 64
+	})
+	return nil
+}
+
+// DetectionRules returns every rule AUTO detection uses to pick d, one
+// sentence each, in the order they are tried (see DetectionOrder). The
+// generic dialect has none: it is the fallback.
+func DetectionRules(d Dialect) []string {
+	info := d.Info()
+	var out []string
+	if names := info.AgentNames; len(names) > 0 {
+		q := quoteAll(names)
+		out = append(out,
+			"agentInfo.name equals one of "+q+", ignoring case",
+			"agentInfo.name starts with one of "+q+" followed by '-', '_', ' ' or '@', ignoring case, and no dialect lists a longer such name")
+	}
+	for _, id := range info.AuthMethodIDs {
+		out = append(out, "no agentInfo.name, and the initialize result offers the auth method id "+quote(id))
+	}
+	for _, p := range info.MethodPrefixes {
+		out = append(out, "no agentInfo.name, and the agent sends a request or notification whose method starts with "+quote(p))
+	}
+	if info.ShapeRule != "" {
+		out = append(out, "no agentInfo.name, and the agent sends "+info.ShapeRule)
+	}
+	return out
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = quote(s)
+	}
+	return strings.Join(q, ", ")
+}

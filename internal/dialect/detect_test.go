@@ -1,0 +1,206 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDetectByName(t *testing.T) {
+	for name, want := range map[string]string{
+		// exact names
+		"qwen-code": "qwen", "Qwen-Code": "qwen", "@qwen-code/qwen-code": "qwen",
+		"Kilo": "opencode", "KILO": "opencode", "kilocode": "opencode", "@kilocode/cli": "opencode", "OpenCode": "opencode",
+		"cursor-agent": "cursor", "gemini-cli": "gemini", "codex-acp": "codex", "claude-agent-acp": "claude",
+		"grok-cli": "grok", "Auggie": "auggie",
+		// a known name, then a separator: a build or variant of that agent
+		"codex-zz": "codex", "codex-acp@0.16.0": "codex", "gemini-cli-nightly": "gemini", "qwen-code@0.24.0": "qwen",
+		"kilo code": "opencode", "Kilo_CLI": "opencode", "claude-code-acp-fork": "claude", "Cursor Agent": "cursor",
+		// must NOT be detected: no separator after the name, a name inside
+		// another, unrelated agents, nothing
+		"codexish": "generic", "geminiX": "generic", "qwencoder": "generic", "kilometer": "generic", "cursorless": "generic",
+		"opencoder": "generic", "my-codex": "generic", "open-code": "generic", "Zed Agent": "generic", "goose": "generic",
+		"": "generic", "   ": "generic", "-": "generic",
+	} {
+		if got := Detect(name).Info().Name; got != want {
+			t.Errorf("Detect(%q) = %s, want %s", name, got, want)
+		}
+	}
+}
+
+// fakeDialect is a dialect registered only by a test.
+type fakeDialect struct{ info Info }
+
+func (f fakeDialect) Info() Info                   { return f.info }
+func (fakeDialect) read(msg []byte) (Frame, error) { return Generic().read(msg) }
+
+// withDialect registers d for the rest of the test.
+func withDialect(t *testing.T, d Dialect) {
+	t.Helper()
+	register(d)
+	t.Cleanup(func() { delete(registry, d.Info().Name) })
+}
+
+// TestDetectLongestPrefixWins: a dialect that lists a longer name beats
+// one that lists a shorter prefix of it, whatever their alphabetical
+// order (on main the first dialect by name won: "zz-fork" lost to codex);
+// and an exact name beats every prefix.
+func TestDetectLongestPrefixWins(t *testing.T) {
+	withDialect(t, fakeDialect{Info{Name: "zz-fork", AgentNames: []string{"codex-acp-fork"}}})
+	withDialect(t, fakeDialect{Info{Name: "aa-exact", AgentNames: []string{"codex-acp-fork-2"}}})
+	for name, want := range map[string]string{
+		"codex-acp-fork-1":  "zz-fork",
+		"codex-acp-fork@3":  "zz-fork",
+		"codex-acp-fork-2":  "aa-exact",
+		"codex-acp-fork":    "zz-fork",
+		"codex-acp-nightly": "codex",
+		"codex-zz":          "codex",
+	} {
+		if got := Detect(name).Info().Name; got != want {
+			t.Errorf("Detect(%q) = %s, want %s", name, got, want)
+		}
+	}
+}
+
+// TestAgentNamesWellFormed: every agent name is lowercase, trimmed, and
+// claimed by one dialect only, so that exact matches are unambiguous.
+func TestAgentNamesWellFormed(t *testing.T) {
+	seen := map[string]string{}
+	for _, d := range All() {
+		for _, n := range d.Info().AgentNames {
+			if n != strings.ToLower(strings.TrimSpace(n)) || n == "" {
+				t.Errorf("%s: agent name %q is not lowercase and trimmed", d.Info().Name, n)
+			}
+			if other, dup := seen[n]; dup {
+				t.Errorf("agent name %q claimed by %s and %s", n, other, d.Info().Name)
+			}
+			seen[n] = d.Info().Name
+		}
+	}
+}
+
+func readMsg(t *testing.T, d Dialect, msg string) Frame {
+	t.Helper()
+	f, err := Read(d, []byte(msg))
+	if err != nil {
+		t.Fatalf("%s: %v", msg, err)
+	}
+	return f
+}
+
+func TestSigns(t *testing.T) {
+	g := Generic()
+	for _, tc := range []struct {
+		name, msg, want string
+	}{
+		{"cursor initialize result: no agentInfo, cursor_login",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":true}},"authMethods":[{"id":"cursor_login","name":"Cursor Login","description":"Log in with your Cursor account"}]}}`, "cursor"},
+		{"a named agent offering the same auth method is known by its name only",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"other-agent"},"authMethods":[{"id":"cursor_login"}]}}`, ""},
+		{"other auth methods are no sign",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"oauth-personal","name":"Log in with Google"},{"id":"gemini-api-key"}]}}`, ""},
+		{"authMethods of odd types are no sign and no error",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[7,{"id":9},"cursor_login",{"id":null}]}}`, ""},
+		{"a cursor vendor request",
+			`{"jsonrpc":"2.0","id":5,"method":"cursor/task","params":{"sessionId":"S","task":"x"}}`, "cursor"},
+		{"a cursor vendor notification",
+			`{"jsonrpc":"2.0","method":"cursor/update_todos","params":{"todos":[]}}`, "cursor"},
+		{"another vendor method is no sign",
+			`{"jsonrpc":"2.0","method":"_x.ai/session/update","params":{}}`, ""},
+		{"a method that merely contains cursor is no sign",
+			`{"jsonrpc":"2.0","method":"fs/cursor/read","params":{}}`, ""},
+		{"cursor's tool_call shape",
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"tool_1","title":"` + "`ls -la`" + `","kind":"execute","status":"pending","rawInput":{"command":"ls -la"}}`), "cursor"},
+		{"a backticked title that is not the command is no sign",
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"t","title":"` + "`ls`" + `","kind":"execute","status":"pending","rawInput":{"command":"ls -la"}}`), ""},
+		{"Auggie's Run title is no sign",
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"t","title":"Run ` + "`ls`" + `","kind":"execute","status":"pending","rawInput":{"command":"ls"}}`), ""},
+		{"a backticked title with a terminal is no sign",
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"t","title":"` + "`ls`" + `","kind":"execute","status":"pending","rawInput":{"command":"ls"},"content":[{"type":"terminal","terminalId":"t"}]}`), ""},
+		{"a backticked title with more rawInput is no sign",
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"t","title":"` + "`ls`" + `","kind":"execute","status":"pending","rawInput":{"command":"ls","description":"List"}}`), ""},
+		{"a later update of that shape is no sign",
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"t","title":"` + "`ls`" + `","kind":"execute","status":"pending","rawInput":{"command":"ls"}}`), ""},
+	} {
+		if got := readMsg(t, g, tc.msg).Sign; got != tc.want {
+			t.Errorf("%s: sign %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func upd(update string) string {
+	return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":` + update + `}}`
+}
+
+// TestNoSignInOtherAgentsRecordings: every frame of every real recording
+// (none of them Cursor), read as an agent without a name would be read,
+// shows no sign of any dialect: detection by signs never misreads them.
+// The initialize results are read with their agentInfo removed.
+func TestNoSignInOtherAgentsRecordings(t *testing.T) {
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	if len(files) == 0 {
+		t.Fatal("no recordings")
+	}
+	for _, file := range files {
+		for _, fr := range loadRecording(t, filepath.Base(file)) {
+			msg := stripAgentInfo(t, fr.Msg)
+			f, err := Read(Generic(), msg)
+			if err != nil {
+				continue
+			}
+			if f.Sign != "" {
+				t.Errorf("%s:%d: sign of %s in %s", filepath.Base(file), fr.Line, f.Sign, clipMsg(msg))
+			}
+		}
+	}
+}
+
+func stripAgentInfo(t *testing.T, msg []byte) []byte {
+	if !bytes.Contains(msg, []byte(`"agentInfo"`)) {
+		return msg
+	}
+	var m map[string]any
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return msg
+	}
+	if r, ok := m["result"].(map[string]any); ok {
+		delete(r, "agentInfo")
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func clipMsg(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}
+
+func TestDetectionRules(t *testing.T) {
+	for _, d := range All() {
+		rules := DetectionRules(d)
+		info := d.Info()
+		if info.Name == GenericName {
+			if len(rules) != 0 {
+				t.Errorf("generic has rules %q", rules)
+			}
+			continue
+		}
+		joined := strings.Join(rules, "\n")
+		for _, s := range append(append(append([]string{}, info.AgentNames...), info.AuthMethodIDs...), info.MethodPrefixes...) {
+			if !strings.Contains(joined, `"`+s+`"`) {
+				t.Errorf("%s: rules do not name %q:\n%s", info.Name, s, joined)
+			}
+		}
+	}
+	c, _ := Lookup("cursor")
+	if r := DetectionRules(c); len(r) != 5 || !strings.Contains(r[4], "backticks") {
+		t.Errorf("cursor rules: %q", r)
+	}
+}

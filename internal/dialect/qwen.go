@@ -1,0 +1,305 @@
+package dialect
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// qwen reads `qwen --acp` (Qwen Code, a fork of Gemini CLI), tool
+// `run_shell_command`. It shares Gemini's debug-report reading (the
+// content of a final frame without rawOutput), and nothing else: Qwen
+// sends a structured result Gemini does not.
+//
+// What it sends, and what it means here:
+//   - `tool_call`: `pending`, kind `execute`, title "Shell" (the tool's
+//     display name, never the command), empty `rawInput`,
+//     `_meta.toolName: "run_shell_command"` (a shell call whatever its
+//     kind).
+//   - then a permission ask, or, for an auto-approved command, an
+//     `in_progress` update: title "<command> (<description>)", `rawInput
+//     {command, description, directory?, is_background?}`. The command and
+//     description come from rawInput; the title is read (description and
+//     " [in dir]" split off) only when rawInput names no command, and then
+//     never replaces a command already known (CommandFromTitle).
+//     `directory` is the cwd, relative to the project root; is_background
+//     is Background.
+//   - No live output. One final update, `completed` (exit 0) or `failed`
+//     (nonzero exit, signal, timeout, cancel), whose content is a REPORT
+//     for the model ("Command: ...\nDirectory: ...\nOutput: ...\nError:
+//     ...\nExit Code: N\nSignal: ...\nProcess Group PGID: N") or a
+//     truncation notice, never output (the report's "Command:" names the
+//     command of a call no earlier frame named, and never replaces one),
+//     beside a structured `rawOutput
+//     {type: "shell_result", output, exitCode, signal, outcome, error,
+//     truncated, outputFiles, ...}`:
+//   - output: rawOutput.output, the combined output (Final). With
+//     `truncated: true` it is only a window of the output (Truncated). A
+//     "Tool output was too large..." notice or a "... [CONTENT TRUNCATED]
+//     ..." separator, should they appear in it, are removed (the text after
+//     the separator is the tail that is kept) and mark it Truncated;
+//     "(run_shell_command completed with no output)" is empty output.
+//   - exit: rawOutput.exitCode (ExitStructured) ONLY when no signal is
+//     set. Qwen says `exitCode: 0` NEXT TO `signal: 9`/`15` for a killed,
+//     timed-out or cancelled command: that 0 is not an exit status.
+//   - signal: a number or a name (Signal). outcome (ReadVerdict): "failed"
+//     fails, "timed_out" is TimedOut, "cancelled" is Cancelled.
+//     `error`, when not empty, is Qwen's own error: Failed, not output.
+//   - A final without rawOutput: its content is read as Gemini reads it
+//     (debug report fields, exit/signal/cancel markers); on `failed` the
+//     text is Qwen's error, not output: "was canceled by the user" (a
+//     rejected ask) is Cancelled, anything else Failed.
+//   - No `terminal_*` `_meta`; a ~570 KB `available_commands_update` that
+//     is skipped like every update that is not about a tool call.
+type qwen struct{}
+
+func init() { register(qwen{}) }
+
+func (qwen) Info() Info {
+	return Info{
+		Name:               "qwen",
+		AgentNames:         []string{"qwen-code", "qwen", "@qwen-code/qwen-code"},
+		Summary:            "Qwen Code run_shell_command: command from rawInput (never the title with its description), rawOutput shell_result output/exitCode/signal/outcome/truncated; exit 0 beside a signal is no exit status; the content report is never output.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// qwenInput is Qwen's run_shell_command `rawInput`.
+type qwenInput struct {
+	Command      CommandLine `json:"command"`
+	Description  Str         `json:"description"`
+	Directory    Str         `json:"directory"`
+	Cwd          Str         `json:"cwd"`
+	IsBackground *bool       `json:"is_background"`
+}
+
+// qwenOutput is Qwen's structured `rawOutput` of a shell call.
+type qwenOutput struct {
+	Type          Str    `json:"type"`
+	Output        Str    `json:"output"`
+	ExitCode      Code   `json:"exitCode"`
+	ExitCodeSnake Code   `json:"exit_code"`
+	Signal        Signal `json:"signal"`
+	Outcome       Str    `json:"outcome"`
+	Error         Str    `json:"error"`
+	Truncated     *bool  `json:"truncated"`
+}
+
+// qwenCall is a tool call frame of Qwen Code.
+type qwenCall struct {
+	ToolCall
+	RawInput *qwenInput `json:"rawInput"`
+	// RawOutput is an object for shell results; another JSON type (a
+	// string from another tool) reads as absent.
+	RawOutput *qwenOutput `json:"rawOutput"`
+	Meta      *struct {
+		ToolName Str `json:"toolName"`
+	} `json:"_meta"`
+}
+
+func (qwen) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeQwen, askQwen)
+}
+
+func observeQwen(u *qwenCall) []accum.Observation {
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil
+	}
+	o := u.Base()
+	qwenInputs(&o, u)
+	if o.Shell == accum.ShellNo {
+		return []accum.Observation{o}
+	}
+	ended := o.Status.Ended()
+	if o.Command == "" && ended {
+		if text, ok := u.Texts(); ok {
+			o.Command, o.CommandFromTitle = qwenReportCommand(text)
+		}
+	}
+	if out := u.RawOutput; out != nil {
+		qwenResult(&o, out, ended)
+		return []accum.Observation{o}
+	}
+	if !ended {
+		// No live output: text on an unfinished frame describes the call.
+		return []accum.Observation{o}
+	}
+	text, hasText := u.Texts()
+	switch {
+	case o.Status == accum.StatusFailed:
+		// Qwen's error (the user's refusal, a spawn error, a policy that
+		// denies the command), never output.
+		if qwenUserCancel.MatchString(text) {
+			o.Cancelled = true
+		} else {
+			o.Failed = true
+		}
+	case hasText:
+		body, truncated := qwenClean(text)
+		n := len(o.Texts)
+		geminiFinal(&o, body)
+		for i := n; i < len(o.Texts); i++ {
+			o.Texts[i].Truncated = o.Texts[i].Truncated || truncated
+		}
+	}
+	return []accum.Observation{o}
+}
+
+func askQwen(u *qwenCall) accum.Observation {
+	o := u.askBase()
+	if o.Shell == accum.ShellNo {
+		o.Shell = accum.ShellUnknown
+	}
+	qwenInputs(&o, u)
+	// Content of an ask, if any, is the reason for asking.
+	o.ApprovalReason = u.askReason()
+	return o
+}
+
+// qwenUserCancel is the text of a call the user refused or cancelled
+// (`Tool "run_shell_command" was canceled by the user.`); a denial by a
+// policy or any other error is not.
+var qwenUserCancel = regexp.MustCompile(`(?i)\bcancell?ed by (?:the )?user\b|\b(?:rejected|denied|declined) by (?:the )?user\b|\baborted\b`)
+
+// qwenToolName is the shell tool's programmatic name.
+const qwenToolName = "run_shell_command"
+
+// qwenInputs reads shell-ness, command, cwd, description and background.
+func qwenInputs(o *accum.Observation, u *qwenCall) {
+	if u.Meta != nil && u.Meta.ToolName.S == qwenToolName {
+		o.Shell = accum.ShellYes
+	}
+	if in := u.RawInput; in != nil {
+		if in.Command.Line != "" {
+			o.Command = in.Command.Line
+			if o.Shell == accum.ShellUnknown {
+				o.Shell = accum.ShellYes
+			}
+		}
+		if in.Description.Set {
+			o.Description = in.Description.S
+		}
+		for _, c := range []Str{in.Directory, in.Cwd} {
+			if c.Set && strings.TrimSpace(c.S) != "" {
+				o.Cwd = strings.TrimSpace(c.S)
+				break
+			}
+		}
+		if in.IsBackground != nil && *in.IsBackground {
+			o.Background = true
+		}
+	}
+	if o.Command == "" && o.Shell == accum.ShellYes && u.Title != nil {
+		if cmd := qwenTitleCommand(*u.Title, o); cmd != "" {
+			o.Command, o.CommandFromTitle = cmd, true
+		}
+	}
+}
+
+// qwenTitleCommand reads the command from a title "<command> [in
+// <dir>] (<description>)". The tool's display name is no command. The
+// description is split off only when rawInput named it, so that a command
+// that ends in parentheses keeps them.
+func qwenTitleCommand(title string, o *accum.Observation) string {
+	t := strings.TrimSpace(title)
+	if strings.EqualFold(t, "shell") || t == qwenToolName {
+		return ""
+	}
+	if o.Description != "" {
+		t = strings.TrimSpace(strings.TrimSuffix(t, " ("+o.Description+")"))
+	}
+	if i := strings.LastIndex(t, " [in "); i >= 0 && strings.HasSuffix(t, "]") {
+		if o.Cwd == "" {
+			o.Cwd = strings.TrimSpace(t[i+len(" [in ") : len(t)-1])
+		}
+		t = strings.TrimSpace(t[:i])
+	}
+	return t
+}
+
+// qwenReportCommand reads the command from a final report ("Command:
+// <command>\nDirectory: ..."), for a call whose command no other frame
+// named; like a title, it never replaces one.
+func qwenReportCommand(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, "Command: ")
+	if !ok {
+		return "", false
+	}
+	end := strings.Index(rest, "\nDirectory: ")
+	if end < 0 {
+		return "", false
+	}
+	cmd := strings.TrimSpace(rest[:end])
+	return cmd, cmd != ""
+}
+
+// qwenResult reads the structured rawOutput.
+func qwenResult(o *accum.Observation, out *qwenOutput, ended bool) {
+	sig := out.Signal
+	sig.apply(o)
+	if !sig.Reported() {
+		if e := firstKnown(out.ExitCode, out.ExitCodeSnake).Exit(accum.ExitStructured, ended); e != nil {
+			o.Exit = e
+		}
+	}
+	if v := ReadVerdict(out.Outcome.S); v != accum.VerdictNone {
+		o.Verdict = v
+	}
+	if out.Error.Set && strings.TrimSpace(out.Error.S) != "" {
+		o.Failed = true
+	}
+	truncated := out.Truncated != nil && *out.Truncated
+	if !out.Output.Set {
+		if truncated {
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true})
+		}
+		return
+	}
+	body, cut := qwenClean(out.Output.S)
+	truncated = truncated || cut
+	if !ended && body == "" {
+		return
+	}
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(ended), Text: body, Truncated: truncated})
+}
+
+// Texts Qwen puts around an output for the model.
+const (
+	qwenTruncNotice  = "Tool output was too large and has been truncated"
+	qwenTruncPart    = "Truncated part of the output:\n"
+	qwenTruncMarker  = "... [CONTENT TRUNCATED] ..."
+	qwenNoOutputText = "(" + qwenToolName + " completed with no output)"
+)
+
+// qwenClean removes what Qwen adds to an output for the model: a leading
+// truncation notice (up to "Truncated part of the output:"), and a
+// "... [CONTENT TRUNCATED] ..." separator between a head and a tail, of
+// which only the tail is kept (the most recent output, as every bounded
+// text here). Either marks the text truncated. The no-output marker is
+// empty output.
+func qwenClean(text string) (string, bool) {
+	truncated := false
+	if strings.HasPrefix(text, qwenTruncNotice) {
+		truncated = true
+		if i := strings.Index(text, qwenTruncPart); i >= 0 {
+			text = text[i+len(qwenTruncPart):]
+		} else if i := strings.Index(text, "\n\n"); i >= 0 {
+			text = text[i+2:]
+		} else {
+			text = ""
+		}
+	}
+	if i := strings.LastIndex(text, qwenTruncMarker); i >= 0 {
+		truncated = true
+		tail := text[i+len(qwenTruncMarker):]
+		tail = strings.TrimPrefix(tail, "\n")
+		tail = strings.TrimPrefix(tail, "---\n")
+		tail = strings.TrimPrefix(tail, "\n")
+		text = tail
+	}
+	if strings.TrimSpace(text) == qwenNoOutputText {
+		text = ""
+	}
+	return text, truncated
+}

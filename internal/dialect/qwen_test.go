@@ -1,0 +1,117 @@
+package dialect
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// Frames as Qwen Code 0.24 (`qwen --acp`) sends them, from the field guide.
+
+func qwenFinal(status, report, rawOutput string) string {
+	raw := ""
+	if rawOutput != "" {
+		raw = `,"rawOutput":` + rawOutput
+	}
+	return `{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command-1","status":"` + status + `","content":[{"type":"content","content":{"type":"text","text":` + jsq(report) + `}}]` + raw + `}`
+}
+
+func jsq(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`)
+	return `"` + r.Replace(s) + `"`
+}
+
+func TestQwenUpdate(t *testing.T) {
+	d, ok := Lookup("qwen")
+	if !ok {
+		t.Fatal("no qwen dialect")
+	}
+	C, F := accum.Combined, accum.Final
+	id := "run_shell_command-1"
+	done, failed, running := accum.StatusCompleted, accum.StatusFailed, accum.StatusRunning
+	yes := accum.ShellYes
+	report := func(out, code, sig string) string {
+		return "Command: npm test\nDirectory: (root)\nOutput: " + out + "\nError: (none)\nExit Code: " + code + "\nSignal: " + sig + "\nBackground PIDs: (none)\nProcess Group PGID: 4242"
+	}
+	runObsCases(t, d, []obsCase{
+		{name: "tool_call titled Shell with empty rawInput: a shell call without a command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"run_shell_command-1","status":"pending","title":"Shell","content":[],"locations":[],"kind":"execute","rawInput":{},"_meta":{"toolName":"run_shell_command"}}`,
+			want:   one(accum.Observation{ToolCallID: id, Opens: true, Shell: yes, Status: accum.StatusPending})},
+		{name: "toolName makes a shell call even without kind",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"run_shell_command-1","status":"pending","title":"Shell","_meta":{"toolName":"run_shell_command"}}`,
+			want:   one(accum.Observation{ToolCallID: id, Opens: true, Shell: yes, Status: accum.StatusPending})},
+		{name: "in_progress update: command and description from rawInput, never the title",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command-1","status":"in_progress","title":"npm test (Run the tests)","kind":"execute","rawInput":{"command":"npm test","description":"Run the tests","is_background":false}}`,
+			want:   one(accum.Observation{ToolCallID: id, Shell: yes, Status: running, Command: "npm test", Description: "Run the tests"})},
+		{name: "directory and background from rawInput",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command-1","status":"in_progress","title":"npm run dev [in web] (Serve)","kind":"execute","rawInput":{"command":"npm run dev","description":"Serve","directory":"web","is_background":true}}`,
+			want:   one(accum.Observation{ToolCallID: id, Shell: yes, Status: running, Command: "npm run dev", Description: "Serve", Cwd: "web", Background: true})},
+		{name: "content of a running frame is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command-1","status":"in_progress","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"npm test (Run the tests)"}}]}`,
+			want:   one(accum.Observation{ToolCallID: id, Shell: yes, Status: running})},
+		{name: "success: output from rawOutput, the report is not output",
+			update: qwenFinal("completed", report("ok", "0", "(none)"), `{"type":"shell_result","output":"ok\n","exitCode":0,"signal":null,"outcome":"success","error":null,"truncated":false,"outputFiles":[]}`),
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "ok\n")}})},
+		{name: "nonzero exit is failed with exitCode",
+			update: qwenFinal("failed", report("a\nb", "3", "(none)"), `{"type":"shell_result","output":"a\nb\n","exitCode":3,"signal":null,"outcome":"failed","error":null,"truncated":false}`),
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: failed, Exit: ex(3, accum.ExitStructured, false), Verdict: accum.VerdictFailed, Texts: []accum.Text{txt(C, F, "a\nb\n")}})},
+		{name: "killed: exitCode 0 beside signal 9 is no exit status",
+			update: qwenFinal("failed", report("before-kill", "(none)", "9"), `{"type":"shell_result","output":"before-kill\n","exitCode":0,"signal":9,"outcome":"failed","error":null,"truncated":false}`),
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: failed, Signal: "SIGKILL", Verdict: accum.VerdictFailed, Texts: []accum.Text{txt(C, F, "before-kill\n")}})},
+		{name: "timed out: signal 15 and outcome timed_out",
+			update: qwenFinal("failed", report("start", "(none)", "15"), `{"type":"shell_result","output":"start\n","exitCode":0,"signal":15,"outcome":"timed_out","error":null,"truncated":false}`),
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: failed, Signal: "SIGTERM", Verdict: accum.VerdictTimedOut, Texts: []accum.Text{txt(C, F, "start\n")}})},
+		{name: "cancelled: signal 15 and outcome cancelled",
+			update: qwenFinal("failed", report("tick1", "(none)", "15"), `{"type":"shell_result","output":"tick1\n","exitCode":0,"signal":"SIGTERM","outcome":"cancelled","error":null,"truncated":false}`),
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: failed, Signal: "SIGTERM", Verdict: accum.VerdictCancelled, Texts: []accum.Text{txt(C, F, "tick1\n")}})},
+		{name: "rejected ask: the refusal is not output",
+			update: qwenFinal("failed", `Tool "run_shell_command" was canceled by the user.`, ""),
+			want:   one(accum.Observation{ToolCallID: id, Status: failed, Cancelled: true})},
+		{name: "tool error without rawOutput is a failure, not output",
+			update: qwenFinal("failed", "Command rejected because it could not be parsed safely", ""),
+			want:   one(accum.Observation{ToolCallID: id, Status: failed, Failed: true})},
+		{name: "error field beside an unknown exit is a failure",
+			update: qwenFinal("failed", "Error: spawn ENOENT", `{"type":"shell_result","output":"","exitCode":null,"signal":null,"outcome":"failed","error":"spawn bash ENOENT"}`),
+			want:   one(accum.Observation{ToolCallID: id, Status: failed, Failed: true, Verdict: accum.VerdictFailed, Texts: []accum.Text{txt(C, F, "")}})},
+		{name: "truncated: the window is output, marked truncated; the notice in content is not",
+			update: qwenFinal("completed", "Tool output was too large and has been truncated.\nThe full output has been saved to: /tmp/x.output\n\nTruncated part of the output:\n1\n\n---\n... [CONTENT TRUNCATED] ...\n---\n\n39999\n40000", `{"type":"shell_result","output":"39998\n39999\n40000\n","exitCode":0,"signal":null,"outcome":"success","truncated":true,"outputFiles":["/tmp/x.output"]}`),
+			want:   one(accum.Observation{ToolCallID: id, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{{Stream: C, Kind: F, Text: "39998\n39999\n40000\n", Truncated: true}}})},
+		{name: "a truncation notice inside rawOutput.output is removed; the tail is kept",
+			update: qwenFinal("completed", "", `{"type":"shell_result","output":"Tool output was too large and has been truncated.\nThe full output has been saved to: /tmp/x\n\nTruncated part of the output:\nhead\n\n---\n... [CONTENT TRUNCATED] ...\n---\n\ntail1\ntail2","exitCode":0,"signal":null,"truncated":true}`),
+			want:   one(accum.Observation{ToolCallID: id, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{{Stream: C, Kind: F, Text: "tail1\ntail2", Truncated: true}}})},
+		{name: "the no-output marker is empty output",
+			update: qwenFinal("completed", "", `{"type":"shell_result","output":"(run_shell_command completed with no output)","exitCode":0,"signal":null}`),
+			want:   one(accum.Observation{ToolCallID: id, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "")}})},
+		{name: "final without rawOutput: the report's fields, Gemini's way",
+			update: qwenFinal("completed", report("hello", "0", "(none)"), ""),
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "hello")}})},
+		{name: "final without rawOutput: report with a signal keeps no 0",
+			update: qwenFinal("completed", report("x", "0", "9"), ""),
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Signal: "SIGKILL", Texts: []accum.Text{txt(C, F, "x")}})},
+		{name: "other tools are left alone",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"read_file-2","status":"completed","kind":"read","content":[{"type":"content","content":{"type":"text","text":"file body"}}],"rawOutput":{"output":"file body"}}`,
+			want:   one(accum.Observation{ToolCallID: "read_file-2", Shell: accum.ShellNo, Status: done})},
+		{name: "available_commands_update is skipped",
+			update: `{"sessionUpdate":"available_commands_update","availableCommands":[{"name":"init","description":"x"}]}`,
+			want:   nil},
+	})
+}
+
+func TestQwenPermission(t *testing.T) {
+	d, _ := Lookup("qwen")
+	id := "run_shell_command-1"
+	runObsCases(t, d, []obsCase{
+		{name: "ask: command and description from rawInput, never the title with its description",
+			ask:  `{"toolCallId":"run_shell_command-1","title":"rm -rf dist (Remove the build)","kind":"execute","status":"pending","rawInput":{"command":"rm -rf dist","description":"Remove the build","is_background":false}}`,
+			want: one(accum.Observation{ToolCallID: id, Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "rm -rf dist", Description: "Remove the build"})},
+		{name: "ask without a rawInput command: the title less its description, as a title command",
+			ask:  `{"toolCallId":"run_shell_command-1","title":"make (Build it)","kind":"execute","status":"pending","rawInput":{"description":"Build it"}}`,
+			want: one(accum.Observation{ToolCallID: id, Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "make", CommandFromTitle: true, Description: "Build it"})},
+	})
+	for _, name := range []string{"qwen-code", "Qwen-Code", "qwen", "@qwen-code/qwen-code", "qwen-code@0.24.0"} {
+		if got := Detect(name).Info().Name; got != "qwen" {
+			t.Errorf("Detect(%q) = %s, want qwen", name, got)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package dialect
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// This file reads what a structured result says about HOW a command ended
+// beside its exit code: a signal (a name or a number), an outcome word and
+// a timed-out flag. Dialects use Signal and ReadVerdict for the fields
+// they know; readFrame runs contradictions over every dialect's frames as
+// a safety net, so that no agent, known or not, gets a made-up success
+// from an exit code of 0 that its own result contradicts.
+
+// Signal is a signal as agents send it: a name ("SIGKILL", "KILL", "9")
+// or a number (9). Null, "", "none", "(none)" and 0 read as no signal.
+// Name is the normalized name ("SIGKILL"); Odd says a value was present
+// that names no signal this package can spell (an object, a fraction, a
+// long text): a signal was reported, but which is not known.
+type Signal struct {
+	Name string
+	Odd  bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails. Like
+// encoding/json for other fields, null leaves the value unchanged.
+func (s *Signal) UnmarshalJSON(b []byte) error {
+	if isNull(b) {
+		return nil
+	}
+	*s = ReadSignal(b)
+	return nil
+}
+
+// Reported says whether a signal was reported at all.
+func (s Signal) Reported() bool { return s.Name != "" || s.Odd }
+
+// signalToken is a signal written as a name or a number.
+var signalToken = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]{0,31}$|^[0-9]{1,3}$`)
+
+// ReadSignal reads a signal from raw JSON.
+func ReadSignal(b []byte) Signal {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || isNull(b) {
+		return Signal{}
+	}
+	var s string
+	switch c := b[0]; {
+	case c == '"':
+		var ok bool
+		if s, ok = unquote(b); !ok {
+			return Signal{Odd: true}
+		}
+		s = strings.TrimSpace(s)
+	case c == '-' || ('0' <= c && c <= '9'):
+		s = string(b)
+	case c == 't' || c == 'f':
+		return Signal{} // a boolean says nothing about which signal
+	default:
+		return Signal{Odd: true}
+	}
+	switch strings.ToLower(s) {
+	case "", "none", "(none)", "null", "nil", "n/a", "0", "-0", "false":
+		return Signal{}
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n == 0 {
+			return Signal{}
+		}
+		if n < 0 || n != float64(int(n)) || n > 255 {
+			return Signal{Odd: true}
+		}
+		return Signal{Name: NormalizeSignal(strconv.Itoa(int(n)))}
+	}
+	if !signalToken.MatchString(s) {
+		return Signal{Odd: true}
+	}
+	return Signal{Name: NormalizeSignal(s)}
+}
+
+// apply records the signal in o: its name, or, for a signal that cannot
+// be named, a failed verdict (a signal ended the command, so it did not
+// succeed).
+func (s Signal) apply(o *accum.Observation) {
+	switch {
+	case s.Name != "":
+		o.Signal = s.Name
+	case s.Odd && o.Verdict == accum.VerdictNone:
+		o.Verdict = accum.VerdictFailed
+	}
+}
+
+// ReadVerdict maps an agent's word for how a command ended ("failed",
+// "timed_out", "cancelled" and their common spellings); words of success
+// and unknown words give VerdictNone.
+func ReadVerdict(word string) accum.Verdict {
+	w := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(word)))
+	switch w {
+	case "failed", "failure", "fail", "error", "errored", "killed", "signaled", "signalled", "crashed":
+		return accum.VerdictFailed
+	case "timed_out", "timedout", "timeout":
+		return accum.VerdictTimedOut
+	case "cancelled", "canceled", "aborted", "interrupted":
+		return accum.VerdictCancelled
+	}
+	return accum.VerdictNone
+}
+
+// claimsSuccess reports whether o, alone, would let its call succeed: a
+// real exit code of 0 or a success proof, with nothing in o against it.
+func claimsSuccess(o *accum.Observation) bool {
+	zero := o.Exit != nil && !o.Exit.Placeholder && o.Exit.Code == 0
+	return (zero || o.Succeeded) && o.Signal == "" && !o.TimedOut && !o.Cancelled && o.Verdict == accum.VerdictNone
+}
+
+// contradictions is the safety net readFrame runs over a `session/update`
+// whose observations claim success. It looks, whatever the dialect, at
+// the places where agents put how a command ended: `rawOutput` and
+// `rawOutput.metadata` (`signal`, `outcome`, `timed_out`/`timedOut`),
+// `_meta.terminal_exit.signal` and the v2 `exitStatus.signal`. What it
+// finds is added to those observations, so that the core never turns
+// their exit code of 0 into SUCCEEDED. msg has already been parsed
+// without a syntax error, as eachMember requires.
+func contradictions(msg []byte, obs []accum.Observation) {
+	claim := false
+	for i := range obs {
+		claim = claim || claimsSuccess(&obs[i])
+	}
+	if !claim {
+		return
+	}
+	var found accum.Observation
+	eachMember(msg, func(key string, val []byte) {
+		if key != "PARAMS" {
+			return
+		}
+		eachMember(val, func(key string, val []byte) {
+			if key != "UPDATE" {
+				return
+			}
+			eachMember(val, func(key string, val []byte) {
+				switch key {
+				case "RAWOUTPUT":
+					resultWords(&found, val, 0)
+				case "_META":
+					eachMember(val, func(key string, val []byte) {
+						if key == "TERMINAL_EXIT" {
+							resultWords(&found, val, 1)
+						}
+					})
+				case "EXITSTATUS":
+					resultWords(&found, val, 1)
+				}
+			})
+		})
+	})
+	for i := range obs {
+		if o := &obs[i]; claimsSuccess(o) {
+			if found.Signal != "" {
+				o.Signal = found.Signal
+			}
+			o.TimedOut = o.TimedOut || found.TimedOut
+			if o.Verdict == accum.VerdictNone {
+				o.Verdict = found.Verdict
+			}
+		}
+	}
+}
+
+// resultWords reads the signal, outcome and timed-out members of one
+// result object into o; depth bounds the nested `metadata` objects read.
+func resultWords(o *accum.Observation, b []byte, depth int) {
+	eachMember(b, func(key string, val []byte) {
+		switch key {
+		case "SIGNAL":
+			ReadSignal(val).apply(o)
+		case "OUTCOME":
+			var s Str
+			s.UnmarshalJSON(val)
+			if v := ReadVerdict(s.S); v != accum.VerdictNone && o.Verdict == accum.VerdictNone {
+				o.Verdict = v
+			}
+		case "TIMED_OUT", "TIMEDOUT":
+			if string(bytes.TrimSpace(val)) == "true" {
+				o.TimedOut = true
+			}
+		case "METADATA":
+			if depth == 0 {
+				resultWords(o, val, depth+1)
+			}
+		}
+	})
+}

@@ -1,0 +1,120 @@
+package dialect
+
+import (
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+func TestReadSignal(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Signal
+	}{
+		{`9`, Signal{Name: "SIGKILL"}},
+		{`15`, Signal{Name: "SIGTERM"}},
+		{`"9"`, Signal{Name: "SIGKILL"}},
+		{`9.0`, Signal{Name: "SIGKILL"}},
+		{`"SIGTERM"`, Signal{Name: "SIGTERM"}},
+		{`"kill"`, Signal{Name: "SIGKILL"}},
+		{`64`, Signal{Name: "SIG64"}},
+		{`null`, Signal{}},
+		{`0`, Signal{}},
+		{`"0"`, Signal{}},
+		{`""`, Signal{}},
+		{`"none"`, Signal{}},
+		{`"(none)"`, Signal{}},
+		{`false`, Signal{}},
+		{`true`, Signal{}},
+		{`-9`, Signal{Odd: true}},
+		{`9.5`, Signal{Odd: true}},
+		{`{"n":9}`, Signal{Odd: true}},
+		{`"killed by the kernel"`, Signal{Odd: true}},
+	} {
+		if got := ReadSignal([]byte(tc.in)); got != tc.want {
+			t.Errorf("ReadSignal(%s) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestReadVerdict(t *testing.T) {
+	for word, want := range map[string]accum.Verdict{
+		"failed": accum.VerdictFailed, "Error": accum.VerdictFailed, "killed": accum.VerdictFailed,
+		"timed_out": accum.VerdictTimedOut, "timed-out": accum.VerdictTimedOut, "timeout": accum.VerdictTimedOut,
+		"cancelled": accum.VerdictCancelled, "canceled": accum.VerdictCancelled, "aborted": accum.VerdictCancelled,
+		"success": accum.VerdictNone, "completed": accum.VerdictNone, "": accum.VerdictNone, "weird": accum.VerdictNone,
+	} {
+		if got := ReadVerdict(word); got != want {
+			t.Errorf("ReadVerdict(%q) = %v, want %v", word, got, want)
+		}
+	}
+}
+
+// TestContradictionsEveryDialect: whatever the dialect, a final frame whose
+// structured result names a signal or an outcome of failure beside exit 0
+// never folds into SUCCEEDED. Each frame failed this on main for some
+// dialect (numeric signals and outcome words were read by none).
+func TestContradictionsEveryDialect(t *testing.T) {
+	frames := []struct {
+		name, update string
+		want         accum.Outcome
+	}{
+		{"rawOutput exitCode 0 beside numeric signal 9",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exitCode":0,"exit_code":0,"stdout":"","stderr":"","signal":9}}`, accum.Failed},
+		{"rawOutput exitCode 0 beside signal name",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exitCode":0,"exit_code":0,"stdout":"","stderr":"","signal":"SIGTERM"}}`, accum.Failed},
+		{"rawOutput exitCode 0 beside outcome failed",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exitCode":0,"exit_code":0,"stdout":"","stderr":"","outcome":"failed"}}`, accum.Failed},
+		{"rawOutput exitCode 0 beside outcome timed_out",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exitCode":0,"exit_code":0,"stdout":"","stderr":"","outcome":"timed_out"}}`, accum.Failed},
+		{"rawOutput exitCode 0 beside outcome cancelled",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exitCode":0,"exit_code":0,"stdout":"","stderr":"","outcome":"cancelled"}}`, accum.Cancelled},
+		{"metadata exit 0 beside metadata signal",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"output":"x","metadata":{"exit":0,"signal":"SIGKILL"}}}`, accum.Failed},
+		{"terminal_exit 0 beside numeric signal",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c","exit_code":0,"signal":15}}}`, accum.Failed},
+	}
+	for _, d := range All() {
+		for _, f := range frames {
+			obs, err := readCase(d, f.update, "")
+			if err != nil {
+				t.Fatalf("%s %s: %v", d.Info().Name, f.name, err)
+			}
+			c := accum.NewCall("c", 1024)
+			for i := range obs {
+				c.Apply(&obs[i])
+			}
+			c.End(false, "ended")
+			r, _ := c.Revision()
+			if r.Outcome == accum.Succeeded {
+				t.Errorf("%s, %s: SUCCEEDED (%s)", d.Info().Name, f.name, r.OutcomeReason)
+			}
+			if f.want == accum.Cancelled && r.Outcome != accum.Cancelled && r.Outcome != accum.Unknown {
+				t.Errorf("%s, %s: %v (%s), want CANCELLED", d.Info().Name, f.name, r.Outcome, r.OutcomeReason)
+			}
+		}
+	}
+}
+
+// TestContradictionsLeaveSuccessAlone: a signal that is null, "none" or 0
+// beside exit 0 is no signal, and a plain success stays a success.
+func TestContradictionsLeaveSuccessAlone(t *testing.T) {
+	for _, update := range []string{
+		`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exit_code":0,"signal":null,"timed_out":false,"outcome":"success"}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exitCode":0,"signal":"none"}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exitCode":0,"signal":0}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c","exit_code":0,"signal":null}}}`,
+	} {
+		obs, err := readCase(Generic(), update, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := accum.NewCall("c", 1024)
+		for i := range obs {
+			c.Apply(&obs[i])
+		}
+		if r, _ := c.Revision(); r.Outcome != accum.Succeeded {
+			t.Errorf("%s: %v (%s), want SUCCEEDED", update, r.Outcome, r.OutcomeReason)
+		}
+	}
+}

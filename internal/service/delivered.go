@@ -1,0 +1,43 @@
+package service
+
+// delivered is what one Normalize stream has carried: the last revision of
+// each open call it sent. A revision of a call that does not follow the
+// last one the stream carried (the first on a reconnected stream, or after
+// revisions that went to another stream) carries every text whole
+// (REPLACE), so the client's copy is whole again whatever it missed.
+//
+// It is used only by the stream's own loop and is bounded: ended calls are
+// forgotten (their revisions are whole anyway), and when it holds
+// maxDelivered calls it starts over, which costs only extra whole texts.
+type delivered struct {
+	last map[callKey]uint32
+}
+
+type callKey struct{ session, call string }
+
+const maxDelivered = 4096
+
+func newDelivered() *delivered { return &delivered{last: map[callKey]uint32{}} }
+
+// needsWhole records that revision rev of the call is sent on the stream and
+// reports whether it must carry every text whole.
+func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) bool {
+	if d == nil {
+		return false
+	}
+	k := callKey{session, call}
+	prev, ok := d.last[k]
+	whole := rev > 1 && (!ok || prev+1 != rev)
+	switch {
+	case ended:
+		delete(d.last, k)
+	case ok:
+		d.last[k] = rev
+	default:
+		if len(d.last) >= maxDelivered {
+			clear(d.last)
+		}
+		d.last[k] = rev
+	}
+	return whole
+}

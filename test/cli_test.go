@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpnorm/acpnorm/internal/testpki"
+	"github.com/acpnorm/acpnorm/internal/testcerts"
 )
 
 // The command line of the real binary: help, version and exit statuses.
@@ -206,15 +206,15 @@ func TestCLIHealth(t *testing.T) {
 // and reaches it with health and replay --addr as a script would.
 func TestCLIOverTLSAndToken(t *testing.T) {
 	bin := buildCLI(t)
-	p := testpki.New(t)
-	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte("correct-horse\n"), 0o600); err != nil {
+	dir := t.TempDir()
+	if err := testcerts.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, bin, "--tls-cert", p.ServerCert, "--tls-key", p.ServerKey, "--auth-token-file", token)
+	ca, token := filepath.Join(dir, testcerts.CA), filepath.Join(dir, testcerts.Token)
+	d := startDaemon(t, bin, "--tls-cert", filepath.Join(dir, testcerts.ServerCert), "--tls-key", filepath.Join(dir, testcerts.ServerKey), "--auth-token-file", token)
 
 	// Health is exempt from the token, not from TLS.
-	code, out, errOut := runBin(t, bin, "health", "--addr", d.grpc, "--ca-file", p.CAFile)
+	code, out, errOut := runBin(t, bin, "health", "--addr", d.grpc, "--ca-file", ca)
 	if code != 0 || out != d.grpc+" SERVING\n" {
 		t.Errorf("health over TLS: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -223,11 +223,11 @@ func TestCLIOverTLSAndToken(t *testing.T) {
 	}
 
 	rec := "testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson"
-	code, out, errOut = runBin(t, bin, "replay", "--addr", d.grpc, "--ca-file", p.CAFile, "--token-file", token, rec)
+	code, out, errOut = runBin(t, bin, "replay", "--addr", d.grpc, "--ca-file", ca, "--token-file", token, rec)
 	if code != 0 || !strings.Contains(out, "ENDED  FAILED     3") {
 		t.Errorf("replay with TLS and the token: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
-	code, _, errOut = runBin(t, bin, "replay", "--addr", d.grpc, "--ca-file", p.CAFile, rec)
+	code, _, errOut = runBin(t, bin, "replay", "--addr", d.grpc, "--ca-file", ca, rec)
 	if code != 1 || !strings.Contains(errOut, "Unauthenticated") {
 		t.Errorf("replay without the token: exit %d, stderr %s", code, errOut)
 	}

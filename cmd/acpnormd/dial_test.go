@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/acpnorm/acpnorm/internal/testpki"
+	"github.com/acpnorm/acpnorm/internal/testcerts"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -19,14 +20,36 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// serveHealthTLS serves a SERVING health service over TLS on loopback,
-// requiring a client certificate when mutual and the bearer token when
-// token is not empty. It returns the address.
-func serveHealthTLS(t *testing.T, p *testpki.PKI, mutual bool, token string) string {
+// certs writes fresh test certificates and returns their directory.
+func certs(t *testing.T) string {
 	t.Helper()
-	cfg := &tls.Config{Certificates: []tls.Certificate{p.ServerPair}, MinVersion: tls.VersionTLS12}
+	dir := t.TempDir()
+	if err := testcerts.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func in(dir, name string) string { return filepath.Join(dir, name) }
+
+// serveHealthTLS serves a SERVING health service over TLS on loopback with
+// the certificates in dir, requiring a client certificate when mutual and
+// the bearer token when token is not empty. It returns the address.
+func serveHealthTLS(t *testing.T, dir string, mutual bool, token string) string {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(in(dir, testcerts.ServerCert), in(dir, testcerts.ServerKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	if mutual {
-		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, p.Pool
+		caPEM, err := os.ReadFile(in(dir, testcerts.CA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, pool
 	}
 	opts := []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}
 	if token != "" {
@@ -52,17 +75,17 @@ func serveHealthTLS(t *testing.T, p *testpki.PKI, mutual bool, token string) str
 }
 
 func TestHealthOverTLSWithToken(t *testing.T) {
-	p := testpki.New(t)
+	dir := certs(t)
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := serveHealthTLS(t, p, false, "s3cret")
-	code, out, errOut := runCLI("health", "--addr", addr, "--ca-file", p.CAFile, "--token-file", tokenFile)
+	addr := serveHealthTLS(t, dir, false, "s3cret")
+	code, out, errOut := runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA), "--token-file", tokenFile)
 	if code != 0 || out != addr+" SERVING\n" {
 		t.Errorf("TLS and token: exit %d, %q %q", code, out, errOut)
 	}
-	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", p.CAFile)
+	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA))
 	if code != exitFail || !strings.Contains(errOut, "Unauthenticated") {
 		t.Errorf("no token: exit %d, %q", code, errOut)
 	}
@@ -77,17 +100,17 @@ func TestHealthOverTLSWithToken(t *testing.T) {
 }
 
 func TestHealthOverMutualTLS(t *testing.T) {
-	p := testpki.New(t)
-	addr := serveHealthTLS(t, p, true, "")
-	code, out, errOut := runCLI("health", "--addr", addr, "--ca-file", p.CAFile, "--cert-file", p.ClientCert, "--key-file", p.ClientKey)
+	dir := certs(t)
+	addr := serveHealthTLS(t, dir, true, "")
+	code, out, errOut := runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA), "--cert-file", in(dir, testcerts.ClientCert), "--key-file", in(dir, testcerts.ClientKey))
 	if code != 0 || out != addr+" SERVING\n" {
 		t.Errorf("mutual TLS: exit %d, %q %q", code, out, errOut)
 	}
-	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", p.CAFile)
+	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA))
 	if code != exitFail {
 		t.Errorf("no client certificate: exit %d, %q", code, errOut)
 	}
-	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", p.CAFile, "--cert-file", p.ClientCert)
+	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA), "--cert-file", in(dir, testcerts.ClientCert))
 	if code != exitUsage || !strings.Contains(errOut, "--cert-file and --key-file go together") {
 		t.Errorf("certificate without key: exit %d, %q", code, errOut)
 	}

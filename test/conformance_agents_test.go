@@ -135,6 +135,18 @@ func qwenCases(agent string) []cs {
 			qwFinal("q9", "completed", qwReport("ls", "index.html", "0", "(none)"), qwResult("index.html\n", "0", "null", "success", false)),
 		},
 		want: []wantExec{{id: "q9", command: "ls", cwd: "/w/web", desc: "List", outcome: succeeded, exit: code(0), output: "index.html\n"}},
+	}, {
+		name: "a_report_names_the_command_only_when_no_frame_did", agent: agent, dialect: "qwen",
+		frames: []string{
+			qwOpen("q10"),
+			qwFinal("q10", "completed", qwReport("git status --short", " M a.go", "0", "(none)"), qwResult(" M a.go\n", "0", "null", "success", false)),
+			qwOpen("q11"), qwRunning("q11", "echo hi", "Greet", ""),
+			qwFinal("q11", "completed", qwReport("echo hi # as the report writes it", "hi", "0", "(none)"), qwResult("hi\n", "0", "null", "success", false)),
+		},
+		want: []wantExec{
+			{id: "q10", command: "git status --short", cwd: "/w", outcome: succeeded, exit: code(0), output: " M a.go\n"},
+			{id: "q11", command: "echo hi", cwd: "/w", desc: "Greet", outcome: succeeded, exit: code(0), output: "hi\n"},
+		},
 	}}
 }
 
@@ -197,7 +209,23 @@ const kiloAgent = "Kilo"
 
 func TestConformanceKilo(t *testing.T) {
 	trunc := "...output truncated...\n\nFull output saved to: /home/dev/.local/share/kilo/tool-output/tool_9\n\n"
+	// Live text past 30 000 chars: "...\n\n" + the last 30 000 chars.
+	whole := lines("seq-", 1, 5000) // 50,000 bytes
+	wframes := []string{ocOpen("k0", "bash")}
+	for n := 1000; n <= 5000; n += 1000 {
+		text := whole[:n*10]
+		if len(text) > 30000 {
+			text = "...\n\n" + text[len(text)-30000:]
+		}
+		wframes = append(wframes, ocLive("k0", "seq -f seq-%05g 5000", "Count", text))
+	}
+	wframes = append(wframes, ocFinal("k0", trunc+whole[len(whole)-2000:],
+		`{"output":`+js("...\n\n"+whole[len(whole)-30000:])+`,"exit":0,"description":"Count","truncated":true,"outputPath":"/f"}`))
 	runConformance(t, []cs{{
+		name: "thirty_thousand_char_windows_whole_output_no_duplication", agent: kiloAgent, dialect: "opencode",
+		frames: wframes,
+		want:   []wantExec{{id: "k0", command: "seq -f seq-%05g 5000", cwd: "/w", desc: "Count", outcome: succeeded, exit: code(0), output: whole}},
+	}, {
 		name: "detected_as_opencode_cumulative_snapshots_exit_137_under_completed", agent: kiloAgent, dialect: "opencode",
 		frames: []string{
 			ocOpen("k1", "bash"),

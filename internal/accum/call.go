@@ -161,9 +161,9 @@ func (c *Call) Apply(o *Observation) {
 		if o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) {
 			c.exit = StrongerExit(c.exit, o.Exit)
 		}
-	} else if c.exit == nil && o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) {
+	} else if c.exit == nil && o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) && (c.cur.outcome != Succeeded || o.Exit.Code == 0) {
 		// A known outcome may still learn its unknown exit code, which
-		// never changes the outcome.
+		// never changes the outcome (a success takes only a 0).
 		c.exit = o.Exit
 		c.cur.exit = int64(o.Exit.Code)
 	}

@@ -183,6 +183,7 @@ func (c *Call) Apply(o *Observation) {
 		}
 	}
 	if c.cur.state == Ended {
+		c.flushEchoes() // late text is never held back
 		if c.cur.outcome == Unknown {
 			c.resolve() // late evidence may resolve an unknown outcome
 		}
@@ -279,12 +280,7 @@ func (c *Call) end(why string) {
 	c.cur.state = Ended
 	c.cur.awaiting = false
 	c.endReason = why
-	for s := range c.echoes {
-		for _, t := range c.echoes[s].flush(c.cur.command, c.cur.cwd) {
-			t.Stream = Stream(s)
-			c.applyText(t)
-		}
-	}
+	c.flushEchoes()
 	for _, b := range c.streams {
 		if b != nil {
 			b.Flush()
@@ -385,6 +381,17 @@ func (c *Call) Revision() (Revision, bool) {
 		r.ExitCode = &code
 	}
 	return r, true
+}
+
+// flushEchoes releases what the echo filters hold back: the output is
+// over, so what could still have been an echo is decided now.
+func (c *Call) flushEchoes() {
+	for s := range c.echoes {
+		for _, t := range c.echoes[s].flush(c.cur.command, c.cur.cwd) {
+			t.Stream = Stream(s)
+			c.applyText(t)
+		}
+	}
 }
 
 // applyText folds one text into its stream's buffer.

@@ -163,29 +163,52 @@ func fileArgument(w string) bool {
 	return w != "" && w[0] != '-' && w[0] != '/' && w[0] != '~' && !strings.ContainsAny(w, "'\"$`|&;<>()=*?\\")
 }
 
+// echoBound is more than the longest echo of cmd can be: every line with
+// a two-byte prompt and a CRLF, every word resolved against cwd.
+func echoBound(cmd, cwd string) int {
+	words := strings.Count(cmd, " ") + strings.Count(cmd, "\n") + 1
+	lines := strings.Count(cmd, "\n") + 1
+	return len(cmd) + 4*lines + words*(len(cwd)+1) + 4
+}
+
 // filter returns the texts to apply for t, holding back what could still
-// be the echo of cmd. Stderr is never filtered.
+// be the echo of cmd. Only a bounded prefix of t is ever looked at or
+// copied, so a big text costs nothing here.
 func (f *echoFilter) filter(t Text, cmd, cwd string) []Text {
 	if f.state == echoUndecided && strings.TrimSpace(cmd) == "" {
 		f.state = echoNone
 	}
-	switch f.state {
-	case echoNone:
+	if f.state == echoNone {
 		return []Text{t}
-	case echoFound:
+	}
+	lim := echoBound(cmd, cwd)
+	if f.state == echoFound {
 		if t.Kind == Delta || !knownKind(t.Kind) {
 			return []Text{t}
 		}
 		// A restatement of the whole output starts with the echo again.
-		s := textOf(t)
-		if m, n := matchEcho(s, cmd, cwd, true); m == echoFull {
-			return []Text{withText(t, s[n:])}
+		if m, n := matchEcho(prefixOf(t, lim), cmd, cwd, true); m == echoFull {
+			return []Text{cut(t, n)}
 		}
 		return []Text{t}
 	}
 	if t.Kind == Delta || !knownKind(t.Kind) {
 		if len(t.Text)+len(t.Bytes) == 0 {
 			return []Text{t} // no text, only flags: nothing to hold
+		}
+		if len(f.held) == 0 {
+			// The common case: decide on this text alone, without copying.
+			switch m, n := matchEcho(prefixOf(t, lim), cmd, cwd, false); m {
+			case echoFull:
+				f.state = echoFound
+				if rest := cut(t, n); len(rest.Text)+len(rest.Bytes) > 0 || rest.Truncated {
+					return []Text{rest}
+				}
+				return nil
+			case echoNo:
+				f.state = echoNone
+				return []Text{t}
+			}
 		}
 		f.held = append(f.held, textBytes(t)...)
 		f.heldBytes = f.heldBytes || t.Bytes != nil
@@ -195,12 +218,11 @@ func (f *echoFilter) filter(t Text, cmd, cwd string) []Text {
 	// A Snapshot, Window or Final restates the output: it supersedes what
 	// was held.
 	f.held, f.heldBytes, f.heldTrunc, f.heldSnap = nil, false, false, nil
-	s := textOf(t)
-	m, n := matchEcho(s, cmd, cwd, t.Kind == Final)
+	m, n := matchEcho(prefixOf(t, lim), cmd, cwd, t.Kind == Final)
 	switch {
 	case m == echoFull:
 		f.state = echoFound
-		return []Text{withText(t, s[n:])}
+		return []Text{cut(t, n)}
 	case m == echoPartial && t.Kind != Final:
 		snap := t
 		f.heldSnap = &snap
@@ -245,10 +267,9 @@ func (f *echoFilter) flush(cmd, cwd string) []Text {
 	if f.heldSnap != nil {
 		t := *f.heldSnap
 		f.heldSnap = nil
-		s := textOf(t)
-		if m, n := matchEcho(s, cmd, cwd, true); m == echoFull {
+		if m, n := matchEcho(prefixOf(t, echoBound(cmd, cwd)), cmd, cwd, true); m == echoFull {
 			f.state = echoFound
-			return []Text{withText(t, s[n:])}
+			return []Text{cut(t, n)}
 		}
 		f.state = echoNone
 		return []Text{t}
@@ -259,11 +280,12 @@ func (f *echoFilter) flush(cmd, cwd string) []Text {
 	return f.decide(cmd, cwd, true, Text{Stream: Combined})
 }
 
-func textOf(t Text) string {
+// prefixOf is at most the first n bytes of t's text.
+func prefixOf(t Text, n int) string {
 	if t.Bytes != nil {
-		return string(t.Bytes)
+		return string(t.Bytes[:min(n, len(t.Bytes))])
 	}
-	return t.Text
+	return t.Text[:min(n, len(t.Text))]
 }
 
 func textBytes(t Text) []byte {
@@ -273,12 +295,12 @@ func textBytes(t Text) []byte {
 	return []byte(t.Text)
 }
 
-// withText is t with its text replaced by s, in the form t had.
-func withText(t Text, s string) Text {
+// cut is t without its first n bytes, in the form t had.
+func cut(t Text, n int) Text {
 	if t.Bytes != nil {
-		t.Bytes = []byte(s)
+		t.Bytes = t.Bytes[n:]
 	} else {
-		t.Text = s
+		t.Text = t.Text[n:]
 	}
 	return t
 }

@@ -74,3 +74,16 @@ func TestEchoStripped(t *testing.T) {
 		})
 	}
 }
+
+// TestEchoHeldAfterEnd: text held back as a possible echo on a call that
+// already ended is released at once, never kept out of the output.
+func TestEchoHeldAfterEnd(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Command: "ls -la", Status: StatusCompleted, Exit: &Exit{Code: 0, Source: ExitTerminal}})
+	c.Revision()
+	c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: "$ ls"}}})
+	r, ok := c.Revision()
+	if !ok || r.Texts[Combined] == nil || r.Texts[Combined].Text != "$ ls" {
+		t.Fatalf("late text held back: %+v ok=%v", r.Texts[Combined], ok)
+	}
+}

@@ -181,6 +181,8 @@ try {
     if (r.v) m.stopReason = r.v.stopReason;
     if (r.e) m.error = r.e.message;
     if (r.timeout) m.error = "the turn never ended, even after session/cancel";
+    // What really happened to the files the step must not touch.
+    for (const f of step.truth.files_kept ?? []) (m.files ??= {})[f] = fs.existsSync(path.join(work, f));
     meta.steps.push(m);
     console.error(`  step ${k} ${step.id}: ${m.stopReason ?? m.error}${m.cancelSent ? ` (cancel: ${m.cancelSent})` : ""}`);
     if (r.timeout || client.closed) break;

@@ -26,6 +26,11 @@ if [ -z "${ACPNORMD_BIN:-}" ]; then
   export ACPNORMD_BIN="$tmp/acpnormd"
 fi
 
+# Fresh certificates, keys and tokens for the TLS and token tests of every
+# suite (internal/testcerts, crypto/x509).
+export ACPNORM_TEST_CERTS="$tmp/certs"
+go run ./test/certgen "$ACPNORM_TEST_CERTS" || exit 1
+
 failed=()
 
 echo "== TypeScript client (clients/ts)"
@@ -62,7 +67,7 @@ venv="$tmp/venv"
 cp -r clients/python "$tmp/python-src"
 if "$PYTHON" -m venv --system-site-packages "$venv" &&
   "$venv/bin/python" -m pip install --quiet --no-build-isolation --no-index "$tmp/python-src" &&
-  (cd clients/python/tests && "$venv/bin/python" - <<'PY'
+  (cd clients/python/tests && timeout 300 "$venv/bin/python" - <<'PY'
 import os, sys, unittest
 import acpnorm_client
 src = os.path.realpath(os.path.join(os.getcwd(), ".."))
@@ -90,7 +95,7 @@ want='call_exit3_3 rev=[0-9]* ENDED FAILED exit=3 '
 pass=0 fail=0
 example() {
   local name=$1; shift
-  if "$@" --addr "$addr" --session "example-$name" "$rec" >"$tmp/$name.out" 2>&1 && grep -q "$want" "$tmp/$name.out"; then
+  if timeout 120 "$@" --addr "$addr" --session "example-$name" "$rec" >"$tmp/$name.out" 2>&1 && grep -q "$want" "$tmp/$name.out"; then
     echo "ok   example $name"; pass=$((pass + 1))
   else
     echo "FAIL example $name:"; tail -20 "$tmp/$name.out"; fail=$((fail + 1))
@@ -109,7 +114,7 @@ down=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0));
 down_example() {
   local name=$1; shift
   local rc=0
-  "$@" --addr "127.0.0.1:$down" "$rec" >"$tmp/$name-down.out" 2>"$tmp/$name-down.err" || rc=$?
+  timeout 120 "$@" --addr "127.0.0.1:$down" "$rec" >"$tmp/$name-down.out" 2>"$tmp/$name-down.err" || rc=$?
   if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/$name-down.err")" -eq 1 ] && grep -q "^acpnorm: .*127.0.0.1:$down" "$tmp/$name-down.err"; then
     echo "ok   example $name with the server down: $(cat "$tmp/$name-down.err")"; pass=$((pass + 1))
   else

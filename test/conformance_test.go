@@ -34,6 +34,11 @@ type cs struct {
 	want   []wantExec
 	// revs, when set, checks every revision the trace produced.
 	revs func(t *testing.T, resps []*pb.NormalizeResponse)
+	// init, when set, is the whole initialize result instead of one
+	// naming agent (an agent that gives no name).
+	init string
+	// dialect, when set, is the dialect every revision must name.
+	dialect string
 }
 
 // wantExec is the final ShellExec of one call.
@@ -129,7 +134,7 @@ func (c *cs) session() []replay.Line {
 	}
 	msgs := []msg{
 		{toAgent, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%d,"clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false%s},"clientInfo":{"name":"conformance","version":"1"}}}`, proto, meta)},
-		{toClient, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":%d,"agentCapabilities":{"loadSession":true},"agentInfo":{"name":%s,"version":"9.9.9"},"authMethods":[]}}`, proto, js(c.agent))},
+		{toClient, c.initResult(proto)},
 		{toAgent, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`},
 		{toClient, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}`},
 		{toAgent, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}`},
@@ -148,6 +153,14 @@ func (c *cs) session() []replay.Line {
 		out[i] = replay.Line{Number: i + 1, Dir: m.dir, Msg: []byte(m.s)}
 	}
 	return out
+}
+
+// initResult is the agent's initialize result.
+func (c *cs) initResult(proto int) string {
+	if c.init != "" {
+		return c.init
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":%d,"agentCapabilities":{"loadSession":true},"agentInfo":{"name":%s,"version":"9.9.9"},"authMethods":[]}}`, proto, js(c.agent))
 }
 
 func runConformance(t *testing.T, cases []cs) {
@@ -174,6 +187,13 @@ func runConformance(t *testing.T, cases []cs) {
 			}
 			if tc.revs != nil {
 				tc.revs(t, resps)
+			}
+			if tc.dialect != "" {
+				for _, r := range resps {
+					if x := r.GetShellExec(); x != nil && x.GetDialect() != tc.dialect {
+						t.Errorf("%q revision %d read by %q, want %q", x.GetToolCallId(), x.GetRevision(), x.GetDialect(), tc.dialect)
+					}
+				}
 			}
 		})
 	}
@@ -1390,5 +1410,160 @@ func TestConformanceBigOutput(t *testing.T) {
 			ocFinal("o1", "...output truncated...\n\nFull output saved to: /home/dev/.local/share/opencode/tool-output/x\n\n39999\n40000\n", `{"output":"39999\n40000\n","exit":0,"description":"Big","truncated":true,"outputPath":"/home/dev/.local/share/opencode/tool-output/x"}`),
 		},
 		want: []wantExec{{id: "o1", command: "seq 1 40000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: "39999\n40000\n", trunc: true}},
+	}})
+}
+
+// TestConformanceCommandEcho: an echo "$ <command>" of the call's own
+// command at the very start of its output is not output, stripped once,
+// however it arrives; a line that merely starts with "$ " stays.
+func TestConformanceCommandEcho(t *testing.T) {
+	runConformance(t, []cs{{
+		name: "codex_ts_echo_split_across_deltas", agent: codexTS,
+		frames: []string{
+			codexTSOpen("c1", "cat notes.txt", "cat notes.txt"),
+			codexTSLive("c1", "terminal_output_delta", "$ cat /w/"),
+			codexTSLive("c1", "terminal_output_delta", "app/notes.txt\r"),
+			codexTSLive("c1", "terminal_output_delta", "\nhello\r\n"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"exit_code":0,"signal":null,"terminal_id":"c1"}}}`),
+		},
+		want: []wantExec{{id: "c1", command: "cat notes.txt", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "hello\r\n"}},
+	}, {
+		name: "opencode_cumulative_snapshots_multi_line_command", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"),
+			ocLive("o1", "cd sub\nls", "List", "$ cd sub\n"),
+			ocLive("o1", "cd sub\nls", "List", "$ cd sub\n$ ls\na.txt\n"),
+			ocFinal("o1", "$ cd sub\n$ ls\na.txt\nb.txt\n", `{"output":"$ cd sub\n$ ls\na.txt\nb.txt\n","exit":0,"description":"List","truncated":false}`),
+		},
+		want: []wantExec{{id: "o1", command: "cd sub\nls", cwd: "/w", desc: "List", outcome: succeeded, exit: code(0), output: "a.txt\nb.txt\n"}},
+	}, {
+		name: "generic_line_starting_with_dollar_stays", agent: "some-agent",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"Run","status":"in_progress","rawInput":{"command":"./price"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed","rawOutput":{"output":"$ 5.00\n$ ./other\n","exit_code":0}}`),
+		},
+		want: []wantExec{{id: "x1", command: "./price", cwd: "/w", outcome: succeeded, exit: code(0), output: "$ 5.00\n$ ./other\n"}},
+	}})
+}
+
+// TestConformanceCancelAndReject: one trace per agent of what the field
+// guide (section 2b) says each sends when the client cancels the turn
+// while a command runs, or rejects a permission ask. A cancelled call is
+// CANCELLED keeping a known exit code; notices are never output; real
+// output before the cancel is kept; a rejected call that never ran has no
+// output.
+func TestConformanceCancelAndReject(t *testing.T) {
+	const ticks = "for i in $(seq 20); do echo tick$i; sleep 0.25; done"
+	claudeCancel := "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."
+	runConformance(t, []cs{{
+		name: "codex_rust_shell_command_cancel_failed_exit_1", agent: codexRust, caps: true,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","kind":"execute","title":"ticks","status":"in_progress","content":[{"type":"terminal","terminalId":"call_1"}],"rawInput":{"command":["/bin/bash","-lc",` + js(ticks) + `],"cwd":"/w"},"_meta":{"terminal_info":{"terminal_id":"call_1","cwd":"/w"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","_meta":{"terminal_output":{"terminal_id":"call_1","data":"tick1\ntick2\n"}}}`),
+			cancelFrame,
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"failed","rawOutput":{"stdout":"tick1\ntick2\n","stderr":"","aggregated_output":"tick1\ntick2\n","formatted_output":"tick1\ntick2\n","exit_code":1,"status":"failed"},"_meta":{"terminal_exit":{"terminal_id":"call_1","exit_code":1,"signal":null}}}`),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{{id: "call_1", command: ticks, cwd: "/w", outcome: cancelled, exit: code(1), output: "tick1\ntick2\n", stdout: str("tick1\ntick2\n"), stderr: str("")}},
+	}, {
+		name: "codex_rust_unified_exec_cancel_no_final", agent: codexRust,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_2","kind":"execute","title":"ticks","status":"in_progress","rawInput":{"command":["/bin/bash","-lc",` + js(ticks) + `],"cwd":"/w","process_id":"7"}}`),
+			cancelFrame,
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{{id: "call_2", command: ticks, cwd: "/w", outcome: cancelled}},
+	}, {
+		name: "codex_rust_untrusted_reject_before_tool_call", agent: codexRust,
+		frames: []string{
+			ask(40, `{"toolCallId":"call_3","kind":"execute","status":"pending","title":"rm -f notes.txt && echo removed","rawInput":{"command":["/bin/bash","-lc","rm -f notes.txt && echo removed"],"cwd":"/w"}}`),
+			answer(40, "reject"),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{{id: "call_3", command: "rm -f notes.txt && echo removed", cwd: "/w", outcome: cancelled}},
+	}, {
+		name: "codex_ts2_reject_failed_exit_null", agent: codexTS,
+		frames: []string{
+			codexTSOpen("call_4", "rm -f notes.txt", "rm -f notes.txt"),
+			ask(41, `{"toolCallId":"call_4","kind":"execute","status":"pending","title":"rm -f notes.txt","rawInput":{"command":"rm -f notes.txt","cwd":"/w/app"}}`),
+			answer(41, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_4","status":"failed","rawOutput":{"formatted_output":"","exit_code":null},"_meta":{"terminal_exit":{"exit_code":null,"signal":null,"terminal_id":"call_4"}}}`),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{{id: "call_4", command: "rm -f notes.txt", cwd: "/w/app", outcome: cancelled}},
+	}, {
+		name: "claude_code_acp_cancel_stays_pending", agent: claudeOld,
+		frames: []string{claudeOpen("toolu_1", false), claudeInput("toolu_1", ticks, "Ticks", false, ""), cancelFrame, turnResult(2, "cancelled")},
+		want:   []wantExec{{id: "toolu_1", command: ticks, cwd: "/w", desc: "Ticks", outcome: cancelled}},
+	}, {
+		name: "claude_code_acp_reject", agent: claudeOld,
+		frames: []string{
+			claudeOpen("toolu_2", false), claudeInput("toolu_2", "rm -f notes.txt", "Remove", false, ""),
+			ask(42, `{"toolCallId":"toolu_2","kind":"execute","status":"pending","title":"rm -f notes.txt","rawInput":{"command":"rm -f notes.txt","description":"Remove"},"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+			answer(42, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_2","status":"failed","rawOutput":"User refused permission to run tool","content":[{"type":"content","content":{"type":"text","text":"` + "```\\nUser refused permission to run tool\\n```" + `"}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_2", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled}},
+	}, {
+		name: "claude_agent_acp_cancel_notice_and_reject", agent: claudeNew, caps: true,
+		frames: []string{
+			claudeOpen("toolu_3", true), claudeInput("toolu_3", "rm -f notes.txt", "Remove", true, ""),
+			ask(43, `{"toolCallId":"toolu_3","kind":"execute","status":"pending","title":"rm -f notes.txt","rawInput":{"command":"rm -f notes.txt","description":"Remove"},"content":[{"type":"terminal","terminalId":"toolu_3"}]}`),
+			answer(43, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","_meta":{"terminal_output":{"terminal_id":"toolu_3","data":"User refused permission to run tool"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_3","status":"failed","_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"permission-rule"},"terminal_exit":{"terminal_id":"toolu_3","exit_code":null,"signal":null}}}`),
+			claudeOpen("toolu_4", true), claudeInput("toolu_4", ticks, "Ticks", true, ""),
+			cancelFrame,
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","_meta":{"terminal_output":{"terminal_id":"toolu_4","data":` + js(claudeCancel) + `}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"failed","content":[{"type":"terminal","terminalId":"toolu_4"}],"_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"user-rejected"},"terminal_exit":{"terminal_id":"toolu_4","exit_code":null,"signal":null}}}`),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{
+			{id: "toolu_3", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled},
+			{id: "toolu_4", command: ticks, cwd: "/w", desc: "Ticks", outcome: cancelled},
+		},
+	}, {
+		name: "opencode_reject_and_abort_notice", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("o1", "bash"), ocLive("o1", "rm -f notes.txt", "Remove", ""),
+			ask(44, `{"toolCallId":"o1","title":"rm -f notes.txt","kind":"execute","status":"pending","rawInput":{"command":"rm -f notes.txt"}}`),
+			answer(44, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"failed","kind":"execute","title":"rm -f notes.txt","rawInput":{"command":"rm -f notes.txt","description":"Remove"},"content":[{"type":"content","content":{"type":"text","text":"The user rejected permission to use this specific tool call."}}],"rawOutput":{"error":"The user rejected permission to use this specific tool call."}}`),
+			ocOpen("o2", "bash"), ocLive("o2", ticks, "Ticks", "tick1\n"), ocLive("o2", ticks, "Ticks", "tick1\ntick2\n"),
+			cancelFrame,
+			ocFinal("o2", "tick1\ntick2\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>", `{"output":"tick1\ntick2\n","exit":null,"description":"Ticks","truncated":false}`),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{
+			{id: "o1", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled},
+			{id: "o2", command: ticks, cwd: "/w", desc: "Ticks", outcome: cancelled, output: "tick1\ntick2\n"},
+		},
+	}, {
+		name: "gemini_reject_then_cancel_with_output_before_it", agent: geminiAgent,
+		frames: []string{
+			ask(45, `{"toolCallId":"run_shell_command-1","status":"pending","title":"rm -f notes.txt","content":[{"type":"content","content":{"type":"text","text":"[current working directory /w] (Remove)"}}],"locations":[],"kind":"execute"}`),
+			answer(45, "reject"),
+			turnResult(2, "end_turn"), prompt(3),
+			ask(46, `{"toolCallId":"run_shell_command-2","status":"pending","title":`+js(ticks)+`,"content":[{"type":"content","content":{"type":"text","text":"[current working directory /w] (Ticks)"}}],"locations":[],"kind":"execute"}`),
+			answer(46, "allow"),
+			cancelFrame,
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command-2","status":"completed","title":` + js(ticks) + `,"content":[{"type":"content","content":{"type":"text","text":"Command cancelled by user.\n\nOutput before cancellation:\ntick1\ntick2"}}],"locations":[],"kind":"execute"}`),
+			turnResult(3, "cancelled"),
+		},
+		want: []wantExec{
+			{id: "run_shell_command-1", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled},
+			{id: "run_shell_command-2", command: ticks, cwd: "/w", desc: "Ticks", outcome: cancelled, output: "tick1\ntick2"},
+		},
+	}, {
+		name: "grok_rejected", agent: grokAgent,
+		frames: []string{
+			grOpen("g1", "rm -f notes.txt", "Remove"), grDescribe("g1", "rm -f notes.txt", "Remove"),
+			upd("{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"g1\",\"status\":\"failed\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"User rejected the execution for tool `run_terminal_command`\"}}]}"),
+		},
+		want: []wantExec{{id: "g1", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled}},
+	}, {
+		name: "cursor_cancel_no_final", agent: cursorAgent,
+		frames: []string{cuOpen("tool_9", ticks), cuRunning("tool_9"), cancelFrame, turnResult(2, "cancelled")},
+		want:   []wantExec{{id: "tool_9", command: ticks, cwd: "/w", outcome: cancelled}},
 	}})
 }

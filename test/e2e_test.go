@@ -19,8 +19,11 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // daemon is the real acpnormd binary running on loopback ports.
@@ -372,5 +375,61 @@ func TestEndToEndShutdownWhileClientsCancel(t *testing.T) {
 		}
 		wg.Wait()
 		conn.Close()
+	}
+}
+
+// acpnormd will not serve plaintext without a token on a non-loopback
+// address unless told to, and says why.
+func TestEndToEndRefusesExposedPlaintext(t *testing.T) {
+	bin := buildDaemon(t)
+	for _, args := range [][]string{
+		{"--listen", "0.0.0.0:0", "--metrics-listen", ""},
+		{"--listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:0"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), "refusing to serve") || !strings.Contains(string(out), "--insecure-listen") {
+			t.Errorf("acpnormd %v: %v\n%s\nwant a refusal naming --insecure-listen", args, err, out)
+		}
+	}
+	// Told to, it serves; a token also makes the address acceptable.
+	d := startDaemon(t, bin, "--listen", "0.0.0.0:0", "--insecure-listen")
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.exited
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("t0ken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = startDaemon(t, bin, "--listen", "0.0.0.0:0", "--auth-token-file", token)
+	conn, ctx := dial(t, d)
+	_, err := pb.NewNormalizerServiceClient(conn).ListDialects(ctx, &pb.ListDialectsRequest{})
+	if status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("without the token: %v, want UNAUTHENTICATED", err)
+	}
+	if hc, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health without the token: %v %v", hc, err)
+	}
+	if _, err := pb.NewNormalizerServiceClient(conn).ListDialects(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer t0ken"), &pb.ListDialectsRequest{}); err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	resp, err := http.Get("http://" + d.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/metrics without the token: %s", resp.Status)
+	}
+	req, _ := http.NewRequest("GET", "http://"+d.metrics+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer t0ken")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `acpnorm_stream_refusals_total{reason="unauthenticated"} 1`) {
+		t.Fatalf("/metrics with the token does not count the refusal:\n%s", body)
 	}
 }

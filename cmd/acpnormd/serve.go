@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,9 @@ type serveFlags struct {
 	srv                   service.ServerOptions
 	shutdown              time.Duration
 	logLevel, logFormat   string
+	tls                   service.TLSFiles
+	tokenFile             string
+	insecureListen        bool
 }
 
 // serveFlagSet defines the serve flags, with defaults from the environment;
@@ -48,6 +52,11 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 		errs = append(errs, err)
 		fs.DurationVar(p, name, v, help+" (env "+env+")")
 	}
+	boolean := func(p *bool, name, env string, help string) {
+		v, err := envBool(env)
+		errs = append(errs, err)
+		fs.BoolVar(p, name, v, help+" (env "+env+")")
+	}
 	str(&f.listen, "listen", "ACPNORM_LISTEN", "127.0.0.1:50051", "gRPC listen address")
 	str(&f.metricsListen, "metrics-listen", "ACPNORM_METRICS_LISTEN", "127.0.0.1:9464", "Prometheus /metrics listen address; empty disables")
 	num(&f.cfg.TextLimit, "text-limit", "ACPNORM_TEXT_LIMIT", f.cfg.TextLimit, "bytes kept per text field (the most recent tail)")
@@ -62,6 +71,13 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	num(&f.cfg.Tombstones, "tombstones", "ACPNORM_TOMBSTONES", f.cfg.Tombstones, "released calls remembered so that late frames about them are refused")
 	num(&f.cfg.SendQueue, "send-queue", "ACPNORM_SEND_QUEUE", f.cfg.SendQueue, "responses queued per stream before reading pauses")
 	num(&f.srv.MaxMessageBytes, "max-message-bytes", "ACPNORM_MAX_MESSAGE_BYTES", f.srv.MaxMessageBytes, "largest request message accepted")
+	num(&f.srv.MaxStreams, "max-streams", "ACPNORM_MAX_STREAMS", f.srv.MaxStreams, "streams served at once, per connection and for the whole process; one more is refused with RESOURCE_EXHAUSTED")
+	dur(&f.cfg.SendTimeout, "send-timeout", "ACPNORM_SEND_TIMEOUT", f.cfg.SendTimeout, "end a stream (RESOURCE_EXHAUSTED) whose client has read no response for this long")
+	str(&f.tls.Cert, "tls-cert", "ACPNORM_TLS_CERT", "", "PEM certificate (chain) to serve TLS with; reloaded when the file changes")
+	str(&f.tls.Key, "tls-key", "ACPNORM_TLS_KEY", "", "PEM private key of --tls-cert")
+	str(&f.tls.ClientCA, "tls-client-ca", "ACPNORM_TLS_CLIENT_CA", "", "PEM CA certificate(s); when set, clients must present a certificate it signed (mutual TLS)")
+	str(&f.tokenFile, "auth-token-file", "ACPNORM_AUTH_TOKEN_FILE", "", "file holding a bearer token every call (and /metrics) must carry as 'authorization: Bearer <token>'; health checks are exempt")
+	boolean(&f.insecureListen, "insecure-listen", "ACPNORM_INSECURE_LISTEN", "allow listening on a non-loopback address without TLS or a token")
 	dur(&f.shutdown, "shutdown-timeout", "ACPNORM_SHUTDOWN_TIMEOUT", 10*time.Second, "how long a graceful shutdown may take")
 	str(&f.logLevel, "log-level", "ACPNORM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&f.logFormat, "log-format", "ACPNORM_LOG_FORMAT", "text", "text or json")
@@ -100,8 +116,15 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := f.access(log); err != nil {
+		return err
+	}
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {
+		return err
+	}
+	if err := f.checkExposure(lis.Addr(), "--listen"); err != nil {
+		lis.Close()
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -118,10 +141,22 @@ func serve(args []string) error {
 			lis.Close()
 			return fmt.Errorf("metrics: %w", err)
 		}
+		if err := f.checkExposure(mlis.Addr(), "--metrics-listen"); err != nil {
+			lis.Close()
+			mlis.Close()
+			return err
+		}
 		metricsAddr = mlis.Addr().String()
+		var h http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+		if f.srv.Token != nil {
+			h = service.BearerHandler(f.srv.Token, h)
+		}
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		mux.Handle("/metrics", h)
+		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, TLSConfig: f.srv.TLS}
+		if f.srv.TLS != nil {
+			mlis = tls.NewListener(mlis, f.srv.TLS)
+		}
 		go func() {
 			if err := metrics.Serve(mlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics server stopped", "err", err)
@@ -150,6 +185,41 @@ func serve(args []string) error {
 	return nil
 }
 
+// access loads the TLS files and the token the flags name.
+func (f *serveFlags) access(log *slog.Logger) error {
+	if f.tls.Cert != "" || f.tls.Key != "" || f.tls.ClientCA != "" {
+		if f.tls.Cert == "" || f.tls.Key == "" {
+			return usageError{errors.New("--tls-cert and --tls-key go together (and --tls-client-ca needs both)")}
+		}
+		c, err := service.NewTLSConfig(f.tls, log)
+		if err != nil {
+			return err
+		}
+		f.srv.TLS = c
+	}
+	if f.tokenFile != "" {
+		t, err := service.NewToken(f.tokenFile, log)
+		if err != nil {
+			return err
+		}
+		f.srv.Token = t
+	}
+	if f.srv.Token != nil && f.srv.TLS == nil {
+		log.Warn("a bearer token without TLS crosses the network in clear text; add --tls-cert and --tls-key unless a proxy terminates TLS")
+	}
+	return nil
+}
+
+// checkExposure refuses a non-loopback address that neither TLS nor a
+// token protects, unless --insecure-listen says that is meant.
+func (f *serveFlags) checkExposure(addr net.Addr, flagName string) error {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsLoopback() || f.insecureListen || f.srv.TLS != nil || f.srv.Token != nil {
+		return nil
+	}
+	return fmt.Errorf("refusing to serve on %s (%s): it is not a loopback address, and without --tls-cert/--tls-key or --auth-token-file anyone who can reach it could read every session's commands and output; add TLS or a token, or pass --insecure-listen if the network is private", addr, flagName)
+}
+
 func newLogger(level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
@@ -170,6 +240,18 @@ func envString(name, def string) string {
 		return v
 	}
 	return def
+}
+
+func envBool(name string) (bool, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: not true or false", name, v)
+	}
+	return b, nil
 }
 
 func envInt(name string, def int) (int, error) {

@@ -94,6 +94,9 @@ type Call struct {
 	endReason     string
 
 	streams [numStreams]*Buffer
+	// echoes hold back, per stream, what could still be an echo of the
+	// command at the start of its output (see echo.go).
+	echoes [numStreams]echoFilter
 }
 
 // NewCall returns the state of call id, bounding each text stream to
@@ -158,9 +161,9 @@ func (c *Call) Apply(o *Observation) {
 		if o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) {
 			c.exit = StrongerExit(c.exit, o.Exit)
 		}
-	} else if c.exit == nil && o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) {
+	} else if c.exit == nil && o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) && (c.cur.outcome != Succeeded || o.Exit.Code == 0) {
 		// A known outcome may still learn its unknown exit code, which
-		// never changes the outcome.
+		// never changes the outcome (a success takes only a 0).
 		c.exit = o.Exit
 		c.cur.exit = int64(o.Exit.Code)
 	}
@@ -168,17 +171,19 @@ func (c *Call) Apply(o *Observation) {
 		c.cur.awaiting = true
 	}
 	for _, t := range o.Texts {
-		b := c.streams[t.Stream]
-		if b == nil && t.IfSplit {
+		if t.IfSplit && c.streams[t.Stream] == nil {
 			continue
 		}
-		if b == nil {
-			b = NewBuffer(c.limit)
-			c.streams[t.Stream] = b
+		if t.Stream == Stderr {
+			c.applyText(t)
+			continue
 		}
-		b.Apply(t)
+		for _, x := range c.echoes[t.Stream].filter(t, c.cur.command, c.cur.cwd) {
+			c.applyText(x)
+		}
 	}
 	if c.cur.state == Ended {
+		c.flushEchoes() // late text is never held back
 		if c.cur.outcome == Unknown {
 			c.resolve() // late evidence may resolve an unknown outcome
 		}
@@ -275,6 +280,7 @@ func (c *Call) end(why string) {
 	c.cur.state = Ended
 	c.cur.awaiting = false
 	c.endReason = why
+	c.flushEchoes()
 	for _, b := range c.streams {
 		if b != nil {
 			b.Flush()
@@ -375,6 +381,27 @@ func (c *Call) Revision() (Revision, bool) {
 		r.ExitCode = &code
 	}
 	return r, true
+}
+
+// flushEchoes releases what the echo filters hold back: the output is
+// over, so what could still have been an echo is decided now.
+func (c *Call) flushEchoes() {
+	for s := range c.echoes {
+		for _, t := range c.echoes[s].flush(c.cur.command, c.cur.cwd) {
+			t.Stream = Stream(s)
+			c.applyText(t)
+		}
+	}
+}
+
+// applyText folds one text into its stream's buffer.
+func (c *Call) applyText(t Text) {
+	b := c.streams[t.Stream]
+	if b == nil {
+		b = NewBuffer(c.limit)
+		c.streams[t.Stream] = b
+	}
+	b.Apply(t)
 }
 
 // Whole sets every text stream of r, a revision just taken from the call,

@@ -5,8 +5,8 @@ import "testing"
 // FuzzCallNeverInventsSuccess folds arbitrary sequences of observations,
 // each built from three fuzzed bytes, into a call and checks, at every
 // revision, the rule no dialect can break: a call for which any
-// observation reported a signal, a timeout or a failed verdict is never
-// SUCCEEDED, and an exit code of 0 that came only in an observation with a
+// observation reported a signal, a timeout or a failed verdict before it
+// ended with a known outcome is never SUCCEEDED, and an exit code of 0 that came only in an observation with a
 // signal is never reported.
 func FuzzCallNeverInventsSuccess(f *testing.F) {
 	f.Add([]byte{0x13, 0x00, 0x01})                   // completed, exit 0, SIGKILL
@@ -42,7 +42,9 @@ func FuzzCallNeverInventsSuccess(f *testing.F) {
 			o.Cancelled = flags&0x10 != 0
 			o.Succeeded = flags&0x20 != 0
 			o.Failed = flags&0x40 != 0
-			if o.Signal != "" || o.TimedOut || o.Verdict == VerdictFailed || o.Verdict == VerdictTimedOut {
+			// A known outcome is final: evidence that arrives after it
+			// cannot change it.
+			if !c.settled() && (o.Signal != "" || o.TimedOut || o.Verdict == VerdictFailed || o.Verdict == VerdictTimedOut) {
 				bad = true
 			}
 			if o.Exit != nil && !o.Exit.Placeholder && o.Exit.Code == 0 {

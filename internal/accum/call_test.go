@@ -425,3 +425,20 @@ func TestCallKnownOutcomeIsFinal(t *testing.T) {
 		t.Fatalf("late evidence changed a known outcome: %+v ok=%v", r, ok)
 	}
 }
+
+// TestCallKnownOutcomeLearnsExit: a known outcome may learn its unknown
+// exit code, but a success never takes a nonzero one.
+func TestCallKnownOutcomeLearnsExit(t *testing.T) {
+	failed := NewCall("f", 1024)
+	failed.Apply(&Observation{Shell: ShellYes, Status: StatusFailed})
+	failed.Apply(&Observation{Exit: exit(2, ExitTerminal)})
+	if r, _ := failed.Revision(); r.Outcome != Failed || r.ExitCode == nil || *r.ExitCode != 2 {
+		t.Fatalf("failed call did not learn its exit: %+v", r)
+	}
+	proved := NewCall("p", 1024)
+	proved.Apply(&Observation{Shell: ShellYes, Status: StatusCompleted, Succeeded: true})
+	proved.Apply(&Observation{Exit: exit(1, ExitTerminal)})
+	if r, _ := proved.Revision(); r.Outcome != Succeeded || r.ExitCode != nil {
+		t.Fatalf("a success took a nonzero exit: %+v", r)
+	}
+}

@@ -27,10 +27,11 @@ func (b *Buffer) growthBound(lens ...int) int {
 // strings it keeps about the command. It changes only in Apply and End.
 func (c *Call) Size() int {
 	n := len(c.id) + len(c.cur.terminalID) + len(c.cur.command) + len(c.cur.cwd) + len(c.cur.description) + len(c.cur.approvalReason) + len(c.cur.signal)
-	for _, b := range c.streams {
+	for s, b := range c.streams {
 		if b != nil {
 			n += b.Size()
 		}
+		n += c.echoes[s].heldLen()
 	}
 	return n
 }
@@ -43,7 +44,11 @@ func (c *Call) GrowthBound(o *Observation) int {
 	var lens [numStreams][]int
 	for _, t := range o.Texts {
 		if t.Stream < numStreams {
-			lens[t.Stream] = append(lens[t.Stream], len(t.Text)+len(t.Bytes))
+			l := len(t.Text) + len(t.Bytes)
+			if lens[t.Stream] == nil {
+				l += c.echoes[t.Stream].heldLen() // released with it
+			}
+			lens[t.Stream] = append(lens[t.Stream], l)
 		}
 	}
 	for s, l := range lens {
@@ -66,9 +71,13 @@ func (c *Call) GrowthBound(o *Observation) int {
 // (End, or an observation that ends it): held-back bytes are flushed.
 func (c *Call) EndGrowthBound() int {
 	n := 0
-	for _, b := range c.streams {
-		if b != nil && b.ncarry > 0 {
-			n += b.growthBound(b.ncarry)
+	for s, b := range c.streams {
+		held := c.echoes[s].heldLen()
+		if b == nil && held > 0 {
+			b = NewBuffer(c.limit)
+		}
+		if b != nil && b.ncarry+held > 0 {
+			n += b.growthBound(b.ncarry + held)
 		}
 	}
 	return n

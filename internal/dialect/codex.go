@@ -209,6 +209,11 @@ func readCodex(u *codexUpdate) accum.Observation {
 			}
 		}
 	}
+	if pty && f.Stdout.lit != nil && !agg.Set {
+		// Under the PTY stdout is the whole combined output: it comes
+		// before formatted_output, which is cut for the model.
+		agg = f.stdout(agg)
+	}
 	if text, truncated, ok := codexCombined(f, agg); ok && text != "" {
 		if ended {
 			o.Texts = dropDeltas(o.Texts)

@@ -282,3 +282,16 @@ func TestCodexWrapperOnce(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: yes, Status: running, Command: "ls", Cwd: "/w"})},
 	})
 }
+
+// TestCodexPTYStdoutBeatsCutFormattedOutput: under the unified exec tool's
+// PTY, stdout is the whole combined output; without aggregated_output it
+// is used before formatted_output, which Codex cuts to about 10 KB.
+func TestCodexPTYStdoutBeatsCutFormattedOutput(t *testing.T) {
+	d := codexDialect(t)
+	runObsCases(t, d, []obsCase{
+		{name: "pty stdout, no aggregated_output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"9","stdout":"1\n2\n3\n","stderr":"","formatted_output":"Total output lines: 3\n\n1\n…1 chars truncated…3\n","exit_code":0,"status":"completed"}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "1\n2\n3\n")}})},
+	})
+}

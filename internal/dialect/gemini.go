@@ -178,13 +178,7 @@ func geminiFinal(o *accum.Observation, text string) {
 		// "Command cancelled by user.\n\nOutput before cancellation:\n..."
 		// The header is a notice; what follows the marker is the real
 		// output the command printed before it was stopped.
-		o.Cancelled, o.CancelNotice = true, notice(line)
-		if _, out, ok := strings.Cut(text, geminiBeforeCancel); ok {
-			out = strings.TrimPrefix(strings.TrimPrefix(out, "\r"), "\n")
-			if out != "" {
-				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: out})
-			}
-		}
+		geminiCancel(o, text)
 		return
 	}
 	if geminiSpawnError.MatchString(line) {
@@ -257,6 +251,19 @@ func geminiDebugResult(o *accum.Observation, text string) {
 	}
 }
 
+// geminiCancel reads a cancel notice: "Command cancelled by user." (a
+// notice, quoted in the outcome reason), then, after "Output before
+// cancellation:", the real output the command printed before it.
+func geminiCancel(o *accum.Observation, text string) {
+	o.Cancelled, o.CancelNotice = true, notice(text)
+	if _, out, ok := strings.Cut(text, geminiBeforeCancel); ok {
+		out = strings.TrimPrefix(strings.TrimPrefix(out, "\r"), "\n")
+		if out != "" {
+			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: out})
+		}
+	}
+}
+
 var geminiUserCancel = regexp.MustCompile(`(?i)\bcancell?ed by (?:the )?user\b|\brejected\b|\baborted\b`)
 
 // geminiFailure reads a `failed` frame: the command could not be spawned
@@ -264,7 +271,7 @@ var geminiUserCancel = regexp.MustCompile(`(?i)\bcancell?ed by (?:the )?user\b|\
 // error message, not output.
 func geminiFailure(o *accum.Observation, text string) {
 	if geminiUserCancel.MatchString(text) {
-		o.Cancelled = true
+		geminiCancel(o, text)
 		return
 	}
 	o.Failed = true

@@ -132,7 +132,7 @@ func TestGeminiUpdate(t *testing.T) {
 		{
 			name:   "failed because the user cancelled",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"Tool \"run_shell_command\" was cancelled by the user."}}]}`,
-			want:   []accum.Observation{{ToolCallID: "g1", Status: accum.StatusFailed, Cancelled: true}},
+			want:   []accum.Observation{{ToolCallID: "g1", Status: accum.StatusFailed, Cancelled: true, CancelNotice: `Tool "run_shell_command" was cancelled by the user.`}},
 		},
 		{
 			name:   "other kinds: the title is not a command",

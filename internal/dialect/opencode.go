@@ -231,7 +231,9 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 	}
 	p := parseOpencodeText(text)
 	o.TimedOut = o.TimedOut || p.timedOut
-	o.Cancelled = o.Cancelled || p.aborted
+	if p.aborted {
+		o.Cancelled, o.CancelNotice = true, p.notice
+	}
 	truncated := p.truncated || (meta.Truncated != nil && *meta.Truncated)
 	switch {
 	case p.body == "":
@@ -254,6 +256,7 @@ type opencodeParsed struct {
 	truncated bool
 	timedOut  bool
 	aborted   bool
+	notice    string // the abort note, for the outcome reason
 }
 
 var (
@@ -277,14 +280,18 @@ func parseOpencodeText(text string) opencodeParsed {
 		if m := findFrom(opencodeMetaBlock, text, "<shell_metadata>", "<bash_metadata>"); m != nil {
 			note := text[m[4]:m[5]]
 			p.timedOut = p.timedOut || opencodeTimeoutText.MatchString(note)
-			p.aborted = p.aborted || opencodeAbortText.MatchString(note)
+			if opencodeAbortText.MatchString(note) {
+				p.aborted, p.notice = true, notice(note)
+			}
 			text = text[:m[0]]
 			continue
 		}
 		if m := findFrom(opencodeOldMarker, text, "(Command "); m != nil {
 			note := text[m[2]:m[3]]
 			p.timedOut = p.timedOut || strings.Contains(note, "timed out")
-			p.aborted = p.aborted || strings.Contains(note, "aborted")
+			if strings.Contains(note, "aborted") {
+				p.aborted, p.notice = true, notice(note)
+			}
 			text = text[:m[0]]
 			continue
 		}
@@ -323,7 +330,7 @@ func opencodeToolError(o *accum.Observation, u *opencodeCall) {
 		}
 	}
 	if opencodeRejected.MatchString(text) || opencodeAborted.MatchString(text) {
-		o.Cancelled = true
+		o.Cancelled, o.CancelNotice = true, notice(text)
 		return
 	}
 	o.Failed = true

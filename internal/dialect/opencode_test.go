@@ -98,17 +98,17 @@ func TestOpencodeUpdate(t *testing.T) {
 		{
 			name:   "oldest one-line abort marker: Cancelled",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"x\n\n\n(Command was aborted)","metadata":{"exit":null}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, CancelNotice: "Command was aborted", Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}}},
 		},
 		{
 			name:   "user abort in shell_metadata: Cancelled, no exit",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"before-kill\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>","metadata":{"output":"before-kill\n","exit":null,"truncated":false}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, Texts: []accum.Text{txt(accum.Combined, accum.Final, "before-kill\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, CancelNotice: "User aborted the command", Texts: []accum.Text{txt(accum.Combined, accum.Final, "before-kill\n")}}},
 		},
 		{
 			name:   "abort with no output at all: nothing to wipe",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>","metadata":{"exit":null}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, CancelNotice: "User aborted the command"}},
 		},
 		{
 			name:   "truncation header: Truncated tail Window, header not output",
@@ -135,12 +135,12 @@ func TestOpencodeUpdate(t *testing.T) {
 		{
 			name:   "permission rejected: failed → Cancelled, error text not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"failed","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"The user rejected permission to use this specific tool call."}}],"rawOutput":{"error":"The user rejected permission to use this specific tool call.","metadata":{}}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Shell: accum.ShellYes, Status: accum.StatusFailed, Cancelled: true}},
+			want:   []accum.Observation{{ToolCallID: "o1", Shell: accum.ShellYes, Status: accum.StatusFailed, Cancelled: true, CancelNotice: "The user rejected permission to use this specific tool call."}},
 		},
 		{
 			name:   "rejected with feedback: Cancelled",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"failed","rawOutput":{"error":"The user rejected permission to use this specific tool call with the following feedback: use pnpm"}}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusFailed, Cancelled: true}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusFailed, Cancelled: true, CancelNotice: "The user rejected permission to use this specific tool call with the following feedback: use pnpm"}},
 		},
 		{
 			name:   "exception: Failed, error text not output",

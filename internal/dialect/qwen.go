@@ -29,7 +29,9 @@ import (
 //     (nonzero exit, signal, timeout, cancel), whose content is a REPORT
 //     for the model ("Command: ...\nDirectory: ...\nOutput: ...\nError:
 //     ...\nExit Code: N\nSignal: ...\nProcess Group PGID: N") or a
-//     truncation notice, never output, beside a structured `rawOutput
+//     truncation notice, never output (the report's "Command:" names the
+//     command of a call no earlier frame named, and never replaces one),
+//     beside a structured `rawOutput
 //     {type: "shell_result", output, exitCode, signal, outcome, error,
 //     truncated, outputFiles, ...}`:
 //   - output: rawOutput.output, the combined output (Final). With
@@ -110,6 +112,11 @@ func observeQwen(u *qwenCall) []accum.Observation {
 		return []accum.Observation{o}
 	}
 	ended := o.Status.Ended()
+	if o.Command == "" && ended {
+		if text, ok := u.Texts(); ok {
+			o.Command, o.CommandFromTitle = qwenReportCommand(text)
+		}
+	}
 	if out := u.RawOutput; out != nil {
 		qwenResult(&o, out, ended)
 		return []accum.Observation{o}
@@ -209,6 +216,22 @@ func qwenTitleCommand(title string, o *accum.Observation) string {
 		t = strings.TrimSpace(t[:i])
 	}
 	return t
+}
+
+// qwenReportCommand reads the command from a final report ("Command:
+// <command>\nDirectory: ..."), for a call whose command no other frame
+// named; like a title, it never replaces one.
+func qwenReportCommand(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, "Command: ")
+	if !ok {
+		return "", false
+	}
+	end := strings.Index(rest, "\nDirectory: ")
+	if end < 0 {
+		return "", false
+	}
+	cmd := strings.TrimSpace(rest[:end])
+	return cmd, cmd != ""
 }
 
 // qwenResult reads the structured rawOutput.

@@ -2,16 +2,21 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -31,6 +36,16 @@ type ServerOptions struct {
 	// connections and drop dead ones.
 	KeepaliveTime    time.Duration
 	KeepaliveTimeout time.Duration
+	// MaxStreams bounds the streams served at once, per connection (HTTP/2
+	// MaxConcurrentStreams) and for the whole process; a stream over the
+	// process cap is refused with RESOURCE_EXHAUSTED.
+	MaxStreams int
+	// TLS, when set, is the server's TLS configuration (see NewTLSConfig);
+	// nil serves plaintext.
+	TLS *tls.Config
+	// Token, when set, is the bearer token every call must carry in its
+	// "authorization: Bearer <token>" metadata, except health checks.
+	Token *Token
 }
 
 // DefaultServerOptions returns the transport settings used by default.
@@ -40,6 +55,7 @@ func DefaultServerOptions() ServerOptions {
 		KeepaliveMinTime: 10 * time.Second,
 		KeepaliveTime:    2 * time.Minute,
 		KeepaliveTimeout: 20 * time.Second,
+		MaxStreams:       1024,
 	}
 }
 
@@ -52,8 +68,9 @@ type Server struct {
 	log    *slog.Logger
 }
 
-// NewServer assembles the gRPC server: logging and panic recovery
-// interceptors, keepalive enforcement and the message size limit.
+// NewServer assembles the gRPC server: logging, panic recovery, the bearer
+// token check and the stream cap as interceptors, TLS, keepalive
+// enforcement and the message size limit.
 func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -70,18 +87,40 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 		return status.Error(codes.Internal, "internal error; the panic was logged")
 	})
 	logEvents := logging.WithLogOnEvents(logging.StartCall, logging.FinishCall)
-	g := grpc.NewServer(
+	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(logger, logEvents), recovery.UnaryServerInterceptor(recover)}
+	streams := []grpc.StreamServerInterceptor{logging.StreamServerInterceptor(logger, logEvents), recovery.StreamServerInterceptor(recover)}
+	if opts.Token != nil {
+		check := authFunc(opts.Token, svc.sessions.m)
+		unary = append(unary, auth.UnaryServerInterceptor(check))
+		streams = append(streams, auth.StreamServerInterceptor(check))
+	}
+	if opts.MaxStreams > 0 {
+		streams = append(streams, capStreams(opts.MaxStreams, svc.sessions.m))
+	}
+	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: opts.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveTime, Timeout: opts.KeepaliveTimeout}),
-		grpc.ChainUnaryInterceptor(logging.UnaryServerInterceptor(logger, logEvents), recovery.UnaryServerInterceptor(recover)),
-		grpc.ChainStreamInterceptor(logging.StreamServerInterceptor(logger, logEvents), recovery.StreamServerInterceptor(recover)),
-	)
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(streams...),
+		grpc.ForceServerCodecV2(newTolerantCodec()),
+	}
+	if opts.MaxStreams > 0 {
+		gopts = append(gopts, grpc.MaxConcurrentStreams(uint32(min(opts.MaxStreams, math.MaxUint32))))
+	}
+	if opts.TLS != nil {
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	g := grpc.NewServer(gopts...)
 	pb.RegisterNormalizerServiceServer(g, svc)
 	h := health.NewServer()
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(pb.NormalizerService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(g, h)
+	if opts.Token != nil {
+		healthpb.RegisterHealthServer(g, openHealth{h})
+	} else {
+		healthpb.RegisterHealthServer(g, h)
+	}
 	reflection.Register(g)
 	return &Server{GRPC: g, Health: h, svc: svc, log: log}
 }
@@ -94,6 +133,21 @@ func isHousekeeping(ctx context.Context) bool {
 	method, _ := grpc.Method(ctx)
 	return strings.HasPrefix(method, "/"+healthpb.Health_ServiceDesc.ServiceName+"/") ||
 		strings.HasPrefix(method, "/grpc.reflection.")
+}
+
+// capStreams refuses a stream when max streams are already being served by
+// the process, whatever connections they came on.
+func capStreams(max int, m *Metrics) grpc.StreamServerInterceptor {
+	var open atomic.Int64
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if open.Add(1) > int64(max) {
+			open.Add(-1)
+			m.streamRefused("max_streams")
+			return status.Errorf(codes.ResourceExhausted, "acpnormd already serves %d streams (its --max-streams); close one or try again later", max)
+		}
+		defer open.Add(-1)
+		return handler(srv, ss)
+	}
 }
 
 // Serve serves on lis until Shutdown.

@@ -34,6 +34,11 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newHarnessWith(t, svc)
+}
+
+func newHarnessWith(t *testing.T, svc *Service) *harness {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := NewServer(svc, DefaultServerOptions(), nil)
 	go srv.Serve(lis)

@@ -103,7 +103,47 @@ export const AGENTS = [
     // commands; "workspace-write" asks the user (the client) instead.
     afterSession: ({ client, sessionId }) => client.request("session/set_mode", { sessionId, modeId: "workspace-write" }),
   },
+  {
+    id: "claude-code-acp",
+    pkg: "@zed-industries/claude-code-acp",
+    versionOf: "@zed-industries/claude-code-acp",
+    // The older adapter; its Claude Agent SDK 0.2.44 bundles Claude Code as
+    // JavaScript (cli.js).
+    command: () => ["node", [path.join(nodeModules, "@zed-industries", "claude-code-acp", "dist", "index.js")]],
+    variants: [{ name: "plain", terminalMeta: false }],
+    setup: claudeSetup,
+  },
+  {
+    id: "claude-agent-acp",
+    pkg: "@agentclientprotocol/claude-agent-acp",
+    versionOf: "@agentclientprotocol/claude-agent-acp",
+    // The current adapter; its Claude Agent SDK 0.3.318 runs Claude Code as
+    // a native binary from @anthropic-ai/claude-agent-sdk-linux-x64.
+    command: () => ["node", [path.join(nodeModules, "@agentclientprotocol", "claude-agent-acp", "dist", "index.js")]],
+    variants: [
+      { name: "terminal-meta", terminalMeta: true },
+      { name: "plain", terminalMeta: false },
+    ],
+    setup: claudeSetup,
+  },
 ];
+
+// claudeSetup points Claude Code at the model server with a dummy key and
+// turns off everything that would call home.
+function claudeSetup({ modelUrl }) {
+  return {
+    ANTHROPIC_BASE_URL: modelUrl,
+    ANTHROPIC_API_KEY: "unused",
+    ANTHROPIC_MODEL: "claude-sonnet-4-5",
+    ANTHROPIC_SMALL_FAST_MODEL: "claude-haiku-4-5",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    DISABLE_AUTOUPDATER: "1",
+    DISABLE_TELEMETRY: "1",
+    DISABLE_ERROR_REPORTING: "1",
+    DISABLE_BUG_COMMAND: "1",
+    CLAUDE_CODE_SKIP_PROMPT_HISTORY: "1",
+  };
+}
 
 // codexSetup writes $CODEX_HOME/config.toml: a Responses API provider at
 // the model server that needs no login, approvals for anything not known

@@ -16,6 +16,7 @@ import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { loadScenario } from "./lib/scenario.mjs";
+import { checkCall } from "./lib/truth.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const { values: opt, positionals: files } = parseArgs({
@@ -34,39 +35,6 @@ if (!opt.acpnormd || !opt.scenario || files.length === 0) {
 }
 const scenario = loadScenario(opt.scenario);
 const expectations = JSON.parse(fs.readFileSync(opt.expectations, "utf8"));
-
-// expect turns a step's truth into what acpnorm must report.
-export function expect(truth) {
-  if (truth.rejected || truth.cancelled) return { outcome: "CANCELLED", exit: "absent-or-nonzero" };
-  if (truth.timed_out) return { outcome: "FAILED", exit: "absent-or-nonzero" };
-  if (truth.signal) return { outcome: "FAILED", exit: [null, 128 + truth.signal] };
-  return { outcome: truth.exit === 0 ? "SUCCEEDED" : "FAILED", exit: [truth.exit] };
-}
-
-// checkCall returns the problems of one final ShellExec against the truth.
-export function checkCall(x, truth, command) {
-  const bad = [];
-  if (!x) return ["no shell call in this turn"];
-  if (!x.command) bad.push("no command");
-  else if (x.command !== command) bad.push(`command ${JSON.stringify(x.command)}, want ${JSON.stringify(command)}`);
-  const want = expect(truth);
-  const state = (x.state ?? "").replace("SHELL_STATE_", "");
-  const outcome = (x.outcome ?? "").replace("SHELL_OUTCOME_", "");
-  const exit = x.exitCode ?? null;
-  if (state !== "ENDED") bad.push(`state ${state}, want ENDED`);
-  if (outcome !== want.outcome) bad.push(`outcome ${outcome || "none"} (${x.outcomeReason ?? "no reason"}), want ${want.outcome}`);
-  if (want.exit === "absent-or-nonzero") {
-    if (exit === 0) bad.push("exit 0, want absent or nonzero");
-  } else if (!want.exit.includes(exit)) {
-    bad.push(`exit ${exit ?? "absent"}, want ${want.exit.map((e) => e ?? "absent").join(" or ")}`);
-  }
-  const texts = [x.output, x.stdout, x.stderr].filter(Boolean);
-  const all = texts.map((t) => t.text ?? "").join("\n");
-  for (const s of truth.output_contains ?? []) if (!all.includes(s)) bad.push(`output lacks ${JSON.stringify(s)}`);
-  for (const s of truth.output_lacks ?? []) if (all.includes(s)) bad.push(`output has ${JSON.stringify(s)}`);
-  if (truth.over_limit && !texts.some((t) => t.truncated)) bad.push("output over the limit not marked truncated");
-  return bad;
-}
 
 // turns finds each session/prompt of a recording: its line number and the
 // step marker in its text.
@@ -145,6 +113,9 @@ for (const file of files) {
     const problems = checkCall(c?.last, step.truth, step.command);
     const harness = meta.steps?.find((s) => s.id === step.id);
     if (harness?.cancelSent && !step.client?.cancel_after_ms) problems.push(`the harness had to cancel the turn (${harness.cancelSent})`);
+    for (const [f, kept] of Object.entries(harness?.files ?? {})) {
+      if (!kept) problems.push(`${f} is gone: the command ran although the truth says it must not`);
+    }
     const xf = expectationFor(run, step.id);
     let status = problems.length ? (xf ? "xfail" : "FAIL") : xf ? "XPASS" : "pass";
     if (status === "FAIL") failed = true;

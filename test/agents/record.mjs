@@ -181,6 +181,8 @@ try {
     if (r.v) m.stopReason = r.v.stopReason;
     if (r.e) m.error = r.e.message;
     if (r.timeout) m.error = "the turn never ended, even after session/cancel";
+    // What really happened to the files the step must not touch.
+    for (const f of step.truth.files_kept ?? []) (m.files ??= {})[f] = fs.existsSync(path.join(work, f));
     meta.steps.push(m);
     console.error(`  step ${k} ${step.id}: ${m.stopReason ?? m.error}${m.cancelSent ? ` (cancel: ${m.cancelSent})` : ""}`);
     if (r.timeout || client.closed) break;
@@ -198,6 +200,8 @@ try {
 // Rename the private paths, so recordings do not change with the temp dir.
 let wire = fs.readFileSync(rawFile, "utf8");
 wire = wire.split(work).join("/home/dev/work/proj").split(home).join("/home/dev").split(root).join("/tmp/harness");
+// Claude Code names per-project directories after the path, / made -.
+wire = wire.split(work.replaceAll("/", "-")).join("-home-dev-work-proj");
 fs.mkdirSync(path.dirname(out), { recursive: true });
 fs.writeFileSync(out, wire);
 fs.writeFileSync(out.replace(/\.ndjson$/, "") + ".meta.json", JSON.stringify(meta, null, 2) + "\n");

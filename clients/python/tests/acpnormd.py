@@ -32,6 +32,19 @@ def binary() -> str:
     return out
 
 
+def test_certs() -> str:
+    """A directory of fresh test certificates, keys and tokens (see
+    internal/testcerts): $ACPNORM_TEST_CERTS, or made once with
+    ``go run ./test/certgen``."""
+    path = os.environ.get("ACPNORM_TEST_CERTS")
+    if path:
+        return path
+    out = tempfile.mkdtemp(prefix="acpnorm-certs-")
+    subprocess.run(["go", "run", "./test/certgen", out], cwd=REPO_ROOT, check=True)
+    os.environ["ACPNORM_TEST_CERTS"] = out
+    return out
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

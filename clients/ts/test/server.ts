@@ -27,6 +27,20 @@ function binary(): string {
   return out;
 }
 
+/**
+ * A directory of fresh test certificates, keys and tokens (see
+ * internal/testcerts): $ACPNORM_TEST_CERTS, or made once with
+ * `go run ./test/certgen`.
+ */
+export function testCerts(): string {
+  const fromEnv = process.env.ACPNORM_TEST_CERTS;
+  if (fromEnv) return fromEnv;
+  const out = mkdtempSync(join(tmpdir(), "acpnorm-certs-"));
+  execFileSync("go", ["run", "./test/certgen", out], { cwd: repoRoot, stdio: "inherit" });
+  process.env.ACPNORM_TEST_CERTS = out;
+  return out;
+}
+
 async function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
     const srv = createServer();

@@ -94,7 +94,7 @@ const (
 	// Running.
 	ShellState_SHELL_STATE_RUNNING ShellState = 2
 	// Ended; `outcome` says how. No revision follows except to absorb late
-	// frames within a short grace period.
+	// frames within a short grace period, and a known outcome never changes.
 	ShellState_SHELL_STATE_ENDED ShellState = 3
 )
 
@@ -674,14 +674,17 @@ func (*NormalizeResponse_FrameError) isNormalizeResponse_Kind() {}
 // accepted before it is lost, and other tool calls are not affected.
 type FrameError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The session named by the request, when it could be read.
+	// The session named by the request, when it could be read and is within
+	// the server's id length limit (an over-long id is never echoed).
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The client sequence number of the request.
 	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// A gRPC status code number (google.rpc.Code): INVALID_ARGUMENT (3) for a
-	// frame that is not valid JSON-RPC or misses a required field,
-	// RESOURCE_EXHAUSTED (8) for a call over the open-call limits,
-	// FAILED_PRECONDITION (9) for a frame that needs state the session lacks.
+	// frame that is not valid JSON-RPC, misses a required field, or has an id
+	// or text field over the server's length limits; RESOURCE_EXHAUSTED (8)
+	// for a request over the server's limits on sessions, calls or held
+	// memory; FAILED_PRECONDITION (9) for a frame that needs state the session
+	// lacks, such as one about a tool call already released.
 	Code int32 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
 	// A readable sentence naming the problem.
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`

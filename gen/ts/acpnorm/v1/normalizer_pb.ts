@@ -238,7 +238,8 @@ export const NormalizeResponseSchema: GenMessage<NormalizeResponse> = /*@__PURE_
  */
 export type FrameError = Message<"acpnorm.v1.FrameError"> & {
   /**
-   * The session named by the request, when it could be read.
+   * The session named by the request, when it could be read and is within
+   * the server's id length limit (an over-long id is never echoed).
    *
    * @generated from field: string session_id = 1;
    */
@@ -253,9 +254,11 @@ export type FrameError = Message<"acpnorm.v1.FrameError"> & {
 
   /**
    * A gRPC status code number (google.rpc.Code): INVALID_ARGUMENT (3) for a
-   * frame that is not valid JSON-RPC or misses a required field,
-   * RESOURCE_EXHAUSTED (8) for a call over the open-call limits,
-   * FAILED_PRECONDITION (9) for a frame that needs state the session lacks.
+   * frame that is not valid JSON-RPC, misses a required field, or has an id
+   * or text field over the server's length limits; RESOURCE_EXHAUSTED (8)
+   * for a request over the server's limits on sessions, calls or held
+   * memory; FAILED_PRECONDITION (9) for a frame that needs state the session
+   * lacks, such as one about a tool call already released.
    *
    * @generated from field: int32 code = 3;
    */
@@ -724,7 +727,7 @@ export enum ShellState {
 
   /**
    * Ended; `outcome` says how. No revision follows except to absorb late
-   * frames within a short grace period.
+   * frames within a short grace period, and a known outcome never changes.
    *
    * @generated from enum value: SHELL_STATE_ENDED = 3;
    */

@@ -1,0 +1,306 @@
+package accum
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// Some agents print the command before its output, as a shell prompt
+// would: "$ <command>\n". That echo is text about the command, not output.
+// An echo is recognised only at the very start of a stream's output and
+// only when it is this call's own command:
+//
+//   - the command verbatim, or with some of its file arguments resolved
+//     against the call's cwd ("cat a.txt" echoed as "$ cat /w/a.txt");
+//   - every line of a multi-line command, the first after "$ ", the others
+//     after "$ ", "> " or nothing;
+//   - each line ended by "\n" or "\r\n" (or by the end of the output).
+//
+// It is removed once. Text that could still become the echo is held back
+// until it either completes the echo or cannot; held text that does not
+// become the echo is released unchanged, so nothing is lost. A line that
+// merely starts with "$ ", or echoes another command, is output.
+
+// echoState is where a stream is in recognising an echo.
+type echoState uint8
+
+const (
+	echoUndecided echoState = iota // nothing decided yet; text may be held
+	echoNone                       // the output does not start with an echo
+	echoFound                      // the output starts with an echo
+)
+
+// echoFilter recognises the echo on one stream.
+type echoFilter struct {
+	state echoState
+	// held is text held back while it could still be the echo: Delta text
+	// (heldBytes says it came as raw bytes), or one whole Snapshot.
+	held      []byte
+	heldBytes bool
+	heldTrunc bool // a held Delta said the producer dropped output
+	heldSnap  *Text
+}
+
+// heldLen is the length of the text held back.
+func (f *echoFilter) heldLen() int {
+	if f.heldSnap != nil {
+		return len(f.heldSnap.Text) + len(f.heldSnap.Bytes)
+	}
+	return len(f.held)
+}
+
+// echoMatch says how a text relates to an echo of a command.
+type echoMatch uint8
+
+const (
+	echoNo      echoMatch = iota // the text does not start with the echo
+	echoPartial                  // the text is a beginning of the echo
+	echoFull                     // the text starts with the whole echo
+)
+
+// matchEcho reports whether s starts with an echo of cmd, and its length.
+// atEnd says s is all the output there will be: an echo may then end
+// without a line terminator.
+func matchEcho(s, cmd, cwd string, atEnd bool) (echoMatch, int) {
+	cmd = strings.ReplaceAll(strings.TrimRight(cmd, "\r\n"), "\r\n", "\n")
+	if strings.TrimSpace(cmd) == "" {
+		return echoNo, 0
+	}
+	pos := 0
+	for i, line := range strings.Split(cmd, "\n") {
+		prefixes := []string{"$ "}
+		if i > 0 {
+			prefixes = []string{"$ ", "> ", ""}
+		}
+		m, n := echoNo, 0
+		for _, p := range prefixes {
+			pm, pn := matchPrefix(s[pos:], p)
+			if pm == echoPartial {
+				return echoPartial, 0
+			}
+			if pm == echoNo {
+				continue
+			}
+			lm, ln := matchLine(s[pos+pn:], line, cwd)
+			if lm == echoPartial {
+				return echoPartial, 0
+			}
+			if lm == echoFull {
+				m, n = echoFull, pn+ln
+				break
+			}
+		}
+		if m != echoFull {
+			return echoNo, 0
+		}
+		pos += n
+		switch rest := s[pos:]; {
+		case strings.HasPrefix(rest, "\n"):
+			pos++
+		case strings.HasPrefix(rest, "\r\n"):
+			pos += 2
+		case rest == "" || rest == "\r":
+			if atEnd && rest == "" {
+				return echoFull, pos
+			}
+			return echoPartial, 0
+		default:
+			return echoNo, 0
+		}
+	}
+	return echoFull, pos
+}
+
+// matchPrefix matches the literal p at the start of s.
+func matchPrefix(s, p string) (echoMatch, int) {
+	switch {
+	case strings.HasPrefix(s, p):
+		return echoFull, len(p)
+	case strings.HasPrefix(p, s):
+		return echoPartial, 0
+	}
+	return echoNo, 0
+}
+
+// matchLine matches one command line at the start of s, word by word: each
+// word verbatim, or a file argument resolved against cwd.
+func matchLine(s, line, cwd string) (echoMatch, int) {
+	pos := 0
+	for i, word := range strings.Split(line, " ") {
+		if i > 0 {
+			m, n := matchPrefix(s[pos:], " ")
+			if m != echoFull {
+				return m, 0
+			}
+			pos += n
+		}
+		alts := []string{word}
+		if i > 0 && cwd != "" && fileArgument(word) {
+			alts = append(alts, filepath.Join(cwd, word))
+		}
+		matched := false
+		for _, a := range alts {
+			m, n := matchPrefix(s[pos:], a)
+			if m == echoPartial {
+				return echoPartial, 0
+			}
+			if m == echoFull {
+				pos += n
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			return echoNo, 0
+		}
+	}
+	return echoFull, pos
+}
+
+// fileArgument says whether a command word could be a relative file name
+// that an agent resolves against the cwd when it echoes the command.
+func fileArgument(w string) bool {
+	return w != "" && w[0] != '-' && w[0] != '/' && w[0] != '~' && !strings.ContainsAny(w, "'\"$`|&;<>()=*?\\")
+}
+
+// echoBound is more than the longest echo of cmd can be: every line with
+// a two-byte prompt and a CRLF, every word resolved against cwd.
+func echoBound(cmd, cwd string) int {
+	words := strings.Count(cmd, " ") + strings.Count(cmd, "\n") + 1
+	lines := strings.Count(cmd, "\n") + 1
+	return len(cmd) + 4*lines + words*(len(cwd)+1) + 4
+}
+
+// filter returns the texts to apply for t, holding back what could still
+// be the echo of cmd. Only a bounded prefix of t is ever looked at or
+// copied, so a big text costs nothing here.
+func (f *echoFilter) filter(t Text, cmd, cwd string) []Text {
+	if f.state == echoUndecided && strings.TrimSpace(cmd) == "" {
+		f.state = echoNone
+	}
+	if f.state == echoNone {
+		return []Text{t}
+	}
+	lim := echoBound(cmd, cwd)
+	if f.state == echoFound {
+		if t.Kind == Delta || !knownKind(t.Kind) {
+			return []Text{t}
+		}
+		// A restatement of the whole output starts with the echo again.
+		if m, n := matchEcho(prefixOf(t, lim), cmd, cwd, true); m == echoFull {
+			return []Text{cut(t, n)}
+		}
+		return []Text{t}
+	}
+	if t.Kind == Delta || !knownKind(t.Kind) {
+		if len(t.Text)+len(t.Bytes) == 0 {
+			return []Text{t} // no text, only flags: nothing to hold
+		}
+		if len(f.held) == 0 {
+			// The common case: decide on this text alone, without copying.
+			switch m, n := matchEcho(prefixOf(t, lim), cmd, cwd, false); m {
+			case echoFull:
+				f.state = echoFound
+				if rest := cut(t, n); len(rest.Text)+len(rest.Bytes) > 0 || rest.Truncated {
+					return []Text{rest}
+				}
+				return nil
+			case echoNo:
+				f.state = echoNone
+				return []Text{t}
+			}
+		}
+		f.held = append(f.held, textBytes(t)...)
+		f.heldBytes = f.heldBytes || t.Bytes != nil
+		f.heldTrunc = f.heldTrunc || t.Truncated
+		return f.decide(cmd, cwd, false, t)
+	}
+	// A Snapshot, Window or Final restates the output: it supersedes what
+	// was held.
+	f.held, f.heldBytes, f.heldTrunc, f.heldSnap = nil, false, false, nil
+	m, n := matchEcho(prefixOf(t, lim), cmd, cwd, t.Kind == Final)
+	switch {
+	case m == echoFull:
+		f.state = echoFound
+		return []Text{cut(t, n)}
+	case m == echoPartial && t.Kind != Final:
+		snap := t
+		f.heldSnap = &snap
+		return nil
+	}
+	f.state = echoNone
+	return []Text{t}
+}
+
+// decide settles the held Delta text when it can; like is the Text the
+// released part takes its other fields from.
+func (f *echoFilter) decide(cmd, cwd string, atEnd bool, like Text) []Text {
+	m, n := matchEcho(string(f.held), cmd, cwd, atEnd)
+	switch {
+	case m == echoPartial && !atEnd:
+		return nil
+	case m == echoFull:
+		f.state = echoFound
+	default:
+		f.state = echoNone
+		n = 0
+	}
+	rest := f.held[n:]
+	bytesForm, trunc := f.heldBytes, f.heldTrunc
+	f.held, f.heldBytes, f.heldTrunc = nil, false, false
+	if len(rest) == 0 && !trunc {
+		return nil
+	}
+	out := like
+	out.Kind, out.Truncated = Delta, trunc
+	if bytesForm {
+		out.Text, out.Bytes = "", rest
+	} else {
+		out.Text, out.Bytes = string(rest), nil
+	}
+	return []Text{out}
+}
+
+// flush releases what is held when the stream ends: an exact echo is
+// still removed, anything else is output.
+func (f *echoFilter) flush(cmd, cwd string) []Text {
+	if f.heldSnap != nil {
+		t := *f.heldSnap
+		f.heldSnap = nil
+		if m, n := matchEcho(prefixOf(t, echoBound(cmd, cwd)), cmd, cwd, true); m == echoFull {
+			f.state = echoFound
+			return []Text{cut(t, n)}
+		}
+		f.state = echoNone
+		return []Text{t}
+	}
+	if len(f.held) == 0 {
+		return nil
+	}
+	return f.decide(cmd, cwd, true, Text{Stream: Combined})
+}
+
+// prefixOf is at most the first n bytes of t's text.
+func prefixOf(t Text, n int) string {
+	if t.Bytes != nil {
+		return string(t.Bytes[:min(n, len(t.Bytes))])
+	}
+	return t.Text[:min(n, len(t.Text))]
+}
+
+func textBytes(t Text) []byte {
+	if t.Bytes != nil {
+		return t.Bytes
+	}
+	return []byte(t.Text)
+}
+
+// cut is t without its first n bytes, in the form t had.
+func cut(t Text, n int) Text {
+	if t.Bytes != nil {
+		t.Bytes = t.Bytes[n:]
+	} else {
+		t.Text = t.Text[n:]
+	}
+	return t
+}

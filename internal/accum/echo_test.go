@@ -1,0 +1,89 @@
+package accum
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEchoStripped: an exact echo of the call's own command as "$ cmd" at
+// the very start of its output is not output; it is stripped once, also
+// when it arrives split across live updates, and nothing else is lost.
+func TestEchoStripped(t *testing.T) {
+	d := func(s string) Text { return Text{Kind: Delta, Text: s} }
+	sn := func(s string) Text { return Text{Kind: Snapshot, Text: s} }
+	fi := func(s string) Text { return Text{Kind: Final, Text: s} }
+	tests := []struct {
+		name    string
+		command string
+		cwd     string
+		texts   []Text
+		want    string
+	}{
+		{"verbatim echo, one delta", "ls -la", "/w", []Text{d("$ ls -la\ntotal 0\n")}, "total 0\n"},
+		{"echo split across deltas", "ls -la", "/w", []Text{d("$"), d(" ls"), d(" -l"), d("a\n"), d("total 0\n")}, "total 0\n"},
+		{"echo with CRLF", "ls", "/w", []Text{d("$ ls\r\na.txt\r\n")}, "a.txt\r\n"},
+		{"CRLF split between CR and LF", "ls", "/w", []Text{d("$ ls\r"), d("\na.txt\n")}, "a.txt\n"},
+		{"file arguments resolved against cwd", "cat notes.txt src/a.go", "/w/p", []Text{d("$ cat /w/p/notes.txt /w/p/src/a.go\nhello\n")}, "hello\n"},
+		{"some file arguments resolved", "wc -l a.txt b.txt", "/w", []Text{d("$ wc -l /w/a.txt b.txt\n3 total\n")}, "3 total\n"},
+		{"multi-line command: every line echoed", "cd sub\nls", "/w", []Text{d("$ cd sub\n$ ls\nx\n")}, "x\n"},
+		{"multi-line command split", "cd sub\nls", "/w", []Text{d("$ cd sub\n"), d("$ l"), d("s\nx\n")}, "x\n"},
+		{"stripped once only", "ls", "/w", []Text{d("$ ls\n$ ls\nx\n")}, "$ ls\nx\n"},
+		{"snapshots restate the echo each time", "make", "/w", []Text{sn("$ make\n"), sn("$ make\ncc a.c\n"), sn("$ make\ncc a.c\ncc b.c\n")}, "cc a.c\ncc b.c\n"},
+		{"partial snapshot held, then whole", "make", "/w", []Text{sn("$ ma"), sn("$ make\nok\n")}, "ok\n"},
+		{"final starts with the echo", "make", "/w", []Text{d("$ make\nok\n"), fi("$ make\nok\ndone\n")}, "ok\ndone\n"},
+		{"final without the echo replaces", "make", "/w", []Text{d("$ make\nok\n"), fi("ok\ndone\n")}, "ok\ndone\n"},
+		{"a line that merely starts with $ stays", "ls", "/w", []Text{d("$ 5 is the price\n")}, "$ 5 is the price\n"},
+		{"an echo of another command stays", "ls", "/w", []Text{d("$ ls -la\nx\n")}, "$ ls -la\nx\n"},
+		{"a longer command that starts like this one stays", "ls", "/w", []Text{d("$ lsblk\nx\n")}, "$ lsblk\nx\n"},
+		{"echo not at the very start stays", "ls", "/w", []Text{d("x\n$ ls\n")}, "x\n$ ls\n"},
+		{"held text that never became the echo is released", "ls -la", "/w", []Text{d("$ ls")}, "$ ls"},
+		{"output that is only the echo", "true", "/w", []Text{d("$ true\n")}, ""},
+		{"no command known: nothing stripped", "", "/w", []Text{d("$ ls\nx\n")}, "$ ls\nx\n"},
+		{"byte deltas with a split rune after the echo", "echo é", "/w", []Text{{Kind: Delta, Bytes: []byte("$ echo é\n\xc3")}, {Kind: Delta, Bytes: []byte("\xa9\n")}}, "é\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCall("c1", 1<<16)
+			c.Apply(&Observation{Shell: ShellYes, Command: tt.command, Cwd: tt.cwd, Status: StatusRunning})
+			var live strings.Builder
+			for _, x := range tt.texts {
+				c.Apply(&Observation{Texts: []Text{x}})
+				if r, ok := c.Revision(); ok {
+					if ch := r.Texts[Combined]; ch != nil {
+						if ch.Replace {
+							live.Reset()
+						}
+						live.WriteString(ch.Text)
+					}
+				}
+				// What a client holds is never more than the text so far
+				// with the echo removed: held-back text is not shown early.
+				if strings.HasPrefix(live.String(), "$ "+tt.command) && tt.command != "" && !strings.HasPrefix(tt.want, "$ "+tt.command) {
+					t.Fatalf("the echo reached the client: %q", live.String())
+				}
+			}
+			c.Apply(&Observation{Status: StatusCompleted, Exit: &Exit{Code: 0, Source: ExitTerminal}})
+			r, _ := c.Revision()
+			got := ""
+			if ch := r.Texts[Combined]; ch != nil {
+				got = ch.Text
+			}
+			if got != tt.want {
+				t.Fatalf("output %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestEchoHeldAfterEnd: text held back as a possible echo on a call that
+// already ended is released at once, never kept out of the output.
+func TestEchoHeldAfterEnd(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Shell: ShellYes, Command: "ls -la", Status: StatusCompleted, Exit: &Exit{Code: 0, Source: ExitTerminal}})
+	c.Revision()
+	c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: "$ ls"}}})
+	r, ok := c.Revision()
+	if !ok || r.Texts[Combined] == nil || r.Texts[Combined].Text != "$ ls" {
+		t.Fatalf("late text held back: %+v ok=%v", r.Texts[Combined], ok)
+	}
+}

@@ -1,0 +1,165 @@
+// Package testcerts writes the certificates, keys and tokens that the TLS
+// and token tests of the clients use, made fresh at test time with
+// crypto/x509: a CA, a server certificate for loopback signed by it, a
+// client certificate signed by it, and a second CA with its own client
+// certificate (what a server must refuse).
+package testcerts
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The files Write creates in its directory.
+const (
+	CA          = "ca.pem"           // the CA that signed server and client
+	ServerCert  = "server.pem"       // for 127.0.0.1, ::1 and localhost
+	ServerKey   = "server.key"       //
+	ClientCert  = "client.pem"       // a client certificate the CA signed
+	ClientKey   = "client.key"       //
+	OtherCA     = "other-ca.pem"     // a CA nobody trusts
+	OtherCert   = "other-client.pem" // a client certificate OtherCA signed
+	OtherKey    = "other-client.key" //
+	Token       = "token"            // a random bearer token
+	WrongToken  = "wrong-token"      // another one
+	ServerName  = "localhost"        // a DNS name in the server certificate
+	validFor    = 24 * time.Hour
+	clockSkew   = time.Hour
+	keyFileMode = 0o600
+)
+
+type issuer struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+}
+
+// Write creates dir if needed and writes every file named above into it.
+func Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ca, err := newCA("acpnorm test CA")
+	if err != nil {
+		return err
+	}
+	other, err := newCA("acpnorm untrusted test CA")
+	if err != nil {
+		return err
+	}
+	steps := []func() error{
+		func() error { return writeCert(dir, CA, ca.cert.Raw) },
+		func() error { return writeCert(dir, OtherCA, other.cert.Raw) },
+		func() error {
+			return leaf(dir, ServerCert, ServerKey, ca, &x509.Certificate{
+				Subject:     pkix.Name{CommonName: "acpnormd test server"},
+				DNSNames:    []string{ServerName},
+				IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			})
+		},
+		func() error {
+			return leaf(dir, ClientCert, ClientKey, ca, &x509.Certificate{
+				Subject:     pkix.Name{CommonName: "acpnorm test client"},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			})
+		},
+		func() error {
+			return leaf(dir, OtherCert, OtherKey, other, &x509.Certificate{
+				Subject:     pkix.Name{CommonName: "acpnorm untrusted client"},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			})
+		},
+		func() error { return writeToken(dir, Token) },
+		func() error { return writeToken(dir, WrongToken) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func serial() (*big.Int, error) {
+	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+}
+
+func newCA(name string) (*issuer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := serial()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          sn,
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             now.Add(-clockSkew),
+		NotAfter:              now.Add(validFor),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &issuer{cert: cert, key: key}, nil
+}
+
+func leaf(dir, certName, keyName string, by *issuer, tmpl *x509.Certificate) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	sn, err := serial()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tmpl.SerialNumber = sn
+	tmpl.NotBefore = now.Add(-clockSkew)
+	tmpl.NotAfter = now.Add(validFor)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, by.cert, &key.PublicKey, by.key)
+	if err != nil {
+		return err
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := writeCert(dir, certName, der); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, keyName), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), keyFileMode)
+}
+
+func writeCert(dir, name string, der []byte) error {
+	return os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+}
+
+func writeToken(dir, name string) error {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), []byte(hex.EncodeToString(b)+"\n"), keyFileMode)
+}

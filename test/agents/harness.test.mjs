@@ -1,0 +1,133 @@
+// Tests of the harness itself (node --test test/agents/harness.test.mjs):
+// the scenario's truth holds when bash really runs each command, the
+// scripted model answers each API the way agents parse it, and the check
+// fails what it must fail.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { loadScenario } from "./lib/scenario.mjs";
+import { checkCall } from "./lib/truth.mjs";
+import { decide, startModelServer } from "./model/server.mjs";
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+const full = loadScenario(path.join(here, "scenarios", "full.json"));
+
+test("every step's truth holds when bash runs its command", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "acpnorm-truth-"));
+  try {
+    for (const step of full.steps) {
+      const t = step.truth;
+      if (t.rejected || t.cancelled) continue; // what happens depends on the client
+      for (const f of ["alpha.txt", "beta.md", "gamma.go", "notes.txt"]) fs.writeFileSync(path.join(dir, f), "x\n");
+      const r = spawnSync("bash", ["-c", step.command], { cwd: dir, timeout: t.timed_out ? step.timeout_ms : 20000, killSignal: "SIGKILL", maxBuffer: 1 << 24 });
+      const out = Buffer.concat([r.stdout, r.stderr]).toString("utf8");
+      if (t.timed_out) assert.equal(r.signal, "SIGKILL", `${step.id}: not killed by the timeout`);
+      else if (t.signal) assert.equal(r.signal, "SIGKILL", `${step.id}: signal`);
+      else assert.equal(r.status, t.exit, `${step.id}: exit`);
+      for (const s of t.output_contains ?? []) assert.ok(out.includes(s), `${step.id}: output lacks ${JSON.stringify(s)}`);
+      for (const s of t.output_lacks ?? []) assert.ok(!out.includes(s), `${step.id}: output has ${JSON.stringify(s)}`);
+      if (t.over_limit) assert.ok(r.stdout.length > 256 * 1024, `${step.id}: only ${r.stdout.length} bytes`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the smoke scenario names steps of the full one", () => {
+  const smoke = loadScenario(path.join(here, "scenarios", "smoke.json"));
+  assert.deepEqual(smoke.steps.map((s) => s.id), ["exit3", "stderr_fail", "reject"]);
+  assert.equal(smoke.steps[0].command, full.steps.find((s) => s.id === "exit3").command);
+});
+
+test("decide: a tool call until a result comes back after the marker, then text", () => {
+  const steps = [{ id: "a", command: "ls" }, { id: "b", command: "false", timeout_ms: 2000 }];
+  const call = decide(steps, [{ kind: "text", text: "@@STEP 1@@ go" }], ["read", "bash"]);
+  assert.deepEqual(call, { kind: "tool", step: 1, name: "bash", args: { command: "false", description: "Run step 1 (b)", timeout: 2000 } });
+  const done = decide(steps, [{ kind: "text", text: "@@STEP 1@@ go" }, { kind: "tool_result" }], ["bash"]);
+  assert.equal(done.kind, "text");
+  // An earlier step's result does not end a later step.
+  const next = decide(steps, [{ kind: "text", text: "@@STEP 0@@" }, { kind: "tool_result" }, { kind: "text", text: "@@STEP 1@@" }], ["exec_command"]);
+  assert.deepEqual(next.args, { cmd: "false", yield_time_ms: 2000 });
+  assert.equal(decide(steps, [{ kind: "text", text: "@@STEP 0@@" }], []).kind, "text");
+});
+
+async function post(url, body) {
+  const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  return { status: r.status, text: await r.text() };
+}
+
+function sseData(text) {
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("data: ") && l !== "data: [DONE]")
+    .map((l) => JSON.parse(l.slice(6)));
+}
+
+test("the model speaks each API the agents call", async () => {
+  const steps = [{ id: "x", command: "echo hi" }];
+  const m = await startModelServer({ steps });
+  try {
+    const prompt = "@@STEP 0@@ run it";
+    // OpenAI Chat Completions, streamed.
+    let r = await post(`${m.url}/v1/chat/completions`, { stream: true, messages: [{ role: "user", content: prompt }], tools: [{ type: "function", function: { name: "bash" } }] });
+    let chunks = sseData(r.text);
+    const tc = chunks[0].choices[0].delta.tool_calls[0];
+    assert.equal(tc.function.name, "bash");
+    assert.equal(JSON.parse(tc.function.arguments).command, "echo hi");
+    assert.equal(chunks.at(-1).choices[0].finish_reason, "tool_calls");
+    r = await post(`${m.url}/v1/chat/completions`, { messages: [{ role: "user", content: prompt }, { role: "tool", content: "hi" }], tools: [{ type: "function", function: { name: "bash" } }] });
+    assert.equal(JSON.parse(r.text).choices[0].finish_reason, "stop");
+    // OpenAI Responses, streamed.
+    r = await post(`${m.url}/v1/responses`, { stream: true, input: [{ type: "message", role: "user", content: [{ type: "input_text", text: prompt }] }], tools: [{ type: "function", name: "shell_command" }] });
+    const done = sseData(r.text).find((e) => e.type === "response.completed");
+    assert.equal(done.response.output[0].type, "function_call");
+    assert.deepEqual(JSON.parse(done.response.output[0].arguments), { command: "echo hi" });
+    // Anthropic Messages, streamed: the tool input arrives as JSON deltas.
+    r = await post(`${m.url}/v1/messages?beta=true`, { stream: true, messages: [{ role: "user", content: [{ type: "text", text: prompt }] }], tools: [{ name: "Bash" }] });
+    const events = sseData(r.text);
+    assert.equal(events.find((e) => e.type === "content_block_start").content_block.name, "Bash");
+    assert.equal(JSON.parse(events.find((e) => e.type === "content_block_delta").delta.partial_json).command, "echo hi");
+    assert.equal(events.find((e) => e.type === "message_delta").delta.stop_reason, "tool_use");
+    r = await post(`${m.url}/v1/messages`, { messages: [{ role: "user", content: prompt }, { role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "hi" }] }], tools: [{ name: "Bash" }] });
+    assert.equal(JSON.parse(r.text).stop_reason, "end_turn");
+    // Gemini, streamed and not; a JSON side question gets JSON.
+    r = await post(`${m.url}/v1beta/models/g:streamGenerateContent?alt=sse`, { contents: [{ role: "user", parts: [{ text: prompt }] }], tools: [{ functionDeclarations: [{ name: "run_shell_command" }] }] });
+    assert.equal(sseData(r.text)[0].candidates[0].content.parts[0].functionCall.args.command, "echo hi");
+    r = await post(`${m.url}/v1beta/models/g:generateContent`, { contents: [{ role: "user", parts: [{ text: prompt }] }], generationConfig: { responseMimeType: "application/json", responseJsonSchema: { type: "object", properties: { next_speaker: { type: "string", enum: ["model", "user"] }, score: { type: "integer", minimum: 1 } } } } });
+    assert.deepEqual(JSON.parse(JSON.parse(r.text).candidates[0].content.parts[0].text), { next_speaker: "user", score: 1 });
+    // Anything else is a clear 404.
+    r = await post(`${m.url}/v1/embeddings`, {});
+    assert.equal(r.status, 404);
+    assert.match(r.text, /does not serve POST \/v1\/embeddings/);
+  } finally {
+    await m.close();
+  }
+});
+
+test("the check passes the truth and fails what differs from it", () => {
+  const exit3 = full.steps.find((s) => s.id === "exit3");
+  const good = { command: exit3.command, state: "SHELL_STATE_ENDED", outcome: "SHELL_OUTCOME_FAILED", exitCode: 3, output: { text: "a\nb\n" } };
+  assert.deepEqual(checkCall(good, exit3.truth, exit3.command), []);
+  assert.match(checkCall({ ...good, exitCode: undefined, outcome: "SHELL_OUTCOME_UNKNOWN" }, exit3.truth, exit3.command).join(";"), /outcome UNKNOWN.*exit absent, want 3/);
+  assert.deepEqual(checkCall({ ...good, output: { text: "a" } }, exit3.truth, exit3.command), ['output lacks "a\\nb"']);
+  assert.deepEqual(checkCall(undefined, exit3.truth, exit3.command), ["no shell call in this turn"]);
+  assert.deepEqual(checkCall({ ...good, command: "" }, exit3.truth, exit3.command), ["no command"]);
+  const big = full.steps.find((s) => s.id === "big");
+  const bigGood = { command: big.command, state: "SHELL_STATE_ENDED", outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0, output: { text: "59999\n60000\n", truncated: true } };
+  assert.deepEqual(checkCall(bigGood, big.truth, big.command), []);
+  assert.deepEqual(checkCall({ ...bigGood, output: { text: "59999\n60000\n" } }, big.truth, big.command), ["output over the limit not marked truncated"]);
+  const kill = full.steps.find((s) => s.id === "kill");
+  const killed = { command: kill.command, state: "SHELL_STATE_ENDED", outcome: "SHELL_OUTCOME_FAILED", output: { text: "before-kill\n" } };
+  assert.deepEqual(checkCall(killed, kill.truth, kill.command), []);
+  assert.deepEqual(checkCall({ ...killed, exitCode: 137 }, kill.truth, kill.command), []);
+  assert.deepEqual(checkCall({ ...killed, exitCode: -1 }, kill.truth, kill.command), ["exit -1, want absent or 137"]);
+  const cancel = full.steps.find((s) => s.id === "cancel");
+  const cancelled = { command: cancel.command, state: "SHELL_STATE_ENDED", outcome: "SHELL_OUTCOME_CANCELLED", output: { text: "tick1\ntick2\n" } };
+  assert.deepEqual(checkCall(cancelled, cancel.truth, cancel.command), []);
+  assert.match(checkCall({ ...cancelled, exitCode: 0 }, cancel.truth, cancel.command).join(), /exit 0, want absent or nonzero/);
+  assert.match(checkCall({ ...cancelled, state: "SHELL_STATE_RUNNING", outcome: undefined }, cancel.truth, cancel.command).join(), /state RUNNING/);
+});

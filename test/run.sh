@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test of acpnorm; the README's test command.
 #
-#   bash test/run.sh            everything (5 min 16 s on a shared 2-core machine
-#                               with warm Go and npm caches; a fresh machine
-#                               also installs)
+#   bash test/run.sh            everything (5 to 9 minutes on a busy, shared
+#                               2-core machine with warm Go and npm caches; a
+#                               fresh machine also installs)
 #   FUZZTIME=1m bash test/run.sh  fuzz each target longer
 #
 # The steps, in order:

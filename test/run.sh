@@ -102,8 +102,9 @@ bash test/clients.sh
 echo "== container image"
 bash test/image.sh
 
-echo "== real agent harness: its own tests, then OpenCode on three steps (the full matrix: bash test/agents/run.sh)"
+echo "== real agent harness: its own tests, the committed recordings, then OpenCode on three steps (the full matrix: bash test/agents/run.sh)"
 node --test test/agents/harness.test.mjs
+bash test/agents/run.sh --replay # the committed recordings of every agent, against this tree
 bash test/agents/run.sh --scenario smoke opencode
 
 echo "test/run.sh: all checks passed"

@@ -87,3 +87,18 @@ func TestEchoHeldAfterEnd(t *testing.T) {
 		t.Fatalf("late text held back: %+v ok=%v", r.Texts[Combined], ok)
 	}
 }
+
+// TestEchoHeldSnapshotThenDelta: a held partial snapshot followed by a
+// delta loses nothing.
+func TestEchoHeldSnapshotThenDelta(t *testing.T) {
+	for _, tc := range []struct{ second, want string }{{"ke\nok\n", "ok\n"}, {"x\n", "$ max\n"}} {
+		c := NewCall("c1", 1024)
+		c.Apply(&Observation{Shell: ShellYes, Command: "make", Status: StatusRunning, Texts: []Text{{Kind: Snapshot, Text: "$ ma"}}})
+		c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: tc.second}}})
+		c.Apply(&Observation{Status: StatusCompleted})
+		r, _ := c.Revision()
+		if r.Texts[Combined] == nil || r.Texts[Combined].Text != tc.want {
+			t.Errorf("then %q: output %+v, want %q", tc.second, r.Texts[Combined], tc.want)
+		}
+	}
+}

@@ -15,7 +15,7 @@
 //		...
 //		if x := res.GetShellExec(); x != nil {
 //			if err := f.Apply(x); err != nil {
-//				log.Print(err) // for example a gap after a reconnect
+//				log.Print(err) // a gap after a reconnect, resynchronised or not
 //			}
 //			cur := f.State(fold.KeyOf(x)) // whole text so far in cur.Output.Text
 //		}
@@ -48,6 +48,7 @@ type ErrorKind int
 const (
 	// Gap: the revision is past the next one expected (revisions were
 	// missed; a call first seen at a revision other than 1 is a gap too).
+	// Error.Applied says whether the Folder resynchronised from it.
 	Gap ErrorKind = iota + 1
 	// Restart: the revision is not past the last one applied (numbering
 	// went back, or a revision came twice).
@@ -70,11 +71,15 @@ func (k ErrorKind) String() string {
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }
 
-// Error reports a revision that was not applied. The call's state is what it
-// was before that revision.
+// Error reports a revision out of order or malformed. Unless Applied, the
+// call's state is what it was before that revision.
 type Error struct {
 	Kind ErrorKind
 	Key  Key
+	// Applied is true for a Gap revision that carried no APPEND text: its
+	// scalars and REPLACE texts were taken (texts it did not carry keep what
+	// was held) and numbering goes on from it.
+	Applied bool
 	// Held is the last revision applied to the call (0 when none was).
 	Held uint32
 	// Got is the revision number that was refused.
@@ -86,7 +91,11 @@ type Error struct {
 func (e *Error) Error() string {
 	switch e.Kind {
 	case Gap:
-		return fmt.Sprintf("fold: call %q of session %q: revision %d after %d: %d revision(s) missing", e.Key.ToolCallID, e.Key.SessionID, e.Got, e.Held, e.Got-e.Held-1)
+		what := "not applied: it appends to text that missed a part"
+		if e.Applied {
+			what = "resynchronised from its whole text"
+		}
+		return fmt.Sprintf("fold: call %q of session %q: revision %d after %d: %d revision(s) missing; %s", e.Key.ToolCallID, e.Key.SessionID, e.Got, e.Held, e.Got-e.Held-1, what)
 	case Restart:
 		return fmt.Sprintf("fold: call %q of session %q: revision %d after %d: numbering went back or repeated", e.Key.ToolCallID, e.Key.SessionID, e.Got, e.Held)
 	}
@@ -113,9 +122,10 @@ type text struct {
 	totalBytes int64
 }
 
-// Apply folds one revision into the state of its call. It returns an *Error,
-// and changes nothing, when the revision is out of order or malformed.
-// Apply keeps no reference to x.
+// Apply folds one revision into the state of its call. It returns an *Error
+// when the revision is out of order or malformed; then it changes nothing,
+// unless the error is a Gap with Applied set (see Error). Apply keeps no
+// reference to x.
 func (f *Folder) Apply(x *pb.ShellExec) error {
 	if x == nil {
 		return &Error{Kind: Invalid, Detail: "nil revision"}
@@ -132,16 +142,24 @@ func (f *Folder) Apply(x *pb.ShellExec) error {
 		return &Error{Kind: Invalid, Key: k, Held: held, Got: got, Detail: "revision 0 (revisions count from 1)"}
 	case got <= held:
 		return &Error{Kind: Restart, Key: k, Held: held, Got: got}
-	case got > held+1:
-		return &Error{Kind: Gap, Key: k, Held: held, Got: got}
 	}
 	in := [3]*pb.ShellText{x.GetOutput(), x.GetStdout(), x.GetStderr()}
+	appends := false
 	for i, t := range in {
 		if t == nil {
 			continue
 		}
-		if m := t.GetMode(); m != pb.TextMode_TEXT_MODE_APPEND && m != pb.TextMode_TEXT_MODE_REPLACE {
+		m := t.GetMode()
+		if m != pb.TextMode_TEXT_MODE_APPEND && m != pb.TextMode_TEXT_MODE_REPLACE {
 			return &Error{Kind: Invalid, Key: k, Held: held, Got: got, Detail: fmt.Sprintf("%s has mode %v", fieldNames[i], m)}
+		}
+		appends = appends || m == pb.TextMode_TEXT_MODE_APPEND
+	}
+	var gap *Error
+	if got > held+1 {
+		gap = &Error{Kind: Gap, Key: k, Held: held, Got: got, Applied: !appends}
+		if appends {
+			return gap
 		}
 	}
 	if c == nil {
@@ -173,6 +191,9 @@ func (f *Folder) Apply(x *pb.ShellExec) error {
 		held.totalBytes = t.GetTotalBytes()
 	}
 	c.dirty = true
+	if gap != nil {
+		return gap
+	}
 	return nil
 }
 

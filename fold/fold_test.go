@@ -21,6 +21,7 @@ type vectors struct {
 		Steps []struct {
 			Revision json.RawMessage
 			Error    string
+			Applied  bool
 		}
 		Want []json.RawMessage
 	}
@@ -66,6 +67,8 @@ func TestVectors(t *testing.T) {
 					t.Fatalf("step %d: want a %s error, got %v", i, s.Error, err)
 				case s.Error != "" && fe.Kind.String() != s.Error:
 					t.Fatalf("step %d: want a %s error, got %s: %v", i, s.Error, fe.Kind, err)
+				case fe != nil && fe.Applied != s.Applied:
+					t.Fatalf("step %d: applied %v, want %v: %v", i, fe.Applied, s.Applied, err)
 				case fe != nil && (fe.Got != x.GetRevision() || fe.Key != fold.KeyOf(x) || !strings.Contains(err.Error(), x.GetToolCallId())):
 					t.Fatalf("step %d: error does not name the revision: %+v", i, fe)
 				}

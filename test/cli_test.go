@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acpnorm/acpnorm/internal/testcerts"
 )
 
 // The command line of the real binary: help, version and exit statuses.
@@ -197,5 +199,36 @@ func TestCLIHealth(t *testing.T) {
 		if strings.Contains(line, "grpc.health") {
 			t.Errorf("a health check was logged at the default level: %s", line)
 		}
+	}
+}
+
+// TestCLIOverTLSAndToken runs the real server with TLS and a bearer token
+// and reaches it with health and replay --addr as a script would.
+func TestCLIOverTLSAndToken(t *testing.T) {
+	bin := buildCLI(t)
+	dir := t.TempDir()
+	if err := testcerts.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	ca, token := filepath.Join(dir, testcerts.CA), filepath.Join(dir, testcerts.Token)
+	d := startDaemon(t, bin, "--tls-cert", filepath.Join(dir, testcerts.ServerCert), "--tls-key", filepath.Join(dir, testcerts.ServerKey), "--auth-token-file", token)
+
+	// Health is exempt from the token, not from TLS.
+	code, out, errOut := runBin(t, bin, "health", "--addr", d.grpc, "--ca-file", ca)
+	if code != 0 || out != d.grpc+" SERVING\n" {
+		t.Errorf("health over TLS: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut = runBin(t, bin, "health", "--addr", d.grpc); code != 1 {
+		t.Errorf("plaintext health to a TLS server: exit %d, stderr %q", code, errOut)
+	}
+
+	rec := "testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson"
+	code, out, errOut = runBin(t, bin, "replay", "--addr", d.grpc, "--ca-file", ca, "--token-file", token, rec)
+	if code != 0 || !strings.Contains(out, "ENDED  FAILED     3") {
+		t.Errorf("replay with TLS and the token: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	code, _, errOut = runBin(t, bin, "replay", "--addr", d.grpc, "--ca-file", ca, rec)
+	if code != 1 || !strings.Contains(errOut, "Unauthenticated") {
+		t.Errorf("replay without the token: exit %d, stderr %s", code, errOut)
 	}
 }

@@ -9,9 +9,12 @@
 # The steps, in order:
 #   1. test/setup.sh installs what is missing (apt: protoc, grpc_python_plugin,
 #      python3-grpcio/-protobuf/-venv/-setuptools/-wheel, podman; npm ci in
-#      clients/ts; staticcheck and the code generators into .bin/);
+#      clients/ts; staticcheck, govulncheck and the code generators into
+#      .bin/);
 #   2. gofmt, go vet, go mod tidy -diff (go.mod and go.sum are tidy),
-#      staticcheck, and the licence copies in the client packages;
+#      staticcheck, govulncheck (skipped, saying so, when its database at
+#      vuln.go.dev cannot be reached), and the licence copies in the client
+#      packages;
 #   3. buf lint and a regeneration check of gen/ and its copy in
 #      clients/python (bash gen/generate.sh must leave them unchanged), then
 #      buf breaking against main;
@@ -23,8 +26,9 @@
 #      against the real binary (test/clients.sh);
 #   7. the container image: build it and check the binary taken out of it
 #      (test/image.sh; it says SKIP without podman or docker);
-#   8. a short run of one real agent build against a scripted model
-#      (test/agents/run.sh --scenario smoke opencode).
+#   8. the real-agent harness's own tests, then a short run of one real
+#      agent build against a scripted model (test/agents/run.sh --scenario
+#      smoke opencode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
@@ -43,6 +47,22 @@ go mod tidy -diff
 
 echo "== staticcheck"
 .bin/staticcheck ./...
+
+echo "== govulncheck (known vulnerabilities in the code paths the module uses)"
+# Exit 3 means it found vulnerabilities: that fails. When its database
+# (https://vuln.go.dev) cannot be reached it skips, saying so; any other
+# error fails.
+vuln_rc=0
+vuln_out=$(.bin/govulncheck ./... 2>&1) || vuln_rc=$?
+if [ "$vuln_rc" -eq 0 ]; then
+  echo "$vuln_out" | tail -n 2
+elif [ "$vuln_rc" -ne 3 ] && grep -q 'fetching vulnerabilities' <<<"$vuln_out"; then
+  echo "SKIP govulncheck: its vulnerability database cannot be reached from this machine:"
+  grep -m1 'fetching vulnerabilities' <<<"$vuln_out"
+else
+  echo "$vuln_out" >&2
+  exit 1
+fi
 
 echo "== each package carries the licence (LICENSE, copied into clients/ts and clients/python)"
 for copy in clients/ts/LICENSE clients/python/LICENSE; do

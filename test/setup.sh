@@ -54,5 +54,15 @@ if [ "$(cat .bin/staticcheck.version 2>/dev/null)" != "$STATICCHECK_VERSION" ] |
   echo "$STATICCHECK_VERSION" > .bin/staticcheck.version
 fi
 
+# govulncheck, pinned; it needs https://vuln.go.dev at run time (test/run.sh
+# skips it, saying so, when that cannot be reached).
+GOVULNCHECK_VERSION=v1.9.0
+if [ "$(cat .bin/govulncheck.version 2>/dev/null)" != "$GOVULNCHECK_VERSION" ] || [ ! -x .bin/govulncheck ]; then
+  echo "== go install govulncheck@$GOVULNCHECK_VERSION"
+  mkdir -p .bin
+  GOBIN="$PWD/.bin" go install "golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK_VERSION"
+  echo "$GOVULNCHECK_VERSION" > .bin/govulncheck.version
+fi
+
 echo "== go mod download"
 go mod download

@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/acpnorm/acpnorm/internal/testcerts"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -26,82 +20,36 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// testPKI is a CA with a certificate for 127.0.0.1 and one for a client,
-// written as PEM files into a temporary directory.
-type testPKI struct {
-	dir                           string
-	caFile, serverCert, serverKey string
-	clientCert, clientKey         string
-	pool                          *x509.CertPool
-	serverPair                    tls.Certificate
+// certs writes fresh test certificates and returns their directory.
+func certs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := testcerts.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
-func newTestPKI(t *testing.T) *testPKI {
+func in(dir, name string) string { return filepath.Join(dir, name) }
+
+// serveHealthTLS serves a SERVING health service over TLS on loopback with
+// the certificates in dir, requiring a client certificate when mutual and
+// the bearer token when token is not empty. It returns the address.
+func serveHealthTLS(t *testing.T, dir string, mutual bool, token string) string {
 	t.Helper()
-	p := &testPKI{dir: t.TempDir()}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pair, err := tls.LoadX509KeyPair(in(dir, testcerts.ServerCert), in(dir, testcerts.ServerKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "acpnorm test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	p.pool = x509.NewCertPool()
-	p.pool.AddCert(ca)
-	p.caFile = p.write(t, "ca.pem", "CERTIFICATE", caDER)
-	leaf := func(name string, serial int64, usage x509.ExtKeyUsage, ips []net.IP) (certFile, keyFile string) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.write(t, name+".pem", "CERTIFICATE", der), p.write(t, name+"-key.pem", "EC PRIVATE KEY", keyDER)
-	}
-	p.serverCert, p.serverKey = leaf("server", 2, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
-	p.clientCert, p.clientKey = leaf("client", 3, x509.ExtKeyUsageClientAuth, nil)
-	p.serverPair, err = tls.LoadX509KeyPair(p.serverCert, p.serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(p.dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// serveHealthTLS serves a SERVING health service over TLS on loopback,
-// requiring a client certificate when mutual and the bearer token when
-// token is not empty. It returns the address.
-func serveHealthTLS(t *testing.T, p *testPKI, mutual bool, token string) string {
-	t.Helper()
-	cfg := &tls.Config{Certificates: []tls.Certificate{p.serverPair}, MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	if mutual {
-		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, p.pool
+		caPEM, err := os.ReadFile(in(dir, testcerts.CA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, pool
 	}
 	opts := []grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}
 	if token != "" {
@@ -127,17 +75,17 @@ func serveHealthTLS(t *testing.T, p *testPKI, mutual bool, token string) string 
 }
 
 func TestHealthOverTLSWithToken(t *testing.T) {
-	p := newTestPKI(t)
-	tokenFile := filepath.Join(p.dir, "token")
+	dir := certs(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := serveHealthTLS(t, p, false, "s3cret")
-	code, out, errOut := runCLI("health", "--addr", addr, "--ca-file", p.caFile, "--token-file", tokenFile)
+	addr := serveHealthTLS(t, dir, false, "s3cret")
+	code, out, errOut := runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA), "--token-file", tokenFile)
 	if code != 0 || out != addr+" SERVING\n" {
 		t.Errorf("TLS and token: exit %d, %q %q", code, out, errOut)
 	}
-	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", p.caFile)
+	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA))
 	if code != exitFail || !strings.Contains(errOut, "Unauthenticated") {
 		t.Errorf("no token: exit %d, %q", code, errOut)
 	}
@@ -152,17 +100,17 @@ func TestHealthOverTLSWithToken(t *testing.T) {
 }
 
 func TestHealthOverMutualTLS(t *testing.T) {
-	p := newTestPKI(t)
-	addr := serveHealthTLS(t, p, true, "")
-	code, out, errOut := runCLI("health", "--addr", addr, "--ca-file", p.caFile, "--cert-file", p.clientCert, "--key-file", p.clientKey)
+	dir := certs(t)
+	addr := serveHealthTLS(t, dir, true, "")
+	code, out, errOut := runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA), "--cert-file", in(dir, testcerts.ClientCert), "--key-file", in(dir, testcerts.ClientKey))
 	if code != 0 || out != addr+" SERVING\n" {
 		t.Errorf("mutual TLS: exit %d, %q %q", code, out, errOut)
 	}
-	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", p.caFile)
+	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA))
 	if code != exitFail {
 		t.Errorf("no client certificate: exit %d, %q", code, errOut)
 	}
-	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", p.caFile, "--cert-file", p.clientCert)
+	code, _, errOut = runCLI("health", "--addr", addr, "--ca-file", in(dir, testcerts.CA), "--cert-file", in(dir, testcerts.ClientCert))
 	if code != exitUsage || !strings.Contains(errOut, "--cert-file and --key-file go together") {
 		t.Errorf("certificate without key: exit %d, %q", code, errOut)
 	}

@@ -26,7 +26,7 @@ func (b *Buffer) growthBound(lens ...int) int {
 // Size is the memory a Call holds for text: its output streams and the
 // strings it keeps about the command. It changes only in Apply and End.
 func (c *Call) Size() int {
-	n := len(c.id) + len(c.cur.terminalID) + len(c.cur.command) + len(c.cur.cwd) + len(c.cur.description) + len(c.cur.approvalReason) + len(c.cur.signal)
+	n := len(c.id) + len(c.cur.terminalID) + len(c.cur.command) + len(c.cur.cwd) + len(c.cur.description) + len(c.cur.approvalReason) + len(c.cur.signal) + len(c.cancelNotice) + len(c.cur.reason)
 	for s, b := range c.streams {
 		if b != nil {
 			n += b.Size()
@@ -40,7 +40,10 @@ func (c *Call) Size() int {
 // that must bound memory reserves it before Apply and settles the real
 // change after.
 func (c *Call) GrowthBound(o *Observation) int {
-	n := len(o.TerminalID) + len(o.Command) + len(o.Cwd) + len(o.Description) + len(o.ApprovalReason) + len(o.Signal)
+	// The outcome reason, rewritten when the call ends or learns more, can
+	// quote the signal and the agent's cancel notice.
+	n := len(o.TerminalID) + len(o.Command) + len(o.Cwd) + len(o.Description) + len(o.ApprovalReason) +
+		maxReason + 2*(len(o.Signal)+len(o.CancelNotice)+len(c.cur.signal)+len(c.cancelNotice))
 	var lens [numStreams][]int
 	for _, t := range o.Texts {
 		if t.Stream < numStreams {
@@ -66,6 +69,10 @@ func (c *Call) GrowthBound(o *Observation) int {
 	}
 	return n
 }
+
+// maxReason bounds the outcome reason's own words (without the signal or
+// notice it quotes).
+const maxReason = 128
 
 // EndGrowthBound is the most that Size can grow when the call is ended
 // (End, or an observation that ends it): held-back bytes are flushed.

@@ -11,12 +11,20 @@ func TestGrowthBoundHolds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pieces := []string{"a", "héllo\n", "\xff\xfe", "\xe2\x82", "\xac", strings.Repeat("x", 300), strings.Repeat("y", 5000)}
 	kinds := []TextKind{Delta, Snapshot, Window, Final}
-	for round := range 150 {
+	for round := range 100 {
 		c := NewCall("c", 64+rng.IntN(4096))
 		for step := range 40 {
 			o := &Observation{ToolCallID: "c", Shell: ShellYes}
 			if rng.IntN(3) == 0 {
 				o.Command = strings.Repeat("c", rng.IntN(50))
+			}
+			switch rng.IntN(8) {
+			case 0:
+				o.Signal = strings.Repeat("S", 1+rng.IntN(40))
+			case 1:
+				o.Cancelled, o.CancelNotice = true, strings.Repeat("n", rng.IntN(200))
+			case 2:
+				o.Exit = &Exit{Code: int32(rng.IntN(3)), Source: ExitTerminal}
 			}
 			for range rng.IntN(4) {
 				var sb strings.Builder

@@ -148,9 +148,6 @@ func observeQwen(u *qwenCall) []accum.Observation {
 
 func askQwen(u *qwenCall) accum.Observation {
 	o := u.askBase()
-	if o.Shell == accum.ShellNo {
-		o.Shell = accum.ShellUnknown
-	}
 	qwenInputs(&o, u)
 	// Content of an ask, if any, is the reason for asking.
 	o.ApprovalReason = u.askReason()

@@ -108,6 +108,9 @@ func TestQwenPermission(t *testing.T) {
 		{name: "ask without a rawInput command: the title less its description, as a title command",
 			ask:  `{"toolCallId":"run_shell_command-1","title":"make (Build it)","kind":"execute","status":"pending","rawInput":{"description":"Build it"}}`,
 			want: one(accum.Observation{ToolCallID: id, Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "make", CommandFromTitle: true, Description: "Build it"})},
+		{name: "an edit tool's ask is not a shell call's",
+			ask:  `{"toolCallId":"edit-3","title":"Edit a.go","kind":"edit","status":"pending","rawInput":{"file_path":"a.go"}}`,
+			want: one(accum.Observation{ToolCallID: "edit-3", Shell: accum.ShellNo, Status: accum.StatusPending, PermissionAsk: true})},
 	})
 	for _, name := range []string{"qwen-code", "Qwen-Code", "qwen", "@qwen-code/qwen-code", "qwen-code@0.24.0"} {
 		if got := Detect(name).Info().Name; got != "qwen" {

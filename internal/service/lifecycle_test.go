@@ -223,3 +223,27 @@ func TestLateEvidenceWithinGraceCannotFlipOutcome(t *testing.T) {
 		t.Fatalf("late exit of an UNKNOWN end: %v", x)
 	}
 }
+
+// Over gRPC: a late frame about a call of a closed session gets a
+// FrameError, and the stream and the other sessions go on.
+func TestReleasedCallOverGRPC(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	st := h.open()
+	st.send("a", openCall("c1", "sleep 9"))
+	st.exec()
+	st.send("b", openCall("c1", "true"))
+	st.exec()
+	st.control(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "a", Sequence: 50}}})
+	if x := st.exec(); x.GetSessionId() != "a" || x.GetState() != pb.ShellState_SHELL_STATE_ENDED {
+		t.Fatalf("close: %v", x)
+	}
+	late := st.send("a", delta("c1", "late"))
+	fe := st.frameError()
+	if fe.GetSequence() != late || codes.Code(fe.GetCode()) != codes.FailedPrecondition || fe.GetToolCallId() != "c1" || !strings.Contains(fe.GetMessage(), "closed") {
+		t.Fatalf("late frame: %v", fe)
+	}
+	st.send("b", finish("c1", 0))
+	if x := st.exec(); x.GetSessionId() != "b" || x.GetRevision() != 2 {
+		t.Fatalf("other session after the late frame: %v", x)
+	}
+}

@@ -138,7 +138,7 @@ func (ss *sessions) budget(s *session, e *entry, o *accum.Observation, r *reply)
 	what := "output"
 	need = e.call.GrowthBound(o)
 	if ss.reserve(s, need) != "" {
-		for _, f := range []*string{&o.Command, &o.Cwd, &o.Description, &o.ApprovalReason, &o.Signal, &o.TerminalID} {
+		for _, f := range []*string{&o.Command, &o.Cwd, &o.Description, &o.ApprovalReason, &o.CancelNotice, &o.TerminalID} {
 			dropped += len(*f)
 			*f = ""
 		}

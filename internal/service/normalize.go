@@ -24,13 +24,6 @@ const TrailerRequestsApplied = "acpnorm-requests-applied"
 // errDraining ends streams when the server shuts down.
 var errDraining = status.Error(codes.Unavailable, "acpnormd is shutting down; reconnect and resend the requests after the "+TrailerRequestsApplied+" trailer's count (session state is shared)")
 
-// received is what the reader goroutine hands the stream loop: one request,
-// or the error that ended reading.
-type received struct {
-	req *pb.NormalizeRequest
-	err error
-}
-
 // Normalize implements pb.NormalizerServiceServer. One goroutine reads
 // requests off the wire, the handler's goroutine applies them in order, and
 // a third sends the responses, with a bounded queue between the last two:
@@ -135,22 +128,36 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 // stops: requests still in flight are not applied, and the trailer's count
 // tells the client which ones were.
 func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_NormalizeServer, out chan<- *pb.NormalizeResponse) (uint64, error) {
-	in := make(chan received)
+	in := make(chan *pb.NormalizeRequest)
+	// The reader's error is set before readerDone closes, and is never
+	// dropped: it says why the stream ended (io.EOF: the client closed
+	// its side, after every request was handed over).
 	readerDone := make(chan struct{})
+	var readErr error
 	go func() {
 		defer close(readerDone)
 		for {
 			req, err := stream.Recv()
-			select {
-			case in <- received{req, err}:
-			case <-ctx.Done():
+			if err != nil {
+				readErr = err
 				return
 			}
-			if err != nil {
+			select {
+			case in <- req:
+			case <-ctx.Done():
 				return
 			}
 		}
 	}()
+	ended := func() error {
+		switch {
+		case readErr == nil: // the reader stopped because the stream ended
+			return s.endCause(ctx)
+		case errors.Is(readErr, io.EOF):
+			return nil
+		}
+		return s.recvFailed(readErr)
+	}
 	var applied uint64
 	d := newDelivered()
 	// apply applies one request and queues what it produces. A request
@@ -159,6 +166,16 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// the first revision of each call on the client's next stream carries
 	// the whole text. One the session lock was never taken for does not.
 	apply := func(req *pb.NormalizeRequest) error {
+		if fields := invalidUTF8(req); fields != "" {
+			s.sessions.m.frameError(codes.InvalidArgument)
+			select {
+			case out <- notUTF8Error(req, fields):
+				applied++
+				return nil
+			case <-ctx.Done():
+				return s.endCause(ctx)
+			}
+		}
 		queueFailed := false
 		err := s.sessions.handleOn(ctx, req, d, func(r *pb.NormalizeResponse) error {
 			select {
@@ -182,41 +199,34 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	}
 	for {
 		select {
-		case got := <-in:
-			if got.err != nil {
-				if errors.Is(got.err, io.EOF) {
-					return applied, nil
-				}
-				return applied, s.recvFailed(got.err)
-			}
-			if err := apply(got.req); err != nil {
+		case req := <-in:
+			if err := apply(req); err != nil {
 				return applied, err
 			}
+		case <-readerDone:
+			return applied, ended()
 		case <-ctx.Done():
 			// gRPC ends a stream whose message it cannot read (too large,
 			// not valid protobuf) before Recv returns that error: prefer
-			// the error to the bare cancel when the reader has it.
-			// The reader returns at once then, as the stream is over.
+			// the error to the bare cancel when the reader has it. The
+			// reader returns at once then, as the stream is over.
 			if stream.Context().Err() != nil {
 				wait := time.NewTimer(time.Second)
 				defer wait.Stop()
 				select {
-				case got := <-in:
-					if got.err != nil && !errors.Is(got.err, io.EOF) {
-						return applied, s.recvFailed(got.err)
-					}
 				case <-readerDone:
+					if readErr != nil && !errors.Is(readErr, io.EOF) && status.Code(readErr) != codes.Canceled {
+						return applied, s.recvFailed(readErr)
+					}
 				case <-wait.C:
 				}
 			}
 			return applied, s.endCause(ctx)
 		case <-s.draining:
 			select {
-			case got := <-in:
-				if got.err == nil {
-					if err := apply(got.req); err != nil {
-						return applied, err
-					}
+			case req := <-in:
+				if err := apply(req); err != nil {
+					return applied, err
 				}
 			default:
 			}

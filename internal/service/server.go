@@ -103,6 +103,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveTime, Timeout: opts.KeepaliveTimeout}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(streams...),
+		grpc.ForceServerCodecV2(newTolerantCodec()),
 	}
 	if opts.MaxStreams > 0 {
 		gopts = append(gopts, grpc.MaxConcurrentStreams(uint32(min(opts.MaxStreams, math.MaxUint32))))

@@ -42,7 +42,8 @@ if ! unshare -n true 2>/dev/null; then
   exit 0
 fi
 
-mapfile -t runs < <(node agents.mjs list "${agents[@]}")
+list=$(node agents.mjs list "${agents[@]}") # fails on an unknown agent
+mapfile -t runs <<<"$list"
 
 # Install the pinned agents: only the workspaces asked for, unless they are
 # already installed from this very lockfile.

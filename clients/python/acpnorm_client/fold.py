@@ -6,7 +6,11 @@ added to what the client holds, TEXT_MODE_REPLACE text replaces it, and an
 absent field leaves it as it was. A final (ENDED) revision folds the same
 way. Revisions count 1, 2, 3, ... per (session_id, tool_call_id) with no gap;
 a :class:`Folder` checks that and raises :class:`FoldError` for a gap, a
-restart or a repeat, without applying that revision.
+restart or a repeat. A restart, a repeat or a malformed revision is not
+applied. A revision after a gap is applied only when it carries no APPEND
+text, so that it cannot add to text that missed a part: that is how a client
+resynchronises after a reconnect, whose first revision carries the whole text
+(REPLACE); the error then has ``applied`` set.
 
     folder = Folder()
     for r in client.normalize_lines(lines, session_id="s1"):
@@ -38,21 +42,28 @@ def key_of(x: "pb.ShellExec") -> Key:
 
 
 class FoldError(ValueError):
-    """A revision that was not applied; the call's state is unchanged.
+    """A revision out of order or malformed. Unless ``applied``, the call's
+    state is unchanged.
 
     ``kind`` is ``"gap"`` (past the next revision expected; a call first
     seen past revision 1 too), ``"restart"`` (not past the last one applied:
     numbering went back or repeated) or ``"invalid"`` (revision 0, or a text
     field whose mode is neither APPEND nor REPLACE). ``held`` is the last
-    revision applied to the call (0 when none), ``got`` the one refused.
+    revision applied to the call (0 when none), ``got`` the one reported.
+    ``applied`` is True for a gap revision that carried no APPEND text: its
+    scalars and REPLACE texts were taken (texts it did not carry keep what
+    was held) and numbering goes on from it.
     """
 
-    def __init__(self, kind: str, key: Key, held: int, got: int, detail: str = ""):
+    def __init__(self, kind: str, key: Key, held: int, got: int, detail: str = "", applied: bool = False):
         self.kind, self.key, self.held, self.got, self.detail = kind, key, held, got, detail
+        self.applied = applied
         session, call = key
         where = f"call {call!r} of session {session!r}"
         if kind == "gap":
-            msg = f"{where}: revision {got} after {held}: {got - held - 1} revision(s) missing"
+            what = ("resynchronised from its whole text" if applied
+                    else "not applied: it appends to text that missed a part")
+            msg = f"{where}: revision {got} after {held}: {got - held - 1} revision(s) missing; {what}"
         elif kind == "restart":
             msg = f"{where}: revision {got} after {held}: numbering went back or repeated"
         else:
@@ -88,9 +99,9 @@ class Folder:
         self._calls: Dict[Key, _Call] = {}  # dicts keep first-applied order
 
     def apply(self, x: "pb.ShellExec") -> None:
-        """Folds one revision into its call's state; raises FoldError, and
-        changes nothing, when it is out of order or malformed. Keeps no
-        reference to ``x``."""
+        """Folds one revision into its call's state; raises FoldError when it
+        is out of order or malformed, having changed nothing unless the
+        error's ``applied`` is set. Keeps no reference to ``x``."""
         key = key_of(x)
         c = self._calls.get(key)
         held = c.last.revision if c is not None and c.last is not None else 0
@@ -99,11 +110,18 @@ class Folder:
             raise FoldError("invalid", key, held, got, "revision 0 (revisions count from 1)")
         if got <= held:
             raise FoldError("restart", key, held, got)
-        if got > held + 1:
-            raise FoldError("gap", key, held, got)
+        appends = False
         for name in _FIELDS:
-            if x.HasField(name) and getattr(x, name).mode not in _MODES:
-                raise FoldError("invalid", key, held, got, f"{name} has mode {getattr(x, name).mode}")
+            if x.HasField(name):
+                mode = getattr(x, name).mode
+                if mode not in _MODES:
+                    raise FoldError("invalid", key, held, got, f"{name} has mode {mode}")
+                appends = appends or mode == pb.TEXT_MODE_APPEND
+        gap = None
+        if got > held + 1:
+            gap = FoldError("gap", key, held, got, applied=not appends)
+            if appends:
+                raise gap
         if c is None:
             c = self._calls[key] = _Call()
         last = pb.ShellExec()
@@ -124,6 +142,8 @@ class Folder:
             held_text.total_bytes = t.total_bytes
         c.last = last
         c.state = None
+        if gap is not None:
+            raise gap
 
     def state(self, key: Key) -> Optional["pb.ShellExec"]:
         """The folded state of a call, or None when none of its revisions was

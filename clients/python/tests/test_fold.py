@@ -43,6 +43,7 @@ class VectorsTest(unittest.TestCase):
                         folder.apply(x)
                     err = ctx.exception
                     self.assertEqual(err.kind, want_error, f"step {i}: {err}")
+                    self.assertEqual(err.applied, step.get("applied", False), f"step {i}: {err}")
                     self.assertEqual((err.key, err.got), (acpnorm_client.key_of(x), x.revision))
                     self.assertIn(repr(x.tool_call_id), str(err))
                 keys = folder.calls()

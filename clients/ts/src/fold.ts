@@ -6,7 +6,11 @@
 // it, and an absent field leaves it as it was. A final (ENDED) revision folds
 // the same way. Revisions count 1, 2, 3, ... per (sessionId, toolCallId)
 // with no gap; a Folder checks that and throws a FoldError for a gap, a
-// restart or a repeat, without applying that revision. The same rules as
+// restart or a repeat. A restart, a repeat or a malformed revision is not
+// applied. A revision after a gap is applied only when it carries no APPEND
+// text, so that it cannot add to text that missed a part: that is how a
+// client resynchronises after a reconnect, whose first revision carries the
+// whole text (REPLACE); the error then has `applied` set. The same rules as
 // the Go package github.com/acpnorm/acpnorm/fold and the Python Folder, held
 // to the same test vectors.
 
@@ -38,7 +42,10 @@ export function keyOf(x: ShellExec): CallKey {
  */
 export type FoldErrorKind = "gap" | "restart" | "invalid";
 
-/** A revision that was not applied; the call's state is unchanged. */
+/**
+ * A revision out of order or malformed. Unless `applied`, the call's state
+ * is unchanged.
+ */
 export class FoldError extends Error {
   override name = "FoldError";
   constructor(
@@ -46,14 +53,21 @@ export class FoldError extends Error {
     readonly key: CallKey,
     /** The last revision applied to the call (0 when none was). */
     readonly held: number,
-    /** The revision refused. */
+    /** The revision reported. */
     readonly got: number,
     readonly detail = "",
+    /**
+     * True for a gap revision that carried no APPEND text: its scalars and
+     * REPLACE texts were taken (texts it did not carry keep what was held)
+     * and numbering goes on from it.
+     */
+    readonly applied = false,
   ) {
     const where = `call ${JSON.stringify(key.toolCallId)} of session ${JSON.stringify(key.sessionId)}`;
+    const gapWhat = applied ? "resynchronised from its whole text" : "not applied: it appends to text that missed a part";
     super(
       kind === "gap"
-        ? `fold: ${where}: revision ${got} after ${held}: ${got - held - 1} revision(s) missing`
+        ? `fold: ${where}: revision ${got} after ${held}: ${got - held - 1} revision(s) missing; ${gapWhat}`
         : kind === "restart"
           ? `fold: ${where}: revision ${got} after ${held}: numbering went back or repeated`
           : `fold: ${where}: revision ${got}: ${detail}`,
@@ -84,9 +98,9 @@ export class Folder {
   readonly #calls = new Map<string, HeldCall>();
 
   /**
-   * Folds one revision into its call's state. Throws a FoldError, and
-   * changes nothing, when the revision is out of order or malformed. Keeps
-   * no reference to `x`.
+   * Folds one revision into its call's state. Throws a FoldError when the
+   * revision is out of order or malformed, having changed nothing unless the
+   * error's `applied` is set. Keeps no reference to `x`.
    */
   apply(x: ShellExec): void {
     const key = keyOf(x);
@@ -95,12 +109,19 @@ export class Folder {
     const got = x.revision;
     if (got === 0) throw new FoldError("invalid", key, held, got, "revision 0 (revisions count from 1)");
     if (got <= held) throw new FoldError("restart", key, held, got);
-    if (got > held + 1) throw new FoldError("gap", key, held, got);
+    let appends = false;
     for (const f of fields) {
       const t: ShellText | undefined = x[f];
-      if (t !== undefined && t.mode !== TextMode.APPEND && t.mode !== TextMode.REPLACE) {
+      if (t === undefined) continue;
+      if (t.mode !== TextMode.APPEND && t.mode !== TextMode.REPLACE) {
         throw new FoldError("invalid", key, held, got, `${f} has mode ${t.mode}`);
       }
+      appends ||= t.mode === TextMode.APPEND;
+    }
+    let gap: FoldError | undefined;
+    if (got > held + 1) {
+      gap = new FoldError("gap", key, held, got, "", !appends);
+      if (appends) throw gap;
     }
     const call: HeldCall = c ?? { key, last: x, texts: {} };
     if (c === undefined) this.#calls.set(mapKey(key), call);
@@ -117,6 +138,7 @@ export class Folder {
     }
     call.last = last;
     call.state = undefined;
+    if (gap !== undefined) throw gap;
   }
 
   /**

@@ -27,7 +27,7 @@ import { recordingsDir, repoRoot, startServer, type RunningServer } from "./serv
 interface Vectors {
   cases: {
     name: string;
-    steps: { revision: JsonValue; error?: string }[];
+    steps: { revision: JsonValue; error?: string; applied?: boolean }[];
     want: JsonValue[];
   }[];
 }
@@ -52,6 +52,7 @@ describe("Folder on the shared vectors", () => {
           (err: unknown) => {
             assert.ok(err instanceof FoldError, `step ${i}: ${err}`);
             assert.equal(err.kind, step.error, `step ${i}: ${err.message}`);
+            assert.equal(err.applied, step.applied ?? false, `step ${i}: ${err.message}`);
             assert.deepEqual(err.key, keyOf(x));
             assert.equal(err.got, x.revision);
             assert.ok(err.message.includes(JSON.stringify(x.toolCallId)), err.message);

@@ -44,6 +44,7 @@ export class AcpClient {
   }
 
   #write(dir, raw) {
+    if (this.rec === null) return; // closed: the session is over
     fs.writeSync(this.rec, `{"dir":"${dir}","t_ms":${Date.now() - this.t0},"msg":${raw}}\n`);
   }
 
@@ -120,5 +121,6 @@ export class AcpClient {
       process.kill(-this.child.pid, "SIGKILL"); // leftovers of the group
     } catch {}
     fs.closeSync(this.rec);
+    this.rec = null;
   }
 }

@@ -1,0 +1,174 @@
+package service
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	_ "google.golang.org/grpc/encoding/proto" // registers the codec wrapped here
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// badUTF8Field is the unknown field a NormalizeRequest read by
+// tolerantCodec carries when some of its string fields were not valid
+// UTF-8: its value names them. The number is the largest protobuf allows,
+// which the contract never uses.
+const badUTF8Field protowire.Number = protowire.MaxValidNumber
+
+// tolerantCodec is gRPC's protobuf codec, except that a NormalizeRequest
+// with a string field that is not valid UTF-8 (which protobuf refuses, and
+// which would end the whole stream) is read with those fields made valid
+// and marked, so that the stream answers it with a FrameError instead.
+type tolerantCodec struct{ encoding.CodecV2 }
+
+func newTolerantCodec() tolerantCodec {
+	return tolerantCodec{encoding.GetCodecV2("proto")}
+}
+
+func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	req, ok := v.(*pb.NormalizeRequest)
+	if !ok {
+		return c.CodecV2.Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	b := buf.ReadOnlyData()
+	err := proto.Unmarshal(b, req)
+	if err == nil {
+		if u := req.ProtoReflect().GetUnknown(); len(u) > 0 {
+			req.ProtoReflect().SetUnknown(withoutField(u, badUTF8Field)) // only this codec sets it
+		}
+		return nil
+	}
+	if !strings.Contains(err.Error(), "invalid UTF-8") {
+		return err
+	}
+	var bad []string
+	fixed, ferr := validStrings(b, req.ProtoReflect().Descriptor(), "", &bad)
+	if ferr != nil || len(bad) == 0 {
+		return err
+	}
+	if err := proto.Unmarshal(fixed, req); err != nil {
+		return err
+	}
+	m := req.ProtoReflect()
+	mark := protowire.AppendTag(nil, badUTF8Field, protowire.BytesType)
+	mark = protowire.AppendString(mark, strings.Join(bad, ", "))
+	m.SetUnknown(append(withoutField(m.GetUnknown(), badUTF8Field), mark...))
+	return nil
+}
+
+// invalidUTF8 returns the names of the string fields of req that were not
+// valid UTF-8 on the wire, or "".
+func invalidUTF8(req *pb.NormalizeRequest) string {
+	u := req.ProtoReflect().GetUnknown()
+	for len(u) > 0 {
+		num, typ, n := protowire.ConsumeTag(u)
+		if n < 0 {
+			return ""
+		}
+		m := protowire.ConsumeFieldValue(num, typ, u[n:])
+		if m < 0 {
+			return ""
+		}
+		if num == badUTF8Field && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(u[n:])
+			return string(v)
+		}
+		u = u[n+m:]
+	}
+	return ""
+}
+
+// withoutField returns the unknown fields u without field num.
+func withoutField(u protoreflect.RawFields, num protowire.Number) protoreflect.RawFields {
+	var out protoreflect.RawFields
+	for len(u) > 0 {
+		n2, typ, n := protowire.ConsumeTag(u)
+		if n < 0 {
+			return out
+		}
+		m := protowire.ConsumeFieldValue(n2, typ, u[n:])
+		if m < 0 {
+			return out
+		}
+		if n2 != num {
+			out = append(out, u[:n+m]...)
+		}
+		u = u[n+m:]
+	}
+	return out
+}
+
+// validStrings re-encodes the message b of type md with every string field
+// (nested messages included) made valid UTF-8, each invalid byte becoming
+// U+FFFD, and appends the dotted names of the fields it changed to bad.
+func validStrings(b []byte, md protoreflect.MessageDescriptor, prefix string, bad *[]string) ([]byte, error) {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		fd := md.Fields().ByNumber(num)
+		if typ != protowire.BytesType || fd == nil || (fd.Kind() != protoreflect.StringKind && fd.Kind() != protoreflect.MessageKind) {
+			m := protowire.ConsumeFieldValue(num, typ, b[n:])
+			if m < 0 {
+				return nil, protowire.ParseError(m)
+			}
+			out = append(out, b[:n+m]...)
+			b = b[n+m:]
+			continue
+		}
+		v, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		name := prefix + string(fd.Name())
+		switch {
+		case fd.Kind() == protoreflect.MessageKind:
+			var err error
+			if v, err = validStrings(v, fd.Message(), name+".", bad); err != nil {
+				return nil, err
+			}
+		case !utf8.Valid(v):
+			*bad = append(*bad, name)
+			v = []byte(strings.ToValidUTF8(string(v), "\uFFFD"))
+		}
+		out = protowire.AppendTag(out, num, typ)
+		out = protowire.AppendBytes(out, v)
+		b = b[n+m:]
+	}
+	return out, nil
+}
+
+// notUTF8Error is the FrameError answering a request whose string fields
+// were not valid UTF-8.
+func notUTF8Error(req *pb.NormalizeRequest, fields string) *pb.NormalizeResponse {
+	var session string
+	var seq uint64
+	switch k := req.GetKind().(type) {
+	case *pb.NormalizeRequest_Frame:
+		session, seq = k.Frame.GetSessionId(), k.Frame.GetSequence()
+	case *pb.NormalizeRequest_TurnEnded:
+		session, seq = k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence()
+	case *pb.NormalizeRequest_SessionClosed:
+		session, seq = k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence()
+	}
+	verb := "is"
+	if strings.Contains(fields, ",") {
+		verb = "are"
+	}
+	return &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
+		SessionId: session, // invalid bytes shown as U+FFFD
+		Sequence:  seq,
+		Code:      int32(codes.InvalidArgument),
+		Message:   fmt.Sprintf("request %d: %s %s not valid UTF-8, as protobuf string fields must be; the request was not applied", seq, fields, verb),
+	}}}
+}

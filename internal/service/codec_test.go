@@ -1,0 +1,132 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+)
+
+// rawCodec sends []byte messages as they are (so a test can send what a
+// protobuf library would refuse to encode) and reads replies as protobuf.
+type rawCodec struct{ encoding.CodecV2 }
+
+func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if b, ok := v.([]byte); ok {
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	return c.CodecV2.Marshal(v)
+}
+
+// rawStream opens a Normalize stream that sends raw bytes, on a server
+// whose log is returned.
+func rawStream(t *testing.T, opts ServerOptions) (grpc.ClientStream, *Service, *lockedBuffer) {
+	t.Helper()
+	svc, err := New(DefaultConfig(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	lis := bufconn.Listen(1 << 20)
+	srv := NewServer(svc, opts, slog.New(slog.NewTextHandler(logs, nil)))
+	go srv.Serve(lis)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(); srv.GRPC.Stop() })
+	desc := &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}
+	st, err := conn.NewStream(callCtx(t), desc, "/acpnorm.v1.NormalizerService/Normalize",
+		grpc.ForceCodecV2(rawCodec{encoding.GetCodecV2("proto")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, svc, logs
+}
+
+// withBytes encodes req, then puts raw in place of the placeholder, which
+// must be as long.
+func withBytes(t *testing.T, req *pb.NormalizeRequest, placeholder, raw string) []byte {
+	t.Helper()
+	b, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(placeholder) != len(raw) || bytes.Count(b, []byte(placeholder)) != 1 {
+		t.Fatal("placeholder must occur once and be as long as the raw bytes")
+	}
+	return bytes.Replace(b, []byte(placeholder), []byte(raw), 1)
+}
+
+// A string field that is not valid UTF-8 gets a FrameError naming it; the
+// stream and the other frames go on.
+func TestInvalidUTF8IsAFrameError(t *testing.T) {
+	st, _, _ := rawStream(t, DefaultServerOptions())
+	bad := withBytes(t, frameReq("sPPq", 7, openCall("c1", "ls")), "sPPq", "s\xff\xfeq")
+	if err := st.SendMsg(bad); err != nil {
+		t.Fatal(err)
+	}
+	closed := withBytes(t, &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "zzz", Sequence: 8}}}, "zzz", "z\xc3z")
+	if err := st.SendMsg(closed); err != nil {
+		t.Fatal(err)
+	}
+	good, _ := proto.Marshal(frameReq("s", 9, openCall("c2", "true")))
+	if err := st.SendMsg(good); err != nil {
+		t.Fatal(err)
+	}
+	var r pb.NormalizeResponse
+	for _, want := range []struct {
+		seq   uint64
+		field string
+	}{{7, "frame.session_id"}, {8, "session_closed.session_id"}} {
+		if err := st.RecvMsg(&r); err != nil {
+			t.Fatal(err)
+		}
+		fe := r.GetFrameError()
+		if fe == nil || fe.GetSequence() != want.seq || codes.Code(fe.GetCode()) != codes.InvalidArgument || !strings.Contains(fe.GetMessage(), want.field+" is not valid UTF-8") {
+			t.Fatalf("reply to request %d: %v, want a FrameError naming %s", want.seq, &r, want.field)
+		}
+	}
+	if err := st.RecvMsg(&r); err != nil || r.GetShellExec().GetToolCallId() != "c2" {
+		t.Fatalf("the next frame: %v %v", &r, err)
+	}
+}
+
+// A message over the size limit ends the stream (gRPC reads no further);
+// the status is RESOURCE_EXHAUSTED, it is logged with that code, not as a
+// cancel, and counted.
+func TestOversizedMessageEndsTheStream(t *testing.T) {
+	opts := DefaultServerOptions()
+	opts.MaxMessageBytes = 1 << 10
+	st, svc, logs := rawStream(t, opts)
+	big, _ := proto.Marshal(frameReq("s", 1, delta("c1", strings.Repeat("x", 2<<10))))
+	if err := st.SendMsg(big); err != nil {
+		t.Fatal(err)
+	}
+	var r pb.NormalizeResponse
+	err := st.RecvMsg(&r)
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("oversized message: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	waitFor(t, "the stream's end to be logged", func() bool { return strings.Contains(logs.String(), "finished call") })
+	if log := logs.String(); !strings.Contains(log, "grpc.code=ResourceExhausted") || strings.Contains(log, "grpc.code=Canceled") {
+		t.Fatalf("the server logged:\n%s\nwant the stream's end logged as ResourceExhausted", log)
+	}
+	if n := counted(svc.sessions.m, "message_too_large"); n != 1 {
+		t.Fatalf("%v message_too_large counted, want 1", n)
+	}
+}

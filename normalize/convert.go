@@ -1,34 +1,33 @@
-package service
+package normalize
 
 import (
-	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/accum"
 )
 
-var states = map[accum.State]pb.ShellState{
-	accum.Pending: pb.ShellState_SHELL_STATE_PENDING,
-	accum.Running: pb.ShellState_SHELL_STATE_RUNNING,
-	accum.Ended:   pb.ShellState_SHELL_STATE_ENDED,
+var states = map[accum.State]State{
+	accum.Pending: StatePending,
+	accum.Running: StateRunning,
+	accum.Ended:   StateEnded,
 }
 
-var outcomes = map[accum.Outcome]pb.ShellOutcome{
-	accum.OutcomeNone: pb.ShellOutcome_SHELL_OUTCOME_UNSPECIFIED,
-	accum.Succeeded:   pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED,
-	accum.Failed:      pb.ShellOutcome_SHELL_OUTCOME_FAILED,
-	accum.Cancelled:   pb.ShellOutcome_SHELL_OUTCOME_CANCELLED,
-	accum.Unknown:     pb.ShellOutcome_SHELL_OUTCOME_UNKNOWN,
+var outcomes = map[accum.Outcome]Outcome{
+	accum.OutcomeNone: OutcomeNone,
+	accum.Succeeded:   Succeeded,
+	accum.Failed:      Failed,
+	accum.Cancelled:   Cancelled,
+	accum.Unknown:     Unknown,
 }
 
-// toProto turns a call revision into the ShellExec sent to clients. A call
+// toExec turns a call revision into the ShellExec handed on. A call
 // that never said where it runs runs in the session's directory.
-func (s *session) toProto(r *accum.Revision, seq uint64) *pb.ShellExec {
+func (s *session) toExec(r *accum.Revision, seq uint64) *ShellExec {
 	cwd := r.Cwd
 	if cwd == "" {
 		cwd = s.cwd
 	}
-	return &pb.ShellExec{
-		SessionId:        s.id,
-		ToolCallId:       r.ToolCallID,
+	return &ShellExec{
+		SessionID:        s.id,
+		ToolCallID:       r.ToolCallID,
 		Revision:         r.Number,
 		Dialect:          s.dialectName(),
 		Command:          r.Command,
@@ -47,17 +46,17 @@ func (s *session) toProto(r *accum.Revision, seq uint64) *pb.ShellExec {
 		Background:       r.Background,
 		OutcomeReason:    r.OutcomeReason,
 		Sequence:         seq,
-		TerminalId:       r.TerminalID,
+		TerminalID:       r.TerminalID,
 	}
 }
 
-func text(c *accum.Chunk) *pb.ShellText {
+func text(c *accum.Chunk) *Text {
 	if c == nil {
 		return nil
 	}
-	mode := pb.TextMode_TEXT_MODE_APPEND
+	mode := Append
 	if c.Replace {
-		mode = pb.TextMode_TEXT_MODE_REPLACE
+		mode = Replace
 	}
-	return &pb.ShellText{Text: c.Text, Mode: mode, Truncated: c.Truncated, TotalBytes: c.TotalBytes}
+	return &Text{Text: c.Text, Mode: mode, Truncated: c.Truncated, TotalBytes: c.TotalBytes}
 }

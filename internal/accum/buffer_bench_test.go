@@ -195,6 +195,7 @@ func BenchmarkWindow(b *testing.B) {
 			var buf *Buffer
 			var replaced int
 			i := 0
+			cpu := processCPU()
 			for b.Loop() {
 				j := i % steps
 				if j == 0 {
@@ -206,6 +207,7 @@ func BenchmarkWindow(b *testing.B) {
 				}
 				i++
 			}
+			reportCPU(b, cpu)
 			b.ReportMetric(float64(replaced), "replaces")
 		})
 	}

@@ -385,9 +385,10 @@ type Content struct {
 	Type    string `json:"type"`
 	Content *struct {
 		Type string `json:"type"`
-		// Text is often a whole output, which Str unquotes faster than
-		// encoding/json's string decoding.
-		Text Str `json:"text"`
+		// Text is often a whole output, unquoted only when Texts reads
+		// it: some agents send the same output again in another field,
+		// and a dialect reads one of the two.
+		Text rawText `json:"text"`
 	} `json:"content"`
 	TerminalID string `json:"terminalId"`
 }
@@ -523,14 +524,29 @@ func ReadKind(k *string) accum.Shell {
 func (tc *ToolCall) Texts() (string, bool) {
 	var parts []string
 	for _, c := range tc.Content {
-		if c.Type == "content" && c.Content != nil && c.Content.Type == "text" {
-			parts = append(parts, c.Content.Text.S)
+		if c.isText() {
+			parts = append(parts, c.Content.Text.Str().S)
 		}
 	}
 	if len(parts) == 0 {
 		return "", false
 	}
 	return strings.Join(parts, "\n"), true
+}
+
+// HasTexts says whether Texts would find a text item, without unquoting
+// any.
+func (tc *ToolCall) HasTexts() bool {
+	for _, c := range tc.Content {
+		if c.isText() {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Content) isText() bool {
+	return c.Type == "content" && c.Content != nil && c.Content.Type == "text"
 }
 
 // TerminalContent returns the terminalId of the first terminal content item.

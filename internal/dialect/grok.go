@@ -103,8 +103,13 @@ func observeGrok(u *grokCall) []accum.Observation {
 	if o.Shell == accum.ShellNo {
 		return []accum.Observation{o}
 	}
-	text, hasText := u.Texts()
 	out := u.RawOutput
+	// The content text is the whole output again when the byte array is
+	// there: unquote it only when it may be read.
+	text, hasText := "", u.HasTexts()
+	if out == nil || !out.Output.Set || o.Status == accum.StatusFailed {
+		text, hasText = u.Texts()
+	}
 	switch {
 	case o.Status == accum.StatusNone && out == nil:
 		// The status-less update that names the command: its content is

@@ -62,6 +62,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Run(name+"/dialect="+d.Info().Name, func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				for _, f := range frames {
 					if _, err := Read(d, f); err != nil {
@@ -69,12 +70,14 @@ func BenchmarkRead(b *testing.B) {
 					}
 				}
 			}
+			reportCPU(b, cpu)
 		})
 		b.Run(name+"/dialect="+d.Info().Name+"/encoding-json", func(b *testing.B) {
 			legacyDecode = true
 			defer func() { legacyDecode = false }()
 			b.SetBytes(size)
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				for _, f := range frames {
 					if _, err := Read(d, f); err != nil {
@@ -82,10 +85,12 @@ func BenchmarkRead(b *testing.B) {
 					}
 				}
 			}
+			reportCPU(b, cpu)
 		})
 		b.Run(name+"/jsontext-scan", func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				for _, f := range frames {
 					if !jsontext.Value(f).IsValid() {
@@ -93,10 +98,12 @@ func BenchmarkRead(b *testing.B) {
 					}
 				}
 			}
+			reportCPU(b, cpu)
 		})
 		b.Run(name+"/generic-map", func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				for _, f := range frames {
 					var v map[string]any
@@ -105,6 +112,7 @@ func BenchmarkRead(b *testing.B) {
 					}
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }

@@ -91,6 +91,7 @@ func BenchmarkServicePath(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
 			n := 0
+			cpu := processCPU()
 			for b.Loop() {
 				n++
 				sid := fmt.Sprintf("bench-%d", n)
@@ -105,10 +106,12 @@ func BenchmarkServicePath(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 		b.Run(name+"/generic-map", func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				for _, f := range frames {
 					var v map[string]any
@@ -117,6 +120,7 @@ func BenchmarkServicePath(b *testing.B) {
 					}
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }

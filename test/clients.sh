@@ -14,8 +14,9 @@ root=$PWD
 PYTHON=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 server_pid=
+tls_pid=
 cleanup() {
-  if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; fi
+  for pid in $server_pid $tls_pid; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -124,8 +125,42 @@ down_example() {
 down_example go "$tmp/example-go"
 down_example ts clients/ts/node_modules/.bin/tsx examples/ts/main.mts
 down_example python "$venv/bin/python" examples/python/normalize_recording.py
+
+echo "== examples against an acpnormd serving mutual TLS and requiring a token"
+certs=$ACPNORM_TEST_CERTS
+tport=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+taddr="127.0.0.1:$tport"
+"$ACPNORMD_BIN" --listen "$taddr" --metrics-listen= --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" \
+  --tls-client-ca "$certs/ca.pem" --auth-token-file "$certs/token" 2>"$tmp/acpnormd-tls.log" &
+tls_pid=$!
+for _ in $(seq 150); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$tport") 2>/dev/null && break
+  sleep 0.1
+done
+access=(--ca-file "$certs/ca.pem" --cert-file "$certs/client.pem" --key-file "$certs/client.key")
+tls_example() {
+  local name=$1; shift
+  if timeout 120 "$@" --addr "$taddr" --session "tls-$name" "${access[@]}" --token-file "$certs/token" "$rec" >"$tmp/$name-tls.out" 2>&1 &&
+    grep -q "$want" "$tmp/$name-tls.out"; then
+    echo "ok   example $name with TLS and the token"; pass=$((pass + 1))
+  else
+    echo "FAIL example $name with TLS and the token:"; tail -5 "$tmp/$name-tls.out"; fail=$((fail + 1))
+  fi
+  local rc=0
+  timeout 120 "$@" --addr "$taddr" --session "tls-$name" "${access[@]}" --token-file "$certs/wrong-token" "$rec" \
+    >"$tmp/$name-tls-bad.out" 2>"$tmp/$name-tls-bad.err" || rc=$?
+  if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/$name-tls-bad.err")" -eq 1 ] && grep -qi "unauthenticated" "$tmp/$name-tls-bad.err"; then
+    echo "ok   example $name with a wrong token: $(cat "$tmp/$name-tls-bad.err")"; pass=$((pass + 1))
+  else
+    echo "FAIL example $name with a wrong token (exit $rc):"; cat "$tmp/$name-tls-bad.err"; fail=$((fail + 1))
+  fi
+}
+tls_example go "$tmp/example-go"
+tls_example ts clients/ts/node_modules/.bin/tsx examples/ts/main.mts
+tls_example python "$venv/bin/python" examples/python/normalize_recording.py
+if [ -f "$consumer/consumer.mjs" ]; then tls_example ts-package node "$consumer/consumer.mjs"; fi
 echo "examples: $pass passed, $fail failed"
-[ "$fail" -eq 0 ] || { failed+=(examples); tail -20 "$tmp/acpnormd.log"; }
+[ "$fail" -eq 0 ] || { failed+=(examples); tail -20 "$tmp/acpnormd.log" "$tmp/acpnormd-tls.log"; }
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test/clients.sh: FAILED: ${failed[*]}" >&2

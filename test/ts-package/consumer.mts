@@ -4,11 +4,14 @@
 // .d.ts, and runs it against the real acpnormd. It streams a recording,
 // folds the revisions and prints the final state of each call:
 //
-//   node consumer.mjs --addr HOST:PORT --session ID FILE.ndjson
+//   node consumer.mjs --addr HOST:PORT --session ID [--ca-file PEM]
+//     [--cert-file PEM --key-file PEM] [--token-file FILE] FILE.ndjson
 
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import {
+  Code,
+  ConnectError,
   connect,
   Folder,
   isFrameError,
@@ -26,12 +29,17 @@ const { values, positionals } = parseArgs({
     addr: { type: "string", default: "127.0.0.1:50051" },
     session: { type: "string", default: "consumer" },
     "ca-file": { type: "string" },
+    "cert-file": { type: "string" },
+    "key-file": { type: "string" },
     "token-file": { type: "string" },
   },
 });
-const opts: ConnectOptions = {};
-if (values["ca-file"] !== undefined) opts.caFile = values["ca-file"];
-if (values["token-file"] !== undefined) opts.tokenFile = values["token-file"];
+const opts: ConnectOptions = {
+  caFile: values["ca-file"],
+  certFile: values["cert-file"],
+  keyFile: values["key-file"],
+  tokenFile: values["token-file"],
+};
 
 const { client, close } = connect(values.addr!, opts);
 const folder = new Folder();
@@ -48,6 +56,10 @@ try {
       console.log(`frame error seq=${r.sequence}: ${r.message}`);
     }
   }
+} catch (err) {
+  // One line for a refused call, as the examples do.
+  console.error(err instanceof ConnectError ? `acpnorm: ${values.addr}: ${Code[err.code]}: ${err.rawMessage}` : `acpnorm: ${err}`);
+  process.exit(1);
 } finally {
   close();
 }

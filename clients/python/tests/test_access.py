@@ -1,6 +1,7 @@
-"""Tests the client's TLS, mutual TLS and bearer token: against an
-in-process gRPC server that requires them (it checks what the client sends,
-with certificates made at test time by internal/testcerts)."""
+"""Tests the client's TLS, mutual TLS and bearer token, with certificates
+made at test time by internal/testcerts: against in-process gRPC servers that
+require them (they check what the client sends), and against the real
+acpnormd serving mutual TLS and requiring a token."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import grpc
 
 import acpnorm_client
 from acpnorm_client import pb, pb_grpc
-from acpnormd import test_certs
+from acpnormd import RECORDINGS, Server, test_certs
 
 
 class _Servicer(pb_grpc.NormalizerServiceServicer):
@@ -153,3 +154,57 @@ class AccessTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AcpnormdAccessTest(unittest.TestCase):
+    """The client against the real acpnormd serving mutual TLS and requiring
+    a token (--tls-cert, --tls-key, --tls-client-ca, --auth-token-file)."""
+
+    server: Server
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.dir = test_certs()
+        f = cls.file
+        cls.kw = dict(ca_file=f("ca.pem"), cert_file=f("client.pem"), key_file=f("client.key"), token_file=f("token"))
+        cls.server = Server(
+            ("--tls-cert", f("server.pem"), "--tls-key", f("server.key"),
+             "--tls-client-ca", f("ca.pem"), "--auth-token-file", f("token")),
+            **cls.kw,
+        )
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.server.stop()
+
+    @classmethod
+    def file(cls, name: str) -> str:
+        return os.path.join(cls.dir, name)
+
+    def test_normalizes_with_tls_and_token(self) -> None:
+        with open(os.path.join(RECORDINGS, "codex-acp-0.16.0_shell-command_terminal-meta.ndjson"), encoding="utf-8") as f, \
+                acpnorm_client.connect(self.server.addr, **self.kw) as client:
+            folder = acpnorm_client.Folder()
+            for r in client.normalize_lines(f, session_id="py-tls", timeout=60):
+                self.assertTrue(acpnorm_client.is_shell_exec(r), r)
+                folder.apply(r)
+        ended = [folder.state(k) for k in folder.calls() if "exit 3" in folder.state(k).command]
+        self.assertEqual(len(ended), 1)
+        self.assertEqual((ended[0].state, ended[0].exit_code), (pb.SHELL_STATE_ENDED, 3))
+
+    def test_refused(self) -> None:
+        for name, change, want in (
+            ("wrong token", {"token_file": self.file("wrong-token")}, (grpc.StatusCode.UNAUTHENTICATED,)),
+            ("no token", {"token_file": None}, (grpc.StatusCode.UNAUTHENTICATED,)),
+            ("no client certificate", {"cert_file": None, "key_file": None}, (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)),
+            ("client certificate of another CA",
+             {"cert_file": self.file("other-client.pem"), "key_file": self.file("other-client.key")},
+             (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)),
+        ):
+            with self.subTest(name):
+                kw = {k: v for k, v in {**self.kw, **change}.items() if v is not None}
+                with acpnorm_client.connect(self.server.addr, **kw) as client:
+                    with self.assertRaises(grpc.RpcError) as ctx:
+                        client.list_dialects(timeout=10)
+                    self.assertIn(ctx.exception.code(), want)
+        self.assertTrue(self.server.alive(), self.server.log())

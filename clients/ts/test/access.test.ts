@@ -1,6 +1,7 @@
-// Tests connect()'s TLS, mutual TLS and bearer token: against in-process
-// gRPC servers that require them (they check what the client sends, with
-// certificates made at test time by internal/testcerts).
+// Tests connect()'s TLS, mutual TLS and bearer token, with certificates made
+// at test time by internal/testcerts: against in-process gRPC servers that
+// require them (they check what the client sends), and against the real
+// acpnormd serving mutual TLS and requiring a token.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -16,12 +17,15 @@ import {
   ConnectError,
   connect,
   DialectInfoSchema,
+  Folder,
   FrameErrorSchema,
+  isShellExec,
   NormalizerService,
   normalizeLines,
+  ShellState,
   type ConnectOptions,
 } from "../src/index.js";
-import { testCerts } from "./server.js";
+import { recordingsDir, startServer, testCerts, type RunningServer } from "./server.js";
 
 const dir = testCerts();
 const file = (name: string) => join(dir, name);
@@ -182,5 +186,52 @@ describe("connect with TLS and a token", () => {
     assert.throws(() => connect("127.0.0.1:1", { token: "" }), /empty or spans lines/);
     assert.throws(() => connect("127.0.0.1:1", { token: "a\nb" }), /empty or spans lines/);
     assert.throws(() => connect("http://127.0.0.1:1", { caFile: file("ca.pem") }), /http:\/\//);
+  });
+});
+
+describe("connect to acpnormd serving mutual TLS and requiring a token", () => {
+  let server: RunningServer;
+  const full: ConnectOptions = { caFile: file("ca.pem"), certFile: file("client.pem"), keyFile: file("client.key"), tokenFile: file("token") };
+  before(async () => {
+    server = await startServer(
+      ["--tls-cert", file("server.pem"), "--tls-key", file("server.key"), "--tls-client-ca", file("ca.pem"), "--auth-token-file", file("token")],
+      full,
+    );
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it("normalizes a recording", async () => {
+    const lines = readFileSync(join(recordingsDir, "codex-acp-0.16.0_shell-command_terminal-meta.ndjson"), "utf8").split("\n");
+    const { client, close } = connect(server.addr, full);
+    const folder = new Folder();
+    try {
+      for await (const r of normalizeLines(client, lines, { sessionId: "ts-tls" })) {
+        if (!isShellExec(r)) assert.fail(`frame error seq=${r.sequence}: ${r.message}`);
+        folder.apply(r);
+      }
+    } finally {
+      close();
+    }
+    const ended = folder.calls().map((k) => folder.state(k)!).filter((s) => s.command.includes("exit 3"));
+    assert.equal(ended.length, 1);
+    assert.equal(ended[0].state, ShellState.ENDED);
+    assert.equal(ended[0].exitCode, 3);
+  });
+
+  it("is refused without the right token or certificate", async () => {
+    const transport = [Code.Unavailable, Code.Internal, Code.Canceled];
+    const cases: [string, ConnectOptions, Code[]][] = [
+      ["wrong token", { ...full, tokenFile: file("wrong-token") }, [Code.Unauthenticated]],
+      ["no token", { ...full, tokenFile: undefined }, [Code.Unauthenticated]],
+      ["no client certificate", { caFile: file("ca.pem"), tokenFile: file("token") }, transport],
+      ["client certificate of another CA", { ...full, certFile: file("other-client.pem"), keyFile: file("other-client.key") }, transport],
+    ];
+    for (const [name, opts, want] of cases) {
+      const got = await code(server.addr, opts);
+      assert.ok(got !== undefined && want.includes(got), `${name}: got ${got === undefined ? "OK" : Code[got]}, want ${want.map((c) => Code[c]).join(" or ")}`);
+    }
+    assert.ok(server.alive(), server.log());
   });
 });

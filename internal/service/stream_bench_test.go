@@ -80,5 +80,5 @@ func BenchmarkOneStream(b *testing.B) {
 		}
 	}
 	reportCPU(b, cpu)
-	b.ReportMetric((processCPU() - cpu).Seconds()/time.Since(start).Seconds(), "cores")
+	b.ReportMetric((processCPU()-cpu).Seconds()/time.Since(start).Seconds(), "cores")
 }

@@ -764,7 +764,9 @@ type ShellText struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Valid UTF-8. In a live revision, the text since the previous revision
 	// (mode APPEND) or the whole bounded text (mode REPLACE); in the ENDED
-	// revision always the whole bounded text (mode REPLACE). Bytes that were
+	// revision, and in the first revision of the call on a stream that did
+	// not carry the ones before, always the whole bounded text (mode
+	// REPLACE). Bytes that were
 	// not valid UTF-8 are U+FFFD.
 	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	// How `text` applies to what earlier revisions carried.
@@ -849,7 +851,9 @@ type ShellExec struct {
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The agent's tool call id, exactly as sent (it may hold any character).
 	ToolCallId string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
-	// 1, 2, 3, ... per tool call, with no gap.
+	// 1, 2, 3, ... per tool call, with no gap. A client that reconnected sees
+	// a gap where its broken stream lost revisions; the first revision after
+	// the gap carries every text whole (see ShellText.text).
 	Revision uint32 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
 	// The dialect that read this call.
 	Dialect string `protobuf:"bytes,4,opt,name=dialect,proto3" json:"dialect,omitempty"`

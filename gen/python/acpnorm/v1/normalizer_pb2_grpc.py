@@ -45,9 +45,23 @@ class NormalizerServiceServicer(object):
         call changes, and with a FrameError for each frame it could not use.
 
         A bad frame never ends the stream and never disturbs other tool calls.
+        That includes a request whose string fields (session_id, say) are not
+        valid UTF-8, which protobuf refuses to decode: it is answered with an
+        INVALID_ARGUMENT FrameError naming the fields (invalid bytes shown as
+        U+FFFD) and not applied. Only what gRPC cannot read ends the stream: a
+        message over the server's size limit (RESOURCE_EXHAUSTED) or bytes that
+        are not protobuf (INTERNAL).
+
         Session state is shared by every stream of the process, keyed by
         (session_id, tool_call_id), so a client that reconnects continues where
-        it left off.
+        it left off. The first revision of a call that a stream carries, when it
+        is not revision 1, carries every ShellText whole (mode REPLACE), so a
+        client that lost revisions with a broken stream is whole again.
+
+        Every stream the server ends (on shutdown, UNAVAILABLE) carries the
+        trailer "acpnorm-requests-applied": how many of the requests sent on it
+        were applied, in the order sent, each answered before the end. The
+        client resends the requests after that count on a new stream.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -295,7 +295,9 @@ export type ShellText = Message<"acpnorm.v1.ShellText"> & {
   /**
    * Valid UTF-8. In a live revision, the text since the previous revision
    * (mode APPEND) or the whole bounded text (mode REPLACE); in the ENDED
-   * revision always the whole bounded text (mode REPLACE). Bytes that were
+   * revision, and in the first revision of the call on a stream that did
+   * not carry the ones before, always the whole bounded text (mode
+   * REPLACE). Bytes that were
    * not valid UTF-8 are U+FFFD.
    *
    * @generated from field: string text = 1;
@@ -359,7 +361,9 @@ export type ShellExec = Message<"acpnorm.v1.ShellExec"> & {
   toolCallId: string;
 
   /**
-   * 1, 2, 3, ... per tool call, with no gap.
+   * 1, 2, 3, ... per tool call, with no gap. A client that reconnected sees
+   * a gap where its broken stream lost revisions; the first revision after
+   * the gap carries every text whole (see ShellText.text).
    *
    * @generated from field: uint32 revision = 3;
    */
@@ -840,9 +844,23 @@ export const NormalizerService: GenService<{
    * call changes, and with a FrameError for each frame it could not use.
    *
    * A bad frame never ends the stream and never disturbs other tool calls.
+   * That includes a request whose string fields (session_id, say) are not
+   * valid UTF-8, which protobuf refuses to decode: it is answered with an
+   * INVALID_ARGUMENT FrameError naming the fields (invalid bytes shown as
+   * U+FFFD) and not applied. Only what gRPC cannot read ends the stream: a
+   * message over the server's size limit (RESOURCE_EXHAUSTED) or bytes that
+   * are not protobuf (INTERNAL).
+   *
    * Session state is shared by every stream of the process, keyed by
    * (session_id, tool_call_id), so a client that reconnects continues where
-   * it left off.
+   * it left off. The first revision of a call that a stream carries, when it
+   * is not revision 1, carries every ShellText whole (mode REPLACE), so a
+   * client that lost revisions with a broken stream is whole again.
+   *
+   * Every stream the server ends (on shutdown, UNAVAILABLE) carries the
+   * trailer "acpnorm-requests-applied": how many of the requests sent on it
+   * were applied, in the order sent, each answered before the end. The
+   * client resends the requests after that count on a new stream.
    *
    * @generated from rpc acpnorm.v1.NormalizerService.Normalize
    */

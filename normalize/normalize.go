@@ -191,14 +191,16 @@ func New(opts ...Option) *Normalizer {
 
 // request is one frame or control message with its options.
 type request struct {
-	ctx      context.Context
-	seq      uint64
-	dialect  string
-	cwd      string
-	whole    func(session, call string, rev uint32, ended bool) bool
-	emit     func(Event) error
-	collect  []*ShellExec
-	problems []error
+	ctx         context.Context
+	seq         uint64
+	dialect     string
+	cwd         string
+	whole       func(session, call string, rev uint32, ended bool) bool
+	prepared    *Prepared
+	nextDialect func(name string)
+	emit        func(Event) error
+	collect     []*ShellExec
+	problems    []error
 }
 
 // A FeedOption qualifies one Feed, TurnEnded or CloseSession call.

@@ -127,6 +127,10 @@ type reply struct {
 	seq     uint64
 	req     *request
 	err     error // the first error handing on returned; nothing is handed on after it
+	// ahead is the frame read ahead of its turn (see Prepare), if any;
+	// next is the dialect the frame's session reads its next frame with.
+	ahead *Prepared
+	next  dialect.Dialect
 }
 
 // send hands one event on, unless an earlier one failed.
@@ -180,8 +184,12 @@ func (ss *sessions) closeSession(id string, req *request) error {
 }
 
 func (ss *sessions) frame(id string, msg []byte, req *request) error {
-	r := &reply{req: req}
-	if err := ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg}, r); err != nil {
+	r := &reply{req: req, ahead: req.prepared}
+	err := ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg}, r)
+	if r.next != nil && req.nextDialect != nil {
+		req.nextDialect(r.next.Info().Name)
+	}
+	if err != nil {
 		return err
 	}
 	return r.err
@@ -255,7 +263,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			with = s.reader()
 		}
 	}
-	read, err := dialect.Read(with, f.GetMessage())
+	read, err := r.readWith(with, f.GetMessage())
 	if err != nil {
 		if s != nil {
 			s.unlock()
@@ -304,6 +312,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			}
 		}
 	}
+	r.next = s.reader()
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
 			ss.hooks.refused(LimitTextBytes)

@@ -52,7 +52,17 @@ func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit f
 // handleOn is handle for a request arrived on a stream that has carried d
 // (see delivered).
 func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *delivered, emit func(*pb.NormalizeResponse) error) error {
+	_, err := ss.handleRead(ctx, req, nil, d, emit)
+	return err
+}
+
+// handleRead is handleOn for a request that may have been read ahead
+// (ahead is nil when not). It also returns the dialect the request's
+// session reads its next frame with, when the request was a frame that
+// was read (else "").
+func (ss *sessions) handleRead(ctx context.Context, req *pb.NormalizeRequest, ahead *normalize.Prepared, d *delivered, emit func(*pb.NormalizeResponse) error) (string, error) {
 	ss.m.framesIn.Inc()
+	var next string
 	opts := []normalize.FeedOption{
 		normalize.WithContext(ctx),
 		normalize.WithEmit(func(ev normalize.Event) error {
@@ -71,7 +81,9 @@ func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *d
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
 		f := k.Frame
-		_, err = ss.n.Feed(f.GetSessionId(), f.GetMessage(), append(opts, normalize.WithSequence(f.GetSequence()), normalize.WithDialect(f.GetDialect()), normalize.WithCwd(f.GetCwd()))...)
+		_, err = ss.n.Feed(f.GetSessionId(), f.GetMessage(), append(opts,
+			normalize.WithSequence(f.GetSequence()), normalize.WithDialect(f.GetDialect()), normalize.WithCwd(f.GetCwd()),
+			normalize.WithPrepared(ahead), normalize.WithNextDialect(func(name string) { next = name }))...)
 	case *pb.NormalizeRequest_TurnEnded:
 		t := k.TurnEnded
 		_, err = ss.n.TurnEnded(t.GetSessionId(), t.GetCancelled(), append(opts, normalize.WithSequence(t.GetSequence()))...)
@@ -82,7 +94,7 @@ func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *d
 		ss.m.frameError(codes.InvalidArgument)
 		err = emit(frameErrorResponse(&normalize.FrameError{Code: normalize.InvalidArgument, Message: "request carries neither a frame, turn_ended nor session_closed"}))
 	}
-	return err
+	return next, err
 }
 
 // sweep releases expired state (see normalize.Normalizer.Sweep).

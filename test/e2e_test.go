@@ -363,14 +363,14 @@ func TestEndToEndShutdownWhileClientsCancel(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run %d: acpnormd exited with %v", run, err)
 			}
-		case <-time.After(deadline + 5*time.Second):
+		case <-time.After(deadline + 10*time.Second):
 			_ = d.cmd.Process.Kill()
 			t.Fatalf("run %d of %d: acpnormd still running %v after SIGTERM with --shutdown-timeout %v", run, runs, time.Since(start).Round(time.Millisecond), deadline)
 		}
 		t.Logf("run %d: exited %v after SIGTERM", run, time.Since(start).Round(time.Millisecond))
 		// The process exits within the deadline; the margin is for the
 		// exit itself on a loaded machine.
-		if took := time.Since(start); took > deadline+2*time.Second {
+		if took := time.Since(start); took > deadline+5*time.Second {
 			t.Errorf("run %d: exit took %v with --shutdown-timeout %v", run, took, deadline)
 		}
 		wg.Wait()

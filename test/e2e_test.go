@@ -18,6 +18,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/service"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -234,6 +235,10 @@ func TestEndToEndShutdownWithOpenStream(t *testing.T) {
 	_, err = stream.Recv()
 	if err == nil || err == io.EOF || !strings.Contains(err.Error(), "shutting down") {
 		t.Fatalf("open stream ended with %v, want UNAVAILABLE shutting down", err)
+	}
+	// The trailer tells the client that its one request was applied.
+	if got := stream.Trailer().Get(service.TrailerRequestsApplied); len(got) != 1 || got[0] != "1" {
+		t.Fatalf("trailer %s = %v, want [1]", service.TrailerRequestsApplied, got)
 	}
 	select {
 	case err := <-d.exited:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test of acpnorm; the README's test command.
 #
-#   bash test/run.sh            everything (5 min 16 s on a shared 2-core machine
-#                               with warm Go and npm caches; a fresh machine
-#                               also installs)
+#   bash test/run.sh            everything (5 to 9 minutes on a busy, shared
+#                               2-core machine with warm Go and npm caches; a
+#                               fresh machine also installs)
 #   FUZZTIME=1m bash test/run.sh  fuzz each target longer
 #
 # The steps, in order:
@@ -102,8 +102,9 @@ bash test/clients.sh
 echo "== container image"
 bash test/image.sh
 
-echo "== real agent harness: its own tests, then OpenCode on three steps (the full matrix: bash test/agents/run.sh)"
+echo "== real agent harness: its own tests, the committed recordings, then OpenCode on three steps (the full matrix: bash test/agents/run.sh)"
 node --test test/agents/harness.test.mjs
+bash test/agents/run.sh --replay # the committed recordings of every agent, against this tree
 bash test/agents/run.sh --scenario smoke opencode
 
 echo "test/run.sh: all checks passed"

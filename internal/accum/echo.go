@@ -196,6 +196,12 @@ func (f *echoFilter) filter(t Text, cmd, cwd string) []Text {
 		if len(t.Text)+len(t.Bytes) == 0 {
 			return []Text{t} // no text, only flags: nothing to hold
 		}
+		if f.heldSnap != nil {
+			// A held restatement then a delta: nothing reached the stream
+			// yet, so the restatement is the start of the held text.
+			f.held = append([]byte(nil), textBytes(*f.heldSnap)...)
+			f.heldBytes, f.heldTrunc, f.heldSnap = f.heldSnap.Bytes != nil, f.heldSnap.Truncated, nil
+		}
 		if len(f.held) == 0 {
 			// The common case: decide on this text alone, without copying.
 			switch m, n := matchEcho(prefixOf(t, lim), cmd, cwd, false); m {

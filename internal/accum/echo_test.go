@@ -87,3 +87,65 @@ func TestEchoHeldAfterEnd(t *testing.T) {
 		t.Fatalf("late text held back: %+v ok=%v", r.Texts[Combined], ok)
 	}
 }
+
+// TestEchoHeldSnapshotThenDelta: a held partial snapshot followed by a
+// delta loses nothing.
+func TestEchoHeldSnapshotThenDelta(t *testing.T) {
+	for _, tc := range []struct{ second, want string }{{"ke\nok\n", "ok\n"}, {"x\n", "$ max\n"}} {
+		c := NewCall("c1", 1024)
+		c.Apply(&Observation{Shell: ShellYes, Command: "make", Status: StatusRunning, Texts: []Text{{Kind: Snapshot, Text: "$ ma"}}})
+		c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: tc.second}}})
+		c.Apply(&Observation{Status: StatusCompleted})
+		r, _ := c.Revision()
+		if r.Texts[Combined] == nil || r.Texts[Combined].Text != tc.want {
+			t.Errorf("then %q: output %+v, want %q", tc.second, r.Texts[Combined], tc.want)
+		}
+	}
+}
+
+// FuzzEcho: byte deltas, cut anywhere (even inside a rune), of an output that may start with
+// an echo of the command. The output is the whole text with exactly that
+// one echo removed when it is one, and the whole text otherwise: nothing
+// else is ever lost, and no live revision shows the echo.
+func FuzzEcho(f *testing.F) {
+	f.Add("ls -la", "$ ls -la\nx\n", []byte{3, 5, 1})
+	f.Add("cd a\nls", "$ cd a\r\n$ ls\r\ny", []byte{1, 1, 2, 9})
+	f.Add("cat f", "$ cat /w/f\nz", []byte{4})
+	f.Add("ls", "$ lsx\n", []byte{2})
+	f.Fuzz(func(t *testing.T, cmd, out string, cuts []byte) {
+		c := NewCall("c1", 1<<20)
+		c.Apply(&Observation{Shell: ShellYes, Command: cmd, Cwd: "/w", Status: StatusRunning})
+		var live strings.Builder
+		rest := out
+		for _, n := range cuts {
+			if rest == "" {
+				break
+			}
+			k := min(int(n)%8+1, len(rest))
+			c.Apply(&Observation{Texts: []Text{{Kind: Delta, Bytes: []byte(rest[:k])}}})
+			rest = rest[k:]
+			if r, ok := c.Revision(); ok && r.Texts[Combined] != nil {
+				live.WriteString(r.Texts[Combined].Text)
+			}
+		}
+		if rest != "" {
+			c.Apply(&Observation{Texts: []Text{{Kind: Delta, Bytes: []byte(rest)}}})
+		}
+		c.Apply(&Observation{Status: StatusCompleted})
+		r, _ := c.Revision()
+		got := ""
+		if r.Texts[Combined] != nil {
+			got = r.Texts[Combined].Text
+		}
+		want := validString(out)
+		if m, n := matchEcho(out, cmd, "/w", true); m == echoFull {
+			want = validString(out[n:])
+		}
+		if got != want {
+			t.Fatalf("command %q, output %q: got %q, want %q", cmd, out, got, want)
+		}
+		if !strings.HasPrefix(want, live.String()) && !strings.HasPrefix(validString(out), live.String()) {
+			t.Fatalf("live text %q is neither a start of %q nor of the output", live.String(), want)
+		}
+	})
+}

@@ -234,7 +234,7 @@ var claudeUserStop = map[string]bool{"user-rejected": true, "permission-rule": t
 // claudeNotice matches the adapters' refusal and cancel texts, which they
 // send where output goes (terminal_output data, rawOutput, content). The
 // whole text must be the notice: output that merely quotes one is output.
-var claudeNotice = regexp.MustCompile(`(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*)$`)
+var claudeNotice = regexp.MustCompile(`(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*|\[Request interrupted by user(?: for tool use)?\])$`)
 
 var (
 	claudeExitHeader   = regexp.MustCompile(`^Exit code (-?\d+)(?:\n|$)`)

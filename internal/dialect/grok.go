@@ -119,7 +119,7 @@ func observeGrok(u *grokCall) []accum.Observation {
 		}
 	case o.Status == accum.StatusFailed:
 		if grokRejected.MatchString(text) {
-			o.Cancelled = true
+			o.Cancelled, o.CancelNotice = true, notice(text)
 		} else {
 			o.Failed = true
 		}

@@ -83,7 +83,7 @@ func TestGrokUpdate(t *testing.T) {
 		{
 			name:   "rejected: failed → Cancelled, text not output",
 			update: "{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"k1\",\"status\":\"failed\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"User rejected the execution for tool `run_terminal_command`\"}}]}",
-			want:   []accum.Observation{{ToolCallID: "k1", Status: accum.StatusFailed, Cancelled: true}},
+			want:   []accum.Observation{{ToolCallID: "k1", Status: accum.StatusFailed, Cancelled: true, CancelNotice: "User rejected the execution for tool `run_terminal_command`"}},
 		},
 		{
 			name:   "other failure: Failed",

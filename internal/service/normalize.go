@@ -134,6 +134,9 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// its side, after every request was handed over).
 	readerDone := make(chan struct{})
 	var readErr error
+	// The reader reads each frame (see readAhead) before it hands it
+	// over, while the loop applies the one before.
+	ahead := newReadAhead()
 	go func() {
 		defer close(readerDone)
 		for {
@@ -142,6 +145,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 				readErr = err
 				return
 			}
+			ahead.read(req)
 			select {
 			case in <- req:
 			case <-ctx.Done():
@@ -166,6 +170,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// the first revision of each call on the client's next stream carries
 	// the whole text. One the session lock was never taken for does not.
 	apply := func(req *pb.NormalizeRequest) error {
+		read := ahead.take(req)
 		if fields := invalidUTF8(req); fields != "" {
 			s.sessions.m.frameError(codes.InvalidArgument)
 			select {
@@ -177,7 +182,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			}
 		}
 		queueFailed := false
-		err := s.sessions.handleOn(ctx, req, d, func(r *pb.NormalizeResponse) error {
+		next, err := s.sessions.handleRead(ctx, req, read, d, func(r *pb.NormalizeResponse) error {
 			select {
 			case out <- r:
 				return nil
@@ -189,6 +194,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		if err == nil || queueFailed {
 			applied++
 		}
+		ahead.learn(req, next)
 		if err != nil {
 			if ctx.Err() != nil {
 				return s.endCause(ctx)

@@ -131,6 +131,10 @@ type reply struct {
 	err     error // the first error emit returned; nothing is sent after it
 	m       *Metrics
 	stream  *delivered // what the requesting stream has carried; nil: nothing tracked
+	// ahead is the frame read ahead of its turn (see readAhead), if any;
+	// next is the dialect the frame's session reads its next frame with.
+	ahead *aheadRead
+	next  dialect.Dialect
 }
 
 // send hands one response on, unless an earlier one failed.
@@ -165,8 +169,17 @@ func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit f
 // handleOn is handle for a request arrived on a stream that has carried d
 // (see delivered).
 func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *delivered, emit func(*pb.NormalizeResponse) error) error {
+	_, err := ss.handleRead(ctx, req, nil, d, emit)
+	return err
+}
+
+// handleRead is handleOn for a request that may have been read ahead
+// (ahead is nil when not). It also returns the dialect the request's
+// session reads its next frame with, when the request was a frame that
+// was read (else nil).
+func (ss *sessions) handleRead(ctx context.Context, req *pb.NormalizeRequest, ahead *aheadRead, d *delivered, emit func(*pb.NormalizeResponse) error) (dialect.Dialect, error) {
 	ss.m.framesIn.Inc()
-	r := &reply{emit: emit, m: ss.m, stream: d}
+	r := &reply{emit: emit, m: ss.m, stream: d, ahead: ahead}
 	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
@@ -185,9 +198,9 @@ func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *d
 		r.fail(codes.InvalidArgument, "", "request carries neither a frame, turn_ended nor session_closed")
 	}
 	if err != nil {
-		return err
+		return r.next, err
 	}
-	return r.err
+	return r.next, r.err
 }
 
 func (ss *sessions) control(ctx context.Context, id string, seq uint64, what string, r *reply, do func(*session)) error {
@@ -245,7 +258,7 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 			with = s.reader()
 		}
 	}
-	read, err := dialect.Read(with, f.GetMessage())
+	read, err := r.readWith(with, f.GetMessage())
 	if err != nil {
 		if s != nil {
 			s.unlock()
@@ -294,6 +307,7 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 			}
 		}
 	}
+	r.next = s.reader()
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
 			ss.m.refused(limitTextBytes)

@@ -59,7 +59,10 @@ export const AGENTS = [
     pkg: "@google/gemini-cli",
     versionOf: "@google/gemini-cli",
     command: () => [path.join(nodeModules, ".bin", "gemini"), ["--acp"]],
-    variants: [{ name: "plain", terminalMeta: false }],
+    variants: [
+      { name: "plain", terminalMeta: false },
+      { name: "terminal-meta", terminalMeta: true },
+    ],
     // Gemini CLI reads ~/.gemini/settings.json; the API key is a dummy and
     // GOOGLE_GEMINI_BASE_URL sends every generateContent call to the model.
     setup({ home, modelUrl }) {

@@ -4,6 +4,7 @@
 # what the command really did.
 #
 #   bash test/agents/run.sh [--update] [--scenario full|smoke] [AGENT...]
+#   bash test/agents/run.sh --replay [AGENT...]
 #
 # AGENT is an id from agents.mjs (opencode, gemini-cli, ...); none means all.
 # It installs the pinned agents with npm ci (only the workspaces asked for),
@@ -12,22 +13,28 @@
 # xfail, XPASS) and writes it to test/agents/out/results.md (details in
 # results.json, wire logs, model and agent logs beside them).
 # --update copies the fresh recordings to test/testdata/recordings/agents/ for
-# review. Exit status: 0 when no step is FAIL, 1 otherwise; 0 with a SKIP line
-# where network namespaces are not permitted.
+# review, each with its .meta.json (what the harness did and saw).
+# --replay runs no agent: it checks the committed recordings of the scenario
+# (test/testdata/recordings/agents/) against the acpnormd built from this tree,
+# in seconds; it needs neither npm nor unshare.
+# Exit status: 0 when no step is FAIL, 1 otherwise; 0 with a SKIP line where
+# network namespaces are not permitted.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cd "$here"
 
 update=0
+replay=0
 scenario=full
 agents=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --update) update=1 ;;
+    --replay) replay=1 ;;
     --scenario) scenario="$2"; shift ;;
     --scenario=*) scenario="${1#*=}" ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown flag $1" >&2; exit 2 ;;
     *) agents+=("$1") ;;
   esac
@@ -36,14 +43,32 @@ done
 scenario_file="$here/scenarios/$scenario.json"
 [ -f "$scenario_file" ] || { echo "run.sh: no scenario $scenario_file" >&2; exit 2; }
 
+list=$(node agents.mjs list "${agents[@]}") # fails on an unknown agent
+mapfile -t runs <<<"$list"
+out="$here/out"
+mkdir -p "$out"
+dest="$repo/test/testdata/recordings/agents"
+
+if [ "$replay" = 1 ]; then
+  echo "== go build acpnormd"
+  (cd "$repo" && go build -o "$out/acpnormd" ./cmd/acpnormd)
+  recs=()
+  for r in "${runs[@]}"; do
+    read -r id variant _ <<<"$r"
+    for f in "$dest/${id}"-[0-9]*"_${variant}_${scenario}.ndjson"; do
+      [ -e "$f" ] && recs+=("$f")
+    done
+  done
+  [ ${#recs[@]} -gt 0 ] || { echo "run.sh: no committed recordings of scenario $scenario in ${dest#"$repo/"}" >&2; exit 1; }
+  echo "== check ${#recs[@]} committed recordings"
+  exec node check.mjs --acpnormd "$out/acpnormd" --scenario "$scenario_file" --table "$out/results.md" --json "$out/results.json" "${recs[@]}"
+fi
+
 # Isolation first: without a network namespace nothing runs.
 if ! unshare -n true 2>/dev/null; then
   echo "SKIP: test/agents/run.sh: 'unshare -n' is not permitted here (it needs root or unprivileged user namespaces); the agents are never run outside an isolated network namespace."
   exit 0
 fi
-
-list=$(node agents.mjs list "${agents[@]}") # fails on an unknown agent
-mapfile -t runs <<<"$list"
 
 # Install the pinned agents: only the workspaces asked for, unless they are
 # already installed from this very lockfile.
@@ -63,8 +88,6 @@ if [ -n "$missing" ]; then
   { sha256sum package-lock.json | cut -d' ' -f1; echo "$all" | sort -u | grep .; } >"$stamp"
 fi
 
-out="$here/out"
-mkdir -p "$out"
 echo "== go build acpnormd, loup"
 (cd "$repo" && go build -o "$out/acpnormd" ./cmd/acpnormd && go build -o "$out/loup" ./test/agents/loup)
 
@@ -87,10 +110,9 @@ node check.mjs --acpnormd "$out/acpnormd" --scenario "$scenario_file" --table "$
 echo "table: $out/results.md"
 
 if [ "$update" = 1 ]; then
-  dest="$repo/test/testdata/recordings/agents"
   mkdir -p "$dest"
   for f in "${recs[@]}"; do
-    [ -s "$f" ] && cp "$f" "$dest/" && echo "updated ${dest#"$repo/"}/$(basename "$f")"
+    [ -s "$f" ] && cp "$f" "${f%.ndjson}.meta.json" "$dest/" && echo "updated ${dest#"$repo/"}/$(basename "$f")"
   done
 fi
 exit $rc

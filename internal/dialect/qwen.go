@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 
@@ -17,6 +18,8 @@ import (
 //     display name, never the command), empty `rawInput`,
 //     `_meta.toolName: "run_shell_command"` (a shell call whatever its
 //     kind).
+//     Newer releases may title it "Shell: <command> (<description>)" and
+//     fill rawInput at once; the "Shell: " is no part of the command.
 //   - then a permission ask, or, for an auto-approved command, an
 //     `in_progress` update: title "<command> (<description>)", `rawInput
 //     {command, description, directory?, is_background?}`. The command and
@@ -46,6 +49,10 @@ import (
 //   - signal: a number or a name (Signal). outcome (ReadVerdict): "failed"
 //     fails, "timed_out" is TimedOut, "cancelled" is Cancelled.
 //     `error`, when not empty, is Qwen's own error: Failed, not output.
+//   - A final whose rawOutput is a string (releases that display the
+//     result as text, like Gemini CLI): that string is read as Gemini
+//     reads a final text (output, or its exit/signal/cancel markers) and
+//     the content, the model's report, is not.
 //   - A final without rawOutput: its content is read as Gemini reads it
 //     (debug report fields, exit/signal/cancel markers); on `failed` the
 //     text is Qwen's error, not output: "was canceled by the user" (a
@@ -86,13 +93,61 @@ type qwenOutput struct {
 	Truncated     *bool  `json:"truncated"`
 }
 
+// qwenRaw is Qwen's `rawOutput`, the tool's display result: the
+// structured shell_result object, or, from releases that display the
+// shell result as text (as Gemini CLI does), a string.
+type qwenRaw struct {
+	Text Str
+	Obj  *qwenOutput
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails. Other JSON
+// types read as absent.
+func (r *qwenRaw) UnmarshalJSON(b []byte) error {
+	*r = qwenRaw{}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '"':
+		r.Text.UnmarshalJSON(b)
+	case '{':
+		r.Obj = new(qwenOutput)
+		r.Obj.read(b)
+	}
+	return nil
+}
+
+// read fills o from the members of the object b, leniently.
+func (o *qwenOutput) read(b []byte) {
+	eachMember(b, func(key string, val []byte) {
+		switch key {
+		case "TYPE":
+			o.Type.UnmarshalJSON(val)
+		case "OUTPUT":
+			o.Output.UnmarshalJSON(val)
+		case "EXITCODE":
+			o.ExitCode = ParseCode(val)
+		case "EXIT_CODE":
+			o.ExitCodeSnake = ParseCode(val)
+		case "SIGNAL":
+			o.Signal.UnmarshalJSON(val)
+		case "OUTCOME":
+			o.Outcome.UnmarshalJSON(val)
+		case "ERROR":
+			o.Error.UnmarshalJSON(val)
+		case "TRUNCATED":
+			readBool(&o.Truncated, val)
+		}
+	})
+}
+
 // qwenCall is a tool call frame of Qwen Code.
 type qwenCall struct {
 	ToolCall
-	RawInput *qwenInput `json:"rawInput"`
-	// RawOutput is an object for shell results; another JSON type (a
-	// string from another tool) reads as absent.
-	RawOutput *qwenOutput `json:"rawOutput"`
+	RawInput  *qwenInput `json:"rawInput"`
+	RawOutput qwenRaw    `json:"rawOutput"`
 	Meta      *struct {
 		ToolName Str `json:"toolName"`
 	} `json:"_meta"`
@@ -117,7 +172,7 @@ func observeQwen(u *qwenCall) []accum.Observation {
 			o.Command, o.CommandFromTitle = qwenReportCommand(text)
 		}
 	}
-	if out := u.RawOutput; out != nil {
+	if out := u.RawOutput.Obj; out != nil {
 		qwenResult(&o, out, ended)
 		return []accum.Observation{o}
 	}
@@ -126,7 +181,15 @@ func observeQwen(u *qwenCall) []accum.Observation {
 		return []accum.Observation{o}
 	}
 	text, hasText := u.Texts()
-	switch {
+	switch display := u.RawOutput.Text; {
+	case display.Set:
+		// A release that displays the result as text: that text is the
+		// output or Gemini's markers; the content is the model's report.
+		if o.Status == accum.StatusFailed && qwenUserCancel.MatchString(display.S) {
+			o.Cancelled = true
+		} else {
+			qwenFinalText(&o, display.S)
+		}
 	case o.Status == accum.StatusFailed:
 		// Qwen's error (the user's refusal, a spawn error, a policy that
 		// denies the command), never output.
@@ -136,12 +199,7 @@ func observeQwen(u *qwenCall) []accum.Observation {
 			o.Failed = true
 		}
 	case hasText:
-		body, truncated := qwenClean(text)
-		n := len(o.Texts)
-		geminiFinal(&o, body)
-		for i := n; i < len(o.Texts); i++ {
-			o.Texts[i].Truncated = o.Texts[i].Truncated || truncated
-		}
+		qwenFinalText(&o, text)
 	}
 	return []accum.Observation{o}
 }
@@ -187,7 +245,7 @@ func qwenInputs(o *accum.Observation, u *qwenCall) {
 			o.Background = true
 		}
 	}
-	if o.Command == "" && o.Shell == accum.ShellYes && u.Title != nil {
+	if o.Command == "" && o.Shell == accum.ShellYes && u.Title != nil && o.Status != accum.StatusCompleted && o.Status != accum.StatusFailed {
 		if cmd := qwenTitleCommand(*u.Title, o); cmd != "" {
 			o.Command, o.CommandFromTitle = cmd, true
 		}
@@ -203,6 +261,14 @@ func qwenTitleCommand(title string, o *accum.Observation) string {
 	if strings.EqualFold(t, "shell") || t == qwenToolName {
 		return ""
 	}
+	// Newer releases title a call "<display name>: <description of the
+	// invocation>".
+	for _, p := range []string{"Shell: ", qwenToolName + ": "} {
+		if len(t) > len(p) && strings.EqualFold(t[:len(p)], p) {
+			t = strings.TrimSpace(t[len(p):])
+			break
+		}
+	}
 	if o.Description != "" {
 		t = strings.TrimSpace(strings.TrimSuffix(t, " ("+o.Description+")"))
 	}
@@ -213,6 +279,18 @@ func qwenTitleCommand(title string, o *accum.Observation) string {
 		t = strings.TrimSpace(t[:i])
 	}
 	return t
+}
+
+// qwenFinalText reads a final text the way Gemini does (a debug report's
+// fields, exit/signal/cancel markers, else the output), after removing
+// Qwen's truncation notice, which marks the output truncated.
+func qwenFinalText(o *accum.Observation, text string) {
+	body, truncated := qwenClean(text)
+	n := len(o.Texts)
+	geminiFinal(o, body)
+	for i := n; i < len(o.Texts); i++ {
+		o.Texts[i].Truncated = o.Texts[i].Truncated || truncated
+	}
 }
 
 // qwenReportCommand reads the command from a final report ("Command:

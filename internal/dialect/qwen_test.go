@@ -1,6 +1,9 @@
 package dialect
 
 import (
+	"encoding/json"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -89,6 +92,21 @@ func TestQwenUpdate(t *testing.T) {
 		{name: "final without rawOutput: report with a signal keeps no 0",
 			update: qwenFinal("completed", report("x", "0", "9"), ""),
 			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Signal: "SIGKILL", Texts: []accum.Text{txt(C, F, "x")}})},
+		{name: "newer title Shell: command (description) with rawInput at once",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"run_shell_command-1","status":"pending","title":"Shell: npm test (Run the tests)","kind":"execute","rawInput":{"command":"npm test","description":"Run the tests","is_background":false},"_meta":{"toolName":"run_shell_command","timestamp":1764500000000}}`,
+			want:   one(accum.Observation{ToolCallID: id, Opens: true, Shell: yes, Status: accum.StatusPending, Command: "npm test", Description: "Run the tests"})},
+		{name: "newer title without rawInput command: the display name is no part of the command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"run_shell_command-1","status":"pending","title":"Shell: make [in web] (Build)","kind":"execute","rawInput":{"description":"Build"},"_meta":{"toolName":"run_shell_command"}}`,
+			want:   one(accum.Observation{ToolCallID: id, Opens: true, Shell: yes, Status: accum.StatusPending, Command: "make", CommandFromTitle: true, Cwd: "web", Description: "Build"})},
+		{name: "rawOutput as display text: the output, the content report is not",
+			update: qwenFinal("completed", report("hello", "0", "(none)"), `"hello\n"`),
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Texts: []accum.Text{txt(C, F, "hello\n")}})},
+		{name: "rawOutput as display text: an exit marker is the exit, not output",
+			update: qwenFinal("failed", report("(empty)", "2", "(none)"), `"Command exited with code: 2"`),
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: failed, Exit: ex(2, accum.ExitText, false)})},
+		{name: "rawOutput as display text: a refusal is cancelled, not output",
+			update: qwenFinal("failed", "", `"Tool \"run_shell_command\" was canceled by the user."`),
+			want:   one(accum.Observation{ToolCallID: id, Status: failed, Cancelled: true})},
 		{name: "other tools are left alone",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"read_file-2","status":"completed","kind":"read","content":[{"type":"content","content":{"type":"text","text":"file body"}}],"rawOutput":{"output":"file body"}}`,
 			want:   one(accum.Observation{ToolCallID: "read_file-2", Shell: accum.ShellNo, Status: done})},
@@ -115,6 +133,30 @@ func TestQwenPermission(t *testing.T) {
 	for _, name := range []string{"qwen-code", "Qwen-Code", "qwen", "@qwen-code/qwen-code", "qwen-code@0.24.0"} {
 		if got := Detect(name).Info().Name; got != "qwen" {
 			t.Errorf("Detect(%q) = %s, want qwen", name, got)
+		}
+	}
+}
+
+// TestQwenOutputReadMatchesDecode holds the hand reading of Qwen's object
+// rawOutput to what encoding/json decodes into qwenOutput.
+func TestQwenOutputReadMatchesDecode(t *testing.T) {
+	for _, in := range []string{
+		`{}`,
+		`{"type":"shell_result","output":"x\n","exitCode":0,"signal":9,"outcome":"failed","error":null,"truncated":true,"outputFiles":["/f"]}`,
+		`{"exitCode":"3","exit_code":4.0,"signal":"SIGTERM","signal":null,"truncated":"yes","output":7,"error":"boom"}`,
+		`{"TYPE":"x","Output":"y","EXITCODE":null,"Signal":{"a":1},"outcome":["failed"],"truncated":null}`,
+	} {
+		var want qwenOutput
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			var te *json.UnmarshalTypeError
+			if !errors.As(err, &te) {
+				t.Fatalf("%s: %v", in, err)
+			}
+		}
+		var got qwenOutput
+		got.read([]byte(in))
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", in, got, want)
 		}
 	}
 }

@@ -319,6 +319,24 @@ func TestConformanceCursorAsItConnects(t *testing.T) {
 		},
 		want: []wantExec{{id: "tool_3", command: "sleep 2", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str(""), stderr: str("")}},
 	}, {
+		name: "ask_under_another_id_titled_with_the_first_line_rejected_cancels_the_call", init: cursorInit, dialect: "cursor",
+		frames: []string{
+			cuOpen("tool_8", long),
+			ask(223, "{\"toolCallId\":\"perm_8\",\"title\":\"`for f in src/*.go; do`\",\"kind\":\"execute\",\"status\":\"pending\"}"),
+			answer(223, "reject"),
+			cuDone("tool_8", ""),
+		},
+		want: []wantExec{{id: "tool_8", command: long, cwd: "/w", outcome: cancelled}},
+	}, {
+		name: "ask_under_another_id_titled_with_a_cut_head_is_merged", init: cursorInit, dialect: "cursor",
+		frames: []string{
+			cuOpen("tool_9", "npm run build -- --mode production --sourcemap"),
+			ask(224, "{\"toolCallId\":\"perm_9\",\"title\":\"`npm run build -- --mode…`\",\"kind\":\"execute\",\"status\":\"pending\"}"),
+			answer(224, "reject"),
+			cuDone("tool_9", ""),
+		},
+		want: []wantExec{{id: "tool_9", command: "npm run build -- --mode production --sourcemap", cwd: "/w", outcome: cancelled}},
+	}, {
 		name: "reject_once_then_empty_completed_is_cancelled", init: cursorInit, dialect: "cursor",
 		frames: []string{
 			cuOpen("tool_4", "rm -f notes.txt && echo removed"),

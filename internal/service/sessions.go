@@ -405,7 +405,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		// (some agents ask under another id) or the first sight of a new
 		// call (others ask before, or instead of, their tool_call). It can
 		// be the open call only when it does not name another command.
-		if other := s.onlyOpen(o.Shell); other != nil && sameCommand(o.Command, other.call.Command()) {
+		if other := s.onlyOpen(o.Shell); other != nil && sameCommand(o.Command, o.CommandFromTitle, other.call.Command()) {
 			// The ask names a call under another id: keep only what the
 			// ask says about approval.
 			e, id = other, other.call.ID()
@@ -502,9 +502,27 @@ func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply)
 }
 
 // sameCommand reports whether an ask naming command ask can be about a
-// call whose command is call: either is unknown, or they are equal.
-func sameCommand(ask, call string) bool {
-	return ask == "" || call == "" || strings.TrimSpace(ask) == strings.TrimSpace(call)
+// call whose command is call: either is unknown, or they are equal, or,
+// for an ask whose command was read from a title (fromTitle), the title
+// shortened the call's command: to its first line, or to a head cut off
+// with an ellipsis.
+func sameCommand(ask string, fromTitle bool, call string) bool {
+	a, c := strings.TrimSpace(ask), strings.TrimSpace(call)
+	if a == "" || c == "" || a == c {
+		return true
+	}
+	if !fromTitle {
+		return false
+	}
+	if first, _, multi := strings.Cut(c, "\n"); multi && strings.TrimSpace(first) == a {
+		return true
+	}
+	for _, ellipsis := range []string{"…", "..."} {
+		if head, cut := strings.CutSuffix(a, ellipsis); cut && strings.TrimSpace(head) != "" && strings.HasPrefix(c, strings.TrimSpace(head)) {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyOpen returns the single open call of the given kind, or nil when

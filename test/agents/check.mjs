@@ -13,10 +13,10 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { loadScenario } from "./lib/scenario.mjs";
-import { checkCall } from "./lib/truth.mjs";
+import { checkCall, foldRevisions } from "./lib/truth.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const { values: opt, positionals: files } = parseArgs({
@@ -57,29 +57,15 @@ function turns(lines) {
   return out;
 }
 
-function fold(held, next) {
-  if (!next) return held;
-  if (next.mode === "TEXT_MODE_APPEND" && held) return { ...next, text: (held.text ?? "") + (next.text ?? ""), mode: "TEXT_MODE_REPLACE" };
-  return { ...next, mode: "TEXT_MODE_REPLACE" };
-}
-
+// replayCalls plays a recording through acpnormd and folds each call's
+// revisions (foldRevisions), and returns the frame errors acpnormd reported.
 function replayCalls(file) {
-  const out = execFileSync(opt.acpnormd, ["replay", "--json", file], { encoding: "utf8", maxBuffer: 1 << 30, stdio: ["ignore", "pipe", "pipe"] });
-  const calls = new Map();
-  for (const line of out.split("\n")) {
-    if (!line.trim()) continue;
-    const x = JSON.parse(line);
-    let c = calls.get(x.toolCallId);
-    if (!c) {
-      c = { first: Number(x.sequence), revisions: 0, live: 0, last: {} };
-      calls.set(x.toolCallId, c);
-    }
-    c.revisions++;
-    if (x.state === "SHELL_STATE_RUNNING" && (x.output || x.stdout || x.stderr)) c.live++;
-    const prev = c.last;
-    c.last = { ...x, output: fold(prev.output, x.output), stdout: fold(prev.stdout, x.stdout), stderr: fold(prev.stderr, x.stderr) };
-  }
-  return [...calls.values()];
+  const r = spawnSync(opt.acpnormd, ["replay", "--json", file], { encoding: "utf8", maxBuffer: 1 << 30 });
+  if (r.error) throw r.error;
+  if (r.status !== 0) throw new Error(r.stderr.trim() || `exit status ${r.status}`);
+  const frameErrors = r.stderr.split("\n").filter((l) => l.startsWith("frame error:"));
+  const execs = r.stdout.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+  return { calls: foldRevisions(execs), frameErrors };
 }
 
 // expectationFor finds the entry for a step: "agent/variant" first, then
@@ -102,9 +88,14 @@ for (const file of files) {
   runs.push(run);
   let calls;
   try {
-    calls = replayCalls(file);
+    let frameErrors;
+    ({ calls, frameErrors } = replayCalls(file));
+    if (frameErrors.length) {
+      run.error = `acpnormd could not read frames of this real agent: ${frameErrors.join("; ")}`;
+      failed = true;
+    }
   } catch (err) {
-    run.error = `acpnormd replay failed: ${err.stderr || err.message}`;
+    run.error = `acpnormd replay failed: ${err.message}`;
     failed = true;
     continue;
   }
@@ -115,7 +106,7 @@ for (const file of files) {
     const end = i + 1 < ts.length ? ts[i + 1].line : Infinity;
     const mine = calls.filter((c) => c.first > t.line && c.first < end);
     const c = mine.find((c) => c.last.command === step.command) ?? mine[mine.length - 1];
-    const problems = checkCall(c?.last, step.truth, step.command);
+    const problems = [...checkCall(c?.last, step.truth, step.command), ...mine.flatMap((m) => m.bad)];
     const harness = meta.steps?.find((s) => s.id === step.id);
     if (harness?.cancelSent && !step.client?.cancel_after_ms) problems.push(`the harness had to cancel the turn (${harness.cancelSent})`);
     for (const [f, kept] of Object.entries(harness?.files ?? {})) {

@@ -10,7 +10,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { loadScenario } from "./lib/scenario.mjs";
-import { checkCall } from "./lib/truth.mjs";
+import { checkCall, foldRevisions } from "./lib/truth.mjs";
 import { decide, startModelServer } from "./model/server.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -130,4 +130,30 @@ test("the check passes the truth and fails what differs from it", () => {
   assert.deepEqual(checkCall(cancelled, cancel.truth, cancel.command), []);
   assert.match(checkCall({ ...cancelled, exitCode: 0 }, cancel.truth, cancel.command).join(), /exit 0, want absent or nonzero/);
   assert.match(checkCall({ ...cancelled, state: "SHELL_STATE_RUNNING", outcome: undefined }, cancel.truth, cancel.command).join(), /state RUNNING/);
+});
+
+test("revisions fold as a client folds them, and broken rules are caught", () => {
+  const R = "SHELL_STATE_RUNNING";
+  const E = "SHELL_STATE_ENDED";
+  const [a, b] = foldRevisions([
+    { toolCallId: "a", revision: 1, sequence: "7", state: R, output: { text: "x", mode: "TEXT_MODE_APPEND" } },
+    { toolCallId: "b", revision: 1, sequence: "8", state: R },
+    { toolCallId: "a", revision: 2, sequence: "9", state: R, output: { text: "y", mode: "TEXT_MODE_APPEND" } },
+    { toolCallId: "a", revision: 3, sequence: "10", state: E, outcome: "SHELL_OUTCOME_SUCCEEDED", output: { text: "xyz", mode: "TEXT_MODE_REPLACE" } },
+    { toolCallId: "b", revision: 3, sequence: "11", state: E, output: { text: "q", mode: "TEXT_MODE_APPEND" } },
+    { toolCallId: "b", revision: 4, sequence: "12", state: R },
+  ]);
+  assert.equal(a.first, 7);
+  assert.equal(a.revisions, 3);
+  assert.equal(a.live, 2);
+  assert.equal(a.last.output.text, "xyz");
+  assert.deepEqual(a.bad, []);
+  assert.deepEqual(b.bad, ["revision 3 where 2 was due", "ENDED revision 3 has an TEXT_MODE_APPEND output", "revision 4 where 3 was due", "revision 4 is SHELL_STATE_RUNNING after ENDED"]);
+  const [c] = foldRevisions([
+    { toolCallId: "c", revision: 1, state: R, output: { text: "ab", mode: "TEXT_MODE_APPEND" } },
+    { toolCallId: "c", revision: 2, state: R, output: { text: "cd", mode: "TEXT_MODE_REPLACE" } },
+    { toolCallId: "c", revision: 3, state: R, output: { text: "e", mode: "TEXT_MODE_APPEND" } },
+    { toolCallId: "c", revision: 4, state: E },
+  ]);
+  assert.equal(c.last.output.text, "cde", "a final without output keeps the live text");
 });

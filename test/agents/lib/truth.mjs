@@ -34,3 +34,36 @@ export function checkCall(x, truth, command) {
   if (truth.over_limit && !texts.some((t) => t.truncated)) bad.push("output over the limit not marked truncated");
   return bad;
 }
+
+function fold(held, next) {
+  if (!next) return held;
+  if (next.mode === "TEXT_MODE_APPEND" && held) return { ...next, text: (held.text ?? "") + (next.text ?? ""), mode: "TEXT_MODE_REPLACE" };
+  return { ...next, mode: "TEXT_MODE_REPLACE" };
+}
+
+// foldRevisions applies ShellExec revisions (protojson objects, in order)
+// as a client does, per tool call, in the order the calls first appear:
+// {first: sequence of the first revision, revisions, live: running
+// revisions with text, last: the folded final ShellExec, bad: what broke a
+// rule every client relies on -- revisions 1, 2, 3 with no gap, nothing
+// after ENDED, whole texts on ENDED}.
+export function foldRevisions(execs) {
+  const calls = new Map();
+  for (const x of execs) {
+    let c = calls.get(x.toolCallId);
+    if (!c) {
+      c = { first: Number(x.sequence), revisions: 0, live: 0, last: {}, bad: [] };
+      calls.set(x.toolCallId, c);
+    }
+    c.revisions++;
+    if (x.revision !== c.revisions) c.bad.push(`revision ${x.revision} where ${c.revisions} was due`);
+    if (c.last.state === "SHELL_STATE_ENDED" && x.state !== "SHELL_STATE_ENDED") c.bad.push(`revision ${x.revision} is ${x.state} after ENDED`);
+    if (x.state === "SHELL_STATE_ENDED") {
+      for (const k of ["output", "stdout", "stderr"]) if (x[k] && x[k].mode !== "TEXT_MODE_REPLACE") c.bad.push(`ENDED revision ${x.revision} has an ${x[k].mode} ${k}`);
+    }
+    if (x.state === "SHELL_STATE_RUNNING" && (x.output || x.stdout || x.stderr)) c.live++;
+    const prev = c.last;
+    c.last = { ...x, output: fold(prev.output, x.output), stdout: fold(prev.stdout, x.stdout), stderr: fold(prev.stderr, x.stderr) };
+  }
+  return [...calls.values()];
+}

@@ -82,9 +82,19 @@ func BenchmarkServicePath(b *testing.B) {
 		b.Run(name+"/service", func(b *testing.B) {
 			ss := newSessions(DefaultConfig(), NewMetrics(nil))
 			ctx := context.Background()
+			// wire counts the text bytes the revisions carry, real the
+			// bytes of output the ended calls had.
+			var wire, real int64
 			emit := func(out *pb.NormalizeResponse) error {
 				if fe := out.GetFrameError(); fe != nil {
 					return fmt.Errorf("%s: %s", name, fe.GetMessage())
+				}
+				x := out.GetShellExec()
+				for _, t := range []*pb.ShellText{x.GetOutput(), x.GetStdout(), x.GetStderr()} {
+					wire += int64(len(t.GetText()))
+					if x.GetState() == pb.ShellState_SHELL_STATE_ENDED {
+						real += t.GetTotalBytes()
+					}
 				}
 				return nil
 			}
@@ -107,6 +117,9 @@ func BenchmarkServicePath(b *testing.B) {
 				}
 			}
 			reportCPU(b, cpu)
+			if real > 0 {
+				b.ReportMetric(float64(wire)/float64(real), "wire/output")
+			}
 		})
 		b.Run(name+"/generic-map", func(b *testing.B) {
 			b.SetBytes(size)

@@ -3,6 +3,8 @@
 #   gen/go      protoc-gen-go + protoc-gen-go-grpc (installed into .bin/)
 #   gen/ts      @bufbuild/protoc-gen-es (from clients/ts/node_modules; `npm ci`)
 #   gen/python  protoc's built-in python and pyi output + grpc_python_plugin
+# and copies gen/ts into clients/ts/src/gen and gen/python into
+# clients/python/acpnorm, the client packages' own copies.
 # Usage: bash gen/generate.sh   (from anywhere; needs Go, Node/npm, protoc and
 # grpc_python_plugin from Debian's protobuf-compiler and protobuf-compiler-grpc)
 set -euo pipefail

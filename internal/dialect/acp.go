@@ -395,8 +395,8 @@ type Content struct {
 
 // ExitStatus is the ACP v2 terminal exit status.
 type ExitStatus struct {
-	ExitCode Code    `json:"exitCode"`
-	Signal   *string `json:"signal"`
+	ExitCode Code   `json:"exitCode"`
+	Signal   Signal `json:"signal"`
 }
 
 // TerminalMeta is the `_meta` terminal convention shared by several agents.
@@ -408,9 +408,9 @@ type TerminalMeta struct {
 	TerminalOutput      *TerminalData `json:"terminal_output"`
 	TerminalOutputDelta *TerminalData `json:"terminal_output_delta"`
 	TerminalExit        *struct {
-		TerminalID string  `json:"terminal_id"`
-		ExitCode   Code    `json:"exit_code"`
-		Signal     *string `json:"signal"`
+		TerminalID string `json:"terminal_id"`
+		ExitCode   Code   `json:"exit_code"`
+		Signal     Signal `json:"signal"`
 	} `json:"terminal_exit"`
 }
 
@@ -624,9 +624,7 @@ func (m *TerminalMeta) ApplyTerminalMeta(o *accum.Observation) {
 		if e := te.ExitCode.Exit(accum.ExitTerminal, true); e != nil {
 			o.Exit = accum.StrongerExit(o.Exit, e)
 		}
-		if te.Signal != nil && *te.Signal != "" {
-			o.Signal = NormalizeSignal(*te.Signal)
-		}
+		te.Signal.apply(o)
 	}
 }
 

@@ -373,9 +373,7 @@ func readTerminalUpdate(tc *ToolCall) (accum.Observation, bool) {
 			if e := es.ExitCode.Exit(accum.ExitStatus, true); e != nil {
 				o.Exit = e
 			}
-			if es.Signal != nil && *es.Signal != "" {
-				o.Signal = NormalizeSignal(*es.Signal)
-			}
+			es.Signal.apply(&o)
 		}
 	default:
 		return accum.Observation{}, false

@@ -118,3 +118,20 @@ func TestContradictionsLeaveSuccessAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestNumericSignalsInTerminalExits: `_meta.terminal_exit.signal` and the
+// v2 `exitStatus.signal` are read as numbers too (on main a number there
+// was dropped, leaving a killed command UNKNOWN).
+func TestNumericSignalsInTerminalExits(t *testing.T) {
+	runObsCases(t, Generic(), []obsCase{
+		{name: "terminal_exit signal 9 with a null exit code",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c","exit_code":null,"signal":9}}}`,
+			want:   one(accum.Observation{ToolCallID: "c", Shell: accum.ShellYes, Status: accum.StatusCompleted, Signal: "SIGKILL"})},
+		{name: "exitStatus signal 15",
+			update: `{"sessionUpdate":"terminal_update","terminalId":"t","exitStatus":{"exitCode":null,"signal":15}}`,
+			want:   one(accum.Observation{TerminalID: "t", Shell: accum.ShellYes, Signal: "SIGTERM"})},
+		{name: "terminal_exit signal that names no signal fails the call",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c","exit_code":null,"signal":{"n":9}}}}`,
+			want:   one(accum.Observation{ToolCallID: "c", Shell: accum.ShellYes, Status: accum.StatusCompleted, Verdict: accum.VerdictFailed})},
+	})
+}

@@ -148,7 +148,7 @@ func TestWaitForBusySessionGivesUp(t *testing.T) {
 	}
 	// The sweeper does not wait for the busy session either: it skips it.
 	d.advance(time.Hour)
-	if n := len(d.ss.all); n != 1 {
+	if n := d.ss.n.Stats().Sessions; n != 1 {
 		t.Fatalf("the sweeper released the busy session (%d held)", n)
 	}
 	close(release)

@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"github.com/acpnorm/acpnorm/normalize"
 	"time"
 )
 
@@ -94,3 +95,7 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// DefaultMemoryBudget returns the default byte budget for held text (see
+// normalize.DefaultMemoryBudget).
+var DefaultMemoryBudget = normalize.DefaultMemoryBudget

@@ -187,7 +187,7 @@ func TestTombstonesAreBounded(t *testing.T) {
 		d.exec("s", finish(id, 0))
 	}
 	d.advance(2 * time.Second)
-	if n := d.ss.tombs.len(); n != 2 {
+	if n := d.ss.n.Stats().Tombstones; n != 2 {
 		t.Fatalf("%d tombstones held, want 2", n)
 	}
 	d.frameError("s", finish("c3", 0))

@@ -23,12 +23,12 @@ func TestRejectedFramesCreateNoSession(t *testing.T) {
 	}
 	d.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "never-seen"}}})
 	d.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "never-seen-2"}}})
-	if n := len(d.ss.all); n != 0 {
+	if n := d.ss.n.Stats().Sessions; n != 0 {
 		t.Fatalf("%d sessions held after only rejected frames, want 0", n)
 	}
 	// A valid frame of a session does create it.
 	d.exec("good", openCall("c1", "true"))
-	if n := len(d.ss.all); n != 1 {
+	if n := d.ss.n.Stats().Sessions; n != 1 {
 		t.Fatalf("%d sessions held, want 1", n)
 	}
 }
@@ -46,7 +46,7 @@ func TestIDLengthLimits(t *testing.T) {
 	if codes.Code(fe.GetCode()) != codes.InvalidArgument || !strings.Contains(fe.GetMessage(), "toolCallId") || !strings.Contains(fe.GetMessage(), "256") || fe.GetToolCallId() != "" {
 		t.Fatalf("long tool call id: %v", fe)
 	}
-	if n := d.ss.total.Load(); n != 0 {
+	if n := int64(d.ss.n.Stats().Calls); n != 0 {
 		t.Fatalf("%d calls held after refused ids", n)
 	}
 	// 256 bytes is fine.
@@ -127,7 +127,7 @@ func TestTerminalIDsBounded(t *testing.T) {
 			}
 		}
 	}
-	if n := len(d.ss.all["s"].terminals); n != 4 || refused != 2 {
+	if n := d.ss.session("s").Terminals; n != 4 || refused != 2 {
 		t.Fatalf("%d terminals tracked and %d refused, want 4 and 2", n, refused)
 	}
 }
@@ -147,7 +147,7 @@ func TestMemoryBudget(t *testing.T) {
 		id := fmt.Sprintf("c%d", i)
 		d.exec("s", openCall(id, "cat"))
 		out := d.frame("s", delta(id, chunk))
-		if held := d.ss.held.Load(); held > int64(cfg.MemoryBudget) {
+		if held := d.ss.n.Stats().HeldBytes; held > int64(cfg.MemoryBudget) {
 			t.Fatalf("call %d: %d bytes held, over the %d budget", i, held, cfg.MemoryBudget)
 		}
 		if fe := out[0].GetFrameError(); fe != nil {
@@ -173,7 +173,7 @@ func TestMemoryBudget(t *testing.T) {
 	// Calls already holding text go on: appending to a full buffer takes
 	// no more memory... and a closed session gives everything back.
 	d.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s"}}})
-	if held := d.ss.held.Load(); held != 0 {
+	if held := d.ss.n.Stats().HeldBytes; held != 0 {
 		t.Fatalf("%d bytes still held after close", held)
 	}
 	if x := d.exec("s2", openCall("n", "cat")); x.GetRevision() != 1 {
@@ -204,8 +204,8 @@ func TestSessionMemoryShare(t *testing.T) {
 			}
 		}
 	}
-	if !refused || d.ss.all["greedy"].held > cfg.SessionMemory {
-		t.Fatalf("greedy session holds %d bytes, share %d", d.ss.all["greedy"].held, cfg.SessionMemory)
+	if !refused || d.ss.session("greedy").HeldBytes > cfg.SessionMemory {
+		t.Fatalf("greedy session holds %d bytes, share %d", d.ss.session("greedy").HeldBytes, cfg.SessionMemory)
 	}
 	d.exec("other", openCall("c1", "cat"))
 	if x := d.exec("other", delta("c1", chunk)); x.GetOutput().GetText() != chunk {
@@ -224,15 +224,15 @@ func TestHeldBytesReleased(t *testing.T) {
 	d.exec("a", finish("c1", 0))
 	d.exec("b", openCall("c1", "cat"))
 	d.exec("b", delta("c1", strings.Repeat("y", 5000)))
-	if d.ss.held.Load() < 10000 {
-		t.Fatalf("held %d, want at least the 10000 bytes of output", d.ss.held.Load())
+	if d.ss.n.Stats().HeldBytes < 10000 {
+		t.Fatalf("held %d, want at least the 10000 bytes of output", d.ss.n.Stats().HeldBytes)
 	}
 	d.advance(2 * time.Second) // a's call past its grace
-	if a, b := d.ss.all["a"].held, d.ss.all["b"].held; a != 0 || int64(b) != d.ss.held.Load() {
-		t.Fatalf("after grace: a holds %d, b %d, total %d", a, b, d.ss.held.Load())
+	if a, b := d.ss.session("a").HeldBytes, d.ss.session("b").HeldBytes; a != 0 || int64(b) != d.ss.n.Stats().HeldBytes {
+		t.Fatalf("after grace: a holds %d, b %d, total %d", a, b, d.ss.n.Stats().HeldBytes)
 	}
 	d.advance(2 * time.Minute) // both sessions idle
-	if held := d.ss.held.Load(); held != 0 {
+	if held := d.ss.n.Stats().HeldBytes; held != 0 {
 		t.Fatalf("%d bytes held after every session was evicted", held)
 	}
 }
@@ -280,20 +280,6 @@ func TestLimitsOverGRPC(t *testing.T) {
 	}
 }
 
-// The default budget is a quarter of what the machine (or cgroup) has.
-func TestDefaultMemoryBudget(t *testing.T) {
-	b := DefaultMemoryBudget()
-	if b <= 0 {
-		t.Fatalf("default budget %d", b)
-	}
-	if mem := memTotal(); mem > 0 && int64(b) > mem/4 {
-		t.Fatalf("default budget %d is over a quarter of MemTotal %d", b, mem)
-	}
-	if lim := cgroupLimit(); lim > 0 && int64(b) > lim/4 {
-		t.Fatalf("default budget %d is over a quarter of the cgroup limit %d", b, lim)
-	}
-}
-
 // A permission ask under an over-long JSON-RPC id still reaches its call,
 // but is not kept for matching its answer; a session keeps a bounded
 // number of unanswered asks.
@@ -317,7 +303,7 @@ func TestAskLimits(t *testing.T) {
 			}
 		}
 	}
-	if n := len(d.ss.all["s"].asks); n != 4 || refused != 2 {
+	if n := d.ss.session("s").Asks; n != 4 || refused != 2 {
 		t.Fatalf("%d asks kept and %d refused, want 4 and 2", n, refused)
 	}
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 )
@@ -79,14 +80,21 @@ func (m *Metrics) frameError(c codes.Code) { m.frameErrors.WithLabelValues(c.Str
 
 // Names of the limits counted in acpnorm_limit_refusals_total.
 const (
-	limitSessions        = "max_sessions"
-	limitCalls           = "max_calls"
-	limitCallsPerSession = "max_calls_per_session"
-	limitIDBytes         = "id_bytes"
-	limitTextBytes       = "text_bytes"
-	limitMemory          = "memory_budget"
-	limitSessionMemory   = "session_memory"
+	limitSessions = normalize.LimitSessions
+	limitMemory   = normalize.LimitMemory
 )
+
+// hooks has the Normalizer count into m.
+func (m *Metrics) hooks() normalize.Hooks {
+	return normalize.Hooks{
+		Refused:     m.refused,
+		LateFrame:   m.lateFrames.Inc,
+		CallsOpened: func(delta int) { m.openCalls.Add(float64(delta)) },
+		Released:    func(reason string, n int) { m.evictions.WithLabelValues(reason).Add(float64(n)) },
+		Sessions:    func(delta int) { m.sessions.Add(float64(delta)) },
+		HeldBytes:   func(total int64) { m.heldBytes.Set(float64(total)) },
+	}
+}
 
 func (m *Metrics) refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
 

@@ -1,36 +1,28 @@
 package service
 
 import (
-	"strings"
 	"sync"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
-	"github.com/acpnorm/acpnorm/internal/dialect"
+	"github.com/acpnorm/acpnorm/normalize"
 )
 
 // readAhead lets a stream read its next frame while the stream loop still
 // applies the one before: the reader goroutine reads each frame with the
 // dialect its session is expected to use before it hands the request
-// over, off every session lock, and the loop applies the frames in order,
-// using the read when the session's dialect is the one expected and
-// reading the frame again otherwise. Reading a frame is pure, so either
-// way the result is what reading it under the lock gives; reading (JSON
-// decoding, unquoting outputs) is the larger part of a frame's work, and
-// this way it runs on another core than the accumulation of the frame
-// before.
+// over, off every session lock (normalize.Prepare), and the loop applies
+// the frames in order, using the read when the session's dialect is the
+// one expected and reading the frame again otherwise. Reading a frame is
+// pure, so either way the result is what reading it under the lock gives;
+// reading (JSON decoding, unquoting outputs) is the larger part of a
+// frame's work, and this way it runs on another core than the accumulation
+// of the frame before.
 type readAhead struct {
 	mu    sync.Mutex
-	reads map[*pb.NormalizeRequest]*aheadRead
+	reads map[*pb.NormalizeRequest]*normalize.Prepared
 	// next is the dialect each session of the stream read its last
 	// applied frame with, as the loop last saw it; the expected dialect.
-	next map[string]dialect.Dialect
-}
-
-// aheadRead is one frame read ahead of its turn.
-type aheadRead struct {
-	with  dialect.Dialect
-	frame dialect.Frame
-	err   error
+	next map[string]string
 }
 
 // maxAheadSessions bounds the sessions a stream remembers the dialect of;
@@ -39,7 +31,7 @@ type aheadRead struct {
 const maxAheadSessions = 1024
 
 func newReadAhead() *readAhead {
-	return &readAhead{reads: map[*pb.NormalizeRequest]*aheadRead{}, next: map[string]dialect.Dialect{}}
+	return &readAhead{reads: map[*pb.NormalizeRequest]*normalize.Prepared{}, next: map[string]string{}}
 }
 
 // read reads req ahead, when it is a frame that will be read: it runs on
@@ -49,29 +41,20 @@ func (a *readAhead) read(req *pb.NormalizeRequest) {
 	if f == nil || f.GetSessionId() == "" || len(f.GetMessage()) == 0 {
 		return
 	}
-	var with dialect.Dialect
-	if name := strings.TrimSpace(f.GetDialect()); name != "" && !strings.EqualFold(name, dialect.Auto) {
-		d, ok := dialect.Lookup(name)
-		if !ok {
-			return
-		}
-		with = d
-	} else {
-		a.mu.Lock()
-		with = a.next[f.GetSessionId()]
-		a.mu.Unlock()
-		if with == nil {
-			with = dialect.Generic()
-		}
-	}
-	fr, err := dialect.Read(with, f.GetMessage())
 	a.mu.Lock()
-	a.reads[req] = &aheadRead{with: with, frame: fr, err: err}
+	expected := a.next[f.GetSessionId()]
+	a.mu.Unlock()
+	p := normalize.Prepare(f.GetMessage(), f.GetDialect(), expected)
+	if p == nil {
+		return
+	}
+	a.mu.Lock()
+	a.reads[req] = p
 	a.mu.Unlock()
 }
 
 // take returns the read of req, if it was read ahead, and forgets it.
-func (a *readAhead) take(req *pb.NormalizeRequest) *aheadRead {
+func (a *readAhead) take(req *pb.NormalizeRequest) *normalize.Prepared {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.reads[req]
@@ -80,18 +63,18 @@ func (a *readAhead) take(req *pb.NormalizeRequest) *aheadRead {
 }
 
 // learn records the dialect the session of an applied request reads its
-// next frame with (nil: forget the session).
-func (a *readAhead) learn(req *pb.NormalizeRequest, next dialect.Dialect) {
+// next frame with ("": forget the session).
+func (a *readAhead) learn(req *pb.NormalizeRequest, next string) {
 	id := req.GetFrame().GetSessionId()
 	if c := req.GetSessionClosed(); c != nil {
-		id, next = c.GetSessionId(), nil
+		id, next = c.GetSessionId(), ""
 	}
 	if id == "" {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if next == nil {
+	if next == "" {
 		delete(a.next, id)
 		return
 	}
@@ -99,16 +82,4 @@ func (a *readAhead) learn(req *pb.NormalizeRequest, next dialect.Dialect) {
 		clear(a.next)
 	}
 	a.next[id] = next
-}
-
-// readWith reads msg with dialect with, using the frame read ahead when it
-// was read with the same dialect.
-func (r *reply) readWith(with dialect.Dialect, msg []byte) (dialect.Frame, error) {
-	if p := r.ahead; p != nil {
-		r.ahead = nil
-		if p.with.Info().Name == with.Info().Name {
-			return p.frame, p.err
-		}
-	}
-	return dialect.Read(with, msg)
 }

@@ -7,10 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
-	"github.com/acpnorm/acpnorm/internal/dialect"
+	"github.com/acpnorm/acpnorm/normalize"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -43,17 +42,7 @@ func New(cfg Config, m *Metrics, log *slog.Logger) (*Service, error) {
 
 // Run evicts expired state until ctx is done.
 func (s *Service) Run(ctx context.Context) {
-	every := min(s.cfg.TTL, max(s.cfg.Grace, time.Second)) / 2
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.sessions.sweep()
-		}
-	}
+	s.sessions.n.Run(ctx)
 }
 
 // Drain asks every Normalize stream to finish the frames it has read, send
@@ -63,16 +52,16 @@ func (s *Service) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 
 // ListDialects implements pb.NormalizerServiceServer.
 func (s *Service) ListDialects(context.Context, *pb.ListDialectsRequest) (*pb.ListDialectsResponse, error) {
-	resp := &pb.ListDialectsResponse{Detection: dialect.DetectionOrder}
-	for _, d := range dialect.All() {
-		info := d.Info()
+	list, detection := normalize.Dialects()
+	resp := &pb.ListDialectsResponse{Detection: detection}
+	for _, d := range list {
 		resp.Dialects = append(resp.Dialects, &pb.DialectInfo{
-			Name:           info.Name,
-			AgentNames:     info.AgentNames,
-			Summary:        info.Summary,
-			AuthMethodIds:  info.AuthMethodIDs,
-			MethodPrefixes: info.MethodPrefixes,
-			DetectionRules: dialect.DetectionRules(d),
+			Name:           d.Name,
+			AgentNames:     d.AgentNames,
+			Summary:        d.Summary,
+			AuthMethodIds:  d.AuthMethodIDs,
+			MethodPrefixes: d.MethodPrefixes,
+			DetectionRules: d.DetectionRules,
 		})
 	}
 	return resp, nil
@@ -80,14 +69,9 @@ func (s *Service) ListDialects(context.Context, *pb.ListDialectsRequest) (*pb.Li
 
 // GetClientCapabilities implements pb.NormalizerServiceServer.
 func (s *Service) GetClientCapabilities(_ context.Context, req *pb.GetClientCapabilitiesRequest) (*pb.GetClientCapabilitiesResponse, error) {
-	name := strings.TrimSpace(req.GetDialect())
-	d := dialect.Generic()
-	if name != "" && !strings.EqualFold(name, dialect.Auto) {
-		var ok bool
-		if d, ok = dialect.Lookup(name); !ok {
-			return nil, status.Errorf(codes.InvalidArgument, "unknown dialect %q; ListDialects lists the dialects of this build", name)
-		}
+	caps, name, err := normalize.ClientCapabilities(req.GetDialect())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "unknown dialect %q; ListDialects lists the dialects of this build", strings.TrimSpace(req.GetDialect()))
 	}
-	info := d.Info()
-	return &pb.GetClientCapabilitiesResponse{ClientCapabilitiesJson: info.ClientCapabilities, Dialect: info.Name}, nil
+	return &pb.GetClientCapabilitiesResponse{ClientCapabilitiesJson: caps, Dialect: name}, nil
 }

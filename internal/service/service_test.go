@@ -489,17 +489,17 @@ func TestSweepEvicts(t *testing.T) {
 	frame(finish("done", 0))
 	now = now.Add(2 * time.Second)
 	svc.sessions.sweep()
-	if got := svc.sessions.total.Load(); got != 1 {
+	if got := int64(svc.sessions.n.Stats().Calls); got != 1 {
 		t.Fatalf("after grace: %d calls held, want 1", got)
 	}
 	now = now.Add(2 * time.Minute)
 	svc.sessions.sweep()
-	if got := svc.sessions.total.Load(); got != 0 {
+	if got := int64(svc.sessions.n.Stats().Calls); got != 0 {
 		t.Fatalf("after ttl: %d calls held, want 0", got)
 	}
 	now = now.Add(2 * time.Minute)
 	svc.sessions.sweep()
-	if n := len(svc.sessions.all); n != 0 {
+	if n := svc.sessions.n.Stats().Sessions; n != 0 {
 		t.Fatalf("%d idle sessions kept", n)
 	}
 }

@@ -1,4 +1,4 @@
-package service
+package normalize
 
 import (
 	"cmp"
@@ -12,17 +12,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/dialect"
-	"google.golang.org/grpc/codes"
 )
 
 // sessions is the state of every ACP session of the process, shared by all
 // streams so that a client that reconnects goes on where it left off.
 type sessions struct {
-	cfg   Config
-	m     *Metrics
+	cfg   config
+	hooks Hooks
 	now   func() time.Time
 	total atomic.Int64 // calls held, all sessions
 	held  atomic.Int64 // bytes of text held, all sessions (see memory.go)
@@ -67,8 +65,8 @@ type ask struct {
 	reject []string
 }
 
-func newSessions(cfg Config, m *Metrics) *sessions {
-	return &sessions{cfg: cfg, m: m, now: time.Now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
+func newSessions(cfg config) *sessions {
+	return &sessions{cfg: cfg, hooks: cfg.hooks, now: cfg.now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
 }
 
 // errTooManySessions says that a session cannot be created.
@@ -93,7 +91,7 @@ func (ss *sessions) lock(ctx context.Context, id string, create bool) (*session,
 			}
 			s = &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}}
 			ss.all[id] = s
-			ss.m.sessions.Inc()
+			ss.hooks.sessions(1)
 		}
 		ss.mu.Unlock()
 		select {
@@ -122,86 +120,93 @@ func (s *session) tryLock() bool {
 	}
 }
 
-// reply hands what one request produces to the stream, one response at a
-// time, as it is produced.
+// reply hands what one request produces on, one event at a time, as it is
+// produced.
 type reply struct {
 	session string
 	seq     uint64
-	emit    func(*pb.NormalizeResponse) error
-	err     error // the first error emit returned; nothing is sent after it
-	m       *Metrics
-	stream  *delivered // what the requesting stream has carried; nil: nothing tracked
-	// ahead is the frame read ahead of its turn (see readAhead), if any;
+	req     *request
+	err     error // the first error handing on returned; nothing is handed on after it
+	// ahead is the frame read ahead of its turn (see Prepare), if any;
 	// next is the dialect the frame's session reads its next frame with.
-	ahead *aheadRead
+	ahead *Prepared
 	next  dialect.Dialect
 }
 
-// send hands one response on, unless an earlier one failed.
-func (r *reply) send(resp *pb.NormalizeResponse) {
+// send hands one event on, unless an earlier one failed.
+func (r *reply) send(ev Event) {
 	if r.err == nil {
-		r.err = r.emit(resp)
+		r.err = r.req.give(ev)
 	}
 }
 
-func (r *reply) fail(code codes.Code, callID, format string, args ...any) {
-	r.m.frameError(code)
-	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
-		SessionId:  r.session,
+func (r *reply) fail(code Code, callID, format string, args ...any) {
+	r.send(Event{Error: &FrameError{
+		SessionID:  r.session,
 		Sequence:   r.seq,
-		Code:       int32(code),
+		Code:       code,
 		Message:    fmt.Sprintf(format, args...),
-		ToolCallId: callID,
-	}}})
+		ToolCallID: callID,
+	}})
 }
 
-// handle applies one request and hands each response it produces to emit
-// as soon as it is made, so that a request producing many (a TurnEnded
-// ending every open call) never holds more than one: emit may block on a
-// full send queue, and that is the backpressure. When emit returns an error
-// (the stream is gone) the request is still applied, nothing more is
-// built or sent, and handle returns that error; it returns ctx's error when
-// ctx ends while it waits for another request of the same session.
-func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit func(*pb.NormalizeResponse) error) error {
-	return ss.handleOn(ctx, req, nil, emit)
+// The requests apply one frame or control message and hand each event it
+// produces on as soon as it is made (see WithEmit), so that a request
+// producing many (a TurnEnded ending every open call) never holds more than
+// one: handing on may block, and that is the backpressure. When it fails
+// (the consumer is gone) the request is still applied, nothing more is
+// built or handed on, and the request returns that error; it returns the
+// context's error when the context ends while it waits for another request
+// of the same session.
+
+func (ss *sessions) turnEnded(id string, cancelled bool, req *request) error {
+	r := &reply{req: req}
+	err := ss.control(req.ctx, id, req.seq, "turn_ended", r, func(s *session) {
+		ss.endOpen(s, cancelled || s.cancel, "the prompt turn ended while the call was still open", r)
+		s.cancel = false
+	})
+	if err != nil {
+		return err
+	}
+	return r.err
 }
 
-// handleOn is handle for a request arrived on a stream that has carried d
-// (see delivered).
-func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *delivered, emit func(*pb.NormalizeResponse) error) error {
-	_, err := ss.handleRead(ctx, req, nil, d, emit)
-	return err
+func (ss *sessions) closeSession(id string, req *request) error {
+	r := &reply{req: req}
+	err := ss.control(req.ctx, id, req.seq, "session_closed", r, func(s *session) {
+		ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
+		ss.drop(s, releasedClosed, "session_closed")
+	})
+	if err != nil {
+		return err
+	}
+	return r.err
 }
 
-// handleRead is handleOn for a request that may have been read ahead
-// (ahead is nil when not). It also returns the dialect the request's
-// session reads its next frame with, when the request was a frame that
-// was read (else nil).
-func (ss *sessions) handleRead(ctx context.Context, req *pb.NormalizeRequest, ahead *aheadRead, d *delivered, emit func(*pb.NormalizeResponse) error) (dialect.Dialect, error) {
-	ss.m.framesIn.Inc()
-	r := &reply{emit: emit, m: ss.m, stream: d, ahead: ahead}
-	var err error
-	switch k := req.GetKind().(type) {
-	case *pb.NormalizeRequest_Frame:
-		err = ss.frame(ctx, k.Frame, r)
-	case *pb.NormalizeRequest_TurnEnded:
-		err = ss.control(ctx, k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence(), "turn_ended", r, func(s *session) {
-			ss.endOpen(s, k.TurnEnded.GetCancelled() || s.cancel, "the prompt turn ended while the call was still open", r)
-			s.cancel = false
-		})
-	case *pb.NormalizeRequest_SessionClosed:
-		err = ss.control(ctx, k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence(), "session_closed", r, func(s *session) {
-			ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
-			ss.drop(s, releasedClosed, "session_closed")
-		})
-	default:
-		r.fail(codes.InvalidArgument, "", "request carries neither a frame, turn_ended nor session_closed")
+func (ss *sessions) frame(id string, msg []byte, req *request) error {
+	r := &reply{req: req, ahead: req.prepared}
+	err := ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg}, r)
+	if r.next != nil && req.nextDialect != nil {
+		req.nextDialect(r.next.Info().Name)
 	}
 	if err != nil {
-		return r.next, err
+		return err
 	}
-	return r.next, r.err
+	return r.err
 }
+
+// frameIn is one frame as fed.
+type frameIn struct {
+	sessionID, dialect, cwd string
+	sequence                uint64
+	message                 []byte
+}
+
+func (f frameIn) GetSessionId() string { return f.sessionID }
+func (f frameIn) GetDialect() string   { return f.dialect }
+func (f frameIn) GetCwd() string       { return f.cwd }
+func (f frameIn) GetSequence() uint64  { return f.sequence }
+func (f frameIn) GetMessage() []byte   { return f.message }
 
 func (ss *sessions) control(ctx context.Context, id string, seq uint64, what string, r *reply, do func(*session)) error {
 	r.session, r.seq = id, seq
@@ -217,31 +222,31 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 	return nil
 }
 
-func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
+func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	r.session, r.seq = f.GetSessionId(), f.GetSequence()
 	if !ss.validSessionID(f.GetSessionId(), "frame", r) {
 		return nil
 	}
 	if len(f.GetMessage()) == 0 {
-		r.fail(codes.InvalidArgument, "", "frame %d of session %q has an empty message", f.GetSequence(), f.GetSessionId())
+		r.fail(InvalidArgument, "", "frame %d of session %q has an empty message", f.GetSequence(), f.GetSessionId())
 		return nil
 	}
 	var chosen dialect.Dialect
 	if name := strings.TrimSpace(f.GetDialect()); name != "" && !strings.EqualFold(name, dialect.Auto) {
 		d, ok := dialect.Lookup(name)
 		if !ok {
-			r.fail(codes.InvalidArgument, "", "frame %d of session %q names unknown dialect %q; ListDialects lists the dialects of this build", f.GetSequence(), f.GetSessionId(), name)
+			r.fail(InvalidArgument, "", "frame %d of session %q names unknown dialect %q; ListDialects lists the dialects of this build", f.GetSequence(), f.GetSessionId(), name)
 			return nil
 		}
 		chosen = d
 	}
 	if cwd := f.GetCwd(); cwd != "" && !filepath.IsAbs(cwd) {
-		r.fail(codes.InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %q", f.GetSequence(), f.GetSessionId(), cwd)
+		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %q", f.GetSequence(), f.GetSessionId(), cwd)
 		return nil
 	}
 	if n := len(f.GetCwd()); n > ss.cfg.TextLimit {
-		ss.m.refused(limitTextBytes)
-		r.fail(codes.InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (--text-limit)", f.GetSequence(), f.GetSessionId(), n, ss.cfg.TextLimit)
+		ss.hooks.refused(LimitTextBytes)
+		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (--text-limit)", f.GetSequence(), f.GetSessionId(), n, ss.cfg.TextLimit)
 		return nil
 	}
 
@@ -263,14 +268,14 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 		if s != nil {
 			s.unlock()
 		}
-		r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
+		r.fail(InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
 		return nil
 	}
 	if s == nil {
 		s, err = ss.lock(ctx, f.GetSessionId(), true)
 		if errors.Is(err, errTooManySessions) {
-			ss.m.refused(limitSessions)
-			r.fail(codes.ResourceExhausted, "", "frame %d opens session %q, but the service already holds %d sessions (the limit, --max-sessions)", f.GetSequence(), f.GetSessionId(), ss.cfg.MaxSessions)
+			ss.hooks.refused(LimitSessions)
+			r.fail(ResourceExhausted, "", "frame %d opens session %q, but the service already holds %d sessions (the limit, --max-sessions)", f.GetSequence(), f.GetSessionId(), ss.cfg.MaxSessions)
 			return nil
 		}
 		if err != nil {
@@ -281,7 +286,7 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 			// dialect: read the frame the way the session reads.
 			if read, err = dialect.Read(s.reader(), f.GetMessage()); err != nil {
 				s.unlock()
-				r.fail(codes.InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
+				r.fail(InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
 				return nil
 			}
 		}
@@ -310,8 +315,8 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 	r.next = s.reader()
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
-			ss.m.refused(limitTextBytes)
-			r.fail(codes.InvalidArgument, "", "frame %d of session %q gives a session cwd of %d bytes, over the text limit of %d bytes (--text-limit); the session keeps its cwd", r.seq, s.id, len(c), ss.cfg.TextLimit)
+			ss.hooks.refused(LimitTextBytes)
+			r.fail(InvalidArgument, "", "frame %d of session %q gives a session cwd of %d bytes, over the text limit of %d bytes (--text-limit); the session keeps its cwd", r.seq, s.id, len(c), ss.cfg.TextLimit)
 		} else {
 			s.cwd = filepath.Clean(c)
 		}
@@ -320,13 +325,13 @@ func (ss *sessions) frame(ctx context.Context, f *pb.AcpFrame, r *reply) error {
 		id := ss.observe(s, &read.Observations[i], r)
 		if read.Ask != nil && read.Observations[i].PermissionAsk && id != "" {
 			if n := len(read.Ask.RequestID); n > ss.cfg.MaxIDBytes {
-				ss.m.refused(limitIDBytes)
-				r.fail(codes.InvalidArgument, id, "frame %d of session %q asks permission under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (--max-id-bytes); its answer will not be matched", r.seq, s.id, n, ss.cfg.MaxIDBytes)
+				ss.hooks.refused(LimitIDBytes)
+				r.fail(InvalidArgument, id, "frame %d of session %q asks permission under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (--max-id-bytes); its answer will not be matched", r.seq, s.id, n, ss.cfg.MaxIDBytes)
 				continue
 			}
 			if _, known := s.asks[read.Ask.RequestID]; !known && len(s.asks) >= ss.maxRefs() {
-				ss.m.refused(limitCallsPerSession)
-				r.fail(codes.ResourceExhausted, id, "frame %d of session %q asks permission, but the session already has %d unanswered asks (4 per call of --max-calls-per-session); its answer will not be matched", r.seq, s.id, len(s.asks))
+				ss.hooks.refused(LimitCallsPerSession)
+				r.fail(ResourceExhausted, id, "frame %d of session %q asks permission, but the session already has %d unanswered asks (4 per call of --max-calls-per-session); its answer will not be matched", r.seq, s.id, len(s.asks))
 				continue
 			}
 			s.asks[read.Ask.RequestID] = ask{callID: id, reject: read.Ask.RejectOptions}
@@ -384,19 +389,19 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	if id == "" && o.TerminalID != "" {
 		id = s.terminals[o.TerminalID]
 		if id == "" {
-			r.fail(codes.FailedPrecondition, "", "frame %d of session %q is about terminal %q, which no tool call has shown as its terminal content", r.seq, s.id, o.TerminalID)
+			r.fail(FailedPrecondition, "", "frame %d of session %q is about terminal %q, which no tool call has shown as its terminal content", r.seq, s.id, o.TerminalID)
 			return ""
 		}
 	}
 	if id == "" {
-		r.fail(codes.InvalidArgument, "", "frame %d of session %q updates a tool call without a toolCallId", r.seq, s.id)
+		r.fail(InvalidArgument, "", "frame %d of session %q updates a tool call without a toolCallId", r.seq, s.id)
 		return ""
 	}
 	e := s.calls[id]
 	if e == nil {
 		if tb, ok := ss.tombs.get(s.id, id); ok {
-			ss.m.lateFrames.Inc()
-			r.fail(codes.FailedPrecondition, id, "frame %d of session %q: %s", r.seq, s.id, tb.explain(id))
+			ss.hooks.lateFrame()
+			r.fail(FailedPrecondition, id, "frame %d of session %q: %s", r.seq, s.id, tb.explain(id))
 			return ""
 		}
 	}
@@ -414,20 +419,20 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	if e == nil {
 		if n := len(s.calls); n >= ss.cfg.MaxCallsPerSession {
-			ss.m.refused(limitCallsPerSession)
-			r.fail(codes.ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the session already holds %d calls (the limit)", r.seq, s.id, id, n)
+			ss.hooks.refused(LimitCallsPerSession)
+			r.fail(ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the session already holds %d calls (the limit)", r.seq, s.id, id, n)
 			return ""
 		}
 		if ss.total.Add(1) > int64(ss.cfg.MaxCalls) {
 			ss.total.Add(-1)
-			ss.m.refused(limitCalls)
-			r.fail(codes.ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the service already holds %d calls (the limit)", r.seq, s.id, id, ss.cfg.MaxCalls)
+			ss.hooks.refused(LimitCalls)
+			r.fail(ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the service already holds %d calls (the limit)", r.seq, s.id, id, ss.cfg.MaxCalls)
 			return ""
 		}
 		s.created++
 		e = &entry{call: accum.NewCall(id, ss.cfg.TextLimit), order: s.created}
 		s.calls[id] = e
-		ss.m.openCalls.Inc()
+		ss.hooks.callsOpened(1)
 	}
 	if o.Cwd != "" && !filepath.IsAbs(o.Cwd) && s.cwd != "" {
 		o.Cwd = filepath.Join(s.cwd, o.Cwd)
@@ -437,8 +442,8 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	if t := o.TerminalID; t != "" && s.terminals[t] != id {
 		if _, known := s.terminals[t]; !known && len(s.terminals) >= ss.maxRefs() {
-			ss.m.refused(limitCallsPerSession)
-			r.fail(codes.ResourceExhausted, id, "frame %d of session %q shows terminal %q, but the session already tracks %d terminals (4 per call of --max-calls-per-session); output sent by terminal id alone will not reach the call", r.seq, s.id, t, len(s.terminals))
+			ss.hooks.refused(LimitCallsPerSession)
+			r.fail(ResourceExhausted, id, "frame %d of session %q shows terminal %q, but the session already tracks %d terminals (4 per call of --max-calls-per-session); output sent by terminal id alone will not reach the call", r.seq, s.id, t, len(s.terminals))
 		} else {
 			s.terminals[t] = id
 		}
@@ -465,12 +470,12 @@ func (ss *sessions) maxRefs() int { return 4 * ss.cfg.MaxCallsPerSession }
 func (ss *sessions) validSessionID(id, what string, r *reply) bool {
 	switch {
 	case id == "":
-		r.fail(codes.InvalidArgument, "", "%s %d has no session_id", what, r.seq)
+		r.fail(InvalidArgument, "", "%s %d has no session_id", what, r.seq)
 		return false
 	case len(id) > ss.cfg.MaxIDBytes:
 		r.session = "" // never echo an over-long id
-		ss.m.refused(limitIDBytes)
-		r.fail(codes.InvalidArgument, "", "%s %d has a session_id of %d bytes, over the %d-byte limit for ids (--max-id-bytes)", what, r.seq, len(id), ss.cfg.MaxIDBytes)
+		ss.hooks.refused(LimitIDBytes)
+		r.fail(InvalidArgument, "", "%s %d has a session_id of %d bytes, over the %d-byte limit for ids (--max-id-bytes)", what, r.seq, len(id), ss.cfg.MaxIDBytes)
 		return false
 	}
 	return true
@@ -483,8 +488,8 @@ func (ss *sessions) validSessionID(id, what string, r *reply) bool {
 func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply) bool {
 	for _, f := range []struct{ name, v string }{{"toolCallId", o.ToolCallID}, {"terminalId", o.TerminalID}} {
 		if len(f.v) > ss.cfg.MaxIDBytes {
-			ss.m.refused(limitIDBytes)
-			r.fail(codes.InvalidArgument, "", "frame %d of session %q names a %s of %d bytes, over the %d-byte limit for ids (--max-id-bytes); the update is refused", r.seq, s.id, f.name, len(f.v), ss.cfg.MaxIDBytes)
+			ss.hooks.refused(LimitIDBytes)
+			r.fail(InvalidArgument, "", "frame %d of session %q names a %s of %d bytes, over the %d-byte limit for ids (--max-id-bytes); the update is refused", r.seq, s.id, f.name, len(f.v), ss.cfg.MaxIDBytes)
 			return false
 		}
 	}
@@ -494,8 +499,8 @@ func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply)
 	}{{"command", &o.Command}, {"cwd", &o.Cwd}, {"description", &o.Description}, {"approval reason", &o.ApprovalReason}, {"cancel notice", &o.CancelNotice}, {"signal", &o.Signal}} {
 		if n := len(*f.v); n > ss.cfg.TextLimit {
 			*f.v = ""
-			ss.m.refused(limitTextBytes)
-			r.fail(codes.InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a %s of %d bytes, over the text limit of %d bytes (--text-limit); it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, f.name, n, ss.cfg.TextLimit)
+			ss.hooks.refused(LimitTextBytes)
+			r.fail(InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a %s of %d bytes, over the text limit of %d bytes (--text-limit); it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, f.name, n, ss.cfg.TextLimit)
 		}
 	}
 	return true
@@ -553,12 +558,11 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	if !ok {
 		return
 	}
-	if r.stream.needsWhole(s.id, rev.ToolCallID, rev.Number, rev.State == accum.Ended) {
+	if r.req.whole != nil && r.req.whole(s.id, rev.ToolCallID, rev.Number, rev.State == accum.Ended) {
 		e.call.Whole(&rev)
 	}
 	e.revisions, e.outcome = rev.Number, rev.Outcome
-	r.send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: s.toProto(&rev, r.seq)}})
-	ss.m.execsOut.Inc()
+	r.send(Event{ShellExec: s.toExec(&rev, r.seq)})
 }
 
 // inOrder returns the calls that keep says to keep, in the order they
@@ -592,7 +596,7 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	ss.mu.Lock()
 	delete(ss.all, s.id)
 	ss.mu.Unlock()
-	ss.m.sessions.Dec()
+	ss.hooks.sessions(-1)
 	s.gone = true
 	for _, e := range s.inOrder(func(*entry) bool { return true }) {
 		ss.bury(s, e.call.ID(), e, why)
@@ -617,8 +621,8 @@ func (ss *sessions) forget(n int, reason string) {
 		return
 	}
 	ss.total.Add(int64(-n))
-	ss.m.openCalls.Sub(float64(n))
-	ss.m.evictions.WithLabelValues(reason).Add(float64(n))
+	ss.hooks.callsOpened(-n)
+	ss.hooks.released(reason, n)
 }
 
 // sweep releases the state nobody needs any more: every session idle for

@@ -1,4 +1,4 @@
-package service
+package normalize
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
-	"google.golang.org/grpc/codes"
 )
 
 // DefaultMemoryBudget returns the default byte budget for held text: a
@@ -66,7 +65,7 @@ func cgroupLimit() int64 {
 }
 
 // sessionMemory is the share of the budget one session may hold.
-func (c Config) sessionMemory() int {
+func (c config) sessionMemory() int {
 	if c.SessionMemory > 0 {
 		return c.SessionMemory
 	}
@@ -82,11 +81,11 @@ func (ss *sessions) reserve(s *session, n int) string {
 	}
 	if ss.held.Add(int64(n)) > int64(ss.cfg.MemoryBudget) {
 		ss.held.Add(int64(-n))
-		return limitMemory
+		return LimitMemory
 	}
 	if s.held+n > ss.cfg.sessionMemory() {
 		ss.held.Add(int64(-n))
-		return limitSessionMemory
+		return LimitSessionMemory
 	}
 	s.held += n
 	return ""
@@ -100,13 +99,13 @@ func (ss *sessions) settle(s *session, e *entry, reserved int) {
 	d := now - e.size - reserved
 	e.size = now
 	s.held += d
-	ss.m.heldBytes.Set(float64(ss.held.Add(int64(d))))
+	ss.hooks.heldBytes(ss.held.Add(int64(d)))
 }
 
 // unhold gives back what a call held when it is released.
 func (ss *sessions) unhold(s *session, e *entry) {
 	s.held -= e.size
-	ss.m.heldBytes.Set(float64(ss.held.Add(int64(-e.size))))
+	ss.hooks.heldBytes(ss.held.Add(int64(-e.size)))
 	e.size = 0
 }
 
@@ -121,7 +120,7 @@ func (ss *sessions) budget(s *session, e *entry, o *accum.Observation, r *reply)
 	if limit == "" {
 		return need
 	}
-	ss.m.refused(limit)
+	ss.hooks.refused(limit)
 	var dropped int
 	if len(o.Texts) > 0 {
 		var touched [3]bool
@@ -150,9 +149,9 @@ func (ss *sessions) budget(s *session, e *entry, o *accum.Observation, r *reply)
 	}
 	held, of, flag := ss.held.Load(), ss.cfg.MemoryBudget, "--memory-budget"
 	scope := "the service"
-	if limit == limitSessionMemory {
+	if limit == LimitSessionMemory {
 		held, of, flag, scope = int64(s.held), ss.cfg.sessionMemory(), "--session-memory", "the session"
 	}
-	r.fail(codes.ResourceExhausted, e.call.ID(), "frame %d of session %q: %s holds %d bytes of text, and this update of tool call %q could take more than its limit of %d bytes (%s); its %s (%d bytes) is not held and the field says truncated, and the rest of the update applies", r.seq, s.id, scope, held, e.call.ID(), of, flag, what, dropped)
+	r.fail(ResourceExhausted, e.call.ID(), "frame %d of session %q: %s holds %d bytes of text, and this update of tool call %q could take more than its limit of %d bytes (%s); its %s (%d bytes) is not held and the field says truncated, and the rest of the update applies", r.seq, s.id, scope, held, e.call.ID(), of, flag, what, dropped)
 	return need
 }

@@ -1,0 +1,111 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/normalize"
+	"google.golang.org/grpc/codes"
+)
+
+// sessions is the service's side of the session state, which lives in a
+// normalize.Normalizer shared by all streams (so that a client that
+// reconnects goes on where it left off): it turns requests into calls of
+// the Normalizer and what they produce into responses, and counts them.
+type sessions struct {
+	n   *normalize.Normalizer
+	m   *Metrics
+	now func() time.Time // the Normalizer's clock; tests replace it
+}
+
+func newSessions(cfg Config, m *Metrics) *sessions {
+	ss := &sessions{m: m, now: time.Now}
+	ss.n = normalize.New(
+		normalize.WithTextLimit(cfg.TextLimit),
+		normalize.WithMaxCallsPerSession(cfg.MaxCallsPerSession),
+		normalize.WithMaxCalls(cfg.MaxCalls),
+		normalize.WithMaxSessions(cfg.MaxSessions),
+		normalize.WithMaxIDBytes(cfg.MaxIDBytes),
+		normalize.WithTTL(cfg.TTL),
+		normalize.WithGrace(cfg.Grace),
+		normalize.WithTombstones(cfg.Tombstones),
+		normalize.WithMemoryBudget(cfg.MemoryBudget),
+		normalize.WithSessionMemory(cfg.SessionMemory),
+		normalize.WithHooks(m.hooks()),
+		normalize.WithClock(func() time.Time { return ss.now() }),
+	)
+	return ss
+}
+
+// handle applies one request and hands each response it produces to emit
+// as soon as it is made, so that a request producing many (a TurnEnded
+// ending every open call) never holds more than one: emit may block on a
+// full send queue, and that is the backpressure. When emit returns an error
+// (the stream is gone) the request is still applied, nothing more is
+// built or sent, and handle returns that error; it returns ctx's error when
+// ctx ends while it waits for another request of the same session.
+func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit func(*pb.NormalizeResponse) error) error {
+	return ss.handleOn(ctx, req, nil, emit)
+}
+
+// handleOn is handle for a request arrived on a stream that has carried d
+// (see delivered).
+func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *delivered, emit func(*pb.NormalizeResponse) error) error {
+	_, err := ss.handleRead(ctx, req, nil, d, emit)
+	return err
+}
+
+// handleRead is handleOn for a request that may have been read ahead
+// (ahead is nil when not). It also returns the dialect the request's
+// session reads its next frame with, when the request was a frame that
+// was read (else "").
+func (ss *sessions) handleRead(ctx context.Context, req *pb.NormalizeRequest, ahead *normalize.Prepared, d *delivered, emit func(*pb.NormalizeResponse) error) (string, error) {
+	ss.m.framesIn.Inc()
+	var next string
+	opts := []normalize.FeedOption{
+		normalize.WithContext(ctx),
+		normalize.WithEmit(func(ev normalize.Event) error {
+			if ev.Error != nil {
+				ss.m.frameError(codes.Code(ev.Error.Code))
+				return emit(frameErrorResponse(ev.Error))
+			}
+			ss.m.execsOut.Inc()
+			return emit(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: shellExec(ev.ShellExec)}})
+		}),
+	}
+	if d != nil {
+		opts = append(opts, normalize.WithWhole(d.needsWhole))
+	}
+	var err error
+	switch k := req.GetKind().(type) {
+	case *pb.NormalizeRequest_Frame:
+		f := k.Frame
+		_, err = ss.n.Feed(f.GetSessionId(), f.GetMessage(), append(opts,
+			normalize.WithSequence(f.GetSequence()), normalize.WithDialect(f.GetDialect()), normalize.WithCwd(f.GetCwd()),
+			normalize.WithPrepared(ahead), normalize.WithNextDialect(func(name string) { next = name }))...)
+	case *pb.NormalizeRequest_TurnEnded:
+		t := k.TurnEnded
+		_, err = ss.n.TurnEnded(t.GetSessionId(), t.GetCancelled(), append(opts, normalize.WithSequence(t.GetSequence()))...)
+	case *pb.NormalizeRequest_SessionClosed:
+		c := k.SessionClosed
+		_, err = ss.n.CloseSession(c.GetSessionId(), append(opts, normalize.WithSequence(c.GetSequence()))...)
+	default:
+		ss.m.frameError(codes.InvalidArgument)
+		err = emit(frameErrorResponse(&normalize.FrameError{Code: normalize.InvalidArgument, Message: "request carries neither a frame, turn_ended nor session_closed"}))
+	}
+	return next, err
+}
+
+// sweep releases expired state (see normalize.Normalizer.Sweep).
+func (ss *sessions) sweep() { ss.n.Sweep() }
+
+func frameErrorResponse(e *normalize.FrameError) *pb.NormalizeResponse {
+	return &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
+		SessionId:  e.SessionID,
+		Sequence:   e.Sequence,
+		Code:       int32(e.Code),
+		Message:    e.Message,
+		ToolCallId: e.ToolCallID,
+	}}}
+}

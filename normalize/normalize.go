@@ -1,0 +1,434 @@
+package normalize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/acpnorm/acpnorm/internal/dialect"
+)
+
+// Normalizer holds the state of every ACP session fed to it. It is safe for
+// concurrent use: the requests of one session are applied one at a time, in
+// the order they take its lock; different sessions go on in parallel.
+type Normalizer struct {
+	ss *sessions
+}
+
+// config holds the limits of a Normalizer.
+type config struct {
+	TextLimit          int
+	MaxCallsPerSession int
+	MaxCalls           int
+	MaxSessions        int
+	MaxIDBytes         int
+	TTL                time.Duration
+	Grace              time.Duration
+	Tombstones         int
+	MemoryBudget       int
+	SessionMemory      int
+	hooks              Hooks
+	now                func() time.Time
+}
+
+// Defaults of the options; they are the acpnormd defaults.
+const (
+	DefaultTextLimit          = 256 << 10
+	DefaultMaxCallsPerSession = 1024
+	DefaultMaxCalls           = 65536
+	DefaultMaxSessions        = 16384
+	DefaultMaxIDBytes         = 256
+	DefaultTTL                = 10 * time.Minute
+	DefaultGrace              = 30 * time.Second
+	DefaultTombstones         = 65536
+)
+
+// An Option sets a limit of a Normalizer.
+type Option func(*config)
+
+// WithTextLimit bounds each text field of a call (its output streams, and
+// its command, cwd and description), in bytes; the most recent tail of an
+// output is kept and says Truncated. At least 64; default
+// DefaultTextLimit.
+func WithTextLimit(bytes int) Option { return func(c *config) { c.TextLimit = bytes } }
+
+// WithMaxCallsPerSession bounds the calls one session holds at once (ended
+// calls in their grace period count); a frame opening one more is refused
+// with ResourceExhausted. It also bounds the terminal ids and unanswered
+// permission asks a session tracks (4 per call). Default
+// DefaultMaxCallsPerSession.
+func WithMaxCallsPerSession(n int) Option { return func(c *config) { c.MaxCallsPerSession = n } }
+
+// WithMaxCalls bounds the calls of all sessions together. Default
+// DefaultMaxCalls.
+func WithMaxCalls(n int) Option { return func(c *config) { c.MaxCalls = n } }
+
+// WithMaxSessions bounds the sessions held at once; only a frame that reads
+// as a valid ACP message creates one. Default DefaultMaxSessions.
+func WithMaxSessions(n int) Option { return func(c *config) { c.MaxSessions = n } }
+
+// WithMaxIDBytes bounds session ids, tool call ids, terminal ids and
+// JSON-RPC request ids, in bytes. At least 16; default DefaultMaxIDBytes.
+func WithMaxIDBytes(n int) Option { return func(c *config) { c.MaxIDBytes = n } }
+
+// WithTTL is how long a session may go without a frame before Sweep
+// releases it with all its calls. Default DefaultTTL.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.TTL = d } }
+
+// WithGrace is how long Sweep keeps an ended call to absorb late frames.
+// Default DefaultGrace.
+func WithGrace(d time.Duration) Option { return func(c *config) { c.Grace = d } }
+
+// WithTombstones bounds how many released calls are remembered, so that a
+// late frame about one is refused (FailedPrecondition) instead of opening
+// it again with revisions restarting at 1; the oldest are forgotten first.
+// Default DefaultTombstones.
+func WithTombstones(n int) Option { return func(c *config) { c.Tombstones = n } }
+
+// WithMemoryBudget bounds the bytes of text all calls hold together. An
+// update that could take more is not held (ResourceExhausted, and the
+// field says Truncated); the call's life (status, exit code, outcome)
+// still applies. At least 4096; default DefaultMemoryBudget().
+func WithMemoryBudget(bytes int) Option { return func(c *config) { c.MemoryBudget = bytes } }
+
+// WithSessionMemory is the share of the memory budget one session may
+// hold; 0 (the default) means an eighth of it.
+func WithSessionMemory(bytes int) Option { return func(c *config) { c.SessionMemory = bytes } }
+
+// WithHooks makes the Normalizer report what it counts (for metrics).
+func WithHooks(h Hooks) Option { return func(c *config) { c.hooks = h } }
+
+// WithClock replaces time.Now for the TTL and grace periods (for tests).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// Hooks receive what a Normalizer counts, so that a program can export it
+// as metrics without this package depending on a metrics library. Every
+// field may be nil. They are called while a session is locked: keep them
+// quick and do not call the Normalizer from them.
+type Hooks struct {
+	// Refused is called each time a limit refuses a frame or a field of
+	// one, with the limit's name (one of the Limit constants).
+	Refused func(limit string)
+	// LateFrame is called when an update about a released call is
+	// refused.
+	LateFrame func()
+	// CallsOpened is called when a call is opened (delta 1) and when calls
+	// are released (delta -n).
+	CallsOpened func(delta int)
+	// Released is called when n calls are released, with why: "ttl",
+	// "grace" or "session_closed".
+	Released func(reason string, n int)
+	// Sessions is called when a session is created (1) or released (-1).
+	Sessions func(delta int)
+	// HeldBytes is called with the bytes of text all calls hold, each time
+	// it changes.
+	HeldBytes func(total int64)
+}
+
+// Names of the limits passed to Hooks.Refused.
+const (
+	LimitSessions        = "max_sessions"
+	LimitCalls           = "max_calls"
+	LimitCallsPerSession = "max_calls_per_session"
+	LimitIDBytes         = "id_bytes"
+	LimitTextBytes       = "text_bytes"
+	LimitMemory          = "memory_budget"
+	LimitSessionMemory   = "session_memory"
+)
+
+func (c *config) validate() error {
+	switch {
+	case c.TextLimit < 64:
+		return fmt.Errorf("text limit %d is below 64 bytes", c.TextLimit)
+	case c.MaxCallsPerSession < 1:
+		return fmt.Errorf("max calls per session %d is below 1", c.MaxCallsPerSession)
+	case c.MaxCalls < c.MaxCallsPerSession:
+		return fmt.Errorf("max calls %d is below max calls per session %d", c.MaxCalls, c.MaxCallsPerSession)
+	case c.MaxSessions < 1:
+		return fmt.Errorf("max sessions %d is below 1", c.MaxSessions)
+	case c.MaxIDBytes < 16:
+		return fmt.Errorf("max id bytes %d is below 16", c.MaxIDBytes)
+	case c.TTL <= 0:
+		return fmt.Errorf("ttl %v is not positive", c.TTL)
+	case c.Grace < 0:
+		return fmt.Errorf("grace %v is negative", c.Grace)
+	case c.Tombstones < 0:
+		return fmt.Errorf("tombstones %d is negative", c.Tombstones)
+	case c.MemoryBudget < 4096:
+		return fmt.Errorf("memory budget %d is below 4096 bytes", c.MemoryBudget)
+	case c.SessionMemory < 0 || c.SessionMemory > c.MemoryBudget:
+		return fmt.Errorf("session memory %d is not between 0 (an eighth of the budget) and the memory budget %d", c.SessionMemory, c.MemoryBudget)
+	}
+	return nil
+}
+
+// New returns a Normalizer with the default limits changed by opts. It
+// panics, naming the option, when an option's value cannot work (a
+// programming error, like a bad regexp for regexp.MustCompile).
+func New(opts ...Option) *Normalizer {
+	c := config{
+		TextLimit:          DefaultTextLimit,
+		MaxCallsPerSession: DefaultMaxCallsPerSession,
+		MaxCalls:           DefaultMaxCalls,
+		MaxSessions:        DefaultMaxSessions,
+		MaxIDBytes:         DefaultMaxIDBytes,
+		TTL:                DefaultTTL,
+		Grace:              DefaultGrace,
+		Tombstones:         DefaultTombstones,
+		MemoryBudget:       DefaultMemoryBudget(),
+		now:                time.Now,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if err := c.validate(); err != nil {
+		panic("normalize.New: " + err.Error())
+	}
+	return &Normalizer{ss: newSessions(c)}
+}
+
+// request is one frame or control message with its options.
+type request struct {
+	ctx         context.Context
+	seq         uint64
+	dialect     string
+	cwd         string
+	whole       func(session, call string, rev uint32, ended bool) bool
+	prepared    *Prepared
+	nextDialect func(name string)
+	emit        func(Event) error
+	collect     []*ShellExec
+	problems    []error
+}
+
+// A FeedOption qualifies one Feed, TurnEnded or CloseSession call.
+type FeedOption func(*request)
+
+// WithSequence is the caller's number for the frame, echoed in the
+// revisions and FrameErrors it produces.
+func WithSequence(seq uint64) FeedOption { return func(r *request) { r.seq = seq } }
+
+// WithDialect names the dialect that reads the session's frames ("auto" or
+// "" detects it, the default); see Dialects. An unknown name refuses the
+// frame. Only Feed uses it.
+func WithDialect(name string) FeedOption { return func(r *request) { r.dialect = name } }
+
+// WithCwd gives the session's absolute working directory, which beats the
+// one the agent's session/new names. Only Feed uses it.
+func WithCwd(dir string) FeedOption { return func(r *request) { r.cwd = dir } }
+
+// WithContext bounds how long the call waits for another call of the same
+// session to finish; when ctx ends first the call returns ctx's error and
+// applies nothing.
+func WithContext(ctx context.Context) FeedOption { return func(r *request) { r.ctx = ctx } }
+
+// WithEmit hands each revision and FrameError to emit as soon as it is
+// made, in order, instead of collecting them: the call then returns no
+// revisions, and an error only when emit (or the context) failed. When emit
+// returns an error the request is still applied, nothing more is built,
+// and the call returns that error. A request that ends many calls never
+// holds more than one revision at a time this way.
+func WithEmit(emit func(Event) error) FeedOption { return func(r *request) { r.emit = emit } }
+
+// WithWhole is for a consumer that can miss revisions (a client that
+// reconnects): whole is asked about every revision before it is handed on,
+// and when it returns true the revision carries every text whole (Replace),
+// so the consumer's copy is whole again whatever it missed.
+func WithWhole(whole func(sessionID, toolCallID string, revision uint32, ended bool) bool) FeedOption {
+	return func(r *request) { r.whole = whole }
+}
+
+func newRequest(opts []FeedOption) *request {
+	r := &request{ctx: context.Background()}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// give hands one event on: to emit, or into the results.
+func (r *request) give(ev Event) error {
+	if r.emit != nil {
+		return r.emit(ev)
+	}
+	if ev.ShellExec != nil {
+		r.collect = append(r.collect, ev.ShellExec)
+	} else {
+		r.problems = append(r.problems, ev.Error)
+	}
+	return nil
+}
+
+// result is what a call without WithEmit returns.
+func (r *request) result(err error) ([]*ShellExec, error) {
+	if err != nil {
+		return r.collect, err
+	}
+	return r.collect, errors.Join(r.problems...)
+}
+
+// Feed applies one JSON-RPC message of session sessionID's ACP wire (either
+// direction, in wire order) and returns the revisions it produced, in
+// order. A frame, or part of one, that cannot be used gives a *FrameError
+// (several are joined with errors.Join; errors.As finds the first); the
+// revisions that the rest of the frame produced are still returned, and
+// the session goes on.
+func (n *Normalizer) Feed(sessionID string, frame []byte, opts ...FeedOption) ([]*ShellExec, error) {
+	r := newRequest(opts)
+	return r.result(n.ss.frame(sessionID, frame, r))
+}
+
+// TurnEnded says that the session's prompt turn ended (its session/prompt
+// result arrived) when the orchestrator knows it without feeding that
+// frame: every call still open ends, UNKNOWN, or CANCELLED when cancelled
+// is true or the turn was cancelled. It returns the final revisions.
+func (n *Normalizer) TurnEnded(sessionID string, cancelled bool, opts ...FeedOption) ([]*ShellExec, error) {
+	r := newRequest(opts)
+	return r.result(n.ss.turnEnded(sessionID, cancelled, r))
+}
+
+// CloseSession ends every call of the session still open and releases the
+// session and its calls (late frames about them are refused). It returns
+// the final revisions.
+func (n *Normalizer) CloseSession(sessionID string, opts ...FeedOption) ([]*ShellExec, error) {
+	r := newRequest(opts)
+	return r.result(n.ss.closeSession(sessionID, r))
+}
+
+// Sweep releases the state nobody needs any more: every session idle for
+// longer than the TTL with all its calls, and each ended call past its
+// grace period. Run calls it periodically; a program that does not use Run
+// calls it itself.
+func (n *Normalizer) Sweep() { n.ss.sweep() }
+
+// Run calls Sweep periodically until ctx is done.
+func (n *Normalizer) Run(ctx context.Context) {
+	cfg := n.ss.cfg
+	t := time.NewTicker(min(cfg.TTL, max(cfg.Grace, time.Second)) / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n.Sweep()
+		}
+	}
+}
+
+// Stats is what a Normalizer holds.
+type Stats struct {
+	Sessions   int   // sessions held
+	Calls      int   // calls held, all sessions
+	HeldBytes  int64 // bytes of text held, counted against the memory budget
+	Tombstones int   // released calls remembered
+}
+
+// Stats returns what the Normalizer holds now.
+func (n *Normalizer) Stats() Stats {
+	n.ss.mu.Lock()
+	sessions := len(n.ss.all)
+	n.ss.mu.Unlock()
+	return Stats{Sessions: sessions, Calls: int(n.ss.total.Load()), HeldBytes: n.ss.held.Load(), Tombstones: n.ss.tombs.len()}
+}
+
+// SessionStats is what one session holds.
+type SessionStats struct {
+	Calls     int // calls held (open, or ended within their grace period)
+	Terminals int // terminal ids tracked
+	Asks      int // permission asks awaiting their answer
+	HeldBytes int // bytes of text its calls hold
+}
+
+// SessionStats returns what session id holds, and false when it is not
+// held. It waits while a request of the session is applied.
+func (n *Normalizer) SessionStats(id string) (SessionStats, bool) {
+	s, err := n.ss.lock(context.Background(), id, false)
+	if err != nil || s == nil {
+		return SessionStats{}, false
+	}
+	defer s.unlock()
+	return SessionStats{Calls: len(s.calls), Terminals: len(s.terminals), Asks: len(s.asks), HeldBytes: s.held}, true
+}
+
+// Dialect describes one dialect of this build.
+type Dialect struct {
+	Name           string   // what WithDialect takes
+	AgentNames     []string // agentInfo.name values that select it
+	Summary        string
+	AuthMethodIDs  []string // authMethods ids that are its sign
+	MethodPrefixes []string // JSON-RPC method prefixes that are its sign
+	DetectionRules []string // how it is detected, in words
+}
+
+// Dialects lists the dialects of this build, and says in words how a
+// session's dialect is chosen (by name, or detected).
+func Dialects() (dialects []Dialect, detection string) {
+	for _, d := range dialect.All() {
+		info := d.Info()
+		dialects = append(dialects, Dialect{
+			Name:           info.Name,
+			AgentNames:     info.AgentNames,
+			Summary:        info.Summary,
+			AuthMethodIDs:  info.AuthMethodIDs,
+			MethodPrefixes: info.MethodPrefixes,
+			DetectionRules: dialect.DetectionRules(d),
+		})
+	}
+	return dialects, dialect.DetectionOrder
+}
+
+// ClientCapabilities returns the JSON clientCapabilities fragment an
+// orchestrator should send in ACP initialize so that the agent reports its
+// richest shell output, and the dialect it is for (name "" or "auto": the
+// generic one). It never asks for client-owned terminals.
+func ClientCapabilities(name string) (capabilitiesJSON, dialectName string, err error) {
+	name = strings.TrimSpace(name)
+	d := dialect.Generic()
+	if name != "" && !strings.EqualFold(name, dialect.Auto) {
+		var ok bool
+		if d, ok = dialect.Lookup(name); !ok {
+			return "", "", fmt.Errorf("unknown dialect %q; Dialects lists the dialects of this build", name)
+		}
+	}
+	info := d.Info()
+	return info.ClientCapabilities, info.Name, nil
+}
+
+func (h Hooks) refused(limit string) {
+	if h.Refused != nil {
+		h.Refused(limit)
+	}
+}
+
+func (h Hooks) lateFrame() {
+	if h.LateFrame != nil {
+		h.LateFrame()
+	}
+}
+
+func (h Hooks) callsOpened(delta int) {
+	if h.CallsOpened != nil {
+		h.CallsOpened(delta)
+	}
+}
+
+func (h Hooks) released(reason string, n int) {
+	if h.Released != nil {
+		h.Released(reason, n)
+	}
+}
+
+func (h Hooks) sessions(delta int) {
+	if h.Sessions != nil {
+		h.Sessions(delta)
+	}
+}
+
+func (h Hooks) heldBytes(total int64) {
+	if h.HeldBytes != nil {
+		h.HeldBytes(total)
+	}
+}

@@ -1,0 +1,54 @@
+package normalize
+
+import (
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/dialect"
+)
+
+// A frame read ahead is used only when it was read with the dialect the
+// session reads it with; otherwise it is read again.
+func TestReadAheadUsedOnlyWithTheSameDialect(t *testing.T) {
+	claude, ok := dialect.Lookup("claude")
+	if !ok {
+		t.Fatal("no claude dialect")
+	}
+	msg := []byte(`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"real"}}}`)
+	marked := &Prepared{with: claude, frame: dialect.Frame{AgentName: "read ahead"}}
+
+	r := &reply{ahead: marked}
+	if fr, err := r.readWith(claude, msg); err != nil || fr.AgentName != "read ahead" {
+		t.Fatalf("same dialect: got %q, %v; want the frame read ahead", fr.AgentName, err)
+	}
+	if r.ahead != nil {
+		t.Fatal("a read ahead is used once")
+	}
+	if fr, _ := r.readWith(claude, msg); fr.AgentName != "real" {
+		t.Fatalf("second read: got %q, want a fresh read", fr.AgentName)
+	}
+
+	r = &reply{ahead: marked}
+	if fr, _ := r.readWith(dialect.Generic(), msg); fr.AgentName != "real" {
+		t.Fatalf("other dialect: got %q, want the frame read again", fr.AgentName)
+	}
+}
+
+// Prepare reads with the dialect named, else the one expected, else the
+// generic one, and reads nothing for an unknown name.
+func TestPrepareChoosesTheDialect(t *testing.T) {
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`)
+	for _, c := range []struct{ named, expected, want string }{
+		{"", "", dialect.GenericName},
+		{"auto", "claude", "claude"},
+		{"", "claude", "claude"},
+		{"codex", "claude", "codex"},
+	} {
+		p := Prepare(msg, c.named, c.expected)
+		if p == nil || p.Dialect() != c.want || p.err != nil || !p.frame.Cancelled {
+			t.Errorf("Prepare(%q, %q) = %+v, want a read with %s", c.named, c.expected, p, c.want)
+		}
+	}
+	if Prepare(msg, "nope", "") != nil || Prepare(nil, "", "") != nil {
+		t.Error("read ahead with an unknown dialect, or nothing")
+	}
+}

@@ -10,15 +10,15 @@ import (
 // signs it sends (Frame.Sign). DetectionOrder says it in words; the
 // service and ListDialects use exactly this.
 
-// PrefixSeparators are the characters that may follow an agent name used
+// prefixSeparators are the characters that may follow an agent name used
 // as a prefix.
-const PrefixSeparators = "-_ @"
+const prefixSeparators = "-_ @"
 
 // Detect returns the dialect for an agent's `agentInfo.name`, falling back
 // to the generic dialect. It never fails. The name is compared lowercase
 // and trimmed: first with every dialect's AgentNames exactly; then, when
 // none is equal, with each of them as a prefix followed by one of
-// PrefixSeparators, and the longest such prefix wins (so a dialect that
+// prefixSeparators, and the longest such prefix wins (so a dialect that
 // lists a longer, more specific name beats one that lists a shorter one,
 // whatever their alphabetical order). A name that starts with an agent
 // name and a separator is taken for a build or variant of that agent
@@ -36,7 +36,7 @@ func Detect(agentName string) Dialect {
 			switch {
 			case agent == n:
 				return d
-			case len(n) > bestLen && len(agent) > len(n) && strings.HasPrefix(agent, n) && strings.IndexByte(PrefixSeparators, agent[len(n)]) >= 0:
+			case len(n) > bestLen && len(agent) > len(n) && strings.HasPrefix(agent, n) && strings.IndexByte(prefixSeparators, agent[len(n)]) >= 0:
 				best, bestLen = d, len(n)
 			}
 		}

@@ -42,7 +42,7 @@ type Info struct {
 	Name string
 	// AgentNames are the `agentInfo.name` values detected as this dialect,
 	// lowercase. A name matches when the agent's name equals one of them or
-	// starts with it followed by one of PrefixSeparators; see Detect.
+	// starts with it followed by one of prefixSeparators; see Detect.
 	AgentNames []string
 	// AuthMethodIDs are `authMethods[].id` values of an `initialize`
 	// result that only this dialect's agent offers. An agent whose result

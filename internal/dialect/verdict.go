@@ -11,7 +11,7 @@ import (
 
 // This file reads what a structured result says about HOW a command ended
 // beside its exit code: a signal (a name or a number), an outcome word and
-// a timed-out flag. Dialects use Signal and ReadVerdict for the fields
+// a timed-out flag. Dialects use Signal and readVerdict for the fields
 // they know; readFrame runs contradictions over every dialect's frames as
 // a safety net, so that no agent, known or not, gets a made-up success
 // from an exit code of 0 that its own result contradicts.
@@ -32,7 +32,7 @@ func (s *Signal) UnmarshalJSON(b []byte) error {
 	if isNull(b) {
 		return nil
 	}
-	*s = ReadSignal(b)
+	*s = readSignal(b)
 	return nil
 }
 
@@ -42,8 +42,8 @@ func (s Signal) Reported() bool { return s.Name != "" || s.Odd }
 // signalToken is a signal written as a name or a number.
 var signalToken = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]{0,31}$|^[0-9]{1,3}$`)
 
-// ReadSignal reads a signal from raw JSON.
-func ReadSignal(b []byte) Signal {
+// readSignal reads a signal from raw JSON.
+func readSignal(b []byte) Signal {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || isNull(b) {
 		return Signal{}
@@ -94,10 +94,10 @@ func (s Signal) apply(o *accum.Observation) {
 	}
 }
 
-// ReadVerdict maps an agent's word for how a command ended ("failed",
+// readVerdict maps an agent's word for how a command ended ("failed",
 // "timed_out", "cancelled" and their common spellings); words of success
 // and unknown words give VerdictNone.
-func ReadVerdict(word string) accum.Verdict {
+func readVerdict(word string) accum.Verdict {
 	w := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(word)))
 	switch w {
 	case "failed", "failure", "fail", "error", "errored", "killed", "signaled", "signalled", "crashed":
@@ -177,11 +177,11 @@ func resultWords(o *accum.Observation, b []byte, depth int) {
 	eachMember(b, func(key string, val []byte) {
 		switch key {
 		case "SIGNAL":
-			ReadSignal(val).apply(o)
+			readSignal(val).apply(o)
 		case "OUTCOME":
 			var s Str
 			s.UnmarshalJSON(val)
-			if v := ReadVerdict(s.S); v != accum.VerdictNone && o.Verdict == accum.VerdictNone {
+			if v := readVerdict(s.S); v != accum.VerdictNone && o.Verdict == accum.VerdictNone {
 				o.Verdict = v
 			}
 		case "TIMED_OUT", "TIMEDOUT":

@@ -31,8 +31,8 @@ func TestReadSignal(t *testing.T) {
 		{`{"n":9}`, Signal{Odd: true}},
 		{`"killed by the kernel"`, Signal{Odd: true}},
 	} {
-		if got := ReadSignal([]byte(tc.in)); got != tc.want {
-			t.Errorf("ReadSignal(%s) = %+v, want %+v", tc.in, got, tc.want)
+		if got := readSignal([]byte(tc.in)); got != tc.want {
+			t.Errorf("readSignal(%s) = %+v, want %+v", tc.in, got, tc.want)
 		}
 	}
 }
@@ -44,8 +44,8 @@ func TestReadVerdict(t *testing.T) {
 		"cancelled": accum.VerdictCancelled, "canceled": accum.VerdictCancelled, "aborted": accum.VerdictCancelled,
 		"success": accum.VerdictNone, "completed": accum.VerdictNone, "": accum.VerdictNone, "weird": accum.VerdictNone,
 	} {
-		if got := ReadVerdict(word); got != want {
-			t.Errorf("ReadVerdict(%q) = %v, want %v", word, got, want)
+		if got := readVerdict(word); got != want {
+			t.Errorf("readVerdict(%q) = %v, want %v", word, got, want)
 		}
 	}
 }

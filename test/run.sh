@@ -27,9 +27,10 @@
 #      against the real binary (test/clients.sh);
 #   7. the container image: build it and check the binary taken out of it
 #      (test/image.sh; it says SKIP without podman or docker);
-#   8. the real-agent harness's own tests, then a short run of one real
-#      agent build against a scripted model (test/agents/run.sh --scenario
-#      smoke opencode).
+#   8. the real-agent harness's own tests, the committed agent recordings
+#      replayed against this tree (test/agents/run.sh --replay), then a
+#      short run of one real agent build against a scripted model
+#      (test/agents/run.sh --scenario smoke opencode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}

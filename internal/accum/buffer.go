@@ -140,7 +140,7 @@ func (b *Buffer) Apply(t Text) {
 	switch t.Kind {
 	case Snapshot, Final:
 		b.ncarry = 0
-		b.applyWhole(s, t.Truncated)
+		b.applyWhole(s, t.Truncated, t.Head)
 	case Window:
 		b.ncarry = 0
 		b.applyWindow(s, t.Truncated)
@@ -261,11 +261,17 @@ func incompleteTail(p []byte) int {
 // kept tail is compared, so a head that was dropped is assumed to match.
 //
 // A restatement the producer itself cut short (trunc) that is shorter than
-// the logical text says nothing the held text does not: it never replaces
-// more text (a later frame never makes what is known worse).
-func (b *Buffer) applyWhole(s string, trunc bool) {
+// the logical text, and that the held text already holds (its beginning,
+// when no head was dropped, or its end), or that is a Head, never replaces
+// more text (a later frame never makes what is known worse). A cut-short
+// text with anything new in it replaces as before.
+func (b *Buffer) applyWhole(s string, trunc, head bool) {
 	if trunc && int64(len(s)) < b.total {
-		return
+		held := string(b.held())
+		whole := int64(len(held)) == b.total
+		if head || strings.HasSuffix(held, s) || whole && strings.HasPrefix(held, s) {
+			return
+		}
 	}
 	held := b.held()
 	tot := int(b.total)

@@ -95,8 +95,8 @@ func (m *model) apply(t Text) {
 		m.restate()
 		held := boundTail(m.text, m.limit)
 		tot := len(m.text)
-		if t.Truncated && len(s) < tot {
-			return // a cut-short restatement of less than is held
+		if t.Truncated && len(s) < tot && (t.Head || strings.HasSuffix(held, s) || held == m.text && strings.HasPrefix(held, s)) {
+			return // a cut-short restatement of what is held
 		}
 		if len(s) >= tot && s[tot-len(held):tot] == held {
 			m.text += s[tot:]

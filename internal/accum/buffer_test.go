@@ -401,3 +401,27 @@ func TestBoundTail(t *testing.T) {
 		}
 	}
 }
+
+// TestBufferCutShortRestatement: a restatement the producer cut short
+// never replaces more text that already holds it (its beginning, its end,
+// or a Head preview); one with anything new in it replaces.
+func TestBufferCutShortRestatement(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		next Text
+		want string
+	}{
+		{"head preview of what is held", Text{Kind: Final, Text: "abc", Truncated: true}, "abcdef"},
+		{"tail already held", Text{Kind: Snapshot, Text: "def", Truncated: true}, "abcdef"},
+		{"marked head, not comparable", Text{Kind: Final, Text: "xyz", Truncated: true, Head: true}, "abcdef"},
+		{"cut short but new", Text{Kind: Snapshot, Text: "efg", Truncated: true}, "efg"},
+		{"not cut short: replaces", Text{Kind: Snapshot, Text: "abc"}, "abc"},
+	} {
+		b := NewBuffer(1024)
+		b.Apply(Text{Kind: Snapshot, Text: "abcdef"})
+		b.Apply(tc.next)
+		if got := b.Whole().Text; got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -54,6 +54,9 @@ type Text struct {
 	Bytes []byte
 	// Truncated says the producer itself dropped part of this output.
 	Truncated bool
+	// Head, with Truncated, says the text is the beginning of the output
+	// (a preview the producer cut): it never replaces a longer text held.
+	Head bool
 	// TotalBytes, when not 0, is the size the producer says the whole
 	// output has (a truncation note's "N bytes total"); the stream then
 	// reports at least that many bytes.

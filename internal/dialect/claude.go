@@ -288,7 +288,8 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 	if s == "" && !truncated {
 		return
 	}
-	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated, TotalBytes: total})
+	// A preview or a cut output is the beginning of the whole (Head).
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated, Head: truncated, TotalBytes: total})
 }
 
 // persistedPreview returns the preview inside a <persisted-output> block.

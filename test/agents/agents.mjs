@@ -23,7 +23,10 @@ export const AGENTS = [
     pkg: "opencode-ai",
     versionOf: "opencode-ai",
     command: () => [path.join(nodeModules, ".bin", "opencode"), ["acp"]],
-    variants: [{ name: "bash-ask", terminalMeta: false }],
+    variants: [
+      { name: "bash-ask", terminalMeta: false },
+      { name: "bash-ask_terminal-meta", terminalMeta: true },
+    ],
     // OpenCode reads $XDG_CONFIG_HOME/opencode/opencode.json. The model is a
     // custom OpenAI-compatible (Chat Completions) provider; bash asks for
     // permission so the client can reject.

@@ -36,7 +36,8 @@
 // apply them: Append adds the text to what the consumer holds, Replace
 // replaces it (a cumulative snapshot, or the final aggregate, which never
 // duplicates the live text). Text.Apply does that fold. The revision whose
-// State is StateEnded is final and carries every text whole.
+// State is StateEnded is final and carries every text whole, unless the
+// consumer asked for only what changed (WithFinalChanges).
 //
 // Text about the command (descriptions, banners, echoed command lines, exit
 // headers, agent notices) is never output; real output is never dropped

@@ -196,6 +196,7 @@ type request struct {
 	dialect     string
 	cwd         string
 	whole       func(session, call string, rev uint32, ended bool) bool
+	finalDeltas bool
 	prepared    *Prepared
 	nextDialect func(name string)
 	emit        func(Event) error
@@ -239,6 +240,14 @@ func WithEmit(emit func(Event) error) FeedOption { return func(r *request) { r.e
 func WithWhole(whole func(sessionID, toolCallID string, revision uint32, ended bool) bool) FeedOption {
 	return func(r *request) { r.whole = whole }
 }
+
+// WithFinalChanges is for a consumer that folds every revision: the
+// final (StateEnded) revision then carries only what changed since the
+// previous one, like a live revision (nil texts when nothing changed),
+// instead of every text whole, so that output an agent re-sends whole is
+// not handed on twice. A revision that whole asks to be whole (see
+// WithWhole) still is.
+func WithFinalChanges() FeedOption { return func(r *request) { r.finalDeltas = true } }
 
 func newRequest(opts []FeedOption) *request {
 	r := &request{ctx: context.Background()}

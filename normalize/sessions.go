@@ -560,6 +560,8 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	}
 	if r.req.whole != nil && r.req.whole(s.id, rev.ToolCallID, rev.Number, rev.State == accum.Ended) {
 		e.call.Whole(&rev)
+	} else if rev.State == accum.Ended && r.req.finalDeltas {
+		rev.Texts = rev.Changes
 	}
 	e.revisions, e.outcome = rev.Number, rev.Outcome
 	r.send(Event{ShellExec: s.toExec(&rev, r.seq)})

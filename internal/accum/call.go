@@ -51,6 +51,11 @@ type Revision struct {
 	// Texts holds, per Stream, what changed; nil means unchanged. On the
 	// Ended revision every stream ever seen is whole (Replace).
 	Texts [numStreams]*Chunk
+	// Changes holds, on an Ended revision only, what changed per Stream
+	// since the previous revision, as Texts would on a live one (nil means
+	// unchanged), for a client that asked for finals without the whole
+	// texts.
+	Changes [numStreams]*Chunk
 }
 
 // meta is the part of a call that is compared between revisions.
@@ -348,8 +353,10 @@ func (c *Call) Revision() (Revision, bool) {
 	if !changed {
 		return Revision{}, false
 	}
+	var changes [numStreams]*Chunk
 	if c.cur.state == Ended {
-		// Ended revisions carry every stream whole.
+		// Ended revisions carry every stream whole, and what changed.
+		changes = texts
 		for s, b := range c.streams {
 			if b != nil {
 				w := b.Whole()
@@ -375,6 +382,7 @@ func (c *Call) Revision() (Revision, bool) {
 		ApprovalReason: c.cur.approvalReason,
 		Awaiting:       c.cur.awaiting,
 		Texts:          texts,
+		Changes:        changes,
 	}
 	if c.cur.exit != noExit {
 		code := int32(c.cur.exit)

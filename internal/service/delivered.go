@@ -1,5 +1,7 @@
 package service
 
+import pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+
 // delivered is what one Normalize stream has carried: the last revision of
 // each open call it sent. A revision of a call that does not follow the
 // last one the stream carried (the first on a reconnected stream, or after
@@ -11,6 +13,9 @@ package service
 // maxDelivered calls it starts over, which costs only extra whole texts.
 type delivered struct {
 	last map[callKey]uint32
+	// finalChanges says the stream asked for ENDED revisions that carry
+	// only what changed (StreamOptions FINAL_TEXTS_CHANGES).
+	finalChanges bool
 }
 
 type callKey struct{ session, call string }
@@ -41,3 +46,14 @@ func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) boo
 	}
 	return whole
 }
+
+// setOptions applies a StreamOptions request to the stream.
+func (d *delivered) setOptions(o *pb.StreamOptions) {
+	if d != nil {
+		d.finalChanges = o.GetFinalTexts() == pb.FinalTexts_FINAL_TEXTS_CHANGES
+	}
+}
+
+// wantsFinalChanges says whether ENDED revisions on the stream carry only
+// what changed.
+func (d *delivered) wantsFinalChanges() bool { return d != nil && d.finalChanges }

@@ -76,6 +76,9 @@ func (ss *sessions) handleRead(ctx context.Context, req *pb.NormalizeRequest, ah
 	}
 	if d != nil {
 		opts = append(opts, normalize.WithWhole(d.needsWhole))
+		if d.wantsFinalChanges() {
+			opts = append(opts, normalize.WithFinalChanges())
+		}
 	}
 	var err error
 	switch k := req.GetKind().(type) {
@@ -90,9 +93,11 @@ func (ss *sessions) handleRead(ctx context.Context, req *pb.NormalizeRequest, ah
 	case *pb.NormalizeRequest_SessionClosed:
 		c := k.SessionClosed
 		_, err = ss.n.CloseSession(c.GetSessionId(), append(opts, normalize.WithSequence(c.GetSequence()))...)
+	case *pb.NormalizeRequest_Options:
+		d.setOptions(k.Options)
 	default:
 		ss.m.frameError(codes.InvalidArgument)
-		err = emit(frameErrorResponse(&normalize.FrameError{Code: normalize.InvalidArgument, Message: "request carries neither a frame, turn_ended nor session_closed"}))
+		err = emit(frameErrorResponse(&normalize.FrameError{Code: normalize.InvalidArgument, Message: "request carries neither a frame, turn_ended, session_closed nor options"}))
 	}
 	return next, err
 }

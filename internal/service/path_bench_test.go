@@ -79,48 +79,17 @@ func BenchmarkServicePath(b *testing.B) {
 				Dialect: "auto", Sequence: uint64(j + 1), Direction: f.Dir, Message: f.Msg,
 			}}}
 		}
-		b.Run(name+"/service", func(b *testing.B) {
-			ss := newSessions(DefaultConfig(), NewMetrics(nil))
-			ctx := context.Background()
-			// wire counts the text bytes the revisions carry, real the
-			// bytes of output the ended calls had.
-			var wire, real int64
-			emit := func(out *pb.NormalizeResponse) error {
-				if fe := out.GetFrameError(); fe != nil {
-					return fmt.Errorf("%s: %s", name, fe.GetMessage())
-				}
-				x := out.GetShellExec()
-				for _, t := range []*pb.ShellText{x.GetOutput(), x.GetStdout(), x.GetStderr()} {
-					wire += int64(len(t.GetText()))
-					if x.GetState() == pb.ShellState_SHELL_STATE_ENDED {
-						real += t.GetTotalBytes()
-					}
-				}
-				return nil
+		for _, finals := range []pb.FinalTexts{pb.FinalTexts_FINAL_TEXTS_WHOLE, pb.FinalTexts_FINAL_TEXTS_CHANGES} {
+			variant := "/service"
+			// d is nil for whole finals, as for an in-process caller.
+			var d *delivered
+			if finals == pb.FinalTexts_FINAL_TEXTS_CHANGES {
+				variant = "/service-final-changes"
+				d = newDelivered()
+				d.setOptions(&pb.StreamOptions{FinalTexts: finals})
 			}
-			b.SetBytes(size)
-			b.ReportAllocs()
-			n := 0
-			cpu := processCPU()
-			for b.Loop() {
-				n++
-				sid := fmt.Sprintf("bench-%d", n)
-				for _, r := range reqs {
-					r.GetFrame().SessionId = sid
-					if err := ss.handle(ctx, r, emit); err != nil {
-						b.Fatal(err)
-					}
-				}
-				closed := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid}}}
-				if err := ss.handle(ctx, closed, emit); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu)
-			if real > 0 {
-				b.ReportMetric(float64(wire)/float64(real), "wire/output")
-			}
-		})
+			benchPath(b, name+variant, reqs, size, d)
+		}
 		b.Run(name+"/generic-map", func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
@@ -136,4 +105,59 @@ func BenchmarkServicePath(b *testing.B) {
 			reportCPU(b, cpu)
 		})
 	}
+}
+
+// benchPath is one service variant of BenchmarkServicePath: reqs applied
+// on a fresh session per op, as a stream that carried d would (nil: an
+// in-process caller). It reports wire/output, the text bytes the
+// revisions carry over the output bytes of the calls they end.
+func benchPath(b *testing.B, name string, reqs []*pb.NormalizeRequest, size int64, d *delivered) {
+	b.Run(name, func(b *testing.B) {
+		ss := newSessions(DefaultConfig(), NewMetrics(nil))
+		ctx := context.Background()
+		// wire counts the text bytes the revisions carry, real the
+		// bytes of output of the calls (the last total_bytes each text
+		// of each call showed).
+		var wire, real int64
+		totals := map[string]int64{}
+		emit := func(out *pb.NormalizeResponse) error {
+			if fe := out.GetFrameError(); fe != nil {
+				return fmt.Errorf("%s: %s", name, fe.GetMessage())
+			}
+			x := out.GetShellExec()
+			for i, t := range []*pb.ShellText{x.GetOutput(), x.GetStdout(), x.GetStderr()} {
+				if t != nil {
+					wire += int64(len(t.GetText()))
+					totals[fmt.Sprint(x.GetToolCallId(), i)] = t.GetTotalBytes()
+				}
+			}
+			return nil
+		}
+		b.SetBytes(size)
+		b.ReportAllocs()
+		n := 0
+		cpu := processCPU()
+		for b.Loop() {
+			n++
+			sid := fmt.Sprintf("bench-%d", n)
+			for _, r := range reqs {
+				r.GetFrame().SessionId = sid
+				if err := ss.handleOn(ctx, r, d, emit); err != nil {
+					b.Fatal(err)
+				}
+			}
+			closed := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid}}}
+			if err := ss.handleOn(ctx, closed, d, emit); err != nil {
+				b.Fatal(err)
+			}
+			for _, n := range totals {
+				real += n
+			}
+			clear(totals)
+		}
+		reportCPU(b, cpu)
+		if real > 0 {
+			b.ReportMetric(float64(wire)/float64(real), "wire/output")
+		}
+	})
 }

@@ -28,6 +28,65 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// FinalTexts says what the ENDED revision of a call carries for its texts.
+type FinalTexts int32
+
+const (
+	// The default: FINAL_TEXTS_WHOLE.
+	FinalTexts_FINAL_TEXTS_UNSPECIFIED FinalTexts = 0
+	// Every text whole (mode REPLACE), so a client that reads only finals
+	// needs nothing else.
+	FinalTexts_FINAL_TEXTS_WHOLE FinalTexts = 1
+	// Only what changed since the previous revision, like a live revision
+	// (mode APPEND, or REPLACE when the text was replaced; absent when it
+	// did not change), so a client that folds every revision receives each
+	// byte of output about once even from agents that re-send the whole
+	// output. The first revision of a call on a stream that did not carry
+	// the ones before is still whole.
+	FinalTexts_FINAL_TEXTS_CHANGES FinalTexts = 2
+)
+
+// Enum value maps for FinalTexts.
+var (
+	FinalTexts_name = map[int32]string{
+		0: "FINAL_TEXTS_UNSPECIFIED",
+		1: "FINAL_TEXTS_WHOLE",
+		2: "FINAL_TEXTS_CHANGES",
+	}
+	FinalTexts_value = map[string]int32{
+		"FINAL_TEXTS_UNSPECIFIED": 0,
+		"FINAL_TEXTS_WHOLE":       1,
+		"FINAL_TEXTS_CHANGES":     2,
+	}
+)
+
+func (x FinalTexts) Enum() *FinalTexts {
+	p := new(FinalTexts)
+	*p = x
+	return p
+}
+
+func (x FinalTexts) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FinalTexts) Descriptor() protoreflect.EnumDescriptor {
+	return file_acpnorm_v1_normalizer_proto_enumTypes[0].Descriptor()
+}
+
+func (FinalTexts) Type() protoreflect.EnumType {
+	return &file_acpnorm_v1_normalizer_proto_enumTypes[0]
+}
+
+func (x FinalTexts) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FinalTexts.Descriptor instead.
+func (FinalTexts) EnumDescriptor() ([]byte, []int) {
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{0}
+}
+
 // Direction says which way a frame travelled on the ACP wire.
 type Direction int32
 
@@ -67,11 +126,11 @@ func (x Direction) String() string {
 }
 
 func (Direction) Descriptor() protoreflect.EnumDescriptor {
-	return file_acpnorm_v1_normalizer_proto_enumTypes[0].Descriptor()
+	return file_acpnorm_v1_normalizer_proto_enumTypes[1].Descriptor()
 }
 
 func (Direction) Type() protoreflect.EnumType {
-	return &file_acpnorm_v1_normalizer_proto_enumTypes[0]
+	return &file_acpnorm_v1_normalizer_proto_enumTypes[1]
 }
 
 func (x Direction) Number() protoreflect.EnumNumber {
@@ -80,7 +139,7 @@ func (x Direction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Direction.Descriptor instead.
 func (Direction) EnumDescriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{0}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{1}
 }
 
 // ShellState is where a shell command is in its life.
@@ -125,11 +184,11 @@ func (x ShellState) String() string {
 }
 
 func (ShellState) Descriptor() protoreflect.EnumDescriptor {
-	return file_acpnorm_v1_normalizer_proto_enumTypes[1].Descriptor()
+	return file_acpnorm_v1_normalizer_proto_enumTypes[2].Descriptor()
 }
 
 func (ShellState) Type() protoreflect.EnumType {
-	return &file_acpnorm_v1_normalizer_proto_enumTypes[1]
+	return &file_acpnorm_v1_normalizer_proto_enumTypes[2]
 }
 
 func (x ShellState) Number() protoreflect.EnumNumber {
@@ -138,7 +197,7 @@ func (x ShellState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ShellState.Descriptor instead.
 func (ShellState) EnumDescriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{1}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{2}
 }
 
 // ShellOutcome is how a shell command ended. It is never read from the ACP
@@ -190,11 +249,11 @@ func (x ShellOutcome) String() string {
 }
 
 func (ShellOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_acpnorm_v1_normalizer_proto_enumTypes[2].Descriptor()
+	return file_acpnorm_v1_normalizer_proto_enumTypes[3].Descriptor()
 }
 
 func (ShellOutcome) Type() protoreflect.EnumType {
-	return &file_acpnorm_v1_normalizer_proto_enumTypes[2]
+	return &file_acpnorm_v1_normalizer_proto_enumTypes[3]
 }
 
 func (x ShellOutcome) Number() protoreflect.EnumNumber {
@@ -203,7 +262,7 @@ func (x ShellOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ShellOutcome.Descriptor instead.
 func (ShellOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{2}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{3}
 }
 
 // TextMode says how a ShellText applies to what the client already holds.
@@ -243,11 +302,11 @@ func (x TextMode) String() string {
 }
 
 func (TextMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_acpnorm_v1_normalizer_proto_enumTypes[3].Descriptor()
+	return file_acpnorm_v1_normalizer_proto_enumTypes[4].Descriptor()
 }
 
 func (TextMode) Type() protoreflect.EnumType {
-	return &file_acpnorm_v1_normalizer_proto_enumTypes[3]
+	return &file_acpnorm_v1_normalizer_proto_enumTypes[4]
 }
 
 func (x TextMode) Number() protoreflect.EnumNumber {
@@ -256,7 +315,7 @@ func (x TextMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TextMode.Descriptor instead.
 func (TextMode) EnumDescriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{3}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{4}
 }
 
 // NormalizeRequest is one message of the client's side of Normalize.
@@ -267,6 +326,7 @@ type NormalizeRequest struct {
 	//	*NormalizeRequest_Frame
 	//	*NormalizeRequest_TurnEnded
 	//	*NormalizeRequest_SessionClosed
+	//	*NormalizeRequest_Options
 	Kind          isNormalizeRequest_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -336,6 +396,15 @@ func (x *NormalizeRequest) GetSessionClosed() *SessionClosed {
 	return nil
 }
 
+func (x *NormalizeRequest) GetOptions() *StreamOptions {
+	if x != nil {
+		if x, ok := x.Kind.(*NormalizeRequest_Options); ok {
+			return x.Options
+		}
+	}
+	return nil
+}
+
 type isNormalizeRequest_Kind interface {
 	isNormalizeRequest_Kind()
 }
@@ -355,11 +424,68 @@ type NormalizeRequest_SessionClosed struct {
 	SessionClosed *SessionClosed `protobuf:"bytes,3,opt,name=session_closed,json=sessionClosed,proto3,oneof"`
 }
 
+type NormalizeRequest_Options struct {
+	// How this stream wants its revisions, from then on.
+	Options *StreamOptions `protobuf:"bytes,4,opt,name=options,proto3,oneof"`
+}
+
 func (*NormalizeRequest_Frame) isNormalizeRequest_Kind() {}
 
 func (*NormalizeRequest_TurnEnded) isNormalizeRequest_Kind() {}
 
 func (*NormalizeRequest_SessionClosed) isNormalizeRequest_Kind() {}
+
+func (*NormalizeRequest_Options) isNormalizeRequest_Kind() {}
+
+// StreamOptions set how the revisions sent on this stream are written. A
+// stream starts with every option at its default; an options request
+// changes them for the revisions sent after it on the same stream, and
+// produces no response. A server that predates this message answers it
+// with a FrameError.
+type StreamOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the ENDED revision of a call carries for its texts.
+	FinalTexts    FinalTexts `protobuf:"varint,1,opt,name=final_texts,json=finalTexts,proto3,enum=acpnorm.v1.FinalTexts" json:"final_texts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamOptions) Reset() {
+	*x = StreamOptions{}
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamOptions) ProtoMessage() {}
+
+func (x *StreamOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamOptions.ProtoReflect.Descriptor instead.
+func (*StreamOptions) Descriptor() ([]byte, []int) {
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StreamOptions) GetFinalTexts() FinalTexts {
+	if x != nil {
+		return x.FinalTexts
+	}
+	return FinalTexts_FINAL_TEXTS_UNSPECIFIED
+}
 
 // AcpFrame carries exactly one JSON-RPC 2.0 message as read off the ACP wire.
 type AcpFrame struct {
@@ -392,7 +518,7 @@ type AcpFrame struct {
 
 func (x *AcpFrame) Reset() {
 	*x = AcpFrame{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[1]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +530,7 @@ func (x *AcpFrame) String() string {
 func (*AcpFrame) ProtoMessage() {}
 
 func (x *AcpFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[1]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +543,7 @@ func (x *AcpFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcpFrame.ProtoReflect.Descriptor instead.
 func (*AcpFrame) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{1}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *AcpFrame) GetSessionId() string {
@@ -479,7 +605,7 @@ type TurnEnded struct {
 
 func (x *TurnEnded) Reset() {
 	*x = TurnEnded{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[2]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +617,7 @@ func (x *TurnEnded) String() string {
 func (*TurnEnded) ProtoMessage() {}
 
 func (x *TurnEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[2]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +630,7 @@ func (x *TurnEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnEnded.ProtoReflect.Descriptor instead.
 func (*TurnEnded) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{2}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TurnEnded) GetSessionId() string {
@@ -543,7 +669,7 @@ type SessionClosed struct {
 
 func (x *SessionClosed) Reset() {
 	*x = SessionClosed{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[3]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +681,7 @@ func (x *SessionClosed) String() string {
 func (*SessionClosed) ProtoMessage() {}
 
 func (x *SessionClosed) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[3]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +694,7 @@ func (x *SessionClosed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionClosed.ProtoReflect.Descriptor instead.
 func (*SessionClosed) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{3}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SessionClosed) GetSessionId() string {
@@ -599,7 +725,7 @@ type NormalizeResponse struct {
 
 func (x *NormalizeResponse) Reset() {
 	*x = NormalizeResponse{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[4]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +737,7 @@ func (x *NormalizeResponse) String() string {
 func (*NormalizeResponse) ProtoMessage() {}
 
 func (x *NormalizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[4]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +750,7 @@ func (x *NormalizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NormalizeResponse.ProtoReflect.Descriptor instead.
 func (*NormalizeResponse) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{4}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NormalizeResponse) GetKind() isNormalizeResponse_Kind {
@@ -696,7 +822,7 @@ type FrameError struct {
 
 func (x *FrameError) Reset() {
 	*x = FrameError{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[5]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +834,7 @@ func (x *FrameError) String() string {
 func (*FrameError) ProtoMessage() {}
 
 func (x *FrameError) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[5]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +847,7 @@ func (x *FrameError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FrameError.ProtoReflect.Descriptor instead.
 func (*FrameError) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{5}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FrameError) GetSessionId() string {
@@ -764,9 +890,9 @@ type ShellText struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Valid UTF-8. In a live revision, the text since the previous revision
 	// (mode APPEND) or the whole bounded text (mode REPLACE); in the ENDED
-	// revision, and in the first revision of the call on a stream that did
-	// not carry the ones before, always the whole bounded text (mode
-	// REPLACE). Bytes that were
+	// revision (unless the stream asked for FINAL_TEXTS_CHANGES), and in the
+	// first revision of the call on a stream that did not carry the ones
+	// before, always the whole bounded text (mode REPLACE). Bytes that were
 	// not valid UTF-8 are U+FFFD.
 	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	// How `text` applies to what earlier revisions carried.
@@ -784,7 +910,7 @@ type ShellText struct {
 
 func (x *ShellText) Reset() {
 	*x = ShellText{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[6]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +922,7 @@ func (x *ShellText) String() string {
 func (*ShellText) ProtoMessage() {}
 
 func (x *ShellText) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[6]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +935,7 @@ func (x *ShellText) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellText.ProtoReflect.Descriptor instead.
 func (*ShellText) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{6}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ShellText) GetText() string {
@@ -904,7 +1030,7 @@ type ShellExec struct {
 
 func (x *ShellExec) Reset() {
 	*x = ShellExec{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[7]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1042,7 @@ func (x *ShellExec) String() string {
 func (*ShellExec) ProtoMessage() {}
 
 func (x *ShellExec) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[7]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1055,7 @@ func (x *ShellExec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExec.ProtoReflect.Descriptor instead.
 func (*ShellExec) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{7}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ShellExec) GetSessionId() string {
@@ -1091,7 +1217,7 @@ type GetClientCapabilitiesRequest struct {
 
 func (x *GetClientCapabilitiesRequest) Reset() {
 	*x = GetClientCapabilitiesRequest{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[8]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1103,7 +1229,7 @@ func (x *GetClientCapabilitiesRequest) String() string {
 func (*GetClientCapabilitiesRequest) ProtoMessage() {}
 
 func (x *GetClientCapabilitiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[8]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1116,7 +1242,7 @@ func (x *GetClientCapabilitiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientCapabilitiesRequest.ProtoReflect.Descriptor instead.
 func (*GetClientCapabilitiesRequest) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{8}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetClientCapabilitiesRequest) GetDialect() string {
@@ -1139,7 +1265,7 @@ type GetClientCapabilitiesResponse struct {
 
 func (x *GetClientCapabilitiesResponse) Reset() {
 	*x = GetClientCapabilitiesResponse{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[9]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1151,7 +1277,7 @@ func (x *GetClientCapabilitiesResponse) String() string {
 func (*GetClientCapabilitiesResponse) ProtoMessage() {}
 
 func (x *GetClientCapabilitiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[9]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1164,7 +1290,7 @@ func (x *GetClientCapabilitiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientCapabilitiesResponse.ProtoReflect.Descriptor instead.
 func (*GetClientCapabilitiesResponse) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{9}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetClientCapabilitiesResponse) GetClientCapabilitiesJson() string {
@@ -1190,7 +1316,7 @@ type ListDialectsRequest struct {
 
 func (x *ListDialectsRequest) Reset() {
 	*x = ListDialectsRequest{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[10]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1328,7 @@ func (x *ListDialectsRequest) String() string {
 func (*ListDialectsRequest) ProtoMessage() {}
 
 func (x *ListDialectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[10]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1341,7 @@ func (x *ListDialectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDialectsRequest.ProtoReflect.Descriptor instead.
 func (*ListDialectsRequest) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{10}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{11}
 }
 
 // ListDialectsResponse lists the dialects of this build.
@@ -1232,7 +1358,7 @@ type ListDialectsResponse struct {
 
 func (x *ListDialectsResponse) Reset() {
 	*x = ListDialectsResponse{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[11]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1370,7 @@ func (x *ListDialectsResponse) String() string {
 func (*ListDialectsResponse) ProtoMessage() {}
 
 func (x *ListDialectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[11]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1383,7 @@ func (x *ListDialectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDialectsResponse.ProtoReflect.Descriptor instead.
 func (*ListDialectsResponse) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{11}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListDialectsResponse) GetDialects() []*DialectInfo {
@@ -1301,7 +1427,7 @@ type DialectInfo struct {
 
 func (x *DialectInfo) Reset() {
 	*x = DialectInfo{}
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[12]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1313,7 +1439,7 @@ func (x *DialectInfo) String() string {
 func (*DialectInfo) ProtoMessage() {}
 
 func (x *DialectInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[12]
+	mi := &file_acpnorm_v1_normalizer_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1326,7 +1452,7 @@ func (x *DialectInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DialectInfo.ProtoReflect.Descriptor instead.
 func (*DialectInfo) Descriptor() ([]byte, []int) {
-	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{12}
+	return file_acpnorm_v1_normalizer_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DialectInfo) GetName() string {
@@ -1376,13 +1502,17 @@ var File_acpnorm_v1_normalizer_proto protoreflect.FileDescriptor
 const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"\n" +
 	"\x1bacpnorm/v1/normalizer.proto\x12\n" +
-	"acpnorm.v1\"\xc4\x01\n" +
+	"acpnorm.v1\"\xfb\x01\n" +
 	"\x10NormalizeRequest\x12,\n" +
 	"\x05frame\x18\x01 \x01(\v2\x14.acpnorm.v1.AcpFrameH\x00R\x05frame\x126\n" +
 	"\n" +
 	"turn_ended\x18\x02 \x01(\v2\x15.acpnorm.v1.TurnEndedH\x00R\tturnEnded\x12B\n" +
-	"\x0esession_closed\x18\x03 \x01(\v2\x19.acpnorm.v1.SessionClosedH\x00R\rsessionClosedB\x06\n" +
-	"\x04kind\"\xc0\x01\n" +
+	"\x0esession_closed\x18\x03 \x01(\v2\x19.acpnorm.v1.SessionClosedH\x00R\rsessionClosed\x125\n" +
+	"\aoptions\x18\x04 \x01(\v2\x19.acpnorm.v1.StreamOptionsH\x00R\aoptionsB\x06\n" +
+	"\x04kind\"H\n" +
+	"\rStreamOptions\x127\n" +
+	"\vfinal_texts\x18\x01 \x01(\x0e2\x16.acpnorm.v1.FinalTextsR\n" +
+	"finalTexts\"\xc0\x01\n" +
 	"\bAcpFrame\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
@@ -1467,7 +1597,12 @@ const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"\asummary\x18\x03 \x01(\tR\asummary\x12&\n" +
 	"\x0fauth_method_ids\x18\x04 \x03(\tR\rauthMethodIds\x12'\n" +
 	"\x0fmethod_prefixes\x18\x05 \x03(\tR\x0emethodPrefixes\x12'\n" +
-	"\x0fdetection_rules\x18\x06 \x03(\tR\x0edetectionRules*d\n" +
+	"\x0fdetection_rules\x18\x06 \x03(\tR\x0edetectionRules*Y\n" +
+	"\n" +
+	"FinalTexts\x12\x1b\n" +
+	"\x17FINAL_TEXTS_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11FINAL_TEXTS_WHOLE\x10\x01\x12\x17\n" +
+	"\x13FINAL_TEXTS_CHANGES\x10\x02*d\n" +
 	"\tDirection\x12\x19\n" +
 	"\x15DIRECTION_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19DIRECTION_AGENT_TO_CLIENT\x10\x01\x12\x1d\n" +
@@ -1505,52 +1640,56 @@ func file_acpnorm_v1_normalizer_proto_rawDescGZIP() []byte {
 	return file_acpnorm_v1_normalizer_proto_rawDescData
 }
 
-var file_acpnorm_v1_normalizer_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_acpnorm_v1_normalizer_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_acpnorm_v1_normalizer_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_acpnorm_v1_normalizer_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_acpnorm_v1_normalizer_proto_goTypes = []any{
-	(Direction)(0),                        // 0: acpnorm.v1.Direction
-	(ShellState)(0),                       // 1: acpnorm.v1.ShellState
-	(ShellOutcome)(0),                     // 2: acpnorm.v1.ShellOutcome
-	(TextMode)(0),                         // 3: acpnorm.v1.TextMode
-	(*NormalizeRequest)(nil),              // 4: acpnorm.v1.NormalizeRequest
-	(*AcpFrame)(nil),                      // 5: acpnorm.v1.AcpFrame
-	(*TurnEnded)(nil),                     // 6: acpnorm.v1.TurnEnded
-	(*SessionClosed)(nil),                 // 7: acpnorm.v1.SessionClosed
-	(*NormalizeResponse)(nil),             // 8: acpnorm.v1.NormalizeResponse
-	(*FrameError)(nil),                    // 9: acpnorm.v1.FrameError
-	(*ShellText)(nil),                     // 10: acpnorm.v1.ShellText
-	(*ShellExec)(nil),                     // 11: acpnorm.v1.ShellExec
-	(*GetClientCapabilitiesRequest)(nil),  // 12: acpnorm.v1.GetClientCapabilitiesRequest
-	(*GetClientCapabilitiesResponse)(nil), // 13: acpnorm.v1.GetClientCapabilitiesResponse
-	(*ListDialectsRequest)(nil),           // 14: acpnorm.v1.ListDialectsRequest
-	(*ListDialectsResponse)(nil),          // 15: acpnorm.v1.ListDialectsResponse
-	(*DialectInfo)(nil),                   // 16: acpnorm.v1.DialectInfo
+	(FinalTexts)(0),                       // 0: acpnorm.v1.FinalTexts
+	(Direction)(0),                        // 1: acpnorm.v1.Direction
+	(ShellState)(0),                       // 2: acpnorm.v1.ShellState
+	(ShellOutcome)(0),                     // 3: acpnorm.v1.ShellOutcome
+	(TextMode)(0),                         // 4: acpnorm.v1.TextMode
+	(*NormalizeRequest)(nil),              // 5: acpnorm.v1.NormalizeRequest
+	(*StreamOptions)(nil),                 // 6: acpnorm.v1.StreamOptions
+	(*AcpFrame)(nil),                      // 7: acpnorm.v1.AcpFrame
+	(*TurnEnded)(nil),                     // 8: acpnorm.v1.TurnEnded
+	(*SessionClosed)(nil),                 // 9: acpnorm.v1.SessionClosed
+	(*NormalizeResponse)(nil),             // 10: acpnorm.v1.NormalizeResponse
+	(*FrameError)(nil),                    // 11: acpnorm.v1.FrameError
+	(*ShellText)(nil),                     // 12: acpnorm.v1.ShellText
+	(*ShellExec)(nil),                     // 13: acpnorm.v1.ShellExec
+	(*GetClientCapabilitiesRequest)(nil),  // 14: acpnorm.v1.GetClientCapabilitiesRequest
+	(*GetClientCapabilitiesResponse)(nil), // 15: acpnorm.v1.GetClientCapabilitiesResponse
+	(*ListDialectsRequest)(nil),           // 16: acpnorm.v1.ListDialectsRequest
+	(*ListDialectsResponse)(nil),          // 17: acpnorm.v1.ListDialectsResponse
+	(*DialectInfo)(nil),                   // 18: acpnorm.v1.DialectInfo
 }
 var file_acpnorm_v1_normalizer_proto_depIdxs = []int32{
-	5,  // 0: acpnorm.v1.NormalizeRequest.frame:type_name -> acpnorm.v1.AcpFrame
-	6,  // 1: acpnorm.v1.NormalizeRequest.turn_ended:type_name -> acpnorm.v1.TurnEnded
-	7,  // 2: acpnorm.v1.NormalizeRequest.session_closed:type_name -> acpnorm.v1.SessionClosed
-	0,  // 3: acpnorm.v1.AcpFrame.direction:type_name -> acpnorm.v1.Direction
-	11, // 4: acpnorm.v1.NormalizeResponse.shell_exec:type_name -> acpnorm.v1.ShellExec
-	9,  // 5: acpnorm.v1.NormalizeResponse.frame_error:type_name -> acpnorm.v1.FrameError
-	3,  // 6: acpnorm.v1.ShellText.mode:type_name -> acpnorm.v1.TextMode
-	1,  // 7: acpnorm.v1.ShellExec.state:type_name -> acpnorm.v1.ShellState
-	2,  // 8: acpnorm.v1.ShellExec.outcome:type_name -> acpnorm.v1.ShellOutcome
-	10, // 9: acpnorm.v1.ShellExec.output:type_name -> acpnorm.v1.ShellText
-	10, // 10: acpnorm.v1.ShellExec.stdout:type_name -> acpnorm.v1.ShellText
-	10, // 11: acpnorm.v1.ShellExec.stderr:type_name -> acpnorm.v1.ShellText
-	16, // 12: acpnorm.v1.ListDialectsResponse.dialects:type_name -> acpnorm.v1.DialectInfo
-	4,  // 13: acpnorm.v1.NormalizerService.Normalize:input_type -> acpnorm.v1.NormalizeRequest
-	12, // 14: acpnorm.v1.NormalizerService.GetClientCapabilities:input_type -> acpnorm.v1.GetClientCapabilitiesRequest
-	14, // 15: acpnorm.v1.NormalizerService.ListDialects:input_type -> acpnorm.v1.ListDialectsRequest
-	8,  // 16: acpnorm.v1.NormalizerService.Normalize:output_type -> acpnorm.v1.NormalizeResponse
-	13, // 17: acpnorm.v1.NormalizerService.GetClientCapabilities:output_type -> acpnorm.v1.GetClientCapabilitiesResponse
-	15, // 18: acpnorm.v1.NormalizerService.ListDialects:output_type -> acpnorm.v1.ListDialectsResponse
-	16, // [16:19] is the sub-list for method output_type
-	13, // [13:16] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	7,  // 0: acpnorm.v1.NormalizeRequest.frame:type_name -> acpnorm.v1.AcpFrame
+	8,  // 1: acpnorm.v1.NormalizeRequest.turn_ended:type_name -> acpnorm.v1.TurnEnded
+	9,  // 2: acpnorm.v1.NormalizeRequest.session_closed:type_name -> acpnorm.v1.SessionClosed
+	6,  // 3: acpnorm.v1.NormalizeRequest.options:type_name -> acpnorm.v1.StreamOptions
+	0,  // 4: acpnorm.v1.StreamOptions.final_texts:type_name -> acpnorm.v1.FinalTexts
+	1,  // 5: acpnorm.v1.AcpFrame.direction:type_name -> acpnorm.v1.Direction
+	13, // 6: acpnorm.v1.NormalizeResponse.shell_exec:type_name -> acpnorm.v1.ShellExec
+	11, // 7: acpnorm.v1.NormalizeResponse.frame_error:type_name -> acpnorm.v1.FrameError
+	4,  // 8: acpnorm.v1.ShellText.mode:type_name -> acpnorm.v1.TextMode
+	2,  // 9: acpnorm.v1.ShellExec.state:type_name -> acpnorm.v1.ShellState
+	3,  // 10: acpnorm.v1.ShellExec.outcome:type_name -> acpnorm.v1.ShellOutcome
+	12, // 11: acpnorm.v1.ShellExec.output:type_name -> acpnorm.v1.ShellText
+	12, // 12: acpnorm.v1.ShellExec.stdout:type_name -> acpnorm.v1.ShellText
+	12, // 13: acpnorm.v1.ShellExec.stderr:type_name -> acpnorm.v1.ShellText
+	18, // 14: acpnorm.v1.ListDialectsResponse.dialects:type_name -> acpnorm.v1.DialectInfo
+	5,  // 15: acpnorm.v1.NormalizerService.Normalize:input_type -> acpnorm.v1.NormalizeRequest
+	14, // 16: acpnorm.v1.NormalizerService.GetClientCapabilities:input_type -> acpnorm.v1.GetClientCapabilitiesRequest
+	16, // 17: acpnorm.v1.NormalizerService.ListDialects:input_type -> acpnorm.v1.ListDialectsRequest
+	10, // 18: acpnorm.v1.NormalizerService.Normalize:output_type -> acpnorm.v1.NormalizeResponse
+	15, // 19: acpnorm.v1.NormalizerService.GetClientCapabilities:output_type -> acpnorm.v1.GetClientCapabilitiesResponse
+	17, // 20: acpnorm.v1.NormalizerService.ListDialects:output_type -> acpnorm.v1.ListDialectsResponse
+	18, // [18:21] is the sub-list for method output_type
+	15, // [15:18] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_acpnorm_v1_normalizer_proto_init() }
@@ -1562,19 +1701,20 @@ func file_acpnorm_v1_normalizer_proto_init() {
 		(*NormalizeRequest_Frame)(nil),
 		(*NormalizeRequest_TurnEnded)(nil),
 		(*NormalizeRequest_SessionClosed)(nil),
+		(*NormalizeRequest_Options)(nil),
 	}
-	file_acpnorm_v1_normalizer_proto_msgTypes[4].OneofWrappers = []any{
+	file_acpnorm_v1_normalizer_proto_msgTypes[5].OneofWrappers = []any{
 		(*NormalizeResponse_ShellExec)(nil),
 		(*NormalizeResponse_FrameError)(nil),
 	}
-	file_acpnorm_v1_normalizer_proto_msgTypes[7].OneofWrappers = []any{}
+	file_acpnorm_v1_normalizer_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpnorm_v1_normalizer_proto_rawDesc), len(file_acpnorm_v1_normalizer_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   13,
+			NumEnums:      5,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -8,6 +8,9 @@ DESCRIPTOR: _descriptor.FileDescriptor
 DIRECTION_AGENT_TO_CLIENT: Direction
 DIRECTION_CLIENT_TO_AGENT: Direction
 DIRECTION_UNSPECIFIED: Direction
+FINAL_TEXTS_CHANGES: FinalTexts
+FINAL_TEXTS_UNSPECIFIED: FinalTexts
+FINAL_TEXTS_WHOLE: FinalTexts
 SHELL_OUTCOME_CANCELLED: ShellOutcome
 SHELL_OUTCOME_FAILED: ShellOutcome
 SHELL_OUTCOME_SUCCEEDED: ShellOutcome
@@ -94,14 +97,16 @@ class ListDialectsResponse(_message.Message):
     def __init__(self, dialects: _Optional[_Iterable[_Union[DialectInfo, _Mapping]]] = ..., detection: _Optional[str] = ...) -> None: ...
 
 class NormalizeRequest(_message.Message):
-    __slots__ = ["frame", "session_closed", "turn_ended"]
+    __slots__ = ["frame", "options", "session_closed", "turn_ended"]
     FRAME_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
     SESSION_CLOSED_FIELD_NUMBER: _ClassVar[int]
     TURN_ENDED_FIELD_NUMBER: _ClassVar[int]
     frame: AcpFrame
+    options: StreamOptions
     session_closed: SessionClosed
     turn_ended: TurnEnded
-    def __init__(self, frame: _Optional[_Union[AcpFrame, _Mapping]] = ..., turn_ended: _Optional[_Union[TurnEnded, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ...) -> None: ...
+    def __init__(self, frame: _Optional[_Union[AcpFrame, _Mapping]] = ..., turn_ended: _Optional[_Union[TurnEnded, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., options: _Optional[_Union[StreamOptions, _Mapping]] = ...) -> None: ...
 
 class NormalizeResponse(_message.Message):
     __slots__ = ["frame_error", "shell_exec"]
@@ -177,6 +182,12 @@ class ShellText(_message.Message):
     truncated: bool
     def __init__(self, text: _Optional[str] = ..., mode: _Optional[_Union[TextMode, str]] = ..., truncated: bool = ..., total_bytes: _Optional[int] = ...) -> None: ...
 
+class StreamOptions(_message.Message):
+    __slots__ = ["final_texts"]
+    FINAL_TEXTS_FIELD_NUMBER: _ClassVar[int]
+    final_texts: FinalTexts
+    def __init__(self, final_texts: _Optional[_Union[FinalTexts, str]] = ...) -> None: ...
+
 class TurnEnded(_message.Message):
     __slots__ = ["cancelled", "sequence", "session_id"]
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
@@ -186,6 +197,9 @@ class TurnEnded(_message.Message):
     sequence: int
     session_id: str
     def __init__(self, session_id: _Optional[str] = ..., sequence: _Optional[int] = ..., cancelled: bool = ...) -> None: ...
+
+class FinalTexts(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
 
 class Direction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

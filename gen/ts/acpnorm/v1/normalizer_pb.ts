@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file acpnorm/v1/normalizer.proto.
  */
 export const file_acpnorm_v1_normalizer: GenFile = /*@__PURE__*/
-  fileDesc("ChthY3Bub3JtL3YxL25vcm1hbGl6ZXIucHJvdG8SCmFjcG5vcm0udjEiowEKEE5vcm1hbGl6ZVJlcXVlc3QSJQoFZnJhbWUYASABKAsyFC5hY3Bub3JtLnYxLkFjcEZyYW1lSAASKwoKdHVybl9lbmRlZBgCIAEoCzIVLmFjcG5vcm0udjEuVHVybkVuZGVkSAASMwoOc2Vzc2lvbl9jbG9zZWQYAyABKAsyGS5hY3Bub3JtLnYxLlNlc3Npb25DbG9zZWRIAEIGCgRraW5kIokBCghBY3BGcmFtZRISCgpzZXNzaW9uX2lkGAEgASgJEg8KB2RpYWxlY3QYAiABKAkSCwoDY3dkGAMgASgJEhAKCHNlcXVlbmNlGAQgASgEEigKCWRpcmVjdGlvbhgFIAEoDjIVLmFjcG5vcm0udjEuRGlyZWN0aW9uEg8KB21lc3NhZ2UYBiABKAwiRAoJVHVybkVuZGVkEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAQSEQoJY2FuY2VsbGVkGAMgASgIIjUKDVNlc3Npb25DbG9zZWQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoBCJ3ChFOb3JtYWxpemVSZXNwb25zZRIrCgpzaGVsbF9leGVjGAEgASgLMhUuYWNwbm9ybS52MS5TaGVsbEV4ZWNIABItCgtmcmFtZV9lcnJvchgCIAEoCzIWLmFjcG5vcm0udjEuRnJhbWVFcnJvckgAQgYKBGtpbmQiZwoKRnJhbWVFcnJvchISCgpzZXNzaW9uX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgEEgwKBGNvZGUYAyABKAUSDwoHbWVzc2FnZRgEIAEoCRIUCgx0b29sX2NhbGxfaWQYBSABKAkiZQoJU2hlbGxUZXh0EgwKBHRleHQYASABKAkSIgoEbW9kZRgCIAEoDjIULmFjcG5vcm0udjEuVGV4dE1vZGUSEQoJdHJ1bmNhdGVkGAMgASgIEhMKC3RvdGFsX2J5dGVzGAQgASgDIqIECglTaGVsbEV4ZWMSEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgx0b29sX2NhbGxfaWQYAiABKAkSEAoIcmV2aXNpb24YAyABKA0SDwoHZGlhbGVjdBgEIAEoCRIPCgdjb21tYW5kGAUgASgJEgsKA2N3ZBgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRIlCgVzdGF0ZRgIIAEoDjIWLmFjcG5vcm0udjEuU2hlbGxTdGF0ZRIpCgdvdXRjb21lGAkgASgOMhguYWNwbm9ybS52MS5TaGVsbE91dGNvbWUSFgoJZXhpdF9jb2RlGAogASgFSACIAQESDgoGc2lnbmFsGAsgASgJEhEKCXRpbWVkX291dBgMIAEoCBIlCgZvdXRwdXQYDSABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIlCgZzdGRvdXQYDiABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIlCgZzdGRlcnIYDyABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIXCg9hcHByb3ZhbF9yZWFzb24YECABKAkSGQoRYXdhaXRpbmdfYXBwcm92YWwYESABKAgSEgoKYmFja2dyb3VuZBgSIAEoCBIWCg5vdXRjb21lX3JlYXNvbhgTIAEoCRIQCghzZXF1ZW5jZRgUIAEoBBITCgt0ZXJtaW5hbF9pZBgVIAEoCUIMCgpfZXhpdF9jb2RlIi8KHEdldENsaWVudENhcGFiaWxpdGllc1JlcXVlc3QSDwoHZGlhbGVjdBgBIAEoCSJSCh1HZXRDbGllbnRDYXBhYmlsaXRpZXNSZXNwb25zZRIgChhjbGllbnRfY2FwYWJpbGl0aWVzX2pzb24YASABKAkSDwoHZGlhbGVjdBgCIAEoCSIVChNMaXN0RGlhbGVjdHNSZXF1ZXN0IlQKFExpc3REaWFsZWN0c1Jlc3BvbnNlEikKCGRpYWxlY3RzGAEgAygLMhcuYWNwbm9ybS52MS5EaWFsZWN0SW5mbxIRCglkZXRlY3Rpb24YAiABKAkijAEKC0RpYWxlY3RJbmZvEgwKBG5hbWUYASABKAkSEwoLYWdlbnRfbmFtZXMYAiADKAkSDwoHc3VtbWFyeRgDIAEoCRIXCg9hdXRoX21ldGhvZF9pZHMYBCADKAkSFwoPbWV0aG9kX3ByZWZpeGVzGAUgAygJEhcKD2RldGVjdGlvbl9ydWxlcxgGIAMoCSpkCglEaXJlY3Rpb24SGQoVRElSRUNUSU9OX1VOU1BFQ0lGSUVEEAASHQoZRElSRUNUSU9OX0FHRU5UX1RPX0NMSUVOVBABEh0KGURJUkVDVElPTl9DTElFTlRfVE9fQUdFTlQQAipyCgpTaGVsbFN0YXRlEhsKF1NIRUxMX1NUQVRFX1VOU1BFQ0lGSUVEEAASFwoTU0hFTExfU1RBVEVfUEVORElORxABEhcKE1NIRUxMX1NUQVRFX1JVTk5JTkcQAhIVChFTSEVMTF9TVEFURV9FTkRFRBADKpwBCgxTaGVsbE91dGNvbWUSHQoZU0hFTExfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhsKF1NIRUxMX09VVENPTUVfU1VDQ0VFREVEEAESGAoUU0hFTExfT1VUQ09NRV9GQUlMRUQQAhIbChdTSEVMTF9PVVRDT01FX0NBTkNFTExFRBADEhkKFVNIRUxMX09VVENPTUVfVU5LTk9XThAEKlIKCFRleHRNb2RlEhkKFVRFWFRfTU9ERV9VTlNQRUNJRklFRBAAEhQKEFRFWFRfTU9ERV9BUFBFTkQQARIVChFURVhUX01PREVfUkVQTEFDRRACMqICChFOb3JtYWxpemVyU2VydmljZRJMCglOb3JtYWxpemUSHC5hY3Bub3JtLnYxLk5vcm1hbGl6ZVJlcXVlc3QaHS5hY3Bub3JtLnYxLk5vcm1hbGl6ZVJlc3BvbnNlKAEwARJsChVHZXRDbGllbnRDYXBhYmlsaXRpZXMSKC5hY3Bub3JtLnYxLkdldENsaWVudENhcGFiaWxpdGllc1JlcXVlc3QaKS5hY3Bub3JtLnYxLkdldENsaWVudENhcGFiaWxpdGllc1Jlc3BvbnNlElEKDExpc3REaWFsZWN0cxIfLmFjcG5vcm0udjEuTGlzdERpYWxlY3RzUmVxdWVzdBogLmFjcG5vcm0udjEuTGlzdERpYWxlY3RzUmVzcG9uc2VCOFo2Z2l0aHViLmNvbS9hY3Bub3JtL2FjcG5vcm0vZ2VuL2dvL2FjcG5vcm0vdjE7YWNwbm9ybXYxYgZwcm90bzM");
+  fileDesc("ChthY3Bub3JtL3YxL25vcm1hbGl6ZXIucHJvdG8SCmFjcG5vcm0udjEi0QEKEE5vcm1hbGl6ZVJlcXVlc3QSJQoFZnJhbWUYASABKAsyFC5hY3Bub3JtLnYxLkFjcEZyYW1lSAASKwoKdHVybl9lbmRlZBgCIAEoCzIVLmFjcG5vcm0udjEuVHVybkVuZGVkSAASMwoOc2Vzc2lvbl9jbG9zZWQYAyABKAsyGS5hY3Bub3JtLnYxLlNlc3Npb25DbG9zZWRIABIsCgdvcHRpb25zGAQgASgLMhkuYWNwbm9ybS52MS5TdHJlYW1PcHRpb25zSABCBgoEa2luZCI8Cg1TdHJlYW1PcHRpb25zEisKC2ZpbmFsX3RleHRzGAEgASgOMhYuYWNwbm9ybS52MS5GaW5hbFRleHRzIokBCghBY3BGcmFtZRISCgpzZXNzaW9uX2lkGAEgASgJEg8KB2RpYWxlY3QYAiABKAkSCwoDY3dkGAMgASgJEhAKCHNlcXVlbmNlGAQgASgEEigKCWRpcmVjdGlvbhgFIAEoDjIVLmFjcG5vcm0udjEuRGlyZWN0aW9uEg8KB21lc3NhZ2UYBiABKAwiRAoJVHVybkVuZGVkEhIKCnNlc3Npb25faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAQSEQoJY2FuY2VsbGVkGAMgASgIIjUKDVNlc3Npb25DbG9zZWQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoBCJ3ChFOb3JtYWxpemVSZXNwb25zZRIrCgpzaGVsbF9leGVjGAEgASgLMhUuYWNwbm9ybS52MS5TaGVsbEV4ZWNIABItCgtmcmFtZV9lcnJvchgCIAEoCzIWLmFjcG5vcm0udjEuRnJhbWVFcnJvckgAQgYKBGtpbmQiZwoKRnJhbWVFcnJvchISCgpzZXNzaW9uX2lkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgEEgwKBGNvZGUYAyABKAUSDwoHbWVzc2FnZRgEIAEoCRIUCgx0b29sX2NhbGxfaWQYBSABKAkiZQoJU2hlbGxUZXh0EgwKBHRleHQYASABKAkSIgoEbW9kZRgCIAEoDjIULmFjcG5vcm0udjEuVGV4dE1vZGUSEQoJdHJ1bmNhdGVkGAMgASgIEhMKC3RvdGFsX2J5dGVzGAQgASgDIqIECglTaGVsbEV4ZWMSEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgx0b29sX2NhbGxfaWQYAiABKAkSEAoIcmV2aXNpb24YAyABKA0SDwoHZGlhbGVjdBgEIAEoCRIPCgdjb21tYW5kGAUgASgJEgsKA2N3ZBgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRIlCgVzdGF0ZRgIIAEoDjIWLmFjcG5vcm0udjEuU2hlbGxTdGF0ZRIpCgdvdXRjb21lGAkgASgOMhguYWNwbm9ybS52MS5TaGVsbE91dGNvbWUSFgoJZXhpdF9jb2RlGAogASgFSACIAQESDgoGc2lnbmFsGAsgASgJEhEKCXRpbWVkX291dBgMIAEoCBIlCgZvdXRwdXQYDSABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIlCgZzdGRvdXQYDiABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIlCgZzdGRlcnIYDyABKAsyFS5hY3Bub3JtLnYxLlNoZWxsVGV4dBIXCg9hcHByb3ZhbF9yZWFzb24YECABKAkSGQoRYXdhaXRpbmdfYXBwcm92YWwYESABKAgSEgoKYmFja2dyb3VuZBgSIAEoCBIWCg5vdXRjb21lX3JlYXNvbhgTIAEoCRIQCghzZXF1ZW5jZRgUIAEoBBITCgt0ZXJtaW5hbF9pZBgVIAEoCUIMCgpfZXhpdF9jb2RlIi8KHEdldENsaWVudENhcGFiaWxpdGllc1JlcXVlc3QSDwoHZGlhbGVjdBgBIAEoCSJSCh1HZXRDbGllbnRDYXBhYmlsaXRpZXNSZXNwb25zZRIgChhjbGllbnRfY2FwYWJpbGl0aWVzX2pzb24YASABKAkSDwoHZGlhbGVjdBgCIAEoCSIVChNMaXN0RGlhbGVjdHNSZXF1ZXN0IlQKFExpc3REaWFsZWN0c1Jlc3BvbnNlEikKCGRpYWxlY3RzGAEgAygLMhcuYWNwbm9ybS52MS5EaWFsZWN0SW5mbxIRCglkZXRlY3Rpb24YAiABKAkijAEKC0RpYWxlY3RJbmZvEgwKBG5hbWUYASABKAkSEwoLYWdlbnRfbmFtZXMYAiADKAkSDwoHc3VtbWFyeRgDIAEoCRIXCg9hdXRoX21ldGhvZF9pZHMYBCADKAkSFwoPbWV0aG9kX3ByZWZpeGVzGAUgAygJEhcKD2RldGVjdGlvbl9ydWxlcxgGIAMoCSpZCgpGaW5hbFRleHRzEhsKF0ZJTkFMX1RFWFRTX1VOU1BFQ0lGSUVEEAASFQoRRklOQUxfVEVYVFNfV0hPTEUQARIXChNGSU5BTF9URVhUU19DSEFOR0VTEAIqZAoJRGlyZWN0aW9uEhkKFURJUkVDVElPTl9VTlNQRUNJRklFRBAAEh0KGURJUkVDVElPTl9BR0VOVF9UT19DTElFTlQQARIdChlESVJFQ1RJT05fQ0xJRU5UX1RPX0FHRU5UEAIqcgoKU2hlbGxTdGF0ZRIbChdTSEVMTF9TVEFURV9VTlNQRUNJRklFRBAAEhcKE1NIRUxMX1NUQVRFX1BFTkRJTkcQARIXChNTSEVMTF9TVEFURV9SVU5OSU5HEAISFQoRU0hFTExfU1RBVEVfRU5ERUQQAyqcAQoMU2hlbGxPdXRjb21lEh0KGVNIRUxMX09VVENPTUVfVU5TUEVDSUZJRUQQABIbChdTSEVMTF9PVVRDT01FX1NVQ0NFRURFRBABEhgKFFNIRUxMX09VVENPTUVfRkFJTEVEEAISGwoXU0hFTExfT1VUQ09NRV9DQU5DRUxMRUQQAxIZChVTSEVMTF9PVVRDT01FX1VOS05PV04QBCpSCghUZXh0TW9kZRIZChVURVhUX01PREVfVU5TUEVDSUZJRUQQABIUChBURVhUX01PREVfQVBQRU5EEAESFQoRVEVYVF9NT0RFX1JFUExBQ0UQAjKiAgoRTm9ybWFsaXplclNlcnZpY2USTAoJTm9ybWFsaXplEhwuYWNwbm9ybS52MS5Ob3JtYWxpemVSZXF1ZXN0Gh0uYWNwbm9ybS52MS5Ob3JtYWxpemVSZXNwb25zZSgBMAESbAoVR2V0Q2xpZW50Q2FwYWJpbGl0aWVzEiguYWNwbm9ybS52MS5HZXRDbGllbnRDYXBhYmlsaXRpZXNSZXF1ZXN0GikuYWNwbm9ybS52MS5HZXRDbGllbnRDYXBhYmlsaXRpZXNSZXNwb25zZRJRCgxMaXN0RGlhbGVjdHMSHy5hY3Bub3JtLnYxLkxpc3REaWFsZWN0c1JlcXVlc3QaIC5hY3Bub3JtLnYxLkxpc3REaWFsZWN0c1Jlc3BvbnNlQjhaNmdpdGh1Yi5jb20vYWNwbm9ybS9hY3Bub3JtL2dlbi9nby9hY3Bub3JtL3YxO2FjcG5vcm12MWIGcHJvdG8z");
 
 /**
  * NormalizeRequest is one message of the client's side of Normalize.
@@ -52,6 +52,14 @@ export type NormalizeRequest = Message<"acpnorm.v1.NormalizeRequest"> & {
      */
     value: SessionClosed;
     case: "sessionClosed";
+  } | {
+    /**
+     * How this stream wants its revisions, from then on.
+     *
+     * @generated from field: acpnorm.v1.StreamOptions options = 4;
+     */
+    value: StreamOptions;
+    case: "options";
   } | { case: undefined; value?: undefined };
 };
 
@@ -61,6 +69,31 @@ export type NormalizeRequest = Message<"acpnorm.v1.NormalizeRequest"> & {
  */
 export const NormalizeRequestSchema: GenMessage<NormalizeRequest> = /*@__PURE__*/
   messageDesc(file_acpnorm_v1_normalizer, 0);
+
+/**
+ * StreamOptions set how the revisions sent on this stream are written. A
+ * stream starts with every option at its default; an options request
+ * changes them for the revisions sent after it on the same stream, and
+ * produces no response. A server that predates this message answers it
+ * with a FrameError.
+ *
+ * @generated from message acpnorm.v1.StreamOptions
+ */
+export type StreamOptions = Message<"acpnorm.v1.StreamOptions"> & {
+  /**
+   * What the ENDED revision of a call carries for its texts.
+   *
+   * @generated from field: acpnorm.v1.FinalTexts final_texts = 1;
+   */
+  finalTexts: FinalTexts;
+};
+
+/**
+ * Describes the message acpnorm.v1.StreamOptions.
+ * Use `create(StreamOptionsSchema)` to create a new message.
+ */
+export const StreamOptionsSchema: GenMessage<StreamOptions> = /*@__PURE__*/
+  messageDesc(file_acpnorm_v1_normalizer, 1);
 
 /**
  * AcpFrame carries exactly one JSON-RPC 2.0 message as read off the ACP wire.
@@ -126,7 +159,7 @@ export type AcpFrame = Message<"acpnorm.v1.AcpFrame"> & {
  * Use `create(AcpFrameSchema)` to create a new message.
  */
 export const AcpFrameSchema: GenMessage<AcpFrame> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 1);
+  messageDesc(file_acpnorm_v1_normalizer, 2);
 
 /**
  * TurnEnded says the prompt turn of a session ended. Every shell call of the
@@ -163,7 +196,7 @@ export type TurnEnded = Message<"acpnorm.v1.TurnEnded"> & {
  * Use `create(TurnEndedSchema)` to create a new message.
  */
 export const TurnEndedSchema: GenMessage<TurnEnded> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 2);
+  messageDesc(file_acpnorm_v1_normalizer, 3);
 
 /**
  * SessionClosed releases the state of a session. Every call still open is
@@ -193,7 +226,7 @@ export type SessionClosed = Message<"acpnorm.v1.SessionClosed"> & {
  * Use `create(SessionClosedSchema)` to create a new message.
  */
 export const SessionClosedSchema: GenMessage<SessionClosed> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 3);
+  messageDesc(file_acpnorm_v1_normalizer, 4);
 
 /**
  * NormalizeResponse is one message of the server's side of Normalize.
@@ -228,7 +261,7 @@ export type NormalizeResponse = Message<"acpnorm.v1.NormalizeResponse"> & {
  * Use `create(NormalizeResponseSchema)` to create a new message.
  */
 export const NormalizeResponseSchema: GenMessage<NormalizeResponse> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 4);
+  messageDesc(file_acpnorm_v1_normalizer, 5);
 
 /**
  * FrameError reports one request the server could not use. Nothing that was
@@ -284,7 +317,7 @@ export type FrameError = Message<"acpnorm.v1.FrameError"> & {
  * Use `create(FrameErrorSchema)` to create a new message.
  */
 export const FrameErrorSchema: GenMessage<FrameError> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 5);
+  messageDesc(file_acpnorm_v1_normalizer, 6);
 
 /**
  * ShellText is one text stream of a shell command.
@@ -295,9 +328,9 @@ export type ShellText = Message<"acpnorm.v1.ShellText"> & {
   /**
    * Valid UTF-8. In a live revision, the text since the previous revision
    * (mode APPEND) or the whole bounded text (mode REPLACE); in the ENDED
-   * revision, and in the first revision of the call on a stream that did
-   * not carry the ones before, always the whole bounded text (mode
-   * REPLACE). Bytes that were
+   * revision (unless the stream asked for FINAL_TEXTS_CHANGES), and in the
+   * first revision of the call on a stream that did not carry the ones
+   * before, always the whole bounded text (mode REPLACE). Bytes that were
    * not valid UTF-8 are U+FFFD.
    *
    * @generated from field: string text = 1;
@@ -334,7 +367,7 @@ export type ShellText = Message<"acpnorm.v1.ShellText"> & {
  * Use `create(ShellTextSchema)` to create a new message.
  */
 export const ShellTextSchema: GenMessage<ShellText> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 6);
+  messageDesc(file_acpnorm_v1_normalizer, 7);
 
 /**
  * ShellExec is one revision of one shell tool call: what ran, where, its
@@ -508,7 +541,7 @@ export type ShellExec = Message<"acpnorm.v1.ShellExec"> & {
  * Use `create(ShellExecSchema)` to create a new message.
  */
 export const ShellExecSchema: GenMessage<ShellExec> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 7);
+  messageDesc(file_acpnorm_v1_normalizer, 8);
 
 /**
  * GetClientCapabilitiesRequest names a dialect.
@@ -530,7 +563,7 @@ export type GetClientCapabilitiesRequest = Message<"acpnorm.v1.GetClientCapabili
  * Use `create(GetClientCapabilitiesRequestSchema)` to create a new message.
  */
 export const GetClientCapabilitiesRequestSchema: GenMessage<GetClientCapabilitiesRequest> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 8);
+  messageDesc(file_acpnorm_v1_normalizer, 9);
 
 /**
  * GetClientCapabilitiesResponse carries the capability fragment.
@@ -558,7 +591,7 @@ export type GetClientCapabilitiesResponse = Message<"acpnorm.v1.GetClientCapabil
  * Use `create(GetClientCapabilitiesResponseSchema)` to create a new message.
  */
 export const GetClientCapabilitiesResponseSchema: GenMessage<GetClientCapabilitiesResponse> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 9);
+  messageDesc(file_acpnorm_v1_normalizer, 10);
 
 /**
  * ListDialectsRequest is empty.
@@ -573,7 +606,7 @@ export type ListDialectsRequest = Message<"acpnorm.v1.ListDialectsRequest"> & {
  * Use `create(ListDialectsRequestSchema)` to create a new message.
  */
 export const ListDialectsRequestSchema: GenMessage<ListDialectsRequest> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 10);
+  messageDesc(file_acpnorm_v1_normalizer, 11);
 
 /**
  * ListDialectsResponse lists the dialects of this build.
@@ -602,7 +635,7 @@ export type ListDialectsResponse = Message<"acpnorm.v1.ListDialectsResponse"> & 
  * Use `create(ListDialectsResponseSchema)` to create a new message.
  */
 export const ListDialectsResponseSchema: GenMessage<ListDialectsResponse> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 11);
+  messageDesc(file_acpnorm_v1_normalizer, 12);
 
 /**
  * DialectInfo describes one dialect.
@@ -664,7 +697,47 @@ export type DialectInfo = Message<"acpnorm.v1.DialectInfo"> & {
  * Use `create(DialectInfoSchema)` to create a new message.
  */
 export const DialectInfoSchema: GenMessage<DialectInfo> = /*@__PURE__*/
-  messageDesc(file_acpnorm_v1_normalizer, 12);
+  messageDesc(file_acpnorm_v1_normalizer, 13);
+
+/**
+ * FinalTexts says what the ENDED revision of a call carries for its texts.
+ *
+ * @generated from enum acpnorm.v1.FinalTexts
+ */
+export enum FinalTexts {
+  /**
+   * The default: FINAL_TEXTS_WHOLE.
+   *
+   * @generated from enum value: FINAL_TEXTS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Every text whole (mode REPLACE), so a client that reads only finals
+   * needs nothing else.
+   *
+   * @generated from enum value: FINAL_TEXTS_WHOLE = 1;
+   */
+  WHOLE = 1,
+
+  /**
+   * Only what changed since the previous revision, like a live revision
+   * (mode APPEND, or REPLACE when the text was replaced; absent when it
+   * did not change), so a client that folds every revision receives each
+   * byte of output about once even from agents that re-send the whole
+   * output. The first revision of a call on a stream that did not carry
+   * the ones before is still whole.
+   *
+   * @generated from enum value: FINAL_TEXTS_CHANGES = 2;
+   */
+  CHANGES = 2,
+}
+
+/**
+ * Describes the enum acpnorm.v1.FinalTexts.
+ */
+export const FinalTextsSchema: GenEnum<FinalTexts> = /*@__PURE__*/
+  enumDesc(file_acpnorm_v1_normalizer, 0);
 
 /**
  * Direction says which way a frame travelled on the ACP wire.
@@ -700,7 +773,7 @@ export enum Direction {
  * Describes the enum acpnorm.v1.Direction.
  */
 export const DirectionSchema: GenEnum<Direction> = /*@__PURE__*/
-  enumDesc(file_acpnorm_v1_normalizer, 0);
+  enumDesc(file_acpnorm_v1_normalizer, 1);
 
 /**
  * ShellState is where a shell command is in its life.
@@ -742,7 +815,7 @@ export enum ShellState {
  * Describes the enum acpnorm.v1.ShellState.
  */
 export const ShellStateSchema: GenEnum<ShellState> = /*@__PURE__*/
-  enumDesc(file_acpnorm_v1_normalizer, 1);
+  enumDesc(file_acpnorm_v1_normalizer, 2);
 
 /**
  * ShellOutcome is how a shell command ended. It is never read from the ACP
@@ -794,7 +867,7 @@ export enum ShellOutcome {
  * Describes the enum acpnorm.v1.ShellOutcome.
  */
 export const ShellOutcomeSchema: GenEnum<ShellOutcome> = /*@__PURE__*/
-  enumDesc(file_acpnorm_v1_normalizer, 2);
+  enumDesc(file_acpnorm_v1_normalizer, 3);
 
 /**
  * TextMode says how a ShellText applies to what the client already holds.
@@ -828,7 +901,7 @@ export enum TextMode {
  * Describes the enum acpnorm.v1.TextMode.
  */
 export const TextModeSchema: GenEnum<TextMode> = /*@__PURE__*/
-  enumDesc(file_acpnorm_v1_normalizer, 3);
+  enumDesc(file_acpnorm_v1_normalizer, 4);
 
 /**
  * NormalizerService reads the raw ACP traffic of coding agents and reports

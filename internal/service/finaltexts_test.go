@@ -1,0 +1,83 @@
+package service
+
+import (
+	"fmt"
+	"testing"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+)
+
+// snapshotCall is a generic ACP call whose output comes as cumulative
+// snapshots (the whole output so far as content text) and ends with the
+// whole output again.
+func snapshot(id, status, text string) string {
+	return update(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q,"content":[{"type":"content","content":{"type":"text","text":%q}}]}`, id, status, text))
+}
+
+func options(t pb.FinalTexts) *pb.NormalizeRequest {
+	return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{FinalTexts: t}}}
+}
+
+// A stream that asks for FINAL_TEXTS_CHANGES gets an ENDED revision with
+// only what changed; the default stays whole; a stream that did not carry
+// the earlier revisions still gets the whole text.
+func TestFinalTextsChanges(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	run := func(st *stream, sid string) (live, final *pb.ShellExec) {
+		t.Helper()
+		st.send(sid, openCall("c1", "make"))
+		st.exec()
+		st.send(sid, snapshot("c1", "in_progress", "a\n"))
+		st.exec()
+		st.send(sid, snapshot("c1", "in_progress", "a\nb\n"))
+		live = st.exec()
+		st.send(sid, snapshot("c1", "completed", "a\nb\nc\n"))
+		return live, st.exec()
+	}
+
+	whole := h.open()
+	if _, x := run(whole, "s-whole"); x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_REPLACE || x.GetOutput().GetText() != "a\nb\nc\n" {
+		t.Fatalf("default final: %v", x.GetOutput())
+	}
+
+	changes := h.open()
+	changes.control(options(pb.FinalTexts_FINAL_TEXTS_CHANGES))
+	live, x := run(changes, "s-changes")
+	if live.GetOutput().GetText() != "b\n" {
+		t.Fatalf("live revision: %v", live.GetOutput())
+	}
+	if x.GetState() != pb.ShellState_SHELL_STATE_ENDED || x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_APPEND || x.GetOutput().GetText() != "c\n" || x.GetOutput().GetTotalBytes() != 6 {
+		t.Fatalf("changes-only final: %v", x)
+	}
+
+	// An ENDED revision with no new text carries no text at all.
+	changes.send("s-changes", openCall("c2", "true"))
+	changes.exec()
+	changes.send("s-changes", snapshot("c2", "in_progress", "x"))
+	changes.exec()
+	changes.send("s-changes", finish("c2", 0))
+	if x := changes.exec(); x.GetState() != pb.ShellState_SHELL_STATE_ENDED || x.Output != nil {
+		t.Fatalf("unchanged final: %v", x)
+	}
+
+	// A call whose earlier revisions went to another stream ends whole.
+	changes.send("s-moved", openCall("c3", "ls"))
+	changes.exec()
+	changes.send("s-moved", snapshot("c3", "in_progress", "p\n"))
+	changes.exec()
+	other := h.open()
+	other.control(options(pb.FinalTexts_FINAL_TEXTS_CHANGES))
+	other.send("s-moved", snapshot("c3", "completed", "p\nq\n"))
+	if x := other.exec(); x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_REPLACE || x.GetOutput().GetText() != "p\nq\n" {
+		t.Fatalf("final on a stream that missed revisions: %v", x.GetOutput())
+	}
+
+	// Asking for whole finals again restores the default.
+	changes.control(options(pb.FinalTexts_FINAL_TEXTS_WHOLE))
+	changes.send("s-back", openCall("c4", "ls"))
+	changes.exec()
+	changes.send("s-back", snapshot("c4", "completed", "z\n"))
+	if x := changes.exec(); x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_REPLACE {
+		t.Fatalf("whole again: %v", x.GetOutput())
+	}
+}

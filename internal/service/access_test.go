@@ -151,7 +151,7 @@ func TestMutualTLS(t *testing.T) {
 	}
 	opts := DefaultServerOptions()
 	opts.TLS = cfg
-	addr, _ := serveTCP(t, opts)
+	addr, svc := serveTCP(t, opts)
 
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.cert)
@@ -187,6 +187,9 @@ func TestMutualTLS(t *testing.T) {
 	if _, err := pb.NewNormalizerServiceClient(connect(t, addr, insecure.NewCredentials())).ListDialects(callCtx(t), &pb.ListDialectsRequest{}); err == nil {
 		t.Fatal("a plaintext client got through a TLS server")
 	}
+	// The server may finish its side of a failed handshake after the
+	// client gave up.
+	waitFor(t, "3 failed TLS handshakes to be counted", func() bool { return counted(svc.sessions.m, "tls_handshake") >= 3 })
 
 	// A renewed certificate is served to new connections without a
 	// restart.

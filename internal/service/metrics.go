@@ -67,7 +67,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		streamRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "stream_refusals_total",
-			Help: "Streams and calls refused or ended by a transport limit or access control, by reason (max_streams, send_stalled, message_too_large, unreadable_message, unauthenticated).",
+			Help: "Streams and calls refused or ended by a transport limit or access control, by reason (max_streams, send_stalled, message_too_large, unreadable_message, unauthenticated, tls_handshake).",
 		}, []string{"reason"}),
 	}
 	if reg != nil {

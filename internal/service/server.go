@@ -109,7 +109,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 		gopts = append(gopts, grpc.MaxConcurrentStreams(uint32(min(opts.MaxStreams, math.MaxUint32))))
 	}
 	if opts.TLS != nil {
-		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+		gopts = append(gopts, grpc.Creds(countHandshakes{credentials.NewTLS(opts.TLS), svc.sessions.m}))
 	}
 	g := grpc.NewServer(gopts...)
 	pb.RegisterNormalizerServiceServer(g, svc)
@@ -133,6 +133,25 @@ func isHousekeeping(ctx context.Context) bool {
 	method, _ := grpc.Method(ctx)
 	return strings.HasPrefix(method, "/"+healthpb.Health_ServiceDesc.ServiceName+"/") ||
 		strings.HasPrefix(method, "/grpc.reflection.")
+}
+
+// countHandshakes counts the TLS handshakes that fail (no client
+// certificate, one of another CA, a plaintext client).
+type countHandshakes struct {
+	credentials.TransportCredentials
+	m *Metrics
+}
+
+func (c countHandshakes) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	nc, info, err := c.TransportCredentials.ServerHandshake(conn)
+	if err != nil {
+		c.m.streamRefused("tls_handshake")
+	}
+	return nc, info, err
+}
+
+func (c countHandshakes) Clone() credentials.TransportCredentials {
+	return countHandshakes{c.TransportCredentials.Clone(), c.m}
 }
 
 // capStreams refuses a stream when max streams are already being served by

@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
     --replay) replay=1 ;;
     --scenario) scenario="$2"; shift ;;
     --scenario=*) scenario="${1#*=}" ;;
-    -h|--help) sed -n '2,20p' "$here/run.sh"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$here/run.sh"; exit 0 ;;
     -*) echo "run.sh: unknown flag $1" >&2; exit 2 ;;
     *) agents+=("$1") ;;
   esac

@@ -17,7 +17,8 @@
 #      packages;
 #   3. buf lint and a regeneration check of gen/ and its copy in
 #      clients/python (bash gen/generate.sh must leave them unchanged), then
-#      buf breaking against main;
+#      buf breaking against main, and apidiff on the public normalize
+#      package against the last tag or main (test/apidiff.sh);
 #   4. go test -race on every package: unit, bufconn service, golden,
 #      conformance, end-to-end and command-line tests;
 #   5. each fuzz target for FUZZTIME (10s), then a ~20 s smoke run of the
@@ -82,6 +83,9 @@ if git rev-parse --verify -q main >/dev/null; then
   echo "== buf breaking against main"
   .bin/buf breaking --against '.git#branch=main'
 fi
+
+echo "== apidiff: no incompatible change to the public Go package (normalize) since the last tag, else main"
+bash test/apidiff.sh
 
 echo "== go test -race"
 go test -race -count=1 ./...

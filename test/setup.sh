@@ -3,7 +3,7 @@
 # Debian's protoc, grpc_python_plugin, python3-grpcio, python3-protobuf and
 # what builds and installs clients/python into a venv (python3-venv,
 # python3-setuptools, python3-wheel; PyPI is not needed), the TypeScript client's npm packages (npm ci),
-# staticcheck (into .bin/), podman for the image test, and the Go code generators (gen/generate.sh
+# staticcheck and apidiff (into .bin/), podman for the image test, and the Go code generators (gen/generate.sh
 # installs them into .bin/).
 # Needs Go and Node with npm. Safe to run again: it installs only what is
 # missing.
@@ -62,6 +62,16 @@ if [ "$(cat .bin/govulncheck.version 2>/dev/null)" != "$GOVULNCHECK_VERSION" ] |
   mkdir -p .bin
   GOBIN="$PWD/.bin" go install "golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK_VERSION"
   echo "$GOVULNCHECK_VERSION" > .bin/govulncheck.version
+fi
+
+# apidiff, pinned (golang.org/x/exp has no tags: a pseudo-version); test/apidiff.sh
+# runs it to flag incompatible changes to the public normalize package.
+APIDIFF_VERSION=v0.0.0-20261113113407-e3970619a1a4
+if [ "$(cat .bin/apidiff.version 2>/dev/null)" != "$APIDIFF_VERSION" ] || [ ! -x .bin/apidiff ]; then
+  echo "== go install apidiff@$APIDIFF_VERSION"
+  mkdir -p .bin
+  GOBIN="$PWD/.bin" go install "golang.org/x/exp/cmd/apidiff@$APIDIFF_VERSION"
+  echo "$APIDIFF_VERSION" > .bin/apidiff.version
 fi
 
 echo "== go mod download"

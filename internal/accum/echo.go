@@ -39,6 +39,16 @@ type echoFilter struct {
 	heldBytes bool
 	heldTrunc bool // a held Delta said the producer dropped output
 	heldSnap  *Text
+	pat       *echoPattern // the command prepared for matching, cached
+}
+
+// pattern returns the prepared command, building it when the command or
+// the cwd changed.
+func (f *echoFilter) pattern(cmd, cwd string) *echoPattern {
+	if f.pat == nil || f.pat.cmd != cmd || f.pat.cwd != cwd {
+		f.pat = newEchoPattern(cmd, cwd)
+	}
+	return f.pat
 }
 
 // heldLen is the length of the text held back.
@@ -58,30 +68,75 @@ const (
 	echoFull                     // the text starts with the whole echo
 )
 
+// echoPattern is a command prepared for matching its echo: per line, its
+// words, each with the form it takes resolved against the cwd when it can
+// be a file argument. It is built once per command and cwd.
+type echoPattern struct {
+	cmd, cwd string
+	lines    [][]echoWord
+	bound    int // more than the longest echo can be
+}
+
+type echoWord struct {
+	verbatim, resolved string // resolved is "" when the word is not a file argument
+}
+
+func newEchoPattern(cmd, cwd string) *echoPattern {
+	p := &echoPattern{cmd: cmd, cwd: cwd}
+	norm := strings.ReplaceAll(strings.TrimRight(cmd, "\r\n"), "\r\n", "\n")
+	if strings.TrimSpace(norm) == "" {
+		return p
+	}
+	p.bound = 4
+	for _, line := range strings.Split(norm, "\n") {
+		var words []echoWord
+		for i, w := range strings.Split(line, " ") {
+			ew := echoWord{verbatim: w}
+			if i > 0 && cwd != "" && fileArgument(w) {
+				ew.resolved = filepath.Join(cwd, w)
+			}
+			words = append(words, ew)
+			p.bound += max(len(ew.verbatim), len(ew.resolved)) + 1
+		}
+		p.lines = append(p.lines, words)
+		p.bound += 4
+	}
+	return p
+}
+
 // matchEcho reports whether s starts with an echo of cmd, and its length.
 // atEnd says s is all the output there will be: an echo may then end
 // without a line terminator.
 func matchEcho(s, cmd, cwd string, atEnd bool) (echoMatch, int) {
-	cmd = strings.ReplaceAll(strings.TrimRight(cmd, "\r\n"), "\r\n", "\n")
-	if strings.TrimSpace(cmd) == "" {
+	return newEchoPattern(cmd, cwd).match(s, atEnd)
+}
+
+var (
+	firstPrompt = []string{"$ "}
+	laterPrompt = []string{"$ ", "> ", ""}
+)
+
+// match is matchEcho for a prepared command.
+func (p *echoPattern) match(s string, atEnd bool) (echoMatch, int) {
+	if len(p.lines) == 0 {
 		return echoNo, 0
 	}
 	pos := 0
-	for i, line := range strings.Split(cmd, "\n") {
-		prefixes := []string{"$ "}
+	for i, line := range p.lines {
+		prefixes := firstPrompt
 		if i > 0 {
-			prefixes = []string{"$ ", "> ", ""}
+			prefixes = laterPrompt
 		}
 		m, n := echoNo, 0
-		for _, p := range prefixes {
-			pm, pn := matchPrefix(s[pos:], p)
+		for _, pre := range prefixes {
+			pm, pn := matchPrefix(s[pos:], pre)
 			if pm == echoPartial {
 				return echoPartial, 0
 			}
 			if pm == echoNo {
 				continue
 			}
-			lm, ln := matchLine(s[pos+pn:], line, cwd)
+			lm, ln := matchLine(s[pos+pn:], line)
 			if lm == echoPartial {
 				return echoPartial, 0
 			}
@@ -123,10 +178,10 @@ func matchPrefix(s, p string) (echoMatch, int) {
 }
 
 // matchLine matches one command line at the start of s, word by word: each
-// word verbatim, or a file argument resolved against cwd.
-func matchLine(s, line, cwd string) (echoMatch, int) {
+// word verbatim, or a file argument resolved against the cwd.
+func matchLine(s string, words []echoWord) (echoMatch, int) {
 	pos := 0
-	for i, word := range strings.Split(line, " ") {
+	for i, w := range words {
 		if i > 0 {
 			m, n := matchPrefix(s[pos:], " ")
 			if m != echoFull {
@@ -134,25 +189,17 @@ func matchLine(s, line, cwd string) (echoMatch, int) {
 			}
 			pos += n
 		}
-		alts := []string{word}
-		if i > 0 && cwd != "" && fileArgument(word) {
-			alts = append(alts, filepath.Join(cwd, word))
+		m, n := matchPrefix(s[pos:], w.verbatim)
+		if m == echoNo && w.resolved != "" {
+			m, n = matchPrefix(s[pos:], w.resolved)
 		}
-		matched := false
-		for _, a := range alts {
-			m, n := matchPrefix(s[pos:], a)
-			if m == echoPartial {
-				return echoPartial, 0
-			}
-			if m == echoFull {
-				pos += n
-				matched = true
-				break
-			}
-		}
-		if !matched {
+		switch m {
+		case echoPartial:
+			return echoPartial, 0
+		case echoNo:
 			return echoNo, 0
 		}
+		pos += n
 	}
 	return echoFull, pos
 }
@@ -161,14 +208,6 @@ func matchLine(s, line, cwd string) (echoMatch, int) {
 // that an agent resolves against the cwd when it echoes the command.
 func fileArgument(w string) bool {
 	return w != "" && w[0] != '-' && w[0] != '/' && w[0] != '~' && !strings.ContainsAny(w, "'\"$`|&;<>()=*?\\")
-}
-
-// echoBound is more than the longest echo of cmd can be: every line with
-// a two-byte prompt and a CRLF, every word resolved against cwd.
-func echoBound(cmd, cwd string) int {
-	words := strings.Count(cmd, " ") + strings.Count(cmd, "\n") + 1
-	lines := strings.Count(cmd, "\n") + 1
-	return len(cmd) + 4*lines + words*(len(cwd)+1) + 4
 }
 
 // filter returns the texts to apply for t, holding back what could still
@@ -181,13 +220,14 @@ func (f *echoFilter) filter(t Text, cmd, cwd string) []Text {
 	if f.state == echoNone {
 		return []Text{t}
 	}
-	lim := echoBound(cmd, cwd)
+	p := f.pattern(cmd, cwd)
+	lim := p.bound
 	if f.state == echoFound {
 		if t.Kind == Delta || !knownKind(t.Kind) {
 			return []Text{t}
 		}
 		// A restatement of the whole output starts with the echo again.
-		if m, n := matchEcho(prefixOf(t, lim), cmd, cwd, true); m == echoFull {
+		if m, n := p.match(prefixOf(t, lim), true); m == echoFull {
 			return []Text{cut(t, n)}
 		}
 		return []Text{t}
@@ -204,7 +244,7 @@ func (f *echoFilter) filter(t Text, cmd, cwd string) []Text {
 		}
 		if len(f.held) == 0 {
 			// The common case: decide on this text alone, without copying.
-			switch m, n := matchEcho(prefixOf(t, lim), cmd, cwd, false); m {
+			switch m, n := p.match(prefixOf(t, lim), false); m {
 			case echoFull:
 				f.state = echoFound
 				if rest := cut(t, n); len(rest.Text)+len(rest.Bytes) > 0 || rest.Truncated {
@@ -224,7 +264,7 @@ func (f *echoFilter) filter(t Text, cmd, cwd string) []Text {
 	// A Snapshot, Window or Final restates the output: it supersedes what
 	// was held.
 	f.held, f.heldBytes, f.heldTrunc, f.heldSnap = nil, false, false, nil
-	m, n := matchEcho(prefixOf(t, lim), cmd, cwd, t.Kind == Final)
+	m, n := p.match(prefixOf(t, lim), t.Kind == Final)
 	switch {
 	case m == echoFull:
 		f.state = echoFound
@@ -241,7 +281,7 @@ func (f *echoFilter) filter(t Text, cmd, cwd string) []Text {
 // decide settles the held Delta text when it can; like is the Text the
 // released part takes its other fields from.
 func (f *echoFilter) decide(cmd, cwd string, atEnd bool, like Text) []Text {
-	m, n := matchEcho(string(f.held), cmd, cwd, atEnd)
+	m, n := f.pattern(cmd, cwd).match(string(f.held), atEnd)
 	switch {
 	case m == echoPartial && !atEnd:
 		return nil
@@ -273,7 +313,8 @@ func (f *echoFilter) flush(cmd, cwd string) []Text {
 	if f.heldSnap != nil {
 		t := *f.heldSnap
 		f.heldSnap = nil
-		if m, n := matchEcho(prefixOf(t, echoBound(cmd, cwd)), cmd, cwd, true); m == echoFull {
+		p := f.pattern(cmd, cwd)
+		if m, n := p.match(prefixOf(t, p.bound), true); m == echoFull {
 			f.state = echoFound
 			return []Text{cut(t, n)}
 		}

@@ -33,14 +33,23 @@ import (
 //     is not taken as a proof of success (the field guide says exit unknown).
 //   - toolResponse {stdout, stderr}: Claude's Bash merges stderr into
 //     stdout in the builds seen (stderr ""), so the streams are reported as
-//     separate only when stderr is non-empty. `interrupted: true` means the
+//     separate only when stderr is non-empty; otherwise stdout is the whole
+//     output (a Snapshot), often more than the content's preview. `interrupted: true` means the
 //     user interrupted the command: Cancelled. `backgroundTaskId` means the
 //     command went on in the background: Background (with `timedOutAfterMs`
 //     it was moved there by its timeout; it was not stopped, so TimedOut
 //     stays false). Heartbeats (`elapsedTimeSeconds`) carry no output.
 //   - "<persisted-output>...Preview (first 2KB):\n...</persisted-output>":
-//     the output is the preview, Truncated. A trailing "[Output truncated
-//     (N bytes total): ...]" is removed and marks the output Truncated.
+//     the preview, Truncated and a Head, so it never replaces the whole
+//     output toolResponse gave. A trailing "[Output truncated (N bytes
+//     total): ...]" is removed, marks the output Truncated (a Head) and
+//     states its real size (TotalBytes N).
+//   - Notices where output goes: "User refused permission to run tool" (a
+//     rejection), "The user doesn't want to proceed with this tool use
+//     ..." (claude-agent-acp's cancel) and "[Request interrupted by user
+//     ...]" are Cancelled with the notice quoted, never output;
+//     `_meta.claudeCode.nonExecutionKind` "user-rejected" or
+//     "permission-rule" is Cancelled too.
 //   - "Command running in background with ID: X. ..." and "Command did not
 //     complete within its Ns timeout and was moved to the background ..."
 //     are notices, not output: Background. "Command timed out after ..."

@@ -9,16 +9,17 @@
 # The steps, in order:
 #   1. test/setup.sh installs what is missing (apt: protoc, grpc_python_plugin,
 #      python3-grpcio/-protobuf/-venv/-setuptools/-wheel, podman; npm ci in
-#      clients/ts; staticcheck, govulncheck and the code generators into
-#      .bin/);
+#      clients/ts; staticcheck, govulncheck, apidiff and the code generators
+#      into .bin/);
 #   2. gofmt, go vet, go mod tidy -diff (go.mod and go.sum are tidy),
 #      staticcheck, govulncheck (skipped, saying so, when its database at
 #      vuln.go.dev cannot be reached), and the licence copies in the client
 #      packages;
-#   3. buf lint and a regeneration check of gen/ and its copy in
-#      clients/python (bash gen/generate.sh must leave them unchanged), then
-#      buf breaking against main, and apidiff on the public normalize
-#      package against the last tag or main (test/apidiff.sh);
+#   3. buf lint and a regeneration check of gen/ and its copies in
+#      clients/python and clients/ts (bash gen/generate.sh must leave them
+#      unchanged), then buf breaking against main, and apidiff on the
+#      public normalize package against the last tag or main
+#      (test/apidiff.sh);
 #   4. go test -race on every package: unit, bufconn service, golden,
 #      conformance, end-to-end and command-line tests;
 #   5. each fuzz target for FUZZTIME (10s), then a ~20 s smoke run of the

@@ -3,7 +3,7 @@
 # Debian's protoc, grpc_python_plugin, python3-grpcio, python3-protobuf and
 # what builds and installs clients/python into a venv (python3-venv,
 # python3-setuptools, python3-wheel; PyPI is not needed), the TypeScript client's npm packages (npm ci),
-# staticcheck and apidiff (into .bin/), podman for the image test, and the Go code generators (gen/generate.sh
+# staticcheck, govulncheck and apidiff (into .bin/), podman for the image test, and the Go code generators (gen/generate.sh
 # installs them into .bin/).
 # Needs Go and Node with npm. Safe to run again: it installs only what is
 # missing.

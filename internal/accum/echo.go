@@ -16,10 +16,11 @@ import (
 //     after "$ ", "> " or nothing;
 //   - each line ended by "\n" or "\r\n" (or by the end of the output).
 //
-// It is removed once. Text that could still become the echo is held back
-// until it either completes the echo or cannot; held text that does not
-// become the echo is released unchanged, so nothing is lost. A line that
-// merely starts with "$ ", or echoes another command, is output.
+// It is removed once (for commands up to maxEchoCommand bytes). Text that
+// could still become the echo is held back until it either completes the
+// echo or cannot; held text that does not become the echo is released
+// unchanged, so nothing is lost. A line that merely starts with "$ ", or
+// echoes another command, is output.
 
 // echoState is where a stream is in recognising an echo.
 type echoState uint8
@@ -77,6 +78,12 @@ type echoPattern struct {
 	bound    int // more than the longest echo can be
 }
 
+// maxEchoCommand bounds the commands whose echo is recognised. Deciding
+// on held text costs up to the echo's length per observation, so a longer
+// command (a rare, huge heredoc) is not looked for: its echo, if any,
+// stays output, and nothing is held back.
+const maxEchoCommand = 16 << 10
+
 type echoWord struct {
 	verbatim, resolved string // resolved is "" when the word is not a file argument
 }
@@ -84,7 +91,7 @@ type echoWord struct {
 func newEchoPattern(cmd, cwd string) *echoPattern {
 	p := &echoPattern{cmd: cmd, cwd: cwd}
 	norm := strings.ReplaceAll(strings.TrimRight(cmd, "\r\n"), "\r\n", "\n")
-	if strings.TrimSpace(norm) == "" {
+	if strings.TrimSpace(norm) == "" || len(norm) > maxEchoCommand {
 		return p
 	}
 	p.bound = 4

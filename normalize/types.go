@@ -143,7 +143,8 @@ type ShellExec struct {
 	Cwd string
 	// Description is what the agent said the command is for. Never output.
 	Description string
-	State       State
+	// State is where the command is in its life.
+	State State
 	// Outcome is OutcomeNone until State is StateEnded.
 	Outcome Outcome
 	// OutcomeReason says, in words, why the outcome is what it is.

@@ -1,5 +1,7 @@
-// Package service implements the acpnorm gRPC service: the Normalize stream
-// loops, the session state they share, and the unary lookups.
+// Package service implements the acpnorm gRPC service as a thin adapter
+// over the public normalize package, which holds the session state and all
+// the semantics: it converts requests and responses, runs the Normalize
+// stream loops, counts metrics, and answers the unary lookups.
 package service
 
 import (

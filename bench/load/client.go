@@ -27,6 +27,10 @@ type Options struct {
 	Duration time.Duration
 	// Scenario is what every stream replays, in a loop.
 	Scenario *Scenario
+	// Sessions is how many recordings a stream carries at once, each
+	// under its own session id, their frames interleaved one by one
+	// (0 or 1: one recording at a time).
+	Sessions int
 	// ServerPID is read in /proc for CPU time and peak RSS; 0 skips it.
 	ServerPID int
 	// RunID makes session ids unique across runs against one server.
@@ -236,34 +240,54 @@ func worker(ctx context.Context, o Options, w int, deadline time.Time, t *tally)
 		return true
 	}
 	replays := o.Scenario.Replays
+	k := max(o.Sessions, 1)
 	ok := true
 	for n := 0; ok && time.Now().Before(deadline) && ctx.Err() == nil; n++ {
-		rec := replays[(w+n)%len(replays)]
-		sid := fmt.Sprintf("%s-s%d-r%d", o.RunID, w, n)
+		recs := make([][]Frame, k)
+		sids := make([]string, k)
+		longest := 0
+		for j := range k {
+			recs[j] = replays[(w+n*k+j)%len(replays)]
+			sids[j] = fmt.Sprintf("%s-s%d-r%d", o.RunID, w, n)
+			if k > 1 {
+				sids[j] += fmt.Sprintf("-%d", j)
+			}
+			longest = max(longest, len(recs[j]))
+		}
 		var frames, bytes int64
 		whole := true
-		for _, f := range rec {
-			if !time.Now().Before(deadline) {
-				whole = false
+	interleave:
+		for i := range longest {
+			for j, rec := range recs {
+				if i >= len(rec) {
+					continue
+				}
+				if !time.Now().Before(deadline) {
+					whole = false
+					break interleave
+				}
+				f := rec[i]
+				seq++
+				mu.Lock()
+				sent[seq] = time.Now()
+				mu.Unlock()
+				if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
+					SessionId: sids[j], Dialect: "auto", Sequence: seq, Direction: f.Dir, Message: f.Msg,
+				}}}); !ok {
+					break interleave
+				}
+				frames++
+				bytes += int64(len(f.Msg))
+			}
+		}
+		for _, sid := range sids {
+			if !ok {
 				break
 			}
 			seq++
-			mu.Lock()
-			sent[seq] = time.Now()
-			mu.Unlock()
-			if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
-				SessionId: sid, Dialect: "auto", Sequence: seq, Direction: f.Dir, Message: f.Msg,
-			}}}); !ok {
-				break
-			}
-			frames++
-			bytes += int64(len(f.Msg))
+			ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid, Sequence: seq}}})
 		}
 		if !ok {
-			break
-		}
-		seq++
-		if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid, Sequence: seq}}}); !ok {
 			break
 		}
 		seq++
@@ -285,7 +309,7 @@ func worker(ctx context.Context, o Options, w int, deadline time.Time, t *tally)
 		t.frames.Add(frames)
 		t.bytes.Add(bytes)
 		if whole {
-			t.replays.Add(1)
+			t.replays.Add(int64(k))
 		}
 		mu.Lock()
 		clear(sent)

@@ -12,6 +12,7 @@
 //	acpbench ghz -ghz BIN [flags]            the same scenarios driven by ghz
 //	acpbench ghzdata -scenario NAME -out F   a ghz --data-file for one scenario
 //	acpbench memory -acpnormd BIN [flags]    RSS with 10,000 open calls x 4 KiB, then after closing them
+//	acpbench cores -acpnormd BIN [flags]     server cores with 32 sessions on one stream vs on 8
 //
 // It exits 1 when any run saw an error (a FrameError, a failed send, a
 // stream that broke, a barrier never answered), never because of speed.
@@ -43,6 +44,8 @@ func main() {
 		err = profiled(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "memory":
 		err = memory(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "cores":
+		err = cores(os.Args[2:])
 	default:
 		err = run(os.Args[1:])
 	}

@@ -53,6 +53,9 @@ type MemoryResult struct {
 	// while they were being opened.
 	RSSOpen  int64 `json:"rss_open"`
 	PeakOpen int64 `json:"peak_open"`
+	// Peak is the peak of the whole run, the closes included (they end
+	// every call, and each ended revision carries its whole text).
+	Peak int64 `json:"peak"`
 	// Metrics the server reported with every call open, and after the
 	// closes (-1: not read).
 	OpenCalls, HeldBytes, OpenCallsAfter float64
@@ -251,6 +254,7 @@ func Memory(ctx context.Context, o MemoryOptions) (*MemoryResult, error) {
 			return nil, ctx.Err()
 		}
 	}
+	r.Peak, _ = PeakRSS(o.ServerPID)
 	if o.MetricsURL != "" {
 		if m, err := scrape(ctx, o.MetricsURL); err == nil {
 			r.OpenCallsAfter = m["acpnorm_open_calls"]

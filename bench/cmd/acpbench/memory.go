@@ -61,6 +61,7 @@ func memory(args []string) error {
 	for _, s := range r.Closed {
 		fmt.Printf("RSS %5.1f s after close: %s\n", s.After.Seconds(), mib(s.RSS))
 	}
+	fmt.Printf("peak of the run (closes included): %s\n", mib(r.Peak))
 	fmt.Printf("server's open calls after: %.0f\n", r.OpenCallsAfter)
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(r, "", "  ")

@@ -3,6 +3,7 @@ package service
 import (
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,11 +26,14 @@ type releaser struct {
 	after func(time.Duration, func())
 	free  func()
 
-	mu             sync.Mutex
-	held, heldPeak int64
-	open, openPeak int64
-	pending        bool
-	last           time.Time
+	// The totals and their highest since the last release, kept with
+	// atomics: the hooks run on every frame of every stream.
+	held, heldPeak atomic.Int64
+	open, openPeak atomic.Int64
+	pending        atomic.Bool
+
+	mu   sync.Mutex
+	last time.Time // of the last release
 }
 
 func newReleaser() *releaser {
@@ -43,33 +47,41 @@ func newReleaser() *releaser {
 
 // heldBytes is the Normalizer's HeldBytes hook.
 func (r *releaser) heldBytes(total int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.held = total
-	r.heldPeak = max(r.heldPeak, total)
+	r.held.Store(total)
+	raise(&r.heldPeak, total)
 	r.check()
 }
 
 // callsOpened is the Normalizer's CallsOpened hook.
 func (r *releaser) callsOpened(delta int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.open += int64(delta)
-	r.openPeak = max(r.openPeak, r.open)
+	raise(&r.openPeak, r.open.Add(int64(delta)))
 	r.check()
 }
 
-// check schedules a release when state dropped by a threshold; r.mu is
-// held.
+// raise sets a to v when v is higher.
+func raise(a *atomic.Int64, v int64) {
+	for {
+		p := a.Load()
+		if v <= p || a.CompareAndSwap(p, v) {
+			return
+		}
+	}
+}
+
+// check schedules a release when state dropped by a threshold.
 func (r *releaser) check() {
-	if r.pending || (r.heldPeak-r.held < r.bytes && r.openPeak-r.open < r.calls) {
+	if r.heldPeak.Load()-r.held.Load() < r.bytes && r.openPeak.Load()-r.open.Load() < r.calls {
 		return
 	}
-	r.pending = true
+	if !r.pending.CompareAndSwap(false, true) {
+		return
+	}
 	wait := r.delay
+	r.mu.Lock()
 	if !r.last.IsZero() {
 		wait = max(wait, r.last.Add(r.gap).Sub(r.now()))
 	}
+	r.mu.Unlock()
 	r.after(wait, r.release)
 }
 
@@ -77,9 +89,10 @@ func (r *releaser) check() {
 // freed memory back.
 func (r *releaser) release() {
 	r.mu.Lock()
-	r.pending = false
 	r.last = r.now()
-	r.heldPeak, r.openPeak = r.held, r.open
 	r.mu.Unlock()
+	r.heldPeak.Store(r.held.Load())
+	r.openPeak.Store(r.open.Load())
+	r.pending.Store(false)
 	r.free()
 }

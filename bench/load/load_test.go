@@ -86,3 +86,39 @@ func TestSummarizeMedians(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 }
+
+// TestOpenCallFrames checks that the memory run's session is what the Grok
+// dialect reads as that many calls, each with a live output of the size
+// asked, none ended.
+func TestOpenCallFrames(t *testing.T) {
+	d, ok := dialect.Lookup("grok")
+	if !ok {
+		t.Fatal("no grok dialect")
+	}
+	outputs := map[string]string{}
+	for i, f := range OpenCallFrames(3, 100) {
+		if f.Dir != pb.Direction_DIRECTION_AGENT_TO_CLIENT {
+			continue
+		}
+		fr, err := dialect.Read(d, f.Msg)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		for _, o := range fr.Observations {
+			if o.Status.Ended() {
+				t.Fatalf("frame %d ends call %s", i, o.ToolCallID)
+			}
+			for _, tx := range o.Texts {
+				outputs[o.ToolCallID] = tx.Text
+			}
+		}
+	}
+	if len(outputs) != 3 {
+		t.Fatalf("outputs %v, want 3 calls", outputs)
+	}
+	for id, out := range outputs {
+		if len(out) != 100 {
+			t.Fatalf("call %s: %d bytes of output, want 100", id, len(out))
+		}
+	}
+}

@@ -47,13 +47,19 @@ func ProcCPU(pid int) (time.Duration, error) {
 }
 
 // PeakRSS returns VmHWM, the peak resident set of process pid, in bytes.
-func PeakRSS(pid int) (int64, error) {
+func PeakRSS(pid int) (int64, error) { return statusKB(pid, "VmHWM:") }
+
+// RSS returns VmRSS, the resident set of process pid now, in bytes.
+func RSS(pid int) (int64, error) { return statusKB(pid, "VmRSS:") }
+
+// statusKB reads a field given in kB from /proc/PID/status, in bytes.
+func statusKB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(procPath(pid, "status"))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			f := strings.Fields(rest)
 			if len(f) == 0 {
 				break
@@ -62,7 +68,7 @@ func PeakRSS(pid int) (int64, error) {
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("%s: no VmHWM", procPath(pid, "status"))
+	return 0, fmt.Errorf("%s: no %s", procPath(pid, "status"), strings.TrimSuffix(field, ":"))
 }
 
 // ResetPeakRSS sets the peak resident set of process pid back to its

@@ -26,8 +26,8 @@ type Server struct {
 // PID is the server's process id.
 func (s *Server) PID() int { return s.cmd.Process.Pid }
 
-// freePort returns a loopback address nothing listens on right now.
-func freePort() (string, error) {
+// FreeAddr returns a loopback address nothing listens on right now.
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -40,7 +40,7 @@ func freePort() (string, error) {
 // followed by a free loopback address) and waits until it answers
 // ListDialects (a server that does not implement it answers too).
 func Start(ctx context.Context, name, bin, listenFlag string, args ...string) (*Server, error) {
-	addr, err := freePort()
+	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}

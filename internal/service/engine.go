@@ -17,10 +17,15 @@ type sessions struct {
 	n   *normalize.Normalizer
 	m   *Metrics
 	now func() time.Time // the Normalizer's clock; tests replace it
+	rel *releaser        // hands memory back after a large release
 }
 
 func newSessions(cfg Config, m *Metrics) *sessions {
-	ss := &sessions{m: m, now: time.Now}
+	ss := &sessions{m: m, now: time.Now, rel: newReleaser()}
+	hooks := m.hooks()
+	opened, held := hooks.CallsOpened, hooks.HeldBytes
+	hooks.CallsOpened = func(delta int) { opened(delta); ss.rel.callsOpened(delta) }
+	hooks.HeldBytes = func(total int64) { held(total); ss.rel.heldBytes(total) }
 	ss.n = normalize.New(
 		normalize.WithTextLimit(cfg.TextLimit),
 		normalize.WithMaxCallsPerSession(cfg.MaxCallsPerSession),
@@ -32,7 +37,7 @@ func newSessions(cfg Config, m *Metrics) *sessions {
 		normalize.WithTombstones(cfg.Tombstones),
 		normalize.WithMemoryBudget(cfg.MemoryBudget),
 		normalize.WithSessionMemory(cfg.SessionMemory),
-		normalize.WithHooks(m.hooks()),
+		normalize.WithHooks(hooks),
 		normalize.WithClock(func() time.Time { return ss.now() }),
 	)
 	return ss

@@ -11,6 +11,7 @@
 //	acpbench -profile FILE [flags]           the same, acpnorm served in-process and CPU-profiled
 //	acpbench ghz -ghz BIN [flags]            the same scenarios driven by ghz
 //	acpbench ghzdata -scenario NAME -out F   a ghz --data-file for one scenario
+//	acpbench memory -acpnormd BIN [flags]    RSS with 10,000 open calls x 4 KiB, then after closing them
 //
 // It exits 1 when any run saw an error (a FrameError, a failed send, a
 // stream that broke, a barrier never answered), never because of speed.
@@ -40,6 +41,8 @@ func main() {
 		err = ghzRun(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "profiled":
 		err = profiled(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "memory":
+		err = memory(os.Args[2:])
 	default:
 		err = run(os.Args[1:])
 	}

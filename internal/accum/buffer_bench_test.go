@@ -2,6 +2,7 @@ package accum
 
 import (
 	"fmt"
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -195,7 +196,7 @@ func BenchmarkWindow(b *testing.B) {
 			var buf *Buffer
 			var replaced int
 			i := 0
-			cpu := processCPU()
+			cpu := benchcpu.Now()
 			for b.Loop() {
 				j := i % steps
 				if j == 0 {
@@ -207,7 +208,7 @@ func BenchmarkWindow(b *testing.B) {
 				}
 				i++
 			}
-			reportCPU(b, cpu)
+			benchcpu.Report(b, cpu)
 			b.ReportMetric(float64(replaced), "replaces")
 		})
 	}

@@ -3,6 +3,7 @@ package dialect
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,7 +63,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Run(name+"/dialect="+d.Info().Name, func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchcpu.Now()
 			for b.Loop() {
 				for _, f := range frames {
 					if _, err := Read(d, f); err != nil {
@@ -70,14 +71,14 @@ func BenchmarkRead(b *testing.B) {
 					}
 				}
 			}
-			reportCPU(b, cpu)
+			benchcpu.Report(b, cpu)
 		})
 		b.Run(name+"/dialect="+d.Info().Name+"/encoding-json", func(b *testing.B) {
 			legacyDecode = true
 			defer func() { legacyDecode = false }()
 			b.SetBytes(size)
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchcpu.Now()
 			for b.Loop() {
 				for _, f := range frames {
 					if _, err := Read(d, f); err != nil {
@@ -85,12 +86,12 @@ func BenchmarkRead(b *testing.B) {
 					}
 				}
 			}
-			reportCPU(b, cpu)
+			benchcpu.Report(b, cpu)
 		})
 		b.Run(name+"/jsontext-scan", func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchcpu.Now()
 			for b.Loop() {
 				for _, f := range frames {
 					if !jsontext.Value(f).IsValid() {
@@ -98,12 +99,12 @@ func BenchmarkRead(b *testing.B) {
 					}
 				}
 			}
-			reportCPU(b, cpu)
+			benchcpu.Report(b, cpu)
 		})
 		b.Run(name+"/generic-map", func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchcpu.Now()
 			for b.Loop() {
 				for _, f := range frames {
 					var v map[string]any
@@ -112,7 +113,7 @@ func BenchmarkRead(b *testing.B) {
 					}
 				}
 			}
-			reportCPU(b, cpu)
+			benchcpu.Report(b, cpu)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,7 +94,7 @@ func BenchmarkServicePath(b *testing.B) {
 		b.Run(name+"/generic-map", func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchcpu.Now()
 			for b.Loop() {
 				for _, f := range frames {
 					var v map[string]any
@@ -102,7 +103,7 @@ func BenchmarkServicePath(b *testing.B) {
 					}
 				}
 			}
-			reportCPU(b, cpu)
+			benchcpu.Report(b, cpu)
 		})
 	}
 }
@@ -136,7 +137,7 @@ func benchPath(b *testing.B, name string, reqs []*pb.NormalizeRequest, size int6
 		b.SetBytes(size)
 		b.ReportAllocs()
 		n := 0
-		cpu := processCPU()
+		cpu := benchcpu.Now()
 		for b.Loop() {
 			n++
 			sid := fmt.Sprintf("bench-%d", n)
@@ -155,7 +156,7 @@ func benchPath(b *testing.B, name string, reqs []*pb.NormalizeRequest, size int6
 			}
 			clear(totals)
 		}
-		reportCPU(b, cpu)
+		benchcpu.Report(b, cpu)
 		if real > 0 {
 			b.ReportMetric(float64(wire)/float64(real), "wire/output")
 		}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"net"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func BenchmarkOneStream(b *testing.B) {
 	}
 	b.SetBytes(size)
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := benchcpu.Now()
 	start := time.Now()
 	n := 0
 	for b.Loop() {
@@ -79,6 +80,6 @@ func BenchmarkOneStream(b *testing.B) {
 			}
 		}
 	}
-	reportCPU(b, cpu)
-	b.ReportMetric((processCPU()-cpu).Seconds()/time.Since(start).Seconds(), "cores")
+	benchcpu.Report(b, cpu)
+	b.ReportMetric((benchcpu.Now()-cpu).Seconds()/time.Since(start).Seconds(), "cores")
 }

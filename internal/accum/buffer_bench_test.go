@@ -2,10 +2,11 @@ package accum
 
 import (
 	"fmt"
-	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
 )
 
 // benchLimit is the service's default text limit.

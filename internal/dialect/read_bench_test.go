@@ -3,12 +3,12 @@ package dialect
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"github.com/go-json-experiment/json/jsontext"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/acpnorm/acpnorm/bench/load"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"github.com/acpnorm/acpnorm/internal/replay"
 )
 

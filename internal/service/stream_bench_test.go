@@ -3,13 +3,13 @@ package service
 import (
 	"context"
 	"fmt"
-	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/acpnorm/acpnorm/bench/load"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"

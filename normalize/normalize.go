@@ -168,6 +168,23 @@ func (c *config) validate() error {
 // panics, naming the option, when an option's value cannot work (a
 // programming error, like a bad regexp for regexp.MustCompile).
 func New(opts ...Option) *Normalizer {
+	c := newConfig(opts)
+	if err := c.validate(); err != nil {
+		panic("normalize.New: " + err.Error())
+	}
+	return &Normalizer{ss: newSessions(c)}
+}
+
+// Check reports, as an error naming the limit, what New would panic on for
+// these options: a program that takes limits from its user (acpnormd's
+// flags) checks them first.
+func Check(opts ...Option) error {
+	c := newConfig(opts)
+	return c.validate()
+}
+
+// newConfig is the default configuration changed by opts.
+func newConfig(opts []Option) config {
 	c := config{
 		TextLimit:          DefaultTextLimit,
 		MaxCallsPerSession: DefaultMaxCallsPerSession,
@@ -183,10 +200,7 @@ func New(opts ...Option) *Normalizer {
 	for _, o := range opts {
 		o(&c)
 	}
-	if err := c.validate(); err != nil {
-		panic("normalize.New: " + err.Error())
-	}
-	return &Normalizer{ss: newSessions(c)}
+	return c
 }
 
 // request is one frame or control message with its options.

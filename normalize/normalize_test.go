@@ -147,6 +147,19 @@ func TestNewRefusesBadOption(t *testing.T) {
 	normalize.New(normalize.WithTextLimit(10))
 }
 
+// Check says what New would panic on, and accepts what New accepts.
+func TestCheck(t *testing.T) {
+	if err := normalize.Check(normalize.WithTextLimit(10)); err == nil || !strings.Contains(err.Error(), "text limit 10") {
+		t.Fatalf("Check(WithTextLimit(10)) = %v", err)
+	}
+	if err := normalize.Check(normalize.WithMaxCalls(1), normalize.WithMaxCallsPerSession(2)); err == nil || !strings.Contains(err.Error(), "max calls 1") {
+		t.Fatalf("Check(max calls below per session) = %v", err)
+	}
+	if err := normalize.Check(); err != nil {
+		t.Fatalf("Check() of the defaults = %v", err)
+	}
+}
+
 func TestDialectsAndCapabilities(t *testing.T) {
 	list, detection := normalize.Dialects()
 	if len(list) < 2 || detection == "" {

@@ -2,8 +2,9 @@ package service
 
 import (
 	"fmt"
-	"github.com/acpnorm/acpnorm/normalize"
 	"time"
+
+	"github.com/acpnorm/acpnorm/normalize"
 )
 
 // Config holds the limits of a Service. The zero value is not usable; start
@@ -67,33 +68,32 @@ func DefaultConfig() Config {
 
 // Validate reports the first limit that cannot work.
 func (c Config) Validate() error {
+	if err := normalize.Check(c.limits()...); err != nil {
+		return err
+	}
 	switch {
-	case c.TextLimit < 64:
-		return fmt.Errorf("text limit %d is below 64 bytes", c.TextLimit)
-	case c.MaxCallsPerSession < 1:
-		return fmt.Errorf("max calls per session %d is below 1", c.MaxCallsPerSession)
-	case c.MaxCalls < c.MaxCallsPerSession:
-		return fmt.Errorf("max calls %d is below max calls per session %d", c.MaxCalls, c.MaxCallsPerSession)
-	case c.MaxSessions < 1:
-		return fmt.Errorf("max sessions %d is below 1", c.MaxSessions)
-	case c.MaxIDBytes < 16:
-		return fmt.Errorf("max id bytes %d is below 16", c.MaxIDBytes)
-	case c.TTL <= 0:
-		return fmt.Errorf("ttl %v is not positive", c.TTL)
-	case c.Grace < 0:
-		return fmt.Errorf("grace %v is negative", c.Grace)
-	case c.Tombstones < 0:
-		return fmt.Errorf("tombstones %d is negative", c.Tombstones)
-	case c.MemoryBudget < 4096:
-		return fmt.Errorf("memory budget %d is below 4096 bytes", c.MemoryBudget)
-	case c.SessionMemory < 0 || c.SessionMemory > c.MemoryBudget:
-		return fmt.Errorf("session memory %d is not between 0 (an eighth of the budget) and the memory budget %d", c.SessionMemory, c.MemoryBudget)
 	case c.SendQueue < 1:
 		return fmt.Errorf("send queue %d is below 1", c.SendQueue)
 	case c.SendTimeout <= 0:
 		return fmt.Errorf("send timeout %v is not positive", c.SendTimeout)
 	}
 	return nil
+}
+
+// limits are the engine's options for the limits of c.
+func (c Config) limits() []normalize.Option {
+	return []normalize.Option{
+		normalize.WithTextLimit(c.TextLimit),
+		normalize.WithMaxCallsPerSession(c.MaxCallsPerSession),
+		normalize.WithMaxCalls(c.MaxCalls),
+		normalize.WithMaxSessions(c.MaxSessions),
+		normalize.WithMaxIDBytes(c.MaxIDBytes),
+		normalize.WithTTL(c.TTL),
+		normalize.WithGrace(c.Grace),
+		normalize.WithTombstones(c.Tombstones),
+		normalize.WithMemoryBudget(c.MemoryBudget),
+		normalize.WithSessionMemory(c.SessionMemory),
+	}
 }
 
 // DefaultMemoryBudget returns the default byte budget for held text (see

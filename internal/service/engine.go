@@ -26,20 +26,10 @@ func newSessions(cfg Config, m *Metrics) *sessions {
 	opened, held := hooks.CallsOpened, hooks.HeldBytes
 	hooks.CallsOpened = func(delta int) { opened(delta); ss.rel.callsOpened(delta) }
 	hooks.HeldBytes = func(total int64) { held(total); ss.rel.heldBytes(total) }
-	ss.n = normalize.New(
-		normalize.WithTextLimit(cfg.TextLimit),
-		normalize.WithMaxCallsPerSession(cfg.MaxCallsPerSession),
-		normalize.WithMaxCalls(cfg.MaxCalls),
-		normalize.WithMaxSessions(cfg.MaxSessions),
-		normalize.WithMaxIDBytes(cfg.MaxIDBytes),
-		normalize.WithTTL(cfg.TTL),
-		normalize.WithGrace(cfg.Grace),
-		normalize.WithTombstones(cfg.Tombstones),
-		normalize.WithMemoryBudget(cfg.MemoryBudget),
-		normalize.WithSessionMemory(cfg.SessionMemory),
+	ss.n = normalize.New(append(cfg.limits(),
 		normalize.WithHooks(hooks),
 		normalize.WithClock(func() time.Time { return ss.now() }),
-	)
+	)...)
 	return ss
 }
 

@@ -4,18 +4,32 @@ import (
 	"github.com/acpnorm/acpnorm/internal/accum"
 )
 
-var states = map[accum.State]State{
-	accum.Pending: StatePending,
-	accum.Running: StateRunning,
-	accum.Ended:   StateEnded,
+// state and outcome map the accumulator's enums onto the package's: a
+// switch, not a map lookup, as they run on every revision.
+func state(s accum.State) State {
+	switch s {
+	case accum.Pending:
+		return StatePending
+	case accum.Running:
+		return StateRunning
+	case accum.Ended:
+		return StateEnded
+	}
+	return 0
 }
 
-var outcomes = map[accum.Outcome]Outcome{
-	accum.OutcomeNone: OutcomeNone,
-	accum.Succeeded:   Succeeded,
-	accum.Failed:      Failed,
-	accum.Cancelled:   Cancelled,
-	accum.Unknown:     Unknown,
+func outcome(o accum.Outcome) Outcome {
+	switch o {
+	case accum.Succeeded:
+		return Succeeded
+	case accum.Failed:
+		return Failed
+	case accum.Cancelled:
+		return Cancelled
+	case accum.Unknown:
+		return Unknown
+	}
+	return OutcomeNone
 }
 
 // toExec turns a call revision into the ShellExec handed on. A call
@@ -33,8 +47,8 @@ func (s *session) toExec(r *accum.Revision, seq uint64) *ShellExec {
 		Command:          r.Command,
 		Cwd:              cwd,
 		Description:      r.Description,
-		State:            states[r.State],
-		Outcome:          outcomes[r.Outcome],
+		State:            state(r.State),
+		Outcome:          outcome(r.Outcome),
 		ExitCode:         r.ExitCode,
 		Signal:           r.Signal,
 		TimedOut:         r.TimedOut,

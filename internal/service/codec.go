@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
-	"google.golang.org/grpc/codes"
+	"github.com/acpnorm/acpnorm/normalize"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the codec wrapped here
 	"google.golang.org/grpc/mem"
@@ -165,10 +165,10 @@ func notUTF8Error(req *pb.NormalizeRequest, fields string) *pb.NormalizeResponse
 	if strings.Contains(fields, ",") {
 		verb = "are"
 	}
-	return &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{
-		SessionId: session, // invalid bytes shown as U+FFFD
+	return frameErrorResponse(&normalize.FrameError{
+		SessionID: session, // invalid bytes shown as U+FFFD
 		Sequence:  seq,
-		Code:      int32(codes.InvalidArgument),
+		Code:      normalize.InvalidArgument,
 		Message:   fmt.Sprintf("request %d: %s %s not valid UTF-8, as protobuf string fields must be; the request was not applied", seq, fields, verb),
-	}}}
+	})
 }

@@ -266,14 +266,15 @@ func incompleteTail(p []byte) int {
 // more text (a later frame never makes what is known worse). A cut-short
 // text with anything new in it replaces as before.
 func (b *Buffer) applyWhole(s string, trunc, head bool) {
+	held := b.held()
 	if trunc && int64(len(s)) < b.total {
-		held := string(b.held())
-		whole := int64(len(held)) == b.total
-		if head || strings.HasSuffix(held, s) || whole && strings.HasPrefix(held, s) {
+		// Compared in place: string(held[...]) == s copies nothing.
+		h, n := len(held), len(s)
+		whole := int64(h) == b.total
+		if head || n <= h && (string(held[h-n:]) == s || whole && string(held[:n]) == s) {
 			return
 		}
 	}
-	held := b.held()
 	tot := int(b.total)
 	if len(s) >= tot && s[tot-len(held):tot] == string(held) {
 		b.appendText(s[tot:])

@@ -111,19 +111,14 @@ func newEchoPattern(cmd, cwd string) *echoPattern {
 	return p
 }
 
-// matchEcho reports whether s starts with an echo of cmd, and its length.
-// atEnd says s is all the output there will be: an echo may then end
-// without a line terminator.
-func matchEcho(s, cmd, cwd string, atEnd bool) (echoMatch, int) {
-	return newEchoPattern(cmd, cwd).match(s, atEnd)
-}
-
 var (
 	firstPrompt = []string{"$ "}
 	laterPrompt = []string{"$ ", "> ", ""}
 )
 
-// match is matchEcho for a prepared command.
+// match reports whether s starts with an echo of the command, and its
+// length. atEnd says s is all the output there will be: an echo may then
+// end without a line terminator.
 func (p *echoPattern) match(s string, atEnd bool) (echoMatch, int) {
 	if len(p.lines) == 0 {
 		return echoNo, 0

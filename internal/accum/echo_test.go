@@ -152,3 +152,10 @@ func FuzzEcho(f *testing.F) {
 		}
 	})
 }
+
+// matchEcho reports whether s starts with an echo of cmd, and its length.
+// atEnd says s is all the output there will be: an echo may then end
+// without a line terminator.
+func matchEcho(s, cmd, cwd string, atEnd bool) (echoMatch, int) {
+	return newEchoPattern(cmd, cwd).match(s, atEnd)
+}

@@ -193,20 +193,13 @@ func readCodex(u *codexUpdate) accum.Observation {
 	pty := f.ProcessID.Present || strings.HasPrefix(f.Source.S, "unified_exec")
 	// Each present stream is a snapshot of that stream; one that is
 	// omitted keeps its earlier text.
-	if (f.Stdout.lit != nil || f.Stderr.Set) && !pty {
-		for _, s := range []struct {
-			stream  accum.Stream
-			present bool
-			text    func() string
-		}{{accum.Stdout, f.Stdout.lit != nil, func() string { return f.stdout(agg).S }}, {accum.Stderr, f.Stderr.Set, func() string { return f.Stderr.S }}} {
-			if !s.present {
-				continue
-			}
-			if text := s.text(); ended || text != "" {
-				t := codexText(s.stream, textKind(ended), text, false)
-				t.IfSplit = f.Stdout.lit == nil || !f.Stderr.Set
-				o.Texts = append(o.Texts, t)
-			}
+	if !pty {
+		lone := f.Stdout.lit == nil || !f.Stderr.Set
+		if f.Stdout.lit != nil {
+			o.Texts = codexStream(o.Texts, accum.Stdout, f.stdout(agg).S, ended, lone)
+		}
+		if f.Stderr.Set {
+			o.Texts = codexStream(o.Texts, accum.Stderr, f.Stderr.S, ended, lone)
 		}
 	}
 	if pty && f.Stdout.lit != nil && !agg.Set {
@@ -341,6 +334,18 @@ func dropDeltas(ts []accum.Text) []accum.Text {
 		out = append(out, t)
 	}
 	return out
+}
+
+// codexStream appends the snapshot of one separate stream (stdout or
+// stderr), when it says anything or the call ended; lone marks a stream
+// sent without its sibling (accum.Text.IfSplit).
+func codexStream(ts []accum.Text, s accum.Stream, text string, ended, lone bool) []accum.Text {
+	if !ended && text == "" {
+		return ts
+	}
+	t := codexText(s, textKind(ended), text, false)
+	t.IfSplit = lone
+	return append(ts, t)
 }
 
 // codexCommand removes the adapter's own shell wrapper from a rawInput

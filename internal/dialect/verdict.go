@@ -94,11 +94,18 @@ func (s Signal) apply(o *accum.Observation) {
 	}
 }
 
+// verdictSpelling folds the separators of a verdict word to "_"; a
+// Replacer is safe for concurrent use, so one serves every frame.
+var verdictSpelling = strings.NewReplacer("-", "_", " ", "_")
+
 // readVerdict maps an agent's word for how a command ended ("failed",
 // "timed_out", "cancelled" and their common spellings); words of success
 // and unknown words give VerdictNone.
 func readVerdict(word string) accum.Verdict {
-	w := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(word)))
+	if word == "" {
+		return accum.VerdictNone
+	}
+	w := verdictSpelling.Replace(strings.ToLower(strings.TrimSpace(word)))
 	switch w {
 	case "failed", "failure", "fail", "error", "errored", "killed", "signaled", "signalled", "crashed":
 		return accum.VerdictFailed

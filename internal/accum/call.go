@@ -179,7 +179,7 @@ func (c *Call) Apply(o *Observation) {
 		if t.IfSplit && c.streams[t.Stream] == nil {
 			continue
 		}
-		if t.Stream == Stderr {
+		if t.Stream == Stderr || c.echoes[t.Stream].passes(t) {
 			c.applyText(t)
 			continue
 		}

@@ -212,6 +212,14 @@ func fileArgument(w string) bool {
 	return w != "" && w[0] != '-' && w[0] != '/' && w[0] != '~' && !strings.ContainsAny(w, "'\"$`|&;<>()=*?\\")
 }
 
+// passes reports a text that filter would return alone and unchanged,
+// decided without the pattern: once the stream has no echo, and every
+// Delta after the echo was found. Most texts take this path, which
+// allocates nothing.
+func (f *echoFilter) passes(t Text) bool {
+	return f.state == echoNone || f.state == echoFound && (t.Kind == Delta || !knownKind(t.Kind))
+}
+
 // filter returns the texts to apply for t, holding back what could still
 // be the echo of cmd. Only a bounded prefix of t is ever looked at or
 // copied, so a big text costs nothing here.

@@ -41,18 +41,13 @@ func newSessions(cfg Config, m *Metrics) *sessions {
 // built or sent, and handle returns that error; it returns ctx's error when
 // ctx ends while it waits for another request of the same session.
 func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit func(*pb.NormalizeResponse) error) error {
-	return ss.handleOn(ctx, req, nil, emit)
-}
-
-// handleOn is handle for a request arrived on a stream that has carried d
-// (see delivered).
-func (ss *sessions) handleOn(ctx context.Context, req *pb.NormalizeRequest, d *delivered, emit func(*pb.NormalizeResponse) error) error {
-	_, err := ss.handleRead(ctx, req, nil, d, emit)
+	_, err := ss.handleRead(ctx, req, nil, nil, emit)
 	return err
 }
 
-// handleRead is handleOn for a request that may have been read ahead
-// (ahead is nil when not). It also returns the dialect the request's
+// handleRead is handle for a request arrived on a stream that has carried
+// d (see delivered; nil for none) and that may have been read ahead (ahead
+// is nil when not). It also returns the dialect the request's
 // session reads its next frame with, when the request was a frame that
 // was read (else "").
 func (ss *sessions) handleRead(ctx context.Context, req *pb.NormalizeRequest, ahead *normalize.Prepared, d *delivered, emit func(*pb.NormalizeResponse) error) (string, error) {

@@ -143,12 +143,12 @@ func benchPath(b *testing.B, name string, reqs []*pb.NormalizeRequest, size int6
 			sid := fmt.Sprintf("bench-%d", n)
 			for _, r := range reqs {
 				r.GetFrame().SessionId = sid
-				if err := ss.handleOn(ctx, r, d, emit); err != nil {
+				if _, err := ss.handleRead(ctx, r, nil, d, emit); err != nil {
 					b.Fatal(err)
 				}
 			}
 			closed := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid}}}
-			if err := ss.handleOn(ctx, closed, d, emit); err != nil {
+			if _, err := ss.handleRead(ctx, closed, nil, d, emit); err != nil {
 				b.Fatal(err)
 			}
 			for _, n := range totals {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -385,15 +384,7 @@ func TestAnonymousAgentsAreNotMisread(t *testing.T) {
 	files, _ := filepath.Glob("testdata/recordings/*.ndjson")
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			f, err := os.Open(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			lines, err := replay.Read(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lines := readLines(t, file)
 			for i := range lines {
 				lines[i].Msg = withoutAgentInfo(t, lines[i].Msg)
 			}

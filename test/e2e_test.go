@@ -140,15 +140,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	file := "testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson"
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := replay.Read(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	lines := readLines(t, file)
 	resps, err := replay.Play(ctx, pb.NewNormalizerServiceClient(conn), lines, replay.Options{SessionID: "e2e", Dialect: "auto"})
 	if err != nil {
 		t.Fatal(err)

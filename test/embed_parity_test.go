@@ -2,13 +2,11 @@ package test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
-	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/normalize"
 )
 
@@ -25,15 +23,7 @@ func TestServiceMatchesEmbeddedNormalize(t *testing.T) {
 				viaService = append(viaService, describeResponse(r))
 			}
 
-			f, err := os.Open(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines, err := replay.Read(f)
-			f.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			lines := readLines(t, file)
 			var embedded []string
 			emit := normalize.WithEmit(func(ev normalize.Event) error {
 				embedded = append(embedded, describeEvent(ev))

@@ -49,14 +49,9 @@ func run(addr, dir string, workers int, duration time.Duration) error {
 	}
 	var recs [][]replay.Line
 	for _, f := range files {
-		fh, err := os.Open(f)
+		lines, err := replay.ReadFile(f)
 		if err != nil {
 			return err
-		}
-		lines, err := replay.Read(fh)
-		fh.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
 		}
 		recs = append(recs, lines)
 	}

@@ -163,14 +163,14 @@ func (c *Call) Apply(o *Observation) {
 		c.failed = c.failed || o.Failed
 		c.verdictFailed = c.verdictFailed || o.Verdict == VerdictFailed
 		c.succeeded = c.succeeded || o.Succeeded
-		if o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) {
-			c.exit = StrongerExit(c.exit, o.Exit)
+		if e := exitEvidence(o); e != nil {
+			c.exit = StrongerExit(c.exit, e)
 		}
-	} else if c.exit == nil && o.Exit != nil && !o.Exit.Placeholder && !zeroContradicted(o) && (c.cur.outcome != Succeeded || o.Exit.Code == 0) {
+	} else if e := exitEvidence(o); c.exit == nil && e != nil && (c.cur.outcome != Succeeded || e.Code == 0) {
 		// A known outcome may still learn its unknown exit code, which
 		// never changes the outcome (a success takes only a 0).
-		c.exit = o.Exit
-		c.cur.exit = int64(o.Exit.Code)
+		c.exit = e
+		c.cur.exit = int64(e.Code)
 	}
 	if o.PermissionAsk && c.cur.state != Ended {
 		c.cur.awaiting = true
@@ -216,14 +216,17 @@ func (c *Call) Apply(o *Observation) {
 // any more; only an Unknown outcome can still be resolved by late evidence.
 func (c *Call) settled() bool { return c.cur.state == Ended && c.cur.outcome != Unknown }
 
-// zeroContradicted reports whether o's exit code is a 0 that the same
-// observation contradicts with a signal: a process that a signal killed
-// has no exit status, and certainly not 0, whatever field says so. Such a
-// 0 is not evidence. (A nonzero code next to a signal is kept: shells
-// report 128+n. A 0 next to a timeout or a failed verdict is kept too, but
-// the outcome is FAILED all the same.)
-func zeroContradicted(o *Observation) bool {
-	return o.Exit.Code == 0 && o.Signal != ""
+// exitEvidence is o's exit code when it is evidence, else nil: not a
+// placeholder, and not a 0 that the same observation contradicts with a
+// signal (a process that a signal killed has no exit status, and
+// certainly not 0, whatever field says so). A nonzero code next to a
+// signal is kept: shells report 128+n. A 0 next to a timeout or a failed
+// verdict is kept too, but the outcome is FAILED all the same.
+func exitEvidence(o *Observation) *Exit {
+	if e := o.Exit; e != nil && !e.Placeholder && !(e.Code == 0 && o.Signal != "") {
+		return e
+	}
+	return nil
 }
 
 // Answer records the user's answer to a permission ask: a rejection or a

@@ -181,26 +181,15 @@ func TestConformanceUnknownAgentSignals(t *testing.T) {
 	if len(cases) != 3 {
 		t.Fatalf("%d cases", len(cases))
 	}
-	c := inProcess(t)
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			resps, err := replay.Play(ctx, c, tc.session(), replay.Options{SessionID: t.Name(), Dialect: "auto"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkRevisions(t, resps)
-			calls, _ := replay.Fold(resps)
-			if len(calls) != 1 || calls[0].Last.GetState() != pb.ShellState_SHELL_STATE_ENDED {
-				t.Fatalf("calls %v", calls)
-			}
-			if last := calls[0].Last; last.GetOutcome() == succeeded || last.GetDialect() != "generic" {
-				t.Errorf("%s: %v (%s) by %s", tc.name, last.GetOutcome(), last.GetOutcomeReason(), last.GetDialect())
-			}
-			tc.revs(t, resps)
-		})
-	}
+	playCases(t, cases, func(t *testing.T, tc cs, resps []*pb.NormalizeResponse, calls []*replay.Call) {
+		if len(calls) != 1 || calls[0].Last.GetState() != pb.ShellState_SHELL_STATE_ENDED {
+			t.Fatalf("calls %v", calls)
+		}
+		if last := calls[0].Last; last.GetOutcome() == succeeded || last.GetDialect() != "generic" {
+			t.Errorf("%s: %v (%s) by %s", tc.name, last.GetOutcome(), last.GetOutcomeReason(), last.GetDialect())
+		}
+		tc.revs(t, resps)
+	})
 }
 
 // ---------------------------------------------------------------- Kilo

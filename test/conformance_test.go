@@ -165,6 +165,33 @@ func (c *cs) initResult(proto int) string {
 
 func runConformance(t *testing.T, cases []cs) {
 	t.Helper()
+	playCases(t, cases, func(t *testing.T, tc cs, resps []*pb.NormalizeResponse, calls []*replay.Call) {
+		if len(calls) != len(tc.want) {
+			for _, got := range calls {
+				t.Logf("call %q: %s", got.Last.GetToolCallId(), got.Last.GetCommand())
+			}
+			t.Fatalf("%d calls, want %d", len(calls), len(tc.want))
+		}
+		for i, w := range tc.want {
+			checkExec(t, calls[i].Last, w)
+		}
+		if tc.revs != nil {
+			tc.revs(t, resps)
+		}
+		if tc.dialect != "" {
+			for _, r := range resps {
+				if x := r.GetShellExec(); x != nil && x.GetDialect() != tc.dialect {
+					t.Errorf("%q revision %d read by %q, want %q", x.GetToolCallId(), x.GetRevision(), x.GetDialect(), tc.dialect)
+				}
+			}
+		}
+	})
+}
+
+// playCases plays each case, as its own subtest, through one in-process
+// service, checks the revisions, and hands what came back to check.
+func playCases(t *testing.T, cases []cs, check func(t *testing.T, tc cs, resps []*pb.NormalizeResponse, calls []*replay.Call)) {
+	t.Helper()
 	c := inProcess(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,25 +203,7 @@ func runConformance(t *testing.T, cases []cs) {
 			}
 			checkRevisions(t, resps)
 			calls, _ := replay.Fold(resps)
-			if len(calls) != len(tc.want) {
-				for _, got := range calls {
-					t.Logf("call %q: %s", got.Last.GetToolCallId(), got.Last.GetCommand())
-				}
-				t.Fatalf("%d calls, want %d", len(calls), len(tc.want))
-			}
-			for i, w := range tc.want {
-				checkExec(t, calls[i].Last, w)
-			}
-			if tc.revs != nil {
-				tc.revs(t, resps)
-			}
-			if tc.dialect != "" {
-				for _, r := range resps {
-					if x := r.GetShellExec(); x != nil && x.GetDialect() != tc.dialect {
-						t.Errorf("%q revision %d read by %q, want %q", x.GetToolCallId(), x.GetRevision(), x.GetDialect(), tc.dialect)
-					}
-				}
-			}
+			check(t, tc, resps, calls)
 		})
 	}
 }

@@ -60,12 +60,7 @@ func recordings(t *testing.T) []string {
 
 func play(t *testing.T, c pb.NormalizerServiceClient, file string) []*pb.NormalizeResponse {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines, err := replay.Read(f)
+	lines, err := replay.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

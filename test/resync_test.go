@@ -80,12 +80,7 @@ func TestReconnectMidCallMakesTheClientWhole(t *testing.T) {
 
 func readLines(t *testing.T, file string) []replay.Line {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines, err := replay.Read(f)
+	lines, err := replay.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -125,14 +124,9 @@ func Select(all []*Scenario, names string) ([]*Scenario, error) {
 }
 
 func readRecording(file string) ([]Frame, error) {
-	fh, err := os.Open(file)
+	lines, err := replay.ReadFile(file)
 	if err != nil {
 		return nil, err
-	}
-	defer fh.Close()
-	lines, err := replay.Read(fh)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	frames := make([]Frame, len(lines))
 	for i, l := range lines {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -196,16 +195,7 @@ func readRecording(file string, stderr io.Writer) ([]replay.Line, error) {
 		fmt.Fprintf(stderr, "replaying the embedded sample recording %s\n", sampleName)
 		return replay.Read(bytes.NewReader(sample))
 	}
-	fh, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	lines, err := replay.Read(fh)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	return lines, nil
+	return replay.ReadFile(file)
 }
 
 // startInProcess serves the real service on a loopback port.

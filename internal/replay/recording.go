@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 )
@@ -60,6 +61,20 @@ func Read(r io.Reader) ([]Line, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading recording: %w", err)
+	}
+	return lines, nil
+}
+
+// ReadFile reads the recording in file; a parse error names the file.
+func ReadFile(file string) ([]Line, error) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	lines, err := Read(fh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return lines, nil
 }

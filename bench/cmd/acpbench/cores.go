@@ -46,27 +46,14 @@ func cores(args []string) error {
 		}
 		streams = append(streams, n)
 	}
-	all, err := load.Scenarios(*recordings)
-	if err != nil {
-		return err
-	}
-	chosen, err := load.Select(all, *scenarios)
+	chosen, err := chooseScenarios(*recordings, *scenarios)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var acp *load.Server
-	if *profile != "" {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		acp, err = load.Start(ctx, "acpnorm", self, "-listen", "profiled", "-cpuprofile", *profile)
-		if err != nil {
-			return err
-		}
-	} else if acp, err = load.Start(ctx, "acpnorm", *acpnormd, "--listen", "serve", "--metrics-listen=", "--log-level=warn"); err != nil {
+	acp, err := startACP(ctx, *profile, *acpnormd)
+	if err != nil {
 		return err
 	}
 	defer acp.Stop()

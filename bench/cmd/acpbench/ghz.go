@@ -61,11 +61,7 @@ func ghzRun(args []string) error {
 	if *acpnormd == "" || *echod == "" {
 		return fmt.Errorf("ghz: -acpnormd and -echod are required")
 	}
-	all, err := load.Scenarios(*recordings)
-	if err != nil {
-		return err
-	}
-	chosen, err := load.Select(all, *scenarios)
+	chosen, err := chooseScenarios(*recordings, *scenarios)
 	if err != nil {
 		return err
 	}

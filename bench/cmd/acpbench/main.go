@@ -82,28 +82,15 @@ func run(args []string) error {
 		}
 		streams = append(streams, n)
 	}
-	all, err := load.Scenarios(*recordings)
-	if err != nil {
-		return err
-	}
-	chosen, err := load.Select(all, *scenarios)
+	chosen, err := chooseScenarios(*recordings, *scenarios)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	var acp *load.Server
-	if *profile != "" {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		acp, err = load.Start(ctx, "acpnorm", self, "-listen", "profiled", "-cpuprofile", *profile)
-		if err != nil {
-			return err
-		}
-	} else if acp, err = load.Start(ctx, "acpnorm", *acpnormd, "--listen", "serve", "--metrics-listen=", "--log-level=warn"); err != nil {
+	acp, err := startACP(ctx, *profile, *acpnormd)
+	if err != nil {
 		return err
 	}
 	defer acp.Stop()
@@ -197,11 +184,7 @@ func ghzData(args []string) error {
 	if *name == "" || *out == "" {
 		return fmt.Errorf("ghzdata: -scenario and -out are required")
 	}
-	all, err := load.Scenarios(*recordings)
-	if err != nil {
-		return err
-	}
-	chosen, err := load.Select(all, *name)
+	chosen, err := chooseScenarios(*recordings, *name)
 	if err != nil {
 		return err
 	}
@@ -211,4 +194,27 @@ func ghzData(args []string) error {
 		return err
 	}
 	return os.WriteFile(*out, b, 0o644)
+}
+
+// chooseScenarios loads the scenarios of the recordings in dir and picks
+// the comma-separated names (or all).
+func chooseScenarios(dir, names string) ([]*load.Scenario, error) {
+	all, err := load.Scenarios(dir)
+	if err != nil {
+		return nil, err
+	}
+	return load.Select(all, names)
+}
+
+// startACP starts this binary's profiled server when profile is set, or
+// else the acpnormd binary.
+func startACP(ctx context.Context, profile, acpnormd string) (*load.Server, error) {
+	if profile == "" {
+		return load.Start(ctx, "acpnorm", acpnormd, "--listen", "serve", "--metrics-listen=", "--log-level=warn")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return load.Start(ctx, "acpnorm", self, "-listen", "profiled", "-cpuprofile", profile)
 }

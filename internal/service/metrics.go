@@ -78,12 +78,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 func (m *Metrics) frameError(c codes.Code) { m.frameErrors.WithLabelValues(c.String()).Inc() }
 
-// Names of the limits counted in acpnorm_limit_refusals_total.
-const (
-	limitSessions = normalize.LimitSessions
-	limitMemory   = normalize.LimitMemory
-)
-
 // hooks has the Normalizer count into m.
 func (m *Metrics) hooks() normalize.Hooks {
 	return normalize.Hooks{

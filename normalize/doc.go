@@ -63,8 +63,8 @@
 // how long idle sessions and ended calls are kept (Sweep, or Run, releases
 // them) and WithTombstones for how many released calls are remembered so
 // that a late frame cannot reopen one. A limit that refuses something says
-// so in a FrameError (ResourceExhausted, naming the limit; the messages name
-// the matching acpnormd flags), and the rest of the frame still applies: a
+// so in a FrameError (ResourceExhausted, naming the limit by its option and
+// by the matching acpnormd flag), and the rest of the frame still applies: a
 // call's life (status, exit code, outcome) is never refused once the call
 // is held.
 //

@@ -147,10 +147,10 @@ func (ss *sessions) budget(s *session, e *entry, o *accum.Observation, r *reply)
 			need = 0 // what is left cannot grow; settle charges it
 		}
 	}
-	held, of, flag := ss.held.Load(), ss.cfg.MemoryBudget, "--memory-budget"
+	held, of, flag := ss.held.Load(), ss.cfg.MemoryBudget, "WithMemoryBudget, acpnormd --memory-budget"
 	scope := "the service"
 	if limit == LimitSessionMemory {
-		held, of, flag, scope = int64(s.held), ss.cfg.sessionMemory(), "--session-memory", "the session"
+		held, of, flag, scope = int64(s.held), ss.cfg.sessionMemory(), "WithSessionMemory, acpnormd --session-memory", "the session"
 	}
 	r.fail(ResourceExhausted, e.call.ID(), "frame %d of session %q: %s holds %d bytes of text, and this update of tool call %q could take more than its limit of %d bytes (%s); its %s (%d bytes) is not held and the field says truncated, and the rest of the update applies", r.seq, s.id, scope, held, e.call.ID(), of, flag, what, dropped)
 	return need

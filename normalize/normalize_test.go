@@ -115,6 +115,56 @@ func TestFrameErrors(t *testing.T) {
 	}
 }
 
+// A limit's FrameError names the limit so that either kind of caller can
+// find it: the option an embedder sets and the acpnormd flag.
+func TestLimitErrorsNameOption(t *testing.T) {
+	fs := frames(recording)
+	long := strings.Repeat("x", 40)
+	for _, c := range []struct {
+		name  string
+		n     *normalize.Normalizer
+		feed  func(n *normalize.Normalizer) error
+		names []string
+	}{
+		{"session id", normalize.New(normalize.WithMaxIDBytes(16)), func(n *normalize.Normalizer) error {
+			_, err := n.Feed(long, fs[0])
+			return err
+		}, []string{"WithMaxIDBytes", "--max-id-bytes"}},
+		{"cwd", normalize.New(normalize.WithTextLimit(64)), func(n *normalize.Normalizer) error {
+			_, err := n.Feed("s", fs[0], normalize.WithCwd("/"+strings.Repeat("d", 80)))
+			return err
+		}, []string{"WithTextLimit", "--text-limit"}},
+		{"sessions", normalize.New(normalize.WithMaxSessions(1)), func(n *normalize.Normalizer) error {
+			if _, err := n.Feed("first", fs[0]); err != nil {
+				return err
+			}
+			_, err := n.Feed("second", fs[0])
+			return err
+		}, []string{"WithMaxSessions", "--max-sessions"}},
+		{"calls per session", normalize.New(normalize.WithMaxCallsPerSession(1)), func(n *normalize.Normalizer) error {
+			var errs []error
+			for _, f := range fs {
+				if _, err := n.Feed("s", f); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			return errors.Join(errs...)
+		}, []string{"WithMaxCallsPerSession", "--max-calls-per-session"}},
+	} {
+		err := c.feed(c.n)
+		var fe *normalize.FrameError
+		if !errors.As(err, &fe) {
+			t.Errorf("%s: %v, want a FrameError", c.name, err)
+			continue
+		}
+		for _, want := range c.names {
+			if !strings.Contains(fe.Message, want) {
+				t.Errorf("%s: %q does not name %s", c.name, fe.Message, want)
+			}
+		}
+	}
+}
+
 // Hooks count what the limits refuse and the calls held.
 func TestHooks(t *testing.T) {
 	var mu sync.Mutex

@@ -246,7 +246,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	}
 	if n := len(f.GetCwd()); n > ss.cfg.TextLimit {
 		ss.hooks.refused(LimitTextBytes)
-		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (--text-limit)", f.GetSequence(), f.GetSessionId(), n, ss.cfg.TextLimit)
+		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit)", f.GetSequence(), f.GetSessionId(), n, ss.cfg.TextLimit)
 		return nil
 	}
 
@@ -275,7 +275,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		s, err = ss.lock(ctx, f.GetSessionId(), true)
 		if errors.Is(err, errTooManySessions) {
 			ss.hooks.refused(LimitSessions)
-			r.fail(ResourceExhausted, "", "frame %d opens session %q, but the service already holds %d sessions (the limit, --max-sessions)", f.GetSequence(), f.GetSessionId(), ss.cfg.MaxSessions)
+			r.fail(ResourceExhausted, "", "frame %d opens session %q, but the service already holds %d sessions (the limit: WithMaxSessions, acpnormd --max-sessions)", f.GetSequence(), f.GetSessionId(), ss.cfg.MaxSessions)
 			return nil
 		}
 		if err != nil {
@@ -316,7 +316,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
 			ss.hooks.refused(LimitTextBytes)
-			r.fail(InvalidArgument, "", "frame %d of session %q gives a session cwd of %d bytes, over the text limit of %d bytes (--text-limit); the session keeps its cwd", r.seq, s.id, len(c), ss.cfg.TextLimit)
+			r.fail(InvalidArgument, "", "frame %d of session %q gives a session cwd of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); the session keeps its cwd", r.seq, s.id, len(c), ss.cfg.TextLimit)
 		} else {
 			s.cwd = filepath.Clean(c)
 		}
@@ -326,12 +326,12 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		if read.Ask != nil && read.Observations[i].PermissionAsk && id != "" {
 			if n := len(read.Ask.RequestID); n > ss.cfg.MaxIDBytes {
 				ss.hooks.refused(LimitIDBytes)
-				r.fail(InvalidArgument, id, "frame %d of session %q asks permission under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (--max-id-bytes); its answer will not be matched", r.seq, s.id, n, ss.cfg.MaxIDBytes)
+				r.fail(InvalidArgument, id, "frame %d of session %q asks permission under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); its answer will not be matched", r.seq, s.id, n, ss.cfg.MaxIDBytes)
 				continue
 			}
 			if _, known := s.asks[read.Ask.RequestID]; !known && len(s.asks) >= ss.maxRefs() {
 				ss.hooks.refused(LimitCallsPerSession)
-				r.fail(ResourceExhausted, id, "frame %d of session %q asks permission, but the session already has %d unanswered asks (4 per call of --max-calls-per-session); its answer will not be matched", r.seq, s.id, len(s.asks))
+				r.fail(ResourceExhausted, id, "frame %d of session %q asks permission, but the session already has %d unanswered asks (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); its answer will not be matched", r.seq, s.id, len(s.asks))
 				continue
 			}
 			s.asks[read.Ask.RequestID] = ask{callID: id, reject: read.Ask.RejectOptions}
@@ -420,13 +420,13 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	if e == nil {
 		if n := len(s.calls); n >= ss.cfg.MaxCallsPerSession {
 			ss.hooks.refused(LimitCallsPerSession)
-			r.fail(ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the session already holds %d calls (the limit)", r.seq, s.id, id, n)
+			r.fail(ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the session already holds %d calls (the limit: WithMaxCallsPerSession, acpnormd --max-calls-per-session)", r.seq, s.id, id, n)
 			return ""
 		}
 		if ss.total.Add(1) > int64(ss.cfg.MaxCalls) {
 			ss.total.Add(-1)
 			ss.hooks.refused(LimitCalls)
-			r.fail(ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the service already holds %d calls (the limit)", r.seq, s.id, id, ss.cfg.MaxCalls)
+			r.fail(ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the service already holds %d calls (the limit: WithMaxCalls, acpnormd --max-calls)", r.seq, s.id, id, ss.cfg.MaxCalls)
 			return ""
 		}
 		s.created++
@@ -443,7 +443,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	if t := o.TerminalID; t != "" && s.terminals[t] != id {
 		if _, known := s.terminals[t]; !known && len(s.terminals) >= ss.maxRefs() {
 			ss.hooks.refused(LimitCallsPerSession)
-			r.fail(ResourceExhausted, id, "frame %d of session %q shows terminal %q, but the session already tracks %d terminals (4 per call of --max-calls-per-session); output sent by terminal id alone will not reach the call", r.seq, s.id, t, len(s.terminals))
+			r.fail(ResourceExhausted, id, "frame %d of session %q shows terminal %q, but the session already tracks %d terminals (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); output sent by terminal id alone will not reach the call", r.seq, s.id, t, len(s.terminals))
 		} else {
 			s.terminals[t] = id
 		}
@@ -475,7 +475,7 @@ func (ss *sessions) validSessionID(id, what string, r *reply) bool {
 	case len(id) > ss.cfg.MaxIDBytes:
 		r.session = "" // never echo an over-long id
 		ss.hooks.refused(LimitIDBytes)
-		r.fail(InvalidArgument, "", "%s %d has a session_id of %d bytes, over the %d-byte limit for ids (--max-id-bytes)", what, r.seq, len(id), ss.cfg.MaxIDBytes)
+		r.fail(InvalidArgument, "", "%s %d has a session_id of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes)", what, r.seq, len(id), ss.cfg.MaxIDBytes)
 		return false
 	}
 	return true
@@ -489,7 +489,7 @@ func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply)
 	for _, f := range []struct{ name, v string }{{"toolCallId", o.ToolCallID}, {"terminalId", o.TerminalID}} {
 		if len(f.v) > ss.cfg.MaxIDBytes {
 			ss.hooks.refused(LimitIDBytes)
-			r.fail(InvalidArgument, "", "frame %d of session %q names a %s of %d bytes, over the %d-byte limit for ids (--max-id-bytes); the update is refused", r.seq, s.id, f.name, len(f.v), ss.cfg.MaxIDBytes)
+			r.fail(InvalidArgument, "", "frame %d of session %q names a %s of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); the update is refused", r.seq, s.id, f.name, len(f.v), ss.cfg.MaxIDBytes)
 			return false
 		}
 	}
@@ -500,7 +500,7 @@ func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply)
 		if n := len(*f.v); n > ss.cfg.TextLimit {
 			*f.v = ""
 			ss.hooks.refused(LimitTextBytes)
-			r.fail(InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a %s of %d bytes, over the text limit of %d bytes (--text-limit); it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, f.name, n, ss.cfg.TextLimit)
+			r.fail(InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a %s of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, f.name, n, ss.cfg.TextLimit)
 		}
 	}
 	return true

@@ -1,0 +1,86 @@
+// Package store is where a normalize engine keeps the state of its
+// sessions when that state must outlive one process or be shared by
+// several: a small interface, Store, with an in-process implementation
+// (NewMemory) here and a Redis one in the redisstore package. The
+// conformance suite in storetest holds every implementation to the same
+// contract.
+//
+// # What is stored
+//
+// A session is a version number, one header record, named records and
+// named text streams. Their bytes are opaque to the store: the engine
+// encodes them, and decides what a record or a stream is. Streams exist so
+// that growing output costs only what was added: an Append op sends the
+// new bytes, not the whole text.
+//
+// # The contract
+//
+// Commit is atomic: either every part of a Change is applied, or (on any
+// error) none is. It is also a compare-and-set on the session's version
+// (optimistic concurrency): a commit based on version b applies only when
+// the session is still at b, and makes it b+1; base 0 means the session
+// must not exist. Otherwise Commit returns ErrConflict and applies
+// nothing, and the caller reloads, re-applies its input and tries again.
+// Two writers of one session therefore never both win the same version,
+// and the stored state is always the sequence of the winning commits.
+// Delete is guarded by the version in the same way.
+//
+// Every commit sets the expiry of all of the session's data (header,
+// records and streams, including those the commit did not touch) to the
+// Change's TTL after the commit. A session that is not committed to for
+// that long is gone as a whole: it loads as version 0 with nothing in it,
+// and can be created again with base 0. No part of a session expires on
+// its own.
+//
+// Load returns copies: a caller may keep or change a Snapshot's bytes. A
+// Change's bytes are copied by Commit, or sent before it returns, so the
+// caller may reuse them afterwards.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Snapshot is the stored state of one session, as opaque records the engine encodes.
+type Snapshot struct {
+	Version uint64            // 0: the session does not exist
+	Header  []byte            // the session record
+	Records map[string][]byte // per-call records, by name (the engine's names)
+	Streams map[string][]byte // text streams, by name
+}
+
+// Change is what one commit does to a session.
+type Change struct {
+	Header  []byte            // nil: unchanged
+	Records map[string][]byte // a nil value deletes the record
+	Streams []StreamOp        // applied in order
+	TTL     time.Duration     // every key of the session expires this long after the commit (>0 required)
+}
+
+// StreamOp changes one text stream.
+type StreamOp struct {
+	Name   string
+	Data   []byte
+	Append bool // append Data to the stream (creating it); else the stream becomes Data
+	Delete bool // remove the stream (Data and Append ignored)
+}
+
+// ErrConflict: the session's version is not the one the commit was based on.
+var ErrConflict = errors.New("store: session version conflict (changed by another writer, expired or deleted)")
+
+// Store keeps the state of sessions. Its methods are safe for concurrent
+// use by many goroutines (and, for a shared store, many processes).
+type Store interface {
+	// Load returns the session at its current version (Version 0, empty maps when absent).
+	Load(ctx context.Context, session string) (*Snapshot, error)
+	// Commit applies c atomically when the session is still at version base
+	// (0: it must not exist), and returns the new version (base+1);
+	// ErrConflict otherwise, with nothing applied.
+	Commit(ctx context.Context, session string, base uint64, c *Change) (uint64, error)
+	// Delete removes the session when it is still at version base; ErrConflict otherwise.
+	Delete(ctx context.Context, session string, base uint64) error
+	// Close releases the store's connections.
+	Close() error
+}

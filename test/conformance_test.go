@@ -378,6 +378,16 @@ func TestConformanceCodexTypeScript(t *testing.T) {
 		},
 		want: []wantExec{{id: "c1", command: "read x; echo got $x", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "got yes\n"}},
 	}, {
+		// -1 is Codex's "no exit code" sentinel (a killed process): not an
+		// exit status, so the exit is unknown and the call failed.
+		name: "exit_minus_one_is_unknown_exit_failed", agent: codexTS, caps: true,
+		frames: []string{
+			codexTSOpen("c1", "sleep 60", "/bin/zsh -lc 'sleep 60'"),
+			codexTSLive("c1", "terminal_output", "started\n"),
+			codexTSEnd("c1", "failed", "started\n", -1, ""),
+		},
+		want: []wantExec{{id: "c1", command: "sleep 60", cwd: "/w/app", outcome: failed, output: "started\n"}},
+	}, {
 		name: "bounded_output_keeps_recent_tail_and_exact_total", agent: codexTS, caps: true,
 		frames: bigFrames,
 		want: []wantExec{{id: "big", command: "seq 30000", cwd: "/w/app", outcome: succeeded, exit: code(0),
@@ -455,6 +465,26 @@ func TestConformanceCodexRust(t *testing.T) {
 			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_3","status":"completed","_meta":{"terminal_exit":{"terminal_id":"call_3","exit_code":0,"signal":null}}}`),
 		},
 		want: []wantExec{{id: "call_3", command: "echo café", cwd: "/w", outcome: succeeded, exit: code(0), output: "caf\ufffd\ufffd\n"}},
+	}, {
+		// As recorded (unified exec, kill -9 $$): exit_code -1 and no
+		// signal text. -1 is Codex's "no exit code" sentinel, not an exit
+		// status: the exit is unknown, the call failed, its output kept.
+		name: "unified_exec_killed_minus_one_is_unknown_exit_failed", agent: codexRust,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_k","kind":"execute","title":"echo before-kill; kill -9 $$","status":"in_progress","rawInput":{"call_id":"call_k","command":["/bin/bash","-lc","echo before-kill; kill -9 $$"],"cwd":"/w","source":"unified_exec_startup"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_k","status":"failed","rawOutput":{"call_id":"call_k","process_id":"31574","command":["/bin/bash","-lc","echo before-kill; kill -9 $$"],"cwd":"/w","source":"unified_exec_startup","stdout":"before-kill\n","stderr":"","aggregated_output":"before-kill\n","exit_code":-1,"duration":{"secs":0,"nanos":9003},"formatted_output":"before-kill\n","status":"failed"}}`),
+		},
+		want: []wantExec{{id: "call_k", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, output: "before-kill\n"}},
+	}, {
+		// As recorded (shell_command tool): the sandbox error names the
+		// signal, so the call was killed by SIGKILL with no exit code.
+		name: "sandbox_signal_9_is_sigkill_unknown_exit", agent: codexRust, caps: true,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_s","kind":"execute","title":"echo before-kill; kill -9 $$","status":"in_progress","content":[{"type":"terminal","terminalId":"call_s"}],"rawInput":{"call_id":"call_s","command":["/bin/bash","-lc","echo before-kill; kill -9 $$"],"cwd":"/w"},"_meta":{"terminal_info":{"terminal_id":"call_s","cwd":"/w"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_s","_meta":{"terminal_output":{"terminal_id":"call_s","data":"before-kill\n"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_s","status":"failed","rawOutput":{"call_id":"call_s","command":["/bin/bash","-lc","echo before-kill; kill -9 $$"],"cwd":"/w","source":"agent","stdout":"","stderr":"execution error: Sandbox(Signal(9))","aggregated_output":"execution error: Sandbox(Signal(9))","exit_code":-1,"duration":{"secs":0,"nanos":0},"formatted_output":"execution error: Sandbox(Signal(9))","status":"failed"},"_meta":{"terminal_exit":{"terminal_id":"call_s","exit_code":-1,"signal":null}}}`),
+		},
+		want: []wantExec{{id: "call_s", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, signal: "SIGKILL", output: "before-kill\n"}},
 	}})
 }
 
@@ -661,6 +691,16 @@ func TestConformanceOpencode(t *testing.T) {
 	long := strings.Repeat("x", 1000)
 
 	runConformance(t, []cs{{
+		// Only Codex uses -1 as a "no exit code" sentinel (field guide);
+		// from another agent a -1 is the exit code it sent.
+		name: "metadata_exit_minus_one_is_kept_as_sent", agent: opencodeAgent,
+		frames: []string{
+			ocOpen("m1", "bash"),
+			ocLive("m1", "./run", "Run", "x\n"),
+			ocFinal("m1", "x\n", `{"output":"x\n","exit":-1,"description":"Run","truncated":false}`),
+		},
+		want: []wantExec{{id: "m1", command: "./run", cwd: "/w", desc: "Run", outcome: failed, exit: code(-1), output: "x\n"}},
+	}, {
 		name: "bash_cumulative_snapshots_metadata_exit_nonzero_under_completed", agent: opencodeAgent,
 		frames: []string{
 			ocOpen("o1", "bash"),

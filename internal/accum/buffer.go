@@ -96,6 +96,12 @@ type Buffer struct {
 	reportedTrunc  bool  // the Truncated value of the last chunk taken
 	pendingReplace bool  // the held text was replaced since the last chunk
 	pendingAppend  int64 // bytes appended since the last chunk
+
+	// Sync bookkeeping (see Call.TakeSync): what the stored copy of the
+	// held text has not been told yet, and how long that copy is.
+	syncReplace bool  // the held text was replaced since the last Sync
+	syncAppend  int64 // bytes appended since the last Sync
+	stored      int64 // length of the stored stream
 }
 
 // Chunk is what a Buffer reports to its client.
@@ -501,6 +507,7 @@ func (b *Buffer) appendText(s string) {
 	}
 	b.total += int64(len(s))
 	b.pendingAppend += int64(len(s))
+	b.syncAppend += int64(len(s))
 	if len(s) >= b.limit {
 		b.setHeld(s)
 		return
@@ -521,6 +528,8 @@ func (b *Buffer) replace(s string) {
 	b.setHeld(s)
 	b.pendingReplace = true
 	b.pendingAppend = 0
+	b.syncReplace = true
+	b.syncAppend = 0
 }
 
 // setHeld makes the bounded tail of s the held text.

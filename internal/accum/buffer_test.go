@@ -91,179 +91,184 @@ func runSteps(t *testing.T, limit int, steps []step) *Buffer {
 	return b
 }
 
+// ruleText is 70 bytes, 7 per line.
+var ruleText = lines(0, 10)
+
+// bufferRuleTests are observation sequences and what Take reports after
+// each (also replayed by the state tests).
+var bufferRuleTests = []struct {
+	name  string
+	limit int
+	steps []step
+}{
+	{"deltas append", 100, []step{
+		{obs: delta("ab"), ok: true, want: app("ab", 2)},
+		{obs: delta("cd"), ok: true, want: app("cd", 4)},
+		{obs: delta(""), ok: false, want: none},
+	}},
+	{"delta then equal final", 100, []step{
+		{obs: delta("ab"), ok: true, want: app("ab", 2)},
+		{obs: delta("cd"), ok: true, want: app("cd", 4)},
+		{obs: final("abcd"), ok: false, want: none},
+	}},
+	{"delta then extending final", 100, []step{
+		{obs: delta("ab"), ok: true, want: app("ab", 2)},
+		{obs: final("abcdef"), ok: true, want: app("cdef", 6)},
+	}},
+	{"delta then different final", 100, []step{
+		{obs: delta("ab"), ok: true, want: app("ab", 2)},
+		{obs: delta("cd"), ok: true, want: app("cd", 4)},
+		{obs: final("xyz"), ok: true, want: repl("xyz", 3)},
+	}},
+	{"cumulative snapshots then final", 100, []step{
+		{obs: snap("a"), ok: true, want: app("a", 1)},
+		{obs: snap("ab"), ok: true, want: app("b", 2)},
+		{obs: snap("ab"), ok: false, want: none},
+		{obs: snap("abc"), ok: true, want: app("c", 3)},
+		{obs: final("abc"), ok: false, want: none},
+		{obs: final("abcd"), ok: true, want: app("d", 4)},
+	}},
+	{"shorter snapshot replaces", 100, []step{
+		{obs: snap("abc"), ok: true, want: app("abc", 3)},
+		{obs: snap("ab"), ok: true, want: repl("ab", 2)},
+	}},
+	{"rewritten snapshot replaces", 100, []step{
+		{obs: snap("abc"), ok: true, want: app("abc", 3)},
+		{obs: snap("xbcd"), ok: true, want: repl("xbcd", 4)},
+	}},
+	{"empty snapshot clears", 100, []step{
+		{obs: snap("abc"), ok: true, want: app("abc", 3)},
+		{obs: snap(""), ok: true, want: repl("", 0)},
+		{obs: snap(""), ok: false, want: none},
+		{obs: delta("x"), ok: true, want: app("x", 1)},
+	}},
+	{"empty first observation is reported once", 100, []step{
+		{obs: snap(""), ok: true, want: app("", 0)},
+		{obs: delta(""), ok: false, want: none},
+		{obs: window(""), ok: false, want: none},
+	}},
+	{"windows slide then final", 100, []step{
+		{obs: window(ruleText[:35]), ok: true, want: app(ruleText[:35], 35)},
+		{obs: window(ruleText[14:49]), ok: true, want: app(ruleText[35:49], 49)},
+		{obs: window(ruleText[21:49]), ok: false, want: none}, // already at the end
+		{obs: window(ruleText[28:63]), ok: true, want: app(ruleText[49:63], 63)},
+		{obs: final(ruleText), ok: true, want: app(ruleText[63:], 70)},
+		{obs: final(ruleText), ok: false, want: none},
+	}},
+	{"window then longer final", 100, []step{
+		{obs: window(ruleText[:35]), ok: true, want: app(ruleText[:35], 35)},
+		{obs: window(ruleText[14:49]), ok: true, want: app(ruleText[35:49], 49)},
+		{obs: final(ruleText), ok: true, want: app(ruleText[49:], 70)},
+	}},
+	{"window extending all that was seen", 100, []step{
+		{obs: delta("ab"), ok: true, want: app("ab", 2)},
+		{obs: window("abcd"), ok: true, want: app("cd", 4)},
+	}},
+	{"window with no overlap replaces", 100, []step{
+		{obs: window(ruleText[:21]), ok: true, want: app(ruleText[:21], 21)},
+		{obs: truncd(window(ruleText[42:63])), ok: true, want: trunc(repl(ruleText[42:63], 21))},
+	}},
+	{"short false overlap replaces", 100, []step{
+		{obs: delta("0123456789abc\n"), ok: true, want: app("0123456789abc\n", 14)},
+		{obs: window("\nxyz"), ok: true, want: repl("\nxyz", 4)},
+	}},
+	{"window longer than the limit contains the held tail", 20, []step{
+		{obs: window(ruleText[:35]), ok: true, want: trunc(repl(ruleText[15:35], 35))},
+		{obs: window(ruleText[7:42]), ok: true, want: trunc(app(ruleText[35:42], 42))},
+		{obs: window(ruleText[14:56]), ok: true, want: trunc(app(ruleText[42:56], 56))},
+		{obs: window(ruleText[21:56]), ok: false, want: none},
+	}},
+	{"window matching a repeated tail appends the least", 100, []step{
+		{obs: delta(strings.Repeat("ab", 20)), ok: true, want: app(strings.Repeat("ab", 20), 40)},
+		{obs: window(strings.Repeat("ab", 10) + "X"), ok: true, want: app("X", 41)},
+	}},
+	{"window containing a repeated held tail appends the least", 20, []step{
+		{obs: delta(strings.Repeat("ab", 30)), ok: true, want: trunc(repl(strings.Repeat("ab", 10), 60))},
+		{obs: window(strings.Repeat("ab", 15) + "X"), ok: true, want: trunc(app("X", 61))},
+	}},
+	{"window cannot start before the text does", 100, []step{
+		{obs: delta(strings.Repeat("ab", 10)), ok: true, want: app(strings.Repeat("ab", 10), 20)},
+		{obs: window(strings.Repeat("ab", 12) + "X"), ok: true, want: app("ababX", 25)},
+	}},
+	{"overlapping window keeps producer truncation", 100, []step{
+		{obs: truncd(window(ruleText[14:49])), ok: true, want: trunc(app(ruleText[14:49], 35))},
+		{obs: window(ruleText[21:56]), ok: true, want: trunc(app(ruleText[49:56], 42))},
+		{obs: snap(ruleText[14:56]), ok: true, want: app("", 42)}, // an untruncated snapshot clears it
+	}},
+	{"producer truncation alone is a change", 100, []step{
+		{obs: delta("ab"), ok: true, want: app("ab", 2)},
+		{obs: truncd(delta("")), ok: true, want: trunc(app("", 2))},
+		{obs: delta("c"), ok: true, want: trunc(app("c", 3))},
+		{obs: truncd(snap("abc")), ok: false, want: none},
+		{obs: snap("abc"), ok: true, want: app("", 3)},
+	}},
+	{"split multibyte across byte deltas, then invalid", 100, []step{
+		{obs: bdelta("a\xe2"), ok: true, want: app("a", 1)},
+		{obs: bdelta("\x82"), ok: false, want: none},
+		{obs: bdelta("\xacb"), ok: true, want: app("€b", 5)},
+		{obs: bdelta("\xf0\x9f"), ok: false, want: none},
+		{obs: bdelta("\x98\x80\xff"), ok: true, want: app("😀\uFFFD", 12)},
+		{obs: bdelta("c\xe2\x82"), ok: true, want: app("c", 13)},
+		{flush: true, ok: true, want: app("\uFFFD\uFFFD", 19)},
+		{flush: true, ok: false, want: none},
+	}},
+	{"incomplete sequence broken by the next delta", 100, []step{
+		{obs: bdelta("\xe2"), ok: true, want: app("", 0)},
+		{obs: bdelta("x"), ok: true, want: app("\uFFFDx", 4)},
+	}},
+	{"string delta flushes held-back bytes", 100, []step{
+		{obs: bdelta("\xe2\x82"), ok: true, want: app("", 0)},
+		{obs: delta("€"), ok: true, want: app("\uFFFD\uFFFD€", 9)},
+	}},
+	{"snapshot drops held-back bytes", 100, []step{
+		{obs: bdelta("a\xe2\x82"), ok: true, want: app("a", 1)},
+		{obs: snap("a€"), ok: true, want: app("€", 4)},
+		{obs: bdelta("b"), ok: true, want: app("b", 5)},
+	}},
+	{"byte snapshot decoded whole", 100, []step{
+		{obs: Text{Kind: Snapshot, Bytes: []byte("a\xe2\x82\xac\xe2")}, ok: true, want: app("a€\uFFFD", 7)},
+	}},
+	{"invalid string becomes one U+FFFD per byte", 100, []step{
+		{obs: delta("a\xe2\x82b\xff"), ok: true, want: app("a\uFFFD\uFFFDb\uFFFD", 11)},
+	}},
+	{"bound crossed mid-rune", 5, []step{
+		{obs: delta("a"), ok: true, want: app("a", 1)},
+		{obs: delta("é"), ok: true, want: app("é", 3)},
+		{obs: delta("€"), ok: true, want: trunc(app("€", 6))},    // keeps "é€"
+		{obs: delta("😀"), ok: true, want: trunc(app("😀", 10))},   // "€😀" is 7 bytes: keeps "😀"
+		{obs: delta("a"), ok: true, want: trunc(app("a", 11))},   // keeps "😀a"
+		{obs: delta("bc"), ok: true, want: trunc(app("bc", 13))}, // drops the 4-byte rune whole: "abc"
+	}},
+	{"one delta over the bound", 5, []step{
+		{obs: delta("aé€😀"), ok: true, want: trunc(repl("😀", 10))},
+		{obs: delta("é€"), ok: true, want: trunc(app("é€", 15))},
+	}},
+	{"appended more than kept between takes", 6, []step{
+		{obs: delta("abc"), ok: true, want: app("abc", 3)},
+		{obs: snap("abcdefghij"), ok: true, want: trunc(repl("efghij", 10))},
+	}},
+	{"snapshot after head dropped", 8, []step{
+		{obs: snap("0123456789"), ok: true, want: trunc(repl("23456789", 10))},
+		{obs: snap("0123456789AB"), ok: true, want: trunc(app("AB", 12))},
+		// Only the held tail is compared: a head that was dropped is
+		// taken to match.
+		{obs: snap("xxxx456789ABC"), ok: true, want: trunc(app("C", 13))},
+		{obs: snap("0123456789ABX"), ok: true, want: trunc(repl("56789ABX", 13))},
+		{obs: snap("0123456789ABX"), ok: false, want: none},
+		{obs: snap("56789ABX"), ok: true, want: repl("56789ABX", 8)},
+	}},
+	{"unknown kind is a delta", 100, []step{
+		{obs: Text{Text: "ab"}, ok: true, want: app("ab", 2)},
+		{obs: Text{Kind: 99, Text: "c"}, ok: true, want: app("c", 3)},
+	}},
+	{"limit clamped to one rune", 0, []step{
+		{obs: delta("😀"), ok: true, want: app("😀", 4)},
+		{obs: delta("é"), ok: true, want: trunc(app("é", 6))},
+	}},
+}
+
 func TestBufferRules(t *testing.T) {
-	o := lines(0, 10) // 70 bytes, 7 per line
-	tests := []struct {
-		name  string
-		limit int
-		steps []step
-	}{
-		{"deltas append", 100, []step{
-			{obs: delta("ab"), ok: true, want: app("ab", 2)},
-			{obs: delta("cd"), ok: true, want: app("cd", 4)},
-			{obs: delta(""), ok: false, want: none},
-		}},
-		{"delta then equal final", 100, []step{
-			{obs: delta("ab"), ok: true, want: app("ab", 2)},
-			{obs: delta("cd"), ok: true, want: app("cd", 4)},
-			{obs: final("abcd"), ok: false, want: none},
-		}},
-		{"delta then extending final", 100, []step{
-			{obs: delta("ab"), ok: true, want: app("ab", 2)},
-			{obs: final("abcdef"), ok: true, want: app("cdef", 6)},
-		}},
-		{"delta then different final", 100, []step{
-			{obs: delta("ab"), ok: true, want: app("ab", 2)},
-			{obs: delta("cd"), ok: true, want: app("cd", 4)},
-			{obs: final("xyz"), ok: true, want: repl("xyz", 3)},
-		}},
-		{"cumulative snapshots then final", 100, []step{
-			{obs: snap("a"), ok: true, want: app("a", 1)},
-			{obs: snap("ab"), ok: true, want: app("b", 2)},
-			{obs: snap("ab"), ok: false, want: none},
-			{obs: snap("abc"), ok: true, want: app("c", 3)},
-			{obs: final("abc"), ok: false, want: none},
-			{obs: final("abcd"), ok: true, want: app("d", 4)},
-		}},
-		{"shorter snapshot replaces", 100, []step{
-			{obs: snap("abc"), ok: true, want: app("abc", 3)},
-			{obs: snap("ab"), ok: true, want: repl("ab", 2)},
-		}},
-		{"rewritten snapshot replaces", 100, []step{
-			{obs: snap("abc"), ok: true, want: app("abc", 3)},
-			{obs: snap("xbcd"), ok: true, want: repl("xbcd", 4)},
-		}},
-		{"empty snapshot clears", 100, []step{
-			{obs: snap("abc"), ok: true, want: app("abc", 3)},
-			{obs: snap(""), ok: true, want: repl("", 0)},
-			{obs: snap(""), ok: false, want: none},
-			{obs: delta("x"), ok: true, want: app("x", 1)},
-		}},
-		{"empty first observation is reported once", 100, []step{
-			{obs: snap(""), ok: true, want: app("", 0)},
-			{obs: delta(""), ok: false, want: none},
-			{obs: window(""), ok: false, want: none},
-		}},
-		{"windows slide then final", 100, []step{
-			{obs: window(o[:35]), ok: true, want: app(o[:35], 35)},
-			{obs: window(o[14:49]), ok: true, want: app(o[35:49], 49)},
-			{obs: window(o[21:49]), ok: false, want: none}, // already at the end
-			{obs: window(o[28:63]), ok: true, want: app(o[49:63], 63)},
-			{obs: final(o), ok: true, want: app(o[63:], 70)},
-			{obs: final(o), ok: false, want: none},
-		}},
-		{"window then longer final", 100, []step{
-			{obs: window(o[:35]), ok: true, want: app(o[:35], 35)},
-			{obs: window(o[14:49]), ok: true, want: app(o[35:49], 49)},
-			{obs: final(o), ok: true, want: app(o[49:], 70)},
-		}},
-		{"window extending all that was seen", 100, []step{
-			{obs: delta("ab"), ok: true, want: app("ab", 2)},
-			{obs: window("abcd"), ok: true, want: app("cd", 4)},
-		}},
-		{"window with no overlap replaces", 100, []step{
-			{obs: window(o[:21]), ok: true, want: app(o[:21], 21)},
-			{obs: truncd(window(o[42:63])), ok: true, want: trunc(repl(o[42:63], 21))},
-		}},
-		{"short false overlap replaces", 100, []step{
-			{obs: delta("0123456789abc\n"), ok: true, want: app("0123456789abc\n", 14)},
-			{obs: window("\nxyz"), ok: true, want: repl("\nxyz", 4)},
-		}},
-		{"window longer than the limit contains the held tail", 20, []step{
-			{obs: window(o[:35]), ok: true, want: trunc(repl(o[15:35], 35))},
-			{obs: window(o[7:42]), ok: true, want: trunc(app(o[35:42], 42))},
-			{obs: window(o[14:56]), ok: true, want: trunc(app(o[42:56], 56))},
-			{obs: window(o[21:56]), ok: false, want: none},
-		}},
-		{"window matching a repeated tail appends the least", 100, []step{
-			{obs: delta(strings.Repeat("ab", 20)), ok: true, want: app(strings.Repeat("ab", 20), 40)},
-			{obs: window(strings.Repeat("ab", 10) + "X"), ok: true, want: app("X", 41)},
-		}},
-		{"window containing a repeated held tail appends the least", 20, []step{
-			{obs: delta(strings.Repeat("ab", 30)), ok: true, want: trunc(repl(strings.Repeat("ab", 10), 60))},
-			{obs: window(strings.Repeat("ab", 15) + "X"), ok: true, want: trunc(app("X", 61))},
-		}},
-		{"window cannot start before the text does", 100, []step{
-			{obs: delta(strings.Repeat("ab", 10)), ok: true, want: app(strings.Repeat("ab", 10), 20)},
-			{obs: window(strings.Repeat("ab", 12) + "X"), ok: true, want: app("ababX", 25)},
-		}},
-		{"overlapping window keeps producer truncation", 100, []step{
-			{obs: truncd(window(o[14:49])), ok: true, want: trunc(app(o[14:49], 35))},
-			{obs: window(o[21:56]), ok: true, want: trunc(app(o[49:56], 42))},
-			{obs: snap(o[14:56]), ok: true, want: app("", 42)}, // an untruncated snapshot clears it
-		}},
-		{"producer truncation alone is a change", 100, []step{
-			{obs: delta("ab"), ok: true, want: app("ab", 2)},
-			{obs: truncd(delta("")), ok: true, want: trunc(app("", 2))},
-			{obs: delta("c"), ok: true, want: trunc(app("c", 3))},
-			{obs: truncd(snap("abc")), ok: false, want: none},
-			{obs: snap("abc"), ok: true, want: app("", 3)},
-		}},
-		{"split multibyte across byte deltas, then invalid", 100, []step{
-			{obs: bdelta("a\xe2"), ok: true, want: app("a", 1)},
-			{obs: bdelta("\x82"), ok: false, want: none},
-			{obs: bdelta("\xacb"), ok: true, want: app("€b", 5)},
-			{obs: bdelta("\xf0\x9f"), ok: false, want: none},
-			{obs: bdelta("\x98\x80\xff"), ok: true, want: app("😀\uFFFD", 12)},
-			{obs: bdelta("c\xe2\x82"), ok: true, want: app("c", 13)},
-			{flush: true, ok: true, want: app("\uFFFD\uFFFD", 19)},
-			{flush: true, ok: false, want: none},
-		}},
-		{"incomplete sequence broken by the next delta", 100, []step{
-			{obs: bdelta("\xe2"), ok: true, want: app("", 0)},
-			{obs: bdelta("x"), ok: true, want: app("\uFFFDx", 4)},
-		}},
-		{"string delta flushes held-back bytes", 100, []step{
-			{obs: bdelta("\xe2\x82"), ok: true, want: app("", 0)},
-			{obs: delta("€"), ok: true, want: app("\uFFFD\uFFFD€", 9)},
-		}},
-		{"snapshot drops held-back bytes", 100, []step{
-			{obs: bdelta("a\xe2\x82"), ok: true, want: app("a", 1)},
-			{obs: snap("a€"), ok: true, want: app("€", 4)},
-			{obs: bdelta("b"), ok: true, want: app("b", 5)},
-		}},
-		{"byte snapshot decoded whole", 100, []step{
-			{obs: Text{Kind: Snapshot, Bytes: []byte("a\xe2\x82\xac\xe2")}, ok: true, want: app("a€\uFFFD", 7)},
-		}},
-		{"invalid string becomes one U+FFFD per byte", 100, []step{
-			{obs: delta("a\xe2\x82b\xff"), ok: true, want: app("a\uFFFD\uFFFDb\uFFFD", 11)},
-		}},
-		{"bound crossed mid-rune", 5, []step{
-			{obs: delta("a"), ok: true, want: app("a", 1)},
-			{obs: delta("é"), ok: true, want: app("é", 3)},
-			{obs: delta("€"), ok: true, want: trunc(app("€", 6))},    // keeps "é€"
-			{obs: delta("😀"), ok: true, want: trunc(app("😀", 10))},   // "€😀" is 7 bytes: keeps "😀"
-			{obs: delta("a"), ok: true, want: trunc(app("a", 11))},   // keeps "😀a"
-			{obs: delta("bc"), ok: true, want: trunc(app("bc", 13))}, // drops the 4-byte rune whole: "abc"
-		}},
-		{"one delta over the bound", 5, []step{
-			{obs: delta("aé€😀"), ok: true, want: trunc(repl("😀", 10))},
-			{obs: delta("é€"), ok: true, want: trunc(app("é€", 15))},
-		}},
-		{"appended more than kept between takes", 6, []step{
-			{obs: delta("abc"), ok: true, want: app("abc", 3)},
-			{obs: snap("abcdefghij"), ok: true, want: trunc(repl("efghij", 10))},
-		}},
-		{"snapshot after head dropped", 8, []step{
-			{obs: snap("0123456789"), ok: true, want: trunc(repl("23456789", 10))},
-			{obs: snap("0123456789AB"), ok: true, want: trunc(app("AB", 12))},
-			// Only the held tail is compared: a head that was dropped is
-			// taken to match.
-			{obs: snap("xxxx456789ABC"), ok: true, want: trunc(app("C", 13))},
-			{obs: snap("0123456789ABX"), ok: true, want: trunc(repl("56789ABX", 13))},
-			{obs: snap("0123456789ABX"), ok: false, want: none},
-			{obs: snap("56789ABX"), ok: true, want: repl("56789ABX", 8)},
-		}},
-		{"unknown kind is a delta", 100, []step{
-			{obs: Text{Text: "ab"}, ok: true, want: app("ab", 2)},
-			{obs: Text{Kind: 99, Text: "c"}, ok: true, want: app("c", 3)},
-		}},
-		{"limit clamped to one rune", 0, []step{
-			{obs: delta("😀"), ok: true, want: app("😀", 4)},
-			{obs: delta("é"), ok: true, want: trunc(app("é", 6))},
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range bufferRuleTests {
 		t.Run(tt.name, func(t *testing.T) { runSteps(t, tt.limit, tt.steps) })
 	}
 }

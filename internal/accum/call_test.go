@@ -6,148 +6,151 @@ import (
 
 func exit(code int32, src ExitSource) *Exit { return &Exit{Code: code, Source: src} }
 
+// callOutcomeTests are calls and the outcome each ends with (also
+// replayed by the state tests).
+var callOutcomeTests = []struct {
+	name     string
+	obs      []Observation
+	end      *bool // End(cancelled) after the observations, when set
+	want     Outcome
+	wantExit *int32
+}{
+	{
+		name: "known exit 0 succeeds",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Exit: exit(0, ExitTerminal)}},
+		want: Succeeded, wantExit: ptr(0),
+	},
+	{
+		name: "nonzero exit under completed fails",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Exit: exit(3, ExitStructured)}},
+		want: Failed, wantExit: ptr(3),
+	},
+	{
+		name: "completed without exit is unknown, never 0",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted}},
+		want: Unknown,
+	},
+	{
+		name: "failed without exit fails",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusFailed}},
+		want: Failed,
+	},
+	{
+		name: "failed with exit 0 trusts the exit",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Exit: exit(0, ExitTerminal)}},
+		want: Succeeded, wantExit: ptr(0),
+	},
+	{
+		name: "placeholder from a running frame is dropped",
+		obs: []Observation{
+			{Shell: ShellYes, Status: StatusRunning, Exit: &Exit{Code: 0, Source: ExitStructured, Placeholder: true}},
+			{Status: StatusCompleted},
+		},
+		want: Unknown,
+	},
+	{
+		name: "placeholder then real exit",
+		obs: []Observation{
+			{Shell: ShellYes, Status: StatusRunning, Exit: &Exit{Code: 0, Source: ExitStructured, Placeholder: true}},
+			{Status: StatusCompleted, Exit: exit(7, ExitStructured)},
+		},
+		want: Failed, wantExit: ptr(7),
+	},
+	{
+		name: "stronger source wins over a later weaker one",
+		obs: []Observation{
+			{Shell: ShellYes, Exit: exit(2, ExitTerminal)},
+			{Status: StatusCompleted, Exit: exit(0, ExitText)},
+		},
+		want: Failed, wantExit: ptr(2),
+	},
+	{
+		name: "signal fails",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL"}},
+		want: Failed,
+	},
+	{
+		name: "timeout fails even with exit 0",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, TimedOut: true, Exit: exit(0, ExitStructured)}},
+		want: Failed, wantExit: ptr(0),
+	},
+	{
+		name: "cancelled keeps its exit code",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Cancelled: true, Exit: exit(130, ExitStructured)}},
+		want: Cancelled, wantExit: ptr(130),
+	},
+	{
+		name: "dialect failure without exit",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Failed: true}},
+		want: Failed,
+	},
+	{
+		name: "dialect success proof without exit",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Succeeded: true}},
+		want: Succeeded,
+	},
+	{
+		name: "turn end under a running call is unknown",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		end:  ptrBool(false),
+		want: Unknown,
+	},
+	{
+		name: "cancelled turn under a running call",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		end:  ptrBool(true),
+		want: Cancelled,
+	},
+	{
+		name: "exit 0 next to a signal is not an exit status",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(0, ExitStructured)}},
+		want: Failed,
+	},
+	{
+		name: "nonzero exit next to a signal is kept",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(137, ExitStructured)}},
+		want: Failed, wantExit: ptr(137),
+	},
+	{
+		name: "failed verdict outweighs exit 0",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictFailed, Exit: exit(0, ExitStructured)}},
+		want: Failed, wantExit: ptr(0),
+	},
+	{
+		name: "failed verdict then a later exit 0 still fails",
+		obs: []Observation{
+			{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed},
+			{Exit: exit(0, ExitTerminal)},
+		},
+		want: Failed, wantExit: ptr(0),
+	},
+	{
+		name: "timed out verdict is a timeout",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictTimedOut, Exit: exit(0, ExitStructured)}},
+		want: Failed, wantExit: ptr(0),
+	},
+	{
+		name: "cancelled verdict is cancelled",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictCancelled, Exit: exit(0, ExitStructured)}},
+		want: Cancelled, wantExit: ptr(0),
+	},
+	{
+		name: "failed verdict with a nonzero exit names the exit",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed, Exit: exit(2, ExitStructured)}},
+		want: Failed, wantExit: ptr(2),
+	},
+	{
+		name: "late exit after the end sharpens the outcome",
+		obs: []Observation{
+			{Shell: ShellYes, Status: StatusCompleted},
+			{Exit: exit(1, ExitTerminal)},
+		},
+		want: Failed, wantExit: ptr(1),
+	},
+}
+
 func TestCallOutcome(t *testing.T) {
-	tests := []struct {
-		name     string
-		obs      []Observation
-		end      *bool // End(cancelled) after the observations, when set
-		want     Outcome
-		wantExit *int32
-	}{
-		{
-			name: "known exit 0 succeeds",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Exit: exit(0, ExitTerminal)}},
-			want: Succeeded, wantExit: ptr(0),
-		},
-		{
-			name: "nonzero exit under completed fails",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Exit: exit(3, ExitStructured)}},
-			want: Failed, wantExit: ptr(3),
-		},
-		{
-			name: "completed without exit is unknown, never 0",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted}},
-			want: Unknown,
-		},
-		{
-			name: "failed without exit fails",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed}},
-			want: Failed,
-		},
-		{
-			name: "failed with exit 0 trusts the exit",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Exit: exit(0, ExitTerminal)}},
-			want: Succeeded, wantExit: ptr(0),
-		},
-		{
-			name: "placeholder from a running frame is dropped",
-			obs: []Observation{
-				{Shell: ShellYes, Status: StatusRunning, Exit: &Exit{Code: 0, Source: ExitStructured, Placeholder: true}},
-				{Status: StatusCompleted},
-			},
-			want: Unknown,
-		},
-		{
-			name: "placeholder then real exit",
-			obs: []Observation{
-				{Shell: ShellYes, Status: StatusRunning, Exit: &Exit{Code: 0, Source: ExitStructured, Placeholder: true}},
-				{Status: StatusCompleted, Exit: exit(7, ExitStructured)},
-			},
-			want: Failed, wantExit: ptr(7),
-		},
-		{
-			name: "stronger source wins over a later weaker one",
-			obs: []Observation{
-				{Shell: ShellYes, Exit: exit(2, ExitTerminal)},
-				{Status: StatusCompleted, Exit: exit(0, ExitText)},
-			},
-			want: Failed, wantExit: ptr(2),
-		},
-		{
-			name: "signal fails",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL"}},
-			want: Failed,
-		},
-		{
-			name: "timeout fails even with exit 0",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, TimedOut: true, Exit: exit(0, ExitStructured)}},
-			want: Failed, wantExit: ptr(0),
-		},
-		{
-			name: "cancelled keeps its exit code",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Cancelled: true, Exit: exit(130, ExitStructured)}},
-			want: Cancelled, wantExit: ptr(130),
-		},
-		{
-			name: "dialect failure without exit",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Failed: true}},
-			want: Failed,
-		},
-		{
-			name: "dialect success proof without exit",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Succeeded: true}},
-			want: Succeeded,
-		},
-		{
-			name: "turn end under a running call is unknown",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusRunning}},
-			end:  ptrBool(false),
-			want: Unknown,
-		},
-		{
-			name: "cancelled turn under a running call",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusRunning}},
-			end:  ptrBool(true),
-			want: Cancelled,
-		},
-		{
-			name: "exit 0 next to a signal is not an exit status",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(0, ExitStructured)}},
-			want: Failed,
-		},
-		{
-			name: "nonzero exit next to a signal is kept",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Signal: "SIGKILL", Exit: exit(137, ExitStructured)}},
-			want: Failed, wantExit: ptr(137),
-		},
-		{
-			name: "failed verdict outweighs exit 0",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictFailed, Exit: exit(0, ExitStructured)}},
-			want: Failed, wantExit: ptr(0),
-		},
-		{
-			name: "failed verdict then a later exit 0 still fails",
-			obs: []Observation{
-				{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed},
-				{Exit: exit(0, ExitTerminal)},
-			},
-			want: Failed, wantExit: ptr(0),
-		},
-		{
-			name: "timed out verdict is a timeout",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictTimedOut, Exit: exit(0, ExitStructured)}},
-			want: Failed, wantExit: ptr(0),
-		},
-		{
-			name: "cancelled verdict is cancelled",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictCancelled, Exit: exit(0, ExitStructured)}},
-			want: Cancelled, wantExit: ptr(0),
-		},
-		{
-			name: "failed verdict with a nonzero exit names the exit",
-			obs:  []Observation{{Shell: ShellYes, Status: StatusFailed, Verdict: VerdictFailed, Exit: exit(2, ExitStructured)}},
-			want: Failed, wantExit: ptr(2),
-		},
-		{
-			name: "late exit after the end sharpens the outcome",
-			obs: []Observation{
-				{Shell: ShellYes, Status: StatusCompleted},
-				{Exit: exit(1, ExitTerminal)},
-			},
-			want: Failed, wantExit: ptr(1),
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range callOutcomeTests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewCall("c1", 1024)
 			for i := range tt.obs {
@@ -271,49 +274,52 @@ func TestCallPermission(t *testing.T) {
 func ptr(v int32) *int32   { return &v }
 func ptrBool(v bool) *bool { return &v }
 
+// cancelRequestedTests are calls the user cancelled the turn of, before
+// or after they ended (also replayed by the state tests).
+var cancelRequestedTests = []struct {
+	name     string
+	before   []Observation // applied before the cancel
+	after    []Observation // applied after the cancel
+	end      bool          // the turn's result ends the call
+	want     Outcome
+	wantExit *int32
+}{
+	{name: "failed final with exit 1 keeps the 1",
+		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		after:  []Observation{{Status: StatusFailed, Exit: exit(1, ExitStructured)}},
+		want:   Cancelled, wantExit: ptr(1)},
+	{name: "failed final without exit",
+		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		after:  []Observation{{Status: StatusFailed}},
+		want:   Cancelled},
+	{name: "completed final without exit",
+		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		after:  []Observation{{Status: StatusCompleted}},
+		want:   Cancelled},
+	{name: "completed final with a signal exit code",
+		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		after:  []Observation{{Status: StatusCompleted, Exit: exit(137, ExitStructured)}},
+		want:   Cancelled, wantExit: ptr(137)},
+	{name: "no final before the turn's result",
+		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		end:    true,
+		want:   Cancelled},
+	{name: "a clean exit 0 under completed finished before the cancel took hold",
+		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		after:  []Observation{{Status: StatusCompleted, Exit: exit(0, ExitTerminal)}},
+		want:   Succeeded, wantExit: ptr(0)},
+	{name: "a call that ended before the cancel keeps its outcome",
+		before: []Observation{{Shell: ShellYes, Status: StatusRunning}, {Status: StatusFailed, Exit: exit(2, ExitTerminal)}},
+		end:    true,
+		want:   Failed, wantExit: ptr(2)},
+}
+
 // TestCallCancelRequested: once the user cancelled the turn, a call that
 // ends (a failed final, a completed final without a clean exit, or no
 // final before the turn's result) ended because of that cancel, keeping a
 // known exit code. A call that ended before the cancel keeps its outcome.
 func TestCallCancelRequested(t *testing.T) {
-	tests := []struct {
-		name     string
-		before   []Observation // applied before the cancel
-		after    []Observation // applied after the cancel
-		end      bool          // the turn's result ends the call
-		want     Outcome
-		wantExit *int32
-	}{
-		{name: "failed final with exit 1 keeps the 1",
-			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
-			after:  []Observation{{Status: StatusFailed, Exit: exit(1, ExitStructured)}},
-			want:   Cancelled, wantExit: ptr(1)},
-		{name: "failed final without exit",
-			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
-			after:  []Observation{{Status: StatusFailed}},
-			want:   Cancelled},
-		{name: "completed final without exit",
-			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
-			after:  []Observation{{Status: StatusCompleted}},
-			want:   Cancelled},
-		{name: "completed final with a signal exit code",
-			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
-			after:  []Observation{{Status: StatusCompleted, Exit: exit(137, ExitStructured)}},
-			want:   Cancelled, wantExit: ptr(137)},
-		{name: "no final before the turn's result",
-			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
-			end:    true,
-			want:   Cancelled},
-		{name: "a clean exit 0 under completed finished before the cancel took hold",
-			before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
-			after:  []Observation{{Status: StatusCompleted, Exit: exit(0, ExitTerminal)}},
-			want:   Succeeded, wantExit: ptr(0)},
-		{name: "a call that ended before the cancel keeps its outcome",
-			before: []Observation{{Shell: ShellYes, Status: StatusRunning}, {Status: StatusFailed, Exit: exit(2, ExitTerminal)}},
-			end:    true,
-			want:   Failed, wantExit: ptr(2)},
-	}
-	for _, tt := range tests {
+	for _, tt := range cancelRequestedTests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewCall("c1", 1024)
 			for i := range tt.before {

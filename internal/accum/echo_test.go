@@ -5,43 +5,43 @@ import (
 	"testing"
 )
 
+// echoStrippedTests are outputs that may start with an echo of the
+// command, and what remains of them (also replayed by the state tests).
+var echoStrippedTests = []struct {
+	name    string
+	command string
+	cwd     string
+	texts   []Text
+	want    string
+}{
+	{"verbatim echo, one delta", "ls -la", "/w", []Text{delta("$ ls -la\ntotal 0\n")}, "total 0\n"},
+	{"echo split across deltas", "ls -la", "/w", []Text{delta("$"), delta(" ls"), delta(" -l"), delta("a\n"), delta("total 0\n")}, "total 0\n"},
+	{"echo with CRLF", "ls", "/w", []Text{delta("$ ls\r\na.txt\r\n")}, "a.txt\r\n"},
+	{"CRLF split between CR and LF", "ls", "/w", []Text{delta("$ ls\r"), delta("\na.txt\n")}, "a.txt\n"},
+	{"file arguments resolved against cwd", "cat notes.txt src/a.go", "/w/p", []Text{delta("$ cat /w/p/notes.txt /w/p/src/a.go\nhello\n")}, "hello\n"},
+	{"some file arguments resolved", "wc -l a.txt b.txt", "/w", []Text{delta("$ wc -l /w/a.txt b.txt\n3 total\n")}, "3 total\n"},
+	{"multi-line command: every line echoed", "cd sub\nls", "/w", []Text{delta("$ cd sub\n$ ls\nx\n")}, "x\n"},
+	{"multi-line command split", "cd sub\nls", "/w", []Text{delta("$ cd sub\n"), delta("$ l"), delta("s\nx\n")}, "x\n"},
+	{"stripped once only", "ls", "/w", []Text{delta("$ ls\n$ ls\nx\n")}, "$ ls\nx\n"},
+	{"snapshots restate the echo each time", "make", "/w", []Text{snap("$ make\n"), snap("$ make\ncc a.c\n"), snap("$ make\ncc a.c\ncc b.c\n")}, "cc a.c\ncc b.c\n"},
+	{"partial snapshot held, then whole", "make", "/w", []Text{snap("$ ma"), snap("$ make\nok\n")}, "ok\n"},
+	{"final starts with the echo", "make", "/w", []Text{delta("$ make\nok\n"), final("$ make\nok\ndone\n")}, "ok\ndone\n"},
+	{"final without the echo replaces", "make", "/w", []Text{delta("$ make\nok\n"), final("ok\ndone\n")}, "ok\ndone\n"},
+	{"a line that merely starts with $ stays", "ls", "/w", []Text{delta("$ 5 is the price\n")}, "$ 5 is the price\n"},
+	{"an echo of another command stays", "ls", "/w", []Text{delta("$ ls -la\nx\n")}, "$ ls -la\nx\n"},
+	{"a longer command that starts like this one stays", "ls", "/w", []Text{delta("$ lsblk\nx\n")}, "$ lsblk\nx\n"},
+	{"echo not at the very start stays", "ls", "/w", []Text{delta("x\n$ ls\n")}, "x\n$ ls\n"},
+	{"held text that never became the echo is released", "ls -la", "/w", []Text{delta("$ ls")}, "$ ls"},
+	{"output that is only the echo", "true", "/w", []Text{delta("$ true\n")}, ""},
+	{"no command known: nothing stripped", "", "/w", []Text{delta("$ ls\nx\n")}, "$ ls\nx\n"},
+	{"byte deltas with a split rune after the echo", "echo é", "/w", []Text{{Kind: Delta, Bytes: []byte("$ echo é\n\xc3")}, {Kind: Delta, Bytes: []byte("\xa9\n")}}, "é\n"},
+}
+
 // TestEchoStripped: an exact echo of the call's own command as "$ cmd" at
 // the very start of its output is not output; it is stripped once, also
 // when it arrives split across live updates, and nothing else is lost.
 func TestEchoStripped(t *testing.T) {
-	d := func(s string) Text { return Text{Kind: Delta, Text: s} }
-	sn := func(s string) Text { return Text{Kind: Snapshot, Text: s} }
-	fi := func(s string) Text { return Text{Kind: Final, Text: s} }
-	tests := []struct {
-		name    string
-		command string
-		cwd     string
-		texts   []Text
-		want    string
-	}{
-		{"verbatim echo, one delta", "ls -la", "/w", []Text{d("$ ls -la\ntotal 0\n")}, "total 0\n"},
-		{"echo split across deltas", "ls -la", "/w", []Text{d("$"), d(" ls"), d(" -l"), d("a\n"), d("total 0\n")}, "total 0\n"},
-		{"echo with CRLF", "ls", "/w", []Text{d("$ ls\r\na.txt\r\n")}, "a.txt\r\n"},
-		{"CRLF split between CR and LF", "ls", "/w", []Text{d("$ ls\r"), d("\na.txt\n")}, "a.txt\n"},
-		{"file arguments resolved against cwd", "cat notes.txt src/a.go", "/w/p", []Text{d("$ cat /w/p/notes.txt /w/p/src/a.go\nhello\n")}, "hello\n"},
-		{"some file arguments resolved", "wc -l a.txt b.txt", "/w", []Text{d("$ wc -l /w/a.txt b.txt\n3 total\n")}, "3 total\n"},
-		{"multi-line command: every line echoed", "cd sub\nls", "/w", []Text{d("$ cd sub\n$ ls\nx\n")}, "x\n"},
-		{"multi-line command split", "cd sub\nls", "/w", []Text{d("$ cd sub\n"), d("$ l"), d("s\nx\n")}, "x\n"},
-		{"stripped once only", "ls", "/w", []Text{d("$ ls\n$ ls\nx\n")}, "$ ls\nx\n"},
-		{"snapshots restate the echo each time", "make", "/w", []Text{sn("$ make\n"), sn("$ make\ncc a.c\n"), sn("$ make\ncc a.c\ncc b.c\n")}, "cc a.c\ncc b.c\n"},
-		{"partial snapshot held, then whole", "make", "/w", []Text{sn("$ ma"), sn("$ make\nok\n")}, "ok\n"},
-		{"final starts with the echo", "make", "/w", []Text{d("$ make\nok\n"), fi("$ make\nok\ndone\n")}, "ok\ndone\n"},
-		{"final without the echo replaces", "make", "/w", []Text{d("$ make\nok\n"), fi("ok\ndone\n")}, "ok\ndone\n"},
-		{"a line that merely starts with $ stays", "ls", "/w", []Text{d("$ 5 is the price\n")}, "$ 5 is the price\n"},
-		{"an echo of another command stays", "ls", "/w", []Text{d("$ ls -la\nx\n")}, "$ ls -la\nx\n"},
-		{"a longer command that starts like this one stays", "ls", "/w", []Text{d("$ lsblk\nx\n")}, "$ lsblk\nx\n"},
-		{"echo not at the very start stays", "ls", "/w", []Text{d("x\n$ ls\n")}, "x\n$ ls\n"},
-		{"held text that never became the echo is released", "ls -la", "/w", []Text{d("$ ls")}, "$ ls"},
-		{"output that is only the echo", "true", "/w", []Text{d("$ true\n")}, ""},
-		{"no command known: nothing stripped", "", "/w", []Text{d("$ ls\nx\n")}, "$ ls\nx\n"},
-		{"byte deltas with a split rune after the echo", "echo é", "/w", []Text{{Kind: Delta, Bytes: []byte("$ echo é\n\xc3")}, {Kind: Delta, Bytes: []byte("\xa9\n")}}, "é\n"},
-	}
-	for _, tt := range tests {
+	for _, tt := range echoStrippedTests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewCall("c1", 1<<16)
 			c.Apply(&Observation{Shell: ShellYes, Command: tt.command, Cwd: tt.cwd, Status: StatusRunning})

@@ -22,6 +22,10 @@ const (
 	numStreams
 )
 
+// NumStreams is the number of text streams a call has; Stream values are
+// below it.
+const NumStreams = int(numStreams)
+
 // TextKind says how a piece of text relates to the stream it belongs to.
 type TextKind uint8
 

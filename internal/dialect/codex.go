@@ -38,11 +38,12 @@ import (
 // "command timed out after N milliseconds" (Codex reports exit 124) sets
 // TimedOut and keeps 124. "execution error: Sandbox(Signal(N))" is Codex's
 // own error text, not command output: it names the signal that killed the
-// command (N=9 → SIGKILL), and the -1 Codex reports beside it is its "no
-// exit code" sentinel, so the exit is left unknown with the signal set, as
-// ACP's exitStatus {exitCode: null, signal} would say. Without that text a
-// -1 is kept as reported (a known nonzero exit: a failure). An end event
-// with status "declined" is a rejected command (Cancelled).
+// command (N=9 → SIGKILL). An exit code of -1, from either source, is
+// Codex's "no exit code" sentinel, not an exit status (the unified exec
+// tool reports a SIGKILLed shell as exit -1 with no signal text): the exit
+// is left unknown and the call Failed, with the signal when that text
+// names one, as ACP's exitStatus {exitCode: null, signal} would say. An
+// end event with status "declined" is a rejected command (Cancelled).
 //
 // Kinds read and search (Codex's classification of ls, cat, rg, ...) are
 // shell commands when they carry a rawInput command. Permission asks arrive
@@ -144,6 +145,19 @@ var (
 	codexElided         = regexp.MustCompile(`…\d+ (chars|tokens|lines) truncated…|\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]`)
 )
 
+// codexNoExit drops Codex's -1 "no exit code" sentinel from an ended
+// frame: the exit is unknown and the command failed (a killed process, or
+// one Codex could not run), unless the frame says it was declined.
+func codexNoExit(o *accum.Observation) {
+	if o.Exit == nil || o.Exit.Code != -1 || o.Exit.Placeholder {
+		return
+	}
+	o.Exit = nil
+	if !o.Cancelled {
+		o.Failed = true
+	}
+}
+
 func readCodex(u *codexUpdate) accum.Observation {
 	o := u.Base()
 	ended := o.Status.Ended()
@@ -163,6 +177,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 	if f.Status.S == "declined" {
 		o.Cancelled = true
 	}
+	codexNoExit(&o)
 	if f.TimedOut != nil && *f.TimedOut {
 		o.TimedOut = true
 	}
@@ -181,9 +196,6 @@ func readCodex(u *codexUpdate) accum.Observation {
 	if execErr, ok := codexExecError(f, agg); ok {
 		if m := codexSandboxSignal.FindStringSubmatch(execErr); m != nil {
 			o.Signal = NormalizeSignal(m[1])
-			if o.Exit != nil && o.Exit.Code == -1 {
-				o.Exit = nil
-			}
 		} else {
 			o.Failed = true
 		}

@@ -90,16 +90,22 @@ func TestCodexRustAdapter(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(124, accum.ExitStructured, false), TimedOut: true, Texts: []accum.Text{txt(C, F, "partial\n")}})},
 		{name: "Sandbox(Signal(9)): SIGKILL, the -1 sentinel dropped, error text is not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"execution error: Sandbox(Signal(9))","aggregated_output":"execution error: Sandbox(Signal(9))","exit_code":-1,"formatted_output":"execution error: Sandbox(Signal(9))","status":"failed","source":"agent"},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":-1,"signal":null}}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Signal: "SIGKILL"})},
-		{name: "other execution error: a failure, not output, exit kept",
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Signal: "SIGKILL", Failed: true})},
+		{name: "other execution error: a failure, not output, the -1 sentinel dropped",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"execution error: Io(NotFound)","aggregated_output":"execution error: Io(NotFound)","exit_code":-1,"status":"failed"}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(-1, accum.ExitStructured, false), Failed: true})},
-		{name: "exit -1 without a signal text is kept as reported",
-			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"process_id":"1","stdout":"before-kill\n","stderr":"","aggregated_output":"before-kill\n","exit_code":-1,"status":"failed"}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(-1, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "before-kill\n")}})},
+			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Failed: true})},
+		{name: "unified exec killed (exit -1, no signal text): exit unknown, a failure, output kept",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"process_id":"1","source":"unified_exec_startup","stdout":"before-kill\n","stderr":"","aggregated_output":"before-kill\n","exit_code":-1,"formatted_output":"before-kill\n","status":"failed"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Failed: true, Texts: []accum.Text{txt(C, F, "before-kill\n")}})},
+		{name: "terminal_exit -1 is the sentinel too",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"exit_code":-1},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":-1,"signal":null}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Failed: true})},
+		{name: "exit -1 on a running frame stays a placeholder, not a failure",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","rawOutput":{"exit_code":-1}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Exit: ex(-1, accum.ExitStructured, true)})},
 		{name: "declined end event is a rejected command",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"","aggregated_output":"","exit_code":-1,"status":"declined"}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(-1, accum.ExitStructured, false), Cancelled: true,
+			want: one(accum.Observation{ToolCallID: "c1", Status: failed, Cancelled: true,
 				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "")}})},
 		{name: "UTF-16 byte-order-mark sniffing is undone",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"1","stdout":"漠੫","stderr":"","aggregated_output":"漠੫","exit_code":0,"status":"completed"}}`,
@@ -129,6 +135,8 @@ func TestCodexPermission(t *testing.T) {
 type codexStep struct {
 	id, command, exit, output, signal string
 	timedOut, open                    bool
+	// failed: the final observation reports a failure without an exit code.
+	failed bool
 }
 
 func checkCodexRecording(t *testing.T, name string, steps []codexStep, splitStderr bool) {
@@ -149,6 +157,9 @@ func checkCodexRecording(t *testing.T, name string, steps []codexStep, splitStde
 		}
 		if c.signal != s.signal || c.timedOut != s.timedOut {
 			t.Errorf("%s: signal %q timedOut %v", s.id, c.signal, c.timedOut)
+		}
+		if got := c.final().Failed; got != s.failed {
+			t.Errorf("%s: Failed %v, want %v", s.id, got, s.failed)
 		}
 		if s.output != "" {
 			if out, _ := c.output(accum.Combined); out != s.output {
@@ -186,7 +197,7 @@ func TestCodexRecordingShellCommandTerminalMeta(t *testing.T) {
 		{id: "call_big_11", command: "seq 1 40000", exit: "0"},
 		{id: "call_badutf8_13", command: `printf '\xff\xfe ok\n'`, exit: "0", output: "\xff\xfe ok\n"},
 		{id: "call_timeout_15", command: "echo start; sleep 6; echo finished-late", exit: "124", output: "start\n", timedOut: true},
-		{id: "call_signal_17", command: "echo before-kill; kill -9 $$", exit: "-", output: "before-kill\n", signal: "SIGKILL"},
+		{id: "call_signal_17", command: "echo before-kill; kill -9 $$", exit: "-", output: "before-kill\n", signal: "SIGKILL", failed: true},
 	}, true)
 	calls, _ := replayRecording(t, codexDialect(t), "codex-acp-0.16.0_shell-command_terminal-meta.ndjson")
 	big := findCall(t, calls, "call_big_11")
@@ -206,8 +217,8 @@ func TestCodexRecordingUnifiedExecPlain(t *testing.T) {
 		{id: "call_badutf8_13", command: `printf '\xff\xfe ok\n'`, exit: "0", output: "\ufffd\ufffd ok\n"},
 		// Codex never closed this call under its default exec tool.
 		{id: "call_timeout_15", command: "echo start; sleep 6; echo finished-late", exit: "-", open: true},
-		// No signal text here: Codex's -1 is what it reported.
-		{id: "call_signal_17", command: "echo before-kill; kill -9 $$", exit: "-1", output: "before-kill\n"},
+		// No signal text here: Codex's -1 is its "no exit code" sentinel.
+		{id: "call_signal_17", command: "echo before-kill; kill -9 $$", exit: "-", output: "before-kill\n", failed: true},
 	}, false)
 }
 

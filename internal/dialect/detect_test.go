@@ -40,7 +40,7 @@ func (fakeDialect) read(msg []byte) (Frame, error) { return Generic().read(msg) 
 func withDialect(t *testing.T, d Dialect) {
 	t.Helper()
 	register(d)
-	t.Cleanup(func() { delete(registry, d.Info().Name) })
+	t.Cleanup(func() { unregister(d.Info().Name) })
 }
 
 // TestDetectLongestPrefixWins: a dialect that lists a longer name beats
@@ -202,5 +202,31 @@ func TestDetectionRules(t *testing.T) {
 	c, _ := Lookup("cursor")
 	if r := DetectionRules(c); len(r) != 5 || !strings.Contains(r[4], "backticks") {
 		t.Errorf("cursor rules: %q", r)
+	}
+}
+
+// The signs are read from a cached list of the dialects; registering or
+// removing one (as tests do) must show at once, in either direction.
+func TestSignsFollowTheRegistry(t *testing.T) {
+	if got := signOfMethod("zzfake/ping"); got != "" {
+		t.Fatalf("before registering: %q", got)
+	}
+	t.Run("registered", func(t *testing.T) {
+		withDialect(t, fakeDialect{Info{Name: "zz-signs", MethodPrefixes: []string{"zzfake/"}, AuthMethodIDs: []string{"zzfake-login"}}})
+		if got := signOfMethod("zzfake/ping"); got != "zz-signs" {
+			t.Errorf("signOfMethod after registering: %q", got)
+		}
+		if got := signOfAuth([]string{"other", "zzfake-login"}); got != "zz-signs" {
+			t.Errorf("signOfAuth after registering: %q", got)
+		}
+		if got := Detect("zz-signs-agent").Info().Name; got != "generic" {
+			t.Errorf("Detect: %q", got)
+		}
+	})
+	if got := signOfMethod("zzfake/ping"); got != "" {
+		t.Errorf("after removing: %q", got)
+	}
+	if got := signOfAuth([]string{"zzfake-login"}); got != "" {
+		t.Errorf("signOfAuth after removing: %q", got)
 	}
 }

@@ -76,6 +76,13 @@ func register(d Dialect) {
 		panic("dialect: registered twice: " + name)
 	}
 	registry[name] = d
+	registryGen.Add(1)
+}
+
+// unregister removes a dialect (for tests that register their own).
+func unregister(name string) {
+	delete(registry, name)
+	registryGen.Add(1)
 }
 
 // Lookup returns the dialect of that name (case-insensitive).

@@ -1,16 +1,12 @@
 package service
 
 import (
+	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +17,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/testcerts"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -32,69 +29,39 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// pki is a certificate authority made at test time.
-type pki struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
+// certs writes a fresh set of test certificates (internal/testcerts) into
+// a new directory and returns it.
+func certs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := testcerts.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
-var serial int64 = 1
-
-func newCA(t *testing.T, name string) *pki {
+// certDER is the first certificate of a PEM file.
+func certDER(t *testing.T, path string) []byte {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatalf("%s holds no PEM block", path)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &pki{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return blk.Bytes
 }
 
-// issue returns a PEM certificate and key signed by the CA, for a server
-// (on 127.0.0.1) or a client.
-func (ca *pki) issue(t *testing.T, name string, server bool) (certPEM, keyPEM []byte) {
+// copyFile writes the contents of from to to.
+func copyFile(t *testing.T, from, to string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+	write(t, to, b)
 }
 
 func write(t *testing.T, path string, data []byte) {
@@ -138,13 +105,13 @@ func callCtx(t *testing.T) context.Context {
 }
 
 func TestMutualTLS(t *testing.T) {
+	// one signs the server and the clients; two is the same kind of set
+	// from another CA: its server certificate is the renewal.
+	one, two := certs(t), certs(t)
 	dir := t.TempDir()
-	ca, other := newCA(t, "acpnorm test CA"), newCA(t, "some other CA")
-	files := TLSFiles{Cert: filepath.Join(dir, "server.pem"), Key: filepath.Join(dir, "server.key"), ClientCA: filepath.Join(dir, "ca.pem")}
-	cert, key := ca.issue(t, "server one", true)
-	write(t, files.Cert, cert)
-	write(t, files.Key, key)
-	write(t, files.ClientCA, ca.pem)
+	files := TLSFiles{Cert: filepath.Join(dir, "server.pem"), Key: filepath.Join(dir, "server.key"), ClientCA: filepath.Join(one, testcerts.CA)}
+	copyFile(t, filepath.Join(one, testcerts.ServerCert), files.Cert)
+	copyFile(t, filepath.Join(one, testcerts.ServerKey), files.Key)
 	cfg, err := NewTLSConfig(files, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,12 +121,18 @@ func TestMutualTLS(t *testing.T) {
 	addr, svc := serveTCP(t, opts)
 
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	clientWith := func(signer *pki) *tls.Config {
+	for _, d := range []string{one, two} {
+		ca, err := x509.ParseCertificate(certDER(t, filepath.Join(d, testcerts.CA)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots.AddCert(ca)
+	}
+	// clientWith presents the certificate in certFile, if any.
+	clientWith := func(certFile, keyFile string) *tls.Config {
 		c := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-		if signer != nil {
-			certPEM, keyPEM := signer.issue(t, "client", false)
-			pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if certFile != "" {
+			pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,18 +140,19 @@ func TestMutualTLS(t *testing.T) {
 		}
 		return c
 	}
+	client := clientWith(filepath.Join(one, testcerts.ClientCert), filepath.Join(one, testcerts.ClientKey))
 	list := func(c *tls.Config) error {
 		conn := connect(t, addr, credentials.NewTLS(c))
 		_, err := pb.NewNormalizerServiceClient(conn).ListDialects(callCtx(t), &pb.ListDialectsRequest{})
 		return err
 	}
-	if err := list(clientWith(ca)); err != nil {
+	if err := list(client); err != nil {
 		t.Fatalf("a client certificate signed by the client CA: %v", err)
 	}
-	if err := list(clientWith(nil)); status.Code(err) != codes.Unavailable {
+	if err := list(clientWith("", "")); status.Code(err) != codes.Unavailable {
 		t.Fatalf("no client certificate: %v, want refused (UNAVAILABLE)", err)
 	}
-	if err := list(clientWith(other)); status.Code(err) != codes.Unavailable {
+	if err := list(clientWith(filepath.Join(one, testcerts.OtherCert), filepath.Join(one, testcerts.OtherKey))); status.Code(err) != codes.Unavailable {
 		t.Fatalf("a client certificate of another CA: %v, want refused (UNAVAILABLE)", err)
 	}
 	if err := list(&tls.Config{InsecureSkipVerify: true}); err == nil { // #nosec: checks the server side
@@ -193,29 +167,28 @@ func TestMutualTLS(t *testing.T) {
 
 	// A renewed certificate is served to new connections without a
 	// restart.
-	served := func() string {
-		c := clientWith(ca)
-		conn, err := tls.Dial("tcp", addr, c)
+	served := func() []byte {
+		conn, err := tls.Dial("tcp", addr, client)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+		return conn.ConnectionState().PeerCertificates[0].Raw
 	}
-	if got := served(); got != "server one" {
-		t.Fatalf("served %q", got)
+	first, renewed := certDER(t, filepath.Join(one, testcerts.ServerCert)), certDER(t, filepath.Join(two, testcerts.ServerCert))
+	if !bytes.Equal(served(), first) {
+		t.Fatal("the server does not serve its certificate")
 	}
-	cert, key = ca.issue(t, "server two", true)
-	write(t, files.Cert, cert)
-	write(t, files.Key, key)
+	copyFile(t, filepath.Join(two, testcerts.ServerCert), files.Cert)
+	copyFile(t, filepath.Join(two, testcerts.ServerKey), files.Key)
 	later := time.Now().Add(time.Minute)
 	for _, p := range []string{files.Cert, files.Key} {
 		if err := os.Chtimes(p, later, later); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := served(); got != "server two" {
-		t.Fatalf("after renewal served %q, want the new certificate", got)
+	if !bytes.Equal(served(), renewed) {
+		t.Fatal("after renewal the old certificate is served, want the new one")
 	}
 	// A broken file keeps the last good certificate in use.
 	write(t, files.Cert, []byte("not a certificate"))
@@ -223,8 +196,8 @@ func TestMutualTLS(t *testing.T) {
 	if err := os.Chtimes(files.Cert, later, later); err != nil {
 		t.Fatal(err)
 	}
-	if got := served(); got != "server two" {
-		t.Fatalf("after a broken renewal served %q, want the last good one", got)
+	if !bytes.Equal(served(), renewed) {
+		t.Fatal("after a broken renewal another certificate is served, want the last good one")
 	}
 }
 

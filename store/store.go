@@ -23,7 +23,10 @@
 // nothing, and the caller reloads, re-applies its input and tries again.
 // Two writers of one session therefore never both win the same version,
 // and the stored state is always the sequence of the winning commits.
-// Delete is guarded by the version in the same way.
+// Delete is guarded by the version in the same way. An error that is not
+// ErrConflict (a lost connection, a cancelled context) may leave it
+// unknown whether a networked store applied the commit: the caller loads
+// the session again before it commits anything else to it.
 //
 // Every commit sets the expiry of all of the session's data (header,
 // records and streams, including those the commit did not touch) to the

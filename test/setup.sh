@@ -3,7 +3,8 @@
 # Debian's protoc, grpc_python_plugin, python3-grpcio, python3-protobuf and
 # what builds and installs clients/python into a venv (python3-venv,
 # python3-setuptools, python3-wheel; PyPI is not needed), the TypeScript client's npm packages (npm ci),
-# staticcheck, govulncheck, apidiff and kubeconform (into .bin/) with the
+# redis-server (Debian's Redis 7, which the store/redisstore tests start on
+# a loopback port), staticcheck, govulncheck, apidiff and kubeconform (into .bin/) with the
 # Kubernetes JSON schemas it checks against (.bin/k8s-schemas/), podman for the image test, and the Go code generators (gen/generate.sh
 # installs them into .bin/).
 # Needs Go and Node with npm. Safe to run again: it installs only what is
@@ -21,6 +22,8 @@ command -v grpc_python_plugin >/dev/null || pkgs+=(protobuf-compiler-grpc)
 /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 /usr/bin/python3 -c 'import setuptools' 2>/dev/null || pkgs+=(python3-setuptools)
 /usr/bin/python3 -c 'import wheel' 2>/dev/null || pkgs+=(python3-wheel)
+# The Redis store's tests (internal/testredis) start a real redis-server.
+command -v redis-server >/dev/null || pkgs+=(redis-server)
 if [ ${#pkgs[@]} -gt 0 ]; then
   echo "== apt-get install ${pkgs[*]}"
   sudo=""

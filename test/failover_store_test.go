@@ -21,7 +21,8 @@ import (
 // B together is what one process sends, revision by revision: every
 // call's revisions are 1, 2, 3 ... with no gap or repeat across the two
 // replicas, its folded state after each equals one process's, and the
-// final ShellExec of every call is the golden's.
+// final ShellExec of every call is the golden's. A client that lost A's
+// last answers in flight is made whole by B's first revisions.
 func TestFailoverKillsAReplicaMidSession(t *testing.T) {
 	args := []string{"--store", testredis.Start(t)}
 	crossed := 0
@@ -31,6 +32,18 @@ func TestFailoverKillsAReplicaMidSession(t *testing.T) {
 			t.Errorf("A, before the kill: %v", err)
 		}
 		checkAgainstSingleProcess(t, rec, append(append([]*pb.NormalizeResponse{}, fromA...), fromB...))
+		// A client that never got A's last answers (they were on the wire
+		// when A died) sees a gap, and B's first revision of each call on
+		// the new stream carries every text whole: folding that gives the
+		// golden too.
+		lossy := foldAcross(append(dropLastExecs(fromA, 2), fromB...))
+		golden, err := os.ReadFile(filepath.Join("testdata", "golden", rec.name+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := withoutRevisionCounts(renderCalls(rec.name, lossy, nil)), withoutRevisionCounts(golden); g != w {
+			t.Errorf("a client that lost A's last two live revisions does not end with the golden:\n%s", firstDiff(w, g))
+		}
 		var log revisionLog
 		log.add("A", fromA)
 		log.add("B", fromB)

@@ -46,8 +46,9 @@ import (
 // grace period with a commit.
 
 // maxAttempts bounds how often a request is applied again after losing a
-// race with another replica.
-const maxAttempts = 8
+// race with another replica (with a growing random pause between, see
+// backOff).
+const maxAttempts = 12
 
 // storeTimeout bounds a commit or load made without a request's context
 // (the sweeper's).
@@ -392,7 +393,7 @@ func (ss *sessions) release(s *session, r *reply) {
 		ss.buryPast(s, ss.now())
 	}
 	committed, err := ss.persist(r.req.ctx, s)
-	if !committed && !s.loaded {
+	if !committed && !s.loaded && !r.inert {
 		err = ss.current(r.req.ctx, s)
 	}
 	s.loaded = false

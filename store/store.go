@@ -78,6 +78,10 @@ var ErrConflict = errors.New("store: session version conflict (changed by anothe
 type Store interface {
 	// Load returns the session at its current version (Version 0, empty maps when absent).
 	Load(ctx context.Context, session string) (*Snapshot, error)
+	// Version returns the session's current version (0 when absent)
+	// without its state: a replica holding a cached copy checks with it
+	// that the copy is current before it answers from it alone.
+	Version(ctx context.Context, session string) (uint64, error)
 	// Commit applies c atomically when the session is still at version base
 	// (0: it must not exist), and returns the new version (base+1);
 	// ErrConflict otherwise, with nothing applied.

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"LoadAbsent", testLoadAbsent},
+		{"Version", testVersion},
 		{"CreateAtBaseZero", testCreate},
 		{"StaleBaseConflicts", testConflict},
 		{"InvalidChange", testInvalidChange},
@@ -143,6 +144,31 @@ func rec(kv ...string) map[string][]byte {
 
 func testLoadAbsent(t *testing.T, s store.Store) {
 	want(t, load(t, s, "absent"), 0, nil, nil, nil)
+}
+
+func testVersion(t *testing.T, s store.Store) {
+	version := func() uint64 {
+		t.Helper()
+		v, err := s.Version(ctx(t), "a")
+		if err != nil {
+			t.Fatalf("Version: %v", err)
+		}
+		return v
+	}
+	if v := version(); v != 0 {
+		t.Fatalf("version of an absent session: %d", v)
+	}
+	v := commit(t, s, "a", 0, &store.Change{Header: []byte("h"), TTL: long})
+	v = commit(t, s, "a", v, &store.Change{Records: rec("r", "1"), TTL: long})
+	if got := version(); got != v || v != 2 {
+		t.Fatalf("version after two commits: %d, Commit said %d", got, v)
+	}
+	if err := s.Delete(ctx(t), "a", v); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(); v != 0 {
+		t.Fatalf("version after Delete: %d", v)
+	}
 }
 
 func testCreate(t *testing.T, s store.Store) {

@@ -64,10 +64,22 @@ func play(t *testing.T, id string, replicas ...*normalize.Normalizer) []string {
 func TestStoreReplicasMatchOneProcess(t *testing.T) {
 	want := play(t, "s", normalize.New())
 	st := store.NewMemory()
-	a, b, c := normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))
+	var mu sync.Mutex
+	ops := map[string]int{}
+	hooks := normalize.WithHooks(normalize.Hooks{StoreOp: func(op, result string, took time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		ops[op+" "+result]++
+	}})
+	a, b, c := normalize.New(normalize.WithStore(st), hooks), normalize.New(normalize.WithStore(st), hooks), normalize.New(normalize.WithStore(st), hooks)
 	got := play(t, "s", a, b, c)
 	if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
 		t.Fatalf("through three replicas:\n%s\n\nalone:\n%s", g, w)
+	}
+	// Each replica's copy is stale on its every turn: the store's version
+	// check catches it, on commit or by asking, and it loads the session.
+	if ops["commit ok"] == 0 || ops["commit conflict"] == 0 || ops["load ok"] == 0 || ops["version conflict"] == 0 || ops["commit error"]+ops["load error"]+ops["version error"] != 0 {
+		t.Errorf("store operations counted: %v", ops)
 	}
 	// The session was closed: what is left are the tombstones, on every
 	// replica: a late update about a released call is refused, not reopened.

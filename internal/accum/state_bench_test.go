@@ -12,8 +12,9 @@ import (
 // engine does to store the call (the step: TakeSync, AppendState or
 // both). Each is timed on its own, next to each other, so that a busy
 // machine slows both alike; the clock reads (some 50 ns) count in each.
-// It returns the two times and the bytes TakeSync handed out.
-func streamingCall(deltas []Observation, sync, state bool) (apply, step time.Duration, synced int) {
+// It returns the two times, the bytes TakeSync handed out, and the bytes
+// that storing the whole held text after every delta would have sent.
+func streamingCall(deltas []Observation, sync, state bool) (apply, step time.Duration, synced, whole int) {
 	var buf []byte
 	c := NewCall("call-0001", benchLimit)
 	c.Apply(&Observation{Shell: ShellYes, Command: "make all", Cwd: "/w/project", Description: "build the workspace", Status: StatusRunning})
@@ -33,8 +34,9 @@ func streamingCall(deltas []Observation, sync, state bool) (apply, step time.Dur
 		t2 := time.Now()
 		apply += t1.Sub(t0)
 		step += t2.Sub(t1)
+		whole += len(c.streams[Combined].held())
 	}
-	return apply, step, synced
+	return apply, step, synced, whole
 }
 
 func benchDeltas(n int) []Observation {
@@ -53,10 +55,10 @@ func benchStore(b *testing.B, sync, state bool) {
 		b.Run(fmt.Sprintf("delta=%dB", n), func(b *testing.B) {
 			deltas := benchDeltas(n)
 			var apply, step time.Duration
-			synced := 0
+			synced, whole := 0, 0
 			for b.Loop() {
-				a, s, y := streamingCall(deltas, sync, state)
-				apply, step, synced = apply+a, step+s, synced+y
+				a, s, y, w := streamingCall(deltas, sync, state)
+				apply, step, synced, whole = apply+a, step+s, synced+y, whole+w
 			}
 			obs := float64(b.N * len(deltas))
 			b.ReportMetric(float64(apply.Nanoseconds())/obs, "apply-ns/obs")
@@ -64,6 +66,7 @@ func benchStore(b *testing.B, sync, state bool) {
 			b.ReportMetric(float64(step)/float64(apply), "step/apply")
 			if sync {
 				b.ReportMetric(float64(synced)/(obs*float64(n)), "synced/real")
+				b.ReportMetric(float64(whole)/(obs*float64(n)), "whole/real")
 			}
 		})
 	}
@@ -71,7 +74,8 @@ func benchStore(b *testing.B, sync, state bool) {
 
 // BenchmarkTakeSync: TakeSync after every live delta. synced/real is the
 // bytes handed to the store per byte of output: 1 while the stream fits,
-// about 2 once compaction (a Replace every limit bytes) sets in.
+// about 2 once compaction (a Replace every limit bytes) sets in;
+// whole/real is the baseline of storing the whole held text every time.
 func BenchmarkTakeSync(b *testing.B) { benchStore(b, true, false) }
 
 // BenchmarkAppendState: AppendState after every live delta, into a

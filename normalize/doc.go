@@ -82,6 +82,22 @@
 // consumer that may miss revisions (a client that reconnects) get every
 // text whole again.
 //
+// # More than one process
+//
+// By default a Normalizer's own memory holds every session, so a restart
+// loses the open calls and another process knows nothing of them.
+// WithStore puts the sessions in a shared Store (package store; a Redis
+// one is in store/redisstore): any Normalizer using the same store can
+// then serve any session and go on where another stopped, with revisions
+// numbered on across them. The Normalizer keeps a cache of the sessions it
+// serves and commits each request's changes with a compare-and-set on the
+// session's version before handing its revisions on; a request that lost
+// a race with another process is applied again on the new state, and one
+// the store cannot take gives a FrameError with code Unavailable (it was
+// not applied). A request that changes nothing still asks the store for
+// the session's version, so that a stale cache is never answered from.
+// Text streams are stored by appending what each frame adds.
+//
 // # Why plain Go types
 //
 // ShellExec, Text and FrameError mirror the messages of the acpnorm.v1

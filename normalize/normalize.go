@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acpnorm/acpnorm/internal/dialect"
+	"github.com/acpnorm/acpnorm/store"
 )
 
 // Normalizer holds the state of every ACP session fed to it. It is safe for
@@ -31,6 +32,7 @@ type config struct {
 	SessionMemory      int
 	hooks              Hooks
 	now                func() time.Time
+	store              store.Store
 }
 
 // Defaults of the options; they are the acpnormd defaults.

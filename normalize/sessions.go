@@ -14,12 +14,14 @@ import (
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/dialect"
+	"github.com/acpnorm/acpnorm/store"
 )
 
 // sessions is the state of every ACP session of the process, shared by all
 // streams so that a client that reconnects goes on where it left off.
 type sessions struct {
 	cfg   config
+	store store.Store // nil: memory is the only state
 	hooks Hooks
 	now   func() time.Time
 	total atomic.Int64 // calls held, all sessions
@@ -49,6 +51,33 @@ type session struct {
 	calls     map[string]*entry
 	terminals map[string]string // terminal id -> tool call id
 	asks      map[string]ask    // JSON-RPC id -> the ask
+
+	// With a store (see persist.go): the version the cached state is
+	// at, whether it still has to be loaded (or was by this request),
+	// which calls have records in
+	// the store, the header as last committed (body) and when it said
+	// the session was last used, the numbers of the oldest and next
+	// tombstone records, and the tombstones the next commit writes.
+	version             uint64
+	needLoad            bool
+	loaded              bool // by the request under way: it is current
+	stored              map[string]bool
+	body                []byte
+	storedTouched       time.Time
+	tombFirst, tombNext uint64
+	newTombs            []storedTomb
+}
+
+func newSession(id string) *session {
+	return &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}, stored: map[string]bool{}}
+}
+
+// reset forgets what a session learned (its dialect, cwd, terminals and
+// asks) when its calls were released, as a new session would start.
+func (s *session) reset() {
+	s.dialect, s.name, s.explicit, s.named = nil, "", false, false
+	s.cwd, s.cwdByHand, s.cancel = "", false, false
+	s.terminals, s.asks = map[string]string{}, map[string]ask{}
 }
 
 type entry struct {
@@ -58,6 +87,7 @@ type entry struct {
 	size      int           // bytes of text charged for the call
 	revisions uint32        // revisions sent
 	outcome   accum.Outcome // outcome of the last revision sent
+	dirty     bool          // changed since the last commit (with a store)
 }
 
 type ask struct {
@@ -66,7 +96,7 @@ type ask struct {
 }
 
 func newSessions(cfg config) *sessions {
-	return &sessions{cfg: cfg, hooks: cfg.hooks, now: cfg.now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
+	return &sessions{cfg: cfg, store: cfg.store, hooks: cfg.hooks, now: cfg.now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
 }
 
 // errTooManySessions says that a session cannot be created.
@@ -75,21 +105,26 @@ var errTooManySessions = errors.New("too many sessions")
 // lock returns the session, locked. When it does not exist, lock creates it
 // if create is true (or fails with errTooManySessions at the limit), and
 // returns nil otherwise. It gives up when ctx is done while another request
-// of the session is being applied.
+// of the session is being applied. With a store, a session not in the
+// cache is loaded from it (an error wrapping errStore when that fails).
 func (ss *sessions) lock(ctx context.Context, id string, create bool) (*session, error) {
 	for {
 		ss.mu.Lock()
 		s := ss.all[id]
 		if s == nil {
-			if !create {
+			if !create && ss.store == nil {
 				ss.mu.Unlock()
 				return nil, nil
 			}
 			if len(ss.all) >= ss.cfg.MaxSessions {
 				ss.mu.Unlock()
+				if !create {
+					return nil, nil // could not be cached; a frame that creates it says so
+				}
 				return nil, errTooManySessions
 			}
-			s = &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}}
+			s = newSession(id)
+			s.needLoad = ss.store != nil
 			ss.all[id] = s
 			ss.hooks.sessions(1)
 		}
@@ -99,11 +134,23 @@ func (ss *sessions) lock(ctx context.Context, id string, create bool) (*session,
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if !s.gone {
-			s.touched = ss.now()
-			return s, nil
+		if s.gone {
+			s.unlock()
+			continue
 		}
-		s.unlock()
+		if s.needLoad {
+			found, err := ss.load(ctx, s)
+			if err != nil || !found && !create && len(s.calls) == 0 {
+				ss.uncache(s)
+				s.unlock()
+				return nil, err
+			}
+			if found && ss.now().Sub(s.touched) > ss.cfg.TTL {
+				ss.expireLoaded(s)
+			}
+		}
+		s.touched = ss.now()
+		return s, nil
 	}
 }
 
@@ -127,6 +174,12 @@ type reply struct {
 	seq     uint64
 	req     *request
 	err     error // the first error handing on returned; nothing is handed on after it
+	// With a store, the events wait in held until the request's changes
+	// are committed (see release); conflict says another replica
+	// committed first, and the request is to be applied again.
+	hold     bool
+	held     []Event
+	conflict bool
 	// ahead is the frame read ahead of its turn (see Prepare), if any;
 	// next is the dialect the frame's session reads its next frame with.
 	ahead *Prepared
@@ -135,8 +188,56 @@ type reply struct {
 
 // send hands one event on, unless an earlier one failed.
 func (r *reply) send(ev Event) {
-	if r.err == nil {
+	switch {
+	case r.err != nil:
+	case r.hold:
+		r.held = append(r.held, ev)
+	default:
 		r.err = r.req.give(ev)
+	}
+}
+
+// flush hands on the events held until the commit.
+func (r *reply) flush() {
+	r.hold = false
+	for _, ev := range r.held {
+		r.send(ev)
+	}
+	r.held = nil
+}
+
+// storeFailed drops what the request produced, which the store did not
+// take, and says so.
+func (r *reply) storeFailed(err error) {
+	r.held = r.held[:0]
+	r.fail(Unavailable, "", "frame %d of session %q was not applied: %v; it may be sent again", r.seq, r.session, err)
+}
+
+// newReply starts an attempt at a request: the first reads the frame read
+// ahead, if any; a later one (after a conflict) reads it again, since
+// applying changes what was read.
+func (ss *sessions) newReply(req *request, attempt int) *reply {
+	r := &reply{req: req, hold: ss.store != nil}
+	if attempt == 0 {
+		r.ahead = req.prepared
+	}
+	return r
+}
+
+// attempt applies a request until it is not undone by a conflict (with a
+// store), at most maxAttempts times, then hands on what it produced.
+func (ss *sessions) attempt(req *request, apply func(r *reply) error) (*reply, error) {
+	for n := 0; ; n++ {
+		r := ss.newReply(req, n)
+		err := apply(r)
+		if r.conflict {
+			if n+1 < maxAttempts && err == nil {
+				continue
+			}
+			r.storeFailed(fmt.Errorf("%w: other replicas changed the session %d times while it was applied", errStore, maxAttempts))
+		}
+		r.flush()
+		return r, err
 	}
 }
 
@@ -160,10 +261,11 @@ func (r *reply) fail(code Code, callID, format string, args ...any) {
 // of the same session.
 
 func (ss *sessions) turnEnded(id string, cancelled bool, req *request) error {
-	r := &reply{req: req}
-	err := ss.control(req.ctx, id, req.seq, "turn_ended", r, func(s *session) {
-		ss.endOpen(s, cancelled || s.cancel, "the prompt turn ended while the call was still open", r)
-		s.cancel = false
+	r, err := ss.attempt(req, func(r *reply) error {
+		return ss.control(req.ctx, id, req.seq, "turn_ended", r, func(s *session) {
+			ss.endOpen(s, cancelled || s.cancel, "the prompt turn ended while the call was still open", r)
+			s.cancel = false
+		})
 	})
 	if err != nil {
 		return err
@@ -172,10 +274,11 @@ func (ss *sessions) turnEnded(id string, cancelled bool, req *request) error {
 }
 
 func (ss *sessions) closeSession(id string, req *request) error {
-	r := &reply{req: req}
-	err := ss.control(req.ctx, id, req.seq, "session_closed", r, func(s *session) {
-		ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
-		ss.drop(s, releasedClosed, "session_closed")
+	r, err := ss.attempt(req, func(r *reply) error {
+		return ss.control(req.ctx, id, req.seq, "session_closed", r, func(s *session) {
+			ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
+			ss.drop(s, releasedClosed, "session_closed")
+		})
 	})
 	if err != nil {
 		return err
@@ -184,8 +287,9 @@ func (ss *sessions) closeSession(id string, req *request) error {
 }
 
 func (ss *sessions) frame(id string, msg []byte, req *request) error {
-	r := &reply{req: req, ahead: req.prepared}
-	err := ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg}, r)
+	r, err := ss.attempt(req, func(r *reply) error {
+		return ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg}, r)
+	})
 	if r.next != nil && req.nextDialect != nil {
 		req.nextDialect(r.next.Info().Name)
 	}
@@ -193,6 +297,17 @@ func (ss *sessions) frame(id string, msg []byte, req *request) error {
 		return err
 	}
 	return r.err
+}
+
+// locked reports a failure to take a session: a store failure is the
+// request's FrameError (the request was not applied); anything else (the
+// context ended) is the request's error.
+func (r *reply) locked(err error) error {
+	if errors.Is(err, errStore) {
+		r.storeFailed(err)
+		return nil
+	}
+	return err
 }
 
 // frameIn is one frame as fed.
@@ -215,9 +330,9 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 	}
 	s, err := ss.lock(ctx, id, false)
 	if err != nil || s == nil {
-		return err // a session never seen (or released) has nothing to end
+		return r.locked(err) // a session never seen (or released) has nothing to end
 	}
-	defer s.unlock()
+	defer ss.release(s, r)
 	do(s)
 	return nil
 }
@@ -254,7 +369,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	// so it is read first with the dialect a new session would use.
 	s, err := ss.lock(ctx, f.GetSessionId(), false)
 	if err != nil {
-		return err
+		return r.locked(err)
 	}
 	with := chosen
 	if with == nil {
@@ -266,7 +381,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	read, err := r.readWith(with, f.GetMessage())
 	if err != nil {
 		if s != nil {
-			s.unlock()
+			ss.release(s, r)
 		}
 		r.fail(InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
 		return nil
@@ -279,19 +394,19 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			return nil
 		}
 		if err != nil {
-			return err
+			return r.locked(err)
 		}
 		if chosen == nil && s.reader().Info().Name != with.Info().Name {
 			// Another stream made the session meanwhile and detected its
 			// dialect: read the frame the way the session reads.
 			if read, err = dialect.Read(s.reader(), f.GetMessage()); err != nil {
-				s.unlock()
+				ss.release(s, r)
 				r.fail(InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
 				return nil
 			}
 		}
 	}
-	defer s.unlock()
+	defer ss.release(s, r)
 	if chosen != nil {
 		s.use(chosen)
 		s.explicit = true
@@ -399,7 +514,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	e := s.calls[id]
 	if e == nil {
-		if tb, ok := ss.tombs.get(s.id, id); ok {
+		if tb, ok := ss.tombOf(s, id); ok {
 			ss.hooks.lateFrame()
 			r.fail(FailedPrecondition, id, "frame %d of session %q: %s", r.seq, s.id, tb.explain(id))
 			return ""
@@ -551,6 +666,7 @@ func (s *session) onlyOpen(kind accum.Shell) *entry {
 
 // emit appends the call's next revision, if it is a shell call and changed.
 func (ss *sessions) emit(s *session, e *entry, r *reply) {
+	e.dirty = true
 	if !e.call.IsShell() || r.err != nil {
 		return // after a failed send the change waits for the next revision
 	}
@@ -606,6 +722,7 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
+	s.reset() // with a store, what is committed is a new session with the tombstones
 	ss.forget(n, reason)
 }
 
@@ -615,7 +732,12 @@ func (ss *sessions) bury(s *session, id string, e *entry, why released) {
 	if why == releasedGrace {
 		after = ss.cfg.Grace
 	}
-	ss.tombs.add(s.id, id, tomb{why: why, after: after, revisions: e.revisions, outcome: e.outcome})
+	tb := tomb{why: why, after: after, revisions: e.revisions, outcome: e.outcome}
+	if ss.store != nil {
+		s.newTombs = append(s.newTombs, storedTomb{id, tb}) // remembered once committed
+		return
+	}
+	ss.tombs.add(s.id, id, tb)
 }
 
 func (ss *sessions) forget(n int, reason string) {
@@ -647,19 +769,39 @@ func (ss *sessions) sweep() {
 		}
 		switch {
 		case s.gone:
+			s.unlock()
+		case now.Sub(s.touched) > ss.cfg.TTL && ss.store != nil:
+			ss.uncache(s) // the store keeps it; a later load releases its calls
+			s.unlock()
 		case now.Sub(s.touched) > ss.cfg.TTL:
 			ss.drop(s, releasedIdle, "ttl")
+			s.unlock()
+		case ss.store != nil:
+			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+			ss.release(s, &reply{req: &request{ctx: ctx}, session: s.id}) // buries what is past its grace
+			cancel()
 		default:
-			past := s.inOrder(func(e *entry) bool { return e.call.Ended() && now.Sub(e.endedAt) > ss.cfg.Grace })
-			for _, e := range past {
-				ss.bury(s, e.call.ID(), e, releasedGrace)
-				ss.unhold(s, e)
-				s.forgetCall(e.call.ID())
-			}
-			ss.forget(len(past), "grace")
+			ss.buryPast(s, now)
+			s.unlock()
 		}
-		s.unlock()
 	}
+}
+
+// tombOf returns the tombstone of a released call of s: one the next
+// commit writes, or one remembered.
+func (ss *sessions) tombOf(s *session, id string) (tomb, bool) {
+	for i := len(s.newTombs) - 1; i >= 0; i-- {
+		if s.newTombs[i].call == id {
+			return s.newTombs[i].tomb, true
+		}
+	}
+	return ss.tombs.get(s.id, id)
+}
+
+// pastGrace lists the ended calls of s past their grace period, in the
+// order they opened.
+func (ss *sessions) pastGrace(s *session, now time.Time) []*entry {
+	return s.inOrder(func(e *entry) bool { return e.call.Ended() && now.Sub(e.endedAt) > ss.cfg.Grace })
 }
 
 // forgetCall removes a call and everything that points at it.

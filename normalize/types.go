@@ -184,6 +184,9 @@ const (
 	// FailedPrecondition: the frame is about something unknown or released
 	// (a terminal no call showed, a call past its grace period).
 	FailedPrecondition Code = 9
+	// Unavailable: the frame was not applied because the state store (see
+	// WithStore) could not take it; it may be sent again.
+	Unavailable Code = 14
 )
 
 func (c Code) String() string {
@@ -194,6 +197,8 @@ func (c Code) String() string {
 		return "ResourceExhausted"
 	case FailedPrecondition:
 		return "FailedPrecondition"
+	case Unavailable:
+		return "Unavailable"
 	}
 	return fmt.Sprintf("Code(%d)", uint32(c))
 }

@@ -93,6 +93,21 @@ func (m *memory) Load(ctx context.Context, session string) (*Snapshot, error) {
 	return snap, nil
 }
 
+func (m *memory) Version(ctx context.Context, session string) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("store: version: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, errMemoryClosed
+	}
+	if s := m.live(session, m.now()); s != nil {
+		return s.version, nil
+	}
+	return 0, nil
+}
+
 func (m *memory) Commit(ctx context.Context, session string, base uint64, c *Change) (uint64, error) {
 	if c == nil {
 		return 0, errors.New("store: commit without a change (nil *Change)")

@@ -23,7 +23,10 @@
 // nothing, and the caller reloads, re-applies its input and tries again.
 // Two writers of one session therefore never both win the same version,
 // and the stored state is always the sequence of the winning commits.
-// Delete is guarded by the version in the same way.
+// Delete is guarded by the version in the same way. An error that is not
+// ErrConflict (a lost connection, a cancelled context) may leave it
+// unknown whether a networked store applied the commit: the caller loads
+// the session again before it commits anything else to it.
 //
 // Every commit sets the expiry of all of the session's data (header,
 // records and streams, including those the commit did not touch) to the
@@ -75,6 +78,10 @@ var ErrConflict = errors.New("store: session version conflict (changed by anothe
 type Store interface {
 	// Load returns the session at its current version (Version 0, empty maps when absent).
 	Load(ctx context.Context, session string) (*Snapshot, error)
+	// Version returns the session's current version (0 when absent)
+	// without its state: a replica holding a cached copy checks with it
+	// that the copy is current before it answers from it alone.
+	Version(ctx context.Context, session string) (uint64, error)
 	// Commit applies c atomically when the session is still at version base
 	// (0: it must not exist), and returns the new version (base+1);
 	// ErrConflict otherwise, with nothing applied.

@@ -9,8 +9,8 @@
 # The steps, in order:
 #   1. test/setup.sh installs what is missing (apt: protoc, grpc_python_plugin,
 #      python3-grpcio/-protobuf/-venv/-setuptools/-wheel, podman; npm ci in
-#      clients/ts; staticcheck, govulncheck, apidiff and the code generators
-#      into .bin/);
+#      clients/ts; staticcheck, govulncheck, apidiff, kubeconform and its schemas, and the
+#      code generators into .bin/);
 #   2. gofmt, go vet, go mod tidy -diff (go.mod and go.sum are tidy),
 #      staticcheck, govulncheck (skipped, saying so, when its database at
 #      vuln.go.dev cannot be reached), and the licence copies in the client
@@ -19,7 +19,8 @@
 #      clients/python and clients/ts (bash gen/generate.sh must leave them
 #      unchanged), then buf breaking against main, and apidiff on the
 #      public normalize package against the last tag or main
-#      (test/apidiff.sh);
+#      (test/apidiff.sh); kubeconform -strict on the Kubernetes manifests in
+#      deploy/k8s, against schemas generated offline by test/setup.sh;
 #   4. go test -race on every package: unit, bufconn service, golden,
 #      conformance, end-to-end and command-line tests;
 #   5. each fuzz target for FUZZTIME inputs (20000x; a count, not a
@@ -90,6 +91,18 @@ fi
 
 echo "== apidiff: no incompatible change to the public Go package (normalize) since the last tag, else main"
 bash test/apidiff.sh
+
+echo "== kubernetes manifests: kubeconform -strict on deploy/k8s, offline (schemas from test/setup.sh)"
+# kustomization.yaml is kustomize's file, not a resource the API server
+# knows; the invariants test (test/k8s_manifests_test.go) checks it lists
+# every manifest. optional/ is checked too, against Istio's CRD schema.
+kubeconform=(.bin/kubeconform -strict -summary -schema-location ".bin/k8s-schemas/{{.ResourceKind}}{{.KindSuffix}}.json" -ignore-filename-pattern 'kustomization\.yaml$')
+"${kubeconform[@]}" deploy/k8s
+# The check can fail: a misspelt field must be refused.
+if sed 's/^  replicas: /  replica: /' deploy/k8s/deployment.yaml | "${kubeconform[@]}" - >/dev/null 2>&1; then
+  echo "kubeconform accepted a Deployment with a misspelt field (spec.replica): the schemas in .bin/k8s-schemas are not strict" >&2
+  exit 1
+fi
 
 echo "== go test -race"
 go test -race -count=1 ./...

@@ -3,7 +3,9 @@
 # Debian's protoc, grpc_python_plugin, python3-grpcio, python3-protobuf and
 # what builds and installs clients/python into a venv (python3-venv,
 # python3-setuptools, python3-wheel; PyPI is not needed), the TypeScript client's npm packages (npm ci),
-# staticcheck, govulncheck and apidiff (into .bin/), podman for the image test, and the Go code generators (gen/generate.sh
+# redis-server (Debian's Redis 7, which the store/redisstore tests start on
+# a loopback port), staticcheck, govulncheck, apidiff and kubeconform (into .bin/) with the
+# Kubernetes JSON schemas it checks against (.bin/k8s-schemas/), podman for the image test, and the Go code generators (gen/generate.sh
 # installs them into .bin/).
 # Needs Go and Node with npm. Safe to run again: it installs only what is
 # missing.
@@ -20,6 +22,8 @@ command -v grpc_python_plugin >/dev/null || pkgs+=(protobuf-compiler-grpc)
 /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 /usr/bin/python3 -c 'import setuptools' 2>/dev/null || pkgs+=(python3-setuptools)
 /usr/bin/python3 -c 'import wheel' 2>/dev/null || pkgs+=(python3-wheel)
+# The Redis store's tests (internal/testredis) start a real redis-server.
+command -v redis-server >/dev/null || pkgs+=(redis-server)
 if [ ${#pkgs[@]} -gt 0 ]; then
   echo "== apt-get install ${pkgs[*]}"
   sudo=""
@@ -72,6 +76,45 @@ if [ "$(cat .bin/apidiff.version 2>/dev/null)" != "$APIDIFF_VERSION" ] || [ ! -x
   mkdir -p .bin
   GOBIN="$PWD/.bin" go install "golang.org/x/exp/cmd/apidiff@$APIDIFF_VERSION"
   echo "$APIDIFF_VERSION" > .bin/apidiff.version
+fi
+
+# kubeconform, pinned, checks deploy/k8s in test/run.sh. It cannot fetch its
+# schemas at run time (they live on GitHub), so test/k8sschema writes them
+# into .bin/k8s-schemas/ from two Go modules the module proxy serves: the
+# OpenAPI document of one Kubernetes release (api/openapi-spec/swagger.json
+# of k8s.io/kubernetes, an 18 MB zip) and Istio's CRDs for the optional
+# DestinationRule (kubernetes/customresourcedefinitions.gen.yaml of
+# istio.io/api). .bin/k8s-schemas.stamp says from which versions and
+# generator they were made.
+KUBECONFORM_VERSION=v0.8.0
+K8S_SCHEMA_VERSION=v1.34.4 # the Kubernetes release the manifests are checked against
+ISTIO_API_VERSION=v1.31.4
+if [ "$(cat .bin/kubeconform.version 2>/dev/null)" != "$KUBECONFORM_VERSION" ] || [ ! -x .bin/kubeconform ]; then
+  echo "== go install kubeconform@$KUBECONFORM_VERSION"
+  mkdir -p .bin
+  GOBIN="$PWD/.bin" go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
+  echo "$KUBECONFORM_VERSION" > .bin/kubeconform.version
+fi
+k8s_stamp="kubernetes $K8S_SCHEMA_VERSION istio.io/api $ISTIO_API_VERSION generator $(cat test/k8sschema/main.go go.sum | sha256sum | cut -c1-16)"
+if [ "$(cat .bin/k8s-schemas.stamp 2>/dev/null)" != "$k8s_stamp" ] || [ ! -d .bin/k8s-schemas ]; then
+  echo "== Kubernetes $K8S_SCHEMA_VERSION and Istio $ISTIO_API_VERSION JSON schemas for kubeconform (test/k8sschema)"
+  moddir() { # the extracted module, downloaded outside this module so go.mod and go.sum stay as they are
+    local tmp
+    tmp=$(mktemp -d)
+    (cd "$tmp" && go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    rmdir "$tmp"
+  }
+  k8s_dir=$(moddir "k8s.io/kubernetes@$K8S_SCHEMA_VERSION")
+  istio_dir=$(moddir "istio.io/api@$ISTIO_API_VERSION")
+  if [ -z "$k8s_dir" ] || [ -z "$istio_dir" ]; then
+    echo "test/setup.sh: could not download k8s.io/kubernetes@$K8S_SCHEMA_VERSION or istio.io/api@$ISTIO_API_VERSION from the Go module proxy" >&2
+    exit 1
+  fi
+  rm -rf .bin/k8s-schemas .bin/k8s-schemas.stamp
+  go run ./test/k8sschema -out .bin/k8s-schemas \
+    -crd "$istio_dir/kubernetes/customresourcedefinitions.gen.yaml" \
+    "$k8s_dir/api/openapi-spec/swagger.json"
+  echo "$k8s_stamp" > .bin/k8s-schemas.stamp
 fi
 
 echo "== go mod download"

@@ -153,8 +153,8 @@ func (c *Call) Apply(o *Observation) {
 		if o.Signal != "" {
 			c.cur.signal = o.Signal
 		}
-		c.cur.timedOut = c.cur.timedOut || o.TimedOut || o.Verdict == VerdictTimedOut
-		if o.Cancelled || o.Verdict == VerdictCancelled {
+		c.cur.timedOut = c.cur.timedOut || o.TimedOut
+		if o.Cancelled {
 			c.cancel("")
 			if o.CancelNotice != "" && c.cancelNotice == "" {
 				c.cancelNotice = o.CancelNotice

@@ -125,13 +125,8 @@ var callOutcomeTests = []struct {
 		want: Failed, wantExit: ptr(0),
 	},
 	{
-		name: "timed out verdict is a timeout",
-		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictTimedOut, Exit: exit(0, ExitStructured)}},
-		want: Failed, wantExit: ptr(0),
-	},
-	{
-		name: "cancelled verdict is cancelled",
-		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Verdict: VerdictCancelled, Exit: exit(0, ExitStructured)}},
+		name: "cancelled beside exit 0 under completed is cancelled",
+		obs:  []Observation{{Shell: ShellYes, Status: StatusCompleted, Cancelled: true, Exit: exit(0, ExitStructured)}},
 		want: Cancelled, wantExit: ptr(0),
 	},
 	{

@@ -144,10 +144,11 @@ func StrongerExit(a, b *Exit) *Exit {
 	return b
 }
 
-// Verdict is the word an agent's own structured result uses for how the
-// command ended, beside (or instead of) its exit code: an `outcome` of
-// "failed", "timed_out" or "cancelled". Dialects map the agent's words;
-// the Call applies the same meaning for every agent.
+// Verdict is what an agent's own structured result says of how the
+// command ended, beside (or instead of) its exit code, when it says the
+// command failed without saying how. A result that says timed out or
+// cancelled sets Observation.TimedOut or Cancelled instead. Dialects map
+// the agent's words; the Call applies the same meaning for every agent.
 type Verdict uint8
 
 const (
@@ -155,10 +156,6 @@ const (
 	VerdictNone Verdict = iota
 	// VerdictFailed: the result says the command failed.
 	VerdictFailed
-	// VerdictTimedOut: the result says the command was stopped by a timeout.
-	VerdictTimedOut
-	// VerdictCancelled: the result says the command was cancelled.
-	VerdictCancelled
 )
 
 // Shell says whether a frame shows the call to be a shell command.
@@ -225,9 +222,8 @@ type Observation struct {
 	// Failed says the agent reports a failure that is not an exit code (a
 	// spawn error, a tool error).
 	Failed bool
-	// Verdict is the agent's own word for how the command ended. Timed
-	// out and cancelled mean TimedOut and Cancelled; failed means the
-	// call never ends SUCCEEDED, whatever exit code 0 says.
+	// Verdict is the agent's own word that the command failed: the call
+	// never ends SUCCEEDED, whatever exit code 0 says.
 	Verdict Verdict
 
 	// PermissionAsk is true for `session/request_permission`.

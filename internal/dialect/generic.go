@@ -292,7 +292,7 @@ func textKind(ended bool) accum.TextKind {
 // stream; an omitted one keeps its text; one alone is not a split and
 // only updates a stream already split, accum.Text.IfSplit), the combined
 // output, a signal (a name or a number), a timeout flag and an outcome
-// word (`failed`, `timed_out`, `cancelled`; see readVerdict). Empty
+// word (`failed`, `timed_out`, `cancelled`; see applyVerdict). Empty
 // combined text is not reported (it would
 // wipe streamed output); empty split streams are, on the final frame.
 func applyShellOutput(o *accum.Observation, out *ShellOutput) {
@@ -327,9 +327,7 @@ func applyShellOutput(o *accum.Observation, out *ShellOutput) {
 	if (f.TimedOut != nil && *f.TimedOut) || (f.TimedOutCamel != nil && *f.TimedOutCamel) {
 		o.TimedOut = true
 	}
-	if v := readVerdict(f.Outcome.S); v != accum.VerdictNone {
-		o.Verdict = v
-	}
+	applyVerdict(o, f.Outcome.S)
 }
 
 // readTerminalUpdate reads the ACP v2 draft terminal updates. They name

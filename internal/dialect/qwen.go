@@ -46,7 +46,7 @@ import (
 //   - exit: rawOutput.exitCode (ExitStructured) ONLY when no signal is
 //     set. Qwen says `exitCode: 0` NEXT TO `signal: 9`/`15` for a killed,
 //     timed-out or cancelled command: that 0 is not an exit status.
-//   - signal: a number or a name (Signal). outcome (readVerdict): "failed"
+//   - signal: a number or a name (Signal). outcome (applyVerdict): "failed"
 //     fails, "timed_out" is TimedOut, "cancelled" is Cancelled.
 //     `error`, when not empty, is Qwen's own error: Failed, not output.
 //   - A final whose rawOutput is a string (releases that display the
@@ -318,9 +318,7 @@ func qwenResult(o *accum.Observation, out *qwenOutput, ended bool) {
 			o.Exit = e
 		}
 	}
-	if v := readVerdict(out.Outcome.S); v != accum.VerdictNone {
-		o.Verdict = v
-	}
+	applyVerdict(o, out.Outcome.S)
 	if out.Error.Set && strings.TrimSpace(out.Error.S) != "" {
 		o.Failed = true
 	}

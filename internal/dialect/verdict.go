@@ -11,7 +11,7 @@ import (
 
 // This file reads what a structured result says about HOW a command ended
 // beside its exit code: a signal (a name or a number), an outcome word and
-// a timed-out flag. Dialects use Signal and readVerdict for the fields
+// a timed-out flag. Dialects use Signal and applyVerdict for the fields
 // they know; readFrame runs contradictions over every dialect's frames as
 // a safety net, so that no agent, known or not, gets a made-up success
 // from an exit code of 0 that its own result contradicts.
@@ -98,23 +98,27 @@ func (s Signal) apply(o *accum.Observation) {
 // Replacer is safe for concurrent use, so one serves every frame.
 var verdictSpelling = strings.NewReplacer("-", "_", " ", "_")
 
-// readVerdict maps an agent's word for how a command ended ("failed",
-// "timed_out", "cancelled" and their common spellings); words of success
-// and unknown words give VerdictNone.
-func readVerdict(word string) accum.Verdict {
+// applyVerdict records in o an agent's word for how a command ended, in
+// its common spellings: "failed" (and "error", "killed", ...) as a failed
+// Verdict, "timed_out" as TimedOut, "cancelled" (and "aborted", ...) as
+// Cancelled. Words of success and unknown words change nothing. It
+// reports whether the word was one of those.
+func applyVerdict(o *accum.Observation, word string) bool {
 	if word == "" {
-		return accum.VerdictNone
+		return false
 	}
 	w := verdictSpelling.Replace(strings.ToLower(strings.TrimSpace(word)))
 	switch w {
 	case "failed", "failure", "fail", "error", "errored", "killed", "signaled", "signalled", "crashed":
-		return accum.VerdictFailed
+		o.Verdict = accum.VerdictFailed
 	case "timed_out", "timedout", "timeout":
-		return accum.VerdictTimedOut
+		o.TimedOut = true
 	case "cancelled", "canceled", "aborted", "interrupted":
-		return accum.VerdictCancelled
+		o.Cancelled = true
+	default:
+		return false
 	}
-	return accum.VerdictNone
+	return true
 }
 
 // claimsSuccess reports whether o, alone, would let its call succeed: a
@@ -141,6 +145,7 @@ func contradictions(msg []byte, obs []accum.Observation) {
 		return
 	}
 	var found accum.Observation
+	worded := false // the first outcome word found is the one used
 	eachMember(msg, func(key string, val []byte) {
 		if key != "PARAMS" {
 			return
@@ -152,15 +157,15 @@ func contradictions(msg []byte, obs []accum.Observation) {
 			eachMember(val, func(key string, val []byte) {
 				switch key {
 				case "RAWOUTPUT":
-					resultWords(&found, val, 0)
+					resultWords(&found, &worded, val, 0)
 				case "_META":
 					eachMember(val, func(key string, val []byte) {
 						if key == "TERMINAL_EXIT" {
-							resultWords(&found, val, 1)
+							resultWords(&found, &worded, val, 1)
 						}
 					})
 				case "EXITSTATUS":
-					resultWords(&found, val, 1)
+					resultWords(&found, &worded, val, 1)
 				}
 			})
 		})
@@ -171,6 +176,7 @@ func contradictions(msg []byte, obs []accum.Observation) {
 				o.Signal = found.Signal
 			}
 			o.TimedOut = o.TimedOut || found.TimedOut
+			o.Cancelled = o.Cancelled || found.Cancelled
 			if o.Verdict == accum.VerdictNone {
 				o.Verdict = found.Verdict
 			}
@@ -180,7 +186,9 @@ func contradictions(msg []byte, obs []accum.Observation) {
 
 // resultWords reads the signal, outcome and timed-out members of one
 // result object into o; depth bounds the nested `metadata` objects read.
-func resultWords(o *accum.Observation, b []byte, depth int) {
+// Only the first outcome word counts, and none after a signal that could
+// not be named (which reads as failed): *worded says one was applied.
+func resultWords(o *accum.Observation, worded *bool, b []byte, depth int) {
 	eachMember(b, func(key string, val []byte) {
 		switch key {
 		case "SIGNAL":
@@ -188,8 +196,8 @@ func resultWords(o *accum.Observation, b []byte, depth int) {
 		case "OUTCOME":
 			var s Str
 			s.UnmarshalJSON(val)
-			if v := readVerdict(s.S); v != accum.VerdictNone && o.Verdict == accum.VerdictNone {
-				o.Verdict = v
+			if !*worded && o.Verdict == accum.VerdictNone {
+				*worded = applyVerdict(o, s.S)
 			}
 		case "TIMED_OUT", "TIMEDOUT":
 			if string(bytes.TrimSpace(val)) == "true" {
@@ -197,7 +205,7 @@ func resultWords(o *accum.Observation, b []byte, depth int) {
 			}
 		case "METADATA":
 			if depth == 0 {
-				resultWords(o, val, depth+1)
+				resultWords(o, worded, val, depth+1)
 			}
 		}
 	})

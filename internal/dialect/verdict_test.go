@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -37,15 +38,55 @@ func TestReadSignal(t *testing.T) {
 	}
 }
 
-func TestReadVerdict(t *testing.T) {
-	for word, want := range map[string]accum.Verdict{
-		"failed": accum.VerdictFailed, "Error": accum.VerdictFailed, "killed": accum.VerdictFailed,
-		"timed_out": accum.VerdictTimedOut, "timed-out": accum.VerdictTimedOut, "timeout": accum.VerdictTimedOut,
-		"cancelled": accum.VerdictCancelled, "canceled": accum.VerdictCancelled, "aborted": accum.VerdictCancelled,
-		"success": accum.VerdictNone, "completed": accum.VerdictNone, "": accum.VerdictNone, "weird": accum.VerdictNone,
+func TestApplyVerdict(t *testing.T) {
+	failed, timedOut, cancelled := accum.Observation{Verdict: accum.VerdictFailed}, accum.Observation{TimedOut: true}, accum.Observation{Cancelled: true}
+	for word, want := range map[string]accum.Observation{
+		"failed": failed, "Error": failed, "killed": failed,
+		"timed_out": timedOut, "timed-out": timedOut, "timeout": timedOut,
+		"cancelled": cancelled, "canceled": cancelled, "aborted": cancelled,
+		"success": {}, "completed": {}, "": {}, "weird": {},
 	} {
-		if got := readVerdict(word); got != want {
-			t.Errorf("readVerdict(%q) = %v, want %v", word, got, want)
+		var got accum.Observation
+		if known := applyVerdict(&got, word); !reflect.DeepEqual(got, want) || known != !reflect.DeepEqual(want, accum.Observation{}) {
+			t.Errorf("applyVerdict(%q) = %+v (%v), want %+v", word, got, known, want)
+		}
+	}
+}
+
+// TestContradictionsFirstWordWins: of several outcome words in one frame
+// only the first counts, and none after a signal that cannot be named,
+// as before timeouts and cancels became flags rather than verdicts.
+func TestContradictionsFirstWordWins(t *testing.T) {
+	for _, c := range []struct {
+		name, update string
+		want         accum.Outcome
+		reason       string
+	}{
+		{"failed, then cancelled in metadata",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exit_code":0,"outcome":"failed","metadata":{"outcome":"cancelled"}}}`,
+			accum.Failed, "the agent's result says the command failed"},
+		{"cancelled, then failed in terminal_exit",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exit_code":0,"outcome":"cancelled"},"_meta":{"terminal_exit":{"terminal_id":"c","exit_code":0,"outcome":"failed"}}}`,
+			accum.Cancelled, ""},
+		{"an unnamed signal, then cancelled",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c","exit_code":0,"signal":{"n":9},"outcome":"cancelled"}}}`,
+			accum.Failed, "the agent's result says the command failed"},
+		{"timed_out flag, then cancelled",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c","exit_code":0,"timed_out":true,"outcome":"cancelled"}}}`,
+			accum.Cancelled, ""},
+	} {
+		obs, err := readCase(Generic(), c.update, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := accum.NewCall("c", 1024)
+		for i := range obs {
+			call.Apply(&obs[i])
+		}
+		call.End(false, "ended")
+		r, _ := call.Revision()
+		if r.Outcome != c.want || (c.reason != "" && r.OutcomeReason != c.reason) {
+			t.Errorf("%s: %v (%s), want %v (%s)", c.name, r.Outcome, r.OutcomeReason, c.want, c.reason)
 		}
 	}
 }

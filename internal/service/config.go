@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store"
 )
 
 // Config holds the limits of a Service. The zero value is not usable; start
@@ -47,6 +48,9 @@ type Config struct {
 	// reads nothing before the stream is ended (RESOURCE_EXHAUSTED), so a
 	// stalled client holds no memory.
 	SendTimeout time.Duration
+	// Store holds the sessions' state so that several servers can share
+	// them (see normalize.WithStore); nil keeps it in this process only.
+	Store store.Store
 }
 
 // DefaultConfig returns the limits used when nothing else is configured.
@@ -93,6 +97,7 @@ func (c Config) limits() []normalize.Option {
 		normalize.WithTombstones(c.Tombstones),
 		normalize.WithMemoryBudget(c.MemoryBudget),
 		normalize.WithSessionMemory(c.SessionMemory),
+		normalize.WithStore(c.Store),
 	}
 }
 

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"LoadAbsent", testLoadAbsent},
+		{"Version", testVersion},
 		{"CreateAtBaseZero", testCreate},
 		{"StaleBaseConflicts", testConflict},
 		{"InvalidChange", testInvalidChange},
@@ -145,6 +146,31 @@ func testLoadAbsent(t *testing.T, s store.Store) {
 	want(t, load(t, s, "absent"), 0, nil, nil, nil)
 }
 
+func testVersion(t *testing.T, s store.Store) {
+	version := func() uint64 {
+		t.Helper()
+		v, err := s.Version(ctx(t), "a")
+		if err != nil {
+			t.Fatalf("Version: %v", err)
+		}
+		return v
+	}
+	if v := version(); v != 0 {
+		t.Fatalf("version of an absent session: %d", v)
+	}
+	v := commit(t, s, "a", 0, &store.Change{Header: []byte("h"), TTL: long})
+	v = commit(t, s, "a", v, &store.Change{Records: rec("r", "1"), TTL: long})
+	if got := version(); got != v || v != 2 {
+		t.Fatalf("version after two commits: %d, Commit said %d", got, v)
+	}
+	if err := s.Delete(ctx(t), "a", v); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(); v != 0 {
+		t.Fatalf("version after Delete: %d", v)
+	}
+}
+
 func testCreate(t *testing.T, s store.Store) {
 	commit(t, s, "a", 0, &store.Change{
 		Header:  []byte("hdr"),
@@ -196,7 +222,7 @@ func testRecords(t *testing.T, s store.Store) {
 	v := commit(t, s, "a", 0, &store.Change{Records: rec("a", "1", "b", "2", odd, "3"), TTL: long})
 	v = commit(t, s, "a", v, &store.Change{Records: map[string][]byte{"a": nil, "b": []byte("22"), "c": {}, "never": nil}, TTL: long})
 	want(t, load(t, s, "a"), 2, nil, rec("b", "22", "c", "", odd, "3"), nil)
-	v = commit(t, s, "a", v, &store.Change{Records: map[string][]byte{odd: nil, "b": nil, "c": nil}, TTL: long})
+	commit(t, s, "a", v, &store.Change{Records: map[string][]byte{odd: nil, "b": nil, "c": nil}, TTL: long})
 	want(t, load(t, s, "a"), 3, nil, nil, nil)
 }
 

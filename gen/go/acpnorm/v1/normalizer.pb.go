@@ -810,7 +810,9 @@ type FrameError struct {
 	// or text field over the server's length limits; RESOURCE_EXHAUSTED (8)
 	// for a request over the server's limits on sessions, calls or held
 	// memory; FAILED_PRECONDITION (9) for a frame that needs state the session
-	// lacks, such as one about a tool call already released.
+	// lacks, such as one about a tool call already released; UNAVAILABLE (14)
+	// for a request that was not applied because the server's shared state
+	// store could not be reached (it may be sent again).
 	Code int32 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
 	// A readable sentence naming the problem.
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`

@@ -291,7 +291,9 @@ export type FrameError = Message<"acpnorm.v1.FrameError"> & {
    * or text field over the server's length limits; RESOURCE_EXHAUSTED (8)
    * for a request over the server's limits on sessions, calls or held
    * memory; FAILED_PRECONDITION (9) for a frame that needs state the session
-   * lacks, such as one about a tool call already released.
+   * lacks, such as one about a tool call already released; UNAVAILABLE (14)
+   * for a request that was not applied because the server's shared state
+   * store could not be reached (it may be sent again).
    *
    * @generated from field: int32 code = 3;
    */

@@ -1,0 +1,437 @@
+package normalize
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/dialect"
+	"github.com/acpnorm/acpnorm/store"
+)
+
+// With a Store (WithStore), the sessions a Normalizer holds in memory are a
+// cache of the store, and the store is the truth. A request is applied to
+// the cached session under the session's lock, and what it changed is
+// committed to the store before its revisions are handed on: one round
+// trip, compare-and-set on the session's version. When another replica
+// committed first (ErrConflict), the cache entry is dropped, the session is
+// loaded again and the request is applied again, so every request is
+// applied exactly once in the order the store accepted them, and revisions
+// go on 1, 2, 3 across replicas. A request that changed nothing commits
+// nothing.
+//
+// The stored session is:
+//   - a header: the dialect, cwd, cancel flag, terminals, unanswered asks,
+//     counters and when the session was last used;
+//   - a record per call ("c:" and its id): the call's place, revision count
+//     and outcome as sent, and its accumulation state (accum.Call's
+//     AppendState);
+//   - a stream per call and text stream ("<n>:" and the call id), written by
+//     appending what was added (accum.Call's TakeSync), so that a frame
+//     costs what it adds, not the whole held text;
+//   - a record per released call ("t:" and a number), its tombstone, at
+//     most MaxCallsPerSession of them, oldest dropped first.
+//
+// Every key of a session expires twice the TTL after its last commit. A
+// session loaded after more than the TTL idle releases its calls to
+// tombstones, as the sweeper does without a store; the sweeper itself only
+// drops idle sessions from the cache, and releases ended calls past their
+// grace period with a commit.
+
+// maxAttempts bounds how often a request is applied again after losing a
+// race with another replica.
+const maxAttempts = 8
+
+// storeTimeout bounds a commit or load made without a request's context
+// (the sweeper's).
+const storeTimeout = 10 * time.Second
+
+// Record formats; see codec.go.
+const (
+	headerFormat = 1
+	entryFormat  = 1
+	tombFormat   = 1
+)
+
+// errStore marks a failure of the store (not a conflict).
+var errStore = errors.New("state store")
+
+// WithStore keeps every session's state in st (see package store), so that
+// several Normalizers, in one process or on several machines, can serve the
+// same sessions and any of them can go on where another stopped. Without it
+// (the default) a Normalizer's own memory is the only state. With it, a
+// request's revisions are handed on once the store has accepted its
+// changes (WithEmit then holds them until then), and a request the store
+// cannot take gives a FrameError with code Unavailable: it was not applied
+// and may be sent again.
+func WithStore(st store.Store) Option { return func(c *config) { c.store = st } }
+
+// storedTomb is a tombstone waiting for the next commit.
+type storedTomb struct {
+	call string
+	tomb tomb
+}
+
+func recordOfCall(id string) string { return "c:" + id }
+
+func streamName(id string, stream int) string { return strconv.Itoa(stream) + ":" + id }
+
+func recordOfTomb(seq uint64) string { return "t:" + strconv.FormatUint(seq, 10) }
+
+// load fills a placeholder session (locked) from the store. It reports
+// whether the store had it.
+func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
+	snap, err := ss.store.Load(ctx, s.id)
+	if err != nil {
+		return false, fmt.Errorf("%w: loading session %q: %w", errStore, s.id, err)
+	}
+	s.needLoad, s.loaded = false, true
+	if snap.Version == 0 {
+		return false, nil
+	}
+	if err := ss.restore(s, snap); err != nil {
+		ss.uncache(s)
+		return false, fmt.Errorf("%w: session %q: %w", errStore, s.id, err)
+	}
+	return true, nil
+}
+
+// restore decodes a stored session into s.
+func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
+	s.version = snap.Version
+	d := decoder{b: snap.Header, what: "session header"}
+	d.format(headerFormat)
+	if name := d.str(); name != "" {
+		if dl, ok := dialect.Lookup(name); ok {
+			s.use(dl)
+		}
+	}
+	s.explicit, s.named, s.cwdByHand, s.cancel = d.boolean(), d.boolean(), d.boolean(), d.boolean()
+	s.cwd = d.str()
+	s.created = d.uvarint()
+	s.tombFirst, s.tombNext = d.uvarint(), d.uvarint()
+	for n := d.count(); n > 0 && d.err == nil; n-- {
+		t, c := d.str(), d.str()
+		s.terminals[t] = c
+	}
+	for n := d.count(); n > 0 && d.err == nil; n-- {
+		id, a := d.str(), ask{callID: d.str()}
+		for m := d.count(); m > 0 && d.err == nil; m-- {
+			a.reject = append(a.reject, d.str())
+		}
+		s.asks[id] = a
+	}
+	if d.err != nil {
+		return d.err
+	}
+	s.body = snap.Header[:len(snap.Header)-len(d.b)]
+	s.touched = time.Unix(0, d.varint())
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("%w: session header: %d bytes left over", errCorrupt, len(d.b))
+	}
+	s.storedTouched = s.touched
+
+	type buried struct {
+		seq  uint64
+		call string
+		tomb tomb
+	}
+	var tombs []buried
+	for name, rec := range snap.Records {
+		switch {
+		case strings.HasPrefix(name, "c:"):
+			id := name[2:]
+			e, err := decodeEntry(id, rec, snap.Streams, ss.cfg.TextLimit)
+			if err != nil {
+				return err
+			}
+			s.calls[id] = e
+			s.stored[id] = true
+		case strings.HasPrefix(name, "t:"):
+			seq, err := strconv.ParseUint(name[2:], 10, 64)
+			if err != nil {
+				return fmt.Errorf("%w: record %q", errCorrupt, name)
+			}
+			call, tb, err := decodeTomb(rec)
+			if err != nil {
+				return err
+			}
+			tombs = append(tombs, buried{seq, call, tb})
+		default:
+			return fmt.Errorf("%w: unknown record %q", errCorrupt, name)
+		}
+	}
+	n := len(s.calls)
+	ss.total.Add(int64(n))
+	ss.hooks.callsOpened(n)
+	for _, e := range s.calls {
+		ss.settle(s, e, 0)
+	}
+	slices.SortFunc(tombs, func(a, b buried) int { return cmp.Compare(a.seq, b.seq) })
+	for _, t := range tombs {
+		ss.tombs.add(s.id, t.call, t.tomb)
+	}
+	return nil
+}
+
+// encodeBody writes the session header but for its last field, when the
+// session was last used.
+func (s *session) encodeBody(b []byte) []byte {
+	b = append(b, headerFormat)
+	name := ""
+	if s.dialect != nil {
+		name = s.name
+	}
+	b = putString(b, name)
+	b = putBool(b, s.explicit)
+	b = putBool(b, s.named)
+	b = putBool(b, s.cwdByHand)
+	b = putBool(b, s.cancel)
+	b = putString(b, s.cwd)
+	b = putUvarint(b, s.created)
+	b = putUvarint(b, s.tombFirst)
+	b = putUvarint(b, s.tombNext)
+	b = putUvarint(b, uint64(len(s.terminals)))
+	for t, c := range s.terminals {
+		b = putString(putString(b, t), c)
+	}
+	b = putUvarint(b, uint64(len(s.asks)))
+	for id, a := range s.asks {
+		b = putString(putString(b, id), a.callID)
+		b = putUvarint(b, uint64(len(a.reject)))
+		for _, o := range a.reject {
+			b = putString(b, o)
+		}
+	}
+	return b
+}
+
+func encodeEntry(b []byte, e *entry) []byte {
+	b = append(b, entryFormat)
+	b = putUvarint(b, e.order)
+	var ended int64
+	if !e.endedAt.IsZero() {
+		ended = e.endedAt.UnixNano()
+	}
+	b = putVarint(b, ended)
+	b = putUvarint(b, uint64(e.revisions))
+	b = append(b, byte(e.outcome))
+	return e.call.AppendState(b)
+}
+
+func decodeEntry(id string, rec []byte, streams map[string][]byte, limit int) (*entry, error) {
+	d := decoder{b: rec, what: "record of tool call " + strconv.Quote(id)}
+	d.format(entryFormat)
+	e := &entry{order: d.uvarint()}
+	if ended := d.varint(); ended != 0 {
+		e.endedAt = time.Unix(0, ended)
+	}
+	rev := d.uvarint()
+	if rev > 1<<32-1 {
+		d.fail("revision %d", rev)
+	}
+	e.revisions = uint32(rev)
+	e.outcome = accum.Outcome(d.byte1())
+	if d.err != nil {
+		return nil, d.err
+	}
+	var texts [accum.NumStreams][]byte
+	for i := range texts {
+		texts[i] = streams[streamName(id, i)]
+	}
+	call, err := accum.RestoreCall(d.b, texts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tool call %q: %w", errCorrupt, id, err)
+	}
+	if call.ID() != id {
+		return nil, fmt.Errorf("%w: record of tool call %q holds call %q", errCorrupt, id, call.ID())
+	}
+	e.call = call
+	return e, nil
+}
+
+func encodeTomb(b []byte, call string, tb tomb) []byte {
+	b = append(b, tombFormat)
+	b = putString(b, call)
+	b = append(b, byte(tb.why), byte(tb.outcome))
+	b = putVarint(b, int64(tb.after))
+	return putUvarint(b, uint64(tb.revisions))
+}
+
+func decodeTomb(rec []byte) (string, tomb, error) {
+	d := decoder{b: rec, what: "tombstone"}
+	d.format(tombFormat)
+	call := d.str()
+	tb := tomb{why: released(d.byte1()), outcome: accum.Outcome(d.byte1())}
+	tb.after = time.Duration(d.varint())
+	rev := d.uvarint()
+	if rev > 1<<32-1 {
+		d.fail("revision %d", rev)
+	}
+	tb.revisions = uint32(rev)
+	return call, tb, d.err
+}
+
+// persist commits what the request changed in s (locked). It reports
+// whether there was something to commit.
+func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
+	ch := store.Change{TTL: 2 * ss.cfg.TTL}
+	records := map[string][]byte{}
+	for id, e := range s.calls {
+		if !e.dirty && s.stored[id] {
+			continue
+		}
+		records[recordOfCall(id)] = encodeEntry(nil, e)
+		for i, sy := range e.call.TakeSync() {
+			if sy.Changed {
+				ch.Streams = append(ch.Streams, store.StreamOp{Name: streamName(id, i), Data: sy.Data, Append: !sy.Replace})
+			}
+		}
+	}
+	for id := range s.stored {
+		if s.calls[id] == nil {
+			records[recordOfCall(id)] = nil
+			for i := range accum.NumStreams {
+				ch.Streams = append(ch.Streams, store.StreamOp{Name: streamName(id, i), Delete: true})
+			}
+		}
+	}
+	for _, t := range s.newTombs {
+		records[recordOfTomb(s.tombNext)] = encodeTomb(nil, t.call, t.tomb)
+		s.tombNext++
+	}
+	for s.tombNext-s.tombFirst > uint64(ss.cfg.MaxCallsPerSession) {
+		records[recordOfTomb(s.tombFirst)] = nil
+		s.tombFirst++
+	}
+	body := s.encodeBody(nil)
+	if len(records) == 0 && len(ch.Streams) == 0 && bytes.Equal(body, s.body) && s.touched.Sub(s.storedTouched) < ss.cfg.TTL/4 && s.version != 0 {
+		return false, nil // nothing changed, and the store knows the session is in use
+	}
+	ch.Header, ch.Records = putVarint(slices.Clip(body), s.touched.UnixNano()), records
+	v, err := ss.store.Commit(ctx, s.id, s.version, &ch)
+	if errors.Is(err, store.ErrConflict) {
+		return true, err
+	}
+	if err != nil {
+		return true, fmt.Errorf("%w: committing session %q: %w", errStore, s.id, err)
+	}
+	s.version, s.body, s.storedTouched = v, body, s.touched
+	for id := range s.stored {
+		if s.calls[id] == nil {
+			delete(s.stored, id)
+		}
+	}
+	for id, e := range s.calls {
+		e.dirty = false
+		s.stored[id] = true
+	}
+	for _, t := range s.newTombs {
+		ss.tombs.add(s.id, t.call, t.tomb)
+	}
+	s.newTombs = s.newTombs[:0]
+	return true, nil
+}
+
+// current checks that the cached state of s, which a request used without
+// changing it, was the store's: another replica may have changed the
+// session since, and then the request is applied again on the new state.
+func (ss *sessions) current(ctx context.Context, s *session) error {
+	v, err := ss.store.Version(ctx, s.id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: checking session %q: %w", errStore, s.id, err)
+	case v != s.version:
+		return store.ErrConflict
+	}
+	return nil
+}
+
+// uncache drops a session (locked) from the cache without touching the
+// store: the next request of the session loads it again.
+func (ss *sessions) uncache(s *session) {
+	if s.gone {
+		return
+	}
+	ss.mu.Lock()
+	if ss.all[s.id] == s {
+		delete(ss.all, s.id)
+	}
+	ss.mu.Unlock()
+	ss.hooks.sessions(-1)
+	s.gone = true
+	for _, e := range s.calls {
+		ss.unhold(s, e)
+	}
+	n := len(s.calls)
+	s.calls = map[string]*entry{}
+	if n > 0 {
+		ss.total.Add(int64(-n))
+		ss.hooks.callsOpened(-n)
+	}
+}
+
+// release ends a request of a locked session: with a store it commits
+// what the request changed first (see persist), and unlocks the session.
+func (ss *sessions) release(s *session, r *reply) {
+	defer s.unlock()
+	if ss.store == nil {
+		return
+	}
+	if !s.gone {
+		ss.buryPast(s, ss.now())
+	}
+	committed, err := ss.persist(r.req.ctx, s)
+	if !committed && !s.loaded {
+		err = ss.current(r.req.ctx, s)
+	}
+	s.loaded = false
+	switch {
+	case err == nil:
+		if s.gone {
+			return
+		}
+	case errors.Is(err, store.ErrConflict):
+		r.conflict = true
+	default:
+		r.storeFailed(err)
+	}
+	if err != nil {
+		ss.uncache(s)
+	}
+}
+
+// buryPast releases the ended calls of s past their grace period, leaving
+// a tombstone for each.
+func (ss *sessions) buryPast(s *session, now time.Time) {
+	past := ss.pastGrace(s, now)
+	for _, e := range past {
+		ss.bury(s, e.call.ID(), e, releasedGrace)
+		ss.unhold(s, e)
+		s.forgetCall(e.call.ID())
+	}
+	ss.forget(len(past), "grace")
+}
+
+// expireLoaded releases every call of a session loaded after more than the
+// TTL idle, as the sweeper does without a store, and starts it afresh.
+func (ss *sessions) expireLoaded(s *session) {
+	list := s.inOrder(func(*entry) bool { return true })
+	for _, e := range list {
+		ss.bury(s, e.call.ID(), e, releasedIdle)
+		ss.unhold(s, e)
+	}
+	s.calls = map[string]*entry{}
+	s.reset()
+	ss.forget(len(list), "ttl")
+}

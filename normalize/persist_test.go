@@ -1,0 +1,241 @@
+package normalize_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store"
+)
+
+// describe writes every field of an event, so that two event sequences
+// compare equal only when a consumer could not tell them apart.
+func describe(ev normalize.Event) string {
+	if e := ev.Error; e != nil {
+		return fmt.Sprintf("error %s %d %v %s %q", e.SessionID, e.Sequence, e.Code, e.ToolCallID, e.Message)
+	}
+	x := ev.ShellExec
+	text := func(t *normalize.Text) string {
+		if t == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%v:%q:%v:%d", t.Mode, t.Text, t.Truncated, t.TotalBytes)
+	}
+	exit := "nil"
+	if x.ExitCode != nil {
+		exit = fmt.Sprint(*x.ExitCode)
+	}
+	return fmt.Sprintf("exec %s #%d %s %q %q %q %v %v %s %q %v %s %s %s %q %v %v %q %d %q",
+		x.ToolCallID, x.Revision, x.Dialect, x.Command, x.Cwd, x.Description, x.State, x.Outcome, exit, x.Signal, x.TimedOut,
+		text(x.Output), text(x.Stdout), text(x.Stderr), x.ApprovalReason, x.AwaitingApproval, x.Background, x.OutcomeReason, x.Sequence, x.TerminalID)
+}
+
+// play feeds the recording to the Normalizers in turn, frame i to
+// replicas[i%len], closes the session on the last, and returns every event.
+func play(t *testing.T, id string, replicas ...*normalize.Normalizer) []string {
+	t.Helper()
+	var out []string
+	emit := normalize.WithEmit(func(ev normalize.Event) error {
+		out = append(out, describe(ev))
+		return nil
+	})
+	fs := frames(recording)
+	for i, f := range fs {
+		if _, err := replicas[i%len(replicas)].Feed(id, f, normalize.WithSequence(uint64(i+1)), emit); err != nil {
+			t.Fatalf("frame %d: %v", i+1, err)
+		}
+	}
+	if _, err := replicas[len(fs)%len(replicas)].CloseSession(id, normalize.WithSequence(uint64(len(fs)+1)), emit); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A session fed frame by frame through three Normalizers sharing a store
+// gives, event for event, what one Normalizer alone gives: the dialect, the
+// cwd, every call's accumulated output, its revision count and the asks
+// all travel through the store.
+func TestStoreReplicasMatchOneProcess(t *testing.T) {
+	want := play(t, "s", normalize.New())
+	st := store.NewMemory()
+	a, b, c := normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))
+	got := play(t, "s", a, b, c)
+	if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
+		t.Fatalf("through three replicas:\n%s\n\nalone:\n%s", g, w)
+	}
+	// The session was closed: what is left are the tombstones, on every
+	// replica: a late update about a released call is refused, not reopened.
+	late := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"` + firstCall(t, want) + `","status":"completed"}}}`)
+	for i, n := range []*normalize.Normalizer{a, b, c} {
+		execs, err := n.Feed("s", late)
+		var fe *normalize.FrameError
+		if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.FailedPrecondition {
+			t.Errorf("replica %d: a late frame about a closed session's call gave %v, %v", i, execs, err)
+		}
+	}
+}
+
+// firstCall is the tool call id of the first revision in events.
+func firstCall(t *testing.T, events []string) string {
+	for _, e := range events {
+		if f := strings.Fields(e); f[0] == "exec" {
+			return f[1]
+		}
+	}
+	t.Fatal("no revision")
+	return ""
+}
+
+// Frames of one session applied at the same time on two replicas are each
+// applied exactly once: the store's version check makes the loser of every
+// race load the winner's state and apply its frame again.
+func TestStoreRacingReplicas(t *testing.T) {
+	st := store.NewMemory()
+	replicas := []*normalize.Normalizer{normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))}
+	open := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"seq 1 200","status":"in_progress","rawInput":{"command":"seq 1 200"}}}}`
+	if _, err := replicas[0].Feed("s", []byte(open)); err != nil {
+		t.Fatal(err)
+	}
+	const lines = 200
+	var mu sync.Mutex
+	revisions := map[uint32]int{}
+	var wg sync.WaitGroup
+	var next atomic.Int32
+	for g := range 4 {
+		wg.Go(func() {
+			n := replicas[g%2]
+			for {
+				i := next.Add(1)
+				if i > lines {
+					return
+				}
+				delta := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","_meta":{"terminal_output":{"terminal_id":"t1","data":"line %d\n"}}}}}`, i)
+				execs, err := n.Feed("s", []byte(delta))
+				if err != nil {
+					t.Errorf("delta %d: %v", i, err)
+				}
+				mu.Lock()
+				for _, x := range execs {
+					revisions[x.Revision]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	end := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"t1","exit_code":0}}}}}`
+	execs, err := replicas[1].Feed("s", []byte(end))
+	if err != nil || len(execs) != 1 {
+		t.Fatalf("final: %v, %v", execs, err)
+	}
+	final := execs[0]
+	for i := 1; i <= lines; i++ {
+		if n := strings.Count(final.Output.Text, fmt.Sprintf("line %d\n", i)); n != 1 {
+			t.Errorf("line %d is in the output %d times", i, n)
+		}
+	}
+	if final.Revision != lines+2 {
+		t.Errorf("final revision %d, want %d (1 opening, one per delta, the end)", final.Revision, lines+2)
+	}
+	for r := uint32(2); r <= lines+1; r++ {
+		if revisions[r] != 1 {
+			t.Errorf("revision %d was handed on %d times", r, revisions[r])
+		}
+	}
+}
+
+// flaky is a store that fails while broken is set.
+type flaky struct {
+	store.Store
+	broken atomic.Bool
+}
+
+var errDown = errors.New("connection refused")
+
+func (f *flaky) Load(ctx context.Context, id string) (*store.Snapshot, error) {
+	if f.broken.Load() {
+		return nil, errDown
+	}
+	return f.Store.Load(ctx, id)
+}
+
+func (f *flaky) Version(ctx context.Context, id string) (uint64, error) {
+	if f.broken.Load() {
+		return 0, errDown
+	}
+	return f.Store.Version(ctx, id)
+}
+
+func (f *flaky) Commit(ctx context.Context, id string, base uint64, c *store.Change) (uint64, error) {
+	if f.broken.Load() {
+		return 0, errDown
+	}
+	return f.Store.Commit(ctx, id, base, c)
+}
+
+// A frame the store cannot take is not applied and says so (Unavailable);
+// the session goes on from what the store holds once it is back, and the
+// frame can be sent again.
+func TestStoreUnavailable(t *testing.T) {
+	fs := frames(recording)
+	ref := play(t, "s", normalize.New())
+	st := &flaky{Store: store.NewMemory()}
+	n := normalize.New(normalize.WithStore(st))
+	var got []string
+	emit := normalize.WithEmit(func(ev normalize.Event) error {
+		got = append(got, describe(ev))
+		return nil
+	})
+	for i, f := range fs {
+		seq := normalize.WithSequence(uint64(i + 1))
+		if i%5 == 3 {
+			st.broken.Store(true)
+			var fe *normalize.FrameError
+			execs, err := n.Feed("s", f, seq)
+			if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.Unavailable || !strings.Contains(fe.Message, "connection refused") || !strings.Contains(fe.Message, "not applied") {
+				t.Fatalf("frame %d with the store down: %v, %v", i+1, execs, err)
+			}
+			st.broken.Store(false)
+		}
+		if _, err := n.Feed("s", f, seq, emit); err != nil {
+			t.Fatalf("frame %d: %v", i+1, err)
+		}
+	}
+	if _, err := n.CloseSession("s", normalize.WithSequence(uint64(len(fs)+1)), emit); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := strings.Join(got, "\n"), strings.Join(ref, "\n"); g != w {
+		t.Fatalf("with frames sent again after failures:\n%s\n\nalone:\n%s", g, w)
+	}
+}
+
+// A session loaded after more than the TTL idle has its calls released,
+// as the sweeper releases them without a store: a late frame about one is
+// refused, and the session starts afresh.
+func TestStoreIdleSessionReleased(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	st := store.NewMemory()
+	a := normalize.New(normalize.WithStore(st), normalize.WithClock(clock), normalize.WithTTL(time.Minute))
+	open := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"sleep 1000","status":"in_progress","rawInput":{"command":"sleep 1000"}}}}`
+	if _, err := a.Feed("s", []byte(open)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	b := normalize.New(normalize.WithStore(st), normalize.WithClock(clock), normalize.WithTTL(time.Minute))
+	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed"}}}`
+	execs, err := b.Feed("s", []byte(update))
+	var fe *normalize.FrameError
+	if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.FailedPrecondition || !strings.Contains(fe.Message, "evicted after 1m idle") {
+		t.Fatalf("a frame about a call of a session idle past the TTL: %v, %v", execs, err)
+	}
+	if s, ok := b.SessionStats("s"); !ok || s.Calls != 0 {
+		t.Fatalf("the session after its release: %+v, %v", s, ok)
+	}
+}

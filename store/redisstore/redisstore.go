@@ -1,0 +1,412 @@
+// Package redisstore is a store.Store on Redis (7.0 or later), so that
+// several acpnormd replicas share their sessions and a session outlives the
+// replica that served it. It uses github.com/redis/go-redis/v9.
+//
+//	s, err := redisstore.Open("redis://127.0.0.1:6379/0")
+//
+// # Layout
+//
+// One session is a handful of keys that share one hash tag, so that they
+// live in one slot and a script may touch them all, also on Redis Cluster:
+//
+//	<prefix>{<id>}          hash: v = version, h = header, r:<name> = records,
+//	                        c = the token of the last commit
+//	<prefix>{<id>}:s:<name> string: the text stream <name>
+//	<prefix>{<id>}:k        set: the names of the session's streams
+//
+// <id> is the session id in unpadded URL-safe base64 (or "=" for the empty
+// id), so that no session id, whatever its bytes (braces, colons, NUL),
+// can end the hash tag early or reach another session's keys. The prefix
+// is "acpnorm:" unless WithPrefix or the URL's prefix parameter says
+// otherwise.
+//
+// A stream is a plain string: an Append op is one APPEND of the new bytes,
+// so growing output costs what was added, not the whole text.
+//
+// # Concurrency: optimistic version check
+//
+// Commit is one Lua script (sent once, then run by its SHA1; loaded again
+// by itself after a SCRIPT FLUSH or a restart): it compares the session's
+// version with the commit's base, applies the whole change, increments the
+// version and sets the expiry of every key of the session, or does nothing
+// and reports a conflict. Redis runs a script alone, so a commit is atomic
+// and two replicas can never both win one version.
+//
+// We chose this compare-and-set over per-session leases with fencing
+// tokens. A lease has to be renewed and expires: a replica that stalls (a
+// GC pause, a paused VM, a network partition) past its lease must notice
+// before it writes, and every write must still carry a fencing token that
+// Redis checks, which is this version check again, plus the lease traffic.
+// With the version check alone there is nothing to renew or expire, a
+// failover needs no waiting for a lease to run out, and a conflict (two
+// replicas writing one session at once, which routing makes rare) costs
+// the loser one Load and a re-apply. In the common case, one replica
+// owning a session, a frame costs one round trip.
+//
+// Each commit also carries a random token that the script stores. When the
+// connection breaks after Redis applied a commit but before its reply
+// arrived, the client sends the command again; the script then finds its
+// own token at base+1 and reports success rather than a conflict, so no
+// change is applied twice or reported lost. An error other than
+// store.ErrConflict still leaves it unknown whether the commit applied:
+// the caller loads the session again before its next commit.
+//
+// # Expiry
+//
+// Every commit sets the expiry (PEXPIRE) of every key of the session to
+// the change's TTL, so a session nobody writes to disappears as a whole,
+// by Redis's own expiry. Load and Delete are scripts too: one round trip
+// each.
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/acpnorm/acpnorm/store"
+)
+
+// DefaultPrefix starts every key the store writes, unless WithPrefix or
+// the URL's prefix parameter sets another.
+const DefaultPrefix = "acpnorm:"
+
+// Store is a store.Store on one Redis server. Its methods are safe for
+// concurrent use.
+type Store struct {
+	c      *redis.Client
+	prefix string
+	where  string // the URL without its password, for errors
+
+	tokenBase uint64        // random, per Store
+	tokenSeq  atomic.Uint64 // makes each commit's token unique in this Store
+}
+
+var _ store.Store = (*Store)(nil)
+
+// An Option changes how Open sets up the store.
+type Option func(*config)
+
+type config struct {
+	prefix      string
+	pingTimeout time.Duration
+}
+
+// WithPrefix starts every key with prefix instead of DefaultPrefix, so that
+// several deployments can share one Redis database. It may not contain '{'
+// or '}', which would change the keys' hash tag. It overrides the URL's
+// prefix parameter.
+func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+
+// Open connects to the Redis server at rawURL,
+//
+//	redis://[user:password@]host:port/db[?options]
+//	rediss://...   (TLS)
+//
+// with the options go-redis's ParseURL accepts (dial_timeout,
+// pool_size, ...), plus prefix=<key prefix>. It checks that the server
+// answers (PING) before it returns; an error names the URL without its
+// password.
+func Open(rawURL string, opts ...Option) (*Store, error) {
+	cfg := config{prefix: DefaultPrefix, pingTimeout: 10 * time.Second}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the URL, password and all
+		}
+		return nil, fmt.Errorf("redisstore: the store URL is not a URL: %v", err)
+	}
+	where := u.Redacted()
+	q := u.Query()
+	if q.Has("prefix") {
+		cfg.prefix = q.Get("prefix")
+		q.Del("prefix")
+		u.RawQuery = q.Encode()
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if strings.ContainsAny(cfg.prefix, "{}") {
+		return nil, fmt.Errorf("redisstore: key prefix %q contains a brace; braces would change the keys' Redis hash tag", cfg.prefix)
+	}
+	ro, err := redis.ParseURL(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: store URL %s: %w", where, err)
+	}
+	// A cancelled or expired context ends a command, not only the wait
+	// for a connection.
+	ro.ContextTimeoutEnabled = true
+	// Maintenance notifications are for Redis Enterprise/Cloud upgrades;
+	// asking a plain Redis for them costs a command per connection.
+	if ro.MaintNotificationsConfig == nil {
+		ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	}
+	c := redis.NewClient(ro)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.pingTimeout)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", where, err)
+	}
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	return &Store{c: c, prefix: cfg.prefix, where: where, tokenBase: binary.LittleEndian.Uint64(seed[:])}, nil
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error {
+	if err := s.c.Close(); err != nil {
+		return fmt.Errorf("redisstore: closing the connections to %s: %w", s.where, err)
+	}
+	return nil
+}
+
+// keys returns the session's hash key and the key of its set of stream
+// names; a stream's key is the hash key + ":s:" + its name.
+func (s *Store) keys(session string) []string {
+	id := base64.RawURLEncoding.EncodeToString([]byte(session))
+	if id == "" {
+		id = "=" // not a base64url character: no other id encodes to it
+	}
+	h := s.prefix + "{" + id + "}"
+	return []string{h, h + ":k"}
+}
+
+// The scripts take KEYS[1] = the session's hash, KEYS[2] = its set of
+// stream names; a stream's key is KEYS[1] .. ':s:' .. name (in the same
+// slot as both).
+
+// commitScript: ARGV = base, ttl (ms), token, header flag ('1': set),
+// header, record count n, then n times (name, flag ('1' set, '0' delete),
+// value), then per stream op (name, op ('a' append, 's' set, 'd' delete),
+// data). Returns the new version, or -1 on a conflict.
+var commitScript = redis.NewScript(`
+local h, k = KEYS[1], KEYS[2]
+local cur = tonumber(redis.call('HGET', h, 'v') or '0')
+local base = tonumber(ARGV[1])
+if cur ~= base then
+  if cur == base + 1 and redis.call('HGET', h, 'c') == ARGV[3] then
+    return cur -- this very commit, sent again after a lost reply
+  end
+  return -1
+end
+if cur == 0 then
+  -- nothing of an earlier session of this id may remain
+  local old = redis.call('SMEMBERS', k)
+  for i = 1, #old do redis.call('DEL', h .. ':s:' .. old[i]) end
+  redis.call('DEL', k)
+end
+if ARGV[4] == '1' then redis.call('HSET', h, 'h', ARGV[5]) end
+local i = 7
+for _ = 1, tonumber(ARGV[6]) do
+  if ARGV[i + 1] == '1' then
+    redis.call('HSET', h, 'r:' .. ARGV[i], ARGV[i + 2])
+  else
+    redis.call('HDEL', h, 'r:' .. ARGV[i])
+  end
+  i = i + 3
+end
+while i <= #ARGV do
+  local name, op = ARGV[i], ARGV[i + 1]
+  local sk = h .. ':s:' .. name
+  if op == 'd' then
+    redis.call('DEL', sk)
+    redis.call('SREM', k, name)
+  else
+    if op == 'a' then
+      redis.call('APPEND', sk, ARGV[i + 2])
+    else
+      redis.call('SET', sk, ARGV[i + 2])
+    end
+    redis.call('SADD', k, name)
+  end
+  i = i + 3
+end
+local v = redis.call('HINCRBY', h, 'v', 1)
+redis.call('HSET', h, 'c', ARGV[3])
+local ttl = ARGV[2]
+redis.call('PEXPIRE', h, ttl)
+local names = redis.call('SMEMBERS', k)
+if #names > 0 then
+  redis.call('PEXPIRE', k, ttl)
+  for j = 1, #names do redis.call('PEXPIRE', h .. ':s:' .. names[j], ttl) end
+end
+return v
+`)
+
+// loadScript returns {} for an absent session, else {HGETALL of the hash,
+// {name, data, name, data, ...} of the streams}.
+var loadScript = redis.NewScript(`
+local h, k = KEYS[1], KEYS[2]
+local all = redis.call('HGETALL', h)
+if #all == 0 then return {} end
+local names = redis.call('SMEMBERS', k)
+local streams = {}
+for j = 1, #names do
+  local d = redis.call('GET', h .. ':s:' .. names[j])
+  if d then
+    streams[#streams + 1] = names[j]
+    streams[#streams + 1] = d
+  end
+end
+return {all, streams}
+`)
+
+// deleteScript: ARGV = base. Returns 0, or -1 on a conflict.
+var deleteScript = redis.NewScript(`
+local h, k = KEYS[1], KEYS[2]
+local cur = tonumber(redis.call('HGET', h, 'v') or '0')
+if cur ~= tonumber(ARGV[1]) then return -1 end
+local names = redis.call('SMEMBERS', k)
+for j = 1, #names do redis.call('DEL', h .. ':s:' .. names[j]) end
+redis.call('DEL', k, h)
+return 0
+`)
+
+// Load returns the session at its current version.
+func (s *Store) Load(ctx context.Context, session string) (*store.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: load %q: %w", session, err)
+	}
+	res, err := loadScript.Run(ctx, s.c, s.keys(session)).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: load %q from %s: %w", session, s.where, err)
+	}
+	snap := &store.Snapshot{Records: map[string][]byte{}, Streams: map[string][]byte{}}
+	if len(res) == 0 {
+		return snap, nil
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("redisstore: load %q from %s: the stored session is malformed (%s)", session, s.where, what)
+	}
+	if len(res) != 2 {
+		return nil, bad("reply shape")
+	}
+	fields, ok1 := res[0].([]any)
+	streams, ok2 := res[1].([]any)
+	if !ok1 || !ok2 || len(fields)%2 != 0 || len(streams)%2 != 0 {
+		return nil, bad("reply shape")
+	}
+	for i := 0; i < len(fields); i += 2 {
+		f, ok1 := fields[i].(string)
+		v, ok2 := fields[i+1].(string)
+		if !ok1 || !ok2 {
+			return nil, bad("hash field")
+		}
+		switch {
+		case f == "v":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil || n == 0 {
+				return nil, bad("version " + strconv.Quote(v))
+			}
+			snap.Version = n
+		case f == "h":
+			snap.Header = []byte(v)
+		case strings.HasPrefix(f, "r:"):
+			snap.Records[f[2:]] = []byte(v)
+		}
+	}
+	if snap.Version == 0 {
+		return nil, bad("no version")
+	}
+	for i := 0; i < len(streams); i += 2 {
+		n, ok1 := streams[i].(string)
+		d, ok2 := streams[i+1].(string)
+		if !ok1 || !ok2 {
+			return nil, bad("stream")
+		}
+		snap.Streams[n] = []byte(d)
+	}
+	return snap, nil
+}
+
+// Commit applies c when the session is still at version base.
+func (s *Store) Commit(ctx context.Context, session string, base uint64, c *store.Change) (uint64, error) {
+	if c == nil {
+		return 0, fmt.Errorf("redisstore: commit %q: no change (nil *store.Change)", session)
+	}
+	ms := c.TTL.Milliseconds()
+	if c.TTL <= 0 {
+		return 0, fmt.Errorf("redisstore: commit %q: TTL %v; it must be positive", session, c.TTL)
+	}
+	if ms == 0 {
+		ms = 1 // under a millisecond: Redis's finest expiry
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("redisstore: commit %q: %w", session, err)
+	}
+	var token [16]byte
+	binary.LittleEndian.PutUint64(token[:8], s.tokenBase)
+	binary.LittleEndian.PutUint64(token[8:], s.tokenSeq.Add(1))
+
+	args := make([]any, 0, 6+3*len(c.Records)+3*len(c.Streams))
+	hflag := "0"
+	if c.Header != nil {
+		hflag = "1"
+	}
+	args = append(args, strconv.FormatUint(base, 10), strconv.FormatInt(ms, 10), token[:], hflag, nonNil(c.Header), strconv.Itoa(len(c.Records)))
+	for name, v := range c.Records {
+		flag := "1"
+		if v == nil {
+			flag = "0"
+		}
+		args = append(args, name, flag, nonNil(v))
+	}
+	for _, op := range c.Streams {
+		kind := "s"
+		switch {
+		case op.Delete:
+			kind = "d"
+		case op.Append:
+			kind = "a"
+		}
+		args = append(args, op.Name, kind, nonNil(op.Data))
+	}
+	v, err := commitScript.Run(ctx, s.c, s.keys(session), args...).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: %w", session, base, s.where, err)
+	}
+	if v < 0 {
+		return 0, store.ErrConflict
+	}
+	if uint64(v) != base+1 {
+		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: the script answered version %d", session, base, s.where, v)
+	}
+	return uint64(v), nil
+}
+
+// Delete removes the session when it is still at version base.
+func (s *Store) Delete(ctx context.Context, session string, base uint64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstore: delete %q: %w", session, err)
+	}
+	r, err := deleteScript.Run(ctx, s.c, s.keys(session), strconv.FormatUint(base, 10)).Int64()
+	if err != nil {
+		return fmt.Errorf("redisstore: delete %q at version %d from %s: %w", session, base, s.where, err)
+	}
+	if r < 0 {
+		return store.ErrConflict
+	}
+	return nil
+}
+
+// nonNil returns b, or an empty slice for nil: go-redis sends a nil []byte
+// as an empty string anyway, but says so here rather than relying on it.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

@@ -1,0 +1,255 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/acpnorm/acpnorm/internal/testredis"
+	"github.com/acpnorm/acpnorm/store"
+	"github.com/acpnorm/acpnorm/store/storetest"
+)
+
+func open(t *testing.T, url string, opts ...Option) *Store {
+	t.Helper()
+	s, err := Open(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// raw is a plain client of the test server, to look at the keys.
+func raw(t *testing.T, url string) *redis.Client {
+	t.Helper()
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestConformance(t *testing.T) {
+	url := testredis.Start(t)
+	c := raw(t, url)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		if err := c.FlushAll(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return open(t, url)
+	})
+}
+
+// Two prefixes share one database without seeing each other's sessions.
+func TestPrefix(t *testing.T) {
+	url := testredis.Start(t)
+	a := open(t, url)
+	b := open(t, url+"?prefix=other:")
+	defer a.Close()
+	defer b.Close()
+	ctx := t.Context()
+	for _, s := range []*Store{a, b} {
+		if _, err := s.Commit(ctx, "x", 0, &store.Change{Header: []byte(s.prefix), TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []*Store{a, b} {
+		snap, err := s.Load(ctx, "x")
+		if err != nil || snap.Version != 1 || string(snap.Header) != s.prefix {
+			t.Errorf("prefix %q: %+v, %v", s.prefix, snap, err)
+		}
+	}
+	keys, err := raw(t, url).Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "acpnorm:{") && !strings.HasPrefix(k, "other:{") {
+			t.Errorf("key %q has neither prefix", k)
+		}
+	}
+	if _, err := Open(url, WithPrefix("a{b}")); err == nil || !strings.Contains(err.Error(), "brace") {
+		t.Errorf("Open with a braced prefix: %v; want an error about the brace", err)
+	}
+}
+
+// Every key of a session shares one hash tag, whatever the session id,
+// and every key gets the TTL of the last commit, including the streams an
+// earlier commit wrote.
+func TestKeysAndTTL(t *testing.T) {
+	url := testredis.Start(t)
+	s := open(t, url)
+	defer s.Close()
+	c := raw(t, url)
+	ctx := t.Context()
+	const session = "a}{b:s:c\x00é"
+	v, err := s.Commit(ctx, session, 0, &store.Change{Header: []byte("h"), Records: map[string][]byte{"r": []byte("1")},
+		Streams: []store.StreamOp{{Name: "x", Data: []byte("1"), Append: true}, {Name: "y{z}", Data: []byte("2")}}, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, session, v, &store.Change{Streams: []store.StreamOp{{Name: "z", Data: []byte("3"), Append: true}}, TTL: 3 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := c.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 5 { // hash, name set, three streams
+		t.Fatalf("keys %q; want 5", keys)
+	}
+	h := s.keys(session)[0]
+	for _, k := range keys {
+		if !strings.HasPrefix(k, h) {
+			t.Errorf("key %q does not start with the session's hash key %q", k, h)
+		}
+		// The hash tag is the first {...} of the key: the escaped id.
+		tag := k[strings.IndexByte(k, '{')+1:]
+		tag = tag[:strings.IndexByte(tag, '}')]
+		if want := h[strings.IndexByte(h, '{')+1 : len(h)-1]; tag != want {
+			t.Errorf("key %q has hash tag %q; want %q", k, tag, want)
+		}
+		ttl, err := c.PTTL(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 2*time.Hour || ttl > 3*time.Hour {
+			t.Errorf("key %q expires in %v; want the last commit's 3 h", k, ttl)
+		}
+	}
+}
+
+// A server that goes away gives an error naming it (not a conflict, not an
+// empty session); one that comes back empty (a restart without
+// persistence, or FLUSHALL) gives an absent session, and a commit based on
+// the lost version conflicts.
+func TestServerLost(t *testing.T) {
+	srv := testredis.StartServer(t)
+	s := open(t, srv.URL)
+	defer s.Close()
+	ctx := t.Context()
+	if _, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("h"), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := s.Load(c, "a")
+	if err == nil || errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), srv.Addr) {
+		t.Fatalf("Load with the server down: %v; want an error naming %s", err, srv.Addr)
+	}
+	_, err = s.Commit(c, "a", 1, &store.Change{Header: []byte("x"), TTL: time.Hour})
+	if err == nil || errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Commit with the server down: %v; want an error that is not a conflict", err)
+	}
+	srv.Restart()
+	snap, err := s.Load(ctx, "a")
+	if err != nil {
+		t.Fatalf("Load after the restart: %v", err)
+	}
+	if snap.Version != 0 {
+		t.Fatalf("Load after a restart without persistence: version %d; want 0", snap.Version)
+	}
+	if _, err := s.Commit(ctx, "a", 1, &store.Change{Header: []byte("x"), TTL: time.Hour}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Commit at the lost version: %v; want ErrConflict", err)
+	}
+	if v, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("x"), TTL: time.Hour}); err != nil || v != 1 {
+		t.Fatalf("Commit creating it again: %d, %v", v, err)
+	}
+	if err := raw(t, srv.URL).FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := s.Load(ctx, "a"); err != nil || snap.Version != 0 {
+		t.Fatalf("Load after FLUSHALL: %+v, %v; want version 0", snap, err)
+	}
+}
+
+// After SCRIPT FLUSH the scripts are sent again by themselves.
+func TestScriptFlush(t *testing.T) {
+	url := testredis.Start(t)
+	s := open(t, url)
+	defer s.Close()
+	c := raw(t, url)
+	ctx := t.Context()
+	if _, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("h"), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.ScriptExists(ctx, commitScript.Hash()).Result(); err != nil || ok[0] {
+		t.Fatalf("SCRIPT EXISTS after SCRIPT FLUSH: %v, %v", ok, err)
+	}
+	if v, err := s.Commit(ctx, "a", 1, &store.Change{Header: []byte("h2"), TTL: time.Hour}); err != nil || v != 2 {
+		t.Fatalf("Commit after SCRIPT FLUSH: %d, %v", v, err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := s.Load(ctx, "a"); err != nil || snap.Version != 2 || string(snap.Header) != "h2" {
+		t.Fatalf("Load after SCRIPT FLUSH: %+v, %v", snap, err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "a", 2); err != nil {
+		t.Fatalf("Delete after SCRIPT FLUSH: %v", err)
+	}
+	if ok, err := c.ScriptExists(ctx, deleteScript.Hash()).Result(); err != nil || !ok[0] {
+		t.Fatalf("the delete script was not loaded again: %v, %v", ok, err)
+	}
+}
+
+// A commit sent again after its reply was lost (go-redis resends on a
+// broken connection) is recognised by its token: success, not a conflict,
+// and applied once.
+func TestCommitResent(t *testing.T) {
+	url := testredis.Start(t)
+	s := open(t, url)
+	defer s.Close()
+	ctx := t.Context()
+	args := []any{"0", "60000", "tok-1", "1", "h", "0", "s", "a", "x"}
+	keys := s.keys("a")
+	for i := range 2 {
+		v, err := commitScript.Run(ctx, s.c, keys, args...).Int64()
+		if err != nil || v != 1 {
+			t.Fatalf("send %d: %d, %v; want version 1", i+1, v, err)
+		}
+	}
+	other := []any{"0", "60000", "tok-2", "1", "h", "0"}
+	if v, err := commitScript.Run(ctx, s.c, keys, other...).Int64(); err != nil || v != -1 {
+		t.Fatalf("another commit at base 0: %d, %v; want -1 (conflict)", v, err)
+	}
+	snap, err := s.Load(ctx, "a")
+	if err != nil || snap.Version != 1 || string(snap.Streams["s"]) != "x" {
+		t.Fatalf("after the resend: %+v, %v; want version 1 with the append applied once", snap, err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	// A port nothing listens on (the server is stopped right away).
+	srv := testredis.StartServer(t)
+	srv.Stop()
+	u := "redis://user:s3cret@" + srv.Addr + "/0?dial_timeout=2s"
+	_, err := Open(u)
+	if err == nil {
+		t.Fatal("Open of a closed port: no error")
+	}
+	if strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), srv.Addr) {
+		t.Errorf("Open error %q: want the address and no password", err)
+	}
+	for _, bad := range []string{"http://x:6379", "redis://u:s3cret@x:6379/notadb", "redis://u:s3cret@[::1/0", "redis://x:6379/0?bogus=1"} {
+		_, err := Open(bad)
+		if err == nil {
+			t.Errorf("Open(%q): no error", bad)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q) error %q shows the password", bad, err)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store"
+)
+
+// embedded feeds a recording's frames to the Normalizers in turn (frame i
+// to replicas[i%len]), closes the session, and returns every event.
+func embedded(t *testing.T, file, id string, replicas ...*normalize.Normalizer) []string {
+	t.Helper()
+	var out []string
+	emit := normalize.WithEmit(func(ev normalize.Event) error {
+		out = append(out, describeEvent(ev))
+		return nil
+	})
+	var last uint64
+	for i, l := range readLines(t, file) {
+		last = uint64(l.Number)
+		if _, err := replicas[i%len(replicas)].Feed(id, l.Msg, normalize.WithDialect("auto"), normalize.WithSequence(last), emit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := replicas[0].CloseSession(id, normalize.WithSequence(last+1), emit); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sharedStoreParity checks that every recording, fed frame by frame in turn
+// to n Normalizers sharing the store open gives, gives event for event what
+// one Normalizer without a store gives (the goldens are of that one).
+func sharedStoreParity(t *testing.T, n int, open func(t *testing.T) store.Store) {
+	for _, file := range recordings(t) {
+		name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
+		t.Run(name, func(t *testing.T) {
+			want := embedded(t, file, name, normalize.New())
+			st := open(t)
+			replicas := make([]*normalize.Normalizer, n)
+			for i := range replicas {
+				replicas[i] = normalize.New(normalize.WithStore(st))
+			}
+			got := embedded(t, file, name, replicas...)
+			if len(want) == 0 {
+				t.Fatal("the recording produced nothing")
+			}
+			if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
+				t.Fatalf("through %d replicas sharing a store:\n%s\n\none process alone:\n%s", n, g, w)
+			}
+		})
+	}
+}
+
+func TestSharedMemoryStoreMatchesOneProcess(t *testing.T) {
+	for _, n := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			sharedStoreParity(t, n, func(*testing.T) store.Store { return store.NewMemory() })
+		})
+	}
+}

@@ -127,6 +127,10 @@ type Hooks struct {
 	// HeldBytes is called with the bytes of text all calls hold, each time
 	// it changes.
 	HeldBytes func(total int64)
+	// StoreOp is called after each operation on the store (see
+	// WithStore), with what it was ("load", "commit" or "version"), how it
+	// went ("ok", "conflict" or "error") and how long it took.
+	StoreOp func(op, result string, took time.Duration)
 }
 
 // Names of the limits passed to Hooks.Refused.
@@ -450,6 +454,20 @@ func (h Hooks) sessions(delta int) {
 	if h.Sessions != nil {
 		h.Sessions(delta)
 	}
+}
+
+func (h Hooks) storeOp(op string, start time.Time, err error) {
+	if h.StoreOp == nil {
+		return
+	}
+	result := "ok"
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		result = "conflict"
+	case err != nil:
+		result = "error"
+	}
+	h.StoreOp(op, result, time.Since(start))
 }
 
 func (h Hooks) heldBytes(total int64) {

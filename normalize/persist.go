@@ -46,8 +46,9 @@ import (
 // grace period with a commit.
 
 // maxAttempts bounds how often a request is applied again after losing a
-// race with another replica.
-const maxAttempts = 8
+// race with another replica (with a growing random pause between, see
+// backOff).
+const maxAttempts = 12
 
 // storeTimeout bounds a commit or load made without a request's context
 // (the sweeper's).
@@ -88,7 +89,9 @@ func recordOfTomb(seq uint64) string { return "t:" + strconv.FormatUint(seq, 10)
 // load fills a placeholder session (locked) from the store. It reports
 // whether the store had it.
 func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
+	start := time.Now()
 	snap, err := ss.store.Load(ctx, s.id)
+	ss.hooks.storeOp("load", start, err)
 	if err != nil {
 		return false, fmt.Errorf("%w: loading session %q: %w", errStore, s.id, err)
 	}
@@ -319,7 +322,9 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		return false, nil // nothing changed, and the store knows the session is in use
 	}
 	ch.Header, ch.Records = putVarint(slices.Clip(body), s.touched.UnixNano()), records
+	start := time.Now()
 	v, err := ss.store.Commit(ctx, s.id, s.version, &ch)
+	ss.hooks.storeOp("commit", start, err)
 	if errors.Is(err, store.ErrConflict) {
 		return true, err
 	}
@@ -347,12 +352,17 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 // changing it, was the store's: another replica may have changed the
 // session since, and then the request is applied again on the new state.
 func (ss *sessions) current(ctx context.Context, s *session) error {
+	start := time.Now()
 	v, err := ss.store.Version(ctx, s.id)
+	if err == nil && v != s.version {
+		err = store.ErrConflict
+	}
+	ss.hooks.storeOp("version", start, err)
 	switch {
+	case errors.Is(err, store.ErrConflict):
+		return err
 	case err != nil:
 		return fmt.Errorf("%w: checking session %q: %w", errStore, s.id, err)
-	case v != s.version:
-		return store.ErrConflict
 	}
 	return nil
 }
@@ -392,7 +402,7 @@ func (ss *sessions) release(s *session, r *reply) {
 		ss.buryPast(s, ss.now())
 	}
 	committed, err := ss.persist(r.req.ctx, s)
-	if !committed && !s.loaded {
+	if !committed && !s.loaded && !r.inert {
 		err = ss.current(r.req.ctx, s)
 	}
 	s.loaded = false

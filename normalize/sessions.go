@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -180,6 +181,7 @@ type reply struct {
 	hold     bool
 	held     []Event
 	conflict bool
+	inert    bool // the frame changes nothing, whatever the state
 	// ahead is the frame read ahead of its turn (see Prepare), if any;
 	// next is the dialect the frame's session reads its next frame with.
 	ahead *Prepared
@@ -231,7 +233,7 @@ func (ss *sessions) attempt(req *request, apply func(r *reply) error) (*reply, e
 		r := ss.newReply(req, n)
 		err := apply(r)
 		if r.conflict {
-			if n+1 < maxAttempts && err == nil {
+			if n+1 < maxAttempts && err == nil && backOff(req.ctx, n) {
 				continue
 			}
 			r.storeFailed(fmt.Errorf("%w: other replicas changed the session %d times while it was applied", errStore, maxAttempts))
@@ -297,6 +299,22 @@ func (ss *sessions) frame(id string, msg []byte, req *request) error {
 		return err
 	}
 	return r.err
+}
+
+// backOff waits before attempt n+1 of a request that lost a race with
+// another replica: a random time up to 100µs·2ⁿ (at most 25 ms), so that
+// replicas racing on one session spread out instead of colliding again.
+// It reports false when ctx ended first.
+func backOff(ctx context.Context, n int) bool {
+	d := time.Duration(rand.Int64N(int64(min(100*time.Microsecond<<n, 25*time.Millisecond))))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // locked reports a failure to take a session: a store failure is the
@@ -428,6 +446,13 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		}
 	}
 	r.next = s.reader()
+	// A frame that says nothing the session could use, read with a
+	// dialect that no later frame replaces but an explicit choice, changes
+	// nothing whatever the session's state: with a store it needs no check
+	// that the cached state is current (see release).
+	r.inert = chosen == nil && f.GetCwd() == "" && (s.named || s.explicit) &&
+		len(read.Observations) == 0 && read.Answer == nil && read.Ask == nil && !read.Cancelled && !read.TurnEnded &&
+		read.AgentName == "" && read.Sign == "" && read.SessionCwd == ""
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
 			ss.hooks.refused(LimitTextBytes)
@@ -775,6 +800,8 @@ func (ss *sessions) sweep() {
 			s.unlock()
 		case now.Sub(s.touched) > ss.cfg.TTL:
 			ss.drop(s, releasedIdle, "ttl")
+			s.unlock()
+		case ss.store != nil && len(ss.pastGrace(s, now)) == 0:
 			s.unlock()
 		case ss.store != nil:
 			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)

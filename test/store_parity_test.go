@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/acpnorm/acpnorm/store"
+	"github.com/acpnorm/acpnorm/store/redisstore"
 )
 
 // embedded feeds a recording's frames to the Normalizers in turn (frame i
@@ -33,16 +35,16 @@ func embedded(t *testing.T, file, id string, replicas ...*normalize.Normalizer) 
 }
 
 // sharedStoreParity checks that every recording, fed frame by frame in turn
-// to n Normalizers sharing the store open gives, gives event for event what
-// one Normalizer without a store gives (the goldens are of that one).
-func sharedStoreParity(t *testing.T, n int, open func(t *testing.T) store.Store) {
+// to n Normalizers, each with the store open gives for it (one store, or
+// connections to the same one), gives event for event what one Normalizer
+// without a store gives (the goldens are of that one).
+func sharedStoreParity(t *testing.T, n int, open func(t *testing.T, n int) []store.Store) {
 	for _, file := range recordings(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
 		t.Run(name, func(t *testing.T) {
 			want := embedded(t, file, name, normalize.New())
-			st := open(t)
 			replicas := make([]*normalize.Normalizer, n)
-			for i := range replicas {
+			for i, st := range open(t, n) {
 				replicas[i] = normalize.New(normalize.WithStore(st))
 			}
 			got := embedded(t, file, name, replicas...)
@@ -59,7 +61,34 @@ func sharedStoreParity(t *testing.T, n int, open func(t *testing.T) store.Store)
 func TestSharedMemoryStoreMatchesOneProcess(t *testing.T) {
 	for _, n := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			sharedStoreParity(t, n, func(*testing.T) store.Store { return store.NewMemory() })
+			sharedStoreParity(t, n, func(_ *testing.T, n int) []store.Store {
+				st := store.NewMemory()
+				all := make([]store.Store, n)
+				for i := range all {
+					all[i] = st
+				}
+				return all
+			})
 		})
 	}
+}
+
+// The same through a real redis-server: three replicas, each with its own
+// connections, as three processes would have.
+func TestSharedRedisStoreMatchesOneProcess(t *testing.T) {
+	url := testredis.Start(t)
+	recording := 0
+	sharedStoreParity(t, 3, func(t *testing.T, n int) []store.Store {
+		recording++ // a fresh key space per recording
+		all := make([]store.Store, n)
+		for i := range all {
+			st, err := redisstore.Open(url, redisstore.WithPrefix(fmt.Sprintf("parity%d:", recording)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			all[i] = st
+		}
+		return all
+	})
 }

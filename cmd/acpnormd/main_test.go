@@ -46,6 +46,9 @@ func TestServeRejectsBadSettings(t *testing.T) {
 		{env: "ACPNORM_MAX_CALLS", val: "many", want: `ACPNORM_MAX_CALLS="many": not a whole number`},
 		{args: []string{"--text-limit", "10"}, want: "text limit 10 is below 64 bytes"},
 		{args: []string{"extra"}, want: "serve takes no arguments"},
+		{args: []string{"--store", "etcd://db:2379"}, want: `unknown scheme "etcd"`},
+		{args: []string{"--store", "mysql://root:hunter2@db/x"}, want: `"mysql://root:xxxxx@db/x"`},
+		{env: "ACPNORM_STORE", val: "file:///var/lib/acpnorm", want: `unknown scheme "file"`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			if tc.env != "" {
@@ -56,6 +59,25 @@ func TestServeRejectsBadSettings(t *testing.T) {
 				t.Errorf("%v %v: error %v, want %q", tc.env, tc.args, err, tc.want)
 			}
 		})
+	}
+}
+
+// --store takes memory (the default) or a Redis URL; a Redis that cannot
+// be reached stops serve before it listens, naming where it looked but not
+// the password.
+func TestServeStore(t *testing.T) {
+	for _, v := range []string{"", "memory", "MEMORY", "redis://127.0.0.1:6379/0", "rediss://u:p@redis.example:6380/2"} {
+		if _, err := parseServe([]string{"--store", v}); err != nil {
+			t.Errorf("--store %q: %v", v, err)
+		}
+	}
+	if st, err := openStore("memory"); st != nil || err != nil {
+		t.Errorf("--store memory opened %v, %v; want this process's memory", st, err)
+	}
+	// Port 1 on loopback: nothing listens there.
+	_, err := openStore("redis://user:hunter2@127.0.0.1:1/0")
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("an unreachable Redis: %v", err)
 	}
 }
 

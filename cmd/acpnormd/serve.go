@@ -31,6 +31,7 @@ type serveFlags struct {
 	tls                   service.TLSFiles
 	tokenFile             string
 	insecureListen        bool
+	store                 string
 }
 
 // serveFlagSet defines the serve flags, with defaults from the environment;
@@ -79,6 +80,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	str(&f.tokenFile, "auth-token-file", "ACPNORM_AUTH_TOKEN_FILE", "", "file holding a bearer token every call (and /metrics) must carry as 'authorization: Bearer <token>'; health checks are exempt")
 	boolean(&f.insecureListen, "insecure-listen", "ACPNORM_INSECURE_LISTEN", "allow listening on a non-loopback address without TLS or a token")
 	dur(&f.shutdown, "shutdown-timeout", "ACPNORM_SHUTDOWN_TIMEOUT", 10*time.Second, "how long a graceful shutdown may take")
+	str(&f.store, "store", "ACPNORM_STORE", "", "where session state lives: empty or 'memory' for this process alone, or a Redis 7 URL,\n"+
+		"redis://[user:password@]host:port/db (rediss:// for TLS), shared by every replica so any of them can serve any session")
 	str(&f.logLevel, "log-level", "ACPNORM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&f.logFormat, "log-format", "ACPNORM_LOG_FORMAT", "text", "text or json")
 	return fs, f, errors.Join(errs...)
@@ -94,6 +97,9 @@ func parseServe(args []string) (*serveFlags, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	if err := checkStore(f.store); err != nil {
+		return nil, err
 	}
 	return f, f.cfg.Validate()
 }
@@ -112,6 +118,14 @@ func serve(args []string) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	st, err := openStore(f.store)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		defer st.Close()
+		f.cfg.Store = st
+	}
 	svc, err := service.New(f.cfg, service.NewMetrics(reg), log)
 	if err != nil {
 		return err

@@ -41,42 +41,63 @@ func newSessions(cfg Config, m *Metrics) *sessions {
 // built or sent, and handle returns that error; it returns ctx's error when
 // ctx ends while it waits for another request of the same session.
 func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit func(*pb.NormalizeResponse) error) error {
-	_, err := ss.handleRead(ctx, req, nil, nil, emit)
+	_, err := ss.newFeeder(ctx, nil, emit).handle(req, nil)
 	return err
 }
 
-// handleRead is handle for a request arrived on a stream that has carried
-// d (see delivered; nil for none) and that may have been read ahead (ahead
-// is nil when not). It also returns the dialect the request's
-// session reads its next frame with, when the request was a frame that
-// was read (else "").
-func (ss *sessions) handleRead(ctx context.Context, req *pb.NormalizeRequest, ahead *normalize.Prepared, d *delivered, emit func(*pb.NormalizeResponse) error) (string, error) {
-	ss.m.framesIn.Inc()
-	var next string
-	opts := []normalize.FeedOption{
-		normalize.WithContext(ctx),
-		normalize.WithEmit(func(ev normalize.Event) error {
-			if ev.Error != nil {
-				ss.m.frameError(codes.Code(ev.Error.Code))
-				return emit(frameErrorResponse(ev.Error))
-			}
-			ss.m.execsOut.Inc()
-			return emit(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: shellExec(ev.ShellExec)}})
-		}),
-	}
+// feeder applies the requests of one stream that has carried d (see
+// delivered; nil for none), handing what they produce to emit as handle
+// does. The options every request of the stream shares (its context,
+// where revisions go, which revisions must be whole) are built once, so a
+// request makes only its own (sequence, dialect, cwd, read-ahead).
+type feeder struct {
+	ss     *sessions
+	d      *delivered
+	emit   func(*pb.NormalizeResponse) error
+	shared []normalize.FeedOption
+	next   string                 // set by Feed through nextOpt
+	nextOf normalize.FeedOption   // WithNextDialect, made once
+	opts   []normalize.FeedOption // reused by each request
+}
+
+func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.NormalizeResponse) error) *feeder {
+	f := &feeder{ss: ss, d: d, emit: emit}
+	f.shared = []normalize.FeedOption{normalize.WithContext(ctx), normalize.WithEmit(f.event)}
 	if d != nil {
-		opts = append(opts, normalize.WithWhole(d.needsWhole))
-		if d.wantsFinalChanges() {
-			opts = append(opts, normalize.WithFinalChanges())
-		}
+		f.shared = append(f.shared, normalize.WithWhole(d.needsWhole))
+	}
+	f.nextOf = normalize.WithNextDialect(func(name string) { f.next = name })
+	return f
+}
+
+// event turns what the Normalizer produced into a response and emits it.
+func (f *feeder) event(ev normalize.Event) error {
+	if ev.Error != nil {
+		f.ss.m.frameError(codes.Code(ev.Error.Code))
+		return f.emit(frameErrorResponse(ev.Error))
+	}
+	f.ss.m.execsOut.Inc()
+	return f.emit(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: shellExec(ev.ShellExec)}})
+}
+
+// handle applies one request that may have been read ahead (ahead is nil
+// when not). It also returns the dialect the request's session reads its
+// next frame with, when the request was a frame that was read (else "").
+func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (string, error) {
+	ss := f.ss
+	ss.m.framesIn.Inc()
+	f.next = ""
+	opts := append(f.opts[:0], f.shared...)
+	if f.d.wantsFinalChanges() {
+		opts = append(opts, normalize.WithFinalChanges())
 	}
 	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
-		f := k.Frame
-		_, err = ss.n.Feed(f.GetSessionId(), f.GetMessage(), append(opts,
-			normalize.WithSequence(f.GetSequence()), normalize.WithDialect(f.GetDialect()), normalize.WithCwd(f.GetCwd()),
-			normalize.WithPrepared(ahead), normalize.WithNextDialect(func(name string) { next = name }))...)
+		fr := k.Frame
+		opts = append(opts, normalize.WithSequence(fr.GetSequence()), normalize.WithDialect(fr.GetDialect()), normalize.WithCwd(fr.GetCwd()),
+			normalize.WithPrepared(ahead), f.nextOf)
+		_, err = ss.n.Feed(fr.GetSessionId(), fr.GetMessage(), opts...)
 	case *pb.NormalizeRequest_TurnEnded:
 		t := k.TurnEnded
 		_, err = ss.n.TurnEnded(t.GetSessionId(), t.GetCancelled(), append(opts, normalize.WithSequence(t.GetSequence()))...)
@@ -84,12 +105,16 @@ func (ss *sessions) handleRead(ctx context.Context, req *pb.NormalizeRequest, ah
 		c := k.SessionClosed
 		_, err = ss.n.CloseSession(c.GetSessionId(), append(opts, normalize.WithSequence(c.GetSequence()))...)
 	case *pb.NormalizeRequest_Options:
-		d.setOptions(k.Options)
+		f.d.setOptions(k.Options)
 	default:
 		ss.m.frameError(codes.InvalidArgument)
-		err = emit(frameErrorResponse(&normalize.FrameError{Code: normalize.InvalidArgument, Message: "request carries neither a frame, turn_ended, session_closed nor options"}))
+		err = f.emit(frameErrorResponse(&normalize.FrameError{Code: normalize.InvalidArgument, Message: "request carries neither a frame, turn_ended, session_closed nor options"}))
 	}
-	return next, err
+	// Keep the grown list for the next request, but not what this one
+	// referred to (its read-ahead may be large).
+	clear(opts[:cap(opts)][len(f.shared):])
+	f.opts = opts[:0]
+	return f.next, err
 }
 
 // sweep releases expired state (see normalize.Normalizer.Sweep).

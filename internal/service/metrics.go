@@ -1,6 +1,8 @@
 package service
 
 import (
+	"time"
+
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
@@ -19,6 +21,8 @@ type Metrics struct {
 	heldBytes      prometheus.Gauge
 	openStreams    prometheus.Gauge
 	streamRefusals *prometheus.CounterVec
+	storeOps       *prometheus.CounterVec
+	storeSeconds   *prometheus.HistogramVec
 }
 
 // NewMetrics registers the series with reg. A nil reg gives metrics that
@@ -69,9 +73,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "acpnorm", Name: "stream_refusals_total",
 			Help: "Streams and calls refused or ended by a transport limit or access control, by reason (max_streams, send_stalled, message_too_large, unreadable_message, unauthenticated, tls_handshake).",
 		}, []string{"reason"}),
+		storeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "store_ops_total",
+			Help: "Operations on the shared state store (--store), by op (load, commit, version) and result (ok, conflict: another replica changed the session first, error).",
+		}, []string{"op", "result"}),
+		storeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "acpnorm", Name: "store_op_seconds",
+			Help:    "Time an operation on the shared state store (--store) took, by op.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 4, 9), // 50µs to 3.3s
+		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes, m.openStreams, m.streamRefusals)
+		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes, m.openStreams, m.streamRefusals, m.storeOps, m.storeSeconds)
 	}
 	return m
 }
@@ -87,6 +100,10 @@ func (m *Metrics) hooks() normalize.Hooks {
 		Released:    func(reason string, n int) { m.evictions.WithLabelValues(reason).Add(float64(n)) },
 		Sessions:    func(delta int) { m.sessions.Add(float64(delta)) },
 		HeldBytes:   func(total int64) { m.heldBytes.Set(float64(total)) },
+		StoreOp: func(op, result string, took time.Duration) {
+			m.storeOps.WithLabelValues(op, result).Inc()
+			m.storeSeconds.WithLabelValues(op).Observe(took.Seconds())
+		},
 	}
 }
 

@@ -164,6 +164,18 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	}
 	var applied uint64
 	d := newDelivered()
+	// queueFailed says the current request's answers could not all be
+	// queued (the stream ended meanwhile).
+	queueFailed := false
+	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
+		select {
+		case out <- r:
+			return nil
+		case <-ctx.Done():
+			queueFailed = true
+			return ctx.Err()
+		}
+	})
 	// apply applies one request and queues what it produces. A request
 	// whose answers could not all be queued (the stream ended meanwhile)
 	// still counts as applied: its changes are in the shared state, and
@@ -181,16 +193,8 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 				return s.endCause(ctx)
 			}
 		}
-		queueFailed := false
-		next, err := s.sessions.handleRead(ctx, req, read, d, func(r *pb.NormalizeResponse) error {
-			select {
-			case out <- r:
-				return nil
-			case <-ctx.Done():
-				queueFailed = true
-				return ctx.Err()
-			}
-		})
+		queueFailed = false
+		next, err := feed.handle(req, read)
 		if err == nil || queueFailed {
 			applied++
 		}

@@ -134,6 +134,7 @@ func benchPath(b *testing.B, name string, reqs []*pb.NormalizeRequest, size int6
 			}
 			return nil
 		}
+		feed := ss.newFeeder(ctx, d, emit)
 		b.SetBytes(size)
 		b.ReportAllocs()
 		n := 0
@@ -143,12 +144,12 @@ func benchPath(b *testing.B, name string, reqs []*pb.NormalizeRequest, size int6
 			sid := fmt.Sprintf("bench-%d", n)
 			for _, r := range reqs {
 				r.GetFrame().SessionId = sid
-				if _, err := ss.handleRead(ctx, r, nil, d, emit); err != nil {
+				if _, err := feed.handle(r, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
 			closed := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid}}}
-			if _, err := ss.handleRead(ctx, closed, nil, d, emit); err != nil {
+			if _, err := feed.handle(closed, nil); err != nil {
 				b.Fatal(err)
 			}
 			for _, n := range totals {

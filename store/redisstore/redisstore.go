@@ -332,6 +332,22 @@ func (s *Store) Load(ctx context.Context, session string) (*store.Snapshot, erro
 	return snap, nil
 }
 
+// Version returns the session's version with one HGET (0 when absent).
+func (s *Store) Version(ctx context.Context, session string) (uint64, error) {
+	v, err := s.c.HGet(ctx, s.keys(session)[0], "v").Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: version of %q from %s: %w", session, s.where, err)
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: version of %q from %s: the stored version %q is malformed", session, s.where, v)
+	}
+	return n, nil
+}
+
 // Commit applies c when the session is still at version base.
 func (s *Store) Commit(ctx context.Context, session string, base uint64, c *store.Change) (uint64, error) {
 	if c == nil {

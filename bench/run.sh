@@ -9,8 +9,15 @@
 #   bash bench/run.sh -rounds 5 -c 8          any acpbench flag (go run ./bench/cmd/acpbench -h)
 #   SMOKE=1 bash bench/run.sh                 a ~20 s run (CI): fails on errors, never on speed
 #   GHZ=1 bash bench/run.sh                   the same scenarios driven by ghz v0.121.0 instead
+#   STORE=1 bash bench/run.sh                 acpnormd --store redis://... against acpnormd in memory,
+#                                             in the same run, on the mixed load (starts Debian's
+#                                             redis-server on a loopback port; about 1 minute)
 #
-# Results: the table on stdout; bench/out/results.json and bench/out/chart.png.
+# SMOKE=1 also runs the store comparison briefly when redis-server is installed
+# (test/setup.sh installs it).
+#
+# Results: the table on stdout; bench/out/results.json and bench/out/chart.png
+# (STORE=1: bench/out/store.json).
 # Fails (exit 1) when a run saw a FrameError, a failed send or a broken stream.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +38,22 @@ if [ "${GHZ:-}" = 1 ]; then
   exec timeout 30m "$bin/acpbench" ghz -ghz .bin/ghz -acpnormd "$bin/acpnormd" -echod "$bin/echod" "$@"
 fi
 
+if [ "${STORE:-}" = 1 ]; then
+  command -v redis-server >/dev/null || { echo "bench/run.sh: STORE=1 needs redis-server (bash test/setup.sh installs it)" >&2; exit 1; }
+  timeout 30m "$bin/acpbench" store -acpnormd "$bin/acpnormd" -redis-server "$(command -v redis-server)" \
+    -json bench/out/store.json -c 1,8 "$@"
+  exit 0
+fi
+
 if [ "${SMOKE:-}" = 1 ]; then
   set -- -rounds 1 -duration 700ms -c 1,8 "$@"
+  if command -v redis-server >/dev/null; then
+    echo "== the Redis store against memory, briefly"
+    timeout 5m "$bin/acpbench" store -acpnormd "$bin/acpnormd" -redis-server "$(command -v redis-server)" \
+      -rounds 1 -duration 500ms -c 1,8
+  else
+    echo "SKIP the Redis store smoke run: no redis-server (bash test/setup.sh installs it)"
+  fi
 fi
 # Bounded: the full run takes about 5 minutes; a stuck server ends it.
 timeout 30m "$bin/acpbench" -acpnormd "$bin/acpnormd" -echod "$bin/echod" \

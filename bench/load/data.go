@@ -101,6 +101,23 @@ func Scenarios(dir string) ([]*Scenario, error) {
 	return out, nil
 }
 
+// Mixed returns the mixed load: every replay of every scenario in all
+// but grok-bytes (every agent's recordings and the generated Grok-like
+// text stream), so that a stream goes through all of them in turn.
+func Mixed(all []*Scenario) *Scenario {
+	m := &Scenario{Name: "mixed"}
+	var names []string
+	for _, s := range all {
+		if s.Name == "grok-bytes" || s.Name == "mixed" {
+			continue
+		}
+		m.Replays = append(m.Replays, s.Replays...)
+		names = append(names, s.Name)
+	}
+	m.What = "every replay of " + strings.Join(names, ", ")
+	return m
+}
+
 // Select returns the scenarios named in a comma-separated list ("" or
 // "all": every one).
 func Select(all []*Scenario, names string) ([]*Scenario, error) {

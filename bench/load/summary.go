@@ -12,7 +12,8 @@ import (
 type Row struct {
 	Scenario string `json:"scenario"`
 	Streams  int    `json:"streams"`
-	// Median over rounds, acpnorm then the echo baseline.
+	// Median over rounds, acpnorm then the echo baseline (or the two
+	// servers named to Summarize, in that order).
 	FPS      [2]float64 `json:"frames_per_sec"`
 	MBps     [2]float64 `json:"mb_per_sec"`
 	P50ms    [2]float64 `json:"p50_ms"`
@@ -90,9 +91,14 @@ func Summarize(results []*Result, servers [2]string) []Row {
 
 // PrintTable writes the rows as an aligned table, acpnorm and the
 // baseline side by side.
-func PrintTable(w io.Writer, rows []Row) {
+func PrintTable(w io.Writer, rows []Row) { PrintPair(w, rows, [2]string{"acpnorm", "echo"}) }
+
+// PrintPair writes the rows as an aligned table, the two servers named
+// side by side; ratios are the first over the second.
+func PrintPair(w io.Writer, rows []Row, names [2]string) {
+	a, b := names[0], names[1]
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tc\tframes/s acpnorm\techo\tratio\tMB/s acpnorm\techo\tp50 ms acpnorm\techo\tp99 ms acpnorm\techo\tratio\tCPU cores acpnorm\techo\tpeak RSS MiB acpnorm\techo\terrors\t")
+	fmt.Fprintf(tw, "scenario\tc\tframes/s %s\t%s\tratio\tMB/s %s\t%s\tp50 ms %s\t%s\tp99 ms %s\t%s\tratio\tCPU cores %s\t%s\tpeak RSS MiB %s\t%s\terrors\t\n", a, b, a, b, a, b, a, b, a, b, a, b)
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f×\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f×\t%.2f\t%.2f\t%.0f\t%.0f\t%d\t\n",
 			r.Scenario, r.Streams, r.FPS[0], r.FPS[1], r.FPSRatio, r.MBps[0], r.MBps[1],
@@ -103,8 +109,13 @@ func PrintTable(w io.Writer, rows []Row) {
 }
 
 // PrintMarkdown writes the rows as a Markdown table.
-func PrintMarkdown(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| scenario | c | frames/s acpnorm | echo | ratio | p50 ms acpnorm | echo | p99 ms acpnorm | echo | ratio | CPU cores acpnorm | echo | peak RSS MiB acpnorm | echo | errors |")
+func PrintMarkdown(w io.Writer, rows []Row) { PrintPairMarkdown(w, rows, [2]string{"acpnorm", "echo"}) }
+
+// PrintPairMarkdown writes the rows as a Markdown table, the two servers
+// named side by side.
+func PrintPairMarkdown(w io.Writer, rows []Row, names [2]string) {
+	a, b := names[0], names[1]
+	fmt.Fprintf(w, "| scenario | c | frames/s %s | %s | ratio | p50 ms %s | %s | p99 ms %s | %s | ratio | CPU cores %s | %s | peak RSS MiB %s | %s | errors |\n", a, b, a, b, a, b, a, b, a, b)
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f× | %.2f | %.2f | %.2f | %.2f | %.2f× | %.2f | %.2f | %.0f | %.0f | %d |\n",

@@ -27,6 +27,7 @@ func memory(args []string) error {
 	output := fs.Int("output", 4096, "bytes of live output of each call")
 	settle := fs.Duration("settle", 10*time.Second, "how long RSS is sampled after the closes")
 	jsonOut := fs.String("json", "", "write the result here")
+	redisServer := fs.String("redis-server", "", "start this redis-server on a loopback port and serve with --store redis://... (the calls' state is then also in Redis)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,7 +40,24 @@ func memory(args []string) error {
 	if err != nil {
 		return err
 	}
-	acp, err := load.Start(ctx, "acpnorm", *acpnormd, "--listen", "serve", "--metrics-listen="+metrics, "--log-level=warn")
+	srvArgs := []string{"serve", "--metrics-listen=" + metrics, "--log-level=warn"}
+	redisPID := 0
+	if *redisServer != "" {
+		dir, err := os.MkdirTemp("", "acpbench-redis-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		rs, err := load.StartRedis(ctx, *redisServer, dir)
+		if err != nil {
+			return err
+		}
+		defer rs.Stop()
+		redisPID = rs.PID()
+		srvArgs = append(srvArgs, "--store", "redis://"+rs.Addr+"/0")
+		fmt.Fprintf(os.Stderr, "acpbench memory: the store is redis-server on %s\n", rs.Addr)
+	}
+	acp, err := load.Start(ctx, "acpnorm", *acpnormd, "--listen", srvArgs...)
 	if err != nil {
 		return err
 	}
@@ -58,6 +76,11 @@ func memory(args []string) error {
 	fmt.Printf("opened in:               %v\n", r.OpenTime.Round(time.Millisecond))
 	fmt.Printf("server's open calls:     %.0f (held text %.1f MiB)\n", r.OpenCalls, r.HeldBytes/(1<<20))
 	fmt.Printf("RSS, every call open:    %s (peak while opening %s)\n", mib(r.RSSOpen), mib(r.PeakOpen))
+	if redisPID > 0 {
+		if rss, err := load.RSS(redisPID); err == nil {
+			fmt.Printf("redis-server RSS now:    %s\n", mib(rss))
+		}
+	}
 	for _, s := range r.Closed {
 		fmt.Printf("RSS %5.1f s after close: %s\n", s.After.Seconds(), mib(s.RSS))
 	}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/acpnorm/acpnorm/bench/load"
+)
+
+// storeBench runs the same scenarios against two acpnormd processes, one
+// keeping its sessions in memory (the default) and one with --store
+// redis://..., interleaved over rounds, and prints both side by side with
+// the ratio redis / memory. It starts redis-server itself (-redis-server,
+// on a free loopback port, no persistence) unless -redis gives a URL.
+// The redis figures count redis-server's CPU time beside acpnormd's.
+func storeBench(args []string) error {
+	fs := flag.NewFlagSet("store", flag.ContinueOnError)
+	acpnormd := fs.String("acpnormd", "", "acpnormd binary (required)")
+	redisServer := fs.String("redis-server", "redis-server", "redis-server binary, started on a free loopback port")
+	redisURL := fs.String("redis", "", "use this Redis (redis://host:port/db) instead of starting redis-server")
+	recordings := fs.String("recordings", "test/testdata/recordings", "directory of the recordings")
+	scenarios := fs.String("scenarios", "mixed", "comma-separated scenarios (mixed: every recording and grok-text on each stream), or all")
+	conc := fs.String("c", "1,8,32", "comma-separated stream counts")
+	rounds := fs.Int("rounds", 3, "rounds; each runs every cell on both servers")
+	duration := fs.Duration("duration", 2*time.Second, "sending time of one cell")
+	jsonOut := fs.String("json", "", "write every result and the summary here")
+	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *acpnormd == "" {
+		return fmt.Errorf("store: -acpnormd is required")
+	}
+	streams, err := parseStreams(*conc)
+	if err != nil {
+		return err
+	}
+	all, err := load.Scenarios(*recordings)
+	if err != nil {
+		return err
+	}
+	all = append(all, load.Mixed(all))
+	chosen, err := load.Select(all, *scenarios)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	url, redisPID := *redisURL, 0
+	if url == "" {
+		dir, err := os.MkdirTemp("", "acpbench-redis-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		rs, err := load.StartRedis(ctx, *redisServer, dir)
+		if err != nil {
+			return err
+		}
+		defer rs.Stop()
+		url, redisPID = "redis://"+rs.Addr+"/0", rs.PID()
+	}
+	common := []string{"serve", "--metrics-listen=", "--log-level=warn"}
+	mem, err := load.Start(ctx, "memory", *acpnormd, "--listen", common...)
+	if err != nil {
+		return err
+	}
+	defer mem.Stop()
+	red, err := load.Start(ctx, "redis", *acpnormd, "--listen", append(common, "--store", url)...)
+	if err != nil {
+		return err
+	}
+	defer red.Stop()
+
+	cells := *rounds * len(chosen) * len(streams) * 2
+	fmt.Fprintf(os.Stderr, "acpbench store: %d scenarios x c=%v x %d rounds x {memory, redis at %s} = %d cells of %v (about %v)\n",
+		len(chosen), streams, *rounds, url, cells, *duration, time.Duration(cells)*(*duration+300*time.Millisecond))
+	for _, s := range chosen {
+		fmt.Fprintf(os.Stderr, "  %-10s %5d frames, %6.1f MB per pass: %s\n", s.Name, s.Frames(), float64(s.Bytes())/1e6, s.What)
+	}
+	var results []*load.Result
+	failed := false
+	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
+	for round := range *rounds {
+		for _, s := range chosen {
+			for _, c := range streams {
+				order := [2]*load.Server{red, mem}
+				if round%2 == 1 {
+					order = [2]*load.Server{mem, red}
+				}
+				for _, srv := range order {
+					var rcpu0 time.Duration
+					if srv == red && redisPID > 0 {
+						rcpu0, _ = load.ProcCPU(redisPID)
+					}
+					r, err := load.Run(ctx, load.Options{
+						Addr: srv.Addr, Streams: c, Duration: *duration, Scenario: s,
+						ServerPID: srv.PID(), RunID: fmt.Sprintf("%s-%d-%s-%d-%s", runID, round, s.Name, c, srv.Name),
+					})
+					if err != nil {
+						return err
+					}
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					redisCores := ""
+					if srv == red && redisPID > 0 {
+						if rcpu1, err := load.ProcCPU(redisPID); err == nil {
+							rc := (rcpu1 - rcpu0).Seconds() / r.Elapsed.Seconds()
+							r.ServerCores += rc
+							redisCores = fmt.Sprintf(" (redis-server %.2f of them)", rc)
+						}
+					}
+					r.Server, r.Round = srv.Name, round+1
+					results = append(results, r)
+					fmt.Fprintf(os.Stderr, "round %d %-10s c=%-2d %-7s %8.0f frames/s  p99 %7.2f ms  %.2f cores%s  %d frame errors  %d send errors\n",
+						round+1, s.Name, c, srv.Name, r.FramesPerSec, r.P99ms, r.ServerCores, redisCores, r.FrameErrors, r.SendErrors)
+					if r.Failed() {
+						failed = true
+						for _, e := range r.Errors {
+							fmt.Fprintln(os.Stderr, "   ", e)
+						}
+					}
+				}
+			}
+		}
+	}
+	names := [2]string{red.Name, mem.Name}
+	rows := load.Summarize(results, names)
+	fmt.Println()
+	load.PrintPair(os.Stdout, rows, names)
+	if *md {
+		fmt.Println()
+		load.PrintPairMarkdown(os.Stdout, rows, names)
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(struct {
+			Results []*load.Result `json:"results"`
+			Summary []load.Row     `json:"summary"`
+		}{results, rows}, "", "  ")
+		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return fmt.Errorf("errors during the run (see above); speed is never a failure")
+	}
+	return nil
+}
+
+// parseStreams reads a comma-separated list of stream counts.
+func parseStreams(s string) ([]int, error) {
+	var streams []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-c: %q is not a stream count", f)
+		}
+		streams = append(streams, n)
+	}
+	return streams, nil
+}

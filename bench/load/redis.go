@@ -1,0 +1,65 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// StartRedis starts bin (Debian's redis-server) on a free loopback port,
+// without persistence, its files (and its log, redis.log) in dir, and waits until it answers PING.
+// The URL to give acpnormd --store is redis://ADDR/0.
+func StartRedis(ctx context.Context, bin, dir string) (*Server, error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir,
+		"--daemonize", "no", "--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	s := &Server{Name: "redis", Addr: addr, cmd: cmd}
+	limit := time.Now().Add(20 * time.Second)
+	for {
+		err := redisPing(addr)
+		if err == nil {
+			return s, nil
+		}
+		if time.Now().After(limit) || ctx.Err() != nil {
+			s.Stop()
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			return nil, fmt.Errorf("redis-server did not answer PING on %s within 20s: %v\n%s", addr, err, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// redisPing sends one inline PING and expects +PONG.
+func redisPing(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %s", strconv.Quote(line))
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/fold"
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/testredis"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+)
+
+// With the sessions in Redis, a replica that dies loses nothing: the
+// client reconnects to another replica and goes on. For every recording:
+// the first part (up to a point where a call is still running) goes to
+// replica A on one stream; once A has answered it, A gets SIGKILL; the
+// rest goes to replica B on a new stream. What the client got from A and
+// B together is what one process sends, revision by revision: every
+// call's revisions are 1, 2, 3 ... with no gap or repeat across the two
+// replicas, its folded state after each equals one process's, and the
+// final ShellExec of every call is the golden's. A client that lost A's
+// last answers in flight is made whole by B's first revisions.
+func TestFailoverKillsAReplicaMidSession(t *testing.T) {
+	args := []string{"--store", testredis.Start(t)}
+	crossed := 0
+	failover(t, args, func(t *testing.T, rec recorded, cut int, fromA, fromB []*pb.NormalizeResponse) {
+		last := rec.lines[cut-1].Number
+		if err := equalPrefix(fromA, rec.ref, last); err != nil {
+			t.Errorf("A, before the kill: %v", err)
+		}
+		checkAgainstSingleProcess(t, rec, append(append([]*pb.NormalizeResponse{}, fromA...), fromB...))
+		// A client that never got A's last answers (they were on the wire
+		// when A died) sees a gap, and B's first revision of each call on
+		// the new stream carries every text whole: folding that gives the
+		// golden too.
+		lossy := foldAcross(append(dropLastExecs(fromA, 2), fromB...))
+		golden, err := os.ReadFile(filepath.Join("testdata", "golden", rec.name+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := withoutRevisionCounts(renderCalls(rec.name, lossy, nil)), withoutRevisionCounts(golden); g != w {
+			t.Errorf("a client that lost A's last two live revisions does not end with the golden:\n%s", firstDiff(w, g))
+		}
+		var log revisionLog
+		log.add("A", fromA)
+		log.add("B", fromB)
+		for _, id := range openAt(rec.ref, last) {
+			revs, from := log.revs[id], log.from[id]
+			if len(from) == 0 || from[0] != "A" || from[len(from)-1] != "B" {
+				t.Errorf("call %s was open at the kill but did not go on from A to B: revisions%s", id, describeRevs(revs, from))
+				continue
+			}
+			crossed++
+			t.Logf("call %s, open when A was killed after line %d: revisions%s", id, last, describeRevs(revs, from))
+		}
+	})
+	// Every recording was cut while a call ran (cutNearHalf finds one).
+	if n := len(recordings(t)); crossed < n {
+		t.Errorf("only %d calls were open across a kill in %d recordings", crossed, n)
+	}
+}
+
+// One session's frames go to three replicas in turn, frame by frame, each
+// on its own stream (a client that round-robins, or reconnects all the
+// time); each frame is sent once the one before was answered, as a
+// client that moves a session to another replica does. The revisions and
+// the folded state after each are exactly one process's, and the final
+// ShellExec of every call is the golden's.
+func TestAlternatingReplicasGiveOneProcessResult(t *testing.T) {
+	args := []string{"--store", testredis.Start(t)}
+	alternate(t, []*replica{startReplica(t, "A", args...), startReplica(t, "B", args...), startReplica(t, "C", args...)})
+}
+
+// alternate plays every recording frame by frame on the replicas in turn
+// and checks the result against one process's.
+func alternate(t *testing.T, fleet []*replica) {
+	for _, file := range recordings(t) {
+		rec := loadRecorded(t, file)
+		t.Run(rec.name, func(t *testing.T) {
+			feeds := make([]*feed, len(fleet))
+			for i, r := range fleet {
+				feeds[i] = openFeed(t, r)
+			}
+			var got []*pb.NormalizeResponse
+			var log revisionLog
+			for i, l := range rec.lines {
+				f := feeds[i%len(feeds)]
+				f.send(t, rec.name, l)
+				f.barrier(t)
+				resps := f.take()
+				got = append(got, resps...)
+				log.add(f.name, resps)
+			}
+			f := feeds[len(rec.lines)%len(feeds)]
+			f.closeSession(t, rec.name, uint64(rec.lines[len(rec.lines)-1].Number+1))
+			f.barrier(t)
+			resps := f.take()
+			got = append(got, resps...)
+			log.add(f.name, resps)
+			for _, f := range feeds {
+				if extra := f.finish(t); len(extra) != 0 {
+					t.Errorf("%s sent %d responses after its frames were answered", f.name, len(extra))
+				}
+			}
+			checkAgainstSingleProcess(t, rec, got)
+			// The calls moved between replicas.
+			moved := 0
+			for _, id := range log.order {
+				if len(distinct(log.from[id])) > 1 {
+					moved++
+				}
+			}
+			if moved == 0 {
+				t.Errorf("no call got revisions from more than one replica")
+			}
+		})
+	}
+}
+
+func distinct(xs []string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// checkAgainstSingleProcess checks what a client got from several replicas
+// against what one process answers to the same frames (ref) and against
+// the golden: the same revisions of the same calls in the same order, and
+// after each one the client's folded state of that call is the same as
+// with one process (the texts may come as one REPLACE on a new stream
+// where one process sent APPENDs, which folds to the same). The client's
+// fold refuses any gap, repeat or restart of a call's numbering.
+func checkAgainstSingleProcess(t *testing.T, rec recorded, got []*pb.NormalizeResponse) {
+	t.Helper()
+	calls := foldStrict(t, rec.name, got)
+	var want, have fold.Folder
+	n := 0
+	for i, r := range rec.ref {
+		if i >= len(got) {
+			break
+		}
+		w, g := r.GetShellExec(), got[i].GetShellExec()
+		if w == nil || g == nil || w.GetToolCallId() != g.GetToolCallId() || w.GetRevision() != g.GetRevision() {
+			t.Errorf("response %d: got call %q revision %d, one process sends call %q revision %d (%v)", i+1,
+				g.GetToolCallId(), g.GetRevision(), w.GetToolCallId(), w.GetRevision(), got[i].GetFrameError())
+			return
+		}
+		_ = want.Apply(w)
+		_ = have.Apply(g)
+		if ws, hs := want.State(fold.KeyOf(w)), have.State(fold.KeyOf(g)); !proto.Equal(ws, hs) {
+			t.Errorf("call %s after revision %d: the client holds\n%s\none process's client holds\n%s", w.GetToolCallId(), w.GetRevision(), prototext.Format(hs), prototext.Format(ws))
+			return
+		}
+		n++
+	}
+	if len(got) != len(rec.ref) {
+		t.Errorf("%d responses, one process sends %d", len(got), len(rec.ref))
+	}
+	golden, err := os.ReadFile(filepath.Join("testdata", "golden", rec.name+".golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := renderCalls(rec.name, calls, nil); string(g) != string(golden) {
+		t.Errorf("the folded result differs from testdata/golden/%s.golden:\n%s", rec.name, firstDiff(string(golden), string(g)))
+	}
+}
+
+// foldStrict folds the revisions as a client does, with fold.Folder, which
+// refuses a gap, a repeat or a restart in any call's numbering: each such
+// refusal is reported. It returns the calls in the order they first
+// appeared, as renderCalls wants them.
+func foldStrict(t *testing.T, what string, resps []*pb.NormalizeResponse) []*replay.Call {
+	t.Helper()
+	var f fold.Folder
+	count := map[fold.Key]int{}
+	for _, r := range resps {
+		if fe := r.GetFrameError(); fe != nil {
+			t.Errorf("%s: frame error %v", what, fe)
+			continue
+		}
+		x := r.GetShellExec()
+		if x == nil {
+			continue
+		}
+		if err := f.Apply(x); err != nil {
+			t.Errorf("%s: the client's fold refused a revision: %v", what, err)
+			continue
+		}
+		count[fold.KeyOf(x)]++
+	}
+	var calls []*replay.Call
+	for _, k := range f.Calls() {
+		calls = append(calls, &replay.Call{Last: f.State(k), Revisions: count[k]})
+	}
+	return calls
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/dialect"
 	"github.com/acpnorm/acpnorm/store"
 )
@@ -164,6 +165,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("tombstones %d is negative", c.Tombstones)
 	case c.MemoryBudget < 4096:
 		return fmt.Errorf("memory budget %d is below 4096 bytes", c.MemoryBudget)
+	case c.store != nil && c.TextLimit > accum.MaxStateLimit:
+		return fmt.Errorf("text limit %d is over %d bytes, the most a call kept in a store may hold", c.TextLimit, accum.MaxStateLimit)
 	case c.SessionMemory < 0 || c.SessionMemory > c.MemoryBudget:
 		return fmt.Errorf("session memory %d is not between 0 (an eighth of the budget) and the memory budget %d", c.SessionMemory, c.MemoryBudget)
 	}

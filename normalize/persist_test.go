@@ -269,3 +269,14 @@ func TestStoreIdleSessionReleased(t *testing.T) {
 		t.Fatalf("the session after its release: %+v, %v", s, ok)
 	}
 }
+
+// A text limit a stored call cannot hold is refused up front, naming it.
+func TestStoreTextLimitChecked(t *testing.T) {
+	err := normalize.Check(normalize.WithStore(store.NewMemory()), normalize.WithTextLimit(1<<30))
+	if err == nil || !strings.Contains(err.Error(), "text limit 1073741824") {
+		t.Fatalf("a 1 GiB text limit with a store: %v", err)
+	}
+	if err := normalize.Check(normalize.WithTextLimit(1 << 30)); err != nil {
+		t.Fatalf("a 1 GiB text limit without a store: %v", err)
+	}
+}

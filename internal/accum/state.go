@@ -22,10 +22,10 @@ import (
 // stateVersion is the first byte of an encoded call state.
 const stateVersion = 1
 
-// maxStateLimit is the largest text limit RestoreCall accepts: a state
-// claiming more is taken as corrupt rather than trusted with that much
-// memory.
-const maxStateLimit = 1 << 30
+// MaxStateLimit is the largest text limit RestoreCall accepts: a state
+// that claims more is taken as corrupt rather than trusted with that much
+// memory (a restored stream allocates up to 1.5 times its limit).
+const MaxStateLimit = 64 << 20
 
 // Sync is how one stream's held text changed since the previous TakeSync
 // (or since the call was made or restored), for a copy of the stream kept
@@ -258,7 +258,8 @@ func appendBytes(p []byte, q []byte) []byte {
 // TakeSync reports only what changes after the restore. Input that is not
 // such a pair (corrupt, cut short, from another format version, or
 // streams that do not match the state) is an error that names the
-// problem; the streams are not kept (the call copies what it holds).
+// problem, as is a text limit over MaxStateLimit. The streams are not
+// kept: the call copies what it holds.
 func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	d := decoder{p: state}
 	if v := d.byte("format version"); d.err == nil && v != stateVersion {
@@ -267,7 +268,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	c := &Call{}
 	c.id = d.string("call id")
 	limit := d.varint("text limit")
-	if d.err == nil && (limit < -maxStateLimit || limit > maxStateLimit) {
+	if d.err == nil && (limit < -MaxStateLimit || limit > MaxStateLimit) {
 		d.fail("text limit %d is out of range", limit)
 	}
 	c.limit = int(limit)

@@ -10,7 +10,7 @@
 // live in one slot and a script may touch them all, also on Redis Cluster:
 //
 //	<prefix>{<id>}          hash: v = version, h = header, r:<name> = records,
-//	                        c = the token of the last commit
+//	                        c = the tokens of the last 8 commits
 //	<prefix>{<id>}:s:<name> string: the text stream <name>
 //	<prefix>{<id>}:k        set: the names of the session's streams
 //
@@ -43,11 +43,13 @@
 // the loser one Load and a re-apply. In the common case, one replica
 // owning a session, a frame costs one round trip.
 //
-// Each commit also carries a random token that the script stores. When the
-// connection breaks after Redis applied a commit but before its reply
-// arrived, the client sends the command again; the script then finds its
-// own token at base+1 and reports success rather than a conflict, so no
-// change is applied twice or reported lost. An error other than
+// Each commit also carries a unique token, and the session keeps the
+// tokens of its last 8 commits. When the connection breaks after Redis
+// applied a commit but before its reply arrived, go-redis sends the
+// command again; the script then finds the token at the version the
+// commit made and reports that version (even when other commits followed
+// in between) rather than a conflict, so the caller neither applies its
+// change twice nor thinks it lost. An error other than
 // store.ErrConflict still leaves it unknown whether the commit applied:
 // the caller loads the session again before its next commit.
 //
@@ -197,8 +199,12 @@ local h, k = KEYS[1], KEYS[2]
 local cur = tonumber(redis.call('HGET', h, 'v') or '0')
 local base = tonumber(ARGV[1])
 if cur ~= base then
-  if cur == base + 1 and redis.call('HGET', h, 'c') == ARGV[3] then
-    return cur -- this very commit, sent again after a lost reply
+  -- c holds the tokens of the last 8 commits, newest first, 16 bytes
+  -- each: is this very commit, sent again after a lost reply, among them?
+  local j = cur - base - 1
+  if j >= 0 and j < 8 then
+    local c = redis.call('HGET', h, 'c')
+    if c and string.sub(c, j * 16 + 1, j * 16 + 16) == ARGV[3] then return base + 1 end
   end
   return -1
 end
@@ -235,7 +241,7 @@ while i <= #ARGV do
   i = i + 3
 end
 local v = redis.call('HINCRBY', h, 'v', 1)
-redis.call('HSET', h, 'c', ARGV[3])
+redis.call('HSET', h, 'c', ARGV[3] .. string.sub(redis.call('HGET', h, 'c') or '', 1, 7 * 16))
 local ttl = ARGV[2]
 redis.call('PEXPIRE', h, ttl)
 local names = redis.call('SMEMBERS', k)

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -207,28 +209,60 @@ func TestScriptFlush(t *testing.T) {
 }
 
 // A commit sent again after its reply was lost (go-redis resends on a
-// broken connection) is recognised by its token: success, not a conflict,
-// and applied once.
+// broken connection) is recognised by its token: it reports the version it
+// made, also when other commits followed, and is applied once.
 func TestCommitResent(t *testing.T) {
 	url := testredis.Start(t)
 	s := open(t, url)
 	defer s.Close()
 	ctx := t.Context()
-	args := []any{"0", "60000", "tok-1", "1", "h", "0", "s", "a", "x"}
 	keys := s.keys("a")
-	for i := range 2 {
-		v, err := commitScript.Run(ctx, s.c, keys, args...).Int64()
-		if err != nil || v != 1 {
-			t.Fatalf("send %d: %d, %v; want version 1", i+1, v, err)
+	tok := func(i int) string { return fmt.Sprintf("token-%010d", i) } // 16 bytes
+	send := func(base uint64, token string) int64 {
+		t.Helper()
+		v, err := commitScript.Run(ctx, s.c, keys, strconv.FormatUint(base, 10), "60000", token, "0", "", "0", "s", "a", token[6:]+";").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := send(0, tok(1)); v != 1 {
+		t.Fatalf("first send: version %d; want 1", v)
+	}
+	if v := send(0, tok(1)); v != 1 {
+		t.Fatalf("the same commit sent again: %d; want version 1", v)
+	}
+	if v := send(0, tok(2)); v != -1 {
+		t.Fatalf("another commit at base 0: %d; want -1 (conflict)", v)
+	}
+	// Ten more commits; the ones 8 or fewer back are still recognised.
+	for i := 2; i <= 11; i++ {
+		if v := send(uint64(i-1), tok(i)); v != int64(i) {
+			t.Fatalf("commit %d: version %d", i, v)
 		}
 	}
-	other := []any{"0", "60000", "tok-2", "1", "h", "0"}
-	if v, err := commitScript.Run(ctx, s.c, keys, other...).Int64(); err != nil || v != -1 {
-		t.Fatalf("another commit at base 0: %d, %v; want -1 (conflict)", v, err)
+	for i := 1; i <= 11; i++ {
+		want := int64(i)
+		if i <= 11-8 {
+			want = -1 // forgotten: a conflict, as for any stale base
+		}
+		if v := send(uint64(i-1), tok(i)); v != want {
+			t.Errorf("commit %d sent again at version 11: %d; want %d", i, v, want)
+		}
+		if v := send(uint64(i-1), tok(100+i)); v != -1 {
+			t.Errorf("another commit at base %d: %d; want -1", i-1, v)
+		}
 	}
 	snap, err := s.Load(ctx, "a")
-	if err != nil || snap.Version != 1 || string(snap.Streams["s"]) != "x" {
-		t.Fatalf("after the resend: %+v, %v; want version 1 with the append applied once", snap, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	for i := 1; i <= 11; i++ {
+		fmt.Fprintf(&log, "%010d;", i)
+	}
+	if snap.Version != 11 || string(snap.Streams["s"]) != log.String() {
+		t.Fatalf("after the resends: version %d, stream %q; want 11 and each append once", snap.Version, snap.Streams["s"])
 	}
 }
 

@@ -25,7 +25,13 @@ import (
 // loaded again and the request is applied again, so every request is
 // applied exactly once in the order the store accepted them, and revisions
 // go on 1, 2, 3 across replicas. A request that changed nothing commits
-// nothing.
+// nothing, but asks the store for the session's version (a cache that is
+// behind could have missed what the request needed, such as the ask a
+// permission answer answers), unless the frame could change nothing in
+// any state (see reply.inert). So a request costs one round trip to the
+// store, or none; a session that moved costs a load more. The revisions
+// of a request are handed on after the session is unlocked, so requests
+// of one session on different streams may hand theirs on in either order.
 //
 // The stored session is:
 //   - a header: the dialect, cwd, cancel flag, terminals, unanswered asks,

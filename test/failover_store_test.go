@@ -199,3 +199,107 @@ func foldStrict(t *testing.T, what string, resps []*pb.NormalizeResponse) []*rep
 	}
 	return calls
 }
+
+// The limit of a failover: acpnorm does not recognise a frame it has
+// already applied. A client that resends frames A had answered (because
+// it did not know they were applied) gets them applied a second time. So
+// a client resends only what comes after the last frame answered on the
+// old stream (answers come in the order the frames were sent, so a frame
+// without an answer of its own was applied when a later one was
+// answered). This test shows it: the last three answered frames sent again
+// to B give revisions that one process never sends.
+func TestFailoverResentFramesApplyTwice(t *testing.T) {
+	args := []string{"--store", testredis.Start(t)}
+	a, b := startReplica(t, "A", args...), startReplica(t, "B", args...)
+	differ := 0
+	for _, file := range recordings(t) {
+		rec := loadRecorded(t, file)
+		t.Run(rec.name, func(t *testing.T) {
+			cut := cutNearHalf(rec.lines, rec.ref)
+			fa := openFeed(t, a)
+			for _, l := range rec.lines[:cut] {
+				fa.send(t, rec.name, l)
+			}
+			fa.barrier(t)
+			fromA := fa.take()
+			fb := openFeed(t, b)
+			for _, l := range rec.lines[cut-3:] {
+				fb.send(t, rec.name, l)
+			}
+			fb.closeSession(t, rec.name, uint64(rec.lines[len(rec.lines)-1].Number+1))
+			fromB := fb.finish(t)
+			all := append(append([]*pb.NormalizeResponse{}, fromA...), fromB...)
+			// Still numbered 1, 2, 3 with no gap: the duplicates are new
+			// revisions, not repeats.
+			calls := foldStrict(t, rec.name, all)
+			golden, err := os.ReadFile(filepath.Join("testdata", "golden", rec.name+".golden"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := renderCalls(rec.name, calls, nil); string(got) != string(golden) {
+				differ++
+				t.Logf("the three frames applied twice change the result: %s", firstDiff(string(golden), string(got)))
+			}
+		})
+	}
+	if differ == 0 {
+		t.Errorf("no recording changed when frames were applied twice; if acpnorm now recognises them, say so in the README (Running more than one)")
+	}
+	t.Logf("%d of %d recordings end differently from the golden when three answered frames are sent again", differ, len(recordings(t)))
+}
+
+// The store is the truth: a Redis that loses its data (one without
+// persistence that restarts) loses the open sessions, even for the replica
+// that still has them cached. Its next commit finds the session gone (a
+// version conflict), so it drops its copy and starts the session over, as
+// a restarted acpnormd on the memory store would: a call that was open
+// starts again at revision 1. The other calls and frames go on without an
+// error.
+func TestRedisLosingItsDataLosesOpenCalls(t *testing.T) {
+	rs := testredis.StartServer(t)
+	a := startReplica(t, "A", "--store", rs.URL)
+	restarted := 0
+	for _, file := range recordings(t) {
+		rec := loadRecorded(t, file)
+		t.Run(rec.name, func(t *testing.T) {
+			cut := cutNearHalf(rec.lines, rec.ref)
+			fa := openFeed(t, a)
+			for _, l := range rec.lines[:cut] {
+				fa.send(t, rec.name, l)
+			}
+			fa.barrier(t)
+			before := fa.take()
+			rs.Restart() // SIGKILL, and a new empty redis-server on the same port
+			for _, l := range rec.lines[cut:] {
+				fa.send(t, rec.name, l)
+			}
+			fa.closeSession(t, rec.name, uint64(rec.lines[len(rec.lines)-1].Number+1))
+			after := fa.finish(t)
+			for _, r := range after {
+				if fe := r.GetFrameError(); fe != nil {
+					t.Errorf("line %d: %v", fe.GetSequence(), fe)
+				}
+			}
+			var log revisionLog
+			log.add("before", before)
+			log.add("after", after)
+			for _, id := range openAt(rec.ref, rec.lines[cut-1].Number) {
+				revs, from := log.revs[id], log.from[id]
+				for i := range revs {
+					if from[i] == "after" {
+						if revs[i] != 1 {
+							t.Errorf("call %s went on after Redis lost its data: revisions%s", id, describeRevs(revs, from))
+						} else {
+							restarted++
+						}
+						break
+					}
+				}
+			}
+		})
+	}
+	if restarted == 0 {
+		t.Errorf("no open call started over after Redis lost its data")
+	}
+	t.Logf("%d calls open when Redis lost its data started over at revision 1", restarted)
+}

@@ -26,9 +26,10 @@ const fleetWait = 2 * time.Minute
 
 // replica is one acpnormd process of a fleet.
 type replica struct {
-	name string
-	d    *daemon
-	c    pb.NormalizerServiceClient
+	name   string
+	d      *daemon
+	c      pb.NormalizerServiceClient
+	killed bool
 }
 
 // startReplica starts acpnormd with args (e.g. --store URL) on a loopback
@@ -50,6 +51,10 @@ func startReplica(t *testing.T, name string, args ...string) *replica {
 // the process is gone.
 func (r *replica) kill(t *testing.T) {
 	t.Helper()
+	if r.killed {
+		return
+	}
+	r.killed = true
 	if err := r.d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("SIGKILL %s: %v", r.name, err)
 	}

@@ -71,6 +71,7 @@ func run(args []string) error {
 	pngOut := fs.String("png", "", "write the chart here")
 	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
 	profile := fs.String("profile", "", "serve acpnorm in-process from this binary (same limits as acpnormd) and write its CPU profile here")
+	storeURL := fs.String("store", "", "serve acpnorm with its sessions in this Redis (redis://host:port/db), as acpnormd --store does")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	acp, err := startACP(ctx, *profile, *acpnormd)
+	acp, err := startACP(ctx, *profile, *acpnormd, *storeURL)
 	if err != nil {
 		return err
 	}
@@ -210,14 +211,18 @@ func chooseScenarios(dir, names string) ([]*load.Scenario, error) {
 }
 
 // startACP starts this binary's profiled server when profile is set, or
-// else the acpnormd binary.
-func startACP(ctx context.Context, profile, acpnormd string) (*load.Server, error) {
+// else the acpnormd binary; with storeURL, on that Redis.
+func startACP(ctx context.Context, profile, acpnormd, storeURL string) (*load.Server, error) {
 	if profile == "" {
-		return load.Start(ctx, "acpnorm", acpnormd, "--listen", "serve", "--metrics-listen=", "--log-level=warn")
+		args := []string{"serve", "--metrics-listen=", "--log-level=warn"}
+		if storeURL != "" {
+			args = append(args, "--store", storeURL)
+		}
+		return load.Start(ctx, "acpnorm", acpnormd, "--listen", args...)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	return load.Start(ctx, "acpnorm", self, "-listen", "profiled", "-cpuprofile", profile)
+	return load.Start(ctx, "acpnorm", self, "-listen", "profiled", "-cpuprofile", profile, "-store", storeURL)
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/acpnorm/acpnorm/internal/service"
+	"github.com/acpnorm/acpnorm/store/redisstore"
 )
 
 // profiled serves the real service with acpnormd's default limits and
@@ -22,13 +23,23 @@ func profiled(args []string) error {
 	fs := flag.NewFlagSet("profiled", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "gRPC listen address")
 	out := fs.String("cpuprofile", "", "CPU profile file (required)")
+	storeURL := fs.String("store", "", "keep sessions in this Redis (redis://host:port/db), as acpnormd --store does")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return fmt.Errorf("profiled: -cpuprofile is required")
 	}
-	svc, err := service.New(service.DefaultConfig(), nil, nil)
+	cfg := service.DefaultConfig()
+	if *storeURL != "" {
+		st, err := redisstore.Open(*storeURL)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		cfg.Store = st
+	}
+	svc, err := service.New(cfg, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,8 @@ import (
 // client reconnects to another replica and goes on. For every recording:
 // the first part (up to a point where a call is still running) goes to
 // replica A on one stream; once A has answered it, A gets SIGKILL; the
-// rest goes to replica B on a new stream. What the client got from A and
+// rest goes on a new stream to replica B, another running replica or A
+// restarted on the same address. What the client got from A and
 // B together is what one process sends, revision by revision: every
 // call's revisions are 1, 2, 3 ... with no gap or repeat across the two
 // replicas, its folded state after each equals one process's, and the

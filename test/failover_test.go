@@ -49,14 +49,18 @@ func equalPrefix(got, ref []*pb.NormalizeResponse, lastLine int) error {
 
 // failover plays each recording's first part on fleet[0] (A) on one
 // stream, waits until A has answered those frames, kills A with SIGKILL
-// and plays the rest on fleet[1] (B) on a new stream, as a client that
-// reconnects does. A replacement replica joins the fleet after each kill.
-// check gets what the client saw from A and from B.
+// and plays the rest on a new stream, as a client that reconnects does:
+// on another running replica (B), or, for every other recording, on A
+// restarted on the same address (the client reconnects to where it was).
+// The fleet stays at three replicas. check gets what the client saw
+// before and after the kill.
 func failover(t *testing.T, args []string, check func(t *testing.T, rec recorded, cut int, fromA, fromB []*pb.NormalizeResponse)) {
+	outer := t
 	fleet := []*replica{startReplica(t, "A", args...), startReplica(t, "B", args...), startReplica(t, "C", args...)}
 	next := 'D'
-	for _, file := range recordings(t) {
+	for i, file := range recordings(t) {
 		rec := loadRecorded(t, file)
+		var restarted *replica
 		t.Run(rec.name, func(t *testing.T) {
 			a, b := fleet[0], fleet[1]
 			cut := cutNearHalf(rec.lines, rec.ref)
@@ -67,6 +71,11 @@ func failover(t *testing.T, args []string, check func(t *testing.T, rec recorded
 			fa.barrier(t)
 			fromA := fa.take()
 			a.kill(t)
+			if i%2 == 1 {
+				restarted = startReplica(outer, a.name+"'", append(append([]string{}, args...), "--listen", a.d.grpc)...)
+				b = restarted
+			}
+			t.Logf("A (%s) killed after line %d; the rest goes to %s", a.name, rec.lines[cut-1].Number, b.name)
 			fb := openFeed(t, b)
 			for _, l := range rec.lines[cut:] {
 				fb.send(t, rec.name, l)
@@ -76,6 +85,10 @@ func failover(t *testing.T, args []string, check func(t *testing.T, rec recorded
 			check(t, rec, cut, fromA, fromB)
 		})
 		fleet[0].kill(t) // if the subtest stopped before it did
+		if restarted != nil {
+			fleet[0] = restarted
+			continue
+		}
 		fleet = append(fleet[1:], startReplica(t, string(next), args...))
 		next++
 	}
@@ -84,7 +97,8 @@ func failover(t *testing.T, args []string, check func(t *testing.T, rec recorded
 // Without a store (the default), each replica holds its sessions in its
 // own memory, and a replica that dies takes them with it. This test
 // documents exactly what a client then sees when it goes on with the
-// session on another replica: replica B has never heard of the session.
+// session on another replica, or on the same one restarted: that replica
+// (B) has never heard of the session.
 //
 //   - What A answered before the kill is what one process answers.
 //   - Nothing B sends continues A's numbering: a call A reported that B

@@ -17,8 +17,10 @@ import (
 // commit per frame that appends 100 bytes of output to a stream and
 // rewrites a small call record. The stream is replaced by its last 256 KiB
 // once it passes 512 KiB, as the engine's compaction does. Each store runs
-// one session from one goroutine (serial: the latency of a commit), then
-// 16 sessions from parallel goroutines (a replica serving many sessions).
+// one session from one goroutine (serial: the latency of a commit), the
+// same with 300 other streams in the session (wide: a session with many
+// calls), then 16 sessions from parallel goroutines (a replica serving
+// many sessions).
 // It reports ops/s and the p99 latency of a commit, and logs the
 // redis/memory ratios of the same run.
 //
@@ -54,18 +56,23 @@ func BenchmarkCommitAppend(b *testing.B) {
 		}
 		results["ping"] = result{opsPerSec: float64(b.N) / b.Elapsed().Seconds()}
 	})
-	for _, mode := range []string{"serial", "parallel"} {
+	for _, mode := range []string{"serial", "wide", "parallel"} {
 		for _, o := range opens {
 			b.Run(mode+"/"+o.name, func(b *testing.B) {
 				s := o.open(b)
 				defer s.Close()
 				var lat []time.Duration
 				var start time.Time
-				if mode == "serial" {
+				if mode != "parallel" {
+					session := fmt.Sprint(mode, "-", time.Now().UnixNano())
+					var v uint64
+					if mode == "wide" {
+						v = widen(b, s, session, 300)
+					}
 					lat = make([]time.Duration, 0, b.N)
 					b.ResetTimer()
 					start = time.Now()
-					committer(b, s, fmt.Sprint("serial-", time.Now().UnixNano()), b.N, &lat)
+					committer(b, s, session, v, b.N, &lat)
 				} else {
 					lat = parallel(b, s, 16, &start)
 				}
@@ -93,12 +100,11 @@ func BenchmarkCommitAppend(b *testing.B) {
 }
 
 // committer makes n commits to session, appending each one's latency to lat.
-func committer(b *testing.B, s store.Store, session string, n int, lat *[]time.Duration) {
+func committer(b *testing.B, s store.Store, session string, v uint64, n int, lat *[]time.Duration) {
 	ctx := b.Context()
 	out := bytes.Repeat([]byte("x"), 99)
 	out = append(out, '\n')
 	record := bytes.Repeat([]byte("r"), 48)
-	var v uint64
 	held := 0
 	for range n {
 		op := store.StreamOp{Name: "c1/0", Data: out, Append: true}
@@ -116,6 +122,22 @@ func committer(b *testing.B, s store.Store, session string, n int, lat *[]time.D
 		}
 		v = nv
 	}
+}
+
+// widen gives session n streams of 1 KiB and n small records besides the
+// one the committer writes, as a session with many calls (open, or ended
+// within their grace) has, and returns its version.
+func widen(b *testing.B, s store.Store, session string, n int) uint64 {
+	c := &store.Change{Records: map[string][]byte{}, TTL: time.Hour}
+	for i := range n {
+		c.Records[fmt.Sprint("w", i)] = bytes.Repeat([]byte("r"), 48)
+		c.Streams = append(c.Streams, store.StreamOp{Name: fmt.Sprintf("w%d/0", i), Data: bytes.Repeat([]byte("o"), 1024)})
+	}
+	v, err := s.Commit(b.Context(), session, 0, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
 }
 
 // parallel makes b.N commits spread over g goroutines, one session each,
@@ -138,7 +160,7 @@ func parallel(b *testing.B, s store.Store, g int, start *time.Time) []time.Durat
 		}
 		wg.Go(func() {
 			lat := make([]time.Duration, 0, n)
-			committer(b, s, fmt.Sprintf("par-%s-%d", run, next.Add(1)), n, &lat)
+			committer(b, s, fmt.Sprintf("par-%s-%d", run, next.Add(1)), 0, n, &lat)
 			mu.Lock()
 			all = append(all, lat...)
 			mu.Unlock()

@@ -9,10 +9,11 @@
 // One session is a handful of keys that share one hash tag, so that they
 // live in one slot and a script may touch them all, also on Redis Cluster:
 //
-//	<prefix>{<id>}          hash: v = version, h = header, r:<name> = records,
-//	                        c = the tokens of the last 8 commits
-//	<prefix>{<id>}:s:<name> string: the text stream <name>
-//	<prefix>{<id>}:k        set: the names of the session's streams
+//	<prefix>{<id>}              hash: v = version, h = header, r:<name> = records,
+//	                            c = the tokens of the last 8 commits,
+//	                            g = the generation, x = the streams' expiry
+//	<prefix>{<id>}:k            set: the names of the session's streams
+//	<prefix>{<id>}:s:<g>:<name> string: the text stream <name>
 //
 // <id> is the session id in unpadded URL-safe base64 (or "=" for the empty
 // id), so that no session id, whatever its bytes (braces, colons, NUL),
@@ -55,10 +56,21 @@
 //
 // # Expiry
 //
-// Every commit sets the expiry (PEXPIRE) of every key of the session to
-// the change's TTL, so a session nobody writes to disappears as a whole,
-// by Redis's own expiry. Load and Delete are scripts too: one round trip
-// each.
+// Every commit sets the expiry of the session's hash and name set to the
+// change's TTL (PEXPIRE), so a session nobody writes to is gone, by
+// Redis's own expiry, exactly one TTL after its last commit. Pushing every
+// stream's expiry out on every commit would cost a command per stream per
+// frame (8 times a plain commit's time with 300 streams), so streams
+// expire at a time x kept between one and two TTLs ahead: a commit writes
+// x on the streams it touches, and on all of them only when x has come
+// closer than one TTL, at most once per TTL. A stream is read only through
+// its session's hash, so it is unreachable once the hash has expired, and
+// gone at most one TTL later; a session created again under the same id
+// starts a new generation g (the streams' keys include it), so leftovers
+// of the old one can never be read or appended to. Every key the store
+// writes has an expiry.
+//
+// Load and Delete are scripts too: one round trip each.
 package redisstore
 
 import (
@@ -66,6 +78,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -187,33 +200,47 @@ func (s *Store) keys(session string) []string {
 }
 
 // The scripts take KEYS[1] = the session's hash, KEYS[2] = its set of
-// stream names; a stream's key is KEYS[1] .. ':s:' .. name (in the same
-// slot as both).
+// stream names; a stream's key is KEYS[1] .. ':s:' .. g .. ':' .. name,
+// where g is the hash's field g (in the same slot as both).
 
-// commitScript: ARGV = base, ttl (ms), token, header flag ('1': set),
-// header, record count n, then n times (name, flag ('1' set, '0' delete),
-// value), then per stream op (name, op ('a' append, 's' set, 'd' delete),
-// data). Returns the new version, or -1 on a conflict.
+// commitScript: ARGV = base, ttl (ms), token (32 bytes), header flag ('1':
+// set), header, record count n, then n times (name, flag ('1' set, '0'
+// delete), value), then per stream op (name, op ('a' append, 's' set, 'd'
+// delete), data). Returns the new version, or -1 on a conflict.
 var commitScript = redis.NewScript(`
 local h, k = KEYS[1], KEYS[2]
-local cur = tonumber(redis.call('HGET', h, 'v') or '0')
+local st = redis.call('HMGET', h, 'v', 'c', 'g', 'x')
+local cur = tonumber(st[1] or '0')
 local base = tonumber(ARGV[1])
+local tok = ARGV[3]
 if cur ~= base then
-  -- c holds the tokens of the last 8 commits, newest first, 16 bytes
+  -- c holds the tokens of the last 8 commits, newest first, 32 bytes
   -- each: is this very commit, sent again after a lost reply, among them?
   local j = cur - base - 1
-  if j >= 0 and j < 8 then
-    local c = redis.call('HGET', h, 'c')
-    if c and string.sub(c, j * 16 + 1, j * 16 + 16) == ARGV[3] then return base + 1 end
+  if j >= 0 and j < 8 and st[2] and string.sub(st[2], j * 32 + 1, j * 32 + 32) == tok then
+    return base + 1
   end
   return -1
 end
+local g, x = st[3] or '', tonumber(st[4] or '0')
 if cur == 0 then
-  -- nothing of an earlier session of this id may remain
-  local old = redis.call('SMEMBERS', k)
-  for i = 1, #old do redis.call('DEL', h .. ':s:' .. old[i]) end
+  -- a new generation: streams an expired session of this id left behind
+  -- (they outlive its hash by at most one TTL) are out of reach
+  g, x = tok, 0
   redis.call('DEL', k)
+  redis.call('HSET', h, 'g', g)
 end
+local ttl = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Streams expire at x, which stays between one and two TTLs ahead: all of
+-- them are pushed out only when x comes closer than one TTL.
+local refresh = x < now + ttl
+if refresh then
+  x = now + 2 * ttl
+  redis.call('HSET', h, 'x', string.format('%.0f', x))
+end
+local xs = string.format('%.0f', x)
 if ARGV[4] == '1' then redis.call('HSET', h, 'h', ARGV[5]) end
 local i = 7
 for _ = 1, tonumber(ARGV[6]) do
@@ -224,9 +251,10 @@ for _ = 1, tonumber(ARGV[6]) do
   end
   i = i + 3
 end
+local sp = h .. ':s:' .. g .. ':'
 while i <= #ARGV do
   local name, op = ARGV[i], ARGV[i + 1]
-  local sk = h .. ':s:' .. name
+  local sk = sp .. name
   if op == 'd' then
     redis.call('DEL', sk)
     redis.call('SREM', k, name)
@@ -237,17 +265,17 @@ while i <= #ARGV do
       redis.call('SET', sk, ARGV[i + 2])
     end
     redis.call('SADD', k, name)
+    if not refresh then redis.call('PEXPIREAT', sk, xs) end
   end
   i = i + 3
 end
 local v = redis.call('HINCRBY', h, 'v', 1)
-redis.call('HSET', h, 'c', ARGV[3] .. string.sub(redis.call('HGET', h, 'c') or '', 1, 7 * 16))
-local ttl = ARGV[2]
+redis.call('HSET', h, 'c', tok .. string.sub(st[2] or '', 1, 7 * 32))
 redis.call('PEXPIRE', h, ttl)
-local names = redis.call('SMEMBERS', k)
-if #names > 0 then
-  redis.call('PEXPIRE', k, ttl)
-  for j = 1, #names do redis.call('PEXPIRE', h .. ':s:' .. names[j], ttl) end
+redis.call('PEXPIRE', k, ttl)
+if refresh then
+  local names = redis.call('SMEMBERS', k)
+  for j = 1, #names do redis.call('PEXPIREAT', sp .. names[j], xs) end
 end
 return v
 `)
@@ -258,10 +286,11 @@ var loadScript = redis.NewScript(`
 local h, k = KEYS[1], KEYS[2]
 local all = redis.call('HGETALL', h)
 if #all == 0 then return {} end
+local sp = h .. ':s:' .. (redis.call('HGET', h, 'g') or '') .. ':'
 local names = redis.call('SMEMBERS', k)
 local streams = {}
 for j = 1, #names do
-  local d = redis.call('GET', h .. ':s:' .. names[j])
+  local d = redis.call('GET', sp .. names[j])
   if d then
     streams[#streams + 1] = names[j]
     streams[#streams + 1] = d
@@ -273,10 +302,11 @@ return {all, streams}
 // deleteScript: ARGV = base. Returns 0, or -1 on a conflict.
 var deleteScript = redis.NewScript(`
 local h, k = KEYS[1], KEYS[2]
-local cur = tonumber(redis.call('HGET', h, 'v') or '0')
-if cur ~= tonumber(ARGV[1]) then return -1 end
+local st = redis.call('HMGET', h, 'v', 'g')
+if tonumber(st[1] or '0') ~= tonumber(ARGV[1]) then return -1 end
+local sp = h .. ':s:' .. (st[2] or '') .. ':'
 local names = redis.call('SMEMBERS', k)
-for j = 1, #names do redis.call('DEL', h .. ':s:' .. names[j]) end
+for j = 1, #names do redis.call('DEL', sp .. names[j]) end
 redis.call('DEL', k, h)
 return 0
 `)
@@ -369,9 +399,11 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("redisstore: commit %q: %w", session, err)
 	}
-	var token [16]byte
-	binary.LittleEndian.PutUint64(token[:8], s.tokenBase)
-	binary.LittleEndian.PutUint64(token[8:], s.tokenSeq.Add(1))
+	var raw [16]byte
+	binary.LittleEndian.PutUint64(raw[:8], s.tokenBase)
+	binary.LittleEndian.PutUint64(raw[8:], s.tokenSeq.Add(1))
+	var token [32]byte
+	hex.Encode(token[:], raw[:])
 
 	args := make([]any, 0, 6+3*len(c.Records)+3*len(c.Streams))
 	hflag := "0"

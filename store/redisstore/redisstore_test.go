@@ -81,9 +81,10 @@ func TestPrefix(t *testing.T) {
 	}
 }
 
-// Every key of a session shares one hash tag, whatever the session id,
-// and every key gets the TTL of the last commit, including the streams an
-// earlier commit wrote.
+// Every key of a session shares one hash tag, whatever the session id.
+// The session's hash and name set expire exactly one TTL after the last
+// commit; its streams between one and two TTLs after it, pushed out all
+// together only when that would no longer hold.
 func TestKeysAndTTL(t *testing.T) {
 	url := testredis.Start(t)
 	s := open(t, url)
@@ -91,40 +92,57 @@ func TestKeysAndTTL(t *testing.T) {
 	c := raw(t, url)
 	ctx := t.Context()
 	const session = "a}{b:s:c\x00é"
-	v, err := s.Commit(ctx, session, 0, &store.Change{Header: []byte("h"), Records: map[string][]byte{"r": []byte("1")},
-		Streams: []store.StreamOp{{Name: "x", Data: []byte("1"), Append: true}, {Name: "y{z}", Data: []byte("2")}}, TTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Commit(ctx, session, v, &store.Change{Streams: []store.StreamOp{{Name: "z", Data: []byte("3"), Append: true}}, TTL: 3 * time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := c.Keys(ctx, "*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 5 { // hash, name set, three streams
-		t.Fatalf("keys %q; want 5", keys)
-	}
 	h := s.keys(session)[0]
-	for _, k := range keys {
-		if !strings.HasPrefix(k, h) {
-			t.Errorf("key %q does not start with the session's hash key %q", k, h)
+	// check commits and then checks that every key of the session has an
+	// expiry in (want-10m, want] for the hash and name set, and in
+	// (streams-10m, streams] for the streams.
+	v := uint64(0)
+	check := func(ch *store.Change, nkeys int, want, streams time.Duration) {
+		t.Helper()
+		var err error
+		if v, err = s.Commit(ctx, session, v, ch); err != nil {
+			t.Fatal(err)
 		}
-		// The hash tag is the first {...} of the key: the escaped id.
-		tag := k[strings.IndexByte(k, '{')+1:]
-		tag = tag[:strings.IndexByte(tag, '}')]
-		if want := h[strings.IndexByte(h, '{')+1 : len(h)-1]; tag != want {
-			t.Errorf("key %q has hash tag %q; want %q", k, tag, want)
-		}
-		ttl, err := c.PTTL(ctx, k).Result()
+		keys, err := c.Keys(ctx, "*").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl <= 2*time.Hour || ttl > 3*time.Hour {
-			t.Errorf("key %q expires in %v; want the last commit's 3 h", k, ttl)
+		if len(keys) != nkeys {
+			t.Fatalf("keys %q; want %d", keys, nkeys)
+		}
+		for _, k := range keys {
+			if !strings.HasPrefix(k, h) {
+				t.Errorf("key %q does not start with the session's hash key %q", k, h)
+			}
+			// The hash tag is the first {...} of the key: the escaped id.
+			tag := k[strings.IndexByte(k, '{')+1:]
+			tag = tag[:strings.IndexByte(tag, '}')]
+			if want := h[strings.IndexByte(h, '{')+1 : len(h)-1]; tag != want {
+				t.Errorf("key %q has hash tag %q; want %q", k, tag, want)
+			}
+			ttl, err := c.PTTL(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := streams
+			if k == h || k == h+":k" {
+				w = want
+			}
+			if ttl <= w-10*time.Minute || ttl > w {
+				t.Errorf("after commit %d: key %q expires in %v; want %v", v, k, ttl, w)
+			}
 		}
 	}
+	app := func(name string) store.StreamOp { return store.StreamOp{Name: name, Data: []byte(name), Append: true} }
+	// Created with a 1 h TTL: streams expire in 2 h.
+	check(&store.Change{Header: []byte("h"), Streams: []store.StreamOp{app("x"), {Name: "y{z}", Data: []byte("2")}}, TTL: time.Hour}, 4, time.Hour, 2*time.Hour)
+	// A new stream takes the others' expiry; no other moves.
+	check(&store.Change{Streams: []store.StreamOp{app("z")}, TTL: time.Hour}, 5, time.Hour, 2*time.Hour)
+	// A longer TTL pushes every stream out, touched or not.
+	check(&store.Change{Records: map[string][]byte{"r": []byte("1")}, TTL: 3 * time.Hour}, 5, 3*time.Hour, 6*time.Hour)
+	// A shorter one: the session expires one (short) TTL from now; the streams
+	// need no push.
+	check(&store.Change{Streams: []store.StreamOp{app("x"), {Name: "z", Delete: true}}, TTL: time.Hour}, 4, time.Hour, 6*time.Hour)
 }
 
 // A server that goes away gives an error naming it (not a conflict, not an
@@ -217,10 +235,10 @@ func TestCommitResent(t *testing.T) {
 	defer s.Close()
 	ctx := t.Context()
 	keys := s.keys("a")
-	tok := func(i int) string { return fmt.Sprintf("token-%010d", i) } // 16 bytes
+	tok := func(i int) string { return fmt.Sprintf("token-%026d", i) } // 32 bytes
 	send := func(base uint64, token string) int64 {
 		t.Helper()
-		v, err := commitScript.Run(ctx, s.c, keys, strconv.FormatUint(base, 10), "60000", token, "0", "", "0", "s", "a", token[6:]+";").Int64()
+		v, err := commitScript.Run(ctx, s.c, keys, strconv.FormatUint(base, 10), "60000", token, "0", "", "0", "s", "a", token[22:]+";").Int64()
 		if err != nil {
 			t.Fatal(err)
 		}

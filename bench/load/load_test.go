@@ -122,3 +122,30 @@ func TestOpenCallFrames(t *testing.T) {
 		}
 	}
 }
+
+// TestMixed checks that the mixed load plays every replay of every
+// scenario but the byte-array one, once per pass.
+func TestMixed(t *testing.T) {
+	all, err := Scenarios("../../test/testdata/recordings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Mixed(all)
+	want := 0
+	for _, s := range all {
+		if s.Name != "grok-bytes" {
+			want += len(s.Replays)
+		}
+	}
+	if len(m.Replays) != want || want == 0 {
+		t.Fatalf("mixed has %d replays, want %d", len(m.Replays), want)
+	}
+	for _, r := range m.Replays {
+		if len(r) > 0 && bytes.Contains(r[len(r)/2].Msg, []byte(`"output":[`)) {
+			t.Fatal("mixed includes the byte-array stream")
+		}
+	}
+	if again := Mixed(append(all, m)); len(again.Replays) != want {
+		t.Fatalf("mixed of a list holding mixed has %d replays, want %d", len(again.Replays), want)
+	}
+}

@@ -304,3 +304,53 @@ func TestRedisLosingItsDataLosesOpenCalls(t *testing.T) {
 	}
 	t.Logf("%d calls open when Redis lost its data started over at revision 1", restarted)
 }
+
+// A frame the store cannot take is not applied and says so: with Redis
+// gone, each frame that changes a session gets a FrameError UNAVAILABLE
+// (14), and the stream stays open for the client to send it again later.
+func TestStoreUnreachableFramesGetUnavailable(t *testing.T) {
+	rs := testredis.StartServer(t)
+	a := startReplica(t, "A", "--store", rs.URL)
+	file := "testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson"
+	rec := loadRecorded(t, file)
+	cut := cutNearHalf(rec.lines, rec.ref)
+	f := openFeed(t, a)
+	for _, l := range rec.lines[:cut] {
+		f.send(t, rec.name, l)
+	}
+	f.barrier(t)
+	if err := equalPrefix(f.take(), rec.ref, rec.lines[cut-1].Number); err != nil {
+		t.Fatal(err)
+	}
+	rs.Stop()
+	// The next frame that makes a revision, alone.
+	var next int
+	for i := cut; i < len(rec.lines); i++ {
+		if len(framesAnswering(rec.ref, rec.lines[i].Number)) > 0 {
+			next = i
+			break
+		}
+	}
+	if next == 0 {
+		t.Fatal("no later line makes a revision")
+	}
+	f.send(t, rec.name, rec.lines[next])
+	f.barrier(t)
+	got := f.take()
+	if len(got) != 1 || got[0].GetFrameError().GetCode() != 14 || got[0].GetFrameError().GetSequence() != uint64(rec.lines[next].Number) {
+		t.Fatalf("line %d with Redis gone: got %v, want one FrameError UNAVAILABLE (14) for it", rec.lines[next].Number, got)
+	}
+	t.Logf("line %d with Redis gone: %s", rec.lines[next].Number, got[0].GetFrameError().GetMessage())
+	_ = f.finish(t)
+}
+
+// framesAnswering returns the responses one process sends to line n.
+func framesAnswering(ref []*pb.NormalizeResponse, n int) []*pb.NormalizeResponse {
+	var out []*pb.NormalizeResponse
+	for _, r := range ref {
+		if r.GetShellExec().GetSequence() == uint64(n) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -7,7 +7,9 @@
 // # Layout
 //
 // One session is a handful of keys that share one hash tag, so that they
-// live in one slot and a script may touch them all, also on Redis Cluster:
+// live in one slot and a script may touch them all, also on Redis Cluster
+// (Open connects to one server, a primary; the layout is ready for a
+// cluster client):
 //
 //	<prefix>{<id>}              hash: v = version, h = header, r:<name> = records,
 //	                            c = the tokens of the last 8 commits,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"runtime"
@@ -71,13 +72,17 @@ func TestServeStore(t *testing.T) {
 			t.Errorf("--store %q: %v", v, err)
 		}
 	}
-	if st, err := openStore("memory"); st != nil || err != nil {
+	if st, err := openStore("memory", slog.Default()); st != nil || err != nil {
 		t.Errorf("--store memory opened %v, %v; want this process's memory", st, err)
 	}
 	// Port 1 on loopback: nothing listens there.
-	_, err := openStore("redis://user:hunter2@127.0.0.1:1/0")
+	var logged strings.Builder
+	_, err := openStore("redis://user:hunter2@127.0.0.1:1/0", slog.New(slog.NewTextHandler(&logged, nil)))
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("an unreachable Redis: %v", err)
+	}
+	if strings.Contains(logged.String(), "hunter2") {
+		t.Errorf("the log shows the password: %s", logged.String())
 	}
 }
 

@@ -118,7 +118,7 @@ func serve(args []string) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	st, err := openStore(f.store)
+	st, err := openStore(f.store, log)
 	if err != nil {
 		return err
 	}

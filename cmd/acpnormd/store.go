@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/acpnorm/acpnorm/store"
 	"github.com/acpnorm/acpnorm/store/redisstore"
@@ -27,15 +31,24 @@ func checkStore(spec string) error {
 }
 
 // openStore opens the store a checked --store value names; nil means this
-// process's memory.
-func openStore(spec string) (store.Store, error) {
+// process's memory. What the Redis client reports by itself (a connection
+// that broke, a dial that failed) goes to log as warnings.
+func openStore(spec string, log *slog.Logger) (store.Store, error) {
 	s := strings.TrimSpace(spec)
 	if s == "" || strings.EqualFold(s, "memory") {
 		return nil, nil
 	}
+	redis.SetLogger(redisLog{log})
 	st, err := redisstore.Open(s)
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}
 	return st, nil
+}
+
+// redisLog passes the Redis client's own messages to the server's log.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, args ...any) {
+	l.log.WarnContext(ctx, "redis: "+fmt.Sprintf(format, args...))
 }

@@ -9,8 +9,10 @@ import pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 // (REPLACE), so the client's copy is whole again whatever it missed.
 //
 // It is used only by the stream's own loop and is bounded: ended calls are
-// forgotten (their revisions are whole anyway), and when it holds
-// maxDelivered calls it starts over, which costs only extra whole texts.
+// forgotten when ENDED revisions are whole anyway (the default), but kept
+// when the stream asked for only what changed (a revision after the ENDED
+// one must follow it to carry only its change); when it holds maxDelivered
+// calls it starts over, which costs only extra whole texts.
 type delivered struct {
 	last map[callKey]uint32
 	// finalChanges says the stream asked for ENDED revisions that carry
@@ -34,7 +36,7 @@ func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) boo
 	prev, ok := d.last[k]
 	whole := rev > 1 && (!ok || prev+1 != rev)
 	switch {
-	case ended:
+	case ended && !d.finalChanges:
 		delete(d.last, k)
 	case ok:
 		d.last[k] = rev

@@ -60,6 +60,18 @@ func TestFinalTextsChanges(t *testing.T) {
 		t.Fatalf("unchanged final: %v", x)
 	}
 
+	// Output that comes after the ENDED revision (a cancelled command that
+	// still prints) is also only what changed on such a stream: the stream
+	// carried the ENDED revision, so the next one follows it.
+	changes.send("s-changes", openCall("c5", "tail -f log"))
+	changes.exec()
+	changes.send("s-changes", snapshot("c5", "completed", "m\n"))
+	changes.exec()
+	changes.send("s-changes", snapshot("c5", "completed", "m\nn\n"))
+	if x := changes.exec(); x.GetState() != pb.ShellState_SHELL_STATE_ENDED || x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_APPEND || x.GetOutput().GetText() != "n\n" || x.GetOutput().GetTotalBytes() != 4 {
+		t.Fatalf("revision after ENDED: %v", x)
+	}
+
 	// A call whose earlier revisions went to another stream ends whole.
 	changes.send("s-moved", openCall("c3", "ls"))
 	changes.exec()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,7 +64,7 @@ func DefaultServerOptions() ServerOptions {
 // and server reflection.
 type Server struct {
 	GRPC   *grpc.Server
-	Health *health.Server
+	health *healthService
 	svc    *Service
 	log    *slog.Logger
 }
@@ -113,7 +114,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	}
 	g := grpc.NewServer(gopts...)
 	pb.RegisterNormalizerServiceServer(g, svc)
-	h := health.NewServer()
+	h := &healthService{Server: health.NewServer(), stop: make(chan struct{})}
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(pb.NormalizerService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	if opts.Token != nil {
@@ -122,8 +123,53 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 		healthpb.RegisterHealthServer(g, h)
 	}
 	reflection.Register(g)
-	return &Server{GRPC: g, Health: h, svc: svc, log: log}
+	return &Server{GRPC: g, health: h, svc: svc, log: log}
 }
+
+// healthService is grpc-go's health service whose Watch streams end (after
+// NOT_SERVING, with UNAVAILABLE) when the server shuts down. grpc-go's own
+// keep going until the client leaves, so one watcher would hold a graceful
+// stop until its deadline, and every other stream would then be cut.
+type healthService struct {
+	*health.Server
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func (h *healthService) Watch(req *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := h.Server.Watch(req, watchStream{stream, ctx})
+	select {
+	case <-h.stop:
+		// The last status sent may not be NOT_SERVING yet: say it.
+		_ = stream.Send(&healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING})
+		return status.Error(codes.Unavailable, "acpnormd is shutting down")
+	default:
+		return err
+	}
+}
+
+// shutdown turns every status NOT_SERVING and ends the Watch streams.
+func (h *healthService) shutdown() {
+	h.Server.Shutdown()
+	h.stopOnce.Do(func() { close(h.stop) })
+}
+
+// watchStream is a Watch stream whose context also ends at shutdown.
+type watchStream struct {
+	healthpb.Health_WatchServer
+	ctx context.Context
+}
+
+func (w watchStream) Context() context.Context { return w.ctx }
 
 // isHousekeeping reports whether ctx is a call of the health or reflection
 // service. Probes call health every few seconds, so their routine start and
@@ -177,7 +223,7 @@ func (s *Server) Serve(lis net.Listener) error { return s.GRPC.Serve(lis) }
 // and sends what they produced, then ends with UNAVAILABLE. Streams still
 // open at the deadline are cut; no message is ever sent half-written.
 func (s *Server) Shutdown(ctx context.Context) {
-	s.Health.Shutdown()
+	s.health.shutdown()
 	s.svc.Drain()
 	stopped := make(chan struct{})
 	go func() {

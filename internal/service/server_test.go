@@ -8,12 +8,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 )
 
@@ -95,5 +98,54 @@ func TestHousekeepingCallsLogOnlyAtDebug(t *testing.T) {
 		if !strings.Contains(debug, noisy) {
 			t.Errorf("%s not logged at debug:\n%s", noisy, debug)
 		}
+	}
+}
+
+// A client watching health (grpc-go's health Watch, which a load balancer
+// or a sidecar may hold open for the server's life) hears NOT_SERVING and
+// then the end of its stream when the server shuts down, so that a graceful
+// shutdown does not wait for it until the deadline and cut everything.
+func TestShutdownEndsHealthWatches(t *testing.T) {
+	svc, err := New(DefaultConfig(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logBuf lockedBuffer
+	lis := bufconn.Listen(1 << 20)
+	srv := NewServer(svc, DefaultServerOptions(), slog.New(slog.NewTextHandler(&logBuf, nil)))
+	go srv.Serve(lis)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	watch, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("first health status: %v, %v", r, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(ctx)
+	if strings.Contains(logBuf.String(), "shutdown deadline passed") {
+		t.Fatalf("shutdown waited for the health watch until its deadline:\n%s", logBuf.String())
+	}
+	var statuses []healthpb.HealthCheckResponse_ServingStatus
+	for {
+		r, err := watch.Recv()
+		if err != nil {
+			if status.Code(err) != codes.Unavailable {
+				t.Errorf("the watch ended with %v, want UNAVAILABLE", err)
+			}
+			break
+		}
+		statuses = append(statuses, r.GetStatus())
+	}
+	if len(statuses) == 0 || statuses[len(statuses)-1] != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("statuses after shutdown: %v, want NOT_SERVING last", statuses)
 	}
 }

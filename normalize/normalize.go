@@ -312,6 +312,34 @@ func (n *Normalizer) Feed(sessionID string, frame []byte, opts ...FeedOption) ([
 	return r.result(n.ss.frame(sessionID, frame, r))
 }
 
+// Frame is one frame of a batch; see FeedBatch. Its fields are what
+// Feed's WithSequence, WithDialect, WithCwd and WithPrepared give.
+type Frame struct {
+	Message  []byte
+	Sequence uint64
+	Dialect  string
+	Cwd      string
+	Prepared *Prepared
+}
+
+// FeedBatch applies frames of one session in order, as feeding them to
+// Feed one by one would, and returns what they produced, in order. It
+// takes the session's lock once, and with a store (WithStore) commits the
+// changes of all of them at once, before any of their revisions is handed
+// on: a caller that holds several frames of a session (a stream that read
+// ahead) saves a round trip to the store per frame. When the store cannot
+// take them, none is applied (one FrameError, Unavailable, says which).
+// Feed's per-frame options (WithSequence, WithDialect, WithCwd,
+// WithPrepared) are ignored; the Frame fields give them. WithNextDialect
+// reports the dialect after the last frame.
+func (n *Normalizer) FeedBatch(sessionID string, frames []Frame, opts ...FeedOption) ([]*ShellExec, error) {
+	r := newRequest(opts)
+	if len(frames) == 0 {
+		return nil, nil
+	}
+	return r.result(n.ss.batch(sessionID, frames, r))
+}
+
 // TurnEnded says that the session's prompt turn ended (its session/prompt
 // result arrived) when the orchestrator knows it without feeding that
 // frame: every call still open ends, UNKNOWN, or CANCELLED when cancelled

@@ -399,7 +399,12 @@ func (ss *sessions) uncache(s *session) {
 
 // release ends a request of a locked session: with a store it commits
 // what the request changed first (see persist), and unlocks the session.
+// Within a batch it keeps the session for the batch's next frame.
 func (ss *sessions) release(s *session, r *reply) {
+	if r.batch {
+		r.kept = s // the batch's next frame goes on with it; see batch
+		return
+	}
 	defer s.unlock()
 	if ss.store == nil {
 		return

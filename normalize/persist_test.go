@@ -280,3 +280,99 @@ func TestStoreTextLimitChecked(t *testing.T) {
 		t.Fatalf("a 1 GiB text limit without a store: %v", err)
 	}
 }
+
+// playBatches feeds the recording in batches of the sizes given (cycled),
+// batch i to replicas[i%len], closes the session, and returns every event.
+func playBatches(t *testing.T, id string, sizes []int, replicas ...*normalize.Normalizer) []string {
+	t.Helper()
+	var out []string
+	emit := normalize.WithEmit(func(ev normalize.Event) error {
+		out = append(out, describe(ev))
+		return nil
+	})
+	fs := frames(recording)
+	b := 0
+	for i := 0; i < len(fs); b++ {
+		n := min(sizes[b%len(sizes)], len(fs)-i)
+		batch := make([]normalize.Frame, n)
+		for j := range batch {
+			batch[j] = normalize.Frame{Message: fs[i+j], Sequence: uint64(i + j + 1)}
+		}
+		if _, err := replicas[b%len(replicas)].FeedBatch(id, batch, emit); err != nil {
+			t.Fatalf("frames %d to %d: %v", i+1, i+n, err)
+		}
+		i += n
+	}
+	if _, err := replicas[0].CloseSession(id, normalize.WithSequence(uint64(len(fs)+1)), emit); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Frames fed in batches give, event for event, what feeding them one by
+// one gives: without a store, and through two replicas sharing one, with
+// one commit per batch.
+func TestFeedBatchMatchesFeed(t *testing.T) {
+	want := strings.Join(play(t, "s", normalize.New()), "\n")
+	for _, sizes := range [][]int{{1}, {2}, {3, 1, 7}, {45}} {
+		if got := strings.Join(playBatches(t, "s", sizes, normalize.New()), "\n"); got != want {
+			t.Errorf("batches of %v without a store:\n%s\n\none by one:\n%s", sizes, got, want)
+		}
+		st := store.NewMemory()
+		commits := 0
+		hooks := normalize.WithHooks(normalize.Hooks{StoreOp: func(op, result string, took time.Duration) {
+			if op == "commit" && result == "ok" {
+				commits++
+			}
+		}})
+		a, b := normalize.New(normalize.WithStore(st), hooks), normalize.New(normalize.WithStore(st), hooks)
+		if got := strings.Join(playBatches(t, "s", sizes, a, b), "\n"); got != want {
+			t.Errorf("batches of %v through two replicas:\n%s\n\none by one:\n%s", sizes, got, want)
+		}
+		if sizes[0] == 45 && commits != 2 { // the batch, and the close
+			t.Errorf("one batch of every frame made %d commits", commits)
+		}
+	}
+}
+
+// A batch the store cannot take is not applied at all, and one FrameError
+// says which frames to send again.
+func TestFeedBatchStoreUnavailable(t *testing.T) {
+	st := &flaky{Store: store.NewMemory()}
+	n := normalize.New(normalize.WithStore(st))
+	fs := frames(recording)
+	batch := func(from, to int) []normalize.Frame {
+		var b []normalize.Frame
+		for i := from; i < to; i++ {
+			b = append(b, normalize.Frame{Message: fs[i], Sequence: uint64(i + 1)})
+		}
+		return b
+	}
+	if _, err := n.FeedBatch("s", batch(0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	st.broken.Store(true)
+	execs, err := n.FeedBatch("s", batch(10, 20))
+	st.broken.Store(false)
+	var fe *normalize.FrameError
+	if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.Unavailable || !strings.Contains(fe.Message, "frames 11 to 20") {
+		t.Fatalf("a batch with the store down: %v, %v", execs, err)
+	}
+	// Sent again, the batch gives what it gives when fed once.
+	events := func(n *normalize.Normalizer, b []normalize.Frame) string {
+		var out []string
+		if _, err := n.FeedBatch("s", b, normalize.WithEmit(func(ev normalize.Event) error {
+			out = append(out, describe(ev))
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(out, "\n")
+	}
+	ref := normalize.New()
+	events(ref, batch(0, 10))
+	want := events(ref, batch(10, 20))
+	if got := events(n, batch(10, 20)); got != want || want == "" {
+		t.Fatalf("the batch sent again:\n%s\n\nfed once:\n%s", got, want)
+	}
+}

@@ -181,7 +181,14 @@ type reply struct {
 	hold     bool
 	held     []Event
 	conflict bool
-	inert    bool // the frame changes nothing, whatever the state
+	retry    bool // a later attempt: frames are read again
+	inert    bool // the frames applied change nothing, whatever the state
+	frames   int  // frames applied
+	// A batch (see batch) keeps its session locked from frame to frame,
+	// and commits and unlocks it once, after the last.
+	batch bool
+	kept  *session
+	first uint64 // the sequence of the batch's first frame
 	// ahead is the frame read ahead of its turn (see Prepare), if any;
 	// next is the dialect the frame's session reads its next frame with.
 	ahead *Prepared
@@ -212,6 +219,10 @@ func (r *reply) flush() {
 // take, and says so.
 func (r *reply) storeFailed(err error) {
 	r.held = r.held[:0]
+	if r.frames > 1 {
+		r.fail(Unavailable, "", "frames %d to %d of session %q were not applied: %v; they may be sent again", r.first, r.seq, r.session, err)
+		return
+	}
 	r.fail(Unavailable, "", "frame %d of session %q was not applied: %v; it may be sent again", r.seq, r.session, err)
 }
 
@@ -219,7 +230,7 @@ func (r *reply) storeFailed(err error) {
 // ahead, if any; a later one (after a conflict) reads it again, since
 // applying changes what was read.
 func (ss *sessions) newReply(req *request, attempt int) *reply {
-	r := &reply{req: req, hold: ss.store != nil}
+	r := &reply{req: req, hold: ss.store != nil, retry: attempt > 0}
 	if attempt == 0 {
 		r.ahead = req.prepared
 	}
@@ -317,6 +328,46 @@ func backOff(ctx context.Context, n int) bool {
 	}
 }
 
+// lockFor is lock, for a request that may hold the session already (a
+// batch).
+func (ss *sessions) lockFor(ctx context.Context, r *reply, id string, create bool) (*session, error) {
+	if r.kept != nil {
+		return r.kept, nil
+	}
+	return ss.lock(ctx, id, create)
+}
+
+// batch applies frames of one session in order, under one taking of its
+// lock and, with a store, one commit (see Normalizer.FeedBatch).
+func (ss *sessions) batch(id string, frames []Frame, req *request) error {
+	r, err := ss.attempt(req, func(r *reply) error {
+		r.batch, r.first = true, frames[0].Sequence
+		defer func() {
+			if s := r.kept; s != nil {
+				r.batch, r.kept = false, nil
+				ss.release(s, r)
+			}
+		}()
+		for _, f := range frames {
+			r.ahead = nil // a later attempt reads every frame again
+			if !r.retry {
+				r.ahead = f.Prepared
+			}
+			if err := ss.applyFrame(req.ctx, frameIn{id, f.Dialect, f.Cwd, f.Sequence, f.Message}, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if r.next != nil && req.nextDialect != nil {
+		req.nextDialect(r.next.Info().Name)
+	}
+	if err != nil {
+		return err
+	}
+	return r.err
+}
+
 // locked reports a failure to take a session: a store failure is the
 // request's FrameError (the request was not applied); anything else (the
 // context ended) is the request's error.
@@ -356,6 +407,11 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 }
 
 func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
+	inert := false // see below
+	defer func() {
+		r.inert = inert && (r.frames == 0 || r.inert)
+		r.frames++
+	}()
 	r.session, r.seq = f.GetSessionId(), f.GetSequence()
 	if !ss.validSessionID(f.GetSessionId(), "frame", r) {
 		return nil
@@ -385,7 +441,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 
 	// A session is created only by a frame that reads as a valid message,
 	// so it is read first with the dialect a new session would use.
-	s, err := ss.lock(ctx, f.GetSessionId(), false)
+	s, err := ss.lockFor(ctx, r, f.GetSessionId(), false)
 	if err != nil {
 		return r.locked(err)
 	}
@@ -405,7 +461,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		return nil
 	}
 	if s == nil {
-		s, err = ss.lock(ctx, f.GetSessionId(), true)
+		s, err = ss.lockFor(ctx, r, f.GetSessionId(), true)
 		if errors.Is(err, errTooManySessions) {
 			ss.hooks.refused(LimitSessions)
 			r.fail(ResourceExhausted, "", "frame %d opens session %q, but the service already holds %d sessions (the limit: WithMaxSessions, acpnormd --max-sessions)", f.GetSequence(), f.GetSessionId(), ss.cfg.MaxSessions)
@@ -450,7 +506,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	// dialect that no later frame replaces but an explicit choice, changes
 	// nothing whatever the session's state: with a store it needs no check
 	// that the cached state is current (see release).
-	r.inert = chosen == nil && f.GetCwd() == "" && (s.named || s.explicit) &&
+	inert = chosen == nil && f.GetCwd() == "" && (s.named || s.explicit) &&
 		len(read.Observations) == 0 && read.Answer == nil && read.Ask == nil && !read.Cancelled && !read.TurnEnded &&
 		read.AgentName == "" && read.Sign == "" && read.SessionCwd == ""
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {

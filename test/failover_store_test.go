@@ -1,10 +1,12 @@
 package test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/acpnorm/acpnorm/bench/load"
 	"github.com/acpnorm/acpnorm/fold"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
@@ -353,4 +355,51 @@ func framesAnswering(ref []*pb.NormalizeResponse, n int) []*pb.NormalizeResponse
 		}
 	}
 	return out
+}
+
+// What goes to Redis is what each frame adds, not the text it holds. A
+// Grok-like command sends its whole output again on every update (100
+// cumulative snapshots, up to 150 KiB and, past the 256 KiB text limit,
+// up to 1 MiB). Redis receives about what the output grew by, at most
+// twice it (a stream stored past twice the limit is rewritten once to the
+// held text), plus a small fixed cost per commit, far below the frames'
+// bytes that resending the held text would come to. Counted in bytes, by
+// Redis itself (INFO stats total_net_input_bytes), not timed.
+func TestStoreTrafficIsWhatFramesAdd(t *testing.T) {
+	rs := testredis.StartServer(t)
+	a := startReplica(t, "A", "--store", rs.URL)
+	for _, size := range []int{150 << 10, 1 << 20} {
+		frames := load.Grok(load.GrokConfig{Snapshots: 100, FinalBytes: size})
+		sent := 0
+		f := openFeed(t, a)
+		sid := fmt.Sprintf("grok-%d", size)
+		before, err := load.RedisStat(rs.Addr, "total_net_input_bytes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, fr := range frames {
+			f.send(t, sid, replay.Line{Number: i + 1, Dir: fr.Dir, Msg: fr.Msg})
+			sent += len(fr.Msg)
+		}
+		f.closeSession(t, sid, uint64(len(frames)+1))
+		f.barrier(t)
+		resps := f.finish(t)
+		after, err := load.RedisStat(rs.Addr, "total_net_input_bytes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resps {
+			if fe := r.GetFrameError(); fe != nil {
+				t.Fatalf("%s: %v", sid, fe)
+			}
+		}
+		got := after - before
+		const perCommit = 2 << 10 // a commit's script call, keys and header, generously
+		bound := int64(2*size + len(frames)*perCommit)
+		t.Logf("%d frames, %d B sent; output %d B; Redis received %d B (%.2f× the output, %.3f× the frames)",
+			len(frames), sent, size, got, float64(got)/float64(size), float64(got)/float64(sent))
+		if got > bound {
+			t.Errorf("Redis received %d B for an output of %d B in %d frames (%d B sent); want at most %d", got, size, len(frames), sent, bound)
+		}
+	}
 }

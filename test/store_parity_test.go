@@ -13,8 +13,9 @@ import (
 )
 
 // embedded feeds a recording's frames to the Normalizers in turn (frame i
-// to replicas[i%len]), closes the session, and returns every event.
-func embedded(t *testing.T, file, id string, replicas ...*normalize.Normalizer) []string {
+// to replicas[i%len]; with batch > 1, FeedBatch's batches of that many
+// frames from frame i), closes the session, and returns every event.
+func embedded(t *testing.T, file, id string, batch int, replicas ...*normalize.Normalizer) []string {
 	t.Helper()
 	var out []string
 	emit := normalize.WithEmit(func(ev normalize.Event) error {
@@ -22,11 +23,26 @@ func embedded(t *testing.T, file, id string, replicas ...*normalize.Normalizer) 
 		return nil
 	})
 	var last uint64
-	for i, l := range readLines(t, file) {
-		last = uint64(l.Number)
-		if _, err := replicas[i%len(replicas)].Feed(id, l.Msg, normalize.WithDialect("auto"), normalize.WithSequence(last), emit); err != nil {
+	lines := readLines(t, file)
+	for i := 0; i < len(lines); {
+		n := replicas[i%len(replicas)]
+		if batch <= 1 {
+			last = uint64(lines[i].Number)
+			if _, err := n.Feed(id, lines[i].Msg, normalize.WithDialect("auto"), normalize.WithSequence(last), emit); err != nil {
+				t.Fatal(err)
+			}
+			i++
+			continue
+		}
+		var frames []normalize.Frame
+		for _, l := range lines[i:min(i+batch, len(lines))] {
+			last = uint64(l.Number)
+			frames = append(frames, normalize.Frame{Message: l.Msg, Sequence: last, Dialect: "auto"})
+		}
+		if _, err := n.FeedBatch(id, frames, emit); err != nil {
 			t.Fatal(err)
 		}
+		i += len(frames)
 	}
 	if _, err := replicas[0].CloseSession(id, normalize.WithSequence(last+1), emit); err != nil {
 		t.Fatal(err)
@@ -42,17 +58,19 @@ func sharedStoreParity(t *testing.T, n int, open func(t *testing.T, n int) []sto
 	for _, file := range recordings(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
 		t.Run(name, func(t *testing.T) {
-			want := embedded(t, file, name, normalize.New())
+			want := embedded(t, file, name, 1, normalize.New())
 			replicas := make([]*normalize.Normalizer, n)
 			for i, st := range open(t, n) {
 				replicas[i] = normalize.New(normalize.WithStore(st))
 			}
-			got := embedded(t, file, name, replicas...)
 			if len(want) == 0 {
 				t.Fatal("the recording produced nothing")
 			}
-			if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
-				t.Fatalf("through %d replicas sharing a store:\n%s\n\none process alone:\n%s", n, g, w)
+			for _, batch := range []int{1, 4} {
+				got := embedded(t, file, fmt.Sprint(name, "-", batch), batch, replicas...)
+				if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != strings.ReplaceAll(w, name, fmt.Sprint(name, "-", batch)) {
+					t.Fatalf("through %d replicas sharing a store, in batches of %d:\n%s\n\none process alone:\n%s", n, batch, g, w)
+				}
 			}
 		})
 	}

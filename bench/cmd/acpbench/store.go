@@ -20,7 +20,8 @@ import (
 // redis://..., interleaved over rounds, and prints both side by side with
 // the ratio redis / memory. It starts redis-server itself (-redis-server,
 // on a free loopback port, no persistence) unless -redis gives a URL.
-// The redis figures count redis-server's CPU time beside acpnormd's.
+// The redis figures count redis-server's CPU time beside acpnormd's, and
+// each redis cell says how many bytes Redis received per frame.
 func storeBench(args []string) error {
 	fs := flag.NewFlagSet("store", flag.ContinueOnError)
 	acpnormd := fs.String("acpnormd", "", "acpnormd binary (required)")
@@ -55,7 +56,7 @@ func storeBench(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	url, redisPID := *redisURL, 0
+	url, redisPID, redisAddr := *redisURL, 0, ""
 	if url == "" {
 		dir, err := os.MkdirTemp("", "acpbench-redis-")
 		if err != nil {
@@ -67,7 +68,7 @@ func storeBench(args []string) error {
 			return err
 		}
 		defer rs.Stop()
-		url, redisPID = "redis://"+rs.Addr+"/0", rs.PID()
+		url, redisPID, redisAddr = "redis://"+rs.Addr+"/0", rs.PID(), rs.Addr
 	}
 	common := []string{"serve", "--metrics-listen=", "--log-level=warn"}
 	mem, err := load.Start(ctx, "memory", *acpnormd, "--listen", common...)
@@ -99,8 +100,10 @@ func storeBench(args []string) error {
 				}
 				for _, srv := range order {
 					var rcpu0 time.Duration
+					var rin0 int64
 					if srv == red && redisPID > 0 {
 						rcpu0, _ = load.ProcCPU(redisPID)
+						rin0, _ = load.RedisStat(redisAddr, "total_net_input_bytes")
 					}
 					r, err := load.Run(ctx, load.Options{
 						Addr: srv.Addr, Streams: c, Duration: *duration, Scenario: s,
@@ -118,6 +121,9 @@ func storeBench(args []string) error {
 							rc := (rcpu1 - rcpu0).Seconds() / r.Elapsed.Seconds()
 							r.ServerCores += rc
 							redisCores = fmt.Sprintf(" (redis-server %.2f of them)", rc)
+						}
+						if rin1, err := load.RedisStat(redisAddr, "total_net_input_bytes"); err == nil && r.Frames > 0 {
+							redisCores += fmt.Sprintf("  Redis received %.0f B/frame (frames: %.0f B)", float64(rin1-rin0)/float64(r.Frames), float64(r.Bytes)/float64(r.Frames))
 						}
 					}
 					r.Server, r.Round = srv.Name, round+1

@@ -560,8 +560,15 @@ func (b *Buffer) reserve(n int) {
 		b.off = 0
 		return
 	}
-	c := min(max(2*(hlen+n), 2*cap(b.data), 64), b.maxCap())
-	c = max(c, hlen+n)
+	// An empty Buffer (new, or replaced) gets what it asks for: a text
+	// that comes whole (a Snapshot, a Final, a first Delta) often gets
+	// nothing appended, and doubling it would allocate and clear twice
+	// its size. Appends then grow the array by doubling.
+	c := max(n, 64)
+	if hlen > 0 {
+		c = max(2*(hlen+n), 2*cap(b.data), 64)
+	}
+	c = max(min(c, b.maxCap()), hlen+n)
 	data := make([]byte, hlen, c)
 	copy(data, b.data[b.off:])
 	b.data = data

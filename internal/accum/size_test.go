@@ -73,3 +73,27 @@ func TestSizeIsBounded(t *testing.T) {
 		t.Fatalf("bound at full size %d", g)
 	}
 }
+
+// A text that comes whole into an empty Buffer (a new one, or one it
+// replaces) takes its own size, not twice that; appends after it grow the
+// array by doubling, within 1.5×limit.
+func TestWholeTextTakesItsOwnSize(t *testing.T) {
+	b := NewBuffer(1 << 20)
+	b.Apply(Text{Kind: Snapshot, Text: strings.Repeat("a", 4096)})
+	if got := b.Size(); got != 4096 {
+		t.Fatalf("a 4096-byte snapshot in a new Buffer holds %d bytes, want 4096", got)
+	}
+	b.Apply(Text{Kind: Snapshot, Text: strings.Repeat("b", 10000)})
+	if got := b.Size(); got != 10000 {
+		t.Fatalf("a 10000-byte snapshot that replaces holds %d bytes, want 10000", got)
+	}
+	b.Apply(Text{Kind: Delta, Text: "more"})
+	if got := b.Size(); got != 2*10004 {
+		t.Fatalf("after an append the Buffer holds %d bytes, want %d (doubled)", got, 2*10004)
+	}
+	small := NewBuffer(1 << 20)
+	small.Apply(Text{Kind: Delta, Text: "x"})
+	if got := small.Size(); got != 64 {
+		t.Fatalf("a 1-byte Delta holds %d bytes, want the 64-byte minimum", got)
+	}
+}

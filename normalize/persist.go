@@ -35,7 +35,8 @@ import (
 //
 // The stored session is:
 //   - a header: the dialect, cwd, cancel flag, terminals, unanswered asks,
-//     counters and when the session was last used;
+//     counters, the highest sequence applied (WithSkipApplied) and when
+//     the session was last used;
 //   - a record per call ("c:" and its id): the call's place, revision count
 //     and outcome as sent, and its accumulation state (accum.Call's
 //     AppendState);
@@ -126,6 +127,7 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	s.cwd = d.str()
 	s.created = d.uvarint()
 	s.tombFirst, s.tombNext = d.uvarint(), d.uvarint()
+	s.applied = d.uvarint()
 	for n := d.count(); n > 0 && d.err == nil; n-- {
 		t, c := d.str(), d.str()
 		s.terminals[t] = c
@@ -210,6 +212,7 @@ func (s *session) encodeBody(b []byte) []byte {
 	b = putUvarint(b, s.created)
 	b = putUvarint(b, s.tombFirst)
 	b = putUvarint(b, s.tombNext)
+	b = putUvarint(b, s.applied)
 	b = putUvarint(b, uint64(len(s.terminals)))
 	for t, c := range s.terminals {
 		b = putString(putString(b, t), c)

@@ -376,3 +376,72 @@ func TestFeedBatchStoreUnavailable(t *testing.T) {
 		t.Fatalf("the batch sent again:\n%s\n\nfed once:\n%s", got, want)
 	}
 }
+
+// With WithSkipApplied, frames sent again (to the same Normalizer, or to
+// another one sharing the store) are skipped with AlreadyExists, and the
+// session goes on exactly as if they had been sent once.
+func TestSkipApplied(t *testing.T) {
+	want := strings.Join(play(t, "s", normalize.New()), "\n")
+	fs := frames(recording)
+	st := store.NewMemory()
+	for name, replicas := range map[string][]*normalize.Normalizer{
+		"alone":        {normalize.New()},
+		"across store": {normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			skipped := 0
+			emit := normalize.WithEmit(func(ev normalize.Event) error {
+				if ev.Error != nil && ev.Error.Code == normalize.AlreadyExists {
+					skipped++
+					if !strings.Contains(ev.Error.Message, "was applied before") {
+						t.Errorf("skip message %q", ev.Error.Message)
+					}
+					return nil
+				}
+				got = append(got, describe(ev))
+				return nil
+			})
+			feed := func(n *normalize.Normalizer, i int) {
+				if _, err := n.Feed("s", fs[i], normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied(), emit); err != nil {
+					t.Fatalf("frame %d: %v", i+1, err)
+				}
+			}
+			half := len(fs) / 2
+			for i := range half {
+				feed(replicas[0], i)
+			}
+			// The client lost its stream: it sends the last ten again,
+			// to the other replica, then goes on there.
+			other := replicas[len(replicas)-1]
+			for i := half - 10; i < len(fs); i++ {
+				feed(other, i)
+			}
+			if skipped != 10 {
+				t.Errorf("%d frames skipped, want 10", skipped)
+			}
+			if _, err := other.CloseSession("s", normalize.WithSequence(uint64(len(fs)+1)), normalize.WithSkipApplied(), emit); err != nil {
+				t.Fatal(err)
+			}
+			if g := strings.Join(got, "\n"); g != want {
+				t.Fatalf("with frames sent again:\n%s\n\nsent once:\n%s", g, want)
+			}
+		})
+	}
+}
+
+// Without WithSkipApplied, or with sequence 0, nothing is skipped.
+func TestSkipAppliedOnlyWhenAsked(t *testing.T) {
+	fs := frames(recording)
+	n := normalize.New()
+	for i := range 12 {
+		if _, err := n.Feed("s", fs[i], normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, opts := range [][]normalize.FeedOption{{normalize.WithSequence(3)}, {normalize.WithSequence(0), normalize.WithSkipApplied()}} {
+		if _, err := n.Feed("s", fs[11], opts...); err != nil {
+			t.Errorf("a frame sent again %v: %v", opts, err)
+		}
+	}
+}

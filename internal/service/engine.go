@@ -91,6 +91,9 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 	if f.d.wantsFinalChanges() {
 		opts = append(opts, normalize.WithFinalChanges())
 	}
+	if f.d.wantsSkipApplied() {
+		opts = append(opts, normalize.WithSkipApplied())
+	}
 	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:

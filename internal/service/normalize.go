@@ -25,7 +25,8 @@ const TrailerRequestsApplied = "acpnorm-requests-applied"
 var errDraining = status.Error(codes.Unavailable, "acpnormd is shutting down; reconnect and resend the requests after the "+TrailerRequestsApplied+" trailer's count (session state is shared)")
 
 // Normalize implements pb.NormalizerServiceServer. One goroutine reads
-// requests off the wire, the handler's goroutine applies them in order, and
+// requests off the wire (their frames are decoded on a few goroutines at
+// once, see readAhead), the handler's goroutine applies them in order, and
 // a third sends the responses, with a bounded queue between the last two:
 // when a client reads slowly the queue fills, the loop stops applying and
 // reading, and HTTP/2 flow control pushes back on the client instead of
@@ -124,30 +125,36 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 // returns how many requests it applied, and nil when the client closed its
 // side, errDraining on shutdown, or the error that ended the stream.
 //
-// On shutdown it applies the request the reader already holds, if any, and
+// On shutdown it applies the next request the reader queued, if any, and
 // stops: requests still in flight are not applied, and the trailer's count
 // tells the client which ones were.
 func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_NormalizeServer, out chan<- *pb.NormalizeResponse) (uint64, error) {
-	in := make(chan *pb.NormalizeRequest)
-	// The reader's error is set before readerDone closes, and is never
-	// dropped: it says why the stream ended (io.EOF: the client closed
-	// its side, after every request was handed over).
+	// The reader starts reading each frame (see readAhead) before it
+	// queues the request, so frames of one stream are read in parallel
+	// while the loop applies them in the order they came. It closes in
+	// when it stops, after every request it read was queued.
+	ahead := newReadAhead(aheadWorkers())
+	in := make(chan *pending, aheadDepth(aheadWorkers(), s.cfg.SendQueue))
+	// The reader's error is set before readerDone and in close, and is
+	// never dropped: it says why the stream ended (io.EOF: the client
+	// closed its side, after every request was queued).
 	readerDone := make(chan struct{})
 	var readErr error
-	// The reader reads each frame (see readAhead) before it hands it
-	// over, while the loop applies the one before.
-	ahead := newReadAhead()
 	go func() {
 		defer close(readerDone)
+		defer close(in)
 		for {
 			req, err := stream.Recv()
 			if err != nil {
 				readErr = err
 				return
 			}
-			ahead.read(req)
+			p := ahead.start(ctx, req)
+			if p == nil {
+				return
+			}
 			select {
-			case in <- req:
+			case in <- p:
 			case <-ctx.Done():
 				return
 			}
@@ -181,8 +188,12 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// still counts as applied: its changes are in the shared state, and
 	// the first revision of each call on the client's next stream carries
 	// the whole text. One the session lock was never taken for does not.
-	apply := func(req *pb.NormalizeRequest) error {
-		read := ahead.take(req)
+	apply := func(p *pending) error {
+		req := p.req
+		read, ok := p.wait(ctx)
+		if !ok {
+			return errStopped
+		}
 		if fields := invalidUTF8(req); fields != "" {
 			s.sessions.m.frameError(codes.InvalidArgument)
 			select {
@@ -207,36 +218,50 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 		return nil
 	}
+	// stopped is the error the stream ends with when ctx is done.
+	stopped := func() error {
+		// gRPC ends a stream whose message it cannot read (too large,
+		// not valid protobuf) before Recv returns that error: prefer
+		// the error to the bare cancel when the reader has it. The
+		// reader returns at once then, as the stream is over.
+		if stream.Context().Err() != nil {
+			wait := time.NewTimer(time.Second)
+			defer wait.Stop()
+			select {
+			case <-readerDone:
+				if readErr != nil && !errors.Is(readErr, io.EOF) && status.Code(readErr) != codes.Canceled {
+					return s.recvFailed(readErr)
+				}
+			case <-wait.C:
+			}
+		}
+		return s.endCause(ctx)
+	}
+	run := func(p *pending) error {
+		err := apply(p)
+		if err == errStopped {
+			return stopped()
+		}
+		return err
+	}
 	for {
 		select {
-		case req := <-in:
-			if err := apply(req); err != nil {
+		case p, ok := <-in:
+			if !ok {
+				return applied, ended()
+			}
+			if err := run(p); err != nil {
 				return applied, err
 			}
-		case <-readerDone:
-			return applied, ended()
 		case <-ctx.Done():
-			// gRPC ends a stream whose message it cannot read (too large,
-			// not valid protobuf) before Recv returns that error: prefer
-			// the error to the bare cancel when the reader has it. The
-			// reader returns at once then, as the stream is over.
-			if stream.Context().Err() != nil {
-				wait := time.NewTimer(time.Second)
-				defer wait.Stop()
-				select {
-				case <-readerDone:
-					if readErr != nil && !errors.Is(readErr, io.EOF) && status.Code(readErr) != codes.Canceled {
-						return applied, s.recvFailed(readErr)
-					}
-				case <-wait.C:
-				}
-			}
-			return applied, s.endCause(ctx)
+			return applied, stopped()
 		case <-s.draining:
 			select {
-			case req := <-in:
-				if err := apply(req); err != nil {
-					return applied, err
+			case p, ok := <-in:
+				if ok {
+					if err := run(p); err != nil {
+						return applied, err
+					}
 				}
 			default:
 			}
@@ -245,6 +270,10 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 	}
 }
+
+// errStopped says a request was not applied because the stream ended
+// while its frame was still being read.
+var errStopped = errors.New("stream ended before the request was read")
 
 // recvFailed logs and counts a request gRPC could not read, and returns
 // the status it ended the stream with.

@@ -1,28 +1,37 @@
 package service
 
 import (
+	"context"
+	"runtime"
 	"sync"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/normalize"
 )
 
-// readAhead lets a stream read its next frame while the stream loop still
-// applies the one before: the reader goroutine reads each frame with the
-// dialect its session is expected to use before it hands the request
-// over, off every session lock (normalize.Prepare), and the loop applies
-// the frames in order, using the read when the session's dialect is the
-// one expected and reading the frame again otherwise. Reading a frame is
-// pure, so either way the result is what reading it under the lock gives;
+// readAhead lets a stream read its frames in parallel while the stream
+// loop applies them one by one, in order: the reader goroutine starts
+// reading each frame, with the dialect its session is expected to use, on
+// a goroutine of its own (at most workers at once per stream), off every
+// session lock (normalize.Prepare), and queues the request; the loop takes
+// the requests in the order they came, waits for each one's read, and
+// applies it, using the read when the session's dialect is the one
+// expected and reading the frame again otherwise. Reading a frame is pure,
+// so either way the result is what reading it under the lock gives;
 // reading (JSON decoding, unquoting outputs) is the larger part of a
-// frame's work, and this way it runs on another core than the accumulation
-// of the frame before.
+// frame's work, so one stream that carries many sessions spreads it over
+// the cores while the loop accumulates.
+//
+// Memory is bounded: a stream holds at most depth requests queued, plus
+// the one the reader holds and the one the loop applies (see
+// aheadDepth), and each of them is read at most once ahead.
 type readAhead struct {
-	mu    sync.Mutex
-	reads map[*pb.NormalizeRequest]*normalize.Prepared
+	mu sync.Mutex
 	// next is the dialect each session of the stream read its last
 	// applied frame with, as the loop last saw it; the expected dialect.
 	next map[string]string
+	// workers holds a token for each read running on its own goroutine.
+	workers chan struct{}
 }
 
 // maxAheadSessions bounds the sessions a stream remembers the dialect of;
@@ -30,36 +39,80 @@ type readAhead struct {
 // only read again).
 const maxAheadSessions = 1024
 
-func newReadAhead() *readAhead {
-	return &readAhead{reads: map[*pb.NormalizeRequest]*normalize.Prepared{}, next: map[string]string{}}
+// inlineRead is the frame size below which the reader reads the frame
+// itself: starting a goroutine costs about what reading so small a frame
+// does.
+const inlineRead = 1 << 10
+
+// pending is one request on its way from the reader to the loop.
+type pending struct {
+	req *pb.NormalizeRequest
+	// read is the frame read ahead (nil: none); it may be used only once
+	// done is closed (or when done is nil).
+	read *normalize.Prepared
+	done chan struct{}
 }
 
-// read reads req ahead, when it is a frame that will be read: it runs on
-// the reader goroutine.
-func (a *readAhead) read(req *pb.NormalizeRequest) {
+// aheadWorkers is how many frames of one stream are read at once.
+func aheadWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// aheadDepth is how many requests a stream queues between its reader and
+// its loop: enough for every worker to have a frame and the loop the next
+// one, and never more than twice the send queue.
+func aheadDepth(workers, sendQueue int) int { return max(1, min(2*workers, 2*sendQueue)) }
+
+func newReadAhead(workers int) *readAhead {
+	return &readAhead{next: map[string]string{}, workers: make(chan struct{}, max(1, workers))}
+}
+
+// start starts reading req ahead, when it is a frame that will be read,
+// and returns it as pending. It runs on the reader goroutine. It returns
+// nil when ctx ended while it waited for a worker.
+func (a *readAhead) start(ctx context.Context, req *pb.NormalizeRequest) *pending {
+	p := &pending{req: req}
 	f := req.GetFrame()
 	if f == nil || f.GetSessionId() == "" || len(f.GetMessage()) == 0 {
-		return
+		return p
 	}
+	if len(f.GetMessage()) < inlineRead {
+		p.read = a.prepare(f)
+		return p
+	}
+	select {
+	case a.workers <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	p.done = make(chan struct{})
+	go func() {
+		defer func() { <-a.workers }()
+		p.read = a.prepare(f)
+		close(p.done)
+	}()
+	return p
+}
+
+// prepare reads f with the dialect its session is expected to use.
+func (a *readAhead) prepare(f *pb.AcpFrame) *normalize.Prepared {
 	a.mu.Lock()
 	expected := a.next[f.GetSessionId()]
 	a.mu.Unlock()
-	p := normalize.Prepare(f.GetMessage(), f.GetDialect(), expected)
-	if p == nil {
-		return
-	}
-	a.mu.Lock()
-	a.reads[req] = p
-	a.mu.Unlock()
+	return normalize.Prepare(f.GetMessage(), f.GetDialect(), expected)
 }
 
-// take returns the read of req, if it was read ahead, and forgets it.
-func (a *readAhead) take(req *pb.NormalizeRequest) *normalize.Prepared {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r := a.reads[req]
-	delete(a.reads, req)
-	return r
+// wait returns the read of p once it is done, or false when ctx ended
+// first.
+func (p *pending) wait(ctx context.Context) (*normalize.Prepared, bool) {
+	if p.done != nil {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	r := p.read
+	p.read = nil
+	return r, true
 }
 
 // learn records the dialect the session of an applied request reads its

@@ -1,42 +1,118 @@
 package service
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/dialect"
+	"github.com/acpnorm/acpnorm/normalize"
 )
 
 // The stream's reader expects each session to keep the dialect its last
 // applied frame was read with, and forgets a closed session.
 func TestReadAheadLearnsTheSessionDialect(t *testing.T) {
-	a := newReadAhead()
+	a := newReadAhead(2)
+	ctx := context.Background()
+	read := func(req *pb.NormalizeRequest) *normalize.Prepared {
+		t.Helper()
+		p := a.start(ctx, req)
+		if p == nil || p.req != req {
+			t.Fatalf("start(%v) = %+v", req, p)
+		}
+		r, ok := p.wait(ctx)
+		if !ok {
+			t.Fatal("wait gave up on a live context")
+		}
+		return r
+	}
 	frame := func(msg string) *pb.NormalizeRequest {
 		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Message: []byte(msg)}}}
 	}
 	first := frame(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`)
-	a.read(first)
-	if got := a.take(first); got == nil || got.Dialect() != dialect.GenericName {
+	if got := read(first); got == nil || got.Dialect() != dialect.GenericName {
 		t.Fatalf("first frame read ahead with %v, want generic", got)
 	}
 	a.learn(first, "claude")
 	second := frame(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`)
-	a.read(second)
-	if got := a.take(second); got == nil || got.Dialect() != "claude" {
+	if got := read(second); got == nil || got.Dialect() != "claude" {
 		t.Fatalf("second frame read ahead as %+v, want claude's read", got)
 	}
 	a.learn(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s"}}}, "")
 	third := frame(`{}`)
-	a.read(third)
-	if got := a.take(third); got == nil || got.Dialect() != dialect.GenericName {
+	if got := read(third); got == nil || got.Dialect() != dialect.GenericName {
 		t.Fatalf("after close read ahead with %v, want generic", got)
 	}
-	if a.take(third) != nil {
-		t.Fatal("take forgets the read")
-	}
 	bad := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Dialect: "nope", Message: []byte(`{}`)}}}
-	a.read(bad)
-	if a.take(bad) != nil {
+	if read(bad) != nil {
 		t.Fatal("a frame naming an unknown dialect is not read ahead")
+	}
+}
+
+// Frames of many sessions on one stream, large enough to be read on
+// goroutines of their own and of sizes that finish out of order, are
+// applied in the order they came: every revision follows the one before
+// in sequence, and each call's appended text is what its frames carried.
+func TestReadAheadAppliesParallelReadsInOrder(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	st := h.open()
+	const sessions, rounds = 6, 30
+	for i := range sessions {
+		st.send(fmt.Sprint("s", i), openCall("c", "cat"))
+		st.exec()
+	}
+	want := make([]strings.Builder, sessions)
+	for r := range rounds {
+		for i := range sessions {
+			// Session 0's frames are 64 KiB, the others' 2 KiB: a later,
+			// smaller frame is read before an earlier, larger one.
+			size := 2 << 10
+			if i == 0 {
+				size = 64 << 10
+			}
+			data := fmt.Sprintf("r%d-s%d:", r, i)
+			data += strings.Repeat(string(rune('a'+(r+i)%26)), size-len(data)) + "\n"
+			want[i].WriteString(data)
+			st.send(fmt.Sprint("s", i), delta("c", data))
+		}
+	}
+	got := make([]strings.Builder, sessions)
+	var last uint64
+	for range sessions * rounds {
+		x := st.exec()
+		if x.GetSequence() <= last {
+			t.Fatalf("revision for sequence %d after one for %d", x.GetSequence(), last)
+		}
+		last = x.GetSequence()
+		var i int
+		fmt.Sscanf(x.GetSessionId(), "s%d", &i)
+		if x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_APPEND {
+			t.Fatalf("session %d: %v", i, x.GetOutput().GetMode())
+		}
+		got[i].WriteString(x.GetOutput().GetText())
+	}
+	for i := range sessions {
+		if got[i].String() != want[i].String() {
+			t.Fatalf("session %d folded %d bytes, want %d", i, got[i].Len(), want[i].Len())
+		}
+	}
+}
+
+// Every wait of the read-ahead gives up when the stream ends: for a
+// worker when all are busy, and for a read that is not done.
+func TestReadAheadGivesUp(t *testing.T) {
+	a := newReadAhead(1)
+	a.workers <- struct{}{} // the only worker is busy
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	big := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Message: []byte(delta("c", strings.Repeat("x", 4<<10)))}}}
+	if p := a.start(ctx, big); p != nil {
+		t.Fatalf("start with every worker busy and the stream over: %+v", p)
+	}
+	p := &pending{req: big, done: make(chan struct{})}
+	if _, ok := p.wait(ctx); ok {
+		t.Fatal("wait on an unfinished read after the stream ended")
 	}
 }

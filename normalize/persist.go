@@ -162,8 +162,9 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 		switch {
 		case strings.HasPrefix(name, "c:"):
 			id := name[2:]
-			e, err := decodeEntry(id, rec, snap.Streams, ss.cfg.TextLimit)
+			e, err := decodeEntry(id, rec, snap.Streams)
 			if err != nil {
+				clear(s.calls) // nothing was counted yet
 				return err
 			}
 			s.calls[id] = e
@@ -171,14 +172,17 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 		case strings.HasPrefix(name, "t:"):
 			seq, err := strconv.ParseUint(name[2:], 10, 64)
 			if err != nil {
+				clear(s.calls)
 				return fmt.Errorf("%w: record %q", errCorrupt, name)
 			}
 			call, tb, err := decodeTomb(rec)
 			if err != nil {
+				clear(s.calls)
 				return err
 			}
 			tombs = append(tombs, buried{seq, call, tb})
 		default:
+			clear(s.calls)
 			return fmt.Errorf("%w: unknown record %q", errCorrupt, name)
 		}
 	}
@@ -241,7 +245,7 @@ func encodeEntry(b []byte, e *entry) []byte {
 	return e.call.AppendState(b)
 }
 
-func decodeEntry(id string, rec []byte, streams map[string][]byte, limit int) (*entry, error) {
+func decodeEntry(id string, rec []byte, streams map[string][]byte) (*entry, error) {
 	d := decoder{b: rec, what: "record of tool call " + strconv.Quote(id)}
 	d.format(entryFormat)
 	e := &entry{order: d.uvarint()}

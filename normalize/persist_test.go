@@ -445,3 +445,44 @@ func TestSkipAppliedOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// A session the store holds in a form this build cannot read is refused
+// with Unavailable, naming the problem; nothing of it is counted as held,
+// and the other sessions go on.
+func TestStoreCorruptSession(t *testing.T) {
+	st := store.NewMemory()
+	n := normalize.New(normalize.WithStore(st))
+	fs := frames(recording)
+	for i := range 8 {
+		if _, err := n.Feed("good", fs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another writer leaves a session with a good header but a call
+	// record this build cannot read.
+	snap, err := st.Load(context.Background(), "good")
+	if err != nil || snap.Version == 0 {
+		t.Fatal(snap, err)
+	}
+	recs := map[string][]byte{}
+	for k, v := range snap.Records {
+		recs[k] = v
+	}
+	recs["c:zz"] = []byte{1, 2, 3}
+	if _, err := st.Commit(context.Background(), "bad", 0, &store.Change{Header: snap.Header, Records: recs, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 { // the records are read in any order: try several
+		execs, err := n.Feed("bad", fs[8])
+		var fe *normalize.FrameError
+		if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.Unavailable || !strings.Contains(fe.Message, "corrupt") {
+			t.Fatalf("a frame of a corrupt session: %v, %v", execs, err)
+		}
+	}
+	if s := n.Stats(); s.Calls != 1 || s.Sessions != 1 {
+		t.Fatalf("after refusing the corrupt session: %+v (want the good session's one call)", s)
+	}
+	if _, err := n.Feed("good", fs[8]); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,12 +218,15 @@ func (s *session) encodeBody(b []byte) []byte {
 	b = putUvarint(b, s.tombFirst)
 	b = putUvarint(b, s.tombNext)
 	b = putUvarint(b, s.applied)
+	// In key order, so that the same state encodes to the same bytes (a
+	// request that changed nothing then commits nothing).
 	b = putUvarint(b, uint64(len(s.terminals)))
-	for t, c := range s.terminals {
-		b = putString(putString(b, t), c)
+	for _, t := range slices.Sorted(maps.Keys(s.terminals)) {
+		b = putString(putString(b, t), s.terminals[t])
 	}
 	b = putUvarint(b, uint64(len(s.asks)))
-	for id, a := range s.asks {
+	for _, id := range slices.Sorted(maps.Keys(s.asks)) {
+		a := s.asks[id]
 		b = putString(putString(b, id), a.callID)
 		b = putUvarint(b, uint64(len(a.reject)))
 		for _, o := range a.reject {

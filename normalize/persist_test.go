@@ -486,3 +486,37 @@ func TestStoreCorruptSession(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A frame that changes nothing commits nothing, also when the session
+// tracks several terminals (whose encoding must not depend on map order).
+func TestStoreNoChangeNoCommit(t *testing.T) {
+	commits := 0
+	n := normalize.New(normalize.WithStore(store.NewMemory()), normalize.WithHooks(normalize.Hooks{StoreOp: func(op, result string, took time.Duration) {
+		if op == "commit" {
+			commits++
+		}
+	}}))
+	named := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"some-agent"}}}`
+	if _, err := n.Feed("s", []byte(named), normalize.WithDialect("auto")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		open := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c%d","kind":"execute","title":"sleep 9","status":"in_progress","rawInput":{"command":"sleep 9"},"_meta":{"terminal_info":{"terminal_id":"t%d"}}}}}`, i, i)
+		if _, err := n.Feed("s", []byte(open)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, _ := n.SessionStats("s"); s.Terminals != 6 {
+		t.Fatalf("terminals tracked: %d", s.Terminals)
+	}
+	before := commits
+	chat := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`)
+	for range 20 {
+		if _, err := n.Feed("s", chat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if commits != before {
+		t.Fatalf("20 chat messages made %d commits", commits-before)
+	}
+}

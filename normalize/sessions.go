@@ -56,10 +56,10 @@ type session struct {
 
 	// With a store (see persist.go): the version the cached state is
 	// at, whether it still has to be loaded (or was by this request),
-	// which calls have records in
-	// the store, the header as last committed (body) and when it said
-	// the session was last used, the numbers of the oldest and next
-	// tombstone records, and the tombstones the next commit writes.
+	// which calls have records in the store, the header as last
+	// committed (body) and when it said the session was last used, the
+	// numbers of the oldest and next tombstone records, and the
+	// tombstones the next commit writes.
 	version             uint64
 	needLoad            bool
 	loaded              bool // by the request under way: it is current

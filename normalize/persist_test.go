@@ -520,3 +520,42 @@ func TestStoreNoChangeNoCommit(t *testing.T) {
 		t.Fatalf("20 chat messages made %d commits", commits-before)
 	}
 }
+
+// With a store the sweeper releases ended calls past their grace period
+// with a commit, so a late frame about one is refused on every replica,
+// and it drops idle sessions from the cache only: the store keeps them.
+func TestStoreSweep(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	clock := normalize.WithClock(func() time.Time { return now })
+	st := store.NewMemory()
+	a := normalize.New(normalize.WithStore(st), clock, normalize.WithTTL(time.Hour), normalize.WithGrace(time.Minute))
+	b := normalize.New(normalize.WithStore(st), clock, normalize.WithTTL(time.Hour), normalize.WithGrace(time.Minute))
+	open := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"true","status":"in_progress","rawInput":{"command":"true"}}}}`
+	end := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"t1","exit_code":0}}}}}`
+	for _, f := range []string{open, end} {
+		if _, err := a.Feed("s", []byte(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	a.Sweep()
+	if s, _ := a.SessionStats("s"); s.Calls != 0 {
+		t.Fatalf("after the grace period and a sweep, replica A holds %d calls", s.Calls)
+	}
+	late := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed"}}}`
+	_, err := b.Feed("s", []byte(late))
+	var fe *normalize.FrameError
+	if !errors.As(err, &fe) || fe.Code != normalize.FailedPrecondition || !strings.Contains(fe.Message, "grace") {
+		t.Fatalf("a late frame on replica B: %v", err)
+	}
+	// Idle past the TTL: the sweeper drops the session from A's cache
+	// without touching the store.
+	now = now.Add(2 * time.Hour)
+	a.Sweep()
+	if held := a.Stats(); held.Sessions != 0 {
+		t.Fatalf("after the TTL, replica A caches %d sessions", held.Sessions)
+	}
+	if v, err := st.Version(context.Background(), "s"); err != nil || v == 0 {
+		t.Fatalf("the store after A's sweep: version %d, %v", v, err)
+	}
+}

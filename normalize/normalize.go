@@ -220,6 +220,7 @@ type request struct {
 	cwd         string
 	whole       func(session, call string, rev uint32, ended bool) bool
 	finalDeltas bool
+	skipApplied bool
 	prepared    *Prepared
 	nextDialect func(name string)
 	emit        func(Event) error
@@ -271,6 +272,15 @@ func WithWhole(whole func(sessionID, toolCallID string, revision uint32, ended b
 // not handed on twice. A revision that whole asks to be whole (see
 // WithWhole) still is.
 func WithFinalChanges() FeedOption { return func(r *request) { r.finalDeltas = true } }
+
+// WithSkipApplied is for a caller that numbers each session's requests
+// with increasing sequences (WithSequence), across streams and processes:
+// a request whose sequence is not above the highest one its session
+// applied is not applied again, and gives a FrameError with code
+// AlreadyExists. A caller that lost the answers to requests (a process
+// died) can then send them again. Sequence 0 is never skipped. With a
+// store, the highest sequence is shared by every Normalizer using it.
+func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = true } }
 
 func newRequest(opts []FeedOption) *request {
 	r := &request{ctx: context.Background()}

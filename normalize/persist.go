@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +36,8 @@ import (
 //
 // The stored session is:
 //   - a header: the dialect, cwd, cancel flag, terminals, unanswered asks,
-//     counters and when the session was last used;
+//     counters, the highest sequence applied (WithSkipApplied) and when
+//     the session was last used;
 //   - a record per call ("c:" and its id): the call's place, revision count
 //     and outcome as sent, and its accumulation state (accum.Call's
 //     AppendState);
@@ -126,6 +128,7 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	s.cwd = d.str()
 	s.created = d.uvarint()
 	s.tombFirst, s.tombNext = d.uvarint(), d.uvarint()
+	s.applied = d.uvarint()
 	for n := d.count(); n > 0 && d.err == nil; n-- {
 		t, c := d.str(), d.str()
 		s.terminals[t] = c
@@ -160,8 +163,9 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 		switch {
 		case strings.HasPrefix(name, "c:"):
 			id := name[2:]
-			e, err := decodeEntry(id, rec, snap.Streams, ss.cfg.TextLimit)
+			e, err := decodeEntry(id, rec, snap.Streams)
 			if err != nil {
+				clear(s.calls) // nothing was counted yet
 				return err
 			}
 			s.calls[id] = e
@@ -169,14 +173,17 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 		case strings.HasPrefix(name, "t:"):
 			seq, err := strconv.ParseUint(name[2:], 10, 64)
 			if err != nil {
+				clear(s.calls)
 				return fmt.Errorf("%w: record %q", errCorrupt, name)
 			}
 			call, tb, err := decodeTomb(rec)
 			if err != nil {
+				clear(s.calls)
 				return err
 			}
 			tombs = append(tombs, buried{seq, call, tb})
 		default:
+			clear(s.calls)
 			return fmt.Errorf("%w: unknown record %q", errCorrupt, name)
 		}
 	}
@@ -210,12 +217,16 @@ func (s *session) encodeBody(b []byte) []byte {
 	b = putUvarint(b, s.created)
 	b = putUvarint(b, s.tombFirst)
 	b = putUvarint(b, s.tombNext)
+	b = putUvarint(b, s.applied)
+	// In key order, so that the same state encodes to the same bytes (a
+	// request that changed nothing then commits nothing).
 	b = putUvarint(b, uint64(len(s.terminals)))
-	for t, c := range s.terminals {
-		b = putString(putString(b, t), c)
+	for _, t := range slices.Sorted(maps.Keys(s.terminals)) {
+		b = putString(putString(b, t), s.terminals[t])
 	}
 	b = putUvarint(b, uint64(len(s.asks)))
-	for id, a := range s.asks {
+	for _, id := range slices.Sorted(maps.Keys(s.asks)) {
+		a := s.asks[id]
 		b = putString(putString(b, id), a.callID)
 		b = putUvarint(b, uint64(len(a.reject)))
 		for _, o := range a.reject {
@@ -238,7 +249,7 @@ func encodeEntry(b []byte, e *entry) []byte {
 	return e.call.AppendState(b)
 }
 
-func decodeEntry(id string, rec []byte, streams map[string][]byte, limit int) (*entry, error) {
+func decodeEntry(id string, rec []byte, streams map[string][]byte) (*entry, error) {
 	d := decoder{b: rec, what: "record of tool call " + strconv.Quote(id)}
 	d.format(entryFormat)
 	e := &entry{order: d.uvarint()}

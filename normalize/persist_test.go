@@ -376,3 +376,186 @@ func TestFeedBatchStoreUnavailable(t *testing.T) {
 		t.Fatalf("the batch sent again:\n%s\n\nfed once:\n%s", got, want)
 	}
 }
+
+// With WithSkipApplied, frames sent again (to the same Normalizer, or to
+// another one sharing the store) are skipped with AlreadyExists, and the
+// session goes on exactly as if they had been sent once.
+func TestSkipApplied(t *testing.T) {
+	want := strings.Join(play(t, "s", normalize.New()), "\n")
+	fs := frames(recording)
+	st := store.NewMemory()
+	for name, replicas := range map[string][]*normalize.Normalizer{
+		"alone":        {normalize.New()},
+		"across store": {normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			skipped := 0
+			emit := normalize.WithEmit(func(ev normalize.Event) error {
+				if ev.Error != nil && ev.Error.Code == normalize.AlreadyExists {
+					skipped++
+					if !strings.Contains(ev.Error.Message, "was applied before") {
+						t.Errorf("skip message %q", ev.Error.Message)
+					}
+					return nil
+				}
+				got = append(got, describe(ev))
+				return nil
+			})
+			feed := func(n *normalize.Normalizer, i int) {
+				if _, err := n.Feed("s", fs[i], normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied(), emit); err != nil {
+					t.Fatalf("frame %d: %v", i+1, err)
+				}
+			}
+			half := len(fs) / 2
+			for i := range half {
+				feed(replicas[0], i)
+			}
+			// The client lost its stream: it sends the last ten again,
+			// to the other replica, then goes on there.
+			other := replicas[len(replicas)-1]
+			for i := half - 10; i < len(fs); i++ {
+				feed(other, i)
+			}
+			if skipped != 10 {
+				t.Errorf("%d frames skipped, want 10", skipped)
+			}
+			if _, err := other.CloseSession("s", normalize.WithSequence(uint64(len(fs)+1)), normalize.WithSkipApplied(), emit); err != nil {
+				t.Fatal(err)
+			}
+			if g := strings.Join(got, "\n"); g != want {
+				t.Fatalf("with frames sent again:\n%s\n\nsent once:\n%s", g, want)
+			}
+		})
+	}
+}
+
+// Without WithSkipApplied, or with sequence 0, nothing is skipped.
+func TestSkipAppliedOnlyWhenAsked(t *testing.T) {
+	fs := frames(recording)
+	n := normalize.New()
+	for i := range 12 {
+		if _, err := n.Feed("s", fs[i], normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, opts := range [][]normalize.FeedOption{{normalize.WithSequence(3)}, {normalize.WithSequence(0), normalize.WithSkipApplied()}} {
+		if _, err := n.Feed("s", fs[11], opts...); err != nil {
+			t.Errorf("a frame sent again %v: %v", opts, err)
+		}
+	}
+}
+
+// A session the store holds in a form this build cannot read is refused
+// with Unavailable, naming the problem; nothing of it is counted as held,
+// and the other sessions go on.
+func TestStoreCorruptSession(t *testing.T) {
+	st := store.NewMemory()
+	n := normalize.New(normalize.WithStore(st))
+	fs := frames(recording)
+	for i := range 8 {
+		if _, err := n.Feed("good", fs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another writer leaves a session with a good header but a call
+	// record this build cannot read.
+	snap, err := st.Load(context.Background(), "good")
+	if err != nil || snap.Version == 0 {
+		t.Fatal(snap, err)
+	}
+	recs := map[string][]byte{}
+	for k, v := range snap.Records {
+		recs[k] = v
+	}
+	recs["c:zz"] = []byte{1, 2, 3}
+	if _, err := st.Commit(context.Background(), "bad", 0, &store.Change{Header: snap.Header, Records: recs, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 { // the records are read in any order: try several
+		execs, err := n.Feed("bad", fs[8])
+		var fe *normalize.FrameError
+		if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.Unavailable || !strings.Contains(fe.Message, "corrupt") {
+			t.Fatalf("a frame of a corrupt session: %v, %v", execs, err)
+		}
+	}
+	if s := n.Stats(); s.Calls != 1 || s.Sessions != 1 {
+		t.Fatalf("after refusing the corrupt session: %+v (want the good session's one call)", s)
+	}
+	if _, err := n.Feed("good", fs[8]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A frame that changes nothing commits nothing, also when the session
+// tracks several terminals (whose encoding must not depend on map order).
+func TestStoreNoChangeNoCommit(t *testing.T) {
+	commits := 0
+	n := normalize.New(normalize.WithStore(store.NewMemory()), normalize.WithHooks(normalize.Hooks{StoreOp: func(op, result string, took time.Duration) {
+		if op == "commit" {
+			commits++
+		}
+	}}))
+	named := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"some-agent"}}}`
+	if _, err := n.Feed("s", []byte(named), normalize.WithDialect("auto")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		open := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c%d","kind":"execute","title":"sleep 9","status":"in_progress","rawInput":{"command":"sleep 9"},"_meta":{"terminal_info":{"terminal_id":"t%d"}}}}}`, i, i)
+		if _, err := n.Feed("s", []byte(open)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, _ := n.SessionStats("s"); s.Terminals != 6 {
+		t.Fatalf("terminals tracked: %d", s.Terminals)
+	}
+	before := commits
+	chat := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`)
+	for range 20 {
+		if _, err := n.Feed("s", chat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if commits != before {
+		t.Fatalf("20 chat messages made %d commits", commits-before)
+	}
+}
+
+// With a store the sweeper releases ended calls past their grace period
+// with a commit, so a late frame about one is refused on every replica,
+// and it drops idle sessions from the cache only: the store keeps them.
+func TestStoreSweep(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	clock := normalize.WithClock(func() time.Time { return now })
+	st := store.NewMemory()
+	a := normalize.New(normalize.WithStore(st), clock, normalize.WithTTL(time.Hour), normalize.WithGrace(time.Minute))
+	b := normalize.New(normalize.WithStore(st), clock, normalize.WithTTL(time.Hour), normalize.WithGrace(time.Minute))
+	open := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"true","status":"in_progress","rawInput":{"command":"true"}}}}`
+	end := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"t1","exit_code":0}}}}}`
+	for _, f := range []string{open, end} {
+		if _, err := a.Feed("s", []byte(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	a.Sweep()
+	if s, _ := a.SessionStats("s"); s.Calls != 0 {
+		t.Fatalf("after the grace period and a sweep, replica A holds %d calls", s.Calls)
+	}
+	late := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed"}}}`
+	_, err := b.Feed("s", []byte(late))
+	var fe *normalize.FrameError
+	if !errors.As(err, &fe) || fe.Code != normalize.FailedPrecondition || !strings.Contains(fe.Message, "grace") {
+		t.Fatalf("a late frame on replica B: %v", err)
+	}
+	// Idle past the TTL: the sweeper drops the session from A's cache
+	// without touching the store.
+	now = now.Add(2 * time.Hour)
+	a.Sweep()
+	if held := a.Stats(); held.Sessions != 0 {
+		t.Fatalf("after the TTL, replica A caches %d sessions", held.Sessions)
+	}
+	if v, err := st.Version(context.Background(), "s"); err != nil || v == 0 {
+		t.Fatalf("the store after A's sweep: version %d, %v", v, err)
+	}
+}

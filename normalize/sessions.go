@@ -44,8 +44,9 @@ type session struct {
 	explicit  bool   // chosen by name, not detected
 	named     bool   // detected from agentInfo.name; signs no longer count
 	cwd       string
-	cwdByHand bool // from AcpFrame.cwd, which beats session/new
-	cancel    bool // session/cancel seen in the current turn
+	cwdByHand bool   // from AcpFrame.cwd, which beats session/new
+	cancel    bool   // session/cancel seen in the current turn
+	applied   uint64 // the highest sequence applied (see WithSkipApplied)
 	touched   time.Time
 	created   uint64
 	held      int // bytes of text the session's calls hold
@@ -55,10 +56,10 @@ type session struct {
 
 	// With a store (see persist.go): the version the cached state is
 	// at, whether it still has to be loaded (or was by this request),
-	// which calls have records in
-	// the store, the header as last committed (body) and when it said
-	// the session was last used, the numbers of the oldest and next
-	// tombstone records, and the tombstones the next commit writes.
+	// which calls have records in the store, the header as last
+	// committed (body) and when it said the session was last used, the
+	// numbers of the oldest and next tombstone records, and the
+	// tombstones the next commit writes.
 	version             uint64
 	needLoad            bool
 	loaded              bool // by the request under way: it is current
@@ -77,7 +78,7 @@ func newSession(id string) *session {
 // asks) when its calls were released, as a new session would start.
 func (s *session) reset() {
 	s.dialect, s.name, s.explicit, s.named = nil, "", false, false
-	s.cwd, s.cwdByHand, s.cancel = "", false, false
+	s.cwd, s.cwdByHand, s.cancel, s.applied = "", false, false, 0
 	s.terminals, s.asks = map[string]string{}, map[string]ask{}
 }
 
@@ -402,7 +403,9 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 		return r.locked(err) // a session never seen (or released) has nothing to end
 	}
 	defer ss.release(s, r)
-	do(s)
+	if !ss.skip(s, r, what) {
+		do(s)
+	}
 	return nil
 }
 
@@ -481,6 +484,9 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		}
 	}
 	defer ss.release(s, r)
+	if ss.skip(s, r, "frame") {
+		return nil
+	}
 	if chosen != nil {
 		s.use(chosen)
 		s.explicit = true
@@ -868,6 +874,21 @@ func (ss *sessions) sweep() {
 			s.unlock()
 		}
 	}
+}
+
+// skip reports, with a FrameError, that the session already applied the
+// request's sequence when the caller asked for that (WithSkipApplied), and
+// records the sequence as applied otherwise.
+func (ss *sessions) skip(s *session, r *reply, what string) bool {
+	if !r.req.skipApplied || r.seq == 0 {
+		return false
+	}
+	if r.seq <= s.applied {
+		r.fail(AlreadyExists, "", "%s %d of session %q was applied before (the session has applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.applied)
+		return true
+	}
+	s.applied = r.seq
+	return false
 }
 
 // tombOf returns the tombstone of a released call of s: one the next

@@ -179,6 +179,9 @@ type Code uint32
 const (
 	// InvalidArgument: the frame, or a field of it, cannot be used as sent.
 	InvalidArgument Code = 3
+	// AlreadyExists: the request was applied before and is skipped (see
+	// WithSkipApplied).
+	AlreadyExists Code = 6
 	// ResourceExhausted: a limit refused the frame or part of it.
 	ResourceExhausted Code = 8
 	// FailedPrecondition: the frame is about something unknown or released
@@ -193,6 +196,8 @@ func (c Code) String() string {
 	switch c {
 	case InvalidArgument:
 		return "InvalidArgument"
+	case AlreadyExists:
+		return "AlreadyExists"
 	case ResourceExhausted:
 		return "ResourceExhausted"
 	case FailedPrecondition:

@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"google.golang.org/grpc/codes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -249,6 +250,58 @@ func TestFailoverResentFramesApplyTwice(t *testing.T) {
 		t.Errorf("no recording changed when frames were applied twice; if acpnorm now recognises them, say so in the README (Running more than one)")
 	}
 	t.Logf("%d of %d recordings end differently from the golden when three answered frames are sent again", differ, len(recordings(t)))
+}
+
+// With StreamOptions.skip_applied_sequences (the client numbers each
+// session's frames increasingly, here by recording line), the frames sent
+// again after the failover are recognised on B, whose cache never saw
+// them: each gets ALREADY_EXISTS and changes nothing, and the result is
+// the golden for every recording.
+func TestFailoverResentFramesSkippedWithSequences(t *testing.T) {
+	args := []string{"--store", testredis.Start(t)}
+	a, b := startReplica(t, "A", args...), startReplica(t, "B", args...)
+	skip := &pb.StreamOptions{SkipAppliedSequences: true}
+	for _, file := range recordings(t) {
+		rec := loadRecorded(t, file)
+		t.Run(rec.name, func(t *testing.T) {
+			cut := cutNearHalf(rec.lines, rec.ref)
+			fa := openFeed(t, a)
+			fa.options(t, skip)
+			for _, l := range rec.lines[:cut] {
+				fa.send(t, rec.name, l)
+			}
+			fa.barrier(t)
+			fromA := fa.take()
+			fb := openFeed(t, b)
+			fb.options(t, skip)
+			for _, l := range rec.lines[cut-3:] {
+				fb.send(t, rec.name, l)
+			}
+			fb.closeSession(t, rec.name, uint64(rec.lines[len(rec.lines)-1].Number+1))
+			var fromB []*pb.NormalizeResponse
+			skipped := map[uint64]bool{}
+			for _, r := range fb.finish(t) {
+				if fe := r.GetFrameError(); fe != nil && fe.GetCode() == int32(codes.AlreadyExists) {
+					skipped[fe.GetSequence()] = true
+					continue
+				}
+				fromB = append(fromB, r)
+			}
+			for _, l := range rec.lines[cut-3 : cut] {
+				if !skipped[uint64(l.Number)] {
+					t.Errorf("line %d, sent again, was not skipped", l.Number)
+				}
+			}
+			calls := foldStrict(t, rec.name, append(append([]*pb.NormalizeResponse{}, fromA...), fromB...))
+			golden, err := os.ReadFile(filepath.Join("testdata", "golden", rec.name+".golden"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := renderCalls(rec.name, calls, nil); string(got) != string(golden) {
+				t.Errorf("with three answered frames sent again: %s", firstDiff(string(golden), string(got)))
+			}
+		})
+	}
 }
 
 // The store is the truth: a Redis that loses its data (one without

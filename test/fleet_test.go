@@ -133,6 +133,14 @@ func (f *feed) send(t *testing.T, sid string, l replay.Line) {
 	}
 }
 
+// options sends StreamOptions on the stream.
+func (f *feed) options(t *testing.T, o *pb.StreamOptions) {
+	t.Helper()
+	if err := f.stream.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: o}}); err != nil {
+		t.Fatalf("sending options to %s: %v", f.name, err)
+	}
+}
+
 // closeSession sends the SessionClosed that ends session sid.
 func (f *feed) closeSession(t *testing.T, sid string, seq uint64) {
 	t.Helper()

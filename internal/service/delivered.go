@@ -18,6 +18,9 @@ type delivered struct {
 	// finalChanges says the stream asked for ENDED revisions that carry
 	// only what changed (StreamOptions FINAL_TEXTS_CHANGES).
 	finalChanges bool
+	// skipApplied says the stream's requests skip sequences their session
+	// already applied (StreamOptions skip_applied_sequences).
+	skipApplied bool
 }
 
 type callKey struct{ session, call string }
@@ -53,8 +56,13 @@ func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) boo
 func (d *delivered) setOptions(o *pb.StreamOptions) {
 	if d != nil {
 		d.finalChanges = o.GetFinalTexts() == pb.FinalTexts_FINAL_TEXTS_CHANGES
+		d.skipApplied = o.GetSkipAppliedSequences()
 	}
 }
+
+// wantsSkipApplied says whether the stream's requests skip sequences
+// their session already applied.
+func (d *delivered) wantsSkipApplied() bool { return d != nil && d.skipApplied }
 
 // wantsFinalChanges says whether ENDED revisions on the stream carry only
 // what changed.

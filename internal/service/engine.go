@@ -58,6 +58,7 @@ type feeder struct {
 	next   string                 // set by Feed through nextOpt
 	nextOf normalize.FeedOption   // WithNextDialect, made once
 	opts   []normalize.FeedOption // reused by each request
+	frames []normalize.Frame      // reused by each batch
 }
 
 func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.NormalizeResponse) error) *feeder {
@@ -86,11 +87,7 @@ func (f *feeder) event(ev normalize.Event) error {
 func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (string, error) {
 	ss := f.ss
 	ss.m.framesIn.Inc()
-	f.next = ""
-	opts := append(f.opts[:0], f.shared...)
-	if f.d.wantsFinalChanges() {
-		opts = append(opts, normalize.WithFinalChanges())
-	}
+	opts := f.start()
 	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
@@ -110,10 +107,47 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 		ss.m.frameError(codes.InvalidArgument)
 		err = f.emit(frameErrorResponse(&normalize.FrameError{Code: normalize.InvalidArgument, Message: "request carries neither a frame, turn_ended, session_closed nor options"}))
 	}
-	// Keep the grown list for the next request, but not what this one
-	// referred to (its read-ahead may be large).
+	f.done(opts)
+	return f.next, err
+}
+
+// start begins a request: the stream's options, and those its
+// StreamOptions ask for.
+func (f *feeder) start() []normalize.FeedOption {
+	f.next = ""
+	opts := append(f.opts[:0], f.shared...)
+	if f.d.wantsFinalChanges() {
+		opts = append(opts, normalize.WithFinalChanges())
+	}
+	if f.d.wantsSkipApplied() {
+		opts = append(opts, normalize.WithSkipApplied())
+	}
+	return opts
+}
+
+// done keeps the grown option list for the next request, but not what
+// this one referred to (its read-ahead may be large).
+func (f *feeder) done(opts []normalize.FeedOption) {
 	clear(opts[:cap(opts)][len(f.shared):])
 	f.opts = opts[:0]
+}
+
+// handleBatch applies frames of one session that the stream read
+// together (see recvLoop), as handle would one by one, but with one taking
+// of the session and, with a store, one commit for all of them
+// (normalize.FeedBatch). reads holds each frame's read-ahead (or nil).
+func (f *feeder) handleBatch(reqs []*pb.NormalizeRequest, reads []*normalize.Prepared) (string, error) {
+	f.ss.m.framesIn.Add(float64(len(reqs)))
+	opts := append(f.start(), f.nextOf)
+	frames := f.frames[:0]
+	for i, req := range reqs {
+		fr := req.GetFrame()
+		frames = append(frames, normalize.Frame{Message: fr.GetMessage(), Sequence: fr.GetSequence(), Dialect: fr.GetDialect(), Cwd: fr.GetCwd(), Prepared: reads[i]})
+	}
+	_, err := f.ss.n.FeedBatch(reqs[0].GetFrame().GetSessionId(), frames, opts...)
+	clear(frames)
+	f.frames = frames[:0]
+	f.done(opts)
 	return f.next, err
 }
 

@@ -2,9 +2,11 @@ package service
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"google.golang.org/grpc/codes"
 )
 
 // snapshotCall is a generic ACP call whose output comes as cumulative
@@ -91,5 +93,39 @@ func TestFinalTextsChanges(t *testing.T) {
 	changes.send("s-back", snapshot("c4", "completed", "z\n"))
 	if x := changes.exec(); x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_REPLACE {
 		t.Fatalf("whole again: %v", x.GetOutput())
+	}
+}
+
+// A stream that asks for skip_applied_sequences can send again what it has
+// no answer for, on a new stream after losing the old one: a frame whose
+// sequence its session already applied gets ALREADY_EXISTS and changes
+// nothing. Without the option a frame sent again is applied again.
+func TestSkipAppliedSequences(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	skip := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{SkipAppliedSequences: true}}}
+	a := h.open()
+	a.control(skip)
+	a.send("s", openCall("c1", "make"))
+	a.exec()
+	a.send("s", delta("c1", "x\n"))
+	a.exec()
+
+	b := h.open()
+	b.control(skip)
+	b.seq = 1
+	b.send("s", delta("c1", "x\n")) // sequence 2 again
+	if fe := b.frameError(); fe.GetCode() != int32(codes.AlreadyExists) || fe.GetSequence() != 2 || !strings.Contains(fe.GetMessage(), "applied before") {
+		t.Fatalf("a frame sent again: %v", fe)
+	}
+	b.send("s", delta("c1", "y\n")) // sequence 3
+	if x := b.exec(); x.GetRevision() != 3 || x.GetOutput().GetText() != "x\ny\n" || x.GetOutput().GetMode() != pb.TextMode_TEXT_MODE_REPLACE {
+		t.Fatalf("the next frame on the new stream: %v", x)
+	}
+
+	c := h.open()
+	c.seq = 2
+	c.send("s", delta("c1", "y\n")) // sequence 3 again, not skipped
+	if x := c.exec(); x.GetRevision() != 4 || x.GetOutput().GetText() != "x\ny\ny\n" {
+		t.Fatalf("a frame sent again without the option: %v", x)
 	}
 }

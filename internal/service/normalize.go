@@ -9,6 +9,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/normalize"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -237,12 +238,81 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 		return s.endCause(ctx)
 	}
-	run := func(p *pending) error {
-		err := apply(p)
-		if err == errStopped {
-			return stopped()
+	// With a shared store, frames of one session that the reader has
+	// already queued are applied as one batch: one commit to the store
+	// instead of one per frame. gather takes, after first, the queued
+	// requests that are frames of the same session, up to maxBatch in all;
+	// rest is a request it took that is not (it is applied next).
+	batching := s.cfg.Store != nil
+	var batch []*pending
+	var reads []*normalize.Prepared
+	gather := func(first *pending) (rest *pending) {
+		batch = append(batch[:0], first)
+		if !batching || !batchable(first.req) {
+			return nil
 		}
-		return err
+		for len(batch) < maxBatch {
+			select {
+			case p, ok := <-in:
+				if !ok {
+					return nil // the loop sees in closed next
+				}
+				if !batchable(p.req) || p.req.GetFrame().GetSessionId() != first.req.GetFrame().GetSessionId() {
+					return p
+				}
+				batch = append(batch, p)
+			default:
+				return nil
+			}
+		}
+		return nil
+	}
+	// applyBatch applies what gather took, as apply applies one request.
+	applyBatch := func() error {
+		if len(batch) == 1 {
+			return apply(batch[0])
+		}
+		reads = reads[:0]
+		for _, p := range batch {
+			read, ok := p.wait(ctx)
+			if !ok {
+				return errStopped
+			}
+			reads = append(reads, read)
+		}
+		queueFailed = false
+		reqs := make([]*pb.NormalizeRequest, len(batch))
+		for i, p := range batch {
+			reqs[i] = p.req
+		}
+		next, err := feed.handleBatch(reqs, reads)
+		clear(reads)
+		if err == nil || queueFailed {
+			applied += uint64(len(batch))
+		}
+		ahead.learn(batch[len(batch)-1].req, next)
+		if err != nil {
+			if ctx.Err() != nil {
+				return s.endCause(ctx)
+			}
+			return status.FromContextError(err).Err()
+		}
+		return nil
+	}
+	run := func(p *pending) error {
+		for p != nil {
+			rest := gather(p)
+			err := applyBatch()
+			clear(batch)
+			if err == errStopped {
+				return stopped()
+			}
+			if err != nil {
+				return err
+			}
+			p = rest
+		}
+		return nil
 	}
 	for {
 		select {
@@ -269,6 +339,16 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			return applied, errDraining
 		}
 	}
+}
+
+// maxBatch bounds the frames of one session a stream applies together
+// (with a shared store; see recvLoop).
+const maxBatch = 8
+
+// batchable says whether req is a frame that may be applied in a batch.
+func batchable(req *pb.NormalizeRequest) bool {
+	f := req.GetFrame()
+	return f != nil && f.GetSessionId() != "" && invalidUTF8(req) == ""
 }
 
 // errStopped says a request was not applied because the stream ended

@@ -183,10 +183,12 @@ class ShellText(_message.Message):
     def __init__(self, text: _Optional[str] = ..., mode: _Optional[_Union[TextMode, str]] = ..., truncated: bool = ..., total_bytes: _Optional[int] = ...) -> None: ...
 
 class StreamOptions(_message.Message):
-    __slots__ = ["final_texts"]
+    __slots__ = ["final_texts", "skip_applied_sequences"]
     FINAL_TEXTS_FIELD_NUMBER: _ClassVar[int]
+    SKIP_APPLIED_SEQUENCES_FIELD_NUMBER: _ClassVar[int]
     final_texts: FinalTexts
-    def __init__(self, final_texts: _Optional[_Union[FinalTexts, str]] = ...) -> None: ...
+    skip_applied_sequences: bool
+    def __init__(self, final_texts: _Optional[_Union[FinalTexts, str]] = ..., skip_applied_sequences: bool = ...) -> None: ...
 
 class TurnEnded(_message.Message):
     __slots__ = ["cancelled", "sequence", "session_id"]

@@ -445,9 +445,19 @@ func (*NormalizeRequest_Options) isNormalizeRequest_Kind() {}
 type StreamOptions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What the ENDED revision of a call carries for its texts.
-	FinalTexts    FinalTexts `protobuf:"varint,1,opt,name=final_texts,json=finalTexts,proto3,enum=acpnorm.v1.FinalTexts" json:"final_texts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FinalTexts FinalTexts `protobuf:"varint,1,opt,name=final_texts,json=finalTexts,proto3,enum=acpnorm.v1.FinalTexts" json:"final_texts,omitempty"`
+	// True says the client numbers the frames and control messages of each
+	// session with increasing sequence numbers, on every stream and across
+	// reconnects, so that the server can skip what it already applied: a
+	// request whose sequence is not above the highest one applied for its
+	// session (on any stream, or, with a shared store, any replica) is not
+	// applied again and gets a FrameError ALREADY_EXISTS (6). A client whose
+	// stream broke (a replica died) can then send again every request it has
+	// no answer for. Sequence 0 is never skipped. Off by default, as
+	// sequences may follow any scheme.
+	SkipAppliedSequences bool `protobuf:"varint,2,opt,name=skip_applied_sequences,json=skipAppliedSequences,proto3" json:"skip_applied_sequences,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *StreamOptions) Reset() {
@@ -485,6 +495,13 @@ func (x *StreamOptions) GetFinalTexts() FinalTexts {
 		return x.FinalTexts
 	}
 	return FinalTexts_FINAL_TEXTS_UNSPECIFIED
+}
+
+func (x *StreamOptions) GetSkipAppliedSequences() bool {
+	if x != nil {
+		return x.SkipAppliedSequences
+	}
+	return false
 }
 
 // AcpFrame carries exactly one JSON-RPC 2.0 message as read off the ACP wire.
@@ -810,7 +827,9 @@ type FrameError struct {
 	// or text field over the server's length limits; RESOURCE_EXHAUSTED (8)
 	// for a request over the server's limits on sessions, calls or held
 	// memory; FAILED_PRECONDITION (9) for a frame that needs state the session
-	// lacks, such as one about a tool call already released; UNAVAILABLE (14)
+	// lacks, such as one about a tool call already released; ALREADY_EXISTS (6)
+	// for a request skipped because its session already applied its sequence
+	// (see StreamOptions.skip_applied_sequences); UNAVAILABLE (14)
 	// for a request that was not applied because the server's shared state
 	// store could not be reached (it may be sent again).
 	Code int32 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
@@ -1511,10 +1530,11 @@ const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"turn_ended\x18\x02 \x01(\v2\x15.acpnorm.v1.TurnEndedH\x00R\tturnEnded\x12B\n" +
 	"\x0esession_closed\x18\x03 \x01(\v2\x19.acpnorm.v1.SessionClosedH\x00R\rsessionClosed\x125\n" +
 	"\aoptions\x18\x04 \x01(\v2\x19.acpnorm.v1.StreamOptionsH\x00R\aoptionsB\x06\n" +
-	"\x04kind\"H\n" +
+	"\x04kind\"~\n" +
 	"\rStreamOptions\x127\n" +
 	"\vfinal_texts\x18\x01 \x01(\x0e2\x16.acpnorm.v1.FinalTextsR\n" +
-	"finalTexts\"\xc0\x01\n" +
+	"finalTexts\x124\n" +
+	"\x16skip_applied_sequences\x18\x02 \x01(\bR\x14skipAppliedSequences\"\xc0\x01\n" +
 	"\bAcpFrame\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +

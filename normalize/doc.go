@@ -95,8 +95,12 @@
 // a race with another process is applied again on the new state, and one
 // the store cannot take gives a FrameError with code Unavailable (it was
 // not applied). A request that changes nothing still asks the store for
-// the session's version, so that a stale cache is never answered from.
-// Text streams are stored by appending what each frame adds.
+// the session's version, so that a stale cache is never answered from,
+// unless the frame could change nothing in any state (a chat message).
+// Text streams are stored by appending what each frame adds. FeedBatch
+// applies several frames of a session with one commit, and
+// WithSkipApplied lets a caller that numbers its requests send again, to
+// any process, what it has no answer for: what was applied is skipped.
 //
 // # Why plain Go types
 //

@@ -1,11 +1,16 @@
 package service
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/replay"
 	"google.golang.org/grpc/codes"
 )
 
@@ -127,5 +132,76 @@ func TestSkipAppliedSequences(t *testing.T) {
 	c.send("s", delta("c1", "y\n")) // sequence 3 again, not skipped
 	if x := c.exec(); x.GetRevision() != 4 || x.GetOutput().GetText() != "x\ny\ny\n" {
 		t.Fatalf("a frame sent again without the option: %v", x)
+	}
+}
+
+// On every recording, a stream that asks for FINAL_TEXTS_CHANGES folds to
+// the same texts as one with whole finals, never carries more text, and
+// never sends as a REPLACE a text that only extends what the client
+// holds (that would be an APPEND of the new part).
+func TestFinalTextsChangesOnRecordings(t *testing.T) {
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	if len(files) == 0 {
+		t.Fatal("no recordings")
+	}
+	for _, file := range files {
+		fh, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := replay.Read(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		play := func(finals pb.FinalTexts) (folded map[string]string, wire int) {
+			ss := newSessions(DefaultConfig(), NewMetrics(nil))
+			var d *delivered
+			if finals == pb.FinalTexts_FINAL_TEXTS_CHANGES {
+				d = newDelivered()
+				d.setOptions(&pb.StreamOptions{FinalTexts: finals})
+			}
+			folded = map[string]string{}
+			feed := ss.newFeeder(context.Background(), d, func(out *pb.NormalizeResponse) error {
+				x := out.GetShellExec()
+				for i, tx := range []*pb.ShellText{x.GetOutput(), x.GetStdout(), x.GetStderr()} {
+					if tx == nil {
+						continue
+					}
+					k := fmt.Sprint(x.GetToolCallId(), "/", i)
+					held := folded[k]
+					wire += len(tx.GetText())
+					if tx.GetMode() == pb.TextMode_TEXT_MODE_APPEND {
+						folded[k] = held + tx.GetText()
+						continue
+					}
+					if finals == pb.FinalTexts_FINAL_TEXTS_CHANGES && held != "" && len(tx.GetText()) > len(held) && strings.HasPrefix(tx.GetText(), held) {
+						t.Errorf("%s: %s revision %d replaces %d bytes with a text that extends them", filepath.Base(file), k, x.GetRevision(), len(held))
+					}
+					folded[k] = tx.GetText()
+				}
+				return nil
+			})
+			for j, l := range lines {
+				req := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
+					SessionId: "s", Dialect: "auto", Sequence: uint64(j + 1), Direction: l.Dir, Message: l.Msg,
+				}}}
+				if _, err := feed.handle(req, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := feed.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s"}}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			return folded, wire
+		}
+		whole, wholeWire := play(pb.FinalTexts_FINAL_TEXTS_WHOLE)
+		changes, changesWire := play(pb.FinalTexts_FINAL_TEXTS_CHANGES)
+		if !maps.Equal(whole, changes) {
+			t.Errorf("%s: the texts folded from changes-only finals differ from whole finals", filepath.Base(file))
+		}
+		if changesWire > wholeWire {
+			t.Errorf("%s: changes-only finals carry %d text bytes, whole finals %d", filepath.Base(file), changesWire, wholeWire)
+		}
 	}
 }

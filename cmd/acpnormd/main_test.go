@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -264,4 +265,21 @@ func TestHealthStatuses(t *testing.T) {
 	if code != exitFail || !strings.Contains(errOut, "no answer (Unavailable)") {
 		t.Errorf("stopped: exit %d, %q", code, errOut)
 	}
+}
+
+// Every serve flag is in the README's configuration table.
+func TestReadmeNamesEveryServeFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, _, err := serveFlagSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(string(readme), "`--"+f.Name+"`") {
+			t.Errorf("README.md does not name --%s", f.Name)
+		}
+	})
 }

@@ -69,7 +69,11 @@ func WithMaxCallsPerSession(n int) Option { return func(c *config) { c.MaxCallsP
 func WithMaxCalls(n int) Option { return func(c *config) { c.MaxCalls = n } }
 
 // WithMaxSessions bounds the sessions held at once; only a frame that reads
-// as a valid ACP message creates one. Default DefaultMaxSessions.
+// as a valid ACP message creates one. Default DefaultMaxSessions. With a
+// store (WithStore) it bounds the sessions cached in memory instead: when
+// the cache is full, the least recently used of a few idle sessions leaves
+// it (the store keeps it), and only a cache full of sessions being applied
+// refuses one more.
 func WithMaxSessions(n int) Option { return func(c *config) { c.MaxSessions = n } }
 
 // WithMaxIDBytes bounds session ids, tool call ids, terminal ids and

@@ -559,3 +559,37 @@ func TestStoreSweep(t *testing.T) {
 		t.Fatalf("the store after A's sweep: version %d, %v", v, err)
 	}
 }
+
+// With a store, the session limit bounds the cache: sessions beyond it
+// leave the cache and come back from the store, and nothing is refused or
+// lost.
+func TestStoreCacheEvicts(t *testing.T) {
+	fs := frames(recording)
+	ids := []string{"s0", "s1", "s2", "s3", "s4"}
+	feedAll := func(n *normalize.Normalizer) map[string][]string {
+		out := map[string][]string{}
+		for i, f := range fs { // the sessions interleaved, frame by frame
+			for _, id := range ids {
+				execs, err := n.Feed(id, f, normalize.WithSequence(uint64(i+1)))
+				if err != nil {
+					t.Fatalf("%s frame %d: %v", id, i+1, err)
+				}
+				for _, x := range execs {
+					out[id] = append(out[id], describe(normalize.Event{ShellExec: x}))
+				}
+			}
+		}
+		return out
+	}
+	want := feedAll(normalize.New())
+	n := normalize.New(normalize.WithStore(store.NewMemory()), normalize.WithMaxSessions(2))
+	got := feedAll(n)
+	for _, id := range ids {
+		if g, w := strings.Join(got[id], "\n"), strings.Join(want[id], "\n"); g != w || w == "" {
+			t.Errorf("session %s through a cache of 2:\n%s\n\nwithout a store:\n%s", id, g, w)
+		}
+	}
+	if s := n.Stats(); s.Sessions > 2 {
+		t.Errorf("%d sessions cached, over the limit of 2", s.Sessions)
+	}
+}

@@ -120,6 +120,9 @@ func (ss *sessions) lock(ctx context.Context, id string, create bool) (*session,
 			}
 			if len(ss.all) >= ss.cfg.MaxSessions {
 				ss.mu.Unlock()
+				if ss.store != nil && ss.evictIdle() {
+					continue // there is room in the cache now
+				}
 				if !create {
 					return nil, nil // could not be cached; a frame that creates it says so
 				}
@@ -154,6 +157,43 @@ func (ss *sessions) lock(ctx context.Context, id string, create bool) (*session,
 		s.touched = ss.now()
 		return s, nil
 	}
+}
+
+// evictIdle makes room in a full cache when a store holds every session:
+// of a few cached sessions that no request is applying, it drops the one
+// used least recently (the store keeps it; its next request loads it). It
+// reports whether it dropped one.
+func (ss *sessions) evictIdle() bool {
+	const sample = 8
+	ss.mu.Lock()
+	cands := make([]*session, 0, sample)
+	for _, s := range ss.all { // map order: a different sample each time
+		cands = append(cands, s)
+		if len(cands) == sample {
+			break
+		}
+	}
+	ss.mu.Unlock()
+	var oldest *session
+	for _, s := range cands {
+		if !s.tryLock() {
+			continue
+		}
+		if s.gone || oldest != nil && !s.touched.Before(oldest.touched) {
+			s.unlock()
+			continue
+		}
+		if oldest != nil {
+			oldest.unlock()
+		}
+		oldest = s
+	}
+	if oldest == nil {
+		return false
+	}
+	ss.uncache(oldest)
+	oldest.unlock()
+	return true
 }
 
 // unlock releases a session taken with lock.

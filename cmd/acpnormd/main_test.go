@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -264,4 +265,30 @@ func TestHealthStatuses(t *testing.T) {
 	if code != exitFail || !strings.Contains(errOut, "no answer (Unavailable)") {
 		t.Errorf("stopped: exit %d, %q", code, errOut)
 	}
+}
+
+// Every serve flag is in the README's configuration table.
+func TestReadmeNamesEveryServeFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, _, err := serveFlagSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table []string // the first cell of each row of flags
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "| `--") {
+			table = append(table, strings.SplitN(line, " | ", 2)[0])
+		}
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		for _, cell := range table {
+			if strings.Contains(cell, "`--"+f.Name+"`") {
+				return
+			}
+		}
+		t.Errorf("the README's configuration table has no row for --%s", f.Name)
+	})
 }

@@ -63,7 +63,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	num(&f.cfg.TextLimit, "text-limit", "ACPNORM_TEXT_LIMIT", f.cfg.TextLimit, "bytes kept per text field (the most recent tail)")
 	num(&f.cfg.MaxCallsPerSession, "max-calls-per-session", "ACPNORM_MAX_CALLS_PER_SESSION", f.cfg.MaxCallsPerSession, "tool calls one session may hold")
 	num(&f.cfg.MaxCalls, "max-calls", "ACPNORM_MAX_CALLS", f.cfg.MaxCalls, "tool calls all sessions together may hold")
-	num(&f.cfg.MaxSessions, "max-sessions", "ACPNORM_MAX_SESSIONS", f.cfg.MaxSessions, "sessions held at once; a frame opening one more gets RESOURCE_EXHAUSTED")
+	num(&f.cfg.MaxSessions, "max-sessions", "ACPNORM_MAX_SESSIONS", f.cfg.MaxSessions, "sessions held at once; a frame opening one more gets RESOURCE_EXHAUSTED\n"+
+		"(with --store: sessions cached; the least recently used idle one leaves the cache instead)")
 	num(&f.cfg.MemoryBudget, "memory-budget", "ACPNORM_MEMORY_BUDGET", f.cfg.MemoryBudget, "bytes of text all calls may hold; the default is a quarter of the machine's or cgroup's memory")
 	num(&f.cfg.SessionMemory, "session-memory", "ACPNORM_SESSION_MEMORY", f.cfg.SessionMemory, "bytes of text one session may hold; 0 means an eighth of --memory-budget")
 	num(&f.cfg.MaxIDBytes, "max-id-bytes", "ACPNORM_MAX_ID_BYTES", f.cfg.MaxIDBytes, "longest session, tool call, terminal or JSON-RPC request id accepted")

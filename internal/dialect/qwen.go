@@ -186,7 +186,7 @@ func observeQwen(u *qwenCall) []accum.Observation {
 		// A release that displays the result as text: that text is the
 		// output or Gemini's markers; the content is the model's report.
 		if o.Status == accum.StatusFailed && qwenUserCancel.MatchString(display.S) {
-			o.Cancelled = true
+			o.Cancelled, o.CancelNotice = true, notice(display.S)
 		} else {
 			qwenFinalText(&o, display.S)
 		}
@@ -194,7 +194,7 @@ func observeQwen(u *qwenCall) []accum.Observation {
 		// Qwen's error (the user's refusal, a spawn error, a policy that
 		// denies the command), never output.
 		if qwenUserCancel.MatchString(text) {
-			o.Cancelled = true
+			o.Cancelled, o.CancelNotice = true, notice(text)
 		} else {
 			o.Failed = true
 		}

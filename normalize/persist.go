@@ -187,13 +187,24 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 			return fmt.Errorf("%w: unknown record %q", errCorrupt, name)
 		}
 	}
+	// The tombstone records are numbered tombFirst, tombFirst+1, ...,
+	// tombNext-1: anything else is corrupt (and would make persist's
+	// trimming loop over numbers no record has).
+	slices.SortFunc(tombs, func(a, b buried) int { return cmp.Compare(a.seq, b.seq) })
+	if len(tombs) == 0 && s.tombFirst > s.tombNext ||
+		len(tombs) > 0 && (tombs[0].seq != s.tombFirst || tombs[len(tombs)-1].seq+1 != s.tombNext || uint64(len(tombs)) != s.tombNext-s.tombFirst) {
+		clear(s.calls)
+		return fmt.Errorf("%w: the session's tombstones are not numbered %d to %d", errCorrupt, s.tombFirst, s.tombNext)
+	}
+	if len(tombs) == 0 {
+		s.tombFirst = s.tombNext
+	}
 	n := len(s.calls)
 	ss.total.Add(int64(n))
 	ss.hooks.callsOpened(n)
 	for _, e := range s.calls {
 		ss.settle(s, e, 0)
 	}
-	slices.SortFunc(tombs, func(a, b buried) int { return cmp.Compare(a.seq, b.seq) })
 	for _, t := range tombs {
 		ss.tombs.add(s.id, t.call, t.tomb)
 	}

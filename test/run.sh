@@ -108,7 +108,7 @@ echo "== go test -race"
 go test -race -count=1 ./...
 
 echo "== fuzz, $FUZZTIME inputs per target"
-for pkg in $(go list ./internal/...); do
+for pkg in $(go list ./internal/... ./normalize/...); do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "-- $pkg $target"
     go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg"

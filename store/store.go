@@ -26,7 +26,9 @@
 // Delete is guarded by the version in the same way. An error that is not
 // ErrConflict (a lost connection, a cancelled context) may leave it
 // unknown whether a networked store applied the commit: the caller loads
-// the session again before it commits anything else to it.
+// the session again before it commits anything else to it. Version reads
+// only the session's version, so that a caller holding a copy can check it
+// is current without loading the session.
 //
 // Every commit sets the expiry of all of the session's data (header,
 // records and streams, including those the commit did not touch) to the

@@ -72,7 +72,8 @@
 // of the old one can never be read or appended to. Every key the store
 // writes has an expiry.
 //
-// Load and Delete are scripts too: one round trip each.
+// Load and Delete are scripts too: one round trip each. Version is one
+// HGET of the session's version.
 package redisstore
 
 import (

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acpnorm/acpnorm/internal/redisproc"
 )
 
 // StartRedis starts bin (Debian's redis-server) on a free loopback port,
@@ -23,16 +25,14 @@ func StartRedis(ctx context.Context, bin, dir string) (*Server, error) {
 		return nil, err
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir,
-		"--daemonize", "no", "--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log"))
+	cmd := exec.Command(bin, redisproc.Args(port, dir)...)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	s := &Server{Name: "redis", Addr: addr, cmd: cmd}
 	limit := time.Now().Add(20 * time.Second)
 	for {
-		err := redisPing(addr)
+		err := redisproc.Ping(addr)
 		if err == nil {
 			return s, nil
 		}
@@ -43,27 +43,6 @@ func StartRedis(ctx context.Context, bin, dir string) (*Server, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// redisPing sends one inline PING and expects +PONG.
-func redisPing(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %s", strconv.Quote(line))
-	}
-	return nil
 }
 
 // RedisStat reads one integer field of Redis's INFO stats (for example

@@ -5,10 +5,7 @@
 package testredis
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +14,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/acpnorm/acpnorm/internal/redisproc"
 )
 
 // Server is a running redis-server.
@@ -89,12 +88,7 @@ func (s *Server) start() error {
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 	s.URL = "redis://" + s.Addr + "/0"
 	s.log = new(bytes.Buffer)
-	cmd := exec.Command("redis-server",
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"),
-		"--daemonize", "no", "--protected-mode", "yes",
-	)
+	cmd := exec.Command("redis-server", redisproc.Args(strconv.Itoa(s.port), s.dir)...)
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log
 	if err := cmd.Start(); err != nil {
@@ -107,7 +101,7 @@ func (s *Server) start() error {
 	// Wait until it answers PING, for a bounded time.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		err := ping(s.Addr)
+		err := redisproc.Ping(s.Addr)
 		if err == nil {
 			return nil
 		}
@@ -124,30 +118,6 @@ func (s *Server) start() error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// ping sends one PING in the inline protocol and reads the reply.
-func ping(addr string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line != "+PONG\r\n" {
-		return errors.New("PING answered " + strconv.Quote(line))
-	}
-	return nil
 }
 
 func freePort() (int, error) {

@@ -2,20 +2,16 @@ package service
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -39,16 +35,9 @@ func rawStream(t *testing.T, opts ServerOptions) (grpc.ClientStream, *Service, *
 		t.Fatal(err)
 	}
 	logs := &lockedBuffer{}
-	lis := bufconn.Listen(1 << 20)
 	srv := NewServer(svc, opts, slog.New(slog.NewTextHandler(logs, nil)))
-	go srv.Serve(lis)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(); srv.GRPC.Stop() })
+	conn := serveBufconn(t, srv)
+	t.Cleanup(srv.GRPC.Stop)
 	desc := &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}
 	st, err := conn.NewStream(callCtx(t), desc, "/acpnorm.v1.NormalizerService/Normalize",
 		grpc.ForceCodecV2(rawCodec{encoding.GetCodecV2("proto")}))

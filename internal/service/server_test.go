@@ -4,20 +4,16 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the server's goroutines.
@@ -49,15 +45,8 @@ func logOfCalls(t *testing.T, level slog.Level) string {
 	}
 	var logBuf lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: level}))
-	lis := bufconn.Listen(1 << 20)
 	srv := NewServer(svc, DefaultServerOptions(), log)
-	go srv.Serve(lis)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := serveBufconn(t, srv)
 	ctx := context.Background()
 	if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
@@ -111,16 +100,8 @@ func TestShutdownEndsHealthWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logBuf lockedBuffer
-	lis := bufconn.Listen(1 << 20)
 	srv := NewServer(svc, DefaultServerOptions(), slog.New(slog.NewTextHandler(&logBuf, nil)))
-	go srv.Serve(lis)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := serveBufconn(t, srv)
 	watch, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
 	if err != nil {
 		t.Fatal(err)

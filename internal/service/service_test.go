@@ -39,20 +39,26 @@ func newHarness(t *testing.T, cfg Config) *harness {
 
 func newHarnessWith(t *testing.T, svc *Service) *harness {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
 	srv := NewServer(svc, DefaultServerOptions(), nil)
+	conn := serveBufconn(t, srv)
+	t.Cleanup(srv.GRPC.Stop)
+	return &harness{t: t, svc: svc, srv: srv, client: pb.NewNormalizerServiceClient(conn), conn: conn}
+}
+
+// serveBufconn serves srv on an in-memory listener and returns a client
+// connection to it, closed when tb ends; the caller stops srv.
+func serveBufconn(tb testing.TB, srv *Server) *grpc.ClientConn {
+	tb.Helper()
+	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close()
-		srv.GRPC.Stop()
-	})
-	return &harness{t: t, svc: svc, srv: srv, client: pb.NewNormalizerServiceClient(conn), conn: conn}
+	tb.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // stream is one open Normalize stream with a goroutine collecting replies.

@@ -3,16 +3,12 @@ package service
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/acpnorm/acpnorm/bench/load"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/benchcpu"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 )
 
 // BenchmarkOneStream sends a generated Grok-like command (100 cumulative
@@ -26,17 +22,9 @@ func BenchmarkOneStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
 	srv := NewServer(svc, DefaultServerOptions(), nil)
-	go srv.Serve(lis)
 	defer srv.GRPC.Stop()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
+	conn := serveBufconn(b, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	st, err := pb.NewNormalizerServiceClient(conn).Normalize(ctx)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/dialect"
+	"github.com/acpnorm/acpnorm/internal/wire"
 	"github.com/acpnorm/acpnorm/store"
 )
 
@@ -117,39 +119,38 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 // restore decodes a stored session into s.
 func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	s.version = snap.Version
-	d := decoder{b: snap.Header, what: "session header"}
-	d.format(headerFormat)
-	if name := d.str(); name != "" {
+	d := newReader(snap.Header, "session header", headerFormat)
+	if name := d.String("dialect"); name != "" {
 		if dl, ok := dialect.Lookup(name); ok {
 			s.use(dl)
 		}
 	}
-	s.explicit, s.named, s.cwdByHand, s.cancel = d.boolean(), d.boolean(), d.boolean(), d.boolean()
-	s.cwd = d.str()
-	s.created = d.uvarint()
-	s.tombFirst, s.tombNext = d.uvarint(), d.uvarint()
-	s.applied = d.uvarint()
-	for n := d.count(); n > 0 && d.err == nil; n-- {
-		t, c := d.str(), d.str()
+	s.explicit, s.named, s.cwdByHand, s.cancel = d.Bool("explicit"), d.Bool("named"), d.Bool("cwd by hand"), d.Bool("cancel")
+	s.cwd = d.String("cwd")
+	s.created = d.Uvarint("calls created")
+	s.tombFirst, s.tombNext = d.Uvarint("first tombstone"), d.Uvarint("next tombstone")
+	s.applied = d.Uvarint("sequence applied")
+	for n := d.Count("terminals"); n > 0 && d.Err == nil; n-- {
+		t, c := d.String("terminal id"), d.String("terminal's call")
 		s.terminals[t] = c
 	}
-	for n := d.count(); n > 0 && d.err == nil; n-- {
-		id, a := d.str(), ask{callID: d.str()}
-		for m := d.count(); m > 0 && d.err == nil; m-- {
-			a.reject = append(a.reject, d.str())
+	for n := d.Count("asks"); n > 0 && d.Err == nil; n-- {
+		id, a := d.String("ask id"), ask{callID: d.String("ask's call")}
+		for m := d.Count("reject options"); m > 0 && d.Err == nil; m-- {
+			a.reject = append(a.reject, d.String("reject option"))
 		}
 		s.asks[id] = a
 	}
-	if d.err != nil {
-		return d.err
+	if d.Err != nil {
+		return corrupt(d.Err)
 	}
-	s.body = snap.Header[:len(snap.Header)-len(d.b)]
-	s.touched = time.Unix(0, d.varint())
-	if d.err != nil {
-		return d.err
+	s.body = snap.Header[:len(snap.Header)-len(d.B)]
+	s.touched = time.Unix(0, d.Varint("last used"))
+	if d.Err != nil {
+		return corrupt(d.Err)
 	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("%w: session header: %d bytes left over", errCorrupt, len(d.b))
+	if len(d.B) != 0 {
+		return fmt.Errorf("%w: session header: %d bytes left over", errCorrupt, len(d.B))
 	}
 	s.storedTouched = s.touched
 
@@ -219,29 +220,29 @@ func (s *session) encodeBody(b []byte) []byte {
 	if s.dialect != nil {
 		name = s.name
 	}
-	b = putString(b, name)
-	b = putBool(b, s.explicit)
-	b = putBool(b, s.named)
-	b = putBool(b, s.cwdByHand)
-	b = putBool(b, s.cancel)
-	b = putString(b, s.cwd)
-	b = putUvarint(b, s.created)
-	b = putUvarint(b, s.tombFirst)
-	b = putUvarint(b, s.tombNext)
-	b = putUvarint(b, s.applied)
+	b = wire.AppendString(b, name)
+	b = wire.AppendBool(b, s.explicit)
+	b = wire.AppendBool(b, s.named)
+	b = wire.AppendBool(b, s.cwdByHand)
+	b = wire.AppendBool(b, s.cancel)
+	b = wire.AppendString(b, s.cwd)
+	b = wire.AppendUvarint(b, s.created)
+	b = wire.AppendUvarint(b, s.tombFirst)
+	b = wire.AppendUvarint(b, s.tombNext)
+	b = wire.AppendUvarint(b, s.applied)
 	// In key order, so that the same state encodes to the same bytes (a
 	// request that changed nothing then commits nothing).
-	b = putUvarint(b, uint64(len(s.terminals)))
+	b = wire.AppendUvarint(b, uint64(len(s.terminals)))
 	for _, t := range slices.Sorted(maps.Keys(s.terminals)) {
-		b = putString(putString(b, t), s.terminals[t])
+		b = wire.AppendString(wire.AppendString(b, t), s.terminals[t])
 	}
-	b = putUvarint(b, uint64(len(s.asks)))
+	b = wire.AppendUvarint(b, uint64(len(s.asks)))
 	for _, id := range slices.Sorted(maps.Keys(s.asks)) {
 		a := s.asks[id]
-		b = putString(putString(b, id), a.callID)
-		b = putUvarint(b, uint64(len(a.reject)))
+		b = wire.AppendString(wire.AppendString(b, id), a.callID)
+		b = wire.AppendUvarint(b, uint64(len(a.reject)))
 		for _, o := range a.reject {
-			b = putString(b, o)
+			b = wire.AppendString(b, o)
 		}
 	}
 	return b
@@ -249,38 +250,33 @@ func (s *session) encodeBody(b []byte) []byte {
 
 func encodeEntry(b []byte, e *entry) []byte {
 	b = append(b, entryFormat)
-	b = putUvarint(b, e.order)
+	b = wire.AppendUvarint(b, e.order)
 	var ended int64
 	if !e.endedAt.IsZero() {
 		ended = e.endedAt.UnixNano()
 	}
-	b = putVarint(b, ended)
-	b = putUvarint(b, uint64(e.revisions))
+	b = wire.AppendVarint(b, ended)
+	b = wire.AppendUvarint(b, uint64(e.revisions))
 	b = append(b, byte(e.outcome))
 	return e.call.AppendState(b)
 }
 
 func decodeEntry(id string, rec []byte, streams map[string][]byte) (*entry, error) {
-	d := decoder{b: rec, what: "record of tool call " + strconv.Quote(id)}
-	d.format(entryFormat)
-	e := &entry{order: d.uvarint()}
-	if ended := d.varint(); ended != 0 {
+	d := newReader(rec, "record of tool call "+strconv.Quote(id), entryFormat)
+	e := &entry{order: d.Uvarint("order")}
+	if ended := d.Varint("ended at"); ended != 0 {
 		e.endedAt = time.Unix(0, ended)
 	}
-	rev := d.uvarint()
-	if rev > 1<<32-1 {
-		d.fail("revision %d", rev)
-	}
-	e.revisions = uint32(rev)
-	e.outcome = accum.Outcome(d.byte1())
-	if d.err != nil {
-		return nil, d.err
+	e.revisions = uint32(d.Size("revisions", math.MaxUint32))
+	e.outcome = accum.Outcome(d.Byte("outcome"))
+	if d.Err != nil {
+		return nil, corrupt(d.Err)
 	}
 	var texts [accum.NumStreams][]byte
 	for i := range texts {
 		texts[i] = streams[streamName(id, i)]
 	}
-	call, err := accum.RestoreCall(d.b, texts)
+	call, err := accum.RestoreCall(d.B, texts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool call %q: %w", errCorrupt, id, err)
 	}
@@ -293,24 +289,22 @@ func decodeEntry(id string, rec []byte, streams map[string][]byte) (*entry, erro
 
 func encodeTomb(b []byte, call string, tb tomb) []byte {
 	b = append(b, tombFormat)
-	b = putString(b, call)
+	b = wire.AppendString(b, call)
 	b = append(b, byte(tb.why), byte(tb.outcome))
-	b = putVarint(b, int64(tb.after))
-	return putUvarint(b, uint64(tb.revisions))
+	b = wire.AppendVarint(b, int64(tb.after))
+	return wire.AppendUvarint(b, uint64(tb.revisions))
 }
 
 func decodeTomb(rec []byte) (string, tomb, error) {
-	d := decoder{b: rec, what: "tombstone"}
-	d.format(tombFormat)
-	call := d.str()
-	tb := tomb{why: released(d.byte1()), outcome: accum.Outcome(d.byte1())}
-	tb.after = time.Duration(d.varint())
-	rev := d.uvarint()
-	if rev > 1<<32-1 {
-		d.fail("revision %d", rev)
+	d := newReader(rec, "tombstone", tombFormat)
+	call := d.String("call id")
+	tb := tomb{why: released(d.Byte("why")), outcome: accum.Outcome(d.Byte("outcome"))}
+	tb.after = time.Duration(d.Varint("after"))
+	tb.revisions = uint32(d.Size("revisions", math.MaxUint32))
+	if d.Err != nil {
+		return "", tomb{}, corrupt(d.Err)
 	}
-	tb.revisions = uint32(rev)
-	return call, tb, d.err
+	return call, tb, nil
 }
 
 // persist commits what the request changed in s (locked). It reports
@@ -349,7 +343,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 	if len(records) == 0 && len(ch.Streams) == 0 && bytes.Equal(body, s.body) && s.touched.Sub(s.storedTouched) < ss.cfg.TTL/4 && s.version != 0 {
 		return false, nil // nothing changed, and the store knows the session is in use
 	}
-	ch.Header, ch.Records = putVarint(slices.Clip(body), s.touched.UnixNano()), records
+	ch.Header, ch.Records = wire.AppendVarint(slices.Clip(body), s.touched.UnixNano()), records
 	start := time.Now()
 	v, err := ss.store.Commit(ctx, s.id, s.version, &ch)
 	ss.hooks.storeOp("commit", start, err)

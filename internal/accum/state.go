@@ -2,10 +2,11 @@ package accum
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"unicode/utf8"
+
+	"github.com/acpnorm/acpnorm/internal/wire"
 )
 
 // A Call's state can be stored outside the process and continued by
@@ -137,7 +138,7 @@ const (
 // held output.
 func (c *Call) AppendState(b []byte) []byte {
 	b = append(b, stateVersion)
-	b = appendString(b, c.id)
+	b = wire.AppendString(b, c.id)
 	b = binary.AppendVarint(b, int64(c.limit))
 	b = append(b, byte(c.shell))
 	b = appendMeta(b, &c.cur)
@@ -157,9 +158,9 @@ func (c *Call) AppendState(b []byte) []byte {
 		b = binary.AppendVarint(b, int64(c.exit.Code))
 		b = append(b, byte(c.exit.Source))
 	}
-	b = appendString(b, c.cancelWhy)
-	b = appendString(b, c.cancelNotice)
-	b = appendString(b, c.endReason)
+	b = wire.AppendString(b, c.cancelWhy)
+	b = wire.AppendString(b, c.cancelNotice)
+	b = wire.AppendString(b, c.endReason)
 	var present byte
 	for s, buf := range c.streams {
 		if buf != nil {
@@ -187,7 +188,7 @@ func (b *Buffer) appendState(p []byte) []byte {
 	p = binary.AppendUvarint(p, uint64(b.total))
 	p = binary.AppendUvarint(p, uint64(b.claimed))
 	p = binary.AppendUvarint(p, uint64(b.pendingAppend))
-	p = appendBytes(p, b.carry[:b.ncarry])
+	p = wire.AppendBytes(p, b.carry[:b.ncarry])
 	p = binary.AppendUvarint(p, uint64(len(b.data)-b.off)) // held length
 	p = binary.AppendUvarint(p, uint64(b.off))
 	p = binary.AppendUvarint(p, uint64(cap(b.data)))
@@ -208,31 +209,31 @@ func (f *echoFilter) appendState(p []byte) []byte {
 		setBit(&flags, snapIfSplit, t.IfSplit)
 	}
 	p = binary.AppendUvarint(p, flags)
-	p = appendBytes(p, f.held)
+	p = wire.AppendBytes(p, f.held)
 	if t := f.heldSnap; t != nil {
 		p = append(p, byte(t.Stream), byte(t.Kind))
-		p = appendString(p, t.Text)
-		p = appendBytes(p, t.Bytes)
+		p = wire.AppendString(p, t.Text)
+		p = wire.AppendBytes(p, t.Bytes)
 		p = binary.AppendVarint(p, t.TotalBytes)
 	}
 	return p
 }
 
 func appendMeta(p []byte, m *meta) []byte {
-	p = appendString(p, m.terminalID)
-	p = appendString(p, m.command)
-	p = appendString(p, m.cwd)
-	p = appendString(p, m.description)
+	p = wire.AppendString(p, m.terminalID)
+	p = wire.AppendString(p, m.command)
+	p = wire.AppendString(p, m.cwd)
+	p = wire.AppendString(p, m.description)
 	p = append(p, byte(m.state), byte(m.outcome))
-	p = appendString(p, m.reason)
+	p = wire.AppendString(p, m.reason)
 	p = binary.AppendVarint(p, m.exit)
-	p = appendString(p, m.signal)
+	p = wire.AppendString(p, m.signal)
 	var flags uint64
 	setBit(&flags, metaTimedOut, m.timedOut)
 	setBit(&flags, metaBackground, m.background)
 	setBit(&flags, metaAwaiting, m.awaiting)
 	p = binary.AppendUvarint(p, flags)
-	p = appendString(p, m.approvalReason)
+	p = wire.AppendString(p, m.approvalReason)
 	return p
 }
 
@@ -240,16 +241,6 @@ func setBit(flags *uint64, bit uint64, on bool) {
 	if on {
 		*flags |= bit
 	}
-}
-
-func appendString(p []byte, s string) []byte {
-	p = binary.AppendUvarint(p, uint64(len(s)))
-	return append(p, s...)
-}
-
-func appendBytes(p []byte, q []byte) []byte {
-	p = binary.AppendUvarint(p, uint64(len(q)))
-	return append(p, q...)
 }
 
 // RestoreCall rebuilds a call from its encoded state (AppendState) and
@@ -261,28 +252,28 @@ func appendBytes(p []byte, q []byte) []byte {
 // problem, as is a text limit over MaxStateLimit. The streams are not
 // kept: the call copies what it holds.
 func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
-	d := decoder{p: state}
-	if v := d.byte("format version"); d.err == nil && v != stateVersion {
+	d := decoder{wire.Reader{B: state, Prefix: "call state: "}}
+	if v := d.Byte("format version"); d.Err == nil && v != stateVersion {
 		return nil, fmt.Errorf("call state: format version %d, want %d", v, stateVersion)
 	}
 	c := &Call{}
-	c.id = d.string("call id")
-	limit := d.varint("text limit")
-	if d.err == nil && (limit < -MaxStateLimit || limit > MaxStateLimit) {
-		d.fail("text limit %d is out of range", limit)
+	c.id = d.String("call id")
+	limit := d.Varint("text limit")
+	if d.Err == nil && (limit < -MaxStateLimit || limit > MaxStateLimit) {
+		d.Fail("text limit %d is out of range", limit)
 	}
 	c.limit = int(limit)
 	c.shell = Shell(d.enum("shell", byte(ShellNo)))
 	d.meta(&c.cur, "current")
 	d.meta(&c.sent, "sent")
-	rev := d.uvarint("revision")
-	if d.err == nil && rev > math.MaxUint32 {
-		d.fail("revision %d is out of range", rev)
+	rev := d.Uvarint("revision")
+	if d.Err == nil && rev > math.MaxUint32 {
+		d.Fail("revision %d is out of range", rev)
 	}
 	c.revision = uint32(rev)
-	flags := d.uvarint("call flags")
-	if d.err == nil && flags >= callExitPlaceholder<<1 {
-		d.fail("unknown call flags %#x", flags)
+	flags := d.Uvarint("call flags")
+	if d.Err == nil && flags >= callExitPlaceholder<<1 {
+		d.Fail("unknown call flags %#x", flags)
 	}
 	c.cancelled = flags&callCancelled != 0
 	c.cancelAsked = flags&callCancelAsked != 0
@@ -291,162 +282,77 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	c.failed = flags&callFailed != 0
 	c.succeeded = flags&callSucceeded != 0
 	if flags&callHasExit != 0 {
-		code := d.varint("exit code")
-		if d.err == nil && (code < math.MinInt32 || code > math.MaxInt32) {
-			d.fail("exit code %d is out of range", code)
+		code := d.Varint("exit code")
+		if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {
+			d.Fail("exit code %d is out of range", code)
 		}
 		src := ExitSource(d.enum("exit source", byte(ExitTerminal)))
 		c.exit = &Exit{Code: int32(code), Source: src, Placeholder: flags&callExitPlaceholder != 0}
 	} else if flags&callExitPlaceholder != 0 {
-		d.fail("a placeholder flag without an exit code")
+		d.Fail("a placeholder flag without an exit code")
 	}
-	c.cancelWhy = d.string("cancel reason")
-	c.cancelNotice = d.string("cancel notice")
-	c.endReason = d.string("end reason")
-	present := d.byte("stream set")
-	if d.err == nil && present >= 1<<NumStreams {
-		d.fail("stream set %#x names unknown streams", present)
+	c.cancelWhy = d.String("cancel reason")
+	c.cancelNotice = d.String("cancel notice")
+	c.endReason = d.String("end reason")
+	present := d.Byte("stream set")
+	if d.Err == nil && present >= 1<<NumStreams {
+		d.Fail("stream set %#x names unknown streams", present)
 	}
 	for s := range NumStreams {
-		if d.err != nil {
+		if d.Err != nil {
 			break
 		}
 		if present&(1<<s) != 0 {
 			c.streams[s] = d.buffer(Stream(s), c.limit, streams[s])
 		} else if len(streams[s]) > 0 {
-			d.fail("stream %d: %d stored bytes for a stream the call does not have", s, len(streams[s]))
+			d.Fail("stream %d: %d stored bytes for a stream the call does not have", s, len(streams[s]))
 		}
 		d.echo(&c.echoes[s], Stream(s))
 	}
-	if d.err == nil && len(d.p) > 0 {
-		d.fail("%d bytes after the end of the state", len(d.p))
+	if d.Err == nil && len(d.B) > 0 {
+		d.Fail("%d bytes after the end of the state", len(d.B))
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	return c, nil
 }
 
-// decoder reads an encoded call state. The first problem is kept in err;
-// after it every read returns zero values.
-type decoder struct {
-	p   []byte
-	err error
-}
-
-var errStateShort = errors.New("cut short")
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("call state: "+format, args...)
-	}
-}
-
-func (d *decoder) byte(what string) byte {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.p) == 0 {
-		d.fail("%s: %w", what, errStateShort)
-		return 0
-	}
-	v := d.p[0]
-	d.p = d.p[1:]
-	return v
-}
+// decoder reads an encoded call state (see package wire); its own
+// methods read the call's parts.
+type decoder struct{ wire.Reader }
 
 // enum reads a byte that must be at most max.
 func (d *decoder) enum(what string, max byte) byte {
-	v := d.byte(what)
+	v := d.Byte(what)
 	if v > max {
-		d.fail("%s %d is not a known value", what, v)
+		d.Fail("%s %d is not a known value", what, v)
 		return 0
 	}
 	return v
 }
-
-func (d *decoder) uvarint(what string) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.p)
-	if n <= 0 {
-		if n == 0 {
-			d.fail("%s: %w", what, errStateShort)
-		} else {
-			d.fail("%s: varint overflows 64 bits", what)
-		}
-		return 0
-	}
-	d.p = d.p[n:]
-	return v
-}
-
-// size reads a length or a count that must be at most max.
-func (d *decoder) size(what string, max int64) int64 {
-	v := d.uvarint(what)
-	if d.err == nil && v > uint64(max) {
-		d.fail("%s %d is over %d", what, v, max)
-		return 0
-	}
-	return int64(v)
-}
-
-func (d *decoder) varint(what string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.p)
-	if n <= 0 {
-		if n == 0 {
-			d.fail("%s: %w", what, errStateShort)
-		} else {
-			d.fail("%s: varint overflows 64 bits", what)
-		}
-		return 0
-	}
-	d.p = d.p[n:]
-	return v
-}
-
-// raw reads a length-prefixed run of bytes; it aliases the input.
-func (d *decoder) raw(what string) []byte {
-	n := d.uvarint(what + " length")
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.p)) {
-		d.fail("%s of %d bytes, but only %d remain", what, n, len(d.p))
-		return nil
-	}
-	v := d.p[:n:n]
-	d.p = d.p[n:]
-	return v
-}
-
-func (d *decoder) string(what string) string { return string(d.raw(what)) }
 
 func (d *decoder) meta(m *meta, which string) {
-	m.terminalID = d.string(which + " terminal id")
-	m.command = d.string(which + " command")
-	m.cwd = d.string(which + " cwd")
-	m.description = d.string(which + " description")
+	m.terminalID = d.String(which + " terminal id")
+	m.command = d.String(which + " command")
+	m.cwd = d.String(which + " cwd")
+	m.description = d.String(which + " description")
 	m.state = State(d.enum(which+" state", byte(Ended)))
 	m.outcome = Outcome(d.enum(which+" outcome", byte(Unknown)))
-	m.reason = d.string(which + " outcome reason")
-	m.exit = d.varint(which + " exit code")
-	if d.err == nil && m.exit != noExit && (m.exit < math.MinInt32 || m.exit > math.MaxInt32) {
-		d.fail("%s exit code %d is out of range", which, m.exit)
+	m.reason = d.String(which + " outcome reason")
+	m.exit = d.Varint(which + " exit code")
+	if d.Err == nil && m.exit != noExit && (m.exit < math.MinInt32 || m.exit > math.MaxInt32) {
+		d.Fail("%s exit code %d is out of range", which, m.exit)
 	}
-	m.signal = d.string(which + " signal")
-	flags := d.uvarint(which + " flags")
-	if d.err == nil && flags >= metaAwaiting<<1 {
-		d.fail("unknown %s flags %#x", which, flags)
+	m.signal = d.String(which + " signal")
+	flags := d.Uvarint(which + " flags")
+	if d.Err == nil && flags >= metaAwaiting<<1 {
+		d.Fail("unknown %s flags %#x", which, flags)
 	}
 	m.timedOut = flags&metaTimedOut != 0
 	m.background = flags&metaBackground != 0
 	m.awaiting = flags&metaAwaiting != 0
-	m.approvalReason = d.string(which + " approval reason")
+	m.approvalReason = d.String(which + " approval reason")
 }
 
 // buffer reads a Buffer's state and takes its held text from the end of
@@ -454,47 +360,47 @@ func (d *decoder) meta(m *meta, which string) {
 func (d *decoder) buffer(s Stream, callLimit int, stored []byte) *Buffer {
 	b := NewBuffer(callLimit)
 	what := func(field string) string { return fmt.Sprintf("stream %d %s", s, field) }
-	flags := d.uvarint(what("flags"))
-	if d.err == nil && flags >= bufPendingReplace<<1 {
-		d.fail("unknown stream %d flags %#x", s, flags)
+	flags := d.Uvarint(what("flags"))
+	if d.Err == nil && flags >= bufPendingReplace<<1 {
+		d.Fail("unknown stream %d flags %#x", s, flags)
 	}
 	b.producerTrunc = flags&bufProducerTrunc != 0
 	b.seen = flags&bufSeen != 0
 	b.reported = flags&bufReported != 0
 	b.reportedTrunc = flags&bufReportedTrunc != 0
 	b.pendingReplace = flags&bufPendingReplace != 0
-	b.total = d.size(what("total"), math.MaxInt64/2)
-	b.claimed = d.size(what("claimed total"), math.MaxInt64/2)
-	b.pendingAppend = d.size(what("pending append"), math.MaxInt64/2)
-	carry := d.raw(what("held-back bytes"))
-	if d.err == nil && (len(carry) > len(b.carry) || len(carry) > 0 && incompleteTail(carry) != 0) {
-		d.fail("stream %d: held-back bytes %q are not the start of one UTF-8 sequence", s, carry)
+	b.total = d.Size(what("total"), math.MaxInt64/2)
+	b.claimed = d.Size(what("claimed total"), math.MaxInt64/2)
+	b.pendingAppend = d.Size(what("pending append"), math.MaxInt64/2)
+	carry := d.Raw(what("held-back bytes"))
+	if d.Err == nil && (len(carry) > len(b.carry) || len(carry) > 0 && incompleteTail(carry) != 0) {
+		d.Fail("stream %d: held-back bytes %q are not the start of one UTF-8 sequence", s, carry)
 	}
 	b.ncarry = copy(b.carry[:], carry)
 	maxCap := int64(b.maxCap())
-	heldLen := d.size(what("held length"), int64(b.limit))
-	off := d.size(what("offset"), maxCap)
-	capacity := d.size(what("capacity"), maxCap)
-	storedLen := d.size(what("stored length"), 2*int64(b.limit))
-	if d.err != nil {
+	heldLen := d.Size(what("held length"), int64(b.limit))
+	off := d.Size(what("offset"), maxCap)
+	capacity := d.Size(what("capacity"), maxCap)
+	storedLen := d.Size(what("stored length"), 2*int64(b.limit))
+	if d.Err != nil {
 		return nil
 	}
 	switch {
 	case off+heldLen > capacity:
-		d.fail("stream %d: %d held bytes at offset %d overflow a capacity of %d", s, heldLen, off, capacity)
+		d.Fail("stream %d: %d held bytes at offset %d overflow a capacity of %d", s, heldLen, off, capacity)
 	case b.total < heldLen:
-		d.fail("stream %d: total of %d bytes is less than the %d held", s, b.total, heldLen)
+		d.Fail("stream %d: total of %d bytes is less than the %d held", s, b.total, heldLen)
 	case int64(len(stored)) != storedLen:
-		d.fail("stream %d: %d stored bytes, but the state says %d", s, len(stored), storedLen)
+		d.Fail("stream %d: %d stored bytes, but the state says %d", s, len(stored), storedLen)
 	case heldLen > storedLen:
-		d.fail("stream %d: %d held bytes, but only %d stored", s, heldLen, storedLen)
+		d.Fail("stream %d: %d held bytes, but only %d stored", s, heldLen, storedLen)
 	}
-	if d.err != nil {
+	if d.Err != nil {
 		return nil
 	}
 	held := stored[storedLen-heldLen:]
 	if !utf8.Valid(held) {
-		d.fail("stream %d: the held text is not valid UTF-8 (or does not start on a rune)", s)
+		d.Fail("stream %d: the held text is not valid UTF-8 (or does not start on a rune)", s)
 		return nil
 	}
 	if capacity > 0 {
@@ -508,38 +414,38 @@ func (d *decoder) buffer(s Stream, callLimit int, stored []byte) *Buffer {
 
 func (d *decoder) echo(f *echoFilter, s Stream) {
 	f.state = echoState(d.enum(fmt.Sprintf("stream %d echo state", s), byte(echoFound)))
-	flags := d.uvarint(fmt.Sprintf("stream %d echo flags", s))
-	if d.err == nil && flags >= snapIfSplit<<1 {
-		d.fail("unknown stream %d echo flags %#x", s, flags)
+	flags := d.Uvarint(fmt.Sprintf("stream %d echo flags", s))
+	if d.Err == nil && flags >= snapIfSplit<<1 {
+		d.Fail("unknown stream %d echo flags %#x", s, flags)
 	}
 	f.heldBytes = flags&echoHeldBytes != 0
 	f.heldTrunc = flags&echoHeldTrunc != 0
-	if held := d.raw(fmt.Sprintf("stream %d echo text", s)); len(held) > 0 {
+	if held := d.Raw(fmt.Sprintf("stream %d echo text", s)); len(held) > 0 {
 		f.held = append([]byte(nil), held...)
 	}
 	if flags&echoHasSnap == 0 {
-		if d.err == nil && flags&^(echoHeldBytes|echoHeldTrunc) != 0 {
-			d.fail("stream %d echo flags %#x describe a restatement it does not have", s, flags)
+		if d.Err == nil && flags&^(echoHeldBytes|echoHeldTrunc) != 0 {
+			d.Fail("stream %d echo flags %#x describe a restatement it does not have", s, flags)
 		}
 		return
 	}
 	t := &Text{
-		Stream:    Stream(d.byte(fmt.Sprintf("stream %d echo restatement stream", s))),
-		Kind:      TextKind(d.byte(fmt.Sprintf("stream %d echo restatement kind", s))),
-		Text:      d.string(fmt.Sprintf("stream %d echo restatement text", s)),
+		Stream:    Stream(d.Byte(fmt.Sprintf("stream %d echo restatement stream", s))),
+		Kind:      TextKind(d.Byte(fmt.Sprintf("stream %d echo restatement kind", s))),
+		Text:      d.String(fmt.Sprintf("stream %d echo restatement text", s)),
 		Truncated: flags&snapTruncated != 0,
 		Head:      flags&snapHead != 0,
 		IfSplit:   flags&snapIfSplit != 0,
 	}
-	raw := d.raw(fmt.Sprintf("stream %d echo restatement bytes", s))
+	raw := d.Raw(fmt.Sprintf("stream %d echo restatement bytes", s))
 	if flags&snapHasBytes != 0 {
 		t.Bytes = append([]byte{}, raw...)
-	} else if d.err == nil && len(raw) > 0 {
-		d.fail("stream %d echo restatement has bytes but says it has none", s)
+	} else if d.Err == nil && len(raw) > 0 {
+		d.Fail("stream %d echo restatement has bytes but says it has none", s)
 	}
-	t.TotalBytes = d.varint(fmt.Sprintf("stream %d echo restatement total", s))
-	if d.err == nil && t.Stream != s {
-		d.fail("stream %d echo restatement names stream %d", s, t.Stream)
+	t.TotalBytes = d.Varint(fmt.Sprintf("stream %d echo restatement total", s))
+	if d.Err == nil && t.Stream != s {
+		d.Fail("stream %d echo restatement names stream %d", s, t.Stream)
 	}
 	f.heldSnap = t
 }

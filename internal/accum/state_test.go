@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/wire"
 )
 
 // callOp is one step of a call's life as the engine drives it: an
@@ -608,7 +610,7 @@ func TestRestoreCallErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := RestoreCall(nil, simStore{}); !errors.Is(err, errStateShort) {
+	if _, err := RestoreCall(nil, simStore{}); !errors.Is(err, wire.ErrShort) {
 		t.Fatalf("empty state: %v", err)
 	}
 }

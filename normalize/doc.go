@@ -96,7 +96,8 @@
 // the store cannot take gives a FrameError with code Unavailable (it was
 // not applied). A request that changes nothing still asks the store for
 // the session's version, so that a stale cache is never answered from,
-// unless the frame could change nothing in any state (a chat message).
+// unless the frame could change nothing in any state (a chat message,
+// once the session's dialect is settled by its name or by choice).
 // Text streams are stored by appending what each frame adds. FeedBatch
 // applies several frames of a session with one commit, and
 // WithSkipApplied lets a caller that numbers its requests send again, to

@@ -9,6 +9,8 @@ import (
 
 	"github.com/acpnorm/acpnorm/fold"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -30,16 +32,10 @@ type vectors struct {
 func load(t *testing.T) vectors {
 	t.Helper()
 	raw, err := os.ReadFile("../test/testdata/fold/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var v vectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Cases) == 0 {
-		t.Fatal("no cases")
-	}
+	require.NoError(t, json.Unmarshal(raw, &v))
+	require.NotEmpty(t, v.Cases, "no cases")
 	return v
 }
 
@@ -74,13 +70,11 @@ func TestVectors(t *testing.T) {
 				}
 			}
 			keys := f.Calls()
-			if len(keys) != len(c.Want) {
-				t.Fatalf("%d calls held, want %d", len(keys), len(c.Want))
-			}
+			require.Len(t, keys, len(c.Want), "calls held")
 			for i, k := range keys {
 				want := exec(t, c.Want[i])
 				if got := f.State(k); !proto.Equal(got, want) {
-					t.Errorf("call %d:\n got %v\nwant %v", i, protojson.Format(got), protojson.Format(want))
+					assert.Equal(t, protojson.Format(want), protojson.Format(got), "call %d", i)
 				}
 			}
 		})
@@ -104,12 +98,8 @@ func TestStateIsStable(t *testing.T) {
 	if err := f.Apply(&pb.ShellExec{SessionId: "s", ToolCallId: "c", Revision: 2, Output: &pb.ShellText{Text: "b", Mode: pb.TextMode_TEXT_MODE_APPEND}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := first.GetOutput().GetText(); got != "a" {
-		t.Errorf("an earlier state changed to %q", got)
-	}
-	if got := f.State(k).GetOutput().GetText(); got != "ab" {
-		t.Errorf("state %q, want ab", got)
-	}
+	assert.Equal(t, "a", first.GetOutput().GetText(), "an earlier state changed")
+	assert.Equal(t, "ab", f.State(k).GetOutput().GetText(), "folded state")
 	if f.State(fold.Key{SessionID: "s", ToolCallID: "other"}) != nil {
 		t.Error("state of a call never applied")
 	}

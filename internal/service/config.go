@@ -102,7 +102,7 @@ func (c Config) limits() []normalize.Option {
 		normalize.WithMemoryBudget(c.MemoryBudget),
 		normalize.WithSessionMemory(c.SessionMemory),
 		normalize.WithQuota(c.Quota),
-		normalize.WithStore(c.Store),
+		normalize.WithStore(countTrips(c.Store)),
 	}
 }
 

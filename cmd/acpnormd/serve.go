@@ -115,6 +115,9 @@ func parseServe(args []string) (*serveFlags, error) {
 	if err := checkStore(f.store); err != nil {
 		return nil, err
 	}
+	if f.clientNames != "" && (f.tls.ClientCA == "" || f.tokenFile != "" || f.tokensFile != "") {
+		return nil, errors.New("--tls-client-names names the identities of client certificates: it needs --tls-client-ca, and no --auth-token-file or --auth-tokens-file (a token names the identity then)")
+	}
 	if err := f.quotas(); err != nil {
 		return nil, err
 	}
@@ -290,9 +293,6 @@ func (f *serveFlags) access(log *slog.Logger) error {
 		f.srv.Tokens = t
 	}
 	if f.clientNames != "" {
-		if f.tls.ClientCA == "" || f.tokenFile != "" || f.tokensFile != "" {
-			return usageError{errors.New("--tls-client-names names the identities of client certificates: it needs --tls-client-ca, and no --auth-token-file or --auth-tokens-file (a token names the identity then)")}
-		}
 		c, err := service.NewClientNames(f.clientNames, log)
 		if err != nil {
 			return err

@@ -235,7 +235,7 @@ func TestConformancePi(t *testing.T) {
 	}, {
 		name: "big_output_windows_that_restart_are_not_appended", agent: piAgent, dialect: "pi",
 		frames: piRun("call_big_6", "seq 1 40000", []string{lines(10775, 12774), lines(38001, 40000)}, "completed", note),
-		want: []wantExec{{id: "call_big_6", command: "seq 1 40000", cwd: "/w", outcome: succeeded, exit: code(0), output: lines(38001, 40000), trunc: true}},
+		want:   []wantExec{{id: "call_big_6", command: "seq 1 40000", cwd: "/w", outcome: succeeded, exit: code(0), output: lines(38001, 40000), trunc: true}},
 	}, {
 		name: "big_output_windows_that_overlap_fold_without_duplication", agent: piAgent, dialect: "pi",
 		frames: piRun("call_big_7", "seq 1 3000", []string{lines(1, 1500), lines(1501, 1800), lines(201, 2200), lines(1001, 3000)}, "completed",
@@ -248,11 +248,11 @@ func TestConformancePi(t *testing.T) {
 	}, {
 		name: "timeout_is_timed_out_notice_not_output", agent: piAgent, dialect: "pi",
 		frames: piRun("call_timeout_9", "echo start; sleep 6; echo finished-late", []string{"start\n"}, "failed", "\n\nCommand timed out after 2 seconds"),
-		want: []wantExec{{id: "call_timeout_9", command: "echo start; sleep 6; echo finished-late", cwd: "/w", outcome: failed, timedOut: true, output: "start\n"}},
+		want:   []wantExec{{id: "call_timeout_9", command: "echo start; sleep 6; echo finished-late", cwd: "/w", outcome: failed, timedOut: true, output: "start\n"}},
 	}, {
 		name: "kill_9_is_exit_137_sigkill", agent: piAgent, dialect: "pi",
 		frames: piRun("call_signal_10", "echo before-kill; kill -9 $$", []string{"before-kill\n"}, "failed", "\n\nCommand exited with code 137"),
-		want: []wantExec{{id: "call_signal_10", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, exit: code(137), signal: "SIGKILL", output: "before-kill\n"}},
+		want:   []wantExec{{id: "call_signal_10", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, exit: code(137), signal: "SIGKILL", output: "before-kill\n"}},
 	}, {
 		name: "no_output_success_placeholder_is_not_output", agent: piAgent, dialect: "pi",
 		frames: piRun("call_true_11", "true", nil, "completed", "(no output)"),

@@ -127,27 +127,27 @@ type cumulativeReading struct {
 var cumulativeReadings = []cumulativeReading{
 	{
 		name: "generic", dialect: "generic",
-		open: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"make","status":"pending","rawInput":{"command":"make -j4"}}`,
-		live: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":`, `}}]}`},
+		open:  `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"make","status":"pending","rawInput":{"command":"make -j4"}}`,
+		live:  [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":`, `}}]}`},
 		final: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":`, `}}],"rawOutput":{"exit_code":0}}`},
 	},
 	{
 		name: "opencode", dialect: "opencode",
-		open: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"bash","status":"pending","rawInput":{}}`,
-		live: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","title":"make","status":"in_progress","rawInput":{"command":"make -j4","description":"Build"},"content":[{"type":"content","content":{"type":"text","text":`, `}}]}`},
+		open:  `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"bash","status":"pending","rawInput":{}}`,
+		live:  [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","title":"make","status":"in_progress","rawInput":{"command":"make -j4","description":"Build"},"content":[{"type":"content","content":{"type":"text","text":`, `}}]}`},
 		final: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","title":"make","status":"completed","rawInput":{"command":"make -j4","description":"Build"},"rawOutput":{"output":`, `,"metadata":{"exit":0,"description":"Build","truncated":false}}}`},
 	},
 	{
 		name: "opencode-window", dialect: "opencode",
-		open: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"bash","status":"pending","rawInput":{}}`,
-		live: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","title":"make","status":"in_progress","rawInput":{"command":"make -j4","description":"Build"},"content":[{"type":"content","content":{"type":"text","text":`, `}}]}`},
-		final: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","title":"make","status":"completed","rawInput":{"command":"make -j4","description":"Build"},"rawOutput":{"metadata":{"output":`, `,"exit":0,"description":"Build","truncated":false}}}`},
+		open:   `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"bash","status":"pending","rawInput":{}}`,
+		live:   [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","title":"make","status":"in_progress","rawInput":{"command":"make -j4","description":"Build"},"content":[{"type":"content","content":{"type":"text","text":`, `}}]}`},
+		final:  [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","title":"make","status":"completed","rawInput":{"command":"make -j4","description":"Build"},"rawOutput":{"metadata":{"output":`, `,"exit":0,"description":"Build","truncated":false}}}`},
 		window: 30000, windowPrefix: "...\n\n",
 	},
 	{
 		name: "grok", dialect: "grok",
-		open: `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"run_terminal_command","rawInput":{"command":"make -j4","description":"Build the project","timeout":600000},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}`,
-		live: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":`, `}}],"rawOutput":{"exit_code":0,"truncated":false}}`},
+		open:  `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"run_terminal_command","rawInput":{"command":"make -j4","description":"Build the project","timeout":600000},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}`,
+		live:  [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":`, `}}],"rawOutput":{"exit_code":0,"truncated":false}}`},
 		final: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":`, `}}],"rawOutput":{"exit_code":0,"signal":null,"timed_out":false,"truncated":false}}`},
 	},
 }

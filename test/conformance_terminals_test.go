@@ -255,7 +255,7 @@ func TestConformanceClaudeClientTerminal(t *testing.T) {
 			ccRunning(id, term),
 			tReq(n+2, "terminal/wait_for_exit", term), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, n+2, exit),
 			tReq(n+3, "terminal/output", term), tOutput(n+3, output, len(output) == 32000, exit),
-			tReq(n+4, "terminal/release", term), tEmpty(n+4),
+			tReq(n+4, "terminal/release", term), tEmpty(n + 4),
 			ccFinal(id, text),
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,9 +35,11 @@ type proxyFlags struct {
 func proxyFlagSet() (*flag.FlagSet, *proxyFlags) {
 	f := &proxyFlags{}
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	fs.StringVar(&f.out, "out", "", "write the record to FILE (- for stderr): one protojson ShellExec per line")
+	fs.StringVar(&f.out, "out", "", "append the record to FILE (- for stderr): one protojson ShellExec per line;\n"+
+		"{pid} in FILE is the proxy's process id")
 	fs.StringVar(&f.revisions, "revisions", "final", "what --out gets: final (each call's final state, when it ends) or all (every revision)")
-	fs.StringVar(&f.wire, "wire", "", "also write the raw exchange to FILE, in the recording format 'acpnormd replay' reads")
+	fs.StringVar(&f.wire, "wire", "", "also write the raw exchange to FILE (replaced), in the recording format\n"+
+		"'acpnormd replay' reads; {pid} in FILE is the proxy's process id")
 	fs.StringVar(&f.addr, "addr", "", "send the frames to the acpnormd at this address; empty normalizes in this process")
 	fs.StringVar(&f.session, "session", "", "session id for the record (default: the ACP session id); later sessions of the\n"+
 		"same agent get -2, -3, ...")
@@ -102,11 +105,15 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 			closers[i]()
 		}
 	}()
-	create := func(name, what string) (io.Writer, error) {
+	// The record is appended to, so that one file can collect every run;
+	// the wire recording is one run's. Both may hold command output: only
+	// their owner reads them.
+	open := func(name, what string, flags int) (io.Writer, error) {
 		if name == "-" {
 			return stderr, nil
 		}
-		fh, err := os.Create(name)
+		name = strings.ReplaceAll(name, "{pid}", strconv.Itoa(os.Getpid()))
+		fh, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|flags, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -114,7 +121,7 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 		return fh, nil
 	}
 	if f.out != "" {
-		if rec.Out, err = create(f.out, "--out"); err != nil {
+		if rec.Out, err = open(f.out, "--out", os.O_APPEND); err != nil {
 			return err
 		}
 	}
@@ -122,7 +129,7 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 		if f.wire == "-" {
 			return usagef("--wire takes a FILE, not -")
 		}
-		if rec.Wire, err = create(f.wire, "--wire"); err != nil {
+		if rec.Wire, err = open(f.wire, "--wire", os.O_TRUNC); err != nil {
 			return err
 		}
 	}

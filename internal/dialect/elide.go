@@ -3,10 +3,10 @@ package dialect
 import (
 	"encoding/binary"
 	"reflect"
-	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -30,6 +30,10 @@ import (
 // TestElidedDecodeIsEncodingJSON and FuzzElidedDecode hold the elided
 // decode to encoding/json's on every recorded frame with every dialect,
 // with every content text elided.
+//
+// A content text of at least memoMin bytes is read through the memo
+// (memo.go): when it begins with the bytes of the one the same call sent
+// before, only what follows them is decoded.
 //
 // Only the content texts of the shared ToolCall shape are elided, and only
 // for a dialect whose update type maps the member `content` to nothing but
@@ -213,6 +217,9 @@ type elider struct {
 	out  []elidedLit
 	cut  int  // bytes taken out
 	bad  bool // a text on the path is not a valid string
+	// sid and tcid are the session id and tool call id literals met
+	// before the texts: the memo's key (memo.go).
+	sid, tcid []byte
 }
 
 // The levels of the path, by depth: the object at each level and the
@@ -259,10 +266,14 @@ func (w *elider) object(i, lv int) int {
 		case lvParams:
 			if equalFoldASCII(key, "update") || equalFoldASCII(key, "toolcall") {
 				next = lvCall
+			} else if equalFoldASCII(key, "sessionid") {
+				w.sid = w.literal(i)
 			}
 		case lvCall:
 			if equalFoldASCII(key, "content") {
 				next = lvContent
+			} else if equalFoldASCII(key, "toolcallid") {
+				w.tcid = w.literal(i)
 			}
 		case lvItem:
 			if equalFoldASCII(key, "content") {
@@ -351,7 +362,14 @@ func (w *elider) value(i, lv, depth int) int {
 // text takes the content text literal at msg[i] out when it is long
 // enough, and returns the offset just past it.
 func (w *elider) text(i int) int {
-	text, n, ok := decodeLiteral(w.msg[i:])
+	var text string
+	var n int
+	var ok bool
+	if len(w.msg)-i >= memoMin {
+		text, n, ok = memoDecode(memoKey(w.sid, w.tcid, w.msg[i:]), w.msg[i:])
+	} else {
+		text, n, ok = decodeLiteral(w.msg[i:])
+	}
 	if !ok {
 		w.bad = true
 		return -1
@@ -362,6 +380,15 @@ func (w *elider) text(i int) int {
 		w.cut += n - 2
 	}
 	return i + n
+}
+
+// literal returns the string literal at msg[i] as it is, or nil when
+// the value there is not a string; it is only a memo key.
+func (w *elider) literal(i int) []byte {
+	if i >= len(w.msg) || w.msg[i] != '"' {
+		return nil
+	}
+	return w.msg[i:min(stringEnd(w.msg, i), len(w.msg))]
 }
 
 // skipValue returns the offset just past the value at b[i], without
@@ -404,27 +431,49 @@ func decodeLiteral(b []byte) (text string, n int, ok bool) {
 	if len(b) == 0 || b[0] != '"' {
 		return "", 0, false
 	}
-	// A Builder, because it takes its array without clearing it first.
-	var sb strings.Builder
-	sb.Grow(len(b) - 1)
-	out := make([]byte, 0, 8) // escapes are decoded here, then written
-	i := 1
+	d := decodeFrom(make([]byte, 0, len(b)-1), b, 1)
+	if !d.ok {
+		return "", 0, false
+	}
+	return unsafe.String(unsafe.SliceData(d.out), len(d.out)), d.end, true
+}
+
+// decoded is what decodeFrom read.
+type decoded struct {
+	out []byte // the decoded text appended
+	end int    // the offset just past the closing quote
+	// clean is the last offset of the literal after a byte it holds as is
+	// (a plain ASCII byte), and cleanOut the length of out there: the
+	// decoding of what comes before it does not depend on what comes
+	// after, so a literal that starts with the same bytes up to there
+	// decodes to the same text up to cleanOut. 0 when there is none.
+	clean, cleanOut int
+	ok              bool
+}
+
+// decodeFrom decodes the string literal b (b[0] is its opening quote)
+// from offset i, where the decoding does not depend on what came before
+// (1, or a clean offset), appending the text to out.
+func decodeFrom(out []byte, b []byte, i int) decoded {
+	d := decoded{}
 	for {
 		r := i + literalRun(b[i:])
-		sb.Write(b[i:r])
+		if r > i {
+			out = append(out, b[i:r]...)
+			d.clean, d.cleanOut = r, len(out)
+		}
 		i = r
 		if i >= len(b) {
-			return "", 0, false
+			return decoded{}
 		}
-		out = out[:0]
 		switch c := b[i]; {
 		case c == '"':
-			return sb.String(), i + 1, true
+			d.out, d.end, d.ok = out, i+1, true
+			return d
 		case c == '\\':
 			if i+1 >= len(b) {
-				return "", 0, false
+				return decoded{}
 			}
-			n := 2
 			switch e := b[i+1]; e {
 			case '"', '\\', '/':
 				out = append(out, e)
@@ -441,9 +490,9 @@ func decodeLiteral(b []byte) (text string, n int, ok bool) {
 			case 'u':
 				r, ok := hex4(b[i+2:])
 				if !ok {
-					return "", 0, false
+					return decoded{}
 				}
-				n = 6
+				n := 6
 				if utf16.IsSurrogate(r) {
 					r1 := r
 					r = utf8.RuneError
@@ -456,12 +505,14 @@ func decodeLiteral(b []byte) (text string, n int, ok bool) {
 					}
 				}
 				out = utf8.AppendRune(out, r)
+				i += n
+				continue
 			default:
-				return "", 0, false
+				return decoded{}
 			}
-			i += n
+			i += 2
 		case c < ' ':
-			return "", 0, false
+			return decoded{}
 		default:
 			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 {
@@ -471,7 +522,6 @@ func decodeLiteral(b []byte) (text string, n int, ok bool) {
 			}
 			i += size
 		}
-		sb.Write(out)
 	}
 }
 

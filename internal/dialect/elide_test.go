@@ -5,16 +5,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // elideAll makes the elided decode take out every content text, however
-// short, for the rest of the test.
+// short, and read it through the memo (memo.go), for the rest of the test.
 func elideAll(tb testing.TB) {
 	frame, lit := elideFrame, elideMin
 	elideFrame, elideMin = 0, 0
 	tb.Cleanup(func() { elideFrame, elideMin = frame, lit })
+	memoSmall(tb, 1<<20) // and read every one through the memo
 }
 
 // elideSeeds are frames whose content texts are on the elided path, with
@@ -140,6 +143,50 @@ func FuzzDecodeLiteral(f *testing.F) {
 		}
 		if wantErr != nil || got != want {
 			t.Fatalf("decodeLiteral(%q) = %q (%d bytes); encoding/json: %q, %v", b, got, n, want, wantErr)
+		}
+	})
+}
+
+// BenchmarkDecodeLiteral reads one 512 KiB content text of build-log
+// lines (a `\n` escape every 45 bytes or so) three ways: decodeLiteral
+// (validate and decode in one pass, what elide does), go-json-experiment's
+// decode of the literal into a string (what the one-pass decode of a frame
+// did with it, before unquote read it again), and unquote alone.
+func BenchmarkDecodeLiteral(b *testing.B) {
+	var sb strings.Builder
+	for i := 1; sb.Len() < 512<<10; i++ {
+		sb.WriteString("step ")
+		sb.WriteString(strings.Repeat("x", i%7))
+		sb.WriteString(": compiled package in 12 ms\n")
+	}
+	lit, err := json.Marshal(sb.String())
+	require.NoError(b, err)
+	b.Run("decodeLiteral", func(b *testing.B) {
+		b.SetBytes(int64(len(lit)))
+		defer benchcpu.Report(b, benchcpu.Now())
+		for b.Loop() {
+			if _, _, ok := decodeLiteral(lit); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("go-json-experiment", func(b *testing.B) {
+		b.SetBytes(int64(len(lit)))
+		defer benchcpu.Report(b, benchcpu.Now())
+		for b.Loop() {
+			var s string
+			if err := jsonv2.Unmarshal(lit, &s, onePass); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("unquote", func(b *testing.B) {
+		b.SetBytes(int64(len(lit)))
+		defer benchcpu.Report(b, benchcpu.Now())
+		for b.Loop() {
+			if _, ok := unquote(lit); !ok {
+				b.Fatal("refused")
+			}
 		}
 	})
 }

@@ -1,0 +1,199 @@
+package dialect
+
+import (
+	"bytes"
+	"sync"
+	"unsafe"
+)
+
+// An agent that re-sends a call's whole output on every update sends, as
+// its content text, a literal that begins with the bytes of the previous
+// one. The memo keeps, per call, the previous content text literal (its
+// raw bytes up to the last offset where decoding does not depend on what
+// follows: decoded.clean) and its decoded text, so that the next literal
+// is compared with those bytes (memory speed: bytes.Equal) instead of being
+// validated and decoded again, and only what follows them is decoded. The
+// decoded text grows in place: a string handed out keeps referring to the
+// bytes it was given, which are never written again; new bytes go after
+// them, or into a new array when they do not fit or the text changed.
+//
+// A literal that does not begin with the kept bytes is decoded whole, as
+// without the memo, and replaces them. Only equal bytes are skipped, and
+// those were validated when they were first decoded, so the memo changes
+// no text and no refusal (TestMemoIsDecodeLiteral, FuzzMemoDecode): it is
+// a cache of decodeLiteral, keyed by the frame's own session id, tool call
+// id and first bytes of the text, whose entries hold only what frames sent.
+//
+// It is bounded: literals of at least memoMin bytes only, at most
+// memoBudget bytes of kept literals and texts in all (an entry bigger than
+// half of it is not kept), the least recently used entries leaving first.
+
+var (
+	memoMin    = 64 << 10
+	memoBudget = 32 << 20
+)
+
+// memoKeyText is how many bytes of the literal the key holds.
+const memoKeyText = 64
+
+type memoEntry struct {
+	mu       sync.Mutex
+	key      string
+	raw      []byte // the last literal, from its opening quote to its last clean offset
+	cleanOut int    // the length of raw's decoded text
+	text     []byte // the last literal's decoded text; every byte of it may be in a string handed out
+
+	// Under memoTable.mu:
+	size    int    // cap(raw)+cap(text) as counted in memoTable.total
+	used    uint64 // the clock at the last use
+	evicted bool
+}
+
+var memoTable struct {
+	mu      sync.Mutex
+	entries map[string]*memoEntry
+	total   int
+	clock   uint64
+}
+
+// memoKey is the key of a content text literal of the frame whose session
+// id and tool call id literals are sid and tcid.
+func memoKey(sid, tcid, lit []byte) string {
+	k := make([]byte, 0, len(sid)+len(tcid)+2+memoKeyText)
+	k = append(append(append(append(k, sid...), 0), tcid...), 0)
+	return string(append(k, lit[:min(len(lit), memoKeyText)]...))
+}
+
+// memoDecode is decodeLiteral(b) through the memo entry of key.
+func memoDecode(key string, b []byte) (text string, n int, ok bool) {
+	e := memoLookup(key, false)
+	if e != nil {
+		e.mu.Lock()
+		text, n, ok, hit := memoExtend(e, b)
+		e.mu.Unlock()
+		if hit {
+			return text, n, ok
+		}
+	}
+	d := decodeFrom(make([]byte, 0, len(b)+len(b)/4), b, 1)
+	if !d.ok {
+		return "", 0, false
+	}
+	text = memoString(d.out)
+	if d.end >= memoMin {
+		if e == nil {
+			e = memoLookup(key, true)
+		}
+		e.mu.Lock()
+		e.text = d.out
+		e.raw = append(e.raw[:0], b[:d.clean]...)
+		e.cleanOut = d.cleanOut
+		memoAccount(e)
+		e.mu.Unlock()
+	}
+	return text, d.end, true
+}
+
+// memoExtend reads b when it begins with the literal e kept (hit); e.mu
+// is held.
+func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
+	p := len(e.raw)
+	if p <= 1 || p > len(b) || !bytes.Equal(b[:p], e.raw) {
+		return "", 0, false, false
+	}
+	// b[:p] was decoded before, to e.text[:e.cleanOut].
+	d := decodeFrom(nil, b, p)
+	if !d.ok {
+		return "", 0, false, true
+	}
+	base, handed := e.cleanOut, len(e.text)
+	if over := handed - base; len(d.out) >= over && bytes.Equal(d.out[:over], e.text[base:handed]) {
+		if extra := d.out[over:]; cap(e.text)-handed >= len(extra) {
+			e.text = append(e.text, extra...) // only after what was handed out
+		} else {
+			grown := make([]byte, handed, 2*(handed+len(extra)))
+			copy(grown, e.text)
+			e.text = append(grown, extra...)
+		}
+	} else {
+		changed := make([]byte, base, base+len(d.out)+len(d.out)/4)
+		copy(changed, e.text)
+		e.text = append(changed, d.out...)
+	}
+	if d.clean > 0 {
+		e.raw = append(e.raw, b[p:d.clean]...)
+		e.cleanOut = base + d.cleanOut
+	}
+	text = memoString(e.text)
+	memoAccount(e)
+	return text, d.end, true, true
+}
+
+func memoString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// memoLookup returns the entry of key: nil when there is none, unless
+// make says to make one.
+func memoLookup(key string, make bool) *memoEntry {
+	t := &memoTable
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clock++
+	e := t.entries[key]
+	if e == nil && make {
+		if t.entries == nil {
+			t.entries = map[string]*memoEntry{}
+		}
+		e = &memoEntry{key: key}
+		t.entries[key] = e
+	}
+	if e != nil {
+		e.used = t.clock
+	}
+	return e
+}
+
+// memoAccount counts e's new size and keeps the table within its budget.
+// e.mu is held.
+func memoAccount(e *memoEntry) {
+	t := &memoTable
+	size := cap(e.raw) + cap(e.text)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.evicted {
+		return
+	}
+	t.total += size - e.size
+	e.size = size
+	if size > memoBudget/2 {
+		memoEvict(e)
+		e.raw, e.text = nil, nil
+		return
+	}
+	for t.total > memoBudget {
+		var oldest *memoEntry
+		for _, o := range t.entries {
+			if o != e && (oldest == nil || o.used < oldest.used) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			break
+		}
+		memoEvict(oldest)
+	}
+}
+
+// memoEvict takes e out of the table; t.mu is held. What e holds is
+// dropped by whoever holds e.mu (strings handed out keep their bytes).
+func memoEvict(e *memoEntry) {
+	t := &memoTable
+	delete(t.entries, e.key)
+	t.total -= e.size
+	e.size = 0
+	e.evicted = true
+}

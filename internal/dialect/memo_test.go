@@ -1,0 +1,160 @@
+package dialect
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// memoSmall makes the memo keep every literal, however short, within a
+// small budget, for the rest of the test.
+func memoSmall(tb testing.TB, budget int) {
+	lo, bu := memoMin, memoBudget
+	memoMin, memoBudget = 0, budget
+	tb.Cleanup(func() { memoMin, memoBudget = lo, bu })
+}
+
+// checkMemo reads lit through the memo entry of key and fails unless it
+// reads as decodeLiteral reads it.
+func checkMemo(t *testing.T, key string, lit []byte) string {
+	t.Helper()
+	got, gotN, gotOK := memoDecode(key, lit)
+	want, wantN, wantOK := decodeLiteral(lit)
+	require.Equal(t, wantOK, gotOK, "ok of %q", lit)
+	require.Equal(t, wantN, gotN, "length of %q", lit)
+	require.Equal(t, want, got, "text of %q", lit)
+	return got
+}
+
+// memoPieces are what a text grows by: plain runs, escapes, multi-byte
+// runes, surrogate pairs, invalid UTF-8 (a sequence that the next piece
+// may complete), control and quote escapes.
+var memoPieces = []string{
+	"plain text ", `\n`, `\r\n`, `\t`, `\"`, `\\`, `\u001b[31m`, "é", "€", "\xe2\x82", "\xac", "\xff",
+	`\ud83d`, `\ude00`, `\ud83d\ude00`, `\u00e9`, "x", "0123456789abcdef", `\/`,
+}
+
+// TestMemoIsDecodeLiteral: a text that grows, changes, shrinks and turns
+// invalid reads through the memo exactly as decodeLiteral reads it, and a
+// text handed out never changes afterwards.
+func TestMemoIsDecodeLiteral(t *testing.T) {
+	memoSmall(t, 1<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	type handed struct{ got, want string }
+	var kept []handed
+	for run := range 200 {
+		key := fmt.Sprint("call-", run%7)
+		var body strings.Builder
+		for range 40 {
+			switch r := rng.IntN(20); {
+			case r < 14: // grow
+				for range 1 + rng.IntN(4) {
+					body.WriteString(memoPieces[rng.IntN(len(memoPieces))])
+				}
+			case r < 16: // change a byte already sent
+				s := []byte(body.String())
+				if len(s) > 0 {
+					s[rng.IntN(len(s))] = "abc\\\"\x01"[rng.IntN(6)]
+				}
+				body.Reset()
+				body.Write(s)
+			case r < 18: // shrink
+				s := body.String()
+				body.Reset()
+				body.WriteString(s[:rng.IntN(len(s)+1)])
+			default: // an invalid tail, once
+				lit := []byte(`"` + body.String() + []string{"\x01", `\q`, `\u12`, ""}[rng.IntN(4)])
+				checkMemo(t, key, lit)
+				continue
+			}
+			lit := []byte(`"` + body.String() + `"`)
+			got := checkMemo(t, key, lit)
+			want, _, _ := decodeLiteral(lit)
+			kept = append(kept, handed{got, want})
+		}
+	}
+	for _, h := range kept {
+		require.Equal(t, h.want, h.got, "a text handed out changed")
+	}
+}
+
+// TestMemoBounded: the memo holds no more than its budget, and an entry
+// bigger than half of it is not kept.
+func TestMemoBounded(t *testing.T) {
+	memoSmall(t, 64<<10)
+	line := strings.Repeat("y", 1000) + `\n`
+	for i := range 50 {
+		lit := []byte(`"` + strings.Repeat(line, 1+i%8) + `"`)
+		checkMemo(t, fmt.Sprint("k", i), lit)
+		memoTable.mu.Lock()
+		total := memoTable.total
+		memoTable.mu.Unlock()
+		require.LessOrEqual(t, total, memoBudget)
+	}
+	big := []byte(`"` + strings.Repeat(line, 64) + `"`)
+	checkMemo(t, "big", big)
+	memoTable.mu.Lock()
+	_, kept := memoTable.entries["big"]
+	memoTable.mu.Unlock()
+	assert.False(t, kept)
+}
+
+// TestMemoConcurrent: goroutines growing the same call's text in
+// different ways each read what decodeLiteral reads (run with -race:
+// no byte handed out is written again).
+func TestMemoConcurrent(t *testing.T) {
+	memoSmall(t, 1<<20)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			body := ""
+			for i := range 300 {
+				body += memoPieces[(g*7+i)%len(memoPieces)]
+				if i%50 == 49 {
+					body = body[:len(body)/2]
+				}
+				lit := []byte(`"` + body + `"`)
+				got, _, ok := memoDecode("shared", lit)
+				want, _, wantOK := decodeLiteral(lit)
+				if ok != wantOK || got != want {
+					t.Errorf("goroutine %d: %q read as %q, want %q", g, lit, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// FuzzMemoDecode: a literal read after another one through the same
+// entry reads as decodeLiteral reads it, whatever the two are.
+func FuzzMemoDecode(f *testing.F) {
+	f.Add([]byte("abc"), []byte("def"), 1)
+	f.Add([]byte(`a\ud83d`), []byte(`\ude00b`), 0)
+	f.Add([]byte("x\xe2\x82"), []byte("\xacy"), 2)
+	f.Add([]byte(`a\`), []byte(`nb`), 1)
+	f.Fuzz(func(t *testing.T, a, b []byte, cut int) {
+		memoSmall(t, 1<<20)
+		first := append(append([]byte{'"'}, a...), '"')
+		if cut < 0 {
+			cut = -cut
+		}
+		keep := a[:min(cut, len(a))]
+		if cut%2 == 1 {
+			keep = a
+		}
+		second := append(append(append([]byte{'"'}, keep...), b...), '"')
+		var want string
+		if json.Unmarshal(first, &want) == nil {
+			checkMemo(t, "f", first)
+		}
+		checkMemo(t, "f", second)
+		checkMemo(t, "f", first)
+	})
+}

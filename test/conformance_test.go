@@ -1373,6 +1373,32 @@ func TestConformanceCodexTS2(t *testing.T) {
 		},
 		want: []wantExec{{id: "call_7", desc: "List files", cwd: "/w", outcome: failed, exit: code(2), output: "ls: x: No such file\n"}},
 	}, {
+		// Codex's title is its own display of the command: it unwraps a
+		// `bash -lc '...'` the model wrote. rawInput.command is what ran.
+		name: "title_unwraps_the_models_wrapper_rawInput_command_is_the_command", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_8","title":"npm test","kind":"execute","status":"in_progress","rawInput":{"command":"bash -lc 'npm test'","cwd":"/w/app"},"name":"exec_command"}`),
+			codexTSLive("call_8", "terminal_output_delta", "ok\n"),
+			exitOnly("call_8", "completed", 0),
+		},
+		want: []wantExec{{id: "call_8", command: "bash -lc 'npm test'", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "ok\n"}},
+	}, {
+		name: "a_later_shortened_title_never_replaces_rawInput_command", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_9","title":"cat a.txt","kind":"execute","status":"in_progress","rawInput":{"command":"cat a.txt | head -n 5","cwd":"/w/app"},"name":"exec_command"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_9","kind":"execute","title":"Read a.txt"}`),
+			exitOnly("call_9", "completed", 0),
+		},
+		want: []wantExec{{id: "call_9", command: "cat a.txt | head -n 5", cwd: "/w/app", outcome: succeeded, exit: code(0)}},
+	}, {
+		name: "no_rawInput_the_title_names_the_call_until_a_command_comes", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_10","title":"git status","kind":"execute","status":"in_progress","rawInput":null,"name":null}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_10","rawInput":{"command":"git status --short","cwd":"/w/app"}}`),
+			exitOnly("call_10", "completed", 0),
+		},
+		want: []wantExec{{id: "call_10", command: "git status --short", cwd: "/w/app", outcome: succeeded, exit: code(0)}},
+	}, {
 		name: "cancelled_call_streams_into_the_next_turn", agent: codexTS,
 		frames: []string{
 			codexTSOpen("call_5", "for i in $(seq 20); do echo tick$i; sleep 0.25; done", "for i in $(seq 20); do echo tick$i; sleep 0.25; done"),

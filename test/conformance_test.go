@@ -1525,6 +1525,36 @@ func TestConformanceBigOutput(t *testing.T) {
 		},
 		want: []wantExec{{id: "toolu_4", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: whole}},
 	}, {
+		// claude-agent-acp without the capability (recorded, 0.101.0): the
+		// output comes from toolResponse.stdout (its first 30,000 bytes),
+		// rawOutput is a 2 KB <persisted-output> preview, and only the
+		// content's note states the real size.
+		name: "claude_agent_acp_plain_the_contents_note_states_the_size_of_the_tool_response", agent: claudeNew,
+		frames: []string{
+			claudeOpen("toolu_5", false), claudeInput("toolu_5", "seq 1 20000", "Big", false, ""),
+			toolResponse("toolu_5", first30k),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_5","status":"completed","rawOutput":` + js(preview(whole)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(first30k+note)) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_5", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != 120000 {
+					t.Errorf("total_bytes %d, want the 120000 the note states", n)
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_plain_tool_response_persisted_output_size", agent: claudeNew,
+		frames: []string{
+			claudeOpen("toolu_6", false), claudeInput("toolu_6", "seq 1 20000", "Big", false, ""),
+			upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","_meta":{"claudeCode":{"toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false,"persistedOutputPath":"/home/dev/.claude/t.txt","persistedOutputSize":120000},"toolName":"Bash"}}}`, js(first30k))),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","status":"completed","rawOutput":` + js(preview(whole)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_6", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != 120000 {
+					t.Errorf("total_bytes %d, want persistedOutputSize 120000", n)
+				}
+			}}},
+	}, {
 		name: "opencode_truncation_preamble_is_not_output", agent: opencodeAgent,
 		frames: []string{
 			ocOpen("o1", "bash"), ocLive("o1", "seq 1 40000", "Big", "1\n2\n"),

@@ -285,8 +285,8 @@ var (
 	// to: F\nUse Grep ...". F is the agent's own data directory
 	// (".../opencode/tool-output/...", Kilo's ".../kilo/tool-output/...").
 	opencodeTruncTrailer = regexp.MustCompile(`^\n\n\.\.\.\d+ (?:lines|bytes|chars|characters) truncated\.\.\.\n\n[^\n]*(?:saved to|Full output)[^\n]*(?:\n[^\n]+)*\s*$`)
-	opencodeTimeoutText = regexp.MustCompile(`(?i)exceed(?:ed|ing)? (?:the )?timeout|timed out`)
-	opencodeAbortText   = regexp.MustCompile(`(?i)\babort(?:ed)?\b|\bcancel(?:l?ed)?\b`)
+	opencodeTimeoutText  = regexp.MustCompile(`(?i)exceed(?:ed|ing)? (?:the )?timeout|timed out`)
+	opencodeAbortText    = regexp.MustCompile(`(?i)\babort(?:ed)?\b|\bcancel(?:l?ed)?\b`)
 )
 
 // parseOpencodeText removes what OpenCode adds to the output for the

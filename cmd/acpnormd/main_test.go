@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -308,4 +310,99 @@ func TestConfigurationPageNamesEveryServeFlag(t *testing.T) {
 		}
 		t.Errorf("docs/configuration.md has no row for --%s", f.Name)
 	})
+}
+
+// The quotas default to a quarter of their global limits when clients can
+// be several identities, and to no bound of their own with one identity
+// (no authentication, or --auth-token-file alone); a set quota stays.
+func TestServeQuotaDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		args     []string
+		sessions int
+		streams  int
+		calls    int
+	}{
+		{"no authentication", nil, 0, 0, 0},
+		{"one token", []string{"--auth-token-file", "t"}, 0, 0, 0},
+		{"named tokens", []string{"--auth-tokens-file", "t"}, 16384 / 4, 1024 / 4, 65536 / 4},
+		{"client certificates", []string{"--tls-client-ca", "ca.pem"}, 16384 / 4, 1024 / 4, 65536 / 4},
+		{"client certificates and a token", []string{"--tls-client-ca", "ca.pem", "--auth-token-file", "t"}, 0, 0, 0},
+		{"set by hand", []string{"--auth-tokens-file", "t", "--quota-sessions", "7", "--max-streams", "8"}, 7, 2, 65536 / 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := parseServe(c.args)
+			require.NoError(t, err)
+			assert.Equal(t, c.sessions, f.cfg.Quota.Sessions)
+			assert.Equal(t, c.calls, f.cfg.Quota.Calls)
+			assert.Equal(t, c.streams, f.srv.MaxStreamsPerIdentity)
+		})
+	}
+	_, err := parseServe([]string{"--quota-calls", "-1"})
+	assert.ErrorContains(t, err, "--quota-calls -1 is negative")
+}
+
+// --tls-client-names names certificate identities: it needs client
+// certificates, and no token naming the identity instead.
+func TestServeClientNamesNeedsClientCertificates(t *testing.T) {
+	for _, args := range [][]string{
+		{"--tls-client-names", "names"},
+		{"--tls-client-names", "names", "--tls-cert", "c", "--tls-key", "k", "--tls-client-ca", "ca", "--auth-tokens-file", "t"},
+	} {
+		_, err := parseServe(args)
+		assert.ErrorContains(t, err, "--tls-client-names")
+	}
+}
+
+// Every acpnormd command line in the repository's Markdown names only flags
+// that its command has: a renamed or removed flag fails here, not on a
+// reader's machine. A line's command ends at a comment, a pipe, a closing
+// backtick or `--` (after which come an agent's own arguments).
+func TestDocsNameOnlyRealFlags(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.md").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout)", err)
+	}
+	invocation := regexp.MustCompile(`acpnormd((?:\s+[^\s` + "`" + `|#;&]+)+)`)
+	flagName := regexp.MustCompile(`^--?([a-z][a-z0-9-]*)(=.*)?$`)
+	checked := 0
+	for _, doc := range strings.Fields(string(out)) {
+		if strings.Contains(doc, "node_modules/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("../..", doc))
+		require.NoError(t, err)
+		text := strings.ReplaceAll(string(b), "\\\n", " ") // a shell line continued
+		for n, line := range strings.Split(text, "\n") {
+			for _, m := range invocation.FindAllStringSubmatch(line, -1) {
+				words := strings.Fields(m[1])
+				name := "serve"
+				if len(words) > 0 && !strings.HasPrefix(words[0], "-") {
+					c, ok := findCommand(words[0])
+					if !ok {
+						continue // prose: "acpnormd process", "acpnormd replicas"
+					}
+					name, words = c.name, words[1:]
+				}
+				c, _ := findCommand(name)
+				for _, w := range words {
+					if w == "--" {
+						break
+					}
+					f := flagName.FindStringSubmatch(w)
+					if f == nil {
+						continue
+					}
+					checked++
+					if name == "serve" && (f[1] == "version" || f[1] == "help" || f[1] == "h") {
+						continue
+					}
+					if c.flags == nil || c.flags().Lookup(f[1]) == nil {
+						t.Errorf("%s:%d: acpnormd %s has no flag --%s: %s", doc, n+1, name, f[1], strings.TrimSpace(line))
+					}
+				}
+			}
+		}
+	}
+	require.Positive(t, checked, "no acpnormd command line with flags found in the docs")
 }

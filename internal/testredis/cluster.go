@@ -136,7 +136,7 @@ func (c *Cluster) Failover(master *Server) *Server {
 	if len(rs) == 0 {
 		c.t.Fatalf("testredis: master %s has no replica to fail over to", master.Addr)
 	}
-	r := rs[0]
+	r, masters := rs[0], len(c.Masters())
 	cl := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer cl.Close()
 	if err := cl.Do(context.Background(), "CLUSTER", "FAILOVER").Err(); err != nil {
@@ -149,7 +149,13 @@ func (c *Cluster) Failover(master *Server) *Server {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c.WaitHealthy(len(c.Masters()), time.Minute)
+	for role(master.Addr) != "slave" {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("testredis: %s is still a master a minute after its replica took over", master.Addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.WaitHealthy(masters, time.Minute)
 	return r
 }
 

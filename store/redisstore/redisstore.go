@@ -155,7 +155,8 @@ var _ store.Store = (*Store)(nil)
 // applied but fewer replicas than WithWaitReplicas asks for acknowledged
 // within its timeout. The commit is not acknowledged: a failover may still
 // lose it, or keep it.
-var ErrNotReplicated = errors.New("not acknowledged: too few replicas hold the commit (WAIT)")
+// It wraps store.ErrUnacknowledged.
+var ErrNotReplicated = fmt.Errorf("%w: too few replicas hold it (WAIT)", store.ErrUnacknowledged)
 
 // An Option changes how Open sets up the store.
 type Option func(*config)

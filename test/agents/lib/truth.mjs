@@ -43,7 +43,8 @@ function fold(held, next) {
 
 // foldRevisions applies ShellExec revisions (protojson objects, in order)
 // as a client does, per tool call, in the order the calls first appear:
-// {first: sequence of the first revision, revisions, live: running
+// {first: sequence of the first revision, seqs: the sequence of each
+// revision, revisions, live: running
 // revisions with text, last: the folded final ShellExec, bad: what broke a
 // rule every client relies on -- revisions 1, 2, 3 with no gap, nothing
 // after ENDED, whole texts on ENDED}.
@@ -52,10 +53,11 @@ export function foldRevisions(execs) {
   for (const x of execs) {
     let c = calls.get(x.toolCallId);
     if (!c) {
-      c = { first: Number(x.sequence), revisions: 0, live: 0, last: {}, bad: [] };
+      c = { first: Number(x.sequence), revisions: 0, live: 0, last: {}, bad: [], seqs: [] };
       calls.set(x.toolCallId, c);
     }
     c.revisions++;
+    c.seqs.push(Number(x.sequence));
     if (x.revision !== c.revisions) c.bad.push(`revision ${x.revision} where ${c.revisions} was due`);
     if (c.last.state === "SHELL_STATE_ENDED" && x.state !== "SHELL_STATE_ENDED") c.bad.push(`revision ${x.revision} is ${x.state} after ENDED`);
     if (x.state === "SHELL_STATE_ENDED") {

@@ -117,7 +117,12 @@ export const AGENTS = [
     // The older adapter; its Claude Agent SDK 0.2.44 bundles Claude Code as
     // JavaScript (cli.js).
     command: () => ["node", [path.join(nodeModules, "@zed-industries", "claude-code-acp", "dist", "index.js")]],
-    variants: [{ name: "plain", terminalMeta: false }],
+    // With clientCapabilities.terminal it runs Bash as mcp__acp__Bash
+    // through the client's terminal/create.
+    variants: [
+      { name: "plain", terminalMeta: false },
+      { name: "client-terminal", terminalMeta: false, clientTerminal: true },
+    ],
     setup: claudeSetup,
   },
   {
@@ -127,6 +132,8 @@ export const AGENTS = [
     // The current adapter; its Claude Agent SDK 0.3.318 runs Claude Code as
     // a native binary from @anthropic-ai/claude-agent-sdk-linux-x64.
     command: () => ["node", [path.join(nodeModules, "@agentclientprotocol", "claude-agent-acp", "dist", "index.js")]],
+    // It ignores clientCapabilities.terminal: Bash runs inside Claude Code
+    // whatever the client offers.
     variants: [
       { name: "terminal-meta", terminalMeta: true },
       { name: "plain", terminalMeta: false },
@@ -310,18 +317,27 @@ export function installedVersion(agent) {
   }
 }
 
-// node agents.mjs list [ID...]: one line per agent variant to run:
-// "ID VARIANT WORKSPACE", every agent when no ID is given.
+// node agents.mjs list [ID[/VARIANT]...]: one line per agent variant to
+// run: "ID VARIANT WORKSPACE", every agent when no ID is given, one variant
+// of an agent with ID/VARIANT.
 if (import.meta.url === `file://${process.argv[1]}` && process.argv[2] === "list") {
-  const ids = process.argv.slice(3);
-  for (const id of ids) {
-    if (!findAgent(id)) {
+  const want = process.argv.slice(3).map((a) => a.split("/"));
+  for (const [id, variant] of want) {
+    const a = findAgent(id);
+    if (!a) {
       console.error(`unknown agent ${id}; known: ${AGENTS.map((a) => a.id).join(", ")}`);
+      process.exit(2);
+    }
+    if (variant && !a.variants.some((v) => v.name === variant)) {
+      console.error(`agent ${id} has no variant ${variant}; known: ${a.variants.map((v) => v.name).join(", ")}`);
       process.exit(2);
     }
   }
   for (const a of AGENTS) {
-    if (ids.length && !ids.includes(a.id)) continue;
-    for (const v of a.variants) console.log(`${a.id} ${v.name} pkgs/${a.id}`);
+    if (want.length && !want.some(([id]) => id === a.id)) continue;
+    for (const v of a.variants) {
+      if (want.length && !want.some(([id, variant]) => id === a.id && (!variant || variant === v.name))) continue;
+      console.log(`${a.id} ${v.name} pkgs/${a.id}`);
+    }
   }
 }

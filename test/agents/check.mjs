@@ -115,12 +115,17 @@ function loadProblems(before, after, restart) {
   return out;
 }
 
-// expectationFor finds the entry for a step: "agent/variant" first, then
-// "agent". An entry is the reason, or {"reason": ..., "sometimes": true} for
-// an agent race that fails only some runs (no XPASS when it passes).
+// expectationFor finds the entry for a step: "agent/variant:scenario",
+// "agent:scenario", "agent/variant", then "agent" (scenario is the scenario
+// file's name without .json: an entry for one scenario only, such as what a
+// session/load replay changes). An entry is the reason, or {"reason": ...,
+// "sometimes": true} for an agent race that fails only some runs (no XPASS
+// when it passes).
+const scenarioName = path.basename(opt.scenario, ".json");
 function expectationFor(run, stepId) {
   const [agent, variant] = [run.agent, run.variant];
-  const e = expectations[`${agent}/${variant}`]?.[stepId] ?? expectations[agent]?.[stepId] ?? null;
+  const keys = [`${agent}/${variant}:${scenarioName}`, `${agent}:${scenarioName}`, `${agent}/${variant}`, agent];
+  const e = keys.map((k) => expectations[k]?.[stepId]).find((x) => x !== undefined) ?? null;
   if (e === null || typeof e === "string") return e === null ? null : { reason: e, sometimes: false };
   return { reason: e.reason, sometimes: !!e.sometimes };
 }

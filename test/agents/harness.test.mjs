@@ -30,6 +30,7 @@ test("every step's truth holds when bash runs its command", () => {
       else assert.equal(r.status, t.exit, `${step.id}: exit`);
       for (const s of t.output_contains ?? []) assert.ok(out.includes(s), `${step.id}: output lacks ${JSON.stringify(s)}`);
       for (const s of t.output_lacks ?? []) assert.ok(!out.includes(s), `${step.id}: output has ${JSON.stringify(s)}`);
+      if (t.lines) assert.deepEqual([...new Set(out.split("\n").filter((l) => l.trim() !== ""))].sort(), [...t.lines].sort(), `${step.id}: lines`);
       if (t.over_limit) assert.ok(r.stdout.length > 256 * 1024, `${step.id}: only ${r.stdout.length} bytes`);
     }
   } finally {
@@ -115,6 +116,8 @@ test("the check passes the truth and fails what differs from it", () => {
   assert.match(checkCall({ ...good, exitCode: undefined, outcome: "SHELL_OUTCOME_UNKNOWN" }, exit3.truth, exit3.command).join(";"), /outcome UNKNOWN.*exit absent, want 3/);
   assert.deepEqual(checkCall({ ...good, output: { text: "a" } }, exit3.truth, exit3.command), ['output lacks "a\\nb"']);
   assert.deepEqual(checkCall(undefined, exit3.truth, exit3.command), ["no shell call in this turn"]);
+  // Text about the command is not output: a trailer or an exit line fails.
+  assert.deepEqual(checkCall({ ...good, output: { text: "a\nb\n\nCommand exited with code 3" } }, exit3.truth, exit3.command), ['output has lines the command never printed: "Command exited with code 3"']);
   assert.deepEqual(checkCall({ ...good, command: "" }, exit3.truth, exit3.command), ["no command"]);
   const big = full.steps.find((s) => s.id === "big");
   const bigGood = { command: big.command, state: "SHELL_STATE_ENDED", outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0, output: { text: "59999\n60000\n", truncated: true } };

@@ -280,11 +280,15 @@ try {
 // Rename the private paths, so recordings do not change with the temp dir.
 let wire = fs.existsSync(rawFile) ? fs.readFileSync(rawFile, "utf8") : "";
 wire = wire.split(work).join("/home/dev/work/proj").split(home).join("/home/dev").split(root).join("/tmp/harness");
-// Claude Code names per-project directories after the path, / made -.
+// Claude Code names per-project directories after the path, / made -;
+// Grok after the path URL-encoded.
 wire = wire.split(work.replaceAll("/", "-")).join("-home-dev-work-proj");
+for (const [from, to] of [[work, "/home/dev/work/proj"], [home, "/home/dev"], [root, "/tmp/harness"]]) {
+  wire = wire.split(encodeURIComponent(from)).join(encodeURIComponent(to));
+}
 fs.mkdirSync(path.dirname(out), { recursive: true });
 fs.writeFileSync(out, wire);
-fs.writeFileSync(out.replace(/\.ndjson$/, "") + ".meta.json", JSON.stringify(meta, null, 2).split(home).join("/home/dev") + "\n");
+fs.writeFileSync(out.replace(/\.ndjson$/, "") + ".meta.json", JSON.stringify(meta, null, 2).split(home).join("/home/dev").split(path.dirname(new URL(import.meta.url).pathname)).join("test/agents") + "\n");
 if (!opt.keep) fs.rmSync(root, { recursive: true, force: true });
 else console.error(`record.mjs: kept ${root}`);
 process.exit(exitCode);

@@ -31,6 +31,11 @@ export function checkCall(x, truth, command) {
   const all = texts.map((t) => t.text ?? "").join("\n");
   for (const s of truth.output_contains ?? []) if (!all.includes(s)) bad.push(`output lacks ${JSON.stringify(s)}`);
   for (const s of truth.output_lacks ?? []) if (all.includes(s)) bad.push(`output has ${JSON.stringify(s)}`);
+  if (truth.lines) {
+    const allowed = new Set(truth.lines);
+    const extra = [...new Set(all.split(/\r?\n/).filter((l) => l.trim() !== "" && !allowed.has(l)))];
+    if (extra.length) bad.push(`output has lines the command never printed: ${extra.slice(0, 3).map((l) => JSON.stringify(l.length > 80 ? l.slice(0, 80) + "..." : l)).join(", ")}${extra.length > 3 ? ` (+${extra.length - 3} more)` : ""}`);
+  }
   if (truth.over_limit && !texts.some((t) => t.truncated)) bad.push("output over the limit not marked truncated");
   return bad;
 }

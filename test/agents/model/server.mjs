@@ -32,6 +32,8 @@ const SHELL_TOOLS = [
     // OpenCode: {command, description, timeout (ms)}.
     return { command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) };
   }],
+  // Claude's Bash through the client's terminal (clientCapabilities.terminal).
+  ["mcp__acp__Bash", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
   ["Bash", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
   ["run_shell_command", (s, d) => ({ command: s.command, description: d })],
   ["shell_command", (s) => ({ command: s.command, ...(s.timeout_ms ? { timeout_ms: s.timeout_ms } : {}) })],

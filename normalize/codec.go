@@ -3,6 +3,7 @@ package normalize
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/acpnorm/acpnorm/internal/wire"
 )
@@ -13,10 +14,11 @@ import (
 
 var errCorrupt = errors.New("stored state is corrupt")
 
-// newReader reads record what, checking its leading format byte.
-func newReader(b []byte, what string, format byte) *wire.Reader {
+// newReader reads record what, checking its leading format byte: format,
+// or one of the older formats this build still reads.
+func newReader(b []byte, what string, format byte, older ...byte) *wire.Reader {
 	r := &wire.Reader{B: b, Prefix: what + ": "}
-	if got := r.Byte("format"); r.Err == nil && got != format {
+	if got := r.Byte("format"); r.Err == nil && got != format && !slices.Contains(older, got) {
 		r.Fail("format %d, but this build reads format %d", got, format)
 	}
 	return r

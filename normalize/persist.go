@@ -66,7 +66,10 @@ const storeTimeout = 10 * time.Second
 
 // Record formats; see codec.go.
 const (
-	headerFormat = 1
+	// headerFormat 2 adds the client terminals, the terminal requests
+	// awaiting answers and the replay flag; format 1 (without them) is
+	// still read.
+	headerFormat = 2
 	entryFormat  = 1
 	tombFormat   = 1
 )
@@ -119,7 +122,7 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 // restore decodes a stored session into s.
 func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	s.version = snap.Version
-	d := newReader(snap.Header, "session header", headerFormat)
+	d := newReader(snap.Header, "session header", headerFormat, 1)
 	if name := d.String("dialect"); name != "" {
 		if dl, ok := dialect.Lookup(name); ok {
 			s.use(dl)
@@ -140,6 +143,9 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 			a.reject = append(a.reject, d.String("reject option"))
 		}
 		s.asks[id] = a
+	}
+	if snap.Header[0] >= 2 {
+		ss.restoreTerms(s, d)
 	}
 	if d.Err != nil {
 		return corrupt(d.Err)
@@ -245,7 +251,7 @@ func (s *session) encodeBody(b []byte) []byte {
 			b = wire.AppendString(b, o)
 		}
 	}
-	return b
+	return s.appendTerms(b)
 }
 
 func encodeEntry(b []byte, e *entry) []byte {
@@ -407,6 +413,7 @@ func (ss *sessions) uncache(s *session) {
 	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
+	ss.unholdTerms(s)
 	if n > 0 {
 		ss.total.Add(int64(-n))
 		ss.hooks.callsOpened(-n)
@@ -469,6 +476,7 @@ func (ss *sessions) expireLoaded(s *session) {
 		ss.unhold(s, e)
 	}
 	s.calls = map[string]*entry{}
+	ss.unholdTerms(s)
 	s.reset()
 	ss.forget(len(list), "ttl")
 }

@@ -53,6 +53,20 @@ type session struct {
 	calls     map[string]*entry
 	terminals map[string]string // terminal id -> tool call id
 	asks      map[string]ask    // JSON-RPC id -> the ask
+	// Client-owned terminals (see terminals.go): by terminal id, the
+	// requests awaiting an answer by JSON-RPC id, and the counter that
+	// orders both.
+	terms    map[string]*clientTerm
+	termReqs map[string]termReq
+	termSeq  uint64
+	// replay: a session/load request was seen and no session/prompt
+	// since, so every tool call frame restates history (the agent replays
+	// the loaded session before it answers the load, or, gemini-cli,
+	// after: no live tool call can come before the next prompt). Its
+	// observations are accum.Observation.Replayed (they fill in only what
+	// a call does not know), and one about a released call is dropped
+	// without a FrameError.
+	replay bool
 
 	// With a store (see persist.go): the version the cached state is
 	// at, whether it still has to be loaded (or was by this request),
@@ -71,7 +85,8 @@ type session struct {
 }
 
 func newSession(id string) *session {
-	return &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{}, stored: map[string]bool{}}
+	return &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{},
+		terms: map[string]*clientTerm{}, termReqs: map[string]termReq{}, stored: map[string]bool{}}
 }
 
 // reset forgets what a session learned (its dialect, cwd, terminals and
@@ -80,6 +95,7 @@ func (s *session) reset() {
 	s.dialect, s.name, s.explicit, s.named = nil, "", false, false
 	s.cwd, s.cwdByHand, s.cancel, s.applied = "", false, false, 0
 	s.terminals, s.asks = map[string]string{}, map[string]ask{}
+	s.terms, s.termReqs, s.termSeq, s.replay = map[string]*clientTerm{}, map[string]termReq{}, 0, false
 }
 
 type entry struct {
@@ -554,7 +570,8 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	// that the cached state is current (see release).
 	inert = chosen == nil && f.GetCwd() == "" && (s.named || s.explicit) &&
 		len(read.Observations) == 0 && read.Answer == nil && read.Ask == nil && !read.Cancelled && !read.TurnEnded &&
-		read.AgentName == "" && read.Sign == "" && read.SessionCwd == ""
+		read.AgentName == "" && read.Sign == "" && read.SessionCwd == "" &&
+		read.Terminal == nil && read.Response == nil && !read.Load && !read.Prompt
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
 			ss.hooks.refused(LimitTextBytes)
@@ -578,6 +595,18 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			}
 			s.asks[read.Ask.RequestID] = ask{callID: id, reject: read.Ask.RejectOptions}
 		}
+	}
+	if t := read.Terminal; t != nil {
+		ss.terminalRequest(s, t, r)
+	}
+	if resp := read.Response; resp != nil {
+		ss.terminalResponse(s, resp, r)
+	}
+	switch {
+	case read.Load:
+		s.replay = true
+	case read.Prompt:
+		s.replay = false
 	}
 	if a := read.Answer; a != nil {
 		if pending, ok := s.asks[a.RequestID]; ok {
@@ -642,6 +671,9 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	e := s.calls[id]
 	if e == nil {
 		if tb, ok := ss.tombOf(s, id); ok {
+			if s.replay {
+				return "" // history replayed about a call already released: it has said all it will
+			}
 			ss.hooks.lateFrame()
 			r.fail(FailedPrecondition, id, "frame %d of session %q: %s", r.seq, s.id, tb.explain(id))
 			return ""
@@ -690,9 +722,22 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 			s.terminals[t] = id
 		}
 	}
+	// A client terminal that this call's content names for the first
+	// time: what it learned so far applies first.
+	var pre accum.Observation
+	tied := false
+	if t := o.TerminalID; t != "" && s.terminals[t] == id {
+		pre, tied = ss.tieTerminal(s, t, id)
+	}
+	o.Replayed = o.Replayed || s.replay
 	wasEnded := e.call.Ended()
 	if s.cancel {
 		e.call.CancelRequested() // see cancelled turns in frame
+	}
+	if tied {
+		rp := ss.budget(s, e, &pre, r)
+		e.call.Apply(&pre)
+		ss.settle(s, e, rp)
 	}
 	reserved := ss.budget(s, e, o, r)
 	e.call.Apply(o)
@@ -849,6 +894,7 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
+	ss.unholdTerms(s)
 	s.reset() // with a store, what is committed is a new session with the tombstones
 	ss.forget(n, reason)
 }
@@ -965,6 +1011,16 @@ func (s *session) forgetCall(id string) {
 	for k, a := range s.asks {
 		if a.callID == id {
 			delete(s.asks, k)
+		}
+	}
+	for t, ct := range s.terms {
+		if ct.call == id {
+			delete(s.terms, t) // a terminal a call names holds no output of its own
+			for k, q := range s.termReqs {
+				if q.terminal == t {
+					delete(s.termReqs, k)
+				}
+			}
 		}
 	}
 }

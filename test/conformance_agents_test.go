@@ -356,7 +356,7 @@ func TestConformanceCursorAsItConnects(t *testing.T) {
 }
 
 // TestAnonymousAgentsAreNotMisread plays every real recording (Codex,
-// Claude, OpenCode, Gemini) and synthetic traces of the other agents with
+// Claude, OpenCode, Gemini; not Grok's, which has signs) and synthetic traces of the other agents with
 // their agentInfo removed: an agent that gives no name and shows none of
 // a dialect's signs stays generic; in particular none reads as Cursor.
 func TestAnonymousAgentsAreNotMisread(t *testing.T) {
@@ -383,6 +383,9 @@ func TestAnonymousAgentsAreNotMisread(t *testing.T) {
 	}
 	files, _ := filepath.Glob("testdata/recordings/*.ndjson")
 	for _, file := range files {
+		if strings.HasPrefix(filepath.Base(file), "grok-") {
+			continue // Grok gives no name and shows its signs: TestConformanceGrokAsItConnects
+		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			lines := readLines(t, file)
 			for i := range lines {
@@ -431,4 +434,23 @@ func withoutAgentInfo(t *testing.T, msg []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestConformanceGrokAsItConnects plays Grok Build 1.0.41 as it really
+// connects: its initialize result has no agentInfo, only the xai.api_key
+// auth method (and _x.ai/ notifications follow), and the Grok dialect
+// must read the whole session from its first tool call.
+func TestConformanceGrokAsItConnects(t *testing.T) {
+	grokInit := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":false,"audio":false,"embeddedContext":true}},"authMethods":[{"id":"xai.api_key","name":"xai.api_key","description":"XAI_API_KEY or api_key/env_key in config.toml"},{"id":"grok.com","name":"Grok","description":"Sign in with Grok"}],"_meta":{"x.ai/fs_notify":true}}}`
+	runConformance(t, []cs{{
+		name: "by_auth_method", init: grokInit, dialect: "grok",
+		frames: []string{
+			`{"jsonrpc":"2.0","method":"_x.ai/session/setup","params":{"method":"session/new","phase":"auth","sessionId":null}}`,
+			grOpen("g1", "rm -f notes.txt", "Remove"), grDescribe("g1", "rm -f notes.txt", "Remove"),
+			ask(110, `{"toolCallId":"g1","kind":"execute","title":"Execute `+"`rm -f notes.txt`"+`","rawInput":{"variant":"Bash","command":"rm -f notes.txt","description":"Remove","is_background":false},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}`),
+			answer(110, "reject"),
+			upd("{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"g1\",\"status\":\"failed\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"User rejected the execution for tool `run_terminal_command`\"}}]}"),
+		},
+		want: []wantExec{{id: "g1", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled}},
+	}})
 }

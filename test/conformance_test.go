@@ -964,20 +964,66 @@ func TestConformanceGrok(t *testing.T) {
 		},
 		want: []wantExec{{id: "g3", command: "./check", cwd: "/w", desc: "Check", outcome: failed, exit: code(3), output: "boom\n"}},
 	}, {
-		name: "signal_with_null_exit_code", agent: grokAgent,
+		// Grok Build 1.0.41 as recorded: failed, exit_code -1 (no exit
+		// code), signal "signal 9", exit line "exit: killed (signal 9)".
+		name: "killed_failed_exit_minus_one_signal_9", agent: grokAgent,
 		frames: []string{
 			grOpen("g4", "echo before-kill; kill -9 $$", "Kill"), grDescribe("g4", "echo before-kill; kill -9 $$", "Kill"),
 			grLive("g4", []byte("before-kill\n"), []byte("before-kill\n")),
-			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g4","status":"completed","content":[{"type":"content","content":{"type":"text","text":"before-kill\n"}}],"rawOutput":{"exit_code":null,"signal":"SIGKILL","timed_out":false,"truncated":false,"total_bytes":12,"output":` + byteArray([]byte("before-kill\n")) + `,"output_for_prompt":"exit: null\nbefore-kill\n"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g4","status":"failed","content":[{"type":"content","content":{"type":"text","text":"before-kill\n"}}],"rawOutput":{"type":"Bash","exit_code":-1,"signal":"signal 9","timed_out":false,"truncated":false,"total_bytes":12,"output":` + byteArray([]byte("before-kill\n")) + `,"output_for_prompt":"exit: killed (signal 9)\nbefore-kill\n"}}`),
 		},
 		want: []wantExec{{id: "g4", command: "echo before-kill; kill -9 $$", cwd: "/w/g", desc: "Kill", outcome: failed, signal: "SIGKILL", output: "before-kill\n"}},
 	}, {
-		name: "timed_out", agent: grokAgent,
+		// Past its timeout the command goes on in the background: the
+		// notice is not output, nothing was stopped, the exit is not known
+		// yet (UNKNOWN); Grok's later task_completed is its real result.
+		name: "timeout_moves_to_background_still_running", agent: grokAgent,
 		frames: []string{
-			grOpen("g5", "sleep 100", "Wait"), grDescribe("g5", "sleep 100", "Wait"),
-			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g5","status":"completed","content":[{"type":"content","content":{"type":"text","text":""}}],"rawOutput":{"exit_code":null,"signal":null,"timed_out":true,"truncated":false,"total_bytes":0,"output":[],"output_for_prompt":"exit: null\n"}}`),
+			grOpen("g5", "echo start; sleep 6; echo late", "Wait"), grDescribe("g5", "echo start; sleep 6; echo late", "Wait"),
+			grLive("g5", []byte("start\n"), []byte("start\n")),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g5","status":"completed","title":"[bg] echo start; sleep 6; echo late (g5)","content":[{"type":"content","content":{"type":"text","text":"Command \"Wait\" has been automatically moved to background because it exceeded auto-background timeout limit of 2s. Process is still running."}}],"rawOutput":{"type":"BackgroundTaskStarted","task_id":"g5","task_type":"bash","status":"running","command":"echo start; sleep 6; echo late","summary":"Command \"Wait\" has been automatically moved to background because it exceeded auto-background timeout limit of 2s. Process is still running.","pid":4242}}`),
 		},
-		want: []wantExec{{id: "g5", command: "sleep 100", cwd: "/w", desc: "Wait", outcome: failed, timedOut: true}},
+		want: []wantExec{{id: "g5", command: "echo start; sleep 6; echo late", cwd: "/w/g", desc: "Wait", outcome: unknown, bg: true, output: "start\n"}},
+	}, {
+		name: "background_task_completed_resolves_the_unknown_outcome", agent: grokAgent,
+		frames: []string{
+			grOpen("g7", "echo start; sleep 6; echo late", "Wait"), grDescribe("g7", "echo start; sleep 6; echo late", "Wait"),
+			grLive("g7", []byte("start\n"), []byte("start\n")),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g7","status":"completed","title":"[bg] echo start; sleep 6; echo late (g7)","content":[{"type":"content","content":{"type":"text","text":"Command \"Wait\" has been automatically moved to background because it exceeded auto-background timeout limit of 2s. Process is still running."}}],"rawOutput":{"type":"BackgroundTaskStarted","task_id":"g7","status":"running"}}`),
+			`{"jsonrpc":"2.0","method":"_x.ai/task_completed","params":{"sessionId":"S","update":{"sessionUpdate":"task_completed","task_snapshot":{"task_id":"g7","command":"echo start; sleep 6; echo late","output":"start\nlate\n","truncated":false,"output_total_bytes":11,"exit_code":3,"signal":null,"completed":true,"is_backgrounded":true},"will_wake":true}}}`,
+		},
+		want: []wantExec{{id: "g7", command: "echo start; sleep 6; echo late", cwd: "/w/g", desc: "Wait", outcome: failed, exit: code(3), bg: true, output: "start\nlate\n"}},
+	}, {
+		// Past 10,000 bytes the live bytes are the last 10,000; the final
+		// holds the first and the last 10,000 joined by a marker and says
+		// so in its exit line: neither the marker nor the note is output.
+		name: "big_output_tail_window_and_head_tail_final", agent: grokAgent,
+		frames: func() []string {
+			all := lines("n", 1, 3000) // 21,000 bytes
+			tail := all[len(all)-10000:]
+			head := all[:10000]
+			final := head + "\n\n... (output truncated) ...\n\n" + tail
+			return []string{
+				grOpen("g8", "seq 1 3000", "Big"), grDescribe("g8", "seq 1 3000", "Big"),
+				upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"g8","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"type":"Bash","output":%s,"output_for_prompt":%s,"exit_code":0,"truncated":true,"signal":null,"timed_out":false,"current_dir":"/w/g","total_bytes":%d}}`, js(tail), byteArray([]byte(tail)), js(tail), len(all))),
+				upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"g8","status":"completed","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"type":"Bash","output":%s,"output_for_prompt":%s,"exit_code":0,"truncated":true,"signal":null,"timed_out":false,"current_dir":"/w/g","total_bytes":%d}}`, js(final), byteArray([]byte(final)), js("exit: 0 [truncated: showing first/last 9.8 KB of 20.5 KB - full output at: /h/.grok/g8.log]\n"+final), len(all))),
+			}
+		}(),
+		want: []wantExec{{id: "g8", command: "seq 1 3000", cwd: "/w/g", desc: "Big", outcome: succeeded, exit: code(0), output: lines("n", 1, 3000)[21000-10000:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if got := x.GetOutput().GetTotalBytes(); got != 21000 {
+					t.Errorf("total_bytes %d, want 21000 (Grok's total_bytes)", got)
+				}
+			}}},
+	}, {
+		name: "split_utf8_fffd_for_one_snapshot_then_replaced", agent: grokAgent,
+		frames: []string{
+			grOpen("g9", "printf euro", "Euro"), grDescribe("g9", "printf euro", "Euro"),
+			grLive("g9", []byte("x\xe2\x82"), []byte("x\xe2\x82")),
+			grLive("g9", []byte("x\xe2\x82\xac-euro\n"), []byte("\xac-euro\n")),
+			grFinal("g9", []byte("x\xe2\x82\xac-euro\n"), "0", `,"signal":null,"timed_out":false`),
+		},
+		want: []wantExec{{id: "g9", command: "printf euro", cwd: "/w/g", desc: "Euro", outcome: succeeded, exit: code(0), output: "x\u20ac-euro\n"}},
 	}, {
 		name: "rejected_is_cancelled_rejection_text_not_output", agent: grokAgent,
 		frames: []string{

@@ -247,7 +247,7 @@ func TestFailoverResentFramesApplyTwice(t *testing.T) {
 		})
 	}
 	if differ == 0 {
-		t.Errorf("no recording changed when frames were applied twice; if acpnorm now recognises them, say so in the README (Running more than one)")
+		t.Errorf("no recording changed when frames were applied twice; if acpnorm now recognises them, say so in docs/scaling.md")
 	}
 	t.Logf("%d of %d recordings end differently from the golden when three answered frames are sent again", differ, len(recordings(t)))
 }

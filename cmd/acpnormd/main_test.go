@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -267,28 +270,42 @@ func TestHealthStatuses(t *testing.T) {
 	}
 }
 
-// Every serve flag is in the README's configuration table.
-func TestReadmeNamesEveryServeFlag(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+// The configuration page (docs/configuration.md) and the serve flags agree:
+// every serve flag has a row whose environment cell names the variable the
+// flag reads, and every flag a row names is a serve flag.
+func TestConfigurationPageNamesEveryServeFlag(t *testing.T) {
+	page, err := os.ReadFile("../../docs/configuration.md")
+	require.NoError(t, err)
 	fs, _, err := serveFlagSet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table []string // the first cell of each row of flags
-	for _, line := range strings.Split(string(readme), "\n") {
-		if strings.HasPrefix(line, "| `--") {
-			table = append(table, strings.SplitN(line, " | ", 2)[0])
+	require.NoError(t, err)
+	type row struct{ flags, envs string }
+	var rows []row
+	cellFlag := regexp.MustCompile("`--([a-z0-9-]+)`")
+	for _, line := range strings.Split(string(page), "\n") {
+		if !strings.HasPrefix(line, "| `--") {
+			continue
+		}
+		cells := strings.Split(line, " | ")
+		require.GreaterOrEqual(t, len(cells), 3, "a configuration row with too few cells: %s", line)
+		rows = append(rows, row{cells[0], cells[1]})
+		for _, m := range cellFlag.FindAllStringSubmatch(cells[0], -1) {
+			assert.NotNil(t, fs.Lookup(m[1]), "docs/configuration.md has a row for --%s, which serve does not have", m[1])
 		}
 	}
+	envOf := regexp.MustCompile(`\(env ([A-Z0-9_]+)\)`)
 	fs.VisitAll(func(f *flag.Flag) {
-		for _, cell := range table {
-			if strings.Contains(cell, "`--"+f.Name+"`") {
+		env := ""
+		if m := envOf.FindStringSubmatch(f.Usage); m != nil {
+			env = m[1]
+		}
+		for _, r := range rows {
+			if strings.Contains(r.flags, "`--"+f.Name+"`") {
+				if env != "" {
+					assert.Contains(t, r.envs, "`"+env+"`", "the row of --%s names another environment variable", f.Name)
+				}
 				return
 			}
 		}
-		t.Errorf("the README's configuration table has no row for --%s", f.Name)
+		t.Errorf("docs/configuration.md has no row for --%s", f.Name)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acpnorm/acpnorm/internal/service"
+	"github.com/acpnorm/acpnorm/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -179,6 +180,22 @@ func serve(args []string) error {
 		}()
 	}
 
+	tel, err := telemetry.FromEnv(context.Background(), versionOrDevel())
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("OpenTelemetry (OTEL_* environment): %w", err)
+	}
+	if tel != nil {
+		f.srv.StatsHandler = telemetry.ServerHandler(tel.Providers())
+		log.Info("OpenTelemetry on", "endpoint", otelEndpoint())
+		defer func() { // flush what is buffered, within the shutdown bound
+			fctx, cancel := context.WithTimeout(context.Background(), f.shutdown)
+			defer cancel()
+			if err := tel.Shutdown(fctx); err != nil {
+				log.Warn("OpenTelemetry: flushing at shutdown", "err", err)
+			}
+		}()
+	}
 	srv := service.NewServer(svc, f.srv, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
@@ -291,4 +308,22 @@ func envDuration(name string, def time.Duration) (time.Duration, error) {
 		return def, fmt.Errorf("%s=%q: not a duration such as 10m", name, v)
 	}
 	return d, nil
+}
+
+// versionOrDevel is this binary's version for the telemetry resource.
+func versionOrDevel() string {
+	if v, _, _ := buildVersion(); v != "" {
+		return v
+	}
+	return "devel"
+}
+
+// otelEndpoint is the OTLP endpoint the environment names, for the log.
+func otelEndpoint() string {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
+		if v := os.Getenv(name); v != "" {
+			return v
+		}
+	}
+	return ""
 }

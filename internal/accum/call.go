@@ -96,7 +96,10 @@ type Call struct {
 	verdictFailed bool
 	failed        bool
 	succeeded     bool
-	endReason     string
+	// commandRan: the command is the one a client terminal ran (see
+	// Observation.CommandRan); nothing replaces it.
+	commandRan bool
+	endReason  string
 
 	streams [numStreams]*Buffer
 	// echoes hold back, per stream, what could still be an echo of the
@@ -133,11 +136,20 @@ func (c *Call) Ended() bool { return c.cur.state == Ended }
 // reopen it, and never change an outcome that is known, nor a known exit
 // code: ENDED is final.
 func (c *Call) Apply(o *Observation) {
+	if o.Replayed {
+		r := c.replayed(o)
+		o = &r
+	}
 	if o.Shell == ShellYes || (o.Shell == ShellNo && c.shell == ShellUnknown) {
 		c.shell = o.Shell
 	}
 	setIf(&c.cur.terminalID, o.TerminalID)
-	if !(o.PermissionAsk || o.CommandFromTitle) || c.cur.command == "" {
+	switch {
+	case o.CommandRan && o.Command != "":
+		c.cur.command, c.commandRan = o.Command, true
+	case c.commandRan:
+		// The command that ran is known; other frames only describe it.
+	case !(o.PermissionAsk || o.CommandFromTitle) || c.cur.command == "":
 		// A permission ask restates the command, sometimes re-quoted, and
 		// a title may abbreviate it: either fills in an unknown command
 		// but never replaces one.
@@ -179,7 +191,16 @@ func (c *Call) Apply(o *Observation) {
 		if t.IfSplit && c.streams[t.Stream] == nil {
 			continue
 		}
-		if t.Stream == Stderr || c.echoes[t.Stream].passes(t) {
+		if t.Raw {
+			// Straight from the process: what was held back as a
+			// possible echo is output after all, and nothing of this
+			// text is an echo.
+			for _, x := range c.echoes[t.Stream].noEcho() {
+				x.Stream = t.Stream
+				c.applyText(x)
+			}
+		}
+		if t.Stream == Stderr || t.Raw || c.echoes[t.Stream].passes(t) {
 			c.applyText(t)
 			continue
 		}
@@ -210,6 +231,39 @@ func (c *Call) Apply(o *Observation) {
 		c.cur.state = Running
 		c.cur.awaiting = false
 	}
+}
+
+// replayed is what a replayed observation (Observation.Replayed) may
+// still say to this call: the command, cwd, description, approval reason
+// and terminal only when the call knows none; text only for streams it
+// never saw. Exit evidence and status stay: a call that ended with a
+// known outcome ignores them anyway (Apply), and one that did not is
+// better for them.
+func (c *Call) replayed(o *Observation) Observation {
+	r := *o
+	r.Replayed = false
+	if c.cur.command != "" {
+		r.Command, r.CommandRan = "", false
+	}
+	if c.cur.cwd != "" {
+		r.Cwd = ""
+	}
+	if c.cur.description != "" {
+		r.Description = ""
+	}
+	if c.cur.approvalReason != "" {
+		r.ApprovalReason = ""
+	}
+	if c.cur.terminalID != "" {
+		r.TerminalID = ""
+	}
+	r.Texts = nil
+	for _, t := range o.Texts {
+		if c.streams[t.Stream] == nil && (t.Stream != Combined || c.streams[Stdout] == nil && c.streams[Stderr] == nil) {
+			r.Texts = append(r.Texts, t)
+		}
+	}
+	return r
 }
 
 // settled reports an ended call whose outcome is known. Nothing changes it

@@ -220,6 +220,29 @@ func (f *echoFilter) passes(t Text) bool {
 	return f.state == echoNone || f.state == echoFound && (t.Kind == Delta || !knownKind(t.Kind))
 }
 
+// noEcho decides that the stream has no echo (its output came straight
+// from the process) and returns what was held back, to apply as output.
+func (f *echoFilter) noEcho() []Text {
+	if f.state != echoUndecided {
+		return nil
+	}
+	var out []Text
+	switch {
+	case f.heldSnap != nil:
+		out = []Text{*f.heldSnap}
+	case len(f.held) > 0:
+		t := Text{Kind: Delta, Truncated: f.heldTrunc}
+		if f.heldBytes {
+			t.Bytes = f.held
+		} else {
+			t.Text = string(f.held)
+		}
+		out = []Text{t}
+	}
+	f.state, f.held, f.heldSnap, f.heldBytes, f.heldTrunc = echoNone, nil, nil, false, false
+	return out
+}
+
 // filter returns the texts to apply for t, holding back what could still
 // be the echo of cmd. Only a bounded prefix of t is ever looked at or
 // copied, so a big text costs nothing here.

@@ -65,6 +65,10 @@ type Text struct {
 	// output has (a truncation note's "N bytes total"); the stream then
 	// reports at least that many bytes.
 	TotalBytes int64
+	// Raw says the text came straight from the process (a client-owned
+	// terminal's output): it is never an echo of the command, so nothing
+	// of it is held back or removed as one.
+	Raw bool
 	// IfSplit marks a Stdout or Stderr text that came without its sibling
 	// stream: it updates that stream only when the call already holds it
 	// (an earlier observation really separated the streams), and is
@@ -111,6 +115,10 @@ const (
 	ExitStatus
 	// ExitTerminal: the `_meta.terminal_exit` convention.
 	ExitTerminal
+	// ExitClient: the exit status of a client-owned terminal, which the
+	// client itself saw (ACP `terminal/output` exitStatus,
+	// `terminal/wait_for_exit`): the strongest source.
+	ExitClient
 )
 
 // Exit is one piece of exit evidence.
@@ -193,9 +201,13 @@ type Observation struct {
 	// abbreviate or decorate the command: it names the call only while no
 	// other frame has named its command, and never replaces one.
 	CommandFromTitle bool
-	Cwd              string // may be relative; the session resolves it
-	Description      string
-	Status           Status
+	// CommandRan says Command is the command line that was run (a
+	// client-owned terminal's terminal/create): it replaces any other,
+	// and no other replaces it.
+	CommandRan  bool
+	Cwd         string // may be relative; the session resolves it
+	Description string
+	Status      Status
 
 	// Texts are output observations, applied in order.
 	Texts []Text
@@ -225,6 +237,14 @@ type Observation struct {
 	// Verdict is the agent's own word that the command failed: the call
 	// never ends SUCCEEDED, whatever exit code 0 says.
 	Verdict Verdict
+
+	// Replayed says the observation restates history (an agent replaying
+	// a loaded session, ACP `session/load`), which is often poorer than
+	// what the live frames said. It only fills in what the call does not
+	// know: a command, cwd or description it has none of, output for a
+	// stream it never saw, and exit evidence or an end it lacks; it never
+	// replaces or worsens what the call holds.
+	Replayed bool
 
 	// PermissionAsk is true for `session/request_permission`.
 	PermissionAsk bool

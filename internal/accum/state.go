@@ -104,6 +104,7 @@ const (
 	callSucceeded
 	callHasExit
 	callExitPlaceholder
+	callCommandRan
 )
 
 const (
@@ -153,6 +154,7 @@ func (c *Call) AppendState(b []byte) []byte {
 	setBit(&flags, callSucceeded, c.succeeded)
 	setBit(&flags, callHasExit, c.exit != nil)
 	setBit(&flags, callExitPlaceholder, c.exit != nil && c.exit.Placeholder)
+	setBit(&flags, callCommandRan, c.commandRan)
 	b = binary.AppendUvarint(b, flags)
 	if c.exit != nil {
 		b = binary.AppendVarint(b, int64(c.exit.Code))
@@ -272,7 +274,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	}
 	c.revision = uint32(rev)
 	flags := d.Uvarint("call flags")
-	if d.Err == nil && flags >= callExitPlaceholder<<1 {
+	if d.Err == nil && flags >= callCommandRan<<1 {
 		d.Fail("unknown call flags %#x", flags)
 	}
 	c.cancelled = flags&callCancelled != 0
@@ -281,12 +283,13 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	c.verdictFailed = flags&callVerdictFailed != 0
 	c.failed = flags&callFailed != 0
 	c.succeeded = flags&callSucceeded != 0
+	c.commandRan = flags&callCommandRan != 0
 	if flags&callHasExit != 0 {
 		code := d.Varint("exit code")
 		if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {
 			d.Fail("exit code %d is out of range", code)
 		}
-		src := ExitSource(d.enum("exit source", byte(ExitTerminal)))
+		src := ExitSource(d.enum("exit source", byte(ExitClient)))
 		c.exit = &Exit{Code: int32(code), Source: src, Placeholder: flags&callExitPlaceholder != 0}
 	} else if flags&callExitPlaceholder != 0 {
 		d.Fail("a placeholder flag without an exit code")

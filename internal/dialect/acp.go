@@ -38,6 +38,19 @@ type Frame struct {
 	Ask *Ask
 	// Answer is set for a response that answers a permission ask.
 	Answer *Answer
+	// Terminal is set for a request of the agent about a client-owned
+	// terminal (see terminal.go).
+	Terminal *TerminalRequest
+	// Response is set for a response that can answer such a request: an
+	// error response, or a result naming a terminal, an output or an exit
+	// status.
+	Response *Response
+	// Load is set by a `session/load` request: the agent replays the
+	// session's history (see History); its JSON-RPC id is LoadID.
+	Load   bool
+	LoadID string
+	// Prompt is set by a `session/prompt` request: a new turn starts.
+	Prompt bool
 }
 
 // Ask identifies a permission request so that its answer can be matched.
@@ -82,8 +95,12 @@ type message[U any] struct {
 			Kind     string `json:"kind"`
 		} `json:"options"`
 		Cwd string `json:"cwd"`
+		// The params of a client-terminal request.
+		terminalParams
 	} `json:"params"`
 	Result *responseResult `json:"result"`
+	// Error is the member of an error response.
+	Error rawAny `json:"error"`
 }
 
 // rpcString is a string member of the envelope that notes a value of
@@ -131,6 +148,9 @@ type responseResult struct {
 
 	// AuthMethods is read leniently: it is only ever a sign.
 	AuthMethods authMethodIDs `json:"authMethods"`
+
+	// The members of a client-terminal method's result.
+	terminalResult
 }
 
 // callOf is the constraint of readFrame: every dialect's update type
@@ -174,6 +194,9 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 	switch method {
 	case "":
 		readResponse(&f, &m.ID, m.Result)
+		if m.Error.Present {
+			f.Response = &Response{RequestID: m.ID.Text, Error: true}
+		}
 	case "session/update":
 		if m.Params == nil {
 			return f, fmt.Errorf("%w: session/update without params", ErrBadFrame)
@@ -207,6 +230,17 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 		}
 	case "session/cancel":
 		f.Cancelled = true
+	case "session/load":
+		f.Load, f.LoadID = true, m.ID.Text
+	case "session/prompt":
+		f.Prompt = true
+	case MethodTerminalCreate, MethodTerminalOutput, MethodTerminalWait, MethodTerminalKill, MethodTerminalRelease:
+		var p terminalParams
+		cwd := ""
+		if m.Params != nil {
+			p, cwd = m.Params.terminalParams, m.Params.Cwd
+		}
+		f.Terminal = readTerminalRequest(m.ID.Text, method, &p, cwd)
 	default:
 		f.Sign = signOfMethod(method)
 	}
@@ -245,6 +279,7 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 		f.TurnEnded = true
 		f.Cancelled = *r.StopReason == "cancelled"
 	}
+	f.Response = r.terminalResult.response(id.Text)
 	if r.Outcome != nil {
 		f.Answer = &Answer{
 			RequestID: id.Text,

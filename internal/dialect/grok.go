@@ -8,37 +8,64 @@ import (
 	"github.com/acpnorm/acpnorm/internal/accum"
 )
 
-// grok reads `grok agent stdio` (xAI Grok CLI), tool `run_terminal_command`.
+// grok reads Grok Build (`@xai-official/grok`, `grok agent stdio`), tool
+// `run_terminal_command`. Grok Build 1.0.41 sends no `agentInfo`: it is
+// detected by its `xai.api_key` auth method and its `_x.ai/` vendor
+// methods.
 //
-// What it sends, and what it means here:
+// What it sends (recorded from 1.0.41), and what it means here:
 //   - `tool_call` with NO kind and no status, title "run_terminal_command"
 //     (the tool, never the command), `rawInput {command, description,
-//     timeout?}` and `_meta["x.ai/tool"] = {"name":"run_terminal_command",
-//     "kind":"execute"}`: the side channel makes it a shell call on this very
-//     first frame, so the session opens one call, never a generic one and
-//     then a second.
+//     timeout? (ms)}` and `_meta["x.ai/tool"] = {"name":
+//     "run_terminal_command", "kind": "execute"}`: the side channel makes it
+//     a shell call on this very first frame, so the session opens one call,
+//     never a generic one and then a second.
 //   - A status-less update sets kind `execute`, title "Execute `<cmd>`"
 //     and puts the DESCRIPTION in content: read as the description, never
 //     output.
-//   - Live `in_progress` updates (about ten a second) each carry the WHOLE
-//     output so far twice: as content text and as `rawOutput.output`, a
-//     byte array. Exactly one source is used per frame, or text would be
-//     doubled: the bytes (a Snapshot of raw bytes; they may hold invalid
-//     UTF-8), else the content text (a Snapshot), else
-//     `rawOutput.output_delta` (a Delta of raw bytes). `exit_code` is 0
-//     while running: a PLACEHOLDER, real only on the frame that ends the
-//     call.
-//   - Final `completed` even for a nonzero exit: `rawOutput {exit_code
-//     (structured), signal (string|null → Signal), timed_out (→ TimedOut),
-//     truncated (→ Truncated), total_bytes, output: [bytes],
-//     output_for_prompt: "exit: N\n<output>"}`. The output is the bytes,
-//     else the content (stdout, CRLF on some hosts), else output_for_prompt
-//     without its first line. That `exit: N` line is metadata, never output;
-//     it is the exit code when no structured one is sent (ExitText).
-//   - `failed` with content "User rejected the execution for tool
-//     `run_terminal_command`" is a rejection or cancellation: Cancelled; any
-//     other `failed` is Failed. That text is the agent's, not output.
-//   - `_x.ai/session/update` notifications are another method: never read.
+//   - Live `in_progress` updates each carry the WHOLE output so far twice:
+//     as content text and as `rawOutput {type: "Bash", output: [bytes],
+//     output_for_prompt, exit_code: 0, signal: null, timed_out, truncated,
+//     total_bytes}`. Exactly one source is used per frame, or text would be
+//     doubled: the bytes (raw; a UTF-8 character cut between two reads shows
+//     as U+FFFD in one snapshot, which the next snapshot replaces), else the
+//     content text, else `output_delta` (a Delta). Past 10,000 bytes the
+//     live bytes are only the LAST 10,000 (`truncated: true`): a Window,
+//     Truncated, of the `total_bytes` Grok states. `exit_code` is 0 while
+//     running: a PLACEHOLDER.
+//   - Final `completed` for every exit code, `rawOutput` as above with the
+//     real `exit_code` and `output_for_prompt: "exit: N\n<output>"`; that
+//     first line is metadata, never output (the exit code when no
+//     structured one is sent). A big output's final holds the first and
+//     last 10,000 bytes joined by "\n\n... (output truncated) ...\n\n",
+//     its exit line adds "[truncated: showing first/last 19.6 KB of 340.7
+//     KB - full output at: F]": only the part after the marker is read
+//     (a Window that the live tail already holds), Truncated, with
+//     total_bytes as the real size.
+//   - A command killed by a signal: `failed`, `exit_code: -1`, `signal:
+//     "signal 9"`, exit line "exit: killed (signal 9)". -1 is Grok's "no
+//     exit code" (never an exit status); the signal is SIGKILL.
+//   - A command past its timeout is moved to the background, not stopped:
+//     `completed`, title "[bg] <cmd> (<id>)", content and
+//     `rawOutput.summary` the notice "... has been automatically moved to
+//     background ... Process is still running." and `rawOutput {type:
+//     "BackgroundTaskStarted", status: "running", pid}`. That notice is not
+//     output; the call is Background, TimedOut stays false (nothing was
+//     stopped) and, with no exit code, its outcome is UNKNOWN: it is still
+//     running. When Grok later reports the task's end
+//     (`_x.ai/task_completed`, `task_snapshot {task_id: <the tool call
+//     id>, exit_code, signal, output, truncated, output_total_bytes}`),
+//     that is the command's real result: it resolves the UNKNOWN outcome
+//     (accum lets late evidence resolve an unknown outcome, never change a
+//     known one). Late `in_progress` snapshots of a backgrounded call carry
+//     its real output.
+//   - A rejection: `failed`, no rawOutput, content "User rejected the
+//     execution for tool `run_terminal_command`": Cancelled with the
+//     notice; any other `failed` without rawOutput is Failed. Neither text
+//     is output. A cancelled call gets no final frame (the session's
+//     cancel handling ends it).
+//   - `session/load` replays one `tool_call` per call with its final state
+//     (status, content, rawOutput); a cancelled call is not replayed.
 type grok struct{}
 
 func init() { register(grok{}) }
@@ -46,8 +73,10 @@ func init() { register(grok{}) }
 func (grok) Info() Info {
 	return Info{
 		Name:               "grok",
-		AgentNames:         []string{"grok", "grok-cli"},
-		Summary:            "Grok run_terminal_command: shell from _meta x.ai/tool on the first frame, description content, cumulative byte-array output snapshots, placeholder exit_code, final exit_code/signal/timed_out/truncated.",
+		AgentNames:         []string{"grok", "grok-cli", "grok-build", "@xai-official/grok"},
+		AuthMethodIDs:      []string{"xai.api_key"},
+		MethodPrefixes:     []string{"_x.ai/"},
+		Summary:            "Grok Build run_terminal_command: shell from _meta x.ai/tool on the first frame, description content, cumulative byte-array snapshots (a 10 KB tail window past that), placeholder exit_code, final exit_code/signal/truncated, background tasks and their _x.ai/task_completed result.",
 		ClientCapabilities: richCapabilities,
 	}
 }
@@ -64,6 +93,7 @@ type grokInput struct {
 
 // grokOutput is `rawOutput`, live and final.
 type grokOutput struct {
+	Type            Str      `json:"type"`
 	Output          rawBytes `json:"output"`
 	OutputDelta     rawBytes `json:"output_delta"`
 	OutputForPrompt Str      `json:"output_for_prompt"`
@@ -71,6 +101,7 @@ type grokOutput struct {
 	Signal          Str      `json:"signal"`
 	TimedOut        *bool    `json:"timed_out"`
 	Truncated       *bool    `json:"truncated"`
+	TotalBytes      Code     `json:"total_bytes"`
 	CurrentDir      Str      `json:"current_dir"`
 }
 
@@ -82,16 +113,72 @@ type grokMeta struct {
 	} `json:"x.ai/tool"`
 }
 
-// grokCall is a tool call frame of Grok.
+// grokTask is the `task_snapshot` of a `task_completed` update.
+type grokTask struct {
+	TaskID           Str   `json:"task_id"`
+	ExitCode         Code  `json:"exit_code"`
+	Signal           Str   `json:"signal"`
+	Output           Str   `json:"output"`
+	Truncated        *bool `json:"truncated"`
+	OutputTotalBytes Code  `json:"output_total_bytes"`
+	Completed        *bool `json:"completed"`
+}
+
+// grokCall is a tool call frame of Grok (or, for `_x.ai/` methods, the
+// update of a task notification).
 type grokCall struct {
 	ToolCall
-	RawInput  *grokInput  `json:"rawInput"`
-	RawOutput *grokOutput `json:"rawOutput"`
-	Meta      *grokMeta   `json:"_meta"`
+	RawInput     *grokInput  `json:"rawInput"`
+	RawOutput    *grokOutput `json:"rawOutput"`
+	Meta         *grokMeta   `json:"_meta"`
+	TaskSnapshot *grokTask   `json:"task_snapshot"`
 }
 
 func (grok) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeGrok, askGrok)
+	f, err := readFrame(msg, observeGrok, askGrok)
+	if err == nil && f.Sign == "grok" && bytes.Contains(msg, []byte(`"task_completed"`)) {
+		f.Observations = grokTaskCompleted(msg)
+	}
+	return f, err
+}
+
+// grokTaskCompleted reads an `_x.ai/...` notification whose update is a
+// `task_completed`: the end of a command Grok had moved to the background.
+// It names the call by its task id and says nothing about shell-ness, so
+// a task that is not a known call opens nothing that is reported.
+func grokTaskCompleted(msg []byte) []accum.Observation {
+	var m message[grokCall]
+	if decode(msg, &m) != nil && m.Params == nil {
+		return nil
+	}
+	if m.Params == nil || m.Params.Update == nil {
+		return nil
+	}
+	u := m.Params.Update
+	t := u.TaskSnapshot
+	if u.SessionUpdate != "task_completed" || t == nil || t.TaskID.S == "" || (t.Completed != nil && !*t.Completed) {
+		return nil
+	}
+	o := accum.Observation{ToolCallID: t.TaskID.S}
+	if e := t.ExitCode.Exit(accum.ExitStructured, true); e != nil && e.Code != -1 {
+		o.Exit = e
+	}
+	if sig := grokSignal(t.Signal.S); sig != "" {
+		o.Signal = sig
+	}
+	truncated := t.Truncated != nil && *t.Truncated
+	if t.Output.Set {
+		txt := accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: t.Output.S}
+		if truncated {
+			_, tail := grokCutMarker(t.Output.S)
+			txt = accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: tail, Truncated: true}
+		}
+		if n := t.OutputTotalBytes; n.Known && truncated && int(n.Value) > len(t.Output.S) {
+			txt.TotalBytes = int64(n.Value)
+		}
+		o.Texts = append(o.Texts, txt)
+	}
+	return []accum.Observation{o}
 }
 
 func observeGrok(u *grokCall) []accum.Observation {
@@ -104,16 +191,34 @@ func observeGrok(u *grokCall) []accum.Observation {
 		return []accum.Observation{o}
 	}
 	out := u.RawOutput
-	// The content text is the whole output again when the byte array is
-	// there: unquote it only when it may be read.
-	text, hasText := "", u.HasTexts()
-	if out == nil || !out.Output.Set || o.Status == accum.StatusFailed {
+	if out != nil && out.Type.S == "BackgroundTaskStarted" {
+		// Moved to (or started in) the background: the content and the
+		// summary are Grok's notice, not output; the command goes on.
+		o.Background = true
+		return []accum.Observation{o}
+	}
+	if out == nil {
+		grokNoOutput(&o, u)
+		return []accum.Observation{o}
+	}
+	// The content text is the whole output again: it is unquoted only when
+	// the byte array is missing.
+	text, hasText := "", false
+	if !out.Output.Set {
 		text, hasText = u.Texts()
 	}
+	grokOutputs(&o, out, text, hasText && !(o.Opens && !o.Status.Ended()))
+	return []accum.Observation{o}
+}
+
+// grokNoOutput reads a frame without rawOutput: the status-less update
+// that names the command (its content is the description), a rejection or
+// tool error (`failed`: its content is Grok's notice), or a frame whose
+// content is the output (older builds).
+func grokNoOutput(o *accum.Observation, u *grokCall) {
+	text, hasText := u.Texts()
 	switch {
-	case o.Status == accum.StatusNone && out == nil:
-		// The status-less update that names the command: its content is
-		// the description.
+	case o.Status == accum.StatusNone:
 		if hasText && o.Description == "" {
 			o.Description = strings.TrimSpace(text)
 		}
@@ -123,15 +228,9 @@ func observeGrok(u *grokCall) []accum.Observation {
 		} else {
 			o.Failed = true
 		}
-		if out != nil {
-			grokOutputs(&o, out, "", false)
-		}
-	case o.Status.Ended():
-		grokOutputs(&o, out, text, hasText)
-	default:
-		grokOutputs(&o, out, text, hasText && !o.Opens)
+	case hasText && !(o.Opens && !o.Status.Ended()):
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: text})
 	}
-	return []accum.Observation{o}
 }
 
 func askGrok(u *grokCall) accum.Observation {
@@ -144,7 +243,10 @@ func askGrok(u *grokCall) accum.Observation {
 }
 
 var (
-	grokTitle    = regexp.MustCompile("(?s)^\\s*Execute `(.*)`\\s*$")
+	grokTitle = regexp.MustCompile("(?s)^\\s*Execute `(.*)`\\s*$")
+	// grokRejected is Grok's refusal of a call the user rejected (or that
+	// was cancelled before it ran); it is matched only on a `failed` frame
+	// without rawOutput, where no command output can be.
 	grokRejected = regexp.MustCompile(`(?i)\buser rejected\b|\brejected the execution\b|\bcancell?ed\b|\binterrupted\b|\baborted\b`)
 )
 
@@ -171,7 +273,7 @@ func grokInputs(o *accum.Observation, u *grokCall) {
 	}
 	if o.Command == "" && u.Title != nil {
 		if m := grokTitle.FindStringSubmatch(*u.Title); m != nil {
-			o.Command = m[1]
+			o.Command, o.CommandFromTitle = m[1], true
 			if o.Shell == accum.ShellUnknown {
 				o.Shell = accum.ShellYes
 			}
@@ -182,53 +284,125 @@ func grokInputs(o *accum.Observation, u *grokCall) {
 	}
 }
 
-var grokExitLine = regexp.MustCompile(`^exit: ?(\S*)\r?\n?`)
+var (
+	// grokExitLine is the first line of output_for_prompt on a final
+	// frame: "exit: 3", "exit: killed (signal 9)", "exit: 0 [truncated:
+	// ...]".
+	grokExitLine = regexp.MustCompile(`^exit: ?([^\n\[]*?) *(\[truncated:[^\n]*\])?\r?(?:\n|$)`)
+	// grokSignalText is a signal as Grok writes it: "signal 9", "killed
+	// (signal 9)", "SIGKILL", "9".
+	grokSignalText = regexp.MustCompile(`(?i)^(?:killed\s*\(\s*)?(?:signal\s*:?\s*)?(SIG[A-Z0-9+-]+|[A-Z][A-Z0-9]*|\d{1,3})\s*\)?$`)
+)
 
-// grokOutputs reads the output and exit evidence of a live or final frame.
-// useText says whether the content text may stand for the output.
+// grokSignalNames are the bare signal names (without SIG) read as signals.
+var grokSignalNames = map[string]bool{
+	"HUP": true, "INT": true, "QUIT": true, "ILL": true, "TRAP": true, "ABRT": true, "BUS": true, "FPE": true,
+	"KILL": true, "USR1": true, "SEGV": true, "USR2": true, "PIPE": true, "ALRM": true, "TERM": true, "XCPU": true, "XFSZ": true,
+}
+
+// grokTruncMarker joins the head and the tail of a big final output.
+const grokTruncMarker = "\n\n... (output truncated) ...\n\n"
+
+// grokCutMarker splits a head+tail output at Grok's marker; without it
+// the whole text is the tail.
+func grokCutMarker(s string) (head, tail string) {
+	if i := strings.LastIndex(s, grokTruncMarker); i >= 0 {
+		return s[:i], s[i+len(grokTruncMarker):]
+	}
+	return "", s
+}
+
+// grokSignal reads a signal as Grok writes it ("" for none).
+func grokSignal(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "null") || strings.EqualFold(s, "none") {
+		return ""
+	}
+	m := grokSignalText.FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	w := strings.ToUpper(m[1])
+	if w[0] >= '0' && w[0] <= '9' || strings.HasPrefix(w, "SIG") || grokSignalNames[w] {
+		return NormalizeSignal(w)
+	}
+	return ""
+}
+
+// grokOutputs reads the output and exit evidence of a frame with a Bash
+// rawOutput. useText says whether the content text may stand for the
+// output (there are no bytes).
 func grokOutputs(o *accum.Observation, out *grokOutput, text string, useText bool) {
 	ended := o.Status.Ended()
-	kind := textKind(ended)
-	truncated := false
-	if out != nil {
-		truncated = out.Truncated != nil && *out.Truncated
-		if e := out.ExitCode.Exit(accum.ExitStructured, ended); e != nil {
-			o.Exit = e
+	truncated := out.Truncated != nil && *out.Truncated
+	if e := out.ExitCode.Exit(accum.ExitStructured, ended); e != nil {
+		o.Exit = e
+	}
+	if ended {
+		if sig := grokSignal(out.Signal.S); sig != "" {
+			o.Signal = sig
+		} else if out.Signal.Set && out.Signal.S != "" {
+			o.Verdict = accum.VerdictFailed // a signal Grok names oddly
 		}
-		if ended {
-			if out.Signal.Set && out.Signal.S != "" {
-				o.Signal = NormalizeSignal(out.Signal.S)
-			}
-			if out.TimedOut != nil && *out.TimedOut {
-				o.TimedOut = true
-			}
+		if out.TimedOut != nil && *out.TimedOut {
+			o.TimedOut = true
 		}
 	}
-	var prompt string
-	var hasPrompt bool
-	if out != nil && out.OutputForPrompt.Set {
-		prompt, hasPrompt = out.OutputForPrompt.S, true
-		if m := grokExitLine.FindStringSubmatchIndex(prompt); m != nil {
-			if ended {
-				if e := CodeFromString(prompt[m[2]:m[3]]).Exit(accum.ExitText, true); e != nil {
-					o.Exit = accum.StrongerExit(o.Exit, e)
-				}
-			}
-			prompt = prompt[m[1]:]
+	prompt, hasPrompt := out.OutputForPrompt.S, out.OutputForPrompt.Set
+	if m := grokExitLine.FindStringSubmatchIndex(prompt); hasPrompt && ended && m != nil {
+		word := strings.TrimSpace(prompt[m[2]:m[3]])
+		if c := CodeFromString(word); c.Known {
+			o.Exit = accum.StrongerExit(o.Exit, c.Exit(accum.ExitText, true))
+		} else if sig := grokSignal(word); sig != "" && o.Signal == "" {
+			o.Signal = sig
+		}
+		if m[4] >= 0 {
+			truncated = true
+		}
+		prompt = prompt[m[1]:]
+	}
+	if ended && o.Exit != nil && o.Exit.Code == -1 {
+		// Grok's "no exit code" (a killed process): not an exit status.
+		o.Exit = nil
+		if o.Signal == "" && !o.Cancelled {
+			o.Failed = true
 		}
 	}
+	var total int64
+	if n := out.TotalBytes; truncated && n.Known && n.Value > 0 {
+		total = int64(n.Value)
+	}
+	t := accum.Text{Stream: accum.Combined, Kind: textKind(ended), Truncated: truncated, TotalBytes: total}
 	switch {
-	case out != nil && out.Output.Set:
-		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: kind, Bytes: out.Output.B, Truncated: truncated})
+	case out.Output.Set:
+		t.Bytes = out.Output.B
 	case useText:
-		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: kind, Text: text, Truncated: truncated})
+		t.Text = text
 	case hasPrompt && (ended || prompt != ""):
-		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: kind, Text: prompt, Truncated: truncated})
-	case out != nil && out.OutputDelta.Set && !ended && len(out.OutputDelta.B) > 0:
-		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Bytes: out.OutputDelta.B, Truncated: truncated})
+		t.Text = prompt
+	case out.OutputDelta.Set && !ended && len(out.OutputDelta.B) > 0:
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Bytes: out.OutputDelta.B, Truncated: truncated, TotalBytes: total})
+		return
 	case truncated:
-		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true})
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true, TotalBytes: total})
+		return
+	default:
+		return
 	}
+	if truncated {
+		// Only a part of the output: the live tail, or the head and the
+		// tail of the final joined by a marker, of which the tail is kept.
+		// A Window never replaces the fuller text held before.
+		t.Kind = accum.Window
+		if t.Bytes != nil {
+			if i := bytes.LastIndex(t.Bytes, []byte(grokTruncMarker)); i >= 0 {
+				t.Bytes = t.Bytes[i+len(grokTruncMarker):]
+			}
+		} else {
+			_, t.Text = grokCutMarker(t.Text)
+		}
+	}
+	o.Texts = append(o.Texts, t)
 }
 
 // rawBytes is output as raw bytes: a JSON array of byte values (the usual

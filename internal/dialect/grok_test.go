@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // byteJSON writes b as a JSON array of byte values, as Grok does.
@@ -37,7 +39,7 @@ func TestGrokUpdate(t *testing.T) {
 		{
 			name:   "status-less update: Execute title, description in content is not output",
 			update: "{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"k1\",\"kind\":\"execute\",\"title\":\"Execute `npm test`\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"Run the tests\"}}]}",
-			want:   []accum.Observation{{ToolCallID: "k1", Shell: accum.ShellYes, Command: "npm test", Description: "Run the tests"}},
+			want:   []accum.Observation{{ToolCallID: "k1", Shell: accum.ShellYes, Command: "npm test", CommandFromTitle: true, Description: "Run the tests"}},
 		},
 		{
 			name:   "live: byte output is the one Snapshot source; exit 0 is a placeholder",
@@ -63,10 +65,51 @@ func TestGrokUpdate(t *testing.T) {
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Bytes: bad}}}},
 		},
 		{
-			name:   "final timed out and truncated",
+			name:   "final timed out and truncated: a part of the output, a Window",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","rawOutput":{"exit_code":null,"signal":"KILL","timed_out":true,"truncated":true,"output":[97]}}`,
 			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Signal: "SIGKILL", TimedOut: true,
-				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Bytes: []byte("a"), Truncated: true}}}},
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Bytes: []byte("a"), Truncated: true}}}},
+		},
+		{
+			name:   "1.0.41 killed: failed, exit_code -1 is no exit, signal 9 is SIGKILL, exit line not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"before-kill\n"}}],"rawOutput":{"type":"Bash","output":` + byteJSON([]byte("before-kill\n")) + `,"output_for_prompt":"exit: killed (signal 9)\nbefore-kill\n","exit_code":-1,"truncated":false,"signal":"signal 9","timed_out":false,"total_bytes":12}}`,
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusFailed, Signal: "SIGKILL",
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Bytes: []byte("before-kill\n")}}}},
+		},
+		{
+			name:   "1.0.41 failed with output that says cancelled: output, not a cancel",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"job cancelled\n"}}],"rawOutput":{"type":"Bash","output":` + byteJSON([]byte("job cancelled\n")) + `,"output_for_prompt":"exit: -1\njob cancelled\n","exit_code":-1,"signal":null}}`,
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusFailed, Failed: true,
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Bytes: []byte("job cancelled\n")}}}},
+		},
+		{
+			name:   "1.0.41 big live: the last 10,000 bytes, truncated, of total_bytes: a Window",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"9\n10\n"}}],"rawOutput":{"type":"Bash","output":` + byteJSON([]byte("9\n10\n")) + `,"output_for_prompt":"9\n10\n","exit_code":0,"truncated":true,"signal":null,"timed_out":false,"total_bytes":348894}}`,
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusRunning, Exit: ex(0, accum.ExitStructured, true),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Bytes: []byte("9\n10\n"), Truncated: true, TotalBytes: 348894}}}},
+		},
+		{
+			name:   "1.0.41 big final: head, marker, tail; only the tail is read, the exit line's truncation note is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","rawOutput":{"type":"Bash","output":` + byteJSON([]byte("1\n2\n\n\n... (output truncated) ...\n\n9\n10\n")) + `,"output_for_prompt":"exit: 0 [truncated: showing first/last 19.6 KB of 340.7 KB - full output at: /h/.grok/x.log]\n1\n2\n\n\n... (output truncated) ...\n\n9\n10\n","exit_code":0,"truncated":true,"signal":null,"timed_out":false,"total_bytes":348894}}`,
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Bytes: []byte("9\n10\n"), Truncated: true, TotalBytes: 348894}}}},
+		},
+		{
+			name:   "1.0.41 big final without bytes: the exit line's note still marks the output truncated",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","rawOutput":{"type":"Bash","output_for_prompt":"exit: 0 [truncated: showing first/last 19.6 KB of 340.7 KB - full output at: /h/x.log]\n1\n\n\n... (output truncated) ...\n\n10\n","total_bytes":348894}}`,
+			want: []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "10\n", Truncated: true, TotalBytes: 348894}}}},
+		},
+		{
+			name:   "1.0.41 past its timeout: moved to the background, still running; the notice is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","title":"[bg] sleep 6 (k1)","content":[{"type":"content","content":{"type":"text","text":"Command \"Wait\" has been automatically moved to background because it exceeded auto-background timeout limit of 2s. Process is still running."}}],"rawOutput":{"type":"BackgroundTaskStarted","task_id":"k1","status":"running","command":"sleep 6","summary":"Command \"Wait\" has been automatically moved to background ...","pid":17385}}`,
+			want:   []accum.Observation{{ToolCallID: "k1", Status: accum.StatusCompleted, Background: true}},
+		},
+		{
+			name:   "1.0.41 replayed by session/load: one tool_call with the final state",
+			update: "{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"k1\",\"title\":\"Execute `printf 'a\\\\nb\\\\n'; exit 3`\",\"kind\":\"execute\",\"status\":\"completed\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"a\\nb\\n\"}}],\"rawInput\":{\"variant\":\"Bash\",\"command\":\"printf 'a\\\\nb\\\\n'; exit 3\",\"description\":\"Two lines\",\"is_background\":false},\"rawOutput\":{\"type\":\"Bash\",\"output\":[97,10,98,10],\"output_for_prompt\":\"exit: 3\\na\\nb\\n\",\"exit_code\":3,\"truncated\":false,\"signal\":null,\"timed_out\":false,\"current_dir\":\"/w\",\"total_bytes\":4},\"_meta\":{\"x.ai/tool\":{\"name\":\"run_terminal_command\",\"kind\":\"execute\"}}}",
+			want: []accum.Observation{{ToolCallID: "k1", Opens: true, Shell: accum.ShellYes, Command: `printf 'a\nb\n'; exit 3`, Description: "Two lines", Cwd: "/w", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Bytes: []byte("a\nb\n")}}}},
 		},
 		{
 			name:   "final without exit_code or bytes: exit line of output_for_prompt is metadata",
@@ -193,5 +236,79 @@ func TestRawBytes(t *testing.T) {
 		if r.Set != tc.set || string(r.B) != tc.want || (r.Set && r.B == nil) {
 			t.Errorf("%s: got %q set=%v", tc.in, r.B, r.Set)
 		}
+	}
+}
+
+func TestGrokSignal(t *testing.T) {
+	for in, want := range map[string]string{
+		"signal 9":          "SIGKILL",
+		"Signal 15":         "SIGTERM",
+		"killed (signal 9)": "SIGKILL",
+		"SIGKILL":           "SIGKILL",
+		"KILL":              "SIGKILL",
+		"9":                 "SIGKILL",
+		"":                  "",
+		"null":              "",
+		"killed":            "",
+		"done":              "",
+	} {
+		assert.Equal(t, want, grokSignal(in), "grokSignal(%q)", in)
+	}
+}
+
+// TestGrokTaskCompleted: the end of a command Grok moved to the
+// background comes as an `_x.ai/` notification naming the call by its
+// task id; it is that command's real result.
+func TestGrokTaskCompleted(t *testing.T) {
+	d, ok := Lookup("grok")
+	require.True(t, ok)
+	task := func(method, snapshot string) string {
+		return `{"jsonrpc":"2.0","method":"` + method + `","params":{"sessionId":"s","update":{"sessionUpdate":"task_completed","task_snapshot":` + snapshot + `,"will_wake":true}}}`
+	}
+	for _, tc := range []struct {
+		name, msg string
+		want      []accum.Observation
+	}{{
+		name: "live notification: exit code and the whole output",
+		msg:  task("_x.ai/task_completed", `{"task_id":"call_t","command":"echo start; sleep 6; echo finished-late","output":"start\nfinished-late\n","truncated":false,"output_total_bytes":20,"exit_code":0,"signal":null,"completed":true,"is_backgrounded":true}`),
+		want: []accum.Observation{{ToolCallID: "call_t", Exit: ex(0, accum.ExitStructured, false),
+			Texts: []accum.Text{txt(accum.Combined, accum.Final, "start\nfinished-late\n")}}},
+	}, {
+		name: "replayed under _x.ai/session/update; killed by a signal",
+		msg:  task("_x.ai/session/update", `{"task_id":"call_t","output":"x\n","exit_code":-1,"signal":"signal 9","completed":true}`),
+		want: []accum.Observation{{ToolCallID: "call_t", Signal: "SIGKILL",
+			Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}}},
+	}, {
+		name: "truncated output: the tail after the marker, of the stated size",
+		msg:  task("_x.ai/task_completed", `{"task_id":"call_t","output":"1\n\n\n... (output truncated) ...\n\n9\n","truncated":true,"output_total_bytes":5000,"exit_code":0,"completed":true}`),
+		want: []accum.Observation{{ToolCallID: "call_t", Exit: ex(0, accum.ExitStructured, false),
+			Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "9\n", Truncated: true, TotalBytes: 5000}}}},
+	}, {
+		name: "not completed: nothing",
+		msg:  task("_x.ai/task_completed", `{"task_id":"call_t","exit_code":0,"completed":false}`),
+	}, {
+		name: "other task notifications: nothing",
+		msg:  `{"jsonrpc":"2.0","method":"_x.ai/task_backgrounded","params":{"sessionId":"s","update":{"sessionUpdate":"task_backgrounded","tool_call_id":"call_t","task_id":"call_t"}}}`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Read(d, []byte(tc.msg))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, f.Observations)
+			assert.Equal(t, "grok", f.Sign)
+		})
+	}
+}
+
+// TestGrokDetectedBySign: Grok Build 1.0.41 sends no agentInfo; its
+// initialize result offers the xai.api_key auth method and it sends _x.ai/
+// notifications.
+func TestGrokDetectedBySign(t *testing.T) {
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true},"authMethods":[{"id":"xai.api_key","name":"xai.api_key"},{"id":"grok.com","name":"Grok"}]}}`,
+		`{"jsonrpc":"2.0","method":"_x.ai/mcp/servers_updated","params":{"mcpServers":[]}}`,
+	} {
+		f, err := Read(Generic(), []byte(msg))
+		require.NoError(t, err)
+		assert.Equal(t, "grok", f.Sign, msg)
 	}
 }

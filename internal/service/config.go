@@ -97,7 +97,7 @@ func (c Config) limits() []normalize.Option {
 		normalize.WithTombstones(c.Tombstones),
 		normalize.WithMemoryBudget(c.MemoryBudget),
 		normalize.WithSessionMemory(c.SessionMemory),
-		normalize.WithStore(c.Store),
+		normalize.WithStore(countTrips(c.Store)),
 	}
 }
 

@@ -37,6 +37,7 @@ var errDraining = status.Error(codes.Unavailable, "acpnormd is shutting down; re
 func (s *Service) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
+	ctx, counts := withStreamStats(ctx)
 	s.sessions.m.openStreams.Inc()
 	defer s.sessions.m.openStreams.Dec()
 
@@ -45,9 +46,10 @@ func (s *Service) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 	stalled := make(chan struct{})
 	go func() {
 		defer close(sent)
-		s.sendLoop(ctx, cancel, stalled, stream, out)
+		s.sendLoop(ctx, cancel, stalled, stream, out, counts)
 	}()
 	applied, err := s.recvLoop(ctx, stream, out)
+	defer counts.annotate(stream.Context(), applied)
 	close(out)
 	if err != nil && err != errDraining {
 		cancel(err)
@@ -93,7 +95,7 @@ func (s *Service) endCause(ctx context.Context) error {
 // sendLoop sends the queued responses until the queue is closed and empty
 // or the stream ends. A Send that does not finish within SendTimeout (the
 // client stopped reading) ends the stream, as does a failed Send.
-func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, stalled chan<- struct{}, stream pb.NormalizerService_NormalizeServer, out <-chan *pb.NormalizeResponse) {
+func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, stalled chan<- struct{}, stream pb.NormalizerService_NormalizeServer, out <-chan *pb.NormalizeResponse, counts *streamStats) {
 	stall := time.AfterFunc(time.Hour, func() {
 		s.sessions.m.streamRefused("send_stalled")
 		cancel(errStalled(s.cfg.SendTimeout))
@@ -116,6 +118,7 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 				cancel(err)
 				return
 			}
+			counts.sent(r)
 		case <-ctx.Done():
 			return
 		}
@@ -130,6 +133,10 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 // stops: requests still in flight are not applied, and the trailer's count
 // tells the client which ones were.
 func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_NormalizeServer, out chan<- *pb.NormalizeResponse) (uint64, error) {
+	counts, _ := ctx.Value(streamStatsKey{}).(*streamStats)
+	if counts == nil {
+		counts = &streamStats{}
+	}
 	// The reader starts reading each frame (see readAhead) before it
 	// queues the request, so frames of one stream are read in parallel
 	// while the loop applies them in the order they came. It closes in
@@ -149,6 +156,9 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			if err != nil {
 				readErr = err
 				return
+			}
+			if req.GetFrame() != nil {
+				counts.frames.Add(1)
 			}
 			p := ahead.start(ctx, req)
 			if p == nil {

@@ -22,6 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 )
 
@@ -47,6 +48,12 @@ type ServerOptions struct {
 	// Token, when set, is the bearer token every call must carry in its
 	// "authorization: Bearer <token>" metadata, except health checks.
 	Token *Token
+	// StatsHandler, when set, observes every RPC (OpenTelemetry's
+	// otelgrpc handler: a span per unary call and per stream, and the RPC
+	// metrics). A Normalize stream's span gets the stream's counts as
+	// attributes when it ends (frames, revisions, frame errors, store
+	// round trips).
+	StatsHandler stats.Handler
 }
 
 // DefaultServerOptions returns the transport settings used by default.
@@ -108,6 +115,9 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	}
 	if opts.MaxStreams > 0 {
 		gopts = append(gopts, grpc.MaxConcurrentStreams(uint32(min(opts.MaxStreams, math.MaxUint32))))
+	}
+	if opts.StatsHandler != nil {
+		gopts = append(gopts, grpc.StatsHandler(opts.StatsHandler))
 	}
 	if opts.TLS != nil {
 		gopts = append(gopts, grpc.Creds(countHandshakes{credentials.NewTLS(opts.TLS), svc.sessions.m}))

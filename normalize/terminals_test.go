@@ -1,0 +1,284 @@
+package normalize_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Frames of client-owned terminals (ACP v1 terminal/*), as a generic
+// agent and its client send them.
+
+func tcOpen(id, cmd string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call","toolCallId":%q,"title":"Run it","kind":"execute","status":"pending","rawInput":{"command":%q}}}}`, id, cmd)
+}
+
+func tcNames(id, term, status string) string {
+	st := ""
+	if status != "" {
+		st = fmt.Sprintf(`,"status":%q`, status)
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call_update","toolCallId":%q%s,"content":[{"type":"terminal","terminalId":%q}]}}}`, id, st, term)
+}
+
+func tcStatus(id, status string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q}}}`, id, status)
+}
+
+func tcCreate(n int, params string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"terminal/create","params":{"sessionId":"S",%s}}`, n, params)
+}
+
+func tcReq(n int, method, term string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"sessionId":"S","terminalId":%q}}`, n, method, term)
+}
+
+func tcResult(n int, result string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, n, result)
+}
+
+func tcOutput(n int, out string, truncated bool, exit string) string {
+	ex := ""
+	if exit != "" {
+		ex = `,"exitStatus":` + exit
+	}
+	return tcResult(n, fmt.Sprintf(`{"output":%q,"truncated":%v%s}`, out, truncated, ex))
+}
+
+// termFinal is what a call ended as.
+type termFinal struct {
+	command, cwd, outcome, output string
+	exit                          string // "nil" when unknown
+	signal                        string
+	truncated                     bool
+	revisions                     uint32
+}
+
+func (f termFinal) String() string {
+	return fmt.Sprintf("%q cwd=%q %s exit=%s signal=%q output=%q truncated=%v (%d revisions)", f.command, f.cwd, f.outcome, f.exit, f.signal, f.output, f.truncated, f.revisions)
+}
+
+// feedTerms feeds frames to the Normalizers in turn (one session) and
+// returns each call's final state, the revisions of every call numbered
+// without gap, and the FrameErrors.
+func feedTerms(t *testing.T, frames []string, replicas ...*normalize.Normalizer) (map[string]termFinal, []*normalize.FrameError) {
+	t.Helper()
+	out := map[string]string{}
+	last := map[string]*normalize.ShellExec{}
+	var errs []*normalize.FrameError
+	emit := normalize.WithEmit(func(ev normalize.Event) error {
+		if ev.Error != nil {
+			errs = append(errs, ev.Error)
+			return nil
+		}
+		x := ev.ShellExec
+		prev := uint32(0)
+		if p := last[x.ToolCallID]; p != nil {
+			prev = p.Revision
+		}
+		assert.Equal(t, prev+1, x.Revision, "revision of %s", x.ToolCallID)
+		last[x.ToolCallID] = x
+		out[x.ToolCallID] = x.Output.Apply(out[x.ToolCallID])
+		return nil
+	})
+	for i, f := range frames {
+		_, err := replicas[i%len(replicas)].Feed("s", []byte(f), normalize.WithSequence(uint64(i+1)), emit)
+		require.NoError(t, err, "frame %d", i+1)
+	}
+	_, err := replicas[len(frames)%len(replicas)].CloseSession("s", emit)
+	require.NoError(t, err)
+	got := map[string]termFinal{}
+	for id, x := range last {
+		exit := "nil"
+		if x.ExitCode != nil {
+			exit = fmt.Sprint(*x.ExitCode)
+		}
+		got[id] = termFinal{command: x.Command, cwd: x.Cwd, outcome: x.Outcome.String(), output: out[id], exit: exit, signal: x.Signal,
+			truncated: x.Output != nil && x.Output.Truncated, revisions: x.Revision}
+	}
+	return got, errs
+}
+
+func TestClientTerminals(t *testing.T) {
+	const create = `"command":"printf","args":["a\\nb\\n","it's"],"cwd":"/w/app","outputByteLimit":1000`
+	const line = `printf 'a\nb\n' 'it'\''s'`
+	cases := []struct {
+		name   string
+		frames []string
+		want   map[string]termFinal
+		errs   int
+	}{{
+		name: "the create comes first; output and exit arrive before the call names the terminal",
+		frames: []string{
+			tcOpen("c1", "printf a b"),
+			tcCreate(7, create), tcResult(7, `{"terminalId":"t1"}`),
+			tcReq(8, "terminal/output", "t1"), tcOutput(8, "a\n", false, ""),
+			tcReq(9, "terminal/output", "t1"), tcOutput(9, "a\nb\n", false, `{"exitCode":3,"signal":null}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(10, "terminal/kill", "t1"), tcResult(10, `{}`),
+			tcReq(11, "terminal/release", "t1"), tcResult(11, `{}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: line, cwd: "/w/app", outcome: "FAILED", exit: "3", output: "a\nb\n"}},
+	}, {
+		name: "the call names the terminal first; output snapshots replace; wait_for_exit gives exit 0",
+		frames: []string{
+			tcOpen("c1", "ls"),
+			tcCreate(1, `"command":"ls"`),
+			tcNames("c1", "t1", "in_progress"),
+			tcResult(1, `{"terminalId":"t1"}`),
+			tcReq(2, "terminal/output", "t1"), tcOutput(2, "x\n", false, ""),
+			tcReq(3, "terminal/output", "t1"), tcOutput(3, "x\ny\n", false, ""),
+			tcReq(4, "terminal/wait_for_exit", "t1"), tcResult(4, `{"exitCode":0,"signal":null}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "ls", outcome: "SUCCEEDED", exit: "0", output: "x\ny\n"}},
+	}, {
+		name: "a signal in the wait result; the client cut the output's beginning",
+		frames: []string{
+			tcOpen("c1", "yes"),
+			tcCreate(1, `"command":"yes","outputByteLimit":4`), tcResult(1, `{"terminalId":"t9"}`),
+			tcNames("c1", "t9", "in_progress"),
+			tcReq(2, "terminal/kill", "t9"), tcResult(2, `{}`),
+			tcReq(3, "terminal/wait_for_exit", "t9"), tcResult(3, `{"exitCode":null,"signal":"SIGKILL"}`),
+			tcReq(4, "terminal/output", "t9"), tcOutput(4, "y\ny\n", true, `{"exitCode":null,"signal":"SIGKILL"}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "yes", outcome: "FAILED", exit: "nil", signal: "SIGKILL", output: "y\ny\n", truncated: true}},
+	}, {
+		name: "a kill after the exit is known changes nothing",
+		frames: []string{
+			tcOpen("c1", "true"),
+			tcCreate(1, `"command":"true"`), tcResult(1, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(2, "terminal/output", "t1"), tcOutput(2, "", false, `{"exitCode":0,"signal":null}`),
+			tcReq(3, "terminal/kill", "t1"), tcResult(3, `{}`),
+			tcReq(4, "terminal/wait_for_exit", "t1"), tcResult(4, `{"exitCode":null,"signal":"SIGKILL"}`),
+			tcReq(5, "terminal/release", "t1"), tcResult(5, `{}`),
+			tcStatus("c1", "failed"),
+		},
+		want: map[string]termFinal{"c1": {command: "true", outcome: "SUCCEEDED", exit: "0"}},
+	}, {
+		name: "a kill before the exit is known, with no exit status after it, is not a signal",
+		frames: []string{
+			tcOpen("c1", "sleep 9"),
+			tcCreate(1, `"command":"sleep 9"`), tcResult(1, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(2, "terminal/kill", "t1"), tcResult(2, `{}`),
+			tcReq(3, "terminal/release", "t1"), tcResult(3, `{}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "sleep 9", outcome: "UNKNOWN", exit: "nil"}},
+	}, {
+		name: "a create the client could not run: the open call running that command failed",
+		frames: []string{
+			tcOpen("c1", "nosuch"),
+			tcCreate(1, `"command":"nosuch"`), `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"spawn nosuch ENOENT"}}`,
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "nosuch", outcome: "FAILED", exit: "nil"}},
+	}, {
+		name: "a terminal id no create named changes nothing",
+		frames: []string{
+			tcOpen("c1", "ls"),
+			tcNames("c1", "4b9a-uuid", "in_progress"),
+			tcReq(2, "terminal/output", "4b9a-uuid"), tcOutput(2, "stray\n", false, `{"exitCode":1}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "ls", outcome: "UNKNOWN", exit: "nil"}},
+	}, {
+		name: "the client's own requests share the id space: a prompt result never answers a terminal request",
+		frames: []string{
+			`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}`,
+			tcOpen("c1", "echo hi"),
+			tcCreate(4, `"command":"echo hi"`),
+			tcResult(4, `{"stopReason":"end_turn"}`),
+			tcResult(4, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", ""),
+			tcReq(5, "terminal/output", "t1"), tcOutput(5, "hi\n", false, `{"exitCode":0}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "echo hi", outcome: "SUCCEEDED", exit: "0", output: "hi\n"}},
+	}, {
+		name: "output that starts like an echo of the command is the command's own",
+		frames: []string{
+			tcOpen("c1", "echo x"),
+			tcCreate(1, `"command":"echo x"`), tcResult(1, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(2, "terminal/output", "t1"), tcOutput(2, "$ echo x\nx\n", false, `{"exitCode":0}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "echo x", outcome: "SUCCEEDED", exit: "0", output: "$ echo x\nx\n"}},
+	}}
+	for _, tc := range cases {
+		for _, mode := range []string{"memory", "store"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				replicas := []*normalize.Normalizer{normalize.New()}
+				if mode == "store" {
+					st := store.NewMemory()
+					replicas = []*normalize.Normalizer{normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))}
+				}
+				got, errs := feedTerms(t, tc.frames, replicas...)
+				assert.Len(t, errs, tc.errs, "frame errors: %v", errs)
+				require.Len(t, got, len(tc.want))
+				for id, w := range tc.want {
+					g := got[id]
+					g.revisions, w.revisions = 0, 0
+					assert.Equal(t, w.String(), g.String(), "call %s", id)
+				}
+			})
+		}
+	}
+}
+
+// A client that never answers the agent's terminal requests does not make
+// the session hold more of them than its bound: the oldest are forgotten,
+// each with a FrameError.
+func TestClientTerminalRequestsBounded(t *testing.T) {
+	n := normalize.New(normalize.WithMaxCallsPerSession(2))
+	feed := func(f string) error {
+		_, err := n.Feed("s", []byte(f))
+		return err
+	}
+	require.NoError(t, feed(tcCreate(1, `"command":"ls"`)))
+	require.NoError(t, feed(tcResult(1, `{"terminalId":"t1"}`)))
+	forgotten := 0
+	for i := range 20 {
+		err := feed(tcReq(100+i, "terminal/output", "t1"))
+		var fe *normalize.FrameError
+		if errors.As(err, &fe) {
+			assert.Equal(t, normalize.ResourceExhausted, fe.Code)
+			assert.Contains(t, fe.Message, "forgotten")
+			forgotten++
+		}
+	}
+	assert.Equal(t, 12, forgotten, "8 requests (4 per call) are kept, the 12 before them forgotten")
+	// The newest are still answered.
+	require.NoError(t, feed(tcOpen("c1", "ls")))
+	require.NoError(t, feed(tcNames("c1", "t1", "in_progress")))
+	execs, err := n.Feed("s", []byte(tcOutput(119, "out\n", false, `{"exitCode":0}`)))
+	require.NoError(t, err)
+	require.NotEmpty(t, execs)
+	assert.Equal(t, "out\n", execs[len(execs)-1].Output.Apply(""))
+}
+
+// The command a client terminal ran beats what the tool call's title or
+// rawInput say, whichever comes first.
+func TestClientTerminalCommandBeatsRawInput(t *testing.T) {
+	frames := []string{
+		tcCreate(1, `"command":"bash","args":["-c","ls -la"]`), tcResult(1, `{"terminalId":"t1"}`),
+		tcNames("c1", "t1", "in_progress"),
+		tcOpen("c1", "ls"),
+		tcStatus("c1", "completed"),
+	}
+	got, errs := feedTerms(t, frames, normalize.New())
+	assert.Empty(t, errs)
+	assert.Equal(t, "bash -c 'ls -la'", got["c1"].command)
+	assert.True(t, strings.HasPrefix(got["c1"].outcome, "UNKNOWN"))
+}

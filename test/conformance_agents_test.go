@@ -454,3 +454,76 @@ func TestConformanceGrokAsItConnects(t *testing.T) {
 		want: []wantExec{{id: "g1", command: "rm -f notes.txt", cwd: "/w", desc: "Remove", outcome: cancelled}},
 	}})
 }
+
+// ---------------------------------------------------------------- docker-agent
+
+// docker-agent (ex-cagent) is not on npm or the Go proxy: these traces
+// follow the field guide (section 2d) and its sources. The ask comes
+// before the tool_call; both are titled "Shell"; the final is one
+// `completed` update whose content and rawOutput.content are the tool's
+// result text.
+const dockerAgentName = "docker agent"
+
+func daAsk(n int, id, cmd string) string {
+	return ask(n, fmt.Sprintf(`{"toolCallId":%q,"title":"Shell","kind":"execute","status":"pending","rawInput":{"cmd":%s,"cwd":"."}}`, id, js(cmd)))
+}
+
+func daOpen(id, cmd string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":"Shell","kind":"execute","status":"pending","rawInput":{"cmd":%s,"cwd":"."}}`, id, js(cmd)))
+}
+
+func daFinal(id, result string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"content":%s}}`, id, js(result), js(result)))
+}
+
+func TestConformanceDockerAgent(t *testing.T) {
+	run := func(n int, id, cmd, result string) []string {
+		return []string{daAsk(n, id, cmd), answer(n, "allow"), daOpen(id, cmd), daFinal(id, result)}
+	}
+	runConformance(t, []cs{{
+		name: "success_is_the_output_alone", agent: dockerAgentName, dialect: "docker-agent",
+		frames: run(120, "d1", "ls", "alpha.txt\nbeta.md\ngamma.go\nnotes.txt"),
+		want:   []wantExec{{id: "d1", command: "ls", cwd: "/w", outcome: succeeded, output: "alpha.txt\nbeta.md\ngamma.go\nnotes.txt"}},
+	}, {
+		name: "exit_status_is_the_exit_code_and_not_output", agent: dockerAgentName,
+		frames: run(121, "d2", "ls /nonexistent-dir-xyz", "Error executing command: exit status 2\nOutput: ls: cannot access '/nonexistent-dir-xyz': No such file or directory"),
+		want:   []wantExec{{id: "d2", command: "ls /nonexistent-dir-xyz", cwd: "/w", outcome: failed, exit: code(2), output: "ls: cannot access '/nonexistent-dir-xyz': No such file or directory"}},
+	}, {
+		name: "exit_3_with_two_lines", agent: dockerAgentName,
+		frames: run(122, "d3", `printf 'a\nb\n'; exit 3`, "Error executing command: exit status 3\nOutput: a\nb"),
+		want:   []wantExec{{id: "d3", command: `printf 'a\nb\n'; exit 3`, cwd: "/w", outcome: failed, exit: code(3), output: "a\nb"}},
+	}, {
+		name: "signal_killed_is_sigkill", agent: dockerAgentName,
+		frames: run(123, "d4", "echo before-kill; kill -9 $$", "Error executing command: signal: killed\nOutput: before-kill"),
+		want:   []wantExec{{id: "d4", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, signal: "SIGKILL", output: "before-kill"}},
+	}, {
+		name: "timeout", agent: dockerAgentName,
+		frames: run(124, "d5", "echo start; sleep 6; echo finished-late", "Command timed out after 2s\nOutput: start"),
+		want:   []wantExec{{id: "d5", command: "echo start; sleep 6; echo finished-late", cwd: "/w", outcome: failed, timedOut: true, output: "start"}},
+	}, {
+		name: "rejected_ask_no_tool_call", agent: dockerAgentName,
+		frames: []string{daAsk(125, "d6", "rm -f notes.txt && echo removed"), answer(125, "reject"), daFinal("d6", "The user rejected the tool call.")},
+		want:   []wantExec{{id: "d6", command: "rm -f notes.txt && echo removed", cwd: "/w", outcome: cancelled}},
+	}, {
+		name: "cancelled_while_running", agent: dockerAgentName,
+		frames: []string{daAsk(126, "d7", "for i in 1 2 3; do echo tick$i; sleep 1; done"), answer(126, "allow"), daOpen("d7", "for i in 1 2 3; do echo tick$i; sleep 1; done"),
+			`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}`, daFinal("d7", "Command cancelled")},
+		want: []wantExec{{id: "d7", command: "for i in 1 2 3; do echo tick$i; sleep 1; done", cwd: "/w", outcome: cancelled}},
+	}, {
+		name: "big_output_head_marked_truncated", agent: dockerAgentName,
+		frames: run(127, "d8", "seq 1 60000", lines("", 1, 5000)[:30000]+"\n\n[Output truncated: exceeded 30,000 character limit]"),
+		want:   []wantExec{{id: "d8", command: "seq 1 60000", cwd: "/w", outcome: succeeded, output: lines("", 1, 5000)[:30000], trunc: true}},
+	}, {
+		// Without agentInfo: the ask reads as generic (its title stands
+		// for the command), the tool_call's shape names docker-agent, and
+		// rawInput.cmd replaces the title.
+		name: "anonymous_detected_by_its_tool_call_shape", init: anonymousInit,
+		frames: run(128, "d9", "ls /x", "Error executing command: exit status 2\nOutput: ls: /x: No such file"),
+		want: []wantExec{{id: "d9", command: "ls /x", cwd: "/w", outcome: failed, exit: code(2), output: "ls: /x: No such file",
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if x.GetDialect() != "docker-agent" {
+					t.Errorf("dialect %q, want docker-agent", x.GetDialect())
+				}
+			}}},
+	}})
+}

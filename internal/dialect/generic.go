@@ -38,6 +38,9 @@ type ShellInput struct {
 	Command     CommandLine `json:"command"`
 	Cwd         Str         `json:"cwd"`
 	Description Str         `json:"description"`
+	// Cmd is `rawInput.cmd`; the generic reading does not take it for the
+	// command, it is only a sign (see the docker-agent dialect's ShapeRule).
+	Cmd CommandLine `json:"cmd"`
 }
 
 // OutputMetadata is `rawOutput.metadata` as some agents send it.

@@ -1,0 +1,251 @@
+package dialect
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// dockerAgent reads docker-agent (Docker's agent runtime, formerly
+// cagent; `docker agent` / `cagent` with the `acp` command), tool `shell`.
+// Its `agentInfo.name` is "docker agent" (older builds: "cagent").
+//
+// What it sends (from the field guide and its sources), and what it means
+// here:
+//   - The permission ask comes BEFORE the `tool_call`, under the same id
+//     (the session opens the call from the ask). Both are titled "Shell"
+//     (the tool's title, never the command), kind `execute`, status
+//     `pending`, `rawInput {cmd, cwd?, timeout? (s), description?}`. The
+//     command is `rawInput.cmd` (the tool also accepts `command` for it);
+//     the cwd is `rawInput.cwd` ("." or relative: the session resolves it
+//     against its cwd).
+//   - No live output. One final update, `completed` for every outcome
+//     (newer builds: `failed` for a tool error), whose content text and
+//     `rawOutput.content` are the tool's result text, stdout and stderr
+//     merged and trimmed of surrounding white space:
+//   - exit 0: the output itself (`<no output>` when there was none). The
+//     tool adds no prefix only when the command exited 0, which is read as
+//     a documented proof of success (Succeeded); no exit code is stated.
+//   - `Error executing command: exit status N\nOutput: <output>`: exit N,
+//     and only what follows `Output:` is output.
+//   - `Error executing command: signal: killed\nOutput: ...`: the
+//     command was killed by a signal (Go's names: killed → SIGKILL,
+//     terminated → SIGTERM, ...), exit unknown.
+//   - `Command timed out after 2s\nOutput: ...`: the tool killed it at its
+//     timeout: TimedOut.
+//   - `Command cancelled`: the user's cancel stopped it: Cancelled, no
+//     output; so are "The user rejected the tool call." (a rejected ask,
+//     maybe with " Reason: ..."), "The tool call was canceled by the user."
+//     and "Tool call interrupted before a result was available ...".
+//   - "Error starting command: ..." and other "Error: ..." texts of the
+//     tool: Failed, not output.
+//   - a trailing "\n\n[Output truncated: exceeded 30,000 character
+//     limit]": the output is only its head (Truncated, a Head).
+//   - The `run_background_job` tool ("Background Job") starts a command in
+//     the background and answers "Background job started with ID: ...":
+//     Background, no output, exit unknown. Its other tools (list, view,
+//     stop background jobs) are not shell commands.
+type dockerAgent struct{}
+
+func init() { register(dockerAgent{}) }
+
+func (dockerAgent) Info() Info {
+	return Info{
+		Name:               "docker-agent",
+		AgentNames:         []string{"docker agent", "docker-agent", "cagent"},
+		ShapeRule:          `an opening tool_call of kind execute titled exactly "Shell" whose rawInput holds the command under "cmd" (no "command"), with no terminal content or _meta`,
+		Summary:            "docker-agent (ex-cagent) shell tool: title \"Shell\", command from rawInput.cmd, one final result text: Error executing command: exit status N / signal: X, Command timed out after D, Output: section as the output.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// dockerShellTitle and dockerBackgroundTitle are the titles of the shell
+// tools; neither is a command.
+const (
+	dockerShellTitle      = "Shell"
+	dockerBackgroundTitle = "Background Job"
+)
+
+// dockerInput is the shell tools' `rawInput`.
+type dockerInput struct {
+	Cmd         CommandLine `json:"cmd"`
+	Command     CommandLine `json:"command"`
+	Cwd         Str         `json:"cwd"`
+	Description Str         `json:"description"`
+}
+
+// dockerOutput is the final `rawOutput`: {"content": <result text>}.
+type dockerOutput struct {
+	Content Str `json:"content"`
+}
+
+// dockerCall is a tool call frame of docker-agent.
+type dockerCall struct {
+	ToolCall
+	RawInput  *dockerInput  `json:"rawInput"`
+	RawOutput *dockerOutput `json:"rawOutput"`
+}
+
+func (dockerAgent) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeDocker, askDocker)
+}
+
+func observeDocker(u *dockerCall) []accum.Observation {
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil
+	}
+	o := u.Base()
+	dockerInputs(&o, u)
+	if o.Shell == accum.ShellNo || !o.Status.Ended() {
+		// No live output; the content of earlier frames is not output.
+		return []accum.Observation{o}
+	}
+	text, ok := "", false
+	if out := u.RawOutput; out != nil && out.Content.Set {
+		text, ok = out.Content.S, true
+	} else {
+		text, ok = u.Texts()
+	}
+	if ok {
+		dockerResult(&o, text)
+	}
+	return []accum.Observation{o}
+}
+
+func askDocker(u *dockerCall) accum.Observation {
+	o := u.askBase()
+	dockerInputs(&o, u)
+	o.ApprovalReason = u.askReason()
+	return o
+}
+
+// dockerInputs reads shell-ness, command, cwd and description. A frame
+// with a title is a shell call only under a shell tool's title or with a
+// `cmd`; a kind of execute alone (docker-agent gives it to every `run_*`
+// and `exec_*` tool) does not make one.
+func dockerInputs(o *accum.Observation, u *dockerCall) {
+	in := u.RawInput
+	hasCmd := in != nil && (in.Cmd.Line != "" || in.Command.Line != "")
+	if u.Title != nil {
+		switch t := strings.TrimSpace(*u.Title); {
+		case t == dockerBackgroundTitle:
+			o.Shell, o.Background = accum.ShellYes, true
+		case t == dockerShellTitle || hasCmd && (u.Kind == nil || *u.Kind == "execute"):
+			o.Shell = accum.ShellYes
+		default:
+			o.Shell = accum.ShellNo
+		}
+	} else if o.Shell == accum.ShellYes && !hasCmd && u.TerminalContent() == "" {
+		o.Shell = accum.ShellUnknown // a kind without a title names no tool
+	}
+	if in == nil {
+		return
+	}
+	switch {
+	case strings.TrimSpace(in.Cmd.Line) != "":
+		o.Command = in.Cmd.Line
+	case in.Command.Line != "":
+		o.Command = in.Command.Line
+	}
+	if in.Cwd.Set && in.Cwd.S != "" {
+		o.Cwd = in.Cwd.S
+	}
+	if in.Description.Set {
+		o.Description = in.Description.S
+	}
+}
+
+var (
+	// dockerExecError and dockerTimedOut are the tool's reports; what
+	// follows their "Output:" line is the output.
+	dockerExecError = regexp.MustCompile(`(?s)^Error executing command: ([^\n]*)\nOutput:(?: |$)(.*)$`)
+	dockerTimedOut  = regexp.MustCompile(`(?s)^Command timed out after ([^\n]*)\nOutput:(?: |$)(.*)$`)
+	dockerExitText  = regexp.MustCompile(`^exit status (-?\d+)$`)
+	dockerSignal    = regexp.MustCompile(`^signal: ([^(]+?)(?: \(core dumped\))?$`)
+	dockerTruncated = regexp.MustCompile(`(?:\n\n)?\[Output truncated: exceeded [^\]\n]*\]\s*$`)
+	// dockerStopped are the texts that say the user stopped the call:
+	// a cancel, a rejected ask, an interrupted turn.
+	dockerStopped = regexp.MustCompile(`(?s)^(?:Command cancelled|The user rejected the tool call\..*|The tool call was cancell?ed by the user\.?|Tool call interrupted before a result was available\b.*)$`)
+	// dockerToolError are the tool's own errors: nothing ran.
+	dockerToolError = regexp.MustCompile(`^(?:Error starting (?:background )?command: |Error creating process group: |Error: missing or empty "cmd" parameter)`)
+)
+
+// dockerSignals maps Go's signal descriptions (as os.ProcessState writes
+// "signal: killed") to names.
+var dockerSignals = map[string]string{
+	"hangup": "SIGHUP", "interrupt": "SIGINT", "quit": "SIGQUIT", "illegal instruction": "SIGILL",
+	"trace/breakpoint trap": "SIGTRAP", "aborted": "SIGABRT", "bus error": "SIGBUS",
+	"floating point exception": "SIGFPE", "killed": "SIGKILL", "user defined signal 1": "SIGUSR1",
+	"segmentation fault": "SIGSEGV", "user defined signal 2": "SIGUSR2", "broken pipe": "SIGPIPE",
+	"alarm clock": "SIGALRM", "terminated": "SIGTERM",
+}
+
+// dockerResult reads the tool's result text of a final frame.
+func dockerResult(o *accum.Observation, text string) {
+	t := strings.TrimSpace(text)
+	switch {
+	case dockerStopped.MatchString(t):
+		o.Cancelled, o.CancelNotice = true, notice(t)
+		return
+	case strings.HasPrefix(t, "Background job started with ID: "):
+		o.Background = true
+		return
+	case dockerToolError.MatchString(t):
+		o.Failed = true
+		return
+	}
+	body := t
+	if m := dockerTimedOut.FindStringSubmatch(t); m != nil {
+		o.TimedOut = true
+		body = m[2]
+	} else if m := dockerExecError.FindStringSubmatch(t); m != nil {
+		body = m[2]
+		why := strings.TrimSpace(m[1])
+		if e := dockerExitText.FindStringSubmatch(why); e != nil {
+			if c := CodeFromString(e[1]); c.Known {
+				o.Exit = c.Exit(accum.ExitText, true)
+			}
+		} else if s := dockerSignal.FindStringSubmatch(why); s != nil {
+			if name, ok := dockerSignals[strings.TrimSpace(s[1])]; ok {
+				o.Signal = name
+			} else if sig := grokSignal(strings.TrimSpace(s[1])); sig != "" {
+				o.Signal = sig // "signal 35"
+			} else {
+				o.Verdict = accum.VerdictFailed
+			}
+		} else {
+			o.Failed = true
+		}
+	} else if o.Status == accum.StatusFailed {
+		// A tool error this dialect does not know: the text is the
+		// agent's, not output.
+		o.Failed = true
+		return
+	} else {
+		// The output alone: the tool wrote no report, so the command
+		// exited 0.
+		o.Succeeded = true
+	}
+	truncated := false
+	if loc := findFrom(dockerTruncated, body, "[Output truncated: "); loc != nil {
+		body, truncated = body[:loc[0]], true
+	}
+	if body == "<no output>" {
+		body = ""
+	}
+	if body == "" && !truncated {
+		return
+	}
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: body, Truncated: truncated, Head: truncated})
+}
+
+// matchesShape is docker-agent's ShapeRule, for a session that has not
+// seen its agentInfo: no other agent this package knows titles a shell
+// call "Shell" and passes the command as `cmd` (Qwen Code's "Shell" call
+// opens with an empty rawInput and a `_meta`).
+func (dockerAgent) matchesShape(u *shellUpdate) bool {
+	return u.SessionUpdate == "tool_call" && u.Kind != nil && *u.Kind == "execute" &&
+		u.Title != nil && *u.Title == dockerShellTitle && u.Meta == nil && u.TerminalContent() == "" &&
+		strings.TrimSpace(u.RawInput.Cmd.Line) != "" && u.RawInput.Command.Line == ""
+}

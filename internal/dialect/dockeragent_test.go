@@ -1,0 +1,168 @@
+package dialect
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// dockerFinal is docker-agent's final update: the tool's result text as
+// content and as rawOutput.content.
+func dockerFinal(status, result string) string {
+	return `{"sessionUpdate":"tool_call_update","toolCallId":"d1","status":"` + status + `","content":[{"type":"content","content":{"type":"text","text":` + quoteJSON(result) + `}}],"rawOutput":{"content":` + quoteJSON(result) + `}}`
+}
+
+func TestDockerAgentUpdate(t *testing.T) {
+	d, ok := Lookup("docker-agent")
+	require.True(t, ok)
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "tool_call: title Shell is not the command; rawInput.cmd is, with its cwd and description",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"d1","title":"Shell","kind":"execute","status":"pending","rawInput":{"cmd":"ls -la","cwd":"sub","timeout":2,"description":"List"}}`,
+			want:   []accum.Observation{{ToolCallID: "d1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls -la", Cwd: "sub", Description: "List"}},
+		},
+		{
+			name:   "the command alias the tool accepts",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"d1","title":"Shell","kind":"execute","status":"in_progress","rawInput":{"command":"make"}}`,
+			want:   []accum.Observation{{ToolCallID: "d1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusRunning, Command: "make"}},
+		},
+		{
+			name:   "exit 0: the output alone, proof of success, no exit code",
+			update: dockerFinal("completed", "alpha.txt\nbeta.md"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Succeeded: true,
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "alpha.txt\nbeta.md")}}},
+		},
+		{
+			name:   "exit 0 without output",
+			update: dockerFinal("completed", "<no output>"),
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Succeeded: true}},
+		},
+		{
+			name:   "Error executing command: exit status 2 is exit 2; only what follows Output: is output",
+			update: dockerFinal("completed", "Error executing command: exit status 2\nOutput: ls: cannot access '/nonexistent-dir-xyz': No such file or directory"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Exit: ex(2, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "ls: cannot access '/nonexistent-dir-xyz': No such file or directory")}}},
+		},
+		{
+			name:   "a nonzero exit without output (Output: trimmed to nothing)",
+			update: dockerFinal("completed", "Error executing command: exit status 3\nOutput:"),
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false)}},
+		},
+		{
+			name:   "multi-line output after Output: is kept whole, an Output: line inside it too",
+			update: dockerFinal("completed", "Error executing command: exit status 1\nOutput: a\nOutput: b\nc"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Exit: ex(1, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a\nOutput: b\nc")}}},
+		},
+		{
+			name:   "signal: killed is SIGKILL, exit unknown",
+			update: dockerFinal("completed", "Error executing command: signal: killed\nOutput: before-kill"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Signal: "SIGKILL",
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "before-kill")}}},
+		},
+		{
+			name:   "signal: segmentation fault (core dumped)",
+			update: dockerFinal("completed", "Error executing command: signal: segmentation fault (core dumped)\nOutput:"),
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Signal: "SIGSEGV"}},
+		},
+		{
+			name:   "Command timed out after 2s: timed out; the output before it is output",
+			update: dockerFinal("completed", "Command timed out after 2s\nOutput: start"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, TimedOut: true,
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "start")}}},
+		},
+		{
+			name:   "Command cancelled: cancelled, no output",
+			update: dockerFinal("completed", "Command cancelled"),
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Cancelled: true, CancelNotice: "Command cancelled"}},
+		},
+		{
+			name:   "a rejected ask",
+			update: dockerFinal("completed", "The user rejected the tool call. Reason: not now"),
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Cancelled: true, CancelNotice: "The user rejected the tool call. Reason: not now"}},
+		},
+		{
+			name:   "newer builds: failed for a rejection",
+			update: dockerFinal("failed", "The user rejected the tool call."),
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusFailed, Cancelled: true, CancelNotice: "The user rejected the tool call."}},
+		},
+		{
+			name:   "an interrupted turn",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"d1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"Tool call interrupted before a result was available; side effects may have occurred."}}]}`,
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusFailed, Cancelled: true, CancelNotice: "Tool call interrupted before a result was available; side effects may have occurred."}},
+		},
+		{
+			name:   "the tool could not start the command: failed, not output",
+			update: dockerFinal("failed", "Error starting command: fork/exec /bin/sh: no such file or directory"),
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusFailed, Failed: true}},
+		},
+		{
+			name:   "truncated: the head, marked",
+			update: dockerFinal("completed", "1\n2\n3\n\n[Output truncated: exceeded 30,000 character limit]"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Succeeded: true,
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n3", Truncated: true, Head: true}}}},
+		},
+		{
+			name:   "output that merely mentions the report's words is output",
+			update: dockerFinal("completed", "Command timed out after 2s (retrying)\nok"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Succeeded: true,
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "Command timed out after 2s (retrying)\nok")}}},
+		},
+		{
+			name:   "a background job: background, the notice is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"d1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Background job started with ID: job_1_1\nCommand: npm start\nWorking directory: ."}}],"rawOutput":{"content":"Background job started with ID: job_1_1\nCommand: npm start\nWorking directory: ."}}`,
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Background: true}},
+		},
+		{
+			name:   "the background tool's tool_call",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"d2","title":"Background Job","kind":"execute","status":"pending","rawInput":{"cmd":"npm start"}}`,
+			want:   []accum.Observation{{ToolCallID: "d2", Opens: true, Shell: accum.ShellYes, Background: true, Status: accum.StatusPending, Command: "npm start"}},
+		},
+		{
+			name:   "another execute tool (an MCP run_* tool) is not a shell",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"m1","title":"run_tests","kind":"execute","status":"pending","rawInput":{"suite":"all"}}`,
+			want:   []accum.Observation{{ToolCallID: "m1", Opens: true, Shell: accum.ShellNo, Status: accum.StatusPending}},
+		},
+		{
+			name:   "a live frame's content is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"d1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"List"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusRunning}},
+		},
+	})
+}
+
+func TestDockerAgentPermissionAndDetection(t *testing.T) {
+	d, ok := Lookup("docker-agent")
+	require.True(t, ok)
+	runObsCases(t, d, []obsCase{{
+		name: "the ask, before the tool_call: the command from rawInput.cmd",
+		ask:  `{"toolCallId":"d1","title":"Shell","kind":"execute","status":"pending","rawInput":{"cmd":"rm -f notes.txt && echo removed"}}`,
+		want: []accum.Observation{{ToolCallID: "d1", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "rm -f notes.txt && echo removed"}},
+	}})
+	for _, name := range []string{"docker agent", "Docker Agent", "cagent", "docker-agent"} {
+		assert.Equal(t, "docker-agent", Detect(name).Info().Name, name)
+	}
+	assert.Equal(t, GenericName, Detect("docker").Info().Name)
+
+	sign := func(update string) string {
+		f, err := Read(Generic(), []byte(upd(update)))
+		require.NoError(t, err)
+		return f.Sign
+	}
+	assert.Equal(t, "docker-agent", sign(`{"sessionUpdate":"tool_call","toolCallId":"d1","title":"Shell","kind":"execute","status":"pending","rawInput":{"cmd":"ls"}}`))
+	assert.Empty(t, sign(`{"sessionUpdate":"tool_call","toolCallId":"q1","title":"Shell","kind":"execute","status":"pending","rawInput":{},"_meta":{"toolName":"run_shell_command"}}`), "Qwen's Shell call")
+	assert.Empty(t, sign(`{"sessionUpdate":"tool_call","toolCallId":"d1","title":"Shell","kind":"execute","status":"pending","rawInput":{"command":"ls"}}`))
+	assert.Empty(t, sign(`{"sessionUpdate":"tool_call_update","toolCallId":"d1","title":"Shell","kind":"execute","rawInput":{"cmd":"ls"}}`))
+}
+
+// quoteJSON writes s as a JSON string.
+func quoteJSON(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,172 @@
+package dialect
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// droid reads Factory Droid (`droid exec --output-format acp-daemon`,
+// agentInfo.name "@factory/cli"), recorded at 0.215.0.
+//
+// What it sends, and what it means here:
+//   - `tool_call` kind `execute`, `pending`, title "`<cmd>` (low)": the
+//     command in backticks and a RISK LEVEL suffix, never the command
+//     itself. `rawInput {summary, command, riskLevelReason, riskLevel}`:
+//     the command from `command`, the description from `summary`; the
+//     title gives the command only when rawInput has none (backticks and
+//     the suffix removed, CommandFromTitle). A permission ask's approval
+//     reason is the risk level and its reason. One ask may cover two calls
+//     ("Allow both") and name only the last: the other call's own frames
+//     say how it ended.
+//   - WITHOUT a client terminal: terminal content with a uuid that no
+//     client created (it changes nothing), then a bare `completed` or
+//     `failed`, with no output and no exit code ever. `failed` (nonzero,
+//     signal or cancel) is FAILED with an unknown exit; `completed` is no
+//     evidence of exit 0 (a command killed at its timeout says completed):
+//     UNKNOWN.
+//   - WITH one (the client offered `terminal: true`): every command runs
+//     through the client's terminal/create, polled with terminal/output
+//     until its exitStatus, then killed and released; the core reads all
+//     of that (terminal.go), and the kill after the exit changes nothing.
+//   - A cancel: `failed`, then a SECOND `tool_call` for the same id (`kind:
+//     "other"`, `title: "Tool call"`, `rawInput: {}`) and another `failed`
+//     whose text (content and `rawOutput.text`) is "Error: Tool execution
+//     cancelled by user", also the rejection text. That second tool_call
+//     says nothing (kind other names no tool, its title is not a command),
+//     and the text is the cancel notice: CANCELLED, never output.
+//   - A session/load replay carries texts it never sent live: the output,
+//     "Error: Command failed (exit code: N)" and a trailing "[Process
+//     exited with code N]": exit N from those markers (text), which are
+//     not output.
+type droid struct{}
+
+func init() { register(droid{}) }
+
+func (droid) Info() Info {
+	return Info{
+		Name:               "droid",
+		AgentNames:         []string{"@factory/cli", "factory-droid", "droid"},
+		Summary:            "Factory Droid: command from rawInput (the title carries a risk suffix), no output or exit code unless the client owns the terminal, cancel notices kept out of output.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// droidInput is Droid's `rawInput` for its Execute tool.
+type droidInput struct {
+	Command         CommandLine `json:"command"`
+	Summary         Str         `json:"summary"`
+	RiskLevel       Str         `json:"riskLevel"`
+	RiskLevelReason Str         `json:"riskLevelReason"`
+}
+
+// droidCall is a tool call frame of Droid.
+type droidCall struct {
+	ToolCall
+	RawInput  droidInput `json:"rawInput"`
+	RawOutput struct {
+		Text Str `json:"text"`
+	} `json:"rawOutput"`
+	Meta *TerminalMeta `json:"_meta"`
+}
+
+func (droid) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeDroid, askDroid)
+}
+
+var (
+	// droidTitle is "`<cmd>` (<risk>)".
+	droidTitle = regexp.MustCompile("(?s)^`(.*)`(?: \\((?:low|medium|high|[a-z]+)\\))?$")
+	// droidCancel is its cancel and rejection notice.
+	droidCancel = regexp.MustCompile(`(?s)^Error: Tool execution (?:cancelled|canceled|rejected|denied) by (?:the )?user\b.*$`)
+	// droidFailed opens a failed command's replayed text.
+	droidFailed = regexp.MustCompile(`^Error: Command failed \(exit code: (-?\d+)\)\s*(?:\n|$)`)
+	// droidExited ends a replayed output.
+	droidExited = regexp.MustCompile(`\n*\[Process exited with code (-?\d+)\]\s*$`)
+)
+
+// droidBase reads what updates and asks share: the command, description
+// and whether it is a shell call.
+func droidBase(u *droidCall, o accum.Observation) accum.Observation {
+	in := &u.RawInput
+	switch {
+	case in.Command.Line != "":
+		o.Command = in.Command.Line
+		o.Shell = accum.ShellYes
+	case u.Kind != nil && *u.Kind == "execute" && u.Title != nil:
+		if m := droidTitle.FindStringSubmatch(strings.TrimSpace(*u.Title)); m != nil && strings.TrimSpace(m[1]) != "" {
+			o.Command, o.CommandFromTitle = m[1], true
+		}
+	}
+	if in.Summary.S != "" {
+		o.Description = in.Summary.S
+	}
+	return o
+}
+
+func observeDroid(u *droidCall) []accum.Observation {
+	switch u.SessionUpdate {
+	case "tool_call", "tool_call_update":
+	case "terminal_update", "terminal_output_chunk":
+		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
+			return []accum.Observation{o}
+		}
+		return nil
+	default:
+		return nil
+	}
+	o := droidBase(u, u.Base())
+	u.Meta.ApplyTerminalMeta(&o)
+	text, ok := u.Texts()
+	if !ok && u.RawOutput.Text.Set {
+		text, ok = u.RawOutput.Text.S, true
+	}
+	if ok && o.Shell != accum.ShellNo && !(o.Opens && !o.Status.Ended()) {
+		droidText(&o, text)
+	}
+	return []accum.Observation{o}
+}
+
+// droidText reads a text Droid sends where output goes: its cancel
+// notice, or (replays) output with exit markers.
+func droidText(o *accum.Observation, s string) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return
+	}
+	if droidCancel.MatchString(t) {
+		o.Cancelled, o.CancelNotice = true, notice(t)
+		return
+	}
+	if m := droidFailed.FindStringSubmatch(s); m != nil {
+		droidExit(o, m[1])
+		s = s[len(m[0]):]
+	}
+	if loc := findFrom(droidExited, s, "[Process exited with code "); loc != nil {
+		droidExit(o, s[loc[2]:loc[3]])
+		s = s[:loc[0]]
+	}
+	if s == "" || o.TerminalID != "" {
+		return // the client's terminal has the output
+	}
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: s})
+}
+
+func droidExit(o *accum.Observation, n string) {
+	if c := CodeFromString(n); c.Known {
+		o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
+	}
+}
+
+func askDroid(u *droidCall) accum.Observation {
+	o := droidBase(u, u.askBase())
+	o.ApprovalReason = u.askReason()
+	if o.ApprovalReason == "" && u.RawInput.RiskLevel.S != "" {
+		o.ApprovalReason = "risk level " + u.RawInput.RiskLevel.S
+		if r := strings.TrimSpace(u.RawInput.RiskLevelReason.S); r != "" {
+			o.ApprovalReason += ": " + r
+		}
+	}
+	return o
+}

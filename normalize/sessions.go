@@ -783,7 +783,7 @@ func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply)
 	for _, f := range []struct {
 		name string
 		v    *string
-	}{{"command", &o.Command}, {"cwd", &o.Cwd}, {"description", &o.Description}, {"approval reason", &o.ApprovalReason}, {"cancel notice", &o.CancelNotice}, {"signal", &o.Signal}} {
+	}{{"command", &o.Command}, {"cwd", &o.Cwd}, {"description", &o.Description}, {"approval reason", &o.ApprovalReason}, {"cancel notice", &o.CancelNotice}, {"fail notice", &o.FailNotice}, {"signal", &o.Signal}} {
 		if n := len(*f.v); n > ss.cfg.TextLimit {
 			*f.v = ""
 			ss.hooks.refused(LimitTextBytes)

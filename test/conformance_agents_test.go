@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/dialect"
 	"github.com/acpnorm/acpnorm/internal/replay"
 )
 
@@ -359,9 +360,11 @@ func TestConformanceCursorAsItConnects(t *testing.T) {
 // Claude, OpenCode, Gemini; not Grok's, which has signs) and synthetic traces of the other agents with
 // their agentInfo removed: an agent that gives no name and shows none of
 // a dialect's signs stays generic; in particular none reads as Cursor.
+// One whose initialize offers an auth method only its agent offers is
+// read by that agent's dialect.
 func TestAnonymousAgentsAreNotMisread(t *testing.T) {
 	c := inProcess(t)
-	play := func(t *testing.T, lines []replay.Line) {
+	play := func(t *testing.T, lines []replay.Line, want string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		resps, err := replay.Play(ctx, c, lines, replay.Options{SessionID: t.Name(), Dialect: "auto"})
@@ -372,8 +375,8 @@ func TestAnonymousAgentsAreNotMisread(t *testing.T) {
 		for _, r := range resps {
 			if x := r.GetShellExec(); x != nil {
 				n++
-				if x.GetDialect() != "generic" {
-					t.Fatalf("%q read by %q, want generic", x.GetToolCallId(), x.GetDialect())
+				if x.GetDialect() != want {
+					t.Fatalf("%q read by %q, want %s", x.GetToolCallId(), x.GetDialect(), want)
 				}
 			}
 		}
@@ -388,10 +391,19 @@ func TestAnonymousAgentsAreNotMisread(t *testing.T) {
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			lines := readLines(t, file)
+			want := "generic"
 			for i := range lines {
 				lines[i].Msg = withoutAgentInfo(t, lines[i].Msg)
+				// An agent whose initialize offers an auth method only
+				// it offers (Copilot's copilot-login) shows that sign.
+				if !strings.Contains(string(lines[i].Msg), `"authMethods"`) {
+					continue
+				}
+				if f, err := dialect.Read(dialect.Generic(), lines[i].Msg); err == nil && f.Sign != "" && want == "generic" {
+					want = f.Sign
+				}
 			}
-			play(t, lines)
+			play(t, lines, want)
 		})
 	}
 	synthetic := map[string][]string{
@@ -405,7 +417,7 @@ func TestAnonymousAgentsAreNotMisread(t *testing.T) {
 	for name, frames := range synthetic {
 		t.Run(name, func(t *testing.T) {
 			tc := cs{init: anonymousInit, frames: frames}
-			play(t, tc.session())
+			play(t, tc.session(), "generic")
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package accum
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -87,6 +88,10 @@ type Buffer struct {
 
 	producerTrunc bool
 	seen          bool
+	// rollFrom is where, in the logical text, the text of a rolling
+	// producer (Text.Rolling) began: its text is the logical text from
+	// there on. A replace resets it to 0.
+	rollFrom int64
 	// claimed is the size the producer said the whole output has
 	// (Text.TotalBytes); TotalBytes reports at least that.
 	claimed int64
@@ -146,16 +151,74 @@ func (b *Buffer) Apply(t Text) {
 	switch t.Kind {
 	case Snapshot, Final:
 		b.ncarry = 0
+		if t.TrimmedEnd {
+			s = b.restoreEnd(s)
+		}
 		b.applyWhole(s, t.Truncated, t.Head)
 	case Window:
 		b.ncarry = 0
 		b.applyWindow(s, t.Truncated)
 	default: // Delta, or a kind this package does not know
 		b.Flush()
+		if t.Rolling != (Rolling{}) && b.restarts(s, t.Rolling) {
+			// The producer's whole new text: a tail of the output that
+			// no longer extends what it sent before.
+			b.applyWindow(s, true)
+			b.rollFrom = b.total - int64(len(s))
+			return
+		}
 		b.appendText(s)
 		b.producerTrunc = b.producerTrunc || t.Truncated
 	}
 }
+
+// restarts says whether s, a Delta from a rolling producer with bounds r,
+// is its whole new text rather than a continuation: appended, the
+// producer's text (the logical text since rollFrom) would be longer than
+// r allows, which it never is. An empty or first text is a continuation.
+// Only the held text can be counted: a producer text longer than what is
+// held is measured in bytes exactly and in lines by what is held.
+func (b *Buffer) restarts(s string, r Rolling) bool {
+	p := b.total - b.rollFrom
+	if p <= 0 || s == "" {
+		return false
+	}
+	if r.Bytes > 0 && p+int64(len(s)) > int64(r.Bytes) {
+		return true
+	}
+	if r.Lines <= 0 {
+		return false
+	}
+	held := b.held()
+	prev := held[len(held)-int(min(p, int64(len(held)))):]
+	lines := bytes.Count(prev, nl) + strings.Count(s, "\n")
+	if s[len(s)-1] != '\n' {
+		lines++
+	}
+	return lines > r.Lines
+}
+
+var nl = []byte{'\n'}
+
+// restoreEnd gives s, a restatement that may have lost the whitespace
+// that ended the output (Text.TrimmedEnd), the trailing whitespace of the
+// held text when s, trimmed, ends with the held text, trimmed.
+func (b *Buffer) restoreEnd(s string) string {
+	held := b.held()
+	core := bytes.TrimRight(held, trailingSpace)
+	if len(core) == 0 || len(core) == len(held) {
+		return s
+	}
+	trimmed := strings.TrimRight(s, trailingSpace)
+	if !strings.HasSuffix(trimmed, string(core)) {
+		return s
+	}
+	return trimmed + string(held[len(core):])
+}
+
+// trailingSpace is the whitespace a producer may trim from the end of an
+// output.
+const trailingSpace = " \t\r\n"
 
 // Take returns what changed since the previous Take or Whole: the appended
 // text (Replace false), or the whole bounded text (Replace true) when the
@@ -525,6 +588,7 @@ func (b *Buffer) appendText(s string) {
 // replace makes s the whole logical text.
 func (b *Buffer) replace(s string) {
 	b.total = int64(len(s))
+	b.rollFrom = 0
 	b.setHeld(s)
 	b.pendingReplace = true
 	b.pendingAppend = 0

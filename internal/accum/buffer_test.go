@@ -22,6 +22,10 @@ func window(s string) Text { return Text{Kind: Window, Text: s} }
 func final(s string) Text  { return Text{Kind: Final, Text: s} }
 func bdelta(s string) Text { return Text{Kind: Delta, Bytes: []byte(s)} }
 func truncd(t Text) Text   { t.Truncated = true; return t }
+func trimmed(t Text) Text  { t.TrimmedEnd = true; return t }
+func roll(s string, lines, bytes int) Text {
+	return Text{Kind: Delta, Text: s, Rolling: Rolling{Lines: lines, Bytes: bytes}}
+}
 func app(s string, total int64) Chunk {
 	return Chunk{Text: s, TotalBytes: total}
 }
@@ -260,6 +264,45 @@ var bufferRuleTests = []struct {
 	{"unknown kind is a delta", 100, []step{
 		{obs: Text{Text: "ab"}, ok: true, want: app("ab", 2)},
 		{obs: Text{Kind: 99, Text: "c"}, ok: true, want: app("c", 3)},
+	}},
+	// A rolling producer of at most 3 lines: a delta that would make its
+	// text longer is its whole new text, a tail window.
+	{"rolling deltas continue within the bounds", 100, []step{
+		{obs: roll("a\n", 3, 0), ok: true, want: app("a\n", 2)},
+		{obs: roll("b\nc\n", 3, 0), ok: true, want: app("b\nc\n", 6)},
+	}},
+	{"rolling restart that overlaps appends only the new lines", 100, []step{
+		{obs: roll(lines(1, 5), 4, 0), ok: true, want: app(lines(1, 5), 28)},
+		{obs: roll(lines(2, 6), 4, 0), ok: true, want: app("line05\n", 35)},
+		// Its text is now lines 2 to 5: one more line is a restart again.
+		{obs: roll(lines(3, 7), 4, 0), ok: true, want: app("line06\n", 42)},
+	}},
+	{"rolling restart past what is held replaces, truncated", 100, []step{
+		{obs: roll("line1\nline2\n", 3, 0), ok: true, want: app("line1\nline2\n", 12)},
+		{obs: roll("line7\nline8\nline9\n", 3, 0), ok: true, want: trunc(repl("line7\nline8\nline9\n", 18))},
+		// A continuation of the restarted text is a delta again.
+		{obs: roll("", 3, 0), ok: false, want: none},
+	}},
+	{"rolling restart by bytes", 100, []step{
+		{obs: roll("abcdefghijklmnop", 0, 20), ok: true, want: app("abcdefghijklmnop", 16)},
+		{obs: roll("qrst", 0, 20), ok: true, want: app("qrst", 20)},
+		{obs: roll("bcdefghijklmnopqrstu", 0, 20), ok: true, want: app("u", 21)},
+		{obs: roll("XYZ", 0, 20), ok: true, want: trunc(repl("XYZ", 3))},
+	}},
+	{"rolling first text is appended whatever its size", 100, []step{
+		{obs: roll("a\nb\nc\nd\n", 3, 0), ok: true, want: app("a\nb\nc\nd\n", 8)},
+	}},
+	{"trimmed restatement keeps the held final newline", 100, []step{
+		{obs: snap("after\n"), ok: true, want: app("after\n", 6)},
+		{obs: trimmed(final("after")), ok: false, want: none},
+	}},
+	{"trimmed restatement that adds text gets the held ending", 100, []step{
+		{obs: snap("ab\n"), ok: true, want: app("ab\n", 3)},
+		{obs: trimmed(final("xab")), ok: true, want: repl("xab\n", 4)},
+	}},
+	{"trimmed restatement of other text replaces as it is", 100, []step{
+		{obs: snap("ab\n"), ok: true, want: app("ab\n", 3)},
+		{obs: trimmed(final("cd")), ok: true, want: repl("cd", 2)},
 	}},
 	{"limit clamped to one rune", 0, []step{
 		{obs: delta("😀"), ok: true, want: app("😀", 4)},

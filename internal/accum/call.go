@@ -89,7 +89,7 @@ type Call struct {
 	cancelled    bool
 	cancelAsked  bool   // the user cancelled the turn while the call was open
 	cancelWhy    string // why the call is cancelled, in words
-	cancelNotice string // the agent's own words about it
+	notice       string // the agent's own words about a cancel or a failure
 	statusFailed bool
 	// verdictFailed: the agent's result said failed; exit 0 cannot
 	// outweigh it.
@@ -168,9 +168,12 @@ func (c *Call) Apply(o *Observation) {
 		c.cur.timedOut = c.cur.timedOut || o.TimedOut
 		if o.Cancelled {
 			c.cancel("")
-			if o.CancelNotice != "" && c.cancelNotice == "" {
-				c.cancelNotice = o.CancelNotice
+			if o.CancelNotice != "" && c.notice == "" {
+				c.notice = o.CancelNotice
 			}
+		}
+		if o.FailNotice != "" && c.notice == "" && (o.Failed || o.Verdict == VerdictFailed) {
+			c.notice = o.FailNotice
 		}
 		c.failed = c.failed || o.Failed
 		c.verdictFailed = c.verdictFailed || o.Verdict == VerdictFailed
@@ -366,8 +369,8 @@ func (c *Call) resolve() {
 		if c.cur.reason == "" {
 			c.cur.reason = "the user rejected or cancelled the command"
 		}
-		if c.cancelNotice != "" {
-			c.cur.reason += "; the agent said: " + c.cancelNotice
+		if c.notice != "" {
+			c.cur.reason += "; the agent said: " + c.notice
 		}
 	case c.cur.signal != "":
 		c.cur.outcome, c.cur.reason = Failed, "killed by "+c.cur.signal
@@ -376,11 +379,11 @@ func (c *Call) resolve() {
 	case c.exit != nil && c.exit.Code != 0:
 		c.cur.outcome, c.cur.reason = Failed, fmt.Sprintf("exit code %d", c.exit.Code)
 	case c.verdictFailed:
-		c.cur.outcome, c.cur.reason = Failed, "the agent's result says the command failed"
+		c.cur.outcome, c.cur.reason = Failed, "the agent's result says the command failed"+c.quoted()
 	case c.exit != nil:
 		c.cur.outcome, c.cur.reason = Succeeded, "exit code 0"
 	case c.failed:
-		c.cur.outcome, c.cur.reason = Failed, "the agent reported a failure without an exit code"
+		c.cur.outcome, c.cur.reason = Failed, "the agent reported a failure without an exit code"+c.quoted()
 	case c.statusFailed:
 		c.cur.outcome, c.cur.reason = Failed, "the agent said failed and sent no exit code"
 	case c.succeeded:
@@ -390,6 +393,15 @@ func (c *Call) resolve() {
 	default:
 		c.cur.outcome, c.cur.reason = Unknown, "the agent said completed but sent no exit code"
 	}
+}
+
+// quoted is the agent's notice as the outcome reason quotes it ("" when
+// there is none).
+func (c *Call) quoted() string {
+	if c.notice == "" {
+		return ""
+	}
+	return "; the agent said: " + c.notice
 }
 
 // Revision returns the next revision when anything changed since the

@@ -2,6 +2,9 @@ package accum
 
 import (
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func exit(code int32, src ExitSource) *Exit { return &Exit{Code: code, Source: src} }
@@ -441,5 +444,37 @@ func TestCallKnownOutcomeLearnsExit(t *testing.T) {
 	proved.Apply(&Observation{Exit: exit(1, ExitTerminal)})
 	if r, _ := proved.Revision(); r.Outcome != Succeeded || r.ExitCode != nil {
 		t.Fatalf("a success took a nonzero exit: %+v", r)
+	}
+}
+
+// TestCallFailNotice: the agent's words about a failure it reports
+// without an exit code are quoted in the outcome reason, never output; a
+// notice on a frame that reports no failure is not a reason.
+func TestCallFailNotice(t *testing.T) {
+	tests := []struct {
+		name string
+		obs  Observation
+		want string
+	}{
+		{"failed", Observation{Status: StatusFailed, Failed: true, FailNotice: "Command not executed."},
+			"the agent reported a failure without an exit code; the agent said: Command not executed."},
+		{"failed verdict", Observation{Status: StatusCompleted, Verdict: VerdictFailed, FailNotice: "aborted"},
+			"the agent's result says the command failed; the agent said: aborted"},
+		{"no failure reported", Observation{Status: StatusFailed, FailNotice: "ignored"},
+			"the agent said failed and sent no exit code"},
+		{"an exit code says more", Observation{Status: StatusCompleted, Failed: true, FailNotice: "n", Exit: &Exit{Code: 3, Source: ExitText}},
+			"exit code 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCall("c1", 1024)
+			c.Apply(&Observation{Shell: ShellYes, Command: "kill 1"})
+			c.Apply(&tt.obs)
+			r, ok := c.Revision()
+			require.True(t, ok)
+			assert.Equal(t, Failed, r.Outcome)
+			assert.Equal(t, tt.want, r.OutcomeReason)
+			assert.Nil(t, r.Texts[Combined])
+		})
 	}
 }

@@ -65,6 +65,23 @@ type Text struct {
 	// output has (a truncation note's "N bytes total"); the stream then
 	// reports at least that many bytes.
 	TotalBytes int64
+	// TrimmedEnd, on a Snapshot or a Final, says the producer may have
+	// removed whitespace from the end of the output when it restated it:
+	// when the text, without its trailing whitespace, ends with the held
+	// text without its own, the held text's trailing whitespace is taken
+	// as the output's, so that such a restatement neither wipes a final
+	// newline nor replaces a text it only restates.
+	TrimmedEnd bool
+	// Rolling, on a Delta, describes a producer that keeps only the last
+	// Rolling.Lines lines and Rolling.Bytes bytes of the output (0: no
+	// bound of that kind) and that, when its new text no longer extends
+	// the text it sent before, sends that whole new text instead of a
+	// delta. A Delta that would make the producer's text longer than its
+	// bounds cannot be a continuation: it is the producer's whole new
+	// text, a tail of the output, aligned like a Window (and marking the
+	// stream truncated when it overlaps nothing held). Otherwise it is
+	// appended. See Buffer.
+	Rolling Rolling
 	// Raw says the text came straight from the process (a client-owned
 	// terminal's output): it is never an echo of the command, so nothing
 	// of it is held back or removed as one.
@@ -75,6 +92,16 @@ type Text struct {
 	// ignored otherwise, since one named stream alone does not show that
 	// the agent separates them.
 	IfSplit bool
+}
+
+// Rolling bounds the text a rolling producer keeps (see Text.Rolling).
+// The zero value is no rolling producer.
+type Rolling struct {
+	// Lines is the most lines the producer's text holds: newlines, plus a
+	// last line without one.
+	Lines int
+	// Bytes is the most UTF-8 bytes the producer's text holds.
+	Bytes int
 }
 
 // Status is the ACP tool call status as the agent sent it. It is evidence of
@@ -228,6 +255,10 @@ type Observation struct {
 	CancelNotice string
 	// Background says the command was started in the background.
 	Background bool
+	// FailNotice is the agent's own words about a failure it reports
+	// without an exit code (Failed or a failed Verdict), shortened; the
+	// outcome reason quotes it. Such a notice is never output.
+	FailNotice string
 	// Succeeded is an agent-specific proof of success that a dialect
 	// documents (used only when no exit code is known).
 	Succeeded bool

@@ -26,7 +26,7 @@ func (b *Buffer) growthBound(lens ...int) int {
 // Size is the memory a Call holds for text: its output streams and the
 // strings it keeps about the command. It changes only in Apply and End.
 func (c *Call) Size() int {
-	n := len(c.id) + len(c.cur.terminalID) + len(c.cur.command) + len(c.cur.cwd) + len(c.cur.description) + len(c.cur.approvalReason) + len(c.cur.signal) + len(c.cancelNotice) + len(c.cur.reason)
+	n := len(c.id) + len(c.cur.terminalID) + len(c.cur.command) + len(c.cur.cwd) + len(c.cur.description) + len(c.cur.approvalReason) + len(c.cur.signal) + len(c.notice) + len(c.cur.reason)
 	for s, b := range c.streams {
 		if b != nil {
 			n += b.Size()
@@ -41,9 +41,9 @@ func (c *Call) Size() int {
 // change after.
 func (c *Call) GrowthBound(o *Observation) int {
 	// The outcome reason, rewritten when the call ends or learns more, can
-	// quote the signal and the agent's cancel notice.
+	// quote the signal and the agent's cancel or failure notice.
 	n := len(o.TerminalID) + len(o.Command) + len(o.Cwd) + len(o.Description) + len(o.ApprovalReason) +
-		maxReason + 2*(len(o.Signal)+len(o.CancelNotice)+len(c.cur.signal)+len(c.cancelNotice))
+		maxReason + 2*(len(o.Signal)+len(o.CancelNotice)+len(o.FailNotice)+len(c.cur.signal)+len(c.notice))
 	var lens [numStreams][]int
 	for _, t := range o.Texts {
 		if t.Stream < numStreams {

@@ -113,6 +113,7 @@ const (
 	bufReported
 	bufReportedTrunc
 	bufPendingReplace
+	bufRolled // a rolling producer's start follows
 )
 
 const (
@@ -129,6 +130,7 @@ const (
 	snapTruncated
 	snapHead
 	snapIfSplit
+	snapTrimmedEnd
 )
 
 // AppendState appends the encoded state of the call to b and returns the
@@ -161,7 +163,7 @@ func (c *Call) AppendState(b []byte) []byte {
 		b = append(b, byte(c.exit.Source))
 	}
 	b = wire.AppendString(b, c.cancelWhy)
-	b = wire.AppendString(b, c.cancelNotice)
+	b = wire.AppendString(b, c.notice)
 	b = wire.AppendString(b, c.endReason)
 	var present byte
 	for s, buf := range c.streams {
@@ -186,7 +188,11 @@ func (b *Buffer) appendState(p []byte) []byte {
 	setBit(&flags, bufReported, b.reported)
 	setBit(&flags, bufReportedTrunc, b.reportedTrunc)
 	setBit(&flags, bufPendingReplace, b.pendingReplace)
+	setBit(&flags, bufRolled, b.rollFrom != 0)
 	p = binary.AppendUvarint(p, flags)
+	if b.rollFrom != 0 {
+		p = binary.AppendUvarint(p, uint64(b.rollFrom))
+	}
 	p = binary.AppendUvarint(p, uint64(b.total))
 	p = binary.AppendUvarint(p, uint64(b.claimed))
 	p = binary.AppendUvarint(p, uint64(b.pendingAppend))
@@ -209,6 +215,7 @@ func (f *echoFilter) appendState(p []byte) []byte {
 		setBit(&flags, snapTruncated, t.Truncated)
 		setBit(&flags, snapHead, t.Head)
 		setBit(&flags, snapIfSplit, t.IfSplit)
+		setBit(&flags, snapTrimmedEnd, t.TrimmedEnd)
 	}
 	p = binary.AppendUvarint(p, flags)
 	p = wire.AppendBytes(p, f.held)
@@ -295,7 +302,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 		d.Fail("a placeholder flag without an exit code")
 	}
 	c.cancelWhy = d.String("cancel reason")
-	c.cancelNotice = d.String("cancel notice")
+	c.notice = d.String("cancel notice")
 	c.endReason = d.String("end reason")
 	present := d.Byte("stream set")
 	if d.Err == nil && present >= 1<<NumStreams {
@@ -364,8 +371,11 @@ func (d *decoder) buffer(s Stream, callLimit int, stored []byte) *Buffer {
 	b := NewBuffer(callLimit)
 	what := func(field string) string { return fmt.Sprintf("stream %d %s", s, field) }
 	flags := d.Uvarint(what("flags"))
-	if d.Err == nil && flags >= bufPendingReplace<<1 {
+	if d.Err == nil && flags >= bufRolled<<1 {
 		d.Fail("unknown stream %d flags %#x", s, flags)
+	}
+	if flags&bufRolled != 0 {
+		b.rollFrom = d.Size(what("rolling start"), math.MaxInt64/2)
 	}
 	b.producerTrunc = flags&bufProducerTrunc != 0
 	b.seen = flags&bufSeen != 0
@@ -393,6 +403,8 @@ func (d *decoder) buffer(s Stream, callLimit int, stored []byte) *Buffer {
 		d.Fail("stream %d: %d held bytes at offset %d overflow a capacity of %d", s, heldLen, off, capacity)
 	case b.total < heldLen:
 		d.Fail("stream %d: total of %d bytes is less than the %d held", s, b.total, heldLen)
+	case b.rollFrom > b.total:
+		d.Fail("stream %d: a rolling start at %d is past the total of %d bytes", s, b.rollFrom, b.total)
 	case int64(len(stored)) != storedLen:
 		d.Fail("stream %d: %d stored bytes, but the state says %d", s, len(stored), storedLen)
 	case heldLen > storedLen:
@@ -418,7 +430,7 @@ func (d *decoder) buffer(s Stream, callLimit int, stored []byte) *Buffer {
 func (d *decoder) echo(f *echoFilter, s Stream) {
 	f.state = echoState(d.enum(fmt.Sprintf("stream %d echo state", s), byte(echoFound)))
 	flags := d.Uvarint(fmt.Sprintf("stream %d echo flags", s))
-	if d.Err == nil && flags >= snapIfSplit<<1 {
+	if d.Err == nil && flags >= snapTrimmedEnd<<1 {
 		d.Fail("unknown stream %d echo flags %#x", s, flags)
 	}
 	f.heldBytes = flags&echoHeldBytes != 0
@@ -433,12 +445,13 @@ func (d *decoder) echo(f *echoFilter, s Stream) {
 		return
 	}
 	t := &Text{
-		Stream:    Stream(d.Byte(fmt.Sprintf("stream %d echo restatement stream", s))),
-		Kind:      TextKind(d.Byte(fmt.Sprintf("stream %d echo restatement kind", s))),
-		Text:      d.String(fmt.Sprintf("stream %d echo restatement text", s)),
-		Truncated: flags&snapTruncated != 0,
-		Head:      flags&snapHead != 0,
-		IfSplit:   flags&snapIfSplit != 0,
+		Stream:     Stream(d.Byte(fmt.Sprintf("stream %d echo restatement stream", s))),
+		Kind:       TextKind(d.Byte(fmt.Sprintf("stream %d echo restatement kind", s))),
+		Text:       d.String(fmt.Sprintf("stream %d echo restatement text", s)),
+		Truncated:  flags&snapTruncated != 0,
+		Head:       flags&snapHead != 0,
+		IfSplit:    flags&snapIfSplit != 0,
+		TrimmedEnd: flags&snapTrimmedEnd != 0,
 	}
 	raw := d.Raw(fmt.Sprintf("stream %d echo restatement bytes", s))
 	if flags&snapHasBytes != 0 {

@@ -1,0 +1,285 @@
+package dialect
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// copilot reads GitHub Copilot CLI (`copilot --acp`, `@github/copilot`;
+// agentInfo.name "Copilot"), shell tool `bash` {command, description,
+// initial_wait}.
+//
+// What it sends, and what it means here:
+//   - `tool_call` `pending`, kind `execute`, `title` = the model's
+//     DESCRIPTION, never the command; `rawInput {command, description}`.
+//     The permission ask's `rawInput` is `{command, commands: [command]}`.
+//     The command is `rawInput.command` (else the first of `commands`);
+//     the title is never read as the command.
+//   - live: status-less updates whose content text is the WHOLE output so
+//     far (stdout and stderr merged, `\r` applied and colours stripped by
+//     Copilot): a Snapshot. Past 10,240 characters Copilot keeps only the
+//     last 10,240, which may start mid-line: such a text is a Window
+//     (aligned with what is held by overlap, never appended twice).
+//   - final: `completed` for EVERY exit. Its content is the output plus
+//     `\n<shellId: N completed with exit code X>`: the trailer is not
+//     output. `rawOutput.contents[]` items of type `shell_exit` carry
+//     `exitCode` (structured, the strongest source); without them (a
+//     session/load replay) the trailer's X is the exit code (text). The
+//     output before the trailer may have lost the newline that ended it,
+//     so the final is a TrimmedEnd Final: it keeps the live text's own
+//     ending, and replaces only what it really restates differently.
+//   - over ~220 KB the final is `Output too large to read at once (N KB).
+//     Saved to: <file> ...` then `Preview (first 500 chars):` and the
+//     output's head: a notice and a worse restatement. The live text is
+//     kept; the output is marked truncated with at least the stated size
+//     (N KB, the least it can stand for); the head is used only when
+//     nothing was streamed (a Head that never replaces a longer text).
+//   - `failed` with `rawOutput {message, code: "rejected"}` (the user
+//     rejected the ask) is Cancelled, the message its notice. Any other
+//     `failed` (`code: "failure"`, "Command not executed ...", a policy
+//     refusal of e.g. `kill ... $$` without asking) is Failed with an
+//     unknown exit code, the message quoted in the outcome reason; no
+//     message is output.
+//   - a cancelled call gets no final frame: the turn's cancel ends it
+//     (the core's rule for calls left open).
+//
+// Copilot streams its output in content whatever the client offers and
+// never runs commands in client-owned terminals: the shared capabilities
+// (no client terminals; `_meta.terminal_output`, which it ignores) suit it.
+type copilot struct{}
+
+func init() { register(copilot{}) }
+
+func (copilot) Info() Info {
+	return Info{
+		Name:               "copilot",
+		AgentNames:         []string{"copilot", "copilot-cli", "github copilot", "github-copilot", "@github/copilot"},
+		AuthMethodIDs:      []string{"copilot-login"},
+		Summary:            "GitHub Copilot CLI bash tool: command from rawInput (the title is the description), cumulative content with a 10,240-char tail window, shellId trailer stripped, exit from rawOutput.contents[].exitCode, rejection and policy-refusal messages.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// copilotInput is the bash tool's `rawInput`.
+type copilotInput struct {
+	Command     CommandLine `json:"command"`
+	Commands    []Str       `json:"commands"`
+	Description Str         `json:"description"`
+}
+
+// copilotOutput is Copilot's `rawOutput`: the final result or a refusal.
+type copilotOutput struct {
+	Message Str
+	Code    Str
+	Exit    Code
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails. Only an
+// object is read; the exit code is the first `shell_exit` item's.
+func (c *copilotOutput) UnmarshalJSON(b []byte) error {
+	*c = copilotOutput{}
+	eachMember(b, func(key string, val []byte) {
+		switch key {
+		case "MESSAGE":
+			c.Message.UnmarshalJSON(val)
+		case "CODE":
+			c.Code.UnmarshalJSON(val)
+		case "CONTENTS":
+			eachElement(val, func(item []byte) bool {
+				var typ Str
+				var code Code
+				eachMember(item, func(key string, val []byte) {
+					switch key {
+					case "TYPE":
+						typ.UnmarshalJSON(val)
+					case "EXITCODE":
+						code = ParseCode(val)
+					}
+				})
+				if typ.S == "shell_exit" && code.Known {
+					c.Exit = code
+					return false
+				}
+				return true
+			})
+		}
+	})
+	return nil
+}
+
+// copilotCall is a tool call frame of Copilot.
+type copilotCall struct {
+	ToolCall
+	RawInput  *copilotInput  `json:"rawInput"`
+	RawOutput *copilotOutput `json:"rawOutput"`
+}
+
+func (copilot) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeCopilot, askCopilot)
+}
+
+func observeCopilot(u *copilotCall) []accum.Observation {
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil
+	}
+	o := u.Base()
+	copilotInputs(&o, u)
+	if o.Shell == accum.ShellNo {
+		return []accum.Observation{o}
+	}
+	switch o.Status {
+	case accum.StatusFailed:
+		copilotFailed(&o, u)
+	case accum.StatusCompleted:
+		copilotFinal(&o, u)
+	default:
+		if o.Opens {
+			break // the opening frame's content is never output
+		}
+		if text, ok := u.Texts(); ok && text != "" {
+			o.Texts = append(o.Texts, copilotLive(text))
+		}
+	}
+	return []accum.Observation{o}
+}
+
+func askCopilot(u *copilotCall) accum.Observation {
+	o := u.askBase()
+	copilotInputs(&o, u)
+	o.ApprovalReason = u.askReason()
+	return o
+}
+
+// copilotInputs reads the command and the description from rawInput.
+func copilotInputs(o *accum.Observation, u *copilotCall) {
+	in := u.RawInput
+	if in == nil {
+		return
+	}
+	cmd := in.Command.Line
+	if cmd == "" {
+		for _, c := range in.Commands {
+			if c.Set && c.S != "" {
+				cmd = c.S
+				break
+			}
+		}
+	}
+	if cmd != "" {
+		o.Command = cmd
+		if o.Shell == accum.ShellUnknown {
+			o.Shell = accum.ShellYes
+		}
+	}
+	if in.Description.Set {
+		o.Description = in.Description.S
+	}
+}
+
+// copilotWindow is the length, in JavaScript characters, of the tail that
+// Copilot keeps of a big live output.
+const copilotWindow = 10240
+
+// copilotLive reads one live content text: the whole output so far, or,
+// at exactly copilotWindow characters, only its tail.
+func copilotLive(text string) accum.Text {
+	if utf16Len(text) == copilotWindow {
+		return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: text, Truncated: true}
+	}
+	return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text}
+}
+
+var (
+	// copilotTrailer ends a final content: "\n<shellId: N completed with
+	// exit code X>".
+	copilotTrailer = regexp.MustCompile(`\n?<shellId: [^>\n]*? completed with exit code (-?\d+)>\s*$`)
+	// copilotTooLarge opens the final of an output too big to send.
+	copilotTooLarge = regexp.MustCompile(`^Output too large to read at once \(([0-9]+(?:\.[0-9]+)?) ?([KMG]?i?B)\)`)
+	// copilotPreview introduces the head of such an output.
+	copilotPreview = regexp.MustCompile(`Preview \(first \d+ chars\):\n`)
+)
+
+// copilotFinal reads the `completed` frame.
+func copilotFinal(o *accum.Observation, u *copilotCall) {
+	if out := u.RawOutput; out != nil {
+		if e := out.Exit.Exit(accum.ExitStructured, true); e != nil {
+			o.Exit = e
+		}
+	}
+	text, ok := u.Texts()
+	if !ok {
+		return
+	}
+	if m := copilotTrailer.FindStringSubmatchIndex(text); m != nil {
+		if e := CodeFromString(text[m[2]:m[3]]).Exit(accum.ExitText, true); e != nil {
+			o.Exit = accum.StrongerExit(o.Exit, e)
+		}
+		text = text[:m[0]]
+	}
+	if m := copilotTooLarge.FindStringSubmatch(text); m != nil {
+		t := accum.Text{Stream: accum.Combined, Kind: accum.Final, Truncated: true, Head: true, TotalBytes: copilotLeast(m[1], m[2])}
+		if loc := copilotPreview.FindStringIndex(text); loc != nil {
+			t.Text = text[loc[1]:]
+		}
+		if t.Text == "" {
+			t.Kind = accum.Delta // only the flags: keep what was streamed
+		}
+		o.Texts = append(o.Texts, t)
+		return
+	}
+	if text == "" {
+		return // no output in the final: keep what was streamed
+	}
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text, TrimmedEnd: true})
+}
+
+// copilotLeast is the least number of bytes a size such as "223.5 KB" can
+// stand for, rounded as it was written (0 when it cannot be read).
+func copilotLeast(num, unit string) int64 {
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0
+	}
+	half := 0.5
+	if i := strings.IndexByte(num, '.'); i >= 0 {
+		for range len(num) - i - 1 {
+			half /= 10
+		}
+	}
+	scale := 1.0
+	switch strings.TrimSuffix(strings.TrimSuffix(unit, "B"), "i") {
+	case "K":
+		scale = 1000
+	case "M":
+		scale = 1000 * 1000
+	case "G":
+		scale = 1000 * 1000 * 1000
+	}
+	return int64(max(0, (f-half)*scale))
+}
+
+var copilotRejected = regexp.MustCompile(`(?i)\brejected\b|\bdenied by the user\b|\bcancell?ed\b`)
+
+// copilotFailed reads a `failed` frame: a rejection (code "rejected") is
+// Cancelled; anything else is a failure without an exit code. The message
+// is never output.
+func copilotFailed(o *accum.Observation, u *copilotCall) {
+	msg, code := "", ""
+	if out := u.RawOutput; out != nil {
+		msg, code = out.Message.S, out.Code.S
+		if e := out.Exit.Exit(accum.ExitStructured, true); e != nil {
+			o.Exit = e
+		}
+	}
+	if msg == "" {
+		msg, _ = u.Texts()
+	}
+	if code == "rejected" || (code == "" && copilotRejected.MatchString(msg)) {
+		o.Cancelled, o.CancelNotice = true, notice(msg)
+		return
+	}
+	o.Failed, o.FailNotice = true, notice(msg)
+}

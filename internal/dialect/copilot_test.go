@@ -1,0 +1,157 @@
+package dialect
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCopilotUpdate(t *testing.T) {
+	d, ok := Lookup("copilot")
+	require.True(t, ok, "copilot not registered")
+	window := strings.Repeat("9", copilotWindow)
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "tool_call: the title is the description, rawInput the command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Run the tests","kind":"execute","status":"pending","rawInput":{"command":"npm test","description":"Run the tests"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "npm test", Description: "Run the tests"}),
+		},
+		{
+			name:   "a title alone is never the command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"List files","kind":"execute","status":"pending"}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending}),
+		},
+		{
+			name:   "status-less live content is the whole output so far",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","content":[{"type":"content","content":{"type":"text","text":"tick1\ntick2\n"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "tick1\ntick2\n")}}),
+		},
+		{
+			name:   "a 10,240-char live text is a tail window",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","content":[{"type":"content","content":{"type":"text","text":"` + window + `"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: window, Truncated: true}}}),
+		},
+		{
+			name: "final completed with exit 4: contents[].exitCode, trailer not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"after-cancel\n<shellId: 2 completed with exit code 4>"}}],` +
+				`"rawOutput":{"content":"after-cancel\n<shellId: 2 completed with exit code 4>","detailedContent":"after-cancel\n<shellId: 2 completed with exit code 4>","contents":[{"type":"shell_exit","shellId":"2","exitCode":4,"cwd":"/w","outputPreview":"after-cancel\n"}]}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(4, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "after-cancel", TrimmedEnd: true}}}),
+		},
+		{
+			name:   "a replay without contents: the trailer gives the exit code",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\nb\n<shellId: 7 completed with exit code 3>"}}],"rawOutput":{"content":"a\nb\n<shellId: 7 completed with exit code 3>"}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "a\nb", TrimmedEnd: true}}}),
+		},
+		{
+			name:   "no output: only the trailer, nothing to wipe",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<shellId: 3 completed with exit code 0>"}}],"rawOutput":{"contents":[{"type":"shell_exit","exitCode":0}]}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false)}),
+		},
+		{
+			name:   "a malformed exit code is unknown, never 0",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"x\n"}}],"rawOutput":{"contents":[{"type":"shell_exit","exitCode":"n/a"}]}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "x\n", TrimmedEnd: true}}}),
+		},
+		{
+			name: "output too large: a notice and a head that never replaces the live text",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Output too large to read at once (223.5 KB). Saved to: /tmp/copilot-out.txt\nUse the view tool to read it.\n\nPreview (first 500 chars):\n1\n2\n3\n\n<shellId: 5 completed with exit code 0>"}}],` +
+				`"rawOutput":{"contents":[{"type":"shell_exit","exitCode":0}]}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n3\n", Truncated: true, Head: true, TotalBytes: 223450}}}),
+		},
+		{
+			name:   "rejected: Cancelled, the message not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"message":"The user rejected this tool call.","code":"rejected"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Cancelled: true, CancelNotice: "The user rejected this tool call."}),
+		},
+		{
+			name:   "policy refusal: Failed, unknown exit, the message as the reason",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"message":"Command not executed. The command would terminate the shell session.","code":"failure"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Failed: true, FailNotice: "Command not executed. The command would terminate the shell session."}),
+		},
+		{
+			name:   "lenient: rawOutput and rawInput of other JSON types",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawInput":"ls","rawOutput":"boom"}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Failed: true}),
+		},
+		{
+			name:   "other tools are not shell output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"r1","kind":"read","status":"completed","content":[{"type":"content","content":{"type":"text","text":"body"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "r1", Shell: accum.ShellNo, Status: accum.StatusCompleted}),
+		},
+		{
+			name:   "not a tool call update",
+			update: `{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}`,
+		},
+	})
+	runObsCases(t, d, []obsCase{{
+		name: "the ask: rawInput {command, commands}",
+		ask:  `{"toolCallId":"c1","title":"Run the tests","kind":"execute","status":"pending","rawInput":{"command":"npm test","commands":["npm test"]}}`,
+		want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "npm test"}),
+	}, {
+		name: "an ask with only commands",
+		ask:  `{"toolCallId":"c1","title":"Run","kind":"execute","status":"pending","rawInput":{"commands":["make"]}}`,
+		want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "make"}),
+	}})
+}
+
+func TestCopilotLeast(t *testing.T) {
+	for _, tc := range []struct {
+		num, unit string
+		want      int64
+	}{{"223.5", "KB", 223450}, {"224", "KB", 223500}, {"1.25", "MB", 1245000}, {"x", "KB", 0}, {"3", "B", 2}} {
+		assert.Equal(t, tc.want, copilotLeast(tc.num, tc.unit), "%s %s", tc.num, tc.unit)
+	}
+}
+
+func TestCopilotDetect(t *testing.T) {
+	for _, name := range []string{"Copilot", "copilot", "GitHub Copilot", "@github/copilot"} {
+		assert.Equal(t, "copilot", Detect(name).Info().Name, name)
+	}
+	f, err := Read(Generic(), []byte(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"copilot-login","name":"Log in with Copilot CLI"}]}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "copilot", f.Sign, "an initialize result without agentInfo, offering copilot-login")
+}
+
+// TestCopilotRecording replays the real Copilot CLI 1.0.102 cancel/reject
+// session.
+func TestCopilotRecording(t *testing.T) {
+	d, _ := Lookup("copilot")
+	const rec = "copilot-1.0.102_plain_scenario-dev.ndjson"
+	for _, fr := range loadRecording(t, rec) {
+		f, err := Read(d, fr.Msg)
+		require.NoError(t, err, "line %d", fr.Line)
+		if f.AgentName != "" {
+			assert.Equal(t, "copilot", Detect(f.AgentName).Info().Name)
+		}
+	}
+	calls, cancels := replayRecording(t, d, rec)
+	assert.Equal(t, 2, cancels) // session/cancel, then stopReason cancelled
+	require.Len(t, calls, 3)
+
+	rejected := calls[0]
+	assert.Equal(t, "rm -f notes.txt && echo removed", rejected.command)
+	assert.Equal(t, 1, rejected.asks)
+	assert.True(t, rejected.final().Cancelled)
+	assert.Empty(t, rejected.texts)
+
+	ticks := calls[1]
+	assert.False(t, ticks.ended, "the cancelled call gets no final frame")
+	out, _ := ticks.output(accum.Combined)
+	assert.Equal(t, "tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7\ntick8\ntick9\ntick10\ntick11\n", out)
+
+	exit4 := calls[2]
+	assert.Equal(t, "echo after-cancel; exit 4", exit4.command)
+	assert.Equal(t, "4", exit4.exitCode())
+	for _, tx := range exit4.texts {
+		assert.NotContains(t, tx.Text, "shellId")
+	}
+	for _, c := range calls {
+		assert.True(t, strings.HasPrefix(c.obs[0].Description, "Run step "), "%s: description %q", c.id, c.obs[0].Description)
+	}
+}

@@ -1,0 +1,164 @@
+package test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+)
+
+// Conformance traces for GitHub Copilot CLI, Cline and pi (through
+// pi-acp), written from what the field guide (docs/agents.md) says each
+// sends for the nine commands of the recorded scenario (ls, exit 3,
+// stderr, a missing directory, slow output, 229 KB, bad UTF-8, a timeout,
+// kill -9) and for cancels and rejections. The repository's recordings of
+// these agents hold only the cancel/reject scenario.
+
+// ---------------------------------------------------------------- Copilot
+
+const copilotAgent = "Copilot"
+
+// cpOpen is Copilot's tool_call: the title is the model's description.
+func cpOpen(id, cmd, desc string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":%s,"kind":"execute","status":"pending","rawInput":{"command":%s,"description":%s}}`, id, js(desc), js(cmd), js(desc)))
+}
+
+// cpAsk is Copilot's permission ask, rawInput {command, commands}.
+func cpAsk(n int, id, cmd, desc string) string {
+	return ask(n, fmt.Sprintf(`{"toolCallId":%q,"title":%s,"kind":"execute","status":"pending","rawInput":{"command":%s,"commands":[%s]}}`, id, js(desc), js(cmd), js(cmd)))
+}
+
+// cpLive is a status-less update whose content is the output so far (or
+// its last 10,240 characters).
+func cpLive(id, text string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"content":[{"type":"content","content":{"type":"text","text":%s}}]}`, id, js(text)))
+}
+
+// cpFinal is the completed final: content with the shellId trailer, and
+// the exit code in rawOutput.contents[] (left out when exit is "").
+func cpFinal(id, text, exit string) string {
+	body := text + "\n<shellId: 7 completed with exit code " + exit + ">"
+	contents := ""
+	if exit != "" {
+		contents = fmt.Sprintf(`,"contents":[{"type":"shell_exit","shellId":"7","exitCode":%s,"cwd":"/w","outputPreview":%s}]`, exit, js(text[:min(len(text), 200)]))
+	}
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"content":%s,"detailedContent":%s%s}}`, id, js(body), js(body), js(body), contents))
+}
+
+// cpStep is one command as Copilot runs it with the client allowing it:
+// the tool_call, the ask and its answer, live snapshots, the final.
+func cpStep(n int, id, cmd, desc string, live []string, final string) []string {
+	f := []string{cpOpen(id, cmd, desc), cpAsk(n, id, cmd, desc), answer(n, "allow")}
+	for _, l := range live {
+		f = append(f, cpLive(id, l))
+	}
+	return append(f, final)
+}
+
+func TestConformanceCopilot(t *testing.T) {
+	const ls = "alpha.txt\nbeta.md\ngamma.go\nnotes.txt\n"
+	whole := seq(1, 40000) // 228,894 bytes
+	// Live: the whole output so far, then its last 10,240 characters,
+	// each overlapping the one before.
+	var bigLive []string
+	for _, end := range []int{4000, 9000} {
+		bigLive = append(bigLive, whole[:end])
+	}
+	for end := 15000; end < len(whole); end += 8000 {
+		bigLive = append(bigLive, whole[end-10240:end])
+	}
+	bigLive = append(bigLive, whole[len(whole)-10240:])
+	tooLarge := "Output too large to read at once (223.5 KB). Saved to: /tmp/copilot-tool-output-1a2b.txt\nConsider using tools like grep (for searching), head/tail (for viewing start/end), view with view_range (for specific sections), or jq (for JSON) to examine portions of the output.\n\nPreview (first 500 chars):\n" + whole[:500]
+	// A big output whose windows do not meet: only the last is known.
+	gapped := []string{whole[:9000], whole[100000:110240], whole[len(whole)-10240:]}
+	const killMsg = "Command not executed. The command would terminate the shell session, which is not allowed. Try running the command without killing the shell."
+	runConformance(t, []cs{{
+		name: "ls_exit_0_from_contents_trailer_not_output", agent: copilotAgent, dialect: "copilot",
+		frames: cpStep(10, "call_ls_1", "ls", "List files", []string{ls}, cpFinal("call_ls_1", ls, "0")),
+		want:   []wantExec{{id: "call_ls_1", command: "ls", cwd: "/w", desc: "List files", outcome: succeeded, exit: code(0), output: ls}},
+	}, {
+		name: "exit_3_under_completed_is_failed_3", agent: copilotAgent, dialect: "copilot",
+		frames: cpStep(11, "call_exit3_2", "printf 'a\\nb\\n'; exit 3", "Exit 3", []string{"a\nb\n"}, cpFinal("call_exit3_2", "a\nb\n", "3")),
+		want:   []wantExec{{id: "call_exit3_2", command: "printf 'a\\nb\\n'; exit 3", cwd: "/w", desc: "Exit 3", outcome: failed, exit: code(3), output: "a\nb\n"}},
+	}, {
+		name: "stderr_merged_into_the_output", agent: copilotAgent, dialect: "copilot",
+		frames: cpStep(12, "call_stderr_3", "echo to-stdout; echo to-stderr >&2; echo more-stdout", "Streams",
+			[]string{"to-stdout\n", "to-stdout\nto-stderr\nmore-stdout\n"}, cpFinal("call_stderr_3", "to-stdout\nto-stderr\nmore-stdout", "0")),
+		want: []wantExec{{id: "call_stderr_3", command: "echo to-stdout; echo to-stderr >&2; echo more-stdout", cwd: "/w", desc: "Streams", outcome: succeeded, exit: code(0), output: "to-stdout\nto-stderr\nmore-stdout\n"}},
+	}, {
+		name: "missing_directory_exit_2", agent: copilotAgent, dialect: "copilot",
+		frames: cpStep(13, "call_missing_4", "ls /nonexistent-dir-xyz", "Missing dir",
+			[]string{"ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n"}, cpFinal("call_missing_4", "ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n", "2")),
+		want: []wantExec{{id: "call_missing_4", command: "ls /nonexistent-dir-xyz", cwd: "/w", desc: "Missing dir", outcome: failed, exit: code(2), output: "ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n"}},
+	}, {
+		name: "slow_output_cumulative_snapshots", agent: copilotAgent, dialect: "copilot",
+		frames: cpStep(14, "call_slow_5", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", "Slow",
+			[]string{"line1\n", "line1\nline2\n", "line1\nline2\nline3\n", "line1\nline2\nline3\nline4\n", "line1\nline2\nline3\nline4\nline5\n"},
+			cpFinal("call_slow_5", "line1\nline2\nline3\nline4\nline5\n", "0")),
+		want: []wantExec{{id: "call_slow_5", command: "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", cwd: "/w", desc: "Slow", outcome: succeeded, exit: code(0), output: "line1\nline2\nline3\nline4\nline5\n"}},
+	}, {
+		name: "big_output_tail_windows_folded_whole_too_large_notice_not_output", agent: copilotAgent, dialect: "copilot",
+		frames: cpStep(15, "call_big_6", "seq 1 40000", "Count", bigLive, cpFinal("call_big_6", tooLarge, "0")),
+		want:   []wantExec{{id: "call_big_6", command: "seq 1 40000", cwd: "/w", desc: "Count", outcome: succeeded, exit: code(0), output: whole}},
+	}, {
+		name: "big_output_windows_that_do_not_meet_keep_the_last_truncated", agent: copilotAgent, dialect: "copilot",
+		frames: cpStep(16, "call_big_7", "seq 1 40000", "Count", gapped, cpFinal("call_big_7", tooLarge, "0")),
+		want: []wantExec{{id: "call_big_7", command: "seq 1 40000", cwd: "/w", desc: "Count", outcome: succeeded, exit: code(0), output: whole[len(whole)-10240:], trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if got := x.GetOutput().GetTotalBytes(); got < 223450 {
+					t.Errorf("total_bytes %d, want at least the stated 223.5 KB", got)
+				}
+			}}},
+	}, {
+		name: "bad_utf8_as_copilot_decoded_it", agent: copilotAgent, dialect: "copilot",
+		frames: cpStep(17, "call_badutf8_8", `printf '\xff\xfe ok\n'`, "Bytes", []string{"\ufffd\ufffd ok\n"}, cpFinal("call_badutf8_8", "\ufffd\ufffd ok", "0")),
+		want:   []wantExec{{id: "call_badutf8_8", command: `printf '\xff\xfe ok\n'`, cwd: "/w", desc: "Bytes", outcome: succeeded, exit: code(0), output: "\ufffd\ufffd ok\n"}},
+	}, {
+		name: "timeout_parameter_does_not_stop_the_command", agent: copilotAgent, dialect: "copilot",
+		frames: cpStep(18, "call_timeout_9", "echo start; sleep 6; echo finished-late", "Sleep", []string{"start\n", "start\nfinished-late\n"}, cpFinal("call_timeout_9", "start\nfinished-late", "0")),
+		want:   []wantExec{{id: "call_timeout_9", command: "echo start; sleep 6; echo finished-late", cwd: "/w", desc: "Sleep", outcome: succeeded, exit: code(0), output: "start\nfinished-late\n"}},
+	}, {
+		name: "kill_shell_refused_by_policy_is_failed_unknown_exit", agent: copilotAgent, dialect: "copilot",
+		frames: []string{
+			cpOpen("call_signal_10", "echo before-kill; kill -9 $$", "Kill"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_signal_10","status":"failed","rawOutput":{"message":` + js(killMsg) + `,"code":"failure"}}`),
+		},
+		want: []wantExec{{id: "call_signal_10", command: "echo before-kill; kill -9 $$", cwd: "/w", desc: "Kill", outcome: failed,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if !strings.Contains(x.GetOutcomeReason(), "Command not executed.") {
+					t.Errorf("outcome reason %q does not quote the refusal", x.GetOutcomeReason())
+				}
+			}}},
+	}, {
+		name: "rejected_ask_is_cancelled_without_output", agent: copilotAgent, dialect: "copilot",
+		frames: []string{
+			cpOpen("call_reject_11", "rm -f notes.txt && echo removed", "Remove"),
+			cpAsk(19, "call_reject_11", "rm -f notes.txt && echo removed", "Remove"),
+			answer(19, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_reject_11","status":"failed","rawOutput":{"message":"The user rejected this tool call.","code":"rejected"}}`),
+		},
+		want: []wantExec{{id: "call_reject_11", command: "rm -f notes.txt && echo removed", cwd: "/w", desc: "Remove", outcome: cancelled}},
+	}, {
+		name: "cancelled_call_without_a_final_ends_with_the_turn", agent: copilotAgent, dialect: "copilot",
+		frames: append(cpStep(20, "call_ticks_12", "for i in $(seq 20); do echo tick$i; sleep 0.25; done", "Ticks", []string{"tick1\n", "tick1\ntick2\n"}, clientCancel),
+			turnResult(2, "cancelled")),
+		want: []wantExec{{id: "call_ticks_12", command: "for i in $(seq 20); do echo tick$i; sleep 0.25; done", cwd: "/w", desc: "Ticks", outcome: cancelled, output: "tick1\ntick2\n"}},
+	}, {
+		name: "replay_without_contents_reads_the_trailer", agent: copilotAgent, dialect: "copilot",
+		frames: []string{
+			cpOpen("call_exit3_2", "printf 'a\\nb\\n'; exit 3", "Exit 3"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_exit3_2","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\nb\n<shellId: 1 completed with exit code 3>"}}]}`),
+		},
+		want: []wantExec{{id: "call_exit3_2", command: "printf 'a\\nb\\n'; exit 3", cwd: "/w", desc: "Exit 3", outcome: failed, exit: code(3), output: "a\nb"}},
+	}})
+}
+
+// seq is the output of `seq from to`.
+func seq(from, to int) string {
+	var sb strings.Builder
+	for i := from; i <= to; i++ {
+		fmt.Fprintf(&sb, "%d\n", i)
+	}
+	return sb.String()
+}

@@ -87,6 +87,11 @@ func (ss *sessions) reserve(s *session, n int) string {
 		ss.held.Add(int64(-n))
 		return LimitSessionMemory
 	}
+	if held, q := s.space.held.Add(int64(n)), ss.cfg.quota.Memory; q > 0 && held > int64(q) {
+		s.space.held.Add(int64(-n))
+		ss.held.Add(int64(-n))
+		return LimitQuotaMemory
+	}
 	s.held += n
 	return ""
 }
@@ -99,12 +104,14 @@ func (ss *sessions) settle(s *session, e *entry, reserved int) {
 	d := now - e.size - reserved
 	e.size = now
 	s.held += d
+	s.space.held.Add(int64(d))
 	ss.hooks.heldBytes(ss.held.Add(int64(d)))
 }
 
 // unhold gives back what a call held when it is released.
 func (ss *sessions) unhold(s *session, e *entry) {
 	s.held -= e.size
+	s.space.held.Add(int64(-e.size))
 	ss.hooks.heldBytes(ss.held.Add(int64(-e.size)))
 	e.size = 0
 }
@@ -120,7 +127,7 @@ func (ss *sessions) budget(s *session, e *entry, o *accum.Observation, r *reply)
 	if limit == "" {
 		return need
 	}
-	ss.hooks.refused(limit)
+	ss.refused(r, limit)
 	var dropped int
 	if len(o.Texts) > 0 {
 		var touched [3]bool
@@ -149,8 +156,11 @@ func (ss *sessions) budget(s *session, e *entry, o *accum.Observation, r *reply)
 	}
 	held, of, flag := ss.held.Load(), ss.cfg.MemoryBudget, "WithMemoryBudget, acpnormd --memory-budget"
 	scope := "the service"
-	if limit == LimitSessionMemory {
+	switch limit {
+	case LimitSessionMemory:
 		held, of, flag, scope = int64(s.held), ss.cfg.sessionMemory(), "WithSessionMemory, acpnormd --session-memory", "the session"
+	case LimitQuotaMemory:
+		held, of, flag, scope = s.space.held.Load(), ss.cfg.quota.Memory, "WithQuota, acpnormd --quota-memory", "its namespace (acpnormd: the identity)"
 	}
 	r.fail(ResourceExhausted, e.call.ID(), "frame %d of session %q: %s holds %d bytes of text, and this update of tool call %q could take more than its limit of %d bytes (%s); its %s (%d bytes) is not held and the field says truncated, and the rest of the update applies", r.seq, s.id, scope, held, e.call.ID(), of, flag, what, dropped)
 	return need

@@ -17,6 +17,7 @@ import (
 // the order they take its lock; different sessions go on in parallel.
 type Normalizer struct {
 	ss *sessions
+	ns namespace // the sessions it serves; see Namespace
 }
 
 // config holds the limits of a Normalizer.
@@ -31,6 +32,7 @@ type config struct {
 	Tombstones         int
 	MemoryBudget       int
 	SessionMemory      int
+	quota              Quota
 	hooks              Hooks
 	now                func() time.Time
 	store              store.Store
@@ -118,6 +120,10 @@ type Hooks struct {
 	// Refused is called each time a limit refuses a frame or a field of
 	// one, with the limit's name (one of the Limit constants).
 	Refused func(limit string)
+	// RefusedIn is called with Refused (each may be nil), with the
+	// namespace of the request refused as well (see Namespace; "" is the
+	// default one).
+	RefusedIn func(namespace, limit string)
 	// LateFrame is called when an update about a released call is
 	// refused.
 	LateFrame func()
@@ -147,6 +153,9 @@ const (
 	LimitTextBytes       = "text_bytes"
 	LimitMemory          = "memory_budget"
 	LimitSessionMemory   = "session_memory"
+	LimitQuotaSessions   = "quota_sessions" // see WithQuota
+	LimitQuotaCalls      = "quota_calls"
+	LimitQuotaMemory     = "quota_memory"
 )
 
 func (c *config) validate() error {
@@ -173,6 +182,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("text limit %d is over %d bytes, the most a call kept in a store may hold", c.TextLimit, accum.MaxStateLimit)
 	case c.SessionMemory < 0 || c.SessionMemory > c.MemoryBudget:
 		return fmt.Errorf("session memory %d is not between 0 (an eighth of the budget) and the memory budget %d", c.SessionMemory, c.MemoryBudget)
+	case c.quota.Sessions < 0 || c.quota.Calls < 0 || c.quota.Memory < 0:
+		return fmt.Errorf("quota %+v is negative", c.quota)
 	}
 	return nil
 }
@@ -218,6 +229,7 @@ func newConfig(opts []Option) config {
 
 // request is one frame or control message with its options.
 type request struct {
+	ns          namespace
 	ctx         context.Context
 	seq         uint64
 	dialect     string
@@ -286,8 +298,8 @@ func WithFinalChanges() FeedOption { return func(r *request) { r.finalDeltas = t
 // store, the highest sequence is shared by every Normalizer using it.
 func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = true } }
 
-func newRequest(opts []FeedOption) *request {
-	r := &request{ctx: context.Background()}
+func newRequest(ns namespace, opts []FeedOption) *request {
+	r := &request{ns: ns, ctx: context.Background()}
 	for _, o := range opts {
 		o(r)
 	}
@@ -322,7 +334,7 @@ func (r *request) result(err error) ([]*ShellExec, error) {
 // revisions that the rest of the frame produced are still returned, and
 // the session goes on.
 func (n *Normalizer) Feed(sessionID string, frame []byte, opts ...FeedOption) ([]*ShellExec, error) {
-	r := newRequest(opts)
+	r := newRequest(n.ns, opts)
 	return r.result(n.ss.frame(sessionID, frame, r))
 }
 
@@ -347,7 +359,7 @@ type Frame struct {
 // WithPrepared) are ignored; the Frame fields give them. WithNextDialect
 // reports the dialect after the last frame.
 func (n *Normalizer) FeedBatch(sessionID string, frames []Frame, opts ...FeedOption) ([]*ShellExec, error) {
-	r := newRequest(opts)
+	r := newRequest(n.ns, opts)
 	if len(frames) == 0 {
 		return nil, nil
 	}
@@ -359,7 +371,7 @@ func (n *Normalizer) FeedBatch(sessionID string, frames []Frame, opts ...FeedOpt
 // frame: every call still open ends, UNKNOWN, or CANCELLED when cancelled
 // is true or the turn was cancelled. It returns the final revisions.
 func (n *Normalizer) TurnEnded(sessionID string, cancelled bool, opts ...FeedOption) ([]*ShellExec, error) {
-	r := newRequest(opts)
+	r := newRequest(n.ns, opts)
 	return r.result(n.ss.turnEnded(sessionID, cancelled, r))
 }
 
@@ -367,7 +379,7 @@ func (n *Normalizer) TurnEnded(sessionID string, cancelled bool, opts ...FeedOpt
 // session and its calls (late frames about them are refused). It returns
 // the final revisions.
 func (n *Normalizer) CloseSession(sessionID string, opts ...FeedOption) ([]*ShellExec, error) {
-	r := newRequest(opts)
+	r := newRequest(n.ns, opts)
 	return r.result(n.ss.closeSession(sessionID, r))
 }
 
@@ -400,10 +412,10 @@ type Stats struct {
 	Tombstones int   // released calls remembered
 }
 
-// Stats returns what the Normalizer holds now.
+// Stats returns what the Normalizer holds now, in every namespace.
 func (n *Normalizer) Stats() Stats {
 	n.ss.mu.Lock()
-	sessions := len(n.ss.all)
+	sessions := n.ss.count
 	n.ss.mu.Unlock()
 	return Stats{Sessions: sessions, Calls: int(n.ss.total.Load()), HeldBytes: n.ss.held.Load(), Tombstones: n.ss.tombs.len()}
 }
@@ -419,7 +431,7 @@ type SessionStats struct {
 // SessionStats returns what session id holds, and false when it is not
 // held. It waits while a request of the session is applied.
 func (n *Normalizer) SessionStats(id string) (SessionStats, bool) {
-	s, err := n.ss.lock(context.Background(), id, false)
+	s, err := n.ss.lock(context.Background(), n.ns, id, false)
 	if err != nil || s == nil {
 		return SessionStats{}, false
 	}
@@ -471,9 +483,12 @@ func ClientCapabilities(name string) (capabilitiesJSON, dialectName string, err 
 	return info.ClientCapabilities, info.Name, nil
 }
 
-func (h Hooks) refused(limit string) {
+func (h Hooks) refused(ns namespace, limit string) {
 	if h.Refused != nil {
 		h.Refused(limit)
+	}
+	if h.RefusedIn != nil {
+		h.RefusedIn(ns.name, limit)
 	}
 }
 

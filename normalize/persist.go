@@ -103,7 +103,7 @@ func recordOfTomb(seq uint64) string { return "t:" + strconv.FormatUint(seq, 10)
 // whether the store had it.
 func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 	start := time.Now()
-	snap, err := ss.store.Load(ctx, s.id)
+	snap, err := ss.store.Load(ctx, s.key)
 	ss.hooks.storeOp("load", start, err)
 	if err != nil {
 		return false, fmt.Errorf("%w: loading session %q: %w", errStore, s.id, err)
@@ -208,12 +208,13 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	}
 	n := len(s.calls)
 	ss.total.Add(int64(n))
+	s.space.calls.Add(int64(n))
 	ss.hooks.callsOpened(n)
 	for _, e := range s.calls {
 		ss.settle(s, e, 0)
 	}
 	for _, t := range tombs {
-		ss.tombs.add(s.id, t.call, t.tomb)
+		ss.tombs.add(s.key, t.call, t.tomb)
 	}
 	return nil
 }
@@ -351,7 +352,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 	}
 	ch.Header, ch.Records = wire.AppendVarint(slices.Clip(body), s.touched.UnixNano()), records
 	start := time.Now()
-	v, err := ss.store.Commit(ctx, s.id, s.version, &ch)
+	v, err := ss.store.Commit(ctx, s.key, s.version, &ch)
 	ss.hooks.storeOp("commit", start, err)
 	if errors.Is(err, store.ErrConflict) {
 		return true, err
@@ -370,7 +371,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		s.stored[id] = true
 	}
 	for _, t := range s.newTombs {
-		ss.tombs.add(s.id, t.call, t.tomb)
+		ss.tombs.add(s.key, t.call, t.tomb)
 	}
 	s.newTombs = s.newTombs[:0]
 	return true, nil
@@ -381,7 +382,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 // session since, and then the request is applied again on the new state.
 func (ss *sessions) current(ctx context.Context, s *session) error {
 	start := time.Now()
-	v, err := ss.store.Version(ctx, s.id)
+	v, err := ss.store.Version(ctx, s.key)
 	if err == nil && v != s.version {
 		err = store.ErrConflict
 	}
@@ -402,9 +403,7 @@ func (ss *sessions) uncache(s *session) {
 		return
 	}
 	ss.mu.Lock()
-	if ss.all[s.id] == s {
-		delete(ss.all, s.id)
-	}
+	ss.remove(s)
 	ss.mu.Unlock()
 	ss.hooks.sessions(-1)
 	s.gone = true
@@ -416,6 +415,7 @@ func (ss *sessions) uncache(s *session) {
 	ss.unholdTerms(s)
 	if n > 0 {
 		ss.total.Add(int64(-n))
+		s.space.calls.Add(int64(-n))
 		ss.hooks.callsOpened(-n)
 	}
 }
@@ -464,7 +464,7 @@ func (ss *sessions) buryPast(s *session, now time.Time) {
 		ss.unhold(s, e)
 		s.forgetCall(e.call.ID())
 	}
-	ss.forget(len(past), "grace")
+	ss.forget(s, len(past), "grace")
 }
 
 // expireLoaded releases every call of a session loaded after more than the
@@ -478,5 +478,5 @@ func (ss *sessions) expireLoaded(s *session) {
 	s.calls = map[string]*entry{}
 	ss.unholdTerms(s)
 	s.reset()
-	ss.forget(len(list), "ttl")
+	ss.forget(s, len(list), "ttl")
 }

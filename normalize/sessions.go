@@ -29,16 +29,19 @@ type sessions struct {
 	held  atomic.Int64 // bytes of text held, all sessions (see memory.go)
 	tombs *tombstones  // calls released, so late frames cannot reopen them
 
-	mu  sync.Mutex
-	all map[string]*session
+	mu     sync.Mutex
+	spaces map[string]*space // by namespace name; see namespace.go
+	count  int               // sessions held, all namespaces
 }
 
 // session is the state of one ACP session. Its busy token serializes the
 // requests of the session, whichever stream they arrive on.
 type session struct {
 	busy      chan struct{} // holds a token while a request of the session is applied
-	id        string
-	gone      bool // removed from sessions.all; look it up again
+	id        string        // as the client names it
+	key       string        // the id in its namespace: what tombstones and the store know it by
+	space     *space        // its namespace's state
+	gone      bool          // removed from its space; look it up again
 	dialect   dialect.Dialect
 	name      string // the dialect's name, kept to stamp every revision
 	explicit  bool   // chosen by name, not detected
@@ -84,8 +87,8 @@ type session struct {
 	newTombs            []storedTomb
 }
 
-func newSession(id string) *session {
-	return &session{id: id, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{},
+func newSession(id string, sp *space) *session {
+	return &session{id: id, key: sp.ns.key(id), space: sp, busy: make(chan struct{}, 1), calls: map[string]*entry{}, terminals: map[string]string{}, asks: map[string]ask{},
 		terms: map[string]*clientTerm{}, termReqs: map[string]termReq{}, stored: map[string]bool{}}
 }
 
@@ -114,39 +117,75 @@ type ask struct {
 }
 
 func newSessions(cfg config) *sessions {
-	return &sessions{cfg: cfg, store: cfg.store, hooks: cfg.hooks, now: cfg.now, all: map[string]*session{}, tombs: newTombstones(cfg.Tombstones)}
+	return &sessions{cfg: cfg, store: cfg.store, hooks: cfg.hooks, now: cfg.now, spaces: map[string]*space{}, tombs: newTombstones(cfg.Tombstones)}
 }
 
-// errTooManySessions says that a session cannot be created.
-var errTooManySessions = errors.New("too many sessions")
+// errTooManySessions and errQuotaSessions say that a session cannot be
+// created: the Normalizer, or its namespace, holds as many as it may.
+var (
+	errTooManySessions = errors.New("too many sessions")
+	errQuotaSessions   = errors.New("too many sessions in the namespace")
+)
+
+// remove takes a session out of its space (which goes when it holds no
+// more), under ss.mu. It reports whether the session was there.
+func (ss *sessions) remove(s *session) bool {
+	sp := s.space
+	if sp.all[s.id] != s {
+		return false
+	}
+	delete(sp.all, s.id)
+	ss.count--
+	if len(sp.all) == 0 && ss.spaces[sp.ns.name] == sp {
+		delete(ss.spaces, sp.ns.name)
+	}
+	return true
+}
 
 // lock returns the session, locked. When it does not exist, lock creates it
 // if create is true (or fails with errTooManySessions at the limit), and
 // returns nil otherwise. It gives up when ctx is done while another request
 // of the session is being applied. With a store, a session not in the
 // cache is loaded from it (an error wrapping errStore when that fails).
-func (ss *sessions) lock(ctx context.Context, id string, create bool) (*session, error) {
+func (ss *sessions) lock(ctx context.Context, ns namespace, id string, create bool) (*session, error) {
 	for {
 		ss.mu.Lock()
-		s := ss.all[id]
+		sp := ss.spaces[ns.name]
+		var s *session
+		if sp != nil {
+			s = sp.all[id]
+		}
 		if s == nil {
 			if !create && ss.store == nil {
 				ss.mu.Unlock()
 				return nil, nil
 			}
-			if len(ss.all) >= ss.cfg.MaxSessions {
+			quota := sp != nil && ss.cfg.quota.Sessions > 0 && len(sp.all) >= ss.cfg.quota.Sessions
+			if quota || ss.count >= ss.cfg.MaxSessions {
 				ss.mu.Unlock()
-				if ss.store != nil && ss.evictIdle() {
+				from := (*space)(nil) // any namespace's
+				if quota {
+					from = sp
+				}
+				if ss.store != nil && ss.evictIdle(from) {
 					continue // there is room in the cache now
 				}
-				if !create {
+				switch {
+				case !create:
 					return nil, nil // could not be cached; a frame that creates it says so
+				case quota:
+					return nil, errQuotaSessions
 				}
 				return nil, errTooManySessions
 			}
-			s = newSession(id)
+			if sp == nil {
+				sp = &space{ns: ns, all: map[string]*session{}}
+				ss.spaces[ns.name] = sp
+			}
+			s = newSession(id, sp)
 			s.needLoad = ss.store != nil
-			ss.all[id] = s
+			sp.all[id] = s
+			ss.count++
 			ss.hooks.sessions(1)
 		}
 		ss.mu.Unlock()
@@ -176,17 +215,31 @@ func (ss *sessions) lock(ctx context.Context, id string, create bool) (*session,
 }
 
 // evictIdle makes room in a full cache when a store holds every session:
-// of a few cached sessions that no request is applying, it drops the one
-// used least recently (the store keeps it; its next request loads it). It
-// reports whether it dropped one.
-func (ss *sessions) evictIdle() bool {
+// of a few cached sessions of space from (nil: of any namespace) that no
+// request is applying, it drops the one used least recently (the store
+// keeps it; its next request loads it). It reports whether it dropped one.
+func (ss *sessions) evictIdle(from *space) bool {
 	const sample = 8
 	ss.mu.Lock()
 	cands := make([]*session, 0, sample)
-	for _, s := range ss.all { // map order: a different sample each time
-		cands = append(cands, s)
-		if len(cands) == sample {
-			break
+	take := func(all map[string]*session) {
+		for _, s := range all { // map order: a different sample each time
+			if len(cands) == sample {
+				return
+			}
+			cands = append(cands, s)
+		}
+	}
+	if from != nil {
+		if ss.spaces[from.ns.name] == from {
+			take(from.all)
+		}
+	} else {
+		for _, sp := range ss.spaces {
+			take(sp.all)
+			if len(cands) == sample {
+				break
+			}
 		}
 	}
 	ss.mu.Unlock()
@@ -391,7 +444,7 @@ func (ss *sessions) lockFor(ctx context.Context, r *reply, id string, create boo
 	if r.kept != nil {
 		return r.kept, nil
 	}
-	return ss.lock(ctx, id, create)
+	return ss.lock(ctx, r.req.ns, id, create)
 }
 
 // batch applies frames of one session in order, under one taking of its
@@ -454,7 +507,7 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 	if !ss.validSessionID(id, what, r) {
 		return nil
 	}
-	s, err := ss.lock(ctx, id, false)
+	s, err := ss.lock(ctx, r.req.ns, id, false)
 	if err != nil || s == nil {
 		return r.locked(err) // a session never seen (or released) has nothing to end
 	}
@@ -493,7 +546,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		return nil
 	}
 	if n := len(f.GetCwd()); n > ss.cfg.TextLimit {
-		ss.hooks.refused(LimitTextBytes)
+		ss.refused(r, LimitTextBytes)
 		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit)", f.GetSequence(), f.GetSessionId(), n, ss.cfg.TextLimit)
 		return nil
 	}
@@ -521,9 +574,14 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	}
 	if s == nil {
 		s, err = ss.lockFor(ctx, r, f.GetSessionId(), true)
-		if errors.Is(err, errTooManySessions) {
-			ss.hooks.refused(LimitSessions)
+		switch {
+		case errors.Is(err, errTooManySessions):
+			ss.refused(r, LimitSessions)
 			r.fail(ResourceExhausted, "", "frame %d opens session %q, but the service already holds %d sessions (the limit: WithMaxSessions, acpnormd --max-sessions)", f.GetSequence(), f.GetSessionId(), ss.cfg.MaxSessions)
+			return nil
+		case errors.Is(err, errQuotaSessions):
+			ss.refused(r, LimitQuotaSessions)
+			r.fail(ResourceExhausted, "", "frame %d opens session %q, but its namespace (acpnormd: the identity) already holds %d sessions (its quota: WithQuota, acpnormd --quota-sessions)", f.GetSequence(), f.GetSessionId(), ss.cfg.quota.Sessions)
 			return nil
 		}
 		if err != nil {
@@ -574,7 +632,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		read.Terminal == nil && read.Response == nil && !read.Load && !read.Prompt
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
-			ss.hooks.refused(LimitTextBytes)
+			ss.refused(r, LimitTextBytes)
 			r.fail(InvalidArgument, "", "frame %d of session %q gives a session cwd of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); the session keeps its cwd", r.seq, s.id, len(c), ss.cfg.TextLimit)
 		} else {
 			s.cwd = filepath.Clean(c)
@@ -584,12 +642,12 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		id := ss.observe(s, &read.Observations[i], r)
 		if read.Ask != nil && read.Observations[i].PermissionAsk && id != "" {
 			if n := len(read.Ask.RequestID); n > ss.cfg.MaxIDBytes {
-				ss.hooks.refused(LimitIDBytes)
+				ss.refused(r, LimitIDBytes)
 				r.fail(InvalidArgument, id, "frame %d of session %q asks permission under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); its answer will not be matched", r.seq, s.id, n, ss.cfg.MaxIDBytes)
 				continue
 			}
 			if _, known := s.asks[read.Ask.RequestID]; !known && len(s.asks) >= ss.maxRefs() {
-				ss.hooks.refused(LimitCallsPerSession)
+				ss.refused(r, LimitCallsPerSession)
 				r.fail(ResourceExhausted, id, "frame %d of session %q asks permission, but the session already has %d unanswered asks (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); its answer will not be matched", r.seq, s.id, len(s.asks))
 				continue
 			}
@@ -693,13 +751,20 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	if e == nil {
 		if n := len(s.calls); n >= ss.cfg.MaxCallsPerSession {
-			ss.hooks.refused(LimitCallsPerSession)
+			ss.refused(r, LimitCallsPerSession)
 			r.fail(ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the session already holds %d calls (the limit: WithMaxCallsPerSession, acpnormd --max-calls-per-session)", r.seq, s.id, id, n)
+			return ""
+		}
+		if held, q := s.space.calls.Add(1), ss.cfg.quota.Calls; q > 0 && held > int64(q) {
+			s.space.calls.Add(-1)
+			ss.refused(r, LimitQuotaCalls)
+			r.fail(ResourceExhausted, id, "frame %d of session %q opens tool call %q, but its namespace (acpnormd: the identity) already holds %d calls (its quota: WithQuota, acpnormd --quota-calls)", r.seq, s.id, id, q)
 			return ""
 		}
 		if ss.total.Add(1) > int64(ss.cfg.MaxCalls) {
 			ss.total.Add(-1)
-			ss.hooks.refused(LimitCalls)
+			s.space.calls.Add(-1)
+			ss.refused(r, LimitCalls)
 			r.fail(ResourceExhausted, id, "frame %d of session %q opens tool call %q, but the service already holds %d calls (the limit: WithMaxCalls, acpnormd --max-calls)", r.seq, s.id, id, ss.cfg.MaxCalls)
 			return ""
 		}
@@ -716,7 +781,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	if t := o.TerminalID; t != "" && s.terminals[t] != id {
 		if _, known := s.terminals[t]; !known && len(s.terminals) >= ss.maxRefs() {
-			ss.hooks.refused(LimitCallsPerSession)
+			ss.refused(r, LimitCallsPerSession)
 			r.fail(ResourceExhausted, id, "frame %d of session %q shows terminal %q, but the session already tracks %d terminals (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); output sent by terminal id alone will not reach the call", r.seq, s.id, t, len(s.terminals))
 		} else {
 			s.terminals[t] = id
@@ -749,6 +814,9 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	return id
 }
 
+// refused counts a refusal by limit of request r.
+func (ss *sessions) refused(r *reply, limit string) { ss.hooks.refused(r.req.ns, limit) }
+
 // maxRefs bounds the terminal ids and unanswered asks a session tracks.
 func (ss *sessions) maxRefs() int { return 4 * ss.cfg.MaxCallsPerSession }
 
@@ -761,7 +829,7 @@ func (ss *sessions) validSessionID(id, what string, r *reply) bool {
 		return false
 	case len(id) > ss.cfg.MaxIDBytes:
 		r.session = "" // never echo an over-long id
-		ss.hooks.refused(LimitIDBytes)
+		ss.refused(r, LimitIDBytes)
 		r.fail(InvalidArgument, "", "%s %d has a session_id of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes)", what, r.seq, len(id), ss.cfg.MaxIDBytes)
 		return false
 	}
@@ -775,7 +843,7 @@ func (ss *sessions) validSessionID(id, what string, r *reply) bool {
 func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply) bool {
 	for _, f := range []struct{ name, v string }{{"toolCallId", o.ToolCallID}, {"terminalId", o.TerminalID}} {
 		if len(f.v) > ss.cfg.MaxIDBytes {
-			ss.hooks.refused(LimitIDBytes)
+			ss.refused(r, LimitIDBytes)
 			r.fail(InvalidArgument, "", "frame %d of session %q names a %s of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); the update is refused", r.seq, s.id, f.name, len(f.v), ss.cfg.MaxIDBytes)
 			return false
 		}
@@ -786,7 +854,7 @@ func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply)
 	}{{"command", &o.Command}, {"cwd", &o.Cwd}, {"description", &o.Description}, {"approval reason", &o.ApprovalReason}, {"cancel notice", &o.CancelNotice}, {"fail notice", &o.FailNotice}, {"signal", &o.Signal}} {
 		if n := len(*f.v); n > ss.cfg.TextLimit {
 			*f.v = ""
-			ss.hooks.refused(LimitTextBytes)
+			ss.refused(r, LimitTextBytes)
 			r.fail(InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a %s of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, f.name, n, ss.cfg.TextLimit)
 		}
 	}
@@ -884,7 +952,7 @@ func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
 // each.
 func (ss *sessions) drop(s *session, why released, reason string) {
 	ss.mu.Lock()
-	delete(ss.all, s.id)
+	ss.remove(s)
 	ss.mu.Unlock()
 	ss.hooks.sessions(-1)
 	s.gone = true
@@ -896,7 +964,7 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	s.calls = map[string]*entry{}
 	ss.unholdTerms(s)
 	s.reset() // with a store, what is committed is a new session with the tombstones
-	ss.forget(n, reason)
+	ss.forget(s, n, reason)
 }
 
 // bury leaves the tombstone of a call that is being released.
@@ -910,14 +978,16 @@ func (ss *sessions) bury(s *session, id string, e *entry, why released) {
 		s.newTombs = append(s.newTombs, storedTomb{id, tb}) // remembered once committed
 		return
 	}
-	ss.tombs.add(s.id, id, tb)
+	ss.tombs.add(s.key, id, tb)
 }
 
-func (ss *sessions) forget(n int, reason string) {
+// forget counts n calls of s released.
+func (ss *sessions) forget(s *session, n int, reason string) {
 	if n == 0 {
 		return
 	}
 	ss.total.Add(int64(-n))
+	s.space.calls.Add(int64(-n))
 	ss.hooks.callsOpened(-n)
 	ss.hooks.released(reason, n)
 }
@@ -931,9 +1001,11 @@ func (ss *sessions) forget(n int, reason string) {
 func (ss *sessions) sweep() {
 	now := ss.now()
 	ss.mu.Lock()
-	list := make([]*session, 0, len(ss.all))
-	for _, s := range ss.all {
-		list = append(list, s)
+	list := make([]*session, 0, ss.count)
+	for _, sp := range ss.spaces {
+		for _, s := range sp.all {
+			list = append(list, s)
+		}
 	}
 	ss.mu.Unlock()
 	for _, s := range list {
@@ -985,7 +1057,7 @@ func (ss *sessions) tombOf(s *session, id string) (tomb, bool) {
 			return s.newTombs[i].tomb, true
 		}
 	}
-	return ss.tombs.get(s.id, id)
+	return ss.tombs.get(s.key, id)
 }
 
 // pastGrace lists the ended calls of s past their grace period, in the

@@ -86,7 +86,7 @@ func (ss *sessions) terminalRequest(s *session, t *dialect.TerminalRequest, r *r
 		}{{"command", &req.command}, {"cwd", &req.cwd}} {
 			if n := len(*f.v); n > ss.cfg.TextLimit {
 				*f.v = ""
-				ss.hooks.refused(LimitTextBytes)
+				ss.refused(r, LimitTextBytes)
 				r.fail(InvalidArgument, "", "frame %d of session %q creates a terminal with a %s of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); it is left out", r.seq, s.id, f.name, n, ss.cfg.TextLimit)
 			}
 		}
@@ -110,7 +110,7 @@ func (ss *sessions) terminalRequest(s *session, t *dialect.TerminalRequest, r *r
 // oldest one at the bound.
 func (ss *sessions) awaitTerminal(s *session, id string, req termReq, r *reply) {
 	if n := len(id); n > ss.cfg.MaxIDBytes {
-		ss.hooks.refused(LimitIDBytes)
+		ss.refused(r, LimitIDBytes)
 		r.fail(InvalidArgument, "", "frame %d of session %q sends %s under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); its answer will not be read", r.seq, s.id, req.method, n, ss.cfg.MaxIDBytes)
 		return
 	}
@@ -121,7 +121,7 @@ func (ss *sessions) awaitTerminal(s *session, id string, req termReq, r *reply) 
 				oldest = k
 			}
 		}
-		ss.hooks.refused(LimitCallsPerSession)
+		ss.refused(r, LimitCallsPerSession)
 		r.fail(ResourceExhausted, "", "frame %d of session %q: the session already awaits %d answers to terminal requests (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); the oldest, %s under id %s, is forgotten and its answer will not be read", r.seq, s.id, len(s.termReqs), s.termReqs[oldest].method, oldest)
 		delete(s.termReqs, oldest)
 	}
@@ -197,7 +197,7 @@ func (ss *sessions) terminalResponse(s *session, resp *dialect.Response, r *repl
 // already names it, the command and cwd go to the call now.
 func (ss *sessions) created(s *session, id string, req termReq, r *reply) {
 	if n := len(id); n > ss.cfg.MaxIDBytes {
-		ss.hooks.refused(LimitIDBytes)
+		ss.refused(r, LimitIDBytes)
 		r.fail(InvalidArgument, "", "frame %d of session %q names a terminalId of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); the terminal is not tracked", r.seq, s.id, n, ss.cfg.MaxIDBytes)
 		return
 	}
@@ -211,7 +211,7 @@ func (ss *sessions) created(s *session, id string, req termReq, r *reply) {
 				oldest = k
 			}
 		}
-		ss.hooks.refused(LimitCallsPerSession)
+		ss.refused(r, LimitCallsPerSession)
 		r.fail(ResourceExhausted, "", "frame %d of session %q creates terminal %q, but the session already tracks %d client terminals (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); terminal %q is forgotten", r.seq, s.id, id, len(s.terms), oldest)
 		ss.dropTerm(s, oldest)
 	}
@@ -303,7 +303,7 @@ func (ss *sessions) holdTermOutput(s *session, ct *clientTerm, out string, trunc
 	}
 	ss.unholdTerm(s, ct)
 	if limit := ss.reserve(s, len(out)); limit != "" {
-		ss.hooks.refused(limit)
+		ss.refused(r, limit)
 		r.fail(ResourceExhausted, "", "frame %d of session %q: the output of a client terminal no tool call names yet (%d bytes) is over the memory budget (%s); it is not held and the terminal says truncated", r.seq, s.id, len(out), limit)
 		ct.output, ct.hasOutput, ct.truncated = "", true, true
 		return
@@ -316,6 +316,7 @@ func (ss *sessions) holdTermOutput(s *session, ct *clientTerm, out string, trunc
 func (ss *sessions) unholdTerm(s *session, ct *clientTerm) {
 	if n := len(ct.output); n > 0 {
 		s.held -= n
+		s.space.held.Add(int64(-n))
 		ss.hooks.heldBytes(ss.held.Add(int64(-n)))
 		ct.output = ""
 	}
@@ -447,6 +448,7 @@ func (ss *sessions) restoreTerms(s *session, d *wire.Reader) {
 			return
 		}
 		s.held += len(ct.output)
+		s.space.held.Add(int64(len(ct.output)))
 		ss.hooks.heldBytes(ss.held.Add(int64(len(ct.output))))
 		s.terms[id] = ct
 	}

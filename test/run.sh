@@ -15,9 +15,9 @@
 #      staticcheck, govulncheck (skipped, saying so, when its database at
 #      vuln.go.dev cannot be reached), and the licence copies in the client
 #      packages;
-#   3. buf lint and a regeneration check of gen/ and its copies in
-#      clients/python and clients/ts (bash gen/generate.sh must leave them
-#      unchanged), then buf breaking against main, and apidiff on the
+#   3. buf lint and a regeneration check of the generated code, gen/go,
+#      clients/ts/src/gen and clients/python/acpnorm (bash gen/generate.sh
+#      must leave them unchanged), then buf breaking against main, and apidiff on the
 #      public normalize package against the last tag or main
 #      (test/apidiff.sh); kubeconform -strict on the Kubernetes manifests in
 #      deploy/k8s, against schemas generated offline by test/setup.sh;
@@ -76,11 +76,11 @@ for copy in clients/ts/LICENSE clients/python/LICENSE; do
   cmp -s LICENSE "$copy" || { echo "$copy differs from LICENSE: cp LICENSE $copy" >&2; exit 1; }
 done
 
-echo "== buf lint, and gen/ (and its copies in the client packages) is what the contract generates"
+echo "== buf lint, and the generated code (gen/go, clients/ts/src/gen, clients/python/acpnorm) is what the contract generates"
 bash gen/generate.sh
 if [ -n "$(git status --porcelain -- gen/ clients/python/acpnorm/ clients/ts/src/gen/)" ]; then
   git status --porcelain -- gen/ clients/python/acpnorm/ clients/ts/src/gen/ >&2
-  echo "gen/ or its copies (clients/python/acpnorm/, clients/ts/src/gen/) are stale or were edited by hand: run bash gen/generate.sh and commit the result" >&2
+  echo "the generated code (gen/, clients/python/acpnorm/, clients/ts/src/gen/) is stale or was edited by hand: run bash gen/generate.sh and commit the result" >&2
   exit 1
 fi
 

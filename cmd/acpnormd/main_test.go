@@ -309,3 +309,45 @@ func TestConfigurationPageNamesEveryServeFlag(t *testing.T) {
 		t.Errorf("docs/configuration.md has no row for --%s", f.Name)
 	})
 }
+
+// The quotas default to a quarter of their global limits when clients can
+// be several identities, and to no bound of their own with one identity
+// (no authentication, or --auth-token-file alone); a set quota stays.
+func TestServeQuotaDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		args     []string
+		sessions int
+		streams  int
+		calls    int
+	}{
+		{"no authentication", nil, 0, 0, 0},
+		{"one token", []string{"--auth-token-file", "t"}, 0, 0, 0},
+		{"named tokens", []string{"--auth-tokens-file", "t"}, 16384 / 4, 1024 / 4, 65536 / 4},
+		{"client certificates", []string{"--tls-client-ca", "ca.pem"}, 16384 / 4, 1024 / 4, 65536 / 4},
+		{"client certificates and a token", []string{"--tls-client-ca", "ca.pem", "--auth-token-file", "t"}, 0, 0, 0},
+		{"set by hand", []string{"--auth-tokens-file", "t", "--quota-sessions", "7", "--max-streams", "8"}, 7, 2, 65536 / 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := parseServe(c.args)
+			require.NoError(t, err)
+			assert.Equal(t, c.sessions, f.cfg.Quota.Sessions)
+			assert.Equal(t, c.calls, f.cfg.Quota.Calls)
+			assert.Equal(t, c.streams, f.srv.MaxStreamsPerIdentity)
+		})
+	}
+	_, err := parseServe([]string{"--quota-calls", "-1"})
+	assert.ErrorContains(t, err, "--quota-calls -1 is negative")
+}
+
+// --tls-client-names names certificate identities: it needs client
+// certificates, and no token naming the identity instead.
+func TestServeClientNamesNeedsClientCertificates(t *testing.T) {
+	for _, args := range [][]string{
+		{"--tls-client-names", "names"},
+		{"--tls-client-names", "names", "--tls-cert", "c", "--tls-key", "k", "--tls-client-ca", "ca", "--auth-tokens-file", "t"},
+	} {
+		_, err := parseServe(args)
+		assert.ErrorContains(t, err, "--tls-client-names")
+	}
+}

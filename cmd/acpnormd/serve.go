@@ -31,6 +31,8 @@ type serveFlags struct {
 	logLevel, logFormat   string
 	tls                   service.TLSFiles
 	tokenFile             string
+	tokensFile            string
+	clientNames           string
 	insecureListen        bool
 	store                 string
 }
@@ -79,7 +81,17 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	str(&f.tls.Cert, "tls-cert", "ACPNORM_TLS_CERT", "", "PEM certificate (chain) to serve TLS with; reloaded when the file changes")
 	str(&f.tls.Key, "tls-key", "ACPNORM_TLS_KEY", "", "PEM private key of --tls-cert")
 	str(&f.tls.ClientCA, "tls-client-ca", "ACPNORM_TLS_CLIENT_CA", "", "PEM CA certificate(s); when set, clients must present a certificate it signed (mutual TLS)")
-	str(&f.tokenFile, "auth-token-file", "ACPNORM_AUTH_TOKEN_FILE", "", "file holding a bearer token every call (and /metrics) must carry as 'authorization: Bearer <token>'; health checks are exempt")
+	str(&f.tokenFile, "auth-token-file", "ACPNORM_AUTH_TOKEN_FILE", "", "file holding a bearer token every call (and /metrics) must carry as 'authorization: Bearer <token>'; health checks are exempt;\n"+
+		"its calls are the identity 'default'")
+	str(&f.tokensFile, "auth-tokens-file", "ACPNORM_AUTH_TOKENS_FILE", "", "file of named bearer tokens, one 'NAME TOKEN' or 'NAME sha256:HEX' a line: each call is the identity its token names,\n"+
+		"and sees only that identity's sessions; reloaded when the file changes (a removed token is refused at once)")
+	str(&f.clientNames, "tls-client-names", "ACPNORM_TLS_CLIENT_NAMES", "", "with --tls-client-ca and no tokens: file of 'NAME CERTIFICATE-IDENTITY' lines naming the identities of client certificates\n"+
+		"(URI SAN, else DNS SAN, else subject CN); a certificate it does not name is refused; reloaded when the file changes")
+	num(&f.cfg.Quota.Sessions, "quota-sessions", "ACPNORM_QUOTA_SESSIONS", 0, "sessions one identity may hold (with --store: cache); 0: a quarter of --max-sessions when clients are\n"+
+		"several identities (--auth-tokens-file, or --tls-client-ca without tokens), else no bound beyond --max-sessions")
+	num(&f.cfg.Quota.Calls, "quota-calls", "ACPNORM_QUOTA_CALLS", 0, "tool calls one identity's sessions may hold; 0: a quarter of --max-calls with several identities, else no bound beyond it")
+	num(&f.cfg.Quota.Memory, "quota-memory", "ACPNORM_QUOTA_MEMORY", 0, "bytes of text one identity's calls may hold; 0: a quarter of --memory-budget with several identities, else no bound beyond it")
+	num(&f.srv.MaxStreamsPerIdentity, "quota-streams", "ACPNORM_QUOTA_STREAMS", 0, "streams one identity may have open; 0: a quarter of --max-streams with several identities, else no bound beyond it")
 	boolean(&f.insecureListen, "insecure-listen", "ACPNORM_INSECURE_LISTEN", "allow listening on a non-loopback address without TLS or a token")
 	dur(&f.shutdown, "shutdown-timeout", "ACPNORM_SHUTDOWN_TIMEOUT", 10*time.Second, "how long a graceful shutdown may take")
 	str(&f.store, "store", "ACPNORM_STORE", "", "where session state lives: empty or 'memory' for this process alone, or a Redis 7 URL,\n"+
@@ -103,7 +115,44 @@ func parseServe(args []string) (*serveFlags, error) {
 	if err := checkStore(f.store); err != nil {
 		return nil, err
 	}
+	if f.clientNames != "" && (f.tls.ClientCA == "" || f.tokenFile != "" || f.tokensFile != "") {
+		return nil, errors.New("--tls-client-names names the identities of client certificates: it needs --tls-client-ca, and no --auth-token-file or --auth-tokens-file (a token names the identity then)")
+	}
+	if err := f.quotas(); err != nil {
+		return nil, err
+	}
 	return f, f.cfg.Validate()
+}
+
+// severalIdentities says whether clients can be more than one identity:
+// named tokens, or client certificates without tokens.
+func (f *serveFlags) severalIdentities() bool {
+	return f.tokensFile != "" || f.tls.ClientCA != "" && f.tokenFile == ""
+}
+
+// quotas checks the quota flags and fills in their defaults: with several
+// identities a quarter of the matching global limit, so that one
+// identity at its quota leaves the others room; with one, none.
+func (f *serveFlags) quotas() error {
+	q := &f.cfg.Quota
+	for _, c := range []struct {
+		name string
+		v    *int
+		of   int
+	}{
+		{"--quota-sessions", &q.Sessions, f.cfg.MaxSessions},
+		{"--quota-calls", &q.Calls, f.cfg.MaxCalls},
+		{"--quota-memory", &q.Memory, f.cfg.MemoryBudget},
+		{"--quota-streams", &f.srv.MaxStreamsPerIdentity, f.srv.MaxStreams},
+	} {
+		if *c.v < 0 {
+			return fmt.Errorf("%s %d is negative", c.name, *c.v)
+		}
+		if *c.v == 0 && f.severalIdentities() {
+			*c.v = max(c.of/4, 1)
+		}
+	}
+	return nil
 }
 
 func serve(args []string) error {
@@ -164,8 +213,8 @@ func serve(args []string) error {
 		}
 		metricsAddr = mlis.Addr().String()
 		var h http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-		if f.srv.Token != nil {
-			h = service.BearerHandler(f.srv.Token, h)
+		if f.tokenProtected() {
+			h = service.BearerHandler(f.srv.ValidToken, h)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
@@ -236,20 +285,37 @@ func (f *serveFlags) access(log *slog.Logger) error {
 		}
 		f.srv.Token = t
 	}
-	if f.srv.Token != nil && f.srv.TLS == nil {
+	if f.tokensFile != "" {
+		t, err := service.NewTokens(f.tokensFile, log)
+		if err != nil {
+			return err
+		}
+		f.srv.Tokens = t
+	}
+	if f.clientNames != "" {
+		c, err := service.NewClientNames(f.clientNames, log)
+		if err != nil {
+			return err
+		}
+		f.srv.ClientNames = c
+	}
+	if f.tokenProtected() && f.srv.TLS == nil {
 		log.Warn("a bearer token without TLS crosses the network in clear text; add --tls-cert and --tls-key unless a proxy terminates TLS")
 	}
 	return nil
 }
 
+// tokenProtected says whether calls need a bearer token.
+func (f *serveFlags) tokenProtected() bool { return f.srv.Token != nil || f.srv.Tokens != nil }
+
 // checkExposure refuses a non-loopback address that neither TLS nor a
 // token protects, unless --insecure-listen says that is meant.
 func (f *serveFlags) checkExposure(addr net.Addr, flagName string) error {
 	tcp, ok := addr.(*net.TCPAddr)
-	if !ok || tcp.IP.IsLoopback() || f.insecureListen || f.srv.TLS != nil || f.srv.Token != nil {
+	if !ok || tcp.IP.IsLoopback() || f.insecureListen || f.srv.TLS != nil || f.tokenProtected() {
 		return nil
 	}
-	return fmt.Errorf("refusing to serve on %s (%s): it is not a loopback address, and without --tls-cert/--tls-key or --auth-token-file anyone who can reach it could read every session's commands and output; add TLS or a token, or pass --insecure-listen if the network is private", addr, flagName)
+	return fmt.Errorf("refusing to serve on %s (%s): it is not a loopback address, and without --tls-cert/--tls-key or --auth-token-file/--auth-tokens-file anyone who can reach it could read every session's commands and output; add TLS or a token, or pass --insecure-listen if the network is private", addr, flagName)
 }
 
 func newLogger(level, format string) (*slog.Logger, error) {

@@ -16,10 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
-	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
 )
 
 // stamp identifies one version of a file: it changes when the file is
@@ -210,20 +207,10 @@ func (t *Token) Valid(got string) bool {
 	return subtle.ConstantTimeCompare(h[:], want[:]) == 1
 }
 
-// authFunc checks the "authorization: Bearer <token>" metadata of a call.
-func authFunc(t *Token, m *Metrics) auth.AuthFunc {
-	return func(ctx context.Context) (context.Context, error) {
-		got, err := auth.AuthFromMD(ctx, "bearer")
-		if err != nil {
-			m.streamRefused("unauthenticated")
-			return nil, status.Error(codes.Unauthenticated, "this acpnormd requires the metadata \"authorization: Bearer <token>\"")
-		}
-		if !t.Valid(got) {
-			m.streamRefused("unauthenticated")
-			return nil, status.Error(codes.Unauthenticated, "the bearer token is not the one this acpnormd was given")
-		}
-		return ctx, nil
-	}
+// ValidToken reports whether token is the Token or one of the Tokens of
+// o (for BearerHandler).
+func (o ServerOptions) ValidToken(token string) bool {
+	return newAccess(o, nil).valid(token)
 }
 
 // openHealth is the health service without the token check, so that probes
@@ -237,13 +224,13 @@ func (openHealth) AuthFuncOverride(ctx context.Context, _ string) (context.Conte
 }
 
 // BearerHandler serves h only to requests that carry "Authorization:
-// Bearer <token>" with the token; others get 401.
-func BearerHandler(t *Token, h http.Handler) http.Handler {
+// Bearer <token>" with a token valid says is one; others get 401.
+func BearerHandler(valid func(token string) bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "bearer") || !t.Valid(got) {
+		if !ok || !strings.EqualFold(scheme, "bearer") || !valid(got) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="acpnormd"`)
-			http.Error(w, "this endpoint requires the header \"Authorization: Bearer <token>\" with acpnormd's token", http.StatusUnauthorized)
+			http.Error(w, "this endpoint requires the header \"Authorization: Bearer <token>\" with one of acpnormd's tokens", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)

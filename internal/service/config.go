@@ -48,6 +48,10 @@ type Config struct {
 	// reads nothing before the stream is ended (RESOURCE_EXHAUSTED), so a
 	// stalled client holds no memory.
 	SendTimeout time.Duration
+	// Quota bounds what one identity's sessions may hold together (see
+	// normalize.WithQuota); a zero field sets no bound beyond the limits
+	// above.
+	Quota normalize.Quota
 	// Store holds the sessions' state so that several servers can share
 	// them (see normalize.WithStore); nil keeps it in this process only.
 	Store store.Store
@@ -97,6 +101,7 @@ func (c Config) limits() []normalize.Option {
 		normalize.WithTombstones(c.Tombstones),
 		normalize.WithMemoryBudget(c.MemoryBudget),
 		normalize.WithSessionMemory(c.SessionMemory),
+		normalize.WithQuota(c.Quota),
 		normalize.WithStore(countTrips(c.Store)),
 	}
 }

@@ -52,6 +52,7 @@ func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit f
 // request makes only its own (sequence, dialect, cwd, read-ahead).
 type feeder struct {
 	ss     *sessions
+	n      *normalize.Normalizer // the stream identity's view (see normalize.Normalizer.Namespace)
 	d      *delivered
 	emit   func(*pb.NormalizeResponse) error
 	shared []normalize.FeedOption
@@ -61,8 +62,10 @@ type feeder struct {
 	frames []normalize.Frame      // reused by each batch
 }
 
+// The feeder serves the default namespace; a stream of another identity
+// sets n to its view.
 func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.NormalizeResponse) error) *feeder {
-	f := &feeder{ss: ss, d: d, emit: emit}
+	f := &feeder{ss: ss, n: ss.n, d: d, emit: emit}
 	f.shared = []normalize.FeedOption{normalize.WithContext(ctx), normalize.WithEmit(f.event)}
 	if d != nil {
 		f.shared = append(f.shared, normalize.WithWhole(d.needsWhole))
@@ -94,13 +97,13 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 		fr := k.Frame
 		opts = append(opts, normalize.WithSequence(fr.GetSequence()), normalize.WithDialect(fr.GetDialect()), normalize.WithCwd(fr.GetCwd()),
 			normalize.WithPrepared(ahead), f.nextOf)
-		_, err = ss.n.Feed(fr.GetSessionId(), fr.GetMessage(), opts...)
+		_, err = f.n.Feed(fr.GetSessionId(), fr.GetMessage(), opts...)
 	case *pb.NormalizeRequest_TurnEnded:
 		t := k.TurnEnded
-		_, err = ss.n.TurnEnded(t.GetSessionId(), t.GetCancelled(), append(opts, normalize.WithSequence(t.GetSequence()))...)
+		_, err = f.n.TurnEnded(t.GetSessionId(), t.GetCancelled(), append(opts, normalize.WithSequence(t.GetSequence()))...)
 	case *pb.NormalizeRequest_SessionClosed:
 		c := k.SessionClosed
-		_, err = ss.n.CloseSession(c.GetSessionId(), append(opts, normalize.WithSequence(c.GetSequence()))...)
+		_, err = f.n.CloseSession(c.GetSessionId(), append(opts, normalize.WithSequence(c.GetSequence()))...)
 	case *pb.NormalizeRequest_Options:
 		f.d.setOptions(k.Options)
 	default:
@@ -144,7 +147,7 @@ func (f *feeder) handleBatch(reqs []*pb.NormalizeRequest, reads []*normalize.Pre
 		fr := req.GetFrame()
 		frames = append(frames, normalize.Frame{Message: fr.GetMessage(), Sequence: fr.GetSequence(), Dialect: fr.GetDialect(), Cwd: fr.GetCwd(), Prepared: reads[i]})
 	}
-	_, err := f.ss.n.FeedBatch(reqs[0].GetFrame().GetSessionId(), frames, opts...)
+	_, err := f.n.FeedBatch(reqs[0].GetFrame().GetSessionId(), frames, opts...)
 	clear(frames)
 	f.frames = frames[:0]
 	f.done(opts)

@@ -108,7 +108,7 @@ func TestMaxSessions(t *testing.T) {
 	if x := d.exec("s3", openCall("c1", "true")); x.GetSessionId() != "s3" {
 		t.Fatalf("after a close: %v", x)
 	}
-	if got := testutil.ToFloat64(d.ss.m.refusals.WithLabelValues(normalize.LimitSessions)); got != 1 {
+	if got := testutil.ToFloat64(d.ss.m.refusals.WithLabelValues(normalize.LimitSessions, DefaultIdentity)); got != 1 {
 		t.Fatalf("refusals counted: %v", got)
 	}
 }
@@ -168,7 +168,7 @@ func TestMemoryBudget(t *testing.T) {
 	if refusedAt == 0 {
 		t.Fatal("20 calls of 1000 bytes fit in an 8192-byte budget")
 	}
-	if got := testutil.ToFloat64(d.ss.m.refusals.WithLabelValues(normalize.LimitMemory)); got != 1 {
+	if got := testutil.ToFloat64(d.ss.m.refusals.WithLabelValues(normalize.LimitMemory, DefaultIdentity)); got != 1 {
 		t.Fatalf("memory refusals counted: %v", got)
 	}
 	// Calls already holding text go on: appending to a full buffer takes

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/acpnorm/acpnorm/normalize"
@@ -23,6 +24,9 @@ type Metrics struct {
 	streamRefusals *prometheus.CounterVec
 	storeOps       *prometheus.CounterVec
 	storeSeconds   *prometheus.HistogramVec
+
+	// labelOf is the identity label of a namespace (see access.label).
+	labelOf atomic.Pointer[func(namespace string) string]
 }
 
 // NewMetrics registers the series with reg. A nil reg gives metrics that
@@ -55,8 +59,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "limit_refusals_total",
-			Help: "Frames or fields refused because a limit was reached, by limit (max_sessions, max_calls, max_calls_per_session, id_bytes, text_bytes, memory_budget, session_memory).",
-		}, []string{"limit"}),
+			Help: "Frames, fields or streams refused because a limit was reached, by limit (max_sessions, max_calls, max_calls_per_session, id_bytes, text_bytes, memory_budget, session_memory, quota_sessions, quota_calls, quota_memory, quota_streams) and identity (a configured name, \"default\", or \"other\" for a certificate identity no --tls-client-names entry maps).",
+		}, []string{"limit", "identity"}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "acpnorm", Name: "sessions",
 			Help: "Sessions held in state.",
@@ -71,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		streamRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "stream_refusals_total",
-			Help: "Streams and calls refused or ended by a transport limit or access control, by reason (max_streams, send_stalled, message_too_large, unreadable_message, unauthenticated, tls_handshake).",
+			Help: "Streams and calls refused or ended by a transport limit or access control, by reason (max_streams, quota_streams, send_stalled, message_too_large, unreadable_message, unauthenticated, revoked, tls_handshake).",
 		}, []string{"reason"}),
 		storeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "store_ops_total",
@@ -94,7 +98,7 @@ func (m *Metrics) frameError(c codes.Code) { m.frameErrors.WithLabelValues(c.Str
 // hooks has the Normalizer count into m.
 func (m *Metrics) hooks() normalize.Hooks {
 	return normalize.Hooks{
-		Refused:     m.refused,
+		RefusedIn:   func(namespace, limit string) { m.refusedIn(m.label(namespace), limit) },
 		LateFrame:   m.lateFrames.Inc,
 		CallsOpened: func(delta int) { m.openCalls.Add(float64(delta)) },
 		Released:    func(reason string, n int) { m.evictions.WithLabelValues(reason).Add(float64(n)) },
@@ -107,7 +111,21 @@ func (m *Metrics) hooks() normalize.Hooks {
 	}
 }
 
-func (m *Metrics) refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
+// refusedIn counts a refusal by limit of a request of identity label.
+func (m *Metrics) refusedIn(label, limit string) { m.refusals.WithLabelValues(limit, label).Inc() }
+
+// label is the identity label of a namespace's refusals: what the server's
+// access control says (see access.label), else DefaultIdentity for the
+// default namespace and otherIdentity for any other.
+func (m *Metrics) label(namespace string) string {
+	if f := m.labelOf.Load(); f != nil {
+		return (*f)(namespace)
+	}
+	if namespace == "" {
+		return DefaultIdentity
+	}
+	return otherIdentity
+}
 
 // streamRefused counts a stream or call refused or ended by a transport
 // limit or access control.

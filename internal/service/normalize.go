@@ -185,6 +185,8 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// queueFailed says the current request's answers could not all be
 	// queued (the stream ended meanwhile).
 	queueFailed := false
+	id := identityOf(stream.Context())
+	rev := newRevocation(id, s.recheck)
 	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
 		select {
 		case out <- r:
@@ -194,6 +196,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			return ctx.Err()
 		}
 	})
+	feed.n = s.sessions.n.Namespace(id.namespace())
 	// apply applies one request and queues what it produces. A request
 	// whose answers could not all be queued (the stream ended meanwhile)
 	// still counts as applied: its changes are in the shared state, and
@@ -310,6 +313,10 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		return nil
 	}
 	run := func(p *pending) error {
+		if err := rev.revoked(); err != nil {
+			s.sessions.m.streamRefused("revoked")
+			return err
+		}
 		for p != nil {
 			rest := gather(p)
 			err := applyBatch()

@@ -45,9 +45,22 @@ type ServerOptions struct {
 	// TLS, when set, is the server's TLS configuration (see NewTLSConfig);
 	// nil serves plaintext.
 	TLS *tls.Config
-	// Token, when set, is the bearer token every call must carry in its
-	// "authorization: Bearer <token>" metadata, except health checks.
+	// Token, when set, is a bearer token a call may carry in its
+	// "authorization: Bearer <token>" metadata: the identity
+	// DefaultIdentity's. With Token or Tokens set, every call but health
+	// checks must carry one of theirs.
 	Token *Token
+	// Tokens, when set, are named bearer tokens: each names the identity
+	// of the calls that carry it (see the top of identity.go).
+	Tokens *Tokens
+	// ClientNames, when set with a TLS configuration that asks for
+	// client certificates (and no tokens), maps certificate identities to
+	// names; clients it does not map are refused.
+	ClientNames *ClientNames
+	// MaxStreamsPerIdentity bounds the streams one identity has open at
+	// once (RESOURCE_EXHAUSTED past it); 0 sets no bound beyond
+	// MaxStreams.
+	MaxStreamsPerIdentity int
 	// StatsHandler, when set, observes every RPC (OpenTelemetry's
 	// otelgrpc handler: a span per unary call and per stream, and the RPC
 	// metrics). A Normalize stream's span gets the stream's counts as
@@ -76,8 +89,9 @@ type Server struct {
 	log    *slog.Logger
 }
 
-// NewServer assembles the gRPC server: logging, panic recovery, the bearer
-// token check and the stream cap as interceptors, TLS, keepalive
+// NewServer assembles the gRPC server: logging, panic recovery, access
+// control (each call's identity, see identity.go) and the stream caps as
+// interceptors, TLS, keepalive
 // enforcement and the message size limit.
 func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	if log == nil {
@@ -97,13 +111,16 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	logEvents := logging.WithLogOnEvents(logging.StartCall, logging.FinishCall)
 	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(logger, logEvents), recovery.UnaryServerInterceptor(recover)}
 	streams := []grpc.StreamServerInterceptor{logging.StreamServerInterceptor(logger, logEvents), recovery.StreamServerInterceptor(recover)}
-	if opts.Token != nil {
-		check := authFunc(opts.Token, svc.sessions.m)
-		unary = append(unary, auth.UnaryServerInterceptor(check))
-		streams = append(streams, auth.StreamServerInterceptor(check))
-	}
+	a := newAccess(opts, svc.sessions.m)
+	label := a.label
+	svc.sessions.m.labelOf.Store(&label)
+	unary = append(unary, auth.UnaryServerInterceptor(a.authenticate))
+	streams = append(streams, auth.StreamServerInterceptor(a.authenticate))
 	if opts.MaxStreams > 0 {
 		streams = append(streams, capStreams(opts.MaxStreams, svc.sessions.m))
+	}
+	if opts.MaxStreamsPerIdentity > 0 {
+		streams = append(streams, a.capStreams)
 	}
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
@@ -127,11 +144,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	h := &healthService{Server: health.NewServer(), stop: make(chan struct{})}
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(pb.NormalizerService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	if opts.Token != nil {
-		healthpb.RegisterHealthServer(g, openHealth{h})
-	} else {
-		healthpb.RegisterHealthServer(g, h)
-	}
+	healthpb.RegisterHealthServer(g, openHealth{h})
 	reflection.Register(g)
 	return &Server{GRPC: g, health: h, svc: svc, log: log}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/normalize"
@@ -23,6 +24,7 @@ type Service struct {
 	cfg      Config
 	log      *slog.Logger
 	sessions *sessions
+	recheck  time.Duration // how often a stream checks its credential (see revocation)
 
 	drainOnce sync.Once
 	draining  chan struct{}
@@ -39,7 +41,7 @@ func New(cfg Config, m *Metrics, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, log: log, sessions: newSessions(cfg, m), draining: make(chan struct{})}, nil
+	return &Service{cfg: cfg, log: log, sessions: newSessions(cfg, m), recheck: recheckEvery, draining: make(chan struct{})}, nil
 }
 
 // Run evicts expired state until ctx is done.

@@ -1,7 +1,8 @@
 // Package testcerts writes the certificates, keys and tokens that the TLS
 // and token tests of the clients use, made fresh at test time with
-// crypto/x509: a CA, a server certificate for loopback signed by it, a
-// client certificate signed by it, and a second CA with its own client
+// crypto/x509: a CA, a server certificate for loopback signed by it, two
+// client certificates signed by it (one named by its subject's common
+// name, one by a SPIFFE URI SAN), and a second CA with its own client
 // certificate (what a server must refuse).
 package testcerts
 
@@ -15,6 +16,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,11 +24,15 @@ import (
 
 // The files Write creates in its directory.
 const (
-	CA          = "ca.pem"           // the CA that signed server and client
-	ServerCert  = "server.pem"       // for 127.0.0.1, ::1 and localhost
-	ServerKey   = "server.key"       //
-	ClientCert  = "client.pem"       // a client certificate the CA signed
-	ClientKey   = "client.key"       //
+	CA          = "ca.pem"       // the CA that signed server and client
+	ServerCert  = "server.pem"   // for 127.0.0.1, ::1 and localhost
+	ServerKey   = "server.key"   //
+	ClientCert  = "client.pem"   // a client certificate the CA signed
+	ClientKey   = "client.key"   //
+	ClientBCert = "client-b.pem" // another client certificate the CA signed, with a URI SAN (ClientBURI)
+	ClientBKey  = "client-b.key" //
+	ClientCN    = "acpnorm test client"
+	ClientBURI  = "spiffe://acpnorm.test/team-b"
 	OtherCA     = "other-ca.pem"     // a CA nobody trusts
 	OtherCert   = "other-client.pem" // a client certificate OtherCA signed
 	OtherKey    = "other-client.key" //
@@ -69,7 +75,19 @@ func Write(dir string) error {
 		},
 		func() error {
 			return leaf(dir, ClientCert, ClientKey, ca, &x509.Certificate{
-				Subject:     pkix.Name{CommonName: "acpnorm test client"},
+				Subject:     pkix.Name{CommonName: ClientCN},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			})
+		},
+		func() error {
+			uri, err := url.Parse(ClientBURI)
+			if err != nil {
+				return err
+			}
+			return leaf(dir, ClientBCert, ClientBKey, ca, &x509.Certificate{
+				Subject:     pkix.Name{CommonName: "acpnorm test client b"},
+				DNSNames:    []string{"client-b.acpnorm.test"},
+				URIs:        []*url.URL{uri},
 				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 			})
 		},

@@ -1,8 +1,8 @@
 // TypeScript client for acpnorm's NormalizerService.
 //
 // The messages and the service descriptor are generated from
-// proto/acpnorm/v1/normalizer.proto by `bash gen/generate.sh` into gen/ts,
-// and copied into this package (src/gen); this module re-exports them and
+// proto/acpnorm/v1/normalizer.proto by `bash gen/generate.sh` into this
+// package (src/gen, their only copy); this module re-exports them and
 // adds what an orchestrator needs around them: a gRPC (HTTP/2) client over
 // plaintext, TLS or mutual TLS with an optional bearer token, a reader for
 // ACP recording lines, `normalizeLines`, which streams ACP traffic to the

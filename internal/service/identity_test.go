@@ -1,0 +1,408 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/testcerts"
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// serveWith serves svc with opts on a loopback port (real TCP) and
+// returns its address.
+func serveWith(t *testing.T, svc *Service, opts ServerOptions) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := NewServer(svc, opts, nil)
+	go srv.Serve(lis)
+	t.Cleanup(srv.GRPC.Stop)
+	return lis.Addr().String()
+}
+
+// tcpStream is one Normalize stream over a real connection.
+type tcpStream struct {
+	t  *testing.T
+	st pb.NormalizerService_NormalizeClient
+}
+
+func openTCP(t *testing.T, client pb.NormalizerServiceClient, ctx context.Context) *tcpStream {
+	t.Helper()
+	st, err := client.Normalize(ctx)
+	require.NoError(t, err)
+	return &tcpStream{t: t, st: st}
+}
+
+func (s *tcpStream) send(sid string, seq uint64, msg string) {
+	s.t.Helper()
+	require.NoError(s.t, s.st.Send(frameReq(sid, seq, msg)))
+}
+
+func (s *tcpStream) recv() (*pb.NormalizeResponse, error) { return s.st.Recv() }
+
+func (s *tcpStream) next() *pb.NormalizeResponse {
+	s.t.Helper()
+	r, err := s.st.Recv()
+	require.NoError(s.t, err)
+	return r
+}
+
+// bearer is a context whose calls carry token.
+func bearer(t *testing.T, token string) context.Context {
+	return metadata.AppendToOutgoingContext(callCtx(t), "authorization", "Bearer "+token)
+}
+
+func writeTokens(t *testing.T, path, content string) {
+	t.Helper()
+	write(t, path, []byte(content))
+	// A new modification time even within the file system's resolution.
+	later := time.Now().Add(time.Duration(len(content)) * time.Second)
+	require.NoError(t, os.Chtimes(path, later, later))
+}
+
+// The issue's scenario over TCP with two named tokens: A streams a command
+// whose output is a secret; B, which knows A's session and call ids, sends
+// a terminal_output delta "." to them and never sees A's text; A's call
+// goes on untouched.
+func TestNamedTokensKeepSessionsApart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	sum := sha256.Sum256([]byte("bob-secret"))
+	writeTokens(t, path, "# team tokens\nalice alice-secret\n\nbob sha256:"+hex.EncodeToString(sum[:])+"\n")
+	tokens, err := NewTokens(path, nil)
+	require.NoError(t, err)
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	opts := DefaultServerOptions()
+	opts.Tokens = tokens
+	client := pb.NewNormalizerServiceClient(connect(t, serveWith(t, svc, opts), insecure.NewCredentials()))
+
+	a := openTCP(t, client, bearer(t, "alice-secret"))
+	a.send("S1", 1, openCall("c1", "cat secrets.env"))
+	require.Equal(t, uint32(1), a.next().GetShellExec().GetRevision())
+	a.send("S1", 2, delta("c1", "AWS_SECRET=hunter2\n"))
+	require.Equal(t, "AWS_SECRET=hunter2\n", a.next().GetShellExec().GetOutput().GetText())
+
+	b := openTCP(t, client, bearer(t, "bob-secret"))
+	b.send("S1", 1, delta("c1", "."))
+	require.NoError(t, b.st.CloseSend())
+	var fromB []*pb.NormalizeResponse
+	for {
+		r, err := b.recv()
+		if err != nil {
+			break
+		}
+		fromB = append(fromB, r)
+	}
+	require.NotEmpty(t, fromB)
+	for _, r := range fromB {
+		text, err := protojson.Marshal(r)
+		require.NoError(t, err)
+		assert.NotContains(t, string(text), "hunter2", "B's stream carries A's text")
+		assert.NotContains(t, string(text), "secrets.env", "B's stream names A's command")
+		if x := r.GetShellExec(); x != nil {
+			assert.Equal(t, uint32(1), x.GetRevision(), "B's delta opens B's own call")
+			assert.Equal(t, ".", x.GetOutput().GetText())
+		}
+	}
+
+	a.send("S1", 3, delta("c1", "more\n"))
+	x := a.next().GetShellExec()
+	assert.Equal(t, uint32(3), x.GetRevision())
+	assert.Equal(t, "more\n", x.GetOutput().GetText())
+	assert.Equal(t, pb.TextMode_TEXT_MODE_APPEND, x.GetOutput().GetMode())
+	assert.Equal(t, "cat secrets.env", x.GetCommand())
+
+	// The sessions are two, one per identity.
+	stA, ok := svc.sessions.n.Namespace("alice").SessionStats("S1")
+	require.True(t, ok)
+	stB, ok := svc.sessions.n.Namespace("bob").SessionStats("S1")
+	require.True(t, ok)
+	assert.Equal(t, 1, stA.Calls)
+	assert.Equal(t, 1, stB.Calls)
+	_, ok = svc.sessions.n.SessionStats("S1")
+	assert.False(t, ok, "the default identity holds no session S1")
+}
+
+// mtlsServer serves svc with mutual TLS of the certificates in dir, and
+// returns a dial function presenting one of the CA's client certificates.
+func mtlsServer(t *testing.T, svc *Service, dir string, names *ClientNames) func(cert, key string) pb.NormalizerServiceClient {
+	t.Helper()
+	cfg, err := NewTLSConfig(TLSFiles{Cert: filepath.Join(dir, testcerts.ServerCert), Key: filepath.Join(dir, testcerts.ServerKey), ClientCA: filepath.Join(dir, testcerts.CA)}, nil)
+	require.NoError(t, err)
+	opts := DefaultServerOptions()
+	opts.TLS, opts.ClientNames = cfg, names
+	addr := serveWith(t, svc, opts)
+	roots := x509.NewCertPool()
+	ca, err := x509.ParseCertificate(certDER(t, filepath.Join(dir, testcerts.CA)))
+	require.NoError(t, err)
+	roots.AddCert(ca)
+	return func(cert, key string) pb.NormalizerServiceClient {
+		pair, err := tls.LoadX509KeyPair(filepath.Join(dir, cert), filepath.Join(dir, key))
+		require.NoError(t, err)
+		c := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, ServerName: testcerts.ServerName}
+		return pb.NewNormalizerServiceClient(connect(t, addr, credentials.NewTLS(c)))
+	}
+}
+
+// The same with two client certificates: each is its own identity, named
+// by its subject CN or its SPIFFE URI SAN, or by the names a
+// --tls-client-names file maps them to.
+func TestClientCertificatesKeepSessionsApart(t *testing.T) {
+	dir := certs(t)
+	namesFile := filepath.Join(t.TempDir(), "names")
+	writeTokens(t, namesFile, "team-a "+testcerts.ClientCN+"\nteam-b "+testcerts.ClientBURI+"\n")
+	names, err := NewClientNames(namesFile, nil)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name       string
+		names      *ClientNames
+		nsA, nsB   string
+		labelOfA   string
+		refusedFor string
+	}{
+		{"certificate identities", nil, testcerts.ClientCN, testcerts.ClientBURI, otherIdentity, ""},
+		{"mapped names", names, "team-a", "team-b", "team-a", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quota.Calls = 1
+			svc, err := New(cfg, nil, nil)
+			require.NoError(t, err)
+			dial := mtlsServer(t, svc, dir, c.names)
+			a := openTCP(t, dial(testcerts.ClientCert, testcerts.ClientKey), callCtx(t))
+			a.send("S1", 1, openCall("c1", "cat secrets.env"))
+			a.next()
+			a.send("S1", 2, delta("c1", "AWS_SECRET=hunter2\n"))
+			a.next()
+			b := openTCP(t, dial(testcerts.ClientBCert, testcerts.ClientBKey), callCtx(t))
+			b.send("S1", 1, delta("c1", "."))
+			x := b.next().GetShellExec()
+			assert.Equal(t, uint32(1), x.GetRevision())
+			assert.Equal(t, ".", x.GetOutput().GetText())
+			a.send("S1", 3, delta("c1", "more"))
+			assert.Equal(t, uint32(3), a.next().GetShellExec().GetRevision())
+
+			_, ok := svc.sessions.n.Namespace(c.nsA).SessionStats("S1")
+			assert.True(t, ok, "A's session is in namespace %q", c.nsA)
+			_, ok = svc.sessions.n.Namespace(c.nsB).SessionStats("S1")
+			assert.True(t, ok, "B's session is in namespace %q", c.nsB)
+
+			// A refusal is counted under A's label: its name when it is
+			// configured, "other" for a bare certificate identity.
+			a.send("S1", 4, openCall("c2", "true"))
+			fe := a.next().GetFrameError()
+			require.NotNil(t, fe)
+			assert.Contains(t, fe.GetMessage(), "--quota-calls")
+			assert.Equal(t, 1.0, testutil.ToFloat64(svc.sessions.m.refusals.WithLabelValues(normalize.LimitQuotaCalls, c.labelOfA)))
+		})
+	}
+
+	// With a map, a certificate it does not name is refused.
+	writeTokens(t, namesFile, "team-b "+testcerts.ClientBURI+"\n")
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	dial := mtlsServer(t, svc, dir, names)
+	_, err = dial(testcerts.ClientCert, testcerts.ClientKey).ListDialects(callCtx(t), &pb.ListDialectsRequest{})
+	assert.Equal(t, codes.PermissionDenied, status.Code(err))
+	assert.Contains(t, status.Convert(err).Message(), testcerts.ClientCN)
+	_, err = dial(testcerts.ClientBCert, testcerts.ClientBKey).ListDialects(callCtx(t), &pb.ListDialectsRequest{})
+	assert.NoError(t, err)
+}
+
+// A certificate's identity is its URI SAN, else its DNS SAN, else its
+// subject CN.
+func TestCertIdentity(t *testing.T) {
+	spiffe, err := url.Parse("spiffe://example.org/ns/ci/sa/builder")
+	require.NoError(t, err)
+	for _, c := range []struct {
+		cert *x509.Certificate
+		want string
+	}{
+		{&x509.Certificate{URIs: []*url.URL{spiffe}, DNSNames: []string{"b.example.org"}, Subject: pkix.Name{CommonName: "cn"}}, "spiffe://example.org/ns/ci/sa/builder"},
+		{&x509.Certificate{DNSNames: []string{"b.example.org", "c.example.org"}, Subject: pkix.Name{CommonName: "cn"}}, "b.example.org"},
+		{&x509.Certificate{Subject: pkix.Name{CommonName: "cn"}}, "cn"},
+		{&x509.Certificate{}, ""},
+	} {
+		assert.Equal(t, c.want, CertIdentity(c.cert))
+	}
+}
+
+// One identity at its quota leaves another's frames applied, and each
+// refusal names the quota and counts under its identity.
+func TestQuotaLeavesOtherIdentitiesAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, path, "alice a-token\nbob b-token\n")
+	tokens, err := NewTokens(path, nil)
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Quota = normalize.Quota{Sessions: 2}
+	svc, err := New(cfg, nil, nil)
+	require.NoError(t, err)
+	opts := DefaultServerOptions()
+	opts.Tokens, opts.MaxStreamsPerIdentity = tokens, 1
+	client := pb.NewNormalizerServiceClient(connect(t, serveWith(t, svc, opts), insecure.NewCredentials()))
+
+	a := openTCP(t, client, bearer(t, "a-token"))
+	for i, sid := range []string{"s1", "s2"} {
+		a.send(sid, uint64(i+1), openCall("c1", "true"))
+		require.NotNil(t, a.next().GetShellExec())
+	}
+	a.send("s3", 3, openCall("c1", "true"))
+	fe := a.next().GetFrameError()
+	require.NotNil(t, fe, "alice's third session is over her quota")
+	assert.Equal(t, codes.ResourceExhausted, codes.Code(fe.GetCode()))
+	assert.Contains(t, fe.GetMessage(), "--quota-sessions")
+
+	// Alice's second stream is over her stream quota.
+	extra, err := client.Normalize(bearer(t, "a-token"))
+	require.NoError(t, err)
+	_, err = extra.Recv()
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+	assert.Contains(t, status.Convert(err).Message(), "--quota-streams")
+
+	// Bob's frames and stream are his own.
+	b := openTCP(t, client, bearer(t, "b-token"))
+	for i, sid := range []string{"s1", "s2"} {
+		b.send(sid, uint64(i+1), openCall("c1", "true"))
+		x := b.next().GetShellExec()
+		require.NotNil(t, x, "bob's session %s", sid)
+		assert.Equal(t, uint32(1), x.GetRevision())
+	}
+	m := svc.sessions.m
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.refusals.WithLabelValues(normalize.LimitQuotaSessions, "alice")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.refusals.WithLabelValues("quota_streams", "alice")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.refusals.WithLabelValues(normalize.LimitQuotaSessions, "bob")))
+}
+
+// A token removed from the file is refused at once for new calls, and a
+// stream open with it ends (UNAUTHENTICATED) at its next request, which is
+// not applied; other identities' streams go on.
+func TestRevokedTokenIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, path, "alice a-token\nbob b-token\n")
+	tokens, err := NewTokens(path, nil)
+	require.NoError(t, err)
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	svc.recheck = 20 * time.Millisecond
+	opts := DefaultServerOptions()
+	opts.Tokens = tokens
+	client := pb.NewNormalizerServiceClient(connect(t, serveWith(t, svc, opts), insecure.NewCredentials()))
+
+	a := openTCP(t, client, bearer(t, "a-token"))
+	a.send("s", 1, openCall("c1", "sleep 100"))
+	require.NotNil(t, a.next().GetShellExec())
+	b := openTCP(t, client, bearer(t, "b-token"))
+	b.send("s", 1, openCall("c1", "true"))
+	require.NotNil(t, b.next().GetShellExec())
+
+	before, ok := svc.sessions.n.Namespace("alice").SessionStats("s")
+	require.True(t, ok)
+	writeTokens(t, path, "bob b-token\n")
+	_, err = client.ListDialects(bearer(t, "a-token"), &pb.ListDialectsRequest{})
+	assert.Equal(t, codes.Unauthenticated, status.Code(err), "a new call with the removed token")
+
+	time.Sleep(2 * svc.recheck)
+	a.send("s", 2, delta("c1", "after revocation"))
+	_, err = a.recv()
+	assert.Equal(t, codes.Unauthenticated, status.Code(err))
+	assert.Contains(t, status.Convert(err).Message(), "no longer names its identity")
+	assert.Equal(t, "1", a.st.Trailer().Get(TrailerRequestsApplied)[0], "the request after the revocation was not applied")
+	after, ok := svc.sessions.n.Namespace("alice").SessionStats("s")
+	require.True(t, ok)
+	assert.Equal(t, before, after, "nothing of the refused delta is held")
+
+	b.send("s", 2, delta("c1", "bob goes on"))
+	assert.Equal(t, "bob goes on", b.next().GetShellExec().GetOutput().GetText())
+	assert.Equal(t, 1.0, counted(svc.sessions.m, "revoked"))
+
+	// The token back in the file is valid again for new calls.
+	writeTokens(t, path, "alice a-token\nbob b-token\n# again\n")
+	_, err = client.ListDialects(bearer(t, "a-token"), &pb.ListDialectsRequest{})
+	assert.NoError(t, err)
+}
+
+// A tokens file is read strictly: a line it cannot use refuses the file,
+// naming the line.
+func TestTokensFileFormat(t *testing.T) {
+	sum := sha256.Sum256([]byte("t2"))
+	hashed := "sha256:" + hex.EncodeToString(sum[:])
+	for _, c := range []struct {
+		name, file string
+		err        string
+		valid      map[string]string // token -> name
+	}{
+		{"plain and hashed", "a t1\n# comment\n\n  b " + hashed + "  \n", "", map[string]string{"t1": "a", "t2": "b"}},
+		{"two tokens for one name", "a t1\na t2\n", "", map[string]string{"t1": "a", "t2": "a"}},
+		{"empty", "", "", map[string]string{}},
+		{"one field", "a\n", "line 1: want NAME TOKEN", nil},
+		{"three fields", "a t1 x\n", "line 1: want NAME TOKEN", nil},
+		{"short hash", "a sha256:abcd\n", "64 hex digits", nil},
+		{"bad hex", "a sha256:" + strings.Repeat("z", 64) + "\n", "64 hex digits", nil},
+		{"bad name", "a/b t1\n", `identity name "a/b"`, nil},
+		{"one token, two names", "a t1\nb t1\n", "line 2: the token of \"b\" is also \"a\"'s", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			set, err := parseTokens("tokens", []byte(c.file))
+			if c.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.err)
+				return
+			}
+			require.NoError(t, err)
+			for tok, name := range c.valid {
+				got, ok := set.lookup(sha256.Sum256([]byte(tok)))
+				assert.True(t, ok, tok)
+				assert.Equal(t, name, got)
+			}
+			_, ok := set.lookup(sha256.Sum256([]byte("nope")))
+			assert.False(t, ok)
+		})
+	}
+}
+
+// With --auth-token-file alone, or without authentication, every call is
+// the default identity, whose sessions are the engine's default
+// namespace (the store keys of before identities).
+func TestSingleTokenIsTheDefaultIdentity(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "token")
+	write(t, path, []byte("only-token\n"))
+	tok, err := NewToken(path, nil)
+	require.NoError(t, err)
+	for name, opts := range map[string]ServerOptions{
+		"token": func() ServerOptions { o := DefaultServerOptions(); o.Token = tok; return o }(),
+		"none":  DefaultServerOptions(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc, err := New(DefaultConfig(), nil, nil)
+			require.NoError(t, err)
+			client := pb.NewNormalizerServiceClient(connect(t, serveWith(t, svc, opts), insecure.NewCredentials()))
+			s := openTCP(t, client, bearer(t, "only-token"))
+			s.send("S1", 1, openCall("c1", "true"))
+			require.NotNil(t, s.next().GetShellExec())
+			_, ok := svc.sessions.n.SessionStats("S1")
+			assert.True(t, ok)
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -350,4 +352,57 @@ func TestServeClientNamesNeedsClientCertificates(t *testing.T) {
 		_, err := parseServe(args)
 		assert.ErrorContains(t, err, "--tls-client-names")
 	}
+}
+
+// Every acpnormd command line in the repository's Markdown names only flags
+// that its command has: a renamed or removed flag fails here, not on a
+// reader's machine. A line's command ends at a comment, a pipe, a closing
+// backtick or `--` (after which come an agent's own arguments).
+func TestDocsNameOnlyRealFlags(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.md").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout)", err)
+	}
+	invocation := regexp.MustCompile(`acpnormd((?:\s+[^\s` + "`" + `|#;&]+)+)`)
+	flagName := regexp.MustCompile(`^--?([a-z][a-z0-9-]*)(=.*)?$`)
+	checked := 0
+	for _, doc := range strings.Fields(string(out)) {
+		if strings.Contains(doc, "node_modules/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("../..", doc))
+		require.NoError(t, err)
+		text := strings.ReplaceAll(string(b), "\\\n", " ") // a shell line continued
+		for n, line := range strings.Split(text, "\n") {
+			for _, m := range invocation.FindAllStringSubmatch(line, -1) {
+				words := strings.Fields(m[1])
+				name := "serve"
+				if len(words) > 0 && !strings.HasPrefix(words[0], "-") {
+					c, ok := findCommand(words[0])
+					if !ok {
+						continue // prose: "acpnormd process", "acpnormd replicas"
+					}
+					name, words = c.name, words[1:]
+				}
+				c, _ := findCommand(name)
+				for _, w := range words {
+					if w == "--" {
+						break
+					}
+					f := flagName.FindStringSubmatch(w)
+					if f == nil {
+						continue
+					}
+					checked++
+					if name == "serve" && (f[1] == "version" || f[1] == "help" || f[1] == "h") {
+						continue
+					}
+					if c.flags == nil || c.flags().Lookup(f[1]) == nil {
+						t.Errorf("%s:%d: acpnormd %s has no flag --%s: %s", doc, n+1, name, f[1], strings.TrimSpace(line))
+					}
+				}
+			}
+		}
+	}
+	require.Positive(t, checked, "no acpnormd command line with flags found in the docs")
 }

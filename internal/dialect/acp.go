@@ -177,7 +177,12 @@ func Read(d Dialect, msg []byte) (Frame, error) {
 func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observation, ask func(*U) accum.Observation) (Frame, error) {
 	var f Frame
 	var m message[U]
-	err := decode(msg, &m)
+	var err error
+	if elisionSafe[U]() {
+		err = decodeElided(msg, &m)
+	} else {
+		err = decode(msg, &m)
+	}
 	if _, typeErr := err.(*json.UnmarshalTypeError); err != nil && !typeErr {
 		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
 	}

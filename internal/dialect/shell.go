@@ -32,11 +32,17 @@ func (s *Str) UnmarshalJSON(b []byte) error {
 // read: for big outputs that a frame often repeats in another field and
 // reads once. The literal aliases the frame, so it must be read within
 // Read. Another JSON type reads as absent, as with Str.
-type rawText struct{ lit []byte }
+type rawText struct {
+	lit []byte
+	// text is lit decoded, when decoded says so: a content text that the
+	// frame's walk decoded already (see elide.go).
+	text    string
+	decoded bool
+}
 
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (r *rawText) UnmarshalJSON(b []byte) error {
-	r.lit = nil
+	*r = rawText{}
 	if len(b) > 0 && b[0] == '"' {
 		r.lit = b
 	}
@@ -45,6 +51,9 @@ func (r *rawText) UnmarshalJSON(b []byte) error {
 
 // Str unquotes the text.
 func (r rawText) Str() Str {
+	if r.decoded {
+		return Str{S: r.text, Set: true}
+	}
 	s, ok := unquote(r.lit)
 	return Str{S: s, Set: ok}
 }

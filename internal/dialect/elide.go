@@ -1,0 +1,501 @@
+package dialect
+
+import (
+	"encoding/binary"
+	"reflect"
+	"strings"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Agents that re-send a whole output on every update put it in a tool
+// call's content text (`params.update.content[i].content.text`), and that
+// one string is nearly all of the frame: hundreds of kilobytes, ten times a
+// second. The one-pass decoder scans such a string byte by byte (about
+// 1.4 GB/s here), and unquoting it scans and copies it again. A frame of at
+// least elideFrame bytes is therefore first walked by elide, which finds
+// the content texts of at least elideMin bytes, validates and decodes each
+// in one pass of its own (decodeLiteral: eight bytes at a time where the
+// text is plain), and hands the decoder a copy of the frame in which each
+// of them is the empty string. The decoder reads that light frame as it
+// would the frame (every other byte is the same, and each text it did not
+// see is a valid string, so the light frame is valid JSON exactly when the
+// frame is); the rawText of each such field is then set to the original
+// literal and its decoded text (elidedText), found by where the value ends
+// in the light frame. Nothing about how a frame reads changes:
+// TestElidedDecodeIsEncodingJSON and FuzzElidedDecode hold the elided
+// decode to encoding/json's on every recorded frame with every dialect,
+// with every content text elided.
+//
+// Only the content texts of the shared ToolCall shape are elided, and only
+// for a dialect whose update type maps the member `content` to nothing but
+// ToolCall.Content (elisionSafe): the elided value must reach a rawText,
+// the one field type that resolves it.
+
+// elideFrame and elideMin are the smallest frame that is walked and the
+// smallest content text literal that is elided; tests lower them.
+var (
+	elideFrame = 16 << 10
+	elideMin   = 4 << 10
+)
+
+// elidedLit is one content text taken out of a frame.
+type elidedLit struct {
+	end  int64  // offset just past the empty string that stands for it in the light frame
+	raw  []byte // the literal in the frame, quotes included
+	text string // its decoded text
+}
+
+// elisionSafe says whether the update type U takes a frame's content texts
+// only through ToolCall.Content, so that elided values reach rawText.
+func elisionSafe[U any]() bool {
+	t := reflect.TypeFor[U]()
+	if ok, seen := elisionChecked.Load(t); seen {
+		return ok.(bool)
+	}
+	ok := contentFieldsOf(t) == 1 && shared.contentOK
+	elisionChecked.Store(t, ok)
+	return ok
+}
+
+var elisionChecked sync.Map // reflect.Type → bool
+
+// contentFieldsOf counts the fields of struct t (embedded structs
+// included, as encoding/json flattens them) whose JSON name folds to
+// "content", and returns -1 when one of them is not of type Contents.
+func contentFieldsOf(t reflect.Type) int {
+	n := 0
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := cutComma(f.Tag.Get("json"))
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				m := contentFieldsOf(ft)
+				if m < 0 {
+					return -1
+				}
+				n += m
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if equalFoldASCII([]byte(name), "content") {
+			if f.Type != reflect.TypeFor[Contents]() {
+				return -1
+			}
+			n++
+		}
+	}
+	return n
+}
+
+func cutComma(s string) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// shared checks once that the content item shape is what elide assumes:
+// Content.Content is a pointer to a struct whose only field named "text"
+// is a rawText.
+var shared = func() (s struct{ contentOK bool }) {
+	ct := reflect.TypeFor[Content]()
+	f, ok := ct.FieldByName("Content")
+	if !ok || f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct {
+		return s
+	}
+	inner := f.Type.Elem()
+	texts := 0
+	for i := range inner.NumField() {
+		g := inner.Field(i)
+		name, _, _ := cutComma(g.Tag.Get("json"))
+		if name == "" {
+			name = g.Name
+		}
+		if equalFoldASCII([]byte(name), "text") {
+			if g.Type != reflect.TypeFor[rawText]() {
+				return s
+			}
+			texts++
+		}
+	}
+	s.contentOK = texts == 1
+	return s
+}()
+
+// decodeElided decodes msg into *v as decode does, eliding its content
+// texts when that pays; see the top of this file.
+func decodeElided[T any](msg []byte, v *T) error {
+	if legacyDecode || len(msg) < elideFrame {
+		return decode(msg, v)
+	}
+	light, lits := elide(msg)
+	if len(lits) == 0 {
+		return decode(msg, v)
+	}
+	opts := jsonv2.JoinOptions(onePass, jsonv2.WithUnmarshalers(
+		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawText) error {
+			val, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if end := dec.InputOffset(); len(val) == 2 {
+				for i := range lits {
+					if lits[i].end == end {
+						r.lit, r.text, r.decoded = lits[i].raw, lits[i].text, true
+						return nil
+					}
+				}
+			}
+			return r.UnmarshalJSON(val)
+		})))
+	if jsonv2.Unmarshal(light, v, opts) == nil {
+		return nil
+	}
+	// The one pass stopped (bad JSON, or a type error): what encoding/json
+	// makes of the frame itself is the answer, as in decode.
+	var zero T
+	*v = zero
+	return decode(msg, v)
+}
+
+// elide returns msg with every content text of at least elideMin bytes
+// replaced by "", and those texts; none when msg is not an object of the
+// expected shape or a text is not a valid string (the decoder then reads
+// msg itself and says what is wrong).
+func elide(msg []byte) ([]byte, []elidedLit) {
+	w := elider{msg: msg}
+	i := skipSpace(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return nil, nil
+	}
+	if w.object(i, 0) < 0 || w.bad || len(w.lits) == 0 {
+		return nil, nil
+	}
+	light := make([]byte, 0, len(msg)-w.cut)
+	from := 0
+	for k := range w.lits {
+		l := &w.lits[k]
+		start := len(light) + (l.start - from)
+		light = append(light, msg[from:l.start]...)
+		light = append(light, '"', '"')
+		w.out[k].end = int64(start + 2)
+		from = l.start + len(w.out[k].raw)
+	}
+	light = append(light, msg[from:]...)
+	return light, w.out
+}
+
+// elider walks a frame along the path of content texts:
+// {params:{update|toolCall:{content:[{content:{text:"..."}}]}}}.
+type elider struct {
+	msg  []byte
+	lits []struct{ start int }
+	out  []elidedLit
+	cut  int  // bytes taken out
+	bad  bool // a text on the path is not a valid string
+}
+
+// The levels of the path, by depth: the object at each level and the
+// member names that lead to the next.
+const (
+	lvRoot    = iota // the message: params
+	lvParams         // update, toolCall
+	lvCall           // content
+	lvContent        // the content array: its elements
+	lvItem           // content
+	lvInner          // text
+	lvOff            // off the path
+)
+
+// maxElideDepth bounds the nesting elide follows; deeper frames are left
+// to the decoder.
+const maxElideDepth = 64
+
+// object walks the object at msg[i] at path level lv and returns the
+// offset just past it, or -1 when the walk gives up.
+func (w *elider) object(i, lv int) int {
+	b := w.msg
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		ke := stringEnd(b, i)
+		key := b[i+1 : max(i+1, ke-1)]
+		i = skipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		i = skipSpace(b, i+1)
+		next := lvOff
+		switch lv {
+		case lvRoot:
+			if equalFoldASCII(key, "params") {
+				next = lvParams
+			}
+		case lvParams:
+			if equalFoldASCII(key, "update") || equalFoldASCII(key, "toolcall") {
+				next = lvCall
+			}
+		case lvCall:
+			if equalFoldASCII(key, "content") {
+				next = lvContent
+			}
+		case lvItem:
+			if equalFoldASCII(key, "content") {
+				next = lvInner
+			}
+		case lvInner:
+			if equalFoldASCII(key, "text") && i < len(b) && b[i] == '"' {
+				e := w.text(i)
+				if e < 0 {
+					return -1
+				}
+				i = e
+				goto member
+			}
+		}
+		i = w.value(i, next, 1)
+		if i < 0 {
+			return -1
+		}
+	member:
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+// value walks the value at msg[i]; lv is the level an object or array
+// there would be at.
+func (w *elider) value(i, lv, depth int) int {
+	b := w.msg
+	if i >= len(b) || depth > maxElideDepth {
+		return -1
+	}
+	switch b[i] {
+	case '{':
+		if lv == lvOff || lv == lvContent {
+			return skipValue(b, i)
+		}
+		return w.object(i, lv)
+	case '[':
+		if lv != lvContent {
+			return skipValue(b, i)
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1
+		}
+		for {
+			if i >= len(b) {
+				return -1
+			}
+			if b[i] == '{' {
+				i = w.object(i, lvItem)
+			} else {
+				i = skipValue(b, i)
+			}
+			if i < 0 {
+				return -1
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return -1
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case ']':
+				return i + 1
+			default:
+				return -1
+			}
+		}
+	}
+	return skipValue(b, i)
+}
+
+// text takes the content text literal at msg[i] out when it is long
+// enough, and returns the offset just past it.
+func (w *elider) text(i int) int {
+	text, n, ok := decodeLiteral(w.msg[i:])
+	if !ok {
+		w.bad = true
+		return -1
+	}
+	if n >= elideMin+2 {
+		w.lits = append(w.lits, struct{ start int }{i})
+		w.out = append(w.out, elidedLit{raw: w.msg[i : i+n : i+n], text: text})
+		w.cut += n - 2
+	}
+	return i + n
+}
+
+// skipValue returns the offset just past the value at b[i], without
+// checking it (the decoder does), or -1 at the end of b.
+func skipValue(b []byte, i int) int {
+	e := valueEnd(b, i)
+	if e <= i || e > len(b) {
+		return -1
+	}
+	return e
+}
+
+// equalFoldASCII says whether the JSON member name b (its bytes between
+// the quotes) is name, whose letters are lower-case ASCII, in any case of
+// ASCII letters. A name with an escape or another letter never matches:
+// it is left to the decoder.
+func equalFoldASCII(b []byte, name string) bool {
+	if len(b) != len(name) {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeLiteral reads the JSON string literal at the start of b in one
+// pass: it returns its text decoded exactly as unquote does (escapes
+// decoded; each byte that is not valid UTF-8 and each unpaired surrogate
+// escape as U+FFFD) and the literal's length with its quotes. ok is false
+// when b does not start with a valid string literal: an unescaped control
+// byte, a bad escape or no closing quote.
+func decodeLiteral(b []byte) (text string, n int, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", 0, false
+	}
+	// A Builder, because it takes its array without clearing it first.
+	var sb strings.Builder
+	sb.Grow(len(b) - 1)
+	out := make([]byte, 0, 8) // escapes are decoded here, then written
+	i := 1
+	for {
+		r := i + literalRun(b[i:])
+		sb.Write(b[i:r])
+		i = r
+		if i >= len(b) {
+			return "", 0, false
+		}
+		out = out[:0]
+		switch c := b[i]; {
+		case c == '"':
+			return sb.String(), i + 1, true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return "", 0, false
+			}
+			n := 2
+			switch e := b[i+1]; e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, ok := hex4(b[i+2:])
+				if !ok {
+					return "", 0, false
+				}
+				n = 6
+				if utf16.IsSurrogate(r) {
+					r1 := r
+					r = utf8.RuneError
+					if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+						if r2, ok := hex4(b[i+8:]); ok {
+							if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
+								r, n = dec, 12
+							}
+						}
+					}
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				return "", 0, false
+			}
+			i += n
+		case c < ' ':
+			return "", 0, false
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, b[i:i+size]...)
+			}
+			i += size
+		}
+		sb.Write(out)
+	}
+}
+
+// literalRun returns the length of the leading run of b that a string
+// literal holds as is: ASCII, no quote, no backslash, no control byte.
+// Like plainRun, it looks at eight bytes at a time.
+func literalRun(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		bs := x ^ ('\\' * ones)
+		qs := x ^ ('"' * ones)
+		// A high bit in x is a non-ASCII byte; (x - 0x20...) & ^x has one
+		// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash and
+		// (qs - 0x01...) & ^qs for a quote.
+		if (x|(x-0x20*ones)&^x|(bs-ones)&^bs|(qs-ones)&^qs)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '\\' || c == '"' || c < ' ' || c >= utf8.RuneSelf {
+			break
+		}
+	}
+	return i
+}

@@ -1,0 +1,145 @@
+package dialect
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// elideAll makes the elided decode take out every content text, however
+// short, for the rest of the test.
+func elideAll(tb testing.TB) {
+	frame, lit := elideFrame, elideMin
+	elideFrame, elideMin = 0, 0
+	tb.Cleanup(func() { elideFrame, elideMin = frame, lit })
+}
+
+// elideSeeds are frames whose content texts are on the elided path, with
+// what could make the walk and the decoder disagree: names in other cases
+// or escaped, repeated members, nulls, texts that are not strings, bad
+// escapes and control bytes, invalid UTF-8 and surrogates, whitespace,
+// trailing bytes.
+var elideSeeds = []string{
+	`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"line 1\nline 2\n"}}]}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","PARAMS":{"Update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","CONTENT":[{"type":"content","Content":{"type":"text","TEXT":"x\ty"}}]}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"one","text":"two"}},{"type":"content","content":{"type":"text","text":"three"}}]}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","\u0074ext":"esc","text":"plain"}}]}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"a","text":null}}]}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":7}}]}}}`,
+	"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"a\",\"kind\":\"execute\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"bad \x01 control\"}}]}}}",
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"bad \q escape"}}]}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"bad \u12 escape"}}]}}}`,
+	"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"a\",\"kind\":\"execute\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"\xff\xfe \\ud800 \\ud83d\\ude00 \\udc00\\u0041 \xe2\x82\"}}]}}}",
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"unterminated}}]}}}`,
+	` { "jsonrpc" : "2.0" , "method" : "session/update" , "params" : { "update" : { "sessionUpdate" : "tool_call_update" , "toolCallId" : "a" , "kind":"execute", "content" : [ { "type" : "content" , "content" : { "type" : "text" , "text" : "spaced \"quoted\" \\ back" } } ] } } } `,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"then garbage"}}]}}} x`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":5,"kind":"execute","content":[{"type":"content","content":{"type":"text","text":"type error elsewhere"}}]}}}`,
+	`{"jsonrpc":"2.0","id":"r","method":"session/request_permission","params":{"toolCall":{"toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"the reason"}}]},"options":[{"optionId":"no","kind":"reject_once"}]}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":{"type":"content","content":{"type":"text","text":"content that is an object"}}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":[{"text":"an array"}]},{"content":{"text":{"text":"nested"}}}]}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":[{"update":{"content":[{"content":{"text":"params is an array"}}]}}]}`,
+	`{"params":{"update":{"content":[{"content":{"text":"no method, no id"}}]}}}`,
+}
+
+// TestElidedDecodeIsEncodingJSON holds the elided decode, with every
+// content text taken out, to encoding/json on every recorded frame, with
+// every dialect, and on the seeds.
+func TestElidedDecodeIsEncodingJSON(t *testing.T) {
+	elideAll(t)
+	msgs := recordingFrames(t, 16<<20)
+	for _, s := range append(elideSeeds, decodeSeeds...) {
+		msgs = append(msgs, []byte(s))
+	}
+	elided := 0
+	for _, m := range msgs {
+		if _, lits := elide(m); len(lits) > 0 {
+			elided++
+		}
+	}
+	require.Greater(t, elided, 50, "the recordings have content texts to elide")
+	for _, d := range All() {
+		for _, m := range msgs {
+			readBoth(t, d, m)
+		}
+	}
+}
+
+// FuzzElidedDecode looks for a frame that the elided decode reads
+// differently from encoding/json.
+func FuzzElidedDecode(f *testing.F) {
+	for _, m := range recordingFrames(f, 4096) {
+		f.Add(m)
+	}
+	for _, s := range elideSeeds {
+		f.Add([]byte(s))
+	}
+	dialects := All()
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		elideAll(t)
+		for _, d := range dialects {
+			readBoth(t, d, msg)
+		}
+	})
+}
+
+// TestElisionSafe: the update types whose content reaches only
+// ToolCall.Content are elided; one with a content field of its own is not.
+func TestElisionSafe(t *testing.T) {
+	assert.True(t, elisionSafe[shellUpdate]())
+	assert.True(t, elisionSafe[opencodeCall]())
+	assert.True(t, elisionSafe[grokCall]())
+	type shadow struct {
+		ToolCall
+		Body string `json:"CONTENT"`
+	}
+	assert.False(t, elisionSafe[shadow]())
+}
+
+// TestElideOnlyLongTexts: at the default sizes, a big frame gives up only
+// its long content texts, and a small frame is not walked.
+func TestElideOnlyLongTexts(t *testing.T) {
+	long := strings.Repeat("output line\n", 2000)
+	lit, err := json.Marshal(long)
+	require.NoError(t, err)
+	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"short"}},{"type":"content","content":{"type":"text","text":` + string(lit) + `}}]}}}`
+	light, lits := elide([]byte(msg))
+	require.Len(t, lits, 1)
+	assert.Equal(t, long, lits[0].text)
+	assert.Equal(t, string(lit), string(lits[0].raw))
+	assert.Equal(t, len(msg)-len(lit)+2, len(light))
+	assert.Equal(t, `""`, string(light[lits[0].end-2:lits[0].end]))
+	f, err := Read(Generic(), []byte(msg))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	require.Len(t, f.Observations[0].Texts, 1)
+	assert.Equal(t, "short\n"+long, f.Observations[0].Texts[0].Text)
+}
+
+// FuzzDecodeLiteral holds decodeLiteral to encoding/json: the same text
+// for every literal it accepts, and a refusal for every one it refuses.
+func FuzzDecodeLiteral(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\ud83d\ude00"`, `"\n\u0041"`, "\"\xff\"", `"\ud800\udbff"`, `"a\qb"`, "\"\x01\"", `"\u00"`, `"x\"y"`, `"\\"`, `"abc`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, n, ok := decodeLiteral(b)
+		var want string
+		wantErr := json.Unmarshal(b[:max(n, 0)], &want)
+		if !ok {
+			// No valid literal starts b: no prefix of b that starts and
+			// ends with a quote is one.
+			for i := 1; i <= len(b) && b[0] == '"'; i++ {
+				if b[i-1] == '"' && i > 1 && json.Unmarshal(b[:i], &want) == nil {
+					t.Fatalf("decodeLiteral(%q) refused it, but %q is a literal", b, b[:i])
+				}
+			}
+			return
+		}
+		if wantErr != nil || got != want {
+			t.Fatalf("decodeLiteral(%q) = %q (%d bytes); encoding/json: %q, %v", b, got, n, want, wantErr)
+		}
+	})
+}

@@ -162,3 +162,113 @@ func seq(from, to int) string {
 	}
 	return sb.String()
 }
+
+// ---------------------------------------------------------------- pi
+
+const piAgent = "pi-acp"
+
+// piOpen is pi-acp's tool_call (titled "bash" while the model writes the
+// command), the update that names it and the status-only update.
+func piOpen(id, cmd string) []string {
+	return []string{
+		upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":"bash","kind":"execute","status":"pending","content":[{"type":"terminal","terminalId":%q}],"_meta":{"terminal_info":{"terminal_id":%q,"cwd":"/w"}}}`, id, id, id)),
+		upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"title":%s,"kind":"execute","status":"in_progress"}`, id, js(cmd))),
+		upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"in_progress","_meta":{}}`, id)),
+	}
+}
+
+// piDelta is one _meta.terminal_output "delta".
+func piDelta(id, data string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"in_progress","_meta":{"terminal_output":{"terminal_id":%q,"data":%s}}}`, id, id, js(data)))
+}
+
+// piEnd is the final: pi's last delta (none when data is "") and
+// pi-acp's 0/1 terminal_exit.
+func piEnd(id, status, data string) string {
+	exit := 0
+	if status == "failed" {
+		exit = 1
+	}
+	out := ""
+	if data != "" {
+		out = fmt.Sprintf(`"terminal_output":{"terminal_id":%q,"data":%s},`, id, js(data))
+	}
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q,"_meta":{%s"terminal_exit":{"terminal_id":%q,"exit_code":%d,"signal":null}}}`, id, status, out, id, exit))
+}
+
+// piRun is one whole command: open, deltas, final.
+func piRun(id, cmd string, deltas []string, status, last string) []string {
+	f := piOpen(id, cmd)
+	for _, d := range deltas {
+		f = append(f, piDelta(id, d))
+	}
+	return append(f, piEnd(id, status, last))
+}
+
+func TestConformancePi(t *testing.T) {
+	const ls = "alpha.txt\nbeta.md\ngamma.go\nnotes.txt\n"
+	lines := func(from, to int) string { return seq(from, to) }
+	note := "\n\n[Showing lines 38001-40000 of 40000. Full output: /tmp/pi-bash-4f2a91.log]"
+	w := func(id, cmd, out string, o pb.ShellOutcome, exit *int32) wantExec {
+		return wantExec{id: id, command: cmd, cwd: "/w", outcome: o, exit: exit, output: out}
+	}
+	runConformance(t, []cs{{
+		name: "ls_exit_0_from_terminal_exit", agent: piAgent, dialect: "pi",
+		frames: piRun("call_ls_1", "ls", []string{ls}, "completed", ""),
+		want:   []wantExec{w("call_ls_1", "ls", ls, succeeded, code(0))},
+	}, {
+		name: "exit_3_from_the_last_line_not_terminal_exit_1", agent: piAgent, dialect: "pi",
+		frames: piRun("call_exit3_2", "printf 'a\\nb\\n'; exit 3", []string{"a\nb\n"}, "failed", "\n\nCommand exited with code 3"),
+		want:   []wantExec{w("call_exit3_2", "printf 'a\\nb\\n'; exit 3", "a\nb\n", failed, code(3))},
+	}, {
+		name: "stderr_merged", agent: piAgent, dialect: "pi",
+		frames: piRun("call_stderr_3", "echo to-stdout; echo to-stderr >&2; echo more-stdout", []string{"to-stdout\nto-stderr\n", "more-stdout\n"}, "completed", ""),
+		want:   []wantExec{w("call_stderr_3", "echo to-stdout; echo to-stderr >&2; echo more-stdout", "to-stdout\nto-stderr\nmore-stdout\n", succeeded, code(0))},
+	}, {
+		name: "missing_directory_exit_2", agent: piAgent, dialect: "pi",
+		frames: piRun("call_missing_4", "ls /nonexistent-dir-xyz", []string{"ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n"}, "failed", "\n\nCommand exited with code 2"),
+		want:   []wantExec{w("call_missing_4", "ls /nonexistent-dir-xyz", "ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n", failed, code(2))},
+	}, {
+		name: "slow_output_deltas", agent: piAgent, dialect: "pi",
+		frames: piRun("call_slow_5", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", []string{"line1\n", "line2\n", "line3\n", "line4\n", "line5\n"}, "completed", ""),
+		want:   []wantExec{w("call_slow_5", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", "line1\nline2\nline3\nline4\nline5\n", succeeded, code(0))},
+	}, {
+		name: "big_output_windows_that_restart_are_not_appended", agent: piAgent, dialect: "pi",
+		frames: piRun("call_big_6", "seq 1 40000", []string{lines(10775, 12774), lines(38001, 40000)}, "completed", note),
+		want:   []wantExec{{id: "call_big_6", command: "seq 1 40000", cwd: "/w", outcome: succeeded, exit: code(0), output: lines(38001, 40000), trunc: true}},
+	}, {
+		name: "big_output_windows_that_overlap_fold_without_duplication", agent: piAgent, dialect: "pi",
+		frames: piRun("call_big_7", "seq 1 3000", []string{lines(1, 1500), lines(1501, 1800), lines(201, 2200), lines(1001, 3000)}, "completed",
+			"\n\n[Showing lines 1001-3000 of 3000. Full output: /tmp/pi-bash-77.log]"),
+		want: []wantExec{{id: "call_big_7", command: "seq 1 3000", cwd: "/w", outcome: succeeded, exit: code(0), output: lines(1, 3000), trunc: true}},
+	}, {
+		name: "bad_utf8_as_pi_decoded_it", agent: piAgent, dialect: "pi",
+		frames: piRun("call_badutf8_8", `printf '\xff\xfe ok\n'`, []string{"\ufffd\ufffd ok\n"}, "completed", ""),
+		want:   []wantExec{w("call_badutf8_8", `printf '\xff\xfe ok\n'`, "\ufffd\ufffd ok\n", succeeded, code(0))},
+	}, {
+		name: "timeout_is_timed_out_notice_not_output", agent: piAgent, dialect: "pi",
+		frames: piRun("call_timeout_9", "echo start; sleep 6; echo finished-late", []string{"start\n"}, "failed", "\n\nCommand timed out after 2 seconds"),
+		want:   []wantExec{{id: "call_timeout_9", command: "echo start; sleep 6; echo finished-late", cwd: "/w", outcome: failed, timedOut: true, output: "start\n"}},
+	}, {
+		name: "kill_9_is_exit_137_sigkill", agent: piAgent, dialect: "pi",
+		frames: piRun("call_signal_10", "echo before-kill; kill -9 $$", []string{"before-kill\n"}, "failed", "\n\nCommand exited with code 137"),
+		want:   []wantExec{{id: "call_signal_10", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, exit: code(137), signal: "SIGKILL", output: "before-kill\n"}},
+	}, {
+		name: "no_output_success_placeholder_is_not_output", agent: piAgent, dialect: "pi",
+		frames: piRun("call_true_11", "true", nil, "completed", "(no output)"),
+		want:   []wantExec{w("call_true_11", "true", "", succeeded, code(0))},
+	}, {
+		name: "client_cancel_command_aborted_is_cancelled", agent: piAgent, dialect: "pi",
+		frames: append(append(piOpen("call_ticks_12", "for i in $(seq 20); do echo tick$i; sleep 0.25; done"),
+			piDelta("call_ticks_12", "tick1\n"), piDelta("call_ticks_12", "tick2\n"), clientCancel,
+			piEnd("call_ticks_12", "failed", "\n\nCommand aborted")), turnResult(2, "cancelled")),
+		want: []wantExec{w("call_ticks_12", "for i in $(seq 20); do echo tick$i; sleep 0.25; done", "tick1\ntick2\n", cancelled, nil)},
+	}, {
+		name: "replayed_failed_call_says_completed_then_failed", agent: piAgent, dialect: "pi",
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_exit3_2","title":"bash","kind":"execute","status":"completed","content":[{"type":"terminal","terminalId":"call_exit3_2"}],"_meta":{"terminal_info":{"terminal_id":"call_exit3_2","cwd":"/w"}}}`),
+			piEnd("call_exit3_2", "failed", "a\nb\n\n\nCommand exited with code 3"),
+		},
+		want: []wantExec{w("call_exit3_2", "", "a\nb\n", failed, code(3))},
+	}})
+}

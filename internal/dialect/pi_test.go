@@ -1,0 +1,235 @@
+package dialect
+
+import (
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// piUpd is a pi-acp tool_call_update with the given status and _meta.
+func piUpd(status, meta string) string {
+	s := ""
+	if status != "" {
+		s = `"status":"` + status + `",`
+	}
+	return `{"sessionUpdate":"tool_call_update","toolCallId":"p1",` + s + `"_meta":` + meta + `}`
+}
+
+func piOut(data string) string {
+	return `"terminal_output":{"terminal_id":"p1","data":` + jsonString(data) + `}`
+}
+
+func piExit(code string) string {
+	return `"terminal_exit":{"terminal_id":"p1","exit_code":` + code + `,"signal":null}`
+}
+
+func TestPiUpdate(t *testing.T) {
+	d, ok := Lookup("pi")
+	require.True(t, ok, "pi not registered")
+	live := func(s string) accum.Text { return piText(s, false) }
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "tool_call: the title is the command, terminal content and terminal_info",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"p1","title":"ls -la","kind":"execute","status":"pending","content":[{"type":"terminal","terminalId":"p1"}],"_meta":{"terminal_info":{"terminal_id":"p1","cwd":"/w"}}}`,
+			want:   one(accum.Observation{ToolCallID: "p1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls -la", TerminalID: "p1", Cwd: "/w"}),
+		},
+		{
+			name:   "the tool name as title is not the command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"p1","title":"bash","kind":"execute","status":"pending","content":[{"type":"terminal","terminalId":"p1"}]}`,
+			want:   one(accum.Observation{ToolCallID: "p1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, TerminalID: "p1"}),
+		},
+		{
+			name:   "a replay's tool_call says completed: its status is not read",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"p1","title":"bash","kind":"execute","status":"completed","content":[{"type":"terminal","terminalId":"p1"}],"_meta":{"terminal_info":{"terminal_id":"p1","cwd":"/w"}}}`,
+			want:   one(accum.Observation{ToolCallID: "p1", Opens: true, Shell: accum.ShellYes, TerminalID: "p1", Cwd: "/w"}),
+		},
+		{
+			name:   "status-only update with an empty _meta",
+			update: piUpd("in_progress", `{}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Status: accum.StatusRunning}),
+		},
+		{
+			name:   "a live delta is a rolling delta of pi's window",
+			update: piUpd("in_progress", `{`+piOut("tick1\n")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusRunning, Texts: []accum.Text{live("tick1\n")}}),
+		},
+		{
+			name:   "exit 0: completed with terminal_exit 0",
+			update: piUpd("completed", `{`+piExit("0")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitTerminal, false)}),
+		},
+		{
+			name:   "exit 4: the last line beats terminal_exit 1 and is not output",
+			update: piUpd("failed", `{`+piOut("\n\nCommand exited with code 4")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Exit: ex(4, accum.ExitText, false)}),
+		},
+		{
+			name:   "the last delta's output before the exit line is kept",
+			update: piUpd("failed", `{`+piOut("b\n\n\nCommand exited with code 3")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{live("b\n")}}),
+		},
+		{
+			name:   "exit 137 is SIGKILL by pi's own convention",
+			update: piUpd("failed", `{`+piOut("\n\nCommand exited with code 137")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Exit: ex(137, accum.ExitText, false), Signal: "SIGKILL"}),
+		},
+		{
+			name:   "exit 143 is SIGTERM",
+			update: piUpd("failed", `{`+piOut("\n\nCommand exited with code 143")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Exit: ex(143, accum.ExitText, false), Signal: "SIGTERM"}),
+		},
+		{
+			name:   "no output and a nonzero exit",
+			update: piUpd("failed", `{`+piOut("(no output)\n\nCommand exited with code 2")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Exit: ex(2, accum.ExitText, false)}),
+		},
+		{
+			name:   "(no output) on success is not output",
+			update: piUpd("completed", `{`+piOut("(no output)")+`,`+piExit("0")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitTerminal, false)}),
+		},
+		{
+			name:   "timeout: timed out, exit unknown, notice not output",
+			update: piUpd("failed", `{`+piOut("\n\nCommand timed out after 2 seconds")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, TimedOut: true}),
+		},
+		{
+			name:   "timeout with no output at all",
+			update: piUpd("failed", `{`+piOut("Command timed out after 2 seconds")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, TimedOut: true}),
+		},
+		{
+			name:   "timeout after the shell exited: its code is known",
+			update: piUpd("failed", `{`+piOut("\n\nCommand timed out after 2 seconds. The shell exited with code 0 after 0.1 seconds, but background processes it started kept writing output until the timeout.")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, TimedOut: true, Exit: ex(0, accum.ExitText, false)}),
+		},
+		{
+			name:   "aborted: cancelled, notice not output",
+			update: piUpd("failed", `{`+piOut("\n\nCommand aborted")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Cancelled: true, CancelNotice: "Command aborted"}),
+		},
+		{
+			name:   "truncation note: truncated, not output",
+			update: piUpd("completed", `{`+piOut("\n\n[Showing lines 38001-40000 of 40000. Full output: /tmp/pi-bash-1a2b.log]")+`,`+piExit("0")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitTerminal, false), Texts: []accum.Text{piText("", true)}}),
+		},
+		{
+			name:   "truncation by bytes, then a nonzero exit",
+			update: piUpd("failed", `{`+piOut("\n\n[Showing lines 900-1200 of 1200 (50.0KB limit). Full output: /tmp/pi-bash-3c.log]\n\nCommand exited with code 1")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Exit: ex(1, accum.ExitText, false), Texts: []accum.Text{piText("", true)}}),
+		},
+		{
+			name:   "a failed final with only pi's error message: failed, unknown exit, not output",
+			update: piUpd("failed", `{`+piOut("Working directory does not exist: /gone\nCannot execute bash commands.")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Failed: true, FailNotice: "Working directory does not exist: /gone"}),
+		},
+		{
+			name:   "terminated without an exit code",
+			update: piUpd("failed", `{`+piOut("x\n\n\nCommand terminated without an exit code")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Failed: true, FailNotice: "Command terminated without an exit code", Texts: []accum.Text{live("x\n")}}),
+		},
+		{
+			name:   "a terminal exit that is not pi-acp's 0/1 guess is real",
+			update: piUpd("failed", `{`+piExit("2")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Exit: ex(2, accum.ExitTerminal, false)}),
+		},
+		{
+			name:   "a bare failed with terminal_exit 1: failed, exit unknown",
+			update: piUpd("failed", `{`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Failed: true}),
+		},
+		{
+			name:   "other tools are not shell output",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"r1","title":"read","kind":"read","status":"pending","rawInput":{"path":"a"}}`,
+			want:   one(accum.Observation{ToolCallID: "r1", Opens: true, Shell: accum.ShellNo, Status: accum.StatusPending}),
+		},
+	})
+}
+
+func TestPiDetect(t *testing.T) {
+	for _, name := range []string{"pi-acp", "pi"} {
+		assert.Equal(t, "pi", Detect(name).Info().Name, name)
+	}
+	assert.Equal(t, GenericName, Detect("pilot").Info().Name)
+	f, err := Read(Generic(), []byte(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"pi_terminal_login","name":"Launch pi in the terminal","type":"terminal"}]}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "pi", f.Sign)
+}
+
+// TestPiRollingWindow folds what pi-acp sends for a big output through a
+// call: deltas, then whole windows of pi's last 2,000 lines.
+func TestPiRollingWindow(t *testing.T) {
+	d, _ := Lookup("pi")
+	lines := func(from, to int) string {
+		var b []byte
+		for i := from; i <= to; i++ {
+			b = append(b, []byte(itoa(i)+"\n")...)
+		}
+		return string(b)
+	}
+	frames := []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"p1","title":"seq 1 3000","kind":"execute","status":"pending","content":[{"type":"terminal","terminalId":"p1"}]}`,
+		piUpd("in_progress", `{`+piOut(lines(1, 1500))+`}`),
+		piUpd("in_progress", `{`+piOut(lines(1501, 1800))+`}`),
+		piUpd("in_progress", `{`+piOut(lines(201, 2200))+`}`),  // the window moved: overlaps
+		piUpd("in_progress", `{`+piOut(lines(901, 2900))+`}`),  // again
+		piUpd("in_progress", `{`+piOut(lines(1001, 3000))+`}`), // again
+		piUpd("completed", `{`+piOut("\n\n[Showing lines 1001-3000 of 3000. Full output: /tmp/pi.log]")+`,`+piExit("0")+`}`),
+	}
+	c := accum.NewCall("p1", 1<<20)
+	for _, f := range frames {
+		obs, err := readCase(d, f, "")
+		require.NoError(t, err)
+		for i := range obs {
+			c.Apply(&obs[i])
+		}
+	}
+	r, ok := c.Revision()
+	require.True(t, ok)
+	assert.Equal(t, accum.Succeeded, r.Outcome)
+	require.NotNil(t, r.Texts[accum.Combined])
+	assert.Equal(t, lines(1, 3000), r.Texts[accum.Combined].Text, "the windows fold into the whole output, once")
+}
+
+func itoa(i int) string {
+	return string(appendInt(nil, i))
+}
+
+func appendInt(b []byte, i int) []byte {
+	if i >= 10 {
+		b = appendInt(b, i/10)
+	}
+	return append(b, byte('0'+i%10))
+}
+
+// TestPiRecording replays the real pi-acp 0.0.34 cancel session.
+func TestPiRecording(t *testing.T) {
+	d, _ := Lookup("pi")
+	const rec = "pi-acp-0.0.34_plain_scenario-dev.ndjson"
+	for _, fr := range loadRecording(t, rec) {
+		f, err := Read(d, fr.Msg)
+		require.NoError(t, err, "line %d", fr.Line)
+		if f.AgentName != "" {
+			assert.Equal(t, "pi", Detect(f.AgentName).Info().Name)
+		}
+	}
+	calls, _ := replayRecording(t, d, rec)
+	require.Len(t, calls, 3)
+	assert.Equal(t, "rm -f notes.txt && echo removed", calls[0].command)
+	assert.Equal(t, "0", calls[0].exitCode())
+	out, _ := calls[0].output(accum.Combined)
+	assert.Equal(t, "removed\n", out)
+
+	ticks := calls[1]
+	assert.True(t, ticks.final().Cancelled)
+	assert.Equal(t, "-", ticks.exitCode(), "terminal_exit 1 is not the exit code of an aborted command")
+	out, _ = ticks.output(accum.Combined)
+	assert.Equal(t, "tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7\ntick8\ntick9\ntick10\n", out)
+
+	exit4 := calls[2]
+	assert.Equal(t, "4", exit4.exitCode())
+	out, _ = exit4.output(accum.Combined)
+	assert.Equal(t, "after-cancel\n", out)
+}

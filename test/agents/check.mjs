@@ -90,11 +90,15 @@ function finalOf(x) {
 }
 
 // loadProblems holds each call's final after a session/load replay against
-// its final before it (the recording cut before the restart): the same
-// command, outcome, exit code and texts, and no revision at all after the
-// restart for a call that had ended.
+// its final before it (the recording cut before the restart). A replay may
+// fill in what was unknown (no exit code, outcome UNKNOWN, no output: Droid
+// replays results it never sent live), and the step's truth still judges
+// what it filled in; it must not change anything that was known. A call
+// that had ended must get no revision from a replay that changes nothing.
 function loadProblems(before, after, restart) {
   const out = new Map();
+  const unknown = (k, v) => v === null || v === "" || (k === "outcome" && /UNKNOWN/.test(v));
+  const show = (v) => (v && typeof v === "object" ? JSON.stringify(v).slice(0, 120) : JSON.stringify(v));
   for (const b of before) {
     const id = b.last.toolCallId;
     const a = after.find((c) => c.last.toolCallId === id);
@@ -102,14 +106,14 @@ function loadProblems(before, after, restart) {
     if (!a) continue;
     const fb = finalOf(b.last);
     const fa = finalOf(a.last);
+    let changed = false;
     for (const k of Object.keys(fb)) {
-      if (JSON.stringify(fb[k]) !== JSON.stringify(fa[k])) {
-        const show = (v) => (v && typeof v === "object" ? JSON.stringify(v).slice(0, 120) : JSON.stringify(v));
-        bad.push(`after session/load ${k} is ${show(fa[k])}, before it ${show(fb[k])}`);
-      }
+      if (JSON.stringify(fb[k]) === JSON.stringify(fa[k])) continue;
+      changed = true;
+      if (!unknown(k, fb[k])) bad.push(`after session/load ${k} is ${show(fa[k])}, before it ${show(fb[k])}`);
     }
     const later = a.seqs.filter((q) => q > restart).length;
-    if (later && b.last.state === "SHELL_STATE_ENDED") bad.push(`${later} new revision(s) after session/load for a call that had ended`);
+    if (later && !changed && b.last.state === "SHELL_STATE_ENDED") bad.push(`${later} new revision(s) after session/load for a call that had ended, changing nothing`);
     out.set(id, bad);
   }
   return out;
@@ -120,7 +124,8 @@ function loadProblems(before, after, restart) {
 // file's name without .json: an entry for one scenario only, such as what a
 // session/load replay changes). An entry is the reason, or {"reason": ...,
 // "sometimes": true} for an agent race that fails only some runs (no XPASS
-// when it passes).
+// when it passes), or null: the step must pass there although a broader
+// entry lists it (a replay that fills in what the live run lacked).
 const scenarioName = path.basename(opt.scenario, ".json");
 function expectationFor(run, stepId) {
   const [agent, variant] = [run.agent, run.variant];

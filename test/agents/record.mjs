@@ -4,6 +4,11 @@
 // but loopback.
 //
 //   node record.mjs --agent ID --variant NAME --scenario FILE --out FILE.ndjson
+//                   [--wrap JSON]
+//
+// --wrap '["acpnormd","proxy","--wire","W","--"]' starts the agent through
+// that command (the agent's command and arguments go after it), as a client
+// configured with `acpnormd proxy` would (proxy.sh does).
 //
 // It makes a private HOME holding a work directory (alpha.txt, beta.md,
 // gamma.go, notes.txt), starts the model on 127.0.0.1, starts the agent with
@@ -32,6 +37,7 @@ const { values: opt } = parseArgs({
     out: { type: "string" },
     "turn-timeout-ms": { type: "string", default: "45000" },
     keep: { type: "boolean", default: false },
+    wrap: { type: "string" },
   },
 });
 for (const k of ["agent", "scenario", "out"]) {
@@ -120,7 +126,11 @@ const t0 = Date.now();
 // startAgent starts one agent process; proc > 1 is a restart (for
 // session/load) that continues the same recording.
 function startAgent(proc) {
-  const [cmd, args] = agent.command({ variant });
+  let [cmd, args] = agent.command({ variant });
+  if (opt.wrap) {
+    const wrap = JSON.parse(opt.wrap);
+    [cmd, args] = [wrap[0], [...wrap.slice(1), cmd, ...args]];
+  }
   terminals = variant.clientTerminal ? new ClientTerminals({ cwd: work, env: baseEnv }) : null;
   const mine = terminals;
   client = new AcpClient({

@@ -94,7 +94,7 @@ func TestCLIHelpAndUnknownCommand(t *testing.T) {
 		}
 	}
 	code, out, errOut := runBin(t, bin, "servr")
-	if code != 2 || out != "" || !strings.Contains(errOut, `unknown command "servr"; the commands are serve, replay, health, version, help`) {
+	if code != 2 || out != "" || !strings.Contains(errOut, `unknown command "servr"; the commands are serve, replay, proxy, health, version, help`) {
 		t.Errorf("unknown command: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

@@ -218,3 +218,79 @@ func TestConformanceClientTerminalsGeneric(t *testing.T) {
 		want: []wantExec{{id: "c1", command: "nosuchcmd", cwd: "/w", outcome: failed}},
 	}})
 }
+
+// ------------------------------------------------ claude-code-acp, client terminal
+
+const claudeCodeACP = "@zed-industries/claude-code-acp"
+
+// ccOpen is claude-code-acp's tool_call of its terminal Bash.
+func ccOpen(id, cmd string) string {
+	return upd(fmt.Sprintf(`{"_meta":{"claudeCode":{"toolName":"mcp__acp__Bash"}},"toolCallId":%q,"sessionUpdate":"tool_call","rawInput":{"command":%s,"timeout_ms":2000,"run_in_background":false},"status":"pending","title":%s,"kind":"execute","content":[]}`, id, js(cmd), js("`"+cmd+"`")))
+}
+
+// ccRunning names the terminal.
+func ccRunning(id, term string) string {
+	return upd(fmt.Sprintf(`{"toolCallId":%q,"sessionUpdate":"tool_call_update","status":"in_progress","content":[{"type":"terminal","terminalId":%q}]}`, id, term))
+}
+
+// ccFinal is the MCP tool's result: its text as content, the content
+// blocks as rawOutput.
+func ccFinal(id, text string) string {
+	return upd(fmt.Sprintf(`{"_meta":{"claudeCode":{"toolName":"mcp__acp__Bash"}},"toolCallId":%q,"sessionUpdate":"tool_call_update","status":"completed","rawOutput":[{"type":"text","text":%s}],"content":[{"type":"content","content":{"type":"text","text":%s}}]}`, id, js(text), js(text)))
+}
+
+// ccCreate is its terminal/create: the whole line, no args or cwd.
+func ccCreate(n int, cmd string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"terminal/create","params":{"command":%s,"sessionId":"S","env":[{"name":"CLAUDECODE","value":"1"}],"outputByteLimit":32000}}`, n, js(cmd))
+}
+
+func TestConformanceClaudeClientTerminal(t *testing.T) {
+	big := lines("L", 1, 9000) // 63,000 bytes; the client keeps the last 32,000
+	tailOf := big[len(big)-32000:]
+	run := func(id, cmd, term string, n int, output, exit, text string) []string {
+		return []string{
+			ccOpen(id, cmd),
+			ask(n, fmt.Sprintf(`{"toolCallId":%q,"rawInput":{"command":%s}}`, id, js(cmd))), answer(n, "allow"),
+			ccCreate(n+1, cmd), tCreated(n+1, term),
+			ccRunning(id, term),
+			tReq(n+2, "terminal/wait_for_exit", term), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, n+2, exit),
+			tReq(n+3, "terminal/output", term), tOutput(n+3, output, len(output) == 32000, exit),
+			tReq(n+4, "terminal/release", term), tEmpty(n + 4),
+			ccFinal(id, text),
+		}
+	}
+	runConformance(t, []cs{{
+		name:  "exit 0, exit 3 and a signal: the exit status from the client, the result texts are notices",
+		agent: claudeCodeACP,
+		frames: cat(
+			run("t1", "ls", "term-1", 10, "a.txt\n", `{"exitCode":0,"signal":null}`, "Exited with code 0.Final output:\n\na.txt\n"),
+			run("t2", "printf 'a\\nb\\n'; exit 3", "term-2", 20, "a\nb\n", `{"exitCode":3,"signal":null}`, "Exited with code 3.Final output:\n\na\nb\n"),
+			run("t3", "echo before-kill; kill -9 $$", "term-3", 30, "before-kill\n", `{"exitCode":null,"signal":"SIGKILL"}`, "Interrupted by the user. Signal `SIGKILL`. Final output:\n\nbefore-kill\n"),
+		),
+		want: []wantExec{
+			{id: "t1", command: "ls", cwd: "/w", outcome: succeeded, exit: code(0), output: "a.txt\n"},
+			{id: "t2", command: "printf 'a\\nb\\n'; exit 3", cwd: "/w", outcome: failed, exit: code(3), output: "a\nb\n"},
+			{id: "t3", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, signal: "SIGKILL", output: "before-kill\n"},
+		},
+	}, {
+		name:  "output cut by the client at 32,000 bytes: truncated, the note not output",
+		agent: claudeCodeACP,
+		frames: run("t1", "seq 1 9000", "term-1", 10, tailOf, `{"exitCode":0,"signal":null}`,
+			"Exited with code 0.Final output:\n\n"+tailOf+"\n\nCommand output was too long, so it was truncated to 32000 bytes."),
+		want: []wantExec{{id: "t1", command: "seq 1 9000", cwd: "/w", outcome: succeeded, exit: code(0), output: tailOf, trunc: true}},
+	}, {
+		name:  "a timeout: the terminal is released before its wait_for_exit answer, which comes after the final",
+		agent: claudeCodeACP,
+		frames: []string{
+			ccOpen("t1", "echo start; sleep 6"),
+			ccCreate(11, "echo start; sleep 6"), tCreated(11, "term-1"),
+			ccRunning("t1", "term-1"),
+			tReq(12, "terminal/wait_for_exit", "term-1"),
+			tReq(13, "terminal/output", "term-1"), tOutput(13, "start\n", false, ""),
+			tReq(14, "terminal/release", "term-1"), tEmpty(14),
+			ccFinal("t1", "Timed out. New output:\n\nstart\n"),
+			`{"jsonrpc":"2.0","id":12,"result":{"exitCode":null,"signal":"SIGTERM"}}`,
+		},
+		want: []wantExec{{id: "t1", command: "echo start; sleep 6", cwd: "/w", outcome: failed, timedOut: true, output: "start\n"}},
+	}})
+}

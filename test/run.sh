@@ -128,5 +128,7 @@ echo "== real agent harness: its own tests, the committed recordings, then OpenC
 node --test test/agents/harness.test.mjs
 bash test/agents/run.sh --replay # the committed recordings of every agent, against this tree
 bash test/agents/run.sh --scenario smoke opencode
+echo "== acpnormd proxy: OpenCode on the same three steps, directly and through the proxy (bytes, frames and record compared)"
+bash test/agents/proxy.sh --scenario smoke opencode
 
 echo "test/run.sh: all checks passed"

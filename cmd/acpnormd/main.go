@@ -7,6 +7,8 @@
 //	acpnormd [serve] [flags]        serve gRPC (default 127.0.0.1:50051)
 //	acpnormd replay [flags] [FILE]  play a recorded ACP wire log through the service
 //	acpnormd health [flags]         ask a running server's gRPC health service
+//	acpnormd proxy [flags] -- AGENT [ARGS...]
+//	                                run an ACP agent, relaying its stdio, and record its shell commands
 //	acpnormd version                print the version, commit and Go version
 //	acpnormd help [COMMAND]         list the commands and their flags
 //
@@ -59,6 +61,8 @@ func commands() []command {
 			func(args []string, _, _ io.Writer) error { return serve(args) }},
 		{"replay", "replay [flags] [FILE]", "play a recording through the service and print each shell command",
 			func() *flag.FlagSet { fs, _ := replayFlagSet(); return fs }, replayCmd},
+		{"proxy", "proxy [flags] -- AGENT [ARGS...]", "run an ACP agent for a client, relaying its stdio untouched, and record every shell command",
+			func() *flag.FlagSet { fs, _ := proxyFlagSet(); return fs }, proxyCmd},
 		{"health", "health [flags]", "ask a running server's gRPC health service; exit 0 when SERVING",
 			func() *flag.FlagSet { fs, _ := healthFlagSet(); return fs }, healthCmd},
 		{"version", "version", "print the version, commit and Go version", nil,
@@ -122,6 +126,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		_ = help([]string{c.name}, stdout)
 		return exitOK
 	}
+	var status exitStatus
+	if errors.As(err, &status) {
+		return int(status) // proxy: the agent's status, already explained
+	}
 	fmt.Fprintf(stderr, "acpnormd %s: %v\n", c.name, err)
 	var ue usageError
 	if errors.As(err, &ue) {
@@ -150,7 +158,8 @@ const intro = `acpnormd: ACP shell tool calls in, normalized ShellExec records o
 
 Exit status: 0 on success, 1 when a command fails (health: not SERVING or
 not reachable; replay: the recording had frame errors), 2 for a bad command
-line.
+line; proxy exits with the agent's status (128+N when signal N killed it,
+127 when it was not found, 126 when it could not be run).
 
 `
 
@@ -202,6 +211,18 @@ var commandDoc = map[string]string{
   recording of claude-agent-acp running nine shell commands. Without --addr
   it starts the service in-process on a loopback port. Frame errors are
   printed to stderr and make the exit status 1 (--keep-going: 0).
+`,
+	"proxy": `  Starts AGENT with this environment and working directory and relays the
+  client's stdin to it and its stdout back, byte for byte, its stderr
+  through. Use it in a client's agent settings in place of the agent's own
+  command. Beside the relay, never on its path, each JSON line is copied to
+  a bounded queue and normalized: --out writes the record, --addr sends the
+  frames to a running acpnormd, --wire writes a recording 'replay' reads.
+  When normalization falls behind, lines are dropped from it (counted, said
+  once on stderr), never from the relay; lines that are not JSON are relayed
+  and skipped. SIGINT, SIGTERM and SIGHUP go to the agent; when the client
+  closes stdin the agent's stdin is closed; the proxy exits with the agent's
+  status. See docs/proxy.md.
 `,
 	"health": `  Asks a running acpnormd's standard gRPC health service (grpc.health.v1) and
   prints one line. Exit status 0 when SERVING, 1 when not serving or not

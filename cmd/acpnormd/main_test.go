@@ -179,7 +179,7 @@ func TestUnknownCommandNamesTheCommands(t *testing.T) {
 		if code != exitUsage || out != "" {
 			t.Errorf("%v: exit %d, stdout %q", args, code, out)
 		}
-		if !strings.Contains(errOut, `unknown command "frobnicate"`) || !strings.Contains(errOut, "serve, replay, health, version, help") {
+		if !strings.Contains(errOut, `unknown command "frobnicate"`) || !strings.Contains(errOut, "serve, replay, proxy, health, version, help") {
 			t.Errorf("%v: stderr %q", args, errOut)
 		}
 	}

@@ -56,6 +56,19 @@ import (
 //     (older builds that killed the command) is TimedOut.
 //   - ACP v2 terminal_update / terminal_output_chunk are read as in the
 //     generic dialect, with the "Exit code N" header removed from snapshots.
+//   - With a client terminal (the client offers `terminal: true`),
+//     claude-code-acp runs Bash as the MCP tool `mcp__acp__Bash`: a shell
+//     like Bash. It runs the command with terminal/create (the whole line,
+//     no args or cwd, outputByteLimit 32000), which the core reads, and its
+//     result text is a header ("Exited with code N.", "Signal `S`. ",
+//     "Interrupted by the user. " for an exit with no code, "Timed out. ",
+//     then "Final output:" or "New output:") before the terminal's output
+//     and, when the client cut it, "Command output was too long, so it was
+//     truncated to N bytes.": the header and that note are notices (exit N,
+//     the signal, TimedOut; the output truncated, the client's tail), the
+//     rest restates the terminal's output. "Tool cancelled by user" is its
+//     cancel notice; "Command started in background with id: T" is
+//     Background.
 type claude struct{}
 
 func init() { register(claude{}) }
@@ -150,7 +163,7 @@ func claudeBase(u *claudeUpdate, o accum.Observation) accum.Observation {
 		name = u.Meta.ClaudeCode.ToolName.S
 	}
 	switch {
-	case name == "Bash":
+	case name == "Bash" || name == claudeClientBash:
 		o.Shell = accum.ShellYes
 	case name != "":
 		o.Shell = accum.ShellNo
@@ -243,7 +256,26 @@ var claudeUserStop = map[string]bool{"user-rejected": true, "permission-rule": t
 // claudeNotice matches the adapters' refusal and cancel texts, which they
 // send where output goes (terminal_output data, rawOutput, content). The
 // whole text must be the notice: output that merely quotes one is output.
-var claudeNotice = regexp.MustCompile(`(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*|\[Request interrupted by user(?: for tool use)?\])$`)
+var claudeNotice = regexp.MustCompile(`(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*|\[Request interrupted by user(?: for tool use)?\]|Tool cancelled by user\.?)$`)
+
+// claudeClientBash is claude-code-acp's Bash when the client offers
+// terminals: an MCP tool that runs the command with terminal/create.
+const claudeClientBash = "mcp__acp__Bash"
+
+// claudeTermHeader is the header claude-code-acp's mcp__acp__Bash writes
+// before the terminal's output in its result: how it ended ("Timed out.",
+// "Killed.", "Interrupted by the user." for an exit status with no code),
+// the exit code and the signal from the client's exit status, then "Final
+// output:" (it exited) or "New output:" (it had not). All of it is a
+// notice about the command; the output after it restates the terminal's.
+var claudeTermHeader = regexp.MustCompile("^(Interrupted by the user\\. |Killed\\. |Timed out\\. )?(?:Exited with code (-?\\d+)\\.)?(?:Signal `([^`\\n]*)`\\. )?(?:Final|New) output:\\n\\n")
+
+// claudeTermTrailer is what it appends when the client cut the output
+// (outputByteLimit 32000): the output is the client's tail, truncated.
+var claudeTermTrailer = regexp.MustCompile(`\n\nCommand output was too long, so it was truncated to \d+ bytes\.$`)
+
+// claudeTermBackground is its answer for run_in_background.
+var claudeTermBackground = regexp.MustCompile(`^Command started in background with id: \S+$`)
 
 var (
 	claudeExitHeader   = regexp.MustCompile(`^Exit code (-?\d+)(?:\n|$)`)
@@ -264,6 +296,32 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 	}
 	truncated := false
 	var total int64
+	if m := claudeTermHeader.FindStringSubmatch(s); m != nil {
+		switch m[1] {
+		case "Timed out. ":
+			o.TimedOut = true
+		}
+		if c := CodeFromString(m[2]); m[2] != "" && c.Known {
+			o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
+		}
+		if m[3] != "" {
+			o.Signal = NormalizeSignal(m[3])
+		}
+		s = s[len(m[0]):]
+		if loc := claudeTermTrailer.FindStringIndex(s); loc != nil {
+			s, truncated = s[:loc[0]], true
+		}
+		if s == "" && !truncated {
+			return
+		}
+		// The client's tail of the output, not its head.
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated})
+		return
+	}
+	if claudeTermBackground.MatchString(strings.TrimSpace(s)) {
+		o.Background = true
+		return
+	}
 	if !completed {
 		if m := claudeExitHeader.FindStringSubmatch(s); m != nil {
 			if c := CodeFromString(m[1]); c.Known {

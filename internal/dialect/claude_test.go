@@ -257,3 +257,55 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// claude-code-acp's mcp__acp__Bash (the client owns the terminal): its
+// result texts are notices around the terminal's output.
+func TestClaudeClientTerminalBash(t *testing.T) {
+	d := claudeDialect(t)
+	final := func(text string) string {
+		b, _ := json.Marshal(text)
+		return `{"_meta":{"claudeCode":{"toolName":"mcp__acp__Bash"}},"toolCallId":"t","sessionUpdate":"tool_call_update","status":"completed","rawOutput":[{"type":"text","text":` + string(b) + `}],"content":[{"type":"content","content":{"type":"text","text":` + string(b) + `}}]}`
+	}
+	done := accum.StatusCompleted
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "the tool is a shell command",
+			update: "{\"_meta\":{\"claudeCode\":{\"toolName\":\"mcp__acp__Bash\"}},\"toolCallId\":\"t\",\"sessionUpdate\":\"tool_call\",\"rawInput\":{\"command\":\"ls\"},\"status\":\"pending\",\"title\":\"`ls`\",\"kind\":\"execute\",\"content\":[]}",
+			want:   one(accum.Observation{ToolCallID: "t", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls"}),
+		},
+		{
+			name:   "Exited with code N: exit N, the header not output",
+			update: final("Exited with code 3.Final output:\n\na\nb\n"),
+			want: one(accum.Observation{ToolCallID: "t", Shell: accum.ShellYes, Status: done, Exit: ex(3, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a\nb\n")}}),
+		},
+		{
+			name:   "a signal",
+			update: final("Interrupted by the user. Signal `SIGKILL`. Final output:\n\nbefore-kill\n"),
+			want: one(accum.Observation{ToolCallID: "t", Shell: accum.ShellYes, Status: done, Signal: "SIGKILL",
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "before-kill\n")}}),
+		},
+		{
+			name:   "a timeout",
+			update: final("Timed out. New output:\n\nstart\n"),
+			want: one(accum.Observation{ToolCallID: "t", Shell: accum.ShellYes, Status: done, TimedOut: true,
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "start\n")}}),
+		},
+		{
+			name:   "the client cut the output: its tail, truncated, the note not output",
+			update: final("Exited with code 0.Final output:\n\ntail\n\n\nCommand output was too long, so it was truncated to 5 bytes."),
+			want: one(accum.Observation{ToolCallID: "t", Shell: accum.ShellYes, Status: done, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "tail\n", Truncated: true}}}),
+		},
+		{
+			name:   "the cancel notice",
+			update: final("Tool cancelled by user"),
+			want:   one(accum.Observation{ToolCallID: "t", Shell: accum.ShellYes, Status: done, Cancelled: true, CancelNotice: "Tool cancelled by user"}),
+		},
+		{
+			name:   "started in the background",
+			update: final("Command started in background with id: term-7"),
+			want:   one(accum.Observation{ToolCallID: "t", Shell: accum.ShellYes, Status: done, Background: true}),
+		},
+	})
+}

@@ -4,6 +4,11 @@
 // but loopback.
 //
 //   node record.mjs --agent ID --variant NAME --scenario FILE --out FILE.ndjson
+//                   [--wrap JSON]
+//
+// --wrap '["acpnormd","proxy","--wire","W","--"]' starts the agent through
+// that command (the agent's command and arguments go after it), as a client
+// configured with `acpnormd proxy` would (proxy.sh does).
 //
 // It makes a private HOME holding a work directory (alpha.txt, beta.md,
 // gamma.go, notes.txt), starts the model on 127.0.0.1, starts the agent with
@@ -30,6 +35,7 @@ const { values: opt } = parseArgs({
     out: { type: "string" },
     "turn-timeout-ms": { type: "string", default: "45000" },
     keep: { type: "boolean", default: false },
+    wrap: { type: "string" },
   },
 });
 for (const k of ["agent", "scenario", "out"]) {
@@ -102,7 +108,11 @@ fs.mkdirSync(env.TMPDIR, { recursive: true });
 const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.name, terminalMeta: variant.terminalMeta, scenario: path.basename(opt.scenario), steps: [] };
 
 let turn = null; // the running turn: { step, cancelSent, sawCall, timer }
-const [cmd, args] = agent.command({ variant });
+let [cmd, args] = agent.command({ variant });
+if (opt.wrap) {
+  const wrap = JSON.parse(opt.wrap);
+  [cmd, args] = [wrap[0], [...wrap.slice(1), cmd, ...args]];
+}
 const client = new AcpClient({
   command: cmd,
   args,

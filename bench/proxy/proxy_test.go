@@ -1,0 +1,228 @@
+// Package proxy benchmarks `acpnormd proxy` against a direct pipe to the
+// same agent, in the same run: a synthetic agent (echoagent) writes back
+// each line it reads, and the client measures each line's round trip and
+// the throughput of a stream of lines, once straight to the agent and once
+// through `acpnormd proxy --out FILE`, which normalizes every line in its
+// process beside the relay.
+//
+//	go test -run '^$' -bench . -benchtime 2000x ./bench/proxy/
+//
+// Each latency op is one round trip direct and one through the proxy,
+// interleaved, so both see the same machine; the figures are p50/p99 of
+// each and what the proxy adds. Each throughput op is one line each way
+// through both (direct first, then proxied, each a stream of b.N lines);
+// the ratio is proxied/direct MB/s.
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var bin struct{ acpnormd, agent, dir string }
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "proxybench")
+	if err != nil {
+		panic(err)
+	}
+	bin.dir = dir
+	bin.acpnormd, bin.agent = filepath.Join(dir, "acpnormd"), filepath.Join(dir, "echoagent")
+	for _, b := range [][2]string{{bin.acpnormd, "../../cmd/acpnormd"}, {bin.agent, "./echoagent"}} {
+		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// pipeline is an agent process as a client holds it.
+type pipeline struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr bytes.Buffer
+}
+
+func start(b *testing.B, argv ...string) *pipeline {
+	b.Helper()
+	p := &pipeline{cmd: exec.Command(argv[0], argv[1:]...)}
+	p.cmd.Stderr = &p.stderr
+	in, err := p.cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.in, p.out = in, bufio.NewReaderSize(out, 1<<20)
+	if err := p.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+func direct(b *testing.B) *pipeline { return start(b, bin.agent) }
+
+func proxied(b *testing.B) *pipeline {
+	return start(b, bin.acpnormd, "proxy", "--out", filepath.Join(bin.dir, "record.ndjson"), "--", bin.agent)
+}
+
+// readLine reads one whole line, however long.
+func (p *pipeline) readLine(b *testing.B) int {
+	n := 0
+	for {
+		chunk, err := p.out.ReadSlice('\n')
+		n += len(chunk)
+		switch err {
+		case nil:
+			return n
+		case bufio.ErrBufferFull:
+			continue
+		}
+		b.Fatalf("reading the echo: %v (stderr: %s)", err, p.stderr.String())
+	}
+}
+
+func (p *pipeline) roundTrip(b *testing.B, line []byte) time.Duration {
+	t0 := time.Now()
+	if _, err := p.in.Write(line); err != nil {
+		b.Fatal(err)
+	}
+	if n := p.readLine(b); n != len(line) {
+		b.Fatalf("echo of %d bytes came back as %d", len(line), n)
+	}
+	return time.Since(t0)
+}
+
+// stream writes n lines as fast as the pipe takes them while reading the
+// echoes, and returns how long the last echo took to arrive.
+func (p *pipeline) stream(b *testing.B, line []byte, n int) time.Duration {
+	t0 := time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		for range n {
+			if _, err := p.in.Write(line); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	for range n {
+		p.readLine(b)
+	}
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0)
+}
+
+// close ends the agent as a client does (stdin closed) and returns what
+// the proxy said at exit.
+func (p *pipeline) close(b *testing.B) string {
+	p.in.Close()
+	io.Copy(io.Discard, p.out)
+	if err := p.cmd.Wait(); err != nil {
+		b.Fatalf("%v: %v (stderr: %s)", p.cmd.Args, err, p.stderr.String())
+	}
+	return p.stderr.String()
+}
+
+var droppedRe = regexp.MustCompile(`(\d+) lines \(\d+ bytes\) dropped from normalization`)
+
+// dropped is how many lines the proxy said it dropped from normalization.
+func dropped(stderr string) float64 {
+	m := droppedRe.FindStringSubmatch(stderr)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return float64(n)
+}
+
+// frames are ACP lines of about size bytes: the tool_call of a shell
+// command, then updates that each add size bytes of its output, so the
+// engine reads them as a real agent's.
+func frames(size int) (first, update []byte) {
+	first = []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"bench","update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"bash","kind":"execute","status":"in_progress","rawInput":{"command":"yes"}}}}` + "\n")
+	head := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"bench","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","_meta":{"terminal_output_delta":{"terminal_id":"c1","data":"`
+	tail := `"}}}}}` + "\n"
+	pad := strings.Repeat("y\\n", max(1, (size-len(head)-len(tail))/3))
+	return first, []byte(head + pad + tail)
+}
+
+func sizeName(size int) string {
+	if size >= 1<<10 {
+		return fmt.Sprintf("%dKiB", size>>10)
+	}
+	return fmt.Sprintf("%dB", size)
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func BenchmarkProxy(b *testing.B) {
+	for _, size := range []int{1 << 10, 256 << 10} {
+		first, update := frames(size)
+		b.Run("size="+sizeName(size)+"/latency", func(b *testing.B) {
+			d, p := direct(b), proxied(b)
+			d.roundTrip(b, first)
+			p.roundTrip(b, first)
+			var dl, pl []time.Duration
+			b.SetBytes(int64(2 * len(update)))
+			b.ResetTimer()
+			for range b.N {
+				dl = append(dl, d.roundTrip(b, update))
+				pl = append(pl, p.roundTrip(b, update))
+			}
+			b.StopTimer()
+			d.close(b)
+			said := p.close(b)
+			b.ReportMetric(us(percentile(dl, 0.50)), "direct-p50-µs")
+			b.ReportMetric(us(percentile(pl, 0.50)), "proxy-p50-µs")
+			b.ReportMetric(us(percentile(pl, 0.50)-percentile(dl, 0.50)), "added-p50-µs")
+			b.ReportMetric(us(percentile(dl, 0.99)), "direct-p99-µs")
+			b.ReportMetric(us(percentile(pl, 0.99)), "proxy-p99-µs")
+			b.ReportMetric(us(percentile(pl, 0.99)-percentile(dl, 0.99)), "added-p99-µs")
+			b.ReportMetric(dropped(said), "dropped-lines")
+		})
+		b.Run("size="+sizeName(size)+"/throughput", func(b *testing.B) {
+			d, p := direct(b), proxied(b)
+			d.roundTrip(b, first)
+			p.roundTrip(b, first)
+			b.SetBytes(int64(2 * len(update)))
+			b.ResetTimer()
+			dt := d.stream(b, update, b.N)
+			pt := p.stream(b, update, b.N)
+			b.StopTimer()
+			d.close(b)
+			said := p.close(b)
+			mb := func(t time.Duration) float64 { return float64(b.N*len(update)) / t.Seconds() / 1e6 }
+			b.ReportMetric(mb(dt), "direct-MB/s")
+			b.ReportMetric(mb(pt), "proxy-MB/s")
+			b.ReportMetric(mb(pt)/mb(dt), "proxy/direct")
+			b.ReportMetric(dropped(said), "dropped-lines")
+		})
+	}
+}

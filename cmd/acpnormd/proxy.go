@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/proxy"
+	"github.com/acpnorm/acpnorm/internal/service"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+type proxyFlags struct {
+	out, revisions, wire  string
+	addr, session, dialct string
+	maxFrame              int
+	queueBytes            int64
+	finish                time.Duration
+	client                clientFlags
+	command               []string
+}
+
+func proxyFlagSet() (*flag.FlagSet, *proxyFlags) {
+	f := &proxyFlags{}
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.StringVar(&f.out, "out", "", "append the record to FILE (- for stderr): one protojson ShellExec per line;\n"+
+		"{pid} in FILE is the proxy's process id")
+	fs.StringVar(&f.revisions, "revisions", "final", "what --out gets: final (each call's final state, when it ends) or all (every revision)")
+	fs.StringVar(&f.wire, "wire", "", "also write the raw exchange to FILE (replaced), in the recording format\n"+
+		"'acpnormd replay' reads; {pid} in FILE is the proxy's process id")
+	fs.StringVar(&f.addr, "addr", "", "send the frames to the acpnormd at this address; empty normalizes in this process")
+	fs.StringVar(&f.session, "session", "", "session id for the record (default: the ACP session id); later sessions of the\n"+
+		"same agent get -2, -3, ...")
+	fs.StringVar(&f.dialct, "dialect", "auto", "dialect name ("+strings.Join(dialectNames(), ", ")+") or auto")
+	fs.IntVar(&f.maxFrame, "max-frame", proxy.DefaultMaxFrame, "a line longer than this many bytes is relayed whole but not normalized (counted)")
+	fs.Int64Var(&f.queueBytes, "queue-bytes", proxy.DefaultQueueBytes, "bytes of lines waiting for normalization; past that, lines are dropped from\n"+
+		"normalization (counted), never from the relay")
+	fs.DurationVar(&f.finish, "finish-timeout", proxy.DefaultFinish, "after the agent exits, wait this long at most for the last of the record")
+	f.client.register(fs)
+	return fs, f
+}
+
+func parseProxy(args []string) (*proxyFlags, error) {
+	fs, f := proxyFlagSet()
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	f.command = fs.Args()
+	switch {
+	case len(f.command) == 0:
+		return nil, usagef("proxy needs the agent's command after the flags: acpnormd proxy [flags] -- AGENT [ARGS...]")
+	case f.out == "" && f.wire == "" && f.addr == "":
+		return nil, usagef("proxy records nothing without --out, --wire or --addr")
+	case f.revisions != "final" && f.revisions != "all":
+		return nil, usagef("--revisions %q: want final or all", f.revisions)
+	case !knownDialect(f.dialct):
+		return nil, usagef("unknown dialect %q; the dialects are %s, or auto", f.dialct, strings.Join(dialectNames(), ", "))
+	case f.maxFrame < 1:
+		return nil, usagef("--max-frame %d is below 1", f.maxFrame)
+	case f.queueBytes < int64(f.maxFrame):
+		return nil, usagef("--queue-bytes %d is below --max-frame %d: a line that large could never be queued", f.queueBytes, f.maxFrame)
+	case f.finish <= 0:
+		return nil, usagef("--finish-timeout %v is not positive", f.finish)
+	case f.addr == "" && f.client.set():
+		return nil, usagef("--tls, --ca-file, --cert-file, --key-file, --server-name and --token-file are for a server named by --addr")
+	case f.out != "" && f.out == f.wire:
+		return nil, usagef("--out and --wire name the same file %q", f.out)
+	}
+	return f, nil
+}
+
+// exitStatus is an exit status to end with, whatever was to say said.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func proxyCmd(args []string, stdout, stderr io.Writer) error {
+	f, err := parseProxy(args)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	say := func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, "acpnormd proxy: %s\n", msg)
+	}
+	rec := &proxy.Recorder{Session: f.session, Dialect: f.dialct, AllRevisions: f.revisions == "all", Say: say}
+
+	var closers []func()
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	// The record is appended to, so that one file can collect every run;
+	// the wire recording is one run's. Both may hold command output: only
+	// their owner reads them.
+	open := func(name, what string, flags int) (io.Writer, error) {
+		if name == "-" {
+			return stderr, nil
+		}
+		name = strings.ReplaceAll(name, "{pid}", strconv.Itoa(os.Getpid()))
+		fh, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|flags, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		closers = append(closers, func() { fh.Close() })
+		return fh, nil
+	}
+	if f.out != "" {
+		if rec.Out, err = open(f.out, "--out", os.O_APPEND); err != nil {
+			return err
+		}
+	}
+	if f.wire != "" {
+		if f.wire == "-" {
+			return usagef("--wire takes a FILE, not -")
+		}
+		if rec.Wire, err = open(f.wire, "--wire", os.O_TRUNC); err != nil {
+			return err
+		}
+	}
+	if f.addr != "" {
+		opts, err := f.client.dialOptions()
+		if err != nil {
+			return err
+		}
+		conn, err := grpc.NewClient(f.addr, opts...)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, func() { conn.Close() })
+		rec.Client, rec.Service = pb.NewNormalizerServiceClient(conn), "acpnormd at "+f.addr
+	} else if f.out != "" {
+		client, stop, err := inProcess(f.maxFrame)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, stop)
+		rec.Client, rec.Service = client, "the in-process normalizer"
+	}
+
+	// Signals go to the agent; the proxy ends when the agent does. A
+	// client that stops reading gives EPIPE on write, not a SIGPIPE death.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+
+	res, err := proxy.Run(context.Background(), proxy.Config{
+		Command: f.command, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
+		Signals: sigs, Recorder: rec, Say: say,
+		MaxFrame: f.maxFrame, QueueLines: proxy.DefaultQueueLines, QueueBytes: f.queueBytes, Finish: f.finish,
+	})
+	if err != nil {
+		say(err.Error())
+		return exitStatus(res.Status)
+	}
+	if s := summary(res.Drops, rec.Stats()); s != "" {
+		say(s)
+	}
+	if res.Status != 0 {
+		return exitStatus(res.Status)
+	}
+	return nil
+}
+
+// summary is the line said at exit when normalization missed anything.
+func summary(d proxy.Drops, st proxy.Stats) string {
+	var parts []string
+	if d.Behind > 0 {
+		parts = append(parts, fmt.Sprintf("%d lines (%d bytes) dropped from normalization while it was behind", d.Behind, d.BehindBytes))
+	}
+	if d.TooBig > 0 {
+		parts = append(parts, fmt.Sprintf("%d lines (%d bytes) over --max-frame relayed but not normalized", d.TooBig, d.TooBigBytes))
+	}
+	if st.Unsent > 0 {
+		parts = append(parts, fmt.Sprintf("%d frames not normalized after the normalizer stopped", st.Unsent))
+	}
+	if st.FrameErrors > 0 {
+		parts = append(parts, fmt.Sprintf("%d frame errors", st.FrameErrors))
+	}
+	if st.NotJSON > 0 {
+		parts = append(parts, fmt.Sprintf("%d lines that were not JSON relayed and skipped", st.NotJSON))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("of %d frames: %s", st.Frames, strings.Join(parts, "; "))
+}
+
+// inProcess serves the real service in this process over an in-memory
+// connection, for one client: sessions live until the agent exits.
+func inProcess(maxFrame int) (pb.NormalizerServiceClient, func(), error) {
+	cfg := service.DefaultConfig()
+	cfg.TTL = 7 * 24 * time.Hour // the proxy closes its sessions itself
+	svc, err := service.New(cfg, nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := service.DefaultServerOptions()
+	opts.MaxMessageBytes = max(opts.MaxMessageBytes, maxFrame+64<<10)
+	srv := service.NewServer(svc, opts, nil)
+	lis := bufconn.Listen(1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	go svc.Run(ctx)
+	go srv.Serve(lis)
+	conn, err := grpc.NewClient("passthrough:///acpnormd-proxy",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxMessageBytes)))
+	if err != nil {
+		cancel()
+		srv.GRPC.Stop()
+		return nil, nil, err
+	}
+	return pb.NewNormalizerServiceClient(conn), func() { conn.Close(); srv.GRPC.Stop(); cancel() }, nil
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+func TestProxyUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"proxy", "--out", "-"}, "proxy needs the agent's command"},
+		{[]string{"proxy", "--", "cat"}, "proxy records nothing without --out, --wire or --addr"},
+		{[]string{"proxy", "--out", "-", "--revisions", "some", "--", "cat"}, `--revisions "some": want final or all`},
+		{[]string{"proxy", "--out", "-", "--dialect", "klingon", "--", "cat"}, `unknown dialect "klingon"`},
+		{[]string{"proxy", "--out", "-", "--max-frame", "0", "--", "cat"}, "--max-frame 0 is below 1"},
+		{[]string{"proxy", "--out", "-", "--queue-bytes", "10", "--max-frame", "100", "--", "cat"}, "--queue-bytes 10 is below --max-frame 100"},
+		{[]string{"proxy", "--out", "-", "--finish-timeout", "0s", "--", "cat"}, "--finish-timeout 0s is not positive"},
+		{[]string{"proxy", "--out", "-", "--token-file", "t", "--", "cat"}, "are for a server named by --addr"},
+		{[]string{"proxy", "--out", "x", "--wire", "x", "--", "cat"}, `--out and --wire name the same file "x"`},
+		{[]string{"proxy", "--wire", "-", "--", "cat"}, "--wire takes a FILE, not -"},
+		{[]string{"proxy", "--no-such", "--", "cat"}, "flag provided but not defined: -no-such"},
+	} {
+		code, _, errOut := runCLI(tc.args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+		assert.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+}
+
+// The proxy exits with the agent's status, as shells report it.
+func TestProxyExitStatus(t *testing.T) {
+	wire := filepath.Join(t.TempDir(), "wire.ndjson")
+	for _, tc := range []struct {
+		agent  []string
+		status int
+		stderr string
+	}{
+		{[]string{"sh", "-c", "exit 0"}, 0, ""},
+		{[]string{"sh", "-c", "exit 3"}, 3, ""},
+		{[]string{"sh", "-c", "echo oops >&2; exit 4"}, 4, "oops\n"},
+		{[]string{"sh", "-c", "kill -KILL $$"}, 128 + 9, ""},
+		{[]string{"acpnorm-no-such-agent"}, 127, "acpnormd proxy: starting acpnorm-no-such-agent: "},
+	} {
+		code, _, errOut := runCLI(append([]string{"proxy", "--wire", wire, "--"}, tc.agent...)...)
+		assert.Equal(t, tc.status, code, "%v: %s", tc.agent, errOut)
+		if tc.stderr == "" {
+			assert.Empty(t, errOut, "%v", tc.agent)
+		} else {
+			assert.True(t, strings.HasPrefix(errOut, tc.stderr), "%v: stderr %q, want it to start %q", tc.agent, errOut, tc.stderr)
+		}
+	}
+}
+
+// --out writes what `acpnormd replay --json --final` makes of the --wire
+// recording, with the session id the agent gave.
+func TestProxyOutIsReplayOfWire(t *testing.T) {
+	lines, err := replay.Read(bytes.NewReader(sample))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	agentSide := filepath.Join(dir, "agent.ndjson")
+	var b bytes.Buffer
+	for _, l := range lines {
+		if l.Dir == pb.Direction_DIRECTION_AGENT_TO_CLIENT {
+			b.Write(l.Msg)
+			b.WriteByte('\n')
+		}
+	}
+	require.NoError(t, os.WriteFile(agentSide, b.Bytes(), 0o644))
+	out, wire := filepath.Join(dir, "out.ndjson"), filepath.Join(dir, "wire.ndjson")
+
+	code, _, errOut := runCLI("proxy", "--out", out, "--wire", wire, "--", "cat", agentSide)
+	require.Equal(t, 0, code, errOut)
+	assert.Empty(t, errOut)
+	got := readExecs(t, mustRead(t, out))
+	require.NotEmpty(t, got)
+	session := got[0].GetSessionId()
+
+	code, stdout, errOut := runCLI("replay", "--json", "--final", "--session", session, wire)
+	require.Equal(t, 0, code, errOut)
+	want := readExecs(t, []byte(stdout))
+	byCall := func(xs []*pb.ShellExec) {
+		sort.Slice(xs, func(i, j int) bool { return xs[i].GetToolCallId() < xs[j].GetToolCallId() })
+	}
+	byCall(got)
+	byCall(want)
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.True(t, proto.Equal(want[i], got[i]), "call %s:\nreplay %v\nproxy  %v", want[i].GetToolCallId(), want[i], got[i])
+	}
+}
+
+func mustRead(t *testing.T, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	return b
+}
+
+func readExecs(t *testing.T, b []byte) []*pb.ShellExec {
+	t.Helper()
+	var xs []*pb.ShellExec
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		x := &pb.ShellExec{}
+		require.NoError(t, protojson.Unmarshal(line, x), "%s", line)
+		xs = append(xs, x)
+	}
+	return xs
+}
+
+// docs/proxy.md documents every flag of proxy.
+func TestProxyDocNamesEveryFlag(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/proxy.md")
+	require.NoError(t, err)
+	fs, _ := proxyFlagSet()
+	fs.VisitAll(func(f *flag.Flag) {
+		assert.Contains(t, string(doc), "`--"+f.Name, "docs/proxy.md does not document --%s", f.Name)
+	})
+}

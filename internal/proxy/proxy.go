@@ -1,0 +1,228 @@
+// Package proxy sits on the stdio pipe between an ACP client and its agent:
+// it relays both ways byte for byte and, beside the relay, copies each line
+// to a Recorder that normalizes it. Nothing on the relay's path waits for
+// normalization: the copy goes through a bounded queue, and a line that does
+// not fit is dropped from normalization (counted), never from the relay.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+)
+
+// Config says what to run and where its ends go.
+type Config struct {
+	// Command is the agent and its arguments. It runs with the proxy's
+	// environment and working directory.
+	Command []string
+	// Stdin is what the client writes; Stdout is where the agent's stdout
+	// goes; Stderr gets the agent's stderr (an *os.File is handed to the
+	// agent as it is, so its stderr is not copied at all).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Signals are forwarded to the agent while it runs. One that comes
+	// after the agent exited ends the Recorder's wait at once.
+	Signals <-chan os.Signal
+	// Recorder gets the copied lines; nil copies nothing.
+	Recorder *Recorder
+	// MaxFrame bounds one copied line; a longer one is relayed whole and
+	// not copied. QueueLines and QueueBytes bound the queue.
+	MaxFrame   int
+	QueueLines int
+	QueueBytes int64
+	// Finish bounds how long the Recorder may take after the agent exited.
+	Finish time.Duration
+	// Say prints one notice (the proxy's stderr).
+	Say func(msg string)
+}
+
+// Defaults of the bounds.
+const (
+	DefaultMaxFrame   = 8 << 20
+	DefaultQueueLines = 4096
+	DefaultQueueBytes = 64 << 20
+	DefaultFinish     = 5 * time.Second
+)
+
+// Result is how a run ended.
+type Result struct {
+	// Status is the agent's exit status, 128+N when a signal N killed it,
+	// 127 when it could not be found and 126 when it could not be run (as
+	// shells say).
+	Status int
+	// Drops is what normalization did not get.
+	Drops Drops
+}
+
+// How long the agent's stdout may stay open after the agent exited (a
+// child of it holds it); then the proxy stops reading.
+const stdoutGrace = 2 * time.Second
+
+// Run starts the agent, relays until it exits, and returns its status. The
+// error is set only when the agent could not be started.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if len(cfg.Command) == 0 {
+		return Result{Status: 2}, errors.New("no agent command")
+	}
+	say := cfg.Say
+	if say == nil {
+		say = func(string) {}
+	}
+	start := time.Now()
+	t := newTee(start, max(1, cfg.QueueLines), max(1, cfg.MaxFrame), max(1, cfg.QueueBytes), func() {
+		say("normalization is behind: lines are dropped from normalization (never from the relay) and counted; the total is printed at exit")
+	})
+
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return Result{Status: 1}, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return Result{Status: 1}, err
+	}
+	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, cfg.Stderr
+	cmd.WaitDelay = stdoutGrace // only when stderr is copied (not an *os.File)
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		status := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			status = 127
+		}
+		return Result{Status: status}, fmt.Errorf("starting %s: %w", cfg.Command[0], err)
+	}
+
+	var closeIn sync.Once
+	closeAgentIn := func() { closeIn.Do(func() { inW.Close() }) }
+
+	fromClient := t.splitter(pb.Direction_DIRECTION_CLIENT_TO_AGENT)
+	fromAgent := t.splitter(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
+	t.closeWhenDone()
+
+	recCtx, recCancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer recCancel(nil)
+	recDone := make(chan struct{})
+	go func() {
+		defer close(recDone)
+		if cfg.Recorder != nil {
+			cfg.Recorder.consume(recCtx, t)
+			return
+		}
+		for _, ok := t.next(); ok; _, ok = t.next() {
+		}
+	}()
+
+	// client -> agent. When the client closes its end, so does the agent's.
+	go func() {
+		defer fromClient.flush()
+		defer closeAgentIn()
+		relay(inW, cfg.Stdin, fromClient, nil)
+	}()
+	// agent -> client. When the client stops reading, the agent's stdin is
+	// closed; its output is still read, for normalization.
+	agentOut := make(chan struct{})
+	go func() {
+		defer close(agentOut)
+		defer fromAgent.flush()
+		relay(cfg.Stdout, outR, fromAgent, closeAgentIn)
+	}()
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+wait:
+	for {
+		select {
+		case sig := <-cfg.Signals:
+			_ = cmd.Process.Signal(sig)
+		case waitErr = <-exited:
+			break wait
+		}
+	}
+	select {
+	case <-agentOut:
+	case <-time.After(stdoutGrace):
+		outR.Close() // a child of the agent holds its stdout
+		<-agentOut
+	}
+	outR.Close()
+	closeAgentIn()
+	fromClient.flush() // the client's side may never close
+
+	finish := cfg.Finish
+	if finish <= 0 {
+		finish = DefaultFinish
+	}
+	timer := time.AfterFunc(finish, func() {
+		recCancel(fmt.Errorf("the agent exited %v ago", finish))
+	})
+	defer timer.Stop()
+	select {
+	case <-recDone:
+	case <-ctx.Done():
+		recCancel(context.Cause(ctx))
+		<-recDone
+	case sig := <-cfg.Signals:
+		recCancel(fmt.Errorf("%v after the agent exited", sig))
+		<-recDone
+	}
+	return Result{Status: exitStatus(cmd.ProcessState, waitErr), Drops: t.dropped()}, nil
+}
+
+// relay copies src to dst as it comes, each read written on at once. The
+// splitter sees the bytes just before dst gets them (a copy, never a wait),
+// so that a line is queued before anything it causes on the other side:
+// the wire keeps cause before effect. When dst fails, onDstFail is called
+// once and src is still read to its end.
+func relay(dst io.Writer, src io.Reader, s *splitter, onDstFail func()) {
+	buf := make([]byte, 64<<10)
+	dead := false
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			s.observe(buf[:n])
+			if !dead {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					if onDstFail == nil {
+						return
+					}
+					dead = true
+					onDstFail()
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func exitStatus(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		if err != nil {
+			return 1
+		}
+		return 0
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

@@ -428,8 +428,8 @@ type SessionStats struct {
 	HeldBytes int // bytes of text its calls hold
 }
 
-// SessionStats returns what session id holds, and false when it is not
-// held. It waits while a request of the session is applied.
+// SessionStats returns what session id (of n's namespace, see Namespace)
+// holds, and false when it is not held. It waits while a request of the session is applied.
 func (n *Normalizer) SessionStats(id string) (SessionStats, bool) {
 	s, err := n.ss.lock(context.Background(), n.ns, id, false)
 	if err != nil || s == nil {

@@ -287,8 +287,13 @@ func TestK8sManifests(t *testing.T) {
 		}
 	}
 
-	// Not loopback, so TLS or a token: here a token from a mounted Secret.
-	tokenFile := env["ACPNORM_AUTH_TOKEN_FILE"]
+	// Not loopback, so TLS or a token: here the tokens file of the
+	// identities (or one token) from a mounted Secret.
+	tokenVar := "ACPNORM_AUTH_TOKENS_FILE"
+	if env[tokenVar] == "" {
+		tokenVar = "ACPNORM_AUTH_TOKEN_FILE"
+	}
+	tokenFile := env[tokenVar]
 	if tokenFile == "" && env["ACPNORM_TLS_CERT"] == "" {
 		t.Fatalf("%s listens on %s with neither a token nor TLS: acpnormd refuses to start", dep, env["ACPNORM_LISTEN"])
 	}
@@ -305,7 +310,7 @@ func TestK8sManifests(t *testing.T) {
 			}
 		}
 		if !mounted {
-			t.Errorf("%s: ACPNORM_AUTH_TOKEN_FILE %s is not in a mounted Secret", dep, tokenFile)
+			t.Errorf("%s: %s %s is not in a mounted Secret", dep, tokenVar, tokenFile)
 		}
 	}
 

@@ -19,7 +19,10 @@
 //
 // <id> is the session id in unpadded URL-safe base64 (or "=" for the empty
 // id), so that no session id, whatever its bytes (braces, colons, NUL),
-// can end the hash tag early or reach another session's keys. The prefix
+// can end the hash tag early or reach another session's keys. The session
+// id is the engine's key of the session, which holds its namespace (the
+// acpnormd identity; see normalize.Normalizer.Namespace), so the
+// namespace is inside the hash tag too. The prefix
 // is "acpnorm:" unless WithPrefix or the URL's prefix parameter says
 // otherwise.
 //

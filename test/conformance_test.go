@@ -1373,6 +1373,32 @@ func TestConformanceCodexTS2(t *testing.T) {
 		},
 		want: []wantExec{{id: "call_7", desc: "List files", cwd: "/w", outcome: failed, exit: code(2), output: "ls: x: No such file\n"}},
 	}, {
+		// Codex's title is its own display of the command: it unwraps a
+		// `bash -lc '...'` the model wrote. rawInput.command is what ran.
+		name: "title_unwraps_the_models_wrapper_rawInput_command_is_the_command", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_8","title":"npm test","kind":"execute","status":"in_progress","rawInput":{"command":"bash -lc 'npm test'","cwd":"/w/app"},"name":"exec_command"}`),
+			codexTSLive("call_8", "terminal_output_delta", "ok\n"),
+			exitOnly("call_8", "completed", 0),
+		},
+		want: []wantExec{{id: "call_8", command: "bash -lc 'npm test'", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "ok\n"}},
+	}, {
+		name: "a_later_shortened_title_never_replaces_rawInput_command", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_9","title":"cat a.txt","kind":"execute","status":"in_progress","rawInput":{"command":"cat a.txt | head -n 5","cwd":"/w/app"},"name":"exec_command"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_9","kind":"execute","title":"Read a.txt"}`),
+			exitOnly("call_9", "completed", 0),
+		},
+		want: []wantExec{{id: "call_9", command: "cat a.txt | head -n 5", cwd: "/w/app", outcome: succeeded, exit: code(0)}},
+	}, {
+		name: "no_rawInput_the_title_names_the_call_until_a_command_comes", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_10","title":"git status","kind":"execute","status":"in_progress","rawInput":null,"name":null}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_10","rawInput":{"command":"git status --short","cwd":"/w/app"}}`),
+			exitOnly("call_10", "completed", 0),
+		},
+		want: []wantExec{{id: "call_10", command: "git status --short", cwd: "/w/app", outcome: succeeded, exit: code(0)}},
+	}, {
 		name: "cancelled_call_streams_into_the_next_turn", agent: codexTS,
 		frames: []string{
 			codexTSOpen("call_5", "for i in $(seq 20); do echo tick$i; sleep 0.25; done", "for i in $(seq 20); do echo tick$i; sleep 0.25; done"),
@@ -1498,6 +1524,36 @@ func TestConformanceBigOutput(t *testing.T) {
 			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_4","exit_code":0,"signal":null}}}`),
 		},
 		want: []wantExec{{id: "toolu_4", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: whole}},
+	}, {
+		// claude-agent-acp without the capability (recorded, 0.101.0): the
+		// output comes from toolResponse.stdout (its first 30,000 bytes),
+		// rawOutput is a 2 KB <persisted-output> preview, and only the
+		// content's note states the real size.
+		name: "claude_agent_acp_plain_the_contents_note_states_the_size_of_the_tool_response", agent: claudeNew,
+		frames: []string{
+			claudeOpen("toolu_5", false), claudeInput("toolu_5", "seq 1 20000", "Big", false, ""),
+			toolResponse("toolu_5", first30k),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_5","status":"completed","rawOutput":` + js(preview(whole)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(first30k+note)) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_5", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != 120000 {
+					t.Errorf("total_bytes %d, want the 120000 the note states", n)
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_plain_tool_response_persisted_output_size", agent: claudeNew,
+		frames: []string{
+			claudeOpen("toolu_6", false), claudeInput("toolu_6", "seq 1 20000", "Big", false, ""),
+			upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","_meta":{"claudeCode":{"toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false,"persistedOutputPath":"/home/dev/.claude/t.txt","persistedOutputSize":120000},"toolName":"Bash"}}}`, js(first30k))),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","status":"completed","rawOutput":` + js(preview(whole)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_6", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != 120000 {
+					t.Errorf("total_bytes %d, want persistedOutputSize 120000", n)
+				}
+			}}},
 	}, {
 		name: "opencode_truncation_preamble_is_not_output", agent: opencodeAgent,
 		frames: []string{

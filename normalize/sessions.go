@@ -331,6 +331,16 @@ func (r *reply) flush() {
 // take, and says so.
 func (r *reply) storeFailed(err error) {
 	r.held = r.held[:0]
+	if errors.Is(err, store.ErrUnacknowledged) {
+		// Applied in the store, but it may yet be lost there: the caller
+		// sends it again, and WithSkipApplied tells it whether it was kept.
+		what := fmt.Sprintf("frame %d", r.seq)
+		if r.frames > 1 {
+			what = fmt.Sprintf("frames %d to %d", r.first, r.seq)
+		}
+		r.fail(Unavailable, "", "%s of session %q not acknowledged: %v; the store may keep or lose it, so send it again (with skipped applied sequences, ALREADY_EXISTS then says it was kept)", what, r.session, err)
+		return
+	}
 	if r.frames > 1 {
 		r.fail(Unavailable, "", "frames %d to %d of session %q were not applied: %v; they may be sent again", r.first, r.seq, r.session, err)
 		return

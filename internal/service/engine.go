@@ -77,6 +77,10 @@ func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.N
 // event turns what the Normalizer produced into a response and emits it.
 func (f *feeder) event(ev normalize.Event) error {
 	if ev.Error != nil {
+		if ev.Error.Code == normalize.Unavailable {
+			// The request's revisions were dropped, not sent.
+			f.d.forget(ev.Error.SessionID)
+		}
 		f.ss.m.frameError(codes.Code(ev.Error.Code))
 		return f.emit(frameErrorResponse(ev.Error))
 	}

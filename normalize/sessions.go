@@ -65,7 +65,9 @@ type session struct {
 	// replay: a session/load request was seen and no session/prompt
 	// since, so every tool call frame restates history (the agent replays
 	// the loaded session before it answers the load, or, gemini-cli,
-	// after: no live tool call can come before the next prompt). Its
+	// after: no live tool call can come before the next prompt). A
+	// prompt's result, a permission ask or a terminal request (only a live
+	// turn sends them) ends it too. Its
 	// observations are accum.Observation.Replayed (they fill in only what
 	// a call does not know), and one about a released call is dropped
 	// without a FrameError.
@@ -421,7 +423,7 @@ func (ss *sessions) closeSession(id string, req *request) error {
 
 func (ss *sessions) frame(id string, msg []byte, req *request) error {
 	r, err := ss.attempt(req, func(r *reply) error {
-		return ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg}, r)
+		return ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg, req.direction}, r)
 	})
 	if r.next != nil && req.nextDialect != nil {
 		req.nextDialect(r.next.Info().Name)
@@ -473,7 +475,7 @@ func (ss *sessions) batch(id string, frames []Frame, req *request) error {
 			if !r.retry {
 				r.ahead = f.Prepared
 			}
-			if err := ss.applyFrame(req.ctx, frameIn{id, f.Dialect, f.Cwd, f.Sequence, f.Message}, r); err != nil {
+			if err := ss.applyFrame(req.ctx, frameIn{id, f.Dialect, f.Cwd, f.Sequence, f.Message, f.Direction}, r); err != nil {
 				return err
 			}
 		}
@@ -504,6 +506,7 @@ type frameIn struct {
 	sessionID, dialect, cwd string
 	sequence                uint64
 	message                 []byte
+	direction               Direction
 }
 
 func (f frameIn) GetSessionId() string { return f.sessionID }
@@ -648,6 +651,13 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			s.cwd = filepath.Clean(c)
 		}
 	}
+	switch {
+	case read.Load:
+		s.replay = true
+	case read.Prompt || read.TurnEnded || read.Ask != nil || read.Terminal != nil:
+		// A turn, or what only a live turn sends: the replay is over.
+		s.replay = false
+	}
 	for i := range read.Observations {
 		id := ss.observe(s, &read.Observations[i], r)
 		if read.Ask != nil && read.Observations[i].PermissionAsk && id != "" {
@@ -664,17 +674,13 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			s.asks[read.Ask.RequestID] = ask{callID: id, reject: read.Ask.RejectOptions}
 		}
 	}
-	if t := read.Terminal; t != nil {
+	// The agent asks, the client answers: a direction that says
+	// otherwise rules the message out (see WithDirection).
+	if t := read.Terminal; t != nil && f.direction != FromClient {
 		ss.terminalRequest(s, t, r)
 	}
-	if resp := read.Response; resp != nil {
+	if resp := read.Response; resp != nil && f.direction != FromAgent {
 		ss.terminalResponse(s, resp, r)
-	}
-	switch {
-	case read.Load:
-		s.replay = true
-	case read.Prompt:
-		s.replay = false
 	}
 	if a := read.Answer; a != nil {
 		if pending, ok := s.asks[a.RequestID]; ok {

@@ -142,7 +142,7 @@ func (c *cs) session() []replay.Line {
 	}
 	for _, f := range c.frames {
 		dir := toClient
-		if strings.Contains(f, `"result":{"outcome"`) || strings.Contains(f, `"method":"session/cancel"`) || strings.Contains(f, `"method":"session/prompt"`) {
+		if strings.Contains(f, `"result":{"outcome"`) || strings.Contains(f, `"method":"session/cancel"`) || strings.Contains(f, `"method":"session/prompt"`) || clientAnswer(f) {
 			dir = toAgent
 		}
 		msgs = append(msgs, msg{dir, f})
@@ -153,6 +153,20 @@ func (c *cs) session() []replay.Line {
 		out[i] = replay.Line{Number: i + 1, Dir: m.dir, Msg: []byte(m.s)}
 	}
 	return out
+}
+
+// clientAnswer says f is the client's answer to one of the agent's
+// client-terminal requests (terminal/*).
+func clientAnswer(f string) bool {
+	if strings.Contains(f, `"method"`) {
+		return false
+	}
+	for _, p := range []string{`"result":{"terminalId"`, `"result":{"output"`, `"result":{"exitCode"`, `"result":{}`, `"error":`} {
+		if strings.Contains(f, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // initResult is the agent's initialize result.

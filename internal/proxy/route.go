@@ -13,6 +13,13 @@ type frame struct {
 	msg []byte
 }
 
+// held is f with a copy of its message, for the router to keep (the
+// message's buffer goes back to the pool once the frame is handled).
+func (f frame) held() frame {
+	f.msg = append([]byte(nil), f.msg...)
+	return f
+}
+
 // routed is a frame for one session.
 type routed struct {
 	session string
@@ -85,7 +92,7 @@ func (r *router) route(f frame, env *envelope) []routed {
 		// The answer names the session; until then the request (with its
 		// cwd) waits, so that it goes to the new session, not the last.
 		if len(r.heldNew) < maxHeldNew {
-			r.heldNew[id] = f
+			r.heldNew[id] = f.held()
 			return nil
 		}
 	}
@@ -106,7 +113,7 @@ func (r *router) route(f frame, env *envelope) []routed {
 	}
 	if len(r.order) == 0 {
 		if len(r.preamble) < maxPreamble && r.preSize+len(f.msg) <= preambleSize {
-			r.preamble = append(r.preamble, f)
+			r.preamble = append(r.preamble, f.held())
 			r.preSize += len(f.msg)
 			if env.method != "session/new" {
 				r.shared = append(r.shared, len(r.preamble)-1)

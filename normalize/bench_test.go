@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkFeed feeds every frame of each real recording (one agent and
@@ -46,9 +47,7 @@ func BenchmarkFeed(b *testing.B) {
 				mid := time.Now()
 				for _, f := range fs {
 					var v map[string]any
-					if err := json.Unmarshal(f, &v); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, json.Unmarshal(f, &v))
 				}
 				feed, decode = feed+mid.Sub(start), decode+time.Since(mid)
 			}

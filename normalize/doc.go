@@ -103,6 +103,17 @@
 // WithSkipApplied lets a caller that numbers its requests send again, to
 // any process, what it has no answer for: what was applied is skipped.
 //
+// # Tenants
+//
+// A program serving several tenants gives each a namespace: Namespace
+// returns a view of the Normalizer whose requests see only that
+// namespace's sessions, so the same session id of two tenants is two
+// sessions, and one tenant's frames never read, change, reopen or learn
+// of another's (calls, terminals, asks, tombstones, applied sequences,
+// and the keys in a store). WithQuota bounds what each namespace holds, so
+// that one tenant at its quota leaves the others room. acpnormd gives
+// each identity (a named token, a client certificate) its namespace.
+//
 // # Why plain Go types
 //
 // ShellExec, Text and FrameError mirror the messages of the acpnorm.v1

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const recording = "testdata/opencode-1.18.33_bash-ask_scenario-dev.ndjson"
@@ -59,9 +61,7 @@ func TestConcurrentSessions(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 6 {
 		wg.Go(func() {
-			if got := folded(t, n, fmt.Sprint("s", g)); got != want {
-				t.Errorf("session s%d folds to\n%s\nwant\n%s", g, got, want)
-			}
+			assert.Equal(t, want, folded(t, n, fmt.Sprint("s", g)), "session s%d", g)
 		})
 	}
 	wg.Wait()
@@ -205,9 +205,7 @@ func TestCheck(t *testing.T) {
 	if err := normalize.Check(normalize.WithMaxCalls(1), normalize.WithMaxCallsPerSession(2)); err == nil || !strings.Contains(err.Error(), "max calls 1") {
 		t.Fatalf("Check(max calls below per session) = %v", err)
 	}
-	if err := normalize.Check(); err != nil {
-		t.Fatalf("Check() of the defaults = %v", err)
-	}
+	require.NoError(t, normalize.Check(), "Check() of the defaults =")
 }
 
 func TestDialectsAndCapabilities(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/acpnorm/acpnorm/store"
 	"github.com/acpnorm/acpnorm/store/redisstore"
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkFeedStore feeds the recording, a fresh session per replay, to a
@@ -35,9 +36,7 @@ func BenchmarkFeedStore(b *testing.B) {
 	b.Run("memory", func(b *testing.B) { run(b, normalize.New(normalize.WithStore(store.NewMemory()))) })
 	b.Run("redis", func(b *testing.B) {
 		st, err := redisstore.Open(testredis.Start(b))
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		defer st.Close()
 		run(b, normalize.New(normalize.WithStore(st)))
 	})

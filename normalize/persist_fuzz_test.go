@@ -8,6 +8,7 @@ import (
 
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzStoredSession: whatever another writer left in the store as a
@@ -24,9 +25,7 @@ func FuzzStoredSession(f *testing.F) {
 		n.Feed("s", fr)
 	}
 	snap, err := st.Load(context.Background(), "s")
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	for name, rec := range snap.Records {
 		f.Add(snap.Header, name, rec)
 	}

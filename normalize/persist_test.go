@@ -12,6 +12,7 @@ import (
 
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/require"
 )
 
 // describe writes every field of an event, so that two event sequences
@@ -276,9 +277,7 @@ func TestStoreTextLimitChecked(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "text limit 1073741824") {
 		t.Fatalf("a 1 GiB text limit with a store: %v", err)
 	}
-	if err := normalize.Check(normalize.WithTextLimit(1 << 30)); err != nil {
-		t.Fatalf("a 1 GiB text limit without a store: %v", err)
-	}
+	require.NoError(t, normalize.Check(normalize.WithTextLimit(1<<30)), "a 1 GiB text limit without a store")
 }
 
 // playBatches feeds the recording in batches of the sizes given (cycled),

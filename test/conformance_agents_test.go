@@ -196,6 +196,10 @@ func TestConformanceUnknownAgentSignals(t *testing.T) {
 
 const kiloAgent = "Kilo"
 
+// kiloHint is the hint of Kilo's tool framework after it cut an output,
+// naming Kilo's own data directory.
+const kiloHint = "The tool call succeeded but the output was truncated. Full output saved to: /home/dev/.local/share/kilo/tool-output/tool_e1f2a3b4c5d6\nUse Grep to search the full content or Read with offset/limit to view specific sections."
+
 func TestConformanceKilo(t *testing.T) {
 	trunc := "...output truncated...\n\nFull output saved to: /home/dev/.local/share/kilo/tool-output/tool_9\n\n"
 	// Live text past 30 000 chars: "...\n\n" + the last 30 000 chars.
@@ -248,6 +252,35 @@ func TestConformanceKilo(t *testing.T) {
 			ocFinal("k4", trunc+"last line\n", `{"exit":0,"description":"Show log","truncated":true,"outputPath":"/home/dev/.local/share/kilo/tool-output/tool_9"}`),
 		},
 		want: []wantExec{{id: "k4", command: "cat big.log", cwd: "/w", desc: "Show log", outcome: succeeded, exit: code(0), output: "last line\n", trunc: true}},
+	}, {
+		// Kilo's tool framework (Truncate.output), when it keeps the HEAD
+		// of an output, appends its note, which names Kilo's own data
+		// directory: "\n\n...N lines truncated...\n\nThe tool call
+		// succeeded but the output was truncated. Full output saved to:
+		// ~/.local/share/kilo/tool-output/tool_...\nUse Grep ...".
+		name: "head_truncation_note_naming_kilos_data_directory_is_not_output", agent: kiloAgent, dialect: "opencode",
+		frames: []string{
+			ocOpen("k7", "bash"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"k7","status":"in_progress","rawInput":{"command":"seq 1 99999","description":"Count"}}`),
+			ocFinal("k7", "1\n2\n3\n\n...99996 lines truncated...\n\n"+kiloHint, `{"exit":0,"description":"Count","truncated":true,"outputPath":"/home/dev/.local/share/kilo/tool-output/tool_e1f2a3b4c5d6"}`),
+		},
+		want: []wantExec{{id: "k7", command: "seq 1 99999", cwd: "/w", desc: "Count", outcome: succeeded, exit: code(0), output: "1\n2\n3", trunc: true}},
+	}, {
+		name: "head_truncation_note_never_replaces_the_longer_live_text", agent: kiloAgent, dialect: "opencode",
+		frames: []string{
+			ocOpen("k8", "bash"),
+			ocLive("k8", "seq 1 5", "Count", "1\n2\n3\n4\n5\n"),
+			ocFinal("k8", "1\n2\n\n...3 lines truncated...\n\n"+kiloHint, `{"exit":0,"description":"Count","truncated":true}`),
+		},
+		want: []wantExec{{id: "k8", command: "seq 1 5", cwd: "/w", desc: "Count", outcome: succeeded, exit: code(0), output: "1\n2\n3\n4\n5\n"}},
+	}, {
+		name: "tail_truncation_note_naming_kilos_data_directory_is_not_output", agent: kiloAgent, dialect: "opencode",
+		frames: []string{
+			ocOpen("k9", "bash"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"k9","status":"in_progress","rawInput":{"command":"seq 1 99999","description":"Count"}}`),
+			ocFinal("k9", "...99996 lines truncated...\n\n"+kiloHint+"\n\n99998\n99999", `{"exit":0,"description":"Count","truncated":true}`),
+		},
+		want: []wantExec{{id: "k9", command: "seq 1 99999", cwd: "/w", desc: "Count", outcome: succeeded, exit: code(0), output: "99998\n99999", trunc: true}},
 	}, {
 		name: "ask_before_tool_call_opens_the_call", agent: kiloAgent, dialect: "opencode",
 		frames: []string{

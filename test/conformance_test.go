@@ -142,7 +142,7 @@ func (c *cs) session() []replay.Line {
 	}
 	for _, f := range c.frames {
 		dir := toClient
-		if strings.Contains(f, `"result":{"outcome"`) || strings.Contains(f, `"method":"session/cancel"`) || strings.Contains(f, `"method":"session/prompt"`) {
+		if strings.Contains(f, `"result":{"outcome"`) || strings.Contains(f, `"method":"session/cancel"`) || strings.Contains(f, `"method":"session/prompt"`) || clientAnswer(f) {
 			dir = toAgent
 		}
 		msgs = append(msgs, msg{dir, f})
@@ -153,6 +153,20 @@ func (c *cs) session() []replay.Line {
 		out[i] = replay.Line{Number: i + 1, Dir: m.dir, Msg: []byte(m.s)}
 	}
 	return out
+}
+
+// clientAnswer says f is the client's answer to one of the agent's
+// client-terminal requests (terminal/*).
+func clientAnswer(f string) bool {
+	if strings.Contains(f, `"method"`) {
+		return false
+	}
+	for _, p := range []string{`"result":{"terminalId"`, `"result":{"output"`, `"result":{"exitCode"`, `"result":{}`, `"error":`} {
+		if strings.Contains(f, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // initResult is the agent's initialize result.
@@ -919,15 +933,21 @@ func grDescribe(id, cmd, desc string) string {
 	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"kind":"execute","title":%s,"content":[{"type":"content","content":{"type":"text","text":%s}}]}`, id, js("Execute `"+cmd+"`"), js(desc)))
 }
 
-// grLive is a live snapshot: the whole output so far as content text and
-// as bytes, exit_code 0 as a placeholder, and the bytes of this chunk.
+// grLive is a live snapshot as Grok Build 1.0.41 sends it: the whole
+// output so far as content text and as bytes, output_for_prompt without
+// an exit line, exit_code 0 as a placeholder. (delta, the bytes of this
+// chunk, is what the older synthetic traces sent as output_delta; 1.0.41
+// sends none.)
 func grLive(id string, sofar, delta []byte) string {
-	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"in_progress","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"output":%s,"output_for_prompt":%s,"exit_code":0,"truncated":false,"signal":null,"timed_out":false,"total_bytes":%d,"output_delta":%s,"current_dir":"/w/g"}}`,
-		id, js(strings.ToValidUTF8(string(sofar), "\ufffd")), byteArray(sofar), js("exit: 0\n"+strings.ToValidUTF8(string(sofar), "\ufffd")), len(sofar), byteArray(delta)))
+	_ = delta
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"in_progress","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"type":"Bash","output":%s,"output_for_prompt":%s,"exit_code":0,"command":"","truncated":false,"signal":null,"timed_out":false,"description":null,"current_dir":"/w/g","output_file":"","total_bytes":%d}}`,
+		id, js(strings.ToValidUTF8(string(sofar), "\ufffd")), byteArray(sofar), js(strings.ToValidUTF8(string(sofar), "\ufffd")), len(sofar)))
 }
 
+// grFinal is the final frame: completed for every exit, the real
+// exit_code, output_for_prompt "exit: N\n<output>".
 func grFinal(id string, out []byte, exit string, extra string) string {
-	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"exit_code":%s,"truncated":false,"total_bytes":%d,"output":%s,"output_for_prompt":%s%s}}`,
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"type":"Bash","exit_code":%s,"truncated":false,"total_bytes":%d,"output":%s,"output_for_prompt":%s,"current_dir":"/w/g","output_file":"/h/.grok/sessions/s/terminal/x.log"%s}}`,
 		id, js(strings.ToValidUTF8(string(out), "\ufffd")), exit, len(out), byteArray(out), js("exit: "+exit+"\n"+strings.ToValidUTF8(string(out), "\ufffd")), extra))
 }
 
@@ -1294,7 +1314,7 @@ func TestConformanceModelWrappersKept(t *testing.T) {
 	}, {
 		name: "grok", agent: grokAgent,
 		frames: []string{grOpen("g1", cmd, "Say hi"), grDescribe("g1", cmd, "Say hi"), grFinal("g1", []byte("hi\n"), "0", "")},
-		want:   []wantExec{{id: "g1", command: cmd, cwd: "/w", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi\n"}},
+		want:   []wantExec{{id: "g1", command: cmd, cwd: "/w/g", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi\n"}},
 	}, {
 		name: "generic_argv", agent: "some-agent",
 		frames: []string{
@@ -1372,6 +1392,32 @@ func TestConformanceCodexTS2(t *testing.T) {
 			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_7","status":"failed","rawOutput":{"formatted_output":"ls: x: No such file\n","exit_code":2}}`),
 		},
 		want: []wantExec{{id: "call_7", desc: "List files", cwd: "/w", outcome: failed, exit: code(2), output: "ls: x: No such file\n"}},
+	}, {
+		// Codex's title is its own display of the command: it unwraps a
+		// `bash -lc '...'` the model wrote. rawInput.command is what ran.
+		name: "title_unwraps_the_models_wrapper_rawInput_command_is_the_command", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_8","title":"npm test","kind":"execute","status":"in_progress","rawInput":{"command":"bash -lc 'npm test'","cwd":"/w/app"},"name":"exec_command"}`),
+			codexTSLive("call_8", "terminal_output_delta", "ok\n"),
+			exitOnly("call_8", "completed", 0),
+		},
+		want: []wantExec{{id: "call_8", command: "bash -lc 'npm test'", cwd: "/w/app", outcome: succeeded, exit: code(0), output: "ok\n"}},
+	}, {
+		name: "a_later_shortened_title_never_replaces_rawInput_command", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_9","title":"cat a.txt","kind":"execute","status":"in_progress","rawInput":{"command":"cat a.txt | head -n 5","cwd":"/w/app"},"name":"exec_command"}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_9","kind":"execute","title":"Read a.txt"}`),
+			exitOnly("call_9", "completed", 0),
+		},
+		want: []wantExec{{id: "call_9", command: "cat a.txt | head -n 5", cwd: "/w/app", outcome: succeeded, exit: code(0)}},
+	}, {
+		name: "no_rawInput_the_title_names_the_call_until_a_command_comes", agent: codexTS,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_10","title":"git status","kind":"execute","status":"in_progress","rawInput":null,"name":null}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_10","rawInput":{"command":"git status --short","cwd":"/w/app"}}`),
+			exitOnly("call_10", "completed", 0),
+		},
+		want: []wantExec{{id: "call_10", command: "git status --short", cwd: "/w/app", outcome: succeeded, exit: code(0)}},
 	}, {
 		name: "cancelled_call_streams_into_the_next_turn", agent: codexTS,
 		frames: []string{
@@ -1498,6 +1544,36 @@ func TestConformanceBigOutput(t *testing.T) {
 			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_4","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"toolu_4","exit_code":0,"signal":null}}}`),
 		},
 		want: []wantExec{{id: "toolu_4", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: succeeded, exit: code(0), output: whole}},
+	}, {
+		// claude-agent-acp without the capability (recorded, 0.101.0): the
+		// output comes from toolResponse.stdout (its first 30,000 bytes),
+		// rawOutput is a 2 KB <persisted-output> preview, and only the
+		// content's note states the real size.
+		name: "claude_agent_acp_plain_the_contents_note_states_the_size_of_the_tool_response", agent: claudeNew,
+		frames: []string{
+			claudeOpen("toolu_5", false), claudeInput("toolu_5", "seq 1 20000", "Big", false, ""),
+			toolResponse("toolu_5", first30k),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_5","status":"completed","rawOutput":` + js(preview(whole)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(first30k+note)) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_5", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != 120000 {
+					t.Errorf("total_bytes %d, want the 120000 the note states", n)
+				}
+			}}},
+	}, {
+		name: "claude_agent_acp_plain_tool_response_persisted_output_size", agent: claudeNew,
+		frames: []string{
+			claudeOpen("toolu_6", false), claudeInput("toolu_6", "seq 1 20000", "Big", false, ""),
+			upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","_meta":{"claudeCode":{"toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false,"persistedOutputPath":"/home/dev/.claude/t.txt","persistedOutputSize":120000},"toolName":"Bash"}}}`, js(first30k))),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","status":"completed","rawOutput":` + js(preview(whole)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+		},
+		want: []wantExec{{id: "toolu_6", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: first30k, trunc: true,
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if n := x.GetOutput().GetTotalBytes(); n != 120000 {
+					t.Errorf("total_bytes %d, want persistedOutputSize 120000", n)
+				}
+			}}},
 	}, {
 		name: "opencode_truncation_preamble_is_not_output", agent: opencodeAgent,
 		frames: []string{

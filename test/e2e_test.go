@@ -19,6 +19,8 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/internal/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -81,9 +83,7 @@ func TestMain(m *testing.M) {
 func dial(t *testing.T, d *daemon) (*grpc.ClientConn, context.Context) {
 	t.Helper()
 	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -97,12 +97,8 @@ func startDaemon(t *testing.T, bin string, args ...string) *daemon {
 	args = append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
 	d := &daemon{cmd: cmd, logs: make(chan string, 1024), exited: make(chan error, 1)}
 	ready := make(chan []string, 1)
 	go func() {
@@ -142,9 +138,7 @@ func TestEndToEnd(t *testing.T) {
 	file := "testdata/recordings/codex-acp-0.16.0_shell-command_terminal-meta.ndjson"
 	lines := readLines(t, file)
 	resps, err := replay.Play(ctx, pb.NewNormalizerServiceClient(conn), lines, replay.Options{SessionID: "e2e", Dialect: "auto"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	calls, errs := replay.Fold(resps)
 	if len(errs) != 0 {
 		t.Fatalf("frame errors: %v", errs)
@@ -166,8 +160,8 @@ func TestEndToEnd(t *testing.T) {
 		if x.GetDialect() != "codex" || x.GetState() != pb.ShellState_SHELL_STATE_ENDED || x.GetOutcome() != outcome || x.ExitCode == nil || x.GetExitCode() != exit {
 			t.Errorf("%q: dialect %s state %v outcome %v exit %v; want codex ENDED %v %d", cmd, x.GetDialect(), x.GetState(), x.GetOutcome(), x.ExitCode, outcome, exit)
 		}
-		if output != "" && x.GetOutput().GetText() != output {
-			t.Errorf("%q: output %q, want %q", cmd, x.GetOutput().GetText(), output)
+		if output != "" {
+			assert.Equal(t, output, x.GetOutput().GetText(), "the output of %q", cmd)
 		}
 		if !strings.HasPrefix(x.GetCwd(), "/") {
 			t.Errorf("%q: cwd %q is not absolute", cmd, x.GetCwd())
@@ -193,9 +187,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// SIGTERM: a graceful stop that exits 0.
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-d.exited:
 		if err != nil {
@@ -212,9 +204,7 @@ func TestEndToEndShutdownWithOpenStream(t *testing.T) {
 	d := startDaemon(t, buildDaemon(t), "--shutdown-timeout", "5s")
 	conn, ctx := dial(t, d)
 	stream, err := pb.NewNormalizerServiceClient(conn).Normalize(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"sleep 9","status":"in_progress"}}}`
 	if err := stream.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Sequence: 1, Message: []byte(msg)}}}); err != nil {
 		t.Fatal(err)
@@ -234,9 +224,7 @@ func TestEndToEndShutdownWithOpenStream(t *testing.T) {
 	}
 	select {
 	case err := <-d.exited:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
+		require.NoError(t, err, "exit")
 	case <-time.After(15 * time.Second):
 		t.Fatal("no exit")
 	}
@@ -258,14 +246,10 @@ func countExecs(resps []*pb.NormalizeResponse) int {
 func get(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return string(b)
 }
 
@@ -332,9 +316,7 @@ func TestEndToEndShutdownWhileClientsCancel(t *testing.T) {
 		// NOT_SERVING just before the streams are drained).
 		wctx, stopWatch := context.WithCancel(ctx)
 		watch, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 			t.Fatalf("health watch: %v %v", r, err)
 		}
@@ -352,9 +334,7 @@ func TestEndToEndShutdownWhileClientsCancel(t *testing.T) {
 			}
 		}()
 		start := time.Now()
-		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
 		select {
 		case err := <-d.exited:
 			if err != nil {
@@ -395,9 +375,7 @@ func TestEndToEndRefusesExposedPlaintext(t *testing.T) {
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	<-d.exited
 	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte("t0ken"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(token, []byte("t0ken"), 0o600))
 	d = startDaemon(t, bin, "--listen", "0.0.0.0:0", "--auth-token-file", token)
 	conn, ctx := dial(t, d)
 	_, err := pb.NewNormalizerServiceClient(conn).ListDialects(ctx, &pb.ListDialectsRequest{})
@@ -411,9 +389,7 @@ func TestEndToEndRefusesExposedPlaintext(t *testing.T) {
 		t.Fatalf("with the token: %v", err)
 	}
 	resp, err := http.Get("http://" + d.metrics + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("/metrics without the token: %s", resp.Status)
@@ -421,9 +397,7 @@ func TestEndToEndRefusesExposedPlaintext(t *testing.T) {
 	req, _ := http.NewRequest("GET", "http://"+d.metrics+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer t0ken")
 	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(body), `acpnorm_stream_refusals_total{reason="unauthenticated"} 1`) {

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"github.com/stretchr/testify/require"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,19 +69,13 @@ func TestExternalModuleEmbedsNormalize(t *testing.T) {
 		t.Skip("builds another module")
 	}
 	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dir := t.TempDir()
 	gomod := "module example.com/embedder\n\ngo 1.26.0\n\nrequire github.com/acpnorm/acpnorm v0.0.0\n\nreplace github.com/acpnorm/acpnorm => " + root + "\n"
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for name, body := range map[string]string{"go.mod": gomod, "go.sum": string(sum), "main.go": embedProgram} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
 	gocmd := func(args ...string) string {
 		t.Helper()

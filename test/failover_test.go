@@ -11,6 +11,7 @@ import (
 	"github.com/acpnorm/acpnorm/fold"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -112,11 +113,13 @@ func failover(t *testing.T, args []string, check func(t *testing.T, rec recorded
 //     call end.
 //   - B answers no frame with an error: the loss is silent, and what
 //     the client holds in the end is not what one process gives (the
-//     golden).
+//     golden), except for an agent that restates every call whole on
+//     each update, whose later frames can hide the loss.
 //
 // With --store redis://... none of this happens (TestFailoverKillsAReplicaMidSession).
 func TestFailoverWithoutAStoreLosesTheSession(t *testing.T) {
 	restarted, neverEnded := 0, 0
+	lost, masked := 0, 0
 	failover(t, nil, func(t *testing.T, rec recorded, cut int, fromA, fromB []*pb.NormalizeResponse) {
 		last := rec.lines[cut-1].Number
 		if err := equalPrefix(fromA, rec.ref, last); err != nil {
@@ -137,9 +140,7 @@ func TestFailoverWithoutAStoreLosesTheSession(t *testing.T) {
 		// The client folds what it got from A, then from B.
 		var f fold.Folder
 		for _, r := range fromA {
-			if err := f.Apply(r.GetShellExec()); err != nil {
-				t.Fatalf("A: %v", err)
-			}
+			require.NoError(t, f.Apply(r.GetShellExec()), "A")
 		}
 		refused := map[string]bool{}
 		for _, r := range fromB {
@@ -158,11 +159,16 @@ func TestFailoverWithoutAStoreLosesTheSession(t *testing.T) {
 			got = append(got, &replay.Call{Last: f.State(k)})
 		}
 		golden, err := os.ReadFile(filepath.Join("testdata", "golden", rec.name+".golden"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if withoutRevisionCounts(renderCalls(rec.name, got, nil)) == withoutRevisionCounts(golden) {
-			t.Errorf("the client's result equals the golden although B had none of the session's state")
+			// An agent that re-sends a call's whole state on every
+			// update (Grok's cumulative snapshots with the command) can
+			// mask the loss: once B's numbering passes A's, the fold
+			// takes B's revisions, and they say everything.
+			masked++
+			t.Logf("the client's result equals the golden although B had none of the session's state: this agent's later frames restate it")
+		} else {
+			lost++
 		}
 		for _, id := range log.order {
 			if !onA[id] {
@@ -200,6 +206,12 @@ func TestFailoverWithoutAStoreLosesTheSession(t *testing.T) {
 			}
 		}
 	})
+	// Most recordings end wrong for the client; a few agents restate
+	// enough to hide it, never most.
+	if lost <= masked {
+		t.Errorf("of the recordings, %d ended wrong for the client and %d equal their golden; without a store most must be lost", lost, masked)
+	}
+	t.Logf("recordings whose result the loss changed: %d; masked by agents that restate every call: %d", lost, masked)
 	// The recordings show both ways of losing a call.
 	if restarted == 0 || neverEnded == 0 {
 		t.Errorf("of the calls open at a kill, %d restarted on B and %d never ended; the recordings have both", restarted, neverEnded)

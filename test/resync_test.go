@@ -11,6 +11,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -65,9 +66,7 @@ func TestReconnectMidCallMakesTheClientWhole(t *testing.T) {
 			rest := playOn(sid, lines[end:], false)
 			all := append(append(kept, second...), rest...)
 			golden, err := os.ReadFile(filepath.Join("testdata", "golden", name+".golden"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if g, w := withoutRevisionCounts(renderCalls(name, foldAcross(all), nil)), withoutRevisionCounts(golden); g != w {
 				t.Errorf("%s cut at line %d: folded result after reconnecting differs from the golden:\n%s", sid, cut, firstDiff(w, g))
 			}
@@ -81,9 +80,7 @@ func TestReconnectMidCallMakesTheClientWhole(t *testing.T) {
 func readLines(t *testing.T, file string) []replay.Line {
 	t.Helper()
 	lines, err := replay.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return lines
 }
 

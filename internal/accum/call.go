@@ -388,6 +388,10 @@ func (c *Call) resolve() {
 		c.cur.outcome, c.cur.reason = Failed, "the agent said failed and sent no exit code"
 	case c.succeeded:
 		c.cur.outcome, c.cur.reason = Succeeded, "the agent proved success without an exit code"
+	case c.cur.background && c.cur.state == Ended && c.endReason == "":
+		// The tool call ended while the command went on: it is not known
+		// yet how the command ends (late evidence may still resolve it).
+		c.cur.outcome, c.cur.reason = Unknown, "the command went on in the background; how it ends is not known"
 	case c.endReason != "":
 		c.cur.outcome, c.cur.reason = Unknown, c.endReason
 	default:

@@ -14,7 +14,10 @@ import (
 //     against the call's cwd ("cat a.txt" echoed as "$ cat /w/a.txt");
 //   - every line of a multi-line command, the first after "$ ", the others
 //     after "$ ", "> " or nothing;
-//   - each line ended by "\n" or "\r\n" (or by the end of the output).
+//   - each line ended by "\n" or "\r\n" (or by the end of the output);
+//     after the last line the output may also follow directly ("$ echo
+//     hihi" for `echo hi`), unless a space or tab follows, which makes the
+//     line a longer command than this one.
 //
 // It is removed once (for commands up to maxEchoCommand bytes). Text that
 // could still become the echo is held back until it either completes the
@@ -161,6 +164,11 @@ func (p *echoPattern) match(s string, atEnd bool) (echoMatch, int) {
 				return echoFull, pos
 			}
 			return echoPartial, 0
+		case i == len(p.lines)-1 && rest[0] != ' ' && rest[0] != '\t':
+			// The whole command was echoed and its output follows
+			// directly, with no line end between them. A space or tab
+			// there would make the line a longer command: not this echo.
+			return echoFull, pos
 		default:
 			return echoNo, 0
 		}

@@ -93,6 +93,10 @@ type claudeToolResponse struct {
 	Interrupted      *bool   `json:"interrupted"`
 	BackgroundTaskID Str     `json:"backgroundTaskId"`
 	TimedOutAfterMs  rawAny  `json:"timedOutAfterMs"`
+	// PersistedOutputSize is the size of the whole output when Claude saved
+	// it to a file because it was too large; stdout then holds only its
+	// beginning.
+	PersistedOutputSize Code `json:"persistedOutputSize"`
 }
 
 type claudeMeta struct {
@@ -206,6 +210,9 @@ func readClaude(u *claudeUpdate) accum.Observation {
 	switch {
 	case u.RawOutput.Text.Set:
 		claudeText(&o, u.RawOutput.Text.S, completed, textKind(ended))
+		if ended {
+			claudeContentNote(&o, &u.ToolCall)
+		}
 	case u.RawOutput.Fields != nil:
 		applyShellOutput(&o, &u.RawOutput)
 	case ended && o.Shell != accum.ShellNo && o.TerminalID == "" && u.TerminalContent() == "":
@@ -218,6 +225,33 @@ func readClaude(u *claudeUpdate) accum.Observation {
 		}
 	}
 	return o
+}
+
+// claudeContentNote reads the truncation note of the content text when
+// the output was taken from another source (rawOutput, toolResponse):
+// claude-agent-acp without the capability states the real size only
+// there ("[Output truncated (N bytes total): ...]"). The note marks the
+// stream truncated with that size, whichever text is its output.
+func claudeContentNote(o *accum.Observation, tc *ToolCall) {
+	for _, t := range o.Texts {
+		if t.TotalBytes > 0 {
+			return // the chosen text stated it already
+		}
+	}
+	text, ok := tc.Texts()
+	if !ok {
+		return
+	}
+	if t, fenced := StripFence(text); fenced {
+		text = t
+	}
+	loc := findFrom(claudeTruncTrailer, text, "[Output truncated (")
+	if loc == nil {
+		return
+	}
+	if n, err := strconv.ParseInt(text[loc[2]:loc[3]], 10, 64); err == nil && n > 0 {
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true, TotalBytes: n})
+	}
 }
 
 // readToolResponse reads `_meta.claudeCode.toolResponse`.
@@ -245,7 +279,12 @@ func readToolResponse(o *accum.Observation, tr *claudeToolResponse) {
 	// cut with its truncation note that follow (a Snapshot; the shorter,
 	// truncated restatements never replace it).
 	if stdout != "" {
-		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: stdout})
+		t := accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: stdout}
+		if n := tr.PersistedOutputSize; n.Known && int(n.Value) > len(stdout) {
+			// Saved to a file: stdout is the beginning of a bigger output.
+			t.Truncated, t.Head, t.TotalBytes = true, true, int64(n.Value)
+		}
+		o.Texts = append(o.Texts, t)
 	}
 }
 

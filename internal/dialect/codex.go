@@ -99,6 +99,19 @@ func (f *codexOutputFields) stdout(agg Str) Str {
 	return f.Stdout.Str()
 }
 
+// toolName is the unstable schema's `name`: the string, and whether the
+// member was there at all (even null or of another type).
+type toolName struct {
+	S       Str
+	Present bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (n *toolName) UnmarshalJSON(b []byte) error {
+	n.Present = true
+	return n.S.UnmarshalJSON(b)
+}
+
 // rawAny records whether a field was present with a non-null value.
 type rawAny struct{ Present bool }
 
@@ -110,8 +123,10 @@ func (r *rawAny) UnmarshalJSON(b []byte) error {
 
 type codexUpdate struct {
 	ToolCall
-	// Name is the unstable schema's programmatic tool name.
-	Name     Str        `json:"name"`
+	// Name is the unstable schema's programmatic tool name, with whether
+	// the member is there at all (even null): the TypeScript adapter 2.x
+	// sends one, older adapters do not.
+	Name     toolName   `json:"name"`
 	RawInput codexInput `json:"rawInput"`
 	// RawOutput is the end-event object in both adapters (the field guide
 	// knows no other shape), so it is decoded in the frame's one pass; a
@@ -163,7 +178,13 @@ func readCodex(u *codexUpdate) accum.Observation {
 	ended := o.Status.Ended()
 	u.Meta.ApplyTerminalMeta(&o)
 	applyShellInput(&o, &u.ToolCall, &u.RawInput.ShellInput)
-	codexCommand(&o, &u.RawInput.Command)
+	if u.RawInput.Command.Line == "" && o.Command != "" {
+		// A title: Codex's own display of the command (2.x unwraps a
+		// wrapper the model wrote, or shortens it), never what replaces
+		// a command rawInput gave.
+		o.CommandFromTitle = true
+	}
+	codexCommand(&o, &u.RawInput.Command, u.Name.Present)
 	codexExecName(&o, u)
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 
@@ -362,14 +383,21 @@ func codexStream(ts []accum.Text, s accum.Stream, text string, ended, lone bool)
 
 // codexCommand removes the adapter's own shell wrapper from a rawInput
 // command, once: the Rust adapter's argv ["/bin/bash","-lc",X] and the
-// TypeScript adapter's "/bin/zsh -lc '...'". A command that is then one
-// quoted shell word (the TS 2.x permission ask re-quotes the command that
-// way) is unquoted. A wrapper the model wrote inside X is the command.
-func codexCommand(o *accum.Observation, c *CommandLine) {
+// older TypeScript adapter's "/bin/zsh -lc '...'" (its shell by absolute
+// path, as the adapter runs it). The TypeScript adapter 2.x (ts2: its
+// frames have a `name`) sends the command as the model wrote it: a
+// `bash -lc '...'` there, as anywhere, is the command. A command that is
+// then one quoted shell word (the TS 2.x permission ask re-quotes the
+// command that way) is unquoted. A wrapper the model wrote inside X is the
+// command.
+func codexCommand(o *accum.Observation, c *CommandLine, ts2 bool) {
 	if c.Line == "" {
 		return
 	}
-	cmd := c.Unwrapped()
+	cmd := c.Line
+	if c.argv != nil || !ts2 && strings.HasPrefix(strings.TrimSpace(c.Line), "/") {
+		cmd = c.Unwrapped()
+	}
 	if cmd == c.Line && c.argv == nil {
 		cmd = UnquoteWord(cmd)
 	}
@@ -384,7 +412,7 @@ func codexCommand(o *accum.Observation, c *CommandLine) {
 // command is not on the wire (left empty; the title, which describes it,
 // becomes the description).
 func codexExecName(o *accum.Observation, u *codexUpdate) {
-	if u.Name.S != "exec_command" {
+	if u.Name.S.S != "exec_command" {
 		return
 	}
 	o.Shell = accum.ShellYes
@@ -395,7 +423,7 @@ func codexExecName(o *accum.Observation, u *codexUpdate) {
 
 func askCodex(tc *codexUpdate) accum.Observation {
 	o := askObservation(&tc.ToolCall, &tc.RawInput.ShellInput)
-	codexCommand(&o, &tc.RawInput.Command)
+	codexCommand(&o, &tc.RawInput.Command, tc.Name.Present)
 	if r := strings.TrimSpace(tc.RawInput.Reason.S); r != "" {
 		o.ApprovalReason = r
 	}

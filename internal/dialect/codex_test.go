@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func codexDialect(t *testing.T) Dialect {
@@ -305,4 +307,32 @@ func TestCodexPTYStdoutBeatsCutFormattedOutput(t *testing.T) {
 			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{txt(accum.Combined, accum.Final, "1\n2\n3\n")}})},
 	})
+}
+
+// TestCodexCommandIsRawInput: the command is rawInput.command whenever it
+// is there. Only an adapter's own wrapper is removed: the Rust adapter's
+// argv and the older TypeScript adapter's "/bin/zsh -lc '...'" (its shell
+// by absolute path); the TS 2.x adapter (frames with a `name`, even null)
+// sends what the model wrote, and a title never replaces it.
+func TestCodexCommandIsRawInput(t *testing.T) {
+	d := codexDialect(t)
+	for _, tc := range []struct {
+		name, update, want string
+		fromTitle          bool
+	}{
+		{"2.x: the model's bash -lc is the command", `{"sessionUpdate":"tool_call","toolCallId":"c","kind":"execute","title":"npm test","status":"in_progress","rawInput":{"command":"bash -lc 'npm test'","cwd":"/w"},"name":"exec_command"}`, "bash -lc 'npm test'", false},
+		{"2.x with name null: still as written", `{"sessionUpdate":"tool_call","toolCallId":"c","kind":"execute","title":"x","status":"in_progress","rawInput":{"command":"/bin/bash -lc 'x'","cwd":"/w"},"name":null}`, "/bin/bash -lc 'x'", false},
+		{"older TS adapter: its /bin/zsh -lc wrapper removed once", `{"sessionUpdate":"tool_call","toolCallId":"c","kind":"execute","title":"bash -c 'echo hi'","status":"in_progress","rawInput":{"command":"/bin/zsh -lc 'bash -c '\"'\"'echo hi'\"'\"''","cwd":"/w"}}`, "bash -c 'echo hi'", false},
+		{"a relative bash -lc is the model's, kept", `{"sessionUpdate":"tool_call","toolCallId":"c","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"bash -lc 'ls'","cwd":"/w"}}`, "bash -lc 'ls'", false},
+		{"Rust argv wrapper removed", `{"sessionUpdate":"tool_call","toolCallId":"c","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":["/bin/bash","-lc","ls"],"cwd":"/w"}}`, "ls", false},
+		{"no rawInput: the title, marked as a title", `{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","title":"Read a.txt"}`, "Read a.txt", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Read(d, []byte(upd(tc.update)))
+			require.NoError(t, err)
+			require.Len(t, f.Observations, 1)
+			assert.Equal(t, tc.want, f.Observations[0].Command)
+			assert.Equal(t, tc.fromTitle, f.Observations[0].CommandFromTitle)
+		})
+	}
 }

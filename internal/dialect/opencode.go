@@ -38,8 +38,14 @@ import (
 //     (timeout → TimedOut; abort → Cancelled), a leading
 //     `...output truncated...\n\nFull output saved to: F\n\n` header (→
 //     Truncated; the rest is only a tail, so it is a Window, never a Final
-//     that would wipe streamed output), and `(no output)`, which stands for
-//     empty output. A final without real output reports no text, so it
+//     that would wipe streamed output), a trailing note of the tool
+//     framework that kept only the head (`\n\n...N lines truncated...\n\n
+//     The tool call succeeded but the output was truncated. Full output
+//     saved to: F\n...`: Truncated, the rest a Head that never replaces
+//     longer streamed text), and `(no output)`, which stands for empty
+//     output. F, in the header or the note, is the agent's own data
+//     directory (`.../opencode/tool-output/...`, Kilo's
+//     `.../kilo/tool-output/...`): any path is read. A final without real output reports no text, so it
 //     keeps what the live snapshots carried.
 //   - tool error: `failed` with the error text in content and
 //     `rawOutput {error, metadata}`. A user rejection ("The user rejected
@@ -241,6 +247,10 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 		if truncated {
 			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true})
 		}
+	case p.head:
+		// Only the beginning of the output: it never replaces the fuller
+		// text streamed before.
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: p.body, Truncated: true, Head: true})
 	case truncated:
 		// Only a part of the output: a tail that must not replace the
 		// fuller text streamed before.
@@ -254,6 +264,7 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 type opencodeParsed struct {
 	body      string
 	truncated bool
+	head      bool // truncated, and body is the beginning of the output
 	timedOut  bool
 	aborted   bool
 	notice    string // the abort note, for the outcome reason
@@ -268,8 +279,14 @@ var (
 	// opencodeTruncHeader is the header of an output that was cut and
 	// saved to a file: "...output truncated...\n\nFull output saved to: F\n\n".
 	opencodeTruncHeader = regexp.MustCompile(`^\.\.\.[^\n]*truncated[^\n]*\.\.\.\n\n(?:[^\n]*(?:saved to|Full output)[^\n]*\n(?:[^\n]+\n)*?\n)?`)
-	opencodeTimeoutText = regexp.MustCompile(`(?i)exceed(?:ed|ing)? (?:the )?timeout|timed out`)
-	opencodeAbortText   = regexp.MustCompile(`(?i)\babort(?:ed)?\b|\bcancel(?:l?ed)?\b`)
+	// opencodeTruncTrailer is the note the tool framework appends when it
+	// keeps the HEAD of an output: "\n\n...N lines truncated...\n\nThe
+	// tool call succeeded but the output was truncated. Full output saved
+	// to: F\nUse Grep ...". F is the agent's own data directory
+	// (".../opencode/tool-output/...", Kilo's ".../kilo/tool-output/...").
+	opencodeTruncTrailer = regexp.MustCompile(`^\n\n\.\.\.\d+ (?:lines|bytes|chars|characters) truncated\.\.\.\n\n[^\n]*(?:saved to|Full output)[^\n]*(?:\n[^\n]+)*\s*$`)
+	opencodeTimeoutText  = regexp.MustCompile(`(?i)exceed(?:ed|ing)? (?:the )?timeout|timed out`)
+	opencodeAbortText    = regexp.MustCompile(`(?i)\babort(?:ed)?\b|\bcancel(?:l?ed)?\b`)
 )
 
 // parseOpencodeText removes what OpenCode adds to the output for the
@@ -300,12 +317,30 @@ func parseOpencodeText(text string) opencodeParsed {
 	if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
 		p.truncated = true
 		text = text[loc[1]:]
+	} else if at := opencodeTrailerAt(text); at >= 0 {
+		p.truncated, p.head = true, true
+		text = text[:at]
 	}
 	if strings.TrimSpace(text) == "(no output)" {
 		text = ""
 	}
 	p.body = text
 	return p
+}
+
+// opencodeTrailerAt is where a head-truncation note (opencodeTruncTrailer)
+// starts at the end of text, or -1. Only the last note is looked at, and
+// the pattern runs on that tail alone.
+func opencodeTrailerAt(text string) int {
+	i := strings.LastIndex(text, " truncated...\n\n")
+	if i < 0 {
+		return -1
+	}
+	j := strings.LastIndex(text[:i], "\n\n...")
+	if j < 0 || strings.IndexByte(text[j+2:i], '\n') >= 0 || !opencodeTruncTrailer.MatchString(text[j:]) {
+		return -1
+	}
+	return j
 }
 
 var (

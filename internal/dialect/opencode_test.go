@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
 )
 
 func TestOpencodeUpdate(t *testing.T) {
@@ -307,5 +308,25 @@ func TestOpencodeRecording(t *testing.T) {
 	}
 	if tx := calls[8].texts; !reflect.DeepEqual(tx[len(tx)-1], txt(accum.Combined, accum.Final, "before-kill\n")) {
 		t.Errorf("cancelled final %+v", tx[len(tx)-1])
+	}
+}
+
+// TestOpencodeTruncTrailer: the head-truncation note of the tool framework
+// (OpenCode's or Kilo's, naming either's data directory) is removed from
+// the end of a final text; output that merely looks like it is kept.
+func TestOpencodeTruncTrailer(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, body string
+		head             bool
+	}{
+		{"kilo's directory", "a\nb\n\n...12 lines truncated...\n\nThe tool call succeeded but the output was truncated. Full output saved to: /home/dev/.local/share/kilo/tool-output/tool_1\nUse Grep to search the full content or Read with offset/limit to view specific sections.", "a\nb", true},
+		{"opencode's directory, bytes", "a\n\n...4096 bytes truncated...\n\nThe tool call succeeded but the output was truncated. Full output saved to: /home/dev/.local/share/opencode/tool-output/tool_2\nUse the Task tool to have explore agent process this file with Grep and Read (with offset/limit). Do NOT read the full file yourself - delegate to save context.", "a", true},
+		{"no saved-to hint: output", "a\n\n...3 lines truncated...\n\nsee above", "a\n\n...3 lines truncated...\n\nsee above", false},
+		{"a note in the middle: output", "a\n\n...3 lines truncated...\n\nFull output saved to: /x\n\nmore output\n\nand more", "a\n\n...3 lines truncated...\n\nFull output saved to: /x\n\nmore output\n\nand more", false},
+	} {
+		p := parseOpencodeText(tc.text)
+		assert.Equal(t, tc.body, p.body, tc.name)
+		assert.Equal(t, tc.head, p.head, tc.name)
+		assert.Equal(t, tc.head, p.truncated, tc.name)
 	}
 }

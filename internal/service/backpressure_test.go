@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -57,9 +58,7 @@ func TestTurnEndedQueuesRevisionsOneAtATime(t *testing.T) {
 	cfg.SendQueue = 1
 	cfg.TextLimit = size
 	svc, err := New(cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan struct{}, 1)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
@@ -31,9 +32,7 @@ func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 func rawStream(t *testing.T, opts ServerOptions) (grpc.ClientStream, *Service, *lockedBuffer) {
 	t.Helper()
 	svc, err := New(DefaultConfig(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	logs := &lockedBuffer{}
 	srv := NewServer(svc, opts, slog.New(slog.NewTextHandler(logs, nil)))
 	conn := serveBufconn(t, srv)
@@ -41,9 +40,7 @@ func rawStream(t *testing.T, opts ServerOptions) (grpc.ClientStream, *Service, *
 	desc := &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}
 	st, err := conn.NewStream(callCtx(t), desc, "/acpnorm.v1.NormalizerService/Normalize",
 		grpc.ForceCodecV2(rawCodec{encoding.GetCodecV2("proto")}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return st, svc, logs
 }
 
@@ -52,9 +49,7 @@ func rawStream(t *testing.T, opts ServerOptions) (grpc.ClientStream, *Service, *
 func withBytes(t *testing.T, req *pb.NormalizeRequest, placeholder, raw string) []byte {
 	t.Helper()
 	b, err := proto.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(placeholder) != len(raw) || bytes.Count(b, []byte(placeholder)) != 1 {
 		t.Fatal("placeholder must occur once and be as long as the raw bytes")
 	}
@@ -66,25 +61,17 @@ func withBytes(t *testing.T, req *pb.NormalizeRequest, placeholder, raw string) 
 func TestInvalidUTF8IsAFrameError(t *testing.T) {
 	st, _, _ := rawStream(t, DefaultServerOptions())
 	bad := withBytes(t, frameReq("sPPq", 7, openCall("c1", "ls")), "sPPq", "s\xff\xfeq")
-	if err := st.SendMsg(bad); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, st.SendMsg(bad))
 	closed := withBytes(t, &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "zzz", Sequence: 8}}}, "zzz", "z\xc3z")
-	if err := st.SendMsg(closed); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, st.SendMsg(closed))
 	good, _ := proto.Marshal(frameReq("s", 9, openCall("c2", "true")))
-	if err := st.SendMsg(good); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, st.SendMsg(good))
 	var r pb.NormalizeResponse
 	for _, want := range []struct {
 		seq   uint64
 		field string
 	}{{7, "frame.session_id"}, {8, "session_closed.session_id"}} {
-		if err := st.RecvMsg(&r); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, st.RecvMsg(&r))
 		fe := r.GetFrameError()
 		if fe == nil || fe.GetSequence() != want.seq || codes.Code(fe.GetCode()) != codes.InvalidArgument || !strings.Contains(fe.GetMessage(), want.field+" is not valid UTF-8") {
 			t.Fatalf("reply to request %d: %v, want a FrameError naming %s", want.seq, &r, want.field)
@@ -103,9 +90,7 @@ func TestOversizedMessageEndsTheStream(t *testing.T) {
 	opts.MaxMessageBytes = 1 << 10
 	st, svc, logs := rawStream(t, opts)
 	big, _ := proto.Marshal(frameReq("s", 1, delta("c1", strings.Repeat("x", 2<<10))))
-	if err := st.SendMsg(big); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, st.SendMsg(big))
 	var r pb.NormalizeResponse
 	err := st.RecvMsg(&r)
 	if status.Code(err) != codes.ResourceExhausted {

@@ -8,6 +8,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 )
 
@@ -96,13 +97,9 @@ func BenchmarkFeeder(b *testing.B) {
 				start := time.Now()
 				for _, r := range reqs {
 					r.GetFrame().SessionId = sid
-					if err := apply(r); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, apply(r))
 				}
-				if err := apply(closed); err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, apply(closed))
 				return time.Since(start), float64(len(reqs) + 1)
 			}
 			before := func(r *pb.NormalizeRequest) error { _, err := perFrameOptions(ss, ctx, r, d, out); return err }

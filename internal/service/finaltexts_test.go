@@ -11,6 +11,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 )
 
@@ -146,14 +147,10 @@ func TestFinalTextsChangesOnRecordings(t *testing.T) {
 	}
 	for _, file := range files {
 		fh, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		lines, err := replay.Read(fh)
 		fh.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		play := func(finals pb.FinalTexts) (folded map[string]string, wire int) {
 			ss := newSessions(DefaultConfig(), NewMetrics(nil))
 			var d *delivered

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 )
 
@@ -22,9 +23,7 @@ type direct struct {
 func newDirect(t *testing.T, cfg Config) *direct {
 	t.Helper()
 	svc, err := New(cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	d := &direct{t: t, ss: svc.sessions, now: time.Unix(1000, 0)}
 	d.ss.now = func() time.Time { return d.now }
 	return d
@@ -37,9 +36,7 @@ func (d *direct) handle(req *pb.NormalizeRequest) []*pb.NormalizeResponse {
 		out = append(out, r)
 		return nil
 	})
-	if err != nil {
-		d.t.Fatal(err)
-	}
+	require.NoError(d.t, err)
 	return out
 }
 

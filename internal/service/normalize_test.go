@@ -9,6 +9,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -90,9 +91,7 @@ func TestDrainRacingCancelNeverHangs(t *testing.T) {
 	big := delta("c1", strings.Repeat("x", 256<<10))
 	for i := range runs {
 		svc, err := New(DefaultConfig(), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		f := newScriptedStream(ctx, frameReq("s", 1, big), frameReq("s", 2, delta("c1", "y")))
 		ended := make(chan error, 1)
@@ -116,9 +115,7 @@ func TestDrainAnswersWhatItApplied(t *testing.T) {
 	const runs = 500
 	for i := range runs {
 		svc, err := New(DefaultConfig(), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		reqs := []*pb.NormalizeRequest{}
 		for n := 1; n <= 3; n++ {

@@ -14,6 +14,7 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -98,9 +99,7 @@ func BenchmarkServicePath(b *testing.B) {
 			for b.Loop() {
 				for _, f := range frames {
 					var v map[string]any
-					if err := json.Unmarshal(f.Msg, &v); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, json.Unmarshal(f.Msg, &v))
 				}
 			}
 			benchcpu.Report(b, cpu)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -40,9 +41,7 @@ func (l *lockedBuffer) String() string {
 func logOfCalls(t *testing.T, level slog.Level) string {
 	t.Helper()
 	svc, err := New(DefaultConfig(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var logBuf lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: level}))
 	srv := NewServer(svc, DefaultServerOptions(), log)
@@ -52,18 +51,14 @@ func logOfCalls(t *testing.T, level slog.Level) string {
 		t.Fatal(err)
 	}
 	rs, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if err := rs.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rs.Recv(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rs.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rs.CloseSend())
 	if _, err := pb.NewNormalizerServiceClient(conn).ListDialects(ctx, &pb.ListDialectsRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -96,16 +91,12 @@ func TestHousekeepingCallsLogOnlyAtDebug(t *testing.T) {
 // shutdown does not wait for it until the deadline and cut everything.
 func TestShutdownEndsHealthWatches(t *testing.T) {
 	svc, err := New(DefaultConfig(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var logBuf lockedBuffer
 	srv := NewServer(svc, DefaultServerOptions(), slog.New(slog.NewTextHandler(&logBuf, nil)))
 	conn := serveBufconn(t, srv)
 	watch, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("first health status: %v, %v", r, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -31,9 +33,7 @@ type harness struct {
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	svc, err := New(cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return newHarnessWith(t, svc)
 }
 
@@ -54,9 +54,7 @@ func serveBufconn(tb testing.TB, srv *Server) *grpc.ClientConn {
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	tb.Cleanup(func() { conn.Close() })
 	return conn
 }
@@ -75,9 +73,7 @@ func (h *harness) open() *stream {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := h.client.Normalize(ctx)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	require.NoError(h.t, err)
 	st := &stream{t: h.t, s: s, cancel: cancel, replies: make(chan *pb.NormalizeResponse, 1024), done: make(chan error, 1)}
 	go func() {
 		for {
@@ -101,17 +97,13 @@ func (st *stream) send(sid, msg string) uint64 {
 	err := st.s.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
 		SessionId: sid, Sequence: st.seq, Message: []byte(msg),
 	}}})
-	if err != nil {
-		st.t.Fatal(err)
-	}
+	require.NoError(st.t, err)
 	return st.seq
 }
 
 func (st *stream) control(req *pb.NormalizeRequest) {
 	st.t.Helper()
-	if err := st.s.Send(req); err != nil {
-		st.t.Fatal(err)
-	}
+	require.NoError(st.t, st.s.Send(req))
 }
 
 // next returns the next reply, failing after a while.
@@ -410,9 +402,7 @@ func TestAutoDetectsDialect(t *testing.T) {
 		t.Fatalf("unknown agent: dialect %q", x.GetDialect())
 	}
 	resp, err := h.client.ListDialects(context.Background(), &pb.ListDialectsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, d := range resp.GetDialects() {
 		if len(d.GetAgentNames()) == 0 {
 			continue
@@ -420,9 +410,7 @@ func TestAutoDetectsDialect(t *testing.T) {
 		sid := "auto-" + d.GetName()
 		st.send(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":%q}}}`, d.GetAgentNames()[0]))
 		st.send(sid, openCall("c1", "true"))
-		if x := st.exec(); x.GetDialect() != d.GetName() {
-			t.Errorf("agent %q detected as %q, want %q", d.GetAgentNames()[0], x.GetDialect(), d.GetName())
-		}
+		assert.Equal(t, d.GetName(), st.exec().GetDialect(), "the dialect agent %q is detected as", d.GetAgentNames()[0])
 	}
 }
 
@@ -435,9 +423,7 @@ func TestUnaryLookups(t *testing.T) {
 	}
 	for _, d := range append(resp.GetDialects(), &pb.DialectInfo{Name: "auto"}) {
 		c, err := h.client.GetClientCapabilities(ctx, &pb.GetClientCapabilitiesRequest{Dialect: d.GetName()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		js := c.GetClientCapabilitiesJson()
 		if !strings.Contains(js, `"terminal_output":true`) || strings.Contains(js, `"terminal":true`) {
 			t.Errorf("%s: capabilities %s", d.GetName(), js)
@@ -479,9 +465,7 @@ func TestSweepEvicts(t *testing.T) {
 	cfg.TTL = time.Minute
 	cfg.Grace = time.Second
 	svc, err := New(cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	now := time.Unix(1000, 0)
 	svc.sessions.now = func() time.Time { return now }
 	frame := func(msg string) {
@@ -519,9 +503,7 @@ func TestSlowClientBackpressure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, err := h.client.Normalize(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var sent atomic.Int64
 	go func() {
 		big := strings.Repeat("x", 32<<10)
@@ -580,9 +562,7 @@ func TestDetectionBySigns(t *testing.T) {
 	}
 
 	resp, err := h.client.ListDialects(context.Background(), &pb.ListDialectsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if !strings.Contains(resp.GetDetection(), "longest") || !strings.Contains(resp.GetDetection(), "agentInfo.name") {
 		t.Errorf("detection %q", resp.GetDetection())
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/acpnorm/acpnorm/bench/load"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/benchcpu"
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkOneStream sends a generated Grok-like command (100 cumulative
@@ -19,18 +20,14 @@ import (
 func BenchmarkOneStream(b *testing.B) {
 	frames := load.Grok(load.GrokConfig{Snapshots: 100, FinalBytes: 150 << 10})
 	svc, err := New(DefaultConfig(), nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	srv := NewServer(svc, DefaultServerOptions(), nil)
 	defer srv.GRPC.Stop()
 	conn := serveBufconn(b, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	st, err := pb.NewNormalizerServiceClient(conn).Normalize(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	var seq uint64
 	var size int64
 	for _, f := range frames {
@@ -57,9 +54,7 @@ func BenchmarkOneStream(b *testing.B) {
 		}
 		for {
 			r, err := st.Recv()
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			if fe := r.GetFrameError(); fe != nil {
 				if fe.GetSequence() != barrier {
 					b.Fatalf("FrameError %v", fe)

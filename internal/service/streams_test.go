@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -34,12 +35,8 @@ func TestMaxStreams(t *testing.T) {
 	first := pb.NewNormalizerServiceClient(connect(t, addr, insecure.NewCredentials()))
 	for i := range 2 {
 		st, err := first.Normalize(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Send(frameReq("s", uint64(i+1), openCall("c"+string(rune('a'+i)), "true"))); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, st.Send(frameReq("s", uint64(i+1), openCall("c"+string(rune('a'+i)), "true"))))
 		if _, err := st.Recv(); err != nil { // the stream is being served
 			t.Fatal(err)
 		}
@@ -69,16 +66,12 @@ func TestStalledClientIsEnded(t *testing.T) {
 	cfg.SendQueue = 1
 	cfg.SendTimeout = 300 * time.Millisecond
 	svc, err := New(cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	h := newHarnessWith(t, svc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	st, err := h.client.Normalize(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	go func() {
 		big := strings.Repeat("x", 32<<10)
 		if st.Send(frameReq("s", 1, openCall("c1", "yes"))) != nil {

@@ -31,6 +31,11 @@ export function checkCall(x, truth, command) {
   const all = texts.map((t) => t.text ?? "").join("\n");
   for (const s of truth.output_contains ?? []) if (!all.includes(s)) bad.push(`output lacks ${JSON.stringify(s)}`);
   for (const s of truth.output_lacks ?? []) if (all.includes(s)) bad.push(`output has ${JSON.stringify(s)}`);
+  if (truth.lines) {
+    const allowed = new Set(truth.lines);
+    const extra = [...new Set(all.split(/\r?\n/).filter((l) => l.trim() !== "" && !allowed.has(l)))];
+    if (extra.length) bad.push(`output has lines the command never printed: ${extra.slice(0, 3).map((l) => JSON.stringify(l.length > 80 ? l.slice(0, 80) + "..." : l)).join(", ")}${extra.length > 3 ? ` (+${extra.length - 3} more)` : ""}`);
+  }
   if (truth.over_limit && !texts.some((t) => t.truncated)) bad.push("output over the limit not marked truncated");
   return bad;
 }
@@ -43,7 +48,8 @@ function fold(held, next) {
 
 // foldRevisions applies ShellExec revisions (protojson objects, in order)
 // as a client does, per tool call, in the order the calls first appear:
-// {first: sequence of the first revision, revisions, live: running
+// {first: sequence of the first revision, seqs: the sequence of each
+// revision, revisions, live: running
 // revisions with text, last: the folded final ShellExec, bad: what broke a
 // rule every client relies on -- revisions 1, 2, 3 with no gap, nothing
 // after ENDED, whole texts on ENDED}.
@@ -52,10 +58,11 @@ export function foldRevisions(execs) {
   for (const x of execs) {
     let c = calls.get(x.toolCallId);
     if (!c) {
-      c = { first: Number(x.sequence), revisions: 0, live: 0, last: {}, bad: [] };
+      c = { first: Number(x.sequence), revisions: 0, live: 0, last: {}, bad: [], seqs: [] };
       calls.set(x.toolCallId, c);
     }
     c.revisions++;
+    c.seqs.push(Number(x.sequence));
     if (x.revision !== c.revisions) c.bad.push(`revision ${x.revision} where ${c.revisions} was due`);
     if (c.last.state === "SHELL_STATE_ENDED" && x.state !== "SHELL_STATE_ENDED") c.bad.push(`revision ${x.revision} is ${x.state} after ENDED`);
     if (x.state === "SHELL_STATE_ENDED") {

@@ -183,8 +183,13 @@ func (c *Call) Apply(o *Observation) {
 		}
 	} else if e := exitEvidence(o); c.exit == nil && e != nil && (c.cur.outcome != Succeeded || e.Code == 0) {
 		// A known outcome may still learn its unknown exit code, which
-		// never changes the outcome (a success takes only a 0).
+		// never changes the outcome (a success takes only a 0); the
+		// reason follows the code when the outcome stays what it was.
 		c.exit = e
+		outcome, reason := c.cur.outcome, c.cur.reason
+		if c.resolve(); c.cur.outcome != outcome {
+			c.cur.outcome, c.cur.reason = outcome, reason
+		}
 		c.cur.exit = int64(e.Code)
 	}
 	if o.PermissionAsk && c.cur.state != Ended {

@@ -204,7 +204,7 @@ func TestSentinelFailoverMidSession(t *testing.T) {
 					sr := playFirstParts(t, a, recs, f)
 					master := d.Master(nil, fleetWait)
 					if wait == "0" {
-						d.WaitReplicas(master, 2)
+						master = d.Settle(2, fleetWait)
 					}
 					start := time.Now()
 					master.Stop()
@@ -225,7 +225,7 @@ func TestSentinelFailoverMidSession(t *testing.T) {
 					t.Logf("%d frames answered UNAVAILABLE while acpnormd's client followed the failover", n)
 					sr.check(t)
 					master.Start() // back as a replica of the new master
-					d.WaitReplicas(promoted, 2)
+					d.Settle(2, fleetWait)
 				})
 			}
 		}
@@ -263,10 +263,9 @@ func TestSentinelWaitRefusesWhatAFailoverLoses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := startReplica(t, "A", "--store", d.URL+fmt.Sprintf("&prefix=cut%d:", run), "--store-wait-replicas", tc.wait)
 			sr := playFirstParts(t, a, recs, 0.5)
-			master := d.Master(nil, fleetWait)
+			master := d.Settle(2, fleetWait)
 			replicas := d.Replicas(master)
 			require.Len(t, replicas, 2)
-			d.WaitReplicas(master, 2)
 			for _, r := range replicas {
 				r.Pause()
 			}
@@ -320,7 +319,7 @@ func TestSentinelWaitRefusesWhatAFailoverLoses(t *testing.T) {
 				}
 				promoted := d.Master(master, fleetWait)
 				t.Logf("master killed with %d frames its replicas never got; %s promoted", len(recs), promoted.Addr)
-				defer func() { master.Start(); d.WaitReplicas(promoted, 2) }()
+				defer func() { master.Start(); d.Settle(2, fleetWait) }()
 			} else {
 				for _, r := range replicas {
 					r.Resume()

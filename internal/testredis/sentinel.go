@@ -165,13 +165,38 @@ func (d *Sentinel) waitReplicas(master *Server, n int) {
 	waitReplicas(d.t, master, n)
 }
 
+// Settle waits until the master the Sentinels name has n replicas in
+// sync, following any failover meanwhile (on a loaded machine the
+// Sentinels may fail over again), and returns that master.
+func (d *Sentinel) Settle(n int, timeout time.Duration) *Server {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		m := d.Master(nil, time.Until(deadline))
+		if inSync(m, n, 5*time.Second) == nil {
+			return m
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("testredis: the master %s has not %d replicas in sync within %v", m.Addr, n, timeout)
+		}
+	}
+}
+
 // waitReplicas waits, for a minute at most, until master reports n
 // replicas online at its own replication offset.
 func waitReplicas(t testing.TB, master *Server, n int) {
 	t.Helper()
+	if err := inSync(master, n, time.Minute); err != nil {
+		t.Fatalf("testredis: %v", err)
+	}
+}
+
+// inSync waits, for at most timeout, until master reports n replicas
+// online at its own replication offset.
+func inSync(master *Server, n int, timeout time.Duration) error {
 	c := redis.NewClient(&redis.Options{Addr: master.Addr})
 	defer c.Close()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(timeout)
 	for {
 		info, err := c.Info(context.Background(), "replication").Result()
 		if err == nil {
@@ -183,11 +208,11 @@ func waitReplicas(t testing.TB, master *Server, n int) {
 				}
 			}
 			if online >= n {
-				return
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("testredis: %s has not %d replicas in sync within a minute: %v %v", master.Addr, n, info, err)
+			return fmt.Errorf("%s has not %d replicas in sync within %v: %v %v", master.Addr, n, timeout, info, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

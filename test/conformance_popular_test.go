@@ -333,9 +333,9 @@ func TestConformanceCline(t *testing.T) {
 		out, cmds := one(cmd, result, code)
 		return clRun(n, id, cmds, "completed", out)
 	}
-	// A success states no code: SUCCEEDED, exit unknown.
+	// success: true is Cline's word for a close with code 0.
 	ok := func(id, cmd, out string) wantExec {
-		return wantExec{id: id, command: cmd, cwd: "/w", outcome: succeeded, output: out, stdout: str(out), stderr: str("")}
+		return wantExec{id: id, command: cmd, cwd: "/w", outcome: succeeded, exit: code(0), output: out, stdout: str(out), stderr: str("")}
 	}
 	bad := func(id, cmd, out string, code int32) wantExec {
 		return wantExec{id: id, command: cmd, cwd: "/w", outcome: failed, exit: &code, output: out, stdout: str(out), stderr: str("")}
@@ -343,7 +343,7 @@ func TestConformanceCline(t *testing.T) {
 	stderrCase := bad("call_stderr_fail_4", "ls /nonexistent-dir-xyz", "ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n", 2)
 	stderrCase.stdout, stderrCase.stderr = str(""), str("ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n")
 	runConformance(t, []cs{{
-		name: "ls_success_without_a_code", agent: clineAgent, dialect: "cline",
+		name: "ls_success_true_is_exit_0", agent: clineAgent, dialect: "cline",
 		frames: run(30, "call_ok_1", "ls", ls, 0),
 		want:   []wantExec{ok("call_ok_1", "ls", ls)},
 	}, {
@@ -353,7 +353,7 @@ func TestConformanceCline(t *testing.T) {
 	}, {
 		name: "stderr_marker_splits_the_streams", agent: clineAgent, dialect: "cline",
 		frames: run(32, "call_stderr_3", "echo to-stdout; echo to-stderr >&2; echo more-stdout", "to-stdout\nmore-stdout\n\n[stderr]\nto-stderr\n", 0),
-		want: []wantExec{{id: "call_stderr_3", command: "echo to-stdout; echo to-stderr >&2; echo more-stdout", cwd: "/w", outcome: succeeded,
+		want: []wantExec{{id: "call_stderr_3", command: "echo to-stdout; echo to-stderr >&2; echo more-stdout", cwd: "/w", outcome: succeeded, exit: code(0),
 			output: "to-stdout\nmore-stdout\nto-stderr\n", stdout: str("to-stdout\nmore-stdout\n"), stderr: str("to-stderr\n")}},
 	}, {
 		name: "missing_directory_stderr_only_exit_2", agent: clineAgent, dialect: "cline",

@@ -35,9 +35,11 @@ import (
 //     stderr, and the combined output is stdout then stderr). A success
 //     states no code: `success: true`, the result only the output. The
 //     status stays `completed` for every exit.
-//   - `success: true` is Cline's word that the command succeeded (it
-//     resolves a command only when its process closed with code 0): a
-//     success proof (SUCCEEDED), but no exit code, which stays unknown.
+//   - `success: true` with no bracket line and no error: Cline resolves a
+//     command as a success only when its process closed with code 0 (any
+//     other code, or none, takes its `Command exited with code N` path; a
+//     command moved to the background says so, see below), so it is
+//     exit 0, read as a structured field.
 //   - a signal reads as code 1 (Cline writes 1 for a process without an
 //     exit code): exit 1, nothing more can be known.
 //   - errors: `Command failed: Command was aborted` (the user's cancel,
@@ -346,7 +348,10 @@ func clineAggregate(o *accum.Observation, entries []clineEntry) {
 		truncated = truncated || r.truncated
 		total += r.total
 	}
-	o.Succeeded = allOK && o.Exit == nil
+	if allOK && o.Exit == nil {
+		// Every command closed with code 0 (see cline): exit 0.
+		o.Exit = &accum.Exit{Code: 0, Source: accum.ExitStructured}
+	}
 	if !said {
 		return
 	}

@@ -42,9 +42,9 @@ func TestClineUpdate(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "make\ngo test ./..."}),
 		},
 		{
-			name:   "success states no code: SUCCEEDED by Cline's word, exit unknown",
+			name:   "success: true is Cline's word for a close with code 0",
 			update: clFinal("completed", `[{"query":"ls","result":"alpha.txt\nbeta.md\n","success":true}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls", Succeeded: true, Texts: clTexts("alpha.txt\nbeta.md\n", "")}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("alpha.txt\nbeta.md\n", "")}),
 		},
 		{
 			name:   "exit 3 under completed: the bracket line is the exit code, not output",
@@ -55,7 +55,7 @@ func TestClineUpdate(t *testing.T) {
 		{
 			name:   "the stderr marker splits the streams and is not output",
 			update: clFinal("completed", `[{"query":"x","result":"to-stdout\nmore-stdout\n\n[stderr]\nto-stderr\n","success":true}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Succeeded: true, Texts: clTexts("to-stdout\nmore-stdout\n", "to-stderr\n")}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("to-stdout\nmore-stdout\n", "to-stderr\n")}),
 		},
 		{
 			name:   "stderr only, exit 2",
@@ -86,7 +86,7 @@ func TestClineUpdate(t *testing.T) {
 		{
 			name:   "truncation note: not output, truncated with at least the stated size",
 			update: clFinal("completed", `[{"query":"seq 1 99999","result":"1\n2\n\n[... output truncated: 588894 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n99998\n99999\n","success":true}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "seq 1 99999", Succeeded: true, Texts: []accum.Text{
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "seq 1 99999", Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
 				{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true, TotalBytes: 588894},
 				{Stream: accum.Stdout, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true},
 				{Stream: accum.Stderr, Kind: accum.Final, Truncated: true}}}),
@@ -106,7 +106,7 @@ func TestClineUpdate(t *testing.T) {
 		{
 			name:   "several commands all succeeded",
 			update: clFinal("completed", `[{"query":"echo a","result":"a\n","success":true},{"query":"echo b","result":"b\n","success":true}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo a\necho b", Succeeded: true, Texts: clTexts("a\nb\n", "")}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo a\necho b", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("a\nb\n", "")}),
 		},
 		{
 			name:   "rejection: rawOutput is a JSON string holding the error",

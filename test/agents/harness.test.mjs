@@ -117,7 +117,7 @@ test("the check passes the truth and fails what differs from it", () => {
   assert.deepEqual(checkCall({ ...good, output: { text: "a" } }, exit3.truth, exit3.command), ['output lacks "a\\nb"']);
   assert.deepEqual(checkCall(undefined, exit3.truth, exit3.command), ["no shell call in this turn"]);
   // Text about the command is not output: a trailer or an exit line fails.
-  assert.deepEqual(checkCall({ ...good, output: { text: "a\nb\n\nCommand exited with code 3" } }, exit3.truth, exit3.command), ['output has lines the command never printed: "Command exited with code 3"']);
+  assert.deepEqual(checkCall({ ...good, output: { text: "a\nb\n\nCommand exited with code 3" } }, exit3.truth, exit3.command), ["output has lines that are not the command's output: \"Command exited with code 3\""]);
   assert.deepEqual(checkCall({ ...good, command: "" }, exit3.truth, exit3.command), ["no command"]);
   const big = full.steps.find((s) => s.id === "big");
   const bigGood = { command: big.command, state: "SHELL_STATE_ENDED", outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0, output: { text: "59999\n60000\n", truncated: true } };

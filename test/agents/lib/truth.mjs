@@ -34,7 +34,7 @@ export function checkCall(x, truth, command) {
   if (truth.lines) {
     const allowed = new Set(truth.lines);
     const extra = [...new Set(all.split(/\r?\n/).filter((l) => l.trim() !== "" && !allowed.has(l)))];
-    if (extra.length) bad.push(`output has lines the command never printed: ${extra.slice(0, 3).map((l) => JSON.stringify(l.length > 80 ? l.slice(0, 80) + "..." : l)).join(", ")}${extra.length > 3 ? ` (+${extra.length - 3} more)` : ""}`);
+    if (extra.length) bad.push(`output has lines that are not the command's output: ${extra.slice(0, 3).map((l) => JSON.stringify(l.length > 80 ? l.slice(0, 80) + "..." : l)).join(", ")}${extra.length > 3 ? ` (+${extra.length - 3} more)` : ""}`);
   }
   if (truth.over_limit && !texts.some((t) => t.truncated)) bad.push("output over the limit not marked truncated");
   return bad;

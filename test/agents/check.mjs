@@ -16,7 +16,7 @@ import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { loadScenario } from "./lib/scenario.mjs";
-import { checkCall, foldRevisions } from "./lib/truth.mjs";
+import { checkCall, foldRevisions, loadProblems } from "./lib/truth.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const { values: opt, positionals: files } = parseArgs({
@@ -82,42 +82,6 @@ function restartLine(lines) {
 // frameErrorLine is the line a "frame error: line N: ..." names.
 const frameErrorLine = (e) => Number(/^frame error: line (\d+)/.exec(e)?.[1] ?? 0);
 
-// finalOf is what a client keeps of a call: the fields a replay must not
-// change.
-function finalOf(x) {
-  const text = (t) => (t ? { text: t.text ?? "", truncated: !!t.truncated } : null);
-  return { command: x.command ?? "", state: x.state ?? "", outcome: x.outcome ?? "", exitCode: x.exitCode ?? null, signal: x.signal ?? null, output: text(x.output), stdout: text(x.stdout), stderr: text(x.stderr) };
-}
-
-// loadProblems holds each call's final after a session/load replay against
-// its final before it (the recording cut before the restart). A replay may
-// fill in what was unknown (no exit code, outcome UNKNOWN, no output: Droid
-// replays results it never sent live), and the step's truth still judges
-// what it filled in; it must not change anything that was known. A call
-// that had ended must get no revision from a replay that changes nothing.
-function loadProblems(before, after, restart) {
-  const out = new Map();
-  const unknown = (k, v) => v === null || v === "" || (k === "outcome" && /UNKNOWN/.test(v));
-  const show = (v) => (v && typeof v === "object" ? JSON.stringify(v).slice(0, 120) : JSON.stringify(v));
-  for (const b of before) {
-    const id = b.last.toolCallId;
-    const a = after.find((c) => c.last.toolCallId === id);
-    const bad = [];
-    if (!a) continue;
-    const fb = finalOf(b.last);
-    const fa = finalOf(a.last);
-    let changed = false;
-    for (const k of Object.keys(fb)) {
-      if (JSON.stringify(fb[k]) === JSON.stringify(fa[k])) continue;
-      changed = true;
-      if (!unknown(k, fb[k])) bad.push(`after session/load ${k} is ${show(fa[k])}, before it ${show(fb[k])}`);
-    }
-    const later = a.seqs.filter((q) => q > restart).length;
-    if (later && !changed && b.last.state === "SHELL_STATE_ENDED") bad.push(`${later} new revision(s) after session/load for a call that had ended, changing nothing`);
-    out.set(id, bad);
-  }
-  return out;
-}
 
 // expectationFor finds the entry for a step: "agent/variant:scenario",
 // "agent:scenario", "agent/variant", then "agent" (scenario is the scenario

@@ -117,7 +117,7 @@ test("the check passes the truth and fails what differs from it", () => {
   assert.deepEqual(checkCall({ ...good, output: { text: "a" } }, exit3.truth, exit3.command), ['output lacks "a\\nb"']);
   assert.deepEqual(checkCall(undefined, exit3.truth, exit3.command), ["no shell call in this turn"]);
   // Text about the command is not output: a trailer or an exit line fails.
-  assert.deepEqual(checkCall({ ...good, output: { text: "a\nb\n\nCommand exited with code 3" } }, exit3.truth, exit3.command), ['output has lines the command never printed: "Command exited with code 3"']);
+  assert.deepEqual(checkCall({ ...good, output: { text: "a\nb\n\nCommand exited with code 3" } }, exit3.truth, exit3.command), ["output has lines that are not the command's output: \"Command exited with code 3\""]);
   assert.deepEqual(checkCall({ ...good, command: "" }, exit3.truth, exit3.command), ["no command"]);
   const big = full.steps.find((s) => s.id === "big");
   const bigGood = { command: big.command, state: "SHELL_STATE_ENDED", outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0, output: { text: "59999\n60000\n", truncated: true } };
@@ -218,4 +218,27 @@ test("the model fills each agent's shell tool from its schema", () => {
   assert.deepEqual(args("run_terminal_command", obj(["command", "description", "timeout"])), { command: "sleep 9", description: "Run step 0 (t)", timeout: 2000 });
   const execute = { type: "object", properties: { command: { type: "string" }, timeout: { type: "number" }, riskLevel: { type: "string", enum: ["low", "medium", "high"] }, extra: { type: "string", enum: ["a", "b"] } }, required: ["command", "riskLevel", "extra"] };
   assert.deepEqual(args("Execute", execute), { command: "sleep 9", timeout: 2, riskLevel: "low", riskLevelReason: "a harness step", extra: "a" });
+});
+
+test("a session/load replay may fill in what was unknown, never change what was known", async () => {
+  const { loadProblems } = await import("./lib/truth.mjs");
+  const E = "SHELL_STATE_ENDED";
+  const call = (id, seqs, last) => ({ seqs, last: { toolCallId: id, state: E, command: "ls", ...last } });
+  const before = [
+    call("same", [3], { outcome: "SHELL_OUTCOME_FAILED", exitCode: 3, output: { text: "a\n" } }),
+    call("worse", [4], { outcome: "SHELL_OUTCOME_FAILED", exitCode: 3 }),
+    call("filled", [5], { outcome: "SHELL_OUTCOME_UNKNOWN" }),
+    call("noisy", [6], { outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0 }),
+  ];
+  const after = [
+    call("same", [3], { outcome: "SHELL_OUTCOME_FAILED", exitCode: 3, output: { text: "a\n" } }),
+    call("worse", [4, 20], { outcome: "SHELL_OUTCOME_FAILED", exitCode: 1 }),
+    call("filled", [5, 21], { outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0, output: { text: "x\n" } }),
+    call("noisy", [6, 22], { outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0 }),
+  ];
+  const p = loadProblems(before, after, 10);
+  assert.deepEqual(p.get("same"), []);
+  assert.deepEqual(p.get("worse"), ["after session/load exitCode is 1, before it 3"]);
+  assert.deepEqual(p.get("filled"), []);
+  assert.deepEqual(p.get("noisy"), ["1 new revision(s) after session/load for a call that had ended, changing nothing"]);
 });

@@ -6,7 +6,8 @@
 #   bash test/agents/run.sh [--update] [--scenario full|smoke|scenario-dev|load] [AGENT...]
 #   bash test/agents/run.sh --replay [--scenario NAME] [AGENT...]
 #
-# AGENT is an id from agents.mjs (opencode, gemini-cli, ...); none means all.
+# AGENT is an id from agents.mjs (opencode, gemini-cli, ...), or ID/VARIANT
+# for one variant (droid/client-terminal); none means all.
 # It installs the pinned agents with npm ci (only the workspaces asked for),
 # builds acpnormd, records one session per agent variant inside `unshare -n`
 # (loopback only, private HOME), then prints a table (run x step: pass, FAIL,
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
     --replay) replay=1 ;;
     --scenario) scenario="$2"; shift ;;
     --scenario=*) scenario="${1#*=}" ;;
-    -h|--help) sed -n '2,23p' "$here/run.sh"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$here/run.sh"; exit 0 ;;
     -*) echo "run.sh: unknown flag $1" >&2; exit 2 ;;
     *) agents+=("$1") ;;
   esac

@@ -33,7 +33,8 @@ const SHELL_TOOLS = [
     return { command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) };
   }],
   // Claude's Bash through the client's terminal (clientCapabilities.terminal).
-  ["mcp__acp__Bash", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
+  // Its timeout (ms) is required: a minute unless the step gives one.
+  ["mcp__acp__Bash", (s, d) => ({ command: s.command, description: d, timeout: s.timeout_ms ?? 60000 })],
   ["Bash", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
   ["run_shell_command", (s, d) => ({ command: s.command, description: d })],
   ["shell_command", (s) => ({ command: s.command, ...(s.timeout_ms ? { timeout_ms: s.timeout_ms } : {}) })],

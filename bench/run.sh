@@ -10,8 +10,10 @@
 #   SMOKE=1 bash bench/run.sh                 a ~20 s run (CI): fails on errors, never on speed
 #   GHZ=1 bash bench/run.sh                   the same scenarios driven by ghz v0.121.0 instead
 #   STORE=1 bash bench/run.sh                 acpnormd --store redis://... against acpnormd in memory,
+#                                             and acpnormd --store-wait-replicas 1 against both,
 #                                             in the same run, on the mixed load (starts Debian's
-#                                             redis-server on a loopback port; about 1 minute)
+#                                             redis-server and one replica of it on loopback ports;
+#                                             about 2 minutes)
 #
 # SMOKE=1 also runs the store comparison briefly when redis-server is installed
 # (test/setup.sh installs it).
@@ -41,7 +43,7 @@ fi
 if [ "${STORE:-}" = 1 ]; then
   command -v redis-server >/dev/null || { echo "bench/run.sh: STORE=1 needs redis-server (bash test/setup.sh installs it)" >&2; exit 1; }
   timeout 30m "$bin/acpbench" store -acpnormd "$bin/acpnormd" -redis-server "$(command -v redis-server)" \
-    -json bench/out/store.json -c 1,8 "$@"
+    -json bench/out/store.json -c 1,8 -wait-replicas 1 "$@"
   exit 0
 fi
 
@@ -50,7 +52,7 @@ if [ "${SMOKE:-}" = 1 ]; then
   if command -v redis-server >/dev/null; then
     echo "== the Redis store against memory, briefly"
     timeout 5m "$bin/acpbench" store -acpnormd "$bin/acpnormd" -redis-server "$(command -v redis-server)" \
-      -rounds 1 -duration 500ms -c 1,8
+      -rounds 1 -duration 500ms -c 1,8 -wait-replicas 1
   else
     echo "SKIP the Redis store smoke run: no redis-server (bash test/setup.sh installs it)"
   fi

@@ -234,6 +234,7 @@ type request struct {
 	seq         uint64
 	dialect     string
 	cwd         string
+	direction   Direction
 	whole       func(session, call string, rev uint32, ended bool) bool
 	finalDeltas bool
 	skipApplied bool
@@ -259,6 +260,25 @@ func WithDialect(name string) FeedOption { return func(r *request) { r.dialect =
 // WithCwd gives the session's absolute working directory, which beats the
 // one the agent's session/new names. Only Feed uses it.
 func WithCwd(dir string) FeedOption { return func(r *request) { r.cwd = dir } }
+
+// Direction says which way a frame travelled on the ACP wire.
+type Direction uint8
+
+const (
+	// DirectionUnknown: not said; what the message is says enough.
+	DirectionUnknown Direction = iota
+	// FromAgent: sent by the agent to the client.
+	FromAgent
+	// FromClient: sent by the client to the agent.
+	FromClient
+)
+
+// WithDirection says which way the frame travelled. It is optional: it
+// only keeps a response from being taken for the answer to a request of
+// the same side (the agent and the client number their requests
+// independently, so their JSON-RPC ids collide), which the shape of the
+// answer otherwise decides. Only Feed uses it.
+func WithDirection(d Direction) FeedOption { return func(r *request) { r.direction = d } }
 
 // WithContext bounds how long the call waits for another call of the same
 // session to finish; when ctx ends first the call returns ctx's error and
@@ -341,11 +361,12 @@ func (n *Normalizer) Feed(sessionID string, frame []byte, opts ...FeedOption) ([
 // Frame is one frame of a batch; see FeedBatch. Its fields are what
 // Feed's WithSequence, WithDialect, WithCwd and WithPrepared give.
 type Frame struct {
-	Message  []byte
-	Sequence uint64
-	Dialect  string
-	Cwd      string
-	Prepared *Prepared
+	Message   []byte
+	Sequence  uint64
+	Dialect   string
+	Cwd       string
+	Direction Direction
+	Prepared  *Prepared
 }
 
 // FeedBatch applies frames of one session in order, as feeding them to
@@ -356,7 +377,7 @@ type Frame struct {
 // ahead) saves a round trip to the store per frame. When the store cannot
 // take them, none is applied (one FrameError, Unavailable, says which).
 // Feed's per-frame options (WithSequence, WithDialect, WithCwd,
-// WithPrepared) are ignored; the Frame fields give them. WithNextDialect
+// WithDirection, WithPrepared) are ignored; the Frame fields give them. WithNextDialect
 // reports the dialect after the last frame.
 func (n *Normalizer) FeedBatch(sessionID string, frames []Frame, opts ...FeedOption) ([]*ShellExec, error) {
 	r := newRequest(n.ns, opts)

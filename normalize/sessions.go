@@ -65,7 +65,9 @@ type session struct {
 	// replay: a session/load request was seen and no session/prompt
 	// since, so every tool call frame restates history (the agent replays
 	// the loaded session before it answers the load, or, gemini-cli,
-	// after: no live tool call can come before the next prompt). Its
+	// after: no live tool call can come before the next prompt). A
+	// prompt's result, a permission ask or a terminal request (only a live
+	// turn sends them) ends it too. Its
 	// observations are accum.Observation.Replayed (they fill in only what
 	// a call does not know), and one about a released call is dropped
 	// without a FrameError.
@@ -329,6 +331,16 @@ func (r *reply) flush() {
 // take, and says so.
 func (r *reply) storeFailed(err error) {
 	r.held = r.held[:0]
+	if errors.Is(err, store.ErrUnacknowledged) {
+		// Applied in the store, but it may yet be lost there: the caller
+		// sends it again, and WithSkipApplied tells it whether it was kept.
+		what := fmt.Sprintf("frame %d", r.seq)
+		if r.frames > 1 {
+			what = fmt.Sprintf("frames %d to %d", r.first, r.seq)
+		}
+		r.fail(Unavailable, "", "%s of session %q not acknowledged: %v; the store may keep or lose it, so send it again (with skipped applied sequences, ALREADY_EXISTS then says it was kept)", what, r.session, err)
+		return
+	}
 	if r.frames > 1 {
 		r.fail(Unavailable, "", "frames %d to %d of session %q were not applied: %v; they may be sent again", r.first, r.seq, r.session, err)
 		return
@@ -411,7 +423,7 @@ func (ss *sessions) closeSession(id string, req *request) error {
 
 func (ss *sessions) frame(id string, msg []byte, req *request) error {
 	r, err := ss.attempt(req, func(r *reply) error {
-		return ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg}, r)
+		return ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg, req.direction}, r)
 	})
 	if r.next != nil && req.nextDialect != nil {
 		req.nextDialect(r.next.Info().Name)
@@ -463,7 +475,7 @@ func (ss *sessions) batch(id string, frames []Frame, req *request) error {
 			if !r.retry {
 				r.ahead = f.Prepared
 			}
-			if err := ss.applyFrame(req.ctx, frameIn{id, f.Dialect, f.Cwd, f.Sequence, f.Message}, r); err != nil {
+			if err := ss.applyFrame(req.ctx, frameIn{id, f.Dialect, f.Cwd, f.Sequence, f.Message, f.Direction}, r); err != nil {
 				return err
 			}
 		}
@@ -494,6 +506,7 @@ type frameIn struct {
 	sessionID, dialect, cwd string
 	sequence                uint64
 	message                 []byte
+	direction               Direction
 }
 
 func (f frameIn) GetSessionId() string { return f.sessionID }
@@ -638,6 +651,13 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			s.cwd = filepath.Clean(c)
 		}
 	}
+	switch {
+	case read.Load:
+		s.replay = true
+	case read.Prompt || read.TurnEnded || read.Ask != nil || read.Terminal != nil:
+		// A turn, or what only a live turn sends: the replay is over.
+		s.replay = false
+	}
 	for i := range read.Observations {
 		id := ss.observe(s, &read.Observations[i], r)
 		if read.Ask != nil && read.Observations[i].PermissionAsk && id != "" {
@@ -654,17 +674,13 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			s.asks[read.Ask.RequestID] = ask{callID: id, reject: read.Ask.RejectOptions}
 		}
 	}
-	if t := read.Terminal; t != nil {
+	// The agent asks, the client answers: a direction that says
+	// otherwise rules the message out (see WithDirection).
+	if t := read.Terminal; t != nil && f.direction != FromClient {
 		ss.terminalRequest(s, t, r)
 	}
-	if resp := read.Response; resp != nil {
+	if resp := read.Response; resp != nil && f.direction != FromAgent {
 		ss.terminalResponse(s, resp, r)
-	}
-	switch {
-	case read.Load:
-		s.replay = true
-	case read.Prompt:
-		s.replay = false
 	}
 	if a := read.Answer; a != nil {
 		if pending, ok := s.asks[a.RequestID]; ok {

@@ -282,3 +282,30 @@ func TestClientTerminalCommandBeatsRawInput(t *testing.T) {
 	assert.Equal(t, "bash -c 'ls -la'", got["c1"].command)
 	assert.True(t, strings.HasPrefix(got["c1"].outcome, "UNKNOWN"))
 }
+
+// The agent and the client number their requests independently. With the
+// frame's direction known, the agent's error answer to the client's
+// request 1 is never taken for the client's answer to the agent's
+// terminal/create 1.
+func TestClientTerminalDirection(t *testing.T) {
+	n := normalize.New()
+	feed := func(f string, d normalize.Direction) {
+		_, err := n.Feed("s", []byte(f), normalize.WithDirection(d))
+		require.NoError(t, err)
+	}
+	feed(`{"jsonrpc":"2.0","id":1,"method":"session/set_mode","params":{"sessionId":"S","modeId":"x"}}`, normalize.FromClient)
+	feed(tcOpen("c1", "make"), normalize.FromAgent)
+	feed(tcCreate(1, `"command":"make"`), normalize.FromAgent)
+	feed(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no such mode"}}`, normalize.FromAgent)
+	feed(tcResult(1, `{"terminalId":"t1"}`), normalize.FromClient)
+	feed(tcNames("c1", "t1", "in_progress"), normalize.FromAgent)
+	feed(tcReq(2, "terminal/output", "t1"), normalize.FromAgent)
+	feed(tcOutput(2, "ok\n", false, `{"exitCode":0}`), normalize.FromClient)
+	execs, err := n.Feed("s", []byte(tcStatus("c1", "completed")), normalize.WithDirection(normalize.FromAgent))
+	require.NoError(t, err)
+	require.NotEmpty(t, execs)
+	x := execs[len(execs)-1]
+	assert.Equal(t, normalize.Succeeded, x.Outcome, x.OutcomeReason)
+	require.NotNil(t, x.ExitCode)
+	assert.Equal(t, int32(0), *x.ExitCode)
+}

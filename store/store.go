@@ -30,6 +30,12 @@
 // only the session's version, so that a caller holding a copy can check it
 // is current without loading the session.
 //
+// A store that confirms a commit only once it is durable enough (Redis
+// with replicas to wait for) returns an error wrapping ErrUnacknowledged
+// for a commit it applied but cannot confirm: like a lost connection, it
+// leaves the commit's fate open (a failover may keep or lose it), and the
+// caller treats it as any other error.
+//
 // Every commit sets the expiry of all of the session's data (header,
 // records and streams, including those the commit did not touch) to the
 // Change's TTL after the commit. A session that is not committed to for
@@ -74,6 +80,11 @@ type StreamOp struct {
 
 // ErrConflict: the session's version is not the one the commit was based on.
 var ErrConflict = errors.New("store: session version conflict (changed by another writer, expired or deleted)")
+
+// ErrUnacknowledged (wrapped): the store applied the commit but could not
+// confirm it is durable (too few replicas hold it); it may survive a
+// failure or be lost.
+var ErrUnacknowledged = errors.New("store: commit applied but not acknowledged")
 
 // Store keeps the state of sessions. Its methods are safe for concurrent
 // use by many goroutines (and, for a shared store, many processes).

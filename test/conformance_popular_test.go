@@ -106,7 +106,7 @@ func TestConformanceCopilot(t *testing.T) {
 		frames: cpStep(16, "call_big_7", "seq 1 40000", "Count", gapped, cpFinal("call_big_7", tooLarge, "0")),
 		want: []wantExec{{id: "call_big_7", command: "seq 1 40000", cwd: "/w", desc: "Count", outcome: succeeded, exit: code(0), output: whole[len(whole)-10240:], trunc: true,
 			extra: func(t *testing.T, x *pb.ShellExec) {
-				if got := x.GetOutput().GetTotalBytes(); got < 223450 {
+				if got := x.GetOutput().GetTotalBytes(); got < 228812 {
 					t.Errorf("total_bytes %d, want at least the stated 223.5 KB", got)
 				}
 			}}},
@@ -270,5 +270,172 @@ func TestConformancePi(t *testing.T) {
 			piEnd("call_exit3_2", "failed", "a\nb\n\n\nCommand exited with code 3"),
 		},
 		want: []wantExec{w("call_exit3_2", "", "a\nb\n", failed, code(3))},
+	}})
+}
+
+// ---------------------------------------------------------------- Cline
+
+const clineAgent = "cline"
+
+// clPending is the update Cline sends before any tool_call.
+func clPending(id string, cmds ...string) string {
+	return upd(fmt.Sprintf(`{"toolCallId":%q,"title":%s,"kind":"execute","status":"pending","rawInput":{"commands":%s},"sessionUpdate":"tool_call_update"}`, id, js("run_commands: "+cmds[0]), jsList(cmds)))
+}
+
+// clAsk is Cline's permission ask.
+func clAsk(n int, id string, cmds ...string) string {
+	return ask(n, fmt.Sprintf(`{"toolCallId":%q,"title":%s,"kind":"execute","status":"pending","rawInput":{"commands":%s}}`, id, js("run_commands: "+cmds[0]), jsList(cmds)))
+}
+
+// clOpen is the late tool_call, status pending again.
+func clOpen(id string, cmds ...string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":%s,"kind":"execute","status":"pending","rawInput":{"commands":%s}}`, id, js("run_commands: "+cmds[0]), jsList(cmds)))
+}
+
+// clDone is the final, rawOutput the array of results.
+func clDone(id, status, rawOutput string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q,"rawOutput":%s}`, id, status, rawOutput))
+}
+
+// clEntry is one command's result.
+func clEntry(query, result string, code int) string {
+	if code == 0 {
+		return fmt.Sprintf(`{"query":%s,"result":%s,"success":true}`, js(query), js(result))
+	}
+	return fmt.Sprintf(`{"query":%s,"result":%s,"error":%s,"success":false}`, js(query), js(fmt.Sprintf("[Command exited with code %d]\n%s", code, result)), js(fmt.Sprintf("Command exited with code %d", code)))
+}
+
+// clRun is one allowed call in Cline's frame order.
+func clRun(n int, id string, cmds []string, status, rawOutput string) []string {
+	return []string{
+		clPending(id, cmds...), clAsk(n, id, cmds...), answer(n, "allow"),
+		upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"in_progress"}`, id)),
+		clOpen(id, cmds...),
+		clDone(id, status, rawOutput),
+	}
+}
+
+func jsList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = js(s)
+	}
+	return "[" + strings.Join(q, ",") + "]"
+}
+
+func TestConformanceCline(t *testing.T) {
+	const ls = "alpha.txt\nbeta.md\ngamma.go\nnotes.txt\n"
+	big := seq(1, 40000)
+	one := func(cmd, result string, code int) (string, []string) {
+		return "[" + clEntry(cmd, result, code) + "]", []string{cmd}
+	}
+	run := func(n int, id, cmd, result string, code int) []string {
+		out, cmds := one(cmd, result, code)
+		return clRun(n, id, cmds, "completed", out)
+	}
+	// success: true is Cline's word for a close with code 0.
+	ok := func(id, cmd, out string) wantExec {
+		return wantExec{id: id, command: cmd, cwd: "/w", outcome: succeeded, exit: code(0), output: out, stdout: str(out), stderr: str("")}
+	}
+	bad := func(id, cmd, out string, code int32) wantExec {
+		return wantExec{id: id, command: cmd, cwd: "/w", outcome: failed, exit: &code, output: out, stdout: str(out), stderr: str("")}
+	}
+	stderrCase := bad("call_stderr_fail_4", "ls /nonexistent-dir-xyz", "ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n", 2)
+	stderrCase.stdout, stderrCase.stderr = str(""), str("ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n")
+	runConformance(t, []cs{{
+		name: "ls_success_true_is_exit_0", agent: clineAgent, dialect: "cline",
+		frames: run(30, "call_ok_1", "ls", ls, 0),
+		want:   []wantExec{ok("call_ok_1", "ls", ls)},
+	}, {
+		name: "exit_3_under_completed_bracket_line_not_output", agent: clineAgent, dialect: "cline",
+		frames: run(31, "call_exit3_2", "printf 'a\\nb\\n'; exit 3", "a\nb\n", 3),
+		want:   []wantExec{bad("call_exit3_2", "printf 'a\\nb\\n'; exit 3", "a\nb\n", 3)},
+	}, {
+		name: "stderr_marker_splits_the_streams", agent: clineAgent, dialect: "cline",
+		frames: run(32, "call_stderr_3", "echo to-stdout; echo to-stderr >&2; echo more-stdout", "to-stdout\nmore-stdout\n\n[stderr]\nto-stderr\n", 0),
+		want: []wantExec{{id: "call_stderr_3", command: "echo to-stdout; echo to-stderr >&2; echo more-stdout", cwd: "/w", outcome: succeeded, exit: code(0),
+			output: "to-stdout\nmore-stdout\nto-stderr\n", stdout: str("to-stdout\nmore-stdout\n"), stderr: str("to-stderr\n")}},
+	}, {
+		name: "missing_directory_stderr_only_exit_2", agent: clineAgent, dialect: "cline",
+		frames: run(33, "call_stderr_fail_4", "ls /nonexistent-dir-xyz", "\n[stderr]\nls: cannot access '/nonexistent-dir-xyz': No such file or directory\n", 2),
+		want:   []wantExec{stderrCase},
+	}, {
+		name: "slow_output_comes_whole_at_the_end", agent: clineAgent, dialect: "cline",
+		frames: run(34, "call_stream_5", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", "line1\nline2\nline3\nline4\nline5\n", 0),
+		want:   []wantExec{ok("call_stream_5", "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done", "line1\nline2\nline3\nline4\nline5\n")},
+	}, {
+		name: "big_output_comes_whole", agent: clineAgent, dialect: "cline",
+		frames: run(35, "call_big_6", "seq 1 40000", big, 0),
+		want:   []wantExec{ok("call_big_6", "seq 1 40000", big)},
+	}, {
+		name: "bad_utf8_as_cline_decoded_it", agent: clineAgent, dialect: "cline",
+		frames: run(36, "call_bad_utf8_7", `printf '\xff\xfe ok\n'`, "\ufffd\ufffd ok\n", 0),
+		want:   []wantExec{ok("call_bad_utf8_7", `printf '\xff\xfe ok\n'`, "\ufffd\ufffd ok\n")},
+	}, {
+		name: "timeout_error_is_timed_out_output_lost", agent: clineAgent, dialect: "cline",
+		frames: clRun(37, "call_timeout_8", []string{"sleep 99"}, "completed", `[{"query":"sleep 99","result":"","error":"Command failed: Command timed out after 30000ms","success":false}]`),
+		want:   []wantExec{{id: "call_timeout_8", command: "sleep 99", cwd: "/w", outcome: failed, timedOut: true}},
+	}, {
+		name: "kill_9_reads_as_exit_1", agent: clineAgent, dialect: "cline",
+		frames: run(38, "call_kill_9", "echo before-kill; kill -9 $$", "before-kill\n", 1),
+		want:   []wantExec{bad("call_kill_9", "echo before-kill; kill -9 $$", "before-kill\n", 1)},
+	}, {
+		name: "several_commands_one_call_outputs_in_order_last_failing_code", agent: clineAgent, dialect: "cline",
+		frames: clRun(39, "call_multi_10", []string{"echo a", "exit 3", "echo b >&2; exit 5"}, "completed",
+			"["+clEntry("echo a", "a\n", 0)+","+clEntry("exit 3", "", 3)+","+clEntry("echo b >&2; exit 5", "\n[stderr]\nb\n", 5)+"]"),
+		want: []wantExec{{id: "call_multi_10", command: "echo a\nexit 3\necho b >&2; exit 5", cwd: "/w", outcome: failed, exit: code(5), output: "a\nb\n", stdout: str("a\n"), stderr: str("b\n")}},
+	}, {
+		name: "several_commands_all_succeeded", agent: clineAgent, dialect: "cline",
+		frames: clRun(40, "call_multi_11", []string{"echo a", "echo b"}, "completed", "["+clEntry("echo a", "a\n", 0)+","+clEntry("echo b", "b\n", 0)+"]"),
+		want:   []wantExec{ok("call_multi_11", "echo a\necho b", "a\nb\n")},
+	}, {
+		name: "rejected_failed_before_the_tool_call_then_json_string", agent: clineAgent, dialect: "cline",
+		frames: []string{
+			clPending("call_reject_12", "rm -f notes.txt && echo removed"), clAsk(41, "call_reject_12", "rm -f notes.txt && echo removed"), answer(41, "reject"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_reject_12","status":"failed"}`),
+			clOpen("call_reject_12", "rm -f notes.txt && echo removed"),
+			clDone("call_reject_12", "failed", js(`{"error":"User rejected the tool call -- NOT a tool or system failure. Clarify with user before proceeding."}`)),
+		},
+		want: []wantExec{{id: "call_reject_12", command: "rm -f notes.txt && echo removed", cwd: "/w", outcome: cancelled}},
+		revs: func(t *testing.T, resps []*pb.NormalizeResponse) {
+			for _, r := range resps {
+				if x := r.GetShellExec(); x.GetRevision() > 1 && x.GetState() == pb.ShellState_SHELL_STATE_PENDING && x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_UNSPECIFIED {
+					t.Errorf("revision %d went back", x.GetRevision())
+				}
+			}
+		},
+	}, {
+		name: "client_cancel_command_was_aborted_is_cancelled", agent: clineAgent, dialect: "cline",
+		frames: []string{
+			clPending("call_cancel_13", "sleep 9"), clAsk(42, "call_cancel_13", "sleep 9"), answer(42, "allow"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_cancel_13","status":"in_progress"}`),
+			clOpen("call_cancel_13", "sleep 9"), clientCancel,
+			clDone("call_cancel_13", "completed", `[{"query":"sleep 9","result":"","error":"Command failed: Command was aborted","success":false}]`),
+			turnResult(2, "cancelled"),
+		},
+		want: []wantExec{{id: "call_cancel_13", command: "sleep 9", cwd: "/w", outcome: cancelled}},
+	}, {
+		name: "the_late_tool_call_never_takes_a_running_call_back", agent: clineAgent, dialect: "cline",
+		frames: run(43, "call_order_14", "make", "built\n", 0),
+		want:   []wantExec{ok("call_order_14", "make", "built\n")},
+		revs: func(t *testing.T, resps []*pb.NormalizeResponse) {
+			running := false
+			for _, r := range resps {
+				x := r.GetShellExec()
+				if x.GetState() == pb.ShellState_SHELL_STATE_RUNNING {
+					running = true
+				}
+				if running && x.GetState() == pb.ShellState_SHELL_STATE_PENDING {
+					t.Errorf("revision %d is PENDING after RUNNING", x.GetRevision())
+				}
+			}
+		},
+	}, {
+		name: "a_replay_reads_the_json_string_entry", agent: clineAgent, dialect: "cline",
+		frames: []string{
+			clOpen("call_exit3_2", "printf 'a\\nb\\n'; exit 3"),
+			clDone("call_exit3_2", "completed", js(clEntry("printf 'a\\nb\\n'; exit 3", "a\nb\n", 3))),
+		},
+		want: []wantExec{bad("call_exit3_2", "printf 'a\\nb\\n'; exit 3", "a\nb\n", 3)},
 	}})
 }

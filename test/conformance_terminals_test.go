@@ -148,9 +148,9 @@ func droidCases() []cs {
 	}, {
 		name: "a replayed call states the exit code and output it never sent live",
 		frames: []string{
-			upd(`{"sessionUpdate":"tool_call","toolCallId":"c1","title":"` + "`printf a; exit 3` (low)" + `","kind":"execute","status":"failed","rawInput":{"command":"printf a; exit 3"},"content":[{"type":"content","content":{"type":"text","text":"Error: Command failed (exit code: 3)\na\n[Process exited with code 3]"}}]}`),
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"c1","title":"` + "`printf a; exit 3` (low)" + `","kind":"execute","status":"failed","rawInput":{"command":"printf a; exit 3"},"content":[{"type":"content","content":{"type":"text","text":"Error: Command failed (exit code: 3)\na\n\n\n[Process exited with code 3]"}}]}`),
 		},
-		want: []wantExec{{id: "c1", command: "printf a; exit 3", cwd: "/w", outcome: failed, exit: code(3), output: "a"}},
+		want: []wantExec{{id: "c1", command: "printf a; exit 3", cwd: "/w", outcome: failed, exit: code(3), output: "a\n"}},
 	}}
 }
 

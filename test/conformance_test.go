@@ -142,7 +142,7 @@ func (c *cs) session() []replay.Line {
 	}
 	for _, f := range c.frames {
 		dir := toClient
-		if strings.Contains(f, `"result":{"outcome"`) || strings.Contains(f, `"method":"session/cancel"`) || strings.Contains(f, `"method":"session/prompt"`) {
+		if strings.Contains(f, `"result":{"outcome"`) || strings.Contains(f, `"method":"session/cancel"`) || strings.Contains(f, `"method":"session/prompt"`) || clientAnswer(f) {
 			dir = toAgent
 		}
 		msgs = append(msgs, msg{dir, f})
@@ -153,6 +153,20 @@ func (c *cs) session() []replay.Line {
 		out[i] = replay.Line{Number: i + 1, Dir: m.dir, Msg: []byte(m.s)}
 	}
 	return out
+}
+
+// clientAnswer says f is the client's answer to one of the agent's
+// client-terminal requests (terminal/*).
+func clientAnswer(f string) bool {
+	if strings.Contains(f, `"method"`) {
+		return false
+	}
+	for _, p := range []string{`"result":{"terminalId"`, `"result":{"output"`, `"result":{"exitCode"`, `"result":{}`, `"error":`} {
+		if strings.Contains(f, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // initResult is the agent's initialize result.
@@ -919,15 +933,21 @@ func grDescribe(id, cmd, desc string) string {
 	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"kind":"execute","title":%s,"content":[{"type":"content","content":{"type":"text","text":%s}}]}`, id, js("Execute `"+cmd+"`"), js(desc)))
 }
 
-// grLive is a live snapshot: the whole output so far as content text and
-// as bytes, exit_code 0 as a placeholder, and the bytes of this chunk.
+// grLive is a live snapshot as Grok Build 1.0.41 sends it: the whole
+// output so far as content text and as bytes, output_for_prompt without
+// an exit line, exit_code 0 as a placeholder. (delta, the bytes of this
+// chunk, is what the older synthetic traces sent as output_delta; 1.0.41
+// sends none.)
 func grLive(id string, sofar, delta []byte) string {
-	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"in_progress","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"output":%s,"output_for_prompt":%s,"exit_code":0,"truncated":false,"signal":null,"timed_out":false,"total_bytes":%d,"output_delta":%s,"current_dir":"/w/g"}}`,
-		id, js(strings.ToValidUTF8(string(sofar), "\ufffd")), byteArray(sofar), js("exit: 0\n"+strings.ToValidUTF8(string(sofar), "\ufffd")), len(sofar), byteArray(delta)))
+	_ = delta
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"in_progress","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"type":"Bash","output":%s,"output_for_prompt":%s,"exit_code":0,"command":"","truncated":false,"signal":null,"timed_out":false,"description":null,"current_dir":"/w/g","output_file":"","total_bytes":%d}}`,
+		id, js(strings.ToValidUTF8(string(sofar), "\ufffd")), byteArray(sofar), js(strings.ToValidUTF8(string(sofar), "\ufffd")), len(sofar)))
 }
 
+// grFinal is the final frame: completed for every exit, the real
+// exit_code, output_for_prompt "exit: N\n<output>".
 func grFinal(id string, out []byte, exit string, extra string) string {
-	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"exit_code":%s,"truncated":false,"total_bytes":%d,"output":%s,"output_for_prompt":%s%s}}`,
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"type":"Bash","exit_code":%s,"truncated":false,"total_bytes":%d,"output":%s,"output_for_prompt":%s,"current_dir":"/w/g","output_file":"/h/.grok/sessions/s/terminal/x.log"%s}}`,
 		id, js(strings.ToValidUTF8(string(out), "\ufffd")), exit, len(out), byteArray(out), js("exit: "+exit+"\n"+strings.ToValidUTF8(string(out), "\ufffd")), extra))
 }
 
@@ -1294,7 +1314,7 @@ func TestConformanceModelWrappersKept(t *testing.T) {
 	}, {
 		name: "grok", agent: grokAgent,
 		frames: []string{grOpen("g1", cmd, "Say hi"), grDescribe("g1", cmd, "Say hi"), grFinal("g1", []byte("hi\n"), "0", "")},
-		want:   []wantExec{{id: "g1", command: cmd, cwd: "/w", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi\n"}},
+		want:   []wantExec{{id: "g1", command: cmd, cwd: "/w/g", desc: "Say hi", outcome: succeeded, exit: code(0), output: "hi\n"}},
 	}, {
 		name: "generic_argv", agent: "some-agent",
 		frames: []string{

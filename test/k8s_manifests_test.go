@@ -353,8 +353,46 @@ func TestK8sManifests(t *testing.T) {
 	if !k8sServesPort(redisSvc, store.Port()) {
 		t.Errorf("%s has no port %s, which ACPNORM_STORE dials", redisSvc, store.Port())
 	}
-	if img := ystr(k8sContainer(t, redisSet, "redis"), "image"); !strings.HasPrefix(img, "redis:7") {
+	container := "redis"
+	if store.Query().Has("master_name") {
+		container = "sentinel"
+	}
+	if img := ystr(k8sContainer(t, redisSet, container), "image"); !strings.HasPrefix(img, "redis:7") {
 		t.Errorf("%s: image %q, want redis:7", redisSet, img)
+	}
+	// A Sentinel URL: the Sentinels monitor the master by the URL's
+	// master_name, with a quorum of a majority of them, and the Redis
+	// they watch has the replicas ACPNORM_STORE_WAIT_REPLICAS waits for,
+	// and one more to be left after a promotion.
+	wait, err := strconv.Atoi(env["ACPNORM_STORE_WAIT_REPLICAS"])
+	if err != nil {
+		wait = 0
+	}
+	if name := store.Query().Get("master_name"); name != "" {
+		var args []string
+		for _, a := range ylist(k8sContainer(t, redisSet, "sentinel"), "args") {
+			if a, ok := a.(string); ok {
+				args = append(args, a)
+			}
+		}
+		script := strings.Join(args, "\n")
+		m := regexp.MustCompile(`sentinel monitor ` + regexp.QuoteMeta(name) + ` \S+ 6379 (\d+)`).FindStringSubmatch(script)
+		if m == nil {
+			t.Fatalf("%s does not monitor a master named %q: %s", redisSet, name, script)
+		}
+		sentinels, _ := ynum(redisSet.m, "spec", "replicas")
+		if q, _ := strconv.Atoi(m[1]); q*2 <= sentinels || q > sentinels {
+			t.Errorf("%s: quorum %d of %d Sentinels; want a majority", redisSet, q, sentinels)
+		}
+		data := k8sMustObject(t, objs, "StatefulSet/acpnorm-redis")
+		if img := ystr(k8sContainer(t, data, "redis"), "image"); !strings.HasPrefix(img, "redis:7") {
+			t.Errorf("%s: image %q, want redis:7", data, img)
+		}
+		if n, _ := ynum(data.m, "spec", "replicas"); n < wait+2 {
+			t.Errorf("%s: %d pods, a master and %d replicas; ACPNORM_STORE_WAIT_REPLICAS=%d wants %d replicas, and one more for after a promotion", data, n, n-1, wait, wait+1)
+		}
+	} else if wait > 0 {
+		t.Errorf("%s: ACPNORM_STORE_WAIT_REPLICAS=%d with a Redis that has no replicas: every frame would be refused", dep, wait)
 	}
 
 	// Services: the ClusterIP one carries gRPC, marked as such.

@@ -18,14 +18,15 @@ import (
 
 // StartRedis starts bin (Debian's redis-server) on a free loopback port,
 // without persistence, its files (and its log, redis.log) in dir, and waits until it answers PING.
+// args are more redis-server options ("--replicaof", "127.0.0.1 PORT").
 // The URL to give acpnormd --store is redis://ADDR/0.
-func StartRedis(ctx context.Context, bin, dir string) (*Server, error) {
+func StartRedis(ctx context.Context, bin, dir string, args ...string) (*Server, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, redisproc.Args(port, dir)...)
+	cmd := exec.Command(bin, append(redisproc.Args(port, dir), args...)...)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}

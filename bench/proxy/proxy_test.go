@@ -7,11 +7,13 @@
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./bench/proxy/
 //
-// Each latency op is one round trip direct and one through the proxy,
-// interleaved, so both see the same machine; the figures are p50/p99 of
-// each and what the proxy adds. Each throughput op is one line each way
-// through both (direct first, then proxied, each a stream of b.N lines);
-// the ratio is proxied/direct MB/s.
+// Each latency op is one round trip direct and one through each proxy,
+// interleaved, so all see the same machine; the figures are the direct
+// p50/p99 and what each proxy adds to them. Each throughput op is one line
+// each way through each (one after the other, each a stream of b.N lines);
+// the ratios are proxied/direct MB/s. "relay" is the proxy with only
+// --wire (the relay and the copy of each line, no engine), "proxy" the
+// proxy with --out (the engine in its process).
 package proxy
 
 import (
@@ -79,6 +81,13 @@ func start(b *testing.B, argv ...string) *pipeline {
 
 func direct(b *testing.B) *pipeline { return start(b, bin.agent) }
 
+// relayed runs the agent through the proxy with only --wire: the relay and
+// the copy of each line, without the engine.
+func relayed(b *testing.B) *pipeline {
+	return start(b, bin.acpnormd, "proxy", "--wire", filepath.Join(bin.dir, "wire.ndjson"), "--", bin.agent)
+}
+
+// proxied runs it through the proxy normalizing in its process (--out).
 func proxied(b *testing.B) *pipeline {
 	return start(b, bin.acpnormd, "proxy", "--out", filepath.Join(bin.dir, "record.ndjson"), "--", bin.agent)
 }
@@ -186,42 +195,54 @@ func BenchmarkProxy(b *testing.B) {
 	for _, size := range []int{1 << 10, 256 << 10} {
 		first, update := frames(size)
 		b.Run("size="+sizeName(size)+"/latency", func(b *testing.B) {
-			d, p := direct(b), proxied(b)
-			d.roundTrip(b, first)
-			p.roundTrip(b, first)
-			var dl, pl []time.Duration
+			ps := []*pipeline{direct(b), relayed(b), proxied(b)}
+			lat := make([][]time.Duration, len(ps))
+			for _, p := range ps {
+				p.roundTrip(b, first)
+			}
 			b.SetBytes(int64(2 * len(update)))
 			b.ResetTimer()
 			for range b.N {
-				dl = append(dl, d.roundTrip(b, update))
-				pl = append(pl, p.roundTrip(b, update))
+				for i, p := range ps {
+					lat[i] = append(lat[i], p.roundTrip(b, update))
+				}
 			}
 			b.StopTimer()
-			d.close(b)
-			said := p.close(b)
-			b.ReportMetric(us(percentile(dl, 0.50)), "direct-p50-µs")
-			b.ReportMetric(us(percentile(pl, 0.50)), "proxy-p50-µs")
-			b.ReportMetric(us(percentile(pl, 0.50)-percentile(dl, 0.50)), "added-p50-µs")
-			b.ReportMetric(us(percentile(dl, 0.99)), "direct-p99-µs")
-			b.ReportMetric(us(percentile(pl, 0.99)), "proxy-p99-µs")
-			b.ReportMetric(us(percentile(pl, 0.99)-percentile(dl, 0.99)), "added-p99-µs")
+			var said string
+			for _, p := range ps {
+				said = p.close(b)
+			}
+			for _, q := range []struct {
+				name string
+				p    float64
+			}{{"p50", 0.50}, {"p99", 0.99}} {
+				base := percentile(lat[0], q.p)
+				b.ReportMetric(us(base), "direct-"+q.name+"-µs")
+				b.ReportMetric(us(percentile(lat[1], q.p)-base), "relay-added-"+q.name+"-µs")
+				b.ReportMetric(us(percentile(lat[2], q.p)-base), "proxy-added-"+q.name+"-µs")
+			}
 			b.ReportMetric(dropped(said), "dropped-lines")
 		})
 		b.Run("size="+sizeName(size)+"/throughput", func(b *testing.B) {
-			d, p := direct(b), proxied(b)
-			d.roundTrip(b, first)
-			p.roundTrip(b, first)
+			ps := []*pipeline{direct(b), relayed(b), proxied(b)}
+			for _, p := range ps {
+				p.roundTrip(b, first)
+			}
 			b.SetBytes(int64(2 * len(update)))
+			took := make([]time.Duration, len(ps))
 			b.ResetTimer()
-			dt := d.stream(b, update, b.N)
-			pt := p.stream(b, update, b.N)
+			for i, p := range ps {
+				took[i] = p.stream(b, update, b.N)
+			}
 			b.StopTimer()
-			d.close(b)
-			said := p.close(b)
+			var said string
+			for _, p := range ps {
+				said = p.close(b)
+			}
 			mb := func(t time.Duration) float64 { return float64(b.N*len(update)) / t.Seconds() / 1e6 }
-			b.ReportMetric(mb(dt), "direct-MB/s")
-			b.ReportMetric(mb(pt), "proxy-MB/s")
-			b.ReportMetric(mb(pt)/mb(dt), "proxy/direct")
+			b.ReportMetric(mb(took[0]), "direct-MB/s")
+			b.ReportMetric(mb(took[1])/mb(took[0]), "relay/direct")
+			b.ReportMetric(mb(took[2])/mb(took[0]), "proxy/direct")
 			b.ReportMetric(dropped(said), "dropped-lines")
 		})
 	}

@@ -56,6 +56,10 @@ func TestServeRejectsBadSettings(t *testing.T) {
 		{args: []string{"--store", "etcd://db:2379"}, want: `unknown scheme "etcd"`},
 		{args: []string{"--store", "mysql://root:hunter2@db/x"}, want: `"mysql://root:xxxxx@db/x"`},
 		{env: "ACPNORM_STORE", val: "file:///var/lib/acpnorm", want: `unknown scheme "file"`},
+		{args: []string{"--store-wait-replicas", "1"}, want: "needs a Redis --store"},
+		{args: []string{"--store", "redis://r:6379/0", "--store-wait-replicas", "-1"}, want: "want 0 or more"},
+		{args: []string{"--store", "redis://r:6379/0", "--store-wait-replicas", "1", "--store-wait-timeout", "0s"}, want: "want a positive duration"},
+		{env: "ACPNORM_STORE_WAIT_REPLICAS", val: "two", want: `ACPNORM_STORE_WAIT_REPLICAS="two": not a whole number`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			if tc.env != "" {
@@ -73,17 +77,23 @@ func TestServeRejectsBadSettings(t *testing.T) {
 // be reached stops serve before it listens, naming where it looked but not
 // the password.
 func TestServeStore(t *testing.T) {
-	for _, v := range []string{"", "memory", "MEMORY", "redis://127.0.0.1:6379/0", "rediss://u:p@redis.example:6380/2"} {
+	for _, v := range []string{"", "memory", "MEMORY", "redis://127.0.0.1:6379/0", "rediss://u:p@redis.example:6380/2",
+		"redis://s1:26379/0?master_name=acpnorm&addr=s2:26379&addr=s3:26379", "rediss://n1:6379?addr=n2:6379"} {
 		if _, err := parseServe([]string{"--store", v}); err != nil {
 			t.Errorf("--store %q: %v", v, err)
 		}
 	}
-	if st, err := openStore("memory", slog.Default()); st != nil || err != nil {
+	t.Setenv("ACPNORM_STORE_WAIT_REPLICAS", "2")
+	t.Setenv("ACPNORM_STORE_WAIT_TIMEOUT", "250ms")
+	if f, err := parseServe([]string{"--store", "redis://r:6379/0"}); err != nil || f.storeWait != 2 || f.storeWaitTimeout != 250*time.Millisecond {
+		t.Errorf("ACPNORM_STORE_WAIT_*: %+v, %v", f, err)
+	}
+	if st, err := openStore("memory", 0, time.Second, slog.Default()); st != nil || err != nil {
 		t.Errorf("--store memory opened %v, %v; want this process's memory", st, err)
 	}
 	// Port 1 on loopback: nothing listens there.
 	var logged strings.Builder
-	_, err := openStore("redis://user:hunter2@127.0.0.1:1/0", slog.New(slog.NewTextHandler(&logged, nil)))
+	_, err := openStore("redis://user:hunter2@127.0.0.1:1/0", 0, time.Second, slog.New(slog.NewTextHandler(&logged, nil)))
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("an unreachable Redis: %v", err)
 	}

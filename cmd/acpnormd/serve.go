@@ -35,6 +35,8 @@ type serveFlags struct {
 	clientNames           string
 	insecureListen        bool
 	store                 string
+	storeWait             int
+	storeWaitTimeout      time.Duration
 }
 
 // serveFlagSet defines the serve flags, with defaults from the environment;
@@ -95,7 +97,12 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	boolean(&f.insecureListen, "insecure-listen", "ACPNORM_INSECURE_LISTEN", "allow listening on a non-loopback address without TLS or a token")
 	dur(&f.shutdown, "shutdown-timeout", "ACPNORM_SHUTDOWN_TIMEOUT", 10*time.Second, "how long a graceful shutdown may take")
 	str(&f.store, "store", "ACPNORM_STORE", "", "where session state lives: empty or 'memory' for this process alone, or a Redis 7 URL,\n"+
-		"redis://[user:password@]host:port/db (rediss:// for TLS), shared by every replica so any of them can serve any session")
+		"shared by every replica so any of them can serve any session: one server redis://[user:password@]host:port/db,\n"+
+		"Sentinel redis://sentinel:port/db?master_name=NAME&addr=sentinel2:port&..., or Cluster redis://seed:port?addr=seed2:port&...\n"+
+		"(rediss:// for TLS)")
+	num(&f.storeWait, "store-wait-replicas", "ACPNORM_STORE_WAIT_REPLICAS", 0, "with a Redis --store: answer a frame only once this many replicas hold its commit (Redis WAIT);\n"+
+		"a commit they do not acknowledge within --store-wait-timeout gets UNAVAILABLE")
+	dur(&f.storeWaitTimeout, "store-wait-timeout", "ACPNORM_STORE_WAIT_TIMEOUT", time.Second, "how long a commit waits for --store-wait-replicas")
 	str(&f.logLevel, "log-level", "ACPNORM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&f.logFormat, "log-format", "ACPNORM_LOG_FORMAT", "text", "text or json")
 	return fs, f, errors.Join(errs...)
@@ -112,7 +119,7 @@ func parseServe(args []string) (*serveFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
 	}
-	if err := checkStore(f.store); err != nil {
+	if err := checkStore(f.store, f.storeWait, f.storeWaitTimeout); err != nil {
 		return nil, err
 	}
 	if f.clientNames != "" && (f.tls.ClientCA == "" || f.tokenFile != "" || f.tokensFile != "") {
@@ -169,7 +176,7 @@ func serve(args []string) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	st, err := openStore(f.store, log)
+	st, err := openStore(f.store, f.storeWait, f.storeWaitTimeout, log)
 	if err != nil {
 		return err
 	}

@@ -183,8 +183,13 @@ func (c *Call) Apply(o *Observation) {
 		}
 	} else if e := exitEvidence(o); c.exit == nil && e != nil && (c.cur.outcome != Succeeded || e.Code == 0) {
 		// A known outcome may still learn its unknown exit code, which
-		// never changes the outcome (a success takes only a 0).
+		// never changes the outcome (a success takes only a 0); the
+		// reason follows the code when the outcome stays what it was.
 		c.exit = e
+		outcome, reason := c.cur.outcome, c.cur.reason
+		if c.resolve(); c.cur.outcome != outcome {
+			c.cur.outcome, c.cur.reason = outcome, reason
+		}
 		c.cur.exit = int64(e.Code)
 	}
 	if o.PermissionAsk && c.cur.state != Ended {
@@ -388,6 +393,10 @@ func (c *Call) resolve() {
 		c.cur.outcome, c.cur.reason = Failed, "the agent said failed and sent no exit code"
 	case c.succeeded:
 		c.cur.outcome, c.cur.reason = Succeeded, "the agent proved success without an exit code"
+	case c.cur.background && c.cur.state == Ended && c.endReason == "":
+		// The tool call ended while the command went on: it is not known
+		// yet how the command ends (late evidence may still resolve it).
+		c.cur.outcome, c.cur.reason = Unknown, "the command went on in the background; how it ends is not known"
 	case c.endReason != "":
 		c.cur.outcome, c.cur.reason = Unknown, c.endReason
 	default:

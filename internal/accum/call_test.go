@@ -478,3 +478,24 @@ func TestCallFailNotice(t *testing.T) {
 		})
 	}
 }
+
+// TestBackgroundEndIsUnknownUntilItsResult: a tool call that ends while
+// its command goes on in the background is UNKNOWN, and says so; a later
+// exit code resolves it.
+func TestBackgroundEndIsUnknownUntilItsResult(t *testing.T) {
+	c := NewCall("b1", 1<<10)
+	c.Apply(&Observation{Shell: ShellYes, Command: "sleep 6", Status: StatusRunning})
+	c.Apply(&Observation{Status: StatusCompleted, Background: true})
+	r, ok := c.Revision()
+	require.True(t, ok)
+	assert.Equal(t, Unknown, r.Outcome)
+	assert.Equal(t, "the command went on in the background; how it ends is not known", r.OutcomeReason)
+	assert.True(t, r.Background)
+
+	c.Apply(&Observation{Exit: &Exit{Code: 0, Source: ExitStructured}})
+	r, ok = c.Revision()
+	require.True(t, ok)
+	assert.Equal(t, Succeeded, r.Outcome)
+	require.NotNil(t, r.ExitCode)
+	assert.Equal(t, int32(0), *r.ExitCode)
+}

@@ -468,6 +468,10 @@ func randomScript(rng *rand.Rand) roundTripScript {
 				tx.Truncated = rng.IntN(6) == 0
 				tx.Head = tx.Truncated && rng.IntN(2) == 0
 				tx.IfSplit = rng.IntN(5) == 0
+				tx.TrimmedEnd = rng.IntN(4) == 0
+				if tx.Kind == Delta && rng.IntN(3) == 0 {
+					tx.Rolling = Rolling{Lines: rng.IntN(4), Bytes: rng.IntN(3) * limit / 2}
+				}
 				if rng.IntN(6) == 0 {
 					tx.TotalBytes = int64(rng.IntN(1000))
 				}

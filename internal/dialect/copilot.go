@@ -236,7 +236,7 @@ func copilotFinal(o *accum.Observation, u *copilotCall) {
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text, TrimmedEnd: true})
 }
 
-// copilotLeast is the least number of bytes a size such as "223.5 KB" can
+// copilotLeast is the least number of bytes a size such as "340.7 KB" can
 // stand for, rounded as it was written (0 when it cannot be read).
 func copilotLeast(num, unit string) int64 {
 	f, err := strconv.ParseFloat(num, 64)
@@ -249,14 +249,15 @@ func copilotLeast(num, unit string) int64 {
 			half /= 10
 		}
 	}
+	// Copilot's KB are KiB: 348,894 bytes are "340.7 KB".
 	scale := 1.0
 	switch strings.TrimSuffix(strings.TrimSuffix(unit, "B"), "i") {
 	case "K":
-		scale = 1000
+		scale = 1 << 10
 	case "M":
-		scale = 1000 * 1000
+		scale = 1 << 20
 	case "G":
-		scale = 1000 * 1000 * 1000
+		scale = 1 << 30
 	}
 	return int64(max(0, (f-half)*scale))
 }

@@ -62,7 +62,7 @@ func TestCopilotUpdate(t *testing.T) {
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Output too large to read at once (223.5 KB). Saved to: /tmp/copilot-out.txt\nUse the view tool to read it.\n\nPreview (first 500 chars):\n1\n2\n3\n\n<shellId: 5 completed with exit code 0>"}}],` +
 				`"rawOutput":{"contents":[{"type":"shell_exit","exitCode":0}]}}`,
 			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
-				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n3\n", Truncated: true, Head: true, TotalBytes: 223450}}}),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n3\n", Truncated: true, Head: true, TotalBytes: 228812}}}),
 		},
 		{
 			name:   "rejected: Cancelled, the message not output",
@@ -104,7 +104,7 @@ func TestCopilotLeast(t *testing.T) {
 	for _, tc := range []struct {
 		num, unit string
 		want      int64
-	}{{"223.5", "KB", 223450}, {"224", "KB", 223500}, {"1.25", "MB", 1245000}, {"x", "KB", 0}, {"3", "B", 2}} {
+	}{{"340.7", "KB", 348825}, {"224", "KB", 228864}, {"1.25", "MB", 1305477}, {"x", "KB", 0}, {"3", "B", 2}} {
 		assert.Equal(t, tc.want, copilotLeast(tc.num, tc.unit), "%s %s", tc.num, tc.unit)
 	}
 }

@@ -33,13 +33,16 @@ import (
 //   - A cancel: `failed`, then a SECOND `tool_call` for the same id (`kind:
 //     "other"`, `title: "Tool call"`, `rawInput: {}`) and another `failed`
 //     whose text (content and `rawOutput.text`) is "Error: Tool execution
-//     cancelled by user", also the rejection text. That second tool_call
+//     cancelled by user", also the rejection text ("Error: Tool execution
+//     cancelled: Batch cancelled" when it cancels a call on its own). That second tool_call
 //     says nothing (kind other names no tool, its title is not a command),
 //     and the text is the cancel notice: CANCELLED, never output.
 //   - A session/load replay carries texts it never sent live: the output,
-//     "Error: Command failed (exit code: N)" and a trailing "[Process
-//     exited with code N]": exit N from those markers (text), which are
-//     not output.
+//     "Error: Command failed (exit code: N)" (or "Error: Command terminated
+//     by signal: SIGTERM": that signal) and, after a blank line, a
+//     trailing "[Process exited with code N]": exit N from those markers
+//     (text), which are not output; its cancel notice there may lack the
+//     "Error: " prefix.
 type droid struct{}
 
 func init() { register(droid{}) }
@@ -79,11 +82,13 @@ var (
 	// droidTitle is "`<cmd>` (<risk>)".
 	droidTitle = regexp.MustCompile("(?s)^`(.*)`(?: \\((?:low|medium|high|[a-z]+)\\))?$")
 	// droidCancel is its cancel and rejection notice.
-	droidCancel = regexp.MustCompile(`(?s)^Error: Tool execution (?:cancelled|canceled|rejected|denied) by (?:the )?user\b.*$`)
+	droidCancel = regexp.MustCompile(`(?s)^(?:Error: )?Tool execution (?:cancelled|canceled|rejected|denied)\b.*$`)
+	// droidSignal opens a replayed text of a command a signal ended.
+	droidSignal = regexp.MustCompile(`^Error: Command terminated by signal: ([A-Za-z0-9]+)\s*(?:\n|$)`)
 	// droidFailed opens a failed command's replayed text.
 	droidFailed = regexp.MustCompile(`^Error: Command failed \(exit code: (-?\d+)\)\s*(?:\n|$)`)
 	// droidExited ends a replayed output.
-	droidExited = regexp.MustCompile(`\n*\[Process exited with code (-?\d+)\]\s*$`)
+	droidExited = regexp.MustCompile(`(?:\n\n)?\[Process exited with code (-?\d+)\]\s*$`)
 )
 
 // droidBase reads what updates and asks share: the command, description
@@ -141,6 +146,9 @@ func droidText(o *accum.Observation, s string) {
 	}
 	if m := droidFailed.FindStringSubmatch(s); m != nil {
 		droidExit(o, m[1])
+		s = s[len(m[0]):]
+	} else if m := droidSignal.FindStringSubmatch(s); m != nil {
+		o.Signal = NormalizeSignal(m[1])
 		s = s[len(m[0]):]
 	}
 	if loc := findFrom(droidExited, s, "[Process exited with code "); loc != nil {

@@ -16,7 +16,9 @@ import (
 // What it sends (recorded from 1.0.41), and what it means here:
 //   - `tool_call` with NO kind and no status, title "run_terminal_command"
 //     (the tool, never the command), `rawInput {command, description,
-//     timeout? (ms)}` and `_meta["x.ai/tool"] = {"name":
+//     timeout? (ms)}` (the update adds `variant: "Bash"` and `is_background`,
+//     true when the model starts it in the background: Background) and
+//     `_meta["x.ai/tool"] = {"name":
 //     "run_terminal_command", "kind": "execute"}`: the side channel makes it
 //     a shell call on this very first frame, so the session opens one call,
 //     never a generic one and then a second.
@@ -89,6 +91,9 @@ type grokInput struct {
 	Command     CommandLine `json:"command"`
 	Description Str         `json:"description"`
 	Cwd         Str         `json:"cwd"`
+	// IsBackground is the model asking to start the command in the
+	// background.
+	IsBackground *bool `json:"is_background"`
 }
 
 // grokOutput is `rawOutput`, live and final.
@@ -269,6 +274,9 @@ func grokInputs(o *accum.Observation, u *grokCall) {
 		}
 		if in.Cwd.Set && in.Cwd.S != "" {
 			o.Cwd = in.Cwd.S
+		}
+		if in.IsBackground != nil && *in.IsBackground {
+			o.Background = true
 		}
 	}
 	if o.Command == "" && u.Title != nil {

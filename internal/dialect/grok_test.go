@@ -140,6 +140,11 @@ func TestGrokUpdate(t *testing.T) {
 				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a")}}},
 		},
 		{
+			name:   "the model asks for the background",
+			update: "{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"k1\",\"kind\":\"execute\",\"title\":\"Execute `npm start`\",\"rawInput\":{\"variant\":\"Bash\",\"command\":\"npm start\",\"description\":\"Serve\",\"is_background\":true}}",
+			want:   []accum.Observation{{ToolCallID: "k1", Shell: accum.ShellYes, Command: "npm start", Description: "Serve", Background: true}},
+		},
+		{
 			name:   "other tools untouched",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"r1","title":"read_file","kind":"read","_meta":{"x.ai/tool":{"name":"read_file","kind":"read"}}}`,
 			want:   []accum.Observation{{ToolCallID: "r1", Opens: true, Shell: accum.ShellNo}},

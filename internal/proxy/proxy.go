@@ -125,7 +125,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			cfg.Recorder.consume(recCtx, t)
 			return
 		}
-		for _, ok := t.next(); ok; _, ok = t.next() {
+		for l, ok := t.next(); ok; l, ok = t.next() {
+			putBuf(l.Msg)
 		}
 	}()
 

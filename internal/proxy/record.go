@@ -97,6 +97,7 @@ func (r *Recorder) consume(ctx context.Context, t *tee) {
 		env, ok := parse(l.Msg)
 		if !ok {
 			r.notJSON.Add(1)
+			putBuf(l.Msg)
 			continue
 		}
 		seq++
@@ -109,12 +110,16 @@ func (r *Recorder) consume(ctx context.Context, t *tee) {
 			}
 		}
 		if st != nil {
+			// Send marshals the message before it returns (the proxy's
+			// connections have no stats handler that would keep it), and
+			// the router copies what it holds: the buffer is free after.
 			for _, x := range rt.route(f, &env) {
 				st.send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
 					SessionId: x.session, Dialect: r.Dialect, Sequence: x.seq, Direction: x.dir, Message: x.msg,
 				}}})
 			}
 		}
+		putBuf(l.Msg)
 	}
 	if wire != nil {
 		r.flushWire(wire)

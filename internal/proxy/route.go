@@ -1,61 +1,23 @@
 package proxy
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 )
-
-// envelope is what routing reads of a JSON-RPC message.
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params *struct {
-		SessionID string `json:"sessionId"`
-	} `json:"params"`
-	Result *struct {
-		SessionID string `json:"sessionId"`
-	} `json:"result"`
-}
-
-// parse reads the envelope of a line. ok is false for a line that is not a
-// JSON object or array (a log line an agent printed on stdout): it is
-// relayed, never normalized. A message of another shape still routes as
-// far as its fields allow.
-func parse(msg []byte) (env envelope, ok bool) {
-	if len(msg) == 0 || (msg[0] != '{' && msg[0] != '[') {
-		return env, false
-	}
-	err := json.Unmarshal(msg, &env)
-	var typeErr *json.UnmarshalTypeError
-	if err != nil && !errors.As(err, &typeErr) {
-		return envelope{}, false
-	}
-	return env, true
-}
-
-func (e *envelope) sessionParam() string {
-	if e.Params == nil {
-		return ""
-	}
-	return e.Params.SessionID
-}
-
-func (e *envelope) sessionResult() string {
-	if e.Result == nil {
-		return ""
-	}
-	return e.Result.SessionID
-}
 
 // A frame is one line ready for normalization.
 type frame struct {
 	seq uint64
 	dir pb.Direction
 	msg []byte
+}
+
+// held is f with a copy of its message, for the router to keep (the
+// message's buffer goes back to the pool once the frame is handled).
+func (f frame) held() frame {
+	f.msg = append([]byte(nil), f.msg...)
+	return f
 }
 
 // routed is a frame for one session.
@@ -115,22 +77,22 @@ func (r *router) sessions() []string { return r.order }
 // route returns where f goes: nothing (held), or one or more frames, in the
 // order they must be fed.
 func (r *router) route(f frame, env *envelope) []routed {
-	id := strings.TrimSpace(string(env.ID))
-	isRequest := env.Method != "" && id != "" && id != "null"
-	isResponse := env.Method == "" && id != "" && id != "null"
+	id := env.id
+	isRequest := env.method != "" && id != "" && id != "null"
+	isResponse := env.method == "" && id != "" && id != "null"
 	toAgent := f.dir == pb.Direction_DIRECTION_CLIENT_TO_AGENT
 
-	if sid := env.sessionParam(); sid != "" && env.Method != "" {
+	if sid := env.paramsSession; sid != "" && env.method != "" {
 		if isRequest {
 			remember(r.reqs(toAgent), id, sid)
 		}
 		return r.to(sid, f)
 	}
-	if isRequest && toAgent && env.Method == "session/new" && len(r.order) > 0 {
+	if isRequest && toAgent && env.method == "session/new" && len(r.order) > 0 {
 		// The answer names the session; until then the request (with its
 		// cwd) waits, so that it goes to the new session, not the last.
 		if len(r.heldNew) < maxHeldNew {
-			r.heldNew[id] = f
+			r.heldNew[id] = f.held()
 			return nil
 		}
 	}
@@ -140,7 +102,7 @@ func (r *router) route(f frame, env *envelope) []routed {
 			delete(reqs, id)
 			return r.to(sid, f)
 		}
-		if sid := env.sessionResult(); sid != "" {
+		if sid := env.resultSession; sid != "" {
 			var out []routed
 			if held, ok := r.heldNew[id]; ok && !toAgent {
 				delete(r.heldNew, id)
@@ -151,9 +113,9 @@ func (r *router) route(f frame, env *envelope) []routed {
 	}
 	if len(r.order) == 0 {
 		if len(r.preamble) < maxPreamble && r.preSize+len(f.msg) <= preambleSize {
-			r.preamble = append(r.preamble, f)
+			r.preamble = append(r.preamble, f.held())
 			r.preSize += len(f.msg)
-			if env.Method != "session/new" {
+			if env.method != "session/new" {
 				r.shared = append(r.shared, len(r.preamble)-1)
 			}
 		}

@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -112,20 +115,66 @@ func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		line string
 		ok   bool
+		want envelope
 	}{
-		{`{"jsonrpc":"2.0","method":"x"}`, true},
-		{`{"id":1,"result":[1,2]}`, true}, // a result of another shape still routes by id
-		{`{"params":"text"}`, true},
-		{`[{"jsonrpc":"2.0"}]`, true},
-		{`{"broken":`, false},
-		{`"a string"`, false},
-		{`42`, false},
-		{`npm WARN deprecated`, false},
-		{"\x1b[31m{}", false},
+		{`{"jsonrpc":"2.0","method":"x"}`, true, envelope{method: "x"}},
+		{` {"id":1,"result":[1,2]} `, true, envelope{id: "1"}}, // a result of another shape still routes by id
+		{`{"id":"p\"1","method":"session/update","params":{"update":{"sessionId":"inner"},"sessionId":"S\u0031"}}`, true,
+			envelope{id: `"p\"1"`, method: "session/update", paramsSession: "S1"}},
+		{`{"id":2,"result":{"sessionId":"N","configOptions":[{"id":"model","text":"a\\"}]}}`, true, envelope{id: "2", resultSession: "N"}},
+		{`{"params":"text"}`, true, envelope{}},
+		{`{"method":7,"params":{"sessionId":8}}`, true, envelope{}},
+		{`{}`, true, envelope{}},
+		{`[{"jsonrpc":"2.0"}]`, true, envelope{}},
+		{`{"broken":`, false, envelope{}},
+		{`{"a":1} trailing`, false, envelope{}},
+		{`{"a":"unterminated}`, false, envelope{}},
+		{`{"a" 1}`, false, envelope{}},
+		{`{"a":1,}`, false, envelope{}},
+		{`"a string"`, false, envelope{}},
+		{`42`, false, envelope{}},
+		{`npm WARN deprecated`, false, envelope{}},
+		{"\x1b[31m{}", false, envelope{}},
 	} {
-		_, ok := parse([]byte(tc.line))
+		env, ok := parse([]byte(tc.line))
 		assert.Equal(t, tc.ok, ok, tc.line)
+		assert.Equal(t, tc.want, env, tc.line)
 	}
+}
+
+// parse reads what encoding/json reads, on every message of the recordings
+// in the repository.
+func TestParseAgreesWithEncodingJSON(t *testing.T) {
+	files, err := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	n := 0
+	for _, f := range files {
+		lines, err := replay.ReadFile(f)
+		require.NoError(t, err)
+		for _, l := range lines {
+			var want struct {
+				ID     json.RawMessage `json:"id"`
+				Method any             `json:"method"`
+				Params any             `json:"params"`
+				Result any             `json:"result"`
+			}
+			if json.Unmarshal(l.Msg, &want) != nil {
+				continue
+			}
+			got, ok := parse(l.Msg)
+			require.True(t, ok, "%s:%d", f, l.Number)
+			method, _ := want.Method.(string)
+			sid := func(v any) string {
+				m, _ := v.(map[string]any)
+				s, _ := m["sessionId"].(string)
+				return s
+			}
+			assert.Equal(t, envelope{id: string(want.ID), method: method, paramsSession: sid(want.Params), resultSession: sid(want.Result)}, got, "%s:%d", f, l.Number)
+			n++
+		}
+	}
+	t.Logf("%d messages", n)
 }
 
 // Requests that are never answered do not make the router grow.

@@ -74,10 +74,13 @@ func (t *tee) push(dir pb.Direction, msg []byte) {
 		t.dropBehind(n)
 		return
 	}
-	l := Line{Dir: dir, At: time.Since(t.start), Msg: append([]byte(nil), msg...)}
+	buf := getBuf(len(msg))
+	copy(buf, msg)
+	l := Line{Dir: dir, At: time.Since(t.start), Msg: buf}
 	select {
 	case t.q <- l:
 	default:
+		putBuf(buf)
 		t.queued.Add(-n)
 		t.dropBehind(n)
 	}
@@ -188,7 +191,7 @@ func (s *splitter) flush() {
 }
 
 // next takes the next line off the queue; false once it is closed and
-// empty.
+// empty. The consumer gives l.Msg back with putBuf when done with it.
 func (t *tee) next() (Line, bool) {
 	l, ok := <-t.q
 	if ok {
@@ -199,3 +202,44 @@ func (t *tee) next() (Line, bool) {
 
 // pending says how many lines wait in the queue.
 func (t *tee) pending() int { return len(t.q) }
+
+// Line buffers are pooled, so that the relay's goroutine allocates nothing
+// in the steady state: a goroutine that allocates while the collector runs
+// must help it, and normalization makes garbage enough for that help to
+// slow the relay to normalization's pace. Buffers come in size classes,
+// powers of 4 from 1 KiB; a line over the largest class is allocated.
+const (
+	minClass   = 10 // 1 KiB
+	numClasses = 8  // up to 16 MiB
+)
+
+var linePools [numClasses]sync.Pool
+
+func classOf(n int) int {
+	c := 0
+	for size := 1 << minClass; size < n; size <<= 2 {
+		c++
+	}
+	return c
+}
+
+// getBuf returns a buffer of length n.
+func getBuf(n int) []byte {
+	c := classOf(n)
+	if c >= numClasses {
+		return make([]byte, n)
+	}
+	if p, ok := linePools[c].Get().(*[]byte); ok {
+		return (*p)[:n]
+	}
+	return make([]byte, n, 1<<(minClass+2*c))
+}
+
+// putBuf gives a buffer from getBuf back; nothing may use it afterwards.
+func putBuf(b []byte) {
+	c := classOf(cap(b))
+	if c >= numClasses || cap(b) != 1<<(minClass+2*c) {
+		return
+	}
+	linePools[c].Put(&b)
+}

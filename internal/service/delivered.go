@@ -52,6 +52,22 @@ func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) boo
 	return whole
 }
 
+// forget drops what the stream carried of the session's calls: their
+// revisions a request made were recorded (needsWhole) but then not sent,
+// because the store did not take the request (UNAVAILABLE). The next
+// revision of each then carries every text whole. Rare, so a walk over
+// the bounded map.
+func (d *delivered) forget(session string) {
+	if d == nil {
+		return
+	}
+	for k := range d.last {
+		if k.session == session {
+			delete(d.last, k)
+		}
+	}
+}
+
 // setOptions applies a StreamOptions request to the stream.
 func (d *delivered) setOptions(o *pb.StreamOptions) {
 	if d != nil {

@@ -77,6 +77,10 @@ func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.N
 // event turns what the Normalizer produced into a response and emits it.
 func (f *feeder) event(ev normalize.Event) error {
 	if ev.Error != nil {
+		if ev.Error.Code == normalize.Unavailable {
+			// The request's revisions were dropped, not sent.
+			f.d.forget(ev.Error.SessionID)
+		}
 		f.ss.m.frameError(codes.Code(ev.Error.Code))
 		return f.emit(frameErrorResponse(ev.Error))
 	}
@@ -96,7 +100,7 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 	case *pb.NormalizeRequest_Frame:
 		fr := k.Frame
 		opts = append(opts, normalize.WithSequence(fr.GetSequence()), normalize.WithDialect(fr.GetDialect()), normalize.WithCwd(fr.GetCwd()),
-			normalize.WithPrepared(ahead), f.nextOf)
+			normalize.WithDirection(direction(fr.GetDirection())), normalize.WithPrepared(ahead), f.nextOf)
 		_, err = f.n.Feed(fr.GetSessionId(), fr.GetMessage(), opts...)
 	case *pb.NormalizeRequest_TurnEnded:
 		t := k.TurnEnded
@@ -145,13 +149,24 @@ func (f *feeder) handleBatch(reqs []*pb.NormalizeRequest, reads []*normalize.Pre
 	frames := f.frames[:0]
 	for i, req := range reqs {
 		fr := req.GetFrame()
-		frames = append(frames, normalize.Frame{Message: fr.GetMessage(), Sequence: fr.GetSequence(), Dialect: fr.GetDialect(), Cwd: fr.GetCwd(), Prepared: reads[i]})
+		frames = append(frames, normalize.Frame{Message: fr.GetMessage(), Sequence: fr.GetSequence(), Dialect: fr.GetDialect(), Cwd: fr.GetCwd(), Direction: direction(fr.GetDirection()), Prepared: reads[i]})
 	}
 	_, err := f.n.FeedBatch(reqs[0].GetFrame().GetSessionId(), frames, opts...)
 	clear(frames)
 	f.frames = frames[:0]
 	f.done(opts)
 	return f.next, err
+}
+
+// direction is the frame's direction in normalize's terms.
+func direction(d pb.Direction) normalize.Direction {
+	switch d {
+	case pb.Direction_DIRECTION_AGENT_TO_CLIENT:
+		return normalize.FromAgent
+	case pb.Direction_DIRECTION_CLIENT_TO_AGENT:
+		return normalize.FromClient
+	}
+	return normalize.DirectionUnknown
 }
 
 // sweep releases expired state (see normalize.Normalizer.Sweep).

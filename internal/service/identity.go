@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -51,8 +52,12 @@ const DefaultIdentity = "default"
 // entry maps), so that the label's values stay bounded.
 const otherIdentity = "other"
 
-// maxNameBytes bounds an identity name.
-const maxNameBytes = 128
+// maxNameBytes bounds an identity name; maxCertIdentityBytes the identity
+// of a client certificate (which, unmapped, is the name).
+const (
+	maxNameBytes         = 128
+	maxCertIdentityBytes = 1024
+)
 
 // validName is what an identity name may be: the names of tokens files
 // and certificate maps, which are also metrics label values.
@@ -374,6 +379,10 @@ func (a *access) authenticate(ctx context.Context) (context.Context, error) {
 			a.m.streamRefused("unauthenticated")
 			return nil, status.Error(codes.Unauthenticated, "the client certificate names no identity (no URI or DNS SAN, no subject common name)")
 		}
+		if len(certID) > maxCertIdentityBytes {
+			a.m.streamRefused("unauthenticated")
+			return nil, status.Errorf(codes.Unauthenticated, "the client certificate's identity is %d bytes, over the %d this acpnormd takes", len(certID), maxCertIdentityBytes)
+		}
 		if a.names == nil {
 			return withIdentity(ctx, identity{name: certID}), nil
 		}
@@ -404,9 +413,13 @@ func peerCertIdentity(ctx context.Context) string {
 	return CertIdentity(info.State.VerifiedChains[0][0])
 }
 
-// capStreams refuses a stream when its identity already has maxStreams
-// open (see ServerOptions.MaxStreamsPerIdentity).
+// capStreams refuses a Normalize stream when its identity already has
+// maxStreams open (see ServerOptions.MaxStreamsPerIdentity). Health and
+// reflection streams count only against the process's cap.
 func (a *access) capStreams(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if info.FullMethod != pb.NormalizerService_Normalize_FullMethodName {
+		return handler(srv, ss)
+	}
 	id := identityOf(ss.Context())
 	a.mu.Lock()
 	if n := a.streams[id.name]; n >= a.maxStreams {

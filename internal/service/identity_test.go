@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -261,7 +262,8 @@ func TestQuotaLeavesOtherIdentitiesAlone(t *testing.T) {
 	require.NoError(t, err)
 	opts := DefaultServerOptions()
 	opts.Tokens, opts.MaxStreamsPerIdentity = tokens, 1
-	client := pb.NewNormalizerServiceClient(connect(t, serveWith(t, svc, opts), insecure.NewCredentials()))
+	conn := connect(t, serveWith(t, svc, opts), insecure.NewCredentials())
+	client := pb.NewNormalizerServiceClient(conn)
 
 	a := openTCP(t, client, bearer(t, "a-token"))
 	for i, sid := range []string{"s1", "s2"} {
@@ -280,6 +282,13 @@ func TestQuotaLeavesOtherIdentitiesAlone(t *testing.T) {
 	_, err = extra.Recv()
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
 	assert.Contains(t, status.Convert(err).Message(), "--quota-streams")
+
+	// Reflection and health streams count against the process's cap only.
+	rs, err := reflectpb.NewServerReflectionClient(conn).ServerReflectionInfo(bearer(t, "a-token"))
+	require.NoError(t, err)
+	require.NoError(t, rs.Send(&reflectpb.ServerReflectionRequest{MessageRequest: &reflectpb.ServerReflectionRequest_ListServices{}}))
+	_, err = rs.Recv()
+	assert.NoError(t, err, "alice's reflection stream beside her Normalize stream")
 
 	// Bob's frames and stream are his own.
 	b := openTCP(t, client, bearer(t, "b-token"))

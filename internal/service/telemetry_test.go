@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/telemetry"
@@ -87,6 +88,9 @@ func TestTelemetrySpanPerStreamAndCall(t *testing.T) {
 	_, err := h.client.GetClientCapabilities(context.Background(), &pb.GetClientCapabilitiesRequest{Dialect: "generic"})
 	require.NoError(t, err)
 
+	// The server ends a span after the client has its answer (the stats
+	// handler's End comes after the trailer is written): wait for both.
+	require.Eventually(t, func() bool { return len(spans.GetSpans()) >= 2 }, 5*time.Second, 5*time.Millisecond)
 	got := spans.GetSpans()
 	names := make([]string, 0, len(got))
 	for _, s := range got {
@@ -132,6 +136,7 @@ func TestTelemetryCountsStoreRoundTrips(t *testing.T) {
 	cfg.Store = store.NewMemory()
 	h, spans, _ := tracedHarness(t, cfg)
 	playAndClose(t, h, "stored", tracedFrames)
+	require.Eventually(t, func() bool { return len(spans.GetSpans()) >= 1 }, 5*time.Second, 5*time.Millisecond)
 	got := spans.GetSpans()
 	require.Len(t, got, 1)
 	assert.Positive(t, attrs(got[0])["acpnorm.stream.store_round_trips"].AsInt64())

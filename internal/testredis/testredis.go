@@ -1,7 +1,10 @@
-// Package testredis starts a real redis-server for tests: Debian's
-// redis-server (installed by test/setup.sh), on a free loopback port, with
-// no persistence, stopped when the test ends. There is no fake: a test that
-// needs Redis fails, saying how to install it, when redis-server is missing.
+// Package testredis starts real redis-server processes for tests: Debian's
+// redis-server (installed by test/setup.sh), on free loopback ports, with
+// no persistence unless asked, each killed by its pid when the test ends.
+// Beside one server (Start, StartServer) it starts a master with replicas
+// watched by Sentinels (StartSentinel) and a Redis Cluster (StartCluster).
+// There is no fake: a test that needs Redis fails, saying how to install
+// it, when redis-server is missing.
 package testredis
 
 import (
@@ -12,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +31,8 @@ type Server struct {
 	cmd  *exec.Cmd
 	dir  string
 	port int
+	args []string // after redisproc.Args
+	conf string   // the config file redis-server starts with
 	done chan struct{}
 	log  *bytes.Buffer
 }
@@ -40,19 +46,32 @@ func Start(t testing.TB) string {
 }
 
 // StartServer is Start returning the Server, for tests that also stop and
-// restart it.
-func StartServer(t testing.TB) *Server {
+// restart it. args are more redis-server options, after (and so
+// overriding) those of redisproc.Args: "--appendonly", "yes" for an AOF,
+// "--replicaof", "127.0.0.1 6379" for a replica.
+func StartServer(t testing.TB, args ...string) *Server {
+	t.Helper()
+	return startServer(t, false, args)
+}
+
+func startServer(t testing.TB, cluster bool, args []string) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not on PATH (%v): run bash test/setup.sh, which installs Debian's redis-server", err)
 	}
-	s := &Server{t: t, dir: t.TempDir()}
+	s := &Server{t: t, dir: t.TempDir(), args: args}
+	// An empty config file, which Sentinel's CONFIG REWRITE of a server it
+	// reconfigures can write to.
+	s.conf = filepath.Join(s.dir, "redis.conf")
+	if err := os.WriteFile(s.conf, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(s.Stop)
 	// A port taken between choosing it and redis binding it makes redis
 	// exit; choose another then, a bounded number of times.
 	var err error
 	for range 5 {
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = freePort(cluster); err != nil {
 			t.Fatal(err)
 		}
 		if err = s.start(); err == nil {
@@ -63,13 +82,24 @@ func StartServer(t testing.TB) *Server {
 	return nil
 }
 
-// Restart kills the server (SIGKILL, as a crash) and starts a new, empty
-// one on the same port.
+// Restart kills the server (SIGKILL, as a crash) and starts it again on
+// the same port and directory: empty without persistence, with what its
+// AOF kept when started with one.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
+	s.Start()
+}
+
+// Start starts a stopped server again on its port and directory (see
+// Restart).
+func (s *Server) Start() {
+	s.t.Helper()
+	if s.cmd != nil {
+		return
+	}
 	if err := s.start(); err != nil {
-		s.t.Fatalf("testredis: restart: %v", err)
+		s.t.Fatalf("testredis: start again: %v", err)
 	}
 }
 
@@ -79,16 +109,49 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused process dies all the same, but say it
 	_ = s.cmd.Process.Kill()
 	<-s.done
 	s.cmd = nil
 }
 
+// Pause stops the process (SIGSTOP): it holds its connections but answers
+// nothing until Resume.
+func (s *Server) Pause() {
+	s.t.Helper()
+	if s.cmd == nil || s.cmd.Process.Signal(syscall.SIGSTOP) != nil {
+		s.t.Fatalf("testredis: pausing %s: not running", s.Addr)
+	}
+}
+
+// Resume lets a paused process go on (SIGCONT).
+func (s *Server) Resume() {
+	s.t.Helper()
+	if s.cmd == nil || s.cmd.Process.Signal(syscall.SIGCONT) != nil {
+		s.t.Fatalf("testredis: resuming %s: not running", s.Addr)
+	}
+}
+
+// Running reports whether the server's process runs (it may be paused).
+func (s *Server) Running() bool { return s.cmd != nil }
+
+// Pid is the server's process id (0 when stopped).
+func (s *Server) Pid() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Dir is the server's directory: its log (redis.log) and data files.
+func (s *Server) Dir() string { return s.dir }
+
 func (s *Server) start() error {
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 	s.URL = "redis://" + s.Addr + "/0"
 	s.log = new(bytes.Buffer)
-	cmd := exec.Command("redis-server", redisproc.Args(strconv.Itoa(s.port), s.dir)...)
+	args := append([]string{s.conf}, redisproc.Args(strconv.Itoa(s.port), s.dir)...)
+	cmd := exec.Command("redis-server", append(args, s.args...)...)
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log
 	if err := cmd.Start(); err != nil {
@@ -120,13 +183,31 @@ func (s *Server) start() error {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("testredis: finding a free port: %w", err)
+// freePort returns a loopback port nothing listens on; for a cluster node
+// also its bus port, 10000 above it.
+func freePort(cluster bool) (int, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("testredis: finding a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if !cluster {
+			l.Close()
+			return port, nil
+		}
+		if port+10000 > 65535 {
+			l.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+10000)))
+		l.Close()
+		if err == nil {
+			bus.Close()
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("testredis: no free port with a free bus port 10000 above it")
 }
 
 func lastLines(b []byte) string {

@@ -2,6 +2,7 @@ package testredis
 
 import (
 	"testing"
+	"time"
 
 	"github.com/acpnorm/acpnorm/internal/redisproc"
 )
@@ -20,4 +21,31 @@ func TestStartRestart(t *testing.T) {
 		t.Fatal("PING answered after Stop")
 	}
 	s.Stop() // again: nothing
+}
+
+func TestSentinelFailsOver(t *testing.T) {
+	d := StartSentinel(t, 2, 3, 2, time.Second)
+	old := d.Master(nil, 10*time.Second)
+	if old != d.Servers[0] {
+		t.Fatalf("the first master is %s, the Sentinels name %s", d.Servers[0].Addr, old.Addr)
+	}
+	start := time.Now()
+	old.Stop()
+	m := d.Master(old, time.Minute)
+	t.Logf("%s promoted %v after the master was killed", m.Addr, time.Since(start))
+	old.Start() // comes back as a replica of the new master
+	d.WaitReplicas(m, 2)
+}
+
+func TestClusterFailover(t *testing.T) {
+	c := StartCluster(t, 3, 1, time.Second)
+	ms := c.Masters()
+	if len(ms) != 3 {
+		t.Fatalf("%d masters; want 3", len(ms))
+	}
+	r := c.Failover(ms[0])
+	if len(c.Masters()) != 3 || role(r.Addr) != "master" || role(ms[0].Addr) != "slave" {
+		t.Fatalf("after CLUSTER FAILOVER: masters %v", c.Masters())
+	}
+	t.Log(c.URL)
 }

@@ -4,12 +4,45 @@
 //
 //	s, err := redisstore.Open("redis://127.0.0.1:6379/0")
 //
+// # Deployments
+//
+// The URL says which kind of deployment it names, in go-redis's own forms:
+//
+//   - one server: redis://[user:password@]host:port/db (go-redis ParseURL);
+//   - Sentinel: redis://[user:password@]sentinel:port/db?master_name=NAME&addr=sentinel2:port&...
+//     (ParseFailoverURL): the host and every addr are Sentinels, the user
+//     and password in the URL are the Sentinels' own, and the master's are
+//     the username and password parameters. The client asks the Sentinels
+//     for the master and follows a failover by itself;
+//   - Cluster: redis://[user:password@]seed:port?addr=seed2:port&...
+//     (ParseClusterURL): any URL with an addr parameter and no master_name.
+//     A cluster known by one seed names that seed twice,
+//     redis://seed:port?addr=seed:port (a URL without addr is one server).
+//     A cluster has database 0 only.
+//
+// rediss:// is TLS in each. Options that would send commands to replicas
+// (read_only, replica_only, route_by_latency, route_randomly) are refused:
+// the store reads what it has just written.
+//
+// # Waiting for replicas
+//
+// Redis replicates asynchronously: a master that dies just after a commit
+// can take it along, and the replica promoted in its place never had it.
+// WithWaitReplicas(n, timeout) makes Commit send WAIT n timeout right
+// after the commit script, in the same pipeline and so on the same
+// connection (WAIT counts the replicas that hold that connection's
+// writes), and return ErrNotReplicated when fewer than n replicas
+// acknowledged in time. Such a commit is applied on the master, but not
+// acknowledged: it survives unless the master is lost before a replica
+// copies it. On Cluster the pipeline goes to the master of the session's
+// slot (ClusterClient.MasterForKey), following a moved slot a few times.
+//
 // # Layout
 //
 // One session is a handful of keys that share one hash tag, so that they
 // live in one slot and a script may touch them all, also on Redis Cluster
-// (Open connects to one server, a primary; the layout is ready for a
-// cluster client):
+// (the scripts name the hash and the name set as keys, and build the
+// streams' keys, in the same slot, from them):
 //
 //	<prefix>{<id>}              hash: v = version, h = header, r:<name> = records,
 //	                            c = the tokens of the last 8 commits,
@@ -88,6 +121,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -103,12 +137,16 @@ import (
 // the URL's prefix parameter sets another.
 const DefaultPrefix = "acpnorm:"
 
-// Store is a store.Store on one Redis server. Its methods are safe for
-// concurrent use.
+// Store is a store.Store on a Redis server, a Sentinel-watched master or
+// a Redis Cluster. Its methods are safe for concurrent use.
 type Store struct {
-	c      *redis.Client
-	prefix string
-	where  string // the URL without its password, for errors
+	c       redis.UniversalClient
+	cluster *redis.ClusterClient // c, when it is a cluster's
+	prefix  string
+	where   string // the URL without its passwords, for errors
+
+	wait        int           // replicas a commit waits for (WithWaitReplicas)
+	waitTimeout time.Duration // how long it waits
 
 	tokenBase uint64        // random, per Store
 	tokenSeq  atomic.Uint64 // makes each commit's token unique in this Store
@@ -116,12 +154,21 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// ErrNotReplicated is the error (wrapped) of a commit that the master
+// applied but fewer replicas than WithWaitReplicas asks for acknowledged
+// within its timeout. The commit is not acknowledged: a failover may still
+// lose it, or keep it.
+// It wraps store.ErrUnacknowledged.
+var ErrNotReplicated = fmt.Errorf("%w: too few replicas hold it (WAIT)", store.ErrUnacknowledged)
+
 // An Option changes how Open sets up the store.
 type Option func(*config)
 
 type config struct {
 	prefix      string
 	pingTimeout time.Duration
+	wait        int
+	waitTimeout time.Duration
 }
 
 // WithPrefix starts every key with prefix instead of DefaultPrefix, so that
@@ -130,15 +177,22 @@ type config struct {
 // prefix parameter.
 func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
-// Open connects to the Redis server at rawURL,
-//
-//	redis://[user:password@]host:port/db[?options]
-//	rediss://...   (TLS)
-//
-// with the options go-redis's ParseURL accepts (dial_timeout,
-// pool_size, ...), plus prefix=<key prefix>. It checks that the server
-// answers (PING) before it returns; an error names the URL without its
-// password.
+// WithWaitReplicas makes every commit wait, with Redis WAIT on the
+// commit's own connection, until n replicas hold it, for at most timeout;
+// a commit fewer replicas acknowledged returns an error wrapping
+// ErrNotReplicated. n = 0 (the default) waits for none. The read timeout
+// of the connections grows by timeout, so that a WAIT is never cut short
+// by it.
+func WithWaitReplicas(n int, timeout time.Duration) Option {
+	return func(c *config) { c.wait, c.waitTimeout = n, timeout }
+}
+
+// Open connects to the Redis deployment at rawURL (see the package
+// documentation for the three forms), with the options go-redis's parser
+// for that form accepts (dial_timeout, pool_size, ...), plus prefix=<key
+// prefix>. It checks that the deployment answers (PING, through the
+// Sentinels to the master for a Sentinel URL) before it returns; an error
+// names the URL without its passwords.
 func Open(rawURL string, opts ...Option) (*Store, error) {
 	cfg := config{prefix: DefaultPrefix, pingTimeout: 10 * time.Second}
 	u, err := url.Parse(rawURL)
@@ -149,7 +203,7 @@ func Open(rawURL string, opts ...Option) (*Store, error) {
 		}
 		return nil, fmt.Errorf("redisstore: the store URL is not a URL: %v", err)
 	}
-	where := u.Redacted()
+	where := redact(u)
 	q := u.Query()
 	if q.Has("prefix") {
 		cfg.prefix = q.Get("prefix")
@@ -162,28 +216,93 @@ func Open(rawURL string, opts ...Option) (*Store, error) {
 	if strings.ContainsAny(cfg.prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: key prefix %q contains a brace; braces would change the keys' Redis hash tag", cfg.prefix)
 	}
-	ro, err := redis.ParseURL(u.String())
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: store URL %s: %w", where, err)
+	if cfg.wait < 0 || cfg.wait > 0 && cfg.waitTimeout <= 0 {
+		return nil, fmt.Errorf("redisstore: waiting for %d replicas for %v: want 0 or more replicas, and a positive timeout when more than 0", cfg.wait, cfg.waitTimeout)
 	}
-	// A cancelled or expired context ends a command, not only the wait
-	// for a connection.
-	ro.ContextTimeoutEnabled = true
-	// Maintenance notifications are for Redis Enterprise/Cloud upgrades;
-	// asking a plain Redis for them costs a command per connection.
-	if ro.MaintNotificationsConfig == nil {
-		ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	for _, p := range []string{"read_only", "replica_only", "route_by_latency", "route_randomly"} {
+		if v := q.Get(p); v != "" && v != "false" && v != "0" {
+			return nil, fmt.Errorf("redisstore: store URL %s: %s would read from replicas, which may not yet hold what the store just wrote; remove it", where, p)
+		}
 	}
-	c := redis.NewClient(ro)
+	// readTimeout makes room for WAIT in the read timeout (0 is
+	// go-redis's default of 3 s; a negative one is none).
+	readTimeout := func(d time.Duration) time.Duration {
+		if cfg.wait == 0 || d < 0 {
+			return d
+		}
+		if d == 0 {
+			d = 3 * time.Second
+		}
+		return d + cfg.waitTimeout
+	}
+	s := &Store{prefix: cfg.prefix, where: where, wait: cfg.wait, waitTimeout: cfg.waitTimeout}
+	switch {
+	case q.Has("master_name"):
+		fo, err := redis.ParseFailoverURL(u.String())
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: Sentinel store URL %s: %w", where, err)
+		}
+		if fo.MasterName == "" {
+			return nil, fmt.Errorf("redisstore: Sentinel store URL %s: master_name is empty", where)
+		}
+		fo.ContextTimeoutEnabled = true // a cancelled context ends a command
+		fo.ReadTimeout = readTimeout(fo.ReadTimeout)
+		s.c = redis.NewFailoverClient(fo)
+	case q.Has("addr"):
+		if p := strings.Trim(u.Path, "/"); p != "" && p != "0" {
+			return nil, fmt.Errorf("redisstore: Cluster store URL %s: database %q; a Redis Cluster has database 0 only", where, p)
+		}
+		u.Path = ""
+		co, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: Cluster store URL %s: %w", where, err)
+		}
+		slices.Sort(co.Addrs)
+		co.Addrs = slices.Compact(co.Addrs) // a one-seed cluster names its seed twice
+		co.ContextTimeoutEnabled = true
+		co.ReadTimeout = readTimeout(co.ReadTimeout)
+		if co.MaintNotificationsConfig == nil {
+			co.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		}
+		s.cluster = redis.NewClusterClient(co)
+		s.c = s.cluster
+	default:
+		ro, err := redis.ParseURL(u.String())
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: store URL %s: %w", where, err)
+		}
+		ro.ContextTimeoutEnabled = true
+		ro.ReadTimeout = readTimeout(ro.ReadTimeout)
+		// Maintenance notifications are for Redis Enterprise/Cloud
+		// upgrades; asking a plain Redis for them costs a command per
+		// connection.
+		if ro.MaintNotificationsConfig == nil {
+			ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		}
+		s.c = redis.NewClient(ro)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.pingTimeout)
 	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
+	if err := s.c.Ping(ctx).Err(); err != nil {
+		_ = s.c.Close()
 		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", where, err)
 	}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
-	return &Store{c: c, prefix: cfg.prefix, where: where, tokenBase: binary.LittleEndian.Uint64(seed[:])}, nil
+	s.tokenBase = binary.LittleEndian.Uint64(seed[:])
+	return s, nil
+}
+
+// redact returns the URL without the password in its user part and
+// without the value of a password parameter (a Sentinel URL's master
+// password).
+func redact(u *url.URL) string {
+	c := *u
+	if q := c.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		c.RawQuery = q.Encode()
+	}
+	return c.Redacted()
 }
 
 // Close closes the store's connections.
@@ -213,7 +332,9 @@ func (s *Store) keys(session string) []string {
 // set), header, record count n, then n times (name, flag ('1' set, '0'
 // delete), value), then per stream op (name, op ('a' append, 's' set, 'd'
 // delete), data). Returns the new version, or -1 on a conflict.
-var commitScript = redis.NewScript(`
+var commitScript = redis.NewScript(commitSource)
+
+const commitSource = `
 local h, k = KEYS[1], KEYS[2]
 local st = redis.call('HMGET', h, 'v', 'c', 'g', 'x')
 local cur = tonumber(st[1] or '0')
@@ -284,7 +405,7 @@ if refresh then
   for j = 1, #names do redis.call('PEXPIREAT', sp .. names[j], xs) end
 end
 return v
-`)
+`
 
 // loadScript returns {} for an absent session, else {HGETALL of the hash,
 // {name, data, name, data, ...} of the streams}.
@@ -434,7 +555,13 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 		}
 		args = append(args, op.Name, kind, nonNil(op.Data))
 	}
-	v, err := commitScript.Run(ctx, s.c, s.keys(session), args...).Int64()
+	var v int64
+	var err error
+	if s.wait == 0 {
+		v, err = commitScript.Run(ctx, s.c, s.keys(session), args...).Int64()
+	} else {
+		v, err = s.commitAndWait(ctx, s.keys(session), args)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: %w", session, base, s.where, err)
 	}
@@ -445,6 +572,89 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: the script answered version %d", session, base, s.where, v)
 	}
 	return uint64(v), nil
+}
+
+// commitAndWait runs the commit script and WAIT in one pipeline on one
+// connection to the master of the session's keys, and returns the
+// script's answer; an error wrapping ErrNotReplicated when the script
+// committed but fewer than s.wait replicas acknowledged it in time.
+func (s *Store) commitAndWait(ctx context.Context, keys []string, args []any) (int64, error) {
+	const moves = 4 // a slot that moves this often while one commit is sent is not worth chasing
+	for attempt := 1; ; attempt++ {
+		node, ok := s.c.(*redis.Client)
+		if s.cluster != nil {
+			var err error
+			if node, err = s.cluster.MasterForKey(ctx, keys[0]); err != nil {
+				return 0, err
+			}
+			ok = true
+		}
+		if !ok {
+			return 0, fmt.Errorf("redisstore: no single connection for WAIT on a %T", s.c)
+		}
+		v, acked, err := s.pipeWait(ctx, node, keys, args)
+		if s.cluster != nil && err != nil {
+			// The slot moved, or its master went away: the cluster
+			// client's view is old. A redirected script did not run.
+			s.cluster.ReloadState(ctx)
+			if redirected(err) && attempt < moves {
+				select {
+				case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+					continue
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				}
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+		if v >= 0 && acked < int64(s.wait) {
+			return 0, fmt.Errorf("%w: version %d is applied on the master, but %d of the %d replicas asked for held it within %v", ErrNotReplicated, v, acked, s.wait, s.waitTimeout)
+		}
+		return v, nil
+	}
+}
+
+// pipeWait sends the commit script (by its SHA1, or whole when the server
+// does not know it) and WAIT in one pipeline, which go-redis writes on one
+// connection.
+func (s *Store) pipeWait(ctx context.Context, node *redis.Client, keys []string, args []any) (v, acked int64, err error) {
+	for _, whole := range []bool{false, true} {
+		var run *redis.Cmd
+		var wait *redis.IntCmd
+		_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if whole {
+				run = p.Eval(ctx, commitSource, keys, args...)
+			} else {
+				run = p.EvalSha(ctx, commitScript.Hash(), keys, args...)
+			}
+			wait = redis.NewIntCmd(ctx, "wait", s.wait, max(1, s.waitTimeout.Milliseconds())) // WAIT n 0 would wait forever
+			return p.Process(ctx, wait)
+		})
+		if !whole && redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
+			continue // it did not run: send it whole
+		}
+		if v, err = run.Int64(); err != nil {
+			return 0, 0, err
+		}
+		if acked, err = wait.Result(); err != nil {
+			return 0, 0, fmt.Errorf("WAIT after the commit (it may have been applied): %w", err)
+		}
+		return v, acked, nil
+	}
+	return 0, 0, err
+}
+
+// redirected reports whether a cluster node answered that the key's slot
+// is served elsewhere (MOVED, ASK) or is not served (CLUSTERDOWN, TRYAGAIN).
+func redirected(err error) bool {
+	for _, p := range []string{"MOVED", "ASK", "CLUSTERDOWN", "TRYAGAIN"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Delete removes the session when it is still at version base.

@@ -305,3 +305,155 @@ func TestOpenErrors(t *testing.T) {
 		}
 	}
 }
+
+// The conformance suite through Sentinel, to the master it names.
+func TestConformanceSentinel(t *testing.T) {
+	d := testredis.StartSentinel(t, 1, 1, 1, 5*time.Second)
+	c := raw(t, d.Servers[0].URL)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		if err := c.FlushAll(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return open(t, d.URL, WithWaitReplicas(1, 5*time.Second))
+	})
+}
+
+// The conformance suite on a Redis Cluster of three masters: the scripts
+// touch one slot each, whatever node serves it.
+func TestConformanceCluster(t *testing.T) {
+	cl := testredis.StartCluster(t, 3, 0, 5*time.Second)
+	n := 0
+	storetest.Run(t, func(t *testing.T) store.Store {
+		n++ // a prefix per subtest: FLUSHALL would have to go to every master
+		return open(t, cl.URL, WithPrefix(fmt.Sprintf("c%d:", n)))
+	})
+}
+
+// On a cluster, every key of a session is in the slot of its hash tag,
+// sessions spread over the masters, and a commit that waits for a replica
+// goes to the master of its slot (a WAIT elsewhere would count nothing).
+func TestClusterSpreadAndWait(t *testing.T) {
+	cl := testredis.StartCluster(t, 3, 1, 5*time.Second)
+	s := open(t, cl.URL, WithWaitReplicas(1, 5*time.Second))
+	defer s.Close()
+	ctx := t.Context()
+	for i := range 60 {
+		id := fmt.Sprintf("session-%d", i)
+		ch := &store.Change{Header: []byte("h"), Records: map[string][]byte{"r": []byte("1")},
+			Streams: []store.StreamOp{{Name: "0:call", Data: []byte("out"), Append: true}}, TTL: time.Hour}
+		if v, err := s.Commit(ctx, id, 0, ch); err != nil || v != 1 {
+			t.Fatalf("commit %s: %d, %v", id, v, err)
+		}
+		if snap, err := s.Load(ctx, id); err != nil || snap.Version != 1 || string(snap.Streams["0:call"]) != "out" {
+			t.Fatalf("load %s: %+v, %v", id, snap, err)
+		}
+	}
+	keys := cl.Keys()
+	total := int64(0)
+	for addr, n := range keys {
+		total += n
+		if n == 0 {
+			t.Errorf("master %s holds no key of 60 sessions: %v", addr, keys)
+		}
+	}
+	if total != 3*60 {
+		t.Errorf("%d keys on the masters; want 3 per session (hash, name set, stream): %v", total, keys)
+	}
+	t.Logf("keys per master: %v", keys)
+}
+
+// With WithWaitReplicas, a commit returns once the replica holds it; when
+// the replica cannot (paused, and cut off from the master), the commit is
+// applied on the master but not acknowledged: ErrNotReplicated after the
+// timeout. Once the replica is back, the master's copy is what it gets.
+func TestWaitReplicas(t *testing.T) {
+	master := testredis.StartServer(t)
+	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
+	s := open(t, master.URL, WithWaitReplicas(1, 300*time.Millisecond))
+	defer s.Close()
+	ctx := t.Context()
+	ch := func(h string) *store.Change { return &store.Change{Header: []byte(h), TTL: time.Hour} }
+	deadline := time.Now().Add(time.Minute)
+	var err error
+	for { // until the replica has synced once
+		if _, err = s.Commit(ctx, "a", 0, ch("1")); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+		_ = raw(t, master.URL).FlushAll(ctx).Err()
+	}
+	if err != nil {
+		t.Fatalf("commit with a replica in sync: %v", err)
+	}
+	if snap, err := s.Load(ctx, "a"); err != nil || snap.Version != 1 {
+		t.Fatalf("load: %+v, %v", snap, err)
+	}
+	replica.Pause()
+	if err := raw(t, master.URL).ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = s.Commit(ctx, "a", 1, ch("2"))
+	if !errors.Is(err, ErrNotReplicated) || errors.Is(err, store.ErrConflict) {
+		t.Fatalf("commit with the replica paused: %v; want ErrNotReplicated", err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("the commit gave up after %v, before its 300ms timeout", d)
+	}
+	t.Logf("%v", err)
+	if snap, err := s.Load(ctx, "a"); err != nil || snap.Version != 2 || string(snap.Header) != "2" {
+		t.Fatalf("on the master after the unacknowledged commit: %+v, %v; want version 2", snap, err)
+	}
+	replica.Resume()
+	if v, err := s.Commit(ctx, "a", 2, ch("3")); err != nil || v != 3 {
+		// the replica reconnects and catches up within the timeout, or soon after
+		time.Sleep(time.Second)
+		if v, err = s.Commit(ctx, "a", 2, ch("3")); err != nil && !errors.Is(err, ErrNotReplicated) {
+			t.Fatalf("commit once the replica is back: %d, %v", v, err)
+		}
+	}
+	r := raw(t, replica.URL)
+	deadline = time.Now().Add(time.Minute)
+	for {
+		h, _ := r.HGet(ctx, s.keys("a")[0], "h").Result()
+		if h == "3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica holds header %q a minute after it came back; want 3", h)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The URL's form picks the client: one server, Sentinel (master_name), or
+// Cluster (addr without master_name). Errors name the URL without any
+// password, also a Sentinel URL's master password parameter.
+func TestOpenForms(t *testing.T) {
+	srv := testredis.StartServer(t)
+	for _, tc := range []struct {
+		url, want string
+	}{
+		{"redis://u:s3cret@" + srv.Addr + "/0?master_name=nobody&password=s3cret&dial_timeout=2s", "nobody"},
+		{"redis://" + srv.Addr + "/3?addr=" + srv.Addr, "database 0 only"},
+		{"redis://" + srv.Addr + "/0?master_name=x&replica_only=true", "replicas"},
+		{"redis://" + srv.Addr + "?addr=" + srv.Addr + "&read_only=true", "replicas"},
+		{"redis://" + srv.Addr + "?addr=" + srv.Addr + "&route_randomly=1", "replicas"},
+		{"redis://" + srv.Addr + "/0?master_name=", "master_name is empty"},
+		{"redis://" + srv.Addr + "?addr=nonsense", "addr"},
+		// A one-seed cluster names its seed twice; a plain server is not a cluster.
+		{"redis://" + srv.Addr + "?addr=" + srv.Addr + "&dial_timeout=2s", "cluster"},
+	} {
+		_, err := Open(tc.url, WithWaitReplicas(0, 0))
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tc.want)) {
+			t.Errorf("Open(%q): %v; want an error about %q", tc.url, err, tc.want)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q) error %q shows the password", tc.url, err)
+		}
+	}
+	for _, bad := range [][2]any{{-1, time.Second}, {1, time.Duration(0)}} {
+		if _, err := Open(srv.URL, WithWaitReplicas(bad[0].(int), bad[1].(time.Duration))); err == nil {
+			t.Errorf("WithWaitReplicas(%v, %v): no error", bad[0], bad[1])
+		}
+	}
+}

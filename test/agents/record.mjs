@@ -26,6 +26,8 @@ import { AcpClient } from "./lib/acp-client.mjs";
 import { startModelServer } from "./model/server.mjs";
 import { findAgent, installedVersion } from "./agents.mjs";
 import { loadScenario } from "./lib/scenario.mjs";
+import { ClientTerminals } from "./lib/terminals.mjs";
+import { endStrays } from "./lib/strays.mjs";
 
 const { values: opt } = parseArgs({
   options: {
@@ -60,7 +62,8 @@ if (!version) {
   console.error(`record.mjs: ${agent.pkg} is not installed (npm ci in test/agents)`);
   process.exit(2);
 }
-const { steps } = loadScenario(opt.scenario);
+const scenario = loadScenario(opt.scenario);
+const { steps } = scenario;
 const turnTimeout = Number(opt["turn-timeout-ms"]);
 
 // Only loopback: refuse to run with a route to the outside.
@@ -85,7 +88,7 @@ const agentLog = out.replace(/\.ndjson$/, "") + ".agent.log";
 fs.rmSync(modelLog, { force: true });
 
 const model = await startModelServer({ steps, logFile: modelLog });
-const env = {
+const baseEnv = {
   PATH: process.env.PATH,
   HOME: home,
   USER: "dev",
@@ -100,46 +103,85 @@ const env = {
   XDG_CACHE_HOME: path.join(home, ".cache"),
   NO_UPDATE_NOTIFIER: "1",
   DO_NOT_TRACK: "1",
-  ...agent.setup({ home, work, modelUrl: model.url, variant }),
 };
-fs.mkdirSync(env.TMPDIR, { recursive: true });
+fs.mkdirSync(baseEnv.TMPDIR, { recursive: true });
 
 // What the harness did, per step.
-const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.name, terminalMeta: variant.terminalMeta, scenario: path.basename(opt.scenario), steps: [] };
+const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.name, terminalMeta: variant.terminalMeta, clientTerminal: !!variant.clientTerminal, scenario: path.basename(opt.scenario), steps: [] };
+
+let env;
+try {
+  env = { ...baseEnv, ...agent.setup({ home, work, modelUrl: model.url, variant, env: baseEnv }) };
+} catch (err) {
+  meta.error = `setup: ${err.message}`;
+  console.error(`record.mjs: ${agent.id}: ${meta.error}`);
+}
 
 let turn = null; // the running turn: { step, cancelSent, sawCall, timer }
-let [cmd, args] = agent.command({ variant });
-if (opt.wrap) {
-  const wrap = JSON.parse(opt.wrap);
-  [cmd, args] = [wrap[0], [...wrap.slice(1), cmd, ...args]];
+let client = null;
+let terminals = null;
+let sessionId;
+const t0 = Date.now();
+
+// startAgent starts one agent process; proc > 1 is a restart (for
+// session/load) that continues the same recording.
+function startAgent(proc) {
+  let [cmd, args] = agent.command({ variant });
+  if (opt.wrap) {
+    const wrap = JSON.parse(opt.wrap);
+    [cmd, args] = [wrap[0], [...wrap.slice(1), cmd, ...args]];
+  }
+  terminals = variant.clientTerminal ? new ClientTerminals({ cwd: work, env: baseEnv }) : null;
+  const mine = terminals;
+  client = new AcpClient({
+    command: cmd,
+    args,
+    env,
+    cwd: work,
+    recordFile: rawFile,
+    stderrFile: agentLog,
+    t0,
+    append: proc > 1,
+    tag: proc > 1 ? { agent_proc: proc } : null,
+    onRequest: async (method, params) => {
+      if (method === "session/request_permission") {
+        sawCall();
+        if (!turn || turn.cancelSent) return { outcome: { outcome: "cancelled" } };
+        const want = turn.step.client?.permission === "reject" ? ["reject_once", "reject_always"] : ["allow_once", "allow_always"];
+        const options = params?.options ?? [];
+        const pick = want.map((k) => options.find((o) => o.kind === k)).find(Boolean);
+        if (!pick) return { outcome: { outcome: "cancelled" } };
+        turn.answers.push(pick.kind);
+        return { outcome: { outcome: "selected", optionId: pick.optionId } };
+      }
+      if (mine && mine.handles(method)) {
+        if (method === "terminal/create") sawCall();
+        if (turn) (turn.terminal ??= {})[method] = (turn.terminal[method] ?? 0) + 1;
+        return mine.handle(method, params);
+      }
+      const e = new Error(`the harness client does not offer ${method}`);
+      e.code = -32601;
+      throw e;
+    },
+    onNotification: (method, params) => {
+      const kind = params?.update?.sessionUpdate;
+      if (method === "session/update" && (kind === "tool_call" || kind === "tool_call_update")) sawCall();
+      if (method === "session/update" && replay) replay.updates++;
+    },
+  });
+  return client;
 }
-const client = new AcpClient({
-  command: cmd,
-  args,
-  env,
-  cwd: work,
-  recordFile: rawFile,
-  stderrFile: agentLog,
-  onRequest: async (method, params) => {
-    if (method === "session/request_permission") {
-      sawCall();
-      if (!turn || turn.cancelSent) return { outcome: { outcome: "cancelled" } };
-      const want = turn.step.client?.permission === "reject" ? ["reject_once", "reject_always"] : ["allow_once", "allow_always"];
-      const options = params?.options ?? [];
-      const pick = want.map((k) => options.find((o) => o.kind === k)).find(Boolean);
-      if (!pick) return { outcome: { outcome: "cancelled" } };
-      turn.answers.push(pick.kind);
-      return { outcome: { outcome: "selected", optionId: pick.optionId } };
-    }
-    const e = new Error(`the harness client does not offer ${method}`);
-    e.code = -32601;
-    throw e;
-  },
-  onNotification: (method, params) => {
-    const kind = params?.update?.sessionUpdate;
-    if (method === "session/update" && (kind === "tool_call" || kind === "tool_call_update")) sawCall();
-  },
-});
+
+// stopAgent ends the agent and what it left: its process group, the client
+// terminals it opened, and any process still running with the private HOME
+// (agents that start detached daemons, such as Cline's hub), by pid.
+async function stopAgent() {
+  if (!client || client.stopped) return;
+  client.stopped = true;
+  await client.close();
+  if (terminals) await terminals.close();
+  meta.strays = [...(meta.strays ?? []), ...endStrays(home)];
+}
 
 function sawCall() {
   if (!turn || turn.sawCall) return;
@@ -159,18 +201,28 @@ function within(p, ms) {
   return Promise.race([p.then((v) => ({ v }), (e) => ({ e })), sleep(ms).then(() => ({ timeout: true }))]);
 }
 
-let sessionId;
-let exitCode = 0;
-try {
-  const caps = { fs: { readTextFile: false, writeTextFile: false }, terminal: false };
-  if (variant.terminalMeta) caps._meta = { terminal_output: true };
-  const init = await within(client.request("initialize", { protocolVersion: 1, clientCapabilities: caps, clientInfo: { name: "acpnorm-harness", title: "acpnorm agent harness", version: "0.1.0" } }), 60000);
+const caps = { fs: { readTextFile: false, writeTextFile: false }, terminal: !!variant.clientTerminal };
+if (variant.terminalMeta) caps._meta = { terminal_output: true };
+const clientInfo = { name: "acpnorm-harness", title: "acpnorm agent harness", version: "0.1.0" };
+
+async function initialize() {
+  const init = await within(client.request("initialize", { protocolVersion: 1, clientCapabilities: caps, clientInfo }), 60000);
   if (!init.v) throw new Error(`initialize: ${init.e?.message ?? "no answer in 60 s"}`);
-  meta.agentInfo = init.v.agentInfo ?? null;
   if (agent.authMethod) {
     const a = await within(client.request("authenticate", { methodId: agent.authMethod }), 30000);
     if (a.e || a.timeout) throw new Error(`authenticate: ${a.e?.message ?? "no answer in 30 s"}`);
   }
+  return init.v;
+}
+
+let replay = null; // {updates} while a session/load replays
+let exitCode = 0;
+try {
+  if (meta.error) throw new Error(meta.error);
+  startAgent(1);
+  const init = await initialize();
+  meta.agentInfo = init.agentInfo ?? null;
+  meta.loadSession = !!init.agentCapabilities?.loadSession;
   const sn = await within(client.request("session/new", { cwd: work, mcpServers: [] }), 60000);
   if (!sn.v) throw new Error(`session/new: ${sn.e?.message ?? "no answer in 60 s"}`);
   sessionId = sn.v.sessionId;
@@ -188,6 +240,7 @@ try {
     }
     clearTimeout(turn.timer);
     const m = { id: step.id, startedMs: started, endedMs: client.elapsed(), sawCall: turn.sawCall, answers: turn.answers, cancelSent: turn.cancelSent };
+    if (turn.terminal) m.terminal = turn.terminal;
     if (r.v) m.stopReason = r.v.stopReason;
     if (r.e) m.error = r.e.message;
     if (r.timeout) m.error = "the turn never ended, even after session/cancel";
@@ -197,24 +250,55 @@ try {
     console.error(`  step ${k} ${step.id}: ${m.stopReason ?? m.error}${m.cancelSent ? ` (cancel: ${m.cancelSent})` : ""}`);
     if (r.timeout || client.closed) break;
   }
+  turn = null;
+
+  // session/load: end the agent, start it again, load the same session and
+  // record what it replays. Agents replay before they answer the load (some
+  // after it), so the harness waits a few quiet seconds after the answer.
+  if (scenario.load) {
+    meta.load = { asked: true };
+    if (!meta.loadSession) {
+      meta.load.skipped = "initialize did not say loadSession: true";
+    } else {
+      await stopAgent();
+      startAgent(2);
+      await initialize();
+      replay = { updates: 0 };
+      meta.load.startedMs = client.elapsed();
+      const l = await within(client.request("session/load", { sessionId, cwd: work, mcpServers: [] }), 60000);
+      if (l.e || l.timeout) meta.load.error = `session/load: ${l.e?.message ?? "no answer in 60 s"}`;
+      let seen = -1;
+      while (seen !== replay.updates) {
+        seen = replay.updates;
+        await sleep(2000);
+      }
+      meta.load.endedMs = client.elapsed();
+      meta.load.replayedUpdates = replay.updates;
+      console.error(`  session/load: ${meta.load.error ?? `${replay.updates} updates replayed`}`);
+    }
+  }
 } catch (err) {
   meta.error = err.message;
   console.error(`record.mjs: ${agent.id}: ${err.message}`);
   exitCode = 1;
 } finally {
   turn = null;
-  await client.close();
+  await stopAgent();
   await model.close();
 }
 
 // Rename the private paths, so recordings do not change with the temp dir.
-let wire = fs.readFileSync(rawFile, "utf8");
+let wire = fs.existsSync(rawFile) ? fs.readFileSync(rawFile, "utf8") : "";
 wire = wire.split(work).join("/home/dev/work/proj").split(home).join("/home/dev").split(root).join("/tmp/harness");
-// Claude Code names per-project directories after the path, / made -.
+// Claude Code names per-project directories after the path, / made -;
+// Grok after the path URL-encoded.
 wire = wire.split(work.replaceAll("/", "-")).join("-home-dev-work-proj");
+for (const [from, to] of [[work, "/home/dev/work/proj"], [home, "/home/dev"], [root, "/tmp/harness"]]) {
+  wire = wire.split(encodeURIComponent(from)).join(encodeURIComponent(to));
+}
 fs.mkdirSync(path.dirname(out), { recursive: true });
 fs.writeFileSync(out, wire);
-fs.writeFileSync(out.replace(/\.ndjson$/, "") + ".meta.json", JSON.stringify(meta, null, 2) + "\n");
+fs.writeFileSync(out.replace(/\.ndjson$/, "") + ".meta.json", JSON.stringify(meta, null, 2).split(home).join("/home/dev").split(path.dirname(new URL(import.meta.url).pathname)).join("test/agents") + "\n");
 if (!opt.keep) fs.rmSync(root, { recursive: true, force: true });
 else console.error(`record.mjs: kept ${root}`);
 process.exit(exitCode);

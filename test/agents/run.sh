@@ -3,20 +3,23 @@
 # both directions, and checks acpnorm's final ShellExec of every step against
 # what the command really did.
 #
-#   bash test/agents/run.sh [--update] [--scenario full|smoke] [AGENT...]
-#   bash test/agents/run.sh --replay [AGENT...]
+#   bash test/agents/run.sh [--update] [--scenario full|smoke|scenario-dev|load] [AGENT...]
+#   bash test/agents/run.sh --replay [--scenario NAME] [AGENT...]
 #
-# AGENT is an id from agents.mjs (opencode, gemini-cli, ...); none means all.
+# AGENT is an id from agents.mjs (opencode, gemini-cli, ...), or ID/VARIANT
+# for one variant (droid/client-terminal); none means all.
 # It installs the pinned agents with npm ci (only the workspaces asked for),
 # builds acpnormd, records one session per agent variant inside `unshare -n`
 # (loopback only, private HOME), then prints a table (run x step: pass, FAIL,
-# xfail, XPASS) and writes it to test/agents/out/results.md (details in
-# results.json, wire logs, model and agent logs beside them).
+# xfail, XPASS) and writes it to test/agents/out/results.md (results-NAME.md
+# for a scenario other than full; details in the .json beside it, wire logs,
+# model and agent logs beside them).
 # --update copies the fresh recordings to test/testdata/recordings/agents/ for
 # review, each with its .meta.json (what the harness did and saw).
 # --replay runs no agent: it checks the committed recordings of the scenario
-# (test/testdata/recordings/agents/) against the acpnormd built from this tree,
-# in seconds; it needs neither npm nor unshare.
+# (every scenario with recordings when none is named;
+# test/testdata/recordings/agents/) against the acpnormd built from this
+# tree, in seconds; it needs neither npm nor unshare.
 # Exit status: 0 when no step is FAIL, 1 otherwise; 0 with a SKIP line where
 # network namespaces are not permitted.
 set -euo pipefail
@@ -26,7 +29,7 @@ cd "$here"
 
 update=0
 replay=0
-scenario=full
+scenario=""
 agents=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,14 +37,26 @@ while [ $# -gt 0 ]; do
     --replay) replay=1 ;;
     --scenario) scenario="$2"; shift ;;
     --scenario=*) scenario="${1#*=}" ;;
-    -h|--help) sed -n '2,21p' "$here/run.sh"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$here/run.sh"; exit 0 ;;
     -*) echo "run.sh: unknown flag $1" >&2; exit 2 ;;
     *) agents+=("$1") ;;
   esac
   shift
 done
+# --replay with no --scenario checks every scenario with committed
+# recordings; recording with no --scenario runs the full one.
+if [ -z "$scenario" ] && [ "$replay" = 1 ]; then
+  scenarios=(full scenario-dev load)
+else
+  scenarios=("${scenario:-full}")
+fi
+for s in "${scenarios[@]}"; do
+  [ -f "$here/scenarios/$s.json" ] || { echo "run.sh: no scenario $here/scenarios/$s.json" >&2; exit 2; }
+done
+scenario="${scenarios[0]}"
 scenario_file="$here/scenarios/$scenario.json"
-[ -f "$scenario_file" ] || { echo "run.sh: no scenario $scenario_file" >&2; exit 2; }
+# results_of names the table of a scenario: results.md for the full one.
+results_of() { if [ "$1" = full ]; then echo "$out/results"; else echo "$out/results-$1"; fi; }
 
 list=$(node agents.mjs list "${agents[@]}") # fails on an unknown agent
 mapfile -t runs <<<"$list"
@@ -52,16 +67,24 @@ dest="$repo/test/testdata/recordings/agents"
 if [ "$replay" = 1 ]; then
   echo "== go build acpnormd"
   (cd "$repo" && go build -o "$out/acpnormd" ./cmd/acpnormd)
-  recs=()
-  for r in "${runs[@]}"; do
-    read -r id variant _ <<<"$r"
-    for f in "$dest/${id}"-[0-9]*"_${variant}_${scenario}.ndjson"; do
-      [ -e "$f" ] && recs+=("$f")
+  rc=0
+  checked=0
+  for s in "${scenarios[@]}"; do
+    recs=()
+    for r in "${runs[@]}"; do
+      read -r id variant _ <<<"$r"
+      for f in "$dest/${id}"-[0-9]*"_${variant}_${s}.ndjson"; do
+        [ -e "$f" ] && recs+=("$f")
+      done
     done
+    [ ${#recs[@]} -gt 0 ] || continue
+    checked=$((checked + ${#recs[@]}))
+    echo "== check ${#recs[@]} committed recordings of scenario $s"
+    res=$(results_of "$s")
+    node check.mjs --acpnormd "$out/acpnormd" --scenario "$here/scenarios/$s.json" --table "$res.md" --json "$res.json" "${recs[@]}" || rc=1
   done
-  [ ${#recs[@]} -gt 0 ] || { echo "run.sh: no committed recordings of scenario $scenario in ${dest#"$repo/"}" >&2; exit 1; }
-  echo "== check ${#recs[@]} committed recordings"
-  exec node check.mjs --acpnormd "$out/acpnormd" --scenario "$scenario_file" --table "$out/results.md" --json "$out/results.json" "${recs[@]}"
+  [ "$checked" -gt 0 ] || { echo "run.sh: no committed recordings of scenario ${scenarios[*]} in ${dest#"$repo/"}" >&2; exit 1; }
+  exit $rc
 fi
 
 # Isolation first: without a network namespace nothing runs.
@@ -106,8 +129,9 @@ done
 
 echo "== check"
 rc=0
-node check.mjs --acpnormd "$out/acpnormd" --scenario "$scenario_file" --table "$out/results.md" --json "$out/results.json" "${recs[@]}" || rc=$?
-echo "table: $out/results.md"
+res=$(results_of "$scenario")
+node check.mjs --acpnormd "$out/acpnormd" --scenario "$scenario_file" --table "$res.md" --json "$res.json" "${recs[@]}" || rc=$?
+echo "table: $res.md"
 
 if [ "$update" = 1 ]; then
   mkdir -p "$dest"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +23,12 @@ import (
 // on a free loopback port, no persistence) unless -redis gives a URL.
 // The redis figures count redis-server's CPU time beside acpnormd's, and
 // each redis cell says how many bytes Redis received per frame.
+//
+// With -wait-replicas N it also starts N replicas of that redis-server and
+// a third acpnormd, redis-waitN, with --store-wait-replicas N, which
+// answers a frame only once N replicas hold its commit, and prints it
+// against memory and against redis (which then also replicates, without
+// waiting).
 func storeBench(args []string) error {
 	fs := flag.NewFlagSet("store", flag.ContinueOnError)
 	acpnormd := fs.String("acpnormd", "", "acpnormd binary (required)")
@@ -34,6 +41,7 @@ func storeBench(args []string) error {
 	duration := fs.Duration("duration", 2*time.Second, "sending time of one cell")
 	jsonOut := fs.String("json", "", "write every result and the summary here")
 	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
+	wait := fs.Int("wait-replicas", 0, "also start this many replicas of redis-server and an acpnormd with --store-wait-replicas N")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,7 +64,10 @@ func storeBench(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	url, redisPID, redisAddr := *redisURL, 0, ""
+	url, redisPIDs, redisAddr := *redisURL, []int(nil), ""
+	if *wait > 0 && url != "" {
+		return fmt.Errorf("store: -wait-replicas starts its own redis-server and replicas; drop -redis")
+	}
 	if url == "" {
 		dir, err := os.MkdirTemp("", "acpbench-redis-")
 		if err != nil {
@@ -68,7 +79,33 @@ func storeBench(args []string) error {
 			return err
 		}
 		defer rs.Stop()
-		url, redisPID, redisAddr = "redis://"+rs.Addr+"/0", rs.PID(), rs.Addr
+		url, redisPIDs, redisAddr = "redis://"+rs.Addr+"/0", []int{rs.PID()}, rs.Addr
+		_, port, _ := strings.Cut(rs.Addr, ":")
+		for i := range *wait {
+			rdir, err := os.MkdirTemp(dir, fmt.Sprint("replica-", i, "-"))
+			if err != nil {
+				return err
+			}
+			r, err := load.StartRedis(ctx, *redisServer, rdir, "--replicaof", "127.0.0.1 "+port)
+			if err != nil {
+				return err
+			}
+			defer r.Stop()
+			redisPIDs = append(redisPIDs, r.PID())
+		}
+	}
+	// redisCPU is the CPU time of the redis-server processes (the master
+	// and its replicas) so far.
+	redisCPU := func() (time.Duration, error) {
+		var sum time.Duration
+		for _, pid := range redisPIDs {
+			d, err := load.ProcCPU(pid)
+			if err != nil {
+				return 0, err
+			}
+			sum += d
+		}
+		return sum, nil
 	}
 	common := []string{"serve", "--metrics-listen=", "--log-level=warn"}
 	mem, err := load.Start(ctx, "memory", *acpnormd, "--listen", common...)
@@ -81,10 +118,25 @@ func storeBench(args []string) error {
 		return err
 	}
 	defer red.Stop()
+	servers := []*load.Server{red, mem}
+	var waiting *load.Server
+	if *wait > 0 {
+		name := fmt.Sprint("redis-wait", *wait)
+		waiting, err = load.Start(ctx, name, *acpnormd, "--listen", append(common, "--store", url, "--store-wait-replicas", strconv.Itoa(*wait))...)
+		if err != nil {
+			return err
+		}
+		defer waiting.Stop()
+		servers = append(servers, waiting)
+	}
 
-	cells := *rounds * len(chosen) * len(streams) * 2
-	fmt.Fprintf(os.Stderr, "acpbench store: %d scenarios x c=%v x %d rounds x {memory, redis at %s} = %d cells of %v (about %v)\n",
-		len(chosen), streams, *rounds, url, cells, *duration, time.Duration(cells)*(*duration+300*time.Millisecond))
+	cells := *rounds * len(chosen) * len(streams) * len(servers)
+	names := make([]string, len(servers))
+	for i, srv := range servers {
+		names[i] = srv.Name
+	}
+	fmt.Fprintf(os.Stderr, "acpbench store: %d scenarios x c=%v x %d rounds x {%s, Redis at %s with %d replicas} = %d cells of %v (about %v)\n",
+		len(chosen), streams, *rounds, strings.Join(names, ", "), url, *wait, cells, *duration, time.Duration(cells)*(*duration+300*time.Millisecond))
 	for _, s := range chosen {
 		fmt.Fprintf(os.Stderr, "  %-10s %5d frames, %6.1f MB per pass: %s\n", s.Name, s.Frames(), float64(s.Bytes())/1e6, s.What)
 	}
@@ -94,15 +146,15 @@ func storeBench(args []string) error {
 	for round := range *rounds {
 		for _, s := range chosen {
 			for _, c := range streams {
-				order := [2]*load.Server{red, mem}
-				if round%2 == 1 {
-					order = [2]*load.Server{mem, red}
-				}
+				// Each round starts with another server, so that none
+				// always runs on a machine the one before warmed or tired.
+				order := append(slices.Clone(servers[round%len(servers):]), servers[:round%len(servers)]...)
 				for _, srv := range order {
+					onRedis := srv != mem && len(redisPIDs) > 0
 					var rcpu0 time.Duration
 					var rin0 int64
-					if srv == red && redisPID > 0 {
-						rcpu0, _ = load.ProcCPU(redisPID)
+					if onRedis {
+						rcpu0, _ = redisCPU()
 						rin0, _ = load.RedisStat(redisAddr, "total_net_input_bytes")
 					}
 					r, err := load.Run(ctx, load.Options{
@@ -116,8 +168,8 @@ func storeBench(args []string) error {
 						return ctx.Err()
 					}
 					redisCores := ""
-					if srv == red && redisPID > 0 {
-						if rcpu1, err := load.ProcCPU(redisPID); err == nil {
+					if onRedis {
+						if rcpu1, err := redisCPU(); err == nil {
 							rc := (rcpu1 - rcpu0).Seconds() / r.Elapsed.Seconds()
 							r.ServerCores += rc
 							redisCores = fmt.Sprintf(" (redis-server %.2f of them)", rc)
@@ -140,19 +192,31 @@ func storeBench(args []string) error {
 			}
 		}
 	}
-	names := [2]string{red.Name, mem.Name}
-	rows := load.Summarize(results, names)
-	fmt.Println()
-	load.PrintPair(os.Stdout, rows, names)
-	if *md {
+	pairs := [][2]string{{red.Name, mem.Name}}
+	if waiting != nil {
+		pairs = append(pairs, [2]string{waiting.Name, mem.Name}, [2]string{waiting.Name, red.Name})
+	}
+	summary := map[string][]load.Row{}
+	var rows []load.Row
+	for i, p := range pairs {
+		r := load.Summarize(results, p)
+		if i == 0 {
+			rows = r
+		}
+		summary[p[0]+"/"+p[1]] = r
 		fmt.Println()
-		load.PrintPairMarkdown(os.Stdout, rows, names)
+		load.PrintPair(os.Stdout, r, p)
+		if *md {
+			fmt.Println()
+			load.PrintPairMarkdown(os.Stdout, r, p)
+		}
 	}
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(struct {
-			Results []*load.Result `json:"results"`
-			Summary []load.Row     `json:"summary"`
-		}{results, rows}, "", "  ")
+			Results []*load.Result        `json:"results"`
+			Summary []load.Row            `json:"summary"`
+			Pairs   map[string][]load.Row `json:"pairs"`
+		}{results, rows, summary}, "", "  ")
 		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
 			return err
 		}

@@ -10,15 +10,19 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 
 export class AcpClient {
-  constructor({ command, args = [], env, cwd, recordFile, stderrFile, onRequest, onNotification }) {
-    this.t0 = Date.now();
+  // t0 (ms since the epoch) and append let a second agent process (a
+  // restart for session/load) continue the same recording; tag is added to
+  // each of its records (e.g. {"agent_proc": 2}).
+  constructor({ command, args = [], env, cwd, recordFile, stderrFile, onRequest, onNotification, t0, append = false, tag = null }) {
+    this.t0 = t0 ?? Date.now();
+    this.tag = tag ? "," + JSON.stringify(tag).slice(1, -1) : "";
     this.nextId = 0;
     this.pending = new Map();
-    this.rec = fs.openSync(recordFile, "w");
+    this.rec = fs.openSync(recordFile, append ? "a" : "w");
     this.onRequest = onRequest;
     this.onNotification = onNotification ?? (() => {});
     this.closed = false;
-    this.child = spawn(command, args, { env, cwd, stdio: ["pipe", "pipe", stderrFile ? fs.openSync(stderrFile, "w") : "ignore"], detached: true });
+    this.child = spawn(command, args, { env, cwd, stdio: ["pipe", "pipe", stderrFile ? fs.openSync(stderrFile, append ? "a" : "w") : "ignore"], detached: true });
     this.exited = new Promise((resolve) => this.child.on("exit", (code, signal) => resolve({ code, signal })));
     this.exited.then((st) => {
       this.closed = true;
@@ -45,7 +49,7 @@ export class AcpClient {
 
   #write(dir, raw) {
     if (this.rec === null) return; // closed: the session is over
-    fs.writeSync(this.rec, `{"dir":"${dir}","t_ms":${Date.now() - this.t0},"msg":${raw}}\n`);
+    fs.writeSync(this.rec, `{"dir":"${dir}","t_ms":${Date.now() - this.t0},"msg":${raw}${this.tag}}\n`);
   }
 
   #send(msg) {

@@ -19,15 +19,44 @@ import fs from "node:fs";
 const MARKER = /@@STEP (\d+)@@/g;
 
 // Shell tools we know, in the order we prefer them, and how each takes its
-// arguments.
+// arguments. A builder gets the step, a description and the names of the
+// tool's parameters (from its schema, when the request gives one): tools of
+// one name take different arguments in different agents.
 const SHELL_TOOLS = [
-  ["bash", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
+  ["bash", (s, d, props) => {
+    // Copilot CLI: {command, description, initial_wait (s)}; its wait does
+    // not stop the command.
+    if (props.has("initial_wait")) return { command: s.command, description: d, ...(s.timeout_ms ? { initial_wait: s.timeout_ms / 1000 } : {}) };
+    // pi: {command, timeout (s)}, no description.
+    if (props.size && !props.has("description")) return { command: s.command, ...(s.timeout_ms ? { timeout: s.timeout_ms / 1000 } : {}) };
+    // OpenCode: {command, description, timeout (ms)}.
+    return { command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) };
+  }],
+  // Claude's Bash through the client's terminal (clientCapabilities.terminal).
+  // Its timeout (ms) is required: a minute unless the step gives one.
+  ["mcp__acp__Bash", (s, d) => ({ command: s.command, description: d, timeout: s.timeout_ms ?? 60000 })],
   ["Bash", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
   ["run_shell_command", (s, d) => ({ command: s.command, description: d })],
   ["shell_command", (s) => ({ command: s.command, ...(s.timeout_ms ? { timeout_ms: s.timeout_ms } : {}) })],
   ["exec_command", (s) => ({ cmd: s.command, ...(s.timeout_ms ? { yield_time_ms: s.timeout_ms } : {}) })],
   ["shell", (s) => ({ command: ["bash", "-lc", s.command], ...(s.timeout_ms ? { timeout_ms: s.timeout_ms } : {}) })],
+  // Cline: {commands: [..]}, one command per call here.
+  ["run_commands", (s) => ({ commands: [s.command] })],
+  // Grok Build: {command, description, timeout (ms)}.
+  ["run_terminal_command", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
+  // Factory Droid: {command, timeout (s)?, riskLevel, ...}; the other
+  // required fields are filled from the schema.
+  ["Execute", (s, d, props) => ({ command: s.command, ...(props.has("summary") ? { summary: d } : {}), ...(s.timeout_ms && props.has("timeout") ? { timeout: s.timeout_ms / 1000 } : {}), ...(props.has("riskLevel") ? { riskLevel: "low", riskLevelReason: "a harness step" } : {}) })],
 ];
+
+// fillRequired adds a schema-valid value for each required parameter the
+// builder did not set.
+function fillRequired(args, schema) {
+  for (const k of schema?.required ?? []) {
+    if (!(k in args) && schema.properties?.[k]) args[k] = jsonFor(schema.properties[k]);
+  }
+  return args;
+}
 
 export function describeStep(k, step) {
   return `Run step ${k} (${step.id})`;
@@ -35,7 +64,7 @@ export function describeStep(k, step) {
 
 // decide looks at a conversation, reduced to [{kind: "text"|"tool_result",
 // text}], and the names of the offered tools, and says what to answer.
-export function decide(steps, events, toolNames) {
+export function decide(steps, events, toolNames, schemas = {}) {
   let k = -1;
   let at = -1;
   events.forEach((e, i) => {
@@ -57,7 +86,9 @@ export function decide(steps, events, toolNames) {
   if (!tool) {
     return { kind: "text", text: `No shell tool offered for step ${k}.` };
   }
-  return { kind: "tool", step: k, name: tool[0], args: tool[1](step, describeStep(k, step)) };
+  const schema = schemas[tool[0]];
+  const props = new Set(Object.keys(schema?.properties ?? {}));
+  return { kind: "tool", step: k, name: tool[0], args: fillRequired(tool[1](step, describeStep(k, step), props), schema) };
 }
 
 let callSeq = 0;
@@ -83,7 +114,8 @@ function readChat(body) {
     else if (m.role === "user") events.push({ kind: "text", text: textOf(m.content) });
   }
   const tools = (body.tools ?? []).map((t) => t.function?.name ?? t.name).filter(Boolean);
-  return { events, tools };
+  const schemas = Object.fromEntries((body.tools ?? []).map((t) => [t.function?.name ?? t.name, t.function?.parameters ?? t.parameters]));
+  return { events, tools, schemas };
 }
 
 function readResponses(body) {
@@ -97,7 +129,8 @@ function readResponses(body) {
     }
   }
   const tools = (body.tools ?? []).map((t) => t.name ?? t.type).filter(Boolean);
-  return { events, tools };
+  const schemas = Object.fromEntries((body.tools ?? []).map((t) => [t.name ?? t.type, t.parameters]));
+  return { events, tools, schemas };
 }
 
 function readAnthropic(body) {
@@ -111,7 +144,8 @@ function readAnthropic(body) {
     }
   }
   const tools = (body.tools ?? []).map((t) => t.name).filter(Boolean);
-  return { events, tools };
+  const schemas = Object.fromEntries((body.tools ?? []).map((t) => [t.name, t.input_schema]));
+  return { events, tools, schemas };
 }
 
 function readGemini(body) {
@@ -302,10 +336,10 @@ export function startModelServer({ steps, logFile, host = "127.0.0.1", port = 0 
         log({ method: req.method, url: req.url, api: "unknown", body: raw.slice(0, 2000) });
         return json(res, { error: { message: `the scripted model does not serve ${req.method} ${p}` } }, 404);
       }
-      const { events, tools } = read(body);
-      const d = decide(steps, events, tools);
+      const { events, tools, schemas } = read(body);
+      const d = decide(steps, events, tools, schemas);
       if (d.kind === "tool") d.stepId = steps[d.step].id;
-      log({ method: req.method, url: req.url, api, stream: !!body.stream, tools, answer: d });
+      log({ method: req.method, url: req.url, api, stream: !!body.stream, tools, answer: d, ...(d.kind === "tool" ? { toolSchema: schemas?.[d.name] ?? null } : {}) });
       if (api === "chat") answerChat(body, d, res);
       else if (api === "responses") answerResponses(body, d, res);
       else if (api === "anthropic") answerAnthropic(body, d, res);

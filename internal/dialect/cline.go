@@ -1,0 +1,363 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// cline reads Cline CLI (`cline --acp`, npm `cline`; agentInfo.name
+// "cline"), tool `run_commands` {commands: [..]}.
+//
+// What it sends, and what it means here:
+//   - frames out of order: a `tool_call_update` (`pending`, title
+//     `run_commands: <cmd>`, kind, `rawInput {commands}`) BEFORE any
+//     `tool_call`, then the permission ask, then `in_progress`, and only
+//     then the `tool_call`, status `pending` again. The session opens the
+//     call on the first frame; a later `pending` never takes a running or
+//     ended call back (the core's rule), and a frame that changes nothing
+//     makes no revision. The title is never the command.
+//   - `rawInput.commands[]`: each a command line (a string, or an object
+//     `{command, args?}`). One call may carry SEVERAL commands, which
+//     Cline starts at once, each in its own shell. Such a call is one
+//     ShellExec: its command is the commands one per line, in Cline's
+//     order; its output is each command's output in that order; see
+//     clineAggregate for its outcome.
+//   - no live output and no content. The final `rawOutput` is an array,
+//     one entry per command, `{query, result, error?, success}`. `result`
+//     is `[Command exited with code N]\n<stdout>` (the bracket line is the
+//     exit code, not output) plus `\n[stderr]\n<stderr>` when the command
+//     wrote to stderr (the marker is not output, the stderr text is: the
+//     streams are really separate, so they are reported as stdout and
+//     stderr, and the combined output is stdout then stderr). A success
+//     states no code: `success: true`, the result only the output. The
+//     status stays `completed` for every exit.
+//   - `success: true` with no bracket line and no error: Cline resolves a
+//     command as a success only when its process closed with code 0 (any
+//     other code, or none, takes its `Command exited with code N` path; a
+//     command moved to the background says so, see below), so it is
+//     exit 0, read as a structured field.
+//   - a signal reads as code 1 (Cline writes 1 for a process without an
+//     exit code): exit 1, nothing more can be known.
+//   - errors: `Command failed: Command was aborted` (the user's cancel,
+//     `completed`, output lost) is Cancelled; `Command failed: Command
+//     timed out after Nms` is TimedOut; any other `Command failed: ...` is
+//     Failed, its text in the reason. None is output.
+//   - notices in `result`, never output: `[Command is still running.
+//     Output will continue in <file>]` (moved to the background:
+//     Background), `[Command completed with background processes still
+//     running; ...]`, and `[... output truncated: N chars total. ...]`
+//     between a head and a tail (Truncated, at least N bytes).
+//   - a rejection: `failed`, `rawOutput` a JSON STRING holding
+//     `{"error":"User rejected the tool call ..."}`: Cancelled, the error
+//     its notice.
+//   - session/load replays: `rawOutput` is a JSON string of one entry (or
+//     of the array); it is read like the live value.
+type cline struct{}
+
+func init() { register(cline{}) }
+
+func (cline) Info() Info {
+	return Info{
+		Name:               "cline",
+		AgentNames:         []string{"cline", "cline-cli"},
+		AuthMethodIDs:      []string{"cline", "cline-pass"},
+		Summary:            "Cline run_commands: out-of-order frames, commands from rawInput.commands[] (several are one call, one per line), the final rawOutput array's [Command exited with code N] and [stderr] markers, success without a code, abort, timeout and rejection errors.",
+		ClientCapabilities: richCapabilities,
+	}
+}
+
+// clineCommands is `rawInput.commands`: command lines, from strings or
+// `{command, args}` objects. Items of other types are skipped.
+type clineCommands []string
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (c *clineCommands) UnmarshalJSON(b []byte) error {
+	*c = nil
+	eachElement(b, func(val []byte) bool {
+		var line CommandLine
+		if bytes.HasPrefix(bytes.TrimSpace(val), []byte("{")) {
+			var args CommandLine
+			eachMember(val, func(key string, v []byte) {
+				switch key {
+				case "COMMAND":
+					line.UnmarshalJSON(v)
+				case "ARGS":
+					args.UnmarshalJSON(v)
+				}
+			})
+			if line.Line != "" && args.argv != nil {
+				line.Line = JoinArgv(append([]string{line.Line}, args.argv...))
+			}
+		} else {
+			line.UnmarshalJSON(val)
+		}
+		if strings.TrimSpace(line.Line) != "" {
+			*c = append(*c, line.Line)
+		}
+		return len(*c) < 256
+	})
+	return nil
+}
+
+// clineInput is run_commands' `rawInput`.
+type clineInput struct {
+	Commands clineCommands `json:"commands"`
+}
+
+// clineEntry is one command's result.
+type clineEntry struct {
+	Query   Str
+	Result  Str
+	Error   Str
+	Success *bool
+}
+
+// clineOutput is `rawOutput`: the entries (an array, one object, or a
+// JSON string of either), or an error alone (a rejection).
+type clineOutput struct {
+	Entries []clineEntry
+	// Error is the `error` of an object that is no command's result.
+	Error string
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (c *clineOutput) UnmarshalJSON(b []byte) error {
+	*c = clineOutput{}
+	c.read(b, 0)
+	return nil
+}
+
+func (c *clineOutput) read(b []byte, depth int) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return
+	}
+	switch b[0] {
+	case '"':
+		var s Str
+		if s.UnmarshalJSON(b); s.Set && depth == 0 {
+			inner := bytes.TrimSpace([]byte(s.S))
+			if json.Valid(inner) {
+				c.read(inner, 1)
+			} else if s.S != "" {
+				c.Error = s.S
+			}
+		}
+	case '[':
+		eachElement(b, func(val []byte) bool {
+			if e, ok := readClineEntry(val); ok {
+				c.Entries = append(c.Entries, e)
+			}
+			return len(c.Entries) < 256
+		})
+	case '{':
+		if e, ok := readClineEntry(b); ok {
+			if !e.Query.Set && !e.Result.Set && e.Success == nil {
+				c.Error = e.Error.S
+				return
+			}
+			c.Entries = append(c.Entries, e)
+		}
+	}
+}
+
+// readClineEntry reads one `{query, result, error, success}` object.
+func readClineEntry(b []byte) (clineEntry, bool) {
+	var e clineEntry
+	ok := false
+	eachMember(b, func(key string, val []byte) {
+		ok = true
+		switch key {
+		case "QUERY":
+			e.Query.UnmarshalJSON(val)
+		case "RESULT":
+			e.Result.UnmarshalJSON(val)
+		case "ERROR":
+			e.Error.UnmarshalJSON(val)
+		case "SUCCESS":
+			readBool(&e.Success, val)
+		}
+	})
+	return e, ok
+}
+
+// clineCall is a tool call frame of Cline.
+type clineCall struct {
+	ToolCall
+	RawInput  *clineInput  `json:"rawInput"`
+	RawOutput *clineOutput `json:"rawOutput"`
+}
+
+func (cline) read(msg []byte) (Frame, error) {
+	return readFrame(msg, observeCline, askCline)
+}
+
+func observeCline(u *clineCall) []accum.Observation {
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil
+	}
+	o := u.Base()
+	clineInputs(&o, u)
+	if o.Shell == accum.ShellNo || u.RawOutput == nil {
+		return []accum.Observation{o}
+	}
+	out := u.RawOutput
+	if len(out.Entries) == 0 {
+		if out.Error != "" {
+			if clineRejected.MatchString(out.Error) {
+				o.Cancelled, o.CancelNotice = true, notice(out.Error)
+			} else {
+				o.Failed, o.FailNotice = true, notice(out.Error)
+			}
+		}
+		return []accum.Observation{o}
+	}
+	if o.Shell == accum.ShellUnknown {
+		o.Shell = accum.ShellYes
+	}
+	if o.Command == "" {
+		var queries []string
+		for _, e := range out.Entries {
+			if e.Query.S != "" {
+				queries = append(queries, e.Query.S)
+			}
+		}
+		o.Command = strings.Join(queries, "\n")
+	}
+	clineAggregate(&o, out.Entries)
+	return []accum.Observation{o}
+}
+
+func askCline(u *clineCall) accum.Observation {
+	o := u.askBase()
+	clineInputs(&o, u)
+	o.ApprovalReason = u.askReason()
+	return o
+}
+
+// clineInputs reads the command: the commands, one per line.
+func clineInputs(o *accum.Observation, u *clineCall) {
+	if in := u.RawInput; in != nil && len(in.Commands) > 0 {
+		o.Command = strings.Join(in.Commands, "\n")
+		if o.Shell == accum.ShellUnknown {
+			o.Shell = accum.ShellYes
+		}
+	}
+}
+
+var (
+	clineExitLine  = regexp.MustCompile(`^\[Command exited with code (-?\d+)\](?:\n|$)`)
+	clineExitError = regexp.MustCompile(`^Command exited with code (-?\d+)$`)
+	clineRunning   = regexp.MustCompile(`^\[Command is still running\. Output will continue in [^\n\]]*\](?:\n|$)`)
+	clineBgNote    = regexp.MustCompile(`\n?\[Command completed with background processes still running; their output is no longer captured\]\s*$`)
+	clineTruncNote = regexp.MustCompile(`\n\[\.\.\. output truncated: (\d+) chars total\.[^\n]*\.\.\.\]\n`)
+	clineRejected  = regexp.MustCompile(`(?i)\buser rejected\b|\brejected the tool call\b|\bdenied\b`)
+	clineAborted   = regexp.MustCompile(`(?i)\bCommand was aborted\b`)
+	clineTimedOut  = regexp.MustCompile(`(?i)\btimed out after\b`)
+)
+
+// clineStderr separates stdout from stderr in a result.
+const clineStderr = "\n[stderr]\n"
+
+// clineResult is one command's result taken apart.
+type clineResult struct {
+	exit           Code
+	stdout, stderr string
+	truncated      bool
+	total          int64
+	background     bool
+}
+
+// parseClineResult removes Cline's markers and notices from a result.
+func parseClineResult(e clineEntry) clineResult {
+	var r clineResult
+	s := e.Result.S
+	if m := clineExitLine.FindStringSubmatchIndex(s); m != nil {
+		r.exit = CodeFromString(s[m[2]:m[3]])
+		s = s[m[1]:]
+	} else if m := clineExitError.FindStringSubmatch(e.Error.S); m != nil {
+		r.exit = CodeFromString(m[1])
+	}
+	if m := clineRunning.FindStringIndex(s); m != nil {
+		r.background = true
+		s = s[m[1]:]
+	}
+	if m := clineBgNote.FindStringIndex(s); m != nil {
+		s = s[:m[0]]
+	}
+	if m := clineTruncNote.FindStringSubmatchIndex(s); m != nil {
+		r.truncated = true
+		if c := CodeFromString(s[m[2]:m[3]]); c.Known && c.Value > 0 {
+			r.total = int64(c.Value)
+		}
+		s = s[:m[0]] + s[m[1]:]
+	}
+	r.stdout, r.stderr, _ = strings.Cut(s, clineStderr)
+	return r
+}
+
+// clineAggregate reads the entries of a final: one per command. The
+// call's output is every command's stdout then stderr, in order; its
+// stdout and stderr streams are the commands' streams, in order. Of
+// several commands, an abort makes the call Cancelled, a timeout TimedOut,
+// another error a failure; its exit code is the last stated nonzero one
+// (a command that failed); only when every command succeeded is the call
+// a success, proved by Cline's word and without an exit code.
+func clineAggregate(o *accum.Observation, entries []clineEntry) {
+	var combined, stdout, stderr strings.Builder
+	allOK := true
+	truncated, said := false, false
+	var total int64
+	for _, e := range entries {
+		r := parseClineResult(e)
+		o.Background = o.Background || r.background
+		if r.exit.Known && (r.exit.Value != 0 || o.Exit == nil) {
+			o.Exit = r.exit.Exit(accum.ExitText, true)
+		}
+		ok := e.Success != nil && *e.Success && !r.background
+		lost := false // the command's output is lost, not empty
+		switch msg := e.Error.S; {
+		case msg == "" || clineExitError.MatchString(msg):
+		case clineAborted.MatchString(msg):
+			o.Cancelled = true
+			if o.CancelNotice == "" {
+				o.CancelNotice = notice(msg)
+			}
+			ok, lost = false, e.Result.S == ""
+		case clineTimedOut.MatchString(msg):
+			o.TimedOut, ok, lost = true, false, e.Result.S == ""
+		default:
+			o.Failed, ok, lost = true, false, e.Result.S == ""
+			if o.FailNotice == "" {
+				o.FailNotice = notice(msg)
+			}
+		}
+		allOK = allOK && ok
+		if lost {
+			continue
+		}
+		said = true
+		combined.WriteString(r.stdout)
+		combined.WriteString(r.stderr)
+		stdout.WriteString(r.stdout)
+		stderr.WriteString(r.stderr)
+		truncated = truncated || r.truncated
+		total += r.total
+	}
+	if allOK && o.Exit == nil {
+		// Every command closed with code 0 (see cline): exit 0.
+		o.Exit = &accum.Exit{Code: 0, Source: accum.ExitStructured}
+	}
+	if !said {
+		return
+	}
+	kind := textKind(o.Status.Ended())
+	o.Texts = append(o.Texts,
+		accum.Text{Stream: accum.Combined, Kind: kind, Text: combined.String(), Truncated: truncated, TotalBytes: total},
+		accum.Text{Stream: accum.Stdout, Kind: kind, Text: stdout.String(), Truncated: truncated},
+		accum.Text{Stream: accum.Stderr, Kind: kind, Text: stderr.String(), Truncated: truncated})
+}

@@ -1,0 +1,176 @@
+package dialect
+
+import (
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// clFinal is Cline's final update with the given rawOutput.
+func clFinal(status, rawOutput string) string {
+	return `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"` + status + `","rawOutput":` + rawOutput + `}`
+}
+
+// clTexts are the three texts of a final: combined, stdout, stderr.
+func clTexts(stdout, stderr string) []accum.Text {
+	return []accum.Text{
+		txt(accum.Combined, accum.Final, stdout+stderr),
+		txt(accum.Stdout, accum.Final, stdout),
+		txt(accum.Stderr, accum.Final, stderr),
+	}
+}
+
+func TestClineUpdate(t *testing.T) {
+	d, ok := Lookup("cline")
+	require.True(t, ok, "cline not registered")
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "the update before any tool_call: command from rawInput, never the title",
+			update: `{"toolCallId":"c1","title":"run_commands: ls","kind":"execute","status":"pending","rawInput":{"commands":["ls"]},"sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls"}),
+		},
+		{
+			name:   "the late tool_call says pending again",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"run_commands: ls","kind":"execute","status":"pending","rawInput":{"commands":["ls"]}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls"}),
+		},
+		{
+			name:   "several commands are one call, one per line",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"run_commands: make","kind":"execute","status":"pending","rawInput":{"commands":["make",{"command":"go","args":["test","./..."]},7]}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "make\ngo test ./..."}),
+		},
+		{
+			name:   "success: true is Cline's word for a close with code 0",
+			update: clFinal("completed", `[{"query":"ls","result":"alpha.txt\nbeta.md\n","success":true}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("alpha.txt\nbeta.md\n", "")}),
+		},
+		{
+			name:   "exit 3 under completed: the bracket line is the exit code, not output",
+			update: clFinal("completed", `[{"query":"printf 'a\\nb\\n'; exit 3","result":"[Command exited with code 3]\na\nb\n","error":"Command exited with code 3","success":false}]`),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "printf 'a\\nb\\n'; exit 3",
+				Exit: ex(3, accum.ExitText, false), Texts: clTexts("a\nb\n", "")}),
+		},
+		{
+			name:   "the stderr marker splits the streams and is not output",
+			update: clFinal("completed", `[{"query":"x","result":"to-stdout\nmore-stdout\n\n[stderr]\nto-stderr\n","success":true}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("to-stdout\nmore-stdout\n", "to-stderr\n")}),
+		},
+		{
+			name:   "stderr only, exit 2",
+			update: clFinal("completed", `[{"query":"ls /nope","result":"[Command exited with code 2]\n\n[stderr]\nls: cannot access '/nope': No such file or directory\n","error":"Command exited with code 2","success":false}]`),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls /nope",
+				Exit: ex(2, accum.ExitText, false), Texts: clTexts("", "ls: cannot access '/nope': No such file or directory\n")}),
+		},
+		{
+			name:   "exit with no output: the bracket line alone",
+			update: clFinal("completed", `[{"query":"false","result":"[Command exited with code 1]","error":"Command exited with code 1","success":false}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "false", Exit: ex(1, accum.ExitText, false), Texts: clTexts("", "")}),
+		},
+		{
+			name:   "aborted: cancelled, the output is lost, not empty",
+			update: clFinal("completed", `[{"query":"sleep 9","result":"","error":"Command failed: Command was aborted","success":false}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "sleep 9", Cancelled: true, CancelNotice: "Command failed: Command was aborted"}),
+		},
+		{
+			name:   "timed out",
+			update: clFinal("completed", `[{"query":"sleep 99","result":"","error":"Command failed: Command timed out after 30000ms","success":false}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "sleep 99", TimedOut: true}),
+		},
+		{
+			name:   "a spawn failure: failed, its text the reason",
+			update: clFinal("completed", `[{"query":"x","result":"","error":"Command failed: Failed to execute command: spawn /bin/sh ENOENT","success":false}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Failed: true, FailNotice: "Command failed: Failed to execute command: spawn /bin/sh ENOENT"}),
+		},
+		{
+			name:   "truncation note: not output, truncated with at least the stated size",
+			update: clFinal("completed", `[{"query":"seq 1 99999","result":"1\n2\n\n[... output truncated: 588894 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n99998\n99999\n","success":true}]`),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "seq 1 99999", Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
+				{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true, TotalBytes: 588894},
+				{Stream: accum.Stdout, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true},
+				{Stream: accum.Stderr, Kind: accum.Final, Truncated: true}}}),
+		},
+		{
+			name:   "moved to the background: no success proof, notice not output",
+			update: clFinal("completed", `[{"query":"npm run dev","result":"[Command is still running. Output will continue in /tmp/cline-command-1/output.log]\nready\n","success":true}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "npm run dev", Background: true, Texts: clTexts("ready\n", "")}),
+		},
+		{
+			name: "several commands: outputs in order, the last failing exit code",
+			update: clFinal("completed", `[{"query":"echo a","result":"a\n","success":true},{"query":"exit 3","result":"[Command exited with code 3]","error":"Command exited with code 3","success":false},`+
+				`{"query":"echo b >&2; exit 5","result":"[Command exited with code 5]\n\n[stderr]\nb\n","error":"Command exited with code 5","success":false}]`),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo a\nexit 3\necho b >&2; exit 5",
+				Exit: ex(5, accum.ExitText, false), Texts: clTexts("a\n", "b\n")}),
+		},
+		{
+			name:   "several commands all succeeded",
+			update: clFinal("completed", `[{"query":"echo a","result":"a\n","success":true},{"query":"echo b","result":"b\n","success":true}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo a\necho b", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("a\nb\n", "")}),
+		},
+		{
+			name:   "rejection: rawOutput is a JSON string holding the error",
+			update: clFinal("failed", `"{\"error\":\"User rejected the tool call -- NOT a tool or system failure. Clarify with user before proceeding.\"}"`),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Cancelled: true, CancelNotice: "User rejected the tool call -- NOT a tool or system failure. Clarify with user before proceeding."}),
+		},
+		{
+			name:   "a bare failed before the tool_call",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed"}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed}),
+		},
+		{
+			name:   "a replay: rawOutput is a JSON string of one entry",
+			update: clFinal("completed", `"{\"query\":\"printf 'a\\\\nb\\\\n'; exit 3\",\"result\":\"[Command exited with code 3]\\na\\nb\\n\",\"error\":\"Command exited with code 3\",\"success\":false}"`),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "printf 'a\\nb\\n'; exit 3",
+				Exit: ex(3, accum.ExitText, false), Texts: clTexts("a\nb\n", "")}),
+		},
+		{
+			name:   "a string rawOutput that is not JSON is an error text",
+			update: clFinal("failed", `"boom"`),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Failed: true, FailNotice: "boom"}),
+		},
+		{
+			name:   "other tools are not shell output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"r1","kind":"read","status":"completed","rawOutput":[{"query":"a.txt","result":"body","success":true}]}`,
+			want:   one(accum.Observation{ToolCallID: "r1", Shell: accum.ShellNo, Status: accum.StatusCompleted}),
+		},
+	})
+	runObsCases(t, d, []obsCase{{
+		name: "the ask",
+		ask:  `{"toolCallId":"c1","title":"run_commands: rm -f notes.txt","kind":"execute","status":"pending","rawInput":{"commands":["rm -f notes.txt"]}}`,
+		want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "rm -f notes.txt"}),
+	}})
+}
+
+func TestClineDetect(t *testing.T) {
+	assert.Equal(t, "cline", Detect("cline").Info().Name)
+	assert.Equal(t, "cline", Detect("Cline CLI").Info().Name)
+	f, err := Read(Generic(), []byte(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"cline","name":"Sign in with Cline"},{"id":"cline-pass","name":"Sign in with ClinePass"}]}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "cline", f.Sign)
+}
+
+// TestClineRecording replays the real Cline 3.0.65 cancel/reject session.
+func TestClineRecording(t *testing.T) {
+	d, _ := Lookup("cline")
+	const rec = "cline-3.0.65_plain_scenario-dev.ndjson"
+	calls, cancels := replayRecording(t, d, rec)
+	assert.Equal(t, 2, cancels)
+	require.Len(t, calls, 3)
+	assert.Equal(t, "rm -f notes.txt && echo removed", calls[0].command)
+	assert.Equal(t, 1, calls[0].asks)
+	assert.True(t, calls[0].final().Cancelled)
+	assert.Empty(t, calls[0].texts)
+
+	assert.True(t, calls[1].final().Cancelled, "Command was aborted")
+	assert.Empty(t, calls[1].texts, "the aborted command's output is lost, not empty")
+
+	assert.Equal(t, "4", calls[2].exitCode())
+	out, _ := calls[2].output(accum.Combined)
+	assert.Equal(t, "after-cancel\n", out)
+	for _, c := range calls {
+		for _, o := range c.obs {
+			assert.NotContains(t, o.Command, "run_commands")
+		}
+	}
+}

@@ -64,7 +64,7 @@ type session struct {
 	termSeq  uint64
 	// replay: a session/load request was seen and no session/prompt
 	// since, so every tool call frame restates history (the agent replays
-	// the loaded session before it answers the load, or, gemini-cli,
+	// the loaded session before it answers the load, or, some agents,
 	// after: no live tool call can come before the next prompt). A
 	// prompt's result, a permission ask or a terminal request (only a live
 	// turn sends them) ends it too. Its

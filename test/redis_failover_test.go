@@ -221,6 +221,7 @@ func TestSentinelFailoverMidSession(t *testing.T) {
 					n := sr.playRest(t, to)
 					if !second {
 						promoted = d.Master(master, fleetWait)
+						t.Logf("master %s killed; %s promoted after %v", master.Addr, promoted.Addr, time.Since(start).Round(time.Millisecond))
 					}
 					t.Logf("%d frames answered UNAVAILABLE while acpnormd's client followed the failover", n)
 					sr.check(t)

@@ -294,19 +294,28 @@ func (w *elider) object(i, lv int) int {
 			return -1
 		}
 	member:
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return i + 1
-		default:
-			return -1
+		var closed bool
+		if i, closed = afterMember(b, i, '}'); closed || i < 0 {
+			return i
 		}
 	}
+}
+
+// afterMember reads what follows a member of an object or an element of
+// an array at b[i]: a comma (it returns the start of the next one), or the
+// closing byte (it returns the index past it, closed). -1: neither.
+func afterMember(b []byte, i int, closing byte) (next int, closed bool) {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return -1, false
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), false
+	case closing:
+		return i + 1, true
+	}
+	return -1, false
 }
 
 // value walks the value at msg[i]; lv is the level an object or array
@@ -342,17 +351,9 @@ func (w *elider) value(i, lv, depth int) int {
 			if i < 0 {
 				return -1
 			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return -1
-			}
-			switch b[i] {
-			case ',':
-				i = skipSpace(b, i+1)
-			case ']':
-				return i + 1
-			default:
-				return -1
+			var closed bool
+			if i, closed = afterMember(b, i, ']'); closed || i < 0 {
+				return i
 			}
 		}
 	}

@@ -123,6 +123,10 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	s.version = snap.Version
 	d := newReader(snap.Header, "session header", headerFormat, 1)
+	if d.Err != nil { // an empty header has no format byte to branch on below
+		return corrupt(d.Err)
+	}
+	format := snap.Header[0]
 	if name := d.String("dialect"); name != "" {
 		if dl, ok := dialect.Lookup(name); ok {
 			s.use(dl)
@@ -144,7 +148,7 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 		}
 		s.asks[id] = a
 	}
-	if snap.Header[0] >= 2 {
+	if format >= 2 {
 		ss.restoreTerms(s, d)
 	}
 	if d.Err != nil {

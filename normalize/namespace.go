@@ -51,6 +51,19 @@ func (ns namespace) key(id string) string {
 	return ns.prefix + id
 }
 
+// spaceOfKey returns the namespace part of a session key (see key): ""
+// for the default namespace.
+func spaceOfKey(key string) string {
+	if len(key) < 2 || key[0] != keyMark || key[1] == 0 {
+		return ""
+	}
+	n, w := binary.Uvarint([]byte(key[1:min(len(key), 1+binary.MaxVarintLen64)]))
+	if w <= 0 || n > uint64(len(key)-1-w) {
+		return "" // never made by key
+	}
+	return key[:1+w+int(n)]
+}
+
 // space is the state of one namespace that holds sessions: its sessions
 // (by id) and what they hold together, counted against its Quota. It
 // exists while it holds a session.

@@ -1,6 +1,8 @@
 package normalize
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,6 +19,7 @@ func TestNamespaceKeys(t *testing.T) {
 	seen := map[string][2]string{}
 	for _, p := range pairs {
 		k := newNamespace(p[0]).key(p[1])
+		assert.Equal(t, newNamespace(p[0]).prefix, spaceOfKey(k), "the namespace of %q's key", p)
 		if other, dup := seen[k]; dup {
 			t.Errorf("%q and %q share the key %q", p, other, k)
 		}
@@ -25,4 +28,42 @@ func TestNamespaceKeys(t *testing.T) {
 	for _, id := range []string{"s", "ses_01J", "", "{x}", "a\x00b"} {
 		assert.Equal(t, id, newNamespace("").key(id), "the default namespace keeps id %q as its key", id)
 	}
+}
+
+// Whatever order namespaces release calls in, the tombstones hold at most
+// their limit, count the entries they hold, and a namespace that never
+// held more than its share (limit over the namespaces) loses none.
+func TestTombstonesShareByNamespace(t *testing.T) {
+	const limit = 60
+	r := rand.New(rand.NewPCG(1, 2))
+	tb := newTombstones(limit)
+	spaces := []string{"", "a", "b", "c"}
+	var quiet []tombKey // the modest namespace's entries, never over its share
+	for i := range 5000 {
+		ns := spaces[r.IntN(3)] // "", a and b release a lot
+		call := fmt.Sprint(r.IntN(400))
+		if i%40 == 0 && len(quiet) < limit/len(spaces) {
+			ns, call = "c", fmt.Sprint("q", len(quiet))
+			quiet = append(quiet, tombKey{newNamespace(ns).key("S"), call})
+		}
+		tb.add(newNamespace(ns).key("S"), call, tomb{why: releasedClosed})
+		if len(tb.byKey) > limit {
+			t.Fatalf("after %d adds: %d entries over the limit %d", i+1, len(tb.byKey), limit)
+		}
+		live := 0
+		for _, q := range tb.spaces {
+			live += q.live
+			if pending := len(q.queue) - q.head; pending < q.live || pending > 2*q.live+64+1 {
+				t.Fatalf("namespace %q: %d queued for %d entries", q.space, pending, q.live)
+			}
+		}
+		if live != len(tb.byKey) {
+			t.Fatalf("after %d adds: the queues count %d entries, the map holds %d", i+1, live, len(tb.byKey))
+		}
+	}
+	for _, k := range quiet {
+		_, ok := tb.get(k.session, k.call)
+		assert.True(t, ok, "the modest namespace kept %v", k)
+	}
+	assert.Len(t, tb.heap, len(tb.spaces))
 }

@@ -321,3 +321,42 @@ func TestQuotaChecked(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "quota")
 }
+
+// A namespace that releases calls without end cannot push another's
+// tombstones out: the bound is shared, and what goes first when it is full
+// is the oldest tombstone of the namespace holding the most.
+func TestNamespacesKeepTombstonesApart(t *testing.T) {
+	const limit = 16
+	n := normalize.New(normalize.WithTombstones(limit))
+	a, b := n.Namespace("team-a"), n.Namespace("team-b")
+	for _, c := range []string{"b1", "b2", "b3"} {
+		_, errs := feedAll(t, b, "S1", nsOpen(c, "make"))
+		require.Empty(t, errs)
+	}
+	_, err := b.CloseSession("S1")
+	require.NoError(t, err)
+
+	for i := range 10 * limit {
+		s := "A" + itoa(i)
+		_, errs := feedAll(t, a, s, nsOpen("c1", "true"))
+		require.Empty(t, errs)
+		_, err := a.CloseSession(s)
+		require.NoError(t, err)
+	}
+	assert.LessOrEqual(t, n.Stats().Tombstones, limit, "the bound holds for all namespaces together")
+
+	for _, c := range []string{"b1", "b2", "b3"} {
+		execs, errs := feedAll(t, b, "S1", nsDelta(c, "late"))
+		assert.Empty(t, execs, "B's released call %s is not reopened", c)
+		if assert.Len(t, errs, 1, "B's late frame about %s is refused", c) {
+			assert.Equal(t, normalize.FailedPrecondition, errs[0].Code)
+		}
+	}
+	// A's own newest tombstones are kept, its oldest were dropped.
+	_, errs := feedAll(t, a, "A"+itoa(10*limit-1), nsDelta("c1", "late"))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.FailedPrecondition, errs[0].Code)
+	execs, errs := feedAll(t, a, "A0", nsDelta("c1", "late"))
+	assert.Empty(t, errs)
+	assert.Len(t, execs, 1, "A's oldest tombstone made way")
+}

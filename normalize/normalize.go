@@ -92,7 +92,10 @@ func WithGrace(d time.Duration) Option { return func(c *config) { c.Grace = d } 
 
 // WithTombstones bounds how many released calls are remembered, so that a
 // late frame about one is refused (FailedPrecondition) instead of opening
-// it again with revisions restarting at 1; the oldest are forgotten first.
+// it again with revisions restarting at 1. The bound is for every
+// namespace (see Namespace) together; when it is full, the oldest
+// tombstone of the namespace holding the most is forgotten first, so a
+// namespace holding no more than its share keeps all of its own.
 // Default DefaultTombstones.
 func WithTombstones(n int) Option { return func(c *config) { c.Tombstones = n } }
 

@@ -1,6 +1,7 @@
 package normalize
 
 import (
+	"container/heap"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,15 +13,21 @@ import (
 // tombstones remembers tool calls that were released from state, so that a
 // late frame about one gets a clear error instead of opening a new call
 // under the old id (revisions would restart at 1 and an ended outcome could
-// flip). It holds at most limit entries and drops the oldest first; each
+// flip). It holds at most limit entries, of every namespace together; each
 // entry holds two ids (bounded by MaxIDBytes) and a few numbers.
+//
+// When it is full, the entry that goes is the oldest of the namespace that
+// holds the most entries, so that a tenant releasing calls without end
+// forgets its own tombstones and never another's: a namespace holding no
+// more than its share (limit over the namespaces holding tombstones) keeps
+// all of them.
 type tombstones struct {
-	mu    sync.Mutex
-	limit int
-	byKey map[tombKey]tomb
-	queue []queued // oldest first, from head
-	head  int
-	seq   uint64
+	mu     sync.Mutex
+	limit  int
+	byKey  map[tombKey]tomb
+	spaces map[string]*tombQueue // by namespace key prefix; only those holding entries
+	heap   tombHeap              // the same queues, the one holding the most first
+	seq    uint64
 }
 
 type tombKey struct{ session, call string }
@@ -28,6 +35,38 @@ type tombKey struct{ session, call string }
 type queued struct {
 	key tombKey
 	seq uint64
+}
+
+// tombQueue is one namespace's entries, oldest first from head; queue may
+// hold entries replaced since (their seq no longer the current one).
+type tombQueue struct {
+	space string
+	queue []queued
+	head  int
+	live  int // entries of byKey in this namespace
+	index int // in tombstones.heap
+}
+
+// tombHeap is a max-heap of queues by live entries.
+type tombHeap []*tombQueue
+
+func (h tombHeap) Len() int           { return len(h) }
+func (h tombHeap) Less(i, j int) bool { return h[i].live > h[j].live }
+func (h tombHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *tombHeap) Push(x any) {
+	q := x.(*tombQueue)
+	q.index = len(*h)
+	*h = append(*h, q)
+}
+func (h *tombHeap) Pop() any {
+	old := *h
+	q := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return q
 }
 
 // why a call was released
@@ -48,10 +87,11 @@ type tomb struct {
 }
 
 func newTombstones(limit int) *tombstones {
-	return &tombstones{limit: limit, byKey: map[tombKey]tomb{}}
+	return &tombstones{limit: limit, byKey: map[tombKey]tomb{}, spaces: map[string]*tombQueue{}}
 }
 
-// add remembers a released call, dropping the oldest entry when full.
+// add remembers a released call of the session with key session, making
+// room when full (see tombstones).
 func (t *tombstones) add(session, call string, tb tomb) {
 	if t.limit <= 0 {
 		return
@@ -61,26 +101,58 @@ func (t *tombstones) add(session, call string, tb tomb) {
 	t.seq++
 	tb.seq = t.seq
 	k := tombKey{session, call}
+	space := spaceOfKey(session)
+	q := t.spaces[space]
+	if q == nil {
+		q = &tombQueue{space: space}
+		t.spaces[space] = q
+		heap.Push(&t.heap, q)
+	}
+	if _, again := t.byKey[k]; !again {
+		q.live++
+		heap.Fix(&t.heap, q.index)
+	}
 	t.byKey[k] = tb
-	t.queue = append(t.queue, queued{k, t.seq})
+	q.queue = append(q.queue, queued{k, t.seq})
 	for len(t.byKey) > t.limit {
-		old := t.queue[t.head]
-		t.queue[t.head] = queued{}
-		t.head++
+		t.evict(t.heap[0])
+	}
+	q.compact(t.byKey)
+}
+
+// evict drops the oldest current entry of q.
+func (t *tombstones) evict(q *tombQueue) {
+	for q.head < len(q.queue) {
+		old := q.queue[q.head]
+		q.queue[q.head] = queued{}
+		q.head++
 		if t.byKey[old.key].seq == old.seq {
 			delete(t.byKey, old.key)
+			q.live--
+			break
 		}
 	}
-	if live := len(t.queue) - t.head; t.head > 64 && t.head > live || live > 2*t.limit+64 {
-		// Compact, keeping only the entries still current.
-		q := make([]queued, 0, len(t.byKey))
-		for _, e := range t.queue[t.head:] {
-			if t.byKey[e.key].seq == e.seq {
-				q = append(q, e)
-			}
-		}
-		t.queue, t.head = q, 0
+	if q.live == 0 {
+		heap.Remove(&t.heap, q.index)
+		delete(t.spaces, q.space)
+		return
 	}
+	heap.Fix(&t.heap, q.index)
+	q.compact(t.byKey)
+}
+
+// compact keeps q's queue within a constant factor of its live entries.
+func (q *tombQueue) compact(byKey map[tombKey]tomb) {
+	if pending := len(q.queue) - q.head; !(q.head > 64 && q.head > pending || pending > 2*q.live+64) {
+		return
+	}
+	kept := make([]queued, 0, q.live)
+	for _, e := range q.queue[q.head:] {
+		if byKey[e.key].seq == e.seq {
+			kept = append(kept, e)
+		}
+	}
+	q.queue, q.head = kept, 0
 }
 
 // get returns the tombstone of a call, if it has one.

@@ -3,6 +3,8 @@ package test
 import (
 	"context"
 	"encoding/base64"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,4 +154,26 @@ func TestIdentitiesAcrossReplicasOnRedis(t *testing.T) {
 	assert.Equal(t, codes.Unauthenticated, status.Code(err), "bob's open stream at its next request")
 	x = aliceOnB.exec("S1", 4, idDelta("c1", "alice goes on"))
 	assert.Equal(t, uint32(4), x.GetRevision())
+}
+
+// On the real binary with named tokens, /metrics (which names the
+// identities and counts each one's refusals) is served to the identity
+// --metrics-identities names, and refused to a tenant's token.
+func TestMetricsOnlyForTheMetricsIdentity(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	rewrite(t, tokens, "alice alice-token\nmetrics scrape-token\n", 1)
+	d := startDaemon(t, buildDaemon(t), "--auth-tokens-file", tokens)
+	for token, want := range map[string]int{"": 401, "alice-token": 403, "scrape-token": 200} {
+		req, err := http.NewRequest("GET", "http://"+d.metrics+"/metrics", nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, "/metrics with %q", token)
+		assert.Equal(t, want == 200, strings.Contains(string(body), "acpnorm_sessions"), "/metrics with %q shows the metrics", token)
+	}
 }

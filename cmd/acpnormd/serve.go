@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ type serveFlags struct {
 	tokenFile             string
 	tokensFile            string
 	clientNames           string
+	metricsReaders        string
 	insecureListen        bool
 	store                 string
 	storeWait             int
@@ -65,6 +67,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	}
 	str(&f.listen, "listen", "ACPNORM_LISTEN", "127.0.0.1:50051", "gRPC listen address")
 	str(&f.metricsListen, "metrics-listen", "ACPNORM_METRICS_LISTEN", "127.0.0.1:9464", "Prometheus /metrics listen address; empty disables")
+	str(&f.metricsReaders, "metrics-identities", "ACPNORM_METRICS_IDENTITIES", "metrics", "with several identities (--auth-tokens-file, or --tls-client-ca without tokens): comma-separated identities that may\n"+
+		"read /metrics; the others get 403, so that no tenant reads another's names and counts")
 	num(&f.cfg.TextLimit, "text-limit", "ACPNORM_TEXT_LIMIT", f.cfg.TextLimit, "bytes kept per text field (the most recent tail)")
 	num(&f.cfg.MaxCallsPerSession, "max-calls-per-session", "ACPNORM_MAX_CALLS_PER_SESSION", f.cfg.MaxCallsPerSession, "tool calls one session may hold")
 	num(&f.cfg.MaxCalls, "max-calls", "ACPNORM_MAX_CALLS", f.cfg.MaxCalls, "tool calls all sessions together may hold")
@@ -220,9 +224,7 @@ func serve(args []string) error {
 		}
 		metricsAddr = mlis.Addr().String()
 		var h http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-		if f.tokenProtected() {
-			h = service.BearerHandler(f.srv.ValidToken, h)
-		}
+		h = service.MetricsHandler(f.srv, splitList(f.metricsReaders), h)
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
 		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, TLSConfig: f.srv.TLS}
@@ -399,4 +401,15 @@ func otelEndpoint() string {
 		}
 	}
 	return ""
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }

@@ -10,9 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -207,12 +205,6 @@ func (t *Token) Valid(got string) bool {
 	return subtle.ConstantTimeCompare(h[:], want[:]) == 1
 }
 
-// ValidToken reports whether token is the Token or one of the Tokens of
-// o (for BearerHandler).
-func (o ServerOptions) ValidToken(token string) bool {
-	return newAccess(o, nil).valid(token)
-}
-
 // openHealth is the health service without the token check, so that probes
 // (a kubelet's gRPC probe sends no metadata) can reach it. It tells only
 // whether the server is serving.
@@ -221,18 +213,4 @@ type openHealth struct{ healthpb.HealthServer }
 // AuthFuncOverride implements auth.ServiceAuthFuncOverride.
 func (openHealth) AuthFuncOverride(ctx context.Context, _ string) (context.Context, error) {
 	return ctx, nil
-}
-
-// BearerHandler serves h only to requests that carry "Authorization:
-// Bearer <token>" with a token valid says is one; others get 401.
-func BearerHandler(valid func(token string) bool, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "bearer") || !valid(got) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="acpnormd"`)
-			http.Error(w, "this endpoint requires the header \"Authorization: Bearer <token>\" with one of acpnormd's tokens", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

@@ -280,7 +280,7 @@ func TestBearerToken(t *testing.T) {
 	}
 
 	// /metrics takes the same token.
-	h := BearerHandler(tok.Valid, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	h := MetricsHandler(ServerOptions{Token: tok}, nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
 	for auth, want := range map[string]int{"": 401, "Bearer nope": 401, "Bearer second-token": 200} {
 		req := httptest.NewRequest("GET", "/metrics", nil)
 		if auth != "" {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -349,10 +350,72 @@ func (a *access) tokenName(token string) (string, bool) {
 	return name, ok
 }
 
-// Valid reports whether token is any identity's (for /metrics).
-func (a *access) valid(token string) bool {
-	_, ok := a.tokenName(token)
-	return ok
+// MetricsHandler serves h (the /metrics page) only to the identities that
+// may read it, so that no tenant learns another's names or counts:
+//
+//   - with no authentication, to every request (the listener's exposure
+//     rules are the caller's);
+//   - with o.Token alone, to requests that carry it;
+//   - with several identities (o.Tokens, or client certificates without
+//     tokens), to the identities named in readers only.
+//
+// A request without the credential gets 401, an identity not in readers
+// 403; both say what is missing.
+func MetricsHandler(o ServerOptions, readers []string, h http.Handler) http.Handler {
+	a := newAccess(o, nil)
+	several := a.tokens != nil || a.certs
+	may := map[string]bool{}
+	for _, r := range readers {
+		may[r] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, code, why := a.httpIdentity(r)
+		if code == 0 && several && !may[name] {
+			code, why = http.StatusForbidden, fmt.Sprintf("the identity %q may not read /metrics: acpnormd's --metrics-identities names the identities that may", name)
+		}
+		if code != 0 {
+			if code == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="acpnormd"`)
+			}
+			http.Error(w, why, code)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// httpIdentity is authenticate for an HTTP request: the identity, or the
+// status to refuse it with and why.
+func (a *access) httpIdentity(r *http.Request) (name string, code int, why string) {
+	switch {
+	case a.byToken():
+		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "bearer") {
+			return "", http.StatusUnauthorized, "this endpoint requires the header \"Authorization: Bearer <token>\" with one of acpnormd's tokens"
+		}
+		name, ok := a.tokenName(got)
+		if !ok {
+			return "", http.StatusUnauthorized, "the bearer token is not one this acpnormd was given"
+		}
+		return name, 0, ""
+	case a.certs:
+		certID := ""
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+			certID = CertIdentity(r.TLS.VerifiedChains[0][0])
+		}
+		if certID == "" {
+			return "", http.StatusUnauthorized, "this endpoint requires a client certificate that names an identity (a URI or DNS SAN, or a subject common name)"
+		}
+		if a.names == nil {
+			return certID, 0, ""
+		}
+		name, ok := a.names.lookup(certID)
+		if !ok {
+			return "", http.StatusForbidden, fmt.Sprintf("the client certificate's identity %q is not in this acpnormd's --tls-client-names", certID)
+		}
+		return name, 0, ""
+	}
+	return DefaultIdentity, 0, ""
 }
 
 // authenticate finds the identity of a call.

@@ -7,7 +7,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -412,6 +415,64 @@ func TestSingleTokenIsTheDefaultIdentity(t *testing.T) {
 			require.NotNil(t, s.next().GetShellExec())
 			_, ok := svc.sessions.n.SessionStats("S1")
 			assert.True(t, ok)
+		})
+	}
+}
+
+// /metrics names identities and counts each one's refusals, so with
+// several identities only those --metrics-identities names may read it;
+// the others get 403, a missing or unknown credential 401.
+func TestMetricsOnlyForTheirReaders(t *testing.T) {
+	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "acpnorm_limit_refusals_total") })
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, path, "alice alice-secret\nscraper scraper-secret\n")
+	tokens, err := NewTokens(path, nil)
+	require.NoError(t, err)
+	namesFile := filepath.Join(t.TempDir(), "names")
+	writeTokens(t, namesFile, "scraper prometheus.example.org\nteam-a team-a.example.org\n")
+	names, err := NewClientNames(namesFile, nil)
+	require.NoError(t, err)
+	clientCAs := &tls.Config{ClientCAs: x509.NewCertPool()}
+	cert := func(cn string) *tls.ConnectionState {
+		return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: cn}}}}}
+	}
+	for _, c := range []struct {
+		name    string
+		opts    ServerOptions
+		readers []string
+		auth    string
+		tls     *tls.ConnectionState
+		want    int
+		says    string
+	}{
+		{"no authentication", ServerOptions{}, nil, "", nil, 200, ""},
+		{"a reader's token", ServerOptions{Tokens: tokens}, []string{"scraper"}, "Bearer scraper-secret", nil, 200, ""},
+		{"another identity's token", ServerOptions{Tokens: tokens}, []string{"scraper"}, "Bearer alice-secret", nil, 403, `"alice" may not read /metrics`},
+		{"the default readers", ServerOptions{Tokens: tokens}, []string{"metrics"}, "Bearer scraper-secret", nil, 403, "--metrics-identities"},
+		{"no token", ServerOptions{Tokens: tokens}, []string{"scraper"}, "", nil, 401, "Authorization: Bearer"},
+		{"an unknown token", ServerOptions{Tokens: tokens}, []string{"scraper"}, "Bearer nope", nil, 401, "not one this acpnormd was given"},
+		{"a reader's certificate", ServerOptions{TLS: clientCAs}, []string{"prometheus.example.org"}, "", cert("prometheus.example.org"), 200, ""},
+		{"another certificate", ServerOptions{TLS: clientCAs}, []string{"prometheus.example.org"}, "", cert("team-a.example.org"), 403, `"team-a.example.org" may not`},
+		{"no certificate", ServerOptions{TLS: clientCAs}, []string{"prometheus.example.org"}, "", nil, 401, "client certificate"},
+		{"a mapped reader", ServerOptions{TLS: clientCAs, ClientNames: names}, []string{"scraper"}, "", cert("prometheus.example.org"), 200, ""},
+		{"a mapped tenant", ServerOptions{TLS: clientCAs, ClientNames: names}, []string{"scraper"}, "", cert("team-a.example.org"), 403, `"team-a" may not`},
+		{"an unmapped certificate", ServerOptions{TLS: clientCAs, ClientNames: names}, []string{"scraper"}, "", cert("x.example.org"), 403, "--tls-client-names"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", "/metrics", nil)
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			req.TLS = c.tls
+			rec := httptest.NewRecorder()
+			MetricsHandler(c.opts, c.readers, page).ServeHTTP(rec, req)
+			assert.Equal(t, c.want, rec.Code)
+			if c.want == 200 {
+				assert.Contains(t, rec.Body.String(), "acpnorm_limit_refusals_total")
+			} else {
+				assert.NotContains(t, rec.Body.String(), "acpnorm_limit_refusals_total")
+				assert.Contains(t, rec.Body.String(), c.says)
+			}
 		})
 	}
 }

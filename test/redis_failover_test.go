@@ -243,16 +243,18 @@ func TestSentinelFailoverMidSession(t *testing.T) {
 //   - Without the wait, acpnormd answered those frames, and the promoted
 //     master lost them: the client's revisions repeat (the lost revision
 //     is made again from other text) or its finals differ from the golden.
-//   - With --store-wait-replicas 1, no replica acknowledged them, so each
-//     was refused (UNAVAILABLE) instead of answered. Sent again after the
-//     promotion (skipping applied sequences), each is applied, not
-//     ALREADY_EXISTS: acpnormd kept no copy of what the store lost. Every
-//     final then equals its golden.
-//   - With the wait and no failover (the replicas resumed, the master
-//     alive), the refused frame was kept by the master: sent again it is
-//     ALREADY_EXISTS, and its revisions are never sent; the call's next
-//     revision comes after a gap with every text whole, so a client's
-//     fold resynchronises and ends with the golden.
+//   - With --store-wait-replicas 1, the master had no replica online, so
+//     it applied none of them and each was refused (UNAVAILABLE). Sent
+//     again after the promotion (skipping applied sequences), each is
+//     applied, not ALREADY_EXISTS: acpnormd kept no copy of what the store
+//     lost. Every final then equals its golden.
+//   - With the wait and no failover, the replicas are paused but not cut
+//     off, just after they acknowledged: the master still counts them for
+//     a second, so the first refused frames were applied on the master,
+//     only not acknowledged. Sent again (the replicas resumed, the master
+//     alive) such a frame is ALREADY_EXISTS, and its revisions are never
+//     sent; the call's next revision comes after a gap with every text
+//     whole, so a client's fold resynchronises and ends with the golden.
 func TestSentinelWaitRefusesWhatAFailoverLoses(t *testing.T) {
 	d := testredis.StartSentinel(t, 2, 3, 2, time.Second)
 	recs := loadAll(t)
@@ -267,11 +269,19 @@ func TestSentinelWaitRefusesWhatAFailoverLoses(t *testing.T) {
 			master := d.Settle(2, fleetWait)
 			replicas := d.Replicas(master)
 			require.Len(t, replicas, 2)
+			mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+			if !tc.failover {
+				require.Eventually(t, func() bool {
+					info, err := mc.Info(t.Context(), "replication").Result()
+					return err == nil && strings.Count(info, "state=online") == 2 && strings.Count(info, "lag=0") == 2
+				}, fleetWait, 20*time.Millisecond, "both replicas acknowledge")
+			}
 			for _, r := range replicas {
 				r.Pause()
 			}
-			mc := redis.NewClient(&redis.Options{Addr: master.Addr})
-			require.NoError(t, mc.ClientKillByFilter(t.Context(), "TYPE", "replica").Err())
+			if tc.failover {
+				require.NoError(t, mc.ClientKillByFilter(t.Context(), "TYPE", "replica").Err())
+			}
 			mc.Close()
 			// Each recording's next frame that makes a revision, alone.
 			next := make([]int, len(recs))

@@ -34,7 +34,16 @@
 // writes), and return ErrNotReplicated when fewer than n replicas
 // acknowledged in time. Such a commit is applied on the master, but not
 // acknowledged: it survives unless the master is lost before a replica
-// copies it. On Cluster the pipeline goes to the master of the session's
+// copies it, and the caller cannot tell which (sent again, it may find
+// itself applied). So that this happens as seldom as it can, the commit
+// script first counts the master's replicas that are online and
+// acknowledged its stream within the last max(1 s, timeout) (INFO
+// replication's lag), and applies nothing when they are fewer than n:
+// Commit then returns ErrTooFewReplicas, and the commit may simply be sent
+// again. A master whose replicas are gone (a network split, a replica
+// restarting, a master just promoted whose replicas have not attached
+// yet) refuses before it applies; only a replica that stops acknowledging
+// within that window leaves a commit applied but unacknowledged. On Cluster the pipeline goes to the master of the session's
 // slot (ClusterClient.MasterForKey), following a moved slot a few times.
 //
 // # Layout
@@ -120,6 +129,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -160,6 +170,12 @@ var _ store.Store = (*Store)(nil)
 // lose it, or keep it.
 // It wraps store.ErrUnacknowledged.
 var ErrNotReplicated = fmt.Errorf("%w: too few replicas hold it (WAIT)", store.ErrUnacknowledged)
+
+// ErrTooFewReplicas is the error of a commit, with WithWaitReplicas, that
+// the master refused before applying it: fewer replicas than asked for
+// were online and acknowledging (see Waiting for replicas). Nothing was
+// written; the commit may be sent again.
+var ErrTooFewReplicas = errors.New("too few replicas online to wait for (nothing applied)")
 
 // An Option changes how Open sets up the store.
 type Option func(*config)
@@ -329,9 +345,12 @@ func (s *Store) keys(session string) []string {
 // where g is the hash's field g (in the same slot as both).
 
 // commitScript: ARGV = base, ttl (ms), token (32 bytes), header flag ('1':
-// set), header, record count n, then n times (name, flag ('1' set, '0'
+// set), header, record count n, replicas required (0: none), the largest
+// lag (s) of a replica that counts, then n times (name, flag ('1' set, '0'
 // delete), value), then per stream op (name, op ('a' append, 's' set, 'd'
-// delete), data). Returns the new version, or -1 on a conflict.
+// delete), data). Returns the new version, -1 on a conflict, or -2 (and
+// writes nothing) when fewer replicas than required are online within
+// the lag.
 var commitScript = redis.NewScript(commitSource)
 
 const commitSource = `
@@ -348,6 +367,18 @@ if cur ~= base then
     return base + 1
   end
   return -1
+end
+local need = tonumber(ARGV[7])
+if need > 0 then
+  local maxlag, online = tonumber(ARGV[8]), 0
+  local info = redis.call('INFO', 'replication')
+  for line in string.gmatch(info, 'slave%d+:[^\r\n]+') do
+    local lag = tonumber(string.match(line, 'lag=(%d+)') or '-1')
+    if string.find(line, 'state=online', 1, true) and lag >= 0 and lag <= maxlag then
+      online = online + 1
+    end
+  end
+  if online < need then return -2 end
 end
 local g, x = st[3] or '', tonumber(st[4] or '0')
 if cur == 0 then
@@ -369,7 +400,7 @@ if refresh then
 end
 local xs = string.format('%.0f', x)
 if ARGV[4] == '1' then redis.call('HSET', h, 'h', ARGV[5]) end
-local i = 7
+local i = 9
 for _ = 1, tonumber(ARGV[6]) do
   if ARGV[i + 1] == '1' then
     redis.call('HSET', h, 'r:' .. ARGV[i], ARGV[i + 2])
@@ -532,12 +563,13 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 	var token [32]byte
 	hex.Encode(token[:], raw[:])
 
-	args := make([]any, 0, 6+3*len(c.Records)+3*len(c.Streams))
+	args := make([]any, 0, 8+3*len(c.Records)+3*len(c.Streams))
 	hflag := "0"
 	if c.Header != nil {
 		hflag = "1"
 	}
-	args = append(args, strconv.FormatUint(base, 10), strconv.FormatInt(ms, 10), token[:], hflag, nonNil(c.Header), strconv.Itoa(len(c.Records)))
+	args = append(args, strconv.FormatUint(base, 10), strconv.FormatInt(ms, 10), token[:], hflag, nonNil(c.Header), strconv.Itoa(len(c.Records)),
+		strconv.Itoa(s.wait), strconv.FormatInt(max(1, int64(math.Ceil(s.waitTimeout.Seconds()))), 10))
 	for name, v := range c.Records {
 		flag := "1"
 		if v == nil {
@@ -564,6 +596,9 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 	}
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: %w", session, base, s.where, err)
+	}
+	if v == -2 {
+		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: %w: %d asked for (WithWaitReplicas)", session, base, s.where, ErrTooFewReplicas, s.wait)
 	}
 	if v < 0 {
 		return 0, store.ErrConflict

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/acpnorm/acpnorm/store"
@@ -238,7 +240,7 @@ func TestCommitResent(t *testing.T) {
 	tok := func(i int) string { return fmt.Sprintf("token-%026d", i) } // 32 bytes
 	send := func(base uint64, token string) int64 {
 		t.Helper()
-		v, err := commitScript.Run(ctx, s.c, keys, strconv.FormatUint(base, 10), "60000", token, "0", "", "0", "s", "a", token[22:]+";").Int64()
+		v, err := commitScript.Run(ctx, s.c, keys, strconv.FormatUint(base, 10), "60000", token, "0", "", "0", "0", "1", "s", "a", token[22:]+";").Int64()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,14 +364,17 @@ func TestClusterSpreadAndWait(t *testing.T) {
 	t.Logf("keys per master: %v", keys)
 }
 
-// With WithWaitReplicas, a commit returns once the replica holds it; when
-// the replica cannot (paused, and cut off from the master), the commit is
-// applied on the master but not acknowledged: ErrNotReplicated after the
-// timeout. Once the replica is back, the master's copy is what it gets.
+// With WithWaitReplicas, a commit returns once the replica holds it. A
+// replica that stops acknowledging (paused, its connection still up) leaves
+// the commit applied on the master but not acknowledged: ErrNotReplicated
+// after the timeout. A master whose replicas are gone (cut off) refuses
+// before it applies anything: ErrTooFewReplicas, the version unchanged.
+// Once the replica is back, the master's copy is what it gets.
 func TestWaitReplicas(t *testing.T) {
 	master := testredis.StartServer(t)
 	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
-	s := open(t, master.URL, WithWaitReplicas(1, 300*time.Millisecond))
+	const timeout = 2 * time.Second // a replica counts when it acknowledged within the last 2 s
+	s := open(t, master.URL, WithWaitReplicas(1, timeout))
 	defer s.Close()
 	ctx := t.Context()
 	ch := func(h string) *store.Change { return &store.Change{Header: []byte(h), TTL: time.Hour} }
@@ -382,48 +387,50 @@ func TestWaitReplicas(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		_ = raw(t, master.URL).FlushAll(ctx).Err()
 	}
-	if err != nil {
-		t.Fatalf("commit with a replica in sync: %v", err)
-	}
-	if snap, err := s.Load(ctx, "a"); err != nil || snap.Version != 1 {
-		t.Fatalf("load: %+v, %v", snap, err)
-	}
+	require.NoError(t, err, "commit with a replica in sync")
+	snap, err := s.Load(ctx, "a")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, snap.Version)
+
+	// Paused just after an acknowledgement: it still counts, so the
+	// commit is applied, and WAIT times out.
+	require.Eventually(t, func() bool {
+		info, err := raw(t, master.URL).Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "state=online") && strings.Contains(info, "lag=0")
+	}, time.Minute, 20*time.Millisecond, "the replica acknowledges")
 	replica.Pause()
-	if err := raw(t, master.URL).ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
 	_, err = s.Commit(ctx, "a", 1, ch("2"))
-	if !errors.Is(err, ErrNotReplicated) || errors.Is(err, store.ErrConflict) {
-		t.Fatalf("commit with the replica paused: %v; want ErrNotReplicated", err)
-	}
-	if d := time.Since(start); d < 300*time.Millisecond {
-		t.Errorf("the commit gave up after %v, before its 300ms timeout", d)
-	}
+	require.ErrorIs(t, err, ErrNotReplicated, "commit with the replica paused")
+	assert.NotErrorIs(t, err, store.ErrConflict)
+	assert.GreaterOrEqual(t, time.Since(start), timeout, "the commit gave up before its timeout")
 	t.Logf("%v", err)
-	if snap, err := s.Load(ctx, "a"); err != nil || snap.Version != 2 || string(snap.Header) != "2" {
-		t.Fatalf("on the master after the unacknowledged commit: %+v, %v; want version 2", snap, err)
-	}
+	snap, err = s.Load(ctx, "a")
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, snap.Version, "on the master after the unacknowledged commit")
+	assert.Equal(t, "2", string(snap.Header))
+
+	// Cut off: the master has no replica online, and applies nothing.
+	require.NoError(t, raw(t, master.URL).ClientKillByFilter(ctx, "TYPE", "replica").Err())
+	_, err = s.Commit(ctx, "a", 2, ch("3"))
+	require.ErrorIs(t, err, ErrTooFewReplicas, "commit with no replica online")
+	assert.NotErrorIs(t, err, store.ErrUnacknowledged, "nothing was applied, so it is not an unacknowledged commit")
+	t.Logf("%v", err)
+	snap, err = s.Load(ctx, "a")
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, snap.Version, "the refused commit wrote nothing")
+	assert.Equal(t, "2", string(snap.Header))
+
 	replica.Resume()
-	if v, err := s.Commit(ctx, "a", 2, ch("3")); err != nil || v != 3 {
-		// the replica reconnects and catches up within the timeout, or soon after
-		time.Sleep(time.Second)
-		if v, err = s.Commit(ctx, "a", 2, ch("3")); err != nil && !errors.Is(err, ErrNotReplicated) {
-			t.Fatalf("commit once the replica is back: %d, %v", v, err)
-		}
-	}
+	require.Eventually(t, func() bool {
+		v, err := s.Commit(ctx, "a", 2, ch("3"))
+		return err == nil && v == 3
+	}, time.Minute, 100*time.Millisecond, "commit once the replica is back")
 	r := raw(t, replica.URL)
-	deadline = time.Now().Add(time.Minute)
-	for {
+	require.Eventually(t, func() bool {
 		h, _ := r.HGet(ctx, s.keys("a")[0], "h").Result()
-		if h == "3" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the replica holds header %q a minute after it came back; want 3", h)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return h == "3"
+	}, time.Minute, 50*time.Millisecond, "the replica holds header 3")
 }
 
 // The URL's form picks the client: one server, Sentinel (master_name), or

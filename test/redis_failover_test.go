@@ -250,8 +250,8 @@ func TestSentinelFailoverMidSession(t *testing.T) {
 //     lost. Every final then equals its golden.
 //   - With the wait and no failover, the replicas are paused but not cut
 //     off, just after they acknowledged: the master still counts them for
-//     a second, so the first refused frames were applied on the master,
-//     only not acknowledged. Sent again (the replicas resumed, the master
+//     10 s, so the first refused frames were applied on the master, only
+//     not acknowledged. Sent again (the replicas resumed, the master
 //     alive) such a frame is ALREADY_EXISTS, and its revisions are never
 //     sent; the call's next revision comes after a gap with every text
 //     whole, so a client's fold resynchronises and ends with the golden.

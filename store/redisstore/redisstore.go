@@ -37,8 +37,9 @@
 // copies it, and the caller cannot tell which (sent again, it may find
 // itself applied). So that this happens as seldom as it can, the commit
 // script first counts the master's replicas that are online and
-// acknowledged its stream within the last max(1 s, timeout) (INFO
-// replication's lag), and applies nothing when they are fewer than n:
+// acknowledged its stream within the last 10 s, or the timeout when
+// longer (INFO replication's lag), and applies nothing when they are
+// fewer than n:
 // Commit then returns ErrTooFewReplicas, and the commit may simply be sent
 // again. A master whose replicas are gone (a network split, a replica
 // restarting, a master just promoted whose replicas have not attached
@@ -170,6 +171,13 @@ var _ store.Store = (*Store)(nil)
 // lose it, or keep it.
 // It wraps store.ErrUnacknowledged.
 var ErrNotReplicated = fmt.Errorf("%w: too few replicas hold it (WAIT)", store.ErrUnacknowledged)
+
+// maxReplicaLag is how long ago a replica may have last acknowledged the
+// master's stream and still count for WithWaitReplicas (or the wait's
+// timeout, when longer): Redis's own default for min-replicas-max-lag. A
+// replica acknowledges every second; one that is cut off is not listed
+// at all.
+const maxReplicaLag = 10 * time.Second
 
 // ErrTooFewReplicas is the error of a commit, with WithWaitReplicas, that
 // the master refused before applying it: fewer replicas than asked for
@@ -373,8 +381,10 @@ if need > 0 then
   local maxlag, online = tonumber(ARGV[8]), 0
   local info = redis.call('INFO', 'replication')
   for line in string.gmatch(info, 'slave%d+:[^\r\n]+') do
-    local lag = tonumber(string.match(line, 'lag=(%d+)') or '-1')
-    if string.find(line, 'state=online', 1, true) and lag >= 0 and lag <= maxlag then
+    -- lag is the seconds since the replica's last acknowledgement; Redis
+    -- shows -1 for one just now (its clock is cached per event loop turn)
+    local lag = tonumber(string.match(line, 'lag=(-?%d+)') or '0')
+    if string.find(line, 'state=online', 1, true) and lag <= maxlag then
       online = online + 1
     end
   end
@@ -569,7 +579,7 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 		hflag = "1"
 	}
 	args = append(args, strconv.FormatUint(base, 10), strconv.FormatInt(ms, 10), token[:], hflag, nonNil(c.Header), strconv.Itoa(len(c.Records)),
-		strconv.Itoa(s.wait), strconv.FormatInt(max(1, int64(math.Ceil(s.waitTimeout.Seconds()))), 10))
+		strconv.Itoa(s.wait), strconv.FormatInt(int64(math.Ceil(max(maxReplicaLag, s.waitTimeout).Seconds())), 10))
 	for name, v := range c.Records {
 		flag := "1"
 		if v == nil {

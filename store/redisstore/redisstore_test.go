@@ -373,7 +373,7 @@ func TestClusterSpreadAndWait(t *testing.T) {
 func TestWaitReplicas(t *testing.T) {
 	master := testredis.StartServer(t)
 	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
-	const timeout = 2 * time.Second // a replica counts when it acknowledged within the last 2 s
+	const timeout = 2 * time.Second
 	s := open(t, master.URL, WithWaitReplicas(1, timeout))
 	defer s.Close()
 	ctx := t.Context()

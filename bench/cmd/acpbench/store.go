@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acpnorm/acpnorm/bench/load"
+	"github.com/redis/go-redis/v9"
 )
 
 // storeBench runs the same scenarios against two acpnormd processes, one
@@ -92,6 +93,10 @@ func storeBench(args []string) error {
 			}
 			defer r.Stop()
 			redisPIDs = append(redisPIDs, r.PID())
+		}
+		// A deployment's replicas are up before its load: so are these.
+		if err := replicasOnline(ctx, rs.Addr, *wait, time.Minute); err != nil {
+			return err
 		}
 	}
 	// redisCPU is the CPU time of the redis-server processes (the master
@@ -238,4 +243,39 @@ func parseStreams(s string) ([]int, error) {
 		streams = append(streams, n)
 	}
 	return streams, nil
+}
+
+// replicasOnline waits until the master at addr has n replicas online at
+// its own replication offset.
+func replicasOnline(ctx context.Context, addr string, n int, timeout time.Duration) error {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		info, err := c.Info(ctx, "replication").Result()
+		if err == nil {
+			offset, online := "", 0
+			for _, line := range strings.Split(info, "\r\n") {
+				if v, ok := strings.CutPrefix(line, "master_repl_offset:"); ok {
+					offset = v
+				}
+			}
+			for _, line := range strings.Split(info, "\r\n") {
+				if strings.HasPrefix(line, "slave") && strings.Contains(line, "state=online") && strings.Contains(line, "offset="+offset+",") {
+					online++
+				}
+			}
+			if online >= n {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("store: the redis-server at %s has not %d replicas online after %v: %v", addr, n, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/valyala/fastjson"
 )
 
 // benchFrames returns the agent->client frames of a recording and the
@@ -54,7 +55,8 @@ func benchFrames(b *testing.B, file string) (Dialect, [][]byte, int64) {
 // One op reads every agent->client frame of the recording once.
 // encoding-json is the same read with encoding/json alone (its validation
 // scan, then the decode); jsontext-scan only validates the frames with the
-// one-pass decoder's tokenizer, the floor of any decode built on it.
+// one-pass decoder's tokenizer, the floor of any decode built on it;
+// fastjson-parse is the floor of an index-only reader on valyala/fastjson.
 func BenchmarkRead(b *testing.B) {
 	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
 	for _, file := range files {
@@ -96,6 +98,41 @@ func BenchmarkRead(b *testing.B) {
 				for _, f := range frames {
 					if !jsontext.Value(f).IsValid() {
 						b.Fatal("invalid frame")
+					}
+				}
+			}
+			benchcpu.Report(b, cpu)
+		})
+		// fastjson-parse is valyala/fastjson's parse of each frame (it
+		// validates and indexes the frame without building Go values:
+		// the floor of an index-only reader built on it), with one
+		// Parser reused as its documentation advises.
+		b.Run(name+"/fastjson-parse", func(b *testing.B) {
+			var p fastjson.Parser
+			b.SetBytes(size)
+			b.ReportAllocs()
+			cpu := benchcpu.Now()
+			for b.Loop() {
+				for _, f := range frames {
+					if _, err := p.ParseBytes(f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			benchcpu.Report(b, cpu)
+		})
+		// fastjson-validate is fastjson's full validation (the parse
+		// above finds each string's end but checks neither its escapes
+		// nor its control characters): what the parse would need beside
+		// it to refuse every frame encoding/json refuses.
+		b.Run(name+"/fastjson-validate", func(b *testing.B) {
+			b.SetBytes(size)
+			b.ReportAllocs()
+			cpu := benchcpu.Now()
+			for b.Loop() {
+				for _, f := range frames {
+					if err := fastjson.ValidateBytes(f); err != nil {
+						b.Fatal(err)
 					}
 				}
 			}

@@ -39,13 +39,14 @@
 // script first counts the master's replicas that are online and
 // acknowledged its stream within the last 10 s, or the timeout when
 // longer (INFO replication's lag), and applies nothing when they are
-// fewer than n:
-// Commit then returns ErrTooFewReplicas, and the commit may simply be sent
-// again. A master whose replicas are gone (a network split, a replica
-// restarting, a master just promoted whose replicas have not attached
-// yet) refuses before it applies; only a replica that stops acknowledging
-// within that window leaves a commit applied but unacknowledged. On Cluster the pipeline goes to the master of the session's
-// slot (ClusterClient.MasterForKey), following a moved slot a few times.
+// fewer than n: Commit then returns ErrTooFewReplicas, and the commit may
+// simply be sent again. A master whose replicas are gone (a network
+// split, a replica restarting, a master just promoted whose replicas have
+// not attached yet) refuses before it applies; only a replica that stops
+// acknowledging within that window leaves a commit applied but
+// unacknowledged. On Cluster the pipeline goes to the master of the
+// session's slot (ClusterClient.MasterForKey), following a moved slot a
+// few times.
 //
 // # Layout
 //

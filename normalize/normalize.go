@@ -318,7 +318,12 @@ func WithFinalChanges() FeedOption { return func(r *request) { r.finalDeltas = t
 // applied is not applied again, and gives a FrameError with code
 // AlreadyExists. A caller that lost the answers to requests (a process
 // died) can then send them again. Sequence 0 is never skipped. With a
-// store, the highest sequence is shared by every Normalizer using it.
+// store, the highest sequence is shared by every Normalizer using it. A
+// request the store applied but did not acknowledge (a FrameError
+// Unavailable saying "not acknowledged") that is sent again to the same
+// Normalizer is answered with the events it made when it was applied, if
+// the store kept it, instead of AlreadyExists (within a bound of 4096
+// requests and 8 MiB for the Normalizer).
 func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = true } }
 
 func newRequest(ns namespace, opts []FeedOption) *request {

@@ -452,6 +452,13 @@ func (ss *sessions) release(s *session, r *reply) {
 	case errors.Is(err, store.ErrConflict):
 		r.conflict = true
 	default:
+		if errors.Is(err, store.ErrUnacknowledged) && r.req.skipApplied && r.seq > 0 {
+			first := r.seq
+			if r.frames > 1 {
+				first = r.first
+			}
+			ss.unacked.put(s.key, first, r.seq, slices.Clone(r.held))
+		}
 		r.storeFailed(err)
 	}
 	if err != nil {

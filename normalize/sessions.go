@@ -28,6 +28,9 @@ type sessions struct {
 	total atomic.Int64 // calls held, all sessions
 	held  atomic.Int64 // bytes of text held, all sessions (see memory.go)
 	tombs *tombstones  // calls released, so late frames cannot reopen them
+	// unacked keeps what requests the store kept without acknowledging
+	// made, for when they are sent again.
+	unacked unacked
 
 	mu     sync.Mutex
 	spaces map[string]*space // by namespace name; see namespace.go
@@ -305,6 +308,9 @@ type reply struct {
 	// next is the dialect the frame's session reads its next frame with.
 	ahead *Prepared
 	next  dialect.Dialect
+	// redelivered is the kept request (see unacked) one of whose frames
+	// this request sends again.
+	redelivered *unackedReply
 }
 
 // send hands one event on, unless an earlier one failed.
@@ -338,7 +344,7 @@ func (r *reply) storeFailed(err error) {
 		if r.frames > 1 {
 			what = fmt.Sprintf("frames %d to %d", r.first, r.seq)
 		}
-		r.fail(Unavailable, "", "%s of session %q not acknowledged: %v; the store may keep or lose it, so send it again (with skipped applied sequences, ALREADY_EXISTS then says it was kept)", what, r.session, err)
+		r.fail(Unavailable, "", "%s of session %q not acknowledged: %v; the store may keep or lose it, so send it again (with skipped applied sequences, if it was kept this process answers it with what it made, and another says ALREADY_EXISTS)", what, r.session, err)
 		return
 	}
 	if r.frames > 1 {
@@ -372,6 +378,9 @@ func (ss *sessions) attempt(req *request, apply func(r *reply) error) (*reply, e
 			r.storeFailed(fmt.Errorf("%w: other replicas changed the session %d times while it was applied", errStore, maxAttempts))
 		}
 		r.flush()
+		if r.redelivered != nil && r.err == nil {
+			ss.unacked.sent(r.redelivered, r.seq)
+		}
 		return r, err
 	}
 }
@@ -1058,9 +1067,22 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 		return false
 	}
 	if r.seq <= s.applied {
+		if e, answered := ss.unacked.find(s.key, r.seq); e != nil {
+			// Applied by this process, kept by the store, but refused
+			// for want of an acknowledgement: what it made, at last
+			// (once for a batch, as the first time).
+			if !answered {
+				for _, ev := range e.events {
+					r.send(ev)
+				}
+			}
+			r.redelivered = e
+			return true
+		}
 		r.fail(AlreadyExists, "", "%s %d of session %q was applied before (the session has applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.applied)
 		return true
 	}
+	ss.unacked.lost(s.key, r.seq)
 	s.applied = r.seq
 	return false
 }

@@ -1,0 +1,115 @@
+package normalize_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// keptUnacked is the memory store, except that while armed a commit is
+// applied and then reported not acknowledged, as a Redis master does when
+// WAIT times out on a replica that stopped answering.
+type keptUnacked struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (k *keptUnacked) Commit(ctx context.Context, session string, base uint64, c *store.Change) (uint64, error) {
+	v, err := k.Store.Commit(ctx, session, base, c)
+	if err == nil && k.armed.Load() {
+		return 0, fmt.Errorf("%w: version %d applied, no replica acknowledged it", store.ErrUnacknowledged, v)
+	}
+	return v, err
+}
+
+// A frame whose commit the store kept but did not acknowledge is refused
+// (UNAVAILABLE); sent again with skipped applied sequences, it is answered
+// with the revisions it made when it was applied, not ALREADY_EXISTS with
+// none, so the call's ENDED revision is not lost.
+func TestKeptUnacknowledgedFrameIsAnsweredWhenSentAgain(t *testing.T) {
+	st := &keptUnacked{Store: store.NewMemory()}
+	n := normalize.New(normalize.WithStore(st))
+	feed := func(seq uint64, msg []byte) ([]*normalize.ShellExec, []*normalize.FrameError) {
+		t.Helper()
+		var execs []*normalize.ShellExec
+		var errs []*normalize.FrameError
+		_, err := n.Feed("S", msg, normalize.WithSequence(seq), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
+			if ev.ShellExec != nil {
+				execs = append(execs, ev.ShellExec)
+			} else {
+				errs = append(errs, ev.Error)
+			}
+			return nil
+		}))
+		require.NoError(t, err)
+		return execs, errs
+	}
+	execs, errs := feed(1, nsOpen("c1", "make"))
+	require.Empty(t, errs)
+	require.Len(t, execs, 1)
+	execs, errs = feed(2, nsDelta("c1", "built\\n"))
+	require.Empty(t, errs)
+	require.Len(t, execs, 1)
+
+	st.armed.Store(true)
+	end := nsUpdate(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":2}}}`)
+	execs, errs = feed(3, end)
+	assert.Empty(t, execs, "a frame not acknowledged hands on no revision")
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.Unavailable, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "not acknowledged")
+
+	st.armed.Store(false)
+	execs, errs = feed(3, end)
+	assert.Empty(t, errs, "the kept frame sent again is answered, not ALREADY_EXISTS")
+	require.Len(t, execs, 1, "its revision, as it was made")
+	assert.Equal(t, uint32(3), execs[0].Revision)
+	assert.Equal(t, normalize.StateEnded, execs[0].State)
+	assert.Equal(t, normalize.Failed, execs[0].Outcome)
+	if assert.NotNil(t, execs[0].ExitCode) {
+		assert.EqualValues(t, 2, *execs[0].ExitCode)
+	}
+
+	// Once answered, the frame is one that was applied before.
+	execs, errs = feed(3, end)
+	assert.Empty(t, execs)
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.AlreadyExists, errs[0].Code)
+}
+
+// A kept frame that made no revision is answered, sent again, as it was
+// the first time: with nothing, not ALREADY_EXISTS.
+func TestKeptUnacknowledgedFrameWithoutRevisions(t *testing.T) {
+	st := &keptUnacked{Store: store.NewMemory()}
+	n := normalize.New(normalize.WithStore(st))
+	var got []normalize.Event
+	feed := func(seq uint64, msg []byte) {
+		t.Helper()
+		got = got[:0]
+		_, err := n.Feed("S", msg, normalize.WithSequence(seq), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
+			got = append(got, ev)
+			return nil
+		}))
+		require.NoError(t, err)
+	}
+	feed(1, nsOpen("c1", "make"))
+	require.Len(t, got, 1)
+	st.armed.Store(true)
+	chat := nsUpdate(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"working"}}`)
+	feed(2, chat)
+	require.Len(t, got, 1)
+	require.NotNil(t, got[0].Error)
+	assert.Equal(t, normalize.Unavailable, got[0].Error.Code)
+	st.armed.Store(false)
+	feed(2, chat)
+	assert.Empty(t, got, "answered as it was: with nothing")
+	feed(2, chat)
+	require.Len(t, got, 1)
+	assert.Equal(t, normalize.AlreadyExists, got[0].Error.Code)
+}

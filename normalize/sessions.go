@@ -1082,7 +1082,7 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 		r.fail(AlreadyExists, "", "%s %d of session %q was applied before (the session has applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.applied)
 		return true
 	}
-	ss.unacked.lost(s.key, r.seq)
+	ss.unacked.applied(s.key)
 	s.applied = r.seq
 	return false
 }

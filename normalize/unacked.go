@@ -21,12 +21,11 @@ const (
 // answered with the events it made, once, instead of ALREADY_EXISTS with
 // none, so that no revision (an ENDED one above all) is lost; the other
 // frames of a batch that was kept so are answered with nothing, as they
-// were the first time. Only this
-// process can answer so: another replica that gets the request sent again
-// answers ALREADY_EXISTS. The events are kept until the last frame of the
-// request has come again, until a request of the session at or before their sequences is applied
-// anew (the store lost them), or until the bounds push them out, oldest
-// first.
+// were the first time. Only this process can answer so: another replica
+// that gets the request sent again answers ALREADY_EXISTS. The events are
+// kept until the last frame of the request has come again, until any
+// request of the session is applied anew (see applied), or until the
+// bounds push them out, oldest first.
 type unacked struct {
 	mu    sync.Mutex
 	byKey map[string][]*unackedReply // by session key, oldest first
@@ -108,15 +107,15 @@ func (u *unacked) sent(e *unackedReply, seq uint64) {
 	}
 }
 
-// lost forgets the kept requests of session key from sequence seq on:
-// seq is applied anew, so the store does not hold them.
-func (u *unacked) lost(key string, seq uint64) {
+// applied forgets the kept requests of session key: one of its requests
+// is applied anew. Either the store lost them (their sequences are being
+// applied again), or a later request went on after them, and their events
+// handed on now would come after newer revisions of the same calls.
+func (u *unacked) applied(key string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, e := range slices.Clone(u.byKey[key]) {
-		if e.last >= seq {
-			u.forget(e)
-		}
+		u.forget(e)
 	}
 }
 

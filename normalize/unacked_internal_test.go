@@ -38,12 +38,12 @@ func TestUnackedBounds(t *testing.T) {
 	u.sent(e, 12)
 	assert.Nil(t, find(&u, "k", 10))
 
-	// A session's requests from a sequence on are lost together.
+	// A request of the session applied anew forgets all of them.
 	u.put("k", 10, 12, ev("a"))
 	u.put("k", 13, 13, ev("b"))
 	u.put("k2", 13, 13, ev("c"))
 	require.NotNil(t, find(&u, "k", 11))
-	u.lost("k", 12)
+	u.applied("k")
 	assert.Nil(t, find(&u, "k", 11))
 	assert.Nil(t, find(&u, "k", 13))
 	assert.NotNil(t, find(&u, "k2", 13), "another session's are kept")

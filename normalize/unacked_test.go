@@ -113,3 +113,40 @@ func TestKeptUnacknowledgedFrameWithoutRevisions(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, normalize.AlreadyExists, got[0].Error.Code)
 }
+
+// Once a later frame of the session is applied, the kept revisions are
+// not handed on any more: they would come after newer revisions of the
+// same call. The frame sent again then is ALREADY_EXISTS, as before.
+func TestKeptUnacknowledgedFrameAfterALaterOne(t *testing.T) {
+	st := &keptUnacked{Store: store.NewMemory()}
+	n := normalize.New(normalize.WithStore(st))
+	var execs []*normalize.ShellExec
+	var errs []*normalize.FrameError
+	feed := func(seq uint64, msg []byte) {
+		t.Helper()
+		execs, errs = nil, nil
+		_, err := n.Feed("S", msg, normalize.WithSequence(seq), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
+			if ev.ShellExec != nil {
+				execs = append(execs, ev.ShellExec)
+			} else {
+				errs = append(errs, ev.Error)
+			}
+			return nil
+		}))
+		require.NoError(t, err)
+	}
+	feed(1, nsOpen("c1", "make"))
+	st.armed.Store(true)
+	feed(2, nsDelta("c1", "one\\n"))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.Unavailable, errs[0].Code)
+	st.armed.Store(false)
+	feed(3, nsDelta("c1", "two\\n"))
+	require.Empty(t, errs)
+	require.Len(t, execs, 1)
+	assert.Equal(t, uint32(3), execs[0].Revision, "revision 2 was made by the kept frame")
+	feed(2, nsDelta("c1", "one\\n"))
+	assert.Empty(t, execs, "revision 2 after revision 3 would go back")
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.AlreadyExists, errs[0].Code)
+}

@@ -23,7 +23,7 @@ const (
 // frames of a batch that was kept so are answered with nothing, as they
 // were the first time. Only this process can answer so: another replica
 // that gets the request sent again answers ALREADY_EXISTS. The events are
-// kept until the last frame of the request has come again, until any
+// kept until the last frame of the request has come again, until a
 // request of the session is applied anew (see applied), or until the
 // bounds push them out, oldest first.
 type unacked struct {
@@ -41,6 +41,7 @@ type unackedReply struct {
 	first, last uint64
 	events      []Event
 	size        int
+	revisions   bool // some of its events are revisions
 	answered    bool // its events were handed on, to the first of its frames sent again
 	gone        bool // forgotten
 }
@@ -50,6 +51,7 @@ func (u *unacked) put(key string, first, last uint64, events []Event) {
 	e := &unackedReply{key: key, first: first, last: last, events: events, size: len(key) + 64*len(events)}
 	for _, ev := range events {
 		e.size += eventBytes(ev)
+		e.revisions = e.revisions || ev.ShellExec != nil
 	}
 	if e.size > maxUnackedBytes {
 		return
@@ -107,15 +109,19 @@ func (u *unacked) sent(e *unackedReply, seq uint64) {
 	}
 }
 
-// applied forgets the kept requests of session key: one of its requests
-// is applied anew. Either the store lost them (their sequences are being
-// applied again), or a later request went on after them, and their events
-// handed on now would come after newer revisions of the same calls.
+// applied forgets the kept requests of session key that made revisions:
+// one of its requests is applied anew. Either the store lost them (their
+// sequences are being applied again), or a later request went on after
+// them, and their revisions handed on now would come after newer ones of
+// the same calls. A kept request that made no revision is kept: answered
+// late, it hands on nothing out of order.
 func (u *unacked) applied(key string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, e := range slices.Clone(u.byKey[key]) {
-		u.forget(e)
+		if e.revisions {
+			u.forget(e)
+		}
 	}
 }
 

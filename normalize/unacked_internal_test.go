@@ -38,7 +38,9 @@ func TestUnackedBounds(t *testing.T) {
 	u.sent(e, 12)
 	assert.Nil(t, find(&u, "k", 10))
 
-	// A request of the session applied anew forgets all of them.
+	// A request of the session applied anew forgets those that made
+	// revisions; one that made none is kept.
+	u.put("k", 9, 9, nil)
 	u.put("k", 10, 12, ev("a"))
 	u.put("k", 13, 13, ev("b"))
 	u.put("k2", 13, 13, ev("c"))
@@ -46,6 +48,7 @@ func TestUnackedBounds(t *testing.T) {
 	u.applied("k")
 	assert.Nil(t, find(&u, "k", 11))
 	assert.Nil(t, find(&u, "k", 13))
+	assert.NotNil(t, find(&u, "k", 9), "one without revisions is kept")
 	assert.NotNil(t, find(&u, "k2", 13), "another session's are kept")
 
 	// Bytes: big texts push the oldest out; one over the whole bound is

@@ -150,3 +150,33 @@ func TestKeptUnacknowledgedFrameAfterALaterOne(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Equal(t, normalize.AlreadyExists, errs[0].Code)
 }
+
+// A kept frame that made no revision is still answered with nothing when
+// a later frame was applied before it came again: nothing it hands on can
+// be out of order.
+func TestKeptUnacknowledgedChatAfterALaterFrame(t *testing.T) {
+	st := &keptUnacked{Store: store.NewMemory()}
+	n := normalize.New(normalize.WithStore(st))
+	var got []normalize.Event
+	feed := func(seq uint64, msg []byte) {
+		t.Helper()
+		got = got[:0]
+		_, err := n.Feed("S", msg, normalize.WithSequence(seq), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
+			got = append(got, ev)
+			return nil
+		}))
+		require.NoError(t, err)
+	}
+	feed(1, nsOpen("c1", "make"))
+	st.armed.Store(true)
+	chat := nsUpdate(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"working"}}`)
+	feed(2, chat)
+	require.Len(t, got, 1)
+	assert.Equal(t, normalize.Unavailable, got[0].Error.Code)
+	st.armed.Store(false)
+	feed(3, nsDelta("c1", "out\\n"))
+	require.Len(t, got, 1)
+	require.NotNil(t, got[0].ShellExec)
+	feed(2, chat)
+	assert.Empty(t, got, "answered as it was: with nothing")
+}

@@ -321,9 +321,10 @@ func WithFinalChanges() FeedOption { return func(r *request) { r.finalDeltas = t
 // store, the highest sequence is shared by every Normalizer using it. A
 // request the store applied but did not acknowledge (a FrameError
 // Unavailable saying "not acknowledged") that is sent again to the same
-// Normalizer is answered with the events it made when it was applied, if
-// the store kept it, instead of AlreadyExists (within a bound of 4096
-// requests and 8 MiB for the Normalizer).
+// Normalizer, before a later request of its session is applied, is
+// answered with the events it made when it was applied, if the store kept
+// it, instead of AlreadyExists (within a bound of 4096 requests and 8 MiB
+// for the Normalizer).
 func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = true } }
 
 func newRequest(ns namespace, opts []FeedOption) *request {

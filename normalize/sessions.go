@@ -1071,7 +1071,7 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 			// Applied by this process, kept by the store, but refused
 			// for want of an acknowledgement: what it made, at last
 			// (once for a batch, as the first time).
-			if !answered {
+			if !answered && r.redelivered != e { // once, also when a batch sends several of its frames again
 				for _, ev := range e.events {
 					r.send(ev)
 				}

@@ -180,3 +180,37 @@ func TestKeptUnacknowledgedChatAfterALaterFrame(t *testing.T) {
 	feed(2, chat)
 	assert.Empty(t, got, "answered as it was: with nothing")
 }
+
+// A kept batch sent again as a batch hands its revisions on once.
+func TestKeptUnacknowledgedBatchSentAgain(t *testing.T) {
+	st := &keptUnacked{Store: store.NewMemory()}
+	n := normalize.New(normalize.WithStore(st))
+	var got []normalize.Event
+	batch := func(frames ...normalize.Frame) {
+		t.Helper()
+		got = got[:0]
+		_, err := n.FeedBatch("S", frames, normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
+			got = append(got, ev)
+			return nil
+		}))
+		require.NoError(t, err)
+	}
+	batch(normalize.Frame{Sequence: 1, Message: nsOpen("c1", "make")})
+	require.Len(t, got, 1)
+	st.armed.Store(true)
+	two := []normalize.Frame{{Sequence: 2, Message: nsDelta("c1", "a\\n")}, {Sequence: 3, Message: nsDelta("c1", "b\\n")}}
+	batch(two...)
+	require.Len(t, got, 1)
+	assert.Equal(t, normalize.Unavailable, got[0].Error.Code)
+	st.armed.Store(false)
+	batch(two...)
+	var revisions []uint32
+	for _, ev := range got {
+		require.Nil(t, ev.Error)
+		revisions = append(revisions, ev.ShellExec.Revision)
+	}
+	assert.Equal(t, []uint32{2, 3}, revisions, "each revision once")
+	batch(two...)
+	require.Len(t, got, 2)
+	assert.Equal(t, normalize.AlreadyExists, got[0].Error.Code)
+}

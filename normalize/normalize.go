@@ -95,7 +95,7 @@ func WithGrace(d time.Duration) Option { return func(c *config) { c.Grace = d } 
 // it again with revisions restarting at 1. The bound is for every
 // namespace (see Namespace) together; when it is full, the oldest
 // tombstone of the namespace holding the most is forgotten first, so a
-// namespace holding no more than its share keeps all of its own.
+// namespace holding fewer than its share keeps all of its own.
 // Default DefaultTombstones.
 func WithTombstones(n int) Option { return func(c *config) { c.Tombstones = n } }
 

@@ -18,9 +18,9 @@ import (
 //
 // When it is full, the entry that goes is the oldest of the namespace that
 // holds the most entries, so that a tenant releasing calls without end
-// forgets its own tombstones and never another's: a namespace holding no
-// more than its share (limit over the namespaces holding tombstones) keeps
-// all of them.
+// forgets its own tombstones and never another's: a namespace holding
+// fewer than its share (limit over the namespaces holding tombstones)
+// keeps all of them.
 type tombstones struct {
 	mu     sync.Mutex
 	limit  int

@@ -3,6 +3,7 @@ package normalize
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Bounds of the events kept for requests the store applied but did not
@@ -27,6 +28,10 @@ const (
 // request of the session is applied anew (see applied), or until the
 // bounds push them out, oldest first.
 type unacked struct {
+	// held counts the kept requests that made revisions, so that applied,
+	// called for every frame applied with skipped sequences, takes no lock
+	// while there are none (nearly always).
+	held  atomic.Int64
 	mu    sync.Mutex
 	byKey map[string][]*unackedReply // by session key, oldest first
 	all   []*unackedReply            // every one, oldest first (may hold forgotten ones)
@@ -64,6 +69,9 @@ func (u *unacked) put(key string, first, last uint64, events []Event) {
 	u.byKey[key] = append(u.byKey[key], e)
 	u.all = append(u.all, e)
 	u.n++
+	if e.revisions {
+		u.held.Add(1)
+	}
 	u.bytes += e.size
 	for u.n > maxUnackedRequests || u.bytes > maxUnackedBytes {
 		old := u.all[0]
@@ -116,6 +124,9 @@ func (u *unacked) sent(e *unackedReply, seq uint64) {
 // the same calls. A kept request that made no revision is kept: answered
 // late, it hands on nothing out of order.
 func (u *unacked) applied(key string) {
+	if u.held.Load() == 0 {
+		return
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, e := range slices.Clone(u.byKey[key]) {
@@ -129,6 +140,9 @@ func (u *unacked) applied(key string) {
 func (u *unacked) forget(e *unackedReply) {
 	e.gone = true
 	u.n--
+	if e.revisions {
+		u.held.Add(-1)
+	}
 	u.bytes -= e.size
 	list := u.byKey[e.key]
 	kept := list[:0]

@@ -1,6 +1,7 @@
 package normalize
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,15 +17,15 @@ func TestUnackedBounds(t *testing.T) {
 		return []Event{{ShellExec: &ShellExec{ToolCallID: "c", Output: &Text{Text: text}}}}
 	}
 	for i := range maxUnackedRequests + 100 {
-		u.put("s"+itoa(i%7), uint64(i), uint64(i), ev("x"))
+		u.put("s"+strconv.Itoa(i%7), uint64(i), uint64(i), ev("x"))
 	}
 	assert.Equal(t, maxUnackedRequests, u.n)
 	assert.Nil(t, find(&u, "s0", 0), "the oldest made way")
 	last := uint64(maxUnackedRequests + 99)
-	e := find(&u, "s"+itoa(int(last)%7), last)
+	e := find(&u, "s"+strconv.Itoa(int(last)%7), last)
 	require.NotNil(t, e)
 	u.sent(e, last)
-	assert.Nil(t, find(&u, "s"+itoa(int(last)%7), last))
+	assert.Nil(t, find(&u, "s"+strconv.Itoa(int(last)%7), last))
 
 	// A batch: answered with the first of its frames to come again,
 	// forgotten with its last.
@@ -63,22 +64,18 @@ func TestUnackedBounds(t *testing.T) {
 	u.put("huge", 1, 1, ev(strings.Repeat("z", maxUnackedBytes+1)))
 	assert.Nil(t, find(&u, "huge", 1))
 	assert.LessOrEqual(t, len(u.all), 2*u.n+64+1)
+	revisions := 0
+	for _, es := range u.byKey {
+		for _, e := range es {
+			if e.revisions {
+				revisions++
+			}
+		}
+	}
+	assert.EqualValues(t, revisions, u.held.Load(), "held counts the kept requests with revisions")
 }
 
 func find(u *unacked, key string, seq uint64) *unackedReply {
 	e, _ := u.find(key, seq)
 	return e
-}
-
-func itoa(i int) string {
-	var b [20]byte
-	n := len(b)
-	for {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-		if i == 0 {
-			return string(b[n:])
-		}
-	}
 }

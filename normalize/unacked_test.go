@@ -37,18 +37,7 @@ func TestKeptUnacknowledgedFrameIsAnsweredWhenSentAgain(t *testing.T) {
 	n := normalize.New(normalize.WithStore(st))
 	feed := func(seq uint64, msg []byte) ([]*normalize.ShellExec, []*normalize.FrameError) {
 		t.Helper()
-		var execs []*normalize.ShellExec
-		var errs []*normalize.FrameError
-		_, err := n.Feed("S", msg, normalize.WithSequence(seq), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
-			if ev.ShellExec != nil {
-				execs = append(execs, ev.ShellExec)
-			} else {
-				errs = append(errs, ev.Error)
-			}
-			return nil
-		}))
-		require.NoError(t, err)
-		return execs, errs
+		return splitEvents(feedSkipping(t, n, seq, msg))
 	}
 	execs, errs := feed(1, nsOpen("c1", "make"))
 	require.Empty(t, errs)
@@ -91,12 +80,7 @@ func TestKeptUnacknowledgedFrameWithoutRevisions(t *testing.T) {
 	var got []normalize.Event
 	feed := func(seq uint64, msg []byte) {
 		t.Helper()
-		got = got[:0]
-		_, err := n.Feed("S", msg, normalize.WithSequence(seq), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
-			got = append(got, ev)
-			return nil
-		}))
-		require.NoError(t, err)
+		got = feedSkipping(t, n, seq, msg)
 	}
 	feed(1, nsOpen("c1", "make"))
 	require.Len(t, got, 1)
@@ -124,16 +108,7 @@ func TestKeptUnacknowledgedFrameAfterALaterOne(t *testing.T) {
 	var errs []*normalize.FrameError
 	feed := func(seq uint64, msg []byte) {
 		t.Helper()
-		execs, errs = nil, nil
-		_, err := n.Feed("S", msg, normalize.WithSequence(seq), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
-			if ev.ShellExec != nil {
-				execs = append(execs, ev.ShellExec)
-			} else {
-				errs = append(errs, ev.Error)
-			}
-			return nil
-		}))
-		require.NoError(t, err)
+		execs, errs = splitEvents(feedSkipping(t, n, seq, msg))
 	}
 	feed(1, nsOpen("c1", "make"))
 	st.armed.Store(true)
@@ -160,12 +135,7 @@ func TestKeptUnacknowledgedChatAfterALaterFrame(t *testing.T) {
 	var got []normalize.Event
 	feed := func(seq uint64, msg []byte) {
 		t.Helper()
-		got = got[:0]
-		_, err := n.Feed("S", msg, normalize.WithSequence(seq), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
-			got = append(got, ev)
-			return nil
-		}))
-		require.NoError(t, err)
+		got = feedSkipping(t, n, seq, msg)
 	}
 	feed(1, nsOpen("c1", "make"))
 	st.armed.Store(true)
@@ -213,4 +183,29 @@ func TestKeptUnacknowledgedBatchSentAgain(t *testing.T) {
 	batch(two...)
 	require.Len(t, got, 2)
 	assert.Equal(t, normalize.AlreadyExists, got[0].Error.Code)
+}
+
+// feedSkipping feeds msg as frame seq of session S, skipping applied
+// sequences, and returns every event it handed on.
+func feedSkipping(t *testing.T, n *normalize.Normalizer, seq uint64, msg []byte) []normalize.Event {
+	t.Helper()
+	var got []normalize.Event
+	_, err := n.Feed("S", msg, normalize.WithSequence(seq), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
+		got = append(got, ev)
+		return nil
+	}))
+	require.NoError(t, err)
+	return got
+}
+
+// splitEvents splits events into revisions and FrameErrors.
+func splitEvents(evs []normalize.Event) (execs []*normalize.ShellExec, errs []*normalize.FrameError) {
+	for _, ev := range evs {
+		if ev.ShellExec != nil {
+			execs = append(execs, ev.ShellExec)
+		} else {
+			errs = append(errs, ev.Error)
+		}
+	}
+	return execs, errs
 }

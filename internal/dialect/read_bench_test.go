@@ -3,6 +3,7 @@ package dialect
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,95 +63,47 @@ func BenchmarkRead(b *testing.B) {
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
 		d, frames, size := benchFrames(b, file)
-		b.Run(name+"/dialect="+d.Info().Name, func(b *testing.B) {
-			b.SetBytes(size)
-			b.ReportAllocs()
-			cpu := benchcpu.Now()
-			for b.Loop() {
-				for _, f := range frames {
-					if _, err := Read(d, f); err != nil {
-						b.Fatal(err)
+		read := func(f []byte) error { _, err := Read(d, f); return err }
+		var p fastjson.Parser // reused, as fastjson's documentation advises
+		for _, c := range []struct {
+			name   string
+			legacy bool
+			read   func([]byte) error
+		}{
+			{"dialect=" + d.Info().Name, false, read},
+			{"dialect=" + d.Info().Name + "/encoding-json", true, read},
+			{"jsontext-scan", false, func(f []byte) error {
+				if !jsontext.Value(f).IsValid() {
+					return errors.New("invalid frame")
+				}
+				return nil
+			}},
+			// fastjson-parse indexes the frame without building Go
+			// values (the floor of an index-only reader built on it); it
+			// checks the structure, but neither a string's escapes nor
+			// its control characters.
+			{"fastjson-parse", false, func(f []byte) error { _, err := p.ParseBytes(f); return err }},
+			// fastjson-validate is its full validation: what the parse
+			// would need beside it to refuse every frame encoding/json
+			// refuses.
+			{"fastjson-validate", false, fastjson.ValidateBytes},
+			{"generic-map", false, func(f []byte) error { var v map[string]any; return json.Unmarshal(f, &v) }},
+		} {
+			b.Run(name+"/"+c.name, func(b *testing.B) {
+				legacyDecode = c.legacy
+				defer func() { legacyDecode = false }()
+				b.SetBytes(size)
+				b.ReportAllocs()
+				cpu := benchcpu.Now()
+				for b.Loop() {
+					for _, f := range frames {
+						if err := c.read(f); err != nil {
+							b.Fatal(err)
+						}
 					}
 				}
-			}
-			benchcpu.Report(b, cpu)
-		})
-		b.Run(name+"/dialect="+d.Info().Name+"/encoding-json", func(b *testing.B) {
-			legacyDecode = true
-			defer func() { legacyDecode = false }()
-			b.SetBytes(size)
-			b.ReportAllocs()
-			cpu := benchcpu.Now()
-			for b.Loop() {
-				for _, f := range frames {
-					if _, err := Read(d, f); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			benchcpu.Report(b, cpu)
-		})
-		b.Run(name+"/jsontext-scan", func(b *testing.B) {
-			b.SetBytes(size)
-			b.ReportAllocs()
-			cpu := benchcpu.Now()
-			for b.Loop() {
-				for _, f := range frames {
-					if !jsontext.Value(f).IsValid() {
-						b.Fatal("invalid frame")
-					}
-				}
-			}
-			benchcpu.Report(b, cpu)
-		})
-		// fastjson-parse is valyala/fastjson's parse of each frame (it
-		// validates and indexes the frame without building Go values:
-		// the floor of an index-only reader built on it), with one
-		// Parser reused as its documentation advises.
-		b.Run(name+"/fastjson-parse", func(b *testing.B) {
-			var p fastjson.Parser
-			b.SetBytes(size)
-			b.ReportAllocs()
-			cpu := benchcpu.Now()
-			for b.Loop() {
-				for _, f := range frames {
-					if _, err := p.ParseBytes(f); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			benchcpu.Report(b, cpu)
-		})
-		// fastjson-validate is fastjson's full validation (the parse
-		// above finds each string's end but checks neither its escapes
-		// nor its control characters): what the parse would need beside
-		// it to refuse every frame encoding/json refuses.
-		b.Run(name+"/fastjson-validate", func(b *testing.B) {
-			b.SetBytes(size)
-			b.ReportAllocs()
-			cpu := benchcpu.Now()
-			for b.Loop() {
-				for _, f := range frames {
-					if err := fastjson.ValidateBytes(f); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			benchcpu.Report(b, cpu)
-		})
-		b.Run(name+"/generic-map", func(b *testing.B) {
-			b.SetBytes(size)
-			b.ReportAllocs()
-			cpu := benchcpu.Now()
-			for b.Loop() {
-				for _, f := range frames {
-					var v map[string]any
-					if err := json.Unmarshal(f, &v); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			benchcpu.Report(b, cpu)
-		})
+				benchcpu.Report(b, cpu)
+			})
+		}
 	}
 }

@@ -216,6 +216,7 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
 			contradictions(msg, f.Observations)
+			noticeUnrecognized[U](msg, P(u).call(), f.Observations)
 		}
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {

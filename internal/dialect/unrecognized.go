@@ -468,8 +468,8 @@ func (it *arrIter) next() bool {
 // keyIs says whether key literal lit names the member name, as
 // encoding/json matches (case-insensitively).
 func keyIs(lit []byte, name string) bool {
-	if len(lit) == len(name)+2 && bytes.IndexByte(lit, '\\') < 0 {
-		return strings.EqualFold(string(lit[1:len(lit)-1]), name)
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return len(lit) == len(name)+2 && strings.EqualFold(string(lit[1:len(lit)-1]), name)
 	}
 	return foldKey(lit) == foldName(name)
 }

@@ -1,0 +1,634 @@
+package dialect
+
+import (
+	"bytes"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// This file says a wire change aloud: what a shell call's frame carries
+// that its dialect does not read but that looks like a result (an exit
+// code, output, a result block) becomes an accum.Unrecognized on the
+// call's observation, which the session counts and explain prints. It
+// never changes what the call says: an exit code in a field the dialect
+// has not seen its agent fill truthfully stays unknown.
+//
+// What a dialect reads is derived once per update type from its json
+// tags (knownOf): the members typed under `rawOutput` and `_meta` are
+// known, and a typed value whose Go type has no tagged members (Str, Code,
+// a map, json.RawMessage) is read whole, so nothing under it counts. A
+// member known but deliberately not read is declared with unreadFields.
+//
+// The cost: a frame whose observations are all about tools that are not
+// shells, or that has neither `"rawOutput"` nor `"_meta"`, pays two byte
+// searches at most; a frame that has them is walked once more, without
+// decoding its strings.
+
+// unreadFields is implemented by a dialect's update type (the U its read
+// passes to readFrame) when it knows members under `rawOutput` or `_meta`
+// that it deliberately does not read (a restatement of what it reads
+// elsewhere, a field a build fills with a made-up value): each is a path
+// such as "rawOutput.metadata.preview" or "_meta.claudeCode.toolResponse",
+// and covers everything under it. Such members are never reported as
+// unrecognized. Members typed in the update struct (by their json tags)
+// need no declaration: they are known.
+type unreadFields interface {
+	unreadFields() []string
+}
+
+// knownNode is what a dialect reads of one JSON value: the members of an
+// object, by folded name, each with what is read under it, or the
+// elements of an array. A leaf is read whole by the dialect's own code:
+// nothing under it is unrecognized.
+type knownNode struct {
+	members map[string]*knownNode // an object's
+	elems   *knownNode            // an array's
+	whole   bool                  // a leaf
+}
+
+func (n *knownNode) leaf() bool { return n != nil && n.whole }
+
+// none is a node of which nothing is read.
+func none() *knownNode { return &knownNode{members: map[string]*knownNode{}} }
+
+// leafNode is a node read whole.
+func leafNode() *knownNode { return &knownNode{whole: true} }
+
+// knownTree is what a dialect reads under an update's `rawOutput` and
+// `_meta`; a member the update type does not have is a node with no
+// members (nothing under it is read).
+type knownTree struct {
+	rawOutput, meta *knownNode
+}
+
+var knownTrees sync.Map // reflect.Type → *knownTree
+
+// knownOf returns the known tree of update type U, built on first use.
+func knownOf[U any]() *knownTree {
+	t := reflect.TypeFor[U]()
+	if k, ok := knownTrees.Load(t); ok {
+		return k.(*knownTree)
+	}
+	var unread []string
+	var u U
+	if d, ok := any(u).(unreadFields); ok {
+		unread = d.unreadFields()
+	} else if d, ok := any(&u).(unreadFields); ok {
+		unread = d.unreadFields()
+	}
+	k := buildKnown(t, unread)
+	knownTrees.Store(t, k)
+	return k
+}
+
+// buildKnown reads the json tags of update type t.
+func buildKnown(t reflect.Type, unread []string) *knownTree {
+	root := nodeOf(t, 0)
+	member := func(name string) *knownNode {
+		if n := root.members[foldName(name)]; n != nil {
+			return n
+		}
+		return none()
+	}
+	k := &knownTree{rawOutput: member("rawOutput"), meta: member("_meta")}
+	for _, p := range unread {
+		markUnread(k, p)
+	}
+	return k
+}
+
+// markUnread makes the member at path p (see unreadFields; a segment
+// ending in "[]" is the elements of an array) a leaf.
+func markUnread(k *knownTree, p string) {
+	parts := strings.Split(p, ".")
+	switch strings.TrimSuffix(parts[0], "[]") {
+	case "rawOutput":
+		k.rawOutput = mark(k.rawOutput, parts)
+	case "_meta":
+		k.meta = mark(k.meta, parts)
+	default:
+		panic("dialect: unreadFields path outside rawOutput and _meta: " + p)
+	}
+}
+
+// mark returns n, the node parts[0] names, with the path below it made a
+// leaf.
+func mark(n *knownNode, parts []string) *knownNode {
+	if n.leaf() {
+		return n
+	}
+	if n == nil {
+		n = none()
+	}
+	if strings.HasSuffix(parts[0], "[]") {
+		if len(parts) == 1 {
+			n.elems = leafNode()
+		} else {
+			if n.elems == nil {
+				n.elems = none()
+			}
+			n.elems = markMember(n.elems, parts[1:])
+		}
+		return n
+	}
+	if len(parts) == 1 {
+		return leafNode()
+	}
+	return markMember(n, parts[1:])
+}
+
+// markMember marks the path parts of which parts[0] is a member of n.
+func markMember(n *knownNode, parts []string) *knownNode {
+	if n.leaf() {
+		return n
+	}
+	key := foldName(strings.TrimSuffix(parts[0], "[]"))
+	if n.members == nil {
+		n.members = map[string]*knownNode{}
+	}
+	n.members[key] = mark(n.members[key], parts)
+	return n
+}
+
+// maxKnownDepth bounds the types nodeOf follows (and a recursive type).
+const maxKnownDepth = 8
+
+// nodeOf is what a value of Go type t reads: the members of a struct by
+// their json tags (embedded structs and untagged struct fields merged, as
+// a decoder of a union such as ShellOutput reads them), an element's for
+// a slice; a leaf for anything else, and for a struct with no tagged
+// member (Str, Code: read whole).
+func nodeOf(t reflect.Type, depth int) *knownNode {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if depth > maxKnownDepth {
+		return leafNode()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return leafNode()
+		}
+		return &knownNode{elems: nodeOf(t.Elem(), depth+1)}
+	case reflect.Struct:
+		m := map[string]*knownNode{}
+		addFields(m, t, depth)
+		if len(m) == 0 {
+			return leafNode()
+		}
+		return &knownNode{members: m}
+	}
+	return leafNode()
+}
+
+func addFields(m map[string]*knownNode, t reflect.Type, depth int) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := cutComma(f.Tag.Get("json"))
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && depth <= maxKnownDepth {
+				addFields(m, ft, depth+1)
+			}
+			continue
+		}
+		key := foldName(name)
+		if old := m[key]; old != nil && !old.leaf() {
+			continue // the shallower field wins, as in encoding/json
+		}
+		m[key] = nodeOf(f.Type, depth+1)
+	}
+}
+
+// foldName folds a member name as eachMember does (ASCII upper case).
+func foldName(s string) string { return strings.ToUpper(s) }
+
+// Keys searched for before a frame is walked.
+var (
+	rawOutputKey = []byte(`"rawOutput"`)
+	metaKey      = []byte(`"_meta"`)
+)
+
+// noticeUnrecognized adds to the observations of a `session/update` what
+// its update carries that the dialect of update type U does not read. The
+// first observation that may be about a shell gets it; a frame about
+// other tools is not looked at.
+func noticeUnrecognized[U any](msg []byte, tc *ToolCall, obs []accum.Observation) {
+	at := -1
+	for i := range obs {
+		if obs[i].Shell != accum.ShellNo {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return
+	}
+	o := &obs[at]
+	ended := o.Status.Ended() && o.Exit == nil && o.Signal == "" && !o.Cancelled
+	if bytes.Contains(msg, rawOutputKey) || bytes.Contains(msg, metaKey) {
+		if update := memberOf(memberOf(msg, "params"), "update"); update != nil {
+			k := knownOf[U]()
+			s := scan{out: &o.Unrecognized, resultText: ended}
+			for it := (objIter{b: update}); it.next(); {
+				switch {
+				case keyIs(it.key, "rawOutput"):
+					s.path[0] = it.key
+					s.value(it.val, k.rawOutput, 0)
+				case keyIs(it.key, "_meta"):
+					s.path[0] = it.key
+					s.value(it.val, k.meta, 0)
+				}
+			}
+		}
+	}
+	if ended {
+		for i := range tc.Content {
+			if c := &tc.Content[i]; c.isText() && resultBlock(c.Content.Text.lit) {
+				addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, "content text")
+				break
+			}
+		}
+	}
+}
+
+// memberOf is the raw value of the last member name of object b (nil
+// when it has none).
+func memberOf(b []byte, name string) []byte {
+	var v []byte
+	for it := (objIter{b: b}); it.next(); {
+		if keyIs(it.key, name) {
+			v = it.val
+		}
+	}
+	return v
+}
+
+// spell spells a path of key literals ("[]" for an array's elements):
+// "rawOutput.metadata.exit_status", "rawOutput[].text".
+func spell(path [][]byte) string {
+	var b strings.Builder
+	for _, k := range path {
+		if string(k) == "[]" {
+			b.WriteString("[]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(keyText(k))
+	}
+	return b.String()
+}
+
+// addUnrecognized appends one finding, once per kind and field.
+func addUnrecognized(out *[]accum.Unrecognized, what, field string) {
+	if len(field) > accum.MaxFieldPath {
+		field = capText(field, accum.MaxFieldPath)
+	}
+	for _, u := range *out {
+		if u.What == what && u.Field == field {
+			return
+		}
+	}
+	if len(*out) < maxUnrecognized {
+		*out = append(*out, accum.Unrecognized{What: what, Field: field})
+	}
+}
+
+// maxUnrecognized bounds the findings of one observation.
+const maxUnrecognized = 8
+
+// maxScanDepth bounds how deep a member the dialect does not read is
+// looked into; maxScanElements how many elements of an array.
+const (
+	maxScanDepth    = 6
+	maxScanElements = 16
+)
+
+// scan walks the members of one value.
+type scan struct {
+	out        *[]accum.Unrecognized
+	resultText bool // the frame ends the call without exit evidence
+	// path is the key literals down to the value at depth.
+	path [maxScanDepth + 2][]byte
+}
+
+// elemsKey stands for an array's elements in a path.
+var elemsKey = []byte("[]")
+
+// value looks at raw JSON v at s.path[:depth+1], which the dialect reads
+// as n (nil: not at all).
+func (s *scan) value(v []byte, n *knownNode, depth int) {
+	if n.leaf() || depth >= maxScanDepth {
+		return
+	}
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return
+	}
+	switch v[0] {
+	case '{':
+		for it := (objIter{b: v}); it.next(); {
+			child := n.member(it.key)
+			s.path[depth+1] = it.key
+			if child != nil {
+				if !child.leaf() {
+					s.value(it.val, child, depth+1)
+				}
+				continue
+			}
+			if what := resultLike(it.key, it.val); what != "" {
+				addUnrecognized(s.out, what, spell(s.path[:depth+2]))
+				continue
+			}
+			if c := firstByte(it.val); c == '{' || c == '[' {
+				s.value(it.val, nil, depth+1)
+			}
+		}
+	case '[':
+		var elems *knownNode // an array where the dialect reads none: nothing of it is read
+		if n != nil {
+			elems = n.elems
+		}
+		s.path[depth+1] = elemsKey
+		i := 0
+		for it := (arrIter{b: v}); it.next() && i < maxScanElements; i++ {
+			s.value(it.val, elems, depth+1)
+		}
+	case '"':
+		if s.resultText && resultBlock(v) {
+			addUnrecognized(s.out, accum.UnrecognizedResult, spell(s.path[:depth+1]))
+		}
+	}
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// objIter walks the members of an object that encoding/json validated:
+// key is a member's key literal (quotes included), val its raw value. It
+// folds no key and calls nothing, so it allocates nothing.
+type objIter struct {
+	b        []byte
+	i        int
+	started  bool
+	key, val []byte
+}
+
+func (it *objIter) next() bool {
+	b, i := it.b, it.i
+	if !it.started {
+		it.started = true
+		i = skipSpace(b, 0)
+		if i >= len(b) || b[i] != '{' {
+			it.i = len(b)
+			return false
+		}
+		i = skipSpace(b, i+1)
+	} else {
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ',' {
+			it.i = len(b)
+			return false
+		}
+		i = skipSpace(b, i+1)
+	}
+	if i >= len(b) || b[i] != '"' {
+		it.i = len(b)
+		return false
+	}
+	ke := stringEnd(b, i)
+	it.key = b[i:ke]
+	i = skipSpace(b, ke)
+	if i >= len(b) || b[i] != ':' {
+		it.i = len(b)
+		return false
+	}
+	i = skipSpace(b, i+1)
+	ve := valueEnd(b, i)
+	it.val = b[i:ve]
+	it.i = ve
+	return true
+}
+
+// arrIter walks the elements of an array, as objIter the members of an
+// object.
+type arrIter struct {
+	b       []byte
+	i       int
+	started bool
+	val     []byte
+}
+
+func (it *arrIter) next() bool {
+	b, i := it.b, it.i
+	if !it.started {
+		it.started = true
+		i = skipSpace(b, 0)
+		if i >= len(b) || b[i] != '[' {
+			it.i = len(b)
+			return false
+		}
+		i = skipSpace(b, i+1)
+	} else {
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ',' {
+			it.i = len(b)
+			return false
+		}
+		i = skipSpace(b, i+1)
+	}
+	if i >= len(b) || b[i] == ']' {
+		it.i = len(b)
+		return false
+	}
+	ve := valueEnd(b, i)
+	it.val = b[i:ve]
+	it.i = ve
+	return true
+}
+
+// keyIs says whether key literal lit names the member name, as
+// encoding/json matches (case-insensitively).
+func keyIs(lit []byte, name string) bool {
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return len(lit) == len(name)+2 && strings.EqualFold(string(lit[1:len(lit)-1]), name)
+	}
+	return foldKey(lit) == foldName(name)
+}
+
+// member is what n reads under the member of key literal lit (nil:
+// nothing, or n is nil), matched as encoding/json matches names; a plain
+// ASCII key is folded without allocating.
+func (n *knownNode) member(lit []byte) *knownNode {
+	if n == nil || n.members == nil {
+		return nil
+	}
+	k := lit
+	if len(k) >= 2 {
+		k = k[1 : len(k)-1]
+	}
+	var buf [64]byte
+	if len(k) > len(buf) || bytes.IndexByte(k, '\\') >= 0 {
+		return n.members[foldKey(lit)]
+	}
+	out := buf[:len(k)]
+	for i, c := range k {
+		if c >= 0x80 {
+			return n.members[foldKey(lit)]
+		}
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return n.members[string(out)]
+}
+
+// keyText is a member's name as sent, unquoted.
+func keyText(lit []byte) string {
+	if s, ok := unquote(lit); ok {
+		return s
+	}
+	return string(lit)
+}
+
+// nameKinds reads the words of a member name: it is cut at '_', '-',
+// '.', ' ' and lower-to-upper case changes ("exitCode" → exit, code), and
+// each word, in lower case, is looked up in exitWords, outputWords and
+// placeWords. It allocates nothing; a word over 32 bytes is skipped.
+func nameKinds(name []byte) (k wordKinds) {
+	var buf [32]byte
+	start := 0
+	for i := 0; i <= len(name); i++ {
+		end, next := -1, 0
+		switch {
+		case i == len(name) || strings.IndexByte("_-. ", name[i]) >= 0:
+			end, next = i, i+1
+		case i > start && 'A' <= name[i] && name[i] <= 'Z' && 'a' <= name[i-1] && name[i-1] <= 'z':
+			end, next = i, i
+		}
+		if end < 0 {
+			continue
+		}
+		if w := name[start:end]; len(w) > 0 && len(w) <= len(buf) {
+			for j, c := range w {
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				buf[j] = c
+			}
+			lw := buf[:len(w)]
+			k.exit = k.exit || exitWords[string(lw)]
+			k.output = k.output || outputWords[string(lw)]
+			k.signal = k.signal || string(lw) == "signal"
+			k.place = k.place || placeWords[string(lw)]
+		}
+		start = next
+	}
+	return k
+}
+
+// wordKinds says what the words of a member name say.
+type wordKinds struct{ exit, output, signal, place bool }
+
+// Words of member names that say exit or output.
+var (
+	exitWords   = map[string]bool{"exit": true, "code": true, "status": true, "signal": true, "exitcode": true, "exitstatus": true, "returncode": true, "rc": true}
+	outputWords = map[string]bool{"output": true, "stdout": true, "stderr": true, "data": true, "text": true}
+	// placeWords say the member names where output is, not the output.
+	placeWords = map[string]bool{"path": true, "file": true, "filename": true, "dir": true, "url": true, "uri": true, "id": true}
+)
+
+// minOutputBytes is the size of a string (as sent, escaped) from which a
+// member named like output counts as output; a shorter one counts when it
+// holds a line break.
+const minOutputBytes = 16
+
+// resultLike classifies a member the dialect does not read by its name
+// and value: UnrecognizedExit, UnrecognizedOutput or "".
+func resultLike(key, val []byte) string {
+	val = bytes.TrimSpace(val)
+	if len(val) == 0 || len(key) > 66 {
+		return ""
+	}
+	name := key
+	if len(name) >= 2 {
+		name = name[1 : len(name)-1]
+	}
+	if bytes.IndexByte(name, '\\') >= 0 {
+		name = []byte(keyText(key))
+	}
+	kinds := nameKinds(name)
+	exit, output, signal := kinds.exit, kinds.output && !kinds.place, kinds.signal
+	if exit {
+		switch c := val[0]; {
+		case c == '-' || ('0' <= c && c <= '9'):
+			if CodeFromString(string(val)).Known {
+				return accum.UnrecognizedExit
+			}
+		case c == '"':
+			if s, ok := unquote(val); ok {
+				s = strings.TrimSpace(s)
+				if CodeFromString(s).Known || (signal && len(s) > 3 && strings.EqualFold(s[:3], "SIG")) {
+					return accum.UnrecognizedExit
+				}
+			}
+		}
+	}
+	if output {
+		switch val[0] {
+		case '"':
+			if len(val)-2 >= minOutputBytes || bytes.Contains(val, []byte(`\n`)) {
+				return accum.UnrecognizedOutput
+			}
+		case '[':
+			n := 0
+			eachElement(val, func(el []byte) bool {
+				if c := firstByte(el); c == '"' || ('0' <= c && c <= '9') {
+					n++
+				}
+				return false
+			})
+			if n > 0 {
+				return accum.UnrecognizedOutput
+			}
+		}
+	}
+	return ""
+}
+
+// resultLines are the lines of a result block a shell tool writes for the
+// model, as they appear in a JSON string literal (a line starts after the
+// opening quote or a \n escape).
+var resultLines = regexp.MustCompile(`(?:^"|\\n)\s*(?:(?:Exit|exit) (?:Code|code|status|Status)\s*[:=]?\s*-?\d+\s*(?:\\[nr]|"$)|(?:Process exited|Exited) with code -?\d+)`)
+
+// resultBlockWindow is how much of a literal's head and of its tail is
+// searched for result lines: result blocks are at either end.
+const resultBlockWindow = 4 << 10
+
+// resultBlock says whether the JSON string literal lit holds a line of a
+// result block near its start or end.
+func resultBlock(lit []byte) bool {
+	if len(lit) <= 2*resultBlockWindow {
+		return resultLines.Match(lit)
+	}
+	return resultLines.Match(lit[:resultBlockWindow]) || resultLines.Match(lit[len(lit)-resultBlockWindow:])
+}

@@ -108,6 +108,11 @@ func (ss *sessions) heldOf(s *session, id string) (uint32, bool) {
 	return n, known
 }
 
+// released reports whether a call s knows nothing of may be one it
+// released so long ago that its tombstone is gone (the session keeps at
+// most MaxCallsPerSession): then a missing call proves no loss.
+func (s *session) released() bool { return s.tombFirst > 0 }
+
 // lost checks a locked session against what the request says is held of
 // it (WithHeld, and what this Normalizer handed on before a conflict).
 // When the session went back it answers DataLoss, records the floors, and
@@ -137,7 +142,7 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 			if n == 0 || len(id) > ss.cfg.MaxIDBytes {
 				continue
 			}
-			if have, known := ss.heldOf(s, id); have < n {
+			if have, known := ss.heldOf(s, id); have < n && (known || !s.released()) {
 				lost = append(lost, gone{id, n, have, known})
 			}
 		}

@@ -334,4 +334,18 @@ func TestHeldNoLoss(t *testing.T) {
 		require.Empty(t, errs, "frame %d", i+1)
 	}
 	assert.Empty(t, c.wentBack)
+
+	// Closed, its calls are released: named in what a client holds, their
+	// tombstones count as held.
+	_, err := b.CloseSession("S", normalize.WithSequence(uint64(len(fs)+1)), normalize.WithSkipApplied())
+	require.NoError(t, err)
+	var errs []*normalize.FrameError
+	_, err = a.Feed("S", fs[0], normalize.WithHeld(c.held), normalize.WithEmit(func(ev normalize.Event) error {
+		if ev.Error != nil {
+			errs = append(errs, ev.Error)
+		}
+		return nil
+	}))
+	require.NoError(t, err)
+	assert.Empty(t, errs, "released calls are no loss")
 }

@@ -193,7 +193,9 @@ func TestNamespacesSkipAppliedApart(t *testing.T) {
 	}
 	assert.Empty(t, skip(one.Namespace("a"), 50, nsOpen("c1", "true")))
 	assert.Empty(t, skip(two.Namespace("b"), 1, nsOpen("c1", "true")), "B's sequence 1 is not A's")
-	errs := skip(two.Namespace("a"), 50, nsOpen("c1", "true"))
+	errs := skip(two.Namespace("a"), 50, nsDelta("c1", "x"))
+	assert.Empty(t, errs, "A's frame 50 sent again is answered with what it made")
+	errs = skip(two.Namespace("a"), 49, nsDelta("c1", "x"))
 	require.Len(t, errs, 1)
 	assert.Equal(t, normalize.AlreadyExists, errs[0].Code)
 }

@@ -145,6 +145,10 @@ type Hooks struct {
 	// WithStore), with what it was ("load", "commit" or "version"), how it
 	// went ("ok", "conflict" or "error") and how long it took.
 	StoreOp func(op, result string, took time.Duration)
+	// DataLoss is called each time a session is found older than what a
+	// caller holds (see WithHeld) or than what this Normalizer handed on
+	// of it: its store lost commits.
+	DataLoss func()
 }
 
 // Names of the limits passed to Hooks.Refused.
@@ -241,6 +245,8 @@ type request struct {
 	whole       func(session, call string, rev uint32, ended bool) bool
 	finalDeltas bool
 	skipApplied bool
+	held        map[string]uint32 // see WithHeld
+	before      map[string]uint32 // see sessions.release: revisions handed on from the cache, after a conflict
 	prepared    *Prepared
 	nextDialect func(name string)
 	emit        func(Event) error
@@ -315,17 +321,29 @@ func WithFinalChanges() FeedOption { return func(r *request) { r.finalDeltas = t
 // WithSkipApplied is for a caller that numbers each session's requests
 // with increasing sequences (WithSequence), across streams and processes:
 // a request whose sequence is not above the highest one its session
-// applied is not applied again, and gives a FrameError with code
-// AlreadyExists. A caller that lost the answers to requests (a process
-// died) can then send them again. Sequence 0 is never skipped. With a
-// store, the highest sequence is shared by every Normalizer using it. A
-// request the store applied but did not acknowledge (a FrameError
-// Unavailable saying "not acknowledged") that is sent again to the same
-// Normalizer, before a later request of its session is applied, is
-// answered with the events it made when it was applied, if the store kept
-// it, instead of AlreadyExists (within a bound of 4096 requests and 8 MiB
-// for the Normalizer).
+// applied is not applied again. Sequence 0 is never skipped. With a
+// store, the highest sequence is shared by every Normalizer using it, and
+// what each frame made (its revisions and FrameErrors) is committed with
+// it: a frame sent again is answered with those events, marked Again, in
+// the order they were made, by any Normalizer using the store (the last
+// 64 frames of each session, within 256 KiB). A frame whose answer is not
+// kept (without a store, or past those bounds), or that made nothing,
+// gives a FrameError with code AlreadyExists. A caller that lost the
+// answers to requests (a process died, a commit was not acknowledged) can
+// then send them again.
 func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = true } }
+
+// WithHeld says what the caller holds of the frame's session: for each
+// tool call id, the highest revision number it was handed. Give it with
+// the first frame of a session the caller sends after a reconnect. When
+// the session's state is older (a call has fewer revisions, or is
+// missing: the store lost commits), the frame is not applied and gives a
+// FrameError with code DataLoss naming the calls; from then on no
+// revision of those calls numbered at or below what the caller holds is
+// handed on again (the next one carries every text whole), so the caller
+// can send the session's frames again from the first (WithSkipApplied)
+// to rebuild it. A released call counts as held. Only Feed uses it.
+func WithHeld(revisions map[string]uint32) FeedOption { return func(r *request) { r.held = revisions } }
 
 func newRequest(ns namespace, opts []FeedOption) *request {
 	r := &request{ns: ns, ctx: context.Background()}
@@ -563,5 +581,11 @@ func (h Hooks) storeOp(op string, start time.Time, err error) {
 func (h Hooks) heldBytes(total int64) {
 	if h.HeldBytes != nil {
 		h.HeldBytes(total)
+	}
+}
+
+func (h Hooks) dataLoss() {
+	if h.DataLoss != nil {
+		h.DataLoss()
 	}
 }

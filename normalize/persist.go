@@ -194,10 +194,18 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 			}
 			tombs = append(tombs, buried{seq, call, tb})
 		default:
+			if ok, err := restoreExtra(s, name, rec); ok { // see loss.go
+				if err != nil {
+					clear(s.calls)
+					return err
+				}
+				continue
+			}
 			clear(s.calls)
 			return fmt.Errorf("%w: unknown record %q", errCorrupt, name)
 		}
 	}
+	s.sortAnswers()
 	// The tombstone records are numbered tombFirst, tombFirst+1, ...,
 	// tombNext-1: anything else is corrupt (and would make persist's
 	// trimming loop over numbers no record has).
@@ -295,6 +303,7 @@ func decodeEntry(id string, rec []byte, streams map[string][]byte) (*entry, erro
 		return nil, fmt.Errorf("%w: record of tool call %q holds call %q", errCorrupt, id, call.ID())
 	}
 	e.call = call
+	e.acked = e.revisions
 	return e, nil
 }
 
@@ -350,6 +359,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		records[recordOfTomb(s.tombFirst)] = nil
 		s.tombFirst++
 	}
+	s.persistExtra(records)
 	body := s.encodeBody(nil)
 	if len(records) == 0 && len(ch.Streams) == 0 && bytes.Equal(body, s.body) && s.touched.Sub(s.storedTouched) < ss.cfg.TTL/4 && s.version != 0 {
 		return false, nil // nothing changed, and the store knows the session is in use
@@ -371,9 +381,10 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		}
 	}
 	for id, e := range s.calls {
-		e.dirty = false
+		e.dirty, e.acked = false, e.revisions
 		s.stored[id] = true
 	}
+	s.committedExtra()
 	for _, t := range s.newTombs {
 		ss.tombs.add(s.key, t.call, t.tomb)
 	}
@@ -439,6 +450,9 @@ func (ss *sessions) release(s *session, r *reply) {
 	if !s.gone {
 		ss.buryPast(s, ss.now())
 	}
+	if r.req.skipApplied && r.fresh > 0 && len(r.held) > 0 {
+		s.keepAnswers(r.held, r.fresh) // committed with the request (see loss.go)
+	}
 	committed, err := ss.persist(r.req.ctx, s)
 	if !committed && !s.loaded && !r.inert {
 		err = ss.current(r.req.ctx, s)
@@ -451,14 +465,12 @@ func (ss *sessions) release(s *session, r *reply) {
 		}
 	case errors.Is(err, store.ErrConflict):
 		r.conflict = true
-	default:
-		if errors.Is(err, store.ErrUnacknowledged) && r.req.skipApplied && r.seq > 0 {
-			first := r.seq
-			if r.frames > 1 {
-				first = r.first
-			}
-			ss.unacked.put(s.key, first, r.seq, slices.Clone(r.held))
+		if ss.now().Sub(s.storedTouched) < ss.cfg.TTL {
+			// What this cache handed on: the state loaded next must not
+			// be older (see loss.go).
+			r.req.before = mergeHeld(r.req.before, s.ackedRevisions())
 		}
+	default:
 		r.storeFailed(err)
 	}
 	if err != nil {

@@ -389,8 +389,18 @@ func TestSkipApplied(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got []string
-			skipped := 0
+			skipped, again := 0, map[uint64]bool{}
+			first := map[uint64][]string{} // by frame: what it made the first time
+			var repeated []string
 			emit := normalize.WithEmit(func(ev normalize.Event) error {
+				if ev.Again { // with a store: what the frame sent again made
+					again[ev.ShellExec.Sequence] = true
+					repeated = append(repeated, describe(ev))
+					return nil
+				}
+				if ev.ShellExec != nil {
+					first[ev.ShellExec.Sequence] = append(first[ev.ShellExec.Sequence], describe(ev))
+				}
 				if ev.Error != nil && ev.Error.Code == normalize.AlreadyExists {
 					skipped++
 					if !strings.Contains(ev.Error.Message, "was applied before") {
@@ -416,8 +426,21 @@ func TestSkipApplied(t *testing.T) {
 			for i := half - 10; i < len(fs); i++ {
 				feed(other, i)
 			}
-			if skipped != 10 {
-				t.Errorf("%d frames skipped, want 10", skipped)
+			if skipped+len(again) != 10 {
+				t.Errorf("%d frames skipped and %d answered again, want 10", skipped, len(again))
+			}
+			if name == "alone" && len(again) > 0 {
+				t.Errorf("without a store, %d frames answered again", len(again))
+			}
+			if name != "alone" && len(again) == 0 {
+				t.Errorf("with a store, no frame answered again")
+			}
+			var made []string
+			for i := half - 10; i < half; i++ {
+				made = append(made, first[uint64(i+1)]...)
+			}
+			if name != "alone" && strings.Join(made, "\n") != strings.Join(repeated, "\n") {
+				t.Errorf("the frames sent again are answered with:\n%s\n\nthey made:\n%s", strings.Join(repeated, "\n"), strings.Join(made, "\n"))
 			}
 			if _, err := other.CloseSession("s", normalize.WithSequence(uint64(len(fs)+1)), normalize.WithSkipApplied(), emit); err != nil {
 				t.Fatal(err)

@@ -28,9 +28,6 @@ type sessions struct {
 	total atomic.Int64 // calls held, all sessions
 	held  atomic.Int64 // bytes of text held, all sessions (see memory.go)
 	tombs *tombstones  // calls released, so late frames cannot reopen them
-	// unacked keeps what requests the store kept without acknowledging
-	// made, for when they are sent again.
-	unacked unacked
 
 	mu     sync.Mutex
 	spaces map[string]*space // by namespace name; see namespace.go
@@ -90,6 +87,7 @@ type session struct {
 	storedTouched       time.Time
 	tombFirst, tombNext uint64
 	newTombs            []storedTomb
+	x                   *extra // floors of lost calls, kept answers; see loss.go
 }
 
 func newSession(id string, sp *space) *session {
@@ -114,6 +112,7 @@ type entry struct {
 	revisions uint32        // revisions sent
 	outcome   accum.Outcome // outcome of the last revision sent
 	dirty     bool          // changed since the last commit (with a store)
+	acked     uint32        // revisions as of the last commit: handed on (with a store)
 }
 
 type ask struct {
@@ -308,9 +307,11 @@ type reply struct {
 	// next is the dialect the frame's session reads its next frame with.
 	ahead *Prepared
 	next  dialect.Dialect
-	// redelivered is the kept request (see unacked) one of whose frames
-	// this request sends again.
-	redelivered *unackedReply
+	// See loss.go: what the request holds was checked against the
+	// session, and found lost; fresh is the first sequence it applied
+	// (with skipped applied sequences).
+	lossChecked, lossFound bool
+	fresh                  uint64
 }
 
 // send hands one event on, unless an earlier one failed.
@@ -377,10 +378,10 @@ func (ss *sessions) attempt(req *request, apply func(r *reply) error) (*reply, e
 			}
 			r.storeFailed(fmt.Errorf("%w: other replicas changed the session %d times while it was applied", errStore, maxAttempts))
 		}
-		r.flush()
-		if r.redelivered != nil && r.err == nil {
-			ss.unacked.sent(r.redelivered, r.seq)
+		if r.lossFound {
+			ss.hooks.dataLoss()
 		}
+		r.flush()
 		return r, err
 	}
 }
@@ -939,7 +940,14 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	if !ok {
 		return
 	}
-	if r.req.whole != nil && r.req.whole(s.id, rev.ToolCallID, rev.Number, rev.State == accum.Ended) {
+	lifted := false
+	if s.x != nil && len(s.x.floors) > 0 {
+		var send bool
+		if send, lifted = ss.lift(s, e, &rev.Number, rev.State == accum.Ended); !send {
+			return // the caller holds it already (see loss.go)
+		}
+	}
+	if r.req.whole != nil && r.req.whole(s.id, rev.ToolCallID, rev.Number, rev.State == accum.Ended) || lifted {
 		e.call.Whole(&rev)
 	} else if rev.State == accum.Ended && r.req.finalDeltas {
 		rev.Texts = rev.Changes
@@ -1059,31 +1067,30 @@ func (ss *sessions) sweep() {
 	}
 }
 
-// skip reports, with a FrameError, that the session already applied the
-// request's sequence when the caller asked for that (WithSkipApplied), and
-// records the sequence as applied otherwise.
+// skip reports that the request is not applied: the session lost state
+// (see loss.go), or it already applied the request's sequence when the
+// caller asked for that (WithSkipApplied). The latter is answered with
+// what the request made when it was applied, when the store keeps it, and
+// else with a FrameError AlreadyExists. It records the sequence as
+// applied otherwise.
 func (ss *sessions) skip(s *session, r *reply, what string) bool {
+	if ss.lost(s, r, what) {
+		return true
+	}
 	if !r.req.skipApplied || r.seq == 0 {
 		return false
 	}
 	if r.seq <= s.applied {
-		if e, answered := ss.unacked.find(s.key, r.seq); e != nil {
-			// Applied by this process, kept by the store, but refused
-			// for want of an acknowledgement: what it made, at last
-			// (once for a batch, as the first time).
-			if !answered && r.redelivered != e { // once, also when a batch sends several of its frames again
-				for _, ev := range e.events {
-					r.send(ev)
-				}
-			}
-			r.redelivered = e
-			return true
+		if ss.storedAnswer(s, r) {
+			return true // what it made, kept with its commit (see loss.go)
 		}
 		r.fail(AlreadyExists, "", "%s %d of session %q was applied before (the session has applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.applied)
 		return true
 	}
-	ss.unacked.applied(s.key)
 	s.applied = r.seq
+	if r.fresh == 0 {
+		r.fresh = r.seq
+	}
 	return false
 }
 

@@ -190,6 +190,9 @@ const (
 	// Unavailable: the frame was not applied because the state store (see
 	// WithStore) could not take it; it may be sent again.
 	Unavailable Code = 14
+	// DataLoss: the session's state is older than what the caller holds
+	// (WithHeld): the store lost commits. The frame was not applied.
+	DataLoss Code = 15
 )
 
 func (c Code) String() string {
@@ -204,6 +207,8 @@ func (c Code) String() string {
 		return "FailedPrecondition"
 	case Unavailable:
 		return "Unavailable"
+	case DataLoss:
+		return "DataLoss"
 	}
 	return fmt.Sprintf("Code(%d)", uint32(c))
 }
@@ -227,4 +232,8 @@ func (e *FrameError) Error() string { return e.Message }
 type Event struct {
 	ShellExec *ShellExec
 	Error     *FrameError
+	// Again marks an event handed on again: the answer kept for a frame
+	// applied before and sent again (see WithSkipApplied). A consumer
+	// that already handed on a later revision of the call drops it.
+	Again bool `json:"-"`
 }

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x63pnorm/v1/normalizer.proto\x12\nacpnorm.v1\"\xfb\x01\n\x10NormalizeRequest\x12,\n\x05\x66rame\x18\x01 \x01(\x0b\x32\x14.acpnorm.v1.AcpFrameH\x00R\x05\x66rame\x12\x36\n\nturn_ended\x18\x02 \x01(\x0b\x32\x15.acpnorm.v1.TurnEndedH\x00R\tturnEnded\x12\x42\n\x0esession_closed\x18\x03 \x01(\x0b\x32\x19.acpnorm.v1.SessionClosedH\x00R\rsessionClosed\x12\x35\n\x07options\x18\x04 \x01(\x0b\x32\x19.acpnorm.v1.StreamOptionsH\x00R\x07optionsB\x06\n\x04kind\"~\n\rStreamOptions\x12\x37\n\x0b\x66inal_texts\x18\x01 \x01(\x0e\x32\x16.acpnorm.v1.FinalTextsR\nfinalTexts\x12\x34\n\x16skip_applied_sequences\x18\x02 \x01(\x08R\x14skipAppliedSequences\"\xc0\x01\n\x08\x41\x63pFrame\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n\x07\x64ialect\x18\x02 \x01(\tR\x07\x64ialect\x12\x10\n\x03\x63wd\x18\x03 \x01(\tR\x03\x63wd\x12\x1a\n\x08sequence\x18\x04 \x01(\x04R\x08sequence\x12\x33\n\tdirection\x18\x05 \x01(\x0e\x32\x15.acpnorm.v1.DirectionR\tdirection\x12\x18\n\x07message\x18\x06 \x01(\x0cR\x07message\"d\n\tTurnEnded\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n\x08sequence\x18\x02 \x01(\x04R\x08sequence\x12\x1c\n\tcancelled\x18\x03 \x01(\x08R\tcancelled\"J\n\rSessionClosed\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n\x08sequence\x18\x02 \x01(\x04R\x08sequence\"\x8e\x01\n\x11NormalizeResponse\x12\x36\n\nshell_exec\x18\x01 \x01(\x0b\x32\x15.acpnorm.v1.ShellExecH\x00R\tshellExec\x12\x39\n\x0b\x66rame_error\x18\x02 \x01(\x0b\x32\x16.acpnorm.v1.FrameErrorH\x00R\nframeErrorB\x06\n\x04kind\"\x97\x01\n\nFrameError\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n\x08sequence\x18\x02 \x01(\x04R\x08sequence\x12\x12\n\x04\x63ode\x18\x03 \x01(\x05R\x04\x63ode\x12\x18\n\x07message\x18\x04 \x01(\tR\x07message\x12 \n\x0ctool_call_id\x18\x05 \x01(\tR\ntoolCallId\"\x88\x01\n\tShellText\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\x12(\n\x04mode\x18\x02 \x01(\x0e\x32\x14.acpnorm.v1.TextModeR\x04mode\x12\x1c\n\ttruncated\x18\x03 \x01(\x08R\ttruncated\x12\x1f\n\x0btotal_bytes\x18\x04 \x01(\x03R\ntotalBytes\"\xfe\x05\n\tShellExec\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12 \n\x0ctool_call_id\x18\x02 \x01(\tR\ntoolCallId\x12\x1a\n\x08revision\x18\x03 \x01(\rR\x08revision\x12\x18\n\x07\x64ialect\x18\x04 \x01(\tR\x07\x64ialect\x12\x18\n\x07\x63ommand\x18\x05 \x01(\tR\x07\x63ommand\x12\x10\n\x03\x63wd\x18\x06 \x01(\tR\x03\x63wd\x12 \n\x0b\x64\x65scription\x18\x07 \x01(\tR\x0b\x64\x65scription\x12,\n\x05state\x18\x08 \x01(\x0e\x32\x16.acpnorm.v1.ShellStateR\x05state\x12\x32\n\x07outcome\x18\t \x01(\x0e\x32\x18.acpnorm.v1.ShellOutcomeR\x07outcome\x12 \n\texit_code\x18\n \x01(\x05H\x00R\x08\x65xitCode\x88\x01\x01\x12\x16\n\x06signal\x18\x0b \x01(\tR\x06signal\x12\x1b\n\ttimed_out\x18\x0c \x01(\x08R\x08timedOut\x12-\n\x06output\x18\r \x01(\x0b\x32\x15.acpnorm.v1.ShellTextR\x06output\x12-\n\x06stdout\x18\x0e \x01(\x0b\x32\x15.acpnorm.v1.ShellTextR\x06stdout\x12-\n\x06stderr\x18\x0f \x01(\x0b\x32\x15.acpnorm.v1.ShellTextR\x06stderr\x12\'\n\x0f\x61pproval_reason\x18\x10 \x01(\tR\x0e\x61pprovalReason\x12+\n\x11\x61waiting_approval\x18\x11 \x01(\x08R\x10\x61waitingApproval\x12\x1e\n\nbackground\x18\x12 \x01(\x08R\nbackground\x12%\n\x0eoutcome_reason\x18\x13 \x01(\tR\routcomeReason\x12\x1a\n\x08sequence\x18\x14 \x01(\x04R\x08sequence\x12\x1f\n\x0bterminal_id\x18\x15 \x01(\tR\nterminalIdB\x0c\n\n_exit_code\"8\n\x1cGetClientCapabilitiesRequest\x12\x18\n\x07\x64ialect\x18\x01 \x01(\tR\x07\x64ialect\"s\n\x1dGetClientCapabilitiesResponse\x12\x38\n\x18\x63lient_capabilities_json\x18\x01 \x01(\tR\x16\x63lientCapabilitiesJson\x12\x18\n\x07\x64ialect\x18\x02 \x01(\tR\x07\x64ialect\"\x15\n\x13ListDialectsRequest\"i\n\x14ListDialectsResponse\x12\x33\n\x08\x64ialects\x18\x01 \x03(\x0b\x32\x17.acpnorm.v1.DialectInfoR\x08\x64ialects\x12\x1c\n\tdetection\x18\x02 \x01(\tR\tdetection\"\xd6\x01\n\x0b\x44ialectInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0b\x61gent_names\x18\x02 \x03(\tR\nagentNames\x12\x18\n\x07summary\x18\x03 \x01(\tR\x07summary\x12&\n\x0f\x61uth_method_ids\x18\x04 \x03(\tR\rauthMethodIds\x12\'\n\x0fmethod_prefixes\x18\x05 \x03(\tR\x0emethodPrefixes\x12\'\n\x0f\x64\x65tection_rules\x18\x06 \x03(\tR\x0e\x64\x65tectionRules*Y\n\nFinalTexts\x12\x1b\n\x17\x46INAL_TEXTS_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46INAL_TEXTS_WHOLE\x10\x01\x12\x17\n\x13\x46INAL_TEXTS_CHANGES\x10\x02*d\n\tDirection\x12\x19\n\x15\x44IRECTION_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x44IRECTION_AGENT_TO_CLIENT\x10\x01\x12\x1d\n\x19\x44IRECTION_CLIENT_TO_AGENT\x10\x02*r\n\nShellState\x12\x1b\n\x17SHELL_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13SHELL_STATE_PENDING\x10\x01\x12\x17\n\x13SHELL_STATE_RUNNING\x10\x02\x12\x15\n\x11SHELL_STATE_ENDED\x10\x03*\x9c\x01\n\x0cShellOutcome\x12\x1d\n\x19SHELL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17SHELL_OUTCOME_SUCCEEDED\x10\x01\x12\x18\n\x14SHELL_OUTCOME_FAILED\x10\x02\x12\x1b\n\x17SHELL_OUTCOME_CANCELLED\x10\x03\x12\x19\n\x15SHELL_OUTCOME_UNKNOWN\x10\x04*R\n\x08TextMode\x12\x19\n\x15TEXT_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10TEXT_MODE_APPEND\x10\x01\x12\x15\n\x11TEXT_MODE_REPLACE\x10\x02\x32\xa2\x02\n\x11NormalizerService\x12L\n\tNormalize\x12\x1c.acpnorm.v1.NormalizeRequest\x1a\x1d.acpnorm.v1.NormalizeResponse(\x01\x30\x01\x12l\n\x15GetClientCapabilities\x12(.acpnorm.v1.GetClientCapabilitiesRequest\x1a).acpnorm.v1.GetClientCapabilitiesResponse\x12Q\n\x0cListDialects\x12\x1f.acpnorm.v1.ListDialectsRequest\x1a .acpnorm.v1.ListDialectsResponseB8Z6github.com/acpnorm/acpnorm/gen/go/acpnorm/v1;acpnormv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61\x63pnorm/v1/normalizer.proto\x12\nacpnorm.v1\"\xfb\x01\n\x10NormalizeRequest\x12,\n\x05\x66rame\x18\x01 \x01(\x0b\x32\x14.acpnorm.v1.AcpFrameH\x00R\x05\x66rame\x12\x36\n\nturn_ended\x18\x02 \x01(\x0b\x32\x15.acpnorm.v1.TurnEndedH\x00R\tturnEnded\x12\x42\n\x0esession_closed\x18\x03 \x01(\x0b\x32\x19.acpnorm.v1.SessionClosedH\x00R\rsessionClosed\x12\x35\n\x07options\x18\x04 \x01(\x0b\x32\x19.acpnorm.v1.StreamOptionsH\x00R\x07optionsB\x06\n\x04kind\"~\n\rStreamOptions\x12\x37\n\x0b\x66inal_texts\x18\x01 \x01(\x0e\x32\x16.acpnorm.v1.FinalTextsR\nfinalTexts\x12\x34\n\x16skip_applied_sequences\x18\x02 \x01(\x08R\x14skipAppliedSequences\"\xd2\x02\n\x08\x41\x63pFrame\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n\x07\x64ialect\x18\x02 \x01(\tR\x07\x64ialect\x12\x10\n\x03\x63wd\x18\x03 \x01(\tR\x03\x63wd\x12\x1a\n\x08sequence\x18\x04 \x01(\x04R\x08sequence\x12\x33\n\tdirection\x18\x05 \x01(\x0e\x32\x15.acpnorm.v1.DirectionR\tdirection\x12\x18\n\x07message\x18\x06 \x01(\x0cR\x07message\x12N\n\x0eheld_revisions\x18\x07 \x03(\x0b\x32\'.acpnorm.v1.AcpFrame.HeldRevisionsEntryR\rheldRevisions\x1a@\n\x12HeldRevisionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\rR\x05value:\x02\x38\x01\"d\n\tTurnEnded\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n\x08sequence\x18\x02 \x01(\x04R\x08sequence\x12\x1c\n\tcancelled\x18\x03 \x01(\x08R\tcancelled\"J\n\rSessionClosed\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n\x08sequence\x18\x02 \x01(\x04R\x08sequence\"\x8e\x01\n\x11NormalizeResponse\x12\x36\n\nshell_exec\x18\x01 \x01(\x0b\x32\x15.acpnorm.v1.ShellExecH\x00R\tshellExec\x12\x39\n\x0b\x66rame_error\x18\x02 \x01(\x0b\x32\x16.acpnorm.v1.FrameErrorH\x00R\nframeErrorB\x06\n\x04kind\"\x97\x01\n\nFrameError\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n\x08sequence\x18\x02 \x01(\x04R\x08sequence\x12\x12\n\x04\x63ode\x18\x03 \x01(\x05R\x04\x63ode\x12\x18\n\x07message\x18\x04 \x01(\tR\x07message\x12 \n\x0ctool_call_id\x18\x05 \x01(\tR\ntoolCallId\"\x88\x01\n\tShellText\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\x12(\n\x04mode\x18\x02 \x01(\x0e\x32\x14.acpnorm.v1.TextModeR\x04mode\x12\x1c\n\ttruncated\x18\x03 \x01(\x08R\ttruncated\x12\x1f\n\x0btotal_bytes\x18\x04 \x01(\x03R\ntotalBytes\"\xfe\x05\n\tShellExec\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12 \n\x0ctool_call_id\x18\x02 \x01(\tR\ntoolCallId\x12\x1a\n\x08revision\x18\x03 \x01(\rR\x08revision\x12\x18\n\x07\x64ialect\x18\x04 \x01(\tR\x07\x64ialect\x12\x18\n\x07\x63ommand\x18\x05 \x01(\tR\x07\x63ommand\x12\x10\n\x03\x63wd\x18\x06 \x01(\tR\x03\x63wd\x12 \n\x0b\x64\x65scription\x18\x07 \x01(\tR\x0b\x64\x65scription\x12,\n\x05state\x18\x08 \x01(\x0e\x32\x16.acpnorm.v1.ShellStateR\x05state\x12\x32\n\x07outcome\x18\t \x01(\x0e\x32\x18.acpnorm.v1.ShellOutcomeR\x07outcome\x12 \n\texit_code\x18\n \x01(\x05H\x00R\x08\x65xitCode\x88\x01\x01\x12\x16\n\x06signal\x18\x0b \x01(\tR\x06signal\x12\x1b\n\ttimed_out\x18\x0c \x01(\x08R\x08timedOut\x12-\n\x06output\x18\r \x01(\x0b\x32\x15.acpnorm.v1.ShellTextR\x06output\x12-\n\x06stdout\x18\x0e \x01(\x0b\x32\x15.acpnorm.v1.ShellTextR\x06stdout\x12-\n\x06stderr\x18\x0f \x01(\x0b\x32\x15.acpnorm.v1.ShellTextR\x06stderr\x12\'\n\x0f\x61pproval_reason\x18\x10 \x01(\tR\x0e\x61pprovalReason\x12+\n\x11\x61waiting_approval\x18\x11 \x01(\x08R\x10\x61waitingApproval\x12\x1e\n\nbackground\x18\x12 \x01(\x08R\nbackground\x12%\n\x0eoutcome_reason\x18\x13 \x01(\tR\routcomeReason\x12\x1a\n\x08sequence\x18\x14 \x01(\x04R\x08sequence\x12\x1f\n\x0bterminal_id\x18\x15 \x01(\tR\nterminalIdB\x0c\n\n_exit_code\"8\n\x1cGetClientCapabilitiesRequest\x12\x18\n\x07\x64ialect\x18\x01 \x01(\tR\x07\x64ialect\"s\n\x1dGetClientCapabilitiesResponse\x12\x38\n\x18\x63lient_capabilities_json\x18\x01 \x01(\tR\x16\x63lientCapabilitiesJson\x12\x18\n\x07\x64ialect\x18\x02 \x01(\tR\x07\x64ialect\"\x15\n\x13ListDialectsRequest\"i\n\x14ListDialectsResponse\x12\x33\n\x08\x64ialects\x18\x01 \x03(\x0b\x32\x17.acpnorm.v1.DialectInfoR\x08\x64ialects\x12\x1c\n\tdetection\x18\x02 \x01(\tR\tdetection\"\xd6\x01\n\x0b\x44ialectInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0b\x61gent_names\x18\x02 \x03(\tR\nagentNames\x12\x18\n\x07summary\x18\x03 \x01(\tR\x07summary\x12&\n\x0f\x61uth_method_ids\x18\x04 \x03(\tR\rauthMethodIds\x12\'\n\x0fmethod_prefixes\x18\x05 \x03(\tR\x0emethodPrefixes\x12\'\n\x0f\x64\x65tection_rules\x18\x06 \x03(\tR\x0e\x64\x65tectionRules*Y\n\nFinalTexts\x12\x1b\n\x17\x46INAL_TEXTS_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46INAL_TEXTS_WHOLE\x10\x01\x12\x17\n\x13\x46INAL_TEXTS_CHANGES\x10\x02*d\n\tDirection\x12\x19\n\x15\x44IRECTION_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x44IRECTION_AGENT_TO_CLIENT\x10\x01\x12\x1d\n\x19\x44IRECTION_CLIENT_TO_AGENT\x10\x02*r\n\nShellState\x12\x1b\n\x17SHELL_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13SHELL_STATE_PENDING\x10\x01\x12\x17\n\x13SHELL_STATE_RUNNING\x10\x02\x12\x15\n\x11SHELL_STATE_ENDED\x10\x03*\x9c\x01\n\x0cShellOutcome\x12\x1d\n\x19SHELL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17SHELL_OUTCOME_SUCCEEDED\x10\x01\x12\x18\n\x14SHELL_OUTCOME_FAILED\x10\x02\x12\x1b\n\x17SHELL_OUTCOME_CANCELLED\x10\x03\x12\x19\n\x15SHELL_OUTCOME_UNKNOWN\x10\x04*R\n\x08TextMode\x12\x19\n\x15TEXT_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10TEXT_MODE_APPEND\x10\x01\x12\x15\n\x11TEXT_MODE_REPLACE\x10\x02\x32\xa2\x02\n\x11NormalizerService\x12L\n\tNormalize\x12\x1c.acpnorm.v1.NormalizeRequest\x1a\x1d.acpnorm.v1.NormalizeResponse(\x01\x30\x01\x12l\n\x15GetClientCapabilities\x12(.acpnorm.v1.GetClientCapabilitiesRequest\x1a).acpnorm.v1.GetClientCapabilitiesResponse\x12Q\n\x0cListDialects\x12\x1f.acpnorm.v1.ListDialectsRequest\x1a .acpnorm.v1.ListDialectsResponseB8Z6github.com/acpnorm/acpnorm/gen/go/acpnorm/v1;acpnormv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'acpnorm.v1.normalizer_pb2', globals())
@@ -21,44 +21,48 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z6github.com/acpnorm/acpnorm/gen/go/acpnorm/v1;acpnormv1'
-  _FINALTEXTS._serialized_start=2527
-  _FINALTEXTS._serialized_end=2616
-  _DIRECTION._serialized_start=2618
-  _DIRECTION._serialized_end=2718
-  _SHELLSTATE._serialized_start=2720
-  _SHELLSTATE._serialized_end=2834
-  _SHELLOUTCOME._serialized_start=2837
-  _SHELLOUTCOME._serialized_end=2993
-  _TEXTMODE._serialized_start=2995
-  _TEXTMODE._serialized_end=3077
+  _ACPFRAME_HELDREVISIONSENTRY._options = None
+  _ACPFRAME_HELDREVISIONSENTRY._serialized_options = b'8\001'
+  _FINALTEXTS._serialized_start=2673
+  _FINALTEXTS._serialized_end=2762
+  _DIRECTION._serialized_start=2764
+  _DIRECTION._serialized_end=2864
+  _SHELLSTATE._serialized_start=2866
+  _SHELLSTATE._serialized_end=2980
+  _SHELLOUTCOME._serialized_start=2983
+  _SHELLOUTCOME._serialized_end=3139
+  _TEXTMODE._serialized_start=3141
+  _TEXTMODE._serialized_end=3223
   _NORMALIZEREQUEST._serialized_start=44
   _NORMALIZEREQUEST._serialized_end=295
   _STREAMOPTIONS._serialized_start=297
   _STREAMOPTIONS._serialized_end=423
   _ACPFRAME._serialized_start=426
-  _ACPFRAME._serialized_end=618
-  _TURNENDED._serialized_start=620
-  _TURNENDED._serialized_end=720
-  _SESSIONCLOSED._serialized_start=722
-  _SESSIONCLOSED._serialized_end=796
-  _NORMALIZERESPONSE._serialized_start=799
-  _NORMALIZERESPONSE._serialized_end=941
-  _FRAMEERROR._serialized_start=944
-  _FRAMEERROR._serialized_end=1095
-  _SHELLTEXT._serialized_start=1098
-  _SHELLTEXT._serialized_end=1234
-  _SHELLEXEC._serialized_start=1237
-  _SHELLEXEC._serialized_end=2003
-  _GETCLIENTCAPABILITIESREQUEST._serialized_start=2005
-  _GETCLIENTCAPABILITIESREQUEST._serialized_end=2061
-  _GETCLIENTCAPABILITIESRESPONSE._serialized_start=2063
-  _GETCLIENTCAPABILITIESRESPONSE._serialized_end=2178
-  _LISTDIALECTSREQUEST._serialized_start=2180
-  _LISTDIALECTSREQUEST._serialized_end=2201
-  _LISTDIALECTSRESPONSE._serialized_start=2203
-  _LISTDIALECTSRESPONSE._serialized_end=2308
-  _DIALECTINFO._serialized_start=2311
-  _DIALECTINFO._serialized_end=2525
-  _NORMALIZERSERVICE._serialized_start=3080
-  _NORMALIZERSERVICE._serialized_end=3370
+  _ACPFRAME._serialized_end=764
+  _ACPFRAME_HELDREVISIONSENTRY._serialized_start=700
+  _ACPFRAME_HELDREVISIONSENTRY._serialized_end=764
+  _TURNENDED._serialized_start=766
+  _TURNENDED._serialized_end=866
+  _SESSIONCLOSED._serialized_start=868
+  _SESSIONCLOSED._serialized_end=942
+  _NORMALIZERESPONSE._serialized_start=945
+  _NORMALIZERESPONSE._serialized_end=1087
+  _FRAMEERROR._serialized_start=1090
+  _FRAMEERROR._serialized_end=1241
+  _SHELLTEXT._serialized_start=1244
+  _SHELLTEXT._serialized_end=1380
+  _SHELLEXEC._serialized_start=1383
+  _SHELLEXEC._serialized_end=2149
+  _GETCLIENTCAPABILITIESREQUEST._serialized_start=2151
+  _GETCLIENTCAPABILITIESREQUEST._serialized_end=2207
+  _GETCLIENTCAPABILITIESRESPONSE._serialized_start=2209
+  _GETCLIENTCAPABILITIESRESPONSE._serialized_end=2324
+  _LISTDIALECTSREQUEST._serialized_start=2326
+  _LISTDIALECTSREQUEST._serialized_end=2347
+  _LISTDIALECTSRESPONSE._serialized_start=2349
+  _LISTDIALECTSRESPONSE._serialized_end=2454
+  _DIALECTINFO._serialized_start=2457
+  _DIALECTINFO._serialized_end=2671
+  _NORMALIZERSERVICE._serialized_start=3226
+  _NORMALIZERSERVICE._serialized_end=3516
 # @@protoc_insertion_point(module_scope)

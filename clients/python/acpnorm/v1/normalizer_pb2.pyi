@@ -25,20 +25,29 @@ TEXT_MODE_REPLACE: TextMode
 TEXT_MODE_UNSPECIFIED: TextMode
 
 class AcpFrame(_message.Message):
-    __slots__ = ["cwd", "dialect", "direction", "message", "sequence", "session_id"]
+    __slots__ = ["cwd", "dialect", "direction", "held_revisions", "message", "sequence", "session_id"]
+    class HeldRevisionsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     CWD_FIELD_NUMBER: _ClassVar[int]
     DIALECT_FIELD_NUMBER: _ClassVar[int]
     DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    HELD_REVISIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     cwd: str
     dialect: str
     direction: Direction
+    held_revisions: _containers.ScalarMap[str, int]
     message: bytes
     sequence: int
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., dialect: _Optional[str] = ..., cwd: _Optional[str] = ..., sequence: _Optional[int] = ..., direction: _Optional[_Union[Direction, str]] = ..., message: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., dialect: _Optional[str] = ..., cwd: _Optional[str] = ..., sequence: _Optional[int] = ..., direction: _Optional[_Union[Direction, str]] = ..., message: _Optional[bytes] = ..., held_revisions: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class DialectInfo(_message.Message):
     __slots__ = ["agent_names", "auth_method_ids", "detection_rules", "method_prefixes", "name", "summary"]

@@ -528,7 +528,22 @@ type AcpFrame struct {
 	// Which way the frame travelled. Optional.
 	Direction Direction `protobuf:"varint,5,opt,name=direction,proto3,enum=acpnorm.v1.Direction" json:"direction,omitempty"`
 	// The bytes of ONE JSON-RPC message (UTF-8 JSON), without framing.
-	Message       []byte `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Message []byte `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	// What the client holds of this session: for each tool call id it has
+	// received revisions of, the highest revision number it received.
+	// Optional; send it with the first frame of a session on each new stream
+	// (after a reconnect, or on another server). A server whose state of the
+	// session is older than that (its store lost commits, as a Redis replica
+	// promoted while behind can) answers a FrameError DATA_LOSS (15) naming
+	// the session and each call with the revision the client holds and the
+	// one the server has, and does not apply the frame. It then never sends a
+	// revision of those calls numbered at or below what the client holds
+	// (the next one it sends carries every text whole), so a client repairs
+	// the session by sending its frames again from the first (with
+	// StreamOptions.skip_applied_sequences) and none of its calls goes back.
+	// Calls the client names that the session released (a tombstone) count
+	// as held. A server that predates this field ignores it.
+	HeldRevisions map[string]uint32 `protobuf:"bytes,7,rep,name=held_revisions,json=heldRevisions,proto3" json:"held_revisions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -601,6 +616,13 @@ func (x *AcpFrame) GetDirection() Direction {
 func (x *AcpFrame) GetMessage() []byte {
 	if x != nil {
 		return x.Message
+	}
+	return nil
+}
+
+func (x *AcpFrame) GetHeldRevisions() map[string]uint32 {
+	if x != nil {
+		return x.HeldRevisions
 	}
 	return nil
 }
@@ -831,7 +853,11 @@ type FrameError struct {
 	// for a request skipped because its session already applied its sequence
 	// (see StreamOptions.skip_applied_sequences); UNAVAILABLE (14)
 	// for a request that was not applied because the server's shared state
-	// store could not be reached (it may be sent again).
+	// store could not be reached (it may be sent again); DATA_LOSS (15) for a
+	// frame whose session the server holds in an older state than the
+	// client's AcpFrame.held_revisions say (its store lost commits; the frame
+	// was not applied, and the message names the session, the calls and
+	// their revisions).
 	Code int32 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
 	// A readable sentence naming the problem.
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
@@ -1534,7 +1560,7 @@ const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"\rStreamOptions\x127\n" +
 	"\vfinal_texts\x18\x01 \x01(\x0e2\x16.acpnorm.v1.FinalTextsR\n" +
 	"finalTexts\x124\n" +
-	"\x16skip_applied_sequences\x18\x02 \x01(\bR\x14skipAppliedSequences\"\xc0\x01\n" +
+	"\x16skip_applied_sequences\x18\x02 \x01(\bR\x14skipAppliedSequences\"\xd2\x02\n" +
 	"\bAcpFrame\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
@@ -1542,7 +1568,11 @@ const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"\x03cwd\x18\x03 \x01(\tR\x03cwd\x12\x1a\n" +
 	"\bsequence\x18\x04 \x01(\x04R\bsequence\x123\n" +
 	"\tdirection\x18\x05 \x01(\x0e2\x15.acpnorm.v1.DirectionR\tdirection\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\fR\amessage\"d\n" +
+	"\amessage\x18\x06 \x01(\fR\amessage\x12N\n" +
+	"\x0eheld_revisions\x18\a \x03(\v2'.acpnorm.v1.AcpFrame.HeldRevisionsEntryR\rheldRevisions\x1a@\n" +
+	"\x12HeldRevisionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"d\n" +
 	"\tTurnEnded\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
@@ -1663,7 +1693,7 @@ func file_acpnorm_v1_normalizer_proto_rawDescGZIP() []byte {
 }
 
 var file_acpnorm_v1_normalizer_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_acpnorm_v1_normalizer_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_acpnorm_v1_normalizer_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_acpnorm_v1_normalizer_proto_goTypes = []any{
 	(FinalTexts)(0),                       // 0: acpnorm.v1.FinalTexts
 	(Direction)(0),                        // 1: acpnorm.v1.Direction
@@ -1684,6 +1714,7 @@ var file_acpnorm_v1_normalizer_proto_goTypes = []any{
 	(*ListDialectsRequest)(nil),           // 16: acpnorm.v1.ListDialectsRequest
 	(*ListDialectsResponse)(nil),          // 17: acpnorm.v1.ListDialectsResponse
 	(*DialectInfo)(nil),                   // 18: acpnorm.v1.DialectInfo
+	nil,                                   // 19: acpnorm.v1.AcpFrame.HeldRevisionsEntry
 }
 var file_acpnorm_v1_normalizer_proto_depIdxs = []int32{
 	7,  // 0: acpnorm.v1.NormalizeRequest.frame:type_name -> acpnorm.v1.AcpFrame
@@ -1692,26 +1723,27 @@ var file_acpnorm_v1_normalizer_proto_depIdxs = []int32{
 	6,  // 3: acpnorm.v1.NormalizeRequest.options:type_name -> acpnorm.v1.StreamOptions
 	0,  // 4: acpnorm.v1.StreamOptions.final_texts:type_name -> acpnorm.v1.FinalTexts
 	1,  // 5: acpnorm.v1.AcpFrame.direction:type_name -> acpnorm.v1.Direction
-	13, // 6: acpnorm.v1.NormalizeResponse.shell_exec:type_name -> acpnorm.v1.ShellExec
-	11, // 7: acpnorm.v1.NormalizeResponse.frame_error:type_name -> acpnorm.v1.FrameError
-	4,  // 8: acpnorm.v1.ShellText.mode:type_name -> acpnorm.v1.TextMode
-	2,  // 9: acpnorm.v1.ShellExec.state:type_name -> acpnorm.v1.ShellState
-	3,  // 10: acpnorm.v1.ShellExec.outcome:type_name -> acpnorm.v1.ShellOutcome
-	12, // 11: acpnorm.v1.ShellExec.output:type_name -> acpnorm.v1.ShellText
-	12, // 12: acpnorm.v1.ShellExec.stdout:type_name -> acpnorm.v1.ShellText
-	12, // 13: acpnorm.v1.ShellExec.stderr:type_name -> acpnorm.v1.ShellText
-	18, // 14: acpnorm.v1.ListDialectsResponse.dialects:type_name -> acpnorm.v1.DialectInfo
-	5,  // 15: acpnorm.v1.NormalizerService.Normalize:input_type -> acpnorm.v1.NormalizeRequest
-	14, // 16: acpnorm.v1.NormalizerService.GetClientCapabilities:input_type -> acpnorm.v1.GetClientCapabilitiesRequest
-	16, // 17: acpnorm.v1.NormalizerService.ListDialects:input_type -> acpnorm.v1.ListDialectsRequest
-	10, // 18: acpnorm.v1.NormalizerService.Normalize:output_type -> acpnorm.v1.NormalizeResponse
-	15, // 19: acpnorm.v1.NormalizerService.GetClientCapabilities:output_type -> acpnorm.v1.GetClientCapabilitiesResponse
-	17, // 20: acpnorm.v1.NormalizerService.ListDialects:output_type -> acpnorm.v1.ListDialectsResponse
-	18, // [18:21] is the sub-list for method output_type
-	15, // [15:18] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	19, // 6: acpnorm.v1.AcpFrame.held_revisions:type_name -> acpnorm.v1.AcpFrame.HeldRevisionsEntry
+	13, // 7: acpnorm.v1.NormalizeResponse.shell_exec:type_name -> acpnorm.v1.ShellExec
+	11, // 8: acpnorm.v1.NormalizeResponse.frame_error:type_name -> acpnorm.v1.FrameError
+	4,  // 9: acpnorm.v1.ShellText.mode:type_name -> acpnorm.v1.TextMode
+	2,  // 10: acpnorm.v1.ShellExec.state:type_name -> acpnorm.v1.ShellState
+	3,  // 11: acpnorm.v1.ShellExec.outcome:type_name -> acpnorm.v1.ShellOutcome
+	12, // 12: acpnorm.v1.ShellExec.output:type_name -> acpnorm.v1.ShellText
+	12, // 13: acpnorm.v1.ShellExec.stdout:type_name -> acpnorm.v1.ShellText
+	12, // 14: acpnorm.v1.ShellExec.stderr:type_name -> acpnorm.v1.ShellText
+	18, // 15: acpnorm.v1.ListDialectsResponse.dialects:type_name -> acpnorm.v1.DialectInfo
+	5,  // 16: acpnorm.v1.NormalizerService.Normalize:input_type -> acpnorm.v1.NormalizeRequest
+	14, // 17: acpnorm.v1.NormalizerService.GetClientCapabilities:input_type -> acpnorm.v1.GetClientCapabilitiesRequest
+	16, // 18: acpnorm.v1.NormalizerService.ListDialects:input_type -> acpnorm.v1.ListDialectsRequest
+	10, // 19: acpnorm.v1.NormalizerService.Normalize:output_type -> acpnorm.v1.NormalizeResponse
+	15, // 20: acpnorm.v1.NormalizerService.GetClientCapabilities:output_type -> acpnorm.v1.GetClientCapabilitiesResponse
+	17, // 21: acpnorm.v1.NormalizerService.ListDialects:output_type -> acpnorm.v1.ListDialectsResponse
+	19, // [19:22] is the sub-list for method output_type
+	16, // [16:19] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_acpnorm_v1_normalizer_proto_init() }
@@ -1736,7 +1768,7 @@ func file_acpnorm_v1_normalizer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpnorm_v1_normalizer_proto_rawDesc), len(file_acpnorm_v1_normalizer_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

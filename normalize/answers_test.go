@@ -30,50 +30,52 @@ func (k *keptUnacked) Commit(ctx context.Context, session string, base uint64, c
 
 // A frame whose commit the store kept but did not acknowledge is refused
 // (UNAVAILABLE); sent again with skipped applied sequences, it is answered
-// with the revisions it made when it was applied, not ALREADY_EXISTS with
-// none, so the call's ENDED revision is not lost.
+// with the revisions it made when it was applied (marked Again), not
+// ALREADY_EXISTS with none, so the call's ENDED revision is not lost. The
+// answer is kept in the store with the commit: another Normalizer on the
+// same store answers the same, and so does this one every time.
 func TestKeptUnacknowledgedFrameIsAnsweredWhenSentAgain(t *testing.T) {
 	st := &keptUnacked{Store: store.NewMemory()}
 	n := normalize.New(normalize.WithStore(st))
-	feed := func(seq uint64, msg []byte) ([]*normalize.ShellExec, []*normalize.FrameError) {
+	feed := func(n *normalize.Normalizer, seq uint64, msg []byte) ([]*normalize.ShellExec, []*normalize.FrameError) {
 		t.Helper()
 		return splitEvents(feedSkipping(t, n, seq, msg))
 	}
-	execs, errs := feed(1, nsOpen("c1", "make"))
+	execs, errs := feed(n, 1, nsOpen("c1", "make"))
 	require.Empty(t, errs)
 	require.Len(t, execs, 1)
-	execs, errs = feed(2, nsDelta("c1", "built\\n"))
+	execs, errs = feed(n, 2, nsDelta("c1", "built\\n"))
 	require.Empty(t, errs)
 	require.Len(t, execs, 1)
 
 	st.armed.Store(true)
 	end := nsUpdate(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":2}}}`)
-	execs, errs = feed(3, end)
+	execs, errs = feed(n, 3, end)
 	assert.Empty(t, execs, "a frame not acknowledged hands on no revision")
 	require.Len(t, errs, 1)
 	assert.Equal(t, normalize.Unavailable, errs[0].Code)
 	assert.Contains(t, errs[0].Message, "not acknowledged")
 
 	st.armed.Store(false)
-	execs, errs = feed(3, end)
-	assert.Empty(t, errs, "the kept frame sent again is answered, not ALREADY_EXISTS")
-	require.Len(t, execs, 1, "its revision, as it was made")
-	assert.Equal(t, uint32(3), execs[0].Revision)
-	assert.Equal(t, normalize.StateEnded, execs[0].State)
-	assert.Equal(t, normalize.Failed, execs[0].Outcome)
-	if assert.NotNil(t, execs[0].ExitCode) {
-		assert.EqualValues(t, 2, *execs[0].ExitCode)
+	other := normalize.New(normalize.WithStore(st))
+	for i, n := range []*normalize.Normalizer{n, n, other} {
+		var evs []normalize.Event
+		evs = feedSkipping(t, n, 3, end)
+		execs, errs = splitEvents(evs)
+		assert.Empty(t, errs, "try %d: the kept frame sent again is answered, not ALREADY_EXISTS", i)
+		require.Len(t, execs, 1, "try %d: its revision, as it was made", i)
+		assert.True(t, evs[0].Again, "marked as handed on again")
+		assert.Equal(t, uint32(3), execs[0].Revision)
+		assert.Equal(t, normalize.StateEnded, execs[0].State)
+		assert.Equal(t, normalize.Failed, execs[0].Outcome)
+		if assert.NotNil(t, execs[0].ExitCode) {
+			assert.EqualValues(t, 2, *execs[0].ExitCode)
+		}
 	}
-
-	// Once answered, the frame is one that was applied before.
-	execs, errs = feed(3, end)
-	assert.Empty(t, execs)
-	require.Len(t, errs, 1)
-	assert.Equal(t, normalize.AlreadyExists, errs[0].Code)
 }
 
-// A kept frame that made no revision is answered, sent again, as it was
-// the first time: with nothing, not ALREADY_EXISTS.
+// A kept frame that made no revision has no answer to give: sent again,
+// it is ALREADY_EXISTS.
 func TestKeptUnacknowledgedFrameWithoutRevisions(t *testing.T) {
 	st := &keptUnacked{Store: store.NewMemory()}
 	n := normalize.New(normalize.WithStore(st))
@@ -92,66 +94,40 @@ func TestKeptUnacknowledgedFrameWithoutRevisions(t *testing.T) {
 	assert.Equal(t, normalize.Unavailable, got[0].Error.Code)
 	st.armed.Store(false)
 	feed(2, chat)
-	assert.Empty(t, got, "answered as it was: with nothing")
-	feed(2, chat)
 	require.Len(t, got, 1)
 	assert.Equal(t, normalize.AlreadyExists, got[0].Error.Code)
 }
 
-// Once a later frame of the session is applied, the kept revisions are
-// not handed on any more: they would come after newer revisions of the
-// same call. The frame sent again then is ALREADY_EXISTS, as before.
+// After a later frame of the session was applied, the kept revisions are
+// still handed on, marked Again: a consumer that already handed on a
+// later revision of the call drops them (the service does, per stream).
 func TestKeptUnacknowledgedFrameAfterALaterOne(t *testing.T) {
 	st := &keptUnacked{Store: store.NewMemory()}
 	n := normalize.New(normalize.WithStore(st))
-	var execs []*normalize.ShellExec
-	var errs []*normalize.FrameError
+	var evs []normalize.Event
 	feed := func(seq uint64, msg []byte) {
 		t.Helper()
-		execs, errs = splitEvents(feedSkipping(t, n, seq, msg))
+		evs = feedSkipping(t, n, seq, msg)
 	}
 	feed(1, nsOpen("c1", "make"))
 	st.armed.Store(true)
 	feed(2, nsDelta("c1", "one\\n"))
-	require.Len(t, errs, 1)
-	assert.Equal(t, normalize.Unavailable, errs[0].Code)
+	require.Len(t, evs, 1)
+	assert.Equal(t, normalize.Unavailable, evs[0].Error.Code)
 	st.armed.Store(false)
 	feed(3, nsDelta("c1", "two\\n"))
-	require.Empty(t, errs)
-	require.Len(t, execs, 1)
-	assert.Equal(t, uint32(3), execs[0].Revision, "revision 2 was made by the kept frame")
+	require.Len(t, evs, 1)
+	assert.Equal(t, uint32(3), evs[0].ShellExec.Revision, "revision 2 was made by the kept frame")
+	assert.False(t, evs[0].Again)
 	feed(2, nsDelta("c1", "one\\n"))
-	assert.Empty(t, execs, "revision 2 after revision 3 would go back")
-	require.Len(t, errs, 1)
-	assert.Equal(t, normalize.AlreadyExists, errs[0].Code)
+	require.Len(t, evs, 1)
+	require.NotNil(t, evs[0].ShellExec)
+	assert.Equal(t, uint32(2), evs[0].ShellExec.Revision)
+	assert.True(t, evs[0].Again, "handed on again, for the consumer to drop after revision 3")
 }
 
-// A kept frame that made no revision is still answered with nothing when
-// a later frame was applied before it came again: nothing it hands on can
-// be out of order.
-func TestKeptUnacknowledgedChatAfterALaterFrame(t *testing.T) {
-	st := &keptUnacked{Store: store.NewMemory()}
-	n := normalize.New(normalize.WithStore(st))
-	var got []normalize.Event
-	feed := func(seq uint64, msg []byte) {
-		t.Helper()
-		got = feedSkipping(t, n, seq, msg)
-	}
-	feed(1, nsOpen("c1", "make"))
-	st.armed.Store(true)
-	chat := nsUpdate(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"working"}}`)
-	feed(2, chat)
-	require.Len(t, got, 1)
-	assert.Equal(t, normalize.Unavailable, got[0].Error.Code)
-	st.armed.Store(false)
-	feed(3, nsDelta("c1", "out\\n"))
-	require.Len(t, got, 1)
-	require.NotNil(t, got[0].ShellExec)
-	feed(2, chat)
-	assert.Empty(t, got, "answered as it was: with nothing")
-}
-
-// A kept batch sent again as a batch hands its revisions on once.
+// A kept batch sent again as a batch hands each frame's revisions on,
+// in order, every time.
 func TestKeptUnacknowledgedBatchSentAgain(t *testing.T) {
 	st := &keptUnacked{Store: store.NewMemory()}
 	n := normalize.New(normalize.WithStore(st))
@@ -173,16 +149,19 @@ func TestKeptUnacknowledgedBatchSentAgain(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, normalize.Unavailable, got[0].Error.Code)
 	st.armed.Store(false)
-	batch(two...)
-	var revisions []uint32
-	for _, ev := range got {
-		require.Nil(t, ev.Error)
-		revisions = append(revisions, ev.ShellExec.Revision)
+	for range 2 {
+		batch(two...)
+		var revisions []uint32
+		var seqs []uint64
+		for _, ev := range got {
+			require.Nil(t, ev.Error)
+			require.True(t, ev.Again)
+			revisions = append(revisions, ev.ShellExec.Revision)
+			seqs = append(seqs, ev.ShellExec.Sequence)
+		}
+		assert.Equal(t, []uint32{2, 3}, revisions, "each revision once, in order")
+		assert.Equal(t, []uint64{2, 3}, seqs, "each with the frame that made it")
 	}
-	assert.Equal(t, []uint32{2, 3}, revisions, "each revision once")
-	batch(two...)
-	require.Len(t, got, 2)
-	assert.Equal(t, normalize.AlreadyExists, got[0].Error.Code)
 }
 
 // feedSkipping feeds msg as frame seq of session S, skipping applied

@@ -1,0 +1,424 @@
+package normalize
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/wire"
+)
+
+// Losses and answers kept with the session.
+//
+// A store can lose commits it confirmed: a Redis replica promoted while
+// behind its master holds an older state of the session, or none. Versions
+// alone cannot tell: after a loss, new commits reuse the lost version
+// numbers. What can tell is what was handed on: the revisions a caller
+// holds of each call (WithHeld), or the revisions this Normalizer handed
+// on from its cache before a conflict made it load the session again.
+// When the session holds fewer revisions of a call than that (and the call
+// was not released, leaving a tombstone), the session went back: the
+// request gives a FrameError DataLoss and is not applied, the session
+// remembers, per call, the revision the caller holds (its floor), and the
+// Hooks.DataLoss counter counts it. Revisions at or below a call's floor
+// are then not handed on again, but for an ENDED one, which is renumbered
+// above the floor (a skew kept for the call's later revisions); the first
+// revision handed on above it carries every text whole. So a caller that
+// rebuilds the session by sending its frames again from the first sees
+// no call go back, and ends with the same finals.
+//
+// Answers: with WithSkipApplied and a store, the events each frame made
+// (its revisions and FrameErrors) are committed with the frame, as records
+// of the session, so that a frame sent again after it was applied is
+// answered with them, in order, by any Normalizer sharing the store,
+// instead of AlreadyExists with none (within maxAnswers frames and
+// maxAnswerBytes per session, and the session's own expiry).
+//
+// Both live in records of their own: "l" (the floors) and "a:" and a
+// sequence (one frame's answer), so the session header is unchanged.
+
+// Bounds of the answers kept per session, and of a held claim.
+const (
+	maxAnswers     = 64
+	maxAnswerBytes = 256 << 10
+	lossFormat     = 1
+	answerFormat   = 1
+	recordOfLoss   = "l"
+	answerPrefix   = "a:"
+	maxLossNamed   = 16 // calls a DataLoss message names one by one
+)
+
+// floor is what a caller is known to hold of a call whose stored state
+// went back: revisions numbered at or below floor are not handed on again
+// (floor 0: passed), and skew is added to the call's own revision numbers
+// (see lift).
+type floor struct {
+	floor, skew uint32
+}
+
+// extra is the state of a session that most sessions never need: its
+// floors, and the sequences whose answers the store keeps.
+type extra struct {
+	floors      map[string]floor
+	floorsDirty bool // to commit
+	floorsKept  bool // the store has a record of them
+	answers     []answerRef
+	answerBytes int
+	newAnswers  []answerRef // to commit, with their bytes
+}
+
+type answerRef struct {
+	seq  uint64
+	size int
+	data []byte // only until committed
+}
+
+func (s *session) more() *extra {
+	if s.x == nil {
+		s.x = &extra{}
+	}
+	return s.x
+}
+
+func recordOfAnswer(seq uint64) string { return answerPrefix + strconv.FormatUint(seq, 10) }
+
+// heldOf is the highest revision of call id that s knows was handed on:
+// its revisions, its tombstone's, or its floor.
+func (ss *sessions) heldOf(s *session, id string) (uint32, bool) {
+	var n uint32
+	known := false
+	if e := s.calls[id]; e != nil {
+		n, known = e.revisions, true
+	}
+	if tb, ok := ss.tombOf(s, id); ok {
+		n, known = max(n, tb.revisions), true
+	}
+	if s.x != nil {
+		if f, ok := s.x.floors[id]; ok && f.floor > 0 {
+			n, known = max(n, f.floor), true
+		}
+	}
+	return n, known
+}
+
+// lost checks a locked session against what the request says is held of
+// it (WithHeld, and what this Normalizer handed on before a conflict).
+// When the session went back it answers DataLoss, records the floors, and
+// reports true: the frame is not applied.
+func (ss *sessions) lost(s *session, r *reply, what string) bool {
+	if r.lossFound {
+		r.fail(DataLoss, "", "%s %d of session %q was not applied: the session lost state (see the DATA_LOSS before it)", what, r.seq, s.id)
+		return true
+	}
+	if r.lossChecked || len(r.req.held) == 0 && len(r.req.before) == 0 {
+		return false
+	}
+	r.lossChecked = true
+	if n := len(r.req.held); n > 2*ss.cfg.MaxCallsPerSession {
+		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revisions of %d calls, more than a session can have (2 × WithMaxCallsPerSession, acpnormd --max-calls-per-session); it was not applied", what, r.seq, s.id, n)
+		r.lossFound = true // the rest of a batch is not applied either
+		return true
+	}
+	type gone struct {
+		id         string
+		held, have uint32
+		known      bool
+	}
+	var lost []gone
+	check := func(claims map[string]uint32) {
+		for id, n := range claims {
+			if n == 0 || len(id) > ss.cfg.MaxIDBytes {
+				continue
+			}
+			if have, known := ss.heldOf(s, id); have < n {
+				lost = append(lost, gone{id, n, have, known})
+			}
+		}
+	}
+	check(r.req.held)
+	check(r.req.before)
+	if len(lost) == 0 {
+		return false
+	}
+	// The same call can be named twice (by the caller and the cache): the
+	// higher claim counts.
+	slices.SortFunc(lost, func(a, b gone) int {
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return int(int64(b.held) - int64(a.held))
+	})
+	lost = slices.CompactFunc(lost, func(a, b gone) bool { return a.id == b.id })
+	x := s.more()
+	if x.floors == nil {
+		x.floors = map[string]floor{}
+	}
+	var b strings.Builder
+	for i, l := range lost {
+		if len(x.floors) < 4*ss.cfg.MaxCallsPerSession || x.floors[l.id] != (floor{}) {
+			f := x.floors[l.id]
+			f.floor = l.held
+			x.floors[l.id] = f
+			x.floorsDirty = true
+		}
+		if i == maxLossNamed {
+			fmt.Fprintf(&b, "; and %d more calls", len(lost)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		have := "none (the call is missing)"
+		if l.known {
+			have = "revision " + strconv.FormatUint(uint64(l.have), 10)
+		}
+		fmt.Fprintf(&b, "call %q: revision %d was handed on, the session has %s", l.id, l.held, have)
+	}
+	r.lossFound = true
+	r.fail(DataLoss, "", "session %q lost state in the store (%s); %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, b.String(), what, r.seq)
+	return true
+}
+
+// lift applies a call's floor and skew to the revision about to be handed
+// on, and reports whether it is (false: the caller holds it already).
+func (ss *sessions) lift(s *session, e *entry, number *uint32, ended bool) (send, whole bool) {
+	id := e.call.ID()
+	f, ok := s.x.floors[id]
+	if !ok {
+		return true, false
+	}
+	n := *number + f.skew
+	if f.floor > 0 {
+		if n <= f.floor {
+			if !ended {
+				return false, false
+			}
+			f.skew += f.floor + 1 - n
+			n = f.floor + 1
+		}
+		f.floor, whole = 0, true // passed: this revision is the first above it
+		s.x.floorsDirty = true
+		if f.skew == 0 {
+			delete(s.x.floors, id)
+		} else {
+			s.x.floors[id] = f
+		}
+	}
+	*number = n
+	return true, whole
+}
+
+// ackedRevisions lists the revisions of each call of s as last committed:
+// what was handed on of it.
+func (s *session) ackedRevisions() map[string]uint32 {
+	m := make(map[string]uint32, len(s.calls))
+	for id, e := range s.calls {
+		if e.acked > 0 {
+			m[id] = e.acked
+		}
+	}
+	return m
+}
+
+func encodeFloors(fs map[string]floor) []byte {
+	b := []byte{lossFormat}
+	b = wire.AppendUvarint(b, uint64(len(fs)))
+	for _, id := range slices.Sorted(maps.Keys(fs)) {
+		f := fs[id]
+		b = wire.AppendString(b, id)
+		b = wire.AppendUvarint(wire.AppendUvarint(b, uint64(f.floor)), uint64(f.skew))
+	}
+	return b
+}
+
+func decodeFloors(rec []byte) (map[string]floor, error) {
+	d := newReader(rec, "record of lost calls", lossFormat)
+	fs := map[string]floor{}
+	for n := d.Count("calls"); n > 0 && d.Err == nil; n-- {
+		id := d.String("call id")
+		fs[id] = floor{floor: uint32(d.Size("floor", 1<<32-1)), skew: uint32(d.Size("skew", 1<<32-1))}
+	}
+	if d.Err != nil {
+		return nil, corrupt(d.Err)
+	}
+	return fs, nil
+}
+
+// restoreExtra reads a record of this file into s; it reports false for
+// a record that is not one.
+func restoreExtra(s *session, name string, rec []byte) (bool, error) {
+	switch {
+	case name == recordOfLoss:
+		fs, err := decodeFloors(rec)
+		if err != nil {
+			return true, err
+		}
+		x := s.more()
+		x.floors, x.floorsKept = fs, true
+		return true, nil
+	case strings.HasPrefix(name, answerPrefix):
+		seq, err := strconv.ParseUint(name[len(answerPrefix):], 10, 64)
+		if err != nil {
+			return true, fmt.Errorf("%w: record %q", errCorrupt, name)
+		}
+		x := s.more()
+		x.answers = append(x.answers, answerRef{seq: seq, size: len(rec)})
+		x.answerBytes += len(rec)
+		return true, nil
+	}
+	return false, nil
+}
+
+// sortAnswers orders the answers restored (map order) by sequence.
+func (s *session) sortAnswers() {
+	if s.x != nil {
+		slices.SortFunc(s.x.answers, func(a, b answerRef) int { return cmpU64(a.seq, b.seq) })
+	}
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// keepAnswers takes, from the events a request made, those of the frames
+// it applied (sequence first and above), one answer per frame, for the
+// next commit.
+func (s *session) keepAnswers(events []Event, first uint64) {
+	var cur []Event
+	var seq uint64
+	flush := func() {
+		if len(cur) == 0 {
+			return
+		}
+		data, err := json.Marshal(cur)
+		if err == nil && len(data)+1 <= maxAnswerBytes {
+			x := s.more()
+			x.newAnswers = append(x.newAnswers, answerRef{seq: seq, size: len(data) + 1, data: append([]byte{answerFormat}, data...)})
+		}
+		cur = cur[:0]
+	}
+	for _, ev := range events {
+		q := eventSeq(ev)
+		if q < first || q == 0 || ev.Error != nil && (ev.Error.Code == AlreadyExists || ev.Error.Code == DataLoss || ev.Error.Code == Unavailable) {
+			continue
+		}
+		if q != seq {
+			flush()
+			seq = q
+		}
+		cur = append(cur, ev)
+	}
+	flush()
+}
+
+func eventSeq(ev Event) uint64 {
+	if ev.ShellExec != nil {
+		return ev.ShellExec.Sequence
+	}
+	if ev.Error != nil {
+		return ev.Error.Sequence
+	}
+	return 0
+}
+
+// persistExtra adds what this file keeps to a commit's records.
+func (s *session) persistExtra(records map[string][]byte) {
+	x := s.x
+	if x == nil {
+		return
+	}
+	if x.floorsDirty {
+		if len(x.floors) == 0 {
+			if x.floorsKept {
+				records[recordOfLoss] = nil
+			}
+		} else {
+			records[recordOfLoss] = encodeFloors(x.floors)
+		}
+	}
+	for _, a := range x.newAnswers {
+		records[recordOfAnswer(a.seq)] = a.data
+	}
+	// The oldest answers go when the new ones pass the bounds.
+	n, bytes := len(x.answers)+len(x.newAnswers), x.answerBytes
+	for _, a := range x.newAnswers {
+		bytes += a.size
+	}
+	for i := 0; i < len(x.answers) && (n > maxAnswers || bytes > maxAnswerBytes); i++ {
+		records[recordOfAnswer(x.answers[i].seq)] = nil
+		n--
+		bytes -= x.answers[i].size
+	}
+}
+
+// committedExtra records that the commit persistExtra added to was made.
+func (s *session) committedExtra() {
+	x := s.x
+	if x == nil {
+		return
+	}
+	if x.floorsDirty {
+		x.floorsKept, x.floorsDirty = len(x.floors) > 0, false
+	}
+	for _, a := range x.newAnswers {
+		x.answers = append(x.answers, answerRef{seq: a.seq, size: a.size})
+		x.answerBytes += a.size
+	}
+	x.newAnswers = x.newAnswers[:0]
+	drop := 0
+	for drop < len(x.answers) && (len(x.answers)-drop > maxAnswers || x.answerBytes > maxAnswerBytes) {
+		x.answerBytes -= x.answers[drop].size
+		drop++
+	}
+	x.answers = slices.Delete(x.answers, 0, drop)
+}
+
+// storedAnswer hands on the answer the store keeps for frame seq of s (a
+// frame applied before), and reports whether there was one.
+func (ss *sessions) storedAnswer(s *session, r *reply) bool {
+	if ss.store == nil || s.x == nil {
+		return false
+	}
+	i := slices.IndexFunc(s.x.answers, func(a answerRef) bool { return a.seq == r.seq })
+	if i < 0 {
+		return false
+	}
+	snap, err := ss.store.Load(r.req.ctx, s.key)
+	if err != nil {
+		r.fail(Unavailable, "", "frame %d of session %q was applied before, but its answer could not be read from the store: %v; it may be sent again", r.seq, s.id, err)
+		return true
+	}
+	rec := snap.Records[recordOfAnswer(r.seq)]
+	if len(rec) < 2 || rec[0] != answerFormat {
+		return false
+	}
+	var evs []Event
+	if err := json.Unmarshal(rec[1:], &evs); err != nil {
+		return false
+	}
+	for _, ev := range evs {
+		ev.Again = true
+		r.send(ev)
+	}
+	return true
+}
+
+// mergeHeld adds b's claims to a, keeping the higher of two.
+func mergeHeld(a, b map[string]uint32) map[string]uint32 {
+	if a == nil {
+		return b
+	}
+	for id, n := range b {
+		a[id] = max(a[id], n)
+	}
+	return a
+}

@@ -1,0 +1,337 @@
+package normalize_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rollback is a store that keeps every version of each session, so that a
+// test can take it back to an older one: what a Redis replica promoted
+// while behind its master holds (the commits after that version are lost,
+// and the numbers they had are given to new commits again). It keeps the
+// store contract (compare-and-set on the version, atomic commits); expiry
+// is not its concern.
+type rollback struct {
+	mu       sync.Mutex
+	sessions map[string][]*store.Snapshot // every version, oldest first
+}
+
+func newRollback() *rollback { return &rollback{sessions: map[string][]*store.Snapshot{}} }
+
+func copySnap(s *store.Snapshot) *store.Snapshot {
+	c := &store.Snapshot{Version: s.Version, Header: append([]byte(nil), s.Header...), Records: map[string][]byte{}, Streams: map[string][]byte{}}
+	for k, v := range s.Records {
+		c.Records[k] = append([]byte{}, v...)
+	}
+	for k, v := range s.Streams {
+		c.Streams[k] = append([]byte{}, v...)
+	}
+	return c
+}
+
+func (r *rollback) current(session string) *store.Snapshot {
+	h := r.sessions[session]
+	if len(h) == 0 {
+		return &store.Snapshot{Records: map[string][]byte{}, Streams: map[string][]byte{}}
+	}
+	return h[len(h)-1]
+}
+
+func (r *rollback) Load(_ context.Context, session string) (*store.Snapshot, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return copySnap(r.current(session)), nil
+}
+
+func (r *rollback) Version(_ context.Context, session string) (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current(session).Version, nil
+}
+
+func (r *rollback) Commit(_ context.Context, session string, base uint64, c *store.Change) (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.current(session)
+	if cur.Version != base {
+		return 0, store.ErrConflict
+	}
+	next := copySnap(cur)
+	next.Version++
+	if c.Header != nil {
+		next.Header = append([]byte(nil), c.Header...)
+	}
+	for k, v := range c.Records {
+		if v == nil {
+			delete(next.Records, k)
+		} else {
+			next.Records[k] = append([]byte{}, v...)
+		}
+	}
+	for _, op := range c.Streams {
+		switch {
+		case op.Delete:
+			delete(next.Streams, op.Name)
+		case op.Append:
+			next.Streams[op.Name] = append(append([]byte{}, next.Streams[op.Name]...), op.Data...)
+		default:
+			next.Streams[op.Name] = append([]byte{}, op.Data...)
+		}
+	}
+	r.sessions[session] = append(r.sessions[session], next)
+	return next.Version, nil
+}
+
+func (r *rollback) Delete(_ context.Context, session string, base uint64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current(session).Version != base {
+		return store.ErrConflict
+	}
+	delete(r.sessions, session)
+	return nil
+}
+
+func (r *rollback) Close() error { return nil }
+
+// back takes the session back to version v (0: it is gone), losing every
+// commit after it; it returns the version it was at.
+func (r *rollback) back(session string, v uint64) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.sessions[session]
+	was := h[len(h)-1].Version
+	r.sessions[session] = h[:v]
+	return was
+}
+
+// client is what a client of the contract keeps of one session: each
+// call's clientCall state and the highest revision it was handed.
+type client struct {
+	t     *testing.T
+	held  map[string]uint32
+	calls map[string]*clientCall
+	// wentBack lists the revisions handed on at or below one held.
+	wentBack []string
+}
+
+type clientCall struct {
+	command, output, stdout, stderr string
+	state                           normalize.State
+	outcome                         normalize.Outcome
+	exit                            string
+}
+
+func newClient(t *testing.T) *client {
+	return &client{t: t, held: map[string]uint32{}, calls: map[string]*clientCall{}}
+}
+
+func (c *client) take(ev normalize.Event) {
+	x := ev.ShellExec
+	if x == nil || ev.Again {
+		return
+	}
+	if x.Revision <= c.held[x.ToolCallID] {
+		c.wentBack = append(c.wentBack, fmt.Sprintf("%s: revision %d after %d", x.ToolCallID, x.Revision, c.held[x.ToolCallID]))
+		return
+	}
+	c.held[x.ToolCallID] = x.Revision
+	f := c.calls[x.ToolCallID]
+	if f == nil {
+		f = &clientCall{}
+		c.calls[x.ToolCallID] = f
+	}
+	if x.Command != "" {
+		f.command = x.Command
+	}
+	f.output, f.stdout, f.stderr = x.Output.Apply(f.output), x.Stdout.Apply(f.stdout), x.Stderr.Apply(f.stderr)
+	f.state, f.outcome = x.State, x.Outcome
+	if x.ExitCode != nil {
+		f.exit = fmt.Sprint(*x.ExitCode)
+	}
+}
+
+func (c *client) finals() map[string]clientCall {
+	m := map[string]clientCall{}
+	for id, f := range c.calls {
+		m[id] = *f
+	}
+	return m
+}
+
+// feed sends frame i (0-based) of fs, as sequence i+1, with what opts
+// add, and folds what comes back; it returns the FrameErrors.
+func (c *client) feed(n *normalize.Normalizer, fs [][]byte, i int, opts ...normalize.FeedOption) []*normalize.FrameError {
+	c.t.Helper()
+	var errs []*normalize.FrameError
+	opts = append(opts, normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
+		if ev.Error != nil {
+			errs = append(errs, ev.Error)
+		}
+		c.take(ev)
+		return nil
+	}))
+	_, err := n.Feed("S", fs[i], opts...)
+	require.NoError(c.t, err)
+	return errs
+}
+
+// lossCount counts Hooks.DataLoss.
+type lossCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (l *lossCount) hooks() normalize.Hooks {
+	return normalize.Hooks{DataLoss: func() { l.mu.Lock(); l.n++; l.mu.Unlock() }}
+}
+
+func (l *lossCount) count() int { l.mu.Lock(); defer l.mu.Unlock(); return l.n }
+
+// A store that loses commits (taken back to an older version, or losing
+// the session whole) is found out by the next frame that says what the
+// client holds: DATA_LOSS naming the calls, the frame not applied. The
+// client then sends the session's frames again from the first, and sees
+// no call go back: no revision at or below one it holds, above all no
+// revision 1 of a call it has; and its finals equal one process's.
+func TestStoreLossDetectedFromWhatTheClientHolds(t *testing.T) {
+	fs := frames(recording)
+	want := newClient(t)
+	alone := normalize.New()
+	for i := range fs {
+		require.Empty(t, want.feed(alone, fs, i))
+	}
+	require.Empty(t, want.wentBack)
+
+	for _, back := range []string{"half", "gone"} {
+		t.Run(back, func(t *testing.T) {
+			st := newRollback()
+			var lost lossCount
+			a := normalize.New(normalize.WithStore(st), normalize.WithHooks(lost.hooks()))
+			b := normalize.New(normalize.WithStore(st), normalize.WithHooks(lost.hooks()))
+			c := newClient(t)
+			cut := 2 * len(fs) / 3
+			for i := range cut {
+				require.Empty(t, c.feed(a, fs, i))
+			}
+			// The master dies; the replica promoted in its place is
+			// behind: half the commits, or none of the session.
+			was := st.current("S").Version
+			to := was / 2
+			if back == "gone" {
+				to = 0
+			}
+			st.back("S", to)
+			held := maps.Clone(c.held)
+
+			// The client goes on on another acpnormd, saying what it holds.
+			errs := c.feed(b, fs, cut, normalize.WithHeld(held))
+			require.Len(t, errs, 1)
+			assert.Equal(t, normalize.DataLoss, errs[0].Code)
+			assert.Contains(t, errs[0].Message, `session "S" lost state`)
+			for id, n := range held {
+				if st := c.calls[id].state; st != normalize.StateEnded || back == "gone" {
+					assert.Contains(t, errs[0].Message, fmt.Sprintf("call %q: revision %d was handed on", id, n))
+				}
+			}
+			assert.Equal(t, 1, lost.count(), "the loss is counted once")
+
+			// It rebuilds the session from the first frame, on b.
+			for i := range fs {
+				for _, e := range c.feed(b, fs, i) {
+					assert.Equal(t, normalize.AlreadyExists, e.Code, "frame %d: %s", i+1, e.Message)
+				}
+			}
+			assert.Empty(t, c.wentBack, "no revision at or below one the client holds")
+			assert.Equal(t, want.finals(), c.finals(), "the finals equal one process's")
+			assert.Equal(t, 1, lost.count())
+
+			// Said again, what the client holds is no loss now.
+			c2 := newClient(t)
+			errs = c2.feed(a, fs, len(fs)-1, normalize.WithHeld(c.held))
+			for _, e := range errs {
+				assert.NotEqual(t, normalize.DataLoss, e.Code, e.Message)
+			}
+		})
+	}
+}
+
+// The acpnormd that served the session notices by itself: its cache is
+// newer than what it loads after a conflict. With no word from the client,
+// the frame is answered DATA_LOSS and no call's revisions go back.
+func TestStoreLossDetectedByTheCache(t *testing.T) {
+	fs := frames(recording)
+	st := newRollback()
+	var lost lossCount
+	a := normalize.New(normalize.WithStore(st), normalize.WithHooks(lost.hooks()))
+	c := newClient(t)
+	cut := 2 * len(fs) / 3
+	for i := range cut {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	st.back("S", st.current("S").Version/2)
+	errs := c.feed(a, fs, cut)
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
+	assert.Equal(t, 1, lost.count())
+	for i := range fs {
+		c.feed(a, fs, i)
+	}
+	assert.Empty(t, c.wentBack)
+}
+
+// Without a store, a restarted process has lost every session: a client
+// that says what it holds is told so, instead of seeing its calls start
+// again at revision 1.
+func TestRestartLossDetectedWithoutAStore(t *testing.T) {
+	fs := frames(recording)
+	c := newClient(t)
+	first := normalize.New()
+	cut := len(fs) / 2
+	for i := range cut {
+		require.Empty(t, c.feed(first, fs, i))
+	}
+	restarted := normalize.New()
+	errs := c.feed(restarted, fs, cut, normalize.WithHeld(maps.Clone(c.held)))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "the session has none (the call is missing)")
+	for i := range fs {
+		c.feed(restarted, fs, i)
+	}
+	assert.Empty(t, c.wentBack)
+	want := newClient(t)
+	alone := normalize.New()
+	for i := range fs {
+		want.feed(alone, fs, i)
+	}
+	assert.Equal(t, want.finals(), c.finals())
+}
+
+// A client whose state the session holds is no loss, and what it says
+// changes nothing.
+func TestHeldNoLoss(t *testing.T) {
+	fs := frames(recording)
+	st := store.NewMemory()
+	a, b := normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))
+	c := newClient(t)
+	cut := len(fs) / 2
+	for i := range cut {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	require.NotEmpty(t, c.held)
+	held := maps.Clone(c.held)
+	for i := cut; i < len(fs); i++ {
+		errs := c.feed(b, fs, i, normalize.WithHeld(held))
+		require.Empty(t, errs, "frame %d", i+1)
+	}
+	assert.Empty(t, c.wentBack)
+}

@@ -28,7 +28,11 @@ import (
 // above the floor (a skew kept for the call's later revisions); the first
 // revision handed on above it carries every text whole. So a caller that
 // rebuilds the session by sending its frames again from the first sees
-// no call go back, and ends with the same finals.
+// no call go back, and ends with the same finals. An ENDED revision
+// numbered exactly at the floor is the one the caller holds (the same
+// frames make the same revisions) and is not handed on again either; the
+// answers kept for frames the store still has (sent again, see below)
+// hand on nothing at or below a floor.
 //
 // Answers: with WithSkipApplied and a store, the events each frame made
 // (its revisions and FrameErrors) are committed with the frame, as records
@@ -182,8 +186,9 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	return true
 }
 
-// lift applies a call's floor and skew to the revision about to be handed
-// on, and reports whether it is (false: the caller holds it already).
+// lift applies a call's floor and skew to the number of the revision
+// about to be handed on, and reports whether it is (false: the caller
+// holds it already) and whether it must carry every text whole.
 func (ss *sessions) lift(s *session, e *entry, number *uint32, ended bool) (send, whole bool) {
 	id := e.call.ID()
 	f, ok := s.x.floors[id]
@@ -191,11 +196,18 @@ func (ss *sessions) lift(s *session, e *entry, number *uint32, ended bool) (send
 		return true, false
 	}
 	n := *number + f.skew
+	*number = n
 	if f.floor > 0 {
-		if n <= f.floor {
-			if !ended {
-				return false, false
-			}
+		if n <= f.floor && !ended {
+			return false, false
+		}
+		if n == f.floor { // the ENDED revision the caller holds: a rebuild makes the same revisions
+			f.floor = 0
+			s.x.floors[id] = f
+			s.x.floorsDirty = true
+			return false, false
+		}
+		if n < f.floor { // an end the caller has not seen: above what it holds
 			f.skew += f.floor + 1 - n
 			n = f.floor + 1
 		}
@@ -406,6 +418,9 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 		return false
 	}
 	for _, ev := range evs {
+		if x := ev.ShellExec; x != nil && s.x.floors[x.ToolCallID].floor >= x.Revision {
+			continue // the caller holds it (see lost)
+		}
 		ev.Again = true
 		r.send(ev)
 	}

@@ -944,6 +944,7 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	if s.x != nil && len(s.x.floors) > 0 {
 		var send bool
 		if send, lifted = ss.lift(s, e, &rev.Number, rev.State == accum.Ended); !send {
+			e.revisions, e.outcome = rev.Number, rev.Outcome
 			return // the caller holds it already (see loss.go)
 		}
 	}

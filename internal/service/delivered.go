@@ -9,10 +9,9 @@ import pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 // (REPLACE), so the client's copy is whole again whatever it missed.
 //
 // It is used only by the stream's own loop and is bounded: ended calls are
-// forgotten when ENDED revisions are whole anyway (the default), but kept
-// when the stream asked for only what changed (a revision after the ENDED
-// one must follow it to carry only its change); when it holds maxDelivered
-// calls it starts over, which costs only extra whole texts.
+// kept too (a revision after the ENDED one follows it, and an answer
+// handed on again must not go back before it, see again); when it holds
+// maxDelivered calls it starts over, which costs only extra whole texts.
 type delivered struct {
 	last map[callKey]uint32
 	// finalChanges says the stream asked for ENDED revisions that carry
@@ -39,8 +38,6 @@ func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) boo
 	prev, ok := d.last[k]
 	whole := rev > 1 && (!ok || prev+1 != rev)
 	switch {
-	case ended && !d.finalChanges:
-		delete(d.last, k)
 	case ok:
 		d.last[k] = rev
 	default:
@@ -50,6 +47,24 @@ func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) boo
 		d.last[k] = rev
 	}
 	return whole
+}
+
+// again reports whether revision rev of the call, handed on again (the
+// answer kept for a frame sent again), may be sent: not when the stream
+// carried a later one, which it would come after. It records it.
+func (d *delivered) again(session, call string, rev uint32) bool {
+	if d == nil {
+		return true
+	}
+	k := callKey{session, call}
+	if prev, ok := d.last[k]; ok && prev >= rev {
+		return false
+	}
+	if len(d.last) >= maxDelivered {
+		clear(d.last)
+	}
+	d.last[k] = rev
+	return true
 }
 
 // forget drops what the stream carried of the session's calls: their

@@ -60,6 +60,10 @@ type feeder struct {
 	nextOf normalize.FeedOption   // WithNextDialect, made once
 	opts   []normalize.FeedOption // reused by each request
 	frames []normalize.Frame      // reused by each batch
+	// notApplied says a FrameError of the request said it was not
+	// applied (UNAVAILABLE, DATA_LOSS): the stream's trailer stops
+	// counting there.
+	notApplied bool
 }
 
 // The feeder serves the default namespace; a stream of another identity
@@ -77,12 +81,19 @@ func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.N
 // event turns what the Normalizer produced into a response and emits it.
 func (f *feeder) event(ev normalize.Event) error {
 	if ev.Error != nil {
-		if ev.Error.Code == normalize.Unavailable {
+		switch ev.Error.Code {
+		case normalize.Unavailable:
 			// The request's revisions were dropped, not sent.
 			f.d.forget(ev.Error.SessionID)
+			f.notApplied = true
+		case normalize.DataLoss:
+			f.notApplied = true
 		}
 		f.ss.m.frameError(codes.Code(ev.Error.Code))
 		return f.emit(frameErrorResponse(ev.Error))
+	}
+	if ev.Again && !f.d.again(ev.ShellExec.SessionID, ev.ShellExec.ToolCallID, ev.ShellExec.Revision) {
+		return nil // the stream carried a later revision of the call: this one would go back
 	}
 	f.ss.m.execsOut.Inc()
 	return f.emit(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: shellExec(ev.ShellExec)}})
@@ -101,6 +112,9 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 		fr := k.Frame
 		opts = append(opts, normalize.WithSequence(fr.GetSequence()), normalize.WithDialect(fr.GetDialect()), normalize.WithCwd(fr.GetCwd()),
 			normalize.WithDirection(direction(fr.GetDirection())), normalize.WithPrepared(ahead), f.nextOf)
+		if h := fr.GetHeldRevisions(); len(h) > 0 {
+			opts = append(opts, normalize.WithHeld(h))
+		}
 		_, err = f.n.Feed(fr.GetSessionId(), fr.GetMessage(), opts...)
 	case *pb.NormalizeRequest_TurnEnded:
 		t := k.TurnEnded
@@ -121,7 +135,7 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 // start begins a request: the stream's options, and those its
 // StreamOptions ask for.
 func (f *feeder) start() []normalize.FeedOption {
-	f.next = ""
+	f.next, f.notApplied = "", false
 	opts := append(f.opts[:0], f.shared...)
 	if f.d.wantsFinalChanges() {
 		opts = append(opts, normalize.WithFinalChanges())

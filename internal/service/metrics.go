@@ -17,6 +17,7 @@ type Metrics struct {
 	openCalls      prometheus.Gauge
 	evictions      *prometheus.CounterVec
 	lateFrames     prometheus.Counter
+	dataLosses     prometheus.Counter
 	refusals       *prometheus.CounterVec
 	sessions       prometheus.Gauge
 	heldBytes      prometheus.Gauge
@@ -57,6 +58,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "acpnorm", Name: "late_frames_refused_total",
 			Help: "Observations refused because their tool call was already released (evicted, past its grace period, or closed).",
 		}),
+		dataLosses: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "data_losses_detected_total",
+			Help: "Sessions found older than what a client held (AcpFrame.held_revisions) or than what this process sent of them: the store lost commits. Each was answered with a FrameError DATA_LOSS.",
+		}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "limit_refusals_total",
 			Help: "Frames, fields or streams refused because a limit was reached, by limit (max_sessions, max_calls, max_calls_per_session, id_bytes, text_bytes, memory_budget, session_memory, quota_sessions, quota_calls, quota_memory, quota_streams) and identity (a configured name, \"default\", or \"other\" for a certificate identity no --tls-client-names entry maps).",
@@ -88,7 +93,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes, m.openStreams, m.streamRefusals, m.storeOps, m.storeSeconds)
+		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.dataLosses, m.refusals, m.sessions, m.heldBytes, m.openStreams, m.streamRefusals, m.storeOps, m.storeSeconds)
 	}
 	return m
 }
@@ -100,6 +105,7 @@ func (m *Metrics) hooks() normalize.Hooks {
 	return normalize.Hooks{
 		RefusedIn:   func(namespace, limit string) { m.refusedIn(m.label(namespace), limit) },
 		LateFrame:   m.lateFrames.Inc,
+		DataLoss:    m.dataLosses.Inc,
 		CallsOpened: func(delta int) { m.openCalls.Add(float64(delta)) },
 		Released:    func(reason string, n int) { m.evictions.WithLabelValues(reason).Add(float64(n)) },
 		Sessions:    func(delta int) { m.sessions.Add(float64(delta)) },

@@ -197,6 +197,19 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 	})
 	feed.n = s.sessions.n.Namespace(id.namespace())
+	// count counts n requests applied, in the order sent: the count stops
+	// at the first request answered as not applied (UNAVAILABLE,
+	// DATA_LOSS), so that a client that sends again what comes after the
+	// trailer's count sends that one again.
+	frozen := false
+	count := func(ok bool, n int) {
+		if feed.notApplied {
+			frozen = true
+		}
+		if ok && !frozen {
+			applied += uint64(n)
+		}
+	}
 	// apply applies one request and queues what it produces. A request
 	// whose answers could not all be queued (the stream ended meanwhile)
 	// still counts as applied: its changes are in the shared state, and
@@ -212,7 +225,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			s.sessions.m.frameError(codes.InvalidArgument)
 			select {
 			case out <- notUTF8Error(req, fields):
-				applied++
+				count(true, 1)
 				return nil
 			case <-ctx.Done():
 				return s.endCause(ctx)
@@ -220,9 +233,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 		queueFailed = false
 		next, err := feed.handle(req, read)
-		if err == nil || queueFailed {
-			applied++
-		}
+		count(err == nil || queueFailed, 1)
 		ahead.learn(req, next)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -300,9 +311,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 		next, err := feed.handleBatch(reqs, reads)
 		clear(reads)
-		if err == nil || queueFailed {
-			applied += uint64(len(batch))
-		}
+		count(err == nil || queueFailed, len(batch))
 		ahead.learn(batch[len(batch)-1].req, next)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -365,7 +374,7 @@ const maxBatch = 8
 // batchable says whether req is a frame that may be applied in a batch.
 func batchable(req *pb.NormalizeRequest) bool {
 	f := req.GetFrame()
-	return f != nil && f.GetSessionId() != "" && invalidUTF8(req) == ""
+	return f != nil && f.GetSessionId() != "" && invalidUTF8(req) == "" && len(f.GetHeldRevisions()) == 0
 }
 
 // errStopped says a request was not applied because the stream ended

@@ -178,7 +178,10 @@ func TestDeliveredIsBounded(t *testing.T) {
 	}
 	d.needsWhole("s", "e", 1, false)
 	d.needsWhole("s", "e", 2, true)
-	if _, ok := d.last[callKey{"s", "e"}]; ok {
-		t.Fatal("an ended call is still tracked")
+	if d.again("s", "e", 1) {
+		t.Fatal("revision 1 handed on again after the ENDED revision 2 would go back")
+	}
+	if !d.again("s", "e", 3) || d.needsWhole("s", "e", 4, true) {
+		t.Fatal("an answer handed on again that follows is sent, and what follows it appends")
 	}
 }

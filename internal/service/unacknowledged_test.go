@@ -32,9 +32,10 @@ func (s *keptButFailedStore) Commit(ctx context.Context, id string, base uint64,
 }
 
 // A frame answered UNAVAILABLE whose commit the store kept: sent again
-// (skipping applied sequences) it is ALREADY_EXISTS, and its revision
-// never reached the stream, so the call's next revision on the stream
-// carries every text whole; a client's copy is whole again.
+// (skipping applied sequences) it is answered with the revision it made,
+// kept with its commit, and the call's next revision follows it. Sent
+// again once more after that, the answer would go back: the stream drops
+// it.
 func TestUnavailableRevisionNotCountedAsDelivered(t *testing.T) {
 	cfg := DefaultConfig()
 	st0 := &keptButFailedStore{Store: store.NewMemory()}
@@ -52,13 +53,21 @@ func TestUnavailableRevisionNotCountedAsDelivered(t *testing.T) {
 	lost := st.send("s1", delta("c1", "ok 2\n"))
 	fe := st.frameError()
 	require.EqualValues(t, codes.Unavailable, fe.GetCode(), "%v", fe)
-	st.control(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: lost, Message: []byte(delta("c1", "ok 2\n"))}}})
-	fe = st.frameError()
-	require.EqualValues(t, codes.AlreadyExists, fe.GetCode(), "%v", fe)
+	again := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: lost, Message: []byte(delta("c1", "ok 2\n"))}}}
+	st.control(again)
+	x := st.exec()
+	assert.EqualValues(t, 3, x.GetRevision(), "the frame's own revision, kept with its commit")
+	assert.Equal(t, "ok 2\n", x.GetOutput().GetText())
+	assert.Equal(t, pb.TextMode_TEXT_MODE_APPEND, x.GetOutput().GetMode())
 
 	st.send("s1", delta("c1", "ok 3\n"))
-	x := st.exec()
+	x = st.exec()
 	assert.EqualValues(t, 4, x.GetRevision())
-	assert.Equal(t, pb.TextMode_TEXT_MODE_REPLACE, x.GetOutput().GetMode(), "revision 4 after the stream carried 1 and 2 only")
-	assert.Equal(t, "ok 1\nok 2\nok 3\n", x.GetOutput().GetText())
+	assert.Equal(t, pb.TextMode_TEXT_MODE_APPEND, x.GetOutput().GetMode(), "revision 4 follows 3 on the stream")
+	assert.Equal(t, "ok 3\n", x.GetOutput().GetText())
+
+	st.control(again) // revision 3 again, after 4: dropped
+	st.send("s1", delta("c1", "ok 4\n"))
+	x = st.exec()
+	assert.EqualValues(t, 5, x.GetRevision(), "nothing went back before it")
 }

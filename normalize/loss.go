@@ -301,35 +301,31 @@ func cmpU64(a, b uint64) int {
 	return 0
 }
 
-// keepAnswers takes, from the events a request made, those of the frames
-// it applied (sequence first and above), one answer per frame, for the
-// next commit.
-func (s *session) keepAnswers(events []Event, first uint64) {
-	var cur []Event
-	var seq uint64
-	flush := func() {
-		if len(cur) == 0 {
-			return
-		}
-		data, err := json.Marshal(cur)
-		if err == nil && len(data)+1 <= maxAnswerBytes {
-			x := s.more()
-			x.newAnswers = append(x.newAnswers, answerRef{seq: seq, size: len(data) + 1, data: append([]byte{answerFormat}, data...)})
-		}
-		cur = cur[:0]
-	}
+// keepAnswers takes, from the events a request made, one answer per
+// frame it applied (fresh: their sequences, in order) for the next
+// commit: the events of the frame, or none (a record of one byte), so
+// that a frame sent again is answered as it was.
+func (s *session) keepAnswers(events []Event, fresh []uint64) {
+	byFrame := map[uint64][]Event{}
 	for _, ev := range events {
 		q := eventSeq(ev)
-		if q < first || q == 0 || ev.Error != nil && (ev.Error.Code == AlreadyExists || ev.Error.Code == DataLoss || ev.Error.Code == Unavailable) {
+		if ev.Error != nil && (ev.Error.Code == AlreadyExists || ev.Error.Code == DataLoss || ev.Error.Code == Unavailable) {
 			continue
 		}
-		if q != seq {
-			flush()
-			seq = q
-		}
-		cur = append(cur, ev)
+		byFrame[q] = append(byFrame[q], ev)
 	}
-	flush()
+	x := s.more()
+	for _, q := range fresh {
+		rec := []byte{answerFormat}
+		if evs := byFrame[q]; len(evs) > 0 {
+			data, err := json.Marshal(evs)
+			if err != nil || len(data)+1 > maxAnswerBytes {
+				continue // not kept: sent again, it is ALREADY_EXISTS
+			}
+			rec = append(rec, data...)
+		}
+		x.newAnswers = append(x.newAnswers, answerRef{seq: q, size: len(rec), data: rec})
+	}
 }
 
 func eventSeq(ev Event) uint64 {
@@ -404,14 +400,20 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 	if i < 0 {
 		return false
 	}
+	if s.x.answers[i].size == 1 {
+		return true // it made nothing: answered so, with no round trip
+	}
 	snap, err := ss.store.Load(r.req.ctx, s.key)
 	if err != nil {
 		r.fail(Unavailable, "", "frame %d of session %q was applied before, but its answer could not be read from the store: %v; it may be sent again", r.seq, s.id, err)
 		return true
 	}
 	rec := snap.Records[recordOfAnswer(r.seq)]
-	if len(rec) < 2 || rec[0] != answerFormat {
+	if len(rec) == 0 || rec[0] != answerFormat {
 		return false
+	}
+	if len(rec) == 1 {
+		return true // it made nothing
 	}
 	var evs []Event
 	if err := json.Unmarshal(rec[1:], &evs); err != nil {

@@ -450,7 +450,7 @@ func (ss *sessions) release(s *session, r *reply) {
 	if !s.gone {
 		ss.buryPast(s, ss.now())
 	}
-	if r.req.skipApplied && r.fresh > 0 && len(r.held) > 0 {
+	if len(r.fresh) > 0 {
 		s.keepAnswers(r.held, r.fresh) // committed with the request (see loss.go)
 	}
 	committed, err := ss.persist(r.req.ctx, s)

@@ -308,10 +308,10 @@ type reply struct {
 	ahead *Prepared
 	next  dialect.Dialect
 	// See loss.go: what the request holds was checked against the
-	// session, and found lost; fresh is the first sequence it applied
-	// (with skipped applied sequences).
+	// session, and found lost; fresh lists the sequences it applied
+	// (with skipped applied sequences), whose answers are kept.
 	lossChecked, lossFound bool
-	fresh                  uint64
+	fresh                  []uint64
 }
 
 // send hands one event on, unless an earlier one failed.
@@ -1089,9 +1089,7 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 		return true
 	}
 	s.applied = r.seq
-	if r.fresh == 0 {
-		r.fresh = r.seq
-	}
+	r.fresh = append(r.fresh, r.seq)
 	return false
 }
 

@@ -40,6 +40,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 )
 
 // Client holds the connections to one acpnormd fleet. It is safe for
@@ -72,8 +73,10 @@ func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
 // WithTLS it goes in the clear, so use it so only on loopback.
 func WithToken(token string) Option { return func(c *config) { c.token = token } }
 
-// WithDialOptions adds gRPC dial options, after the Client's own (for
-// example a service config that balances one name over several servers).
+// WithDialOptions adds gRPC dial options, after (and so overriding) the
+// Client's own: for example a service config that balances one name over
+// several servers, or other keepalive parameters than the default pings
+// (every 10s without a read, 5s for the answer).
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(c *config) { c.dial = append(c.dial, opts...) }
 }
@@ -124,6 +127,10 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 	if cfg.token != "" {
 		dial = append(dial, grpc.WithPerRPCCredentials(bearer{token: cfg.token, secure: cfg.tls != nil}))
 	}
+	// A server that stops answering (paused, or its host gone) without
+	// closing the connection is found out by pings: after 10s without a
+	// read (acpnormd tolerates pings that often), 5s for the answer.
+	dial = append(dial, grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}))
 	dial = append(dial, cfg.dial...)
 	c := &Client{cfg: cfg}
 	for _, a := range addrs {

@@ -1,9 +1,11 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -158,5 +160,43 @@ func TestClientRebuildsAfterRedisLosesTheSession(t *testing.T) {
 				t.Errorf("finals after the rebuild are not the golden's:\n%s", firstDiff(w, g))
 			}
 		})
+	}
+}
+
+// `acpnormd replay --addr A,B --pace D` with A SIGKILLed while the
+// recording plays: replay moves to B, ends with exit 0, and prints the
+// same finals as a replay on one in-process server.
+func TestReplayMovesToTheNextAddress(t *testing.T) {
+	bin := buildDaemon(t)
+	file := clientRecordings(t)[0]
+	code, want, errOut := runBin(t, bin, "replay", "--json", "--final", file)
+	require.Equal(t, 0, code, errOut)
+
+	args := []string{"--store", testredis.Start(t)}
+	a, b := startReplica(t, "A", args...), startReplica(t, "B", args...)
+	cmd := exec.Command(bin, "replay", "--addr", a.d.grpc+","+b.d.grpc, "--pace", "10ms", "--json", "--final", file)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(time.Duration(len(readLines(t, file))) * 10 * time.Millisecond / 2) // about half the lines
+	select {
+	case err := <-done:
+		t.Fatalf("replay ended before the kill (%v): --pace did not pace it\n%s", err, stderr.String())
+	default:
+	}
+	a.kill(t)
+	select {
+	case err := <-done:
+		require.NoError(t, err, "stderr: %s", stderr.String())
+	case <-time.After(fleetWait):
+		_ = cmd.Process.Kill()
+		t.Fatalf("replay did not end after A was killed\n%s", stderr.String())
+	}
+	assert.Contains(t, stderr.String(), "reconnect(s)", "replay did not say it moved")
+	t.Logf("stderr: %s", stderr.String())
+	if out.String() != want {
+		t.Errorf("finals differ from one in-process server's:\n%s", firstDiff(want, out.String()))
 	}
 }

@@ -35,13 +35,18 @@ type server struct {
 
 func serve(t *testing.T, st store.Store) *server {
 	t.Helper()
+	return serveWith(t, st, service.DefaultServerOptions())
+}
+
+func serveWith(t *testing.T, st store.Store, opts service.ServerOptions) *server {
+	t.Helper()
 	cfg := service.DefaultConfig()
 	cfg.Store = st
 	svc, err := service.New(cfg, nil, nil)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := &server{addr: lis.Addr().String(), srv: service.NewServer(svc, service.DefaultServerOptions(), nil), lis: lis}
+	s := &server{addr: lis.Addr().String(), srv: service.NewServer(svc, opts, nil), lis: lis}
 	go s.srv.Serve(lis)
 	t.Cleanup(s.srv.GRPC.Stop)
 	return s
@@ -236,4 +241,23 @@ func TestSessionGivesUpWithItsContext(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 	assert.Greater(t, s.Stats().Reconnects, 1)
+}
+
+// A request larger than the server takes would be refused again on every
+// stream: the Session gives up at once, saying so, instead of retrying
+// until its context ends.
+func TestSessionGivesUpOnARequestTooLarge(t *testing.T) {
+	opts := service.DefaultServerOptions()
+	opts.MaxMessageBytes = 1 << 10
+	c, err := client.New([]string{serveWith(t, nil, opts).addr})
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, s.Send(ctx, pb.Direction_DIRECTION_AGENT_TO_CLIENT, make([]byte, 4<<10)))
+	err = s.Close(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ResourceExhausted")
+	assert.NoError(t, ctx.Err(), "it retried until its context ended")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/acpnorm/acpnorm/fold"
@@ -341,7 +342,11 @@ func fatal(err error) bool {
 	if errors.Is(err, errRetry) {
 		return false
 	}
-	switch status.Code(err) {
+	st := status.Convert(err)
+	if st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max") {
+		return true // the same request would be too large again
+	}
+	switch st.Code() {
 	case codes.Unavailable, codes.Aborted, codes.Canceled, codes.DeadlineExceeded, codes.Internal, codes.Unknown, codes.ResourceExhausted:
 		// ResourceExhausted: a stream cut off as stalled, or a process
 		// at its stream limit; Internal and Unknown: a connection cut

@@ -17,14 +17,13 @@ import (
 	"github.com/acpnorm/acpnorm/internal/dialect"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/internal/service"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
 type replayFlags struct {
 	addr, dialect, session, cwd      string
 	json, final, keepOpen, keepGoing bool
-	timeout                          time.Duration
+	timeout, pace                    time.Duration
 	file                             string
 	client                           clientFlags
 }
@@ -32,7 +31,8 @@ type replayFlags struct {
 func replayFlagSet() (*flag.FlagSet, *replayFlags) {
 	f := &replayFlags{}
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.StringVar(&f.addr, "addr", "", "address of a running acpnormd; empty starts one in-process on a loopback port")
+	fs.StringVar(&f.addr, "addr", "", "address of a running acpnormd, or several, comma-separated (A,B,C): when a stream breaks, replay\n"+
+		"moves to the next and sends again what had no answer; empty starts one in-process on a loopback port")
 	fs.StringVar(&f.dialect, "dialect", "auto", "dialect name ("+strings.Join(dialectNames(), ", ")+") or auto; checked before anything is sent")
 	fs.StringVar(&f.session, "session", "", "session id to use (default: the file's base name)")
 	fs.StringVar(&f.cwd, "cwd", "", "the session's absolute working directory, if the recording lacks session/new")
@@ -42,6 +42,7 @@ func replayFlagSet() (*flag.FlagSet, *replayFlags) {
 	fs.BoolVar(&f.keepOpen, "keep-open", false, "do not close the session at the end of the file")
 	fs.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when the recording had frame errors (they are still printed)")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up after this long")
+	fs.DurationVar(&f.pace, "pace", 0, "wait this long between frames (so that a fault can land mid-session)")
 	f.client.register(fs)
 	return fs, f
 }
@@ -69,6 +70,12 @@ func parseReplay(args []string) (*replayFlags, error) {
 	}
 	if f.addr == "" && f.client.set() {
 		return nil, usagef("--tls, --ca-file, --cert-file, --key-file, --server-name and --token-file are for a server named by --addr")
+	}
+	if f.pace < 0 {
+		return nil, usagef("--pace %v: want a duration of 0 or more", f.pace)
+	}
+	if f.addr != "" && len(addrList(f.addr)) == 0 {
+		return nil, usagef("--addr %q names no address", f.addr)
 	}
 	if !knownDialect(f.dialect) {
 		return nil, usagef("unknown dialect %q; the dialects are %s, or auto", f.dialect, strings.Join(dialectNames(), ", "))
@@ -99,23 +106,16 @@ func replayCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	addr := f.addr
-	if addr == "" {
+	addrs := addrList(f.addr)
+	if len(addrs) == 0 {
 		stop, a, err := startInProcess()
 		if err != nil {
 			return err
 		}
 		defer stop()
-		addr = a
+		addrs = []string{a}
 	}
-	conn, err := grpc.NewClient(addr, opts...)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	resps, err := replay.Play(ctx, pb.NewNormalizerServiceClient(conn), lines, replay.Options{
-		SessionID: f.session, Dialect: f.dialect, Cwd: f.cwd, KeepOpen: f.keepOpen,
-	})
+	resps, err := playSession(ctx, addrs, opts, lines, f, stderr)
 	if err != nil {
 		return err
 	}

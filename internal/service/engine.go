@@ -64,6 +64,7 @@ type feeder struct {
 	// applied (UNAVAILABLE, DATA_LOSS): the stream's trailer stops
 	// counting there.
 	notApplied bool
+	refused    map[string]refusal // see inorder.go
 }
 
 // The feeder serves the default namespace; a stream of another identity
@@ -86,8 +87,10 @@ func (f *feeder) event(ev normalize.Event) error {
 			// The request's revisions were dropped, not sent.
 			f.d.forget(ev.Error.SessionID)
 			f.notApplied = true
+			f.refuse(ev.Error.SessionID, ev.Error.Sequence, ev.Error.Code)
 		case normalize.DataLoss:
 			f.notApplied = true
+			f.refuse(ev.Error.SessionID, ev.Error.Sequence, ev.Error.Code)
 		}
 		f.ss.m.frameError(codes.Code(ev.Error.Code))
 		return f.emit(frameErrorResponse(ev.Error))
@@ -106,6 +109,10 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 	ss := f.ss
 	ss.m.framesIn.Inc()
 	opts := f.start()
+	if refused, err := f.behindRefusal(req); refused {
+		f.done(opts)
+		return "", err
+	}
 	var err error
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
@@ -159,6 +166,17 @@ func (f *feeder) done(opts []normalize.FeedOption) {
 // of the session and, with a store, one commit for all of them
 // (normalize.FeedBatch). reads holds each frame's read-ahead (or nil).
 func (f *feeder) handleBatch(reqs []*pb.NormalizeRequest, reads []*normalize.Prepared) (string, error) {
+	if _, ok := f.refused[reqs[0].GetFrame().GetSessionId()]; ok {
+		// Behind a refused request: one by one (see inorder.go).
+		var next string
+		for i, req := range reqs {
+			var err error
+			if next, err = f.handle(req, reads[i]); err != nil {
+				return next, err
+			}
+		}
+		return next, nil
+	}
 	f.ss.m.framesIn.Add(float64(len(reqs)))
 	opts := append(f.start(), f.nextOf)
 	frames := f.frames[:0]

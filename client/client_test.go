@@ -1,0 +1,263 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acpnorm/acpnorm/client"
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/service"
+	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+)
+
+// The recording these tests play: nine shell commands of claude-agent-acp
+// (exit codes, stderr, large output, a timeout, a signal).
+var recording = filepath.Join("..", "test", "testdata", "recordings", "claude-agent-acp-0.101.0_terminal-meta.ndjson")
+
+// server is one acpnormd served in this process on a loopback port.
+type server struct {
+	addr string
+	srv  *service.Server
+	lis  net.Listener
+}
+
+func serve(t *testing.T, st store.Store) *server {
+	t.Helper()
+	return serveWith(t, st, service.DefaultServerOptions())
+}
+
+func serveWith(t *testing.T, st store.Store, opts service.ServerOptions) *server {
+	t.Helper()
+	cfg := service.DefaultConfig()
+	cfg.Store = st
+	svc, err := service.New(cfg, nil, nil)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &server{addr: lis.Addr().String(), srv: service.NewServer(svc, opts, nil), lis: lis}
+	go s.srv.Serve(lis)
+	t.Cleanup(s.srv.GRPC.Stop)
+	return s
+}
+
+// reference is what one process makes of the recording: each call's
+// final state, folded as replay does.
+func reference(t *testing.T, lines []replay.Line) map[string]*pb.ShellExec {
+	t.Helper()
+	s := serve(t, nil)
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	resps, err := replay.Play(context.Background(), pb.NewNormalizerServiceClient(conn), lines, replay.Options{SessionID: "s1", Dialect: "auto"})
+	require.NoError(t, err)
+	calls, errs := replay.Fold(resps)
+	require.Empty(t, errs)
+	require.NotEmpty(t, calls)
+	m := map[string]*pb.ShellExec{}
+	for _, c := range calls {
+		m[c.Last.GetToolCallId()] = c.Last
+	}
+	return m
+}
+
+// revisions records, per call, the revisions OnRevision gave, and fails
+// the test when one goes back.
+type revisions struct {
+	t    *testing.T
+	mu   sync.Mutex
+	last map[string]uint32
+}
+
+func (r *revisions) on(x *pb.ShellExec) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[string]uint32{}
+	}
+	if x.GetRevision() <= r.last[x.GetToolCallId()] {
+		r.t.Errorf("call %s: revision %d after %d", x.GetToolCallId(), x.GetRevision(), r.last[x.GetToolCallId()])
+	}
+	r.last[x.GetToolCallId()] = x.GetRevision()
+}
+
+// sameFinals checks the session's folded finals against one process's,
+// revision numbers aside (a rebuilt call may end above them).
+func sameFinals(t *testing.T, want map[string]*pb.ShellExec, got []*pb.ShellExec) {
+	t.Helper()
+	var ids, wantIDs []string
+	for _, g := range got {
+		ids = append(ids, g.GetToolCallId())
+	}
+	for id := range want {
+		wantIDs = append(wantIDs, id)
+	}
+	require.ElementsMatch(t, wantIDs, ids)
+	for _, g := range got {
+		w := want[g.GetToolCallId()]
+		require.NotNil(t, w, "call %s is not one process's", g.GetToolCallId())
+		assert.Equal(t, withoutRevision(w), withoutRevision(g), "call %s", g.GetToolCallId())
+	}
+}
+
+func withoutRevision(x *pb.ShellExec) string {
+	c := proto.Clone(x).(*pb.ShellExec)
+	c.Revision = 0
+	return prototext.Format(c)
+}
+
+func lines(t *testing.T) []replay.Line {
+	t.Helper()
+	ls, err := replay.ReadFile(recording)
+	require.NoError(t, err)
+	return ls
+}
+
+// play sends every line, calling between(i) before line i, and closes.
+func play(t *testing.T, s *client.Session, ls []replay.Line, between func(i int)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i, l := range ls {
+		if between != nil {
+			between(i)
+		}
+		require.NoError(t, s.Send(ctx, l.Dir, l.Msg))
+	}
+	require.NoError(t, s.Close(ctx))
+}
+
+func TestSessionFoldsAsOneProcess(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	c, err := client.New([]string{serve(t, nil).addr})
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, nil)
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+	st := s.Stats()
+	assert.Equal(t, 1, st.Streams)
+	assert.Zero(t, st.Reconnects+st.Resent+st.Losses)
+}
+
+// Two servers share a store; the one the session streams to stops
+// mid-session (its connections cut, as a killed process's are). The
+// session moves to the other, sends again what had no answer, and ends
+// with one process's finals, no revision going back.
+func TestSessionMovesToAnotherServer(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	st := store.NewMemory()
+	a, b := serve(t, st), serve(t, st)
+	c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, func(i int) {
+		if i == len(ls)/2 {
+			require.NoError(t, s.Flush(context.Background()))
+			a.srv.GRPC.Stop()
+		}
+	})
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+	assert.GreaterOrEqual(t, s.Stats().Reconnects, 1)
+}
+
+// A server without a store restarts (another process, holding nothing of
+// the session): the session states what it holds, gets DATA_LOSS, sends
+// its frames again from the first, and ends with the same finals, no
+// call going back.
+func TestSessionRebuildsAfterDataLoss(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	a, b := serve(t, nil), serve(t, nil)
+	c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, func(i int) {
+		if i == len(ls)/2 {
+			require.NoError(t, s.Flush(context.Background()))
+			require.NotEmpty(t, s.Calls())
+			a.srv.GRPC.Stop()
+		}
+	})
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+	assert.Equal(t, 1, s.Stats().Losses)
+}
+
+func TestSessionBound(t *testing.T) {
+	c, err := client.New([]string{serve(t, nil).addr}, client.WithSessionLimits(2, 1<<20))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	ctx := context.Background()
+	ls := lines(t)
+	require.NoError(t, s.Send(ctx, ls[0].Dir, ls[0].Msg))
+	require.NoError(t, s.Send(ctx, ls[1].Dir, ls[1].Msg))
+	err = s.Send(ctx, ls[2].Dir, ls[2].Msg)
+	require.ErrorIs(t, err, client.ErrSessionFull)
+	assert.Contains(t, err.Error(), `session "s1" holds 2 requests`)
+	assert.Contains(t, err.Error(), "WithSessionLimits")
+}
+
+// A session whose servers are all down gives up when its context ends,
+// saying why, instead of waiting forever.
+func TestSessionGivesUpWithItsContext(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there
+	c, err := client.New([]string{addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	ls := lines(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	require.NoError(t, s.Send(ctx, ls[0].Dir, ls[0].Msg))
+	err = s.Close(ctx)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+	assert.Greater(t, s.Stats().Reconnects, 1)
+}
+
+// A request larger than the server takes would be refused again on every
+// stream: the Session gives up at once, saying so, instead of retrying
+// until its context ends.
+func TestSessionGivesUpOnARequestTooLarge(t *testing.T) {
+	opts := service.DefaultServerOptions()
+	opts.MaxMessageBytes = 1 << 10
+	c, err := client.New([]string{serveWith(t, nil, opts).addr})
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, s.Send(ctx, pb.Direction_DIRECTION_AGENT_TO_CLIENT, make([]byte, 4<<10)))
+	err = s.Close(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ResourceExhausted")
+	assert.NoError(t, ctx.Err(), "it retried until its context ended")
+}

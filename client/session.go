@@ -1,0 +1,610 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/acpnorm/acpnorm/fold"
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// trailerApplied is the trailer in which acpnormd says how many requests
+// of a stream it applied (docs/contract.md).
+const trailerApplied = "acpnorm-requests-applied"
+
+// Session streams the requests of one ACP session to acpnormd and folds
+// what comes back. Its methods are safe for concurrent use; the callbacks
+// given by SessionOptions run on one goroutine of the Session, in the
+// order the server answered, and must not block for long.
+type Session struct {
+	c       *Client
+	id      string
+	dialect string
+	cwd     string
+	onRev   func(*pb.ShellExec)
+	onErr   func(*pb.FrameError)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // the run goroutine ended
+	wake   chan struct{} // a request was queued, or a flush asked (capacity 1)
+
+	mu        sync.Mutex
+	reqs      []*pb.NormalizeRequest // every request of the session; reqs[i] has sequence i+1
+	bytes     int                    // of their messages
+	confirmed int                    // reqs[:confirmed] are answered
+	closing   bool                   // SessionClosed is queued; Send is refused
+	flushing  bool                   // a waiter wants reqs answered: end the stream once all is sent
+	changed   chan struct{}          // closed and replaced when confirmed or err change
+	err       error                  // the Session gave up
+	folder    fold.Folder
+	seenErrs  map[errKey]bool
+	errs      []*pb.FrameError
+	stats     Stats
+	highSent  int // the most requests ever sent, to count those sent again
+	rebuilds  int // DATA_LOSS answers since the session last got past lossAt
+	lossAt    int // confirmed when the last DATA_LOSS came
+}
+
+// Stats counts what a Session went through.
+type Stats struct {
+	// Streams is how many streams were opened, Reconnects how many of
+	// them followed one that broke (or failed to open).
+	Streams, Reconnects int
+	// Resent counts requests sent again on a new stream.
+	Resent int
+	// NotApplied counts requests refused as not applied (UNAVAILABLE).
+	NotApplied int
+	// Losses counts DATA_LOSS answers, each followed by a rebuild of the
+	// session from its first request.
+	Losses int
+	// Duplicates counts revisions received again and folded once.
+	Duplicates int
+}
+
+type errKey struct {
+	seq        uint64
+	code       int32
+	toolCallID string
+	message    string
+}
+
+// SessionOption configures a Session.
+type SessionOption func(*Session)
+
+// Dialect names the dialect of the session's frames ("auto" by default).
+func Dialect(name string) SessionOption { return func(s *Session) { s.dialect = name } }
+
+// Cwd gives the session's working directory, for a recording that lacks
+// session/new.
+func Cwd(dir string) SessionOption { return func(s *Session) { s.cwd = dir } }
+
+// OnRevision is called with each revision folded in, in order: a revision
+// received again (after a reconnect) is not given twice. Session.Call
+// returns the call's state with it folded in.
+func OnRevision(f func(revision *pb.ShellExec)) SessionOption {
+	return func(s *Session) { s.onRev = f }
+}
+
+// OnFrameError is called with each FrameError the server answered about
+// a request of the session (once, even when the request was sent again).
+// Those the Session handles itself (ALREADY_EXISTS for a request sent
+// again, UNAVAILABLE, DATA_LOSS) are not given.
+func OnFrameError(f func(*pb.FrameError)) SessionOption {
+	return func(s *Session) { s.onErr = f }
+}
+
+// Session starts a session with this id. Nothing is sent until Send.
+func (c *Client) Session(id string, opts ...SessionOption) *Session {
+	s := &Session{c: c, id: id, dialect: "auto", done: make(chan struct{}), wake: make(chan struct{}, 1),
+		changed: make(chan struct{}), seenErrs: map[errKey]bool{}}
+	for _, o := range opts {
+		o(s)
+	}
+	s.ctx, s.cancel = context.WithCancel(c.ctx)
+	go s.run()
+	return s
+}
+
+// Send queues one JSON-RPC message of the session (dir says which way it
+// went; DIRECTION_UNSPECIFIED when unknown) and returns: it is sent, and
+// sent again until answered, in the background. It fails when the
+// Session gave up, was closed, or is at its bound (ErrSessionFull).
+func (s *Session) Send(ctx context.Context, dir pb.Direction, msg []byte) error {
+	return s.queue(ctx, len(msg), func(seq uint64) *pb.NormalizeRequest {
+		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
+			SessionId: s.id, Dialect: s.dialect, Cwd: s.cwd, Sequence: seq, Direction: dir, Message: msg}}}
+	}, false)
+}
+
+// TurnEnded says the prompt turn ended (cancelled: after session/cancel),
+// for agents whose turn end the session's frames do not show.
+func (s *Session) TurnEnded(ctx context.Context, cancelled bool) error {
+	return s.queue(ctx, 0, func(seq uint64) *pb.NormalizeRequest {
+		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{
+			SessionId: s.id, Cancelled: cancelled, Sequence: seq}}}
+	}, false)
+}
+
+// Close sends SessionClosed, waits until every request was answered, and
+// releases what the Session kept to rebuild. It returns the error the
+// Session gave up with, if it did, or ctx's when ctx ended first (the
+// Session then gives up). Calls and FrameErrors stay readable.
+func (s *Session) Close(ctx context.Context) error {
+	err := s.queue(ctx, 0, func(seq uint64) *pb.NormalizeRequest {
+		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{
+			SessionId: s.id, Sequence: seq}}}
+	}, true)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		return err
+	}
+	return s.Flush(ctx)
+}
+
+// Flush waits until every request queued so far was answered, or the
+// Session gave up, or ctx ends (then the Session gives up: use a ctx
+// that ends only when waiting is pointless).
+func (s *Session) Flush(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		if s.err != nil {
+			err := s.err
+			s.mu.Unlock()
+			return err
+		}
+		if s.confirmed == len(s.reqs) {
+			if s.closing {
+				s.release()
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		s.flushing = true
+		ch := s.changed
+		s.mu.Unlock()
+		s.poke()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			s.giveUp(fmt.Errorf("acpnorm client: session %q: waiting for answers: %w", s.id, ctx.Err()))
+			return ctx.Err()
+		}
+	}
+}
+
+// release drops the requests kept to rebuild a closed session (s.mu held).
+func (s *Session) release() {
+	if s.reqs != nil {
+		s.reqs, s.confirmed, s.bytes = nil, 0, 0
+		s.err = ErrClosed
+		s.cancel()
+	}
+}
+
+// Calls returns the folded state of every call of the session, in the
+// order each was first seen. The messages are shared: read them only.
+func (s *Session) Calls() []*pb.ShellExec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*pb.ShellExec
+	for _, k := range s.folder.Calls() {
+		out = append(out, s.folder.State(k))
+	}
+	return out
+}
+
+// Call returns the folded state of one call, or nil when none of its
+// revisions arrived. The message is shared: read it only.
+func (s *Session) Call(toolCallID string) *pb.ShellExec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.folder.State(fold.Key{SessionID: s.id, ToolCallID: toolCallID})
+}
+
+// FrameErrors returns the FrameErrors OnFrameError was given, in order.
+func (s *Session) FrameErrors() []*pb.FrameError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*pb.FrameError(nil), s.errs...)
+}
+
+// Stats returns what the Session went through so far.
+func (s *Session) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Err returns the error the Session gave up with, or nil.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if errors.Is(s.err, ErrClosed) {
+		return nil
+	}
+	return s.err
+}
+
+func (s *Session) queue(ctx context.Context, size int, make func(seq uint64) *pb.NormalizeRequest, last bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	switch {
+	case s.err != nil:
+		err := s.err
+		s.mu.Unlock()
+		return err
+	case s.closing:
+		s.mu.Unlock()
+		return fmt.Errorf("%w: session %q was closed", ErrClosed, s.id)
+	case len(s.reqs) >= s.c.cfg.maxFrames || s.bytes+size > s.c.cfg.maxBytes:
+		n, b := len(s.reqs), s.bytes
+		s.mu.Unlock()
+		return fmt.Errorf("%w: session %q holds %d requests (%d bytes of messages) to rebuild it after a loss, and this one of %d bytes would pass the bound of %d requests, %d bytes (client.WithSessionLimits); close the session or raise the bound",
+			ErrSessionFull, s.id, n, b, size, s.c.cfg.maxFrames, s.c.cfg.maxBytes)
+	}
+	s.reqs = append(s.reqs, make(uint64(len(s.reqs)+1)))
+	s.bytes += size
+	s.closing = last
+	s.mu.Unlock()
+	s.poke()
+	return nil
+}
+
+func (s *Session) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// notify wakes every waiter (s.mu held).
+func (s *Session) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Session) giveUp(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+		s.notify()
+	}
+	s.mu.Unlock()
+	s.cancel()
+}
+
+// run sends the session's requests, on one stream after another, until the
+// session is closed and answered, or it gives up.
+func (s *Session) run() {
+	defer close(s.done)
+	failures, addr := 0, 0
+	for {
+		s.mu.Lock()
+		work := s.err == nil && s.confirmed < len(s.reqs)
+		stop := s.err != nil
+		s.mu.Unlock()
+		if stop {
+			return
+		}
+		if !work {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.ctx.Done():
+				s.giveUp(fmt.Errorf("acpnorm client: session %q: %w", s.id, ErrClosed))
+				return
+			}
+		}
+		progress, err := s.stream(addr)
+		if err == nil {
+			failures = 0
+			continue
+		}
+		if s.ctx.Err() != nil {
+			s.giveUp(fmt.Errorf("acpnorm client: session %q: %w", s.id, ErrClosed))
+			return
+		}
+		if fatal(err) {
+			s.giveUp(fmt.Errorf("acpnorm client: session %q: %s: %w", s.id, s.c.target(addr), err))
+			return
+		}
+		if progress {
+			failures = 0
+		}
+		addr++ // a stream that broke moves to the next address
+		s.mu.Lock()
+		s.stats.Reconnects++
+		s.mu.Unlock()
+		if s.c.wait(s.ctx, failures) != nil {
+			s.giveUp(fmt.Errorf("acpnorm client: session %q: %w (last error: %v)", s.id, ErrClosed, err))
+			return
+		}
+		failures++
+	}
+}
+
+// fatal says whether a stream's error is one reconnecting cannot cure.
+func fatal(err error) bool {
+	var lost *lostError
+	if errors.As(err, &lost) {
+		return lost.fatal
+	}
+	if errors.Is(err, errRetry) {
+		return false
+	}
+	st := status.Convert(err)
+	if st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max") {
+		return true // the same request would be too large again
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.Aborted, codes.Canceled, codes.DeadlineExceeded, codes.Internal, codes.Unknown, codes.ResourceExhausted:
+		// ResourceExhausted: a stream cut off as stalled, or a process
+		// at its stream limit; Internal and Unknown: a connection cut
+		// mid-message.
+		return false
+	}
+	return true
+}
+
+// errRetry ends a stream that should be opened again at once or after a
+// wait (a request was not applied, or the trailer counted fewer requests).
+var errRetry = errors.New("acpnorm client: stream ended with requests unanswered")
+
+type lostError struct {
+	fe    *pb.FrameError
+	fatal bool
+}
+
+func (e *lostError) Error() string {
+	if e.fatal {
+		return "the session was lost in the store too many times in a row, last: " + e.fe.GetMessage()
+	}
+	return e.fe.GetMessage()
+}
+
+// stream runs one stream to the addr-th address: it sends every request
+// from the first unanswered one, folds what comes back, and returns nil
+// when it ended with every request sent answered (a flush), or why it
+// ended. progress says whether any request got answered on it.
+func (s *Session) stream(addr int) (progress bool, err error) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.stats.Streams++
+	from := s.confirmed
+	s.mu.Unlock()
+	st, err := s.c.stub(addr).Normalize(ctx)
+	if err != nil {
+		return false, err
+	}
+	recv := make(chan error, 1)
+	var sent int // requests sent, after the options
+	var closedSend bool
+	go func() { recv <- s.receive(st, from, cancel) }()
+	sendErr := func() error {
+		if err := st.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{SkipAppliedSequences: true}}}); err != nil {
+			return err
+		}
+		heldSent := false
+		for {
+			s.mu.Lock()
+			i := from + sent
+			var req *pb.NormalizeRequest
+			switch {
+			case s.err != nil:
+				s.mu.Unlock()
+				return nil
+			case i < len(s.reqs):
+				req = s.reqs[i]
+				if f := req.GetFrame(); f != nil && !heldSent {
+					// The first frame on a stream states what is held.
+					heldSent = true
+					if held := s.heldLocked(); len(held) > 0 {
+						c := proto.Clone(f).(*pb.AcpFrame)
+						c.HeldRevisions = held
+						req = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: c}}
+					}
+				}
+				if i < s.sentBefore() {
+					s.stats.Resent++
+				}
+			case s.flushing:
+				s.mu.Unlock()
+				closedSend = true
+				return st.CloseSend()
+			}
+			s.mu.Unlock()
+			if req == nil {
+				select {
+				case <-s.wake:
+					continue
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			if err := st.Send(req); err != nil {
+				return err // io.EOF: the receive side says why
+			}
+			sent++
+			s.mu.Lock()
+			s.markSent(from + sent)
+			s.mu.Unlock()
+		}
+	}()
+	if errors.Is(sendErr, io.EOF) {
+		// The stream broke: Recv says why.
+	} else if sendErr != nil || !closedSend {
+		// Nothing more will be sent: end the stream unless the server
+		// is ending it (after CloseSend).
+		cancel()
+	}
+	rerr := <-recv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	progress = s.confirmed > from
+	if rerr == nil && closedSend {
+		// A stream the server ended normally: its trailer counts the
+		// requests it applied, the options first.
+		if n, err := strconv.Atoi(first(st.Trailer().Get(trailerApplied))); err == nil && n >= 1 {
+			if to := min(from+n-1, from+sent); to > s.confirmed {
+				s.confirmed = to
+				progress = true
+			}
+		}
+		if s.confirmed >= from+sent {
+			s.flushing = s.confirmed < len(s.reqs)
+			s.notify()
+			return progress, nil
+		}
+		s.notify()
+		return progress, errRetry
+	}
+	s.notify()
+	if rerr == nil {
+		rerr = errRetry
+	}
+	return progress, rerr
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// heldLocked lists the revision held of each call (s.mu held).
+func (s *Session) heldLocked() map[string]uint32 {
+	keys := s.folder.Calls()
+	if len(keys) == 0 {
+		return nil
+	}
+	held := make(map[string]uint32, len(keys))
+	for _, k := range keys {
+		held[k.ToolCallID] = s.folder.State(k).GetRevision()
+	}
+	return held
+}
+
+// sentBefore is the most requests ever sent (s.mu held).
+func (s *Session) sentBefore() int { return s.highSent }
+
+func (s *Session) markSent(n int) { s.highSent = max(s.highSent, n) }
+
+// receive folds the answers of a stream that resent requests from index
+// from, until it ends: nil when the server ended it normally (io.EOF).
+func (s *Session) receive(st pb.NormalizerService_NormalizeClient, from int, cancel context.CancelFunc) error {
+	for {
+		r, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			cancel()
+			return err
+		}
+		if x := r.GetShellExec(); x != nil {
+			s.confirm(x.GetSequence())
+			s.apply(x)
+			continue
+		}
+		fe := r.GetFrameError()
+		if fe == nil {
+			continue
+		}
+		if codes.Code(fe.GetCode()) != codes.DataLoss {
+			s.confirm(fe.GetSequence())
+		}
+		switch codes.Code(fe.GetCode()) {
+		case codes.AlreadyExists:
+			// A request sent again that was applied before; what it made
+			// came then, or comes whole with the next revisions.
+			continue
+		case codes.Unavailable:
+			// Not applied: send it again, after a wait, maybe elsewhere.
+			s.mu.Lock()
+			s.stats.NotApplied++
+			s.mu.Unlock()
+			cancel()
+			return errRetry
+		case codes.DataLoss:
+			s.mu.Lock()
+			s.stats.Losses++
+			s.rebuilds++
+			s.lossAt = max(s.lossAt, int(fe.GetSequence()))
+			s.confirmed = 0 // rebuild: everything again from the first
+			fatal := s.rebuilds > s.c.cfg.maxRebuilds
+			s.mu.Unlock()
+			cancel()
+			return &lostError{fe: fe, fatal: fatal}
+		}
+		s.report(fe)
+	}
+}
+
+// confirm records that the requests before sequence seq were answered
+// (a stream answers its requests in order).
+func (s *Session) confirm(seq uint64) {
+	if seq == 0 {
+		return
+	}
+	s.mu.Lock()
+	if n := int(min(seq-1, uint64(len(s.reqs)))); n > s.confirmed {
+		s.confirmed = n
+		if n > s.lossAt {
+			s.rebuilds = 0 // the rebuild got past where the loss was found
+		}
+		s.notify()
+	}
+	s.mu.Unlock()
+}
+
+// apply folds one revision in, once.
+func (s *Session) apply(x *pb.ShellExec) {
+	s.mu.Lock()
+	k := fold.KeyOf(x)
+	if held := s.folder.State(k); held != nil && x.GetRevision() <= held.GetRevision() {
+		s.stats.Duplicates++
+		s.mu.Unlock()
+		return
+	}
+	err := s.folder.Apply(x)
+	s.mu.Unlock()
+	var fe *fold.Error
+	if err != nil && (!errors.As(err, &fe) || !fe.Applied) {
+		// Not folded: a gap with appended text (revisions missed that
+		// the server did not make whole) or a malformed revision.
+		s.report(&pb.FrameError{SessionId: x.GetSessionId(), Sequence: x.GetSequence(), ToolCallId: x.GetToolCallId(),
+			Code: int32(codes.DataLoss), Message: err.Error()})
+		return
+	}
+	if s.onRev != nil {
+		s.onRev(x)
+	}
+}
+
+// report hands a FrameError on once.
+func (s *Session) report(fe *pb.FrameError) {
+	k := errKey{fe.GetSequence(), fe.GetCode(), fe.GetToolCallId(), fe.GetMessage()}
+	s.mu.Lock()
+	if s.seenErrs[k] {
+		s.mu.Unlock()
+		return
+	}
+	s.seenErrs[k] = true
+	s.errs = append(s.errs, fe)
+	s.mu.Unlock()
+	if s.onErr != nil {
+		s.onErr(fe)
+	}
+}

@@ -178,8 +178,9 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 	var f Frame
 	var m message[U]
 	var err error
+	var checked []elidedLit
 	if elisionSafe[U]() {
-		err = decodeElided(msg, &m)
+		checked, err = decodeElided(msg, &m)
 	} else {
 		err = decode(msg, &m)
 	}
@@ -209,6 +210,7 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
 			contradictions(msg, f.Observations)
+			markChecked(f.Observations, checked)
 		}
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {

@@ -10,6 +10,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
 )
 
 // Agents that re-send a whole output on every update put it in a tool
@@ -147,14 +149,16 @@ var shared = func() (s struct{ contentOK bool }) {
 }()
 
 // decodeElided decodes msg into *v as decode does, eliding its content
-// texts when that pays; see the top of this file.
-func decodeElided[T any](msg []byte, v *T) error {
+// texts when that pays; see the top of this file. It returns the texts it
+// decoded itself (each valid UTF-8: see markChecked), none when it
+// elided nothing.
+func decodeElided[T any](msg []byte, v *T) ([]elidedLit, error) {
 	if legacyDecode || len(msg) < elideFrame {
-		return decode(msg, v)
+		return nil, decode(msg, v)
 	}
 	light, lits := elide(msg)
 	if len(lits) == 0 {
-		return decode(msg, v)
+		return nil, decode(msg, v)
 	}
 	opts := jsonv2.JoinOptions(onePass, jsonv2.WithUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawText) error {
@@ -173,13 +177,54 @@ func decodeElided[T any](msg []byte, v *T) error {
 			return r.UnmarshalJSON(val)
 		})))
 	if jsonv2.Unmarshal(light, v, opts) == nil {
-		return nil
+		return lits, nil
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json
 	// makes of the frame itself is the answer, as in decode.
 	var zero T
 	*v = zero
-	return decode(msg, v)
+	return nil, decode(msg, v)
+}
+
+// markChecked sets Valid on every text of obs that is part of a text lits
+// holds and begins and ends between two of its runes. decodeFrom makes
+// every text valid UTF-8 (it writes U+FFFD for what is not), so such a
+// text is valid UTF-8 and accum need not read it again to check: for a
+// cumulative output that is a whole second pass over every snapshot. A
+// text is found by where its bytes are (the string it is, or a part of
+// it, as a dialect hands it on); a text built otherwise is left to be
+// checked.
+func markChecked(obs []accum.Observation, lits []elidedLit) {
+	for i := range obs {
+		for j := range obs[i].Texts {
+			t := &obs[i].Texts[j]
+			if t.Bytes != nil || t.Text == "" || t.Valid {
+				continue
+			}
+			for k := range lits {
+				if within(t.Text, lits[k].text) {
+					t.Valid = true
+					break
+				}
+			}
+		}
+	}
+}
+
+// within says whether s is a part of the valid UTF-8 text whole (the same
+// bytes in memory, not equal ones) that begins and ends on rune
+// boundaries of whole.
+func within(s, whole string) bool {
+	if s == "" || whole == "" {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	w := uintptr(unsafe.Pointer(unsafe.StringData(whole)))
+	if p < w || p-w > uintptr(len(whole)) || uintptr(len(whole))-(p-w) < uintptr(len(s)) {
+		return false
+	}
+	end := int(p-w) + len(s)
+	return utf8.RuneStart(s[0]) && (end == len(whole) || utf8.RuneStart(whole[end]))
 }
 
 // elide returns msg with every content text of at least elideMin bytes

@@ -190,3 +190,39 @@ func BenchmarkDecodeLiteral(b *testing.B) {
 		}
 	})
 }
+
+// TestElidedTextMarkedChecked: a long content text that the elided decode
+// decoded itself reaches accum marked Valid (accum does not read it again
+// to check its UTF-8), and only the parts of such a text that begin and
+// end between runes are.
+func TestElidedTextMarkedChecked(t *testing.T) {
+	long := strings.Repeat("output \u00e9 line\n", 2000) + "\xff end"
+	lit, err := json.Marshal(long)
+	require.NoError(t, err)
+	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":` + string(lit) + `}}]}}}`
+	f, err := Read(Generic(), []byte(msg))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	require.Len(t, f.Observations[0].Texts, 1)
+	x := f.Observations[0].Texts[0]
+	assert.True(t, x.Valid, "the decoded text is marked checked")
+	assert.Equal(t, strings.ToValidUTF8(long, "\uFFFD"), x.Text)
+
+	whole := x.Text
+	e := strings.Index(whole, "\u00e9")
+	for _, tc := range []struct {
+		name string
+		s    string
+		want bool
+	}{
+		{"the whole", whole, true},
+		{"a head cut between runes", whole[:e], true},
+		{"a tail cut between runes", whole[e:], true},
+		{"cut inside a rune at the end", whole[:e+1], false},
+		{"cut inside a rune at the start", whole[e+1:], false},
+		{"an equal copy elsewhere", strings.Clone(whole), false},
+		{"empty", "", false},
+	} {
+		assert.Equal(t, tc.want, within(tc.s, whole), tc.name)
+	}
+}

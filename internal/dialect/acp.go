@@ -180,7 +180,7 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 	var err error
 	var checked []elidedLit
 	if elisionSafe[U]() {
-		checked, err = decodeElided(msg, &m)
+		checked, err = decodeElided(msg, &m, bytesElisionSafe[U]())
 	} else {
 		err = decode(msg, &m)
 	}

@@ -58,7 +58,7 @@ func TestElidedDecodeIsEncodingJSON(t *testing.T) {
 	}
 	elided := 0
 	for _, m := range msgs {
-		if _, lits := elide(m); len(lits) > 0 {
+		if _, lits := elide(m, true); len(lits) > 0 {
 			elided++
 		}
 	}
@@ -99,6 +99,15 @@ func TestElisionSafe(t *testing.T) {
 		Body string `json:"CONTENT"`
 	}
 	assert.False(t, elisionSafe[shadow]())
+
+	assert.True(t, bytesElisionSafe[grokCall](), "Grok's rawOutput byte arrays reach rawBytes")
+	assert.False(t, bytesElisionSafe[shellUpdate](), "the generic rawOutput has no rawBytes")
+	type twoOutputs struct {
+		ToolCall
+		RawOutput *grokOutput `json:"rawOutput"`
+		Other     string      `json:"RAWOUTPUT"`
+	}
+	assert.False(t, bytesElisionSafe[twoOutputs]())
 }
 
 // TestElideOnlyLongTexts: at the default sizes, a big frame gives up only
@@ -108,7 +117,7 @@ func TestElideOnlyLongTexts(t *testing.T) {
 	lit, err := json.Marshal(long)
 	require.NoError(t, err)
 	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"short"}},{"type":"content","content":{"type":"text","text":` + string(lit) + `}}]}}}`
-	light, lits := elide([]byte(msg))
+	light, lits := elide([]byte(msg), false)
 	require.Len(t, lits, 1)
 	assert.Equal(t, long, lits[0].text)
 	assert.Equal(t, string(lit), string(lits[0].raw))
@@ -225,4 +234,61 @@ func TestElidedTextMarkedChecked(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, within(tc.s, whole), tc.name)
 	}
+}
+
+// FuzzDecodeByteArray holds decodeByteArray to encoding/json and to
+// rawBytes: an array it reads is valid JSON, encoding/json reads the same
+// numbers from it, and rawBytes the same bytes.
+func FuzzDecodeByteArray(f *testing.F) {
+	for _, s := range []string{"[]", "[ ]", "[0]", "[1,2,3]", "[ 255 , 0\n,\t10\r]", "[256]", "[01]", "[1.0]", "[1e2]", "[-1]", "[1,]", "[1 2]", "[1", `["a"]`, "[[1]]", "[1,2] x", "[12345]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, n, ok := decodeByteArray(b)
+		if !ok {
+			return
+		}
+		require.NotNil(t, out)
+		arr := b[:n]
+		require.True(t, json.Valid(arr), "%q read as %v is not valid JSON", arr, out)
+		var nums []float64
+		require.NoError(t, json.Unmarshal(arr, &nums))
+		require.Len(t, out, len(nums))
+		for i, v := range nums {
+			require.Equal(t, float64(out[i]), v, "element %d of %q", i, arr)
+		}
+		var r rawBytes
+		require.NoError(t, r.UnmarshalJSON(arr))
+		require.True(t, r.Set)
+		require.Equal(t, out, r.B)
+	})
+}
+
+// TestByteArrayElided: at the default sizes, a big Grok byte array is
+// taken out of the frame and decoded once, and the frame reads as the
+// same frame read by encoding/json.
+func TestByteArrayElided(t *testing.T) {
+	out := []byte(strings.Repeat("output line \u00e9\n", 1000))
+	arr, err := json.Marshal(func() []int {
+		v := make([]int, len(out))
+		for i, c := range out {
+			v[i] = int(c)
+		}
+		return v
+	}())
+	require.NoError(t, err)
+	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"in_progress","rawOutput":{"type":"run_terminal_command","output":` + string(arr) + `,"truncated":false},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}}}`
+	light, lits := elide([]byte(msg), true)
+	require.Len(t, lits, 1)
+	assert.Equal(t, out, lits[0].bytes)
+	assert.Equal(t, len(msg)-len(arr)+2, len(light))
+	assert.Equal(t, `[]`, string(light[lits[0].end-2:lits[0].end]))
+	g, ok := Lookup("grok")
+	require.True(t, ok)
+	readBoth(t, g, []byte(msg))
+	f, err := Read(g, []byte(msg))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	require.NotEmpty(t, f.Observations[0].Texts)
+	assert.Equal(t, out, f.Observations[0].Texts[0].Bytes)
 }

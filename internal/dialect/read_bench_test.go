@@ -40,8 +40,16 @@ func benchFrames(b *testing.B, file string) (Dialect, [][]byte, int64) {
 			continue
 		}
 		fr, err := Read(d, line.Msg)
-		if err == nil && fr.AgentName != "" {
+		switch {
+		case err != nil:
+		case fr.AgentName != "":
 			d = Detect(fr.AgentName)
+		case fr.Sign != "" && d.Info().Name == Generic().Info().Name:
+			// An agent without a name (Grok) is known by its sign, as
+			// the engine knows it.
+			if s, ok := Lookup(fr.Sign); ok {
+				d = s
+			}
 		}
 		frames = append(frames, line.Msg)
 		size += int64(len(line.Msg))

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -291,4 +292,22 @@ func TestByteArrayElided(t *testing.T) {
 	require.Len(t, f.Observations, 1)
 	require.NotEmpty(t, f.Observations[0].Texts)
 	assert.Equal(t, out, f.Observations[0].Texts[0].Bytes)
+}
+
+// TestFoldKeyRemembers: a member name read before is folded without an
+// allocation, a name is folded as before, and what is remembered is
+// bounded however many names frames send.
+func TestFoldKeyRemembers(t *testing.T) {
+	assert.Equal(t, "TOOLCALLID", foldKey([]byte(`"toolCallId"`)))
+	assert.Equal(t, "EXIT_CODE", foldKey([]byte(`"exit\u005fcode"`)))
+	assert.Equal(t, "\u00c9T\u00c9", foldKey([]byte(`"\u00e9t\u00c9"`)))
+	lit := []byte(`"rawOutput"`)
+	foldKey(lit)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { foldKey(lit) }))
+	for i := range 2 * maxFoldedKeys {
+		foldKey([]byte(fmt.Sprintf(`"k%d"`, i)))
+	}
+	assert.LessOrEqual(t, len(*foldedKeys.Load()), maxFoldedKeys)
+	long := `"` + strings.Repeat("x", 2*maxFoldedKey) + `"`
+	assert.Equal(t, strings.Repeat("X", 2*maxFoldedKey), foldKey([]byte(long)))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 
@@ -15,7 +16,9 @@ import (
 // session, accumulation, revisions), on a fresh session closed at the end
 // of each op, and reports what Feed alone allocates: allocs/frame and
 // B/frame (runtime.MemStats around the Feed calls, nothing else in
-// between), and the collector cycles per 1,000 frames.
+// between), the collector cycles per 1,000 frames, and the collector's
+// share of the CPU the process used (not idle) over the whole benchmark (gc-cpu-%, from
+// runtime/metrics: the runtime's own estimate, updated at each cycle).
 //
 //	go test ./normalize -run '^$' -bench BenchmarkFeedAllocs -benchtime 200x
 func BenchmarkFeedAllocs(b *testing.B) {
@@ -31,6 +34,9 @@ func BenchmarkFeedAllocs(b *testing.B) {
 			var before, after runtime.MemStats
 			var mallocs, bytes uint64
 			var gcs uint32
+			cpu := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/cpu/classes/idle:cpu-seconds"}}
+			metrics.Read(cpu)
+			gc0, busy0 := cpu[0].Value.Float64(), cpu[1].Value.Float64()-cpu[2].Value.Float64()
 			i := 0
 			for b.Loop() {
 				i++
@@ -44,6 +50,10 @@ func BenchmarkFeedAllocs(b *testing.B) {
 				mallocs += after.Mallocs - before.Mallocs
 				bytes += after.TotalAlloc - before.TotalAlloc
 				gcs += after.NumGC - before.NumGC
+			}
+			metrics.Read(cpu)
+			if busy := cpu[1].Value.Float64() - cpu[2].Value.Float64() - busy0; busy > 0 {
+				b.ReportMetric(100*(cpu[0].Value.Float64()-gc0)/busy, "gc-cpu-%")
 			}
 			frames := float64(i * len(fs))
 			b.ReportMetric(float64(mallocs)/frames, "allocs/frame")

@@ -46,6 +46,14 @@ var elideSeeds = []string{
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":[{"text":"an array"}]},{"content":{"text":{"text":"nested"}}}]}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":[{"update":{"content":[{"content":{"text":"params is an array"}}]}}]}`,
 	`{"params":{"update":{"content":[{"content":{"text":"no method, no id"}}]}}}`,
+	// Grok's byte arrays (rawOutput.output, output_delta): forms the
+	// one-scan decode must leave to the decoder, names in other cases,
+	// escaped or repeated, and arrays that are not byte arrays.
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"output":[104,105,10],"OUTPUT_DELTA":[ 104 , 105 ]}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"output":[104.0,1e2,01,256,-1]}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"output":[97],"output":[98],"Output":[99,]}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"output":[97,98],"output":null,"output_delta":[[1]],"exit_code":0}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"output":"text","output_delta":[],"exit_code":1}}}}`,
 }
 
 // TestElidedDecodeIsEncodingJSON holds the elided decode, with every

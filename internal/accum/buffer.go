@@ -63,7 +63,8 @@ const minOverlap = 16
 // the part the producer dropped is already held.
 //
 // Cost: an observation is read once to check that it is valid UTF-8 (a
-// linear scan that copies nothing when it is); beyond that the work is
+// linear scan that copies nothing when it is), unless its producer says
+// it checked that already (Text.Valid); beyond that the work is
 // O(len(new text) + limit), never O(history), and only the held tail is
 // compared with a Snapshot. Memory is the held text in a backing array of at
 // most 1.5×limit bytes; aligning a Window usually needs no memory (see
@@ -143,9 +144,12 @@ func (b *Buffer) Apply(t Text) {
 		return
 	}
 	var s string
-	if t.Bytes != nil {
+	switch {
+	case t.Bytes != nil:
 		s = validBytes(t.Bytes)
-	} else {
+	case t.Valid:
+		s = t.Text // checked by its producer: a snapshot is not read twice
+	default:
 		s = validString(t.Text)
 	}
 	switch t.Kind {

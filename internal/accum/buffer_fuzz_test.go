@@ -242,6 +242,9 @@ func FuzzBuffer(f *testing.F) {
 				obs.Bytes = []byte(content)
 			} else {
 				obs.Text = content
+				// A producer that checked its text says so; the Buffer
+				// must then fold it exactly as it folds it unchecked.
+				obs.Valid = h&128 != 0 && utf8.ValidString(content)
 			}
 			if kind != 0 && kind != 1 && kind != 7 {
 				pureDelta = false

@@ -473,3 +473,18 @@ func TestBufferCutShortRestatement(t *testing.T) {
 		}
 	}
 }
+
+// TestBufferValidTextNotChanged: a text its producer checked (Valid) is
+// held as it is, and folds as the same text unchecked does.
+func TestBufferValidTextNotChanged(t *testing.T) {
+	for _, k := range []TextKind{Delta, Snapshot, Window, Final} {
+		checked, unchecked := NewBuffer(64), NewBuffer(64)
+		for _, s := range []string{"a\u00e9\u4e16\U0001F600\n", "a\u00e9\u4e16\U0001F600\nmore \u00e9"} {
+			checked.Apply(Text{Kind: k, Text: s, Valid: true})
+			unchecked.Apply(Text{Kind: k, Text: s})
+		}
+		if c, u := checked.Whole(), unchecked.Whole(); c != u {
+			t.Errorf("kind %d: checked %+v, unchecked %+v", k, c, u)
+		}
+	}
+}

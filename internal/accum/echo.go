@@ -3,6 +3,7 @@ package accum
 import (
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // Some agents print the command before its output, as a shell prompt
@@ -339,7 +340,7 @@ func (f *echoFilter) decide(cmd, cwd string, atEnd bool, like Text) []Text {
 		return nil
 	}
 	out := like
-	out.Kind, out.Truncated = Delta, trunc
+	out.Kind, out.Truncated, out.Valid = Delta, trunc, false
 	if bytesForm {
 		out.Text, out.Bytes = "", rest
 	} else {
@@ -388,6 +389,8 @@ func cut(t Text, n int) Text {
 	if t.Bytes != nil {
 		t.Bytes = t.Bytes[n:]
 	} else {
+		// Cut inside a rune, a valid text is not valid any more.
+		t.Valid = t.Valid && (n == len(t.Text) || utf8.RuneStart(t.Text[n]))
 		t.Text = t.Text[n:]
 	}
 	return t

@@ -168,3 +168,23 @@ func FuzzEcho(f *testing.F) {
 func matchEcho(s, cmd, cwd string, atEnd bool) (echoMatch, int) {
 	return newEchoPattern(cmd, cwd).match(s, atEnd)
 }
+
+// TestEchoCutKeepsValidOnlyOnARuneBoundary: a text its producer marked
+// valid UTF-8 stays marked after the echo is cut off only when the cut
+// falls between runes; cut inside one, what is left starts with a
+// continuation byte and must be checked (made U+FFFD) again.
+func TestEchoCutKeepsValidOnlyOnARuneBoundary(t *testing.T) {
+	const s = "h\u00e9llo" // é is bytes 1 and 2
+	for _, tc := range []struct {
+		n     int
+		valid bool
+	}{{0, true}, {1, true}, {2, false}, {3, true}, {len(s), true}} {
+		got := cut(Text{Text: s, Valid: true}, tc.n)
+		if got.Valid != tc.valid || got.Text != s[tc.n:] {
+			t.Errorf("cut at %d: %q valid %v, want %q valid %v", tc.n, got.Text, got.Valid, s[tc.n:], tc.valid)
+		}
+		if got := cut(Text{Text: s}, tc.n); got.Valid {
+			t.Errorf("cut at %d of an unchecked text says it is valid", tc.n)
+		}
+	}
+}

@@ -86,6 +86,12 @@ type Text struct {
 	// terminal's output): it is never an echo of the command, so nothing
 	// of it is held back or removed as one.
 	Raw bool
+	// Valid says Text is valid UTF-8 already (its producer decoded it
+	// itself, as a JSON string decoder does, and checked every byte), so
+	// the Buffer does not read it again to check. Set it only when that is
+	// certain: a Buffer holds only valid UTF-8, and one given invalid text
+	// marked Valid would hold it. Ignored when Bytes is not nil.
+	Valid bool
 	// IfSplit marks a Stdout or Stderr text that came without its sibling
 	// stream: it updates that stream only when the call already holds it
 	// (an earlier observation really separated the streams), and is

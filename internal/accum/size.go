@@ -13,15 +13,37 @@ func (b *Buffer) Size() int { return cap(b.data) }
 // array to at most max(64, 2×(held + added), 2×cap), never past
 // 1.5×limit.
 func (b *Buffer) growthBound(lens ...int) int {
-	held := len(b.data) - b.off
-	c := cap(b.data)
+	g := b.growth()
 	for _, n := range lens {
-		add := utf8.RuneLen(utf8.RuneError)*n + utf8.UTFMax
-		c = min(max(64, 2*(held+add), 2*c), b.maxCap())
-		held = min(held+add, b.limit)
+		g.add(n)
 	}
-	return max(0, c-cap(b.data))
+	return g.bound()
 }
+
+// growthStep is growthBound one text at a time, so that a caller adds
+// the texts of several streams without a slice of lengths per stream.
+type growthStep struct {
+	held, c, cap0, limit, maxCap int
+}
+
+// growth starts a growthStep on b; on nil, on the empty Buffer that a
+// first text would make with limit.
+func (b *Buffer) growth() growthStep {
+	return growthStep{held: len(b.data) - b.off, c: cap(b.data), cap0: cap(b.data), limit: b.limit, maxCap: b.maxCap()}
+}
+
+func newGrowth(limit int) growthStep {
+	b := Buffer{limit: max(limit, minLimit)}
+	return b.growth()
+}
+
+func (g *growthStep) add(n int) {
+	add := utf8.RuneLen(utf8.RuneError)*n + utf8.UTFMax
+	g.c = min(max(64, 2*(g.held+add), 2*g.c), g.maxCap)
+	g.held = min(g.held+add, g.limit)
+}
+
+func (g *growthStep) bound() int { return max(0, g.c-g.cap0) }
 
 // Size is the memory a Call holds for text: its output streams and the
 // strings it keeps about the command. It changes only in Apply and End.
@@ -44,25 +66,30 @@ func (c *Call) GrowthBound(o *Observation) int {
 	// quote the signal and the agent's cancel or failure notice.
 	n := len(o.TerminalID) + len(o.Command) + len(o.Cwd) + len(o.Description) + len(o.ApprovalReason) +
 		maxReason + 2*(len(o.Signal)+len(o.CancelNotice)+len(o.FailNotice)+len(c.cur.signal)+len(c.notice))
-	var lens [numStreams][]int
+	// Each stream's texts are added in turn, without a slice of their
+	// lengths: this runs for every frame.
+	var steps [numStreams]growthStep
+	var seen [numStreams]bool
 	for _, t := range o.Texts {
 		if t.Stream < numStreams {
+			g := &steps[t.Stream]
 			l := len(t.Text) + len(t.Bytes)
-			if lens[t.Stream] == nil {
+			if !seen[t.Stream] {
+				seen[t.Stream] = true
+				if b := c.streams[t.Stream]; b != nil {
+					*g = b.growth()
+				} else {
+					*g = newGrowth(c.limit)
+				}
 				l += c.echoes[t.Stream].heldLen() // released with it
 			}
-			lens[t.Stream] = append(lens[t.Stream], l)
+			g.add(l)
 		}
 	}
-	for s, l := range lens {
-		if l == nil {
-			continue
+	for s := range steps {
+		if seen[s] {
+			n += steps[s].bound()
 		}
-		b := c.streams[s]
-		if b == nil {
-			b = NewBuffer(c.limit)
-		}
-		n += b.growthBound(l...)
 	}
 	if o.Status.Ended() {
 		n += c.EndGrowthBound()

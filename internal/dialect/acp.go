@@ -185,8 +185,9 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 	var f Frame
 	var m message[U]
 	var err error
+	var checked []elidedLit
 	if elisionSafe[U]() {
-		err = decodeElided(msg, &m)
+		checked, err = decodeElided(msg, &m, bytesElisionSafe[U]())
 	} else {
 		err = decode(msg, &m)
 	}
@@ -217,6 +218,7 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 			f.Observations = observe(u)
 			contradictions(msg, f.Observations)
 			noticeUnrecognized[U](msg, P(u).call(), f.Observations)
+			markChecked(f.Observations, checked)
 		}
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {

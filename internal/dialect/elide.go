@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"bytes"
 	"encoding/binary"
 	"reflect"
 	"sync"
@@ -10,6 +11,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
 )
 
 // Agents that re-send a whole output on every update put it in a tool
@@ -47,11 +50,14 @@ var (
 	elideMin   = 4 << 10
 )
 
-// elidedLit is one content text taken out of a frame.
+// elidedLit is one content text, or one byte array, taken out of a frame.
 type elidedLit struct {
-	end  int64  // offset just past the empty string that stands for it in the light frame
-	raw  []byte // the literal in the frame, quotes included
-	text string // its decoded text
+	end  int64  // offset just past the "" or [] that stands for it in the light frame
+	raw  []byte // the literal or the array in the frame
+	text string // a literal's decoded text
+	// bytes is an array's decoded bytes (never nil for an array, nil for
+	// a literal).
+	bytes []byte
 }
 
 // elisionSafe says whether the update type U takes a frame's content texts
@@ -67,6 +73,67 @@ func elisionSafe[U any]() bool {
 }
 
 var elisionChecked sync.Map // reflect.Type → bool
+
+// bytesElisionSafe says whether the update type U takes `rawOutput` only
+// through one field whose type (or the type it points to) is a struct
+// that takes `output` and `output_delta` only through rawBytes fields, so
+// that a byte array elided there reaches a rawBytes.
+func bytesElisionSafe[U any]() bool {
+	t := reflect.TypeFor[U]()
+	if ok, seen := bytesElisionChecked.Load(t); seen {
+		return ok.(bool)
+	}
+	ok := false
+	if outs := fieldsNamed(t, "rawoutput"); len(outs) == 1 {
+		ot := outs[0]
+		if ot.Kind() == reflect.Pointer {
+			ot = ot.Elem()
+		}
+		raw := reflect.TypeFor[rawBytes]()
+		if ot.Kind() == reflect.Struct {
+			o, d := fieldsNamed(ot, "output"), fieldsNamed(ot, "output_delta")
+			ok = len(o) == 1 && o[0] == raw && len(d) == 1 && d[0] == raw
+		}
+	}
+	bytesElisionChecked.Store(t, ok)
+	return ok
+}
+
+var bytesElisionChecked sync.Map // reflect.Type → bool
+
+// fieldsNamed returns the types of the fields of struct t (embedded
+// structs included, as encoding/json flattens them) whose JSON name folds
+// to name, whose letters are lower-case ASCII.
+func fieldsNamed(t reflect.Type, name string) []reflect.Type {
+	var out []reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := cutComma(f.Tag.Get("json"))
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && tag == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, fieldsNamed(ft, name)...)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if equalFoldASCII([]byte(tag), name) {
+			out = append(out, f.Type)
+		}
+	}
+	return out
+}
 
 // contentFieldsOf counts the fields of struct t (embedded structs
 // included, as encoding/json flattens them) whose JSON name folds to
@@ -147,47 +214,109 @@ var shared = func() (s struct{ contentOK bool }) {
 }()
 
 // decodeElided decodes msg into *v as decode does, eliding its content
-// texts when that pays; see the top of this file.
-func decodeElided[T any](msg []byte, v *T) error {
+// texts when that pays; see the top of this file. It returns the texts it
+// decoded itself (each valid UTF-8: see markChecked), none when it
+// elided nothing.
+func decodeElided[T any](msg []byte, v *T, arrays bool) ([]elidedLit, error) {
 	if legacyDecode || len(msg) < elideFrame {
-		return decode(msg, v)
+		return nil, decode(msg, v)
 	}
-	light, lits := elide(msg)
+	light, lits := elide(msg, arrays)
 	if len(lits) == 0 {
-		return decode(msg, v)
+		return nil, decode(msg, v)
 	}
-	opts := jsonv2.JoinOptions(onePass, jsonv2.WithUnmarshalers(
+	// elided finds the elided value that ends where the decoder is, when
+	// the value it read (val) is the "" or [] that stands for one.
+	elided := func(dec *jsontext.Decoder, val jsontext.Value, array bool) *elidedLit {
+		if end := dec.InputOffset(); len(val) == 2 {
+			for i := range lits {
+				if lits[i].end == end && (lits[i].bytes != nil) == array {
+					return &lits[i]
+				}
+			}
+		}
+		return nil
+	}
+	opts := jsonv2.JoinOptions(onePass, jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawText) error {
 			val, err := dec.ReadValue()
 			if err != nil {
 				return err
 			}
-			if end := dec.InputOffset(); len(val) == 2 {
-				for i := range lits {
-					if lits[i].end == end {
-						r.lit, r.text, r.decoded = lits[i].raw, lits[i].text, true
-						return nil
-					}
-				}
+			if l := elided(dec, val, false); l != nil {
+				r.lit, r.text, r.decoded = l.raw, l.text, true
+				return nil
 			}
 			return r.UnmarshalJSON(val)
-		})))
+		}),
+		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawBytes) error {
+			val, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if l := elided(dec, val, true); l != nil {
+				*r = rawBytes{B: l.bytes, Set: true}
+				return nil
+			}
+			return r.UnmarshalJSON(val)
+		}))))
 	if jsonv2.Unmarshal(light, v, opts) == nil {
-		return nil
+		return lits, nil
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json
 	// makes of the frame itself is the answer, as in decode.
 	var zero T
 	*v = zero
-	return decode(msg, v)
+	return nil, decode(msg, v)
+}
+
+// markChecked sets Valid on every text of obs that is part of a text lits
+// holds and begins and ends between two of its runes. decodeFrom makes
+// every text valid UTF-8 (it writes U+FFFD for what is not), so such a
+// text is valid UTF-8 and accum need not read it again to check: for a
+// cumulative output that is a whole second pass over every snapshot. A
+// text is found by where its bytes are (the string it is, or a part of
+// it, as a dialect hands it on); a text built otherwise is left to be
+// checked.
+func markChecked(obs []accum.Observation, lits []elidedLit) {
+	for i := range obs {
+		for j := range obs[i].Texts {
+			t := &obs[i].Texts[j]
+			if t.Bytes != nil || t.Text == "" || t.Valid {
+				continue
+			}
+			for k := range lits {
+				if within(t.Text, lits[k].text) {
+					t.Valid = true
+					break
+				}
+			}
+		}
+	}
+}
+
+// within says whether s is a part of the valid UTF-8 text whole (the same
+// bytes in memory, not equal ones) that begins and ends on rune
+// boundaries of whole.
+func within(s, whole string) bool {
+	if s == "" || whole == "" {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	w := uintptr(unsafe.Pointer(unsafe.StringData(whole)))
+	if p < w || p-w > uintptr(len(whole)) || uintptr(len(whole))-(p-w) < uintptr(len(s)) {
+		return false
+	}
+	end := int(p-w) + len(s)
+	return utf8.RuneStart(s[0]) && (end == len(whole) || utf8.RuneStart(whole[end]))
 }
 
 // elide returns msg with every content text of at least elideMin bytes
 // replaced by "", and those texts; none when msg is not an object of the
 // expected shape or a text is not a valid string (the decoder then reads
 // msg itself and says what is wrong).
-func elide(msg []byte) ([]byte, []elidedLit) {
-	w := elider{msg: msg}
+func elide(msg []byte, arrays bool) ([]byte, []elidedLit) {
+	w := elider{msg: msg, arrays: arrays}
 	i := skipSpace(msg, 0)
 	if i >= len(msg) || msg[i] != '{' {
 		return nil, nil
@@ -201,7 +330,11 @@ func elide(msg []byte) ([]byte, []elidedLit) {
 		l := &w.lits[k]
 		start := len(light) + (l.start - from)
 		light = append(light, msg[from:l.start]...)
-		light = append(light, '"', '"')
+		if w.out[k].bytes != nil {
+			light = append(light, '[', ']')
+		} else {
+			light = append(light, '"', '"')
+		}
 		w.out[k].end = int64(start + 2)
 		from = l.start + len(w.out[k].raw)
 	}
@@ -220,18 +353,22 @@ type elider struct {
 	// sid and tcid are the session id and tool call id literals met
 	// before the texts: the memo's key (memo.go).
 	sid, tcid []byte
+	// arrays says to take out the byte arrays of rawOutput.output and
+	// rawOutput.output_delta too (bytesElisionSafe).
+	arrays bool
 }
 
 // The levels of the path, by depth: the object at each level and the
 // member names that lead to the next.
 const (
-	lvRoot    = iota // the message: params
-	lvParams         // update, toolCall
-	lvCall           // content
-	lvContent        // the content array: its elements
-	lvItem           // content
-	lvInner          // text
-	lvOff            // off the path
+	lvRoot      = iota // the message: params
+	lvParams           // update, toolCall
+	lvCall             // content
+	lvContent          // the content array: its elements
+	lvItem             // content
+	lvInner            // text
+	lvRawOutput        // output, output_delta
+	lvOff              // off the path
 )
 
 // maxElideDepth bounds the nesting elide follows; deeper frames are left
@@ -274,6 +411,15 @@ func (w *elider) object(i, lv int) int {
 				next = lvContent
 			} else if equalFoldASCII(key, "toolcallid") {
 				w.tcid = w.literal(i)
+			} else if w.arrays && equalFoldASCII(key, "rawoutput") {
+				next = lvRawOutput
+			}
+		case lvRawOutput:
+			if (equalFoldASCII(key, "output") || equalFoldASCII(key, "output_delta")) && i < len(b) && b[i] == '[' {
+				if e := w.array(i); e >= 0 {
+					i = e
+					goto member
+				}
 			}
 		case lvItem:
 			if equalFoldASCII(key, "content") {
@@ -381,6 +527,79 @@ func (w *elider) text(i int) int {
 		w.cut += n - 2
 	}
 	return i + n
+}
+
+// array takes the byte array at msg[i] out when it is long enough and
+// decodeByteArray reads it, and returns the offset just past it; -1 when
+// it is left in the frame, to be walked as any value.
+func (w *elider) array(i int) int {
+	out, n, ok := decodeByteArray(w.msg[i:])
+	if !ok {
+		return -1
+	}
+	if n >= elideMin+2 {
+		w.lits = append(w.lits, struct{ start int }{i})
+		w.out = append(w.out, elidedLit{raw: w.msg[i : i+n : i+n], bytes: out})
+		w.cut += n - 2
+	}
+	return i + n
+}
+
+// decodeByteArray reads the JSON array at the start of b when it holds
+// nothing but integers from 0 to 255 as JSON writes them (digits, no
+// leading zero, no fraction or exponent), with JSON whitespace around
+// them: it returns those bytes (never nil) and the array's length. Such
+// an array is valid JSON, and rawBytes reads it as these bytes
+// (FuzzDecodeByteArray). ok is false for anything else, which is left to
+// the decoder: this is one scan of the array that validates and decodes
+// it, for the arrays Grok sends its output in.
+func decodeByteArray(b []byte) (out []byte, n int, ok bool) {
+	if len(b) == 0 || b[0] != '[' {
+		return nil, 0, false
+	}
+	// The array holds no string and no other array, so it ends at the
+	// first ']' (if it is one of ours), and has a byte for each comma and
+	// one more: two scans at memory speed size the bytes exactly.
+	end := bytes.IndexByte(b, ']')
+	if end < 0 {
+		return nil, 0, false
+	}
+	out = make([]byte, 0, bytes.Count(b[:end], []byte{','})+1)
+	i := skipSpace(b, 1)
+	if i < len(b) && b[i] == ']' {
+		return out, i + 1, true
+	}
+	for i < len(b) {
+		v := int(b[i]) - '0'
+		switch {
+		case v == 0:
+			i++
+		case v > 0 && v <= 9:
+			i++
+			for k := 0; k < 2 && i < len(b) && b[i]-'0' <= 9; k++ {
+				v = v*10 + int(b[i]-'0')
+				i++
+			}
+		default:
+			return nil, 0, false
+		}
+		if v > 255 || i < len(b) && (b[i]-'0' <= 9 || b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
+			return nil, 0, false
+		}
+		out = append(out, byte(v))
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			break
+		}
+		if b[i] == ']' {
+			return out, i + 1, true
+		}
+		if b[i] != ',' {
+			break
+		}
+		i = skipSpace(b, i+1)
+	}
+	return nil, 0, false
 }
 
 // literal returns the string literal at msg[i] as it is, or nil when

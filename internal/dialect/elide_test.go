@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -45,6 +46,14 @@ var elideSeeds = []string{
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":[{"text":"an array"}]},{"content":{"text":{"text":"nested"}}}]}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":[{"update":{"content":[{"content":{"text":"params is an array"}}]}}]}`,
 	`{"params":{"update":{"content":[{"content":{"text":"no method, no id"}}]}}}`,
+	// Grok's byte arrays (rawOutput.output, output_delta): forms the
+	// one-scan decode must leave to the decoder, names in other cases,
+	// escaped or repeated, and arrays that are not byte arrays.
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"output":[104,105,10],"OUTPUT_DELTA":[ 104 , 105 ]}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"output":[104.0,1e2,01,256,-1]}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"output":[97],"output":[98],"Output":[99,]}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"output":[97,98],"output":null,"output_delta":[[1]],"exit_code":0}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"output":"text","output_delta":[],"exit_code":1}}}}`,
 }
 
 // TestElidedDecodeIsEncodingJSON holds the elided decode, with every
@@ -58,7 +67,7 @@ func TestElidedDecodeIsEncodingJSON(t *testing.T) {
 	}
 	elided := 0
 	for _, m := range msgs {
-		if _, lits := elide(m); len(lits) > 0 {
+		if _, lits := elide(m, true); len(lits) > 0 {
 			elided++
 		}
 	}
@@ -99,6 +108,15 @@ func TestElisionSafe(t *testing.T) {
 		Body string `json:"CONTENT"`
 	}
 	assert.False(t, elisionSafe[shadow]())
+
+	assert.True(t, bytesElisionSafe[grokCall](), "Grok's rawOutput byte arrays reach rawBytes")
+	assert.False(t, bytesElisionSafe[shellUpdate](), "the generic rawOutput has no rawBytes")
+	type twoOutputs struct {
+		ToolCall
+		RawOutput *grokOutput `json:"rawOutput"`
+		Other     string      `json:"RAWOUTPUT"`
+	}
+	assert.False(t, bytesElisionSafe[twoOutputs]())
 }
 
 // TestElideOnlyLongTexts: at the default sizes, a big frame gives up only
@@ -108,7 +126,7 @@ func TestElideOnlyLongTexts(t *testing.T) {
 	lit, err := json.Marshal(long)
 	require.NoError(t, err)
 	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"short"}},{"type":"content","content":{"type":"text","text":` + string(lit) + `}}]}}}`
-	light, lits := elide([]byte(msg))
+	light, lits := elide([]byte(msg), false)
 	require.Len(t, lits, 1)
 	assert.Equal(t, long, lits[0].text)
 	assert.Equal(t, string(lit), string(lits[0].raw))
@@ -189,4 +207,115 @@ func BenchmarkDecodeLiteral(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestElidedTextMarkedChecked: a long content text that the elided decode
+// decoded itself reaches accum marked Valid (accum does not read it again
+// to check its UTF-8), and only the parts of such a text that begin and
+// end between runes are.
+func TestElidedTextMarkedChecked(t *testing.T) {
+	long := strings.Repeat("output \u00e9 line\n", 2000) + "\xff end"
+	lit, err := json.Marshal(long)
+	require.NoError(t, err)
+	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":` + string(lit) + `}}]}}}`
+	f, err := Read(Generic(), []byte(msg))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	require.Len(t, f.Observations[0].Texts, 1)
+	x := f.Observations[0].Texts[0]
+	assert.True(t, x.Valid, "the decoded text is marked checked")
+	assert.Equal(t, strings.ToValidUTF8(long, "\uFFFD"), x.Text)
+
+	whole := x.Text
+	e := strings.Index(whole, "\u00e9")
+	for _, tc := range []struct {
+		name string
+		s    string
+		want bool
+	}{
+		{"the whole", whole, true},
+		{"a head cut between runes", whole[:e], true},
+		{"a tail cut between runes", whole[e:], true},
+		{"cut inside a rune at the end", whole[:e+1], false},
+		{"cut inside a rune at the start", whole[e+1:], false},
+		{"an equal copy elsewhere", strings.Clone(whole), false},
+		{"empty", "", false},
+	} {
+		assert.Equal(t, tc.want, within(tc.s, whole), tc.name)
+	}
+}
+
+// FuzzDecodeByteArray holds decodeByteArray to encoding/json and to
+// rawBytes: an array it reads is valid JSON, encoding/json reads the same
+// numbers from it, and rawBytes the same bytes.
+func FuzzDecodeByteArray(f *testing.F) {
+	for _, s := range []string{"[]", "[ ]", "[0]", "[1,2,3]", "[ 255 , 0\n,\t10\r]", "[256]", "[01]", "[1.0]", "[1e2]", "[-1]", "[1,]", "[1 2]", "[1", `["a"]`, "[[1]]", "[1,2] x", "[12345]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, n, ok := decodeByteArray(b)
+		if !ok {
+			return
+		}
+		require.NotNil(t, out)
+		arr := b[:n]
+		require.True(t, json.Valid(arr), "%q read as %v is not valid JSON", arr, out)
+		var nums []float64
+		require.NoError(t, json.Unmarshal(arr, &nums))
+		require.Len(t, out, len(nums))
+		for i, v := range nums {
+			require.Equal(t, float64(out[i]), v, "element %d of %q", i, arr)
+		}
+		var r rawBytes
+		require.NoError(t, r.UnmarshalJSON(arr))
+		require.True(t, r.Set)
+		require.Equal(t, out, r.B)
+	})
+}
+
+// TestByteArrayElided: at the default sizes, a big Grok byte array is
+// taken out of the frame and decoded once, and the frame reads as the
+// same frame read by encoding/json.
+func TestByteArrayElided(t *testing.T) {
+	out := []byte(strings.Repeat("output line \u00e9\n", 1000))
+	arr, err := json.Marshal(func() []int {
+		v := make([]int, len(out))
+		for i, c := range out {
+			v[i] = int(c)
+		}
+		return v
+	}())
+	require.NoError(t, err)
+	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"in_progress","rawOutput":{"type":"run_terminal_command","output":` + string(arr) + `,"truncated":false},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}}}`
+	light, lits := elide([]byte(msg), true)
+	require.Len(t, lits, 1)
+	assert.Equal(t, out, lits[0].bytes)
+	assert.Equal(t, len(msg)-len(arr)+2, len(light))
+	assert.Equal(t, `[]`, string(light[lits[0].end-2:lits[0].end]))
+	g, ok := Lookup("grok")
+	require.True(t, ok)
+	readBoth(t, g, []byte(msg))
+	f, err := Read(g, []byte(msg))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	require.NotEmpty(t, f.Observations[0].Texts)
+	assert.Equal(t, out, f.Observations[0].Texts[0].Bytes)
+}
+
+// TestFoldKeyRemembers: a member name read before is folded without an
+// allocation, a name is folded as before, and what is remembered is
+// bounded however many names frames send.
+func TestFoldKeyRemembers(t *testing.T) {
+	assert.Equal(t, "TOOLCALLID", foldKey([]byte(`"toolCallId"`)))
+	assert.Equal(t, "EXIT_CODE", foldKey([]byte(`"exit\u005fcode"`)))
+	assert.Equal(t, "\u00c9T\u00c9", foldKey([]byte(`"\u00e9t\u00c9"`)))
+	lit := []byte(`"rawOutput"`)
+	foldKey(lit)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { foldKey(lit) }))
+	for i := range 2 * maxFoldedKeys {
+		foldKey([]byte(fmt.Sprintf(`"k%d"`, i)))
+	}
+	assert.LessOrEqual(t, len(*foldedKeys.Load()), maxFoldedKeys)
+	long := `"` + strings.Repeat("x", 2*maxFoldedKey) + `"`
+	assert.Equal(t, strings.Repeat("X", 2*maxFoldedKey), foldKey([]byte(long)))
 }

@@ -54,6 +54,9 @@ func readCase(d Dialect, update, ask string) ([]accum.Observation, error) {
 		msg = `{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"s","options":[{"optionId":"ok","kind":"allow_once"}],"toolCall":` + ask + `}}`
 	}
 	f, err := Read(d, []byte(msg))
+	if e := uncheck(f.Observations); e != nil && err == nil {
+		err = e
+	}
 	return f.Observations, err
 }
 

@@ -2,10 +2,13 @@ package dialect
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,8 +43,16 @@ func benchFrames(b *testing.B, file string) (Dialect, [][]byte, int64) {
 			continue
 		}
 		fr, err := Read(d, line.Msg)
-		if err == nil && fr.AgentName != "" {
+		switch {
+		case err != nil:
+		case fr.AgentName != "":
 			d = Detect(fr.AgentName)
+		case fr.Sign != "" && d.Info().Name == Generic().Info().Name:
+			// An agent without a name (Grok) is known by its sign, as
+			// the engine knows it.
+			if s, ok := Lookup(fr.Sign); ok {
+				d = s
+			}
 		}
 		frames = append(frames, line.Msg)
 		size += int64(len(line.Msg))
@@ -105,5 +116,48 @@ func BenchmarkRead(b *testing.B) {
 				benchcpu.Report(b, cpu)
 			})
 		}
+	}
+}
+
+// BenchmarkReadByteArray reads one Grok update whose rawOutput.output is
+// a 150 KiB output as a JSON array of byte values (grok-bytes of
+// bench/run.sh, at its final size) with the grok dialect: "one-scan" as
+// Read does it (the elided decode validates and decodes the array in one
+// scan of its own), "decoder" with elision off (the one-pass decoder's
+// tokenizer reads the array, then rawBytes scans it again).
+//
+//	go test ./internal/dialect -run '^$' -bench BenchmarkReadByteArray -benchmem
+func BenchmarkReadByteArray(b *testing.B) {
+	out := []byte(strings.Repeat("step 00001: compiled package/001 in 37 ms\n", 150<<10/42))
+	var arr strings.Builder
+	for i, c := range out {
+		if i > 0 {
+			arr.WriteByte(',')
+		}
+		arr.WriteString(strconv.Itoa(int(c)))
+	}
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","rawOutput":{"output":[` + arr.String() + `],"exit_code":0,"truncated":false}}}}`)
+	g, ok := Lookup("grok")
+	if !ok {
+		b.Fatal("no grok dialect")
+	}
+	for _, c := range []struct {
+		name  string
+		frame int
+	}{{"one-scan", elideFrame}, {"decoder", math.MaxInt}} {
+		b.Run(c.name, func(b *testing.B) {
+			defer func(f int) { elideFrame = f }(elideFrame)
+			elideFrame = c.frame
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			cpu := benchcpu.Now()
+			for b.Loop() {
+				f, err := Read(g, msg)
+				if err != nil || len(f.Observations) != 1 || !bytes.Equal(f.Observations[0].Texts[0].Bytes, out) {
+					b.Fatalf("read %+v, %v", f, err)
+				}
+			}
+			benchcpu.Report(b, cpu)
+		})
 	}
 }

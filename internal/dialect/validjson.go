@@ -2,6 +2,8 @@ package dialect
 
 import (
 	"bytes"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -126,7 +128,8 @@ func valueEnd(b []byte, i int) int {
 
 // foldKey unquotes an object key and folds it as encoding/json does to
 // match keys to field names: ASCII letters to upper case, other letters
-// to the upper case of their lower case.
+// to the upper case of their lower case. A folded key met before is
+// taken from foldedKeys, so that reading it allocates nothing.
 func foldKey(lit []byte) string {
 	k := lit
 	if len(k) >= 2 {
@@ -136,7 +139,8 @@ func foldKey(lit []byte) string {
 		s, _ := unquote(lit)
 		k = []byte(s)
 	}
-	out := make([]byte, 0, len(k))
+	var buf [maxFoldedKey]byte
+	out := buf[:0]
 	for i := 0; i < len(k); {
 		c := k[i]
 		if c < utf8.RuneSelf {
@@ -151,5 +155,47 @@ func foldKey(lit []byte) string {
 		out = utf8.AppendRune(out, unicode.ToUpper(unicode.ToLower(r)))
 		i += n
 	}
-	return string(out)
+	if m := foldedKeys.Load(); m != nil {
+		if s, ok := (*m)[string(out)]; ok {
+			return s
+		}
+	}
+	s := string(out)
+	rememberKey(s)
+	return s
+}
+
+// foldedKeys holds the folded keys met so far: a frame has a dozen member
+// names, nearly always the same few. The names come from the frames, so
+// it is bounded: at most maxFoldedKeys names of at most maxFoldedKey
+// bytes. The map is never changed once stored: a name is added to a copy.
+var (
+	foldedKeys   atomic.Pointer[map[string]string]
+	foldedKeysMu sync.Mutex
+)
+
+const (
+	maxFoldedKeys = 512
+	maxFoldedKey  = 64
+)
+
+func rememberKey(s string) {
+	if len(s) > maxFoldedKey {
+		return
+	}
+	foldedKeysMu.Lock()
+	defer foldedKeysMu.Unlock()
+	var old map[string]string
+	if p := foldedKeys.Load(); p != nil {
+		old = *p
+	}
+	if _, ok := old[s]; ok || len(old) >= maxFoldedKeys {
+		return
+	}
+	m := make(map[string]string, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[s] = s
+	foldedKeys.Store(&m)
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/acpnorm/acpnorm/internal/wire"
 )
@@ -122,10 +124,11 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		r.fail(DataLoss, "", "%s %d of session %q was not applied: the session lost state (see the DATA_LOSS before it)", what, r.seq, s.id)
 		return true
 	}
-	if r.lossChecked || len(r.req.held) == 0 && len(r.req.before) == 0 {
+	if r.lossChecked || len(r.req.held) == 0 && len(r.req.before) == 0 && ss.handed.n.Load() == 0 {
 		return false
 	}
 	r.lossChecked = true
+	handed := ss.handed.take(s.key)
 	if n := len(r.req.held); n > 2*ss.cfg.MaxCallsPerSession {
 		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revisions of %d calls, more than a session can have (2 × WithMaxCallsPerSession, acpnormd --max-calls-per-session); it was not applied", what, r.seq, s.id, n)
 		r.lossFound = true // the rest of a batch is not applied either
@@ -149,6 +152,7 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	}
 	check(r.req.held)
 	check(r.req.before)
+	check(handed)
 	if len(lost) == 0 {
 		return false
 	}
@@ -443,4 +447,58 @@ func mergeHeld(a, b map[string]uint32) map[string]uint32 {
 		a[id] = max(a[id], n)
 	}
 	return a
+}
+
+// maxHanded bounds the sessions handedOn remembers, oldest dropped first.
+const maxHanded = 4096
+
+// handedOn remembers, for sessions dropped from the cache because the
+// store failed, the revisions handed on of each call: the store may come
+// back older (a replica promoted in a dying master's place), and the next
+// request of the session checks what it loads against them, once.
+type handedOn struct {
+	n     atomic.Int64 // entries, so that a request takes no lock while there are none
+	mu    sync.Mutex
+	m     map[string]map[string]uint32
+	order []string // keys, oldest first (may hold some taken already)
+}
+
+func (h *handedOn) put(key string, revs map[string]uint32) {
+	if len(revs) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]map[string]uint32{}
+	}
+	if old, ok := h.m[key]; ok {
+		h.m[key] = mergeHeld(old, revs)
+		return
+	}
+	h.m[key] = revs
+	h.order = append(h.order, key)
+	for len(h.m) > maxHanded {
+		delete(h.m, h.order[0])
+		h.order = h.order[1:]
+	}
+	if len(h.order) > 2*maxHanded {
+		h.order = slices.DeleteFunc(h.order, func(k string) bool { _, ok := h.m[k]; return !ok })
+	}
+	h.n.Store(int64(len(h.m)))
+}
+
+// take returns and forgets what was remembered of session key.
+func (h *handedOn) take(key string) map[string]uint32 {
+	if h.n.Load() == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	revs := h.m[key]
+	if revs != nil {
+		delete(h.m, key)
+		h.n.Store(int64(len(h.m)))
+	}
+	return revs
 }

@@ -2,9 +2,11 @@ package normalize_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/normalize"
@@ -348,4 +350,68 @@ func TestHeldNoLoss(t *testing.T) {
 	}))
 	require.NoError(t, err)
 	assert.Empty(t, errs, "released calls are no loss")
+}
+
+// down is a rollback store that fails every operation while it is down,
+// as a store whose master died does until a replica takes over.
+type down struct {
+	*rollback
+	off atomic.Bool
+}
+
+var errMasterGone = errors.New("store: the master does not answer")
+
+func (d *down) Load(ctx context.Context, s string) (*store.Snapshot, error) {
+	if d.off.Load() {
+		return nil, errMasterGone
+	}
+	return d.rollback.Load(ctx, s)
+}
+
+func (d *down) Version(ctx context.Context, s string) (uint64, error) {
+	if d.off.Load() {
+		return 0, errMasterGone
+	}
+	return d.rollback.Version(ctx, s)
+}
+
+func (d *down) Commit(ctx context.Context, s string, base uint64, c *store.Change) (uint64, error) {
+	if d.off.Load() {
+		return 0, errMasterGone
+	}
+	return d.rollback.Commit(ctx, s, base, c)
+}
+
+// The store fails (UNAVAILABLE: the session leaves the cache) and comes
+// back older: the Normalizer remembers what it handed on and still finds
+// the loss out, on the next frame that reaches the store.
+func TestStoreLossAfterAnOutageIsDetected(t *testing.T) {
+	fs := frames(recording)
+	st := &down{rollback: newRollback()}
+	a := normalize.New(normalize.WithStore(st))
+	c := newClient(t)
+	cut := 2 * len(fs) / 3
+	for i := range cut {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	st.off.Store(true)
+	found := false
+	for i := cut; i < len(fs) && !found; i++ {
+		errs := c.feed(a, fs, i)
+		if len(errs) == 0 {
+			continue // a frame that needs no store
+		}
+		require.Equal(t, normalize.Unavailable, errs[0].Code, errs[0].Message)
+		st.back("S", st.current("S").Version/2) // a replica behind takes over
+		st.off.Store(false)
+		errs = c.feed(a, fs, i)
+		require.Len(t, errs, 1)
+		assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
+		found = true
+	}
+	require.True(t, found)
+	for i := range fs {
+		c.feed(a, fs, i)
+	}
+	assert.Empty(t, c.wentBack)
 }

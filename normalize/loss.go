@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/acpnorm/acpnorm/internal/wire"
 )
@@ -124,14 +125,18 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		r.fail(DataLoss, "", "%s %d of session %q was not applied: the session lost state (see the DATA_LOSS before it)", what, r.seq, s.id)
 		return true
 	}
+	if r.claimRefused {
+		r.fail(InvalidArgument, "", "%s %d of session %q was not applied: what it says it holds was refused (see the INVALID_ARGUMENT before it)", what, r.seq, s.id)
+		return true
+	}
 	if r.lossChecked || len(r.req.held) == 0 && len(r.req.before) == 0 && ss.handed.n.Load() == 0 {
 		return false
 	}
 	r.lossChecked = true
-	handed := ss.handed.take(s.key)
+	handed := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL))
 	if n := len(r.req.held); n > 2*ss.cfg.MaxCallsPerSession {
 		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revisions of %d calls, more than a session can have (2 × WithMaxCallsPerSession, acpnormd --max-calls-per-session); it was not applied", what, r.seq, s.id, n)
-		r.lossFound = true // the rest of a batch is not applied either
+		r.claimRefused = true // the rest of a batch is not applied either
 		return true
 	}
 	type gone struct {
@@ -459,24 +464,29 @@ const maxHanded = 4096
 type handedOn struct {
 	n     atomic.Int64 // entries, so that a request takes no lock while there are none
 	mu    sync.Mutex
-	m     map[string]map[string]uint32
+	m     map[string]handedRevs
 	order []string // keys, oldest first (may hold some taken already)
 }
 
-func (h *handedOn) put(key string, revs map[string]uint32) {
+type handedRevs struct {
+	revs map[string]uint32
+	at   time.Time // when the cache let the session go
+}
+
+func (h *handedOn) put(key string, revs map[string]uint32, now time.Time) {
 	if len(revs) == 0 {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
-		h.m = map[string]map[string]uint32{}
+		h.m = map[string]handedRevs{}
 	}
 	if old, ok := h.m[key]; ok {
-		h.m[key] = mergeHeld(old, revs)
+		h.m[key] = handedRevs{mergeHeld(old.revs, revs), now}
 		return
 	}
-	h.m[key] = revs
+	h.m[key] = handedRevs{revs, now}
 	h.order = append(h.order, key)
 	for len(h.m) > maxHanded {
 		delete(h.m, h.order[0])
@@ -488,17 +498,23 @@ func (h *handedOn) put(key string, revs map[string]uint32) {
 	h.n.Store(int64(len(h.m)))
 }
 
-// take returns and forgets what was remembered of session key.
-func (h *handedOn) take(key string) map[string]uint32 {
+// take returns and forgets what was remembered of session key, unless
+// it was remembered before since (the session may have expired from the
+// store since, as sessions do).
+func (h *handedOn) take(key string, since time.Time) map[string]uint32 {
 	if h.n.Load() == 0 {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	revs := h.m[key]
-	if revs != nil {
-		delete(h.m, key)
-		h.n.Store(int64(len(h.m)))
+	e, ok := h.m[key]
+	if !ok {
+		return nil
 	}
-	return revs
+	delete(h.m, key)
+	h.n.Store(int64(len(h.m)))
+	if e.at.Before(since) {
+		return nil
+	}
+	return e.revs
 }

@@ -415,3 +415,19 @@ func TestStoreLossAfterAnOutageIsDetected(t *testing.T) {
 	}
 	assert.Empty(t, c.wentBack)
 }
+
+// What a client says it holds is bounded: more calls than a session can
+// have (2 × WithMaxCallsPerSession) is refused with INVALID_ARGUMENT, the
+// frame not applied, and is no loss.
+func TestHeldIsBounded(t *testing.T) {
+	var lost lossCount
+	n := normalize.New(normalize.WithMaxCallsPerSession(2), normalize.WithHooks(lost.hooks()))
+	c := newClient(t)
+	fs := frames(recording)
+	held := map[string]uint32{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}
+	errs := c.feed(n, fs, 0, normalize.WithHeld(held))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.InvalidArgument, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "holds revisions of 5 calls")
+	assert.Zero(t, lost.count())
+}

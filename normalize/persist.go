@@ -480,7 +480,7 @@ func (ss *sessions) release(s *session, r *reply) {
 		if !errors.Is(err, store.ErrConflict) && ss.now().Sub(s.storedTouched) < ss.cfg.TTL {
 			// The store failed (a master dying, say): what comes back may
 			// be older than what this cache handed on (see loss.go).
-			ss.handed.put(s.key, s.ackedRevisions())
+			ss.handed.put(s.key, s.ackedRevisions(), ss.now())
 		}
 		ss.uncache(s)
 	}

@@ -313,8 +313,8 @@ type reply struct {
 	// See loss.go: what the request holds was checked against the
 	// session, and found lost; fresh lists the sequences it applied
 	// (with skipped applied sequences), whose answers are kept.
-	lossChecked, lossFound bool
-	fresh                  []uint64
+	lossChecked, lossFound, claimRefused bool
+	fresh                                []uint64
 }
 
 // send hands one event on, unless an earlier one failed.

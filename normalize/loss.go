@@ -117,7 +117,8 @@ func (ss *sessions) heldOf(s *session, id string) (uint32, bool) {
 func (s *session) released() bool { return s.tombFirst > 0 }
 
 // lost checks a locked session against what the request says is held of
-// it (WithHeld, and what this Normalizer handed on before a conflict).
+// it (WithHeld), and what this Normalizer handed on of it before a
+// conflict or a store error made it load the session again.
 // When the session went back it answers DataLoss, records the floors, and
 // reports true: the frame is not applied.
 func (ss *sessions) lost(s *session, r *reply, what string) bool {
@@ -133,7 +134,11 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		return false
 	}
 	r.lossChecked = true
-	handed := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL))
+	if handed := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL)); handed != nil {
+		// Kept with the request: a later attempt (after a conflict) checks
+		// it again.
+		r.req.before = mergeHeld(r.req.before, handed)
+	}
 	if n := len(r.req.held); n > 2*ss.cfg.MaxCallsPerSession {
 		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revisions of %d calls, more than a session can have (2 × WithMaxCallsPerSession, acpnormd --max-calls-per-session); it was not applied", what, r.seq, s.id, n)
 		r.claimRefused = true // the rest of a batch is not applied either
@@ -157,7 +162,6 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	}
 	check(r.req.held)
 	check(r.req.before)
-	check(handed)
 	if len(lost) == 0 {
 		return false
 	}
@@ -174,14 +178,16 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	if x.floors == nil {
 		x.floors = map[string]floor{}
 	}
-	var b strings.Builder
-	for i, l := range lost {
+	for _, l := range lost {
 		if len(x.floors) < 4*ss.cfg.MaxCallsPerSession || x.floors[l.id] != (floor{}) {
 			f := x.floors[l.id]
 			f.floor = l.held
 			x.floors[l.id] = f
 			x.floorsDirty = true
 		}
+	}
+	var b strings.Builder
+	for i, l := range lost {
 		if i == maxLossNamed {
 			fmt.Fprintf(&b, "; and %d more calls", len(lost)-i)
 			break

@@ -431,3 +431,31 @@ func TestHeldIsBounded(t *testing.T) {
 	assert.Contains(t, errs[0].Message, "holds revisions of 5 calls")
 	assert.Zero(t, lost.count())
 }
+
+// A loss of more calls than the message names one by one still keeps a
+// floor for every one of them.
+func TestLossOfManyCalls(t *testing.T) {
+	var fs [][]byte
+	for i := range 20 {
+		id := fmt.Sprintf("c%02d", i)
+		fs = append(fs, nsOpen(id, "make"), nsDelta(id, "out\\n"))
+	}
+	st := newRollback()
+	a := normalize.New(normalize.WithStore(st))
+	c := newClient(t)
+	for i := range fs {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	st.back("S", 0)
+	b := normalize.New(normalize.WithStore(st))
+	extra := append(fs, nsDelta("c00", "more\\n"))
+	errs := c.feed(b, extra, len(fs), normalize.WithHeld(maps.Clone(c.held)))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "and 4 more calls")
+	for i := range extra {
+		c.feed(b, extra, i)
+	}
+	assert.Empty(t, c.wentBack, "no call went back, the ones not named included")
+	assert.Equal(t, "out\nmore\n", c.calls["c00"].output)
+}

@@ -482,6 +482,11 @@ func (ss *sessions) release(s *session, r *reply) {
 		r.storeFailed(err)
 	}
 	if err != nil {
+		if !errors.Is(err, store.ErrConflict) && ss.now().Sub(s.storedTouched) < ss.cfg.TTL {
+			// The store failed (a master dying, say): what comes back may
+			// be older than what this cache handed on (see loss.go).
+			ss.handed.put(s.key, s.ackedRevisions(), ss.now())
+		}
 		ss.uncache(s)
 	}
 }

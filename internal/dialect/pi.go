@@ -47,6 +47,24 @@ import (
 //     says `completed` whatever the outcome, then one update with the
 //     whole final text: the `tool_call`'s status is not read (a live pi
 //     `tool_call` never ends a call), the update says how it ended.
+//
+// pi-acp 0.0.23 and 0.0.24 (studied with pi 0.84.2) send the CONTENT wire
+// instead, read by the same words:
+//   - `tool_call` titled with the tool's name "bash", kind `other`, the
+//     command in `rawInput.command`; its updates name no tool.
+//   - live: `content` text that is pi's whole text so far (a Snapshot);
+//     the first is the JSON of an empty result (`{"content": []}`), not
+//     output. Past pi's limit `rawOutput.details.truncation {truncated,
+//     totalBytes}` says the text is only pi's window (a Window, truncated,
+//     at least totalBytes).
+//   - final: `content` text that is pi's whole final text, closing words
+//     and truncation note included (a Final). A success has no words and
+//     no `terminal_exit`: a bare `completed`, which this build also sends
+//     for a shell killed by SIGKILL, so it is no exit code (UNKNOWN).
+//   - session/load replays: a `tool_call` titled "bash", kind `other`,
+//     `completed`, `rawInput: null`, `rawOutput {toolName: "bash",
+//     content, isError}`, then an update with the status and the final
+//     text.
 type pi struct{}
 
 func init() { register(pi{}) }

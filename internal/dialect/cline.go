@@ -56,6 +56,16 @@ import (
 //     its notice.
 //   - session/load replays: `rawOutput` is a JSON string of one entry (or
 //     of the array); it is read like the live value.
+//
+// Cline 2 (2.18.0, the Node build) has the older tool execute_command
+// {command, requires_approval}: title `Execute command: <cmd>`, the command
+// in `rawInput.command`, and, when the model asked for approval, the marker
+// "REQ_APP" glued to the end of both (cut where the title shows it; a
+// command that ends in those letters under such a title loses them). It
+// sends each call twice (a second id, asked again), runs the command with
+// its output in a log file (`rawOutput {output: "📋 Output is being logged
+// to: <file>"}`, a notice: no entries, nothing read) and never ends the
+// call: no output and no exit code reach the wire.
 type cline struct{}
 
 func init() { register(cline{}) }
@@ -103,10 +113,16 @@ func (c *clineCommands) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// clineInput is run_commands' `rawInput`.
+// clineInput is run_commands' `rawInput`, or execute_command's (Cline 2).
 type clineInput struct {
 	Commands clineCommands `json:"commands"`
+	Command  CommandLine   `json:"command"`
 }
+
+// clineApproval is the marker Cline 2 glues to the end of its ask text,
+// and so to the title and rawInput.command, when the model asked for
+// approval (execute_command's requires_approval).
+const clineApproval = "REQ_APP"
 
 // clineEntry is one command's result.
 type clineEntry struct {
@@ -239,13 +255,27 @@ func askCline(u *clineCall) accum.Observation {
 	return o
 }
 
-// clineInputs reads the command: the commands, one per line.
+// clineInputs reads the command: the commands, one per line, or Cline 2's
+// execute_command line without its approval marker (cut only where the
+// title "Execute command: <line>" shows that Cline put it there).
 func clineInputs(o *accum.Observation, u *clineCall) {
-	if in := u.RawInput; in != nil && len(in.Commands) > 0 {
+	in := u.RawInput
+	if in == nil {
+		return
+	}
+	switch {
+	case len(in.Commands) > 0:
 		o.Command = strings.Join(in.Commands, "\n")
-		if o.Shell == accum.ShellUnknown {
-			o.Shell = accum.ShellYes
+	case strings.TrimSpace(in.Command.Line) != "":
+		o.Command = in.Command.Line
+		if u.Title != nil && *u.Title == "Execute command: "+o.Command {
+			o.Command = strings.TrimSuffix(o.Command, clineApproval)
 		}
+	default:
+		return
+	}
+	if o.Shell == accum.ShellUnknown {
+		o.Shell = accum.ShellYes
 	}
 }
 

@@ -174,3 +174,41 @@ func TestClineRecording(t *testing.T) {
 		}
 	}
 }
+
+// TestClineExecuteCommand: Cline 2 (2.18.0, the Node build) runs commands
+// with its older tool execute_command {command, requires_approval}. Its ACP
+// frames carry the command as rawInput.command, and when the model asked
+// for approval, its ask text's marker "REQ_APP" is glued to the end of both
+// the title ("Execute command: <cmd>REQ_APP") and rawInput.command. It runs
+// the command with its output in a log file ("📋 Output is being logged to:
+// <file>", a notice) and never ends the call.
+func TestClineExecuteCommand(t *testing.T) {
+	d, _ := Lookup("cline")
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "the command from rawInput.command, without the approval marker",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Execute command: lsREQ_APP","kind":"execute","status":"pending","rawInput":{"command":"lsREQ_APP"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls"}),
+		},
+		{
+			name: "the ask, the same",
+			ask:  `{"toolCallId":"c1","title":"Execute command: echo a; exit 4REQ_APP","kind":"execute","status":"pending","rawInput":{"command":"echo a; exit 4REQ_APP"}}`,
+			want: one(accum.Observation{ToolCallID: "c1", PermissionAsk: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "echo a; exit 4"}),
+		},
+		{
+			name:   "without approval asked for, no marker",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Execute command: ls","kind":"execute","status":"pending","rawInput":{"command":"ls"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls"}),
+		},
+		{
+			name:   "a command that really ends in REQ_APP keeps it when the title does not say the marker was added",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Run it","kind":"execute","status":"pending","rawInput":{"command":"echo REQ_APP"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "echo REQ_APP"}),
+		},
+		{
+			name:   "the log file notice is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","rawOutput":{"output":"\n📋 Output is being logged to: /tmp/cline/background-1.log"},"content":[{"type":"content","content":{"type":"text","text":"\n📋 Output is being logged to: /tmp/cline/background-1.log"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusRunning}),
+		},
+	})
+}

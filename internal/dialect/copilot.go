@@ -46,6 +46,16 @@ import (
 //   - a cancelled call gets no final frame: the turn's cancel ends it
 //     (the core's rule for calls left open).
 //
+// Older builds, recorded at 1.0.80 and 1.0.61: 1.0.80's `shell_exit` also
+// has `outputTruncated`, and past its limit its live text is a short tail
+// of the last chunk it read rather than a 10,240-character window (a
+// Snapshot here: the final's longer head preview then wins). 1.0.61 sends
+// no `rawOutput.contents[]` (the exit code is the trailer's), runs
+// commands in an interactive shell on a pseudo-terminal (its `ls` prints
+// columns, and a command whose `exit` ends that shell gets the shell's
+// `exit` line before the trailer, which is kept: a command may print
+// `exit` itself, and only the build tells them apart).
+//
 // Copilot streams its output in content whatever the client offers and
 // never runs commands in client-owned terminals: the shared capabilities
 // (no client terminals; `_meta.terminal_output`, which it ignores) suit it.

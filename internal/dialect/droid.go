@@ -8,7 +8,8 @@ import (
 )
 
 // droid reads Factory Droid (`droid exec --output-format acp-daemon`,
-// agentInfo.name "@factory/cli"), recorded at 0.215.0.
+// agentInfo.name "@factory/cli"), recorded at 0.215.0, 0.117.0 and 0.99.0
+// (the same frames; 0.99.0's rawInput has no `summary`).
 //
 // What it sends, and what it means here:
 //   - `tool_call` kind `execute`, `pending`, title "`<cmd>` (low)": the
@@ -83,10 +84,17 @@ var (
 	droidTitle = regexp.MustCompile("(?s)^`(.*)`(?: \\((?:low|medium|high|[a-z]+)\\))?$")
 	// droidCancel is its cancel and rejection notice.
 	droidCancel = regexp.MustCompile(`(?s)^(?:Error: )?Tool execution (?:cancelled|canceled|rejected|denied)\b.*$`)
-	// droidSignal opens a replayed text of a command a signal ended.
-	droidSignal = regexp.MustCompile(`^Error: Command terminated by signal: ([A-Za-z0-9]+)\s*(?:\n|$)`)
-	// droidFailed opens a failed command's replayed text.
-	droidFailed = regexp.MustCompile(`^Error: Command failed \(exit code: (-?\d+)\)\s*(?:\n|$)`)
+	// droidHeader opens the result its Execute tool writes (with "Error: "
+	// when it is a tool error), a line of words about the command: exit N,
+	// a signal, exit 127 or 126 in words, or a timeout.
+	droidHeader = regexp.MustCompile(`(?m)\A(?:Error: )?(?:Command failed \(exit code: (-?\d+)\)|Command terminated by signal: ([A-Za-z0-9]+)|(Command not found\. The command or program may not be installed or not in PATH\.)|(Command not executable\. Check file permissions\.)|(Command timed out after \d+(?:\.\d+)? seconds\. Consider increasing the timeout for long-running commands\.))[ \t]*$`)
+	// droidSaved ends a result whose output it cut and saved to a file.
+	droidSaved = regexp.MustCompile(`\n\nFull command output saved to: [^\n]*\([0-9.]+[KMG]?B\)[ \t]*$`)
+	// droidSandbox ends a result when its sandbox refused the network.
+	droidSandbox = regexp.MustCompile(`\n\nSandbox: network access was denied to: [^\n]*$`)
+	// droidSkipped is a line its summary of a long output puts where it
+	// left lines out.
+	droidSkipped = regexp.MustCompile(`(?m)^\[\.\.\. (?:\d+ lines skipped|output too long to summarize) \.\.\.\]$\n?`)
 	// droidExited ends a replayed output.
 	droidExited = regexp.MustCompile(`(?:\n\n)?\[Process exited with code (-?\d+)\]\s*$`)
 )
@@ -134,7 +142,21 @@ func observeDroid(u *droidCall) []accum.Observation {
 }
 
 // droidText reads a text Droid sends where output goes: its cancel
-// notice, or (replays) output with exit markers.
+// notice, or (replays) its Execute tool's result, which wraps the output in
+// words of its own that are never output:
+//   - a header line: "Command failed (exit code: N)" (exit N), "Command
+//     terminated by signal: SIG", "Command not found. ..." (exit 127),
+//     "Command not executable. ..." (exit 126), or "Command timed out after
+//     N seconds. ..." followed by a blank line and "Partial output before
+//     timeout:" (TimedOut, the header the notice);
+//   - trailers, each after a blank line: "Sandbox: network access was
+//     denied to: ...", "Full command output saved to: PATH (SIZE)" (the
+//     output was cut: truncated), "[Process exited with code N]" (exit N);
+//   - for an empty output, "Command completed successfully" or "Command
+//     terminated early due to SIGPIPE (exit code 141)";
+//   - in a long output it summarized, lines "[... N lines skipped ...]"
+//     and "[... output too long to summarize ...]" where it left lines
+//     out: they are dropped and the output is truncated.
 func droidText(o *accum.Observation, s string) {
 	t := strings.TrimSpace(s)
 	if t == "" {
@@ -144,21 +166,48 @@ func droidText(o *accum.Observation, s string) {
 		o.Cancelled, o.CancelNotice = true, notice(t)
 		return
 	}
-	if m := droidFailed.FindStringSubmatch(s); m != nil {
-		droidExit(o, m[1])
-		s = s[len(m[0]):]
-	} else if m := droidSignal.FindStringSubmatch(s); m != nil {
-		o.Signal = NormalizeSignal(m[1])
-		s = s[len(m[0]):]
-	}
+	// The trailers first, from the end, then the header of what is left.
 	if loc := findFrom(droidExited, s, "[Process exited with code "); loc != nil {
 		droidExit(o, s[loc[2]:loc[3]])
 		s = s[:loc[0]]
 	}
+	truncated := false
+	if loc := droidSaved.FindStringIndex(s); loc != nil {
+		s, truncated = s[:loc[0]], true
+	}
+	if loc := droidSandbox.FindStringIndex(s); loc != nil {
+		s = s[:loc[0]]
+	}
+	if m := droidHeader.FindStringSubmatchIndex(s); m != nil {
+		switch {
+		case m[2] >= 0:
+			droidExit(o, s[m[2]:m[3]])
+		case m[4] >= 0:
+			o.Signal = NormalizeSignal(s[m[4]:m[5]])
+		case m[6] >= 0:
+			droidExit(o, "127")
+		case m[8] >= 0:
+			droidExit(o, "126")
+		case m[10] >= 0:
+			o.TimedOut, o.FailNotice = true, notice(s[:m[1]])
+		}
+		s = s[m[1]:]
+		if o.TimedOut {
+			s = strings.TrimPrefix(s, "\n\nPartial output before timeout:\n")
+		} else {
+			s = strings.TrimPrefix(s, "\n") // the header's own line end
+		}
+	}
+	if s == "Command completed successfully" || s == "Command terminated early due to SIGPIPE (exit code 141)" {
+		s = ""
+	}
+	if droidSkipped.MatchString(s) {
+		s, truncated = droidSkipped.ReplaceAllString(s, ""), true
+	}
 	if s == "" || o.TerminalID != "" {
 		return // the client's terminal has the output
 	}
-	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: s})
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: s, Truncated: truncated})
 }
 
 func droidExit(o *accum.Observation, n string) {

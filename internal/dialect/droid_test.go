@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -64,4 +65,87 @@ func TestDroidAsk(t *testing.T) {
 		ask:  "{\"toolCallId\":\"c1\",\"title\":\"`rm x` (low)\",\"rawInput\":{\"summary\":\"Remove\",\"command\":\"rm x\",\"riskLevelReason\":\"Deletes one file.\",\"riskLevel\":\"low\"},\"kind\":\"execute\"}",
 		want: one(accum.Observation{ToolCallID: "c1", PermissionAsk: true, Shell: accum.ShellYes, Command: "rm x", Description: "Remove", ApprovalReason: "risk level low: Deletes one file."}),
 	}})
+}
+
+// TestDroidResultNotices: Droid's Execute result, which a session/load
+// replay restates as text (rawOutput.text or content), wraps the output in
+// notices of its own: a timeout header and "Partial output before
+// timeout:", "[... N lines skipped ...]" lines where it summarized a long
+// output, a "Full command output saved to:" trailer, and words that stand
+// for an empty output. None of them is output; a summarized or saved
+// output is truncated.
+func TestDroidResultNotices(t *testing.T) {
+	d, _ := Lookup("droid")
+	update := func(status, text string) string {
+		b, err := json.Marshal(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": status, "rawOutput": map[string]any{"text": text}})
+		require.NoError(t, err)
+		return string(b)
+	}
+	const timedOut = "Command timed out after 2 seconds. Consider increasing the timeout for long-running commands."
+	const saved = "\n\nFull command output saved to: /home/dev/.factory/tool-output/call_big_1.log (341KB)"
+	cut := func(s string) accum.Text { x := txt(accum.Combined, accum.Final, s); x.Truncated = true; return x }
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "a timeout: the header is a notice, the partial output is output",
+			update: update("failed", "Error: "+timedOut+"\n\nPartial output before timeout:\nstart\n"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, TimedOut: true, FailNotice: "Error: " + timedOut,
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "start\n")}}),
+		},
+		{
+			name:   "a timeout with no output, sent as a success",
+			update: update("completed", timedOut),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, TimedOut: true, FailNotice: timedOut}),
+		},
+		{
+			name:   "a timeout whose output was saved to a file: truncated, the trailer is no output",
+			update: update("failed", "Error: "+timedOut+"\n\nPartial output before timeout:\n1\n2\n"+saved),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, TimedOut: true, FailNotice: "Error: " + timedOut,
+				Texts: []accum.Text{cut("1\n2\n")}}),
+		},
+		{
+			name:   "a summarized output: the skipped-lines marks and the saved trailer are no output, the output is truncated",
+			update: update("completed", "1\n2\n3\n[... 59994 lines skipped ...]\n59998\n59999\n60000"+saved+"\n\n[Process exited with code 0]"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{cut("1\n2\n3\n59998\n59999\n60000")}}),
+		},
+		{
+			name:   "a summary that kept lines around a keyword, and one too long to summarize",
+			update: update("failed", "Error: Command failed (exit code: 1)\nstart\n[... 120 lines skipped ...]\nerror: boom\n[... 80 lines skipped ...]\n[... output too long to summarize ...]\nend\n\n[Process exited with code 1]"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Exit: ex(1, accum.ExitText, false),
+				Texts: []accum.Text{cut("start\nerror: boom\nend")}}),
+		},
+		{
+			name:   "the words for an empty output are no output",
+			update: update("completed", "Command completed successfully\n\n[Process exited with code 0]"),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false)}),
+		},
+		{
+			name:   "SIGPIPE's words for an empty output are no output",
+			update: update("completed", "Command terminated early due to SIGPIPE (exit code 141)\n\n[Process exited with code 141]"),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(141, accum.ExitText, false)}),
+		},
+		{
+			name:   "exit 127 and 126 headers are notices",
+			update: update("failed", "Error: Command not found. The command or program may not be installed or not in PATH.\nbash: line 1: nosuch: command not found\n\n\n[Process exited with code 127]"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Exit: ex(127, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "bash: line 1: nosuch: command not found\n")}}),
+		},
+		{
+			name:   "exit 126 header alone",
+			update: update("failed", "Error: Command not executable. Check file permissions.\n\n[Process exited with code 126]"),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Exit: ex(126, accum.ExitText, false)}),
+		},
+		{
+			name:   "the sandbox trailer is no output",
+			update: update("failed", "Error: Command failed (exit code: 6)\ncurl: (6) Could not resolve host\n\nSandbox: network access was denied to: example.com\n\n[Process exited with code 6]"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Exit: ex(6, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "curl: (6) Could not resolve host")}}),
+		},
+		{
+			name:   "output that only mentions the marks is output",
+			update: update("completed", "see [... 3 lines skipped ...] and Partial output before timeout: here\n\n[Process exited with code 0]"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "see [... 3 lines skipped ...] and Partial output before timeout: here")}}),
+		},
+	})
 }

@@ -47,6 +47,24 @@ import (
 //     says `completed` whatever the outcome, then one update with the
 //     whole final text: the `tool_call`'s status is not read (a live pi
 //     `tool_call` never ends a call), the update says how it ended.
+//
+// pi-acp 0.0.23 and 0.0.24 (studied with pi 0.84.2) send the CONTENT wire
+// instead, read by the same words:
+//   - `tool_call` titled with the tool's name "bash", kind `other`, the
+//     command in `rawInput.command`; its updates name no tool.
+//   - live: `content` text that is pi's whole text so far (a Snapshot);
+//     the first is the JSON of an empty result (`{"content": []}`), not
+//     output. Past pi's limit `rawOutput.details.truncation {truncated,
+//     totalBytes}` says the text is only pi's window (a Window, truncated,
+//     at least totalBytes).
+//   - final: `content` text that is pi's whole final text, closing words
+//     and truncation note included (a Final). A success has no words and
+//     no `terminal_exit`: a bare `completed`, which this build also sends
+//     for a shell killed by SIGKILL, so it is no exit code (UNKNOWN).
+//   - session/load replays: a `tool_call` titled "bash", kind `other`,
+//     `completed`, `rawInput: null`, `rawOutput {toolName: "bash",
+//     content, isError}`, then an update with the status and the final
+//     text.
 type pi struct{}
 
 func init() { register(pi{}) }
@@ -71,7 +89,56 @@ const piTool = "bash"
 // piCall is a tool call frame of pi-acp.
 type piCall struct {
 	ToolCall
-	Meta *TerminalMeta `json:"_meta"`
+	Meta      *TerminalMeta `json:"_meta"`
+	RawInput  *piInput      `json:"rawInput"`
+	RawOutput *piOutput     `json:"rawOutput"`
+}
+
+// piInput is the `rawInput` of the content wire (pi-acp 0.0.23, 0.0.24):
+// pi's bash tool arguments.
+type piInput struct {
+	Command CommandLine `json:"command"`
+}
+
+// piOutput is the `rawOutput` of the content wire: the tool's name in a
+// replay, and pi's truncation of a big output.
+type piOutput struct {
+	ToolName Str
+	// Truncated says pi kept only its window of the output; TotalBytes is
+	// the size pi says the output has so far (0: not said).
+	Truncated  bool
+	TotalBytes int64
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails. Only an
+// object is read.
+func (p *piOutput) UnmarshalJSON(b []byte) error {
+	*p = piOutput{}
+	eachMember(b, func(key string, val []byte) {
+		switch key {
+		case "TOOLNAME":
+			p.ToolName.UnmarshalJSON(val)
+		case "DETAILS":
+			eachMember(val, func(key string, val []byte) {
+				if key != "TRUNCATION" {
+					return
+				}
+				eachMember(val, func(key string, val []byte) {
+					switch key {
+					case "TRUNCATED":
+						var t *bool
+						readBool(&t, val)
+						p.Truncated = t != nil && *t
+					case "TOTALBYTES":
+						if c := ParseCode(val); c.Known && c.Value > 0 {
+							p.TotalBytes = int64(c.Value)
+						}
+					}
+				})
+			})
+		}
+	})
+	return nil
 }
 
 func (pi) read(msg []byte) (Frame, error) {
@@ -91,7 +158,10 @@ func observePi(u *piCall) []accum.Observation {
 		return []accum.Observation{o}
 	}
 	m := u.Meta
-	if m == nil {
+	if m == nil || (m.TerminalInfo == nil && m.TerminalExit == nil && m.TerminalOutput == nil && m.TerminalOutputDelta == nil) {
+		if o.Shell != accum.ShellNo {
+			piContent(&o, u) // its updates name no tool: the call's opening frame did
+		}
 		return []accum.Observation{o}
 	}
 	if ti := m.TerminalInfo; ti != nil {
@@ -128,15 +198,62 @@ func askPi(u *piCall) accum.Observation {
 	return o
 }
 
-// piInputs reads the command from the title of an execute call.
+// piInputs reads the command from the title of an execute call, or, on
+// the content wire, from rawInput of the call titled with the tool's name
+// (kind "other"; in a replay rawOutput.toolName names the tool).
 func piInputs(o *accum.Observation, u *piCall) {
-	if u.Kind == nil || *u.Kind != "execute" || u.Title == nil {
+	if u.Kind != nil && *u.Kind == "execute" && u.Title != nil {
+		o.Shell = accum.ShellYes
+		if t := strings.TrimSpace(*u.Title); t != "" && t != piTool {
+			o.Command = t
+		}
+	}
+	bash := u.Title != nil && *u.Title == piTool && (u.Kind == nil || *u.Kind == "other" || *u.Kind == "execute")
+	if u.RawOutput != nil && u.RawOutput.ToolName.S == piTool {
+		bash = true
+	}
+	if !bash {
 		return
 	}
-	o.Shell = accum.ShellYes
-	if t := strings.TrimSpace(*u.Title); t != "" && t != piTool {
-		o.Command = t
+	if in := u.RawInput; in != nil && strings.TrimSpace(in.Command.Line) != "" {
+		o.Command = in.Command.Line
+		o.Shell = accum.ShellYes
+	} else if in != nil || u.RawOutput != nil {
+		o.Shell = accum.ShellYes
 	}
+}
+
+// piEmpty is the content wire's first live text: the JSON of a result
+// with no content yet, not output.
+var piEmpty = regexp.MustCompile(`^\{\s*"content"\s*:\s*\[\s*\]\s*\}$`)
+
+// piContent reads the content wire's texts: live, pi's whole text so far,
+// or, once pi keeps only its window (rawOutput.details.truncation), that
+// window; the final, pi's whole text with its closing words (piFinal).
+func piContent(o *accum.Observation, u *piCall) {
+	if o.Opens {
+		return // a replay's tool_call: its update says the rest
+	}
+	text, ok := u.Texts()
+	if !ok {
+		return
+	}
+	out := u.RawOutput
+	if out == nil {
+		out = &piOutput{}
+	}
+	if o.Status.Ended() {
+		piEnd(o, text, nil, true, out)
+		return
+	}
+	if strings.TrimSpace(text) == "" || piEmpty.MatchString(strings.TrimSpace(text)) {
+		return
+	}
+	t := accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text}
+	if out.Truncated {
+		t.Kind, t.Truncated, t.TotalBytes = accum.Window, true, out.TotalBytes
+	}
+	o.Texts = append(o.Texts, t)
 }
 
 // piText is pi's output text as a rolling delta.
@@ -158,6 +275,13 @@ const piNoOutput = "(no output)"
 // piFinal reads the frame that ends a call: its last delta with pi's
 // closing words, and the terminal exit.
 func piFinal(o *accum.Observation, data string, m *TerminalMeta) {
+	piEnd(o, data, m, false, nil)
+}
+
+// piEnd reads pi's closing words off the end of data: a last delta (the
+// terminal wire), or, when whole, pi's whole final text (the content wire,
+// whose rawOutput out says whether pi cut it).
+func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *piOutput) {
 	said := false // pi's words said how the command ended
 	if loc := piExited.FindStringSubmatchIndex(data); loc != nil {
 		said = true
@@ -193,6 +317,9 @@ func piFinal(o *accum.Observation, data string, m *TerminalMeta) {
 	if data == piNoOutput {
 		data = ""
 	}
+	if m == nil {
+		m = &TerminalMeta{}
+	}
 	if te := m.TerminalExit; te != nil && o.Exit == nil && te.ExitCode.Known {
 		switch c := te.ExitCode.Value; {
 		case c == 0 && o.Status == accum.StatusCompleted:
@@ -207,6 +334,14 @@ func piFinal(o *accum.Observation, data string, m *TerminalMeta) {
 			o.Failed, o.FailNotice = true, notice(data)
 		}
 		data = ""
+	}
+	if whole {
+		t := accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: data, Truncated: truncated || out.Truncated}
+		if t.Truncated {
+			t.TotalBytes = out.TotalBytes
+		}
+		o.Texts = append(o.Texts, t)
+		return
 	}
 	if data != "" || truncated {
 		o.Texts = append(o.Texts, piText(data, truncated))

@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -232,4 +233,87 @@ func TestPiRecording(t *testing.T) {
 	assert.Equal(t, "4", exit4.exitCode())
 	out, _ = exit4.output(accum.Combined)
 	assert.Equal(t, "after-cancel\n", out)
+}
+
+// TestPiContentWire: pi-acp 0.0.23 and 0.0.24 (with pi 0.84.2) send another
+// wire than 0.0.34: the call titled with the tool name "bash", kind
+// "other", the command in rawInput; pi's text so far as content (a JSON
+// dump of an empty result first), and the final text with pi's closing
+// words; rawOutput.details.truncation when pi keeps only its window.
+func TestPiContentWire(t *testing.T) {
+	d, _ := Lookup("pi")
+	upd := func(status, text, rawOutput string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"p1","status":"` + status + `","content":[{"type":"content","content":{"type":"text","text":` + jsonString(text) + `}}],"rawOutput":` + rawOutput + `}`
+	}
+	raw := func(text string) string {
+		return `{"content":[{"type":"text","text":` + jsonString(text) + `}],"details":{}}`
+	}
+	win := func(text string, total int) string {
+		return `{"content":[{"type":"text","text":` + jsonString(text) + `}],"details":{"truncation":{"truncated":true,"truncatedBy":"lines","totalLines":60000,"totalBytes":` + strconv.Itoa(total) + `,"outputLines":2000},"fullOutputPath":"/tmp/pi-bash-1.log"}}`
+	}
+	final := func(s string) accum.Text { return txt(accum.Combined, accum.Final, s) }
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "tool_call: the command from rawInput, the tool name title and kind other are pi's bash",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"p1","title":"bash","kind":"other","status":"pending","rawInput":{"command":"ls -la","timeout":2}}`,
+			want:   one(accum.Observation{ToolCallID: "p1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls -la"}),
+		},
+		{
+			name:   "another tool of kind other is no shell call",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"p1","title":"read","kind":"other","status":"pending","rawInput":{"path":"a.txt"}}`,
+			want:   one(accum.Observation{ToolCallID: "p1", Opens: true, Status: accum.StatusPending}),
+		},
+		{
+			name:   "the JSON dump of an empty result is not output",
+			update: upd("in_progress", "{\n  \"content\": []\n}", `{"content":[]}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Status: accum.StatusRunning}),
+		},
+		{
+			name:   "live: pi's whole text so far",
+			update: upd("in_progress", "tick1\ntick2\n", raw("tick1\ntick2\n")),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusRunning,
+				Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "tick1\ntick2\n")}}),
+		},
+		{
+			name:   "live past pi's limit: its window, truncated, at least the total so far",
+			update: upd("in_progress", "58001\n58002", win("58001\n58002", 65536)),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusRunning,
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "58001\n58002", Truncated: true, TotalBytes: 65536}}}),
+		},
+		{
+			name:   "final: exit N from pi's words, which are not output",
+			update: upd("failed", "a\nb\n\n\nCommand exited with code 3", raw("a\nb\n\n\nCommand exited with code 3")),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusFailed, Exit: ex(3, accum.ExitText, false),
+				Texts: []accum.Text{final("a\nb\n")}}),
+		},
+		{
+			name:   "final: a timeout",
+			update: upd("failed", "start\n\n\nCommand timed out after 2 seconds", raw("start\n\n\nCommand timed out after 2 seconds")),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusFailed, TimedOut: true,
+				Texts: []accum.Text{final("start\n")}}),
+		},
+		{
+			name:   "final: an abort is the user's cancel",
+			update: upd("failed", "tick1\n\n\nCommand aborted", raw("tick1\n\n\nCommand aborted")),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusFailed, Cancelled: true, CancelNotice: "Command aborted",
+				Texts: []accum.Text{final("tick1\n")}}),
+		},
+		{
+			name:   "final past pi's limit: its window without the note, truncated, the whole size",
+			update: upd("completed", "59999\n60000\n\n[Showing lines 58001-60000 of 60000. Full output: /tmp/pi-bash-1.log]", win("59999\n60000", 348894)),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusCompleted,
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "59999\n60000", Truncated: true, TotalBytes: 348894}}}),
+		},
+		{
+			name:   "final completed without words: the output, and no exit code (this build also says completed for a shell killed by SIGKILL)",
+			update: upd("completed", "before-kill\n", `{"content":[{"type":"text","text":"before-kill\n"}]}`),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusCompleted,
+				Texts: []accum.Text{final("before-kill\n")}}),
+		},
+		{
+			name:   "a replay's tool_call: status not read, the tool name in rawOutput says it is pi's bash",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"p1","title":"bash","kind":"other","status":"completed","rawInput":null,"rawOutput":{"role":"toolResult","toolCallId":"p1","toolName":"bash","content":[{"type":"text","text":"a\nb\n\n\nCommand exited with code 3"}],"details":{},"isError":true}}`,
+			want:   one(accum.Observation{ToolCallID: "p1", Opens: true, Shell: accum.ShellYes}),
+		},
+	})
 }

@@ -23,6 +23,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { spawnSync } from "node:child_process";
+import zlib from "node:zlib";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 export const pkgsDir = path.join(here, "pkgs");
@@ -163,8 +164,13 @@ export const AGENTS = [
     // login; COPILOT_OFFLINE keeps it from calling GitHub.
     command: ({ build }) => [path.join(build.pkgDir("@github/copilot-linux-x64", build.pkgDir("@github/copilot")), "copilot"), ["--acp"]],
     variants: [{ name: "plain", terminalMeta: false }],
-    setup({ home, modelUrl }) {
+    setup({ home, modelUrl, build }) {
       return {
+        // Before 1.0.80 (1.0.61 here) its ACP session/new wants a login
+        // even with a provider. Offline, the only login it takes is an API
+        // key of an "alternative provider" (COPILOT_ENABLE_ALT_PROVIDERS),
+        // here the same model server; nothing asks GitHub.
+        ...(compareVersions(build.version, "1.0.80") < 0 ? { COPILOT_ENABLE_ALT_PROVIDERS: "true", OPENAI_API_KEY: "unused", OPENAI_BASE_URL: `${modelUrl}/v1` } : {}),
         COPILOT_OFFLINE: "true",
         COPILOT_PROVIDER_BASE_URL: `${modelUrl}/v1`,
         COPILOT_PROVIDER_API_KEY: "unused",
@@ -186,9 +192,16 @@ export const AGENTS = [
     command: ({ build }) => [build.bin("cline", "cline"), ["--acp"]],
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ modelUrl, env, build }) {
-      const r = spawnSync(build.bin("cline", "cline"), ["auth", "-p", "openai-compatible", "-k", "unused", "-m", "fake-model", "-b", `${modelUrl}/v1`], { env, encoding: "utf8", timeout: 60000 });
+      // Cline 2 (Node) names the OpenAI-compatible provider "openai", and
+      // offers native tools (not its XML tool text) only to model families
+      // it knows, such as a "gpt-5" id; Cline 3 (the native build) names it
+      // "openai-compatible" and offers tools to any model.
+      const cline2 = compareVersions(build.version, "3") < 0;
+      const provider = cline2 ? "openai" : "openai-compatible";
+      const model = cline2 ? "gpt-5" : "fake-model";
+      const r = spawnSync(build.bin("cline", "cline"), ["auth", "-p", provider, "-k", "unused", "-m", model, "-b", `${modelUrl}/v1`], { env, encoding: "utf8", timeout: 60000 });
       if (r.status !== 0) throw new Error(`cline auth: ${r.error?.message ?? r.signal ?? r.status}: ${(r.stderr || r.stdout || "").trim().slice(0, 500)}`);
-      return { CLINE_PROVIDER: "openai-compatible", CLINE_API_KEY: "unused", CLINE_MODEL: "fake-model" };
+      return { CLINE_PROVIDER: provider, CLINE_API_KEY: "unused", CLINE_MODEL: model };
     },
   },
   {
@@ -222,7 +235,7 @@ export const AGENTS = [
     // Grok Build: the native binary the package's postinstall unpacked from
     // @xai-official/grok-linux-x64, with its auto-updater, telemetry and
     // error reporting off.
-    command: ({ build }) => [path.join(build.pkgDir("@xai-official/grok"), "bin", "grok-native"), ["agent", "stdio"]],
+    command: ({ build }) => [grokBinary(build), ["agent", "stdio"]],
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ home, modelUrl }) {
       return {
@@ -259,10 +272,34 @@ export const AGENTS = [
       });
       return { FACTORY_API_KEY: "fk-unused", FACTORY_DROID_AUTO_UPDATE_ENABLED: "false", FACTORY_DISABLE_KEYRING: "1" };
     },
-    // The custom model is chosen per session: "custom:<displayName>-<index>".
-    afterSession: ({ client, sessionId }) => client.request("session/set_config_option", { sessionId, configId: "model", value: "custom:Fake-0" }),
+    // The custom model is chosen per session: "custom:<displayName>-<index>",
+    // with session/set_config_option; builds before it (0.117.0, 0.99.0
+    // here) have only session/set_model.
+    afterSession: ({ client, sessionId, build }) =>
+      compareVersions(build.version, "0.215.0") < 0
+        ? client.request("session/set_model", { sessionId, modelId: "custom:Fake-0" })
+        : client.request("session/set_config_option", { sessionId, configId: "model", value: "custom:Fake-0" }),
   },
 ];
+
+// grokBinary is the native Grok binary of a build. 1.0.41's postinstall
+// unpacks it into the package (bin/grok-native). 1.0.5's postinstall only
+// copies it to $GROK_HOME/bin, and its bin/grok trampoline would unpack it
+// into the private HOME on every start: here it is unpacked once, in place,
+// from the platform package's brotli payload (bin/grok.br), as that
+// trampoline does when it cannot write a home.
+function grokBinary(build) {
+  const native = path.join(build.pkgDir("@xai-official/grok"), "bin", "grok-native");
+  if (fs.existsSync(native)) return native;
+  const dir = path.join(build.pkgDir(`@xai-official/grok-linux-x64`, build.pkgDir("@xai-official/grok")), "bin");
+  const raw = path.join(dir, "grok");
+  if (!fs.existsSync(raw)) {
+    const tmp = `${raw}.tmp.${process.pid}`;
+    fs.writeFileSync(tmp, zlib.brotliDecompressSync(fs.readFileSync(path.join(dir, "grok.br"))), { mode: 0o755 });
+    fs.renameSync(tmp, raw);
+  }
+  return raw;
+}
 
 // claudeSetup points Claude Code at the model server with a dummy key and
 // turns off everything that would call home.

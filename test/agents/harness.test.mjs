@@ -215,6 +215,12 @@ test("the model fills each agent's shell tool from its schema", () => {
   assert.deepEqual(args("bash", obj(["command", "timeout"])), { command: "sleep 9", timeout: 2 });
   assert.deepEqual(args("bash", obj(["command", "description", "timeout"])), { command: "sleep 9", description: "Run step 0 (t)", timeout: 2000 });
   assert.deepEqual(args("run_commands", obj(["commands"])), { commands: ["sleep 9"] });
+  assert.deepEqual(args("execute_command", obj(["command", "requires_approval"])), { command: "sleep 9", requires_approval: true });
+  assert.deepEqual(args("execute_command", obj(["command", "requires_approval", "timeout"])), { command: "sleep 9", requires_approval: true, timeout: 2 });
+  // Cline 2 ends a task only with attempt_completion; others get text.
+  const done = [...ev, { kind: "tool_result", text: "ok" }];
+  assert.deepEqual(decide(steps, done, ["execute_command", "attempt_completion"]), { kind: "tool", step: 0, name: "attempt_completion", args: { result: "Step 0 (t) finished; I ran the command and saw its result." } });
+  assert.equal(decide(steps, done, ["run_commands", "attempt_completion"]).kind, "text");
   assert.deepEqual(args("run_terminal_command", obj(["command", "description", "timeout"])), { command: "sleep 9", description: "Run step 0 (t)", timeout: 2000 });
   const execute = { type: "object", properties: { command: { type: "string" }, timeout: { type: "number" }, riskLevel: { type: "string", enum: ["low", "medium", "high"] }, extra: { type: "string", enum: ["a", "b"] } }, required: ["command", "riskLevel", "extra"] };
   assert.deepEqual(args("Execute", execute), { command: "sleep 9", timeout: 2, riskLevel: "low", riskLevelReason: "a harness step", extra: "a" });

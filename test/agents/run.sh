@@ -19,7 +19,8 @@
 # for a scenario other than full; details in the .json beside it, wire logs,
 # model and agent logs beside them).
 # --update copies the fresh recordings to test/testdata/recordings/agents/ for
-# review, each with its .meta.json (what the harness did and saw).
+# review, each with its .meta.json (what the harness did and saw); a session
+# that did not finish (no session, a crash) is not copied.
 # --replay runs no agent: it checks the committed recordings of the scenario
 # (every scenario with recordings when none is named;
 # test/testdata/recordings/agents/) against the acpnormd built from this
@@ -50,7 +51,8 @@ done
 # --replay with no --scenario checks every scenario with committed
 # recordings; recording with no --scenario runs the full one.
 if [ -z "$scenario" ] && [ "$replay" = 1 ]; then
-  scenarios=(full scenario-dev load)
+  scenarios=()
+  for f in "$here"/scenarios/*.json; do scenarios+=("$(basename "$f" .json)"); done
 else
   scenarios=("${scenario:-full}")
 fi
@@ -117,8 +119,10 @@ if [ -n "$missing" ]; then
   all=$(echo "$want"; echo "$have")
   ws=$(echo "$all" | sort -u | grep . | sed 's/^/-w /' | tr '\n' ' ')
   echo "== npm ci $ws"
+  # Grok's postinstall copies its binary to $GROK_HOME/bin (~/.grok by
+  # default): keep that inside node_modules.
   # shellcheck disable=SC2086 # word splitting of the -w flags is wanted
-  npm ci $ws --no-audit --no-fund --loglevel=error
+  GROK_HOME="$here/node_modules/.grok-home" npm ci $ws --no-audit --no-fund --loglevel=error
   { sha256sum package-lock.json | cut -d' ' -f1; echo "$all" | sort -u | grep .; } >"$stamp"
 fi
 
@@ -126,6 +130,7 @@ echo "== go build acpnormd, loup"
 (cd "$repo" && go build -o "$out/acpnormd" ./cmd/acpnormd && go build -o "$out/loup" ./test/agents/loup)
 
 recs=()
+unfinished=() # sessions record.mjs could not finish: never copied by --update
 for r in "${runs[@]}"; do
   read -r id version variant _ <<<"$r"
   name="${id}-${version}_${variant}_${scenario}"
@@ -133,6 +138,7 @@ for r in "${runs[@]}"; do
   rm -f "$out/$name".*
   if ! unshare -n "$out/loup" node record.mjs --agent "$id@$version" --variant "$variant" --scenario "$scenario_file" --out "$out/$name.ndjson"; then
     echo "   (the session did not finish; see $out/$name.agent.log and $name.meta.json)"
+    unfinished+=("$out/$name.ndjson")
   fi
   recs+=("$out/$name.ndjson")
 done
@@ -146,6 +152,10 @@ echo "table: $res.md"
 if [ "$update" = 1 ]; then
   mkdir -p "$dest"
   for f in "${recs[@]}"; do
+    if [[ " ${unfinished[*]} " == *" $f "* ]]; then
+      echo "not copied: $(basename "$f") (the session did not finish)"
+      continue
+    fi
     [ -s "$f" ] && cp "$f" "${f%.ndjson}.meta.json" "$dest/" && echo "updated ${dest#"$repo/"}/$(basename "$f")"
   done
 fi

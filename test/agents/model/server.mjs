@@ -42,6 +42,9 @@ const SHELL_TOOLS = [
   ["shell", (s) => ({ command: ["bash", "-lc", s.command], ...(s.timeout_ms ? { timeout_ms: s.timeout_ms } : {}) })],
   // Cline: {commands: [..]}, one command per call here.
   ["run_commands", (s) => ({ commands: [s.command] })],
+  // Cline 2: {command, requires_approval, timeout (s) only in its yolo
+  // mode}; approval asked for, so that the client answers every command.
+  ["execute_command", (s, d, props) => ({ command: s.command, requires_approval: true, ...(s.timeout_ms && props.has("timeout") ? { timeout: s.timeout_ms / 1000 } : {}) })],
   // Grok Build: {command, description, timeout (ms)}.
   ["run_terminal_command", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
   // Factory Droid: {command, timeout (s)?, riskLevel, ...}; the other
@@ -80,7 +83,13 @@ export function decide(steps, events, toolNames, schemas = {}) {
   const step = steps[k];
   const resultSince = events.slice(at + 1).some((e) => e.kind === "tool_result");
   if (resultSince) {
-    return { kind: "text", text: `Step ${k} (${step.id}) finished; I ran the command and saw its result.` };
+    const text = `Step ${k} (${step.id}) finished; I ran the command and saw its result.`;
+    // Cline 2 (execute_command) takes an answer without a tool call for a
+    // mistake and asks again: it ends a task only with attempt_completion.
+    if (toolNames.includes("execute_command") && toolNames.includes("attempt_completion")) {
+      return { kind: "tool", step: k, name: "attempt_completion", args: { result: text } };
+    }
+    return { kind: "text", text };
   }
   const tool = SHELL_TOOLS.find(([name]) => toolNames.includes(name));
   if (!tool) {

@@ -238,13 +238,17 @@ func geminiDebugResult(o *accum.Observation, text string) {
 			}
 		}
 	}
-	if v, ok := val("Exit Code"); ok {
-		if e := CodeFromString(strings.TrimSpace(v)).Exit(accum.ExitText, true); e != nil {
-			o.Exit = e
-		}
-	}
-	if v, ok := val("Signal"); ok && strings.TrimSpace(v) != "" {
+	if v, ok := val("Signal"); ok && strings.TrimSpace(v) != "" && strings.TrimSpace(v) != "0" {
+		// "Signal: 0" (Qwen Code 0.15) is no signal.
 		o.Signal = NormalizeSignal(v)
+	}
+	if v, ok := val("Exit Code"); ok {
+		// A report names exit code 0 beside the signal that killed a
+		// process (Qwen Code 0.15: "Exit Code: 0\nSignal: 9"): that 0
+		// is no exit status.
+		if c := CodeFromString(strings.TrimSpace(v)); c.Known && !(o.Signal != "" && c.Value == 0) {
+			o.Exit = c.Exit(accum.ExitText, true)
+		}
 	}
 	if v, ok := val("Error"); ok && strings.TrimSpace(v) != "" {
 		o.Failed = true

@@ -80,6 +80,32 @@ export const AGENTS = [
     },
   },
   {
+    id: "qwen-code",
+    pkg: "@qwen-code/qwen-code",
+    versionOf: "@qwen-code/qwen-code",
+    // Qwen Code, a Gemini CLI fork (bundled JS), over ACP with --acp.
+    command: () => ["node", [path.join(nodeModules, "@qwen-code", "qwen-code", "cli.js"), "--acp"]],
+    variants: [{ name: "plain", terminalMeta: false }],
+    // Qwen reads ~/.qwen/settings.json. Auth "openai" is any OpenAI-
+    // compatible (Chat Completions) endpoint: OPENAI_BASE_URL, a dummy
+    // OPENAI_API_KEY and OPENAI_MODEL point it at the model; no Qwen OAuth.
+    setup({ home, modelUrl }) {
+      writeJSON(path.join(home, ".qwen", "settings.json"), {
+        security: { auth: { selectedType: "openai" }, folderTrust: { enabled: false } },
+        model: { name: "fake-model" },
+        general: { disableAutoUpdate: true, disableUpdateNag: true, enableAutoUpdate: false },
+        privacy: { usageStatisticsEnabled: false },
+        telemetry: { enabled: false },
+      });
+      return {
+        OPENAI_API_KEY: "unused",
+        OPENAI_BASE_URL: `${modelUrl}/v1`,
+        OPENAI_MODEL: "fake-model",
+        QWEN_CODE_NO_RELAUNCH: "true",
+      };
+    },
+  },
+  {
     id: "codex-acp",
     pkg: "@zed-industries/codex-acp",
     versionOf: "@zed-industries/codex-acp",

@@ -76,10 +76,18 @@ export const AGENTS = [
     id: "gemini-cli",
     pkg: "@google/gemini-cli",
     versionOf: "@google/gemini-cli",
-    command: ({ build }) => [build.bin("@google/gemini-cli", "gemini"), ["--acp"]],
+    // In debug mode (--debug) its shell tool displays the report it writes
+    // for the model ("Output: ...\nExit Code: N\nSignal: ...") as the
+    // result, instead of the output alone.
+    // 0.19 takes the flag as --experimental-acp.
+    command: ({ build, variant }) => [
+      build.bin("@google/gemini-cli", "gemini"),
+      [compareVersions(build.version, "0.20.0") < 0 ? "--experimental-acp" : "--acp", ...(variant.debug ? ["--debug"] : [])],
+    ],
     variants: [
       { name: "plain", terminalMeta: false },
       { name: "terminal-meta", terminalMeta: true },
+      { name: "debug", terminalMeta: false, debug: true },
     ],
     // Gemini CLI reads ~/.gemini/settings.json; the API key is a dummy and
     // GOOGLE_GEMINI_BASE_URL sends every generateContent call to the model.
@@ -98,7 +106,7 @@ export const AGENTS = [
     pkg: "@qwen-code/qwen-code",
     versionOf: "@qwen-code/qwen-code",
     // Qwen Code, a Gemini CLI fork (bundled JS), over ACP with --acp.
-    command: () => ["node", [path.join(nodeModules, "@qwen-code", "qwen-code", "cli.js"), "--acp"]],
+    command: ({ build }) => ["node", [path.join(build.pkgDir("@qwen-code/qwen-code"), "cli.js"), "--acp"]],
     variants: [{ name: "plain", terminalMeta: false }],
     // Qwen reads ~/.qwen/settings.json. Auth "openai" is any OpenAI-
     // compatible (Chat Completions) endpoint: OPENAI_BASE_URL, a dummy

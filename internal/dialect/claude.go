@@ -81,6 +81,12 @@ type claude struct {
 
 func init() { register(claude{}) }
 
+// forVersion reads builds before claudeExitTruthful with their made-up
+// terminal_exit set aside; an unknown build is read as the newest.
+func (claude) forVersion(v Version) Dialect {
+	return claude{exitMadeUp: v.Before(claudeExitTruthful)}
+}
+
 // claudeExitTruthful is the first claude-agent-acp build seen to fill
 // terminal_exit.exit_code with the command's exit code (or null when it has
 // none). claude-code-acp never sends terminal_exit, so the rule costs its

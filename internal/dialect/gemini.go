@@ -33,7 +33,9 @@ import (
 //   - Debug mode: `Command: ...\nDirectory: ...\nOutput: ...\nError:
 //     ...\nExit Code: N\nSignal: ...\n...`. `Output` is the combined output
 //     (older releases: `Stdout` and `Stderr`, really separated streams),
-//     `(empty)` meaning none; `Exit Code` is ExitText; `Signal` a signal;
+//     `(empty)` meaning none; `Exit Code` is ExitText, except a 0 beside a
+//     signal (a killed process has no exit status); `Signal` a signal
+//     (`0`, as Qwen Code 0.15 writes it for none, is none);
 //     `Error` is Gemini's own error (spawn/exec failure), not stderr, so it
 //     is not output and marks the call Failed.
 //   - Gemini sends no exit code for an ordinary completed command, and this

@@ -49,10 +49,24 @@ import (
 //   - signal: a number or a name (Signal). outcome (applyVerdict): "failed"
 //     fails, "timed_out" is TimedOut, "cancelled" is Cancelled.
 //     `error`, when not empty, is Qwen's own error: Failed, not output.
-//   - A final whose rawOutput is a string (releases that display the
-//     result as text, like Gemini CLI): that string is read as Gemini
-//     reads a final text (output, or its exit/signal/cancel markers) and
-//     the content, the model's report, is not.
+//   - A final whose rawOutput is a string (0.15 and 0.21, recorded:
+//     0.15.10 ends every call `completed`, 0.21.10 a nonzero exit, a
+//     signal, a timeout or a cancel `failed`): that string is the output
+//     alone (or, with none, Gemini's markers "Command exited with code: N",
+//     "Command terminated by signal: S"), read as Gemini reads a final
+//     text. Its trailers are no output: "Output too long and was saved to:
+//     PATH" (the output is then a window: Truncated), 0.15's long-run
+//     advice ("Note: this foreground command ran for Ns. ..."), and
+//     0.21's first line "Command timed out after Nms before it could
+//     complete." (TimedOut). The content is then the only statement of
+//     the exit: the model's report, read for its "Exit Code: N" (text
+//     evidence), "Signal: N" (0 or "(none)" is none; an Exit Code 0 beside
+//     a signal is no exit status) and "Error:" (Qwen's own error:
+//     Failed), also when Qwen's truncation notice cut the report's middle;
+//     or "Command timed out after Nms before it could complete. ..."
+//     (TimedOut) or "Command was cancelled by user before it could
+//     complete. ..." (Cancelled, its first line quoted). None of it is
+//     output.
 //   - A final without rawOutput: its content is read as Gemini reads it
 //     (debug report fields, exit/signal/cancel markers); on `failed` the
 //     text is Qwen's error, not output: "was canceled by the user" (a
@@ -151,6 +165,14 @@ type qwenCall struct {
 	Meta      *struct {
 		ToolName Str `json:"toolName"`
 	} `json:"_meta"`
+}
+
+// unreadFields: 0.24's rawOutput.text restates rawOutput.output for
+// display (cut in the middle "for ACP transport"); notices, pid,
+// directory, version and outputFiles say nothing about the exit or the
+// output.
+func (qwenCall) unreadFields() []string {
+	return []string{"rawOutput.text", "rawOutput.notices", "rawOutput.pid", "rawOutput.directory", "rawOutput.version", "rawOutput.outputFiles"}
 }
 
 func (qwen) read(msg []byte) (Frame, error) {

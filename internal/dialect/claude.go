@@ -415,8 +415,12 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		if m := claudeExitHeader.FindStringSubmatch(s); m != nil {
 			if c := CodeFromString(m[1]); c.Known {
 				o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
+				if o.Exit.Source == accum.ExitText {
+					o.Src.Exit = "Exit code header of the output text"
+				}
 			}
 			s = s[len(m[0]):]
+			o.Src.Notice = "Exit code header of the output text"
 		}
 	}
 	if p, ok := persistedPreview(s); ok {

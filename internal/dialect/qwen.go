@@ -214,7 +214,11 @@ func observeQwen(u *qwenCall) []accum.Observation {
 			if hasText {
 				qwenReport(&o, text)
 			}
+			n := len(o.Texts)
 			qwenFinalText(&o, display.S)
+			if len(o.Texts) > n {
+				o.Src.Output = "rawOutput (the displayed text)"
+			}
 		}
 	case o.Status == accum.StatusFailed:
 		// Qwen's error (the user's refusal, a spawn error, a policy that
@@ -392,12 +396,16 @@ func qwenReport(o *accum.Observation, text string) {
 		return
 	}
 	m := all[len(all)-1]
+	o.Src.Notice = "the model's report in the content text"
 	code, sig := strings.TrimSpace(text[m[2]:m[3]]), strings.TrimSpace(text[m[4]:m[5]])
 	if sig != "" && sig != "0" && sig != "(none)" {
 		o.Signal = NormalizeSignal(sig)
 	}
 	if c := CodeFromString(code); c.Known && !(o.Signal != "" && c.Value == 0) {
 		o.Exit = c.Exit(accum.ExitText, true)
+		o.Src.Exit = "Exit Code line of the content report"
+	} else if o.Signal != "" {
+		o.Src.Exit = "Signal line of the content report"
 	}
 	head := text[:m[0]]
 	if i := strings.LastIndex(head, "\nError: "); i >= 0 {

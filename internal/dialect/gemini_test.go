@@ -241,7 +241,9 @@ func TestGeminiDebugReport(t *testing.T) {
 	runObsCases(t, d, []obsCase{
 		{name: "a success names no exit code: the output, and no exit (UNKNOWN, never a 0 from a missing line)",
 			update: final("Output: alpha.txt  beta.md  gamma.go  notes.txt\nProcess Group PGID: 19498"),
-			want:   with(func(o *accum.Observation) { o.Texts = []accum.Text{txt(C, F, "alpha.txt  beta.md  gamma.go  notes.txt")} })},
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(C, F, "alpha.txt  beta.md  gamma.go  notes.txt")}
+			})},
 		{name: "a nonzero exit",
 			update: final("Output: a\nb\nExit Code: 3\nProcess Group PGID: 19514"),
 			want: with(func(o *accum.Observation) {

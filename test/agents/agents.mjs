@@ -79,11 +79,7 @@ export const AGENTS = [
     // In debug mode (--debug) its shell tool displays the report it writes
     // for the model ("Output: ...\nExit Code: N\nSignal: ...") as the
     // result, instead of the output alone.
-    // 0.19 takes the flag as --experimental-acp.
-    command: ({ build, variant }) => [
-      build.bin("@google/gemini-cli", "gemini"),
-      [compareVersions(build.version, "0.20.0") < 0 ? "--experimental-acp" : "--acp", ...(variant.debug ? ["--debug"] : [])],
-    ],
+    command: ({ build, variant }) => [build.bin("@google/gemini-cli", "gemini"), ["--acp", ...(variant.debug ? ["--debug"] : [])]],
     variants: [
       { name: "plain", terminalMeta: false },
       { name: "terminal-meta", terminalMeta: true },

@@ -295,7 +295,10 @@ export const AGENTS = [
 ];
 
 // claudeSetup points Claude Code at the model server with a dummy key and
-// turns off everything that would call home.
+// turns off everything that would call home. It leaves the conversation
+// history on: with CLAUDE_CODE_SKIP_PROMPT_HISTORY set, Claude Code keeps
+// no conversation to resume, and session/load after a restart answers
+// "Resource not found" (claude-agent-acp 0.70.0, 0.85.1 and 0.101.0 alike).
 function claudeSetup({ modelUrl }) {
   return {
     ANTHROPIC_BASE_URL: modelUrl,
@@ -307,7 +310,6 @@ function claudeSetup({ modelUrl }) {
     DISABLE_TELEMETRY: "1",
     DISABLE_ERROR_REPORTING: "1",
     DISABLE_BUG_COMMAND: "1",
-    CLAUDE_CODE_SKIP_PROMPT_HISTORY: "1",
   };
 }
 

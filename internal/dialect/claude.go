@@ -69,9 +69,29 @@ import (
 //     rest restates the terminal's output. "Tool cancelled by user" is its
 //     cancel notice; "Command started in background with id: T" is
 //     Background.
-type claude struct{}
+type claude struct {
+	// exitMadeUp: this build fills `_meta.terminal_exit.exit_code` with a
+	// value of its own, not the command's (claude-agent-acp before 0.86.0:
+	// 1 for every result Claude Code flagged as an error, a rejected call
+	// too, and 0 for every other, a command moved to the background by its
+	// timeout too). That field is then no exit evidence; the agent's own
+	// "Exit code N" header is.
+	exitMadeUp bool
+}
 
 func init() { register(claude{}) }
+
+// forVersion reads builds before claudeExitTruthful with their made-up
+// terminal_exit set aside; an unknown build is read as the newest.
+func (claude) forVersion(v Version) Dialect {
+	return claude{exitMadeUp: v.Before(claudeExitTruthful)}
+}
+
+// claudeExitTruthful is the first claude-agent-acp build seen to fill
+// terminal_exit.exit_code with the command's exit code (or null when it has
+// none). claude-code-acp never sends terminal_exit, so the rule costs its
+// builds (all numbered below this) nothing.
+const claudeExitTruthful = "0.86.0"
 
 func (claude) Info() Info {
 	return Info{
@@ -123,14 +143,27 @@ type claudeUpdate struct {
 	Meta      *claudeMeta `json:"_meta"`
 }
 
-func (claude) read(msg []byte) (Frame, error) {
+func (c claude) read(msg []byte) (Frame, error) {
+	if c.exitMadeUp {
+		return readFrame(msg, observeClaudeMadeUpExit, askClaude)
+	}
 	return readFrame(msg, observeClaude, askClaude)
 }
 
 func observeClaude(u *claudeUpdate) []accum.Observation {
+	return observeClaudeBuild(u, false)
+}
+
+// observeClaudeMadeUpExit reads a build whose terminal_exit exit code is
+// made up (claude.exitMadeUp).
+func observeClaudeMadeUpExit(u *claudeUpdate) []accum.Observation {
+	return observeClaudeBuild(u, true)
+}
+
+func observeClaudeBuild(u *claudeUpdate, exitMadeUp bool) []accum.Observation {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readClaude(u)}
+		return []accum.Observation{readClaude(u, exitMadeUp)}
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			if u.SessionUpdate == "terminal_update" {
@@ -175,7 +208,7 @@ func claudeBase(u *claudeUpdate, o accum.Observation) accum.Observation {
 	return o
 }
 
-func readClaude(u *claudeUpdate) accum.Observation {
+func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 	o := claudeBase(u, u.Base())
 	ended := o.Status.Ended()
 	completed := o.Status == accum.StatusCompleted
@@ -186,6 +219,12 @@ func readClaude(u *claudeUpdate) accum.Observation {
 		tm := m.TerminalMeta
 		outputs := []*TerminalData{tm.TerminalOutput, tm.TerminalOutputDelta}
 		tm.TerminalOutput, tm.TerminalOutputDelta = nil, nil
+		if exitMadeUp && tm.TerminalExit != nil {
+			// The terminal ended, but its exit code is the adapter's.
+			te := *tm.TerminalExit
+			te.ExitCode = Code{}
+			tm.TerminalExit = &te
+		}
 		tm.ApplyTerminalMeta(&o)
 		for _, td := range outputs {
 			if td == nil {
@@ -316,7 +355,12 @@ var claudeTermTrailer = regexp.MustCompile(`\n\nCommand output was too long, so 
 // claudeTermBackground is its answer for run_in_background.
 var claudeTermBackground = regexp.MustCompile(`^Command started in background with id: \S+$`)
 
+// claudeAbortedNotice is the line claude-agent-acp appends to the output
+// of a command the user interrupted.
+const claudeAbortedNotice = "[Command was aborted before completion]"
+
 var (
+	claudeAborted      = regexp.MustCompile(`\n?\[Command was aborted before completion\]\s*$`)
 	claudeExitHeader   = regexp.MustCompile(`^Exit code (-?\d+)(?:\n|$)`)
 	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \((\d+) bytes total\)[^\]\n]*\]\s*$`)
 	claudeBgStarted    = regexp.MustCompile(`(?s)^Command running in background with ID: .*$`)
@@ -361,12 +405,22 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		o.Background = true
 		return
 	}
+	if loc := findFrom(claudeAborted, s, claudeAbortedNotice); loc != nil {
+		// claude-agent-acp's line after the output of a command the user
+		// interrupted (toolResponse interrupted: true).
+		o.Cancelled, o.CancelNotice = true, claudeAbortedNotice
+		s = s[:loc[0]]
+	}
 	if !completed {
 		if m := claudeExitHeader.FindStringSubmatch(s); m != nil {
 			if c := CodeFromString(m[1]); c.Known {
 				o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
+				if o.Exit.Source == accum.ExitText {
+					o.Src.Exit = "Exit code header of the output text"
+				}
 			}
 			s = s[len(m[0]):]
+			o.Src.Notice = "Exit code header of the output text"
 		}
 	}
 	if p, ok := persistedPreview(s); ok {

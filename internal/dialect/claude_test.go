@@ -309,3 +309,56 @@ func TestClaudeClientTerminalBash(t *testing.T) {
 		},
 	})
 }
+
+// TestClaudeMadeUpTerminalExit reads frames as claude-agent-acp 0.70.0
+// sent them with _meta.terminal_output
+// (test/testdata/recordings/agents/claude-agent-acp-0.70.0_terminal-meta_full.ndjson).
+// Builds before 0.86.0 fill terminal_exit.exit_code with 1 for every
+// result Claude Code flagged as an error and 0 for every other: that value
+// is no exit code. The output's own "Exit code N" header is.
+func TestClaudeMadeUpTerminalExit(t *testing.T) {
+	d := claudeDialect(t)
+	C, S, F := accum.Combined, accum.Snapshot, accum.Final
+	yes, done, failed := accum.ShellYes, accum.StatusCompleted, accum.StatusFailed
+	exit := func(id string, code, status string) string {
+		return `{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"` + id + `","exit_code":` + code + `,"signal":null}},"toolCallId":"` + id + `","sessionUpdate":"tool_call_update","status":"` + status + `"`
+	}
+	exit3 := exit("toolu_exit3_5", "1", "failed") + `,"rawOutput":"Exit code 3\na\nb","content":[{"type":"terminal","terminalId":"toolu_exit3_5"}]}`
+	for _, v := range []string{"0.70.0", "0.85.1"} {
+		t.Run(v, func(t *testing.T) {
+			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
+				{name: "the header is the exit code; terminal_exit 1 is not",
+					update: exit3,
+					want:   one(accum.Observation{ToolCallID: "toolu_exit3_5", TerminalID: "toolu_exit3_5", Shell: yes, Status: failed, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "a\nb")}})},
+				{name: "the header on the terminal_output frame",
+					update: `{"_meta":{"terminal_output":{"terminal_id":"toolu_exit3_5","data":"Exit code 3\na\nb"}},"toolCallId":"toolu_exit3_5","sessionUpdate":"tool_call_update"}`,
+					want:   one(accum.Observation{ToolCallID: "toolu_exit3_5", TerminalID: "toolu_exit3_5", Shell: yes, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, S, "a\nb")}})},
+				{name: "a success: terminal_exit 0 is no proof (it is 0 for every result not flagged as an error)",
+					update: exit("toolu_ok_2", "0", "completed") + `,"rawOutput":"alpha.txt\nbeta.md","content":[{"type":"terminal","terminalId":"toolu_ok_2"}]}`,
+					want:   one(accum.Observation{ToolCallID: "toolu_ok_2", TerminalID: "toolu_ok_2", Shell: yes, Status: done, Texts: []accum.Text{txt(C, F, "alpha.txt\nbeta.md")}})},
+				{name: "a command moved to the background by its timeout: terminal_exit 0 is made up",
+					update: exit("toolu_timeout_26", "0", "completed") + `,"rawOutput":"Command did not complete within its 2s timeout and was moved to the background (ID: b6bk9prrn). Output is being written to: /tmp/x.output.","content":[{"type":"terminal","terminalId":"toolu_timeout_26"}]}`,
+					want:   one(accum.Observation{ToolCallID: "toolu_timeout_26", TerminalID: "toolu_timeout_26", Shell: yes, Status: done, Background: true})},
+				{name: "a rejected call: nothing ran, so no exit code",
+					update: `{"_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"permission-rule"},"terminal_exit":{"terminal_id":"toolu_reject_32","exit_code":1,"signal":null}},"toolCallId":"toolu_reject_32","sessionUpdate":"tool_call_update","status":"failed","rawOutput":"User refused permission to run tool","content":[{"type":"terminal","terminalId":"toolu_reject_32"}]}`,
+					want:   one(accum.Observation{ToolCallID: "toolu_reject_32", TerminalID: "toolu_reject_32", Shell: yes, Status: failed, Cancelled: true, CancelNotice: "User refused permission to run tool"})},
+			})
+		})
+	}
+	// From 0.86.0, and for a build that is unknown or newer than any
+	// studied, the adapter's terminal_exit is the command's.
+	for _, v := range []string{"0.86.0", "0.101.0", "0.200.0", "", "not-a-version"} {
+		t.Run("newest rules for "+v, func(t *testing.T) {
+			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
+				{name: "terminal_exit is the exit code",
+					update: exit("toolu_exit3_8", "3", "failed") + `,"rawOutput":"Exit code 3\na\nb","content":[{"type":"terminal","terminalId":"toolu_exit3_8"}]}`,
+					want:   one(accum.Observation{ToolCallID: "toolu_exit3_8", TerminalID: "toolu_exit3_8", Shell: yes, Status: failed, Exit: ex(3, accum.ExitTerminal, false), Texts: []accum.Text{txt(C, F, "a\nb")}})},
+			})
+		})
+	}
+	runObsCases(t, d, []obsCase{
+		{name: "the abort line after an interrupted command's output is a notice",
+			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"tick1\ntick2\n[Command was aborted before completion]"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: "[Command was aborted before completion]", Texts: []accum.Text{txt(C, S, "tick1\ntick2")}})},
+	})
+}

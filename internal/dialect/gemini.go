@@ -30,10 +30,20 @@ import (
 //     the real output printed before the cancel),
 //     `Command failed: E` (Failed) or `Command moved to background (PID: N)
 //     ...` (Background); none of these is output.
-//   - Debug mode: `Command: ...\nDirectory: ...\nOutput: ...\nError:
-//     ...\nExit Code: N\nSignal: ...\n...`. `Output` is the combined output
+//   - Debug mode (--debug): `Command: ...\nDirectory: ...\nOutput:
+//     ...\nError: ...\nExit Code: N\nSignal: ...\n...`; 0.45 (recorded)
+//     writes only the fields that have a value: `Output: ...\nProcess
+//     Group PGID: N` for a success (no exit code line: the exit stays
+//     UNKNOWN), `Exit Code` only when nonzero, `Signal` only for a signal.
+//     A cancel is `Command was cancelled by user before it could
+//     complete. Below is the output before it was cancelled:\n<output>`,
+//     and Gemini's inactivity timeout `Command was automatically cancelled
+//     because it exceeded the timeout ...` (TimedOut), its output after
+//     the marker. `Output` is the combined output
 //     (older releases: `Stdout` and `Stderr`, really separated streams),
-//     `(empty)` meaning none; `Exit Code` is ExitText; `Signal` a signal;
+//     `(empty)` meaning none; `Exit Code` is ExitText, except a 0 beside a
+//     signal (a killed process has no exit status); `Signal` a signal
+//     (`0`, as Qwen Code 0.15 writes it for none, is none);
 //     `Error` is Gemini's own error (spawn/exec failure), not stderr, so it
 //     is not output and marks the call Failed.
 //   - Gemini sends no exit code for an ordinary completed command, and this
@@ -157,11 +167,24 @@ var (
 	geminiBackground   = regexp.MustCompile(`(?i)^Command (?:moved to|running in|started in) (?:the )?background\b`)
 	// geminiDebug matches the debug-mode result; its fields follow.
 	geminiDebug = regexp.MustCompile(`(?m)^(?:Output|Stdout): `)
+	// geminiDebugStart and geminiDebugEnd are how a debug-mode result
+	// begins and ends when it names no exit code: 0.45 writes only the
+	// fields that have a value ("Output: ...\nProcess Group PGID: N" for
+	// an exit 0, "Exit Code" only when nonzero, "Signal" only for a
+	// signal).
+	geminiDebugStart = regexp.MustCompile(`^(?:Command|Output|Stdout): `)
+	geminiDebugEnd   = regexp.MustCompile(`\nProcess Group PGID: (?:\d+|\(none\))\s*$`)
+	// geminiTimedOut is the notice of a command Gemini stopped after its
+	// inactivity timeout ("Command was automatically cancelled because it
+	// exceeded the timeout of 5.0 minutes without output."), in the
+	// display (0.45) or the debug report.
+	geminiTimedOut = regexp.MustCompile(`^Command was automatically cancell?ed because it exceeded the timeout\b`)
 )
 
 // geminiFinal reads the text of a `completed` frame.
 func geminiFinal(o *accum.Observation, text string) {
-	if strings.Contains(text, "\nExit Code: ") && geminiDebug.MatchString(text) {
+	if (strings.Contains(text, "\nExit Code: ") && geminiDebug.MatchString(text)) ||
+		(geminiDebugStart.MatchString(text) && geminiDebugEnd.MatchString(text)) {
 		geminiDebugResult(o, text)
 		return
 	}
@@ -172,6 +195,11 @@ func geminiFinal(o *accum.Observation, text string) {
 	}
 	if m := geminiSignalled.FindStringSubmatch(line); m != nil {
 		o.Signal = NormalizeSignal(m[1])
+		return
+	}
+	if geminiTimedOut.MatchString(line) {
+		o.TimedOut = true
+		geminiCancelOutput(o, text)
 		return
 	}
 	if geminiCancelled.MatchString(line) {
@@ -238,13 +266,17 @@ func geminiDebugResult(o *accum.Observation, text string) {
 			}
 		}
 	}
-	if v, ok := val("Exit Code"); ok {
-		if e := CodeFromString(strings.TrimSpace(v)).Exit(accum.ExitText, true); e != nil {
-			o.Exit = e
-		}
-	}
-	if v, ok := val("Signal"); ok && strings.TrimSpace(v) != "" {
+	if v, ok := val("Signal"); ok && strings.TrimSpace(v) != "" && strings.TrimSpace(v) != "0" {
+		// "Signal: 0" (Qwen Code 0.15) is no signal.
 		o.Signal = NormalizeSignal(v)
+	}
+	if v, ok := val("Exit Code"); ok {
+		// A report names exit code 0 beside the signal that killed a
+		// process (Qwen Code 0.15: "Exit Code: 0\nSignal: 9"): that 0
+		// is no exit status.
+		if c := CodeFromString(strings.TrimSpace(v)); c.Known && !(o.Signal != "" && c.Value == 0) {
+			o.Exit = c.Exit(accum.ExitText, true)
+		}
 	}
 	if v, ok := val("Error"); ok && strings.TrimSpace(v) != "" {
 		o.Failed = true
@@ -256,10 +288,24 @@ func geminiDebugResult(o *accum.Observation, text string) {
 // cancellation:", the real output the command printed before it.
 func geminiCancel(o *accum.Observation, text string) {
 	o.Cancelled, o.CancelNotice = true, notice(text)
-	if _, out, ok := strings.Cut(text, geminiBeforeCancel); ok {
-		out = strings.TrimPrefix(strings.TrimPrefix(out, "\r"), "\n")
-		if out != "" {
-			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: out})
+	geminiCancelOutput(o, text)
+}
+
+// geminiBelowCancel introduces the output in the debug report of a
+// cancelled command ("Command was cancelled by user before it could
+// complete. Below is the output before it was cancelled:\ntick1...").
+const geminiBelowCancel = "Below is the output before it was cancelled:"
+
+// geminiCancelOutput reads the real output printed before a cancel or a
+// timeout, after the notice's marker; the notice itself is not output.
+func geminiCancelOutput(o *accum.Observation, text string) {
+	for _, marker := range []string{geminiBeforeCancel, geminiBelowCancel} {
+		if _, out, ok := strings.Cut(text, marker); ok {
+			out = strings.TrimPrefix(strings.TrimPrefix(out, "\r"), "\n")
+			if out != "" {
+				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: out})
+			}
+			return
 		}
 	}
 }

@@ -221,3 +221,56 @@ func TestGeminiRecording(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiDebugReport reads finals as Gemini CLI 0.45.2 sent them with
+// --debug (test/testdata/recordings/agents/gemini-cli-0.45.2_debug_full.ndjson):
+// the report names only the fields that have a value, so a success is
+// "Output: ...\nProcess Group PGID: N" with no exit code line.
+func TestGeminiDebugReport(t *testing.T) {
+	d, _ := Lookup("gemini")
+	C, F := accum.Combined, accum.Final
+	final := func(text string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"completed","title":"make","content":[{"type":"content","content":{"type":"text","text":` + jsq(text) + `}}],"locations":[],"kind":"execute"}`
+	}
+	base := accum.Observation{ToolCallID: "g1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "make"}
+	with := func(f func(o *accum.Observation)) []accum.Observation {
+		o := base
+		f(&o)
+		return []accum.Observation{o}
+	}
+	runObsCases(t, d, []obsCase{
+		{name: "a success names no exit code: the output, and no exit (UNKNOWN, never a 0 from a missing line)",
+			update: final("Output: alpha.txt  beta.md  gamma.go  notes.txt\nProcess Group PGID: 19498"),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(C, F, "alpha.txt  beta.md  gamma.go  notes.txt")}
+			})},
+		{name: "a nonzero exit",
+			update: final("Output: a\nb\nExit Code: 3\nProcess Group PGID: 19514"),
+			want: with(func(o *accum.Observation) {
+				o.Exit = ex(3, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(C, F, "a\nb")}
+			})},
+		{name: "a signal",
+			update: final("Output: before-kill\nSignal: 9\nProcess Group PGID: 20249"),
+			want: with(func(o *accum.Observation) {
+				o.Signal = "SIGKILL"
+				o.Texts = []accum.Text{txt(C, F, "before-kill")}
+			})},
+		{name: "a cancel: the notice is quoted, the output below it is the output",
+			update: final("Command was cancelled by user before it could complete. Below is the output before it was cancelled:\ntick1\ntick2"),
+			want: with(func(o *accum.Observation) {
+				o.Cancelled = true
+				o.CancelNotice = "Command was cancelled by user before it could complete. Below is the output before it was cancelled:"
+				o.Texts = []accum.Text{txt(C, F, "tick1\ntick2")}
+			})},
+		{name: "an inactivity timeout: timed out, the output after the marker",
+			update: final("Command was automatically cancelled because it exceeded the timeout of 5.0 minutes without output.\n\nOutput before cancellation:\nstart"),
+			want: with(func(o *accum.Observation) {
+				o.TimedOut = true
+				o.Texts = []accum.Text{txt(C, F, "start")}
+			})},
+		{name: "output that only starts like a report is output",
+			update: final("Output: 3 files\nDone"),
+			want:   with(func(o *accum.Observation) { o.Texts = []accum.Text{txt(C, F, "Output: 3 files\nDone")} })},
+	})
+}

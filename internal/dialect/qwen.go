@@ -49,10 +49,24 @@ import (
 //   - signal: a number or a name (Signal). outcome (applyVerdict): "failed"
 //     fails, "timed_out" is TimedOut, "cancelled" is Cancelled.
 //     `error`, when not empty, is Qwen's own error: Failed, not output.
-//   - A final whose rawOutput is a string (releases that display the
-//     result as text, like Gemini CLI): that string is read as Gemini
-//     reads a final text (output, or its exit/signal/cancel markers) and
-//     the content, the model's report, is not.
+//   - A final whose rawOutput is a string (0.15 and 0.21, recorded:
+//     0.15.10 ends every call `completed`, 0.21.10 a nonzero exit, a
+//     signal, a timeout or a cancel `failed`): that string is the output
+//     alone (or, with none, Gemini's markers "Command exited with code: N",
+//     "Command terminated by signal: S"), read as Gemini reads a final
+//     text. Its trailers are no output: "Output too long and was saved to:
+//     PATH" (the output is then a window: Truncated), 0.15's long-run
+//     advice ("Note: this foreground command ran for Ns. ..."), and
+//     0.21's first line "Command timed out after Nms before it could
+//     complete." (TimedOut). The content is then the only statement of
+//     the exit: the model's report, read for its "Exit Code: N" (text
+//     evidence), "Signal: N" (0 or "(none)" is none; an Exit Code 0 beside
+//     a signal is no exit status) and "Error:" (Qwen's own error:
+//     Failed), also when Qwen's truncation notice cut the report's middle;
+//     or "Command timed out after Nms before it could complete. ..."
+//     (TimedOut) or "Command was cancelled by user before it could
+//     complete. ..." (Cancelled, its first line quoted). None of it is
+//     output.
 //   - A final without rawOutput: its content is read as Gemini reads it
 //     (debug report fields, exit/signal/cancel markers); on `failed` the
 //     text is Qwen's error, not output: "was canceled by the user" (a
@@ -153,6 +167,14 @@ type qwenCall struct {
 	} `json:"_meta"`
 }
 
+// unreadFields: 0.24's rawOutput.text restates rawOutput.output for
+// display (cut in the middle "for ACP transport"); notices, pid,
+// directory, version and outputFiles say nothing about the exit or the
+// output.
+func (qwenCall) unreadFields() []string {
+	return []string{"rawOutput.text", "rawOutput.notices", "rawOutput.pid", "rawOutput.directory", "rawOutput.version", "rawOutput.outputFiles"}
+}
+
 func (qwen) read(msg []byte) (Frame, error) {
 	return readFrame(msg, observeQwen, askQwen)
 }
@@ -183,12 +205,20 @@ func observeQwen(u *qwenCall) []accum.Observation {
 	text, hasText := u.Texts()
 	switch display := u.RawOutput.Text; {
 	case display.Set:
-		// A release that displays the result as text: that text is the
-		// output or Gemini's markers; the content is the model's report.
+		// A release that displays the result as text (0.15): that text is
+		// the output or Gemini's markers; the content is the model's
+		// report, which states the exit code and the signal.
 		if o.Status == accum.StatusFailed && qwenUserCancel.MatchString(display.S) {
 			o.Cancelled, o.CancelNotice = true, notice(display.S)
 		} else {
+			if hasText {
+				qwenReport(&o, text)
+			}
+			n := len(o.Texts)
 			qwenFinalText(&o, display.S)
+			if len(o.Texts) > n {
+				o.Src.Output = "rawOutput (the displayed text)"
+			}
 		}
 	case o.Status == accum.StatusFailed:
 		// Qwen's error (the user's refusal, a spawn error, a policy that
@@ -283,13 +313,105 @@ func qwenTitleCommand(title string, o *accum.Observation) string {
 
 // qwenFinalText reads a final text the way Gemini does (a debug report's
 // fields, exit/signal/cancel markers, else the output), after removing
-// Qwen's truncation notice, which marks the output truncated.
+// Qwen's truncation notices, which mark the output truncated, and its
+// advice to the model about long-running commands.
 func qwenFinalText(o *accum.Observation, text string) {
+	text = qwenCutLongRunHint(text)
+	saved := false
+	if loc := qwenSavedNotice.FindStringIndex(text); loc != nil {
+		text, saved = text[:loc[0]], true
+	}
 	body, truncated := qwenClean(text)
+	truncated = truncated || saved
+	if loc := qwenTimedOutDisplay.FindStringIndex(body); loc != nil {
+		// "Command timed out after Nms." stands where the output goes when
+		// there was none (0.15); 0.21 puts "Command timed out after Nms
+		// before it could complete." on a line before the output.
+		o.TimedOut = true
+		body = body[loc[1]:]
+	}
 	n := len(o.Texts)
 	geminiFinal(o, body)
+	if truncated && len(o.Texts) == n {
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true})
+	}
 	for i := n; i < len(o.Texts); i++ {
 		o.Texts[i].Truncated = o.Texts[i].Truncated || truncated
+	}
+}
+
+var (
+	// qwenSavedNotice is what 0.15 appends to the displayed output when
+	// the model's copy was cut and the whole output saved to a file; the
+	// displayed output is then a window of the whole.
+	qwenSavedNotice = regexp.MustCompile(`(?:^|\n)Output too long and was saved to: [^\n]*\s*$`)
+	// qwenLongRunHint is 0.15's advice to the model after a foreground
+	// command that ran long, appended after a blank line.
+	qwenLongRunHint = regexp.MustCompile(`(?s)(?:^|\n\n)Note: this foreground command ran for \d+s\. Next time .*$`)
+	// qwenTimedOutDisplay is the displayed result of a command that timed
+	// out without output (0.15), or the line before the output of one that
+	// printed some (0.21).
+	qwenTimedOutDisplay = regexp.MustCompile(`^Command timed out after \d+ ?ms(?: before it could complete)?\.(?:\n|$)`)
+	// qwenTimedOut and qwenCancelled are the model's text of a command
+	// that timed out or was cancelled (0.15): "Command timed out after
+	// 2000ms before it could complete. Below is the output ..."; the output
+	// itself is the displayed rawOutput.
+	qwenTimedOut  = regexp.MustCompile(`^Command timed out after \d+ ?ms before it could complete\.`)
+	qwenCancelled = regexp.MustCompile(`^Command was cancell?ed by (?:the )?user before it could complete\.`)
+	// qwenReportTail is the end of the model's report (0.15): its last
+	// "Exit Code:" and "Signal:" lines, before "Process Group PGID:".
+	qwenReportTail = regexp.MustCompile(`\nExit Code: ([^\n]*)\nSignal: ([^\n]*)\n(?:Background PIDs: [^\n]*\n)?Process Group PGID: [^\n]*`)
+)
+
+// qwenCutLongRunHint removes the long-run advice from a text.
+func qwenCutLongRunHint(text string) string {
+	if loc := qwenLongRunHint.FindStringIndex(text); loc != nil {
+		return text[:loc[0]]
+	}
+	return text
+}
+
+// qwenReport reads the model's text of a 0.15 final, whose displayed
+// rawOutput holds the output alone: the report's "Exit Code: N" (unless a
+// signal is named: Qwen writes 0 beside the signal of a killed process),
+// "Signal: N" (0 or "(none)" is no signal) and "Error:" (Qwen's own
+// error, Failed), or the notice of a timeout or a cancel. The report may
+// come cut by Qwen's truncation notice: its end, which holds these fields,
+// is kept. Nothing of it is output.
+func qwenReport(o *accum.Observation, text string) {
+	text = qwenCutLongRunHint(strings.TrimSpace(text))
+	switch {
+	case qwenTimedOut.MatchString(text):
+		o.TimedOut = true
+		return
+	case qwenCancelled.MatchString(text):
+		o.Cancelled, o.CancelNotice = true, notice(text[:strings.IndexByte(text+"\n", '\n')])
+		return
+	}
+	if !strings.HasPrefix(text, "Command: ") && !strings.HasPrefix(text, qwenTruncNotice) {
+		return
+	}
+	all := qwenReportTail.FindAllStringSubmatchIndex(text, -1)
+	if all == nil {
+		return
+	}
+	m := all[len(all)-1]
+	o.Src.Notice = "the model's report in the content text"
+	code, sig := strings.TrimSpace(text[m[2]:m[3]]), strings.TrimSpace(text[m[4]:m[5]])
+	if sig != "" && sig != "0" && sig != "(none)" {
+		o.Signal = NormalizeSignal(sig)
+	}
+	if c := CodeFromString(code); c.Known && !(o.Signal != "" && c.Value == 0) {
+		o.Exit = c.Exit(accum.ExitText, true)
+		o.Src.Exit = "Exit Code line of the content report"
+	} else if o.Signal != "" {
+		o.Src.Exit = "Signal line of the content report"
+	}
+	head := text[:m[0]]
+	if i := strings.LastIndex(head, "\nError: "); i >= 0 {
+		if e := strings.TrimSpace(head[i+len("\nError: "):]); e != "" && e != "(none)" {
+			o.Failed = true
+		}
 	}
 }
 

@@ -91,16 +91,16 @@ func TestQwenUpdate(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "hello")}})},
 		{name: "final without rawOutput: report with a signal keeps no 0",
 			update: qwenFinal("completed", report("x", "0", "9"), ""),
-			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Signal: "SIGKILL", Texts: []accum.Text{txt(C, F, "x")}})},
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Signal: "SIGKILL", Texts: []accum.Text{txt(C, F, "x")}})},
 		{name: "newer title Shell: command (description) with rawInput at once",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"run_shell_command-1","status":"pending","title":"Shell: npm test (Run the tests)","kind":"execute","rawInput":{"command":"npm test","description":"Run the tests","is_background":false},"_meta":{"toolName":"run_shell_command","timestamp":1764500000000}}`,
 			want:   one(accum.Observation{ToolCallID: id, Opens: true, Shell: yes, Status: accum.StatusPending, Command: "npm test", Description: "Run the tests"})},
 		{name: "newer title without rawInput command: the display name is no part of the command",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"run_shell_command-1","status":"pending","title":"Shell: make [in web] (Build)","kind":"execute","rawInput":{"description":"Build"},"_meta":{"toolName":"run_shell_command"}}`,
 			want:   one(accum.Observation{ToolCallID: id, Opens: true, Shell: yes, Status: accum.StatusPending, Command: "make", CommandFromTitle: true, Cwd: "web", Description: "Build"})},
-		{name: "rawOutput as display text: the output, the content report is not",
+		{name: "rawOutput as display text: the output; the content report states the exit code, and is not output",
 			update: qwenFinal("completed", report("hello", "0", "(none)"), `"hello\n"`),
-			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Texts: []accum.Text{txt(C, F, "hello\n")}})},
+			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "hello\n")}})},
 		{name: "rawOutput as display text: an exit marker is the exit, not output",
 			update: qwenFinal("failed", report("(empty)", "2", "(none)"), `"Command exited with code: 2"`),
 			want:   one(accum.Observation{ToolCallID: id, Command: "npm test", CommandFromTitle: true, Status: failed, Exit: ex(2, accum.ExitText, false)})},
@@ -159,4 +159,59 @@ func TestQwenOutputReadMatchesDecode(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", in, got, want)
 		}
 	}
+}
+
+// TestQwenDisplayedResult reads finals as Qwen Code 0.15.10 sent them
+// (test/testdata/recordings/agents/qwen-code-0.15.10_plain_full.ndjson):
+// every final is `completed`, whatever the exit; rawOutput is the displayed
+// output alone (a string); the content is the model's report, the only
+// place that states the exit code and the signal.
+func TestQwenDisplayedResult(t *testing.T) {
+	d, _ := Lookup("qwen")
+	C, F := accum.Combined, accum.Final
+	id := "run_shell_command-1"
+	done := accum.StatusCompleted
+	report := func(cmd, out, code, sig string) string {
+		return "Command: " + cmd + "\nDirectory: (root)\nOutput: " + out + "\nError: (none)\nExit Code: " + code + "\nSignal: " + sig + "\nProcess Group PGID: 23566"
+	}
+	runObsCases(t, d, []obsCase{
+		{name: "exit 0: Signal 0 is no signal",
+			update: qwenFinal("completed", report("ls", "alpha.txt  beta.md", "0", "0"), jsq("alpha.txt  beta.md")),
+			want:   one(accum.Observation{ToolCallID: id, Command: "ls", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "alpha.txt  beta.md")}})},
+		{name: "exit 3 on a completed frame",
+			update: qwenFinal("completed", report("printf 'a\\nb\\n'; exit 3", "a\nb", "3", "0"), jsq("a\nb")),
+			want:   one(accum.Observation{ToolCallID: id, Command: "printf 'a\\nb\\n'; exit 3", CommandFromTitle: true, Status: done, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "a\nb")}})},
+		{name: "killed: Exit Code 0 beside Signal 9 is no exit status",
+			update: qwenFinal("completed", report("echo before-kill; kill -9 $$", "before-kill", "0", "9"), jsq("before-kill")),
+			want:   one(accum.Observation{ToolCallID: id, Command: "echo before-kill; kill -9 $$", CommandFromTitle: true, Status: done, Signal: "SIGKILL", Texts: []accum.Text{txt(C, F, "before-kill")}})},
+		{name: "an error in the report is Qwen's failure, not output",
+			update: qwenFinal("completed", "Command: x\nDirectory: (root)\nOutput: (empty)\nError: spawn bash ENOENT\nExit Code: (none)\nSignal: (none)\nProcess Group PGID: (none)", jsq("Command failed: spawn bash ENOENT")),
+			want:   one(accum.Observation{ToolCallID: id, Command: "x", CommandFromTitle: true, Status: done, Failed: true})},
+		{name: "timed out: the model's notice says so; the displayed output is the output",
+			update: qwenFinal("completed", "Command timed out after 2000ms before it could complete. Below is the output before it timed out:\nstart", jsq("start")),
+			want:   one(accum.Observation{ToolCallID: id, Status: done, TimedOut: true, Texts: []accum.Text{txt(C, F, "start")}})},
+		{name: "timed out without output: neither text is output",
+			update: qwenFinal("completed", "Command timed out after 2000ms before it could complete. There was no output before it timed out.", jsq("Command timed out after 2000ms.")),
+			want:   one(accum.Observation{ToolCallID: id, Status: done, TimedOut: true})},
+		{name: "timed out (0.21): a failed final; the notice line before the displayed output is not output",
+			update: qwenFinal("failed", "Command timed out after 2000ms before it could complete.", jsq("Command timed out after 2000ms before it could complete.\nstart")),
+			want:   one(accum.Observation{ToolCallID: id, Status: accum.StatusFailed, TimedOut: true, Texts: []accum.Text{txt(C, F, "start")}})},
+		{name: "exit 3 (0.21): a failed final, Signal (none)",
+			update: qwenFinal("failed", report("printf 'a\\nb\\n'; exit 3", "a\nb", "3", "(none)"), jsq("a\nb")),
+			want:   one(accum.Observation{ToolCallID: id, Command: "printf 'a\\nb\\n'; exit 3", CommandFromTitle: true, Status: accum.StatusFailed, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "a\nb")}})},
+		{name: "cancelled: the notice is quoted, the displayed output is the output",
+			update: qwenFinal("completed", "Command was cancelled by user before it could complete. Below is the output before it was cancelled:\ntick1\ntick2", jsq("tick1\ntick2")),
+			want: one(accum.Observation{ToolCallID: id, Status: done, Cancelled: true, CancelNotice: "Command was cancelled by user before it could complete. Below is the output before it was cancelled:",
+				Texts: []accum.Text{txt(C, F, "tick1\ntick2")}})},
+		{name: "too long: the report cut by Qwen's notice still states the exit; the saved-to note is not output and marks the output truncated",
+			update: qwenFinal("completed", "Tool output was too large and has been truncated.\nThe full output has been saved to: /home/dev/.qwen/tmp/x/run_shell_command_1.output\n\nTruncated part of the output:\nCommand: seq 1 60000\nDirectory: (root)\nOutput: 48124\n48125\n\n... [CONTENT TRUNCATED] ...\n58153\nError: (none)\nExit Code: 0\nSignal: 0\nProcess Group PGID: 23749",
+				jsq("48124\n48125\n58153\nOutput too long and was saved to: /home/dev/.qwen/tmp/x/run_shell_command_1.output")),
+			want: one(accum.Observation{ToolCallID: id, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{{Stream: C, Kind: F, Text: "48124\n48125\n58153", Truncated: true}}})},
+		{name: "the long-run advice to the model is neither output nor report",
+			update: qwenFinal("completed", report("make", "built", "0", "0")+"\n\nNote: this foreground command ran for 75s. Next time you run a similar long-running process, pass `is_background: true`.", jsq("built\n\nNote: this foreground command ran for 75s. Next time you run a similar long-running process, pass `is_background: true`.")),
+			want:   one(accum.Observation{ToolCallID: id, Command: "make", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "built")}})},
+		{name: "output that merely looks like a report line is output",
+			update: qwenFinal("completed", report("cat r.txt", "Exit Code: 7", "0", "0"), jsq("Exit Code: 7")),
+			want:   one(accum.Observation{ToolCallID: id, Command: "cat r.txt", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Exit Code: 7")}})},
+	})
 }

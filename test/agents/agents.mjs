@@ -77,10 +77,14 @@ export const AGENTS = [
     id: "gemini-cli",
     pkg: "@google/gemini-cli",
     versionOf: "@google/gemini-cli",
-    command: ({ build }) => [build.bin("@google/gemini-cli", "gemini"), ["--acp"]],
+    // In debug mode (--debug) its shell tool displays the report it writes
+    // for the model ("Output: ...\nExit Code: N\nSignal: ...") as the
+    // result, instead of the output alone.
+    command: ({ build, variant }) => [build.bin("@google/gemini-cli", "gemini"), ["--acp", ...(variant.debug ? ["--debug"] : [])]],
     variants: [
       { name: "plain", terminalMeta: false },
       { name: "terminal-meta", terminalMeta: true },
+      { name: "debug", terminalMeta: false, debug: true },
     ],
     // Gemini CLI reads ~/.gemini/settings.json; the API key is a dummy and
     // GOOGLE_GEMINI_BASE_URL sends every generateContent call to the model.
@@ -92,6 +96,32 @@ export const AGENTS = [
         telemetry: { enabled: false },
       });
       return { GEMINI_API_KEY: "unused", GOOGLE_GEMINI_BASE_URL: modelUrl, GEMINI_CLI_NO_RELAUNCH: "true" };
+    },
+  },
+  {
+    id: "qwen-code",
+    pkg: "@qwen-code/qwen-code",
+    versionOf: "@qwen-code/qwen-code",
+    // Qwen Code, a Gemini CLI fork (bundled JS), over ACP with --acp.
+    command: ({ build }) => ["node", [path.join(build.pkgDir("@qwen-code/qwen-code"), "cli.js"), "--acp"]],
+    variants: [{ name: "plain", terminalMeta: false }],
+    // Qwen reads ~/.qwen/settings.json. Auth "openai" is any OpenAI-
+    // compatible (Chat Completions) endpoint: OPENAI_BASE_URL, a dummy
+    // OPENAI_API_KEY and OPENAI_MODEL point it at the model; no Qwen OAuth.
+    setup({ home, modelUrl }) {
+      writeJSON(path.join(home, ".qwen", "settings.json"), {
+        security: { auth: { selectedType: "openai" }, folderTrust: { enabled: false } },
+        model: { name: "fake-model" },
+        general: { disableAutoUpdate: true, disableUpdateNag: true, enableAutoUpdate: false },
+        privacy: { usageStatisticsEnabled: false },
+        telemetry: { enabled: false },
+      });
+      return {
+        OPENAI_API_KEY: "unused",
+        OPENAI_BASE_URL: `${modelUrl}/v1`,
+        OPENAI_MODEL: "fake-model",
+        QWEN_CODE_NO_RELAUNCH: "true",
+      };
     },
   },
   {
@@ -302,7 +332,10 @@ function grokBinary(build) {
 }
 
 // claudeSetup points Claude Code at the model server with a dummy key and
-// turns off everything that would call home.
+// turns off everything that would call home. It leaves the conversation
+// history on: with CLAUDE_CODE_SKIP_PROMPT_HISTORY set, Claude Code keeps
+// no conversation to resume, and session/load after a restart answers
+// "Resource not found" (claude-agent-acp 0.70.0, 0.85.1 and 0.101.0 alike).
 function claudeSetup({ modelUrl }) {
   return {
     ANTHROPIC_BASE_URL: modelUrl,
@@ -314,7 +347,6 @@ function claudeSetup({ modelUrl }) {
     DISABLE_TELEMETRY: "1",
     DISABLE_ERROR_REPORTING: "1",
     DISABLE_BUG_COMMAND: "1",
-    CLAUDE_CODE_SKIP_PROMPT_HISTORY: "1",
   };
 }
 

@@ -36,7 +36,8 @@ const SHELL_TOOLS = [
   // Its timeout (ms) is required: a minute unless the step gives one.
   ["mcp__acp__Bash", (s, d) => ({ command: s.command, description: d, timeout: s.timeout_ms ?? 60000 })],
   ["Bash", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
-  ["run_shell_command", (s, d) => ({ command: s.command, description: d })],
+  // Gemini CLI: {command, description}; Qwen Code also takes a timeout (ms).
+  ["run_shell_command", (s, d, props) => ({ command: s.command, description: d, ...(s.timeout_ms && props.has("timeout") ? { timeout: s.timeout_ms } : {}) })],
   ["shell_command", (s) => ({ command: s.command, ...(s.timeout_ms ? { timeout_ms: s.timeout_ms } : {}) })],
   ["exec_command", (s) => ({ cmd: s.command, ...(s.timeout_ms ? { yield_time_ms: s.timeout_ms } : {}) })],
   ["shell", (s) => ({ command: ["bash", "-lc", s.command], ...(s.timeout_ms ? { timeout_ms: s.timeout_ms } : {}) })],

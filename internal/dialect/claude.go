@@ -143,6 +143,14 @@ type claudeUpdate struct {
 	Meta      *claudeMeta `json:"_meta"`
 }
 
+// unreadFields: through a client terminal (mcp__acp__Bash) claude-code-acp
+// 0.11 to 0.16 restate their final notice ("Exited with code N.Final
+// output: ...") as MCP text items in rawOutput and in toolResponse; the
+// exit code and the output come from the client's own terminal answers.
+func (claudeUpdate) unreadFields() []string {
+	return []string{"rawOutput[].text", "_meta.claudeCode.toolResponse[].text"}
+}
+
 func (c claude) read(msg []byte) (Frame, error) {
 	if c.exitMadeUp {
 		return readFrame(msg, observeClaudeMadeUpExit, askClaude)

@@ -27,7 +27,9 @@ import (
 //     the last 30 000 chars beyond that size and prefixes "...\n\n": the
 //     marker is stripped and the rest is a Window. Older releases kept the
 //     head instead, suffixed "\n\n...": the marker is stripped and the rest
-//     is a Snapshot.
+//     is a Snapshot. A live text that starts with the truncation header
+//     below (Kilo sends it on in_progress frames) is read as on the final:
+//     the header is a notice, the rest a Truncated Window.
 //   - final: ALWAYS `completed`. `rawOutput {output, metadata {output, exit,
 //     description, truncated, outputPath?}}`; `metadata.exitCode` in some
 //     releases. The exit is structured evidence; `exit: null` is unknown.
@@ -185,7 +187,22 @@ const (
 // OpenCode itself dropped part of the output, so it is marked Truncated; a
 // window that overlaps what the session already holds loses nothing, and
 // accum then keeps the stream untruncated.
+//
+// A live text can also start with the truncation header the tool writes
+// for the model ("...output truncated...\n\nFull output saved to:
+// F\n\n"; Kilo sends it on in_progress frames): the header is a notice,
+// and the rest is only the tail of the output (a Window). When nothing but
+// "(no output)" follows, the frame says only that output was cut.
 func opencodeLive(text string) accum.Text {
+	if strings.HasPrefix(text, "...") {
+		if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
+			rest := text[loc[1]:]
+			if strings.TrimSpace(rest) == "(no output)" || rest == "" {
+				return accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true}
+			}
+			return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: rest, Truncated: true}
+		}
+	}
 	if rest, ok := strings.CutPrefix(text, opencodeWindowPrefix); ok {
 		return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: rest, Truncated: true}
 	}

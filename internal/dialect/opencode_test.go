@@ -59,6 +59,24 @@ func TestOpencodeUpdate(t *testing.T) {
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: head, Truncated: true}}}},
 		},
 		{
+			// Kilo (and OpenCode) can carry the model-facing truncation
+			// header on a live in_progress frame: a notice, and what
+			// follows is only the tail of the output.
+			name:   "in_progress truncation header: notice stripped, tail Window, Truncated",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"...output truncated...\n\nFull output saved to: /home/dev/.local/share/kilo/tool-output/tool_9\n\n38002\n38003\n"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "38002\n38003\n", Truncated: true}}}},
+		},
+		{
+			name:   "in_progress truncation header with no saved file: still a notice",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"...output truncated...\n\n38003\n"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "38003\n", Truncated: true}}}},
+		},
+		{
+			name:   "in_progress truncation header then only (no output): truncated, nothing replaced",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"...output truncated...\n\nFull output saved to: /tmp/out\n\n(no output)"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Delta, Truncated: true}}}},
+		},
+		{
 			name:   "short text ending in dots is plain output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"wait\n\n..."}}]}`,
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "wait\n\n...")}}},

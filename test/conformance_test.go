@@ -499,6 +499,24 @@ func TestConformanceCodexRust(t *testing.T) {
 			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_s","status":"failed","rawOutput":{"call_id":"call_s","command":["/bin/bash","-lc","echo before-kill; kill -9 $$"],"cwd":"/w","source":"agent","stdout":"","stderr":"execution error: Sandbox(Signal(9))","aggregated_output":"execution error: Sandbox(Signal(9))","exit_code":-1,"duration":{"secs":0,"nanos":0},"formatted_output":"execution error: Sandbox(Signal(9))","status":"failed"},"_meta":{"terminal_exit":{"terminal_id":"call_s","exit_code":-1,"signal":null}}}`),
 		},
 		want: []wantExec{{id: "call_s", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, signal: "SIGKILL", output: "before-kill\n"}},
+	}, {
+		// session/load: the adapter replays the model's exec_command calls
+		// (no kind, rawInput.cmd) and the tool's model-facing texts. A
+		// client that sees only the replay still learns each command,
+		// its exit code (from "Process exited with code N") and output.
+		name: "session_load_replays_exec_command_calls", agent: codexRust,
+		frames: []string{
+			`{"jsonrpc":"2.0","id":77,"method":"session/load","params":{"sessionId":"S","cwd":"/w","mcpServers":[]}}`,
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_r1","title":"exec_command","status":"completed","rawInput":{"cmd":"printf 'out\\n'; exit 3","yield_time_ms":10000}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_r1","status":"completed","rawOutput":"Chunk ID: 5c1d2e\nWall time: 0.0518 seconds\nProcess exited with code 3\nOriginal token count: 1\nOutput:\nout\n"}`),
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_r2","title":"exec_command","status":"completed","rawInput":{"cmd":"echo ok","workdir":"/w/sub"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_r2","status":"completed","rawOutput":"Chunk ID: 77aa01\nWall time: 0.0100 seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nok\n"}`),
+			`{"jsonrpc":"2.0","id":77,"result":{}}`,
+		},
+		want: []wantExec{
+			{id: "call_r1", command: `printf 'out\n'; exit 3`, cwd: "/w", outcome: failed, exit: code(3), output: "out\n"},
+			{id: "call_r2", command: "echo ok", cwd: "/w/sub", outcome: succeeded, exit: code(0), output: "ok\n"},
+		},
 	}})
 }
 

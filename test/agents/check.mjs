@@ -83,8 +83,11 @@ function restartLine(lines) {
 const frameErrorLine = (e) => Number(/^frame error: line (\d+)/.exec(e)?.[1] ?? 0);
 
 
-// expectationFor finds the entry for a step: "agent/variant:scenario",
-// "agent:scenario", "agent/variant", then "agent" (scenario is the scenario
+// expectationFor finds the entry for a step, the most specific first:
+// "agent@version/variant:scenario", "agent@version:scenario",
+// "agent@version/variant", "agent@version" (one build: what an older build
+// does differently), then "agent/variant:scenario", "agent:scenario",
+// "agent/variant" and "agent" (every build; scenario is the scenario
 // file's name without .json: an entry for one scenario only, such as what a
 // session/load replay changes). An entry is the reason, or {"reason": ...,
 // "sometimes": true} for an agent race that fails only some runs (no XPASS
@@ -93,7 +96,8 @@ const frameErrorLine = (e) => Number(/^frame error: line (\d+)/.exec(e)?.[1] ?? 
 const scenarioName = path.basename(opt.scenario, ".json");
 function expectationFor(run, stepId) {
   const [agent, variant] = [run.agent, run.variant];
-  const keys = [`${agent}/${variant}:${scenarioName}`, `${agent}:${scenarioName}`, `${agent}/${variant}`, agent];
+  const build = `${agent}@${run.version}`;
+  const keys = [`${build}/${variant}:${scenarioName}`, `${build}:${scenarioName}`, `${build}/${variant}`, build, `${agent}/${variant}:${scenarioName}`, `${agent}:${scenarioName}`, `${agent}/${variant}`, agent];
   const e = keys.map((k) => expectations[k]?.[stepId]).find((x) => x !== undefined) ?? null;
   if (e === null || typeof e === "string") return e === null ? null : { reason: e, sometimes: false };
   return { reason: e.reason, sometimes: !!e.sometimes };
@@ -105,7 +109,7 @@ for (const file of files) {
   const name = path.basename(file, ".ndjson");
   const metaFile = file.replace(/\.ndjson$/, ".meta.json");
   const meta = fs.existsSync(metaFile) ? JSON.parse(fs.readFileSync(metaFile, "utf8")) : {};
-  const run = { name, agent: meta.agent ?? name.split("-")[0], variant: meta.variant ?? "", error: meta.error, steps: {} };
+  const run = { name, agent: meta.agent ?? name.split("-")[0], version: meta.version ?? "", variant: meta.variant ?? "", error: meta.error, steps: {} };
   runs.push(run);
   const lines = fs.readFileSync(file, "utf8").split("\n");
   const restart = scenario.load ? restartLine(lines) : 0;

@@ -242,3 +242,100 @@ test("a session/load replay may fill in what was unknown, never change what was 
   assert.deepEqual(p.get("filled"), []);
   assert.deepEqual(p.get("noisy"), ["1 new revision(s) after session/load for a call that had ended, changing nothing"]);
 });
+
+// harnessCopy lays out a harness in a temporary directory: agents.mjs
+// itself, the workspaces and the installed packages given as
+// { "path/package.json": {...} }. agents.mjs finds everything from its own
+// directory, so the copy resolves builds exactly as the real harness does.
+function harnessCopy(files) {
+  const top = fs.mkdtempSync(path.join(os.tmpdir(), "acpnorm-builds-"));
+  const root = path.join(top, "agents");
+  fs.mkdirSync(root);
+  fs.copyFileSync(path.join(here, "agents.mjs"), path.join(root, "agents.mjs"));
+  for (const [f, obj] of Object.entries(files)) {
+    const p = path.join(f.startsWith("../") ? top : root, f.replace(/^\.\.\//, ""));
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    fs.writeFileSync(p, JSON.stringify(obj));
+  }
+  return { top, root };
+}
+
+test("builds: each build is selected by its selector and resolves its own packages from its workspace", async () => {
+  const pin = (pkg, v) => ({ private: true, dependencies: { [pkg]: v } });
+  const pkg = (v, extra = {}) => ({ version: v, ...extra });
+  const { top, root } = harnessCopy({
+    // The newest copilot is hoisted; 1.0.80 nests under its workspace; 1.0.61
+    // nests only its main package, whose platform package nests under it.
+    "pkgs/copilot/package.json": pin("@github/copilot", "1.0.102"),
+    "pkgs/copilot@1.0.80/package.json": pin("@github/copilot", "1.0.80"),
+    "pkgs/copilot@1.0.61/package.json": pin("@github/copilot", "1.0.61"),
+    "node_modules/@github/copilot/package.json": pkg("1.0.102", { bin: { copilot: "npm-loader.js" } }),
+    "node_modules/@github/copilot-linux-x64/package.json": pkg("1.0.102"),
+    "pkgs/copilot@1.0.80/node_modules/@github/copilot/package.json": pkg("1.0.80", { bin: { copilot: "loader.js" } }),
+    "pkgs/copilot@1.0.80/node_modules/@github/copilot-linux-x64/package.json": pkg("1.0.80"),
+    "pkgs/copilot@1.0.61/node_modules/@github/copilot/package.json": pkg("1.0.61"),
+    "pkgs/copilot@1.0.61/node_modules/@github/copilot/node_modules/@github/copilot-linux-x64/package.json": pkg("1.0.61"),
+    // Droid: an older build without the client-terminal variant, installed
+    // with nothing; grok: nothing installed at all.
+    "pkgs/droid/package.json": pin("droid", "0.215.0"),
+    "pkgs/droid@0.117.0/package.json": pin("droid", "0.117.0"),
+    "pkgs/grok/package.json": pin("@xai-official/grok", "1.0.41"),
+    // A package outside the harness is never found.
+    "../node_modules/droid/package.json": pkg("9.9.9"),
+  });
+  try {
+    const m = await import(path.join(root, "agents.mjs"));
+    m.findAgent("droid").builds = { "0.117.0": { variants: ["plain"], why: "no client terminals before 0.200" } };
+    const names = (sels, o) => m.selectRuns(sels, o).map((r) => `${r.agent.id}@${r.build.version}/${r.variant.name}`);
+    // Newest first, then older from newer to older.
+    assert.deepEqual(names(["copilot@all"]), ["copilot@1.0.102/plain", "copilot@1.0.80/plain", "copilot@1.0.61/plain"]);
+    assert.deepEqual(names(["copilot"]), ["copilot@1.0.102/plain"]);
+    assert.deepEqual(names(["copilot@1.0.80"]), ["copilot@1.0.80/plain"]);
+    assert.deepEqual(names(["copilot@1.0.80/plain", "copilot@1.0.80"]), ["copilot@1.0.80/plain"]);
+    assert.deepEqual(names(["droid"]), ["droid@0.215.0/plain", "droid@0.215.0/client-terminal"]);
+    assert.deepEqual(names(["droid/client-terminal"]), ["droid@0.215.0/client-terminal"]);
+    assert.deepEqual(names(["droid@0.117.0"]), ["droid@0.117.0/plain"]);
+    assert.throws(() => m.selectRuns(["droid@0.117.0/client-terminal"]), /droid@0.117.0 has no variant client-terminal; known: plain \(no client terminals before 0.200\)/);
+    assert.throws(() => m.selectRuns(["copilot@1.0.1"]), /agent copilot has no build 1.0.1; known: 1.0.102, 1.0.80, 1.0.61/);
+    assert.throws(() => m.selectRuns(["nope@1.0"]), /unknown agent nope@1.0/);
+    // No selector: the newest builds to record, every build to replay.
+    assert.ok(names([]).includes("copilot@1.0.102/plain") && !names([]).some((n) => n.startsWith("copilot@1.0.80")));
+    assert.deepEqual(names([], { all: true }).filter((n) => n.startsWith("droid")), ["droid@0.215.0/plain", "droid@0.215.0/client-terminal", "droid@0.117.0/plain"]);
+
+    // Each build finds its own files: nested first, then hoisted.
+    const run = (sel) => m.selectRuns([sel])[0];
+    const cmd = (sel) => run(sel).agent.command({ variant: run(sel).variant, build: run(sel).build })[0];
+    assert.equal(cmd("copilot"), path.join(root, "node_modules/@github/copilot-linux-x64/copilot"));
+    assert.equal(cmd("copilot@1.0.80"), path.join(root, "pkgs/copilot@1.0.80/node_modules/@github/copilot-linux-x64/copilot"));
+    assert.equal(cmd("copilot@1.0.61"), path.join(root, "pkgs/copilot@1.0.61/node_modules/@github/copilot/node_modules/@github/copilot-linux-x64/copilot"));
+    assert.equal(run("copilot@1.0.80").build.bin("@github/copilot", "copilot"), path.join(root, "pkgs/copilot@1.0.80/node_modules/@github/copilot/loader.js"));
+    assert.throws(() => run("copilot@1.0.61").build.bin("@github/copilot", "copilot"), /copilot@1.0.61: @github\/copilot has no bin copilot/);
+    // installedVersion is the build actually found, or null.
+    assert.equal(m.installedVersion(m.findAgent("copilot")), "1.0.102");
+    assert.deepEqual(m.selectRuns(["copilot@all"]).map((r) => m.installedVersion(r.agent, r.build)), ["1.0.102", "1.0.80", "1.0.61"]);
+    assert.equal(m.installedVersion(m.findAgent("droid"), run("droid@0.117.0").build), null, "a droid outside the harness is not this build");
+    assert.throws(() => cmd("droid"), /droid@0.215.0: droid is not installed \(npm ci -w pkgs\/droid in test\/agents\)/);
+    assert.equal(m.installedVersion(m.findAgent("grok")), null);
+
+    // The list run.sh reads: ID VERSION VARIANT WORKSPACE.
+    const list = spawnSync(process.execPath, [path.join(root, "agents.mjs"), "list", "copilot@1.0.80", "droid/client-terminal"], { encoding: "utf8" });
+    assert.equal(list.status, 0, list.stderr);
+    assert.equal(list.stdout, "copilot 1.0.80 plain pkgs/copilot@1.0.80\ndroid 0.215.0 client-terminal pkgs/droid\n");
+    const bad = spawnSync(process.execPath, [path.join(root, "agents.mjs"), "list", "copilot@2"], { encoding: "utf8" });
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /agent copilot has no build 2/);
+
+    // A workspace whose directory does not name its pin is refused.
+    fs.mkdirSync(path.join(root, "pkgs/grok@1.0.5"));
+    fs.writeFileSync(path.join(root, "pkgs/grok@1.0.5/package.json"), JSON.stringify(pin("@xai-official/grok", "1.0.6")));
+    assert.throws(() => m.selectRuns(["grok@all"]), /pkgs\/grok@1.0.5\/package.json pins @xai-official\/grok 1.0.6, not 1.0.5/);
+  } finally {
+    fs.rmSync(top, { recursive: true, force: true });
+  }
+});
+
+test("builds: versions order numerically", async () => {
+  const { compareVersions } = await import("./agents.mjs");
+  const sorted = ["1.0.9", "1.0.102", "0.99.0", "1.0.80", "1.0.64-1", "1.0.64"].sort(compareVersions);
+  assert.deepEqual(sorted, ["0.99.0", "1.0.9", "1.0.64", "1.0.64-1", "1.0.80", "1.0.102"]);
+});

@@ -4,8 +4,8 @@
 #
 #   bash test/agents/proxy.sh [--scenario smoke|full] [AGENT [VARIANT]]
 #
-# AGENT defaults to opencode, VARIANT to the agent's first, the scenario to
-# smoke. It records the scenario twice inside `unshare -n` (loopback only,
+# AGENT is a build as run.sh takes it (ID, ID@VERSION) and defaults to
+# opencode, VARIANT to the build's first, the scenario to smoke. It records the scenario twice inside `unshare -n` (loopback only,
 # private HOME): once with the agent started directly, once with the agent
 # started as `acpnormd proxy --out R --wire W -- AGENT...`. Then
 # proxycheck.mjs holds that:
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --scenario) scenario="$2"; shift ;;
     --scenario=*) scenario="${1#*=}" ;;
-    -h|--help) sed -n '2,24p' "$here/proxy.sh"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$here/proxy.sh"; exit 0 ;;
     -*) echo "proxy.sh: unknown flag $1" >&2; exit 2 ;;
     *) args+=("$1") ;;
   esac
@@ -41,16 +41,16 @@ done
 agent="${args[0]:-opencode}"
 scenario_file="$here/scenarios/$scenario.json"
 [ -f "$scenario_file" ] || { echo "proxy.sh: no scenario $scenario_file" >&2; exit 2; }
-read -r id variant _ <<<"$(node agents.mjs list "$agent" | head -1)"
+read -r id version variant _ <<<"$(node agents.mjs list "$agent" | head -1)"
 variant="${args[1]:-$variant}"
 
 if ! unshare -n true 2>/dev/null; then
   echo "SKIP: test/agents/proxy.sh: 'unshare -n' is not permitted here (it needs root or unprivileged user namespaces); the agents are never run outside an isolated network namespace."
   exit 0
 fi
-version=$(node -e 'import("./agents.mjs").then(m => console.log(m.installedVersion(m.findAgent(process.argv[1])) ?? ""))' "$id")
-if [ -z "$version" ]; then
-  echo "proxy.sh: $id is not installed; bash test/agents/run.sh --scenario smoke $id installs the pinned build" >&2
+installed=$(node -e 'import("./agents.mjs").then(m => { const [r] = m.selectRuns([process.argv[1]]); console.log(m.installedVersion(r.agent, r.build) ?? "") })' "$id@$version")
+if [ "$installed" != "$version" ]; then
+  echo "proxy.sh: $id $version is not installed; bash test/agents/run.sh --scenario smoke $agent installs the pinned build" >&2
   exit 1
 fi
 
@@ -64,7 +64,7 @@ rm -f "$out/$name".*
 record() { # record FILE [record.mjs flags...]
   local file="$1"
   shift
-  unshare -n "$out/loup" node record.mjs --agent "$id" --variant "$variant" --scenario "$scenario_file" --out "$file" "$@" ||
+  unshare -n "$out/loup" node record.mjs --agent "$id@$version" --variant "$variant" --scenario "$scenario_file" --out "$file" "$@" ||
     echo "   (the session did not finish; see ${file%.ndjson}.agent.log)"
 }
 echo "== record $name directly"

@@ -3,8 +3,12 @@
 // (run.sh does: unshare -n); it refuses to run where it can reach anything
 // but loopback.
 //
-//   node record.mjs --agent ID --variant NAME --scenario FILE --out FILE.ndjson
+//   node record.mjs --agent ID[@VERSION] --variant NAME --scenario FILE --out FILE.ndjson
 //                   [--wrap JSON]
+//
+// ID is the newest build of the agent, ID@VERSION an older one
+// (pkgs/ID@VERSION, agents.mjs); it refuses a build whose installed version
+// is not the one its workspace pins.
 //
 // --wrap '["acpnormd","proxy","--wire","W","--"]' starts the agent through
 // that command (the agent's command and arguments go after it), as a client
@@ -24,7 +28,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { AcpClient } from "./lib/acp-client.mjs";
 import { startModelServer } from "./model/server.mjs";
-import { findAgent, installedVersion } from "./agents.mjs";
+import { installedVersion, selectRuns } from "./agents.mjs";
 import { loadScenario } from "./lib/scenario.mjs";
 import { ClientTerminals } from "./lib/terminals.mjs";
 import { endStrays } from "./lib/strays.mjs";
@@ -47,19 +51,17 @@ for (const k of ["agent", "scenario", "out"]) {
   }
 }
 
-const agent = findAgent(opt.agent);
-if (!agent) {
-  console.error(`record.mjs: unknown agent ${opt.agent}`);
+let run;
+try {
+  [run] = selectRuns([opt.variant ? `${opt.agent}/${opt.variant}` : opt.agent]);
+} catch (err) {
+  console.error(`record.mjs: ${err.message}`);
   process.exit(2);
 }
-const variant = opt.variant ? agent.variants.find((v) => v.name === opt.variant) : agent.variants[0];
-if (!variant) {
-  console.error(`record.mjs: agent ${agent.id} has no variant ${opt.variant}`);
-  process.exit(2);
-}
-const version = installedVersion(agent);
-if (!version) {
-  console.error(`record.mjs: ${agent.pkg} is not installed (npm ci in test/agents)`);
+const { agent, build, variant } = run;
+const version = installedVersion(agent, build);
+if (version !== build.version) {
+  console.error(`record.mjs: ${agent.pkg} ${build.version} is not installed for ${build.workspace} (found ${version ?? "nothing"}; npm ci -w ${build.workspace} in test/agents)`);
   process.exit(2);
 }
 const scenario = loadScenario(opt.scenario);
@@ -111,7 +113,7 @@ const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.na
 
 let env;
 try {
-  env = { ...baseEnv, ...agent.setup({ home, work, modelUrl: model.url, variant, env: baseEnv }) };
+  env = { ...baseEnv, ...agent.setup({ home, work, modelUrl: model.url, variant, build, env: baseEnv }) };
 } catch (err) {
   meta.error = `setup: ${err.message}`;
   console.error(`record.mjs: ${agent.id}: ${meta.error}`);
@@ -126,7 +128,7 @@ const t0 = Date.now();
 // startAgent starts one agent process; proc > 1 is a restart (for
 // session/load) that continues the same recording.
 function startAgent(proc) {
-  let [cmd, args] = agent.command({ variant });
+  let [cmd, args] = agent.command({ variant, build });
   if (opt.wrap) {
     const wrap = JSON.parse(opt.wrap);
     [cmd, args] = [wrap[0], [...wrap.slice(1), cmd, ...args]];
@@ -226,7 +228,7 @@ try {
   const sn = await within(client.request("session/new", { cwd: work, mcpServers: [] }), 60000);
   if (!sn.v) throw new Error(`session/new: ${sn.e?.message ?? "no answer in 60 s"}`);
   sessionId = sn.v.sessionId;
-  if (agent.afterSession) await agent.afterSession({ client, sessionId, variant });
+  if (agent.afterSession) await agent.afterSession({ client, sessionId, variant, build });
 
   for (const [k, step] of steps.entries()) {
     turn = { step, cancelSent: null, sawCall: false, timer: null, answers: [] };

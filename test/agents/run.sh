@@ -6,9 +6,13 @@
 #   bash test/agents/run.sh [--update] [--scenario full|smoke|scenario-dev|load] [AGENT...]
 #   bash test/agents/run.sh --replay [--scenario NAME] [AGENT...]
 #
-# AGENT is an id from agents.mjs (opencode, gemini-cli, ...), or ID/VARIANT
-# for one variant (droid/client-terminal); none means all.
-# It installs the pinned agents with npm ci (only the workspaces asked for),
+# AGENT selects builds and variants (agents.mjs): ID is the agent's newest
+# build (opencode, gemini-cli, ...), ID@VERSION an older build pinned in
+# pkgs/ID@VERSION, ID@all every build; each may end in /VARIANT for one
+# variant (droid/client-terminal, copilot@1.0.50/plain). None means the
+# newest build of every agent when recording, and every committed recording
+# (every build) with --replay.
+# It installs the pinned builds with npm ci (only the workspaces asked for),
 # builds acpnormd, records one session per agent variant inside `unshare -n`
 # (loopback only, private HOME), then prints a table (run x step: pass, FAIL,
 # xfail, XPASS) and writes it to test/agents/out/results.md (results-NAME.md
@@ -37,7 +41,7 @@ while [ $# -gt 0 ]; do
     --replay) replay=1 ;;
     --scenario) scenario="$2"; shift ;;
     --scenario=*) scenario="${1#*=}" ;;
-    -h|--help) sed -n '2,24p' "$here/run.sh"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$here/run.sh"; exit 0 ;;
     -*) echo "run.sh: unknown flag $1" >&2; exit 2 ;;
     *) agents+=("$1") ;;
   esac
@@ -58,8 +62,8 @@ scenario_file="$here/scenarios/$scenario.json"
 # results_of names the table of a scenario: results.md for the full one.
 results_of() { if [ "$1" = full ]; then echo "$out/results"; else echo "$out/results-$1"; fi; }
 
-list=$(node agents.mjs list "${agents[@]}") # fails on an unknown agent
-mapfile -t runs <<<"$list"
+list=$(node agents.mjs list "${agents[@]}") # fails on an unknown agent, build or variant
+mapfile -t runs <<<"$list" # ID VERSION VARIANT WORKSPACE
 out="$here/out"
 mkdir -p "$out"
 dest="$repo/test/testdata/recordings/agents"
@@ -71,12 +75,19 @@ if [ "$replay" = 1 ]; then
   checked=0
   for s in "${scenarios[@]}"; do
     recs=()
-    for r in "${runs[@]}"; do
-      read -r id variant _ <<<"$r"
-      for f in "$dest/${id}"-[0-9]*"_${variant}_${s}.ndjson"; do
+    if [ ${#agents[@]} -eq 0 ]; then
+      # Every committed recording of the scenario: every build, also one
+      # whose workspace is gone.
+      for f in "$dest"/*"_${s}.ndjson"; do
         [ -e "$f" ] && recs+=("$f")
       done
-    done
+    else
+      for r in "${runs[@]}"; do
+        read -r id version variant _ <<<"$r"
+        f="$dest/${id}-${version}_${variant}_${s}.ndjson"
+        [ -e "$f" ] && recs+=("$f")
+      done
+    fi
     [ ${#recs[@]} -gt 0 ] || continue
     checked=$((checked + ${#recs[@]}))
     echo "== check ${#recs[@]} committed recordings of scenario $s"
@@ -95,7 +106,7 @@ fi
 
 # Install the pinned agents: only the workspaces asked for, unless they are
 # already installed from this very lockfile.
-want=$(printf '%s\n' "${runs[@]}" | awk '{print $3}' | sort -u)
+want=$(printf '%s\n' "${runs[@]}" | awk '{print $4}' | sort -u)
 stamp=node_modules/.acpnorm-installed
 have=""
 if [ -f "$stamp" ] && [ "$(head -1 "$stamp")" = "$(sha256sum package-lock.json | cut -d' ' -f1)" ]; then
@@ -116,12 +127,11 @@ echo "== go build acpnormd, loup"
 
 recs=()
 for r in "${runs[@]}"; do
-  read -r id variant _ <<<"$r"
-  version=$(node -e 'import("./agents.mjs").then(m => console.log(m.installedVersion(m.findAgent(process.argv[1]))))' "$id")
+  read -r id version variant _ <<<"$r"
   name="${id}-${version}_${variant}_${scenario}"
   echo "== record $name"
   rm -f "$out/$name".*
-  if ! unshare -n "$out/loup" node record.mjs --agent "$id" --variant "$variant" --scenario "$scenario_file" --out "$out/$name.ndjson"; then
+  if ! unshare -n "$out/loup" node record.mjs --agent "$id@$version" --variant "$variant" --scenario "$scenario_file" --out "$out/$name.ndjson"; then
     echo "   (the session did not finish; see $out/$name.agent.log and $name.meta.json)"
   fi
   recs+=("$out/$name.ndjson")

@@ -271,6 +271,13 @@ func readCodex(u *codexUpdate) accum.Observation {
 	if f.Status.S == "declined" {
 		o.Cancelled = true
 	}
+	agg := f.AggregatedOutput.Str()
+	if notice, ok := codexRejected(&f.codexOutputFields, agg); ok {
+		// Older builds (0.7.x) send no status "declined": the end event
+		// of a rejected command carries Codex's refusal as its only text.
+		o.Cancelled, o.CancelNotice, o.Exit = true, notice, nil
+		return o
+	}
 	codexNoExit(&o)
 	if f.TimedOut != nil && *f.TimedOut {
 		o.TimedOut = true
@@ -278,7 +285,6 @@ func readCodex(u *codexUpdate) accum.Observation {
 	if f.FormattedOutput.HasPrefix(codexTimedOutPrefix) && codexTimedOut.MatchString(f.FormattedOutput.Str().S) {
 		o.TimedOut = true
 	}
-	agg := f.AggregatedOutput.Str()
 	for _, s := range []Str{agg, f.Stderr} {
 		if codexTimedOut.MatchString(s.S) {
 			o.TimedOut = true
@@ -386,6 +392,25 @@ func plausibleText(b []byte) bool {
 		}
 	}
 	return space
+}
+
+// codexRejectedText is Codex's text for a command the user rejected.
+const codexRejectedText = "exec command rejected by user"
+
+// codexRejected reports an end event whose only text is Codex's refusal
+// (exec command rejected by user) beside the -1 "no exit code" sentinel:
+// the command never ran. A command cannot exit -1, so its own output of
+// the same words is never taken for the refusal.
+func codexRejected(f *codexOutputFields, agg Str) (string, bool) {
+	if !f.Exit().Known || f.Exit().Value != -1 {
+		return "", false
+	}
+	for _, s := range []Str{agg, f.Stderr} {
+		if strings.TrimSpace(s.S) == codexRejectedText {
+			return codexRejectedText, true
+		}
+	}
+	return "", false
 }
 
 // codexExecError returns Codex's "execution error: ..." text when that is

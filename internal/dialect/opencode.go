@@ -29,7 +29,9 @@ import (
 //     head instead, suffixed "\n\n...": the marker is stripped and the rest
 //     is a Snapshot. A live text that starts with the truncation header
 //     below (Kilo sends it on in_progress frames) is read as on the final:
-//     the header is a notice, the rest a Truncated Window.
+//     the header is a notice, the rest a Truncated Window. Kilo (7.7)
+//     sends the final model-facing text on an in_progress frame before the
+//     completed one: its trailing notices (below) are read there too.
 //   - final: ALWAYS `completed`. `rawOutput {output, metadata {output, exit,
 //     description, truncated, outputPath?}}`; `metadata.exitCode` in some
 //     releases. The exit is structured evidence; `exit: null` is unknown.
@@ -168,7 +170,17 @@ func readOpencode(u *opencodeCall) accum.Observation {
 		opencodeFinal(&o, u)
 	default:
 		if text, ok := u.Texts(); ok && text != "" {
-			o.Texts = append(o.Texts, opencodeLive(text))
+			// Kilo sends the final model-facing text on an in_progress
+			// frame too: its trailing notices say the same as on the final.
+			var p opencodeParsed
+			text = p.trailingNotices(text)
+			o.TimedOut = p.timedOut
+			if p.aborted {
+				o.Cancelled, o.CancelNotice = true, p.notice
+			}
+			if text != "" {
+				o.Texts = append(o.Texts, opencodeLive(text))
+			}
 		}
 	}
 	return o
@@ -310,6 +322,25 @@ var (
 // model and reports what those additions say.
 func parseOpencodeText(text string) opencodeParsed {
 	var p opencodeParsed
+	text = p.trailingNotices(text)
+	if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
+		p.truncated = true
+		text = text[loc[1]:]
+	} else if at := opencodeTrailerAt(text); at >= 0 {
+		p.truncated, p.head = true, true
+		text = text[:at]
+	}
+	if strings.TrimSpace(text) == "(no output)" {
+		text = ""
+	}
+	p.body = text
+	return p
+}
+
+// trailingNotices removes the notices OpenCode appends for the model (the
+// <shell_metadata>/<bash_metadata> block, the older one-line markers) from
+// the end of text, records what they say in p, and returns the rest.
+func (p *opencodeParsed) trailingNotices(text string) string {
 	for {
 		if m := findFrom(opencodeMetaBlock, text, "<shell_metadata>", "<bash_metadata>"); m != nil {
 			note := text[m[4]:m[5]]
@@ -329,20 +360,8 @@ func parseOpencodeText(text string) opencodeParsed {
 			text = text[:m[0]]
 			continue
 		}
-		break
+		return text
 	}
-	if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
-		p.truncated = true
-		text = text[loc[1]:]
-	} else if at := opencodeTrailerAt(text); at >= 0 {
-		p.truncated, p.head = true, true
-		text = text[:at]
-	}
-	if strings.TrimSpace(text) == "(no output)" {
-		text = ""
-	}
-	p.body = text
-	return p
 }
 
 // opencodeTrailerAt is where a head-truncation note (opencodeTruncTrailer)

@@ -77,6 +77,18 @@ func TestOpencodeUpdate(t *testing.T) {
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Delta, Truncated: true}}}},
 		},
 		{
+			// Kilo 7.7 sends the final model-facing text on an in_progress
+			// frame before the completed one: its notices are not output.
+			name:   "in_progress text with a shell_metadata timeout notice: notice stripped, TimedOut",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"start\n\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.\n</shell_metadata>"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, TimedOut: true, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "start\n")}}},
+		},
+		{
+			name:   "in_progress text with an abort notice: notice stripped, Cancelled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"tick1\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Cancelled: true, CancelNotice: "User aborted the command", Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "tick1\n")}}},
+		},
+		{
 			name:   "short text ending in dots is plain output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"wait\n\n..."}}]}`,
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "wait\n\n...")}}},

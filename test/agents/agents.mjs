@@ -166,7 +166,11 @@ export const AGENTS = [
     authMethod: "api-key",
     // Its default session mode has Codex's own Guardian model approve
     // commands; "workspace-write" asks the user (the client) instead.
-    afterSession: ({ client, sessionId }) => client.request("session/set_mode", { sessionId, modeId: "workspace-write" }),
+    // 1.x has no "workspace-write" mode: its modes are read-only, agent
+    // (read, edit and run, asking the user for escalations) and
+    // agent-full-access.
+    afterSession: ({ client, sessionId, build }) =>
+      client.request("session/set_mode", { sessionId, modeId: compareVersions(build.version, "2.0.0") < 0 ? "agent" : "workspace-write" }),
   },
   {
     id: "claude-code-acp",

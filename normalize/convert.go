@@ -44,6 +44,7 @@ func (s *session) toExec(r *accum.Revision, seq uint64) *ShellExec {
 		ToolCallID:       r.ToolCallID,
 		Revision:         r.Number,
 		Dialect:          s.dialectName(),
+		AgentVersion:     s.agent.Raw(),
 		Command:          r.Command,
 		Cwd:              cwd,
 		Description:      r.Description,

@@ -243,6 +243,7 @@ type request struct {
 	skipApplied bool
 	prepared    *Prepared
 	nextDialect func(name string)
+	nextReader  func(reader string)
 	emit        func(Event) error
 	collect     []*ShellExec
 	problems    []error

@@ -38,8 +38,8 @@ import (
 //
 // The stored session is:
 //   - a header: the dialect, cwd, cancel flag, terminals, unanswered asks,
-//     counters, the highest sequence applied (WithSkipApplied) and when
-//     the session was last used;
+//     counters, the highest sequence applied (WithSkipApplied), the
+//     agent's version and when the session was last used;
 //   - a record per call ("c:" and its id): the call's place, revision count
 //     and outcome as sent, and its accumulation state (accum.Call's
 //     AppendState);
@@ -67,9 +67,9 @@ const storeTimeout = 10 * time.Second
 // Record formats; see codec.go.
 const (
 	// headerFormat 2 adds the client terminals, the terminal requests
-	// awaiting answers and the replay flag; format 1 (without them) is
-	// still read.
-	headerFormat = 2
+	// awaiting answers and the replay flag; format 3 the agent's version
+	// (agentInfo.version); formats 1 and 2 (without them) are still read.
+	headerFormat = 3
 	entryFormat  = 1
 	tombFormat   = 1
 )
@@ -122,7 +122,7 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 // restore decodes a stored session into s.
 func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	s.version = snap.Version
-	d := newReader(snap.Header, "session header", headerFormat, 1)
+	d := newReader(snap.Header, "session header", headerFormat, 1, 2)
 	if d.Err != nil { // an empty header has no format byte to branch on below
 		return corrupt(d.Err)
 	}
@@ -150,6 +150,10 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	}
 	if format >= 2 {
 		ss.restoreTerms(s, d)
+	}
+	if format >= 3 {
+		// The dialect is bound to the build again.
+		s.learnVersion(d.String("agent version"))
 	}
 	if d.Err != nil {
 		return corrupt(d.Err)
@@ -256,7 +260,8 @@ func (s *session) encodeBody(b []byte) []byte {
 			b = wire.AppendString(b, o)
 		}
 	}
-	return s.appendTerms(b)
+	b = s.appendTerms(b)
+	return wire.AppendString(b, s.agent.Raw())
 }
 
 func encodeEntry(b []byte, e *entry) []byte {

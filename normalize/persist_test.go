@@ -32,8 +32,8 @@ func describe(ev normalize.Event) string {
 	if x.ExitCode != nil {
 		exit = fmt.Sprint(*x.ExitCode)
 	}
-	return fmt.Sprintf("exec %s #%d %s %q %q %q %v %v %s %q %v %s %s %s %q %v %v %q %d %q",
-		x.ToolCallID, x.Revision, x.Dialect, x.Command, x.Cwd, x.Description, x.State, x.Outcome, exit, x.Signal, x.TimedOut,
+	return fmt.Sprintf("exec %s #%d %s %q %q %q %q %v %v %s %q %v %s %s %s %q %v %v %q %d %q",
+		x.ToolCallID, x.Revision, x.Dialect, x.AgentVersion, x.Command, x.Cwd, x.Description, x.State, x.Outcome, exit, x.Signal, x.TimedOut,
 		text(x.Output), text(x.Stdout), text(x.Stderr), x.ApprovalReason, x.AwaitingApproval, x.Background, x.OutcomeReason, x.Sequence, x.TerminalID)
 }
 

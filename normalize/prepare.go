@@ -2,6 +2,7 @@ package normalize
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/acpnorm/acpnorm/internal/dialect"
 )
@@ -19,10 +20,12 @@ type Prepared struct {
 // (reading, JSON decoding and unquoting outputs, is the larger part of a
 // frame's work). It reads with the dialect named (what WithDialect will
 // name), else the expected one (the name WithNextDialect reported for the
-// session; "" for a session not seen), else the generic one. WithPrepared
+// session, or what WithNextReader reported, which names the agent's build
+// too; "" for a session not seen), else the generic one. WithPrepared
 // hands the result to Feed, which uses it when the session reads the frame
-// with that same dialect and reads the frame again otherwise: reading is
-// pure, so the result is the same either way. Prepare returns nil when
+// with that same dialect, bound to the same build of the agent, and reads
+// the frame again otherwise: reading is pure, so the result is the same
+// either way. Prepare returns nil when
 // there is nothing to read (an empty frame, an unknown dialect name).
 func Prepare(frame []byte, dialectName, expected string) *Prepared {
 	if len(frame) == 0 {
@@ -35,7 +38,10 @@ func Prepare(frame []byte, dialectName, expected string) *Prepared {
 			return nil
 		}
 		with = d
-	} else if d, ok := dialect.Lookup(expected); ok && expected != "" {
+		if e, ok := boundReader(expected); ok && e.Info().Name == d.Info().Name {
+			with = e // the same dialect, bound to the agent's build
+		}
+	} else if d, ok := boundReader(expected); ok {
 		with = d
 	} else {
 		with = dialect.Generic()
@@ -56,12 +62,68 @@ func WithNextDialect(next func(name string)) FeedOption {
 	return func(r *request) { r.nextDialect = next }
 }
 
+// WithNextReader has Feed report, once the frame was read, which dialect
+// the session reads its next frame with and for which build of the agent,
+// as one opaque string that Prepare takes as expected. Prefer it to
+// WithNextDialect: a frame read ahead for another build is read again.
+func WithNextReader(next func(reader string)) FeedOption {
+	return func(r *request) { r.nextReader = next }
+}
+
+// reportNext tells the request's WithNextDialect and WithNextReader which
+// dialect reads the session's next frame.
+func (r *reply) reportNext(req *request) {
+	if r.next == nil {
+		return
+	}
+	if req.nextDialect != nil {
+		req.nextDialect(r.next.Info().Name)
+	}
+	if req.nextReader != nil {
+		req.nextReader(r.nextReader)
+	}
+}
+
+// bound caches the dialects bound to a build by boundReader, by reader
+// id, so that reading ahead binds once per build, not per frame. It holds
+// at most maxBound entries and starts over past them.
+var bound struct {
+	sync.Mutex
+	m map[string]dialect.Dialect
+}
+
+const maxBound = 256
+
+// boundReader returns the dialect a reader id (see session.readerID)
+// names, bound to its build; a plain dialect name is the dialect itself.
+func boundReader(id string) (dialect.Dialect, bool) {
+	if id == "" {
+		return nil, false
+	}
+	name, version, withVersion := strings.Cut(id, "\n")
+	d, ok := dialect.Lookup(name)
+	if !ok || !withVersion {
+		return d, ok
+	}
+	bound.Lock()
+	defer bound.Unlock()
+	if b, ok := bound.m[id]; ok {
+		return b, true
+	}
+	if bound.m == nil || len(bound.m) >= maxBound {
+		bound.m = map[string]dialect.Dialect{}
+	}
+	b := dialect.Bind(d, dialect.ParseVersion(version))
+	bound.m[id] = b
+	return b, true
+}
+
 // readWith reads msg with dialect with, using the frame read ahead when it
 // was read with the same dialect.
 func (r *reply) readWith(with dialect.Dialect, msg []byte) (dialect.Frame, error) {
 	if p := r.ahead; p != nil {
 		r.ahead = nil
-		if p.with.Info().Name == with.Info().Name {
+		if p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) {
 			return p.frame, p.err
 		}
 	}

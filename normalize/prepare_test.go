@@ -52,3 +52,36 @@ func TestPrepareChoosesTheDialect(t *testing.T) {
 		t.Error("read ahead with an unknown dialect, or nothing")
 	}
 }
+
+// A frame read ahead for one build of the agent is used only by a session
+// that reads for that build; WithNextReader's report names it.
+func TestReadAheadUsedOnlyForTheSameBuild(t *testing.T) {
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`)
+	p := Prepare(msg, "", "opencode\n1.2.3")
+	if p == nil || p.Dialect() != "opencode" || dialect.VersionOf(p.with).String() != "1.2.3" {
+		t.Fatalf("Prepare for a build: %+v", p)
+	}
+	if q := Prepare(msg, "opencode", "opencode\n1.2.3"); dialect.VersionOf(q.with).String() != "1.2.3" {
+		t.Fatal("a dialect named as expected is read for the expected build")
+	}
+	if q := Prepare(msg, "codex", "opencode\n1.2.3"); q.Dialect() != "codex" || dialect.VersionOf(q.with).Known() {
+		t.Fatal("a dialect named other than expected is read unbound")
+	}
+	opencode, _ := dialect.Lookup("opencode")
+	marked := func() *reply {
+		return &reply{ahead: &Prepared{with: p.with, frame: dialect.Frame{AgentName: "read ahead"}}}
+	}
+	if fr, _ := marked().readWith(dialect.Bind(opencode, dialect.ParseVersion("1.2.3")), msg); fr.AgentName != "read ahead" {
+		t.Error("the same build: want the frame read ahead")
+	}
+	if fr, _ := marked().readWith(dialect.Bind(opencode, dialect.ParseVersion("1.2.4")), msg); fr.AgentName == "read ahead" {
+		t.Error("another build: want the frame read again")
+	}
+
+	n := New()
+	var reader string
+	_, err := n.Feed("s", []byte(`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"opencode","version":"1.2.3"}}}`), WithNextReader(func(r string) { reader = r }))
+	if err != nil || reader != "opencode\n1.2.3" {
+		t.Fatalf("WithNextReader reported %q, %v", reader, err)
+	}
+}

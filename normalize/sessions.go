@@ -76,6 +76,12 @@ type session struct {
 	// without a FrameError.
 	replay bool
 
+	// agent is the agent's build from its initialize result's
+	// agentInfo.version (unknown until one says it); dialect is bound to
+	// it. readerKey is readerID, once made.
+	agent     dialect.Version
+	readerKey string
+
 	// With a store (see persist.go): the version the cached state is
 	// at, whether it still has to be loaded (or was by this request),
 	// which calls have records in the store, the header as last
@@ -100,7 +106,7 @@ func newSession(id string, sp *space) *session {
 // reset forgets what a session learned (its dialect, cwd, terminals and
 // asks) when its calls were released, as a new session would start.
 func (s *session) reset() {
-	s.dialect, s.name, s.explicit, s.named = nil, "", false, false
+	s.dialect, s.name, s.explicit, s.named, s.agent, s.readerKey = nil, "", false, false, dialect.Version{}, ""
 	s.cwd, s.cwdByHand, s.cancel, s.applied = "", false, false, 0
 	s.terminals, s.asks = map[string]string{}, map[string]ask{}
 	s.terms, s.termReqs, s.termSeq, s.replay = map[string]*clientTerm{}, map[string]termReq{}, 0, false
@@ -308,6 +314,9 @@ type reply struct {
 	// next is the dialect the frame's session reads its next frame with.
 	ahead *Prepared
 	next  dialect.Dialect
+	// nextReader is next with the build it is bound to (see
+	// WithNextReader).
+	nextReader string
 	// redelivered is the kept request (see unacked) one of whose frames
 	// this request sends again.
 	redelivered *unackedReply
@@ -434,9 +443,7 @@ func (ss *sessions) frame(id string, msg []byte, req *request) error {
 	r, err := ss.attempt(req, func(r *reply) error {
 		return ss.applyFrame(req.ctx, frameIn{id, req.dialect, req.cwd, req.seq, msg, req.direction}, r)
 	})
-	if r.next != nil && req.nextDialect != nil {
-		req.nextDialect(r.next.Info().Name)
-	}
+	r.reportNext(req)
 	if err != nil {
 		return err
 	}
@@ -490,9 +497,7 @@ func (ss *sessions) batch(id string, frames []Frame, req *request) error {
 		}
 		return nil
 	})
-	if r.next != nil && req.nextDialect != nil {
-		req.nextDialect(r.next.Info().Name)
-	}
+	r.reportNext(req)
 	if err != nil {
 		return err
 	}
@@ -630,6 +635,10 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if cwd := f.GetCwd(); cwd != "" {
 		s.cwd, s.cwdByHand = filepath.Clean(cwd), true
 	}
+	if read.AgentVersion != "" {
+		// Also when the dialect was chosen by name: it reads this build.
+		s.learnVersion(read.AgentVersion)
+	}
 	if read.AgentName != "" && !s.explicit {
 		s.use(dialect.Detect(read.AgentName))
 		s.named = true
@@ -638,19 +647,19 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		// frame that showed it is read again with its dialect.
 		if d, ok := dialect.Lookup(read.Sign); ok {
 			s.use(d)
-			if again, err := dialect.Read(d, f.GetMessage()); err == nil {
+			if again, err := dialect.Read(s.reader(), f.GetMessage()); err == nil {
 				read = again
 			}
 		}
 	}
-	r.next = s.reader()
+	r.next, r.nextReader = s.reader(), s.readerID()
 	// A frame that says nothing the session could use, read with a
 	// dialect that no later frame replaces but an explicit choice, changes
 	// nothing whatever the session's state: with a store it needs no check
 	// that the cached state is current (see release).
 	inert = chosen == nil && f.GetCwd() == "" && (s.named || s.explicit) &&
 		len(read.Observations) == 0 && read.Answer == nil && read.Ask == nil && !read.Cancelled && !read.TurnEnded &&
-		read.AgentName == "" && read.Sign == "" && read.SessionCwd == "" &&
+		read.AgentName == "" && read.AgentVersion == "" && read.Sign == "" && read.SessionCwd == "" &&
 		read.Terminal == nil && read.Response == nil && !read.Load && !read.Prompt
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
@@ -722,8 +731,44 @@ func (s *session) reader() dialect.Dialect {
 	return dialect.Generic()
 }
 
-// use makes d the session's dialect.
-func (s *session) use(d dialect.Dialect) { s.dialect, s.name = d, d.Info().Name }
+// use makes d, bound to the agent's build, the session's dialect. A
+// session that reads with d already keeps its bound value: a dialect named
+// on every frame is bound once.
+func (s *session) use(d dialect.Dialect) {
+	name := d.Info().Name
+	if s.dialect != nil && s.name == name {
+		return
+	}
+	s.dialect, s.name, s.readerKey = dialect.Bind(d, s.agent), name, ""
+}
+
+// readerID names the dialect frames are read with and the build it is
+// bound to, for Prepare (see WithNextReader): the dialect's name, and,
+// once the agent said its version, a newline and the version text.
+func (s *session) readerID() string {
+	if s.dialect == nil {
+		return dialect.GenericName
+	}
+	if s.readerKey == "" {
+		s.readerKey = s.name
+		if v := s.agent.Raw(); v != "" {
+			s.readerKey += "\n" + v
+		}
+	}
+	return s.readerKey
+}
+
+// learnVersion keeps the agent's build as its initialize result says it
+// and binds the session's dialect to it.
+func (s *session) learnVersion(raw string) {
+	if raw == s.agent.Raw() {
+		return
+	}
+	s.agent, s.readerKey = dialect.ParseVersion(raw), ""
+	if s.dialect != nil {
+		s.dialect = dialect.Bind(s.dialect, s.agent)
+	}
+}
 
 // dialectName is the name of reader().
 func (s *session) dialectName() string {

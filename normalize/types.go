@@ -135,6 +135,11 @@ type ShellExec struct {
 	Revision uint32
 	// Dialect is the dialect that read the call.
 	Dialect string
+	// AgentVersion is the agent's build as its `initialize` result's
+	// agentInfo.version said it (trimmed, at most 64 bytes); the dialect
+	// reads the call as that build sends it. Empty when the agent did not
+	// say.
+	AgentVersion string
 	// Command is the command line as the agent reports it, without a shell
 	// wrapper such as bash -lc. Empty until known.
 	Command string

@@ -281,4 +281,70 @@ type Observation struct {
 	PermissionAsk bool
 	// ApprovalReason is the text the agent gave for its permission ask.
 	ApprovalReason string
+
+	// Src says which fields of the frame this observation's values were
+	// read from. It is for people (acpnormd replay --explain), never
+	// for the call's state: a dialect sets a label, a constant string,
+	// next to the assignment it describes.
+	Src Sources
+	// Unrecognized is what the frame carried about the call that its
+	// dialect does not read but that looks like a result (an exit code,
+	// output, a result block): a sign that the agent's wire changed. It
+	// changes nothing in the call; the session counts it and explain
+	// prints it.
+	Unrecognized []Unrecognized
 }
+
+// Sources names where an observation's values were read, as paths into
+// the update or toolCall of the frame: "rawInput.command",
+// "rawOutput.metadata.exit", "_meta.terminal_exit.exit_code",
+// "content text", "rawOutput.output". Empty: not said (explain then
+// names only the dialect that read the value). Labels are constants:
+// setting one costs a store, never an allocation.
+type Sources struct {
+	// Command is where Command was read.
+	Command string
+	// Cwd is where Cwd was read.
+	Cwd string
+	// Exit is where Exit (or Signal) was read.
+	Exit string
+	// Output is where the output texts were read (the last one, when
+	// several fields gave texts).
+	Output string
+	// Notice says what the dialect kept out of output as a notice (a
+	// description, banner, exit line, truncation note, agent notice),
+	// and from which field: "exit line of the content text",
+	// "<shell_metadata> block of rawOutput.output".
+	Notice string
+}
+
+// Unrecognized is one thing a frame carried that its dialect does not
+// read (see Observation.Unrecognized).
+type Unrecognized struct {
+	// What is one of the Unrecognized* kinds: a fixed, small set, fit for
+	// a metric label.
+	What string
+	// Field is where it was: a path into the update ("rawOutput.metadata.exit_status",
+	// "content text"), at most MaxFieldPath bytes. It names fields, never
+	// holds their values.
+	Field string
+}
+
+// The kinds of Unrecognized.What.
+const (
+	// UnrecognizedExit: a member the dialect does not read whose name
+	// says exit, code, status or signal, with a number (or a numeric
+	// string, or a signal name).
+	UnrecognizedExit = "exit_field"
+	// UnrecognizedOutput: a member the dialect does not read whose name
+	// says output, stdout, stderr, data or text, with a sizeable string or
+	// a byte array.
+	UnrecognizedOutput = "output_field"
+	// UnrecognizedResult: text that reads like a result block (a line
+	// `Exit Code: N`, `exit status N`, `Process exited with code N`) on a
+	// frame that ends the call, from which the dialect read no exit.
+	UnrecognizedResult = "result_text"
+)
+
+// MaxFieldPath bounds Unrecognized.Field.
+const MaxFieldPath = 128

@@ -20,6 +20,10 @@ type Frame struct {
 	Observations []accum.Observation
 	// AgentName is `agentInfo.name` from an `initialize` result.
 	AgentName string
+	// AgentVersion is `agentInfo.version` from an `initialize` result, as
+	// sent (trimmed, cut to MaxVersionBytes; "" when absent or not a
+	// string). ParseVersion reads it; Bind binds a dialect to it.
+	AgentVersion string
 	// Sign names the dialect that this frame identifies its agent by when
 	// the agent gives no name: an `initialize` result without
 	// `agentInfo.name` offering an auth method only that agent offers, a
@@ -139,6 +143,9 @@ func (r *rawID) UnmarshalJSON(b []byte) error {
 type responseResult struct {
 	AgentInfo *struct {
 		Name string `json:"name"`
+		// Version is lenient: a build that sends a number or an object
+		// here is an unknown build, not a bad frame.
+		Version Str `json:"version"`
 	} `json:"agentInfo"`
 	StopReason *string `json:"stopReason"`
 	Outcome    *struct {
@@ -276,6 +283,9 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 	}
 	if r.AgentInfo != nil {
 		f.AgentName = r.AgentInfo.Name
+		if v := r.AgentInfo.Version; v.Set {
+			f.AgentVersion = capText(strings.TrimSpace(v.S), MaxVersionBytes)
+		}
 	}
 	if f.AgentName == "" {
 		f.Sign = signOfAuth(r.AuthMethods)

@@ -57,7 +57,7 @@ type feeder struct {
 	emit   func(*pb.NormalizeResponse) error
 	shared []normalize.FeedOption
 	next   string                 // set by Feed through nextOpt
-	nextOf normalize.FeedOption   // WithNextDialect, made once
+	nextOf normalize.FeedOption   // WithNextReader, made once
 	opts   []normalize.FeedOption // reused by each request
 	frames []normalize.Frame      // reused by each batch
 }
@@ -70,7 +70,7 @@ func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.N
 	if d != nil {
 		f.shared = append(f.shared, normalize.WithWhole(d.needsWhole))
 	}
-	f.nextOf = normalize.WithNextDialect(func(name string) { f.next = name })
+	f.nextOf = normalize.WithNextReader(func(reader string) { f.next = reader })
 	return f
 }
 

@@ -1,0 +1,155 @@
+package dialect
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/mod/semver"
+)
+
+// This file is the agent's build: the `agentInfo.version` of its
+// `initialize` result, parsed once per session, and the binding of a
+// dialect to it. Older builds of one agent often send other wires; a
+// dialect that reads them differently implements versioned, and the
+// session reads every frame with the dialect value Bind returned.
+
+// MaxVersionBytes bounds the version text kept from an agent: a longer
+// `agentInfo.version` is cut (and does not parse).
+const MaxVersionBytes = 64
+
+// Version is an agent's build as its `agentInfo.version` says it: a
+// semver-like string ("0.70.1", "1.0.102", "v2.6.0", "0.15.6-nightly.20250911.abc").
+// A version that does not parse (empty, garbage, too long) is unknown.
+// The zero Version is unknown. Versions are comparable with ==.
+type Version struct {
+	raw   string // as sent, trimmed and cut to MaxVersionBytes
+	canon string // semver canonical form with a leading "v"; "" when unknown
+}
+
+// ParseVersion reads an agent's version text. A leading "v" or "V" is
+// optional; "1.2" stands for "1.2.0"; a prerelease ("-nightly.2025...")
+// sorts before its release; build metadata ("+abc") is ignored.
+func ParseVersion(s string) Version {
+	s = strings.TrimSpace(s)
+	v := Version{raw: capText(s, MaxVersionBytes)}
+	if len(s) > MaxVersionBytes || s == "" {
+		return v
+	}
+	t := s
+	if t[0] == 'V' {
+		t = "v" + t[1:]
+	} else if t[0] != 'v' {
+		t = "v" + t
+	}
+	if semver.IsValid(t) {
+		v.canon = semver.Canonical(t)
+	}
+	return v
+}
+
+// capText cuts s to at most n bytes without splitting a UTF-8 sequence.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// Known says whether the version parsed.
+func (v Version) Known() bool { return v.canon != "" }
+
+// Raw is the version text as the agent sent it (trimmed, cut to
+// MaxVersionBytes); "" when the agent sent none.
+func (v Version) Raw() string { return v.raw }
+
+// String is the parsed version without the "v" and without build
+// metadata ("0.70.1", "0.15.6-nightly.20250911"), or "unknown".
+func (v Version) String() string {
+	if v.canon == "" {
+		return "unknown"
+	}
+	return v.canon[1:]
+}
+
+// Before says whether v is a known version older than the version w (as
+// ParseVersion reads it). It is false when either is unknown, so that an
+// agent whose build is unknown, like one newer than any studied, is read
+// with the newest rules: write dialect rules for old builds as
+// `v.Before("0.71.0")`, never as "at least".
+func (v Version) Before(w string) bool {
+	o := ParseVersion(w)
+	return v.Known() && o.Known() && semver.Compare(v.canon, o.canon) < 0
+}
+
+// Compare orders two known versions as semver does (-1, 0, +1); an
+// unknown version sorts after every known one, as the newest.
+func (v Version) Compare(w Version) int {
+	switch {
+	case v.Known() && w.Known():
+		return semver.Compare(v.canon, w.canon)
+	case v.Known():
+		return -1
+	case w.Known():
+		return 1
+	}
+	return 0
+}
+
+// versioned is implemented by a dialect whose reading depends on the
+// agent's build. forVersion returns the dialect value that reads frames of
+// build v (with the same Info); it is called once per session and
+// whenever the session learns the version, never per frame, so it should
+// decide there everything a frame's reading needs (e.g. keep
+// `old: v.Before("0.71.0")` in the returned value). It must accept an
+// unknown v and read it as the newest build.
+type versioned interface {
+	forVersion(v Version) Dialect
+}
+
+// bound is a dialect bound to a build by Bind.
+type bound struct {
+	Dialect         // the value that reads frames (forVersion's, or the dialect itself)
+	base    Dialect // the registered dialect
+	version Version
+}
+
+// Bind returns d bound to the agent build v: what d's forVersion returns
+// for v when d implements it, else d itself; either way, VersionOf tells
+// the build afterwards. Binding a bound dialect binds its registered
+// dialect again. Bind allocates: call it once per session (and when the
+// version changes), and keep the result.
+func Bind(d Dialect, v Version) Dialect {
+	if d == nil {
+		return nil
+	}
+	if b, ok := d.(bound); ok {
+		d = b.base
+	}
+	reader := d
+	if vd, ok := d.(versioned); ok {
+		reader = vd.forVersion(v)
+	}
+	return bound{Dialect: reader, base: d, version: v}
+}
+
+// VersionOf returns the build d was bound to (unknown when d was never
+// bound).
+func VersionOf(d Dialect) Version {
+	if b, ok := d.(bound); ok {
+		return b.version
+	}
+	return Version{}
+}
+
+// Unbound returns the registered dialect a bound dialect came from (d
+// itself when it was not bound).
+func Unbound(d Dialect) Dialect {
+	if b, ok := d.(bound); ok {
+		return b.base
+	}
+	return d
+}

@@ -1,0 +1,105 @@
+package normalize
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/acpnorm/acpnorm/internal/dialect"
+	"github.com/acpnorm/acpnorm/internal/wire"
+	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sessionOf returns the session id of the default namespace.
+func sessionOf(t *testing.T, n *Normalizer, id string) *session {
+	t.Helper()
+	n.ss.mu.Lock()
+	defer n.ss.mu.Unlock()
+	sp := n.ss.spaces[""]
+	require.NotNil(t, sp)
+	s := sp.all[id]
+	require.NotNil(t, s)
+	return s
+}
+
+const initAt = `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"opencode","version":"0.9.4-beta.2"}}}`
+
+// A session whose initialize says its build reads with its dialect bound
+// to that build: detected, named on every frame, named only after the
+// initialize, or restored from the store.
+func TestSessionDialectBoundToBuild(t *testing.T) {
+	want := dialect.ParseVersion("0.9.4-beta.2")
+	check := func(n *Normalizer, how string) {
+		s := sessionOf(t, n, "s")
+		assert.Equal(t, "opencode", s.name, how)
+		assert.Equal(t, want, dialect.VersionOf(s.dialect), how)
+		assert.Equal(t, "opencode", dialect.Unbound(s.dialect).Info().Name, how)
+	}
+	open := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","rawInput":{"command":"ls"}}}}`)
+
+	n := New()
+	_, err := n.Feed("s", []byte(initAt))
+	require.NoError(t, err)
+	check(n, "detected")
+
+	n = New()
+	for _, f := range [][]byte{[]byte(initAt), open} {
+		_, err := n.Feed("s", f, WithDialect("opencode"))
+		require.NoError(t, err)
+	}
+	check(n, "named on every frame")
+	s := sessionOf(t, n, "s")
+	before := s.dialect
+	_, err = n.Feed("s", open, WithDialect("opencode"))
+	require.NoError(t, err)
+	assert.Equal(t, before, s.dialect, "a dialect named again keeps its binding")
+
+	n = New()
+	_, err = n.Feed("s", open, WithDialect("opencode"))
+	require.NoError(t, err)
+	assert.False(t, dialect.VersionOf(sessionOf(t, n, "s").dialect).Known(), "no build said yet")
+	_, err = n.Feed("s", []byte(initAt))
+	require.NoError(t, err)
+	check(n, "named before the initialize")
+
+	st := store.NewMemory()
+	n = New(WithStore(st))
+	_, err = n.Feed("s", []byte(initAt))
+	require.NoError(t, err)
+	m := New(WithStore(st))
+	_, err = m.Feed("s", open)
+	require.NoError(t, err)
+	check(m, "restored from the store")
+}
+
+// A session header of format 2 (before the agent's version was kept) is
+// still read: the session has no build.
+func TestStoredHeaderFormat2(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	n := New(WithStore(st))
+	_, err := n.Feed("s", []byte(initAt))
+	require.NoError(t, err)
+	snap, err := st.Load(ctx, "s")
+	require.NoError(t, err)
+	body := sessionOf(t, n, "s").body
+	require.Equal(t, byte(3), body[0])
+	version := wire.AppendString(nil, "0.9.4-beta.2")
+	require.True(t, bytes.HasSuffix(body, version))
+	v2 := append([]byte{2}, body[1:len(body)-len(version)]...)
+	v2 = append(v2, snap.Header[len(body):]...) // when last used
+
+	old := store.NewMemory()
+	_, err = old.Commit(ctx, "s", 0, &store.Change{Header: v2, TTL: time.Hour})
+	require.NoError(t, err)
+	m := New(WithStore(old))
+	_, err = m.Feed("s", []byte(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`))
+	require.NoError(t, err)
+	s := sessionOf(t, m, "s")
+	assert.Equal(t, "opencode", s.name, "the dialect of a format 2 header")
+	assert.False(t, s.agent.Known())
+	assert.False(t, dialect.VersionOf(s.dialect).Known())
+}

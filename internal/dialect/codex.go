@@ -65,9 +65,22 @@ import (
 // shell commands when they carry a rawInput command. Permission asks arrive
 // before the tool_call, under the same id; rawInput.reason, when present,
 // is the reason, else the ask's text content.
-type codex struct{}
+type codex struct {
+	// killedIsOne: the build (the Rust adapter before 0.11.1; 0.7.4
+	// recorded) reports a unified exec shell killed by a signal as
+	// exit_code 1, the same as a real exit 1, with no signal anywhere:
+	// under the PTY an exit 1 of that build is no evidence of an exit
+	// status (the call is Failed, its exit unknown). Other codes are
+	// truthful there. 0.11.1 and later send -1 (see codexNoExit).
+	killedIsOne bool
+}
 
 func init() { register(codex{}) }
+
+// forVersion implements versioned: the wire of the end event cannot tell
+// a killed shell from an exit 1 on builds before 0.11.1. An unknown build
+// reads with the newest rules.
+func (codex) forVersion(v Version) Dialect { return codex{killedIsOne: v.Before("0.11.1")} }
 
 func (codex) Info() Info {
 	return Info{
@@ -203,14 +216,21 @@ type codexUpdate struct {
 	Meta      *TerminalMeta   `json:"_meta"`
 }
 
-func (codex) read(msg []byte) (Frame, error) {
+func (d codex) read(msg []byte) (Frame, error) {
+	if d.killedIsOne {
+		return readFrame(msg, observeCodexKilledIsOne, askCodex)
+	}
 	return readFrame(msg, observeCodex, askCodex)
 }
 
-func observeCodex(u *codexUpdate) []accum.Observation {
+func observeCodex(u *codexUpdate) []accum.Observation { return observeCodexFor(u, false) }
+
+func observeCodexKilledIsOne(u *codexUpdate) []accum.Observation { return observeCodexFor(u, true) }
+
+func observeCodexFor(u *codexUpdate, killedIsOne bool) []accum.Observation {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readCodex(u)}
+		return []accum.Observation{readCodex(u, killedIsOne)}
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			return []accum.Observation{o}
@@ -241,7 +261,7 @@ func codexNoExit(o *accum.Observation) {
 	}
 }
 
-func readCodex(u *codexUpdate) accum.Observation {
+func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 	o := u.Base()
 	ended := o.Status.Ended()
 	u.Meta.ApplyTerminalMeta(&o)
@@ -303,6 +323,9 @@ func readCodex(u *codexUpdate) accum.Observation {
 	}
 
 	pty := f.ProcessID.Present || strings.HasPrefix(f.Source.S, "unified_exec")
+	if killedIsOne && pty && ended && o.Exit != nil && o.Exit.Code == 1 {
+		o.Exit, o.Failed = nil, true
+	}
 	// Each present stream is a snapshot of that stream; one that is
 	// omitted keeps its earlier text.
 	if !pty {

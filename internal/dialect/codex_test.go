@@ -379,3 +379,42 @@ func TestCodexCommandIsRawInput(t *testing.T) {
 		})
 	}
 }
+
+// TestCodexBuilds holds the readings that depend on the adapter's build
+// (agentInfo.version), each seen on a recorded build.
+func TestCodexBuilds(t *testing.T) {
+	d := codexDialect(t)
+	const (
+		// codex-acp 0.7.4, unified exec, `echo before-kill; kill -9 $$`.
+		killedPTY = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"before-kill\r\n","exit_code":1,"formatted_output":"before-kill\r\n","process_id":"53707","source":"unified_exec_startup","stderr":"","stdout":"before-kill\r\n"}}`
+		exit3PTY  = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"a\r\n","exit_code":3,"process_id":"9","source":"unified_exec_startup","stdout":"a\r\n"}}`
+		exit1Pipe = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"","exit_code":1,"source":"agent","stderr":"","stdout":""}}`
+	)
+	C, F := accum.Combined, accum.Final
+	failed := accum.StatusFailed
+	killedOut := []accum.Text{txt(C, F, "before-kill\r\n")}
+	for _, tc := range []struct {
+		build, name, update string
+		want                accum.Observation
+	}{
+		{"0.7.4", "PTY exit 1 is no evidence: Failed, exit unknown", killedPTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Failed: true, Texts: killedOut}},
+		{"0.7.4", "PTY exit 3 is truthful", exit3PTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(3, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "a\r\n")}}},
+		{"0.7.4", "exit 1 outside the PTY is truthful", exit1Pipe,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "")}}},
+		{"0.11.1", "0.11.1 sends -1 for a kill: its exit 1 is an exit 1", killedPTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+		{"", "an unknown build reads with the newest rules", killedPTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+		{"2.6.0", "the TypeScript adapter's versions are not the Rust adapter's", killedPTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+	} {
+		t.Run(tc.build+" "+tc.name, func(t *testing.T) {
+			got, err := readCase(Bind(d, ParseVersion(tc.build)), tc.update, "")
+			require.NoError(t, err)
+			assert.Equal(t, []accum.Observation{tc.want}, withoutProvenance(got))
+		})
+	}
+}

@@ -166,11 +166,18 @@ export const AGENTS = [
     authMethod: "api-key",
     // Its default session mode has Codex's own Guardian model approve
     // commands; "workspace-write" asks the user (the client) instead.
-    // 1.x has no "workspace-write" mode: its modes are read-only, agent
-    // (read, edit and run, asking the user for escalations) and
-    // agent-full-access.
-    afterSession: ({ client, sessionId, build }) =>
-      client.request("session/set_mode", { sessionId, modeId: compareVersions(build.version, "2.0.0") < 0 ? "agent" : "workspace-write" }),
+    // 1.x has no "workspace-write" mode. 1.13.1 offers read-only ("Ask for
+    // approval", _meta.kind "standard"), agent (auto review by Guardian)
+    // and agent-full-access; 1.1.4 has no kinds, and its "agent" (read,
+    // edit and run) asks the user.
+    afterSession: ({ client, sessionId, session }) => {
+      const modes = session?.modes?.availableModes ?? [];
+      const pick =
+        modes.find((m) => m.id === "workspace-write") ??
+        modes.find((m) => m?._meta?.kind === "standard") ??
+        modes.find((m) => m.id === "agent" && !m?._meta?.kind);
+      return client.request("session/set_mode", { sessionId, modeId: pick?.id ?? "workspace-write" });
+    },
   },
   {
     id: "claude-code-acp",

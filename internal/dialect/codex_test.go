@@ -418,3 +418,21 @@ func TestCodexBuilds(t *testing.T) {
 		})
 	}
 }
+
+// TestCodexRawOutputDecodesAlike holds rawOutput's two shapes (the end
+// event, the replayed text) and its type errors to one reading, whichever
+// decoder runs.
+func TestCodexRawOutputDecodesAlike(t *testing.T) {
+	d := codexDialect(t)
+	for _, raw := range []string{
+		`"Chunk ID: 1\nWall time: 0 seconds\nProcess exited with code 3\nOutput:\nx\n"`,
+		`"bad \ud800 text"`,
+		`{"exit_code":3,"timed_out":"yes","aggregated_output":"x\n"}`,
+		`{"exit_code":"3","stdout":7,"stderr":"e"}`,
+		`{"exit_code":3,"exit_code":4}`,
+		`[1,2]`, `7`, `null`, `true`,
+	} {
+		msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":` + raw + `,"title":"after"}}}`
+		readBoth(t, d, []byte(msg))
+	}
+}

@@ -291,6 +291,15 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 	if f.Status.S == "declined" {
 		o.Cancelled = true
 	}
+	if ended && (o.Exit == nil || o.Exit.Code == -1) && codexMaybeToolNotice(&f.FormattedOutput) {
+		// The TypeScript adapter's replay of a command Codex did not run
+		// (or could not) carries Codex's text to the model as its output,
+		// in formatted_output and in the terminal delta beside it.
+		if codexToolNotice(&o, f.FormattedOutput.Str().S) {
+			o.Texts, o.Exit = nil, nil
+			return o
+		}
+	}
 	agg := f.AggregatedOutput.Str()
 	if notice, ok := codexRejected(&f.codexOutputFields, agg); ok {
 		// Older builds (0.7.x) send no status "declined": the end event
@@ -573,11 +582,11 @@ var (
 	// codexShellText is the shell tools' model-facing text: "Exit code:
 	// N", "Wall time", an optional "Total output lines: N" (the output
 	// was cut for the model), then "Output:" and the output.
-	// codexAbortedText is Codex's text for a command the user stopped
-	// (a cancel, or a rejection before it ran): "aborted by user after
-	// 2.0s" (unified exec), "Wall time: 2.0 seconds\naborted by user"
-	// (shell tools).
-	codexAbortedText = regexp.MustCompile(`(?m)^aborted by user\b`)
+	// codexAbortedText is Codex's whole text for a command the user
+	// stopped (a cancel, or a rejection before it ran): "aborted by user
+	// after 2.0s" (unified exec), "Wall time: 2.0 seconds\naborted by
+	// user" (shell tools).
+	codexAbortedText = regexp.MustCompile(`^(?:Wall time: [^\n]*\n)?aborted by user(?: after [^\n]*)?\s*$`)
 	codexShellText   = regexp.MustCompile(`^Exit code: (-?\d+)\nWall time: [^\n]*\n(Total output lines: \d+\n)?Output:\n`)
 )
 
@@ -603,9 +612,7 @@ func codexModelText(o *accum.Observation, text string) {
 		cut = m[4] >= 0
 		rest = text[m[1]:]
 	} else {
-		if m := codexAbortedText.FindString(text); m != "" {
-			o.Cancelled, o.CancelNotice = true, m
-		}
+		codexToolNotice(o, text)
 		return
 	}
 	if code != "" && !running {
@@ -623,6 +630,39 @@ func codexModelText(o *accum.Observation, text string) {
 	if rest != "" || cut {
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: kind, Text: rest, Truncated: cut})
 	}
+}
+
+// codexMaybeToolNotice says cheaply whether a formatted_output may be one
+// of Codex's texts about a command (codexToolNotice), before it is
+// unquoted.
+func codexMaybeToolNotice(t *rawText) bool {
+	return t.HasPrefix("exec_command failed") || t.HasPrefix("exec command rejected") ||
+		t.HasPrefix("aborted by user") || t.HasPrefix("Wall time: ")
+}
+
+// codexToolNotice reads Codex's own text about a command that it did not
+// run or could not finish, which replays (and some finals) carry where the
+// output would be: "aborted by user ..." (the user stopped or rejected
+// it), "exec_command failed for `...`: CreateProcess { message:
+// \"Rejected(\\\"rejected by user\\\")\" }" (rejected) or another
+// "exec_command failed ..." (it could not run). It is never output. It
+// reports whether text was such a notice.
+func codexToolNotice(o *accum.Observation, text string) bool {
+	switch {
+	case codexAbortedText.MatchString(text):
+		o.Cancelled, o.CancelNotice = true, "aborted by user"
+	case strings.HasPrefix(text, codexRejectedText):
+		o.Cancelled, o.CancelNotice = true, codexRejectedText
+	case strings.HasPrefix(text, "exec_command failed"):
+		if strings.Contains(text, "rejected by user") {
+			o.Cancelled, o.CancelNotice = true, "rejected by user"
+		} else {
+			o.Failed, o.FailNotice = true, notice(text)
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 func askCodex(tc *codexUpdate) accum.Observation {

@@ -301,6 +301,21 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 		}
 	}
 	agg := f.AggregatedOutput.Str()
+	if ended && !agg.Set && !f.Output.Set && codexMaybeHeadedText(&f.FormattedOutput) {
+		// The TypeScript adapter 1.x replays a command's model-facing
+		// text as formatted_output and as the terminal delta beside it.
+		// Its header is read only when it agrees with the exit code the
+		// frame states; then it is no output.
+		var h accum.Observation
+		if codexHeadedText(&h, f.FormattedOutput.Str().S) && (h.Exit == nil || o.Exit == nil || h.Exit.Code == o.Exit.Code) {
+			if o.Exit == nil {
+				o.Exit = h.Exit
+			}
+			o.Texts = append(dropDeltas(o.Texts), h.Texts...)
+			codexNoExit(&o)
+			return o
+		}
+	}
 	if notice, ok := codexRejected(&f.codexOutputFields, agg); ok {
 		// Older builds (0.7.x) send no status "declined": the end event
 		// of a rejected command carries Codex's refusal as its only text.
@@ -574,11 +589,12 @@ func codexReplayedCall(o *accum.Observation, u *codexUpdate) {
 var (
 	// codexExecText is the unified exec tool's model-facing text (what
 	// the Rust adapter replays as rawOutput for exec_command): a header
-	// of "Chunk ID", "Wall time", "Process exited with code N" (only once
+	// of "Command" (0.11.1: the command as run, possibly over several
+	// lines), "Chunk ID", "Wall time", "Process exited with code N" (only once
 	// the process ended), "Process running with session ID N" (still
 	// running when the tool returned), "Original token count" lines, then
 	// "Output:" and the output.
-	codexExecText = regexp.MustCompile(`^(?:Chunk ID: [^\n]*\n)?Wall time: [^\n]*\n(?:Process exited with code (-?\d+)\n)?(Process running with session ID [^\n]*\n)?(?:Original token count: \d+\n)?Output:\n`)
+	codexExecText = regexp.MustCompile(`^(?:Command: (?s:.*?)\n)?(?:Chunk ID: [^\n]*\n)?Wall time: [^\n]*\n(?:Process exited with code (-?\d+)\n)?(Process running with session ID [^\n]*\n)?(?:Original token count: \d+\n)?Output:\n`)
 	// codexShellText is the shell tools' model-facing text: "Exit code:
 	// N", "Wall time", an optional "Total output lines: N" (the output
 	// was cut for the model), then "Output:" and the output.
@@ -600,6 +616,15 @@ var (
 // output or exit and is not read; "aborted by user" says the user stopped
 // it (Cancelled), and is not output either.
 func codexModelText(o *accum.Observation, text string) {
+	if !codexHeadedText(o, text) {
+		codexToolNotice(o, text)
+	}
+}
+
+// codexHeadedText reads a text in one of the tools' model-facing forms
+// (codexExecText, codexShellText) into o: the header's exit code (a text
+// marker) and the rest as output. It reports whether text had that form.
+func codexHeadedText(o *accum.Observation, text string) bool {
 	code, rest, running, cut := "", "", false, false
 	if m := codexExecText.FindStringSubmatchIndex(text); m != nil {
 		if m[2] >= 0 {
@@ -612,8 +637,7 @@ func codexModelText(o *accum.Observation, text string) {
 		cut = m[4] >= 0
 		rest = text[m[1]:]
 	} else {
-		codexToolNotice(o, text)
-		return
+		return false
 	}
 	if code != "" && !running {
 		var c Code
@@ -630,6 +654,13 @@ func codexModelText(o *accum.Observation, text string) {
 	if rest != "" || cut {
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: kind, Text: rest, Truncated: cut})
 	}
+	return true
+}
+
+// codexMaybeHeadedText says cheaply whether a formatted_output may be in
+// a model-facing form (codexHeadedText), before it is unquoted.
+func codexMaybeHeadedText(t *rawText) bool {
+	return t.HasPrefix("Chunk ID: ") || t.HasPrefix("Wall time: ") || t.HasPrefix("Command: ") || t.HasPrefix("Exit code: ")
 }
 
 // codexMaybeToolNotice says cheaply whether a formatted_output may be one

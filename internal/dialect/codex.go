@@ -58,8 +58,13 @@ import (
 // N/.../Output:\n<output>", or "Exit code: N\nWall time: ...\nOutput:\n
 // <output>"; "aborted by user" for a stopped command). The header is read
 // as a text exit marker and kept out of output (see codexModelText). The
-// TypeScript adapter replays `_meta.terminal_exit` with no rawOutput; its
-// -1 is the sentinel there too, whatever the frame carries.
+// TypeScript adapter 2.x replays `_meta.terminal_exit` with no rawOutput;
+// its -1 is the sentinel there too, whatever the frame carries. 1.x
+// replays the same model-facing text as formatted_output and as a
+// terminal delta (its header read only when it agrees with exit_code),
+// and Codex's words for a command it did not run ("exec_command failed
+// ... rejected by user", "aborted by user") as if they were output: with
+// no exit code they are a notice (see codexToolNotice).
 //
 // Kinds read and search (Codex's classification of ls, cat, rg, ...) are
 // shell commands when they carry a rawInput command. Permission asks arrive

@@ -704,8 +704,48 @@ func codexToolNotice(o *accum.Observation, text string) bool {
 func askCodex(tc *codexUpdate) accum.Observation {
 	o := askObservation(&tc.ToolCall, &tc.RawInput.ShellInput)
 	codexCommand(&o, &tc.RawInput.Command, tc.Name.Present)
+	o.ApprovalReason = codexAskReason(o.ApprovalReason)
 	if r := strings.TrimSpace(tc.RawInput.Reason.S); r != "" {
 		o.ApprovalReason = r
 	}
 	return o
+}
+
+// codexAskSections are the sections the Rust adapter writes after the
+// reason in an exec ask's text, each a header line whose value may go on
+// over the following lines; drop says the section describes the options
+// (the execpolicy amendment "always allow" would add, the decisions), not
+// why Codex asks.
+var codexAskSections = []struct {
+	header string
+	drop   bool
+}{
+	{"Proposed Amendment: ", true},
+	{"Network Approval Context: ", false},
+	{"Additional Permissions: ", false},
+	{"Available Decisions: ", true},
+	{"Proposed Network Policy Amendments: ", true},
+}
+
+// codexAskReason is an ask's text without the adapter's sections that
+// describe the options (codexAskSections); a text without any section is
+// kept whole.
+func codexAskReason(text string) string {
+	if !strings.Contains(text, "Proposed Amendment: ") && !strings.Contains(text, "Available Decisions: ") {
+		return text
+	}
+	var keep []string
+	drop := false
+	for _, line := range strings.Split(text, "\n") {
+		for _, s := range codexAskSections {
+			if strings.HasPrefix(line, s.header) {
+				drop = s.drop
+				break
+			}
+		}
+		if !drop {
+			keep = append(keep, line)
+		}
+	}
+	return strings.TrimSpace(strings.Join(keep, "\n"))
 }

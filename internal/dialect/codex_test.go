@@ -191,10 +191,23 @@ func TestCodexRustAdapter(t *testing.T) {
 func TestCodexPermission(t *testing.T) {
 	d := codexDialect(t)
 	runObsCases(t, d, []obsCase{
-		{name: "ask before the tool_call: command from the argv, text as the reason",
+		// The Rust adapter's ask text is the reason (when Codex gave one)
+		// followed by its own sections: "Proposed Amendment: <argv, one
+		// per line>", "Available Decisions: <one per line>", ... Those
+		// describe the options, not why it asks.
+		{name: "ask before the tool_call: command from the argv; amendment and decisions are no reason",
 			ask: `{"toolCallId":"call_1","kind":"execute","status":"pending","title":"printf 'a'; exit 3","content":[{"type":"content","content":{"type":"text","text":"Proposed Amendment: printf\nAvailable Decisions: Approved\nAbort"}}],"rawInput":{"call_id":"call_1","command":["/bin/bash","-lc","printf 'a'; exit 3"],"cwd":"/w"}}`,
 			want: one(accum.Observation{ToolCallID: "call_1", Shell: accum.ShellYes, Status: accum.StatusPending, Command: "printf 'a'; exit 3", Cwd: "/w",
-				PermissionAsk: true, ApprovalReason: "Proposed Amendment: printf\nAvailable Decisions: Approved\nAbort"})},
+				PermissionAsk: true})},
+		{name: "0.7.4: only the amendment, its argv over several lines: no reason",
+			ask:  `{"toolCallId":"call_3","kind":"execute","status":"pending","title":"Run rm -f notes.txt","content":[{"type":"content","content":{"type":"text","text":"Proposed Amendment: rm\n-f\nnotes.txt"}}],"rawInput":{"command":["/bin/bash","-lc","rm -f notes.txt"]}}`,
+			want: one(accum.Observation{ToolCallID: "call_3", Shell: accum.ShellYes, Status: accum.StatusPending, Command: "rm -f notes.txt", PermissionAsk: true})},
+		{name: "a reason line before the sections is the reason; a network context is kept",
+			ask:  `{"toolCallId":"call_4","kind":"execute","title":"curl x","content":[{"type":"content","content":{"type":"text","text":"needs network\nProposed Amendment: curl\nx\nNetwork Approval Context: Https example.com\nAvailable Decisions: Approved\nAbort"}}],"rawInput":{"command":["curl","x"]}}`,
+			want: one(accum.Observation{ToolCallID: "call_4", Shell: accum.ShellYes, Command: "curl x", PermissionAsk: true, ApprovalReason: "needs network\nNetwork Approval Context: Https example.com"})},
+		{name: "another agent's text is the reason as it is",
+			ask:  `{"toolCallId":"call_5","kind":"execute","title":"node x","content":[{"type":"content","content":{"type":"text","text":"Not in allowlist: node"}}],"rawInput":{"command":"node x"}}`,
+			want: one(accum.Observation{ToolCallID: "call_5", Shell: accum.ShellYes, Command: "node x", PermissionAsk: true, ApprovalReason: "Not in allowlist: node"})},
 		{name: "rawInput.reason is the reason when present",
 			ask:  `{"toolCallId":"call_2","kind":"execute","title":"curl x","content":[{"type":"content","content":{"type":"text","text":"Reason: needs network\nAvailable Decisions: Approved"}}],"rawInput":{"command":["curl","x"],"reason":"needs network"}}`,
 			want: one(accum.Observation{ToolCallID: "call_2", Shell: accum.ShellYes, Command: "curl x", PermissionAsk: true, ApprovalReason: "needs network"})},
@@ -299,7 +312,9 @@ func TestCodexRecordingUntrustedApproval(t *testing.T) {
 	if c.asks == 0 || c.exitCode() != "3" || c.command != `printf 'a\nb\n'; exit 3` {
 		t.Errorf("exit3: %+v", c)
 	}
-	if len(c.reasons) != 1 || !strings.HasPrefix(c.reasons[0], "Proposed Amendment") {
+	// The ask's text is only the adapter's amendment and decisions: no
+	// reason is on the wire.
+	if len(c.reasons) != 1 || c.reasons[0] != "" {
 		t.Errorf("reasons %q", c.reasons)
 	}
 	for _, tx := range c.texts {

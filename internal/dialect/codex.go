@@ -286,6 +286,9 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 	if f == nil || !f.Obj {
 		if f != nil && f.Text.Set && o.Status.Ended() {
 			codexModelText(&o, f.Text.S)
+			if len(o.Texts) > 0 {
+				o.Src.Output = "rawOutput (the model-facing text)"
+			}
 		}
 		codexNoExit(&o)
 		return o
@@ -302,6 +305,7 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 		// in formatted_output and in the terminal delta beside it.
 		if codexToolNotice(&o, f.FormattedOutput.Str().S) {
 			o.Texts, o.Exit = nil, nil
+			o.Src.Notice = "Codex's words about the command in rawOutput.formatted_output and the terminal delta"
 			return o
 		}
 	}
@@ -314,9 +318,10 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 		var h accum.Observation
 		if codexHeadedText(&h, f.FormattedOutput.Str().S) && (h.Exit == nil || o.Exit == nil || h.Exit.Code == o.Exit.Code) {
 			if o.Exit == nil {
-				o.Exit = h.Exit
+				o.Exit, o.Src.Exit = h.Exit, "header of rawOutput.formatted_output"
 			}
 			o.Texts = append(dropDeltas(o.Texts), h.Texts...)
+			o.Src.Output, o.Src.Notice = "rawOutput.formatted_output", "header of rawOutput.formatted_output and the terminal delta"
 			codexNoExit(&o)
 			return o
 		}
@@ -325,6 +330,7 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 		// Older builds (0.7.x) send no status "declined": the end event
 		// of a rejected command carries Codex's refusal as its only text.
 		o.Cancelled, o.CancelNotice, o.Exit = true, notice, nil
+		o.Src.Notice = "refusal in rawOutput.stderr/aggregated_output"
 		return o
 	}
 	codexNoExit(&o)
@@ -354,6 +360,7 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 	pty := f.ProcessID.Present || strings.HasPrefix(f.Source.S, "unified_exec")
 	if killedIsOne && pty && ended && o.Exit != nil && o.Exit.Code == 1 {
 		o.Exit, o.Failed = nil, true
+		o.Src.Notice = "exit_code 1 of a PTY command (this build says 1 for a killed shell)"
 	}
 	// Each present stream is a snapshot of that stream; one that is
 	// omitted keeps its earlier text.
@@ -585,9 +592,11 @@ func codexReplayedCall(o *accum.Observation, u *codexUpdate) {
 		(u.Kind == nil || *u.Kind == "other" || *u.Kind == "execute") {
 		o.Shell = accum.ShellYes
 		o.Command, o.CommandFromTitle = in.Cmd.Line, false
+		o.Src.Command = "rawInput.cmd"
 	}
 	if o.Cwd == "" && in.Workdir.Set && strings.TrimSpace(in.Workdir.S) != "" && (in.Command.Line != "" || o.Shell == accum.ShellYes) {
 		o.Cwd = in.Workdir.S
+		o.Src.Cwd = "rawInput.workdir"
 	}
 }
 
@@ -649,8 +658,10 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 		c.UnmarshalJSON([]byte(code))
 		if e := c.Exit(accum.ExitText, true); e != nil {
 			o.Exit = accum.StrongerExit(o.Exit, e)
+			o.Src.Exit = "exit line of the model-facing text"
 		}
 	}
+	o.Src.Notice = "header of the model-facing text"
 	cut = cut || codexElided.MatchString(rest)
 	kind := accum.Final
 	if running {
@@ -698,6 +709,7 @@ func codexToolNotice(o *accum.Observation, text string) bool {
 	default:
 		return false
 	}
+	o.Src.Notice = "Codex's words about the command"
 	return true
 }
 

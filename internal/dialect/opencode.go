@@ -173,13 +173,21 @@ func readOpencode(u *opencodeCall) accum.Observation {
 			// Kilo sends the final model-facing text on an in_progress
 			// frame too: its trailing notices say the same as on the final.
 			var p opencodeParsed
-			text = p.trailingNotices(text)
+			if rest := p.trailingNotices(text); len(rest) < len(text) {
+				text = rest
+				o.Src.Notice = "<shell_metadata> block of the live content text"
+			}
 			o.TimedOut = p.timedOut
 			if p.aborted {
 				o.Cancelled, o.CancelNotice = true, p.notice
 			}
 			if text != "" {
-				o.Texts = append(o.Texts, opencodeLive(text))
+				t := opencodeLive(text)
+				if t.Truncated && strings.HasPrefix(text, "...") && !strings.HasPrefix(text, opencodeWindowPrefix) {
+					o.Src.Notice = "truncation header of the live content text"
+				}
+				o.Texts = append(o.Texts, t)
+				o.Src.Output = "content text (live)"
 			}
 		}
 	}

@@ -477,3 +477,18 @@ func TestCodexRawOutputDecodesAlike(t *testing.T) {
 		readBoth(t, d, []byte(msg))
 	}
 }
+
+// TestCodexReplaySources: a replayed call says where its command, exit and
+// output came from and what was kept out of output, for replay --explain.
+func TestCodexReplaySources(t *testing.T) {
+	d := codexDialect(t)
+	open, err := readCase(d, `{"sessionUpdate":"tool_call","toolCallId":"c","title":"exec_command","status":"completed","rawInput":{"cmd":"exit 3","workdir":"/w"}}`, "")
+	require.NoError(t, err)
+	require.Len(t, open, 1)
+	assert.Equal(t, accum.Sources{Command: "rawInput.cmd", Cwd: "rawInput.workdir"}, open[0].Src)
+
+	end, err := readCase(d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":"Wall time: 0 seconds\nProcess exited with code 3\nOutput:\nx\n"}`, "")
+	require.NoError(t, err)
+	require.Len(t, end, 1)
+	assert.Equal(t, accum.Sources{Exit: "exit line of the model-facing text", Output: "rawOutput (the model-facing text)", Notice: "header of the model-facing text"}, end[0].Src)
+}

@@ -31,7 +31,8 @@ import (
 //     below (Kilo sends it on in_progress frames) is read as on the final:
 //     the header is a notice, the rest a Truncated Window. Kilo (7.7)
 //     sends the final model-facing text on an in_progress frame before the
-//     completed one: its trailing notices (below) are read there too.
+//     completed one: its trailing notices (below) and a "(no output)"
+//     are read there too.
 //   - final: ALWAYS `completed`. `rawOutput {output, metadata {output, exit,
 //     description, truncated, outputPath?}}`; `metadata.exitCode` in some
 //     releases. The exit is structured evidence; `exit: null` is unknown.
@@ -180,6 +181,10 @@ func readOpencode(u *opencodeCall) accum.Observation {
 			o.TimedOut = p.timedOut
 			if p.aborted {
 				o.Cancelled, o.CancelNotice = true, p.notice
+			}
+			if strings.TrimSpace(text) == "(no output)" {
+				// The final text of a command that printed nothing.
+				text, o.Src.Notice = "", "(no output) of the live content text"
 			}
 			if text != "" {
 				t := opencodeLive(text)

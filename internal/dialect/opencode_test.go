@@ -84,6 +84,18 @@ func TestOpencodeUpdate(t *testing.T) {
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, TimedOut: true, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "start\n")}}},
 		},
 		{
+			// Kilo's final text of a command that printed nothing, sent
+			// live before the completed frame.
+			name:   "in_progress (no output) stands for empty output: no text",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"(no output)"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning}},
+		},
+		{
+			name:   "in_progress (no output) before a timeout notice: TimedOut, no text",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, TimedOut: true}},
+		},
+		{
 			name:   "in_progress text with an abort notice: notice stripped, Cancelled",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"tick1\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>"}}]}`,
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Cancelled: true, CancelNotice: "User aborted the command", Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "tick1\n")}}},

@@ -30,9 +30,9 @@ type explained struct {
 	last  *normalize.ShellExec
 	// Where each value was last set: the frame and the words for it.
 	command, cwd, exit []string
-	output            []span // by source, in order
-	notices           []string
-	unknown           []string
+	output             []span // by source, in order
+	notices            []string
+	unknown            []string
 }
 
 // span is one source of output and the frames it came from.

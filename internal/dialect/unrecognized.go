@@ -625,10 +625,38 @@ var resultLines = regexp.MustCompile(`(?:^"|\\n)\s*(?:(?:Exit|exit) (?:Code|code
 const resultBlockWindow = 4 << 10
 
 // resultBlock says whether the JSON string literal lit holds a line of a
-// result block near its start or end.
+// result block near its start or end. The pattern runs only on the few
+// bytes around each "xit" (of Exit, exit, exited): most outputs have none.
 func resultBlock(lit []byte) bool {
 	if len(lit) <= 2*resultBlockWindow {
-		return resultLines.Match(lit)
+		return resultIn(lit, true)
 	}
-	return resultLines.Match(lit[:resultBlockWindow]) || resultLines.Match(lit[len(lit)-resultBlockWindow:])
+	return resultIn(lit[:resultBlockWindow], true) || resultIn(lit[len(lit)-resultBlockWindow:], false)
+}
+
+// resultIn looks for result lines in w, a piece of a literal (whole when
+// it starts the literal).
+func resultIn(w []byte, head bool) bool {
+	for off := 0; ; {
+		i := bytes.Index(w[off:], []byte("xit"))
+		if i < 0 {
+			return false
+		}
+		i += off
+		// The line starts at most a few bytes before: "Process exited" is
+		// the longest lead.
+		from := max(0, i-12)
+		if from > 0 || !head {
+			if j := bytes.LastIndex(w[from:i], []byte(`\n`)); j >= 0 {
+				from += j
+			} else {
+				off = i + 3
+				continue
+			}
+		}
+		if resultLines.Match(w[from:min(len(w), i+48)]) {
+			return true
+		}
+		off = i + 3
+	}
 }

@@ -24,9 +24,10 @@ import (
 // member known but deliberately not read is declared with unreadFields.
 //
 // The cost: a frame whose observations are all about tools that are not
-// shells, or that has neither `"rawOutput"` nor `"_meta"`, pays two byte
-// searches at most; a frame that has them is walked once more, without
-// decoding its strings.
+// shells pays nothing; any other `session/update` is walked once more, up
+// to the end of its update, without decoding its strings (its long
+// strings are skipped at memchr speed), and the members under `rawOutput`
+// and `_meta` are matched against the known tree without allocating.
 
 // unreadFields is implemented by a dialect's update type (the U its read
 // passes to readFrame) when it knows members under `rawOutput` or `_meta`
@@ -214,12 +215,6 @@ func addFields(m map[string]*knownNode, t reflect.Type, depth int) {
 // foldName folds a member name as eachMember does (ASCII upper case).
 func foldName(s string) string { return strings.ToUpper(s) }
 
-// Keys searched for before a frame is walked.
-var (
-	rawOutputKey = []byte(`"rawOutput"`)
-	metaKey      = []byte(`"_meta"`)
-)
-
 // noticeUnrecognized adds to the observations of a `session/update` what
 // its update carries that the dialect of update type U does not read. The
 // first observation that may be about a shell gets it; a frame about
@@ -237,20 +232,20 @@ func noticeUnrecognized[U any](msg []byte, tc *ToolCall, obs []accum.Observation
 	}
 	o := &obs[at]
 	ended := o.Status.Ended() && o.Exit == nil && o.Signal == "" && !o.Cancelled
-	if bytes.Contains(msg, rawOutputKey) || bytes.Contains(msg, metaKey) {
-		if update := memberOf(memberOf(msg, "params"), "update"); update != nil {
-			k := knownOf[U]()
-			s := scan{out: &o.Unrecognized, resultText: ended}
-			for it := (objIter{b: update}); it.next(); {
-				switch {
-				case keyIs(it.key, "rawOutput"):
-					s.path[0] = it.key
-					s.value(it.val, k.rawOutput, 0)
-				case keyIs(it.key, "_meta"):
-					s.path[0] = it.key
-					s.value(it.val, k.meta, 0)
-				}
+	if update := valueAt(msg, "params", "update"); update != nil {
+		s := scan{out: &o.Unrecognized, resultText: ended}
+		for it := (objIter{b: update}); it.next(); {
+			var n *knownNode
+			switch {
+			case keyIs(it.key, "rawOutput"):
+				n = knownOf[U]().rawOutput
+			case keyIs(it.key, "_meta"):
+				n = knownOf[U]().meta
+			default:
+				continue
 			}
+			s.path[0] = it.key
+			s.value(it.val, n, 0)
 		}
 	}
 	if ended {
@@ -263,16 +258,45 @@ func noticeUnrecognized[U any](msg []byte, tc *ToolCall, obs []accum.Observation
 	}
 }
 
-// memberOf is the raw value of the last member name of object b (nil
-// when it has none).
-func memberOf(b []byte, name string) []byte {
-	var v []byte
-	for it := (objIter{b: b}); it.next(); {
-		if keyIs(it.key, name) {
-			v = it.val
+// valueAt returns the bytes of msg from the value at path (a member of
+// a member of ...) to the end of msg, or nil when there is none: the value
+// is where they start, and objIter reads no further than its end. The
+// first member of each name is taken (encoding/json takes the last: a
+// frame that repeats "params" or "update" is not one an agent sends), and
+// only the members before it are skipped, so msg is walked at most once.
+func valueAt(msg []byte, path ...string) []byte {
+	b := msg
+	for _, name := range path {
+		i := skipSpace(b, 0)
+		if i >= len(b) || b[i] != '{' {
+			return nil
 		}
+		i = skipSpace(b, i+1)
+		found := false
+		for i < len(b) && b[i] == '"' {
+			ke := stringEnd(b, i)
+			key := b[i:ke]
+			i = skipSpace(b, ke)
+			if i >= len(b) || b[i] != ':' {
+				return nil
+			}
+			i = skipSpace(b, i+1)
+			if keyIs(key, name) {
+				found = true
+				break
+			}
+			i = skipSpace(b, valueEnd(b, i))
+			if i >= len(b) || b[i] != ',' {
+				return nil
+			}
+			i = skipSpace(b, i+1)
+		}
+		if !found {
+			return nil
+		}
+		b = b[i:]
 	}
-	return v
+	return b
 }
 
 // spell spells a path of key literals ("[]" for an array's elements):

@@ -63,6 +63,7 @@ func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int,
 		sessionCwd = "--cwd"
 	}
 	reader := ""
+	lastClientExit := 0 // the last frame that answered with a client terminal's exit status
 	var agent dialect.Version
 	named := strings.TrimSpace(f.dialect)
 	if strings.EqualFold(named, dialect.Auto) {
@@ -96,7 +97,7 @@ func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int,
 				calls[x.ToolCallID] = c
 				order = append(order, x.ToolCallID)
 			}
-			c.revised(x, fr, sessionCwd)
+			c.revised(x, fr, sessionCwd, lastClientExit)
 		}
 	}
 	for _, l := range lines {
@@ -121,6 +122,9 @@ func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int,
 			fr.frame, _ = dialect.Read(d, l.Msg)
 		}
 		fr.index(terminals)
+		if r := fr.frame.Response; r != nil && (r.HasExit || r.ExitStatus != nil) {
+			lastClientExit = l.Number
+		}
 		revise(out, fr)
 		for id, obs := range fr.byCall {
 			if c := calls[id]; c != nil {
@@ -212,7 +216,7 @@ func (fr *frameRead) index(terminals map[string]string) {
 // source says where this frame gave the value that field picks out of an
 // observation: the field label, or, when the frame's observations have
 // none, the dialect, or what else the frame was.
-func (fr *frameRead) source(id string, field func(*accum.Sources) string) string {
+func (fr *frameRead) source(id string, field func(*accum.Sources) string, output bool) string {
 	at := fmt.Sprintf("frame %d", fr.n)
 	if fr.dialect == "close" {
 		return fmt.Sprintf("line %d: the session was closed at the end of the file", fr.n)
@@ -227,6 +231,8 @@ func (fr *frameRead) source(id string, field func(*accum.Sources) string) string
 		return at + " (read by the " + fr.dialect + " dialect; it names no field)"
 	}
 	switch f := &fr.frame; {
+	case output && f.Response != nil && f.Response.HasOutput:
+		return at + " terminal/output result output (a client terminal)"
 	case f.Terminal != nil:
 		return at + " " + f.Terminal.Method + " request (a client terminal)"
 	case f.Response != nil && (f.Response.HasExit || f.Response.ExitStatus != nil):
@@ -246,17 +252,17 @@ func (fr *frameRead) source(id string, field func(*accum.Sources) string) string
 }
 
 // revised notes what revision x, made by frame fr, changed.
-func (c *explained) revised(x *normalize.ShellExec, fr *frameRead, sessionCwd string) {
+func (c *explained) revised(x *normalize.ShellExec, fr *frameRead, sessionCwd string, lastClientExit int) {
 	prev := c.last
 	c.last = x
 	if prev == nil || x.Command != prev.Command {
 		if x.Command != "" {
-			c.command = []string{fr.source(c.id, func(s *accum.Sources) string { return s.Command })}
+			c.command = []string{fr.source(c.id, func(s *accum.Sources) string { return s.Command }, false)}
 		}
 	}
 	if prev == nil || x.Cwd != prev.Cwd {
 		if x.Cwd != "" {
-			src := fr.source(c.id, func(s *accum.Sources) string { return s.Cwd })
+			src := fr.source(c.id, func(s *accum.Sources) string { return s.Cwd }, false)
 			if !hasLabel(fr, c.id, func(s *accum.Sources) string { return s.Cwd }) && sessionCwd != "" {
 				src = "the session's cwd (" + sessionCwd + ")"
 			}
@@ -264,13 +270,18 @@ func (c *explained) revised(x *normalize.ShellExec, fr *frameRead, sessionCwd st
 		}
 	}
 	if (prev == nil || !sameExit(prev.ExitCode, x.ExitCode) || prev.Signal != x.Signal) && (x.ExitCode != nil || x.Signal != "") {
-		c.exit = []string{fr.source(c.id, func(s *accum.Sources) string { return s.Exit })}
+		src := fr.source(c.id, func(s *accum.Sources) string { return s.Exit }, false)
+		if !givesExit(fr, c.id) && x.TerminalID != "" && lastClientExit > 0 && lastClientExit < fr.n {
+			// The frame ended the call; the exit is the client terminal's.
+			src = fmt.Sprintf("frame %d client terminal exit status (terminal/wait_for_exit or terminal/output result), applied when frame %d ended the call", lastClientExit, fr.n)
+		}
+		c.exit = []string{src}
 	}
 	for _, t := range []*normalize.Text{x.Output, x.Stdout, x.Stderr} {
 		if t == nil || (t.Text == "" && t.Mode == normalize.Append) {
 			continue
 		}
-		src := fr.source(c.id, func(s *accum.Sources) string { return s.Output })
+		src := fr.source(c.id, func(s *accum.Sources) string { return s.Output }, true)
 		src = strings.TrimPrefix(src, fmt.Sprintf("frame %d", fr.n))
 		src = strings.TrimSpace(src)
 		if src == "" {
@@ -317,6 +328,17 @@ func (c *explained) addNotice(s string) {
 	c.notices = append(c.notices, s)
 }
 
+// givesExit says whether the frame's observations of the call carry exit
+// evidence or a signal.
+func givesExit(fr *frameRead, id string) bool {
+	for _, o := range fr.byCall[id] {
+		if o.Exit != nil || o.Signal != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func hasLabel(fr *frameRead, id string, field func(*accum.Sources) string) bool {
 	for _, o := range fr.byCall[id] {
 		if field(&o.Src) != "" {
@@ -334,12 +356,13 @@ func quoteClip(s string) string { return strconv.Quote(clip(oneLine(s), 80)) }
 func (c *explained) print(w io.Writer, build string) {
 	x := c.last
 	fmt.Fprintf(w, "call %s (dialect %s, %s)\n", strconv.Quote(c.id), x.Dialect, build)
-	row := func(what, value string, from []string) {
+	list := func(what, value, lead string, items []string) {
 		fmt.Fprintf(w, "  %-8s %s\n", what, value)
-		for _, f := range from {
-			fmt.Fprintf(w, "  %-8s   from %s\n", "", f)
+		for _, f := range items {
+			fmt.Fprintf(w, "  %-8s   %s%s\n", "", lead, f)
 		}
 	}
+	row := func(what, value string, from []string) { list(what, value, "from ", from) }
 	cmd := "unknown"
 	if x.Command != "" {
 		cmd = strconv.Quote(clip(x.Command, 80))
@@ -355,7 +378,7 @@ func (c *explained) print(w io.Writer, build string) {
 	case x.ExitCode != nil:
 		exit = strconv.Itoa(int(*x.ExitCode))
 	case len(c.unknown) > 0:
-		exit = "unknown: no frame carried an exit code where the " + x.Dialect + " dialect reads one for this build (see not understood)"
+		exit = "unknown: no frame carried an exit code where the " + x.Dialect + " dialect reads one for this build (see below what it did not understand)"
 	default:
 		exit = "unknown: no frame carried an exit code where the " + x.Dialect + " dialect reads one for this build"
 	}
@@ -384,10 +407,10 @@ func (c *explained) print(w io.Writer, build string) {
 	row("output", size, out)
 	row("outcome", strings.TrimPrefix(x.State.String(), "")+" "+x.Outcome.String()+reasonOf(x), nil)
 	if len(c.notices) > 0 {
-		row("notices", "kept out of output:", c.notices)
+		list("notices", "kept out of output:", "", c.notices)
 	}
 	if len(c.unknown) > 0 {
-		row("not understood", "", c.unknown)
+		list("unknown", "not understood by the "+x.Dialect+" dialect:", "", c.unknown)
 	}
 }
 

@@ -38,6 +38,12 @@ func TestExplainRecording(t *testing.T) {
 	assert.Contains(t, out, `(dialect claude, agent build "0.101.0")`)
 	assert.Regexp(t, `from frame \d+ _meta.terminal_exit.exit_code`, out)
 	assert.Regexp(t, `from frames \d+-\d+ \(\d+ frames\) \(read by the claude dialect; it names no field\)`, out)
+
+	// A client terminal's exit is named as such, with the frame that
+	// answered it.
+	out = explainOut(t, "../../test/testdata/recordings/agents/claude-code-acp-0.16.2_client-terminal_scenario-dev.ndjson")
+	assert.Contains(t, out, "  exit     4\n             from frame 38 client terminal exit status (terminal/wait_for_exit or terminal/output result), applied when frame 42 ended the call\n")
+	assert.Contains(t, out, "from frame 38 terminal/output result output (a client terminal)")
 }
 
 // A future build of a known agent that moves the exit code to a field the
@@ -54,8 +60,8 @@ func TestExplainFutureBuild(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(rec), 0o600))
 	out := explainOut(t, file)
 	assert.Contains(t, out, `call "c1" (dialect opencode, agent build "99.0.0")`)
-	assert.Contains(t, out, `  exit     unknown: no frame carried an exit code where the opencode dialect reads one for this build (see not understood)`)
-	assert.Contains(t, out, `frame 4 rawOutput.metadata.exit_status (exit_field)`)
+	assert.Contains(t, out, `  exit     unknown: no frame carried an exit code where the opencode dialect reads one for this build (see below what it did not understand)`)
+	assert.Contains(t, out, "  unknown  not understood by the opencode dialect:\n             frame 4 rawOutput.metadata.exit_status (exit_field)\n")
 	assert.Contains(t, out, `from the session's cwd (frame 2 session/new cwd)`)
 }
 

@@ -281,6 +281,9 @@ func (c *explained) revised(x *normalize.ShellExec, fr *frameRead, sessionCwd st
 		if t == nil || (t.Text == "" && t.Mode == normalize.Append) {
 			continue
 		}
+		if x.State == normalize.StateEnded && len(c.output) > 0 && !givesOutput(fr, c.id) {
+			break // the ending revision restates the output whole
+		}
 		src := fr.source(c.id, func(s *accum.Sources) string { return s.Output }, true)
 		src = strings.TrimPrefix(src, fmt.Sprintf("frame %d", fr.n))
 		src = strings.TrimSpace(src)
@@ -333,6 +336,17 @@ func (c *explained) addNotice(s string) {
 func givesExit(fr *frameRead, id string) bool {
 	for _, o := range fr.byCall[id] {
 		if o.Exit != nil || o.Signal != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// givesOutput says whether the frame's observations of the call carry
+// output.
+func givesOutput(fr *frameRead, id string) bool {
+	for _, o := range fr.byCall[id] {
+		if len(o.Texts) > 0 {
 			return true
 		}
 	}

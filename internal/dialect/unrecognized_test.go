@@ -107,9 +107,9 @@ func TestUnreadFieldsDeclared(t *testing.T) {
 	var got []accum.Unrecognized
 	s := scan{out: &got}
 	s.path[0] = []byte(`"rawOutput"`)
-	s.value([]byte(`{"exit":1,"legacy":{"exit_code":3},"items":[{"text":"long enough to be output\n","exit_code":4}],"exit_status":5}`), k.rawOutput, 0)
+	s.value([]byte(`{"exit":1,"legacy":{"exit_code":3},"items":[{"text":"long enough to be output\n","exit_code":4}],"exit_status":5}`), 0, k.rawOutput, 0)
 	s.path[0] = []byte(`"_meta"`)
-	s.value([]byte(`{"terminal_exit":{"exit_code":3}}`), k.meta, 0)
+	s.value([]byte(`{"terminal_exit":{"exit_code":3}}`), 0, k.meta, 0)
 	assert.Equal(t, []accum.Unrecognized{
 		{What: accum.UnrecognizedExit, Field: "rawOutput.items[].exit_code"},
 		{What: accum.UnrecognizedExit, Field: "rawOutput.exit_status"},

@@ -145,7 +145,35 @@ type Hooks struct {
 	// WithStore), with what it was ("load", "commit" or "version"), how it
 	// went ("ok", "conflict" or "error") and how long it took.
 	StoreOp func(op, result string, took time.Duration)
+	// Unrecognized is called for each thing a frame carried about a
+	// shell call that the session's dialect does not read but that looks
+	// like a result: a sign that the agent's wire changed (see
+	// acpnormd replay --explain). what is UnrecognizedExitField,
+	// UnrecognizedOutputField or UnrecognizedResultText; dialect is the
+	// session's dialect; agentVersion is the agent's build as the
+	// dialect reads it ("0.70.1"), at most 32 bytes, or "unknown". None
+	// of them holds text of the frame.
+	Unrecognized func(dialect, agentVersion, what string)
 }
+
+// The kinds of Hooks.Unrecognized.
+const (
+	// UnrecognizedExitField: a member under rawOutput or _meta the
+	// dialect does not read, named like an exit code, status or signal,
+	// with a number, a numeric string or a signal name.
+	UnrecognizedExitField = accum.UnrecognizedExit
+	// UnrecognizedOutputField: a member under rawOutput or _meta the
+	// dialect does not read, named like output, stdout, stderr, data or
+	// text, with a sizeable string or an array.
+	UnrecognizedOutputField = accum.UnrecognizedOutput
+	// UnrecognizedResultText: a text that reads like a result block
+	// (`Exit Code: N`, `exit status N`, `Process exited with code N`) on
+	// a frame that ends the call, from which the dialect read no exit.
+	UnrecognizedResultText = accum.UnrecognizedResult
+)
+
+// maxVersionLabel bounds the agentVersion of Hooks.Unrecognized.
+const maxVersionLabel = 32
 
 // Names of the limits passed to Hooks.Refused.
 const (
@@ -521,6 +549,17 @@ func (h Hooks) refused(ns namespace, limit string) {
 	if h.RefusedIn != nil {
 		h.RefusedIn(ns.name, limit)
 	}
+}
+
+func (h Hooks) unrecognized(dialectName string, v dialect.Version, what string) {
+	if h.Unrecognized == nil {
+		return
+	}
+	label := v.String()
+	if len(label) > maxVersionLabel {
+		label = label[:maxVersionLabel]
+	}
+	h.Unrecognized(dialectName, label, what)
 }
 
 func (h Hooks) lateFrame() {

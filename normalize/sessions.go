@@ -877,6 +877,11 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	reserved := ss.budget(s, e, o, r)
 	e.call.Apply(o)
 	ss.settle(s, e, reserved)
+	if len(o.Unrecognized) > 0 && e.call.IsShell() {
+		for _, u := range o.Unrecognized {
+			ss.hooks.unrecognized(s.dialectName(), s.agent, u.What)
+		}
+	}
 	if !wasEnded && e.call.Ended() {
 		e.endedAt = ss.now()
 	}

@@ -50,3 +50,36 @@ func TestAgentVersionPersisted(t *testing.T) {
 	assert.Equal(t, "1.2.3", out[0].AgentVersion)
 	assert.Equal(t, "opencode", out[0].Dialect)
 }
+
+// A future build that moves the exit code to a field its dialect never
+// read: the call's exit stays unknown, and Hooks.Unrecognized says so,
+// with the dialect and the build, once per frame that carries it.
+func TestFutureBuildCounted(t *testing.T) {
+	type count struct{ dialect, version, what string }
+	var got []count
+	n := normalize.New(normalize.WithHooks(normalize.Hooks{Unrecognized: func(d, v, what string) {
+		got = append(got, count{d, v, what})
+	}}))
+	future := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"output":"boom\n","metadata":{"exit_status":3}}}}}`
+	var last *normalize.ShellExec
+	for _, f := range []string{
+		`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"opencode","version":"v42.0.0-rc.1+abc"}}}`,
+		openCall, future,
+	} {
+		out, err := n.Feed("s", []byte(f))
+		require.NoError(t, err)
+		if len(out) > 0 {
+			last = out[len(out)-1]
+		}
+	}
+	require.NotNil(t, last)
+	assert.Equal(t, normalize.StateEnded, last.State)
+	assert.Nil(t, last.ExitCode, "the exit is not inferred")
+	assert.Equal(t, []count{{"opencode", "42.0.0-rc.1", normalize.UnrecognizedExitField}}, got)
+
+	// A tool that is not a shell is not counted.
+	got = nil
+	_, err := n.Feed("s", []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"r1","kind":"read","status":"completed","rawOutput":{"metadata":{"exit_status":3}}}}}`))
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}

@@ -216,6 +216,7 @@ func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observat
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
 			contradictions(msg, f.Observations)
+			noticeUnrecognized[U](msg, P(u).call(), f.Observations)
 		}
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {
@@ -625,6 +626,18 @@ func (tc *ToolCall) Base() accum.Observation {
 	return o
 }
 
+// takeExit makes e the observation's exit evidence when it is stronger
+// than what o holds (see accum.StrongerExit), and src (a field label, see
+// accum.Sources) where it came from. A nil e changes nothing.
+func takeExit(o *accum.Observation, e *accum.Exit, src string) {
+	if e == nil {
+		return
+	}
+	if o.Exit = accum.StrongerExit(o.Exit, e); o.Exit == e {
+		o.Src.Exit = src
+	}
+}
+
 // askBase is Base for the `toolCall` of a permission ask: it never opens
 // the call (the session decides whether an ask is the first sight of one)
 // and it is marked as an ask.
@@ -654,10 +667,10 @@ func (m *TerminalMeta) ApplyTerminalMeta(o *accum.Observation) {
 			o.TerminalID = ti.TerminalID
 		}
 		if ti.Cwd != "" {
-			o.Cwd = ti.Cwd
+			o.Cwd, o.Src.Cwd = ti.Cwd, "_meta.terminal_info.cwd"
 		}
 	}
-	for _, td := range []*TerminalData{m.TerminalOutput, m.TerminalOutputDelta} {
+	for i, td := range []*TerminalData{m.TerminalOutput, m.TerminalOutputDelta} {
 		if td == nil {
 			continue
 		}
@@ -667,12 +680,14 @@ func (m *TerminalMeta) ApplyTerminalMeta(o *accum.Observation) {
 		}
 		if td.Data.S != "" {
 			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Text: td.Data.S})
+			o.Src.Output = [...]string{"_meta.terminal_output.data", "_meta.terminal_output_delta.data"}[i]
 		}
 	}
 	if te := m.TerminalExit; te != nil {
 		o.Shell = accum.ShellYes
-		if e := te.ExitCode.Exit(accum.ExitTerminal, true); e != nil {
-			o.Exit = accum.StrongerExit(o.Exit, e)
+		takeExit(o, te.ExitCode.Exit(accum.ExitTerminal, true), "_meta.terminal_exit.exit_code")
+		if te.Signal.Reported() && o.Src.Exit == "" {
+			o.Src.Exit = "_meta.terminal_exit.signal"
 		}
 		te.Signal.apply(o)
 	}

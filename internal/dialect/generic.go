@@ -161,26 +161,43 @@ func readBool(dst **bool, val []byte) {
 // Exit returns the structured exit code of an object rawOutput: exit_code,
 // exitCode, metadata.exit, metadata.exitCode, first known wins.
 func (f *OutputFields) Exit() Code {
+	c, _ := f.exitField()
+	return c
+}
+
+// exitField is Exit and the field it was read from.
+func (f *OutputFields) exitField() (Code, string) {
 	var m OutputMetadata
 	if f.Metadata != nil {
 		m = *f.Metadata
 	}
-	return firstKnown(f.ExitCode, f.ExitCodeCamel, m.Exit, m.ExitCode)
+	for i, c := range [...]Code{f.ExitCode, f.ExitCodeCamel, m.Exit, m.ExitCode} {
+		if c.Known {
+			return c, [...]string{"rawOutput.exit_code", "rawOutput.exitCode", "rawOutput.metadata.exit", "rawOutput.metadata.exitCode"}[i]
+		}
+	}
+	return Code{}, ""
 }
 
 // Combined returns the combined output of an object rawOutput:
 // aggregated_output, output, formatted_output, metadata.output, first
 // present wins (formatted_output comes late because writers abbreviate it).
 func (f *OutputFields) Combined() (string, bool) {
-	for _, s := range []Str{f.AggregatedOutput, f.Output, f.FormattedOutput} {
+	s, _, ok := f.combinedField()
+	return s, ok
+}
+
+// combinedField is Combined and the field it was read from.
+func (f *OutputFields) combinedField() (string, string, bool) {
+	for i, s := range [...]Str{f.AggregatedOutput, f.Output, f.FormattedOutput} {
 		if s.Set {
-			return s.S, true
+			return s.S, [...]string{"rawOutput.aggregated_output", "rawOutput.output", "rawOutput.formatted_output"}[i], true
 		}
 	}
 	if f.Metadata != nil && f.Metadata.Output.Set {
-		return f.Metadata.Output.S, true
+		return f.Metadata.Output.S, "rawOutput.metadata.output", true
 	}
-	return "", false
+	return "", "", false
 }
 
 // shellUpdate is a `tool_call` / `tool_call_update` (or a permission ask's
@@ -238,15 +255,15 @@ func readShellUpdate(u *shellUpdate) accum.Observation {
 // execute and only when rawInput has none.
 func applyShellInput(o *accum.Observation, tc *ToolCall, in *ShellInput) {
 	if in.Command.Line != "" {
-		o.Command = in.Command.Line
+		o.Command, o.Src.Command = in.Command.Line, "rawInput.command"
 		if o.Shell == accum.ShellUnknown || isReadKind(tc.Kind) {
 			o.Shell = accum.ShellYes
 		}
 	} else if tc.Kind != nil && *tc.Kind == "execute" && tc.Title != nil {
-		o.Command = strings.TrimSpace(*tc.Title)
+		o.Command, o.Src.Command = strings.TrimSpace(*tc.Title), "title"
 	}
 	if in.Cwd.Set && in.Cwd.S != "" && o.Cwd == "" {
-		o.Cwd = in.Cwd.S
+		o.Cwd, o.Src.Cwd = in.Cwd.S, "rawInput.cwd"
 	}
 	if in.Description.Set {
 		o.Description = in.Description.S
@@ -273,12 +290,14 @@ func applyContentOutput(o *accum.Observation, tc *ToolCall, in *ShellInput) {
 		return
 	}
 	if (in.Description.Set && text == in.Description.S) || (o.Command != "" && text == o.Command) {
+		o.Src.Notice = "content text (the description or the command again)"
 		return
 	}
 	if t, fenced := StripFence(text); fenced {
 		text = t
 	}
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: text})
+	o.Src.Output = "content text"
 }
 
 // textKind is Final on a frame that ends the call, else Snapshot.
@@ -302,14 +321,14 @@ func applyShellOutput(o *accum.Observation, out *ShellOutput) {
 	ended := o.Status.Ended()
 	if out.Text.Set && out.Text.S != "" {
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(ended), Text: out.Text.S})
+		o.Src.Output = "rawOutput"
 	}
 	f := out.Fields
 	if f == nil {
 		return
 	}
-	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
-		o.Exit = accum.StrongerExit(o.Exit, e)
-	}
+	code, src := f.exitField()
+	takeExit(o, code.Exit(accum.ExitStructured, ended), src)
 	// Each present stream is a snapshot of that stream; one that is
 	// omitted keeps its earlier text (never worse).
 	lone := f.Stdout.Set != f.Stderr.Set
@@ -319,12 +338,17 @@ func applyShellOutput(o *accum.Observation, out *ShellOutput) {
 	}{{accum.Stdout, f.Stdout}, {accum.Stderr, f.Stderr}} {
 		if s.text.Set && (ended || s.text.S != "") {
 			o.Texts = append(o.Texts, accum.Text{Stream: s.stream, Kind: textKind(ended), Text: s.text.S, IfSplit: lone})
+			o.Src.Output = "rawOutput.stdout, rawOutput.stderr"
 		}
 	}
-	if text, ok := f.Combined(); ok && text != "" {
+	if text, src, ok := f.combinedField(); ok && text != "" {
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(ended), Text: text})
+		o.Src.Output = src
 	}
 	if o.Signal == "" {
+		if f.Signal.Reported() && o.Src.Exit == "" {
+			o.Src.Exit = "rawOutput.signal"
+		}
 		f.Signal.apply(o)
 	}
 	if (f.TimedOut != nil && *f.TimedOut) || (f.TimedOutCamel != nil && *f.TimedOutCamel) {
@@ -354,25 +378,30 @@ func readTerminalUpdate(tc *ToolCall) (accum.Observation, bool) {
 		if tc.Data != nil {
 			if b, ok := decodeBase64(*tc.Data); ok && len(b) > 0 {
 				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Bytes: b})
+				o.Src.Output = "terminal_output_chunk data"
 			}
 		}
 	case "terminal_update":
 		if tc.Command != nil {
-			o.Command = *tc.Command
+			o.Command, o.Src.Command = *tc.Command, "terminal_update command"
 		}
 		if tc.Cwd != nil {
-			o.Cwd = *tc.Cwd
+			o.Cwd, o.Src.Cwd = *tc.Cwd, "terminal_update cwd"
 		}
 		if out := tc.Output; out.Null {
 			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Bytes: []byte{}})
+			o.Src.Output = "terminal_update output: null"
 		} else if out.Data.Set {
 			if b, ok := decodeBase64(out.Data.S); ok {
 				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Bytes: b})
+				o.Src.Output = "terminal_update output.data"
 			}
 		}
 		if es := tc.ExitStatus; es != nil {
 			if e := es.ExitCode.Exit(accum.ExitStatus, true); e != nil {
-				o.Exit = e
+				o.Exit, o.Src.Exit = e, "terminal_update exitStatus.exitCode"
+			} else if es.Signal.Reported() {
+				o.Src.Exit = "terminal_update exitStatus.signal"
 			}
 			es.Signal.apply(&o)
 		}

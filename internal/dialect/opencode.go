@@ -130,7 +130,7 @@ var opencodeToolNames = map[string]bool{"bash": true, "shell": true}
 func opencodeInputs(o *accum.Observation, u *opencodeCall) {
 	if in := u.RawInput; in != nil {
 		if in.Command.Line != "" {
-			o.Command = in.Command.Line
+			o.Command, o.Src.Command = in.Command.Line, "rawInput.command"
 			if o.Shell == accum.ShellUnknown {
 				o.Shell = accum.ShellYes
 			}
@@ -140,7 +140,7 @@ func opencodeInputs(o *accum.Observation, u *opencodeCall) {
 		}
 		for _, c := range []Str{in.Workdir, in.Cwd} {
 			if c.Set && c.S != "" {
-				o.Cwd = c.S
+				o.Cwd, o.Src.Cwd = c.S, "rawInput.workdir (or cwd)"
 				break
 			}
 		}
@@ -150,7 +150,7 @@ func opencodeInputs(o *accum.Observation, u *opencodeCall) {
 	// and on an ask. Later titles may be the description.
 	if o.Command == "" && (o.Opens || o.PermissionAsk) && u.Title != nil && o.Shell == accum.ShellYes {
 		if t := strings.TrimSpace(*u.Title); t != "" && !opencodeToolNames[strings.ToLower(t)] {
-			o.Command = t
+			o.Command, o.Src.Command = t, "title"
 		}
 	}
 	if out := u.RawOutput; out != nil && out.Metadata != nil && out.Metadata.Description.Set && o.Description == "" {
@@ -192,7 +192,7 @@ func readOpencode(u *opencodeCall) accum.Observation {
 					o.Src.Notice = "truncation header of the live content text"
 				}
 				o.Texts = append(o.Texts, t)
-				o.Src.Output = "content text (live)"
+				o.Src.Output = "content text"
 			}
 		}
 	}
@@ -257,20 +257,21 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 		meta = *u.RawOutput.Metadata
 	}
 	if e := firstKnown(meta.Exit, meta.ExitCode).Exit(accum.ExitStructured, true); e != nil {
-		o.Exit = accum.StrongerExit(o.Exit, e)
+		o.Exit, o.Src.Exit = accum.StrongerExit(o.Exit, e), "rawOutput.metadata.exit"
 	}
 
 	text, ok := "", false
 	if u.RawOutput != nil && u.RawOutput.Output.Set {
-		text, ok = u.RawOutput.Output.S, true
+		text, ok, o.Src.Output = u.RawOutput.Output.S, true, "rawOutput.output"
 	} else {
 		text, ok = u.Texts()
+		o.Src.Output = "content text"
 	}
 	if !ok {
 		// No model-facing text: metadata.output is the live text as the
 		// tool last saw it.
 		if out := meta.Output.Str(); out.Set && out.S != "" {
-			o.Texts = append(o.Texts, opencodeLive(out.S))
+			o.Texts, o.Src.Output = append(o.Texts, opencodeLive(out.S)), "rawOutput.metadata.output"
 		}
 		if meta.Truncated != nil && *meta.Truncated {
 			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true})
@@ -278,6 +279,9 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 		return
 	}
 	p := parseOpencodeText(text)
+	if p.body != text {
+		o.Src.Notice = "OpenCode's notes for the model (<shell_metadata>, truncation or timeout notes, (no output)), cut from its text"
+	}
 	o.TimedOut = o.TimedOut || p.timedOut
 	if p.aborted {
 		o.Cancelled, o.CancelNotice = true, p.notice

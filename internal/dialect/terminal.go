@@ -88,9 +88,7 @@ type TerminalExit struct {
 // the strongest source (accum.ExitClient: the client ran the command and
 // saw it end), and the signal.
 func (e *TerminalExit) Observe(o *accum.Observation) {
-	if x := e.Code.Exit(accum.ExitClient, true); x != nil {
-		o.Exit = accum.StrongerExit(o.Exit, x)
-	}
+	takeExit(o, e.Code.Exit(accum.ExitClient, true), "client terminal exit status")
 	Signal{Name: e.Signal, Odd: e.OddSignal}.apply(o)
 }
 

@@ -1,5 +1,34 @@
 package dialect
 
+import (
+	"bytes"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// This file says a wire change aloud: what a shell call's frame carries
+// that its dialect does not read but that looks like a result (an exit
+// code, output, a result block) becomes an accum.Unrecognized on the
+// call's observation, which the session counts and explain prints. It
+// never changes what the call says: an exit code in a field the dialect
+// has not seen its agent fill truthfully stays unknown.
+//
+// What a dialect reads is derived once per update type from its json
+// tags (knownOf): the members typed under `rawOutput` and `_meta` are
+// known, and a typed value whose Go type has no tagged members (Str, Code,
+// a map, json.RawMessage) is read whole, so nothing under it counts. A
+// member known but deliberately not read is declared with unreadFields.
+//
+// The cost: a frame whose observations are all about tools that are not
+// shells pays nothing; any other `session/update` is walked once more, up
+// to the end of its update, without decoding its strings (its long
+// strings are skipped at memchr speed), and the members under `rawOutput`
+// and `_meta` are matched against the known tree without allocating.
+
 // unreadFields is implemented by a dialect's update type (the U its read
 // passes to readFrame) when it knows members under `rawOutput` or `_meta`
 // that it deliberately does not read (a restatement of what it reads
@@ -10,4 +39,633 @@ package dialect
 // need no declaration: they are known.
 type unreadFields interface {
 	unreadFields() []string
+}
+
+// knownNode is what a dialect reads of one JSON value: the members of an
+// object, by folded name, each with what is read under it, or the
+// elements of an array. A leaf is read whole by the dialect's own code:
+// nothing under it is unrecognized.
+type knownNode struct {
+	members map[string]*knownNode // an object's
+	elems   *knownNode            // an array's
+	whole   bool                  // a leaf
+}
+
+func (n *knownNode) leaf() bool { return n != nil && n.whole }
+
+// none is a node of which nothing is read.
+func none() *knownNode { return &knownNode{members: map[string]*knownNode{}} }
+
+// leafNode is a node read whole.
+func leafNode() *knownNode { return &knownNode{whole: true} }
+
+// knownTree is what a dialect reads under an update's `rawOutput` and
+// `_meta`; a member the update type does not have is a node with no
+// members (nothing under it is read).
+type knownTree struct {
+	rawOutput, meta *knownNode
+}
+
+var knownTrees sync.Map // reflect.Type → *knownTree
+
+// knownOf returns the known tree of update type U, built on first use.
+func knownOf[U any]() *knownTree {
+	t := reflect.TypeFor[U]()
+	if k, ok := knownTrees.Load(t); ok {
+		return k.(*knownTree)
+	}
+	var unread []string
+	var u U
+	if d, ok := any(u).(unreadFields); ok {
+		unread = d.unreadFields()
+	} else if d, ok := any(&u).(unreadFields); ok {
+		unread = d.unreadFields()
+	}
+	k := buildKnown(t, unread)
+	knownTrees.Store(t, k)
+	return k
+}
+
+// buildKnown reads the json tags of update type t.
+func buildKnown(t reflect.Type, unread []string) *knownTree {
+	root := nodeOf(t, 0)
+	member := func(name string) *knownNode {
+		if n := root.members[foldName(name)]; n != nil {
+			return n
+		}
+		return none()
+	}
+	k := &knownTree{rawOutput: member("rawOutput"), meta: member("_meta")}
+	for _, p := range unread {
+		markUnread(k, p)
+	}
+	return k
+}
+
+// markUnread makes the member at path p (see unreadFields; a segment
+// ending in "[]" is the elements of an array) a leaf.
+func markUnread(k *knownTree, p string) {
+	parts := strings.Split(p, ".")
+	switch strings.TrimSuffix(parts[0], "[]") {
+	case "rawOutput":
+		k.rawOutput = mark(k.rawOutput, parts)
+	case "_meta":
+		k.meta = mark(k.meta, parts)
+	default:
+		panic("dialect: unreadFields path outside rawOutput and _meta: " + p)
+	}
+}
+
+// mark returns n, the node parts[0] names, with the path below it made a
+// leaf.
+func mark(n *knownNode, parts []string) *knownNode {
+	if n.leaf() {
+		return n
+	}
+	if n == nil {
+		n = none()
+	}
+	if strings.HasSuffix(parts[0], "[]") {
+		if len(parts) == 1 {
+			n.elems = leafNode()
+		} else {
+			if n.elems == nil {
+				n.elems = none()
+			}
+			n.elems = markMember(n.elems, parts[1:])
+		}
+		return n
+	}
+	if len(parts) == 1 {
+		return leafNode()
+	}
+	return markMember(n, parts[1:])
+}
+
+// markMember marks the path parts of which parts[0] is a member of n.
+func markMember(n *knownNode, parts []string) *knownNode {
+	if n.leaf() {
+		return n
+	}
+	key := foldName(strings.TrimSuffix(parts[0], "[]"))
+	if n.members == nil {
+		n.members = map[string]*knownNode{}
+	}
+	n.members[key] = mark(n.members[key], parts)
+	return n
+}
+
+// maxKnownDepth bounds the types nodeOf follows (and a recursive type).
+const maxKnownDepth = 8
+
+// nodeOf is what a value of Go type t reads: the members of a struct by
+// their json tags (embedded structs and untagged struct fields merged, as
+// a decoder of a union such as ShellOutput reads them), an element's for
+// a slice; a leaf for anything else, and for a struct with no tagged
+// member (Str, Code: read whole).
+func nodeOf(t reflect.Type, depth int) *knownNode {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if depth > maxKnownDepth {
+		return leafNode()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return leafNode()
+		}
+		return &knownNode{elems: nodeOf(t.Elem(), depth+1)}
+	case reflect.Struct:
+		m := map[string]*knownNode{}
+		addFields(m, t, depth)
+		if len(m) == 0 {
+			return leafNode()
+		}
+		return &knownNode{members: m}
+	}
+	return leafNode()
+}
+
+func addFields(m map[string]*knownNode, t reflect.Type, depth int) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := cutComma(f.Tag.Get("json"))
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && depth <= maxKnownDepth {
+				addFields(m, ft, depth+1)
+			}
+			continue
+		}
+		key := foldName(name)
+		if old := m[key]; old != nil && !old.leaf() {
+			continue // the shallower field wins, as in encoding/json
+		}
+		m[key] = nodeOf(f.Type, depth+1)
+	}
+}
+
+// foldName folds a member name as eachMember does (ASCII upper case).
+func foldName(s string) string { return strings.ToUpper(s) }
+
+// noticeUnrecognized adds to the observations of a `session/update` what
+// its update carries that the dialect of update type U does not read. The
+// first observation that may be about a shell gets it; a frame about
+// other tools is not looked at.
+func noticeUnrecognized[U any](msg []byte, tc *ToolCall, obs []accum.Observation) {
+	at := -1
+	for i := range obs {
+		if obs[i].Shell != accum.ShellNo {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return
+	}
+	o := &obs[at]
+	ended := o.Status.Ended() && o.Exit == nil && o.Signal == "" && !o.Cancelled
+	if update := valueAt(msg, "params", "update"); update != nil {
+		s := scan{out: &o.Unrecognized, resultText: ended}
+		s.members(update, 0, true, func(key []byte) (*knownNode, bool) {
+			switch {
+			case keyIs(key, "rawOutput"):
+				return knownOf[U]().rawOutput, true
+			case keyIs(key, "_meta"):
+				return knownOf[U]().meta, true
+			}
+			return nil, false
+		})
+	}
+	if ended {
+		for i := range tc.Content {
+			if c := &tc.Content[i]; c.isText() && resultBlock(c.Content.Text.lit) {
+				addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, "content text")
+				break
+			}
+		}
+	}
+}
+
+// valueAt returns the bytes of msg from the value at path (a member of
+// a member of ...) to the end of msg, or nil when there is none: the value
+// is where they start, and scan.members reads no further than its end. The
+// first member of each name is taken (encoding/json takes the last: a
+// frame that repeats "params" or "update" is not one an agent sends), and
+// only the members before it are skipped, so msg is walked at most once.
+func valueAt(msg []byte, path ...string) []byte {
+	b := msg
+	for _, name := range path {
+		i := skipSpace(b, 0)
+		if i >= len(b) || b[i] != '{' {
+			return nil
+		}
+		i = skipSpace(b, i+1)
+		found := false
+		for i < len(b) && b[i] == '"' {
+			ke := stringEnd(b, i)
+			key := b[i:ke]
+			i = skipSpace(b, ke)
+			if i >= len(b) || b[i] != ':' {
+				return nil
+			}
+			i = skipSpace(b, i+1)
+			if keyIs(key, name) {
+				found = true
+				break
+			}
+			i = skipSpace(b, valueEnd(b, i))
+			if i >= len(b) || b[i] != ',' {
+				return nil
+			}
+			i = skipSpace(b, i+1)
+		}
+		if !found {
+			return nil
+		}
+		b = b[i:]
+	}
+	return b
+}
+
+// spell spells a path of key literals ("[]" for an array's elements):
+// "rawOutput.metadata.exit_status", "rawOutput[].text".
+func spell(path [][]byte) string {
+	var b strings.Builder
+	for _, k := range path {
+		if string(k) == "[]" {
+			b.WriteString("[]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(keyText(k))
+	}
+	return b.String()
+}
+
+// addUnrecognized appends one finding, once per kind and field.
+func addUnrecognized(out *[]accum.Unrecognized, what, field string) {
+	if len(field) > accum.MaxFieldPath {
+		field = capText(field, accum.MaxFieldPath)
+	}
+	for _, u := range *out {
+		if u.What == what && u.Field == field {
+			return
+		}
+	}
+	if len(*out) < maxUnrecognized {
+		*out = append(*out, accum.Unrecognized{What: what, Field: field})
+	}
+}
+
+// maxUnrecognized bounds the findings of one observation.
+const maxUnrecognized = 8
+
+// maxScanDepth bounds how deep a member the dialect does not read is
+// looked into; maxScanElements how many elements of an array.
+const (
+	maxScanDepth    = 6
+	maxScanElements = 16
+)
+
+// scan walks the members of one value.
+type scan struct {
+	out        *[]accum.Unrecognized
+	resultText bool // the frame ends the call without exit evidence
+	// path is the key literals down to the value at depth.
+	path [maxScanDepth + 2][]byte
+}
+
+// elemsKey stands for an array's elements in a path.
+var elemsKey = []byte("[]")
+
+// value walks the JSON value at b[i:], at s.path[:depth+1], which the
+// dialect reads as n (nil: not at all), and returns the index just past
+// it. Each byte is looked at once: a member the dialect reads whole is
+// skipped, one it reads in part is walked, one it does not read is
+// classified (resultLike) and, when it is an object or an array, walked.
+func (s *scan) value(b []byte, i int, n *knownNode, depth int) int {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return len(b)
+	}
+	if n.leaf() || depth >= maxScanDepth {
+		return skipMember(b, i)
+	}
+	switch b[i] {
+	case '{':
+		return s.members(b[i:], depth, false, func(key []byte) (*knownNode, bool) {
+			if child := n.member(key); child != nil {
+				return child, true
+			}
+			return nil, false
+		}) + i
+	case '[':
+		var elems *knownNode // an array where the dialect reads none: nothing of it is read
+		if n != nil {
+			elems = n.elems
+		}
+		s.path[depth+1] = elemsKey
+		i = skipSpace(b, i+1)
+		for k := 0; i < len(b) && b[i] != ']'; k++ {
+			if k < maxScanElements {
+				i = s.value(b, i, elems, depth+1)
+			} else {
+				i = skipMember(b, i)
+			}
+			if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
+				break
+			}
+			i = skipSpace(b, i+1)
+		}
+		if i < len(b) && b[i] == ']' {
+			return i + 1
+		}
+		return len(b)
+	case '"':
+		e := stringEnd(b, i)
+		if s.resultText && resultBlock(b[i:e]) {
+			addUnrecognized(s.out, accum.UnrecognizedResult, spell(s.path[:depth+1]))
+		}
+		return e
+	}
+	return valueEnd(b, i)
+}
+
+// members walks the members of the object b starting at its first byte,
+// at depth, and returns the index just past it. known says what the
+// dialect reads under a member (ok false: nothing, so it is classified);
+// in the update itself (top) a member known says nothing of is skipped
+// unread, and rawOutput and _meta are walked at depth 0.
+func (s *scan) members(b []byte, depth int, top bool, known func(key []byte) (*knownNode, bool)) int {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return skipMember(b, i)
+	}
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		ke := stringEnd(b, i)
+		key := b[i:ke]
+		if i = skipSpace(b, ke); i >= len(b) || b[i] != ':' {
+			return len(b)
+		}
+		i = skipSpace(b, i+1)
+		child, ok := known(key)
+		switch {
+		case top && !ok:
+			i = skipMember(b, i)
+		case top:
+			s.path[0] = key
+			i = s.value(b, i, child, 0)
+		case ok:
+			s.path[depth+1] = key
+			i = s.value(b, i, child, depth+1)
+		default:
+			s.path[depth+1] = key
+			e := skipMember(b, i)
+			if what := resultLike(key, b[i:e]); what != "" {
+				addUnrecognized(s.out, what, spell(s.path[:depth+2]))
+			} else if c := b[i]; c == '{' || c == '[' {
+				s.value(b, i, nil, depth+1)
+			}
+			i = e
+		}
+		if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
+			break
+		}
+		i = skipSpace(b, i+1)
+	}
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	return len(b)
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// skipMember is valueEnd, with a fast way past an array of scalars without
+// strings (a byte array of output: tens of kilobytes of digits, which
+// valueEnd steps through one byte at a time): its end is the first ']',
+// when no string, array or object starts before it.
+func skipMember(b []byte, i int) int {
+	if i < len(b) && b[i] == '[' {
+		if j := bytes.IndexByte(b[i+1:], ']'); j >= 0 {
+			in := b[i+1 : i+1+j]
+			if bytes.IndexByte(in, '"') < 0 && bytes.IndexByte(in, '[') < 0 && bytes.IndexByte(in, '{') < 0 {
+				return i + 1 + j + 1
+			}
+		}
+	}
+	return valueEnd(b, i)
+}
+
+// keyIs says whether key literal lit names the member name, as
+// encoding/json matches (case-insensitively).
+func keyIs(lit []byte, name string) bool {
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return len(lit) == len(name)+2 && strings.EqualFold(string(lit[1:len(lit)-1]), name)
+	}
+	return foldKey(lit) == foldName(name)
+}
+
+// member is what n reads under the member of key literal lit (nil:
+// nothing, or n is nil), matched as encoding/json matches names; a plain
+// ASCII key is folded without allocating.
+func (n *knownNode) member(lit []byte) *knownNode {
+	if n == nil || n.members == nil {
+		return nil
+	}
+	k := lit
+	if len(k) >= 2 {
+		k = k[1 : len(k)-1]
+	}
+	var buf [64]byte
+	if len(k) > len(buf) || bytes.IndexByte(k, '\\') >= 0 {
+		return n.members[foldKey(lit)]
+	}
+	out := buf[:len(k)]
+	for i, c := range k {
+		if c >= 0x80 {
+			return n.members[foldKey(lit)]
+		}
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return n.members[string(out)]
+}
+
+// keyText is a member's name as sent, unquoted.
+func keyText(lit []byte) string {
+	if s, ok := unquote(lit); ok {
+		return s
+	}
+	return string(lit)
+}
+
+// nameKinds reads the words of a member name: it is cut at '_', '-',
+// '.', ' ' and lower-to-upper case changes ("exitCode" → exit, code), and
+// each word, in lower case, is looked up in exitWords, outputWords and
+// placeWords. It allocates nothing; a word over 32 bytes is skipped.
+func nameKinds(name []byte) (k wordKinds) {
+	var buf [32]byte
+	start := 0
+	for i := 0; i <= len(name); i++ {
+		end, next := -1, 0
+		switch {
+		case i == len(name) || strings.IndexByte("_-. ", name[i]) >= 0:
+			end, next = i, i+1
+		case i > start && 'A' <= name[i] && name[i] <= 'Z' && 'a' <= name[i-1] && name[i-1] <= 'z':
+			end, next = i, i
+		}
+		if end < 0 {
+			continue
+		}
+		if w := name[start:end]; len(w) > 0 && len(w) <= len(buf) {
+			for j, c := range w {
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				buf[j] = c
+			}
+			lw := buf[:len(w)]
+			k.exit = k.exit || exitWords[string(lw)]
+			k.output = k.output || outputWords[string(lw)]
+			k.signal = k.signal || string(lw) == "signal"
+			k.place = k.place || placeWords[string(lw)]
+		}
+		start = next
+	}
+	return k
+}
+
+// wordKinds says what the words of a member name say.
+type wordKinds struct{ exit, output, signal, place bool }
+
+// Words of member names that say exit or output.
+var (
+	exitWords   = map[string]bool{"exit": true, "code": true, "status": true, "signal": true, "exitcode": true, "exitstatus": true, "returncode": true, "rc": true}
+	outputWords = map[string]bool{"output": true, "stdout": true, "stderr": true, "data": true, "text": true}
+	// placeWords say the member names where output is, not the output.
+	placeWords = map[string]bool{"path": true, "file": true, "filename": true, "dir": true, "url": true, "uri": true, "id": true}
+)
+
+// minOutputBytes is the size of a string (as sent, escaped) from which a
+// member named like output counts as output; a shorter one counts when it
+// holds a line break.
+const minOutputBytes = 16
+
+// resultLike classifies a member the dialect does not read by its name
+// and value: UnrecognizedExit, UnrecognizedOutput or "".
+func resultLike(key, val []byte) string {
+	val = bytes.TrimSpace(val)
+	if len(val) == 0 || len(key) > 66 {
+		return ""
+	}
+	name := key
+	if len(name) >= 2 {
+		name = name[1 : len(name)-1]
+	}
+	if bytes.IndexByte(name, '\\') >= 0 {
+		name = []byte(keyText(key))
+	}
+	kinds := nameKinds(name)
+	exit, output, signal := kinds.exit, kinds.output && !kinds.place, kinds.signal
+	if exit {
+		switch c := val[0]; {
+		case c == '-' || ('0' <= c && c <= '9'):
+			if CodeFromString(string(val)).Known {
+				return accum.UnrecognizedExit
+			}
+		case c == '"':
+			if s, ok := unquote(val); ok {
+				s = strings.TrimSpace(s)
+				if CodeFromString(s).Known || (signal && len(s) > 3 && strings.EqualFold(s[:3], "SIG")) {
+					return accum.UnrecognizedExit
+				}
+			}
+		}
+	}
+	if output {
+		switch val[0] {
+		case '"':
+			if len(val)-2 >= minOutputBytes || bytes.Contains(val, []byte(`\n`)) {
+				return accum.UnrecognizedOutput
+			}
+		case '[':
+			n := 0
+			eachElement(val, func(el []byte) bool {
+				if c := firstByte(el); c == '"' || ('0' <= c && c <= '9') {
+					n++
+				}
+				return false
+			})
+			if n > 0 {
+				return accum.UnrecognizedOutput
+			}
+		}
+	}
+	return ""
+}
+
+// resultLines are the lines of a result block a shell tool writes for the
+// model, as they appear in a JSON string literal (a line starts after the
+// opening quote or a \n escape).
+var resultLines = regexp.MustCompile(`(?:^"|\\n)\s*(?:(?:Exit|exit) (?:Code|code|status|Status)\s*[:=]?\s*-?\d+\s*(?:\\[nr]|"$)|(?:Process exited|Exited) with code -?\d+)`)
+
+// resultBlockWindow is how much of a literal's head and of its tail is
+// searched for result lines: result blocks are at either end.
+const resultBlockWindow = 4 << 10
+
+// resultBlock says whether the JSON string literal lit holds a line of a
+// result block near its start or end. The pattern runs only on the few
+// bytes around each "xit" (of Exit, exit, exited): most outputs have none.
+func resultBlock(lit []byte) bool {
+	if len(lit) <= 2*resultBlockWindow {
+		return resultIn(lit, true)
+	}
+	return resultIn(lit[:resultBlockWindow], true) || resultIn(lit[len(lit)-resultBlockWindow:], false)
+}
+
+// resultIn looks for result lines in w, a piece of a literal (whole when
+// it starts the literal).
+func resultIn(w []byte, head bool) bool {
+	for off := 0; ; {
+		i := bytes.Index(w[off:], []byte("xit"))
+		if i < 0 {
+			return false
+		}
+		i += off
+		// The line starts at most a few bytes before: "Process exited" is
+		// the longest lead.
+		from := max(0, i-12)
+		if from > 0 || !head {
+			if j := bytes.LastIndex(w[from:i], []byte(`\n`)); j >= 0 {
+				from += j
+			} else {
+				off = i + 3
+				continue
+			}
+		}
+		if resultLines.Match(w[from:min(len(w), i+48)]) {
+			return true
+		}
+		off = i + 3
+	}
 }

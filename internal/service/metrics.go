@@ -1,6 +1,7 @@
 package service
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,11 @@ type Metrics struct {
 	streamRefusals *prometheus.CounterVec
 	storeOps       *prometheus.CounterVec
 	storeSeconds   *prometheus.HistogramVec
+	unrecognized   *prometheus.CounterVec
+
+	// versions are the agent_version label values seen (see versionLabel).
+	versionsMu sync.Mutex
+	versions   map[string]bool
 
 	// labelOf is the identity label of a namespace (see access.label).
 	labelOf atomic.Pointer[func(namespace string) string]
@@ -86,9 +92,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time an operation on the shared state store (--store) took, by op.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 4, 9), // 50µs to 3.3s
 		}, []string{"op"}),
+		unrecognized: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "acpnorm", Name: "unrecognized_total",
+			Help: "Things shell calls carried that their dialect does not read but that look like a result, a sign that the agent's wire changed (acpnormd replay --explain shows where), by dialect, agent_version (the agent's build from its initialize result, \"unknown\", or \"other\" past the first 64 builds seen) and what (exit_field, output_field, result_text).",
+		}, []string{"dialect", "agent_version", "what"}),
+		versions: map[string]bool{},
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes, m.openStreams, m.streamRefusals, m.storeOps, m.storeSeconds)
+		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.refusals, m.sessions, m.heldBytes, m.openStreams, m.streamRefusals, m.storeOps, m.storeSeconds, m.unrecognized)
 	}
 	return m
 }
@@ -108,7 +119,33 @@ func (m *Metrics) hooks() normalize.Hooks {
 			m.storeOps.WithLabelValues(op, result).Inc()
 			m.storeSeconds.WithLabelValues(op).Observe(took.Seconds())
 		},
+		Unrecognized: func(dialect, agentVersion, what string) {
+			m.unrecognized.WithLabelValues(dialect, m.versionLabel(agentVersion), what).Inc()
+		},
 	}
+}
+
+// maxVersionLabels bounds the agent_version values of
+// acpnorm_unrecognized_total: a client may send any version string.
+const maxVersionLabels = 64
+
+// otherVersion is the agent_version of builds past maxVersionLabels.
+const otherVersion = "other"
+
+// versionLabel is the agent_version label of build v (already bounded in
+// length by the Normalizer): v itself for the first maxVersionLabels
+// builds seen, otherVersion for any later one.
+func (m *Metrics) versionLabel(v string) string {
+	m.versionsMu.Lock()
+	defer m.versionsMu.Unlock()
+	if m.versions[v] {
+		return v
+	}
+	if len(m.versions) >= maxVersionLabels {
+		return otherVersion
+	}
+	m.versions[v] = true
+	return v
 }
 
 // refusedIn counts a refusal by limit of a request of identity label.

@@ -1,0 +1,186 @@
+package dialect
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// readUpdate reads one session/update with d and returns its observations.
+func readUpdate(t *testing.T, d Dialect, update string) []accum.Observation {
+	t.Helper()
+	f, err := Read(d, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":`+update+`}}`))
+	require.NoError(t, err)
+	return f.Observations
+}
+
+func mustDialect(t *testing.T, name string) Dialect {
+	t.Helper()
+	d, ok := Lookup(name)
+	require.True(t, ok, name)
+	return d
+}
+
+// A "future" OpenCode build that moves the exit code from metadata.exit
+// to metadata.exit_status: the exit stays unknown, and the move is said.
+func TestFutureBuildMovesExit(t *testing.T) {
+	d := Bind(mustDialect(t, "opencode"), ParseVersion("99.0.0"))
+	today := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"output":"boom\n","metadata":{"exit":3,"output":"boom\n"}}}`)
+	require.Len(t, today, 1)
+	require.NotNil(t, today[0].Exit)
+	assert.Empty(t, today[0].Unrecognized, "today's wire is understood")
+
+	future := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"output":"boom\n","metadata":{"exit_status":3,"output":"boom\n"}}}`)
+	require.Len(t, future, 1)
+	assert.Nil(t, future[0].Exit, "an exit in a field the dialect never saw is not inferred")
+	assert.Equal(t, []accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.metadata.exit_status"}}, future[0].Unrecognized)
+}
+
+func TestUnrecognizedKinds(t *testing.T) {
+	codex := mustDialect(t, "codex")
+	for _, c := range []struct {
+		name   string
+		d      Dialect
+		update string
+		want   []accum.Unrecognized
+	}{
+		{"a signal name in a new member", mustDialect(t, "opencode"),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"output":"","metadata":{"exit":null,"killSignal":"SIGTERM"}}}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.metadata.killSignal"}}},
+		{"a numeric string under _meta.terminal_*", mustDialect(t, "opencode"),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":{"exit_code":"2"}},"rawOutput":{"output":"x"}}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "_meta.terminal_exit.exit_code"}}},
+		{"output in a new member", codex,
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"in_progress","rawOutput":{"stdout_text":"line one\nline two\n"}}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedOutput, Field: "rawOutput.stdout_text"}}},
+		{"output as bytes in a new member", codex,
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"in_progress","rawOutput":{"chunk":{"data":[104,105,10]}}}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedOutput, Field: "rawOutput.chunk.data"}}},
+		{"a result block no rule reads", Generic(),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Command: make\nDirectory: (root)\nOutput: oops\nExit Code: 2\nSignal: (none)"}}]}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedResult, Field: "content text"}}},
+		{"a text rawOutput with a result line", Generic(),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"completed","rawOutput":"Process exited with code 1\nOutput:\nno\n"}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedResult, Field: "rawOutput"}}},
+		{"not on a live frame: output may say exit status", Generic(),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"FAIL\nexit status 1\n"}}]}`,
+			nil},
+		{"not when an exit was read", Generic(),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"completed","rawOutput":{"exit_code":1,"output":"exit status 1\n"}}`,
+			nil},
+		{"short words, paths and known members are not a wire change", Generic(),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"completed","rawOutput":{"exit_code":0,"text":"ok","output_file":"/tmp/very/long/path/to/output.txt","status":"completed","metadata":{"exit":0}}}`,
+			nil},
+		{"tools that are not shells are not looked at", Generic(),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"read","status":"completed","rawOutput":{"exit_status":1}}`,
+			nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obs := readUpdate(t, c.d, c.update)
+			require.NotEmpty(t, obs)
+			assert.Equal(t, c.want, obs[0].Unrecognized)
+		})
+	}
+}
+
+// What a dialect declares it does not read is not unrecognized.
+type unreadProbe struct {
+	ToolCall
+	RawOutput *struct {
+		Exit Code `json:"exit"`
+	} `json:"rawOutput"`
+}
+
+func (unreadProbe) unreadFields() []string {
+	return []string{"rawOutput.legacy", "rawOutput.items[].text", "_meta"}
+}
+
+func TestUnreadFieldsDeclared(t *testing.T) {
+	k := knownOf[unreadProbe]()
+	var got []accum.Unrecognized
+	s := scan{out: &got}
+	s.path[0] = []byte(`"rawOutput"`)
+	s.value([]byte(`{"exit":1,"legacy":{"exit_code":3},"items":[{"text":"long enough to be output\n","exit_code":4}],"exit_status":5}`), 0, k.rawOutput, 0)
+	s.path[0] = []byte(`"_meta"`)
+	s.value([]byte(`{"terminal_exit":{"exit_code":3}}`), 0, k.meta, 0)
+	assert.Equal(t, []accum.Unrecognized{
+		{What: accum.UnrecognizedExit, Field: "rawOutput.items[].exit_code"},
+		{What: accum.UnrecognizedExit, Field: "rawOutput.exit_status"},
+	}, got)
+}
+
+// Every recording of a studied build is understood: nothing its
+// dialect reads is reported, but what the dialect never reads of
+// claude-code-acp 0.16.2 with a client terminal (its rawOutput array).
+func TestRecordingsUnderstood(t *testing.T) {
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	agents, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
+	for _, file := range append(files, agents...) {
+		fh, err := os.Open(file)
+		require.NoError(t, err)
+		d := Generic()
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(nil, 64<<20)
+		found := map[accum.Unrecognized]int{}
+		for sc.Scan() {
+			var line struct {
+				Msg json.RawMessage `json:"msg"`
+			}
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &line))
+			fr, err := Read(d, line.Msg)
+			if err != nil {
+				continue
+			}
+			if fr.AgentName != "" {
+				d = Detect(fr.AgentName)
+			} else if fr.Sign != "" && d == Generic() {
+				d, _ = Lookup(fr.Sign)
+				fr, _ = Read(d, line.Msg)
+			}
+			for _, o := range fr.Observations {
+				for _, u := range o.Unrecognized {
+					found[u]++
+				}
+			}
+		}
+		fh.Close()
+		name := filepath.Base(file)
+		if matched, _ := filepath.Match("claude-code-acp-0.16.2_client-terminal_*", name); matched {
+			for u := range found {
+				assert.Equal(t, accum.UnrecognizedOutput, u.What, "%s: %v", name, u)
+			}
+			continue
+		}
+		assert.Empty(t, found, name)
+	}
+}
+
+func TestResultBlock(t *testing.T) {
+	long := strings.Repeat(`exit-free output line\n`, 1000)
+	for _, c := range []struct {
+		lit  string
+		want bool
+	}{
+		{`"Exit Code: 3"`, true},
+		{`"Command: x\nExit Code: 3\nSignal: (none)"`, true},
+		{`"exit status 1\n"`, true},
+		{`"Process exited with code 137\nOutput:\n"`, true},
+		{`"Exited with code 4.Final output:\n\nx\n"`, true},
+		{`"` + long + `Exit Code: 2"`, true},
+		{`"Exit Code: 2\n` + long + `"`, true},
+		{`"` + long + `Exit Code: 2\n` + long + `"`, false}, // in the middle of a long output: not a result block
+		{`"the exit code is 3"`, false},
+		{`"exit status unknown"`, false},
+		{`"Exit Code: 3 and more"`, false},
+		{`"` + long + `"`, false},
+	} {
+		assert.Equal(t, c.want, resultBlock([]byte(c.lit)), "%.60q", c.lit)
+	}
+}

@@ -253,6 +253,18 @@ func TestConformanceKilo(t *testing.T) {
 		},
 		want: []wantExec{{id: "k4", command: "cat big.log", cwd: "/w", desc: "Show log", outcome: succeeded, exit: code(0), output: "last line\n", trunc: true}},
 	}, {
+		// The header can arrive on an in_progress frame too (the whole
+		// output came in one burst past the limit): there it is the same
+		// notice, the rest a tail, the call truncated.
+		name: "truncation_header_on_in_progress_window_is_a_notice_call_truncated", agent: kiloAgent, dialect: "opencode",
+		frames: []string{
+			ocOpen("k10", "bash"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"k10","status":"in_progress","rawInput":{"command":"cat big.log","description":"Show log"}}`),
+			ocLive("k10", "cat big.log", "Show log", trunc+"line 99998\nline 99999\n"),
+			ocFinal("k10", trunc+"line 99998\nline 99999\n", `{"output":`+js(trunc+"line 99998\nline 99999\n")+`,"exit":0,"description":"Show log","truncated":true,"outputPath":"/home/dev/.local/share/kilo/tool-output/tool_9"}`),
+		},
+		want: []wantExec{{id: "k10", command: "cat big.log", cwd: "/w", desc: "Show log", outcome: succeeded, exit: code(0), output: "line 99998\nline 99999\n", trunc: true}},
+	}, {
 		// Kilo's tool framework (Truncate.output), when it keeps the HEAD
 		// of an output, appends its note, which names Kilo's own data
 		// directory: "\n\n...N lines truncated...\n\nThe tool call

@@ -499,6 +499,43 @@ func TestConformanceCodexRust(t *testing.T) {
 			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_s","status":"failed","rawOutput":{"call_id":"call_s","command":["/bin/bash","-lc","echo before-kill; kill -9 $$"],"cwd":"/w","source":"agent","stdout":"","stderr":"execution error: Sandbox(Signal(9))","aggregated_output":"execution error: Sandbox(Signal(9))","exit_code":-1,"duration":{"secs":0,"nanos":0},"formatted_output":"execution error: Sandbox(Signal(9))","status":"failed"},"_meta":{"terminal_exit":{"terminal_id":"call_s","exit_code":-1,"signal":null}}}`),
 		},
 		want: []wantExec{{id: "call_s", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, signal: "SIGKILL", output: "before-kill\n"}},
+	}, {
+		// codex-acp 0.7.4 (recorded) ends a unified exec shell killed by
+		// SIGKILL with exit_code 1 and no signal: for that build a PTY
+		// exit 1 is no exit status. The build comes from agentInfo.version.
+		name: "before_0_11_1_a_pty_exit_1_is_no_exit_code", dialect: "codex",
+		init: `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":false},"agentInfo":{"name":"codex-acp","title":"Codex","version":"0.7.4"},"authMethods":[]}}`,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_k","title":"Run echo before-kill; kill -9 $$","kind":"execute","status":"in_progress","rawInput":{"call_id":"call_k","command":["/bin/bash","-lc","echo before-kill; kill -9 $$"],"cwd":"/w","process_id":"53707","source":"unified_exec_startup"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_k","status":"failed","rawOutput":{"aggregated_output":"before-kill\r\n","call_id":"call_k","exit_code":1,"formatted_output":"before-kill\r\n","process_id":"53707","source":"unified_exec_startup","stderr":"","stdout":"before-kill\r\n"}}`),
+		},
+		want: []wantExec{{id: "call_k", command: "echo before-kill; kill -9 $$", cwd: "/w", outcome: failed, output: "before-kill\r\n"}},
+	}, {
+		name: "from_0_11_1_on_a_pty_exit_1_is_exit_1", dialect: "codex",
+		init: `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true},"agentInfo":{"name":"codex-acp","title":"Codex","version":"0.11.1"},"authMethods":[]}}`,
+		frames: []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_g","title":"Run grep -q x y","kind":"execute","status":"in_progress","rawInput":{"call_id":"call_g","command":["/bin/bash","-lc","grep -q x y"],"cwd":"/w","process_id":"9","source":"unified_exec_startup"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_g","status":"failed","rawOutput":{"aggregated_output":"","exit_code":1,"process_id":"9","source":"unified_exec_startup","stderr":"","stdout":""}}`),
+		},
+		want: []wantExec{{id: "call_g", command: "grep -q x y", cwd: "/w", outcome: failed, exit: code(1)}},
+	}, {
+		// session/load: the adapter replays the model's exec_command calls
+		// (no kind, rawInput.cmd) and the tool's model-facing texts. A
+		// client that sees only the replay still learns each command,
+		// its exit code (from "Process exited with code N") and output.
+		name: "session_load_replays_exec_command_calls", agent: codexRust,
+		frames: []string{
+			`{"jsonrpc":"2.0","id":77,"method":"session/load","params":{"sessionId":"S","cwd":"/w","mcpServers":[]}}`,
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_r1","title":"exec_command","status":"completed","rawInput":{"cmd":"printf 'out\\n'; exit 3","yield_time_ms":10000}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_r1","status":"completed","rawOutput":"Chunk ID: 5c1d2e\nWall time: 0.0518 seconds\nProcess exited with code 3\nOriginal token count: 1\nOutput:\nout\n"}`),
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_r2","title":"exec_command","status":"completed","rawInput":{"cmd":"echo ok","workdir":"/w/sub"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_r2","status":"completed","rawOutput":"Chunk ID: 77aa01\nWall time: 0.0100 seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nok\n"}`),
+			`{"jsonrpc":"2.0","id":77,"result":{}}`,
+		},
+		want: []wantExec{
+			{id: "call_r1", command: `printf 'out\n'; exit 3`, cwd: "/w", outcome: failed, exit: code(3), output: "out\n"},
+			{id: "call_r2", command: "echo ok", cwd: "/w/sub", outcome: succeeded, exit: code(0), output: "ok\n"},
+		},
 	}})
 }
 

@@ -23,6 +23,7 @@ import (
 type replayFlags struct {
 	addr, dialect, session, cwd      string
 	json, final, keepOpen, keepGoing bool
+	explain                          bool
 	timeout, pace                    time.Duration
 	file                             string
 	client                           clientFlags
@@ -41,6 +42,8 @@ func replayFlagSet() (*flag.FlagSet, *replayFlags) {
 		"the table always shows each call's final state, so it is the same with or without --final")
 	fs.BoolVar(&f.keepOpen, "keep-open", false, "do not close the session at the end of the file")
 	fs.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when the recording had frame errors (they are still printed)")
+	fs.BoolVar(&f.explain, "explain", false, "print, for every call, where its command, cwd, exit status and output came from (frame and field),\n"+
+		"what was kept out of output as a notice and what the dialect did not understand; runs in-process (not with --addr or --json)")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "give up after this long")
 	fs.DurationVar(&f.pace, "pace", 0, "wait this long between frames (so that a fault can land mid-session)")
 	f.client.register(fs)
@@ -67,6 +70,9 @@ func parseReplay(args []string) (*replayFlags, error) {
 		f.file = rest[0]
 	default:
 		return nil, usagef("replay takes at most one FILE, got %d: %q", len(rest), rest)
+	}
+	if f.explain && (f.addr != "" || f.json) {
+		return nil, usagef("--explain reads the recording in-process and prints text: it takes neither --addr nor --json")
 	}
 	if f.addr == "" && f.client.set() {
 		return nil, usagef("--tls, --ca-file, --cert-file, --key-file, --server-name and --token-file are for a server named by --addr")
@@ -97,6 +103,13 @@ func replayCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	lines, err := readRecording(f.file, stderr)
 	if err != nil {
+		return err
+	}
+	if f.explain {
+		errs, err := explain(stdout, lines, f)
+		if err == nil && errs > 0 && !f.keepGoing {
+			err = fmt.Errorf("%d frame error(s) in %s (printed above); --keep-going exits 0 anyway", errs, recordingName(f.file))
+		}
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)

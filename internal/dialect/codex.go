@@ -2,12 +2,16 @@ package dialect
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // codex reads both Codex ACP adapters.
@@ -45,13 +49,43 @@ import (
 // names one, as ACP's exitStatus {exitCode: null, signal} would say. An
 // end event with status "declined" is a rejected command (Cancelled).
 //
+// session/load replays are poorer than the live frames. The Rust adapter
+// replays the model's own calls: `exec_command` (unified exec) as a
+// `tool_call` titled "exec_command" with no kind and rawInput {cmd,
+// workdir?, ...}; shell_command as a titled `tool_call` with rawInput
+// {command, workdir?}; then a `tool_call_update` whose rawOutput is the
+// tool's model-facing TEXT ("Chunk ID/Wall time/Process exited with code
+// N/.../Output:\n<output>", or "Exit code: N\nWall time: ...\nOutput:\n
+// <output>"; "aborted by user" for a stopped command). The header is read
+// as a text exit marker and kept out of output (see codexModelText). The
+// TypeScript adapter 2.x replays `_meta.terminal_exit` with no rawOutput;
+// its -1 is the sentinel there too, whatever the frame carries. 1.x
+// replays the same model-facing text as formatted_output and as a
+// terminal delta (its header read only when it agrees with exit_code),
+// and Codex's words for a command it did not run ("exec_command failed
+// ... rejected by user", "aborted by user") as if they were output: with
+// no exit code they are a notice (see codexToolNotice).
+//
 // Kinds read and search (Codex's classification of ls, cat, rg, ...) are
 // shell commands when they carry a rawInput command. Permission asks arrive
 // before the tool_call, under the same id; rawInput.reason, when present,
 // is the reason, else the ask's text content.
-type codex struct{}
+type codex struct {
+	// killedIsOne: the build (the Rust adapter before 0.11.1; 0.7.4
+	// recorded) reports a unified exec shell killed by a signal as
+	// exit_code 1, the same as a real exit 1, with no signal anywhere:
+	// under the PTY an exit 1 of that build is no evidence of an exit
+	// status (the call is Failed, its exit unknown). Other codes are
+	// truthful there. 0.11.1 and later send -1 (see codexNoExit).
+	killedIsOne bool
+}
 
 func init() { register(codex{}) }
+
+// forVersion implements versioned: the wire of the end event cannot tell
+// a killed shell from an exit 1 on builds before 0.11.1. An unknown build
+// reads with the newest rules.
+func (codex) forVersion(v Version) Dialect { return codex{killedIsOne: v.Before("0.11.1")} }
 
 func (codex) Info() Info {
 	return Info{
@@ -65,6 +99,9 @@ func (codex) Info() Info {
 type codexInput struct {
 	ShellInput
 	Reason Str `json:"reason"`
+	// Workdir is the model's own argument, which the Rust adapter replays
+	// as rawInput on session/load (beside `cmd` or `command`).
+	Workdir Str `json:"workdir"`
 }
 
 // codexOutputFields is the end-event rawOutput.
@@ -121,6 +158,55 @@ func (r *rawAny) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// codexRawOutput is `rawOutput`: the end-event object (Obj), or a string
+// (Text): what the Rust adapter replays on session/load, the tool's
+// model-facing text. Another JSON type reads as absent.
+type codexRawOutput struct {
+	codexOutputFields
+	Obj  bool
+	Text Str
+}
+
+// UnmarshalJSONFrom implements the one-pass decoder's streaming
+// unmarshaler; encoding/json calls UnmarshalJSON.
+func (r *codexRawOutput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	switch dec.PeekKind() {
+	case '{':
+		r.Obj = true
+		return jsonv2.UnmarshalDecode(dec, &r.codexOutputFields)
+	case '"':
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		return r.Text.UnmarshalJSON(v)
+	}
+	return dec.SkipValue()
+}
+
+// UnmarshalJSON implements json.Unmarshaler. A member of another JSON
+// type inside the object reads as absent and does not stop the frame's
+// decode, as without this method.
+func (r *codexRawOutput) UnmarshalJSON(b []byte) error {
+	*r = codexRawOutput{}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '{':
+		r.Obj = true
+		var typeErr *json.UnmarshalTypeError
+		if err := json.Unmarshal(b, &r.codexOutputFields); err != nil && !errors.As(err, &typeErr) {
+			return err
+		}
+		return nil
+	case '"':
+		return r.Text.UnmarshalJSON(b)
+	}
+	return nil
+}
+
 type codexUpdate struct {
 	ToolCall
 	// Name is the unstable schema's programmatic tool name, with whether
@@ -128,21 +214,28 @@ type codexUpdate struct {
 	// sends one, older adapters do not.
 	Name     toolName   `json:"name"`
 	RawInput codexInput `json:"rawInput"`
-	// RawOutput is the end-event object in both adapters (the field guide
-	// knows no other shape), so it is decoded in the frame's one pass; a
-	// rawOutput of another JSON type reads as absent.
-	RawOutput *codexOutputFields `json:"rawOutput"`
-	Meta      *TerminalMeta      `json:"_meta"`
+	// RawOutput is the end-event object in both adapters' live frames,
+	// decoded in the frame's one pass, or the model-facing text of a
+	// replayed call (Rust adapter, session/load).
+	RawOutput *codexRawOutput `json:"rawOutput"`
+	Meta      *TerminalMeta   `json:"_meta"`
 }
 
-func (codex) read(msg []byte) (Frame, error) {
+func (d codex) read(msg []byte) (Frame, error) {
+	if d.killedIsOne {
+		return readFrame(msg, observeCodexKilledIsOne, askCodex)
+	}
 	return readFrame(msg, observeCodex, askCodex)
 }
 
-func observeCodex(u *codexUpdate) []accum.Observation {
+func observeCodex(u *codexUpdate) []accum.Observation { return observeCodexFor(u, false) }
+
+func observeCodexKilledIsOne(u *codexUpdate) []accum.Observation { return observeCodexFor(u, true) }
+
+func observeCodexFor(u *codexUpdate, killedIsOne bool) []accum.Observation {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readCodex(u)}
+		return []accum.Observation{readCodex(u, killedIsOne)}
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			return []accum.Observation{o}
@@ -173,7 +266,7 @@ func codexNoExit(o *accum.Observation) {
 	}
 }
 
-func readCodex(u *codexUpdate) accum.Observation {
+func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 	o := u.Base()
 	ended := o.Status.Ended()
 	u.Meta.ApplyTerminalMeta(&o)
@@ -186,10 +279,18 @@ func readCodex(u *codexUpdate) accum.Observation {
 	}
 	codexCommand(&o, &u.RawInput.Command, u.Name.Present)
 	codexExecName(&o, u)
+	codexReplayedCall(&o, u)
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 
 	f := u.RawOutput
-	if f == nil {
+	if f == nil || !f.Obj {
+		if f != nil && f.Text.Set && o.Status.Ended() {
+			codexModelText(&o, f.Text.S)
+			if len(o.Texts) > 0 {
+				o.Src.Output = "rawOutput (the model-facing text)"
+			}
+		}
+		codexNoExit(&o)
 		return o
 	}
 	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
@@ -198,6 +299,40 @@ func readCodex(u *codexUpdate) accum.Observation {
 	if f.Status.S == "declined" {
 		o.Cancelled = true
 	}
+	if ended && (o.Exit == nil || o.Exit.Code == -1) && codexMaybeToolNotice(&f.FormattedOutput) {
+		// The TypeScript adapter's replay of a command Codex did not run
+		// (or could not) carries Codex's text to the model as its output,
+		// in formatted_output and in the terminal delta beside it.
+		if codexToolNotice(&o, f.FormattedOutput.Str().S) {
+			o.Texts, o.Exit = nil, nil
+			o.Src.Notice = "Codex's words about the command in rawOutput.formatted_output and the terminal delta"
+			return o
+		}
+	}
+	agg := f.AggregatedOutput.Str()
+	if ended && !agg.Set && !f.Output.Set && codexMaybeHeadedText(&f.FormattedOutput) {
+		// The TypeScript adapter 1.x replays a command's model-facing
+		// text as formatted_output and as the terminal delta beside it.
+		// Its header is read only when it agrees with the exit code the
+		// frame states; then it is no output.
+		var h accum.Observation
+		if codexHeadedText(&h, f.FormattedOutput.Str().S) && (h.Exit == nil || o.Exit == nil || h.Exit.Code == o.Exit.Code) {
+			if o.Exit == nil {
+				o.Exit, o.Src.Exit = h.Exit, "header of rawOutput.formatted_output"
+			}
+			o.Texts = append(dropDeltas(o.Texts), h.Texts...)
+			o.Src.Output, o.Src.Notice = "rawOutput.formatted_output", "header of rawOutput.formatted_output and the terminal delta"
+			codexNoExit(&o)
+			return o
+		}
+	}
+	if notice, ok := codexRejected(&f.codexOutputFields, agg); ok {
+		// Older builds (0.7.x) send no status "declined": the end event
+		// of a rejected command carries Codex's refusal as its only text.
+		o.Cancelled, o.CancelNotice, o.Exit = true, notice, nil
+		o.Src.Notice = "refusal in rawOutput.stderr/aggregated_output"
+		return o
+	}
 	codexNoExit(&o)
 	if f.TimedOut != nil && *f.TimedOut {
 		o.TimedOut = true
@@ -205,7 +340,6 @@ func readCodex(u *codexUpdate) accum.Observation {
 	if f.FormattedOutput.HasPrefix(codexTimedOutPrefix) && codexTimedOut.MatchString(f.FormattedOutput.Str().S) {
 		o.TimedOut = true
 	}
-	agg := f.AggregatedOutput.Str()
 	for _, s := range []Str{agg, f.Stderr} {
 		if codexTimedOut.MatchString(s.S) {
 			o.TimedOut = true
@@ -214,7 +348,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 
 	// "execution error: ..." is Codex's report that it could not run or
 	// finish the command; it is not the command's output.
-	if execErr, ok := codexExecError(f, agg); ok {
+	if execErr, ok := codexExecError(&f.codexOutputFields, agg); ok {
 		if m := codexSandboxSignal.FindStringSubmatch(execErr); m != nil {
 			o.Signal = NormalizeSignal(m[1])
 		} else {
@@ -224,6 +358,10 @@ func readCodex(u *codexUpdate) accum.Observation {
 	}
 
 	pty := f.ProcessID.Present || strings.HasPrefix(f.Source.S, "unified_exec")
+	if killedIsOne && pty && ended && o.Exit != nil && o.Exit.Code == 1 {
+		o.Exit, o.Failed = nil, true
+		o.Src.Notice = "exit_code 1 of a PTY command (this build says 1 for a killed shell)"
+	}
 	// Each present stream is a snapshot of that stream; one that is
 	// omitted keeps its earlier text.
 	if !pty {
@@ -240,7 +378,7 @@ func readCodex(u *codexUpdate) accum.Observation {
 		// before formatted_output, which is cut for the model.
 		agg = f.stdout(agg)
 	}
-	if text, truncated, ok := codexCombined(f, agg); ok && text != "" {
+	if text, truncated, ok := codexCombined(&f.codexOutputFields, agg); ok && text != "" {
 		if ended {
 			o.Texts = dropDeltas(o.Texts)
 		}
@@ -313,6 +451,25 @@ func plausibleText(b []byte) bool {
 		}
 	}
 	return space
+}
+
+// codexRejectedText is Codex's text for a command the user rejected.
+const codexRejectedText = "exec command rejected by user"
+
+// codexRejected reports an end event whose only text is Codex's refusal
+// (exec command rejected by user) beside the -1 "no exit code" sentinel:
+// the command never ran. A command cannot exit -1, so its own output of
+// the same words is never taken for the refusal.
+func codexRejected(f *codexOutputFields, agg Str) (string, bool) {
+	if !f.Exit().Known || f.Exit().Value != -1 {
+		return "", false
+	}
+	for _, s := range []Str{agg, f.Stderr} {
+		if strings.TrimSpace(s.S) == codexRejectedText {
+			return codexRejectedText, true
+		}
+	}
+	return "", false
 }
 
 // codexExecError returns Codex's "execution error: ..." text when that is
@@ -421,11 +578,186 @@ func codexExecName(o *accum.Observation, u *codexUpdate) {
 	}
 }
 
+// codexReplayedCall reads a call the Rust adapter replays on session/load
+// from the model's own function call: the unified exec tool's
+// `exec_command` arrives titled with the tool name, with no kind and the
+// model's arguments as rawInput {cmd, workdir?, yield_time_ms?, ...}
+// (the live begin event's argv is not replayed). cmd is the command as
+// the model wrote it, which Codex then ran under the user's shell.
+// shell_command replays rawInput {command, workdir?}: its command is read
+// as any rawInput command; workdir is its cwd when nothing else says one.
+func codexReplayedCall(o *accum.Observation, u *codexUpdate) {
+	in := &u.RawInput
+	if in.Command.Line == "" && in.Cmd.Line != "" && u.Title != nil && strings.TrimSpace(*u.Title) == "exec_command" &&
+		(u.Kind == nil || *u.Kind == "other" || *u.Kind == "execute") {
+		o.Shell = accum.ShellYes
+		o.Command, o.CommandFromTitle = in.Cmd.Line, false
+		o.Src.Command = "rawInput.cmd"
+	}
+	if o.Cwd == "" && in.Workdir.Set && strings.TrimSpace(in.Workdir.S) != "" && (in.Command.Line != "" || o.Shell == accum.ShellYes) {
+		o.Cwd = in.Workdir.S
+		o.Src.Cwd = "rawInput.workdir"
+	}
+}
+
+var (
+	// codexExecText is the unified exec tool's model-facing text (what
+	// the Rust adapter replays as rawOutput for exec_command): a header
+	// of "Command" (0.11.1: the command as run, possibly over several
+	// lines), "Chunk ID", "Wall time", "Process exited with code N" (only once
+	// the process ended), "Process running with session ID N" (still
+	// running when the tool returned), "Original token count" lines, then
+	// "Output:" and the output.
+	codexExecText = regexp.MustCompile(`^(?:Command: (?s:.*?)\n)?(?:Chunk ID: [^\n]*\n)?Wall time: [^\n]*\n(?:Process exited with code (-?\d+)\n)?(Process running with session ID [^\n]*\n)?(?:Original token count: \d+\n)?Output:\n`)
+	// codexShellText is the shell tools' model-facing text: "Exit code:
+	// N", "Wall time", an optional "Total output lines: N" (the output
+	// was cut for the model), then "Output:" and the output.
+	// codexAbortedText is Codex's whole text for a command the user
+	// stopped (a cancel, or a rejection before it ran): "aborted by user
+	// after 2.0s" (unified exec), "Wall time: 2.0 seconds\naborted by
+	// user" (shell tools).
+	codexAbortedText = regexp.MustCompile(`^(?:Wall time: [^\n]*\n)?aborted by user(?: after [^\n]*)?\s*$`)
+	codexShellText   = regexp.MustCompile(`^Exit code: (-?\d+)\nWall time: [^\n]*\n(Total output lines: \d+\n)?Output:\n`)
+)
+
+// codexModelText reads a replayed text rawOutput: the tool's model-facing
+// text. Its header is Codex's own statement, not output: the exit code is
+// a text marker (ExitText; -1 is still the "no exit code" sentinel); the
+// rest is the output as the model saw it (cut, with an elision marker,
+// when it was long: then it is truncated). A process still running when
+// the tool returned has no exit and only the output so far. A text of
+// any other form (an error of the tool) says nothing about the command's
+// output or exit and is not read; "aborted by user" says the user stopped
+// it (Cancelled), and is not output either.
+func codexModelText(o *accum.Observation, text string) {
+	if !codexHeadedText(o, text) {
+		codexToolNotice(o, text)
+	}
+}
+
+// codexHeadedText reads a text in one of the tools' model-facing forms
+// (codexExecText, codexShellText) into o: the header's exit code (a text
+// marker) and the rest as output. It reports whether text had that form.
+func codexHeadedText(o *accum.Observation, text string) bool {
+	code, rest, running, cut := "", "", false, false
+	if m := codexExecText.FindStringSubmatchIndex(text); m != nil {
+		if m[2] >= 0 {
+			code = text[m[2]:m[3]]
+		}
+		running = m[4] >= 0
+		rest = text[m[1]:]
+	} else if m := codexShellText.FindStringSubmatchIndex(text); m != nil {
+		code = text[m[2]:m[3]]
+		cut = m[4] >= 0
+		rest = text[m[1]:]
+	} else {
+		return false
+	}
+	if code != "" && !running {
+		var c Code
+		c.UnmarshalJSON([]byte(code))
+		if e := c.Exit(accum.ExitText, true); e != nil {
+			o.Exit = accum.StrongerExit(o.Exit, e)
+			o.Src.Exit = "exit line of the model-facing text"
+		}
+	}
+	o.Src.Notice = "header of the model-facing text"
+	cut = cut || codexElided.MatchString(rest)
+	kind := accum.Final
+	if running {
+		kind = accum.Snapshot
+	}
+	if rest != "" || cut {
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: kind, Text: rest, Truncated: cut})
+	}
+	return true
+}
+
+// codexMaybeHeadedText says cheaply whether a formatted_output may be in
+// a model-facing form (codexHeadedText), before it is unquoted.
+func codexMaybeHeadedText(t *rawText) bool {
+	return t.HasPrefix("Chunk ID: ") || t.HasPrefix("Wall time: ") || t.HasPrefix("Command: ") || t.HasPrefix("Exit code: ")
+}
+
+// codexMaybeToolNotice says cheaply whether a formatted_output may be one
+// of Codex's texts about a command (codexToolNotice), before it is
+// unquoted.
+func codexMaybeToolNotice(t *rawText) bool {
+	return t.HasPrefix("exec_command failed") || t.HasPrefix("exec command rejected") ||
+		t.HasPrefix("aborted by user") || t.HasPrefix("Wall time: ")
+}
+
+// codexToolNotice reads Codex's own text about a command that it did not
+// run or could not finish, which replays (and some finals) carry where the
+// output would be: "aborted by user ..." (the user stopped or rejected
+// it), "exec_command failed for `...`: CreateProcess { message:
+// \"Rejected(\\\"rejected by user\\\")\" }" (rejected) or another
+// "exec_command failed ..." (it could not run). It is never output. It
+// reports whether text was such a notice.
+func codexToolNotice(o *accum.Observation, text string) bool {
+	switch {
+	case codexAbortedText.MatchString(text):
+		o.Cancelled, o.CancelNotice = true, "aborted by user"
+	case strings.HasPrefix(text, codexRejectedText):
+		o.Cancelled, o.CancelNotice = true, codexRejectedText
+	case strings.HasPrefix(text, "exec_command failed"):
+		if strings.Contains(text, "rejected by user") {
+			o.Cancelled, o.CancelNotice = true, "rejected by user"
+		} else {
+			o.Failed, o.FailNotice = true, notice(text)
+		}
+	default:
+		return false
+	}
+	o.Src.Notice = "Codex's words about the command"
+	return true
+}
+
 func askCodex(tc *codexUpdate) accum.Observation {
 	o := askObservation(&tc.ToolCall, &tc.RawInput.ShellInput)
 	codexCommand(&o, &tc.RawInput.Command, tc.Name.Present)
+	o.ApprovalReason = codexAskReason(o.ApprovalReason)
 	if r := strings.TrimSpace(tc.RawInput.Reason.S); r != "" {
 		o.ApprovalReason = r
 	}
 	return o
+}
+
+// codexAskSections are the sections the Rust adapter writes after the
+// reason in an exec ask's text, each a header line whose value may go on
+// over the following lines; drop says the section describes the options
+// (the execpolicy amendment "always allow" would add, the decisions), not
+// why Codex asks.
+var codexAskSections = []struct {
+	header string
+	drop   bool
+}{
+	{"Proposed Amendment: ", true},
+	{"Network Approval Context: ", false},
+	{"Additional Permissions: ", false},
+	{"Available Decisions: ", true},
+	{"Proposed Network Policy Amendments: ", true},
+}
+
+// codexAskReason is an ask's text without the adapter's sections that
+// describe the options (codexAskSections); a text without any section is
+// kept whole.
+func codexAskReason(text string) string {
+	if !strings.Contains(text, "Proposed Amendment: ") && !strings.Contains(text, "Available Decisions: ") {
+		return text
+	}
+	var keep []string
+	drop := false
+	for _, line := range strings.Split(text, "\n") {
+		for _, s := range codexAskSections {
+			if strings.HasPrefix(line, s.header) {
+				drop = s.drop
+				break
+			}
+		}
+		if !drop {
+			keep = append(keep, line)
+		}
+	}
+	return strings.TrimSpace(strings.Join(keep, "\n"))
 }

@@ -51,6 +51,29 @@ func TestCodexTypeScriptAdapter(t *testing.T) {
 		{name: "nonzero exit under completed is still exit 2",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"x","exit_code":2}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(2, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "x")}})},
+		{name: "replayed timeout: terminal_exit -1 without rawOutput is the sentinel, not an exit",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","name":"exec_command","status":"failed","_meta":{"terminal_output_delta":{"data":"start\n","terminal_id":"c1"},"terminal_exit":{"exit_code":-1,"signal":null,"terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Status: failed, Failed: true, Texts: []accum.Text{txt(C, D, "start\n")}})},
+		// Replays of a rejected command (TS 1.x, recorded): Codex's text to
+		// the model, in formatted_output and a terminal delta, is a notice.
+		{name: "replayed rejection (1.1.4): exec_command failed ... rejected by user is a cancel, not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"exec_command failed for ` + "`/bin/bash -lc 'rm -f notes.txt && echo removed'`" + `: CreateProcess { message: \"Rejected(\\\"rejected by user\\\")\" }","exit_code":null},"_meta":{"terminal_exit":{"exit_code":null,"signal":null,"terminal_id":"c1"},"terminal_output_delta":{"data":"exec_command failed for ` + "`/bin/bash -lc 'rm -f notes.txt && echo removed'`" + `: CreateProcess { message: \"Rejected(\\\"rejected by user\\\")\" }","terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Status: done, Cancelled: true, CancelNotice: "rejected by user"})},
+		{name: "replayed rejection (1.13.1): Wall time ... aborted by user is a cancel, not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"Wall time: 0.1 seconds\naborted by user","exit_code":null},"_meta":{"terminal_exit":{"exit_code":null,"signal":null,"terminal_id":"c1"},"terminal_output_delta":{"data":"Wall time: 0.1 seconds\naborted by user","terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Status: done, Cancelled: true, CancelNotice: "aborted by user"})},
+		{name: "a spawn failure's text is a failure, not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"formatted_output":"exec_command failed for ` + "`nope`" + `: CreateProcess { message: \"No such file or directory\" }","exit_code":null}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Failed: true, FailNotice: "exec_command failed for `nope`: CreateProcess { message: \"No such file or directory\" }"})},
+		{name: "the same words with an exit code are the command's output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"Wall time: 0.1 seconds\naborted by user","exit_code":0}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "Wall time: 0.1 seconds\naborted by user")}})},
+		{name: "replay (1.1.4): the model-facing text in formatted_output and the delta; its header is no output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"formatted_output":"Chunk ID: d714ec\nWall time: 0.0825 seconds\nProcess exited with code 3\nOriginal token count: 1\nOutput:\na\nb\n","exit_code":3},"_meta":{"terminal_exit":{"exit_code":3,"signal":null,"terminal_id":"c1"},"terminal_output_delta":{"data":"Chunk ID: d714ec\nWall time: 0.0825 seconds\nProcess exited with code 3\nOriginal token count: 1\nOutput:\na\nb\n","terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Status: failed, Exit: ex(3, accum.ExitTerminal, false), Texts: []accum.Text{txt(C, F, "a\nb\n")}})},
+		{name: "a header whose code differs from the exit code is the command's output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"Wall time: 1 seconds\nProcess exited with code 3\nOutput:\nx\n","exit_code":0}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "Wall time: 1 seconds\nProcess exited with code 3\nOutput:\nx\n")}})},
 		{name: "lone read command gets kind read and no terminal but is a shell",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"c2","kind":"read","title":"Read go.mod","status":"in_progress","rawInput":{"command":"/bin/zsh -lc 'cat go.mod'","cwd":"/w"}}`,
 			want:   one(accum.Observation{ToolCallID: "c2", Opens: true, Shell: yes, Status: running, Command: "cat go.mod", Cwd: "/w"})},
@@ -109,10 +132,56 @@ func TestCodexRustAdapter(t *testing.T) {
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"","aggregated_output":"","exit_code":-1,"status":"declined"}}`,
 			want: one(accum.Observation{ToolCallID: "c1", Status: failed, Cancelled: true,
 				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "")}})},
+		{name: "0.7.x rejection: no declined status, the refusal is the only text beside -1: Cancelled, not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"exec command rejected by user","call_id":"c1","command":["/bin/bash","-lc","rm -f notes.txt"],"exit_code":-1,"formatted_output":"exec command rejected by user","source":"agent","stderr":"exec command rejected by user","stdout":""},"_meta":{"terminal_exit":{"exit_code":-1,"signal":null,"terminal_id":"c1"}}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Cancelled: true, CancelNotice: "exec command rejected by user"})},
+		{name: "the same words from a command that exited are its output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"exec command rejected by user","exit_code":1,"stderr":"exec command rejected by user","stdout":""}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "exec command rejected by user"), txt(C, F, "exec command rejected by user")}})},
 		{name: "UTF-16 byte-order-mark sniffing is undone",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"1","stdout":"漠੫","stderr":"","aggregated_output":"漠੫","exit_code":0,"status":"completed"}}`,
 			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: C, Kind: F, Bytes: []byte("\xff\xfe ok\n")}}})},
+		// session/load replays (Rust adapter): the model's exec_command
+		// call and the tool's model-facing text.
+		{name: "replayed exec_command: no kind, rawInput.cmd is the command, workdir the cwd",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"exec_command","status":"completed","rawInput":{"cmd":"printf 'x\\n'; exit 3","workdir":"/w","yield_time_ms":10000}}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Opens: true, Shell: yes, Status: done, Command: "printf 'x\\n'; exit 3", Cwd: "/w"})},
+		{name: "replayed exec_command text: exit code from its header, the rest is output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"Chunk ID: 3f2a1b\nWall time: 0.0521 seconds\nProcess exited with code 3\nOriginal token count: 1\nOutput:\nx\n"}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Status: done, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "x\n")}})},
+		{name: "replayed exec_command text of 0.11.1 starts with a Command line",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"Command: /bin/bash -lc \"printf 'a\\\\nb\\\\n'; exit 3\"\nChunk ID: d38d93\nWall time: 0.0000 seconds\nProcess exited with code 3\nOriginal token count: 1\nOutput:\na\nb\n"}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Status: done, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "a\nb\n")}})},
+		{name: "replayed exec_command text of a process killed: -1 is no exit",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"Wall time: 0.0100 seconds\nProcess exited with code -1\nOutput:\nbefore-kill\n"}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Status: done, Failed: true, Texts: []accum.Text{txt(C, F, "before-kill\n")}})},
+		{name: "replayed exec_command text of a process still running: no exit, output so far",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"Chunk ID: 9\nWall time: 10.0010 seconds\nProcess running with session ID 4\nOutput:\nstart\n"}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Status: done, Texts: []accum.Text{txt(C, S, "start\n")}})},
+		{name: "replayed exec_command text cut for the model is truncated",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"Wall time: 0.2 seconds\nProcess exited with code 0\nOriginal token count: 90000\nOutput:\n1\n…228894 chars truncated…\n60000\n"}`,
+			want: one(accum.Observation{ToolCallID: "call_1", Status: done, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{{Stream: C, Kind: F, Text: "1\n…228894 chars truncated…\n60000\n", Truncated: true}}})},
+		{name: "replayed shell_command text: Exit code header",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_2","status":"completed","rawOutput":"Exit code: 1\nWall time: 0 seconds\nOutput:\nboom\n"}`,
+			want:   one(accum.Observation{ToolCallID: "call_2", Status: done, Exit: ex(1, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "boom\n")}})},
+		{name: "replayed tool error: a failure, neither output nor an exit",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"exec_command failed: CreateProcess { message: \"No such file\" }"}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Status: done, Failed: true, FailNotice: "exec_command failed: CreateProcess { message: \"No such file\" }"})},
+		{name: "replayed text of another form is neither output nor an exit",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"something Codex never said"}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Status: done})},
+		{name: "replayed unified exec abort: Cancelled, not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"aborted by user after 2.0s"}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Status: done, Cancelled: true, CancelNotice: "aborted by user"})},
+		{name: "replayed shell_command abort: Cancelled, not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"Wall time: 2.0 seconds\naborted by user"}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Status: done, Cancelled: true, CancelNotice: "aborted by user"})},
+		{name: "write_stdin replayed is not a shell call",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"call_3","title":"write_stdin","status":"completed","rawInput":{"session_id":4,"chars":""}}`,
+			want:   one(accum.Observation{ToolCallID: "call_3", Opens: true, Status: done})},
 		{name: "real CJK output with a newline is left alone",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"1","aggregated_output":"你好\n","exit_code":0}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "你好\n")}})},
@@ -122,10 +191,23 @@ func TestCodexRustAdapter(t *testing.T) {
 func TestCodexPermission(t *testing.T) {
 	d := codexDialect(t)
 	runObsCases(t, d, []obsCase{
-		{name: "ask before the tool_call: command from the argv, text as the reason",
+		// The Rust adapter's ask text is the reason (when Codex gave one)
+		// followed by its own sections: "Proposed Amendment: <argv, one
+		// per line>", "Available Decisions: <one per line>", ... Those
+		// describe the options, not why it asks.
+		{name: "ask before the tool_call: command from the argv; amendment and decisions are no reason",
 			ask: `{"toolCallId":"call_1","kind":"execute","status":"pending","title":"printf 'a'; exit 3","content":[{"type":"content","content":{"type":"text","text":"Proposed Amendment: printf\nAvailable Decisions: Approved\nAbort"}}],"rawInput":{"call_id":"call_1","command":["/bin/bash","-lc","printf 'a'; exit 3"],"cwd":"/w"}}`,
 			want: one(accum.Observation{ToolCallID: "call_1", Shell: accum.ShellYes, Status: accum.StatusPending, Command: "printf 'a'; exit 3", Cwd: "/w",
-				PermissionAsk: true, ApprovalReason: "Proposed Amendment: printf\nAvailable Decisions: Approved\nAbort"})},
+				PermissionAsk: true})},
+		{name: "0.7.4: only the amendment, its argv over several lines: no reason",
+			ask:  `{"toolCallId":"call_3","kind":"execute","status":"pending","title":"Run rm -f notes.txt","content":[{"type":"content","content":{"type":"text","text":"Proposed Amendment: rm\n-f\nnotes.txt"}}],"rawInput":{"command":["/bin/bash","-lc","rm -f notes.txt"]}}`,
+			want: one(accum.Observation{ToolCallID: "call_3", Shell: accum.ShellYes, Status: accum.StatusPending, Command: "rm -f notes.txt", PermissionAsk: true})},
+		{name: "a reason line before the sections is the reason; a network context is kept",
+			ask:  `{"toolCallId":"call_4","kind":"execute","title":"curl x","content":[{"type":"content","content":{"type":"text","text":"needs network\nProposed Amendment: curl\nx\nNetwork Approval Context: Https example.com\nAvailable Decisions: Approved\nAbort"}}],"rawInput":{"command":["curl","x"]}}`,
+			want: one(accum.Observation{ToolCallID: "call_4", Shell: accum.ShellYes, Command: "curl x", PermissionAsk: true, ApprovalReason: "needs network\nNetwork Approval Context: Https example.com"})},
+		{name: "another agent's text is the reason as it is",
+			ask:  `{"toolCallId":"call_5","kind":"execute","title":"node x","content":[{"type":"content","content":{"type":"text","text":"Not in allowlist: node"}}],"rawInput":{"command":"node x"}}`,
+			want: one(accum.Observation{ToolCallID: "call_5", Shell: accum.ShellYes, Command: "node x", PermissionAsk: true, ApprovalReason: "Not in allowlist: node"})},
 		{name: "rawInput.reason is the reason when present",
 			ask:  `{"toolCallId":"call_2","kind":"execute","title":"curl x","content":[{"type":"content","content":{"type":"text","text":"Reason: needs network\nAvailable Decisions: Approved"}}],"rawInput":{"command":["curl","x"],"reason":"needs network"}}`,
 			want: one(accum.Observation{ToolCallID: "call_2", Shell: accum.ShellYes, Command: "curl x", PermissionAsk: true, ApprovalReason: "needs network"})},
@@ -230,7 +312,9 @@ func TestCodexRecordingUntrustedApproval(t *testing.T) {
 	if c.asks == 0 || c.exitCode() != "3" || c.command != `printf 'a\nb\n'; exit 3` {
 		t.Errorf("exit3: %+v", c)
 	}
-	if len(c.reasons) != 1 || !strings.HasPrefix(c.reasons[0], "Proposed Amendment") {
+	// The ask's text is only the adapter's amendment and decisions: no
+	// reason is on the wire.
+	if len(c.reasons) != 1 || c.reasons[0] != "" {
 		t.Errorf("reasons %q", c.reasons)
 	}
 	for _, tx := range c.texts {
@@ -335,4 +419,76 @@ func TestCodexCommandIsRawInput(t *testing.T) {
 			assert.Equal(t, tc.fromTitle, f.Observations[0].CommandFromTitle)
 		})
 	}
+}
+
+// TestCodexBuilds holds the readings that depend on the adapter's build
+// (agentInfo.version), each seen on a recorded build.
+func TestCodexBuilds(t *testing.T) {
+	d := codexDialect(t)
+	const (
+		// codex-acp 0.7.4, unified exec, `echo before-kill; kill -9 $$`.
+		killedPTY = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"before-kill\r\n","exit_code":1,"formatted_output":"before-kill\r\n","process_id":"53707","source":"unified_exec_startup","stderr":"","stdout":"before-kill\r\n"}}`
+		exit3PTY  = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"a\r\n","exit_code":3,"process_id":"9","source":"unified_exec_startup","stdout":"a\r\n"}}`
+		exit1Pipe = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"","exit_code":1,"source":"agent","stderr":"","stdout":""}}`
+	)
+	C, F := accum.Combined, accum.Final
+	failed := accum.StatusFailed
+	killedOut := []accum.Text{txt(C, F, "before-kill\r\n")}
+	for _, tc := range []struct {
+		build, name, update string
+		want                accum.Observation
+	}{
+		{"0.7.4", "PTY exit 1 is no evidence: Failed, exit unknown", killedPTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Failed: true, Texts: killedOut}},
+		{"0.7.4", "PTY exit 3 is truthful", exit3PTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(3, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "a\r\n")}}},
+		{"0.7.4", "exit 1 outside the PTY is truthful", exit1Pipe,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "")}}},
+		{"0.11.1", "0.11.1 sends -1 for a kill: its exit 1 is an exit 1", killedPTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+		{"", "an unknown build reads with the newest rules", killedPTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+		{"2.6.0", "the TypeScript adapter's versions are not the Rust adapter's", killedPTY,
+			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+	} {
+		t.Run(tc.build+" "+tc.name, func(t *testing.T) {
+			got, err := readCase(Bind(d, ParseVersion(tc.build)), tc.update, "")
+			require.NoError(t, err)
+			assert.Equal(t, []accum.Observation{tc.want}, withoutProvenance(got))
+		})
+	}
+}
+
+// TestCodexRawOutputDecodesAlike holds rawOutput's two shapes (the end
+// event, the replayed text) and its type errors to one reading, whichever
+// decoder runs.
+func TestCodexRawOutputDecodesAlike(t *testing.T) {
+	d := codexDialect(t)
+	for _, raw := range []string{
+		`"Chunk ID: 1\nWall time: 0 seconds\nProcess exited with code 3\nOutput:\nx\n"`,
+		`"bad \ud800 text"`,
+		`{"exit_code":3,"timed_out":"yes","aggregated_output":"x\n"}`,
+		`{"exit_code":"3","stdout":7,"stderr":"e"}`,
+		`{"exit_code":3,"exit_code":4}`,
+		`[1,2]`, `7`, `null`, `true`,
+	} {
+		msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":` + raw + `,"title":"after"}}}`
+		readBoth(t, d, []byte(msg))
+	}
+}
+
+// TestCodexReplaySources: a replayed call says where its command, exit and
+// output came from and what was kept out of output, for replay --explain.
+func TestCodexReplaySources(t *testing.T) {
+	d := codexDialect(t)
+	open, err := readCase(d, `{"sessionUpdate":"tool_call","toolCallId":"c","title":"exec_command","status":"completed","rawInput":{"cmd":"exit 3","workdir":"/w"}}`, "")
+	require.NoError(t, err)
+	require.Len(t, open, 1)
+	assert.Equal(t, accum.Sources{Command: "rawInput.cmd", Cwd: "rawInput.workdir"}, open[0].Src)
+
+	end, err := readCase(d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":"Wall time: 0 seconds\nProcess exited with code 3\nOutput:\nx\n"}`, "")
+	require.NoError(t, err)
+	require.Len(t, end, 1)
+	assert.Equal(t, accum.Sources{Exit: "exit line of the model-facing text", Output: "rawOutput (the model-facing text)", Notice: "header of the model-facing text"}, end[0].Src)
 }

@@ -27,7 +27,12 @@ import (
 //     the last 30 000 chars beyond that size and prefixes "...\n\n": the
 //     marker is stripped and the rest is a Window. Older releases kept the
 //     head instead, suffixed "\n\n...": the marker is stripped and the rest
-//     is a Snapshot.
+//     is a Snapshot. A live text that starts with the truncation header
+//     below (Kilo sends it on in_progress frames) is read as on the final:
+//     the header is a notice, the rest a Truncated Window. Kilo (7.7)
+//     sends the final model-facing text on an in_progress frame before the
+//     completed one: its trailing notices (below) and a "(no output)"
+//     are read there too.
 //   - final: ALWAYS `completed`. `rawOutput {output, metadata {output, exit,
 //     description, truncated, outputPath?}}`; `metadata.exitCode` in some
 //     releases. The exit is structured evidence; `exit: null` is unknown.
@@ -125,7 +130,7 @@ var opencodeToolNames = map[string]bool{"bash": true, "shell": true}
 func opencodeInputs(o *accum.Observation, u *opencodeCall) {
 	if in := u.RawInput; in != nil {
 		if in.Command.Line != "" {
-			o.Command = in.Command.Line
+			o.Command, o.Src.Command = in.Command.Line, "rawInput.command"
 			if o.Shell == accum.ShellUnknown {
 				o.Shell = accum.ShellYes
 			}
@@ -135,7 +140,7 @@ func opencodeInputs(o *accum.Observation, u *opencodeCall) {
 		}
 		for _, c := range []Str{in.Workdir, in.Cwd} {
 			if c.Set && c.S != "" {
-				o.Cwd = c.S
+				o.Cwd, o.Src.Cwd = c.S, "rawInput.workdir (or cwd)"
 				break
 			}
 		}
@@ -145,7 +150,7 @@ func opencodeInputs(o *accum.Observation, u *opencodeCall) {
 	// and on an ask. Later titles may be the description.
 	if o.Command == "" && (o.Opens || o.PermissionAsk) && u.Title != nil && o.Shell == accum.ShellYes {
 		if t := strings.TrimSpace(*u.Title); t != "" && !opencodeToolNames[strings.ToLower(t)] {
-			o.Command = t
+			o.Command, o.Src.Command = t, "title"
 		}
 	}
 	if out := u.RawOutput; out != nil && out.Metadata != nil && out.Metadata.Description.Set && o.Description == "" {
@@ -166,7 +171,29 @@ func readOpencode(u *opencodeCall) accum.Observation {
 		opencodeFinal(&o, u)
 	default:
 		if text, ok := u.Texts(); ok && text != "" {
-			o.Texts = append(o.Texts, opencodeLive(text))
+			// Kilo sends the final model-facing text on an in_progress
+			// frame too: its trailing notices say the same as on the final.
+			var p opencodeParsed
+			if rest := p.trailingNotices(text); len(rest) < len(text) {
+				text = rest
+				o.Src.Notice = "<shell_metadata> block of the live content text"
+			}
+			o.TimedOut = p.timedOut
+			if p.aborted {
+				o.Cancelled, o.CancelNotice = true, p.notice
+			}
+			if strings.TrimSpace(text) == "(no output)" {
+				// The final text of a command that printed nothing.
+				text, o.Src.Notice = "", "(no output) of the live content text"
+			}
+			if text != "" {
+				t := opencodeLive(text)
+				if t.Truncated && strings.HasPrefix(text, "...") && !strings.HasPrefix(text, opencodeWindowPrefix) {
+					o.Src.Notice = "truncation header of the live content text"
+				}
+				o.Texts = append(o.Texts, t)
+				o.Src.Output = "content text"
+			}
 		}
 	}
 	return o
@@ -185,7 +212,22 @@ const (
 // OpenCode itself dropped part of the output, so it is marked Truncated; a
 // window that overlaps what the session already holds loses nothing, and
 // accum then keeps the stream untruncated.
+//
+// A live text can also start with the truncation header the tool writes
+// for the model ("...output truncated...\n\nFull output saved to:
+// F\n\n"; Kilo sends it on in_progress frames): the header is a notice,
+// and the rest is only the tail of the output (a Window). When nothing but
+// "(no output)" follows, the frame says only that output was cut.
 func opencodeLive(text string) accum.Text {
+	if strings.HasPrefix(text, "...") {
+		if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
+			rest := text[loc[1]:]
+			if strings.TrimSpace(rest) == "(no output)" || rest == "" {
+				return accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true}
+			}
+			return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: rest, Truncated: true}
+		}
+	}
 	if rest, ok := strings.CutPrefix(text, opencodeWindowPrefix); ok {
 		return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: rest, Truncated: true}
 	}
@@ -215,20 +257,21 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 		meta = *u.RawOutput.Metadata
 	}
 	if e := firstKnown(meta.Exit, meta.ExitCode).Exit(accum.ExitStructured, true); e != nil {
-		o.Exit = accum.StrongerExit(o.Exit, e)
+		o.Exit, o.Src.Exit = accum.StrongerExit(o.Exit, e), "rawOutput.metadata.exit"
 	}
 
 	text, ok := "", false
 	if u.RawOutput != nil && u.RawOutput.Output.Set {
-		text, ok = u.RawOutput.Output.S, true
+		text, ok, o.Src.Output = u.RawOutput.Output.S, true, "rawOutput.output"
 	} else {
 		text, ok = u.Texts()
+		o.Src.Output = "content text"
 	}
 	if !ok {
 		// No model-facing text: metadata.output is the live text as the
 		// tool last saw it.
 		if out := meta.Output.Str(); out.Set && out.S != "" {
-			o.Texts = append(o.Texts, opencodeLive(out.S))
+			o.Texts, o.Src.Output = append(o.Texts, opencodeLive(out.S)), "rawOutput.metadata.output"
 		}
 		if meta.Truncated != nil && *meta.Truncated {
 			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true})
@@ -236,6 +279,9 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 		return
 	}
 	p := parseOpencodeText(text)
+	if p.body != text {
+		o.Src.Notice = "OpenCode's notes for the model (<shell_metadata>, truncation or timeout notes, (no output)), cut from its text"
+	}
 	o.TimedOut = o.TimedOut || p.timedOut
 	if p.aborted {
 		o.Cancelled, o.CancelNotice = true, p.notice
@@ -293,6 +339,25 @@ var (
 // model and reports what those additions say.
 func parseOpencodeText(text string) opencodeParsed {
 	var p opencodeParsed
+	text = p.trailingNotices(text)
+	if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
+		p.truncated = true
+		text = text[loc[1]:]
+	} else if at := opencodeTrailerAt(text); at >= 0 {
+		p.truncated, p.head = true, true
+		text = text[:at]
+	}
+	if strings.TrimSpace(text) == "(no output)" {
+		text = ""
+	}
+	p.body = text
+	return p
+}
+
+// trailingNotices removes the notices OpenCode appends for the model (the
+// <shell_metadata>/<bash_metadata> block, the older one-line markers) from
+// the end of text, records what they say in p, and returns the rest.
+func (p *opencodeParsed) trailingNotices(text string) string {
 	for {
 		if m := findFrom(opencodeMetaBlock, text, "<shell_metadata>", "<bash_metadata>"); m != nil {
 			note := text[m[4]:m[5]]
@@ -312,20 +377,8 @@ func parseOpencodeText(text string) opencodeParsed {
 			text = text[:m[0]]
 			continue
 		}
-		break
+		return text
 	}
-	if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
-		p.truncated = true
-		text = text[loc[1]:]
-	} else if at := opencodeTrailerAt(text); at >= 0 {
-		p.truncated, p.head = true, true
-		text = text[:at]
-	}
-	if strings.TrimSpace(text) == "(no output)" {
-		text = ""
-	}
-	p.body = text
-	return p
 }
 
 // opencodeTrailerAt is where a head-truncation note (opencodeTruncTrailer)

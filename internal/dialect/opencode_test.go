@@ -59,6 +59,48 @@ func TestOpencodeUpdate(t *testing.T) {
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: head, Truncated: true}}}},
 		},
 		{
+			// Kilo (and OpenCode) can carry the model-facing truncation
+			// header on a live in_progress frame: a notice, and what
+			// follows is only the tail of the output.
+			name:   "in_progress truncation header: notice stripped, tail Window, Truncated",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"...output truncated...\n\nFull output saved to: /home/dev/.local/share/kilo/tool-output/tool_9\n\n38002\n38003\n"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "38002\n38003\n", Truncated: true}}}},
+		},
+		{
+			name:   "in_progress truncation header with no saved file: still a notice",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"...output truncated...\n\n38003\n"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "38003\n", Truncated: true}}}},
+		},
+		{
+			name:   "in_progress truncation header then only (no output): truncated, nothing replaced",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"...output truncated...\n\nFull output saved to: /tmp/out\n\n(no output)"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Delta, Truncated: true}}}},
+		},
+		{
+			// Kilo 7.7 sends the final model-facing text on an in_progress
+			// frame before the completed one: its notices are not output.
+			name:   "in_progress text with a shell_metadata timeout notice: notice stripped, TimedOut",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"start\n\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.\n</shell_metadata>"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, TimedOut: true, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "start\n")}}},
+		},
+		{
+			// Kilo's final text of a command that printed nothing, sent
+			// live before the completed frame.
+			name:   "in_progress (no output) stands for empty output: no text",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"(no output)"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning}},
+		},
+		{
+			name:   "in_progress (no output) before a timeout notice: TimedOut, no text",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, TimedOut: true}},
+		},
+		{
+			name:   "in_progress text with an abort notice: notice stripped, Cancelled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"tick1\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Cancelled: true, CancelNotice: "User aborted the command", Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "tick1\n")}}},
+		},
+		{
 			name:   "short text ending in dots is plain output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"wait\n\n..."}}]}`,
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "wait\n\n...")}}},

@@ -24,9 +24,10 @@ import (
 // member known but deliberately not read is declared with unreadFields.
 //
 // The cost: a frame whose observations are all about tools that are not
-// shells, or that has neither `"rawOutput"` nor `"_meta"`, pays two byte
-// searches at most; a frame that has them is walked once more, without
-// decoding its strings.
+// shells pays nothing; any other `session/update` is walked once more, up
+// to the end of its update, without decoding its strings (its long
+// strings are skipped at memchr speed), and the members under `rawOutput`
+// and `_meta` are matched against the known tree without allocating.
 
 // unreadFields is implemented by a dialect's update type (the U its read
 // passes to readFrame) when it knows members under `rawOutput` or `_meta`
@@ -214,12 +215,6 @@ func addFields(m map[string]*knownNode, t reflect.Type, depth int) {
 // foldName folds a member name as eachMember does (ASCII upper case).
 func foldName(s string) string { return strings.ToUpper(s) }
 
-// Keys searched for before a frame is walked.
-var (
-	rawOutputKey = []byte(`"rawOutput"`)
-	metaKey      = []byte(`"_meta"`)
-)
-
 // noticeUnrecognized adds to the observations of a `session/update` what
 // its update carries that the dialect of update type U does not read. The
 // first observation that may be about a shell gets it; a frame about
@@ -237,21 +232,17 @@ func noticeUnrecognized[U any](msg []byte, tc *ToolCall, obs []accum.Observation
 	}
 	o := &obs[at]
 	ended := o.Status.Ended() && o.Exit == nil && o.Signal == "" && !o.Cancelled
-	if bytes.Contains(msg, rawOutputKey) || bytes.Contains(msg, metaKey) {
-		if update := memberOf(memberOf(msg, "params"), "update"); update != nil {
-			k := knownOf[U]()
-			s := scan{out: &o.Unrecognized, resultText: ended}
-			for it := (objIter{b: update}); it.next(); {
-				switch {
-				case keyIs(it.key, "rawOutput"):
-					s.path[0] = it.key
-					s.value(it.val, k.rawOutput, 0)
-				case keyIs(it.key, "_meta"):
-					s.path[0] = it.key
-					s.value(it.val, k.meta, 0)
-				}
+	if update := valueAt(msg, "params", "update"); update != nil {
+		s := scan{out: &o.Unrecognized, resultText: ended}
+		s.members(update, 0, true, func(key []byte) (*knownNode, bool) {
+			switch {
+			case keyIs(key, "rawOutput"):
+				return knownOf[U]().rawOutput, true
+			case keyIs(key, "_meta"):
+				return knownOf[U]().meta, true
 			}
-		}
+			return nil, false
+		})
 	}
 	if ended {
 		for i := range tc.Content {
@@ -263,16 +254,45 @@ func noticeUnrecognized[U any](msg []byte, tc *ToolCall, obs []accum.Observation
 	}
 }
 
-// memberOf is the raw value of the last member name of object b (nil
-// when it has none).
-func memberOf(b []byte, name string) []byte {
-	var v []byte
-	for it := (objIter{b: b}); it.next(); {
-		if keyIs(it.key, name) {
-			v = it.val
+// valueAt returns the bytes of msg from the value at path (a member of
+// a member of ...) to the end of msg, or nil when there is none: the value
+// is where they start, and scan.members reads no further than its end. The
+// first member of each name is taken (encoding/json takes the last: a
+// frame that repeats "params" or "update" is not one an agent sends), and
+// only the members before it are skipped, so msg is walked at most once.
+func valueAt(msg []byte, path ...string) []byte {
+	b := msg
+	for _, name := range path {
+		i := skipSpace(b, 0)
+		if i >= len(b) || b[i] != '{' {
+			return nil
 		}
+		i = skipSpace(b, i+1)
+		found := false
+		for i < len(b) && b[i] == '"' {
+			ke := stringEnd(b, i)
+			key := b[i:ke]
+			i = skipSpace(b, ke)
+			if i >= len(b) || b[i] != ':' {
+				return nil
+			}
+			i = skipSpace(b, i+1)
+			if keyIs(key, name) {
+				found = true
+				break
+			}
+			i = skipSpace(b, valueEnd(b, i))
+			if i >= len(b) || b[i] != ',' {
+				return nil
+			}
+			i = skipSpace(b, i+1)
+		}
+		if !found {
+			return nil
+		}
+		b = b[i:]
 	}
-	return v
+	return b
 }
 
 // spell spells a path of key literals ("[]" for an array's elements):
@@ -328,50 +348,106 @@ type scan struct {
 // elemsKey stands for an array's elements in a path.
 var elemsKey = []byte("[]")
 
-// value looks at raw JSON v at s.path[:depth+1], which the dialect reads
-// as n (nil: not at all).
-func (s *scan) value(v []byte, n *knownNode, depth int) {
+// value walks the JSON value at b[i:], at s.path[:depth+1], which the
+// dialect reads as n (nil: not at all), and returns the index just past
+// it. Each byte is looked at once: a member the dialect reads whole is
+// skipped, one it reads in part is walked, one it does not read is
+// classified (resultLike) and, when it is an object or an array, walked.
+func (s *scan) value(b []byte, i int, n *knownNode, depth int) int {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return len(b)
+	}
 	if n.leaf() || depth >= maxScanDepth {
-		return
+		return skipMember(b, i)
 	}
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return
-	}
-	switch v[0] {
+	switch b[i] {
 	case '{':
-		for it := (objIter{b: v}); it.next(); {
-			child := n.member(it.key)
-			s.path[depth+1] = it.key
-			if child != nil {
-				if !child.leaf() {
-					s.value(it.val, child, depth+1)
-				}
-				continue
+		return s.members(b[i:], depth, false, func(key []byte) (*knownNode, bool) {
+			if child := n.member(key); child != nil {
+				return child, true
 			}
-			if what := resultLike(it.key, it.val); what != "" {
-				addUnrecognized(s.out, what, spell(s.path[:depth+2]))
-				continue
-			}
-			if c := firstByte(it.val); c == '{' || c == '[' {
-				s.value(it.val, nil, depth+1)
-			}
-		}
+			return nil, false
+		}) + i
 	case '[':
 		var elems *knownNode // an array where the dialect reads none: nothing of it is read
 		if n != nil {
 			elems = n.elems
 		}
 		s.path[depth+1] = elemsKey
-		i := 0
-		for it := (arrIter{b: v}); it.next() && i < maxScanElements; i++ {
-			s.value(it.val, elems, depth+1)
+		i = skipSpace(b, i+1)
+		for k := 0; i < len(b) && b[i] != ']'; k++ {
+			if k < maxScanElements {
+				i = s.value(b, i, elems, depth+1)
+			} else {
+				i = skipMember(b, i)
+			}
+			if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
+				break
+			}
+			i = skipSpace(b, i+1)
 		}
+		if i < len(b) && b[i] == ']' {
+			return i + 1
+		}
+		return len(b)
 	case '"':
-		if s.resultText && resultBlock(v) {
+		e := stringEnd(b, i)
+		if s.resultText && resultBlock(b[i:e]) {
 			addUnrecognized(s.out, accum.UnrecognizedResult, spell(s.path[:depth+1]))
 		}
+		return e
 	}
+	return valueEnd(b, i)
+}
+
+// members walks the members of the object b starting at its first byte,
+// at depth, and returns the index just past it. known says what the
+// dialect reads under a member (ok false: nothing, so it is classified);
+// in the update itself (top) a member known says nothing of is skipped
+// unread, and rawOutput and _meta are walked at depth 0.
+func (s *scan) members(b []byte, depth int, top bool, known func(key []byte) (*knownNode, bool)) int {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return skipMember(b, i)
+	}
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		ke := stringEnd(b, i)
+		key := b[i:ke]
+		if i = skipSpace(b, ke); i >= len(b) || b[i] != ':' {
+			return len(b)
+		}
+		i = skipSpace(b, i+1)
+		child, ok := known(key)
+		switch {
+		case top && !ok:
+			i = skipMember(b, i)
+		case top:
+			s.path[0] = key
+			i = s.value(b, i, child, 0)
+		case ok:
+			s.path[depth+1] = key
+			i = s.value(b, i, child, depth+1)
+		default:
+			s.path[depth+1] = key
+			e := skipMember(b, i)
+			if what := resultLike(key, b[i:e]); what != "" {
+				addUnrecognized(s.out, what, spell(s.path[:depth+2]))
+			} else if c := b[i]; c == '{' || c == '[' {
+				s.value(b, i, nil, depth+1)
+			}
+			i = e
+		}
+		if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
+			break
+		}
+		i = skipSpace(b, i+1)
+	}
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	return len(b)
 }
 
 func firstByte(b []byte) byte {
@@ -382,87 +458,20 @@ func firstByte(b []byte) byte {
 	return b[0]
 }
 
-// objIter walks the members of an object that encoding/json validated:
-// key is a member's key literal (quotes included), val its raw value. It
-// folds no key and calls nothing, so it allocates nothing.
-type objIter struct {
-	b        []byte
-	i        int
-	started  bool
-	key, val []byte
-}
-
-func (it *objIter) next() bool {
-	b, i := it.b, it.i
-	if !it.started {
-		it.started = true
-		i = skipSpace(b, 0)
-		if i >= len(b) || b[i] != '{' {
-			it.i = len(b)
-			return false
+// skipMember is valueEnd, with a fast way past an array of scalars without
+// strings (a byte array of output: tens of kilobytes of digits, which
+// valueEnd steps through one byte at a time): its end is the first ']',
+// when no string, array or object starts before it.
+func skipMember(b []byte, i int) int {
+	if i < len(b) && b[i] == '[' {
+		if j := bytes.IndexByte(b[i+1:], ']'); j >= 0 {
+			in := b[i+1 : i+1+j]
+			if bytes.IndexByte(in, '"') < 0 && bytes.IndexByte(in, '[') < 0 && bytes.IndexByte(in, '{') < 0 {
+				return i + 1 + j + 1
+			}
 		}
-		i = skipSpace(b, i+1)
-	} else {
-		i = skipSpace(b, i)
-		if i >= len(b) || b[i] != ',' {
-			it.i = len(b)
-			return false
-		}
-		i = skipSpace(b, i+1)
 	}
-	if i >= len(b) || b[i] != '"' {
-		it.i = len(b)
-		return false
-	}
-	ke := stringEnd(b, i)
-	it.key = b[i:ke]
-	i = skipSpace(b, ke)
-	if i >= len(b) || b[i] != ':' {
-		it.i = len(b)
-		return false
-	}
-	i = skipSpace(b, i+1)
-	ve := valueEnd(b, i)
-	it.val = b[i:ve]
-	it.i = ve
-	return true
-}
-
-// arrIter walks the elements of an array, as objIter the members of an
-// object.
-type arrIter struct {
-	b       []byte
-	i       int
-	started bool
-	val     []byte
-}
-
-func (it *arrIter) next() bool {
-	b, i := it.b, it.i
-	if !it.started {
-		it.started = true
-		i = skipSpace(b, 0)
-		if i >= len(b) || b[i] != '[' {
-			it.i = len(b)
-			return false
-		}
-		i = skipSpace(b, i+1)
-	} else {
-		i = skipSpace(b, i)
-		if i >= len(b) || b[i] != ',' {
-			it.i = len(b)
-			return false
-		}
-		i = skipSpace(b, i+1)
-	}
-	if i >= len(b) || b[i] == ']' {
-		it.i = len(b)
-		return false
-	}
-	ve := valueEnd(b, i)
-	it.val = b[i:ve]
-	it.i = ve
-	return true
+	return valueEnd(b, i)
 }
 
 // keyIs says whether key literal lit names the member name, as
@@ -625,10 +634,38 @@ var resultLines = regexp.MustCompile(`(?:^"|\\n)\s*(?:(?:Exit|exit) (?:Code|code
 const resultBlockWindow = 4 << 10
 
 // resultBlock says whether the JSON string literal lit holds a line of a
-// result block near its start or end.
+// result block near its start or end. The pattern runs only on the few
+// bytes around each "xit" (of Exit, exit, exited): most outputs have none.
 func resultBlock(lit []byte) bool {
 	if len(lit) <= 2*resultBlockWindow {
-		return resultLines.Match(lit)
+		return resultIn(lit, true)
 	}
-	return resultLines.Match(lit[:resultBlockWindow]) || resultLines.Match(lit[len(lit)-resultBlockWindow:])
+	return resultIn(lit[:resultBlockWindow], true) || resultIn(lit[len(lit)-resultBlockWindow:], false)
+}
+
+// resultIn looks for result lines in w, a piece of a literal (whole when
+// it starts the literal).
+func resultIn(w []byte, head bool) bool {
+	for off := 0; ; {
+		i := bytes.Index(w[off:], []byte("xit"))
+		if i < 0 {
+			return false
+		}
+		i += off
+		// The line starts at most a few bytes before: "Process exited" is
+		// the longest lead.
+		from := max(0, i-12)
+		if from > 0 || !head {
+			if j := bytes.LastIndex(w[from:i], []byte(`\n`)); j >= 0 {
+				from += j
+			} else {
+				off = i + 3
+				continue
+			}
+		}
+		if resultLines.Match(w[from:min(len(w), i+48)]) {
+			return true
+		}
+		off = i + 3
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -106,9 +107,9 @@ func TestUnreadFieldsDeclared(t *testing.T) {
 	var got []accum.Unrecognized
 	s := scan{out: &got}
 	s.path[0] = []byte(`"rawOutput"`)
-	s.value([]byte(`{"exit":1,"legacy":{"exit_code":3},"items":[{"text":"long enough to be output\n","exit_code":4}],"exit_status":5}`), k.rawOutput, 0)
+	s.value([]byte(`{"exit":1,"legacy":{"exit_code":3},"items":[{"text":"long enough to be output\n","exit_code":4}],"exit_status":5}`), 0, k.rawOutput, 0)
 	s.path[0] = []byte(`"_meta"`)
-	s.value([]byte(`{"terminal_exit":{"exit_code":3}}`), k.meta, 0)
+	s.value([]byte(`{"terminal_exit":{"exit_code":3}}`), 0, k.meta, 0)
 	assert.Equal(t, []accum.Unrecognized{
 		{What: accum.UnrecognizedExit, Field: "rawOutput.items[].exit_code"},
 		{What: accum.UnrecognizedExit, Field: "rawOutput.exit_status"},
@@ -158,5 +159,28 @@ func TestRecordingsUnderstood(t *testing.T) {
 			continue
 		}
 		assert.Empty(t, found, name)
+	}
+}
+
+func TestResultBlock(t *testing.T) {
+	long := strings.Repeat(`exit-free output line\n`, 1000)
+	for _, c := range []struct {
+		lit  string
+		want bool
+	}{
+		{`"Exit Code: 3"`, true},
+		{`"Command: x\nExit Code: 3\nSignal: (none)"`, true},
+		{`"exit status 1\n"`, true},
+		{`"Process exited with code 137\nOutput:\n"`, true},
+		{`"Exited with code 4.Final output:\n\nx\n"`, true},
+		{`"` + long + `Exit Code: 2"`, true},
+		{`"Exit Code: 2\n` + long + `"`, true},
+		{`"` + long + `Exit Code: 2\n` + long + `"`, false}, // in the middle of a long output: not a result block
+		{`"the exit code is 3"`, false},
+		{`"exit status unknown"`, false},
+		{`"Exit Code: 3 and more"`, false},
+		{`"` + long + `"`, false},
+	} {
+		assert.Equal(t, c.want, resultBlock([]byte(c.lit)), "%.60q", c.lit)
 	}
 }

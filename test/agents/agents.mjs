@@ -74,6 +74,50 @@ export const AGENTS = [
     },
   },
   {
+    id: "kilo",
+    pkg: "@kilocode/cli",
+    versionOf: "@kilocode/cli",
+    // Kilo Code CLI, an OpenCode fork: a native binary in
+    // @kilocode/cli-linux-x64 (the registry has it for 7.7.x, not for 7.5.x
+    // or 7.8.x), run directly (bin/kilo is a Node launcher that finds it).
+    command: ({ build }) => {
+      const bin = path.join(build.pkgDir("@kilocode/cli-linux-x64", build.pkgDir("@kilocode/cli")), "bin");
+      return [path.join(bin, "kilo"), ["acp"]];
+    },
+    variants: [{ name: "bash-ask", terminalMeta: false }],
+    // Kilo reads $XDG_CONFIG_HOME/kilo/kilo.json, OpenCode's shape.
+    setup({ home, modelUrl, build }) {
+      writeJSON(path.join(home, ".config", "kilo", "kilo.json"), {
+        model: "fake/fake-model",
+        small_model: "fake/fake-model",
+        autoupdate: false,
+        share: "disabled",
+        provider: {
+          fake: {
+            name: "Scripted local model",
+            npm: "@ai-sdk/openai-compatible",
+            options: { baseURL: `${modelUrl}/v1`, apiKey: "unused" },
+            models: { "fake-model": { name: "Fake Model", tool_call: true } },
+          },
+        },
+        permission: { bash: "ask" },
+      });
+      const bin = path.join(build.pkgDir("@kilocode/cli-linux-x64", build.pkgDir("@kilocode/cli")), "bin");
+      return {
+        KILO_TREE_SITTER_WASM_DIR: path.join(bin, "tree-sitter"),
+        KILO_DISABLE_AUTOUPDATE: "1",
+        KILO_DISABLE_MODELS_FETCH: "1",
+        KILO_DISABLE_LSP_DOWNLOAD: "1",
+        KILO_DISABLE_DEFAULT_PLUGINS: "1",
+        KILO_DISABLE_SHARE: "1",
+        KILO_DISABLE_CLAUDE_CODE: "1",
+        KILO_DISABLE_CODEBASE_INDEXING: "1",
+        KILO_DISABLE_SESSION_INGEST: "1",
+        KILO_TELEMETRY_LEVEL: "off",
+      };
+    },
+  },
+  {
     id: "gemini-cli",
     pkg: "@google/gemini-cli",
     versionOf: "@google/gemini-cli",
@@ -153,7 +197,18 @@ export const AGENTS = [
     authMethod: "api-key",
     // Its default session mode has Codex's own Guardian model approve
     // commands; "workspace-write" asks the user (the client) instead.
-    afterSession: ({ client, sessionId }) => client.request("session/set_mode", { sessionId, modeId: "workspace-write" }),
+    // 1.x has no "workspace-write" mode. 1.13.1 offers read-only ("Ask for
+    // approval", _meta.kind "standard"), agent (auto review by Guardian)
+    // and agent-full-access; 1.1.4 has no kinds, and its "agent" (read,
+    // edit and run) asks the user.
+    afterSession: ({ client, sessionId, session }) => {
+      const modes = session?.modes?.availableModes ?? [];
+      const pick =
+        modes.find((m) => m.id === "workspace-write") ??
+        modes.find((m) => m?._meta?.kind === "standard") ??
+        modes.find((m) => m.id === "agent" && !m?._meta?.kind);
+      return client.request("session/set_mode", { sessionId, modeId: pick?.id ?? "workspace-write" });
+    },
   },
   {
     id: "claude-code-acp",

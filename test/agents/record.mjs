@@ -228,7 +228,7 @@ try {
   const sn = await within(client.request("session/new", { cwd: work, mcpServers: [] }), 60000);
   if (!sn.v) throw new Error(`session/new: ${sn.e?.message ?? "no answer in 60 s"}`);
   sessionId = sn.v.sessionId;
-  if (agent.afterSession) await agent.afterSession({ client, sessionId, variant, build });
+  if (agent.afterSession) await agent.afterSession({ client, sessionId, variant, build, session: sn.v });
 
   for (const [k, step] of steps.entries()) {
     turn = { step, cancelSent: null, sawCall: false, timer: null, answers: [] };

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func explainOut(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	require.NoError(t, replayCmd(append([]string{"--explain"}, args...), &out, &errOut), errOut.String())
+	return out.String()
+}
+
+// On a real recording, explain names, for every call, the frame and the
+// field its command, cwd, exit and output came from.
+func TestExplainRecording(t *testing.T) {
+	out := explainOut(t, "../../test/testdata/recordings/opencode-1.18.33_plain.ndjson")
+	for _, want := range []string{
+		`call "call_exit3_4" (dialect opencode, agent build "1.18.33")`,
+		`  command  "printf 'a\\nb\\n'; exit 3"`,
+		`             from frame 17 rawInput.command`,
+		`  exit     3`,
+		`             from frame 20 rawOutput.metadata.exit`,
+		`             from frame 20 rawOutput.output`,
+		`  outcome  ENDED FAILED: exit code 3`,
+	} {
+		assert.Contains(t, out, want)
+	}
+	// A dialect that labels no field is still named, with the frame.
+	out = explainOut(t, "../../test/testdata/recordings/claude-agent-acp-0.101.0_terminal-meta.ndjson")
+	assert.Contains(t, out, `(dialect claude, agent build "0.101.0")`)
+	assert.Regexp(t, `from frame \d+ _meta.terminal_exit.exit_code`, out)
+	assert.Regexp(t, `from frames? [\d-]+( \(\d+ frames\))? \(read by the claude dialect; it names no field\)`, out)
+
+	// A client terminal's exit is named as such, with the frame that
+	// answered it.
+	out = explainOut(t, "../../test/testdata/recordings/agents/claude-code-acp-0.16.2_client-terminal_scenario-dev.ndjson")
+	assert.Contains(t, out, "  exit     4\n             from frame 38 client terminal exit status (terminal/wait_for_exit or terminal/output result), applied when frame 42 ended the call\n")
+	assert.Contains(t, out, "from frame 38 terminal/output result output (a client terminal)")
+}
+
+// A future build of a known agent that moves the exit code to a field the
+// dialect never read: explain says the exit is unknown and where the
+// move went.
+func TestExplainFutureBuild(t *testing.T) {
+	rec := strings.Join([]string{
+		`{"dir":"agent->client","msg":{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"opencode","version":"99.0.0"}}}}`,
+		`{"dir":"client->agent","msg":{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}}`,
+		`{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"make","status":"pending","rawInput":{"command":"make"}}}}}`,
+		`{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"output":"boom\n","metadata":{"exit_status":3}}}}}}`,
+	}, "\n") + "\n"
+	file := filepath.Join(t.TempDir(), "future.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(rec), 0o600))
+	out := explainOut(t, file)
+	assert.Contains(t, out, `call "c1" (dialect opencode, agent build "99.0.0")`)
+	assert.Contains(t, out, `  exit     unknown: no frame carried an exit code where the opencode dialect reads one for this build (see below what it did not understand)`)
+	assert.Contains(t, out, "  unknown  not understood by the opencode dialect:\n             frame 4 rawOutput.metadata.exit_status (exit_field)\n")
+	assert.Contains(t, out, `from the session's cwd (frame 2 session/new cwd)`)
+}
+
+func TestExplainFlags(t *testing.T) {
+	for _, args := range [][]string{{"--explain", "--json"}, {"--explain", "--addr", "127.0.0.1:1"}} {
+		_, err := parseReplay(args)
+		assert.Error(t, err, "%q", args)
+	}
+}

@@ -261,3 +261,65 @@ func TestSessionGivesUpOnARequestTooLarge(t *testing.T) {
 	assert.Contains(t, err.Error(), "ResourceExhausted")
 	assert.NoError(t, ctx.Err(), "it retried until its context ended")
 }
+
+// flaky is a store whose commits fail while it is down, as a Redis that
+// cannot be reached. Armed, its next commit is slow (and made), and those
+// after it fail: frames that arrive meanwhile are applied as one batch,
+// which is refused whole.
+type flaky struct {
+	store.Store
+	mu    sync.Mutex
+	state int // 0 up, 1 armed, 2 down
+}
+
+func (f *flaky) Commit(ctx context.Context, session string, base uint64, c *store.Change) (uint64, error) {
+	f.mu.Lock()
+	state := f.state
+	if state == 1 {
+		f.state = 2
+	}
+	f.mu.Unlock()
+	switch state {
+	case 1:
+		time.Sleep(50 * time.Millisecond)
+	case 2:
+		return 0, errors.New("flaky: the store is down")
+	}
+	return f.Store.Commit(ctx, session, base, c)
+}
+
+func (f *flaky) set(state int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state = state
+}
+
+// While the store refuses commits, the frames sent (several at once, which
+// the server applies as one batch, refused whole) are answered UNAVAILABLE;
+// the Session sends them all again once the store is back, from the first
+// one not applied, and ends with one process's finals.
+func TestSessionSendsAgainWhatWasNotApplied(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	st := &flaky{Store: store.NewMemory()}
+	c, err := client.New([]string{serve(t, st).addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, func(i int) {
+		switch i {
+		case len(ls) / 3:
+			require.NoError(t, s.Flush(context.Background()))
+			st.set(1)
+		case len(ls) / 2:
+			for s.Stats().NotApplied == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			st.set(0)
+		}
+	})
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+}

@@ -522,7 +522,9 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, from int, can
 		if fe == nil {
 			continue
 		}
-		if codes.Code(fe.GetCode()) != codes.DataLoss {
+		if c := codes.Code(fe.GetCode()); c != codes.DataLoss && c != codes.Unavailable {
+			// Not for a request not applied: its sequence may be the last
+			// of a batch that was refused whole.
 			s.confirm(fe.GetSequence())
 		}
 		switch codes.Code(fe.GetCode()) {

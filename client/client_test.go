@@ -186,6 +186,32 @@ func TestSessionMovesToAnotherServer(t *testing.T) {
 	assert.GreaterOrEqual(t, s.Stats().Reconnects, 1)
 }
 
+// The server the session streams to shuts down gracefully mid-session:
+// it ends the stream with UNAVAILABLE and a trailer that counts what it
+// applied; the session goes on on the other server from there.
+func TestSessionMovesOnWhenAServerShutsDown(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	st := store.NewMemory()
+	a, b := serve(t, st), serve(t, st)
+	c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, func(i int) {
+		if i == len(ls)/2 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			a.srv.Shutdown(ctx)
+		}
+	})
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+	assert.GreaterOrEqual(t, s.Stats().Reconnects, 1)
+}
+
 // A server without a store restarts (another process, holding nothing of
 // the session): the session states what it holds, gets DATA_LOSS, sends
 // its frames again from the first, and ends with the same finals, no

@@ -452,15 +452,19 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	progress = s.confirmed > from
-	if rerr == nil && closedSend {
-		// A stream the server ended normally: its trailer counts the
-		// requests it applied, the options first.
+	var lost *lostError
+	if (rerr == nil && closedSend) || (rerr != nil && !errors.As(rerr, &lost) && !errors.Is(rerr, errRetry)) {
+		// A stream the server ended (normally, or on shutdown): its
+		// trailer counts the requests it applied and answered, the
+		// options first, stopping at one not applied.
 		if n, err := strconv.Atoi(first(st.Trailer().Get(trailerApplied))); err == nil && n >= 1 {
 			if to := min(from+n-1, from+sent); to > s.confirmed {
 				s.confirmed = to
 				progress = true
 			}
 		}
+	}
+	if rerr == nil && closedSend {
 		if s.confirmed >= from+sent {
 			s.flushing = s.confirmed < len(s.reqs)
 			s.notify()

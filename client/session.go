@@ -42,6 +42,7 @@ type Session struct {
 	bytes     int                    // of their messages
 	confirmed int                    // reqs[:confirmed] are answered
 	closing   bool                   // SessionClosed is queued; Send is refused
+	released  bool                   // closed and answered: reqs were dropped
 	flushing  bool                   // a waiter wants reqs answered: end the stream once all is sent
 	changed   chan struct{}          // closed and replaced when confirmed or err change
 	err       error                  // the Session gave up
@@ -116,8 +117,9 @@ func (c *Client) Session(id string, opts ...SessionOption) *Session {
 
 // Send queues one JSON-RPC message of the session (dir says which way it
 // went; DIRECTION_UNSPECIFIED when unknown) and returns: it is sent, and
-// sent again until answered, in the background. It fails when the
-// Session gave up, was closed, or is at its bound (ErrSessionFull).
+// sent again until answered, in the background. The Session keeps msg
+// until it is closed: do not change it. Send fails when the Session gave
+// up, was closed, or is at its bound (ErrSessionFull).
 func (s *Session) Send(ctx context.Context, dir pb.Direction, msg []byte) error {
 	return s.queue(ctx, len(msg), func(seq uint64) *pb.NormalizeRequest {
 		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
@@ -157,6 +159,9 @@ func (s *Session) Flush(ctx context.Context) error {
 		s.mu.Lock()
 		if s.err != nil {
 			err := s.err
+			if s.released {
+				err = nil // closed, every request answered
+			}
 			s.mu.Unlock()
 			return err
 		}
@@ -182,8 +187,9 @@ func (s *Session) Flush(ctx context.Context) error {
 
 // release drops the requests kept to rebuild a closed session (s.mu held).
 func (s *Session) release() {
-	if s.reqs != nil {
+	if !s.released {
 		s.reqs, s.confirmed, s.bytes = nil, 0, 0
+		s.released = true
 		s.err = ErrClosed
 		s.cancel()
 	}

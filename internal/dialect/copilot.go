@@ -53,15 +53,32 @@ import (
 // no `rawOutput.contents[]` (the exit code is the trailer's), runs
 // commands in an interactive shell on a pseudo-terminal (its `ls` prints
 // columns, and a command whose `exit` ends that shell gets the shell's
-// `exit` line before the trailer, which is kept: a command may print
-// `exit` itself, and only the build tells them apart).
+// `exit` line before the trailer: for builds before 1.0.62, the range
+// studied, a last `exit` line is the shell's and not output; a later,
+// unknown or newer build keeps it, since a command may print `exit`
+// itself and only the build tells them apart).
 //
 // Copilot streams its output in content whatever the client offers and
 // never runs commands in client-owned terminals: the shared capabilities
 // (no client terminals; `_meta.terminal_output`, which it ignores) suit it.
-type copilot struct{}
+type copilot struct {
+	// shellExitLine: the build's interactive shell prints `exit` when the
+	// command's own `exit N` ends it (1.0.61; not from 1.0.80 on).
+	shellExitLine bool
+}
 
 func init() { register(copilot{}) }
+
+// forVersion implements versioned: only the build tells the shell's
+// `exit` line from a command that printed `exit`.
+func (copilot) forVersion(v Version) Dialect {
+	return copilot{shellExitLine: v.Before(copilotNoShellExitLine)}
+}
+
+// copilotNoShellExitLine is the first build after the studied 1.0.61
+// whose last `exit` line is read as the command's (1.0.80 was recorded
+// without it; nothing between was studied, so the newest rules apply).
+const copilotNoShellExitLine = "1.0.62"
 
 func (copilot) Info() Info {
 	return Info{
@@ -127,11 +144,24 @@ type copilotCall struct {
 	RawOutput *copilotOutput `json:"rawOutput"`
 }
 
-func (copilot) read(msg []byte) (Frame, error) {
+func (c copilot) read(msg []byte) (Frame, error) {
+	if c.shellExitLine {
+		return readFrame(msg, observeCopilotShellExitLine, askCopilot)
+	}
 	return readFrame(msg, observeCopilot, askCopilot)
 }
 
+// observeCopilotShellExitLine reads a build whose shell prints `exit`
+// before the trailer (see copilot.shellExitLine).
+func observeCopilotShellExitLine(u *copilotCall) []accum.Observation {
+	return observeCopilotBuild(u, true)
+}
+
 func observeCopilot(u *copilotCall) []accum.Observation {
+	return observeCopilotBuild(u, false)
+}
+
+func observeCopilotBuild(u *copilotCall, shellExitLine bool) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil
 	}
@@ -144,7 +174,7 @@ func observeCopilot(u *copilotCall) []accum.Observation {
 	case accum.StatusFailed:
 		copilotFailed(&o, u)
 	case accum.StatusCompleted:
-		copilotFinal(&o, u)
+		copilotFinal(&o, u, shellExitLine)
 	default:
 		if o.Opens {
 			break // the opening frame's content is never output
@@ -213,7 +243,7 @@ var (
 )
 
 // copilotFinal reads the `completed` frame.
-func copilotFinal(o *accum.Observation, u *copilotCall) {
+func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 	if out := u.RawOutput; out != nil {
 		if e := out.Exit.Exit(accum.ExitStructured, true); e != nil {
 			o.Exit = e
@@ -228,6 +258,9 @@ func copilotFinal(o *accum.Observation, u *copilotCall) {
 			o.Exit = accum.StrongerExit(o.Exit, e)
 		}
 		text = text[:m[0]]
+		if shellExitLine {
+			text = cutShellExitLine(o, text)
+		}
 	}
 	if m := copilotTooLarge.FindStringSubmatch(text); m != nil {
 		t := accum.Text{Stream: accum.Combined, Kind: accum.Final, Truncated: true, Head: true, TotalBytes: copilotLeast(m[1], m[2])}
@@ -244,6 +277,17 @@ func copilotFinal(o *accum.Observation, u *copilotCall) {
 		return // no output in the final: keep what was streamed
 	}
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text, TrimmedEnd: true})
+}
+
+// cutShellExitLine removes the `exit` line the shell of an older build
+// printed last, before the trailer, and says so as a notice.
+func cutShellExitLine(o *accum.Observation, text string) string {
+	rest, ok := strings.CutSuffix(text, "exit")
+	if !ok || (rest != "" && !strings.HasSuffix(rest, "\n")) {
+		return text
+	}
+	o.Src.Notice = "the shell's exit line before the shellId trailer"
+	return strings.TrimSuffix(rest, "\n")
 }
 
 // copilotLeast is the least number of bytes a size such as "340.7 KB" can

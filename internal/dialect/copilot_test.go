@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -153,5 +154,53 @@ func TestCopilotRecording(t *testing.T) {
 	}
 	for _, c := range calls {
 		assert.True(t, strings.HasPrefix(c.obs[0].Description, "Run step "), "%s: description %q", c.id, c.obs[0].Description)
+	}
+}
+
+// Copilot 1.0.61 runs commands in an interactive shell: when the
+// command's own `exit N` ends that shell, the shell prints `exit` before
+// the trailer. That line is the shell's, not the command's; builds from
+// 1.0.80 on (and an unknown or newer build) run a shell that does not
+// print it, so there a last `exit` line is the command's own output.
+func TestCopilotShellExitLine(t *testing.T) {
+	d := mustDialect(t, "copilot")
+	C, F := accum.Combined, accum.Final
+	done := accum.StatusCompleted
+	final := func(text string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":` + strconv.Quote(text) + `}}]}`
+	}
+	want := func(out string, code int32) []accum.Observation {
+		o := accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(code, accum.ExitText, false)}
+		if out != "" {
+			o.Texts = []accum.Text{{Stream: C, Kind: F, Text: out, TrimmedEnd: true}}
+		}
+		return []accum.Observation{o}
+	}
+	for _, v := range []string{"1.0.61", "1.0.50"} {
+		t.Run(v, func(t *testing.T) {
+			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
+				{name: "the shell's exit line before the trailer is not output",
+					update: final("a\nb\nexit\n<shellId: 1 completed with exit code 3>"),
+					want:   want("a\nb", 3)},
+				{name: "only the last line, once",
+					update: final("exit\nexit\n<shellId: 2 completed with exit code 4>"),
+					want:   want("exit", 4)},
+				{name: "a command that printed nothing",
+					update: final("exit\n<shellId: 3 completed with exit code 0>"),
+					want:   want("", 0)},
+				{name: "a line that only starts with exit is output",
+					update: final("exit code was 3\n<shellId: 4 completed with exit code 0>"),
+					want:   want("exit code was 3", 0)},
+			})
+		})
+	}
+	for _, v := range []string{"1.0.80", "1.0.102", "", "garbage"} {
+		t.Run("newest rules for "+v, func(t *testing.T) {
+			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
+				{name: "a last exit line is the command's own output",
+					update: final("a\nb\nexit\n<shellId: 1 completed with exit code 3>"),
+					want:   want("a\nb\nexit", 3)},
+			})
+		})
 	}
 }

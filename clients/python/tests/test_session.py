@@ -9,6 +9,7 @@ timeout, and a refusal that ends the session at once."""
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 import unittest
@@ -64,7 +65,7 @@ class Monotonic:
             self.last[x.tool_call_id] = x.revision
 
 
-def play(s: "acpnorm_client.Session", lines: list, at: int, fault) -> None:
+def play(s: "acpnorm_client.Session", lines: list, at: int, fault, pace: float = 0.001) -> None:
     """Sends every line, paced, calling fault once after line ``at`` was
     queued (its answer not awaited); then closes the session."""
     for i, line in enumerate(lines):
@@ -73,7 +74,7 @@ def play(s: "acpnorm_client.Session", lines: list, at: int, fault) -> None:
             s.send(acp.direction, acp.message)
         if i == at:
             fault()
-        time.sleep(0.001)
+        time.sleep(pace)
     s.close(timeout=30)
 
 
@@ -129,6 +130,34 @@ class SessionFailoverTest(unittest.TestCase):
         self.assertGreaterEqual(st.losses, 1, f"the loss was not reported as DATA_LOSS: {st}")
         self.assertEqual(mono.bad, [])
         self.assertSameFinals(s)
+
+    def test_store_unreachable_for_a_while(self) -> None:
+        """Redis stops answering for a second (SIGSTOP, then SIGCONT: its
+        data kept): the replicas, reading it with a short timeout, refuse
+        requests as not applied (UNAVAILABLE); the session sends them again
+        and ends with the same finals."""
+        url = self.redis.url + "?read_timeout=200ms&write_timeout=200ms"
+        c = Server(("--store", url, "--grace", "10m"))
+        self.addCleanup(c.stop)
+        d = Server(("--store", url, "--grace", "10m"))
+        self.addCleanup(d.stop)
+        mono = Monotonic()
+        with acpnorm_client.SessionClient([c.addr, d.addr], backoff=(0.01, 0.2)) as client:
+            s = client.session("unreachable", on_revision=mono.on)
+            resumed = threading.Timer(1.0, lambda: self.redis.proc.send_signal(signal.SIGCONT))
+            self.addCleanup(resumed.cancel)
+
+            def fault() -> None:
+                self.redis.proc.send_signal(signal.SIGSTOP)
+                resumed.start()
+
+            play(s, self.lines, len(self.lines) // 2, fault, pace=0.005)
+            st = s.stats
+            print(f"\n  store unreachable for 1 s: {len(self.lines)} lines; {st}")
+            self.assertGreaterEqual(st.not_applied, 1, f"no request was refused as not applied: {st}")
+            self.assertEqual(st.losses, 0)
+            self.assertEqual(mono.bad, [])
+            self.assertSameFinals(s)
 
     def test_redis_lost_the_session(self) -> None:
         self._lost(False)

@@ -139,6 +139,8 @@ export interface RunningRedis {
   restart(): Promise<void>;
   /** SIGKILL; resolves when it exited. */
   stop(): Promise<void>;
+  /** Sends a signal (SIGSTOP, SIGCONT) to the running server. */
+  signal(sig: NodeJS.Signals): void;
 }
 
 /**
@@ -180,6 +182,9 @@ export async function startRedis(): Promise<RunningRedis> {
       await start();
     },
     stop,
+    signal: (sig) => {
+      proc?.kill(sig);
+    },
   };
 }
 

@@ -130,36 +130,41 @@ var revisionField = regexp.MustCompile(`"revision": \d+`)
 // revisions to), rebuilds the session from its first frame, and ends
 // with the golden finals, no revision going back.
 func TestClientRebuildsAfterRedisLosesTheSession(t *testing.T) {
-	for _, killToo := range []bool{false, true} {
-		file := clientRecordings(t)[0]
-		name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
-		t.Run(fmt.Sprintf("kill-replica-too=%v", killToo), func(t *testing.T) {
-			rs := testredis.StartServer(t)
-			a, b := startReplica(t, "A", "--store", rs.URL), startReplica(t, "B", "--store", rs.URL)
-			c, err := client.New([]string{a.d.grpc, b.d.grpc}, client.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
-			require.NoError(t, err)
-			defer c.Close()
-			mono := &monotonic{t: t}
-			s := c.Session(name, client.OnRevision(mono.on))
-			lines := readLines(t, file)
-			playClient(t, s, lines, len(lines)/2, func() {
-				// What the client holds is in Redis (answered), then lost.
-				require.NoError(t, s.Flush(context.Background()))
-				require.NotEmpty(t, s.Calls())
-				rs.Restart()
-				if killToo {
-					a.kill(t)
+	for _, file := range clientRecordings(t) {
+		for _, killToo := range []bool{false, true} {
+			name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
+			t.Run(fmt.Sprintf("%s/kill-replica-too=%v", name, killToo), func(t *testing.T) {
+				rs := testredis.StartServer(t)
+				a, b := startReplica(t, "A", "--store", rs.URL), startReplica(t, "B", "--store", rs.URL)
+				c, err := client.New([]string{a.d.grpc, b.d.grpc}, client.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
+				require.NoError(t, err)
+				defer c.Close()
+				mono := &monotonic{t: t}
+				s := c.Session(name, client.OnRevision(mono.on))
+				lines := readLines(t, file)
+				at := len(lines) / 2
+				for at < len(lines)-1 && !strings.Contains(string(lines[at].Msg), `"toolCallId"`) {
+					at++ // a loss with no revision handed on cannot be told (docs/contract.md)
+				}
+				playClient(t, s, lines, at, func() {
+					// What the client holds is in Redis (answered), then lost.
+					require.NoError(t, s.Flush(context.Background()))
+					require.NotEmpty(t, s.Calls(), "no revision was handed on before line %d", lines[at].Number)
+					rs.Restart()
+					if killToo {
+						a.kill(t)
+					}
+				})
+				st := s.Stats()
+				t.Logf("%d lines; %+v", len(lines), st)
+				assert.GreaterOrEqual(t, st.Losses, 1, "the loss was not reported as DATA_LOSS")
+				g := revisionField.ReplaceAllString(goldenOf(name, s), `"revision": N`)
+				w := revisionField.ReplaceAllString(readGolden(t, name), `"revision": N`)
+				if g != w {
+					t.Errorf("finals after the rebuild are not the golden's:\n%s", firstDiff(w, g))
 				}
 			})
-			st := s.Stats()
-			t.Logf("%d lines; %+v", len(lines), st)
-			assert.GreaterOrEqual(t, st.Losses, 1, "the loss was not reported as DATA_LOSS")
-			g := revisionField.ReplaceAllString(goldenOf(name, s), `"revision": N`)
-			w := revisionField.ReplaceAllString(readGolden(t, name), `"revision": N`)
-			if g != w {
-				t.Errorf("finals after the rebuild are not the golden's:\n%s", firstDiff(w, g))
-			}
-		})
+		}
 	}
 }
 
@@ -198,5 +203,33 @@ func TestReplayMovesToTheNextAddress(t *testing.T) {
 	t.Logf("stderr: %s", stderr.String())
 	if out.String() != want {
 		t.Errorf("finals differ from one in-process server's:\n%s", firstDiff(want, out.String()))
+	}
+}
+
+// Redis goes away mid-session and comes back with what it had (its AOF):
+// the frames sent meanwhile are refused as not applied (UNAVAILABLE), the
+// client sends them again, with waits, until they are taken, and ends with
+// the golden finals.
+func TestClientWaitsOutAnUnreachableStore(t *testing.T) {
+	rs := testredis.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	a := startReplica(t, "A", "--store", rs.URL)
+	file := clientRecordings(t)[0]
+	name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
+	c, err := client.New([]string{a.d.grpc}, client.WithBackoff(20*time.Millisecond, 200*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	mono := &monotonic{t: t}
+	s := c.Session(name, client.OnRevision(mono.on))
+	lines := readLines(t, file)
+	playClient(t, s, lines, len(lines)/2, func() {
+		rs.Stop()
+		time.AfterFunc(3*time.Second, rs.Start) // longer than acpnormd retries a command
+	})
+	st := s.Stats()
+	t.Logf("%d lines; %+v", len(lines), st)
+	assert.GreaterOrEqual(t, st.NotApplied, 1, "no request was refused while Redis was away")
+	assert.Zero(t, st.Losses)
+	if g, w := goldenOf(name, s), readGolden(t, name); g != w {
+		t.Errorf("finals after Redis came back are not the golden's:\n%s", firstDiff(w, g))
 	}
 }

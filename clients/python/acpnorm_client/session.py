@@ -50,6 +50,9 @@ __all__ = [
 _TRAILER_APPLIED = "acpnorm-requests-applied"
 _ALREADY_EXISTS, _UNAVAILABLE, _DATA_LOSS = 6, 14, 15
 _MAX_REBUILDS = 8
+# Bounds the calls held_revisions names: acpnormd takes up to 2 x
+# --max-calls-per-session (2048 by default).
+_MAX_HELD = 1024
 
 
 class SessionError(Exception):
@@ -432,8 +435,18 @@ class Session:
             failures += 1
 
     def _held(self) -> Dict[str, int]:
-        """The highest revision held of each call (lock held)."""
-        return {k[1]: self._folder.state(k).revision for k in self._folder.calls()}
+        """The highest revision held of each call (lock held): every open
+        call, then the ended ones, latest first, up to _MAX_HELD."""
+        held: Dict[str, int] = {}
+        keys = self._folder.calls()
+        for ended in (False, True):
+            for k in reversed(keys):
+                if len(held) >= _MAX_HELD:
+                    return held
+                x = self._folder.state(k)
+                if (x.state == pb.SHELL_STATE_ENDED) == ended:
+                    held[k[1]] = x.revision
+        return held
 
     def _stream(self, addr: int) -> None:
         """Runs one stream to the addr-th address: sends every request from

@@ -24,6 +24,7 @@ import {
   FrameErrorSchema,
   NormalizeRequestSchema,
   NormalizerService,
+  ShellState,
   type FrameError,
   type NormalizeRequest,
   type ShellExec,
@@ -32,6 +33,12 @@ import { grpcTransport, type ConnectOptions, type NormalizerClient } from "./ind
 
 /** The trailer in which acpnormd counts the requests of a stream it applied. */
 const TRAILER_APPLIED = "acpnorm-requests-applied";
+
+/**
+ * Bounds the calls held_revisions names: acpnormd takes up to 2 x
+ * --max-calls-per-session (2048 by default).
+ */
+const MAX_HELD = 1024;
 
 /** Options of a SessionClient: how to reach the servers, and the bounds. */
 export interface SessionClientOptions extends ConnectOptions {
@@ -443,10 +450,23 @@ export class Session {
     }
   }
 
-  /** The highest revision held of each call. */
+  /**
+   * The highest revision held of each call: every open call, then the
+   * ended ones, latest first, up to MAX_HELD.
+   */
   #held(): { [toolCallId: string]: number } {
     const held: { [toolCallId: string]: number } = {};
-    for (const k of this.#folder.calls()) held[k.toolCallId] = this.#folder.state(k)!.revision;
+    const keys = this.#folder.calls();
+    let n = 0;
+    for (const ended of [false, true]) {
+      for (let i = keys.length - 1; i >= 0 && n < MAX_HELD; i--) {
+        const x = this.#folder.state(keys[i]!)!;
+        if ((x.state === ShellState.ENDED) === ended) {
+          held[x.toolCallId] = x.revision;
+          n++;
+        }
+      }
+    }
     return held;
   }
 

@@ -141,6 +141,18 @@ down_example() {
 down_example go "$tmp/example-go"
 down_example ts clients/ts/node_modules/.bin/tsx examples/ts/main.mts
 down_example python "$venv/bin/python" examples/python/normalize_recording.py
+# The session examples, the first address down: they move to the next one.
+session_example() {
+  local name=$1; shift
+  if timeout 120 "$@" --addr "127.0.0.1:$down,$addr" --session "session-$name" "$rec" >"$tmp/$name-session.out" 2>&1 &&
+    grep -q "^final $want" "$tmp/$name-session.out" && grep -qi 'reconnects[": =]*[1-9]' "$tmp/$name-session.out"; then
+    echo "ok   session example $name, the first address down"; pass=$((pass + 1))
+  else
+    echo "FAIL session example $name:"; tail -20 "$tmp/$name-session.out"; fail=$((fail + 1))
+  fi
+}
+session_example ts clients/ts/node_modules/.bin/tsx examples/ts/session.mts
+session_example python "$venv/bin/python" examples/python/session_recording.py
 
 echo "== examples against an acpnormd serving mutual TLS and requiring a token"
 certs=$ACPNORM_TEST_CERTS

@@ -409,6 +409,11 @@ class Session:
                 continue
             except _StreamEnd as end:
                 progress, err = end.progress, end.err
+            except Exception as e:  # an on_revision or on_frame_error that raised
+                ge = SessionError(f"acpnorm client: session {self.id!r}: {e}")
+                ge.__cause__ = e
+                self._give_up(ge)
+                return
             with self._cond:
                 if self._err is not None:
                     return
@@ -508,6 +513,9 @@ class Session:
         except (grpc.RpcError, _Retry, _Lost) as e:
             rerr = e
             call.cancel()
+        except BaseException:
+            call.cancel()
+            raise
         finally:
             done.set()
             with self._cond:

@@ -214,6 +214,23 @@ class SessionBoundsTest(unittest.TestCase):
             self.assertIn("session 'refused'", str(cm.exception))
             self.assertEqual(s.stats.reconnects, 0)
 
+    def test_callback_that_raises(self) -> None:
+        srv = Server()
+        self.addCleanup(srv.stop)
+
+        def boom(x: "pb.ShellExec") -> None:
+            raise RuntimeError("boom in on_revision")
+
+        with acpnorm_client.SessionClient([srv.addr], backoff=(0.01, 0.1)) as client:
+            s = client.session("raises", on_revision=boom)
+            for line in recording():
+                acp = acpnorm_client.parse_acp_line(line)
+                if acp is not None:
+                    s.send(acp.direction, acp.message)
+            with self.assertRaisesRegex(acpnorm_client.SessionError, "session 'raises': boom in on_revision"):
+                s.close(timeout=10)
+            self.assertEqual(s.stats.reconnects, 0)
+
     def test_closed_session(self) -> None:
         srv = Server()
         self.addCleanup(srv.stop)

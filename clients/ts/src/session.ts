@@ -224,7 +224,11 @@ export class Session {
     const onClientClose = () => this.#giveUp(new SessionClosedError(`acpnorm client: session ${JSON.stringify(id)}: closed`));
     if (c.signal.aborted) onClientClose();
     else c.signal.addEventListener("abort", onClientClose, { once: true });
-    void this.#run().finally(() => c.signal.removeEventListener("abort", onClientClose));
+    void this.#run()
+      .catch((e: unknown) =>
+        this.#giveUp(new Error(`acpnorm client: session ${JSON.stringify(id)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e })),
+      )
+      .finally(() => c.signal.removeEventListener("abort", onClientClose));
   }
 
   /**
@@ -430,6 +434,12 @@ export class Session {
       if (this.#err !== undefined) return;
       if (err instanceof Lost && err.fatal) {
         this.#giveUp(new Error(`acpnorm client: session ${JSON.stringify(this.id)}: ${this.#c.conn(addr).addr}: ${err.message}`, { cause: err.fe }));
+        return;
+      }
+      if (!(err instanceof ConnectError || err instanceof Retry || err instanceof Lost)) {
+        // Not the stream's: an onRevision or onFrameError that threw.
+        const why = err instanceof Error ? err.message : String(err);
+        this.#giveUp(new Error(`acpnorm client: session ${JSON.stringify(this.id)}: ${why}`, { cause: err }));
         return;
       }
       if (err instanceof ConnectError && fatal(err)) {

@@ -258,6 +258,23 @@ describe("Session bounds and failures", () => {
     assert.equal(s.stats().reconnects, 0);
   });
 
+  it("gives up when onRevision throws, with that error", async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    client = new SessionClient([srv.addr], { backoff: { minMs: 10, maxMs: 100 } });
+    const s = client.session("throws", {
+      onRevision: () => {
+        throw new Error("boom in onRevision");
+      },
+    });
+    for (const line of recording(REC)) {
+      const l = parseAcpLine(line);
+      if (l) s.send(l.direction, l.message);
+    }
+    await assert.rejects(s.close(AbortSignal.timeout(10_000)), /session "throws": boom in onRevision/);
+    assert.equal(s.stats().reconnects, 0);
+  });
+
   it("a closed session refuses more requests and keeps its calls", async () => {
     const srv = await startServer();
     servers.push(srv);

@@ -260,6 +260,7 @@ class Session:
         self._high_sent = 0  # the most requests ever sent, to count those sent again
         self._rebuilds = 0  # DATA_LOSS answers since the session last got past _loss_at
         self._loss_at = 0
+        self._last_err: Optional[str] = None  # why the last stream failed
         self._stop = threading.Event()  # set when the Session gives up or is released
         self._call: Any = None  # the stream running, to cancel it
         self._thread = threading.Thread(target=self._run, name=f"acpnorm-session-{session_id}", daemon=True)
@@ -313,7 +314,9 @@ class Session:
                 if left is not None and left <= 0:
                     break
                 self._cond.wait(left)
-        err = SessionError(f"acpnorm client: session {self.id!r}: waiting for answers: timed out after {timeout} s")
+        with self._cond:
+            last = "" if self._last_err is None else f" (the last stream: {self._last_err})"
+        err = SessionError(f"acpnorm client: session {self.id!r}: waiting for answers: timed out after {timeout} s{last}")
         self._give_up(err)
         raise err
 
@@ -432,9 +435,11 @@ class Session:
                 return
             if progress:
                 failures = 0
-            addr += 1  # a stream that broke moves to the next address
+            why = f"{err.code().name}: {err.details()}" if isinstance(err, grpc.RpcError) else str(err)
             with self._cond:
                 self._stats.reconnects += 1
+                self._last_err = f"{target}: {why}"
+            addr += 1  # a stream that broke moves to the next address
             if self._stop.wait(self._c._backoff(failures)):
                 return
             failures += 1

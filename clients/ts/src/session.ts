@@ -214,6 +214,7 @@ export class Session {
   #highSent = 0; // the most requests ever sent, to count those sent again
   #rebuilds = 0; // DATA_LOSS answers since the session last got past #lossAt
   #lossAt = 0;
+  #lastErr: string | undefined; // why the last stream failed
   #wakers: (() => void)[] = [];
 
   /** @internal Use SessionClient.session. */
@@ -303,7 +304,8 @@ export class Session {
 
   #abortWait(signal: AbortSignal): never {
     const why = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
-    const err = new Error(`acpnorm client: session ${JSON.stringify(this.id)}: waiting for answers: ${why}`, {
+    const last = this.#lastErr === undefined ? "" : ` (the last stream: ${this.#lastErr})`;
+    const err = new Error(`acpnorm client: session ${JSON.stringify(this.id)}: waiting for answers: ${why}${last}`, {
       cause: signal.reason,
     });
     this.#giveUp(err);
@@ -449,8 +451,9 @@ export class Session {
         return;
       }
       if (progress) failures = 0;
-      addr++; // a stream that broke moves to the next address
       this.#stats.reconnects++;
+      this.#lastErr = `${this.#c.conn(addr).addr}: ${err instanceof Error ? err.message : String(err)}`;
+      addr++; // a stream that broke moves to the next address
       try {
         await this.#c.wait(failures, stop);
       } catch {

@@ -13,12 +13,13 @@ import signal
 import threading
 import time
 import unittest
+from concurrent import futures
 
 import grpc
 from google.protobuf import json_format
 
 import acpnorm_client
-from acpnorm_client import pb
+from acpnorm_client import pb, pb_grpc
 from acpnormd import RECORDINGS, Redis, Server, free_port, test_certs
 
 REC = os.path.join(RECORDINGS, "claude-agent-acp-0.101.0_terminal-meta.ndjson")
@@ -255,3 +256,53 @@ class SessionBoundsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class _Recorder(pb_grpc.NormalizerServiceServicer):
+    """Records what each stream carried: the first stream answers frame 1
+    with a revision, then breaks; the next ones answer nothing and count
+    every request as applied."""
+
+    def __init__(self) -> None:
+        self.streams: list = []
+
+    def Normalize(self, request_iterator, context):
+        got: list = []
+        self.streams.append(got)
+        first = len(self.streams) == 1
+        for r in request_iterator:
+            got.append(r)
+            if not first or r.WhichOneof("kind") != "frame":
+                continue
+            if r.frame.sequence == 1:
+                yield pb.NormalizeResponse(shell_exec=pb.ShellExec(
+                    session_id="wire", tool_call_id="c1", revision=1, sequence=1, state=pb.SHELL_STATE_RUNNING))
+            else:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "going away")
+        context.set_trailing_metadata((("acpnorm-requests-applied", str(len(got))),))
+
+
+class SessionWireTest(unittest.TestCase):
+    def test_options_and_held_revisions(self) -> None:
+        """Every stream starts with skip_applied_sequences; the first frame
+        of a new stream states what the session holds."""
+        rec = _Recorder()
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pb_grpc.add_NormalizerServiceServicer_to_server(rec, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        self.addCleanup(server.stop, None)
+        with acpnorm_client.SessionClient([f"127.0.0.1:{port}"], backoff=(0.01, 0.05)) as client:
+            s = client.session("wire")
+            s.send(pb.DIRECTION_AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"one"}')
+            s.send(pb.DIRECTION_AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"two"}')
+            s.close(timeout=10)
+            self.assertGreaterEqual(len(rec.streams), 2)
+            for st in rec.streams:
+                self.assertEqual(st[0].WhichOneof("kind"), "options")
+                self.assertTrue(st[0].options.skip_applied_sequences)
+            second = [r.frame for r in rec.streams[1] if r.WhichOneof("kind") == "frame"]
+            # Sent again (no answer confirmed them); what is held, on the first frame only.
+            self.assertEqual([(f.sequence, dict(f.held_revisions)) for f in second], [(1, {"c1": 1}), (2, {})])
+            self.assertEqual(s.call("c1").revision, 1)
+            self.assertGreaterEqual(s.stats.resent, 2, s.stats)

@@ -8,10 +8,13 @@
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import * as http2 from "node:http2";
+import { type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, afterEach, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { toJson } from "@bufbuild/protobuf";
+import { create, toJson } from "@bufbuild/protobuf";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
   Code,
   connect,
@@ -24,8 +27,12 @@ import {
   SessionClient,
   SessionClosedError,
   SessionFullError,
+  Direction,
+  NormalizerService,
   ShellExecSchema,
   ShellState,
+  type AcpFrame,
+  type NormalizeRequest,
   type Session,
   type ShellExec,
 } from "../src/index.js";
@@ -292,5 +299,67 @@ describe("Session bounds and failures", () => {
     assert.ok(s.calls().length > 0);
     assert.ok(s.call(keyOf(s.calls()[0]!).toolCallId) !== undefined);
     assert.throws(() => s.send(0, "{}"), SessionClosedError);
+  });
+});
+
+describe("Session on the wire", () => {
+  it("starts every stream with skip_applied_sequences, and states what it holds on the first frame of a new one", async () => {
+    // An in-process server that records what each stream carried: the
+    // first stream answers frame 1 with a revision, then breaks; the next
+    // ones answer nothing and count every request as applied.
+    const streams: NormalizeRequest[][] = [];
+    const handler = connectNodeAdapter({
+      routes: (router) =>
+        router.service(NormalizerService, {
+          async *normalize(reqs, ctx) {
+            const got: NormalizeRequest[] = [];
+            streams.push(got);
+            const first = streams.length === 1;
+            for await (const r of reqs) {
+              got.push(r);
+              if (!first || r.kind.case !== "frame") continue;
+              if (r.kind.value.sequence === 1n) {
+                yield {
+                  kind: {
+                    case: "shellExec",
+                    value: create(ShellExecSchema, { sessionId: "wire", toolCallId: "c1", revision: 1, sequence: 1n, state: ShellState.RUNNING }),
+                  },
+                };
+              } else {
+                throw new ConnectError("going away", Code.Unavailable);
+              }
+            }
+            ctx.responseTrailer.set("acpnorm-requests-applied", String(got.length));
+          },
+        }),
+    });
+    const server = http2.createServer(handler);
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    const { port } = server.address() as AddressInfo;
+    const wire = new SessionClient([`127.0.0.1:${port}`], { backoff: { minMs: 10, maxMs: 50 } });
+    try {
+      const s = wire.session("wire");
+      s.send(Direction.AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"one"}');
+      s.send(Direction.AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"two"}');
+      await s.close(AbortSignal.timeout(10_000));
+      assert.ok(streams.length >= 2, `${streams.length} streams`);
+      for (const st of streams) {
+        assert.equal(st[0]?.kind.case, "options");
+        assert.equal(st[0]?.kind.case === "options" && st[0].kind.value.skipAppliedSequences, true);
+      }
+      const second = streams[1]!.filter((r) => r.kind.case === "frame").map((r) => r.kind.value as AcpFrame);
+      assert.deepEqual(
+        second.map((f) => [f.sequence, { ...f.heldRevisions }]),
+        [
+          [1n, { c1: 1 }], // sent again: no answer confirmed it; what is held, on the first frame only
+          [2n, {}],
+        ],
+      );
+      assert.equal(s.call("c1")?.revision, 1);
+      assert.ok(s.stats().resent >= 2, JSON.stringify(s.stats()));
+    } finally {
+      wire.close();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
   });
 });

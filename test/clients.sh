@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Tests the TypeScript and Python clients, and smoke-tests the three examples,
 # against the real acpnormd binary (built once here unless ACPNORMD_BIN names
-# one). Every suite runs; the exit status is nonzero if any failed.
+# one). Every suite runs; the exit status is nonzero if any failed. Each
+# suite's session tests (clients/ts/test/session.test.ts,
+# clients/python/tests/test_session.py) start their own redis-server on a
+# free loopback port and two acpnormd on it, and SIGKILL, SIGSTOP or restart
+# them (only those processes, by pid).
 #
 # Usage: bash test/clients.sh
-# Needs Go, Node >= 20 with npm, and /usr/bin/python3 with Debian's
+# Needs Go, Node >= 20 with npm, Debian's redis-server, and /usr/bin/python3 with Debian's
 # python3-grpcio, python3-protobuf, python3-venv, python3-setuptools and
 # python3-wheel (test/setup.sh installs them; or set PYTHON to an
 # interpreter whose venvs see grpcio, protobuf, setuptools and wheel).
@@ -20,6 +24,11 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+
+if ! command -v redis-server >/dev/null; then
+  echo "test/clients.sh: redis-server is not on PATH: run bash test/setup.sh, which installs Debian's redis-server" >&2
+  exit 1
+fi
 
 if [ -z "${ACPNORMD_BIN:-}" ]; then
   echo "== building acpnormd"
@@ -132,6 +141,18 @@ down_example() {
 down_example go "$tmp/example-go"
 down_example ts clients/ts/node_modules/.bin/tsx examples/ts/main.mts
 down_example python "$venv/bin/python" examples/python/normalize_recording.py
+# The session examples, the first address down: they move to the next one.
+session_example() {
+  local name=$1; shift
+  if timeout 120 "$@" --addr "127.0.0.1:$down,$addr" --session "session-$name" "$rec" >"$tmp/$name-session.out" 2>&1 &&
+    grep -q "^final $want" "$tmp/$name-session.out" && grep -qi 'reconnects[": =]*[1-9]' "$tmp/$name-session.out"; then
+    echo "ok   session example $name, the first address down"; pass=$((pass + 1))
+  else
+    echo "FAIL session example $name:"; tail -20 "$tmp/$name-session.out"; fail=$((fail + 1))
+  fi
+}
+session_example ts clients/ts/node_modules/.bin/tsx examples/ts/session.mts
+session_example python "$venv/bin/python" examples/python/session_recording.py
 
 echo "== examples against an acpnormd serving mutual TLS and requiring a token"
 certs=$ACPNORM_TEST_CERTS

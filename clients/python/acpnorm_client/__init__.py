@@ -6,8 +6,10 @@ this distribution as ``acpnorm.v1``. This package adds what an orchestrator
 needs around them: a channel (plaintext, TLS or mutual TLS, with an optional
 bearer token), a reader for ACP recording lines, :func:`normalize_lines`,
 which streams ACP traffic to the server and yields every ShellExec revision
-and FrameError it answers with, and :class:`Folder`, which folds those
-revisions into the current state of each call.
+and FrameError it answers with, :class:`Folder`, which folds those
+revisions into the current state of each call, and :class:`SessionClient`,
+whose sessions survive failures: several servers, reconnects, resends, and
+a rebuild after the store lost the session.
 
 Needs ``grpcio>=1.51,<2`` and ``protobuf>=4.21,<5`` (Debian's python3-grpcio
 and python3-protobuf qualify).
@@ -25,6 +27,14 @@ from acpnorm.v1 import normalizer_pb2 as pb
 from acpnorm.v1 import normalizer_pb2_grpc as pb_grpc
 
 from .fold import FoldError, Folder, Key, key_of
+from .session import (
+    Session,
+    SessionClient,
+    SessionClosedError,
+    SessionError,
+    SessionFullError,
+    SessionStats,
+)
 
 __all__ = [
     "pb",
@@ -42,6 +52,12 @@ __all__ = [
     "FoldError",
     "Key",
     "key_of",
+    "SessionClient",
+    "Session",
+    "SessionStats",
+    "SessionError",
+    "SessionFullError",
+    "SessionClosedError",
 ]
 
 Result = Union["pb.ShellExec", "pb.FrameError"]

@@ -104,6 +104,12 @@ class Server:
                 time.sleep(0.05)
         raise RuntimeError(f"acpnormd not ready on {self.addr} after {timeout} s: {last}\n{self.log()}")
 
+    def kill(self) -> None:
+        """SIGKILL (no drain, no goodbye); returns when it exited."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -115,3 +121,45 @@ class Server:
         self._drainer.join(2)
         if not self._drainer.is_alive():
             self.proc.stderr.close()
+
+
+class Redis:
+    """Debian's redis-server on a free loopback port, without persistence,
+    in a fresh directory. restart() SIGKILLs it and starts it again, empty,
+    on the same port: what a store that lost its data looks like."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._dir = tempfile.mkdtemp(prefix="acpnorm-redis-")
+        self.proc = None
+        self.start()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self._dir, "--daemonize", "no"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(64).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server on port {self.port} did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()

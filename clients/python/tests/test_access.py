@@ -181,6 +181,20 @@ class AcpnormdAccessTest(unittest.TestCase):
     def file(cls, name: str) -> str:
         return os.path.join(cls.dir, name)
 
+    def test_session_with_tls_and_token(self) -> None:
+        with acpnorm_client.SessionClient([self.server.addr], **self.kw) as client, \
+                open(os.path.join(RECORDINGS, "codex-acp-0.16.0_shell-command_terminal-meta.ndjson"), encoding="utf-8") as f:
+            s = client.session("py-tls-session")
+            for line in f:
+                acp = acpnorm_client.parse_acp_line(line)
+                if acp is not None:
+                    s.send(acp.direction, acp.message)
+            s.close(timeout=30)
+            x = s.call("call_exit3_3")
+            self.assertEqual(x.state, pb.SHELL_STATE_ENDED)
+            self.assertEqual(x.exit_code, 3)
+            self.assertEqual(s.frame_errors(), [])
+
     def test_normalizes_with_tls_and_token(self) -> None:
         with open(os.path.join(RECORDINGS, "codex-acp-0.16.0_shell-command_terminal-meta.ndjson"), encoding="utf-8") as f, \
                 acpnorm_client.connect(self.server.addr, **self.kw) as client:

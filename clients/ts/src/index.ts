@@ -30,6 +30,7 @@ import {
 
 export * from "./gen/acpnorm/v1/normalizer_pb.js";
 export * from "./fold.js";
+export * from "./session.js";
 /** What a failed call throws, and its status codes. */
 export { Code, ConnectError } from "@connectrpc/connect";
 
@@ -76,6 +77,23 @@ export interface ConnectOptions {
  *   `http://host:port` or `https://host:port` base URL.
  */
 export function connect(addr: string, opts: ConnectOptions = {}): NormalizerConnection {
+  const { transport, sessionManager } = grpcTransport(addr, opts);
+  return {
+    client: createClient(NormalizerService, transport),
+    close: () => sessionManager.abort(),
+  };
+}
+
+/**
+ * The gRPC transport of connect, and the HTTP/2 connection it uses; ping
+ * sets keepalive pings on that connection (see Http2SessionManager).
+ * @internal
+ */
+export function grpcTransport(
+  addr: string,
+  opts: ConnectOptions,
+  ping?: { pingIntervalMs: number; pingTimeoutMs: number },
+) {
   const read = (v: string | Uint8Array | undefined, file: string | undefined, what: string) => {
     if (v !== undefined && file !== undefined) throw new Error(`connect: give ${what} or ${what}File, not both`);
     return file !== undefined ? readFileSync(file) : v;
@@ -103,7 +121,7 @@ export function connect(addr: string, opts: ConnectOptions = {}): NormalizerConn
   if (cert !== undefined) secure.cert = toPem(cert);
   if (key !== undefined) secure.key = toPem(key);
   if (opts.serverName !== undefined) secure.servername = opts.serverName;
-  const sessionManager = new Http2SessionManager(baseUrl, undefined, tls ? secure : undefined);
+  const sessionManager = new Http2SessionManager(baseUrl, ping, tls ? secure : undefined);
   const interceptors: Interceptor[] = [];
   if (token !== undefined) {
     const value = `Bearer ${token}`;
@@ -113,10 +131,7 @@ export function connect(addr: string, opts: ConnectOptions = {}): NormalizerConn
     });
   }
   const transport = createGrpcTransport({ baseUrl, sessionManager, interceptors });
-  return {
-    client: createClient(NormalizerService, transport),
-    close: () => sessionManager.abort(),
-  };
+  return { transport, sessionManager };
 }
 
 function toPem(v: string | Uint8Array): string | Buffer {

@@ -22,6 +22,8 @@ import {
   isShellExec,
   NormalizerService,
   normalizeLines,
+  parseAcpLine,
+  SessionClient,
   ShellState,
   type ConnectOptions,
 } from "../src/index.js";
@@ -200,6 +202,25 @@ describe("connect to acpnormd serving mutual TLS and requiring a token", () => {
   });
   after(async () => {
     await server?.stop();
+  });
+
+  it("streams a Session over it", async () => {
+    const lines = readFileSync(join(recordingsDir, "codex-acp-0.16.0_shell-command_terminal-meta.ndjson"), "utf8").split("\n");
+    const sc = new SessionClient([server.addr], full);
+    try {
+      const s = sc.session("ts-tls-session");
+      for (const line of lines) {
+        const acp = parseAcpLine(line);
+        if (acp) s.send(acp.direction, acp.message);
+      }
+      await s.close(AbortSignal.timeout(30_000));
+      const x = s.call("call_exit3_3");
+      assert.equal(x?.state, ShellState.ENDED);
+      assert.equal(x?.exitCode, 3);
+      assert.deepEqual(s.frameErrors(), []);
+    } finally {
+      sc.close();
+    }
   });
 
   it("normalizes a recording", async () => {

@@ -5,7 +5,7 @@
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect as netConnect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,7 +41,7 @@ export function testCerts(): string {
   return out;
 }
 
-async function freePort(): Promise<number> {
+export async function freeLoopbackPort(): Promise<number> {
   return new Promise((ok, fail) => {
     const srv = createServer();
     srv.once("error", fail);
@@ -62,6 +62,8 @@ export interface RunningServer {
   alive(): boolean;
   /** SIGTERM, then SIGKILL after 10 s; resolves when it exited. */
   stop(): Promise<void>;
+  /** SIGKILL (no drain, no goodbye); resolves when it exited. */
+  kill(): Promise<void>;
 }
 
 /**
@@ -70,7 +72,7 @@ export interface RunningServer {
  */
 export async function startServer(args: string[] = [], opts: ConnectOptions = {}): Promise<RunningServer> {
   const bin = binary();
-  const addr = `127.0.0.1:${await freePort()}`;
+  const addr = `127.0.0.1:${await freeLoopbackPort()}`;
   const proc = spawn(bin, ["--listen", addr, "--metrics-listen=", ...args], {
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -97,6 +99,11 @@ export async function startServer(args: string[] = [], opts: ConnectOptions = {}
       await exit;
       clearTimeout(timer);
     },
+    async kill() {
+      if (exited) return;
+      proc.kill("SIGKILL");
+      await exit;
+    },
   };
   const deadline = Date.now() + 15_000;
   let conn: NormalizerConnection | undefined;
@@ -120,4 +127,83 @@ export async function startServer(args: string[] = [], opts: ConnectOptions = {}
   } finally {
     conn?.close();
   }
+}
+
+export interface RunningRedis {
+  /** redis://127.0.0.1:PORT/0, for acpnormd --store. */
+  url: string;
+  /**
+   * SIGKILLs the server and starts it again, empty (no persistence), on
+   * the same port: what a store that lost its data looks like.
+   */
+  restart(): Promise<void>;
+  /** SIGKILL; resolves when it exited. */
+  stop(): Promise<void>;
+  /** Sends a signal (SIGSTOP, SIGCONT) to the running server. */
+  signal(sig: NodeJS.Signals): void;
+}
+
+/**
+ * Starts Debian's redis-server on a free loopback port, without
+ * persistence, in a fresh directory; waits until it answers PING.
+ */
+export async function startRedis(): Promise<RunningRedis> {
+  const port = await freeLoopbackPort();
+  const dir = mkdtempSync(join(tmpdir(), "acpnorm-redis-"));
+  let proc: ChildProcess | undefined;
+  let exit: Promise<void> = Promise.resolve();
+  const start = async () => {
+    const p = spawn(
+      "redis-server",
+      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"],
+      { stdio: ["ignore", "ignore", "ignore"] },
+    );
+    proc = p;
+    exit = new Promise<void>((ok) => p.once("exit", () => ok()));
+    p.once("error", () => {});
+    const deadline = Date.now() + 10_000;
+    while (!(await ping(port))) {
+      if (p.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
+      await sleep(50);
+    }
+  };
+  const stop = async () => {
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      proc.kill("SIGKILL");
+      await exit;
+    }
+    proc = undefined;
+  };
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}/0`,
+    restart: async () => {
+      await stop();
+      await start();
+    },
+    stop,
+    signal: (sig) => {
+      proc?.kill(sig);
+    },
+  };
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((ok) => {
+    const s = netConnect(port, "127.0.0.1");
+    let got = "";
+    s.setTimeout(1000, () => {
+      s.destroy();
+      ok(false);
+    });
+    s.on("error", () => ok(false));
+    s.on("connect", () => s.write("PING\r\n"));
+    s.on("data", (d) => {
+      got += d.toString();
+      if (got.includes("\n")) {
+        s.destroy();
+        ok(got.startsWith("+PONG"));
+      }
+    });
+  });
 }

@@ -1,0 +1,638 @@
+"""A session that survives failures: the resend protocol of docs/contract.md,
+the same behaviour as the Go package ``github.com/acpnorm/acpnorm/client``.
+
+A :class:`Session` numbers the requests of one ACP session (frames,
+TurnEnded, SessionClosed) 1, 2, 3, ... and streams them with
+``StreamOptions.skip_applied_sequences``, so that anything sent again is
+applied once. When a stream breaks or a request is refused as not applied
+(FrameError UNAVAILABLE), it waits (exponential backoff with jitter,
+bounded), moves to the next address and sends again every request it has no
+answer for. The first frame on each new stream states what it holds
+(``AcpFrame.held_revisions``), so a server whose store lost commits answers
+DATA_LOSS; the Session then sends the session's frames again from the first,
+and ends with the same finals. Revisions are folded with :class:`Folder`; one
+received twice is folded once.
+
+    with SessionClient(["10.0.0.1:50051", "10.0.0.2:50051"]) as client:
+        s = client.session("s1", on_revision=lambda x: print(x.tool_call_id, x.revision))
+        for line in recording:
+            acp = parse_acp_line(line)
+            if acp:
+                s.send(acp.direction, acp.message)
+        s.close(timeout=60)
+        for call in s.calls():
+            print(call.command, call.outcome)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+import weakref
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import grpc
+
+from acpnorm.v1 import normalizer_pb2 as pb
+
+from .fold import FoldError, Folder, key_of
+
+__all__ = [
+    "SessionClient",
+    "Session",
+    "SessionStats",
+    "SessionError",
+    "SessionFullError",
+    "SessionClosedError",
+]
+
+_TRAILER_APPLIED = "acpnorm-requests-applied"
+_ALREADY_EXISTS, _UNAVAILABLE, _DATA_LOSS = 6, 14, 15
+_MAX_REBUILDS = 8
+# Bounds the calls held_revisions names: acpnormd takes up to 2 x
+# --max-calls-per-session (2048 by default).
+_MAX_HELD = 1024
+
+
+class SessionError(Exception):
+    """The Session gave up. ``code`` is the grpc.StatusCode of a server that
+    refused the call (UNAUTHENTICATED, ...), else None; ``__cause__`` says
+    more."""
+
+    def __init__(self, message: str, code: Optional[grpc.StatusCode] = None):
+        super().__init__(message)
+        self.code = code
+
+
+class SessionFullError(SessionError):
+    """send() or turn_ended() refused: the Session holds as many requests, or
+    bytes, as its bound allows. The request was not taken."""
+
+
+class SessionClosedError(SessionError):
+    """The Session (or its SessionClient) was closed."""
+
+
+@dataclasses.dataclass
+class SessionStats:
+    """What a Session went through."""
+
+    streams: int = 0  # streams opened
+    reconnects: int = 0  # streams that followed one that broke (or failed to open)
+    resent: int = 0  # requests sent again on a new stream
+    not_applied: int = 0  # requests refused as not applied (UNAVAILABLE)
+    losses: int = 0  # DATA_LOSS answers, each followed by a rebuild from the first request
+    duplicates: int = 0  # revisions received again and folded once
+
+
+class SessionClient:
+    """Connections to one acpnormd fleet, and the Sessions streamed over them.
+
+    ``addrs`` are gRPC targets: ``host:port``, or one name that resolves to
+    several (``dns:///acpnorm.example:50051``, with ``options=[
+    ("grpc.lb_policy_name", "round_robin")]`` to balance it). ``backoff``
+    is (min, max) seconds: the wait before reconnecting is min after the
+    first failure, doubling with each failure in a row up to max, each drawn
+    at random between half and all of it (default 0.05 and 2).
+    ``max_requests`` and ``max_bytes`` bound what each open Session keeps to
+    rebuild its session (default 10 000 requests, 64 MiB of messages).
+    Other keyword arguments (TLS files, token, channel options) are those of
+    :class:`acpnorm_client.NormalizerClient`, for every address.
+    """
+
+    def __init__(
+        self,
+        addrs: Sequence[str],
+        *,
+        backoff: Tuple[float, float] = (0.05, 2.0),
+        max_requests: int = 10_000,
+        max_bytes: int = 64 << 20,
+        **connect_kwargs: Any,
+    ):
+        from . import NormalizerClient  # the package imports this module
+
+        if isinstance(addrs, str) or not addrs:
+            raise ValueError("SessionClient: give a list of one or more addresses")
+        lo, hi = backoff
+        if not (0 < lo <= hi):
+            raise ValueError(f"SessionClient: backoff {lo} s to {hi} s: want 0 < min <= max")
+        if max_requests <= 0 or max_bytes <= 0:
+            raise ValueError(f"SessionClient: bounds {max_requests} requests, {max_bytes} bytes: want both above 0")
+        self.min_wait, self.max_wait = lo, hi
+        self.max_requests, self.max_bytes = max_requests, max_bytes
+        # A server that stops answering without closing the connection is
+        # found out by pings (10 s without a read, 5 s for the answer); a
+        # channel whose server went away tries again within the backoff.
+        options = [
+            ("grpc.keepalive_time_ms", 10_000),
+            ("grpc.keepalive_timeout_ms", 5_000),
+            ("grpc.http2.max_pings_without_data", 0),
+            ("grpc.initial_reconnect_backoff_ms", max(1, int(lo * 1000))),
+            ("grpc.min_reconnect_backoff_ms", max(1, int(lo * 1000))),
+            ("grpc.max_reconnect_backoff_ms", max(1, int(hi * 1000))),
+        ] + list(connect_kwargs.pop("options", None) or [])
+        self._conns: List[Any] = []
+        try:
+            for a in addrs:
+                self._conns.append(NormalizerClient(a, options=options, **connect_kwargs))
+        except BaseException:
+            self.close()
+            raise
+        self._sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+        self._closed = False
+
+    def session(
+        self,
+        session_id: str,
+        *,
+        dialect: str = "auto",
+        cwd: str = "",
+        on_revision: Optional[Callable[["pb.ShellExec"], None]] = None,
+        on_frame_error: Optional[Callable[["pb.FrameError"], None]] = None,
+    ) -> "Session":
+        """Starts a session with this id; nothing is sent until send().
+
+        ``on_revision`` is called with each revision folded in, in the
+        server's order, never twice; ``on_frame_error`` once with each
+        FrameError about a request of the session, except those the Session
+        handles itself (ALREADY_EXISTS for a request sent again, UNAVAILABLE,
+        DATA_LOSS). Both run on the Session's thread: do not block there.
+        """
+        if not session_id:
+            raise ValueError("SessionClient.session: the session id is empty")
+        if self._closed:
+            raise SessionClosedError("acpnorm client: closed")
+        s = Session(self, session_id, dialect, cwd, on_revision, on_frame_error)
+        self._sessions.add(s)
+        return s
+
+    def close(self) -> None:
+        """Ends every Session's streams and closes the connections."""
+        self._closed = True
+        for s in list(getattr(self, "_sessions", ())):
+            s._give_up(SessionClosedError(f"acpnorm client: session {s.id!r}: closed"))
+        for c in self._conns:
+            c.close()
+
+    def __enter__(self) -> "SessionClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _conn(self, i: int) -> Any:
+        return self._conns[i % len(self._conns)]
+
+    def _backoff(self, n: int) -> float:
+        d = self.min_wait
+        for _ in range(n):
+            if d >= self.max_wait:
+                break
+            d *= 2
+        d = min(d, self.max_wait)
+        return d / 2 + random.random() * d / 2
+
+
+class _Retry(Exception):
+    """Ends a stream that should be opened again (a request not applied, or unanswered)."""
+
+
+class _Lost(Exception):
+    def __init__(self, fe: "pb.FrameError", fatal: bool):
+        super().__init__(
+            f"the session was lost in the store too many times in a row, last: {fe.message}" if fatal else fe.message
+        )
+        self.fe, self.fatal = fe, fatal
+
+
+_RETRYABLE = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.ABORTED,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.INTERNAL,
+    grpc.StatusCode.UNKNOWN,
+    # a stream cut off as stalled, or a process at its stream limit
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
+
+
+def _fatal(err: grpc.RpcError) -> bool:
+    """Whether a stream's error is one reconnecting cannot cure."""
+    code, details = err.code(), err.details() or ""
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        return True  # the same request would be too large again
+    return code not in _RETRYABLE
+
+
+class Session:
+    """One ACP session streamed to acpnormd, surviving failures: send() its
+    JSON-RPC messages, close() at the end, and read calls() for the folded
+    state of each shell call. Made by :meth:`SessionClient.session`; its
+    methods are safe to call from any thread."""
+
+    def __init__(
+        self,
+        client: SessionClient,
+        session_id: str,
+        dialect: str,
+        cwd: str,
+        on_revision: Optional[Callable[["pb.ShellExec"], None]],
+        on_frame_error: Optional[Callable[["pb.FrameError"], None]],
+    ):
+        self.id = session_id
+        self._c = client
+        self._dialect, self._cwd = dialect, cwd
+        self._on_rev, self._on_err = on_revision, on_frame_error
+        self._cond = threading.Condition()
+        self._reqs: List[pb.NormalizeRequest] = []  # _reqs[i] has sequence i+1
+        self._bytes = 0
+        self._confirmed = 0  # _reqs[:_confirmed] are answered
+        self._closing = False  # SessionClosed is queued
+        self._flushing = False  # a waiter wants every request answered
+        self._err: Optional[SessionError] = None
+        self._closed = False  # released after close()
+        self._folder = Folder()
+        self._seen_errs: set = set()
+        self._errs: List[pb.FrameError] = []
+        self._stats = SessionStats()
+        self._high_sent = 0  # the most requests ever sent, to count those sent again
+        self._rebuilds = 0  # DATA_LOSS answers since the session last got past _loss_at
+        self._loss_at = 0
+        self._last_err: Optional[str] = None  # why the last stream failed
+        self._stop = threading.Event()  # set when the Session gives up or is released
+        self._call: Any = None  # the stream running, to cancel it
+        self._thread = threading.Thread(target=self._run, name=f"acpnorm-session-{session_id}", daemon=True)
+        self._thread.start()
+
+    # The caller's side.
+
+    def send(self, direction: int, message: Union[bytes, str]) -> None:
+        """Queues one JSON-RPC message of the session (``direction`` a
+        pb.Direction value, DIRECTION_UNSPECIFIED when unknown) and returns:
+        it is sent, and sent again until answered, in the background. Raises
+        the SessionError the Session gave up with, SessionClosedError after
+        close(), or SessionFullError at its bound."""
+        msg = message.encode("utf-8") if isinstance(message, str) else bytes(message)
+        self._queue(
+            len(msg),
+            lambda seq: pb.NormalizeRequest(
+                frame=pb.AcpFrame(
+                    session_id=self.id, dialect=self._dialect, cwd=self._cwd,
+                    sequence=seq, direction=direction, message=msg,
+                )
+            ),
+        )
+
+    def turn_ended(self, cancelled: bool = False) -> None:
+        """Says the prompt turn ended (cancelled: after session/cancel), for
+        agents whose turn end the session's frames do not show."""
+        self._queue(
+            0, lambda seq: pb.NormalizeRequest(turn_ended=pb.TurnEnded(session_id=self.id, sequence=seq, cancelled=cancelled))
+        )
+
+    def flush(self, timeout: Optional[float] = None) -> None:
+        """Waits until every request queued so far was answered. Raises the
+        SessionError the Session gave up with; when ``timeout`` seconds pass
+        first, the Session gives up (use a timeout after which waiting is
+        pointless) and this raises a SessionError saying so."""
+        deadline = None if timeout is None else _now() + timeout
+        with self._cond:
+            while True:
+                if self._err is not None:
+                    if self._closed:
+                        return
+                    raise self._err
+                if self._confirmed == len(self._reqs):
+                    if self._closing:
+                        self._release()
+                    return
+                self._flushing = True
+                self._cond.notify_all()  # wakes the stream, to end it once all is sent
+                left = None if deadline is None else deadline - _now()
+                if left is not None and left <= 0:
+                    break
+                self._cond.wait(left)
+        with self._cond:
+            last = "" if self._last_err is None else f" (the last stream: {self._last_err})"
+        err = SessionError(f"acpnorm client: session {self.id!r}: waiting for answers: timed out after {timeout} s{last}")
+        self._give_up(err)
+        raise err
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Sends SessionClosed, waits until every request was answered (as
+        flush() does), and releases what the Session kept to rebuild. calls()
+        and frame_errors() stay readable."""
+        with self._cond:
+            queue = not self._closing and self._err is None
+        if queue:
+            self._queue(0, lambda seq: pb.NormalizeRequest(session_closed=pb.SessionClosed(session_id=self.id, sequence=seq)))
+            with self._cond:
+                self._closing = True
+        self.flush(timeout)
+
+    def calls(self) -> List["pb.ShellExec"]:
+        """The folded state of every call, in the order each was first seen.
+        The messages are shared: read them only."""
+        with self._cond:
+            return [self._folder.state(k) for k in self._folder.calls()]
+
+    def call(self, tool_call_id: str) -> Optional["pb.ShellExec"]:
+        """The folded state of one call, or None when none of its revisions arrived."""
+        with self._cond:
+            return self._folder.state((self.id, tool_call_id))
+
+    def frame_errors(self) -> List["pb.FrameError"]:
+        """The FrameErrors on_frame_error was given, in order."""
+        with self._cond:
+            return list(self._errs)
+
+    @property
+    def stats(self) -> SessionStats:
+        """What the Session went through so far (a copy)."""
+        with self._cond:
+            return dataclasses.replace(self._stats)
+
+    @property
+    def error(self) -> Optional[SessionError]:
+        """The error the Session gave up with, or None (also after a clean close)."""
+        with self._cond:
+            return None if self._closed else self._err
+
+    def _queue(self, size: int, make: Callable[[int], "pb.NormalizeRequest"]) -> None:
+        with self._cond:
+            if self._err is not None:
+                raise self._err
+            if self._closing:
+                raise SessionClosedError(f"acpnorm client: session {self.id!r} was closed")
+            n = len(self._reqs)
+            if n >= self._c.max_requests or self._bytes + size > self._c.max_bytes:
+                raise SessionFullError(
+                    f"acpnorm client: session {self.id!r} holds {n} requests ({self._bytes} bytes of messages) "
+                    f"to rebuild it after a loss, and this one of {size} bytes would pass the bound of "
+                    f"{self._c.max_requests} requests, {self._c.max_bytes} bytes (SessionClient max_requests, "
+                    f"max_bytes); close the session or raise the bound"
+                )
+            self._reqs.append(make(n + 1))
+            self._bytes += size
+            self._cond.notify_all()
+
+    def _release(self) -> None:
+        """Drops the requests kept to rebuild a closed, answered session (lock held)."""
+        self._reqs, self._confirmed, self._bytes = [], 0, 0
+        self._closed = True
+        self._err = SessionClosedError(f"acpnorm client: session {self.id!r} was closed")
+        self._stop.set()
+        self._cond.notify_all()
+
+    def _give_up(self, err: SessionError) -> None:
+        with self._cond:
+            if self._err is None:
+                self._err = err
+            self._stop.set()
+            call = self._call
+            self._cond.notify_all()
+        if call is not None:
+            call.cancel()
+
+    # The Session's thread.
+
+    def _run(self) -> None:
+        failures = addr = 0
+        while True:
+            with self._cond:
+                while self._err is None and self._confirmed >= len(self._reqs):
+                    self._cond.wait()
+                if self._err is not None:
+                    return
+            try:
+                self._stream(addr)
+                failures = 0
+                continue
+            except _StreamEnd as end:
+                progress, err = end.progress, end.err
+            except Exception as e:  # an on_revision or on_frame_error that raised
+                ge = SessionError(f"acpnorm client: session {self.id!r}: {e}")
+                ge.__cause__ = e
+                self._give_up(ge)
+                return
+            with self._cond:
+                if self._err is not None:
+                    return
+            target = self._c._conn(addr).addr
+            if isinstance(err, _Lost) and err.fatal:
+                e = SessionError(f"acpnorm client: session {self.id!r}: {target}: {err}")
+                e.__cause__ = err
+                self._give_up(e)
+                return
+            if isinstance(err, grpc.RpcError) and _fatal(err):
+                e = SessionError(
+                    f"acpnorm client: session {self.id!r}: {target}: {err.code().name}: {err.details()}", err.code()
+                )
+                e.__cause__ = err
+                self._give_up(e)
+                return
+            if progress:
+                failures = 0
+            why = f"{err.code().name}: {err.details()}" if isinstance(err, grpc.RpcError) else str(err)
+            with self._cond:
+                self._stats.reconnects += 1
+                self._last_err = f"{target}: {why}"
+            addr += 1  # a stream that broke moves to the next address
+            if self._stop.wait(self._c._backoff(failures)):
+                return
+            failures += 1
+
+    def _held(self) -> Dict[str, int]:
+        """The highest revision held of each call (lock held): every open
+        call, then the ended ones, latest first, up to _MAX_HELD."""
+        held: Dict[str, int] = {}
+        keys = self._folder.calls()
+        for ended in (False, True):
+            for k in reversed(keys):
+                if len(held) >= _MAX_HELD:
+                    return held
+                x = self._folder.state(k)
+                if (x.state == pb.SHELL_STATE_ENDED) == ended:
+                    held[k[1]] = x.revision
+        return held
+
+    def _stream(self, addr: int) -> None:
+        """Runs one stream to the addr-th address: sends every request from
+        the first unanswered one and folds what comes back. Returns when it
+        ended with every request sent answered (a flush); otherwise raises a
+        _StreamEnd saying why it ended and whether it got any answered."""
+        done = threading.Event()
+        with self._cond:
+            self._stats.streams += 1
+            start = self._confirmed
+        state = {"sent": 0, "closed_send": False}
+
+        def requests() -> Iterator[pb.NormalizeRequest]:
+            yield pb.NormalizeRequest(options=pb.StreamOptions(skip_applied_sequences=True))
+            held_sent = False
+            while True:
+                with self._cond:
+                    while True:
+                        if self._err is not None or done.is_set():
+                            return
+                        i = start + state["sent"]
+                        if i < len(self._reqs):
+                            break
+                        if self._flushing:
+                            state["closed_send"] = True
+                            return
+                        self._cond.wait()
+                    req = self._reqs[i]
+                    if req.WhichOneof("kind") == "frame" and not held_sent:
+                        # The first frame on a stream states what is held.
+                        held_sent = True
+                        held = self._held()
+                        if held:
+                            f = pb.AcpFrame()
+                            f.CopyFrom(req.frame)
+                            f.held_revisions.update(held)
+                            req = pb.NormalizeRequest(frame=f)
+                    if i < self._high_sent:
+                        self._stats.resent += 1
+                    state["sent"] += 1
+                    self._high_sent = max(self._high_sent, start + state["sent"])
+                yield req
+
+        call = self._c._conn(addr).stub.Normalize(requests())
+        with self._cond:
+            self._call = call
+            given_up = self._err is not None
+        if given_up:
+            call.cancel()
+        rerr: Optional[BaseException] = None
+        try:
+            for res in call:
+                kind = res.WhichOneof("kind")
+                if kind == "shell_exec":
+                    self._confirm(res.shell_exec.sequence)
+                    self._apply(res.shell_exec)
+                elif kind == "frame_error":
+                    self._frame_error(res.frame_error)
+        except (grpc.RpcError, _Retry, _Lost) as e:
+            rerr = e
+            call.cancel()
+        except BaseException:
+            call.cancel()
+            raise
+        finally:
+            done.set()
+            with self._cond:
+                self._call = None
+                self._cond.notify_all()
+        with self._cond:
+            sent = state["sent"]
+            progress = self._confirmed > start
+            if rerr is None and state["closed_send"]:
+                # The server ended the stream normally: its trailer counts
+                # the requests it applied, the options first.
+                n = 0
+                for k, v in call.trailing_metadata() or ():
+                    if k == _TRAILER_APPLIED:
+                        try:
+                            n = int(v)
+                        except ValueError:
+                            pass
+                if n >= 1:
+                    to = min(start + n - 1, start + sent)
+                    if to > self._confirmed:
+                        self._confirmed = to
+                        progress = True
+                self._cond.notify_all()
+                if self._confirmed >= start + sent:
+                    self._flushing = self._confirmed < len(self._reqs)
+                    return
+                raise _StreamEnd(progress, _Retry("stream ended with requests unanswered"))
+            self._cond.notify_all()
+        raise _StreamEnd(progress, rerr or _Retry("stream ended with requests unanswered"))
+
+    def _frame_error(self, fe: "pb.FrameError") -> None:
+        """Handles a FrameError; raises _Retry or _Lost to end the stream."""
+        if fe.code != _DATA_LOSS:
+            self._confirm(fe.sequence)
+        if fe.code == _ALREADY_EXISTS:
+            # A request sent again that was applied before; what it made came
+            # then, or comes whole with the next revisions.
+            return
+        if fe.code == _UNAVAILABLE:
+            # Not applied: send it again, after a wait, maybe elsewhere.
+            with self._cond:
+                self._stats.not_applied += 1
+            raise _Retry(fe.message)
+        if fe.code == _DATA_LOSS:
+            with self._cond:
+                self._stats.losses += 1
+                self._rebuilds += 1
+                self._loss_at = max(self._loss_at, fe.sequence)
+                self._confirmed = 0  # rebuild: everything again from the first
+                fatal = self._rebuilds > _MAX_REBUILDS
+            raise _Lost(fe, fatal)
+        self._report(fe)
+
+    def _confirm(self, seq: int) -> None:
+        """Records that the requests before sequence seq were answered (a
+        stream answers its requests in order)."""
+        if seq == 0:
+            return
+        with self._cond:
+            n = min(seq - 1, len(self._reqs))
+            if n > self._confirmed:
+                self._confirmed = n
+                if n > self._loss_at:
+                    self._rebuilds = 0  # the rebuild got past where the loss was found
+                self._cond.notify_all()
+
+    def _apply(self, x: "pb.ShellExec") -> None:
+        """Folds one revision in, once."""
+        with self._cond:
+            held = self._folder.state(key_of(x))
+            if held is not None and x.revision <= held.revision:
+                self._stats.duplicates += 1
+                return
+            try:
+                self._folder.apply(x)
+                err = None
+            except FoldError as e:
+                err = None if e.applied else e
+            except ValueError as e:
+                err = e
+        if err is not None:
+            # Not folded: a gap with appended text, or a malformed revision.
+            self._report(
+                pb.FrameError(
+                    session_id=x.session_id, sequence=x.sequence, tool_call_id=x.tool_call_id,
+                    code=_DATA_LOSS, message=str(err),
+                )
+            )
+            return
+        if self._on_rev is not None:
+            self._on_rev(x)
+
+    def _report(self, fe: "pb.FrameError") -> None:
+        """Hands a FrameError on once."""
+        k = (fe.sequence, fe.code, fe.tool_call_id, fe.message)
+        with self._cond:
+            if k in self._seen_errs:
+                return
+            self._seen_errs.add(k)
+            self._errs.append(fe)
+        if self._on_err is not None:
+            self._on_err(fe)
+
+
+class _StreamEnd(Exception):
+    def __init__(self, progress: bool, err: BaseException):
+        super().__init__(str(err))
+        self.progress, self.err = progress, err
+
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()

@@ -1,0 +1,308 @@
+"""Tests the resilient Session against real acpnormd processes sharing a
+real redis-server: the server the session streams to is SIGKILLed with
+requests in flight, and Redis restarts empty mid-session (the store lost the
+session: DATA_LOSS, then a rebuild). Every call's folded final must equal
+what one undisturbed stream folds, and no revision handed on may go back.
+Also: the bound on what a session keeps, a wait that gives up with its
+timeout, and a refusal that ends the session at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import unittest
+from concurrent import futures
+
+import grpc
+from google.protobuf import json_format
+
+import acpnorm_client
+from acpnorm_client import pb, pb_grpc
+from acpnormd import RECORDINGS, Redis, Server, free_port, test_certs
+
+REC = os.path.join(RECORDINGS, "claude-agent-acp-0.101.0_terminal-meta.ndjson")
+
+
+def recording() -> list:
+    with open(REC, encoding="utf-8") as f:
+        return [line for line in f if line.strip()]
+
+
+def final_of(x: "pb.ShellExec") -> dict:
+    """A call's final without what may differ between two runs of one
+    session: a call rebuilt after a loss may end at a higher revision,
+    caused by a request sent again."""
+    j = json_format.MessageToDict(x)
+    for k in ("sessionId", "revision", "sequence"):
+        j.pop(k, None)
+    return j
+
+
+def baseline(addr: str, lines: list) -> list:
+    """The finals one undisturbed stream folds: the same requests, on one server."""
+    folder = acpnorm_client.Folder()
+    with acpnorm_client.connect(addr) as client:
+        for r in client.normalize_lines(lines, session_id="baseline", turn_ended=False):
+            if acpnorm_client.is_shell_exec(r):
+                folder.apply(r)
+    return [folder.state(k) for k in folder.calls()]
+
+
+class Monotonic:
+    """Records a call's revision handed on that goes back or repeats."""
+
+    def __init__(self) -> None:
+        self.last: dict = {}
+        self.bad: list = []
+        self.lock = threading.Lock()
+
+    def on(self, x: "pb.ShellExec") -> None:
+        with self.lock:
+            prev = self.last.get(x.tool_call_id, 0)
+            if x.revision <= prev:
+                self.bad.append(f"call {x.tool_call_id}: revision {x.revision} handed on after {prev}")
+            self.last[x.tool_call_id] = x.revision
+
+
+def play(s: "acpnorm_client.Session", lines: list, at: int, fault, pace: float = 0.001) -> None:
+    """Sends every line, paced, calling fault once after line ``at`` was
+    queued (its answer not awaited); then closes the session."""
+    for i, line in enumerate(lines):
+        acp = acpnorm_client.parse_acp_line(line)
+        if acp is not None:
+            s.send(acp.direction, acp.message)
+        if i == at:
+            fault()
+        time.sleep(pace)
+    s.close(timeout=30)
+
+
+class SessionFailoverTest(unittest.TestCase):
+    """Two acpnormd on one redis-server."""
+
+    def setUp(self) -> None:
+        self.redis = Redis()
+        self.addCleanup(self.redis.stop)
+        self.a = Server(("--store", self.redis.url, "--grace", "10m"))
+        self.addCleanup(self.a.stop)
+        self.b = Server(("--store", self.redis.url, "--grace", "10m"))
+        self.addCleanup(self.b.stop)
+        self.lines = recording()
+        self.want = baseline(self.b.addr, self.lines)
+        self.assertTrue(self.want, "the baseline folded no call")
+        self.assertTrue(all(x.state == pb.SHELL_STATE_ENDED for x in self.want))
+        self.client = acpnorm_client.SessionClient([self.a.addr, self.b.addr], backoff=(0.01, 0.2))
+        self.addCleanup(self.client.close)
+
+    def assertSameFinals(self, s: "acpnorm_client.Session") -> None:
+        self.assertEqual([final_of(x) for x in s.calls()], [final_of(x) for x in self.want])
+
+    def test_killed_replica(self) -> None:
+        """The replica the session streams to is SIGKILLed mid-session: the
+        session moves to the other one and ends with the same finals."""
+        mono = Monotonic()
+        s = self.client.session("killed", on_revision=mono.on)
+        play(s, self.lines, len(self.lines) // 2, self.a.kill)
+        st = s.stats
+        print(f"\n  killed replica: {len(self.lines)} lines; {st}")
+        self.assertFalse(self.a.alive())
+        self.assertGreaterEqual(st.reconnects, 1, f"the killed replica's stream was not replaced: {st}")
+        self.assertEqual(mono.bad, [])
+        self.assertIsNone(s.error)
+        self.assertSameFinals(s)
+
+    def _lost(self, kill_too: bool) -> None:
+        mono = Monotonic()
+        s = self.client.session(f"lost-{kill_too}", on_revision=mono.on)
+
+        def fault() -> None:
+            # What the session holds is in Redis (answered), then lost.
+            s.flush(timeout=30)
+            self.assertTrue(s.calls())
+            self.redis.restart()
+            if kill_too:
+                self.a.kill()
+
+        play(s, self.lines, len(self.lines) // 2, fault)
+        st = s.stats
+        print(f"\n  redis lost the session (replica killed too: {kill_too}): {len(self.lines)} lines; {st}")
+        self.assertGreaterEqual(st.losses, 1, f"the loss was not reported as DATA_LOSS: {st}")
+        self.assertEqual(mono.bad, [])
+        self.assertSameFinals(s)
+
+    def test_store_unreachable_for_a_while(self) -> None:
+        """Redis stops answering for a second (SIGSTOP, then SIGCONT: its
+        data kept): the replicas, reading it with a short timeout, refuse
+        requests as not applied (UNAVAILABLE); the session sends them again
+        and ends with the same finals."""
+        url = self.redis.url + "?read_timeout=200ms&write_timeout=200ms"
+        c = Server(("--store", url, "--grace", "10m"))
+        self.addCleanup(c.stop)
+        d = Server(("--store", url, "--grace", "10m"))
+        self.addCleanup(d.stop)
+        mono = Monotonic()
+        with acpnorm_client.SessionClient([c.addr, d.addr], backoff=(0.01, 0.2)) as client:
+            s = client.session("unreachable", on_revision=mono.on)
+            resumed = threading.Timer(1.0, lambda: self.redis.proc.send_signal(signal.SIGCONT))
+            self.addCleanup(resumed.cancel)
+
+            def fault() -> None:
+                self.redis.proc.send_signal(signal.SIGSTOP)
+                resumed.start()
+
+            play(s, self.lines, len(self.lines) // 2, fault, pace=0.005)
+            st = s.stats
+            print(f"\n  store unreachable for 1 s: {len(self.lines)} lines; {st}")
+            self.assertGreaterEqual(st.not_applied, 1, f"no request was refused as not applied: {st}")
+            self.assertEqual(st.losses, 0)
+            self.assertEqual(mono.bad, [])
+            self.assertSameFinals(s)
+
+    def test_redis_lost_the_session(self) -> None:
+        self._lost(False)
+
+    def test_redis_lost_the_session_and_the_replica_was_killed(self) -> None:
+        self._lost(True)
+
+
+class SessionBoundsTest(unittest.TestCase):
+    def test_bound(self) -> None:
+        with acpnorm_client.SessionClient(["127.0.0.1:1"], max_requests=3, max_bytes=100) as client:
+            s = client.session("bounded")
+            s.send(0, "{}")
+            s.send(0, "{}")
+            s.turn_ended()
+            with self.assertRaisesRegex(
+                acpnorm_client.SessionFullError, r"session 'bounded' holds 3 requests .* bound of 3 requests, 100 bytes"
+            ):
+                s.send(0, "{}")
+            with self.assertRaises(acpnorm_client.SessionFullError):
+                client.session("bytes").send(0, "x" * 101)
+
+    def test_gives_up_with_its_timeout(self) -> None:
+        """No server answers: it backs off between tries, and a flush with a
+        timeout gives up then."""
+        down = f"127.0.0.1:{free_port()}"
+        with acpnorm_client.SessionClient([down], backoff=(0.01, 0.1)) as client:
+            s = client.session("down")
+            s.send(0, b'{"jsonrpc":"2.0","method":"session/update","params":{}}')
+            t0 = time.monotonic()
+            with self.assertRaisesRegex(
+                acpnorm_client.SessionError,
+                rf"session 'down': waiting for answers: .*\(the last stream: {down}: UNAVAILABLE",
+            ):
+                s.flush(timeout=0.8)
+            took = time.monotonic() - t0
+            self.assertLess(took, 3)
+            st = s.stats
+            self.assertGreaterEqual(st.reconnects, 3, st)
+            self.assertLess(st.reconnects, 80, f"no backoff: {st}")
+            self.assertIsNotNone(s.error)
+            with self.assertRaisesRegex(acpnorm_client.SessionError, "waiting for answers"):
+                s.send(0, "{}")
+
+    def test_refused_call_ends_the_session(self) -> None:
+        certs = test_certs()
+        token = os.path.join(certs, "token")
+        srv = Server(("--auth-token-file", token), token_file=token)
+        self.addCleanup(srv.stop)
+        with acpnorm_client.SessionClient(
+            [srv.addr], token_file=os.path.join(certs, "wrong-token"), backoff=(0.01, 0.1)
+        ) as client:
+            s = client.session("refused")
+            s.send(0, "{}")
+            with self.assertRaises(acpnorm_client.SessionError) as cm:
+                s.close(timeout=10)
+            self.assertEqual(cm.exception.code, grpc.StatusCode.UNAUTHENTICATED)
+            self.assertIn("session 'refused'", str(cm.exception))
+            self.assertEqual(s.stats.reconnects, 0)
+
+    def test_callback_that_raises(self) -> None:
+        srv = Server()
+        self.addCleanup(srv.stop)
+
+        def boom(x: "pb.ShellExec") -> None:
+            raise RuntimeError("boom in on_revision")
+
+        with acpnorm_client.SessionClient([srv.addr], backoff=(0.01, 0.1)) as client:
+            s = client.session("raises", on_revision=boom)
+            for line in recording():
+                acp = acpnorm_client.parse_acp_line(line)
+                if acp is not None:
+                    s.send(acp.direction, acp.message)
+            with self.assertRaisesRegex(acpnorm_client.SessionError, "session 'raises': boom in on_revision"):
+                s.close(timeout=10)
+            self.assertEqual(s.stats.reconnects, 0)
+
+    def test_closed_session(self) -> None:
+        srv = Server()
+        self.addCleanup(srv.stop)
+        with acpnorm_client.SessionClient([srv.addr]) as client:
+            s = client.session("closed")
+            for line in recording():
+                acp = acpnorm_client.parse_acp_line(line)
+                if acp is not None:
+                    s.send(acp.direction, acp.message)
+            s.close(timeout=30)
+            self.assertIsNone(s.error)
+            calls = s.calls()
+            self.assertTrue(calls)
+            self.assertIsNotNone(s.call(calls[0].tool_call_id))
+            with self.assertRaises(acpnorm_client.SessionClosedError):
+                s.send(0, "{}")
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class _Recorder(pb_grpc.NormalizerServiceServicer):
+    """Records what each stream carried: the first stream answers frame 1
+    with a revision, then breaks; the next ones answer nothing and count
+    every request as applied."""
+
+    def __init__(self) -> None:
+        self.streams: list = []
+
+    def Normalize(self, request_iterator, context):
+        got: list = []
+        self.streams.append(got)
+        first = len(self.streams) == 1
+        for r in request_iterator:
+            got.append(r)
+            if not first or r.WhichOneof("kind") != "frame":
+                continue
+            if r.frame.sequence == 1:
+                yield pb.NormalizeResponse(shell_exec=pb.ShellExec(
+                    session_id="wire", tool_call_id="c1", revision=1, sequence=1, state=pb.SHELL_STATE_RUNNING))
+            else:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "going away")
+        context.set_trailing_metadata((("acpnorm-requests-applied", str(len(got))),))
+
+
+class SessionWireTest(unittest.TestCase):
+    def test_options_and_held_revisions(self) -> None:
+        """Every stream starts with skip_applied_sequences; the first frame
+        of a new stream states what the session holds."""
+        rec = _Recorder()
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pb_grpc.add_NormalizerServiceServicer_to_server(rec, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        self.addCleanup(server.stop, None)
+        with acpnorm_client.SessionClient([f"127.0.0.1:{port}"], backoff=(0.01, 0.05)) as client:
+            s = client.session("wire")
+            s.send(pb.DIRECTION_AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"one"}')
+            s.send(pb.DIRECTION_AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"two"}')
+            s.close(timeout=10)
+            self.assertGreaterEqual(len(rec.streams), 2)
+            for st in rec.streams:
+                self.assertEqual(st[0].WhichOneof("kind"), "options")
+                self.assertTrue(st[0].options.skip_applied_sequences)
+            second = [r.frame for r in rec.streams[1] if r.WhichOneof("kind") == "frame"]
+            # Sent again (no answer confirmed them); what is held, on the first frame only.
+            self.assertEqual([(f.sequence, dict(f.held_revisions)) for f in second], [(1, {"c1": 1}), (2, {})])
+            self.assertEqual(s.call("c1").revision, 1)
+            self.assertGreaterEqual(s.stats.resent, 2, s.stats)

@@ -1,0 +1,681 @@
+// A session that survives failures: the resend protocol of
+// docs/contract.md, the same behaviour as the Go package
+// github.com/acpnorm/acpnorm/client.
+//
+// A Session numbers the requests of one ACP session (frames, TurnEnded,
+// SessionClosed) 1, 2, 3, ... and streams them with
+// StreamOptions.skip_applied_sequences, so that anything sent again is
+// applied once. When a stream breaks or a request is refused as not applied
+// (FrameError UNAVAILABLE), it waits (exponential backoff with jitter,
+// bounded), moves to the next address and sends again every request it has
+// no answer for. The first frame on each new stream states what it holds
+// (AcpFrame.held_revisions), so a server whose store lost commits answers
+// DATA_LOSS; the Session then sends the session's frames again from the
+// first, and ends with the same finals. Revisions are folded with Folder;
+// one received twice is folded once.
+
+import { clone, create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import type { Http2SessionManager } from "@connectrpc/connect-node";
+import { FoldError, Folder, keyOf } from "./fold.js";
+import {
+  AcpFrameSchema,
+  Direction,
+  FrameErrorSchema,
+  NormalizeRequestSchema,
+  NormalizerService,
+  ShellState,
+  type FrameError,
+  type NormalizeRequest,
+  type ShellExec,
+} from "./gen/acpnorm/v1/normalizer_pb.js";
+import { grpcTransport, type ConnectOptions, type NormalizerClient } from "./index.js";
+
+/** The trailer in which acpnormd counts the requests of a stream it applied. */
+const TRAILER_APPLIED = "acpnorm-requests-applied";
+
+/**
+ * Bounds the calls held_revisions names: acpnormd takes up to 2 x
+ * --max-calls-per-session (2048 by default).
+ */
+const MAX_HELD = 1024;
+
+/** Options of a SessionClient: how to reach the servers, and the bounds. */
+export interface SessionClientOptions extends ConnectOptions {
+  /**
+   * The wait before reconnecting: minMs after the first failure, doubling
+   * with each failure in a row up to maxMs, each wait drawn at random
+   * between half and all of it. Default 50 ms and 2 s.
+   */
+  backoff?: { minMs: number; maxMs: number };
+  /**
+   * What each open Session keeps to rebuild its session: at most this many
+   * requests (default 10 000) and bytes of their messages (default 64 MiB).
+   * send() beyond either throws a SessionFullError.
+   */
+  maxRequests?: number;
+  maxBytes?: number;
+}
+
+/** Options of one Session. */
+export interface SessionOptions {
+  /** The dialect of the session's frames ("auto" by default). */
+  dialect?: string;
+  /** The session's working directory, for frames that lack session/new. */
+  cwd?: string;
+  /**
+   * Called with each revision folded in, in the server's order; a revision
+   * received again (after a reconnect) is not given twice.
+   */
+  onRevision?: (revision: ShellExec) => void;
+  /**
+   * Called once with each FrameError the server answered about a request of
+   * the session. Those the Session handles itself (ALREADY_EXISTS for a
+   * request sent again, UNAVAILABLE, DATA_LOSS) are not given.
+   */
+  onFrameError?: (error: FrameError) => void;
+}
+
+/** What a Session went through. */
+export interface SessionStats {
+  /** Streams opened, and how many of them followed one that broke. */
+  streams: number;
+  reconnects: number;
+  /** Requests sent again on a new stream. */
+  resent: number;
+  /** Requests refused as not applied (UNAVAILABLE). */
+  notApplied: number;
+  /** DATA_LOSS answers, each followed by a rebuild from the first request. */
+  losses: number;
+  /** Revisions received again and folded once. */
+  duplicates: number;
+}
+
+/** send() or turnEnded() refused: the Session holds as much as its bound allows. */
+export class SessionFullError extends Error {
+  override name = "SessionFullError";
+}
+
+/** The Session (or its SessionClient) was closed. */
+export class SessionClosedError extends Error {
+  override name = "SessionClosedError";
+}
+
+/**
+ * Connections to one acpnormd fleet, and the Sessions streamed over them.
+ * Each address is `host:port` (or a base URL, as connect takes); a name
+ * behind a load balancer is one address.
+ */
+export class SessionClient {
+  readonly #conns: { addr: string; client: NormalizerClient; manager: Http2SessionManager }[];
+  readonly #abort = new AbortController();
+  /** @internal */ readonly minMs: number;
+  /** @internal */ readonly maxMs: number;
+  /** @internal */ readonly maxRequests: number;
+  /** @internal */ readonly maxBytes: number;
+  /** @internal */ readonly maxRebuilds = 8;
+
+  constructor(addrs: string[], opts: SessionClientOptions = {}) {
+    if (addrs.length === 0) throw new Error("SessionClient: no address");
+    this.minMs = opts.backoff?.minMs ?? 50;
+    this.maxMs = opts.backoff?.maxMs ?? 2000;
+    if (!(this.minMs > 0 && this.maxMs >= this.minMs)) {
+      throw new Error(`SessionClient: backoff ${this.minMs} ms to ${this.maxMs} ms: want 0 < minMs <= maxMs`);
+    }
+    this.maxRequests = opts.maxRequests ?? 10_000;
+    this.maxBytes = opts.maxBytes ?? 64 << 20;
+    if (!(this.maxRequests > 0 && this.maxBytes > 0)) {
+      throw new Error(`SessionClient: bounds ${this.maxRequests} requests, ${this.maxBytes} bytes: want both above 0`);
+    }
+    // A server that stops answering without closing the connection is
+    // found out by pings: after 10 s without a read, 5 s for the answer.
+    this.#conns = addrs.map((addr) => {
+      const { transport, sessionManager } = grpcTransport(addr, opts, { pingIntervalMs: 10_000, pingTimeoutMs: 5_000 });
+      return { addr, client: createClient(NormalizerService, transport), manager: sessionManager };
+    });
+  }
+
+  /** Starts a session with this id; nothing is sent until send(). */
+  session(id: string, opts: SessionOptions = {}): Session {
+    if (!id) throw new Error("SessionClient.session: the session id is empty");
+    return new Session(this, id, opts);
+  }
+
+  /** Ends every Session's streams and closes the connections. */
+  close(): void {
+    this.#abort.abort(new SessionClosedError("acpnorm client: closed"));
+    for (const c of this.#conns) c.manager.abort();
+  }
+
+  /** @internal */ get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  /** @internal The i-th address, round the list. */
+  conn(i: number) {
+    return this.#conns[i % this.#conns.length]!;
+  }
+
+  /** @internal Sleeps the backoff of the n-th failure in a row (n from 0). */
+  async wait(n: number, signal: AbortSignal): Promise<void> {
+    let d = this.minMs;
+    for (let i = 0; i < n && d < this.maxMs; i++) d *= 2;
+    d = Math.min(d, this.maxMs);
+    d = d / 2 + Math.random() * (d / 2);
+    await new Promise<void>((ok, fail) => {
+      if (signal.aborted) return fail(signal.reason);
+      const onAbort = () => {
+        clearTimeout(t);
+        fail(signal.reason);
+      };
+      const t = setTimeout(() => {
+        signal.removeEventListener("abort", onAbort);
+        ok();
+      }, d);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}
+
+/** Ends a stream that should be opened again (a request not applied, or unanswered). */
+class Retry extends Error {}
+
+/** A DATA_LOSS answer; fatal after too many in a row. */
+class Lost extends Error {
+  constructor(
+    readonly fe: FrameError,
+    readonly fatal: boolean,
+  ) {
+    super(fatal ? `the session was lost in the store too many times in a row, last: ${fe.message}` : fe.message);
+  }
+}
+
+/**
+ * One ACP session streamed to acpnormd, surviving failures: send() its
+ * JSON-RPC messages, close() at the end, and read calls() for the folded
+ * state of each shell call. See SessionClient.session.
+ */
+export class Session {
+  readonly id: string;
+  readonly #c: SessionClient;
+  readonly #opts: SessionOptions;
+  readonly #abort = new AbortController();
+  #reqs: NormalizeRequest[] = []; // #reqs[i] has sequence i+1
+  #bytes = 0;
+  #confirmed = 0; // #reqs[0, #confirmed) are answered
+  #closing = false; // SessionClosed is queued
+  #flushing = false; // a waiter wants every request answered: end the stream once all is sent
+  #err: Error | undefined;
+  #closed = false; // released after close()
+  readonly #folder = new Folder();
+  readonly #seenErrs = new Set<string>();
+  readonly #errs: FrameError[] = [];
+  readonly #stats: SessionStats = { streams: 0, reconnects: 0, resent: 0, notApplied: 0, losses: 0, duplicates: 0 };
+  #highSent = 0; // the most requests ever sent, to count those sent again
+  #rebuilds = 0; // DATA_LOSS answers since the session last got past #lossAt
+  #lossAt = 0;
+  #lastErr: string | undefined; // why the last stream failed
+  #wakers: (() => void)[] = [];
+
+  /** @internal Use SessionClient.session. */
+  constructor(c: SessionClient, id: string, opts: SessionOptions) {
+    this.#c = c;
+    this.id = id;
+    this.#opts = opts;
+    const onClientClose = () => this.#giveUp(new SessionClosedError(`acpnorm client: session ${JSON.stringify(id)}: closed`));
+    if (c.signal.aborted) onClientClose();
+    else c.signal.addEventListener("abort", onClientClose, { once: true });
+    void this.#run()
+      .catch((e: unknown) =>
+        this.#giveUp(new Error(`acpnorm client: session ${JSON.stringify(id)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e })),
+      )
+      .finally(() => c.signal.removeEventListener("abort", onClientClose));
+  }
+
+  /**
+   * Queues one JSON-RPC message of the session (direction: which way it
+   * went, UNSPECIFIED when unknown) and returns: it is sent, and sent again
+   * until answered, in the background. Throws when the Session gave up
+   * (that error), was closed (SessionClosedError) or is at its bound
+   * (SessionFullError).
+   */
+  send(direction: Direction, message: Uint8Array | string): void {
+    const msg = typeof message === "string" ? new TextEncoder().encode(message) : message;
+    this.#queue(msg.length, (sequence) =>
+      create(NormalizeRequestSchema, {
+        kind: {
+          case: "frame",
+          value: {
+            sessionId: this.id,
+            dialect: this.#opts.dialect ?? "auto",
+            cwd: this.#opts.cwd ?? "",
+            sequence,
+            direction,
+            message: msg,
+          },
+        },
+      }),
+    );
+  }
+
+  /**
+   * Says the prompt turn ended (cancelled: after session/cancel), for agents
+   * whose turn end the session's frames do not show.
+   */
+  turnEnded(cancelled = false): void {
+    this.#queue(0, (sequence) =>
+      create(NormalizeRequestSchema, { kind: { case: "turnEnded", value: { sessionId: this.id, sequence, cancelled } } }),
+    );
+  }
+
+  /**
+   * Waits until every request queued so far was answered. Rejects with the
+   * error the Session gave up with, or when signal aborts (the Session then
+   * gives up: use a signal that aborts only when waiting is pointless).
+   */
+  async flush(signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      if (this.#err !== undefined) {
+        if (this.#closed) return;
+        throw this.#err;
+      }
+      if (this.#confirmed === this.#reqs.length) {
+        if (this.#closing) this.#release();
+        return;
+      }
+      this.#flushing = true;
+      this.#notify(); // wakes the stream, to end it once all is sent
+      const changed = this.#changed();
+      if (signal !== undefined) {
+        if (signal.aborted) return this.#abortWait(signal);
+        let onAbort!: () => void;
+        const aborted = new Promise<"aborted">((ok) => {
+          onAbort = () => ok("aborted");
+          signal.addEventListener("abort", onAbort, { once: true });
+        });
+        const r = await Promise.race([changed, aborted]);
+        signal.removeEventListener("abort", onAbort);
+        if (r === "aborted") return this.#abortWait(signal);
+      } else {
+        await changed;
+      }
+    }
+  }
+
+  #abortWait(signal: AbortSignal): never {
+    const why = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
+    const last = this.#lastErr === undefined ? "" : ` (the last stream: ${this.#lastErr})`;
+    const err = new Error(`acpnorm client: session ${JSON.stringify(this.id)}: waiting for answers: ${why}${last}`, {
+      cause: signal.reason,
+    });
+    this.#giveUp(err);
+    throw err;
+  }
+
+  /**
+   * Sends SessionClosed, waits until every request was answered, and
+   * releases what the Session kept to rebuild. Rejects as flush() does.
+   * calls() and frameErrors() stay readable.
+   */
+  async close(signal?: AbortSignal): Promise<void> {
+    if (!this.#closing && this.#err === undefined) {
+      this.#queue(0, (sequence) =>
+        create(NormalizeRequestSchema, { kind: { case: "sessionClosed", value: { sessionId: this.id, sequence } } }),
+      );
+      this.#closing = true;
+    }
+    await this.flush(signal);
+  }
+
+  /** The folded state of every call, in the order each was first seen. Read them only. */
+  calls(): ShellExec[] {
+    return this.#folder.calls().map((k) => this.#folder.state(k)!);
+  }
+
+  /** The folded state of one call, or undefined when none of its revisions arrived. */
+  call(toolCallId: string): ShellExec | undefined {
+    return this.#folder.state({ sessionId: this.id, toolCallId });
+  }
+
+  /** The FrameErrors onFrameError was given, in order. */
+  frameErrors(): FrameError[] {
+    return [...this.#errs];
+  }
+
+  /** What the Session went through so far. */
+  stats(): SessionStats {
+    return { ...this.#stats };
+  }
+
+  /** The error the Session gave up with, or undefined (also after a clean close). */
+  get error(): Error | undefined {
+    return this.#closed ? undefined : this.#err;
+  }
+
+  #queue(size: number, make: (sequence: bigint) => NormalizeRequest): void {
+    if (this.#err !== undefined) throw this.#err;
+    if (this.#closing) throw new SessionClosedError(`acpnorm client: session ${JSON.stringify(this.id)} was closed`);
+    const n = this.#reqs.length;
+    if (n >= this.#c.maxRequests || this.#bytes + size > this.#c.maxBytes) {
+      throw new SessionFullError(
+        `acpnorm client: session ${JSON.stringify(this.id)} holds ${n} requests (${this.#bytes} bytes of messages) to rebuild it after a loss, ` +
+          `and this one of ${size} bytes would pass the bound of ${this.#c.maxRequests} requests, ${this.#c.maxBytes} bytes ` +
+          `(SessionClientOptions.maxRequests, maxBytes); close the session or raise the bound`,
+      );
+    }
+    this.#reqs.push(make(BigInt(n + 1)));
+    this.#bytes += size;
+    this.#notify();
+  }
+
+  /** Drops the requests kept to rebuild a closed, answered session. */
+  #release(): void {
+    this.#reqs = [];
+    this.#confirmed = 0;
+    this.#bytes = 0;
+    this.#closed = true;
+    this.#err = new SessionClosedError(`acpnorm client: session ${JSON.stringify(this.id)} was closed`);
+    this.#abort.abort(this.#err);
+    this.#notify();
+  }
+
+  /** A promise that resolves at the next #notify. */
+  #changed(): Promise<void> {
+    return new Promise((ok) => this.#wakers.push(ok));
+  }
+
+  /** Wakes every waiter: the sender, the run loop, flush(). */
+  #notify(): void {
+    const w = this.#wakers;
+    this.#wakers = [];
+    for (const f of w) f();
+  }
+
+  #giveUp(err: Error): void {
+    if (this.#err === undefined) {
+      this.#err = err;
+      this.#notify();
+    }
+    if (!this.#abort.signal.aborted) this.#abort.abort(err);
+  }
+
+  /** Waits for a #notify or for signal to abort. */
+  async #waitChange(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    let onAbort!: () => void;
+    const aborted = new Promise<void>((ok) => {
+      onAbort = ok;
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+    await Promise.race([this.#changed(), aborted]);
+    signal.removeEventListener("abort", onAbort);
+  }
+
+  /** Sends the session's requests, stream after stream, until closed and answered or given up. */
+  async #run(): Promise<void> {
+    const stop = this.#abort.signal;
+    let failures = 0;
+    let addr = 0;
+    for (;;) {
+      if (this.#err !== undefined) return;
+      if (this.#confirmed >= this.#reqs.length) {
+        await this.#waitChange(stop);
+        continue;
+      }
+      let progress = false;
+      let err: unknown;
+      try {
+        progress = await this.#stream(addr);
+        failures = 0;
+        continue;
+      } catch (e) {
+        err = e;
+        progress = e instanceof StreamEnd && e.progress;
+        if (e instanceof StreamEnd) err = e.cause;
+      }
+      if (this.#err !== undefined) return;
+      if (err instanceof Lost && err.fatal) {
+        this.#giveUp(new Error(`acpnorm client: session ${JSON.stringify(this.id)}: ${this.#c.conn(addr).addr}: ${err.message}`, { cause: err.fe }));
+        return;
+      }
+      if (!(err instanceof ConnectError || err instanceof Retry || err instanceof Lost)) {
+        // Not the stream's: an onRevision or onFrameError that threw.
+        const why = err instanceof Error ? err.message : String(err);
+        this.#giveUp(new Error(`acpnorm client: session ${JSON.stringify(this.id)}: ${why}`, { cause: err }));
+        return;
+      }
+      if (err instanceof ConnectError && fatal(err)) {
+        this.#giveUp(
+          new ConnectError(`session ${JSON.stringify(this.id)}: ${this.#c.conn(addr).addr}: ${err.rawMessage}`, err.code, err.metadata, undefined, err),
+        );
+        return;
+      }
+      if (progress) failures = 0;
+      this.#stats.reconnects++;
+      this.#lastErr = `${this.#c.conn(addr).addr}: ${err instanceof Error ? err.message : String(err)}`;
+      addr++; // a stream that broke moves to the next address
+      try {
+        await this.#c.wait(failures, stop);
+      } catch {
+        return; // given up meanwhile
+      }
+      failures++;
+    }
+  }
+
+  /**
+   * The highest revision held of each call: every open call, then the
+   * ended ones, latest first, up to MAX_HELD.
+   */
+  #held(): { [toolCallId: string]: number } {
+    const held: { [toolCallId: string]: number } = {};
+    const keys = this.#folder.calls();
+    let n = 0;
+    for (const ended of [false, true]) {
+      for (let i = keys.length - 1; i >= 0 && n < MAX_HELD; i--) {
+        const x = this.#folder.state(keys[i]!)!;
+        if ((x.state === ShellState.ENDED) === ended) {
+          held[x.toolCallId] = x.revision;
+          n++;
+        }
+      }
+    }
+    return held;
+  }
+
+  /**
+   * Runs one stream to the addr-th address: sends every request from the
+   * first unanswered one and folds what comes back. Resolves when it ended
+   * with every request sent answered (a flush), with whether any request
+   * got answered on it; otherwise throws a StreamEnd saying why it ended.
+   */
+  async #stream(addr: number): Promise<boolean> {
+    const ctl = new AbortController();
+    const stop = this.#abort.signal;
+    const onStop = () => ctl.abort(stop.reason);
+    stop.addEventListener("abort", onStop, { once: true });
+    this.#stats.streams++;
+    const from = this.#confirmed;
+    let sent = 0;
+    let closedSend = false;
+    let trailer: Headers | undefined;
+    const self = this;
+    async function* requests(): AsyncGenerator<NormalizeRequest> {
+      yield create(NormalizeRequestSchema, { kind: { case: "options", value: { skipAppliedSequences: true } } });
+      let heldSent = false;
+      for (;;) {
+        if (self.#err !== undefined || ctl.signal.aborted) return;
+        const i = from + sent;
+        if (i < self.#reqs.length) {
+          let req = self.#reqs[i]!;
+          if (req.kind.case === "frame" && !heldSent) {
+            // The first frame on a stream states what is held.
+            heldSent = true;
+            const held = self.#held();
+            if (Object.keys(held).length > 0) {
+              const f = clone(AcpFrameSchema, req.kind.value);
+              f.heldRevisions = held;
+              req = create(NormalizeRequestSchema, { kind: { case: "frame", value: f } });
+            }
+          }
+          if (i < self.#highSent) self.#stats.resent++;
+          sent++;
+          self.#highSent = Math.max(self.#highSent, from + sent);
+          yield req;
+          continue;
+        }
+        if (self.#flushing) {
+          closedSend = true;
+          return;
+        }
+        await self.#waitChange(ctl.signal);
+      }
+    }
+    let rerr: unknown;
+    try {
+      const responses = this.#c.conn(addr).client.normalize(requests(), {
+        signal: ctl.signal,
+        onTrailer: (t) => {
+          trailer = t;
+        },
+      });
+      for await (const res of responses) {
+        if (res.kind.case === "shellExec") {
+          const x = res.kind.value;
+          this.#confirm(x.sequence);
+          this.#apply(x);
+        } else if (res.kind.case === "frameError") {
+          this.#frameError(res.kind.value);
+        }
+      }
+    } catch (e) {
+      rerr = e;
+    } finally {
+      stop.removeEventListener("abort", onStop);
+      ctl.abort();
+    }
+    const progress = () => this.#confirmed > from;
+    if (rerr === undefined && closedSend) {
+      // The server ended the stream normally: its trailer counts the
+      // requests it applied, the options first.
+      const n = Number.parseInt(trailer?.get(TRAILER_APPLIED) ?? "", 10);
+      let p = progress();
+      if (n >= 1) {
+        const to = Math.min(from + n - 1, from + sent);
+        if (to > this.#confirmed) {
+          this.#confirmed = to;
+          p = true;
+        }
+      }
+      if (this.#confirmed >= from + sent) {
+        this.#flushing = this.#confirmed < this.#reqs.length;
+        this.#notify();
+        return p;
+      }
+      this.#notify();
+      throw new StreamEnd(p, new Retry("stream ended with requests unanswered"));
+    }
+    this.#notify();
+    throw new StreamEnd(progress(), rerr ?? new Retry("stream ended with requests unanswered"));
+  }
+
+  /** Handles a FrameError; throws Retry or Lost to end the stream. */
+  #frameError(fe: FrameError): void {
+    if (fe.code !== Code.DataLoss) this.#confirm(fe.sequence);
+    switch (fe.code) {
+      case Code.AlreadyExists:
+        // A request sent again that was applied before; what it made came
+        // then, or comes whole with the next revisions.
+        return;
+      case Code.Unavailable:
+        // Not applied: send it again, after a wait, maybe elsewhere.
+        this.#stats.notApplied++;
+        throw new Retry(fe.message);
+      case Code.DataLoss: {
+        this.#stats.losses++;
+        this.#rebuilds++;
+        this.#lossAt = Math.max(this.#lossAt, Number(fe.sequence));
+        this.#confirmed = 0; // rebuild: everything again from the first
+        throw new Lost(fe, this.#rebuilds > this.#c.maxRebuilds);
+      }
+    }
+    this.#report(fe);
+  }
+
+  /** Records that the requests before sequence seq were answered (a stream answers in order). */
+  #confirm(seq: bigint): void {
+    if (seq === 0n) return;
+    const n = Math.min(Number(seq) - 1, this.#reqs.length);
+    if (n > this.#confirmed) {
+      this.#confirmed = n;
+      if (n > this.#lossAt) this.#rebuilds = 0; // the rebuild got past where the loss was found
+      this.#notify();
+    }
+  }
+
+  /** Folds one revision in, once. */
+  #apply(x: ShellExec): void {
+    const held = this.#folder.state(keyOf(x));
+    if (held !== undefined && x.revision <= held.revision) {
+      this.#stats.duplicates++;
+      return;
+    }
+    try {
+      this.#folder.apply(x);
+    } catch (e) {
+      if (!(e instanceof FoldError) || !e.applied) {
+        // Not folded: a gap with appended text, or a malformed revision.
+        this.#report(
+          create(FrameErrorSchema, {
+            sessionId: x.sessionId,
+            sequence: x.sequence,
+            toolCallId: x.toolCallId,
+            code: Code.DataLoss,
+            message: e instanceof Error ? e.message : String(e),
+          }),
+        );
+        return;
+      }
+    }
+    this.#opts.onRevision?.(x);
+  }
+
+  /** Hands a FrameError on once. */
+  #report(fe: FrameError): void {
+    const k = JSON.stringify([String(fe.sequence), fe.code, fe.toolCallId, fe.message]);
+    if (this.#seenErrs.has(k)) return;
+    this.#seenErrs.add(k);
+    this.#errs.push(fe);
+    this.#opts.onFrameError?.(fe);
+  }
+}
+
+/** Why a stream ended, and whether it got any request answered. */
+class StreamEnd extends Error {
+  constructor(
+    readonly progress: boolean,
+    override readonly cause: unknown,
+  ) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
+}
+
+/** Whether a stream's error is one reconnecting cannot cure. */
+function fatal(err: ConnectError): boolean {
+  if (err.code === Code.ResourceExhausted && err.rawMessage.includes("larger than max")) {
+    return true; // the same request would be too large again
+  }
+  switch (err.code) {
+    case Code.Unavailable:
+    case Code.Aborted:
+    case Code.Canceled:
+    case Code.DeadlineExceeded:
+    case Code.Internal:
+    case Code.Unknown:
+    case Code.ResourceExhausted:
+      // ResourceExhausted: a stream cut off as stalled, or a process at
+      // its stream limit; Internal and Unknown: a connection cut mid-message.
+      return false;
+  }
+  return true;
+}

@@ -1,0 +1,365 @@
+// Tests the resilient Session against real acpnormd processes sharing a
+// real redis-server: the server the session streams to is SIGKILLed with
+// requests in flight, and Redis restarts empty mid-session (the store lost
+// the session: DATA_LOSS, then a rebuild). Every call's folded final must
+// equal what one undisturbed stream folds, and no revision handed on may
+// go back. Also: the bound on what a session keeps, a wait that gives up
+// with its signal, and a refusal that ends the session at once.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import * as http2 from "node:http2";
+import { type AddressInfo } from "node:net";
+import { join } from "node:path";
+import { after, afterEach, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { create, toJson } from "@bufbuild/protobuf";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import {
+  Code,
+  connect,
+  ConnectError,
+  Folder,
+  isShellExec,
+  keyOf,
+  normalizeLines,
+  parseAcpLine,
+  SessionClient,
+  SessionClosedError,
+  SessionFullError,
+  Direction,
+  NormalizerService,
+  ShellExecSchema,
+  ShellState,
+  type AcpFrame,
+  type NormalizeRequest,
+  type Session,
+  type ShellExec,
+} from "../src/index.js";
+import { freeLoopbackPort, recordingsDir, startRedis, startServer, testCerts, type RunningRedis, type RunningServer } from "./server.js";
+
+const REC = "claude-agent-acp-0.101.0_terminal-meta.ndjson";
+
+function recording(name: string): string[] {
+  return readFileSync(join(recordingsDir, name), "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "");
+}
+
+/** A call's final as JSON, without what may differ between two runs of one session. */
+function finalOf(x: ShellExec, dropRevision: boolean): unknown {
+  const j = toJson(ShellExecSchema, x) as Record<string, unknown>;
+  delete j.sessionId;
+  if (dropRevision) {
+    // A call rebuilt after a loss may end at a higher revision, caused by a
+    // request sent again.
+    delete j.revision;
+    delete j.sequence;
+  }
+  return j;
+}
+
+/** The finals one undisturbed stream folds: the same requests, on one server. */
+async function baseline(addr: string, lines: string[]): Promise<ShellExec[]> {
+  const { client, close } = connect(addr);
+  const folder = new Folder();
+  try {
+    for await (const r of normalizeLines(client, lines, { sessionId: "baseline", turnEnded: false })) {
+      if (isShellExec(r)) folder.apply(r);
+    }
+  } finally {
+    close();
+  }
+  return folder.calls().map((k) => folder.state(k)!);
+}
+
+/** Fails when a call's revision handed on goes back or repeats. */
+function monotonic() {
+  const last = new Map<string, number>();
+  const bad: string[] = [];
+  return {
+    bad,
+    on(x: ShellExec) {
+      const prev = last.get(x.toolCallId) ?? 0;
+      if (x.revision <= prev) bad.push(`call ${x.toolCallId}: revision ${x.revision} handed on after ${prev}`);
+      last.set(x.toolCallId, x.revision);
+    },
+  };
+}
+
+/** Sends every line, paced, calling fault once after line `at` was queued; then closes. */
+async function play(s: Session, lines: string[], at: number, fault: () => Promise<void>, paceMs = 1): Promise<void> {
+  for (const [i, line] of lines.entries()) {
+    const l = parseAcpLine(line);
+    if (l !== undefined) s.send(l.direction, l.message);
+    if (i === at) await fault();
+    await sleep(paceMs);
+  }
+  await s.close(AbortSignal.timeout(30_000));
+}
+
+function assertSameFinals(got: ShellExec[], want: ShellExec[], dropRevision: boolean) {
+  assert.ok(want.length > 0, "the baseline folded no call");
+  assert.ok(
+    want.every((x) => x.state === ShellState.ENDED),
+    "the baseline has calls that did not end",
+  );
+  assert.deepEqual(
+    got.map((x) => finalOf(x, dropRevision)),
+    want.map((x) => finalOf(x, dropRevision)),
+  );
+}
+
+describe("Session against acpnormd replicas on one redis-server", () => {
+  const servers: RunningServer[] = [];
+  let redis: RunningRedis | undefined;
+  let client: SessionClient | undefined;
+  afterEach(async () => {
+    client?.close();
+    client = undefined;
+    await Promise.all(servers.splice(0).map((s) => s.stop()));
+    await redis?.stop();
+    redis = undefined;
+  });
+
+  async function fleet(n: number): Promise<RunningServer[]> {
+    redis = await startRedis();
+    const started = await Promise.all(
+      Array.from({ length: n }, () => startServer(["--store", redis!.url, "--grace", "10m"])),
+    );
+    servers.push(...started);
+    return started;
+  }
+
+  it("moves to another replica when the one it streams to is SIGKILLed, and ends with the same finals", async (t) => {
+    const [a, b] = await fleet(2);
+    const lines = recording(REC);
+    const want = await baseline(b!.addr, lines);
+    client = new SessionClient([a!.addr, b!.addr], { backoff: { minMs: 10, maxMs: 200 } });
+    const mono = monotonic();
+    const s = client.session("killed", { onRevision: mono.on });
+    await play(s, lines, Math.floor(lines.length / 2), () => a!.kill());
+    const st = s.stats();
+    t.diagnostic(`${lines.length} lines; ${JSON.stringify(st)}`);
+    assert.ok(!a!.alive());
+    assert.ok(st.reconnects >= 1, `the killed replica's stream was not replaced: ${JSON.stringify(st)}`);
+    assert.deepEqual(mono.bad, []);
+    assert.equal(s.error, undefined);
+    assertSameFinals(s.calls(), want, true);
+  });
+
+  it("sends again what a replica refused as not applied while Redis did not answer (UNAVAILABLE)", async (t) => {
+    await fleet(0);
+    // Replicas that give up on Redis after 200 ms; Redis stops answering
+    // for a second (SIGSTOP, then SIGCONT: its data kept).
+    const url = `${redis!.url}?read_timeout=200ms&write_timeout=200ms`;
+    const [c, d] = await Promise.all([startServer(["--store", url, "--grace", "10m"]), startServer(["--store", url, "--grace", "10m"])]);
+    servers.push(c!, d!);
+    const lines = recording(REC);
+    const want = await baseline(d!.addr, lines);
+    client = new SessionClient([c!.addr, d!.addr], { backoff: { minMs: 10, maxMs: 200 } });
+    const mono = monotonic();
+    const s = client.session("unreachable", { onRevision: mono.on });
+    let resume: NodeJS.Timeout | undefined;
+    try {
+      await play(
+        s,
+        lines,
+        Math.floor(lines.length / 2),
+        async () => {
+          redis!.signal("SIGSTOP");
+          resume = setTimeout(() => redis!.signal("SIGCONT"), 1000);
+        },
+        5,
+      );
+    } finally {
+      clearTimeout(resume);
+      redis!.signal("SIGCONT");
+    }
+    const st = s.stats();
+    t.diagnostic(`${lines.length} lines; ${JSON.stringify(st)}`);
+    assert.ok(st.notApplied >= 1, `no request was refused as not applied: ${JSON.stringify(st)}`);
+    assert.equal(st.losses, 0);
+    assert.deepEqual(mono.bad, []);
+    assertSameFinals(s.calls(), want, true);
+  });
+
+  for (const killToo of [false, true]) {
+    it(`rebuilds the session after Redis lost it (DATA_LOSS), the replica killed too: ${killToo}`, async (t) => {
+      const [a, b] = await fleet(2);
+      const lines = recording(REC);
+      const want = await baseline(b!.addr, lines);
+      client = new SessionClient([a!.addr, b!.addr], { backoff: { minMs: 10, maxMs: 200 } });
+      const mono = monotonic();
+      const s = client.session(`lost-${killToo}`, { onRevision: mono.on });
+      await play(s, lines, Math.floor(lines.length / 2), async () => {
+        // What the session holds is in Redis (answered), then lost.
+        await s.flush(AbortSignal.timeout(30_000));
+        assert.ok(s.calls().length > 0);
+        await redis!.restart();
+        if (killToo) await a!.kill();
+      });
+      const st = s.stats();
+      t.diagnostic(`${lines.length} lines; ${JSON.stringify(st)}`);
+      assert.ok(st.losses >= 1, `the loss was not reported as DATA_LOSS: ${JSON.stringify(st)}`);
+      assert.deepEqual(mono.bad, []);
+      assertSameFinals(s.calls(), want, true);
+    });
+  }
+});
+
+describe("Session bounds and failures", () => {
+  let client: SessionClient | undefined;
+  const servers: RunningServer[] = [];
+  afterEach(async () => {
+    client?.close();
+    client = undefined;
+    await Promise.all(servers.splice(0).map((s) => s.stop()));
+  });
+  after(() => client?.close());
+
+  it("refuses a request past its bound with an error that names it", () => {
+    client = new SessionClient(["127.0.0.1:1"], { maxRequests: 3, maxBytes: 100 });
+    const s = client.session("bounded");
+    s.send(0, "{}");
+    s.send(0, "{}");
+    s.turnEnded();
+    assert.throws(() => s.send(0, "{}"), (e: unknown) => {
+      assert.ok(e instanceof SessionFullError);
+      assert.match(e.message, /session "bounded" holds 3 requests .* bound of 3 requests, 100 bytes/);
+      return true;
+    });
+    const t = client.session("bytes");
+    assert.throws(() => t.send(0, "x".repeat(101)), SessionFullError);
+  });
+
+  it("gives up a wait with its signal while no server answers, backing off between tries", async () => {
+    const down = `127.0.0.1:${await freeLoopbackPort()}`;
+    client = new SessionClient([down], { backoff: { minMs: 10, maxMs: 100 } });
+    const s = client.session("down");
+    s.send(0, '{"jsonrpc":"2.0","method":"session/update","params":{}}');
+    const t0 = Date.now();
+    await assert.rejects(
+      s.flush(AbortSignal.timeout(800)),
+      new RegExp(`session "down": waiting for answers: .*\\(the last stream: ${down}: .*unavailable`, "i"),
+    );
+    const took = Date.now() - t0;
+    assert.ok(took < 3000, `flush took ${took} ms after its signal`);
+    const st = s.stats();
+    assert.ok(st.reconnects >= 3, `reconnects ${st.reconnects}`);
+    assert.ok(st.reconnects < 80, `no backoff: ${st.reconnects} reconnects in 800 ms`);
+    assert.ok(s.error !== undefined);
+    assert.throws(() => s.send(0, "{}"), /waiting for answers/);
+  });
+
+  it("ends the session at once when the server refuses the call (a wrong token)", async () => {
+    const certs = testCerts();
+    const srv = await startServer(["--auth-token-file", join(certs, "token")], { tokenFile: join(certs, "token") });
+    servers.push(srv);
+    client = new SessionClient([srv.addr], { tokenFile: join(certs, "wrong-token"), backoff: { minMs: 10, maxMs: 100 } });
+    const s = client.session("refused");
+    s.send(0, "{}");
+    await assert.rejects(s.close(AbortSignal.timeout(10_000)), (e: unknown) => {
+      assert.ok(e instanceof ConnectError, String(e));
+      assert.equal(e.code, Code.Unauthenticated);
+      assert.match(e.message, /session "refused"/);
+      return true;
+    });
+    assert.equal(s.stats().reconnects, 0);
+  });
+
+  it("gives up when onRevision throws, with that error", async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    client = new SessionClient([srv.addr], { backoff: { minMs: 10, maxMs: 100 } });
+    const s = client.session("throws", {
+      onRevision: () => {
+        throw new Error("boom in onRevision");
+      },
+    });
+    for (const line of recording(REC)) {
+      const l = parseAcpLine(line);
+      if (l) s.send(l.direction, l.message);
+    }
+    await assert.rejects(s.close(AbortSignal.timeout(10_000)), /session "throws": boom in onRevision/);
+    assert.equal(s.stats().reconnects, 0);
+  });
+
+  it("a closed session refuses more requests and keeps its calls", async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    client = new SessionClient([srv.addr]);
+    const s = client.session("closed");
+    for (const line of recording(REC)) {
+      const l = parseAcpLine(line);
+      if (l) s.send(l.direction, l.message);
+    }
+    await s.close(AbortSignal.timeout(30_000));
+    assert.equal(s.error, undefined);
+    assert.ok(s.calls().length > 0);
+    assert.ok(s.call(keyOf(s.calls()[0]!).toolCallId) !== undefined);
+    assert.throws(() => s.send(0, "{}"), SessionClosedError);
+  });
+});
+
+describe("Session on the wire", () => {
+  it("starts every stream with skip_applied_sequences, and states what it holds on the first frame of a new one", async () => {
+    // An in-process server that records what each stream carried: the
+    // first stream answers frame 1 with a revision, then breaks; the next
+    // ones answer nothing and count every request as applied.
+    const streams: NormalizeRequest[][] = [];
+    const handler = connectNodeAdapter({
+      routes: (router) =>
+        router.service(NormalizerService, {
+          async *normalize(reqs, ctx) {
+            const got: NormalizeRequest[] = [];
+            streams.push(got);
+            const first = streams.length === 1;
+            for await (const r of reqs) {
+              got.push(r);
+              if (!first || r.kind.case !== "frame") continue;
+              if (r.kind.value.sequence === 1n) {
+                yield {
+                  kind: {
+                    case: "shellExec",
+                    value: create(ShellExecSchema, { sessionId: "wire", toolCallId: "c1", revision: 1, sequence: 1n, state: ShellState.RUNNING }),
+                  },
+                };
+              } else {
+                throw new ConnectError("going away", Code.Unavailable);
+              }
+            }
+            ctx.responseTrailer.set("acpnorm-requests-applied", String(got.length));
+          },
+        }),
+    });
+    const server = http2.createServer(handler);
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    const { port } = server.address() as AddressInfo;
+    const wire = new SessionClient([`127.0.0.1:${port}`], { backoff: { minMs: 10, maxMs: 50 } });
+    try {
+      const s = wire.session("wire");
+      s.send(Direction.AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"one"}');
+      s.send(Direction.AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"two"}');
+      await s.close(AbortSignal.timeout(10_000));
+      assert.ok(streams.length >= 2, `${streams.length} streams`);
+      for (const st of streams) {
+        assert.equal(st[0]?.kind.case, "options");
+        assert.equal(st[0]?.kind.case === "options" && st[0].kind.value.skipAppliedSequences, true);
+      }
+      const second = streams[1]!.filter((r) => r.kind.case === "frame").map((r) => r.kind.value as AcpFrame);
+      assert.deepEqual(
+        second.map((f) => [f.sequence, { ...f.heldRevisions }]),
+        [
+          [1n, { c1: 1 }], // sent again: no answer confirmed it; what is held, on the first frame only
+          [2n, {}],
+        ],
+      );
+      assert.equal(s.call("c1")?.revision, 1);
+      assert.ok(s.stats().resent >= 2, JSON.stringify(s.stats()));
+    } finally {
+      wire.close();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  });
+});

@@ -2,9 +2,13 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +17,7 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/internal/service"
+	"github.com/acpnorm/acpnorm/internal/testcerts"
 	"github.com/acpnorm/acpnorm/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -260,4 +265,119 @@ func TestSessionGivesUpOnARequestTooLarge(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ResourceExhausted")
 	assert.NoError(t, ctx.Err(), "it retried until its context ended")
+}
+
+// flaky is a store whose commits fail while it is down, as a Redis that
+// cannot be reached. Armed, its next commit is slow (and made), and those
+// after it fail: frames that arrive meanwhile are applied as one batch,
+// which is refused whole.
+type flaky struct {
+	store.Store
+	mu    sync.Mutex
+	state int // 0 up, 1 armed, 2 down
+}
+
+func (f *flaky) Commit(ctx context.Context, session string, base uint64, c *store.Change) (uint64, error) {
+	f.mu.Lock()
+	state := f.state
+	if state == 1 {
+		f.state = 2
+	}
+	f.mu.Unlock()
+	switch state {
+	case 1:
+		time.Sleep(50 * time.Millisecond)
+	case 2:
+		return 0, errors.New("flaky: the store is down")
+	}
+	return f.Store.Commit(ctx, session, base, c)
+}
+
+func (f *flaky) set(state int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state = state
+}
+
+// While the store refuses commits, the frames sent (several at once, which
+// the server applies as one batch, refused whole) are answered UNAVAILABLE;
+// the Session sends them all again once the store is back, from the first
+// one not applied, and ends with one process's finals.
+func TestSessionSendsAgainWhatWasNotApplied(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	st := &flaky{Store: store.NewMemory()}
+	c, err := client.New([]string{serve(t, st).addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, func(i int) {
+		switch i {
+		case len(ls) / 3:
+			require.NoError(t, s.Flush(context.Background()))
+			st.set(1)
+		case len(ls) / 2:
+			for s.Stats().NotApplied == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			st.set(0)
+		}
+	})
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+}
+
+// WithTLS and WithToken reach a server that asks for a client
+// certificate and a bearer token; a wrong token ends the Session at once
+// with Unauthenticated, not after retries.
+func TestSessionOverMutualTLSWithAToken(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, testcerts.Write(dir))
+	file := func(name string) string { return filepath.Join(dir, name) }
+	srvTLS, err := service.NewTLSConfig(service.TLSFiles{Cert: file(testcerts.ServerCert), Key: file(testcerts.ServerKey), ClientCA: file(testcerts.CA)}, nil)
+	require.NoError(t, err)
+	token, err := service.NewToken(file(testcerts.Token), nil)
+	require.NoError(t, err)
+	opts := service.DefaultServerOptions()
+	opts.TLS, opts.Token = srvTLS, token
+	addr := serveWith(t, nil, opts).addr
+
+	pem, err := os.ReadFile(file(testcerts.CA))
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(pem))
+	cert, err := tls.LoadX509KeyPair(file(testcerts.ClientCert), file(testcerts.ClientKey))
+	require.NoError(t, err)
+	cfg := &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, ServerName: testcerts.ServerName, MinVersion: tls.VersionTLS12}
+	readToken := func(name string) string {
+		b, err := os.ReadFile(file(name))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	ls := lines(t)
+	for _, tc := range []struct {
+		token string
+		want  string // empty: the session ends well
+	}{{readToken(testcerts.Token), ""}, {readToken(testcerts.WrongToken), "Unauthenticated"}} {
+		c, err := client.New([]string{addr}, client.WithTLS(cfg), client.WithToken(tc.token))
+		require.NoError(t, err)
+		s := c.Session("s1")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		for _, l := range ls[:20] {
+			require.NoError(t, s.Send(ctx, l.Dir, l.Msg))
+		}
+		err = s.Close(ctx)
+		if tc.want == "" {
+			require.NoError(t, err)
+			assert.NotEmpty(t, s.Calls())
+		} else {
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NoError(t, ctx.Err(), "it retried until its context ended")
+		}
+		cancel()
+		c.Close()
+	}
 }

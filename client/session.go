@@ -483,15 +483,25 @@ func first(v []string) string {
 	return v[0]
 }
 
-// heldLocked lists the revision held of each call (s.mu held).
+// maxHeld bounds the calls held_revisions names: acpnormd takes up to
+// 2 × --max-calls-per-session (2048 by default).
+const maxHeld = 1024
+
+// heldLocked lists the revision held of each call (s.mu held): every open
+// call, then the ended ones, latest first, up to maxHeld.
 func (s *Session) heldLocked() map[string]uint32 {
 	keys := s.folder.Calls()
 	if len(keys) == 0 {
 		return nil
 	}
-	held := make(map[string]uint32, len(keys))
-	for _, k := range keys {
-		held[k.ToolCallID] = s.folder.State(k).GetRevision()
+	held := make(map[string]uint32, min(len(keys), maxHeld))
+	for _, ended := range []bool{false, true} {
+		for i := len(keys) - 1; i >= 0 && len(held) < maxHeld; i-- {
+			x := s.folder.State(keys[i])
+			if (x.GetState() == pb.ShellState_SHELL_STATE_ENDED) == ended {
+				held[keys[i].ToolCallID] = x.GetRevision()
+			}
+		}
 	}
 	return held
 }
@@ -522,7 +532,9 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, from int, can
 		if fe == nil {
 			continue
 		}
-		if codes.Code(fe.GetCode()) != codes.DataLoss {
+		if c := codes.Code(fe.GetCode()); c != codes.DataLoss && c != codes.Unavailable {
+			// Not for a request not applied: its sequence may be the last
+			// of a batch that was refused whole.
 			s.confirm(fe.GetSequence())
 		}
 		switch codes.Code(fe.GetCode()) {

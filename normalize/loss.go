@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/acpnorm/acpnorm/internal/wire"
 )
@@ -108,8 +111,14 @@ func (ss *sessions) heldOf(s *session, id string) (uint32, bool) {
 	return n, known
 }
 
+// released reports whether a call s knows nothing of may be one it
+// released so long ago that its tombstone is gone (the session keeps at
+// most MaxCallsPerSession): then a missing call proves no loss.
+func (s *session) released() bool { return s.tombFirst > 0 }
+
 // lost checks a locked session against what the request says is held of
-// it (WithHeld, and what this Normalizer handed on before a conflict).
+// it (WithHeld), and what this Normalizer handed on of it before a
+// conflict or a store error made it load the session again.
 // When the session went back it answers DataLoss, records the floors, and
 // reports true: the frame is not applied.
 func (ss *sessions) lost(s *session, r *reply, what string) bool {
@@ -117,13 +126,22 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		r.fail(DataLoss, "", "%s %d of session %q was not applied: the session lost state (see the DATA_LOSS before it)", what, r.seq, s.id)
 		return true
 	}
-	if r.lossChecked || len(r.req.held) == 0 && len(r.req.before) == 0 {
+	if r.claimRefused {
+		r.fail(InvalidArgument, "", "%s %d of session %q was not applied: what it says it holds was refused (see the INVALID_ARGUMENT before it)", what, r.seq, s.id)
+		return true
+	}
+	if r.lossChecked || len(r.req.held) == 0 && len(r.req.before) == 0 && ss.handed.n.Load() == 0 {
 		return false
 	}
 	r.lossChecked = true
+	if handed := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL)); handed != nil {
+		// Kept with the request: a later attempt (after a conflict) checks
+		// it again.
+		r.req.before = mergeHeld(r.req.before, handed)
+	}
 	if n := len(r.req.held); n > 2*ss.cfg.MaxCallsPerSession {
 		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revisions of %d calls, more than a session can have (2 × WithMaxCallsPerSession, acpnormd --max-calls-per-session); it was not applied", what, r.seq, s.id, n)
-		r.lossFound = true // the rest of a batch is not applied either
+		r.claimRefused = true // the rest of a batch is not applied either
 		return true
 	}
 	type gone struct {
@@ -137,7 +155,7 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 			if n == 0 || len(id) > ss.cfg.MaxIDBytes {
 				continue
 			}
-			if have, known := ss.heldOf(s, id); have < n {
+			if have, known := ss.heldOf(s, id); have < n && (known || !s.released()) {
 				lost = append(lost, gone{id, n, have, known})
 			}
 		}
@@ -160,14 +178,16 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	if x.floors == nil {
 		x.floors = map[string]floor{}
 	}
-	var b strings.Builder
-	for i, l := range lost {
+	for _, l := range lost {
 		if len(x.floors) < 4*ss.cfg.MaxCallsPerSession || x.floors[l.id] != (floor{}) {
 			f := x.floors[l.id]
 			f.floor = l.held
 			x.floors[l.id] = f
 			x.floorsDirty = true
 		}
+	}
+	var b strings.Builder
+	for i, l := range lost {
 		if i == maxLossNamed {
 			fmt.Fprintf(&b, "; and %d more calls", len(lost)-i)
 			break
@@ -438,4 +458,69 @@ func mergeHeld(a, b map[string]uint32) map[string]uint32 {
 		a[id] = max(a[id], n)
 	}
 	return a
+}
+
+// maxHanded bounds the sessions handedOn remembers, oldest dropped first.
+const maxHanded = 4096
+
+// handedOn remembers, for sessions dropped from the cache because the
+// store failed, the revisions handed on of each call: the store may come
+// back older (a replica promoted in a dying master's place), and the next
+// request of the session checks what it loads against them, once.
+type handedOn struct {
+	n     atomic.Int64 // entries, so that a request takes no lock while there are none
+	mu    sync.Mutex
+	m     map[string]handedRevs
+	order []string // keys, oldest first (may hold some taken already)
+}
+
+type handedRevs struct {
+	revs map[string]uint32
+	at   time.Time // when the cache let the session go
+}
+
+func (h *handedOn) put(key string, revs map[string]uint32, now time.Time) {
+	if len(revs) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]handedRevs{}
+	}
+	if old, ok := h.m[key]; ok {
+		h.m[key] = handedRevs{mergeHeld(old.revs, revs), now}
+		return
+	}
+	h.m[key] = handedRevs{revs, now}
+	h.order = append(h.order, key)
+	for len(h.m) > maxHanded {
+		delete(h.m, h.order[0])
+		h.order = h.order[1:]
+	}
+	if len(h.order) > 2*maxHanded {
+		h.order = slices.DeleteFunc(h.order, func(k string) bool { _, ok := h.m[k]; return !ok })
+	}
+	h.n.Store(int64(len(h.m)))
+}
+
+// take returns and forgets what was remembered of session key, unless
+// it was remembered before since (the session may have expired from the
+// store since, as sessions do).
+func (h *handedOn) take(key string, since time.Time) map[string]uint32 {
+	if h.n.Load() == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.m[key]
+	if !ok {
+		return nil
+	}
+	delete(h.m, key)
+	h.n.Store(int64(len(h.m)))
+	if e.at.Before(since) {
+		return nil
+	}
+	return e.revs
 }

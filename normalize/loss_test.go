@@ -2,9 +2,11 @@ package normalize_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/normalize"
@@ -334,4 +336,126 @@ func TestHeldNoLoss(t *testing.T) {
 		require.Empty(t, errs, "frame %d", i+1)
 	}
 	assert.Empty(t, c.wentBack)
+
+	// Closed, its calls are released: named in what a client holds, their
+	// tombstones count as held.
+	_, err := b.CloseSession("S", normalize.WithSequence(uint64(len(fs)+1)), normalize.WithSkipApplied())
+	require.NoError(t, err)
+	var errs []*normalize.FrameError
+	_, err = a.Feed("S", fs[0], normalize.WithHeld(c.held), normalize.WithEmit(func(ev normalize.Event) error {
+		if ev.Error != nil {
+			errs = append(errs, ev.Error)
+		}
+		return nil
+	}))
+	require.NoError(t, err)
+	assert.Empty(t, errs, "released calls are no loss")
+}
+
+// down is a rollback store that fails every operation while it is down,
+// as a store whose master died does until a replica takes over.
+type down struct {
+	*rollback
+	off atomic.Bool
+}
+
+var errMasterGone = errors.New("store: the master does not answer")
+
+func (d *down) Load(ctx context.Context, s string) (*store.Snapshot, error) {
+	if d.off.Load() {
+		return nil, errMasterGone
+	}
+	return d.rollback.Load(ctx, s)
+}
+
+func (d *down) Version(ctx context.Context, s string) (uint64, error) {
+	if d.off.Load() {
+		return 0, errMasterGone
+	}
+	return d.rollback.Version(ctx, s)
+}
+
+func (d *down) Commit(ctx context.Context, s string, base uint64, c *store.Change) (uint64, error) {
+	if d.off.Load() {
+		return 0, errMasterGone
+	}
+	return d.rollback.Commit(ctx, s, base, c)
+}
+
+// The store fails (UNAVAILABLE: the session leaves the cache) and comes
+// back older: the Normalizer remembers what it handed on and still finds
+// the loss out, on the next frame that reaches the store.
+func TestStoreLossAfterAnOutageIsDetected(t *testing.T) {
+	fs := frames(recording)
+	st := &down{rollback: newRollback()}
+	a := normalize.New(normalize.WithStore(st))
+	c := newClient(t)
+	cut := 2 * len(fs) / 3
+	for i := range cut {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	st.off.Store(true)
+	found := false
+	for i := cut; i < len(fs) && !found; i++ {
+		errs := c.feed(a, fs, i)
+		if len(errs) == 0 {
+			continue // a frame that needs no store
+		}
+		require.Equal(t, normalize.Unavailable, errs[0].Code, errs[0].Message)
+		st.back("S", st.current("S").Version/2) // a replica behind takes over
+		st.off.Store(false)
+		errs = c.feed(a, fs, i)
+		require.Len(t, errs, 1)
+		assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
+		found = true
+	}
+	require.True(t, found)
+	for i := range fs {
+		c.feed(a, fs, i)
+	}
+	assert.Empty(t, c.wentBack)
+}
+
+// What a client says it holds is bounded: more calls than a session can
+// have (2 × WithMaxCallsPerSession) is refused with INVALID_ARGUMENT, the
+// frame not applied, and is no loss.
+func TestHeldIsBounded(t *testing.T) {
+	var lost lossCount
+	n := normalize.New(normalize.WithMaxCallsPerSession(2), normalize.WithHooks(lost.hooks()))
+	c := newClient(t)
+	fs := frames(recording)
+	held := map[string]uint32{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}
+	errs := c.feed(n, fs, 0, normalize.WithHeld(held))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.InvalidArgument, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "holds revisions of 5 calls")
+	assert.Zero(t, lost.count())
+}
+
+// A loss of more calls than the message names one by one still keeps a
+// floor for every one of them.
+func TestLossOfManyCalls(t *testing.T) {
+	var fs [][]byte
+	for i := range 20 {
+		id := fmt.Sprintf("c%02d", i)
+		fs = append(fs, nsOpen(id, "make"), nsDelta(id, "out\\n"))
+	}
+	st := newRollback()
+	a := normalize.New(normalize.WithStore(st))
+	c := newClient(t)
+	for i := range fs {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	st.back("S", 0)
+	b := normalize.New(normalize.WithStore(st))
+	extra := append(fs, nsDelta("c00", "more\\n"))
+	errs := c.feed(b, extra, len(fs), normalize.WithHeld(maps.Clone(c.held)))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "and 4 more calls")
+	for i := range extra {
+		c.feed(b, extra, i)
+	}
+	assert.Empty(t, c.wentBack, "no call went back, the ones not named included")
+	assert.Equal(t, "out\nmore\n", c.calls["c00"].output)
 }

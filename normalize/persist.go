@@ -47,7 +47,10 @@ import (
 //     appending what was added (accum.Call's TakeSync), so that a frame
 //     costs what it adds, not the whole held text;
 //   - a record per released call ("t:" and a number), its tombstone, at
-//     most MaxCallsPerSession of them, oldest dropped first.
+//     most MaxCallsPerSession of them, oldest dropped first;
+//   - with WithSkipApplied, a record per recent frame ("a:" and its
+//     sequence): what it made, for when it is sent again; and after a
+//     loss, the floors of the calls the caller holds ("l"). See loss.go.
 //
 // Every key of a session expires twice the TTL after its last commit. A
 // session loaded after more than the TTL idle releases its calls to
@@ -474,6 +477,11 @@ func (ss *sessions) release(s *session, r *reply) {
 		r.storeFailed(err)
 	}
 	if err != nil {
+		if !errors.Is(err, store.ErrConflict) && ss.now().Sub(s.storedTouched) < ss.cfg.TTL {
+			// The store failed (a master dying, say): what comes back may
+			// be older than what this cache handed on (see loss.go).
+			ss.handed.put(s.key, s.ackedRevisions(), ss.now())
+		}
 		ss.uncache(s)
 	}
 }

@@ -17,12 +17,12 @@ import (
 // redis-server (adding the round trips). Compare ns/op between them.
 func BenchmarkFeedStore(b *testing.B) {
 	fs := frames(recording)
-	run := func(b *testing.B, n *normalize.Normalizer) {
+	run := func(b *testing.B, n *normalize.Normalizer, opts ...normalize.FeedOption) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			id := fmt.Sprint("s", i)
-			for _, f := range fs {
-				if _, err := n.Feed(id, f); err != nil {
+			for j, f := range fs {
+				if _, err := n.Feed(id, f, append(opts, normalize.WithSequence(uint64(j+1)))...); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -39,5 +39,13 @@ func BenchmarkFeedStore(b *testing.B) {
 		require.NoError(b, err)
 		defer st.Close()
 		run(b, normalize.New(normalize.WithStore(st)))
+	})
+	// With skipped applied sequences each frame's answer is committed
+	// with it (see WithSkipApplied): what that adds to a frame.
+	b.Run("redis-skip", func(b *testing.B) {
+		st, err := redisstore.Open(testredis.Start(b))
+		require.NoError(b, err)
+		defer st.Close()
+		run(b, normalize.New(normalize.WithStore(st)), normalize.WithSkipApplied())
 	})
 }

@@ -28,6 +28,9 @@ type sessions struct {
 	total atomic.Int64 // calls held, all sessions
 	held  atomic.Int64 // bytes of text held, all sessions (see memory.go)
 	tombs *tombstones  // calls released, so late frames cannot reopen them
+	// handed remembers what was handed on of sessions dropped from the
+	// cache after a store error (see loss.go).
+	handed handedOn
 
 	mu     sync.Mutex
 	spaces map[string]*space // by namespace name; see namespace.go
@@ -310,8 +313,8 @@ type reply struct {
 	// See loss.go: what the request holds was checked against the
 	// session, and found lost; fresh lists the sequences it applied
 	// (with skipped applied sequences), whose answers are kept.
-	lossChecked, lossFound bool
-	fresh                  []uint64
+	lossChecked, lossFound, claimRefused bool
+	fresh                                []uint64
 }
 
 // send hands one event on, unless an earlier one failed.

@@ -200,3 +200,31 @@ func TestReplayMovesToTheNextAddress(t *testing.T) {
 		t.Errorf("finals differ from one in-process server's:\n%s", firstDiff(want, out.String()))
 	}
 }
+
+// Redis goes away mid-session and comes back with what it had (its AOF):
+// the frames sent meanwhile are refused as not applied (UNAVAILABLE), the
+// client sends them again, with waits, until they are taken, and ends with
+// the golden finals.
+func TestClientWaitsOutAnUnreachableStore(t *testing.T) {
+	rs := testredis.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	a := startReplica(t, "A", "--store", rs.URL)
+	file := clientRecordings(t)[0]
+	name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
+	c, err := client.New([]string{a.d.grpc}, client.WithBackoff(20*time.Millisecond, 200*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	mono := &monotonic{t: t}
+	s := c.Session(name, client.OnRevision(mono.on))
+	lines := readLines(t, file)
+	playClient(t, s, lines, len(lines)/2, func() {
+		rs.Stop()
+		time.AfterFunc(3*time.Second, rs.Start) // longer than acpnormd retries a command
+	})
+	st := s.Stats()
+	t.Logf("%d lines; %+v", len(lines), st)
+	assert.GreaterOrEqual(t, st.NotApplied, 1, "no request was refused while Redis was away")
+	assert.Zero(t, st.Losses)
+	if g, w := goldenOf(name, s), readGolden(t, name); g != w {
+		t.Errorf("finals after Redis came back are not the golden's:\n%s", firstDiff(w, g))
+	}
+}

@@ -2,7 +2,6 @@ package test
 
 import (
 	"fmt"
-	"google.golang.org/grpc/codes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +13,8 @@ import (
 	"github.com/acpnorm/acpnorm/internal/testredis"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // With the sessions in Redis, a replica that dies loses nothing: the
@@ -255,8 +256,9 @@ func TestFailoverResentFramesApplyTwice(t *testing.T) {
 // With StreamOptions.skip_applied_sequences (the client numbers each
 // session's frames increasingly, here by recording line), the frames sent
 // again after the failover are recognised on B, whose cache never saw
-// them: each gets ALREADY_EXISTS and changes nothing, and the result is
-// the golden for every recording.
+// them: none is applied again, each is answered with what it made on A
+// (kept in Redis with its commit), which the client already holds and
+// drops, and the result is the golden for every recording.
 func TestFailoverResentFramesSkippedWithSequences(t *testing.T) {
 	args := []string{"--store", testredis.Start(t)}
 	a, b := startReplica(t, "A", args...), startReplica(t, "B", args...)
@@ -278,19 +280,30 @@ func TestFailoverResentFramesSkippedWithSequences(t *testing.T) {
 				fb.send(t, rec.name, l)
 			}
 			fb.closeSession(t, rec.name, uint64(rec.lines[len(rec.lines)-1].Number+1))
+			held := map[string]*pb.ShellExec{}
+			for _, r := range fromA {
+				if x := r.GetShellExec(); x != nil {
+					held[fmt.Sprintf("%s#%d", x.GetToolCallId(), x.GetRevision())] = x
+				}
+			}
 			var fromB []*pb.NormalizeResponse
-			skipped := map[uint64]bool{}
 			for _, r := range fb.finish(t) {
-				if fe := r.GetFrameError(); fe != nil && fe.GetCode() == int32(codes.AlreadyExists) {
-					skipped[fe.GetSequence()] = true
+				if fe := r.GetFrameError(); fe != nil {
+					t.Errorf("line %d sent again: %v", fe.GetSequence(), fe)
+					continue
+				}
+				x := r.GetShellExec()
+				if had := held[fmt.Sprintf("%s#%d", x.GetToolCallId(), x.GetRevision())]; had != nil {
+					// Answered again: what A answered, which the client has.
+					if !proto.Equal(had, x) {
+						t.Errorf("line %d sent again is answered with %v; A answered %v", x.GetSequence(), x, had)
+					}
+					if x.GetSequence() < uint64(rec.lines[cut-3].Number) {
+						t.Errorf("revision %v of a frame not sent again", x)
+					}
 					continue
 				}
 				fromB = append(fromB, r)
-			}
-			for _, l := range rec.lines[cut-3 : cut] {
-				if !skipped[uint64(l.Number)] {
-					t.Errorf("line %d, sent again, was not skipped", l.Number)
-				}
 			}
 			calls := foldStrict(t, rec.name, append(append([]*pb.NormalizeResponse{}, fromA...), fromB...))
 			golden, err := os.ReadFile(filepath.Join("testdata", "golden", rec.name+".golden"))
@@ -304,60 +317,41 @@ func TestFailoverResentFramesSkippedWithSequences(t *testing.T) {
 	}
 }
 
-// The store is the truth: a Redis that loses its data (one without
-// persistence that restarts) loses the open sessions, even for the replica
-// that still has them cached. Its next commit finds the session gone (a
-// version conflict), so it drops its copy and starts the session over, as
-// a restarted acpnormd on the memory store would: a call that was open
-// starts again at revision 1. The other calls and frames go on without an
-// error.
-func TestRedisLosingItsDataLosesOpenCalls(t *testing.T) {
+// The store is the truth, and what it loses is found out: a Redis that
+// loses its data (one without persistence that restarts) loses the open
+// sessions, even for the replica that still has them cached. Its next
+// commit finds the session gone (a version conflict); its cache says what
+// it handed on, so the frame is answered DATA_LOSS (15) naming the calls,
+// instead of a call starting over at revision 1 as it used to. A client
+// that sends the session again from its first frame ends with the golden,
+// and no call's revisions go back.
+func TestRedisLosingItsDataIsDetected(t *testing.T) {
 	rs := testredis.StartServer(t)
 	a := startReplica(t, "A", "--store", rs.URL)
-	restarted := 0
+	detected := 0
 	for _, file := range recordings(t) {
 		rec := loadRecorded(t, file)
 		t.Run(rec.name, func(t *testing.T) {
 			cut := cutNearHalf(rec.lines, rec.ref)
 			fa := openFeed(t, a)
+			fa.options(t, skipApplied)
 			for _, l := range rec.lines[:cut] {
 				fa.send(t, rec.name, l)
 			}
 			fa.barrier(t)
 			before := fa.take()
 			rs.Restart() // SIGKILL, and a new empty redis-server on the same port
-			for _, l := range rec.lines[cut:] {
-				fa.send(t, rec.name, l)
+			run := &storeRun{recs: []recorded{rec}, cuts: []int{cut}, feeds: []*feed{fa}, got: [][]*pb.NormalizeResponse{before}}
+			n := run.playRestRepairing(t)
+			if len(openAt(rec.ref, rec.lines[cut-1].Number)) > 0 {
+				assert.Equal(t, 1, n, "the session lost with an open call is found out")
 			}
-			fa.closeSession(t, rec.name, uint64(rec.lines[len(rec.lines)-1].Number+1))
-			after := fa.finish(t)
-			for _, r := range after {
-				if fe := r.GetFrameError(); fe != nil {
-					t.Errorf("line %d: %v", fe.GetSequence(), fe)
-				}
-			}
-			var log revisionLog
-			log.add("before", before)
-			log.add("after", after)
-			for _, id := range openAt(rec.ref, rec.lines[cut-1].Number) {
-				revs, from := log.revs[id], log.from[id]
-				for i := range revs {
-					if from[i] == "after" {
-						if revs[i] != 1 {
-							t.Errorf("call %s went on after Redis lost its data: revisions%s", id, describeRevs(revs, from))
-						} else {
-							restarted++
-						}
-						break
-					}
-				}
-			}
+			detected += n
+			assert.NoError(t, sameAsSingleProcess(rec, run.got[0]), "rebuilt")
 		})
 	}
-	if restarted == 0 {
-		t.Errorf("no open call started over after Redis lost its data")
-	}
-	t.Logf("%d calls open when Redis lost its data started over at revision 1", restarted)
+	assert.Positive(t, detected)
+	t.Logf("%d sessions found lost when Redis lost its data, each rebuilt to its golden", detected)
 }
 
 // A frame the store cannot take is not applied and says so: with Redis

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -185,4 +186,84 @@ func TestRedisLossFromAnOlderSnapshotIsDetected(t *testing.T) {
 		assert.Empty(t, h.wentBack, id)
 		assert.Equal(t, want.finals(), h.finals(), id)
 	}
+}
+
+// A Redis Cluster master whose replica fell behind (paused) is killed,
+// and the replica takes over without the last commits (CLUSTER FAILOVER
+// TAKEOVER, as a failover that does not wait for it). The engine that
+// served the session finds out (DATA_LOSS); the client rebuilds the
+// session from its first frame and ends with one process's finals, no
+// revision going back.
+func TestClusterLaggingReplicaPromotedIsDetected(t *testing.T) {
+	c := testredis.StartCluster(t, 3, 1, time.Second)
+	lines := readLines(t, lossRecording)
+	a := engineOn(t, c.URL)
+	h := newHolder(t, "S", lines)
+	half, more := len(lines)/2, 3*len(lines)/4
+	for i := range half {
+		require.Empty(t, errorsOf(h.feed(a, i)))
+	}
+	var master *testredis.Server
+	for _, m := range c.Masters() {
+		cl := redis.NewClient(&redis.Options{Addr: m.Addr})
+		n, err := cl.DBSize(t.Context()).Result()
+		if err == nil && n > 0 {
+			master = m
+			// Its replica holds everything so far before it is paused.
+			require.NoError(t, cl.Do(t.Context(), "WAIT", 1, 5000).Err())
+		}
+		cl.Close()
+	}
+	require.NotNil(t, master, "no master holds the session")
+	replica := c.ReplicasOf(master)[0]
+	replica.Pause()
+	// and cut off: what the master sends from now on never reaches it
+	// (paused alone, it would read it from its socket once resumed).
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+	require.NoError(t, mc.ClientKillByFilter(t.Context(), "TYPE", "replica").Err())
+	mc.Close()
+	for i := half; i < more; i++ {
+		require.Empty(t, errorsOf(h.feed(a, i)))
+	}
+	master.Stop()
+	replica.Resume()
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	defer rc.Close()
+	require.Eventually(t, func() bool {
+		_ = rc.Do(t.Context(), "CLUSTER", "FAILOVER", "TAKEOVER").Err()
+		r, err := rc.Do(t.Context(), "ROLE").Slice()
+		return err == nil && len(r) > 0 && r[0] == "master"
+	}, time.Minute, 200*time.Millisecond, "the lagging replica takes over")
+	c.WaitHealthy(3, time.Minute)
+	// The next frames, until one needs the store (a frame that changes
+	// nothing whatever the state does not); UNAVAILABLE ones again, until
+	// the engine's client finds the new master.
+	found := false
+	deadline := time.Now().Add(time.Minute)
+	for i := more; i < len(lines) && !found; {
+		errs := errorsOf(h.feed(a, i))
+		switch {
+		case len(errs) == 1 && errs[0].Code == normalize.Unavailable && time.Now().Before(deadline):
+			time.Sleep(200 * time.Millisecond)
+		case len(errs) == 1 && errs[0].Code == normalize.DataLoss:
+			found = true
+		default:
+			require.Empty(t, errs, "frame %d", i+1)
+			i++
+		}
+	}
+	require.True(t, found, "the loss is found out")
+
+	want := newHolder(t, "S", lines)
+	alone := normalize.New()
+	for i := range lines {
+		want.feed(alone, i)
+	}
+	for i := range lines {
+		for _, e := range errorsOf(h.feed(a, i)) {
+			assert.Equal(t, normalize.AlreadyExists, e.Code, "frame %d: %s", i+1, e.Message)
+		}
+	}
+	assert.Empty(t, h.wentBack)
+	assert.Equal(t, want.finals(), h.finals())
 }

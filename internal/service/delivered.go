@@ -67,6 +67,22 @@ func (d *delivered) again(session, call string, rev uint32) bool {
 	return true
 }
 
+// holds records what the client says it holds of a session's calls
+// (AcpFrame.held_revisions), as if the stream had carried it: answers
+// handed on again at or below it are not sent (see again).
+func (d *delivered) holds(session string, held map[string]uint32) {
+	if d == nil {
+		return
+	}
+	for call, rev := range held {
+		if len(d.last) >= maxDelivered {
+			return
+		}
+		k := callKey{session, call}
+		d.last[k] = max(d.last[k], rev)
+	}
+}
+
 // forget drops what the stream carried of the session's calls: their
 // revisions a request made were recorded (needsWhole) but then not sent,
 // because the store did not take the request (UNAVAILABLE). The next

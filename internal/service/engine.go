@@ -120,6 +120,7 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 		opts = append(opts, normalize.WithSequence(fr.GetSequence()), normalize.WithDialect(fr.GetDialect()), normalize.WithCwd(fr.GetCwd()),
 			normalize.WithDirection(direction(fr.GetDirection())), normalize.WithPrepared(ahead), f.nextOf)
 		if h := fr.GetHeldRevisions(); len(h) > 0 {
+			f.d.holds(fr.GetSessionId(), h)
 			opts = append(opts, normalize.WithHeld(h))
 		}
 		_, err = f.n.Feed(fr.GetSessionId(), fr.GetMessage(), opts...)

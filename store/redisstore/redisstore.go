@@ -487,6 +487,7 @@ func (s *Store) Load(ctx context.Context, session string) (*store.Snapshot, erro
 	}
 	res, err := loadScript.Run(ctx, s.c, s.keys(session)).Slice()
 	if err != nil {
+		s.lost(err)
 		return nil, fmt.Errorf("redisstore: load %q from %s: %w", session, s.where, err)
 	}
 	snap := &store.Snapshot{Records: map[string][]byte{}, Streams: map[string][]byte{}}
@@ -606,6 +607,7 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 		v, err = s.commitAndWait(ctx, s.keys(session), args)
 	}
 	if err != nil {
+		s.lost(err)
 		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: %w", session, base, s.where, err)
 	}
 	if v == -2 {
@@ -690,6 +692,17 @@ func (s *Store) pipeWait(ctx context.Context, node *redis.Client, keys []string,
 		return v, acked, nil
 	}
 	return 0, 0, err
+}
+
+// lost has a cluster client look for the slots' masters again after an
+// error that was no answer of Redis (a master that died does not answer
+// MOVED; its replica took its slots), so that the next command reaches
+// the one that serves them now. It costs nothing until the next command.
+func (s *Store) lost(err error) {
+	var reply redis.Error
+	if s.cluster != nil && !errors.As(err, &reply) {
+		s.cluster.ReloadState(context.Background())
+	}
 }
 
 // redirected reports whether a cluster node answered that the key's slot

@@ -33,7 +33,7 @@ type plan struct {
 // ACPNORM_CHAOS_SEED repeats a run's schedule (the short run's seed is
 // fixed unless given, the long run's random).
 func planFromEnv(t *testing.T) plan {
-	p := plan{seed: 1, traffic: 20 * time.Second, workers: 4, pace: 4 * time.Millisecond, maxFault: 8,
+	p := plan{seed: 1, traffic: 25 * time.Second, workers: 4, pace: 4 * time.Millisecond, maxFault: 8,
 		gap: [2]time.Duration{500 * time.Millisecond, 2 * time.Second}, hold: [2]time.Duration{300 * time.Millisecond, 2 * time.Second}}
 	if os.Getenv("ACPNORM_CHAOS_LONG") == "1" {
 		p.seed = rand.Uint64() % 1_000_000
@@ -197,11 +197,18 @@ func runChaos(t *testing.T, p plan, st store, wait string, recs []recording, ref
 			}
 		}
 	}
+	// The first four faults are the four kinds in a seeded order, so that
+	// even a short run has each; then a kind at random.
+	first := rng.Perm(4)
 	for n := 0; n < p.maxFault && time.Now().Before(stopStarting); n++ {
 		time.Sleep(between(rng, p.gap))
 		hold := between(rng, p.hold)
 		d := fleet[rng.IntN(len(fleet))]
-		switch kind := rng.IntN(10); {
+		kind := rng.IntN(10)
+		if n < len(first) {
+			kind = []int{0, 3, 5, 7}[first[n]]
+		}
+		switch {
 		case kind < 3:
 			t.Logf("fault %d: SIGKILL acpnormd %s, restart after %v", n, d.name, hold)
 			f.faults["acpnormd-kill"]++

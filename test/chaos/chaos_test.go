@@ -164,7 +164,7 @@ func runChaos(t *testing.T, p plan, st store, wait string, recs []recording, ref
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(stopStarting) {
+			for time.Now().Before(stopStarting) && ctx.Err() == nil {
 				mu.Lock()
 				n := next
 				next++

@@ -155,6 +155,9 @@ func TestSessionFoldsAsOneProcess(t *testing.T) {
 	t.Logf("%+v", s.Stats())
 	sameFinals(t, want, s.Calls())
 	assert.Empty(t, s.FrameErrors())
+	assert.NoError(t, s.Close(context.Background()), "a second Close")
+	assert.NoError(t, s.Err())
+	assert.ErrorIs(t, s.Send(context.Background(), ls[0].Dir, ls[0].Msg), client.ErrClosed)
 	st := s.Stats()
 	assert.Equal(t, 1, st.Streams)
 	assert.Zero(t, st.Reconnects+st.Resent+st.Losses)
@@ -178,6 +181,32 @@ func TestSessionMovesToAnotherServer(t *testing.T) {
 		if i == len(ls)/2 {
 			require.NoError(t, s.Flush(context.Background()))
 			a.srv.GRPC.Stop()
+		}
+	})
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+	assert.GreaterOrEqual(t, s.Stats().Reconnects, 1)
+}
+
+// The server the session streams to shuts down gracefully mid-session:
+// it ends the stream with UNAVAILABLE and a trailer that counts what it
+// applied; the session goes on on the other server from there.
+func TestSessionMovesOnWhenAServerShutsDown(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	st := store.NewMemory()
+	a, b := serve(t, st), serve(t, st)
+	c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, func(i int) {
+		if i == len(ls)/2 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			a.srv.Shutdown(ctx)
 		}
 	})
 	t.Logf("%+v", s.Stats())
@@ -245,6 +274,7 @@ func TestSessionGivesUpWithItsContext(t *testing.T) {
 	err = s.Close(ctx)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+	assert.Contains(t, err.Error(), "the last stream: "+addr, "it does not say why")
 	assert.Greater(t, s.Stats().Reconnects, 1)
 }
 

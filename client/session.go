@@ -42,6 +42,7 @@ type Session struct {
 	bytes     int                    // of their messages
 	confirmed int                    // reqs[:confirmed] are answered
 	closing   bool                   // SessionClosed is queued; Send is refused
+	released  bool                   // closed and answered: reqs were dropped
 	flushing  bool                   // a waiter wants reqs answered: end the stream once all is sent
 	changed   chan struct{}          // closed and replaced when confirmed or err change
 	err       error                  // the Session gave up
@@ -49,9 +50,10 @@ type Session struct {
 	seenErrs  map[errKey]bool
 	errs      []*pb.FrameError
 	stats     Stats
-	highSent  int // the most requests ever sent, to count those sent again
-	rebuilds  int // DATA_LOSS answers since the session last got past lossAt
-	lossAt    int // confirmed when the last DATA_LOSS came
+	highSent  int   // the most requests ever sent, to count those sent again
+	lastErr   error // why the last stream failed
+	rebuilds  int   // DATA_LOSS answers since the session last got past lossAt
+	lossAt    int   // confirmed when the last DATA_LOSS came
 }
 
 // Stats counts what a Session went through.
@@ -116,8 +118,9 @@ func (c *Client) Session(id string, opts ...SessionOption) *Session {
 
 // Send queues one JSON-RPC message of the session (dir says which way it
 // went; DIRECTION_UNSPECIFIED when unknown) and returns: it is sent, and
-// sent again until answered, in the background. It fails when the
-// Session gave up, was closed, or is at its bound (ErrSessionFull).
+// sent again until answered, in the background. The Session keeps msg
+// until it is closed: do not change it. Send fails when the Session gave
+// up, was closed, or is at its bound (ErrSessionFull).
 func (s *Session) Send(ctx context.Context, dir pb.Direction, msg []byte) error {
 	return s.queue(ctx, len(msg), func(seq uint64) *pb.NormalizeRequest {
 		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
@@ -157,6 +160,9 @@ func (s *Session) Flush(ctx context.Context) error {
 		s.mu.Lock()
 		if s.err != nil {
 			err := s.err
+			if s.released {
+				err = nil // closed, every request answered
+			}
 			s.mu.Unlock()
 			return err
 		}
@@ -174,16 +180,24 @@ func (s *Session) Flush(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			s.giveUp(fmt.Errorf("acpnorm client: session %q: waiting for answers: %w", s.id, ctx.Err()))
-			return ctx.Err()
+			s.mu.Lock()
+			last := s.lastErr
+			s.mu.Unlock()
+			err := fmt.Errorf("acpnorm client: session %q: waiting for answers: %w", s.id, ctx.Err())
+			if last != nil {
+				err = fmt.Errorf("%w (the last stream: %v)", err, last)
+			}
+			s.giveUp(err)
+			return err
 		}
 	}
 }
 
 // release drops the requests kept to rebuild a closed session (s.mu held).
 func (s *Session) release() {
-	if s.reqs != nil {
+	if !s.released {
 		s.reqs, s.confirmed, s.bytes = nil, 0, 0
+		s.released = true
 		s.err = ErrClosed
 		s.cancel()
 	}
@@ -321,10 +335,11 @@ func (s *Session) run() {
 		if progress {
 			failures = 0
 		}
-		addr++ // a stream that broke moves to the next address
 		s.mu.Lock()
 		s.stats.Reconnects++
+		s.lastErr = fmt.Errorf("%s: %w", s.c.target(addr), err)
 		s.mu.Unlock()
+		addr++ // a stream that broke moves to the next address
 		if s.c.wait(s.ctx, failures) != nil {
 			s.giveUp(fmt.Errorf("acpnorm client: session %q: %w (last error: %v)", s.id, ErrClosed, err))
 			return
@@ -452,15 +467,19 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	progress = s.confirmed > from
-	if rerr == nil && closedSend {
-		// A stream the server ended normally: its trailer counts the
-		// requests it applied, the options first.
+	var lost *lostError
+	if (rerr == nil && closedSend) || (rerr != nil && !errors.As(rerr, &lost) && !errors.Is(rerr, errRetry)) {
+		// A stream the server ended (normally, or on shutdown): its
+		// trailer counts the requests it applied and answered, the
+		// options first, stopping at one not applied.
 		if n, err := strconv.Atoi(first(st.Trailer().Get(trailerApplied))); err == nil && n >= 1 {
 			if to := min(from+n-1, from+sent); to > s.confirmed {
 				s.confirmed = to
 				progress = true
 			}
 		}
+	}
+	if rerr == nil && closedSend {
 		if s.confirmed >= from+sent {
 			s.flushing = s.confirmed < len(s.reqs)
 			s.notify()

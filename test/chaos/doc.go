@@ -12,6 +12,9 @@
 //	ACPNORM_CHAOS_LONG=1 go test -timeout 30m -v ./test/chaos
 //	                                              the long run (about 10 min)
 //	ACPNORM_CHAOS_SEED=N                          repeat a run's schedule
+//	ACPNORM_CHAOS_DURATION=2m                     traffic per store
+//	ACPNORM_CHAOS_CLUSTER_WAIT=0                  the Cluster's --store-wait-replicas
+//	                                              (1 in the short run, 0 in the long one)
 //
 // See docs/scaling.md for what it checks and the figures of a long run.
 package chaos

@@ -60,8 +60,7 @@ func TestKeptUnacknowledgedFrameIsAnsweredWhenSentAgain(t *testing.T) {
 	st.armed.Store(false)
 	other := normalize.New(normalize.WithStore(st))
 	for i, n := range []*normalize.Normalizer{n, n, other} {
-		var evs []normalize.Event
-		evs = feedSkipping(t, n, 3, end)
+		evs := feedSkipping(t, n, 3, end)
 		execs, errs = splitEvents(evs)
 		assert.Empty(t, errs, "try %d: the kept frame sent again is answered, not ALREADY_EXISTS", i)
 		require.Len(t, execs, 1, "try %d: its revision, as it was made", i)

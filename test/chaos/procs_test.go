@@ -162,13 +162,6 @@ func (d *daemon) stop() {
 	<-exited
 }
 
-// running reports whether the process runs (it may be paused).
-func (d *daemon) running() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.cmd != nil
-}
-
 // heal resumes a paused daemon and starts a stopped one.
 func (d *daemon) heal() error {
 	d.mu.Lock()

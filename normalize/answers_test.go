@@ -3,6 +3,7 @@ package normalize_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -187,4 +188,47 @@ func splitEvents(evs []normalize.Event) (execs []*normalize.ShellExec, errs []*n
 		}
 	}
 	return execs, errs
+}
+
+// A kept frame whose answer is too large to keep with its commit (an
+// ENDED revision carrying a long output whole) is still answered when
+// sent again: the call's ENDED revision is made again from the call's
+// state, with every text whole, instead of ALREADY_EXISTS with none,
+// which left a client whose answer was lost with the call never ended.
+func TestKeptUnacknowledgedFrameWithALargeEnd(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef\\n", 20000) // 340 KB of output as JSON, past what an answer keeps
+	end := nsUpdate(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_output":{"terminal_id":"c1","data":"` + big + `"},"terminal_exit":{"terminal_id":"c1","exit_code":0}}}`)
+
+	// What one Normalizer that loses nothing hands on.
+	plain := normalize.New(normalize.WithStore(store.NewMemory()))
+	feedSkipping(t, plain, 1, nsOpen("c1", "seq 1 20000"))
+	want, errs := splitEvents(feedSkipping(t, plain, 2, end))
+	require.Empty(t, errs)
+	require.Len(t, want, 1)
+	require.Equal(t, normalize.StateEnded, want[0].State)
+	require.NotNil(t, want[0].Output)
+
+	st := &keptUnacked{Store: store.NewMemory()}
+	n := normalize.New(normalize.WithStore(st))
+	feedSkipping(t, n, 1, nsOpen("c1", "seq 1 20000"))
+	st.armed.Store(true)
+	_, errs = splitEvents(feedSkipping(t, n, 2, end))
+	require.Len(t, errs, 1)
+	require.Equal(t, normalize.Unavailable, errs[0].Code)
+	st.armed.Store(false)
+	other := normalize.New(normalize.WithStore(st))
+	for i, n := range []*normalize.Normalizer{n, other} {
+		evs := feedSkipping(t, n, 2, end)
+		execs, errs := splitEvents(evs)
+		assert.Empty(t, errs, "try %d: the kept frame sent again is answered, not ALREADY_EXISTS", i)
+		require.Len(t, execs, 1, "try %d: its ENDED revision", i)
+		assert.True(t, evs[0].Again)
+		assert.Equal(t, want[0].Revision, execs[0].Revision)
+		assert.Equal(t, want[0].Sequence, execs[0].Sequence)
+		assert.Equal(t, normalize.StateEnded, execs[0].State)
+		assert.Equal(t, want[0].Outcome, execs[0].Outcome)
+		if assert.NotNil(t, execs[0].Output) {
+			assert.Equal(t, *want[0].Output, *execs[0].Output, "the output whole")
+		}
+	}
 }

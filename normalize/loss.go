@@ -53,6 +53,7 @@ const (
 	maxAnswerBytes = 256 << 10
 	lossFormat     = 1
 	answerFormat   = 1
+	answerRemade   = 2 // an answer too large to keep: see remade
 	recordOfLoss   = "l"
 	answerPrefix   = "a:"
 	maxLossNamed   = 16 // calls a DataLoss message names one by one
@@ -339,6 +340,12 @@ func (s *session) keepAnswers(events []Event, fresh []uint64) {
 		rec := []byte{answerFormat}
 		if evs := byFrame[q]; len(evs) > 0 {
 			data, err := json.Marshal(evs)
+			if err == nil && len(data)+1 > maxAnswerBytes {
+				// Too large (a long output, whole in an ENDED revision):
+				// kept as what to make again from the calls' state.
+				rec = []byte{answerRemade}
+				data, err = json.Marshal(remadeOf(evs))
+			}
 			if err != nil || len(data)+1 > maxAnswerBytes {
 				continue // not kept: sent again, it is ALREADY_EXISTS
 			}
@@ -429,6 +436,9 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 		return true
 	}
 	rec := snap.Records[recordOfAnswer(r.seq)]
+	if len(rec) > 1 && rec[0] == answerRemade {
+		return ss.remadeAnswer(s, r, rec[1:])
+	}
 	if len(rec) == 0 || rec[0] != answerFormat {
 		return false
 	}
@@ -445,6 +455,56 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 		}
 		ev.Again = true
 		r.send(ev)
+	}
+	return true
+}
+
+// remade is an answer kept without its texts, too large to keep whole:
+// its FrameErrors, and the ENDED revisions it made, to be made again from
+// their calls' state. (Its live revisions are not: the call's next
+// revision on the stream the frame is sent again on carries every text
+// whole.)
+type remade struct {
+	Error    *FrameError `json:",omitempty"`
+	Call     string      `json:",omitempty"`
+	Revision uint32      `json:",omitempty"`
+}
+
+func remadeOf(evs []Event) []remade {
+	var out []remade
+	for _, ev := range evs {
+		switch {
+		case ev.Error != nil:
+			out = append(out, remade{Error: ev.Error})
+		case ev.ShellExec != nil && ev.ShellExec.State == StateEnded:
+			out = append(out, remade{Call: ev.ShellExec.ToolCallID, Revision: ev.ShellExec.Revision})
+		}
+	}
+	return out
+}
+
+// remadeAnswer hands on a remade answer: each ENDED revision made again
+// from its call, when the call is still held and made no revision since.
+func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
+	var items []remade
+	if err := json.Unmarshal(data, &items); err != nil {
+		return false
+	}
+	for _, it := range items {
+		if it.Error != nil {
+			r.send(Event{Error: it.Error, Again: true})
+			continue
+		}
+		e := s.calls[it.Call]
+		if e == nil || e.revisions != it.Revision || s.x.floors[it.Call].floor >= it.Revision {
+			continue // released, changed since, or the caller holds it
+		}
+		rev, ok := e.call.Final()
+		if !ok {
+			continue
+		}
+		rev.Number = e.revisions // as handed on (see lift)
+		r.send(Event{ShellExec: s.toExec(&rev, r.seq), Again: true})
 	}
 	return true
 }

@@ -22,7 +22,9 @@
 #      (test/apidiff.sh); kubeconform -strict on the Kubernetes manifests in
 #      deploy/k8s, against schemas generated offline by test/setup.sh;
 #   4. go test -race on every package: unit, bufconn service, golden,
-#      conformance, end-to-end and command-line tests;
+#      conformance, end-to-end and command-line tests; then the chaos
+#      suite's short run (test/chaos: three acpnormd on Sentinel and Cluster
+#      Redis, faults on a seeded schedule, about 90 s);
 #   5. each fuzz target for FUZZTIME inputs (20000x; a count, not a
 #      duration: Go 1.26's fuzz coordinator can fail a duration-bounded run
 #      with a bare "context deadline exceeded" at the deadline, with no
@@ -105,7 +107,22 @@ if sed 's/^  replicas: /  replica: /' deploy/k8s/deployment.yaml | "${kubeconfor
 fi
 
 echo "== go test -race"
-go test -race -count=1 ./...
+go test -race -count=1 $(go list ./... | grep -v '/test/chaos$')
+
+echo "== chaos suite, short run (seeded; the long one: ACPNORM_CHAOS_LONG=1, see docs/scaling.md)"
+# Three acpnormd on Sentinel and on Cluster Redis, faults on a seeded
+# schedule; about a minute and a half. Not under -race: its parts are
+# separate processes, and the race detector would only slow the checker.
+chaos_log=$(mktemp)
+if go test -count=1 -v -run '^TestChaos$' ./test/chaos >"$chaos_log" 2>&1; then
+  grep -E '^(---|ok)|seed [0-9]+:' "$chaos_log"
+  rm -f "$chaos_log"
+else
+  cat "$chaos_log" >&2
+  rm -f "$chaos_log"
+  echo "the chaos suite failed; each failure names the seed that repeats the run (ACPNORM_CHAOS_SEED)" >&2
+  exit 1
+fi
 
 echo "== fuzz, $FUZZTIME inputs per target"
 for pkg in $(go list ./internal/... ./normalize/...); do

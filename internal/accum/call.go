@@ -444,8 +444,30 @@ func (c *Call) Revision() (Revision, bool) {
 	}
 	c.sent = c.cur
 	c.revision++
+	return c.revisionOf(c.revision, texts, changes), true
+}
+
+// Final returns the call's ENDED revision again, numbered as it was
+// taken, with every text whole: for a caller that lost it. It is false
+// when the call has not ended, or changed since that revision was taken.
+func (c *Call) Final() (Revision, bool) {
+	if c.cur.state != Ended || c.revision == 0 || c.cur != c.sent {
+		return Revision{}, false
+	}
+	var texts [numStreams]*Chunk
+	for s, b := range c.streams {
+		if b != nil {
+			w := b.Whole()
+			texts[s] = &w
+		}
+	}
+	return c.revisionOf(c.revision, texts, [numStreams]*Chunk{}), true
+}
+
+// revisionOf is the call's current state as revision number.
+func (c *Call) revisionOf(number uint32, texts, changes [numStreams]*Chunk) Revision {
 	r := Revision{
-		Number:         c.revision,
+		Number:         number,
 		ToolCallID:     c.id,
 		TerminalID:     c.cur.terminalID,
 		Command:        c.cur.command,
@@ -466,7 +488,7 @@ func (c *Call) Revision() (Revision, bool) {
 		code := int32(c.cur.exit)
 		r.ExitCode = &code
 	}
-	return r, true
+	return r
 }
 
 // flushEchoes releases what the echo filters hold back: the output is

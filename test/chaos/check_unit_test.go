@@ -1,0 +1,56 @@
+package chaos
+
+import (
+	"testing"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/assert"
+	"google.golang.org/grpc/codes"
+)
+
+func execResp(call string, rev uint32, seq uint64, state pb.ShellState) *pb.NormalizeResponse {
+	return &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: &pb.ShellExec{
+		SessionId: "s", ToolCallId: call, Revision: rev, Sequence: seq, State: state, Command: "make"}}}
+}
+
+// The wire watch tells a call restarted from lost state from what a
+// retry legitimately repeats, without the server saying anything.
+func TestWireSeesACallGoingBack(t *testing.T) {
+	running, ended := pb.ShellState_SHELL_STATE_RUNNING, pb.ShellState_SHELL_STATE_ENDED
+	for _, tc := range []struct {
+		name string
+		resp []*pb.NormalizeResponse
+		back int
+	}{
+		{"in order", []*pb.NormalizeResponse{execResp("c", 1, 1, running), execResp("c", 2, 2, running), execResp("c", 3, 3, ended)}, 0},
+		{"a retry answered again the same", []*pb.NormalizeResponse{execResp("c", 1, 1, running), execResp("c", 2, 2, running), execResp("c", 1, 1, running), execResp("c", 2, 2, running)}, 0},
+		{"a revision missed, then answered late", []*pb.NormalizeResponse{execResp("c", 1, 1, running), execResp("c", 3, 4, running), execResp("c", 2, 2, running)}, 0},
+		{"restarted at revision 1 by a later frame", []*pb.NormalizeResponse{execResp("c", 1, 1, running), execResp("c", 2, 2, running), execResp("c", 1, 5, running)}, 1},
+		{"a revision number again with other content", []*pb.NormalizeResponse{execResp("c", 1, 1, running), execResp("c", 2, 2, running), execResp("c", 2, 2, ended)}, 1},
+		{"another call's numbers are its own", []*pb.NormalizeResponse{execResp("c", 1, 1, running), execResp("c", 2, 2, running), execResp("d", 1, 3, running)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWire()
+			for _, r := range tc.resp {
+				w.see(r)
+			}
+			assert.Len(t, w.goingBack, tc.back, "%v", w.goingBack)
+		})
+	}
+	w := newWire()
+	w.see(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{SessionId: "s", Code: int32(codes.DataLoss)}}})
+	assert.Equal(t, 1, w.dataLoss["s"])
+}
+
+// A final that differs from one process's is found, the session id,
+// sequence and revision number aside.
+func TestDiffers(t *testing.T) {
+	final := func(rev uint32, seq uint64, exit int32) *pb.ShellExec {
+		return &pb.ShellExec{SessionId: "x", ToolCallId: "c", Revision: rev, Sequence: seq, State: pb.ShellState_SHELL_STATE_ENDED, ExitCode: &exit}
+	}
+	ref := &reference{finals: []*pb.ShellExec{final(3, 9, 0)}}
+	assert.Empty(t, differs(ref, []*pb.ShellExec{final(7, 4, 0)}, nil), "rebuilt above what was held: the same final")
+	assert.NotEmpty(t, differs(ref, []*pb.ShellExec{final(3, 9, 2)}, nil), "another exit code")
+	assert.NotEmpty(t, differs(ref, nil, nil), "a call missing")
+	assert.NotEmpty(t, differs(ref, []*pb.ShellExec{final(3, 9, 0)}, []*pb.FrameError{{Code: 3, Message: "bad"}}), "a FrameError one process did not give")
+}

@@ -179,8 +179,16 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 
+	// The agent's stderr goes to ours as it is when ours is a file;
+	// otherwise it is copied, taking turns with the notices (a copy into a
+	// bytes.Buffer reads into the buffer's own slice and would lose a
+	// notice written meanwhile).
+	agentErr := stderr
+	if _, ok := stderr.(*os.File); !ok {
+		agentErr = lockedWriter{&mu, stderr}
+	}
 	res, err := proxy.Run(context.Background(), proxy.Config{
-		Command: f.command, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
+		Command: f.command, Stdin: os.Stdin, Stdout: stdout, Stderr: agentErr,
 		Signals: sigs, Recorder: rec, Say: say,
 		MaxFrame: f.maxFrame, QueueLines: proxy.DefaultQueueLines, QueueBytes: f.queueBytes, Finish: f.finish,
 	})
@@ -195,6 +203,18 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 		return exitStatus(res.Status)
 	}
 	return nil
+}
+
+// lockedWriter writes to w holding mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // summary is the line said at exit when normalization missed anything.

@@ -70,7 +70,7 @@ type Option func(*config)
 func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
 
 // WithToken sends `authorization: Bearer <token>` on every stream. Without
-// WithTLS it goes in the clear, so use it so only on loopback.
+// WithTLS it goes in the clear: use it so only on loopback.
 func WithToken(token string) Option { return func(c *config) { c.token = token } }
 
 // WithDialOptions adds gRPC dial options, after (and so overriding) the
@@ -89,10 +89,10 @@ func WithBackoff(min, max time.Duration) Option {
 }
 
 // WithSessionLimits bounds what each open Session keeps to rebuild its
-// session: frames requests, and bytes of their messages. Send beyond either
-// fails with an error wrapping ErrSessionFull.
-func WithSessionLimits(frames, bytes int) Option {
-	return func(c *config) { c.maxFrames, c.maxBytes = frames, bytes }
+// session: requests (frames, TurnEnded, SessionClosed), and bytes of their
+// messages. Send beyond either fails with an error wrapping ErrSessionFull.
+func WithSessionLimits(requests, bytes int) Option {
+	return func(c *config) { c.maxFrames, c.maxBytes = requests, bytes }
 }
 
 // ErrSessionFull says a Session holds as many requests, or bytes, as

@@ -2,9 +2,13 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +17,7 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/internal/service"
+	"github.com/acpnorm/acpnorm/internal/testcerts"
 	"github.com/acpnorm/acpnorm/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,6 +155,9 @@ func TestSessionFoldsAsOneProcess(t *testing.T) {
 	t.Logf("%+v", s.Stats())
 	sameFinals(t, want, s.Calls())
 	assert.Empty(t, s.FrameErrors())
+	assert.NoError(t, s.Close(context.Background()), "a second Close")
+	assert.NoError(t, s.Err())
+	assert.ErrorIs(t, s.Send(context.Background(), ls[0].Dir, ls[0].Msg), client.ErrClosed)
 	st := s.Stats()
 	assert.Equal(t, 1, st.Streams)
 	assert.Zero(t, st.Reconnects+st.Resent+st.Losses)
@@ -173,6 +181,32 @@ func TestSessionMovesToAnotherServer(t *testing.T) {
 		if i == len(ls)/2 {
 			require.NoError(t, s.Flush(context.Background()))
 			a.srv.GRPC.Stop()
+		}
+	})
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+	assert.GreaterOrEqual(t, s.Stats().Reconnects, 1)
+}
+
+// The server the session streams to shuts down gracefully mid-session:
+// it ends the stream with UNAVAILABLE and a trailer that counts what it
+// applied; the session goes on on the other server from there.
+func TestSessionMovesOnWhenAServerShutsDown(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	st := store.NewMemory()
+	a, b := serve(t, st), serve(t, st)
+	c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, func(i int) {
+		if i == len(ls)/2 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			a.srv.Shutdown(ctx)
 		}
 	})
 	t.Logf("%+v", s.Stats())
@@ -322,4 +356,57 @@ func TestSessionSendsAgainWhatWasNotApplied(t *testing.T) {
 	t.Logf("%+v", s.Stats())
 	sameFinals(t, want, s.Calls())
 	assert.Empty(t, s.FrameErrors())
+}
+
+// WithTLS and WithToken reach a server that asks for a client
+// certificate and a bearer token; a wrong token ends the Session at once
+// with Unauthenticated, not after retries.
+func TestSessionOverMutualTLSWithAToken(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, testcerts.Write(dir))
+	file := func(name string) string { return filepath.Join(dir, name) }
+	srvTLS, err := service.NewTLSConfig(service.TLSFiles{Cert: file(testcerts.ServerCert), Key: file(testcerts.ServerKey), ClientCA: file(testcerts.CA)}, nil)
+	require.NoError(t, err)
+	token, err := service.NewToken(file(testcerts.Token), nil)
+	require.NoError(t, err)
+	opts := service.DefaultServerOptions()
+	opts.TLS, opts.Token = srvTLS, token
+	addr := serveWith(t, nil, opts).addr
+
+	pem, err := os.ReadFile(file(testcerts.CA))
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(pem))
+	cert, err := tls.LoadX509KeyPair(file(testcerts.ClientCert), file(testcerts.ClientKey))
+	require.NoError(t, err)
+	cfg := &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, ServerName: testcerts.ServerName, MinVersion: tls.VersionTLS12}
+	readToken := func(name string) string {
+		b, err := os.ReadFile(file(name))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	ls := lines(t)
+	for _, tc := range []struct {
+		token string
+		want  string // empty: the session ends well
+	}{{readToken(testcerts.Token), ""}, {readToken(testcerts.WrongToken), "Unauthenticated"}} {
+		c, err := client.New([]string{addr}, client.WithTLS(cfg), client.WithToken(tc.token))
+		require.NoError(t, err)
+		s := c.Session("s1")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		for _, l := range ls[:20] {
+			require.NoError(t, s.Send(ctx, l.Dir, l.Msg))
+		}
+		err = s.Close(ctx)
+		if tc.want == "" {
+			require.NoError(t, err)
+			assert.NotEmpty(t, s.Calls())
+		} else {
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NoError(t, ctx.Err(), "it retried until its context ended")
+		}
+		cancel()
+		c.Close()
+	}
 }

@@ -42,6 +42,7 @@ type Session struct {
 	bytes     int                    // of their messages
 	confirmed int                    // reqs[:confirmed] are answered
 	closing   bool                   // SessionClosed is queued; Send is refused
+	released  bool                   // closed and answered: reqs were dropped
 	flushing  bool                   // a waiter wants reqs answered: end the stream once all is sent
 	changed   chan struct{}          // closed and replaced when confirmed or err change
 	err       error                  // the Session gave up
@@ -116,8 +117,9 @@ func (c *Client) Session(id string, opts ...SessionOption) *Session {
 
 // Send queues one JSON-RPC message of the session (dir says which way it
 // went; DIRECTION_UNSPECIFIED when unknown) and returns: it is sent, and
-// sent again until answered, in the background. It fails when the
-// Session gave up, was closed, or is at its bound (ErrSessionFull).
+// sent again until answered, in the background. The Session keeps msg
+// until it is closed: do not change it. Send fails when the Session gave
+// up, was closed, or is at its bound (ErrSessionFull).
 func (s *Session) Send(ctx context.Context, dir pb.Direction, msg []byte) error {
 	return s.queue(ctx, len(msg), func(seq uint64) *pb.NormalizeRequest {
 		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
@@ -157,6 +159,9 @@ func (s *Session) Flush(ctx context.Context) error {
 		s.mu.Lock()
 		if s.err != nil {
 			err := s.err
+			if s.released {
+				err = nil // closed, every request answered
+			}
 			s.mu.Unlock()
 			return err
 		}
@@ -182,8 +187,9 @@ func (s *Session) Flush(ctx context.Context) error {
 
 // release drops the requests kept to rebuild a closed session (s.mu held).
 func (s *Session) release() {
-	if s.reqs != nil {
+	if !s.released {
 		s.reqs, s.confirmed, s.bytes = nil, 0, 0
+		s.released = true
 		s.err = ErrClosed
 		s.cancel()
 	}
@@ -462,15 +468,19 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	progress = s.confirmed > from
-	if rerr == nil && closedSend {
-		// A stream the server ended normally: its trailer counts the
-		// requests it applied, the options first.
+	var lost *lostError
+	if (rerr == nil && closedSend) || (rerr != nil && !errors.As(rerr, &lost) && !errors.Is(rerr, errRetry)) {
+		// A stream the server ended (normally, or on shutdown): its
+		// trailer counts the requests it applied and answered, the
+		// options first, stopping at one not applied.
 		if n, err := strconv.Atoi(first(st.Trailer().Get(trailerApplied))); err == nil && n >= 1 {
 			if to := min(from+n-1, from+sent); to > s.confirmed {
 				s.confirmed = to
 				progress = true
 			}
 		}
+	}
+	if rerr == nil && closedSend {
 		if s.confirmed >= from+sent {
 			s.flushing = s.confirmed < len(s.reqs)
 			s.notify()
@@ -493,15 +503,25 @@ func first(v []string) string {
 	return v[0]
 }
 
-// heldLocked lists the revision held of each call (s.mu held).
+// maxHeld bounds the calls held_revisions names: acpnormd takes up to
+// 2 × --max-calls-per-session (2048 by default).
+const maxHeld = 1024
+
+// heldLocked lists the revision held of each call (s.mu held): every open
+// call, then the ended ones, latest first, up to maxHeld.
 func (s *Session) heldLocked() map[string]uint32 {
 	keys := s.folder.Calls()
 	if len(keys) == 0 {
 		return nil
 	}
-	held := make(map[string]uint32, len(keys))
-	for _, k := range keys {
-		held[k.ToolCallID] = s.folder.State(k).GetRevision()
+	held := make(map[string]uint32, min(len(keys), maxHeld))
+	for _, ended := range []bool{false, true} {
+		for i := len(keys) - 1; i >= 0 && len(held) < maxHeld; i-- {
+			x := s.folder.State(keys[i])
+			if (x.GetState() == pb.ShellState_SHELL_STATE_ENDED) == ended {
+				held[keys[i].ToolCallID] = x.GetRevision()
+			}
+		}
 	}
 	return held
 }

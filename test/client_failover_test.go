@@ -130,36 +130,41 @@ var revisionField = regexp.MustCompile(`"revision": \d+`)
 // revisions to), rebuilds the session from its first frame, and ends
 // with the golden finals, no revision going back.
 func TestClientRebuildsAfterRedisLosesTheSession(t *testing.T) {
-	for _, killToo := range []bool{false, true} {
-		file := clientRecordings(t)[0]
-		name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
-		t.Run(fmt.Sprintf("kill-replica-too=%v", killToo), func(t *testing.T) {
-			rs := testredis.StartServer(t)
-			a, b := startReplica(t, "A", "--store", rs.URL), startReplica(t, "B", "--store", rs.URL)
-			c, err := client.New([]string{a.d.grpc, b.d.grpc}, client.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
-			require.NoError(t, err)
-			defer c.Close()
-			mono := &monotonic{t: t}
-			s := c.Session(name, client.OnRevision(mono.on))
-			lines := readLines(t, file)
-			playClient(t, s, lines, len(lines)/2, func() {
-				// What the client holds is in Redis (answered), then lost.
-				require.NoError(t, s.Flush(context.Background()))
-				require.NotEmpty(t, s.Calls())
-				rs.Restart()
-				if killToo {
-					a.kill(t)
+	for _, file := range clientRecordings(t) {
+		for _, killToo := range []bool{false, true} {
+			name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
+			t.Run(fmt.Sprintf("%s/kill-replica-too=%v", name, killToo), func(t *testing.T) {
+				rs := testredis.StartServer(t)
+				a, b := startReplica(t, "A", "--store", rs.URL), startReplica(t, "B", "--store", rs.URL)
+				c, err := client.New([]string{a.d.grpc, b.d.grpc}, client.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
+				require.NoError(t, err)
+				defer c.Close()
+				mono := &monotonic{t: t}
+				s := c.Session(name, client.OnRevision(mono.on))
+				lines := readLines(t, file)
+				at := len(lines) / 2
+				for at < len(lines)-1 && !strings.Contains(string(lines[at].Msg), `"toolCallId"`) {
+					at++ // a loss with no revision handed on cannot be told (docs/contract.md)
+				}
+				playClient(t, s, lines, at, func() {
+					// What the client holds is in Redis (answered), then lost.
+					require.NoError(t, s.Flush(context.Background()))
+					require.NotEmpty(t, s.Calls(), "no revision was handed on before line %d", lines[at].Number)
+					rs.Restart()
+					if killToo {
+						a.kill(t)
+					}
+				})
+				st := s.Stats()
+				t.Logf("%d lines; %+v", len(lines), st)
+				assert.GreaterOrEqual(t, st.Losses, 1, "the loss was not reported as DATA_LOSS")
+				g := revisionField.ReplaceAllString(goldenOf(name, s), `"revision": N`)
+				w := revisionField.ReplaceAllString(readGolden(t, name), `"revision": N`)
+				if g != w {
+					t.Errorf("finals after the rebuild are not the golden's:\n%s", firstDiff(w, g))
 				}
 			})
-			st := s.Stats()
-			t.Logf("%d lines; %+v", len(lines), st)
-			assert.GreaterOrEqual(t, st.Losses, 1, "the loss was not reported as DATA_LOSS")
-			g := revisionField.ReplaceAllString(goldenOf(name, s), `"revision": N`)
-			w := revisionField.ReplaceAllString(readGolden(t, name), `"revision": N`)
-			if g != w {
-				t.Errorf("finals after the rebuild are not the golden's:\n%s", firstDiff(w, g))
-			}
-		})
+		}
 	}
 }
 

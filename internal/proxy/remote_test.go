@@ -291,3 +291,40 @@ func TestRemoteDownPastTheBound(t *testing.T) {
 	}
 	assert.LessOrEqual(t, total-st.DroppedBytes, int64(bound), "more than the bound was kept")
 }
+
+// The acpnormd the proxy streams to is stopped (SIGSTOP: it accepts
+// nothing more and answers nothing) while the agent floods: the relay
+// never waits for it (the client gets every byte a direct run writes),
+// what had no answer stays within the bound, and the rest is dropped,
+// said once and counted.
+func TestRemoteStoppedServerNeverSlowsTheRelay(t *testing.T) {
+	addr := freeAddr(t)
+	d := startAcpnormd(t, addr)
+	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGSTOP))
+	defer d.cmd.Process.Signal(syscall.SIGCONT)
+
+	const n, size, bound = 20000, 1024, 256 << 10
+	args := []string{"flood", fmt.Sprint(n), fmt.Sprint(size), "s1"}
+	want, _ := direct(t, nil, args...)
+	var said notices
+	var stdout syncBuffer
+	rec := &Recorder{Remote: c, Service: "acpnormd at " + addr, Dialect: "auto", Out: io.Discard, BufferBytes: bound, Say: said.say}
+	start := time.Now()
+	res := runProxy(t, Config{Command: append([]string{fakeAgent}, args...), Stdout: &stdout, Recorder: rec, Say: said.say, Finish: 300 * time.Millisecond})
+	elapsed := time.Since(start)
+	require.Equal(t, 0, res.Status)
+	st := rec.Stats()
+	t.Logf("%+v, %v; said %q", st, elapsed, said.msgs)
+	assert.True(t, bytes.Equal(want, stdout.Bytes()), "the relay lost or changed bytes while acpnormd was stopped")
+	assert.Equal(t, int64(n), st.Frames+res.Drops.Behind, "every line is taken or counted")
+	assert.Positive(t, st.Dropped)
+	assert.Equal(t, 1, said.containing("would pass --buffer-bytes"), "said once: %q", said.msgs)
+	assert.Equal(t, 1, said.containing("cut short"), "said once: %q", said.msgs)
+	lineBytes := int64(len(want)/n - 1) // each line's message, without its newline
+	kept := (st.Frames - st.Dropped) * lineBytes
+	assert.Equal(t, st.Dropped*lineBytes, st.DroppedBytes)
+	assert.LessOrEqual(t, kept, int64(bound), "more than the bound waited for an answer")
+}

@@ -12,6 +12,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -68,8 +69,27 @@ func TestProxyExitStatus(t *testing.T) {
 }
 
 // --out writes what `acpnormd replay --json --final` makes of the --wire
-// recording, with the session id the agent gave.
+// recording, with the session id the agent gave: with the engine in the
+// proxy's process, and with a running acpnormd (--addr, through the Go
+// session client; the first address is down and skipped).
 func TestProxyOutIsReplayOfWire(t *testing.T) {
+	t.Run("in-process", func(t *testing.T) { proxyOutIsReplayOfWire(t) })
+	t.Run("addr", func(t *testing.T) {
+		svc, err := service.New(service.DefaultConfig(), nil, nil)
+		require.NoError(t, err)
+		srv := service.NewServer(svc, service.DefaultServerOptions(), nil)
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		go srv.GRPC.Serve(lis)
+		t.Cleanup(srv.GRPC.Stop)
+		down, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		require.NoError(t, down.Close())
+		proxyOutIsReplayOfWire(t, "--addr", down.Addr().String()+","+lis.Addr().String())
+	})
+}
+
+func proxyOutIsReplayOfWire(t *testing.T, args ...string) {
 	lines, err := replay.Read(bytes.NewReader(sample))
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -84,9 +104,14 @@ func TestProxyOutIsReplayOfWire(t *testing.T) {
 	require.NoError(t, os.WriteFile(agentSide, b.Bytes(), 0o644))
 	out, wire := filepath.Join(dir, "out.ndjson"), filepath.Join(dir, "wire.ndjson")
 
-	code, _, errOut := runCLI("proxy", "--out", out, "--wire", wire, "--", "cat", agentSide)
+	code, _, errOut := runCLI(append(append([]string{"proxy", "--out", out, "--wire", wire}, args...), "--", "cat", agentSide)...)
 	require.Equal(t, 0, code, errOut)
-	assert.Empty(t, errOut)
+	if len(args) == 0 {
+		assert.Empty(t, errOut)
+	} else {
+		// Only the line at exit, saying that it moved past the first address.
+		assert.Regexp(t, `^acpnormd proxy: of \d+ frames: [1-9]\d* reconnect\(s\), 0 frame\(s\) sent again, 0 loss\(es\) rebuilt\n$`, errOut)
+	}
 	got := readExecs(t, mustRead(t, out))
 	require.NotEmpty(t, got)
 	session := got[0].GetSessionId()

@@ -31,6 +31,7 @@ type remote struct {
 	unanswered int64 // bytes sent and not answered, as last counted plus what was sent since
 
 	outMu sync.Mutex // the record is written by every session's callbacks
+	ended bool       // finish returned: Out may be closed (outMu held)
 }
 
 // remoteSession is one ACP session on the remote acpnormd.
@@ -172,6 +173,11 @@ func (rm *remote) finish(ctx context.Context, lastLine uint64) {
 		}()
 	}
 	wg.Wait()
+	// A Session that gave up may still hand on a revision: the record
+	// ends here, before the caller closes Out.
+	rm.outMu.Lock()
+	rm.ended = true
+	rm.outMu.Unlock()
 	for _, rs := range rm.order {
 		st := rs.s.Stats()
 		r.reconnects.Add(int64(st.Reconnects))
@@ -201,6 +207,9 @@ func (rm *remote) revision(rs *remoteSession, x *pb.ShellExec) {
 	b, err := protojson.Marshal(x)
 	rm.outMu.Lock()
 	defer rm.outMu.Unlock()
+	if rm.ended {
+		return
+	}
 	if err == nil {
 		_, err = r.Out.Write(append(b, '\n'))
 	}

@@ -17,6 +17,7 @@ import (
 	acpclient "github.com/acpnorm/acpnorm/client"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -57,8 +58,8 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// daemon is one acpnormd process (memory store: a restart loses every
-// session, as a store that lost its data would).
+// daemon is one acpnormd process. Without a store a restart loses every
+// session, as a store that lost its data would.
 type daemon struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -66,9 +67,9 @@ type daemon struct {
 
 var serving = regexp.MustCompile(`msg=serving grpc=`)
 
-func startAcpnormd(t *testing.T, addr string) *daemon {
+func startAcpnormd(t *testing.T, addr string, args ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(acpnormd(t), "--listen", addr, "--metrics-listen", "127.0.0.1:0", "--grace", "10m")
+	cmd := exec.Command(acpnormd(t), append([]string{"--listen", addr, "--metrics-listen", "127.0.0.1:0", "--grace", "10m"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -175,8 +176,8 @@ func withoutRevision(xs []*pb.ShellExec) []*pb.ShellExec {
 
 // Real acpnormd processes fail while the session goes through the proxy:
 // none answers at first, the one answering is killed and restarted on its
-// address (its sessions gone), or is killed and the next address takes
-// over. The proxy buffers what had no answer, reconnects, sends it again,
+// address (its sessions gone, or kept in a shared Redis), or is killed and
+// the next address takes over. The proxy buffers what had no answer, reconnects, sends it again,
 // rebuilds what the restarted server lost, and writes the record a direct
 // replay of the wire recording makes; the client gets every byte.
 func TestRemoteSurvivesRestartAndFailover(t *testing.T) {
@@ -197,6 +198,15 @@ func TestRemoteSurvivesRestartAndFailover(t *testing.T) {
 				time.Sleep(300 * time.Millisecond) // frames go by while none answers
 				startAcpnormd(t, addr)
 			}, true
+		}},
+		{"killed and restarted, shared Redis", func(t *testing.T) ([]string, func(), bool) {
+			addr, store := freeAddr(t), testredis.Start(t)
+			d := startAcpnormd(t, addr, "--store", store)
+			return []string{addr}, func() {
+				d.kill(t)
+				time.Sleep(300 * time.Millisecond)
+				startAcpnormd(t, addr, "--store", store)
+			}, false
 		}},
 		{"killed, next address", func(t *testing.T) ([]string, func(), bool) {
 			a, b := freeAddr(t), freeAddr(t)

@@ -28,6 +28,9 @@ import (
 const (
 	remoteSessionFrames = 1 << 20
 	remoteSessionBytes  = 256 << 20
+	// The wait before reconnecting: from min, doubling, to max.
+	remoteMinWait = 50 * time.Millisecond
+	remoteMaxWait = 2 * time.Second
 )
 
 type proxyFlags struct {
@@ -156,7 +159,8 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		// Each ACP session keeps its frames to rebuild it after a loss
 		// (DATA_LOSS), within the bounds of the client's Session.
-		c, err := client.New(addrList(f.addr), client.WithDialOptions(opts...),
+		c, err := client.New(addrList(f.addr), client.WithBackoff(remoteMinWait, remoteMaxWait),
+			client.WithDialOptions(append(opts, proxy.DialOptions(remoteMinWait, remoteMaxWait)...)...),
 			client.WithSessionLimits(remoteSessionFrames, remoteSessionBytes))
 		if err != nil {
 			return err

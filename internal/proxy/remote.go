@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	acpclient "github.com/acpnorm/acpnorm/client"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -15,6 +19,18 @@ import (
 // DefaultBufferBytes bounds the bytes of frames sent to a remote acpnormd
 // (Recorder.Remote) that no acpnormd has answered yet.
 const DefaultBufferBytes = 64 << 20
+
+// DialOptions are the dial options of a remote acpnormd's connections: gRPC
+// tries a connection that failed again after its own backoff (1 s growing
+// to 2 min by default), which would keep a restarted acpnormd unused long
+// after the session client's own wait (between min and max) has passed;
+// these make gRPC's wait the same.
+func DialOptions(min, max time.Duration) []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: min, Multiplier: 2, Jitter: 0.5, MaxDelay: max},
+		MinConnectTimeout: 5 * time.Second,
+	})}
+}
 
 // remote sends each ACP session's frames through a client.Session of
 // Recorder.Remote, which reconnects, sends again what had no answer and
@@ -42,6 +58,8 @@ type remoteSession struct {
 	lines []uint64 // the wire line of each request: request sequence n is lines[n-1]
 	sum   []int64  // sum[n] is the bytes of the first n requests (sum[0] is 0)
 	high  int      // the most requests ever answered (a rebuild counts from 0 again)
+
+	flushing atomic.Bool // a Flush asks the server what it applied
 }
 
 func (r *Recorder) openRemote() *remote {
@@ -92,10 +110,14 @@ func (rs *remoteSession) pending() int64 {
 func (rm *remote) send(x routed) {
 	r := rm.r
 	n := int64(len(x.msg))
-	if rm.unanswered+n > rm.bound {
-		rm.unanswered = 0
-		for _, rs := range rm.order {
-			rm.unanswered += rs.pending()
+	if rm.unanswered+n > rm.bound/2 {
+		// A frame counts as answered once a later one made a revision,
+		// or its stream ended: past half the bound, end the streams, so
+		// that the server says what it applied, before frames that make
+		// nothing (an agent's messages) look unanswered.
+		rm.recount()
+		if rm.unanswered+n > rm.bound/2 {
+			rm.flush()
 		}
 		if rm.unanswered+n > rm.bound {
 			r.dropped.Add(1)
@@ -125,6 +147,30 @@ func (rm *remote) send(x routed) {
 		return
 	}
 	rm.unanswered += n
+}
+
+// recount counts exactly what waits for an answer.
+func (rm *remote) recount() {
+	rm.unanswered = 0
+	for _, rs := range rm.order {
+		rm.unanswered += rs.pending()
+	}
+}
+
+// flush asks each session with frames unanswered to end its stream once
+// all is sent, for the server's count of what it applied; one Flush at a
+// time per session, in the background (it waits while no server answers,
+// until the session is closed).
+func (rm *remote) flush() {
+	for _, rs := range rm.order {
+		if rs.pending() == 0 || !rs.flushing.CompareAndSwap(false, true) {
+			continue
+		}
+		go func() {
+			defer rs.flushing.Store(false)
+			_ = rs.s.Flush(context.Background())
+		}()
+	}
 }
 
 // failed says once why a frame was not taken.

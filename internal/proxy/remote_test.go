@@ -218,7 +218,8 @@ func TestRemoteSurvivesRestartAndFailover(t *testing.T) {
 		for _, all := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/all=%v", tc.name, all), func(t *testing.T) {
 				addrs, fault, lost := tc.setup(t)
-				c, err := acpclient.New(addrs, acpclient.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
+				c, err := acpclient.New(addrs, acpclient.WithBackoff(10*time.Millisecond, 200*time.Millisecond),
+					acpclient.WithDialOptions(DialOptions(10*time.Millisecond, 200*time.Millisecond)...))
 				require.NoError(t, err)
 				defer c.Close()
 				var said notices
@@ -273,7 +274,8 @@ func TestRemoteSurvivesRestartAndFailover(t *testing.T) {
 // them, and the relay's bytes are untouched.
 func TestRemoteDownPastTheBound(t *testing.T) {
 	addr := freeAddr(t)
-	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond))
+	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond),
+		acpclient.WithDialOptions(DialOptions(10*time.Millisecond, 100*time.Millisecond)...))
 	require.NoError(t, err)
 	defer c.Close()
 	var said notices
@@ -310,7 +312,8 @@ func TestRemoteDownPastTheBound(t *testing.T) {
 func TestRemoteStoppedServerNeverSlowsTheRelay(t *testing.T) {
 	addr := freeAddr(t)
 	d := startAcpnormd(t, addr)
-	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond))
+	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond),
+		acpclient.WithDialOptions(DialOptions(10*time.Millisecond, 100*time.Millisecond)...))
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGSTOP))
@@ -337,4 +340,32 @@ func TestRemoteStoppedServerNeverSlowsTheRelay(t *testing.T) {
 	kept := (st.Frames - st.Dropped) * lineBytes
 	assert.Equal(t, st.Dropped*lineBytes, st.DroppedBytes)
 	assert.LessOrEqual(t, kept, int64(bound), "more than the bound waited for an answer")
+}
+
+// Past the bound, frames are dropped only until an acpnormd answers: once
+// one does, what waited is answered and the later frames are normalized.
+func TestRemoteDropsOnlyUntilItAnswers(t *testing.T) {
+	acpnormd(t)
+	addr := freeAddr(t)
+	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond),
+		acpclient.WithDialOptions(DialOptions(10*time.Millisecond, 100*time.Millisecond)...))
+	require.NoError(t, err)
+	defer c.Close()
+	var said notices
+	var out syncBuffer
+	// Bigger than any frame of the recording, smaller than its first half.
+	rec := &Recorder{Remote: c, Service: "acpnormd at " + addr, Dialect: "auto", Out: &out, BufferBytes: 40 << 10, Say: said.say}
+	res := playPaced(t, rec, 30*time.Second, 70, func() { startAcpnormd(t, addr) })
+	require.Equal(t, 0, res.Status)
+	st := rec.Stats()
+	t.Logf("%+v; said %q", st, said.msgs)
+	assert.Positive(t, st.Dropped, "nothing passed the bound")
+	assert.Equal(t, 1, said.containing("would pass --buffer-bytes"), "said once: %q", said.msgs)
+	assert.Len(t, said.msgs, 1, "%q", said.msgs)
+	assert.Zero(t, st.Unsent)
+	assert.Less(t, st.Dropped, int64(70), "frames after the server came up were dropped too")
+	assert.Positive(t, st.Written, "nothing was recorded once the server answered")
+	for _, x := range records(t, out.Bytes()) {
+		assert.Equal(t, pb.ShellState_SHELL_STATE_ENDED, x.GetState())
+	}
 }

@@ -274,6 +274,7 @@ func TestSessionGivesUpWithItsContext(t *testing.T) {
 	err = s.Close(ctx)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+	assert.Contains(t, err.Error(), "the last stream: "+addr, "it does not say why")
 	assert.Greater(t, s.Stats().Reconnects, 1)
 }
 

@@ -50,9 +50,10 @@ type Session struct {
 	seenErrs  map[errKey]bool
 	errs      []*pb.FrameError
 	stats     Stats
-	highSent  int // the most requests ever sent, to count those sent again
-	rebuilds  int // DATA_LOSS answers since the session last got past lossAt
-	lossAt    int // confirmed when the last DATA_LOSS came
+	highSent  int   // the most requests ever sent, to count those sent again
+	lastErr   error // why the last stream failed
+	rebuilds  int   // DATA_LOSS answers since the session last got past lossAt
+	lossAt    int   // confirmed when the last DATA_LOSS came
 }
 
 // Stats counts what a Session went through.
@@ -179,8 +180,15 @@ func (s *Session) Flush(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			s.giveUp(fmt.Errorf("acpnorm client: session %q: waiting for answers: %w", s.id, ctx.Err()))
-			return ctx.Err()
+			s.mu.Lock()
+			last := s.lastErr
+			s.mu.Unlock()
+			err := fmt.Errorf("acpnorm client: session %q: waiting for answers: %w", s.id, ctx.Err())
+			if last != nil {
+				err = fmt.Errorf("%w (the last stream: %v)", err, last)
+			}
+			s.giveUp(err)
+			return err
 		}
 	}
 }
@@ -337,10 +345,11 @@ func (s *Session) run() {
 		if progress {
 			failures = 0
 		}
-		addr++ // a stream that broke moves to the next address
 		s.mu.Lock()
 		s.stats.Reconnects++
+		s.lastErr = fmt.Errorf("%s: %w", s.c.target(addr), err)
 		s.mu.Unlock()
+		addr++ // a stream that broke moves to the next address
 		if s.c.wait(s.ctx, failures) != nil {
 			s.giveUp(fmt.Errorf("acpnorm client: session %q: %w (last error: %v)", s.id, ErrClosed, err))
 			return

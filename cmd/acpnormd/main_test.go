@@ -204,6 +204,8 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"--text-limit", "10"}, "text limit 10 is below 64 bytes"},
 		{[]string{"replay", "--dialect", "klingon"}, `unknown dialect "klingon"; the dialects are generic, `},
 		{[]string{"replay", "a", "b"}, "replay takes at most one FILE"},
+		{[]string{"replay", "--pace", "-1s"}, "--pace -1s: want a duration of 0 or more"},
+		{[]string{"replay", "--addr", " , "}, `--addr " , " names no address`},
 		{[]string{"health", "extra"}, "health takes no arguments"},
 		{[]string{"version", "extra"}, "version takes no arguments"},
 	} {
@@ -415,4 +417,28 @@ func TestDocsNameOnlyRealFlags(t *testing.T) {
 		}
 	}
 	require.Positive(t, checked, "no acpnormd command line with flags found in the docs")
+}
+
+// replay with several addresses, the first of which nothing listens on:
+// it moves to the next and prints the same table as on one server.
+func TestReplayMovesPastAnAddressThatIsDown(t *testing.T) {
+	stop, addr, err := startInProcess()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := lis.Addr().String()
+	lis.Close()
+	code, want, _ := runCLI("replay", "--addr", addr)
+	if code != 0 {
+		t.Fatalf("replay on one server: exit %d", code)
+	}
+	code, got, errOut := runCLI("replay", "--addr", down+", "+addr, "--pace", "1ms", "--session", "again") // a released session is never reopened
+	if code != 0 || got != want || !strings.Contains(errOut, "1 reconnect(s)") {
+		t.Errorf("exit %d\nstdout %s\nwant %s\nstderr %s", code, got, want, errOut)
+	}
 }

@@ -33,9 +33,13 @@ var (
 	daemonErr  error
 )
 
-// acpnormd builds cmd/acpnormd once, next to the fake agent.
+// acpnormd builds cmd/acpnormd once, next to the fake agent. The tests
+// that run it are skipped with -short.
 func acpnormd(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test builds and runs acpnormd processes")
+	}
 	daemonOnce.Do(func() {
 		daemonBin = filepath.Join(filepath.Dir(fakeAgent), "acpnormd")
 		if out, err := exec.Command("go", "build", "-o", daemonBin, "../../cmd/acpnormd").CombinedOutput(); err != nil {

@@ -237,6 +237,16 @@ func (s *Session) Stats() Stats {
 	return s.stats
 }
 
+// Answered returns how many of the session's requests were answered so
+// far: every request before the first one still waiting for an answer. It
+// goes back to 0 while the session is rebuilt after a loss (DATA_LOSS),
+// and after Close released the requests.
+func (s *Session) Answered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.confirmed
+}
+
 // Err returns the error the Session gave up with, or nil.
 func (s *Session) Err() error {
 	s.mu.Lock()

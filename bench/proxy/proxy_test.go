@@ -13,7 +13,8 @@
 // each way through each (one after the other, each a stream of b.N lines);
 // the ratios are proxied/direct MB/s. "relay" is the proxy with only
 // --wire (the relay and the copy of each line, no engine), "proxy" the
-// proxy with --out (the engine in its process).
+// proxy with --out (the engine in its process), "remote" the proxy with
+// --addr and --out (the engine in an acpnormd process on loopback).
 package proxy
 
 import (
@@ -28,11 +29,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-var bin struct{ acpnormd, agent, dir string }
+var bin struct {
+	acpnormd, agent, dir string
+	server               *exec.Cmd // the acpnormd of --addr, once started
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "proxybench")
@@ -48,6 +53,10 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	if bin.server != nil {
+		bin.server.Process.Kill()
+		bin.server.Wait()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -85,6 +94,53 @@ func direct(b *testing.B) *pipeline { return start(b, bin.agent) }
 // the copy of each line, without the engine.
 func relayed(b *testing.B) *pipeline {
 	return start(b, bin.acpnormd, "proxy", "--wire", filepath.Join(bin.dir, "wire.ndjson"), "--", bin.agent)
+}
+
+// remoted runs it through the proxy sending to an acpnormd process on
+// loopback (--addr), the engine out of the proxy's process.
+func remoted(b *testing.B) *pipeline {
+	runs++ // each run its own session: the server keeps a closed one's calls released
+	return start(b, bin.acpnormd, "proxy", "--addr", serveAddr(b), "--session", fmt.Sprintf("bench-%d", runs),
+		"--out", filepath.Join(bin.dir, "record-remote.ndjson"), "--", bin.agent)
+}
+
+var runs int
+
+var server struct {
+	once sync.Once
+	addr string
+	err  error
+}
+
+var servingRe = regexp.MustCompile(`msg=serving grpc=(\S+)`)
+
+// serveAddr starts one acpnormd for the whole run (TestMain ends it).
+func serveAddr(b *testing.B) string {
+	server.once.Do(func() {
+		cmd := exec.Command(bin.acpnormd, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")
+		stderr, err := cmd.StderrPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			server.err = err
+			return
+		}
+		bin.server = cmd
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := servingRe.FindStringSubmatch(sc.Text()); m != nil {
+				server.addr = m[1]
+				go io.Copy(io.Discard, stderr)
+				return
+			}
+		}
+		server.err = fmt.Errorf("acpnormd ended before serving")
+	})
+	if server.err != nil {
+		b.Fatal(server.err)
+	}
+	return server.addr
 }
 
 // proxied runs it through the proxy normalizing in its process (--out).
@@ -153,15 +209,16 @@ func (p *pipeline) close(b *testing.B) string {
 	return p.stderr.String()
 }
 
-var droppedRe = regexp.MustCompile(`(\d+) lines \(\d+ bytes\) dropped from normalization`)
+var droppedRe = regexp.MustCompile(`(\d+) (?:lines|frames) \(\d+ bytes\) dropped from normalization`)
 
-// dropped is how many lines the proxy said it dropped from normalization.
+// dropped is how many lines the proxy said it dropped from normalization
+// (behind, or past --buffer-bytes).
 func dropped(stderr string) float64 {
-	m := droppedRe.FindStringSubmatch(stderr)
-	if m == nil {
-		return 0
+	n := 0
+	for _, m := range droppedRe.FindAllStringSubmatch(stderr, -1) {
+		k, _ := strconv.Atoi(m[1])
+		n += k
 	}
-	n, _ := strconv.Atoi(m[1])
 	return float64(n)
 }
 
@@ -195,7 +252,7 @@ func BenchmarkProxy(b *testing.B) {
 	for _, size := range []int{1 << 10, 256 << 10} {
 		first, update := frames(size)
 		b.Run("size="+sizeName(size)+"/latency", func(b *testing.B) {
-			ps := []*pipeline{direct(b), relayed(b), proxied(b)}
+			ps := []*pipeline{direct(b), relayed(b), proxied(b), remoted(b)}
 			lat := make([][]time.Duration, len(ps))
 			for _, p := range ps {
 				p.roundTrip(b, first)
@@ -208,9 +265,9 @@ func BenchmarkProxy(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			var said string
+			var said []string
 			for _, p := range ps {
-				said = p.close(b)
+				said = append(said, p.close(b))
 			}
 			for _, q := range []struct {
 				name string
@@ -220,11 +277,13 @@ func BenchmarkProxy(b *testing.B) {
 				b.ReportMetric(us(base), "direct-"+q.name+"-µs")
 				b.ReportMetric(us(percentile(lat[1], q.p)-base), "relay-added-"+q.name+"-µs")
 				b.ReportMetric(us(percentile(lat[2], q.p)-base), "proxy-added-"+q.name+"-µs")
+				b.ReportMetric(us(percentile(lat[3], q.p)-base), "remote-added-"+q.name+"-µs")
 			}
-			b.ReportMetric(dropped(said), "dropped-lines")
+			b.ReportMetric(dropped(said[2]), "dropped-lines")
+			b.ReportMetric(dropped(said[3]), "remote-dropped-lines")
 		})
 		b.Run("size="+sizeName(size)+"/throughput", func(b *testing.B) {
-			ps := []*pipeline{direct(b), relayed(b), proxied(b)}
+			ps := []*pipeline{direct(b), relayed(b), proxied(b), remoted(b)}
 			for _, p := range ps {
 				p.roundTrip(b, first)
 			}
@@ -235,15 +294,17 @@ func BenchmarkProxy(b *testing.B) {
 				took[i] = p.stream(b, update, b.N)
 			}
 			b.StopTimer()
-			var said string
+			var said []string
 			for _, p := range ps {
-				said = p.close(b)
+				said = append(said, p.close(b))
 			}
 			mb := func(t time.Duration) float64 { return float64(b.N*len(update)) / t.Seconds() / 1e6 }
 			b.ReportMetric(mb(took[0]), "direct-MB/s")
 			b.ReportMetric(mb(took[1])/mb(took[0]), "relay/direct")
 			b.ReportMetric(mb(took[2])/mb(took[0]), "proxy/direct")
-			b.ReportMetric(dropped(said), "dropped-lines")
+			b.ReportMetric(mb(took[3])/mb(took[0]), "remote/direct")
+			b.ReportMetric(dropped(said[2]), "dropped-lines")
+			b.ReportMetric(dropped(said[3]), "remote-dropped-lines")
 		})
 	}
 }

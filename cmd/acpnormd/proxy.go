@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acpnorm/acpnorm/client"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/proxy"
 	"github.com/acpnorm/acpnorm/internal/service"
@@ -22,11 +23,22 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 )
 
+// What the proxy keeps of each open ACP session to rebuild it on a remote
+// acpnormd that lost it: its frames (answered or not), up to these bounds.
+const (
+	remoteSessionFrames = 1 << 20
+	remoteSessionBytes  = 256 << 20
+	// The wait before reconnecting: from min, doubling, to max.
+	remoteMinWait = 50 * time.Millisecond
+	remoteMaxWait = 2 * time.Second
+)
+
 type proxyFlags struct {
 	out, revisions, wire  string
 	addr, session, dialct string
 	maxFrame              int
 	queueBytes            int64
+	bufferBytes           int64
 	finish                time.Duration
 	client                clientFlags
 	command               []string
@@ -40,13 +52,16 @@ func proxyFlagSet() (*flag.FlagSet, *proxyFlags) {
 	fs.StringVar(&f.revisions, "revisions", "final", "what --out gets: final (each call's final state, when it ends) or all (every revision)")
 	fs.StringVar(&f.wire, "wire", "", "also write the raw exchange to FILE (replaced), in the recording format\n"+
 		"'acpnormd replay' reads; {pid} in FILE is the proxy's process id")
-	fs.StringVar(&f.addr, "addr", "", "send the frames to the acpnormd at this address; empty normalizes in this process")
+	fs.StringVar(&f.addr, "addr", "", "send the frames to the acpnormd at this address, or at the first of A,B,C that answers\n"+
+		"(reconnecting, and sending again what had no answer); empty normalizes in this process")
 	fs.StringVar(&f.session, "session", "", "session id for the record (default: the ACP session id); later sessions of the\n"+
 		"same agent get -2, -3, ...")
 	fs.StringVar(&f.dialct, "dialect", "auto", "dialect name ("+strings.Join(dialectNames(), ", ")+") or auto")
 	fs.IntVar(&f.maxFrame, "max-frame", proxy.DefaultMaxFrame, "a line longer than this many bytes is relayed whole but not normalized (counted)")
 	fs.Int64Var(&f.queueBytes, "queue-bytes", proxy.DefaultQueueBytes, "bytes of lines waiting for normalization; past that, lines are dropped from\n"+
 		"normalization (counted), never from the relay")
+	fs.Int64Var(&f.bufferBytes, "buffer-bytes", proxy.DefaultBufferBytes, "with --addr: bytes of frames no acpnormd has answered yet (it is down or behind);\n"+
+		"past that, frames are dropped from normalization (counted), never from the relay")
 	fs.DurationVar(&f.finish, "finish-timeout", proxy.DefaultFinish, "after the agent exits, wait this long at most for the last of the record")
 	f.client.register(fs)
 	return fs, f
@@ -71,6 +86,10 @@ func parseProxy(args []string) (*proxyFlags, error) {
 		return nil, usagef("--max-frame %d is below 1", f.maxFrame)
 	case f.queueBytes < int64(f.maxFrame):
 		return nil, usagef("--queue-bytes %d is below --max-frame %d: a line that large could never be queued", f.queueBytes, f.maxFrame)
+	case f.bufferBytes < 1:
+		return nil, usagef("--buffer-bytes %d is below 1", f.bufferBytes)
+	case f.addr != "" && len(addrList(f.addr)) == 0:
+		return nil, usagef("--addr %q names no address", f.addr)
 	case f.finish <= 0:
 		return nil, usagef("--finish-timeout %v is not positive", f.finish)
 	case f.addr == "" && f.client.set():
@@ -138,12 +157,16 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		conn, err := grpc.NewClient(f.addr, opts...)
+		// Each ACP session keeps its frames to rebuild it after a loss
+		// (DATA_LOSS), within the bounds of the client's Session.
+		c, err := client.New(addrList(f.addr), client.WithBackoff(remoteMinWait, remoteMaxWait),
+			client.WithDialOptions(append(opts, proxy.DialOptions(remoteMinWait, remoteMaxWait)...)...),
+			client.WithSessionLimits(remoteSessionFrames, remoteSessionBytes))
 		if err != nil {
 			return err
 		}
-		closers = append(closers, func() { conn.Close() })
-		rec.Client, rec.Service = pb.NewNormalizerServiceClient(conn), "acpnormd at "+f.addr
+		closers = append(closers, func() { c.Close() })
+		rec.Remote, rec.BufferBytes, rec.Service = c, f.bufferBytes, "acpnormd at "+strings.Join(addrList(f.addr), ",")
 	} else if f.out != "" {
 		client, stop, err := inProcess(f.maxFrame)
 		if err != nil {
@@ -160,8 +183,16 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 
+	// The agent's stderr goes to ours as it is when ours is a file;
+	// otherwise it is copied, taking turns with the notices (a copy into a
+	// bytes.Buffer reads into the buffer's own slice and would lose a
+	// notice written meanwhile).
+	agentErr := stderr
+	if _, ok := stderr.(*os.File); !ok {
+		agentErr = lockedWriter{&mu, stderr}
+	}
 	res, err := proxy.Run(context.Background(), proxy.Config{
-		Command: f.command, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
+		Command: f.command, Stdin: os.Stdin, Stdout: stdout, Stderr: agentErr,
 		Signals: sigs, Recorder: rec, Say: say,
 		MaxFrame: f.maxFrame, QueueLines: proxy.DefaultQueueLines, QueueBytes: f.queueBytes, Finish: f.finish,
 	})
@@ -178,6 +209,18 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// lockedWriter writes to w holding mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 // summary is the line said at exit when normalization missed anything.
 func summary(d proxy.Drops, st proxy.Stats) string {
 	var parts []string
@@ -186,6 +229,12 @@ func summary(d proxy.Drops, st proxy.Stats) string {
 	}
 	if d.TooBig > 0 {
 		parts = append(parts, fmt.Sprintf("%d lines (%d bytes) over --max-frame relayed but not normalized", d.TooBig, d.TooBigBytes))
+	}
+	if st.Dropped > 0 {
+		parts = append(parts, fmt.Sprintf("%d frames (%d bytes) dropped from normalization while --buffer-bytes of frames had no answer", st.Dropped, st.DroppedBytes))
+	}
+	if st.Reconnects > 0 || st.Losses > 0 {
+		parts = append(parts, fmt.Sprintf("%d reconnect(s), %d frame(s) sent again, %d loss(es) rebuilt", st.Reconnects, st.Resent, st.Losses))
 	}
 	if st.Unsent > 0 {
 		parts = append(parts, fmt.Sprintf("%d frames not normalized after the normalizer stopped", st.Unsent))

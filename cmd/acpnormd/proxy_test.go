@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -33,6 +35,8 @@ func TestProxyUsageErrors(t *testing.T) {
 		{[]string{"proxy", "--out", "x", "--wire", "x", "--", "cat"}, `--out and --wire name the same file "x"`},
 		{[]string{"proxy", "--wire", "-", "--", "cat"}, "--wire takes a FILE, not -"},
 		{[]string{"proxy", "--no-such", "--", "cat"}, "flag provided but not defined: -no-such"},
+		{[]string{"proxy", "--addr", "127.0.0.1:1", "--buffer-bytes", "0", "--", "cat"}, "--buffer-bytes 0 is below 1"},
+		{[]string{"proxy", "--addr", " , ", "--", "cat"}, `--addr " , " names no address`},
 	} {
 		code, _, errOut := runCLI(tc.args...)
 		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
@@ -65,8 +69,27 @@ func TestProxyExitStatus(t *testing.T) {
 }
 
 // --out writes what `acpnormd replay --json --final` makes of the --wire
-// recording, with the session id the agent gave.
+// recording, with the session id the agent gave: with the engine in the
+// proxy's process, and with a running acpnormd (--addr, through the Go
+// session client; the first address is down and skipped).
 func TestProxyOutIsReplayOfWire(t *testing.T) {
+	t.Run("in-process", func(t *testing.T) { proxyOutIsReplayOfWire(t) })
+	t.Run("addr", func(t *testing.T) {
+		svc, err := service.New(service.DefaultConfig(), nil, nil)
+		require.NoError(t, err)
+		srv := service.NewServer(svc, service.DefaultServerOptions(), nil)
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		go srv.GRPC.Serve(lis)
+		t.Cleanup(srv.GRPC.Stop)
+		down, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		require.NoError(t, down.Close())
+		proxyOutIsReplayOfWire(t, "--addr", down.Addr().String()+","+lis.Addr().String())
+	})
+}
+
+func proxyOutIsReplayOfWire(t *testing.T, args ...string) {
 	lines, err := replay.Read(bytes.NewReader(sample))
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -81,9 +104,14 @@ func TestProxyOutIsReplayOfWire(t *testing.T) {
 	require.NoError(t, os.WriteFile(agentSide, b.Bytes(), 0o644))
 	out, wire := filepath.Join(dir, "out.ndjson"), filepath.Join(dir, "wire.ndjson")
 
-	code, _, errOut := runCLI("proxy", "--out", out, "--wire", wire, "--", "cat", agentSide)
+	code, _, errOut := runCLI(append(append([]string{"proxy", "--out", out, "--wire", wire}, args...), "--", "cat", agentSide)...)
 	require.Equal(t, 0, code, errOut)
-	assert.Empty(t, errOut)
+	if len(args) == 0 {
+		assert.Empty(t, errOut)
+	} else {
+		// Only the line at exit, saying that it moved past the first address.
+		assert.Regexp(t, `^acpnormd proxy: of \d+ frames: [1-9]\d* reconnect\(s\), 0 frame\(s\) sent again, 0 loss\(es\) rebuilt\n$`, errOut)
+	}
 	got := readExecs(t, mustRead(t, out))
 	require.NotEmpty(t, got)
 	session := got[0].GetSessionId()
@@ -99,6 +127,37 @@ func TestProxyOutIsReplayOfWire(t *testing.T) {
 	require.Len(t, got, len(want))
 	for i := range want {
 		assert.True(t, proto.Equal(want[i], got[i]), "call %s:\nreplay %v\nproxy  %v", want[i].GetToolCallId(), want[i], got[i])
+	}
+}
+
+// With --addr naming servers that are all down, the agent's output is
+// relayed byte for byte; past --buffer-bytes the frames are dropped from
+// normalization, said once, and counted in the line at exit.
+func TestProxyRemoteDownPastTheBound(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := lis.Addr().String()
+	require.NoError(t, lis.Close())
+	agentSide := filepath.Join(t.TempDir(), "agent.ndjson")
+	lines, err := replay.Read(bytes.NewReader(sample))
+	require.NoError(t, err)
+	var b bytes.Buffer
+	for _, l := range lines {
+		if l.Dir == pb.Direction_DIRECTION_AGENT_TO_CLIENT {
+			b.Write(l.Msg)
+			b.WriteByte('\n')
+		}
+	}
+	require.NoError(t, os.WriteFile(agentSide, b.Bytes(), 0o644))
+
+	code, stdout, errOut := runCLI("proxy", "--addr", down+","+down, "--buffer-bytes", "4096", "--finish-timeout", "300ms", "--", "cat", agentSide)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, b.String(), stdout, "the relay changed the agent's bytes")
+	assert.Equal(t, 1, strings.Count(errOut, "would pass --buffer-bytes 4096"), "said once: %s", errOut)
+	assert.Regexp(t, `of \d+ frames: \d+ frames \(\d+ bytes\) dropped from normalization while --buffer-bytes of frames had no answer`, errOut)
+	assert.Contains(t, errOut, "normalization was cut short")
+	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		assert.True(t, strings.HasPrefix(line, "acpnormd proxy: "), "a notice without the prefix: %q", line)
 	}
 }
 

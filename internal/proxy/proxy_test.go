@@ -415,8 +415,10 @@ func TestStalledNormalizer(t *testing.T) {
 	assert.Equal(t, 1, said.containing("cut short"), "the end of the wait is said once: %q", said.msgs)
 }
 
-// A remote acpnormd that is down: the relay goes on, the proxy says so
-// once, and the frames are counted as not normalized.
+// A Recorder.Client (a NormalizerServiceClient, as the in-process engine
+// is used) whose server is down: the relay goes on, the proxy says so
+// once, and the frames are counted as not normalized. (`proxy --addr`
+// uses Recorder.Remote, which reconnects: remote_test.go.)
 func TestRemoteDown(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -439,8 +441,8 @@ func TestRemoteDown(t *testing.T) {
 	assert.Len(t, wireLines(t, wire.Bytes()), int(st.Frames), "the wire recording is whole")
 }
 
-// A running acpnormd gets the frames when --addr names it: the record is
-// the one the in-process normalizer makes.
+// A Recorder.Client on another server gets the frames: the record is the
+// one the in-process normalizer makes.
 func TestRemote(t *testing.T) {
 	c, _ := inProcess(t, nil)
 	var out, wire syncBuffer

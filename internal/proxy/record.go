@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	acpclient "github.com/acpnorm/acpnorm/client"
 	"github.com/acpnorm/acpnorm/fold"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"google.golang.org/grpc/status"
@@ -24,7 +25,15 @@ type Recorder struct {
 	// Client is the service the frames are normalized by (one in this
 	// process, or a running acpnormd); nil normalizes nothing.
 	Client pb.NormalizerServiceClient
-	// Service names Client in notices ("acpnormd at host:port").
+	// Remote, when set, is used instead of Client: each ACP session's
+	// frames go through a client.Session, which reconnects, sends again
+	// what had no answer and rebuilds a session the server lost.
+	// BufferBytes bounds the bytes of frames no acpnormd has answered yet
+	// (DefaultBufferBytes when 0); past it, frames are dropped from
+	// normalization (counted in Stats.Dropped, said once).
+	Remote      *acpclient.Client
+	BufferBytes int64
+	// Service names Client or Remote in notices ("acpnormd at host:port").
 	Service string
 	// Session names the first ACP session (later ones get -2, -3, ...);
 	// empty uses each ACP session's own id.
@@ -42,8 +51,9 @@ type Recorder struct {
 	Say func(msg string)
 
 	frames, notJSON, unsent, frameErrors, revisions, written atomic.Int64
+	dropped, droppedBytes, reconnects, resent, losses        atomic.Int64
 
-	downOnce, frameErrOnce, outOnce, wireOnce sync.Once
+	downOnce, frameErrOnce, outOnce, wireOnce, dropOnce, fullOnce sync.Once
 }
 
 // Stats is what a Recorder did.
@@ -60,6 +70,13 @@ type Stats struct {
 	// Revisions counts the ShellExec revisions received; Written the
 	// records written to Out.
 	Revisions, Written int64
+	// With Remote: Dropped counts the frames (DroppedBytes their bytes)
+	// not normalized because BufferBytes of frames had no answer yet;
+	// Reconnects, Resent and Losses are the sessions' client.Stats
+	// summed (streams that broke, requests sent again, DATA_LOSS answers
+	// each followed by a rebuild), counted when the sessions end.
+	Dropped, DroppedBytes      int64
+	Reconnects, Resent, Losses int64
 }
 
 // Stats returns the counts so far.
@@ -67,6 +84,8 @@ func (r *Recorder) Stats() Stats {
 	return Stats{
 		Frames: r.frames.Load(), NotJSON: r.notJSON.Load(), Unsent: r.unsent.Load(),
 		FrameErrors: r.frameErrors.Load(), Revisions: r.revisions.Load(), Written: r.written.Load(),
+		Dropped: r.dropped.Load(), DroppedBytes: r.droppedBytes.Load(),
+		Reconnects: r.reconnects.Load(), Resent: r.resent.Load(), Losses: r.losses.Load(),
 	}
 }
 
@@ -80,7 +99,11 @@ func (r *Recorder) say(format string, args ...any) {
 // ctx ends (the proxy gives it a bounded time after the agent exits).
 func (r *Recorder) consume(ctx context.Context, t *tee) {
 	var st *normStream
-	if r.Client != nil {
+	var rm *remote
+	switch {
+	case r.Remote != nil:
+		rm = r.openRemote()
+	case r.Client != nil:
 		st = r.open(ctx)
 	}
 	var wire *bufio.Writer
@@ -109,7 +132,11 @@ func (r *Recorder) consume(ctx context.Context, t *tee) {
 				r.flushWire(wire)
 			}
 		}
-		if st != nil {
+		if rm != nil {
+			for _, x := range rt.route(f, &env) {
+				rm.send(x)
+			}
+		} else if st != nil {
 			// Send marshals the message before it returns (the proxy's
 			// connections have no stats handler that would keep it), and
 			// the router copies what it holds: the buffer is free after.
@@ -124,11 +151,15 @@ func (r *Recorder) consume(ctx context.Context, t *tee) {
 	if wire != nil {
 		r.flushWire(wire)
 	}
-	if st == nil {
+	if st == nil && rm == nil {
 		return
 	}
 	if rt.overflow {
 		r.say("the agent opened more than %d sessions; the frames of the later ones were normalized as the last one's", maxSessions)
+	}
+	if rm != nil {
+		rm.finish(ctx, seq)
+		return
 	}
 	// As replay does at the end of a recording: each call still open
 	// ends, as UNKNOWN unless more is known.

@@ -10,7 +10,8 @@
 //	                            without a newline, then exit 3
 //	fakeagent env               write a JSON line with its cwd and $FAKE_ENV
 //	fakeagent sleep             sleep until a signal, then exit by it
-//	fakeagent flood N SIZE      write N JSON lines of SIZE bytes, then exit
+//	fakeagent flood N SIZE [S]  write N JSON lines of SIZE bytes (of ACP
+//	                            session S when given), then exit
 package main
 
 import (
@@ -80,7 +81,11 @@ func main() {
 	case "flood":
 		n, _ := strconv.Atoi(os.Args[2])
 		size, _ := strconv.Atoi(os.Args[3])
-		line := `{"jsonrpc":"2.0","method":"x/flood","params":{"pad":"` + strings.Repeat("f", max(0, size-52)) + "\"}}\n"
+		session := ""
+		if len(os.Args) > 4 {
+			session = `"sessionId":` + strconv.Quote(os.Args[4]) + ","
+		}
+		line := `{"jsonrpc":"2.0","method":"x/flood","params":{` + session + `"pad":"` + strings.Repeat("f", max(0, size-52-len(session))) + "\"}}\n"
 		for range n {
 			out.WriteString(line)
 		}

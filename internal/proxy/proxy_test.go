@@ -197,23 +197,29 @@ func TestRelayClientToAgent(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, string(lines[len(lines)-1].Msg), "white space around a line is not part of the frame")
 }
 
-// A splitter never holds more than the frame limit, however long the line.
-func TestSplitterBoundsMemory(t *testing.T) {
+// The consumer never holds more than the frame limit of a line, however
+// long the line and however it is read.
+func TestCutterBoundsMemory(t *testing.T) {
+	const dir = pb.Direction_DIRECTION_AGENT_TO_CLIENT
 	tt := newTee(time.Now(), 8, 1<<10, 1<<20, nil)
-	s := tt.splitter(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
+	var got []string
+	feed := func(p []byte) {
+		tt.take(chunk{dir: dir, b: append([]byte(nil), p...)})
+		for len(tt.rest) > 0 {
+			if l, ok := tt.cut(); ok {
+				got = append(got, string(l.Msg))
+			}
+			require.LessOrEqual(t, cap(tt.cuts[dir].buf), 2<<10, "the consumer holds a line over the limit")
+		}
+	}
 	chunk := bytes.Repeat([]byte("x"), 700)
 	for range 10000 {
-		s.observe(chunk)
-		require.LessOrEqual(t, cap(s.buf), 2<<10, "the splitter holds a line over the limit")
+		feed(chunk)
 	}
-	s.observe([]byte("\n{}\n"))
-	s.flush()
-	tt.closeWhenDone()
-	l, ok := tt.next()
-	require.True(t, ok)
-	assert.Equal(t, "{}", string(l.Msg))
-	_, ok = tt.next()
-	assert.False(t, ok)
+	feed([]byte("\n{}\n[1,\n2]"))
+	tt.endDir(dir, 0)
+	got = append(got, string(tt.tail[0].Msg))
+	assert.Equal(t, []string{"{}", "[1,", "2]"}, got)
 	assert.Equal(t, Drops{TooBig: 1, TooBigBytes: 7000000}, tt.dropped())
 }
 

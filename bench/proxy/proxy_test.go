@@ -14,6 +14,13 @@
 // the ratios are proxied/direct MB/s. "relay" is the proxy with only
 // --wire (the relay and the copy of each line, no engine), "proxy" the
 // proxy with --out (the engine in its process).
+//
+// ACPNORMD_BEFORE=/path/to/acpnormd adds that build's relay (--wire) to
+// the same ops, as "before": a change to the relay measured before and
+// after in one run.
+//
+//	go build -o /tmp/acpnormd-main ./cmd/acpnormd   # on the commit before
+//	ACPNORMD_BEFORE=/tmp/acpnormd-main go test -run '^$' -bench . -benchtime 200x ./bench/proxy/
 package proxy
 
 import (
@@ -32,7 +39,7 @@ import (
 	"time"
 )
 
-var bin struct{ acpnormd, agent, dir string }
+var bin struct{ acpnormd, agent, dir, before string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "proxybench")
@@ -40,6 +47,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin.dir = dir
+	bin.before = os.Getenv("ACPNORMD_BEFORE")
 	bin.acpnormd, bin.agent = filepath.Join(dir, "acpnormd"), filepath.Join(dir, "echoagent")
 	for _, b := range [][2]string{{bin.acpnormd, "../../cmd/acpnormd"}, {bin.agent, "./echoagent"}} {
 		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
@@ -85,6 +93,16 @@ func direct(b *testing.B) *pipeline { return start(b, bin.agent) }
 // the copy of each line, without the engine.
 func relayed(b *testing.B) *pipeline {
 	return start(b, bin.acpnormd, "proxy", "--wire", filepath.Join(bin.dir, "wire.ndjson"), "--", bin.agent)
+}
+
+// pipelines are the ways each op goes: direct, relayed, proxied, then the
+// relay of the build before when there is one.
+func pipelines(b *testing.B) []*pipeline {
+	ps := []*pipeline{direct(b), relayed(b), proxied(b)}
+	if bin.before != "" {
+		ps = append(ps, start(b, bin.before, "proxy", "--wire", filepath.Join(bin.dir, "wire-before.ndjson"), "--", bin.agent))
+	}
+	return ps
 }
 
 // proxied runs it through the proxy normalizing in its process (--out).
@@ -195,7 +213,7 @@ func BenchmarkProxy(b *testing.B) {
 	for _, size := range []int{1 << 10, 256 << 10} {
 		first, update := frames(size)
 		b.Run("size="+sizeName(size)+"/latency", func(b *testing.B) {
-			ps := []*pipeline{direct(b), relayed(b), proxied(b)}
+			ps := pipelines(b)
 			lat := make([][]time.Duration, len(ps))
 			for _, p := range ps {
 				p.roundTrip(b, first)
@@ -208,9 +226,9 @@ func BenchmarkProxy(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			var said string
-			for _, p := range ps {
-				said = p.close(b)
+			said := make([]string, len(ps))
+			for i, p := range ps {
+				said[i] = p.close(b)
 			}
 			for _, q := range []struct {
 				name string
@@ -220,11 +238,14 @@ func BenchmarkProxy(b *testing.B) {
 				b.ReportMetric(us(base), "direct-"+q.name+"-µs")
 				b.ReportMetric(us(percentile(lat[1], q.p)-base), "relay-added-"+q.name+"-µs")
 				b.ReportMetric(us(percentile(lat[2], q.p)-base), "proxy-added-"+q.name+"-µs")
+				if len(ps) > 3 {
+					b.ReportMetric(us(percentile(lat[3], q.p)-base), "before-added-"+q.name+"-µs")
+				}
 			}
-			b.ReportMetric(dropped(said), "dropped-lines")
+			b.ReportMetric(dropped(said[2]), "dropped-lines")
 		})
 		b.Run("size="+sizeName(size)+"/throughput", func(b *testing.B) {
-			ps := []*pipeline{direct(b), relayed(b), proxied(b)}
+			ps := pipelines(b)
 			for _, p := range ps {
 				p.roundTrip(b, first)
 			}
@@ -235,15 +256,18 @@ func BenchmarkProxy(b *testing.B) {
 				took[i] = p.stream(b, update, b.N)
 			}
 			b.StopTimer()
-			var said string
-			for _, p := range ps {
-				said = p.close(b)
+			said := make([]string, len(ps))
+			for i, p := range ps {
+				said[i] = p.close(b)
 			}
 			mb := func(t time.Duration) float64 { return float64(b.N*len(update)) / t.Seconds() / 1e6 }
 			b.ReportMetric(mb(took[0]), "direct-MB/s")
 			b.ReportMetric(mb(took[1])/mb(took[0]), "relay/direct")
 			b.ReportMetric(mb(took[2])/mb(took[0]), "proxy/direct")
-			b.ReportMetric(dropped(said), "dropped-lines")
+			if len(ps) > 3 {
+				b.ReportMetric(mb(took[3])/mb(took[0]), "before/direct")
+			}
+			b.ReportMetric(dropped(said[2]), "dropped-lines")
 		})
 	}
 }

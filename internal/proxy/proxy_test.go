@@ -223,6 +223,62 @@ func TestCutterBoundsMemory(t *testing.T) {
 	assert.Equal(t, Drops{TooBig: 1, TooBigBytes: 7000000}, tt.dropped())
 }
 
+// Reads the queue has no room for are dropped whole; the consumer never
+// hands out a line that lost bytes, and every line is either handed out
+// intact or counted as dropped, however the reads cut the lines.
+func TestGapsDropWholeLines(t *testing.T) {
+	const dir = pb.Direction_DIRECTION_CLIENT_TO_AGENT
+	var stream bytes.Buffer
+	var want []string
+	for i := range 500 {
+		l := fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("z", i*37%300))
+		want = append(want, l)
+		stream.WriteString(l + "\n")
+	}
+	for _, size := range []int{1, 7, 64, 301, 4096} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			tt := newTee(time.Now(), 3, 1<<20, 1<<20, nil)
+			f := tt.feeder(dir)
+			tt.closeWhenDone()
+			var got []string
+			take := func(n int) { // what the consumer takes of the queue
+				for range n {
+					c := <-tt.q
+					tt.take(c)
+					for len(tt.rest) > 0 {
+						if l, ok := tt.cut(); ok {
+							got = append(got, string(l.Msg))
+						}
+					}
+				}
+			}
+			b := stream.Bytes()
+			for i := 0; len(b) > 0; i++ {
+				n := min(size, len(b))
+				f.feed(b[:n])
+				b = b[n:]
+				if i%5 == 0 {
+					take(len(tt.q)) // the consumer keeps up now and then
+				}
+			}
+			f.flush()
+			for l, ok := tt.next(); ok; l, ok = tt.next() {
+				got = append(got, string(l.Msg))
+			}
+			d := tt.dropped()
+			require.Positive(t, d.Behind, "the queue of 3 reads must have overflowed")
+			assert.Equal(t, int64(len(want)), int64(len(got))+d.Behind, "every line is handed out or counted as dropped")
+			k := 0
+			for _, g := range got { // what is handed out is whole lines, in order
+				for k < len(want) && want[k] != g {
+					k++
+				}
+				require.Less(t, k, len(want), "a line was handed out that was not sent whole: %q", g)
+			}
+		})
+	}
+}
+
 // inProcess starts the real service; block, when set, holds every Normalize
 // stream until it is closed (a stalled normalizer).
 func inProcess(t *testing.T, block <-chan struct{}) (pb.NormalizerServiceClient, string) {

@@ -240,7 +240,8 @@ func (t *tee) end() bool {
 }
 
 // takeGap counts the lines a gap broke: each newline dropped ended one, and
-// the line the gap ends in goes on past it.
+// the line the gap ends in goes on past it. A line an earlier gap broke is
+// counted once.
 func (t *tee) takeGap(dir pb.Direction, g gap) {
 	if g.bytes == 0 {
 		return
@@ -252,6 +253,9 @@ func (t *tee) takeGap(dir pb.Direction, g gap) {
 	n := g.newlines
 	if !g.endsLine {
 		n++
+	}
+	if c.skip {
+		n-- // the line the gap starts in was counted already
 	}
 	t.drops.behind.Add(n)
 	t.drops.behindBytes.Add(g.bytes + int64(len(c.buf)) + c.over)

@@ -12,7 +12,7 @@
 // p50/p99 and what each proxy adds to them. Each throughput op is one line
 // each way through each (one after the other, each a stream of b.N lines);
 // the ratios are proxied/direct MB/s. "relay" is the proxy with only
-// --wire (the relay and the copy of each line, no engine), "proxy" the
+// --wire (the relay and the copy of each read, no engine), "proxy" the
 // proxy with --out (the engine in its process).
 //
 // ACPNORMD_BEFORE=/path/to/acpnormd adds that build's relay (--wire) to

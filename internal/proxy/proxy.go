@@ -1,8 +1,9 @@
 // Package proxy sits on the stdio pipe between an ACP client and its agent:
-// it relays both ways byte for byte and, beside the relay, copies each line
-// to a Recorder that normalizes it. Nothing on the relay's path waits for
-// normalization: the copy goes through a bounded queue, and a line that does
-// not fit is dropped from normalization (counted), never from the relay.
+// it relays both ways byte for byte and, beside the relay, copies each read
+// to a Recorder that cuts it into lines and normalizes them. Nothing on the
+// relay's path waits for normalization or looks at lines: the copy goes
+// through a bounded queue, and a read that does not fit is dropped from
+// normalization (the lines it touched are counted), never from the relay.
 package proxy
 
 import (
@@ -36,7 +37,9 @@ type Config struct {
 	// Recorder gets the copied lines; nil copies nothing.
 	Recorder *Recorder
 	// MaxFrame bounds one copied line; a longer one is relayed whole and
-	// not copied. QueueLines and QueueBytes bound the queue.
+	// not normalized. QueueLines and QueueBytes bound the queue: the relay
+	// queues each read whole (one line, many, or a piece of one), so
+	// QueueLines counts reads.
 	MaxFrame   int
 	QueueLines int
 	QueueBytes int64

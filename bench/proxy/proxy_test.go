@@ -91,7 +91,7 @@ func start(b *testing.B, argv ...string) *pipeline {
 func direct(b *testing.B) *pipeline { return start(b, bin.agent) }
 
 // relayed runs the agent through the proxy with only --wire: the relay and
-// the copy of each line, without the engine.
+// the copy of each read, without the engine.
 func relayed(b *testing.B) *pipeline {
 	return start(b, bin.acpnormd, "proxy", "--wire", filepath.Join(bin.dir, "wire.ndjson"), "--", bin.agent)
 }

@@ -10,11 +10,19 @@
 // Each latency op is one round trip direct and one through each proxy,
 // interleaved, so all see the same machine; the figures are the direct
 // p50/p99 and what each proxy adds to them. Each throughput op is one line
-// each way through each (one after the other, each a stream of b.N lines);
-// the ratios are proxied/direct MB/s. "relay" is the proxy with only
-// --wire (the relay and the copy of each line, no engine), "proxy" the
+// each way through each: the b.N lines go in 10 rounds, each round a stream
+// through every pipeline in turn, so that a change in the machine's load
+// falls on all alike; the ratios are proxied/direct MB/s over all rounds. "relay" is the proxy with only
+// --wire (the relay and the copy of each read, no engine), "proxy" the
 // proxy with --out (the engine in its process), "remote" the proxy with
 // --addr and --out (the engine in an acpnormd process on loopback).
+//
+// ACPNORMD_BEFORE=/path/to/acpnormd adds that build's relay (--wire) to
+// the same ops, as "before": a change to the relay measured before and
+// after in one run.
+//
+//	go build -o /tmp/acpnormd-main ./cmd/acpnormd   # on the commit before
+//	ACPNORMD_BEFORE=/tmp/acpnormd-main go test -run '^$' -bench . -benchtime 200x ./bench/proxy/
 package proxy
 
 import (
@@ -35,8 +43,8 @@ import (
 )
 
 var bin struct {
-	acpnormd, agent, dir string
-	server               *exec.Cmd // the acpnormd of --addr, once started
+	acpnormd, agent, dir, before string
+	server                       *exec.Cmd // the acpnormd of --addr, once started
 }
 
 func TestMain(m *testing.M) {
@@ -45,6 +53,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin.dir = dir
+	bin.before = os.Getenv("ACPNORMD_BEFORE")
 	bin.acpnormd, bin.agent = filepath.Join(dir, "acpnormd"), filepath.Join(dir, "echoagent")
 	for _, b := range [][2]string{{bin.acpnormd, "../../cmd/acpnormd"}, {bin.agent, "./echoagent"}} {
 		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
@@ -91,7 +100,7 @@ func start(b *testing.B, argv ...string) *pipeline {
 func direct(b *testing.B) *pipeline { return start(b, bin.agent) }
 
 // relayed runs the agent through the proxy with only --wire: the relay and
-// the copy of each line, without the engine.
+// the copy of each read, without the engine.
 func relayed(b *testing.B) *pipeline {
 	return start(b, bin.acpnormd, "proxy", "--wire", filepath.Join(bin.dir, "wire.ndjson"), "--", bin.agent)
 }
@@ -141,6 +150,16 @@ func serveAddr(b *testing.B) string {
 		b.Fatal(server.err)
 	}
 	return server.addr
+}
+
+// pipelines are the ways each op goes: direct, relayed, proxied, remoted,
+// then the relay of the build before when there is one.
+func pipelines(b *testing.B) []*pipeline {
+	ps := []*pipeline{direct(b), relayed(b), proxied(b), remoted(b)}
+	if bin.before != "" {
+		ps = append(ps, start(b, bin.before, "proxy", "--wire", filepath.Join(bin.dir, "wire-before.ndjson"), "--", bin.agent))
+	}
+	return ps
 }
 
 // proxied runs it through the proxy normalizing in its process (--out).
@@ -248,11 +267,21 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
+// streamRounds is how many rounds a throughput op's lines are split into.
+const streamRounds = 10
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
 func BenchmarkProxy(b *testing.B) {
 	for _, size := range []int{1 << 10, 256 << 10} {
 		first, update := frames(size)
 		b.Run("size="+sizeName(size)+"/latency", func(b *testing.B) {
-			ps := []*pipeline{direct(b), relayed(b), proxied(b), remoted(b)}
+			ps := pipelines(b)
 			lat := make([][]time.Duration, len(ps))
 			for _, p := range ps {
 				p.roundTrip(b, first)
@@ -265,9 +294,9 @@ func BenchmarkProxy(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			var said []string
-			for _, p := range ps {
-				said = append(said, p.close(b))
+			said := make([]string, len(ps))
+			for i, p := range ps {
+				said[i] = p.close(b)
 			}
 			for _, q := range []struct {
 				name string
@@ -278,31 +307,44 @@ func BenchmarkProxy(b *testing.B) {
 				b.ReportMetric(us(percentile(lat[1], q.p)-base), "relay-added-"+q.name+"-µs")
 				b.ReportMetric(us(percentile(lat[2], q.p)-base), "proxy-added-"+q.name+"-µs")
 				b.ReportMetric(us(percentile(lat[3], q.p)-base), "remote-added-"+q.name+"-µs")
+				if len(ps) > 4 {
+					b.ReportMetric(us(percentile(lat[4], q.p)-base), "before-added-"+q.name+"-µs")
+				}
 			}
 			b.ReportMetric(dropped(said[2]), "dropped-lines")
 			b.ReportMetric(dropped(said[3]), "remote-dropped-lines")
 		})
 		b.Run("size="+sizeName(size)+"/throughput", func(b *testing.B) {
-			ps := []*pipeline{direct(b), relayed(b), proxied(b), remoted(b)}
+			ps := pipelines(b)
 			for _, p := range ps {
 				p.roundTrip(b, first)
 			}
 			b.SetBytes(int64(2 * len(update)))
+			// The lines go in rounds, each through every pipeline in
+			// turn, so that a change in the machine's load (it is shared)
+			// falls on all of them alike.
 			took := make([]time.Duration, len(ps))
+			rounds := min(streamRounds, b.N)
 			b.ResetTimer()
-			for i, p := range ps {
-				took[i] = p.stream(b, update, b.N)
+			for r := range rounds {
+				n := b.N/rounds + boolInt(r < b.N%rounds)
+				for i, p := range ps {
+					took[i] += p.stream(b, update, n)
+				}
 			}
 			b.StopTimer()
-			var said []string
-			for _, p := range ps {
-				said = append(said, p.close(b))
+			said := make([]string, len(ps))
+			for i, p := range ps {
+				said[i] = p.close(b)
 			}
 			mb := func(t time.Duration) float64 { return float64(b.N*len(update)) / t.Seconds() / 1e6 }
 			b.ReportMetric(mb(took[0]), "direct-MB/s")
 			b.ReportMetric(mb(took[1])/mb(took[0]), "relay/direct")
 			b.ReportMetric(mb(took[2])/mb(took[0]), "proxy/direct")
 			b.ReportMetric(mb(took[3])/mb(took[0]), "remote/direct")
+			if len(ps) > 4 {
+				b.ReportMetric(mb(took[4])/mb(took[0]), "before/direct")
+			}
 			b.ReportMetric(dropped(said[2]), "dropped-lines")
 			b.ReportMetric(dropped(said[3]), "remote-dropped-lines")
 		})

@@ -1,8 +1,9 @@
 // Package proxy sits on the stdio pipe between an ACP client and its agent:
-// it relays both ways byte for byte and, beside the relay, copies each line
-// to a Recorder that normalizes it. Nothing on the relay's path waits for
-// normalization: the copy goes through a bounded queue, and a line that does
-// not fit is dropped from normalization (counted), never from the relay.
+// it relays both ways byte for byte and, beside the relay, copies each read
+// to a Recorder that cuts it into lines and normalizes them. Nothing on the
+// relay's path waits for normalization or looks at lines: the copy goes
+// through a bounded queue, and a read that does not fit is dropped from
+// normalization (the lines it touched are counted), never from the relay.
 package proxy
 
 import (
@@ -36,7 +37,9 @@ type Config struct {
 	// Recorder gets the copied lines; nil copies nothing.
 	Recorder *Recorder
 	// MaxFrame bounds one copied line; a longer one is relayed whole and
-	// not copied. QueueLines and QueueBytes bound the queue.
+	// not normalized. QueueLines and QueueBytes bound the queue: the relay
+	// queues each read whole (one line, many, or a piece of one), so
+	// QueueLines counts reads.
 	MaxFrame   int
 	QueueLines int
 	QueueBytes int64
@@ -93,6 +96,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		inW.Close()
 		return Result{Status: 1}, err
 	}
+	// The agent's pipes are the proxy's own: as big as the system lets a
+	// user make them, so that the agent and the relay each wake up once per
+	// big frame, not once per 64 KiB.
+	growPipe(inW)
+	growPipe(outR)
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, cfg.Stderr
 	cmd.WaitDelay = stdoutGrace // only when stderr is copied (not an *os.File)
@@ -112,8 +120,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	var closeIn sync.Once
 	closeAgentIn := func() { closeIn.Do(func() { inW.Close() }) }
 
-	fromClient := t.splitter(pb.Direction_DIRECTION_CLIENT_TO_AGENT)
-	fromAgent := t.splitter(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
+	fromClient := t.feeder(pb.Direction_DIRECTION_CLIENT_TO_AGENT)
+	fromAgent := t.feeder(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
 	t.closeWhenDone()
 
 	recCtx, recCancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -125,8 +133,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			cfg.Recorder.consume(recCtx, t)
 			return
 		}
-		for l, ok := t.next(); ok; l, ok = t.next() {
-			putBuf(l.Msg)
+		for _, ok := t.next(); ok; _, ok = t.next() {
 		}
 	}()
 
@@ -187,18 +194,23 @@ wait:
 	return Result{Status: exitStatus(cmd.ProcessState, waitErr), Drops: t.dropped()}, nil
 }
 
+// relayBuf is the most one read of the relay takes: as much as a pipe the
+// proxy enlarged holds, so that a big frame crosses in one read and one
+// write.
+const relayBuf = pipeSize
+
 // relay copies src to dst as it comes, each read written on at once. The
-// splitter sees the bytes just before dst gets them (a copy, never a wait),
-// so that a line is queued before anything it causes on the other side:
-// the wire keeps cause before effect. When dst fails, onDstFail is called
-// once and src is still read to its end.
-func relay(dst io.Writer, src io.Reader, s *splitter, onDstFail func()) {
-	buf := make([]byte, 64<<10)
+// feeder queues a copy of each read just before dst gets it (a copy, never
+// a wait), so that a line is queued before anything it causes on the other
+// side: the wire keeps cause before effect. When dst fails, onDstFail is
+// called once and src is still read to its end.
+func relay(dst io.Writer, src io.Reader, f *feeder, onDstFail func()) {
+	buf := make([]byte, relayBuf)
 	dead := false
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			s.observe(buf[:n])
+			f.feed(buf[:n])
 			if !dead {
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					if onDstFail == nil {

@@ -197,24 +197,86 @@ func TestRelayClientToAgent(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, string(lines[len(lines)-1].Msg), "white space around a line is not part of the frame")
 }
 
-// A splitter never holds more than the frame limit, however long the line.
-func TestSplitterBoundsMemory(t *testing.T) {
+// The consumer never holds more than the frame limit of a line, however
+// long the line and however it is read.
+func TestCutterBoundsMemory(t *testing.T) {
+	const dir = pb.Direction_DIRECTION_AGENT_TO_CLIENT
 	tt := newTee(time.Now(), 8, 1<<10, 1<<20, nil)
-	s := tt.splitter(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
+	var got []string
+	feed := func(p []byte) {
+		tt.take(chunk{dir: dir, b: append([]byte(nil), p...)})
+		for len(tt.rest) > 0 {
+			if l, ok := tt.cut(); ok {
+				got = append(got, string(l.Msg))
+			}
+			require.LessOrEqual(t, cap(tt.cuts[dir].buf), 2<<10, "the consumer holds a line over the limit")
+		}
+	}
 	chunk := bytes.Repeat([]byte("x"), 700)
 	for range 10000 {
-		s.observe(chunk)
-		require.LessOrEqual(t, cap(s.buf), 2<<10, "the splitter holds a line over the limit")
+		feed(chunk)
 	}
-	s.observe([]byte("\n{}\n"))
-	s.flush()
-	tt.closeWhenDone()
-	l, ok := tt.next()
-	require.True(t, ok)
-	assert.Equal(t, "{}", string(l.Msg))
-	_, ok = tt.next()
-	assert.False(t, ok)
+	feed([]byte("\n{}\n[1,\n2]"))
+	tt.endDir(dir, 0)
+	got = append(got, string(tt.tail[0].Msg))
+	assert.Equal(t, []string{"{}", "[1,", "2]"}, got)
 	assert.Equal(t, Drops{TooBig: 1, TooBigBytes: 7000000}, tt.dropped())
+}
+
+// Reads the queue has no room for are dropped whole; the consumer never
+// hands out a line that lost bytes, and every line is either handed out
+// intact or counted as dropped, however the reads cut the lines.
+func TestGapsDropWholeLines(t *testing.T) {
+	const dir = pb.Direction_DIRECTION_CLIENT_TO_AGENT
+	var stream bytes.Buffer
+	var want []string
+	for i := range 500 {
+		l := fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("z", i*37%300))
+		want = append(want, l)
+		stream.WriteString(l + "\n")
+	}
+	for _, size := range []int{1, 7, 64, 301, 4096} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			tt := newTee(time.Now(), 3, 1<<20, 1<<20, nil)
+			f := tt.feeder(dir)
+			tt.closeWhenDone()
+			var got []string
+			take := func(n int) { // what the consumer takes of the queue
+				for range n {
+					c := <-tt.q
+					tt.take(c)
+					for len(tt.rest) > 0 {
+						if l, ok := tt.cut(); ok {
+							got = append(got, string(l.Msg))
+						}
+					}
+				}
+			}
+			b := stream.Bytes()
+			for i := 0; len(b) > 0; i++ {
+				n := min(size, len(b))
+				f.feed(b[:n])
+				b = b[n:]
+				if i%5 == 0 {
+					take(len(tt.q)) // the consumer keeps up now and then
+				}
+			}
+			f.flush()
+			for l, ok := tt.next(); ok; l, ok = tt.next() {
+				got = append(got, string(l.Msg))
+			}
+			d := tt.dropped()
+			require.Positive(t, d.Behind, "the queue of 3 reads must have overflowed")
+			assert.Equal(t, int64(len(want)), int64(len(got))+d.Behind, "every line is handed out or counted as dropped")
+			k := 0
+			for _, g := range got { // what is handed out is whole lines, in order
+				for k < len(want) && want[k] != g {
+					k++
+				}
+				require.Less(t, k, len(want), "a line was handed out that was not sent whole: %q", g)
+			}
+		})
+	}
 }
 
 // inProcess starts the real service; block, when set, holds every Normalize

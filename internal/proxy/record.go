@@ -120,7 +120,6 @@ func (r *Recorder) consume(ctx context.Context, t *tee) {
 		env, ok := parse(l.Msg)
 		if !ok {
 			r.notJSON.Add(1)
-			putBuf(l.Msg)
 			continue
 		}
 		seq++
@@ -128,7 +127,7 @@ func (r *Recorder) consume(ctx context.Context, t *tee) {
 		f := frame{seq: seq, dir: l.Dir, msg: l.Msg}
 		if wire != nil {
 			r.writeWire(wire, l)
-			if t.pending() == 0 {
+			if !t.pending() {
 				r.flushWire(wire)
 			}
 		}
@@ -146,7 +145,6 @@ func (r *Recorder) consume(ctx context.Context, t *tee) {
 				}}})
 			}
 		}
-		putBuf(l.Msg)
 	}
 	if wire != nil {
 		r.flushWire(wire)

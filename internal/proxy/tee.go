@@ -14,7 +14,8 @@ import (
 // itself carried them untouched).
 type Line struct {
 	Dir pb.Direction
-	// At is when the relay saw the line's last byte, since the proxy started.
+	// At is when the relay read the line's last byte, since the proxy
+	// started.
 	At time.Duration
 	// Msg is the line without its newline and surrounding white space.
 	Msg []byte
@@ -24,42 +25,66 @@ type Line struct {
 // anything; these are only lines that were not copied beside it.
 type Drops struct {
 	// Behind counts lines dropped because the queue to normalization was
-	// full (the normalizer fell behind).
+	// full (the normalizer fell behind): every line a byte of which was
+	// not copied.
 	Behind, BehindBytes int64
 	// TooBig counts lines over the frame limit: relayed whole, never copied.
 	TooBig, TooBigBytes int64
 }
 
-// tee copies the lines of the relayed bytes onto a bounded queue, without
-// ever blocking the relay: a line that does not fit is dropped and counted.
-// Each direction has its own splitter; they share the queue, so lines keep
-// the order in which the relay finished them.
+// tee copies the relayed bytes, each read as it was read, onto a bounded
+// queue, without ever blocking the relay: a read that does not fit is
+// dropped from the copy and counted. The relay's goroutines do no more than
+// one copy and one non-blocking send per read; cutting the reads into lines
+// is the consumer's work (next), off the relay's path. Both directions share
+// the queue, so lines keep the order in which the relay read them: a line is
+// queued before anything it causes on the other side.
 type tee struct {
 	start    time.Time
 	maxFrame int
 	maxBytes int64
 
-	q        chan Line
+	q        chan chunk
 	queued   atomic.Int64 // bytes in q
-	drops    dropCounter
-	onFirst  func()    // called once, at the first drop for being behind
-	firstOne sync.Once // guards onFirst
+	onFirst  func()       // called once, at the first drop for being behind
+	firstOne sync.Once    // guards onFirst
 
 	closeOnce sync.Once
-	open      sync.WaitGroup // one per splitter not yet flushed
+	open      sync.WaitGroup // one per feeder not yet flushed
+	feeders   []*feeder
+
+	// The consumer's side, used by next only.
+	cur   chunk  // the chunk being cut into lines
+	rest  []byte // what of cur is not cut yet
+	cuts  [3]cutter
+	tail  []Line // lines the end of the queue gave
+	drops struct {
+		behind, behindBytes, tooBig, tooBigBytes atomic.Int64
+	}
 }
 
-type dropCounter struct {
-	behind, behindBytes, tooBig, tooBigBytes atomic.Int64
+// chunk is one read of one direction, copied.
+type chunk struct {
+	dir pb.Direction
+	at  time.Duration
+	b   []byte // from getBuf; nil for the end of the direction
+	gap gap    // what of this direction was dropped just before b
+	eof bool   // the direction ended after b
 }
 
-// newTee makes a tee whose queue holds at most maxLines lines and maxBytes
-// bytes; a line over maxFrame bytes is never copied.
-func newTee(start time.Time, maxLines, maxFrame int, maxBytes int64, onFirstDrop func()) *tee {
-	return &tee{start: start, maxFrame: maxFrame, maxBytes: maxBytes, q: make(chan Line, maxLines), onFirst: onFirstDrop}
+// gap is what of a direction's bytes the queue had no room for.
+type gap struct {
+	bytes, newlines int64
+	endsLine        bool // the last byte dropped was a newline
 }
 
-// drops returns what was dropped so far.
+// newTee makes a tee whose queue holds at most maxReads reads and maxBytes
+// bytes; a line over maxFrame bytes is never copied whole.
+func newTee(start time.Time, maxReads, maxFrame int, maxBytes int64, onFirstDrop func()) *tee {
+	return &tee{start: start, maxFrame: maxFrame, maxBytes: maxBytes, q: make(chan chunk, maxReads), onFirst: onFirstDrop}
+}
+
+// dropped returns what was dropped; final once next returned false.
 func (t *tee) dropped() Drops {
 	return Drops{
 		Behind: t.drops.behind.Load(), BehindBytes: t.drops.behindBytes.Load(),
@@ -67,40 +92,15 @@ func (t *tee) dropped() Drops {
 	}
 }
 
-func (t *tee) push(dir pb.Direction, msg []byte) {
-	n := int64(len(msg))
-	if t.queued.Add(n) > t.maxBytes {
-		t.queued.Add(-n)
-		t.dropBehind(n)
-		return
-	}
-	buf := getBuf(len(msg))
-	copy(buf, msg)
-	l := Line{Dir: dir, At: time.Since(t.start), Msg: buf}
-	select {
-	case t.q <- l:
-	default:
-		putBuf(buf)
-		t.queued.Add(-n)
-		t.dropBehind(n)
-	}
-}
-
-func (t *tee) dropBehind(n int64) {
-	t.drops.behind.Add(1)
-	t.drops.behindBytes.Add(n)
-	if t.onFirst != nil {
-		t.firstOne.Do(t.onFirst)
-	}
-}
-
-// splitter returns the splitter of one direction.
-func (t *tee) splitter(dir pb.Direction) *splitter {
+// feeder returns the relay's side of one direction.
+func (t *tee) feeder(dir pb.Direction) *feeder {
 	t.open.Add(1)
-	return &splitter{t: t, dir: dir}
+	f := &feeder{t: t, dir: dir}
+	t.feeders = append(t.feeders, f)
+	return f
 }
 
-// closeWhenDone closes the queue once every splitter made so far is done.
+// closeWhenDone closes the queue once every feeder made so far is done.
 func (t *tee) closeWhenDone() {
 	go func() {
 		t.open.Wait()
@@ -108,106 +108,242 @@ func (t *tee) closeWhenDone() {
 	}()
 }
 
-// splitter cuts one direction's bytes into lines. It holds at most one
-// partial line of up to maxFrame bytes; past that it holds nothing until
-// the line ends.
-type splitter struct {
-	mu   sync.Mutex // the relay's goroutine observes; Run may flush
+// feeder queues the reads of one direction.
+type feeder struct {
+	mu   sync.Mutex // the relay's goroutine feeds; Run may flush
 	t    *tee
 	dir  pb.Direction
-	buf  []byte
-	over int64 // bytes of the current line when it is over the limit
+	gap  gap // dropped since the last read queued
 	done bool
 }
 
-// observe takes bytes the relay already wrote on.
-func (s *splitter) observe(p []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done {
+// feed takes a read the relay is about to write on.
+func (f *feeder) feed(p []byte) {
+	if len(p) == 0 {
 		return
 	}
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		part := p
-		if i >= 0 {
-			part, p = p[:i], p[i+1:]
-		} else {
-			p = nil
-		}
-		switch {
-		case s.over > 0:
-			s.over += int64(len(part))
-		case len(s.buf)+len(part) > s.t.maxFrame:
-			s.over = int64(len(s.buf) + len(part))
-			s.release()
-		case i >= 0 && len(s.buf) == 0:
-			s.emit(part) // the whole line is in this read: copied once
-			continue
-		default:
-			s.buf = append(s.buf, part...)
-		}
-		if i >= 0 {
-			s.endLine()
-		}
-	}
-}
-
-func (s *splitter) endLine() {
-	if s.over > 0 {
-		s.t.drops.tooBig.Add(1)
-		s.t.drops.tooBigBytes.Add(s.over)
-		s.over = 0
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
 		return
 	}
-	s.emit(s.buf)
-	s.buf = s.buf[:0]
-	if cap(s.buf) > 1<<20 {
-		s.release() // a big line passed: do not hold its buffer
+	t := f.t
+	n := int64(len(p))
+	if t.queued.Add(n) > t.maxBytes {
+		t.queued.Add(-n)
+		f.drop(p)
+		return
+	}
+	buf := getBuf(len(p))
+	copy(buf, p)
+	select {
+	case t.q <- chunk{dir: f.dir, at: time.Since(t.start), b: buf, gap: f.gap}:
+		f.gap = gap{}
+	default:
+		putBuf(buf)
+		t.queued.Add(-n)
+		f.drop(p)
 	}
 }
 
-func (s *splitter) emit(line []byte) {
-	if msg := bytes.TrimSpace(line); len(msg) > 0 {
-		s.t.push(s.dir, msg)
+// drop counts a read the queue had no room for; the consumer learns of it
+// with the next read of the direction, or at its end.
+func (f *feeder) drop(p []byte) {
+	f.gap.bytes += int64(len(p))
+	f.gap.newlines += int64(bytes.Count(p, []byte{'\n'}))
+	f.gap.endsLine = p[len(p)-1] == '\n'
+	if f.t.onFirst != nil {
+		f.t.firstOne.Do(f.t.onFirst)
 	}
 }
-
-func (s *splitter) release() { s.buf = nil }
 
 // flush ends the direction: a last line without a newline still counts.
-func (s *splitter) flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done {
+func (f *feeder) flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
 		return
 	}
-	s.done = true
-	if len(s.buf) > 0 || s.over > 0 {
-		s.endLine()
+	f.done = true
+	select {
+	case f.t.q <- chunk{dir: f.dir, at: time.Since(f.t.start), gap: f.gap, eof: true}:
+		f.gap = gap{}
+	default:
+		// The queue is full: the end is read off f when it is closed.
 	}
-	s.release()
-	s.t.open.Done()
+	f.t.open.Done()
+}
+
+// cutter cuts one direction's reads into lines. It holds at most one
+// partial line of up to maxFrame bytes; past that it holds nothing until
+// the line ends.
+type cutter struct {
+	buf   []byte
+	over  int64 // bytes of the current line when it is over the limit
+	skip  bool  // the current line lost bytes to a gap: skipped to its end
+	reuse bool  // buf was handed out whole: empty it before the next line
+	ended bool
 }
 
 // next takes the next line off the queue; false once it is closed and
-// empty. The consumer gives l.Msg back with putBuf when done with it.
+// empty. l.Msg is valid until the next call.
 func (t *tee) next() (Line, bool) {
-	l, ok := <-t.q
-	if ok {
-		t.queued.Add(-int64(len(l.Msg)))
+	for {
+		if len(t.rest) > 0 {
+			if l, ok := t.cut(); ok {
+				return l, true
+			}
+			continue
+		}
+		if len(t.tail) > 0 {
+			l := t.tail[0]
+			t.tail = t.tail[1:]
+			return l, true
+		}
+		c, ok := <-t.q
+		if !ok {
+			if t.end() {
+				continue
+			}
+			return Line{}, false
+		}
+		t.take(c)
 	}
-	return l, ok
 }
 
-// pending says how many lines wait in the queue.
-func (t *tee) pending() int { return len(t.q) }
+// take makes c the chunk being cut, done with the one before.
+func (t *tee) take(c chunk) {
+	if t.cur.b != nil {
+		t.queued.Add(-int64(len(t.cur.b)))
+		putBuf(t.cur.b)
+	}
+	t.cur, t.rest = c, c.b
+	t.takeGap(c.dir, c.gap)
+	if c.eof {
+		t.endDir(c.dir, c.at)
+	}
+}
 
-// Line buffers are pooled, so that the relay's goroutine allocates nothing
+// end finishes the directions whose end did not fit in the queue; true when
+// that gave lines.
+func (t *tee) end() bool {
+	for _, f := range t.feeders {
+		f.mu.Lock()
+		g := f.gap
+		f.gap = gap{}
+		f.mu.Unlock()
+		t.takeGap(f.dir, g)
+		t.endDir(f.dir, time.Since(t.start))
+	}
+	t.feeders = nil
+	return len(t.tail) > 0
+}
+
+// takeGap counts the lines a gap broke: each newline dropped ended one, and
+// the line the gap ends in goes on past it. A line an earlier gap broke is
+// counted once.
+func (t *tee) takeGap(dir pb.Direction, g gap) {
+	if g.bytes == 0 {
+		return
+	}
+	c := &t.cuts[dir]
+	if c.reuse {
+		c.buf, c.reuse = c.buf[:0], false
+	}
+	n := g.newlines
+	if !g.endsLine {
+		n++
+	}
+	if c.skip {
+		n-- // the line the gap starts in was counted already
+	}
+	t.drops.behind.Add(n)
+	t.drops.behindBytes.Add(g.bytes + int64(len(c.buf)) + c.over)
+	c.buf, c.over, c.reuse = c.buf[:0], 0, false
+	c.skip = !g.endsLine
+}
+
+// endDir ends a direction: a last line without a newline still counts.
+func (t *tee) endDir(dir pb.Direction, at time.Duration) {
+	c := &t.cuts[dir]
+	if c.ended {
+		return
+	}
+	c.ended = true
+	if c.reuse {
+		c.buf, c.reuse = c.buf[:0], false
+	}
+	if !c.skip && (len(c.buf) > 0 || c.over > 0) {
+		if msg, ok := t.endLine(c); ok {
+			t.tail = append(t.tail, Line{Dir: dir, At: at, Msg: msg})
+		}
+	}
+	c.buf = nil
+}
+
+// cut cuts what is left of the current chunk up to its next newline.
+func (t *tee) cut() (Line, bool) {
+	c := &t.cuts[t.cur.dir]
+	if c.reuse {
+		c.buf, c.reuse = c.buf[:0], false
+		if cap(c.buf) > 1<<20 {
+			c.buf = nil // a big line passed: do not hold its buffer
+		}
+	}
+	part := t.rest
+	i := bytes.IndexByte(part, '\n')
+	if i >= 0 {
+		part, t.rest = part[:i], part[i+1:]
+	} else {
+		t.rest = nil
+	}
+	switch {
+	case c.skip:
+		t.drops.behindBytes.Add(int64(len(part)))
+		if i >= 0 {
+			c.skip = false
+		}
+		return Line{}, false
+	case c.over > 0:
+		c.over += int64(len(part))
+	case len(c.buf)+len(part) > t.maxFrame:
+		c.over = int64(len(c.buf) + len(part))
+		c.buf = nil
+	case i >= 0 && len(c.buf) == 0:
+		// The whole line is in this read: handed out where it is.
+		msg := bytes.TrimSpace(part)
+		return Line{Dir: t.cur.dir, At: t.cur.at, Msg: msg}, len(msg) > 0
+	default:
+		c.buf = append(c.buf, part...)
+	}
+	if i < 0 {
+		return Line{}, false
+	}
+	msg, ok := t.endLine(c)
+	return Line{Dir: t.cur.dir, At: t.cur.at, Msg: msg}, ok
+}
+
+// endLine ends the line c holds; false when there is nothing to hand out.
+func (t *tee) endLine(c *cutter) ([]byte, bool) {
+	if c.over > 0 {
+		t.drops.tooBig.Add(1)
+		t.drops.tooBigBytes.Add(c.over)
+		c.over = 0
+		return nil, false
+	}
+	c.reuse = true
+	msg := bytes.TrimSpace(c.buf)
+	return msg, len(msg) > 0
+}
+
+// pending says whether more is queued than the lines handed out.
+func (t *tee) pending() bool { return len(t.rest) > 0 || len(t.tail) > 0 || len(t.q) > 0 }
+
+// Read buffers are pooled, so that the relay's goroutine allocates nothing
 // in the steady state: a goroutine that allocates while the collector runs
 // must help it, and normalization makes garbage enough for that help to
 // slow the relay to normalization's pace. Buffers come in size classes,
-// powers of 4 from 1 KiB; a line over the largest class is allocated.
+// powers of 4 from 1 KiB; a read over the largest class is allocated.
 const (
 	minClass   = 10 // 1 KiB
 	numClasses = 8  // up to 16 MiB

@@ -1,4 +1,4 @@
-package dialect
+package jsonlit
 
 import (
 	"encoding/json"
@@ -15,17 +15,18 @@ import (
 // memoSmall makes the memo keep every literal, however short, within a
 // small budget, for the rest of the test.
 func memoSmall(tb testing.TB, budget int) {
-	lo, bu := memoMin, memoBudget
-	memoMin, memoBudget = 0, budget
-	tb.Cleanup(func() { memoMin, memoBudget = lo, bu })
+	tb.Cleanup(SetMemoSizes(0, budget))
 }
 
+// callKey is the memo key of call in the scope "".
+func callKey(call string) memoKey { return memoKey{call: call} }
+
 // checkMemo reads lit through the memo entry of key and fails unless it
-// reads as decodeLiteral reads it.
-func checkMemo(t *testing.T, key string, lit []byte) string {
+// reads as DecodeLiteral reads it.
+func checkMemo(t *testing.T, key memoKey, lit []byte) string {
 	t.Helper()
 	got, gotN, gotOK := memoDecode(key, lit)
-	want, wantN, wantOK := decodeLiteral(lit)
+	want, wantN, wantOK := DecodeLiteral(lit)
 	require.Equal(t, wantOK, gotOK, "ok of %q", lit)
 	require.Equal(t, wantN, gotN, "length of %q", lit)
 	require.Equal(t, want, got, "text of %q", lit)
@@ -41,7 +42,7 @@ var memoPieces = []string{
 }
 
 // TestMemoIsDecodeLiteral: a text that grows, changes, shrinks and turns
-// invalid reads through the memo exactly as decodeLiteral reads it, and a
+// invalid reads through the memo exactly as DecodeLiteral reads it, and a
 // text handed out never changes afterwards.
 func TestMemoIsDecodeLiteral(t *testing.T) {
 	memoSmall(t, 1<<20)
@@ -49,7 +50,7 @@ func TestMemoIsDecodeLiteral(t *testing.T) {
 	type handed struct{ got, want string }
 	var kept []handed
 	for run := range 200 {
-		key := fmt.Sprint("call-", run%7)
+		key := callKey(fmt.Sprint("call-", run%7))
 		var body strings.Builder
 		for range 40 {
 			switch r := rng.IntN(20); {
@@ -75,7 +76,7 @@ func TestMemoIsDecodeLiteral(t *testing.T) {
 			}
 			lit := []byte(`"` + body.String() + `"`)
 			got := checkMemo(t, key, lit)
-			want, _, _ := decodeLiteral(lit)
+			want, _, _ := DecodeLiteral(lit)
 			kept = append(kept, handed{got, want})
 		}
 	}
@@ -91,22 +92,22 @@ func TestMemoBounded(t *testing.T) {
 	line := strings.Repeat("y", 1000) + `\n`
 	for i := range 50 {
 		lit := []byte(`"` + strings.Repeat(line, 1+i%8) + `"`)
-		checkMemo(t, fmt.Sprint("k", i), lit)
+		checkMemo(t, callKey(fmt.Sprint("k", i)), lit)
 		memoTable.mu.Lock()
 		total := memoTable.total
 		memoTable.mu.Unlock()
 		require.LessOrEqual(t, total, memoBudget)
 	}
 	big := []byte(`"` + strings.Repeat(line, 64) + `"`)
-	checkMemo(t, "big", big)
+	checkMemo(t, callKey("big"), big)
 	memoTable.mu.Lock()
-	_, kept := memoTable.entries["big"]
+	_, kept := memoTable.entries[callKey("big")]
 	memoTable.mu.Unlock()
 	assert.False(t, kept)
 }
 
 // TestMemoConcurrent: goroutines growing the same call's text in
-// different ways each read what decodeLiteral reads (run with -race:
+// different ways each read what DecodeLiteral reads (run with -race:
 // no byte handed out is written again).
 func TestMemoConcurrent(t *testing.T) {
 	memoSmall(t, 1<<20)
@@ -120,8 +121,8 @@ func TestMemoConcurrent(t *testing.T) {
 					body = body[:len(body)/2]
 				}
 				lit := []byte(`"` + body + `"`)
-				got, _, ok := memoDecode("shared", lit)
-				want, _, wantOK := decodeLiteral(lit)
+				got, _, ok := memoDecode(callKey("shared"), lit)
+				want, _, wantOK := DecodeLiteral(lit)
 				if ok != wantOK || got != want {
 					t.Errorf("goroutine %d: %q read as %q, want %q", g, lit, got, want)
 					return
@@ -133,7 +134,7 @@ func TestMemoConcurrent(t *testing.T) {
 }
 
 // FuzzMemoDecode: a literal read after another one through the same
-// entry reads as decodeLiteral reads it, whatever the two are.
+// entry reads as DecodeLiteral reads it, whatever the two are.
 func FuzzMemoDecode(f *testing.F) {
 	f.Add([]byte("abc"), []byte("def"), 1)
 	f.Add([]byte(`a\ud83d`), []byte(`\ude00b`), 0)
@@ -152,9 +153,9 @@ func FuzzMemoDecode(f *testing.F) {
 		second := append(append(append([]byte{'"'}, keep...), b...), '"')
 		var want string
 		if json.Unmarshal(first, &want) == nil {
-			checkMemo(t, "f", first)
+			checkMemo(t, callKey("f"), first)
 		}
-		checkMemo(t, "f", second)
-		checkMemo(t, "f", first)
+		checkMemo(t, callKey("f"), second)
+		checkMemo(t, callKey("f"), first)
 	})
 }

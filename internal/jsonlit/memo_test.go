@@ -13,9 +13,12 @@ import (
 )
 
 // memoSmall makes the memo keep every literal, however short, within a
-// small budget, for the rest of the test.
+// small budget, for the rest of the test, starting empty.
 func memoSmall(tb testing.TB, budget int) {
 	tb.Cleanup(SetMemoSizes(0, budget))
+	memoTable.mu.Lock()
+	memoTable.entries, memoTable.scopes, memoTable.total = nil, nil, 0
+	memoTable.mu.Unlock()
 }
 
 // callKey is the memo key of call in the scope "".
@@ -158,4 +161,98 @@ func FuzzMemoDecode(f *testing.F) {
 		checkMemo(t, callKey("f"), second)
 		checkMemo(t, callKey("f"), first)
 	})
+}
+
+// TestMemoScopesApart: two scopes sending the same session and call ids
+// and texts that begin alike each read their own texts as DecodeLiteral
+// reads them, and neither reads, extends or replaces the other's entry.
+func TestMemoScopesApart(t *testing.T) {
+	memoSmall(t, 1<<20)
+	head := strings.Repeat("shared prefix ", 10)
+	a := memoKeyOf("tenant-a", []byte(`"s"`), []byte(`"c"`), []byte(`"`+head))
+	b := memoKeyOf("tenant-b", []byte(`"s"`), []byte(`"c"`), []byte(`"`+head))
+	require.NotEqual(t, a, b)
+
+	checkMemo(t, a, []byte(`"`+head+`of a"`))
+	memoTable.mu.Lock()
+	entryA := memoTable.entries[a]
+	_, bKept := memoTable.entries[b]
+	memoTable.mu.Unlock()
+	require.NotNil(t, entryA)
+	assert.False(t, bKept, "a's text made no entry of b")
+	entryA.mu.Lock()
+	rawA := string(entryA.raw)
+	entryA.mu.Unlock()
+
+	// b sends a text that begins with a's: it is decoded whole, into an
+	// entry of its own, and a's entry is as it was.
+	got := checkMemo(t, b, []byte(`"`+head+`of a, and b's own"`))
+	assert.Equal(t, head+"of a, and b's own", got)
+	memoTable.mu.Lock()
+	entryB := memoTable.entries[b]
+	memoTable.mu.Unlock()
+	require.NotNil(t, entryB)
+	assert.NotSame(t, entryA, entryB)
+	entryA.mu.Lock()
+	assert.Equal(t, rawA, string(entryA.raw), "b's frame changed a's entry")
+	entryA.mu.Unlock()
+
+	// Keys are apart whatever the bytes: a scope ending in a separator is
+	// not another scope's session id.
+	assert.NotEqual(t,
+		memoKeyOf("x\x00\"s\"", []byte(`"c"`), nil, []byte(`"t`)),
+		memoKeyOf("x", []byte(`"s"`), []byte(`"c"`), []byte(`"t`)))
+}
+
+// TestMemoEvictsTheBiggestScope: when the memo is full, a scope that sends
+// many big texts pushes out its own entries, not those of a scope that
+// holds little; the budget holds all along.
+func TestMemoEvictsTheBiggestScope(t *testing.T) {
+	memoSmall(t, 64<<10)
+	line := strings.Repeat("z", 1000) + `\n`
+	lit := func(n int) []byte { return []byte(`"` + strings.Repeat(line, n) + `"`) }
+	quiet := memoKeyOf("quiet", []byte(`"s"`), []byte(`"c"`), lit(1))
+	checkMemo(t, quiet, lit(4))
+	for i := range 40 {
+		k := memoKeyOf("busy", []byte(`"s"`), []byte(fmt.Sprintf(`"c%d"`, i)), lit(1))
+		checkMemo(t, k, lit(8))
+		memoTable.mu.Lock()
+		_, kept := memoTable.entries[quiet]
+		total, busy := memoTable.total, memoTable.scopes["busy"]
+		memoTable.mu.Unlock()
+		require.True(t, kept, "after the busy scope's text %d, the quiet scope's entry is gone", i)
+		require.LessOrEqual(t, total, memoBudget)
+		require.LessOrEqual(t, busy, memoBudget)
+	}
+	// The quiet entry is still read from where it was: a grown text
+	// decodes only its tail, and reads as DecodeLiteral reads it.
+	checkMemo(t, quiet, lit(5))
+}
+
+// TestElideKeepsTheScope: the memo entry a big content text makes is
+// kept under the scope Elide was given, and a frame of another scope with
+// the same ids makes its own.
+func TestElideKeepsTheScope(t *testing.T) {
+	memoSmall(t, 1<<20)
+	t.Cleanup(SetElideSizes(0, 0))
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{"type":"content","content":{"type":"text","text":"` + strings.Repeat("out ", 50) + `"}}]}}}`)
+	scopes := func() map[string]int {
+		memoTable.mu.Lock()
+		defer memoTable.mu.Unlock()
+		n := map[string]int{}
+		for k := range memoTable.entries {
+			n[k.scope]++
+		}
+		return n
+	}
+	_, lits := Elide(msg, false, "tenant-a")
+	require.Len(t, lits, 1)
+	before := scopes()
+	_, lits = Elide(msg, false, "tenant-b")
+	require.Len(t, lits, 1)
+	after := scopes()
+	assert.Equal(t, before["tenant-a"], after["tenant-a"])
+	assert.Equal(t, 1, after["tenant-a"])
+	assert.Equal(t, 1, after["tenant-b"])
+	assert.Zero(t, after[""], "no entry outside the scopes given")
 }

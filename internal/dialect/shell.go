@@ -37,7 +37,7 @@ func (s *Str) UnmarshalJSON(b []byte) error {
 type rawText struct {
 	lit []byte
 	// text is lit decoded, when decoded says so: a content text that the
-	// frame's walk decoded already (see elide.go).
+	// frame's walk decoded already (decodeElided, jsonlit.Elide).
 	text    string
 	decoded bool
 }

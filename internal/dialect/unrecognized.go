@@ -213,7 +213,7 @@ func addFields(m map[string]*knownNode, t reflect.Type, depth int) {
 	}
 }
 
-// foldName folds a member name as eachMember does (ASCII upper case).
+// foldName folds a member name as jsonlit.EachMember does (ASCII upper case).
 func foldName(s string) string { return strings.ToUpper(s) }
 
 // noticeUnrecognized adds to the observations of a `session/update` what

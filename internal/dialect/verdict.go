@@ -136,7 +136,7 @@ func claimsSuccess(o *accum.Observation) bool {
 // `_meta.terminal_exit.signal` and the v2 `exitStatus.signal`. What it
 // finds is added to those observations, so that the core never turns
 // their exit code of 0 into SUCCEEDED. msg has already been parsed
-// without a syntax error, as eachMember requires.
+// without a syntax error, as jsonlit.EachMember requires.
 func contradictions(msg []byte, obs []accum.Observation) {
 	claim := false
 	for i := range obs {

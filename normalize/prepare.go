@@ -133,9 +133,17 @@ func boundReader(id string) (dialect.Dialect, bool) {
 func (r *reply) readWith(with dialect.Dialect, msg []byte) (dialect.Frame, error) {
 	if p := r.ahead; p != nil {
 		r.ahead = nil
-		if p.space == r.req.ns.name && p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) {
+		if p.space == r.space() && p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) {
 			return p.frame, p.err
 		}
 	}
-	return dialect.ReadIn(with, msg, r.req.ns.name)
+	return dialect.ReadIn(with, msg, r.space())
+}
+
+// space is the namespace the request's frames are read in.
+func (r *reply) space() string {
+	if r.req == nil {
+		return ""
+	}
+	return r.req.ns.name
 }

@@ -67,3 +67,23 @@ func TestTombstonesShareByNamespace(t *testing.T) {
 	}
 	assert.Len(t, tb.heap, len(tb.spaces))
 }
+
+// A frame read ahead in one namespace is not used by a request of
+// another: it is read again, in the request's namespace (the decode memo
+// keeps what a read learns apart by namespace).
+func TestPreparedOnlyInItsNamespace(t *testing.T) {
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c","kind":"execute","title":"ls","rawInput":{"command":"ls"}}}}`)
+	p := PrepareIn("a", msg, "", "")
+	assert.Equal(t, "a", p.space)
+	p.frame.AgentName = "read ahead" // what only the frame read ahead says
+	for _, tc := range []struct {
+		space string
+		used  bool
+	}{{"a", true}, {"b", false}, {"", false}} {
+		r := &reply{req: newRequest(newNamespace(tc.space), nil), ahead: p}
+		f, err := r.readWith(p.with, msg)
+		assert.NoError(t, err)
+		assert.Equal(t, tc.used, f.AgentName == "read ahead", "namespace %q", tc.space)
+		assert.Len(t, f.Observations, 1)
+	}
+}

@@ -12,6 +12,7 @@ type Prepared struct {
 	with  dialect.Dialect
 	frame dialect.Frame
 	err   error
+	space string // the namespace it was read in (see PrepareIn)
 }
 
 // Prepare reads a frame the way its session will read it, without taking
@@ -27,7 +28,16 @@ type Prepared struct {
 // the frame again otherwise: reading is pure, so the result is the same
 // either way. Prepare returns nil when
 // there is nothing to read (an empty frame, an unknown dialect name).
+// Prepare reads in the default namespace; see PrepareIn.
 func Prepare(frame []byte, dialectName, expected string) *Prepared {
+	return PrepareIn("", frame, dialectName, expected)
+}
+
+// PrepareIn is Prepare for a frame that a view of namespace (see
+// Namespace) will be fed: reading keeps what it learns for later frames
+// (the decode memo of big outputs) apart by namespace, so a frame read
+// ahead in one namespace is used only by a Feed of the same namespace.
+func PrepareIn(namespace string, frame []byte, dialectName, expected string) *Prepared {
 	if len(frame) == 0 {
 		return nil
 	}
@@ -46,8 +56,8 @@ func Prepare(frame []byte, dialectName, expected string) *Prepared {
 	} else {
 		with = dialect.Generic()
 	}
-	fr, err := dialect.Read(with, frame)
-	return &Prepared{with: with, frame: fr, err: err}
+	fr, err := dialect.ReadIn(with, frame, namespace)
+	return &Prepared{with: with, frame: fr, err: err, space: namespace}
 }
 
 // Dialect is the name of the dialect the frame was read with.
@@ -123,9 +133,17 @@ func boundReader(id string) (dialect.Dialect, bool) {
 func (r *reply) readWith(with dialect.Dialect, msg []byte) (dialect.Frame, error) {
 	if p := r.ahead; p != nil {
 		r.ahead = nil
-		if p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) {
+		if p.space == r.space() && p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) {
 			return p.frame, p.err
 		}
 	}
-	return dialect.Read(with, msg)
+	return dialect.ReadIn(with, msg, r.space())
+}
+
+// space is the namespace the request's frames are read in.
+func (r *reply) space() string {
+	if r.req == nil {
+		return ""
+	}
+	return r.req.ns.name
 }

@@ -621,7 +621,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		if chosen == nil && s.reader().Info().Name != with.Info().Name {
 			// Another stream made the session meanwhile and detected its
 			// dialect: read the frame the way the session reads.
-			if read, err = dialect.Read(s.reader(), f.GetMessage()); err != nil {
+			if read, err = dialect.ReadIn(s.reader(), f.GetMessage(), r.space()); err != nil {
 				ss.release(s, r)
 				r.fail(InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
 				return nil
@@ -651,7 +651,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		// frame that showed it is read again with its dialect.
 		if d, ok := dialect.Lookup(read.Sign); ok {
 			s.use(d)
-			if again, err := dialect.Read(s.reader(), f.GetMessage()); err == nil {
+			if again, err := dialect.ReadIn(s.reader(), f.GetMessage(), r.space()); err == nil {
 				read = again
 			}
 		}

@@ -125,6 +125,9 @@ else
 fi
 
 echo "== fuzz, $FUZZTIME inputs per target"
+# Every package under internal/ and normalize/ is asked for its targets, so
+# a target that moves between them (internal/dialect's JSON helpers went to
+# internal/jsonlit, with their corpora under testdata/fuzz/) still runs.
 for pkg in $(go list ./internal/... ./normalize/...); do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "-- $pkg $target"

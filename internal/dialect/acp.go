@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -119,7 +122,7 @@ type rpcString struct {
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (r *rpcString) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
-	if s, ok := unquote(b); ok {
+	if s, ok := jsonlit.Unquote(b); ok {
 		r.S = s
 	} else if !isNull(b) {
 		r.Bad = true
@@ -173,7 +176,16 @@ func (tc *ToolCall) call() *ToolCall { return tc }
 // about shell commands give an empty Frame and no error. The error, when not
 // nil, wraps ErrBadFrame and names the problem.
 func Read(d Dialect, msg []byte) (Frame, error) {
-	return d.read(msg)
+	return d.read(msg, "")
+}
+
+// ReadIn is Read for a frame of scope: whose frame it is (for acpnormd,
+// the identity that sent it). What reading it leaves behind to read the
+// next frames faster (the decode memo of jsonlit.Elide) is kept under
+// scope, and only frames of the same scope use it. Read is ReadIn with
+// the scope "".
+func ReadIn(d Dialect, msg []byte, scope string) (Frame, error) {
+	return d.read(msg, scope)
 }
 
 // readFrame is the whole of Read for a dialect whose updates and
@@ -181,15 +193,15 @@ func Read(d Dialect, msg []byte) (Frame, error) {
 // observe reads a `session/update`'s update and ask a permission ask's
 // toolCall (starting from askBase). observe is not called when the frame
 // has no update, ask not when the toolCall is absent or has no id.
-func readFrame[U any, P callOf[U]](msg []byte, observe func(*U) []accum.Observation, ask func(*U) accum.Observation) (Frame, error) {
+func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []accum.Observation, ask func(*U) accum.Observation) (Frame, error) {
 	var f Frame
 	var m message[U]
 	var err error
-	var checked []elidedLit
+	var checked []jsonlit.Lit
 	if elisionSafe[U]() {
-		checked, err = decodeElided(msg, &m, bytesElisionSafe[U]())
+		checked, err = decodeElided(msg, &m, bytesElisionSafe[U](), scope)
 	} else {
-		err = decode(msg, &m)
+		err = jsonlit.Decode(msg, &m)
 	}
 	if _, typeErr := err.(*json.UnmarshalTypeError); err != nil && !typeErr {
 		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
@@ -410,7 +422,7 @@ type TerminalOutput struct {
 // another JSON type is present with no data.
 func (t *TerminalOutput) UnmarshalJSON(b []byte) error {
 	*t = TerminalOutput{Present: true, Null: isNull(b)}
-	eachMember(b, func(key string, val []byte) {
+	jsonlit.EachMember(b, func(key string, val []byte) {
 		if key == "DATA" {
 			t.Data.UnmarshalJSON(val)
 		}
@@ -496,7 +508,7 @@ func ParseCode(b []byte) Code {
 	s := string(b)
 	if b[0] == '"' {
 		var ok bool
-		if s, ok = unquote(b); !ok {
+		if s, ok = jsonlit.Unquote(b); !ok {
 			return Code{}
 		}
 		s = strings.TrimSpace(s)
@@ -732,4 +744,250 @@ func StripFence(s string) (string, bool) {
 		return s, false
 	}
 	return t[nl+1 : len(t)-3], true
+}
+
+// elisionSafe says whether the update type U takes a frame's content texts
+// only through ToolCall.Content, so that elided values reach rawText.
+func elisionSafe[U any]() bool {
+	t := reflect.TypeFor[U]()
+	if ok, seen := elisionChecked.Load(t); seen {
+		return ok.(bool)
+	}
+	ok := contentFieldsOf(t) == 1 && shared.contentOK
+	elisionChecked.Store(t, ok)
+	return ok
+}
+
+var elisionChecked sync.Map // reflect.Type → bool
+
+// bytesElisionSafe says whether the update type U takes `rawOutput` only
+// through one field whose type (or the type it points to) is a struct
+// that takes `output` and `output_delta` only through rawBytes fields, so
+// that a byte array elided there reaches a rawBytes.
+func bytesElisionSafe[U any]() bool {
+	t := reflect.TypeFor[U]()
+	if ok, seen := bytesElisionChecked.Load(t); seen {
+		return ok.(bool)
+	}
+	ok := false
+	if outs := fieldsNamed(t, "rawoutput"); len(outs) == 1 {
+		ot := outs[0]
+		if ot.Kind() == reflect.Pointer {
+			ot = ot.Elem()
+		}
+		raw := reflect.TypeFor[rawBytes]()
+		if ot.Kind() == reflect.Struct {
+			o, d := fieldsNamed(ot, "output"), fieldsNamed(ot, "output_delta")
+			ok = len(o) == 1 && o[0] == raw && len(d) == 1 && d[0] == raw
+		}
+	}
+	bytesElisionChecked.Store(t, ok)
+	return ok
+}
+
+var bytesElisionChecked sync.Map // reflect.Type → bool
+
+// fieldsNamed returns the types of the fields of struct t (embedded
+// structs included, as encoding/json flattens them) whose JSON name folds
+// to name, whose letters are lower-case ASCII.
+func fieldsNamed(t reflect.Type, name string) []reflect.Type {
+	var out []reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := cutComma(f.Tag.Get("json"))
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && tag == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, fieldsNamed(ft, name)...)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if strings.EqualFold(tag, name) {
+			out = append(out, f.Type)
+		}
+	}
+	return out
+}
+
+// contentFieldsOf counts the fields of struct t (embedded structs
+// included, as encoding/json flattens them) whose JSON name folds to
+// "content", and returns -1 when one of them is not of type Contents.
+func contentFieldsOf(t reflect.Type) int {
+	n := 0
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := cutComma(f.Tag.Get("json"))
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				m := contentFieldsOf(ft)
+				if m < 0 {
+					return -1
+				}
+				n += m
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if strings.EqualFold(name, "content") {
+			if f.Type != reflect.TypeFor[Contents]() {
+				return -1
+			}
+			n++
+		}
+	}
+	return n
+}
+
+func cutComma(s string) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// shared checks once that the content item shape is what elide assumes:
+// Content.Content is a pointer to a struct whose only field named "text"
+// is a rawText.
+var shared = func() (s struct{ contentOK bool }) {
+	ct := reflect.TypeFor[Content]()
+	f, ok := ct.FieldByName("Content")
+	if !ok || f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct {
+		return s
+	}
+	inner := f.Type.Elem()
+	texts := 0
+	for i := range inner.NumField() {
+		g := inner.Field(i)
+		name, _, _ := cutComma(g.Tag.Get("json"))
+		if name == "" {
+			name = g.Name
+		}
+		if strings.EqualFold(name, "text") {
+			if g.Type != reflect.TypeFor[rawText]() {
+				return s
+			}
+			texts++
+		}
+	}
+	s.contentOK = texts == 1
+	return s
+}()
+
+// decodeElided decodes msg into *v as jsonlit.Decode does, eliding its
+// content texts (and, when arrays says so, its rawOutput byte arrays) when
+// that pays (jsonlit.Elide, whose memo keeps what it learns under scope).
+// Each elided value is put back into the rawText or rawBytes the decoder
+// reads where its "" or [] stands in the light frame. Nothing about how a
+// frame reads changes: TestElidedDecodeIsEncodingJSON and FuzzElidedDecode
+// hold the elided decode to encoding/json's on every recorded frame with
+// every dialect, with every content text elided.
+//
+// Only the content texts of the shared ToolCall shape are elided, and only
+// for a dialect whose update type maps the member `content` to nothing but
+// ToolCall.Content (elisionSafe): the elided value must reach a rawText,
+// the one field type that resolves it. It returns the texts it
+// decoded itself (each valid UTF-8: see markChecked), none when it
+// elided nothing.
+func decodeElided[T any](msg []byte, v *T, arrays bool, scope string) ([]jsonlit.Lit, error) {
+	if jsonlit.EncodingJSONOnly() {
+		return nil, jsonlit.Decode(msg, v)
+	}
+	light, lits := jsonlit.Elide(msg, arrays, scope)
+	if len(lits) == 0 {
+		return nil, jsonlit.Decode(msg, v)
+	}
+	// elided finds the elided value that ends where the decoder is, when
+	// the value it read (val) is the "" or [] that stands for one.
+	elided := func(dec *jsontext.Decoder, val jsontext.Value, array bool) *jsonlit.Lit {
+		if end := dec.InputOffset(); len(val) == 2 {
+			for i := range lits {
+				if lits[i].End == end && (lits[i].Bytes != nil) == array {
+					return &lits[i]
+				}
+			}
+		}
+		return nil
+	}
+	opts := jsonlit.OnePass(jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawText) error {
+			val, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if l := elided(dec, val, false); l != nil {
+				r.lit, r.text, r.decoded = l.Raw, l.Text, true
+				return nil
+			}
+			return r.UnmarshalJSON(val)
+		}),
+		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawBytes) error {
+			val, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if l := elided(dec, val, true); l != nil {
+				*r = rawBytes{B: l.Bytes, Set: true}
+				return nil
+			}
+			return r.UnmarshalJSON(val)
+		}))))
+	if jsonv2.Unmarshal(light, v, opts) == nil {
+		return lits, nil
+	}
+	// The one pass stopped (bad JSON, or a type error): what encoding/json
+	// makes of the frame itself is the answer, as in decode.
+	var zero T
+	*v = zero
+	return nil, jsonlit.Decode(msg, v)
+}
+
+// markChecked sets Valid on every text of obs that is part of a text lits
+// holds and begins and ends between two of its runes. decodeFrom makes
+// every text valid UTF-8 (it writes U+FFFD for what is not), so such a
+// text is valid UTF-8 and accum need not read it again to check: for a
+// cumulative output that is a whole second pass over every snapshot. A
+// text is found by where its bytes are (the string it is, or a part of
+// it, as a dialect hands it on); a text built otherwise is left to be
+// checked.
+func markChecked(obs []accum.Observation, lits []jsonlit.Lit) {
+	for i := range obs {
+		for j := range obs[i].Texts {
+			t := &obs[i].Texts[j]
+			if t.Bytes != nil || t.Text == "" || t.Valid {
+				continue
+			}
+			for k := range lits {
+				if lits[k].Holds(t.Text) {
+					t.Valid = true
+					break
+				}
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // auggie reads `auggie --acp` (Augment), tool `launch-process`.
@@ -65,7 +66,7 @@ func (a *auggieOutput) UnmarshalJSON(b []byte) error {
 	*a = auggieOutput{}
 	var s Str
 	if _ = s.UnmarshalJSON(b); !s.Set {
-		eachMember(b, func(key string, val []byte) {
+		jsonlit.EachMember(b, func(key string, val []byte) {
 			if key == "OUTPUT" {
 				s.UnmarshalJSON(val)
 			}
@@ -82,8 +83,8 @@ type auggieCall struct {
 	RawOutput auggieOutput `json:"rawOutput"`
 }
 
-func (auggie) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeAuggie, askAuggie)
+func (auggie) read(msg []byte, scope string) (Frame, error) {
+	return readFrame(msg, scope, observeAuggie, askAuggie)
 }
 
 func observeAuggie(u *auggieCall) []accum.Observation {

@@ -151,11 +151,11 @@ func (claudeUpdate) unreadFields() []string {
 	return []string{"rawOutput[].text", "_meta.claudeCode.toolResponse[].text"}
 }
 
-func (c claude) read(msg []byte) (Frame, error) {
+func (c claude) read(msg []byte, scope string) (Frame, error) {
 	if c.exitMadeUp {
-		return readFrame(msg, observeClaudeMadeUpExit, askClaude)
+		return readFrame(msg, scope, observeClaudeMadeUpExit, askClaude)
 	}
-	return readFrame(msg, observeClaude, askClaude)
+	return readFrame(msg, scope, observeClaude, askClaude)
 }
 
 func observeClaude(u *claudeUpdate) []accum.Observation {

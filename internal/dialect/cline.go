@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // cline reads Cline CLI (`cline --acp`, npm `cline`; agentInfo.name
@@ -87,11 +88,11 @@ type clineCommands []string
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (c *clineCommands) UnmarshalJSON(b []byte) error {
 	*c = nil
-	eachElement(b, func(val []byte) bool {
+	jsonlit.EachElement(b, func(val []byte) bool {
 		var line CommandLine
 		if bytes.HasPrefix(bytes.TrimSpace(val), []byte("{")) {
 			var args CommandLine
-			eachMember(val, func(key string, v []byte) {
+			jsonlit.EachMember(val, func(key string, v []byte) {
 				switch key {
 				case "COMMAND":
 					line.UnmarshalJSON(v)
@@ -164,7 +165,7 @@ func (c *clineOutput) read(b []byte, depth int) {
 			}
 		}
 	case '[':
-		eachElement(b, func(val []byte) bool {
+		jsonlit.EachElement(b, func(val []byte) bool {
 			if e, ok := readClineEntry(val); ok {
 				c.Entries = append(c.Entries, e)
 			}
@@ -185,7 +186,7 @@ func (c *clineOutput) read(b []byte, depth int) {
 func readClineEntry(b []byte) (clineEntry, bool) {
 	var e clineEntry
 	ok := false
-	eachMember(b, func(key string, val []byte) {
+	jsonlit.EachMember(b, func(key string, val []byte) {
 		ok = true
 		switch key {
 		case "QUERY":
@@ -208,8 +209,8 @@ type clineCall struct {
 	RawOutput *clineOutput `json:"rawOutput"`
 }
 
-func (cline) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeCline, askCline)
+func (cline) read(msg []byte, scope string) (Frame, error) {
+	return readFrame(msg, scope, observeCline, askCline)
 }
 
 func observeCline(u *clineCall) []accum.Observation {

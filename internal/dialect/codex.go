@@ -221,11 +221,11 @@ type codexUpdate struct {
 	Meta      *TerminalMeta   `json:"_meta"`
 }
 
-func (d codex) read(msg []byte) (Frame, error) {
+func (d codex) read(msg []byte, scope string) (Frame, error) {
 	if d.killedIsOne {
-		return readFrame(msg, observeCodexKilledIsOne, askCodex)
+		return readFrame(msg, scope, observeCodexKilledIsOne, askCodex)
 	}
-	return readFrame(msg, observeCodex, askCodex)
+	return readFrame(msg, scope, observeCodex, askCodex)
 }
 
 func observeCodex(u *codexUpdate) []accum.Observation { return observeCodexFor(u, false) }

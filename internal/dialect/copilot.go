@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // copilot reads GitHub Copilot CLI (`copilot --acp`, `@github/copilot`;
@@ -108,17 +109,17 @@ type copilotOutput struct {
 // object is read; the exit code is the first `shell_exit` item's.
 func (c *copilotOutput) UnmarshalJSON(b []byte) error {
 	*c = copilotOutput{}
-	eachMember(b, func(key string, val []byte) {
+	jsonlit.EachMember(b, func(key string, val []byte) {
 		switch key {
 		case "MESSAGE":
 			c.Message.UnmarshalJSON(val)
 		case "CODE":
 			c.Code.UnmarshalJSON(val)
 		case "CONTENTS":
-			eachElement(val, func(item []byte) bool {
+			jsonlit.EachElement(val, func(item []byte) bool {
 				var typ Str
 				var code Code
-				eachMember(item, func(key string, val []byte) {
+				jsonlit.EachMember(item, func(key string, val []byte) {
 					switch key {
 					case "TYPE":
 						typ.UnmarshalJSON(val)
@@ -144,11 +145,11 @@ type copilotCall struct {
 	RawOutput *copilotOutput `json:"rawOutput"`
 }
 
-func (c copilot) read(msg []byte) (Frame, error) {
+func (c copilot) read(msg []byte, scope string) (Frame, error) {
 	if c.shellExitLine {
-		return readFrame(msg, observeCopilotShellExitLine, askCopilot)
+		return readFrame(msg, scope, observeCopilotShellExitLine, askCopilot)
 	}
-	return readFrame(msg, observeCopilot, askCopilot)
+	return readFrame(msg, scope, observeCopilot, askCopilot)
 }
 
 // observeCopilotShellExitLine reads a build whose shell prints `exit`

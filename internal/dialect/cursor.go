@@ -71,8 +71,8 @@ type cursorCall struct {
 	RawOutput *cursorOutput `json:"rawOutput"`
 }
 
-func (cursor) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeCursor, askCursor)
+func (cursor) read(msg []byte, scope string) (Frame, error) {
+	return readFrame(msg, scope, observeCursor, askCursor)
 }
 
 func observeCursor(u *cursorCall) []accum.Observation {

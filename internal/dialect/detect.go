@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // This file is AUTO detection: which dialect reads an agent, from its
@@ -152,8 +154,8 @@ type authMethodIDs []string
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (a *authMethodIDs) UnmarshalJSON(b []byte) error {
 	*a = nil
-	eachElement(b, func(val []byte) bool {
-		eachMember(val, func(key string, val []byte) {
+	jsonlit.EachElement(b, func(val []byte) bool {
+		jsonlit.EachMember(val, func(key string, val []byte) {
 			var id Str
 			if key == "ID" {
 				if id.UnmarshalJSON(val); id.Set && id.S != "" {

@@ -33,8 +33,8 @@ func TestDetectByName(t *testing.T) {
 // fakeDialect is a dialect registered only by a test.
 type fakeDialect struct{ info Info }
 
-func (f fakeDialect) Info() Info                   { return f.info }
-func (fakeDialect) read(msg []byte) (Frame, error) { return Generic().read(msg) }
+func (f fakeDialect) Info() Info                                 { return f.info }
+func (fakeDialect) read(msg []byte, scope string) (Frame, error) { return Generic().read(msg, scope) }
 
 // withDialect registers d for the rest of the test.
 func withDialect(t *testing.T, d Dialect) {

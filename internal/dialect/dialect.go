@@ -29,11 +29,11 @@ type Dialect interface {
 	// Info describes the dialect.
 	Info() Info
 	// read is Read for this dialect; every dialect implements it as
-	// readFrame(msg, observeX, askX), where observeX reads the update of a
+	// readFrame(msg, scope, observeX, askX), where observeX reads the update of a
 	// `session/update` notification (updates that are not about tool calls
 	// or terminals give no observation) and askX, starting from askBase,
 	// the toolCall of a `session/request_permission` request.
-	read(msg []byte) (Frame, error)
+	read(msg []byte, scope string) (Frame, error)
 }
 
 // Info describes a dialect.

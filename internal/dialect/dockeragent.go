@@ -87,8 +87,8 @@ type dockerCall struct {
 	RawOutput *dockerOutput `json:"rawOutput"`
 }
 
-func (dockerAgent) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeDocker, askDocker)
+func (dockerAgent) read(msg []byte, scope string) (Frame, error) {
+	return readFrame(msg, scope, observeDocker, askDocker)
 }
 
 func observeDocker(u *dockerCall) []accum.Observation {

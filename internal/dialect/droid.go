@@ -75,8 +75,8 @@ type droidCall struct {
 	Meta *TerminalMeta `json:"_meta"`
 }
 
-func (droid) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeDroid, askDroid)
+func (droid) read(msg []byte, scope string) (Frame, error) {
+	return readFrame(msg, scope, observeDroid, askDroid)
 }
 
 var (

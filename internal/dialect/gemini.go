@@ -73,8 +73,8 @@ type geminiCall struct {
 	ToolCall
 }
 
-func (gemini) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeGemini, askGemini)
+func (gemini) read(msg []byte, scope string) (Frame, error) {
+	return readFrame(msg, scope, observeGemini, askGemini)
 }
 
 func observeGemini(u *geminiCall) []accum.Observation {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // generic reads plain ACP v1 tool calls, the `_meta` terminal convention
@@ -97,7 +98,7 @@ func (s *ShellOutput) UnmarshalJSON(b []byte) error {
 // a member of another JSON type leaves its field unset, or, for metadata
 // and timed_out, allocated and empty.
 func (f *OutputFields) read(b []byte) {
-	eachMember(b, func(key string, val []byte) {
+	jsonlit.EachMember(b, func(key string, val []byte) {
 		switch key {
 		case "EXIT_CODE":
 			f.ExitCode = ParseCode(val)
@@ -130,7 +131,7 @@ func (f *OutputFields) read(b []byte) {
 				f.Metadata = new(OutputMetadata)
 			}
 			m := f.Metadata
-			eachMember(val, func(key string, val []byte) {
+			jsonlit.EachMember(val, func(key string, val []byte) {
 				switch key {
 				case "EXIT":
 					m.Exit = ParseCode(val)
@@ -212,9 +213,9 @@ type shellUpdate struct {
 // read is readFrame with observeGeneric; it also notes an opening tool
 // call whose shape identifies an agent that gave no name (Frame.Sign), as
 // only the generic dialect reads such agents.
-func (generic) read(msg []byte) (Frame, error) {
+func (generic) read(msg []byte, scope string) (Frame, error) {
 	sign := ""
-	f, err := readFrame(msg, func(u *shellUpdate) []accum.Observation {
+	f, err := readFrame(msg, scope, func(u *shellUpdate) []accum.Observation {
 		if u.SessionUpdate == "tool_call" {
 			sign = signOfShape(u)
 		}

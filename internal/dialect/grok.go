@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // grok reads Grok Build (`@xai-official/grok`, `grok agent stdio`), tool
@@ -139,8 +140,8 @@ type grokCall struct {
 	TaskSnapshot *grokTask   `json:"task_snapshot"`
 }
 
-func (grok) read(msg []byte) (Frame, error) {
-	f, err := readFrame(msg, observeGrok, askGrok)
+func (grok) read(msg []byte, scope string) (Frame, error) {
+	f, err := readFrame(msg, scope, observeGrok, askGrok)
 	if err == nil && f.Sign == "grok" && bytes.Contains(msg, []byte(`"task_completed"`)) {
 		f.Observations = grokTaskCompleted(msg)
 	}
@@ -153,7 +154,7 @@ func (grok) read(msg []byte) (Frame, error) {
 // a task that is not a known call opens nothing that is reported.
 func grokTaskCompleted(msg []byte) []accum.Observation {
 	var m message[grokCall]
-	if decode(msg, &m) != nil && m.Params == nil {
+	if jsonlit.Decode(msg, &m) != nil && m.Params == nil {
 		return nil
 	}
 	if m.Params == nil || m.Params.Update == nil {
@@ -438,13 +439,13 @@ func (r *rawBytes) UnmarshalJSON(b []byte) error {
 		}
 	case '[':
 		out := make([]byte, 0, len(b)/3)
-		i := skipSpace(b, 1)
+		i := jsonlit.SkipSpace(b, 1)
 		if i < len(b) && b[i] == ']' {
 			r.B, r.Set = out, true
 			return nil
 		}
 		for {
-			i = skipSpace(b, i)
+			i = jsonlit.SkipSpace(b, i)
 			n, digits := 0, 0
 			for i < len(b) && b[i] >= '0' && b[i] <= '9' && digits < 4 {
 				n = n*10 + int(b[i]-'0')
@@ -461,7 +462,7 @@ func (r *rawBytes) UnmarshalJSON(b []byte) error {
 				}
 			}
 			out = append(out, byte(n))
-			i = skipSpace(b, i)
+			i = jsonlit.SkipSpace(b, i)
 			if i >= len(b) {
 				return nil
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -316,4 +317,24 @@ func TestGrokDetectedBySign(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "grok", f.Sign, msg)
 	}
+}
+
+// FuzzRawBytes holds rawBytes to jsonlit.DecodeByteArray (which
+// jsonlit's FuzzDecodeByteArray holds to encoding/json): an array that the
+// one-scan decode of the elided path reads, rawBytes reads as the same
+// bytes, so a Grok output reads the same whether or not it was elided.
+func FuzzRawBytes(f *testing.F) {
+	for _, s := range []string{"[]", "[ ]", "[0]", "[1,2,3]", "[ 255 , 0\n,\t10\r]", "[256]", "[01]", "[1.0]", "[1e2]", "[-1]", "[1,]", "[1 2]", "[1", `["a"]`, "[[1]]", "[1,2] x", "[12345]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, n, ok := jsonlit.DecodeByteArray(b)
+		if !ok {
+			return
+		}
+		var r rawBytes
+		require.NoError(t, r.UnmarshalJSON(b[:n]))
+		require.True(t, r.Set)
+		require.Equal(t, out, r.B)
+	})
 }

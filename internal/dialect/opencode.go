@@ -105,8 +105,8 @@ type opencodeCall struct {
 	RawOutput *opencodeOutput `json:"rawOutput"`
 }
 
-func (opencode) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeOpencode, askOpencode)
+func (opencode) read(msg []byte, scope string) (Frame, error) {
+	return readFrame(msg, scope, observeOpencode, askOpencode)
 }
 
 func observeOpencode(u *opencodeCall) []accum.Observation {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // pi reads pi (`@earendil-works/pi-coding-agent`) through its ACP adapter
@@ -114,16 +115,16 @@ type piOutput struct {
 // object is read.
 func (p *piOutput) UnmarshalJSON(b []byte) error {
 	*p = piOutput{}
-	eachMember(b, func(key string, val []byte) {
+	jsonlit.EachMember(b, func(key string, val []byte) {
 		switch key {
 		case "TOOLNAME":
 			p.ToolName.UnmarshalJSON(val)
 		case "DETAILS":
-			eachMember(val, func(key string, val []byte) {
+			jsonlit.EachMember(val, func(key string, val []byte) {
 				if key != "TRUNCATION" {
 					return
 				}
-				eachMember(val, func(key string, val []byte) {
+				jsonlit.EachMember(val, func(key string, val []byte) {
 					switch key {
 					case "TRUNCATED":
 						var t *bool
@@ -141,8 +142,8 @@ func (p *piOutput) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (pi) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observePi, askPi)
+func (pi) read(msg []byte, scope string) (Frame, error) {
+	return readFrame(msg, scope, observePi, askPi)
 }
 
 func observePi(u *piCall) []accum.Observation {

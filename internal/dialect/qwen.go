@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // qwen reads `qwen --acp` (Qwen Code, a fork of Gemini CLI), tool
@@ -135,7 +136,7 @@ func (r *qwenRaw) UnmarshalJSON(b []byte) error {
 
 // read fills o from the members of the object b, leniently.
 func (o *qwenOutput) read(b []byte) {
-	eachMember(b, func(key string, val []byte) {
+	jsonlit.EachMember(b, func(key string, val []byte) {
 		switch key {
 		case "TYPE":
 			o.Type.UnmarshalJSON(val)
@@ -175,8 +176,8 @@ func (qwenCall) unreadFields() []string {
 	return []string{"rawOutput.text", "rawOutput.notices", "rawOutput.pid", "rawOutput.directory", "rawOutput.version", "rawOutput.outputFiles"}
 }
 
-func (qwen) read(msg []byte) (Frame, error) {
-	return readFrame(msg, observeQwen, askQwen)
+func (qwen) read(msg []byte, scope string) (Frame, error) {
+	return readFrame(msg, scope, observeQwen, askQwen)
 }
 
 func observeQwen(u *qwenCall) []accum.Observation {

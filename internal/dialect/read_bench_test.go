@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/benchcpu"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/valyala/fastjson"
 )
@@ -101,8 +102,8 @@ func BenchmarkRead(b *testing.B) {
 			{"generic-map", false, func(f []byte) error { var v map[string]any; return json.Unmarshal(f, &v) }},
 		} {
 			b.Run(name+"/"+c.name, func(b *testing.B) {
-				legacyDecode = c.legacy
-				defer func() { legacyDecode = false }()
+				jsonlit.SetEncodingJSONOnly(c.legacy)
+				defer jsonlit.SetEncodingJSONOnly(false)
 				b.SetBytes(size)
 				b.ReportAllocs()
 				cpu := benchcpu.Now()
@@ -142,12 +143,13 @@ func BenchmarkReadByteArray(b *testing.B) {
 		b.Fatal("no grok dialect")
 	}
 	for _, c := range []struct {
-		name  string
-		frame int
-	}{{"one-scan", elideFrame}, {"decoder", math.MaxInt}} {
+		name    string
+		decoder bool
+	}{{"one-scan", false}, {"decoder", true}} {
 		b.Run(c.name, func(b *testing.B) {
-			defer func(f int) { elideFrame = f }(elideFrame)
-			elideFrame = c.frame
+			if c.decoder {
+				defer jsonlit.SetElideSizes(math.MaxInt, 0)() // no frame is walked
+			}
 			b.SetBytes(int64(len(msg)))
 			b.ReportAllocs()
 			cpu := benchcpu.Now()

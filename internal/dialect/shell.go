@@ -5,6 +5,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // This file holds helpers every dialect may use: lenient string fields and
@@ -23,7 +25,7 @@ func (s *Str) UnmarshalJSON(b []byte) error {
 	*s = Str{}
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '"' {
-		s.S, s.Set = unquote(b)
+		s.S, s.Set = jsonlit.Unquote(b)
 	}
 	return nil
 }
@@ -35,7 +37,7 @@ func (s *Str) UnmarshalJSON(b []byte) error {
 type rawText struct {
 	lit []byte
 	// text is lit decoded, when decoded says so: a content text that the
-	// frame's walk decoded already (see elide.go).
+	// frame's walk decoded already (decodeElided, jsonlit.Elide).
 	text    string
 	decoded bool
 }
@@ -54,7 +56,7 @@ func (r rawText) Str() Str {
 	if r.decoded {
 		return Str{S: r.text, Set: true}
 	}
-	s, ok := unquote(r.lit)
+	s, ok := jsonlit.Unquote(r.lit)
 	return Str{S: s, Set: ok}
 }
 
@@ -96,13 +98,13 @@ func (c *CommandLine) UnmarshalJSON(b []byte) error {
 	}
 	switch b[0] {
 	case '"':
-		if s, ok := unquote(b); ok {
+		if s, ok := jsonlit.Unquote(b); ok {
 			c.Line = s
 		}
 	case '[':
 		argv := []string{}
 		strs := true
-		eachElement(b, func(val []byte) bool {
+		jsonlit.EachElement(b, func(val []byte) bool {
 			var it Str
 			it.UnmarshalJSON(val)
 			strs = it.Set

@@ -104,7 +104,7 @@ func TestReadSkipsWrongTypes(t *testing.T) {
 }
 
 // TestOutputFieldsReadMatchesDecode holds the hand reading of an object
-// rawOutput (validjson.go) to what encoding/json decodes into OutputFields.
+// rawOutput (jsonlit.EachMember) to what encoding/json decodes into OutputFields.
 func TestOutputFieldsReadMatchesDecode(t *testing.T) {
 	for _, in := range []string{
 		`{}`,

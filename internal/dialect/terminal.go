@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // This file reads the client-owned terminals of ACP v1 (`terminal/*`), the
@@ -108,7 +109,7 @@ type wordList []string
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (w *wordList) UnmarshalJSON(b []byte) error {
 	*w = nil
-	eachElement(b, func(val []byte) bool {
+	jsonlit.EachElement(b, func(val []byte) bool {
 		var s Str
 		if s.UnmarshalJSON(val); s.Set {
 			*w = append(*w, s.S)
@@ -218,7 +219,7 @@ func (x *exitStatusIn) UnmarshalJSON(b []byte) error {
 func readTerminalExit(b []byte) (TerminalExit, bool) {
 	var e TerminalExit
 	ok := false
-	eachMember(b, func(key string, val []byte) {
+	jsonlit.EachMember(b, func(key string, val []byte) {
 		ok = true
 		switch key {
 		case "EXITCODE":

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // This file says a wire change aloud: what a shell call's frame carries
@@ -212,7 +213,7 @@ func addFields(m map[string]*knownNode, t reflect.Type, depth int) {
 	}
 }
 
-// foldName folds a member name as eachMember does (ASCII upper case).
+// foldName folds a member name as jsonlit.EachMember does (ASCII upper case).
 func foldName(s string) string { return strings.ToUpper(s) }
 
 // noticeUnrecognized adds to the observations of a `session/update` what
@@ -263,29 +264,29 @@ func noticeUnrecognized[U any](msg []byte, tc *ToolCall, obs []accum.Observation
 func valueAt(msg []byte, path ...string) []byte {
 	b := msg
 	for _, name := range path {
-		i := skipSpace(b, 0)
+		i := jsonlit.SkipSpace(b, 0)
 		if i >= len(b) || b[i] != '{' {
 			return nil
 		}
-		i = skipSpace(b, i+1)
+		i = jsonlit.SkipSpace(b, i+1)
 		found := false
 		for i < len(b) && b[i] == '"' {
-			ke := stringEnd(b, i)
+			ke := jsonlit.StringEnd(b, i)
 			key := b[i:ke]
-			i = skipSpace(b, ke)
+			i = jsonlit.SkipSpace(b, ke)
 			if i >= len(b) || b[i] != ':' {
 				return nil
 			}
-			i = skipSpace(b, i+1)
+			i = jsonlit.SkipSpace(b, i+1)
 			if keyIs(key, name) {
 				found = true
 				break
 			}
-			i = skipSpace(b, valueEnd(b, i))
+			i = jsonlit.SkipSpace(b, jsonlit.ValueEnd(b, i))
 			if i >= len(b) || b[i] != ',' {
 				return nil
 			}
-			i = skipSpace(b, i+1)
+			i = jsonlit.SkipSpace(b, i+1)
 		}
 		if !found {
 			return nil
@@ -354,7 +355,7 @@ var elemsKey = []byte("[]")
 // skipped, one it reads in part is walked, one it does not read is
 // classified (resultLike) and, when it is an object or an array, walked.
 func (s *scan) value(b []byte, i int, n *knownNode, depth int) int {
-	i = skipSpace(b, i)
+	i = jsonlit.SkipSpace(b, i)
 	if i >= len(b) {
 		return len(b)
 	}
@@ -375,30 +376,30 @@ func (s *scan) value(b []byte, i int, n *knownNode, depth int) int {
 			elems = n.elems
 		}
 		s.path[depth+1] = elemsKey
-		i = skipSpace(b, i+1)
+		i = jsonlit.SkipSpace(b, i+1)
 		for k := 0; i < len(b) && b[i] != ']'; k++ {
 			if k < maxScanElements {
 				i = s.value(b, i, elems, depth+1)
 			} else {
 				i = skipMember(b, i)
 			}
-			if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
+			if i = jsonlit.SkipSpace(b, i); i >= len(b) || b[i] != ',' {
 				break
 			}
-			i = skipSpace(b, i+1)
+			i = jsonlit.SkipSpace(b, i+1)
 		}
 		if i < len(b) && b[i] == ']' {
 			return i + 1
 		}
 		return len(b)
 	case '"':
-		e := stringEnd(b, i)
+		e := jsonlit.StringEnd(b, i)
 		if s.resultText && resultBlock(b[i:e]) {
 			addUnrecognized(s.out, accum.UnrecognizedResult, spell(s.path[:depth+1]))
 		}
 		return e
 	}
-	return valueEnd(b, i)
+	return jsonlit.ValueEnd(b, i)
 }
 
 // members walks the members of the object b starting at its first byte,
@@ -407,18 +408,18 @@ func (s *scan) value(b []byte, i int, n *knownNode, depth int) int {
 // in the update itself (top) a member known says nothing of is skipped
 // unread, and rawOutput and _meta are walked at depth 0.
 func (s *scan) members(b []byte, depth int, top bool, known func(key []byte) (*knownNode, bool)) int {
-	i := skipSpace(b, 0)
+	i := jsonlit.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return skipMember(b, i)
 	}
-	i = skipSpace(b, i+1)
+	i = jsonlit.SkipSpace(b, i+1)
 	for i < len(b) && b[i] == '"' {
-		ke := stringEnd(b, i)
+		ke := jsonlit.StringEnd(b, i)
 		key := b[i:ke]
-		if i = skipSpace(b, ke); i >= len(b) || b[i] != ':' {
+		if i = jsonlit.SkipSpace(b, ke); i >= len(b) || b[i] != ':' {
 			return len(b)
 		}
-		i = skipSpace(b, i+1)
+		i = jsonlit.SkipSpace(b, i+1)
 		child, ok := known(key)
 		switch {
 		case top && !ok:
@@ -439,10 +440,10 @@ func (s *scan) members(b []byte, depth int, top bool, known func(key []byte) (*k
 			}
 			i = e
 		}
-		if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
+		if i = jsonlit.SkipSpace(b, i); i >= len(b) || b[i] != ',' {
 			break
 		}
-		i = skipSpace(b, i+1)
+		i = jsonlit.SkipSpace(b, i+1)
 	}
 	if i < len(b) && b[i] == '}' {
 		return i + 1
@@ -471,7 +472,7 @@ func skipMember(b []byte, i int) int {
 			}
 		}
 	}
-	return valueEnd(b, i)
+	return jsonlit.ValueEnd(b, i)
 }
 
 // keyIs says whether key literal lit names the member name, as
@@ -480,7 +481,7 @@ func keyIs(lit []byte, name string) bool {
 	if bytes.IndexByte(lit, '\\') < 0 {
 		return len(lit) == len(name)+2 && strings.EqualFold(string(lit[1:len(lit)-1]), name)
 	}
-	return foldKey(lit) == foldName(name)
+	return jsonlit.FoldKey(lit) == foldName(name)
 }
 
 // member is what n reads under the member of key literal lit (nil:
@@ -496,12 +497,12 @@ func (n *knownNode) member(lit []byte) *knownNode {
 	}
 	var buf [64]byte
 	if len(k) > len(buf) || bytes.IndexByte(k, '\\') >= 0 {
-		return n.members[foldKey(lit)]
+		return n.members[jsonlit.FoldKey(lit)]
 	}
 	out := buf[:len(k)]
 	for i, c := range k {
 		if c >= 0x80 {
-			return n.members[foldKey(lit)]
+			return n.members[jsonlit.FoldKey(lit)]
 		}
 		if 'a' <= c && c <= 'z' {
 			c -= 'a' - 'A'
@@ -513,7 +514,7 @@ func (n *knownNode) member(lit []byte) *knownNode {
 
 // keyText is a member's name as sent, unquoted.
 func keyText(lit []byte) string {
-	if s, ok := unquote(lit); ok {
+	if s, ok := jsonlit.Unquote(lit); ok {
 		return s
 	}
 	return string(lit)
@@ -594,7 +595,7 @@ func resultLike(key, val []byte) string {
 				return accum.UnrecognizedExit
 			}
 		case c == '"':
-			if s, ok := unquote(val); ok {
+			if s, ok := jsonlit.Unquote(val); ok {
 				s = strings.TrimSpace(s)
 				if CodeFromString(s).Known || (signal && len(s) > 3 && strings.EqualFold(s[:3], "SIG")) {
 					return accum.UnrecognizedExit
@@ -610,7 +611,7 @@ func resultLike(key, val []byte) string {
 			}
 		case '[':
 			n := 0
-			eachElement(val, func(el []byte) bool {
+			jsonlit.EachElement(val, func(el []byte) bool {
 				if c := firstByte(el); c == '"' || ('0' <= c && c <= '9') {
 					n++
 				}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // This file reads what a structured result says about HOW a command ended
@@ -52,7 +53,7 @@ func readSignal(b []byte) Signal {
 	switch c := b[0]; {
 	case c == '"':
 		var ok bool
-		if s, ok = unquote(b); !ok {
+		if s, ok = jsonlit.Unquote(b); !ok {
 			return Signal{Odd: true}
 		}
 		s = strings.TrimSpace(s)
@@ -135,7 +136,7 @@ func claimsSuccess(o *accum.Observation) bool {
 // `_meta.terminal_exit.signal` and the v2 `exitStatus.signal`. What it
 // finds is added to those observations, so that the core never turns
 // their exit code of 0 into SUCCEEDED. msg has already been parsed
-// without a syntax error, as eachMember requires.
+// without a syntax error, as jsonlit.EachMember requires.
 func contradictions(msg []byte, obs []accum.Observation) {
 	claim := false
 	for i := range obs {
@@ -146,20 +147,20 @@ func contradictions(msg []byte, obs []accum.Observation) {
 	}
 	var found accum.Observation
 	worded := false // the first outcome word found is the one used
-	eachMember(msg, func(key string, val []byte) {
+	jsonlit.EachMember(msg, func(key string, val []byte) {
 		if key != "PARAMS" {
 			return
 		}
-		eachMember(val, func(key string, val []byte) {
+		jsonlit.EachMember(val, func(key string, val []byte) {
 			if key != "UPDATE" {
 				return
 			}
-			eachMember(val, func(key string, val []byte) {
+			jsonlit.EachMember(val, func(key string, val []byte) {
 				switch key {
 				case "RAWOUTPUT":
 					resultWords(&found, &worded, val, 0)
 				case "_META":
-					eachMember(val, func(key string, val []byte) {
+					jsonlit.EachMember(val, func(key string, val []byte) {
 						if key == "TERMINAL_EXIT" {
 							resultWords(&found, &worded, val, 1)
 						}
@@ -189,7 +190,7 @@ func contradictions(msg []byte, obs []accum.Observation) {
 // Only the first outcome word counts, and none after a signal that could
 // not be named (which reads as failed): *worded says one was applied.
 func resultWords(o *accum.Observation, worded *bool, b []byte, depth int) {
-	eachMember(b, func(key string, val []byte) {
+	jsonlit.EachMember(b, func(key string, val []byte) {
 		switch key {
 		case "SIGNAL":
 			readSignal(val).apply(o)

@@ -54,8 +54,8 @@ type probe struct{ old bool }
 
 func (probe) Info() Info { return Info{Name: "probe-versioned"} }
 
-func (p probe) read(msg []byte) (Frame, error) {
-	f, err := Generic().read(msg)
+func (p probe) read(msg []byte, scope string) (Frame, error) {
+	f, err := Generic().read(msg, scope)
 	if p.old {
 		f.Sign = "old build"
 	}

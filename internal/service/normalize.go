@@ -141,7 +141,8 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// queues the request, so frames of one stream are read in parallel
 	// while the loop applies them in the order they came. It closes in
 	// when it stops, after every request it read was queued.
-	ahead := newReadAhead(aheadWorkers())
+	id := identityOf(stream.Context())
+	ahead := newReadAhead(aheadWorkers(), id.namespace())
 	in := make(chan *pending, aheadDepth(aheadWorkers(), s.cfg.SendQueue))
 	// The reader's error is set before readerDone and in close, and is
 	// never dropped: it says why the stream ended (io.EOF: the client
@@ -185,7 +186,6 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// queueFailed says the current request's answers could not all be
 	// queued (the stream ended meanwhile).
 	queueFailed := false
-	id := identityOf(stream.Context())
 	rev := newRevocation(id, s.recheck)
 	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
 		select {

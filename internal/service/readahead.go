@@ -32,6 +32,9 @@ type readAhead struct {
 	next map[string]string
 	// workers holds a token for each read running on its own goroutine.
 	workers chan struct{}
+	// space is the namespace of the stream's identity, which the frames
+	// are read in (normalize.PrepareIn).
+	space string
 }
 
 // maxAheadSessions bounds the sessions a stream remembers the dialect of;
@@ -61,8 +64,8 @@ func aheadWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
 // one, and never more than twice the send queue.
 func aheadDepth(workers, sendQueue int) int { return max(1, min(2*workers, 2*sendQueue)) }
 
-func newReadAhead(workers int) *readAhead {
-	return &readAhead{next: map[string]string{}, workers: make(chan struct{}, max(1, workers))}
+func newReadAhead(workers int, space string) *readAhead {
+	return &readAhead{next: map[string]string{}, workers: make(chan struct{}, max(1, workers)), space: space}
 }
 
 // start starts reading req ahead, when it is a frame that will be read,
@@ -97,7 +100,7 @@ func (a *readAhead) prepare(f *pb.AcpFrame) *normalize.Prepared {
 	a.mu.Lock()
 	expected := a.next[f.GetSessionId()]
 	a.mu.Unlock()
-	return normalize.Prepare(f.GetMessage(), f.GetDialect(), expected)
+	return normalize.PrepareIn(a.space, f.GetMessage(), f.GetDialect(), expected)
 }
 
 // wait returns the read of p once it is done, or false when ctx ended

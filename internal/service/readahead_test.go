@@ -14,7 +14,7 @@ import (
 // The stream's reader expects each session to keep the dialect its last
 // applied frame was read with, and forgets a closed session.
 func TestReadAheadLearnsTheSessionDialect(t *testing.T) {
-	a := newReadAhead(2)
+	a := newReadAhead(2, "")
 	ctx := context.Background()
 	read := func(req *pb.NormalizeRequest) *normalize.Prepared {
 		t.Helper()
@@ -103,7 +103,7 @@ func TestReadAheadAppliesParallelReadsInOrder(t *testing.T) {
 // Every wait of the read-ahead gives up when the stream ends: for a
 // worker when all are busy, and for a read that is not done.
 func TestReadAheadGivesUp(t *testing.T) {
-	a := newReadAhead(1)
+	a := newReadAhead(1, "")
 	a.workers <- struct{}{} // the only worker is busy
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

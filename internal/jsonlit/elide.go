@@ -1,304 +1,71 @@
-package dialect
+package jsonlit
 
 import (
 	"bytes"
 	"encoding/binary"
-	"reflect"
-	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
-
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/acpnorm/acpnorm/internal/accum"
 )
 
 // Agents that re-send a whole output on every update put it in a tool
 // call's content text (`params.update.content[i].content.text`), and that
 // one string is nearly all of the frame: hundreds of kilobytes, ten times a
-// second. The one-pass decoder scans such a string byte by byte (about
-// 1.4 GB/s here), and unquoting it scans and copies it again. A frame of at
-// least elideFrame bytes is therefore first walked by elide, which finds
-// the content texts of at least elideMin bytes, validates and decodes each
-// in one pass of its own (decodeLiteral: eight bytes at a time where the
-// text is plain), and hands the decoder a copy of the frame in which each
-// of them is the empty string. The decoder reads that light frame as it
-// would the frame (every other byte is the same, and each text it did not
-// see is a valid string, so the light frame is valid JSON exactly when the
-// frame is); the rawText of each such field is then set to the original
-// literal and its decoded text (elidedText), found by where the value ends
-// in the light frame. Nothing about how a frame reads changes:
-// TestElidedDecodeIsEncodingJSON and FuzzElidedDecode hold the elided
-// decode to encoding/json's on every recorded frame with every dialect,
-// with every content text elided.
+// second. The one-pass decoder scans such a string byte by byte, and
+// unquoting it scans and copies it again. A frame of at least elideFrame
+// bytes is therefore first walked by Elide, which finds the content texts
+// of at least elideMin bytes (and, when asked, the byte arrays of
+// `rawOutput.output` and `rawOutput.output_delta`), validates and decodes
+// each in one pass of its own (DecodeLiteral: eight bytes at a time where
+// the text is plain; DecodeByteArray), and returns a copy of the frame in
+// which each of them is "" (or []). A decoder reads that light frame as it
+// would the frame: every other byte is the same, and each value it did not
+// see is a valid value of the same JSON type, so the light frame is valid
+// JSON exactly when the frame is. The caller then puts each elided value
+// back where the decoder met its "" or [] (Lit.End). internal/dialect does
+// so for the fields of its shared ToolCall shape, and its tests
+// (TestElidedDecodeIsEncodingJSON, FuzzElidedDecode) hold the result to
+// encoding/json's on every recorded frame with every dialect.
 //
 // A content text of at least memoMin bytes is read through the memo
-// (memo.go): when it begins with the bytes of the one the same call sent
-// before, only what follows them is decoded.
-//
-// Only the content texts of the shared ToolCall shape are elided, and only
-// for a dialect whose update type maps the member `content` to nothing but
-// ToolCall.Content (elisionSafe): the elided value must reach a rawText,
-// the one field type that resolves it.
+// (memo.go): when it begins with the bytes of the one the same call of
+// the same scope sent before, only what follows them is decoded.
 
 // elideFrame and elideMin are the smallest frame that is walked and the
-// smallest content text literal that is elided; tests lower them.
+// smallest content text literal (or byte array) that is elided;
+// SetElideSizes changes them for tests.
 var (
 	elideFrame = 16 << 10
 	elideMin   = 4 << 10
 )
 
-// elidedLit is one content text, or one byte array, taken out of a frame.
-type elidedLit struct {
-	end  int64  // offset just past the "" or [] that stands for it in the light frame
-	raw  []byte // the literal or the array in the frame
-	text string // a literal's decoded text
-	// bytes is an array's decoded bytes (never nil for an array, nil for
+// SetElideSizes sets the smallest frame Elide walks and the smallest
+// value it takes out, and returns what restores the defaults before it.
+// It is for tests and benchmarks (0, 0: take out every value; a frame
+// size of math.MaxInt: walk nothing), which must not run in parallel with
+// other reads.
+func SetElideSizes(frame, value int) (restore func()) {
+	f, v := elideFrame, elideMin
+	elideFrame, elideMin = frame, value
+	return func() { elideFrame, elideMin = f, v }
+}
+
+// Lit is one value Elide took out of a frame: a content text literal or
+// a byte array.
+type Lit struct {
+	End  int64  // the offset just past the "" or [] that stands for it in the light frame
+	Raw  []byte // the literal or the array in the frame
+	Text string // a literal's decoded text, always valid UTF-8
+	// Bytes is an array's decoded bytes (never nil for an array, nil for
 	// a literal).
-	bytes []byte
+	Bytes []byte
 }
 
-// elisionSafe says whether the update type U takes a frame's content texts
-// only through ToolCall.Content, so that elided values reach rawText.
-func elisionSafe[U any]() bool {
-	t := reflect.TypeFor[U]()
-	if ok, seen := elisionChecked.Load(t); seen {
-		return ok.(bool)
-	}
-	ok := contentFieldsOf(t) == 1 && shared.contentOK
-	elisionChecked.Store(t, ok)
-	return ok
-}
-
-var elisionChecked sync.Map // reflect.Type → bool
-
-// bytesElisionSafe says whether the update type U takes `rawOutput` only
-// through one field whose type (or the type it points to) is a struct
-// that takes `output` and `output_delta` only through rawBytes fields, so
-// that a byte array elided there reaches a rawBytes.
-func bytesElisionSafe[U any]() bool {
-	t := reflect.TypeFor[U]()
-	if ok, seen := bytesElisionChecked.Load(t); seen {
-		return ok.(bool)
-	}
-	ok := false
-	if outs := fieldsNamed(t, "rawoutput"); len(outs) == 1 {
-		ot := outs[0]
-		if ot.Kind() == reflect.Pointer {
-			ot = ot.Elem()
-		}
-		raw := reflect.TypeFor[rawBytes]()
-		if ot.Kind() == reflect.Struct {
-			o, d := fieldsNamed(ot, "output"), fieldsNamed(ot, "output_delta")
-			ok = len(o) == 1 && o[0] == raw && len(d) == 1 && d[0] == raw
-		}
-	}
-	bytesElisionChecked.Store(t, ok)
-	return ok
-}
-
-var bytesElisionChecked sync.Map // reflect.Type → bool
-
-// fieldsNamed returns the types of the fields of struct t (embedded
-// structs included, as encoding/json flattens them) whose JSON name folds
-// to name, whose letters are lower-case ASCII.
-func fieldsNamed(t reflect.Type, name string) []reflect.Type {
-	var out []reflect.Type
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, _, _ := cutComma(f.Tag.Get("json"))
-		if tag == "-" {
-			continue
-		}
-		if f.Anonymous && tag == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				out = append(out, fieldsNamed(ft, name)...)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if tag == "" {
-			tag = f.Name
-		}
-		if equalFoldASCII([]byte(tag), name) {
-			out = append(out, f.Type)
-		}
-	}
-	return out
-}
-
-// contentFieldsOf counts the fields of struct t (embedded structs
-// included, as encoding/json flattens them) whose JSON name folds to
-// "content", and returns -1 when one of them is not of type Contents.
-func contentFieldsOf(t reflect.Type) int {
-	n := 0
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := cutComma(f.Tag.Get("json"))
-		if name == "-" {
-			continue
-		}
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				m := contentFieldsOf(ft)
-				if m < 0 {
-					return -1
-				}
-				n += m
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if equalFoldASCII([]byte(name), "content") {
-			if f.Type != reflect.TypeFor[Contents]() {
-				return -1
-			}
-			n++
-		}
-	}
-	return n
-}
-
-func cutComma(s string) (before, after string, found bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ',' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
-}
-
-// shared checks once that the content item shape is what elide assumes:
-// Content.Content is a pointer to a struct whose only field named "text"
-// is a rawText.
-var shared = func() (s struct{ contentOK bool }) {
-	ct := reflect.TypeFor[Content]()
-	f, ok := ct.FieldByName("Content")
-	if !ok || f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct {
-		return s
-	}
-	inner := f.Type.Elem()
-	texts := 0
-	for i := range inner.NumField() {
-		g := inner.Field(i)
-		name, _, _ := cutComma(g.Tag.Get("json"))
-		if name == "" {
-			name = g.Name
-		}
-		if equalFoldASCII([]byte(name), "text") {
-			if g.Type != reflect.TypeFor[rawText]() {
-				return s
-			}
-			texts++
-		}
-	}
-	s.contentOK = texts == 1
-	return s
-}()
-
-// decodeElided decodes msg into *v as decode does, eliding its content
-// texts when that pays; see the top of this file. It returns the texts it
-// decoded itself (each valid UTF-8: see markChecked), none when it
-// elided nothing.
-func decodeElided[T any](msg []byte, v *T, arrays bool) ([]elidedLit, error) {
-	if legacyDecode || len(msg) < elideFrame {
-		return nil, decode(msg, v)
-	}
-	light, lits := elide(msg, arrays)
-	if len(lits) == 0 {
-		return nil, decode(msg, v)
-	}
-	// elided finds the elided value that ends where the decoder is, when
-	// the value it read (val) is the "" or [] that stands for one.
-	elided := func(dec *jsontext.Decoder, val jsontext.Value, array bool) *elidedLit {
-		if end := dec.InputOffset(); len(val) == 2 {
-			for i := range lits {
-				if lits[i].end == end && (lits[i].bytes != nil) == array {
-					return &lits[i]
-				}
-			}
-		}
-		return nil
-	}
-	opts := jsonv2.JoinOptions(onePass, jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
-		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawText) error {
-			val, err := dec.ReadValue()
-			if err != nil {
-				return err
-			}
-			if l := elided(dec, val, false); l != nil {
-				r.lit, r.text, r.decoded = l.raw, l.text, true
-				return nil
-			}
-			return r.UnmarshalJSON(val)
-		}),
-		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawBytes) error {
-			val, err := dec.ReadValue()
-			if err != nil {
-				return err
-			}
-			if l := elided(dec, val, true); l != nil {
-				*r = rawBytes{B: l.bytes, Set: true}
-				return nil
-			}
-			return r.UnmarshalJSON(val)
-		}))))
-	if jsonv2.Unmarshal(light, v, opts) == nil {
-		return lits, nil
-	}
-	// The one pass stopped (bad JSON, or a type error): what encoding/json
-	// makes of the frame itself is the answer, as in decode.
-	var zero T
-	*v = zero
-	return nil, decode(msg, v)
-}
-
-// markChecked sets Valid on every text of obs that is part of a text lits
-// holds and begins and ends between two of its runes. decodeFrom makes
-// every text valid UTF-8 (it writes U+FFFD for what is not), so such a
-// text is valid UTF-8 and accum need not read it again to check: for a
-// cumulative output that is a whole second pass over every snapshot. A
-// text is found by where its bytes are (the string it is, or a part of
-// it, as a dialect hands it on); a text built otherwise is left to be
-// checked.
-func markChecked(obs []accum.Observation, lits []elidedLit) {
-	for i := range obs {
-		for j := range obs[i].Texts {
-			t := &obs[i].Texts[j]
-			if t.Bytes != nil || t.Text == "" || t.Valid {
-				continue
-			}
-			for k := range lits {
-				if within(t.Text, lits[k].text) {
-					t.Valid = true
-					break
-				}
-			}
-		}
-	}
-}
-
-// within says whether s is a part of the valid UTF-8 text whole (the same
-// bytes in memory, not equal ones) that begins and ends on rune
-// boundaries of whole.
-func within(s, whole string) bool {
+// Holds says whether s is a part of l's text (the same bytes in memory,
+// not an equal copy) that begins and ends on rune boundaries of it: such
+// a string is valid UTF-8 without being read again, since Text is.
+func (l *Lit) Holds(s string) bool {
+	whole := l.Text
 	if s == "" || whole == "" {
 		return false
 	}
@@ -311,13 +78,22 @@ func within(s, whole string) bool {
 	return utf8.RuneStart(s[0]) && (end == len(whole) || utf8.RuneStart(whole[end]))
 }
 
-// elide returns msg with every content text of at least elideMin bytes
-// replaced by "", and those texts; none when msg is not an object of the
-// expected shape or a text is not a valid string (the decoder then reads
-// msg itself and says what is wrong).
-func elide(msg []byte, arrays bool) ([]byte, []elidedLit) {
-	w := elider{msg: msg, arrays: arrays}
-	i := skipSpace(msg, 0)
+// Elide returns msg with every content text of at least elideMin bytes
+// replaced by "" (and, when arrays says so, every byte array of
+// rawOutput.output and rawOutput.output_delta by []), and those values;
+// none when msg is shorter than elideFrame, is not an object of the
+// expected shape, or a text on the path is not a valid string (the
+// decoder then reads msg itself and says what is wrong).
+//
+// scope names whose frame msg is (for acpnormd, the identity): the memo
+// keeps what it learns from msg under it, and only a frame of the same
+// scope, session and call reads it again.
+func Elide(msg []byte, arrays bool, scope string) ([]byte, []Lit) {
+	if len(msg) < elideFrame {
+		return nil, nil
+	}
+	w := elider{msg: msg, arrays: arrays, scope: scope}
+	i := SkipSpace(msg, 0)
 	if i >= len(msg) || msg[i] != '{' {
 		return nil, nil
 	}
@@ -330,13 +106,13 @@ func elide(msg []byte, arrays bool) ([]byte, []elidedLit) {
 		l := &w.lits[k]
 		start := len(light) + (l.start - from)
 		light = append(light, msg[from:l.start]...)
-		if w.out[k].bytes != nil {
+		if w.out[k].Bytes != nil {
 			light = append(light, '[', ']')
 		} else {
 			light = append(light, '"', '"')
 		}
-		w.out[k].end = int64(start + 2)
-		from = l.start + len(w.out[k].raw)
+		w.out[k].End = int64(start + 2)
+		from = l.start + len(w.out[k].Raw)
 	}
 	light = append(light, msg[from:]...)
 	return light, w.out
@@ -347,11 +123,12 @@ func elide(msg []byte, arrays bool) ([]byte, []elidedLit) {
 type elider struct {
 	msg  []byte
 	lits []struct{ start int }
-	out  []elidedLit
+	out  []Lit
 	cut  int  // bytes taken out
 	bad  bool // a text on the path is not a valid string
-	// sid and tcid are the session id and tool call id literals met
-	// before the texts: the memo's key (memo.go).
+	// scope, and sid and tcid, the session id and tool call id literals
+	// met before the texts, are the memo's key (memo.go).
+	scope     string
 	sid, tcid []byte
 	// arrays says to take out the byte arrays of rawOutput.output and
 	// rawOutput.output_delta too (bytesElisionSafe).
@@ -379,7 +156,7 @@ const maxElideDepth = 64
 // offset just past it, or -1 when the walk gives up.
 func (w *elider) object(i, lv int) int {
 	b := w.msg
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
 	}
@@ -387,13 +164,13 @@ func (w *elider) object(i, lv int) int {
 		if i >= len(b) || b[i] != '"' {
 			return -1
 		}
-		ke := stringEnd(b, i)
+		ke := StringEnd(b, i)
 		key := b[i+1 : max(i+1, ke-1)]
-		i = skipSpace(b, ke)
+		i = SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
-		i = skipSpace(b, i+1)
+		i = SkipSpace(b, i+1)
 		next := lvOff
 		switch lv {
 		case lvRoot:
@@ -451,13 +228,13 @@ func (w *elider) object(i, lv int) int {
 // an array at b[i]: a comma (it returns the start of the next one), or the
 // closing byte (it returns the index past it, closed). -1: neither.
 func afterMember(b []byte, i int, closing byte) (next int, closed bool) {
-	i = skipSpace(b, i)
+	i = SkipSpace(b, i)
 	if i >= len(b) {
 		return -1, false
 	}
 	switch b[i] {
 	case ',':
-		return skipSpace(b, i+1), false
+		return SkipSpace(b, i+1), false
 	case closing:
 		return i + 1, true
 	}
@@ -481,7 +258,7 @@ func (w *elider) value(i, lv, depth int) int {
 		if lv != lvContent {
 			return skipValue(b, i)
 		}
-		i = skipSpace(b, i+1)
+		i = SkipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
 			return i + 1
 		}
@@ -513,9 +290,9 @@ func (w *elider) text(i int) int {
 	var n int
 	var ok bool
 	if len(w.msg)-i >= memoMin {
-		text, n, ok = memoDecode(memoKey(w.sid, w.tcid, w.msg[i:]), w.msg[i:])
+		text, n, ok = memoDecode(memoKeyOf(w.scope, w.sid, w.tcid, w.msg[i:]), w.msg[i:])
 	} else {
-		text, n, ok = decodeLiteral(w.msg[i:])
+		text, n, ok = DecodeLiteral(w.msg[i:])
 	}
 	if !ok {
 		w.bad = true
@@ -523,37 +300,38 @@ func (w *elider) text(i int) int {
 	}
 	if n >= elideMin+2 {
 		w.lits = append(w.lits, struct{ start int }{i})
-		w.out = append(w.out, elidedLit{raw: w.msg[i : i+n : i+n], text: text})
+		w.out = append(w.out, Lit{Raw: w.msg[i : i+n : i+n], Text: text})
 		w.cut += n - 2
 	}
 	return i + n
 }
 
 // array takes the byte array at msg[i] out when it is long enough and
-// decodeByteArray reads it, and returns the offset just past it; -1 when
+// DecodeByteArray reads it, and returns the offset just past it; -1 when
 // it is left in the frame, to be walked as any value.
 func (w *elider) array(i int) int {
-	out, n, ok := decodeByteArray(w.msg[i:])
+	out, n, ok := DecodeByteArray(w.msg[i:])
 	if !ok {
 		return -1
 	}
 	if n >= elideMin+2 {
 		w.lits = append(w.lits, struct{ start int }{i})
-		w.out = append(w.out, elidedLit{raw: w.msg[i : i+n : i+n], bytes: out})
+		w.out = append(w.out, Lit{Raw: w.msg[i : i+n : i+n], Bytes: out})
 		w.cut += n - 2
 	}
 	return i + n
 }
 
-// decodeByteArray reads the JSON array at the start of b when it holds
+// DecodeByteArray reads the JSON array at the start of b when it holds
 // nothing but integers from 0 to 255 as JSON writes them (digits, no
 // leading zero, no fraction or exponent), with JSON whitespace around
 // them: it returns those bytes (never nil) and the array's length. Such
-// an array is valid JSON, and rawBytes reads it as these bytes
-// (FuzzDecodeByteArray). ok is false for anything else, which is left to
-// the decoder: this is one scan of the array that validates and decodes
-// it, for the arrays Grok sends its output in.
-func decodeByteArray(b []byte) (out []byte, n int, ok bool) {
+// an array is valid JSON and encoding/json reads these numbers from it
+// (FuzzDecodeByteArray; internal/dialect's FuzzRawBytes holds its own
+// reader of byte arrays to it). ok is false for anything else, which is
+// left to the decoder: this is one scan of the array that validates and
+// decodes it, for outputs sent as arrays of bytes.
+func DecodeByteArray(b []byte) (out []byte, n int, ok bool) {
 	if len(b) == 0 || b[0] != '[' {
 		return nil, 0, false
 	}
@@ -565,7 +343,7 @@ func decodeByteArray(b []byte) (out []byte, n int, ok bool) {
 		return nil, 0, false
 	}
 	out = make([]byte, 0, bytes.Count(b[:end], []byte{','})+1)
-	i := skipSpace(b, 1)
+	i := SkipSpace(b, 1)
 	if i < len(b) && b[i] == ']' {
 		return out, i + 1, true
 	}
@@ -587,7 +365,7 @@ func decodeByteArray(b []byte) (out []byte, n int, ok bool) {
 			return nil, 0, false
 		}
 		out = append(out, byte(v))
-		i = skipSpace(b, i)
+		i = SkipSpace(b, i)
 		if i >= len(b) {
 			break
 		}
@@ -597,7 +375,7 @@ func decodeByteArray(b []byte) (out []byte, n int, ok bool) {
 		if b[i] != ',' {
 			break
 		}
-		i = skipSpace(b, i+1)
+		i = SkipSpace(b, i+1)
 	}
 	return nil, 0, false
 }
@@ -608,13 +386,13 @@ func (w *elider) literal(i int) []byte {
 	if i >= len(w.msg) || w.msg[i] != '"' {
 		return nil
 	}
-	return w.msg[i:min(stringEnd(w.msg, i), len(w.msg))]
+	return w.msg[i:min(StringEnd(w.msg, i), len(w.msg))]
 }
 
 // skipValue returns the offset just past the value at b[i], without
 // checking it (the decoder does), or -1 at the end of b.
 func skipValue(b []byte, i int) int {
-	e := valueEnd(b, i)
+	e := ValueEnd(b, i)
 	if e <= i || e > len(b) {
 		return -1
 	}
@@ -641,13 +419,13 @@ func equalFoldASCII(b []byte, name string) bool {
 	return true
 }
 
-// decodeLiteral reads the JSON string literal at the start of b in one
-// pass: it returns its text decoded exactly as unquote does (escapes
+// DecodeLiteral reads the JSON string literal at the start of b in one
+// pass: it returns its text decoded exactly as Unquote does (escapes
 // decoded; each byte that is not valid UTF-8 and each unpaired surrogate
 // escape as U+FFFD) and the literal's length with its quotes. ok is false
 // when b does not start with a valid string literal: an unescaped control
 // byte, a bad escape or no closing quote.
-func decodeLiteral(b []byte) (text string, n int, ok bool) {
+func DecodeLiteral(b []byte) (text string, n int, ok bool) {
 	if len(b) == 0 || b[0] != '"' {
 		return "", 0, false
 	}

@@ -1,7 +1,8 @@
-package dialect
+package jsonlit
 
 import (
 	"encoding/json"
+	"sync/atomic"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -16,14 +17,22 @@ import (
 // pass, and the first error stops the decode.
 var onePass = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
 
-// decode unmarshals msg into *v exactly as json.Unmarshal does, in one
+// OnePass returns the options of Decode's one pass, joined with more
+// (unmarshalers, say), for a caller that runs the decoder itself: where
+// jsonv2.Unmarshal with them fails, that caller must decode again with
+// Decode, as Decode does.
+func OnePass(more ...jsonv2.Options) jsonv2.Options {
+	return jsonv2.JoinOptions(append([]jsonv2.Options{onePass}, more...)...)
+}
+
+// Decode unmarshals msg into *v exactly as json.Unmarshal does, in one
 // pass over msg when it is valid JSON of the expected types (nearly every
 // frame). When that pass stops at an error (bad JSON, or a field of
 // another JSON type than its Go type, which encoding/json skips and goes
 // on), *v is reset and decoded again by json.Unmarshal, so that what is
 // decoded and the error returned are encoding/json's.
-func decode[T any](msg []byte, v *T) error {
-	if !legacyDecode && jsonv2.Unmarshal(msg, v, onePass) == nil {
+func Decode[T any](msg []byte, v *T) error {
+	if !legacy.Load() && jsonv2.Unmarshal(msg, v, onePass) == nil {
 		return nil
 	}
 	var zero T
@@ -31,6 +40,15 @@ func decode[T any](msg []byte, v *T) error {
 	return json.Unmarshal(msg, v)
 }
 
-// legacyDecode makes decode use encoding/json alone; tests set it to hold
-// the one-pass decode to encoding/json's results.
-var legacyDecode bool
+// legacy makes Decode use encoding/json alone.
+var legacy atomic.Bool
+
+// SetEncodingJSONOnly makes Decode use encoding/json alone (on) or the
+// one pass again (off). Tests use it to hold the one-pass decode, and
+// every faster path built on it, to encoding/json's results; a caller
+// that has a faster path asks EncodingJSONOnly first.
+func SetEncodingJSONOnly(on bool) { legacy.Store(on) }
+
+// EncodingJSONOnly says whether SetEncodingJSONOnly turned the one pass
+// off.
+func EncodingJSONOnly() bool { return legacy.Load() }

@@ -2,23 +2,19 @@ package dialect
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/acpnorm/acpnorm/internal/benchcpu"
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // elideAll makes the elided decode take out every content text, however
-// short, and read it through the memo (memo.go), for the rest of the test.
+// short, and read it through jsonlit's memo, for the rest of the test.
 func elideAll(tb testing.TB) {
-	frame, lit := elideFrame, elideMin
-	elideFrame, elideMin = 0, 0
-	tb.Cleanup(func() { elideFrame, elideMin = frame, lit })
-	memoSmall(tb, 1<<20) // and read every one through the memo
+	tb.Cleanup(jsonlit.SetElideSizes(0, 0))
+	tb.Cleanup(jsonlit.SetMemoSizes(0, 1<<20)) // and read every one through the memo
 }
 
 // elideSeeds are frames whose content texts are on the elided path, with
@@ -67,7 +63,7 @@ func TestElidedDecodeIsEncodingJSON(t *testing.T) {
 	}
 	elided := 0
 	for _, m := range msgs {
-		if _, lits := elide(m, true); len(lits) > 0 {
+		if _, lits := jsonlit.Elide(m, true, ""); len(lits) > 0 {
 			elided++
 		}
 	}
@@ -126,87 +122,17 @@ func TestElideOnlyLongTexts(t *testing.T) {
 	lit, err := json.Marshal(long)
 	require.NoError(t, err)
 	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"short"}},{"type":"content","content":{"type":"text","text":` + string(lit) + `}}]}}}`
-	light, lits := elide([]byte(msg), false)
+	light, lits := jsonlit.Elide([]byte(msg), false, "")
 	require.Len(t, lits, 1)
-	assert.Equal(t, long, lits[0].text)
-	assert.Equal(t, string(lit), string(lits[0].raw))
+	assert.Equal(t, long, lits[0].Text)
+	assert.Equal(t, string(lit), string(lits[0].Raw))
 	assert.Equal(t, len(msg)-len(lit)+2, len(light))
-	assert.Equal(t, `""`, string(light[lits[0].end-2:lits[0].end]))
+	assert.Equal(t, `""`, string(light[lits[0].End-2:lits[0].End]))
 	f, err := Read(Generic(), []byte(msg))
 	require.NoError(t, err)
 	require.Len(t, f.Observations, 1)
 	require.Len(t, f.Observations[0].Texts, 1)
 	assert.Equal(t, "short\n"+long, f.Observations[0].Texts[0].Text)
-}
-
-// FuzzDecodeLiteral holds decodeLiteral to encoding/json: the same text
-// for every literal it accepts, and a refusal for every one it refuses.
-func FuzzDecodeLiteral(f *testing.F) {
-	for _, s := range []string{`"a"`, `"\ud83d\ude00"`, `"\n\u0041"`, "\"\xff\"", `"\ud800\udbff"`, `"a\qb"`, "\"\x01\"", `"\u00"`, `"x\"y"`, `"\\"`, `"abc`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		got, n, ok := decodeLiteral(b)
-		var want string
-		wantErr := json.Unmarshal(b[:max(n, 0)], &want)
-		if !ok {
-			// No valid literal starts b: no prefix of b that starts and
-			// ends with a quote is one.
-			for i := 1; i <= len(b) && b[0] == '"'; i++ {
-				if b[i-1] == '"' && i > 1 && json.Unmarshal(b[:i], &want) == nil {
-					t.Fatalf("decodeLiteral(%q) refused it, but %q is a literal", b, b[:i])
-				}
-			}
-			return
-		}
-		if wantErr != nil || got != want {
-			t.Fatalf("decodeLiteral(%q) = %q (%d bytes); encoding/json: %q, %v", b, got, n, want, wantErr)
-		}
-	})
-}
-
-// BenchmarkDecodeLiteral reads one 512 KiB content text of build-log
-// lines (a `\n` escape every 45 bytes or so) three ways: decodeLiteral
-// (validate and decode in one pass, what elide does), go-json-experiment's
-// decode of the literal into a string (what the one-pass decode of a frame
-// did with it, before unquote read it again), and unquote alone.
-func BenchmarkDecodeLiteral(b *testing.B) {
-	var sb strings.Builder
-	for i := 1; sb.Len() < 512<<10; i++ {
-		sb.WriteString("step ")
-		sb.WriteString(strings.Repeat("x", i%7))
-		sb.WriteString(": compiled package in 12 ms\n")
-	}
-	lit, err := json.Marshal(sb.String())
-	require.NoError(b, err)
-	b.Run("decodeLiteral", func(b *testing.B) {
-		b.SetBytes(int64(len(lit)))
-		defer benchcpu.Report(b, benchcpu.Now())
-		for b.Loop() {
-			if _, _, ok := decodeLiteral(lit); !ok {
-				b.Fatal("refused")
-			}
-		}
-	})
-	b.Run("go-json-experiment", func(b *testing.B) {
-		b.SetBytes(int64(len(lit)))
-		defer benchcpu.Report(b, benchcpu.Now())
-		for b.Loop() {
-			var s string
-			if err := jsonv2.Unmarshal(lit, &s, onePass); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("unquote", func(b *testing.B) {
-		b.SetBytes(int64(len(lit)))
-		defer benchcpu.Report(b, benchcpu.Now())
-		for b.Loop() {
-			if _, ok := unquote(lit); !ok {
-				b.Fatal("refused")
-			}
-		}
-	})
 }
 
 // TestElidedTextMarkedChecked: a long content text that the elided decode
@@ -241,36 +167,8 @@ func TestElidedTextMarkedChecked(t *testing.T) {
 		{"an equal copy elsewhere", strings.Clone(whole), false},
 		{"empty", "", false},
 	} {
-		assert.Equal(t, tc.want, within(tc.s, whole), tc.name)
+		assert.Equal(t, tc.want, (&jsonlit.Lit{Text: whole}).Holds(tc.s), tc.name)
 	}
-}
-
-// FuzzDecodeByteArray holds decodeByteArray to encoding/json and to
-// rawBytes: an array it reads is valid JSON, encoding/json reads the same
-// numbers from it, and rawBytes the same bytes.
-func FuzzDecodeByteArray(f *testing.F) {
-	for _, s := range []string{"[]", "[ ]", "[0]", "[1,2,3]", "[ 255 , 0\n,\t10\r]", "[256]", "[01]", "[1.0]", "[1e2]", "[-1]", "[1,]", "[1 2]", "[1", `["a"]`, "[[1]]", "[1,2] x", "[12345]"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		out, n, ok := decodeByteArray(b)
-		if !ok {
-			return
-		}
-		require.NotNil(t, out)
-		arr := b[:n]
-		require.True(t, json.Valid(arr), "%q read as %v is not valid JSON", arr, out)
-		var nums []float64
-		require.NoError(t, json.Unmarshal(arr, &nums))
-		require.Len(t, out, len(nums))
-		for i, v := range nums {
-			require.Equal(t, float64(out[i]), v, "element %d of %q", i, arr)
-		}
-		var r rawBytes
-		require.NoError(t, r.UnmarshalJSON(arr))
-		require.True(t, r.Set)
-		require.Equal(t, out, r.B)
-	})
 }
 
 // TestByteArrayElided: at the default sizes, a big Grok byte array is
@@ -287,11 +185,11 @@ func TestByteArrayElided(t *testing.T) {
 	}())
 	require.NoError(t, err)
 	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"in_progress","rawOutput":{"type":"run_terminal_command","output":` + string(arr) + `,"truncated":false},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}}}`
-	light, lits := elide([]byte(msg), true)
+	light, lits := jsonlit.Elide([]byte(msg), true, "")
 	require.Len(t, lits, 1)
-	assert.Equal(t, out, lits[0].bytes)
+	assert.Equal(t, out, lits[0].Bytes)
 	assert.Equal(t, len(msg)-len(arr)+2, len(light))
-	assert.Equal(t, `[]`, string(light[lits[0].end-2:lits[0].end]))
+	assert.Equal(t, `[]`, string(light[lits[0].End-2:lits[0].End]))
 	g, ok := Lookup("grok")
 	require.True(t, ok)
 	readBoth(t, g, []byte(msg))
@@ -300,22 +198,4 @@ func TestByteArrayElided(t *testing.T) {
 	require.Len(t, f.Observations, 1)
 	require.NotEmpty(t, f.Observations[0].Texts)
 	assert.Equal(t, out, f.Observations[0].Texts[0].Bytes)
-}
-
-// TestFoldKeyRemembers: a member name read before is folded without an
-// allocation, a name is folded as before, and what is remembered is
-// bounded however many names frames send.
-func TestFoldKeyRemembers(t *testing.T) {
-	assert.Equal(t, "TOOLCALLID", foldKey([]byte(`"toolCallId"`)))
-	assert.Equal(t, "EXIT_CODE", foldKey([]byte(`"exit\u005fcode"`)))
-	assert.Equal(t, "\u00c9T\u00c9", foldKey([]byte(`"\u00e9t\u00c9"`)))
-	lit := []byte(`"rawOutput"`)
-	foldKey(lit)
-	assert.Zero(t, testing.AllocsPerRun(100, func() { foldKey(lit) }))
-	for i := range 2 * maxFoldedKeys {
-		foldKey([]byte(fmt.Sprintf(`"k%d"`, i)))
-	}
-	assert.LessOrEqual(t, len(*foldedKeys.Load()), maxFoldedKeys)
-	long := `"` + strings.Repeat("x", 2*maxFoldedKey) + `"`
-	assert.Equal(t, strings.Repeat("X", 2*maxFoldedKey), foldKey([]byte(long)))
 }

@@ -1,4 +1,4 @@
-package dialect
+package jsonlit
 
 import (
 	"bytes"
@@ -21,24 +21,40 @@ import (
 // without the memo, and replaces them. Only equal bytes are skipped, and
 // those were validated when they were first decoded, so the memo changes
 // no text and no refusal (TestMemoIsDecodeLiteral, FuzzMemoDecode): it is
-// a cache of decodeLiteral, keyed by the frame's own session id, tool call
-// id and first bytes of the text, whose entries hold only what frames sent.
+// a cache of DecodeLiteral, keyed by the scope the caller names (acpnormd:
+// the identity), the frame's own session id and tool call id, and the
+// first bytes of the text, whose entries hold only what frames sent. A
+// frame of one scope never reads, extends or replaces an entry of another
+// (TestMemoScopesApart).
 //
 // It is bounded: literals of at least memoMin bytes only, at most
 // memoBudget bytes of kept literals and texts in all (an entry bigger than
-// half of it is not kept), the least recently used entries leaving first.
+// half of it is not kept). When it is full, the least recently used entry
+// of the scope that holds the most bytes leaves first, so that one scope
+// sending big texts pushes out its own entries before another's
+// (TestMemoEvictsTheBiggestScope).
 
 var (
 	memoMin    = 64 << 10
 	memoBudget = 32 << 20
 )
 
+// SetMemoSizes sets the smallest literal the memo keeps and the bytes it
+// may hold, and returns what restores the sizes before it. It is for
+// tests (0 and a small budget: keep every literal), which must not run in
+// parallel with other reads.
+func SetMemoSizes(smallest, budget int) (restore func()) {
+	lo, bu := memoMin, memoBudget
+	memoMin, memoBudget = smallest, budget
+	return func() { memoMin, memoBudget = lo, bu }
+}
+
 // memoKeyText is how many bytes of the literal the key holds.
 const memoKeyText = 64
 
 type memoEntry struct {
 	mu       sync.Mutex
-	key      string
+	key      memoKey
 	raw      []byte // the last literal, from its opening quote to its last clean offset
 	cleanOut int    // the length of raw's decoded text
 	text     []byte // the last literal's decoded text; every byte of it may be in a string handed out
@@ -51,21 +67,29 @@ type memoEntry struct {
 
 var memoTable struct {
 	mu      sync.Mutex
-	entries map[string]*memoEntry
+	entries map[memoKey]*memoEntry
 	total   int
+	scopes  map[string]int // the bytes each scope's entries hold
 	clock   uint64
 }
 
-// memoKey is the key of a content text literal of the frame whose session
-// id and tool call id literals are sid and tcid.
-func memoKey(sid, tcid, lit []byte) string {
-	k := make([]byte, 0, len(sid)+len(tcid)+2+memoKeyText)
-	k = append(append(append(append(k, sid...), 0), tcid...), 0)
-	return string(append(k, lit[:min(len(lit), memoKeyText)]...))
+// A memoKey is the key of a content text literal: the scope, then what
+// names the call in the frame.
+type memoKey struct {
+	scope string
+	call  string
 }
 
-// memoDecode is decodeLiteral(b) through the memo entry of key.
-func memoDecode(key string, b []byte) (text string, n int, ok bool) {
+// memoKeyOf is the key of the content text literal lit of a frame of scope
+// whose session id and tool call id literals are sid and tcid.
+func memoKeyOf(scope string, sid, tcid, lit []byte) memoKey {
+	k := make([]byte, 0, len(sid)+len(tcid)+2+memoKeyText)
+	k = append(append(append(append(k, sid...), 0), tcid...), 0)
+	return memoKey{scope, string(append(k, lit[:min(len(lit), memoKeyText)]...))}
+}
+
+// memoDecode is DecodeLiteral(b) through the memo entry of key.
+func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 	e := memoLookup(key, false)
 	if e != nil {
 		e.mu.Lock()
@@ -138,7 +162,7 @@ func memoString(b []byte) string {
 
 // memoLookup returns the entry of key: nil when there is none, unless
 // make says to make one.
-func memoLookup(key string, make bool) *memoEntry {
+func memoLookup(key memoKey, make bool) *memoEntry {
 	t := &memoTable
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -146,7 +170,8 @@ func memoLookup(key string, make bool) *memoEntry {
 	e := t.entries[key]
 	if e == nil && make {
 		if t.entries == nil {
-			t.entries = map[string]*memoEntry{}
+			t.entries = map[memoKey]*memoEntry{}
+			t.scopes = map[string]int{}
 		}
 		e = &memoEntry{key: key}
 		t.entries[key] = e
@@ -168,6 +193,7 @@ func memoAccount(e *memoEntry) {
 		return
 	}
 	t.total += size - e.size
+	t.scopes[e.key.scope] += size - e.size
 	e.size = size
 	if size > memoBudget/2 {
 		memoEvict(e)
@@ -175,17 +201,34 @@ func memoAccount(e *memoEntry) {
 		return
 	}
 	for t.total > memoBudget {
-		var oldest *memoEntry
-		for _, o := range t.entries {
-			if o != e && (oldest == nil || o.used < oldest.used) {
-				oldest = o
-			}
-		}
+		oldest := memoVictim(e)
 		if oldest == nil {
 			break
 		}
 		memoEvict(oldest)
 	}
+}
+
+// memoVictim returns the least recently used entry other than e of the
+// scope that holds the most bytes among those with such an entry; t.mu is
+// held. The table holds at most memoBudget/memoMin entries, so one walk of
+// it is cheap next to decoding the literal that made it full.
+func memoVictim(e *memoEntry) *memoEntry {
+	t := &memoTable
+	oldest := map[string]*memoEntry{}
+	for _, o := range t.entries {
+		if p := oldest[o.key.scope]; o != e && (p == nil || o.used < p.used) {
+			oldest[o.key.scope] = o
+		}
+	}
+	var victim *memoEntry
+	for scope, o := range oldest {
+		if victim == nil || t.scopes[scope] > t.scopes[victim.key.scope] ||
+			t.scopes[scope] == t.scopes[victim.key.scope] && o.used < victim.used {
+			victim = o
+		}
+	}
+	return victim
 }
 
 // memoEvict takes e out of the table; t.mu is held. What e holds is
@@ -194,6 +237,9 @@ func memoEvict(e *memoEntry) {
 	t := &memoTable
 	delete(t.entries, e.key)
 	t.total -= e.size
+	if t.scopes[e.key.scope] -= e.size; t.scopes[e.key.scope] == 0 {
+		delete(t.scopes, e.key.scope)
+	}
 	e.size = 0
 	e.evicted = true
 }

@@ -1,4 +1,4 @@
-package dialect
+package jsonlit
 
 import (
 	"encoding/json"
@@ -19,19 +19,19 @@ func TestUnquote(t *testing.T) {
 		if err := json.Unmarshal([]byte(lit), &want); err != nil {
 			t.Fatalf("%s: encoding/json: %v", lit, err)
 		}
-		got, ok := unquote([]byte(lit))
+		got, ok := Unquote([]byte(lit))
 		if !ok || got != want {
-			t.Errorf("unquote(%s) = %q, %v; encoding/json gives %q", lit, got, ok, want)
+			t.Errorf("Unquote(%s) = %q, %v; encoding/json gives %q", lit, got, ok, want)
 		}
 	}
 	for _, bad := range []string{``, `"`, `abc`, `"\x"`, `"\u12"`, `"abc\"`} {
-		if _, ok := unquote([]byte(bad)); ok {
-			t.Errorf("unquote(%q) accepted", bad)
+		if _, ok := Unquote([]byte(bad)); ok {
+			t.Errorf("Unquote(%q) accepted", bad)
 		}
 	}
 }
 
-// FuzzUnquote checks unquote against encoding/json on every string literal
+// FuzzUnquote checks Unquote against encoding/json on every string literal
 // encoding/json accepts.
 func FuzzUnquote(f *testing.F) {
 	for _, s := range []string{`"a"`, `"\ud83d\ude00"`, `"\n\u0041"`, "\"\xff\"", `"\ud800\udbff"`} {
@@ -42,9 +42,9 @@ func FuzzUnquote(f *testing.F) {
 		if json.Unmarshal(b, &want) != nil || len(b) == 0 || b[0] != '"' || b[len(b)-1] != '"' {
 			return
 		}
-		got, ok := unquote(b)
+		got, ok := Unquote(b)
 		if !ok || got != want {
-			t.Fatalf("unquote(%q) = %q, %v; encoding/json gives %q", b, got, ok, want)
+			t.Fatalf("Unquote(%q) = %q, %v; encoding/json gives %q", b, got, ok, want)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // readBoth reads msg with d twice, with the one-pass decode and with
@@ -18,9 +19,9 @@ import (
 func readBoth(t *testing.T, d Dialect, msg []byte) {
 	t.Helper()
 	got, gotErr := Read(d, msg)
-	legacyDecode = true
+	jsonlit.SetEncodingJSONOnly(true)
 	want, wantErr := Read(d, msg)
-	legacyDecode = false
+	jsonlit.SetEncodingJSONOnly(false)
 	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
 		t.Fatalf("%s: %q\none pass: error %v\nencoding/json: error %v", d.Info().Name, msg, gotErr, wantErr)
 	}

@@ -1,4 +1,4 @@
-package dialect
+package jsonlit
 
 import (
 	"bytes"
@@ -11,70 +11,74 @@ import (
 // This file reads the members of JSON objects and the elements of arrays
 // that encoding/json has already validated, as it has the bytes it hands
 // to an UnmarshalJSON method. The few fields that take more than one JSON
-// type (a rawOutput that is a string or an object, an argv or a command
+// type (an output that is a string or an object, an argv or a command
 // string) are read this way, so that no subtree of a frame is decoded by a
-// second json.Unmarshal.
+// second json.Unmarshal. On bytes that are not valid JSON these functions
+// stop early or skip ahead; they never read past b.
 
-// eachMember calls fn with the key and the raw value of every member of
+// EachMember calls fn with the key and the raw value of every member of
 // the object b, in order (a repeated key comes again: the last one wins, as
 // with encoding/json). The key is folded the way encoding/json matches
 // keys to fields, case-insensitively: compare it with the upper-case field
 // name. Nothing is called when b is not an object.
-func eachMember(b []byte, fn func(key string, val []byte)) {
-	i := skipSpace(b, 0)
+func EachMember(b []byte, fn func(key string, val []byte)) {
+	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] == '"' {
-		ke := stringEnd(b, i)
-		key := foldKey(b[i:ke])
-		i = skipSpace(b, ke)
+		ke := StringEnd(b, i)
+		key := FoldKey(b[i:ke])
+		i = SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return
 		}
-		i = skipSpace(b, i+1)
-		ve := valueEnd(b, i)
+		i = SkipSpace(b, i+1)
+		ve := ValueEnd(b, i)
 		fn(key, b[i:ve])
-		i = skipSpace(b, ve)
+		i = SkipSpace(b, ve)
 		if i >= len(b) || b[i] != ',' {
 			return
 		}
-		i = skipSpace(b, i+1)
+		i = SkipSpace(b, i+1)
 	}
 }
 
-// eachElement calls fn with every element of the array b until fn returns
+// EachElement calls fn with every element of the array b until fn returns
 // false. Nothing is called when b is not an array.
-func eachElement(b []byte, fn func(val []byte) bool) {
-	i := skipSpace(b, 0)
+func EachElement(b []byte, fn func(val []byte) bool) {
+	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] != ']' {
-		ve := valueEnd(b, i)
+		ve := ValueEnd(b, i)
 		if !fn(b[i:ve]) {
 			return
 		}
-		i = skipSpace(b, ve)
+		i = SkipSpace(b, ve)
 		if i >= len(b) || b[i] != ',' {
 			return
 		}
-		i = skipSpace(b, i+1)
+		i = SkipSpace(b, i+1)
 	}
 }
 
-func skipSpace(b []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after b[i] that is
+// not JSON whitespace (len(b) when there is none).
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-// stringEnd returns the index just past the string literal that starts at
-// b[i].
-func stringEnd(b []byte, i int) int {
+// StringEnd returns the index just past the string literal that starts at
+// b[i] (its closing quote is the first one no backslash escapes), or
+// len(b) when it has none. It does not check what the literal holds.
+func StringEnd(b []byte, i int) int {
 	j := i + 1
 	for {
 		k := bytes.IndexByte(b[j:], '"')
@@ -93,20 +97,21 @@ func stringEnd(b []byte, i int) int {
 	}
 }
 
-// valueEnd returns the index just past the value that starts at b[i].
-func valueEnd(b []byte, i int) int {
+// ValueEnd returns the index just past the value that starts at b[i]
+// (len(b) at most), without checking it.
+func ValueEnd(b []byte, i int) int {
 	if i >= len(b) {
 		return len(b)
 	}
 	switch b[i] {
 	case '"':
-		return stringEnd(b, i)
+		return StringEnd(b, i)
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
 			switch b[i] {
 			case '"':
-				i = stringEnd(b, i)
+				i = StringEnd(b, i)
 				continue
 			case '{', '[':
 				depth++
@@ -126,17 +131,17 @@ func valueEnd(b []byte, i int) int {
 	return i
 }
 
-// foldKey unquotes an object key and folds it as encoding/json does to
+// FoldKey unquotes an object key and folds it as encoding/json does to
 // match keys to field names: ASCII letters to upper case, other letters
 // to the upper case of their lower case. A folded key met before is
 // taken from foldedKeys, so that reading it allocates nothing.
-func foldKey(lit []byte) string {
+func FoldKey(lit []byte) string {
 	k := lit
 	if len(k) >= 2 {
 		k = k[1 : len(k)-1]
 	}
 	if bytes.IndexByte(k, '\\') >= 0 {
-		s, _ := unquote(lit)
+		s, _ := Unquote(lit)
 		k = []byte(s)
 	}
 	var buf [maxFoldedKey]byte

@@ -1,4 +1,4 @@
-package dialect
+package jsonlit
 
 import (
 	"encoding/binary"
@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// unquote decodes one JSON string literal (with its quotes) that the
-// encoding/json decoder has already validated, as it does before it hands a
+// Unquote decodes one JSON string literal (with its quotes) that a
+// decoder has already validated, as it does before it hands a
 // value to an UnmarshalJSON method. Calling json.Unmarshal there instead
 // would scan the bytes twice more (validation, then decoding), and strings
 // of whole command outputs dominate the cost of a frame.
@@ -16,7 +16,7 @@ import (
 // The result equals what json.Unmarshal gives: escapes are decoded, every
 // byte that is not valid UTF-8 and every unpaired surrogate escape becomes
 // U+FFFD. ok is false when b is not a string literal.
-func unquote(b []byte) (s string, ok bool) {
+func Unquote(b []byte) (s string, ok bool) {
 	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
 		return "", false
 	}

@@ -1,0 +1,23 @@
+// Package jsonlit reads JSON literals fast and exactly as encoding/json
+// does: the helpers that agent dialects decode frames with, and nothing
+// about any agent.
+//
+//   - Decode is json.Unmarshal in one pass (go-json-experiment's decoder
+//     with encoding/json's semantics), falling back to json.Unmarshal
+//     itself whenever that pass stops, so results and errors are
+//     encoding/json's.
+//   - Unquote, DecodeLiteral and DecodeByteArray decode one string
+//     literal or one array of bytes, eight bytes at a time where they can;
+//     EachMember, EachElement, FoldKey, SkipSpace, StringEnd and ValueEnd
+//     walk JSON that a decoder has already validated.
+//   - Elide takes the big content texts (and byte arrays) out of an ACP
+//     tool call frame, decoded once, so that a decoder reads a light copy;
+//     a text that begins with what the same call of the same scope sent
+//     before is decoded only from where it differs (a bounded memo).
+//
+// What holds this package to encoding/json is its fuzz targets
+// (FuzzUnquote, FuzzDecodeLiteral, FuzzDecodeByteArray, FuzzMemoDecode)
+// and, in internal/dialect, the tests and fuzz targets that read every
+// recorded frame with every dialect both ways (FuzzOnePassDecode,
+// FuzzElidedDecode). test/run.sh runs every fuzz target of internal/...
+package jsonlit

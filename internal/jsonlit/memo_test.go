@@ -1,0 +1,258 @@
+package jsonlit
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// memoSmall makes the memo keep every literal, however short, within a
+// small budget, for the rest of the test, starting empty.
+func memoSmall(tb testing.TB, budget int) {
+	tb.Cleanup(SetMemoSizes(0, budget))
+	memoTable.mu.Lock()
+	memoTable.entries, memoTable.scopes, memoTable.total = nil, nil, 0
+	memoTable.mu.Unlock()
+}
+
+// callKey is the memo key of call in the scope "".
+func callKey(call string) memoKey { return memoKey{call: call} }
+
+// checkMemo reads lit through the memo entry of key and fails unless it
+// reads as DecodeLiteral reads it.
+func checkMemo(t *testing.T, key memoKey, lit []byte) string {
+	t.Helper()
+	got, gotN, gotOK := memoDecode(key, lit)
+	want, wantN, wantOK := DecodeLiteral(lit)
+	require.Equal(t, wantOK, gotOK, "ok of %q", lit)
+	require.Equal(t, wantN, gotN, "length of %q", lit)
+	require.Equal(t, want, got, "text of %q", lit)
+	return got
+}
+
+// memoPieces are what a text grows by: plain runs, escapes, multi-byte
+// runes, surrogate pairs, invalid UTF-8 (a sequence that the next piece
+// may complete), control and quote escapes.
+var memoPieces = []string{
+	"plain text ", `\n`, `\r\n`, `\t`, `\"`, `\\`, `\u001b[31m`, "é", "€", "\xe2\x82", "\xac", "\xff",
+	`\ud83d`, `\ude00`, `\ud83d\ude00`, `\u00e9`, "x", "0123456789abcdef", `\/`,
+}
+
+// TestMemoIsDecodeLiteral: a text that grows, changes, shrinks and turns
+// invalid reads through the memo exactly as DecodeLiteral reads it, and a
+// text handed out never changes afterwards.
+func TestMemoIsDecodeLiteral(t *testing.T) {
+	memoSmall(t, 1<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	type handed struct{ got, want string }
+	var kept []handed
+	for run := range 200 {
+		key := callKey(fmt.Sprint("call-", run%7))
+		var body strings.Builder
+		for range 40 {
+			switch r := rng.IntN(20); {
+			case r < 14: // grow
+				for range 1 + rng.IntN(4) {
+					body.WriteString(memoPieces[rng.IntN(len(memoPieces))])
+				}
+			case r < 16: // change a byte already sent
+				s := []byte(body.String())
+				if len(s) > 0 {
+					s[rng.IntN(len(s))] = "abc\\\"\x01"[rng.IntN(6)]
+				}
+				body.Reset()
+				body.Write(s)
+			case r < 18: // shrink
+				s := body.String()
+				body.Reset()
+				body.WriteString(s[:rng.IntN(len(s)+1)])
+			default: // an invalid tail, once
+				lit := []byte(`"` + body.String() + []string{"\x01", `\q`, `\u12`, ""}[rng.IntN(4)])
+				checkMemo(t, key, lit)
+				continue
+			}
+			lit := []byte(`"` + body.String() + `"`)
+			got := checkMemo(t, key, lit)
+			want, _, _ := DecodeLiteral(lit)
+			kept = append(kept, handed{got, want})
+		}
+	}
+	for _, h := range kept {
+		require.Equal(t, h.want, h.got, "a text handed out changed")
+	}
+}
+
+// TestMemoBounded: the memo holds no more than its budget, and an entry
+// bigger than half of it is not kept.
+func TestMemoBounded(t *testing.T) {
+	memoSmall(t, 64<<10)
+	line := strings.Repeat("y", 1000) + `\n`
+	for i := range 50 {
+		lit := []byte(`"` + strings.Repeat(line, 1+i%8) + `"`)
+		checkMemo(t, callKey(fmt.Sprint("k", i)), lit)
+		memoTable.mu.Lock()
+		total := memoTable.total
+		memoTable.mu.Unlock()
+		require.LessOrEqual(t, total, memoBudget)
+	}
+	big := []byte(`"` + strings.Repeat(line, 64) + `"`)
+	checkMemo(t, callKey("big"), big)
+	memoTable.mu.Lock()
+	_, kept := memoTable.entries[callKey("big")]
+	memoTable.mu.Unlock()
+	assert.False(t, kept)
+}
+
+// TestMemoConcurrent: goroutines growing the same call's text in
+// different ways each read what DecodeLiteral reads (run with -race:
+// no byte handed out is written again).
+func TestMemoConcurrent(t *testing.T) {
+	memoSmall(t, 1<<20)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			body := ""
+			for i := range 300 {
+				body += memoPieces[(g*7+i)%len(memoPieces)]
+				if i%50 == 49 {
+					body = body[:len(body)/2]
+				}
+				lit := []byte(`"` + body + `"`)
+				got, _, ok := memoDecode(callKey("shared"), lit)
+				want, _, wantOK := DecodeLiteral(lit)
+				if ok != wantOK || got != want {
+					t.Errorf("goroutine %d: %q read as %q, want %q", g, lit, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// FuzzMemoDecode: a literal read after another one through the same
+// entry reads as DecodeLiteral reads it, whatever the two are.
+func FuzzMemoDecode(f *testing.F) {
+	f.Add([]byte("abc"), []byte("def"), 1)
+	f.Add([]byte(`a\ud83d`), []byte(`\ude00b`), 0)
+	f.Add([]byte("x\xe2\x82"), []byte("\xacy"), 2)
+	f.Add([]byte(`a\`), []byte(`nb`), 1)
+	f.Fuzz(func(t *testing.T, a, b []byte, cut int) {
+		memoSmall(t, 1<<20)
+		first := append(append([]byte{'"'}, a...), '"')
+		if cut < 0 {
+			cut = -cut
+		}
+		keep := a[:min(cut, len(a))]
+		if cut%2 == 1 {
+			keep = a
+		}
+		second := append(append(append([]byte{'"'}, keep...), b...), '"')
+		var want string
+		if json.Unmarshal(first, &want) == nil {
+			checkMemo(t, callKey("f"), first)
+		}
+		checkMemo(t, callKey("f"), second)
+		checkMemo(t, callKey("f"), first)
+	})
+}
+
+// TestMemoScopesApart: two scopes sending the same session and call ids
+// and texts that begin alike each read their own texts as DecodeLiteral
+// reads them, and neither reads, extends or replaces the other's entry.
+func TestMemoScopesApart(t *testing.T) {
+	memoSmall(t, 1<<20)
+	head := strings.Repeat("shared prefix ", 10)
+	a := memoKeyOf("tenant-a", []byte(`"s"`), []byte(`"c"`), []byte(`"`+head))
+	b := memoKeyOf("tenant-b", []byte(`"s"`), []byte(`"c"`), []byte(`"`+head))
+	require.NotEqual(t, a, b)
+
+	checkMemo(t, a, []byte(`"`+head+`of a"`))
+	memoTable.mu.Lock()
+	entryA := memoTable.entries[a]
+	_, bKept := memoTable.entries[b]
+	memoTable.mu.Unlock()
+	require.NotNil(t, entryA)
+	assert.False(t, bKept, "a's text made no entry of b")
+	entryA.mu.Lock()
+	rawA := string(entryA.raw)
+	entryA.mu.Unlock()
+
+	// b sends a text that begins with a's: it is decoded whole, into an
+	// entry of its own, and a's entry is as it was.
+	got := checkMemo(t, b, []byte(`"`+head+`of a, and b's own"`))
+	assert.Equal(t, head+"of a, and b's own", got)
+	memoTable.mu.Lock()
+	entryB := memoTable.entries[b]
+	memoTable.mu.Unlock()
+	require.NotNil(t, entryB)
+	assert.NotSame(t, entryA, entryB)
+	entryA.mu.Lock()
+	assert.Equal(t, rawA, string(entryA.raw), "b's frame changed a's entry")
+	entryA.mu.Unlock()
+
+	// Keys are apart whatever the bytes: a scope ending in a separator is
+	// not another scope's session id.
+	assert.NotEqual(t,
+		memoKeyOf("x\x00\"s\"", []byte(`"c"`), nil, []byte(`"t`)),
+		memoKeyOf("x", []byte(`"s"`), []byte(`"c"`), []byte(`"t`)))
+}
+
+// TestMemoEvictsTheBiggestScope: when the memo is full, a scope that sends
+// many big texts pushes out its own entries, not those of a scope that
+// holds little; the budget holds all along.
+func TestMemoEvictsTheBiggestScope(t *testing.T) {
+	memoSmall(t, 64<<10)
+	line := strings.Repeat("z", 1000) + `\n`
+	lit := func(n int) []byte { return []byte(`"` + strings.Repeat(line, n) + `"`) }
+	quiet := memoKeyOf("quiet", []byte(`"s"`), []byte(`"c"`), lit(1))
+	checkMemo(t, quiet, lit(4))
+	for i := range 40 {
+		k := memoKeyOf("busy", []byte(`"s"`), []byte(fmt.Sprintf(`"c%d"`, i)), lit(1))
+		checkMemo(t, k, lit(8))
+		memoTable.mu.Lock()
+		_, kept := memoTable.entries[quiet]
+		total, busy := memoTable.total, memoTable.scopes["busy"]
+		memoTable.mu.Unlock()
+		require.True(t, kept, "after the busy scope's text %d, the quiet scope's entry is gone", i)
+		require.LessOrEqual(t, total, memoBudget)
+		require.LessOrEqual(t, busy, memoBudget)
+	}
+	// The quiet entry is still read from where it was: a grown text
+	// decodes only its tail, and reads as DecodeLiteral reads it.
+	checkMemo(t, quiet, lit(5))
+}
+
+// TestElideKeepsTheScope: the memo entry a big content text makes is
+// kept under the scope Elide was given, and a frame of another scope with
+// the same ids makes its own.
+func TestElideKeepsTheScope(t *testing.T) {
+	memoSmall(t, 1<<20)
+	t.Cleanup(SetElideSizes(0, 0))
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{"type":"content","content":{"type":"text","text":"` + strings.Repeat("out ", 50) + `"}}]}}}`)
+	scopes := func() map[string]int {
+		memoTable.mu.Lock()
+		defer memoTable.mu.Unlock()
+		n := map[string]int{}
+		for k := range memoTable.entries {
+			n[k.scope]++
+		}
+		return n
+	}
+	_, lits := Elide(msg, false, "tenant-a")
+	require.Len(t, lits, 1)
+	before := scopes()
+	_, lits = Elide(msg, false, "tenant-b")
+	require.Len(t, lits, 1)
+	after := scopes()
+	assert.Equal(t, before["tenant-a"], after["tenant-a"])
+	assert.Equal(t, 1, after["tenant-a"])
+	assert.Equal(t, 1, after["tenant-b"])
+	assert.Zero(t, after[""], "no entry outside the scopes given")
+}

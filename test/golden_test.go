@@ -49,11 +49,20 @@ func inProcess(t *testing.T) pb.NormalizerServiceClient {
 	return pb.NewNormalizerServiceClient(conn)
 }
 
+// recordings are the hand-picked recordings at the top of
+// testdata/recordings, the ones most tests replay.
 func recordings(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("testdata/recordings/*.ndjson")
+	return recordingsIn(t, "testdata/recordings")
+}
+
+// recordingsIn lists the recordings (*.ndjson) directly in dir; the
+// harness's sidecars (*.meta.json, *.model.log) are not recordings.
+func recordingsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.ndjson"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no recordings found: %v", err)
+		t.Fatalf("no recordings found in %s: %v", dir, err)
 	}
 	return files
 }
@@ -78,14 +87,37 @@ func play(t *testing.T, c pb.NormalizerServiceClient, file string) []*pb.Normali
 // rewrite the goldens, then review the diff by eye: each block names the
 // command and the reason for its outcome.
 func TestGolden(t *testing.T) {
+	goldens(t, "testdata/recordings", filepath.Join("testdata", "golden"))
+}
+
+// TestGoldenAgents does the same for the agent harness's recordings
+// (test/agents: every agent, the newest and older builds, every scenario),
+// with their goldens in testdata/golden/agents. The harness's own check
+// holds a few facts of each step against its truth; the golden holds every
+// field of every call, so any change in what a build's calls become shows.
+// A session/load recording is played whole, both agent processes (the
+// second one's records carry "agent_proc": 2) into one session, as
+// acpnormd replay and the harness's check play it.
+func TestGoldenAgents(t *testing.T) {
+	goldens(t, "testdata/recordings/agents", filepath.Join("testdata", "golden", "agents"))
+}
+
+// goldens replays each recording in recDir through one in-process service
+// (dialect auto, as acpnormd replay does) and compares its rendering with
+// goldenDir/<name>.golden, or rewrites that with -update. A golden whose
+// recording is gone fails the test, so none lingers unchecked.
+func goldens(t *testing.T, recDir, goldenDir string) {
 	c := inProcess(t)
-	for _, file := range recordings(t) {
+	files := recordingsIn(t, recDir)
+	names := map[string]bool{}
+	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
+		names[name] = true
 		t.Run(name, func(t *testing.T) {
 			resps := play(t, c, file)
 			checkRevisions(t, resps)
 			got := render(name, resps)
-			path := filepath.Join("testdata", "golden", name+".golden")
+			path := filepath.Join(goldenDir, name+".golden")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
@@ -97,12 +129,24 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run go test ./test -run TestGolden -update to create it)", err)
+				t.Fatalf("%v (run go test ./test -run %s -update to create it)", err, strings.SplitN(t.Name(), "/", 2)[0])
 			}
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s differs from what the service produces now; run with -update and review the diff.\n%s", path, firstDiff(string(want), string(got)))
 			}
 		})
+	}
+	stale, _ := filepath.Glob(filepath.Join(goldenDir, "*.golden"))
+	for _, g := range stale {
+		if name := strings.TrimSuffix(filepath.Base(g), ".golden"); !names[name] {
+			if *update {
+				if err := os.Remove(g); err != nil {
+					t.Error(err)
+				}
+				continue
+			}
+			t.Errorf("%s has no recording %s.ndjson in %s; remove it or run with -update", g, name, recDir)
+		}
 	}
 }
 

@@ -43,7 +43,11 @@ import (
 //     the preview, Truncated and a Head, so it never replaces the whole
 //     output toolResponse gave. A trailing "[Output truncated (N bytes
 //     total): ...]" is removed, marks the output Truncated (a Head) and
-//     states its real size (TotalBytes N).
+//     states its real size (TotalBytes N). The older Bash tool's
+//     "\n\n... [N lines truncated] ..." after its first 30,000 characters
+//     (claude-code-acp 0.11.0, in toolResponse stdout and the content) is
+//     removed too and marks the output Truncated (a Head); it states lines,
+//     not bytes, so the size stays unknown.
 //   - Notices where output goes: "User refused permission to run tool" (a
 //     rejection), "The user doesn't want to proceed with this tool use
 //     ..." (claude-agent-acp's cancel) and "[Request interrupted by user
@@ -325,8 +329,13 @@ func readToolResponse(o *accum.Observation, tr *claudeToolResponse) {
 	// than the content's <persisted-output> preview or the 30 000-byte
 	// cut with its truncation note that follow (a Snapshot; the shorter,
 	// truncated restatements never replace it).
-	if stdout != "" {
-		t := accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: stdout}
+	cut := false
+	if loc := findFrom(claudeLinesTrailer, stdout, "... ["); loc != nil {
+		// The older Bash tool's cut: the first 30,000 characters.
+		stdout, cut = stdout[:loc[0]], true
+	}
+	if stdout != "" || cut {
+		t := accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: stdout, Truncated: cut, Head: cut}
 		if n := tr.PersistedOutputSize; n.Known && int(n.Value) > len(stdout) {
 			// Saved to a file: stdout is the beginning of a bigger output.
 			t.Truncated, t.Head, t.TotalBytes = true, true, int64(n.Value)
@@ -371,6 +380,9 @@ var (
 	claudeAborted      = regexp.MustCompile(`\n?\[Command was aborted before completion\]\s*$`)
 	claudeExitHeader   = regexp.MustCompile(`^Exit code (-?\d+)(?:\n|$)`)
 	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \((\d+) bytes total\)[^\]\n]*\]\s*$`)
+	// The older Bash tool (claude-code-acp 0.11.0) keeps the first 30,000
+	// characters and says how many lines it dropped, not how many bytes.
+	claudeLinesTrailer = regexp.MustCompile(`\n*\.\.\. \[\d+ lines truncated\] \.\.\.\s*$`)
 	claudeBgStarted    = regexp.MustCompile(`(?s)^Command running in background with ID: .*$`)
 	claudeBgMoved      = regexp.MustCompile(`(?s)\n?Command did not complete within its [^\n]*? timeout and was moved to the background.*$`)
 	claudeTimedOut     = regexp.MustCompile(`\n?Command timed out after [^\n]*\s*$`)
@@ -439,6 +451,9 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		if n, err := strconv.ParseInt(s[loc[2]:loc[3]], 10, 64); err == nil {
 			total = n
 		}
+		s, truncated = s[:loc[0]], true
+	}
+	if loc := findFrom(claudeLinesTrailer, s, "... ["); loc != nil {
 		s, truncated = s[:loc[0]], true
 	}
 	if claudeBgStarted.MatchString(s) {

@@ -142,6 +142,7 @@ func TestFindFromMatchesRegexp(t *testing.T) {
 		lits []string
 	}{
 		{claudeTruncTrailer, []string{"[Output truncated ("}},
+		{claudeLinesTrailer, []string{"... ["}},
 		{claudeBgMoved, []string{"Command did not complete within its "}},
 		{claudeTimedOut, []string{"Command timed out after "}},
 		{opencodeMetaBlock, []string{"<shell_metadata>", "<bash_metadata>"}},
@@ -152,6 +153,7 @@ func TestFindFromMatchesRegexp(t *testing.T) {
 		"out\n\n\n[Output truncated (123 bytes total): see file]\n",
 		"[Output truncated (1 bytes total)] [Output truncated (2 bytes total)]",
 		"[Output truncated (x bytes total)]\n\n[Output truncated (9 bytes total)]  ",
+		"1\n62\n\n... [53779 lines truncated] ...", "... [x lines truncated] ...\n... [3 lines truncated] ...\n", "a ... [2 lines truncated] ... b",
 		"a\nCommand did not complete within its 2m timeout and was moved to the background with ID: b1.",
 		"Command did not complete within its x\nCommand did not complete within its 5s timeout and was moved to the background",
 		"start\nCommand timed out after 2m 0.0s\n", "Command timed out after 1s\nmore",

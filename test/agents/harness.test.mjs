@@ -133,6 +133,10 @@ test("the check passes the truth and fails what differs from it", () => {
   assert.deepEqual(checkCall(cancelled, cancel.truth, cancel.command), []);
   assert.match(checkCall({ ...cancelled, exitCode: 0 }, cancel.truth, cancel.command).join(), /exit 0, want absent or nonzero/);
   assert.match(checkCall({ ...cancelled, state: "SHELL_STATE_RUNNING", outcome: undefined }, cancel.truth, cancel.command).join(), /state RUNNING/);
+  // A text the output must contain is found only as a whole: "tick1" is
+  // not in output that starts at tick2 ("tick10" is another word).
+  assert.deepEqual(checkCall({ ...cancelled, output: { text: "tick2\ntick3\ntick10\n" } }, cancel.truth, cancel.command), ['output lacks "tick1"']);
+  assert.deepEqual(checkCall({ ...cancelled, output: { text: "tick1" } }, cancel.truth, cancel.command), []);
 });
 
 test("revisions fold as a client folds them, and broken rules are caught", () => {

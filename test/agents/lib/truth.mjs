@@ -10,6 +10,18 @@ export function expect(truth) {
   return { outcome: truth.exit === 0 ? "SUCCEEDED" : "FAILED", exit: [truth.exit] };
 }
 
+// containsWhole says whether text holds s where s is not part of a longer
+// word: "tick1" is not found in "tick10", though "tick1" in "tick1\n" is.
+export function containsWhole(text, s) {
+  const word = /[A-Za-z0-9_]/;
+  for (let i = text.indexOf(s); i >= 0; i = text.indexOf(s, i + 1)) {
+    const before = i > 0 ? text[i - 1] : "";
+    const after = text[i + s.length] ?? "";
+    if (!(word.test(s[0] ?? "") && word.test(before)) && !(word.test(s[s.length - 1] ?? "") && word.test(after))) return true;
+  }
+  return false;
+}
+
 // checkCall returns the problems of one final ShellExec against the truth.
 export function checkCall(x, truth, command) {
   const bad = [];
@@ -29,7 +41,7 @@ export function checkCall(x, truth, command) {
   }
   const texts = [x.output, x.stdout, x.stderr].filter(Boolean);
   const all = texts.map((t) => t.text ?? "").join("\n");
-  for (const s of truth.output_contains ?? []) if (!all.includes(s)) bad.push(`output lacks ${JSON.stringify(s)}`);
+  for (const s of truth.output_contains ?? []) if (!containsWhole(all, s)) bad.push(`output lacks ${JSON.stringify(s)}`);
   for (const s of truth.output_lacks ?? []) if (all.includes(s)) bad.push(`output has ${JSON.stringify(s)}`);
   if (truth.lines) {
     const allowed = new Set(truth.lines);

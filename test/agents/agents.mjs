@@ -33,6 +33,27 @@ function writeJSON(file, obj) {
   fs.writeFileSync(file, JSON.stringify(obj, null, 2) + "\n");
 }
 
+// openCodeConfig points OpenCode, or its fork Kilo, at the scripted model
+// (a Chat Completions provider) and makes bash ask for permission, so that
+// the client can reject.
+function openCodeConfig(modelUrl) {
+  return {
+    model: "fake/fake-model",
+    small_model: "fake/fake-model",
+    autoupdate: false,
+    share: "disabled",
+    provider: {
+      fake: {
+        name: "Scripted local model",
+        npm: "@ai-sdk/openai-compatible",
+        options: { baseURL: `${modelUrl}/v1`, apiKey: "unused" },
+        models: { "fake-model": { name: "Fake Model", tool_call: true } },
+      },
+    },
+    permission: { bash: "ask" },
+  };
+}
+
 export const AGENTS = [
   {
     id: "opencode",
@@ -49,19 +70,7 @@ export const AGENTS = [
     setup({ home, modelUrl }) {
       writeJSON(path.join(home, ".config", "opencode", "opencode.json"), {
         $schema: "https://opencode.ai/config.json",
-        model: "fake/fake-model",
-        small_model: "fake/fake-model",
-        autoupdate: false,
-        share: "disabled",
-        provider: {
-          fake: {
-            name: "Scripted local model",
-            npm: "@ai-sdk/openai-compatible",
-            options: { baseURL: `${modelUrl}/v1`, apiKey: "unused" },
-            models: { "fake-model": { name: "Fake Model", tool_call: true } },
-          },
-        },
-        permission: { bash: "ask" },
+        ...openCodeConfig(modelUrl),
       });
       return {
         OPENCODE_DISABLE_AUTOUPDATE: "1",
@@ -87,21 +96,7 @@ export const AGENTS = [
     variants: [{ name: "bash-ask", terminalMeta: false }],
     // Kilo reads $XDG_CONFIG_HOME/kilo/kilo.json, OpenCode's shape.
     setup({ home, modelUrl, build }) {
-      writeJSON(path.join(home, ".config", "kilo", "kilo.json"), {
-        model: "fake/fake-model",
-        small_model: "fake/fake-model",
-        autoupdate: false,
-        share: "disabled",
-        provider: {
-          fake: {
-            name: "Scripted local model",
-            npm: "@ai-sdk/openai-compatible",
-            options: { baseURL: `${modelUrl}/v1`, apiKey: "unused" },
-            models: { "fake-model": { name: "Fake Model", tool_call: true } },
-          },
-        },
-        permission: { bash: "ask" },
-      });
+      writeJSON(path.join(home, ".config", "kilo", "kilo.json"), openCodeConfig(modelUrl));
       const bin = path.join(build.pkgDir("@kilocode/cli-linux-x64", build.pkgDir("@kilocode/cli")), "bin");
       return {
         KILO_TREE_SITTER_WASM_DIR: path.join(bin, "tree-sitter"),

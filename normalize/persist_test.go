@@ -130,6 +130,13 @@ func TestStoreRacingReplicas(t *testing.T) {
 				}
 				delta := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","_meta":{"terminal_output":{"terminal_id":"t1","data":"line %d\n"}}}}}`, i)
 				execs, err := n.Feed("s", []byte(delta))
+				// A frame that lost the race more often than the engine
+				// retries is refused as not applied (UNAVAILABLE), and a
+				// client sends it again: it must still land exactly once.
+				var fe *normalize.FrameError
+				for try := 0; try < 3 && errors.As(err, &fe) && fe.Code == normalize.Unavailable; try++ {
+					execs, err = n.Feed("s", []byte(delta))
+				}
 				if err != nil {
 					t.Errorf("delta %d: %v", i, err)
 				}

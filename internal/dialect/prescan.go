@@ -31,7 +31,7 @@ import (
 // its checks decide. TestQuietUpdateIsTheFullRead and FuzzQuietUpdate
 // hold it to the full path on every recorded frame with every dialect.
 func quietUpdate(msg []byte) bool {
-	if noPrescan.Load() || jsonlit.EncodingJSONOnly() {
+	if noPrescan.Load() || jsonlit.EncodingJSONOnly() || !quietKindIn(msg) {
 		return false
 	}
 	p := prescanners.Get().(*prescanner)
@@ -43,6 +43,28 @@ func quietUpdate(msg []byte) bool {
 	prescanners.Put(p)
 	return quiet
 }
+
+// quietKindIn is the cheap first look of quietUpdate, so that a frame it
+// does not skip (a tool call whose sessionUpdate comes after its big
+// members, a response) costs a byte search rather than a second scan: it
+// says whether the first `"sessionUpdate":"` in msg, wherever it stands,
+// is followed by a kind declared quiet. It decides nothing else: the
+// pass that follows reads the frame's own members.
+func quietKindIn(msg []byte) bool {
+	i := bytes.Index(msg, sessionUpdateName)
+	if i < 0 {
+		return false
+	}
+	rest := msg[i+len(sessionUpdateName):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return false
+	}
+	observed, known := sessionUpdates[string(rest[:j])]
+	return known && !observed
+}
+
+var sessionUpdateName = []byte(`"sessionUpdate":"`)
 
 // noPrescan turns quietUpdate off, for tests that compare with the full
 // path.

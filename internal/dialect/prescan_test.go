@@ -23,6 +23,13 @@ var quietSeeds = []struct {
 }{
 	{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`, true},
 	{` {"method":"session/update","params":{"update":{"content":[1,{"a":null}],"sessionUpdate":"usage_update","used":5}},"other":[true]} `, true},
+	{`{"params":{"update":{"sessionUpdate":"current_mode_update","currentModeId":"x"},"sessionId":"s"},"method":"session/update","jsonrpc":"2.0"}`, true},
+	// The first look finds a nested member naming a tool call first: not
+	// skipped (a text cannot hold the quotes it looks for unescaped).
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"content":{"text":"\"sessionUpdate\":\"tool_call\""},"sessionUpdate":"agent_message_chunk"}}}`, true},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"_meta":{"sessionUpdate":"tool_call"},"sessionUpdate":"agent_message_chunk"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"_meta":{"sessionUpdate":"plan"},"sessionUpdate":"tool_call","toolCallId":"a","kind":"execute"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate" : "plan"}}}`, false},
 	{"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"plan\",\"entries\":[{\"content\":\"\xff\xfe bad utf-8\"}]}}}", true},
 	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan","entries":[],"entries":{}},"sessionId":1,"sessionId":"x"}}`, true},
 	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_thought_chunk","toolCallId":"a","kind":"execute","rawInput":{"command":"ls"},"rawOutput":{"exit_code":1},"_meta":{"terminal_exit":{"exit_code":2}}}}}`, true},

@@ -45,13 +45,19 @@ func quietUpdate(msg []byte) bool {
 }
 
 // quietKindIn is the cheap first look of quietUpdate, so that a frame it
-// does not skip (a tool call whose sessionUpdate comes after its big
-// members, a response) costs a byte search rather than a second scan: it
-// says whether the first `"sessionUpdate":"` in msg, wherever it stands,
-// is followed by a kind declared quiet. It decides nothing else: the
-// pass that follows reads the frame's own members.
+// does not skip (a tool call, a response) costs a short byte search
+// rather than a second scan: it says whether the first
+// `"sessionUpdate":"` in the first quietLookBytes of msg, wherever it
+// stands, is followed by a kind declared quiet. It decides nothing else:
+// the pass that follows reads the frame's own members. Only the head is
+// searched because a tool call's sessionUpdate may come after its big
+// members (claude-code-acp sends _meta and rawOutput first), and a search
+// through them cost as much as half a scan; every recorded quiet update
+// has its sessionUpdate in its first 130 bytes, and one that has it later
+// is read by the full path.
 func quietKindIn(msg []byte) bool {
-	i := bytes.Index(msg, sessionUpdateName)
+	head := msg[:min(len(msg), quietLookBytes)]
+	i := bytes.Index(head, sessionUpdateName)
 	if i < 0 {
 		return false
 	}
@@ -65,6 +71,8 @@ func quietKindIn(msg []byte) bool {
 }
 
 var sessionUpdateName = []byte(`"sessionUpdate":"`)
+
+const quietLookBytes = 1024
 
 // noPrescan turns quietUpdate off, for tests that compare with the full
 // path.

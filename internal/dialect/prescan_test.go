@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/jsonlit"
@@ -111,7 +112,12 @@ func readSame(t *testing.T, dialects []Dialect, msg []byte) bool {
 }
 
 func TestQuietUpdateSeeds(t *testing.T) {
-	for _, s := range quietSeeds {
+	// A kind past the head quietUpdate looks in is read by the full path.
+	late := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"content":{"text":"` + strings.Repeat("x", quietLookBytes) + `"},"sessionUpdate":"agent_message_chunk"}}}`
+	for _, s := range append(quietSeeds, struct {
+		msg   string
+		quiet bool
+	}{late, false}) {
 		assert.Equal(t, s.quiet, quietUpdate([]byte(s.msg)), "%s", s.msg)
 		readSame(t, All(), []byte(s.msg))
 	}

@@ -195,6 +195,11 @@ func ReadIn(d Dialect, msg []byte, scope string) (Frame, error) {
 // has no update, ask not when the toolCall is absent or has no id.
 func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []accum.Observation, ask func(*U) accum.Observation) (Frame, error) {
 	var f Frame
+	if quietUpdate(msg) {
+		// A session/update no dialect observes: the typed decode below
+		// would give this empty frame and no error (see quietUpdate).
+		return f, nil
+	}
 	var m message[U]
 	var err error
 	var checked []jsonlit.Lit
@@ -275,6 +280,39 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		return Frame{}, fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(method), err)
 	}
 	return f, nil
+}
+
+// sessionUpdates declares every `sessionUpdate` kind of a `session/update`
+// that readFrame knows: true for a kind some dialect observes (the
+// observe functions of every dialect, and Grok's `task_completed`, which
+// arrives under its own `_x.ai/` methods), false for a kind no dialect
+// observes, whose frame is the empty Frame without an error. A frame of a
+// false kind is not decoded (quietUpdate); a kind not listed is decoded,
+// as is every frame whose kind is not a plain string.
+// TestQuietUpdatesObserveNothing holds every dialect to the false kinds,
+// and TestObservedUpdatesObserve to the true ones.
+var sessionUpdates = map[string]bool{
+	"tool_call":             true,
+	"tool_call_update":      true,
+	"terminal_update":       true,
+	"terminal_output_chunk": true,
+	"task_completed":        true,
+
+	// ACP's own kinds about everything but tool calls.
+	"user_message_chunk":        false,
+	"agent_message_chunk":       false,
+	"agent_thought_chunk":       false,
+	"plan":                      false,
+	"available_commands_update": false,
+	"current_mode_update":       false,
+	"config_option_update":      false,
+	"session_info_update":       false,
+	"usage_update":              false,
+	// Vendor kinds about the turn and the session.
+	"response_completed":        false,
+	"turn_completed":            false,
+	"session_summary_generated": false,
+	"model_changed":             false,
 }
 
 // strictParams says whether a message with this method has a strict part

@@ -163,3 +163,61 @@ func BenchmarkReadByteArray(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadQuiet reads the frames of every recording (those of
+// recordings/agents too, Qwen's ~570 KB command list among them) that
+// quietUpdate skips, each with its recording's dialect: "prescan" as Read
+// does it, "full" with the typed decode quietUpdate saves, and
+// jsontext-scan, the floor, as in BenchmarkRead. One op reads them all.
+//
+//	go test ./internal/dialect -run '^$' -bench BenchmarkReadQuiet -benchtime 200x
+func BenchmarkReadQuiet(b *testing.B) {
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	more, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
+	type frame struct {
+		d   Dialect
+		msg []byte
+	}
+	var frames []frame
+	var size int64
+	for _, file := range append(files, more...) {
+		d, fs, _ := benchFrames(b, file)
+		for _, f := range fs {
+			if quietUpdate(f) {
+				frames = append(frames, frame{d, f})
+				size += int64(len(f))
+			}
+		}
+	}
+	b.Logf("%d frames, %d bytes", len(frames), size)
+	for _, c := range []struct {
+		name string
+		full bool
+		read func(frame) error
+	}{
+		{"prescan", false, func(f frame) error { _, err := Read(f.d, f.msg); return err }},
+		{"full", true, func(f frame) error { _, err := Read(f.d, f.msg); return err }},
+		{"jsontext-scan", false, func(f frame) error {
+			if !jsontext.Value(f.msg).IsValid() {
+				return errors.New("invalid frame")
+			}
+			return nil
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			noPrescan.Store(c.full)
+			defer noPrescan.Store(false)
+			b.SetBytes(size)
+			b.ReportAllocs()
+			cpu := benchcpu.Now()
+			for b.Loop() {
+				for _, f := range frames {
+					if err := c.read(f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			benchcpu.Report(b, cpu)
+		})
+	}
+}

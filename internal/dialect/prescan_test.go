@@ -1,0 +1,231 @@
+package dialect
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// quietSeeds are session/update frames of a kind no dialect observes,
+// plain ones that quietUpdate skips (quiet true) and ones it must leave to
+// the full path (quiet false): every shape in which the typed decode and
+// its JSON-RPC checks could say something else than the empty frame.
+var quietSeeds = []struct {
+	msg   string
+	quiet bool
+}{
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`, true},
+	{` {"method":"session/update","params":{"update":{"content":[1,{"a":null}],"sessionUpdate":"usage_update","used":5}},"other":[true]} `, true},
+	{`{"params":{"update":{"sessionUpdate":"current_mode_update","currentModeId":"x"},"sessionId":"s"},"method":"session/update","jsonrpc":"2.0"}`, true},
+	// The first look finds a nested member naming a tool call first: not
+	// skipped (a text cannot hold the quotes it looks for unescaped).
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"content":{"text":"\"sessionUpdate\":\"tool_call\""},"sessionUpdate":"agent_message_chunk"}}}`, true},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"_meta":{"sessionUpdate":"tool_call"},"sessionUpdate":"agent_message_chunk"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"_meta":{"sessionUpdate":"plan"},"sessionUpdate":"tool_call","toolCallId":"a","kind":"execute"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate" : "plan"}}}`, false},
+	{"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"plan\",\"entries\":[{\"content\":\"\xff\xfe bad utf-8\"}]}}}", true},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan","entries":[],"entries":{}},"sessionId":1,"sessionId":"x"}}`, true},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_thought_chunk","toolCallId":"a","kind":"execute","rawInput":{"command":"ls"},"rawOutput":{"exit_code":1},"_meta":{"terminal_exit":{"exit_code":2}}}}}`, true},
+
+	// Kinds observed, unknown, or not a plain string.
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call","toolCallId":"a","kind":"execute"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"terminal_output_chunk","terminalId":"t","data":"x"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"some_new_kind","toolCallId":"a"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_message\u005fchunk"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool\u005fcall","toolCallId":"a","kind":"execute"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":7}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":null}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"content":{}}}}`, false},
+	// The kind given twice, or by a name encoding/json folds to it.
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan","sessionUpdate":"tool_call","toolCallId":"a","kind":"execute"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan","SessionUpdate":"tool_call","toolCallId":"a","kind":"execute"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan","\u0073essionUpdate":"tool_call","toolCallId":"a","kind":"execute"}}}`, false},
+	{"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"plan\",\"\xc5\xbfessionUpdate\":\"tool_call\",\"toolCallId\":\"a\",\"kind\":\"execute\"}}}", false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"},"Update":{"sessionUpdate":"tool_call","toolCallId":"a","kind":"execute"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"},"update":{"sessionUpdate":"tool_call","toolCallId":"a","kind":"execute"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}},"Params":null}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}},"params":{"update":{"sessionUpdate":"tool_call","toolCallId":"a"}}}`, false},
+	// The JSON-RPC layer: types, members of another kind of message.
+	{`{"jsonrpc":2,"method":"session/update","params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":null,"method":"session/update","params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":"2.0","jsonrpc":3,"method":"session/update","params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","method":5,"params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","Method":"session/new","params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session\/update","params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"_x.ai/session/update","params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":"2.0","id":1,"method":"session/update","params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}},"result":{"stopReason":"cancelled"}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}},"error":{"code":1}}`, false},
+	{`{"jsonrpc":"2.0","params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":null}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update"}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":[{"update":{"sessionUpdate":"plan"}}]}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":null}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":[]}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{}}`, false},
+	// Not one valid JSON object.
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}}} x`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}}}{}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan","entries":[}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan","entries":"bad \q"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}}`, false},
+	{`[{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}}}]`, false},
+	{"\ufeff{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"plan\"}}}", false},
+	{``, false}, {`null`, false},
+}
+
+// readFull is Read without quietUpdate.
+func readFull(d Dialect, msg []byte) (Frame, error) {
+	noPrescan.Store(true)
+	defer noPrescan.Store(false)
+	return Read(d, msg)
+}
+
+// readSame fails when Read gives another frame or error than the full
+// path, and says whether quietUpdate skipped the frame.
+func readSame(t *testing.T, dialects []Dialect, msg []byte) bool {
+	t.Helper()
+	quiet := quietUpdate(msg)
+	for _, d := range dialects {
+		got, gotErr := Read(d, msg)
+		want, wantErr := readFull(d, msg)
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+			t.Fatalf("%s: %q (quiet %v)\nread:      error %v\nfull path: error %v", d.Info().Name, msg, quiet, gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %q (quiet %v)\nread:      %+v\nfull path: %+v", d.Info().Name, msg, quiet, got, want)
+		}
+		if quiet && (wantErr != nil || !reflect.DeepEqual(want, Frame{})) {
+			t.Fatalf("%s: %q is skipped, and the full path reads %+v, %v", d.Info().Name, msg, want, wantErr)
+		}
+	}
+	return quiet
+}
+
+func TestQuietUpdateSeeds(t *testing.T) {
+	// A kind past the head quietUpdate looks in is read by the full path.
+	late := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"content":{"text":"` + strings.Repeat("x", quietLookBytes) + `"},"sessionUpdate":"agent_message_chunk"}}}`
+	for _, s := range append(quietSeeds, struct {
+		msg   string
+		quiet bool
+	}{late, false}) {
+		assert.Equal(t, s.quiet, quietUpdate([]byte(s.msg)), "%s", s.msg)
+		readSame(t, All(), []byte(s.msg))
+	}
+}
+
+// everyRecordedFrame returns every message of every recording, those of
+// test/testdata/recordings and of its agents/ alike.
+func everyRecordedFrame(tb testing.TB, max int) [][]byte {
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	more, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
+	var out [][]byte
+	for _, file := range append(files, more...) {
+		fh, err := os.Open(file)
+		require.NoError(tb, err)
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var line struct {
+				Msg json.RawMessage `json:"msg"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && len(line.Msg) > 0 && len(line.Msg) <= max {
+				out = append(out, []byte(line.Msg))
+			}
+		}
+		require.NoError(tb, sc.Err(), file)
+		fh.Close()
+	}
+	return out
+}
+
+// TestQuietUpdateIsTheFullRead: every frame of every recording reads the
+// same with and without quietUpdate, with every dialect.
+func TestQuietUpdateIsTheFullRead(t *testing.T) {
+	frames := everyRecordedFrame(t, 16<<20)
+	require.Greater(t, len(frames), 10000)
+	dialects := All()
+	quiet := 0
+	for _, m := range frames {
+		if readSame(t, dialects, m) {
+			quiet++
+		}
+	}
+	t.Logf("%d of %d recorded frames skipped", quiet, len(frames))
+	require.Greater(t, quiet, len(frames)/5, "the recordings are full of updates about everything but tool calls")
+}
+
+// FuzzQuietUpdate looks for a frame that Read reads differently with and
+// without quietUpdate.
+//
+//	go test ./internal/dialect -run '^$' -fuzz FuzzQuietUpdate -fuzztime 20000x
+func FuzzQuietUpdate(f *testing.F) {
+	for _, m := range recordingFrames(f, 4096) {
+		f.Add(m)
+	}
+	for _, s := range quietSeeds {
+		f.Add([]byte(s.msg))
+	}
+	dialects := All()
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		readSame(t, dialects, msg)
+		// And with encoding/json alone, as the full path is held to it.
+		if quietUpdate(msg) {
+			jsonlit.SetEncodingJSONOnly(true)
+			defer jsonlit.SetEncodingJSONOnly(false)
+			for _, d := range dialects {
+				fr, err := Read(d, msg)
+				if err != nil || !reflect.DeepEqual(fr, Frame{}) {
+					t.Fatalf("%s: %q is skipped, and encoding/json reads %+v, %v", d.Info().Name, msg, fr, err)
+				}
+			}
+		}
+	})
+}
+
+// toolLike is an update of kind k with every member some dialect reads
+// for a tool call or a terminal.
+func toolLike(method, k string) []byte {
+	return []byte(`{"jsonrpc":"2.0","method":"` + method + `","params":{"sessionId":"s","update":{"sessionUpdate":"` + k + `",` +
+		`"toolCallId":"c1","terminalId":"t1","kind":"execute","status":"completed","title":"ls -la","command":"ls","cwd":"/tmp",` +
+		`"content":[{"type":"content","content":{"type":"text","text":"out"}},{"type":"terminal","terminalId":"t1"}],` +
+		`"rawInput":{"command":"ls","cmd":["ls"],"commands":["ls"],"cwd":"/tmp"},` +
+		`"rawOutput":{"output":"out","stdout":"out","exit_code":1,"exitCode":1,"metadata":{"exit":1,"output":"out"}},` +
+		`"output":{"data":"b3V0"},"exitStatus":{"exitCode":1},"data":"out",` +
+		`"_meta":{"terminal_info":{"terminal_id":"t1"},"terminal_output":{"terminal_id":"t1","data":"out"},"terminal_exit":{"terminal_id":"t1","exit_code":1}},` +
+		`"task_snapshot":{"task_id":"c1","exit_code":1,"output":"out","completed":true}}}}`)
+}
+
+// TestQuietUpdatesObserveNothing holds sessionUpdates to the dialects: no
+// dialect observes anything in an update of a kind declared quiet, however
+// much of a tool call it carries, and each kind declared observed is
+// observed by some dialect.
+func TestQuietUpdatesObserveNothing(t *testing.T) {
+	for k, observed := range sessionUpdates {
+		method := "session/update"
+		if k == "task_completed" {
+			method = "_x.ai/session/update" // Grok's
+		}
+		msg := toolLike(method, k)
+		seen := false
+		for _, d := range All() {
+			fr, err := readFull(d, msg)
+			require.NoError(t, err, "%s: %s", d.Info().Name, k)
+			if !observed {
+				require.Equal(t, Frame{}, fr, "%s reads a %s update", d.Info().Name, k)
+			}
+			seen = seen || len(fr.Observations) > 0
+		}
+		assert.Equal(t, observed, seen, "%s: declared observed %v", k, observed)
+		assert.Equal(t, !observed, quietUpdate(msg), "%s", k)
+	}
+}

@@ -131,7 +131,7 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		r.fail(InvalidArgument, "", "%s %d of session %q was not applied: what it says it holds was refused (see the INVALID_ARGUMENT before it)", what, r.seq, s.id)
 		return true
 	}
-	if r.lossChecked || len(r.req.held) == 0 && len(r.req.before) == 0 && ss.handed.n.Load() == 0 {
+	if r.lossChecked || len(r.req.held) == 0 && r.req.heldSeq == 0 && len(r.req.before) == 0 && ss.handed.n.Load() == 0 {
 		return false
 	}
 	r.lossChecked = true
@@ -163,7 +163,12 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	}
 	check(r.req.held)
 	check(r.req.before)
-	if len(lost) == 0 {
+	// The sequences answered: a session that applied fewer lost commits,
+	// even ones that made no revision (WithHeldSequence). It counts them
+	// only with skipped applied sequences; one that started afresh after
+	// its calls were released (closed, or past its TTL) is no loss.
+	seqLost := r.req.skipApplied && r.req.heldSeq > s.applied && (s.applied > 0 || !s.released())
+	if len(lost) == 0 && !seqLost {
 		return false
 	}
 	// The same call can be named twice (by the caller and the cache): the
@@ -201,6 +206,16 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 			have = "revision " + strconv.FormatUint(uint64(l.have), 10)
 		}
 		fmt.Fprintf(&b, "call %q: revision %d was handed on, the session has %s", l.id, l.held, have)
+	}
+	if seqLost {
+		if len(lost) > 0 {
+			b.WriteString("; ")
+		}
+		have := "no sequence (the session is missing or lost every frame)"
+		if s.applied > 0 {
+			have = "applied sequences up to " + strconv.FormatUint(s.applied, 10)
+		}
+		fmt.Fprintf(&b, "sequence %d was answered, the session has %s", r.req.heldSeq, have)
 	}
 	r.lossFound = true
 	r.fail(DataLoss, "", "session %q lost state in the store (%s); %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, b.String(), what, r.seq)

@@ -241,6 +241,33 @@ func TestSessionRebuildsAfterDataLoss(t *testing.T) {
 	assert.Equal(t, 1, s.Stats().Losses)
 }
 
+// The same, but the server is lost before any frame made a revision (the
+// initialize exchange): the session holds no call, so only the sequence
+// it had answered (held_sequence) tells the new server that it lost the
+// frames which named the agent. Without it the rest was read with the
+// generic dialect and the finals were wrong.
+func TestSessionRebuildsAfterLosingFramesWithoutRevisions(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	a, b := serve(t, nil), serve(t, nil)
+	c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, func(i int) {
+		if i == 2 {
+			require.NoError(t, s.Flush(context.Background()))
+			require.Empty(t, s.Calls())
+			a.srv.GRPC.Stop()
+		}
+	})
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+	assert.Equal(t, 1, s.Stats().Losses)
+}
+
 func TestSessionBound(t *testing.T) {
 	c, err := client.New([]string{serve(t, nil).addr}, client.WithSessionLimits(2, 1<<20))
 	require.NoError(t, err)

@@ -438,3 +438,32 @@ func TestSessionOverMutualTLSWithAToken(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A server restarted on the same address is used again within the
+// client's own backoff (WithBackoff), not after gRPC's reconnect backoff
+// (1 s growing to 2 min by default), which had grown while it was down.
+func TestSessionUsesARestartedServerWithinItsBackoff(t *testing.T) {
+	a := serve(t, nil)
+	addr := a.addr
+	a.srv.GRPC.Stop()
+	c, err := client.New([]string{addr}, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	ls := lines(t)
+	require.NoError(t, s.Send(context.Background(), ls[0].Dir, ls[0].Msg))
+	time.Sleep(3 * time.Second) // gRPC's own backoff would grow past 2 s
+	lis, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	cfg := service.DefaultConfig()
+	svc, err := service.New(cfg, nil, nil)
+	require.NoError(t, err)
+	srv := service.NewServer(svc, service.DefaultServerOptions(), nil)
+	go srv.Serve(lis)
+	defer srv.GRPC.Stop()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.Flush(ctx))
+	assert.Less(t, time.Since(start), time.Second, "the restarted server was used only after %v", time.Since(start))
+}

@@ -101,3 +101,32 @@ func TestHeldSequenceNoLoss(t *testing.T) {
 	assert.Empty(t, errs)
 
 }
+
+// A session closed (its calls released, leaving tombstones) starts afresh
+// at no applied sequence: a client that had not seen the answer to its
+// SessionClosed and sends again from before it, saying how far it was
+// answered, is not told DATA_LOSS (a rebuild would run into the released
+// calls), with a store and without.
+func TestHeldSequenceAfterClose(t *testing.T) {
+	fs := frames(recording)
+	for _, withStore := range []bool{true, false} {
+		t.Run(fmt.Sprint("store=", withStore), func(t *testing.T) {
+			var lost lossCount
+			opts := []normalize.Option{normalize.WithHooks(lost.hooks())}
+			if withStore {
+				opts = append(opts, normalize.WithStore(store.NewMemory()))
+			}
+			n := normalize.New(opts...)
+			c := newClient(t)
+			for i := range fs {
+				require.Empty(t, c.feed(n, fs, i))
+			}
+			_, err := n.CloseSession("S", normalize.WithSequence(uint64(len(fs)+1)), normalize.WithSkipApplied())
+			require.NoError(t, err)
+			for _, e := range c.feed(n, fs, len(fs)-1, normalize.WithHeldSequence(uint64(len(fs)-1))) {
+				assert.NotEqual(t, normalize.DataLoss, e.Code, e.Message)
+			}
+			assert.Zero(t, lost.count())
+		})
+	}
+}

@@ -165,9 +165,12 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	check(r.req.before)
 	// The sequences answered: a session that applied fewer lost commits,
 	// even ones that made no revision (WithHeldSequence). It counts them
-	// only with skipped applied sequences; one that started afresh after
-	// its calls were released (closed, or past its TTL) is no loss.
-	seqLost := r.req.skipApplied && r.req.heldSeq > s.applied && (s.applied > 0 || !s.released())
+	// only with skipped applied sequences. A session closed or expired
+	// (past its TTL) starts afresh, at applied 0: one that released calls
+	// so (it has tombstones) is no loss, as its released calls count as
+	// held; one that never had a call cannot tell (a client states the
+	// sequence only of sessions it has not closed).
+	seqLost := r.req.skipApplied && r.req.heldSeq > s.applied && (s.applied > 0 || s.tombNext == 0 && !ss.tombs.anyOf(s.key))
 	if len(lost) == 0 && !seqLost {
 		return false
 	}

@@ -383,9 +383,11 @@ func WithHeld(revisions map[string]uint32) FeedOption { return func(r *request) 
 // ones that made no revision, such as the frames that name the agent), the
 // frame is not applied and gives a FrameError with code DataLoss naming
 // both sequences, so the caller can send the session's frames again from
-// the first. A session closed or expired (past its TTL) starts afresh and
-// counts as lost: give it only for a session the caller has not closed.
-// Without WithSkipApplied the session counts no sequences and the claim is
+// the first. A session closed or expired (past its TTL) starts afresh at
+// no applied sequence; when it had calls (released, leaving tombstones) it
+// is no loss, as its released calls count as held; one that never had a
+// call cannot be told from a lost one: give it only for a session the
+// caller has not closed. Without WithSkipApplied the session counts no sequences and the claim is
 // not checked. Only Feed uses it.
 func WithHeldSequence(seq uint64) FeedOption { return func(r *request) { r.heldSeq = seq } }
 

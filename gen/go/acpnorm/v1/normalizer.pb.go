@@ -555,8 +555,10 @@ type AcpFrame struct {
 	// exchange), answers a FrameError DATA_LOSS (15) naming the session and
 	// both sequences, and does not apply the frame; the client rebuilds the
 	// session from its first frame. A session closed or expired starts
-	// afresh and counts as lost: send it only for sessions the client has
-	// not closed. 0 (the default) states nothing. A server that predates
+	// afresh: when it had calls (their tombstones kept) that is no loss; one
+	// that never had a call cannot be told from a lost one, so send it only
+	// for sessions the client has not closed. 0 (the default) states
+	// nothing. A server that predates
 	// this field ignores it.
 	HeldSequence  uint64 `protobuf:"varint,8,opt,name=held_sequence,json=heldSequence,proto3" json:"held_sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -200,8 +200,10 @@ export type AcpFrame = Message<"acpnorm.v1.AcpFrame"> & {
    * exchange), answers a FrameError DATA_LOSS (15) naming the session and
    * both sequences, and does not apply the frame; the client rebuilds the
    * session from its first frame. A session closed or expired starts
-   * afresh and counts as lost: send it only for sessions the client has
-   * not closed. 0 (the default) states nothing. A server that predates
+   * afresh: when it had calls (their tombstones kept) that is no loss; one
+   * that never had a call cannot be told from a lost one, so send it only
+   * for sessions the client has not closed. 0 (the default) states
+   * nothing. A server that predates
    * this field ignores it.
    *
    * @generated from field: uint64 held_sequence = 8;

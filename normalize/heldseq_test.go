@@ -130,3 +130,27 @@ func TestHeldSequenceAfterClose(t *testing.T) {
 		})
 	}
 }
+
+// The acpnormd that cached the session notices by itself that the store
+// lost frames that made no revision: what it loads after a conflict has
+// applied fewer sequences than it had committed.
+func TestStoreLossOfFramesWithoutRevisionsDetectedByTheCache(t *testing.T) {
+	fs := frames(recording)
+	probe, cut := newClient(t), 0
+	for n := normalize.New(); len(probe.held) == 0; cut++ {
+		require.Empty(t, probe.feed(n, fs, cut))
+	}
+	cut--
+	st := newRollback()
+	var lost lossCount
+	a := normalize.New(normalize.WithStore(st), normalize.WithHooks(lost.hooks()))
+	c := newClient(t)
+	for i := range cut {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	st.back("S", 1)
+	errs := c.feed(a, fs, cut)
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
+	assert.Equal(t, 1, lost.count())
+}

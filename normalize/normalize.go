@@ -276,6 +276,7 @@ type request struct {
 	held        map[string]uint32 // see WithHeld
 	heldSeq     uint64            // see WithHeldSequence
 	before      map[string]uint32 // see sessions.release: revisions handed on from the cache, after a conflict
+	beforeSeq   uint64            // likewise, the sequence the cache had committed (answered)
 	prepared    *Prepared
 	nextDialect func(name string)
 	nextReader  func(reader string)

@@ -38,6 +38,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
@@ -83,7 +84,10 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 
 // WithBackoff sets the wait before reconnecting: min after the first
 // failure, doubling with each failure in a row up to max, each wait drawn
-// at random between half and all of it. The defaults are 50ms and 2s.
+// at random between half and all of it. The defaults are 50ms and 2s. It
+// bounds gRPC's own wait before connecting again to an address too (its
+// default grows to 2 minutes), so a server restarted on the same address
+// is used again within it.
 func WithBackoff(min, max time.Duration) Option {
 	return func(c *config) { c.minWait, c.maxWait = min, max }
 }
@@ -101,6 +105,9 @@ var ErrSessionFull = errors.New("acpnorm client: session is at its bound")
 
 // ErrClosed says the Client or Session was closed.
 var ErrClosed = errors.New("acpnorm client: closed")
+
+// connectTimeout bounds one connection attempt (gRPC's MinConnectTimeout).
+const connectTimeout = 5 * time.Second
 
 // New makes a Client of the acpnormd servers at addrs (gRPC targets:
 // "host:port", or one name that resolves to several, "dns:///name:port").
@@ -131,6 +138,14 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 	// closing the connection is found out by pings: after 10s without a
 	// read (acpnormd tolerates pings that often), 5s for the answer.
 	dial = append(dial, grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}))
+	// gRPC tries a connection that failed again after its own backoff (1 s
+	// growing to 2 min by default), which would keep a server restarted on
+	// the same address unused long after the Session's own wait: bounded
+	// by the same backoff instead; a connection attempt may take 5 s.
+	dial = append(dial, grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: cfg.minWait, Multiplier: 2, Jitter: 0.5, MaxDelay: cfg.maxWait},
+		MinConnectTimeout: connectTimeout,
+	}))
 	dial = append(dial, cfg.dial...)
 	c := &Client{cfg: cfg}
 	for _, a := range addrs {

@@ -241,6 +241,33 @@ func TestSessionRebuildsAfterDataLoss(t *testing.T) {
 	assert.Equal(t, 1, s.Stats().Losses)
 }
 
+// The same, but the server is lost before any frame made a revision (the
+// initialize exchange): the session holds no call, so only the sequence
+// it had answered (held_sequence) tells the new server that it lost the
+// frames which named the agent. Without it the rest was read with the
+// generic dialect and the finals were wrong.
+func TestSessionRebuildsAfterLosingFramesWithoutRevisions(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	a, b := serve(t, nil), serve(t, nil)
+	c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	revs := &revisions{t: t}
+	s := c.Session("s1", client.OnRevision(revs.on))
+	play(t, s, ls, func(i int) {
+		if i == 2 {
+			require.NoError(t, s.Flush(context.Background()))
+			require.Empty(t, s.Calls())
+			a.srv.GRPC.Stop()
+		}
+	})
+	t.Logf("%+v", s.Stats())
+	sameFinals(t, want, s.Calls())
+	assert.Empty(t, s.FrameErrors())
+	assert.Equal(t, 1, s.Stats().Losses)
+}
+
 func TestSessionBound(t *testing.T) {
 	c, err := client.New([]string{serve(t, nil).addr}, client.WithSessionLimits(2, 1<<20))
 	require.NoError(t, err)
@@ -410,4 +437,33 @@ func TestSessionOverMutualTLSWithAToken(t *testing.T) {
 		cancel()
 		c.Close()
 	}
+}
+
+// A server restarted on the same address is used again within the
+// client's own backoff (WithBackoff), not after gRPC's reconnect backoff
+// (1 s growing to 2 min by default), which had grown while it was down.
+func TestSessionUsesARestartedServerWithinItsBackoff(t *testing.T) {
+	a := serve(t, nil)
+	addr := a.addr
+	a.srv.GRPC.Stop()
+	c, err := client.New([]string{addr}, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	ls := lines(t)
+	require.NoError(t, s.Send(context.Background(), ls[0].Dir, ls[0].Msg))
+	time.Sleep(3 * time.Second) // gRPC's own backoff would grow past 2 s
+	lis, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	cfg := service.DefaultConfig()
+	svc, err := service.New(cfg, nil, nil)
+	require.NoError(t, err)
+	srv := service.NewServer(svc, service.DefaultServerOptions(), nil)
+	go srv.Serve(lis)
+	defer srv.GRPC.Stop()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.Flush(ctx))
+	assert.Less(t, time.Since(start), time.Second, "the restarted server was used only after %v", time.Since(start))
 }

@@ -432,11 +432,16 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 			case i < len(s.reqs):
 				req = s.reqs[i]
 				if f := req.GetFrame(); f != nil && !heldSent {
-					// The first frame on a stream states what is held.
+					// The first frame on a stream states what is held:
+					// the calls' revisions, and the highest sequence
+					// answered (reqs[:confirmed] are; after a DATA_LOSS
+					// the rebuild starts again from 0), which finds a
+					// loss of frames that made no revision.
 					heldSent = true
-					if held := s.heldLocked(); len(held) > 0 {
+					if held := s.heldLocked(); len(held) > 0 || s.confirmed > 0 {
 						c := proto.Clone(f).(*pb.AcpFrame)
 						c.HeldRevisions = held
+						c.HeldSequence = uint64(s.confirmed)
 						req = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: c}}
 					}
 				}

@@ -131,14 +131,15 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		r.fail(InvalidArgument, "", "%s %d of session %q was not applied: what it says it holds was refused (see the INVALID_ARGUMENT before it)", what, r.seq, s.id)
 		return true
 	}
-	if r.lossChecked || len(r.req.held) == 0 && len(r.req.before) == 0 && ss.handed.n.Load() == 0 {
+	if r.lossChecked || len(r.req.held) == 0 && r.req.heldSeq == 0 && len(r.req.before) == 0 && r.req.beforeSeq == 0 && ss.handed.n.Load() == 0 {
 		return false
 	}
 	r.lossChecked = true
-	if handed := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL)); handed != nil {
+	if handed, applied, ok := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL)); ok {
 		// Kept with the request: a later attempt (after a conflict) checks
 		// it again.
 		r.req.before = mergeHeld(r.req.before, handed)
+		r.req.beforeSeq = max(r.req.beforeSeq, applied)
 	}
 	if n := len(r.req.held); n > 2*ss.cfg.MaxCallsPerSession {
 		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revisions of %d calls, more than a session can have (2 × WithMaxCallsPerSession, acpnormd --max-calls-per-session); it was not applied", what, r.seq, s.id, n)
@@ -163,7 +164,21 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	}
 	check(r.req.held)
 	check(r.req.before)
-	if len(lost) == 0 {
+	// The sequences answered: a session that applied fewer lost commits,
+	// even ones that made no revision (WithHeldSequence). It counts them
+	// only with skipped applied sequences. A session closed or expired
+	// (past its TTL) starts afresh, at applied 0: one that released calls
+	// so (it has tombstones) is no loss, as its released calls count as
+	// held; one that never had a call cannot tell (a client states the
+	// sequence only of sessions it has not closed).
+	// The same holds for the sequence this process had committed of the
+	// session, before a conflict or a store error made it load it again.
+	claim := r.req.beforeSeq
+	if r.req.skipApplied {
+		claim = max(claim, r.req.heldSeq)
+	}
+	seqLost := claim > s.applied && (s.applied > 0 || s.tombNext == 0 && !ss.tombs.anyOf(s.key))
+	if len(lost) == 0 && !seqLost {
 		return false
 	}
 	// The same call can be named twice (by the caller and the cache): the
@@ -201,6 +216,16 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 			have = "revision " + strconv.FormatUint(uint64(l.have), 10)
 		}
 		fmt.Fprintf(&b, "call %q: revision %d was handed on, the session has %s", l.id, l.held, have)
+	}
+	if seqLost {
+		if len(lost) > 0 {
+			b.WriteString("; ")
+		}
+		have := "no sequence (the session is missing or lost every frame)"
+		if s.applied > 0 {
+			have = "applied sequences up to " + strconv.FormatUint(s.applied, 10)
+		}
+		fmt.Fprintf(&b, "sequence %d was answered, the session has %s", claim, have)
 	}
 	r.lossFound = true
 	r.fail(DataLoss, "", "session %q lost state in the store (%s); %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, b.String(), what, r.seq)
@@ -535,12 +560,13 @@ type handedOn struct {
 }
 
 type handedRevs struct {
-	revs map[string]uint32
-	at   time.Time // when the cache let the session go
+	revs    map[string]uint32
+	applied uint64    // the highest sequence committed (see WithSkipApplied)
+	at      time.Time // when the cache let the session go
 }
 
-func (h *handedOn) put(key string, revs map[string]uint32, now time.Time) {
-	if len(revs) == 0 {
+func (h *handedOn) put(key string, revs map[string]uint32, applied uint64, now time.Time) {
+	if len(revs) == 0 && applied == 0 {
 		return
 	}
 	h.mu.Lock()
@@ -549,10 +575,10 @@ func (h *handedOn) put(key string, revs map[string]uint32, now time.Time) {
 		h.m = map[string]handedRevs{}
 	}
 	if old, ok := h.m[key]; ok {
-		h.m[key] = handedRevs{mergeHeld(old.revs, revs), now}
+		h.m[key] = handedRevs{mergeHeld(old.revs, revs), max(old.applied, applied), now}
 		return
 	}
-	h.m[key] = handedRevs{revs, now}
+	h.m[key] = handedRevs{revs, applied, now}
 	h.order = append(h.order, key)
 	for len(h.m) > maxHanded {
 		delete(h.m, h.order[0])
@@ -566,21 +592,21 @@ func (h *handedOn) put(key string, revs map[string]uint32, now time.Time) {
 
 // take returns and forgets what was remembered of session key, unless
 // it was remembered before since (the session may have expired from the
-// store since, as sessions do).
-func (h *handedOn) take(key string, since time.Time) map[string]uint32 {
+// store since, as sessions do): the revisions and the sequence applied.
+func (h *handedOn) take(key string, since time.Time) (map[string]uint32, uint64, bool) {
 	if h.n.Load() == 0 {
-		return nil
+		return nil, 0, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e, ok := h.m[key]
 	if !ok {
-		return nil
+		return nil, 0, false
 	}
 	delete(h.m, key)
 	h.n.Store(int64(len(h.m)))
 	if e.at.Before(since) {
-		return nil
+		return nil, 0, false
 	}
-	return e.revs
+	return e.revs, e.applied, true
 }

@@ -274,7 +274,9 @@ type request struct {
 	finalDeltas bool
 	skipApplied bool
 	held        map[string]uint32 // see WithHeld
+	heldSeq     uint64            // see WithHeldSequence
 	before      map[string]uint32 // see sessions.release: revisions handed on from the cache, after a conflict
+	beforeSeq   uint64            // likewise, the sequence the cache had committed (answered)
 	prepared    *Prepared
 	nextDialect func(name string)
 	nextReader  func(reader string)
@@ -373,6 +375,22 @@ func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = tr
 // can send the session's frames again from the first (WithSkipApplied)
 // to rebuild it. A released call counts as held. Only Feed uses it.
 func WithHeld(revisions map[string]uint32) FeedOption { return func(r *request) { r.held = revisions } }
+
+// WithHeldSequence says the highest sequence of the frame's session the
+// caller had answered (applied, or skipped as applied: AlreadyExists or
+// an answer kept). Give it, with WithSkipApplied, with the first frame of
+// a session the caller sends after a reconnect, next to WithHeld. When the
+// session has applied less (or is missing: the store lost commits, even
+// ones that made no revision, such as the frames that name the agent), the
+// frame is not applied and gives a FrameError with code DataLoss naming
+// both sequences, so the caller can send the session's frames again from
+// the first. A session closed or expired (past its TTL) starts afresh at
+// no applied sequence; when it had calls (released, leaving tombstones) it
+// is no loss, as its released calls count as held; one that never had a
+// call cannot be told from a lost one: give it only for a session the
+// caller has not closed. Without WithSkipApplied the session counts no sequences and the claim is
+// not checked. Only Feed uses it.
+func WithHeldSequence(seq uint64) FeedOption { return func(r *request) { r.heldSeq = seq } }
 
 func newRequest(ns namespace, opts []FeedOption) *request {
 	r := &request{ns: ns, ctx: context.Background()}

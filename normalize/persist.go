@@ -140,6 +140,7 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	s.created = d.Uvarint("calls created")
 	s.tombFirst, s.tombNext = d.Uvarint("first tombstone"), d.Uvarint("next tombstone")
 	s.applied = d.Uvarint("sequence applied")
+	s.ackedApplied = s.applied
 	for n := d.Count("terminals"); n > 0 && d.Err == nil; n-- {
 		t, c := d.String("terminal id"), d.String("terminal's call")
 		s.terminals[t] = c
@@ -383,6 +384,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		return true, fmt.Errorf("%w: committing session %q: %w", errStore, s.id, err)
 	}
 	s.version, s.body, s.storedTouched = v, body, s.touched
+	s.ackedApplied = s.applied
 	for id := range s.stored {
 		if s.calls[id] == nil {
 			delete(s.stored, id)
@@ -477,6 +479,7 @@ func (ss *sessions) release(s *session, r *reply) {
 			// What this cache handed on: the state loaded next must not
 			// be older (see loss.go).
 			r.req.before = mergeHeld(r.req.before, s.ackedRevisions())
+			r.req.beforeSeq = max(r.req.beforeSeq, s.ackedApplied)
 		}
 	default:
 		r.storeFailed(err)
@@ -485,7 +488,7 @@ func (ss *sessions) release(s *session, r *reply) {
 		if !errors.Is(err, store.ErrConflict) && ss.now().Sub(s.storedTouched) < ss.cfg.TTL {
 			// The store failed (a master dying, say): what comes back may
 			// be older than what this cache handed on (see loss.go).
-			ss.handed.put(s.key, s.ackedRevisions(), ss.now())
+			ss.handed.put(s.key, s.ackedRevisions(), s.ackedApplied, ss.now())
 		}
 		ss.uncache(s)
 	}

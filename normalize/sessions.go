@@ -40,25 +40,26 @@ type sessions struct {
 // session is the state of one ACP session. Its busy token serializes the
 // requests of the session, whichever stream they arrive on.
 type session struct {
-	busy      chan struct{} // holds a token while a request of the session is applied
-	id        string        // as the client names it
-	key       string        // the id in its namespace: what tombstones and the store know it by
-	space     *space        // its namespace's state
-	gone      bool          // removed from its space; look it up again
-	dialect   dialect.Dialect
-	name      string // the dialect's name, kept to stamp every revision
-	explicit  bool   // chosen by name, not detected
-	named     bool   // detected from agentInfo.name; signs no longer count
-	cwd       string
-	cwdByHand bool   // from AcpFrame.cwd, which beats session/new
-	cancel    bool   // session/cancel seen in the current turn
-	applied   uint64 // the highest sequence applied (see WithSkipApplied)
-	touched   time.Time
-	created   uint64
-	held      int // bytes of text the session's calls hold
-	calls     map[string]*entry
-	terminals map[string]string // terminal id -> tool call id
-	asks      map[string]ask    // JSON-RPC id -> the ask
+	busy         chan struct{} // holds a token while a request of the session is applied
+	id           string        // as the client names it
+	key          string        // the id in its namespace: what tombstones and the store know it by
+	space        *space        // its namespace's state
+	gone         bool          // removed from its space; look it up again
+	dialect      dialect.Dialect
+	name         string // the dialect's name, kept to stamp every revision
+	explicit     bool   // chosen by name, not detected
+	named        bool   // detected from agentInfo.name; signs no longer count
+	cwd          string
+	cwdByHand    bool   // from AcpFrame.cwd, which beats session/new
+	cancel       bool   // session/cancel seen in the current turn
+	applied      uint64 // the highest sequence applied (see WithSkipApplied)
+	ackedApplied uint64 // applied as of the last commit or load (with a store): answered
+	touched      time.Time
+	created      uint64
+	held         int // bytes of text the session's calls hold
+	calls        map[string]*entry
+	terminals    map[string]string // terminal id -> tool call id
+	asks         map[string]ask    // JSON-RPC id -> the ask
 	// Client-owned terminals (see terminals.go): by terminal id, the
 	// requests awaiting an answer by JSON-RPC id, and the counter that
 	// orders both.

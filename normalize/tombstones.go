@@ -163,6 +163,20 @@ func (t *tombstones) get(session, call string) (tomb, bool) {
 	return tb, ok
 }
 
+// anyOf reports whether a call of the session has a tombstone. It looks
+// at every entry: only for the rare check of a session that restarted
+// (see sessions.lost).
+func (t *tombstones) anyOf(session string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k := range t.byKey {
+		if k.session == session {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *tombstones) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -160,7 +160,7 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 		// Each ACP session keeps its frames to rebuild it after a loss
 		// (DATA_LOSS), within the bounds of the client's Session.
 		c, err := client.New(addrList(f.addr), client.WithBackoff(remoteMinWait, remoteMaxWait),
-			client.WithDialOptions(append(opts, proxy.DialOptions(remoteMinWait, remoteMaxWait)...)...),
+			client.WithDialOptions(opts...),
 			client.WithSessionLimits(remoteSessionFrames, remoteSessionBytes))
 		if err != nil {
 			return err

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	acpclient "github.com/acpnorm/acpnorm/client"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -19,18 +16,6 @@ import (
 // DefaultBufferBytes bounds the bytes of frames sent to a remote acpnormd
 // (Recorder.Remote) that no acpnormd has answered yet.
 const DefaultBufferBytes = 64 << 20
-
-// DialOptions are the dial options of a remote acpnormd's connections: gRPC
-// tries a connection that failed again after its own backoff (1 s growing
-// to 2 min by default), which would keep a restarted acpnormd unused long
-// after the session client's own wait (between min and max) has passed;
-// these make gRPC's wait the same.
-func DialOptions(min, max time.Duration) []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-		Backoff:           backoff.Config{BaseDelay: min, Multiplier: 2, Jitter: 0.5, MaxDelay: max},
-		MinConnectTimeout: 5 * time.Second,
-	})}
-}
 
 // remote sends each ACP session's frames through a client.Session of
 // Recorder.Remote, which reconnects, sends again what had no answer and

@@ -222,8 +222,7 @@ func TestRemoteSurvivesRestartAndFailover(t *testing.T) {
 		for _, all := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/all=%v", tc.name, all), func(t *testing.T) {
 				addrs, fault, lost := tc.setup(t)
-				c, err := acpclient.New(addrs, acpclient.WithBackoff(10*time.Millisecond, 200*time.Millisecond),
-					acpclient.WithDialOptions(DialOptions(10*time.Millisecond, 200*time.Millisecond)...))
+				c, err := acpclient.New(addrs, acpclient.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
 				require.NoError(t, err)
 				defer c.Close()
 				var said notices
@@ -278,8 +277,7 @@ func TestRemoteSurvivesRestartAndFailover(t *testing.T) {
 // them, and the relay's bytes are untouched.
 func TestRemoteDownPastTheBound(t *testing.T) {
 	addr := freeAddr(t)
-	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond),
-		acpclient.WithDialOptions(DialOptions(10*time.Millisecond, 100*time.Millisecond)...))
+	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond))
 	require.NoError(t, err)
 	defer c.Close()
 	var said notices
@@ -316,8 +314,7 @@ func TestRemoteDownPastTheBound(t *testing.T) {
 func TestRemoteStoppedServerNeverSlowsTheRelay(t *testing.T) {
 	addr := freeAddr(t)
 	d := startAcpnormd(t, addr)
-	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond),
-		acpclient.WithDialOptions(DialOptions(10*time.Millisecond, 100*time.Millisecond)...))
+	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond))
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGSTOP))
@@ -351,8 +348,7 @@ func TestRemoteStoppedServerNeverSlowsTheRelay(t *testing.T) {
 func TestRemoteDropsOnlyUntilItAnswers(t *testing.T) {
 	acpnormd(t)
 	addr := freeAddr(t)
-	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond),
-		acpclient.WithDialOptions(DialOptions(10*time.Millisecond, 100*time.Millisecond)...))
+	c, err := acpclient.New([]string{addr}, acpclient.WithBackoff(10*time.Millisecond, 100*time.Millisecond))
 	require.NoError(t, err)
 	defer c.Close()
 	var said notices

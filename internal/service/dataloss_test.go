@@ -59,3 +59,39 @@ func TestDataLossOverTheWire(t *testing.T) {
 	}
 	assert.Equal(t, "1", st.s.Trailer().Get(TrailerRequestsApplied)[0], "the options request; the count stops at the DATA_LOSS frame")
 }
+
+// A client that holds no call yet (its frames so far made no revision,
+// as the initialize exchange does) still says how far it was answered
+// (held_sequence): a server that lost those frames answers DATA_LOSS
+// naming both sequences, applies nothing, and counts the loss.
+func TestDataLossFromHeldSequenceOverTheWire(t *testing.T) {
+	skip := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{SkipAppliedSequences: true}}}
+	msgs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/work","mcpServers":[]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"x"}}`,
+		openCall("c1", "make test"),
+	}
+	frame := func(seq, held uint64) *pb.NormalizeRequest {
+		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: seq, Message: []byte(msgs[seq-1]), HeldSequence: held}}}
+	}
+	h := newHarness(t, DefaultConfig()) // a restarted process: nothing kept
+	st := h.open()
+	st.control(skip)
+	st.control(frame(3, 2))
+	fe := st.frameError()
+	require.EqualValues(t, codes.DataLoss, fe.GetCode(), "%v", fe)
+	assert.Contains(t, fe.GetMessage(), `session "s1"`)
+	assert.Contains(t, fe.GetMessage(), "sequence 2 was answered, the session has no sequence")
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.svc.sessions.m.dataLosses))
+
+	// Rebuilt from the first frame; said again, it is no loss.
+	for seq := uint64(1); seq <= 3; seq++ {
+		st.control(frame(seq, 0))
+	}
+	assert.EqualValues(t, 1, st.exec().GetRevision())
+	again := h.open()
+	again.control(skip)
+	again.control(frame(3, 3))
+	assert.EqualValues(t, codes.AlreadyExists, again.frameError().GetCode())
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.svc.sessions.m.dataLosses))
+}

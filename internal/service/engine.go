@@ -123,6 +123,9 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 			f.d.holds(fr.GetSessionId(), h)
 			opts = append(opts, normalize.WithHeld(h))
 		}
+		if q := fr.GetHeldSequence(); q > 0 {
+			opts = append(opts, normalize.WithHeldSequence(q))
+		}
 		_, err = f.n.Feed(fr.GetSessionId(), fr.GetMessage(), opts...)
 	case *pb.NormalizeRequest_TurnEnded:
 		t := k.TurnEnded

@@ -66,7 +66,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		dataLosses: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "data_losses_detected_total",
-			Help: "Sessions found older than what a client held (AcpFrame.held_revisions) or than what this process sent of them: the store lost commits. Each was answered with a FrameError DATA_LOSS.",
+			Help: "Sessions found older than what a client held (AcpFrame.held_revisions, held_sequence) or than what this process sent of them: the store lost commits. Each was answered with a FrameError DATA_LOSS.",
 		}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "limit_refusals_total",

@@ -374,7 +374,7 @@ const maxBatch = 8
 // batchable says whether req is a frame that may be applied in a batch.
 func batchable(req *pb.NormalizeRequest) bool {
 	f := req.GetFrame()
-	return f != nil && f.GetSessionId() != "" && invalidUTF8(req) == "" && len(f.GetHeldRevisions()) == 0
+	return f != nil && f.GetSessionId() != "" && invalidUTF8(req) == "" && len(f.GetHeldRevisions()) == 0 && f.GetHeldSequence() == 0
 }
 
 // errStopped says a request was not applied because the stream ended

@@ -486,13 +486,18 @@ class Session:
                         self._cond.wait()
                     req = self._reqs[i]
                     if req.WhichOneof("kind") == "frame" and not held_sent:
-                        # The first frame on a stream states what is held.
+                        # The first frame on a stream states what is held:
+                        # the calls' revisions, and the highest sequence
+                        # answered (_reqs[:_confirmed] are; 0 again while a
+                        # rebuild starts from the first), which finds a loss
+                        # of frames that made no revision.
                         held_sent = True
                         held = self._held()
-                        if held:
+                        if held or self._confirmed > 0:
                             f = pb.AcpFrame()
                             f.CopyFrom(req.frame)
                             f.held_revisions.update(held)
+                            f.held_sequence = self._confirmed
                             req = pb.NormalizeRequest(frame=f)
                     if i < self._high_sent:
                         self._stats.resent += 1

@@ -132,6 +132,26 @@ class SessionFailoverTest(unittest.TestCase):
         self.assertEqual(mono.bad, [])
         self.assertSameFinals(s)
 
+    def test_redis_lost_frames_that_made_no_revision(self) -> None:
+        """Redis loses the session before any of its frames made a revision
+        (the initialize exchange): the session holds no call, so only the
+        sequence it had answered (held_sequence) finds the loss; without it
+        the rest was read with the generic dialect."""
+        mono = Monotonic()
+        s = self.client.session("lost-early", on_revision=mono.on)
+
+        def fault() -> None:
+            s.flush(timeout=30)
+            self.assertEqual(s.calls(), [])
+            self.redis.restart()
+
+        play(s, self.lines, 2, fault)
+        st = s.stats
+        print(f"\n  redis lost frames that made no revision: {len(self.lines)} lines; {st}")
+        self.assertGreaterEqual(st.losses, 1, f"the loss was not reported as DATA_LOSS: {st}")
+        self.assertEqual(mono.bad, [])
+        self.assertSameFinals(s)
+
     def test_store_unreachable_for_a_while(self) -> None:
         """Redis stops answering for a second (SIGSTOP, then SIGCONT: its
         data kept): the replicas, reading it with a short timeout, refuse

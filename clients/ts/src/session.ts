@@ -499,6 +499,7 @@ export class Session {
     let sent = 0;
     let closedSend = false;
     let trailer: Headers | undefined;
+    let header: Headers | undefined;
     const self = this;
     async function* requests(): AsyncGenerator<NormalizeRequest> {
       yield create(NormalizeRequestSchema, { kind: { case: "options", value: { skipAppliedSequences: true } } });
@@ -509,12 +510,17 @@ export class Session {
         if (i < self.#reqs.length) {
           let req = self.#reqs[i]!;
           if (req.kind.case === "frame" && !heldSent) {
-            // The first frame on a stream states what is held.
+            // The first frame on a stream states what is held: the
+            // calls' revisions, and the highest sequence answered
+            // (#reqs[0, #confirmed) are; 0 again while a rebuild starts
+            // from the first), which finds a loss of frames that made no
+            // revision.
             heldSent = true;
             const held = self.#held();
-            if (Object.keys(held).length > 0) {
+            if (Object.keys(held).length > 0 || self.#confirmed > 0) {
               const f = clone(AcpFrameSchema, req.kind.value);
               f.heldRevisions = held;
+              f.heldSequence = BigInt(self.#confirmed);
               req = create(NormalizeRequestSchema, { kind: { case: "frame", value: f } });
             }
           }
@@ -535,6 +541,9 @@ export class Session {
     try {
       const responses = this.#c.conn(addr).client.normalize(requests(), {
         signal: ctl.signal,
+        onHeader: (h) => {
+          header = h;
+        },
         onTrailer: (t) => {
           trailer = t;
         },
@@ -557,8 +566,9 @@ export class Session {
     const progress = () => this.#confirmed > from;
     if (rerr === undefined && closedSend) {
       // The server ended the stream normally: its trailer counts the
-      // requests it applied, the options first.
-      const n = Number.parseInt(trailer?.get(TRAILER_APPLIED) ?? "", 10);
+      // requests it applied, the options first. A stream that carried no
+      // answer ends "trailers-only": the count then comes with the headers.
+      const n = Number.parseInt(trailer?.get(TRAILER_APPLIED) ?? header?.get(TRAILER_APPLIED) ?? "", 10);
       let p = progress();
       if (n >= 1) {
         const to = Math.min(from + n - 1, from + sent);

@@ -206,6 +206,27 @@ describe("Session against acpnormd replicas on one redis-server", () => {
       assertSameFinals(s.calls(), want, true);
     });
   }
+
+  it("rebuilds the session after Redis lost frames that made no revision (held_sequence finds it)", async (t) => {
+    const [a, b] = await fleet(2);
+    const lines = recording(REC);
+    const want = await baseline(b!.addr, lines);
+    client = new SessionClient([a!.addr, b!.addr], { backoff: { minMs: 10, maxMs: 200 } });
+    const mono = monotonic();
+    const s = client.session("lost-early", { onRevision: mono.on });
+    await play(s, lines, 2, async () => {
+      // The initialize exchange is answered, in Redis, then lost: the
+      // session holds no call, only the sequence it had answered.
+      await s.flush(AbortSignal.timeout(30_000));
+      assert.equal(s.calls().length, 0);
+      await redis!.restart();
+    });
+    const st = s.stats();
+    t.diagnostic(`${lines.length} lines; ${JSON.stringify(st)}`);
+    assert.ok(st.losses >= 1, `the loss was not reported as DATA_LOSS: ${JSON.stringify(st)}`);
+    assert.deepEqual(mono.bad, []);
+    assertSameFinals(s.calls(), want, true);
+  });
 });
 
 describe("Session bounds and failures", () => {

@@ -25,7 +25,7 @@ TEXT_MODE_REPLACE: TextMode
 TEXT_MODE_UNSPECIFIED: TextMode
 
 class AcpFrame(_message.Message):
-    __slots__ = ["cwd", "dialect", "direction", "held_revisions", "message", "sequence", "session_id"]
+    __slots__ = ["cwd", "dialect", "direction", "held_revisions", "held_sequence", "message", "sequence", "session_id"]
     class HeldRevisionsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -37,6 +37,7 @@ class AcpFrame(_message.Message):
     DIALECT_FIELD_NUMBER: _ClassVar[int]
     DIRECTION_FIELD_NUMBER: _ClassVar[int]
     HELD_REVISIONS_FIELD_NUMBER: _ClassVar[int]
+    HELD_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -44,10 +45,11 @@ class AcpFrame(_message.Message):
     dialect: str
     direction: Direction
     held_revisions: _containers.ScalarMap[str, int]
+    held_sequence: int
     message: bytes
     sequence: int
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., dialect: _Optional[str] = ..., cwd: _Optional[str] = ..., sequence: _Optional[int] = ..., direction: _Optional[_Union[Direction, str]] = ..., message: _Optional[bytes] = ..., held_revisions: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., dialect: _Optional[str] = ..., cwd: _Optional[str] = ..., sequence: _Optional[int] = ..., direction: _Optional[_Union[Direction, str]] = ..., message: _Optional[bytes] = ..., held_revisions: _Optional[_Mapping[str, int]] = ..., held_sequence: _Optional[int] = ...) -> None: ...
 
 class DialectInfo(_message.Message):
     __slots__ = ["agent_names", "auth_method_ids", "detection_rules", "method_prefixes", "name", "summary"]

@@ -544,6 +544,23 @@ type AcpFrame struct {
 	// Calls the client names that the session released (a tombstone) count
 	// as held. A server that predates this field ignores it.
 	HeldRevisions map[string]uint32 `protobuf:"bytes,7,rep,name=held_revisions,json=heldRevisions,proto3" json:"held_revisions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// The highest sequence of this session the client had answered: applied,
+	// or skipped as applied (answered again, or ALREADY_EXISTS); not one
+	// answered UNAVAILABLE or DATA_LOSS. Optional; send it next to
+	// held_revisions, with the first frame of a session on each new stream,
+	// and only with StreamOptions.skip_applied_sequences (without it the
+	// server counts no sequences and ignores this field). A server whose
+	// session has applied less, or that has no such session (its store lost
+	// commits, even ones that made no revision, such as the initialize
+	// exchange), answers a FrameError DATA_LOSS (15) naming the session and
+	// both sequences, and does not apply the frame; the client rebuilds the
+	// session from its first frame. A session closed or expired starts
+	// afresh: when it had calls (their tombstones kept) that is no loss; one
+	// that never had a call cannot be told from a lost one, so send it only
+	// for sessions the client has not closed. 0 (the default) states
+	// nothing. A server that predates
+	// this field ignores it.
+	HeldSequence  uint64 `protobuf:"varint,8,opt,name=held_sequence,json=heldSequence,proto3" json:"held_sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -625,6 +642,13 @@ func (x *AcpFrame) GetHeldRevisions() map[string]uint32 {
 		return x.HeldRevisions
 	}
 	return nil
+}
+
+func (x *AcpFrame) GetHeldSequence() uint64 {
+	if x != nil {
+		return x.HeldSequence
+	}
+	return 0
 }
 
 // TurnEnded says the prompt turn of a session ended. Every shell call of the
@@ -855,9 +879,9 @@ type FrameError struct {
 	// for a request that was not applied because the server's shared state
 	// store could not be reached (it may be sent again); DATA_LOSS (15) for a
 	// frame whose session the server holds in an older state than the
-	// client's AcpFrame.held_revisions say (its store lost commits; the frame
-	// was not applied, and the message names the session, the calls and
-	// their revisions).
+	// client's AcpFrame.held_revisions or held_sequence say (its store lost
+	// commits; the frame was not applied, and the message names the session,
+	// the calls and their revisions, or the sequences).
 	Code int32 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
 	// A readable sentence naming the problem.
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
@@ -1560,7 +1584,7 @@ const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"\rStreamOptions\x127\n" +
 	"\vfinal_texts\x18\x01 \x01(\x0e2\x16.acpnorm.v1.FinalTextsR\n" +
 	"finalTexts\x124\n" +
-	"\x16skip_applied_sequences\x18\x02 \x01(\bR\x14skipAppliedSequences\"\xd2\x02\n" +
+	"\x16skip_applied_sequences\x18\x02 \x01(\bR\x14skipAppliedSequences\"\xf7\x02\n" +
 	"\bAcpFrame\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
@@ -1569,7 +1593,8 @@ const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"\bsequence\x18\x04 \x01(\x04R\bsequence\x123\n" +
 	"\tdirection\x18\x05 \x01(\x0e2\x15.acpnorm.v1.DirectionR\tdirection\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\fR\amessage\x12N\n" +
-	"\x0eheld_revisions\x18\a \x03(\v2'.acpnorm.v1.AcpFrame.HeldRevisionsEntryR\rheldRevisions\x1a@\n" +
+	"\x0eheld_revisions\x18\a \x03(\v2'.acpnorm.v1.AcpFrame.HeldRevisionsEntryR\rheldRevisions\x12#\n" +
+	"\rheld_sequence\x18\b \x01(\x04R\fheldSequence\x1a@\n" +
 	"\x12HeldRevisionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"d\n" +

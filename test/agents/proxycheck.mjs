@@ -11,7 +11,12 @@
 //      reached the client, untouched (the order between the two directions
 //      is timing: each side records a message when it sees it);
 //   2. P is D frame by frame each way, ignoring the timings and the agent's
-//      own ids (each id is replaced by the order it first appeared in);
+//      own ids (each id is replaced by the order it first appeared in), and
+//      how many live updates a call got before its next one: how often an
+//      agent restates a running call's output is the timing of the
+//      command's writes (OpenCode sent `ls: ` then the whole line in one
+//      run, the whole line at once in the other), so of consecutive
+//      in-progress updates of one call only the last is compared;
 //   3. R is what `acpnormd replay --json --final` makes of W;
 //   4. the proxy said nothing on stderr (lines "acpnormd proxy: ...").
 // Exit status 1 when a check fails.
@@ -121,14 +126,30 @@ function canonizer() {
   return (msg) => walk(msg, "");
 }
 
+// liveCall is the tool call id of a session/update that restates a running
+// call (a tool_call_update without a final status), else undefined.
+function liveCall(msg) {
+  const u = msg?.method === "session/update" ? msg.params?.update : undefined;
+  if (u?.sessionUpdate !== "tool_call_update" || u.status === "completed" || u.status === "failed") return undefined;
+  return u.toolCallId;
+}
+
+// lastLiveUpdates keeps, of consecutive live updates of one call, the last.
+export function lastLiveUpdates(msgs) {
+  return msgs.filter((m, i) => {
+    const id = liveCall(m);
+    return id === undefined || liveCall(msgs[i + 1]) !== id;
+  });
+}
+
 // 2. Through the proxy the agent does what it does without.
 {
   const problems = [];
   for (const dir of DIRS) {
     const ca = canonizer();
     const cb = canonizer();
-    const a = byDir(direct, dir).map((l) => ca(l.msg));
-    const b = byDir(proxied, dir).map((l) => cb(l.msg));
+    const a = lastLiveUpdates(byDir(direct, dir).map((l) => ca(l.msg)));
+    const b = lastLiveUpdates(byDir(proxied, dir).map((l) => cb(l.msg)));
     if (a.length !== b.length) problems.push(`${dir}: ${a.length} messages direct, ${b.length} through the proxy`);
     for (let i = 0; i < Math.min(a.length, b.length); i++) {
       if (!isDeepStrictEqual(a[i], b[i])) {

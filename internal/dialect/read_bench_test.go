@@ -104,17 +104,7 @@ func BenchmarkRead(b *testing.B) {
 			b.Run(name+"/"+c.name, func(b *testing.B) {
 				jsonlit.SetEncodingJSONOnly(c.legacy)
 				defer jsonlit.SetEncodingJSONOnly(false)
-				b.SetBytes(size)
-				b.ReportAllocs()
-				cpu := benchcpu.Now()
-				for b.Loop() {
-					for _, f := range frames {
-						if err := c.read(f); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				benchcpu.Report(b, cpu)
+				readEach(b, size, frames, c.read)
 			})
 		}
 	}
@@ -207,17 +197,23 @@ func BenchmarkReadQuiet(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			noPrescan.Store(c.full)
 			defer noPrescan.Store(false)
-			b.SetBytes(size)
-			b.ReportAllocs()
-			cpu := benchcpu.Now()
-			for b.Loop() {
-				for _, f := range frames {
-					if err := c.read(f); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			benchcpu.Report(b, cpu)
+			readEach(b, size, frames, c.read)
 		})
 	}
+}
+
+// readEach reads every frame with read once per op, reporting size bytes
+// per op, the allocations and the CPU time.
+func readEach[F any](b *testing.B, size int64, frames []F, read func(F) error) {
+	b.SetBytes(size)
+	b.ReportAllocs()
+	cpu := benchcpu.Now()
+	for b.Loop() {
+		for _, f := range frames {
+			if err := read(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	benchcpu.Report(b, cpu)
 }

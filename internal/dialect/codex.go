@@ -106,7 +106,7 @@ type codexInput struct {
 
 // codexOutputFields is the end-event rawOutput.
 type codexOutputFields struct {
-	ExitCode      Code            `json:"exit_code"`
+	ExitCode      codexCode       `json:"exit_code"`
 	ExitCodeCamel Code            `json:"exitCode"`
 	Metadata      *OutputMetadata `json:"metadata"`
 	Stderr        Str             `json:"stderr"`
@@ -125,7 +125,36 @@ type codexOutputFields struct {
 
 // Exit is OutputFields.Exit.
 func (f *codexOutputFields) Exit() Code {
-	return (&OutputFields{ExitCode: f.ExitCode, ExitCodeCamel: f.ExitCodeCamel, Metadata: f.Metadata}).Exit()
+	return (&OutputFields{ExitCode: f.ExitCode.Code, ExitCodeCamel: f.ExitCodeCamel, Metadata: f.Metadata}).Exit()
+}
+
+// execEnd says whether rawOutput is a command execution's end event.
+// Only that event carries exit_code (even null), formatted_output or
+// aggregated_output, in either adapter: the TypeScript adapter sends
+// {formatted_output, exit_code} for a command execution item and for no
+// other tool, the Rust adapter the whole ExecCommandEndEvent; its other
+// end events (patch apply: stdout, stderr, success; MCP and dynamic
+// tools: their results) have none of the three. So it is a shell call
+// whatever kind the tool_call gave it: Codex classifies a lone listing,
+// read or search command (ls, cat, rg) as kind read or search, which the
+// TypeScript adapter opens with no rawInput and no terminal, and when
+// nothing was streamed the end event is the only sign that it ran.
+// stdout and stderr alone are no such sign.
+func (f *codexOutputFields) execEnd() bool {
+	return f.ExitCode.Present || f.FormattedOutput.lit != nil || f.AggregatedOutput.lit != nil
+}
+
+// codexCode is rawOutput.exit_code, and whether the member was there at
+// all (even null or of another type).
+type codexCode struct {
+	Code
+	Present bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (c *codexCode) UnmarshalJSON(b []byte) error {
+	c.Present = true
+	return c.Code.UnmarshalJSON(b)
 }
 
 // stdout unquotes stdout, given aggregated_output unquoted.
@@ -292,6 +321,9 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 		}
 		codexNoExit(&o)
 		return o
+	}
+	if f.execEnd() {
+		o.Shell = accum.ShellYes
 	}
 	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
 		o.Exit = accum.StrongerExit(o.Exit, e)

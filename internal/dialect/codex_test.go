@@ -50,7 +50,7 @@ func TestCodexTypeScriptAdapter(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Signal: "SIGTERM"})},
 		{name: "nonzero exit under completed is still exit 2",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"x","exit_code":2}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(2, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "x")}})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: done, Exit: ex(2, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "x")}})},
 		{name: "replayed timeout: terminal_exit -1 without rawOutput is the sentinel, not an exit",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","name":"exec_command","status":"failed","_meta":{"terminal_output_delta":{"data":"start\n","terminal_id":"c1"},"terminal_exit":{"exit_code":-1,"signal":null,"terminal_id":"c1"}}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Status: failed, Failed: true, Texts: []accum.Text{txt(C, D, "start\n")}})},
@@ -64,16 +64,16 @@ func TestCodexTypeScriptAdapter(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Status: done, Cancelled: true, CancelNotice: "aborted by user"})},
 		{name: "a spawn failure's text is a failure, not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"formatted_output":"exec_command failed for ` + "`nope`" + `: CreateProcess { message: \"No such file or directory\" }","exit_code":null}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Failed: true, FailNotice: "exec_command failed for `nope`: CreateProcess { message: \"No such file or directory\" }"})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Failed: true, FailNotice: "exec_command failed for `nope`: CreateProcess { message: \"No such file or directory\" }"})},
 		{name: "the same words with an exit code are the command's output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"Wall time: 0.1 seconds\naborted by user","exit_code":0}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "Wall time: 0.1 seconds\naborted by user")}})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "Wall time: 0.1 seconds\naborted by user")}})},
 		{name: "replay (1.1.4): the model-facing text in formatted_output and the delta; its header is no output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"formatted_output":"Chunk ID: d714ec\nWall time: 0.0825 seconds\nProcess exited with code 3\nOriginal token count: 1\nOutput:\na\nb\n","exit_code":3},"_meta":{"terminal_exit":{"exit_code":3,"signal":null,"terminal_id":"c1"},"terminal_output_delta":{"data":"Chunk ID: d714ec\nWall time: 0.0825 seconds\nProcess exited with code 3\nOriginal token count: 1\nOutput:\na\nb\n","terminal_id":"c1"}}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "c1", Shell: yes, Status: failed, Exit: ex(3, accum.ExitTerminal, false), Texts: []accum.Text{txt(C, F, "a\nb\n")}})},
 		{name: "a header whose code differs from the exit code is the command's output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"Wall time: 1 seconds\nProcess exited with code 3\nOutput:\nx\n","exit_code":0}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "Wall time: 1 seconds\nProcess exited with code 3\nOutput:\nx\n")}})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "Wall time: 1 seconds\nProcess exited with code 3\nOutput:\nx\n")}})},
 		{name: "lone read command gets kind read and no terminal but is a shell",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"c2","kind":"read","title":"Read go.mod","status":"in_progress","rawInput":{"command":"/bin/zsh -lc 'cat go.mod'","cwd":"/w"}}`,
 			want:   one(accum.Observation{ToolCallID: "c2", Opens: true, Shell: yes, Status: running, Command: "cat go.mod", Cwd: "/w"})},
@@ -98,13 +98,13 @@ func TestCodexRustAdapter(t *testing.T) {
 				Texts: []accum.Text{txt(accum.Stdout, F, "o1\no2\n"), txt(accum.Stderr, F, "e\n"), txt(C, F, "o1\ne\no2\n")}})},
 		{name: "unified exec (PTY, process_id): stderr is merged, no split",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"42","source":"unified_exec_startup","stdout":"e\no\n","stderr":"","aggregated_output":"e\no\n","exit_code":0,"formatted_output":"e\no\n","status":"completed"}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "e\no\n")}})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "e\no\n")}})},
 		{name: "final fenced content then the end event: the aggregate is last",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"` + "```sh\\nboom\\n```\\n" + `"}}],"rawOutput":{"process_id":"4","stdout":"boom\n","stderr":"","aggregated_output":"boom\n","exit_code":3,"formatted_output":"boom\n","status":"failed"}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(3, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "boom\n"), txt(C, F, "boom\n")}})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Exit: ex(3, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "boom\n"), txt(C, F, "boom\n")}})},
 		{name: "abbreviated formatted_output is used only without aggregated_output, and is truncated",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"exit_code":0,"formatted_output":"Total output lines: 40000\n\n1\n2\n…228894 chars truncated…\n40000\n"}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: done, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: C, Kind: F, Text: "1\n2\n…228894 chars truncated…\n40000\n", Truncated: true}}})},
 		{name: "timeout: exit 124 kept, TimedOut, banner not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"start\n","stderr":"","aggregated_output":"start\n","exit_code":124,"formatted_output":"command timed out after 2003 milliseconds\nstart\n","status":"failed","source":"agent"},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":124,"signal":null}}}`,
@@ -112,36 +112,36 @@ func TestCodexRustAdapter(t *testing.T) {
 				Texts: []accum.Text{txt(accum.Stdout, F, "start\n"), txt(accum.Stderr, F, ""), txt(C, F, "start\n")}})},
 		{name: "timeout banner in formatted_output only",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"exit_code":124,"formatted_output":"command timed out after 10000 milliseconds\npartial\n"}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(124, accum.ExitStructured, false), TimedOut: true, Texts: []accum.Text{txt(C, F, "partial\n")}})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Exit: ex(124, accum.ExitStructured, false), TimedOut: true, Texts: []accum.Text{txt(C, F, "partial\n")}})},
 		{name: "Sandbox(Signal(9)): SIGKILL, the -1 sentinel dropped, error text is not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"execution error: Sandbox(Signal(9))","aggregated_output":"execution error: Sandbox(Signal(9))","exit_code":-1,"formatted_output":"execution error: Sandbox(Signal(9))","status":"failed","source":"agent"},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":-1,"signal":null}}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Signal: "SIGKILL", Failed: true})},
 		{name: "other execution error: a failure, not output, the -1 sentinel dropped",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"execution error: Io(NotFound)","aggregated_output":"execution error: Io(NotFound)","exit_code":-1,"status":"failed"}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Failed: true})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Failed: true})},
 		{name: "unified exec killed (exit -1, no signal text): exit unknown, a failure, output kept",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"process_id":"1","source":"unified_exec_startup","stdout":"before-kill\n","stderr":"","aggregated_output":"before-kill\n","exit_code":-1,"formatted_output":"before-kill\n","status":"failed"}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Failed: true, Texts: []accum.Text{txt(C, F, "before-kill\n")}})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Failed: true, Texts: []accum.Text{txt(C, F, "before-kill\n")}})},
 		{name: "terminal_exit -1 is the sentinel too",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"exit_code":-1},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":-1,"signal":null}}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Failed: true})},
 		{name: "exit -1 on a running frame stays a placeholder, not a failure",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","rawOutput":{"exit_code":-1}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Exit: ex(-1, accum.ExitStructured, true)})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Exit: ex(-1, accum.ExitStructured, true)})},
 		{name: "declined end event is a rejected command",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"","aggregated_output":"","exit_code":-1,"status":"declined"}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: failed, Cancelled: true,
+			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Cancelled: true,
 				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "")}})},
 		{name: "0.7.x rejection: no declined status, the refusal is the only text beside -1: Cancelled, not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"exec command rejected by user","call_id":"c1","command":["/bin/bash","-lc","rm -f notes.txt"],"exit_code":-1,"formatted_output":"exec command rejected by user","source":"agent","stderr":"exec command rejected by user","stdout":""},"_meta":{"terminal_exit":{"exit_code":-1,"signal":null,"terminal_id":"c1"}}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Cancelled: true, CancelNotice: "exec command rejected by user"})},
 		{name: "the same words from a command that exited are its output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"exec command rejected by user","exit_code":1,"stderr":"exec command rejected by user","stdout":""}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Exit: ex(1, accum.ExitStructured, false),
 				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "exec command rejected by user"), txt(C, F, "exec command rejected by user")}})},
 		{name: "UTF-16 byte-order-mark sniffing is undone",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"1","stdout":"漠੫","stderr":"","aggregated_output":"漠੫","exit_code":0,"status":"completed"}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: done, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: C, Kind: F, Bytes: []byte("\xff\xfe ok\n")}}})},
 		// session/load replays (Rust adapter): the model's exec_command
 		// call and the tool's model-facing text.
@@ -184,7 +184,7 @@ func TestCodexRustAdapter(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "call_3", Opens: true, Status: done})},
 		{name: "real CJK output with a newline is left alone",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"1","aggregated_output":"你好\n","exit_code":0}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "你好\n")}})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "你好\n")}})},
 	})
 }
 
@@ -388,7 +388,7 @@ func TestCodexPTYStdoutBeatsCutFormattedOutput(t *testing.T) {
 	runObsCases(t, d, []obsCase{
 		{name: "pty stdout, no aggregated_output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"process_id":"9","stdout":"1\n2\n3\n","stderr":"","formatted_output":"Total output lines: 3\n\n1\n…1 chars truncated…3\n","exit_code":0,"status":"completed"}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{txt(accum.Combined, accum.Final, "1\n2\n3\n")}})},
 	})
 }
@@ -439,18 +439,18 @@ func TestCodexBuilds(t *testing.T) {
 		want                accum.Observation
 	}{
 		{"0.7.4", "PTY exit 1 is no evidence: Failed, exit unknown", killedPTY,
-			accum.Observation{ToolCallID: "c1", Status: failed, Failed: true, Texts: killedOut}},
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Failed: true, Texts: killedOut}},
 		{"0.7.4", "PTY exit 3 is truthful", exit3PTY,
-			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(3, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "a\r\n")}}},
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(3, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "a\r\n")}}},
 		{"0.7.4", "exit 1 outside the PTY is truthful", exit1Pipe,
-			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false),
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false),
 				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "")}}},
 		{"0.11.1", "0.11.1 sends -1 for a kill: its exit 1 is an exit 1", killedPTY,
-			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
 		{"", "an unknown build reads with the newest rules", killedPTY,
-			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
 		{"2.6.0", "the TypeScript adapter's versions are not the Rust adapter's", killedPTY,
-			accum.Observation{ToolCallID: "c1", Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
 	} {
 		t.Run(tc.build+" "+tc.name, func(t *testing.T) {
 			got, err := readCase(Bind(d, ParseVersion(tc.build)), tc.update, "")
@@ -471,6 +471,7 @@ func TestCodexRawOutputDecodesAlike(t *testing.T) {
 		`{"exit_code":3,"timed_out":"yes","aggregated_output":"x\n"}`,
 		`{"exit_code":"3","stdout":7,"stderr":"e"}`,
 		`{"exit_code":3,"exit_code":4}`,
+		`{"formatted_output":"","exit_code":null}`, `{"exit_code":{}}`, `{"formatted_output":null}`, `{"stdout":"x","success":true}`,
 		`[1,2]`, `7`, `null`, `true`,
 	} {
 		msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":` + raw + `,"title":"after"}}}`
@@ -491,4 +492,69 @@ func TestCodexReplaySources(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, end, 1)
 	assert.Equal(t, accum.Sources{Exit: "exit line of the model-facing text", Output: "rawOutput (the model-facing text)", Notice: "header of the model-facing text"}, end[0].Src)
+}
+
+// TestCodexEndEventMakesAShellCall: Codex classifies a lone listing, read
+// or search command (ls, cat, rg) and the TypeScript adapter then opens it
+// as kind read or search with no rawInput and no terminal. When nothing
+// was streamed, the end event's rawOutput {formatted_output, exit_code}
+// is the only sign that a command ran; only a command execution's end
+// event carries those members in either adapter. Frames from the
+// codex-acp 1.1.4 load recording (ls /nonexistent-dir-xyz, exit 2).
+func TestCodexEndEventMakesAShellCall(t *testing.T) {
+	d := codexDialect(t)
+	no, done, failed := accum.ShellNo, accum.StatusCompleted, accum.StatusFailed
+	open := `{"sessionUpdate":"tool_call","toolCallId":"call_stderr_fail_8","status":"in_progress","kind":"read","title":"List files in 'nonexistent-dir-xyz'"}`
+	end := `{"sessionUpdate":"tool_call_update","toolCallId":"call_stderr_fail_8","status":"failed","rawOutput":{"formatted_output":"","exit_code":2}}`
+	runObsCases(t, d, []obsCase{
+		{name: "1.1.4: a listing opens as kind read with no rawInput: not yet known to be a shell",
+			update: open,
+			want:   one(accum.Observation{ToolCallID: "call_stderr_fail_8", Opens: true, Shell: no, Status: accum.StatusRunning})},
+		{name: "1.1.4: its only end frame, rawOutput {formatted_output, exit_code}, is a command's end event",
+			update: end,
+			want:   one(accum.Observation{ToolCallID: "call_stderr_fail_8", Shell: accum.ShellYes, Status: failed, Exit: ex(2, accum.ExitStructured, false)})},
+		{name: "an end event with exit_code null is still a command's (a declined one)",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"formatted_output":"","exit_code":null}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed})},
+		{name: "Rust end event with aggregated_output alone is a command's",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"aggregated_output":"x\n"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: done, Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}})},
+	})
+
+	// What must stay no shell: Codex's own tools that are not commands
+	// (no command, no exit code), whatever their kind.
+	for _, f := range []struct{ name, update string }{
+		{"TS image view: kind read, rawInput {path}",
+			`{"sessionUpdate":"tool_call","toolCallId":"v1","kind":"read","title":"View Image /w/a.png","status":"completed","content":[{"type":"content","content":{"type":"resource_link","name":"/w/a.png","uri":"/w/a.png"}}],"locations":[{"path":"/w/a.png"}],"rawInput":{"path":"/w/a.png"}}`},
+		{"TS web search: kind search, rawInput {query}",
+			`{"sessionUpdate":"tool_call","toolCallId":"w1","kind":"search","title":"Searching the web","status":"completed","rawInput":{"query":"acp"}}`},
+		{"Rust patch apply end: stdout, stderr and success are no command's end event",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"p1","status":"completed","rawOutput":{"call_id":"p1","turn_id":"t","stdout":"Success. Updated the following files:\nM a.go\n","stderr":"","success":true,"changes":{}}}`},
+		{"MCP result, even naming exit_code in its text",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"m1","status":"completed","rawOutput":{"result":{"content":[{"type":"text","text":"exit_code"}]},"error":null}}`},
+		{"Rust dynamic tool response",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"d1","status":"completed","rawOutput":{"call_id":"d1","turn_id":"t","content_items":[],"success":true,"error":null}}`},
+	} {
+		obs, err := readCase(d, f.update, "")
+		require.NoError(t, err, f.name)
+		require.Len(t, obs, 1, f.name)
+		assert.NotEqual(t, accum.ShellYes, obs[0].Shell, f.name)
+	}
+
+	// Folded as a client folds them: one ShellExec, FAILED with exit 2.
+	c := accum.NewCall("call_stderr_fail_8", 1<<20)
+	for _, f := range []string{open, end} {
+		obs, err := readCase(d, f, "")
+		require.NoError(t, err)
+		for i := range obs {
+			c.Apply(&obs[i])
+		}
+	}
+	require.True(t, c.IsShell(), "a command that ran (exit 2) is a shell call")
+	r, ok := c.Revision()
+	require.True(t, ok)
+	assert.Equal(t, accum.Ended, r.State)
+	assert.Equal(t, accum.Failed, r.Outcome)
+	require.NotNil(t, r.ExitCode)
+	assert.Equal(t, int32(2), *r.ExitCode)
 }

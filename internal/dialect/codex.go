@@ -358,6 +358,18 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 			return o
 		}
 	}
+	if ended && !agg.Set && f.FormattedOutput.lit == nil && f.Output.Set && o.Exit == nil &&
+		(codexHeadedText(&o, f.Output.S) || codexToolNotice(&o, f.Output.S)) {
+		// The TypeScript adapter 1.x replays a command it ran without a
+		// terminal (a lone listing, read or search, see execEnd) as
+		// rawOutput {output: <the tool's model-facing text>}: its header
+		// is Codex's statement (a text exit marker), not output. This
+		// alone is no sign of a shell call: write_stdin's text has the
+		// same form.
+		o.Src.Output = "rawOutput.output (the model-facing text)"
+		codexNoExit(&o)
+		return o
+	}
 	if notice, ok := codexRejected(&f.codexOutputFields, agg); ok {
 		// Older builds (0.7.x) send no status "declined": the end event
 		// of a rejected command carries Codex's refusal as its only text.

@@ -519,6 +519,20 @@ func TestCodexEndEventMakesAShellCall(t *testing.T) {
 		{name: "Rust end event with aggregated_output alone is a command's",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"aggregated_output":"x\n"}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: done, Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}})},
+		// The same call replayed on session/load (1.1.4): the tool's
+		// model-facing text in rawOutput.output. Its header is Codex's
+		// statement, not output; the text alone does not make a shell
+		// call (write_stdin's text has the same form).
+		{name: "1.1.4 replay: rawOutput.output's header gives the exit and is no output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_stderr_fail_8","status":"failed","rawOutput":{"output":"Chunk ID: e6ecf2\nWall time: 0.0021 seconds\nProcess exited with code 2\nOriginal token count: 17\nOutput:\nls: cannot access '/nonexistent-dir-xyz': No such file or directory\n"}}`,
+			want: one(accum.Observation{ToolCallID: "call_stderr_fail_8", Status: failed, Exit: ex(2, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n")}})},
+		{name: "replayed rawOutput.output of a stopped command is a cancel, not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"output":"aborted by user after 2.0s"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: failed, Cancelled: true, CancelNotice: "aborted by user"})},
+		{name: "rawOutput.output of another form is read as before",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"output":"Success. Updated the following files:\nM a.go\n"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Texts: []accum.Text{txt(accum.Combined, accum.Final, "Success. Updated the following files:\nM a.go\n")}})},
 	})
 
 	// What must stay no shell: Codex's own tools that are not commands

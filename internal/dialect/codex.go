@@ -612,12 +612,19 @@ func codexCommand(o *accum.Observation, c *CommandLine, ts2 bool) {
 // title "List files" and no rawInput: it is still a shell command, whose
 // command is not on the wire (left empty; the title, which describes it,
 // becomes the description).
+//
+// The TypeScript adapter 1.x sends no `name`: there a kind read or search
+// with no rawInput is not yet known to be a command (Codex's image view
+// looks alike), and becomes one by its terminal output or its end event
+// (codexOutputFields.execEnd). Its title describes it all the same, and
+// is its description; on a call that is no shell it is never reported.
 func codexExecName(o *accum.Observation, u *codexUpdate) {
-	if u.Name.S.S != "exec_command" {
-		return
+	exec := u.Name.S.S == "exec_command"
+	if exec {
+		o.Shell = accum.ShellYes
 	}
-	o.Shell = accum.ShellYes
-	if u.RawInput.Command.Line == "" && u.Kind != nil && *u.Kind != "execute" && u.Title != nil {
+	if (exec || !u.Name.Present && isReadKind(u.Kind)) && u.RawInput.Command.Line == "" && u.RawInput.Cmd.Line == "" &&
+		u.Kind != nil && *u.Kind != "execute" && u.Title != nil {
 		o.Description = strings.TrimSpace(*u.Title)
 	}
 }

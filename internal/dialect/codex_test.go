@@ -507,9 +507,10 @@ func TestCodexEndEventMakesAShellCall(t *testing.T) {
 	open := `{"sessionUpdate":"tool_call","toolCallId":"call_stderr_fail_8","status":"in_progress","kind":"read","title":"List files in 'nonexistent-dir-xyz'"}`
 	end := `{"sessionUpdate":"tool_call_update","toolCallId":"call_stderr_fail_8","status":"failed","rawOutput":{"formatted_output":"","exit_code":2}}`
 	runObsCases(t, d, []obsCase{
-		{name: "1.1.4: a listing opens as kind read with no rawInput: not yet known to be a shell",
+		{name: "1.1.4: a listing opens as kind read with no rawInput: not yet known to be a shell; the title describes it",
 			update: open,
-			want:   one(accum.Observation{ToolCallID: "call_stderr_fail_8", Opens: true, Shell: no, Status: accum.StatusRunning})},
+			want: one(accum.Observation{ToolCallID: "call_stderr_fail_8", Opens: true, Shell: no, Status: accum.StatusRunning,
+				Description: "List files in 'nonexistent-dir-xyz'"})},
 		{name: "1.1.4: its only end frame, rawOutput {formatted_output, exit_code}, is a command's end event",
 			update: end,
 			want:   one(accum.Observation{ToolCallID: "call_stderr_fail_8", Shell: accum.ShellYes, Status: failed, Exit: ex(2, accum.ExitStructured, false)})},
@@ -571,4 +572,5 @@ func TestCodexEndEventMakesAShellCall(t *testing.T) {
 	assert.Equal(t, accum.Failed, r.Outcome)
 	require.NotNil(t, r.ExitCode)
 	assert.Equal(t, int32(2), *r.ExitCode)
+	assert.Equal(t, "List files in 'nonexistent-dir-xyz'", r.Description, "no command is on the wire; the title describes it")
 }

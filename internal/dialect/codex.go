@@ -66,8 +66,15 @@ import (
 // ... rejected by user", "aborted by user") as if they were output: with
 // no exit code they are a notice (see codexToolNotice).
 //
-// Kinds read and search (Codex's classification of ls, cat, rg, ...) are
-// shell commands when they carry a rawInput command. Permission asks arrive
+// A call is a shell command, whatever its kind, when it carries a rawInput
+// command (or a replayed cmd), the TS 2.x name `exec_command`, terminal
+// output or exit, or a command execution's end event as rawOutput
+// (exit_code, formatted_output or aggregated_output; see execEnd): Codex
+// gives a lone listing, read or search command (ls, cat, rg) kind read or
+// search, and the TS adapter sends such a call with no rawInput and no
+// terminal, so in 1.x, which has no `name`, its end event may be the only
+// sign that it ran. A kind read or search with none of these (Codex's
+// image view, a web search) is no shell command. Permission asks arrive
 // before the tool_call, under the same id; rawInput.reason, when present,
 // is the reason, else the ask's text content.
 type codex struct {

@@ -228,11 +228,21 @@ export const AGENTS = [
     // a native binary from @anthropic-ai/claude-agent-sdk-linux-x64.
     command: ({ build }) => ["node", [path.join(build.pkgDir("@agentclientprotocol/claude-agent-acp"), "dist", "index.js")]],
     // It ignores clientCapabilities.terminal: Bash runs inside Claude Code
-    // whatever the client offers.
+    // whatever the client offers. A client that declares the JetBrains AIR
+    // extension (clientCapabilities._meta.jetbrains.air) gets another wire:
+    // made-up terminal_exit codes, the description under
+    // _meta.jetbrains.air.commandTitle, no terminal content items.
     variants: [
       { name: "terminal-meta", terminalMeta: true },
       { name: "plain", terminalMeta: false },
+      { name: "air_terminal-meta", terminalMeta: true, air: true },
+      { name: "air_plain", terminalMeta: false, air: true },
     ],
+    // The AIR wire is new in this lane's recordings of the newest build only.
+    builds: {
+      "0.85.1": { variants: ["terminal-meta", "plain"], why: "the AIR variants are recorded for the newest build only" },
+      "0.70.0": { variants: ["terminal-meta", "plain"], why: "the AIR variants are recorded for the newest build only" },
+    },
     setup: claudeSetup,
   },
   {

@@ -238,11 +238,6 @@ export const AGENTS = [
       { name: "air_terminal-meta", terminalMeta: true, air: true },
       { name: "air_plain", terminalMeta: false, air: true },
     ],
-    // The AIR wire is new in this lane's recordings of the newest build only.
-    builds: {
-      "0.85.1": { variants: ["terminal-meta", "plain"], why: "the AIR variants are recorded for the newest build only" },
-      "0.70.0": { variants: ["terminal-meta", "plain"], why: "the AIR variants are recorded for the newest build only" },
-    },
     setup: claudeSetup,
   },
   {

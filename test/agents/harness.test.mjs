@@ -18,8 +18,9 @@ const full = loadScenario(path.join(here, "scenarios", "full.json"));
 
 test("every step's truth holds when bash runs its command", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "acpnorm-truth-"));
+  const quiet = loadScenario(path.join(here, "scenarios", "quiet.json"));
   try {
-    for (const step of full.steps) {
+    for (const step of [...full.steps, ...quiet.steps]) {
       const t = step.truth;
       if (t.rejected || t.cancelled) continue; // what happens depends on the client
       for (const f of ["alpha.txt", "beta.md", "gamma.go", "notes.txt"]) fs.writeFileSync(path.join(dir, f), "x\n");

@@ -110,11 +110,12 @@ func boundReader(id string) (dialect.Dialect, bool) {
 	if id == "" {
 		return nil, false
 	}
-	name, version, withVersion := strings.Cut(id, "\n")
+	name, peers, withPeers := strings.Cut(id, "\n")
 	d, ok := dialect.Lookup(name)
-	if !ok || !withVersion {
+	if !ok || !withPeers {
 		return d, ok
 	}
+	version, caps, _ := strings.Cut(peers, "\n")
 	bound.Lock()
 	defer bound.Unlock()
 	if b, ok := bound.m[id]; ok {
@@ -123,7 +124,11 @@ func boundReader(id string) (dialect.Dialect, bool) {
 	if bound.m == nil || len(bound.m) >= maxBound {
 		bound.m = map[string]dialect.Dialect{}
 	}
-	b := dialect.Bind(d, dialect.ParseVersion(version))
+	client, err := dialect.ParseClient([]byte(caps))
+	if err != nil {
+		return nil, false // not an id readerID made
+	}
+	b := dialect.BindPeers(d, dialect.ParseVersion(version), client)
 	bound.m[id] = b
 	return b, true
 }
@@ -133,7 +138,7 @@ func boundReader(id string) (dialect.Dialect, bool) {
 func (r *reply) readWith(with dialect.Dialect, msg []byte) (dialect.Frame, error) {
 	if p := r.ahead; p != nil {
 		r.ahead = nil
-		if p.space == r.space() && p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) {
+		if p.space == r.space() && p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) && dialect.ClientOf(p.with) == dialect.ClientOf(with) {
 			return p.frame, p.err
 		}
 	}

@@ -73,9 +73,10 @@ func WithNextDialect(next func(name string)) FeedOption {
 }
 
 // WithNextReader has Feed report, once the frame was read, which dialect
-// the session reads its next frame with and for which build of the agent,
-// as one opaque string that Prepare takes as expected. Prefer it to
-// WithNextDialect: a frame read ahead for another build is read again.
+// the session reads its next frame with, for which build of the agent and
+// for what the client declared in its initialize request, as one opaque
+// string that Prepare takes as expected. Prefer it to WithNextDialect: a
+// frame read ahead for another build or client is read again.
 func WithNextReader(next func(reader string)) FeedOption {
 	return func(r *request) { r.nextReader = next }
 }
@@ -94,9 +95,11 @@ func (r *reply) reportNext(req *request) {
 	}
 }
 
-// bound caches the dialects bound to a build by boundReader, by reader
-// id, so that reading ahead binds once per build, not per frame. It holds
-// at most maxBound entries and starts over past them.
+// bound caches the dialects bound to a build and a client by boundReader,
+// by reader id, so that reading ahead binds once per build and client, not
+// per frame. It holds at most maxBound entries (an id is at most a name,
+// dialect.MaxVersionBytes and dialect.MaxClientBytes) and starts over past
+// them.
 var bound struct {
 	sync.Mutex
 	m map[string]dialect.Dialect

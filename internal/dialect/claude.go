@@ -58,6 +58,16 @@ import (
 //     complete within its Ns timeout and was moved to the background ..."
 //     are notices, not output: Background. "Command timed out after ..."
 //     (older builds that killed the command) is TimedOut.
+//   - To a client that declares JetBrains AIR (`_meta.jetbrains.air` in the
+//     clientCapabilities of its initialize request; see claudeAirClient)
+//     every build makes `terminal_exit.exit_code` up, so it is set aside
+//     (exitMadeUp); the "Exit code N" header is the exit.
+//     `_meta.jetbrains.air.commandTitle` is the description, and makes the
+//     title of a report without rawInput or kind the command.
+//   - "(Bash completed with no output)", Claude Code's text for a result
+//     without output, and the adapter's notices for a call it closed
+//     without a result ("Claude stopped this tool call before it ran.",
+//     ...) are no output.
 //   - ACP v2 terminal_update / terminal_output_chunk are read as in the
 //     generic dialect, with the "Exit code N" header removed from snapshots.
 //   - With a client terminal (the client offers `terminal: true`),
@@ -120,7 +130,7 @@ func (claude) Info() Info {
 			"@agentclientprotocol/claude-agent-acp", "@zed-industries/claude-code-acp",
 			"claude-agent-acp", "claude-code-acp", "claude-code", "claude",
 		},
-		Summary:            "Claude Code ACP adapters: Bash tool only, Exit code N headers, description content, toolResponse stdout/stderr, persisted-output previews, background notices.",
+		Summary:            "Claude Code ACP adapters: Bash tool only, Exit code N headers, description content, toolResponse stdout/stderr, persisted-output previews, background notices; terminal_exit set aside where it is made up (builds before 0.86.0, clients that declare JetBrains AIR).",
 		ClientCapabilities: richCapabilities,
 	}
 }

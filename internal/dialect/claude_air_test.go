@@ -183,3 +183,24 @@ func TestReadInitializeClient(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, f.Client, "a notification is not the client's initialize request")
 }
+
+// ParseClient never panics; what it keeps is compact, bounded, and parses
+// to itself; an AIR declaration is only ever read from what it kept.
+func FuzzParseClient(f *testing.F) {
+	for _, s := range []string{airCaps, `{}`, `null`, `[1]`, `{"_meta":{"jetbrains":{"air":true}}}`, `{"_meta":{"jetbrains":{"air":{}}}`, " {\"a\" : \"\\u2028\"} "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := ParseClient(raw)
+		if err != nil {
+			require.Equal(t, Client{}, c)
+			return
+		}
+		require.LessOrEqual(t, len(c.Raw()), MaxClientBytes)
+		require.NotContains(t, c.Raw(), "\n", "a reader id holds it after a newline")
+		again, err := ParseClient([]byte(c.Raw()))
+		require.NoError(t, err)
+		require.Equal(t, c, again)
+		_ = claudeAirClient(c)
+	})
+}

@@ -1052,7 +1052,7 @@ func readClient(msg []byte) (Client, error) {
 	}
 	if err := json.Unmarshal(msg, &m); err != nil {
 		// A params or a member of another JSON type: no capabilities.
-		return Client{}, fmt.Errorf("initialize: %v", err)
+		return Client{}, fmt.Errorf("initialize params: %v; the session reads as if the client declared none", err)
 	}
 	return ParseClient(m.Params.ClientCapabilities)
 }

@@ -44,11 +44,11 @@ func ParseClient(raw []byte) (Client, error) {
 		return Client{}, nil
 	}
 	if raw[0] != '{' {
-		return Client{}, errors.New("clientCapabilities is not a JSON object")
+		return Client{}, errors.New("clientCapabilities is not a JSON object; the session reads as if the client declared none")
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
-		return Client{}, fmt.Errorf("clientCapabilities: %v", err)
+		return Client{}, fmt.Errorf("clientCapabilities: %v; the session reads as if the client declared none", err)
 	}
 	if b.Len() > MaxClientBytes {
 		return Client{}, fmt.Errorf("%w: %d bytes of clientCapabilities, over the %d-byte limit; the session reads as if the client declared none", ErrClientTooLarge, b.Len(), MaxClientBytes)

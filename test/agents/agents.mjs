@@ -235,8 +235,8 @@ export const AGENTS = [
     variants: [
       { name: "terminal-meta", terminalMeta: true },
       { name: "plain", terminalMeta: false },
-      { name: "air_terminal-meta", terminalMeta: true, air: true },
-      { name: "air_plain", terminalMeta: false, air: true },
+      { name: "air_terminal-meta", terminalMeta: true, air: true, newestOnly: true },
+      { name: "air_plain", terminalMeta: false, air: true, newestOnly: true },
     ],
     setup: claudeSetup,
   },
@@ -482,13 +482,15 @@ function pinnedVersion(dir, pkg) {
 function makeBuild(agent, dir, newest) {
   const version = pinnedVersion(dir, agent.pkg);
   const only = newest ? null : agent.builds?.[version]?.variants;
+  // A variant marked newestOnly is recorded for the newest build alone.
+  const variants = newest ? agent.variants : agent.variants.filter((v) => !v.newestOnly);
   const build = {
     agent,
     version,
     newest,
     dir,
     workspace: path.relative(here, dir),
-    variants: only ? agent.variants.filter((v) => only.includes(v.name)) : agent.variants,
+    variants: only ? variants.filter((v) => only.includes(v.name)) : variants,
     // pkgDir finds an installed package from the workspace (or from
     // another package's directory: a platform package is its dependency);
     // it throws naming the build when the package is not installed.

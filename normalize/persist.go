@@ -39,7 +39,8 @@ import (
 // The stored session is:
 //   - a header: the dialect, cwd, cancel flag, terminals, unanswered asks,
 //     counters, the highest sequence applied (WithSkipApplied), the
-//     agent's version and when the session was last used;
+//     agent's version, what the client declared in its initialize request
+//     and when the session was last used;
 //   - a record per call ("c:" and its id): the call's place, revision count
 //     and outcome as sent, and its accumulation state (accum.Call's
 //     AppendState);
@@ -71,8 +72,10 @@ const storeTimeout = 10 * time.Second
 const (
 	// headerFormat 2 adds the client terminals, the terminal requests
 	// awaiting answers and the replay flag; format 3 the agent's version
-	// (agentInfo.version); formats 1 and 2 (without them) are still read.
-	headerFormat = 3
+	// (agentInfo.version); format 4 what the client declared in its
+	// initialize request (clientCapabilities, compact JSON); formats 1 to
+	// 3 (without them) are still read.
+	headerFormat = 4
 	entryFormat  = 1
 	tombFormat   = 1
 )
@@ -125,7 +128,7 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 // restore decodes a stored session into s.
 func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	s.version = snap.Version
-	d := newReader(snap.Header, "session header", headerFormat, 1, 2)
+	d := newReader(snap.Header, "session header", headerFormat, 1, 2, 3)
 	if d.Err != nil { // an empty header has no format byte to branch on below
 		return corrupt(d.Err)
 	}
@@ -158,6 +161,15 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	if format >= 3 {
 		// The dialect is bound to the build again.
 		s.learnVersion(d.String("agent version"))
+	}
+	if format >= 4 {
+		// And to the client.
+		caps := d.String("client capabilities")
+		c, err := dialect.ParseClient([]byte(caps))
+		if err != nil && d.Err == nil {
+			return corrupt(err)
+		}
+		s.learnClient(c)
 	}
 	if d.Err != nil {
 		return corrupt(d.Err)
@@ -273,7 +285,8 @@ func (s *session) encodeBody(b []byte) []byte {
 		}
 	}
 	b = s.appendTerms(b)
-	return wire.AppendString(b, s.agent.Raw())
+	b = wire.AppendString(b, s.agent.Raw())
+	return wire.AppendString(b, s.client.Raw())
 }
 
 func encodeEntry(b []byte, e *entry) []byte {

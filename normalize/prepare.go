@@ -73,9 +73,10 @@ func WithNextDialect(next func(name string)) FeedOption {
 }
 
 // WithNextReader has Feed report, once the frame was read, which dialect
-// the session reads its next frame with and for which build of the agent,
-// as one opaque string that Prepare takes as expected. Prefer it to
-// WithNextDialect: a frame read ahead for another build is read again.
+// the session reads its next frame with, for which build of the agent and
+// for what the client declared in its initialize request, as one opaque
+// string that Prepare takes as expected. Prefer it to WithNextDialect: a
+// frame read ahead for another build or client is read again.
 func WithNextReader(next func(reader string)) FeedOption {
 	return func(r *request) { r.nextReader = next }
 }
@@ -94,9 +95,11 @@ func (r *reply) reportNext(req *request) {
 	}
 }
 
-// bound caches the dialects bound to a build by boundReader, by reader
-// id, so that reading ahead binds once per build, not per frame. It holds
-// at most maxBound entries and starts over past them.
+// bound caches the dialects bound to a build and a client by boundReader,
+// by reader id, so that reading ahead binds once per build and client, not
+// per frame. It holds at most maxBound entries (an id is at most a name,
+// dialect.MaxVersionBytes and dialect.MaxClientBytes) and starts over past
+// them.
 var bound struct {
 	sync.Mutex
 	m map[string]dialect.Dialect
@@ -110,11 +113,12 @@ func boundReader(id string) (dialect.Dialect, bool) {
 	if id == "" {
 		return nil, false
 	}
-	name, version, withVersion := strings.Cut(id, "\n")
+	name, peers, withPeers := strings.Cut(id, "\n")
 	d, ok := dialect.Lookup(name)
-	if !ok || !withVersion {
+	if !ok || !withPeers {
 		return d, ok
 	}
+	version, caps, _ := strings.Cut(peers, "\n")
 	bound.Lock()
 	defer bound.Unlock()
 	if b, ok := bound.m[id]; ok {
@@ -123,7 +127,11 @@ func boundReader(id string) (dialect.Dialect, bool) {
 	if bound.m == nil || len(bound.m) >= maxBound {
 		bound.m = map[string]dialect.Dialect{}
 	}
-	b := dialect.Bind(d, dialect.ParseVersion(version))
+	client, err := dialect.ParseClient([]byte(caps))
+	if err != nil {
+		return nil, false // not an id readerID made
+	}
+	b := dialect.BindPeers(d, dialect.ParseVersion(version), client)
 	bound.m[id] = b
 	return b, true
 }
@@ -133,7 +141,7 @@ func boundReader(id string) (dialect.Dialect, bool) {
 func (r *reply) readWith(with dialect.Dialect, msg []byte) (dialect.Frame, error) {
 	if p := r.ahead; p != nil {
 		r.ahead = nil
-		if p.space == r.space() && p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) {
+		if p.space == r.space() && p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) && dialect.ClientOf(p.with) == dialect.ClientOf(with) {
 			return p.frame, p.err
 		}
 	}

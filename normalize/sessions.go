@@ -82,6 +82,10 @@ type session struct {
 	// it. readerKey is readerID, once made.
 	agent     dialect.Version
 	readerKey string
+	// client is what the client declared in its initialize request's
+	// clientCapabilities (the zero Client until one is seen); dialect is
+	// bound to it too.
+	client dialect.Client
 
 	// With a store (see persist.go): the version the cached state is
 	// at, whether it still has to be loaded (or was by this request),
@@ -109,6 +113,7 @@ func newSession(id string, sp *space) *session {
 // asks) when its calls were released, as a new session would start.
 func (s *session) reset() {
 	s.dialect, s.name, s.explicit, s.named, s.agent, s.readerKey = nil, "", false, false, dialect.Version{}, ""
+	s.client = dialect.Client{}
 	s.cwd, s.cwdByHand, s.cancel, s.applied = "", false, false, 0
 	s.terminals, s.asks = map[string]string{}, map[string]ask{}
 	s.terms, s.termReqs, s.termSeq, s.replay = map[string]*clientTerm{}, map[string]termReq{}, 0, false
@@ -644,6 +649,17 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		// Also when the dialect was chosen by name: it reads this build.
 		s.learnVersion(read.AgentVersion)
 	}
+	if c := read.Client; c != nil && f.direction != FromAgent {
+		// The client's initialize request: what it declared binds the
+		// dialect, whichever dialect reads the session now or later.
+		if read.ClientErr != nil {
+			if errors.Is(read.ClientErr, dialect.ErrClientTooLarge) {
+				ss.refused(r, LimitTextBytes)
+			}
+			r.fail(InvalidArgument, "", "frame %d of session %q: %v", r.seq, s.id, read.ClientErr)
+		}
+		s.learnClient(*c)
+	}
 	if read.AgentName != "" && !s.explicit {
 		s.use(dialect.Detect(read.AgentName))
 		s.named = true
@@ -664,7 +680,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	// that the cached state is current (see release).
 	inert = chosen == nil && f.GetCwd() == "" && (s.named || s.explicit) &&
 		len(read.Observations) == 0 && read.Answer == nil && read.Ask == nil && !read.Cancelled && !read.TurnEnded &&
-		read.AgentName == "" && read.AgentVersion == "" && read.Sign == "" && read.SessionCwd == "" &&
+		read.AgentName == "" && read.AgentVersion == "" && read.Client == nil && read.Sign == "" && read.SessionCwd == "" &&
 		read.Terminal == nil && read.Response == nil && !read.Load && !read.Prompt
 	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
 		if len(c) > ss.cfg.TextLimit {
@@ -744,20 +760,26 @@ func (s *session) use(d dialect.Dialect) {
 	if s.dialect != nil && s.name == name {
 		return
 	}
-	s.dialect, s.name, s.readerKey = dialect.Bind(d, s.agent), name, ""
+	s.dialect, s.name, s.readerKey = dialect.BindPeers(d, s.agent, s.client), name, ""
 }
 
-// readerID names the dialect frames are read with and the build it is
-// bound to, for Prepare (see WithNextReader): the dialect's name, and,
-// once the agent said its version, a newline and the version text.
+// readerID names the dialect frames are read with and the build and the
+// client it is bound to, for Prepare (see WithNextReader): the dialect's
+// name; once the agent said its version, a newline and the version text;
+// once the client declared capabilities, a newline (after the version,
+// which may be empty) and their compact JSON, which holds no newline.
 func (s *session) readerID() string {
 	if s.dialect == nil {
 		return dialect.GenericName
 	}
 	if s.readerKey == "" {
 		s.readerKey = s.name
-		if v := s.agent.Raw(); v != "" {
+		v, c := s.agent.Raw(), s.client.Raw()
+		if v != "" || c != "" {
 			s.readerKey += "\n" + v
+		}
+		if c != "" {
+			s.readerKey += "\n" + c
 		}
 	}
 	return s.readerKey
@@ -771,7 +793,19 @@ func (s *session) learnVersion(raw string) {
 	}
 	s.agent, s.readerKey = dialect.ParseVersion(raw), ""
 	if s.dialect != nil {
-		s.dialect = dialect.Bind(s.dialect, s.agent)
+		s.dialect = dialect.BindPeers(s.dialect, s.agent, s.client)
+	}
+}
+
+// learnClient keeps what the client declared in its initialize request
+// and binds the session's dialect to it.
+func (s *session) learnClient(c dialect.Client) {
+	if c == s.client {
+		return
+	}
+	s.client, s.readerKey = c, ""
+	if s.dialect != nil {
+		s.dialect = dialect.BindPeers(s.dialect, s.agent, s.client)
 	}
 }
 

@@ -86,8 +86,8 @@ func TestStoredHeaderFormat2(t *testing.T) {
 	snap, err := st.Load(ctx, "s")
 	require.NoError(t, err)
 	body := sessionOf(t, n, "s").body
-	require.Equal(t, byte(3), body[0])
-	version := wire.AppendString(nil, "0.9.4-beta.2")
+	require.Equal(t, byte(4), body[0])
+	version := wire.AppendString(wire.AppendString(nil, "0.9.4-beta.2"), "") // and no client
 	require.True(t, bytes.HasSuffix(body, version))
 	v2 := append([]byte{2}, body[1:len(body)-len(version)]...)
 	v2 = append(v2, snap.Header[len(body):]...) // when last used
@@ -102,4 +102,51 @@ func TestStoredHeaderFormat2(t *testing.T) {
 	assert.Equal(t, "opencode", s.name, "the dialect of a format 2 header")
 	assert.False(t, s.agent.Known())
 	assert.False(t, dialect.VersionOf(s.dialect).Known())
+}
+
+// A session header of format 3 (before the client's capabilities were
+// kept) is still read: the session keeps its build and has no client.
+func TestStoredHeaderFormat3(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	n := New(WithStore(st))
+	client := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientCapabilities":{"_meta":{"jetbrains":{"air":{}}}}}}`
+	for _, f := range []string{client, initAt} {
+		_, err := n.Feed("s", []byte(f), WithDirection(FromClient))
+		require.NoError(t, err)
+	}
+	snap, err := st.Load(ctx, "s")
+	require.NoError(t, err)
+	s := sessionOf(t, n, "s")
+	require.Equal(t, `{"_meta":{"jetbrains":{"air":{}}}}`, s.client.Raw())
+	assert.Equal(t, s.client, dialect.ClientOf(s.dialect))
+	body := s.body
+	require.Equal(t, byte(4), body[0])
+	caps := wire.AppendString(nil, s.client.Raw())
+	require.True(t, bytes.HasSuffix(body, caps))
+	v3 := append([]byte{3}, body[1:len(body)-len(caps)]...)
+	v3 = append(v3, snap.Header[len(body):]...) // when last used
+
+	for _, tc := range []struct {
+		name   string
+		header []byte
+		client string
+	}{
+		{"format 3", v3, ""},
+		{"format 4", snap.Header, `{"_meta":{"jetbrains":{"air":{}}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := store.NewMemory()
+			_, err = old.Commit(ctx, "s", 0, &store.Change{Header: tc.header, TTL: time.Hour})
+			require.NoError(t, err)
+			m := New(WithStore(old))
+			_, err = m.Feed("s", []byte(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`))
+			require.NoError(t, err)
+			s := sessionOf(t, m, "s")
+			assert.Equal(t, "opencode", s.name)
+			assert.Equal(t, dialect.ParseVersion("0.9.4-beta.2"), dialect.VersionOf(s.dialect))
+			assert.Equal(t, tc.client, s.client.Raw())
+			assert.Equal(t, tc.client, dialect.ClientOf(s.dialect).Raw())
+		})
+	}
 }

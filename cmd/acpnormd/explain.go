@@ -33,6 +33,11 @@ type explained struct {
 	output             []span // by source, in order
 	notices            []string
 	unknown            []string
+	// heldExit is where an earlier frame of the call gave an exit that
+	// the call holds until it ends (an exit line of the output text);
+	// heldAt is that frame.
+	heldExit string
+	heldAt   int
 }
 
 // span is one source of output and the frames it came from.
@@ -165,22 +170,26 @@ func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int,
 }
 
 // readerFor is the dialect the session reads its next frame with: the one
-// named on the command line (bound to the build the session reported),
-// else the one the session reported (see normalize.WithNextReader).
+// named on the command line (bound to the build and the client the
+// session reported), else the one the session reported (see
+// normalize.WithNextReader: the name, then the version and the client's
+// capabilities, each after a newline).
 func readerFor(named, reader string) dialect.Dialect {
-	name, version, _ := strings.Cut(reader, "\n")
+	name, peers, _ := strings.Cut(reader, "\n")
+	version, caps, _ := strings.Cut(peers, "\n")
+	client, _ := dialect.ParseClient([]byte(caps)) // what the session kept parses
 	if named != "" {
 		d, _ := dialect.Lookup(named)
 		if !strings.EqualFold(name, d.Info().Name) {
 			version = ""
 		}
-		return dialect.Bind(d, dialect.ParseVersion(version))
+		return dialect.BindPeers(d, dialect.ParseVersion(version), client)
 	}
 	d, ok := dialect.Lookup(name)
 	if !ok {
 		d = dialect.Generic()
 	}
-	return dialect.Bind(d, dialect.ParseVersion(version))
+	return dialect.BindPeers(d, dialect.ParseVersion(version), client)
 }
 
 func replayDirection(d pb.Direction) normalize.Direction {
@@ -274,6 +283,9 @@ func (c *explained) revised(x *normalize.ShellExec, fr *frameRead, sessionCwd st
 		if !givesExit(fr, c.id) && x.TerminalID != "" && lastClientExit > 0 && lastClientExit < fr.n {
 			// The frame ended the call; the exit is the client terminal's.
 			src = fmt.Sprintf("frame %d client terminal exit status (terminal/wait_for_exit or terminal/output result), applied when frame %d ended the call", lastClientExit, fr.n)
+		} else if !givesExit(fr, c.id) && c.heldExit != "" && c.heldAt < fr.n {
+			// The frame ended the call; the exit is an earlier frame's.
+			src = fmt.Sprintf("%s, applied when frame %d ended the call", c.heldExit, fr.n)
 		}
 		c.exit = []string{src}
 	}
@@ -305,6 +317,9 @@ func (c *explained) revised(x *normalize.ShellExec, fr *frameRead, sessionCwd st
 // noted keeps what frame fr's observations of the call kept out of
 // output and did not understand.
 func (c *explained) noted(fr *frameRead, obs []*accum.Observation) {
+	if givesExit(fr, c.id) {
+		c.heldExit, c.heldAt = fr.source(c.id, func(s *accum.Sources) string { return s.Exit }, false), fr.n
+	}
 	for _, o := range obs {
 		if o.Src.Notice != "" {
 			c.addNotice(fmt.Sprintf("frame %d %s", fr.n, o.Src.Notice))

@@ -46,6 +46,17 @@ func TestExplainRecording(t *testing.T) {
 	assert.Contains(t, out, "from frame 38 terminal/output result output (a client terminal)")
 }
 
+// A session whose client declared JetBrains AIR is explained as the
+// session read it: claude-agent-acp's terminal_exit 1 is made up for such
+// a client, and exit 3 comes from the output's header, held until the
+// call ended.
+func TestExplainClientBound(t *testing.T) {
+	out := explainOut(t, "../../test/testdata/recordings/agents/claude-agent-acp-0.101.0_air_terminal-meta_full.ndjson")
+	assert.Contains(t, out, "  exit     3\n             from frame 29 Exit code header of the output text, applied when frame 30 ended the call\n")
+	assert.Contains(t, out, "  outcome  ENDED FAILED: exit code 3\n")
+	assert.NotContains(t, out, "_meta.terminal_exit.exit_code")
+}
+
 // A future build of a known agent that moves the exit code to a field the
 // dialect never read: explain says the exit is unknown and where the
 // move went.

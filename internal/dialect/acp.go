@@ -27,6 +27,12 @@ type Frame struct {
 	// sent (trimmed, cut to MaxVersionBytes; "" when absent or not a
 	// string). ParseVersion reads it; Bind binds a dialect to it.
 	AgentVersion string
+	// Client is set by an `initialize` request: what the client declared
+	// in its clientCapabilities (the zero Client when it declared none).
+	// ClientErr says why capabilities it sent were not kept (not an
+	// object, over MaxClientBytes); Client is then the zero Client.
+	Client    *Client
+	ClientErr error
 	// Sign names the dialect that this frame identifies its agent by when
 	// the agent gives no name: an `initialize` result without
 	// `agentInfo.name` offering an auth method only that agent offers, a
@@ -259,6 +265,11 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	case "session/new":
 		if m.Params != nil {
 			f.SessionCwd = m.Params.Cwd
+		}
+	case "initialize":
+		if m.ID.Set {
+			c, cerr := readClient(msg)
+			f.Client, f.ClientErr = &c, cerr
 		}
 	case "session/cancel":
 		f.Cancelled = true
@@ -1028,4 +1039,20 @@ func markChecked(obs []accum.Observation, lits []jsonlit.Lit) {
 			}
 		}
 	}
+}
+
+// readClient reads the clientCapabilities of an `initialize` request from
+// the message as sent (not from an elided copy: every byte is kept). Once
+// per session, so a second decode costs nothing that matters.
+func readClient(msg []byte) (Client, error) {
+	var m struct {
+		Params struct {
+			ClientCapabilities json.RawMessage `json:"clientCapabilities"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil {
+		// A params or a member of another JSON type: no capabilities.
+		return Client{}, fmt.Errorf("initialize params: %v; the session reads as if the client declared none", err)
+	}
+	return ParseClient(m.Params.ClientCapabilities)
 }

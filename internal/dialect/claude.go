@@ -58,6 +58,16 @@ import (
 //     complete within its Ns timeout and was moved to the background ..."
 //     are notices, not output: Background. "Command timed out after ..."
 //     (older builds that killed the command) is TimedOut.
+//   - To a client that declares JetBrains AIR (`_meta.jetbrains.air` in the
+//     clientCapabilities of its initialize request; see claudeAirClient)
+//     every build makes `terminal_exit.exit_code` up, so it is set aside
+//     (exitMadeUp); the "Exit code N" header is the exit.
+//     `_meta.jetbrains.air.commandTitle` is the description, and makes the
+//     title of a report without rawInput or kind the command.
+//   - "(Bash completed with no output)", Claude Code's text for a result
+//     without output, and the adapter's notices for a call it closed
+//     without a result ("Claude stopped this tool call before it ran.",
+//     ...) are no output.
 //   - ACP v2 terminal_update / terminal_output_chunk are read as in the
 //     generic dialect, with the "Exit code N" header removed from snapshots.
 //   - With a client terminal (the client offers `terminal: true`),
@@ -74,22 +84,38 @@ import (
 //     cancel notice; "Command started in background with id: T" is
 //     Background.
 type claude struct {
-	// exitMadeUp: this build fills `_meta.terminal_exit.exit_code` with a
-	// value of its own, not the command's (claude-agent-acp before 0.86.0:
-	// 1 for every result Claude Code flagged as an error, a rejected call
+	// exitMadeUp: this build, for this client, fills
+	// `_meta.terminal_exit.exit_code` with a value of its own, not the
+	// command's. claude-agent-acp before 0.86.0 does for every client: 1
+	// for every result Claude Code flagged as an error, a rejected call
 	// too, and 0 for every other, a command moved to the background by its
-	// timeout too). That field is then no exit evidence; the agent's own
-	// "Exit code N" header is.
+	// timeout too. Every build does for a client that declares JetBrains
+	// AIR (see claudeAirClient): 1 for an error or an interrupted command,
+	// 1 for a call that got no result, else the exit code, or 0 when it
+	// has none (a command moved to the background, a nonzero exit Claude
+	// Code reads as success, such as grep's "No matches found"). That
+	// field is then no exit evidence; the agent's own "Exit code N" header
+	// is.
 	exitMadeUp bool
 }
 
 func init() { register(claude{}) }
 
-// forVersion reads builds before claudeExitTruthful with their made-up
-// terminal_exit set aside; an unknown build is read as the newest.
-func (claude) forVersion(v Version) Dialect {
-	return claude{exitMadeUp: v.Before(claudeExitTruthful)}
+// forPeers reads builds before claudeExitTruthful, and every build talking
+// to a JetBrains AIR client, with their made-up terminal_exit set aside;
+// an unknown build is read as the newest.
+func (claude) forPeers(v Version, c Client) Dialect {
+	return claude{exitMadeUp: v.Before(claudeExitTruthful) || claudeAirClient(c)}
 }
+
+// claudeAirClient says whether claude-agent-acp treats the client as
+// JetBrains AIR: its clientCapabilities hold an object at
+// `_meta.jetbrains.air` (the adapter's isAirClient, 0.101.0; it reads
+// nothing else to decide). Such a client gets another wire: the made-up
+// exit codes above, the description under
+// `_meta.jetbrains.air.commandTitle`, no `rawInput` while the input
+// streams, no terminal content item on the result.
+func claudeAirClient(c Client) bool { return c.object("_meta", "jetbrains", "air") }
 
 // claudeExitTruthful is the first claude-agent-acp build seen to fill
 // terminal_exit.exit_code with the command's exit code (or null when it has
@@ -104,7 +130,7 @@ func (claude) Info() Info {
 			"@agentclientprotocol/claude-agent-acp", "@zed-industries/claude-code-acp",
 			"claude-agent-acp", "claude-code-acp", "claude-code", "claude",
 		},
-		Summary:            "Claude Code ACP adapters: Bash tool only, Exit code N headers, description content, toolResponse stdout/stderr, persisted-output previews, background notices.",
+		Summary:            "Claude Code ACP adapters: Bash tool only, Exit code N headers, description content, toolResponse stdout/stderr, persisted-output previews, background notices; terminal_exit set aside where it is made up (builds before 0.86.0, clients that declare JetBrains AIR).",
 		ClientCapabilities: richCapabilities,
 	}
 }
@@ -125,6 +151,13 @@ type claudeToolResponse struct {
 
 type claudeMeta struct {
 	TerminalMeta
+	// JetBrains is what only a JetBrains AIR client gets:
+	// `commandTitle` is a shell command's description (never the command).
+	JetBrains *struct {
+		Air *struct {
+			CommandTitle Str `json:"commandTitle"`
+		} `json:"air"`
+	} `json:"jetbrains"`
 	ClaudeCode *struct {
 		ToolName     Str                 `json:"toolName"`
 		ToolResponse *claudeToolResponse `json:"toolResponse"`
@@ -204,6 +237,18 @@ func claudeBase(u *claudeUpdate, o accum.Observation) accum.Observation {
 		}
 	}
 	applyShellInput(&o, &tc, &u.RawInput.ShellInput)
+	if m := u.Meta; m != nil && m.JetBrains != nil && m.JetBrains.Air != nil && m.JetBrains.Air.CommandTitle.Set {
+		// An AIR client's copy of the description, which the adapter adds
+		// to Bash and PowerShell only. Its report of a streaming input
+		// names the command only in the title (no rawInput, no kind): the
+		// title is then the command.
+		if o.Description == "" {
+			o.Description = m.JetBrains.Air.CommandTitle.S
+		}
+		if o.Command == "" && tc.Title != nil {
+			o.Command, o.Src.Command = *tc.Title, "title (a shell's: _meta.jetbrains.air.commandTitle)"
+		}
+	}
 	if u.RawInput.RunInBackground != nil && *u.RawInput.RunInBackground {
 		o.Background = true
 	}
@@ -353,6 +398,18 @@ var claudeUserStop = map[string]bool{"user-rejected": true, "permission-rule": t
 // whole text must be the notice: output that merely quotes one is output.
 var claudeNotice = regexp.MustCompile(`(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*|\[Request interrupted by user(?: for tool use)?\]|Tool cancelled by user\.?)$`)
 
+// claudeNoOutput is the text Claude Code gives the model, and
+// claude-agent-acp then sends as rawOutput (0.101.0, without a client
+// terminal), for a tool result without output: "(Bash completed with no
+// output)". The command printed nothing; the text is no output.
+var claudeNoOutput = regexp.MustCompile(`^\([A-Za-z][\w.-]* completed with no output\)$`)
+
+// claudeUnfinished are the texts claude-agent-acp (0.101.0) sends as the
+// content of a call it closes because the turn ended without the call's
+// result: Claude dropped it before it ran, a session/cancel stopped it
+// (a cancel), or Claude ended the turn without a result. None is output.
+var claudeUnfinished = regexp.MustCompile(`^(?:Claude stopped this tool call before it ran\.|The turn was cancelled before this tool call returned a result\.|Claude ended the turn without returning a result for this tool\.)$`)
+
 // claudeClientBash is claude-code-acp's Bash when the client offers
 // terminals: an MCP tool that runs the command with terminal/create.
 const claudeClientBash = "mcp__acp__Bash"
@@ -393,8 +450,22 @@ var (
 // error), the persisted-output wrapper, truncation trailers and background
 // or timeout notices, then adds the rest as Combined output of kind k.
 func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind) {
-	if t := strings.TrimSpace(s); claudeNotice.MatchString(t) {
+	t := strings.TrimSpace(s)
+	if claudeNotice.MatchString(t) {
 		o.Cancelled, o.CancelNotice = true, notice(t)
+		return
+	}
+	if claudeNoOutput.MatchString(t) {
+		// The command printed nothing; Claude Code says so in words.
+		o.Src.Notice = "Claude Code's empty-result notice"
+		return
+	}
+	if claudeUnfinished.MatchString(t) {
+		// The adapter closed a call that got no result: no output.
+		o.Src.Notice = "the adapter's notice of a call without a result"
+		if strings.HasPrefix(t, "The turn was cancelled") {
+			o.Cancelled, o.CancelNotice = true, notice(t)
+		}
 		return
 	}
 	truncated := false

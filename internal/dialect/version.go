@@ -110,19 +110,27 @@ type versioned interface {
 	forVersion(v Version) Dialect
 }
 
-// bound is a dialect bound to a build by Bind.
+// bound is a dialect bound to a build (and a client) by Bind or
+// BindPeers.
 type bound struct {
-	Dialect         // the value that reads frames (forVersion's, or the dialect itself)
+	Dialect         // the value that reads frames (forPeers', forVersion's, or the dialect itself)
 	base    Dialect // the registered dialect
 	version Version
+	client  Client
 }
 
-// Bind returns d bound to the agent build v: what d's forVersion returns
-// for v when d implements it, else d itself; either way, VersionOf tells
-// the build afterwards. Binding a bound dialect binds its registered
-// dialect again. Bind allocates: call it once per session (and when the
-// version changes), and keep the result.
-func Bind(d Dialect, v Version) Dialect {
+// Bind returns d bound to the agent build v: BindPeers with a client that
+// declared nothing.
+func Bind(d Dialect, v Version) Dialect { return BindPeers(d, v, Client{}) }
+
+// BindPeers returns d bound to the agent build v and the client c: what
+// d's forPeers returns for them when d implements it, else what its
+// forVersion returns for v when it implements that, else d itself; either
+// way, VersionOf and ClientOf tell them afterwards. Binding a bound
+// dialect binds its registered dialect again. BindPeers allocates: call
+// it once per session (and when the version or the client changes), and
+// keep the result.
+func BindPeers(d Dialect, v Version, c Client) Dialect {
 	if d == nil {
 		return nil
 	}
@@ -130,10 +138,22 @@ func Bind(d Dialect, v Version) Dialect {
 		d = b.base
 	}
 	reader := d
-	if vd, ok := d.(versioned); ok {
+	switch vd := d.(type) {
+	case clientBound:
+		reader = vd.forPeers(v, c)
+	case versioned:
 		reader = vd.forVersion(v)
 	}
-	return bound{Dialect: reader, base: d, version: v}
+	return bound{Dialect: reader, base: d, version: v, client: c}
+}
+
+// ClientOf returns the client d was bound to (the zero Client when d was
+// never bound to one).
+func ClientOf(d Dialect) Client {
+	if b, ok := d.(bound); ok {
+		return b.client
+	}
+	return Client{}
 }
 
 // VersionOf returns the build d was bound to (unknown when d was never

@@ -228,10 +228,15 @@ export const AGENTS = [
     // a native binary from @anthropic-ai/claude-agent-sdk-linux-x64.
     command: ({ build }) => ["node", [path.join(build.pkgDir("@agentclientprotocol/claude-agent-acp"), "dist", "index.js")]],
     // It ignores clientCapabilities.terminal: Bash runs inside Claude Code
-    // whatever the client offers.
+    // whatever the client offers. A client that declares the JetBrains AIR
+    // extension (clientCapabilities._meta.jetbrains.air) gets another wire:
+    // made-up terminal_exit codes, the description under
+    // _meta.jetbrains.air.commandTitle, no terminal content items.
     variants: [
       { name: "terminal-meta", terminalMeta: true },
       { name: "plain", terminalMeta: false },
+      { name: "air_terminal-meta", terminalMeta: true, air: true, newestOnly: true },
+      { name: "air_plain", terminalMeta: false, air: true, newestOnly: true },
     ],
     setup: claudeSetup,
   },
@@ -477,13 +482,15 @@ function pinnedVersion(dir, pkg) {
 function makeBuild(agent, dir, newest) {
   const version = pinnedVersion(dir, agent.pkg);
   const only = newest ? null : agent.builds?.[version]?.variants;
+  // A variant marked newestOnly is recorded for the newest build alone.
+  const variants = newest ? agent.variants : agent.variants.filter((v) => !v.newestOnly);
   const build = {
     agent,
     version,
     newest,
     dir,
     workspace: path.relative(here, dir),
-    variants: only ? agent.variants.filter((v) => only.includes(v.name)) : agent.variants,
+    variants: only ? variants.filter((v) => only.includes(v.name)) : variants,
     // pkgDir finds an installed package from the workspace (or from
     // another package's directory: a platform package is its dependency);
     // it throws naming the build when the package is not installed.

@@ -18,8 +18,9 @@ const full = loadScenario(path.join(here, "scenarios", "full.json"));
 
 test("every step's truth holds when bash runs its command", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "acpnorm-truth-"));
+  const quiet = loadScenario(path.join(here, "scenarios", "quiet.json"));
   try {
-    for (const step of full.steps) {
+    for (const step of [...full.steps, ...quiet.steps]) {
       const t = step.truth;
       if (t.rejected || t.cancelled) continue; // what happens depends on the client
       for (const f of ["alpha.txt", "beta.md", "gamma.go", "notes.txt"]) fs.writeFileSync(path.join(dir, f), "x\n");
@@ -296,10 +297,13 @@ test("builds: each build is selected by its selector and resolves its own packag
   try {
     const m = await import(path.join(root, "agents.mjs"));
     m.findAgent("droid").builds = { "0.117.0": { variants: ["plain"], why: "no client terminals before 0.200" } };
+    // A variant marked newestOnly belongs to the newest build alone.
+    m.findAgent("copilot").variants.push({ name: "newest-only", terminalMeta: false, newestOnly: true });
     const names = (sels, o) => m.selectRuns(sels, o).map((r) => `${r.agent.id}@${r.build.version}/${r.variant.name}`);
     // Newest first, then older from newer to older.
-    assert.deepEqual(names(["copilot@all"]), ["copilot@1.0.102/plain", "copilot@1.0.80/plain", "copilot@1.0.61/plain"]);
-    assert.deepEqual(names(["copilot"]), ["copilot@1.0.102/plain"]);
+    assert.deepEqual(names(["copilot@all"]), ["copilot@1.0.102/plain", "copilot@1.0.102/newest-only", "copilot@1.0.80/plain", "copilot@1.0.61/plain"]);
+    assert.deepEqual(names(["copilot"]), ["copilot@1.0.102/plain", "copilot@1.0.102/newest-only"]);
+    assert.throws(() => m.selectRuns(["copilot@1.0.80/newest-only"]), /copilot@1.0.80 has no variant newest-only; known: plain/);
     assert.deepEqual(names(["copilot@1.0.80"]), ["copilot@1.0.80/plain"]);
     assert.deepEqual(names(["copilot@1.0.80/plain", "copilot@1.0.80"]), ["copilot@1.0.80/plain"]);
     assert.deepEqual(names(["droid"]), ["droid@0.215.0/plain", "droid@0.215.0/client-terminal"]);
@@ -322,7 +326,7 @@ test("builds: each build is selected by its selector and resolves its own packag
     assert.throws(() => run("copilot@1.0.61").build.bin("@github/copilot", "copilot"), /copilot@1.0.61: @github\/copilot has no bin copilot/);
     // installedVersion is the build actually found, or null.
     assert.equal(m.installedVersion(m.findAgent("copilot")), "1.0.102");
-    assert.deepEqual(m.selectRuns(["copilot@all"]).map((r) => m.installedVersion(r.agent, r.build)), ["1.0.102", "1.0.80", "1.0.61"]);
+    assert.deepEqual(m.selectRuns(["copilot@all"]).map((r) => m.installedVersion(r.agent, r.build)), ["1.0.102", "1.0.102", "1.0.80", "1.0.61"]);
     assert.equal(m.installedVersion(m.findAgent("droid"), run("droid@0.117.0").build), null, "a droid outside the harness is not this build");
     assert.throws(() => cmd("droid"), /droid@0.215.0: droid is not installed \(npm ci -w pkgs\/droid in test\/agents\)/);
     assert.equal(m.installedVersion(m.findAgent("grok")), null);

@@ -109,7 +109,7 @@ const baseEnv = {
 fs.mkdirSync(baseEnv.TMPDIR, { recursive: true });
 
 // What the harness did, per step.
-const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.name, terminalMeta: variant.terminalMeta, clientTerminal: !!variant.clientTerminal, scenario: path.basename(opt.scenario), steps: [] };
+const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.name, terminalMeta: variant.terminalMeta, clientTerminal: !!variant.clientTerminal, ...(variant.air ? { airClient: true } : {}), scenario: path.basename(opt.scenario), steps: [] };
 
 let env;
 try {
@@ -205,6 +205,10 @@ function within(p, ms) {
 
 const caps = { fs: { readTextFile: false, writeTextFile: false }, terminal: !!variant.clientTerminal };
 if (variant.terminalMeta) caps._meta = { terminal_output: true };
+// The JetBrains AIR extension, in the shape claude-agent-acp's isAirClient
+// reads: an object under _meta.jetbrains.air (version 1, no optional AIR
+// capabilities declared).
+if (variant.air) caps._meta = { ...caps._meta, jetbrains: { air: { version: 1, capabilities: [] } } };
 const clientInfo = { name: "acpnorm-harness", title: "acpnorm agent harness", version: "0.1.0" };
 
 async function initialize() {

@@ -105,14 +105,56 @@ func TestElisionSafe(t *testing.T) {
 	}
 	assert.False(t, elisionSafe[shadow]())
 
-	assert.True(t, bytesElisionSafe[grokCall](), "Grok's rawOutput byte arrays reach rawBytes")
-	assert.False(t, bytesElisionSafe[shellUpdate](), "the generic rawOutput has no rawBytes")
+	member := func(ms []jsonlit.Member, path ...string) *jsonlit.Member {
+		for _, name := range path {
+			var next *jsonlit.Member
+			for k := range ms {
+				if ms[k].Name == name {
+					next = &ms[k]
+				}
+			}
+			if next == nil {
+				return nil
+			}
+			if name == path[len(path)-1] {
+				return next
+			}
+			ms = next.Members
+		}
+		return nil
+	}
+	grokMs := elidedMembers[grokCall]()
+	require.NotNil(t, member(grokMs, "rawoutput", "output"), "Grok's rawOutput byte arrays reach rawBytes")
+	assert.True(t, member(grokMs, "rawoutput", "output").Bytes)
+	assert.True(t, member(grokMs, "rawoutput", "output_delta").Bytes)
+	assert.Nil(t, member(elidedMembers[shellUpdate](), "rawoutput"), "the generic rawOutput has no rawText or rawBytes")
+	codexMs := elidedMembers[codexUpdate]()
+	for _, name := range []string{"aggregated_output", "stdout", "formatted_output"} {
+		m := member(codexMs, "rawoutput", name)
+		require.NotNil(t, m, "Codex's rawOutput.%s is a rawText, through codexRawOutput's own decode", name)
+		assert.True(t, m.Text && m.Lazy)
+	}
+	assert.Nil(t, member(codexMs, "rawoutput", "output"), "a Str is decoded by the decoder")
+	require.NotNil(t, member(elidedMembers[claudeUpdate](), "_meta", "claudecode", "toolresponse", "stdout"))
+	require.NotNil(t, member(elidedMembers[opencodeCall](), "rawoutput", "metadata", "output"))
 	type twoOutputs struct {
 		ToolCall
 		RawOutput *grokOutput `json:"rawOutput"`
 		Other     string      `json:"RAWOUTPUT"`
 	}
-	assert.False(t, bytesElisionSafe[twoOutputs]())
+	assert.Nil(t, member(elidedMembers[twoOutputs](), "rawoutput"), "a name two fields take is not followed")
+	type methodOutput struct {
+		ToolCall
+		RawOutput TerminalOutput `json:"rawOutput"` // UnmarshalJSON sees the raw bytes
+	}
+	assert.Empty(t, elidedMembers[methodOutput]())
+	type ownOutput struct {
+		ToolCall
+		RawOutput struct {
+			Output rawText `json:"output"`
+		} `json:"rawOutput,omitempty"`
+	}
+	assert.Empty(t, elidedMembers[ownOutput](), "a field with options is not followed")
 }
 
 // TestElideOnlyLongTexts: at the default sizes, a big frame gives up only

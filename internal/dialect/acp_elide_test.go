@@ -50,6 +50,20 @@ var elideSeeds = []string{
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"output":[97],"output":[98],"Output":[99,]}}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"output":[97,98],"output":null,"output_delta":[[1]],"exit_code":0}}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"output":"text","output_delta":[],"exit_code":1}}}}`,
+	// The other members that reach a rawText (elidedMembers): Codex's
+	// repeated outputs (the second read as the first), in other cases,
+	// repeated, null, of another type, with bad escapes and control
+	// bytes; Claude's toolResponse, OpenCode's metadata, Grok's prompt.
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"stdout":"x\ny\u0041","aggregated_output":"x\ny\u0041","Formatted_Output":"Exit code: 0\nx","exit_code":0}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"aggregated_output":"a","AGGREGATED_OUTPUT":null,"stdout":"b\"c","stdout":7,"exit_code":1}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"aggregated_output":"bad \q escape","exit_code":0}}}}`,
+	"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"a\",\"status\":\"completed\",\"rawOutput\":{\"stdout\":\"bad \x01 control\",\"exit_code\":0}}}}",
+	"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"a\",\"status\":\"completed\",\"rawOutput\":{\"aggregated_output\":\"\xff\xfe \\ud800 \xe2\x82\",\"exit_code\":0}}}}",
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":"the model-facing text"}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","_meta":{"claudeCode":{"toolName":"Bash","toolResponse":{"stdout":"out\n","stderr":"err\n","interrupted":false}}}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","kind":"execute","rawOutput":{"output":"o","metadata":{"output":"o\u0041\n","exit":2}}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"type":"Bash","output_for_prompt":"exit: 3\nhello","exit_code":3}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"type":"Bash","output_for_prompt":"live\n","output":[104,105]}}}}`,
 }
 
 // TestElidedDecodeIsEncodingJSON holds the elided decode, with every

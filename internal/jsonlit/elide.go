@@ -393,13 +393,28 @@ func (w *elider) literalAt(i int, lazy bool) int {
 		w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Text: text})
 		return i + n
 	}
-	n, ok := ValidLiteral(w.msg[i:])
+	n, ok := w.seen(i)
 	if !ok {
-		w.bad = true
-		return -1
+		if n, ok = ValidLiteral(w.msg[i:]); !ok {
+			w.bad = true
+			return -1
+		}
 	}
 	w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Lazy: true})
 	return i + n
+}
+
+// seen says whether the frame at msg[i] begins with the bytes of a
+// literal taken out before (agents repeat an output in two members:
+// Codex's stdout and aggregated_output): that valid literal is then the
+// one at msg[i], whole, and is not read again. It returns its length.
+func (w *elider) seen(i int) (int, bool) {
+	for k := range w.out {
+		if raw := w.out[k].Raw; w.out[k].Bytes == nil && bytes.HasPrefix(w.msg[i:], raw) {
+			return len(raw), true
+		}
+	}
+	return 0, false
 }
 
 // take takes l, the value at msg[i], out when it is long enough.
@@ -414,18 +429,24 @@ func (w *elider) take(i int, l Lit) {
 // ValidLiteral says whether b starts with a JSON string literal that
 // encoding/json accepts (bytes that are not valid UTF-8 included: it
 // reads each as U+FFFD), and returns its length with its quotes. It
-// decodes nothing, looking at eight bytes at a time where it can.
+// decodes nothing: it looks at eight bytes at a time over plain runs,
+// and at one byte at a time where escapes are dense (the output of seq).
 func ValidLiteral(b []byte) (n int, ok bool) {
 	if len(b) == 0 || b[0] != '"' {
 		return 0, false
 	}
-	i := 1
-	for {
-		i += validRun(b[i:])
-		if i >= len(b) {
-			return 0, false
+	// Plain runs are read eight bytes at a time after a long one (build
+	// logs), a byte at a time after a short one (the output of seq, an
+	// escape every few bytes, where the wider test does not pay).
+	i, from := 1, 1
+	for i < len(b) {
+		c := b[i]
+		if !stops[c] {
+			i++
+			continue
 		}
-		switch c := b[i]; {
+		wide := i-from >= 16
+		switch {
 		case c == '"':
 			return i + 1, true
 		case c == '\\':
@@ -443,17 +464,30 @@ func ValidLiteral(b []byte) (n int, ok bool) {
 			default:
 				return 0, false
 			}
-		case c < ' ':
+			if from = i; wide {
+				i += validRun(b[min(i, len(b)):])
+			}
+		default: // a control byte
 			return 0, false
-		default:
-			i++ // a byte validRun stopped at without cause
 		}
 	}
+	return 0, false
 }
+
+// stops are the bytes a string literal does not hold as they are: the
+// quote, the backslash and the control bytes.
+var stops = func() (t [256]bool) {
+	for c := range ' ' {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // validRun returns the length of the leading run of b that holds no
 // quote, no backslash and no control byte (bytes that are not ASCII
-// included), eight bytes at a time.
+// included), eight bytes at a time; it may stop short of the run's end,
+// never past it.
 func validRun(b []byte) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
@@ -463,14 +497,8 @@ func validRun(b []byte) int {
 		qs := x ^ ('"' * ones)
 		// Each term has a high bit for a byte below 0x20, a backslash or
 		// a quote; a byte of 0x80 or more has none (its own high bit is
-		// masked by ^x, ^bs or ^qs), though a borrow may mark a byte after
-		// a marked one: the byte loop below sorts that out.
+		// masked by ^x, ^bs or ^qs).
 		if ((x-0x20*ones)&^x|(bs-ones)&^bs|(qs-ones)&^qs)&highs != 0 {
-			break
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == '\\' || c == '"' || c < ' ' {
 			break
 		}
 	}

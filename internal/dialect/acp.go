@@ -1047,48 +1047,24 @@ var shared = func() (s struct{ contentOK bool }) {
 	return s
 }()
 
-// decodeElided decodes msg into *v as jsonlit.Decode does, eliding its
-// content texts (and, when arrays says so, its rawOutput byte arrays) when
-// that pays (jsonlit.Elide, whose memo keeps what it learns under scope).
-// Each elided value is put back into the rawText or rawBytes the decoder
-// reads where its "" or [] stands in the light frame. Nothing about how a
-// frame reads changes: TestElidedDecodeIsEncodingJSON and FuzzElidedDecode
-// hold the elided decode to encoding/json's on every recorded frame with
-// every dialect, with every content text elided.
-//
-// Only the content texts of the shared ToolCall shape are elided, and only
-// for a dialect whose update type maps the member `content` to nothing but
-// ToolCall.Content (elisionSafe): the elided value must reach a rawText,
-// the one field type that resolves it. It returns the texts it
-// decoded itself (each valid UTF-8: see markChecked), none when it
-// elided nothing.
-func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) ([]jsonlit.Lit, error) {
-	if jsonlit.EncodingJSONOnly() {
-		return nil, jsonlit.Decode(msg, v)
-	}
-	light, lits := jsonlit.ElideMembers(msg, content, members, scope)
-	if len(lits) == 0 {
-		return nil, jsonlit.Decode(msg, v)
-	}
-	// elided finds the elided value that ends where the decoder is, when
-	// the value it read (val) is the "" or [] that stands for one.
-	elided := func(dec *jsontext.Decoder, val jsontext.Value, array bool) *jsonlit.Lit {
-		if end := dec.InputOffset(); len(val) == 2 {
-			for i := range lits {
-				if lits[i].End == end && (lits[i].Bytes != nil) == array {
-					return &lits[i]
-				}
-			}
-		}
-		return nil
-	}
-	opts := jsonlit.OnePass(jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+// elidedDecoder holds the options of an elided decode: the unmarshalers
+// that put the values of lits back where the decoder meets them. They are
+// made once for each pooled elidedDecoder, not for every frame (some 40
+// allocations).
+type elidedDecoder struct {
+	lits []jsonlit.Lit
+	opts jsonv2.Options
+}
+
+var elidedDecoders = sync.Pool{New: func() any {
+	e := new(elidedDecoder)
+	e.opts = jsonlit.OnePass(jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawText) error {
 			val, err := dec.ReadValue()
 			if err != nil {
 				return err
 			}
-			if l := elided(dec, val, false); l != nil {
+			if l := e.elided(dec, val, false); l != nil {
 				*r = rawText{lit: l.Raw, text: l.Text, decoded: !l.Lazy}
 				return nil
 			}
@@ -1099,13 +1075,61 @@ func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Membe
 			if err != nil {
 				return err
 			}
-			if l := elided(dec, val, true); l != nil {
+			if l := e.elided(dec, val, true); l != nil {
 				*r = rawBytes{B: l.Bytes, Set: true}
 				return nil
 			}
 			return r.UnmarshalJSON(val)
 		}))))
-	if jsonv2.Unmarshal(light, v, opts) == nil {
+	return e
+}}
+
+// elided finds the elided value that ends where the decoder is, when the
+// value it read (val) is the "" or [] that stands for one.
+func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array bool) *jsonlit.Lit {
+	if end := dec.InputOffset(); len(val) == 2 {
+		for i := range e.lits {
+			if e.lits[i].End == end && (e.lits[i].Bytes != nil) == array {
+				return &e.lits[i]
+			}
+		}
+	}
+	return nil
+}
+
+// decodeElided decodes msg into *v as jsonlit.Decode does, eliding its
+// content texts (when content says so) and the other members named by
+// members (elidedMembers: lazy texts and byte arrays) when that pays
+// (jsonlit.ElideMembers, whose memo keeps what it learns under scope).
+// Each elided value is put back into the rawText or rawBytes the decoder
+// reads where its "" or [] stands in the light frame: a content text
+// decoded, a lazy text as its literal, validated, unquoted only when a
+// dialect reads it. Nothing about how a frame reads changes:
+// TestElidedDecodeIsEncodingJSON and FuzzElidedDecode hold the elided
+// decode to encoding/json's on every recorded frame with every dialect,
+// with every such value elided.
+//
+// The content texts of the shared ToolCall shape are elided only for a
+// dialect whose update type maps the member `content` to nothing but
+// ToolCall.Content (elisionSafe), and the other members only where they
+// reach a rawText or rawBytes (elidedMembers): the elided value must
+// reach a field type that resolves it. It returns the values it took out
+// (the decoded texts each valid UTF-8: see markChecked), none when it
+// elided nothing.
+func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) ([]jsonlit.Lit, error) {
+	if jsonlit.EncodingJSONOnly() {
+		return nil, jsonlit.Decode(msg, v)
+	}
+	light, lits := jsonlit.ElideMembers(msg, content, members, scope)
+	if len(lits) == 0 {
+		return nil, jsonlit.Decode(msg, v)
+	}
+	e := elidedDecoders.Get().(*elidedDecoder)
+	e.lits = lits
+	err := jsonv2.Unmarshal(light, v, e.opts)
+	e.lits = nil // let go of the frame
+	elidedDecoders.Put(e)
+	if err == nil {
 		return lits, nil
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json

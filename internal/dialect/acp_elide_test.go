@@ -2,6 +2,8 @@ package dialect
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -254,4 +256,36 @@ func TestByteArrayElided(t *testing.T) {
 	require.Len(t, f.Observations, 1)
 	require.NotEmpty(t, f.Observations[0].Texts)
 	assert.Equal(t, out, f.Observations[0].Texts[0].Bytes)
+}
+
+// TestElidedDecodeConcurrent reads every recorded frame from several
+// goroutines at once, every content text and output elided: the pooled
+// decoders (elidedDecoders) give each read its own values back.
+func TestElidedDecodeConcurrent(t *testing.T) {
+	elideAll(t)
+	msgs := recordingFrames(t, 16<<20)
+	d, ok := Lookup("codex")
+	require.True(t, ok)
+	want := make([]Frame, len(msgs))
+	wantErr := make([]error, len(msgs))
+	for i, m := range msgs {
+		want[i], wantErr[i] = Read(d, m)
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for k := range msgs {
+				i := (k + g*len(msgs)/4) % len(msgs)
+				got, err := Read(d, msgs[i])
+				if (err == nil) != (wantErr[i] == nil) || !reflect.DeepEqual(got, want[i]) {
+					errs <- fmt.Errorf("frame %d read differently: %+v, %v", i, got, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
 }

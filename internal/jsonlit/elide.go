@@ -22,8 +22,16 @@ import (
 // would the frame: every other byte is the same, and each value it did not
 // see is a valid value of the same JSON type, so the light frame is valid
 // JSON exactly when the frame is. The caller then puts each elided value
-// back where the decoder met its "" or [] (Lit.End). internal/dialect does
-// so for the fields of its shared ToolCall shape, and its tests
+// back where the decoder met its "" or [] (Lit.End).
+//
+// ElideMembers also takes out the other big members a caller names
+// (Member): outputs agents repeat outside the content texts (Codex's
+// rawOutput.stdout and aggregated_output, Claude's toolResponse.stdout).
+// A lazy one is only validated (ValidLiteral) and handed back as its
+// literal, which the caller unquotes if it reads it; a literal that
+// repeats, byte for byte, one already taken out is not read again.
+// internal/dialect puts them back into the fields of its shared ToolCall
+// shape and of each dialect's update type, and its tests
 // (TestElidedDecodeIsEncodingJSON, FuzzElidedDecode) hold the result to
 // encoding/json's on every recorded frame with every dialect.
 //

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,8 +210,8 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	var m message[U]
 	var err error
 	var checked []jsonlit.Lit
-	if elisionSafe[U]() {
-		checked, err = decodeElided(msg, &m, bytesElisionSafe[U](), scope)
+	if content, members := elisionSafe[U](), elidedMembers[U](); content || len(members) > 0 {
+		checked, err = decodeElided(msg, &m, content, members, scope)
 	} else {
 		err = jsonlit.Decode(msg, &m)
 	}
@@ -809,32 +810,141 @@ func elisionSafe[U any]() bool {
 
 var elisionChecked sync.Map // reflect.Type → bool
 
-// bytesElisionSafe says whether the update type U takes `rawOutput` only
-// through one field whose type (or the type it points to) is a struct
-// that takes `output` and `output_delta` only through rawBytes fields, so
-// that a byte array elided there reaches a rawBytes.
-func bytesElisionSafe[U any]() bool {
+// elidedMembers returns the members of the update type U, other than its
+// content texts, that the elided decode takes out of a big frame: every
+// member that reaches a rawText (a lazy text: validated in the walk,
+// unquoted only when a dialect reads it) or a rawBytes (a byte array),
+// through members that reach structs the decoder fills field by field.
+// The big outputs agents send besides the content texts (Codex's
+// rawOutput.aggregated_output, stdout and formatted_output, Claude's
+// _meta.claudeCode.toolResponse.stdout, OpenCode's rawOutput.output,
+// Grok's byte arrays) are such members, so the decoder reads a light
+// frame and no big string is scanned twice.
+//
+// A member is followed only where the decoder cannot send its value
+// anywhere else: its name folds to one field only (encoding/json matches
+// names without regard to case), and the struct it leads to has no
+// unmarshaling method of its own that would see the light frame's bytes,
+// unless elideThrough names the struct such a method decodes an object
+// into with the same decoder.
+func elidedMembers[U any]() []jsonlit.Member {
 	t := reflect.TypeFor[U]()
-	if ok, seen := bytesElisionChecked.Load(t); seen {
-		return ok.(bool)
+	if ms, seen := elidedChecked.Load(t); seen {
+		return ms.([]jsonlit.Member)
 	}
-	ok := false
-	if outs := fieldsNamed(t, "rawoutput"); len(outs) == 1 {
-		ot := outs[0]
-		if ot.Kind() == reflect.Pointer {
-			ot = ot.Elem()
-		}
-		raw := reflect.TypeFor[rawBytes]()
-		if ot.Kind() == reflect.Struct {
-			o, d := fieldsNamed(ot, "output"), fieldsNamed(ot, "output_delta")
-			ok = len(o) == 1 && o[0] == raw && len(d) == 1 && d[0] == raw
-		}
+	var ms []jsonlit.Member
+	if !decodesItself(t) {
+		ms = membersOf(t, 0)
 	}
-	bytesElisionChecked.Store(t, ok)
-	return ok
+	elidedChecked.Store(t, ms)
+	return ms
 }
 
-var bytesElisionChecked sync.Map // reflect.Type → bool
+var elidedChecked sync.Map // reflect.Type → []jsonlit.Member
+
+// elideThrough maps a struct whose UnmarshalJSONFrom decodes a JSON
+// object into one of its fields, with the decoder it is given, to that
+// field's type: the members of that type are followed.
+var elideThrough = map[reflect.Type]reflect.Type{
+	reflect.TypeFor[codexRawOutput](): reflect.TypeFor[codexOutputFields](),
+}
+
+// maxElidedDepth bounds how deep elidedMembers follows structs.
+const maxElidedDepth = 8
+
+// membersOf returns the members of struct t to take out (see
+// elidedMembers).
+func membersOf(t reflect.Type, depth int) []jsonlit.Member {
+	if depth > maxElidedDepth {
+		return nil
+	}
+	var out []jsonlit.Member
+	for _, f := range jsonFields(t) {
+		name := strings.ToLower(f.name)
+		if !plainASCII(name) || len(fieldsNamed(t, name)) != 1 {
+			continue
+		}
+		ft := f.typ
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case ft == reflect.TypeFor[rawText]():
+			out = append(out, jsonlit.Member{Name: name, Text: true, Lazy: true})
+		case ft == reflect.TypeFor[rawBytes]():
+			out = append(out, jsonlit.Member{Name: name, Bytes: true})
+		case ft.Kind() == reflect.Struct:
+			if through, ok := elideThrough[ft]; ok {
+				ft = through
+			} else if decodesItself(ft) {
+				continue
+			}
+			if ms := membersOf(ft, depth+1); len(ms) > 0 {
+				out = append(out, jsonlit.Member{Name: name, Members: ms})
+			}
+		}
+	}
+	return out
+}
+
+// decodesItself says whether the decoder hands values of type t (a
+// struct) to a method of t rather than filling its fields.
+func decodesItself(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return p.Implements(reflect.TypeFor[json.Unmarshaler]()) ||
+		p.Implements(reflect.TypeFor[jsonv2.UnmarshalerFrom]()) ||
+		p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
+}
+
+// jsonField is a field of a struct as encoding/json sees it: its JSON
+// name and its type.
+type jsonField struct {
+	name string
+	typ  reflect.Type
+}
+
+// jsonFields returns the fields of struct t that encoding/json decodes
+// into, embedded structs flattened; a field with tag options (",string")
+// is left out.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := cutComma(f.Tag.Get("json"))
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && tag == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, jsonFields(ft)...)
+				continue
+			}
+		}
+		if !f.IsExported() || opts != "" {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		out = append(out, jsonField{name: tag, typ: f.Type})
+	}
+	return out
+}
+
+// plainASCII says whether s is made of bytes from '!' to '~' only, so
+// that the elider's ASCII case folding is the decoder's for it.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // fieldsNamed returns the types of the fields of struct t (embedded
 // structs included, as encoding/json flattens them) whose JSON name folds
@@ -948,49 +1058,25 @@ var shared = func() (s struct{ contentOK bool }) {
 	return s
 }()
 
-// decodeElided decodes msg into *v as jsonlit.Decode does, eliding its
-// content texts (and, when arrays says so, its rawOutput byte arrays) when
-// that pays (jsonlit.Elide, whose memo keeps what it learns under scope).
-// Each elided value is put back into the rawText or rawBytes the decoder
-// reads where its "" or [] stands in the light frame. Nothing about how a
-// frame reads changes: TestElidedDecodeIsEncodingJSON and FuzzElidedDecode
-// hold the elided decode to encoding/json's on every recorded frame with
-// every dialect, with every content text elided.
-//
-// Only the content texts of the shared ToolCall shape are elided, and only
-// for a dialect whose update type maps the member `content` to nothing but
-// ToolCall.Content (elisionSafe): the elided value must reach a rawText,
-// the one field type that resolves it. It returns the texts it
-// decoded itself (each valid UTF-8: see markChecked), none when it
-// elided nothing.
-func decodeElided[T any](msg []byte, v *T, arrays bool, scope string) ([]jsonlit.Lit, error) {
-	if jsonlit.EncodingJSONOnly() {
-		return nil, jsonlit.Decode(msg, v)
-	}
-	light, lits := jsonlit.Elide(msg, arrays, scope)
-	if len(lits) == 0 {
-		return nil, jsonlit.Decode(msg, v)
-	}
-	// elided finds the elided value that ends where the decoder is, when
-	// the value it read (val) is the "" or [] that stands for one.
-	elided := func(dec *jsontext.Decoder, val jsontext.Value, array bool) *jsonlit.Lit {
-		if end := dec.InputOffset(); len(val) == 2 {
-			for i := range lits {
-				if lits[i].End == end && (lits[i].Bytes != nil) == array {
-					return &lits[i]
-				}
-			}
-		}
-		return nil
-	}
-	opts := jsonlit.OnePass(jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+// elidedDecoder holds the options of an elided decode: the unmarshalers
+// that put the values of lits back where the decoder meets them. They are
+// made once for each pooled elidedDecoder, not for every frame (some 40
+// allocations).
+type elidedDecoder struct {
+	lits []jsonlit.Lit
+	opts jsonv2.Options
+}
+
+var elidedDecoders = sync.Pool{New: func() any {
+	e := new(elidedDecoder)
+	e.opts = jsonlit.OnePass(jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawText) error {
 			val, err := dec.ReadValue()
 			if err != nil {
 				return err
 			}
-			if l := elided(dec, val, false); l != nil {
-				r.lit, r.text, r.decoded = l.Raw, l.Text, true
+			if l := e.elided(dec, val, false); l != nil {
+				*r = rawText{lit: l.Raw, text: l.Text, decoded: !l.Lazy}
 				return nil
 			}
 			return r.UnmarshalJSON(val)
@@ -1000,13 +1086,61 @@ func decodeElided[T any](msg []byte, v *T, arrays bool, scope string) ([]jsonlit
 			if err != nil {
 				return err
 			}
-			if l := elided(dec, val, true); l != nil {
+			if l := e.elided(dec, val, true); l != nil {
 				*r = rawBytes{B: l.Bytes, Set: true}
 				return nil
 			}
 			return r.UnmarshalJSON(val)
 		}))))
-	if jsonv2.Unmarshal(light, v, opts) == nil {
+	return e
+}}
+
+// elided finds the elided value that ends where the decoder is, when the
+// value it read (val) is the "" or [] that stands for one.
+func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array bool) *jsonlit.Lit {
+	if end := dec.InputOffset(); len(val) == 2 {
+		for i := range e.lits {
+			if e.lits[i].End == end && (e.lits[i].Bytes != nil) == array {
+				return &e.lits[i]
+			}
+		}
+	}
+	return nil
+}
+
+// decodeElided decodes msg into *v as jsonlit.Decode does, eliding its
+// content texts (when content says so) and the other members named by
+// members (elidedMembers: lazy texts and byte arrays) when that pays
+// (jsonlit.ElideMembers, whose memo keeps what it learns under scope).
+// Each elided value is put back into the rawText or rawBytes the decoder
+// reads where its "" or [] stands in the light frame: a content text
+// decoded, a lazy text as its literal, validated, unquoted only when a
+// dialect reads it. Nothing about how a frame reads changes:
+// TestElidedDecodeIsEncodingJSON and FuzzElidedDecode hold the elided
+// decode to encoding/json's on every recorded frame with every dialect,
+// with every such value elided.
+//
+// The content texts of the shared ToolCall shape are elided only for a
+// dialect whose update type maps the member `content` to nothing but
+// ToolCall.Content (elisionSafe), and the other members only where they
+// reach a rawText or rawBytes (elidedMembers): the elided value must
+// reach a field type that resolves it. It returns the values it took out
+// (the decoded texts each valid UTF-8: see markChecked), none when it
+// elided nothing.
+func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) ([]jsonlit.Lit, error) {
+	if jsonlit.EncodingJSONOnly() {
+		return nil, jsonlit.Decode(msg, v)
+	}
+	light, lits := jsonlit.ElideMembers(msg, content, members, scope)
+	if len(lits) == 0 {
+		return nil, jsonlit.Decode(msg, v)
+	}
+	e := elidedDecoders.Get().(*elidedDecoder)
+	e.lits = lits
+	err := jsonv2.Unmarshal(light, v, e.opts)
+	e.lits = nil // let go of the frame
+	elidedDecoders.Put(e)
+	if err == nil {
 		return lits, nil
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json

@@ -2,6 +2,8 @@ package dialect
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -50,6 +52,20 @@ var elideSeeds = []string{
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"output":[97],"output":[98],"Output":[99,]}}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"output":[97,98],"output":null,"output_delta":[[1]],"exit_code":0}}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"output":"text","output_delta":[],"exit_code":1}}}}`,
+	// The other members that reach a rawText (elidedMembers): Codex's
+	// repeated outputs (the second read as the first), in other cases,
+	// repeated, null, of another type, with bad escapes and control
+	// bytes; Claude's toolResponse, OpenCode's metadata, Grok's prompt.
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"stdout":"x\ny\u0041","aggregated_output":"x\ny\u0041","Formatted_Output":"Exit code: 0\nx","exit_code":0}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"aggregated_output":"a","AGGREGATED_OUTPUT":null,"stdout":"b\"c","stdout":7,"exit_code":1}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"aggregated_output":"bad \q escape","exit_code":0}}}}`,
+	"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"a\",\"status\":\"completed\",\"rawOutput\":{\"stdout\":\"bad \x01 control\",\"exit_code\":0}}}}",
+	"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"a\",\"status\":\"completed\",\"rawOutput\":{\"aggregated_output\":\"\xff\xfe \\ud800 \xe2\x82\",\"exit_code\":0}}}}",
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":"the model-facing text"}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","_meta":{"claudeCode":{"toolName":"Bash","toolResponse":{"stdout":"out\n","stderr":"err\n","interrupted":false}}}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","kind":"execute","rawOutput":{"output":"o","metadata":{"output":"o\u0041\n","exit":2}}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"type":"Bash","output_for_prompt":"exit: 3\nhello","exit_code":3}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"type":"Bash","output_for_prompt":"live\n","output":[104,105]}}}}`,
 }
 
 // TestElidedDecodeIsEncodingJSON holds the elided decode, with every
@@ -105,14 +121,56 @@ func TestElisionSafe(t *testing.T) {
 	}
 	assert.False(t, elisionSafe[shadow]())
 
-	assert.True(t, bytesElisionSafe[grokCall](), "Grok's rawOutput byte arrays reach rawBytes")
-	assert.False(t, bytesElisionSafe[shellUpdate](), "the generic rawOutput has no rawBytes")
+	member := func(ms []jsonlit.Member, path ...string) *jsonlit.Member {
+		for _, name := range path {
+			var next *jsonlit.Member
+			for k := range ms {
+				if ms[k].Name == name {
+					next = &ms[k]
+				}
+			}
+			if next == nil {
+				return nil
+			}
+			if name == path[len(path)-1] {
+				return next
+			}
+			ms = next.Members
+		}
+		return nil
+	}
+	grokMs := elidedMembers[grokCall]()
+	require.NotNil(t, member(grokMs, "rawoutput", "output"), "Grok's rawOutput byte arrays reach rawBytes")
+	assert.True(t, member(grokMs, "rawoutput", "output").Bytes)
+	assert.True(t, member(grokMs, "rawoutput", "output_delta").Bytes)
+	assert.Nil(t, member(elidedMembers[shellUpdate](), "rawoutput"), "the generic rawOutput has no rawText or rawBytes")
+	codexMs := elidedMembers[codexUpdate]()
+	for _, name := range []string{"aggregated_output", "stdout", "formatted_output"} {
+		m := member(codexMs, "rawoutput", name)
+		require.NotNil(t, m, "Codex's rawOutput.%s is a rawText, through codexRawOutput's own decode", name)
+		assert.True(t, m.Text && m.Lazy)
+	}
+	assert.Nil(t, member(codexMs, "rawoutput", "output"), "a Str is decoded by the decoder")
+	require.NotNil(t, member(elidedMembers[claudeUpdate](), "_meta", "claudecode", "toolresponse", "stdout"))
+	require.NotNil(t, member(elidedMembers[opencodeCall](), "rawoutput", "metadata", "output"))
 	type twoOutputs struct {
 		ToolCall
 		RawOutput *grokOutput `json:"rawOutput"`
 		Other     string      `json:"RAWOUTPUT"`
 	}
-	assert.False(t, bytesElisionSafe[twoOutputs]())
+	assert.Nil(t, member(elidedMembers[twoOutputs](), "rawoutput"), "a name two fields take is not followed")
+	type methodOutput struct {
+		ToolCall
+		RawOutput TerminalOutput `json:"rawOutput"` // UnmarshalJSON sees the raw bytes
+	}
+	assert.Empty(t, elidedMembers[methodOutput]())
+	type ownOutput struct {
+		ToolCall
+		RawOutput struct {
+			Output rawText `json:"output"`
+		} `json:"rawOutput,omitempty"`
+	}
+	assert.Empty(t, elidedMembers[ownOutput](), "a field with options is not followed")
 }
 
 // TestElideOnlyLongTexts: at the default sizes, a big frame gives up only
@@ -198,4 +256,36 @@ func TestByteArrayElided(t *testing.T) {
 	require.Len(t, f.Observations, 1)
 	require.NotEmpty(t, f.Observations[0].Texts)
 	assert.Equal(t, out, f.Observations[0].Texts[0].Bytes)
+}
+
+// TestElidedDecodeConcurrent reads every recorded frame from several
+// goroutines at once, every content text and output elided: the pooled
+// decoders (elidedDecoders) give each read its own values back.
+func TestElidedDecodeConcurrent(t *testing.T) {
+	elideAll(t)
+	msgs := recordingFrames(t, 16<<20)
+	d, ok := Lookup("codex")
+	require.True(t, ok)
+	want := make([]Frame, len(msgs))
+	wantErr := make([]error, len(msgs))
+	for i, m := range msgs {
+		want[i], wantErr[i] = Read(d, m)
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for k := range msgs {
+				i := (k + g*len(msgs)/4) % len(msgs)
+				got, err := Read(d, msgs[i])
+				if (err == nil) != (wantErr[i] == nil) || !reflect.DeepEqual(got, want[i]) {
+					errs <- fmt.Errorf("frame %d read differently: %+v, %v", i, got, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
 }

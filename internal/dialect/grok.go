@@ -99,16 +99,19 @@ type grokInput struct {
 
 // grokOutput is `rawOutput`, live and final.
 type grokOutput struct {
-	Type            Str      `json:"type"`
-	Output          rawBytes `json:"output"`
-	OutputDelta     rawBytes `json:"output_delta"`
-	OutputForPrompt Str      `json:"output_for_prompt"`
-	ExitCode        Code     `json:"exit_code"`
-	Signal          Str      `json:"signal"`
-	TimedOut        *bool    `json:"timed_out"`
-	Truncated       *bool    `json:"truncated"`
-	TotalBytes      Code     `json:"total_bytes"`
-	CurrentDir      Str      `json:"current_dir"`
+	Type        Str      `json:"type"`
+	Output      rawBytes `json:"output"`
+	OutputDelta rawBytes `json:"output_delta"`
+	// OutputForPrompt repeats the output for the model, and is read only
+	// on an ending frame or when no other output stands for it: it is
+	// unquoted only then.
+	OutputForPrompt rawText `json:"output_for_prompt"`
+	ExitCode        Code    `json:"exit_code"`
+	Signal          Str     `json:"signal"`
+	TimedOut        *bool   `json:"timed_out"`
+	Truncated       *bool   `json:"truncated"`
+	TotalBytes      Code    `json:"total_bytes"`
+	CurrentDir      Str     `json:"current_dir"`
 }
 
 // grokMeta is the `_meta` of a Grok tool call.
@@ -357,7 +360,13 @@ func grokOutputs(o *accum.Observation, out *grokOutput, text string, useText boo
 			o.TimedOut = true
 		}
 	}
-	prompt, hasPrompt := out.OutputForPrompt.S, out.OutputForPrompt.Set
+	// The literal was validated by the decoder: it is a string, and
+	// unquotes, exactly when it is there.
+	hasPrompt := len(out.OutputForPrompt.lit) > 0
+	var prompt string
+	if hasPrompt && (ended || !out.Output.Set && !useText) {
+		prompt = out.OutputForPrompt.Str().S
+	}
 	if m := grokExitLine.FindStringSubmatchIndex(prompt); hasPrompt && ended && m != nil {
 		word := strings.TrimSpace(prompt[m[2]:m[3]])
 		if c := CodeFromString(word); c.Known {

@@ -14,6 +14,9 @@
 //     tool call frame, decoded once, so that a decoder reads a light copy;
 //     a text that begins with what the same call of the same scope sent
 //     before is decoded only from where it differs (a bounded memo).
+//     ElideMembers also takes out the other members a caller names, a
+//     lazy text only validated (ValidLiteral) and left for the caller to
+//     unquote when it reads it.
 //
 // What holds this package to encoding/json is its fuzz targets
 // (FuzzUnquote, FuzzDecodeLiteral, FuzzDecodeByteArray, FuzzMemoDecode)

@@ -22,8 +22,16 @@ import (
 // would the frame: every other byte is the same, and each value it did not
 // see is a valid value of the same JSON type, so the light frame is valid
 // JSON exactly when the frame is. The caller then puts each elided value
-// back where the decoder met its "" or [] (Lit.End). internal/dialect does
-// so for the fields of its shared ToolCall shape, and its tests
+// back where the decoder met its "" or [] (Lit.End).
+//
+// ElideMembers also takes out the other big members a caller names
+// (Member): outputs agents repeat outside the content texts (Codex's
+// rawOutput.stdout and aggregated_output, Claude's toolResponse.stdout).
+// A lazy one is only validated (ValidLiteral) and handed back as its
+// literal, which the caller unquotes if it reads it; a literal that
+// repeats, byte for byte, one already taken out is not read again.
+// internal/dialect puts them back into the fields of its shared ToolCall
+// shape and of each dialect's update type, and its tests
 // (TestElidedDecodeIsEncodingJSON, FuzzElidedDecode) hold the result to
 // encoding/json's on every recorded frame with every dialect.
 //
@@ -59,7 +67,32 @@ type Lit struct {
 	// Bytes is an array's decoded bytes (never nil for an array, nil for
 	// a literal).
 	Bytes []byte
+	// Lazy says the literal was validated but not decoded (Text is ""):
+	// a Member with Lazy set, whose reader unquotes it only when it uses
+	// it.
+	Lazy bool
 }
+
+// Member names a member of the object under a frame's `update` (or a
+// permission ask's `toolCall`), or of an object below it, whose value
+// Elide takes out when it is big enough: a string literal (Text), which
+// it validates and, unless Lazy, decodes; a byte array (Bytes); or an
+// object whose Members it walks. Name is the member's name in lower-case
+// ASCII; a member whose name differs from it by more than ASCII case is
+// left in the frame. The caller must put every value it takes out back
+// where the decoder meets it, so it names only members that its decoder
+// sends to a field that does (internal/dialect finds them by reflection).
+type Member struct {
+	Name    string
+	Text    bool
+	Lazy    bool
+	Bytes   bool
+	Members []Member
+}
+
+// rawOutputArrays are the members Elide takes out of the call when asked
+// for arrays: the byte arrays of rawOutput.output and output_delta.
+var rawOutputArrays = []Member{{Name: "rawoutput", Members: []Member{{Name: "output", Bytes: true}, {Name: "output_delta", Bytes: true}}}}
 
 // Holds says whether s is a part of l's text (the same bytes in memory,
 // not an equal copy) that begins and ends on rune boundaries of it: such
@@ -89,10 +122,20 @@ func (l *Lit) Holds(s string) bool {
 // keeps what it learns from msg under it, and only a frame of the same
 // scope, session and call reads it again.
 func Elide(msg []byte, arrays bool, scope string) ([]byte, []Lit) {
+	var call []Member
+	if arrays {
+		call = rawOutputArrays
+	}
+	return ElideMembers(msg, true, call, scope)
+}
+
+// ElideMembers is Elide with the members of the call to take out besides
+// its content texts (those only when content says so) named by call.
+func ElideMembers(msg []byte, content bool, call []Member, scope string) ([]byte, []Lit) {
 	if len(msg) < elideFrame {
 		return nil, nil
 	}
-	w := elider{msg: msg, arrays: arrays, scope: scope}
+	w := elider{msg: msg, content: content, call: call, scope: scope}
 	i := SkipSpace(msg, 0)
 	if i >= len(msg) || msg[i] != '{' {
 		return nil, nil
@@ -130,22 +173,22 @@ type elider struct {
 	// met before the texts, are the memo's key (memo.go).
 	scope     string
 	sid, tcid []byte
-	// arrays says to take out the byte arrays of rawOutput.output and
-	// rawOutput.output_delta too (bytesElisionSafe).
-	arrays bool
+	// content says to take out the content texts; call names the other
+	// members of the call to take out.
+	content bool
+	call    []Member
 }
 
 // The levels of the path, by depth: the object at each level and the
 // member names that lead to the next.
 const (
-	lvRoot      = iota // the message: params
-	lvParams           // update, toolCall
-	lvCall             // content
-	lvContent          // the content array: its elements
-	lvItem             // content
-	lvInner            // text
-	lvRawOutput        // output, output_delta
-	lvOff              // off the path
+	lvRoot    = iota // the message: params
+	lvParams         // update, toolCall
+	lvCall           // content
+	lvContent        // the content array: its elements
+	lvItem           // content
+	lvInner          // text
+	lvOff            // off the path
 )
 
 // maxElideDepth bounds the nesting elide follows; deeper frames are left
@@ -184,19 +227,15 @@ func (w *elider) object(i, lv int) int {
 				w.sid = w.literal(i)
 			}
 		case lvCall:
-			if equalFoldASCII(key, "content") {
+			if w.content && equalFoldASCII(key, "content") {
 				next = lvContent
 			} else if equalFoldASCII(key, "toolcallid") {
 				w.tcid = w.literal(i)
-			} else if w.arrays && equalFoldASCII(key, "rawoutput") {
-				next = lvRawOutput
-			}
-		case lvRawOutput:
-			if (equalFoldASCII(key, "output") || equalFoldASCII(key, "output_delta")) && i < len(b) && b[i] == '[' {
-				if e := w.array(i); e >= 0 {
-					i = e
-					goto member
+			} else if m := memberNamed(w.call, key); m != nil {
+				if i = w.member(i, m, 1); i < 0 {
+					return -1
 				}
+				goto member
 			}
 		case lvItem:
 			if equalFoldASCII(key, "content") {
@@ -281,6 +320,197 @@ func (w *elider) value(i, lv, depth int) int {
 		}
 	}
 	return skipValue(b, i)
+}
+
+// memberNamed returns the member of ms that the member name key (its
+// bytes between the quotes) names, or nil.
+func memberNamed(ms []Member, key []byte) *Member {
+	for k := range ms {
+		if equalFoldASCII(key, ms[k].Name) {
+			return &ms[k]
+		}
+	}
+	return nil
+}
+
+// member walks the value at msg[i] of a member m names, taking it out
+// when m says so and it is long enough, and returns the offset just past
+// it, or -1 when the walk gives up.
+func (w *elider) member(i int, m *Member, depth int) int {
+	b := w.msg
+	if i >= len(b) || depth > maxElideDepth {
+		return -1
+	}
+	switch {
+	case b[i] == '"' && m.Text:
+		return w.literalAt(i, m.Lazy)
+	case b[i] == '[' && m.Bytes:
+		if e := w.array(i); e >= 0 {
+			return e
+		}
+	case b[i] == '{' && len(m.Members) > 0:
+		return w.members(i, m.Members, depth+1)
+	}
+	return w.value(i, lvOff, depth)
+}
+
+// members walks the object at msg[i], whose members ms names, and
+// returns the offset just past it, or -1 when the walk gives up.
+func (w *elider) members(i int, ms []Member, depth int) int {
+	b := w.msg
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		ke := StringEnd(b, i)
+		key := b[i+1 : max(i+1, ke-1)]
+		i = SkipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		i = SkipSpace(b, i+1)
+		if m := memberNamed(ms, key); m != nil {
+			i = w.member(i, m, depth)
+		} else {
+			i = w.value(i, lvOff, depth)
+		}
+		if i < 0 {
+			return -1
+		}
+		var closed bool
+		if i, closed = afterMember(b, i, '}'); closed || i < 0 {
+			return i
+		}
+	}
+}
+
+// literalAt takes the string literal at msg[i] out when it is long enough:
+// decoded, or when lazy only validated. It returns the offset just past
+// it.
+func (w *elider) literalAt(i int, lazy bool) int {
+	if !lazy {
+		text, n, ok := DecodeLiteral(w.msg[i:])
+		if !ok {
+			w.bad = true
+			return -1
+		}
+		w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Text: text})
+		return i + n
+	}
+	n, ok := w.seen(i)
+	if !ok {
+		if n, ok = ValidLiteral(w.msg[i:]); !ok {
+			w.bad = true
+			return -1
+		}
+	}
+	w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Lazy: true})
+	return i + n
+}
+
+// seen says whether the frame at msg[i] begins with the bytes of a
+// literal taken out before (agents repeat an output in two members:
+// Codex's stdout and aggregated_output): that valid literal is then the
+// one at msg[i], whole, and is not read again. It returns its length.
+func (w *elider) seen(i int) (int, bool) {
+	for k := range w.out {
+		if raw := w.out[k].Raw; w.out[k].Bytes == nil && bytes.HasPrefix(w.msg[i:], raw) {
+			return len(raw), true
+		}
+	}
+	return 0, false
+}
+
+// take takes l, the value at msg[i], out when it is long enough.
+func (w *elider) take(i int, l Lit) {
+	if len(l.Raw) >= elideMin+2 {
+		w.lits = append(w.lits, struct{ start int }{i})
+		w.out = append(w.out, l)
+		w.cut += len(l.Raw) - 2
+	}
+}
+
+// ValidLiteral says whether b starts with a JSON string literal that
+// encoding/json accepts (bytes that are not valid UTF-8 included: it
+// reads each as U+FFFD), and returns its length with its quotes. It
+// decodes nothing: it looks at eight bytes at a time over plain runs,
+// and at one byte at a time where escapes are dense (the output of seq).
+func ValidLiteral(b []byte) (n int, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return 0, false
+	}
+	// Plain runs are read eight bytes at a time after a long one (build
+	// logs), a byte at a time after a short one (the output of seq, an
+	// escape every few bytes, where the wider test does not pay).
+	i, from := 1, 1
+	for i < len(b) {
+		c := b[i]
+		if !stops[c] {
+			i++
+			continue
+		}
+		wide := i-from >= 16
+		switch {
+		case c == '"':
+			return i + 1, true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return 0, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if _, ok := hex4(b[i+2:]); !ok {
+					return 0, false
+				}
+				i += 6
+			default:
+				return 0, false
+			}
+			if from = i; wide {
+				i += validRun(b[min(i, len(b)):])
+			}
+		default: // a control byte
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// stops are the bytes a string literal does not hold as they are: the
+// quote, the backslash and the control bytes.
+var stops = func() (t [256]bool) {
+	for c := range ' ' {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// validRun returns the length of the leading run of b that holds no
+// quote, no backslash and no control byte (bytes that are not ASCII
+// included), eight bytes at a time; it may stop short of the run's end,
+// never past it.
+func validRun(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		bs := x ^ ('\\' * ones)
+		qs := x ^ ('"' * ones)
+		// Each term has a high bit for a byte below 0x20, a backslash or
+		// a quote; a byte of 0x80 or more has none (its own high bit is
+		// masked by ^x, ^bs or ^qs).
+		if ((x-0x20*ones)&^x|(bs-ones)&^bs|(qs-ones)&^qs)&highs != 0 {
+			break
+		}
+	}
+	return i
 }
 
 // text takes the content text literal at msg[i] out when it is long

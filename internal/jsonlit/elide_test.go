@@ -8,18 +8,24 @@ import (
 
 	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // FuzzDecodeLiteral holds DecodeLiteral to encoding/json: the same text
-// for every literal it accepts, and a refusal for every one it refuses.
+// for every literal it accepts, and a refusal for every one it refuses;
+// and ValidLiteral to DecodeLiteral: the same literals, of the same
+// length.
 func FuzzDecodeLiteral(f *testing.F) {
 	for _, s := range []string{`"a"`, `"\ud83d\ude00"`, `"\n\u0041"`, "\"\xff\"", `"\ud800\udbff"`, `"a\qb"`, "\"\x01\"", `"\u00"`, `"x\"y"`, `"\\"`, `"abc`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, n, ok := DecodeLiteral(b)
+		if vn, vok := ValidLiteral(b); vok != ok || vn != n {
+			t.Fatalf("ValidLiteral(%q) = %d, %v; DecodeLiteral: %d, %v", b, vn, vok, n, ok)
+		}
 		var want string
 		wantErr := json.Unmarshal(b[:max(n, 0)], &want)
 		if !ok {
@@ -39,47 +45,47 @@ func FuzzDecodeLiteral(f *testing.F) {
 }
 
 // BenchmarkDecodeLiteral reads one 512 KiB content text of build-log
-// lines (a `\n` escape every 45 bytes or so) three ways: DecodeLiteral
-// (validate and decode in one pass, what Elide does), go-json-experiment's
-// decode of the literal into a string (what the one-pass decode of a frame
-// did with it, before unquote read it again), and unquote alone.
+// lines (a `\n` escape every 45 bytes or so), and one of `seq` output
+// (an escape every 6 or 7 bytes), several ways: DecodeLiteral (validate
+// and decode in one pass, what Elide does), ValidLiteral (validate only,
+// what Elide does with a lazy text), jsontext's validation of the literal
+// (the floor of the one-pass decoder), go-json-experiment's decode of the
+// literal into a string (what the one-pass decode of a frame did with it,
+// before unquote read it again), and unquote alone.
 func BenchmarkDecodeLiteral(b *testing.B) {
-	var sb strings.Builder
-	for i := 1; sb.Len() < 512<<10; i++ {
-		sb.WriteString("step ")
-		sb.WriteString(strings.Repeat("x", i%7))
-		sb.WriteString(": compiled package in 12 ms\n")
+	var log, seq strings.Builder
+	for i := 1; log.Len() < 512<<10; i++ {
+		log.WriteString("step ")
+		log.WriteString(strings.Repeat("x", i%7))
+		log.WriteString(": compiled package in 12 ms\n")
 	}
-	lit, err := json.Marshal(sb.String())
-	require.NoError(b, err)
-	b.Run("DecodeLiteral", func(b *testing.B) {
-		b.SetBytes(int64(len(lit)))
-		defer benchcpu.Report(b, benchcpu.Now())
-		for b.Loop() {
-			if _, _, ok := DecodeLiteral(lit); !ok {
-				b.Fatal("refused")
-			}
+	for i := 1; seq.Len() < 512<<10; i++ {
+		fmt.Fprintf(&seq, "%d\n", i)
+	}
+	for _, text := range []struct{ name, s string }{{"log", log.String()}, {"seq", seq.String()}} {
+		lit, err := json.Marshal(text.s)
+		require.NoError(b, err)
+		for _, c := range []struct {
+			name string
+			read func() bool
+		}{
+			{"DecodeLiteral", func() bool { _, _, ok := DecodeLiteral(lit); return ok }},
+			{"ValidLiteral", func() bool { _, ok := ValidLiteral(lit); return ok }},
+			{"jsontext-scan", func() bool { return jsontext.Value(lit).IsValid() }},
+			{"go-json-experiment", func() bool { var s string; return jsonv2.Unmarshal(lit, &s, onePass) == nil }},
+			{"unquote", func() bool { _, ok := Unquote(lit); return ok }},
+		} {
+			b.Run(text.name+"/"+c.name, func(b *testing.B) {
+				b.SetBytes(int64(len(lit)))
+				defer benchcpu.Report(b, benchcpu.Now())
+				for b.Loop() {
+					if !c.read() {
+						b.Fatal("refused")
+					}
+				}
+			})
 		}
-	})
-	b.Run("go-json-experiment", func(b *testing.B) {
-		b.SetBytes(int64(len(lit)))
-		defer benchcpu.Report(b, benchcpu.Now())
-		for b.Loop() {
-			var s string
-			if err := jsonv2.Unmarshal(lit, &s, onePass); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("unquote", func(b *testing.B) {
-		b.SetBytes(int64(len(lit)))
-		defer benchcpu.Report(b, benchcpu.Now())
-		for b.Loop() {
-			if _, ok := Unquote(lit); !ok {
-				b.Fatal("refused")
-			}
-		}
-	})
+	}
 }
 
 // FuzzDecodeByteArray holds DecodeByteArray to encoding/json: an array

@@ -203,8 +203,19 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	var m message[U]
 	var err error
 	var checked []jsonlit.Lit
+	// walk is what the walks after the decode read (noticeUnrecognized):
+	// the frame, or the light frame the elided decode read, which is the
+	// frame but for the values it took out, each a valid value of the same
+	// type in the same place. Those are content texts, which the walks skip
+	// unread, and byte arrays read as rawBytes, which they skip as leaves;
+	// in the light frame they skip "" and [] instead of a whole snapshot.
+	walk := msg
 	if elisionSafe[U]() {
-		checked, err = decodeElided(msg, &m, bytesElisionSafe[U](), scope)
+		var light []byte
+		light, checked, err = decodeElided(msg, &m, bytesElisionSafe[U](), scope)
+		if light != nil {
+			walk = light
+		}
 	} else {
 		err = jsonlit.Decode(msg, &m)
 	}
@@ -234,7 +245,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
 			contradictions(msg, f.Observations)
-			noticeUnrecognized[U](msg, P(u).call(), f.Observations)
+			noticeUnrecognized[U](walk, P(u).call(), f.Observations)
 			markChecked(f.Observations, checked)
 		}
 		for _, o := range f.Observations {
@@ -949,16 +960,17 @@ var shared = func() (s struct{ contentOK bool }) {
 // Only the content texts of the shared ToolCall shape are elided, and only
 // for a dialect whose update type maps the member `content` to nothing but
 // ToolCall.Content (elisionSafe): the elided value must reach a rawText,
-// the one field type that resolves it. It returns the texts it
-// decoded itself (each valid UTF-8: see markChecked), none when it
-// elided nothing.
-func decodeElided[T any](msg []byte, v *T, arrays bool, scope string) ([]jsonlit.Lit, error) {
+// the one field type that resolves it. It returns the light frame it
+// decoded and the values it took out of it (each text valid UTF-8: see
+// markChecked); nil and none when it elided nothing or read the frame
+// itself.
+func decodeElided[T any](msg []byte, v *T, arrays bool, scope string) (light []byte, lits []jsonlit.Lit, err error) {
 	if jsonlit.EncodingJSONOnly() {
-		return nil, jsonlit.Decode(msg, v)
+		return nil, nil, jsonlit.Decode(msg, v)
 	}
-	light, lits := jsonlit.Elide(msg, arrays, scope)
+	light, lits = jsonlit.Elide(msg, arrays, scope)
 	if len(lits) == 0 {
-		return nil, jsonlit.Decode(msg, v)
+		return nil, nil, jsonlit.Decode(msg, v)
 	}
 	// elided finds the elided value that ends where the decoder is, when
 	// the value it read (val) is the "" or [] that stands for one.
@@ -996,13 +1008,13 @@ func decodeElided[T any](msg []byte, v *T, arrays bool, scope string) ([]jsonlit
 			return r.UnmarshalJSON(val)
 		}))))
 	if jsonv2.Unmarshal(light, v, opts) == nil {
-		return lits, nil
+		return light, lits, nil
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json
 	// makes of the frame itself is the answer, as in decode.
 	var zero T
 	*v = zero
-	return nil, jsonlit.Decode(msg, v)
+	return nil, nil, jsonlit.Decode(msg, v)
 }
 
 // markChecked sets Valid on every text of obs that is part of a text lits

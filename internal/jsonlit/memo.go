@@ -103,6 +103,10 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 	if !d.ok {
 		return "", 0, false
 	}
+	if d.end >= memoMin && cap(d.out) > len(d.out)+len(d.out)/4 {
+		// The literal held escapes: keep no more room than roomy does.
+		d.out = roomy(d.out, len(d.out))
+	}
 	text = memoString(d.out)
 	if d.end >= memoMin {
 		if e == nil {
@@ -110,7 +114,7 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 		}
 		e.mu.Lock()
 		e.text = d.out
-		e.raw = append(e.raw[:0], b[:d.clean]...)
+		e.raw = append(roomy(nil, d.clean), b[:d.clean]...)
 		e.cleanOut = d.cleanOut
 		memoAccount(e)
 		e.mu.Unlock()
@@ -135,22 +139,32 @@ func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
 		if extra := d.out[over:]; cap(e.text)-handed >= len(extra) {
 			e.text = append(e.text, extra...) // only after what was handed out
 		} else {
-			grown := make([]byte, handed, 2*(handed+len(extra)))
-			copy(grown, e.text)
-			e.text = append(grown, extra...)
+			e.text = append(roomy(e.text, handed+len(extra)), extra...)
 		}
 	} else {
-		changed := make([]byte, base, base+len(d.out)+len(d.out)/4)
-		copy(changed, e.text)
-		e.text = append(changed, d.out...)
+		e.text = append(roomy(e.text[:base], base+len(d.out)), d.out...)
 	}
 	if d.clean > 0 {
+		if cap(e.raw) < d.clean {
+			e.raw = roomy(e.raw, d.clean)
+		}
 		e.raw = append(e.raw, b[p:d.clean]...)
 		e.cleanOut = base + d.cleanOut
 	}
 	text = memoString(e.text)
 	memoAccount(e)
 	return text, d.end, true, true
+}
+
+// roomy returns a copy of b in a new array with room for n bytes and a
+// quarter more. The quarter keeps copying the text as it grows to a few
+// copies of it in all; it is not more because the entry must stay within
+// memoBudget/2: raw and text each hold at most a quarter more than they
+// need (TestMemoKeepsAGrowingOutput), so a call's output of up to about
+// memoBudget/5 bytes is kept (6.4 MiB), not dropped and decoded from
+// scratch on every update.
+func roomy(b []byte, n int) []byte {
+	return append(make([]byte, 0, n+n/4), b...)
 }
 
 func memoString(b []byte) string {

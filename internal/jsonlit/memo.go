@@ -27,6 +27,13 @@ import (
 // frame of one scope never reads, extends or replaces an entry of another
 // (TestMemoScopesApart).
 //
+// Both grow as append grows them (by about a quarter past a few hundred
+// bytes), not by doubling: an entry holds its literal and its text with at
+// most about a quarter more room each (TestMemoKeepsAGrowingOutput), so a
+// call's output of up to about memoBudget/5 bytes (6.4 MiB) stays within
+// the bound below instead of being dropped and decoded from scratch on
+// every update.
+//
 // It is bounded: literals of at least memoMin bytes only, at most
 // memoBudget bytes of kept literals and texts in all (an entry bigger than
 // half of it is not kept). When it is full, the least recently used entry
@@ -104,8 +111,8 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 		return "", 0, false
 	}
 	if d.end >= memoMin && cap(d.out) > len(d.out)+len(d.out)/4 {
-		// The literal held escapes: keep no more room than roomy does.
-		d.out = roomy(d.out, len(d.out))
+		// The literal held escapes: keep no more room than append does.
+		d.out = bytes.Clone(d.out)
 	}
 	text = memoString(d.out)
 	if d.end >= memoMin {
@@ -114,7 +121,7 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 		}
 		e.mu.Lock()
 		e.text = d.out
-		e.raw = append(roomy(nil, d.clean), b[:d.clean]...)
+		e.raw = bytes.Clone(b[:d.clean])
 		e.cleanOut = d.cleanOut
 		memoAccount(e)
 		e.mu.Unlock()
@@ -136,35 +143,19 @@ func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
 	}
 	base, handed := e.cleanOut, len(e.text)
 	if over := handed - base; len(d.out) >= over && bytes.Equal(d.out[:over], e.text[base:handed]) {
-		if extra := d.out[over:]; cap(e.text)-handed >= len(extra) {
-			e.text = append(e.text, extra...) // only after what was handed out
-		} else {
-			e.text = append(roomy(e.text, handed+len(extra)), extra...)
-		}
+		// Only after what was handed out, or (append, when it does not
+		// fit) in a new array.
+		e.text = append(e.text, d.out[over:]...)
 	} else {
-		e.text = append(roomy(e.text[:base], base+len(d.out)), d.out...)
+		e.text = append(e.text[:base:base], d.out...) // a new array
 	}
 	if d.clean > 0 {
-		if cap(e.raw) < d.clean {
-			e.raw = roomy(e.raw, d.clean)
-		}
 		e.raw = append(e.raw, b[p:d.clean]...)
 		e.cleanOut = base + d.cleanOut
 	}
 	text = memoString(e.text)
 	memoAccount(e)
 	return text, d.end, true, true
-}
-
-// roomy returns a copy of b in a new array with room for n bytes and a
-// quarter more. The quarter keeps copying the text as it grows to a few
-// copies of it in all; it is not more because the entry must stay within
-// memoBudget/2: raw and text each hold at most a quarter more than they
-// need (TestMemoKeepsAGrowingOutput), so a call's output of up to about
-// memoBudget/5 bytes is kept (6.4 MiB), not dropped and decoded from
-// scratch on every update.
-func roomy(b []byte, n int) []byte {
-	return append(make([]byte, 0, n+n/4), b...)
 }
 
 func memoString(b []byte) string {

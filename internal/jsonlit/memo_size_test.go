@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/acpnorm/acpnorm/internal/benchcpu"
 
 	"github.com/stretchr/testify/require"
 )
@@ -67,6 +70,65 @@ func TestMemoKeepsAGrowingOutput(t *testing.T) {
 				held := len(e.raw) + len(e.text)
 				require.LessOrEqual(t, e.size, held+held/4+64<<10, "snapshot %d: an entry of %d bytes holds %d", k+1, e.size, held)
 			}
+		})
+	}
+}
+
+// BenchmarkMemoExtend measures what a memo hit costs: a snapshot of a
+// build log that repeats the kept literal and adds 2.6 KiB (4 MiB in 1,600
+// updates), read through the memo, for kept literals of 256 KiB, 1 MiB and
+// 4 MiB. Nearly all of it is comparing the snapshot with the kept bytes:
+// GB/s is the snapshot's bytes over the CPU time of the read. The snapshot
+// is written before each read, as a frame arrives, so it is in the cache
+// as much as a new frame would be.
+//
+//	go test ./internal/jsonlit -run '^$' -bench BenchmarkMemoExtend -benchtime 200x
+func BenchmarkMemoExtend(b *testing.B) {
+	for _, size := range []int{256 << 10, 1 << 20, 4 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			memoSmall(b, memoBudget)
+			var sb strings.Builder
+			for i := 1; sb.Len() < size+(64<<10); i++ {
+				fmt.Fprintf(&sb, "step %05d: compiled package/%03d in %d ms\n", i, i%997, (i*37)%1000)
+			}
+			lit, err := json.Marshal(sb.String())
+			require.NoError(b, err)
+			const step = 2621
+			key := callKey("bench")
+			// snapshot writes the literal of about the first n bytes
+			// (ending before a backslash, so that it is a valid
+			// literal) into snap, as a frame arrives.
+			var snap []byte
+			snapshot := func(n int) []byte {
+				for lit[n-1] == '\\' {
+					n--
+				}
+				snap = append(append(snap[:0], lit[:n]...), '"')
+				return snap
+			}
+			restart := func() {
+				memoSmall(b, memoBudget)
+				_, _, ok := memoDecode(key, snapshot(size))
+				require.True(b, ok)
+			}
+			restart()
+			grow := size
+			var took time.Duration
+			for b.Loop() {
+				// Every 16 reads the text starts over at size bytes.
+				if grow += step; grow > size+16*step {
+					grow = size
+					restart()
+				}
+				snapshot(grow)
+				start := benchcpu.Now()
+				if _, _, ok := memoDecode(key, snap); !ok {
+					b.Fatal("refused")
+				}
+				took += benchcpu.Now() - start
+			}
+			b.ReportMetric(float64(took.Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64(size)*float64(b.N)/took.Seconds()/1e9, "GB/s")
 		})
 	}
 }

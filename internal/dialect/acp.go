@@ -972,19 +972,46 @@ func decodeElided[T any](msg []byte, v *T, arrays bool, scope string) (light []b
 	if len(lits) == 0 {
 		return nil, nil, jsonlit.Decode(msg, v)
 	}
+	st := elidedStates.Get().(*elidedState)
+	st.lits = lits
+	err = jsonv2.Unmarshal(light, v, st.opts)
+	st.lits = nil
+	elidedStates.Put(st)
+	if err == nil {
+		return light, lits, nil
+	}
+	// The one pass stopped (bad JSON, or a type error): what encoding/json
+	// makes of the frame itself is the answer, as in decode.
+	var zero T
+	*v = zero
+	return nil, nil, jsonlit.Decode(msg, v)
+}
+
+// An elidedState is what the unmarshalers of one elided decode read: the
+// values Elide took out of the frame being decoded. Its options are built
+// once (building unmarshalers costs reflection on every call, as much as
+// the rest of decoding a light frame) and the state is used by one decode
+// at a time, taken from elidedStates.
+type elidedState struct {
+	lits []jsonlit.Lit
+	opts jsonv2.Options
+}
+
+var elidedStates = sync.Pool{New: func() any {
+	st := &elidedState{}
 	// elided finds the elided value that ends where the decoder is, when
 	// the value it read (val) is the "" or [] that stands for one.
 	elided := func(dec *jsontext.Decoder, val jsontext.Value, array bool) *jsonlit.Lit {
 		if end := dec.InputOffset(); len(val) == 2 {
-			for i := range lits {
-				if lits[i].End == end && (lits[i].Bytes != nil) == array {
-					return &lits[i]
+			for i := range st.lits {
+				if st.lits[i].End == end && (st.lits[i].Bytes != nil) == array {
+					return &st.lits[i]
 				}
 			}
 		}
 		return nil
 	}
-	opts := jsonlit.OnePass(jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+	st.opts = jsonlit.OnePass(jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, r *rawText) error {
 			val, err := dec.ReadValue()
 			if err != nil {
@@ -1007,15 +1034,8 @@ func decodeElided[T any](msg []byte, v *T, arrays bool, scope string) (light []b
 			}
 			return r.UnmarshalJSON(val)
 		}))))
-	if jsonv2.Unmarshal(light, v, opts) == nil {
-		return light, lits, nil
-	}
-	// The one pass stopped (bad JSON, or a type error): what encoding/json
-	// makes of the frame itself is the answer, as in decode.
-	var zero T
-	*v = zero
-	return nil, nil, jsonlit.Decode(msg, v)
-}
+	return st
+}}
 
 // markChecked sets Valid on every text of obs that is part of a text lits
 // holds and begins and ends between two of its runes. decodeFrom makes

@@ -71,10 +71,10 @@ const minOverlap = 16
 // compared with a Snapshot; not even that when the Snapshot starts in the
 // memory of the last one applied (a reader that hands out each snapshot
 // of a cumulative output as the previous one's bytes and new ones), since
-// a string's bytes never change. Memory is the held text in a backing array of at
-// most 1.5×limit bytes; aligning a Window usually needs no memory (see
-// alignWindow), else a table of at most limit int32s, recycled through a
-// pool.
+// a string's bytes never change. Memory is the held text in a backing
+// array of at most 1.5×limit bytes; aligning a Window usually needs no
+// memory (see alignWindow), else a table of at most limit int32s,
+// recycled through a pool.
 //
 // The zero Buffer is not usable; call NewBuffer. A Buffer is not safe for
 // concurrent use.

@@ -133,7 +133,7 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 // is held.
 func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
 	p := len(e.raw)
-	if p <= 1 || p > len(b) || !bytes.Equal(b[:p], e.raw) {
+	if p <= 1 || p > len(b) || !equalFromEnd(b[:p], e.raw) {
 		return "", 0, false, false
 	}
 	// b[:p] was decoded before, to e.text[:e.cleanOut].
@@ -156,6 +156,23 @@ func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
 	text = memoString(e.text)
 	memoAccount(e)
 	return text, d.end, true, true
+}
+
+// equalFromEnd is bytes.Equal(a, b), comparing blocks from the last to
+// the first: a frame's end is what its reader wrote last, so it is the
+// part most likely to be still in the cache.
+func equalFromEnd(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	const block = 64 << 10
+	for end := len(a); end > 0; end -= block {
+		start := max(end-block, 0)
+		if !bytes.Equal(a[start:end], b[start:end]) {
+			return false
+		}
+	}
+	return true
 }
 
 func memoString(b []byte) string {

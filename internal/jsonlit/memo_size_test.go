@@ -132,3 +132,21 @@ func BenchmarkMemoExtend(b *testing.B) {
 		})
 	}
 }
+
+// TestEqualFromEnd: comparing blocks from the end is bytes.Equal, for
+// lengths around the block size and a difference anywhere.
+func TestEqualFromEnd(t *testing.T) {
+	for _, n := range []int{0, 1, 63 << 10, 64 << 10, 64<<10 + 1, 200 << 10} {
+		a := bytes.Repeat([]byte("x"), n)
+		require.True(t, equalFromEnd(a, bytes.Clone(a)), "n %d", n)
+		require.False(t, equalFromEnd(a, append(bytes.Clone(a), 'x')), "n %d, one longer", n)
+		for _, at := range []int{0, n / 2, n - 1, n - 64<<10, 64 << 10} {
+			if at < 0 || at >= n {
+				continue
+			}
+			b := bytes.Clone(a)
+			b[at] = 'y'
+			require.False(t, equalFromEnd(a, b), "n %d, differs at %d", n, at)
+		}
+	}
+}

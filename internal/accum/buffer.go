@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
+	"weak"
 )
 
 // minLimit is the smallest bound a Buffer accepts: any one rune fits in it,
@@ -66,10 +68,13 @@ const minOverlap = 16
 // linear scan that copies nothing when it is), unless its producer says
 // it checked that already (Text.Valid); beyond that the work is
 // O(len(new text) + limit), never O(history), and only the held tail is
-// compared with a Snapshot. Memory is the held text in a backing array of at
-// most 1.5×limit bytes; aligning a Window usually needs no memory (see
-// alignWindow), else a table of at most limit int32s, recycled through a
-// pool.
+// compared with a Snapshot; not even that when the Snapshot starts in the
+// memory of the last one applied (a reader that hands out each snapshot
+// of a cumulative output as the previous one's bytes and new ones), since
+// a string's bytes never change. Memory is the held text in a backing
+// array of at most 1.5×limit bytes; aligning a Window usually needs no
+// memory (see alignWindow), else a table of at most limit int32s,
+// recycled through a pool.
 //
 // The zero Buffer is not usable; call NewBuffer. A Buffer is not safe for
 // concurrent use.
@@ -108,6 +113,13 @@ type Buffer struct {
 	syncReplace bool  // the held text was replaced since the last Sync
 	syncAppend  int64 // bytes appended since the last Sync
 	stored      int64 // length of the stored stream
+
+	// whole is where the last Snapshot or Final that was applied starts
+	// in memory, and wholeLen its length, while the logical text is that
+	// text (nothing was appended or replaced since); wholeLen is 0
+	// otherwise. See applyWhole. A weak pointer: it keeps no text alive.
+	whole    weak.Pointer[byte]
+	wholeLen int
 }
 
 // Chunk is what a Buffer reports to its client.
@@ -340,6 +352,20 @@ func incompleteTail(p []byte) int {
 // text with anything new in it replaces as before.
 func (b *Buffer) applyWhole(s string, trunc, head bool) {
 	held := b.held()
+	var at weak.Pointer[byte]
+	if len(held) >= sameMemoryMin && s != "" {
+		at = weak.Make(unsafe.StringData(s))
+		if b.wholeLen > 0 && int64(b.wholeLen) == b.total && len(s) >= b.wholeLen && at == b.whole {
+			// s starts with the very bytes of the last whole text (the
+			// same memory, and a string's bytes never change), which is
+			// the logical text: it extends it, as the comparison below
+			// would find, without reading the held tail again.
+			b.appendText(s[b.wholeLen:])
+			b.producerTrunc = trunc
+			b.whole, b.wholeLen = at, len(s)
+			return
+		}
+	}
 	if trunc && int64(len(s)) < b.total {
 		// Compared in place: string(held[...]) == s copies nothing.
 		h, n := len(held), len(s)
@@ -355,7 +381,20 @@ func (b *Buffer) applyWhole(s string, trunc, head bool) {
 		b.replace(s)
 	}
 	b.producerTrunc = trunc
+	if len(b.held()) >= sameMemoryMin {
+		if at == (weak.Pointer[byte]{}) {
+			at = weak.Make(unsafe.StringData(s))
+		}
+		b.whole, b.wholeLen = at, len(s)
+	}
 }
+
+// sameMemoryMin is the least held text for which applyWhole looks at
+// where a whole text is in memory: a cumulative output's reader hands
+// each snapshot out as the previous one's bytes followed by new ones
+// (jsonlit's memo), and for those the held tail need not be compared
+// again. Below it the comparison costs less than making the weak pointer.
+const sameMemoryMin = 32 << 10
 
 // applyWindow folds a Window w: the most recent tail of the whole output.
 //
@@ -572,6 +611,7 @@ func (b *Buffer) appendText(s string) {
 	if s == "" {
 		return
 	}
+	b.wholeLen = 0
 	b.total += int64(len(s))
 	b.pendingAppend += int64(len(s))
 	b.syncAppend += int64(len(s))
@@ -602,6 +642,7 @@ func (b *Buffer) replace(s string) {
 
 // setHeld makes the bounded tail of s the held text.
 func (b *Buffer) setHeld(s string) {
+	b.wholeLen = 0
 	s = boundTail(s, b.limit)
 	b.data = b.data[:0]
 	b.off = 0

@@ -210,8 +210,20 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	var m message[U]
 	var err error
 	var checked []jsonlit.Lit
+	// walk is what the walks after the decode read (noticeUnrecognized):
+	// the frame, or the light frame the elided decode read, which is the
+	// frame but for the values it took out, each a valid value of the same
+	// type in the same place. Those are content texts and members the
+	// dialect reads as a rawText or rawBytes, which the walk skips as
+	// members it reads whole; in the light frame it skips "" and [] instead
+	// of a whole snapshot.
+	walk := msg
 	if content, members := elisionSafe[U](), elidedMembers[U](); content || len(members) > 0 {
-		checked, err = decodeElided(msg, &m, content, members, scope)
+		var light []byte
+		light, checked, err = decodeElided(msg, &m, content, members, scope)
+		if light != nil {
+			walk = light
+		}
 	} else {
 		err = jsonlit.Decode(msg, &m)
 	}
@@ -241,7 +253,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
 			contradictions(msg, f.Observations)
-			noticeUnrecognized[U](msg, P(u).call(), f.Observations)
+			noticeUnrecognized[U](walk, P(u).call(), f.Observations)
 			markChecked(f.Observations, checked)
 		}
 		for _, o := range f.Observations {
@@ -1124,30 +1136,31 @@ func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array 
 // dialect whose update type maps the member `content` to nothing but
 // ToolCall.Content (elisionSafe), and the other members only where they
 // reach a rawText or rawBytes (elidedMembers): the elided value must
-// reach a field type that resolves it. It returns the values it took out
-// (the decoded texts each valid UTF-8: see markChecked), none when it
-// elided nothing.
-func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) ([]jsonlit.Lit, error) {
+// reach a field type that resolves it. It returns the light frame it
+// decoded and the values it took out of it (the decoded texts each valid
+// UTF-8: see markChecked); nil and none when it elided nothing or read
+// the frame itself.
+func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) (light []byte, lits []jsonlit.Lit, err error) {
 	if jsonlit.EncodingJSONOnly() {
-		return nil, jsonlit.Decode(msg, v)
+		return nil, nil, jsonlit.Decode(msg, v)
 	}
-	light, lits := jsonlit.ElideMembers(msg, content, members, scope)
+	light, lits = jsonlit.ElideMembers(msg, content, members, scope)
 	if len(lits) == 0 {
-		return nil, jsonlit.Decode(msg, v)
+		return nil, nil, jsonlit.Decode(msg, v)
 	}
 	e := elidedDecoders.Get().(*elidedDecoder)
 	e.lits = lits
-	err := jsonv2.Unmarshal(light, v, e.opts)
+	err = jsonv2.Unmarshal(light, v, e.opts)
 	e.lits = nil // let go of the frame
 	elidedDecoders.Put(e)
 	if err == nil {
-		return lits, nil
+		return light, lits, nil
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json
 	// makes of the frame itself is the answer, as in decode.
 	var zero T
 	*v = zero
-	return nil, jsonlit.Decode(msg, v)
+	return nil, nil, jsonlit.Decode(msg, v)
 }
 
 // markChecked sets Valid on every text of obs that is part of a text lits

@@ -357,9 +357,15 @@ func parseOpencodeText(text string) opencodeParsed {
 // trailingNotices removes the notices OpenCode appends for the model (the
 // <shell_metadata>/<bash_metadata> block, the older one-line markers) from
 // the end of text, records what they say in p, and returns the rest.
+//
+// Each notice ends the text (both patterns end in `\s*$`), so a text that
+// does not end as one does is not searched: a live snapshot of a long
+// output would otherwise be searched whole on every update.
 func (p *opencodeParsed) trailingNotices(text string) string {
 	for {
-		if m := findFrom(opencodeMetaBlock, text, "<shell_metadata>", "<bash_metadata>"); m != nil {
+		end := strings.TrimRight(text, "\t\n\f\r ") // the text but what \s*$ matches
+		metaEnd := strings.HasSuffix(end, "</shell_metadata>") || strings.HasSuffix(end, "</bash_metadata>")
+		if m := findFromIf(metaEnd, opencodeMetaBlock, text, "<shell_metadata>", "<bash_metadata>"); m != nil {
 			note := text[m[4]:m[5]]
 			p.timedOut = p.timedOut || opencodeTimeoutText.MatchString(note)
 			if opencodeAbortText.MatchString(note) {
@@ -368,7 +374,10 @@ func (p *opencodeParsed) trailingNotices(text string) string {
 			text = text[:m[0]]
 			continue
 		}
-		if m := findFrom(opencodeOldMarker, text, "(Command "); m != nil {
+		// The marker ends in ")" and holds no "(" but its first byte: it
+		// starts at the last "(" of the text.
+		oldEnd := strings.HasSuffix(end, ")") && strings.HasPrefix(end[max(strings.LastIndexByte(end, '('), 0):], "(Command ")
+		if m := findFromIf(oldEnd, opencodeOldMarker, text, "(Command "); m != nil {
 			note := text[m[2]:m[3]]
 			p.timedOut = p.timedOut || strings.Contains(note, "timed out")
 			if strings.Contains(note, "aborted") {

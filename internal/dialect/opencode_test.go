@@ -7,6 +7,7 @@ import (
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestOpencodeUpdate(t *testing.T) {
@@ -371,4 +372,74 @@ func TestOpencodeTruncTrailer(t *testing.T) {
 		assert.Equal(t, tc.head, p.head, tc.name)
 		assert.Equal(t, tc.head, p.truncated, tc.name)
 	}
+}
+
+// trailingNoticesSearched is trailingNotices as it was before it looked at
+// the end of the text first: every text searched whole.
+func trailingNoticesSearched(p *opencodeParsed, text string) string {
+	for {
+		if m := findFrom(opencodeMetaBlock, text, "<shell_metadata>", "<bash_metadata>"); m != nil {
+			note := text[m[4]:m[5]]
+			p.timedOut = p.timedOut || opencodeTimeoutText.MatchString(note)
+			if opencodeAbortText.MatchString(note) {
+				p.aborted, p.notice = true, notice(note)
+			}
+			text = text[:m[0]]
+			continue
+		}
+		if m := findFrom(opencodeOldMarker, text, "(Command "); m != nil {
+			note := text[m[2]:m[3]]
+			p.timedOut = p.timedOut || strings.Contains(note, "timed out")
+			if strings.Contains(note, "aborted") {
+				p.aborted, p.notice = true, notice(note)
+			}
+			text = text[:m[0]]
+			continue
+		}
+		return text
+	}
+}
+
+// noticeSeeds end, or nearly end, as OpenCode's notices do.
+var noticeSeeds = []string{
+	"",
+	"out\n",
+	"out\n\n<bash_metadata>\nbash tool terminated command after exceeding timeout 120000 ms\n</bash_metadata>",
+	"out\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n \t\r\f",
+	"out\n\n<shell_metadata>\nx\n</shell_metadata>\v",
+	"<bash_metadata>a</bash_metadata> mid <bash_metadata>b</bash_metadata>\n",
+	"a</bash_metadata>",
+	"out\n\n(Command timed out after 120000 ms)",
+	"out\n\n\n(Command was aborted)\n\n",
+	"(Command was aborted)(Command was aborted)",
+	"x (Command timed out after 5ms) y (Command was aborted)",
+	"(Command was aborted) (3 passed)",
+	"out (Command (Command was aborted)",
+	"(Command timed out after  ms)",
+	"out\n\n(Command was aborted)\n\n<bash_metadata>\ntimed out\n</bash_metadata>\n",
+	"<bash_metadata>\n(Command was aborted)\n</bash_metadata>(Command was aborted)",
+	"done (ok)",
+	")",
+}
+
+// TestTrailingNoticesLooksAtTheEnd holds trailingNotices, which searches
+// only a text that ends as a notice does, to the search of every text.
+func TestTrailingNoticesLooksAtTheEnd(t *testing.T) {
+	for _, text := range noticeSeeds {
+		var got, want opencodeParsed
+		require.Equal(t, trailingNoticesSearched(&want, text), got.trailingNotices(text), "%q", text)
+		require.Equal(t, want, got, "%q", text)
+	}
+}
+
+func FuzzTrailingNotices(f *testing.F) {
+	for _, s := range noticeSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var got, want opencodeParsed
+		if g, w := got.trailingNotices(text), trailingNoticesSearched(&want, text); g != w || got != want {
+			t.Fatalf("%q: %q %+v, searched whole: %q %+v", text, g, got, w, want)
+		}
+	})
 }

@@ -279,6 +279,16 @@ func quoteWord(w string) string {
 // engine steps through a whole command output (no literal prefix lets it
 // skip ahead), which costs far more than the rest of reading the frame.
 func findFrom(re *regexp.Regexp, s string, lits ...string) []int {
+	return findFromIf(true, re, s, lits...)
+}
+
+// findFromIf is findFrom when may is true, and nil otherwise: the caller
+// has seen that s cannot match (for a pattern anchored at the end, that s
+// does not end as a match does), so s is not searched.
+func findFromIf(may bool, re *regexp.Regexp, s string, lits ...string) []int {
+	if !may {
+		return nil
+	}
 	from := -1
 	for _, lit := range lits {
 		if i := strings.Index(s, lit); i >= 0 && (from < 0 || i < from) {

@@ -27,8 +27,10 @@ import (
 // The cost: a frame whose observations are all about tools that are not
 // shells pays nothing; any other `session/update` is walked once more, up
 // to the end of its update, without decoding its strings (its long
-// strings are skipped at memchr speed), and the members under `rawOutput`
-// and `_meta` are matched against the known tree without allocating.
+// strings are skipped at memchr speed; the content texts and byte arrays
+// the elided decode took out are not there to skip, since the walk reads
+// its light frame), and the members under `rawOutput` and `_meta` are
+// matched against the known tree without allocating.
 
 // unreadFields is implemented by a dialect's update type (the U its read
 // passes to readFrame) when it knows members under `rawOutput` or `_meta`

@@ -27,6 +27,13 @@ import (
 // frame of one scope never reads, extends or replaces an entry of another
 // (TestMemoScopesApart).
 //
+// Both grow as append grows them (by about a quarter past a few hundred
+// bytes), not by doubling: an entry holds its literal and its text with at
+// most about a quarter more room each (TestMemoKeepsAGrowingOutput), so a
+// call's output of up to about memoBudget/5 bytes (6.4 MiB) stays within
+// the bound below instead of being dropped and decoded from scratch on
+// every update.
+//
 // It is bounded: literals of at least memoMin bytes only, at most
 // memoBudget bytes of kept literals and texts in all (an entry bigger than
 // half of it is not kept). When it is full, the least recently used entry
@@ -103,6 +110,10 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 	if !d.ok {
 		return "", 0, false
 	}
+	if d.end >= memoMin && cap(d.out) > len(d.out)+len(d.out)/4 {
+		// The literal held escapes: keep no more room than append does.
+		d.out = bytes.Clone(d.out)
+	}
 	text = memoString(d.out)
 	if d.end >= memoMin {
 		if e == nil {
@@ -110,7 +121,7 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 		}
 		e.mu.Lock()
 		e.text = d.out
-		e.raw = append(e.raw[:0], b[:d.clean]...)
+		e.raw = bytes.Clone(b[:d.clean])
 		e.cleanOut = d.cleanOut
 		memoAccount(e)
 		e.mu.Unlock()
@@ -122,7 +133,7 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 // is held.
 func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
 	p := len(e.raw)
-	if p <= 1 || p > len(b) || !bytes.Equal(b[:p], e.raw) {
+	if p <= 1 || p > len(b) || !equalFromEnd(b[:p], e.raw) {
 		return "", 0, false, false
 	}
 	// b[:p] was decoded before, to e.text[:e.cleanOut].
@@ -132,17 +143,11 @@ func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
 	}
 	base, handed := e.cleanOut, len(e.text)
 	if over := handed - base; len(d.out) >= over && bytes.Equal(d.out[:over], e.text[base:handed]) {
-		if extra := d.out[over:]; cap(e.text)-handed >= len(extra) {
-			e.text = append(e.text, extra...) // only after what was handed out
-		} else {
-			grown := make([]byte, handed, 2*(handed+len(extra)))
-			copy(grown, e.text)
-			e.text = append(grown, extra...)
-		}
+		// Only after what was handed out, or (append, when it does not
+		// fit) in a new array.
+		e.text = append(e.text, d.out[over:]...)
 	} else {
-		changed := make([]byte, base, base+len(d.out)+len(d.out)/4)
-		copy(changed, e.text)
-		e.text = append(changed, d.out...)
+		e.text = append(e.text[:base:base], d.out...) // a new array
 	}
 	if d.clean > 0 {
 		e.raw = append(e.raw, b[p:d.clean]...)
@@ -151,6 +156,23 @@ func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
 	text = memoString(e.text)
 	memoAccount(e)
 	return text, d.end, true, true
+}
+
+// equalFromEnd is bytes.Equal(a, b), comparing blocks from the last to
+// the first: a frame's end is what its reader wrote last, so it is the
+// part most likely to be still in the cache.
+func equalFromEnd(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	const block = 64 << 10
+	for end := len(a); end > 0; end -= block {
+		start := max(end-block, 0)
+		if !bytes.Equal(a[start:end], b[start:end]) {
+			return false
+		}
+	}
+	return true
 }
 
 func memoString(b []byte) string {

@@ -124,6 +124,24 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	fromAgent := t.feeder(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
 	t.closeWhenDone()
 
+	// When the client's ends are pipes (the agent's are), the bytes move
+	// inside the kernel and the consumer gets its copy from a pipe of its
+	// own (splice_linux.go); otherwise each read is copied (relay).
+	var sp *splicer
+	clientIn, clientOut, pipes := spliceable(cfg.Stdin, cfg.Stdout)
+	if pipes {
+		sp = newSplicer(t, max(1, cfg.QueueLines), 2, func(err error) {
+			say(fmt.Sprintf("tee(2) to normalization failed (%v): the rest is relayed and dropped from normalization, counted", err))
+		})
+	}
+	endDir := func(f *feeder) {
+		if sp != nil {
+			sp.end(f, gap{})
+			return
+		}
+		f.flush()
+	}
+
 	recCtx, recCancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer recCancel(nil)
 	recDone := make(chan struct{})
@@ -139,8 +157,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	// client -> agent. When the client closes its end, so does the agent's.
 	go func() {
-		defer fromClient.flush()
 		defer closeAgentIn()
+		if sp != nil {
+			sp.relay(inW, clientIn, fromClient, nil)
+			return
+		}
+		defer fromClient.flush()
 		relay(inW, cfg.Stdin, fromClient, nil)
 	}()
 	// agent -> client. When the client stops reading, the agent's stdin is
@@ -148,6 +170,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	agentOut := make(chan struct{})
 	go func() {
 		defer close(agentOut)
+		if sp != nil {
+			sp.relay(clientOut, outR, fromAgent, closeAgentIn)
+			return
+		}
 		defer fromAgent.flush()
 		relay(cfg.Stdout, outR, fromAgent, closeAgentIn)
 	}()
@@ -172,7 +198,8 @@ wait:
 	}
 	outR.Close()
 	closeAgentIn()
-	fromClient.flush() // the client's side may never close
+	endDir(fromAgent)
+	endDir(fromClient) // the client's side may never close
 
 	finish := cfg.Finish
 	if finish <= 0 {

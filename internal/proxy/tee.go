@@ -146,15 +146,73 @@ func (f *feeder) feed(p []byte) {
 	}
 }
 
+// queueOwned queues b, a read of this direction the relay made at at,
+// after g, what of the direction was dropped just before it. b is from
+// getBuf and is the queue's now (it is not copied). A read that does not
+// fit is dropped and counted, as feed does.
+func (f *feeder) queueOwned(b []byte, at time.Duration, g gap) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gap.add(g)
+	if f.done || len(b) == 0 {
+		putBuf(b)
+		return
+	}
+	t := f.t
+	n := int64(len(b))
+	if t.queued.Add(n) > t.maxBytes {
+		t.queued.Add(-n)
+		f.drop(b)
+		putBuf(b)
+		return
+	}
+	select {
+	case t.q <- chunk{dir: f.dir, at: at, b: b, gap: f.gap}:
+		f.gap = gap{}
+	default:
+		t.queued.Add(-n)
+		f.drop(b)
+		putBuf(b)
+	}
+}
+
+// addGap notes g, bytes of this direction the relay dropped itself.
+func (f *feeder) addGap(g gap) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gap.add(g)
+}
+
+// gapOf is the gap p makes when it is dropped.
+func gapOf(p []byte) gap {
+	if len(p) == 0 {
+		return gap{}
+	}
+	return gap{bytes: int64(len(p)), newlines: int64(bytes.Count(p, []byte{'\n'})), endsLine: p[len(p)-1] == '\n'}
+}
+
+// add appends o, dropped right after g.
+func (g *gap) add(o gap) {
+	if o.bytes == 0 {
+		return
+	}
+	g.bytes += o.bytes
+	g.newlines += o.newlines
+	g.endsLine = o.endsLine
+}
+
+// behind says, once, that normalization is behind.
+func (t *tee) behind() {
+	if t.onFirst != nil {
+		t.firstOne.Do(t.onFirst)
+	}
+}
+
 // drop counts a read the queue had no room for; the consumer learns of it
 // with the next read of the direction, or at its end.
 func (f *feeder) drop(p []byte) {
-	f.gap.bytes += int64(len(p))
-	f.gap.newlines += int64(bytes.Count(p, []byte{'\n'}))
-	f.gap.endsLine = p[len(p)-1] == '\n'
-	if f.t.onFirst != nil {
-		f.t.firstOne.Do(f.t.onFirst)
-	}
+	f.gap.add(gapOf(p))
+	f.t.behind()
 }
 
 // flush ends the direction: a last line without a newline still counts.

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package proxy
+
+import (
+	"os"
+)
+
+// splicer is Linux's relay from pipe to pipe; elsewhere the relay copies.
+type splicer struct{}
+
+func newSplicer(*tee, int, int, func(error)) *splicer { return nil }
+
+func spliceable(any, any) (in, out *os.File, ok bool) { return nil, nil, false }
+
+func (*splicer) end(*feeder, gap)                         {}
+func (*splicer) relay(_, _ *os.File, _ *feeder, _ func()) {}

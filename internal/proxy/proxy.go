@@ -130,16 +130,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	var sp *splicer
 	clientIn, clientOut, pipes := spliceable(cfg.Stdin, cfg.Stdout)
 	if pipes {
-		sp = newSplicer(t, max(1, cfg.QueueLines), 2, func(err error) {
-			say(fmt.Sprintf("tee(2) to normalization failed (%v): the rest is relayed and dropped from normalization, counted", err))
+		sp = newSplicer(t, func(err error) {
+			say(fmt.Sprintf("tee(2) failed (%v): the relay copies from here on", err))
 		})
-	}
-	endDir := func(f *feeder) {
-		if sp != nil {
-			sp.end(f, gap{})
-			return
-		}
-		f.flush()
 	}
 
 	recCtx, recCancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -147,6 +140,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	recDone := make(chan struct{})
 	go func() {
 		defer close(recDone)
+		if sp != nil {
+			defer sp.close()
+		}
 		if cfg.Recorder != nil {
 			cfg.Recorder.consume(recCtx, t)
 			return
@@ -198,8 +194,7 @@ wait:
 	}
 	outR.Close()
 	closeAgentIn()
-	endDir(fromAgent)
-	endDir(fromClient) // the client's side may never close
+	fromClient.flush() // the client's side may never close
 
 	finish := cfg.Finish
 	if finish <= 0 {

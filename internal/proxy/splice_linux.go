@@ -15,44 +15,29 @@ import (
 // splicer is the relay for when both of the client's ends are pipes, as
 // the agent's are: the bytes go from pipe to pipe inside the kernel
 // (splice(2)) and never through the proxy's memory. Before each move,
-// tee(2) makes the consumer's pipe share the same pages (no copy either),
-// without waiting: when the consumer's pipe is full, the relay reads that
-// much itself, writes it on and counts it dropped from normalization, as
-// a read the queue has no room for is counted.
+// tee(2) makes the consumer's pipe share the same pages (no copy either)
+// and a chunk on the tee's queue says which direction they are and when
+// they were read; the consumer reads them out of its pipe when it gets to
+// that chunk (tee.take), so that copy is the consumer's work, off the
+// relay's path. Both directions share the pipe and the queue under mu, so
+// the pipe's bytes are in the queue's order.
 //
-// A drain goroutine reads the consumer's pipe back into the tee's queue, in
-// the order the relay teed it (segs says which direction each piece is and
-// when it was read; both directions share the pipe and segs under mu), so
-// the queue and the cutting of lines behind it are as with the copying
-// relay, and the consumer's pipe only has to hold what the drain has not
-// been scheduled to read yet.
+// The tee never waits: when the consumer's pipe is full (the consumer is
+// more than a pipe behind) the relay reads the bytes itself and copies
+// them onto the queue as the copying relay does (feeder.feed: within the
+// queue's bounds, or dropped and counted), then writes them on.
 type splicer struct {
-	t *tee
-
-	mu      sync.Mutex // orders the bytes in w with the sends on segs
+	t       *tee
+	mu      sync.Mutex // orders the bytes in w with the queue's chunks
 	r, w    *os.File   // the consumer's pipe
 	wrc     syscall.RawConn
-	segs    chan seg
-	maxSegs int            // data segs are sent only below this; the rest of segs is for the ends
-	ended   [3]atomic.Bool // a direction's end was sent (at most once, so it always fits)
-	broken  atomic.Bool    // tee failed other than for a full pipe: the rest is dropped, counted
+	broken  atomic.Bool // tee failed other than for a full pipe: the relay copies from then on
 	onBreak func(error)
-	feeders int
-	done    chan struct{} // the drain ended
 }
 
-// seg is one tee of one direction, or its end.
-type seg struct {
-	f   *feeder
-	at  time.Duration
-	n   int // bytes in the consumer's pipe
-	gap gap // what the relay dropped of this direction just before
-	eof bool
-}
-
-// newSplicer returns a splicer for a run with this many feeders, or nil
-// when the system does not splice and tee pipes (the relay then copies).
-func newSplicer(t *tee, maxSegs, feeders int, onBreak func(error)) *splicer {
+// newSplicer returns a splicer, or nil when the system does not splice
+// and tee pipes (the relay then copies). The tee reads the consumer's end.
+func newSplicer(t *tee, onBreak func(error)) *splicer {
 	if !spliceWorks() {
 		return nil
 	}
@@ -67,10 +52,14 @@ func newSplicer(t *tee, maxSegs, feeders int, onBreak func(error)) *splicer {
 		w.Close()
 		return nil
 	}
-	s := &splicer{t: t, r: r, w: w, wrc: wrc, maxSegs: maxSegs, segs: make(chan seg, maxSegs+feeders),
-		onBreak: onBreak, feeders: feeders, done: make(chan struct{})}
-	go s.drain()
-	return s
+	t.pipe = r
+	return &splicer{t: t, r: r, w: w, wrc: wrc, onBreak: onBreak}
+}
+
+// close closes the consumer's pipe, once the consumer is done with it.
+func (s *splicer) close() {
+	s.w.Close()
+	s.r.Close()
 }
 
 // spliceWorks tries tee and splice on a pipe of its own, once: a sandbox
@@ -113,53 +102,13 @@ func spliceable(stdin any, stdout any) (in, out *os.File, ok bool) {
 	return in, out, true
 }
 
-// drain reads the consumer's pipe into the tee's queue until every
-// direction ended.
-func (s *splicer) drain() {
-	defer close(s.done)
-	defer s.w.Close()
-	defer s.r.Close()
-	for ends := 0; ends < s.feeders; {
-		sg := <-s.segs
-		if sg.n > 0 {
-			b := getBuf(sg.n)
-			if _, err := io.ReadFull(s.r, b); err != nil {
-				// Cannot happen while w is open: the bytes were teed
-				// before the seg was sent. Counted rather than guessed.
-				putBuf(b)
-				sg.gap.add(gap{bytes: int64(sg.n), newlines: 1})
-				sg.f.addGap(sg.gap)
-			} else {
-				sg.f.queueOwned(b, sg.at, sg.gap)
-			}
-		} else {
-			sg.f.addGap(sg.gap)
-		}
-		if sg.eof {
-			sg.f.flush()
-			ends++
-		}
-	}
-}
-
-// end ends f's direction once, after what the relay teed of it so far;
-// g is what it dropped since. It never waits: the ends have room of their
-// own in segs.
-func (s *splicer) end(f *feeder, g gap) {
-	if s.ended[f.dir].Swap(true) {
-		return
-	}
-	s.segs <- seg{f: f, at: time.Since(s.t.start), gap: g, eof: true}
-}
-
 // relay moves src to dst, both pipes, until src ends, teeing each piece
 // into the consumer's pipe just before it moves (so that a line is queued
 // before anything it causes on the other side, as with the copying relay).
 // When dst fails, onDstFail is called once and src is still read to its
 // end (and teed); with a nil onDstFail the relay ends there.
 func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func()) {
-	var pend gap // dropped since the last seg of this direction
-	defer func() { s.end(f, pend) }()
+	defer f.flush()
 	srcRC, err1 := src.SyscallConn()
 	dstRC, err2 := dst.SyscallConn()
 	if err1 != nil || err2 != nil {
@@ -174,7 +123,7 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func()) {
 		var eof bool
 		var rerr error
 		werr := wait(srcRC, srcNB, unix.POLLIN, func(sfd int) bool {
-			n, dropped, eof, rerr = s.take(sfd, f, &pend, &buf)
+			n, dropped, eof, rerr = s.take(sfd, f, &buf)
 			return n > 0 || dropped != nil || eof || rerr != nil
 		})
 		if werr != nil || rerr != nil || eof {
@@ -214,14 +163,16 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func()) {
 	}
 }
 
-// take tees what src holds into the consumer's pipe and says how much
-// (n). When the consumer's pipe or segs is full it reads up to relayBuf of
-// src itself instead (dropped, counted in pend). All zero: src is empty
+// take tees what src holds into the consumer's pipe and queues it, and
+// says how much (n). When it cannot (the consumer's pipe or the queue is
+// full, f is done, tee failed) it reads up to relayBuf of src itself and
+// feeds that (dropped): the caller writes it on. All zero: src is empty
 // and open; wait.
-func (s *splicer) take(sfd int, f *feeder, pend *gap, buf *[]byte) (n int, dropped []byte, eof bool, err error) {
+func (s *splicer) take(sfd int, f *feeder, buf *[]byte) (n int, dropped []byte, eof bool, err error) {
 	if !s.broken.Load() {
 		s.mu.Lock()
-		if len(s.segs) < s.maxSegs {
+		f.mu.Lock()
+		if !f.done && len(s.t.q) < s.t.maxReads {
 			var m int64
 			var e error
 			cerr := s.wrc.Control(func(wfd uintptr) {
@@ -232,43 +183,34 @@ func (s *splicer) take(sfd int, f *feeder, pend *gap, buf *[]byte) (n int, dropp
 					}
 				}
 			})
-			if cerr != nil {
-				// The run is over and the drain closed the pipe (a relay
-				// of a client that never closed its end lives on).
-				s.broken.Store(true)
-				s.mu.Unlock()
-				return s.dropRead(sfd, pend, buf)
-			}
-			if e == nil && m > 0 {
-				s.segs <- seg{f: f, at: time.Since(s.t.start), n: int(m), gap: *pend}
-				*pend = gap{}
+			if cerr == nil && e == nil && m > 0 {
+				f.teedLocked(int(m), time.Since(s.t.start))
+				f.mu.Unlock()
 				s.mu.Unlock()
 				return int(m), nil, false, nil
 			}
+			f.mu.Unlock()
 			s.mu.Unlock()
 			switch {
+			case cerr != nil:
+				s.broken.Store(true) // the run is over: the pipe is closed
 			case e == nil: // m == 0: src has no writer left and is empty
 				return 0, nil, true, nil
 			case e == unix.EAGAIN:
 				if k, _ := unix.IoctlGetInt(sfd, unix.TIOCINQ); k == 0 {
 					return 0, nil, false, nil // src is empty: wait
 				}
-				// The consumer's pipe is full: dropped below.
+				// The consumer's pipe is full: copied below.
 			default:
 				if !s.broken.Swap(true) && s.onBreak != nil {
 					s.onBreak(e)
 				}
 			}
 		} else {
+			f.mu.Unlock()
 			s.mu.Unlock()
 		}
 	}
-	return s.dropRead(sfd, pend, buf)
-}
-
-// dropRead reads up to relayBuf of src for the relay to write on, dropped
-// from normalization and counted in pend.
-func (s *splicer) dropRead(sfd int, pend *gap, buf *[]byte) (n int, dropped []byte, eof bool, err error) {
 	if *buf == nil {
 		*buf = make([]byte, relayBuf)
 	}
@@ -285,8 +227,9 @@ func (s *splicer) dropRead(sfd int, pend *gap, buf *[]byte) (n int, dropped []by
 			return 0, nil, true, nil
 		}
 		p := (*buf)[:r]
-		pend.add(gapOf(p))
-		s.t.behind()
+		s.mu.Lock() // in the queue's order with the other direction's tees
+		f.feed(p)
+		s.mu.Unlock()
 		return 0, p, false, nil
 	}
 }

@@ -9,9 +9,9 @@ import (
 // splicer is Linux's relay from pipe to pipe; elsewhere the relay copies.
 type splicer struct{}
 
-func newSplicer(*tee, int, int, func(error)) *splicer { return nil }
+func newSplicer(*tee, func(error)) *splicer { return nil }
 
 func spliceable(any, any) (in, out *os.File, ok bool) { return nil, nil, false }
 
-func (*splicer) end(*feeder, gap)                         {}
+func (*splicer) close()                                   {}
 func (*splicer) relay(_, _ *os.File, _ *feeder, _ func()) {}

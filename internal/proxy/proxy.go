@@ -65,6 +65,8 @@ type Result struct {
 	Status int
 	// Drops is what normalization did not get.
 	Drops Drops
+	// spliced is how many bytes went from pipe to pipe inside the kernel.
+	spliced int64
 }
 
 // How long the agent's stdout may stay open after the agent exited (a
@@ -213,7 +215,7 @@ wait:
 		recCancel(fmt.Errorf("%v after the agent exited", sig))
 		<-recDone
 	}
-	return Result{Status: exitStatus(cmd.ProcessState, waitErr), Drops: t.dropped()}, nil
+	return Result{Status: exitStatus(cmd.ProcessState, waitErr), Drops: t.dropped(), spliced: sp.spliced()}, nil
 }
 
 // relayBuf is the most one read of the relay takes: as much as a pipe the

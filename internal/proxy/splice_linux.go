@@ -31,7 +31,8 @@ type splicer struct {
 	mu      sync.Mutex // orders the bytes in w with the queue's chunks
 	r, w    *os.File   // the consumer's pipe
 	wrc     syscall.RawConn
-	broken  atomic.Bool // tee failed other than for a full pipe: the relay copies from then on
+	broken  atomic.Bool  // tee failed other than for a full pipe: the relay copies from then on
+	moved   atomic.Int64 // bytes moved by splice
 	onBreak func(error)
 }
 
@@ -54,6 +55,14 @@ func newSplicer(t *tee, onBreak func(error)) *splicer {
 	}
 	t.pipe = r
 	return &splicer{t: t, r: r, w: w, wrc: wrc, onBreak: onBreak}
+}
+
+// spliced is how many bytes the relay moved with splice, both ways.
+func (s *splicer) spliced() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.moved.Load()
 }
 
 // close closes the consumer's pipe, once the consumer is done with it.
@@ -143,6 +152,7 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func()) {
 		}
 		if !dead {
 			moved, err := move(dstRC, dstNB, srcRC, n)
+			s.moved.Add(int64(moved))
 			if err == nil {
 				continue
 			}
@@ -172,12 +182,14 @@ func (s *splicer) take(sfd int, f *feeder, buf *[]byte) (n int, dropped []byte, 
 	if !s.broken.Load() {
 		s.mu.Lock()
 		f.mu.Lock()
-		if !f.done && len(s.t.q) < s.t.maxReads {
+		// The pipe's bytes count in the queue's bound as copied ones do.
+		room := s.t.maxBytes - s.t.queued.Load()
+		if !f.done && len(s.t.q) < s.t.maxReads && room > 0 {
 			var m int64
 			var e error
 			cerr := s.wrc.Control(func(wfd uintptr) {
 				for {
-					m, e = unix.Tee(sfd, int(wfd), relayBuf, unix.SPLICE_F_NONBLOCK)
+					m, e = unix.Tee(sfd, int(wfd), int(min(room, relayBuf)), unix.SPLICE_F_NONBLOCK)
 					if e != unix.EINTR {
 						return
 					}
@@ -198,7 +210,14 @@ func (s *splicer) take(sfd int, f *feeder, buf *[]byte) (n int, dropped []byte, 
 				return 0, nil, true, nil
 			case e == unix.EAGAIN:
 				if k, _ := unix.IoctlGetInt(sfd, unix.TIOCINQ); k == 0 {
-					return 0, nil, false, nil // src is empty: wait
+					// src is empty. With its writers gone, tee says
+					// EAGAIN, not 0, when the consumer's pipe is full:
+					// poll tells the end (its edge may be past).
+					pfd := []unix.PollFd{{Fd: int32(sfd), Events: unix.POLLIN}}
+					if n, _ := unix.Poll(pfd, 0); n == 1 && pfd[0].Revents&unix.POLLHUP != 0 && pfd[0].Revents&unix.POLLIN == 0 {
+						return 0, nil, true, nil
+					}
+					return 0, nil, false, nil // wait
 				}
 				// The consumer's pipe is full: copied below.
 			default:

@@ -77,8 +77,8 @@ type chunk struct {
 	at  time.Duration
 	b   []byte // from getBuf; nil for the end of the direction
 	// piped is how many bytes of this read are in the consumer's pipe:
-	// next reads them into b. They are outside the queue's byte bound
-	// (the pipe bounds them).
+	// next reads them into b (not from getBuf). They count in the queue's
+	// byte bound as copied reads do.
 	piped int
 	gap   gap  // what of this direction was dropped just before b
 	eof   bool // the direction ended after b
@@ -168,6 +168,7 @@ func (f *feeder) feed(p []byte) {
 // reads them there). The caller holds f.mu from before the tee, saw that
 // f is not done and that the queue has room for a read.
 func (f *feeder) teedLocked(n int, at time.Duration) {
+	f.t.queued.Add(int64(n))
 	f.t.q <- chunk{dir: f.dir, at: at, piped: n, gap: f.gap}
 	f.gap = gap{}
 }
@@ -260,14 +261,17 @@ func (t *tee) next() (Line, bool) {
 
 // take makes c the chunk being cut, done with the one before.
 func (t *tee) take(c chunk) {
-	if t.cur.b != nil && t.cur.piped == 0 {
+	if t.cur.b != nil {
 		t.queued.Add(-int64(len(t.cur.b)))
-		putBuf(t.cur.b)
+		if t.cur.piped == 0 {
+			putBuf(t.cur.b)
+		}
 	}
 	if c.piped > 0 {
 		if b, ok := t.fromPipe(c.piped); ok {
 			c.b = b
 		} else {
+			t.queued.Add(-int64(c.piped))
 			// Cannot be while the relay's end is open: the bytes were in
 			// the pipe before the chunk was queued. Counted, not guessed.
 			c.gap.add(gap{bytes: int64(c.piped)})

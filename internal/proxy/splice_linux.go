@@ -209,12 +209,13 @@ func (s *splicer) take(sfd int, f *feeder, buf *[]byte) (n int, dropped []byte, 
 			case e == nil: // m == 0: src has no writer left and is empty
 				return 0, nil, true, nil
 			case e == unix.EAGAIN:
-				if k, _ := unix.IoctlGetInt(sfd, unix.TIOCINQ); k == 0 {
-					// src is empty. With its writers gone, tee says
-					// EAGAIN, not 0, when the consumer's pipe is full:
-					// poll tells the end (its edge may be past).
-					pfd := []unix.PollFd{{Fd: int32(sfd), Events: unix.POLLIN}}
-					if n, _ := unix.Poll(pfd, 0); n == 1 && pfd[0].Revents&unix.POLLHUP != 0 && pfd[0].Revents&unix.POLLIN == 0 {
+				// src is empty, or the consumer's pipe is full (then tee
+				// says EAGAIN even when src has no writer left and is
+				// empty, and the edge of its end may be past): poll says
+				// which.
+				pfd := []unix.PollFd{{Fd: int32(sfd), Events: unix.POLLIN}}
+				if _, err := unix.Poll(pfd, 0); err == nil && pfd[0].Revents&unix.POLLIN == 0 {
+					if pfd[0].Revents&unix.POLLHUP != 0 {
 						return 0, nil, true, nil
 					}
 					return 0, nil, false, nil // wait
@@ -304,12 +305,21 @@ func wait(rc syscall.RawConn, nb bool, ev int16, op func(fd int) bool) error {
 		}
 		return rc.Write(f)
 	}
+	// A read polls first: the relay comes back to read once it took all
+	// there was, so a try before the poll would mostly be in vain. A write
+	// tries first: there is mostly room.
 	var err error
 	cerr := rc.Control(func(fd uintptr) {
-		for !op(int(fd)) {
+		if ev != unix.POLLIN && op(int(fd)) {
+			return
+		}
+		for {
 			pfd := []unix.PollFd{{Fd: int32(fd), Events: ev}}
 			if _, e := unix.Poll(pfd, -1); e != nil && !errors.Is(e, unix.EINTR) {
 				err = e
+				return
+			}
+			if op(int(fd)) {
 				return
 			}
 		}

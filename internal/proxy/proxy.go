@@ -4,6 +4,9 @@
 // relay's path waits for normalization or looks at lines: the copy goes
 // through a bounded queue, and a read that does not fit is dropped from
 // normalization (the lines it touched are counted), never from the relay.
+// On Linux, when the client's ends are pipes, the relay splices instead of
+// copying and the copy is teed to a pipe the consumer reads
+// (splice_linux.go), within the same bounds.
 package proxy
 
 import (

@@ -4,6 +4,9 @@
 // relay's path waits for normalization or looks at lines: the copy goes
 // through a bounded queue, and a read that does not fit is dropped from
 // normalization (the lines it touched are counted), never from the relay.
+// On Linux, when the client's ends are pipes, the relay splices instead of
+// copying and the copy is teed to a pipe the consumer reads
+// (splice_linux.go), within the same bounds.
 package proxy
 
 import (
@@ -65,6 +68,8 @@ type Result struct {
 	Status int
 	// Drops is what normalization did not get.
 	Drops Drops
+	// spliced is how many bytes went from pipe to pipe inside the kernel.
+	spliced int64
 }
 
 // How long the agent's stdout may stay open after the agent exited (a
@@ -124,11 +129,25 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	fromAgent := t.feeder(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
 	t.closeWhenDone()
 
+	// When the client's ends are pipes (the agent's are), the bytes move
+	// inside the kernel and the consumer gets its copy from a pipe of its
+	// own (splice_linux.go); otherwise each read is copied (relay).
+	var sp *splicer
+	clientIn, clientOut, pipes := spliceable(cfg.Stdin, cfg.Stdout)
+	if pipes {
+		sp = newSplicer(t, func(err error) {
+			say(fmt.Sprintf("tee(2) failed (%v): the relay copies from here on", err))
+		})
+	}
+
 	recCtx, recCancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer recCancel(nil)
 	recDone := make(chan struct{})
 	go func() {
 		defer close(recDone)
+		if sp != nil {
+			defer sp.close()
+		}
 		if cfg.Recorder != nil {
 			cfg.Recorder.consume(recCtx, t)
 			return
@@ -139,8 +158,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	// client -> agent. When the client closes its end, so does the agent's.
 	go func() {
-		defer fromClient.flush()
 		defer closeAgentIn()
+		if sp != nil {
+			sp.relay(inW, clientIn, fromClient, nil)
+			return
+		}
+		defer fromClient.flush()
 		relay(inW, cfg.Stdin, fromClient, nil)
 	}()
 	// agent -> client. When the client stops reading, the agent's stdin is
@@ -148,6 +171,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	agentOut := make(chan struct{})
 	go func() {
 		defer close(agentOut)
+		if sp != nil {
+			sp.relay(clientOut, outR, fromAgent, closeAgentIn)
+			return
+		}
 		defer fromAgent.flush()
 		relay(cfg.Stdout, outR, fromAgent, closeAgentIn)
 	}()
@@ -191,7 +218,7 @@ wait:
 		recCancel(fmt.Errorf("%v after the agent exited", sig))
 		<-recDone
 	}
-	return Result{Status: exitStatus(cmd.ProcessState, waitErr), Drops: t.dropped()}, nil
+	return Result{Status: exitStatus(cmd.ProcessState, waitErr), Drops: t.dropped(), spliced: sp.spliced()}, nil
 }
 
 // relayBuf is the most one read of the relay takes: as much as a pipe the

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +44,13 @@ type Drops struct {
 type tee struct {
 	start    time.Time
 	maxFrame int
+	maxReads int
 	maxBytes int64
+	// pipe is the consumer's end of the splicer's pipe, where the reads
+	// the relay teed are (chunk.piped); nil when the relay copies.
+	pipe *os.File
+	// What next read of pipe that no chunk took yet, in aheadBuf.
+	ahead, aheadBuf []byte
 
 	q        chan chunk
 	queued   atomic.Int64 // bytes in q
@@ -68,8 +76,12 @@ type chunk struct {
 	dir pb.Direction
 	at  time.Duration
 	b   []byte // from getBuf; nil for the end of the direction
-	gap gap    // what of this direction was dropped just before b
-	eof bool   // the direction ended after b
+	// piped is how many bytes of this read are in the consumer's pipe:
+	// next reads them into b (not from getBuf). They count in the queue's
+	// byte bound as copied reads do.
+	piped int
+	gap   gap  // what of this direction was dropped just before b
+	eof   bool // the direction ended after b
 }
 
 // gap is what of a direction's bytes the queue had no room for.
@@ -81,7 +93,9 @@ type gap struct {
 // newTee makes a tee whose queue holds at most maxReads reads and maxBytes
 // bytes; a line over maxFrame bytes is never copied whole.
 func newTee(start time.Time, maxReads, maxFrame int, maxBytes int64, onFirstDrop func()) *tee {
-	return &tee{start: start, maxFrame: maxFrame, maxBytes: maxBytes, q: make(chan chunk, maxReads), onFirst: onFirstDrop}
+	// Two more places than reads, for the two directions' ends: a read
+	// never takes them, so that the splicer's check for room holds.
+	return &tee{start: start, maxFrame: maxFrame, maxReads: maxReads, maxBytes: maxBytes, q: make(chan chunk, maxReads+2), onFirst: onFirstDrop}
 }
 
 // dropped returns what was dropped; final once next returned false.
@@ -129,6 +143,10 @@ func (f *feeder) feed(p []byte) {
 	}
 	t := f.t
 	n := int64(len(p))
+	if len(t.q) >= t.maxReads {
+		f.drop(p)
+		return
+	}
 	if t.queued.Add(n) > t.maxBytes {
 		t.queued.Add(-n)
 		f.drop(p)
@@ -146,15 +164,45 @@ func (f *feeder) feed(p []byte) {
 	}
 }
 
+// teedLocked queues n bytes the relay teed into the consumer's pipe (next
+// reads them there). The caller holds f.mu from before the tee, saw that
+// f is not done and that the queue has room for a read.
+func (f *feeder) teedLocked(n int, at time.Duration) {
+	f.t.queued.Add(int64(n))
+	f.t.q <- chunk{dir: f.dir, at: at, piped: n, gap: f.gap}
+	f.gap = gap{}
+}
+
+// gapOf is the gap p makes when it is dropped.
+func gapOf(p []byte) gap {
+	if len(p) == 0 {
+		return gap{}
+	}
+	return gap{bytes: int64(len(p)), newlines: int64(bytes.Count(p, []byte{'\n'})), endsLine: p[len(p)-1] == '\n'}
+}
+
+// add appends o, dropped right after g.
+func (g *gap) add(o gap) {
+	if o.bytes == 0 {
+		return
+	}
+	g.bytes += o.bytes
+	g.newlines += o.newlines
+	g.endsLine = o.endsLine
+}
+
+// behind says, once, that normalization is behind.
+func (t *tee) behind() {
+	if t.onFirst != nil {
+		t.firstOne.Do(t.onFirst)
+	}
+}
+
 // drop counts a read the queue had no room for; the consumer learns of it
 // with the next read of the direction, or at its end.
 func (f *feeder) drop(p []byte) {
-	f.gap.bytes += int64(len(p))
-	f.gap.newlines += int64(bytes.Count(p, []byte{'\n'}))
-	f.gap.endsLine = p[len(p)-1] == '\n'
-	if f.t.onFirst != nil {
-		f.t.firstOne.Do(f.t.onFirst)
-	}
+	f.gap.add(gapOf(p))
+	f.t.behind()
 }
 
 // flush ends the direction: a last line without a newline still counts.
@@ -215,13 +263,47 @@ func (t *tee) next() (Line, bool) {
 func (t *tee) take(c chunk) {
 	if t.cur.b != nil {
 		t.queued.Add(-int64(len(t.cur.b)))
-		putBuf(t.cur.b)
+		if t.cur.piped == 0 {
+			putBuf(t.cur.b)
+		}
+	}
+	if c.piped > 0 {
+		if b, ok := t.fromPipe(c.piped); ok {
+			c.b = b
+		} else {
+			t.queued.Add(-int64(c.piped))
+			// Cannot be while the relay's end is open: the bytes were in
+			// the pipe before the chunk was queued. Counted, not guessed.
+			c.gap.add(gap{bytes: int64(c.piped)})
+		}
 	}
 	t.cur, t.rest = c, c.b
 	t.takeGap(c.dir, c.gap)
 	if c.eof {
 		t.endDir(c.dir, c.at)
 	}
+}
+
+// fromPipe returns the next n bytes of the consumer's pipe. It reads
+// ahead as much as the pipe holds, so that one read serves the chunks of
+// many small reads of the relay. The bytes are valid until the next call
+// (by then the chunk they are is cut: cutter copies what it keeps).
+func (t *tee) fromPipe(n int) ([]byte, bool) {
+	if len(t.ahead) < n {
+		if t.aheadBuf == nil {
+			t.aheadBuf = make([]byte, 2*relayBuf) // what is left (< n <= relayBuf) and a relayBuf more
+		}
+		k := copy(t.aheadBuf, t.ahead)
+		m, err := io.ReadAtLeast(t.pipe, t.aheadBuf[k:], n-k)
+		t.ahead = t.aheadBuf[:k+m]
+		if err != nil {
+			t.ahead = nil
+			return nil, false
+		}
+	}
+	b := t.ahead[:n:n]
+	t.ahead = t.ahead[n:]
+	return b, true
 }
 
 // end finishes the directions whose end did not fit in the queue; true when

@@ -59,6 +59,12 @@ const (
 	maxLossNamed   = 16 // calls a DataLoss message names one by one
 )
 
+// MaxHeldRevision is the highest revision number a caller may say it
+// holds of a call (WithHeld). No call gets near it, and it leaves room
+// above any floor for the revisions that follow it, so a revision handed
+// on never wraps around to 0 and goes back.
+const MaxHeldRevision = 1 << 31
+
 // floor is what a caller is known to hold of a call whose stored state
 // went back: revisions numbered at or below floor are not handed on again
 // (floor 0: passed), and skew is added to the call's own revision numbers
@@ -146,6 +152,11 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		r.claimRefused = true // the rest of a batch is not applied either
 		return true
 	}
+	if id, n, ok := beyondHeld(r.req.held, ss.cfg.MaxIDBytes); ok {
+		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revision %d of call %q, more than a call can have (at most %d); it was not applied", what, r.seq, s.id, n, id, uint32(MaxHeldRevision))
+		r.claimRefused = true
+		return true
+	}
 	type gone struct {
 		id         string
 		held, have uint32
@@ -230,6 +241,22 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	r.lossFound = true
 	r.fail(DataLoss, "", "session %q lost state in the store (%s); %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, b.String(), what, r.seq)
 	return true
+}
+
+// beyondHeld finds a claim of a revision above MaxHeldRevision (the
+// first by call id, for a message that does not depend on map order),
+// among the calls whose ids could be ones (at most maxID bytes; longer
+// ones name no call and are passed over).
+func beyondHeld(claims map[string]uint32, maxID int) (string, uint32, bool) {
+	var id string
+	var n uint32
+	found := false
+	for c, k := range claims {
+		if k > MaxHeldRevision && len(c) <= maxID && (!found || c < id) {
+			id, n, found = c, k, true
+		}
+	}
+	return id, n, found
 }
 
 // lift applies a call's floor and skew to the number of the revision

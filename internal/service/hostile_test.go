@@ -1,0 +1,75 @@
+package service
+
+import (
+	"math"
+	"testing"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+)
+
+func skipApplied() *pb.NormalizeRequest {
+	return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{SkipAppliedSequences: true}}}
+}
+
+func heldFrame(sid string, seq uint64, msg string, held map[string]uint32, heldSeq uint64) *pb.NormalizeRequest {
+	return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: sid, Sequence: seq, Message: []byte(msg), HeldRevisions: held, HeldSequence: heldSeq}}}
+}
+
+// A hostile client states that it holds a revision of a call no call can
+// reach (up to the largest uint32). Whatever it claims, the revisions of
+// its calls stay numbers from 1 up that never go back: a claim past
+// normalize.MaxHeldRevision is refused with INVALID_ARGUMENT naming the
+// call and the limit, and changes nothing; one at the limit is a floor
+// like any other.
+func TestHostileHeldRevisionNumbers(t *testing.T) {
+	msgs := []string{openCall("c1", "ls"), delta("c1", "a"), delta("c1", "b"), finish("c1", 0), delta("c1", "c")}
+	for _, c := range []struct {
+		name    string
+		claim   uint32
+		refused bool
+	}{
+		{"largest uint32", math.MaxUint32, true},
+		{"one past the limit", 1<<31 + 1, true},
+		{"at the limit", 1 << 31, false},
+		{"zero states nothing", 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := newHarness(t, DefaultConfig()).open()
+			st.control(skipApplied())
+			st.control(heldFrame("s1", 1, msgs[0], nil, 0))
+			require.EqualValues(t, 1, st.exec().GetRevision())
+			st.control(heldFrame("s1", 2, msgs[1], map[string]uint32{"c1": c.claim}, 0))
+			last := uint32(1)
+			switch {
+			case c.refused:
+				fe := st.frameError()
+				assert.EqualValues(t, codes.InvalidArgument, fe.GetCode(), "%v", fe)
+				assert.Contains(t, fe.GetMessage(), `call "c1"`)
+				assert.Contains(t, fe.GetMessage(), "2147483648")
+				assert.Less(t, len(fe.GetMessage()), 1024)
+			case c.claim == 0:
+				x := st.exec()
+				assert.EqualValues(t, 2, x.GetRevision())
+				last = 2
+			default:
+				require.EqualValues(t, codes.DataLoss, st.frameError().GetCode())
+			}
+			// The client goes on (or rebuilds) from the first frame: every
+			// revision it is handed is above the last one it was.
+			for seq := uint64(1); seq <= uint64(len(msgs)); seq++ {
+				st.control(heldFrame("s1", seq, msgs[seq-1], nil, 0))
+			}
+			require.NoError(t, st.s.CloseSend())
+			for r := range st.replies {
+				if x := r.GetShellExec(); x != nil {
+					require.Greater(t, x.GetRevision(), last, "revision went back or restarted: %v", x)
+					last = x.GetRevision()
+				}
+			}
+			assert.Greater(t, last, uint32(1), "the call went on")
+		})
+	}
+}

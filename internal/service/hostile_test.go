@@ -2,6 +2,8 @@ package service
 
 import (
 	"math"
+	"runtime"
+	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
@@ -72,4 +74,35 @@ func TestHostileHeldRevisionNumbers(t *testing.T) {
 			assert.Greater(t, last, uint32(1), "the call went on")
 		})
 	}
+}
+
+// A hostile held_revisions names calls whose ids are megabytes long (no
+// call can have one: ids are bounded by MaxIDBytes), on many frames of one
+// stream. The server refuses nothing for it (such an id is held by no
+// call), but must not keep those ids: what a stream remembers of what its
+// client holds is bounded in count and, through MaxIDBytes, in bytes.
+func TestHostileHeldRevisionsWithEnormousIDsAreNotKept(t *testing.T) {
+	const frames, idBytes = 24, 4 << 20
+	st := newHarness(t, DefaultConfig()).open()
+	st.control(skipApplied())
+	st.control(heldFrame("s1", 1, openCall("c1", "ls"), nil, 0))
+	require.EqualValues(t, 1, st.exec().GetRevision())
+	before := heapInUse()
+	for i := range frames {
+		id := strings.Repeat(string(rune('a'+i)), idBytes)
+		st.control(heldFrame("s1", uint64(2+i), delta("c1", "x"), map[string]uint32{id: 1, "": 0}, 0))
+		x := st.exec()
+		require.EqualValues(t, 2+i, x.GetRevision(), "the frame applies: an id no call can have holds nothing")
+	}
+	grown := int64(heapInUse()) - int64(before)
+	assert.Less(t, grown, int64(16<<20), "the stream kept %d MiB of the %d MiB of call ids it was sent", grown>>20, frames*idBytes>>20)
+	require.NoError(t, st.s.CloseSend())
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }

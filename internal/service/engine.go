@@ -68,6 +68,10 @@ type feeder struct {
 	// counting there.
 	notApplied bool
 	refused    map[string]refusal // see inorder.go
+	// refusedOrder is the sessions of refused, oldest first (it may hold
+	// some lifted since).
+	refusedOrder []refusedAt
+	refusals     uint64
 }
 
 // The feeder serves the default namespace; a stream of another identity

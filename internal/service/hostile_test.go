@@ -1,12 +1,14 @@
 package service
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -105,4 +107,41 @@ func heapInUse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse
+}
+
+// A hostile client makes one stream refuse request after request of ever
+// new sessions (each states a held_sequence its session never had, and
+// gets DATA_LOSS) and never sends any of them again. What the stream
+// remembers of those refusals, to hold back the requests sent behind
+// each, is bounded (maxRefused sessions, the oldest forgotten first);
+// the latest refusals still hold.
+func TestHostileRefusalsPerStreamAreBounded(t *testing.T) {
+	d := newDelivered()
+	d.setOptions(&pb.StreamOptions{SkipAppliedSequences: true})
+	var sent []*pb.NormalizeResponse
+	f := &feeder{ss: &sessions{m: NewMetrics(nil)}, d: d, emit: func(r *pb.NormalizeResponse) error { sent = append(sent, r); return nil }}
+	const sessions = 3 * 4096
+	id := func(i int) string { return fmt.Sprintf("%0256d", i) }
+	for i := range sessions {
+		f.refuse(id(i), 5, normalize.DataLoss)
+	}
+	assert.LessOrEqual(t, len(f.refused), 4096, "refusals remembered by one stream")
+	for _, c := range []struct {
+		session string
+		seq     uint64
+		behind  bool
+	}{
+		{id(sessions - 1), 6, true},  // the latest refusal holds
+		{id(sessions - 2), 7, true},  // and the one before it
+		{id(sessions - 1), 5, false}, // sent again from the refused request: lifted
+		{id(sessions - 1), 6, false}, // and stays lifted
+		{"other", 9, false},
+	} {
+		refused, err := f.behindRefusal(heldFrame(c.session, c.seq, "{}", nil, 0))
+		require.NoError(t, err)
+		assert.Equal(t, c.behind, refused, "request %d of session …%s", c.seq, c.session[len(c.session)-3:])
+	}
+	require.Len(t, sent, 2)
+	assert.EqualValues(t, codes.DataLoss, sent[0].GetFrameError().GetCode())
+	assert.Contains(t, sent[0].GetFrameError().GetMessage(), "send again from 5")
 }

@@ -435,15 +435,27 @@ func (s *session) persistExtra(records map[string][]byte) {
 	for _, a := range x.newAnswers {
 		records[recordOfAnswer(a.seq)] = a.data
 	}
-	// The oldest answers go when the new ones pass the bounds.
+	// The oldest answers go when the new ones pass the bounds, the new
+	// ones too when they pass them by themselves (a batch of frames with
+	// large answers): such a one is not written, as committedExtra drops
+	// it (the same walk), and a record written but not listed would stay
+	// in the store, past the bounds, until the session goes.
 	n, bytes := len(x.answers)+len(x.newAnswers), x.answerBytes
 	for _, a := range x.newAnswers {
 		bytes += a.size
 	}
-	for i := 0; i < len(x.answers) && (n > maxAnswers || bytes > maxAnswerBytes); i++ {
-		records[recordOfAnswer(x.answers[i].seq)] = nil
+	for i := 0; i < len(x.answers)+len(x.newAnswers) && (n > maxAnswers || bytes > maxAnswerBytes); i++ {
+		if i < len(x.answers) {
+			a := x.answers[i]
+			records[recordOfAnswer(a.seq)] = nil
+			n--
+			bytes -= a.size
+			continue
+		}
+		a := x.newAnswers[i-len(x.answers)]
+		delete(records, recordOfAnswer(a.seq))
 		n--
-		bytes -= x.answers[i].size
+		bytes -= a.size
 	}
 }
 

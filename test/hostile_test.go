@@ -242,3 +242,100 @@ func TestHostileClaimsOnAnotherIdentitysSession(t *testing.T) {
 		})
 	}
 }
+
+// A hostile client numbers its requests badly on a stream with
+// skip_applied_sequences: gaps, going back, the same twice, 0 (never
+// skipped), the largest uint64 (after which every numbered request of
+// the session is skipped). Each is answered as the contract says,
+// ALREADY_EXISTS naming the sequences when not applied, and what was
+// applied stays: the call ends with exactly the text of the frames
+// applied.
+func TestHostileSequencesOnTheBinary(t *testing.T) {
+	type step struct {
+		seq      uint64
+		msg      string
+		fresh    bool       // on a new stream
+		rev      uint32     // applied (or answered again): the revision
+		code     codes.Code // else refused with this code
+		contains string
+	}
+	for _, store := range hostileStores(t) {
+		t.Run(store.name, func(t *testing.T) {
+			d := hostileDaemon(t, store.url)
+			kept := store.url != "" // a store keeps answers: a frame sent again is answered with them
+			dup := step{seq: 5, msg: idDelta("c1", "a"), fresh: true, code: codes.AlreadyExists, contains: "frame 5 of session \"seq\" was applied before (the session has applied sequences up to 5)"}
+			if kept {
+				dup = step{seq: 5, msg: idDelta("c1", "a"), fresh: true, rev: 2}
+			}
+			steps := []step{
+				{seq: 1, msg: idOpen("c1", "make"), rev: 1},
+				{seq: 5, msg: idDelta("c1", "a"), rev: 2}, // a gap
+				{seq: 3, msg: idDelta("c1", "x"), code: codes.AlreadyExists, contains: "frame 3 of session \"seq\" was applied before (the session has applied sequences up to 5)"},
+				dup,
+				{seq: 0, msg: idDelta("c1", "b"), rev: 3},
+				{seq: 0, msg: idDelta("c1", "c"), rev: 4},
+				{seq: math.MaxUint64, msg: idDelta("c1", "d"), rev: 5},
+				{seq: 6, msg: idDelta("c1", "e"), code: codes.AlreadyExists, contains: "applied sequences up to 18446744073709551615"},
+			}
+			st := openAs(t, d, "alice-token")
+			st.skipApplied()
+			for _, s := range steps {
+				on := st
+				if s.fresh {
+					on = openAs(t, d, "alice-token")
+					on.skipApplied()
+				}
+				r := on.claim("seq", s.seq, s.msg, nil, 0)
+				if s.rev > 0 {
+					require.NotNil(t, r.GetShellExec(), "sequence %d: %v", s.seq, r)
+					assert.Equal(t, s.rev, r.GetShellExec().GetRevision(), "sequence %d", s.seq)
+					continue
+				}
+				fe := r.GetFrameError()
+				require.NotNil(t, fe, "sequence %d: %v", s.seq, r)
+				assert.EqualValues(t, s.code, fe.GetCode(), "sequence %d: %s", s.seq, fe.GetMessage())
+				assert.Contains(t, fe.GetMessage(), s.contains)
+			}
+			x := st.claim("seq", 0, idFinish("c1"), nil, 0).GetShellExec()
+			require.NotNil(t, x)
+			assert.EqualValues(t, 6, x.GetRevision())
+			assert.Equal(t, "abcd", x.GetOutput().GetText(), "what was applied, once")
+		})
+	}
+}
+
+// A frame sent again after its answer left the store (past the last 64
+// frames of the session) is ALREADY_EXISTS and changes nothing; one whose
+// answer is kept is answered with it (with a store); the call goes on
+// from where it was.
+func TestHostileResendAfterTheAnswerWasEvicted(t *testing.T) {
+	for _, store := range hostileStores(t) {
+		t.Run(store.name, func(t *testing.T) {
+			d := hostileDaemon(t, store.url)
+			st := openAs(t, d, "alice-token")
+			st.skipApplied()
+			require.EqualValues(t, 1, st.claim("ev", 1, idOpen("c1", "make"), nil, 0).GetShellExec().GetRevision())
+			const last = 70
+			for seq := uint64(2); seq <= last; seq++ {
+				require.EqualValues(t, seq, st.claim("ev", seq, idDelta("c1", "x"), nil, 0).GetShellExec().GetRevision())
+			}
+			again := openAs(t, d, "alice-token")
+			again.skipApplied()
+			fe := again.claim("ev", 2, idDelta("c1", "x"), nil, 0).GetFrameError()
+			require.NotNil(t, fe, "frame 2's answer is gone (past the last 64)")
+			assert.EqualValues(t, codes.AlreadyExists, fe.GetCode())
+			assert.Contains(t, fe.GetMessage(), "frame 2 of session \"ev\" was applied before")
+			r := again.claim("ev", last, idDelta("c1", "x"), nil, 0)
+			if store.url != "" {
+				require.NotNil(t, r.GetShellExec(), "the last frame's answer is kept: %v", r)
+				assert.EqualValues(t, last, r.GetShellExec().GetRevision())
+			} else {
+				assert.EqualValues(t, codes.AlreadyExists, r.GetFrameError().GetCode(), "no store, no answers: %v", r)
+			}
+			x := again.claim("ev", last+1, idFinish("c1"), nil, 0).GetShellExec()
+			require.NotNil(t, x)
+			assert.EqualValues(t, last+1, x.GetRevision())
+			assert.Equal(t, strings.Repeat("x", last-1), x.GetOutput().GetText(), "every delta once")
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/testredis"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -338,4 +340,50 @@ func TestHostileResendAfterTheAnswerWasEvicted(t *testing.T) {
 			assert.Equal(t, strings.Repeat("x", last-1), x.GetOutput().GetText(), "every delta once")
 		})
 	}
+}
+
+// A hostile client pipelines frames whose answers are large (each a
+// 100 KiB delta), so that the server applies them in batches of one
+// commit each. What Redis keeps of the session's answers stays within
+// the documented bounds (the last 64 frames, 256 KiB per session).
+func TestHostileAnswersInRedisStayBounded(t *testing.T) {
+	srv := testredis.StartServer(t)
+	d := hostileDaemon(t, srv.URL)
+	st := openAs(t, d, "alice-token")
+	st.skipApplied()
+	require.EqualValues(t, 1, st.claim("big", 1, idOpen("c1", "yes"), nil, 0).GetShellExec().GetRevision())
+	const frames = 48
+	data := strings.Repeat("y", 100<<10)
+	go func() {
+		for seq := uint64(2); seq < 2+frames; seq++ {
+			if st.st.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "big", Sequence: seq, Message: []byte(idDelta("c1", data))}}}) != nil {
+				return
+			}
+		}
+	}()
+	for range frames {
+		require.NotNil(t, st.answer().GetShellExec())
+	}
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rc.Close()
+	ctx := context.Background()
+	keys, err := rc.Keys(ctx, "acpnorm:*").Result()
+	require.NoError(t, err)
+	count, bytes := 0, 0
+	for _, k := range keys {
+		if typ, _ := rc.Type(ctx, k).Result(); typ != "hash" {
+			continue
+		}
+		fields, err := rc.HGetAll(ctx, k).Result()
+		require.NoError(t, err)
+		for f, v := range fields {
+			if strings.HasPrefix(f, "r:a:") {
+				count++
+				bytes += len(v)
+			}
+		}
+	}
+	assert.Positive(t, count, "answers are kept")
+	assert.LessOrEqual(t, count, 64)
+	assert.LessOrEqual(t, bytes, 256<<10, "bytes of answers Redis keeps for the session (%d records)", count)
 }

@@ -205,13 +205,19 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	if x.floors == nil {
 		x.floors = map[string]floor{}
 	}
+	notKept := 0
 	for _, l := range lost {
-		if len(x.floors) < 4*ss.cfg.MaxCallsPerSession || x.floors[l.id] != (floor{}) {
-			f := x.floors[l.id]
-			f.floor = l.held
-			x.floors[l.id] = f
-			x.floorsDirty = true
+		f, ok := x.floors[l.id]
+		if !ok && (len(x.floors) >= 4*ss.cfg.MaxCallsPerSession || ss.floors.Load() >= int64(ss.maxFloors())) {
+			notKept++
+			continue
 		}
+		if !ok && !s.gone {
+			ss.floors.Add(1)
+		}
+		f.floor = l.held
+		x.floors[l.id] = f
+		x.floorsDirty = true
 	}
 	var b strings.Builder
 	for i, l := range lost {
@@ -238,6 +244,9 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		}
 		fmt.Fprintf(&b, "sequence %d was answered, the session has %s", claim, have)
 	}
+	if notKept > 0 {
+		fmt.Fprintf(&b, "; the numbers of %d of these calls were not kept (a session keeps them for at most %d calls, 4 × --max-calls-per-session, and the process for %d, 4 × --max-calls): their revisions at or below them may be sent again", notKept, 4*ss.cfg.MaxCallsPerSession, ss.maxFloors())
+	}
 	r.lossFound = true
 	r.fail(DataLoss, "", "session %q lost state in the store (%s); %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, b.String(), what, r.seq)
 	return true
@@ -258,6 +267,12 @@ func beyondHeld(claims map[string]uint32, maxID int) (string, uint32, bool) {
 	}
 	return id, n, found
 }
+
+// maxFloors bounds the floors the cached sessions hold together: a
+// hostile client stating that it holds calls none of its sessions has
+// makes each session keep a floor per call it names (up to 4 ×
+// MaxCallsPerSession), which no other limit counts.
+func (ss *sessions) maxFloors() int { return 4 * ss.cfg.MaxCalls }
 
 // lift applies a call's floor and skew to the number of the revision
 // about to be handed on, and reports whether it is (false: the caller
@@ -288,6 +303,9 @@ func (ss *sessions) lift(s *session, e *entry, number *uint32, ended bool) (send
 		s.x.floorsDirty = true
 		if f.skew == 0 {
 			delete(s.x.floors, id)
+			if !s.gone {
+				ss.floors.Add(-1)
+			}
 		} else {
 			s.x.floors[id] = f
 		}

@@ -214,6 +214,9 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 		}
 	}
 	s.sortAnswers()
+	if s.x != nil {
+		ss.floors.Add(int64(len(s.x.floors))) // given back when it leaves the cache (remove)
+	}
 	// The tombstone records are numbered tombFirst, tombFirst+1, ...,
 	// tombNext-1: anything else is corrupt (and would make persist's
 	// trimming loop over numbers no record has).

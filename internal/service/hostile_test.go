@@ -145,3 +145,43 @@ func TestHostileRefusalsPerStreamAreBounded(t *testing.T) {
 	assert.EqualValues(t, codes.DataLoss, sent[0].GetFrameError().GetCode())
 	assert.Contains(t, sent[0].GetFrameError().GetMessage(), "send again from 5")
 }
+
+// A hostile client opens session after session, each with a first frame
+// stating that it holds revisions of the most calls a claim may name
+// (2 × MaxCallsPerSession), with ids as long as they may be, none of which
+// the session has. Each is DATA_LOSS, and each session would remember a
+// floor per call: unbounded by any limit but the sessions'. The floors
+// the process keeps are bounded (4 × MaxCalls), and the DATA_LOSS of a
+// session whose floors were not kept says so.
+func TestHostileFloorsAcrossSessionsAreBounded(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxCallsPerSession, cfg.MaxCalls = 64, 256 // floors: at most 256 a session, 1024 in the process
+	st := newHarness(t, cfg).open()
+	st.control(skipApplied())
+	claim := func(s int) map[string]uint32 {
+		m := map[string]uint32{}
+		for i := range 2 * cfg.MaxCallsPerSession {
+			id := fmt.Sprintf("g%d-%d-", s, i)
+			m[id+strings.Repeat("z", cfg.MaxIDBytes-len(id))] = 1
+		}
+		return m
+	}
+	before := heapInUse()
+	const sessions = 400
+	var last *pb.FrameError
+	for s := range sessions {
+		st.control(heldFrame(fmt.Sprintf("s%d", s), 1, openCall("c1", "ls"), claim(s), 0))
+		last = st.frameError()
+		require.EqualValues(t, codes.DataLoss, last.GetCode())
+	}
+	grown := int64(heapInUse()) - int64(before)
+	assert.Less(t, grown, int64(8<<20), "the process kept %d MiB for the floors of %d sessions", grown>>20, sessions)
+	msg := last.GetMessage()
+	tail := msg[max(0, len(msg)-400):]
+	assert.True(t, strings.Contains(msg, "were not kept"), "the DATA_LOSS says the floors were not kept: …%s", tail)
+	assert.True(t, strings.Contains(msg, "--max-calls"), "and names the bound: …%s", tail)
+	assert.Less(t, len(last.GetMessage()), 20<<10)
+	// The stream goes on.
+	st.control(heldFrame("fine", 1, openCall("c1", "ls"), nil, 0))
+	assert.EqualValues(t, 1, st.exec().GetRevision())
+}

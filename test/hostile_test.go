@@ -3,7 +3,9 @@ package test
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -386,4 +388,53 @@ func TestHostileAnswersInRedisStayBounded(t *testing.T) {
 	assert.Positive(t, count, "answers are kept")
 	assert.LessOrEqual(t, count, 64)
 	assert.LessOrEqual(t, bytes, 256<<10, "bytes of answers Redis keeps for the session (%d records)", count)
+}
+
+// The refusals a hostile claim can draw stay short whatever it sends: an
+// over-long session id is not echoed, and a session the process has no
+// room for is named once. Each is counted where an operator sees it.
+func TestHostileRefusalsAreBoundedAndCounted(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	rewrite(t, tokens, "alice alice-token\nmetrics scrape-token\n", 1)
+	d := startDaemon(t, buildDaemon(t), "--auth-tokens-file", tokens, "--quota-sessions", "2")
+	st := openAs(t, d, "alice-token")
+	st.skipApplied()
+	huge := strings.Repeat("s", 1<<20)
+	for _, c := range []struct {
+		name     string
+		sid      string
+		held     map[string]uint32
+		heldSeq  uint64
+		code     codes.Code
+		contains string
+	}{
+		{"a session id of a megabyte, with held_revisions", huge, map[string]uint32{"c1": 3}, 0, codes.InvalidArgument, "session_id"},
+		{"a session id of a megabyte, with held_sequence", huge, nil, 9, codes.InvalidArgument, "session_id"},
+		{"a lost session", "a", map[string]uint32{"c1": 3}, 0, codes.DataLoss, `session "a" lost state`},
+		{"another lost session", "b", nil, 4, codes.DataLoss, `session "b" lost state`},
+		{"one session too many", "c", map[string]uint32{strings.Repeat("c", 256): 3}, 7, codes.ResourceExhausted, "--quota-sessions"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fe := st.claim(c.sid, 5, idDelta("c1", "x"), c.held, c.heldSeq).GetFrameError()
+			require.NotNil(t, fe)
+			assert.EqualValues(t, c.code, fe.GetCode(), "%.300s", fe.GetMessage())
+			assert.Contains(t, fe.GetMessage(), c.contains)
+			assert.Less(t, len(fe.GetMessage()), 1024, "%.300s…", fe.GetMessage())
+		})
+	}
+	metrics := func() string {
+		req, err := http.NewRequest("GET", "http://"+d.metrics+"/metrics", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer scrape-token")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(body)
+	}()
+	assert.Contains(t, metrics, "acpnorm_data_losses_detected_total 2")
+	assert.Contains(t, metrics, `acpnorm_frame_errors_total{code="DataLoss"} 2`)
+	assert.Contains(t, metrics, `acpnorm_frame_errors_total{code="InvalidArgument"} 2`)
+	assert.Contains(t, metrics, `acpnorm_limit_refusals_total{identity="alice",limit="quota_sessions"} 1`)
 }

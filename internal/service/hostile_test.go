@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 )
 
 func skipApplied() *pb.NormalizeRequest {
@@ -184,4 +185,34 @@ func TestHostileFloorsAcrossSessionsAreBounded(t *testing.T) {
 	// The stream goes on.
 	st.control(heldFrame("fine", 1, openCall("c1", "ls"), nil, 0))
 	assert.EqualValues(t, 1, st.exec().GetRevision())
+}
+
+// A held_revisions whose call id is not valid UTF-8 (protobuf refuses to
+// decode the request) is an INVALID_ARGUMENT naming the field, not
+// applied; the stream and the session go on.
+func TestHostileHeldRevisionsNotUTF8(t *testing.T) {
+	st, _, _ := rawStream(t, DefaultServerOptions())
+	opts, _ := proto.Marshal(skipApplied())
+	require.NoError(t, st.SendMsg(opts))
+	open, _ := proto.Marshal(heldFrame("s", 1, openCall("c1", "ls"), nil, 0))
+	require.NoError(t, st.SendMsg(open))
+	bad := withBytes(t, heldFrame("s", 2, delta("c1", "x"), map[string]uint32{"cPPq": 3}, 0), "cPPq", "c\xff\xfeq")
+	require.NoError(t, st.SendMsg(bad))
+	good, _ := proto.Marshal(heldFrame("s", 2, delta("c1", "y"), map[string]uint32{"c1": 1}, 1))
+	require.NoError(t, st.SendMsg(good))
+	var r pb.NormalizeResponse
+	require.NoError(t, st.RecvMsg(&r))
+	require.EqualValues(t, 1, r.GetShellExec().GetRevision(), "%v", &r)
+	require.NoError(t, st.RecvMsg(&r))
+	fe := r.GetFrameError()
+	require.NotNil(t, fe, "%v", &r)
+	assert.EqualValues(t, codes.InvalidArgument, fe.GetCode())
+	assert.EqualValues(t, 2, fe.GetSequence())
+	assert.Contains(t, fe.GetMessage(), "held_revisions")
+	assert.Contains(t, fe.GetMessage(), "not valid UTF-8")
+	require.NoError(t, st.RecvMsg(&r))
+	x := r.GetShellExec()
+	require.NotNil(t, x, "%v", &r)
+	assert.EqualValues(t, 2, x.GetRevision())
+	assert.Equal(t, "y", x.GetOutput().GetText(), "the refused frame changed nothing")
 }

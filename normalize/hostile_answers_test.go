@@ -70,3 +70,60 @@ func TestHostileAnswersKeptInTheStoreStayBounded(t *testing.T) {
 		})
 	}
 }
+
+// The floors a DATA_LOSS leaves (what the caller holds of calls its
+// session lost) are bounded for the process (4 × WithMaxCalls): past it,
+// the DATA_LOSS says how many were not kept. Sessions that leave the
+// cache (the store keeps their floors) give their share back, and bring
+// it when loaded again.
+func TestHostileFloorsAreBoundedForTheProcess(t *testing.T) {
+	ghosts := func(session string) map[string]uint32 {
+		return map[string]uint32{session + "-g1": 3, session + "-g2": 3, session + "-g3": 3, session + "-g4": 3}
+	}
+	claim := func(n *normalize.Normalizer, session string) *normalize.FrameError {
+		t.Helper()
+		var errs []*normalize.FrameError
+		_, err := n.Feed(session, nsOpen("c1", "ls"), normalize.WithSequence(1), normalize.WithSkipApplied(), normalize.WithHeld(ghosts(session)),
+			normalize.WithEmit(func(ev normalize.Event) error {
+				if ev.Error != nil {
+					errs = append(errs, ev.Error)
+				}
+				return nil
+			}))
+		require.NoError(t, err)
+		if len(errs) == 0 {
+			return nil
+		}
+		require.Len(t, errs, 1)
+		return errs[0]
+	}
+	for _, c := range []struct {
+		name    string
+		opts    []normalize.Option
+		fifthOK bool // the fifth session's floors are kept
+	}{
+		{"in memory: the process is full", nil, false},
+		{"with a store, one session cached: each gives its floors back", []normalize.Option{normalize.WithStore(store.NewMemory()), normalize.WithMaxSessions(1)}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// 16 floors for the process, 16 for a session.
+			n := normalize.New(append([]normalize.Option{normalize.WithMaxCalls(4), normalize.WithMaxCallsPerSession(4)}, c.opts...)...)
+			for _, s := range []string{"A", "B", "C", "D"} {
+				fe := claim(n, s)
+				require.NotNil(t, fe)
+				assert.Equal(t, normalize.DataLoss, fe.Code)
+				assert.NotContains(t, fe.Message, "not kept")
+			}
+			fe := claim(n, "E")
+			require.NotNil(t, fe)
+			assert.Equal(t, normalize.DataLoss, fe.Code)
+			if c.fifthOK {
+				assert.NotContains(t, fe.Message, "not kept")
+				assert.Nil(t, claim(n, "A"), "A's floors came back with it from the store: what it claims is held")
+			} else {
+				assert.Contains(t, fe.Message, "the numbers of 4 of these calls were not kept")
+				assert.Contains(t, fe.Message, "4 × --max-calls")
+			}
+		})
+	}
+}

@@ -116,8 +116,14 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 		return false, nil
 	}
 	if err := ss.restore(s, snap); err != nil {
+		if s.x != nil {
+			s.x.floors = nil // not counted: see below
+		}
 		ss.uncache(s)
 		return false, fmt.Errorf("%w: session %q: %w", errStore, s.id, err)
+	}
+	if s.x != nil {
+		ss.floors.Add(int64(len(s.x.floors))) // given back when it leaves the cache (remove)
 	}
 	return true, nil
 }
@@ -214,9 +220,6 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 		}
 	}
 	s.sortAnswers()
-	if s.x != nil {
-		ss.floors.Add(int64(len(s.x.floors))) // given back when it leaves the cache (remove)
-	}
 	// The tombstone records are numbered tombFirst, tombFirst+1, ...,
 	// tombNext-1: anything else is corrupt (and would make persist's
 	// trimming loop over numbers no record has).

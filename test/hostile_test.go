@@ -111,6 +111,8 @@ func TestHostileClaimsOnTheBinary(t *testing.T) {
 	}{
 		{name: "more calls than a session can have", held: manyCalls(2*1024+1, 8, 1), code: codes.InvalidArgument,
 			contains: []string{"2049 calls", "--max-calls-per-session", "not applied"}, maxLen: 512},
+		{name: "half a million calls (7 MB)", held: manyCalls(500_000, 8, 1), code: codes.InvalidArgument,
+			contains: []string{"500000 calls", "--max-calls-per-session", "not applied"}, maxLen: 512},
 		{name: "the most calls, long ids, none of them there", held: manyCalls(2*1024, 256, 1), code: codes.DataLoss,
 			contains: []string{"was handed on, the session has none", "and 2032 more calls"}, maxLen: 20 << 10}, // 16 ids named, each quoted (4 bytes a control byte)
 		{name: "an id of a megabyte", held: map[string]uint32{strings.Repeat("x", 1<<20): 9}, code: codes.OK},

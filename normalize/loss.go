@@ -59,6 +59,12 @@ const (
 	maxLossNamed   = 16 // calls a DataLoss message names one by one
 )
 
+// MaxHeldRevision is the highest revision number a caller may say it
+// holds of a call (WithHeld). No call gets near it, and it leaves room
+// above any floor for the revisions that follow it, so a revision handed
+// on never wraps around to 0 and goes back.
+const MaxHeldRevision = 1 << 31
+
 // floor is what a caller is known to hold of a call whose stored state
 // went back: revisions numbered at or below floor are not handed on again
 // (floor 0: passed), and skew is added to the call's own revision numbers
@@ -146,6 +152,11 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		r.claimRefused = true // the rest of a batch is not applied either
 		return true
 	}
+	if id, n, ok := beyondHeld(r.req.held, ss.cfg.MaxIDBytes); ok {
+		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revision %d of call %q, more than a call can have (at most %d); it was not applied", what, r.seq, s.id, n, id, uint32(MaxHeldRevision))
+		r.claimRefused = true
+		return true
+	}
 	type gone struct {
 		id         string
 		held, have uint32
@@ -194,13 +205,19 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	if x.floors == nil {
 		x.floors = map[string]floor{}
 	}
+	notKept := 0
 	for _, l := range lost {
-		if len(x.floors) < 4*ss.cfg.MaxCallsPerSession || x.floors[l.id] != (floor{}) {
-			f := x.floors[l.id]
-			f.floor = l.held
-			x.floors[l.id] = f
-			x.floorsDirty = true
+		f, ok := x.floors[l.id]
+		if !ok && (len(x.floors) >= 4*ss.cfg.MaxCallsPerSession || ss.floors.Load() >= int64(ss.maxFloors())) {
+			notKept++
+			continue
 		}
+		if !ok && !s.gone {
+			ss.floors.Add(1)
+		}
+		f.floor = l.held
+		x.floors[l.id] = f
+		x.floorsDirty = true
 	}
 	var b strings.Builder
 	for i, l := range lost {
@@ -227,10 +244,35 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		}
 		fmt.Fprintf(&b, "sequence %d was answered, the session has %s", claim, have)
 	}
+	if notKept > 0 {
+		fmt.Fprintf(&b, "; the numbers of %d of these calls were not kept (a session keeps them for at most %d calls, 4 × --max-calls-per-session, and the process for %d, 4 × --max-calls): their revisions at or below them may be sent again", notKept, 4*ss.cfg.MaxCallsPerSession, ss.maxFloors())
+	}
 	r.lossFound = true
 	r.fail(DataLoss, "", "session %q lost state in the store (%s); %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, b.String(), what, r.seq)
 	return true
 }
+
+// beyondHeld finds a claim of a revision above MaxHeldRevision (the
+// first by call id, for a message that does not depend on map order),
+// among the calls whose ids could be ones (at most maxID bytes; longer
+// ones name no call and are passed over).
+func beyondHeld(claims map[string]uint32, maxID int) (string, uint32, bool) {
+	var id string
+	var n uint32
+	found := false
+	for c, k := range claims {
+		if k > MaxHeldRevision && len(c) <= maxID && (!found || c < id) {
+			id, n, found = c, k, true
+		}
+	}
+	return id, n, found
+}
+
+// maxFloors bounds the floors the cached sessions hold together: a
+// hostile client stating that it holds calls none of its sessions has
+// makes each session keep a floor per call it names (up to 4 ×
+// MaxCallsPerSession), which no other limit counts.
+func (ss *sessions) maxFloors() int { return 4 * ss.cfg.MaxCalls }
 
 // lift applies a call's floor and skew to the number of the revision
 // about to be handed on, and reports whether it is (false: the caller
@@ -261,6 +303,9 @@ func (ss *sessions) lift(s *session, e *entry, number *uint32, ended bool) (send
 		s.x.floorsDirty = true
 		if f.skew == 0 {
 			delete(s.x.floors, id)
+			if !s.gone {
+				ss.floors.Add(-1)
+			}
 		} else {
 			s.x.floors[id] = f
 		}
@@ -408,15 +453,27 @@ func (s *session) persistExtra(records map[string][]byte) {
 	for _, a := range x.newAnswers {
 		records[recordOfAnswer(a.seq)] = a.data
 	}
-	// The oldest answers go when the new ones pass the bounds.
+	// The oldest answers go when the new ones pass the bounds, the new
+	// ones too when they pass them by themselves (a batch of frames with
+	// large answers): such a one is not written, as committedExtra drops
+	// it (the same walk), and a record written but not listed would stay
+	// in the store, past the bounds, until the session goes.
 	n, bytes := len(x.answers)+len(x.newAnswers), x.answerBytes
 	for _, a := range x.newAnswers {
 		bytes += a.size
 	}
-	for i := 0; i < len(x.answers) && (n > maxAnswers || bytes > maxAnswerBytes); i++ {
-		records[recordOfAnswer(x.answers[i].seq)] = nil
+	for i := 0; i < len(x.answers)+len(x.newAnswers) && (n > maxAnswers || bytes > maxAnswerBytes); i++ {
+		if i < len(x.answers) {
+			a := x.answers[i]
+			records[recordOfAnswer(a.seq)] = nil
+			n--
+			bytes -= a.size
+			continue
+		}
+		a := x.newAnswers[i-len(x.answers)]
+		delete(records, recordOfAnswer(a.seq))
 		n--
-		bytes -= x.answers[i].size
+		bytes -= a.size
 	}
 }
 

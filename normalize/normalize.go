@@ -373,7 +373,13 @@ func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = tr
 // revision of those calls numbered at or below what the caller holds is
 // handed on again (the next one carries every text whole), so the caller
 // can send the session's frames again from the first (WithSkipApplied)
-// to rebuild it. A released call counts as held. Only Feed uses it.
+// to rebuild it. A released call counts as held. A claim of more than
+// 2 × WithMaxCallsPerSession calls, or of a revision above
+// MaxHeldRevision, is refused (InvalidArgument; the frame is not applied).
+// What a DataLoss leaves of a claim (a floor per call) is kept for at most
+// 4 × WithMaxCallsPerSession calls per session and, for new floors, 4 ×
+// WithMaxCalls in all cached sessions; the DataLoss says how many were
+// not kept. Only Feed uses it.
 func WithHeld(revisions map[string]uint32) FeedOption { return func(r *request) { r.held = revisions } }
 
 // WithHeldSequence says the highest sequence of the frame's session the

@@ -119,8 +119,14 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 		return false, nil
 	}
 	if err := ss.restore(s, snap); err != nil {
+		if s.x != nil {
+			s.x.floors = nil // not counted: see below
+		}
 		ss.uncache(s)
 		return false, fmt.Errorf("%w: session %q: %w", errStore, s.id, err)
+	}
+	if s.x != nil {
+		ss.floors.Add(int64(len(s.x.floors))) // given back when it leaves the cache (remove)
 	}
 	return true, nil
 }

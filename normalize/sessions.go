@@ -31,6 +31,9 @@ type sessions struct {
 	// handed remembers what was handed on of sessions dropped from the
 	// cache after a store error (see loss.go).
 	handed handedOn
+	// floors counts the floors of lost calls the cached sessions hold,
+	// bounded by maxFloors (see loss.go).
+	floors atomic.Int64
 
 	mu     sync.Mutex
 	spaces map[string]*space // by namespace name; see namespace.go
@@ -155,6 +158,9 @@ func (ss *sessions) remove(s *session) bool {
 	}
 	delete(sp.all, s.id)
 	ss.count--
+	if s.x != nil {
+		ss.floors.Add(-int64(len(s.x.floors)))
+	}
 	if len(sp.all) == 0 && ss.spaces[sp.ns.name] == sp {
 		delete(ss.spaces, sp.ns.name)
 	}

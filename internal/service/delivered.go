@@ -1,6 +1,9 @@
 package service
 
-import pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+import (
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/normalize"
+)
 
 // delivered is what one Normalize stream has carried: the last revision of
 // each open call it sent. A revision of a call that does not follow the
@@ -69,14 +72,21 @@ func (d *delivered) again(session, call string, rev uint32) bool {
 
 // holds records what the client says it holds of a session's calls
 // (AcpFrame.held_revisions), as if the stream had carried it: answers
-// handed on again at or below it are not sent (see again).
-func (d *delivered) holds(session string, held map[string]uint32) {
-	if d == nil {
+// handed on again at or below it are not sent (see again). Ids longer
+// than maxID name no session or call (the request is refused, or the
+// claim passed over) and are not kept, so that a hostile claim cannot pin
+// megabytes of ids to the stream; nor is a claim the Normalizer refuses
+// (above normalize.MaxHeldRevision).
+func (d *delivered) holds(session string, held map[string]uint32, maxID int) {
+	if d == nil || len(session) > maxID {
 		return
 	}
 	for call, rev := range held {
 		if len(d.last) >= maxDelivered {
 			return
+		}
+		if len(call) > maxID || rev == 0 || rev > normalize.MaxHeldRevision {
+			continue
 		}
 		k := callKey{session, call}
 		d.last[k] = max(d.last[k], rev)

@@ -18,10 +18,14 @@ type sessions struct {
 	m   *Metrics
 	now func() time.Time // the Normalizer's clock; tests replace it
 	rel *releaser        // hands memory back after a large release
+	// maxID bounds the ids a stream remembers of what its client says it
+	// holds (Config.MaxIDBytes), and maxHeld the calls a claim may name
+	// (2 × Config.MaxCallsPerSession; the Normalizer refuses more).
+	maxID, maxHeld int
 }
 
 func newSessions(cfg Config, m *Metrics) *sessions {
-	ss := &sessions{m: m, now: time.Now, rel: newReleaser()}
+	ss := &sessions{m: m, now: time.Now, rel: newReleaser(), maxID: cfg.MaxIDBytes, maxHeld: 2 * cfg.MaxCallsPerSession}
 	hooks := m.hooks()
 	opened, held := hooks.CallsOpened, hooks.HeldBytes
 	hooks.CallsOpened = func(delta int) { opened(delta); ss.rel.callsOpened(delta) }
@@ -65,6 +69,10 @@ type feeder struct {
 	// counting there.
 	notApplied bool
 	refused    map[string]refusal // see inorder.go
+	// refusedOrder is the sessions of refused, oldest first (it may hold
+	// some lifted since).
+	refusedOrder []refusedAt
+	refusals     uint64
 }
 
 // The feeder serves the default namespace; a stream of another identity
@@ -120,7 +128,9 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 		opts = append(opts, normalize.WithSequence(fr.GetSequence()), normalize.WithDialect(fr.GetDialect()), normalize.WithCwd(fr.GetCwd()),
 			normalize.WithDirection(direction(fr.GetDirection())), normalize.WithPrepared(ahead), f.nextOf)
 		if h := fr.GetHeldRevisions(); len(h) > 0 {
-			f.d.holds(fr.GetSessionId(), h)
+			if len(h) <= ss.maxHeld { // else refused: the stream remembers none of it
+				f.d.holds(fr.GetSessionId(), h, ss.maxID)
+			}
 			opts = append(opts, normalize.WithHeld(h))
 		}
 		if q := fr.GetHeldSequence(); q > 0 {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"slices"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/normalize"
@@ -20,10 +21,32 @@ import (
 // the session at or below the refused sequence (the client sending again
 // from there) lifts the refusal.
 
+// A stream remembers the refusals of at most maxRefused sessions: a
+// client that has more sessions refused at once and sends none of them
+// again (a hostile one) makes the stream forget the oldest first. The
+// client has read that answer long since, in all likelihood, and would
+// send again from it; if it did not, the requests it sends of that
+// session are applied as on a stream without sequences.
+const maxRefused = 4096
+
 // refusal is the first request of a session a stream did not apply.
 type refusal struct {
 	seq  uint64
 	code normalize.Code
+	nth  uint64 // the stream's count of refusals when it was made
+}
+
+// refusedAt is an entry of feeder.refusedOrder.
+type refusedAt struct {
+	session string
+	nth     uint64
+}
+
+// current says whether the entry is still the session's refusal (not
+// lifted, nor replaced by a later one).
+func (f *feeder) current(e refusedAt) bool {
+	r, ok := f.refused[e.session]
+	return ok && r.nth == e.nth
 }
 
 // refuse records that request seq of the session was not applied.
@@ -37,7 +60,18 @@ func (f *feeder) refuse(session string, seq uint64, code normalize.Code) {
 	if f.refused == nil {
 		f.refused = map[string]refusal{}
 	}
-	f.refused[session] = refusal{seq, code}
+	for len(f.refused) >= maxRefused && len(f.refusedOrder) > 0 {
+		if e := f.refusedOrder[0]; f.current(e) {
+			delete(f.refused, e.session)
+		}
+		f.refusedOrder = f.refusedOrder[1:]
+	}
+	f.refusals++
+	f.refused[session] = refusal{seq, code, f.refusals}
+	f.refusedOrder = append(f.refusedOrder, refusedAt{session, f.refusals})
+	if len(f.refusedOrder) > 2*maxRefused { // lifted ones linger in the order
+		f.refusedOrder = slices.DeleteFunc(f.refusedOrder, func(e refusedAt) bool { return !f.current(e) })
+	}
 }
 
 // behindRefusal answers a request that comes after a refused one of its

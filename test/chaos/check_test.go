@@ -354,8 +354,9 @@ type sessionResult struct {
 	diff     string // how the finals differ from one process's
 	// acrossClose is set when only FrameErrors differ, each a late frame
 	// about a call released by the session's close, in a session whose
-	// client sent requests again: see afterClose.
+	// client sent requests again: see withoutAfterClose.
 	acrossClose string
+	lossTrace   string   // the streams of a session answered DATA_LOSS
 	back        []string // revisions handed on that went back
 }
 
@@ -382,6 +383,9 @@ func playSession(ctx context.Context, w *wire, addrs []string, id, file string, 
 	res.closeErr = s.Close(ctx)
 	res.stats = s.Stats()
 	res.back = mono.back
+	if res.stats.Losses > 0 {
+		res.lossTrace = w.traceOf(id)
+	}
 	if res.closeErr == nil {
 		if res.diff = differs(ref, s.Calls(), s.FrameErrors()); res.diff != "" {
 			res.diff += fmt.Sprintf("\nclient: %+v; frame errors passed on: %v\non the wire: %s\nits streams:\n%s", res.stats, s.FrameErrors(), w.history(id), w.traceOf(id))
@@ -453,6 +457,9 @@ func check(t *testing.T, seed uint64, w *wire, results []sessionResult, f *figur
 		if r.closeErr != nil {
 			fail("session %s (%s) did not end: %v", r.id, r.file, r.closeErr)
 			continue
+		}
+		if r.lossTrace != "" {
+			t.Logf("session %s (%s): %d losses detected; its streams:\n%s", r.id, r.file, r.stats.Losses, r.lossTrace)
 		}
 		if r.acrossClose != "" {
 			f.acrossClose++

@@ -2,6 +2,7 @@ package normalize_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/normalize"
@@ -153,4 +154,61 @@ func TestStoreLossOfFramesWithoutRevisionsDetectedByTheCache(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
 	assert.Equal(t, 1, lost.count())
+}
+
+// A store that loses only the commit of a session/load request (a
+// change of the session's header alone, which makes no revision) is
+// found out by the acpnormd that cached the session: the agent's replay
+// of the history that follows must not be read as live frames. The chaos
+// suite saw it on a Cluster failover that lost a few bytes of writes
+// (cline-3.0.65_plain_load, commit bcc2b00): read without the replay
+// flag, the second agent process's history gave every ended call a
+// revision more, and no DATA_LOSS was sent.
+func TestStoreLossOfASessionLoadDetectedByTheCache(t *testing.T) {
+	fs := frames("../test/testdata/recordings/agents/cline-3.0.65_plain_load.ndjson")
+	load := -1
+	for i, f := range fs {
+		if strings.Contains(string(f), `"method":"session/load"`) {
+			load = i
+		}
+	}
+	require.Greater(t, load, 0, "the recording has a session/load request")
+	want := newClient(t)
+	alone := normalize.New()
+	for i := range fs {
+		require.Empty(t, want.feed(alone, fs, i))
+	}
+
+	st := newRollback()
+	var lost lossCount
+	a := normalize.New(normalize.WithStore(st), normalize.WithHooks(lost.hooks()))
+	c := newClient(t)
+	for i := range load {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	before := st.current("S").Version
+	require.Empty(t, c.feed(a, fs, load))
+	require.Equal(t, before+1, st.current("S").Version, "the session/load request is committed")
+	st.back("S", before) // the failover loses that commit alone
+
+	var errs []*normalize.FrameError
+	for i := load + 1; i < len(fs); i++ {
+		errs = append(errs, c.feed(a, fs, i)...)
+		if len(errs) > 0 {
+			break
+		}
+	}
+	require.NotEmpty(t, errs, "the history replayed after the lost session/load was applied as live frames; held %v", c.held)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
+	assert.Equal(t, 1, lost.count())
+
+	// Rebuilt from the first frame, the session ends with one process's
+	// finals, and no call goes back.
+	for i := range fs {
+		for _, e := range c.feed(a, fs, i) {
+			assert.Equal(t, normalize.AlreadyExists, e.Code, "frame %d: %s", i+1, e.Message)
+		}
+	}
+	assert.Empty(t, c.wentBack)
+	assert.Equal(t, want.finals(), c.finals(), "the finals equal one process's")
 }

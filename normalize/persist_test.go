@@ -12,6 +12,7 @@ import (
 
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -381,6 +382,68 @@ func TestFeedBatchStoreUnavailable(t *testing.T) {
 	if got := events(n, batch(10, 20)); got != want || want == "" {
 		t.Fatalf("the batch sent again:\n%s\n\nfed once:\n%s", got, want)
 	}
+}
+
+// loadFailsOnce is a store whose next Load fails once armed: a master
+// dying while a replica that did not cache the session loads it, the
+// store answering again a moment later.
+type loadFailsOnce struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (l *loadFailsOnce) Load(ctx context.Context, id string) (*store.Snapshot, error) {
+	if l.armed.CompareAndSwap(true, false) {
+		return nil, errDown
+	}
+	return l.Store.Load(ctx, id)
+}
+
+// A batch whose session cannot be loaded is not applied at all, not even
+// its later frames once the store answers again: applied after the first
+// was refused, they would make the session's applied sequence pass it,
+// and the first, sent again, would be skipped as applied. The chaos suite
+// found it: a session's initialize result refused so, the frames after it
+// applied, and the session read with the generic dialect.
+func TestFeedBatchLoadFailsOnce(t *testing.T) {
+	fs := frames(recording)
+	batch := func(from, to int) []normalize.Frame {
+		var b []normalize.Frame
+		for i := from; i < to; i++ {
+			b = append(b, normalize.Frame{Message: fs[i], Sequence: uint64(i + 1)})
+		}
+		return b
+	}
+	events := func(n *normalize.Normalizer, b []normalize.Frame) ([]string, error) {
+		var out []string
+		_, err := n.FeedBatch("s", b, normalize.WithSkipApplied(), normalize.WithEmit(func(ev normalize.Event) error {
+			out = append(out, describe(ev))
+			return nil
+		}))
+		return out, err
+	}
+	ref := normalize.New()
+	_, err := events(ref, batch(0, 5))
+	require.NoError(t, err)
+	want, err := events(ref, batch(5, 13))
+	require.NoError(t, err)
+	require.NotEmpty(t, want)
+
+	st := &loadFailsOnce{Store: store.NewMemory()}
+	a, b := normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))
+	_, err = events(a, batch(0, 5))
+	require.NoError(t, err)
+	st.armed.Store(true) // b has not cached the session: it loads it
+	got, err := events(b, batch(5, 13))
+	require.NoError(t, err)
+	require.Len(t, got, 1, "one FrameError, nothing else: %v", got)
+	assert.Contains(t, got[0], "Unavailable")
+	assert.Contains(t, got[0], "frames 6 to 13 of session")
+
+	// Sent again, the batch gives what it gives when fed once.
+	got, err = events(b, batch(5, 13))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
 }
 
 // With WithSkipApplied, frames sent again (to the same Normalizer, or to

@@ -324,6 +324,10 @@ type reply struct {
 	batch bool
 	kept  *session
 	first uint64 // the sequence of the batch's first frame
+	last  uint64 // and of its last
+	// stop says the batch's session could not be taken (the store
+	// failed): its later frames are not applied either.
+	stop bool
 	// ahead is the frame read ahead of its turn (see Prepare), if any;
 	// next is the dialect the frame's session reads its next frame with.
 	ahead *Prepared
@@ -495,7 +499,7 @@ func (ss *sessions) lockFor(ctx context.Context, r *reply, id string, create boo
 // lock and, with a store, one commit (see Normalizer.FeedBatch).
 func (ss *sessions) batch(id string, frames []Frame, req *request) error {
 	r, err := ss.attempt(req, func(r *reply) error {
-		r.batch, r.first = true, frames[0].Sequence
+		r.batch, r.first, r.last = true, frames[0].Sequence, frames[len(frames)-1].Sequence
 		defer func() {
 			if s := r.kept; s != nil {
 				r.batch, r.kept = false, nil
@@ -510,6 +514,9 @@ func (ss *sessions) batch(id string, frames []Frame, req *request) error {
 			if err := ss.applyFrame(req.ctx, frameIn{id, f.Dialect, f.Cwd, f.Sequence, f.Message, f.Direction}, r); err != nil {
 				return err
 			}
+			if r.stop {
+				break // see locked
+			}
 		}
 		return nil
 	})
@@ -523,12 +530,23 @@ func (ss *sessions) batch(id string, frames []Frame, req *request) error {
 // locked reports a failure to take a session: a store failure is the
 // request's FrameError (the request was not applied); anything else (the
 // context ended) is the request's error.
+//
+// In a batch, the frames after the refused one are not applied either,
+// even when the store answers again by then: applied behind it, they
+// would take the session's applied sequence past it, and the refused
+// frame, sent again, would be skipped as applied (WithSkipApplied).
 func (r *reply) locked(err error) error {
-	if errors.Is(err, errStore) {
-		r.storeFailed(err)
+	if !errors.Is(err, errStore) {
+		return err
+	}
+	if r.batch && r.last > r.seq {
+		r.stop = true
+		r.held = r.held[:0]
+		r.fail(Unavailable, "", "frames %d to %d of session %q were not applied: %v; they may be sent again", r.seq, r.last, r.session, err)
 		return nil
 	}
-	return err
+	r.storeFailed(err)
+	return nil
 }
 
 // frameIn is one frame as fed.

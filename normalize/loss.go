@@ -188,7 +188,8 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	if r.req.skipApplied {
 		claim = max(claim, r.req.heldSeq)
 	}
-	seqLost := claim > s.applied && (s.applied > 0 || s.tombNext == 0 && !ss.tombs.anyOf(s.key))
+	// A closed session's sequences count as applied (see skip).
+	seqLost := claim > s.applied && claim > s.closed && (s.applied > 0 || s.tombNext == 0 && !ss.tombs.anyOf(s.key))
 	if len(lost) == 0 && !seqLost {
 		return false
 	}

@@ -73,9 +73,10 @@ const (
 	// headerFormat 2 adds the client terminals, the terminal requests
 	// awaiting answers and the replay flag; format 3 the agent's version
 	// (agentInfo.version); format 4 what the client declared in its
-	// initialize request (clientCapabilities, compact JSON); formats 1 to
-	// 3 (without them) are still read.
-	headerFormat = 4
+	// initialize request (clientCapabilities, compact JSON); format 5 the
+	// highest sequence a closed session had applied (session.closed);
+	// formats 1 to 4 (without them) are still read.
+	headerFormat = 5
 	entryFormat  = 1
 	tombFormat   = 1
 )
@@ -134,7 +135,7 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 // restore decodes a stored session into s.
 func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	s.version = snap.Version
-	d := newReader(snap.Header, "session header", headerFormat, 1, 2, 3)
+	d := newReader(snap.Header, "session header", headerFormat, 1, 2, 3, 4)
 	if d.Err != nil { // an empty header has no format byte to branch on below
 		return corrupt(d.Err)
 	}
@@ -176,6 +177,9 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 			return corrupt(err)
 		}
 		s.learnClient(c)
+	}
+	if format >= 5 {
+		s.closed = d.Uvarint("sequence applied when closed")
 	}
 	if d.Err != nil {
 		return corrupt(d.Err)
@@ -292,7 +296,8 @@ func (s *session) encodeBody(b []byte) []byte {
 	}
 	b = s.appendTerms(b)
 	b = wire.AppendString(b, s.agent.Raw())
-	return wire.AppendString(b, s.client.Raw())
+	b = wire.AppendString(b, s.client.Raw())
+	return wire.AppendUvarint(b, s.closed)
 }
 
 func encodeEntry(b []byte, e *entry) []byte {

@@ -43,19 +43,24 @@ type sessions struct {
 // session is the state of one ACP session. Its busy token serializes the
 // requests of the session, whichever stream they arrive on.
 type session struct {
-	busy         chan struct{} // holds a token while a request of the session is applied
-	id           string        // as the client names it
-	key          string        // the id in its namespace: what tombstones and the store know it by
-	space        *space        // its namespace's state
-	gone         bool          // removed from its space; look it up again
-	dialect      dialect.Dialect
-	name         string // the dialect's name, kept to stamp every revision
-	explicit     bool   // chosen by name, not detected
-	named        bool   // detected from agentInfo.name; signs no longer count
-	cwd          string
-	cwdByHand    bool   // from AcpFrame.cwd, which beats session/new
-	cancel       bool   // session/cancel seen in the current turn
-	applied      uint64 // the highest sequence applied (see WithSkipApplied)
+	busy      chan struct{} // holds a token while a request of the session is applied
+	id        string        // as the client names it
+	key       string        // the id in its namespace: what tombstones and the store know it by
+	space     *space        // its namespace's state
+	gone      bool          // removed from its space; look it up again
+	dialect   dialect.Dialect
+	name      string // the dialect's name, kept to stamp every revision
+	explicit  bool   // chosen by name, not detected
+	named     bool   // detected from agentInfo.name; signs no longer count
+	cwd       string
+	cwdByHand bool   // from AcpFrame.cwd, which beats session/new
+	cancel    bool   // session/cancel seen in the current turn
+	applied   uint64 // the highest sequence applied (see WithSkipApplied)
+	// closed is the highest sequence the session had applied when it was
+	// closed (with skipped applied sequences), until a request starts it
+	// again: a frame or close sent again after the close is answered as
+	// applied (see skip).
+	closed       uint64
 	ackedApplied uint64 // applied as of the last commit or load (with a store): answered
 	touched      time.Time
 	created      uint64
@@ -209,6 +214,9 @@ func (ss *sessions) lock(ctx context.Context, ns namespace, id string, create bo
 			}
 			s = newSession(id, sp)
 			s.needLoad = ss.store != nil
+			if ss.store == nil {
+				s.closed = ss.tombs.closedAt(s.key) // else its header says
+			}
 			sp.all[id] = s
 			ss.count++
 			ss.hooks.sessions(1)
@@ -569,6 +577,12 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 		return nil
 	}
 	s, err := ss.lock(ctx, r.req.ns, id, false)
+	if err == nil && s == nil && r.req.skipApplied && r.seq > 1 && r.seq <= ss.tombs.closedAt(r.req.ns.key(id)) {
+		// Sent again after the session was closed (without a store, a
+		// closed session is not kept): it was applied.
+		r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, id, ss.tombs.closedAt(r.req.ns.key(id)))
+		return nil
+	}
 	if err != nil || s == nil {
 		return r.locked(err) // a session never seen (or released) has nothing to end
 	}
@@ -1109,7 +1123,16 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
 	ss.unholdTerms(s)
+	applied := s.applied
 	s.reset() // with a store, what is committed is a new session with the tombstones
+	if why == releasedClosed && applied > 0 {
+		// Its requests sent again are answered as applied (see skip):
+		// with a store the header keeps it, else a tombstone.
+		s.closed = applied
+		if ss.store == nil {
+			ss.tombs.add(s.key, "", tomb{why: releasedClosed, applied: applied})
+		}
+	}
 	ss.forget(s, n, reason)
 }
 
@@ -1191,18 +1214,39 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 		return true
 	}
 	if !r.req.skipApplied || r.seq == 0 {
+		ss.reopen(s)
 		return false
 	}
-	if r.seq <= s.applied {
+	// A closed session's requests sent again (the answers were lost) are
+	// applied; sequence 1 starts the session again.
+	sentAgain := s.closed > 0 && r.seq > 1 && r.seq <= s.closed
+	if r.seq <= s.applied || sentAgain {
 		if ss.storedAnswer(s, r) {
 			return true // what it made, kept with its commit (see loss.go)
+		}
+		if sentAgain {
+			r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.closed)
+			return true
 		}
 		r.fail(AlreadyExists, "", "%s %d of session %q was applied before (the session has applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.applied)
 		return true
 	}
+	ss.reopen(s)
 	s.applied = r.seq
 	r.fresh = append(r.fresh, r.seq)
 	return false
+}
+
+// reopen forgets that a session was closed: a request is applied to it,
+// which starts it again.
+func (ss *sessions) reopen(s *session) {
+	if s.closed == 0 {
+		return
+	}
+	s.closed = 0
+	if ss.store == nil {
+		ss.tombs.remove(s.key, "")
+	}
 }
 
 // tombOf returns the tombstone of a released call of s: one the next

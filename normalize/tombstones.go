@@ -84,6 +84,9 @@ type tomb struct {
 	after     time.Duration // the TTL or grace that passed
 	revisions uint32        // revisions sent before release
 	outcome   accum.Outcome // OutcomeNone when it had not ended
+	// applied: under the call id "", the mark of a closed session (see
+	// closedAt), the highest sequence it had applied.
+	applied uint64
 }
 
 func newTombstones(limit int) *tombstones {
@@ -175,6 +178,39 @@ func (t *tombstones) anyOf(session string) bool {
 		}
 	}
 	return false
+}
+
+// closedAt returns the highest sequence the closed session with key
+// session had applied, as its mark says (0: none). Without a store a
+// closed session leaves this mark, under the call id "" (which no call
+// has), so that its requests sent again are answered as applied; it is
+// bounded and evicted with the tombstones.
+func (t *tombstones) closedAt(session string) uint64 {
+	tb, _ := t.get(session, "")
+	return tb.applied
+}
+
+// remove forgets the tombstone of a call, if it has one.
+func (t *tombstones) remove(session, call string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := tombKey{session, call}
+	if _, ok := t.byKey[k]; !ok {
+		return
+	}
+	delete(t.byKey, k)
+	q := t.spaces[spaceOfKey(session)]
+	if q == nil {
+		return
+	}
+	q.live--
+	if q.live == 0 {
+		heap.Remove(&t.heap, q.index)
+		delete(t.spaces, q.space)
+		return
+	}
+	heap.Fix(&t.heap, q.index)
+	q.compact(t.byKey)
 }
 
 func (t *tombstones) len() int {

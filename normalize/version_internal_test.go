@@ -86,8 +86,9 @@ func TestStoredHeaderFormat2(t *testing.T) {
 	snap, err := st.Load(ctx, "s")
 	require.NoError(t, err)
 	body := sessionOf(t, n, "s").body
-	require.Equal(t, byte(4), body[0])
+	require.Equal(t, byte(5), body[0])
 	version := wire.AppendString(wire.AppendString(nil, "0.9.4-beta.2"), "") // and no client
+	version = wire.AppendUvarint(version, 0)                                 // nor closed
 	require.True(t, bytes.HasSuffix(body, version))
 	v2 := append([]byte{2}, body[1:len(body)-len(version)]...)
 	v2 = append(v2, snap.Header[len(body):]...) // when last used
@@ -121,11 +122,13 @@ func TestStoredHeaderFormat3(t *testing.T) {
 	require.Equal(t, `{"_meta":{"jetbrains":{"air":{}}}}`, s.client.Raw())
 	assert.Equal(t, s.client, dialect.ClientOf(s.dialect))
 	body := s.body
-	require.Equal(t, byte(4), body[0])
-	caps := wire.AppendString(nil, s.client.Raw())
+	require.Equal(t, byte(5), body[0])
+	caps := wire.AppendUvarint(wire.AppendString(nil, s.client.Raw()), 0) // not closed
 	require.True(t, bytes.HasSuffix(body, caps))
 	v3 := append([]byte{3}, body[1:len(body)-len(caps)]...)
 	v3 = append(v3, snap.Header[len(body):]...) // when last used
+	v4 := append([]byte{4}, body[1:len(body)-1]...)
+	v4 = append(v4, snap.Header[len(body):]...)
 
 	for _, tc := range []struct {
 		name   string
@@ -133,7 +136,8 @@ func TestStoredHeaderFormat3(t *testing.T) {
 		client string
 	}{
 		{"format 3", v3, ""},
-		{"format 4", snap.Header, `{"_meta":{"jetbrains":{"air":{}}}}`},
+		{"format 4", v4, `{"_meta":{"jetbrains":{"air":{}}}}`},
+		{"format 5", snap.Header, `{"_meta":{"jetbrains":{"air":{}}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old := store.NewMemory()
@@ -149,4 +153,55 @@ func TestStoredHeaderFormat3(t *testing.T) {
 			assert.Equal(t, tc.client, dialect.ClientOf(s.dialect).Raw())
 		})
 	}
+}
+
+// A session header of format 5 keeps the highest sequence a closed
+// session had applied; one of format 4 (before it was kept) is still
+// read, as a session not closed: a frame sent again after the close is
+// applied afresh, as that build did.
+func TestStoredHeaderFormat4(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	n := New(WithStore(st))
+	for i, f := range []string{initAt, `{"jsonrpc":"2.0","method":"session/cancel","params":{}}`} {
+		_, err := n.Feed("s", []byte(f), WithSequence(uint64(i+1)), WithSkipApplied())
+		require.NoError(t, err)
+	}
+	_, err := n.CloseSession("s", WithSequence(3), WithSkipApplied())
+	require.NoError(t, err)
+	snap, err := st.Load(ctx, "s")
+	require.NoError(t, err)
+	m := New(WithStore(st))
+	var again []*FrameError
+	_, err = m.TurnEnded("s", false, WithSequence(3), WithSkipApplied(), WithEmit(func(ev Event) error {
+		again = append(again, ev.Error)
+		return nil
+	}))
+	require.NoError(t, err)
+	assert.Empty(t, again, "the close sent again: its kept answer, which is nothing")
+	s := sessionOf(t, m, "s")
+	require.Equal(t, uint64(3), s.closed, "format 5 keeps it")
+	body := s.body
+	require.Equal(t, byte(5), body[0])
+	require.Equal(t, byte(3), body[len(body)-1])
+	v4 := append([]byte{4}, body[1:len(body)-1]...)
+	v4 = append(v4, snap.Header[len(body):]...) // when last used
+
+	old := store.NewMemory()
+	_, err = old.Commit(ctx, "s", 0, &store.Change{Header: v4, TTL: time.Hour})
+	require.NoError(t, err)
+	o := New(WithStore(old))
+	var errs []*FrameError
+	_, err = o.Feed("s", []byte(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`), WithSequence(2), WithSkipApplied(),
+		WithEmit(func(ev Event) error {
+			if ev.Error != nil {
+				errs = append(errs, ev.Error)
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	assert.Empty(t, errs, "applied afresh")
+	s = sessionOf(t, o, "s")
+	assert.Zero(t, s.closed)
+	assert.Equal(t, uint64(2), s.applied)
 }

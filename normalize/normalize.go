@@ -362,6 +362,13 @@ func WithFinalChanges() FeedOption { return func(r *request) { r.finalDeltas = t
 // gives a FrameError with code AlreadyExists. A caller that lost the
 // answers to requests (a process died, a commit was not acknowledged) can
 // then send them again.
+//
+// A session closed (CloseSession) keeps the highest sequence it had
+// applied, so its requests sent again after the close are answered as
+// applied too (with a store, in the session's header, for as long as it
+// lives there; without one, as a tombstone, bounded by WithTombstones). A
+// request that is applied starts the session again: sequence 1, one above
+// that, or one without WithSkipApplied.
 func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = true } }
 
 // WithHeld says what the caller holds of the frame's session: for each
@@ -390,8 +397,9 @@ func WithHeld(revisions map[string]uint32) FeedOption { return func(r *request) 
 // ones that made no revision, such as the frames that name the agent), the
 // frame is not applied and gives a FrameError with code DataLoss naming
 // both sequences, so the caller can send the session's frames again from
-// the first. A session closed or expired (past its TTL) starts afresh at
-// no applied sequence; when it had calls (released, leaving tombstones) it
+// the first. A session closed keeps the sequence it had applied (see
+// WithSkipApplied): a claim at or below it is no loss. One expired (past
+// its TTL) starts afresh at no applied sequence; when it had calls (released, leaving tombstones) it
 // is no loss, as its released calls count as held; one that never had a
 // call cannot be told from a lost one: give it only for a session the
 // caller has not closed. Without WithSkipApplied the session counts no sequences and the claim is
@@ -510,7 +518,7 @@ type Stats struct {
 	Sessions   int   // sessions held
 	Calls      int   // calls held, all sessions
 	HeldBytes  int64 // bytes of text held, counted against the memory budget
-	Tombstones int   // released calls remembered
+	Tombstones int   // released calls remembered (and closed sessions' sequences, without a store)
 }
 
 // Stats returns what the Normalizer holds now, in every namespace.

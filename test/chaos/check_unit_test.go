@@ -63,3 +63,14 @@ func TestWithoutAfterClose(t *testing.T) {
 	assert.Empty(t, withoutAfterClose([]*pb.FrameError{late}))
 	assert.Equal(t, []*pb.FrameError{other}, withoutAfterClose([]*pb.FrameError{late, other}))
 }
+
+// Only a session whose client sent sequence 1 again can be set apart: the
+// server answers any other request sent again after the close as applied.
+func TestResentFirst(t *testing.T) {
+	w := newWire()
+	w.firstSent["once"] = 1
+	w.firstSent["twice"] = 2
+	assert.False(t, w.resentFirst("once"))
+	assert.True(t, w.resentFirst("twice"))
+	assert.False(t, w.resentFirst("never"))
+}

@@ -1,6 +1,7 @@
 package normalize_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/testredis"
@@ -128,4 +129,35 @@ func TestFramesAfterCloseWithoutSkipApplied(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Positive(t, got, "applied afresh: refused only as about released calls")
+}
+
+// A closed session started again from sequence 1 numbers its frames from
+// the start: the answers kept for the closed session's frames are deleted
+// with its first commit, so none of them can answer a frame of the new
+// one.
+func TestStartedAgainDropsClosedAnswers(t *testing.T) {
+	fs := frames(recording)
+	st := store.NewMemory()
+	n := normalize.New(normalize.WithStore(st))
+	c := newClient(t)
+	for i := range fs {
+		require.Empty(t, c.feed(n, fs, i))
+	}
+	require.Empty(t, c.closeS(n, uint64(len(fs)+1)))
+	answers := func() []string {
+		snap, err := st.Load(t.Context(), "S")
+		require.NoError(t, err)
+		var keys []string
+		for k := range snap.Records {
+			if strings.HasPrefix(k, "a:") {
+				keys = append(keys, k)
+			}
+		}
+		return keys
+	}
+	require.NotEmpty(t, answers(), "kept for the closed session")
+
+	fresh := newClient(t)
+	fresh.feed(n, fs, 0)
+	assert.Equal(t, []string{"a:1"}, answers(), "only the new session's first frame's")
 }

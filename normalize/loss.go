@@ -82,6 +82,9 @@ type extra struct {
 	answers     []answerRef
 	answerBytes int
 	newAnswers  []answerRef // to commit, with their bytes
+	// stale lists answers of a closed session started again (see
+	// reopen), whose records the next commit deletes.
+	stale []answerRef
 }
 
 type answerRef struct {
@@ -476,6 +479,11 @@ func (s *session) persistExtra(records map[string][]byte) {
 		n--
 		bytes -= a.size
 	}
+	for _, a := range x.stale {
+		if _, written := records[recordOfAnswer(a.seq)]; !written {
+			records[recordOfAnswer(a.seq)] = nil // not one of the new ones
+		}
+	}
 }
 
 // committedExtra records that the commit persistExtra added to was made.
@@ -492,6 +500,7 @@ func (s *session) committedExtra() {
 		x.answerBytes += a.size
 	}
 	x.newAnswers = x.newAnswers[:0]
+	x.stale = nil
 	drop := 0
 	for drop < len(x.answers) && (len(x.answers)-drop > maxAnswers || x.answerBytes > maxAnswerBytes) {
 		x.answerBytes -= x.answers[drop].size

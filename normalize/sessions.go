@@ -1111,6 +1111,12 @@ func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
 // drop removes a locked session and all its calls, leaving a tombstone for
 // each.
 func (ss *sessions) drop(s *session, why released, reason string) {
+	applied := s.applied
+	if why == releasedClosed && applied > 0 && ss.store == nil {
+		// Its requests sent again are answered as applied (see skip);
+		// marked before it goes, for a request that makes it anew.
+		ss.tombs.add(s.key, "", tomb{why: releasedClosed, applied: applied})
+	}
 	ss.mu.Lock()
 	ss.remove(s)
 	ss.mu.Unlock()
@@ -1123,15 +1129,9 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
 	ss.unholdTerms(s)
-	applied := s.applied
 	s.reset() // with a store, what is committed is a new session with the tombstones
 	if why == releasedClosed && applied > 0 {
-		// Its requests sent again are answered as applied (see skip):
-		// with a store the header keeps it, else a tombstone.
-		s.closed = applied
-		if ss.store == nil {
-			ss.tombs.add(s.key, "", tomb{why: releasedClosed, applied: applied})
-		}
+		s.closed = applied // with a store, its header keeps it
 	}
 	ss.forget(s, n, reason)
 }
@@ -1246,6 +1246,13 @@ func (ss *sessions) reopen(s *session) {
 	s.closed = 0
 	if ss.store == nil {
 		ss.tombs.remove(s.key, "")
+		return
+	}
+	if x := s.x; x != nil {
+		// The answers of the closed session's frames go: the session
+		// started again numbers its frames from the start.
+		x.stale = append(x.stale, x.answers...)
+		x.answers, x.answerBytes = nil, 0
 	}
 }
 

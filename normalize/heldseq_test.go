@@ -103,8 +103,8 @@ func TestHeldSequenceNoLoss(t *testing.T) {
 
 }
 
-// A session closed (its calls released, leaving tombstones) starts afresh
-// at no applied sequence: a client that had not seen the answer to its
+// A session closed (its calls released, leaving tombstones) keeps the
+// sequence it had applied: a client that had not seen the answer to its
 // SessionClosed and sends again from before it, saying how far it was
 // answered, is not told DATA_LOSS (a rebuild would run into the released
 // calls), with a store and without.

@@ -180,11 +180,12 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	check(r.req.before)
 	// The sequences answered: a session that applied fewer lost commits,
 	// even ones that made no revision (WithHeldSequence). It counts them
-	// only with skipped applied sequences. A session closed or expired
-	// (past its TTL) starts afresh, at applied 0: one that released calls
-	// so (it has tombstones) is no loss, as its released calls count as
-	// held; one that never had a call cannot tell (a client states the
-	// sequence only of sessions it has not closed).
+	// only with skipped applied sequences. A session closed keeps the
+	// sequence it had applied (closed): a claim at or below it is no loss.
+	// One expired (past its TTL) starts afresh, at applied 0: one that
+	// released calls so (it has tombstones) is no loss, as its released
+	// calls count as held; one that never had a call cannot tell (a client
+	// states the sequence only of sessions it has not closed).
 	// The same holds for the sequence this process had committed of the
 	// session, before a conflict or a store error made it load it again.
 	claim := r.req.beforeSeq

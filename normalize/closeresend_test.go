@@ -161,3 +161,26 @@ func TestStartedAgainDropsClosedAnswers(t *testing.T) {
 	fresh.feed(n, fs, 0)
 	assert.Equal(t, []string{"a:1"}, answers(), "only the new session's first frame's")
 }
+
+// A closed session that never had a call, whose frames and close are
+// sent again with how far the client was answered, is no loss: the
+// sequence the closed session had applied covers the claim.
+func TestHeldSequenceAfterCloseWithoutCalls(t *testing.T) {
+	fs := [][]byte{
+		[]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}`),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`),
+	}
+	var lost lossCount
+	st := store.NewMemory()
+	a := normalize.New(normalize.WithStore(st), normalize.WithHooks(lost.hooks()))
+	b := normalize.New(normalize.WithStore(st), normalize.WithHooks(lost.hooks()))
+	c := newClient(t)
+	for i := range fs {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	require.Empty(t, c.closeS(a, 3))
+	for _, e := range c.feed(b, fs, 1, normalize.WithHeldSequence(1)) {
+		assert.Equal(t, normalize.AlreadyExists, e.Code, e.Message)
+	}
+	assert.Zero(t, lost.count())
+}

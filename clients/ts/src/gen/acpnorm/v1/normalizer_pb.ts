@@ -182,7 +182,17 @@ export type AcpFrame = Message<"acpnorm.v1.AcpFrame"> & {
    * the session by sending its frames again from the first (with
    * StreamOptions.skip_applied_sequences) and none of its calls goes back.
    * Calls the client names that the session released (a tombstone) count
-   * as held. A server that predates this field ignores it.
+   * as held. Limits: a claim of more than 2 × --max-calls-per-session calls,
+   * or of a revision above 2^31 (2147483648) for a call whose id is at most
+   * --max-id-bytes long, is refused with a FrameError INVALID_ARGUMENT (3)
+   * naming the count, or the call and the limit, and the frame (and the
+   * rest of its request) is not applied. A call id longer than
+   * --max-id-bytes, or a revision 0, names no call and is ignored. What a
+   * DATA_LOSS leaves of a claim (the revision held, per call) is kept for at
+   * most 4 × --max-calls-per-session calls per session and, for calls not
+   * yet kept, 4 × --max-calls in the whole process; the DATA_LOSS message
+   * says how many were not kept (their revisions at or below the claim may
+   * then be sent again). A server that predates this field ignores it.
    *
    * @generated from field: map<string, uint32> held_revisions = 7;
    */
@@ -203,8 +213,10 @@ export type AcpFrame = Message<"acpnorm.v1.AcpFrame"> & {
    * afresh: when it had calls (their tombstones kept) that is no loss; one
    * that never had a call cannot be told from a lost one, so send it only
    * for sessions the client has not closed. 0 (the default) states
-   * nothing. A server that predates
-   * this field ignores it.
+   * nothing. Any other value is taken as stated (no limit of its own), but
+   * it is not checked when held_revisions was refused (INVALID_ARGUMENT):
+   * the frame is not applied either way. A server that predates this field
+   * ignores it.
    *
    * @generated from field: uint64 held_sequence = 8;
    */

@@ -2,6 +2,7 @@ package normalize_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -107,7 +108,9 @@ func TestHostileFloorsAreBoundedForTheProcess(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// 16 floors for the process, 16 for a session.
-			n := normalize.New(append([]normalize.Option{normalize.WithMaxCalls(4), normalize.WithMaxCallsPerSession(4)}, c.opts...)...)
+			refused := map[string]int{}
+			hooks := normalize.WithHooks(normalize.Hooks{Refused: func(limit string) { refused[limit]++ }})
+			n := normalize.New(append([]normalize.Option{normalize.WithMaxCalls(4), normalize.WithMaxCallsPerSession(4), hooks}, c.opts...)...)
 			for _, s := range []string{"A", "B", "C", "D"} {
 				fe := claim(n, s)
 				require.NotNil(t, fe)
@@ -124,6 +127,42 @@ func TestHostileFloorsAreBoundedForTheProcess(t *testing.T) {
 				assert.Contains(t, fe.Message, "the numbers of 4 of these calls were not kept")
 				assert.Contains(t, fe.Message, "4 × --max-calls")
 			}
+			// Each floor not kept counts as a refusal by its limit.
+			want := map[string]int{}
+			if !c.fifthOK {
+				want[normalize.LimitLossFloors] = 4
+			}
+			assert.Equal(t, want, refused)
 		})
+	}
+}
+
+// The floors one session keeps are bounded (4 × WithMaxCallsPerSession):
+// a claim past it is still DATA_LOSS, its message says how many were not
+// kept, and each counts as a refusal by LimitLossFloorsPerSession.
+func TestHostileFloorsAreBoundedPerSession(t *testing.T) {
+	refused := map[string]int{}
+	n := normalize.New(normalize.WithMaxCallsPerSession(1), // a claim names at most 2 calls; the session keeps 4 floors
+		normalize.WithHooks(normalize.Hooks{Refused: func(limit string) { refused[limit]++ }}))
+	for i, want := range []int{0, 0, 2} {
+		held := map[string]uint32{fmt.Sprintf("g%d-a", i): 3, fmt.Sprintf("g%d-b", i): 3}
+		var errs []*normalize.FrameError
+		_, err := n.Feed("S", nsOpen("c1", "ls"), normalize.WithSequence(1), normalize.WithSkipApplied(), normalize.WithHeld(held),
+			normalize.WithEmit(func(ev normalize.Event) error {
+				if ev.Error != nil {
+					errs = append(errs, ev.Error)
+				}
+				return nil
+			}))
+		require.NoError(t, err)
+		require.Len(t, errs, 1)
+		assert.Equal(t, normalize.DataLoss, errs[0].Code)
+		if want > 0 {
+			assert.Contains(t, errs[0].Message, fmt.Sprintf("the numbers of %d of these calls were not kept", want))
+		} else {
+			assert.NotContains(t, errs[0].Message, "not kept")
+		}
+		assert.Equal(t, want, refused[normalize.LimitLossFloorsPerSession], "claim %d", i)
+		assert.Zero(t, refused[normalize.LimitLossFloors], "claim %d", i)
 	}
 }

@@ -213,8 +213,14 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	notKept := 0
 	for _, l := range lost {
 		f, ok := x.floors[l.id]
-		if !ok && (len(x.floors) >= 4*ss.cfg.MaxCallsPerSession || ss.floors.Load() >= int64(ss.maxFloors())) {
+		if !ok && len(x.floors) >= 4*ss.cfg.MaxCallsPerSession {
 			notKept++
+			ss.refused(r, LimitLossFloorsPerSession)
+			continue
+		}
+		if !ok && ss.floors.Load() >= int64(ss.maxFloors()) {
+			notKept++
+			ss.refused(r, LimitLossFloors)
 			continue
 		}
 		if !ok && !s.gone {

@@ -191,6 +191,13 @@ const (
 	LimitQuotaSessions   = "quota_sessions" // see WithQuota
 	LimitQuotaCalls      = "quota_calls"
 	LimitQuotaMemory     = "quota_memory"
+	// LimitLossFloors: what a DataLoss leaves of a claim (WithHeld), the
+	// revision held of one call, was not kept because the cached sessions
+	// hold 4 × WithMaxCalls of them already. Counted once per call.
+	LimitLossFloors = "loss_floors"
+	// LimitLossFloorsPerSession: the same, because the session holds 4 ×
+	// WithMaxCallsPerSession of them already.
+	LimitLossFloorsPerSession = "loss_floors_per_session"
 )
 
 func (c *config) validate() error {

@@ -57,6 +57,7 @@ func (ss *sessions) handle(ctx context.Context, req *pb.NormalizeRequest, emit f
 type feeder struct {
 	ss     *sessions
 	n      *normalize.Normalizer // the stream identity's view (see normalize.Normalizer.Namespace)
+	ns     string                // n's namespace ("" the default), for the metrics' identity label
 	d      *delivered
 	emit   func(*pb.NormalizeResponse) error
 	shared []normalize.FeedOption

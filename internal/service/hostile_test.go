@@ -9,6 +9,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -127,6 +128,8 @@ func TestHostileRefusalsPerStreamAreBounded(t *testing.T) {
 		f.refuse(id(i), 5, normalize.DataLoss)
 	}
 	assert.LessOrEqual(t, len(f.refused), 4096, "refusals remembered by one stream")
+	// Each refusal forgotten counts as a refusal by its limit.
+	assert.Equal(t, float64(sessions-4096), testutil.ToFloat64(f.ss.m.refusals.WithLabelValues(limitRefusedSessions, DefaultIdentity)))
 	for _, c := range []struct {
 		session string
 		seq     uint64
@@ -157,7 +160,8 @@ func TestHostileRefusalsPerStreamAreBounded(t *testing.T) {
 func TestHostileFloorsAcrossSessionsAreBounded(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxCallsPerSession, cfg.MaxCalls = 64, 256 // floors: at most 256 a session, 1024 in the process
-	st := newHarness(t, cfg).open()
+	h := newHarness(t, cfg)
+	st := h.open()
 	st.control(skipApplied())
 	claim := func(s int) map[string]uint32 {
 		m := map[string]uint32{}
@@ -181,6 +185,10 @@ func TestHostileFloorsAcrossSessionsAreBounded(t *testing.T) {
 	tail := msg[max(0, len(msg)-400):]
 	assert.True(t, strings.Contains(msg, "were not kept"), "the DATA_LOSS says the floors were not kept: …%s", tail)
 	assert.True(t, strings.Contains(msg, "--max-calls"), "and names the bound: …%s", tail)
+	// Each floor not kept counts: 1024 were kept (8 sessions' claims), the
+	// rest were not.
+	assert.Equal(t, float64((sessions-8)*2*cfg.MaxCallsPerSession),
+		testutil.ToFloat64(h.svc.sessions.m.refusals.WithLabelValues(normalize.LimitLossFloors, DefaultIdentity)))
 	assert.Less(t, len(last.GetMessage()), 20<<10)
 	// The stream goes on.
 	st.control(heldFrame("fine", 1, openCall("c1", "ls"), nil, 0))

@@ -29,6 +29,10 @@ import (
 // session are applied as on a stream without sequences.
 const maxRefused = 4096
 
+// limitRefusedSessions is the limit label of acpnorm_limit_refusals_total
+// counting a refusal a stream forgot (past maxRefused sessions).
+const limitRefusedSessions = "stream_refused_sessions"
+
 // refusal is the first request of a session a stream did not apply.
 type refusal struct {
 	seq  uint64
@@ -63,6 +67,7 @@ func (f *feeder) refuse(session string, seq uint64, code normalize.Code) {
 	for len(f.refused) >= maxRefused && len(f.refusedOrder) > 0 {
 		if e := f.refusedOrder[0]; f.current(e) {
 			delete(f.refused, e.session)
+			f.ss.m.refusedIn(f.ss.m.label(f.ns), limitRefusedSessions)
 		}
 		f.refusedOrder = f.refusedOrder[1:]
 	}

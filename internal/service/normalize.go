@@ -196,7 +196,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			return ctx.Err()
 		}
 	})
-	feed.n = s.sessions.n.Namespace(id.namespace())
+	feed.n, feed.ns = s.sessions.n.Namespace(id.namespace()), id.namespace()
 	// count counts n requests applied, in the order sent: the count stops
 	// at the first request answered as not applied (UNAVAILABLE,
 	// DATA_LOSS), so that a client that sends again what comes after the

@@ -96,6 +96,9 @@ type Call struct {
 	verdictFailed bool
 	failed        bool
 	succeeded     bool
+	// exitSetAside: the agent sent an exit code that is not the
+	// command's (Observation.ExitSetAside).
+	exitSetAside bool
 	// commandRan: the command is the one a client terminal ran (see
 	// Observation.CommandRan); nothing replaces it.
 	commandRan bool
@@ -178,6 +181,7 @@ func (c *Call) Apply(o *Observation) {
 		c.failed = c.failed || o.Failed
 		c.verdictFailed = c.verdictFailed || o.Verdict == VerdictFailed
 		c.succeeded = c.succeeded || o.Succeeded
+		c.exitSetAside = c.exitSetAside || o.ExitSetAside
 		if e := exitEvidence(o); e != nil {
 			c.exit = StrongerExit(c.exit, e)
 		}
@@ -390,7 +394,7 @@ func (c *Call) resolve() {
 	case c.failed:
 		c.cur.outcome, c.cur.reason = Failed, "the agent reported a failure without an exit code"+c.quoted()
 	case c.statusFailed:
-		c.cur.outcome, c.cur.reason = Failed, "the agent said failed and sent no exit code"
+		c.cur.outcome, c.cur.reason = Failed, "the agent said failed"+c.noExit()
 	case c.succeeded:
 		c.cur.outcome, c.cur.reason = Succeeded, "the agent proved success without an exit code"
 	case c.cur.background && c.cur.state == Ended && c.endReason == "":
@@ -399,9 +403,20 @@ func (c *Call) resolve() {
 		c.cur.outcome, c.cur.reason = Unknown, "the command went on in the background; how it ends is not known"
 	case c.endReason != "":
 		c.cur.outcome, c.cur.reason = Unknown, c.endReason
+	case c.exitSetAside:
+		c.cur.outcome, c.cur.reason = Unknown, "the agent said completed"+c.noExit()
 	default:
 		c.cur.outcome, c.cur.reason = Unknown, "the agent said completed but sent no exit code"
 	}
+}
+
+// noExit is how the outcome reason of a call with no exit code, after the
+// agent's status, says why: none was sent, or the one sent was set aside.
+func (c *Call) noExit() string {
+	if c.exitSetAside {
+		return "; the exit code it sent is not the command's and was set aside"
+	}
+	return " and sent no exit code"
 }
 
 // quoted is the agent's notice as the outcome reason quotes it ("" when

@@ -499,3 +499,50 @@ func TestBackgroundEndIsUnknownUntilItsResult(t *testing.T) {
 	require.NotNil(t, r.ExitCode)
 	assert.Equal(t, int32(0), *r.ExitCode)
 }
+
+// TestCallExitSetAside: a call whose agent sent an exit code the dialect
+// does not take as the command's (ExitSetAside) says so in its outcome
+// reason when no other exit is known, rather than that none was sent; it
+// is no exit code; a real exit code still wins; and it survives the
+// call's encoded state.
+func TestCallExitSetAside(t *testing.T) {
+	const aside = "; the exit code it sent is not the command's and was set aside"
+	tests := []struct {
+		name    string
+		obs     []Observation
+		outcome Outcome
+		reason  string
+		exit    *int32
+	}{
+		{"completed", []Observation{{Status: StatusCompleted, ExitSetAside: true}},
+			Unknown, "the agent said completed" + aside, nil},
+		{"failed", []Observation{{Status: StatusFailed, ExitSetAside: true}},
+			Failed, "the agent said failed" + aside, nil},
+		{"set aside on an earlier frame", []Observation{{ExitSetAside: true}, {Status: StatusCompleted}},
+			Unknown, "the agent said completed" + aside, nil},
+		{"a real exit code wins", []Observation{{Status: StatusCompleted, ExitSetAside: true, Exit: &Exit{Code: 0, Source: ExitText}}},
+			Succeeded, "exit code 0", ptr(int32(0))},
+		{"nothing set aside", []Observation{{Status: StatusCompleted}},
+			Unknown, "the agent said completed but sent no exit code", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCall("c1", 1024)
+			c.Apply(&Observation{Shell: ShellYes, Command: "true"})
+			for i := range tt.obs {
+				if i == len(tt.obs)-1 {
+					// The state goes through its encoding before the end.
+					again, err := RestoreCall(c.AppendState(nil), [NumStreams][]byte{})
+					require.NoError(t, err)
+					c = again
+				}
+				c.Apply(&tt.obs[i])
+			}
+			r, ok := c.Revision()
+			require.True(t, ok)
+			assert.Equal(t, tt.outcome, r.Outcome)
+			assert.Equal(t, tt.reason, r.OutcomeReason)
+			assert.Equal(t, tt.exit, r.ExitCode)
+		})
+	}
+}

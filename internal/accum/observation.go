@@ -249,6 +249,12 @@ type Observation struct {
 	// that also reports a Signal is not an exit status (a process that a
 	// signal killed did not exit 0): the Call ignores it.
 	Exit *Exit
+	// ExitSetAside says the frame carried an exit code that the dialect
+	// does not take as the command's (the agent fills the field with a
+	// value of its own): it is no exit evidence, but when the call ends
+	// with no other, its outcome reason says an exit code was sent and
+	// set aside rather than that none was sent.
+	ExitSetAside bool
 	// Signal names the signal that ended the command ("SIGKILL").
 	Signal string
 	// TimedOut says the command was stopped by a timeout.

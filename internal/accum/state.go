@@ -105,6 +105,7 @@ const (
 	callHasExit
 	callExitPlaceholder
 	callCommandRan
+	callExitSetAside
 )
 
 const (
@@ -157,6 +158,7 @@ func (c *Call) AppendState(b []byte) []byte {
 	setBit(&flags, callHasExit, c.exit != nil)
 	setBit(&flags, callExitPlaceholder, c.exit != nil && c.exit.Placeholder)
 	setBit(&flags, callCommandRan, c.commandRan)
+	setBit(&flags, callExitSetAside, c.exitSetAside)
 	b = binary.AppendUvarint(b, flags)
 	if c.exit != nil {
 		b = binary.AppendVarint(b, int64(c.exit.Code))
@@ -281,7 +283,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	}
 	c.revision = uint32(rev)
 	flags := d.Uvarint("call flags")
-	if d.Err == nil && flags >= callCommandRan<<1 {
+	if d.Err == nil && flags >= callExitSetAside<<1 {
 		d.Fail("unknown call flags %#x", flags)
 	}
 	c.cancelled = flags&callCancelled != 0
@@ -291,6 +293,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	c.failed = flags&callFailed != 0
 	c.succeeded = flags&callSucceeded != 0
 	c.commandRan = flags&callCommandRan != 0
+	c.exitSetAside = flags&callExitSetAside != 0
 	if flags&callHasExit != 0 {
 		code := d.Varint("exit code")
 		if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {

@@ -279,6 +279,7 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 		if exitMadeUp && tm.TerminalExit != nil {
 			// The terminal ended, but its exit code is the adapter's.
 			te := *tm.TerminalExit
+			o.ExitSetAside = te.ExitCode.Known
 			te.ExitCode = Code{}
 			tm.TerminalExit = &te
 		}

@@ -44,7 +44,8 @@ func TestClaudeAirClient(t *testing.T) {
 // (test/testdata/recordings/agents/claude-agent-acp-0.101.0_air_terminal-meta_full.ndjson,
 // _air_plain_full, _air_terminal-meta_quiet): terminal_exit.exit_code is
 // the adapter's (1 for any error, 0 for any other result), so it is no
-// exit code; the "Exit code N" header of the output is. The same frames
+// exit code, only set aside (ExitSetAside, for the outcome reason); the
+// "Exit code N" header of the output is. The same frames
 // to a client that is not AIR keep the newest rules.
 func TestClaudeAirClientWire(t *testing.T) {
 	d := claudeDialect(t)
@@ -59,19 +60,19 @@ func TestClaudeAirClientWire(t *testing.T) {
 	runObsCases(t, air, []obsCase{
 		{name: "exit3: terminal_exit 1 is made up",
 			update: exit("toolu_exit3_8", "1", "failed"),
-			want:   one(accum.Observation{ToolCallID: "toolu_exit3_8", Shell: yes, Status: failed})},
+			want:   one(accum.Observation{ToolCallID: "toolu_exit3_8", Shell: yes, Status: failed, ExitSetAside: true})},
 		{name: "exit3: the header of terminal_output is the exit code, and not output",
 			update: `{"_meta":{"terminal_output":{"terminal_id":"toolu_exit3_8","data":"Exit code 3\na\nb"}},"toolCallId":"toolu_exit3_8","sessionUpdate":"tool_call_update"}`,
 			want:   one(accum.Observation{ToolCallID: "toolu_exit3_8", TerminalID: "toolu_exit3_8", Shell: yes, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, S, "a\nb")}})},
 		{name: "nomatch: grep's exit 1, read by Claude Code as success, is sent as 0",
 			update: exit("toolu_nomatch_7", "0", "completed"),
-			want:   one(accum.Observation{ToolCallID: "toolu_nomatch_7", Shell: yes, Status: done})},
+			want:   one(accum.Observation{ToolCallID: "toolu_nomatch_7", Shell: yes, Status: done, ExitSetAside: true})},
 		{name: "timeout: a command moved to the background is sent as 0",
 			update: exit("toolu_timeout_38", "0", "completed"),
-			want:   one(accum.Observation{ToolCallID: "toolu_timeout_38", Shell: yes, Status: done})},
+			want:   one(accum.Observation{ToolCallID: "toolu_timeout_38", Shell: yes, Status: done, ExitSetAside: true})},
 		{name: "reject: 1 for a call that never ran",
 			update: `{"_meta":{"claudeCode":{"nonExecutionKind":"permission-rule"},"terminal_exit":{"terminal_id":"toolu_reject_49","exit_code":1,"signal":null}},"toolCallId":"toolu_reject_49","sessionUpdate":"tool_call_update","status":"failed"}`,
-			want:   one(accum.Observation{ToolCallID: "toolu_reject_49", Shell: yes, Status: failed, Cancelled: true})},
+			want:   one(accum.Observation{ToolCallID: "toolu_reject_49", Shell: yes, Status: failed, Cancelled: true, ExitSetAside: true})},
 		{name: "the refinement: rawInput.command is the command, commandTitle the description",
 			update: `{"_meta":{"jetbrains":{"air":{"version":1,"commandTitle":"Run step 0 (ok)"}}},"toolCallId":"toolu_ok_3","sessionUpdate":"tool_call_update","rawInput":{"command":"ls","description":"Run step 0 (ok)"},"title":"ls"}`,
 			want:   one(accum.Observation{ToolCallID: "toolu_ok_3", Shell: yes, Command: "ls", Description: "Run step 0 (ok)"})},

@@ -335,19 +335,19 @@ func TestClaudeMadeUpTerminalExit(t *testing.T) {
 			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
 				{name: "the header is the exit code; terminal_exit 1 is not",
 					update: exit3,
-					want:   one(accum.Observation{ToolCallID: "toolu_exit3_5", TerminalID: "toolu_exit3_5", Shell: yes, Status: failed, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "a\nb")}})},
+					want:   one(accum.Observation{ToolCallID: "toolu_exit3_5", TerminalID: "toolu_exit3_5", Shell: yes, Status: failed, Exit: ex(3, accum.ExitText, false), ExitSetAside: true, Texts: []accum.Text{txt(C, F, "a\nb")}})},
 				{name: "the header on the terminal_output frame",
 					update: `{"_meta":{"terminal_output":{"terminal_id":"toolu_exit3_5","data":"Exit code 3\na\nb"}},"toolCallId":"toolu_exit3_5","sessionUpdate":"tool_call_update"}`,
 					want:   one(accum.Observation{ToolCallID: "toolu_exit3_5", TerminalID: "toolu_exit3_5", Shell: yes, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, S, "a\nb")}})},
 				{name: "a success: terminal_exit 0 is no proof (it is 0 for every result not flagged as an error)",
 					update: exit("toolu_ok_2", "0", "completed") + `,"rawOutput":"alpha.txt\nbeta.md","content":[{"type":"terminal","terminalId":"toolu_ok_2"}]}`,
-					want:   one(accum.Observation{ToolCallID: "toolu_ok_2", TerminalID: "toolu_ok_2", Shell: yes, Status: done, Texts: []accum.Text{txt(C, F, "alpha.txt\nbeta.md")}})},
+					want:   one(accum.Observation{ToolCallID: "toolu_ok_2", TerminalID: "toolu_ok_2", Shell: yes, Status: done, ExitSetAside: true, Texts: []accum.Text{txt(C, F, "alpha.txt\nbeta.md")}})},
 				{name: "a command moved to the background by its timeout: terminal_exit 0 is made up",
 					update: exit("toolu_timeout_26", "0", "completed") + `,"rawOutput":"Command did not complete within its 2s timeout and was moved to the background (ID: b6bk9prrn). Output is being written to: /tmp/x.output.","content":[{"type":"terminal","terminalId":"toolu_timeout_26"}]}`,
-					want:   one(accum.Observation{ToolCallID: "toolu_timeout_26", TerminalID: "toolu_timeout_26", Shell: yes, Status: done, Background: true})},
+					want:   one(accum.Observation{ToolCallID: "toolu_timeout_26", TerminalID: "toolu_timeout_26", Shell: yes, Status: done, Background: true, ExitSetAside: true})},
 				{name: "a rejected call: nothing ran, so no exit code",
 					update: `{"_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"permission-rule"},"terminal_exit":{"terminal_id":"toolu_reject_32","exit_code":1,"signal":null}},"toolCallId":"toolu_reject_32","sessionUpdate":"tool_call_update","status":"failed","rawOutput":"User refused permission to run tool","content":[{"type":"terminal","terminalId":"toolu_reject_32"}]}`,
-					want:   one(accum.Observation{ToolCallID: "toolu_reject_32", TerminalID: "toolu_reject_32", Shell: yes, Status: failed, Cancelled: true, CancelNotice: "User refused permission to run tool"})},
+					want:   one(accum.Observation{ToolCallID: "toolu_reject_32", TerminalID: "toolu_reject_32", Shell: yes, Status: failed, Cancelled: true, CancelNotice: "User refused permission to run tool", ExitSetAside: true})},
 			})
 		})
 	}

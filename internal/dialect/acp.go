@@ -909,16 +909,16 @@ func decodesItself(t reflect.Type) bool {
 }
 
 // jsonField is a field of a struct as encoding/json sees it: its JSON
-// name and its type.
+// name, its tag options and its type.
 type jsonField struct {
-	name string
-	typ  reflect.Type
+	name, opts string
+	typ        reflect.Type
 }
 
-// jsonFields returns the fields of struct t that encoding/json decodes
-// into, embedded structs flattened; a field with tag options (",string")
-// is left out.
-func jsonFields(t reflect.Type) []jsonField {
+// allJSONFields returns the fields of struct t that encoding/json sees,
+// embedded structs flattened as it flattens them ("-" and unexported
+// fields left out).
+func allJSONFields(t reflect.Type) []jsonField {
 	var out []jsonField
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -932,17 +932,30 @@ func jsonFields(t reflect.Type) []jsonField {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				out = append(out, jsonFields(ft)...)
+				out = append(out, allJSONFields(ft)...)
 				continue
 			}
 		}
-		if !f.IsExported() || opts != "" {
+		if !f.IsExported() {
 			continue
 		}
 		if tag == "" {
 			tag = f.Name
 		}
-		out = append(out, jsonField{name: tag, typ: f.Type})
+		out = append(out, jsonField{name: tag, opts: opts, typ: f.Type})
+	}
+	return out
+}
+
+// jsonFields returns the fields of struct t that encoding/json decodes
+// into, embedded structs flattened; a field with tag options (",string")
+// is left out.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for _, f := range allJSONFields(t) {
+		if f.opts == "" {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -963,30 +976,9 @@ func plainASCII(s string) bool {
 // to name, whose letters are lower-case ASCII.
 func fieldsNamed(t reflect.Type, name string) []reflect.Type {
 	var out []reflect.Type
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, _, _ := cutComma(f.Tag.Get("json"))
-		if tag == "-" {
-			continue
-		}
-		if f.Anonymous && tag == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				out = append(out, fieldsNamed(ft, name)...)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if tag == "" {
-			tag = f.Name
-		}
-		if strings.EqualFold(tag, name) {
-			out = append(out, f.Type)
+	for _, f := range allJSONFields(t) {
+		if strings.EqualFold(f.name, name) {
+			out = append(out, f.typ)
 		}
 	}
 	return out
@@ -997,38 +989,11 @@ func fieldsNamed(t reflect.Type, name string) []reflect.Type {
 // "content", and returns -1 when one of them is not of type Contents.
 func contentFieldsOf(t reflect.Type) int {
 	n := 0
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := cutComma(f.Tag.Get("json"))
-		if name == "-" {
-			continue
+	for _, typ := range fieldsNamed(t, "content") {
+		if typ != reflect.TypeFor[Contents]() {
+			return -1
 		}
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				m := contentFieldsOf(ft)
-				if m < 0 {
-					return -1
-				}
-				n += m
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if strings.EqualFold(name, "content") {
-			if f.Type != reflect.TypeFor[Contents]() {
-				return -1
-			}
-			n++
-		}
+		n++
 	}
 	return n
 }

@@ -204,16 +204,10 @@ func (w *elider) object(i, lv int) int {
 		return i + 1
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
+		var key []byte
+		if key, i = memberKey(b, i); i < 0 {
 			return -1
 		}
-		ke := StringEnd(b, i)
-		key := b[i+1 : max(i+1, ke-1)]
-		i = SkipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return -1
-		}
-		i = SkipSpace(b, i+1)
 		next := lvOff
 		switch lv {
 		case lvRoot:
@@ -261,6 +255,22 @@ func (w *elider) object(i, lv int) int {
 			return i
 		}
 	}
+}
+
+// memberKey reads the name of the member at b[i] and its colon: it
+// returns the name's bytes (as written, between the quotes) and the start
+// of the member's value, or -1 when there is no name and colon there.
+func memberKey(b []byte, i int) (key []byte, value int) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, -1
+	}
+	ke := StringEnd(b, i)
+	key = b[i+1 : max(i+1, ke-1)]
+	i = SkipSpace(b, ke)
+	if i >= len(b) || b[i] != ':' {
+		return nil, -1
+	}
+	return key, SkipSpace(b, i+1)
 }
 
 // afterMember reads what follows a member of an object or an element of
@@ -363,16 +373,10 @@ func (w *elider) members(i int, ms []Member, depth int) int {
 		return i + 1
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
+		var key []byte
+		if key, i = memberKey(b, i); i < 0 {
 			return -1
 		}
-		ke := StringEnd(b, i)
-		key := b[i+1 : max(i+1, ke-1)]
-		i = SkipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return -1
-		}
-		i = SkipSpace(b, i+1)
 		if m := memberNamed(ms, key); m != nil {
 			i = w.member(i, m, depth)
 		} else {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"testing"
+	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -40,6 +41,9 @@ func TestDataLossOverTheWire(t *testing.T) {
 	fe := st.frameError()
 	require.EqualValues(t, codes.DataLoss, fe.GetCode(), "%v", fe)
 	assert.Contains(t, fe.GetMessage(), `call "c1": revision 3 was handed on, the session has none`)
+	// Without a store the FrameError is on the wire before the engine's
+	// hook counts the loss (the counter moves once the request is done).
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(h.svc.sessions.m.dataLosses) == 1.0 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, 1.0, testutil.ToFloat64(h.svc.sessions.m.dataLosses))
 	assert.Equal(t, 1.0, testutil.ToFloat64(h.svc.sessions.m.frameErrors.WithLabelValues(codes.DataLoss.String())))
 

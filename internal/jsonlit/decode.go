@@ -2,7 +2,9 @@ package jsonlit
 
 import (
 	"encoding/json"
+	"reflect"
 	"sync/atomic"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -31,11 +33,21 @@ func OnePass(more ...jsonv2.Options) jsonv2.Options {
 // another JSON type than its Go type, which encoding/json skips and goes
 // on), *v is reset and decoded again by json.Unmarshal, so that what is
 // decoded and the error returned are encoding/json's.
+//
+// Before that pass, FastDecode tries its own, faster one; where it says
+// no, *v is reset and the pass above runs. *v should be the zero value,
+// as on a fallback it is reset to it.
 func Decode[T any](msg []byte, v *T) error {
-	if !legacy.Load() && jsonv2.Unmarshal(msg, v, onePass) == nil {
-		return nil
-	}
 	var zero T
+	if !legacy.Load() {
+		if fastDecode(msg, planOf(reflect.TypeFor[T]()), unsafe.Pointer(v), nil) {
+			return nil
+		}
+		*v = zero
+		if jsonv2.Unmarshal(msg, v, onePass) == nil {
+			return nil
+		}
+	}
 	*v = zero
 	return json.Unmarshal(msg, v)
 }

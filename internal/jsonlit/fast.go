@@ -1,0 +1,546 @@
+package jsonlit
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strconv"
+	"sync"
+	"unsafe"
+)
+
+// FastDecode is json.Unmarshal for the common case, in one pass of its own
+// over msg: it validates what encoding/json validates, matches member
+// names to the fields of a plan compiled once per type (planOf), decodes
+// the values of those fields and skips every other value, validating it
+// without decoding it. Strings for a field of a type with an UnmarshalJSON
+// method (the raw types of the dialects) are handed over as the validated
+// literal, as encoding/json hands them.
+//
+// It says true only when what it decoded into *v is what json.Unmarshal
+// would decode with no error: on any doubt it stops and says false, and
+// *v is then partly written, so the caller must reset it and decode msg
+// otherwise (Decode does). It falls back on invalid JSON, a value of
+// another JSON type than its field's Go type, a member name that is not a
+// field's name but that encoding/json could match to one case-
+// insensitively (with Unicode folding), a member that comes twice for the
+// same field, a value nested deeper than maxDepth, a field of a type it
+// does not plan (maps, interfaces, arrays, []byte, ",string" fields,
+// types with only UnmarshalText), an UnmarshalJSON method that fails, and
+// a non-empty slice to decode into. v must be a non-nil pointer.
+//
+// lits are the values ElideMembers took out of the frame msg is the light
+// copy of: where a field of a LitTaker type meets the "" or [] that stands
+// for one of them, it is handed the Lit instead.
+func FastDecode(msg []byte, v any, lits []Lit) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false
+	}
+	return fastDecode(msg, planOf(rv.Type().Elem()), rv.UnsafePointer(), lits)
+}
+
+func fastDecode(msg []byte, p *plan, ptr unsafe.Pointer, lits []Lit) bool {
+	d := decs.Get().(*Dec)
+	d.b, d.i, d.lits, d.depth = msg, 0, lits, 0
+	ok := d.space() && d.value(p, ptr) && !d.space()
+	d.b, d.lits = nil, nil // let go of the frame
+	decs.Put(d)
+	return ok
+}
+
+// FastUnmarshaler is implemented by a type with an UnmarshalJSON method
+// that the fast decoder can do in its own pass: UnmarshalJSONFast must
+// leave the value as UnmarshalJSON would with the raw bytes of the value
+// d is at, read that value whole (Decode or Value), and say false when it
+// cannot (the whole decode then falls back).
+type FastUnmarshaler interface {
+	UnmarshalJSONFast(d *Dec) bool
+}
+
+// LitTaker is implemented by a type that takes back a value ElideMembers
+// took out of a frame (see FastDecode). TakeLit says false when l is not
+// of a kind it takes; its UnmarshalJSON then reads the "" or [].
+type LitTaker interface {
+	TakeLit(l *Lit) bool
+}
+
+// Dec is the fast decoder, at one value when it is handed to
+// UnmarshalJSONFast.
+type Dec struct {
+	b     []byte
+	i     int
+	lits  []Lit
+	depth int
+}
+
+var decs = sync.Pool{New: func() any { return new(Dec) }}
+
+// maxDepth bounds the nesting of objects and arrays the fast decoder
+// reads; a deeper frame falls back.
+const maxDepth = 64
+
+// Kind returns the first byte of the value the decoder is at: '{', '[',
+// '"', 't', 'f', 'n', or the first byte of a number.
+func (d *Dec) Kind() byte { return d.b[d.i] }
+
+// Decode decodes the value into v, a non-nil pointer, by its type's plan.
+func (d *Dec) Decode(v any) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false
+	}
+	return d.value(planOf(rv.Type().Elem()), rv.UnsafePointer())
+}
+
+// Value reads the value whole, validating it, and returns its bytes.
+func (d *Dec) Value() ([]byte, bool) {
+	start := d.i
+	if !d.skip() {
+		return nil, false
+	}
+	return d.b[start:d.i], true
+}
+
+// space skips whitespace and says whether a byte follows.
+func (d *Dec) space() bool {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// literal reads true, false or null.
+func (d *Dec) literal(lit string) bool {
+	if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
+		d.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// value decodes the value at d.b[d.i] (not whitespace) into ptr by p.
+func (d *Dec) value(p *plan, ptr unsafe.Pointer) bool {
+	c := d.b[d.i]
+	switch p.kind {
+	case kString:
+		switch c {
+		case '"':
+			s, ok := d.str()
+			*(*string)(ptr) = s
+			return ok
+		case 'n':
+			return d.literal("null")
+		}
+	case kBool:
+		switch c {
+		case 't':
+			*(*bool)(ptr) = true
+			return d.literal("true")
+		case 'f':
+			*(*bool)(ptr) = false
+			return d.literal("false")
+		case 'n':
+			return d.literal("null")
+		}
+	case kInt, kUint, kFloat:
+		if c == 'n' {
+			return d.literal("null")
+		}
+		return d.number(p, ptr)
+	case kStruct:
+		switch c {
+		case '{':
+			return d.object(p.fields, ptr)
+		case 'n':
+			return d.literal("null")
+		}
+	case kPtr:
+		if c == 'n' {
+			*(*unsafe.Pointer)(ptr) = nil
+			return d.literal("null")
+		}
+		q := *(*unsafe.Pointer)(ptr)
+		if q == nil {
+			q = reflect.New(p.elem.typ).UnsafePointer()
+			*(*unsafe.Pointer)(ptr) = q
+		}
+		return d.value(p.elem, q)
+	case kSlice:
+		switch c {
+		case '[':
+			return d.array(p, ptr)
+		case 'n':
+			*(*sliceHeader)(ptr) = sliceHeader{}
+			return d.literal("null")
+		}
+	case kUnmarshaler:
+		start := d.i
+		if !d.skip() {
+			return false
+		}
+		raw := d.b[start:d.i]
+		if p.takes && len(raw) == 2 && d.take(p, ptr, raw[0] == '[') {
+			return true
+		}
+		return reflect.NewAt(p.typ, ptr).Interface().(json.Unmarshaler).UnmarshalJSON(raw) == nil
+	case kFast:
+		if p.takes && d.i+2 <= len(d.b) && (string(d.b[d.i:d.i+2]) == `""` || string(d.b[d.i:d.i+2]) == `[]`) {
+			d.i += 2
+			if d.take(p, ptr, c == '[') {
+				return true
+			}
+			d.i -= 2
+		}
+		return reflect.NewAt(p.typ, ptr).Interface().(FastUnmarshaler).UnmarshalJSONFast(d)
+	}
+	return false
+}
+
+// take hands the Lit that ends where the decoder is to the LitTaker at
+// ptr, when there is one of the kind (array or literal) it read.
+func (d *Dec) take(p *plan, ptr unsafe.Pointer, array bool) bool {
+	for k := range d.lits {
+		if l := &d.lits[k]; l.End == int64(d.i) && (l.Bytes != nil) == array {
+			return reflect.NewAt(p.typ, ptr).Interface().(LitTaker).TakeLit(l)
+		}
+	}
+	return false
+}
+
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+// array decodes the array at d.b[d.i] into the slice at ptr, as
+// encoding/json does into a nil slice: an empty array gives an empty
+// slice that is not nil.
+func (d *Dec) array(p *plan, ptr unsafe.Pointer) bool {
+	h := (*sliceHeader)(ptr)
+	if h.data != nil || d.depth >= maxDepth {
+		return false // encoding/json would decode into the elements there
+	}
+	d.depth++
+	d.i++
+	if !d.space() {
+		return false
+	}
+	sv := reflect.NewAt(p.typ, ptr).Elem()
+	if d.b[d.i] == ']' {
+		d.i++
+		d.depth--
+		sv.Set(reflect.MakeSlice(p.typ, 0, 0))
+		return true
+	}
+	for n := 0; ; n++ {
+		if n == h.cap {
+			sv.Grow(max(4, n))
+		}
+		h.len = n + 1
+		if !d.value(p.elem, unsafe.Add(h.data, uintptr(n)*p.size)) || !d.space() {
+			return false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+			if !d.space() {
+				return false
+			}
+			continue
+		case ']':
+			d.i++
+			d.depth--
+			return true
+		}
+		return false
+	}
+}
+
+// object decodes the object at d.b[d.i] into the struct at base.
+func (d *Dec) object(sp *structPlan, base unsafe.Pointer) bool {
+	if d.depth >= maxDepth {
+		return false
+	}
+	d.depth++
+	d.i++
+	if !d.space() {
+		return false
+	}
+	if d.b[d.i] == '}' {
+		d.i++
+		d.depth--
+		return true
+	}
+	var seen [maxFields / 64]uint64
+	var fold [64]byte
+	for {
+		if d.b[d.i] != '"' {
+			return false
+		}
+		name, plain, ok := d.name()
+		if !ok || !d.space() || d.b[d.i] != ':' {
+			return false
+		}
+		d.i++
+		if !d.space() {
+			return false
+		}
+		f, exact := sp.exact[string(name)]
+		switch {
+		case f != nil:
+			if f.bad || seen[f.bit/64]&(1<<(f.bit%64)) != 0 {
+				return false // a repeated member: encoding/json's last-wins or merge is left to it
+			}
+			seen[f.bit/64] |= 1 << (f.bit % 64)
+			ptr := base
+			for _, h := range f.path {
+				q := (*unsafe.Pointer)(unsafe.Add(ptr, h.off))
+				if *q == nil {
+					*q = reflect.New(h.elem).UnsafePointer()
+				}
+				ptr = *q
+			}
+			if !d.value(f.plan, unsafe.Add(ptr, f.off)) {
+				return false
+			}
+		case exact:
+			return false // a name two fields take from each other
+		default:
+			// A member no field has: unless encoding/json would match it
+			// case-insensitively, skip it.
+			if plain && len(name) > sp.maxFolded {
+				// ASCII folding keeps the length: it cannot fold to one.
+			} else if plain {
+				if sp.folded[string(foldName(fold[:0], name))] {
+					return false
+				}
+			} else if sp.folded[string(foldName(fold[:0], name))] {
+				return false
+			}
+			if !d.skip() {
+				return false
+			}
+		}
+		if !d.space() {
+			return false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+			if !d.space() {
+				return false
+			}
+			continue
+		case '}':
+			d.i++
+			d.depth--
+			return true
+		}
+		return false
+	}
+}
+
+// name reads a member name: its bytes, unquoted (a view of the frame when
+// it is plain ASCII without escapes), and whether it was.
+func (d *Dec) name() (name []byte, plain, ok bool) {
+	b := d.b[d.i+1:]
+	n := literalRun(b)
+	if n < len(b) && b[n] == '"' {
+		d.i += n + 2
+		return b[:n], true, true
+	}
+	m, ok := ValidLiteral(d.b[d.i:])
+	if !ok {
+		return nil, false, false
+	}
+	s, ok := Unquote(d.b[d.i : d.i+m])
+	d.i += m
+	return []byte(s), false, ok
+}
+
+// str reads a string literal into a string, as encoding/json decodes it.
+func (d *Dec) str() (string, bool) {
+	b := d.b[d.i+1:]
+	n := literalRun(b)
+	if n < len(b) && b[n] == '"' {
+		d.i += n + 2
+		return string(b[:n]), true
+	}
+	m, ok := ValidLiteral(d.b[d.i:])
+	if !ok {
+		return "", false
+	}
+	s, ok := Unquote(d.b[d.i : d.i+m])
+	d.i += m
+	return s, ok
+}
+
+// numberEnd returns the offset just past the number at b[i], or -1 when
+// no valid JSON number starts there.
+func numberEnd(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return -1
+	case b[i] == '0':
+		i++
+	case '1' <= b[i] && b[i] <= '9':
+		for i++; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		}
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return -1
+		}
+		for i++; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return -1
+		}
+		for i++; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		}
+	}
+	return i
+}
+
+// number decodes a number into an integer or float field as
+// encoding/json does; one that does not fit (a fraction into an integer,
+// an overflow) falls back.
+func (d *Dec) number(p *plan, ptr unsafe.Pointer) bool {
+	end := numberEnd(d.b, d.i)
+	if end < 0 {
+		return false
+	}
+	s := unsafe.String(&d.b[d.i], end-d.i)
+	d.i = end
+	bits := int(p.size * 8)
+	switch p.kind {
+	case kInt:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || bits < 64 && (n < -1<<(bits-1) || n > 1<<(bits-1)-1) {
+			return false
+		}
+		switch p.size {
+		case 1:
+			*(*int8)(ptr) = int8(n)
+		case 2:
+			*(*int16)(ptr) = int16(n)
+		case 4:
+			*(*int32)(ptr) = int32(n)
+		default:
+			*(*int64)(ptr) = n
+		}
+	case kUint:
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || bits < 64 && n > 1<<bits-1 {
+			return false
+		}
+		switch p.size {
+		case 1:
+			*(*uint8)(ptr) = uint8(n)
+		case 2:
+			*(*uint16)(ptr) = uint16(n)
+		case 4:
+			*(*uint32)(ptr) = uint32(n)
+		default:
+			*(*uint64)(ptr) = n
+		}
+	case kFloat:
+		f, err := strconv.ParseFloat(s, bits)
+		if err != nil || bits == 32 && math.Abs(f) > math.MaxFloat32 {
+			return false
+		}
+		if bits == 32 {
+			*(*float32)(ptr) = float32(f)
+		} else {
+			*(*float64)(ptr) = f
+		}
+	}
+	return true
+}
+
+// skip reads the value at d.b[d.i] (not whitespace) whole, validating it
+// as encoding/json does, without decoding it.
+func (d *Dec) skip() bool {
+	switch c := d.b[d.i]; c {
+	case '"':
+		n, ok := ValidLiteral(d.b[d.i:])
+		d.i += n
+		return ok
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case 'n':
+		return d.literal("null")
+	case '{', '[':
+		if d.depth >= maxDepth {
+			return false
+		}
+		d.depth++
+		d.i++
+		if !d.space() {
+			return false
+		}
+		closing := c + 2 // '}' or ']'
+		if d.b[d.i] == closing {
+			d.i++
+			d.depth--
+			return true
+		}
+		for {
+			if c == '{' {
+				if d.b[d.i] != '"' {
+					return false
+				}
+				n, ok := ValidLiteral(d.b[d.i:])
+				if d.i += n; !ok || !d.space() || d.b[d.i] != ':' {
+					return false
+				}
+				d.i++
+				if !d.space() {
+					return false
+				}
+			}
+			if !d.skip() || !d.space() {
+				return false
+			}
+			switch d.b[d.i] {
+			case ',':
+				d.i++
+				if !d.space() {
+					return false
+				}
+				continue
+			case closing:
+				d.i++
+				d.depth--
+				return true
+			}
+			return false
+		}
+	}
+	end := numberEnd(d.b, d.i)
+	if end < 0 {
+		return false
+	}
+	d.i = end
+	return true
+}

@@ -1094,7 +1094,9 @@ func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array 
 // Each elided value is put back into the rawText or rawBytes the decoder
 // reads where its "" or [] stands in the light frame: a content text
 // decoded, a lazy text as its literal, validated, unquoted only when a
-// dialect reads it. Nothing about how a frame reads changes:
+// dialect reads it: jsonlit.FastDecode hands it over (TakeLit), and where
+// that fast pass says no, the one-pass decoder's unmarshalers
+// (elidedDecoders) do. Nothing about how a frame reads changes:
 // TestElidedDecodeIsEncodingJSON and FuzzElidedDecode hold the elided
 // decode to encoding/json's on every recorded frame with every dialect,
 // with every such value elided.
@@ -1115,6 +1117,11 @@ func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Membe
 	if len(lits) == 0 {
 		return nil, nil, jsonlit.Decode(msg, v)
 	}
+	if jsonlit.FastDecode(light, v, lits) {
+		return light, lits, nil
+	}
+	var zero T
+	*v = zero
 	e := elidedDecoders.Get().(*elidedDecoder)
 	e.lits = lits
 	err = jsonv2.Unmarshal(light, v, e.opts)
@@ -1125,7 +1132,6 @@ func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Membe
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json
 	// makes of the frame itself is the answer, as in decode.
-	var zero T
 	*v = zero
 	return nil, nil, jsonlit.Decode(msg, v)
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -218,6 +219,25 @@ func (r *codexRawOutput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return r.Text.UnmarshalJSON(v)
 	}
 	return dec.SkipValue()
+}
+
+// UnmarshalJSONFast implements jsonlit.FastUnmarshaler: UnmarshalJSON in
+// the fast decoder's pass, the object decoded field by field by its plan.
+// It says no (the frame is decoded otherwise) where UnmarshalJSON would
+// meet a type error in the object.
+func (r *codexRawOutput) UnmarshalJSONFast(d *jsonlit.Dec) bool {
+	*r = codexRawOutput{}
+	switch d.Kind() {
+	case '{':
+		r.Obj = true
+		return d.Decode(&r.codexOutputFields)
+	case '"':
+		v, ok := d.Value()
+		r.Text.UnmarshalJSON(v)
+		return ok
+	}
+	_, ok := d.Value()
+	return ok
 }
 
 // UnmarshalJSON implements json.Unmarshaler. A member of another JSON

@@ -432,6 +432,16 @@ type rawBytes struct {
 	Set bool
 }
 
+// TakeLit implements jsonlit.LitTaker: an array the elided decode took
+// out of the frame, decoded.
+func (r *rawBytes) TakeLit(l *jsonlit.Lit) bool {
+	if l.Bytes == nil {
+		return false
+	}
+	*r = rawBytes{B: l.Bytes, Set: true}
+	return true
+}
+
 // UnmarshalJSON implements json.Unmarshaler; it never fails. Arrays are
 // read by hand: outputs of hundreds of kilobytes arrive ten times a second.
 func (r *rawBytes) UnmarshalJSON(b []byte) error {

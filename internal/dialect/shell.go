@@ -51,6 +51,16 @@ func (r *rawText) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// TakeLit implements jsonlit.LitTaker: a text the elided decode took out
+// of the frame, decoded (a content text) or only validated (a lazy one).
+func (r *rawText) TakeLit(l *jsonlit.Lit) bool {
+	if l.Bytes != nil {
+		return false
+	}
+	*r = rawText{lit: l.Raw, text: l.Text, decoded: !l.Lazy}
+	return true
+}
+
 // Str unquotes the text.
 func (r rawText) Str() Str {
 	if r.decoded {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -253,7 +254,11 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		}
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
-			contradictions(msg, f.Observations)
+			cw := msg
+			if contradictionsReadLight[U]() {
+				cw = walk
+			}
+			contradictions(cw, f.Observations)
 			noticeUnrecognized[U](walk, P(u).call(), f.Observations)
 			markChecked(f.Observations, checked)
 		}
@@ -854,6 +859,37 @@ func elidedMembers[U any]() []jsonlit.Member {
 }
 
 var elidedChecked sync.Map // reflect.Type → []jsonlit.Member
+
+// contradictionsReadLight says whether contradictions may read the light
+// frame of an elided decode of U instead of the frame: it reads nothing
+// but objects and the values of members named signal, outcome, timed_out
+// and timedOut, and the light frame differs from the frame only in the
+// values of elided members, each a string or an array there and "" or []
+// in the light frame. So it reads the same in both unless one of those
+// members is elided. Reading the light frame skips the big outputs a
+// walk of the frame would go through again.
+func contradictionsReadLight[U any]() bool {
+	t := reflect.TypeFor[U]()
+	if ok, seen := lightChecked.Load(t); seen {
+		return ok.(bool)
+	}
+	ok := !elidesAny(elidedMembers[U](), "signal", "outcome", "timed_out", "timedout")
+	lightChecked.Store(t, ok)
+	return ok
+}
+
+var lightChecked sync.Map // reflect.Type → bool
+
+// elidesAny says whether ms names, at any depth, a member of one of names
+// (lower-case ASCII, as Member.Name is).
+func elidesAny(ms []jsonlit.Member, names ...string) bool {
+	for _, m := range ms {
+		if slices.Contains(names, m.Name) || elidesAny(m.Members, names...) {
+			return true
+		}
+	}
+	return false
+}
 
 // elideThrough maps a struct whose UnmarshalJSONFrom decodes a JSON
 // object into one of its fields, with the decoder it is given, to that

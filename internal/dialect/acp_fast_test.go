@@ -171,3 +171,20 @@ func FuzzFastDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestContradictionsReadLight: every dialect's contradictions walk reads
+// the light frame of an elided decode (no member it reads is elided), and
+// one that elided a signal would not.
+func TestContradictionsReadLight(t *testing.T) {
+	require.True(t, contradictionsReadLight[codexUpdate]())
+	require.True(t, contradictionsReadLight[claudeUpdate]())
+	require.True(t, contradictionsReadLight[grokCall]())
+	require.True(t, contradictionsReadLight[opencodeCall]())
+	type signalText struct {
+		ToolCall
+		RawOutput struct {
+			Signal rawText `json:"signal"`
+		} `json:"rawOutput"`
+	}
+	require.False(t, contradictionsReadLight[signalText]())
+}

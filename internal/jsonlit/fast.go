@@ -291,7 +291,7 @@ func (d *Dec) object(sp *structPlan, base unsafe.Pointer) bool {
 		if !d.space() {
 			return false
 		}
-		f, exact := sp.exact[string(name)]
+		f, exact := sp.lookup(name)
 		switch {
 		case f != nil:
 			if f.bad || seen[f.bit/64]&(1<<(f.bit%64)) != 0 {

@@ -60,6 +60,58 @@ type structPlan struct {
 	// maxFolded is the length of the longest key of folded.
 	maxFolded int
 	n         int // fields, each numbered in fieldPlan.bit
+	// table is exact again, open-addressed by nameHash, for the decoder:
+	// a frame's member names are looked up some thirty times per frame,
+	// and hashing a short name this way costs less than the map's hash.
+	table []slot
+	mask  uint
+}
+
+type slot struct {
+	name string
+	f    *fieldPlan
+	used bool
+}
+
+// nameHash mixes a name's length and three of its bytes.
+func nameHash(b []byte) uint {
+	n := uint(len(b))
+	if n == 0 {
+		return 0
+	}
+	return n*0x9E3779B1 ^ uint(b[0])*0x85EBCA6B ^ uint(b[n-1])*0xC2B2AE35 ^ uint(b[n/2])*0x27D4EB2F
+}
+
+// lookup is exact[string(name)].
+func (sp *structPlan) lookup(name []byte) (f *fieldPlan, ok bool) {
+	h := nameHash(name)
+	for {
+		h &= sp.mask
+		s := &sp.table[h]
+		if !s.used {
+			return nil, false
+		}
+		if s.name == string(name) {
+			return s.f, true
+		}
+		h++
+	}
+}
+
+// index builds table from exact.
+func (sp *structPlan) index() {
+	size := uint(8)
+	for size < 2*uint(len(sp.exact)) {
+		size *= 2
+	}
+	sp.table, sp.mask = make([]slot, size), size-1
+	for name, f := range sp.exact {
+		h := nameHash([]byte(name))
+		for sp.table[h&sp.mask].used {
+			h++
+		}
+		sp.table[h&sp.mask] = slot{name: name, f: f, used: true}
+	}
 }
 
 // fieldPlan is one field: reached from the struct's address through the
@@ -292,6 +344,7 @@ func compileStruct(t reflect.Type) (*structPlan, bool) {
 		sp.exact[name] = fieldAt(t, group[0], sp.n)
 		sp.n++
 	}
+	sp.index()
 	return sp, true
 }
 

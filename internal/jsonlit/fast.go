@@ -72,7 +72,15 @@ type Dec struct {
 	i     int
 	lits  []Lit
 	depth int
+	// strs holds short strings decoded before (kinds, statuses, ids met
+	// again and again), so that one met again is not allocated again. It
+	// is returned only for the same bytes, so it tells nothing of the
+	// frames it came from.
+	strs *[256]string
 }
+
+// maxCachedString bounds the strings Dec.strs holds.
+const maxCachedString = 24
 
 var decs = sync.Pool{New: func() any { return new(Dec) }}
 
@@ -370,7 +378,19 @@ func (d *Dec) str() (string, bool) {
 	n := literalRun(b)
 	if n < len(b) && b[n] == '"' {
 		d.i += n + 2
-		return string(b[:n]), true
+		if n > maxCachedString || n == 0 {
+			return string(b[:n]), true
+		}
+		if d.strs == nil {
+			d.strs = new([256]string)
+		}
+		h := (uint(n)*0x9E3779B1 ^ uint(b[0])*0x85EBCA6B ^ uint(b[n-1])*0xC2B2AE35 ^ uint(b[n/2])*0x27D4EB2F) >> 8 & 255
+		if s := d.strs[h]; s == string(b[:n]) {
+			return s, true
+		}
+		s := string(b[:n])
+		d.strs[h] = s
+		return s, true
 	}
 	m, ok := ValidLiteral(d.b[d.i:])
 	if !ok {

@@ -2,10 +2,18 @@
 // does: the helpers that agent dialects decode frames with, and nothing
 // about any agent.
 //
-//   - Decode is json.Unmarshal in one pass (go-json-experiment's decoder
-//     with encoding/json's semantics), falling back to json.Unmarshal
-//     itself whenever that pass stops, so results and errors are
-//     encoding/json's.
+//   - FastDecode is json.Unmarshal for the common case, in a pass of its
+//     own: a plan per Go type compiled once by reflection (encoding/json's
+//     field rules), one scan that validates what encoding/json validates,
+//     decodes only into the fields and skips every other value, and says
+//     no on any doubt (a name that could fold to a field, a repeated
+//     field, a type mismatch, a type it does not plan). A type can decode
+//     itself in that pass (FastUnmarshaler) or take back a value Elide
+//     took out (LitTaker).
+//   - Decode is json.Unmarshal: FastDecode first, then one pass of
+//     go-json-experiment's decoder with encoding/json's semantics, then
+//     json.Unmarshal itself whenever that pass stops, so results and
+//     errors are encoding/json's.
 //   - Unquote, DecodeLiteral and DecodeByteArray decode one string
 //     literal or one array of bytes, eight bytes at a time where they can;
 //     EachMember, EachElement, FoldKey, SkipSpace, StringEnd and ValueEnd
@@ -19,8 +27,8 @@
 //     unquote when it reads it.
 //
 // What holds this package to encoding/json is its fuzz targets
-// (FuzzUnquote, FuzzDecodeLiteral, FuzzDecodeByteArray, FuzzMemoDecode)
-// and, in internal/dialect, the tests and fuzz targets that read every
-// recorded frame with every dialect both ways (FuzzOnePassDecode,
-// FuzzElidedDecode). test/run.sh runs every fuzz target of internal/...
+// (FuzzFastDecode, FuzzUnquote, FuzzDecodeLiteral, FuzzDecodeByteArray,
+// FuzzMemoDecode) and, in internal/dialect, the tests and fuzz targets
+// that read every recorded frame with every dialect both ways
+// (FuzzFastDecode, FuzzOnePassDecode, FuzzElidedDecode). test/run.sh runs every fuzz target of internal/...
 package jsonlit

@@ -139,6 +139,10 @@ func (r *rpcString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSONString implements jsonlit.StringUnmarshaler: what
+// UnmarshalJSON keeps of a string literal (it keeps Bad as it was).
+func (r *rpcString) UnmarshalJSONString(text string) { r.S = text }
+
 // rawID is the JSON-RPC id as raw JSON text. Set says the member was
 // present (even as null).
 type rawID struct {

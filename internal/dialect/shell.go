@@ -30,6 +30,11 @@ func (s *Str) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSONString implements jsonlit.StringUnmarshaler: what
+// UnmarshalJSON keeps of a string literal, decoded by the fast decoder in
+// the pass that validates it.
+func (s *Str) UnmarshalJSONString(text string) { *s = Str{S: text, Set: true} }
+
 // rawText is a string member kept as its literal and unquoted only when
 // read: for big outputs that a frame often repeats in another field and
 // reads once. The literal aliases the frame, so it must be read within

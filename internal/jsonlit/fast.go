@@ -1,6 +1,7 @@
 package jsonlit
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -56,6 +57,15 @@ func fastDecode(msg []byte, p *plan, ptr unsafe.Pointer, lits []Lit) bool {
 // cannot (the whole decode then falls back).
 type FastUnmarshaler interface {
 	UnmarshalJSONFast(d *Dec) bool
+}
+
+// StringUnmarshaler is implemented by a type whose UnmarshalJSON, given a
+// string literal, keeps the text it decodes to (as Unquote decodes it)
+// and nothing else of the literal: the fast decoder then decodes the
+// literal in the pass that validates it and hands over the text, where
+// it would validate it, then have UnmarshalJSON unquote it.
+type StringUnmarshaler interface {
+	UnmarshalJSONString(text string)
 }
 
 // LitTaker is implemented by a type that takes back a value ElideMembers
@@ -188,6 +198,11 @@ func (d *Dec) value(p *plan, ptr unsafe.Pointer) bool {
 			return d.literal("null")
 		}
 	case kUnmarshaler:
+		if p.strs && c == '"' {
+			text, ok := d.str()
+			reflect.NewAt(p.typ, ptr).Interface().(StringUnmarshaler).UnmarshalJSONString(text)
+			return ok
+		}
 		start := d.i
 		if !d.skip() {
 			return false
@@ -392,13 +407,19 @@ func (d *Dec) str() (string, bool) {
 		d.strs[h] = s
 		return s, true
 	}
-	m, ok := ValidLiteral(d.b[d.i:])
-	if !ok {
+	// Validated and decoded in one pass, from the end of the plain run
+	// (a clean offset: see decodeFrom); out is sized to the first quote,
+	// the literal's end unless an escaped quote comes first.
+	hint := n + 1
+	if q := bytes.IndexByte(b[n:], '"'); q > 0 {
+		hint += q
+	}
+	dd := decodeFrom(append(make([]byte, 0, hint), b[:n]...), d.b[d.i:], 1+n)
+	if !dd.ok {
 		return "", false
 	}
-	s, ok := Unquote(d.b[d.i : d.i+m])
-	d.i += m
-	return s, ok
+	d.i += dd.end
+	return unsafe.String(unsafe.SliceData(dd.out), len(dd.out)), true
 }
 
 // numberEnd returns the offset just past the number at b[i], or -1 when

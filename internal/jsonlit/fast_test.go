@@ -24,6 +24,24 @@ func (r *raw) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// text is a string that tolerates other JSON types, as the dialects'
+// Str: UnmarshalJSON unquotes a literal, UnmarshalJSONString takes the
+// text the fast decoder decoded.
+type text struct {
+	S   string
+	Set bool
+}
+
+func (t *text) UnmarshalJSON(b []byte) error {
+	*t = text{}
+	if b[0] == '"' {
+		t.S, t.Set = Unquote(b)
+	}
+	return nil
+}
+
+func (t *text) UnmarshalJSONString(s string) { *t = text{S: s, Set: true} }
+
 // failing refuses every value but a number.
 type failing struct{ N string }
 
@@ -106,6 +124,8 @@ type sample struct {
 	List       []inner           `json:"list"`
 	Strs       []string          `json:"strs"`
 	Raw        raw               `json:"raw"`
+	Txt        text              `json:"txt"`
+	Txts       []text            `json:"txts"`
 	PRaw       *raw              `json:"praw"`
 	Fail       failing           `json:"fail"`
 	Either     *either           `json:"either"`
@@ -132,6 +152,8 @@ var fastCases = []string{
 	`{"either":{"name":"in","code":1}}`,
 	`{"either":"text"}`, `{"either":7}`, `{"either":null}`, `{"either":{"code":"x"}}`,
 	`{"fail":1}`, `{"fail":"x"}`, `{"fail":null}`,
+	`{"txt":"a\nb \u00e9\ud83d\ude00 \ud800x"}`, `{"txt":1}`, `{"txt":null}`, `{"txt":{"a":"b"}}`, `{"txts":["x",2,null,"plain","\"q\""]}`,
+	"{\"txt\":\"bad \xff\xfe utf8 \xe2\x82\"}", `{"txt":"\q"}`, `{"txt":"unterminated}`,
 	// unknown members, at depth, of every kind
 	`{"zzz":{"a":[1,{"b":"c"}],"d":null},"s":"after","yyy":[[[]]],"xxx":-0.0e+1}`,
 	// names encoding/json folds to a field

@@ -43,6 +43,8 @@ type plan struct {
 	fields *structPlan
 	// takes says *typ is a LitTaker (with kUnmarshaler or kFast).
 	takes bool
+	// strs says *typ is a StringUnmarshaler (with kUnmarshaler, not takes).
+	strs bool
 }
 
 // structPlan is a struct's fields as encoding/json matches member names
@@ -137,10 +139,11 @@ type hop struct {
 const maxFields = 256
 
 var (
-	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-	fastType            = reflect.TypeFor[FastUnmarshaler]()
-	litTakerType        = reflect.TypeFor[LitTaker]()
+	unmarshalerType       = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType   = reflect.TypeFor[encoding.TextUnmarshaler]()
+	fastType              = reflect.TypeFor[FastUnmarshaler]()
+	litTakerType          = reflect.TypeFor[LitTaker]()
+	stringUnmarshalerType = reflect.TypeFor[StringUnmarshaler]()
 )
 
 var (
@@ -194,6 +197,7 @@ func compile(t reflect.Type) *plan {
 		if pt.Implements(fastType) {
 			p.kind = kFast
 		}
+		p.strs = p.kind == kUnmarshaler && !p.takes && pt.Implements(stringUnmarshalerType)
 		return p
 	case pt.Implements(textUnmarshalerType), t.Implements(textUnmarshalerType):
 		return p // bad: encoding/json would use UnmarshalText

@@ -202,7 +202,9 @@ func ReadIn(d Dialect, msg []byte, scope string) (Frame, error) {
 }
 
 // readFrame is the whole of Read for a dialect whose updates and
-// permission asks decode into U: one json.Unmarshal of the message, then
+// permission asks decode into U: one json.Unmarshal of the message (as
+// jsonlit.FastDecode does it where it can, see decodeElided and
+// jsonlit.Decode), then
 // observe reads a `session/update`'s update and ask a permission ask's
 // toolCall (starting from askBase). observe is not called when the frame
 // has no update, ask not when the toolCall is absent or has no id.
@@ -216,7 +218,8 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	var m message[U]
 	var err error
 	var checked []jsonlit.Lit
-	// walk is what the walks after the decode read (noticeUnrecognized):
+	// walk is what the walks after the decode read (noticeUnrecognized,
+	// and contradictions where contradictionsReadLight says so):
 	// the frame, or the light frame the elided decode read, which is the
 	// frame but for the values it took out, each a valid value of the same
 	// type in the same place. Those are content texts and members the

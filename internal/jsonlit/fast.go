@@ -14,9 +14,11 @@ import (
 // over msg: it validates what encoding/json validates, matches member
 // names to the fields of a plan compiled once per type (planOf), decodes
 // the values of those fields and skips every other value, validating it
-// without decoding it. Strings for a field of a type with an UnmarshalJSON
-// method (the raw types of the dialects) are handed over as the validated
-// literal, as encoding/json hands them.
+// without decoding it. A field of a type with an UnmarshalJSON method (the
+// raw types of the dialects) is handed the validated value, as
+// encoding/json hands it, or, for a string literal and a
+// StringUnmarshaler, the text the literal decodes to, decoded in the pass
+// that validates it; a FastUnmarshaler decodes itself in the same pass.
 //
 // It says true only when what it decoded into *v is what json.Unmarshal
 // would decode with no error: on any doubt it stops and says false, and

@@ -108,7 +108,7 @@ func (f *feeder) event(ev normalize.Event) error {
 		return nil // the stream carried a later revision of the call: this one would go back
 	}
 	f.ss.m.execsOut.Inc()
-	return f.emit(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: shellExec(ev.ShellExec)}})
+	return f.emit(shellExecResponse(ev.ShellExec))
 }
 
 // handle applies one request that may have been read ahead (ahead is nil

@@ -106,6 +106,8 @@ type session struct {
 	loaded              bool // by the request under way: it is current
 	stored              map[string]bool
 	body                []byte
+	scratch             []byte // the next commit's header is encoded here (see persist)
+	recScratch          []byte // and its calls' records
 	storedTouched       time.Time
 	tombFirst, tombNext uint64
 	newTombs            []storedTomb

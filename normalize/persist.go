@@ -270,10 +270,12 @@ func sortedKeys[V any](m map[string]V, buf []string) []string {
 	return keys
 }
 
-// maxScratch bounds the header a session keeps the array of between
-// commits (see persist): a bigger one (a client terminal's output) is
-// encoded afresh each time rather than held.
-const maxScratch = 16 << 10
+// maxScratch bounds each array a session keeps between commits to encode
+// the next one into (see persist): a bigger header or set of records (a
+// client terminal's output, a long command) is encoded afresh each time
+// rather than held, so the arrays add at most 8 KiB to a cached session
+// (the headers and records of the recordings are a few hundred bytes).
+const maxScratch = 4 << 10
 
 // keepScratch is b's array to encode into again, or nil when it is too
 // big to hold between commits.

@@ -1095,7 +1095,16 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 // inOrder returns the calls that keep says to keep, in the order they
 // opened.
 func (s *session) inOrder(keep func(*entry) bool) []*entry {
-	list := make([]*entry, 0, len(s.calls))
+	n := 0
+	for _, e := range s.calls {
+		if keep(e) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil // most turns end with every call ended: no list to make
+	}
+	list := make([]*entry, 0, n)
 	for _, e := range s.calls {
 		if keep(e) {
 			list = append(list, e)

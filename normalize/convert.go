@@ -33,13 +33,33 @@ func outcome(o accum.Outcome) Outcome {
 }
 
 // toExec turns a call revision into the ShellExec handed on. A call
-// that never said where it runs runs in the session's directory.
+// that never said where it runs runs in the session's directory. The
+// ShellExec and its texts are one allocation, sized for the texts it has
+// (most revisions carry one or none).
 func (s *session) toExec(r *accum.Revision, seq uint64) *ShellExec {
 	cwd := r.Cwd
 	if cwd == "" {
 		cwd = s.cwd
 	}
-	return &ShellExec{
+	var x *ShellExec
+	var room []Text // for its texts, in stream order
+	switch n := texts(r); {
+	case n == 0:
+		x = new(ShellExec)
+	case n == 1:
+		b := new(struct {
+			x    ShellExec
+			text [1]Text
+		})
+		x, room = &b.x, b.text[:]
+	default:
+		b := new(struct {
+			x     ShellExec
+			texts [accum.NumStreams]Text
+		})
+		x, room = &b.x, b.texts[:]
+	}
+	*x = ShellExec{
 		SessionID:        s.id,
 		ToolCallID:       r.ToolCallID,
 		Revision:         r.Number,
@@ -53,9 +73,6 @@ func (s *session) toExec(r *accum.Revision, seq uint64) *ShellExec {
 		ExitCode:         r.ExitCode,
 		Signal:           r.Signal,
 		TimedOut:         r.TimedOut,
-		Output:           text(r.Texts[accum.Combined]),
-		Stdout:           text(r.Texts[accum.Stdout]),
-		Stderr:           text(r.Texts[accum.Stderr]),
 		ApprovalReason:   r.ApprovalReason,
 		AwaitingApproval: r.Awaiting,
 		Background:       r.Background,
@@ -63,15 +80,33 @@ func (s *session) toExec(r *accum.Revision, seq uint64) *ShellExec {
 		Sequence:         seq,
 		TerminalID:       r.TerminalID,
 	}
+	x.Output, room = text(r.Texts[accum.Combined], room)
+	x.Stdout, room = text(r.Texts[accum.Stdout], room)
+	x.Stderr, _ = text(r.Texts[accum.Stderr], room)
+	return x
 }
 
-func text(c *accum.Chunk) *Text {
+// texts counts the texts of r.
+func texts(r *accum.Revision) int {
+	n := 0
+	for _, c := range r.Texts {
+		if c != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// text sets room[0] to c and returns it and the room left (nil and room
+// when c is nil).
+func text(c *accum.Chunk, room []Text) (*Text, []Text) {
 	if c == nil {
-		return nil
+		return nil, room
 	}
 	mode := Append
 	if c.Replace {
 		mode = Replace
 	}
-	return &Text{Text: c.Text, Mode: mode, Truncated: c.Truncated, TotalBytes: c.TotalBytes}
+	room[0] = Text{Text: c.Text, Mode: mode, Truncated: c.Truncated, TotalBytes: c.TotalBytes}
+	return &room[0], room[1:]
 }

@@ -81,7 +81,7 @@ func TestPreparedOnlyInItsNamespace(t *testing.T) {
 		used  bool
 	}{{"a", true}, {"b", false}, {"", false}} {
 		r := &reply{req: newRequest(newNamespace(tc.space), nil), ahead: p}
-		f, err := r.readWith(p.with, msg)
+		f, err := r.readWith(p.with, p.name, msg)
 		assert.NoError(t, err)
 		assert.Equal(t, tc.used, f.AgentName == "read ahead", "namespace %q", tc.space)
 		assert.Len(t, f.Observations, 1)

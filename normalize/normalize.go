@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -290,6 +291,9 @@ type request struct {
 	emit        func(Event) error
 	collect     []*ShellExec
 	problems    []error
+	// rep is the reply of the request's current attempt (see
+	// sessions.newReply): one allocation with the request.
+	rep reply
 }
 
 // A FeedOption qualifies one Feed, TurnEnded or CloseSession call.
@@ -413,12 +417,30 @@ func WithHeld(revisions map[string]uint32) FeedOption { return func(r *request) 
 // not checked. Only Feed uses it.
 func WithHeldSequence(seq uint64) FeedOption { return func(r *request) { r.heldSeq = seq } }
 
+// requests recycles the requests of Feed, FeedFrame, FeedBatch, TurnEnded
+// and CloseSession, each with its reply, which would otherwise be two
+// allocations per frame. A request goes back only once its call returned,
+// nothing holds it then (the events it handed on do not refer to it), and
+// it goes back zeroed, so nothing of one call (its namespace, context,
+// callbacks, claims or read-ahead) reaches the next.
+var requests = sync.Pool{New: func() any { return new(request) }}
+
 func newRequest(ns namespace, opts []FeedOption) *request {
-	r := &request{ns: ns, ctx: context.Background()}
+	r := requests.Get().(*request)
+	r.ns, r.ctx = ns, context.Background()
 	for _, o := range opts {
 		o(r)
 	}
 	return r
+}
+
+// done hands back what the request made and recycles the request: r is
+// not used after it.
+func (r *request) done(err error) ([]*ShellExec, error) {
+	revs, err := r.result(err)
+	*r = request{}
+	requests.Put(r)
+	return revs, err
 }
 
 // give hands one event on: to emit, or into the results.
@@ -450,10 +472,21 @@ func (r *request) result(err error) ([]*ShellExec, error) {
 // the session goes on.
 func (n *Normalizer) Feed(sessionID string, frame []byte, opts ...FeedOption) ([]*ShellExec, error) {
 	r := newRequest(n.ns, opts)
-	return r.result(n.ss.frame(sessionID, frame, r))
+	return r.done(n.ss.frame(sessionID, frame, r))
 }
 
-// Frame is one frame of a batch; see FeedBatch. Its fields are what
+// FeedFrame is Feed for a caller that feeds many frames: the frame's own
+// options are f's fields (Sequence, Dialect, Cwd, Direction, Prepared, as
+// WithSequence, WithDialect, WithCwd, WithDirection and WithPrepared give
+// them, which it ignores), so that the options the frames share are built
+// once and a frame builds none.
+func (n *Normalizer) FeedFrame(sessionID string, f Frame, opts ...FeedOption) ([]*ShellExec, error) {
+	r := newRequest(n.ns, opts)
+	r.seq, r.dialect, r.cwd, r.direction, r.prepared = f.Sequence, f.Dialect, f.Cwd, f.Direction, f.Prepared
+	return r.done(n.ss.frame(sessionID, f.Message, r))
+}
+
+// Frame is one frame of a batch; see FeedBatch and FeedFrame. Its fields are what
 // Feed's WithSequence, WithDialect, WithCwd and WithPrepared give.
 type Frame struct {
 	Message   []byte
@@ -475,11 +508,11 @@ type Frame struct {
 // WithDirection, WithPrepared) are ignored; the Frame fields give them. WithNextDialect
 // reports the dialect after the last frame.
 func (n *Normalizer) FeedBatch(sessionID string, frames []Frame, opts ...FeedOption) ([]*ShellExec, error) {
-	r := newRequest(n.ns, opts)
 	if len(frames) == 0 {
 		return nil, nil
 	}
-	return r.result(n.ss.batch(sessionID, frames, r))
+	r := newRequest(n.ns, opts)
+	return r.done(n.ss.batch(sessionID, frames, r))
 }
 
 // TurnEnded says that the session's prompt turn ended (its session/prompt
@@ -488,7 +521,7 @@ func (n *Normalizer) FeedBatch(sessionID string, frames []Frame, opts ...FeedOpt
 // is true or the turn was cancelled. It returns the final revisions.
 func (n *Normalizer) TurnEnded(sessionID string, cancelled bool, opts ...FeedOption) ([]*ShellExec, error) {
 	r := newRequest(n.ns, opts)
-	return r.result(n.ss.turnEnded(sessionID, cancelled, r))
+	return r.done(n.ss.turnEnded(sessionID, cancelled, r))
 }
 
 // CloseSession ends every call of the session still open and releases the
@@ -496,7 +529,7 @@ func (n *Normalizer) TurnEnded(sessionID string, cancelled bool, opts ...FeedOpt
 // the final revisions.
 func (n *Normalizer) CloseSession(sessionID string, opts ...FeedOption) ([]*ShellExec, error) {
 	r := newRequest(n.ns, opts)
-	return r.result(n.ss.closeSession(sessionID, r))
+	return r.done(n.ss.closeSession(sessionID, r))
 }
 
 // Sweep releases the state nobody needs any more: every session idle for

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -261,6 +260,32 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 	return nil
 }
 
+// sortedKeys returns the keys of m in order, in buf's array when they fit.
+func sortedKeys[V any](m map[string]V, buf []string) []string {
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// maxScratch bounds each array a session keeps between commits to encode
+// the next one into (see persist): a bigger header or set of records (a
+// client terminal's output, a long command) is encoded afresh each time
+// rather than held, so the arrays add at most 8 KiB to a cached session
+// (the headers and records of the recordings are a few hundred bytes).
+const maxScratch = 4 << 10
+
+// keepScratch is b's array to encode into again, or nil when it is too
+// big to hold between commits.
+func keepScratch(b []byte) []byte {
+	if cap(b) > maxScratch {
+		return nil
+	}
+	return b[:0]
+}
+
 // encodeBody writes the session header but for its last field, when the
 // session was last used.
 func (s *session) encodeBody(b []byte) []byte {
@@ -281,12 +306,13 @@ func (s *session) encodeBody(b []byte) []byte {
 	b = wire.AppendUvarint(b, s.applied)
 	// In key order, so that the same state encodes to the same bytes (a
 	// request that changed nothing then commits nothing).
+	var buf [16]string // sorted keys, without an allocation when they fit
 	b = wire.AppendUvarint(b, uint64(len(s.terminals)))
-	for _, t := range slices.Sorted(maps.Keys(s.terminals)) {
+	for _, t := range sortedKeys(s.terminals, buf[:]) {
 		b = wire.AppendString(wire.AppendString(b, t), s.terminals[t])
 	}
 	b = wire.AppendUvarint(b, uint64(len(s.asks)))
-	for _, id := range slices.Sorted(maps.Keys(s.asks)) {
+	for _, id := range sortedKeys(s.asks, buf[:]) {
 		a := s.asks[id]
 		b = wire.AppendString(wire.AppendString(b, id), a.callID)
 		b = wire.AppendUvarint(b, uint64(len(a.reject)))
@@ -365,11 +391,17 @@ func decodeTomb(rec []byte) (string, tomb, error) {
 func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 	ch := store.Change{TTL: 2 * ss.cfg.TTL}
 	records := map[string][]byte{}
+	// The calls' records are encoded one after the other into the
+	// session's scratch array, which the store is done with once Commit
+	// returns, as the header's (see below).
+	recs := s.recScratch[:0]
 	for id, e := range s.calls {
 		if !e.dirty && s.stored[id] {
 			continue
 		}
-		records[recordOfCall(id)] = encodeEntry(nil, e)
+		start := len(recs)
+		recs = encodeEntry(recs, e)
+		records[recordOfCall(id)] = recs[start:len(recs):len(recs)]
 		for i, sy := range e.call.TakeSync() {
 			if sy.Changed {
 				ch.Streams = append(ch.Streams, store.StreamOp{Name: streamName(id, i), Data: sy.Data, Append: !sy.Replace})
@@ -393,11 +425,17 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		s.tombFirst++
 	}
 	s.persistExtra(records)
-	body := s.encodeBody(nil)
+	// The header is encoded into the session's scratch array, which the
+	// store is done with once Commit returns (store: a Change's bytes are
+	// copied or sent by then); body, the header but for its last field,
+	// is kept (in s.body) only when it was committed.
+	body := s.encodeBody(s.scratch[:0])
+	header := wire.AppendVarint(body, s.touched.UnixNano())
+	s.scratch, s.recScratch = keepScratch(header), keepScratch(recs)
 	if len(records) == 0 && len(ch.Streams) == 0 && bytes.Equal(body, s.body) && s.touched.Sub(s.storedTouched) < ss.cfg.TTL/4 && s.version != 0 {
 		return false, nil // nothing changed, and the store knows the session is in use
 	}
-	ch.Header, ch.Records = wire.AppendVarint(slices.Clip(body), s.touched.UnixNano()), records
+	ch.Header, ch.Records = header, records
 	start := time.Now()
 	v, err := ss.store.Commit(ctx, s.key, s.version, &ch)
 	ss.hooks.storeOp("commit", start, err)
@@ -407,7 +445,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 	if err != nil {
 		return true, fmt.Errorf("%w: committing session %q: %w", errStore, s.id, err)
 	}
-	s.version, s.body, s.storedTouched = v, body, s.touched
+	s.version, s.body, s.storedTouched = v, append(s.body[:0], body...), s.touched
 	s.ackedApplied = s.applied
 	for id := range s.stored {
 		if s.calls[id] == nil {

@@ -10,6 +10,7 @@ import (
 // Prepared is a frame read ahead of its turn; see Prepare.
 type Prepared struct {
 	with  dialect.Dialect
+	name  string // with's name (dialect.Info's Name, which allocates)
 	frame dialect.Frame
 	err   error
 	space string // the namespace it was read in (see PrepareIn)
@@ -42,26 +43,38 @@ func PrepareIn(namespace string, frame []byte, dialectName, expected string) *Pr
 		return nil
 	}
 	var with dialect.Dialect
+	var withName string
 	if name := strings.TrimSpace(dialectName); name != "" && !strings.EqualFold(name, dialect.Auto) {
 		d, ok := dialect.Lookup(name)
 		if !ok {
 			return nil
 		}
-		with = d
-		if e, ok := boundReader(expected); ok && e.Info().Name == d.Info().Name {
+		with, withName = d, lookedUp(name)
+		if e, ok := boundReader(expected); ok && readerName(expected) == withName {
 			with = e // the same dialect, bound to the agent's build
 		}
 	} else if d, ok := boundReader(expected); ok {
-		with = d
+		with, withName = d, readerName(expected)
 	} else {
-		with = dialect.Generic()
+		with, withName = dialect.Generic(), dialect.GenericName
 	}
 	fr, err := dialect.ReadIn(with, frame, namespace)
-	return &Prepared{with: with, frame: fr, err: err, space: namespace}
+	return &Prepared{with: with, name: withName, frame: fr, err: err, space: namespace}
+}
+
+// lookedUp is the name of the dialect dialect.Lookup(name) found: the
+// registry's key, which is the dialect's Info().Name. Unlike Info, it
+// allocates nothing for a name already in lower case.
+func lookedUp(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
+
+// readerName is the name of the dialect boundReader(id) found.
+func readerName(id string) string {
+	name, _, _ := strings.Cut(id, "\n")
+	return lookedUp(name)
 }
 
 // Dialect is the name of the dialect the frame was read with.
-func (p *Prepared) Dialect() string { return p.with.Info().Name }
+func (p *Prepared) Dialect() string { return p.name }
 
 // WithPrepared gives Feed the frame as Prepare read it ahead (nil: none).
 func WithPrepared(p *Prepared) FeedOption { return func(r *request) { r.prepared = p } }
@@ -88,7 +101,7 @@ func (r *reply) reportNext(req *request) {
 		return
 	}
 	if req.nextDialect != nil {
-		req.nextDialect(r.next.Info().Name)
+		req.nextDialect(r.nextName)
 	}
 	if req.nextReader != nil {
 		req.nextReader(r.nextReader)
@@ -136,12 +149,12 @@ func boundReader(id string) (dialect.Dialect, bool) {
 	return b, true
 }
 
-// readWith reads msg with dialect with, using the frame read ahead when it
-// was read with the same dialect.
-func (r *reply) readWith(with dialect.Dialect, msg []byte) (dialect.Frame, error) {
+// readWith reads msg with dialect with (named withName), using the frame
+// read ahead when it was read with the same dialect.
+func (r *reply) readWith(with dialect.Dialect, withName string, msg []byte) (dialect.Frame, error) {
 	if p := r.ahead; p != nil {
 		r.ahead = nil
-		if p.space == r.space() && p.with.Info().Name == with.Info().Name && dialect.VersionOf(p.with) == dialect.VersionOf(with) && dialect.ClientOf(p.with) == dialect.ClientOf(with) {
+		if p.space == r.space() && p.name == withName && dialect.VersionOf(p.with) == dialect.VersionOf(with) && dialect.ClientOf(p.with) == dialect.ClientOf(with) {
 			return p.frame, p.err
 		}
 	}

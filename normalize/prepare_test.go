@@ -14,21 +14,21 @@ func TestReadAheadUsedOnlyWithTheSameDialect(t *testing.T) {
 		t.Fatal("no claude dialect")
 	}
 	msg := []byte(`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"real"}}}`)
-	marked := &Prepared{with: claude, frame: dialect.Frame{AgentName: "read ahead"}}
+	marked := &Prepared{with: claude, name: "claude", frame: dialect.Frame{AgentName: "read ahead"}}
 
 	r := &reply{ahead: marked}
-	if fr, err := r.readWith(claude, msg); err != nil || fr.AgentName != "read ahead" {
+	if fr, err := r.readWith(claude, "claude", msg); err != nil || fr.AgentName != "read ahead" {
 		t.Fatalf("same dialect: got %q, %v; want the frame read ahead", fr.AgentName, err)
 	}
 	if r.ahead != nil {
 		t.Fatal("a read ahead is used once")
 	}
-	if fr, _ := r.readWith(claude, msg); fr.AgentName != "real" {
+	if fr, _ := r.readWith(claude, "claude", msg); fr.AgentName != "real" {
 		t.Fatalf("second read: got %q, want a fresh read", fr.AgentName)
 	}
 
 	r = &reply{ahead: marked}
-	if fr, _ := r.readWith(dialect.Generic(), msg); fr.AgentName != "real" {
+	if fr, _ := r.readWith(dialect.Generic(), dialect.GenericName, msg); fr.AgentName != "real" {
 		t.Fatalf("other dialect: got %q, want the frame read again", fr.AgentName)
 	}
 }
@@ -69,12 +69,12 @@ func TestReadAheadUsedOnlyForTheSameBuild(t *testing.T) {
 	}
 	opencode, _ := dialect.Lookup("opencode")
 	marked := func() *reply {
-		return &reply{ahead: &Prepared{with: p.with, frame: dialect.Frame{AgentName: "read ahead"}}}
+		return &reply{ahead: &Prepared{with: p.with, name: p.name, frame: dialect.Frame{AgentName: "read ahead"}}}
 	}
-	if fr, _ := marked().readWith(dialect.Bind(opencode, dialect.ParseVersion("1.2.3")), msg); fr.AgentName != "read ahead" {
+	if fr, _ := marked().readWith(dialect.Bind(opencode, dialect.ParseVersion("1.2.3")), "opencode", msg); fr.AgentName != "read ahead" {
 		t.Error("the same build: want the frame read ahead")
 	}
-	if fr, _ := marked().readWith(dialect.Bind(opencode, dialect.ParseVersion("1.2.4")), msg); fr.AgentName == "read ahead" {
+	if fr, _ := marked().readWith(dialect.Bind(opencode, dialect.ParseVersion("1.2.4")), "opencode", msg); fr.AgentName == "read ahead" {
 		t.Error("another build: want the frame read again")
 	}
 

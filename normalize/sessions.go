@@ -106,6 +106,8 @@ type session struct {
 	loaded              bool // by the request under way: it is current
 	stored              map[string]bool
 	body                []byte
+	scratch             []byte // the next commit's header is encoded here (see persist)
+	recScratch          []byte // and its calls' records
 	storedTouched       time.Time
 	tombFirst, tombNext uint64
 	newTombs            []storedTomb
@@ -338,8 +340,9 @@ type reply struct {
 	stop bool
 	// ahead is the frame read ahead of its turn (see Prepare), if any;
 	// next is the dialect the frame's session reads its next frame with.
-	ahead *Prepared
-	next  dialect.Dialect
+	ahead    *Prepared
+	next     dialect.Dialect
+	nextName string // next's name
 	// nextReader is next with the build it is bound to (see
 	// WithNextReader).
 	nextReader string
@@ -393,9 +396,12 @@ func (r *reply) storeFailed(err error) {
 
 // newReply starts an attempt at a request: the first reads the frame read
 // ahead, if any; a later one (after a conflict) reads it again, since
-// applying changes what was read.
+// applying changes what was read. The reply is the request's own (one
+// allocation with it): an attempt's reply replaces the one before, which
+// nothing uses once its attempt is over.
 func (ss *sessions) newReply(req *request, attempt int) *reply {
-	r := &reply{req: req, hold: ss.store != nil, retry: attempt > 0}
+	r := &req.rep
+	*r = reply{req: req, hold: ss.store != nil, retry: attempt > 0}
 	if attempt == 0 {
 		r.ahead = req.prepared
 	}
@@ -608,13 +614,14 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		return nil
 	}
 	var chosen dialect.Dialect
+	var chosenName string // its name, which Info would allocate for
 	if name := strings.TrimSpace(f.GetDialect()); name != "" && !strings.EqualFold(name, dialect.Auto) {
 		d, ok := dialect.Lookup(name)
 		if !ok {
 			r.fail(InvalidArgument, "", "frame %d of session %q names unknown dialect %q; ListDialects lists the dialects of this build", f.GetSequence(), f.GetSessionId(), name)
 			return nil
 		}
-		chosen = d
+		chosen, chosenName = d, lookedUp(name)
 	}
 	if cwd := f.GetCwd(); cwd != "" && !filepath.IsAbs(cwd) {
 		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %q", f.GetSequence(), f.GetSessionId(), cwd)
@@ -632,14 +639,14 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if err != nil {
 		return r.locked(err)
 	}
-	with := chosen
+	with, withName := chosen, chosenName
 	if with == nil {
-		with = dialect.Generic()
+		with, withName = dialect.Generic(), dialect.GenericName
 		if s != nil {
-			with = s.reader()
+			with, withName = s.reader(), s.dialectName()
 		}
 	}
-	read, err := r.readWith(with, f.GetMessage())
+	read, err := r.readWith(with, withName, f.GetMessage())
 	if err != nil {
 		if s != nil {
 			ss.release(s, r)
@@ -662,7 +669,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		if err != nil {
 			return r.locked(err)
 		}
-		if chosen == nil && s.reader().Info().Name != with.Info().Name {
+		if chosen == nil && s.dialectName() != withName {
 			// Another stream made the session meanwhile and detected its
 			// dialect: read the frame the way the session reads.
 			if read, err = dialect.ReadIn(s.reader(), f.GetMessage(), r.space()); err != nil {
@@ -677,7 +684,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		return nil
 	}
 	if chosen != nil {
-		s.use(chosen)
+		s.useNamed(chosen, chosenName)
 		s.explicit = true
 	}
 	if cwd := f.GetCwd(); cwd != "" {
@@ -711,7 +718,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			}
 		}
 	}
-	r.next, r.nextReader = s.reader(), s.readerID()
+	r.next, r.nextName, r.nextReader = s.reader(), s.dialectName(), s.readerID()
 	// A frame that says nothing the session could use, read with a
 	// dialect that no later frame replaces but an explicit choice, changes
 	// nothing whatever the session's state: with a store it needs no check
@@ -793,8 +800,10 @@ func (s *session) reader() dialect.Dialect {
 // use makes d, bound to the agent's build, the session's dialect. A
 // session that reads with d already keeps its bound value: a dialect named
 // on every frame is bound once.
-func (s *session) use(d dialect.Dialect) {
-	name := d.Info().Name
+func (s *session) use(d dialect.Dialect) { s.useNamed(d, d.Info().Name) }
+
+// useNamed is use for a dialect whose name (its Info().Name) is known.
+func (s *session) useNamed(d dialect.Dialect, name string) {
 	if s.dialect != nil && s.name == name {
 		return
 	}
@@ -1086,7 +1095,16 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 // inOrder returns the calls that keep says to keep, in the order they
 // opened.
 func (s *session) inOrder(keep func(*entry) bool) []*entry {
-	list := make([]*entry, 0, len(s.calls))
+	n := 0
+	for _, e := range s.calls {
+		if keep(e) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil // most turns end with every call ended: no list to make
+	}
+	list := make([]*entry, 0, n)
 	for _, e := range s.calls {
 		if keep(e) {
 			list = append(list, e)

@@ -2,7 +2,6 @@ package normalize
 
 import (
 	"cmp"
-	"maps"
 	"math"
 	"slices"
 
@@ -340,8 +339,8 @@ func tail(s string, n int) string {
 }
 
 // termsInOrder lists the terminal ids in the order they were created.
-func (s *session) termsInOrder() []string {
-	ids := make([]string, 0, len(s.terms))
+func (s *session) termsInOrder(buf []string) []string {
+	ids := buf[:0]
 	for id := range s.terms {
 		ids = append(ids, id)
 	}
@@ -374,7 +373,8 @@ func (s *session) appendTerms(b []byte) []byte {
 	b = wire.AppendBool(b, s.replay)
 	b = wire.AppendUvarint(b, s.termSeq)
 	b = wire.AppendUvarint(b, uint64(len(s.terms)))
-	for _, id := range s.termsInOrder() {
+	var buf [16]string // the ids, without an allocation when they fit
+	for _, id := range s.termsInOrder(buf[:]) {
 		ct := s.terms[id]
 		b = wire.AppendString(b, id)
 		b = wire.AppendUvarint(b, ct.order)
@@ -402,7 +402,7 @@ func (s *session) appendTerms(b []byte) []byte {
 		}
 	}
 	b = wire.AppendUvarint(b, uint64(len(s.termReqs)))
-	for _, id := range slices.Sorted(maps.Keys(s.termReqs)) {
+	for _, id := range sortedKeys(s.termReqs, buf[:]) {
 		q := s.termReqs[id]
 		b = wire.AppendString(b, id)
 		b = wire.AppendUvarint(b, q.order)

@@ -80,6 +80,10 @@ type echoPattern struct {
 	cmd, cwd string
 	lines    [][]echoWord
 	bound    int // more than the longest echo can be
+	// dir and sep are what a clean word is resolved against (see
+	// echoWord.joined): the cwd and "/" ("" when the cwd is "/"); dir is
+	// "" when the cwd is not clean, so every word's join is spelled out.
+	dir, sep string
 }
 
 // maxEchoCommand bounds the commands whose echo is recognised. Deciding
@@ -89,7 +93,14 @@ type echoPattern struct {
 const maxEchoCommand = 16 << 10
 
 type echoWord struct {
-	verbatim, resolved string // resolved is "" when the word is not a file argument
+	verbatim string
+	// A file argument also matches resolved against the cwd
+	// (filepath.Join(cwd, verbatim)): spelled out in resolved, or, when
+	// joined, as the pattern's dir, sep and verbatim one after the other,
+	// which is what the join is when the cwd and the word are clean (most
+	// are; that spares a string per word). Neither: not a file argument.
+	resolved string
+	joined   bool
 }
 
 func newEchoPattern(cmd, cwd string) *echoPattern {
@@ -98,21 +109,62 @@ func newEchoPattern(cmd, cwd string) *echoPattern {
 	if strings.TrimSpace(norm) == "" || len(norm) > maxEchoCommand {
 		return p
 	}
-	p.bound = 4
-	for _, line := range strings.Split(norm, "\n") {
-		var words []echoWord
-		for i, w := range strings.Split(line, " ") {
-			ew := echoWord{verbatim: w}
-			if i > 0 && cwd != "" && fileArgument(w) {
-				ew.resolved = filepath.Join(cwd, w)
-			}
-			words = append(words, ew)
-			p.bound += max(len(ew.verbatim), len(ew.resolved)) + 1
+	if cwd != "" && cwd != "." && filepath.Clean(cwd) == cwd {
+		p.dir, p.sep = cwd, "/"
+		if cwd == "/" {
+			p.sep = ""
 		}
-		p.lines = append(p.lines, words)
+	}
+	p.bound = 4
+	// One array holds the words of every line; each line is a slice of it.
+	p.lines = make([][]echoWord, 0, strings.Count(norm, "\n")+1)
+	all := make([]echoWord, 0, strings.Count(norm, "\n")+strings.Count(norm, " ")+1)
+	for line := range strings.SplitSeq(norm, "\n") {
+		start := len(all)
+		i := 0
+		for w := range strings.SplitSeq(line, " ") {
+			ew := echoWord{verbatim: w}
+			n := 0
+			if i > 0 && cwd != "" && fileArgument(w) {
+				if p.dir != "" && cleanRelative(w) {
+					ew.joined, n = true, len(p.dir)+len(p.sep)+len(w)
+				} else {
+					ew.resolved = filepath.Join(cwd, w)
+					n = len(ew.resolved)
+				}
+			}
+			all = append(all, ew)
+			p.bound += max(len(ew.verbatim), n) + 1
+			i++
+		}
+		p.lines = append(p.lines, all[start:len(all):len(all)])
 		p.bound += 4
 	}
 	return p
+}
+
+// cleanRelative says whether filepath.Join of a clean directory and w is
+// the directory, a separator and w: w is relative and has no empty, "."
+// or ".." element, so that the join cleans nothing away.
+func cleanRelative(w string) bool {
+	if w == "" || w[0] == '/' || w[len(w)-1] == '/' || strings.Contains(w, "//") {
+		return false
+	}
+	for e := range strings.SplitSeq(w, "/") {
+		if e == "." || e == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// resolvedOf is the word resolved against the cwd, spelled out ("" when
+// it is not a file argument); for tests and messages, not for matching.
+func (p *echoPattern) resolvedOf(w echoWord) string {
+	if w.joined {
+		return p.dir + p.sep + w.verbatim
+	}
+	return w.resolved
 }
 
 var (
@@ -142,7 +194,7 @@ func (p *echoPattern) match(s string, atEnd bool) (echoMatch, int) {
 			if pm == echoNo {
 				continue
 			}
-			lm, ln := matchLine(s[pos+pn:], line)
+			lm, ln := p.matchLine(s[pos+pn:], line)
 			if lm == echoPartial {
 				return echoPartial, 0
 			}
@@ -188,9 +240,22 @@ func matchPrefix(s, p string) (echoMatch, int) {
 	return echoNo, 0
 }
 
+// matchJoined is matchPrefix(s, a+b+c), without building a+b+c.
+func matchJoined(s, a, b, c string) (echoMatch, int) {
+	n := 0
+	for _, part := range [...]string{a, b, c} {
+		m, k := matchPrefix(s[n:], part)
+		if m != echoFull {
+			return m, 0 // echoPartial: s ends within part
+		}
+		n += k
+	}
+	return echoFull, n
+}
+
 // matchLine matches one command line at the start of s, word by word: each
 // word verbatim, or a file argument resolved against the cwd.
-func matchLine(s string, words []echoWord) (echoMatch, int) {
+func (p *echoPattern) matchLine(s string, words []echoWord) (echoMatch, int) {
 	pos := 0
 	for i, w := range words {
 		if i > 0 {
@@ -201,7 +266,11 @@ func matchLine(s string, words []echoWord) (echoMatch, int) {
 			pos += n
 		}
 		m, n := matchPrefix(s[pos:], w.verbatim)
-		if m == echoNo && w.resolved != "" {
+		switch {
+		case m != echoNo:
+		case w.joined:
+			m, n = matchJoined(s[pos:], p.dir, p.sep, w.verbatim)
+		case w.resolved != "":
 			m, n = matchPrefix(s[pos:], w.resolved)
 		}
 		switch m {

@@ -9,7 +9,31 @@ import (
 // sent to clients. The two mirror each other field for field, and their
 // enums share their numbers.
 func shellExec(x *normalize.ShellExec) *pb.ShellExec {
-	return &pb.ShellExec{
+	return shellExecResponse(x).GetShellExec()
+}
+
+// execResponse is a response carrying a ShellExec, with its oneof and its
+// texts in one allocation instead of up to six (one per revision, which
+// is about one every three frames).
+type execResponse struct {
+	resp  pb.NormalizeResponse
+	kind  pb.NormalizeResponse_ShellExec
+	exec  pb.ShellExec
+	texts [3]pb.ShellText
+}
+
+// shellExecResponse is the response that carries x.
+func shellExecResponse(x *normalize.ShellExec) *pb.NormalizeResponse {
+	r := new(execResponse)
+	fillShellExec(&r.exec, x, &r.texts)
+	r.kind.ShellExec = &r.exec
+	r.resp.Kind = &r.kind
+	return &r.resp
+}
+
+// fillShellExec sets out to x, with its texts in texts.
+func fillShellExec(out *pb.ShellExec, x *normalize.ShellExec, texts *[3]pb.ShellText) {
+	*out = pb.ShellExec{
 		SessionId:        x.SessionID,
 		ToolCallId:       x.ToolCallID,
 		Revision:         x.Revision,
@@ -22,9 +46,9 @@ func shellExec(x *normalize.ShellExec) *pb.ShellExec {
 		ExitCode:         x.ExitCode,
 		Signal:           x.Signal,
 		TimedOut:         x.TimedOut,
-		Output:           shellText(x.Output),
-		Stdout:           shellText(x.Stdout),
-		Stderr:           shellText(x.Stderr),
+		Output:           shellText(x.Output, &texts[0]),
+		Stdout:           shellText(x.Stdout, &texts[1]),
+		Stderr:           shellText(x.Stderr, &texts[2]),
 		ApprovalReason:   x.ApprovalReason,
 		AwaitingApproval: x.AwaitingApproval,
 		Background:       x.Background,
@@ -34,9 +58,11 @@ func shellExec(x *normalize.ShellExec) *pb.ShellExec {
 	}
 }
 
-func shellText(t *normalize.Text) *pb.ShellText {
+// shellText sets out to t and returns it (nil when t is nil).
+func shellText(t *normalize.Text, out *pb.ShellText) *pb.ShellText {
 	if t == nil {
 		return nil
 	}
-	return &pb.ShellText{Text: t.Text, Mode: pb.TextMode(t.Mode), Truncated: t.Truncated, TotalBytes: t.TotalBytes}
+	out.Text, out.Mode, out.Truncated, out.TotalBytes = t.Text, pb.TextMode(t.Mode), t.Truncated, t.TotalBytes
+	return out
 }

@@ -108,7 +108,7 @@ func (f *feeder) event(ev normalize.Event) error {
 		return nil // the stream carried a later revision of the call: this one would go back
 	}
 	f.ss.m.execsOut.Inc()
-	return f.emit(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: shellExec(ev.ShellExec)}})
+	return f.emit(shellExecResponse(ev.ShellExec))
 }
 
 // handle applies one request that may have been read ahead (ahead is nil
@@ -126,8 +126,9 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 	switch k := req.GetKind().(type) {
 	case *pb.NormalizeRequest_Frame:
 		fr := k.Frame
-		opts = append(opts, normalize.WithSequence(fr.GetSequence()), normalize.WithDialect(fr.GetDialect()), normalize.WithCwd(fr.GetCwd()),
-			normalize.WithDirection(direction(fr.GetDirection())), normalize.WithPrepared(ahead), f.nextOf)
+		// The frame's own options are FeedFrame's Frame: building them
+		// as options would make five closures per frame.
+		opts = append(opts, f.nextOf)
 		if h := fr.GetHeldRevisions(); len(h) > 0 {
 			if len(h) <= ss.maxHeld { // else refused: the stream remembers none of it
 				f.d.holds(fr.GetSessionId(), h, ss.maxID)
@@ -137,7 +138,7 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 		if q := fr.GetHeldSequence(); q > 0 {
 			opts = append(opts, normalize.WithHeldSequence(q))
 		}
-		_, err = f.n.Feed(fr.GetSessionId(), fr.GetMessage(), opts...)
+		_, err = f.n.FeedFrame(fr.GetSessionId(), normalize.Frame{Message: fr.GetMessage(), Sequence: fr.GetSequence(), Dialect: fr.GetDialect(), Cwd: fr.GetCwd(), Direction: direction(fr.GetDirection()), Prepared: ahead}, opts...)
 	case *pb.NormalizeRequest_TurnEnded:
 		t := k.TurnEnded
 		_, err = f.n.TurnEnded(t.GetSessionId(), t.GetCancelled(), append(opts, normalize.WithSequence(t.GetSequence()))...)

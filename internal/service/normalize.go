@@ -143,7 +143,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// when it stops, after every request it read was queued.
 	id := identityOf(stream.Context())
 	ahead := newReadAhead(aheadWorkers(), id.namespace())
-	in := make(chan *pending, aheadDepth(aheadWorkers(), s.cfg.SendQueue))
+	in := make(chan pending, aheadDepth(aheadWorkers(), s.cfg.SendQueue))
 	// The reader's error is set before readerDone and in close, and is
 	// never dropped: it says why the stream ended (io.EOF: the client
 	// closed its side, after every request was queued).
@@ -161,8 +161,8 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			if req.GetFrame() != nil {
 				counts.frames.Add(1)
 			}
-			p := ahead.start(ctx, req)
-			if p == nil {
+			p, ok := ahead.start(ctx, req)
+			if !ok {
 				return
 			}
 			select {
@@ -215,7 +215,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// still counts as applied: its changes are in the shared state, and
 	// the first revision of each call on the client's next stream carries
 	// the whole text. One the session lock was never taken for does not.
-	apply := func(p *pending) error {
+	apply := func(p pending) error {
 		req := p.req
 		read, ok := p.wait(ctx)
 		if !ok {
@@ -266,30 +266,31 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// already queued are applied as one batch: one commit to the store
 	// instead of one per frame. gather takes, after first, the queued
 	// requests that are frames of the same session, up to maxBatch in all;
-	// rest is a request it took that is not (it is applied next).
+	// rest is a request it took that is not (it is applied next), when
+	// more says there is one.
 	batching := s.cfg.Store != nil
-	var batch []*pending
+	var batch []pending
 	var reads []*normalize.Prepared
-	gather := func(first *pending) (rest *pending) {
+	gather := func(first pending) (rest pending, more bool) {
 		batch = append(batch[:0], first)
 		if !batching || !batchable(first.req) {
-			return nil
+			return pending{}, false
 		}
 		for len(batch) < maxBatch {
 			select {
 			case p, ok := <-in:
 				if !ok {
-					return nil // the loop sees in closed next
+					return pending{}, false // the loop sees in closed next
 				}
 				if !batchable(p.req) || p.req.GetFrame().GetSessionId() != first.req.GetFrame().GetSessionId() {
-					return p
+					return p, true
 				}
 				batch = append(batch, p)
 			default:
-				return nil
+				return pending{}, false
 			}
 		}
-		return nil
+		return pending{}, false
 	}
 	// applyBatch applies what gather took, as apply applies one request.
 	applyBatch := func() error {
@@ -321,13 +322,14 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 		return nil
 	}
-	run := func(p *pending) error {
+	run := func(p pending) error {
 		if err := rev.revoked(); err != nil {
 			s.sessions.m.streamRefused("revoked")
 			return err
 		}
-		for p != nil {
-			rest := gather(p)
+		for more := true; more; {
+			var rest pending
+			rest, more = gather(p)
 			err := applyBatch()
 			clear(batch)
 			if err == errStopped {

@@ -47,11 +47,21 @@ const maxAheadSessions = 1024
 // does.
 const inlineRead = 1 << 10
 
-// pending is one request on its way from the reader to the loop.
+// pending is one request on its way from the reader to the loop. It
+// travels by value: a pointer would be one more allocation per frame.
 type pending struct {
 	req *pb.NormalizeRequest
-	// read is the frame read ahead (nil: none); it may be used only once
-	// done is closed (or when done is nil).
+	// read is the frame read ahead on the reader's goroutine (nil: none,
+	// or see async).
+	read *normalize.Prepared
+	// async is the frame being read ahead on a goroutine of its own, or
+	// nil.
+	async *asyncRead
+}
+
+// asyncRead is a frame read ahead on a goroutine of its own: read may be
+// used only once done is closed.
+type asyncRead struct {
 	read *normalize.Prepared
 	done chan struct{}
 }
@@ -70,29 +80,30 @@ func newReadAhead(workers int, space string) *readAhead {
 
 // start starts reading req ahead, when it is a frame that will be read,
 // and returns it as pending. It runs on the reader goroutine. It returns
-// nil when ctx ended while it waited for a worker.
-func (a *readAhead) start(ctx context.Context, req *pb.NormalizeRequest) *pending {
-	p := &pending{req: req}
+// false when ctx ended while it waited for a worker.
+func (a *readAhead) start(ctx context.Context, req *pb.NormalizeRequest) (pending, bool) {
+	p := pending{req: req}
 	f := req.GetFrame()
 	if f == nil || f.GetSessionId() == "" || len(f.GetMessage()) == 0 {
-		return p
+		return p, true
 	}
 	if len(f.GetMessage()) < inlineRead {
 		p.read = a.prepare(f)
-		return p
+		return p, true
 	}
 	select {
 	case a.workers <- struct{}{}:
 	case <-ctx.Done():
-		return nil
+		return pending{}, false
 	}
-	p.done = make(chan struct{})
+	r := &asyncRead{done: make(chan struct{})}
+	p.async = r
 	go func() {
 		defer func() { <-a.workers }()
-		p.read = a.prepare(f)
-		close(p.done)
+		r.read = a.prepare(f)
+		close(r.done)
 	}()
-	return p
+	return p, true
 }
 
 // prepare reads f with the dialect its session is expected to use.
@@ -105,17 +116,16 @@ func (a *readAhead) prepare(f *pb.AcpFrame) *normalize.Prepared {
 
 // wait returns the read of p once it is done, or false when ctx ended
 // first.
-func (p *pending) wait(ctx context.Context) (*normalize.Prepared, bool) {
-	if p.done != nil {
+func (p pending) wait(ctx context.Context) (*normalize.Prepared, bool) {
+	if r := p.async; r != nil {
 		select {
-		case <-p.done:
+		case <-r.done:
 		case <-ctx.Done():
 			return nil, false
 		}
+		return r.read, true
 	}
-	r := p.read
-	p.read = nil
-	return r, true
+	return p.read, true
 }
 
 // learn records the dialect the session of an applied request reads its

@@ -18,8 +18,8 @@ func TestReadAheadLearnsTheSessionDialect(t *testing.T) {
 	ctx := context.Background()
 	read := func(req *pb.NormalizeRequest) *normalize.Prepared {
 		t.Helper()
-		p := a.start(ctx, req)
-		if p == nil || p.req != req {
+		p, ok := a.start(ctx, req)
+		if !ok || p.req != req {
 			t.Fatalf("start(%v) = %+v", req, p)
 		}
 		r, ok := p.wait(ctx)
@@ -108,10 +108,10 @@ func TestReadAheadGivesUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	big := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Message: []byte(delta("c", strings.Repeat("x", 4<<10)))}}}
-	if p := a.start(ctx, big); p != nil {
+	if p, ok := a.start(ctx, big); ok {
 		t.Fatalf("start with every worker busy and the stream over: %+v", p)
 	}
-	p := &pending{req: big, done: make(chan struct{})}
+	p := pending{req: big, async: &asyncRead{done: make(chan struct{})}}
 	if _, ok := p.wait(ctx); ok {
 		t.Fatal("wait on an unfinished read after the stream ended")
 	}

@@ -7,9 +7,9 @@
 // few MiB, so with Go's default pacing (GOGC=100: collect when the heap is
 // twice the live heap) the collector ran many times a second, each cycle
 // paying its fixed costs (stopping and scanning every goroutine's stack,
-// which is also where the profile's asyncPreempt samples come from). With a
-// floor of 64 MiB the server spent 8% (Claude recordings) to 16% (Codex)
-// less CPU per frame (BENCHMARKS.md). Once the live heap passes half the
+// which is also where many of the profile's asyncPreempt samples come
+// from). With a floor of 64 MiB the server spent 15% (Claude recordings)
+// and 9% (Codex) less CPU per frame (BENCHMARKS.md). Once the live heap passes half the
 // floor, the runtime's own pacing is unchanged, so a server holding many
 // calls (the memory goal's 10,000 open calls) collects as before; a memory
 // limit (GOMEMLIMIT) still applies on top.

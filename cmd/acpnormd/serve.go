@@ -113,8 +113,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	num(&f.storeWait, "store-wait-replicas", "ACPNORM_STORE_WAIT_REPLICAS", 0, "with a Redis --store: answer a frame only once this many replicas hold its commit (Redis WAIT);\n"+
 		"a commit they do not acknowledge within --store-wait-timeout gets UNAVAILABLE")
 	dur(&f.storeWaitTimeout, "store-wait-timeout", "ACPNORM_STORE_WAIT_TIMEOUT", time.Second, "how long a commit waits for --store-wait-replicas")
-	num(&f.gcFloor, "gc-floor", "ACPNORM_GC_FLOOR", defaultGCFloor, "bytes of heap the garbage collector waits for while the live heap is small (under half of this);\n"+
-		"past that, Go's own pacing (GOGC) applies; 0 leaves the pacing to Go")
+	num(&f.gcFloor, "gc-floor", "ACPNORM_GC_FLOOR", defaultGCFloor, "bytes of heap the garbage collector waits for while the live heap is small (while GOGC's own goal,\n"+
+		"twice the live heap by default, is below this); past that, Go's own pacing applies; 0 leaves the pacing to Go")
 	str(&f.logLevel, "log-level", "ACPNORM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&f.logFormat, "log-format", "ACPNORM_LOG_FORMAT", "text", "text or json")
 	return fs, f, errors.Join(errs...)

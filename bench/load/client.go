@@ -73,6 +73,10 @@ type Result struct {
 	// ServerPeakRSS is the server's peak resident set during the run.
 	ServerCores   float64 `json:"server_cores"`
 	ServerPeakRSS int64   `json:"server_peak_rss"`
+	// ServerUsPerFrame is the server's CPU time (user plus system) in
+	// microseconds over Frames: what a frame costs the server, a figure a
+	// machine loaded by other work disturbs far less than frames/s.
+	ServerUsPerFrame float64 `json:"server_us_per_frame"`
 	// ClientCores is the load client's own CPU time over Elapsed; it
 	// shares the machine with the server.
 	ClientCores float64 `json:"client_cores"`
@@ -159,10 +163,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.ServerPID > 0 {
 		if scpu1, err := ProcCPU(o.ServerPID); err == nil {
 			r.ServerCores = (scpu1 - scpu0).Seconds() / sec
+			r.ServerUsPerFrame = perFrame(scpu1-scpu0, r.Frames)
 		}
 		r.ServerPeakRSS, _ = PeakRSS(o.ServerPID)
 	}
 	return r, nil
+}
+
+// perFrame is cpu in microseconds over frames (0 without frames).
+func perFrame(cpu time.Duration, frames int64) float64 {
+	if frames <= 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / float64(frames)
 }
 
 func worker(ctx context.Context, o Options, w int, deadline time.Time, t *tally) {

@@ -3,7 +3,11 @@ package load
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/dialect"
@@ -84,6 +88,34 @@ func TestSummarizeMedians(t *testing.T) {
 	rows := Summarize(rs, [2]string{"a", "b"})
 	if len(rows) != 1 || rows[0].FPS != [2]float64{20, 40} || rows[0].FPSRatio != 0.5 || rows[0].P99Ratio != 2 || rows[0].Errors != 3 {
 		t.Fatalf("rows %+v", rows)
+	}
+}
+
+// TestCPUPerFrame checks the server's CPU per frame: the CPU time over the
+// frames counted, its median over rounds, and the ratio of the first
+// server's to the second's.
+func TestCPUPerFrame(t *testing.T) {
+	require.Equal(t, 12.5, perFrame(25*time.Millisecond, 2000))
+	require.Zero(t, perFrame(time.Second, 0), "no frame: no figure, not an infinity")
+	var rs []*Result
+	for i, us := range []float64{30, 10, 20} {
+		rs = append(rs,
+			&Result{Scenario: "s", Streams: 8, Server: "old", Round: i, ServerUsPerFrame: us},
+			&Result{Scenario: "s", Streams: 8, Server: "new", Round: i, ServerUsPerFrame: 2 * us})
+	}
+	rows := Summarize(rs, [2]string{"new", "old"})
+	require.Len(t, rows, 1)
+	require.Equal(t, [2]float64{40, 20}, rows[0].UsPerFrame)
+	require.Equal(t, 2.0, rows[0].CPURatio)
+	var table, md strings.Builder
+	PrintPair(&table, rows, [2]string{"new", "old"})
+	require.Contains(t, table.String(), "CPU µs/frame new")
+	require.Contains(t, table.String(), "2.00×")
+	PrintPairMarkdown(&md, rows, [2]string{"new", "old"})
+	lines := strings.Split(strings.TrimSpace(md.String()), "\n")
+	require.Len(t, lines, 3)
+	for _, l := range lines {
+		require.Equal(t, strings.Count(lines[0], "|"), strings.Count(l, "|"), "every Markdown row has the header's columns: %q", l)
 	}
 }
 

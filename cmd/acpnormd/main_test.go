@@ -41,6 +41,13 @@ func TestServeFlagsAndEnvironment(t *testing.T) {
 	if f.metricsListen != "127.0.0.1:9464" {
 		t.Errorf("metrics default %q", f.metricsListen)
 	}
+	if f.gcFloor != 64<<20 {
+		t.Errorf("gc floor default %d", f.gcFloor)
+	}
+	t.Setenv("ACPNORM_GC_FLOOR", "0")
+	f, err = parseServe(nil)
+	require.NoError(t, err)
+	assert.Zero(t, f.gcFloor, "ACPNORM_GC_FLOOR=0 leaves the pacing to Go")
 }
 
 func TestServeRejectsBadSettings(t *testing.T) {
@@ -60,6 +67,7 @@ func TestServeRejectsBadSettings(t *testing.T) {
 		{args: []string{"--store", "redis://r:6379/0", "--store-wait-replicas", "-1"}, want: "want 0 or more"},
 		{args: []string{"--store", "redis://r:6379/0", "--store-wait-replicas", "1", "--store-wait-timeout", "0s"}, want: "want a positive duration"},
 		{env: "ACPNORM_STORE_WAIT_REPLICAS", val: "two", want: `ACPNORM_STORE_WAIT_REPLICAS="two": not a whole number`},
+		{args: []string{"--gc-floor", "-1"}, want: "--gc-floor -1 is negative"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			if tc.env != "" {

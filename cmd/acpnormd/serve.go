@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acpnorm/acpnorm/internal/gcpace"
 	"github.com/acpnorm/acpnorm/internal/service"
 	"github.com/acpnorm/acpnorm/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,7 +40,12 @@ type serveFlags struct {
 	store                 string
 	storeWait             int
 	storeWaitTimeout      time.Duration
+	gcFloor               int
 }
+
+// defaultGCFloor is the heap the collector waits for while the live heap
+// is small (internal/gcpace).
+const defaultGCFloor = 64 << 20
 
 // serveFlagSet defines the serve flags, with defaults from the environment;
 // the error names any environment variable that does not parse.
@@ -107,6 +113,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	num(&f.storeWait, "store-wait-replicas", "ACPNORM_STORE_WAIT_REPLICAS", 0, "with a Redis --store: answer a frame only once this many replicas hold its commit (Redis WAIT);\n"+
 		"a commit they do not acknowledge within --store-wait-timeout gets UNAVAILABLE")
 	dur(&f.storeWaitTimeout, "store-wait-timeout", "ACPNORM_STORE_WAIT_TIMEOUT", time.Second, "how long a commit waits for --store-wait-replicas")
+	num(&f.gcFloor, "gc-floor", "ACPNORM_GC_FLOOR", defaultGCFloor, "bytes of heap the garbage collector waits for while the live heap is small (while GOGC's own goal,\n"+
+		"twice the live heap by default, is below this); past that, Go's own pacing applies; 0 leaves the pacing to Go")
 	str(&f.logLevel, "log-level", "ACPNORM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&f.logFormat, "log-format", "ACPNORM_LOG_FORMAT", "text", "text or json")
 	return fs, f, errors.Join(errs...)
@@ -131,6 +139,9 @@ func parseServe(args []string) (*serveFlags, error) {
 	}
 	if err := f.quotas(); err != nil {
 		return nil, err
+	}
+	if f.gcFloor < 0 {
+		return nil, fmt.Errorf("--gc-floor %d is negative", f.gcFloor)
 	}
 	return f, f.cfg.Validate()
 }
@@ -178,6 +189,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	defer gcpace.Start(int64(f.gcFloor)).Stop()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	st, err := openStore(f.store, f.storeWait, f.storeWaitTimeout, log)

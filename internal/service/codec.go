@@ -24,11 +24,44 @@ const badUTF8Field protowire.Number = protowire.MaxValidNumber
 // tolerantCodec is gRPC's protobuf codec, except that a NormalizeRequest
 // with a string field that is not valid UTF-8 (which protobuf refuses, and
 // which would end the whole stream) is read with those fields made valid
-// and marked, so that the stream answers it with a FrameError instead.
+// and marked, so that the stream answers it with a FrameError instead;
+// and its buffers come from scratch, which does not clear them.
 type tolerantCodec struct{ encoding.CodecV2 }
 
 func newTolerantCodec() tolerantCodec {
 	return tolerantCodec{encoding.GetCodecV2("proto")}
+}
+
+// Marshal encodes v as gRPC's protobuf codec does, into a buffer from
+// scratch when it is too big to allocate for the occasion.
+func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return c.CodecV2.Marshal(v)
+	}
+	size := proto.Size(m)
+	opts := proto.MarshalOptions{UseCachedSize: true} // the size just computed
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b, err := opts.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	buf := scratch.Get(size)
+	out, err := opts.MarshalAppend((*buf)[:0], m)
+	if err != nil {
+		scratch.Put(buf)
+		return nil, err
+	}
+	if len(out) == 0 || &out[0] != &(*buf)[:1][0] {
+		// Larger than Size said (the message changed meanwhile): out
+		// is an array of its own.
+		scratch.Put(buf)
+		return mem.BufferSlice{mem.SliceBuffer(out)}, nil
+	}
+	*buf = out // every byte of it written by this encoding
+	return mem.BufferSlice{mem.NewBuffer(buf, scratch)}, nil
 }
 
 func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
@@ -36,7 +69,7 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.CodecV2.Unmarshal(data, v)
 	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	buf := data.MaterializeToBuffer(scratch)
 	defer buf.Free()
 	b := buf.ReadOnlyData()
 	err := proto.Unmarshal(b, req)

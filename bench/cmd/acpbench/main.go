@@ -14,6 +14,7 @@
 //	acpbench memory -acpnormd BIN [flags]    RSS with 10,000 open calls x 4 KiB, then after closing them
 //	acpbench cores -acpnormd BIN [flags]     server cores with 32 sessions on one stream vs on 8
 //	acpbench store -acpnormd BIN [flags]     the same cells on acpnormd --store redis://... vs in memory
+//	acpbench pair -a BIN -b BIN [flags]      two acpnormd binaries alternated: frames/s and server CPU µs per frame
 //
 // It exits 1 when any run saw an error (a FrameError, a failed send, a
 // stream that broke, a barrier never answered), never because of speed.
@@ -47,6 +48,8 @@ func main() {
 		err = memory(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "cores":
 		err = cores(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "pair":
+		err = pair(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "store":
 		err = storeBench(os.Args[2:])
 	default:

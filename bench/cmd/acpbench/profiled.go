@@ -10,15 +10,16 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/acpnorm/acpnorm/internal/gcpace"
 	"github.com/acpnorm/acpnorm/internal/service"
 	"github.com/acpnorm/acpnorm/store/redisstore"
 )
 
-// profiled serves the real service with acpnormd's default limits and
-// transport settings, in this process, and writes a CPU profile of the
-// whole time it served when it gets SIGTERM or SIGINT. `acpbench -profile
-// FILE` runs it in place of acpnormd to see where the time goes under
-// load.
+// profiled serves the real service with acpnormd's default limits,
+// transport settings and collector floor, in this process, and writes a
+// CPU profile of the whole time it served when it gets SIGTERM or SIGINT.
+// `acpbench -profile FILE` runs it in place of acpnormd to see where the
+// time goes under load.
 func profiled(args []string) error {
 	fs := flag.NewFlagSet("profiled", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "gRPC listen address")
@@ -30,6 +31,7 @@ func profiled(args []string) error {
 	if *out == "" {
 		return fmt.Errorf("profiled: -cpuprofile is required")
 	}
+	defer gcpace.Start(64 << 20).Stop() // acpnormd's default --gc-floor
 	cfg := service.DefaultConfig()
 	if *storeURL != "" {
 		st, err := redisstore.Open(*storeURL)

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/acpnorm/acpnorm/bench/load"
+)
+
+// pair runs the same scenarios against two acpnormd binaries (two commits,
+// say), alternating them within every round (a then b, then b then a in
+// the next round), and prints both side by side with the ratios a / b,
+// the first named first. Its figure is the server's CPU
+// time per frame (user plus system, from /proc), which a machine shared
+// with other work disturbs far less than frames/s: b costing more than a
+// shows there as a ratio below 1 whatever the load was.
+func pair(args []string) error {
+	fs := flag.NewFlagSet("pair", flag.ContinueOnError)
+	binA := fs.String("a", "", "first acpnormd binary (required)")
+	binB := fs.String("b", "", "second acpnormd binary (required)")
+	nameA := fs.String("name-a", "", "name of the first in the table (default: its file name)")
+	nameB := fs.String("name-b", "", "name of the second in the table (default: its file name)")
+	recordings := fs.String("recordings", "test/testdata/recordings", "directory of the recordings")
+	scenarios := fs.String("scenarios", "claude,codex", "comma-separated scenarios, or all")
+	conc := fs.String("c", "8", "comma-separated stream counts")
+	rounds := fs.Int("rounds", 5, "rounds; each runs every cell on both binaries")
+	duration := fs.Duration("duration", 2*time.Second, "sending time of one cell")
+	jsonOut := fs.String("json", "", "write every result and the summary here")
+	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
+	echod := fs.String("echod", "", "also run the echo server (bench/echod) in every round and print each binary against it")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *binA == "" || *binB == "" {
+		return fmt.Errorf("pair: -a and -b are required")
+	}
+	names := [2]string{*nameA, *nameB}
+	for i, bin := range [2]string{*binA, *binB} {
+		if names[i] == "" {
+			names[i] = filepath.Base(bin)
+		}
+	}
+	if names[0] == names[1] || names[0] == "echo" || names[1] == "echo" {
+		return fmt.Errorf("pair: the binaries need two names other than echo (the baseline's), not %q and %q: give -name-a and -name-b", names[0], names[1])
+	}
+	streams, err := parseStreams(*conc)
+	if err != nil {
+		return err
+	}
+	chosen, err := chooseScenarios(*recordings, *scenarios)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var servers []*load.Server
+	for i, bin := range [2]string{*binA, *binB} {
+		s, err := load.Start(ctx, names[i], bin, "--listen", "serve", "--metrics-listen=", "--log-level=warn")
+		if err != nil {
+			return err
+		}
+		defer s.Stop()
+		servers = append(servers, s)
+	}
+	if *echod != "" {
+		echo, err := load.Start(ctx, "echo", *echod, "-listen")
+		if err != nil {
+			return err
+		}
+		defer echo.Stop()
+		servers = append(servers, echo)
+	}
+	var results []*load.Result
+	failed := false
+	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
+	for round := range *rounds {
+		for _, s := range chosen {
+			for _, c := range streams {
+				order := slices.Clone(servers)
+				if round%2 == 1 {
+					slices.Reverse(order)
+				}
+				for _, srv := range order {
+					r, err := load.Run(ctx, load.Options{
+						Addr: srv.Addr, Streams: c, Duration: *duration, Scenario: s,
+						ServerPID: srv.PID(), RunID: fmt.Sprintf("%s-%d-%s-%d", runID, round, s.Name, c),
+					})
+					if err != nil {
+						return err
+					}
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					r.Server, r.Round = srv.Name, round+1
+					results = append(results, r)
+					fmt.Fprintf(os.Stderr, "round %d %-10s c=%-2d %-16s %8.0f frames/s  %7.1f µs CPU/frame  %.2f cores  %d frame errors  %d send errors\n",
+						round+1, s.Name, c, srv.Name, r.FramesPerSec, r.ServerUsPerFrame, r.ServerCores, r.FrameErrors, r.SendErrors)
+					if r.Failed() {
+						failed = true
+						for _, e := range r.Errors {
+							fmt.Fprintln(os.Stderr, "   ", e)
+						}
+					}
+				}
+			}
+		}
+	}
+	pairs := [][2]string{names}
+	if *echod != "" {
+		pairs = append(pairs, [2]string{names[0], "echo"}, [2]string{names[1], "echo"})
+	}
+	var rows []load.Row
+	for _, p := range pairs {
+		r := load.Summarize(results, p)
+		rows = append(rows, r...)
+		fmt.Println()
+		load.PrintPair(os.Stdout, r, p)
+		if *md {
+			fmt.Println()
+			load.PrintPairMarkdown(os.Stdout, r, p)
+		}
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(struct {
+			Results []*load.Result `json:"results"`
+			Summary []load.Row     `json:"summary"`
+		}{results, rows}, "", "  ")
+		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return fmt.Errorf("errors during the run (see above); speed is never a failure")
+	}
+	return nil
+}

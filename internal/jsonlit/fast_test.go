@@ -113,30 +113,32 @@ type PtrEmbedded struct {
 type sample struct {
 	Embedded
 	*PtrEmbedded
-	deep       `json:"deep"`
-	Shadowed   string            `json:"shadowed"`
-	S          string            `json:"s"`
-	P          *string           `json:"p"`
-	B          bool              `json:"b"`
-	I          int               `json:"i"`
-	F          float32           `json:"f"`
-	In         *inner            `json:"in"`
-	List       []inner           `json:"list"`
-	Strs       []string          `json:"strs"`
-	Raw        raw               `json:"raw"`
-	Txt        text              `json:"txt"`
-	Txts       []text            `json:"txts"`
-	PRaw       *raw              `json:"praw"`
-	Fail       failing           `json:"fail"`
-	Either     *either           `json:"either"`
-	Untagged   string            // matched by its Go name
-	Quoted     int               `json:"quoted,string"`
-	Map        map[string]string `json:"map"`
-	Any        any               `json:"any"`
-	Bytes      []byte            `json:"bytes"`
+	deep     `json:"deep"`
+	Shadowed string            `json:"shadowed"`
+	S        string            `json:"s"`
+	P        *string           `json:"p"`
+	B        bool              `json:"b"`
+	I        int               `json:"i"`
+	F        float32           `json:"f"`
+	In       *inner            `json:"in"`
+	List     []inner           `json:"list"`
+	Strs     []string          `json:"strs"`
+	Raw      raw               `json:"raw"`
+	Txt      text              `json:"txt"`
+	Txts     []text            `json:"txts"`
+	PRaw     *raw              `json:"praw"`
+	Fail     failing           `json:"fail"`
+	Either   *either           `json:"either"`
+	Untagged string            // matched by its Go name
+	Quoted   int               `json:"quoted,string"`
+	Map      map[string]string `json:"map"`
+	Any      any               `json:"any"`
+	Bytes    []byte            `json:"bytes"`
+	//lint:ignore U1000 an unexported field is here to be left alone by both decoders
 	unexported string
 	Skip       string `json:"-"`
-	Dash       string `json:"-,"`
+	//lint:ignore SA5008 the tag names the field "-", as encoding/json reads it; both decoders must agree
+	Dash string `json:"-,"`
 }
 
 var fastCases = []string{

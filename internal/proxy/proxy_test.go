@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -588,4 +589,33 @@ func TestStartFailure(t *testing.T) {
 		assert.Error(t, err, tc.cmd)
 		assert.Equal(t, tc.status, res.Status, tc.cmd)
 	}
+}
+
+// The consumer does not wake up once per read of the relay: after it took
+// all that was queued it waits a little (or until a lot is queued), so
+// that one wake-up takes many reads; and it still gets every line, the
+// last ones included, without the relay ever waiting for it.
+func TestConsumerCoalescesWakeups(t *testing.T) {
+	const n = 3000
+	tt := newTee(time.Now(), DefaultQueueLines, 1<<20, DefaultQueueBytes, nil)
+	f := tt.feeder(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
+	tt.closeWhenDone()
+	go func() {
+		defer f.flush()
+		for i := range n {
+			f.feed([]byte(fmt.Sprintf("{\"n\":%d}\n", i)))
+			for t0 := time.Now(); time.Since(t0) < 20*time.Microsecond; { // a relay that reads as the agent writes
+				runtime.Gosched()
+			}
+		}
+	}()
+	got := 0
+	for l, ok := tt.next(); ok; l, ok = tt.next() {
+		require.Equal(t, fmt.Sprintf(`{"n":%d}`, got), string(l.Msg))
+		got++
+	}
+	assert.Equal(t, n, got)
+	assert.Zero(t, tt.dropped().Behind)
+	assert.Less(t, tt.waits, n/5, "the consumer woke up for about every read")
+	t.Logf("%d reads, %d waits", n, tt.waits)
 }

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -618,4 +619,43 @@ func TestConsumerCoalescesWakeups(t *testing.T) {
 	assert.Zero(t, tt.dropped().Behind)
 	assert.Less(t, tt.waits, n/5, "the consumer woke up for about every read")
 	t.Logf("%d reads, %d waits", n, tt.waits)
+}
+
+// The consumer's per-line work (cutting, the envelope scan, the wire) does
+// not keep the relay's goroutines from a processor while it works through
+// a backlog: it yields every few lines. With one processor, a goroutine
+// that only wants to run now and then (as the relay's do between reads)
+// runs many times while the consumer takes 20,000 queued lines, not only
+// when the scheduler preempts the consumer (every 10 ms).
+func TestConsumerYieldsToTheRelay(t *testing.T) {
+	const n = 20000
+	tt := newTee(time.Now(), n+2, 1<<20, 1<<30, nil)
+	f := tt.feeder(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
+	tt.closeWhenDone()
+	line := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress"}}}` + "\n")
+	for range n {
+		f.feed(line)
+	}
+	f.flush()
+
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var ran atomic.Int64
+	done := make(chan struct{})
+	go func() { // another goroutine that is runnable all along
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			ran.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	rec := &Recorder{Wire: io.Discard}
+	rec.consume(context.Background(), tt)
+	close(done)
+	require.Equal(t, int64(n), rec.Stats().Frames)
+	assert.Greater(t, ran.Load(), int64(n/64), "the other goroutine hardly ran while the consumer worked")
+	t.Logf("%d lines, the other goroutine ran %d times", n, ran.Load())
 }

@@ -14,7 +14,8 @@
 // through every pipeline in turn, so that a change in the machine's load
 // falls on all alike; before each stream the run waits until none of its
 // processes uses the CPU (an engine still working through its queue would
-// otherwise slow the next pipeline's stream, and the ratios with it); the
+// otherwise slow the next pipeline's stream, and the ratios with it; what a
+// pipeline still does after its own last echo is charged to none); the
 // ratios are proxied/direct MB/s over all rounds. "relay" is the proxy with only
 // --wire (the relay and the copy of each read, no engine), "proxy" the
 // proxy with --out (the engine in its process), "remote" the proxy with

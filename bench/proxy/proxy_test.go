@@ -12,14 +12,20 @@
 // p50/p99 and what each proxy adds to them. Each throughput op is one line
 // each way through each: the b.N lines go in 10 rounds, each round a stream
 // through every pipeline in turn, so that a change in the machine's load
-// falls on all alike; the ratios are proxied/direct MB/s over all rounds. "relay" is the proxy with only
+// falls on all alike; before each stream the run waits until none of its
+// processes uses the CPU (an engine still working through its queue would
+// otherwise slow the next pipeline's stream, and the ratios with it; what a
+// pipeline still does after its own last echo is charged to none); the
+// ratios are proxied/direct MB/s over all rounds. "relay" is the proxy with only
 // --wire (the relay and the copy of each read, no engine), "proxy" the
 // proxy with --out (the engine in its process), "remote" the proxy with
 // --addr and --out (the engine in an acpnormd process on loopback).
 //
 // ACPNORMD_BEFORE=/path/to/acpnormd adds that build's relay (--wire) to
 // the same ops, as "before": a change to the relay measured before and
-// after in one run.
+// after in one run. The two stream side by side, in turns (order), since
+// the pipeline that streams right after the engine's ones was the slower
+// one whatever its build.
 //
 //	go build -o /tmp/acpnormd-main ./cmd/acpnormd   # on the commit before
 //	ACPNORMD_BEFORE=/tmp/acpnormd-main go test -run '^$' -bench . -benchtime 200x ./bench/proxy/
@@ -267,6 +273,64 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
+// order is the order in which throughput round r streams through the
+// pipelines: the relay and the build before's side by side, in turns, so
+// that neither of the two is always the one that follows the engine's
+// pipelines.
+func order(n, r int) []int {
+	switch {
+	case n <= 4:
+		return []int{0, 1, 2, 3}[:n]
+	case r%2 == 0:
+		return []int{0, 1, 4, 2, 3}
+	default:
+		return []int{0, 4, 1, 2, 3}
+	}
+}
+
+// settle waits, a second at most, until none of the run's processes (the
+// pipelines' and the acpnormd of --addr) is using the CPU, so that the work
+// one pipeline left behind (an engine working through its queue, a
+// consumer through its backlog) does not fall on the next one's stream.
+func settle(ps []*pipeline) {
+	pids := []int{}
+	for _, p := range ps {
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+	if bin.server != nil {
+		pids = append(pids, bin.server.Process.Pid)
+	}
+	last := cpuTicks(pids)
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		now := cpuTicks(pids)
+		if now == last {
+			return
+		}
+		last = now
+	}
+}
+
+// cpuTicks is the CPU time the processes used so far, in clock ticks
+// (/proc/PID/stat's utime and stime); 0 where there is no /proc.
+func cpuTicks(pids []int) int64 {
+	var sum int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's name, which is in parentheses.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 12 {
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			s, _ := strconv.ParseInt(f[12], 10, 64)
+			sum += u + s
+		}
+	}
+	return sum
+}
+
 // streamRounds is how many rounds a throughput op's lines are split into.
 const streamRounds = 10
 
@@ -322,14 +386,16 @@ func BenchmarkProxy(b *testing.B) {
 			b.SetBytes(int64(2 * len(update)))
 			// The lines go in rounds, each through every pipeline in
 			// turn, so that a change in the machine's load (it is shared)
-			// falls on all of them alike.
+			// falls on all of them alike; each stream starts on the run's
+			// processes at rest (settle).
 			took := make([]time.Duration, len(ps))
 			rounds := min(streamRounds, b.N)
 			b.ResetTimer()
 			for r := range rounds {
 				n := b.N/rounds + boolInt(r < b.N%rounds)
-				for i, p := range ps {
-					took[i] += p.stream(b, update, n)
+				for _, i := range order(len(ps), r) {
+					settle(ps)
+					took[i] += ps[i].stream(b, update, n)
 				}
 			}
 			b.StopTimer()
@@ -344,7 +410,12 @@ func BenchmarkProxy(b *testing.B) {
 			b.ReportMetric(mb(took[3])/mb(took[0]), "remote/direct")
 			if len(ps) > 4 {
 				b.ReportMetric(mb(took[4])/mb(took[0]), "before/direct")
+				b.ReportMetric(dropped(said[4]), "before-dropped-lines")
 			}
+			// The relay's consumer may fall behind and drop lines from the
+			// wire recording (counted): a faster relay that recorded less
+			// would show here.
+			b.ReportMetric(dropped(said[1]), "relay-dropped-lines")
 			b.ReportMetric(dropped(said[2]), "dropped-lines")
 			b.ReportMetric(dropped(said[3]), "remote-dropped-lines")
 		})

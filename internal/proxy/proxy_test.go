@@ -12,8 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -588,4 +590,72 @@ func TestStartFailure(t *testing.T) {
 		assert.Error(t, err, tc.cmd)
 		assert.Equal(t, tc.status, res.Status, tc.cmd)
 	}
+}
+
+// The consumer does not wake up once per read of the relay: after it took
+// all that was queued it waits a little (or until a lot is queued), so
+// that one wake-up takes many reads; and it still gets every line, the
+// last ones included, without the relay ever waiting for it.
+func TestConsumerCoalescesWakeups(t *testing.T) {
+	const n = 3000
+	tt := newTee(time.Now(), DefaultQueueLines, 1<<20, DefaultQueueBytes, nil)
+	f := tt.feeder(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
+	tt.closeWhenDone()
+	go func() {
+		defer f.flush()
+		for i := range n {
+			f.feed([]byte(fmt.Sprintf("{\"n\":%d}\n", i)))
+			for t0 := time.Now(); time.Since(t0) < 20*time.Microsecond; { // a relay that reads as the agent writes
+				runtime.Gosched()
+			}
+		}
+	}()
+	got := 0
+	for l, ok := tt.next(); ok; l, ok = tt.next() {
+		require.Equal(t, fmt.Sprintf(`{"n":%d}`, got), string(l.Msg))
+		got++
+	}
+	assert.Equal(t, n, got)
+	assert.Zero(t, tt.dropped().Behind)
+	assert.Less(t, tt.waits, n/5, "the consumer woke up for about every read")
+	t.Logf("%d reads, %d waits", n, tt.waits)
+}
+
+// The consumer's per-line work (cutting, the envelope scan, the wire) does
+// not keep the relay's goroutines from a processor while it works through
+// a backlog: it yields every few lines. With one processor, a goroutine
+// that only wants to run now and then (as the relay's do between reads)
+// runs many times while the consumer takes 20,000 queued lines, not only
+// when the scheduler preempts the consumer (every 10 ms).
+func TestConsumerYieldsToTheRelay(t *testing.T) {
+	const n = 20000
+	tt := newTee(time.Now(), n+2, 1<<20, 1<<30, nil)
+	f := tt.feeder(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
+	tt.closeWhenDone()
+	line := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress"}}}` + "\n")
+	for range n {
+		f.feed(line)
+	}
+	f.flush()
+
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var ran atomic.Int64
+	done := make(chan struct{})
+	go func() { // another goroutine that is runnable all along
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			ran.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	rec := &Recorder{Wire: io.Discard}
+	rec.consume(context.Background(), tt)
+	close(done)
+	require.Equal(t, int64(n), rec.Stats().Frames)
+	assert.Greater(t, ran.Load(), int64(n/64), "the other goroutine hardly ran while the consumer worked")
+	t.Logf("%d lines, the other goroutine ran %d times", n, ran.Load())
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
@@ -193,4 +194,58 @@ func TestRouteBounded(t *testing.T) {
 		pre.route(frame{seq: uint64(i + 1), dir: a2c, msg: []byte(msg)}, &env)
 	}
 	assert.Len(t, pre.preamble, maxPreamble)
+}
+
+// refStringEnd is the end of the string at b[0] (just past its closing
+// quote), stepping over each escape: what skipString must find.
+func refStringEnd(b []byte) (int, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return 0, false
+	}
+	for j := 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+// skipString ends a string where an escape-aware scan does, for short
+// strings (a loop) and long ones (IndexByte), with escaped quotes and runs
+// of backslashes on either side of where one hands over to the other.
+func TestSkipString(t *testing.T) {
+	var cases []string
+	for _, n := range []int{0, 1, 30, 31, 32, 33, 40, 100} {
+		pad := strings.Repeat("a", n)
+		cases = append(cases,
+			`"`+pad+`"`, `"`+pad+`\""x"`, `"`+pad+`\\"x"`, `"`+pad+`\\\"x"`, `"`+pad+`\\\\"`,
+			`"`+pad+`\`, `"`+pad, `"\"`+pad+`"`, `"`+pad+`é\u0000"`)
+	}
+	for _, c := range cases {
+		want, wantOK := refStringEnd([]byte(c))
+		s := scanner{b: []byte(c)}
+		ok := s.skipString()
+		require.Equal(t, wantOK, ok, "%q", c)
+		if ok {
+			require.Equal(t, want, s.i, "%q", c)
+		}
+	}
+}
+
+func FuzzSkipString(f *testing.F) {
+	f.Add([]byte(`"abc\"def"`))
+	f.Add([]byte(`"` + strings.Repeat(`\\`, 20) + `"`))
+	f.Add([]byte(`"` + strings.Repeat("x", 31) + `\"" `))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		b = append([]byte{'"'}, b...)
+		want, wantOK := refStringEnd(b)
+		s := scanner{b: b}
+		ok := s.skipString()
+		if ok != wantOK || (ok && s.i != want) {
+			t.Fatalf("%q: skipString %v at %d, want %v at %d", b, ok, s.i, wantOK, want)
+		}
+	})
 }

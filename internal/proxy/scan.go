@@ -181,6 +181,17 @@ func (s *scanner) skipString() bool {
 		return false
 	}
 	j := s.i + 1
+	// Most strings (keys, ids, kinds) end within a few bytes: a plain loop
+	// finds their end sooner than a call to IndexByte per string. A
+	// backslash, or a string longer than that, goes on below.
+	for end := min(len(s.b), j+32); j < end; j++ {
+		if c := s.b[j]; c == '"' {
+			s.i = j + 1
+			return true
+		} else if c == '\\' {
+			break
+		}
+	}
 	for {
 		k := bytes.IndexByte(s.b[j:], '"')
 		if k < 0 {

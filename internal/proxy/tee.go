@@ -52,10 +52,16 @@ type tee struct {
 	// What next read of pipe that no chunk took yet, in aheadBuf.
 	ahead, aheadBuf []byte
 
-	q        chan chunk
-	queued   atomic.Int64 // bytes in q
-	onFirst  func()       // called once, at the first drop for being behind
-	firstOne sync.Once    // guards onFirst
+	q      chan chunk
+	queued atomic.Int64 // bytes in q
+	// The consumer's coalescing wait (wait): while it sleeps, the relay
+	// wakes it only when a lot is queued or a direction ended.
+	sleeping atomic.Bool
+	kick     chan struct{}
+	timer    *time.Timer
+	waits    int       // the consumer's waits, coalescing or blocking (for tests)
+	onFirst  func()    // called once, at the first drop for being behind
+	firstOne sync.Once // guards onFirst
 
 	closeOnce sync.Once
 	open      sync.WaitGroup // one per feeder not yet flushed
@@ -95,7 +101,62 @@ type gap struct {
 func newTee(start time.Time, maxReads, maxFrame int, maxBytes int64, onFirstDrop func()) *tee {
 	// Two more places than reads, for the two directions' ends: a read
 	// never takes them, so that the splicer's check for room holds.
-	return &tee{start: start, maxFrame: maxFrame, maxReads: maxReads, maxBytes: maxBytes, q: make(chan chunk, maxReads+2), onFirst: onFirstDrop}
+	return &tee{start: start, maxFrame: maxFrame, maxReads: maxReads, maxBytes: maxBytes, q: make(chan chunk, maxReads+2), kick: make(chan struct{}, 1), onFirst: onFirstDrop}
+}
+
+// The consumer's coalescing: once it took all that was queued, it waits up
+// to coalesceWait before it looks again, unless kickReads reads or
+// kickBytes bytes are queued by then (or a direction ends), so that one
+// wake-up serves many reads of the relay instead of one each. The relay
+// never waits for it: its kick is a flag it reads and, when set, a
+// non-blocking send. kickReads and kickBytes leave the consumer's pipe
+// (256 slots of a page, 1 MiB) three quarters free when it is woken.
+const (
+	coalesceWait = time.Millisecond
+	kickReads    = 64
+	kickBytes    = 256 << 10
+)
+
+// queuedOne is called by the relay after it queued a chunk: it wakes a
+// sleeping consumer when there is a lot to take or the chunk ends a
+// direction.
+func (t *tee) queuedOne(end bool) {
+	if !t.sleeping.Load() {
+		return
+	}
+	if end || len(t.q) >= min(kickReads, t.maxReads) || t.queued.Load() >= min(kickBytes, t.maxBytes/2) {
+		t.wake()
+	}
+}
+
+func (t *tee) wake() {
+	if t.sleeping.CompareAndSwap(true, false) {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait is the consumer's coalescing wait, when the queue is empty.
+func (t *tee) wait() {
+	t.waits++
+	t.sleeping.Store(true)
+	if len(t.q) > 0 && (len(t.q) >= min(kickReads, t.maxReads) || t.queued.Load() >= min(kickBytes, t.maxBytes/2)) {
+		t.sleeping.Store(false) // a kick the relay decided on before the flag was up
+		return
+	}
+	if t.timer == nil {
+		t.timer = time.NewTimer(coalesceWait)
+	} else {
+		t.timer.Reset(coalesceWait)
+	}
+	select {
+	case <-t.kick:
+	case <-t.timer.C:
+	}
+	t.sleeping.Store(false)
+	t.timer.Stop()
 }
 
 // dropped returns what was dropped; final once next returned false.
@@ -119,6 +180,7 @@ func (t *tee) closeWhenDone() {
 	go func() {
 		t.open.Wait()
 		t.closeOnce.Do(func() { close(t.q) })
+		t.wake()
 	}()
 }
 
@@ -157,6 +219,7 @@ func (f *feeder) feed(p []byte) {
 	select {
 	case t.q <- chunk{dir: f.dir, at: time.Since(t.start), b: buf, gap: f.gap}:
 		f.gap = gap{}
+		t.queuedOne(false)
 	default:
 		putBuf(buf)
 		t.queued.Add(-n)
@@ -171,6 +234,7 @@ func (f *feeder) teedLocked(n int, at time.Duration) {
 	f.t.queued.Add(int64(n))
 	f.t.q <- chunk{dir: f.dir, at: at, piped: n, gap: f.gap}
 	f.gap = gap{}
+	f.t.queuedOne(false)
 }
 
 // gapOf is the gap p makes when it is dropped.
@@ -220,6 +284,7 @@ func (f *feeder) flush() {
 		// The queue is full: the end is read off f when it is closed.
 	}
 	f.t.open.Done()
+	f.t.queuedOne(true)
 }
 
 // cutter cuts one direction's reads into lines. It holds at most one
@@ -248,7 +313,7 @@ func (t *tee) next() (Line, bool) {
 			t.tail = t.tail[1:]
 			return l, true
 		}
-		c, ok := <-t.q
+		c, ok := t.recv()
 		if !ok {
 			if t.end() {
 				continue
@@ -257,6 +322,25 @@ func (t *tee) next() (Line, bool) {
 		}
 		t.take(c)
 	}
+}
+
+// recv takes the next chunk off the queue: at once when there is one;
+// else after the coalescing wait, blocking only when that brought nothing.
+func (t *tee) recv() (chunk, bool) {
+	select {
+	case c, ok := <-t.q:
+		return c, ok
+	default:
+	}
+	t.wait()
+	select {
+	case c, ok := <-t.q:
+		return c, ok
+	default:
+	}
+	t.waits++
+	c, ok := <-t.q
+	return c, ok
 }
 
 // take makes c the chunk being cut, done with the one before.

@@ -111,6 +111,10 @@ type message[U any] struct {
 			Kind     string `json:"kind"`
 		} `json:"options"`
 		Cwd string `json:"cwd"`
+		// SessionID is read as its literal only: with the tool call id,
+		// it names the memo entry of a call's content text
+		// (decodeContentTexts).
+		SessionID rawText `json:"sessionId"`
 		// The params of a client-terminal request.
 		terminalParams
 	} `json:"params"`
@@ -220,18 +224,23 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	var checked []jsonlit.Lit
 	// walk is what the walks after the decode read (noticeUnrecognized,
 	// and contradictions where contradictionsReadLight says so):
-	// the frame, or the light frame the elided decode read, which is the
-	// frame but for the values it took out, each a valid value of the same
-	// type in the same place. Those are content texts and members the
-	// dialect reads as a rawText or rawBytes, which the walk skips as
-	// members it reads whole; in the light frame it skips "" and [] instead
-	// of a whole snapshot.
+	// the frame, or a light frame, which is the frame but for the big
+	// values a rawText or rawBytes field read whole (the one-pass decode's
+	// jsonlit.Taken) or the elided decode took out, each "" or [] there, a
+	// valid value of the same type in the same place. Those are content
+	// texts and members the dialect reads as a rawText or rawBytes, which
+	// the walk skips as members it reads whole; in the light frame it
+	// skips "" and [] instead of a whole snapshot.
 	walk := msg
 	if content, members := elisionSafe[U](), elidedMembers[U](); content || len(members) > 0 {
 		var light []byte
-		light, checked, err = decodeElided(msg, &m, content, members, scope)
+		var fast bool
+		light, checked, fast, err = decodeElided(msg, &m, content, members, scope)
 		if light != nil {
 			walk = light
+		}
+		if fast && content {
+			checked = decodeContentTexts[U, P](msg, &m, scope)
 		}
 	} else {
 		err = jsonlit.Decode(msg, &m)
@@ -873,16 +882,51 @@ var elidedChecked sync.Map // reflect.Type → []jsonlit.Member
 // and timedOut, and the light frame differs from the frame only in the
 // values of elided members, each a string or an array there and "" or []
 // in the light frame. So it reads the same in both unless one of those
-// members is elided. Reading the light frame skips the big outputs a
-// walk of the frame would go through again.
+// members is elided: by ElideMembers (elidedMembers) or, in the light
+// frame of the one-pass decode (jsonlit.Taken), as the value of any
+// rawText or rawBytes field of U (takerNames). Reading the light frame
+// skips the big outputs a walk of the frame would go through again.
 func contradictionsReadLight[U any]() bool {
 	t := reflect.TypeFor[U]()
 	if ok, seen := lightChecked.Load(t); seen {
 		return ok.(bool)
 	}
-	ok := !elidesAny(elidedMembers[U](), "signal", "outcome", "timed_out", "timedout")
+	names := []string{"signal", "outcome", "timed_out", "timedout"}
+	ok := !elidesAny(elidedMembers[U](), names...)
+	for _, n := range takerNames(t, 0, nil) {
+		ok = ok && !slices.Contains(names, n)
+	}
 	lightChecked.Store(t, ok)
 	return ok
+}
+
+// takerNames appends to out the names (lower case) of every field of a
+// rawText or rawBytes type that a value of type t holds, at any depth,
+// through pointers, slices and embedded or tagged structs alike.
+func takerNames(t reflect.Type, depth int, out []string) []string {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || depth > maxKnownDepth {
+		return out
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft == reflect.TypeFor[rawText]() || ft == reflect.TypeFor[rawBytes]() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			out = append(out, strings.ToLower(name))
+			continue
+		}
+		out = takerNames(f.Type, depth+1, out)
+	}
+	return out
 }
 
 var lightChecked sync.Map // reflect.Type → bool
@@ -1129,16 +1173,21 @@ func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array 
 	return nil
 }
 
-// decodeElided decodes msg into *v as jsonlit.Decode does, eliding its
-// content texts (when content says so) and the other members named by
-// members (elidedMembers: lazy texts and byte arrays) when that pays
-// (jsonlit.ElideMembers, whose memo keeps what it learns under scope).
-// Each elided value is put back into the rawText or rawBytes the decoder
-// reads where its "" or [] stands in the light frame: a content text
-// decoded, a lazy text as its literal, validated, unquoted only when a
-// dialect reads it: jsonlit.FastDecode hands it over (TakeLit), and where
-// that fast pass says no, the one-pass decoder's unmarshalers
-// (elidedDecoders) do. Nothing about how a frame reads changes:
+// decodeElided decodes msg into *v as jsonlit.Decode does, in one pass
+// where it can: jsonlit.FastDecode over the frame itself hands every
+// rawText its literal, validated in that pass (a literal the frame
+// repeats byte for byte is not read again) and every rawBytes its byte
+// array, decoded in the scan that validates it, as ElideMembers would
+// take them out; fast then says the content texts are still to be
+// decoded (decodeContentTexts). Where that pass says no, msg is decoded
+// the old way: its content texts (when content says so) and the other
+// members named by members (elidedMembers: lazy texts and byte arrays)
+// elided when that pays (jsonlit.ElideMembers, whose memo keeps what it
+// learns under scope), each elided value put back into the rawText or
+// rawBytes the one-pass decoder's unmarshalers (elidedDecoders) read
+// where its "" or [] stands in the light frame: a content text decoded,
+// a lazy text as its literal, validated, unquoted only when a dialect
+// reads it. Nothing about how a frame reads changes:
 // TestElidedDecodeIsEncodingJSON and FuzzElidedDecode hold the elided
 // decode to encoding/json's on every recorded frame with every dialect,
 // with every such value elided.
@@ -1151,31 +1200,68 @@ func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array 
 // decoded and the values it took out of it (the decoded texts each valid
 // UTF-8: see markChecked); nil and none when it elided nothing or read
 // the frame itself.
-func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) (light []byte, lits []jsonlit.Lit, err error) {
+func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) (light []byte, lits []jsonlit.Lit, fast bool, err error) {
 	if jsonlit.EncodingJSONOnly() {
-		return nil, nil, jsonlit.Decode(msg, v)
+		return nil, nil, false, jsonlit.Decode(msg, v)
 	}
-	light, lits = jsonlit.ElideMembers(msg, content, members, scope)
-	if len(lits) == 0 {
-		return nil, nil, jsonlit.Decode(msg, v)
-	}
-	if jsonlit.FastDecode(light, v, lits) {
-		return light, lits, nil
+	var taken jsonlit.Taken
+	if jsonlit.FastDecodeTaking(msg, v, &taken) {
+		return taken.Light(msg), nil, true, nil
 	}
 	var zero T
 	*v = zero
+	light, lits = jsonlit.ElideMembers(msg, content, members, scope)
+	if len(lits) == 0 {
+		return nil, nil, false, jsonlit.DecodeSlow(msg, v)
+	}
 	e := elidedDecoders.Get().(*elidedDecoder)
 	e.lits = lits
 	err = jsonv2.Unmarshal(light, v, e.opts)
 	e.lits = nil // let go of the frame
 	elidedDecoders.Put(e)
 	if err == nil {
-		return light, lits, nil
+		return light, lits, false, nil
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json
 	// makes of the frame itself is the answer, as in decode.
 	*v = zero
-	return nil, nil, jsonlit.Decode(msg, v)
+	return nil, nil, false, jsonlit.DecodeSlow(msg, v)
+}
+
+// decodeContentTexts decodes the content texts of m's update and
+// toolCall that ElideMembers would have taken out of msg
+// (jsonlit.TakesText), after FastDecode read msg whole: through the memo
+// of the call, as ElideMembers decodes them, so that a cumulative output
+// costs what it costs on the elided route. It returns them as the Lits
+// markChecked reads.
+func decodeContentTexts[U any, P callOf[U]](msg []byte, m *message[U], scope string) []jsonlit.Lit {
+	if m.Params == nil {
+		return nil
+	}
+	var lits []jsonlit.Lit
+	for _, u := range [2]*U{m.Params.Update, m.Params.ToolCall} {
+		if u == nil {
+			continue
+		}
+		tc := P(u).call()
+		var tcid []byte
+		for i := range tc.Content {
+			c := tc.Content[i].Content
+			if c == nil || c.Text.decoded || !jsonlit.TakesText(msg, c.Text.lit) {
+				continue
+			}
+			if tcid == nil {
+				tcid = strconv.AppendQuote(nil, tc.ToolCallID)
+			}
+			text, ok := jsonlit.DecodeText(scope, m.Params.SessionID.lit, tcid, c.Text.lit)
+			if !ok {
+				continue // not a literal FastDecode validated: left to Str
+			}
+			c.Text.text, c.Text.decoded = text, true
+			lits = append(lits, jsonlit.Lit{Raw: c.Text.lit, Text: text})
+		}
+	}
+	return lits
 }
 
 // markChecked sets Valid on every text of obs that is part of a text lits

@@ -40,16 +40,92 @@ func FastDecode(msg []byte, v any, lits []Lit) bool {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return false
 	}
-	return fastDecode(msg, planOf(rv.Type().Elem()), rv.UnsafePointer(), lits)
+	return fastDecode(msg, planOf(rv.Type().Elem()), rv.UnsafePointer(), lits, nil)
 }
 
-func fastDecode(msg []byte, p *plan, ptr unsafe.Pointer, lits []Lit) bool {
+// FastDecodeTaking is FastDecode of a whole frame (no lits) that also
+// notes in t where it handed a LitTaker field a value that ElideMembers
+// would have taken out of msg (a string literal or a byte array of at
+// least its size, in a frame of at least its size), so that a walk of
+// the frame after the decode can read t.Light(msg) instead, as it read
+// ElideMembers' light frame: the decode itself reads the frame once.
+func FastDecodeTaking(msg []byte, v any, t *Taken) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false
+	}
+	*t = Taken{}
+	return fastDecode(msg, planOf(rv.Type().Elem()), rv.UnsafePointer(), nil, t)
+}
+
+// Taken holds where FastDecodeTaking handed a LitTaker field a big value
+// of the frame whole: at most maxTaken of them, in the order of the
+// frame. It allocates nothing.
+type Taken struct {
+	n     int
+	spans [maxTaken]struct {
+		start, end int
+		array      bool
+	}
+}
+
+// maxTaken bounds the values a Taken notes; the ones past it stay in the
+// light frame, which reads the same either way.
+const maxTaken = 8
+
+// Light returns msg with every value t notes replaced by "" (a literal)
+// or [] (an array): what ElideMembers returns for those values. Each is
+// a valid value of the same JSON type in the same place, so the light
+// frame is valid exactly when msg is, and differs from it only where a
+// LitTaker field read a value whole. nil when t notes none.
+func (t *Taken) Light(msg []byte) []byte {
+	if t.n == 0 {
+		return nil
+	}
+	cut := 0
+	for _, s := range t.spans[:t.n] {
+		cut += s.end - s.start - 2
+	}
+	light := make([]byte, 0, len(msg)-cut)
+	from := 0
+	for _, s := range t.spans[:t.n] {
+		light = append(light, msg[from:s.start]...)
+		if s.array {
+			light = append(light, '[', ']')
+		} else {
+			light = append(light, '"', '"')
+		}
+		from = s.end
+	}
+	return append(light, msg[from:]...)
+}
+
+func fastDecode(msg []byte, p *plan, ptr unsafe.Pointer, lits []Lit, t *Taken) bool {
 	d := decs.Get().(*Dec)
 	d.b, d.i, d.lits, d.depth = msg, 0, lits, 0
+	if t != nil && len(msg) >= elideFrame {
+		d.taken = t
+	}
 	ok := d.space() && d.value(p, ptr) && !d.space()
-	d.b, d.lits = nil, nil // let go of the frame
+	d.b, d.lits, d.taken = nil, nil, nil // let go of the frame
+	for k := range d.nseen {
+		d.seen[k] = nil
+	}
+	d.nseen = 0
 	decs.Put(d)
 	return ok
+}
+
+// note notes in d.taken the value at d.b[start:end] handed whole to a
+// LitTaker field, when it is one ElideMembers would take out.
+func (d *Dec) note(start, end int, array bool) {
+	t := d.taken
+	if t == nil || end-start < elideMin+2 || t.n == maxTaken {
+		return
+	}
+	s := &t.spans[t.n]
+	s.start, s.end, s.array = start, end, array
+	t.n++
 }
 
 // FastUnmarshaler is implemented by a type with an UnmarshalJSON method
@@ -89,6 +165,14 @@ type Dec struct {
 	// is returned only for the same bytes, so it tells nothing of the
 	// frames it came from.
 	strs *[256]string
+	// seen are the long literals a LitTaker field was handed in this
+	// frame (at most len(seen)), so that one the frame repeats byte for
+	// byte (Codex's stdout and aggregated_output) is not validated again.
+	seen  [4][]byte
+	nseen int
+	// taken, when not nil, notes the big values handed whole to
+	// LitTaker fields (FastDecodeTaking).
+	taken *Taken
 }
 
 // maxCachedString bounds the strings Dec.strs holds.
@@ -205,6 +289,11 @@ func (d *Dec) value(p *plan, ptr unsafe.Pointer) bool {
 			reflect.NewAt(p.typ, ptr).Interface().(StringUnmarshaler).UnmarshalJSONString(text)
 			return ok
 		}
+		if p.takes && d.lits == nil {
+			if ok, done := d.takeWhole(p, ptr, c); done {
+				return ok
+			}
+		}
 		start := d.i
 		if !d.skip() {
 			return false
@@ -225,6 +314,53 @@ func (d *Dec) value(p *plan, ptr unsafe.Pointer) bool {
 		return reflect.NewAt(p.typ, ptr).Interface().(FastUnmarshaler).UnmarshalJSONFast(d)
 	}
 	return false
+}
+
+// takeWhole reads the value of a LitTaker field in a frame that is not
+// a light one (no lits) as ElideMembers would take it out, in the same
+// pass: a string literal that repeats, byte for byte, a long one handed
+// to such a field before is not validated again (it is that literal,
+// whole); a byte array of plain byte values is validated and decoded in
+// one scan (DecodeByteArray) and handed over as a Lit, where the scan
+// would validate it and UnmarshalJSON read it again. done false: read it
+// as any value.
+func (d *Dec) takeWhole(p *plan, ptr unsafe.Pointer, c byte) (ok, done bool) {
+	rest := d.b[d.i:]
+	switch c {
+	case '"':
+		n := 0
+		for _, s := range d.seen[:d.nseen] {
+			if bytes.HasPrefix(rest, s) {
+				n = len(s)
+				break
+			}
+		}
+		if n == 0 {
+			if n, ok = ValidLiteral(rest); !ok {
+				return false, true
+			}
+			if n >= elideMin+2 && d.nseen < len(d.seen) {
+				d.seen[d.nseen] = rest[:n:n]
+				d.nseen++
+			}
+		}
+		d.note(d.i, d.i+n, false)
+		d.i += n
+		return reflect.NewAt(p.typ, ptr).Interface().(json.Unmarshaler).UnmarshalJSON(rest[:n:n]) == nil, true
+	case '[':
+		out, n, ok := DecodeByteArray(rest)
+		if !ok {
+			return false, false
+		}
+		l := Lit{Raw: rest[:n:n], Bytes: out}
+		if !reflect.NewAt(p.typ, ptr).Interface().(LitTaker).TakeLit(&l) {
+			return false, false
+		}
+		d.note(d.i, d.i+n, true)
+		d.i += n
+		return true, true
+	}
+	return false, false
 }
 
 // take hands the Lit that ends where the decoder is to the LitTaker at

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -273,5 +274,57 @@ func TestPlanFields(t *testing.T) {
 	for _, name := range []string{"Embedded", "deeper", "Skip", "unexported"} {
 		_, ok := p.fields.exact[name]
 		require.False(t, ok, name)
+	}
+}
+
+// byteTaker takes the byte arrays FastDecode decodes for it.
+type byteTaker struct {
+	B   []byte
+	Raw []byte
+}
+
+func (b *byteTaker) UnmarshalJSON(raw []byte) error { b.Raw = raw; return nil }
+func (b *byteTaker) TakeLit(x *Lit) bool {
+	if x.Bytes == nil {
+		return false
+	}
+	b.B = x.Bytes
+	return true
+}
+
+// TestFastDecodeTakingLight: FastDecodeTaking hands a LitTaker the
+// literal (a repeated one included) and the byte array of the frame
+// itself, notes where, and Light empties those values and nothing else,
+// as ElideMembers' light frame does.
+func TestFastDecodeTakingLight(t *testing.T) {
+	defer SetElideSizes(0, 0)()
+	type msg struct {
+		A litTaker  `json:"a"`
+		B litTaker  `json:"b"`
+		C byteTaker `json:"c"`
+		D string    `json:"d"`
+		E []int     `json:"e"`
+	}
+	frame := []byte(`{"a":"x\"y","b":"x\"y" ,"c":[1, 2],"d":"long","e":[3]}`)
+	var v msg
+	var taken Taken
+	require.True(t, FastDecodeTaking(frame, &v, &taken))
+	assert.Equal(t, `"x\"y"`, string(v.A.Raw))
+	assert.Equal(t, `"x\"y"`, string(v.B.Raw))
+	assert.Equal(t, []byte{1, 2}, v.C.B)
+	assert.Equal(t, "long", v.D)
+	assert.Equal(t, `{"a":"","b":"" ,"c":[],"d":"long","e":[3]}`, string(taken.Light(frame)))
+
+	// A value too short to take is read, not noted.
+	restore := SetElideSizes(0, 8)
+	v, taken = msg{}, Taken{}
+	require.True(t, FastDecodeTaking(frame, &v, &taken))
+	assert.Nil(t, taken.Light(frame))
+	restore()
+
+	// A repeated literal is the one met before only byte for byte.
+	for _, bad := range []string{`{"a":"xy","b":"xy\u00"}`, `{"a":"xy","b":"xy` + "\x01" + `"}`, `{"a":"xy","b":"x"y"}`} {
+		v, taken = msg{}, Taken{}
+		assert.False(t, FastDecodeTaking([]byte(bad), &v, &taken), bad)
 	}
 }

@@ -111,10 +111,6 @@ type message[U any] struct {
 			Kind     string `json:"kind"`
 		} `json:"options"`
 		Cwd string `json:"cwd"`
-		// SessionID is read as its literal only: with the tool call id,
-		// it names the memo entry of a call's content text
-		// (decodeContentTexts).
-		SessionID rawText `json:"sessionId"`
 		// The params of a client-terminal request.
 		terminalParams
 	} `json:"params"`
@@ -234,13 +230,9 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	walk := msg
 	if content, members := elisionSafe[U](), elidedMembers[U](); content || len(members) > 0 {
 		var light []byte
-		var fast bool
-		light, checked, fast, err = decodeElided(msg, &m, content, members, scope)
+		light, checked, err = decodeElided(msg, &m, content, members, scope)
 		if light != nil {
 			walk = light
-		}
-		if fast && content {
-			checked = decodeContentTexts[U, P](msg, &m, scope)
 		}
 	} else {
 		err = jsonlit.Decode(msg, &m)
@@ -537,7 +529,9 @@ type Content struct {
 		// Text is often a whole output, unquoted only when Texts reads
 		// it: some agents send the same output again in another field,
 		// and a dialect reads one of the two.
-		Text rawText `json:"text"`
+		// A big one is decoded as the frame is read, through the memo
+		// (jsonlit.TextField).
+		Text rawText `json:"text" jsonlit:"decode"`
 	} `json:"content"`
 	TerminalID string `json:"terminalId"`
 }
@@ -1174,23 +1168,24 @@ func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array 
 }
 
 // decodeElided decodes msg into *v as jsonlit.Decode does, in one pass
-// where it can: jsonlit.FastDecode over the frame itself hands every
-// rawText its literal, validated in that pass (a literal the frame
-// repeats byte for byte is not read again) and every rawBytes its byte
-// array, decoded in the scan that validates it, as ElideMembers would
-// take them out; fast then says the content texts are still to be
-// decoded (decodeContentTexts). Where that pass says no, msg is decoded
-// the old way: its content texts (when content says so) and the other
-// members named by members (elidedMembers: lazy texts and byte arrays)
-// elided when that pays (jsonlit.ElideMembers, whose memo keeps what it
-// learns under scope), each elided value put back into the rawText or
-// rawBytes the one-pass decoder's unmarshalers (elidedDecoders) read
-// where its "" or [] stands in the light frame: a content text decoded,
-// a lazy text as its literal, validated, unquoted only when a dialect
-// reads it. Nothing about how a frame reads changes:
-// TestElidedDecodeIsEncodingJSON and FuzzElidedDecode hold the elided
-// decode to encoding/json's on every recorded frame with every dialect,
-// with every such value elided.
+// where it can: jsonlit.FastDecodeTaking over the frame itself does what
+// the elided decode below does in a walk before it. Each big literal a
+// rawText meets (content texts, outputs) is validated and decoded in one
+// scan, through the memo of the call under scope (a literal the frame
+// repeats byte for byte is not read again), and each byte array a
+// rawBytes meets is decoded in the scan that validates it; the light
+// frame is built from where they were, for the walks after the decode.
+// Where that pass says no, msg is decoded the old way: its content texts
+// (when content says so) and the other members named by members
+// (elidedMembers: lazy texts and byte arrays) elided when that pays
+// (jsonlit.ElideMembers, whose memo keeps what it learns under scope),
+// each elided value put back into the rawText or rawBytes the one-pass
+// decoder's unmarshalers (elidedDecoders) read where its "" or [] stands
+// in the light frame: a content text decoded, a lazy text as its
+// literal, validated, unquoted only when a dialect reads it. Nothing
+// about how a frame reads changes: TestElidedDecodeIsEncodingJSON and
+// FuzzElidedDecode hold both routes to encoding/json's on every recorded
+// frame with every dialect, with every such value taken.
 //
 // The content texts of the shared ToolCall shape are elided only for a
 // dialect whose update type maps the member `content` to nothing but
@@ -1200,19 +1195,18 @@ func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array 
 // decoded and the values it took out of it (the decoded texts each valid
 // UTF-8: see markChecked); nil and none when it elided nothing or read
 // the frame itself.
-func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) (light []byte, lits []jsonlit.Lit, fast bool, err error) {
+func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) (light []byte, lits []jsonlit.Lit, err error) {
 	if jsonlit.EncodingJSONOnly() {
-		return nil, nil, false, jsonlit.Decode(msg, v)
+		return nil, nil, jsonlit.Decode(msg, v)
 	}
-	var taken jsonlit.Taken
-	if jsonlit.FastDecodeTaking(msg, v, &taken) {
-		return taken.Light(msg), nil, true, nil
+	if light, lits, ok := jsonlit.FastDecodeTaking(msg, v, scope); ok {
+		return light, lits, nil
 	}
 	var zero T
 	*v = zero
 	light, lits = jsonlit.ElideMembers(msg, content, members, scope)
 	if len(lits) == 0 {
-		return nil, nil, false, jsonlit.DecodeSlow(msg, v)
+		return nil, nil, jsonlit.DecodeSlow(msg, v)
 	}
 	e := elidedDecoders.Get().(*elidedDecoder)
 	e.lits = lits
@@ -1220,48 +1214,12 @@ func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Membe
 	e.lits = nil // let go of the frame
 	elidedDecoders.Put(e)
 	if err == nil {
-		return light, lits, false, nil
+		return light, lits, nil
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json
 	// makes of the frame itself is the answer, as in decode.
 	*v = zero
-	return nil, nil, false, jsonlit.DecodeSlow(msg, v)
-}
-
-// decodeContentTexts decodes the content texts of m's update and
-// toolCall that ElideMembers would have taken out of msg
-// (jsonlit.TakesText), after FastDecode read msg whole: through the memo
-// of the call, as ElideMembers decodes them, so that a cumulative output
-// costs what it costs on the elided route. It returns them as the Lits
-// markChecked reads.
-func decodeContentTexts[U any, P callOf[U]](msg []byte, m *message[U], scope string) []jsonlit.Lit {
-	if m.Params == nil {
-		return nil
-	}
-	var lits []jsonlit.Lit
-	for _, u := range [2]*U{m.Params.Update, m.Params.ToolCall} {
-		if u == nil {
-			continue
-		}
-		tc := P(u).call()
-		var tcid []byte
-		for i := range tc.Content {
-			c := tc.Content[i].Content
-			if c == nil || c.Text.decoded || !jsonlit.TakesText(msg, c.Text.lit) {
-				continue
-			}
-			if tcid == nil {
-				tcid = strconv.AppendQuote(nil, tc.ToolCallID)
-			}
-			text, ok := jsonlit.DecodeText(scope, m.Params.SessionID.lit, tcid, c.Text.lit)
-			if !ok {
-				continue // not a literal FastDecode validated: left to Str
-			}
-			c.Text.text, c.Text.decoded = text, true
-			lits = append(lits, jsonlit.Lit{Raw: c.Text.lit, Text: text})
-		}
-	}
-	return lits
+	return nil, nil, jsonlit.DecodeSlow(msg, v)
 }
 
 // markChecked sets Valid on every text of obs that is part of a text lits

@@ -40,7 +40,7 @@ func OnePass(more ...jsonv2.Options) jsonv2.Options {
 func Decode[T any](msg []byte, v *T) error {
 	var zero T
 	if !legacy.Load() {
-		if fastDecode(msg, planOf(reflect.TypeFor[T]()), unsafe.Pointer(v), nil, nil) {
+		if fastDecode(msg, planOf(reflect.TypeFor[T]()), unsafe.Pointer(v), nil) {
 			return nil
 		}
 		*v = zero

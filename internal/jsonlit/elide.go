@@ -781,29 +781,3 @@ func literalRun(b []byte) int {
 	}
 	return i
 }
-
-// TakesText says whether the string literal lit of the frame msg is a
-// content text ElideMembers would take out and decode (DecodeText): msg
-// is at least the frame it walks and lit at least the literal it takes.
-// A caller that decodes msg itself (FastDecode, in one pass, with no light
-// copy) decodes such a text with DecodeText after it, as ElideMembers
-// would have, so that its text is decoded once, through the memo.
-func TakesText(msg, lit []byte) bool {
-	return len(msg) >= elideFrame && len(lit) >= elideMin+2
-}
-
-// DecodeText decodes the content text literal lit, valid as the decoder
-// found it, as ElideMembers decodes one: through the memo entry of the
-// call that the frame's scope and its session id and tool call id
-// literals (as sent, quotes included) name when it is long enough, else
-// DecodeLiteral. ok is false when lit is not one valid string literal.
-func DecodeText(scope string, sessionID, toolCallID, lit []byte) (text string, ok bool) {
-	var n int
-	if len(lit) >= memoMin {
-		key := memoKeyOf(scope, sessionID, toolCallID, lit)
-		text, n, ok = memoDecode(key, lit)
-	} else {
-		text, n, ok = DecodeLiteral(lit)
-	}
-	return text, ok && n == len(lit)
-}

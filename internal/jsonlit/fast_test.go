@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -299,32 +300,45 @@ func (b *byteTaker) TakeLit(x *Lit) bool {
 func TestFastDecodeTakingLight(t *testing.T) {
 	defer SetElideSizes(0, 0)()
 	type msg struct {
-		A litTaker  `json:"a"`
-		B litTaker  `json:"b"`
+		A litTaker  `json:"a" jsonlit:"decode"`
+		B litTaker  `json:"b" jsonlit:"decode"`
 		C byteTaker `json:"c"`
+		L litTaker  `json:"l"`
 		D string    `json:"d"`
 		E []int     `json:"e"`
 	}
-	frame := []byte(`{"a":"x\"y","b":"x\"y" ,"c":[1, 2],"d":"long","e":[3]}`)
+	frame := []byte(`{"a":"x\"y","b":"x\"y" ,"c":[1, 2],"d":"long","e":[3],"l":"lazy\n"}`)
 	var v msg
-	var taken Taken
-	require.True(t, FastDecodeTaking(frame, &v, &taken))
-	assert.Equal(t, `"x\"y"`, string(v.A.Raw))
-	assert.Equal(t, `"x\"y"`, string(v.B.Raw))
+	light, lits, ok := FastDecodeTaking(frame, &v, "")
+	require.True(t, ok)
+	require.NotNil(t, v.A.Lit)
+	require.NotNil(t, v.B.Lit)
+	assert.Equal(t, `x"y`, v.A.Lit.Text)
+	assert.Equal(t, `"x\"y"`, string(v.B.Lit.Raw))
+	assert.Same(t, unsafe.StringData(v.A.Lit.Text), unsafe.StringData(v.B.Lit.Text), "the repeated literal is not decoded again")
 	assert.Equal(t, []byte{1, 2}, v.C.B)
 	assert.Equal(t, "long", v.D)
-	assert.Equal(t, `{"a":"","b":"" ,"c":[],"d":"long","e":[3]}`, string(taken.Light(frame)))
+	assert.Nil(t, v.L.Lit, "a field without the TextField option is handed its literal")
+	assert.Equal(t, `"lazy\n"`, string(v.L.Raw))
+	assert.Equal(t, `{"a":"","b":"" ,"c":[],"d":"long","e":[3],"l":""}`, string(light))
+	require.Len(t, lits, 2)
+	assert.Equal(t, []string{`x"y`, `x"y`}, []string{lits[0].Text, lits[1].Text})
 
-	// A value too short to take is read, not noted.
+	// A value too short to take is read as its raw value, not noted.
 	restore := SetElideSizes(0, 8)
-	v, taken = msg{}, Taken{}
-	require.True(t, FastDecodeTaking(frame, &v, &taken))
-	assert.Nil(t, taken.Light(frame))
+	v = msg{}
+	light, lits, ok = FastDecodeTaking(frame, &v, "")
+	require.True(t, ok)
+	assert.Equal(t, `"x\"y"`, string(v.A.Raw))
+	assert.Nil(t, v.A.Lit)
+	assert.Nil(t, light)
+	assert.Nil(t, lits)
 	restore()
 
 	// A repeated literal is the one met before only byte for byte.
 	for _, bad := range []string{`{"a":"xy","b":"xy\u00"}`, `{"a":"xy","b":"xy` + "\x01" + `"}`, `{"a":"xy","b":"x"y"}`} {
-		v, taken = msg{}, Taken{}
-		assert.False(t, FastDecodeTaking([]byte(bad), &v, &taken), bad)
+		v = msg{}
+		_, _, ok := FastDecodeTaking([]byte(bad), &v, "")
+		assert.False(t, ok, bad)
 	}
 }

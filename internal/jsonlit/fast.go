@@ -193,7 +193,10 @@ func (d *Dec) takeText(p *plan, ptr unsafe.Pointer, rest []byte) (ok, done bool)
 		}
 	}
 	if n == 0 {
-		if StringEnd(rest, 0) < elideMin+2 {
+		// Shorter than what is taken when it ends within elideMin+2 bytes:
+		// only those are looked at, as a snapshot of megabytes would
+		// otherwise be scanned once more here.
+		if w := rest[:min(len(rest), elideMin+2)]; StringEnd(w, 0) < len(w) {
 			return false, false
 		}
 		if len(rest) >= memoMin {

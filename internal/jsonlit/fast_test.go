@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -341,4 +342,39 @@ func TestFastDecodeTakingLight(t *testing.T) {
 		_, _, ok := FastDecodeTaking([]byte(bad), &v, "")
 		assert.False(t, ok, bad)
 	}
+}
+
+// TestFastDecodeTakingMemo: a TextField literal that extends the one the
+// same call sent before (a cumulative snapshot) is read through the memo,
+// as ElideMembers reads a content text: its text grows the one decoded
+// before in place, and only the scope, session and call that sent it see
+// that entry.
+func TestFastDecodeTakingMemo(t *testing.T) {
+	defer SetElideSizes(0, 0)()
+	defer SetMemoSizes(0, 1<<20)()
+	type msg struct {
+		SessionID  string   `json:"sessionId"`
+		ToolCallID string   `json:"toolCallId"`
+		T          litTaker `json:"t" jsonlit:"decode"`
+	}
+	frame := func(call string, n int) []byte {
+		return []byte(`{"sessionId":"s","toolCallId":"` + call + `","t":"` + strings.Repeat("a\\n", n) + `"}`)
+	}
+	read := func(scope string, f []byte) string {
+		var v msg
+		_, lits, ok := FastDecodeTaking(f, &v, scope)
+		require.True(t, ok)
+		require.Len(t, lits, 1)
+		require.NotNil(t, v.T.Lit)
+		return v.T.Lit.Text
+	}
+	first := read("a", frame("c1", 1000))
+	require.Equal(t, strings.Repeat("a\n", 1000), first)
+	next := read("a", frame("c1", 1010))
+	require.Equal(t, strings.Repeat("a\n", 1010), next)
+	assert.Same(t, unsafe.StringData(first), unsafe.StringData(next), "the memo extended the text decoded before")
+	other := read("b", frame("c1", 1020))
+	assert.NotSame(t, unsafe.StringData(first), unsafe.StringData(other), "another scope does not read the entry")
+	call := read("a", frame("c2", 1030))
+	assert.NotSame(t, unsafe.StringData(first), unsafe.StringData(call), "another call does not read the entry")
 }

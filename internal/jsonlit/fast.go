@@ -430,7 +430,20 @@ func (d *Dec) takeWhole(p *plan, ptr unsafe.Pointer, c byte) (ok, done bool) {
 			}
 		}
 		n := 0
+		if t := d.taken; t != nil {
+			// A literal taken before, a decoded content text included
+			// (OpenCode repeats it in rawOutput.output).
+			for k := range t.n {
+				if s := &t.spans[k]; !s.array && bytes.HasPrefix(rest, d.b[s.start:s.end]) {
+					n = s.end - s.start
+					break
+				}
+			}
+		}
 		for _, s := range d.seen[:d.nseen] {
+			if n > 0 {
+				break
+			}
 			if bytes.HasPrefix(rest, s) {
 				n = len(s)
 				break

@@ -220,13 +220,12 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	var checked []jsonlit.Lit
 	// walk is what the walks after the decode read (noticeUnrecognized,
 	// and contradictions where contradictionsReadLight says so):
-	// the frame, or a light frame, which is the frame but for the big
-	// values a rawText or rawBytes field read whole (the one-pass decode's
-	// jsonlit.Taken) or the elided decode took out, each "" or [] there, a
-	// valid value of the same type in the same place. Those are content
-	// texts and members the dialect reads as a rawText or rawBytes, which
-	// the walk skips as members it reads whole; in the light frame it
-	// skips "" and [] instead of a whole snapshot.
+	// the frame, or the light frame the elided decode read, which is the
+	// frame but for the values it took out, each a valid value of the same
+	// type in the same place. Those are content texts and members the
+	// dialect reads as a rawText or rawBytes, which the walk skips as
+	// members it reads whole; in the light frame it skips "" and [] instead
+	// of a whole snapshot.
 	walk := msg
 	if content, members := elisionSafe[U](), elidedMembers[U](); content || len(members) > 0 {
 		var light []byte
@@ -529,9 +528,7 @@ type Content struct {
 		// Text is often a whole output, unquoted only when Texts reads
 		// it: some agents send the same output again in another field,
 		// and a dialect reads one of the two.
-		// A big one is decoded as the frame is read, through the memo
-		// (jsonlit.TextField).
-		Text rawText `json:"text" jsonlit:"decode"`
+		Text rawText `json:"text"`
 	} `json:"content"`
 	TerminalID string `json:"terminalId"`
 }
@@ -876,51 +873,16 @@ var elidedChecked sync.Map // reflect.Type → []jsonlit.Member
 // and timedOut, and the light frame differs from the frame only in the
 // values of elided members, each a string or an array there and "" or []
 // in the light frame. So it reads the same in both unless one of those
-// members is elided: by ElideMembers (elidedMembers) or, in the light
-// frame of the one-pass decode (jsonlit.Taken), as the value of any
-// rawText or rawBytes field of U (takerNames). Reading the light frame
-// skips the big outputs a walk of the frame would go through again.
+// members is elided. Reading the light frame skips the big outputs a
+// walk of the frame would go through again.
 func contradictionsReadLight[U any]() bool {
 	t := reflect.TypeFor[U]()
 	if ok, seen := lightChecked.Load(t); seen {
 		return ok.(bool)
 	}
-	names := []string{"signal", "outcome", "timed_out", "timedout"}
-	ok := !elidesAny(elidedMembers[U](), names...)
-	for _, n := range takerNames(t, 0, nil) {
-		ok = ok && !slices.Contains(names, n)
-	}
+	ok := !elidesAny(elidedMembers[U](), "signal", "outcome", "timed_out", "timedout")
 	lightChecked.Store(t, ok)
 	return ok
-}
-
-// takerNames appends to out the names (lower case) of every field of a
-// rawText or rawBytes type that a value of type t holds, at any depth,
-// through pointers, slices and embedded or tagged structs alike.
-func takerNames(t reflect.Type, depth int, out []string) []string {
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct || depth > maxKnownDepth {
-		return out
-	}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		ft := f.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if ft == reflect.TypeFor[rawText]() || ft == reflect.TypeFor[rawBytes]() {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "" {
-				name = f.Name
-			}
-			out = append(out, strings.ToLower(name))
-			continue
-		}
-		out = takerNames(f.Type, depth+1, out)
-	}
-	return out
 }
 
 var lightChecked sync.Map // reflect.Type → bool
@@ -1167,25 +1129,19 @@ func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array 
 	return nil
 }
 
-// decodeElided decodes msg into *v as jsonlit.Decode does, in one pass
-// where it can: jsonlit.FastDecodeTaking over the frame itself does what
-// the elided decode below does in a walk before it. Each big literal a
-// rawText meets (content texts, outputs) is validated and decoded in one
-// scan, through the memo of the call under scope (a literal the frame
-// repeats byte for byte is not read again), and each byte array a
-// rawBytes meets is decoded in the scan that validates it; the light
-// frame is built from where they were, for the walks after the decode.
-// Where that pass says no, msg is decoded the old way: its content texts
-// (when content says so) and the other members named by members
-// (elidedMembers: lazy texts and byte arrays) elided when that pays
-// (jsonlit.ElideMembers, whose memo keeps what it learns under scope),
-// each elided value put back into the rawText or rawBytes the one-pass
-// decoder's unmarshalers (elidedDecoders) read where its "" or [] stands
-// in the light frame: a content text decoded, a lazy text as its
-// literal, validated, unquoted only when a dialect reads it. Nothing
-// about how a frame reads changes: TestElidedDecodeIsEncodingJSON and
-// FuzzElidedDecode hold both routes to encoding/json's on every recorded
-// frame with every dialect, with every such value taken.
+// decodeElided decodes msg into *v as jsonlit.Decode does, eliding its
+// content texts (when content says so) and the other members named by
+// members (elidedMembers: lazy texts and byte arrays) when that pays
+// (jsonlit.ElideMembers, whose memo keeps what it learns under scope).
+// Each elided value is put back into the rawText or rawBytes the decoder
+// reads where its "" or [] stands in the light frame: a content text
+// decoded, a lazy text as its literal, validated, unquoted only when a
+// dialect reads it: jsonlit.FastDecode hands it over (TakeLit), and where
+// that fast pass says no, the one-pass decoder's unmarshalers
+// (elidedDecoders) do. Nothing about how a frame reads changes:
+// TestElidedDecodeIsEncodingJSON and FuzzElidedDecode hold the elided
+// decode to encoding/json's on every recorded frame with every dialect,
+// with every such value elided.
 //
 // The content texts of the shared ToolCall shape are elided only for a
 // dialect whose update type maps the member `content` to nothing but
@@ -1199,15 +1155,15 @@ func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Membe
 	if jsonlit.EncodingJSONOnly() {
 		return nil, nil, jsonlit.Decode(msg, v)
 	}
-	if light, lits, ok := jsonlit.FastDecodeTaking(msg, v, scope); ok {
+	light, lits = jsonlit.ElideMembers(msg, content, members, scope)
+	if len(lits) == 0 {
+		return nil, nil, jsonlit.Decode(msg, v)
+	}
+	if jsonlit.FastDecode(light, v, lits) {
 		return light, lits, nil
 	}
 	var zero T
 	*v = zero
-	light, lits = jsonlit.ElideMembers(msg, content, members, scope)
-	if len(lits) == 0 {
-		return nil, nil, jsonlit.DecodeSlow(msg, v)
-	}
 	e := elidedDecoders.Get().(*elidedDecoder)
 	e.lits = lits
 	err = jsonv2.Unmarshal(light, v, e.opts)
@@ -1219,7 +1175,7 @@ func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Membe
 	// The one pass stopped (bad JSON, or a type error): what encoding/json
 	// makes of the frame itself is the answer, as in decode.
 	*v = zero
-	return nil, nil, jsonlit.DecodeSlow(msg, v)
+	return nil, nil, jsonlit.Decode(msg, v)
 }
 
 // markChecked sets Valid on every text of obs that is part of a text lits

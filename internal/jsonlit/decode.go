@@ -64,15 +64,3 @@ func SetEncodingJSONOnly(on bool) { legacy.Store(on) }
 // EncodingJSONOnly says whether SetEncodingJSONOnly turned the one pass
 // off.
 func EncodingJSONOnly() bool { return legacy.Load() }
-
-// DecodeSlow is Decode without FastDecode's attempt, for a caller whose
-// own FastDecode of msg into *v said no (and who reset *v to its zero
-// value): the one pass, then json.Unmarshal.
-func DecodeSlow[T any](msg []byte, v *T) error {
-	var zero T
-	if !legacy.Load() && jsonv2.Unmarshal(msg, v, onePass) == nil {
-		return nil
-	}
-	*v = zero
-	return json.Unmarshal(msg, v)
-}

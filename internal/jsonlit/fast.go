@@ -43,182 +43,13 @@ func FastDecode(msg []byte, v any, lits []Lit) bool {
 	return fastDecode(msg, planOf(rv.Type().Elem()), rv.UnsafePointer(), lits)
 }
 
-// FastDecodeTaking is FastDecode of a whole frame (no lits) that does in
-// its own pass what ElideMembers does in a walk before it: where a
-// LitTaker field meets a string literal or a byte array of at least the
-// size ElideMembers takes out, in a frame of at least the size it walks,
-// the value is read whole and noted, and light is msg with each such
-// value "" or [] (nil when there is none), which a walk of the frame
-// after the decode reads as it read ElideMembers' light frame. A literal
-// of a field with the TextField option is validated and decoded in one
-// scan, through the memo of the call under scope (as ElideMembers
-// decodes a content text), and handed over as a Lit (lits are those);
-// another literal is validated and handed over as it is, to be unquoted
-// if it is read; a literal the frame repeats byte for byte is not read
-// again. A byte array is decoded in the scan that validates it
-// (DecodeByteArray). ok false: as FastDecode.
-func FastDecodeTaking[T any](msg []byte, v *T, scope string) (light []byte, lits []Lit, ok bool) {
-	d := decs.Get().(*Dec)
-	d.b, d.i, d.lits, d.depth = msg, 0, nil, 0
-	if len(msg) >= elideFrame {
-		d.taken = &d.tk
-		d.tk.scope = scope
-	}
-	ok = d.space() && d.value(planOf(reflect.TypeFor[T]()), unsafe.Pointer(v)) && !d.space()
-	if ok {
-		light, lits = d.tk.light(msg), d.tk.decodedLits()
-	}
-	d.tk = taken{}
-	d.release()
-	return light, lits, ok
-}
-
-// taken holds where FastDecodeTaking handed a LitTaker field a big value
-// of the frame whole: at most maxTaken of them, in the order of the
-// frame.
-type taken struct {
-	n     int
-	spans [maxTaken]struct {
-		start, end int
-		array      bool
-		decoded    bool   // a literal of a TextField, decoded
-		text       string // its text
-	}
-	// scope, and sid and tcid, the last sessionId and toolCallId literals
-	// met before a text, are the memo's key, as ElideMembers keys it.
-	scope     string
-	sid, tcid []byte
-}
-
-// decodedLits returns the literals t notes with their decoded texts (each
-// valid UTF-8, as DecodeLiteral makes it), for a caller that marks texts
-// it hands on as checked; nil when there are none.
-func (t *taken) decodedLits() []Lit {
-	var out []Lit
-	for _, s := range t.spans[:t.n] {
-		if s.decoded {
-			out = append(out, Lit{Text: s.text})
-		}
-	}
-	return out
-}
-
-// maxTaken bounds the values a taken notes; the ones past it stay in the
-// light frame, which reads the same either way.
-const maxTaken = 8
-
-// light returns msg with every value t notes replaced by "" (a literal)
-// or [] (an array): what ElideMembers returns for those values. Each is
-// a valid value of the same JSON type in the same place, so the light
-// frame is valid exactly when msg is, and differs from it only where a
-// LitTaker field read a value whole. nil when t notes none.
-func (t *taken) light(msg []byte) []byte {
-	if t.n == 0 {
-		return nil
-	}
-	cut := 0
-	for _, s := range t.spans[:t.n] {
-		cut += s.end - s.start - 2
-	}
-	light := make([]byte, 0, len(msg)-cut)
-	from := 0
-	for _, s := range t.spans[:t.n] {
-		light = append(light, msg[from:s.start]...)
-		if s.array {
-			light = append(light, '[', ']')
-		} else {
-			light = append(light, '"', '"')
-		}
-		from = s.end
-	}
-	return append(light, msg[from:]...)
-}
-
 func fastDecode(msg []byte, p *plan, ptr unsafe.Pointer, lits []Lit) bool {
 	d := decs.Get().(*Dec)
 	d.b, d.i, d.lits, d.depth = msg, 0, lits, 0
 	ok := d.space() && d.value(p, ptr) && !d.space()
-	d.release()
-	return ok
-}
-
-// release lets go of the frame and puts d back in the pool.
-func (d *Dec) release() {
-	d.b, d.lits, d.taken = nil, nil, nil
-	for k := range d.nseen {
-		d.seen[k] = nil
-	}
-	d.nseen = 0
+	d.b, d.lits = nil, nil // let go of the frame
 	decs.Put(d)
-}
-
-// note notes in d.taken the value at d.b[start:end] handed whole to a
-// LitTaker field, and a literal's decoded text.
-func (d *Dec) note(start, end int, array, decoded bool, text string) {
-	t := d.taken
-	if t.n == maxTaken {
-		return
-	}
-	s := &t.spans[t.n]
-	s.start, s.end, s.array, s.decoded, s.text = start, end, array, decoded, text
-	t.n++
-}
-
-// noteID keeps, for the memo's key, the literal of a sessionId or
-// toolCallId member whose value starts at d.b[start] and ends at d.i.
-func (d *Dec) noteID(name []byte, start int) {
-	if d.b[start] != '"' {
-		return
-	}
-	switch string(name) {
-	case "sessionId":
-		d.taken.sid = d.b[start:d.i]
-	case "toolCallId":
-		d.taken.tcid = d.b[start:d.i]
-	}
-}
-
-// takeText reads the string literal at rest, the rest of the frame, for
-// a LitTaker field when it is one ElideMembers would take out: one the
-// frame held before, byte for byte, is that literal and its text; another
-// is validated and decoded in one pass, through the memo of the call when
-// it is long enough for it. done false: read it as any value.
-func (d *Dec) takeText(p *plan, ptr unsafe.Pointer, rest []byte) (ok, done bool) {
-	t := d.taken
-	n, text := 0, ""
-	for k := range t.n {
-		if s := &t.spans[k]; s.decoded && bytes.HasPrefix(rest, d.b[s.start:s.end]) {
-			n, text = s.end-s.start, s.text
-			break
-		}
-	}
-	if n == 0 {
-		// Shorter than what is taken when it ends within elideMin+2 bytes:
-		// only those are looked at, as a snapshot of megabytes would
-		// otherwise be scanned once more here.
-		if w := rest[:min(len(rest), elideMin+2)]; StringEnd(w, 0) < len(w) {
-			return false, false
-		}
-		if len(rest) >= memoMin {
-			text, n, ok = memoDecode(memoKeyOf(t.scope, t.sid, t.tcid, rest), rest)
-		} else {
-			text, n, ok = DecodeLiteral(rest)
-		}
-		if !ok {
-			return false, true
-		}
-	}
-	l := Lit{Raw: rest[:n:n], Text: text}
-	if !reflect.NewAt(p.typ, ptr).Interface().(LitTaker).TakeLit(&l) {
-		// Not a taker of literals: it reads the literal, validated.
-		if reflect.NewAt(p.typ, ptr).Interface().(json.Unmarshaler).UnmarshalJSON(l.Raw) != nil {
-			return false, true
-		}
-	} else {
-		d.note(d.i, d.i+n, false, true, text)
-	}
-	d.i += n
-	return true, true
+	return ok
 }
 
 // FastUnmarshaler is implemented by a type with an UnmarshalJSON method
@@ -258,17 +89,6 @@ type Dec struct {
 	// is returned only for the same bytes, so it tells nothing of the
 	// frames it came from.
 	strs *[256]string
-	// seen are the long literals a LitTaker field was handed in this
-	// frame (at most len(seen)), so that one the frame repeats byte for
-	// byte (Codex's stdout and aggregated_output) is not validated again.
-	seen  [4][]byte
-	nseen int
-	// taken, when not nil (it is then &tk), notes the big values handed
-	// whole to LitTaker fields (FastDecodeTaking).
-	taken *taken
-	tk    taken
-	// decode is the TextField option of the field being decoded.
-	decode bool
 }
 
 // maxCachedString bounds the strings Dec.strs holds.
@@ -385,11 +205,6 @@ func (d *Dec) value(p *plan, ptr unsafe.Pointer) bool {
 			reflect.NewAt(p.typ, ptr).Interface().(StringUnmarshaler).UnmarshalJSONString(text)
 			return ok
 		}
-		if p.takes && d.lits == nil {
-			if ok, done := d.takeWhole(p, ptr, c); done {
-				return ok
-			}
-		}
 		start := d.i
 		if !d.skip() {
 			return false
@@ -410,75 +225,6 @@ func (d *Dec) value(p *plan, ptr unsafe.Pointer) bool {
 		return reflect.NewAt(p.typ, ptr).Interface().(FastUnmarshaler).UnmarshalJSONFast(d)
 	}
 	return false
-}
-
-// takeWhole reads the value of a LitTaker field in a frame that is not
-// a light one (no lits) as ElideMembers would take it out, in the same
-// pass: a string literal that repeats, byte for byte, a long one handed
-// to such a field before is not validated again (it is that literal,
-// whole); a byte array of plain byte values is validated and decoded in
-// one scan (DecodeByteArray) and handed over as a Lit, where the scan
-// would validate it and UnmarshalJSON read it again. done false: read it
-// as any value.
-func (d *Dec) takeWhole(p *plan, ptr unsafe.Pointer, c byte) (ok, done bool) {
-	rest := d.b[d.i:]
-	switch c {
-	case '"':
-		if d.taken != nil && d.decode {
-			if ok, done = d.takeText(p, ptr, rest); done {
-				return ok, done
-			}
-		}
-		n := 0
-		if t := d.taken; t != nil {
-			// A literal taken before, a decoded content text included
-			// (OpenCode repeats it in rawOutput.output).
-			for k := range t.n {
-				if s := &t.spans[k]; !s.array && bytes.HasPrefix(rest, d.b[s.start:s.end]) {
-					n = s.end - s.start
-					break
-				}
-			}
-		}
-		for _, s := range d.seen[:d.nseen] {
-			if n > 0 {
-				break
-			}
-			if bytes.HasPrefix(rest, s) {
-				n = len(s)
-				break
-			}
-		}
-		if n == 0 {
-			if n, ok = ValidLiteral(rest); !ok {
-				return false, true
-			}
-			if n >= elideMin+2 && d.nseen < len(d.seen) {
-				d.seen[d.nseen] = rest[:n:n]
-				d.nseen++
-			}
-		}
-		if d.taken != nil && n >= elideMin+2 {
-			d.note(d.i, d.i+n, false, false, "")
-		}
-		d.i += n
-		return reflect.NewAt(p.typ, ptr).Interface().(json.Unmarshaler).UnmarshalJSON(rest[:n:n]) == nil, true
-	case '[':
-		out, n, ok := DecodeByteArray(rest)
-		if !ok {
-			return false, false
-		}
-		l := Lit{Raw: rest[:n:n], Bytes: out}
-		if !reflect.NewAt(p.typ, ptr).Interface().(LitTaker).TakeLit(&l) {
-			return false, false
-		}
-		if d.taken != nil && n >= elideMin+2 {
-			d.note(d.i, d.i+n, true, false, "")
-		}
-		d.i += n
-		return true, true
-	}
-	return false, false
 }
 
 // take hands the Lit that ends where the decoder is to the LitTaker at
@@ -570,7 +316,6 @@ func (d *Dec) object(sp *structPlan, base unsafe.Pointer) bool {
 		if !d.space() {
 			return false
 		}
-		vstart := d.i
 		f, exact := sp.lookup(name)
 		switch {
 		case f != nil:
@@ -586,7 +331,6 @@ func (d *Dec) object(sp *structPlan, base unsafe.Pointer) bool {
 				}
 				ptr = *q
 			}
-			d.decode = f.decode
 			if !d.value(f.plan, unsafe.Add(ptr, f.off)) {
 				return false
 			}
@@ -607,9 +351,6 @@ func (d *Dec) object(sp *structPlan, base unsafe.Pointer) bool {
 			if !d.skip() {
 				return false
 			}
-		}
-		if d.taken != nil && len(name) >= len("toolCallId")-1 && len(name) <= len("toolCallId") {
-			d.noteID(name, vstart)
 		}
 		if !d.space() {
 			return false

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
-	"unsafe"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -277,104 +274,4 @@ func TestPlanFields(t *testing.T) {
 		_, ok := p.fields.exact[name]
 		require.False(t, ok, name)
 	}
-}
-
-// byteTaker takes the byte arrays FastDecode decodes for it.
-type byteTaker struct {
-	B   []byte
-	Raw []byte
-}
-
-func (b *byteTaker) UnmarshalJSON(raw []byte) error { b.Raw = raw; return nil }
-func (b *byteTaker) TakeLit(x *Lit) bool {
-	if x.Bytes == nil {
-		return false
-	}
-	b.B = x.Bytes
-	return true
-}
-
-// TestFastDecodeTakingLight: FastDecodeTaking hands a LitTaker the
-// literal (a repeated one included) and the byte array of the frame
-// itself, notes where, and Light empties those values and nothing else,
-// as ElideMembers' light frame does.
-func TestFastDecodeTakingLight(t *testing.T) {
-	defer SetElideSizes(0, 0)()
-	type msg struct {
-		A litTaker  `json:"a" jsonlit:"decode"`
-		B litTaker  `json:"b" jsonlit:"decode"`
-		C byteTaker `json:"c"`
-		L litTaker  `json:"l"`
-		D string    `json:"d"`
-		E []int     `json:"e"`
-	}
-	frame := []byte(`{"a":"x\"y","b":"x\"y" ,"c":[1, 2],"d":"long","e":[3],"l":"lazy\n"}`)
-	var v msg
-	light, lits, ok := FastDecodeTaking(frame, &v, "")
-	require.True(t, ok)
-	require.NotNil(t, v.A.Lit)
-	require.NotNil(t, v.B.Lit)
-	assert.Equal(t, `x"y`, v.A.Lit.Text)
-	assert.Equal(t, `"x\"y"`, string(v.B.Lit.Raw))
-	assert.Same(t, unsafe.StringData(v.A.Lit.Text), unsafe.StringData(v.B.Lit.Text), "the repeated literal is not decoded again")
-	assert.Equal(t, []byte{1, 2}, v.C.B)
-	assert.Equal(t, "long", v.D)
-	assert.Nil(t, v.L.Lit, "a field without the TextField option is handed its literal")
-	assert.Equal(t, `"lazy\n"`, string(v.L.Raw))
-	assert.Equal(t, `{"a":"","b":"" ,"c":[],"d":"long","e":[3],"l":""}`, string(light))
-	require.Len(t, lits, 2)
-	assert.Equal(t, []string{`x"y`, `x"y`}, []string{lits[0].Text, lits[1].Text})
-
-	// A value too short to take is read as its raw value, not noted.
-	restore := SetElideSizes(0, 8)
-	v = msg{}
-	light, lits, ok = FastDecodeTaking(frame, &v, "")
-	require.True(t, ok)
-	assert.Equal(t, `"x\"y"`, string(v.A.Raw))
-	assert.Nil(t, v.A.Lit)
-	assert.Nil(t, light)
-	assert.Nil(t, lits)
-	restore()
-
-	// A repeated literal is the one met before only byte for byte.
-	for _, bad := range []string{`{"a":"xy","b":"xy\u00"}`, `{"a":"xy","b":"xy` + "\x01" + `"}`, `{"a":"xy","b":"x"y"}`} {
-		v = msg{}
-		_, _, ok := FastDecodeTaking([]byte(bad), &v, "")
-		assert.False(t, ok, bad)
-	}
-}
-
-// TestFastDecodeTakingMemo: a TextField literal that extends the one the
-// same call sent before (a cumulative snapshot) is read through the memo,
-// as ElideMembers reads a content text: its text grows the one decoded
-// before in place, and only the scope, session and call that sent it see
-// that entry.
-func TestFastDecodeTakingMemo(t *testing.T) {
-	defer SetElideSizes(0, 0)()
-	defer SetMemoSizes(0, 1<<20)()
-	type msg struct {
-		SessionID  string   `json:"sessionId"`
-		ToolCallID string   `json:"toolCallId"`
-		T          litTaker `json:"t" jsonlit:"decode"`
-	}
-	frame := func(call string, n int) []byte {
-		return []byte(`{"sessionId":"s","toolCallId":"` + call + `","t":"` + strings.Repeat("a\\n", n) + `"}`)
-	}
-	read := func(scope string, f []byte) string {
-		var v msg
-		_, lits, ok := FastDecodeTaking(f, &v, scope)
-		require.True(t, ok)
-		require.Len(t, lits, 1)
-		require.NotNil(t, v.T.Lit)
-		return v.T.Lit.Text
-	}
-	first := read("a", frame("c1", 1000))
-	require.Equal(t, strings.Repeat("a\n", 1000), first)
-	next := read("a", frame("c1", 1010))
-	require.Equal(t, strings.Repeat("a\n", 1010), next)
-	assert.Same(t, unsafe.StringData(first), unsafe.StringData(next), "the memo extended the text decoded before")
-	other := read("b", frame("c1", 1020))
-	assert.NotSame(t, unsafe.StringData(first), unsafe.StringData(other), "another scope does not read the entry")
-	call := read("a", frame("c2", 1030))
-	assert.NotSame(t, unsafe.StringData(first), unsafe.StringData(call), "another call does not read the entry")
 }

@@ -124,19 +124,7 @@ type fieldPlan struct {
 	off  uintptr
 	plan *plan
 	bad  bool // encoding/json fails on it (a ",string" field, an unexported embedded pointer on its path)
-	// decode says the field's tag has `jsonlit:"decode"`: a LitTaker
-	// field whose big literals FastDecodeTaking decodes as it meets them
-	// (see TextField).
-	decode bool
 }
-
-// TextField is the tag option (`jsonlit:"decode"`) of a LitTaker field
-// whose big string literals FastDecodeTaking decodes in the pass that
-// validates them, through the memo, as ElideMembers decodes the content
-// texts (they are read, and often extend the previous frame's); the big
-// literals of other LitTaker fields are only validated, left to be
-// unquoted if they are read.
-const TextField = "decode"
 
 // hop is one embedded pointer on the way to a promoted field: at off
 // from the struct (or from the previous hop's target), a pointer to elem
@@ -373,7 +361,6 @@ func fieldAt(t reflect.Type, f jsonField, bit int) *fieldPlan {
 		fp.off += sf.Offset
 		if k == len(f.index)-1 {
 			fp.plan = compile(sf.Type)
-			fp.decode = sf.Tag.Get("jsonlit") == TextField
 			break
 		}
 		typ = sf.Type

@@ -107,16 +107,6 @@ func ValueEnd(b []byte, i int) int {
 	case '"':
 		return StringEnd(b, i)
 	case '{', '[':
-		if b[i] == '[' {
-			// An array of numbers (an output sent as bytes) ends at its
-			// first ']': found at memory speed, not byte by byte.
-			if j := bytes.IndexByte(b[i+1:], ']'); j >= 0 {
-				in := b[i+1 : i+1+j]
-				if bytes.IndexByte(in, '"') < 0 && bytes.IndexByte(in, '[') < 0 && bytes.IndexByte(in, '{') < 0 {
-					return i + 1 + j + 1
-				}
-			}
-		}
 		depth := 0
 		for i < len(b) {
 			switch b[i] {

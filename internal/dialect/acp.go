@@ -926,7 +926,7 @@ func membersOf(t reflect.Type, depth int) []jsonlit.Member {
 		}
 		switch {
 		case ft == reflect.TypeFor[rawText]():
-			out = append(out, jsonlit.Member{Name: name, Text: true, Lazy: true})
+			out = append(out, jsonlit.Member{Name: name, Text: true, Lazy: !f.decoded})
 		case ft == reflect.TypeFor[rawBytes]():
 			out = append(out, jsonlit.Member{Name: name, Bytes: true})
 		case ft.Kind() == reflect.Struct:
@@ -957,6 +957,11 @@ func decodesItself(t reflect.Type) bool {
 type jsonField struct {
 	name, opts string
 	typ        reflect.Type
+	// decoded says the field is a rawText its dialect reads whenever the
+	// frame has it (the tag `elide:"decoded"`): the elided decode then
+	// decodes it as it validates it, in one pass, where a lazy text is
+	// validated, then unquoted when it is read.
+	decoded bool
 }
 
 // allJSONFields returns the fields of struct t that encoding/json sees,
@@ -986,7 +991,7 @@ func allJSONFields(t reflect.Type) []jsonField {
 		if tag == "" {
 			tag = f.Name
 		}
-		out = append(out, jsonField{name: tag, opts: opts, typ: f.Type})
+		out = append(out, jsonField{name: tag, opts: opts, typ: f.Type, decoded: f.Tag.Get("elide") == "decoded"})
 	}
 	return out
 }

@@ -151,7 +151,9 @@ func TestElisionSafe(t *testing.T) {
 		assert.True(t, m.Text && m.Lazy)
 	}
 	assert.Nil(t, member(codexMs, "rawoutput", "output"), "a Str is decoded by the decoder")
-	require.NotNil(t, member(elidedMembers[claudeUpdate](), "_meta", "claudecode", "toolresponse", "stdout"))
+	claudeStdout := member(elidedMembers[claudeUpdate](), "_meta", "claudecode", "toolresponse", "stdout")
+	require.NotNil(t, claudeStdout)
+	assert.True(t, claudeStdout.Text && !claudeStdout.Lazy, "Claude's stdout, read whenever it is there, is decoded as it is validated")
 	require.NotNil(t, member(elidedMembers[opencodeCall](), "rawoutput", "metadata", "output"))
 	type twoOutputs struct {
 		ToolCall

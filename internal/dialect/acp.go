@@ -838,7 +838,10 @@ var elisionChecked sync.Map // reflect.Type → bool
 // elidedMembers returns the members of the update type U, other than its
 // content texts, that the elided decode takes out of a big frame: every
 // member that reaches a rawText (a lazy text: validated in the walk,
-// unquoted only when a dialect reads it) or a rawBytes (a byte array),
+// unquoted only when a dialect reads it; or, where the field's tag says
+// elide:"decoded" because its dialect reads it whenever it is there,
+// decoded in the walk, one pass instead of two) or a rawBytes (a byte
+// array),
 // through members that reach structs the decoder fills field by field.
 // The big outputs agents send besides the content texts (Codex's
 // rawOutput.aggregated_output, stdout and formatted_output, Claude's

@@ -22,13 +22,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -81,13 +79,9 @@ func run(args []string) error {
 	if (*acpnormd == "" && *profile == "") || *echod == "" {
 		return fmt.Errorf("-acpnormd (or -profile) and -echod are required")
 	}
-	var streams []int
-	for _, s := range strings.Split(*conc, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("-c: %q is not a stream count", s)
-		}
-		streams = append(streams, n)
+	streams, err := parseStreams(*conc)
+	if err != nil {
+		return err
 	}
 	chosen, err := chooseScenarios(*recordings, *scenarios)
 	if err != nil {
@@ -106,7 +100,7 @@ func run(args []string) error {
 		return err
 	}
 	defer echo.Stop()
-	servers := [2]*load.Server{acp, echo}
+	servers := []*load.Server{acp, echo}
 
 	cells := *rounds * len(chosen) * len(streams) * 2
 	fmt.Fprintf(os.Stderr, "acpbench: %d scenarios x c=%v x %d rounds x 2 servers = %d cells of %v (about %v)\n",
@@ -114,40 +108,12 @@ func run(args []string) error {
 	for _, s := range chosen {
 		fmt.Fprintf(os.Stderr, "  %-10s %5d frames, %6.1f MB per pass: %s\n", s.Name, s.Frames(), float64(s.Bytes())/1e6, s.What)
 	}
-	var results []*load.Result
-	failed := false
-	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	for round := range *rounds {
-		for _, s := range chosen {
-			for _, c := range streams {
-				order := servers
-				if round%2 == 1 {
-					order = [2]*load.Server{echo, acp}
-				}
-				for _, srv := range order {
-					r, err := load.Run(ctx, load.Options{
-						Addr: srv.Addr, Streams: c, Duration: *duration, Scenario: s,
-						ServerPID: srv.PID(), RunID: fmt.Sprintf("%s-%d-%s-%d", runID, round, s.Name, c),
-					})
-					if err != nil {
-						return err
-					}
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					r.Server, r.Round = srv.Name, round+1
-					results = append(results, r)
-					fmt.Fprintf(os.Stderr, "round %d %-10s c=%-2d %-7s %8.0f frames/s  p99 %7.2f ms  %.2f cores  %d frame errors  %d send errors\n",
-						round+1, s.Name, c, srv.Name, r.FramesPerSec, r.P99ms, r.ServerCores, r.FrameErrors, r.SendErrors)
-					if r.Failed() {
-						failed = true
-						for _, e := range r.Errors {
-							fmt.Fprintln(os.Stderr, "   ", e)
-						}
-					}
-				}
-			}
-		}
+	results, failed, err := runRounds(ctx, *rounds, chosen, streams, servers, *duration, func(r *load.Result) string {
+		return fmt.Sprintf("%-7s %8.0f frames/s  p99 %7.2f ms  %.2f cores  %d frame errors  %d send errors",
+			r.Server, r.FramesPerSec, r.P99ms, r.ServerCores, r.FrameErrors, r.SendErrors)
+	})
+	if err != nil {
+		return err
 	}
 	rows := load.Summarize(results, [2]string{acp.Name, echo.Name})
 	fmt.Println()
@@ -157,11 +123,7 @@ func run(args []string) error {
 		load.PrintMarkdown(os.Stdout, rows)
 	}
 	if *jsonOut != "" {
-		b, _ := json.MarshalIndent(struct {
-			Results []*load.Result `json:"results"`
-			Summary []load.Row     `json:"summary"`
-		}{results, rows}, "", "  ")
-		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+		if err := writeResults(*jsonOut, results, rows); err != nil {
 			return err
 		}
 	}
@@ -171,7 +133,7 @@ func run(args []string) error {
 		}
 	}
 	if failed {
-		return fmt.Errorf("errors during the run (see above); speed is never a failure")
+		return errRunFailed
 	}
 	return nil
 }

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -79,40 +76,12 @@ func pair(args []string) error {
 		defer echo.Stop()
 		servers = append(servers, echo)
 	}
-	var results []*load.Result
-	failed := false
-	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	for round := range *rounds {
-		for _, s := range chosen {
-			for _, c := range streams {
-				order := slices.Clone(servers)
-				if round%2 == 1 {
-					slices.Reverse(order)
-				}
-				for _, srv := range order {
-					r, err := load.Run(ctx, load.Options{
-						Addr: srv.Addr, Streams: c, Duration: *duration, Scenario: s,
-						ServerPID: srv.PID(), RunID: fmt.Sprintf("%s-%d-%s-%d", runID, round, s.Name, c),
-					})
-					if err != nil {
-						return err
-					}
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					r.Server, r.Round = srv.Name, round+1
-					results = append(results, r)
-					fmt.Fprintf(os.Stderr, "round %d %-10s c=%-2d %-16s %8.0f frames/s  %7.1f µs CPU/frame  %.2f cores  %d frame errors  %d send errors\n",
-						round+1, s.Name, c, srv.Name, r.FramesPerSec, r.ServerUsPerFrame, r.ServerCores, r.FrameErrors, r.SendErrors)
-					if r.Failed() {
-						failed = true
-						for _, e := range r.Errors {
-							fmt.Fprintln(os.Stderr, "   ", e)
-						}
-					}
-				}
-			}
-		}
+	results, failed, err := runRounds(ctx, *rounds, chosen, streams, servers, *duration, func(r *load.Result) string {
+		return fmt.Sprintf("%-16s %8.0f frames/s  %7.1f µs CPU/frame  %.2f cores  %d frame errors  %d send errors",
+			r.Server, r.FramesPerSec, r.ServerUsPerFrame, r.ServerCores, r.FrameErrors, r.SendErrors)
+	})
+	if err != nil {
+		return err
 	}
 	pairs := [][2]string{names}
 	if *echod != "" {
@@ -130,16 +99,12 @@ func pair(args []string) error {
 		}
 	}
 	if *jsonOut != "" {
-		b, _ := json.MarshalIndent(struct {
-			Results []*load.Result `json:"results"`
-			Summary []load.Row     `json:"summary"`
-		}{results, rows}, "", "  ")
-		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+		if err := writeResults(*jsonOut, results, rows); err != nil {
 			return err
 		}
 	}
 	if failed {
-		return fmt.Errorf("errors during the run (see above); speed is never a failure")
+		return errRunFailed
 	}
 	return nil
 }

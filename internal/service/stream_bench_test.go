@@ -21,15 +21,7 @@ import (
 // time: above 1 means the stream used more than one core.
 func BenchmarkOneStream(b *testing.B) {
 	frames := load.Grok(load.GrokConfig{Snapshots: 100, FinalBytes: 150 << 10})
-	svc, err := New(DefaultConfig(), nil, nil)
-	require.NoError(b, err)
-	srv := NewServer(svc, DefaultServerOptions(), nil)
-	defer srv.GRPC.Stop()
-	conn := serveBufconn(b, srv)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st, err := pb.NewNormalizerServiceClient(conn).Normalize(ctx)
-	require.NoError(b, err)
+	st := benchStream(b)
 	var seq uint64
 	var size int64
 	for _, f := range frames {
@@ -86,15 +78,7 @@ func BenchmarkStreamAllocs(b *testing.B) {
 	for i, name := range names {
 		frames := all[i]
 		b.Run(name, func(b *testing.B) {
-			svc, err := New(DefaultConfig(), nil, nil)
-			require.NoError(b, err)
-			srv := NewServer(svc, DefaultServerOptions(), nil)
-			defer srv.GRPC.Stop()
-			conn := serveBufconn(b, srv)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			st, err := pb.NewNormalizerServiceClient(conn).Normalize(ctx)
-			require.NoError(b, err)
+			st := benchStream(b)
 			// The reader hands on the sequence of each barrier's
 			// answer, or the first unexpected FrameError.
 			barriers := make(chan error, 1)
@@ -165,4 +149,19 @@ func BenchmarkStreamAllocs(b *testing.B) {
 			b.ReportMetric(float64(bytes)/perOp, "B/frame")
 		})
 	}
+}
+
+// benchStream serves a service with the default config over bufconn and
+// opens one Normalize stream to it; both end with the benchmark.
+func benchStream(b *testing.B) pb.NormalizerService_NormalizeClient {
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(b, err)
+	srv := NewServer(svc, DefaultServerOptions(), nil)
+	b.Cleanup(srv.GRPC.Stop)
+	conn := serveBufconn(b, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	st, err := pb.NewNormalizerServiceClient(conn).Normalize(ctx)
+	require.NoError(b, err)
+	return st
 }

@@ -140,10 +140,59 @@ func (d *Sentinel) Master(not *Server, timeout time.Duration) *Server {
 			}
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("testredis: no new master within %v (the Sentinels name %v)", timeout, votes)
+			d.t.Fatalf("testredis: no new master within %v (the Sentinels name %v)\n%s", timeout, votes, d.why())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// why says what each running Sentinel knows of the replicas (their flags,
+// how long their link to the master has been down, how old their INFO
+// is) and each running server's replication role and link: what decides
+// whether a Sentinel finds a replica good enough to promote, for a test
+// that failed waiting for one.
+func (d *Sentinel) why() string {
+	var b strings.Builder
+	for _, s := range d.Sentinels {
+		if !s.Running() {
+			continue
+		}
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: time.Second, ReadTimeout: time.Second})
+		reps, err := c.Do(context.Background(), "SENTINEL", "REPLICAS", MasterName).Slice()
+		c.Close()
+		fmt.Fprintf(&b, "  sentinel %s:", s.Addr)
+		if err != nil {
+			fmt.Fprintf(&b, " %v\n", err)
+			continue
+		}
+		for _, r := range reps {
+			f := map[string]string{}
+			if kv, ok := r.([]any); ok {
+				for i := 0; i+1 < len(kv); i += 2 {
+					f[fmt.Sprint(kv[i])] = fmt.Sprint(kv[i+1])
+				}
+			} else if m, ok := r.(map[any]any); ok {
+				for k, v := range m {
+					f[fmt.Sprint(k)] = fmt.Sprint(v)
+				}
+			}
+			fmt.Fprintf(&b, " [%s:%s flags=%s master-link-down-time=%s info-refresh=%s priority=%s]",
+				f["ip"], f["port"], f["flags"], f["master-link-down-time"], f["info-refresh"], f["slave-priority"])
+		}
+		b.WriteString("\n")
+	}
+	for _, srv := range d.Servers {
+		if !srv.Running() {
+			continue
+		}
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: time.Second, ReadTimeout: time.Second})
+		info, err := c.Info(context.Background(), "replication").Result()
+		c.Close()
+		f := infoFields(info)
+		fmt.Fprintf(&b, "  server %s: role=%s master_link_status=%s master_link_down_since_seconds=%s err=%v\n",
+			srv.Addr, f["role"], f["master_link_status"], f["master_link_down_since_seconds"], err)
+	}
+	return b.String()
 }
 
 // Replicas returns the running servers other than master.

@@ -1,6 +1,7 @@
 package testredis
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,17 @@ func TestSentinelFailsOver(t *testing.T) {
 	old := d.Master(nil, 10*time.Second)
 	if old != d.Servers[0] {
 		t.Fatalf("the first master is %s, the Sentinels name %s", d.Servers[0].Addr, old.Addr)
+	}
+	// What a failed wait for a new master prints names each replica as
+	// every Sentinel sees it, and each server's role.
+	why := d.why()
+	for _, r := range d.Servers[1:] {
+		if n := strings.Count(why, "["+r.Addr+" flags=slave"); n != len(d.Sentinels) {
+			t.Errorf("the Sentinels' view names replica %s %d times, not %d:\n%s", r.Addr, n, len(d.Sentinels), why)
+		}
+		if !strings.Contains(why, "server "+r.Addr+": role=slave") {
+			t.Errorf("no role for replica %s in:\n%s", r.Addr, why)
+		}
 	}
 	start := time.Now()
 	old.Stop()

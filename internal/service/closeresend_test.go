@@ -33,6 +33,12 @@ func TestResendAcrossCloseIsAnsweredAsApplied(t *testing.T) {
 	for want := uint32(1); want <= 3; want++ {
 		require.EqualValues(t, want, first.exec().GetRevision())
 	}
+	// A close that ends nothing is not answered, so the client cannot tell
+	// it was applied before the stream broke; the same close sent again on
+	// this stream is answered only once the first is applied.
+	first.control(closeAt)
+	fe := first.frameError()
+	require.EqualValues(t, codes.AlreadyExists, fe.GetCode(), "%v", fe)
 	first.cancel() // the answers were read here, but say the client lost them
 
 	again := h.open()

@@ -838,7 +838,10 @@ var elisionChecked sync.Map // reflect.Type → bool
 // elidedMembers returns the members of the update type U, other than its
 // content texts, that the elided decode takes out of a big frame: every
 // member that reaches a rawText (a lazy text: validated in the walk,
-// unquoted only when a dialect reads it) or a rawBytes (a byte array),
+// unquoted only when a dialect reads it; or, where the field's tag says
+// elide:"decoded" because its dialect reads it whenever it is there,
+// decoded in the walk, one pass instead of two) or a rawBytes (a byte
+// array),
 // through members that reach structs the decoder fills field by field.
 // The big outputs agents send besides the content texts (Codex's
 // rawOutput.aggregated_output, stdout and formatted_output, Claude's
@@ -926,7 +929,7 @@ func membersOf(t reflect.Type, depth int) []jsonlit.Member {
 		}
 		switch {
 		case ft == reflect.TypeFor[rawText]():
-			out = append(out, jsonlit.Member{Name: name, Text: true, Lazy: true})
+			out = append(out, jsonlit.Member{Name: name, Text: true, Lazy: !f.decoded})
 		case ft == reflect.TypeFor[rawBytes]():
 			out = append(out, jsonlit.Member{Name: name, Bytes: true})
 		case ft.Kind() == reflect.Struct:
@@ -957,6 +960,11 @@ func decodesItself(t reflect.Type) bool {
 type jsonField struct {
 	name, opts string
 	typ        reflect.Type
+	// decoded says the field is a rawText its dialect reads whenever the
+	// frame has it (the tag `elide:"decoded"`): the elided decode then
+	// decodes it as it validates it, in one pass, where a lazy text is
+	// validated, then unquoted when it is read.
+	decoded bool
 }
 
 // allJSONFields returns the fields of struct t that encoding/json sees,
@@ -986,7 +994,7 @@ func allJSONFields(t reflect.Type) []jsonField {
 		if tag == "" {
 			tag = f.Name
 		}
-		out = append(out, jsonField{name: tag, opts: opts, typ: f.Type})
+		out = append(out, jsonField{name: tag, opts: opts, typ: f.Type, decoded: f.Tag.Get("elide") == "decoded"})
 	}
 	return out
 }

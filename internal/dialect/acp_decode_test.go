@@ -12,6 +12,7 @@ import (
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/jsonlit"
+	"github.com/stretchr/testify/require"
 )
 
 // readBoth reads msg with d twice, with the one-pass decode and with
@@ -71,15 +72,19 @@ var decodeSeeds = []string{
 	`[1,2]`, `"x"`, `{"a":1e999}`, `{"method":"session/update","params":{"update":{"toolCallId":"a","sessionUpdate":"tool_call","title":"\u00e9\ud83d\ude00"}}}`,
 }
 
-// recordingFrames returns every message of the recordings up to max bytes.
-func recordingFrames(tb testing.TB, max int) [][]byte {
+// recordingFrames returns the msg of every line of the recordings
+// (test/testdata/recordings, and its agents/ when agents says so) of at
+// most max bytes, as sent.
+func recordingFrames(tb testing.TB, max int, agents bool) [][]byte {
 	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	if agents {
+		more, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
+		files = append(files, more...)
+	}
 	var out [][]byte
 	for _, file := range files {
 		fh, err := os.Open(file)
-		if err != nil {
-			tb.Fatal(err)
-		}
+		require.NoError(tb, err)
 		sc := bufio.NewScanner(fh)
 		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
@@ -90,6 +95,7 @@ func recordingFrames(tb testing.TB, max int) [][]byte {
 				out = append(out, []byte(line.Msg))
 			}
 		}
+		require.NoError(tb, sc.Err(), file)
 		fh.Close()
 	}
 	return out
@@ -99,7 +105,7 @@ func recordingFrames(tb testing.TB, max int) [][]byte {
 // encoding/json gives on every frame of the recordings, with every
 // dialect, and on the seeds.
 func TestOnePassDecodeIsEncodingJSON(t *testing.T) {
-	msgs := recordingFrames(t, 16<<20)
+	msgs := recordingFrames(t, 16<<20, false)
 	for _, s := range decodeSeeds {
 		msgs = append(msgs, []byte(s))
 	}
@@ -113,7 +119,7 @@ func TestOnePassDecodeIsEncodingJSON(t *testing.T) {
 // FuzzOnePassDecode looks for a message that the one-pass decode reads
 // differently from encoding/json.
 func FuzzOnePassDecode(f *testing.F) {
-	for _, m := range recordingFrames(f, 4096) {
+	for _, m := range recordingFrames(f, 4096, false) {
 		f.Add(m)
 	}
 	for _, s := range decodeSeeds {

@@ -73,7 +73,7 @@ var elideSeeds = []string{
 // every dialect, and on the seeds.
 func TestElidedDecodeIsEncodingJSON(t *testing.T) {
 	elideAll(t)
-	msgs := recordingFrames(t, 16<<20)
+	msgs := recordingFrames(t, 16<<20, false)
 	for _, s := range append(elideSeeds, decodeSeeds...) {
 		msgs = append(msgs, []byte(s))
 	}
@@ -94,7 +94,7 @@ func TestElidedDecodeIsEncodingJSON(t *testing.T) {
 // FuzzElidedDecode looks for a frame that the elided decode reads
 // differently from encoding/json.
 func FuzzElidedDecode(f *testing.F) {
-	for _, m := range recordingFrames(f, 4096) {
+	for _, m := range recordingFrames(f, 4096, false) {
 		f.Add(m)
 	}
 	for _, s := range elideSeeds {
@@ -151,7 +151,9 @@ func TestElisionSafe(t *testing.T) {
 		assert.True(t, m.Text && m.Lazy)
 	}
 	assert.Nil(t, member(codexMs, "rawoutput", "output"), "a Str is decoded by the decoder")
-	require.NotNil(t, member(elidedMembers[claudeUpdate](), "_meta", "claudecode", "toolresponse", "stdout"))
+	claudeStdout := member(elidedMembers[claudeUpdate](), "_meta", "claudecode", "toolresponse", "stdout")
+	require.NotNil(t, claudeStdout)
+	assert.True(t, claudeStdout.Text && !claudeStdout.Lazy, "Claude's stdout, read whenever it is there, is decoded as it is validated")
 	require.NotNil(t, member(elidedMembers[opencodeCall](), "rawoutput", "metadata", "output"))
 	type twoOutputs struct {
 		ToolCall
@@ -263,7 +265,7 @@ func TestByteArrayElided(t *testing.T) {
 // decoders (elidedDecoders) give each read its own values back.
 func TestElidedDecodeConcurrent(t *testing.T) {
 	elideAll(t)
-	msgs := recordingFrames(t, 16<<20)
+	msgs := recordingFrames(t, 16<<20, false)
 	d, ok := Lookup("codex")
 	require.True(t, ok)
 	want := make([]Frame, len(msgs))

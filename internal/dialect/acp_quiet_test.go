@@ -1,10 +1,6 @@
 package dialect
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,35 +121,10 @@ func TestQuietUpdateSeeds(t *testing.T) {
 	}
 }
 
-// everyRecordedFrame returns every message of every recording, those of
-// test/testdata/recordings and of its agents/ alike.
-func everyRecordedFrame(tb testing.TB, max int) [][]byte {
-	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
-	more, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
-	var out [][]byte
-	for _, file := range append(files, more...) {
-		fh, err := os.Open(file)
-		require.NoError(tb, err)
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			var line struct {
-				Msg json.RawMessage `json:"msg"`
-			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && len(line.Msg) > 0 && len(line.Msg) <= max {
-				out = append(out, []byte(line.Msg))
-			}
-		}
-		require.NoError(tb, sc.Err(), file)
-		fh.Close()
-	}
-	return out
-}
-
 // TestQuietUpdateIsTheFullRead: every frame of every recording reads the
 // same with and without quietUpdate, with every dialect.
 func TestQuietUpdateIsTheFullRead(t *testing.T) {
-	frames := everyRecordedFrame(t, 16<<20)
+	frames := recordingFrames(t, 16<<20, true)
 	require.Greater(t, len(frames), 10000)
 	dialects := All()
 	quiet := 0
@@ -171,7 +142,7 @@ func TestQuietUpdateIsTheFullRead(t *testing.T) {
 //
 //	go test ./internal/dialect -run '^$' -fuzz FuzzQuietUpdate -fuzztime 20000x
 func FuzzQuietUpdate(f *testing.F) {
-	for _, m := range recordingFrames(f, 4096) {
+	for _, m := range recordingFrames(f, 4096, false) {
 		f.Add(m)
 	}
 	for _, s := range quietSeeds {

@@ -136,9 +136,10 @@ func (claude) Info() Info {
 }
 
 type claudeToolResponse struct {
-	// Stdout repeats the output, and is read only beside a non-empty
-	// stderr: it is unquoted only then.
-	Stdout           rawText `json:"stdout"`
+	// Stdout is the whole output (stderr merged into it, or beside a
+	// non-empty stderr), read whenever it is there: the elided decode
+	// decodes it as it validates it (elide:"decoded").
+	Stdout           rawText `json:"stdout" elide:"decoded"`
 	Stderr           Str     `json:"stderr"`
 	Interrupted      *bool   `json:"interrupted"`
 	BackgroundTaskID Str     `json:"backgroundTaskId"`

@@ -397,6 +397,13 @@ func (w *elider) members(i int, ms []Member, depth int) int {
 // it.
 func (w *elider) literalAt(i int, lazy bool) int {
 	if !lazy {
+		// One the frame held before, decoded: the same text.
+		for k := range w.out {
+			if l := &w.out[k]; l.Bytes == nil && !l.Lazy && bytes.HasPrefix(w.msg[i:], l.Raw) {
+				w.take(i, Lit{Raw: l.Raw, Text: l.Text})
+				return i + len(l.Raw)
+			}
+		}
 		text, n, ok := DecodeLiteral(w.msg[i:])
 		if !ok {
 			w.bad = true

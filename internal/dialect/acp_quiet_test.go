@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
@@ -201,4 +202,51 @@ func TestQuietUpdatesObserveNothing(t *testing.T) {
 		assert.Equal(t, observed, seen, "%s: declared observed %v", k, observed)
 		assert.Equal(t, !observed, quietUpdate(msg), "%s", k)
 	}
+}
+
+// quietKindInByName is quietKindIn as its comment says it: the first
+// `"sessionUpdate":"` wholly in the first quietLookBytes, found by a
+// search for the whole name.
+func quietKindInByName(msg []byte) bool {
+	head := msg[:min(len(msg), quietLookBytes)]
+	i := bytes.Index(head, []byte(`"sessionUpdate":"`))
+	if i < 0 {
+		return false
+	}
+	rest := msg[i+len(`"sessionUpdate":"`):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return false
+	}
+	observed, known := sessionUpdates[string(rest[:j])]
+	return known && !observed
+}
+
+// quietKindIn searches for the tail of the name and then its head; it
+// finds what a search for the whole name finds, on every recorded frame
+// and where the two could part: the name at the head's edge, tails
+// without the head, a head without the tail, frames shorter than either.
+func TestQuietKindInIsTheNameSearch(t *testing.T) {
+	pad := func(n int) string { return strings.Repeat("x", n) }
+	name := `"sessionUpdate":"`
+	cases := []string{"", `"`, `Update":"`, `"session`, `sionUpdate":"plan"`,
+		name + `plan"`, name + `plan`, name, `Update":"plan"` + name + `plan"`,
+		`"sessionXUpdate":"plan"` + name + `tool_call"`, `"SessionUpdate":"plan"`,
+		`sessionUpdate":"plan"`, `""sessionUpdate":"plan"`, name + name + `plan"`,
+		`Update":"Update":"` + name + `plan"`, `"session"sessionUpdate":"plan"`}
+	for n := quietLookBytes - len(name) - 2; n <= quietLookBytes+1; n++ {
+		cases = append(cases, `{"a":"`+pad(n)+name+`plan"}`, pad(n)+`"session`+`Update":"plan"`, pad(n)+name+`tool_call"`)
+	}
+	for _, c := range cases {
+		assert.Equal(t, quietKindInByName([]byte(c)), quietKindIn([]byte(c)), "%q", c)
+	}
+	frames := recordingFrames(t, 16<<20, true)
+	quiet := 0
+	for _, m := range frames {
+		require.Equal(t, quietKindInByName(m), quietKindIn(m), "%s", m)
+		if quietKindIn(m) {
+			quiet++
+		}
+	}
+	require.Greater(t, quiet, len(frames)/5)
 }

@@ -52,6 +52,36 @@ type knownNode struct {
 	members map[string]*knownNode // an object's
 	elems   *knownNode            // an array's
 	whole   bool                  // a leaf
+	// list is members as a list, for a node of a few members (see
+	// member), made by index once the tree is built.
+	list []knownMember
+}
+
+// knownMember is one of a knownNode's members: its folded name and node.
+type knownMember struct {
+	folded string
+	node   *knownNode
+}
+
+// maxListed is the most members a node lists: member compares a name with
+// each of them, which for a few costs less than hashing it.
+const maxListed = 16
+
+// index makes the lists of n and every node under it.
+func (n *knownNode) index(depth int) {
+	if n == nil || depth > 2*maxKnownDepth+4 {
+		return
+	}
+	n.list = nil
+	if len(n.members) <= maxListed {
+		for k, c := range n.members {
+			n.list = append(n.list, knownMember{k, c})
+		}
+	}
+	for _, c := range n.members {
+		c.index(depth + 1)
+	}
+	n.elems.index(depth + 1)
 }
 
 func (n *knownNode) leaf() bool { return n != nil && n.whole }
@@ -102,6 +132,8 @@ func buildKnown(t reflect.Type, unread []string) *knownTree {
 	for _, p := range unread {
 		markUnread(k, p)
 	}
+	k.rawOutput.index(0)
+	k.meta.index(0)
 	return k
 }
 
@@ -501,17 +533,40 @@ func (n *knownNode) member(lit []byte) *knownNode {
 	if len(k) > len(buf) || bytes.IndexByte(k, '\\') >= 0 {
 		return n.members[jsonlit.FoldKey(lit)]
 	}
-	out := buf[:len(k)]
-	for i, c := range k {
+	for _, c := range k {
 		if c >= 0x80 {
 			return n.members[jsonlit.FoldKey(lit)]
 		}
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		out[i] = c
 	}
-	return n.members[string(out)]
+	if n.list == nil && len(n.members) > 0 {
+		out := buf[:len(k)]
+		for i, c := range k {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			out[i] = c
+		}
+		return n.members[string(out)]
+	}
+	// A few members: the name folded to ASCII upper case is compared with
+	// each folded name in turn, which finds what the map lookup would
+	// without hashing it.
+next:
+	for _, m := range n.list {
+		if len(m.folded) != len(k) {
+			continue
+		}
+		for i, c := range k {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			if m.folded[i] != c {
+				continue next
+			}
+		}
+		return m.node
+	}
+	return nil
 }
 
 // keyText is a member's name as sent, unquoted.
@@ -524,15 +579,15 @@ func keyText(lit []byte) string {
 
 // nameKinds reads the words of a member name: it is cut at '_', '-',
 // '.', ' ' and lower-to-upper case changes ("exitCode" → exit, code), and
-// each word, in lower case, is looked up in exitWords, outputWords and
-// placeWords. It allocates nothing; a word over 32 bytes is skipped.
+// each word, in lower case, is read by wordKind. It allocates nothing; a
+// word over 32 bytes is skipped.
 func nameKinds(name []byte) (k wordKinds) {
 	var buf [32]byte
 	start := 0
 	for i := 0; i <= len(name); i++ {
 		end, next := -1, 0
 		switch {
-		case i == len(name) || strings.IndexByte("_-. ", name[i]) >= 0:
+		case i == len(name) || name[i] == '_' || name[i] == '-' || name[i] == '.' || name[i] == ' ':
 			end, next = i, i+1
 		case i > start && 'A' <= name[i] && name[i] <= 'Z' && 'a' <= name[i-1] && name[i-1] <= 'z':
 			end, next = i, i
@@ -547,11 +602,7 @@ func nameKinds(name []byte) (k wordKinds) {
 				}
 				buf[j] = c
 			}
-			lw := buf[:len(w)]
-			k.exit = k.exit || exitWords[string(lw)]
-			k.output = k.output || outputWords[string(lw)]
-			k.signal = k.signal || string(lw) == "signal"
-			k.place = k.place || placeWords[string(lw)]
+			k = k.with(wordKind(buf[:len(w)]))
 		}
 		start = next
 	}
@@ -561,13 +612,28 @@ func nameKinds(name []byte) (k wordKinds) {
 // wordKinds says what the words of a member name say.
 type wordKinds struct{ exit, output, signal, place bool }
 
-// Words of member names that say exit or output.
-var (
-	exitWords   = map[string]bool{"exit": true, "code": true, "status": true, "signal": true, "exitcode": true, "exitstatus": true, "returncode": true, "rc": true}
-	outputWords = map[string]bool{"output": true, "stdout": true, "stderr": true, "data": true, "text": true}
-	// placeWords say the member names where output is, not the output.
-	placeWords = map[string]bool{"path": true, "file": true, "filename": true, "dir": true, "url": true, "uri": true, "id": true}
-)
+func (k wordKinds) with(o wordKinds) wordKinds {
+	return wordKinds{k.exit || o.exit, k.output || o.output, k.signal || o.signal, k.place || o.place}
+}
+
+// wordKind says what one word of a member name (in lower case) says:
+// words that say exit (and "signal", which says both), output, or the
+// place where output is rather than the output ("path", "file", ...). It
+// is a switch rather than a set of maps because it runs for every word of
+// every member a dialect does not read (TestWordKinds holds the lists).
+func wordKind(w []byte) wordKinds {
+	switch string(w) {
+	case "exit", "code", "status", "exitcode", "exitstatus", "returncode", "rc":
+		return wordKinds{exit: true}
+	case "signal":
+		return wordKinds{exit: true, signal: true}
+	case "output", "stdout", "stderr", "data", "text":
+		return wordKinds{output: true}
+	case "path", "file", "filename", "dir", "url", "uri", "id":
+		return wordKinds{place: true}
+	}
+	return wordKinds{}
+}
 
 // minOutputBytes is the size of a string (as sent, escaped) from which a
 // member named like output counts as output; a shorter one counts when it

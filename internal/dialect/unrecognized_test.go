@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -176,4 +178,79 @@ func TestResultBlock(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, resultBlock([]byte(c.lit)), "%.60q", c.lit)
 	}
+}
+
+// wordKind says what nameKinds reads of each word: the word lists of the
+// member names that say an exit, output or where output is.
+func TestWordKinds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want wordKinds
+	}{
+		{"exitCode", wordKinds{exit: true}},
+		{"exit_status", wordKinds{exit: true}},
+		{"ReturnCode", wordKinds{exit: true}},
+		{"returncode", wordKinds{exit: true}},
+		{"rc", wordKinds{exit: true}},
+		{"killSignal", wordKinds{exit: true, signal: true}},
+		{"stdout_text", wordKinds{output: true}},
+		{"STDERR", wordKinds{output: true}},
+		{"data", wordKinds{output: true}},
+		{"output-file", wordKinds{output: true, place: true}},
+		{"output.path", wordKinds{output: true, place: true}},
+		{"text uri", wordKinds{output: true, place: true}},
+		{"fileName", wordKinds{place: true}},
+		{"dir", wordKinds{place: true}},
+		{"url", wordKinds{place: true}},
+		{"id", wordKinds{place: true}},
+		{"command", wordKinds{}},
+		{"exited", wordKinds{}},
+		{"outputs", wordKinds{}},
+		{strings.Repeat("x", 33) + "_exit", wordKinds{exit: true}},
+		{strings.Repeat("exit", 9), wordKinds{}},
+	} {
+		assert.Equal(t, c.want, nameKinds([]byte(c.name)), c.name)
+	}
+}
+
+// knownNode.member finds, for every name, what a lookup of the name
+// folded as encoding/json folds it finds in the node's members: on every
+// node of every dialect's known tree, for each member's name as the
+// dialect spells it, in upper and lower case, escaped, and for names that
+// are no member.
+func TestKnownMemberIsTheMap(t *testing.T) {
+	for _, d := range All() {
+		// A shell frame with rawOutput and _meta builds the dialect's tree.
+		_, _ = Read(d, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"in_progress","rawOutput":{},"_meta":{}}}}`))
+	}
+	nodes := 0
+	var check func(n *knownNode, depth int)
+	check = func(n *knownNode, depth int) {
+		if n == nil || depth > 20 {
+			return
+		}
+		nodes++
+		names := []string{"", "x", "exit_status", "ſtdout", "K", "\u212a", strings.Repeat("a", 70)}
+		for k, c := range n.members {
+			names = append(names, k, strings.ToLower(k), k+"x", k[:len(k)/2])
+			check(c, depth+1)
+		}
+		for _, name := range names {
+			for _, lit := range []string{`"` + name + `"`, strings.Replace(strconv.Quote(name), "a", `\u0061`, 1)} {
+				want := n.members[jsonlit.FoldKey([]byte(lit))]
+				if n.members == nil {
+					want = nil
+				}
+				assert.Same(t, want, n.member([]byte(lit)), "%s", lit)
+			}
+		}
+		check(n.elems, depth+1)
+	}
+	knownTrees.Range(func(_, v any) bool {
+		k := v.(*knownTree)
+		check(k.rawOutput, 0)
+		check(k.meta, 0)
+		return true
+	})
+	assert.Greater(t, nodes, 50, "the dialects' trees were built and walked")
 }

@@ -338,3 +338,55 @@ func FuzzRawBytes(f *testing.F) {
 		require.Equal(t, out, r.B)
 	})
 }
+
+// lastMarker finds the last marker as LastIndex does: overlapping
+// markers (one's closing "\n\n" the next one's opening), a marker at
+// either end, its pieces without the rest, parentheses everywhere.
+func TestLastMarkerIsLastIndex(t *testing.T) {
+	m := grokTruncMarker
+	cases := []string{"", "(", m, m[1:], m[:len(m)-1], "x" + m, m + "x", m + m, m + m[2:], m + m[2:] + m[2:],
+		"(((" + m + ")))", m[:grokMarkerHead] + m[:grokMarkerHead] + m[grokMarkerHead:],
+		m[grokMarkerHead:] + m, strings.Repeat("(output truncated) ...\n\n", 3),
+		"a\n\n... " + m[grokMarkerHead:] + "b\n\n.. " + m[grokMarkerHead:]}
+	for i := 0; i < 200; i++ {
+		var b strings.Builder
+		for j := 0; j < i%7; j++ {
+			b.WriteString([]string{"(", "\n", m, m[:grokMarkerHead], m[grokMarkerHead:], "line (1)\n", m[2:]}[(i*7+j*3)%7])
+		}
+		cases = append(cases, b.String())
+	}
+	for _, c := range cases {
+		assert.Equal(t, strings.LastIndex(c, m), lastMarker([]byte(c)), "%q", c)
+		assert.Equal(t, strings.LastIndex(c, m), lastMarkerString(c), "%q", c)
+	}
+}
+
+// The exit line at the head of an ending frame's output_for_prompt is
+// read however its literal spells "exit:", and only at its head, when
+// the output is the bytes (and the prompt is otherwise not read).
+func TestGrokExitLineWithBytes(t *testing.T) {
+	d := mustDialect(t, "grok")
+	for _, c := range []struct {
+		prompt string
+		want   *int32
+	}{
+		{`exit: 5\nboom\n`, new(int32(5))},
+		{`\u0065xit: 6\nboom\n`, new(int32(6))},
+		{`e\u0078it: 7\nboom\n`, new(int32(7))},
+		{`boom\nexit: 5\n`, nil},
+		{`Exit: 5\nboom\n`, nil},
+		{`exit`, nil},
+		{``, nil},
+	} {
+		obs := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","rawOutput":{"type":"Bash","output":[98,111,111,109,10],"output_for_prompt":"`+c.prompt+`"}}`)
+		require.Len(t, obs, 1, c.prompt)
+		if c.want == nil {
+			assert.Nil(t, obs[0].Exit, c.prompt)
+			continue
+		}
+		require.NotNil(t, obs[0].Exit, c.prompt)
+		assert.Equal(t, *c.want, obs[0].Exit.Code, c.prompt)
+		require.Len(t, obs[0].Texts, 1)
+		assert.Equal(t, "boom\n", string(obs[0].Texts[0].Bytes), c.prompt)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/jsonlit"
@@ -147,27 +148,29 @@ func contradictions(msg []byte, obs []accum.Observation) {
 	}
 	var found accum.Observation
 	worded := false // the first outcome word found is the one used
-	jsonlit.EachMember(msg, func(key string, val []byte) {
-		if key != "PARAMS" {
-			return
+	membersAt(msg, 0, func(key []byte, b []byte, i int) int {
+		if !foldsTo(key, "PARAMS") {
+			return jsonlit.ValueEnd(b, i)
 		}
-		jsonlit.EachMember(val, func(key string, val []byte) {
-			if key != "UPDATE" {
-				return
+		return membersAt(b, i, func(key []byte, b []byte, i int) int {
+			if !foldsTo(key, "UPDATE") {
+				return jsonlit.ValueEnd(b, i)
 			}
-			jsonlit.EachMember(val, func(key string, val []byte) {
-				switch key {
-				case "RAWOUTPUT":
-					resultWords(&found, &worded, val, 0)
-				case "_META":
-					jsonlit.EachMember(val, func(key string, val []byte) {
+			return membersAt(b, i, func(key []byte, b []byte, i int) int {
+				e := jsonlit.ValueEnd(b, i)
+				switch {
+				case foldsTo(key, "RAWOUTPUT"):
+					resultWords(&found, &worded, b[i:e], 0)
+				case foldsTo(key, "_META"):
+					jsonlit.EachMember(b[i:e], func(key string, val []byte) {
 						if key == "TERMINAL_EXIT" {
 							resultWords(&found, &worded, val, 1)
 						}
 					})
-				case "EXITSTATUS":
-					resultWords(&found, &worded, val, 1)
+				case foldsTo(key, "EXITSTATUS"):
+					resultWords(&found, &worded, b[i:e], 1)
 				}
+				return e
 			})
 		})
 	})
@@ -183,6 +186,64 @@ func contradictions(msg []byte, obs []accum.Observation) {
 			}
 		}
 	}
+}
+
+// membersAt is jsonlit.EachMember over the object at b[i:] without
+// finding each value's end before it is read: fn is handed the key
+// literal and the value at b[i:] and returns the index just past the
+// value, having read into it or skipped it, and membersAt returns the
+// index just past the object (len(b) at most). So a walk that descends
+// into a member reads its bytes once, where EachMember's ValueEnd reads
+// them once more at each level. On valid JSON (the frames contradictions
+// reads) it calls fn with the members EachMember would, in order.
+func membersAt(b []byte, i int, fn func(key, b []byte, i int) int) int {
+	i = jsonlit.SkipSpace(b, i)
+	if i >= len(b) || b[i] != '{' {
+		return jsonlit.ValueEnd(b, i)
+	}
+	i = jsonlit.SkipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		ke := jsonlit.StringEnd(b, i)
+		key := b[i:ke]
+		if i = jsonlit.SkipSpace(b, ke); i >= len(b) || b[i] != ':' {
+			return len(b)
+		}
+		i = jsonlit.SkipSpace(b, fn(key, b, jsonlit.SkipSpace(b, i+1)))
+		if i >= len(b) || b[i] != ',' {
+			break
+		}
+		i = jsonlit.SkipSpace(b, i+1)
+	}
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	return len(b)
+}
+
+// foldsTo says whether jsonlit.FoldKey(lit) is name (in upper case),
+// without folding a plain ASCII key through FoldKey.
+func foldsTo(lit []byte, name string) bool {
+	k := lit
+	if len(k) >= 2 {
+		k = k[1 : len(k)-1]
+	}
+	for _, c := range k {
+		if c >= utf8.RuneSelf || c == '\\' {
+			return jsonlit.FoldKey(lit) == name
+		}
+	}
+	if len(k) != len(name) {
+		return false
+	}
+	for j, c := range k {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != name[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // resultWords reads the signal, outcome and timed-out members of one

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
+	"github.com/stretchr/testify/require"
 )
 
 func TestReadSignal(t *testing.T) {
@@ -175,4 +177,92 @@ func TestNumericSignalsInTerminalExits(t *testing.T) {
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c","exit_code":null,"signal":{"n":9}}}}`,
 			want:   one(accum.Observation{ToolCallID: "c", Shell: accum.ShellYes, Status: accum.StatusCompleted, Verdict: accum.VerdictFailed})},
 	})
+}
+
+// contradictionsByEachMember is contradictions as it read the frame
+// before membersAt: jsonlit.EachMember at each level.
+func contradictionsByEachMember(msg []byte, obs []accum.Observation) {
+	claim := false
+	for i := range obs {
+		claim = claim || claimsSuccess(&obs[i])
+	}
+	if !claim {
+		return
+	}
+	var found accum.Observation
+	worded := false
+	jsonlit.EachMember(msg, func(key string, val []byte) {
+		if key != "PARAMS" {
+			return
+		}
+		jsonlit.EachMember(val, func(key string, val []byte) {
+			if key != "UPDATE" {
+				return
+			}
+			jsonlit.EachMember(val, func(key string, val []byte) {
+				switch key {
+				case "RAWOUTPUT":
+					resultWords(&found, &worded, val, 0)
+				case "_META":
+					jsonlit.EachMember(val, func(key string, val []byte) {
+						if key == "TERMINAL_EXIT" {
+							resultWords(&found, &worded, val, 1)
+						}
+					})
+				case "EXITSTATUS":
+					resultWords(&found, &worded, val, 1)
+				}
+			})
+		})
+	})
+	for i := range obs {
+		if o := &obs[i]; claimsSuccess(o) {
+			if found.Signal != "" {
+				o.Signal = found.Signal
+			}
+			o.TimedOut = o.TimedOut || found.TimedOut
+			o.Cancelled = o.Cancelled || found.Cancelled
+			if o.Verdict == accum.VerdictNone {
+				o.Verdict = found.Verdict
+			}
+		}
+	}
+}
+
+// contradictions reads, in one pass, what jsonlit.EachMember at each
+// level reads: on every recorded frame, and on frames whose params,
+// update and members repeat, are spelled in other cases, escaped or
+// folded from other letters (ſ for s, K for k), or are not objects.
+func TestContradictionsIsEachMember(t *testing.T) {
+	frames := recordingFrames(t, 16<<20, true)
+	up := func(s string) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + s + `}}`)
+	}
+	ro := `{"sessionUpdate":"tool_call_update","rawOutput":{"signal":"SIGTERM"}}`
+	for _, m := range []string{
+		`{"params":{"update":{"rawOutput":{"outcome":"failed"}}},"params":{"update":{"rawOutput":{"signal":"9","timed_out":true}}}}`,
+		`{"PARAMS":{"Update":{"RAWOUTPUT":{"Outcome":"cancelled"}}}}`,
+		`{"p\u0061rams":{"upd\u0061te":{"r\u0061wOutput":{"outcome":"timeout"}}}}`,
+		`{"paramſ":{"update":{"rawOutput":{"outcome":"failed"}}}}`,
+		`{"params":{"update":{"_meta":{"terminal_exit":{"signal":"SIGKILL"}},"exitStatus":{"signal":"SIGINT"}}}}`,
+		`{"params":{"update":{"_meta":{"TERMINAL_EXIT":{"signal":"SIGKILL"}}}}}`,
+		`{"params":"x","params":[1,{"update":{}}],"params":{"update":"y","update":{"rawOutput":{"metadata":{"outcome":"aborted"}}}}}`,
+		`{"params":{"update":{"rawOutput":{"metadata":{"metadata":{"outcome":"failed"}}}}}}`,
+		` { "params" : { "update" : { "rawOutput" : { "timedOut" : true } } } } `,
+		`[{"params":{"update":{"rawOutput":{"outcome":"failed"}}}}]`,
+		`{"id":1,"result":{"params":{"update":{"rawOutput":{"outcome":"failed"}}}}}`,
+		`{"a":{"params":{"update":{"rawOutput":{"outcome":"failed"}}}},"params":{"x":1,"update":{"y":[{"rawOutput":{}}],"rawOutput":{"signal":"SIGHUP"}}}}`,
+	} {
+		frames = append(frames, []byte(m))
+	}
+	frames = append(frames, up(ro), up(`{"rawOutput":{"outcome":"failed"},"rawoutput":{"signal":"SIGTERM"}}`))
+	for _, m := range frames {
+		for _, exit := range []*accum.Exit{{Code: 0}, {Code: 0, Placeholder: true}} {
+			want := []accum.Observation{{Exit: exit}, {Succeeded: true}}
+			got := []accum.Observation{{Exit: exit}, {Succeeded: true}}
+			contradictionsByEachMember(m, want)
+			contradictions(m, got)
+			require.Equal(t, want, got, "%s", m)
+		}
+	}
 }

@@ -227,9 +227,10 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	// members it reads whole; in the light frame it skips "" and [] instead
 	// of a whole snapshot.
 	walk := msg
-	if content, members := elisionSafe[U](), elidedMembers[U](); content || len(members) > 0 {
+	plan := readPlanOf[U]()
+	if plan.content || len(plan.members) > 0 {
 		var light []byte
-		light, checked, err = decodeElided(msg, &m, content, members, scope)
+		light, checked, err = decodeElided(msg, &m, plan.content, plan.members, scope)
 		if light != nil {
 			walk = light
 		}
@@ -262,11 +263,11 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		if u := m.Params.Update; u != nil {
 			f.Observations = observe(u)
 			cw := msg
-			if contradictionsReadLight[U]() {
+			if plan.light {
 				cw = walk
 			}
 			contradictions(cw, f.Observations)
-			noticeUnrecognized[U](walk, P(u).call(), f.Observations)
+			noticeUnrecognized(walk, plan.known, P(u).call(), f.Observations)
 			markChecked(f.Observations, checked)
 		}
 		for _, o := range f.Observations {
@@ -820,6 +821,28 @@ func StripFence(s string) (string, bool) {
 	}
 	return t[nl+1 : len(t)-3], true
 }
+
+// readPlan is what readFrame reads of its update type U before each
+// frame, found with one lookup rather than one for each.
+type readPlan struct {
+	content bool             // elisionSafe[U]
+	members []jsonlit.Member // elidedMembers[U]
+	light   bool             // contradictionsReadLight[U]
+	known   *knownTree       // knownOf[U]
+}
+
+// readPlanOf returns the readPlan of U, made on first use.
+func readPlanOf[U any]() *readPlan {
+	t := reflect.TypeFor[U]()
+	if p, ok := readPlans.Load(t); ok {
+		return p.(*readPlan)
+	}
+	p := &readPlan{content: elisionSafe[U](), members: elidedMembers[U](), light: contradictionsReadLight[U](), known: knownOf[U]()}
+	readPlans.Store(t, p)
+	return p
+}
+
+var readPlans sync.Map // reflect.Type → *readPlan
 
 // elisionSafe says whether the update type U takes a frame's content texts
 // only through ToolCall.Content, so that elided values reach rawText.

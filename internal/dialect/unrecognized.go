@@ -251,10 +251,10 @@ func addFields(m map[string]*knownNode, t reflect.Type, depth int) {
 func foldName(s string) string { return strings.ToUpper(s) }
 
 // noticeUnrecognized adds to the observations of a `session/update` what
-// its update carries that the dialect of update type U does not read. The
-// first observation that may be about a shell gets it; a frame about
-// other tools is not looked at.
-func noticeUnrecognized[U any](msg []byte, tc *ToolCall, obs []accum.Observation) {
+// its update carries that the dialect whose known tree is k (knownOf of
+// its update type) does not read. The first observation that may be
+// about a shell gets it; a frame about other tools is not looked at.
+func noticeUnrecognized(msg []byte, k *knownTree, tc *ToolCall, obs []accum.Observation) {
 	at := -1
 	for i := range obs {
 		if obs[i].Shell != accum.ShellNo {
@@ -272,9 +272,9 @@ func noticeUnrecognized[U any](msg []byte, tc *ToolCall, obs []accum.Observation
 		s.members(update, 0, true, func(key []byte) (*knownNode, bool) {
 			switch {
 			case keyIs(key, "rawOutput"):
-				return knownOf[U]().rawOutput, true
+				return k.rawOutput, true
 			case keyIs(key, "_meta"):
-				return knownOf[U]().meta, true
+				return k.meta, true
 			}
 			return nil, false
 		})

@@ -254,3 +254,40 @@ func TestKnownMemberIsTheMap(t *testing.T) {
 	})
 	assert.Greater(t, nodes, 50, "the dialects' trees were built and walked")
 }
+
+// Members a dialect does not read are found wherever they are: after a
+// big known string (a frame the elided decode reads light), under
+// `_meta`, nested in an unknown object, in an array, and with names that
+// differ only in case from known ones.
+func TestUnrecognizedAfterBigKnown(t *testing.T) {
+	big := strings.Repeat(`0123456789 seq output line\n`, 40<<10/27)
+	codex := mustDialect(t, "codex")
+	for _, c := range []struct {
+		name   string
+		update string
+		want   []accum.Unrecognized
+	}{
+		{"after a big known output",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"in_progress","rawOutput":{"aggregated_output":"` + big + `","stdout":"` + big + `","new_exit_code":3}}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.new_exit_code"}}},
+		{"after a big content text, under _meta, nested and in an array",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"` + big + `"}}],` +
+				`"_meta":{"terminal_exit":{"exit_code":null,"exit_status_v2":4},"terminal_output":{"data":"x","stdout_bytes":"` + big[:64] + `"}},` +
+				`"rawOutput":{"formatted_output":"` + big + `","result":{"exitCode":5,"chunks":[{"text":"` + big[:64] + `"}]}}}`,
+			[]accum.Unrecognized{
+				{What: accum.UnrecognizedExit, Field: "_meta.terminal_exit.exit_status_v2"},
+				{What: accum.UnrecognizedOutput, Field: "_meta.terminal_output.stdout_bytes"},
+				{What: accum.UnrecognizedExit, Field: "rawOutput.result.exitCode"},
+				{What: accum.UnrecognizedOutput, Field: "rawOutput.result.chunks[].text"},
+			}},
+		{"a known name in another case is known; a longer one is not",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"in_progress","rawOutput":{"AGGREGATED_OUTPUT":"` + big + `","Exit_Code":1,"exit_code_":2}}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.exit_code_"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obs := readUpdate(t, codex, c.update)
+			require.NotEmpty(t, obs)
+			assert.Equal(t, c.want, obs[0].Unrecognized)
+		})
+	}
+}

@@ -1,7 +1,11 @@
 package dialect
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -265,4 +269,45 @@ func TestContradictionsIsEachMember(t *testing.T) {
 			require.Equal(t, want, got, "%s", m)
 		}
 	}
+}
+
+// FuzzReadShortcuts holds the shortcuts of the reader's own walks to what
+// they stand for, on the same bytes: quietKindIn to the search for the
+// whole name, lastMarker to LastIndex, contradictions (on valid JSON, as
+// readFrame hands it) to the EachMember walk, foldsTo to FoldKey.
+//
+//	go test ./internal/dialect -run '^$' -fuzz FuzzReadShortcuts -fuzztime 2000x
+func FuzzReadShortcuts(f *testing.F) {
+	for _, m := range recordingFrames(f, 4096, false) {
+		f.Add(m)
+	}
+	f.Add([]byte(`{"params":{"update":{"rawOutput":{"outcome":"failed"}}},"params":{"update":{"rawOutput":{"signal":"9"}}}}`))
+	f.Add([]byte(`{"p\u0061rams":{"UPDATE":{"rawOutput":{"metadata":{"timed_out":true}}}},"paramſ":{}}`))
+	f.Add([]byte("1\n2\n\n... (output truncated) ...\n\n... (output truncated) ...\n\n3"))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		if quietKindIn(msg) != quietKindInByName(msg) {
+			t.Fatalf("quietKindIn(%q) = %v", msg, quietKindIn(msg))
+		}
+		if got, want := lastMarker(msg), bytes.LastIndex(msg, []byte(grokTruncMarker)); got != want {
+			t.Fatalf("lastMarker(%q) = %d, LastIndex %d", msg, got, want)
+		}
+		if got, want := lastMarkerString(string(msg)), strings.LastIndex(string(msg), grokTruncMarker); got != want {
+			t.Fatalf("lastMarkerString(%q) = %d, LastIndex %d", msg, got, want)
+		}
+		for _, name := range []string{"PARAMS", "UPDATE", "RAWOUTPUT", "_META"} {
+			lit := strconv.Quote(string(msg))
+			if len(msg) < 16 && foldsTo([]byte(lit), name) != (jsonlit.FoldKey([]byte(lit)) == name) {
+				t.Fatalf("foldsTo(%s, %s)", lit, name)
+			}
+		}
+		if json.Valid(msg) {
+			want := []accum.Observation{{Exit: &accum.Exit{}}, {Succeeded: true}}
+			got := []accum.Observation{{Exit: &accum.Exit{}}, {Succeeded: true}}
+			contradictionsByEachMember(msg, want)
+			contradictions(msg, got)
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("contradictions(%s) = %+v, EachMember's %+v", msg, got, want)
+			}
+		}
+	})
 }

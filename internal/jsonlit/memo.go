@@ -106,7 +106,7 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 			return text, n, ok
 		}
 	}
-	d := decodeFrom(make([]byte, 0, len(b)+len(b)/4), b, 1)
+	d := decodeFrom(nil, b, 1)
 	if !d.ok {
 		return "", 0, false
 	}

@@ -1,11 +1,17 @@
 package jsonlit
 
 import (
+	"bytes"
 	"encoding/binary"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
+
+// Every string literal jsonlit decodes (Unquote, DecodeLiteral, the fast
+// decoder's strings and member names, the memo's texts) goes through one
+// routine, decodeInto: it validates the literal as encoding/json does and
+// decodes it in the same pass, writing into one buffer by index.
 
 // Unquote decodes one JSON string literal (with its quotes) that a
 // decoder has already validated, as it does before it hands a
@@ -20,95 +26,215 @@ func Unquote(b []byte) (s string, ok bool) {
 	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
 		return "", false
 	}
-	b = b[1 : len(b)-1]
+	body := b[1 : len(b)-1]
 	// Fast path: nothing to decode.
-	i := plainRun(b)
-	if i == len(b) {
-		return string(b), true
+	n := literalRun(body)
+	if n == len(body) {
+		return string(body), true
 	}
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for {
-		sb.Write(b[:i])
-		b = b[i:]
-		if len(b) == 0 {
-			break
-		}
-		switch c := b[0]; {
+	// The text is no longer than the body unless it holds bytes that are
+	// not UTF-8 (each three bytes of U+FFFD), for which decodeInto makes
+	// room; the closing quote bounds every run.
+	out := make([]byte, len(body))
+	copy(out, body[:n])
+	d := decodeInto(out, n, b, 1+n, len(b)-1)
+	if !d.ok || d.end != len(b) {
+		return "", false
+	}
+	return unsafe.String(unsafe.SliceData(d.out), len(d.out)), true
+}
+
+// decoded is what decodeInto read.
+type decoded struct {
+	out []byte // the decoded text appended
+	end int    // the offset just past the closing quote
+	// clean is the last offset of the literal after a byte it holds as is
+	// (a plain ASCII byte), and cleanOut the length of out there: the
+	// decoding of what comes before it does not depend on what comes
+	// after, so a literal that starts with the same bytes up to there
+	// decodes to the same text up to cleanOut. 0 when there is none.
+	clean, cleanOut int
+	ok              bool
+}
+
+// decodeFrom decodes the string literal b (b[0] is its opening quote)
+// from offset i, where the decoding does not depend on what came before
+// (1, or a clean offset), appending the text to out.
+func decodeFrom(out []byte, b []byte, i int) decoded {
+	q := nextQuote(b, i)
+	j := len(out)
+	if cap(out)-j < q-i {
+		out = grow(out, j, q-i)
+	}
+	return decodeInto(out[:cap(out)], j, b, i, q)
+}
+
+// nextQuote returns the index of the first quote at or after b[i], or
+// len(b).
+func nextQuote(b []byte, i int) int {
+	if k := bytes.IndexByte(b[i:], '"'); k >= 0 {
+		return i + k
+	}
+	return len(b)
+}
+
+// grow returns a buffer with out[:j] and room for need more bytes, a
+// quarter more than out at least, so that growing by little steps (bytes
+// that are not UTF-8) costs amortised constant time.
+func grow(out []byte, j, need int) []byte {
+	n := max(j+need, len(out)+len(out)/4)
+	nb := make([]byte, n)
+	copy(nb, out[:j])
+	return nb
+}
+
+// Byte classes in a string literal.
+const (
+	cPlain   = iota // ASCII held as is
+	cQuote          // the end
+	cEscape         // a backslash
+	cControl        // a control byte, which JSON does not allow unescaped
+	cHigh           // the first byte of a UTF-8 sequence, or not UTF-8
+)
+
+var class = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c < ' ':
+			t[c] = cControl
+		case c == '"':
+			t[c] = cQuote
 		case c == '\\':
-			if len(b) < 2 {
-				return "", false
+			t[c] = cEscape
+		case c >= utf8.RuneSelf:
+			t[c] = cHigh
+		}
+	}
+	return t
+}()
+
+// unescaped[e] is the byte the escape \e stands for, 0 where \e is not a
+// one-byte escape.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// longRun is the length of a plain run after which decodeInto finds the
+// rest of it eight bytes at a time and copies it whole; shorter runs (the
+// output of seq: an escape every few bytes) are copied a byte at a time.
+const longRun = 16
+
+// decodeInto decodes the string literal b from offset i (see decodeFrom)
+// into out, whose first j bytes are the text so far. q is the index of a
+// quote at or after the next quote of b from i (or len(b)), and out has
+// room for q-i more bytes: a plain byte, an escape and a UTF-8 sequence
+// never decode to more bytes than they take, so only a byte that is not
+// UTF-8 (three bytes of U+FFFD) and an escaped quote (which moves past q)
+// need room made.
+func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
+	var clean, cleanOut int
+	for {
+		from := i
+		for i < len(b) {
+			c := b[i]
+			if class[c] != cPlain {
+				break
 			}
-			n := 2
-			switch e := b[1]; e {
-			case '"', '\\', '/':
-				sb.WriteByte(e)
-			case 'b':
-				sb.WriteByte('\b')
-			case 'f':
-				sb.WriteByte('\f')
-			case 'n':
-				sb.WriteByte('\n')
-			case 'r':
-				sb.WriteByte('\r')
-			case 't':
-				sb.WriteByte('\t')
-			case 'u':
-				r, ok := hex4(b[2:])
-				if !ok {
-					return "", false
+			out[j] = c
+			i++
+			j++
+			if i-from == longRun {
+				r := literalRun(b[i:])
+				copy(out[j:], b[i:i+r])
+				i += r
+				j += r
+				break
+			}
+		}
+		if i > from {
+			clean, cleanOut = i, j
+		}
+		if i >= len(b) {
+			return decoded{}
+		}
+		switch class[b[i]] {
+		case cQuote:
+			return decoded{out: out[:j], end: i + 1, clean: clean, cleanOut: cleanOut, ok: true}
+		case cEscape:
+			if i+1 >= len(b) {
+				return decoded{}
+			}
+			e := b[i+1]
+			if x := unescaped[e]; x != 0 {
+				out[j] = x
+				j++
+				i += 2
+				if i > q { // \" moved past q
+					q = nextQuote(b, i)
+					if len(out)-j < q-i {
+						out = grow(out, j, q-i)
+					}
 				}
-				n = 6
-				if utf16.IsSurrogate(r) {
-					r1 := r
-					r = utf8.RuneError
-					if len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
-						if r2, ok := hex4(b[8:]); ok {
-							if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
-								r, n = dec, 12
-							}
+				continue
+			}
+			if e != 'u' {
+				return decoded{}
+			}
+			r, ok := hex4(b[i+2:])
+			if !ok {
+				return decoded{}
+			}
+			n := 6
+			if utf16.IsSurrogate(r) {
+				r1 := r
+				r = utf8.RuneError
+				if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+					if r2, ok := hex4(b[i+8:]); ok {
+						if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
+							r, n = dec, 12
 						}
 					}
 				}
-				sb.WriteRune(r)
-			default:
-				return "", false
 			}
-			b = b[n:]
-		case c < utf8.RuneSelf:
-			sb.WriteByte(c) // a control byte, which valid JSON does not hold
-			b = b[1:]
-		default:
-			r, n := utf8.DecodeRune(b)
-			if r == utf8.RuneError && n == 1 {
-				sb.WriteRune(utf8.RuneError)
-			} else {
-				sb.Write(b[:n])
+			j += utf8.EncodeRune(out[j:], r)
+			i += n
+		case cControl:
+			return decoded{}
+		default: // cHigh
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				if len(out)-j < q-i+2 {
+					out = grow(out, j, q-i+2)
+				}
+				out[j], out[j+1], out[j+2] = 0xEF, 0xBF, 0xBD // U+FFFD
+				j += 3
+				i++
+				continue
 			}
-			b = b[n:]
+			copy(out[j:], b[i:i+size])
+			j += size
+			i += size
 		}
-		i = plainRun(b)
 	}
-	return sb.String(), true
 }
 
-// plainRun returns the length of the leading run of b that needs no
-// decoding: ASCII, no backslash, no control byte. It looks at eight bytes
-// at a time, since command outputs are mostly such runs.
-func plainRun(b []byte) int {
+// literalRun returns the length of the leading run of b that a string
+// literal holds as is: ASCII, no quote, no backslash, no control byte.
+// It looks at eight bytes at a time.
+func literalRun(b []byte) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
 		bs := x ^ ('\\' * ones)
+		qs := x ^ ('"' * ones)
 		// A high bit in x is a non-ASCII byte; (x - 0x20...) & ^x has one
-		// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash.
-		if (x|(x-0x20*ones)&^x|(bs-ones)&^bs)&highs != 0 {
+		// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash and
+		// (qs - 0x01...) & ^qs for a quote.
+		if (x|(x-0x20*ones)&^x|(bs-ones)&^bs|(qs-ones)&^qs)&highs != 0 {
 			break
 		}
 	}
 	for ; i < len(b); i++ {
-		if c := b[i]; c == '\\' || c < ' ' || c >= utf8.RuneSelf {
+		if class[b[i]] != cPlain {
 			break
 		}
 	}

@@ -118,8 +118,9 @@ var class = func() (t [256]uint8) {
 var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // longRun is the length of a plain run after which decodeInto finds the
-// rest of it eight bytes at a time and copies it whole; shorter runs (the
-// output of seq: an escape every few bytes) are copied a byte at a time.
+// rest of it, and the next run, eight bytes at a time (a build log); a
+// run after a shorter one (the output of seq: an escape every few bytes)
+// is found a byte at a time, where the wider test does not pay.
 const longRun = 16
 
 // decodeInto decodes the string literal b from offset i (see decodeFrom)
@@ -128,28 +129,35 @@ const longRun = 16
 // room for q-i more bytes: a plain byte, an escape and a UTF-8 sequence
 // never decode to more bytes than they take, so only a byte that is not
 // UTF-8 (three bytes of U+FFFD) and an escaped quote (which moves past q)
-// need room made.
+// need room made. The rare cases are functions of their own, so that the
+// loop over plain runs and one-byte escapes keeps its state in registers.
 func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 	var clean, cleanOut int
+	wide := true // the last run was long: look eight bytes at a time
 	for {
 		from := i
-		for i < len(b) {
-			c := b[i]
-			if class[c] != cPlain {
-				break
-			}
-			out[j] = c
-			i++
-			j++
-			if i-from == longRun {
-				r := literalRun(b[i:])
-				copy(out[j:], b[i:i+r])
-				i += r
-				j += r
-				break
+		if wide {
+			i += literalRun(b[i:])
+		} else {
+			for i < len(b) && class[b[i]] == cPlain {
+				i++
+				if i-from == longRun {
+					i += literalRun(b[i:])
+					break
+				}
 			}
 		}
-		if i > from {
+		n := i - from
+		wide = n >= longRun
+		if n > 0 {
+			if n <= 8 && from+8 <= len(b) && j+8 <= len(out) {
+				// Eight bytes moved at once: those past the run are
+				// overwritten by what follows, or past the text's end.
+				binary.LittleEndian.PutUint64(out[j:], binary.LittleEndian.Uint64(b[from:]))
+			} else {
+				copy(out[j:], b[from:i])
+			}
+			j += n
 			clean, cleanOut = i, j
 		}
 		if i >= len(b) {
@@ -159,61 +167,98 @@ func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 		case cQuote:
 			return decoded{out: out[:j], end: i + 1, clean: clean, cleanOut: cleanOut, ok: true}
 		case cEscape:
-			if i+1 >= len(b) {
-				return decoded{}
-			}
-			e := b[i+1]
-			if x := unescaped[e]; x != 0 {
-				out[j] = x
-				j++
-				i += 2
-				if i > q { // \" moved past q
-					q = nextQuote(b, i)
-					if len(out)-j < q-i {
-						out = grow(out, j, q-i)
+			if i+1 < len(b) {
+				if x := unescaped[b[i+1]]; x != 0 {
+					out[j] = x
+					j++
+					i += 2
+					if i > q { // \" moved past q
+						out, q = roomTo(out, j, b, i)
 					}
-				}
-				continue
-			}
-			if e != 'u' {
-				return decoded{}
-			}
-			r, ok := hex4(b[i+2:])
-			if !ok {
-				return decoded{}
-			}
-			n := 6
-			if utf16.IsSurrogate(r) {
-				r1 := r
-				r = utf8.RuneError
-				if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
-					if r2, ok := hex4(b[i+8:]); ok {
-						if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
-							r, n = dec, 12
-						}
-					}
+					continue
 				}
 			}
-			j += utf8.EncodeRune(out[j:], r)
-			i += n
+			var ok bool
+			if out, j, i, ok = unicodeEscape(out, j, b, i); !ok {
+				return decoded{}
+			}
 		case cControl:
 			return decoded{}
 		default: // cHigh
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				if len(out)-j < q-i+2 {
-					out = grow(out, j, q-i+2)
-				}
-				out[j], out[j+1], out[j+2] = 0xEF, 0xBF, 0xBD // U+FFFD
-				j += 3
-				i++
-				continue
-			}
-			copy(out[j:], b[i:i+size])
-			j += size
-			i += size
+			out, j, i = nonASCII(out, j, b, i, q)
 		}
 	}
+}
+
+// roomTo returns out with room from j for b up to its next quote from
+// i, and that quote's index.
+func roomTo(out []byte, j int, b []byte, i int) ([]byte, int) {
+	q := nextQuote(b, i)
+	if len(out)-j < q-i {
+		out = grow(out, j, q-i)
+	}
+	return out, q
+}
+
+// unicodeEscape decodes the \u escape at b[i] (or a surrogate pair of
+// them) into out at j, as encoding/json does: a lone surrogate is
+// U+FFFD. ok is false when b[i] starts no valid escape.
+func unicodeEscape(out []byte, j int, b []byte, i int) (_ []byte, _, _ int, ok bool) {
+	if i+1 >= len(b) || b[i+1] != 'u' {
+		return out, j, i, false
+	}
+	r, ok := hex4(b[i+2:])
+	if !ok {
+		return out, j, i, false
+	}
+	n := 6
+	if utf16.IsSurrogate(r) {
+		r1 := r
+		r = utf8.RuneError
+		if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+			if r2, ok := hex4(b[i+8:]); ok {
+				if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
+					r, n = dec, 12
+				}
+			}
+		}
+	}
+	return out, j + utf8.EncodeRune(out[j:], r), i + n, true
+}
+
+// nonASCII copies the run of bytes at or above 0x80 at b[i] into out at
+// j: UTF-8 sequences as they are, each other byte as U+FFFD (for which
+// it makes room; q is as for decodeInto).
+func nonASCII(out []byte, j int, b []byte, i, q int) ([]byte, int, int) {
+	for i < len(b) && b[i] >= utf8.RuneSelf {
+		// Two- and three-byte sequences (Latin, Cyrillic, CJK) are
+		// checked here; the rest as utf8 does.
+		if c := b[i]; c >= 0xC2 && c <= 0xDF && i+1 < len(b) && b[i+1]&0xC0 == 0x80 {
+			out[j], out[j+1] = c, b[i+1]
+			j += 2
+			i += 2
+			continue
+		} else if c >= 0xE1 && c <= 0xEF && c != 0xED && i+2 < len(b) && b[i+1]&0xC0 == 0x80 && b[i+2]&0xC0 == 0x80 {
+			out[j], out[j+1], out[j+2] = c, b[i+1], b[i+2]
+			j += 3
+			i += 3
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			if len(out)-j < q-i+2 {
+				out = grow(out, j, q-i+2)
+			}
+			out[j], out[j+1], out[j+2] = 0xEF, 0xBF, 0xBD // U+FFFD
+			j += 3
+			i++
+			continue
+		}
+		copy(out[j:], b[i:i+size])
+		j += size
+		i += size
+	}
+	return out, j, i
 }
 
 // literalRun returns the length of the leading run of b that a string

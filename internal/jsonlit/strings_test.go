@@ -11,10 +11,11 @@ import (
 // stringCases are literals every string decoder of jsonlit must read as
 // encoding/json does: each escape, surrogate pairs and lone halves, bytes
 // that are not UTF-8 at either edge of a plain run (and of a run long
-// enough to be copied whole, longRun bytes), a literal that ends right
+// enough to be read eight bytes at a time), a literal that ends right
 // after an escape, and what real output holds (NUL, \r, ANSI escapes).
 func stringCases() []string {
-	long := strings.Repeat("x", longRun)
+	const word = 8 // decodeInto reads plain runs eight bytes at a time
+	long := strings.Repeat("x", 2*word)
 	cases := []string{
 		`""`, `"a"`, `"\""`, `"\\"`, `"\/"`, `"\b"`, `"\f"`, `"\n"`, `"\r"`, `"\t"`,
 		`"\u0041"`, `"\u00e9"`, `"\u00E9"`, `"\u20ac"`, `"\uFFFF"`, `"\u0000"`, `"\u001f"`, `"\u007f"`,
@@ -27,8 +28,8 @@ func stringCases() []string {
 		`"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n"`,
 	}
 	// Edges of the runs: a non-UTF-8 byte, a UTF-8 rune, an escape and an
-	// escaped quote just before, at and after longRun and eight bytes.
-	for _, n := range []int{0, 1, 7, 8, 9, longRun - 1, longRun, longRun + 1, longRun + 7, longRun + 8, 2*longRun + 3} {
+	// escaped quote just before, at and after each edge of a word.
+	for _, n := range []int{0, 1, 7, 8, 9, 2*word - 1, 2 * word, 2*word + 1, 3*word - 1, 3 * word, 4*word + 3} {
 		pre := long[:min(n, len(long))] + strings.Repeat("y", max(0, n-len(long)))
 		for _, mid := range []string{"\xff", "\xe2\x82", "é", "€", `\n`, `\"`, `\u00e9`, `\ud83d\ude00`, `\ud83d`} {
 			cases = append(cases, `"`+pre+mid+`"`, `"`+pre+mid+pre+`"`, `"`+mid+pre+mid+`"`)

@@ -3,6 +3,7 @@ package jsonlit
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -117,12 +118,6 @@ var class = func() (t [256]uint8) {
 // one-byte escape.
 var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
-// longRun is the length of a plain run after which decodeInto finds the
-// rest of it, and the next run, eight bytes at a time (a build log); a
-// run after a shorter one (the output of seq: an escape every few bytes)
-// is found a byte at a time, where the wider test does not pay.
-const longRun = 16
-
 // decodeInto decodes the string literal b from offset i (see decodeFrom)
 // into out, whose first j bytes are the text so far. q is the index of a
 // quote at or after the next quote of b from i (or len(b)), and out has
@@ -133,51 +128,41 @@ const longRun = 16
 // loop over plain runs and one-byte escapes keeps its state in registers.
 func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 	var clean, cleanOut int
-	wide := true // the last run was long: look eight bytes at a time
-	for {
-		from := i
-		if wide {
-			i += literalRun(b[i:])
-		} else {
-			for i < len(b) && class[b[i]] == cPlain {
-				i++
-				if i-from == longRun {
-					i += literalRun(b[i:])
-					break
-				}
-			}
+	from := i    // where the current plain run started
+	wide := true // the last plain run was long: read the next one eight bytes at a time
+	if wide {
+		i, j = wordRun(out, j, b, i)
+	}
+	for i < len(b) {
+		c := b[i]
+		if class[c] == cPlain {
+			out[j] = c
+			i++
+			j++
+			continue
 		}
-		n := i - from
-		wide = n >= longRun
-		if n > 0 {
-			if n <= 8 && from+8 <= len(b) && j+8 <= len(out) {
-				// Eight bytes moved at once: those past the run are
-				// overwritten by what follows, or past the text's end.
-				binary.LittleEndian.PutUint64(out[j:], binary.LittleEndian.Uint64(b[from:]))
-			} else {
-				copy(out[j:], b[from:i])
-			}
-			j += n
+		if i > from {
 			clean, cleanOut = i, j
+			wide = i-from >= wideRun
 		}
-		if i >= len(b) {
-			return decoded{}
+		if c == '\\' && i+1 < len(b) {
+			if x := unescaped[b[i+1]]; x != 0 {
+				out[j] = x
+				j++
+				i += 2
+				if i > q { // \" moved past q
+					out, q = roomTo(out, j, b, i)
+				}
+				if from = i; wide {
+					i, j = wordRun(out, j, b, i)
+				}
+				continue
+			}
 		}
-		switch class[b[i]] {
+		switch class[c] {
 		case cQuote:
 			return decoded{out: out[:j], end: i + 1, clean: clean, cleanOut: cleanOut, ok: true}
 		case cEscape:
-			if i+1 < len(b) {
-				if x := unescaped[b[i+1]]; x != 0 {
-					out[j] = x
-					j++
-					i += 2
-					if i > q { // \" moved past q
-						out, q = roomTo(out, j, b, i)
-					}
-					continue
-				}
-			}
 			var ok bool
 			if out, j, i, ok = unicodeEscape(out, j, b, i); !ok {
 				return decoded{}
@@ -187,7 +172,36 @@ func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 		default: // cHigh
 			out, j, i = nonASCII(out, j, b, i, q)
 		}
+		if from = i; wide {
+			i, j = wordRun(out, j, b, i)
+		}
 	}
+	return decoded{}
+}
+
+// wideRun is the length of a plain run after which decodeInto reads the
+// next one eight bytes at a time (a build log); after a shorter one (the
+// output of seq: an escape every few bytes) it reads a byte at a time,
+// where the wider test does not pay.
+const wideRun = 16
+
+// wordRun copies the plain run at b[i] into out at j eight bytes at a
+// time, as far as whole words of b and of out go: each word is copied
+// whole, and where it holds a byte that ends the run the run ends at the
+// first one (the bytes copied past it are overwritten by what follows,
+// or lie past the text's end). It returns the new i and j.
+func wordRun(out []byte, j int, b []byte, i int) (int, int) {
+	for i+8 <= len(b) && j+8 <= len(out) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		binary.LittleEndian.PutUint64(out[j:], x)
+		if m := stopBytes(x); m != 0 {
+			k := bits.TrailingZeros64(m) >> 3
+			return i + k, j + k
+		}
+		i += 8
+		j += 8
+	}
+	return i, j
 }
 
 // roomTo returns out with room from j for b up to its next quote from
@@ -261,20 +275,28 @@ func nonASCII(out []byte, j int, b []byte, i, q int) ([]byte, int, int) {
 	return out, j, i
 }
 
+// stopBytes has the high bit set in the first byte of x (in memory order)
+// that ends a plain run: a quote, a backslash, a control byte or a byte
+// of 0x80 or more. Bits may be set in later bytes too (a borrow carries
+// up), never in earlier ones.
+func stopBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	bs := x ^ ('\\' * ones)
+	qs := x ^ ('"' * ones)
+	// A high bit in x is a non-ASCII byte; (x - 0x20...) & ^x has one
+	// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash and
+	// (qs - 0x01...) & ^qs for a quote.
+	return (x | (x-0x20*ones)&^x | (bs-ones)&^bs | (qs-ones)&^qs) & highs
+}
+
 // literalRun returns the length of the leading run of b that a string
 // literal holds as is: ASCII, no quote, no backslash, no control byte.
 // It looks at eight bytes at a time.
 func literalRun(b []byte) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
-		bs := x ^ ('\\' * ones)
-		qs := x ^ ('"' * ones)
-		// A high bit in x is a non-ASCII byte; (x - 0x20...) & ^x has one
-		// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash and
-		// (qs - 0x01...) & ^qs for a quote.
-		if (x|(x-0x20*ones)&^x|(bs-ones)&^bs|(qs-ones)&^qs)&highs != 0 {
+		if stopBytes(x) != 0 {
 			break
 		}
 	}

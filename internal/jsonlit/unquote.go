@@ -185,23 +185,12 @@ func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 // where the wider test does not pay.
 const wideRun = 16
 
-// wordRun copies the plain run at b[i] into out at j eight bytes at a
-// time, as far as whole words of b and of out go: each word is copied
-// whole, and where it holds a byte that ends the run the run ends at the
-// first one (the bytes copied past it are overwritten by what follows,
-// or lie past the text's end). It returns the new i and j.
+// wordRun copies the plain run at b[i] into out at j, found eight bytes
+// at a time (literalRun), with one copy. It returns the new i and j.
 func wordRun(out []byte, j int, b []byte, i int) (int, int) {
-	for i+8 <= len(b) && j+8 <= len(out) {
-		x := binary.LittleEndian.Uint64(b[i:])
-		binary.LittleEndian.PutUint64(out[j:], x)
-		if m := stopBytes(x); m != 0 {
-			k := bits.TrailingZeros64(m) >> 3
-			return i + k, j + k
-		}
-		i += 8
-		j += 8
-	}
-	return i, j
+	r := literalRun(b[i:])
+	copy(out[j:], b[i:i+r])
+	return i + r, j + r
 }
 
 // roomTo returns out with room from j for b up to its next quote from
@@ -296,8 +285,8 @@ func literalRun(b []byte) int {
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
-		if stopBytes(x) != 0 {
-			break
+		if m := stopBytes(x); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
 	for ; i < len(b); i++ {

@@ -22,7 +22,9 @@ import (
 //
 // The result equals what json.Unmarshal gives: escapes are decoded, every
 // byte that is not valid UTF-8 and every unpaired surrogate escape becomes
-// U+FFFD. ok is false when b is not a string literal.
+// U+FFFD. ok is false when b is not a valid string literal (one that
+// holds a raw control byte or an unescaped quote included: it is read as
+// DecodeLiteral reads it).
 func Unquote(b []byte) (s string, ok bool) {
 	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
 		return "", false
@@ -128,11 +130,11 @@ var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 
 // loop over plain runs and one-byte escapes keeps its state in registers.
 func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 	var clean, cleanOut int
-	from := i    // where the current plain run started
-	wide := true // the last plain run was long: read the next one eight bytes at a time
-	if wide {
-		i, j = wordRun(out, j, b, i)
-	}
+	from := i // where the current plain run started
+	// wide says the last plain run was long: the next one is read eight
+	// bytes at a time. The first one is.
+	wide := true
+	i, j = wordRun(out, j, b, i)
 	for i < len(b) {
 		c := b[i]
 		if class[c] == cPlain {

@@ -24,7 +24,7 @@ func TestUnquote(t *testing.T) {
 			t.Errorf("Unquote(%s) = %q, %v; encoding/json gives %q", lit, got, ok, want)
 		}
 	}
-	for _, bad := range []string{``, `"`, `abc`, `"\x"`, `"\u12"`, `"abc\"`} {
+	for _, bad := range []string{``, `"`, `abc`, `"\x"`, `"\u12"`, `"abc\"`, "\"a\x01b\"", `"a"b"`, `"\`} {
 		if _, ok := Unquote([]byte(bad)); ok {
 			t.Errorf("Unquote(%q) accepted", bad)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -35,6 +36,9 @@ func Unquote(b []byte) (s string, ok bool) {
 	if n == len(body) {
 		return string(body), true
 	}
+	if n >= wideRun {
+		return unquoteWide(b, n)
+	}
 	// The text is no longer than the body unless it holds bytes that are
 	// not UTF-8 (each three bytes of U+FFFD), for which decodeInto makes
 	// room; the closing quote bounds every run.
@@ -45,6 +49,68 @@ func Unquote(b []byte) (s string, ok bool) {
 		return "", false
 	}
 	return unsafe.String(unsafe.SliceData(d.out), len(d.out)), true
+}
+
+// unquoteWide is Unquote for a literal whose first plain run, of n
+// bytes, is long: most likely a text of long runs (a build log), which
+// it writes run by run into a strings.Builder. Where the text is mostly
+// such runs, copying them whole into a buffer that is not zeroed first
+// (as make's is) costs less than decodeInto's writes by index; where
+// escapes are dense (seq), decodeInto's cost less.
+func unquoteWide(b []byte, n int) (string, bool) {
+	var sb strings.Builder
+	sb.Grow(len(b) - 2)
+	end := len(b) - 1 // the closing quote
+	i := 1
+	for {
+		r := n
+		if n < 0 {
+			r = literalRun(b[i:end])
+		}
+		n = -1
+		sb.Write(b[i : i+r])
+		if i += r; i >= end {
+			return sb.String(), true
+		}
+		switch c := b[i]; {
+		case c == '\\':
+			if i+1 < end {
+				if x := unescaped[b[i+1]]; x != 0 {
+					sb.WriteByte(x)
+					i += 2
+					continue
+				}
+			}
+			var u [4]byte
+			o, k, next, ok := unicodeEscape(u[:], 0, b[:end], i)
+			if !ok {
+				return "", false
+			}
+			sb.Write(o[:k])
+			i = next
+		case c >= utf8.RuneSelf:
+			k := i + 1
+			for k < end && b[k] >= utf8.RuneSelf {
+				k++
+			}
+			if utf8.Valid(b[i:k]) {
+				sb.Write(b[i:k])
+				i = k
+				continue
+			}
+			for i < k {
+				r, size := utf8.DecodeRune(b[i:k])
+				if r == utf8.RuneError && size == 1 {
+					sb.WriteString("\uFFFD")
+				} else {
+					sb.Write(b[i : i+size])
+				}
+				i += size
+			}
+		default: // a quote or a control byte
+			return "", false
+		}
+	}
 }
 
 // decoded is what decodeInto read.

@@ -17,7 +17,9 @@
 //   - Unquote, DecodeLiteral and DecodeByteArray decode one string
 //     literal or one array of bytes, eight bytes at a time where they can
 //     (every string literal, the fast decoder's included, is decoded by
-//     one routine, decodeInto, which validates it in the same pass);
+//     one routine, decodeInto, which validates it in the same pass;
+//     Unquote of a text of long plain runs writes them through a
+//     strings.Builder);
 //     EachMember, EachElement, FoldKey, SkipSpace, StringEnd and ValueEnd
 //     walk JSON that a decoder has already validated.
 //   - Elide takes the big content texts (and byte arrays) out of an ACP

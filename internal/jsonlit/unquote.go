@@ -13,7 +13,9 @@ import (
 // Every string literal jsonlit decodes (Unquote, DecodeLiteral, the fast
 // decoder's strings and member names, the memo's texts) goes through one
 // routine, decodeInto: it validates the literal as encoding/json does and
-// decodes it in the same pass, writing into one buffer by index.
+// decodes it in the same pass, writing into one buffer by index. Only
+// Unquote of a literal that starts with a long plain run (unquoteWide)
+// writes through a strings.Builder instead, whose buffer is not zeroed.
 
 // Unquote decodes one JSON string literal (with its quotes) that a
 // decoder has already validated, as it does before it hands a

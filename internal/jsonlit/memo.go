@@ -106,7 +106,10 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 			return text, n, ok
 		}
 	}
-	d := decodeFrom(nil, b, 1)
+	// Room for a quarter more than the rest of the frame: what the
+	// call's later snapshots add to the text may fit in place
+	// (memoExtend).
+	d := decodeFrom(make([]byte, 0, len(b)+len(b)/4), b, 1)
 	if !d.ok {
 		return "", 0, false
 	}

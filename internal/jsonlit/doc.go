@@ -15,7 +15,11 @@
 //     json.Unmarshal itself whenever that pass stops, so results and
 //     errors are encoding/json's.
 //   - Unquote, DecodeLiteral and DecodeByteArray decode one string
-//     literal or one array of bytes, eight bytes at a time where they can;
+//     literal or one array of bytes, eight bytes at a time where they can
+//     (every string literal, the fast decoder's included, is decoded by
+//     one routine, decodeInto, which validates it in the same pass;
+//     Unquote of a text of long plain runs writes them through a
+//     strings.Builder);
 //     EachMember, EachElement, FoldKey, SkipSpace, StringEnd and ValueEnd
 //     walk JSON that a decoder has already validated.
 //   - Elide takes the big content texts (and byte arrays) out of an ACP
@@ -27,8 +31,8 @@
 //     unquote when it reads it.
 //
 // What holds this package to encoding/json is its fuzz targets
-// (FuzzFastDecode, FuzzUnquote, FuzzDecodeLiteral, FuzzDecodeByteArray,
-// FuzzMemoDecode) and, in internal/dialect, the tests and fuzz targets
+// (FuzzFastDecode, FuzzUnquote, FuzzStringDecoders, FuzzDecodeLiteral,
+// FuzzDecodeByteArray, FuzzMemoDecode) and, in internal/dialect, the tests and fuzz targets
 // that read every recorded frame with every dialect both ways
 // (FuzzFastDecode, FuzzOnePassDecode, FuzzElidedDecode). test/run.sh runs every fuzz target of internal/...
 package jsonlit

@@ -3,7 +3,6 @@ package jsonlit
 import (
 	"bytes"
 	"encoding/binary"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -670,121 +669,11 @@ func DecodeLiteral(b []byte) (text string, n int, ok bool) {
 	if len(b) == 0 || b[0] != '"' {
 		return "", 0, false
 	}
-	d := decodeFrom(make([]byte, 0, len(b)-1), b, 1)
+	// decodeFrom sizes the text to the literal (to its first quote, more
+	// when that one is escaped), not to the rest of b.
+	d := decodeFrom(nil, b, 1)
 	if !d.ok {
 		return "", 0, false
 	}
 	return unsafe.String(unsafe.SliceData(d.out), len(d.out)), d.end, true
-}
-
-// decoded is what decodeFrom read.
-type decoded struct {
-	out []byte // the decoded text appended
-	end int    // the offset just past the closing quote
-	// clean is the last offset of the literal after a byte it holds as is
-	// (a plain ASCII byte), and cleanOut the length of out there: the
-	// decoding of what comes before it does not depend on what comes
-	// after, so a literal that starts with the same bytes up to there
-	// decodes to the same text up to cleanOut. 0 when there is none.
-	clean, cleanOut int
-	ok              bool
-}
-
-// decodeFrom decodes the string literal b (b[0] is its opening quote)
-// from offset i, where the decoding does not depend on what came before
-// (1, or a clean offset), appending the text to out.
-func decodeFrom(out []byte, b []byte, i int) decoded {
-	d := decoded{}
-	for {
-		r := i + literalRun(b[i:])
-		if r > i {
-			out = append(out, b[i:r]...)
-			d.clean, d.cleanOut = r, len(out)
-		}
-		i = r
-		if i >= len(b) {
-			return decoded{}
-		}
-		switch c := b[i]; {
-		case c == '"':
-			d.out, d.end, d.ok = out, i+1, true
-			return d
-		case c == '\\':
-			if i+1 >= len(b) {
-				return decoded{}
-			}
-			switch e := b[i+1]; e {
-			case '"', '\\', '/':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := hex4(b[i+2:])
-				if !ok {
-					return decoded{}
-				}
-				n := 6
-				if utf16.IsSurrogate(r) {
-					r1 := r
-					r = utf8.RuneError
-					if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
-						if r2, ok := hex4(b[i+8:]); ok {
-							if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
-								r, n = dec, 12
-							}
-						}
-					}
-				}
-				out = utf8.AppendRune(out, r)
-				i += n
-				continue
-			default:
-				return decoded{}
-			}
-			i += 2
-		case c < ' ':
-			return decoded{}
-		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				out = utf8.AppendRune(out, utf8.RuneError)
-			} else {
-				out = append(out, b[i:i+size]...)
-			}
-			i += size
-		}
-	}
-}
-
-// literalRun returns the length of the leading run of b that a string
-// literal holds as is: ASCII, no quote, no backslash, no control byte.
-// Like plainRun, it looks at eight bytes at a time.
-func literalRun(b []byte) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		bs := x ^ ('\\' * ones)
-		qs := x ^ ('"' * ones)
-		// A high bit in x is a non-ASCII byte; (x - 0x20...) & ^x has one
-		// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash and
-		// (qs - 0x01...) & ^qs for a quote.
-		if (x|(x-0x20*ones)&^x|(bs-ones)&^bs|(qs-ones)&^qs)&highs != 0 {
-			break
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == '\\' || c == '"' || c < ' ' || c >= utf8.RuneSelf {
-			break
-		}
-	}
-	return i
 }

@@ -1,7 +1,6 @@
 package jsonlit
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -380,13 +379,12 @@ func (d *Dec) name() (name []byte, plain, ok bool) {
 		d.i += n + 2
 		return b[:n], true, true
 	}
-	m, ok := ValidLiteral(d.b[d.i:])
-	if !ok {
+	dd := decodeFrom(nil, d.b[d.i:], 1)
+	if !dd.ok {
 		return nil, false, false
 	}
-	s, ok := Unquote(d.b[d.i : d.i+m])
-	d.i += m
-	return []byte(s), false, ok
+	d.i += dd.end
+	return dd.out, false, true
 }
 
 // str reads a string literal into a string, as encoding/json decodes it.
@@ -410,13 +408,13 @@ func (d *Dec) str() (string, bool) {
 		return s, true
 	}
 	// Validated and decoded in one pass, from the end of the plain run
-	// (a clean offset: see decodeFrom); out is sized to the first quote,
-	// the literal's end unless an escaped quote comes first.
-	hint := n + 1
-	if q := bytes.IndexByte(b[n:], '"'); q > 0 {
-		hint += q
-	}
-	dd := decodeFrom(append(make([]byte, 0, hint), b[:n]...), d.b[d.i:], 1+n)
+	// (a clean offset: see decodeFrom), into a buffer sized to the first
+	// quote, the literal's end unless an escaped quote comes first.
+	lit := d.b[d.i:]
+	q := nextQuote(lit, 1+n)
+	out := make([]byte, q-1)
+	copy(out, b[:n])
+	dd := decodeInto(out, n, lit, 1+n, q)
 	if !dd.ok {
 		return "", false
 	}

@@ -106,7 +106,9 @@ func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
 			return text, n, ok
 		}
 	}
-	d := decodeFrom(make([]byte, 0, len(b)+len(b)/4), b, 1)
+	// Sized to the literal (decodeFrom), not to the rest of the frame:
+	// what later snapshots add is appended (memoExtend).
+	d := decodeFrom(nil, b, 1)
 	if !d.ok {
 		return "", 0, false
 	}

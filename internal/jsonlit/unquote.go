@@ -1,11 +1,21 @@
 package jsonlit
 
 import (
+	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
+
+// Every string literal jsonlit decodes (Unquote, DecodeLiteral, the fast
+// decoder's strings and member names, the memo's texts) goes through one
+// routine, decodeInto: it validates the literal as encoding/json does and
+// decodes it in the same pass, writing into one buffer by index. Only
+// Unquote of a literal that starts with a long plain run (unquoteWide)
+// writes through a strings.Builder instead, whose buffer is not zeroed.
 
 // Unquote decodes one JSON string literal (with its quotes) that a
 // decoder has already validated, as it does before it hands a
@@ -15,100 +25,342 @@ import (
 //
 // The result equals what json.Unmarshal gives: escapes are decoded, every
 // byte that is not valid UTF-8 and every unpaired surrogate escape becomes
-// U+FFFD. ok is false when b is not a string literal.
+// U+FFFD. ok is false when b is not a valid string literal (one that
+// holds a raw control byte or an unescaped quote included: it is read as
+// DecodeLiteral reads it).
 func Unquote(b []byte) (s string, ok bool) {
 	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
 		return "", false
 	}
-	b = b[1 : len(b)-1]
+	body := b[1 : len(b)-1]
 	// Fast path: nothing to decode.
-	i := plainRun(b)
-	if i == len(b) {
-		return string(b), true
+	n := literalRun(body)
+	if n == len(body) {
+		return string(body), true
 	}
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for {
-		sb.Write(b[:i])
-		b = b[i:]
-		if len(b) == 0 {
-			break
-		}
-		switch c := b[0]; {
-		case c == '\\':
-			if len(b) < 2 {
-				return "", false
-			}
-			n := 2
-			switch e := b[1]; e {
-			case '"', '\\', '/':
-				sb.WriteByte(e)
-			case 'b':
-				sb.WriteByte('\b')
-			case 'f':
-				sb.WriteByte('\f')
-			case 'n':
-				sb.WriteByte('\n')
-			case 'r':
-				sb.WriteByte('\r')
-			case 't':
-				sb.WriteByte('\t')
-			case 'u':
-				r, ok := hex4(b[2:])
-				if !ok {
-					return "", false
-				}
-				n = 6
-				if utf16.IsSurrogate(r) {
-					r1 := r
-					r = utf8.RuneError
-					if len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
-						if r2, ok := hex4(b[8:]); ok {
-							if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
-								r, n = dec, 12
-							}
-						}
-					}
-				}
-				sb.WriteRune(r)
-			default:
-				return "", false
-			}
-			b = b[n:]
-		case c < utf8.RuneSelf:
-			sb.WriteByte(c) // a control byte, which valid JSON does not hold
-			b = b[1:]
-		default:
-			r, n := utf8.DecodeRune(b)
-			if r == utf8.RuneError && n == 1 {
-				sb.WriteRune(utf8.RuneError)
-			} else {
-				sb.Write(b[:n])
-			}
-			b = b[n:]
-		}
-		i = plainRun(b)
+	if n >= wideRun {
+		return unquoteWide(b, n)
 	}
-	return sb.String(), true
+	// The text is no longer than the body unless it holds bytes that are
+	// not UTF-8 (each three bytes of U+FFFD), for which decodeInto makes
+	// room; the closing quote bounds every run.
+	out := make([]byte, len(body))
+	copy(out, body[:n])
+	d := decodeInto(out, n, b, 1+n, len(b)-1)
+	if !d.ok || d.end != len(b) {
+		return "", false
+	}
+	return unsafe.String(unsafe.SliceData(d.out), len(d.out)), true
 }
 
-// plainRun returns the length of the leading run of b that needs no
-// decoding: ASCII, no backslash, no control byte. It looks at eight bytes
-// at a time, since command outputs are mostly such runs.
-func plainRun(b []byte) int {
+// unquoteWide is Unquote for a literal whose first plain run, of n
+// bytes, is long: most likely a text of long runs (a build log), which
+// it writes run by run into a strings.Builder. Where the text is mostly
+// such runs, copying them whole into a buffer that is not zeroed first
+// (as make's is) costs less than decodeInto's writes by index; where
+// escapes are dense (seq), decodeInto's cost less.
+func unquoteWide(b []byte, n int) (string, bool) {
+	var sb strings.Builder
+	sb.Grow(len(b) - 2)
+	end := len(b) - 1 // the closing quote
+	i := 1
+	for {
+		r := n
+		if n < 0 {
+			r = literalRun(b[i:end])
+		}
+		n = -1
+		sb.Write(b[i : i+r])
+		if i += r; i >= end {
+			return sb.String(), true
+		}
+		switch c := b[i]; {
+		case c == '\\':
+			if i+1 < end {
+				if x := unescaped[b[i+1]]; x != 0 {
+					sb.WriteByte(x)
+					i += 2
+					continue
+				}
+			}
+			var u [4]byte
+			o, k, next, ok := unicodeEscape(u[:], 0, b[:end], i)
+			if !ok {
+				return "", false
+			}
+			sb.Write(o[:k])
+			i = next
+		case c >= utf8.RuneSelf:
+			k := i + 1
+			for k < end && b[k] >= utf8.RuneSelf {
+				k++
+			}
+			if utf8.Valid(b[i:k]) {
+				sb.Write(b[i:k])
+				i = k
+				continue
+			}
+			for i < k {
+				r, size := utf8.DecodeRune(b[i:k])
+				if r == utf8.RuneError && size == 1 {
+					sb.WriteString("\uFFFD")
+				} else {
+					sb.Write(b[i : i+size])
+				}
+				i += size
+			}
+		default: // a quote or a control byte
+			return "", false
+		}
+	}
+}
+
+// decoded is what decodeInto read.
+type decoded struct {
+	out []byte // the decoded text appended
+	end int    // the offset just past the closing quote
+	// clean is the last offset of the literal after a byte it holds as is
+	// (a plain ASCII byte), and cleanOut the length of out there: the
+	// decoding of what comes before it does not depend on what comes
+	// after, so a literal that starts with the same bytes up to there
+	// decodes to the same text up to cleanOut. 0 when there is none.
+	clean, cleanOut int
+	ok              bool
+}
+
+// decodeFrom decodes the string literal b (b[0] is its opening quote)
+// from offset i, where the decoding does not depend on what came before
+// (1, or a clean offset), appending the text to out.
+func decodeFrom(out []byte, b []byte, i int) decoded {
+	q := nextQuote(b, i)
+	j := len(out)
+	if cap(out)-j < q-i {
+		out = grow(out, j, q-i)
+	}
+	return decodeInto(out[:cap(out)], j, b, i, q)
+}
+
+// nextQuote returns the index of the first quote at or after b[i], or
+// len(b).
+func nextQuote(b []byte, i int) int {
+	if k := bytes.IndexByte(b[i:], '"'); k >= 0 {
+		return i + k
+	}
+	return len(b)
+}
+
+// grow returns a buffer with out[:j] and room for need more bytes, a
+// quarter more than out at least, so that growing by little steps (bytes
+// that are not UTF-8) costs amortised constant time.
+func grow(out []byte, j, need int) []byte {
+	n := max(j+need, len(out)+len(out)/4)
+	nb := make([]byte, n)
+	copy(nb, out[:j])
+	return nb
+}
+
+// Byte classes in a string literal.
+const (
+	cPlain   = iota // ASCII held as is
+	cQuote          // the end
+	cEscape         // a backslash
+	cControl        // a control byte, which JSON does not allow unescaped
+	cHigh           // the first byte of a UTF-8 sequence, or not UTF-8
+)
+
+var class = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c < ' ':
+			t[c] = cControl
+		case c == '"':
+			t[c] = cQuote
+		case c == '\\':
+			t[c] = cEscape
+		case c >= utf8.RuneSelf:
+			t[c] = cHigh
+		}
+	}
+	return t
+}()
+
+// unescaped[e] is the byte the escape \e stands for, 0 where \e is not a
+// one-byte escape.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// decodeInto decodes the string literal b from offset i (see decodeFrom)
+// into out, whose first j bytes are the text so far. q is the index of a
+// quote at or after the next quote of b from i (or len(b)), and out has
+// room for q-i more bytes: a plain byte, an escape and a UTF-8 sequence
+// never decode to more bytes than they take, so only a byte that is not
+// UTF-8 (three bytes of U+FFFD) and an escaped quote (which moves past q)
+// need room made. The rare cases are functions of their own, so that the
+// loop over plain runs and one-byte escapes keeps its state in registers.
+func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
+	var clean, cleanOut int
+	from := i // where the current plain run started
+	// wide says the last plain run was long: the next one is read eight
+	// bytes at a time. The first one is.
+	wide := true
+	i, j = wordRun(out, j, b, i)
+	for i < len(b) {
+		c := b[i]
+		if class[c] == cPlain {
+			out[j] = c
+			i++
+			j++
+			continue
+		}
+		if i > from {
+			clean, cleanOut = i, j
+			wide = i-from >= wideRun
+		}
+		if c == '\\' && i+1 < len(b) {
+			if x := unescaped[b[i+1]]; x != 0 {
+				out[j] = x
+				j++
+				i += 2
+				if i > q { // \" moved past q
+					out, q = roomTo(out, j, b, i)
+				}
+				if from = i; wide {
+					i, j = wordRun(out, j, b, i)
+				}
+				continue
+			}
+		}
+		switch class[c] {
+		case cQuote:
+			return decoded{out: out[:j], end: i + 1, clean: clean, cleanOut: cleanOut, ok: true}
+		case cEscape:
+			var ok bool
+			if out, j, i, ok = unicodeEscape(out, j, b, i); !ok {
+				return decoded{}
+			}
+		case cControl:
+			return decoded{}
+		default: // cHigh
+			out, j, i = nonASCII(out, j, b, i, q)
+		}
+		if from = i; wide {
+			i, j = wordRun(out, j, b, i)
+		}
+	}
+	return decoded{}
+}
+
+// wideRun is the length of a plain run after which decodeInto reads the
+// next one eight bytes at a time (a build log); after a shorter one (the
+// output of seq: an escape every few bytes) it reads a byte at a time,
+// where the wider test does not pay.
+const wideRun = 16
+
+// wordRun copies the plain run at b[i] into out at j, found eight bytes
+// at a time (literalRun), with one copy. It returns the new i and j.
+func wordRun(out []byte, j int, b []byte, i int) (int, int) {
+	r := literalRun(b[i:])
+	copy(out[j:], b[i:i+r])
+	return i + r, j + r
+}
+
+// roomTo returns out with room from j for b up to its next quote from
+// i, and that quote's index.
+func roomTo(out []byte, j int, b []byte, i int) ([]byte, int) {
+	q := nextQuote(b, i)
+	if len(out)-j < q-i {
+		out = grow(out, j, q-i)
+	}
+	return out, q
+}
+
+// unicodeEscape decodes the \u escape at b[i] (or a surrogate pair of
+// them) into out at j, as encoding/json does: a lone surrogate is
+// U+FFFD. ok is false when b[i] starts no valid escape.
+func unicodeEscape(out []byte, j int, b []byte, i int) (_ []byte, _, _ int, ok bool) {
+	if i+1 >= len(b) || b[i+1] != 'u' {
+		return out, j, i, false
+	}
+	r, ok := hex4(b[i+2:])
+	if !ok {
+		return out, j, i, false
+	}
+	n := 6
+	if utf16.IsSurrogate(r) {
+		r1 := r
+		r = utf8.RuneError
+		if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+			if r2, ok := hex4(b[i+8:]); ok {
+				if dec := utf16.DecodeRune(r1, r2); dec != utf8.RuneError {
+					r, n = dec, 12
+				}
+			}
+		}
+	}
+	return out, j + utf8.EncodeRune(out[j:], r), i + n, true
+}
+
+// nonASCII copies the run of bytes at or above 0x80 at b[i] into out at
+// j: UTF-8 sequences as they are, each other byte as U+FFFD (for which
+// it makes room; q is as for decodeInto).
+func nonASCII(out []byte, j int, b []byte, i, q int) ([]byte, int, int) {
+	for i < len(b) && b[i] >= utf8.RuneSelf {
+		// Two- and three-byte sequences (Latin, Cyrillic, CJK) are
+		// checked here; the rest as utf8 does.
+		if c := b[i]; c >= 0xC2 && c <= 0xDF && i+1 < len(b) && b[i+1]&0xC0 == 0x80 {
+			out[j], out[j+1] = c, b[i+1]
+			j += 2
+			i += 2
+			continue
+		} else if c >= 0xE1 && c <= 0xEF && c != 0xED && i+2 < len(b) && b[i+1]&0xC0 == 0x80 && b[i+2]&0xC0 == 0x80 {
+			out[j], out[j+1], out[j+2] = c, b[i+1], b[i+2]
+			j += 3
+			i += 3
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			if len(out)-j < q-i+2 {
+				out = grow(out, j, q-i+2)
+			}
+			out[j], out[j+1], out[j+2] = 0xEF, 0xBF, 0xBD // U+FFFD
+			j += 3
+			i++
+			continue
+		}
+		copy(out[j:], b[i:i+size])
+		j += size
+		i += size
+	}
+	return out, j, i
+}
+
+// stopBytes has the high bit set in the first byte of x (in memory order)
+// that ends a plain run: a quote, a backslash, a control byte or a byte
+// of 0x80 or more. Bits may be set in later bytes too (a borrow carries
+// up), never in earlier ones.
+func stopBytes(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	bs := x ^ ('\\' * ones)
+	qs := x ^ ('"' * ones)
+	// A high bit in x is a non-ASCII byte; (x - 0x20...) & ^x has one
+	// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash and
+	// (qs - 0x01...) & ^qs for a quote.
+	return (x | (x-0x20*ones)&^x | (bs-ones)&^bs | (qs-ones)&^qs) & highs
+}
+
+// literalRun returns the length of the leading run of b that a string
+// literal holds as is: ASCII, no quote, no backslash, no control byte.
+// It looks at eight bytes at a time.
+func literalRun(b []byte) int {
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
-		bs := x ^ ('\\' * ones)
-		// A high bit in x is a non-ASCII byte; (x - 0x20...) & ^x has one
-		// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash.
-		if (x|(x-0x20*ones)&^x|(bs-ones)&^bs)&highs != 0 {
-			break
+		if m := stopBytes(x); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
 	for ; i < len(b); i++ {
-		if c := b[i]; c == '\\' || c < ' ' || c >= utf8.RuneSelf {
+		if class[b[i]] != cPlain {
 			break
 		}
 	}

@@ -24,7 +24,9 @@ func TestUnquote(t *testing.T) {
 			t.Errorf("Unquote(%s) = %q, %v; encoding/json gives %q", lit, got, ok, want)
 		}
 	}
-	for _, bad := range []string{``, `"`, `abc`, `"\x"`, `"\u12"`, `"abc\"`} {
+	for _, bad := range []string{``, `"`, `abc`, `"\x"`, `"\u12"`, `"abc\"`, "\"a\x01b\"", `"a"b"`, `"\`,
+		// The same after a long first run (unquoteWide).
+		"\"0123456789abcdef\x01\"", `"0123456789abcdef"x"`, `"0123456789abcdef\u12"`, `"0123456789abcdef\q"`, `"0123456789abcdef\"`} {
 		if _, ok := Unquote([]byte(bad)); ok {
 			t.Errorf("Unquote(%q) accepted", bad)
 		}

@@ -69,13 +69,16 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.CodecV2.Unmarshal(data, v)
 	}
-	if len(data) == 0 {
-		return proto.Unmarshal(nil, req)
+	// A request that came in one piece is read where it is; one in
+	// several is joined first.
+	var b []byte
+	if len(data) == 1 {
+		b = data[0].ReadOnlyData()
+	} else {
+		buf := data.MaterializeToBuffer(scratch)
+		defer buf.Free()
+		b = buf.ReadOnlyData()
 	}
-	// Most requests are one frame: read into an array of its own, which
-	// the frame's message then uses as it is (protobuf would copy it once
-	// more).
-	b := data.Materialize()
 	if decodeFrame(b, req) {
 		return nil
 	}
@@ -105,8 +108,9 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 // decodeFrame reads b as a NormalizeRequest holding one AcpFrame, the way
-// proto.Unmarshal does, except that the frame's message is b's own bytes
-// instead of a copy; b must not change after. It reads only the common
+// proto.Unmarshal does, without its reflection, keeping nothing of b (the
+// message is copied into an array of its own size, not cleared before it
+// is filled). It reads only the common
 // form, the frame once with every field at most once, each of its own wire
 // type, and valid UTF-8 strings; it returns false, having changed nothing,
 // on anything else (another kind, a field repeated or unknown, a string
@@ -161,7 +165,7 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
 		in = in[n:]
 		if num == 6 {
 			if len(v) > 0 {
-				f.Message = v[:len(v):len(v)]
+				f.Message = append([]byte(nil), v...)
 			}
 			continue
 		}

@@ -62,8 +62,8 @@ func frameWires(t testing.TB) [][]byte {
 	return wires
 }
 
-// decodeFrame reads what protobuf reads, sharing the message's bytes with
-// the input, or leaves the request alone.
+// decodeFrame reads what protobuf reads, keeping nothing of the input
+// (gRPC reuses its buffers), or leaves the request alone.
 func TestDecodeFrameIsProtobuf(t *testing.T) {
 	for i, b := range frameWires(t) {
 		checkDecodeFrame(t, i, b)
@@ -88,8 +88,7 @@ func checkDecodeFrame(t *testing.T, i int, b []byte) {
 		for k := range in {
 			shared = shared || &in[k] == &msg[0]
 		}
-		assert.True(t, shared, "wire %d: the message is a copy", i)
-		assert.Equal(t, len(msg), cap(msg), "wire %d: appending to the message would write into the input", i)
+		assert.False(t, shared, "wire %d: the message is the input's bytes", i)
 	}
 	assert.Equal(t, b, in, "wire %d: the input changed", i)
 }

@@ -39,6 +39,7 @@ func frameWires(t testing.TB) [][]byte {
 		frame(&pb.AcpFrame{}),
 		frame(&pb.AcpFrame{SessionId: "s", Message: []byte("x")}),
 		frame(&pb.AcpFrame{Direction: pb.Direction(-3)}),
+		frame(&pb.AcpFrame{SessionId: "s", HeldSequence: 4, HeldRevisions: map[string]uint32{"c": 2}}), // fields past 6
 		enc(&pb.NormalizeRequest{}),
 		enc(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "s", Sequence: 2}}}),
 		enc(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s"}}}),

@@ -107,11 +107,6 @@ type Buffer struct {
 	reportedTrunc  bool  // the Truncated value of the last chunk taken
 	pendingReplace bool  // the held text was replaced since the last chunk
 	pendingAppend  int64 // bytes appended since the last chunk
-	// lastAppend is the text appended since the last chunk when it was
-	// one text shorter than limit: the held text ends with its bytes, so
-	// Take hands it on instead of copying them out again. Kept until the
-	// next Take.
-	lastAppend string
 
 	// Sync bookkeeping (see Call.TakeSync): what the stored copy of the
 	// held text has not been told yet, and how long that copy is.
@@ -263,12 +258,8 @@ func (b *Buffer) Take() (c Chunk, ok bool) {
 	if b.pendingReplace || b.pendingAppend > int64(len(held)) {
 		return b.Whole(), true
 	}
-	text := b.lastAppend
-	if int64(len(text)) != b.pendingAppend {
-		text = string(held[len(held)-int(b.pendingAppend):])
-	}
 	c = Chunk{
-		Text:       text,
+		Text:       string(held[len(held)-int(b.pendingAppend):]),
 		Truncated:  trunc,
 		TotalBytes: b.totalBytes(),
 	}
@@ -319,7 +310,6 @@ func (b *Buffer) markTaken(trunc bool) {
 	b.reportedTrunc = trunc
 	b.pendingReplace = false
 	b.pendingAppend = 0
-	b.lastAppend = ""
 }
 
 // applyDeltaBytes decodes p as the continuation of the byte stream, holding
@@ -623,11 +613,6 @@ func (b *Buffer) appendText(s string) {
 	}
 	b.wholeLen = 0
 	b.total += int64(len(s))
-	if b.pendingAppend == 0 && len(s) < b.limit {
-		b.lastAppend = s
-	} else {
-		b.lastAppend = ""
-	}
 	b.pendingAppend += int64(len(s))
 	b.syncAppend += int64(len(s))
 	if len(s) >= b.limit {

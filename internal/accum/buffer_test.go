@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // step is one move of a table test: apply an observation (or flush), then
@@ -487,31 +486,5 @@ func TestBufferValidTextNotChanged(t *testing.T) {
 		if c, u := checked.Whole(), unchecked.Whole(); c != u {
 			t.Errorf("kind %d: checked %+v, unchecked %+v", k, c, u)
 		}
-	}
-}
-
-// A Take after one appended text hands that text on, not a copy of it;
-// after two, their concatenation; and what it hands on is what a copy
-// of the held text's end would be.
-func TestTakeHandsOnTheAppendedText(t *testing.T) {
-	b := NewBuffer(64)
-	one := strings.Repeat("a", 10)
-	b.Apply(Text{Kind: Delta, Text: one})
-	c, ok := b.Take()
-	if !ok || c.Text != one || unsafe.StringData(c.Text) != unsafe.StringData(one) {
-		t.Fatalf("Take after one delta = %q, %v (shared: %v)", c.Text, ok, ok && unsafe.StringData(c.Text) == unsafe.StringData(one))
-	}
-	b.Apply(Text{Kind: Delta, Text: "bc"})
-	b.Apply(Text{Kind: Delta, Text: "de"})
-	if c, ok := b.Take(); !ok || c.Text != "bcde" || c.Replace {
-		t.Fatalf("Take after two deltas = %+v, %v", c, ok)
-	}
-	long := strings.Repeat("x", 64)
-	b.Apply(Text{Kind: Delta, Text: long + "y"}) // more than is kept
-	if c, ok := b.Take(); !ok || !c.Replace || c.Text != long[1:]+"y" {
-		t.Fatalf("Take after a delta longer than the limit = %+v, %v", c, ok)
-	}
-	if _, ok := b.Take(); ok {
-		t.Fatal("a second Take with nothing new")
 	}
 }

@@ -69,9 +69,19 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.CodecV2.Unmarshal(data, v)
 	}
-	buf := data.MaterializeToBuffer(scratch)
-	defer buf.Free()
-	b := buf.ReadOnlyData()
+	// A request that came in one piece is read where it is; one in
+	// several is joined first.
+	var b []byte
+	if len(data) == 1 {
+		b = data[0].ReadOnlyData()
+	} else {
+		buf := data.MaterializeToBuffer(scratch)
+		defer buf.Free()
+		b = buf.ReadOnlyData()
+	}
+	if decodeFrame(b, req) {
+		return nil
+	}
 	err := proto.Unmarshal(b, req)
 	if err == nil {
 		if u := req.ProtoReflect().GetUnknown(); len(u) > 0 {
@@ -95,6 +105,86 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	mark = protowire.AppendString(mark, strings.Join(bad, ", "))
 	m.SetUnknown(append(withoutField(m.GetUnknown(), badUTF8Field), mark...))
 	return nil
+}
+
+// decodeFrame reads b as a NormalizeRequest holding one AcpFrame, the way
+// proto.Unmarshal does, without its reflection, keeping nothing of b (the
+// message is copied into an array of its own size, not cleared before it
+// is filled). It reads only the common
+// form, the frame once with every field at most once, each of its own wire
+// type, and valid UTF-8 strings; it returns false, having changed nothing,
+// on anything else (another kind, a field repeated or unknown, a string
+// that is not valid UTF-8, a malformed encoding), which proto.Unmarshal
+// then reads.
+func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || num != 1 || typ != protowire.BytesType {
+		return false
+	}
+	in, m := protowire.ConsumeBytes(b[n:])
+	if m < 0 || n+m != len(b) {
+		return false
+	}
+	// The oneof's wrapper and the frame are one allocation.
+	one := new(struct {
+		kind  pb.NormalizeRequest_Frame
+		frame pb.AcpFrame
+	})
+	f := &one.frame
+	var seen uint8
+	for len(in) > 0 {
+		num, typ, n := protowire.ConsumeTag(in)
+		if n < 0 || num < 1 || num > 6 || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		in = in[n:]
+		if num == 4 || num == 5 {
+			if typ != protowire.VarintType {
+				return false
+			}
+			v, n := protowire.ConsumeVarint(in)
+			if n < 0 {
+				return false
+			}
+			if num == 4 {
+				f.Sequence = v
+			} else {
+				f.Direction = pb.Direction(int32(v))
+			}
+			in = in[n:]
+			continue
+		}
+		if typ != protowire.BytesType {
+			return false
+		}
+		v, n := protowire.ConsumeBytes(in)
+		if n < 0 {
+			return false
+		}
+		in = in[n:]
+		if num == 6 {
+			if len(v) > 0 {
+				f.Message = append([]byte(nil), v...)
+			}
+			continue
+		}
+		if !utf8.Valid(v) {
+			return false
+		}
+		switch num {
+		case 1:
+			f.SessionId = string(v)
+		case 2:
+			f.Dialect = string(v)
+		case 3:
+			f.Cwd = string(v)
+		}
+	}
+	one.kind.Frame = f
+	proto.Reset(req)
+	req.Kind = &one.kind
+	return true
 }
 
 // invalidUTF8 returns the names of the string fields of req that were not

@@ -152,6 +152,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	go func() {
 		defer close(readerDone)
 		defer close(in)
+		defer ahead.stop()
 		for {
 			req, err := stream.Recv()
 			if err != nil {

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/dialect"
 	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The stream's reader expects each session to keep the dialect its last
@@ -115,4 +118,36 @@ func TestReadAheadGivesUp(t *testing.T) {
 	if _, ok := p.wait(ctx); ok {
 		t.Fatal("wait on an unfinished read after the stream ended")
 	}
+}
+
+// Frames read ahead on workers reuse at most cap(workers) goroutines,
+// each read is done, and the workers end once the reader stops.
+func TestReadAheadWorkersEndWithTheStream(t *testing.T) {
+	a := newReadAhead(2, "")
+	ctx := context.Background()
+	big := []byte(delta("c", strings.Repeat("x", 4<<10)))
+	var reads []pending
+	for i := range 20 {
+		req := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: fmt.Sprint("s", i%3), Message: big}}}
+		p, ok := a.start(ctx, req)
+		require.True(t, ok)
+		require.NotNil(t, p.async, "frame %d is not read on a worker", i)
+		reads = append(reads, p)
+	}
+	for i, p := range reads {
+		r, ok := p.wait(ctx)
+		require.True(t, ok)
+		require.NotNil(t, r, "frame %d", i)
+		assert.Equal(t, dialect.GenericName, r.Dialect(), "frame %d", i)
+	}
+	assert.LessOrEqual(t, a.started, 2, "workers started")
+	a.stop()
+	done := make(chan struct{})
+	go func() { a.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the workers did not end after stop")
+	}
+	assert.Empty(t, a.workers, "tokens still held")
 }

@@ -442,47 +442,30 @@ func (s *scan) value(b []byte, i int, n *knownNode, depth int) int {
 // in the update itself (top) a member known says nothing of is skipped
 // unread, and rawOutput and _meta are walked at depth 0.
 func (s *scan) members(b []byte, depth int, top bool, known func(key []byte) (*knownNode, bool)) int {
-	i := jsonlit.SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	if i := jsonlit.SkipSpace(b, 0); i >= len(b) || b[i] != '{' {
 		return skipMember(b, i)
 	}
-	i = jsonlit.SkipSpace(b, i+1)
-	for i < len(b) && b[i] == '"' {
-		ke := jsonlit.StringEnd(b, i)
-		key := b[i:ke]
-		if i = jsonlit.SkipSpace(b, ke); i >= len(b) || b[i] != ':' {
-			return len(b)
-		}
-		i = jsonlit.SkipSpace(b, i+1)
+	return membersAt(b, 0, func(key, b []byte, i int) int {
 		child, ok := known(key)
 		switch {
 		case top && !ok:
-			i = skipMember(b, i)
+			return skipMember(b, i)
 		case top:
 			s.path[0] = key
-			i = s.value(b, i, child, 0)
+			return s.value(b, i, child, 0)
 		case ok:
 			s.path[depth+1] = key
-			i = s.value(b, i, child, depth+1)
-		default:
-			s.path[depth+1] = key
-			e := skipMember(b, i)
-			if what := resultLike(key, b[i:e]); what != "" {
-				addUnrecognized(s.out, what, spell(s.path[:depth+2]))
-			} else if c := b[i]; c == '{' || c == '[' {
-				s.value(b, i, nil, depth+1)
-			}
-			i = e
+			return s.value(b, i, child, depth+1)
 		}
-		if i = jsonlit.SkipSpace(b, i); i >= len(b) || b[i] != ',' {
-			break
+		s.path[depth+1] = key
+		e := skipMember(b, i)
+		if what := resultLike(key, b[i:e]); what != "" {
+			addUnrecognized(s.out, what, spell(s.path[:depth+2]))
+		} else if c := b[i]; c == '{' || c == '[' {
+			s.value(b, i, nil, depth+1)
 		}
-		i = jsonlit.SkipSpace(b, i+1)
-	}
-	if i < len(b) && b[i] == '}' {
-		return i + 1
-	}
-	return len(b)
+		return e
+	})
 }
 
 func firstByte(b []byte) byte {

@@ -831,15 +831,16 @@ type readPlan struct {
 	known   *knownTree       // knownOf[U]
 }
 
-// readPlanOf returns the readPlan of U, made on first use.
+// readPlanOf returns the readPlan of U, made on first use. It is the one
+// cache of what the functions below find: each of them works from U's
+// type every time it is called.
 func readPlanOf[U any]() *readPlan {
 	t := reflect.TypeFor[U]()
 	if p, ok := readPlans.Load(t); ok {
 		return p.(*readPlan)
 	}
-	p := &readPlan{content: elisionSafe[U](), members: elidedMembers[U](), light: contradictionsReadLight[U](), known: knownOf[U]()}
-	readPlans.Store(t, p)
-	return p
+	p, _ := readPlans.LoadOrStore(t, &readPlan{content: elisionSafe[U](), members: elidedMembers[U](), light: contradictionsReadLight[U](), known: knownOf[U]()})
+	return p.(*readPlan)
 }
 
 var readPlans sync.Map // reflect.Type → *readPlan
@@ -847,16 +848,8 @@ var readPlans sync.Map // reflect.Type → *readPlan
 // elisionSafe says whether the update type U takes a frame's content texts
 // only through ToolCall.Content, so that elided values reach rawText.
 func elisionSafe[U any]() bool {
-	t := reflect.TypeFor[U]()
-	if ok, seen := elisionChecked.Load(t); seen {
-		return ok.(bool)
-	}
-	ok := contentFieldsOf(t) == 1 && shared.contentOK
-	elisionChecked.Store(t, ok)
-	return ok
+	return contentFieldsOf(reflect.TypeFor[U]()) == 1 && shared.contentOK
 }
-
-var elisionChecked sync.Map // reflect.Type → bool
 
 // elidedMembers returns the members of the update type U, other than its
 // content texts, that the elided decode takes out of a big frame: every
@@ -880,18 +873,11 @@ var elisionChecked sync.Map // reflect.Type → bool
 // into with the same decoder.
 func elidedMembers[U any]() []jsonlit.Member {
 	t := reflect.TypeFor[U]()
-	if ms, seen := elidedChecked.Load(t); seen {
-		return ms.([]jsonlit.Member)
+	if decodesItself(t) {
+		return nil
 	}
-	var ms []jsonlit.Member
-	if !decodesItself(t) {
-		ms = membersOf(t, 0)
-	}
-	elidedChecked.Store(t, ms)
-	return ms
+	return membersOf(t, 0)
 }
-
-var elidedChecked sync.Map // reflect.Type → []jsonlit.Member
 
 // contradictionsReadLight says whether contradictions may read the light
 // frame of an elided decode of U instead of the frame: it reads nothing
@@ -902,16 +888,8 @@ var elidedChecked sync.Map // reflect.Type → []jsonlit.Member
 // members is elided. Reading the light frame skips the big outputs a
 // walk of the frame would go through again.
 func contradictionsReadLight[U any]() bool {
-	t := reflect.TypeFor[U]()
-	if ok, seen := lightChecked.Load(t); seen {
-		return ok.(bool)
-	}
-	ok := !elidesAny(elidedMembers[U](), "signal", "outcome", "timed_out", "timedout")
-	lightChecked.Store(t, ok)
-	return ok
+	return !elidesAny(elidedMembers[U](), "signal", "outcome", "timed_out", "timedout")
 }
-
-var lightChecked sync.Map // reflect.Type → bool
 
 // elidesAny says whether ms names, at any depth, a member of one of names
 // (lower-case ASCII, as Member.Name is).

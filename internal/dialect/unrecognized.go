@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/jsonlit"
@@ -99,14 +98,8 @@ type knownTree struct {
 	rawOutput, meta *knownNode
 }
 
-var knownTrees sync.Map // reflect.Type → *knownTree
-
-// knownOf returns the known tree of update type U, built on first use.
+// knownOf builds the known tree of update type U (readPlanOf keeps it).
 func knownOf[U any]() *knownTree {
-	t := reflect.TypeFor[U]()
-	if k, ok := knownTrees.Load(t); ok {
-		return k.(*knownTree)
-	}
 	var unread []string
 	var u U
 	if d, ok := any(u).(unreadFields); ok {
@@ -114,9 +107,7 @@ func knownOf[U any]() *knownTree {
 	} else if d, ok := any(&u).(unreadFields); ok {
 		unread = d.unreadFields()
 	}
-	k := buildKnown(t, unread)
-	knownTrees.Store(t, k)
-	return k
+	return buildKnown(reflect.TypeFor[U](), unread)
 }
 
 // buildKnown reads the json tags of update type t.
@@ -534,20 +525,10 @@ func (n *knownNode) member(lit []byte) *knownNode {
 	// A few members: the name folded to ASCII upper case is compared with
 	// each folded name in turn, which finds what the map lookup would
 	// without hashing it.
-next:
 	for _, m := range n.list {
-		if len(m.folded) != len(k) {
-			continue
+		if upperIs(k, m.folded) {
+			return m.node
 		}
-		for i, c := range k {
-			if 'a' <= c && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			if m.folded[i] != c {
-				continue next
-			}
-		}
-		return m.node
 	}
 	return nil
 }

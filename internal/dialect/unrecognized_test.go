@@ -246,8 +246,8 @@ func TestKnownMemberIsTheMap(t *testing.T) {
 		}
 		check(n.elems, depth+1)
 	}
-	knownTrees.Range(func(_, v any) bool {
-		k := v.(*knownTree)
+	readPlans.Range(func(_, v any) bool {
+		k := v.(*readPlan).known
 		check(k.rawOutput, 0)
 		check(k.meta, 0)
 		return true

@@ -232,14 +232,20 @@ func foldsTo(lit []byte, name string) bool {
 			return jsonlit.FoldKey(lit) == name
 		}
 	}
-	if len(k) != len(name) {
+	return upperIs(k, name)
+}
+
+// upperIs says whether the plain ASCII name k, folded to upper case, is
+// upper.
+func upperIs(k []byte, upper string) bool {
+	if len(k) != len(upper) {
 		return false
 	}
 	for j, c := range k {
 		if 'a' <= c && c <= 'z' {
 			c -= 'a' - 'A'
 		}
-		if c != name[j] {
+		if c != upper[j] {
 			return false
 		}
 	}

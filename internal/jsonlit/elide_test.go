@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acpnorm/acpnorm/internal/benchcpu"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
@@ -65,26 +64,13 @@ func BenchmarkDecodeLiteral(b *testing.B) {
 	for _, text := range []struct{ name, s string }{{"log", log.String()}, {"seq", seq.String()}} {
 		lit, err := json.Marshal(text.s)
 		require.NoError(b, err)
-		for _, c := range []struct {
-			name string
-			read func() bool
-		}{
+		runReads(b, text.name, len(lit), []benchRead{
 			{"DecodeLiteral", func() bool { _, _, ok := DecodeLiteral(lit); return ok }},
 			{"ValidLiteral", func() bool { _, ok := ValidLiteral(lit); return ok }},
 			{"jsontext-scan", func() bool { return jsontext.Value(lit).IsValid() }},
 			{"go-json-experiment", func() bool { var s string; return jsonv2.Unmarshal(lit, &s, onePass) == nil }},
 			{"unquote", func() bool { _, ok := Unquote(lit); return ok }},
-		} {
-			b.Run(text.name+"/"+c.name, func(b *testing.B) {
-				b.SetBytes(int64(len(lit)))
-				defer benchcpu.Report(b, benchcpu.Now())
-				for b.Loop() {
-					if !c.read() {
-						b.Fatal("refused")
-					}
-				}
-			})
-		}
+		})
 	}
 }
 

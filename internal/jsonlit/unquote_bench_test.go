@@ -38,22 +38,32 @@ func BenchmarkUnquote(b *testing.B) {
 			b.Fatal(err)
 		}
 		frame := append(append([]byte{}, lit...), `,"kind":"execute"}`...)
-		for _, c := range []struct {
-			name string
-			read func() bool
-		}{
+		runReads(b, text.name, len(lit), []benchRead{
 			{"Unquote", func() bool { _, ok := Unquote(lit); return ok }},
 			{"DecodeLiteral", func() bool { _, _, ok := DecodeLiteral(frame); return ok }},
-		} {
-			b.Run(text.name+"/"+c.name, func(b *testing.B) {
-				b.SetBytes(int64(len(lit)))
-				defer benchcpu.Report(b, benchcpu.Now())
-				for b.Loop() {
-					if !c.read() {
-						b.Fatal("refused")
-					}
+		})
+	}
+}
+
+// benchRead is one way of reading a literal, for runReads: ok is false
+// when the reader refused it.
+type benchRead struct {
+	name string
+	read func() (ok bool)
+}
+
+// runReads runs each of reads as the sub-benchmark text/name over size
+// bytes, with its CPU time reported; a refusal fails it.
+func runReads(b *testing.B, text string, size int, reads []benchRead) {
+	for _, c := range reads {
+		b.Run(text+"/"+c.name, func(b *testing.B) {
+			b.SetBytes(int64(size))
+			defer benchcpu.Report(b, benchcpu.Now())
+			for b.Loop() {
+				if !c.read() {
+					b.Fatal("refused")
 				}
-			})
-		}
+			}
+		})
 	}
 }

@@ -110,6 +110,53 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
+// BenchmarkReadBySize is BenchmarkRead over three classes of each
+// recording's frames, to show where Read's cost above the scan lies:
+// "quiet" the frames quietUpdate skips, "typed" the other frames under
+// 16 KiB (jsonlit's default for the smallest frame the elided decode
+// walks: each is decoded by the typed decode alone) and "walked" the
+// frames of 16 KiB or more. Each class has its dialect row and its
+// jsontext-scan row; one op reads the class's frames once.
+//
+//	go test ./internal/dialect -run '^$' -bench BenchmarkReadBySize -benchtime 100x
+func BenchmarkReadBySize(b *testing.B) {
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".ndjson")
+		d, frames, _ := benchFrames(b, file)
+		classes := map[string][][]byte{}
+		sizes := map[string]int64{}
+		for _, f := range frames {
+			class := "typed"
+			switch {
+			case quietUpdate(f):
+				class = "quiet"
+			case len(f) >= 16<<10:
+				class = "walked"
+			}
+			classes[class] = append(classes[class], f)
+			sizes[class] += int64(len(f))
+		}
+		for _, class := range []string{"quiet", "typed", "walked"} {
+			fs := classes[class]
+			if len(fs) == 0 {
+				continue
+			}
+			b.Run(name+"/"+class+"/dialect", func(b *testing.B) {
+				readEach(b, sizes[class], fs, func(f []byte) error { _, err := Read(d, f); return err })
+			})
+			b.Run(name+"/"+class+"/jsontext-scan", func(b *testing.B) {
+				readEach(b, sizes[class], fs, func(f []byte) error {
+					if !jsontext.Value(f).IsValid() {
+						return errors.New("invalid frame")
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
 // BenchmarkReadByteArray reads one Grok update whose rawOutput.output is
 // a 150 KiB output as a JSON array of byte values (grok-bytes of
 // bench/run.sh, at its final size) with the grok dialect: "one-scan" as

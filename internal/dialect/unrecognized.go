@@ -258,13 +258,13 @@ func noticeUnrecognized(msg []byte, k *knownTree, tc *ToolCall, obs []accum.Obse
 	}
 	o := &obs[at]
 	ended := o.Status.Ended() && o.Exit == nil && o.Signal == "" && !o.Cancelled
-	if update := valueAt(msg, "params", "update"); update != nil {
+	if update := valueAt(msg, "PARAMS", "UPDATE"); update != nil {
 		s := scan{out: &o.Unrecognized, resultText: ended}
 		s.members(update, 0, true, func(key []byte) (*knownNode, bool) {
 			switch {
-			case keyIs(key, "rawOutput"):
+			case foldsTo(key, "RAWOUTPUT"):
 				return k.rawOutput, true
-			case keyIs(key, "_meta"):
+			case foldsTo(key, "_META"):
 				return k.meta, true
 			}
 			return nil, false
@@ -281,7 +281,8 @@ func noticeUnrecognized(msg []byte, k *knownTree, tc *ToolCall, obs []accum.Obse
 }
 
 // valueAt returns the bytes of msg from the value at path (a member of
-// a member of ...) to the end of msg, or nil when there is none: the value
+// a member of ..., each name folded as jsonlit.FoldKey folds, so upper
+// case) to the end of msg, or nil when there is none: the value
 // is where they start, and scan.members reads no further than its end. The
 // first member of each name is taken (encoding/json takes the last: a
 // frame that repeats "params" or "update" is not one an agent sends), and
@@ -303,7 +304,7 @@ func valueAt(msg []byte, path ...string) []byte {
 				return nil
 			}
 			i = jsonlit.SkipSpace(b, i+1)
-			if keyIs(key, name) {
+			if foldsTo(key, name) {
 				found = true
 				break
 			}
@@ -481,15 +482,6 @@ func skipMember(b []byte, i int) int {
 		}
 	}
 	return jsonlit.ValueEnd(b, i)
-}
-
-// keyIs says whether key literal lit names the member name, as
-// encoding/json matches (case-insensitively).
-func keyIs(lit []byte, name string) bool {
-	if bytes.IndexByte(lit, '\\') < 0 {
-		return len(lit) == len(name)+2 && strings.EqualFold(string(lit[1:len(lit)-1]), name)
-	}
-	return jsonlit.FoldKey(lit) == foldName(name)
 }
 
 // member is what n reads under the member of key literal lit (nil:

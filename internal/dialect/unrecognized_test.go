@@ -291,3 +291,38 @@ func TestUnrecognizedAfterBigKnown(t *testing.T) {
 		})
 	}
 }
+
+// The walk finds `params`, `update`, `rawOutput` and `_meta` wherever
+// encoding/json (and so the typed decode) does: in another case, with an
+// escape, and spelled with a character that folds to an ASCII letter
+// (ſ folds to S, as encoding/json folds names: "paramſ" is params).
+func TestUnrecognizedUnderFoldedNames(t *testing.T) {
+	codex := mustDialect(t, "codex")
+	for _, c := range []struct{ name, params, update, rawOutput string }{
+		{"as sent", "params", "update", "rawOutput"},
+		{"another case", "PARAMS", "Update", "RAWOUTPUT"},
+		{"escaped", `p\u0061rams`, `upd\u0061te`, `r\u0061wOutput`},
+		{"a non-ASCII fold", "paramſ", "update", "rawOutput"},
+		{"a non-ASCII fold escaped", `param\u017f`, "update", "rawOutput"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			msg := `{"jsonrpc":"2.0","method":"session/update","` + c.params + `":{"sessionId":"s","` + c.update + `":` +
+				`{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"in_progress","` + c.rawOutput + `":{"new_exit_code":3}}}}`
+			var generic struct {
+				Params struct {
+					Update struct {
+						RawOutput map[string]any `json:"rawOutput"`
+					} `json:"update"`
+				} `json:"params"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(msg), &generic))
+			require.NotEmpty(t, generic.Params.Update.RawOutput, "encoding/json reads the names as params, update and rawOutput")
+			var spelled string // the path names a member as sent, unquoted
+			require.NoError(t, json.Unmarshal([]byte(`"`+c.rawOutput+`"`), &spelled))
+			f, err := Read(codex, []byte(msg))
+			require.NoError(t, err)
+			require.NotEmpty(t, f.Observations)
+			assert.Equal(t, []accum.Unrecognized{{What: accum.UnrecognizedExit, Field: spelled + ".new_exit_code"}}, f.Observations[0].Unrecognized)
+		})
+	}
+}

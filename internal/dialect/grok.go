@@ -332,31 +332,25 @@ func grokCutMarker(s string) (head, tail string) {
 // has its own '(', so every one is met, the last one last.
 // TestLastMarkerIsLastIndex holds it to LastIndex.
 func lastMarker(out []byte) int {
+	return lastMarkerIn(out, func(b []byte) int { return bytes.Index(b, grokMarkerTail) })
+}
+
+// lastMarkerString is lastMarker of a string.
+func lastMarkerString(out string) int {
+	return lastMarkerIn(out, func(s string) int { return strings.Index(s, grokTruncMarker[grokMarkerHead:]) })
+}
+
+// lastMarkerIn is lastMarker over bytes or a string, with tail the
+// forward search for the marker's tail (from its '(') in that type.
+func lastMarkerIn[T string | []byte](out T, tail func(T) int) int {
 	last := -1
 	for from := grokMarkerHead; from <= len(out); {
-		i := bytes.Index(out[from:], grokMarkerTail)
+		i := tail(out[from:])
 		if i < 0 {
 			return last
 		}
 		i += from
 		if string(out[i-grokMarkerHead:i]) == grokTruncMarker[:grokMarkerHead] {
-			last = i - grokMarkerHead
-		}
-		from = i + 1
-	}
-	return last
-}
-
-// lastMarkerString is lastMarker of a string.
-func lastMarkerString(out string) int {
-	last := -1
-	for from := grokMarkerHead; from <= len(out); {
-		i := strings.Index(out[from:], grokTruncMarker[grokMarkerHead:])
-		if i < 0 {
-			return last
-		}
-		i += from
-		if out[i-grokMarkerHead:i] == grokTruncMarker[:grokMarkerHead] {
 			last = i - grokMarkerHead
 		}
 		from = i + 1

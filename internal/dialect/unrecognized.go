@@ -290,34 +290,18 @@ func noticeUnrecognized(msg []byte, k *knownTree, tc *ToolCall, obs []accum.Obse
 func valueAt(msg []byte, path ...string) []byte {
 	b := msg
 	for _, name := range path {
-		i := jsonlit.SkipSpace(b, 0)
-		if i >= len(b) || b[i] != '{' {
-			return nil
-		}
-		i = jsonlit.SkipSpace(b, i+1)
-		found := false
-		for i < len(b) && b[i] == '"' {
-			ke := jsonlit.StringEnd(b, i)
-			key := b[i:ke]
-			i = jsonlit.SkipSpace(b, ke)
-			if i >= len(b) || b[i] != ':' {
-				return nil
-			}
-			i = jsonlit.SkipSpace(b, i+1)
+		var at []byte
+		membersAt(b, 0, func(key, b []byte, i int) int {
 			if foldsTo(key, name) {
-				found = true
-				break
+				at = b[i:]
+				return len(b) // the walk ends here
 			}
-			i = jsonlit.SkipSpace(b, jsonlit.ValueEnd(b, i))
-			if i >= len(b) || b[i] != ',' {
-				return nil
-			}
-			i = jsonlit.SkipSpace(b, i+1)
-		}
-		if !found {
+			return jsonlit.ValueEnd(b, i)
+		})
+		if at == nil {
 			return nil
 		}
-		b = b[i:]
+		b = at
 	}
 	return b
 }

@@ -507,16 +507,9 @@ var stops = func() (t [256]bool) {
 // included), eight bytes at a time; it may stop short of the run's end,
 // never past it.
 func validRun(b []byte) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		bs := x ^ ('\\' * ones)
-		qs := x ^ ('"' * ones)
-		// Each term has a high bit for a byte below 0x20, a backslash or
-		// a quote; a byte of 0x80 or more has none (its own high bit is
-		// masked by ^x, ^bs or ^qs).
-		if ((x-0x20*ones)&^x|(bs-ones)&^bs|(qs-ones)&^qs)&highs != 0 {
+		if escapeBytes(binary.LittleEndian.Uint64(b[i:])) != 0 {
 			break
 		}
 	}

@@ -14,8 +14,8 @@ import (
 // enough to be read eight bytes at a time), a literal that ends right
 // after an escape, and what real output holds (NUL, \r, ANSI escapes).
 func stringCases() []string {
-	const word = 8 // decodeInto reads plain runs eight bytes at a time
-	long := strings.Repeat("x", 2*word)
+	const word = 8                       // decodeInto reads plain runs eight bytes at a time
+	long := strings.Repeat("x", wideRun) // after a run this long, eight at a time
 	cases := []string{
 		`""`, `"a"`, `"\""`, `"\\"`, `"\/"`, `"\b"`, `"\f"`, `"\n"`, `"\r"`, `"\t"`,
 		`"\u0041"`, `"\u00e9"`, `"\u00E9"`, `"\u20ac"`, `"\uFFFF"`, `"\u0000"`, `"\u001f"`, `"\u007f"`,
@@ -29,7 +29,7 @@ func stringCases() []string {
 	}
 	// Edges of the runs: a non-UTF-8 byte, a UTF-8 rune, an escape and an
 	// escaped quote just before, at and after each edge of a word.
-	for _, n := range []int{0, 1, 7, 8, 9, 2*word - 1, 2 * word, 2*word + 1, 3*word - 1, 3 * word, 4*word + 3} {
+	for _, n := range []int{0, 1, 7, 8, 9, wideRun - 1, wideRun, wideRun + 1, wideRun + word - 1, wideRun + word, 2*wideRun + 3} {
 		pre := long[:min(n, len(long))] + strings.Repeat("y", max(0, n-len(long)))
 		for _, mid := range []string{"\xff", "\xe2\x82", "é", "€", `\n`, `\"`, `\u00e9`, `\ud83d\ude00`, `\ud83d`} {
 			cases = append(cases, `"`+pre+mid+`"`, `"`+pre+mid+pre+`"`, `"`+mid+pre+mid+`"`)

@@ -339,14 +339,26 @@ func nonASCII(out []byte, j int, b []byte, i, q int) ([]byte, int, int) {
 // of 0x80 or more. Bits may be set in later bytes too (a borrow carries
 // up), never in earlier ones.
 func stopBytes(x uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	// A high bit in x is a non-ASCII byte.
+	return x&highBits | escapeBytes(x)
+}
+
+// escapeBytes is stopBytes without the bytes of 0x80 or more, which a
+// literal holds as they are (ValidLiteral): the high bit is set in the
+// first quote, backslash or control byte of x, and maybe in later bytes,
+// never in earlier ones.
+func escapeBytes(x uint64) uint64 {
+	const ones = 0x0101010101010101
 	bs := x ^ ('\\' * ones)
 	qs := x ^ ('"' * ones)
-	// A high bit in x is a non-ASCII byte; (x - 0x20...) & ^x has one
-	// for a byte below 0x20, (bs - 0x01...) & ^bs for a backslash and
-	// (qs - 0x01...) & ^qs for a quote.
-	return (x | (x-0x20*ones)&^x | (bs-ones)&^bs | (qs-ones)&^qs) & highs
+	// (x - 0x20...) & ^x has a high bit for a byte below 0x20, (bs -
+	// 0x01...) & ^bs for a backslash and (qs - 0x01...) & ^qs for a
+	// quote; a byte of 0x80 or more has none (its own high bit is masked
+	// by ^x, ^bs or ^qs).
+	return ((x-0x20*ones)&^x | (bs-ones)&^bs | (qs-ones)&^qs) & highBits
 }
+
+const highBits = 0x8080808080808080
 
 // literalRun returns the length of the leading run of b that a string
 // literal holds as is: ASCII, no quote, no backslash, no control byte.

@@ -118,7 +118,7 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // then reads.
 func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
 	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 || num != 1 || typ != protowire.BytesType {
+	if n < 0 || num != requestFrame || typ != protowire.BytesType {
 		return false
 	}
 	in, m := protowire.ConsumeBytes(b[n:])
@@ -134,12 +134,12 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
 	var seen uint8
 	for len(in) > 0 {
 		num, typ, n := protowire.ConsumeTag(in)
-		if n < 0 || num < 1 || num > 6 || seen&(1<<num) != 0 {
+		if n < 0 || num < frameSessionID || num > frameMessage || seen&(1<<num) != 0 {
 			return false
 		}
 		seen |= 1 << num
 		in = in[n:]
-		if num == 4 || num == 5 {
+		if num == frameSequence || num == frameDirection {
 			if typ != protowire.VarintType {
 				return false
 			}
@@ -147,7 +147,7 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
 			if n < 0 {
 				return false
 			}
-			if num == 4 {
+			if num == frameSequence {
 				f.Sequence = v
 			} else {
 				f.Direction = pb.Direction(int32(v))
@@ -163,7 +163,7 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
 			return false
 		}
 		in = in[n:]
-		if num == 6 {
+		if num == frameMessage {
 			if len(v) > 0 {
 				f.Message = append([]byte(nil), v...)
 			}
@@ -173,11 +173,11 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
 			return false
 		}
 		switch num {
-		case 1:
+		case frameSessionID:
 			f.SessionId = string(v)
-		case 2:
+		case frameDialect:
 			f.Dialect = string(v)
-		case 3:
+		case frameCwd:
 			f.Cwd = string(v)
 		}
 	}
@@ -186,6 +186,21 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
 	req.Kind = &one.kind
 	return true
 }
+
+// The field numbers decodeFrame reads (proto/acpnorm/v1): the frame of a
+// NormalizeRequest, and the first six fields of AcpFrame, which it takes
+// to be numbered 1 to 6 (TestDecodeFrameIsProtobuf fails should they
+// move).
+const requestFrame protowire.Number = 1
+
+const (
+	frameSessionID protowire.Number = 1 + iota
+	frameDialect
+	frameCwd
+	frameSequence
+	frameDirection
+	frameMessage
+)
 
 // invalidUTF8 returns the names of the string fields of req that were not
 // valid UTF-8 on the wire, or "".

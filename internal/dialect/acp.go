@@ -201,6 +201,15 @@ func ReadIn(d Dialect, msg []byte, scope string) (Frame, error) {
 	return d.read(msg, scope)
 }
 
+// methodUpdates is implemented by a dialect's update type (its pointer,
+// P of readFrame) when the dialect observes an update its agent sends
+// under a method of its own, one readFrame does not read (the default
+// case of its switch): observeUnder is handed the update of such a
+// message and the method.
+type methodUpdates interface {
+	observeUnder(method string) []accum.Observation
+}
+
 // readFrame is the whole of Read for a dialect whose updates and
 // permission asks decode into U: one json.Unmarshal of the message (as
 // jsonlit.FastDecode does it where it can, see decodeElided and
@@ -313,6 +322,11 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		f.Terminal = readTerminalRequest(m.ID.Text, method, &p, cwd)
 	default:
 		f.Sign = signOfMethod(method)
+		if m.Params != nil && m.Params.Update != nil {
+			if u, ok := any(P(m.Params.Update)).(methodUpdates); ok {
+				f.Observations = u.observeUnder(method)
+			}
+		}
 	}
 	if err != nil {
 		return Frame{}, fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(method), err)

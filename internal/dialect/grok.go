@@ -144,26 +144,18 @@ type grokCall struct {
 }
 
 func (grok) read(msg []byte, scope string) (Frame, error) {
-	f, err := readFrame(msg, scope, observeGrok, askGrok)
-	if err == nil && f.Sign == "grok" && bytes.Contains(msg, []byte(`"task_completed"`)) {
-		f.Observations = grokTaskCompleted(msg)
-	}
-	return f, err
+	return readFrame(msg, scope, observeGrok, askGrok)
 }
 
-// grokTaskCompleted reads an `_x.ai/...` notification whose update is a
-// `task_completed`: the end of a command Grok had moved to the background.
-// It names the call by its task id and says nothing about shell-ness, so
-// a task that is not a known call opens nothing that is reported.
-func grokTaskCompleted(msg []byte) []accum.Observation {
-	var m message[grokCall]
-	if jsonlit.Decode(msg, &m) != nil && m.Params == nil {
+// observeUnder reads an update under an `_x.ai/...` method
+// (methodUpdates) whose kind is `task_completed`: the end of a command
+// Grok had moved to the background. It names the call by its task id and
+// says nothing about shell-ness, so a task that is not a known call opens
+// nothing that is reported.
+func (u *grokCall) observeUnder(method string) []accum.Observation {
+	if signOfMethod(method) != "grok" {
 		return nil
 	}
-	if m.Params == nil || m.Params.Update == nil {
-		return nil
-	}
-	u := m.Params.Update
 	t := u.TaskSnapshot
 	if u.SessionUpdate != "task_completed" || t == nil || t.TaskID.S == "" || (t.Completed != nil && !*t.Completed) {
 		return nil

@@ -290,6 +290,13 @@ func TestGrokTaskCompleted(t *testing.T) {
 		want: []accum.Observation{{ToolCallID: "call_t", Exit: ex(0, accum.ExitStructured, false),
 			Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "9\n", Truncated: true, TotalBytes: 5000}}}},
 	}, {
+		// encoding/json reads the kind as task_completed, so the update is
+		// one: it is not found by its spelling.
+		name: "the kind spelled with an escape",
+		msg:  strings.Replace(task("_x.ai/task_completed", `{"task_id":"call_t","output":"x\n","exit_code":2,"completed":true}`), `"task_completed"`, `"task\u005fcompleted"`, 1),
+		want: []accum.Observation{{ToolCallID: "call_t", Exit: ex(2, accum.ExitStructured, false),
+			Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}}},
+	}, {
 		name: "not completed: nothing",
 		msg:  task("_x.ai/task_completed", `{"task_id":"call_t","exit_code":0,"completed":false}`),
 	}, {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/jsonlit"
@@ -203,9 +204,12 @@ func ReadIn(d Dialect, msg []byte, scope string) (Frame, error) {
 
 // methodUpdates is implemented by a dialect's update type (its pointer,
 // P of readFrame) when the dialect observes an update its agent sends
-// under a method of its own, one readFrame does not read (the default
-// case of its switch): observeUnder is handed the update of such a
-// message and the method.
+// under a method of its own, one readFrame does not read (methodsRead):
+// observeUnder is handed the update of such a message and the method.
+// quietFrame does not decode such a message unless its update's kind is
+// one sessionUpdates lists as observed, so observeUnder must observe
+// nothing in an update of any other kind; TestQuietUpdatesObserveNothing
+// holds it to that.
 type methodUpdates interface {
 	observeUnder(method string) []accum.Observation
 }
@@ -219,9 +223,11 @@ type methodUpdates interface {
 // has no update, ask not when the toolCall is absent or has no id.
 func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []accum.Observation, ask func(*U) accum.Observation) (Frame, error) {
 	var f Frame
-	if quietUpdate(msg) {
-		// A session/update no dialect observes: the typed decode below
-		// would give this empty frame and no error (see quietUpdate).
+	if sign, quiet := quietFrame(msg); quiet {
+		// A session/update no dialect observes, or a message of a method
+		// the switch below does not read: the typed decode would give
+		// this frame and no error (see quietFrame).
+		f.Sign = sign
 		return f, nil
 	}
 	var m message[U]
@@ -320,7 +326,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 			p, cwd = m.Params.terminalParams, m.Params.Cwd
 		}
 		f.Terminal = readTerminalRequest(m.ID.Text, method, &p, cwd)
-	default:
+	default: // every other method: methodsRead lists the cases above
 		f.Sign = signOfMethod(method)
 		if m.Params != nil && m.Params.Update != nil {
 			if u, ok := any(P(m.Params.Update)).(methodUpdates); ok {
@@ -339,8 +345,9 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 // observe functions of every dialect, and Grok's `task_completed`, which
 // arrives under its own `_x.ai/` methods), false for a kind no dialect
 // observes, whose frame is the empty Frame without an error. A frame of a
-// false kind is not decoded (quietUpdate); a kind not listed is decoded,
-// as is every frame whose kind is not a plain string.
+// false kind is not decoded (quietFrame); a kind not listed is decoded,
+// as is every frame whose kind is not a plain string. Under a method
+// readFrame does not read, only a true kind is decoded (see quietFrame).
 // TestQuietUpdatesObserveNothing holds every dialect to the false kinds,
 // and TestObservedUpdatesObserve to the true ones.
 var sessionUpdates = map[string]bool{
@@ -365,6 +372,18 @@ var sessionUpdates = map[string]bool{
 	"turn_completed":            false,
 	"session_summary_generated": false,
 	"model_changed":             false,
+}
+
+// methodsRead are the methods of the cases of readFrame's switch (""
+// being a response's): a message of any other method reads as the frame
+// with its sign alone (signOfMethod), whatever its params, so quietFrame
+// need not decode it. TestMethodsReadAreTheSwitch holds the two together.
+var methodsRead = map[string]bool{
+	"": true, "session/update": true, "session/request_permission": true,
+	"session/new": true, "initialize": true, "session/cancel": true,
+	"session/load": true, "session/prompt": true,
+	MethodTerminalCreate: true, MethodTerminalOutput: true, MethodTerminalWait: true,
+	MethodTerminalKill: true, MethodTerminalRelease: true,
 }
 
 // strictParams says whether a message with this method has a strict part
@@ -1244,40 +1263,56 @@ func readClient(msg []byte) (Client, error) {
 
 // The quiet updates: a scan ahead of the typed decode.
 
-// quietUpdate says whether msg is a `session/update` notification whose
-// update is of a kind no dialect observes (sessionUpdates), in the plain,
-// valid shape for which readFrame's typed decode gives the empty Frame and
-// no error: so it need not be decoded. Most frames of a session are such
-// updates (message and thought chunks, usage, plans, command lists), and
-// this one pass over them (jsonlit.FastDecode into quietMessage) decodes
-// only the members that decide, skipping every other value without
-// decoding it.
+// quietFrame says whether readFrame's typed decode of msg can be skipped,
+// and the sign of the frame it would give: msg is either a
+// `session/update` notification whose update is of a kind no dialect
+// observes (sessionUpdates; the frame is the empty Frame), or a message
+// of a method readFrame does not read (methodsRead; the frame has its
+// sign alone), in the plain, valid shape for which the typed decode gives
+// that frame and no error. Most frames of a session are such updates
+// (message and thought chunks, usage, plans, command lists), and some
+// agents send as many notifications of their own methods (Grok's
+// `_x.ai/...`); this one pass over them (jsonlit.FastDecode into
+// quietMessage) decodes only the members that decide, skipping every
+// other value without decoding it.
 //
 // It says true only when the message is one valid JSON object (as
 // encoding/json reads it: invalid UTF-8 and repeated names of other
-// members are allowed) whose `jsonrpc` is a string, null or absent, whose
-// `method` is "session/update", which has no `id`, `result` or `error`
-// (not even null), whose `params` is an object with an `update` object
-// whose `sessionUpdate` is a string that sessionUpdates lists as observed
-// by none. A member whose name encoding/json could match to one of those
+// members are allowed) whose `jsonrpc` is a string, null or absent, and
+// whose `method` is a string that is either
+//   - not empty and not one methodsRead lists, with no `params.update` or
+//     one whose `sessionUpdate` is not a kind sessionUpdates lists as
+//     observed (a dialect may read those, see methodUpdates), or
+//   - "session/update" with no `id`, `result` or `error` (not even null),
+//     and a `params` object with an `update` object whose `sessionUpdate`
+//     is a string that sessionUpdates lists as observed by none.
+//
+// For the first, `params` and `update` must be objects or null, when
+// present. A member whose name encoding/json could match to one of those
 // case-insensitively but does not spell it exactly, one that comes twice,
 // or one of another JSON type makes FastDecode, and so it, say no:
 // readFrame then decodes the frame and its checks decide.
 // TestQuietUpdateIsTheFullRead and FuzzQuietUpdate hold it to the full
 // path on every recorded frame with every dialect.
-func quietUpdate(msg []byte) bool {
-	if noPrescan.Load() || jsonlit.EncodingJSONOnly() || !quietKindIn(msg) {
-		return false
+func quietFrame(msg []byte) (sign string, quiet bool) {
+	if noPrescan.Load() || jsonlit.EncodingJSONOnly() || !quietKindIn(msg) && !otherMethodIn(msg) {
+		return "", false
 	}
 	m := quietMessages.Get().(*quietMessage)
 	*m = quietMessage{}
-	quiet := jsonlit.FastDecode(msg, m, nil) && !m.JSONRPC.bad && m.Method.update &&
-		!m.ID.set && !m.Result.set && !m.Error.set && m.Params.Update.SessionUpdate.quiet
+	if jsonlit.FastDecode(msg, m, nil) && !m.JSONRPC.bad {
+		switch {
+		case m.Method.other:
+			sign, quiet = m.Method.sign, !m.Params.Update.SessionUpdate.observed
+		case m.Method.update:
+			quiet = !m.ID.set && !m.Result.set && !m.Error.set && m.Params.Update.SessionUpdate.quiet
+		}
+	}
 	quietMessages.Put(m)
-	return quiet
+	return sign, quiet
 }
 
-// quietMessage is what quietUpdate reads of a message: the envelope,
+// quietMessage is what quietFrame reads of a message: the envelope,
 // every member of message[U] that is not in params (so that one of them
 // present is seen), and the update's kind. Its types read what decides
 // without allocating.
@@ -1312,26 +1347,41 @@ func (q *quietString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// quietMethod says the method is "session/update".
-type quietMethod struct{ update bool }
+// quietMethod says the method is "session/update", or a method
+// readFrame does not read (other) and the sign it reads it as.
+type quietMethod struct {
+	update, other bool
+	sign          string
+}
 
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (q *quietMethod) UnmarshalJSON(b []byte) error {
-	q.update = string(b) == `"session/update"`
-	if !q.update && bytes.IndexByte(b, '\\') >= 0 {
-		s, ok := jsonlit.Unquote(b)
-		q.update = ok && s == "session/update"
+	*q = quietMethod{}
+	if len(b) < 2 || b[0] != '"' {
+		return nil // null or another type: the full path decides
+	}
+	name := b[1 : len(b)-1]
+	if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+		s, ok := jsonlit.Unquote(b) // as the full path reads it
+		if !ok {
+			return nil
+		}
+		name = []byte(s)
+	}
+	q.update = string(name) == "session/update"
+	if len(name) > 0 && !methodsRead[string(name)] {
+		q.other, q.sign = true, signOfMethod(string(name))
 	}
 	return nil
 }
 
 // quietKind says the kind is a string sessionUpdates lists as observed
-// by none.
-type quietKind struct{ quiet bool }
+// by none (quiet) or by some dialect (observed).
+type quietKind struct{ quiet, observed bool }
 
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (q *quietKind) UnmarshalJSON(b []byte) error {
-	q.quiet = false
+	*q = quietKind{}
 	if len(b) < 2 || b[0] != '"' {
 		return nil
 	}
@@ -1344,11 +1394,11 @@ func (q *quietKind) UnmarshalJSON(b []byte) error {
 		kind = []byte(s)
 	}
 	observed, known := sessionUpdates[string(kind)]
-	q.quiet = known && !observed
+	q.quiet, q.observed = known && !observed, observed
 	return nil
 }
 
-// quietKindIn is the cheap first look of quietUpdate, so that a frame it
+// quietKindIn is the cheap first look of quietFrame for a quiet update, so that a frame it
 // does not skip (a tool call, a response) costs a short byte search
 // rather than a second scan: it says whether the first
 // `"sessionUpdate":"` in the first quietLookBytes of msg, wherever it
@@ -1386,6 +1436,25 @@ func quietKindIn(msg []byte) bool {
 	return false
 }
 
+// otherMethodIn is quietFrame's cheap first look for a message of
+// another method: the first `"method":"` in the first quietLookBytes of
+// msg is followed by a name without an escape that is not empty and that
+// methodsRead does not list. As with quietKindIn, it decides nothing
+// else: a member of that name nested before the message's own is read
+// as if it were the method, and the pass that follows says no.
+func otherMethodIn(msg []byte) bool {
+	head := msg[:min(len(msg), quietLookBytes)]
+	i := bytes.Index(head, methodMember)
+	if i < 0 {
+		return false
+	}
+	rest := msg[i+len(methodMember):]
+	k := bytes.IndexByte(rest, '"')
+	return k > 0 && !methodsRead[string(rest[:k])] && bytes.IndexByte(rest[:k], '\\') < 0
+}
+
+var methodMember = []byte(`"method":"`)
+
 // sessionName and updateName spell `"sessionUpdate":"` as quietKindIn
 // looks for it.
 var (
@@ -1395,6 +1464,6 @@ var (
 
 const quietLookBytes = 1024
 
-// noPrescan turns quietUpdate off, for tests that compare with the full
+// noPrescan turns quietFrame off, for tests that compare with the full
 // path.
 var noPrescan atomic.Bool

@@ -2,7 +2,14 @@ package dialect
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,7 +19,7 @@ import (
 )
 
 // quietSeeds are session/update frames of a kind no dialect observes,
-// plain ones that quietUpdate skips (quiet true) and ones it must leave to
+// plain ones that quietFrame skips (quiet true) and ones it must leave to
 // the full path (quiet false): every shape in which the typed decode and
 // its JSON-RPC checks could say something else than the empty frame.
 var quietSeeds = []struct {
@@ -60,7 +67,40 @@ var quietSeeds = []struct {
 	{`{"jsonrpc":"2.0","method":"session/update","method":5,"params":{"update":{"sessionUpdate":"plan"}}}`, false},
 	{`{"jsonrpc":"2.0","method":"session/update","Method":"session/new","params":{"update":{"sessionUpdate":"plan"}}}`, false},
 	{`{"jsonrpc":"2.0","method":"session\/update","params":{"update":{"sessionUpdate":"plan"}}}`, true},
-	{`{"jsonrpc":"2.0","method":"_x.ai/session/update","params":{"update":{"sessionUpdate":"plan"}}}`, false},
+	// A method readFrame does not read: skipped whatever the params,
+	// unless the envelope is wrong.
+	{`{"jsonrpc":"2.0","method":"_x.ai/session/update","params":{"update":{"sessionUpdate":"plan"}}}`, true},
+	{`{"jsonrpc":"2.0","method":"_x.ai/session_notification","params":{"update":{"sessionUpdate":"pending_interaction","tool_call_id":"a","kind":"permission"}}}`, true},
+	// ... but for an update of a kind some dialect observes (see
+	// methodUpdates).
+	{`{"jsonrpc":"2.0","method":"_x.ai/session_notification","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"exit_code":1}}}}`, false},
+	{`{"jsonrpc":"2.0","method":"_x.ai/task_completed","params":{"update":{"sessionUpdate":"task_completed","task_snapshot":{"task_id":"a","exit_code":3,"output":"x"}}}}`, false},
+	{`{"jsonrpc":"2.0","method":"_x.ai/task_completed","params":{"update":{"sessionUpdate":"task\u005fcompleted","task_snapshot":{"task_id":"a","exit_code":3,"output":"x"}}}}`, false},
+	{`{"jsonrpc":"2.0","method":"_x.ai/task_completed","params":{"update":{"sessionUpdate":"task_completed","sessionUpdate":"plan"}}}`, false},
+	{`{"jsonrpc":"2.0","method":"_x.ai/task_completed","params":{"update":{"sessionUpdate":["task_completed"],"task_snapshot":{"task_id":"a"}}}}`, true},
+	{`{"jsonrpc":"2.0","id":7,"method":"_x.ai/queue/changed","params":{"queue":[1,"a",{}]},"result":{"stopReason":"cancelled"},"error":null}`, true},
+	{`{"jsonrpc":"2.0","method":"cursor/update_todos","params":{"todos":[{"content":"x"}]}}`, true},
+	{`{"method":"some/vendor","params":null}`, true},
+	{`{"method":"_x.ai/a","params":{"sessionId":5,"update":{"sessionUpdate":7}}}`, true},
+	// An escape in the name is left to the full path by the first look.
+	{`{"method":"_x.ai\/escaped","params":{}}`, false},
+	{"{\"method\":\"_x.ai/\xff\",\"params\":{}}", true},
+	{`{"method":"session/prompt","params":{"sessionId":"s","prompt":[]},"jsonrpc":"2.0","id":2}`, false},
+	{`{"method":"initialize","id":0,"params":{"protocolVersion":1}}`, false},
+	{`{"method":"terminal/create","id":3,"params":{"command":"ls"}}`, false},
+	{`{"method":"session/cancel","params":{"sessionId":"s"}}`, false},
+	{`{"method":"session\/cancel","params":{"sessionId":"s"}}`, false},
+	{`{"method":"","id":1,"result":{}}`, false},
+	{`{"params":{"method":"_x.ai/a"},"method":"session/prompt","id":1}`, false},
+	{`{"params":{"method":"_x.ai/a"},"id":1,"result":{"stopReason":"end_turn"}}`, false},
+	{`{"method":"_x.ai/a","params":[1]}`, false},
+	{`{"method":"_x.ai/a","params":{"update":"x"}}`, false},
+	{`{"method":"_x.ai/a","params":{"update":{"sessionUpdate":"plan"},"Update":{}}}`, false},
+	{`{"jsonrpc":1,"method":"_x.ai/a"}`, false},
+	{`{"method":"_x.ai/a","method":"session/cancel"}`, false},
+	{`{"method":"_x.ai/a","Method":"session/cancel"}`, false},
+	{`{"method":"_x.ai/a","params":{}} {}`, false},
+	{`{"method":"_x.ai/a","params":{"a":"\q"}}`, false},
 	{`{"jsonrpc":"2.0","id":1,"method":"session/update","params":{"update":{"sessionUpdate":"plan"}}}`, false},
 	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}},"result":{"stopReason":"cancelled"}}`, false},
 	{`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}},"error":{"code":1}}`, false},
@@ -82,7 +122,24 @@ var quietSeeds = []struct {
 	{``, false}, {`null`, false},
 }
 
-// readFull is Read without quietUpdate.
+// skipped says whether quietFrame skips msg.
+func skipped(msg []byte) bool {
+	_, quiet := quietFrame(msg)
+	return quiet
+}
+
+// readFrameOf is what readFrame gave of a frame Read gives of a message
+// quietFrame skips as sign: for a method readFrame does not read (a sign
+// or none), all but the observations a dialect reads after readFrame
+// (Grok's task_completed notifications).
+func readFrameOf(f Frame, sign string) Frame {
+	if f.Sign != "" || sign != "" {
+		f.Observations = nil
+	}
+	return f
+}
+
+// readFull is Read without quietFrame.
 func readFull(d Dialect, msg []byte) (Frame, error) {
 	noPrescan.Store(true)
 	defer noPrescan.Store(false)
@@ -90,10 +147,10 @@ func readFull(d Dialect, msg []byte) (Frame, error) {
 }
 
 // readSame fails when Read gives another frame or error than the full
-// path, and says whether quietUpdate skipped the frame.
+// path, and says whether quietFrame skipped the frame.
 func readSame(t *testing.T, dialects []Dialect, msg []byte) bool {
 	t.Helper()
-	quiet := quietUpdate(msg)
+	sign, quiet := quietFrame(msg)
 	for _, d := range dialects {
 		got, gotErr := Read(d, msg)
 		want, wantErr := readFull(d, msg)
@@ -103,27 +160,27 @@ func readSame(t *testing.T, dialects []Dialect, msg []byte) bool {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: %q (quiet %v)\nread:      %+v\nfull path: %+v", d.Info().Name, msg, quiet, got, want)
 		}
-		if quiet && (wantErr != nil || !reflect.DeepEqual(want, Frame{})) {
-			t.Fatalf("%s: %q is skipped, and the full path reads %+v, %v", d.Info().Name, msg, want, wantErr)
+		if quiet && (wantErr != nil || !reflect.DeepEqual(readFrameOf(want, sign), Frame{Sign: sign})) {
+			t.Fatalf("%s: %q is skipped as %q, and the full path reads %+v, %v", d.Info().Name, msg, sign, want, wantErr)
 		}
 	}
 	return quiet
 }
 
 func TestQuietUpdateSeeds(t *testing.T) {
-	// A kind past the head quietUpdate looks in is read by the full path.
+	// A kind past the head quietFrame looks in is read by the full path.
 	late := `{"jsonrpc":"2.0","method":"session/update","params":{"update":{"content":{"text":"` + strings.Repeat("x", quietLookBytes) + `"},"sessionUpdate":"agent_message_chunk"}}}`
 	for _, s := range append(quietSeeds, struct {
 		msg   string
 		quiet bool
 	}{late, false}) {
-		assert.Equal(t, s.quiet, quietUpdate([]byte(s.msg)), "%s", s.msg)
+		assert.Equal(t, s.quiet, skipped([]byte(s.msg)), "%s", s.msg)
 		readSame(t, All(), []byte(s.msg))
 	}
 }
 
 // TestQuietUpdateIsTheFullRead: every frame of every recording reads the
-// same with and without quietUpdate, with every dialect.
+// same with and without quietFrame, with every dialect.
 func TestQuietUpdateIsTheFullRead(t *testing.T) {
 	frames := recordingFrames(t, 16<<20, true)
 	require.Greater(t, len(frames), 10000)
@@ -139,7 +196,7 @@ func TestQuietUpdateIsTheFullRead(t *testing.T) {
 }
 
 // FuzzQuietUpdate looks for a frame that Read reads differently with and
-// without quietUpdate.
+// without quietFrame.
 //
 //	go test ./internal/dialect -run '^$' -fuzz FuzzQuietUpdate -fuzztime 20000x
 func FuzzQuietUpdate(f *testing.F) {
@@ -153,13 +210,13 @@ func FuzzQuietUpdate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		readSame(t, dialects, msg)
 		// And with encoding/json alone, as the full path is held to it.
-		if quietUpdate(msg) {
+		if sign, quiet := quietFrame(msg); quiet {
 			jsonlit.SetEncodingJSONOnly(true)
 			defer jsonlit.SetEncodingJSONOnly(false)
 			for _, d := range dialects {
 				fr, err := Read(d, msg)
-				if err != nil || !reflect.DeepEqual(fr, Frame{}) {
-					t.Fatalf("%s: %q is skipped, and encoding/json reads %+v, %v", d.Info().Name, msg, fr, err)
+				if err != nil || !reflect.DeepEqual(readFrameOf(fr, sign), Frame{Sign: sign}) {
+					t.Fatalf("%s: %q is skipped as %q, and encoding/json reads %+v, %v", d.Info().Name, msg, sign, fr, err)
 				}
 			}
 		}
@@ -200,7 +257,23 @@ func TestQuietUpdatesObserveNothing(t *testing.T) {
 			seen = seen || len(fr.Observations) > 0
 		}
 		assert.Equal(t, observed, seen, "%s: declared observed %v", k, observed)
-		assert.Equal(t, !observed, quietUpdate(msg), "%s", k)
+		assert.Equal(t, !observed, skipped(msg), "%s", k)
+		// Under a method of an agent's own, an update of a kind declared
+		// quiet, or of a kind not declared, is not observed either.
+		for _, method := range []string{"_x.ai/session/update", "_x.ai/session_notification", "vendor/update"} {
+			for _, k := range []string{k, "some_new_kind"} {
+				if sessionUpdates[k] {
+					continue
+				}
+				msg := toolLike(method, k)
+				assert.True(t, skipped(msg), "%s %s", method, k)
+				for _, d := range All() {
+					fr, err := readFull(d, msg)
+					require.NoError(t, err, "%s: %s %s", d.Info().Name, method, k)
+					require.Empty(t, fr.Observations, "%s reads a %s update under %s", d.Info().Name, k, method)
+				}
+			}
+		}
 	}
 }
 
@@ -249,4 +322,68 @@ func TestQuietKindInIsTheNameSearch(t *testing.T) {
 		}
 	}
 	require.Greater(t, quiet, len(frames)/5)
+}
+
+// TestMethodsReadAreTheSwitch holds methodsRead to the cases of
+// readFrame's switch on the method, as the source spells them (a string
+// or a constant of this package), so that a case added to the one is not
+// missing from the other: quietFrame would skip its messages.
+func TestMethodsReadAreTheSwitch(t *testing.T) {
+	fset := token.NewFileSet()
+	consts := map[string]string{}
+	var cases []ast.Expr
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				for i, id := range n.Names {
+					if i >= len(n.Values) {
+						break
+					}
+					if lit, ok := n.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						consts[id.Name], _ = strconv.Unquote(lit.Value)
+					}
+				}
+			case *ast.FuncDecl:
+				if n.Name.Name != "readFrame" {
+					return false
+				}
+				ast.Inspect(n.Body, func(n ast.Node) bool {
+					if s, ok := n.(*ast.SwitchStmt); ok {
+						if id, ok := s.Tag.(*ast.Ident); ok && id.Name == "method" {
+							for _, c := range s.Body.List {
+								cases = append(cases, c.(*ast.CaseClause).List...)
+							}
+						}
+					}
+					return true
+				})
+			}
+			return true
+		})
+	}
+	var inSwitch []string
+	for _, c := range cases {
+		switch c := c.(type) {
+		case *ast.BasicLit:
+			s, err := strconv.Unquote(c.Value)
+			require.NoError(t, err)
+			inSwitch = append(inSwitch, s)
+		case *ast.Ident:
+			s, ok := consts[c.Name]
+			require.True(t, ok, "case %s: not a string constant of this package", c.Name)
+			inSwitch = append(inSwitch, s)
+		default:
+			t.Fatalf("a case of readFrame's switch that is neither a string nor a constant: %T", c)
+		}
+	}
+	require.Len(t, inSwitch, 13, "the cases of readFrame's switch on the method")
+	assert.ElementsMatch(t, slices.Collect(maps.Keys(methodsRead)), inSwitch)
 }

@@ -112,7 +112,7 @@ func BenchmarkRead(b *testing.B) {
 
 // BenchmarkReadBySize is BenchmarkRead over three classes of each
 // recording's frames, to show where Read's cost above the scan lies:
-// "quiet" the frames quietUpdate skips, "typed" the other frames under
+// "quiet" the frames quietFrame skips, "typed" the other frames under
 // 16 KiB (jsonlit's default for the smallest frame the elided decode
 // walks: each is decoded by the typed decode alone) and "walked" the
 // frames of 16 KiB or more. Each class has its dialect row and its
@@ -129,7 +129,7 @@ func BenchmarkReadBySize(b *testing.B) {
 		for _, f := range frames {
 			class := "typed"
 			switch {
-			case quietUpdate(f):
+			case skipped(f):
 				class = "quiet"
 			case len(f) >= 16<<10:
 				class = "walked"
@@ -203,9 +203,12 @@ func BenchmarkReadByteArray(b *testing.B) {
 
 // BenchmarkReadQuiet reads the frames of every recording (those of
 // recordings/agents too, Qwen's ~570 KB command list among them) that
-// quietUpdate skips, each with its recording's dialect: "prescan" as Read
-// does it, "full" with the typed decode quietUpdate saves, and
-// jsontext-scan, the floor, as in BenchmarkRead. One op reads them all.
+// quietFrame skips, each with its recording's dialect, in two classes:
+// "updates" the session/updates of a quiet kind, "methods" the messages
+// of an agent's own methods (Grok's _x.ai/ notifications). Each class has
+// the rows "prescan" as Read does it, "full" with the typed decode
+// quietFrame saves, and jsontext-scan, the floor, as in BenchmarkRead.
+// One op reads the class's frames once.
 //
 //	go test ./internal/dialect -run '^$' -bench BenchmarkReadQuiet -benchtime 200x
 func BenchmarkReadQuiet(b *testing.B) {
@@ -215,37 +218,43 @@ func BenchmarkReadQuiet(b *testing.B) {
 		d   Dialect
 		msg []byte
 	}
-	var frames []frame
-	var size int64
+	frames := map[string][]frame{}
+	size := map[string]int64{}
 	for _, file := range append(files, more...) {
 		d, fs, _ := benchFrames(b, file)
 		for _, f := range fs {
-			if quietUpdate(f) {
-				frames = append(frames, frame{d, f})
-				size += int64(len(f))
+			class := "updates"
+			if sign, quiet := quietFrame(f); !quiet {
+				continue
+			} else if sign != "" {
+				class = "methods"
 			}
+			frames[class] = append(frames[class], frame{d, f})
+			size[class] += int64(len(f))
 		}
 	}
-	b.Logf("%d frames, %d bytes", len(frames), size)
-	for _, c := range []struct {
-		name string
-		full bool
-		read func(frame) error
-	}{
-		{"prescan", false, func(f frame) error { _, err := Read(f.d, f.msg); return err }},
-		{"full", true, func(f frame) error { _, err := Read(f.d, f.msg); return err }},
-		{"jsontext-scan", false, func(f frame) error {
-			if !jsontext.Value(f.msg).IsValid() {
-				return errors.New("invalid frame")
-			}
-			return nil
-		}},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			noPrescan.Store(c.full)
-			defer noPrescan.Store(false)
-			readEach(b, size, frames, c.read)
-		})
+	for _, class := range []string{"updates", "methods"} {
+		b.Logf("%s: %d frames, %d bytes", class, len(frames[class]), size[class])
+		for _, c := range []struct {
+			name string
+			full bool
+			read func(frame) error
+		}{
+			{"prescan", false, func(f frame) error { _, err := Read(f.d, f.msg); return err }},
+			{"full", true, func(f frame) error { _, err := Read(f.d, f.msg); return err }},
+			{"jsontext-scan", false, func(f frame) error {
+				if !jsontext.Value(f.msg).IsValid() {
+					return errors.New("invalid frame")
+				}
+				return nil
+			}},
+		} {
+			b.Run(class+"/"+c.name, func(b *testing.B) {
+				noPrescan.Store(c.full)
+				defer noPrescan.Store(false)
+				readEach(b, size[class], frames[class], c.read)
+			})
+		}
 	}
 }
 

@@ -243,14 +243,18 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	// of a whole snapshot.
 	walk := msg
 	plan := readPlanOf[U]()
+	// marked is where the fast decode found the update's rawOutput and
+	// _meta in walk, when it decoded walk (fast).
+	var marked jsonlit.Marked
+	var fast bool
 	if plan.content || len(plan.members) > 0 {
 		var light []byte
-		light, checked, err = decodeElided(msg, &m, plan.content, plan.members, scope)
+		light, checked, marked, fast, err = decodeElided(msg, &m, plan.content, plan.members, scope, plan.marks)
 		if light != nil {
 			walk = light
 		}
 	} else {
-		err = jsonlit.Decode(msg, &m)
+		marked, fast, err = jsonlit.DecodeMarked(msg, &m, plan.marks)
 	}
 	if _, typeErr := err.(*json.UnmarshalTypeError); err != nil && !typeErr {
 		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
@@ -282,7 +286,11 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 				cw = walk
 			}
 			contradictions(cw, f.Observations)
-			noticeUnrecognized(walk, plan.known, P(u).call(), f.Observations)
+			var at *jsonlit.Marked
+			if fast && !noMarks.Load() {
+				at = &marked
+			}
+			noticeUnrecognized(walk, at, plan.known, P(u).call(), f.Observations)
 			markChecked(f.Observations, checked)
 		}
 		for _, o := range f.Observations {
@@ -862,6 +870,9 @@ type readPlan struct {
 	members []jsonlit.Member // elidedMembers[U]
 	light   bool             // contradictionsReadLight[U]
 	known   *knownTree       // knownOf[U]
+	// marks are the members noticeUnrecognized walks (rawOutput and
+	// _meta) in the objects decoded into U.
+	marks *jsonlit.Marks
 }
 
 // readPlanOf returns the readPlan of U, made on first use. It is the one
@@ -872,7 +883,8 @@ func readPlanOf[U any]() *readPlan {
 	if p, ok := readPlans.Load(t); ok {
 		return p.(*readPlan)
 	}
-	p, _ := readPlans.LoadOrStore(t, &readPlan{content: elisionSafe[U](), members: elidedMembers[U](), light: contradictionsReadLight[U](), known: knownOf[U]()})
+	p, _ := readPlans.LoadOrStore(t, &readPlan{content: elisionSafe[U](), members: elidedMembers[U](), light: contradictionsReadLight[U](), known: knownOf[U](),
+		marks: jsonlit.NewMarks(t, knownMembers[:]...)})
 	return p.(*readPlan)
 }
 
@@ -1192,17 +1204,19 @@ func (e *elidedDecoder) elided(dec *jsontext.Decoder, val jsontext.Value, array 
 // reach a field type that resolves it. It returns the light frame it
 // decoded and the values it took out of it (the decoded texts each valid
 // UTF-8: see markChecked); nil and none when it elided nothing or read
-// the frame itself.
-func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string) (light []byte, lits []jsonlit.Lit, err error) {
+// the frame itself. When jsonlit's fast pass decoded the frame it read
+// (fast), marked is where that pass found the members marks names.
+func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Member, scope string, marks *jsonlit.Marks) (light []byte, lits []jsonlit.Lit, marked jsonlit.Marked, fast bool, err error) {
 	if jsonlit.EncodingJSONOnly() {
-		return nil, nil, jsonlit.Decode(msg, v)
+		return nil, nil, marked, false, jsonlit.Decode(msg, v)
 	}
 	light, lits = jsonlit.ElideMembers(msg, content, members, scope)
 	if len(lits) == 0 {
-		return nil, nil, jsonlit.Decode(msg, v)
+		marked, fast, err = jsonlit.DecodeMarked(msg, v, marks)
+		return nil, nil, marked, fast, err
 	}
-	if jsonlit.FastDecode(light, v, lits) {
-		return light, lits, nil
+	if fast, marked = jsonlit.FastDecodeMarked(light, v, lits, marks); fast {
+		return light, lits, marked, true, nil
 	}
 	var zero T
 	*v = zero
@@ -1212,12 +1226,12 @@ func decodeElided[T any](msg []byte, v *T, content bool, members []jsonlit.Membe
 	e.lits = nil // let go of the frame
 	elidedDecoders.Put(e)
 	if err == nil {
-		return light, lits, nil
+		return light, lits, jsonlit.Marked{}, false, nil
 	}
 	// The one pass stopped (bad JSON, or a type error): what encoding/json
 	// makes of the frame itself is the answer, as in decode.
 	*v = zero
-	return nil, nil, jsonlit.Decode(msg, v)
+	return nil, nil, jsonlit.Marked{}, false, jsonlit.Decode(msg, v)
 }
 
 // markChecked sets Valid on every text of obs that is part of a text lits
@@ -1463,6 +1477,10 @@ var (
 )
 
 const quietLookBytes = 1024
+
+// noMarks makes noticeUnrecognized find what it walks itself, for tests
+// that compare with the marks of the fast decode.
+var noMarks atomic.Bool
 
 // noPrescan turns quietFrame off, for tests that compare with the full
 // path.

@@ -258,6 +258,51 @@ func BenchmarkReadQuiet(b *testing.B) {
 	}
 }
 
+// BenchmarkReadMarks reads every frame of every recording with its
+// dialect, as Read does ("marks": the unrecognized walk starts from where
+// the fast decode found the update's rawOutput and _meta) and with the
+// walk finding them itself ("walk"), and jsontext-scan, the floor. One op
+// reads every frame once.
+//
+//	go test ./internal/dialect -run '^$' -bench BenchmarkReadMarks -benchtime 100x
+func BenchmarkReadMarks(b *testing.B) {
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	type frame struct {
+		d   Dialect
+		msg []byte
+	}
+	var frames []frame
+	var size int64
+	for _, file := range files {
+		d, fs, n := benchFrames(b, file)
+		for _, f := range fs {
+			frames = append(frames, frame{d, f})
+		}
+		size += n
+	}
+	read := func(f frame) error { _, err := Read(f.d, f.msg); return err }
+	for _, c := range []struct {
+		name string
+		walk bool
+		read func(frame) error
+	}{
+		{"marks", false, read},
+		{"walk", true, read},
+		{"jsontext-scan", false, func(f frame) error {
+			if !jsontext.Value(f.msg).IsValid() {
+				return errors.New("invalid frame")
+			}
+			return nil
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			noMarks.Store(c.walk)
+			defer noMarks.Store(false)
+			readEach(b, size, frames, c.read)
+		})
+	}
+}
+
 // readEach reads every frame with read once per op, reporting size bytes
 // per op, the allocations and the CPU time.
 func readEach[F any](b *testing.B, size int64, frames []F, read func(F) error) {

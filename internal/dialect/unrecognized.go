@@ -24,12 +24,14 @@ import (
 // member known but deliberately not read is declared with unreadFields.
 //
 // The cost: a frame whose observations are all about tools that are not
-// shells pays nothing; any other `session/update` is walked once more, up
-// to the end of its update, without decoding its strings (its long
-// strings are skipped at memchr speed; the content texts and byte arrays
-// the elided decode took out are not there to skip, since the walk reads
-// its light frame), and the members under `rawOutput` and `_meta` are
-// matched against the known tree without allocating.
+// shells pays nothing; in any other `session/update`, the update's
+// `rawOutput` and `_meta` are walked once more, without decoding their
+// strings (long strings are skipped at memchr speed; the content texts
+// and byte arrays the elided decode took out are not there to skip, since
+// the walk reads its light frame), and their members are matched against
+// the known tree without allocating. The typed decode marks where they
+// are (jsonlit.FastDecodeMarked); only a frame it did not read is walked
+// from its start to find them.
 
 // unreadFields is implemented by a dialect's update type (the U its read
 // passes to readFrame) when it knows members under `rawOutput` or `_meta`
@@ -244,8 +246,11 @@ func foldName(s string) string { return strings.ToUpper(s) }
 // noticeUnrecognized adds to the observations of a `session/update` what
 // its update carries that the dialect whose known tree is k (knownOf of
 // its update type) does not read. The first observation that may be
-// about a shell gets it; a frame about other tools is not looked at.
-func noticeUnrecognized(msg []byte, k *knownTree, tc *ToolCall, obs []accum.Observation) {
+// about a shell gets it; a frame about other tools is not looked at. msg
+// is walked to the update's rawOutput and _meta, unless marked (the fast
+// decode's marks of msg, nil when it did not decode msg) says where they
+// are: the update is then the one object of the update type it decoded.
+func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *ToolCall, obs []accum.Observation) {
 	at := -1
 	for i := range obs {
 		if obs[i].Shell != accum.ShellNo {
@@ -258,14 +263,21 @@ func noticeUnrecognized(msg []byte, k *knownTree, tc *ToolCall, obs []accum.Obse
 	}
 	o := &obs[at]
 	ended := o.Status.Ended() && o.Exit == nil && o.Signal == "" && !o.Cancelled
-	if update := valueAt(msg, "PARAMS", "UPDATE"); update != nil {
+	nodes := [len(knownMembers)]*knownNode{k.rawOutput, k.meta}
+	if marked != nil && marked.Objects == 1 && marked.N <= jsonlit.MaxMarked {
+		// The decode found the members in the one update it decoded.
+		s := scan{out: &o.Unrecognized, resultText: ended}
+		for _, m := range marked.Marks[:marked.N] {
+			s.path[0] = msg[m.Key[0]:m.Key[1]]
+			s.value(msg, m.Value, nodes[m.Name], 0)
+		}
+	} else if update := valueAt(msg, "PARAMS", "UPDATE"); update != nil {
 		s := scan{out: &o.Unrecognized, resultText: ended}
 		s.members(update, 0, true, func(key []byte) (*knownNode, bool) {
-			switch {
-			case foldsTo(key, "RAWOUTPUT"):
-				return k.rawOutput, true
-			case foldsTo(key, "_META"):
-				return k.meta, true
+			for i, name := range knownMembers {
+				if foldsTo(key, name) {
+					return nodes[i], true
+				}
 			}
 			return nil, false
 		})
@@ -279,6 +291,14 @@ func noticeUnrecognized(msg []byte, k *knownTree, tc *ToolCall, obs []accum.Obse
 		}
 	}
 }
+
+// knownMembers are the members of an update noticeUnrecognized walks
+// (folded: see foldsTo), in the order of knownTree's nodes. They are what
+// the fast decode marks for it (readPlan.marks): it matches names as
+// encoding/json does (Unicode's simple folding), and foldsTo as FoldKey
+// does, which differ only for a name with an I in it (İ and ı fold to I
+// for FoldKey alone), which these have not.
+var knownMembers = [...]string{"RAWOUTPUT", "_META"}
 
 // valueAt returns the bytes of msg from the value at path (a member of
 // a member of ..., each name folded as jsonlit.FoldKey folds, so upper

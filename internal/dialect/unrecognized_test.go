@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -325,4 +326,98 @@ func TestUnrecognizedUnderFoldedNames(t *testing.T) {
 			assert.Equal(t, []accum.Unrecognized{{What: accum.UnrecognizedExit, Field: spelled + ".new_exit_code"}}, f.Observations[0].Unrecognized)
 		})
 	}
+}
+
+// readWalked is Read with noticeUnrecognized walking the frame itself
+// rather than taking the fast decode's marks.
+func readWalked(d Dialect, msg []byte) (Frame, error) {
+	noMarks.Store(true)
+	defer noMarks.Store(false)
+	return Read(d, msg)
+}
+
+// markSeeds are updates in which the marks of the fast decode and the walk
+// could part: the members named in another case, escaped, folded from a
+// non-ASCII letter, given twice, with an update in a toolCall too, and
+// other objects of the update type.
+var markSeeds = func() []string {
+	up := func(params string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":` + params + `}`
+	}
+	body := `"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"completed"`
+	var out []string
+	for _, m := range []string{
+		`"rawOutput":{"new_exit_code":3}`,
+		`"RAWOUTPUT":{"new_exit_code":3}`,
+		`"r\u0061wOutput":{"new_exit_code":3},"_m\u0065ta":{"x":{"exit":1}}`,
+		`"rawOutpuT":{"x":"y"},"_META":{"terminal_exit":{"new_code":4}}`,
+		"\"rawOutput\":{\"exit\":1},\"_meta\":{\"exitſtatus\":2}",
+		"\"_\u006deta\":{\"killSignal\":\"SIGTERM\"}",
+		`"_meta":{"a":{"exitCode":1}},"_meta":{"b":{"exitCode":2}}`,
+		`"_meta":{"a":1},"_Meta":{"exit_status":2},"_mEta":{"c":3},"_meTa":{"d":4},"_metA":{"exit":5}`,
+		`"rawOutput":"exit code 3","_meta":"Exit code: 2"`,
+		`"rawOutput":[{"exit_code":1}],"_meta":[1,{"signal":"SIGKILL"}]`,
+		`"rawOutput":null,"_meta":null`,
+		"\"rawOutput\":{\"output\":\"\\u001b[31mx\\r\\u0000\",\"exit_status\":7}",
+	} {
+		out = append(out, up(`{"sessionId":"s","update":{`+body+`,`+m+`}}`))
+		out = append(out, up(`{"sessionId":"s","update":{`+m+`,`+body+`},"toolCall":{"toolCallId":"d","rawOutput":{"exit_status":9}}}`))
+	}
+	out = append(out,
+		`{"params":{"update":{`+body+`,"rawOutput":{"a_exit":1}}},"jsonrpc":"2.0","method":"session/update"}`,
+		up(`{"update":{`+body+`,"rawOutput":{"a_exit":1}},"update":{`+body+`,"rawOutput":{"b_exit":2}}}`),
+		up(`{"update":{`+body+`,"rawOutput":{"a_exit":1}},"Update":{`+body+`,"rawOutput":{"b_exit":2}}}`),
+		up(`{"update":{` + body + `,"rawOutput":{"a_exit":1}}}`)[:80],
+	)
+	return out
+}()
+
+// TestUnrecognizedMarksAreTheWalk: what the unrecognized walk finds from
+// the fast decode's marks of rawOutput and _meta is what it finds walking
+// the frame to them, on every recorded frame and on the seeds, with every
+// dialect.
+func TestUnrecognizedMarksAreTheWalk(t *testing.T) {
+	frames := recordingFrames(t, 16<<20, true)
+	for _, s := range markSeeds {
+		frames = append(frames, []byte(s))
+	}
+	found := 0
+	for _, m := range frames {
+		for _, d := range All() {
+			got, gotErr := Read(d, m)
+			want, wantErr := readWalked(d, m)
+			require.Equal(t, wantErr, gotErr, "%s: %s", d.Info().Name, m)
+			require.Equal(t, want, got, "%s: %s", d.Info().Name, m)
+			for _, o := range got.Observations {
+				found += len(o.Unrecognized)
+			}
+		}
+	}
+	require.Greater(t, found, 1000, "the recordings and seeds have members no dialect reads")
+}
+
+// FuzzUnrecognizedMarks looks for a frame whose unrecognized members read
+// otherwise from the fast decode's marks than from the walk.
+//
+//	go test ./internal/dialect -run '^$' -fuzz FuzzUnrecognizedMarks -fuzztime 20000x
+func FuzzUnrecognizedMarks(f *testing.F) {
+	for _, m := range recordingFrames(f, 4096, false) {
+		f.Add(m)
+	}
+	for _, s := range markSeeds {
+		f.Add([]byte(s))
+	}
+	dialects := All()
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		for _, d := range dialects {
+			got, gotErr := Read(d, msg)
+			want, wantErr := readWalked(d, msg)
+			if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+				t.Fatalf("%s: %q\nmarks: error %v\nwalk:  error %v", d.Info().Name, msg, gotErr, wantErr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: %q\nmarks: %+v\nwalk:  %+v", d.Info().Name, msg, got, want)
+			}
+		}
+	})
 }

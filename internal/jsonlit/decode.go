@@ -52,6 +52,24 @@ func Decode[T any](msg []byte, v *T) error {
 	return json.Unmarshal(msg, v)
 }
 
+// DecodeMarked is Decode that also says where the members marks names
+// are (see FastDecodeMarked): fast says its own pass decoded msg, and
+// only then is marked meaningful.
+func DecodeMarked[T any](msg []byte, v *T, marks *Marks) (marked Marked, fast bool, err error) {
+	if !legacy.Load() {
+		if fast, marked = fastDecodeMarked(msg, planOf(reflect.TypeFor[T]()), unsafe.Pointer(v), nil, marks); fast {
+			return marked, true, nil
+		}
+	}
+	var zero T
+	*v = zero
+	if !legacy.Load() && jsonv2.Unmarshal(msg, v, onePass) == nil {
+		return Marked{}, false, nil
+	}
+	*v = zero
+	return Marked{}, false, json.Unmarshal(msg, v)
+}
+
 // legacy makes Decode use encoding/json alone.
 var legacy atomic.Bool
 

@@ -9,7 +9,10 @@
 //     no on any doubt (a name that could fold to a field, a repeated
 //     field, a type mismatch, a type it does not plan). A type can decode
 //     itself in that pass (FastUnmarshaler) or take back a value Elide
-//     took out (LitTaker).
+//     took out (LitTaker). FastDecodeMarked (DecodeMarked after it) also
+//     says where the members of some names are in the objects of one
+//     type (Marks), so that a caller that looks at what it does not
+//     decode need not walk the frame again to find them.
 //   - Decode is json.Unmarshal: FastDecode first, then one pass of
 //     go-json-experiment's decoder with encoding/json's semantics, then
 //     json.Unmarshal itself whenever that pass stops, so results and

@@ -43,12 +43,95 @@ func FastDecode(msg []byte, v any, lits []Lit) bool {
 }
 
 func fastDecode(msg []byte, p *plan, ptr unsafe.Pointer, lits []Lit) bool {
+	ok, _ := fastDecodeMarked(msg, p, ptr, lits, nil)
+	return ok
+}
+
+func fastDecodeMarked(msg []byte, p *plan, ptr unsafe.Pointer, lits []Lit, marks *Marks) (bool, Marked) {
 	d := decs.Get().(*Dec)
 	d.b, d.i, d.lits, d.depth = msg, 0, lits, 0
+	d.marks, d.marked = marks, Marked{}
 	ok := d.space() && d.value(p, ptr) && !d.space()
-	d.b, d.lits = nil, nil // let go of the frame
+	marked := d.marked
+	d.b, d.lits, d.marks = nil, nil, nil // let go of the frame
 	decs.Put(d)
-	return ok
+	return ok, marked
+}
+
+// FastDecodeMarked is FastDecode that also says where some members are
+// in msg: the members marks names, of the objects it decodes into values
+// of marks' struct type. A caller that would walk msg again to find them
+// (to look at what it does not decode) is handed their places instead.
+// What it returns is only meaningful when it says true.
+func FastDecodeMarked(msg []byte, v any, lits []Lit, marks *Marks) (bool, Marked) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false, Marked{}
+	}
+	return fastDecodeMarked(msg, planOf(rv.Type().Elem()), rv.UnsafePointer(), lits, marks)
+}
+
+// Marks names the members FastDecodeMarked marks: in every object it
+// decodes into a value of struct type in, each member whose name matches
+// one of names as encoding/json matches a member's name to a field's
+// (without regard to case, with Unicode's simple folding), whether or not
+// in has a field of that name, and whether or not that member is decoded.
+type Marks struct {
+	in    reflect.Type
+	names [][]byte // folded by foldName
+}
+
+// NewMarks returns the Marks of the members names in the objects of
+// struct type in.
+func NewMarks(in reflect.Type, names ...string) *Marks {
+	m := &Marks{in: in}
+	for _, n := range names {
+		m.names = append(m.names, foldName(nil, []byte(n)))
+	}
+	return m
+}
+
+// MaxMarked bounds the marks Marked holds.
+const MaxMarked = 4
+
+// Marked is where FastDecodeMarked found the members of its Marks, in the
+// order of the frame: Marks[:min(N, MaxMarked)] (N counts every one, so N
+// > MaxMarked says some are not held). Objects counts the objects of the
+// Marks' type it decoded.
+type Marked struct {
+	Objects, N int
+	Marks      [MaxMarked]Mark
+}
+
+// Mark is one marked member: Name is the index of its name in the names
+// of the Marks, msg[Key[0]:Key[1]] the literal of its name as sent, and
+// msg[Value:] starts with its value.
+type Mark struct {
+	Name  int
+	Key   [2]int
+	Value int
+}
+
+// mark records the member named name (unquoted; plain ASCII without
+// escapes when plain), whose literal is at d.b[key[0]:key[1]] and whose
+// value d is at, when the Marks name it. Folding maps rune to rune (an
+// invalid byte is one), so a plain name folds to one of its own length,
+// and a name of more than four bytes per byte of a folded name (four per
+// rune at most) cannot fold to it.
+func (d *Dec) mark(name []byte, plain bool, key [2]int) {
+	var buf [64]byte
+	for k, n := range d.marks.names {
+		if plain && len(name) != len(n) || len(name) > 4*len(n) {
+			continue
+		}
+		if string(foldName(buf[:0], name)) == string(n) {
+			if d.marked.N < MaxMarked {
+				d.marked.Marks[d.marked.N] = Mark{Name: k, Key: key, Value: d.i}
+			}
+			d.marked.N++
+			return
+		}
+	}
 }
 
 // FastUnmarshaler is implemented by a type with an UnmarshalJSON method
@@ -83,6 +166,9 @@ type Dec struct {
 	i     int
 	lits  []Lit
 	depth int
+	// marks, when not nil, are the members whose places marked records.
+	marks  *Marks
+	marked Marked
 	// strs holds short strings decoded before (kinds, statuses, ids met
 	// again and again), so that one met again is not allocated again. It
 	// is returned only for the same bytes, so it tells nothing of the
@@ -291,6 +377,10 @@ func (d *Dec) object(sp *structPlan, base unsafe.Pointer) bool {
 	if d.depth >= maxDepth {
 		return false
 	}
+	marking := d.marks != nil && sp.typ == d.marks.in
+	if marking {
+		d.marked.Objects++
+	}
 	d.depth++
 	d.i++
 	if !d.space() {
@@ -307,13 +397,18 @@ func (d *Dec) object(sp *structPlan, base unsafe.Pointer) bool {
 		if d.b[d.i] != '"' {
 			return false
 		}
+		keyStart := d.i
 		name, plain, ok := d.name()
+		keyEnd := d.i
 		if !ok || !d.space() || d.b[d.i] != ':' {
 			return false
 		}
 		d.i++
 		if !d.space() {
 			return false
+		}
+		if marking {
+			d.mark(name, plain, [2]int{keyStart, keyEnd})
 		}
 		f, exact := sp.lookup(name)
 		switch {

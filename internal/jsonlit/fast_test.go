@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -275,5 +276,56 @@ func TestPlanFields(t *testing.T) {
 	for _, name := range []string{"Embedded", "deeper", "Skip", "unexported"} {
 		_, ok := p.fields.exact[name]
 		require.False(t, ok, name)
+	}
+}
+
+// TestFastDecodeMarked: the marks are the members of the marked names in
+// the objects of the marked type, in the frame's order, matched as
+// encoding/json matches names to fields (whether the type has the field
+// or not), with their name literals as sent; members of other objects are
+// not marked, and Objects and N count what the decode met.
+func TestFastDecodeMarked(t *testing.T) {
+	type inner struct {
+		Out  raw `json:"out"`
+		Note string
+	}
+	type outer struct {
+		A     *inner `json:"a"`
+		B     *inner `json:"b"`
+		Other struct {
+			Out raw `json:"out"`
+		} `json:"other"`
+	}
+	marks := NewMarks(reflect.TypeFor[inner](), "out", "meta", "sk")
+	for _, c := range []struct {
+		name, msg  string
+		objects, n int
+		want       []string // each mark held: its name's index, its name's literal and its value
+	}{
+		{"a field and a member the type lacks", `{"a":{"out":[1],"Note":"x","meta":{"k":1}}}`, 1, 2,
+			[]string{`0 "out" [1]`, `1 "meta" {"k":1}`}},
+		{"names as encoding/json matches them", `{"a":{"META":1, "m\u0065ta" : 2,"Meta":3}}`, 1, 3,
+			[]string{`1 "META" 1`, `1 "m\u0065ta" 2`, `1 "Meta" 3`}},
+		{"non-ASCII folds (ſ to S, the Kelvin sign to K)", "{\"a\":{\"\\u017f\\u212a\":0,\"meta\":true},\"b\":{\"ſK\":null}}", 2, 3,
+			[]string{`2 "\u017f\u212a" 0`, `1 "meta" true`, `2 "ſK" null`}},
+		{"not in other objects", `{"other":{"out":1,"meta":2},"a":{}}`, 1, 0, nil},
+		{"more than MaxMarked", `{"a":{"meta":1,"meta":2,"meta":3,"meta":4,"meta":5}}`, 1, 5,
+			[]string{`1 "meta" 1`, `1 "meta" 2`, `1 "meta" 3`, `1 "meta" 4`}},
+		{"longer and shorter names", `{"a":{"outs":1,"ou":2,"metameta":3,"s":4}}`, 1, 0, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var v outer
+			ok, marked := FastDecodeMarked([]byte(c.msg), &v, nil, marks)
+			require.True(t, ok)
+			require.Equal(t, c.objects, marked.Objects)
+			require.Equal(t, c.n, marked.N)
+			var got []string
+			for _, m := range marked.Marks[:min(marked.N, MaxMarked)] {
+				val := c.msg[m.Value:]
+				end := ValueEnd([]byte(val), 0)
+				got = append(got, fmt.Sprintf("%d %s %s", m.Name, c.msg[m.Key[0]:m.Key[1]], val[:end]))
+			}
+			require.Equal(t, c.want, got)
+		})
 	}
 }

@@ -50,6 +50,7 @@ type plan struct {
 // structPlan is a struct's fields as encoding/json matches member names
 // to them.
 type structPlan struct {
+	typ reflect.Type // the struct's
 	// exact maps each name that selects a field to it (encoding/json's
 	// byExactName); a name that selects none (two fields at the same depth)
 	// maps to nil.
@@ -326,7 +327,7 @@ func compileStruct(t reflect.Type) (*structPlan, bool) {
 		}
 		return slices.Compare(a.index, b.index)
 	})
-	sp := &structPlan{exact: map[string]*fieldPlan{}, folded: map[string]bool{}}
+	sp := &structPlan{typ: t, exact: map[string]*fieldPlan{}, folded: map[string]bool{}}
 	for i := 0; i < len(fields); {
 		j := i + 1
 		for j < len(fields) && fields[j].name == fields[i].name {

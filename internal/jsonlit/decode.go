@@ -38,18 +38,8 @@ func OnePass(more ...jsonv2.Options) jsonv2.Options {
 // no, *v is reset and the pass above runs. *v should be the zero value,
 // as on a fallback it is reset to it.
 func Decode[T any](msg []byte, v *T) error {
-	var zero T
-	if !legacy.Load() {
-		if fastDecode(msg, planOf(reflect.TypeFor[T]()), unsafe.Pointer(v), nil) {
-			return nil
-		}
-		*v = zero
-		if jsonv2.Unmarshal(msg, v, onePass) == nil {
-			return nil
-		}
-	}
-	*v = zero
-	return json.Unmarshal(msg, v)
+	_, _, err := DecodeMarked(msg, v, nil)
+	return err
 }
 
 // DecodeMarked is Decode that also says where the members marks names

@@ -35,15 +35,7 @@ import (
 // copy of: where a field of a LitTaker type meets the "" or [] that stands
 // for one of them, it is handed the Lit instead.
 func FastDecode(msg []byte, v any, lits []Lit) bool {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return false
-	}
-	return fastDecode(msg, planOf(rv.Type().Elem()), rv.UnsafePointer(), lits)
-}
-
-func fastDecode(msg []byte, p *plan, ptr unsafe.Pointer, lits []Lit) bool {
-	ok, _ := fastDecodeMarked(msg, p, ptr, lits, nil)
+	ok, _ := FastDecodeMarked(msg, v, lits, nil)
 	return ok
 }
 

@@ -32,7 +32,9 @@ type Dialect interface {
 	// readFrame(msg, scope, observeX, askX), where observeX reads the update of a
 	// `session/update` notification (updates that are not about tool calls
 	// or terminals give no observation) and askX, starting from askBase,
-	// the toolCall of a `session/request_permission` request.
+	// the toolCall of a `session/request_permission` request; an update
+	// the agent sends under a method of its own is read by its update
+	// type's observeUnder (methodUpdates).
 	read(msg []byte, scope string) (Frame, error)
 }
 

@@ -206,10 +206,10 @@ func ReadIn(d Dialect, msg []byte, scope string) (Frame, error) {
 // P of readFrame) when the dialect observes an update its agent sends
 // under a method of its own, one readFrame does not read (methodsRead):
 // observeUnder is handed the update of such a message and the method.
-// quietFrame does not decode such a message unless its update's kind is
-// one sessionUpdates lists as observed, so observeUnder must observe
-// nothing in an update of any other kind; TestQuietUpdatesObserveNothing
-// holds it to that.
+// quietFrame may skip such a message, without decoding it, unless its
+// update's kind is one sessionUpdates lists as observed, so observeUnder
+// must observe nothing in an update of any other kind;
+// TestQuietUpdatesObserveNothing holds it to that.
 type methodUpdates interface {
 	observeUnder(method string) []accum.Observation
 }
@@ -355,7 +355,8 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 // observes, whose frame is the empty Frame without an error. A frame of a
 // false kind is not decoded (quietFrame); a kind not listed is decoded,
 // as is every frame whose kind is not a plain string. Under a method
-// readFrame does not read, only a true kind is decoded (see quietFrame).
+// readFrame does not read, a true kind is always decoded, and any other
+// may be skipped (see quietFrame).
 // TestQuietUpdatesObserveNothing holds every dialect to the false kinds,
 // and TestObservedUpdatesObserve to the true ones.
 var sessionUpdates = map[string]bool{

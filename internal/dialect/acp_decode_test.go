@@ -101,6 +101,17 @@ func recordingFrames(tb testing.TB, max int, agents bool) [][]byte {
 	return out
 }
 
+// seedFrames adds to f's corpus the recorded frames of up to 4 KiB, then
+// seeds.
+func seedFrames(f *testing.F, seeds ...string) {
+	for _, m := range recordingFrames(f, 4096, false) {
+		f.Add(m)
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+}
+
 // TestOnePassDecodeIsEncodingJSON holds the one-pass decode to what
 // encoding/json gives on every frame of the recordings, with every
 // dialect, and on the seeds.
@@ -119,12 +130,7 @@ func TestOnePassDecodeIsEncodingJSON(t *testing.T) {
 // FuzzOnePassDecode looks for a message that the one-pass decode reads
 // differently from encoding/json.
 func FuzzOnePassDecode(f *testing.F) {
-	for _, m := range recordingFrames(f, 4096, false) {
-		f.Add(m)
-	}
-	for _, s := range decodeSeeds {
-		f.Add([]byte(s))
-	}
+	seedFrames(f, decodeSeeds...)
 	dialects := All()
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		for _, d := range dialects {

@@ -94,12 +94,7 @@ func TestElidedDecodeIsEncodingJSON(t *testing.T) {
 // FuzzElidedDecode looks for a frame that the elided decode reads
 // differently from encoding/json.
 func FuzzElidedDecode(f *testing.F) {
-	for _, m := range recordingFrames(f, 4096, false) {
-		f.Add(m)
-	}
-	for _, s := range elideSeeds {
-		f.Add([]byte(s))
-	}
+	seedFrames(f, elideSeeds...)
 	dialects := All()
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		elideAll(t)

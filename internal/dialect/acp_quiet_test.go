@@ -200,12 +200,11 @@ func TestQuietUpdateIsTheFullRead(t *testing.T) {
 //
 //	go test ./internal/dialect -run '^$' -fuzz FuzzQuietUpdate -fuzztime 20000x
 func FuzzQuietUpdate(f *testing.F) {
-	for _, m := range recordingFrames(f, 4096, false) {
-		f.Add(m)
-	}
+	var seeds []string
 	for _, s := range quietSeeds {
-		f.Add([]byte(s.msg))
+		seeds = append(seeds, s.msg)
 	}
+	seedFrames(f, seeds...)
 	dialects := All()
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		readSame(t, dialects, msg)

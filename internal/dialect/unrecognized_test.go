@@ -401,12 +401,7 @@ func TestUnrecognizedMarksAreTheWalk(t *testing.T) {
 //
 //	go test ./internal/dialect -run '^$' -fuzz FuzzUnrecognizedMarks -fuzztime 20000x
 func FuzzUnrecognizedMarks(f *testing.F) {
-	for _, m := range recordingFrames(f, 4096, false) {
-		f.Add(m)
-	}
-	for _, s := range markSeeds {
-		f.Add([]byte(s))
-	}
+	seedFrames(f, markSeeds...)
 	dialects := All()
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		for _, d := range dialects {

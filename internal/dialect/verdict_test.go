@@ -278,12 +278,10 @@ func TestContradictionsIsEachMember(t *testing.T) {
 //
 //	go test ./internal/dialect -run '^$' -fuzz FuzzReadShortcuts -fuzztime 2000x
 func FuzzReadShortcuts(f *testing.F) {
-	for _, m := range recordingFrames(f, 4096, false) {
-		f.Add(m)
-	}
-	f.Add([]byte(`{"params":{"update":{"rawOutput":{"outcome":"failed"}}},"params":{"update":{"rawOutput":{"signal":"9"}}}}`))
-	f.Add([]byte(`{"p\u0061rams":{"UPDATE":{"rawOutput":{"metadata":{"timed_out":true}}}},"paramſ":{}}`))
-	f.Add([]byte("1\n2\n\n... (output truncated) ...\n\n... (output truncated) ...\n\n3"))
+	seedFrames(f,
+		`{"params":{"update":{"rawOutput":{"outcome":"failed"}}},"params":{"update":{"rawOutput":{"signal":"9"}}}}`,
+		`{"p\u0061rams":{"UPDATE":{"rawOutput":{"metadata":{"timed_out":true}}}},"paramſ":{}}`,
+		"1\n2\n\n... (output truncated) ...\n\n... (output truncated) ...\n\n3")
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		if quietKindIn(msg) != quietKindInByName(msg) {
 			t.Fatalf("quietKindIn(%q) = %v", msg, quietKindIn(msg))

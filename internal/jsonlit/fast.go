@@ -41,10 +41,15 @@ func FastDecode(msg []byte, v any, lits []Lit) bool {
 
 func fastDecodeMarked(msg []byte, p *plan, ptr unsafe.Pointer, lits []Lit, marks *Marks) (bool, Marked) {
 	d := decs.Get().(*Dec)
-	d.b, d.i, d.lits, d.depth = msg, 0, lits, 0
-	d.marks, d.marked = marks, Marked{}
+	d.b, d.i, d.lits, d.depth, d.marks = msg, 0, lits, 0, marks
+	if marks != nil {
+		d.marked = Marked{}
+	}
 	ok := d.space() && d.value(p, ptr) && !d.space()
-	marked := d.marked
+	var marked Marked
+	if marks != nil {
+		marked = d.marked // d.marked is written only when marks are asked for
+	}
 	d.b, d.lits, d.marks = nil, nil, nil // let go of the frame
 	decs.Put(d)
 	return ok, marked

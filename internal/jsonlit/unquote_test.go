@@ -1,7 +1,10 @@
 package jsonlit
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -49,4 +52,53 @@ func FuzzUnquote(f *testing.F) {
 			t.Fatalf("Unquote(%q) = %q, %v; encoding/json gives %q", b, got, ok, want)
 		}
 	})
+}
+
+// TestWordTestsFindTheFirstStop holds the eight-byte tests to the byte
+// tables: in every word, the lowest high bit of escapeBytes is at the
+// first byte that stops (a quote, a backslash or a control byte), and
+// that of stopBytes at the first byte that is not plain (those and the
+// bytes of 0x80 or more); both are 0 when there is none. Words are every
+// byte value at every offset among plain bytes, every pair of values at
+// two offsets, and random words.
+func TestWordTestsFindTheFirstStop(t *testing.T) {
+	first := func(w [8]byte, stop func(c byte) bool) int {
+		for k, c := range w {
+			if stop(c) {
+				return k
+			}
+		}
+		return 8
+	}
+	lowest := func(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
+	check := func(w [8]byte) {
+		x := binary.LittleEndian.Uint64(w[:])
+		if got, want := lowest(escapeBytes(x)), first(w, func(c byte) bool { return stops[c] }); got != want {
+			t.Fatalf("escapeBytes(% x): first stop at %d, want %d", w, got, want)
+		}
+		if got, want := lowest(stopBytes(x)), first(w, func(c byte) bool { return class[c] != cPlain }); got != want {
+			t.Fatalf("stopBytes(% x): first stop at %d, want %d", w, got, want)
+		}
+	}
+	plain := [8]byte{'a', ' ', '~', '#', '!', '0', 'Z', '['}
+	for a := range 256 {
+		for i := range 8 {
+			w := plain
+			w[i] = byte(a)
+			check(w)
+			for c := range 256 {
+				for k := i + 1; k < 8; k++ {
+					w2 := w
+					w2[k] = byte(c)
+					check(w2)
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], r.Uint64())
+		check(w)
+	}
 }

@@ -1,8 +1,11 @@
 package jsonlit
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,25 +80,150 @@ func BenchmarkDecodeLiteral(b *testing.B) {
 // FuzzDecodeByteArray holds DecodeByteArray to encoding/json: an array
 // it reads is valid JSON, and encoding/json reads the same numbers from it
 // (internal/dialect's FuzzRawBytes holds its own reader to the same bytes).
+// It also holds the eight-byte reading of compact elements to the byte
+// loop: the same bytes, length and verdict for every input.
 func FuzzDecodeByteArray(f *testing.F) {
-	for _, s := range []string{"[]", "[ ]", "[0]", "[1,2,3]", "[ 255 , 0\n,\t10\r]", "[256]", "[01]", "[1.0]", "[1e2]", "[-1]", "[1,]", "[1 2]", "[1", `["a"]`, "[[1]]", "[1,2] x", "[12345]"} {
+	for _, s := range byteArraySeeds() {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, n, ok := DecodeByteArray(b)
-		if !ok {
-			return
-		}
-		require.NotNil(t, out)
-		arr := b[:n]
-		require.True(t, json.Valid(arr), "%q read as %v is not valid JSON", arr, out)
-		var nums []float64
-		require.NoError(t, json.Unmarshal(arr, &nums))
-		require.Len(t, out, len(nums))
-		for i, v := range nums {
-			require.Equal(t, float64(out[i]), v, "element %d of %q", i, arr)
-		}
+		checkByteArray(t, b)
 	})
+}
+
+// byteArraySeeds are short arrays, valid and not, and long ones that the
+// eight-byte reading meets: every width of element, spaces, a leading
+// zero, numbers past 255, a fraction and an exponent mid-array, and an
+// array cut short.
+func byteArraySeeds() []string {
+	seeds := []string{"[]", "[ ]", "[0]", "[1,2,3]", "[ 255 , 0\n,\t10\r]", "[256]", "[01]", "[1.0]", "[1e2]", "[-1]", "[1,]", "[1 2]", "[1", `["a"]`, "[[1]]", "[1,2] x", "[12345]"}
+	long := "115,116,101,112,32,48,10,0,9,99,255,1,22,200,7"
+	for _, mid := range []string{"", "256", "1000", "01", "00", "1.5", "2e1", "-3", " 4 ", "5 ", "\t6", "a", ",", "", "300,"} {
+		seeds = append(seeds, "["+long+","+mid+","+long+"]", "["+long+","+mid+"]", "["+mid+","+long+"]")
+	}
+	return append(seeds, "["+long, "["+long+",", "["+long+"]  ", "["+long+"]]")
+}
+
+// checkByteArray checks DecodeByteArray(b) against encoding/json and
+// against its byte loop.
+func checkByteArray(t *testing.T, b []byte) {
+	out, n, ok := DecodeByteArray(b)
+	byteByByte.Store(true)
+	slowOut, slowN, slowOK := DecodeByteArray(b)
+	byteByByte.Store(false)
+	require.Equal(t, slowOK, ok, "%q: the verdict differs from the byte loop's", b)
+	require.Equal(t, slowN, n, "%q: the length differs from the byte loop's", b)
+	require.Equal(t, slowOut, out, "%q: the bytes differ from the byte loop's", b)
+	if !ok {
+		return
+	}
+	require.NotNil(t, out)
+	arr := b[:n]
+	require.True(t, json.Valid(arr), "%q read as %v is not valid JSON", arr, out)
+	var nums []float64
+	require.NoError(t, json.Unmarshal(arr, &nums))
+	require.Len(t, out, len(nums))
+	for i, v := range nums {
+		require.Equal(t, float64(out[i]), v, "element %d of %q", i, arr)
+	}
+}
+
+// TestDecodeByteArraySeeds runs the fuzz seeds as a test, and every byte
+// value as an element at each position of a long compact array.
+func TestDecodeByteArraySeeds(t *testing.T) {
+	for _, s := range byteArraySeeds() {
+		checkByteArray(t, []byte(s))
+	}
+	var long strings.Builder
+	for v := range 40 {
+		fmt.Fprintf(&long, "%d,", v*6)
+	}
+	for c := range 256 {
+		for k := range 12 {
+			b := []byte("[" + long.String() + "1,22,133,4]")
+			b[1+k] = byte(c)
+			checkByteArray(t, b)
+		}
+	}
+}
+
+// BenchmarkDecodeByteArray reads two outputs of about 150 KiB sent as
+// arrays of byte values (as Grok sends outputs): "log", one build-log line
+// repeated (the element widths repeat every 42 elements, which a branch
+// predictor learns), and "text", words of varied length and case, digits
+// and punctuation from a seeded generator; each as DecodeByteArray reads
+// it ("eight-bytes") and with its eight-byte reading of compact elements
+// off ("byte-loop"), in the same run.
+//
+//	go test ./internal/jsonlit -run '^$' -bench BenchmarkDecodeByteArray
+func BenchmarkDecodeByteArray(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var text []byte
+	for len(text) < 150<<10 {
+		word := make([]byte, 1+r.IntN(9))
+		for k := range word {
+			word[k] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:"[r.IntN(67)]
+		}
+		text = append(append(text, word...), " \n"[r.IntN(2)])
+	}
+	for _, out := range []struct {
+		name string
+		b    []byte
+	}{{"log", []byte(strings.Repeat("step 00001: compiled package/001 in 37 ms\n", 150<<10/42))}, {"text", text}} {
+		arr := []byte("[")
+		for k, c := range out.b {
+			if k > 0 {
+				arr = append(arr, ',')
+			}
+			arr = strconv.AppendInt(arr, int64(c), 10)
+		}
+		arr = append(arr, ']')
+		read := func() bool { got, _, ok := DecodeByteArray(arr); return ok && len(got) == len(out.b) }
+		runReads(b, out.name, len(arr), []benchRead{
+			{"eight-bytes", read},
+			{"byte-loop", func() bool { byteByByte.Store(true); defer byteByByte.Store(false); return read() }},
+		})
+	}
+}
+
+// TestDigitRun holds digitRun to a byte loop: every byte value at every
+// offset among digits, and random words.
+func TestDigitRun(t *testing.T) {
+	byLoop := func(w [8]byte) int {
+		for k, c := range w {
+			if c < '0' || c > '9' {
+				return k
+			}
+		}
+		return 8
+	}
+	check := func(w [8]byte) {
+		if got, want := digitRun(binary.LittleEndian.Uint64(w[:])), byLoop(w); got != want {
+			t.Fatalf("digitRun(% x) = %d, want %d", w, got, want)
+		}
+	}
+	for c := range 256 {
+		for k := range 8 {
+			w := [8]byte{'1', '9', '0', '5', '2', '8', '3', '7'}
+			w[k] = byte(c)
+			check(w)
+			for c2 := range 256 {
+				w2 := w
+				w2[(k+1)%8] = byte(c2)
+				check(w2)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 1 << 20 {
+		x := r.Uint64()
+		if i%2 == 0 { // bytes 0x30 to 0x3f: digits and the six after '9'
+			x = x&0x0f0f0f0f0f0f0f0f | 0x3030303030303030
+		}
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], x)
+		check(w)
+	}
 }
 
 // TestFoldKeyRemembers: a member name read before is folded without an

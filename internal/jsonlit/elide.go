@@ -36,9 +36,10 @@ import (
 // (TestElidedDecodeIsEncodingJSON, FuzzElidedDecode) hold the result to
 // encoding/json's on every recorded frame with every dialect.
 //
-// A content text of at least memoMin bytes is read through the memo
-// (memo.go): when it begins with the bytes of the one the same call of
-// the same scope sent before, only what follows them is decoded.
+// A content text or a byte array of at least memoMin bytes is read
+// through the memo (memo.go): when it begins with the bytes of the one the
+// same call of the same scope sent before, only what follows them is
+// decoded.
 
 // elideFrame and elideMin are the smallest frame that is walked and the
 // smallest content text literal (or byte array) that is elided;
@@ -545,7 +546,14 @@ func (w *elider) text(i int) int {
 // DecodeByteArray reads it, and returns the offset just past it; -1 when
 // it is left in the frame, to be walked as any value.
 func (w *elider) array(i int) int {
-	out, n, ok := DecodeByteArray(w.msg[i:])
+	var out []byte
+	var n int
+	var ok bool
+	if len(w.msg)-i >= memoMin {
+		out, n, ok = memoDecodeArray(memoKeyOf(w.scope, w.sid, w.tcid, w.msg[i:]), w.msg[i:])
+	} else {
+		out, n, ok = DecodeByteArray(w.msg[i:])
+	}
 	if !ok {
 		return -1
 	}
@@ -570,18 +578,30 @@ func DecodeByteArray(b []byte) (out []byte, n int, ok bool) {
 	if len(b) == 0 || b[0] != '[' {
 		return nil, 0, false
 	}
+	i := SkipSpace(b, 1)
+	if i < len(b) && b[i] == ']' {
+		return []byte{}, i + 1, true
+	}
+	out, n, _, ok = decodeArrayFrom(nil, b, i)
+	return out, n, ok
+}
+
+// decodeArrayFrom decodes the byte array b (b[0] is its '[') from offset
+// i, where an element is due: its first, or one after a comma (spaces may
+// come first). The bytes decoded before i are prefix, which out starts
+// with (a copy). comma is the offset just past the last comma it read, 0
+// when it read none: the decoding of the array up to there does not depend
+// on what follows, and all but the last byte of out come before it.
+func decodeArrayFrom(prefix, b []byte, i int) (out []byte, n, comma int, ok bool) {
 	// The array holds no string and no other array, so it ends at the
 	// first ']' (if it is one of ours), and has a byte for each comma and
 	// one more: two scans at memory speed size the bytes exactly.
-	end := bytes.IndexByte(b, ']')
+	end := bytes.IndexByte(b[i:], ']')
 	if end < 0 {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
-	out = make([]byte, 0, bytes.Count(b[:end], []byte{','})+1)
-	i := SkipSpace(b, 1)
-	if i < len(b) && b[i] == ']' {
-		return out, i + 1, true
-	}
+	out = make([]byte, len(prefix), len(prefix)+bytes.Count(b[i:i+end], []byte{','})+1)
+	copy(out, prefix)
 	wide := !byteByByte.Load()
 	for i < len(b) {
 		// Compact elements (1 to 3 digits and a comma: the arrays agents
@@ -602,6 +622,7 @@ func DecodeByteArray(b []byte) (out []byte, n int, ok bool) {
 			}
 			out = append(out, byte(v))
 			i += l + 1
+			comma = i
 		}
 		if i = SkipSpace(b, i); i >= len(b) {
 			break
@@ -617,10 +638,10 @@ func DecodeByteArray(b []byte) (out []byte, n int, ok bool) {
 				i++
 			}
 		default:
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
 		if v > 255 || i < len(b) && (b[i]-'0' <= 9 || b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
 		out = append(out, byte(v))
 		i = SkipSpace(b, i)
@@ -628,14 +649,15 @@ func DecodeByteArray(b []byte) (out []byte, n int, ok bool) {
 			break
 		}
 		if b[i] == ']' {
-			return out, i + 1, true
+			return out, i + 1, comma, true
 		}
 		if b[i] != ',' {
 			break
 		}
+		comma = i + 1
 		i = SkipSpace(b, i+1)
 	}
-	return nil, 0, false
+	return nil, 0, 0, false
 }
 
 const ones64 = 0x0101010101010101

@@ -17,6 +17,10 @@ import (
 // bytes it was given, which are never written again; new bytes go after
 // them, or into a new array when they do not fit or the text changed.
 //
+// A byte array re-sent whole (Grok's outputs) is memoised the same way
+// (memoDecodeArray): its bytes up to its last comma and what they decode
+// to; the bytes it hands out are a copy.
+//
 // A literal that does not begin with the kept bytes is decoded whole, as
 // without the memo, and replaces them. Only equal bytes are skipped, and
 // those were validated when they were first decoded, so the memo changes
@@ -62,9 +66,9 @@ const memoKeyText = 64
 type memoEntry struct {
 	mu       sync.Mutex
 	key      memoKey
-	raw      []byte // the last literal, from its opening quote to its last clean offset
+	raw      []byte // the last literal, from its opening quote to its last clean offset (an array: to just past its last comma)
 	cleanOut int    // the length of raw's decoded text
-	text     []byte // the last literal's decoded text; every byte of it may be in a string handed out
+	text     []byte // the last literal's decoded text; every byte of it may be in a string handed out (an array's: raw's bytes, never handed out)
 
 	// Under memoTable.mu:
 	size    int    // cap(raw)+cap(text) as counted in memoTable.total
@@ -80,14 +84,15 @@ var memoTable struct {
 	clock   uint64
 }
 
-// A memoKey is the key of a content text literal: the scope, then what
-// names the call in the frame.
+// A memoKey is the key of a content text literal or a byte array: the
+// scope, then what names the call in the frame (and the value's first
+// bytes: a literal's '"' and an array's '[' keep the two apart).
 type memoKey struct {
 	scope string
 	call  string
 }
 
-// memoKeyOf is the key of the content text literal lit of a frame of scope
+// memoKeyOf is the key of the content text literal or byte array lit of a frame of scope
 // whose session id and tool call id literals are sid and tcid.
 func memoKeyOf(scope string, sid, tcid, lit []byte) memoKey {
 	k := make([]byte, 0, len(sid)+len(tcid)+2+memoKeyText)
@@ -158,6 +163,65 @@ func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
 	text = memoString(e.text)
 	memoAccount(e)
 	return text, d.end, true, true
+}
+
+// memoDecodeArray is DecodeByteArray(b) through the memo entry of key: a
+// byte array re-sent whole on every update (Grok's outputs) begins with
+// the elements of the previous one. The entry keeps the array's bytes up
+// to its last comma (raw) and the bytes they decode to (text, cleanOut of
+// them); what it hands out is a copy, which the caller may change.
+func memoDecodeArray(key memoKey, b []byte) (out []byte, n int, ok bool) {
+	e := memoLookup(key, false)
+	if e != nil {
+		e.mu.Lock()
+		out, n, ok, hit := memoExtendArray(e, b)
+		e.mu.Unlock()
+		if hit {
+			return out, n, ok
+		}
+	}
+	out, n, ok = DecodeByteArray(b)
+	if !ok || n < memoMin {
+		return out, n, ok
+	}
+	comma := bytes.LastIndexByte(b[:n], ',') + 1
+	if comma == 0 {
+		return out, n, ok
+	}
+	if e == nil {
+		e = memoLookup(key, true)
+	}
+	e.mu.Lock()
+	// After the last comma comes one element: every byte but the last
+	// is decoded from what comes before it.
+	e.raw = bytes.Clone(b[:comma])
+	e.text = bytes.Clone(out[:len(out)-1])
+	e.cleanOut = len(e.text)
+	memoAccount(e)
+	e.mu.Unlock()
+	return out, n, ok
+}
+
+// memoExtendArray reads the array b when it begins with the bytes e kept
+// (hit); e.mu is held.
+func memoExtendArray(e *memoEntry, b []byte) (out []byte, n int, ok, hit bool) {
+	p := len(e.raw)
+	if p <= 1 || p > len(b) || !equalFromEnd(b[:p], e.raw) {
+		return nil, 0, false, false
+	}
+	// b[:p] was decoded before, to e.text[:e.cleanOut], and ends with a
+	// comma: an element is due.
+	out, n, comma, ok := decodeArrayFrom(e.text[:e.cleanOut], b, p)
+	if !ok {
+		return nil, 0, false, true
+	}
+	if comma > 0 {
+		e.raw = append(e.raw, b[p:comma]...)
+		e.text = append(e.text[:e.cleanOut], out[e.cleanOut:len(out)-1]...)
+		e.cleanOut = len(e.text)
+		memoAccount(e)
+	}
+	return out, n, true, true
 }
 
 // equalFromEnd is bytes.Equal(a, b), comparing blocks from the last to

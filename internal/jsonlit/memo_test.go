@@ -1,6 +1,7 @@
 package jsonlit
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -255,4 +256,146 @@ func TestElideKeepsTheScope(t *testing.T) {
 	assert.Equal(t, 1, after["tenant-a"])
 	assert.Equal(t, 1, after["tenant-b"])
 	assert.Zero(t, after[""], "no entry outside the scopes given")
+}
+
+// checkMemoArray reads the array b through the memo entry of key and
+// fails unless it reads as DecodeByteArray reads it; then it overwrites
+// the bytes it was handed, which the memo must not be holding.
+func checkMemoArray(t *testing.T, key memoKey, b []byte) {
+	t.Helper()
+	got, gotN, gotOK := memoDecodeArray(key, b)
+	want, wantN, wantOK := DecodeByteArray(b)
+	require.Equal(t, wantOK, gotOK, "ok of %q", b)
+	require.Equal(t, wantN, gotN, "length of %q", b)
+	require.Equal(t, want, got, "bytes of %q", b)
+	for k := range got {
+		got[k] = 0xaa
+	}
+}
+
+// memoElements are what an array grows by: elements of one to three
+// digits, with and without spaces around the commas.
+var memoElements = []string{"0,", "7,", "10,", "99,", "100,", "255,", " 42 ,", "1\n,", "\t3,"}
+
+// TestMemoArrayIsDecodeByteArray: an array that grows, changes, shrinks
+// and turns invalid reads through the memo exactly as DecodeByteArray
+// reads it, whatever the caller does with the bytes it was handed.
+func TestMemoArrayIsDecodeByteArray(t *testing.T) {
+	memoSmall(t, 1<<20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for run := range 200 {
+		key := callKey(fmt.Sprint("array-", run%7))
+		var body strings.Builder
+		for range 40 {
+			switch r := rng.IntN(20); {
+			case r < 14: // grow
+				for range 1 + rng.IntN(6) {
+					body.WriteString(memoElements[rng.IntN(len(memoElements))])
+				}
+			case r < 16: // change a byte already sent
+				s := []byte(body.String())
+				if len(s) > 0 {
+					s[rng.IntN(len(s))] = "0159, ]-."[rng.IntN(9)]
+				}
+				body.Reset()
+				body.Write(s)
+			case r < 18: // shrink
+				s := body.String()
+				body.Reset()
+				body.WriteString(s[:rng.IntN(len(s)+1)])
+			default: // an invalid tail, once
+				tail := []string{"256]", "01]", "1.5]", "]", "1e2]", "-1]", "1 2]", "1"}[rng.IntN(8)]
+				checkMemoArray(t, key, []byte("["+body.String()+tail))
+				continue
+			}
+			last := []string{"5]", "200]", " 0 ]"}[rng.IntN(3)]
+			checkMemoArray(t, key, []byte("["+body.String()+last))
+		}
+	}
+}
+
+// FuzzMemoDecodeArray: an array read after another one through the same
+// entry reads as DecodeByteArray reads it, whatever the second is: the
+// first is the array of a's bytes, the second its first cut bytes and b.
+func FuzzMemoDecodeArray(f *testing.F) {
+	f.Add([]byte("abc"), []byte("4,5]"), 9)
+	f.Add([]byte("hello\n"), []byte("256]"), 12)
+	f.Add([]byte{0, 1, 255}, []byte(" 7 ]"), 6)
+	f.Add([]byte("xy"), []byte("]"), 100)
+	f.Fuzz(func(t *testing.T, a, b []byte, cut int) {
+		memoSmall(t, 1<<20)
+		first := []byte("[")
+		for _, c := range a {
+			first = fmt.Appendf(first, "%d,", c)
+		}
+		first = append(first, "0]"...)
+		if cut < 0 {
+			cut = -cut
+		}
+		second := append(append([]byte{}, first[:min(cut, len(first))]...), b...)
+		checkMemoArray(t, callKey("f"), first)
+		checkMemoArray(t, callKey("f"), second)
+		checkMemoArray(t, callKey("f"), first)
+	})
+}
+
+// TestMemoArrayScopesApart: two scopes sending the same session and call
+// ids and arrays that begin alike each read their own, and neither reads
+// or extends the other's entry.
+func TestMemoArrayScopesApart(t *testing.T) {
+	memoSmall(t, 1<<20)
+	head := "[" + strings.Repeat("104,105,", 20)
+	a := memoKeyOf("tenant-a", []byte(`"s"`), []byte(`"c"`), []byte(head))
+	b := memoKeyOf("tenant-b", []byte(`"s"`), []byte(`"c"`), []byte(head))
+	checkMemoArray(t, a, []byte(head+"1,2]"))
+	memoTable.mu.Lock()
+	entryA := memoTable.entries[a]
+	_, bKept := memoTable.entries[b]
+	memoTable.mu.Unlock()
+	require.NotNil(t, entryA)
+	assert.False(t, bKept, "a's array made no entry of b")
+	entryA.mu.Lock()
+	rawA, textA := string(entryA.raw), string(entryA.text)
+	entryA.mu.Unlock()
+
+	checkMemoArray(t, b, []byte(head+"1,2,3,4]"))
+	memoTable.mu.Lock()
+	entryB := memoTable.entries[b]
+	memoTable.mu.Unlock()
+	require.NotNil(t, entryB)
+	assert.NotSame(t, entryA, entryB)
+	entryA.mu.Lock()
+	assert.Equal(t, rawA, string(entryA.raw), "b's frame changed a's entry")
+	assert.Equal(t, textA, string(entryA.text), "b's frame changed a's entry")
+	entryA.mu.Unlock()
+}
+
+// TestMemoArrayConcurrent: goroutines growing the same call's array in
+// different ways each read what DecodeByteArray reads, and may change
+// what they were handed (run with -race).
+func TestMemoArrayConcurrent(t *testing.T) {
+	memoSmall(t, 1<<20)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			body := "["
+			for i := range 300 {
+				body += memoElements[(g*5+i)%len(memoElements)]
+				if i%50 == 49 {
+					body = body[:len(body)/2]
+				}
+				arr := []byte(body + "9]")
+				got, _, ok := memoDecodeArray(callKey("shared-array"), arr)
+				want, _, wantOK := DecodeByteArray(arr)
+				if ok != wantOK || !bytes.Equal(got, want) {
+					t.Errorf("goroutine %d: %q read as %v, want %v", g, arr, got, want)
+					return
+				}
+				for k := range got {
+					got[k] = byte(g)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,10 @@ import (
 //   - opencode-window: OpenCode's newer shell tool, which past 30,000
 //     characters sends "...\n\n" and the last 30,000 (a sliding window);
 //   - grok: Grok's `run_terminal_command` updates with the output as content
-//     text (grok-text of bench/run.sh).
+//     text (grok-text of bench/run.sh);
+//   - grok-bytes: the same with the output as an array of byte values in
+//     `rawOutput.output` (as grok-bytes of bench/run.sh sends it beside the
+//     text), at 1 MiB only: 400 such snapshots are 0.7 GB of arrays.
 //
 // cum/delta is the ratio of the two CPU times; it is the figure of the goal
 // (issue 22: at most 8, at both sizes). read-cpu-ms is the floor under the
@@ -48,6 +52,9 @@ func BenchmarkCumulative(b *testing.B) {
 		out := benchOutput(size.bytes)
 		deltas := deltaFrames(out, size.frames)
 		for _, rd := range cumulativeReadings {
+			if rd.maxBytes > 0 && size.bytes > rd.maxBytes {
+				continue
+			}
 			b.Run(size.name+"/"+rd.name, func(b *testing.B) {
 				// The fastest op of each path: on a shared machine the
 				// slower ones measure the other work.
@@ -129,6 +136,11 @@ type cumulativeReading struct {
 	// live update carries windowPrefix and the last window bytes.
 	window       int
 	windowPrefix string
+	// array says the output is sent as a JSON array of byte values, not
+	// a string literal; maxBytes, when not zero, is the largest output
+	// the reading is run with.
+	array    bool
+	maxBytes int
 }
 
 var cumulativeReadings = []cumulativeReading{
@@ -156,6 +168,13 @@ var cumulativeReadings = []cumulativeReading{
 		open:  `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"run_terminal_command","rawInput":{"command":"make -j4","description":"Build the project","timeout":600000},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}`,
 		live:  [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":`, `}}],"rawOutput":{"exit_code":0,"truncated":false}}`},
 		final: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":`, `}}],"rawOutput":{"exit_code":0,"signal":null,"timed_out":false,"truncated":false}}`},
+	},
+	{
+		name: "grok-bytes", dialect: "grok",
+		open:  `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"run_terminal_command","rawInput":{"command":"make -j4","description":"Build the project","timeout":600000},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}`,
+		live:  [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","rawOutput":{"exit_code":0,"truncated":false,"output":`, `}}`},
+		final: [2]string{`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"exit_code":0,"signal":null,"timed_out":false,"truncated":false,"output":`, `}}`},
+		array: true, maxBytes: 1 << 20,
 	},
 }
 
@@ -219,6 +238,10 @@ func cumulativeFrames(rd cumulativeReading, out string, n int, use func([]byte))
 	// prefix of it plus a quote (the output has no character that the
 	// encoding would split but newlines).
 	lit := jsonString(out)
+	var ends []int // with array: where each element's comma is in lit
+	if rd.array {
+		lit, ends = byteArrayOf(out)
+	}
 	buf := make([]byte, 0, len(benchUpdate)+len(rd.live[0])+len(rd.final[0])+len(lit)+len(rd.final[1])+len(rd.live[1])+8)
 	runtime.GC()
 	feed := func(around [2]string, lit ...string) {
@@ -236,6 +259,10 @@ func cumulativeFrames(rd cumulativeReading, out string, n int, use func([]byte))
 		cut := len(out) * i / n
 		newlines += strings.Count(out[prev:cut], "\n")
 		prev = cut
+		if rd.array {
+			feed(rd.live, lit[:ends[cut-1]], "]")
+			continue
+		}
 		if rd.window > 0 && cut > rd.window {
 			feed(rd.live, jsonString(rd.windowPrefix+out[cut-rd.window:cut]))
 			continue
@@ -249,6 +276,23 @@ func cumulativeFrames(rd cumulativeReading, out string, n int, use func([]byte))
 	} else {
 		feed(rd.final, lit)
 	}
+}
+
+// byteArrayOf is out as a JSON array of byte values, and the offset in
+// it of the comma after each element (of the closing bracket after the
+// last).
+func byteArrayOf(out string) (string, []int) {
+	arr := make([]byte, 0, 4*len(out)+2)
+	ends := make([]int, len(out))
+	arr = append(arr, '[')
+	for k := range len(out) {
+		if k > 0 {
+			arr = append(arr, ',')
+		}
+		arr = strconv.AppendInt(arr, int64(out[k]), 10)
+		ends[k] = len(arr)
+	}
+	return string(append(arr, ']')), ends
 }
 
 // folder applies every revision's output as a client does, in a buffer

@@ -92,8 +92,9 @@ type memoKey struct {
 	call  string
 }
 
-// memoKeyOf is the key of the content text literal or byte array lit of a frame of scope
-// whose session id and tool call id literals are sid and tcid.
+// memoKeyOf is the key of the content text literal or byte array lit of
+// a frame of scope whose session id and tool call id literals are sid and
+// tcid.
 func memoKeyOf(scope string, sid, tcid, lit []byte) memoKey {
 	k := make([]byte, 0, len(sid)+len(tcid)+2+memoKeyText)
 	k = append(append(append(append(k, sid...), 0), tcid...), 0)

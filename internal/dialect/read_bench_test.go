@@ -152,10 +152,14 @@ func BenchmarkReadBySize(b *testing.B) {
 // bench/run.sh, at its final size) with the grok dialect: "one-scan" as
 // Read does it (the elided decode validates and decodes the array in one
 // scan of its own), "decoder" with elision off (the one-pass decoder's
-// tokenizer reads the array, then rawBytes scans it again).
+// tokenizer reads the array, then rawBytes scans it again). The memo is
+// off: through it, the same frame read again would be compared with the
+// one before it rather than decoded (what that saves on re-sent arrays is
+// normalize's BenchmarkCumulative, grok-bytes).
 //
 //	go test ./internal/dialect -run '^$' -bench BenchmarkReadByteArray -benchmem
 func BenchmarkReadByteArray(b *testing.B) {
+	defer jsonlit.SetMemoSizes(math.MaxInt, math.MaxInt)() // no array is kept
 	out := []byte(strings.Repeat("step 00001: compiled package/001 in 37 ms\n", 150<<10/42))
 	var arr strings.Builder
 	for i, c := range out {

@@ -522,14 +522,7 @@ func validRun(b []byte) int {
 // text takes the content text literal at msg[i] out when it is long
 // enough, and returns the offset just past it.
 func (w *elider) text(i int) int {
-	var text string
-	var n int
-	var ok bool
-	if len(w.msg)-i >= memoMin {
-		text, n, ok = memoDecode(memoKeyOf(w.scope, w.sid, w.tcid, w.msg[i:]), w.msg[i:])
-	} else {
-		text, n, ok = DecodeLiteral(w.msg[i:])
-	}
+	text, n, ok := throughMemo(w, i, memoDecode, DecodeLiteral)
 	if !ok {
 		w.bad = true
 		return -1
@@ -542,18 +535,21 @@ func (w *elider) text(i int) int {
 	return i + n
 }
 
+// throughMemo reads the value at w.msg[i] with read, or through the memo
+// entry of the call (memo) when what is left of the frame is big enough
+// for the value to be memoised.
+func throughMemo[T any](w *elider, i int, memo func(memoKey, []byte) (T, int, bool), read func([]byte) (T, int, bool)) (T, int, bool) {
+	if len(w.msg)-i >= memoMin {
+		return memo(memoKeyOf(w.scope, w.sid, w.tcid, w.msg[i:]), w.msg[i:])
+	}
+	return read(w.msg[i:])
+}
+
 // array takes the byte array at msg[i] out when it is long enough and
 // DecodeByteArray reads it, and returns the offset just past it; -1 when
 // it is left in the frame, to be walked as any value.
 func (w *elider) array(i int) int {
-	var out []byte
-	var n int
-	var ok bool
-	if len(w.msg)-i >= memoMin {
-		out, n, ok = memoDecodeArray(memoKeyOf(w.scope, w.sid, w.tcid, w.msg[i:]), w.msg[i:])
-	} else {
-		out, n, ok = DecodeByteArray(w.msg[i:])
-	}
+	out, n, ok := throughMemo(w, i, memoDecodeArray, DecodeByteArray)
 	if !ok {
 		return -1
 	}

@@ -101,16 +101,22 @@ func memoKeyOf(scope string, sid, tcid, lit []byte) memoKey {
 	return memoKey{scope, string(append(k, lit[:min(len(lit), memoKeyText)]...))}
 }
 
+// memoHit reads b with extend on the entry of key, under the entry's lock,
+// when there is one (e, nil otherwise); hit says extend read it.
+func memoHit[T any](key memoKey, b []byte, extend func(*memoEntry, []byte) (T, int, bool, bool)) (e *memoEntry, v T, n int, ok, hit bool) {
+	if e = memoLookup(key, false); e != nil {
+		e.mu.Lock()
+		v, n, ok, hit = extend(e, b)
+		e.mu.Unlock()
+	}
+	return e, v, n, ok, hit
+}
+
 // memoDecode is DecodeLiteral(b) through the memo entry of key.
 func memoDecode(key memoKey, b []byte) (text string, n int, ok bool) {
-	e := memoLookup(key, false)
-	if e != nil {
-		e.mu.Lock()
-		text, n, ok, hit := memoExtend(e, b)
-		e.mu.Unlock()
-		if hit {
-			return text, n, ok
-		}
+	e, text, n, ok, hit := memoHit(key, b, memoExtend)
+	if hit {
+		return text, n, ok
 	}
 	// Sized to the literal (decodeFrom), not to the rest of the frame:
 	// what later snapshots add is appended (memoExtend).
@@ -172,14 +178,9 @@ func memoExtend(e *memoEntry, b []byte) (text string, n int, ok, hit bool) {
 // to its last comma (raw) and the bytes they decode to (text, cleanOut of
 // them); what it hands out is a copy, which the caller may change.
 func memoDecodeArray(key memoKey, b []byte) (out []byte, n int, ok bool) {
-	e := memoLookup(key, false)
-	if e != nil {
-		e.mu.Lock()
-		out, n, ok, hit := memoExtendArray(e, b)
-		e.mu.Unlock()
-		if hit {
-			return out, n, ok
-		}
+	e, out, n, ok, hit := memoHit(key, b, memoExtendArray)
+	if hit {
+		return out, n, ok
 	}
 	out, n, ok = DecodeByteArray(b)
 	if !ok || n < memoMin {

@@ -50,22 +50,50 @@ var memoPieces = []string{
 // text handed out never changes afterwards.
 func TestMemoIsDecodeLiteral(t *testing.T) {
 	memoSmall(t, 1<<20)
-	rng := rand.New(rand.NewPCG(1, 2))
 	type handed struct{ got, want string }
 	var kept []handed
+	memoRuns(rand.New(rand.NewPCG(1, 2)), memoValues{
+		name: "call-", open: `"`, pieces: memoPieces, changes: "abc\\\"\x01",
+		ends: []string{`"`}, invalid: []string{"\x01", `\q`, `\u12`, ""},
+	}, func(key memoKey, lit []byte, valid bool) {
+		got := checkMemo(t, key, lit)
+		if valid {
+			want, _, _ := DecodeLiteral(lit)
+			kept = append(kept, handed{got, want})
+		}
+	})
+	for _, h := range kept {
+		require.Equal(t, h.want, h.got, "a text handed out changed")
+	}
+}
+
+// memoValues describes the values memoRuns sends: each is open, a body
+// made of pieces, and one of ends (valid) or of invalid.
+type memoValues struct {
+	name, open    string
+	pieces        []string
+	changes       string // what a byte already sent may change to
+	ends, invalid []string
+}
+
+// memoRuns sends values of v through read in 200 runs over 7 keys, 40
+// steps each: the body grows, has a byte changed, shrinks (each sent
+// with one of v.ends after it), or is sent once with one of v.invalid
+// after it.
+func memoRuns(rng *rand.Rand, v memoValues, read func(key memoKey, value []byte, valid bool)) {
 	for run := range 200 {
-		key := callKey(fmt.Sprint("call-", run%7))
+		key := callKey(fmt.Sprint(v.name, run%7))
 		var body strings.Builder
 		for range 40 {
 			switch r := rng.IntN(20); {
 			case r < 14: // grow
 				for range 1 + rng.IntN(4) {
-					body.WriteString(memoPieces[rng.IntN(len(memoPieces))])
+					body.WriteString(v.pieces[rng.IntN(len(v.pieces))])
 				}
 			case r < 16: // change a byte already sent
 				s := []byte(body.String())
 				if len(s) > 0 {
-					s[rng.IntN(len(s))] = "abc\\\"\x01"[rng.IntN(6)]
+					s[rng.IntN(len(s))] = v.changes[rng.IntN(len(v.changes))]
 				}
 				body.Reset()
 				body.Write(s)
@@ -74,18 +102,11 @@ func TestMemoIsDecodeLiteral(t *testing.T) {
 				body.Reset()
 				body.WriteString(s[:rng.IntN(len(s)+1)])
 			default: // an invalid tail, once
-				lit := []byte(`"` + body.String() + []string{"\x01", `\q`, `\u12`, ""}[rng.IntN(4)])
-				checkMemo(t, key, lit)
+				read(key, []byte(v.open+body.String()+v.invalid[rng.IntN(len(v.invalid))]), false)
 				continue
 			}
-			lit := []byte(`"` + body.String() + `"`)
-			got := checkMemo(t, key, lit)
-			want, _, _ := DecodeLiteral(lit)
-			kept = append(kept, handed{got, want})
+			read(key, []byte(v.open+body.String()+v.ends[rng.IntN(len(v.ends))]), true)
 		}
-	}
-	for _, h := range kept {
-		require.Equal(t, h.want, h.got, "a text handed out changed")
 	}
 }
 
@@ -115,20 +136,32 @@ func TestMemoBounded(t *testing.T) {
 // no byte handed out is written again).
 func TestMemoConcurrent(t *testing.T) {
 	memoSmall(t, 1<<20)
+	memoGoroutines(t, "", func(g, i int) string { return memoPieces[(g*7+i)%len(memoPieces)] }, func(_ int, body string) error {
+		lit := []byte(`"` + body + `"`)
+		got, _, ok := memoDecode(callKey("shared"), lit)
+		if want, _, wantOK := DecodeLiteral(lit); ok != wantOK || got != want {
+			return fmt.Errorf("%q read as %q, want %q", lit, got, want)
+		}
+		return nil
+	})
+}
+
+// memoGoroutines runs 4 goroutines of 300 steps: at step i, goroutine g
+// appends piece(g, i) to its body (which starts as start and is cut to
+// half every 50 steps) and calls read with it; an error fails the test
+// and ends that goroutine.
+func memoGoroutines(t *testing.T, start string, piece func(g, i int) string, read func(g int, body string) error) {
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
-			body := ""
+			body := start
 			for i := range 300 {
-				body += memoPieces[(g*7+i)%len(memoPieces)]
+				body += piece(g, i)
 				if i%50 == 49 {
 					body = body[:len(body)/2]
 				}
-				lit := []byte(`"` + body + `"`)
-				got, _, ok := memoDecode(callKey("shared"), lit)
-				want, _, wantOK := DecodeLiteral(lit)
-				if ok != wantOK || got != want {
-					t.Errorf("goroutine %d: %q read as %q, want %q", g, lit, got, want)
+				if err := read(g, body); err != nil {
+					t.Errorf("goroutine %d: %v", g, err)
 					return
 				}
 			}
@@ -173,30 +206,12 @@ func TestMemoScopesApart(t *testing.T) {
 	a := memoKeyOf("tenant-a", []byte(`"s"`), []byte(`"c"`), []byte(`"`+head))
 	b := memoKeyOf("tenant-b", []byte(`"s"`), []byte(`"c"`), []byte(`"`+head))
 	require.NotEqual(t, a, b)
-
-	checkMemo(t, a, []byte(`"`+head+`of a"`))
-	memoTable.mu.Lock()
-	entryA := memoTable.entries[a]
-	_, bKept := memoTable.entries[b]
-	memoTable.mu.Unlock()
-	require.NotNil(t, entryA)
-	assert.False(t, bKept, "a's text made no entry of b")
-	entryA.mu.Lock()
-	rawA := string(entryA.raw)
-	entryA.mu.Unlock()
-
 	// b sends a text that begins with a's: it is decoded whole, into an
 	// entry of its own, and a's entry is as it was.
-	got := checkMemo(t, b, []byte(`"`+head+`of a, and b's own"`))
-	assert.Equal(t, head+"of a, and b's own", got)
-	memoTable.mu.Lock()
-	entryB := memoTable.entries[b]
-	memoTable.mu.Unlock()
-	require.NotNil(t, entryB)
-	assert.NotSame(t, entryA, entryB)
-	entryA.mu.Lock()
-	assert.Equal(t, rawA, string(entryA.raw), "b's frame changed a's entry")
-	entryA.mu.Unlock()
+	memoScopesApart(t, a, b, func() { checkMemo(t, a, []byte(`"`+head+`of a"`)) }, func() {
+		got := checkMemo(t, b, []byte(`"`+head+`of a, and b's own"`))
+		assert.Equal(t, head+"of a, and b's own", got)
+	})
 
 	// Keys are apart whatever the bytes: a scope ending in a separator is
 	// not another scope's session id.
@@ -282,36 +297,13 @@ var memoElements = []string{"0,", "7,", "10,", "99,", "100,", "255,", " 42 ,", "
 // reads it, whatever the caller does with the bytes it was handed.
 func TestMemoArrayIsDecodeByteArray(t *testing.T) {
 	memoSmall(t, 1<<20)
-	rng := rand.New(rand.NewPCG(3, 4))
-	for run := range 200 {
-		key := callKey(fmt.Sprint("array-", run%7))
-		var body strings.Builder
-		for range 40 {
-			switch r := rng.IntN(20); {
-			case r < 14: // grow
-				for range 1 + rng.IntN(6) {
-					body.WriteString(memoElements[rng.IntN(len(memoElements))])
-				}
-			case r < 16: // change a byte already sent
-				s := []byte(body.String())
-				if len(s) > 0 {
-					s[rng.IntN(len(s))] = "0159, ]-."[rng.IntN(9)]
-				}
-				body.Reset()
-				body.Write(s)
-			case r < 18: // shrink
-				s := body.String()
-				body.Reset()
-				body.WriteString(s[:rng.IntN(len(s)+1)])
-			default: // an invalid tail, once
-				tail := []string{"256]", "01]", "1.5]", "]", "1e2]", "-1]", "1 2]", "1"}[rng.IntN(8)]
-				checkMemoArray(t, key, []byte("["+body.String()+tail))
-				continue
-			}
-			last := []string{"5]", "200]", " 0 ]"}[rng.IntN(3)]
-			checkMemoArray(t, key, []byte("["+body.String()+last))
-		}
-	}
+	memoRuns(rand.New(rand.NewPCG(3, 4)), memoValues{
+		name: "array-", open: "[", pieces: memoElements, changes: "0159, ]-.",
+		ends:    []string{"5]", "200]", " 0 ]"},
+		invalid: []string{"256]", "01]", "1.5]", "]", "1e2]", "-1]", "1 2]", "1"},
+	}, func(key memoKey, arr []byte, _ bool) {
+		checkMemoArray(t, key, arr)
+	})
 }
 
 // FuzzMemoDecodeArray: an array read after another one through the same
@@ -347,18 +339,27 @@ func TestMemoArrayScopesApart(t *testing.T) {
 	head := "[" + strings.Repeat("104,105,", 20)
 	a := memoKeyOf("tenant-a", []byte(`"s"`), []byte(`"c"`), []byte(head))
 	b := memoKeyOf("tenant-b", []byte(`"s"`), []byte(`"c"`), []byte(head))
-	checkMemoArray(t, a, []byte(head+"1,2]"))
+	memoScopesApart(t, a, b, func() { checkMemoArray(t, a, []byte(head+"1,2]")) }, func() { checkMemoArray(t, b, []byte(head+"1,2,3,4]")) })
+}
+
+// memoScopesApart checks that readA, which reads a value through key a,
+// makes an entry of a and none of b, and that readB, which reads one
+// that begins alike through key b, makes an entry of its own and leaves
+// a's as it was.
+func memoScopesApart(t *testing.T, a, b memoKey, readA, readB func()) {
+	t.Helper()
+	readA()
 	memoTable.mu.Lock()
 	entryA := memoTable.entries[a]
 	_, bKept := memoTable.entries[b]
 	memoTable.mu.Unlock()
 	require.NotNil(t, entryA)
-	assert.False(t, bKept, "a's array made no entry of b")
+	assert.False(t, bKept, "a's value made no entry of b")
 	entryA.mu.Lock()
 	rawA, textA := string(entryA.raw), string(entryA.text)
 	entryA.mu.Unlock()
 
-	checkMemoArray(t, b, []byte(head+"1,2,3,4]"))
+	readB()
 	memoTable.mu.Lock()
 	entryB := memoTable.entries[b]
 	memoTable.mu.Unlock()
@@ -375,27 +376,15 @@ func TestMemoArrayScopesApart(t *testing.T) {
 // what they were handed (run with -race).
 func TestMemoArrayConcurrent(t *testing.T) {
 	memoSmall(t, 1<<20)
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Go(func() {
-			body := "["
-			for i := range 300 {
-				body += memoElements[(g*5+i)%len(memoElements)]
-				if i%50 == 49 {
-					body = body[:len(body)/2]
-				}
-				arr := []byte(body + "9]")
-				got, _, ok := memoDecodeArray(callKey("shared-array"), arr)
-				want, _, wantOK := DecodeByteArray(arr)
-				if ok != wantOK || !bytes.Equal(got, want) {
-					t.Errorf("goroutine %d: %q read as %v, want %v", g, arr, got, want)
-					return
-				}
-				for k := range got {
-					got[k] = byte(g)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	memoGoroutines(t, "[", func(g, i int) string { return memoElements[(g*5+i)%len(memoElements)] }, func(g int, body string) error {
+		arr := []byte(body + "9]")
+		got, _, ok := memoDecodeArray(callKey("shared-array"), arr)
+		if want, _, wantOK := DecodeByteArray(arr); ok != wantOK || !bytes.Equal(got, want) {
+			return fmt.Errorf("%q read as %v, want %v", arr, got, want)
+		}
+		for k := range got {
+			got[k] = byte(g)
+		}
+		return nil
+	})
 }

@@ -68,7 +68,7 @@ type memoEntry struct {
 	key      memoKey
 	raw      []byte // the last literal, from its opening quote to its last clean offset (an array: to just past its last comma)
 	cleanOut int    // the length of raw's decoded text
-	text     []byte // the last literal's decoded text; every byte of it may be in a string handed out (an array's: raw's bytes, never handed out)
+	text     []byte // the last literal's decoded text; every byte of it may be in a string handed out (an array's: the bytes raw decodes to, never handed out)
 
 	// Under memoTable.mu:
 	size    int    // cap(raw)+cap(text) as counted in memoTable.total

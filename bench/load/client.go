@@ -35,6 +35,12 @@ type Options struct {
 	ServerPID int
 	// RunID makes session ids unique across runs against one server.
 	RunID string
+	// OwnACPIds sends each stream's recordings with ACP session ids of
+	// its own (ownACPIds), as concurrent agents' sessions have; without
+	// it every stream sends the ids as recorded, so that streams
+	// replaying the same recording send the same ids, and share what a
+	// server keys by them (its decode memo).
+	OwnACPIds bool
 	// Wait bounds how long a stream waits for the server to answer the
 	// barrier after a replay (default 60 s).
 	Wait time.Duration
@@ -253,6 +259,9 @@ func worker(ctx context.Context, o Options, w int, deadline time.Time, t *tally)
 		return true
 	}
 	replays := o.Scenario.Replays
+	if o.OwnACPIds {
+		replays = ownACPIds(replays, w)
+	}
 	k := max(o.Sessions, 1)
 	ok := true
 	for n := 0; ok && time.Now().Before(deadline) && ctx.Err() == nil; n++ {

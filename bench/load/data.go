@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -138,6 +139,30 @@ func Select(all []*Scenario, names string) ([]*Scenario, error) {
 		}
 	}
 	return out, nil
+}
+
+// acpSessionID is an ACP session id in a frame, of two characters or more.
+var acpSessionID = regexp.MustCompile(`"sessionId"\s*:\s*"[^"\\]{2,}"`)
+
+// ownACPIds returns a copy of replays in which every ACP session id ends
+// in stream's number, two hex digits in place of its last two characters,
+// so that every frame keeps its length and the ids of one stream differ
+// from another's (of up to 256 streams).
+func ownACPIds(replays [][]Frame, stream int) [][]Frame {
+	suffix := fmt.Sprintf("%02x", stream%256)
+	out := make([][]Frame, len(replays))
+	for i, rec := range replays {
+		out[i] = make([]Frame, len(rec))
+		for j, f := range rec {
+			msg := acpSessionID.ReplaceAllFunc(f.Msg, func(m []byte) []byte {
+				m = bytes.Clone(m)
+				copy(m[len(m)-3:], suffix) // before the closing quote
+				return m
+			})
+			out[i][j] = Frame{Dir: f.Dir, Msg: msg}
+		}
+	}
+	return out
 }
 
 func readRecording(file string) ([]Frame, error) {

@@ -181,3 +181,39 @@ func TestMixed(t *testing.T) {
 		t.Fatalf("mixed of a list holding mixed has %d replays, want %d", len(again.Replays), want)
 	}
 }
+
+// TestOwnACPIds: each stream's copy of the replays has ACP session ids of
+// its own, the same in every frame of one stream, in frames of the same
+// length that differ from the recorded ones only there; the recorded
+// replays are unchanged.
+func TestOwnACPIds(t *testing.T) {
+	rec := [][]Frame{{
+		{Dir: pb.Direction_DIRECTION_CLIENT_TO_AGENT, Msg: []byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w"}}`)},
+		{Dir: pb.Direction_DIRECTION_AGENT_TO_CLIENT, Msg: []byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId" : "01a23348-1da8-5545"}}`)},
+		{Dir: pb.Direction_DIRECTION_AGENT_TO_CLIENT, Msg: []byte(`{"method":"session/update","params":{"sessionId":"01a23348-1da8-5545","update":{"toolCallId":"call_1"}}}`)},
+		{Dir: pb.Direction_DIRECTION_AGENT_TO_CLIENT, Msg: []byte(`{"method":"session/update","params":{"sessionId":"x","update":{}}}`)},
+	}}
+	orig := bytes.Clone(rec[0][2].Msg)
+	ids := map[string]int{}
+	for _, stream := range []int{0, 7, 255} {
+		got := ownACPIds(rec, stream)
+		require.Len(t, got[0], 4)
+		seen := map[string]bool{}
+		for i, f := range got[0] {
+			require.Equal(t, rec[0][i].Dir, f.Dir)
+			require.Len(t, f.Msg, len(rec[0][i].Msg), "frame %d changed length", i)
+			for _, m := range acpSessionID.FindAll(f.Msg, -1) {
+				seen[string(m[bytes.LastIndexByte(m[:len(m)-1], '"')+1:len(m)-1])] = true
+			}
+		}
+		require.Len(t, seen, 1, "stream %d: one id in all its frames", stream)
+		for id := range seen {
+			require.True(t, strings.HasPrefix(id, "01a23348-1da8-55"), id)
+			ids[id] = stream
+		}
+		require.Equal(t, rec[0][0].Msg, got[0][0].Msg, "a frame without an id is unchanged")
+		require.Equal(t, rec[0][3].Msg, got[0][3].Msg, "an id of one character is left as it is")
+	}
+	require.Len(t, ids, 3, "each stream has ids of its own")
+	require.Equal(t, orig, rec[0][2].Msg, "the recorded replay is unchanged")
+}

@@ -73,6 +73,7 @@ func run(args []string) error {
 	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
 	profile := fs.String("profile", "", "serve acpnorm in-process from this binary (same limits as acpnormd) and write its CPU profile here")
 	storeURL := fs.String("store", "", "serve acpnorm with its sessions in this Redis (redis://host:port/db), as acpnormd --store does")
+	ownIDs := fs.Bool("own-acp-ids", false, "send each stream's recordings with ACP session ids of its own, as concurrent agents' sessions have (default: the recorded ids, shared by the streams that replay the same recording)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func run(args []string) error {
 	for _, s := range chosen {
 		fmt.Fprintf(os.Stderr, "  %-10s %5d frames, %6.1f MB per pass: %s\n", s.Name, s.Frames(), float64(s.Bytes())/1e6, s.What)
 	}
-	results, failed, err := runRounds(ctx, *rounds, chosen, streams, servers, *duration, func(r *load.Result) string {
+	results, failed, err := runRounds(ctx, *rounds, chosen, streams, servers, *duration, *ownIDs, func(r *load.Result) string {
 		return fmt.Sprintf("%-7s %8.0f frames/s  p99 %7.2f ms  %.2f cores  %d frame errors  %d send errors",
 			r.Server, r.FramesPerSec, r.P99ms, r.ServerCores, r.FrameErrors, r.SendErrors)
 	})

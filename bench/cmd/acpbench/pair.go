@@ -34,6 +34,7 @@ func pair(args []string) error {
 	jsonOut := fs.String("json", "", "write every result and the summary here")
 	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
 	echod := fs.String("echod", "", "also run the echo server (bench/echod) in every round and print each binary against it")
+	ownIDs := fs.Bool("own-acp-ids", false, "send each stream's recordings with ACP session ids of its own, as concurrent agents' sessions have (default: the recorded ids, shared by the streams that replay the same recording)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func pair(args []string) error {
 		defer echo.Stop()
 		servers = append(servers, echo)
 	}
-	results, failed, err := runRounds(ctx, *rounds, chosen, streams, servers, *duration, func(r *load.Result) string {
+	results, failed, err := runRounds(ctx, *rounds, chosen, streams, servers, *duration, *ownIDs, func(r *load.Result) string {
 		return fmt.Sprintf("%-16s %8.0f frames/s  %7.1f µs CPU/frame  %.2f cores  %d frame errors  %d send errors",
 			r.Server, r.FramesPerSec, r.ServerUsPerFrame, r.ServerCores, r.FrameErrors, r.SendErrors)
 	})

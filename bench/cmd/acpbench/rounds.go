@@ -17,9 +17,11 @@ import (
 // server, rounds times, the servers in the given order in even rounds and
 // in reverse in odd ones (so that neither is always the one that runs
 // after the other's garbage), and logs each cell's result on stderr with
-// line. failed says a cell saw frame or send errors (each printed); err
-// is a run that could not go on (a cell that did not start, a signal).
-func runRounds(ctx context.Context, rounds int, chosen []*load.Scenario, streams []int, servers []*load.Server, duration time.Duration, line func(*load.Result) string) (results []*load.Result, failed bool, err error) {
+// line. own sends each stream's recordings with ACP session ids of its
+// own (load.Options.OwnACPIds). failed says a cell saw frame or send
+// errors (each printed); err is a run that could not go on (a cell that
+// did not start, a signal).
+func runRounds(ctx context.Context, rounds int, chosen []*load.Scenario, streams []int, servers []*load.Server, duration time.Duration, own bool, line func(*load.Result) string) (results []*load.Result, failed bool, err error) {
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for round := range rounds {
 		for _, s := range chosen {
@@ -31,7 +33,7 @@ func runRounds(ctx context.Context, rounds int, chosen []*load.Scenario, streams
 				for _, srv := range order {
 					r, err := load.Run(ctx, load.Options{
 						Addr: srv.Addr, Streams: c, Duration: duration, Scenario: s,
-						ServerPID: srv.PID(), RunID: fmt.Sprintf("%s-%d-%s-%d", runID, round, s.Name, c),
+						ServerPID: srv.PID(), RunID: fmt.Sprintf("%s-%d-%s-%d", runID, round, s.Name, c), OwnACPIds: own,
 					})
 					if err != nil {
 						return results, failed, err

@@ -128,6 +128,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Wait = 60 * time.Second
 	}
 	t := &tally{}
+	// Each stream's own copy of the replays is made before the clock and
+	// the CPU counters start.
+	replays := make([][][]Frame, o.Streams)
+	for w := range replays {
+		replays[w] = o.Scenario.Replays
+		if o.OwnACPIds {
+			replays[w] = ownACPIds(replays[w], w)
+		}
+	}
 	cpu0, _ := ProcCPU(0)
 	var scpu0 time.Duration
 	if o.ServerPID > 0 {
@@ -141,7 +150,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			worker(ctx, o, w, deadline, t)
+			worker(ctx, o, w, replays[w], deadline, t)
 		}()
 	}
 	wg.Wait()
@@ -184,7 +193,7 @@ func perFrame(cpu time.Duration, frames int64) float64 {
 	return float64(cpu.Microseconds()) / float64(frames)
 }
 
-func worker(ctx context.Context, o Options, w int, deadline time.Time, t *tally) {
+func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline time.Time, t *tally) {
 	conn, err := grpc.NewClient(o.Addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
@@ -257,10 +266,6 @@ func worker(ctx context.Context, o Options, w int, deadline time.Time, t *tally)
 			return false
 		}
 		return true
-	}
-	replays := o.Scenario.Replays
-	if o.OwnACPIds {
-		replays = ownACPIds(replays, w)
 	}
 	k := max(o.Sessions, 1)
 	ok := true

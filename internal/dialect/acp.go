@@ -1413,9 +1413,9 @@ func (q *quietKind) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// quietKindIn is the cheap first look of quietFrame for a quiet update, so that a frame it
-// does not skip (a tool call, a response) costs a short byte search
-// rather than a second scan: it says whether the first
+// quietKindIn is the cheap first look of quietFrame for a quiet update,
+// so that a frame it does not skip (a tool call, a response) costs a
+// short byte search rather than a second scan: it says whether the first
 // `"sessionUpdate":"` in the first quietLookBytes of msg, wherever it
 // stands, is followed by a kind declared quiet. It decides nothing else:
 // the pass that follows reads the frame's own members. Only the head is

@@ -206,38 +206,25 @@ func BenchmarkReadByteArray(b *testing.B) {
 //
 //	go test ./internal/dialect -run '^$' -bench BenchmarkReadQuiet -benchtime 200x
 func BenchmarkReadQuiet(b *testing.B) {
-	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
-	more, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
-	type frame struct {
-		d   Dialect
-		msg []byte
-	}
-	frames := map[string][]frame{}
+	frames := map[string][]dialectFrame{}
 	size := map[string]int64{}
-	for _, file := range append(files, more...) {
-		d, fs, _ := benchFrames(b, file)
-		for _, f := range fs {
-			class := "updates"
-			if sign, quiet := quietFrame(f); !quiet {
-				continue
-			} else if sign != "" {
-				class = "methods"
-			}
-			frames[class] = append(frames[class], frame{d, f})
-			size[class] += int64(len(f))
+	for _, f := range dialectFrames(b, "*.ndjson", "agents/*.ndjson") {
+		class := "updates"
+		if sign, quiet := quietFrame(f.msg); !quiet {
+			continue
+		} else if sign != "" {
+			class = "methods"
 		}
+		frames[class] = append(frames[class], f)
+		size[class] += int64(len(f.msg))
 	}
 	for _, class := range []string{"updates", "methods"} {
 		b.Logf("%s: %d frames, %d bytes", class, len(frames[class]), size[class])
 		for _, c := range []struct {
 			name string
 			full bool
-			read func(frame) error
-		}{
-			{"prescan", false, func(f frame) error { _, err := Read(f.d, f.msg); return err }},
-			{"full", true, func(f frame) error { _, err := Read(f.d, f.msg); return err }},
-			{"jsontext-scan", false, func(f frame) error { return scanFrame(f.msg) }},
-		} {
+			read func(dialectFrame) error
+		}{{"prescan", false, dialectFrame.read}, {"full", true, dialectFrame.read}, {"jsontext-scan", false, dialectFrame.scan}} {
 			b.Run(class+"/"+c.name, func(b *testing.B) {
 				noPrescan.Store(c.full)
 				defer noPrescan.Store(false)
@@ -255,36 +242,47 @@ func BenchmarkReadQuiet(b *testing.B) {
 //
 //	go test ./internal/dialect -run '^$' -bench BenchmarkReadMarks -benchtime 100x
 func BenchmarkReadMarks(b *testing.B) {
-	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
-	type frame struct {
-		d   Dialect
-		msg []byte
-	}
-	var frames []frame
+	frames := dialectFrames(b, "*.ndjson")
 	var size int64
-	for _, file := range files {
-		d, fs, n := benchFrames(b, file)
-		for _, f := range fs {
-			frames = append(frames, frame{d, f})
-		}
-		size += n
+	for _, f := range frames {
+		size += int64(len(f.msg))
 	}
-	read := func(f frame) error { _, err := Read(f.d, f.msg); return err }
 	for _, c := range []struct {
 		name string
 		walk bool
-		read func(frame) error
-	}{
-		{"marks", false, read},
-		{"walk", true, read},
-		{"jsontext-scan", false, func(f frame) error { return scanFrame(f.msg) }},
-	} {
+		read func(dialectFrame) error
+	}{{"marks", false, dialectFrame.read}, {"walk", true, dialectFrame.read}, {"jsontext-scan", false, dialectFrame.scan}} {
 		b.Run(c.name, func(b *testing.B) {
 			noMarks.Store(c.walk)
 			defer noMarks.Store(false)
 			readEach(b, size, frames, c.read)
 		})
 	}
+}
+
+// dialectFrame is a recorded frame and the dialect of its recording.
+type dialectFrame struct {
+	d   Dialect
+	msg []byte
+}
+
+func (f dialectFrame) read() error { _, err := Read(f.d, f.msg); return err }
+func (f dialectFrame) scan() error { return scanFrame(f.msg) }
+
+// dialectFrames returns the agent->client frames (benchFrames) of the
+// recordings under test/testdata/recordings that match the patterns.
+func dialectFrames(b *testing.B, patterns ...string) []dialectFrame {
+	var out []dialectFrame
+	for _, pattern := range patterns {
+		files, _ := filepath.Glob(filepath.Join("../../test/testdata/recordings", pattern))
+		for _, file := range files {
+			d, fs, _ := benchFrames(b, file)
+			for _, f := range fs {
+				out = append(out, dialectFrame{d, f})
+			}
+		}
+	}
+	return out
 }
 
 // scanFrame validates f with the one-pass decoder's tokenizer: the

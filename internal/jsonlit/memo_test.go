@@ -29,11 +29,18 @@ func callKey(call string) memoKey { return memoKey{call: call} }
 // reads as DecodeLiteral reads it.
 func checkMemo(t *testing.T, key memoKey, lit []byte) string {
 	t.Helper()
-	got, gotN, gotOK := memoDecode(key, lit)
-	want, wantN, wantOK := DecodeLiteral(lit)
-	require.Equal(t, wantOK, gotOK, "ok of %q", lit)
-	require.Equal(t, wantN, gotN, "length of %q", lit)
-	require.Equal(t, want, got, "text of %q", lit)
+	return checkMemoRead(t, key, lit, memoDecode, DecodeLiteral)
+}
+
+// checkMemoRead reads b with memo through the entry of key and fails
+// unless it reads as read reads it: the same value, length and verdict.
+func checkMemoRead[T any](t *testing.T, key memoKey, b []byte, memo func(memoKey, []byte) (T, int, bool), read func([]byte) (T, int, bool)) T {
+	t.Helper()
+	got, gotN, gotOK := memo(key, b)
+	want, wantN, wantOK := read(b)
+	require.Equal(t, wantOK, gotOK, "ok of %q", b)
+	require.Equal(t, wantN, gotN, "length of %q", b)
+	require.Equal(t, want, got, "value of %q", b)
 	return got
 }
 
@@ -278,11 +285,7 @@ func TestElideKeepsTheScope(t *testing.T) {
 // the bytes it was handed, which the memo must not be holding.
 func checkMemoArray(t *testing.T, key memoKey, b []byte) {
 	t.Helper()
-	got, gotN, gotOK := memoDecodeArray(key, b)
-	want, wantN, wantOK := DecodeByteArray(b)
-	require.Equal(t, wantOK, gotOK, "ok of %q", b)
-	require.Equal(t, wantN, gotN, "length of %q", b)
-	require.Equal(t, want, got, "bytes of %q", b)
+	got := checkMemoRead(t, key, b, memoDecodeArray, DecodeByteArray)
 	for k := range got {
 		got[k] = 0xaa
 	}

@@ -450,27 +450,38 @@ func (w *elider) take(i int, l Lit) {
 // ValidLiteral says whether b starts with a JSON string literal that
 // encoding/json accepts (bytes that are not valid UTF-8 included: it
 // reads each as U+FFFD), and returns its length with its quotes. It
-// decodes nothing: it looks at eight bytes at a time over plain runs,
-// and at one byte at a time where escapes are dense (the output of seq).
+// decodes nothing. A plain run is read eight bytes at a time, to the
+// place of the quote, backslash or control byte that ends it, when it is
+// the first run or the one before it was long (a build log); a byte at
+// a time after a short one (the output of seq: an escape every few
+// bytes), where each step of the wider test waits on the one before and
+// a byte loop runs ahead.
 func ValidLiteral(b []byte) (n int, ok bool) {
 	if len(b) == 0 || b[0] != '"' {
 		return 0, false
 	}
-	// Plain runs are read eight bytes at a time after a long one (build
-	// logs), a byte at a time after a short one (the output of seq, an
-	// escape every few bytes, where the wider test does not pay).
-	i, from := 1, 1
-	for i < len(b) {
-		c := b[i]
-		if !stops[c] {
-			i++
-			continue
+	i := 1
+	for wide := true; ; {
+		from := i
+		if wide {
+			for ; i+8 <= len(b); i += 8 {
+				if m := escapeBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+					break
+				}
+			}
 		}
-		wide := i-from >= 16
-		switch {
-		case c == '"':
+		for i < len(b) && !stops[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		wide = i-from >= wideRun
+		switch b[i] {
+		case '"':
 			return i + 1, true
-		case c == '\\':
+		case '\\':
 			if i+1 >= len(b) {
 				return 0, false
 			}
@@ -485,14 +496,10 @@ func ValidLiteral(b []byte) (n int, ok bool) {
 			default:
 				return 0, false
 			}
-			if from = i; wide {
-				i += validRun(b[min(i, len(b)):])
-			}
 		default: // a control byte
 			return 0, false
 		}
 	}
-	return 0, false
 }
 
 // stops are the bytes a string literal does not hold as they are: the
@@ -504,20 +511,6 @@ var stops = func() (t [256]bool) {
 	t['"'], t['\\'] = true, true
 	return t
 }()
-
-// validRun returns the length of the leading run of b that holds no
-// quote, no backslash and no control byte (bytes that are not ASCII
-// included), eight bytes at a time; it may stop short of the run's end,
-// never past it.
-func validRun(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		if escapeBytes(binary.LittleEndian.Uint64(b[i:])) != 0 {
-			break
-		}
-	}
-	return i
-}
 
 // text takes the content text literal at msg[i] out when it is long
 // enough, and returns the offset just past it.

@@ -46,6 +46,29 @@ func FuzzDecodeLiteral(f *testing.F) {
 	})
 }
 
+// TestValidLiteralAtEveryPlace puts each kind of byte that ends a plain
+// run (the closing quote, an escape of each kind, a bad escape, a control
+// byte, a byte that is not ASCII) at every place of a word, after a run
+// long enough to be read eight bytes at a time and after a short one, and
+// holds ValidLiteral to DecodeLiteral (which FuzzDecodeLiteral holds to
+// encoding/json): the same verdict and the same length.
+func TestValidLiteralAtEveryPlace(t *testing.T) {
+	stops := []string{`"`, `\n"`, `\u0041"`, `\ud83d\ude00"`, `\q"`, `\u00g0"`, "\x01\"", "\x7f\"", "\xc3\xa9\"", "\xff\"", `\`, ``}
+	for _, lead := range []string{"", "ab", strings.Repeat("x", 40) + `\t`} {
+		for k := range 24 {
+			for _, stop := range stops {
+				for _, tail := range []string{"", `rest"`, strings.Repeat("y", 30) + `"`, `\n\n"`} {
+					b := []byte(`"` + lead + strings.Repeat("p", k) + stop + tail)
+					_, n, ok := DecodeLiteral(b)
+					vn, vok := ValidLiteral(b)
+					require.Equal(t, ok, vok, "verdict on %q", b)
+					require.Equal(t, n, vn, "length of %q", b)
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkDecodeLiteral reads one 512 KiB content text of build-log
 // lines (a `\n` escape every 45 bytes or so), and one of `seq` output
 // (an escape every 6 or 7 bytes), several ways: DecodeLiteral (validate

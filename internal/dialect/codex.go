@@ -120,10 +120,14 @@ type codexOutputFields struct {
 	Stderr        Str             `json:"stderr"`
 	Output        Str             `json:"output"`
 	// AggregatedOutput, Stdout and FormattedOutput are the same output up
-	// to three times (stdout is all of it under a PTY): each is unquoted
-	// only when read, and stdout not again when it equals aggregated_output.
-	AggregatedOutput rawText `json:"aggregated_output"`
-	Stdout           rawText `json:"stdout"`
+	// to three times (stdout is all of it under a PTY). The first two are
+	// read in every frame that has them (stdout under a PTY only when
+	// aggregated_output is absent), so the elided decode decodes them as
+	// it validates them (elide:"decoded"): stdout comes first, and
+	// aggregated_output, as a rule the same bytes, takes its text without
+	// reading them again. FormattedOutput is unquoted only when read.
+	AggregatedOutput rawText `json:"aggregated_output" elide:"decoded"`
+	Stdout           rawText `json:"stdout" elide:"decoded"`
 	FormattedOutput  rawText `json:"formatted_output"`
 	TimedOut         *bool   `json:"timed_out"`
 	Status           Str     `json:"status"`

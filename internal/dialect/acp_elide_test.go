@@ -150,7 +150,11 @@ func TestElisionSafe(t *testing.T) {
 	claudeStdout := member(elidedMembers[claudeUpdate](), "_meta", "claudecode", "toolresponse", "stdout")
 	require.NotNil(t, claudeStdout)
 	assert.True(t, claudeStdout.Text && !claudeStdout.Lazy, "Claude's stdout, read whenever it is there, is decoded as it is validated")
-	require.NotNil(t, member(elidedMembers[opencodeCall](), "rawoutput", "metadata", "output"))
+	ocMs := elidedMembers[opencodeCall]()
+	require.NotNil(t, member(ocMs, "rawoutput", "metadata", "output"))
+	assert.True(t, member(ocMs, "rawoutput", "metadata", "output").Lazy, "OpenCode's metadata.output is read only when there is no model-facing text")
+	require.NotNil(t, member(ocMs, "rawoutput", "output"))
+	assert.False(t, member(ocMs, "rawoutput", "output").Lazy, "OpenCode's rawOutput.output, read whenever it is there, is decoded as it is validated")
 	type twoOutputs struct {
 		ToolCall
 		RawOutput *grokOutput `json:"rawOutput"`

@@ -93,7 +93,11 @@ type opencodeMetadata struct {
 
 // opencodeOutput is OpenCode's `rawOutput`.
 type opencodeOutput struct {
-	Output   Str               `json:"output"`
+	// Output is the model-facing text of a final frame, read whenever it
+	// is there, and most often the text of its content item again: the
+	// elided decode decodes it as it validates it, or takes the content
+	// text's when the bytes are the same (elide:"decoded").
+	Output   rawText           `json:"output" elide:"decoded"`
 	Error    Str               `json:"error"`
 	Metadata *opencodeMetadata `json:"metadata"`
 }
@@ -261,8 +265,8 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 	}
 
 	text, ok := "", false
-	if u.RawOutput != nil && u.RawOutput.Output.Set {
-		text, ok, o.Src.Output = u.RawOutput.Output.S, true, "rawOutput.output"
+	if u.RawOutput != nil && u.RawOutput.Output.lit != nil {
+		text, ok, o.Src.Output = u.RawOutput.Output.Str().S, true, "rawOutput.output"
 	} else {
 		text, ok = u.Texts()
 		o.Src.Output = "content text"

@@ -1310,7 +1310,12 @@ func readClient(msg []byte) (Client, error) {
 // TestQuietUpdateIsTheFullRead and FuzzQuietUpdate hold it to the full
 // path on every recorded frame with every dialect.
 func quietFrame(msg []byte) (sign string, quiet bool) {
-	if noPrescan.Load() || jsonlit.EncodingJSONOnly() || !quietKindIn(msg) && !otherMethodIn(msg) {
+	if noPrescan.Load() || jsonlit.EncodingJSONOnly() {
+		return "", false
+	}
+	// A kind a dialect observes (a tool call) is read in full, whatever
+	// the method: no second look for another method's name.
+	if quietKind, observed := quietKindIn(msg); observed || !quietKind && !otherMethodIn(msg) {
 		return "", false
 	}
 	m := quietMessages.Get().(*quietMessage)
@@ -1417,14 +1422,16 @@ func (q *quietKind) UnmarshalJSON(b []byte) error {
 // so that a frame it does not skip (a tool call, a response) costs a
 // short byte search rather than a second scan: it says whether the first
 // `"sessionUpdate":"` in the first quietLookBytes of msg, wherever it
-// stands, is followed by a kind declared quiet. It decides nothing else:
-// the pass that follows reads the frame's own members. Only the head is
+// stands, is followed by a kind declared quiet, or by one a dialect
+// observes. It decides nothing else: the pass that follows reads the
+// frame's own members, and a frame it sends to the full path (observed)
+// is read there as quietFrame would have read it. Only the head is
 // searched because a tool call's sessionUpdate may come after its big
 // members (claude-code-acp sends _meta and rawOutput first), and a search
 // through them cost as much as half a scan; every recorded quiet update
 // has its sessionUpdate in its first 130 bytes, and one that has it later
 // is read by the full path.
-func quietKindIn(msg []byte) bool {
+func quietKindIn(msg []byte) (quiet, observed bool) {
 	head := msg[:min(len(msg), quietLookBytes)]
 	// The search is for the name's tail, `Update":"`, whose first byte
 	// is rare in a frame, and then for `"session` before it: a search
@@ -1433,7 +1440,7 @@ func quietKindIn(msg []byte) bool {
 	for from := len(sessionName); from <= len(head); {
 		j := bytes.Index(head[from:], updateName)
 		if j < 0 {
-			return false
+			return false, false
 		}
 		j += from
 		if string(head[j-len(sessionName):j]) != sessionName {
@@ -1443,12 +1450,12 @@ func quietKindIn(msg []byte) bool {
 		rest := msg[j+len(updateName):]
 		k := bytes.IndexByte(rest, '"')
 		if k < 0 {
-			return false
+			return false, false
 		}
 		observed, known := sessionUpdates[string(rest[:k])]
-		return known && !observed
+		return known && !observed, observed
 	}
-	return false
+	return false, false
 }
 
 // otherMethodIn is quietFrame's cheap first look for a message of

@@ -268,20 +268,25 @@ func TestQuietUpdatesObserveNothing(t *testing.T) {
 // quietKindInByName is quietKindIn as its comment says it: the first
 // `"sessionUpdate":"` wholly in the first quietLookBytes, found by a
 // search for the whole name.
-func quietKindInByName(msg []byte) bool {
+func quietKindInByName(msg []byte) (quiet, observed bool) {
 	head := msg[:min(len(msg), quietLookBytes)]
 	i := bytes.Index(head, []byte(`"sessionUpdate":"`))
 	if i < 0 {
-		return false
+		return false, false
 	}
 	rest := msg[i+len(`"sessionUpdate":"`):]
 	j := bytes.IndexByte(rest, '"')
 	if j < 0 {
-		return false
+		return false, false
 	}
 	observed, known := sessionUpdates[string(rest[:j])]
-	return known && !observed
+	return known && !observed, observed
 }
+
+// kindLook is what quietKindIn (or quietKindInByName) says, as one value.
+type kindLook struct{ quiet, observed bool }
+
+func lookOf(quiet, observed bool) kindLook { return kindLook{quiet, observed} }
 
 // quietKindIn searches for the tail of the name and then its head; it
 // finds what a search for the whole name finds, on every recorded frame
@@ -299,17 +304,22 @@ func TestQuietKindInIsTheNameSearch(t *testing.T) {
 		cases = append(cases, `{"a":"`+pad(n)+name+`plan"}`, pad(n)+`"session`+`Update":"plan"`, pad(n)+name+`tool_call"`)
 	}
 	for _, c := range cases {
-		assert.Equal(t, quietKindInByName([]byte(c)), quietKindIn([]byte(c)), "%q", c)
+		assert.Equal(t, lookOf(quietKindInByName([]byte(c))), lookOf(quietKindIn([]byte(c))), "%q", c)
 	}
 	frames := recordingFrames(t, 16<<20, true)
-	quiet := 0
+	quiet, observed := 0, 0
 	for _, m := range frames {
-		require.Equal(t, quietKindInByName(m), quietKindIn(m), "%s", m)
-		if quietKindIn(m) {
+		got := lookOf(quietKindIn(m))
+		require.Equal(t, lookOf(quietKindInByName(m)), got, "%s", m)
+		if got.quiet {
 			quiet++
+		}
+		if got.observed {
+			observed++
 		}
 	}
 	require.Greater(t, quiet, len(frames)/5)
+	require.Greater(t, observed, len(frames)/5)
 }
 
 // TestMethodsReadAreTheSwitch holds methodsRead to the cases of

@@ -64,6 +64,15 @@ var elideSeeds = []string{
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":"the model-facing text"}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","_meta":{"claudeCode":{"toolName":"Bash","toolResponse":{"stdout":"out\n","stderr":"err\n","interrupted":false}}}}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","kind":"execute","rawOutput":{"output":"o","metadata":{"output":"o\u0041\n","exit":2}}}}}`,
+	// OpenCode's rawOutput.output (decoded in the walk) after a content
+	// text of the same bytes, of other bytes, before it, null, a number;
+	// Codex's stdout and aggregated_output apart under a PTY.
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"same\n\u0041"}}],"rawOutput":{"output":"same\n\u0041","metadata":{"exit":0}}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"same\n"}}],"rawOutput":{"output":"same\nand more","metadata":{"exit":1}}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","kind":"execute","rawOutput":{"output":"first","Output":"second"},"content":[{"type":"content","content":{"type":"text","text":"first"}}]}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"t"}}],"rawOutput":{"output":null,"metadata":{"output":"live","exit":0}}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","kind":"execute","rawOutput":{"output":12,"metadata":{"output":"live"}}}}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"stdout":"pty \u001b[0m all","aggregated_output":"pty all","source":"unified_exec_startup","process_id":"7","exit_code":0}}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"completed","rawOutput":{"type":"Bash","output_for_prompt":"exit: 3\nhello","exit_code":3}}}}`,
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","status":"in_progress","rawOutput":{"type":"Bash","output_for_prompt":"live\n","output":[104,105]}}}}`,
 }

@@ -93,10 +93,11 @@ type opencodeMetadata struct {
 
 // opencodeOutput is OpenCode's `rawOutput`.
 type opencodeOutput struct {
-	// Output is the model-facing text of a final frame, read whenever it
-	// is there, and most often the text of its content item again: the
-	// elided decode decodes it as it validates it, or takes the content
-	// text's when the bytes are the same (elide:"decoded").
+	// Output is the model-facing text, which OpenCode sends on the
+	// completed frame only, where it is read; most often it is the text of
+	// the frame's content item again. The elided decode decodes it as it
+	// validates it, or takes the content text's decode when the bytes are
+	// the same (elide:"decoded").
 	Output   rawText           `json:"output" elide:"decoded"`
 	Error    Str               `json:"error"`
 	Metadata *opencodeMetadata `json:"metadata"`

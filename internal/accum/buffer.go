@@ -482,7 +482,7 @@ func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 		hi := min(int64(len(w)), b.total)
 		none := false
 		for range maxAnchorTries {
-			i := strings.LastIndex(w[:hi], anchor)
+			i := lastIndex(w[:hi], anchor)
 			if i < 0 {
 				none = true // no occurrence: try the other shape
 				break
@@ -500,7 +500,7 @@ func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 	m := min(len(w), h)
 	hi := m
 	for range maxAnchorTries {
-		i := strings.LastIndex(w[:hi], anchor)
+		i := lastIndex(w[:hi], anchor)
 		if i < 0 {
 			// No overlap of anchorLen bytes or more; a shorter one is
 			// checked directly, longest first.
@@ -518,6 +518,56 @@ func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 	}
 	return 0, false, false
 }
+
+// lastIndex is strings.LastIndex(s, anchor) for an anchor of anchorLen
+// bytes. The overlap of a window that slid a little ends near its end, so
+// the last lastTail bytes are searched from the end, as LastIndex does (a
+// rolling hash, a byte at a time). Where the anchor is not there (a window
+// that does not overlap the held text at all: OpenCode's final text after
+// its live window), the rest is searched forwards for the anchor's first
+// probeLen bytes, which strings.Index finds many bytes at a time (it does
+// not for a needle of 64 bytes), each candidate checked whole and the last
+// match kept; after maxForward candidates (a text that repeats them over
+// and over) the rest is left to LastIndex.
+func lastIndex(s, anchor string) int {
+	if len(s) <= lastTail+len(anchor) || len(anchor) < probeLen {
+		return strings.LastIndex(s, anchor)
+	}
+	cut := len(s) - lastTail
+	if i := strings.LastIndex(s[cut:], anchor); i >= 0 {
+		return cut + i
+	}
+	// Every match left starts before cut, so it ends in head; a candidate
+	// is looked for only where a whole anchor fits after it.
+	head := s[:cut+len(anchor)-1]
+	probe, room := anchor[:probeLen], len(head)-len(anchor)+probeLen
+	last := -1
+	for from, n := 0, 0; from < room; n++ {
+		if n == maxForward {
+			if k := strings.LastIndex(head[from:], anchor); k >= 0 {
+				return from + k
+			}
+			return last
+		}
+		j := strings.Index(head[from:room], probe)
+		if j < 0 {
+			break
+		}
+		k := from + j
+		if head[k:k+len(anchor)] == anchor {
+			last = k
+		}
+		from = k + 1
+	}
+	return last
+}
+
+// lastTail, probeLen and maxForward tune lastIndex.
+const (
+	lastTail   = 4 << 10
+	probeLen   = 16
+	maxForward = 8
+)
 
 // alignKMP is alignWindow by Knuth-Morris-Pratt scans, O(len(w) + limit)
 // whatever the text.

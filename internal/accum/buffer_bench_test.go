@@ -214,3 +214,36 @@ func BenchmarkWindow(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLastIndex compares lastIndex with strings.LastIndex on a
+// 30,000-byte window (OpenCode's) of log lines and a 64-byte anchor:
+// found 1 KiB from the end (a window that slid), found near the start,
+// and not found (lines the window does not hold: a window that does not
+// overlap the held text).
+func BenchmarkLastIndex(b *testing.B) {
+	text := benchText(30000)
+	anchor := text[30000-1024-anchorLen : 30000-1024]
+	cases := []struct{ name, s, anchor string }{
+		{"slid", text, anchor},
+		{"start", text, text[100 : 100+anchorLen]},
+		{"none", text, benchText(60000)[40000 : 40000+anchorLen]}, // later lines, not in text
+	}
+	for _, c := range cases {
+		want := strings.LastIndex(c.s, c.anchor)
+		for _, f := range []struct {
+			name string
+			find func(s, anchor string) int
+		}{{"lastIndex", lastIndex}, {"strings", strings.LastIndex}} {
+			b.Run(c.name+"/"+f.name, func(b *testing.B) {
+				b.SetBytes(int64(len(c.s)))
+				cpu := benchcpu.Now()
+				for b.Loop() {
+					if f.find(c.s, c.anchor) != want {
+						b.Fatal("wrong index")
+					}
+				}
+				benchcpu.Report(b, cpu)
+			})
+		}
+	}
+}

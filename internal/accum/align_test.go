@@ -23,15 +23,18 @@ func alignBoth(t *testing.T, limit int, text, w string) {
 	}
 }
 
+// randomText is n bytes drawn from alphabet.
+func randomText(r *rand.Rand, n int, alphabet string) string {
+	var sb strings.Builder
+	for range n {
+		sb.WriteByte(alphabet[r.IntN(len(alphabet))])
+	}
+	return sb.String()
+}
+
 func TestAlignWindowMatchesKMP(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	gen := func(n int, alphabet string) string {
-		var sb strings.Builder
-		for range n {
-			sb.WriteByte(alphabet[r.IntN(len(alphabet))])
-		}
-		return sb.String()
-	}
+	gen := func(n int, alphabet string) string { return randomText(r, n, alphabet) }
 	for i := range 3000 {
 		// Small alphabets make the anchor recur; long texts pass the
 		// limit so that the held tail is not the whole text.
@@ -86,13 +89,7 @@ func TestAlignWindowMatchesKMP(t *testing.T) {
 // at all, in texts shorter and longer than the tail.
 func TestLastIndexIsStrings(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	gen := func(n int, alphabet string) string {
-		var sb strings.Builder
-		for range n {
-			sb.WriteByte(alphabet[r.IntN(len(alphabet))])
-		}
-		return sb.String()
-	}
+	gen := func(n int, alphabet string) string { return randomText(r, n, alphabet) }
 	anchor := gen(anchorLen, "abcdefghij")
 	check := func(s string) {
 		t.Helper()

@@ -530,7 +530,7 @@ func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 // match kept; after maxForward candidates (a text that repeats them over
 // and over) the rest is left to LastIndex.
 func lastIndex(s, anchor string) int {
-	if len(s) <= lastTail+len(anchor) || len(anchor) < probeLen {
+	if len(s) <= lastTail+len(anchor) {
 		return strings.LastIndex(s, anchor)
 	}
 	cut := len(s) - lastTail
@@ -568,6 +568,10 @@ const (
 	probeLen   = 16
 	maxForward = 8
 )
+
+// The probe is the anchor's first bytes: this does not compile unless
+// probeLen <= anchorLen.
+var _ [anchorLen - probeLen]struct{}
 
 // alignKMP is alignWindow by Knuth-Morris-Pratt scans, O(len(w) + limit)
 // whatever the text.

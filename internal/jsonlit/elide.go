@@ -564,15 +564,22 @@ func (w *elider) array(i int) int {
 // left to the decoder: this is one scan of the array that validates and
 // decodes it, for outputs sent as arrays of bytes.
 func DecodeByteArray(b []byte) (out []byte, n int, ok bool) {
+	out, n, _, ok = decodeByteArray(b)
+	return out, n, ok
+}
+
+// decodeByteArray is DecodeByteArray that also returns the offset just
+// past the array's last comma (decodeArrayFrom's comma), which the memo
+// keeps the array up to.
+func decodeByteArray(b []byte) (out []byte, n, comma int, ok bool) {
 	if len(b) == 0 || b[0] != '[' {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	i := SkipSpace(b, 1)
 	if i < len(b) && b[i] == ']' {
-		return []byte{}, i + 1, true
+		return []byte{}, i + 1, 0, true
 	}
-	out, n, _, ok = decodeArrayFrom(nil, b, i)
-	return out, n, ok
+	return decodeArrayFrom(nil, b, i)
 }
 
 // decodeArrayFrom decodes the byte array b (b[0] is its '[') from offset

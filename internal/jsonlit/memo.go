@@ -182,12 +182,8 @@ func memoDecodeArray(key memoKey, b []byte) (out []byte, n int, ok bool) {
 	if hit {
 		return out, n, ok
 	}
-	out, n, ok = DecodeByteArray(b)
-	if !ok || n < memoMin {
-		return out, n, ok
-	}
-	comma := bytes.LastIndexByte(b[:n], ',') + 1
-	if comma == 0 {
+	out, n, comma, ok := decodeByteArray(b)
+	if !ok || n < memoMin || comma == 0 {
 		return out, n, ok
 	}
 	if e == nil {

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acpnorm/acpnorm/internal/benchcpu"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/acpnorm/acpnorm/normalize"
 )
 
@@ -282,17 +282,14 @@ func cumulativeFrames(rd cumulativeReading, out string, n int, use func([]byte))
 // it of the comma after each element (of the closing bracket after the
 // last).
 func byteArrayOf(out string) (string, []int) {
-	arr := make([]byte, 0, 4*len(out)+2)
-	ends := make([]int, len(out))
-	arr = append(arr, '[')
-	for k := range len(out) {
-		if k > 0 {
-			arr = append(arr, ',')
+	arr := jsonlit.AppendByteArray(make([]byte, 0, 4*len(out)+2), []byte(out))
+	ends := make([]int, 0, len(out))
+	for i, c := range arr {
+		if len(out) > 0 && (c == ',' || c == ']') {
+			ends = append(ends, i)
 		}
-		arr = strconv.AppendInt(arr, int64(out[k]), 10)
-		ends[k] = len(arr)
 	}
-	return string(append(arr, ']')), ends
+	return string(arr), ends
 }
 
 // folder applies every revision's output as a client does, in a buffer

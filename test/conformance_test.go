@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/internal/service"
 )
@@ -95,18 +96,7 @@ func js(s string) string {
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // byteArray writes b as a JSON array of byte values.
-func byteArray(b []byte) string {
-	var sb strings.Builder
-	sb.WriteByte('[')
-	for i, c := range b {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprint(&sb, c)
-	}
-	sb.WriteByte(']')
-	return sb.String()
-}
+func byteArray(b []byte) string { return string(jsonlit.AppendByteArray(nil, b)) }
 
 // lines is "<prefix>00001\n<prefix>00002\n..." for n lines.
 func lines(prefix string, from, n int) string {

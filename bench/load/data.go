@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/acpnorm/acpnorm/internal/replay"
 )
 
@@ -214,17 +215,7 @@ func grokOutput(n int) []byte {
 }
 
 func byteArray(b []byte) string {
-	var sb strings.Builder
-	sb.Grow(len(b) * 4)
-	sb.WriteByte('[')
-	for i, c := range b {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString(strconv.Itoa(int(c)))
-	}
-	sb.WriteByte(']')
-	return sb.String()
+	return string(jsonlit.AppendByteArray(make([]byte, 0, 4*len(b)+2), b))
 }
 
 func jstr(s string) string {

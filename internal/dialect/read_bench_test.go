@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -161,14 +160,8 @@ func BenchmarkReadBySize(b *testing.B) {
 func BenchmarkReadByteArray(b *testing.B) {
 	defer jsonlit.SetMemoSizes(math.MaxInt, math.MaxInt)() // no array is kept
 	out := []byte(strings.Repeat("step 00001: compiled package/001 in 37 ms\n", 150<<10/42))
-	var arr strings.Builder
-	for i, c := range out {
-		if i > 0 {
-			arr.WriteByte(',')
-		}
-		arr.WriteString(strconv.Itoa(int(c)))
-	}
-	msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","rawOutput":{"output":[` + arr.String() + `],"exit_code":0,"truncated":false}}}}`)
+	arr := jsonlit.AppendByteArray(nil, out)
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","rawOutput":{"output":` + string(arr) + `,"exit_code":0,"truncated":false}}}}`)
 	g, ok := Lookup("grok")
 	if !ok {
 		b.Fatal("no grok dialect")

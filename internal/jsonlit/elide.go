@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
@@ -566,6 +567,21 @@ func (w *elider) array(i int) int {
 func DecodeByteArray(b []byte) (out []byte, n int, ok bool) {
 	out, n, _, ok = decodeByteArray(b)
 	return out, n, ok
+}
+
+// AppendByteArray appends b to dst as JSON writes a []byte that is not
+// base64: an array of its byte values ("[104,105]"), the form
+// DecodeByteArray reads. It is for the tests and load generators that
+// build such frames.
+func AppendByteArray(dst, b []byte) []byte {
+	dst = append(dst, '[')
+	for i, c := range b {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendUint(dst, uint64(c), 10)
+	}
+	return append(dst, ']')
 }
 
 // decodeByteArray is DecodeByteArray that also returns the offset just

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -170,6 +169,29 @@ func TestDecodeByteArraySeeds(t *testing.T) {
 	}
 }
 
+// TestAppendByteArray holds AppendByteArray to encoding/json's array of
+// the same byte values, and DecodeByteArray to reading it back.
+func TestAppendByteArray(t *testing.T) {
+	every := make([]byte, 256)
+	for c := range every {
+		every[c] = byte(c)
+	}
+	for _, b := range [][]byte{nil, {}, {0}, {255, 9, 10}, []byte("hi\n"), every} {
+		vals := make([]int, len(b))
+		for k, c := range b {
+			vals[k] = int(c)
+		}
+		want, err := json.Marshal(vals)
+		require.NoError(t, err)
+		got := AppendByteArray([]byte("x"), b)
+		require.Equal(t, "x"+string(want), string(got), "%v", b)
+		back, n, ok := DecodeByteArray(got[1:])
+		require.True(t, ok, "%s", got)
+		assert.Equal(t, len(got)-1, n)
+		assert.Equal(t, string(b), string(back))
+	}
+}
+
 // BenchmarkDecodeByteArray reads two outputs of about 150 KiB sent as
 // arrays of byte values (as Grok sends outputs): "log", one build-log line
 // repeated (the element widths repeat every 42 elements, which a branch
@@ -193,14 +215,7 @@ func BenchmarkDecodeByteArray(b *testing.B) {
 		name string
 		b    []byte
 	}{{"log", []byte(strings.Repeat("step 00001: compiled package/001 in 37 ms\n", 150<<10/42))}, {"text", text}} {
-		arr := []byte("[")
-		for k, c := range out.b {
-			if k > 0 {
-				arr = append(arr, ',')
-			}
-			arr = strconv.AppendInt(arr, int64(c), 10)
-		}
-		arr = append(arr, ']')
+		arr := AppendByteArray(nil, out.b)
 		read := func() bool { got, _, ok := DecodeByteArray(arr); return ok && len(got) == len(out.b) }
 		runReads(b, out.name, len(arr), []benchRead{
 			{"eight-bytes", read},

@@ -72,7 +72,8 @@ type Lit struct {
 	Bytes []byte
 	// Lazy says the literal was validated but not decoded (Text is ""):
 	// a Member with Lazy set, whose reader unquotes it only when it uses
-	// it.
+	// it (unless its bytes repeat a literal decoded before it in the
+	// frame: it then has that one's text).
 	Lazy bool
 }
 
@@ -397,46 +398,43 @@ func (w *elider) members(i int, ms []Member, depth int) int {
 
 // literalAt takes the string literal at msg[i] out when it is long enough:
 // decoded, or when lazy only validated. It returns the offset just past
-// it.
+// it. A literal with the bytes of one taken out before (seen) is not read
+// again: it is that one, decoded when that one was.
 func (w *elider) literalAt(i int, lazy bool) int {
-	if !lazy {
-		// One the frame held before, decoded: the same text.
-		for k := range w.out {
-			if l := &w.out[k]; l.Bytes == nil && !l.Lazy && bytes.HasPrefix(w.msg[i:], l.Raw) {
-				w.take(i, Lit{Raw: l.Raw, Text: l.Text})
-				return i + len(l.Raw)
-			}
-		}
-		text, n, ok := DecodeLiteral(w.msg[i:])
-		if !ok {
-			w.bad = true
-			return -1
-		}
-		w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Text: text})
+	if l := w.seen(i, !lazy); l != nil {
+		n := len(l.Raw)
+		w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Text: l.Text, Lazy: l.Lazy})
 		return i + n
 	}
-	n, ok := w.seen(i)
-	if !ok {
-		if n, ok = ValidLiteral(w.msg[i:]); !ok {
-			w.bad = true
-			return -1
-		}
+	var (
+		text string
+		n    int
+		ok   bool
+	)
+	if lazy {
+		n, ok = ValidLiteral(w.msg[i:])
+	} else {
+		text, n, ok = DecodeLiteral(w.msg[i:])
 	}
-	w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Lazy: true})
+	if !ok {
+		w.bad = true
+		return -1
+	}
+	w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Text: text, Lazy: lazy})
 	return i + n
 }
 
-// seen says whether the frame at msg[i] begins with the bytes of a
-// literal taken out before (agents repeat an output in two members:
-// Codex's stdout and aggregated_output): that valid literal is then the
-// one at msg[i], whole, and is not read again. It returns its length.
-func (w *elider) seen(i int) (int, bool) {
+// seen returns the literal taken out before whose bytes the frame at
+// msg[i] begins with (agents repeat an output in two members: Codex's
+// stdout and aggregated_output), only a decoded one when decoded is set,
+// or nil. That valid literal is then the one at msg[i], whole.
+func (w *elider) seen(i int, decoded bool) *Lit {
 	for k := range w.out {
-		if raw := w.out[k].Raw; w.out[k].Bytes == nil && bytes.HasPrefix(w.msg[i:], raw) {
-			return len(raw), true
+		if l := &w.out[k]; l.Bytes == nil && (!decoded || !l.Lazy) && bytes.HasPrefix(w.msg[i:], l.Raw) {
+			return l
 		}
 	}
-	return 0, false
+	return nil
 }
 
 // take takes l, the value at msg[i], out when it is long enough.

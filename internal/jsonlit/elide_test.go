@@ -281,3 +281,32 @@ func TestFoldKeyRemembers(t *testing.T) {
 	long := `"` + strings.Repeat("x", 2*maxFoldedKey) + `"`
 	assert.Equal(t, strings.Repeat("X", 2*maxFoldedKey), FoldKey([]byte(long)))
 }
+
+// TestElideRepeatedLiteral: a member whose bytes repeat a literal taken
+// out before it in the frame is not read again. A lazy one then has the
+// text of a decoded one before it; a decoded one after a lazy one is
+// still decoded.
+func TestElideRepeatedLiteral(t *testing.T) {
+	defer SetElideSizes(0, 0)()
+	x := strings.Repeat(`x\n`, 40)
+	y := strings.Repeat(`y\t`, 40)
+	msg := []byte(`{"params":{"update":{"rawOutput":{"a":"` + x + `","b":"` + x + `","c":"` + y + `","d":"` + y + `"}}}}`)
+	call := []Member{{Name: "rawoutput", Members: []Member{
+		{Name: "a", Text: true}, {Name: "b", Text: true, Lazy: true},
+		{Name: "c", Text: true, Lazy: true}, {Name: "d", Text: true},
+	}}}
+	light, lits := ElideMembers(msg, false, call, "")
+	require.Equal(t, `{"params":{"update":{"rawOutput":{"a":"","b":"","c":"","d":""}}}}`, string(light))
+	require.Len(t, lits, 4)
+	wantX, wantY := strings.Repeat("x\n", 40), strings.Repeat("y\t", 40)
+	for k, want := range []Lit{
+		{Text: wantX}, // a: decoded
+		{Text: wantX}, // b: lazy, the bytes of a: a's text
+		{Lazy: true},  // c: lazy
+		{Text: wantY}, // d: decoded, the bytes of c, which has no text
+	} {
+		assert.Equal(t, want.Text, lits[k].Text, "literal %d", k)
+		assert.Equal(t, want.Lazy, lits[k].Lazy, "literal %d", k)
+		assert.Equal(t, `"`+[]string{x, x, y, y}[k]+`"`, string(lits[k].Raw), "literal %d", k)
+	}
+}

@@ -46,7 +46,7 @@ func cores(args []string) error {
 		}
 		streams = append(streams, n)
 	}
-	chosen, err := chooseScenarios(*recordings, *scenarios)
+	chosen, err := chooseScenarios(*recordings, *scenarios, false)
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func ghzRun(args []string) error {
 	if *acpnormd == "" || *echod == "" {
 		return fmt.Errorf("ghz: -acpnormd and -echod are required")
 	}
-	chosen, err := chooseScenarios(*recordings, *scenarios)
+	chosen, err := chooseScenarios(*recordings, *scenarios, false)
 	if err != nil {
 		return err
 	}

@@ -63,14 +63,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("acpbench", flag.ContinueOnError)
 	acpnormd := fs.String("acpnormd", "", "acpnormd binary (required)")
 	echod := fs.String("echod", "", "echo server binary (required)")
-	recordings := fs.String("recordings", "test/testdata/recordings", "directory of the recordings")
-	scenarios := fs.String("scenarios", "all", "comma-separated scenarios, or all")
-	conc := fs.String("c", "1,8,32", "comma-separated stream counts")
-	rounds := fs.Int("rounds", 3, "rounds; each runs every cell on both servers")
-	duration := fs.Duration("duration", 2*time.Second, "sending time of one cell")
-	jsonOut := fs.String("json", "", "write every result and the summary here")
+	cf := addCellFlags(fs, "all", "1,8,32", 3, false)
 	pngOut := fs.String("png", "", "write the chart here")
-	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
 	profile := fs.String("profile", "", "serve acpnorm in-process from this binary (same limits as acpnormd) and write its CPU profile here")
 	storeURL := fs.String("store", "", "serve acpnorm with its sessions in this Redis (redis://host:port/db), as acpnormd --store does")
 	ownIDs := fs.Bool("own-acp-ids", false, "send each stream's recordings with ACP session ids of its own, as concurrent agents' sessions have (default: the recorded ids, shared by the streams that replay the same recording)")
@@ -80,11 +74,7 @@ func run(args []string) error {
 	if (*acpnormd == "" && *profile == "") || *echod == "" {
 		return fmt.Errorf("-acpnormd (or -profile) and -echod are required")
 	}
-	streams, err := parseStreams(*conc)
-	if err != nil {
-		return err
-	}
-	chosen, err := chooseScenarios(*recordings, *scenarios)
+	streams, chosen, err := cf.cells()
 	if err != nil {
 		return err
 	}
@@ -103,13 +93,13 @@ func run(args []string) error {
 	defer echo.Stop()
 	servers := []*load.Server{acp, echo}
 
-	cells := *rounds * len(chosen) * len(streams) * 2
+	cells := cf.rounds * len(chosen) * len(streams) * 2
 	fmt.Fprintf(os.Stderr, "acpbench: %d scenarios x c=%v x %d rounds x 2 servers = %d cells of %v (about %v)\n",
-		len(chosen), streams, *rounds, cells, *duration, time.Duration(cells)*(*duration+300*time.Millisecond))
+		len(chosen), streams, cf.rounds, cells, cf.duration, time.Duration(cells)*(cf.duration+300*time.Millisecond))
 	for _, s := range chosen {
 		fmt.Fprintf(os.Stderr, "  %-10s %5d frames, %6.1f MB per pass: %s\n", s.Name, s.Frames(), float64(s.Bytes())/1e6, s.What)
 	}
-	results, failed, err := runRounds(ctx, *rounds, chosen, streams, servers, *duration, *ownIDs, func(r *load.Result) string {
+	results, failed, err := runRounds(ctx, cf.rounds, chosen, streams, servers, cf.duration, *ownIDs, func(r *load.Result) string {
 		return fmt.Sprintf("%-7s %8.0f frames/s  p99 %7.2f ms  %.2f cores  %d frame errors  %d send errors",
 			r.Server, r.FramesPerSec, r.P99ms, r.ServerCores, r.FrameErrors, r.SendErrors)
 	})
@@ -119,12 +109,12 @@ func run(args []string) error {
 	rows := load.Summarize(results, [2]string{acp.Name, echo.Name})
 	fmt.Println()
 	load.PrintTable(os.Stdout, rows)
-	if *md {
+	if cf.markdown {
 		fmt.Println()
 		load.PrintMarkdown(os.Stdout, rows)
 	}
-	if *jsonOut != "" {
-		if err := writeResults(*jsonOut, results, rows); err != nil {
+	if cf.jsonOut != "" {
+		if err := writeResults(cf.jsonOut, results, rows); err != nil {
 			return err
 		}
 	}
@@ -154,7 +144,7 @@ func ghzData(args []string) error {
 	if *name == "" || *out == "" {
 		return fmt.Errorf("ghzdata: -scenario and -out are required")
 	}
-	chosen, err := chooseScenarios(*recordings, *name)
+	chosen, err := chooseScenarios(*recordings, *name, false)
 	if err != nil {
 		return err
 	}
@@ -167,13 +157,57 @@ func ghzData(args []string) error {
 }
 
 // chooseScenarios loads the scenarios of the recordings in dir and picks
-// the comma-separated names (or all).
-func chooseScenarios(dir, names string) ([]*load.Scenario, error) {
+// the comma-separated names (or all); with mixed, the mixed load is one
+// of the choices (not one of all).
+func chooseScenarios(dir, names string, mixed bool) ([]*load.Scenario, error) {
 	all, err := load.Scenarios(dir)
 	if err != nil {
 		return nil, err
 	}
+	if mixed {
+		all = append(all, load.Mixed(all))
+	}
 	return load.Select(all, names)
+}
+
+// cellFlags are the flags of the commands that run scenarios at stream
+// counts over rounds of cells (acpbench itself, pair and store).
+type cellFlags struct {
+	recordings, scenarios, conc, jsonOut string
+	rounds                               int
+	duration                             time.Duration
+	markdown                             bool
+	mixed                                bool // the mixed load is one of the scenarios
+}
+
+// addCellFlags defines the cell flags on fs with a command's defaults;
+// with mixed, the mixed load is one of the scenarios -scenarios chooses
+// from.
+func addCellFlags(fs *flag.FlagSet, scenarios, conc string, rounds int, mixed bool) *cellFlags {
+	f := &cellFlags{mixed: mixed}
+	help := "comma-separated scenarios, or all"
+	if mixed {
+		help = "comma-separated scenarios (mixed: every recording and grok-text on each stream), or all"
+	}
+	fs.StringVar(&f.recordings, "recordings", "test/testdata/recordings", "directory of the recordings")
+	fs.StringVar(&f.scenarios, "scenarios", scenarios, help)
+	fs.StringVar(&f.conc, "c", conc, "comma-separated stream counts")
+	fs.IntVar(&f.rounds, "rounds", rounds, "rounds; each runs every cell on every server")
+	fs.DurationVar(&f.duration, "duration", 2*time.Second, "sending time of one cell")
+	fs.StringVar(&f.jsonOut, "json", "", "write every result and the summary here")
+	fs.BoolVar(&f.markdown, "markdown", false, "also print the summary as a Markdown table")
+	return f
+}
+
+// cells returns the stream counts of -c and the scenarios -scenarios
+// chooses.
+func (f *cellFlags) cells() ([]int, []*load.Scenario, error) {
+	streams, err := parseStreams(f.conc)
+	if err != nil {
+		return nil, nil, err
+	}
+	chosen, err := chooseScenarios(f.recordings, f.scenarios, f.mixed)
+	return streams, chosen, err
 }
 
 // startACP starts this binary's profiled server when profile is set, or

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/acpnorm/acpnorm/bench/load"
 )
@@ -26,13 +25,7 @@ func pair(args []string) error {
 	binB := fs.String("b", "", "second acpnormd binary (required)")
 	nameA := fs.String("name-a", "", "name of the first in the table (default: its file name)")
 	nameB := fs.String("name-b", "", "name of the second in the table (default: its file name)")
-	recordings := fs.String("recordings", "test/testdata/recordings", "directory of the recordings")
-	scenarios := fs.String("scenarios", "claude,codex", "comma-separated scenarios, or all")
-	conc := fs.String("c", "8", "comma-separated stream counts")
-	rounds := fs.Int("rounds", 5, "rounds; each runs every cell on both binaries")
-	duration := fs.Duration("duration", 2*time.Second, "sending time of one cell")
-	jsonOut := fs.String("json", "", "write every result and the summary here")
-	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
+	cf := addCellFlags(fs, "claude,codex", "8", 5, false)
 	echod := fs.String("echod", "", "also run the echo server (bench/echod) in every round and print each binary against it")
 	ownIDs := fs.Bool("own-acp-ids", false, "send each stream's recordings with ACP session ids of its own, as concurrent agents' sessions have (default: the recorded ids, shared by the streams that replay the same recording)")
 	if err := fs.Parse(args); err != nil {
@@ -50,11 +43,7 @@ func pair(args []string) error {
 	if names[0] == names[1] || names[0] == "echo" || names[1] == "echo" {
 		return fmt.Errorf("pair: the binaries need two names other than echo (the baseline's), not %q and %q: give -name-a and -name-b", names[0], names[1])
 	}
-	streams, err := parseStreams(*conc)
-	if err != nil {
-		return err
-	}
-	chosen, err := chooseScenarios(*recordings, *scenarios)
+	streams, chosen, err := cf.cells()
 	if err != nil {
 		return err
 	}
@@ -77,7 +66,7 @@ func pair(args []string) error {
 		defer echo.Stop()
 		servers = append(servers, echo)
 	}
-	results, failed, err := runRounds(ctx, *rounds, chosen, streams, servers, *duration, *ownIDs, func(r *load.Result) string {
+	results, failed, err := runRounds(ctx, cf.rounds, chosen, streams, servers, cf.duration, *ownIDs, func(r *load.Result) string {
 		return fmt.Sprintf("%-16s %8.0f frames/s  %7.1f µs CPU/frame  %.2f cores  %d frame errors  %d send errors",
 			r.Server, r.FramesPerSec, r.ServerUsPerFrame, r.ServerCores, r.FrameErrors, r.SendErrors)
 	})
@@ -94,13 +83,13 @@ func pair(args []string) error {
 		rows = append(rows, r...)
 		fmt.Println()
 		load.PrintPair(os.Stdout, r, p)
-		if *md {
+		if cf.markdown {
 			fmt.Println()
 			load.PrintPairMarkdown(os.Stdout, r, p)
 		}
 	}
-	if *jsonOut != "" {
-		if err := writeResults(*jsonOut, results, rows); err != nil {
+	if cf.jsonOut != "" {
+		if err := writeResults(cf.jsonOut, results, rows); err != nil {
 			return err
 		}
 	}

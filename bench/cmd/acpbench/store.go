@@ -35,13 +35,7 @@ func storeBench(args []string) error {
 	acpnormd := fs.String("acpnormd", "", "acpnormd binary (required)")
 	redisServer := fs.String("redis-server", "redis-server", "redis-server binary, started on a free loopback port")
 	redisURL := fs.String("redis", "", "use this Redis (redis://host:port/db) instead of starting redis-server")
-	recordings := fs.String("recordings", "test/testdata/recordings", "directory of the recordings")
-	scenarios := fs.String("scenarios", "mixed", "comma-separated scenarios (mixed: every recording and grok-text on each stream), or all")
-	conc := fs.String("c", "1,8,32", "comma-separated stream counts")
-	rounds := fs.Int("rounds", 3, "rounds; each runs every cell on both servers")
-	duration := fs.Duration("duration", 2*time.Second, "sending time of one cell")
-	jsonOut := fs.String("json", "", "write every result and the summary here")
-	md := fs.Bool("markdown", false, "also print the summary as a Markdown table")
+	cf := addCellFlags(fs, "mixed", "1,8,32", 3, true)
 	wait := fs.Int("wait-replicas", 0, "also start this many replicas of redis-server and an acpnormd with --store-wait-replicas N")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,16 +43,7 @@ func storeBench(args []string) error {
 	if *acpnormd == "" {
 		return fmt.Errorf("store: -acpnormd is required")
 	}
-	streams, err := parseStreams(*conc)
-	if err != nil {
-		return err
-	}
-	all, err := load.Scenarios(*recordings)
-	if err != nil {
-		return err
-	}
-	all = append(all, load.Mixed(all))
-	chosen, err := load.Select(all, *scenarios)
+	streams, chosen, err := cf.cells()
 	if err != nil {
 		return err
 	}
@@ -135,20 +120,20 @@ func storeBench(args []string) error {
 		servers = append(servers, waiting)
 	}
 
-	cells := *rounds * len(chosen) * len(streams) * len(servers)
+	cells := cf.rounds * len(chosen) * len(streams) * len(servers)
 	names := make([]string, len(servers))
 	for i, srv := range servers {
 		names[i] = srv.Name
 	}
 	fmt.Fprintf(os.Stderr, "acpbench store: %d scenarios x c=%v x %d rounds x {%s, Redis at %s with %d replicas} = %d cells of %v (about %v)\n",
-		len(chosen), streams, *rounds, strings.Join(names, ", "), url, *wait, cells, *duration, time.Duration(cells)*(*duration+300*time.Millisecond))
+		len(chosen), streams, cf.rounds, strings.Join(names, ", "), url, *wait, cells, cf.duration, time.Duration(cells)*(cf.duration+300*time.Millisecond))
 	for _, s := range chosen {
 		fmt.Fprintf(os.Stderr, "  %-10s %5d frames, %6.1f MB per pass: %s\n", s.Name, s.Frames(), float64(s.Bytes())/1e6, s.What)
 	}
 	var results []*load.Result
 	failed := false
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	for round := range *rounds {
+	for round := range cf.rounds {
 		for _, s := range chosen {
 			for _, c := range streams {
 				// Each round starts with another server, so that none
@@ -163,7 +148,7 @@ func storeBench(args []string) error {
 						rin0, _ = load.RedisStat(redisAddr, "total_net_input_bytes")
 					}
 					r, err := load.Run(ctx, load.Options{
-						Addr: srv.Addr, Streams: c, Duration: *duration, Scenario: s,
+						Addr: srv.Addr, Streams: c, Duration: cf.duration, Scenario: s,
 						ServerPID: srv.PID(), RunID: fmt.Sprintf("%s-%d-%s-%d-%s", runID, round, s.Name, c, srv.Name),
 					})
 					if err != nil {
@@ -211,18 +196,18 @@ func storeBench(args []string) error {
 		summary[p[0]+"/"+p[1]] = r
 		fmt.Println()
 		load.PrintPair(os.Stdout, r, p)
-		if *md {
+		if cf.markdown {
 			fmt.Println()
 			load.PrintPairMarkdown(os.Stdout, r, p)
 		}
 	}
-	if *jsonOut != "" {
+	if cf.jsonOut != "" {
 		b, _ := json.MarshalIndent(struct {
 			Results []*load.Result        `json:"results"`
 			Summary []load.Row            `json:"summary"`
 			Pairs   map[string][]load.Row `json:"pairs"`
 		}{results, rows, summary}, "", "  ")
-		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+		if err := os.WriteFile(cf.jsonOut, b, 0o644); err != nil {
 			return err
 		}
 	}

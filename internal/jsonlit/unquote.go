@@ -249,10 +249,12 @@ func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 	return decoded{}
 }
 
-// wideRun is the length of a plain run after which decodeInto reads the
-// next one eight bytes at a time (a build log); after a shorter one (the
-// output of seq: an escape every few bytes) it reads a byte at a time,
-// where the wider test does not pay.
+// wideRun is the length of a plain run after which decodeInto and
+// ValidLiteral read the next one eight bytes at a time (a build log);
+// after a shorter one (the output of seq: an escape every few bytes) they
+// read a byte at a time, where the wider test does not pay. Each has its
+// own word test (ValidLiteral's lets bytes above 0x7F through) and its own
+// byte loop (decodeInto's writes), so the rule is this constant.
 const wideRun = 16
 
 // wordRun copies the plain run at b[i] into out at j, found eight bytes

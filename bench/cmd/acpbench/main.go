@@ -157,8 +157,8 @@ func ghzData(args []string) error {
 }
 
 // chooseScenarios loads the scenarios of the recordings in dir and picks
-// the comma-separated names (or all); with mixed, the mixed load is one
-// of the choices (not one of all).
+// the comma-separated names (or all); with mixed, the mixed load
+// (load.Mixed) is one of them too.
 func chooseScenarios(dir, names string, mixed bool) ([]*load.Scenario, error) {
 	all, err := load.Scenarios(dir)
 	if err != nil {

@@ -120,9 +120,9 @@ type codexOutputFields struct {
 	Stderr        Str             `json:"stderr"`
 	Output        Str             `json:"output"`
 	// AggregatedOutput, Stdout and FormattedOutput are the same output up
-	// to three times (stdout is all of it under a PTY). The first two are
-	// read in every frame that has them (stdout under a PTY only when
-	// aggregated_output is absent), so the elided decode decodes them as
+	// to three times (stdout is all of it under a PTY). aggregated_output
+	// is read in every frame that has it, and stdout too except under a
+	// PTY beside aggregated_output, so the elided decode decodes both as
 	// it validates them (elide:"decoded"): stdout comes first, and
 	// aggregated_output, as a rule the same bytes, takes its text without
 	// reading them again. FormattedOutput is unquoted only when read.

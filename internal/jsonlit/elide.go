@@ -519,11 +519,7 @@ func (w *elider) text(i int) int {
 		w.bad = true
 		return -1
 	}
-	if n >= elideMin+2 {
-		w.lits = append(w.lits, struct{ start int }{i})
-		w.out = append(w.out, Lit{Raw: w.msg[i : i+n : i+n], Text: text})
-		w.cut += n - 2
-	}
+	w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Text: text})
 	return i + n
 }
 
@@ -545,11 +541,7 @@ func (w *elider) array(i int) int {
 	if !ok {
 		return -1
 	}
-	if n >= elideMin+2 {
-		w.lits = append(w.lits, struct{ start int }{i})
-		w.out = append(w.out, Lit{Raw: w.msg[i : i+n : i+n], Bytes: out})
-		w.cut += n - 2
-	}
+	w.take(i, Lit{Raw: w.msg[i : i+n : i+n], Bytes: out})
 	return i + n
 }
 

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -38,13 +37,14 @@ func cores(args []string) error {
 	if *acpnormd == "" && *profile == "" {
 		return fmt.Errorf("cores: -acpnormd (or -profile) is required")
 	}
-	var streams []int
-	for _, s := range strings.Split(*conc, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || *sessions%n != 0 {
-			return fmt.Errorf("-c: %q is not a stream count dividing -sessions %d", s, *sessions)
+	streams, err := parseStreams(*conc)
+	if err != nil {
+		return err
+	}
+	for _, n := range streams {
+		if *sessions%n != 0 {
+			return fmt.Errorf("-c: %d is not a stream count dividing -sessions %d", n, *sessions)
 		}
-		streams = append(streams, n)
 	}
 	chosen, err := chooseScenarios(*recordings, *scenarios, false)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -208,6 +209,19 @@ func (f *cellFlags) cells() ([]int, []*load.Scenario, error) {
 	}
 	chosen, err := chooseScenarios(f.recordings, f.scenarios, f.mixed)
 	return streams, chosen, err
+}
+
+// parseStreams reads a comma-separated list of stream counts.
+func parseStreams(s string) ([]int, error) {
+	var streams []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-c: %q is not a stream count", f)
+		}
+		streams = append(streams, n)
+	}
+	return streams, nil
 }
 
 // startACP starts this binary's profiled server when profile is set, or

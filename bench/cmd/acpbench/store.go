@@ -217,19 +217,6 @@ func storeBench(args []string) error {
 	return nil
 }
 
-// parseStreams reads a comma-separated list of stream counts.
-func parseStreams(s string) ([]int, error) {
-	var streams []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-c: %q is not a stream count", f)
-		}
-		streams = append(streams, n)
-	}
-	return streams, nil
-}
-
 // replicasOnline waits until the master at addr has n replicas online at
 // its own replication offset.
 func replicasOnline(ctx context.Context, addr string, n int, timeout time.Duration) error {

@@ -611,16 +611,29 @@ func decodeArrayFrom(prefix, b []byte, i int) (out []byte, n, comma int, ok bool
 		// element, a number that is not a byte) is the loop's below.
 		for wide && i+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
-			l := digitRun(x)
+			m := nonDigits(x)
+			l := bits.TrailingZeros64(m) >> 3
 			if l == 0 || l > 3 || byte(x>>(8*l)) != ',' {
 				break
 			}
-			// The digits' values in the low l bytes (no byte before a
-			// non-digit borrows), moved up so that the last is byte 2.
-			t := (x - 0x30*ones64) & (1<<(8*l) - 1) << (8 * (3 - l))
-			v := t&0xff*100 + t>>8&0xff*10 + t>>16&0xff
-			if v > 255 || l > 1 && byte(x) == '0' {
+			v, ok := compactByte(x, l)
+			if !ok {
 				break
+			}
+			// The next element, when the word holds it whole: its end is
+			// the word's second non-digit (no flag is wrong before it, as
+			// neither digits nor a comma carry), and it is read beside
+			// the first rather than after it.
+			if m &= m - 1; m != 0 {
+				e := bits.TrailingZeros64(m) >> 3
+				if l2 := e - l - 1; l2 >= 1 && l2 <= 3 && byte(x>>(8*e)) == ',' {
+					if v2, ok := compactByte(x>>(8*(l+1)), l2); ok {
+						out = append(out, byte(v), byte(v2))
+						i += e + 1
+						comma = i
+						continue
+					}
+				}
 			}
 			out = append(out, byte(v))
 			i += l + 1
@@ -668,14 +681,25 @@ const ones64 = 0x0101010101010101
 // elements off, for the tests that hold it to the byte loop.
 var byteByByte atomic.Bool
 
-// digitRun returns how many of x's bytes, in memory order, are ASCII
-// digits before the first that is not (8 when all are). x + 0x46 sets a
+// nonDigits has the high bit set in the first byte of x, in memory order,
+// that is not an ASCII digit, and in none before it (its trailing zeros
+// count eight per digit; a word of digits has none set). x + 0x46 sets a
 // byte's high bit from 0x3a up, x's own high bit marks 0x80 up, and
-// (x | 0x80) - 0x30 clears it below 0x30; a carry out of one byte (from
-// 0xba up) only reaches later bytes, after the first non-digit.
-func digitRun(x uint64) int {
-	m := (x + 0x46*ones64) | x | ^((x | highBits) - 0x30*ones64)
-	return bits.TrailingZeros64(m&highBits) >> 3
+// (x | 0x80) - 0x30 clears it below 0x30. Only a byte of 0xba or more
+// carries, into the next: the flags are exact up to the first such byte,
+// so for digits and commas, as far as they go.
+func nonDigits(x uint64) uint64 {
+	return ((x + 0x46*ones64) | x | ^((x | highBits) - 0x30*ones64)) & highBits
+}
+
+// compactByte is the value of the l (1 to 3) digits in the low bytes of
+// x, as an element of a byte array: false when it is over 255 or has a
+// leading zero. The digits' values are moved up so that the last is
+// byte 2 (no digit borrows from the next).
+func compactByte(x uint64, l int) (uint64, bool) {
+	t := (x - 0x30*ones64) & (1<<(8*l) - 1) << (8 * (3 - l))
+	v := t&0xff*100 + t>>8&0xff*10 + t>>16&0xff
+	return v, v <= 255 && (l == 1 || byte(x) != '0')
 }
 
 // literal returns the string literal at msg[i] as it is, or nil when

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -169,6 +170,24 @@ func TestDecodeByteArraySeeds(t *testing.T) {
 	}
 }
 
+// TestDecodeByteArrayPairs holds the eight-byte reading of two elements
+// from one word to the byte loop: every pair of a valid element and an
+// element that is valid, too wide, over 255, led by a zero, spaced, a
+// fraction or missing, at every offset of the word.
+func TestDecodeByteArrayPairs(t *testing.T) {
+	elems := []string{"0", "7", "10", "99", "100", "255", "256", "999", "00", "01", "007", "1000", " 5", "5 ", "1.5", "1e2", "-1", ""}
+	for lead := range 8 {
+		pad := strings.Repeat("1,", lead/2) + strings.Repeat("22,", lead%2)
+		for _, a := range elems[:6] {
+			for _, c := range elems {
+				for _, tail := range []string{",3,44,5,66,7,88]", "]", ",3]", "  ,3,44,5,66,7,88]"} {
+					checkByteArray(t, []byte("["+pad+a+","+c+tail))
+				}
+			}
+		}
+	}
+}
+
 // TestAppendByteArray holds AppendByteArray to encoding/json's array of
 // the same byte values, and DecodeByteArray to reading it back.
 func TestAppendByteArray(t *testing.T) {
@@ -220,13 +239,14 @@ func BenchmarkDecodeByteArray(b *testing.B) {
 		runReads(b, out.name, len(arr), []benchRead{
 			{"eight-bytes", read},
 			{"byte-loop", func() bool { byteByByte.Store(true); defer byteByByte.Store(false); return read() }},
+			{"jsontext-scan", func() bool { return jsontext.Value(arr).IsValid() }},
 		})
 	}
 }
 
-// TestDigitRun holds digitRun to a byte loop: every byte value at every
-// offset among digits, and random words.
-func TestDigitRun(t *testing.T) {
+// TestNonDigits holds nonDigits' first flag to a byte loop: every byte
+// value at every offset among digits, and random words.
+func TestNonDigits(t *testing.T) {
 	byLoop := func(w [8]byte) int {
 		for k, c := range w {
 			if c < '0' || c > '9' {
@@ -236,8 +256,8 @@ func TestDigitRun(t *testing.T) {
 		return 8
 	}
 	check := func(w [8]byte) {
-		if got, want := digitRun(binary.LittleEndian.Uint64(w[:])), byLoop(w); got != want {
-			t.Fatalf("digitRun(% x) = %d, want %d", w, got, want)
+		if got, want := bits.TrailingZeros64(nonDigits(binary.LittleEndian.Uint64(w[:])))>>3, byLoop(w); got != want {
+			t.Fatalf("nonDigits(% x) flags byte %d, want %d", w, got, want)
 		}
 	}
 	for c := range 256 {

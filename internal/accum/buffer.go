@@ -679,8 +679,7 @@ func (b *Buffer) appendText(s string) {
 			b.off++
 		}
 	}
-	b.reserve(len(s))
-	b.data = append(b.data, s...)
+	b.push(s)
 }
 
 // replace makes s the whole logical text.
@@ -700,33 +699,41 @@ func (b *Buffer) setHeld(s string) {
 	s = boundTail(s, b.limit)
 	b.data = b.data[:0]
 	b.off = 0
-	b.reserve(len(s))
-	b.data = append(b.data, s...)
+	b.push(s)
 }
 
 // maxCap is the largest backing array a Buffer keeps: the held text plus
 // room for half a limit of dropped head, so that compaction is amortized.
 func (b *Buffer) maxCap() int { return b.limit + b.limit/2 }
 
-// reserve makes room to append n bytes without growing past maxCap. The
-// held text plus n must fit in limit. When the array is full the held text
-// is moved to its front; at maxCap that happens only after more than limit/2
-// bytes were dropped, so each appended byte is copied at most twice more.
-func (b *Buffer) reserve(n int) {
+// push appends s to the array, which it first makes room in without
+// growing past maxCap. The held text plus s must fit in limit. When the
+// array is full the held text is moved to its front; at maxCap that
+// happens only after more than limit/2 bytes were dropped, so each
+// appended byte is copied at most twice more.
+func (b *Buffer) push(s string) {
+	n := len(s)
 	if len(b.data)+n <= cap(b.data) {
+		b.data = append(b.data, s...)
 		return
 	}
 	hlen := len(b.data) - b.off
 	if hlen+n <= cap(b.data) && (b.off >= hlen || cap(b.data) >= b.maxCap()) {
 		copy(b.data, b.data[b.off:])
-		b.data = b.data[:hlen]
+		b.data = append(b.data[:hlen], s...)
 		b.off = 0
 		return
 	}
 	// An empty Buffer (new, or replaced) gets what it asks for: a text
 	// that comes whole (a Snapshot, a Final, a first Delta) often gets
 	// nothing appended, and doubling it would allocate and clear twice
-	// its size. Appends then grow the array by doubling.
+	// its size. Its array is a copy of s that is not cleared first (make
+	// clears an array, and the copy then writes every byte again). Appends
+	// then grow the array by doubling.
+	if hlen == 0 && n >= 64 {
+		b.data, b.off = []byte(s)[:n:n], 0 // the capacity make would give
+		return
+	}
 	c := max(n, 64)
 	if hlen > 0 {
 		c = max(2*(hlen+n), 2*cap(b.data), 64)
@@ -734,7 +741,7 @@ func (b *Buffer) reserve(n int) {
 	c = max(min(c, b.maxCap()), hlen+n)
 	data := make([]byte, hlen, c)
 	copy(data, b.data[b.off:])
-	b.data = data
+	b.data = append(data, s...)
 	b.off = 0
 }
 

@@ -8,10 +8,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/benchcpu"
+	"github.com/acpnorm/acpnorm/internal/gcpace"
 	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/valyala/fastjson"
@@ -66,7 +68,8 @@ func benchFrames(b *testing.B, file string) (Dialect, [][]byte, int64) {
 // vendor fields by hand would do before it even starts to interpret them.
 // One op reads every agent->client frame of the recording once.
 // encoding-json is the same read with encoding/json alone (its validation
-// scan, then the decode); jsontext-scan only validates the frames with the
+// scan, then the decode); acpnormd-gc the same read with the collector
+// paced as acpnormd paces it; jsontext-scan only validates the frames with the
 // one-pass decoder's tokenizer, the floor of any decode built on it;
 // fastjson-parse is the floor of an index-only reader on valyala/fastjson.
 func BenchmarkRead(b *testing.B) {
@@ -80,24 +83,35 @@ func BenchmarkRead(b *testing.B) {
 			name   string
 			legacy bool
 			read   func([]byte) error
+			floor  bool // the collector paced as acpnormd paces it
 		}{
-			{"dialect=" + d.Info().Name, false, read},
-			{"dialect=" + d.Info().Name + "/encoding-json", true, read},
-			{"jsontext-scan", false, scanFrame},
+			{name: "dialect=" + d.Info().Name, read: read},
+			{name: "dialect=" + d.Info().Name + "/encoding-json", legacy: true, read: read},
+			// acpnormd-gc is the dialect's read with the collector paced as
+			// acpnormd paces it by default (--gc-floor 64 MiB): the row above
+			// charges Read with Go's default pacing, a collection each time
+			// this benchmark's small heap doubles, which the scan (it
+			// allocates nothing) does not pay.
+			{name: "dialect=" + d.Info().Name + "/acpnormd-gc", read: read, floor: true},
+			{name: "jsontext-scan", read: scanFrame},
 			// fastjson-parse indexes the frame without building Go
 			// values (the floor of an index-only reader built on it); it
 			// checks the structure, but neither a string's escapes nor
 			// its control characters.
-			{"fastjson-parse", false, func(f []byte) error { _, err := p.ParseBytes(f); return err }},
+			{name: "fastjson-parse", read: func(f []byte) error { _, err := p.ParseBytes(f); return err }},
 			// fastjson-validate is its full validation: what the parse
 			// would need beside it to refuse every frame encoding/json
 			// refuses.
-			{"fastjson-validate", false, fastjson.ValidateBytes},
-			{"generic-map", false, func(f []byte) error { var v map[string]any; return json.Unmarshal(f, &v) }},
+			{name: "fastjson-validate", read: fastjson.ValidateBytes},
+			{name: "generic-map", read: func(f []byte) error { var v map[string]any; return json.Unmarshal(f, &v) }},
 		} {
 			b.Run(name+"/"+c.name, func(b *testing.B) {
 				jsonlit.SetEncodingJSONOnly(c.legacy)
 				defer jsonlit.SetEncodingJSONOnly(false)
+				if c.floor {
+					runtime.GC() // what the rows before left is not this row's
+					defer gcpace.Start(64 << 20).Stop()
+				}
 				readEach(b, size, frames, c.read)
 			})
 		}

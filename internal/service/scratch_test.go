@@ -87,3 +87,34 @@ func TestCodecDirtyBuffers(t *testing.T) {
 		require.True(t, proto.Equal(req, &back), "%d bytes: the request read back differs", len(wire))
 	}
 }
+
+// TestTransportDirtyBuffers: the server's transport reads requests into
+// buffers of scratch and writes answers through them. Buffers an earlier
+// user left full (of 0xFF) change nothing a client is sent: a 75 KB
+// output, several HTTP/2 frames each way, comes back byte for byte.
+func TestTransportDirtyBuffers(t *testing.T) {
+	for n := 1 << 10; n <= 1<<20; n <<= 1 {
+		dirtyScratch(n)
+	}
+	st := newHarness(t, DefaultConfig()).open()
+	out := strings.Repeat("line of output\n", 5000)
+	st.send("s1", openCall("c1", "make test"))
+	st.send("s1", delta("c1", out))
+	st.send("s1", finish("c1", 0))
+	var text string
+	for {
+		x := st.exec()
+		switch x.GetOutput().GetMode() {
+		case pb.TextMode_TEXT_MODE_APPEND:
+			text += x.GetOutput().GetText()
+		case pb.TextMode_TEXT_MODE_REPLACE:
+			text = x.GetOutput().GetText()
+		}
+		require.Equal(t, "make test", x.GetCommand())
+		if x.GetState() == pb.ShellState_SHELL_STATE_ENDED {
+			require.Equal(t, pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED, x.GetOutcome())
+			break
+		}
+	}
+	require.True(t, text == out, "the output came back as %d bytes, %d of them 0xFF", len(text), strings.Count(text, "\xff"))
+}

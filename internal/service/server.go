@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -129,6 +130,9 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(streams...),
 		grpc.ForceServerCodecV2(newTolerantCodec()),
+		// The transport's buffers (HTTP/2 frames read, the socket's reads
+		// and writes) come from scratch too, which does not clear them.
+		experimental.BufferPool(scratch),
 	}
 	if opts.MaxStreams > 0 {
 		gopts = append(gopts, grpc.MaxConcurrentStreams(uint32(min(opts.MaxStreams, math.MaxUint32))))

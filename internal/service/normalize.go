@@ -166,10 +166,12 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			if !ok {
 				return
 			}
-			select {
-			case in <- p:
-			case <-ctx.Done():
-				return
+			if !trySend(in, p) {
+				select {
+				case in <- p:
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
 	}()
@@ -189,6 +191,9 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	queueFailed := false
 	rev := newRevocation(id, s.recheck)
 	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
+		if trySend(out, r) {
+			return nil
+		}
 		select {
 		case out <- r:
 			return nil
@@ -344,6 +349,22 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		return nil
 	}
 	for {
+		// A request already queued is taken without the three-way select
+		// (which locks all three channels), once the two that end the
+		// loop are seen not to: each look is a load, and the loop sees
+		// them before every request, where the select chose at random
+		// among those ready.
+		if ctx.Err() == nil && !closed(s.draining) {
+			if p, ok, got := tryReceive(in); got {
+				if !ok {
+					return applied, ended()
+				}
+				if err := run(p); err != nil {
+					return applied, err
+				}
+				continue
+			}
+		}
 		select {
 		case p, ok := <-in:
 			if !ok {
@@ -367,6 +388,40 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			s.log.Info("stream drained for shutdown", "applied", applied)
 			return applied, errDraining
 		}
+	}
+}
+
+// trySend sends v on ch when that does not block, and says whether it
+// did. A send that must wait is then made in a select that can also give
+// up; this one, a single case with a default, takes one channel's lock
+// where the select takes both (and orders them first).
+func trySend[T any](ch chan<- T, v T) bool {
+	select {
+	case ch <- v:
+		return true
+	default:
+		return false
+	}
+}
+
+// tryReceive receives from ch when that does not block: got says it did,
+// ok as a receive's second value.
+func tryReceive[T any](ch <-chan T) (v T, ok, got bool) {
+	select {
+	case v, ok = <-ch:
+		return v, ok, true
+	default:
+		return v, false, false
+	}
+}
+
+// closed says whether ch, which is only ever closed, is; it never blocks.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

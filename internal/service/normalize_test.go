@@ -108,6 +108,40 @@ func TestDrainRacingCancelNeverHangs(t *testing.T) {
 	}
 }
 
+// Shutdown under a client that never pauses: the loop takes requests
+// already queued without a select, so it must still look at the drain
+// between them; a stream whose client keeps sending ends with
+// UNAVAILABLE long before it has applied all it was sent, and says in
+// its trailer how much it applied.
+func TestDrainEndsAStreamThatKeepsSending(t *testing.T) {
+	const total = 20000
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reqs := []*pb.NormalizeRequest{frameReq("s", 1, openCall("c1", "yes"))}
+	for n := 2; n <= total; n++ {
+		reqs = append(reqs, frameReq("s", uint64(n), delta("c1", "y\n")))
+	}
+	f := newScriptedStream(ctx, reqs...)
+	ended := make(chan error, 1)
+	go func() { ended <- svc.Normalize(f) }()
+	for range 200 {
+		<-f.read
+	}
+	svc.Drain()
+	select {
+	case err = <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Normalize still running 10s after drain")
+	}
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	f.mu.Lock()
+	applied, _ := strconv.Atoi(f.trailer.Get(TrailerRequestsApplied)[0])
+	f.mu.Unlock()
+	require.Less(t, applied, total, "the drain waited for the whole stream")
+}
+
 // Shutdown alone: every frame the handler took is applied and answered,
 // and the trailer tells the client how many of its requests were applied,
 // so it can resend the rest after reconnecting.

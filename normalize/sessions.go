@@ -224,10 +224,17 @@ func (ss *sessions) lock(ctx context.Context, ns namespace, id string, create bo
 			ss.hooks.sessions(1)
 		}
 		ss.mu.Unlock()
+		// A session no other request is applying is taken at once (a
+		// one-case select with a default locks one channel, where the
+		// select that can also give up locks two); only a wait selects.
 		select {
 		case s.busy <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		default:
+			select {
+			case s.busy <- struct{}{}:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 		if s.gone {
 			s.unlock()

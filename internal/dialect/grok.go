@@ -288,6 +288,11 @@ func grokInputs(o *accum.Observation, u *grokCall) {
 	}
 }
 
+// maxExitLine is how much of output_for_prompt is decoded to read the
+// exit line at its head when the output comes from elsewhere: an exit
+// line longer than that (as sent) has the whole prompt decoded.
+const maxExitLine = 512
+
 var (
 	// grokExitLine is the first line of output_for_prompt on a final
 	// frame: "exit: 3", "exit: killed (signal 9)", "exit: 0 [truncated:
@@ -400,8 +405,16 @@ func grokOutputs(o *accum.Observation, out *grokOutput, text string, useText boo
 	// prompt that does not start with "exit:" is not decoded.
 	exitLine := hasPrompt && ended && out.OutputForPrompt.HasPrefix("exit:")
 	var prompt string
-	if hasPrompt && (exitLine || !out.Output.Set && !useText) {
+	switch {
+	case hasPrompt && !out.Output.Set && !useText: // it stands for the output
 		prompt = out.OutputForPrompt.Str().S
+	case exitLine:
+		// Only the exit line is read: decoded alone when it is short
+		// (the prompt can hold the whole output after it).
+		var ok bool
+		if prompt, ok = out.OutputForPrompt.firstLine(maxExitLine); !ok {
+			prompt = out.OutputForPrompt.Str().S
+		}
 	}
 	if exitLine {
 		grokExitLineIn(o, &prompt, &truncated)

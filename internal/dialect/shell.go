@@ -75,6 +75,41 @@ func (r rawText) Str() Str {
 	return Str{S: s, Set: ok}
 }
 
+// firstLine returns the text's first line, through its line break, when
+// that break comes within the literal's first max bytes: only those are
+// decoded. ok is false otherwise (a longer first line, or none that
+// ends): the caller reads the whole text.
+func (r rawText) firstLine(max int) (line string, ok bool) {
+	if r.decoded {
+		if i := strings.IndexByte(r.text, '\n'); i >= 0 {
+			return r.text[:i+1], true
+		}
+		return "", false
+	}
+	if len(r.lit) < 2 {
+		return "", false
+	}
+	body := r.lit[1 : len(r.lit)-1]
+	body = body[:min(len(body), max)]
+	// A line break is a \n escape (JSON has no raw one): the first
+	// backslash that starts an escape and is followed by n. Each escape is
+	// stepped over whole (a \u escape's hex digits hold no backslash).
+	for i := 0; ; {
+		k := bytes.IndexByte(body[i:], '\\')
+		if k < 0 || i+k+1 >= len(body) {
+			return "", false
+		}
+		i += k
+		if body[i+1] == 'n' {
+			lit := make([]byte, 0, i+4)
+			lit = append(append(append(lit, '"'), body[:i+2]...), '"')
+			s, ok := jsonlit.Unquote(lit)
+			return s, ok
+		}
+		i += 2
+	}
+}
+
 // HasPrefix reports whether the text starts with p, which must be plain
 // ASCII without quotes or backslashes. Unless an escape comes within
 // len(p) bytes, no byte of the text is unquoted: plain bytes stand for

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestUnwrapArgv(t *testing.T) {
@@ -165,6 +168,43 @@ func TestFindFromMatchesRegexp(t *testing.T) {
 			if got, want := findFrom(p.re, s, p.lits...), p.re.FindStringSubmatchIndex(s); !reflect.DeepEqual(got, want) {
 				t.Errorf("%s on %q: got %v want %v", p.re, s, got, want)
 			}
+		}
+	}
+}
+
+// TestRawTextFirstLine holds firstLine to the whole text: when it says
+// ok, it is the text up to and through its first line break, and it says
+// ok exactly when that break comes within the literal's first max bytes.
+func TestRawTextFirstLine(t *testing.T) {
+	texts := []string{
+		"exit: 0\nout\n", "exit: 3", "", "\n", "a\\nb\nc", `a\\\nb` + "\n", "\u00e9\nx", "exit: 0 [truncated: 9 bytes]\r\n" + strings.Repeat("y\n", 400),
+		"\"q\"\n", "\t\x01\n", strings.Repeat("z", 600) + "\nexit", strings.Repeat("é", 100) + "\n",
+	}
+	for _, text := range texts {
+		lit, err := json.Marshal(text)
+		require.NoError(t, err)
+		for _, max := range []int{0, 1, 8, 9, 10, 64, 512, 1 << 20} {
+			line, ok := rawText{lit: lit}.firstLine(max)
+			// The break's escape starts where the literal of the text
+			// before it would close.
+			nl := strings.IndexByte(text, '\n')
+			want := false
+			if nl >= 0 {
+				before, err := json.Marshal(text[:nl])
+				require.NoError(t, err)
+				want = len(before) <= max // its \n ends within the first max bytes after the quote
+			}
+			require.Equal(t, want, ok, "%q, max %d", text, max)
+			if ok {
+				require.Equal(t, text[:nl+1], line, "%q, max %d", text, max)
+			}
+		}
+		line, ok := rawText{lit: lit, text: text, decoded: true}.firstLine(0)
+		if nl := strings.IndexByte(text, '\n'); nl >= 0 {
+			require.True(t, ok)
+			require.Equal(t, text[:nl+1], line)
+		} else {
+			require.False(t, ok)
 		}
 	}
 }

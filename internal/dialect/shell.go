@@ -76,10 +76,10 @@ func (r rawText) Str() Str {
 }
 
 // firstLine returns the text's first line, through its line break, when
-// that break comes within the literal's first max bytes: only those are
+// that break comes within the literal's first limit bytes: only those are
 // decoded. ok is false otherwise (a longer first line, or none that
 // ends): the caller reads the whole text.
-func (r rawText) firstLine(max int) (line string, ok bool) {
+func (r rawText) firstLine(limit int) (line string, ok bool) {
 	if r.decoded {
 		if i := strings.IndexByte(r.text, '\n'); i >= 0 {
 			return r.text[:i+1], true
@@ -90,7 +90,7 @@ func (r rawText) firstLine(max int) (line string, ok bool) {
 		return "", false
 	}
 	body := r.lit[1 : len(r.lit)-1]
-	body = body[:min(len(body), max)]
+	body = body[:min(len(body), limit)]
 	// A line break is a \n escape (JSON has no raw one): the first
 	// backslash that starts an escape and is followed by n. Each escape is
 	// stepped over whole (a \u escape's hex digits hold no backslash).

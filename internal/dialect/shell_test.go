@@ -174,7 +174,8 @@ func TestFindFromMatchesRegexp(t *testing.T) {
 
 // TestRawTextFirstLine holds firstLine to the whole text: when it says
 // ok, it is the text up to and through its first line break, and it says
-// ok exactly when that break comes within the literal's first max bytes.
+// ok exactly when that break comes within the literal's first limit
+// bytes.
 func TestRawTextFirstLine(t *testing.T) {
 	texts := []string{
 		"exit: 0\nout\n", "exit: 3", "", "\n", "a\\nb\nc", `a\\\nb` + "\n", "\u00e9\nx", "exit: 0 [truncated: 9 bytes]\r\n" + strings.Repeat("y\n", 400),
@@ -183,8 +184,8 @@ func TestRawTextFirstLine(t *testing.T) {
 	for _, text := range texts {
 		lit, err := json.Marshal(text)
 		require.NoError(t, err)
-		for _, max := range []int{0, 1, 8, 9, 10, 64, 512, 1 << 20} {
-			line, ok := rawText{lit: lit}.firstLine(max)
+		for _, limit := range []int{0, 1, 8, 9, 10, 64, 512, 1 << 20} {
+			line, ok := rawText{lit: lit}.firstLine(limit)
 			// The break's escape starts where the literal of the text
 			// before it would close.
 			nl := strings.IndexByte(text, '\n')
@@ -192,11 +193,11 @@ func TestRawTextFirstLine(t *testing.T) {
 			if nl >= 0 {
 				before, err := json.Marshal(text[:nl])
 				require.NoError(t, err)
-				want = len(before) <= max // its \n ends within the first max bytes after the quote
+				want = len(before) <= limit // its \n ends within the first limit bytes after the quote
 			}
-			require.Equal(t, want, ok, "%q, max %d", text, max)
+			require.Equal(t, want, ok, "%q, limit %d", text, limit)
 			if ok {
-				require.Equal(t, text[:nl+1], line, "%q, max %d", text, max)
+				require.Equal(t, text[:nl+1], line, "%q, limit %d", text, limit)
 			}
 		}
 		line, ok := rawText{lit: lit, text: text, decoded: true}.firstLine(0)

@@ -14,14 +14,14 @@ import (
 // the socket's reads and the batches it writes). Each user reads only
 // what it wrote (an encoding writes every byte of the length it asked
 // for; a join copies every byte; gRPC 1.85's transport reads a frame's
-// payload whole into the length it asked for, and uses of a read or a
-// batch the bytes it read or copied in, as its own uncleared pools for
-// socket reads rely on), so, unlike gRPC's default pool, it hands buffers
-// out without clearing them: the default pool clears a buffer's whole
-// capacity on every Get, and its tiers jump from 32 KiB to 1 MiB, so a
-// 40 KiB answer cleared 1 MiB (4% of acpnormd's CPU at c=8 on the Claude
-// recordings, most of it for the answers; the transport's clearing was
-// 1.7% on the Codex recordings).
+// payload whole into the length it asked for, and uses only the bytes a
+// socket read filled or a write batch was given, as its own uncleared
+// pools for socket reads rely on), so, unlike gRPC's default pool, it
+// hands buffers out without clearing them: the default pool clears a
+// buffer's whole capacity on every Get, and its tiers jump from 32 KiB to
+// 1 MiB, so a 40 KiB answer cleared 1 MiB (4% of acpnormd's CPU at c=8 on
+// the Claude recordings, most of it for the answers; the transport's
+// clearing was 1.7% on the Codex recordings).
 //
 // Its tiers are the powers of two from 1 KiB to 16 MiB (the default
 // largest message), so a buffer is at most twice what it holds; larger

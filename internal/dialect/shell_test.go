@@ -172,40 +172,58 @@ func TestFindFromMatchesRegexp(t *testing.T) {
 	}
 }
 
-// TestRawTextFirstLine holds firstLine to the whole text: when it says
-// ok, it is the text up to and through its first line break, and it says
-// ok exactly when that break comes within the literal's first limit
-// bytes.
+// TestRawTextFirstLine holds firstLine to the whole text (checkFirstLine)
+// on texts with escapes, line breaks and non-ASCII at and around the
+// bounds tried.
 func TestRawTextFirstLine(t *testing.T) {
-	texts := []string{
+	for _, text := range firstLineSeeds() {
+		checkFirstLine(t, text)
+	}
+}
+
+func firstLineSeeds() []string {
+	return []string{
 		"exit: 0\nout\n", "exit: 3", "", "\n", "a\\nb\nc", `a\\\nb` + "\n", "\u00e9\nx", "exit: 0 [truncated: 9 bytes]\r\n" + strings.Repeat("y\n", 400),
 		"\"q\"\n", "\t\x01\n", strings.Repeat("z", 600) + "\nexit", strings.Repeat("é", 100) + "\n",
 	}
-	for _, text := range texts {
-		lit, err := json.Marshal(text)
-		require.NoError(t, err)
-		for _, limit := range []int{0, 1, 8, 9, 10, 64, 512, 1 << 20} {
-			line, ok := rawText{lit: lit}.firstLine(limit)
-			// The break's escape starts where the literal of the text
-			// before it would close.
-			nl := strings.IndexByte(text, '\n')
-			want := false
-			if nl >= 0 {
-				before, err := json.Marshal(text[:nl])
-				require.NoError(t, err)
-				want = len(before) <= limit // its \n ends within the first limit bytes after the quote
-			}
-			require.Equal(t, want, ok, "%q, limit %d", text, limit)
-			if ok {
-				require.Equal(t, text[:nl+1], line, "%q, limit %d", text, limit)
-			}
+}
+
+// FuzzRawTextFirstLine holds firstLine to the whole text on any text.
+func FuzzRawTextFirstLine(f *testing.F) {
+	for _, s := range firstLineSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(checkFirstLine)
+}
+
+// checkFirstLine: when firstLine says ok, it is the text up to and
+// through its first line break, and it says ok exactly when that break
+// comes within the literal's first limit bytes; a decoded text says it
+// whenever the text has a break.
+func checkFirstLine(t *testing.T, text string) {
+	lit, err := json.Marshal(text)
+	require.NoError(t, err)
+	var want string
+	require.NoError(t, json.Unmarshal(lit, &want)) // what a dialect reads (invalid UTF-8 replaced)
+	nl := strings.IndexByte(want, '\n')
+	for _, limit := range []int{0, 1, 8, 9, 10, 64, 512, 1 << 20} {
+		line, ok := rawText{lit: lit}.firstLine(limit)
+		// The break's escape starts where the literal of the text
+		// before it would close.
+		in := false
+		if nl >= 0 {
+			before, err := json.Marshal(text[:strings.IndexByte(text, '\n')])
+			require.NoError(t, err)
+			in = len(before) <= limit // its \n ends within the first limit bytes after the quote
 		}
-		line, ok := rawText{lit: lit, text: text, decoded: true}.firstLine(0)
-		if nl := strings.IndexByte(text, '\n'); nl >= 0 {
-			require.True(t, ok)
-			require.Equal(t, text[:nl+1], line)
-		} else {
-			require.False(t, ok)
+		require.Equal(t, in, ok, "%q, limit %d", text, limit)
+		if ok {
+			require.Equal(t, want[:nl+1], line, "%q, limit %d", text, limit)
 		}
+	}
+	line, ok := rawText{lit: lit, text: want, decoded: true}.firstLine(0)
+	require.Equal(t, nl >= 0, ok)
+	if ok {
+		require.Equal(t, want[:nl+1], line)
 	}
 }

@@ -45,7 +45,7 @@ type serveFlags struct {
 
 // defaultGCFloor is the heap the collector waits for while the live heap
 // is small (internal/gcpace).
-const defaultGCFloor = 64 << 20
+const defaultGCFloor = gcpace.DefaultFloor
 
 // serveFlagSet defines the serve flags, with defaults from the environment;
 // the error names any environment variable that does not parse.

@@ -88,10 +88,10 @@ func BenchmarkRead(b *testing.B) {
 			{name: "dialect=" + d.Info().Name, read: read},
 			{name: "dialect=" + d.Info().Name + "/encoding-json", legacy: true, read: read},
 			// acpnormd-gc is the dialect's read with the collector paced as
-			// acpnormd paces it by default (--gc-floor 64 MiB): the row above
-			// charges Read with Go's default pacing, a collection each time
-			// this benchmark's small heap doubles, which the scan (it
-			// allocates nothing) does not pay.
+			// acpnormd paces it by default (--gc-floor, gcpace.DefaultFloor):
+			// the row above charges Read with Go's default pacing, a
+			// collection each time this benchmark's small heap doubles,
+			// which the scan (it allocates nothing) does not pay.
 			{name: "dialect=" + d.Info().Name + "/acpnormd-gc", read: read, floor: true},
 			{name: "jsontext-scan", read: scanFrame},
 			// fastjson-parse indexes the frame without building Go
@@ -110,7 +110,7 @@ func BenchmarkRead(b *testing.B) {
 				defer jsonlit.SetEncodingJSONOnly(false)
 				if c.floor {
 					runtime.GC() // what the rows before left is not this row's
-					defer gcpace.Start(64 << 20).Stop()
+					defer gcpace.Start(gcpace.DefaultFloor).Stop()
 				}
 				readEach(b, size, frames, c.read)
 			})

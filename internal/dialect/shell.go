@@ -78,7 +78,8 @@ func (r rawText) Str() Str {
 // firstLine returns the text's first line, through its line break, when
 // that break comes within the literal's first limit bytes: only those are
 // decoded. ok is false otherwise (a longer first line, or none that
-// ends): the caller reads the whole text.
+// ends): the caller reads the whole text. A text the walk decoded already
+// gives its first line whatever limit is.
 func (r rawText) firstLine(limit int) (line string, ok bool) {
 	if r.decoded {
 		if i := strings.IndexByte(r.text, '\n'); i >= 0 {

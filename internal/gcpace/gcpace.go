@@ -57,6 +57,10 @@ type Pacer struct {
 	set     int
 }
 
+// DefaultFloor is acpnormd's default floor (--gc-floor): the benchmarks
+// that run the engine as acpnormd does start a Pacer with it.
+const DefaultFloor = 64 << 20
+
 // Start gives the collector a floor of floor bytes (0 or less: it does
 // nothing, and Stop does nothing). The percent the process was started
 // with (GOGC, 100 by default) is the base it returns to when the live heap

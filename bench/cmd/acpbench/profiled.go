@@ -31,7 +31,7 @@ func profiled(args []string) error {
 	if *out == "" {
 		return fmt.Errorf("profiled: -cpuprofile is required")
 	}
-	defer gcpace.Start(64 << 20).Stop() // acpnormd's default --gc-floor
+	defer gcpace.Start(gcpace.DefaultFloor).Stop() // acpnormd's default --gc-floor
 	cfg := service.DefaultConfig()
 	if *storeURL != "" {
 		st, err := redisstore.Open(*storeURL)

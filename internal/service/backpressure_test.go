@@ -38,6 +38,18 @@ func (f *fakeStream) Recv() (*pb.NormalizeRequest, error) {
 	}
 }
 
+func (f *fakeStream) RecvMsg(m any) error { return recvInto(m, f.Recv) }
+
+// recvInto is RecvMsg, as the stream's reader calls it, for a test's
+// stream whose Recv hands out requests.
+func recvInto(m any, recv func() (*pb.NormalizeRequest, error)) error {
+	r, err := recv()
+	if err == nil {
+		m.(*received).NormalizeRequest = r
+	}
+	return err
+}
+
 func (f *fakeStream) Send(r *pb.NormalizeResponse) error { return f.send(r) }
 
 func (f *fakeStream) SetTrailer(metadata.MD) {}

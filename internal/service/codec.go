@@ -65,22 +65,41 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	req, ok := v.(*pb.NormalizeRequest)
-	if !ok {
+	var req *pb.NormalizeRequest
+	var in *received
+	switch v := v.(type) {
+	case *pb.NormalizeRequest:
+		req = v
+	case *received:
+		in, req = v, v.NormalizeRequest
+	default:
 		return c.CodecV2.Unmarshal(data, v)
 	}
 	// A request that came in one piece is read where it is; one in
 	// several is joined first.
 	var b []byte
+	var joined mem.Buffer
 	if len(data) == 1 {
 		b = data[0].ReadOnlyData()
 	} else {
-		buf := data.MaterializeToBuffer(scratch)
-		defer buf.Free()
-		b = buf.ReadOnlyData()
+		joined = data.MaterializeToBuffer(scratch)
+		b = joined.ReadOnlyData()
 	}
-	if decodeFrame(b, req) {
+	if decodeFrame(b, req, in == nil) {
+		if in != nil && len(req.GetFrame().GetMessage()) > 0 {
+			// The frame's message is read in place: the request keeps
+			// the buffer until the stream's loop has applied it.
+			if in.buf = joined; joined == nil {
+				data[0].Ref()
+				in.buf = data[0]
+			}
+		} else if joined != nil {
+			joined.Free()
+		}
 		return nil
+	}
+	if joined != nil {
+		defer joined.Free()
 	}
 	err := proto.Unmarshal(b, req)
 	if err == nil {
@@ -107,16 +126,26 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return nil
 }
 
+// received is a request as a stream's reader receives it (RecvMsg): when
+// buf is not nil, the message of its frame is in buf, read in place
+// rather than copied, and buf must be freed once nothing reads the
+// message any more (the request applied), and not before.
+type received struct {
+	*pb.NormalizeRequest
+	buf mem.Buffer
+}
+
 // decodeFrame reads b as a NormalizeRequest holding one AcpFrame, the way
-// proto.Unmarshal does, without its reflection, keeping nothing of b (the
-// message is copied into an array of its own size, not cleared before it
-// is filled). It reads only the common
+// proto.Unmarshal does, without its reflection. With copyMessage it keeps
+// nothing of b (the message is copied into an array of its own size, not
+// cleared before it is filled); without, the message is the part of b it
+// is in, capped there. It reads only the common
 // form, the frame once with every field at most once, each of its own wire
 // type, and valid UTF-8 strings; it returns false, having changed nothing,
 // on anything else (another kind, a field repeated or unknown, a string
 // that is not valid UTF-8, a malformed encoding), which proto.Unmarshal
 // then reads.
-func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
+func decodeFrame(b []byte, req *pb.NormalizeRequest, copyMessage bool) bool {
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 || num != requestFrame || typ != protowire.BytesType {
 		return false
@@ -164,8 +193,12 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest) bool {
 		}
 		in = in[n:]
 		if num == frameMessage {
-			if len(v) > 0 {
+			switch {
+			case len(v) == 0:
+			case copyMessage:
 				f.Message = append([]byte(nil), v...)
+			default:
+				f.Message = v[:len(v):len(v)]
 			}
 			continue
 		}

@@ -63,8 +63,10 @@ func frameWires(t testing.TB) [][]byte {
 	return wires
 }
 
-// decodeFrame reads what protobuf reads, keeping nothing of the input
-// (gRPC reuses its buffers), or leaves the request alone.
+// decodeFrame reads what protobuf reads, or leaves the request alone.
+// With copyMessage it keeps nothing of the input (gRPC reuses its
+// buffers); without, the message is the input's bytes where it is, capped
+// there so that an append cannot write over what follows it.
 func TestDecodeFrameIsProtobuf(t *testing.T) {
 	for i, b := range frameWires(t) {
 		checkDecodeFrame(t, i, b)
@@ -75,23 +77,32 @@ func checkDecodeFrame(t *testing.T, i int, b []byte) {
 	t.Helper()
 	want := &pb.NormalizeRequest{}
 	werr := proto.Unmarshal(b, want)
-	got := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "before"}}}
-	in := bytes.Clone(b)
-	if !decodeFrame(in, got) {
-		assert.Equal(t, "before", got.GetTurnEnded().GetSessionId(), "wire %d: changed though not read", i)
-		return
-	}
-	require.NoError(t, werr, "wire %d: read, but protobuf refuses it", i)
-	assert.True(t, proto.Equal(want, got), "wire %d: %v, protobuf reads %v", i, got, want)
-	assert.Empty(t, got.ProtoReflect().GetUnknown(), "wire %d", i)
-	if msg := got.GetFrame().GetMessage(); len(msg) > 0 {
-		shared := false
-		for k := range in {
-			shared = shared || &in[k] == &msg[0]
+	for _, copyMessage := range []bool{true, false} {
+		got := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "before"}}}
+		in := bytes.Clone(b)
+		if !decodeFrame(in, got, copyMessage) {
+			assert.Equal(t, "before", got.GetTurnEnded().GetSessionId(), "wire %d: changed though not read", i)
+			continue
 		}
-		assert.False(t, shared, "wire %d: the message is the input's bytes", i)
+		require.NoError(t, werr, "wire %d: read, but protobuf refuses it", i)
+		assert.True(t, proto.Equal(want, got), "wire %d: %v, protobuf reads %v", i, got, want)
+		assert.Empty(t, got.ProtoReflect().GetUnknown(), "wire %d", i)
+		if msg := got.GetFrame().GetMessage(); len(msg) > 0 {
+			at := -1
+			for k := range in {
+				if &in[k] == &msg[0] {
+					at = k
+				}
+			}
+			if copyMessage {
+				assert.Equal(t, -1, at, "wire %d: the message is the input's bytes", i)
+			} else {
+				require.GreaterOrEqual(t, at, 0, "wire %d: the message was copied", i)
+				assert.Equal(t, len(msg), cap(msg), "wire %d: the message's capacity reaches past it", i)
+			}
+		}
+		assert.Equal(t, b, in, "wire %d: the input changed", i)
 	}
-	assert.Equal(t, b, in, "wire %d: the input changed", i)
 }
 
 func FuzzDecodeFrame(f *testing.F) {

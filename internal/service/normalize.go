@@ -153,12 +153,14 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		defer close(readerDone)
 		defer close(in)
 		defer ahead.stop()
+		var r received // one for the stream: RecvMsg's argument escapes
 		for {
-			req, err := stream.Recv()
-			if err != nil {
+			r = received{NormalizeRequest: new(pb.NormalizeRequest)}
+			if err := stream.RecvMsg(&r); err != nil {
 				readErr = err
 				return
 			}
+			req := r.NormalizeRequest
 			if req.GetFrame() != nil {
 				counts.frames.Add(1)
 			}
@@ -166,6 +168,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			if !ok {
 				return
 			}
+			p.buf = r.buf
 			if !trySend(in, p) {
 				select {
 				case in <- p:
@@ -241,6 +244,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		next, err := feed.handle(req, read)
 		count(err == nil || queueFailed, 1)
 		ahead.learn(req, next)
+		p.release()
 		if err != nil {
 			if ctx.Err() != nil {
 				return s.endCause(ctx)
@@ -320,6 +324,9 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		clear(reads)
 		count(err == nil || queueFailed, len(batch))
 		ahead.learn(batch[len(batch)-1].req, next)
+		for _, p := range batch {
+			p.release()
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return s.endCause(ctx)

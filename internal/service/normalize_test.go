@@ -47,6 +47,8 @@ func (f *scriptedStream) Recv() (*pb.NormalizeRequest, error) {
 	return nil, status.FromContextError(f.ctx.Err()).Err()
 }
 
+func (f *scriptedStream) RecvMsg(m any) error { return recvInto(m, f.Recv) }
+
 func (f *scriptedStream) Send(r *pb.NormalizeResponse) error {
 	f.mu.Lock()
 	block := f.block

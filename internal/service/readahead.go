@@ -7,6 +7,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/normalize"
+	"google.golang.org/grpc/mem"
 )
 
 // readAhead lets a stream read its frames in parallel while the stream
@@ -62,12 +63,26 @@ const inlineRead = 1 << 10
 // travels by value: a pointer would be one more allocation per frame.
 type pending struct {
 	req *pb.NormalizeRequest
+	// buf is the buffer req's message is read in, or nil (see
+	// received): the loop releases it once it applied req, and only
+	// then.
+	buf mem.Buffer
 	// read is the frame read ahead on the reader's goroutine (nil: none,
 	// or see async).
 	read *normalize.Prepared
 	// async is the frame being read ahead on a goroutine of its own, or
 	// nil.
 	async *asyncRead
+}
+
+// release frees the buffer p's message is read in, if any: the message
+// may not be read after it. A request that is never applied keeps its
+// buffer, which the collector takes back (the message may still be read
+// ahead on a worker).
+func (p pending) release() {
+	if p.buf != nil {
+		p.buf.Free()
+	}
 }
 
 // asyncRead is a frame read ahead on a worker: read may be used only once

@@ -21,7 +21,9 @@ import (
 // buffer's whole capacity on every Get, and its tiers jump from 32 KiB to
 // 1 MiB, so a 40 KiB answer cleared 1 MiB (4% of acpnormd's CPU at c=8 on
 // the Claude recordings, most of it for the answers; the transport's
-// clearing was 1.7% on the Codex recordings).
+// clearing was 1.7% on the Codex recordings). A frame's message is read
+// where the transport (or a join) put it: its buffer comes back only
+// once the stream applied the request (received).
 //
 // Its tiers are the powers of two from 1 KiB to 16 MiB (the default
 // largest message), so a buffer is at most twice what it holds; larger
@@ -70,6 +72,14 @@ func (p *scratchPool) Get(n int) *[]byte {
 	return &b
 }
 
+// poisonScratch makes Put fill every buffer it takes back with
+// poisonByte, so that a test reading a buffer after it was given back
+// reads that instead of what it expects. Tests set it before they start
+// a server, never while one runs.
+var poisonScratch bool
+
+const poisonByte = 0xA5
+
 // Put takes back a buffer Get returned (or a prefix of one); any other
 // is left to the collector.
 func (p *scratchPool) Put(b *[]byte) {
@@ -77,6 +87,12 @@ func (p *scratchPool) Put(b *[]byte) {
 	t := scratchTier(c)
 	if t < 0 || c != 1<<(t+scratchMinShift) {
 		return
+	}
+	if poisonScratch {
+		full := (*b)[:c]
+		for i := range full {
+			full[i] = poisonByte
+		}
 	}
 	*b = (*b)[:0]
 	p.tiers[t].Put(b)

@@ -85,7 +85,7 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		joined = data.MaterializeToBuffer(scratch)
 		b = joined.ReadOnlyData()
 	}
-	if decodeFrame(b, req, in == nil) {
+	if decodeFrame(b, req, in) {
 		if in != nil && len(req.GetFrame().GetMessage()) > 0 {
 			// The frame's message is read in place: the request keeps
 			// the buffer until the stream's loop has applied it.
@@ -130,27 +130,33 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // buf is not nil, the message of its frame is in buf, read in place
 // rather than copied, and buf must be freed once nothing reads the
 // message any more (the request applied), and not before.
+//
+// A stream's frames mostly repeat its session id, dialect and cwd: last
+// holds the ones of its previous frame, so that a frame that repeats
+// them shares those strings instead of allocating its own.
 type received struct {
 	*pb.NormalizeRequest
-	buf mem.Buffer
+	buf  mem.Buffer
+	last [frameCwd - frameSessionID + 1]string
 }
 
 // decodeFrame reads b as a NormalizeRequest holding one AcpFrame, the way
-// proto.Unmarshal does, without its reflection. With copyMessage it keeps
+// proto.Unmarshal does, without its reflection. Without in, it keeps
 // nothing of b (the message is copied into an array of its own size, not
-// cleared before it is filled); without, the message is the part of b it
-// is in, capped there. It reads only the common
+// cleared before it is filled); with in, the message is the part of b it
+// is in, capped there, and a string equal to in's last one of its field
+// is that string. It reads only the common
 // form, the frame once with every field at most once, each of its own wire
 // type, and valid UTF-8 strings; it returns false, having changed nothing,
 // on anything else (another kind, a field repeated or unknown, a string
 // that is not valid UTF-8, a malformed encoding), which proto.Unmarshal
 // then reads.
-func decodeFrame(b []byte, req *pb.NormalizeRequest, copyMessage bool) bool {
+func decodeFrame(b []byte, req *pb.NormalizeRequest, in *received) bool {
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 || num != requestFrame || typ != protowire.BytesType {
 		return false
 	}
-	in, m := protowire.ConsumeBytes(b[n:])
+	wire, m := protowire.ConsumeBytes(b[n:])
 	if m < 0 || n+m != len(b) {
 		return false
 	}
@@ -161,18 +167,22 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest, copyMessage bool) bool {
 	})
 	f := &one.frame
 	var seen uint8
-	for len(in) > 0 {
-		num, typ, n := protowire.ConsumeTag(in)
+	var last [len(received{}.last)]string
+	if in != nil {
+		last = in.last
+	}
+	for len(wire) > 0 {
+		num, typ, n := protowire.ConsumeTag(wire)
 		if n < 0 || num < frameSessionID || num > frameMessage || seen&(1<<num) != 0 {
 			return false
 		}
 		seen |= 1 << num
-		in = in[n:]
+		wire = wire[n:]
 		if num == frameSequence || num == frameDirection {
 			if typ != protowire.VarintType {
 				return false
 			}
-			v, n := protowire.ConsumeVarint(in)
+			v, n := protowire.ConsumeVarint(wire)
 			if n < 0 {
 				return false
 			}
@@ -181,42 +191,49 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest, copyMessage bool) bool {
 			} else {
 				f.Direction = pb.Direction(int32(v))
 			}
-			in = in[n:]
+			wire = wire[n:]
 			continue
 		}
 		if typ != protowire.BytesType {
 			return false
 		}
-		v, n := protowire.ConsumeBytes(in)
+		v, n := protowire.ConsumeBytes(wire)
 		if n < 0 {
 			return false
 		}
-		in = in[n:]
+		wire = wire[n:]
 		if num == frameMessage {
 			switch {
 			case len(v) == 0:
-			case copyMessage:
+			case in == nil:
 				f.Message = append([]byte(nil), v...)
 			default:
 				f.Message = v[:len(v):len(v)]
 			}
 			continue
 		}
-		if !utf8.Valid(v) {
-			return false
+		k := num - frameSessionID
+		if string(v) != last[k] { // last's are valid UTF-8
+			if !utf8.Valid(v) {
+				return false
+			}
+			last[k] = string(v)
 		}
 		switch num {
 		case frameSessionID:
-			f.SessionId = string(v)
+			f.SessionId = last[k]
 		case frameDialect:
-			f.Dialect = string(v)
+			f.Dialect = last[k]
 		case frameCwd:
-			f.Cwd = string(v)
+			f.Cwd = last[k]
 		}
 	}
 	one.kind.Frame = f
 	proto.Reset(req)
 	req.Kind = &one.kind
+	if in != nil {
+		in.last = last
+	}
 	return true
 }
 

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/stretchr/testify/assert"
@@ -64,9 +65,10 @@ func frameWires(t testing.TB) [][]byte {
 }
 
 // decodeFrame reads what protobuf reads, or leaves the request alone.
-// With copyMessage it keeps nothing of the input (gRPC reuses its
-// buffers); without, the message is the input's bytes where it is, capped
-// there so that an append cannot write over what follows it.
+// Without a received it keeps nothing of the input (gRPC reuses its
+// buffers); with one, the message is the input's bytes where it is,
+// capped there so that an append cannot write over what follows it, and
+// the strings are the same whatever the received's last ones were.
 func TestDecodeFrameIsProtobuf(t *testing.T) {
 	for i, b := range frameWires(t) {
 		checkDecodeFrame(t, i, b)
@@ -77,32 +79,75 @@ func checkDecodeFrame(t *testing.T, i int, b []byte) {
 	t.Helper()
 	want := &pb.NormalizeRequest{}
 	werr := proto.Unmarshal(b, want)
-	for _, copyMessage := range []bool{true, false} {
+	for mode := range 3 {
+		var in *received
+		switch mode {
+		case 1:
+			in = &received{}
+		case 2: // the strings of frameWires' frames, and one that differs
+			in = &received{last: [3]string{"s-1", "codex", "/x"}}
+		}
+		var before [3]string
+		if in != nil {
+			before = in.last
+		}
 		got := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "before"}}}
-		in := bytes.Clone(b)
-		if !decodeFrame(in, got, copyMessage) {
+		wire := bytes.Clone(b)
+		if !decodeFrame(wire, got, in) {
 			assert.Equal(t, "before", got.GetTurnEnded().GetSessionId(), "wire %d: changed though not read", i)
+			if in != nil {
+				assert.Equal(t, before, in.last, "wire %d: the last strings changed though not read", i)
+			}
 			continue
 		}
 		require.NoError(t, werr, "wire %d: read, but protobuf refuses it", i)
-		assert.True(t, proto.Equal(want, got), "wire %d: %v, protobuf reads %v", i, got, want)
+		assert.True(t, proto.Equal(want, got), "wire %d (mode %d): %v, protobuf reads %v", i, mode, got, want)
 		assert.Empty(t, got.ProtoReflect().GetUnknown(), "wire %d", i)
 		if msg := got.GetFrame().GetMessage(); len(msg) > 0 {
 			at := -1
-			for k := range in {
-				if &in[k] == &msg[0] {
+			for k := range wire {
+				if &wire[k] == &msg[0] {
 					at = k
 				}
 			}
-			if copyMessage {
+			if in == nil {
 				assert.Equal(t, -1, at, "wire %d: the message is the input's bytes", i)
 			} else {
 				require.GreaterOrEqual(t, at, 0, "wire %d: the message was copied", i)
 				assert.Equal(t, len(msg), cap(msg), "wire %d: the message's capacity reaches past it", i)
 			}
 		}
-		assert.Equal(t, b, in, "wire %d: the input changed", i)
+		assert.Equal(t, b, wire, "wire %d: the input changed", i)
 	}
+}
+
+// A stream's frames that repeat the previous frame's session id, dialect
+// or cwd share its strings; one that changes them gets its own, which
+// the next frame then shares.
+func TestDecodeFrameSharesRepeatedStrings(t *testing.T) {
+	enc := func(f *pb.AcpFrame) []byte {
+		b, err := proto.Marshal(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: f}})
+		require.NoError(t, err)
+		return b
+	}
+	var in received
+	read := func(f *pb.AcpFrame) *pb.AcpFrame {
+		req := &pb.NormalizeRequest{}
+		require.True(t, decodeFrame(enc(f), req, &in))
+		return req.GetFrame()
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	first := read(&pb.AcpFrame{SessionId: "s-1", Dialect: "codex", Cwd: "/w", Message: []byte("{}")})
+	second := read(&pb.AcpFrame{SessionId: "s-1", Dialect: "codex", Message: []byte("{}")})
+	assert.True(t, same(first.SessionId, second.SessionId), "the session id was allocated again")
+	assert.True(t, same(first.Dialect, second.Dialect), "the dialect was allocated again")
+	assert.Empty(t, second.Cwd, "a cwd the frame does not have")
+	third := read(&pb.AcpFrame{SessionId: "s-2", Dialect: "codex", Cwd: "/w", Message: []byte("{}")})
+	assert.Equal(t, "s-2", third.SessionId)
+	assert.True(t, same(first.Cwd, third.Cwd), "the cwd was allocated again")
+	fourth := read(&pb.AcpFrame{SessionId: "s-2", Message: []byte("{}")})
+	assert.True(t, same(third.SessionId, fourth.SessionId), "the new session id was allocated again")
+	assert.Equal(t, [3]string{"s-2", "codex", "/w"}, in.last)
 }
 
 func FuzzDecodeFrame(f *testing.F) {

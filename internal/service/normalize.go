@@ -155,7 +155,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		defer ahead.stop()
 		var r received // one for the stream: RecvMsg's argument escapes
 		for {
-			r = received{NormalizeRequest: new(pb.NormalizeRequest)}
+			r.NormalizeRequest, r.buf = new(pb.NormalizeRequest), nil
 			if err := stream.RecvMsg(&r); err != nil {
 				readErr = err
 				return

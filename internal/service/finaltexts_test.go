@@ -4,14 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
-	"github.com/acpnorm/acpnorm/internal/replay"
-	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 )
 
@@ -141,16 +137,8 @@ func TestSkipAppliedSequences(t *testing.T) {
 // never sends as a REPLACE a text that only extends what the client
 // holds (that would be an APPEND of the new part).
 func TestFinalTextsChangesOnRecordings(t *testing.T) {
-	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
-	if len(files) == 0 {
-		t.Fatal("no recordings")
-	}
-	for _, file := range files {
-		fh, err := os.Open(file)
-		require.NoError(t, err)
-		lines, err := replay.Read(fh)
-		fh.Close()
-		require.NoError(t, err)
+	for _, rec := range recordings(t) {
+		name := rec.name
 		play := func(finals pb.FinalTexts) (folded map[string]string, wire int) {
 			ss := newSessions(DefaultConfig(), NewMetrics(nil))
 			var d *delivered
@@ -173,16 +161,13 @@ func TestFinalTextsChangesOnRecordings(t *testing.T) {
 						continue
 					}
 					if finals == pb.FinalTexts_FINAL_TEXTS_CHANGES && held != "" && len(tx.GetText()) > len(held) && strings.HasPrefix(tx.GetText(), held) {
-						t.Errorf("%s: %s revision %d replaces %d bytes with a text that extends them", filepath.Base(file), k, x.GetRevision(), len(held))
+						t.Errorf("%s: %s revision %d replaces %d bytes with a text that extends them", name, k, x.GetRevision(), len(held))
 					}
 					folded[k] = tx.GetText()
 				}
 				return nil
 			})
-			for j, l := range lines {
-				req := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
-					SessionId: "s", Dialect: "auto", Sequence: uint64(j + 1), Direction: l.Dir, Message: l.Msg,
-				}}}
+			for _, req := range rec.frames {
 				if _, err := feed.handle(req, nil); err != nil {
 					t.Fatal(err)
 				}
@@ -195,10 +180,10 @@ func TestFinalTextsChangesOnRecordings(t *testing.T) {
 		whole, wholeWire := play(pb.FinalTexts_FINAL_TEXTS_WHOLE)
 		changes, changesWire := play(pb.FinalTexts_FINAL_TEXTS_CHANGES)
 		if !maps.Equal(whole, changes) {
-			t.Errorf("%s: the texts folded from changes-only finals differ from whole finals", filepath.Base(file))
+			t.Errorf("%s: the texts folded from changes-only finals differ from whole finals", name)
 		}
 		if changesWire > wholeWire {
-			t.Errorf("%s: changes-only finals carry %d text bytes, whole finals %d", filepath.Base(file), changesWire, wholeWire)
+			t.Errorf("%s: changes-only finals carry %d text bytes, whole finals %d", name, changesWire, wholeWire)
 		}
 	}
 }

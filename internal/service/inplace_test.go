@@ -31,22 +31,9 @@ func TestMessagesReadInPlace(t *testing.T) {
 }
 
 func checkReadInPlace(t *testing.T, cfg Config) {
-	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
-	require.NotEmpty(t, files, "no recordings")
 	h := newHarness(t, cfg)
-	for n, file := range files {
-		fh, err := os.Open(file)
-		require.NoError(t, err)
-		lines, err := replay.Read(fh)
-		fh.Close()
-		require.NoError(t, err)
-		frames := make([]*pb.NormalizeRequest, len(lines))
-		for j, l := range lines {
-			frames[j] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
-				SessionId: "s", Dialect: "auto", Sequence: uint64(j + 1), Direction: l.Dir, Message: l.Msg,
-			}}}
-		}
-
+	for n, rec := range recordings(t) {
+		name, frames := rec.name, rec.frames
 		var want []*pb.NormalizeResponse
 		ss := newSessions(DefaultConfig(), NewMetrics(nil))
 		feed := ss.newFeeder(context.Background(), newDelivered(), func(out *pb.NormalizeResponse) error {
@@ -63,7 +50,7 @@ func checkReadInPlace(t *testing.T, cfg Config) {
 		st := h.open()
 		for _, req := range frames {
 			f := proto.Clone(req).(*pb.NormalizeRequest)
-			f.GetFrame().SessionId = filepath.Base(file)
+			f.GetFrame().SessionId = name
 			st.control(f)
 		}
 		require.NoError(t, st.s.CloseSend())
@@ -71,16 +58,46 @@ func checkReadInPlace(t *testing.T, cfg Config) {
 		for r := range st.replies {
 			got = append(got, r)
 		}
-		require.Len(t, got, len(want), "%s: answers", filepath.Base(file))
+		require.Len(t, got, len(want), "%s: answers", name)
 		for i := range want {
 			x := proto.Clone(want[i]).(*pb.NormalizeResponse)
 			if e := x.GetShellExec(); e != nil {
-				e.SessionId = filepath.Base(file)
+				e.SessionId = name
 			}
 			if e := x.GetFrameError(); e != nil {
-				e.SessionId = filepath.Base(file)
+				e.SessionId = name
 			}
-			require.True(t, proto.Equal(x, got[i]), "%s (%d): answer %d differs:\n got %v\nwant %v", filepath.Base(file), n, i, got[i], x)
+			require.True(t, proto.Equal(x, got[i]), "%s (%d): answer %d differs:\n got %v\nwant %v", name, n, i, got[i], x)
 		}
 	}
+}
+
+// recording is one recording of test/testdata/recordings (name: its file
+// name), its lines as frames of session "s", with the dialect detected,
+// numbered from 1.
+type recording struct {
+	name   string
+	frames []*pb.NormalizeRequest
+}
+
+func recordings(t *testing.T) []recording {
+	t.Helper()
+	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	require.NotEmpty(t, files, "no recordings")
+	var out []recording
+	for _, file := range files {
+		fh, err := os.Open(file)
+		require.NoError(t, err)
+		lines, err := replay.Read(fh)
+		fh.Close()
+		require.NoError(t, err)
+		rec := recording{name: filepath.Base(file), frames: make([]*pb.NormalizeRequest, len(lines))}
+		for j, l := range lines {
+			rec.frames[j] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
+				SessionId: "s", Dialect: "auto", Sequence: uint64(j + 1), Direction: l.Dir, Message: l.Msg,
+			}}}
+		}
+		out = append(out, rec)
+	}
+	return out
 }

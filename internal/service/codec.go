@@ -89,10 +89,11 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		if in != nil && len(req.GetFrame().GetMessage()) > 0 {
 			// The frame's message is read in place: the request keeps
 			// the buffer until the stream's loop has applied it.
-			if in.buf = joined; joined == nil {
+			if joined == nil {
 				data[0].Ref()
-				in.buf = data[0]
+				joined = data[0]
 			}
+			in.buf = joined
 		} else if joined != nil {
 			joined.Free()
 		}

@@ -167,7 +167,7 @@ func TestFinalTextsChangesOnRecordings(t *testing.T) {
 				}
 				return nil
 			})
-			for _, req := range rec.frames {
+			for _, req := range rec.frames("s") {
 				if _, err := feed.handle(req, nil); err != nil {
 					t.Fatal(err)
 				}

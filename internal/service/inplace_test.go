@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -32,52 +31,34 @@ func TestMessagesReadInPlace(t *testing.T) {
 
 func checkReadInPlace(t *testing.T, cfg Config) {
 	h := newHarness(t, cfg)
-	for n, rec := range recordings(t) {
-		name, frames := rec.name, rec.frames
+	for _, rec := range recordings(t) {
 		var want []*pb.NormalizeResponse
 		ss := newSessions(DefaultConfig(), NewMetrics(nil))
 		feed := ss.newFeeder(context.Background(), newDelivered(), func(out *pb.NormalizeResponse) error {
 			want = append(want, out)
 			return nil
 		})
-		for _, req := range frames {
+		for _, req := range rec.frames(rec.name) {
 			_, err := feed.handle(req, nil)
 			require.NoError(t, err)
 		}
 
 		// Each recording on a session of its own: the service's
 		// sessions outlive the stream.
-		st := h.open()
-		for _, req := range frames {
-			f := proto.Clone(req).(*pb.NormalizeRequest)
-			f.GetFrame().SessionId = name
-			st.control(f)
-		}
-		require.NoError(t, st.s.CloseSend())
-		var got []*pb.NormalizeResponse
-		for r := range st.replies {
-			got = append(got, r)
-		}
-		require.Len(t, got, len(want), "%s: answers", name)
+		got, err := replay.Play(context.Background(), h.client, rec.lines, replay.Options{SessionID: rec.name, Dialect: "auto", KeepOpen: true})
+		require.NoError(t, err, rec.name)
+		require.Len(t, got, len(want), "%s: answers", rec.name)
 		for i := range want {
-			x := proto.Clone(want[i]).(*pb.NormalizeResponse)
-			if e := x.GetShellExec(); e != nil {
-				e.SessionId = name
-			}
-			if e := x.GetFrameError(); e != nil {
-				e.SessionId = name
-			}
-			require.True(t, proto.Equal(x, got[i]), "%s (%d): answer %d differs:\n got %v\nwant %v", name, n, i, got[i], x)
+			require.True(t, proto.Equal(want[i], got[i]), "%s: answer %d differs:\n got %v\nwant %v", rec.name, i, got[i], want[i])
 		}
 	}
 }
 
 // recording is one recording of test/testdata/recordings (name: its file
-// name), its lines as frames of session "s", with the dialect detected,
-// numbered from 1.
+// name).
 type recording struct {
-	name   string
-	frames []*pb.NormalizeRequest
+	name  string
+	lines []replay.Line
 }
 
 func recordings(t *testing.T) []recording {
@@ -86,18 +67,21 @@ func recordings(t *testing.T) []recording {
 	require.NotEmpty(t, files, "no recordings")
 	var out []recording
 	for _, file := range files {
-		fh, err := os.Open(file)
+		lines, err := replay.ReadFile(file)
 		require.NoError(t, err)
-		lines, err := replay.Read(fh)
-		fh.Close()
-		require.NoError(t, err)
-		rec := recording{name: filepath.Base(file), frames: make([]*pb.NormalizeRequest, len(lines))}
-		for j, l := range lines {
-			rec.frames[j] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
-				SessionId: "s", Dialect: "auto", Sequence: uint64(j + 1), Direction: l.Dir, Message: l.Msg,
-			}}}
-		}
-		out = append(out, rec)
+		out = append(out, recording{name: filepath.Base(file), lines: lines})
 	}
 	return out
+}
+
+// frames returns the recording's lines as frames of session sid, with the
+// dialect detected, numbered as replay.Play numbers them (by line).
+func (r recording) frames(sid string) []*pb.NormalizeRequest {
+	frames := make([]*pb.NormalizeRequest, len(r.lines))
+	for i, l := range r.lines {
+		frames[i] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
+			SessionId: sid, Dialect: "auto", Sequence: uint64(l.Number), Direction: l.Dir, Message: l.Msg,
+		}}}
+	}
+	return frames
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,12 +38,7 @@ func pathClasses(b *testing.B) ([]string, [][]load.Frame) {
 func readClasses() (names []string, frames [][]load.Frame, err error) {
 	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
 	for _, file := range files {
-		fh, err := os.Open(file)
-		if err != nil {
-			return nil, nil, err
-		}
-		lines, err := replay.Read(fh)
-		fh.Close()
+		lines, err := replay.ReadFile(file)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -111,7 +111,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	})
 	logEvents := logging.WithLogOnEvents(logging.StartCall, logging.FinishCall)
 	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(logger, logEvents), recovery.UnaryServerInterceptor(recover)}
-	streams := []grpc.StreamServerInterceptor{logging.StreamServerInterceptor(logger, logEvents), recovery.StreamServerInterceptor(recover)}
+	streams := []grpc.StreamServerInterceptor{logStreams(logger), recovery.StreamServerInterceptor(recover)}
 	a := newAccess(opts, svc.sessions.m)
 	label := a.label
 	svc.sessions.m.labelOf.Store(&label)

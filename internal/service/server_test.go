@@ -3,6 +3,8 @@ package service
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -120,4 +123,63 @@ func TestShutdownEndsHealthWatches(t *testing.T) {
 	if len(statuses) == 0 || statuses[len(statuses)-1] != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("statuses after shutdown: %v, want NOT_SERVING last", statuses)
 	}
+}
+
+// A Normalize stream is logged as the logging middleware logs a call: a
+// start line and a finish line with its code, its error when it failed,
+// and its duration, at info.
+func TestStreamsLogStartAndFinish(t *testing.T) {
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	var logBuf lockedBuffer
+	srv := NewServer(svc, DefaultServerOptions(), slog.New(slog.NewJSONHandler(&logBuf, nil)))
+	conn := serveBufconn(t, srv)
+	client := pb.NewNormalizerServiceClient(conn)
+
+	ended, err := client.Normalize(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, ended.CloseSend())
+	_, err = ended.Recv()
+	require.ErrorIs(t, err, io.EOF)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled, err := client.Normalize(ctx)
+	require.NoError(t, err)
+	require.NoError(t, cancelled.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Message: []byte("not json")}}}))
+	_, err = cancelled.Recv() // the frame's error: the stream is open on the server
+	require.NoError(t, err)
+	cancel()
+	conn.Close()
+	srv.GRPC.GracefulStop()
+
+	var starts, finishes []map[string]any
+	for line := range strings.Lines(logBuf.String()) {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		if rec["grpc.method"] != "Normalize" {
+			continue
+		}
+		for _, k := range []string{"protocol", "grpc.component", "grpc.service", "grpc.method_type", "peer.address", "grpc.start_time"} {
+			assert.NotEmpty(t, rec[k], "%s in %s", k, line)
+		}
+		assert.Equal(t, "INFO", rec["level"], line)
+		assert.Equal(t, "bidi_stream", rec["grpc.method_type"], line)
+		switch rec["msg"] {
+		case "started call":
+			starts = append(starts, rec)
+		case "finished call":
+			assert.Contains(t, rec, "grpc.time_ms", line)
+			finishes = append(finishes, rec)
+		}
+	}
+	require.Len(t, starts, 2, logBuf.String())
+	require.Len(t, finishes, 2, logBuf.String())
+	codes := map[any]any{}
+	for _, f := range finishes {
+		codes[f["grpc.code"]] = f["grpc.error"]
+	}
+	assert.Contains(t, codes, "OK")
+	assert.Nil(t, codes["OK"], "an ended stream logs no error")
+	assert.Contains(t, codes, "Canceled")
+	assert.NotEmpty(t, codes["Canceled"], "a cancelled stream logs its error")
 }

@@ -398,19 +398,19 @@ var claudeUserStop = map[string]bool{"user-rejected": true, "permission-rule": t
 // claudeNotice matches the adapters' refusal and cancel texts, which they
 // send where output goes (terminal_output data, rawOutput, content). The
 // whole text must be the notice: output that merely quotes one is output.
-var claudeNotice = regexp.MustCompile(`(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*|\[Request interrupted by user(?: for tool use)?\]|Tool cancelled by user\.?)$`)
+var claudeNotice = mustAnchored(`(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*|\[Request interrupted by user(?: for tool use)?\]|Tool cancelled by user\.?)$`)
 
 // claudeNoOutput is the text Claude Code gives the model, and
 // claude-agent-acp then sends as rawOutput (0.101.0, without a client
 // terminal), for a tool result without output: "(Bash completed with no
 // output)". The command printed nothing; the text is no output.
-var claudeNoOutput = regexp.MustCompile(`^\([A-Za-z][\w.-]* completed with no output\)$`)
+var claudeNoOutput = mustAnchored(`^\([A-Za-z][\w.-]* completed with no output\)$`)
 
 // claudeUnfinished are the texts claude-agent-acp (0.101.0) sends as the
 // content of a call it closes because the turn ended without the call's
 // result: Claude dropped it before it ran, a session/cancel stopped it
 // (a cancel), or Claude ended the turn without a result. None is output.
-var claudeUnfinished = regexp.MustCompile(`^(?:Claude stopped this tool call before it ran\.|The turn was cancelled before this tool call returned a result\.|Claude ended the turn without returning a result for this tool\.)$`)
+var claudeUnfinished = mustAnchored(`^(?:Claude stopped this tool call before it ran\.|The turn was cancelled before this tool call returned a result\.|Claude ended the turn without returning a result for this tool\.)$`)
 
 // claudeClientBash is claude-code-acp's Bash when the client offers
 // terminals: an MCP tool that runs the command with terminal/create.
@@ -422,14 +422,14 @@ const claudeClientBash = "mcp__acp__Bash"
 // the exit code and the signal from the client's exit status, then "Final
 // output:" (it exited) or "New output:" (it had not). All of it is a
 // notice about the command; the output after it restates the terminal's.
-var claudeTermHeader = regexp.MustCompile("^(Interrupted by the user\\. |Killed\\. |Timed out\\. )?(?:Exited with code (-?\\d+)\\.)?(?:Signal `([^`\\n]*)`\\. )?(?:Final|New) output:\\n\\n")
+var claudeTermHeader = mustAnchored("^(Interrupted by the user\\. |Killed\\. |Timed out\\. )?(?:Exited with code (-?\\d+)\\.)?(?:Signal `([^`\\n]*)`\\. )?(?:Final|New) output:\\n\\n")
 
 // claudeTermTrailer is what it appends when the client cut the output
 // (outputByteLimit 32000): the output is the client's tail, truncated.
 var claudeTermTrailer = regexp.MustCompile(`\n\nCommand output was too long, so it was truncated to \d+ bytes\.$`)
 
 // claudeTermBackground is its answer for run_in_background.
-var claudeTermBackground = regexp.MustCompile(`^Command started in background with id: \S+$`)
+var claudeTermBackground = mustAnchored(`^Command started in background with id: \S+$`)
 
 // claudeAbortedNotice is the line claude-agent-acp appends to the output
 // of a command the user interrupted.
@@ -437,12 +437,12 @@ const claudeAbortedNotice = "[Command was aborted before completion]"
 
 var (
 	claudeAborted      = regexp.MustCompile(`\n?\[Command was aborted before completion\]\s*$`)
-	claudeExitHeader   = regexp.MustCompile(`^Exit code (-?\d+)(?:\n|$)`)
+	claudeExitHeader   = mustAnchored(`^Exit code (-?\d+)(?:\n|$)`)
 	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \((\d+) bytes total\)[^\]\n]*\]\s*$`)
 	// The older Bash tool (claude-code-acp 0.11.0) keeps the first 30,000
 	// characters and says how many lines it dropped, not how many bytes.
 	claudeLinesTrailer = regexp.MustCompile(`\n*\.\.\. \[\d+ lines truncated\] \.\.\.\s*$`)
-	claudeBgStarted    = regexp.MustCompile(`(?s)^Command running in background with ID: .*$`)
+	claudeBgStarted    = mustAnchored(`(?s)^Command running in background with ID: .*$`)
 	claudeBgMoved      = regexp.MustCompile(`(?s)\n?Command did not complete within its [^\n]*? timeout and was moved to the background.*$`)
 	claudeTimedOut     = regexp.MustCompile(`\n?Command timed out after [^\n]*\s*$`)
 )

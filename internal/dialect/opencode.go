@@ -329,7 +329,7 @@ var (
 	opencodeOldMarker = regexp.MustCompile(`(?:\n\n)?\((Command timed out after \d+ ?ms|Command was aborted)\)\s*$`)
 	// opencodeTruncHeader is the header of an output that was cut and
 	// saved to a file: "...output truncated...\n\nFull output saved to: F\n\n".
-	opencodeTruncHeader = regexp.MustCompile(`^\.\.\.[^\n]*truncated[^\n]*\.\.\.\n\n(?:[^\n]*(?:saved to|Full output)[^\n]*\n(?:[^\n]+\n)*?\n)?`)
+	opencodeTruncHeader = mustAnchored(`^\.\.\.[^\n]*truncated[^\n]*\.\.\.\n\n(?:[^\n]*(?:saved to|Full output)[^\n]*\n(?:[^\n]+\n)*?\n)?`)
 	// opencodeTruncTrailer is the note the tool framework appends when it
 	// keeps the HEAD of an output: "\n\n...N lines truncated...\n\nThe
 	// tool call succeeded but the output was truncated. Full output saved

@@ -259,7 +259,7 @@ func (b *Buffer) Take() (c Chunk, ok bool) {
 		return b.Whole(), true
 	}
 	c = Chunk{
-		Text:       string(held[len(held)-int(b.pendingAppend):]),
+		Text:       b.heldText(len(held) - int(b.pendingAppend)),
 		Truncated:  trunc,
 		TotalBytes: b.totalBytes(),
 	}
@@ -272,13 +272,31 @@ func (b *Buffer) Take() (c Chunk, ok bool) {
 func (b *Buffer) Whole() Chunk {
 	trunc := b.truncated()
 	c := Chunk{
-		Text:       string(b.held()),
+		Text:       b.heldText(0),
 		Replace:    true,
 		Truncated:  trunc,
 		TotalBytes: b.totalBytes(),
 	}
 	b.markTaken(trunc)
 	return c
+}
+
+// heldText returns the held text from byte from on as a string. When the
+// held text is the whole of the Snapshot or Final applied last (nothing
+// appended or dropped since) and that string is still in memory, it is
+// that string's, whose bytes never change (see applyWhole): a big output
+// that comes whole is then not copied once more for its chunk. Such a
+// chunk keeps the string's memory alive while it is held (the service
+// marshals and drops it at once), so it shares it only when it is at least
+// half of the string.
+func (b *Buffer) heldText(from int) string {
+	held := b.held()
+	if n := b.wholeLen; n > 0 && n == len(held) && int64(n) == b.total && 2*(n-from) >= n {
+		if p := b.whole.Value(); p != nil {
+			return unsafe.String(p, n)[from:]
+		}
+	}
+	return string(held[from:])
 }
 
 // totalBytes is the size of the logical text, or the size the producer

@@ -82,3 +82,47 @@ func TestWholeInSameMemory(t *testing.T) {
 	}
 	require.Greater(t, skipped, 3000, "snapshots in the same memory")
 }
+
+// TestChunkSharesAWholeText: the chunk of a big Snapshot or Final that is
+// held whole, with nothing appended since, is that string (no copy),
+// whether it is the first text or replaces one; once text is appended,
+// when only the text's tail is held, or when the chunk is under half of
+// the string, the chunk is a copy of the held text, as before.
+func TestChunkSharesAWholeText(t *testing.T) {
+	big := strings.Repeat("0123456789abcde\n", 4<<10) // 64 KiB, over sameMemoryMin
+	other := strings.Repeat("edcba9876543210\n", 4<<10)
+	// in says whether c's text is in s's memory.
+	in := func(c Chunk, s string) bool {
+		p, lo := uintptr(unsafe.Pointer(unsafe.StringData(c.Text))), uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= lo && p < lo+uintptr(len(s))
+	}
+
+	b := NewBuffer(1 << 20)
+	b.Apply(Text{Kind: Final, Text: big})
+	c, ok := b.Take()
+	require.True(t, ok && c.Text == big && !c.Replace && !c.Truncated && c.TotalBytes == int64(len(big)), "Take() of the first text")
+	require.True(t, in(c, big), "the chunk of a whole text held whole is that text")
+	require.True(t, in(b.Whole(), big), "Whole() of a whole text held whole is that text")
+
+	b.Apply(Text{Kind: Snapshot, Text: other})
+	c, ok = b.Take()
+	require.True(t, ok && c.Text == other && c.Replace, "Take() of a replacing text")
+	require.True(t, in(c, other), "the chunk of a replacing text held whole is that text")
+
+	grown := other + "tail\n" // in memory of its own: compared, then appended
+	b.Apply(Text{Kind: Snapshot, Text: grown})
+	c, ok = b.Take()
+	require.True(t, ok && c.Text == "tail\n" && !c.Replace, "Take() of a grown snapshot")
+	require.False(t, in(c, grown), "a chunk under half of its string: a copy")
+
+	b.Apply(Text{Kind: Delta, Text: "more\n"})
+	w := b.Whole()
+	require.True(t, w.Text == grown+"more\n", "Whole() after a Delta")
+	require.False(t, in(w, grown), "text appended: a copy")
+
+	small := NewBuffer(48 << 10) // holds only the text's tail
+	small.Apply(Text{Kind: Snapshot, Text: big})
+	w = small.Whole()
+	require.True(t, len(w.Text) < len(big) && strings.HasSuffix(big, w.Text) && w.Truncated, "Whole() of a tail")
+	require.False(t, in(w, big), "a tail held: a copy")
+}

@@ -14,6 +14,7 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -38,17 +39,26 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// servedLogging serves a Service of the default configuration over
+// bufconn, logging through the handler newHandler makes over the returned
+// buffer.
+func servedLogging(t *testing.T, newHandler func(io.Writer) slog.Handler) (*Server, *grpc.ClientConn, *lockedBuffer) {
+	t.Helper()
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	logBuf := new(lockedBuffer)
+	srv := NewServer(svc, DefaultServerOptions(), slog.New(newHandler(logBuf)))
+	return srv, serveBufconn(t, srv), logBuf
+}
+
 // logOfCalls serves with a logger at level, makes one health check, one
 // reflection listing and one ListDialects call, stops the server (which
 // waits for every handler and so for every log line) and returns the log.
 func logOfCalls(t *testing.T, level slog.Level) string {
 	t.Helper()
-	svc, err := New(DefaultConfig(), nil, nil)
-	require.NoError(t, err)
-	var logBuf lockedBuffer
-	log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: level}))
-	srv := NewServer(svc, DefaultServerOptions(), log)
-	conn := serveBufconn(t, srv)
+	srv, conn, logBuf := servedLogging(t, func(w io.Writer) slog.Handler {
+		return slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
+	})
 	ctx := context.Background()
 	if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
@@ -93,11 +103,7 @@ func TestHousekeepingCallsLogOnlyAtDebug(t *testing.T) {
 // then the end of its stream when the server shuts down, so that a graceful
 // shutdown does not wait for it until the deadline and cut everything.
 func TestShutdownEndsHealthWatches(t *testing.T) {
-	svc, err := New(DefaultConfig(), nil, nil)
-	require.NoError(t, err)
-	var logBuf lockedBuffer
-	srv := NewServer(svc, DefaultServerOptions(), slog.New(slog.NewTextHandler(&logBuf, nil)))
-	conn := serveBufconn(t, srv)
+	srv, conn, logBuf := servedLogging(t, func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) })
 	watch, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
 	require.NoError(t, err)
 	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
@@ -129,11 +135,7 @@ func TestShutdownEndsHealthWatches(t *testing.T) {
 // start line and a finish line with its code, its error when it failed,
 // and its duration, at info.
 func TestStreamsLogStartAndFinish(t *testing.T) {
-	svc, err := New(DefaultConfig(), nil, nil)
-	require.NoError(t, err)
-	var logBuf lockedBuffer
-	srv := NewServer(svc, DefaultServerOptions(), slog.New(slog.NewJSONHandler(&logBuf, nil)))
-	conn := serveBufconn(t, srv)
+	srv, conn, logBuf := servedLogging(t, func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) })
 	client := pb.NewNormalizerServiceClient(conn)
 
 	ended, err := client.Normalize(context.Background())

@@ -84,37 +84,33 @@ func firstBytes(prog *syntax.Prog, pc uint32, first *[256]bool, seen []bool) boo
 	return false // InstMatch, InstRuneAny, InstRuneAnyNotNL
 }
 
-// cannot says no match can start at a text whose first byte is c.
-func (a *anchored) cannot(c byte) bool { return !a.all && !a.first[c] }
+// skips says no match can start at s: s has a first byte, and no match
+// starts with it.
+func (a *anchored) skips(s string) bool { return s != "" && !a.all && !a.first[s[0]] }
 
 // MatchString is regexp's, skipping a text no match can start.
-func (a *anchored) MatchString(s string) bool {
-	if s != "" && a.cannot(s[0]) {
-		return false
-	}
-	return a.Regexp.MatchString(s)
-}
+func (a *anchored) MatchString(s string) bool { return !a.skips(s) && a.Regexp.MatchString(s) }
 
 // FindStringSubmatch is regexp's, skipping a text no match can start.
 func (a *anchored) FindStringSubmatch(s string) []string {
-	if s != "" && a.cannot(s[0]) {
+	if a.skips(s) {
 		return nil
 	}
 	return a.Regexp.FindStringSubmatch(s)
 }
 
-// FindSubmatch is regexp's, skipping a text no match can start.
-func (a *anchored) FindSubmatch(b []byte) [][]byte {
-	if len(b) > 0 && a.cannot(b[0]) {
-		return nil
-	}
-	return a.Regexp.FindSubmatch(b)
-}
-
 // FindStringIndex is regexp's, skipping a text no match can start.
 func (a *anchored) FindStringIndex(s string) []int {
-	if s != "" && a.cannot(s[0]) {
+	if a.skips(s) {
 		return nil
 	}
 	return a.Regexp.FindStringIndex(s)
+}
+
+// FindSubmatch is regexp's, skipping a text no match can start.
+func (a *anchored) FindSubmatch(b []byte) [][]byte {
+	if len(b) > 0 && a.skips(string(b[:1])) {
+		return nil
+	}
+	return a.Regexp.FindSubmatch(b)
 }

@@ -9,8 +9,8 @@ import (
 // at the text's first byte before it runs: the first bytes a match can
 // start with are worked out from the compiled pattern once. The notices
 // and headers the dialects match this way are tried on every output text,
-// which almost never is one, and the regexp package takes 50–210 ns to
-// fail each (BenchmarkAnchored), where the first byte takes 2. The
+// which almost never is one, and the regexp package takes 50–300 ns to
+// fail each (BenchmarkAnchored), where the first byte takes 2–3. The
 // methods it does not override run unguarded.
 type anchored struct {
 	*regexp.Regexp

@@ -22,8 +22,11 @@ func BenchmarkAnchored(b *testing.B) {
 	}
 	for _, size := range []int{64, 1 << 10, 64 << 10} {
 		text := seq.String()[:size]
-		for _, a := range []*anchored{claudeNotice, opencodeTruncHeader} {
-			name := fmt.Sprintf("%s/%d", map[*anchored]string{claudeNotice: "claudeNotice", opencodeTruncHeader: "opencodeTruncHeader"}[a], size)
+		for _, g := range []struct {
+			name string
+			a    *anchored
+		}{{"claudeNotice", claudeNotice}, {"opencodeTruncHeader", opencodeTruncHeader}} {
+			a, name := g.a, fmt.Sprintf("%s/%d", g.name, size)
 			b.Run(name+"/regexp", func(b *testing.B) {
 				defer benchcpu.Report(b, benchcpu.Now())
 				for b.Loop() {

@@ -2,7 +2,6 @@ package service
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -47,7 +46,7 @@ func logStreams(logger logging.Logger) grpc.StreamServerInterceptor {
 		code := logging.DefaultErrorToCode(end)
 		fields = append(fields, "grpc.code", code.String())
 		if end != nil {
-			fields = append(fields, "grpc.error", fmt.Sprintf("%v", end))
+			fields = append(fields, "grpc.error", end.Error())
 		}
 		fields = append(fields, logging.DurationToTimeMillisFields(time.Since(start))...)
 		logger.Log(ctx, logging.DefaultServerCodeToLevel(code), "finished call", fields...)

@@ -495,14 +495,22 @@ func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 		return 0, false, false
 	}
 	anchor := string(held[h-anchorLen:])
+	// absent is a length of w's prefix that the anchor is known not to
+	// occur in: the second shape's searches stay inside it when the first
+	// shape's found no occurrence at all (a window that does not overlap
+	// what is held is then searched once, not twice).
+	absent := 0
 	if len(w) >= h {
 		// The held tail occurs in w, ending at d <= total.
 		hi := min(int64(len(w)), b.total)
 		none := false
-		for range maxAnchorTries {
+		for try := range maxAnchorTries {
 			i := lastIndex(w[:hi], anchor)
 			if i < 0 {
 				none = true // no occurrence: try the other shape
+				if try == 0 {
+					absent = int(hi)
+				}
 				break
 			}
 			if end := i + anchorLen; end >= h && w[end-h:end] == string(held) {
@@ -518,7 +526,10 @@ func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 	m := min(len(w), h)
 	hi := m
 	for range maxAnchorTries {
-		i := lastIndex(w[:hi], anchor)
+		i := -1
+		if hi > absent {
+			i = lastIndex(w[:hi], anchor)
+		}
 		if i < 0 {
 			// No overlap of anchorLen bytes or more; a shorter one is
 			// checked directly, longest first.

@@ -215,6 +215,28 @@ func BenchmarkWindow(b *testing.B) {
 	}
 }
 
+// BenchmarkWindowDisjoint applies a 30,000-byte window that overlaps
+// nothing of the 30,000 bytes held (OpenCode's final text after its live
+// window, of other lines of the same output): every op searches the window
+// for the held tail's anchor, finds it nowhere, and replaces.
+func BenchmarkWindowDisjoint(b *testing.B) {
+	const span = 30000
+	out := benchText(3 * span)
+	held, w := out[:span], out[2*span:]
+	b.SetBytes(span)
+	buf := NewBuffer(256 << 10)
+	cpu := benchcpu.Now()
+	for b.Loop() {
+		buf.Apply(Text{Kind: Window, Text: held})
+		buf.Apply(Text{Kind: Window, Text: w})
+		if c, ok := buf.Take(); !ok || !c.Replace {
+			b.Fatal("the window did not replace")
+		}
+		buf.Apply(Text{Kind: Snapshot, Text: ""})
+	}
+	benchcpu.Report(b, cpu)
+}
+
 // BenchmarkLastIndex compares lastIndex with strings.LastIndex on a
 // 30,000-byte window (OpenCode's) of log lines and a 64-byte anchor:
 // found 1 KiB from the end (a window that slid), found near the start,

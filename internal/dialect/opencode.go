@@ -329,15 +329,15 @@ var (
 	opencodeOldMarker = regexp.MustCompile(`(?:\n\n)?\((Command timed out after \d+ ?ms|Command was aborted)\)\s*$`)
 	// opencodeTruncHeader is the header of an output that was cut and
 	// saved to a file: "...output truncated...\n\nFull output saved to: F\n\n".
-	opencodeTruncHeader = mustAnchored(`^\.\.\.[^\n]*truncated[^\n]*\.\.\.\n\n(?:[^\n]*(?:saved to|Full output)[^\n]*\n(?:[^\n]+\n)*?\n)?`)
+	opencodeTruncHeader = mustAnchored(`^\.\.\.[^\n]*truncated[^\n]*\.\.\.\n\n(?:[^\n]*(?:saved to|Full output)[^\n]*\n(?:[^\n]+\n)*?\n)?`).withLine("truncated")
 	// opencodeTruncTrailer is the note the tool framework appends when it
 	// keeps the HEAD of an output: "\n\n...N lines truncated...\n\nThe
 	// tool call succeeded but the output was truncated. Full output saved
 	// to: F\nUse Grep ...". F is the agent's own data directory
 	// (".../opencode/tool-output/...", Kilo's ".../kilo/tool-output/...").
 	opencodeTruncTrailer = regexp.MustCompile(`^\n\n\.\.\.\d+ (?:lines|bytes|chars|characters) truncated\.\.\.\n\n[^\n]*(?:saved to|Full output)[^\n]*(?:\n[^\n]+)*\s*$`)
-	opencodeTimeoutText  = regexp.MustCompile(`(?i)exceed(?:ed|ing)? (?:the )?timeout|timed out`)
-	opencodeAbortText    = regexp.MustCompile(`(?i)\babort(?:ed)?\b|\bcancel(?:l?ed)?\b`)
+	opencodeTimeoutText  = mustFolded(`(?i)exceed(?:ed|ing)? (?:the )?timeout|timed out`, "timeout", "timed out")
+	opencodeAbortText    = mustFolded(`(?i)\babort(?:ed)?\b|\bcancel(?:l?ed)?\b`, "abort", "cancel")
 )
 
 // parseOpencodeText removes what OpenCode adds to the output for the

@@ -322,7 +322,9 @@ func readEach[F any](b *testing.B, size int64, frames []F, read func(F) error) {
 // and OpenCode's truncation header (opencodeTruncHeader), which the
 // dialects try on every output text, on command outputs that are
 // neither, as the regexp alone and guarded by the first bytes a match can
-// start with (anchored).
+// start with (anchored); and the header on OpenCode's live windows, which
+// start with "...\n\n" as the header does, so that only its first-line
+// literal (withLine) skips them.
 //
 //	go test ./internal/dialect -run '^$' -bench BenchmarkAnchored
 func BenchmarkAnchored(b *testing.B) {
@@ -333,10 +335,14 @@ func BenchmarkAnchored(b *testing.B) {
 	for _, size := range []int{64, 1 << 10, 64 << 10} {
 		text := seq.String()[:size]
 		for _, g := range []struct {
-			name string
-			a    *anchored
-		}{{"claudeNotice", claudeNotice}, {"opencodeTruncHeader", opencodeTruncHeader}} {
-			a, name := g.a, fmt.Sprintf("%s/%d", g.name, size)
+			name, text string
+			a          *anchored
+		}{
+			{"claudeNotice", text, claudeNotice},
+			{"opencodeTruncHeader", text, opencodeTruncHeader},
+			{"opencodeTruncHeader-window", opencodeWindowPrefix + text, opencodeTruncHeader},
+		} {
+			a, text, name := g.a, g.text, fmt.Sprintf("%s/%d", g.name, size)
 			b.Run(name+"/regexp", func(b *testing.B) {
 				defer benchcpu.Report(b, benchcpu.Now())
 				for b.Loop() {
@@ -350,6 +356,43 @@ func BenchmarkAnchored(b *testing.B) {
 				for b.Loop() {
 					if a.FindStringIndex(text) != nil {
 						b.Fatal("matched")
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkFolded tries OpenCode's note regexps (folded) on the notes
+// its recordings hold: each note matches one and not the other, which the
+// regexp alone steps through the whole note to find out.
+//
+//	go test ./internal/dialect -run '^$' -bench BenchmarkFolded
+func BenchmarkFolded(b *testing.B) {
+	notes := map[string]string{
+		"timeout": "shell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.",
+		"abort":   "User aborted the command",
+	}
+	for _, name := range []string{"timeout", "abort"} {
+		note := notes[name]
+		for _, f := range []struct {
+			name string
+			re   *folded
+		}{{"opencodeTimeoutText", opencodeTimeoutText}, {"opencodeAbortText", opencodeAbortText}} {
+			want := f.re.Regexp.MatchString(note)
+			b.Run(name+"/"+f.name+"/regexp", func(b *testing.B) {
+				defer benchcpu.Report(b, benchcpu.Now())
+				for b.Loop() {
+					if f.re.Regexp.MatchString(note) != want {
+						b.Fatal("wrong")
+					}
+				}
+			})
+			b.Run(name+"/"+f.name+"/folded", func(b *testing.B) {
+				defer benchcpu.Report(b, benchcpu.Now())
+				for b.Loop() {
+					if f.re.MatchString(note) != want {
+						b.Fatal("wrong")
 					}
 				}
 			})

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -278,6 +279,31 @@ func TestAnchoredMatchesAsRegexp(t *testing.T) {
 			require.Equal(t, re.FindStringIndex(s), a.FindStringIndex(s), "FindStringIndex %q on %q", p, s)
 		}
 	}
+	// The dialects' own, with the first-line literal some of them add.
+	for _, a := range guardedByDialects {
+		for _, s := range texts {
+			require.Equal(t, a.Regexp.MatchString(s), a.MatchString(s), "MatchString %q on %q", a, s)
+			require.Equal(t, a.Regexp.FindStringIndex(s), a.FindStringIndex(s), "FindStringIndex %q on %q", a, s)
+			require.Equal(t, a.Regexp.FindSubmatch([]byte(s)), a.FindSubmatch([]byte(s)), "FindSubmatch %q on %q", a, s)
+		}
+	}
+}
+
+// A first-line literal skips the texts whose first line lacks it, and
+// only those: on the line's other side of a break, or with no break.
+func TestAnchoredWithLine(t *testing.T) {
+	a := mustAnchored(`^a[^\n]*word[^\n]*\n?`).withLine("word")
+	for s, skip := range map[string]bool{
+		"": false, "a": true, "a word": false, "aword\nx": false, "a\nword": true,
+		"b word": true, "a wor\nd": true, "a x\ny word": true, "a x word\n": false,
+	} {
+		assert.Equal(t, skip, a.skips(s), "skips %q", s)
+		assert.Equal(t, skip, a.skipsBytes([]byte(s)), "skipsBytes %q", s)
+		if skip {
+			assert.False(t, a.Regexp.MatchString(s), "%q is skipped but matches", s)
+		}
+		assert.Equal(t, a.Regexp.MatchString(s), a.MatchString(s), "MatchString %q", s)
+	}
 }
 
 // The first bytes are bounded where they can be, so the guard skips
@@ -340,4 +366,61 @@ var dialectGuardSamples = []string{
 	"Exit code 1\nfailed", "Exit code -2", "Exit code", " Exit code 1",
 	"Command running in background with ID: 7\nmore", "\nUser refused permission to run tool",
 	"...output truncated...\n\nFull output saved to /tmp/x\n\nrest", "...truncated...\n\nrest", "..truncated...\n\n",
+	"...\n\n1\n2\n", "...\ntruncated...\n\n", "... x truncated ...\n\n(no output)", "...truncated...",
+	"...output truncated...\n\nFull output saved to: f\nUse Grep\n\ntail\n",
+}
+
+// foldedByDialects are the regexps the dialects match through folded.
+var foldedByDialects = []*folded{opencodeTimeoutText, opencodeAbortText}
+
+// A folded regexp answers exactly as the regexp does, on texts built of
+// its literals in every case, their near misses, and the notes agents
+// send.
+func TestFoldedMatchesAsRegexp(t *testing.T) {
+	pieces := []string{"ABORT", "aborted", "Abort", "abor", "cancel", "CANCELLED", "Canceled", "cance",
+		"timed out", "TIMED OUT", "Timed  out", "exceeding the timeout", "Exceeded Timeout", "timeou",
+		" ", "x", "\n", "é", "\xff", "K", "_"}
+	texts := []string{"", "User aborted the command",
+		"shell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer, retry with a larger timeout value in milliseconds."}
+	level := []string{""}
+	for range 3 {
+		var next []string
+		for _, t := range level {
+			for _, p := range pieces {
+				next = append(next, t+p)
+			}
+		}
+		texts = append(texts, next...)
+		level = next
+	}
+	for _, f := range foldedByDialects {
+		matched := 0
+		for _, s := range texts {
+			want := f.Regexp.MatchString(s)
+			require.Equal(t, want, f.MatchString(s), "%s on %q", f, s)
+			if want {
+				matched++
+			}
+		}
+		assert.Positive(t, matched, "%s matched none of the texts", f)
+	}
+}
+
+// The literals' letters fold to ASCII alone: of the ASCII letters, only k
+// and s are also matched by (?i) to runes past ASCII, which mustFolded
+// refuses in a literal.
+func TestFoldedLiteralsStayASCII(t *testing.T) {
+	for c := 'a'; c <= 'z'; c++ {
+		wide := false
+		for r := unicode.SimpleFold(c); r != c; r = unicode.SimpleFold(r) {
+			wide = wide || r >= 0x80
+		}
+		assert.Equal(t, c == 'k' || c == 's', wide, "%c", c)
+	}
+	for _, bad := range [][]string{{"Abort"}, {"kill"}, {"ss"}, {"é"}, {""}, {}} {
+		assert.Panics(t, func() { mustFolded(`(?i)x`, bad...) }, "%q", bad)
+	}
+	assert.Panics(t, func() { mustFolded(`abort`, "abort") }, "a pattern without (?i)")
+	assert.True(t, holdsFold("x ABorTed", "abort"))
+	assert.False(t, holdsFold("abor", "abort"))
 }

@@ -247,12 +247,17 @@ var anchoredPatterns = []string{
 var anchoredAlphabet = []string{"a", "b", "c", "x", "y", "z", "A", "K", "k", "\n", " ", "é", "\xff", "1", ".", "(", ")", "[", "U", "T"}
 
 func anchoredTexts() []string {
-	texts := []string{"", "User refused", "The user said no", "[Req", "word", "wordy", "(x)y", "12.", "aaab"}
+	return piecedTexts(anchoredAlphabet, "", "User refused", "The user said no", "[Req", "word", "wordy", "(x)y", "12.", "aaab")
+}
+
+// piecedTexts returns texts followed by every string of one to three of
+// pieces.
+func piecedTexts(pieces []string, texts ...string) []string {
 	level := []string{""}
 	for range 3 {
 		var next []string
 		for _, t := range level {
-			for _, p := range anchoredAlphabet {
+			for _, p := range pieces {
 				next = append(next, t+p)
 			}
 		}
@@ -380,19 +385,8 @@ func TestFoldedMatchesAsRegexp(t *testing.T) {
 	pieces := []string{"ABORT", "aborted", "Abort", "abor", "cancel", "CANCELLED", "Canceled", "cance",
 		"timed out", "TIMED OUT", "Timed  out", "exceeding the timeout", "Exceeded Timeout", "timeou",
 		" ", "x", "\n", "é", "\xff", "K", "_"}
-	texts := []string{"", "User aborted the command",
-		"shell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer, retry with a larger timeout value in milliseconds."}
-	level := []string{""}
-	for range 3 {
-		var next []string
-		for _, t := range level {
-			for _, p := range pieces {
-				next = append(next, t+p)
-			}
-		}
-		texts = append(texts, next...)
-		level = next
-	}
+	texts := piecedTexts(pieces, "", "User aborted the command",
+		"shell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer, retry with a larger timeout value in milliseconds.")
 	for _, f := range foldedByDialects {
 		matched := 0
 		for _, s := range texts {

@@ -512,7 +512,7 @@ func (a *anchored) skipsBytes(b []byte) bool {
 // holding one of its literals, ASCII letters in either case: every match
 // holds one. The regexp package has no literal to skip ahead to in such a
 // pattern and steps through the whole text: an OpenCode timeout note of
-// 200 bytes takes it 10 µs to find no abort in.
+// 200 bytes takes it 9 µs to find no abort in (BenchmarkFolded).
 type folded struct {
 	*regexp.Regexp
 	lits []string

@@ -294,8 +294,8 @@ func TestAnchoredMatchesAsRegexp(t *testing.T) {
 	}
 }
 
-// A first-line literal skips the texts whose first line lacks it, and
-// only those: on the line's other side of a break, or with no break.
+// A first-line literal skips a text whose first line lacks it (it comes
+// after the first break, or nowhere), and only such a text.
 func TestAnchoredWithLine(t *testing.T) {
 	a := mustAnchored(`^a[^\n]*word[^\n]*\n?`).withLine("word")
 	for s, skip := range map[string]bool{

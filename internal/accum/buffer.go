@@ -495,11 +495,11 @@ func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 		return 0, false, false
 	}
 	anchor := string(held[h-anchorLen:])
-	// absent is a length of w's prefix that the anchor is known not to
-	// occur in: the second shape's searches stay inside it when the first
-	// shape's found no occurrence at all (a window that does not overlap
-	// what is held is then searched once, not twice).
-	absent := 0
+	// nowhere says the first shape's search found no occurrence of the
+	// anchor in w[:min(len(w), total)], which holds w[:m] of the second
+	// shape's (h <= total): that one is then not searched again, so a
+	// window that does not overlap what is held is searched once.
+	nowhere := false
 	if len(w) >= h {
 		// The held tail occurs in w, ending at d <= total.
 		hi := min(int64(len(w)), b.total)
@@ -508,9 +508,7 @@ func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 			i := lastIndex(w[:hi], anchor)
 			if i < 0 {
 				none = true // no occurrence: try the other shape
-				if try == 0 {
-					absent = int(hi)
-				}
+				nowhere = try == 0
 				break
 			}
 			if end := i + anchorLen; end >= h && w[end-h:end] == string(held) {
@@ -527,7 +525,7 @@ func (b *Buffer) alignAnchored(w string) (d int, ok, sure bool) {
 	hi := m
 	for range maxAnchorTries {
 		i := -1
-		if hi > absent {
+		if !nowhere {
 			i = lastIndex(w[:hi], anchor)
 		}
 		if i < 0 {

@@ -369,12 +369,11 @@ func BenchmarkAnchored(b *testing.B) {
 //
 //	go test ./internal/dialect -run '^$' -bench BenchmarkFolded
 func BenchmarkFolded(b *testing.B) {
-	notes := map[string]string{
-		"timeout": "shell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.",
-		"abort":   "User aborted the command",
-	}
-	for _, name := range []string{"timeout", "abort"} {
-		note := notes[name]
+	for _, n := range []struct{ name, note string }{
+		{"timeout", "shell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds."},
+		{"abort", "User aborted the command"},
+	} {
+		name, note := n.name, n.note
 		for _, f := range []struct {
 			name string
 			re   *folded

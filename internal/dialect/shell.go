@@ -365,12 +365,13 @@ func findFromIf(may bool, re *regexp.Regexp, s string, lits ...string) []int {
 }
 
 // anchored is a regexp anchored at the start of the text (^) that looks
-// at the text's first byte before it runs: the first bytes a match can
-// start with are worked out from the compiled pattern once. The notices
-// and headers the dialects match this way are tried on every output text,
-// which almost never is one, and the regexp package takes 50–300 ns to
-// fail each (BenchmarkAnchored), where the first byte takes 2–3. The
-// methods it does not override run unguarded.
+// at the text's first byte (and, given withLine, its first line) before
+// it runs: the first bytes a match can start with are worked out from the
+// compiled pattern once. The notices and headers the dialects match this
+// way are tried on every output text, which almost never is one, and the
+// regexp package takes 50–300 ns to fail each (BenchmarkAnchored), where
+// the first byte takes 2–3. The methods it does not override run
+// unguarded.
 type anchored struct {
 	*regexp.Regexp
 	// first[c] says a match can start with byte c; all is true when the
@@ -459,8 +460,11 @@ func firstBytes(prog *syntax.Prog, pc uint32, first *[256]bool, seen []bool) boo
 // starts with it, or its first line lacks the literal every match holds
 // there.
 func (a *anchored) skips(s string) bool {
-	if s == "" || !a.all && !a.first[s[0]] {
-		return s != ""
+	if s == "" {
+		return false
+	}
+	if !a.all && !a.first[s[0]] {
+		return true
 	}
 	if a.line == "" {
 		return false
@@ -496,10 +500,14 @@ func (a *anchored) FindSubmatch(b []byte) [][]byte {
 	return a.Regexp.FindSubmatch(b)
 }
 
-// skipsBytes is skips for a byte slice.
+// skipsBytes is skips for a byte slice, which it reads in place (a
+// string of it would be a copy).
 func (a *anchored) skipsBytes(b []byte) bool {
-	if len(b) == 0 || !a.all && !a.first[b[0]] {
-		return len(b) != 0
+	if len(b) == 0 {
+		return false
+	}
+	if !a.all && !a.first[b[0]] {
+		return true
 	}
 	if a.line == "" {
 		return false
@@ -545,18 +553,12 @@ func (f *folded) MatchString(s string) bool {
 	return false
 }
 
-// holdsFold says whether s holds lit (lower-case ASCII) with its letters
-// in either case.
+// holdsFold says whether s holds lit (lower-case ASCII without k or s,
+// see mustFolded) with its letters in either case: strings.EqualFold of
+// such a literal and as many bytes of s is that.
 func holdsFold(s, lit string) bool {
 	for i := 0; i+len(lit) <= len(s); i++ {
-		if lowerASCII(s[i]) != lit[0] {
-			continue
-		}
-		j := 1
-		for j < len(lit) && lowerASCII(s[i+j]) == lit[j] {
-			j++
-		}
-		if j == len(lit) {
+		if lowerASCII(s[i]) == lit[0] && strings.EqualFold(s[i:i+len(lit)], lit) {
 			return true
 		}
 	}

@@ -44,6 +44,14 @@ type Options struct {
 	// Wait bounds how long a stream waits for the server to answer the
 	// barrier after a replay (default 60 s).
 	Wait time.Duration
+	// Rate, above 0, paces every stream at that many frames a second:
+	// each frame has its turn in a schedule that starts with each replay,
+	// and its latency counts from its turn, not from when it was sent, so
+	// that a send held back by the server (flow control) counts as the
+	// wait an agent's frame would have. 0 sends each frame as soon as the
+	// stream takes it, which keeps the server saturated: there a frame's
+	// latency is the frames queued before it over the server's rate.
+	Rate float64
 }
 
 // Result is what one load run measured.
@@ -66,6 +74,9 @@ type Result struct {
 	// ended with an error and barriers never answered.
 	SendErrors int64         `json:"send_errors"`
 	Elapsed    time.Duration `json:"elapsed_ns"`
+	// Rate is Options.Rate: the frames a second each stream was paced
+	// at, 0 for none.
+	Rate float64 `json:"rate,omitempty"`
 	// FramesPerSec and MBPerSec are Frames and Bytes over Elapsed.
 	FramesPerSec float64 `json:"frames_per_sec"`
 	MBPerSec     float64 `json:"mb_per_sec"`
@@ -127,6 +138,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Wait == 0 {
 		o.Wait = 60 * time.Second
 	}
+	if o.Rate != 0 && !(o.Rate >= minRate && o.Rate <= maxRate) {
+		return nil, fmt.Errorf("a rate of %v frames a second: give 0 (no pacing) or from %v to %v", o.Rate, minRate, maxRate)
+	}
 	t := &tally{}
 	// Each stream's own copy of the replays is made before the clock and
 	// the CPU counters start.
@@ -159,7 +173,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Scenario: o.Scenario.Name, Streams: o.Streams,
 		Frames: t.frames.Load(), Bytes: t.bytes.Load(), Replays: t.replays.Load(),
 		Responses: t.responses.Load(), FrameErrors: t.frameErrs.Load(), SendErrors: t.sendErrs.Load(),
-		Elapsed: elapsed, Errors: t.errors, Latencies: len(t.lat),
+		Elapsed: elapsed, Errors: t.errors, Latencies: len(t.lat), Rate: o.Rate,
 	}
 	sec := elapsed.Seconds()
 	r.FramesPerSec = float64(r.Frames) / sec
@@ -191,6 +205,27 @@ func perFrame(cpu time.Duration, frames int64) float64 {
 		return 0
 	}
 	return float64(cpu.Microseconds()) / float64(frames)
+}
+
+// The rates Options.Rate may give: from a frame an hour (a longer
+// interval would not fit a time.Duration for long) to a frame a
+// nanosecond.
+const minRate, maxRate = 1.0 / 3600, 1e9
+
+// sleepUntil waits for t, or for ctx to end (false).
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline time.Time, t *tally) {
@@ -267,9 +302,14 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 		}
 		return true
 	}
+	var interval time.Duration
+	if o.Rate > 0 {
+		interval = time.Duration(float64(time.Second) / o.Rate)
+	}
 	k := max(o.Sessions, 1)
 	ok := true
 	for n := 0; ok && time.Now().Before(deadline) && ctx.Err() == nil; n++ {
+		turn := time.Now()
 		recs := make([][]Frame, k)
 		sids := make([]string, k)
 		longest := 0
@@ -294,9 +334,18 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 					break interleave
 				}
 				f := rec[i]
+				at := time.Now()
+				if interval > 0 {
+					turn = turn.Add(interval)
+					if !sleepUntil(ctx, turn) {
+						whole = false
+						break interleave
+					}
+					at = turn
+				}
 				seq++
 				mu.Lock()
-				sent[seq] = time.Now()
+				sent[seq] = at
 				mu.Unlock()
 				if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
 					SessionId: sids[j], Dialect: "auto", Sequence: seq, Direction: f.Dir, Message: f.Msg,

@@ -68,7 +68,7 @@ func run(args []string) error {
 	pngOut := fs.String("png", "", "write the chart here")
 	profile := fs.String("profile", "", "serve acpnorm in-process from this binary (same limits as acpnormd) and write its CPU profile here")
 	storeURL := fs.String("store", "", "serve acpnorm with its sessions in this Redis (redis://host:port/db), as acpnormd --store does")
-	ownIDs := fs.Bool("own-acp-ids", false, "send each stream's recordings with ACP session ids of its own, as concurrent agents' sessions have (default: the recorded ids, shared by the streams that replay the same recording)")
+	send := addSendFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func run(args []string) error {
 	for _, s := range chosen {
 		fmt.Fprintf(os.Stderr, "  %-10s %5d frames, %6.1f MB per pass: %s\n", s.Name, s.Frames(), float64(s.Bytes())/1e6, s.What)
 	}
-	results, failed, err := runRounds(ctx, cf.rounds, chosen, streams, servers, cf.duration, *ownIDs, func(r *load.Result) string {
+	results, failed, err := runRounds(ctx, cf.rounds, chosen, streams, servers, send.options(cf.duration), func(r *load.Result) string {
 		return fmt.Sprintf("%-7s %8.0f frames/s  p99 %7.2f ms  %.2f cores  %d frame errors  %d send errors",
 			r.Server, r.FramesPerSec, r.P99ms, r.ServerCores, r.FrameErrors, r.SendErrors)
 	})
@@ -198,6 +198,26 @@ func addCellFlags(fs *flag.FlagSet, scenarios, conc string, rounds int, mixed bo
 	fs.StringVar(&f.jsonOut, "json", "", "write every result and the summary here")
 	fs.BoolVar(&f.markdown, "markdown", false, "also print the summary as a Markdown table")
 	return f
+}
+
+// sendFlags are the flags that say how the load client sends (acpbench
+// itself and pair).
+type sendFlags struct {
+	ownIDs bool
+	rate   float64
+}
+
+// addSendFlags defines the send flags on fs.
+func addSendFlags(fs *flag.FlagSet) *sendFlags {
+	f := &sendFlags{}
+	fs.BoolVar(&f.ownIDs, "own-acp-ids", false, "send each stream's recordings with ACP session ids of its own, as concurrent agents' sessions have (default: the recorded ids, shared by the streams that replay the same recording)")
+	fs.Float64Var(&f.rate, "rate", 0, "pace each stream at this many frames a second, latency counted from each frame's turn (default 0: as fast as the server takes them, the server saturated)")
+	return f
+}
+
+// options returns the load options the flags say, each cell's duration d.
+func (f *sendFlags) options(d time.Duration) load.Options {
+	return load.Options{Duration: d, OwnACPIds: f.ownIDs, Rate: f.rate}
 }
 
 // cells returns the stream counts of -c and the scenarios -scenarios

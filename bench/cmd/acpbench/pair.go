@@ -27,7 +27,7 @@ func pair(args []string) error {
 	nameB := fs.String("name-b", "", "name of the second in the table (default: its file name)")
 	cf := addCellFlags(fs, "claude,codex", "8", 5, false)
 	echod := fs.String("echod", "", "also run the echo server (bench/echod) in every round and print each binary against it")
-	ownIDs := fs.Bool("own-acp-ids", false, "send each stream's recordings with ACP session ids of its own, as concurrent agents' sessions have (default: the recorded ids, shared by the streams that replay the same recording)")
+	send := addSendFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func pair(args []string) error {
 		defer echo.Stop()
 		servers = append(servers, echo)
 	}
-	results, failed, err := runRounds(ctx, cf.rounds, chosen, streams, servers, cf.duration, *ownIDs, func(r *load.Result) string {
+	results, failed, err := runRounds(ctx, cf.rounds, chosen, streams, servers, send.options(cf.duration), func(r *load.Result) string {
 		return fmt.Sprintf("%-16s %8.0f frames/s  %7.1f µs CPU/frame  %.2f cores  %d frame errors  %d send errors",
 			r.Server, r.FramesPerSec, r.ServerUsPerFrame, r.ServerCores, r.FrameErrors, r.SendErrors)
 	})

@@ -17,11 +17,11 @@ import (
 // server, rounds times, the servers in the given order in even rounds and
 // in reverse in odd ones (so that neither is always the one that runs
 // after the other's garbage), and logs each cell's result on stderr with
-// line. own sends each stream's recordings with ACP session ids of its
-// own (load.Options.OwnACPIds). failed says a cell saw frame or send
-// errors (each printed); err is a run that could not go on (a cell that
-// did not start, a signal).
-func runRounds(ctx context.Context, rounds int, chosen []*load.Scenario, streams []int, servers []*load.Server, duration time.Duration, own bool, line func(*load.Result) string) (results []*load.Result, failed bool, err error) {
+// line. base says how each cell sends (its Duration, OwnACPIds and Rate;
+// the rest is the cell's). failed says a cell saw frame or send errors
+// (each printed); err is a run that could not go on (a cell that did not
+// start, a signal).
+func runRounds(ctx context.Context, rounds int, chosen []*load.Scenario, streams []int, servers []*load.Server, base load.Options, line func(*load.Result) string) (results []*load.Result, failed bool, err error) {
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for round := range rounds {
 		for _, s := range chosen {
@@ -31,10 +31,10 @@ func runRounds(ctx context.Context, rounds int, chosen []*load.Scenario, streams
 					slices.Reverse(order)
 				}
 				for _, srv := range order {
-					r, err := load.Run(ctx, load.Options{
-						Addr: srv.Addr, Streams: c, Duration: duration, Scenario: s,
-						ServerPID: srv.PID(), RunID: fmt.Sprintf("%s-%d-%s-%d", runID, round, s.Name, c), OwnACPIds: own,
-					})
+					o := base
+					o.Addr, o.Streams, o.Scenario, o.ServerPID = srv.Addr, c, s, srv.PID()
+					o.RunID = fmt.Sprintf("%s-%d-%s-%d", runID, round, s.Name, c)
+					r, err := load.Run(ctx, o)
 					if err != nil {
 						return results, failed, err
 					}

@@ -86,6 +86,12 @@ type Result struct {
 	Latencies int     `json:"latencies"`
 	P50ms     float64 `json:"p50_ms"`
 	P99ms     float64 `json:"p99_ms"`
+	// P99SmallMs and P99BigMs are the p99 of the frames under BigFrame
+	// bytes and of those at or over it (0: no such frame answered): a
+	// stream is applied in order, so a big frame's work shows in its own
+	// latency and in that of the small frames queued behind it.
+	P99SmallMs float64 `json:"p99_small_ms"`
+	P99BigMs   float64 `json:"p99_big_ms"`
 	// ServerCores is server CPU time over Elapsed (2.0 = two cores busy);
 	// ServerPeakRSS is the server's peak resident set during the run.
 	ServerCores   float64 `json:"server_cores"`
@@ -104,9 +110,13 @@ type Result struct {
 // Failed says whether the run saw any error.
 func (r *Result) Failed() bool { return r.FrameErrors > 0 || r.SendErrors > 0 }
 
+// BigFrame is the message size from which Result counts a frame as big.
+const BigFrame = 16 << 10
+
 type tally struct {
-	mu        sync.Mutex
-	lat       []time.Duration
+	mu sync.Mutex
+	// lat holds the latencies of the small frames, then of the big ones.
+	lat       [2][]time.Duration
 	errors    []string
 	frames    atomic.Int64
 	bytes     atomic.Int64
@@ -173,19 +183,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Scenario: o.Scenario.Name, Streams: o.Streams,
 		Frames: t.frames.Load(), Bytes: t.bytes.Load(), Replays: t.replays.Load(),
 		Responses: t.responses.Load(), FrameErrors: t.frameErrs.Load(), SendErrors: t.sendErrs.Load(),
-		Elapsed: elapsed, Errors: t.errors, Latencies: len(t.lat), Rate: o.Rate,
+		Elapsed: elapsed, Errors: t.errors, Latencies: len(t.lat[0]) + len(t.lat[1]), Rate: o.Rate,
 	}
 	sec := elapsed.Seconds()
 	r.FramesPerSec = float64(r.Frames) / sec
 	r.MBPerSec = float64(r.Bytes) / sec / 1e6
-	if len(t.lat) > 0 {
-		slices.Sort(t.lat)
-		pct := func(p float64) float64 {
-			i := int(p * float64(len(t.lat)-1))
-			return float64(t.lat[i]) / 1e6
-		}
-		r.P50ms, r.P99ms = pct(0.50), pct(0.99)
-	}
+	all := slices.Concat(t.lat[0], t.lat[1])
+	r.P50ms, r.P99ms = percentile(all, 0.50), percentile(all, 0.99)
+	r.P99SmallMs, r.P99BigMs = percentile(t.lat[0], 0.99), percentile(t.lat[1], 0.99)
 	if cpu1, err := ProcCPU(0); err == nil {
 		r.ClientCores = (cpu1 - cpu0).Seconds() / sec
 	}
@@ -197,6 +202,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.ServerPeakRSS, _ = PeakRSS(o.ServerPID)
 	}
 	return r, nil
+}
+
+// percentile returns the p-th percentile of lat in milliseconds, 0 for
+// none; it sorts lat.
+func percentile(lat []time.Duration, p float64) float64 {
+	if len(lat) == 0 {
+		return 0
+	}
+	slices.Sort(lat)
+	return float64(lat[int(p*float64(len(lat)-1))]) / 1e6
 }
 
 // perFrame is cpu in microseconds over frames (0 without frames).
@@ -211,6 +226,13 @@ func perFrame(cpu time.Duration, frames int64) float64 {
 // interval would not fit a time.Duration for long) to a frame a
 // nanosecond.
 const minRate, maxRate = 1.0 / 3600, 1e9
+
+// sentFrame is when a frame was sent (or its turn came), and whether it
+// is big (1) or not (0).
+type sentFrame struct {
+	at  time.Time
+	big int
+}
 
 // sleepUntil waits for t, or for ctx to end (false).
 func sleepUntil(ctx context.Context, t time.Time) bool {
@@ -247,8 +269,8 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 
 	var (
 		mu      sync.Mutex
-		sent    = map[uint64]time.Time{}
-		lat     []time.Duration
+		sent    = map[uint64]sentFrame{}
+		lat     [2][]time.Duration
 		barrier atomic.Uint64
 		acked   = make(chan struct{}, 1)
 		done    = make(chan struct{})
@@ -286,8 +308,8 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 				t.fail(&t.frameErrs, "stream %d: FrameError on sequence %d (session %s): %s", w, seq, fe.GetSessionId(), fe.GetMessage())
 			}
 			mu.Lock()
-			if at, ok := sent[seq]; ok {
-				lat = append(lat, now.Sub(at))
+			if f, ok := sent[seq]; ok {
+				lat[f.big] = append(lat[f.big], now.Sub(f.at))
 				delete(sent, seq)
 			}
 			mu.Unlock()
@@ -345,7 +367,7 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 				}
 				seq++
 				mu.Lock()
-				sent[seq] = at
+				sent[seq] = sentFrame{at: at, big: min(len(f.Msg)/BigFrame, 1)}
 				mu.Unlock()
 				if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
 					SessionId: sids[j], Dialect: "auto", Sequence: seq, Direction: f.Dir, Message: f.Msg,
@@ -400,6 +422,8 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 		t.fail(&t.sendErrs, "stream %d: the server did not end the stream within %v", w, o.Wait)
 	}
 	t.mu.Lock()
-	t.lat = append(t.lat, lat...)
+	for i := range lat {
+		t.lat[i] = append(t.lat[i], lat[i]...)
+	}
 	t.mu.Unlock()
 }

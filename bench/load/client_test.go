@@ -41,6 +41,8 @@ func TestRatePaces(t *testing.T) {
 	require.Positive(t, paced.Frames)
 	require.LessOrEqual(t, paced.Frames, limit, "a stream paced at %v frames/s for %v", rate, d)
 	require.Positive(t, paced.Latencies)
+	require.Positive(t, paced.P99SmallMs)
+	require.Zero(t, paced.P99BigMs, "Gemini's recordings have no frame of BigFrame bytes")
 	unpaced := run(0)
 	require.Greater(t, unpaced.Frames, limit, "the bound says nothing if an unpaced stream keeps under it too")
 
@@ -72,4 +74,30 @@ func serveInProcess(t *testing.T) string {
 		cancel()
 	})
 	return lis.Addr().String()
+}
+
+// TestPercentile: the p-th percentile is the sample p of the way through
+// the sorted samples, in milliseconds, and 0 without samples.
+func TestPercentile(t *testing.T) {
+	ms := func(ns ...int) []time.Duration {
+		var d []time.Duration
+		for _, n := range ns {
+			d = append(d, time.Duration(n)*time.Millisecond)
+		}
+		return d
+	}
+	for _, c := range []struct {
+		lat  []time.Duration
+		p    float64
+		want float64
+	}{
+		{nil, 0.99, 0},
+		{ms(7), 0.5, 7},
+		{ms(5, 1, 3), 0.5, 3},
+		{ms(5, 1, 3), 0.99, 3},
+		{ms(5, 1, 3), 1, 5},
+		{ms(10, 9, 8, 7, 6, 5, 4, 3, 2, 1), 0.5, 5},
+	} {
+		require.Equal(t, c.want, percentile(c.lat, c.p), "%v at %v", c.lat, c.p)
+	}
 }

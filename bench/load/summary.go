@@ -19,7 +19,10 @@ type Row struct {
 	MBps  [2]float64 `json:"mb_per_sec"`
 	P50ms [2]float64 `json:"p50_ms"`
 	P99ms [2]float64 `json:"p99_ms"`
-	Cores [2]float64 `json:"server_cores"`
+	// P99SmallMs and P99BigMs are the medians of Result's.
+	P99SmallMs [2]float64 `json:"p99_small_ms"`
+	P99BigMs   [2]float64 `json:"p99_big_ms"`
+	Cores      [2]float64 `json:"server_cores"`
 	// UsPerFrame is the median server CPU time per frame, in µs.
 	UsPerFrame [2]float64 `json:"server_us_per_frame"`
 	PeakRSS    [2]int64   `json:"server_peak_rss"` // the largest over rounds
@@ -70,12 +73,14 @@ func Summarize(results []*Result, servers [2]string) []Row {
 		g := groups[k]
 		row := Row{Scenario: k.scenario, Streams: k.streams, Rounds: min(len(g[0]), len(g[1]))}
 		for i := range 2 {
-			var fps, mb, p50, p99, cores, us []float64
+			var fps, mb, p50, p99, small, big, cores, us []float64
 			for _, r := range g[i] {
 				fps = append(fps, r.FramesPerSec)
 				mb = append(mb, r.MBPerSec)
 				p50 = append(p50, r.P50ms)
 				p99 = append(p99, r.P99ms)
+				small = append(small, r.P99SmallMs)
+				big = append(big, r.P99BigMs)
 				cores = append(cores, r.ServerCores)
 				us = append(us, r.ServerUsPerFrame)
 				row.PeakRSS[i] = max(row.PeakRSS[i], r.ServerPeakRSS)
@@ -83,6 +88,7 @@ func Summarize(results []*Result, servers [2]string) []Row {
 			}
 			row.FPS[i], row.MBps[i], row.P50ms[i], row.P99ms[i], row.Cores[i] = median(fps), median(mb), median(p50), median(p99), median(cores)
 			row.UsPerFrame[i] = median(us)
+			row.P99SmallMs[i], row.P99BigMs[i] = median(small), median(big)
 		}
 		if row.FPS[1] > 0 {
 			row.FPSRatio = row.FPS[0] / row.FPS[1]

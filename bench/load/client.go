@@ -80,9 +80,9 @@ type Result struct {
 	// FramesPerSec and MBPerSec are Frames and Bytes over Elapsed.
 	FramesPerSec float64 `json:"frames_per_sec"`
 	MBPerSec     float64 `json:"mb_per_sec"`
-	// Latencies, in milliseconds, from a frame's send to the first
-	// response carrying its sequence (frames without a response have
-	// none).
+	// Latencies, in milliseconds, from a frame's send (its turn, when
+	// paced) to the first response carrying its sequence (frames
+	// without a response have none); Latencies counts them.
 	Latencies int     `json:"latencies"`
 	P50ms     float64 `json:"p50_ms"`
 	P99ms     float64 `json:"p99_ms"`

@@ -1,9 +1,12 @@
 package testredis
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/acpnorm/acpnorm/internal/redisproc"
 )
@@ -46,7 +49,36 @@ func TestSentinelFailsOver(t *testing.T) {
 	m := d.Master(old, time.Minute)
 	t.Logf("%s promoted %v after the master was killed", m.Addr, time.Since(start))
 	old.Start() // comes back as a replica of the new master
-	d.WaitReplicas(m, 2)
+	// On a loaded machine the Sentinels may fail over again, from the
+	// master just promoted to another server (a CI run saw it: the
+	// promoted server was a replica a minute later). Force one more
+	// failover from whichever master they name now, so that the test
+	// always has one: the deployment settles on the master the Sentinels
+	// name next, with both others in sync.
+	cur := d.Master(nil, time.Minute)
+	forceFailover(t, d)
+	d.Master(cur, time.Minute)
+	d.Settle(2, time.Minute)
+}
+
+// forceFailover asks a Sentinel to fail over at once (SENTINEL FAILOVER),
+// again while it refuses because no replica is fit yet (the old master is
+// still syncing) or a failover is in progress.
+func forceFailover(t *testing.T, d *Sentinel) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: d.Sentinels[0].Addr})
+	defer c.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := c.Do(context.Background(), "SENTINEL", "FAILOVER", MasterName).Err()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SENTINEL FAILOVER refused for a minute: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func TestClusterFailover(t *testing.T) {

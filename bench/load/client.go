@@ -227,11 +227,20 @@ func perFrame(cpu time.Duration, frames int64) float64 {
 // nanosecond.
 const minRate, maxRate = 1.0 / 3600, 1e9
 
-// sentFrame is when a frame was sent (or its turn came), and whether it
-// is big (1) or not (0).
+// sentFrame is when a frame was sent (or its turn came), and its
+// sizeClass.
 type sentFrame struct {
 	at  time.Time
 	big int
+}
+
+// sizeClass is the index in tally.lat of a frame of n bytes: 0 under
+// BigFrame, 1 at or over it.
+func sizeClass(n int) int {
+	if n >= BigFrame {
+		return 1
+	}
+	return 0
 }
 
 // sleepUntil waits for t, or for ctx to end (false).
@@ -356,7 +365,7 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 					break interleave
 				}
 				f := rec[i]
-				at := time.Now()
+				var at time.Time
 				if interval > 0 {
 					turn = turn.Add(interval)
 					if !sleepUntil(ctx, turn) {
@@ -364,10 +373,12 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 						break interleave
 					}
 					at = turn
+				} else {
+					at = time.Now()
 				}
 				seq++
 				mu.Lock()
-				sent[seq] = sentFrame{at: at, big: min(len(f.Msg)/BigFrame, 1)}
+				sent[seq] = sentFrame{at: at, big: sizeClass(len(f.Msg))}
 				mu.Unlock()
 				if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
 					SessionId: sids[j], Dialect: "auto", Sequence: seq, Direction: f.Dir, Message: f.Msg,

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,31 @@ func TestEmbeddedSampleIsARecording(t *testing.T) {
 		if l.Dir == pb.Direction_DIRECTION_UNSPECIFIED {
 			t.Fatalf("line %d has no direction", l.Number)
 		}
+	}
+}
+
+// TestReadmeShowsTheSampleRun holds the README's sample of `acpnormd
+// replay` on embedded defaults to the real run: each line it shows is a
+// line of the run, in the run's order ("..." stands for lines left out).
+func TestReadmeShowsTheSampleRun(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	_, after, ok := strings.Cut(string(readme), "prints one row per command:\n\n```\n")
+	require.True(t, ok, "README.md has no sample run")
+	sample, _, ok := strings.Cut(after, "```")
+	require.True(t, ok, "README.md's sample run has no end")
+
+	code, out, errOut := runCLI("replay")
+	require.Equal(t, 0, code, errOut)
+	run := strings.Split(errOut+out, "\n")
+	next := 0
+	for _, line := range strings.Split(strings.TrimSuffix(sample, "\n"), "\n") {
+		if line == "..." {
+			continue
+		}
+		i := slices.Index(run[next:], line)
+		require.GreaterOrEqual(t, i, 0, "README.md shows %q, which the run does not print after line %d:\n%s", line, next, strings.Join(run, "\n"))
+		next += i + 1
 	}
 }
 

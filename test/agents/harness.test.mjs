@@ -353,3 +353,26 @@ test("builds: versions order numerically", async () => {
   const sorted = ["1.0.9", "1.0.102", "0.99.0", "1.0.80", "1.0.64-1", "1.0.64"].sort(compareVersions);
   assert.deepEqual(sorted, ["0.99.0", "1.0.9", "1.0.64", "1.0.64-1", "1.0.80", "1.0.102"]);
 });
+
+test("doctables: a result table in the docs is held to the replay", async () => {
+  const { staleCells, resultsOf, asRecorded } = await import("./lib/doctables.mjs");
+  const results = resultsOf([
+    { runs: [{ name: "a-1_plain_full", steps: { ok: { status: "pass" }, cancel: { status: "xfail" } } }] },
+    { runs: [{ name: "a-1_plain_load", steps: { ok: { status: "pass" }, session_load: { status: "pass" } } }] },
+  ]);
+  const table = (rows, head = "| run | ok | cancel |") => [head, "|---|---|---|", ...rows].join("\n");
+  // The replay's own table, full and load, reads as current.
+  const current = table(["| a-1_plain_full | pass | xfail |"]) + "\n\n" + table(["| a-1_plain_load | pass | pass |"], "| run (`load`) | ok | session_load |");
+  assert.deepEqual(staleCells("d.md", current, results), []);
+  // A cell the replay moved, and a run it does not have, are named.
+  assert.deepEqual(staleCells("d.md", "text\n\n" + table(["| a-1_plain_full | pass | pass |", "| gone-1_plain_full | pass | pass |"]), results), [
+    "d.md:5: a-1_plain_full cancel: the doc says pass, the replay xfail",
+    "d.md:6: gone-1_plain_full: no such run in the replay",
+  ]);
+  // A table marked as recorded is not checked; the mark covers that table only.
+  const stale = table(["| a-1_plain_full | xfail | xfail |"]);
+  assert.deepEqual(staleCells("d.md", `${asRecorded}\n${stale}`, results), []);
+  assert.equal(staleCells("d.md", `${asRecorded}\n${stale}\n\n${stale}`, results).length, 1);
+  // A table that is not a result table (its first column is not "run") is not read.
+  assert.deepEqual(staleCells("d.md", "| agent | version |\n|---|---|\n| a | 1 |", results), []);
+});

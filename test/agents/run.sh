@@ -50,7 +50,9 @@ while [ $# -gt 0 ]; do
 done
 # --replay with no --scenario checks every scenario with committed
 # recordings; recording with no --scenario runs the full one.
+all_scenarios=0
 if [ -z "$scenario" ] && [ "$replay" = 1 ]; then
+  all_scenarios=1
   scenarios=()
   for f in "$here"/scenarios/*.json; do scenarios+=("$(basename "$f" .json)"); done
 else
@@ -75,6 +77,7 @@ if [ "$replay" = 1 ]; then
   (cd "$repo" && go build -o "$out/acpnormd" ./cmd/acpnormd)
   rc=0
   checked=0
+  jsons=() # the results of each scenario replayed
   for s in "${scenarios[@]}"; do
     recs=()
     if [ ${#agents[@]} -eq 0 ]; then
@@ -95,8 +98,15 @@ if [ "$replay" = 1 ]; then
     echo "== check ${#recs[@]} committed recordings of scenario $s"
     res=$(results_of "$s")
     node check.mjs --acpnormd "$out/acpnormd" --scenario "$here/scenarios/$s.json" --table "$res.md" --json "$res.json" "${recs[@]}" || rc=1
+    jsons+=("$res.json")
   done
   [ "$checked" -gt 0 ] || { echo "run.sh: no committed recordings of scenario ${scenarios[*]} in ${dest#"$repo/"}" >&2; exit 1; }
+  # Every recording replayed: the result tables the docs show must be
+  # this replay's.
+  if [ ${#agents[@]} -eq 0 ] && [ "$all_scenarios" = 1 ]; then
+    echo "== the docs' result tables against this replay"
+    node lib/doctables.mjs "${jsons[@]}" -- README.md "$repo/docs/development.md" || rc=1
+  fi
   exit $rc
 fi
 

@@ -645,16 +645,93 @@ func firstKnown(codes ...Code) Code {
 	return Code{}
 }
 
-// CodeFromString reads an exit code from text such as "3", "-1" or "3.0".
+// CodeFromString reads an exit code from text such as "3", "-1", "3.0" or
+// "1e2": a decimal number whose value is whole and fits an int32. Whether
+// it is whole is read from its digits, not from a float, which would make
+// 1e-400 or 3.0000000000000000001 whole by rounding.
 func CodeFromString(s string) Code {
 	if n, err := strconv.ParseInt(s, 10, 32); err == nil {
 		return Code{Value: int32(n), Known: true}
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
-		return Code{}
+	if n, ok := wholeDecimal(s); ok {
+		return Code{Value: n, Known: true}
 	}
-	return Code{Value: int32(f), Known: true}
+	return Code{}
+}
+
+// wholeDecimal reads s as a JSON number (a leading + allowed) and returns
+// its value when that is a whole number within an int32.
+func wholeDecimal(s string) (int32, bool) {
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	digitsAt := func(s string) int { // the length of the run of digits s starts with
+		n := 0
+		for n < len(s) && '0' <= s[n] && s[n] <= '9' {
+			n++
+		}
+		return n
+	}
+	n := digitsAt(s)
+	if n == 0 {
+		return 0, false
+	}
+	whole, s := s[:n], s[n:]
+	frac := ""
+	if s != "" && s[0] == '.' {
+		if n = digitsAt(s[1:]); n == 0 {
+			return 0, false
+		}
+		frac, s = s[1:1+n], s[1+n:]
+	}
+	exp := 0
+	if s != "" && (s[0] == 'e' || s[0] == 'E') {
+		s = s[1:]
+		expNeg := s != "" && s[0] == '-'
+		if s != "" && (s[0] == '-' || s[0] == '+') {
+			s = s[1:]
+		}
+		if n = digitsAt(s); n == 0 {
+			return 0, false
+		}
+		// An exponent past a few digits moves any digit other than 0
+		// out of an int32 or below the units.
+		e, err := strconv.Atoi(s[:min(n, 6)])
+		if err != nil || n > 6 {
+			e = 1 << 20
+		}
+		if expNeg {
+			e = -e
+		}
+		exp, s = e, s[n:]
+	}
+	if s != "" {
+		return 0, false
+	}
+	// The value is digits × 10^exp, the digits without leading zeros and
+	// with their trailing zeros moved into exp.
+	digits := strings.TrimLeft(whole+frac, "0")
+	exp -= len(frac)
+	for digits != "" && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if digits == "" {
+		return 0, true
+	}
+	if exp < 0 || len(digits)+exp > 10 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(digits+strings.Repeat("0", exp), 10, 64)
+	if neg {
+		v = -v
+	}
+	if err != nil || v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(v), true
 }
 
 // Exit turns a known code into exit evidence from source src; it returns nil

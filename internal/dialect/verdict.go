@@ -69,11 +69,14 @@ func readSignal(b []byte) Signal {
 	case "", "none", "(none)", "null", "nil", "n/a", "0", "-0", "false":
 		return Signal{}
 	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n == 0 {
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		// A number (or what a float reads as one): a signal only when
+		// its digits say a whole number of 1 to 255 (see wholeDecimal).
+		n, whole := wholeDecimal(s)
+		if whole && n == 0 {
 			return Signal{}
 		}
-		if n < 0 || n != float64(int(n)) || n > 255 {
+		if !whole || n < 0 || n > 255 {
 			return Signal{Odd: true}
 		}
 		return Signal{Name: NormalizeSignal(strconv.Itoa(int(n)))}

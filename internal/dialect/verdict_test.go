@@ -35,6 +35,11 @@ func TestReadSignal(t *testing.T) {
 		{`true`, Signal{}},
 		{`-9`, Signal{Odd: true}},
 		{`9.5`, Signal{Odd: true}},
+		{`1e-400`, Signal{Odd: true}}, // not 0: not whole, however a float rounds it
+		{`9.0000000000000000001`, Signal{Odd: true}},
+		{`"0x1p3"`, Signal{Odd: true}},
+		{`0e5`, Signal{}},
+		{`9e0`, Signal{Name: "SIGKILL"}},
 		{`{"n":9}`, Signal{Odd: true}},
 		{`"killed by the kernel"`, Signal{Odd: true}},
 	} {

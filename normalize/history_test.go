@@ -91,17 +91,19 @@ func TestSessionLoadReplay(t *testing.T) {
 	}, {
 		name: "after the next prompt, frames are live again",
 		frames: concat(live, []string{hLoad, hLoadResult, hPrompt},
-			[]string{hUpdate("c1", `"content":[{"type":"content","content":{"type":"text","text":"late output\n"}}]`)}),
-		want: map[string]termFinal{"c1": {command: want.command, outcome: "FAILED", exit: "3", output: "late output\n"}},
+			[]string{hUpdate("c1", `"content":[{"type":"content","content":{"type":"text","text":"a\nb\nlate output\n"}}]`)}),
+		// Live: the agent's output grows (an ended call takes only
+		// what extends its output); replayed, it would be dropped.
+		want: map[string]termFinal{"c1": {command: want.command, outcome: "FAILED", exit: "3", output: "a\nb\nlate output\n"}},
 		revs: 4,
 	}, {
 		name: "a permission ask ends the replay, for a client that does not feed its prompts",
 		frames: concat(live, []string{hLoad, hLoadResult,
 			`{"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":"c5","title":"rm x","kind":"execute","rawInput":{"command":"rm x"}},"options":[{"optionId":"ok","kind":"allow_once"}]}}`,
-			hUpdate("c1", `"content":[{"type":"content","content":{"type":"text","text":"late output\n"}}]`),
+			hUpdate("c1", `"content":[{"type":"content","content":{"type":"text","text":"a\nb\nlate output\n"}}]`),
 		}),
 		want: map[string]termFinal{
-			"c1": {command: want.command, outcome: "FAILED", exit: "3", output: "late output\n"},
+			"c1": {command: want.command, outcome: "FAILED", exit: "3", output: "a\nb\nlate output\n"},
 			"c5": {command: "rm x", outcome: "UNKNOWN", exit: "nil"},
 		},
 	}}

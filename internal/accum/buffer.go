@@ -147,7 +147,15 @@ func NewBuffer(limit int) *Buffer {
 // Apply folds one observation into the Buffer: t.Kind, t.Text or t.Bytes and
 // t.Truncated are used; t.Stream is ignored. An observation of an unknown
 // kind is taken as a Delta. See Buffer for the rules.
-func (b *Buffer) Apply(t Text) {
+func (b *Buffer) Apply(t Text) { b.apply(t, false) }
+
+// Add is Apply for a text that may only add to what is held: a Snapshot
+// or a Final that does not start with the whole logical text, and a
+// Window (or a rolling producer's new text) that overlaps nothing held,
+// are ignored instead of replacing it.
+func (b *Buffer) Add(t Text) { b.apply(t, true) }
+
+func (b *Buffer) apply(t Text, addOnly bool) {
 	b.seen = true
 	b.claimed = max(b.claimed, t.TotalBytes)
 	if t.Bytes != nil && (t.Kind == Delta || !knownKind(t.Kind)) {
@@ -170,17 +178,21 @@ func (b *Buffer) Apply(t Text) {
 		if t.TrimmedEnd {
 			s = b.restoreEnd(s)
 		}
+		if addOnly && !b.extendedBy(s) {
+			return
+		}
 		b.applyWhole(s, t.Truncated, t.Head)
 	case Window:
 		b.ncarry = 0
-		b.applyWindow(s, t.Truncated)
+		b.applyWindow(s, t.Truncated, addOnly)
 	default: // Delta, or a kind this package does not know
 		b.Flush()
 		if t.Rolling != (Rolling{}) && b.restarts(s, t.Rolling) {
 			// The producer's whole new text: a tail of the output that
 			// no longer extends what it sent before.
-			b.applyWindow(s, true)
-			b.rollFrom = b.total - int64(len(s))
+			if b.applyWindow(s, true, addOnly) {
+				b.rollFrom = b.total - int64(len(s))
+			}
 			return
 		}
 		b.appendText(s)
@@ -432,18 +444,31 @@ const sameMemoryMin = 32 << 10
 // extends the whole logical text), as long as w, or at least minOverlap
 // bytes. Otherwise, or with no valid alignment, w replaces. Both searches
 // are Knuth-Morris-Pratt scans, O(len(w) + limit).
-func (b *Buffer) applyWindow(w string, trunc bool) {
+// With addOnly, a w that overlaps nothing is ignored; applied is false
+// then.
+func (b *Buffer) applyWindow(w string, trunc, addOnly bool) (applied bool) {
 	if b.total == 0 {
 		b.appendText(w)
 		b.producerTrunc = b.producerTrunc || trunc
-		return
+		return true
 	}
 	if d, ok := b.alignWindow(w); ok {
 		b.appendText(w[d:])
-		return
+		return true
+	}
+	if addOnly {
+		return false
 	}
 	b.replace(w)
 	b.producerTrunc = trunc
+	return true
+}
+
+// extendedBy says whether the whole text s starts with the logical text,
+// as far as it is held: applyWhole would only append to it.
+func (b *Buffer) extendedBy(s string) bool {
+	held, tot := b.held(), int(b.total)
+	return len(s) >= tot && s[tot-len(held):tot] == string(held)
 }
 
 // alignWindow returns where the logical text ends in w (see applyWindow).

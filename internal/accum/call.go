@@ -147,11 +147,18 @@ func (c *Call) Apply(o *Observation) {
 		c.shell = o.Shell
 	}
 	setIf(&c.cur.terminalID, o.TerminalID)
+	// said: the agent itself ended the call (its completed or failed
+	// final, not the end of the turn, nor of a tool call whose command
+	// went on in the background). What it said then stands: a later frame
+	// may add output, or the command that ran, but renames nothing and
+	// replaces no output with a text that does not extend it.
+	said := c.cur.state == Ended && c.endReason == "" && !c.cur.background
 	switch {
 	case o.CommandRan && o.Command != "":
 		c.cur.command, c.commandRan = o.Command, true
 	case c.commandRan:
 		// The command that ran is known; other frames only describe it.
+	case said && c.cur.command != "":
 	case !(o.PermissionAsk || o.CommandFromTitle) || c.cur.command == "":
 		// A permission ask restates the command, sometimes re-quoted, and
 		// a title may abbreviate it: either fills in an unknown command
@@ -209,15 +216,15 @@ func (c *Call) Apply(o *Observation) {
 			// text is an echo.
 			for _, x := range c.echoes[t.Stream].noEcho() {
 				x.Stream = t.Stream
-				c.applyText(x)
+				c.applyText(x, false)
 			}
 		}
 		if t.Stream == Stderr || t.Raw || c.echoes[t.Stream].passes(t) {
-			c.applyText(t)
+			c.applyText(t, said)
 			continue
 		}
 		for _, x := range c.echoes[t.Stream].filter(t, c.cur.command, c.cur.cwd) {
-			c.applyText(x)
+			c.applyText(x, said)
 		}
 	}
 	if c.cur.state == Ended {
@@ -512,17 +519,22 @@ func (c *Call) flushEchoes() {
 	for s := range c.echoes {
 		for _, t := range c.echoes[s].flush(c.cur.command, c.cur.cwd) {
 			t.Stream = Stream(s)
-			c.applyText(t)
+			c.applyText(t, false)
 		}
 	}
 }
 
-// applyText folds one text into its stream's buffer.
-func (c *Call) applyText(t Text) {
+// applyText folds one text into its stream's buffer; with addOnly, only
+// what adds to the text held (Buffer.Add).
+func (c *Call) applyText(t Text, addOnly bool) {
 	b := c.streams[t.Stream]
 	if b == nil {
 		b = NewBuffer(c.limit)
 		c.streams[t.Stream] = b
+	}
+	if addOnly {
+		b.Add(t)
+		return
 	}
 	b.Apply(t)
 }

@@ -430,6 +430,51 @@ func TestCallKnownOutcomeIsFinal(t *testing.T) {
 	}
 }
 
+// TestCallEndedByItsAgentKeepsWhatItSaid: once the agent itself ended a
+// call (its completed or failed final), a later frame (a hostile client's,
+// or an agent's stray one within the grace period) may still add output,
+// but never renames the command that ran nor replaces the final output
+// with a text that does not extend it. A call the turn ended is not the
+// agent's word: a late final still replaces its live text, and a command
+// still unknown is filled in.
+func TestCallEndedByItsAgentKeepsWhatItSaid(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Opens: true, Shell: ShellYes, Command: "false3", Status: StatusRunning})
+	c.Apply(&Observation{Status: StatusCompleted, Exit: exit(3, ExitStructured), Texts: []Text{{Kind: Final, Text: "first\n"}}})
+	c.Revision()
+	for _, o := range []Observation{
+		{Status: StatusRunning, Texts: []Text{{Kind: Snapshot, Text: "late\n"}}},
+		{Opens: true, Shell: ShellYes, Command: "rm -rf /", Status: StatusPending},
+		{Status: StatusCompleted, Exit: exit(0, ExitStructured), Texts: []Text{{Kind: Final, Text: "other\n"}}},
+	} {
+		c.Apply(&o)
+	}
+	r, ok := c.Revision()
+	assert.False(t, ok, "frames that add nothing made a revision: %+v", r)
+
+	// What extends the final still joins it, as a late delta does.
+	c.Apply(&Observation{Status: StatusRunning, Texts: []Text{{Kind: Snapshot, Text: "first\nsecond\n"}}})
+	c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: "third\n"}}})
+	r, _ = c.Revision()
+	assert.Equal(t, Ended, r.State)
+	assert.Equal(t, Failed, r.Outcome)
+	assert.Equal(t, "false3", r.Command)
+	require.NotNil(t, r.Texts[Combined])
+	assert.Equal(t, "first\nsecond\nthird\n", r.Texts[Combined].Text)
+	// The command that ran, said late, is still the strongest source.
+	c.Apply(&Observation{Command: "false 3", CommandRan: true})
+	r, _ = c.Revision()
+	assert.Equal(t, "false 3", r.Command)
+
+	d := NewCall("d1", 1024)
+	d.Apply(&Observation{Opens: true, Shell: ShellYes, Status: StatusRunning, Texts: []Text{{Kind: Delta, Text: "tail of it\n"}}})
+	d.End(false, "the prompt turn ended while the call was still open")
+	d.Apply(&Observation{Command: "make", Status: StatusCompleted, Exit: exit(0, ExitStructured), Texts: []Text{{Kind: Final, Text: "all of it\n"}}})
+	r, _ = d.Revision()
+	assert.Equal(t, "make", r.Command)
+	assert.Equal(t, "all of it\n", r.Texts[Combined].Text)
+}
+
 // TestCallKnownOutcomeLearnsExit: a known outcome may learn its unknown
 // exit code, but a success never takes a nonzero one.
 func TestCallKnownOutcomeLearnsExit(t *testing.T) {

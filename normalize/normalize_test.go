@@ -92,6 +92,12 @@ func TestFrameErrors(t *testing.T) {
 		{"not JSON", func() error { _, err := n.Feed("s", []byte("{")); return err }, normalize.InvalidArgument, "frame 0"},
 		{"unknown dialect", func() error { _, err := n.Feed("s", fs[0], normalize.WithDialect("nope")); return err }, normalize.InvalidArgument, `unknown dialect "nope"`},
 		{"relative cwd", func() error { _, err := n.Feed("s", fs[0], normalize.WithCwd("rel")); return err }, normalize.InvalidArgument, "not absolute"},
+		// A client's string is never echoed whole.
+		{"long unknown dialect", func() error {
+			_, err := n.Feed("s", fs[0], normalize.WithDialect(strings.Repeat("d", 100000)))
+			return err
+		}, normalize.InvalidArgument, `unknown dialect "dddd`},
+		{"long relative cwd", func() error { _, err := n.Feed("s", fs[0], normalize.WithCwd(strings.Repeat("r", 100000))); return err }, normalize.InvalidArgument, "(100000 bytes)"},
 		{"no session", func() error { _, err := n.Feed("", fs[0], normalize.WithSequence(7)); return err }, normalize.InvalidArgument, "frame 7 has no session_id"},
 		{"session limit", func() error {
 			if _, err := n.Feed("first", fs[0]); err != nil {
@@ -103,8 +109,8 @@ func TestFrameErrors(t *testing.T) {
 	} {
 		err := c.feed()
 		var fe *normalize.FrameError
-		if !errors.As(err, &fe) || fe.Code != c.code || !strings.Contains(fe.Message, c.says) {
-			t.Errorf("%s: %v (%#v), want %v saying %q", c.name, err, fe, c.code, c.says)
+		if !errors.As(err, &fe) || fe.Code != c.code || !strings.Contains(fe.Message, c.says) || len(fe.Message) > 512 {
+			t.Errorf("%s: %.600v (%.600v), want %v saying %q in at most 512 bytes", c.name, err, fe.Message, c.code, c.says)
 		}
 	}
 	// The session that was held goes on.

@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/dialect"
@@ -625,13 +627,13 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if name := strings.TrimSpace(f.GetDialect()); name != "" && !strings.EqualFold(name, dialect.Auto) {
 		d, ok := dialect.Lookup(name)
 		if !ok {
-			r.fail(InvalidArgument, "", "frame %d of session %q names unknown dialect %q; ListDialects lists the dialects of this build", f.GetSequence(), f.GetSessionId(), name)
+			r.fail(InvalidArgument, "", "frame %d of session %q names unknown dialect %s; ListDialects lists the dialects of this build", f.GetSequence(), f.GetSessionId(), quoteShort(name))
 			return nil
 		}
 		chosen, chosenName = d, lookedUp(name)
 	}
 	if cwd := f.GetCwd(); cwd != "" && !filepath.IsAbs(cwd) {
-		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %q", f.GetSequence(), f.GetSessionId(), cwd)
+		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %s", f.GetSequence(), f.GetSessionId(), quoteShort(cwd))
 		return nil
 	}
 	if n := len(f.GetCwd()); n > ss.cfg.TextLimit {
@@ -1327,4 +1329,22 @@ func (s *session) forgetCall(id string) {
 			}
 		}
 	}
+}
+
+// maxQuoted is the most bytes of a client's string that a FrameError
+// quotes (quoteShort).
+const maxQuoted = 64
+
+// quoteShort quotes s for a FrameError: whole when short, else its first
+// maxQuoted bytes (cut on a character boundary) and its length, so that a
+// client's string of any size is never echoed whole.
+func quoteShort(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
 }

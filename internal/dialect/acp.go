@@ -260,7 +260,9 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
 	}
 	if m.JSONRPC.Bad || m.Method.Bad || (err != nil && strictParams(m.Method.S)) {
-		if err := checkStrict(msg); err != nil {
+		// The light frame has the frame's types (see walk), and big
+		// outputs taken out of it.
+		if err := checkStrict(walk); err != nil {
 			return f, err
 		}
 	}
@@ -400,7 +402,7 @@ var methodsRead = map[string]bool{
 // and options, a session/new cwd. No method also covers a message that is
 // not an object at all.
 func strictParams(method string) bool {
-	return method == "" || method == "session/request_permission" || method == "session/new"
+	return method == "" || method == "session/request_permission" || method == "session/new" || method == "session/update"
 }
 
 func methodName(m string) string {
@@ -471,7 +473,14 @@ type permissionEnvelope struct {
 func checkStrict(msg []byte) error {
 	var env envelope
 	if err := json.Unmarshal(msg, &env); err != nil {
-		return fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+		var te *json.UnmarshalTypeError
+		switch {
+		case !errors.As(err, &te):
+			return fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+		case te.Field == "":
+			return fmt.Errorf("%w: not a JSON object: the message is a JSON %s", ErrBadFrame, jsonType(te))
+		}
+		return fmt.Errorf("%w: the JSON-RPC layer: %s", ErrBadFrame, typeProblem(te, ""))
 	}
 	if env.Method == "" && env.ID == nil {
 		return nil // Read names this problem
@@ -492,11 +501,65 @@ func checkStrict(msg []byte) error {
 				Cwd string `json:"cwd"`
 			}))
 		}
+	case "session/update":
+		// ACP's own layer of an update; what is under it beside
+		// sessionUpdate is the agent's to shape.
+		if !isNull(env.Params) {
+			err = json.Unmarshal(env.Params, new(struct {
+				SessionID string `json:"sessionId"`
+				Update    *struct {
+					SessionUpdate string `json:"sessionUpdate"`
+				} `json:"update"`
+			}))
+		}
 	}
-	if err != nil {
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &te):
 		return fmt.Errorf("%w: %s: %v", ErrBadFrame, methodName(env.Method), err)
 	}
-	return nil
+	top := "params"
+	if env.Method == "" {
+		top = "result"
+	}
+	return fmt.Errorf("%w: %s: %s", ErrBadFrame, methodName(env.Method), typeProblem(te, top))
+}
+
+// typeProblem words a type error of encoding/json for a FrameError: the
+// member by its path in the message (under top, the member the value
+// was read from), and JSON's types, not the Go types it was read into.
+func typeProblem(te *json.UnmarshalTypeError, top string) string {
+	path := strings.Trim(top+"."+te.Field, ".")
+	return fmt.Sprintf("%s is a JSON %s, not %s", path, jsonType(te), jsonKind(te.Type))
+}
+
+// jsonType is the JSON type of the value a type error met.
+func jsonType(te *json.UnmarshalTypeError) string {
+	if f := strings.Fields(te.Value); len(f) > 0 {
+		return f[0] // "number 300": a number
+	}
+	return te.Value
+}
+
+// jsonKind names the JSON type a Go type is read from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another type"
 }
 
 func isNull(b []byte) bool {

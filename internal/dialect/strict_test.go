@@ -2,25 +2,30 @@ package dialect
 
 import "testing"
 
-// TestReadStrictLayer holds the JSON-RPC layer to strict types while vendor
-// fields stay lenient; the errors are those encoding/json gives.
+// TestReadStrictLayer holds the JSON-RPC layer (and ACP's own layer of the
+// methods read) to strict types while vendor fields stay lenient; an error
+// names the member by its path and JSON's types, never a Go type.
 func TestReadStrictLayer(t *testing.T) {
 	for _, tc := range []struct{ msg, err string }{
-		{`{"jsonrpc":2,"method":"session/update","params":{"update":{"content":{}}}}`, "bad frame: not a JSON object: json: cannot unmarshal number into Go struct field envelope.jsonrpc of type string"},
-		{`{"method":"session/update","method":5,"params":{}}`, "bad frame: not a JSON object: json: cannot unmarshal number into Go struct field envelope.method of type string"},
+		{`{"jsonrpc":2,"method":"session/update","params":{"update":{"content":{}}}}`, "bad frame: the JSON-RPC layer: jsonrpc is a JSON number, not a string"},
+		{`{"method":"session/update","method":5,"params":{}}`, "bad frame: the JSON-RPC layer: method is a JSON number, not a string"},
 		{`{"method":"session/update","params":{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`, ""},
 		{`{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call","toolCallId":"x","content":{}}},"result":{"agentInfo":5}}`, ""},
-		{`{"id":1,"result":{"agentInfo":{"name":7}}}`, "bad frame: response: json: cannot unmarshal number into Go struct field .agentInfo.name of type string"},
+		{`{"id":1,"result":{"agentInfo":{"name":7}}}`, "bad frame: response: result.agentInfo.name is a JSON number, not a string"},
 		{`{"id":1,"result":[1]}`, ""},
 		{`{"id":1,"result":{"stopReason":"end_turn","x":{"y":[}}}`, "bad frame: not a JSON object: invalid character '}' looking for beginning of value"},
-		{`{"id":1,"method":"session/request_permission","params":{"toolCall":{"toolCallId":5}}}`, "bad frame: session/request_permission: json: cannot unmarshal number into Go struct field .toolCall.toolCallId of type string"},
+		{`{"id":1,"method":"session/request_permission","params":{"toolCall":{"toolCallId":5}}}`, "bad frame: session/request_permission: params.toolCall.toolCallId is a JSON number, not a string"},
 		{`{"id":1,"method":"session/request_permission","params":{"toolCall":{"toolCallId":"a","title":5},"options":[{"optionId":"r","kind":"reject_once"}]}}`, ""},
-		{`{"id":1,"method":"session/request_permission","params":{"options":{}}}`, "bad frame: session/request_permission: json: cannot unmarshal object into Go struct field permissionEnvelope.options of type []struct { OptionID string \"json:\\\"optionId\\\"\"; Kind string \"json:\\\"kind\\\"\" }"},
-		{`{"id":1,"method":"session/new","params":{"cwd":5}}`, "bad frame: session/new: json: cannot unmarshal number into Go struct field .cwd of type string"},
-		{`{"id":1,"method":"session/new","params":[]}`, "bad frame: session/new: json: cannot unmarshal array into Go value of type struct { Cwd string \"json:\\\"cwd\\\"\" }"},
-		{`{"id":1,"method":"session/update","params":5}`, ""},
+		{`{"id":1,"method":"session/request_permission","params":{"options":{}}}`, "bad frame: session/request_permission: params.options is a JSON object, not an array"},
+		{`{"id":1,"method":"session/new","params":{"cwd":5}}`, "bad frame: session/new: params.cwd is a JSON number, not a string"},
+		{`{"id":1,"method":"session/new","params":[]}`, "bad frame: session/new: params is a JSON array, not an object"},
+		{`{"id":1,"method":"session/update","params":5}`, "bad frame: session/update: params is a JSON number, not an object"},
+		{`{"method":"session/update","params":[1,2]}`, "bad frame: session/update: params is a JSON array, not an object"},
+		{`{"method":"session/update","params":{"sessionId":"s","update":[1]}}`, "bad frame: session/update: params.update is a JSON array, not an object"},
+		{`{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":5,"toolCallId":"x"}}}`, "bad frame: session/update: params.update.sessionUpdate is a JSON number, not a string"},
+		{`{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"x","title":5,"rawOutput":{"exit_code":{}}}}}`, ""},
 		{`{"method":"session/update","params":null}`, "bad frame: session/update without params"},
-		{`[]`, "bad frame: not a JSON object: json: cannot unmarshal array into Go value of type dialect.envelope"},
+		{`[]`, "bad frame: not a JSON object: the message is a JSON array"},
 		{`null`, "bad frame: neither a request, a notification nor a response (no method and no id)"},
 		{`{"id":null}`, ""},
 	} {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
@@ -146,6 +147,12 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 		c := k.SessionClosed
 		_, err = f.n.CloseSession(c.GetSessionId(), append(opts, normalize.WithSequence(c.GetSequence()))...)
 	case *pb.NormalizeRequest_Options:
+		if ft := k.Options.GetFinalTexts(); pb.FinalTexts_name[int32(ft)] == "" {
+			ss.m.frameError(codes.InvalidArgument)
+			err = f.emit(frameErrorResponse(&normalize.FrameError{Code: normalize.InvalidArgument,
+				Message: fmt.Sprintf("StreamOptions: final_texts %d is no FinalTexts value this server knows (FINAL_TEXTS_WHOLE, FINAL_TEXTS_CHANGES); the stream keeps its options", int32(ft))}))
+			break
+		}
 		f.d.setOptions(k.Options)
 	default:
 		ss.m.frameError(codes.InvalidArgument)

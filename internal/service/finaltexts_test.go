@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/assert"
 	"google.golang.org/grpc/codes"
 )
 
@@ -186,4 +187,26 @@ func TestFinalTextsChangesOnRecordings(t *testing.T) {
 			t.Errorf("%s: changes-only finals carry %d text bytes, whole finals %d", name, changesWire, wholeWire)
 		}
 	}
+}
+
+// A StreamOptions this server cannot honour (a final_texts value it does
+// not know, from a newer contract or a bad client) is refused by name,
+// and the stream keeps the options it had.
+func TestUnknownFinalTextsIsRefused(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	st := h.open()
+	st.control(options(pb.FinalTexts_FINAL_TEXTS_CHANGES))
+	st.control(options(pb.FinalTexts(99)))
+	fe := st.frameError()
+	assert.Equal(t, codes.InvalidArgument, codes.Code(fe.GetCode()))
+	assert.Contains(t, fe.GetMessage(), "final_texts 99")
+	// Still FINAL_TEXTS_CHANGES: the ENDED revision carries what changed.
+	st.send("s", openCall("c1", "make"))
+	st.exec()
+	st.send("s", snapshot("c1", "in_progress", "a\n"))
+	st.exec()
+	st.send("s", snapshot("c1", "completed", "a\nb\n"))
+	x := st.exec()
+	assert.Equal(t, pb.TextMode_TEXT_MODE_APPEND, x.GetOutput().GetMode(), "final %v", x)
+	assert.Equal(t, "b\n", x.GetOutput().GetText())
 }

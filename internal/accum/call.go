@@ -159,6 +159,8 @@ func (c *Call) Apply(o *Observation) {
 	case c.commandRan:
 		// The command that ran is known; other frames only describe it.
 	case said && c.cur.command != "":
+		// The agent ended the call under this command: a later frame
+		// does not rename it.
 	case !(o.PermissionAsk || o.CommandFromTitle) || c.cur.command == "":
 		// A permission ask restates the command, sometimes re-quoted, and
 		// a title may abbreviate it: either fills in an unknown command

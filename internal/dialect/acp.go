@@ -759,11 +759,11 @@ func wholeDecimal(s string) (int32, bool) {
 		if n = digitsAt(s); n == 0 {
 			return 0, false
 		}
-		// An exponent past a few digits moves any digit other than 0
-		// out of an int32 or below the units.
-		e, err := strconv.Atoi(s[:min(n, 6)])
-		if err != nil || n > 6 {
-			e = 1 << 20
+		// An exponent of more than a few digits moves any digit other
+		// than 0 out of an int32 or below the units.
+		e := 1 << 20
+		if ed := strings.TrimLeft(s[:n], "0"); len(ed) <= 6 {
+			e, _ = strconv.Atoi("0" + ed)
 		}
 		if expNeg {
 			e = -e

@@ -152,7 +152,7 @@ func (c *Call) Apply(o *Observation) {
 	// went on in the background). What it said then stands: a later frame
 	// may add output, or the command that ran, but renames nothing and
 	// replaces no output with a text that does not extend it.
-	said := c.cur.state == Ended && c.endReason == "" && !c.cur.background
+	said := c.cur.state == Ended && c.endReason == "" && !c.cur.background && !o.Background
 	switch {
 	case o.CommandRan && o.Command != "":
 		c.cur.command, c.commandRan = o.Command, true

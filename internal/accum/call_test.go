@@ -473,6 +473,14 @@ func TestCallEndedByItsAgentKeepsWhatItSaid(t *testing.T) {
 	r, _ = d.Revision()
 	assert.Equal(t, "make", r.Command)
 	assert.Equal(t, "all of it\n", r.Texts[Combined].Text)
+
+	// Nor is the end of a tool call whose command goes on in the
+	// background, said with the end or after it.
+	e := NewCall("e1", 1024)
+	e.Apply(&Observation{Opens: true, Shell: ShellYes, Command: "serve", Status: StatusCompleted, Texts: []Text{{Kind: Final, Text: "started\n"}}})
+	e.Apply(&Observation{Background: true, Texts: []Text{{Kind: Window, Text: "listening\n"}}})
+	r, _ = e.Revision()
+	assert.Equal(t, "listening\n", r.Texts[Combined].Text)
 }
 
 // TestCallKnownOutcomeLearnsExit: a known outcome may learn its unknown

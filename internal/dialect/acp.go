@@ -682,7 +682,7 @@ func (c *Code) UnmarshalJSON(b []byte) error {
 
 // ParseCode reads an exit code from raw JSON.
 func ParseCode(b []byte) Code {
-	b = bytes.TrimSpace(b)
+	b = bytes.Trim(b, blank)
 	if len(b) == 0 {
 		return Code{}
 	}
@@ -692,10 +692,19 @@ func ParseCode(b []byte) Code {
 		if s, ok = jsonlit.Unquote(b); !ok {
 			return Code{}
 		}
-		s = strings.TrimSpace(s)
+		s = trimBlank(s)
 	}
 	return CodeFromString(s)
 }
+
+// blank is ASCII's white space. An exit code, a signal or a line that
+// holds one is trimmed of it alone (trimBlank): a value padded with other
+// white space (U+00A0, U+3000) is not one an agent wrote, and must not
+// read as the number inside it.
+const blank = " \t\n\r\f\v"
+
+// trimBlank trims ASCII's white space from both ends of s.
+func trimBlank(s string) string { return strings.Trim(s, blank) }
 
 // firstKnown returns the first known code, for agents that name the same
 // exit code in more than one field.

@@ -191,7 +191,7 @@ func parseAuggieResult(text string) (r auggieResult, tagged bool) {
 	}
 	if v, ok := get("return-code"); ok {
 		tagged = true
-		r.exit = CodeFromString(strings.TrimSpace(v))
+		r.exit = CodeFromString(trimBlank(v))
 	}
 	r.output, r.hasOutput = get("output")
 	r.stdout, r.hasStdout = get("stdout")

@@ -3,6 +3,7 @@ package dialect
 import (
 	"testing"
 
+	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -35,5 +36,37 @@ func TestParseCode(t *testing.T) {
 	} {
 		c := ParseCode([]byte(lit))
 		assert.False(t, c.Known, "%s: known as %d, want unknown", lit, c.Value)
+	}
+}
+
+// A code padded with white space other than ASCII's (U+00A0, U+3000,
+// U+0085) is not a number an agent wrote: it reads as unknown wherever an
+// exit code is read, structured or in text, never as the code it holds.
+func TestExitCodePaddedWithOtherSpaceIsUnknown(t *testing.T) {
+	for _, pad := range []string{"\u00a0", "\u3000", "\u0085", "\u2028"} {
+		for _, lit := range []string{`"` + pad + `0"`, `"0` + pad + `"`, `"` + pad + `3"`} {
+			c := ParseCode([]byte(lit))
+			assert.False(t, c.Known, "ParseCode(%q) known as %d", lit, c.Value)
+		}
+		for name, read := range map[string]func(o *accum.Observation){
+			"gemini exited":  func(o *accum.Observation) { geminiFinal(o, "Command exited with code: 0"+pad) },
+			"gemini debug":   func(o *accum.Observation) { geminiDebugResult(o, "Command: x\nDirectory: (root)\nOutput: a\nError: (none)\nExit Code: "+pad+"0\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 1") },
+			"qwen report":    func(o *accum.Observation) { qwenReport(o, "Command: x\nDirectory: (root)\nOutput: a\nError: (none)\nExit Code: "+pad+"0\nSignal: (none)\nProcess Group PGID: 1") },
+			"docker report":  func(o *accum.Observation) { dockerResult(o, "Error executing command: exit status 0"+pad+"\nOutput: a") },
+			"grok exit line": func(o *accum.Observation) { p, tr := "exit: "+pad+"0\na\n", false; grokExitLineIn(o, &p, &tr) },
+			"auggie tag": func(o *accum.Observation) {
+				if r, ok := parseAuggieResult("<return-code>\n" + pad + "0\n</return-code>\n<output>\na\n</output>"); ok && r.exit.Known {
+					o.Exit = r.exit.Exit(accum.ExitText, true)
+				}
+			},
+		} {
+			var o accum.Observation
+			read(&o)
+			assert.Nil(t, o.Exit, "%s padded with %q: exit %+v", name, pad, o.Exit)
+		}
+	}
+	// ASCII white space around a code is a code.
+	for _, lit := range []string{`" 3"`, `"3 "`, `"\t3\n"`} {
+		assert.True(t, ParseCode([]byte(lit)).Known, "%s", lit)
 	}
 }

@@ -183,7 +183,7 @@ var dockerSignals = map[string]string{
 
 // dockerResult reads the tool's result text of a final frame.
 func dockerResult(o *accum.Observation, text string) {
-	t := strings.TrimSpace(text)
+	t := trimBlank(text)
 	switch {
 	case dockerStopped.MatchString(t):
 		o.Cancelled, o.CancelNotice = true, notice(t)
@@ -201,7 +201,7 @@ func dockerResult(o *accum.Observation, text string) {
 		body = m[2]
 	} else if m := dockerExecError.FindStringSubmatch(t); m != nil {
 		body = m[2]
-		why := strings.TrimSpace(m[1])
+		why := trimBlank(m[1])
 		if e := dockerExitText.FindStringSubmatch(why); e != nil {
 			if c := CodeFromString(e[1]); c.Known {
 				o.Exit = c.Exit(accum.ExitText, true)

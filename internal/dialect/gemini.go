@@ -188,7 +188,7 @@ func geminiFinal(o *accum.Observation, text string) {
 		geminiDebugResult(o, text)
 		return
 	}
-	line := strings.TrimSpace(text)
+	line := trimBlank(text)
 	if m := geminiExited.FindStringSubmatch(line); m != nil {
 		o.Exit = CodeFromString(m[1]).Exit(accum.ExitText, true)
 		return
@@ -274,7 +274,7 @@ func geminiDebugResult(o *accum.Observation, text string) {
 		// A report names exit code 0 beside the signal that killed a
 		// process (Qwen Code 0.15: "Exit Code: 0\nSignal: 9"): that 0
 		// is no exit status.
-		if c := CodeFromString(strings.TrimSpace(v)); c.Known && !(o.Signal != "" && c.Value == 0) {
+		if c := CodeFromString(trimBlank(v)); c.Known && !(o.Signal != "" && c.Value == 0) {
 			o.Exit = c.Exit(accum.ExitText, true)
 		}
 	}

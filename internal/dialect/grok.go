@@ -471,7 +471,7 @@ func grokExitLineIn(o *accum.Observation, prompt *string, truncated *bool) {
 	if m == nil {
 		return
 	}
-	word := strings.TrimSpace((*prompt)[m[2]:m[3]])
+	word := trimBlank((*prompt)[m[2]:m[3]])
 	if c := CodeFromString(word); c.Known {
 		o.Exit = accum.StrongerExit(o.Exit, c.Exit(accum.ExitText, true))
 	} else if sig := grokSignal(word); sig != "" && o.Signal == "" {

@@ -398,7 +398,7 @@ func qwenReport(o *accum.Observation, text string) {
 	}
 	m := all[len(all)-1]
 	o.Src.Notice = "the model's report in the content text"
-	code, sig := strings.TrimSpace(text[m[2]:m[3]]), strings.TrimSpace(text[m[4]:m[5]])
+	code, sig := trimBlank(text[m[2]:m[3]]), trimBlank(text[m[4]:m[5]])
 	if sig != "" && sig != "0" && sig != "(none)" {
 		o.Signal = NormalizeSignal(sig)
 	}

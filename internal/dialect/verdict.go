@@ -46,7 +46,7 @@ var signalToken = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]{0,31}$|^[0-9]{1,3}
 
 // readSignal reads a signal from raw JSON.
 func readSignal(b []byte) Signal {
-	b = bytes.TrimSpace(b)
+	b = bytes.Trim(b, blank)
 	if len(b) == 0 || isNull(b) {
 		return Signal{}
 	}
@@ -57,7 +57,7 @@ func readSignal(b []byte) Signal {
 		if s, ok = jsonlit.Unquote(b); !ok {
 			return Signal{Odd: true}
 		}
-		s = strings.TrimSpace(s)
+		s = trimBlank(s)
 	case c == '-' || ('0' <= c && c <= '9'):
 		s = string(b)
 	case c == 't' || c == 'f':

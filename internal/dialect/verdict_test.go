@@ -40,6 +40,8 @@ func TestReadSignal(t *testing.T) {
 		{`"0x1p3"`, Signal{Odd: true}},
 		{`0e5`, Signal{}},
 		{`9e0`, Signal{Name: "SIGKILL"}},
+		{`"\u00a09"`, Signal{Odd: true}}, // padded with other white space: not a signal written
+		{`" 9 "`, Signal{Name: "SIGKILL"}},
 		{`{"n":9}`, Signal{Odd: true}},
 		{`"killed by the kernel"`, Signal{Odd: true}},
 	} {

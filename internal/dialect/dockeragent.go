@@ -161,6 +161,15 @@ var (
 	// follows their "Output:" line is the output.
 	dockerExecError = regexp.MustCompile(`(?s)^Error executing command: ([^\n]*)\nOutput:(?: |$)(.*)$`)
 	dockerTimedOut  = regexp.MustCompile(`(?s)^Command timed out after ([^\n]*)\nOutput:(?: |$)(.*)$`)
+	// dockerExecLoose and dockerTimedOutLoose are the same reports with
+	// the "Output:" line missing, or not where the tool writes it (another
+	// build's): a first line that says exactly an exit status, a signal or
+	// a timeout is a report all the same, never output nor a success, and
+	// what follows it (after any "Output:") is the output. Output that
+	// only starts with the report's words ("Command timed out after 2s
+	// (retrying)") says more on that line, and stays output.
+	dockerExecLoose     = regexp.MustCompile(`(?s)^Error executing command: (exit status -?\d+|signal: [^\n(]+(?: \(core dumped\))?)(?:\n+(?:Output: ?)?(.*))?$`)
+	dockerTimedOutLoose = regexp.MustCompile(`(?s)^Command timed out after ((?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+)(?:\n+(?:Output: ?)?(.*))?$`)
 	dockerExitText  = regexp.MustCompile(`^exit status (-?\d+)$`)
 	dockerSignal    = regexp.MustCompile(`^signal: ([^(]+?)(?: \(core dumped\))?$`)
 	dockerTruncated = regexp.MustCompile(`(?:\n\n)?\[Output truncated: exceeded [^\]\n]*\]\s*$`)
@@ -196,10 +205,10 @@ func dockerResult(o *accum.Observation, text string) {
 		return
 	}
 	body := t
-	if m := dockerTimedOut.FindStringSubmatch(t); m != nil {
+	if m := firstMatch(t, dockerTimedOut, dockerTimedOutLoose); m != nil {
 		o.TimedOut = true
 		body = m[2]
-	} else if m := dockerExecError.FindStringSubmatch(t); m != nil {
+	} else if m := firstMatch(t, dockerExecError, dockerExecLoose); m != nil {
 		body = m[2]
 		why := trimBlank(m[1])
 		if e := dockerExitText.FindStringSubmatch(why); e != nil {
@@ -238,6 +247,16 @@ func dockerResult(o *accum.Observation, text string) {
 		return
 	}
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: body, Truncated: truncated, Head: truncated})
+}
+
+// firstMatch is the submatches of the first of res that matches s, or nil.
+func firstMatch(s string, res ...*regexp.Regexp) []string {
+	for _, re := range res {
+		if m := re.FindStringSubmatch(s); m != nil {
+			return m
+		}
+	}
+	return nil
 }
 
 // matchesShape is docker-agent's ShapeRule, for a session that has not

@@ -52,6 +52,22 @@ func TestDockerAgentUpdate(t *testing.T) {
 			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false)}},
 		},
 		{
+			name:   "a report without its Output: line is still a report: exit 3, never success, never output",
+			update: dockerFinal("completed", "Error executing command: exit status 3"),
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false)}},
+		},
+		{
+			name:   "a report whose Output: is not where the tool writes it keeps only the output",
+			update: dockerFinal("completed", "Error executing command: exit status 3\n\nOutput:a\nb"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a\nb")}}},
+		},
+		{
+			name:   "a timeout report without its Output: line",
+			update: dockerFinal("completed", "Command timed out after 2s"),
+			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, TimedOut: true}},
+		},
+		{
 			name:   "multi-line output after Output: is kept whole, an Output: line inside it too",
 			update: dockerFinal("completed", "Error executing command: exit status 1\nOutput: a\nOutput: b\nc"),
 			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Exit: ex(1, accum.ExitText, false),

@@ -171,32 +171,44 @@ type auggieResult struct {
 var auggieTags = []string{"return-code", "output", "stdout", "stderr"}
 
 // parseAuggieResult reads the tags of a result text; tagged is false when
-// the text holds none.
+// the text holds none. The tags are read one after the other from the
+// start, each up to its closing tag (auggieClose), so that a tag the
+// command itself printed, inside another's body, is that body's text; of
+// a tag that comes twice, the first counts.
 func parseAuggieResult(text string) (r auggieResult, tagged bool) {
-	get := func(tag string) (string, bool) {
-		open := "<" + tag + ">"
-		i := strings.Index(text, open)
-		if i < 0 {
-			return "", false
+	seen := map[string]bool{}
+	for rest := text; ; {
+		i, tag := -1, ""
+		for _, t := range auggieTags {
+			if j := strings.Index(rest, "<"+t+">"); j >= 0 && (i < 0 || j < i) {
+				i, tag = j, t
+			}
 		}
-		body := text[i+len(open):]
+		if i < 0 {
+			break
+		}
+		body := rest[i+len(tag)+2:]
 		end := auggieClose(body, tag)
 		if end < 0 {
-			return "", false
+			break
 		}
-		v := body[:end]
-		v = strings.TrimPrefix(v, "\n")
-		v = strings.TrimSuffix(v, "\n")
-		return v, true
+		rest = body[end+len(tag)+3:]
+		if seen[tag] {
+			continue
+		}
+		seen[tag], tagged = true, true
+		v := strings.TrimSuffix(strings.TrimPrefix(body[:end], "\n"), "\n")
+		switch tag {
+		case "return-code":
+			r.exit = CodeFromString(trimBlank(v))
+		case "output":
+			r.output, r.hasOutput = v, true
+		case "stdout":
+			r.stdout, r.hasStdout = v, true
+		case "stderr":
+			r.stderr, r.hasStderr = v, true
+		}
 	}
-	if v, ok := get("return-code"); ok {
-		tagged = true
-		r.exit = CodeFromString(trimBlank(v))
-	}
-	r.output, r.hasOutput = get("output")
-	r.stdout, r.hasStdout = get("stdout")
-	r.stderr, r.hasStderr = get("stderr")
-	tagged = tagged || r.hasOutput || r.hasStdout || r.hasStderr
 	return r, tagged
 }
 

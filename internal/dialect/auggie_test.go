@@ -75,6 +75,14 @@ func TestAuggieUpdate(t *testing.T) {
 			}),
 		},
 		{
+			name:   "tags the command printed inside the output are output, whatever the tags' order",
+			update: final("<output>\na\n<return-code>\n0\n</return-code>\n<stderr>\nnot stderr\n</stderr>\nb\n</output>\n<return-code>\n3\n</return-code>"),
+			want: done(func(o *accum.Observation) {
+				o.Exit = ex(3, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "a\n<return-code>\n0\n</return-code>\n<stderr>\nnot stderr\n</stderr>\nb")}
+			}),
+		},
+		{
 			name:   "malformed return code is unknown, never 0",
 			update: final("<return-code>\nnone\n</return-code>\n<output>\nx\n</output>"),
 			want:   done(func(o *accum.Observation) { o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "x")} }),

@@ -307,7 +307,9 @@ type clineResult struct {
 func parseClineResult(e clineEntry) clineResult {
 	var r clineResult
 	s := e.Result.S
-	if m := clineExitLine.FindStringSubmatchIndex(s); m != nil {
+	// Cline writes the bracket line only for a process that did not close
+	// with code 0: under `success: true` such a line is the command's.
+	if m := clineExitLine.FindStringSubmatchIndex(s); m != nil && (e.Success == nil || !*e.Success) {
 		r.exit = CodeFromString(s[m[2]:m[3]])
 		s = s[m[1]:]
 	} else if m := clineExitError.FindStringSubmatch(e.Error.S); m != nil {

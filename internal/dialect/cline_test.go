@@ -47,6 +47,11 @@ func TestClineUpdate(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("alpha.txt\nbeta.md\n", "")}),
 		},
 		{
+			name:   "under success: true a bracket line is the command's own output: Cline writes one only for a failure",
+			update: clFinal("completed", `[{"query":"cat log","result":"[Command exited with code 0]\nok\n","success":true}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "cat log", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("[Command exited with code 0]\nok\n", "")}),
+		},
+		{
 			name:   "exit 3 under completed: the bracket line is the exit code, not output",
 			update: clFinal("completed", `[{"query":"printf 'a\\nb\\n'; exit 3","result":"[Command exited with code 3]\na\nb\n","error":"Command exited with code 3","success":false}]`),
 			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "printf 'a\\nb\\n'; exit 3",

@@ -537,10 +537,14 @@ func typeProblem(te *json.UnmarshalTypeError, top string) string {
 
 // jsonType is the JSON type of the value a type error met.
 func jsonType(te *json.UnmarshalTypeError) string {
-	if f := strings.Fields(te.Value); len(f) > 0 {
-		return f[0] // "number 300": a number
+	v := te.Value
+	if f := strings.Fields(v); len(f) > 0 {
+		v = f[0] // "number 300": a number
 	}
-	return te.Value
+	if v == "bool" {
+		return "boolean"
+	}
+	return v
 }
 
 // jsonKind names the JSON type a Go type is read from.

@@ -26,6 +26,7 @@ func TestReadStrictLayer(t *testing.T) {
 		{`{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"x","title":5,"rawOutput":{"exit_code":{}}}}}`, ""},
 		{`{"method":"session/update","params":null}`, "bad frame: session/update without params"},
 		{`[]`, "bad frame: not a JSON object: the message is a JSON array"},
+		{`true`, "bad frame: not a JSON object: the message is a JSON boolean"},
 		{`null`, "bad frame: neither a request, a notification nor a response (no method and no id)"},
 		{`{"id":null}`, ""},
 	} {

@@ -49,10 +49,16 @@ func TestExitCodePaddedWithOtherSpaceIsUnknown(t *testing.T) {
 			assert.False(t, c.Known, "ParseCode(%q) known as %d", lit, c.Value)
 		}
 		for name, read := range map[string]func(o *accum.Observation){
-			"gemini exited":  func(o *accum.Observation) { geminiFinal(o, "Command exited with code: 0"+pad) },
-			"gemini debug":   func(o *accum.Observation) { geminiDebugResult(o, "Command: x\nDirectory: (root)\nOutput: a\nError: (none)\nExit Code: "+pad+"0\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 1") },
-			"qwen report":    func(o *accum.Observation) { qwenReport(o, "Command: x\nDirectory: (root)\nOutput: a\nError: (none)\nExit Code: "+pad+"0\nSignal: (none)\nProcess Group PGID: 1") },
-			"docker report":  func(o *accum.Observation) { dockerResult(o, "Error executing command: exit status 0"+pad+"\nOutput: a") },
+			"gemini exited": func(o *accum.Observation) { geminiFinal(o, "Command exited with code: 0"+pad) },
+			"gemini debug": func(o *accum.Observation) {
+				geminiDebugResult(o, "Command: x\nDirectory: (root)\nOutput: a\nError: (none)\nExit Code: "+pad+"0\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 1")
+			},
+			"qwen report": func(o *accum.Observation) {
+				qwenReport(o, "Command: x\nDirectory: (root)\nOutput: a\nError: (none)\nExit Code: "+pad+"0\nSignal: (none)\nProcess Group PGID: 1")
+			},
+			"docker report": func(o *accum.Observation) {
+				dockerResult(o, "Error executing command: exit status 0"+pad+"\nOutput: a")
+			},
 			"grok exit line": func(o *accum.Observation) { p, tr := "exit: "+pad+"0\na\n", false; grokExitLineIn(o, &p, &tr) },
 			"auggie tag": func(o *accum.Observation) {
 				if r, ok := parseAuggieResult("<return-code>\n" + pad + "0\n</return-code>\n<output>\na\n</output>"); ok && r.exit.Known {

@@ -170,9 +170,9 @@ var (
 	// (retrying)") says more on that line, and stays output.
 	dockerExecLoose     = regexp.MustCompile(`(?s)^Error executing command: (exit status -?\d+|signal: [^\n(]+(?: \(core dumped\))?)(?:\n+(?:Output: ?)?(.*))?$`)
 	dockerTimedOutLoose = regexp.MustCompile(`(?s)^Command timed out after ((?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+)(?:\n+(?:Output: ?)?(.*))?$`)
-	dockerExitText  = regexp.MustCompile(`^exit status (-?\d+)$`)
-	dockerSignal    = regexp.MustCompile(`^signal: ([^(]+?)(?: \(core dumped\))?$`)
-	dockerTruncated = regexp.MustCompile(`(?:\n\n)?\[Output truncated: exceeded [^\]\n]*\]\s*$`)
+	dockerExitText      = regexp.MustCompile(`^exit status (-?\d+)$`)
+	dockerSignal        = regexp.MustCompile(`^signal: ([^(]+?)(?: \(core dumped\))?$`)
+	dockerTruncated     = regexp.MustCompile(`(?:\n\n)?\[Output truncated: exceeded [^\]\n]*\]\s*$`)
 	// dockerStopped are the texts that say the user stopped the call:
 	// a cancel, a rejected ask, an interrupted turn.
 	dockerStopped = regexp.MustCompile(`(?s)^(?:Command cancelled|The user rejected the tool call\..*|The tool call was cancell?ed by the user\.?|Tool call interrupted before a result was available\b.*)$`)

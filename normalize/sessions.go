@@ -744,6 +744,11 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			s.cwd = filepath.Clean(c)
 		}
 	}
+	if read.Prompt || read.Load {
+		// A turn (or a load) begins: a cancel that came before it was
+		// for an earlier turn, which already ended.
+		s.cancel = false
+	}
 	switch {
 	case read.Load:
 		s.replay = true

@@ -174,7 +174,9 @@ func (ss *sessions) terminalResponse(s *session, resp *dialect.Response, r *repl
 		if req.method == dialect.MethodTerminalWait {
 			exit = &resp.Exit
 		}
-		if exit != nil && ct.exit == nil {
+		// An exit status with neither a code nor a signal says nothing of
+		// how the command ended: a later one still can.
+		if exit != nil && ct.exit == nil && (exit.Code.Known || exit.Signal != "" || exit.OddSignal) {
 			e := *exit
 			ct.exit = &e
 			ct.killed = false // it exited: the status says how
@@ -201,7 +203,12 @@ func (ss *sessions) created(s *session, id string, req termReq, r *reply) {
 		return
 	}
 	if old := s.terms[id]; old != nil {
-		ss.dropTerm(s, id) // the client reused an id: the new terminal is another command
+		// The client reused an id: the new terminal is another command,
+		// not the call the old one went to (which may have ended).
+		if old.call != "" && s.terminals[id] == old.call {
+			delete(s.terminals, id)
+		}
+		ss.dropTerm(s, id)
 	}
 	if len(s.terms) >= ss.maxRefs() {
 		oldest := ""

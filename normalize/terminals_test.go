@@ -39,6 +39,10 @@ func tcReq(n int, method, term string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"sessionId":"S","terminalId":%q}}`, n, method, term)
 }
 
+func tcPrompt(n int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}`, n)
+}
+
 func tcResult(n int, result string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, n, result)
 }
@@ -215,6 +219,55 @@ func TestClientTerminals(t *testing.T) {
 			tcStatus("c1", "completed"),
 		},
 		want: map[string]termFinal{"c1": {command: "echo x", outcome: "SUCCEEDED", exit: "0", output: "$ echo x\nx\n"}},
+	}, {
+		name: "an exit status that says nothing (no code, no signal) does not hide the one that follows",
+		frames: []string{
+			tcOpen("c1", "x"),
+			tcCreate(1, `"command":"x"`), tcResult(1, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(2, "terminal/output", "t1"), tcOutput(2, "x\n", false, `{"exitCode":null,"signal":null}`),
+			tcReq(3, "terminal/wait_for_exit", "t1"), tcResult(3, `{"exitCode":3,"signal":null}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "x", outcome: "FAILED", exit: "3", output: "x\n"}},
+	}, {
+		name: "a terminal id the client gives again after release is the new command's",
+		frames: []string{
+			tcPrompt(1),
+			tcOpen("c1", "x"),
+			tcCreate(10, `"command":"x"`), tcResult(10, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(11, "terminal/output", "t1"), tcOutput(11, "x\n", false, `{"exitCode":0,"signal":null}`),
+			tcStatus("c1", "completed"),
+			tcReq(12, "terminal/release", "t1"), tcResult(12, `{}`),
+			tcResult(1, `{"stopReason":"end_turn"}`),
+			tcPrompt(2),
+			tcOpen("c2", "y"),
+			tcCreate(20, `"command":"y"`), tcResult(20, `{"terminalId":"t1"}`),
+			tcNames("c2", "t1", "in_progress"),
+			tcReq(21, "terminal/output", "t1"), tcOutput(21, "y\n", false, `{"exitCode":4,"signal":null}`),
+			tcStatus("c2", "completed"),
+			tcResult(2, `{"stopReason":"end_turn"}`),
+		},
+		want: map[string]termFinal{
+			"c1": {command: "x", outcome: "SUCCEEDED", exit: "0", output: "x\n"},
+			"c2": {command: "y", outcome: "FAILED", exit: "4", output: "y\n"},
+		},
+	}, {
+		name: "a cancel that comes after its turn ended cancels nothing of the next turn",
+		frames: []string{
+			tcPrompt(1),
+			tcResult(1, `{"stopReason":"end_turn"}`),
+			`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}`,
+			tcPrompt(2),
+			tcOpen("c2", "y"),
+			tcCreate(20, `"command":"y"`), tcResult(20, `{"terminalId":"t2"}`),
+			tcNames("c2", "t2", "in_progress"),
+			tcReq(21, "terminal/output", "t2"), tcOutput(21, "y\n", false, `{"exitCode":3,"signal":null}`),
+			tcStatus("c2", "completed"),
+			tcResult(2, `{"stopReason":"end_turn"}`),
+		},
+		want: map[string]termFinal{"c2": {command: "y", outcome: "FAILED", exit: "3", output: "y\n"}},
 	}}
 	for _, tc := range cases {
 		for _, mode := range []string{"memory", "store"} {

@@ -166,6 +166,9 @@ func (ss *sessions) terminalResponse(s *session, resp *dialect.Response, r *repl
 		if ct == nil {
 			return // forgotten meanwhile (its call was released)
 		}
+		if req.method == dialect.MethodTerminalOutput {
+			ss.supersede(s, req)
+		}
 		var o accum.Observation
 		if resp.HasOutput {
 			o.Texts = []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: resp.Output, Truncated: resp.Truncated, Raw: true}}
@@ -190,6 +193,17 @@ func (ss *sessions) terminalResponse(s *session, resp *dialect.Response, r *repl
 		}
 		if resp.HasOutput {
 			ss.holdTermOutput(s, ct, resp.Output, resp.Truncated, r)
+		}
+	}
+}
+
+// supersede forgets the output requests of req's terminal sent before
+// req, whose answers have not come: req's answer, a later snapshot of
+// the output, is applied, and theirs would take the output back.
+func (ss *sessions) supersede(s *session, req termReq) {
+	for k, q := range s.termReqs {
+		if q.method == dialect.MethodTerminalOutput && q.terminal == req.terminal && q.order < req.order {
+			delete(s.termReqs, k)
 		}
 	}
 }

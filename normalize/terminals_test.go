@@ -220,6 +220,18 @@ func TestClientTerminals(t *testing.T) {
 		},
 		want: map[string]termFinal{"c1": {command: "echo x", outcome: "SUCCEEDED", exit: "0", output: "$ echo x\nx\n"}},
 	}, {
+		name: "an output answer older than one applied is stale: it never takes the output back",
+		frames: []string{
+			tcOpen("c1", "seq 3"),
+			tcCreate(1, `"command":"seq 3"`), tcResult(1, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(2, "terminal/output", "t1"), tcReq(3, "terminal/output", "t1"),
+			tcOutput(3, "1\n2\n3\n", false, `{"exitCode":0,"signal":null}`),
+			tcOutput(2, "1\n", false, ""),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "seq 3", outcome: "SUCCEEDED", exit: "0", output: "1\n2\n3\n"}},
+	}, {
 		name: "an exit status that says nothing (no code, no signal) does not hide the one that follows",
 		frames: []string{
 			tcOpen("c1", "x"),

@@ -374,3 +374,27 @@ func TestClientTerminalDirection(t *testing.T) {
 	require.NotNil(t, x.ExitCode)
 	assert.Equal(t, int32(0), *x.ExitCode)
 }
+
+// A tool call id the agent uses again, for another command, while its
+// ended call is still held (within the grace period) is not a new call:
+// revisions never restart. The frame is refused by name instead of
+// vanishing into the ended call.
+func TestReusedToolCallIDIsRefused(t *testing.T) {
+	got, errs := feedTerms(t, []string{
+		tcPrompt(1),
+		tcOpen("c1", "x"),
+		tcStatus("c1", "completed"),
+		tcResult(1, `{"stopReason":"end_turn"}`),
+		tcPrompt(2),
+		tcOpen("c1", "y"),
+		tcResult(2, `{"stopReason":"end_turn"}`),
+	}, normalize.New())
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.FailedPrecondition, errs[0].Code)
+	assert.Contains(t, errs[0].Message, `tool call "c1" ended`)
+	assert.Equal(t, "x", got["c1"].command)
+	// The same command again (an agent that restates its tool_call after
+	// the end, as Cline does) is no reuse.
+	_, errs = feedTerms(t, []string{tcOpen("c1", "x"), tcStatus("c1", "completed"), tcOpen("c1", "x")}, normalize.New())
+	assert.Empty(t, errs)
+}

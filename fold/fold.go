@@ -104,6 +104,13 @@ func (e *Error) Error() string {
 
 // Folder holds the folded state of every call it was given revisions for.
 type Folder struct {
+	// Limit, when above 0, bounds each folded text to its last Limit
+	// bytes, cut on a character boundary as acpnormd cuts (its
+	// --text-limit, 256 KiB by default); the state then says truncated.
+	// APPEND text is never cut by the server, so without a Limit a long
+	// output's folded text holds all of it until a REPLACE.
+	Limit int
+
 	calls map[Key]*call
 	order []Key
 }
@@ -112,12 +119,14 @@ type call struct {
 	state *pb.ShellExec // scalar fields of the latest revision; texts below
 	texts [3]*text      // output, stdout, stderr
 	dirty bool          // texts changed since state's text fields were set
+	limit int           // the Folder's Limit when the texts last changed
 }
 
 // text is one folded ShellText; buf grows amortised so that many appends
 // cost O(total text), not O(text²).
 type text struct {
 	buf        []byte
+	cut        bool // buf lost its head to the Folder's Limit
 	truncated  bool
 	totalBytes int64
 }
@@ -183,13 +192,19 @@ func (f *Folder) Apply(x *pb.ShellExec) error {
 			c.texts[i] = held
 		}
 		if t.GetMode() == pb.TextMode_TEXT_MODE_REPLACE {
-			held.buf = append(held.buf[:0], t.GetText()...)
+			held.buf, held.cut = append(held.buf[:0], t.GetText()...), false
 		} else {
 			held.buf = append(held.buf, t.GetText()...)
+		}
+		if f.Limit > 0 && len(held.buf) > 2*f.Limit {
+			// Kept to its tail now and then, so that many appends cost
+			// O(total text), not O(text × appends); State cuts the rest.
+			held.buf, held.cut = append(held.buf[:0], tail(held.buf, f.Limit)...), true
 		}
 		held.truncated = t.GetTruncated()
 		held.totalBytes = t.GetTotalBytes()
 	}
+	c.limit = f.Limit
 	c.dirty = true
 	if gap != nil {
 		return gap
@@ -213,19 +228,33 @@ func (f *Folder) State(k Key) *pb.ShellExec {
 		return nil
 	}
 	if c.dirty {
-		c.state.Output = c.texts[0].message()
-		c.state.Stdout = c.texts[1].message()
-		c.state.Stderr = c.texts[2].message()
+		c.state.Output = c.texts[0].message(c.limit)
+		c.state.Stdout = c.texts[1].message(c.limit)
+		c.state.Stderr = c.texts[2].message(c.limit)
 		c.dirty = false
 	}
 	return c.state
 }
 
-func (t *text) message() *pb.ShellText {
+func (t *text) message(limit int) *pb.ShellText {
 	if t == nil {
 		return nil
 	}
-	return &pb.ShellText{Text: string(t.buf), Mode: pb.TextMode_TEXT_MODE_REPLACE, Truncated: t.truncated, TotalBytes: t.totalBytes}
+	b, cut := t.buf, t.cut
+	if limit > 0 && len(b) > limit {
+		b, cut = tail(b, limit), true
+	}
+	return &pb.ShellText{Text: string(b), Mode: pb.TextMode_TEXT_MODE_REPLACE, Truncated: t.truncated || cut, TotalBytes: t.totalBytes}
+}
+
+// tail is the last n bytes of b, from the first character that starts
+// in them.
+func tail(b []byte, n int) []byte {
+	i := len(b) - n
+	for i < len(b) && b[i]&0xC0 == 0x80 {
+		i++
+	}
+	return b[i:]
 }
 
 // Calls returns the keys of every call held, in the order each was first

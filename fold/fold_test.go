@@ -20,6 +20,7 @@ import (
 type vectors struct {
 	Cases []struct {
 		Name  string
+		Limit int
 		Steps []struct {
 			Revision json.RawMessage
 			Error    string
@@ -51,7 +52,7 @@ func exec(t *testing.T, raw json.RawMessage) *pb.ShellExec {
 func TestVectors(t *testing.T) {
 	for _, c := range load(t).Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			var f fold.Folder
+			f := fold.Folder{Limit: c.Limit}
 			for i, s := range c.Steps {
 				x := exec(t, s.Revision)
 				err := f.Apply(x)

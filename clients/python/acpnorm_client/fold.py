@@ -72,12 +72,25 @@ class FoldError(ValueError):
 
 
 class _Text:
-    __slots__ = ("parts", "truncated", "total_bytes")
+    __slots__ = ("parts", "bytes", "cut", "truncated", "total_bytes")
 
     def __init__(self) -> None:
         self.parts: List[str] = []
+        self.bytes = 0  # UTF-8 bytes of parts, counted only under a limit
+        self.cut = False  # the text lost its head to the limit
         self.truncated = False
         self.total_bytes = 0
+
+
+def _tail_utf8(s: str, n: int) -> str:
+    """The last n UTF-8 bytes of s, from the first character that starts in them."""
+    b = s.encode("utf-8")
+    if len(b) <= n:
+        return s
+    i = len(b) - n
+    while i < len(b) and (b[i] & 0xC0) == 0x80:
+        i += 1
+    return b[i:].decode("utf-8")
 
 
 class _Call:
@@ -92,11 +105,18 @@ class _Call:
 class Folder:
     """The folded state of every call it was given revisions for.
 
+    ``limit``, when above 0, bounds each folded text to its last ``limit``
+    bytes (UTF-8), from the first character that starts in them, as acpnormd
+    cuts (its --text-limit, 256 KiB by default); the state then says
+    truncated. APPEND text is never cut by the server, so without a limit a
+    long output's folded text holds all of it until a REPLACE.
+
     Not safe for use from several threads at once.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 0) -> None:
         self._calls: Dict[Key, _Call] = {}  # dicts keep first-applied order
+        self._limit = max(0, int(limit))
 
     def apply(self, x: "pb.ShellExec") -> None:
         """Folds one revision into its call's state; raises FoldError when it
@@ -134,10 +154,18 @@ class Folder:
             held_text = c.texts.get(name)
             if held_text is None:
                 held_text = c.texts[name] = _Text()
+            n = len(t.text.encode("utf-8")) if self._limit > 0 else 0
             if t.mode == pb.TEXT_MODE_REPLACE:
-                held_text.parts = [t.text]
+                held_text.parts, held_text.bytes, held_text.cut = [t.text], n, False
             else:
                 held_text.parts.append(t.text)
+                held_text.bytes += n
+            if self._limit > 0 and held_text.bytes > 2 * self._limit:
+                # Kept to its tail now and then, so that many appends cost
+                # O(total text); state() cuts the rest.
+                kept = _tail_utf8("".join(held_text.parts), self._limit)
+                held_text.parts, held_text.cut = [kept], True
+                held_text.bytes = len(kept.encode("utf-8"))
             held_text.truncated = t.truncated
             held_text.total_bytes = t.total_bytes
         c.last = last
@@ -161,11 +189,14 @@ class Folder:
             for name, t in c.texts.items():
                 if len(t.parts) > 1:
                     t.parts = ["".join(t.parts)]
+                text, cut = (t.parts[0] if t.parts else ""), t.cut
+                if self._limit > 0 and t.bytes > self._limit:
+                    text, cut = _tail_utf8(text, self._limit), True
                 getattr(s, name).CopyFrom(
                     pb.ShellText(
-                        text=t.parts[0] if t.parts else "",
+                        text=text,
                         mode=pb.TEXT_MODE_REPLACE,
-                        truncated=t.truncated,
+                        truncated=t.truncated or cut,
                         total_bytes=t.total_bytes,
                     )
                 )

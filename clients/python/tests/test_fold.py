@@ -32,7 +32,7 @@ class VectorsTest(unittest.TestCase):
         self.assertGreater(len(cases), 0)
         for case in cases:
             with self.subTest(case["name"]):
-                folder = Folder()
+                folder = Folder(limit=case.get("limit", 0))
                 for i, step in enumerate(case["steps"]):
                     x = exec_from(step["revision"])
                     want_error = step.get("error")

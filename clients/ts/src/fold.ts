@@ -79,8 +79,34 @@ const fields = ["output", "stdout", "stderr"] as const;
 
 interface HeldText {
   parts: string[];
+  bytes: number; // UTF-8 bytes of parts, counted only under a limit
+  cut: boolean; // the text lost its head to the limit
   truncated: boolean;
   totalBytes: bigint;
+}
+
+/** Options of a Folder. */
+export interface FolderOptions {
+  /**
+   * When above 0, each folded text keeps its last `limit` bytes (UTF-8),
+   * from the first character that starts in them, as acpnormd cuts (its
+   * --text-limit, 256 KiB by default); the state then says truncated.
+   * APPEND text is never cut by the server, so without a limit a long
+   * output's folded text holds all of it until a REPLACE.
+   */
+  limit?: number;
+}
+
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+/** The last n UTF-8 bytes of s, from the first character that starts in them. */
+function tailUtf8(s: string, n: number): string {
+  const b = utf8.encode(s);
+  if (b.length <= n) return s;
+  let i = b.length - n;
+  while (i < b.length && (b[i]! & 0xc0) === 0x80) i++;
+  return fromUtf8.decode(b.subarray(i));
 }
 
 interface HeldCall {
@@ -96,6 +122,11 @@ const mapKey = (k: CallKey) => JSON.stringify([k.sessionId, k.toolCallId]);
 export class Folder {
   // A Map keeps first-applied order.
   readonly #calls = new Map<string, HeldCall>();
+  readonly #limit: number;
+
+  constructor(options: FolderOptions = {}) {
+    this.#limit = Math.max(0, Math.floor(options.limit ?? 0));
+  }
 
   /**
    * Folds one revision into its call's state. Throws a FoldError when the
@@ -130,9 +161,24 @@ export class Folder {
       last[f] = undefined;
       const t = x[f];
       if (t === undefined) continue;
-      const h = (call.texts[f] ??= { parts: [], truncated: false, totalBytes: 0n });
-      if (t.mode === TextMode.REPLACE) h.parts = [t.text];
-      else h.parts.push(t.text);
+      const h = (call.texts[f] ??= { parts: [], bytes: 0, cut: false, truncated: false, totalBytes: 0n });
+      const n = this.#limit > 0 ? utf8.encode(t.text).length : 0;
+      if (t.mode === TextMode.REPLACE) {
+        h.parts = [t.text];
+        h.bytes = n;
+        h.cut = false;
+      } else {
+        h.parts.push(t.text);
+        h.bytes += n;
+      }
+      if (this.#limit > 0 && h.bytes > 2 * this.#limit) {
+        // Kept to its tail now and then, so that many appends cost
+        // O(total text); state() cuts the rest.
+        const kept = tailUtf8(h.parts.join(""), this.#limit);
+        h.parts = [kept];
+        h.bytes = utf8.encode(kept).length;
+        h.cut = true;
+      }
       h.truncated = t.truncated;
       h.totalBytes = t.totalBytes;
     }
@@ -158,10 +204,16 @@ export class Folder {
         const h = c.texts[f];
         if (h === undefined) continue;
         if (h.parts.length > 1) h.parts = [h.parts.join("")];
+        let text = h.parts[0] ?? "";
+        let cut = h.cut;
+        if (this.#limit > 0 && h.bytes > this.#limit) {
+          text = tailUtf8(text, this.#limit);
+          cut = true;
+        }
         s[f] = create(ShellTextSchema, {
-          text: h.parts[0] ?? "",
+          text,
           mode: TextMode.REPLACE,
-          truncated: h.truncated,
+          truncated: h.truncated || cut,
           totalBytes: h.totalBytes,
         });
       }

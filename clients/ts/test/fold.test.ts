@@ -27,6 +27,7 @@ import { recordingsDir, repoRoot, startServer, type RunningServer } from "./serv
 interface Vectors {
   cases: {
     name: string;
+    limit?: number;
     steps: { revision: JsonValue; error?: string; applied?: boolean }[];
     want: JsonValue[];
   }[];
@@ -40,7 +41,7 @@ describe("Folder on the shared vectors", () => {
   assert.ok(vectors.cases.length > 0);
   for (const c of vectors.cases) {
     it(c.name, () => {
-      const folder = new Folder();
+      const folder = new Folder({ limit: c.limit });
       c.steps.forEach((step, i) => {
         const x = fromJson(ShellExecSchema, step.revision);
         if (step.error === undefined) {

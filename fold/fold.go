@@ -196,7 +196,7 @@ func (f *Folder) Apply(x *pb.ShellExec) error {
 		} else {
 			held.buf = append(held.buf, t.GetText()...)
 		}
-		if f.Limit > 0 && len(held.buf) > 2*f.Limit {
+		if f.Limit > 0 && len(held.buf)-f.Limit > f.Limit {
 			// Kept to its tail now and then, so that many appends cost
 			// O(total text), not O(text × appends); State cuts the rest.
 			held.buf, held.cut = append(held.buf[:0], tail(held.buf, f.Limit)...), true
@@ -250,6 +250,9 @@ func (t *text) message(limit int) *pb.ShellText {
 // tail is the last n bytes of b, from the first character that starts
 // in them.
 func tail(b []byte, n int) []byte {
+	if n >= len(b) {
+		return b
+	}
 	i := len(b) - n
 	for i < len(b) && b[i]&0xC0 == 0x80 {
 		i++

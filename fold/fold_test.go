@@ -3,6 +3,7 @@ package fold_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -126,4 +127,15 @@ func TestManyAppends(t *testing.T) {
 	if got := len(f.State(fold.Key{SessionID: "s", ToolCallID: "c"}).GetOutput().GetText()); got != n {
 		t.Fatalf("text of %d bytes, want %d", got, n)
 	}
+}
+
+// A Limit as large as an int can be keeps everything, and cuts nothing.
+func TestHugeLimit(t *testing.T) {
+	f := fold.Folder{Limit: math.MaxInt}
+	for i, s := range []string{"a", "é", "c"} {
+		require.NoError(t, f.Apply(&pb.ShellExec{SessionId: "s", ToolCallId: "c", Revision: uint32(i + 1), Output: &pb.ShellText{Text: s, Mode: pb.TextMode_TEXT_MODE_APPEND}}))
+	}
+	got := f.State(fold.Key{SessionID: "s", ToolCallID: "c"}).GetOutput()
+	assert.Equal(t, "aéc", got.GetText())
+	assert.False(t, got.GetTruncated())
 }

@@ -119,7 +119,6 @@ type call struct {
 	state *pb.ShellExec // scalar fields of the latest revision; texts below
 	texts [3]*text      // output, stdout, stderr
 	dirty bool          // texts changed since state's text fields were set
-	limit int           // the Folder's Limit when the texts last changed
 }
 
 // text is one folded ShellText; buf grows amortised so that many appends
@@ -204,7 +203,6 @@ func (f *Folder) Apply(x *pb.ShellExec) error {
 		held.truncated = t.GetTruncated()
 		held.totalBytes = t.GetTotalBytes()
 	}
-	c.limit = f.Limit
 	c.dirty = true
 	if gap != nil {
 		return gap
@@ -228,9 +226,9 @@ func (f *Folder) State(k Key) *pb.ShellExec {
 		return nil
 	}
 	if c.dirty {
-		c.state.Output = c.texts[0].message(c.limit)
-		c.state.Stdout = c.texts[1].message(c.limit)
-		c.state.Stderr = c.texts[2].message(c.limit)
+		c.state.Output = c.texts[0].message(f.Limit)
+		c.state.Stdout = c.texts[1].message(f.Limit)
+		c.state.Stderr = c.texts[2].message(f.Limit)
 		c.dirty = false
 	}
 	return c.state

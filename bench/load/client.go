@@ -230,8 +230,8 @@ const minRate, maxRate = 1.0 / 3600, 1e9
 // sentFrame is when a frame was sent (or its turn came), and its
 // sizeClass.
 type sentFrame struct {
-	at  time.Time
-	big int
+	at    time.Time
+	class int
 }
 
 // sizeClass is the index in tally.lat of a frame of n bytes: 0 under
@@ -318,7 +318,7 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 			}
 			mu.Lock()
 			if f, ok := sent[seq]; ok {
-				lat[f.big] = append(lat[f.big], now.Sub(f.at))
+				lat[f.class] = append(lat[f.class], now.Sub(f.at))
 				delete(sent, seq)
 			}
 			mu.Unlock()
@@ -378,7 +378,7 @@ func worker(ctx context.Context, o Options, w int, replays [][]Frame, deadline t
 				}
 				seq++
 				mu.Lock()
-				sent[seq] = sentFrame{at: at, big: sizeClass(len(f.Msg))}
+				sent[seq] = sentFrame{at: at, class: sizeClass(len(f.Msg))}
 				mu.Unlock()
 				if ok = send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
 					SessionId: sids[j], Dialect: "auto", Sequence: seq, Direction: f.Dir, Message: f.Msg,

@@ -149,12 +149,10 @@ func NewBuffer(limit int) *Buffer {
 // kind is taken as a Delta. See Buffer for the rules.
 func (b *Buffer) Apply(t Text) { b.apply(t, false) }
 
-// Add is Apply for a text that may only add to what is held: a Snapshot
-// or a Final that does not start with the whole logical text, and a
-// Window (or a rolling producer's new text) that overlaps nothing held,
-// are ignored instead of replacing it.
-func (b *Buffer) Add(t Text) { b.apply(t, true) }
-
+// apply is Apply; with addOnly, t may only add to what is held: a
+// Snapshot or a Final that does not start with the whole logical text,
+// and a Window (or a rolling producer's new text) that overlaps nothing
+// held, are ignored instead of replacing it (see Call.Apply).
 func (b *Buffer) apply(t Text, addOnly bool) {
 	b.seen = true
 	b.claimed = max(b.claimed, t.TotalBytes)

@@ -527,18 +527,14 @@ func (c *Call) flushEchoes() {
 }
 
 // applyText folds one text into its stream's buffer; with addOnly, only
-// what adds to the text held (Buffer.Add).
+// what adds to the text held (Buffer.apply).
 func (c *Call) applyText(t Text, addOnly bool) {
 	b := c.streams[t.Stream]
 	if b == nil {
 		b = NewBuffer(c.limit)
 		c.streams[t.Stream] = b
 	}
-	if addOnly {
-		b.Add(t)
-		return
-	}
-	b.Apply(t)
+	b.apply(t, addOnly)
 }
 
 // Whole sets every text stream of r, a revision just taken from the call,

@@ -168,7 +168,7 @@ type auggieResult struct {
 }
 
 // auggieTags are the result tags, in the order Auggie writes them.
-var auggieTags = []string{"return-code", "output", "stdout", "stderr"}
+var auggieTags = [...]string{"return-code", "output", "stdout", "stderr"}
 
 // parseAuggieResult reads the tags of a result text; tagged is false when
 // the text holds none. The tags are read one after the other from the
@@ -176,14 +176,15 @@ var auggieTags = []string{"return-code", "output", "stdout", "stderr"}
 // command itself printed, inside another's body, is that body's text; of
 // a tag that comes twice, the first counts.
 func parseAuggieResult(text string) (r auggieResult, tagged bool) {
-	seen := map[string]bool{}
+	var seen [len(auggieTags)]bool
 	for rest := text; ; {
-		i, tag := -1, ""
-		for _, t := range auggieTags {
+		i, k := -1, 0 // where the first tag starts, and which it is
+		for n, t := range auggieTags {
 			if j := strings.Index(rest, "<"+t+">"); j >= 0 && (i < 0 || j < i) {
-				i, tag = j, t
+				i, k = j, n
 			}
 		}
+		tag := auggieTags[k]
 		if i < 0 {
 			break
 		}
@@ -193,10 +194,10 @@ func parseAuggieResult(text string) (r auggieResult, tagged bool) {
 			break
 		}
 		rest = body[end+len(tag)+3:]
-		if seen[tag] {
+		if seen[k] {
 			continue
 		}
-		seen[tag], tagged = true, true
+		seen[k], tagged = true, true
 		v := strings.TrimSuffix(strings.TrimPrefix(body[:end], "\n"), "\n")
 		switch tag {
 		case "return-code":

@@ -69,17 +69,20 @@ func readSignal(b []byte) Signal {
 	case "", "none", "(none)", "null", "nil", "n/a", "0", "-0", "false":
 		return Signal{}
 	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
-		// A number (or what a float reads as one): a signal only when
-		// its digits say a whole number of 1 to 255 (see wholeDecimal).
-		n, whole := wholeDecimal(s)
-		if whole && n == 0 {
+	// A number is a signal only when its digits say a whole number of 1
+	// to 255 (see wholeDecimal); any other number (9.5, 1e-400, NaN) is
+	// no signal's name.
+	if n, whole := wholeDecimal(s); whole {
+		switch {
+		case n == 0:
 			return Signal{}
-		}
-		if !whole || n < 0 || n > 255 {
+		case n < 0 || n > 255:
 			return Signal{Odd: true}
 		}
 		return Signal{Name: NormalizeSignal(strconv.Itoa(int(n)))}
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return Signal{Odd: true}
 	}
 	if !signalToken.MatchString(s) {
 		return Signal{Odd: true}

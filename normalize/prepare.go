@@ -154,7 +154,7 @@ func boundReader(id string) (dialect.Dialect, bool) {
 func (r *reply) readWith(with dialect.Dialect, withName string, msg []byte) (dialect.Frame, error) {
 	if p := r.ahead; p != nil {
 		r.ahead = nil
-		if p.space == r.space() && p.name == withName && dialect.VersionOf(p.with) == dialect.VersionOf(with) && dialect.ClientOf(p.with) == dialect.ClientOf(with) {
+		if p.space == r.space() && p.name == withName && sameBinding(p.with, with) {
 			return p.frame, p.err
 		}
 	}

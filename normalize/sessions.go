@@ -648,12 +648,12 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if err != nil {
 		return r.locked(err)
 	}
-	with, withName := chosen, chosenName
-	if with == nil {
-		with, withName = dialect.Generic(), dialect.GenericName
-		if s != nil {
-			with, withName = s.reader(), s.dialectName()
-		}
+	with, withName := dialect.Generic(), dialect.GenericName
+	if chosen != nil {
+		with, withName = chosen, chosenName
+	}
+	if s != nil {
+		with, withName = s.readerFor(chosen, chosenName)
 	}
 	read, err := r.readWith(with, withName, f.GetMessage())
 	if err != nil {
@@ -678,10 +678,11 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		if err != nil {
 			return r.locked(err)
 		}
-		if chosen == nil && s.dialectName() != withName {
-			// Another stream made the session meanwhile and detected its
-			// dialect: read the frame the way the session reads.
-			if read, err = dialect.ReadIn(s.reader(), f.GetMessage(), r.space()); err != nil {
+		if again, againName := s.readerFor(chosen, chosenName); againName != withName || !sameBinding(again, with) {
+			// Another stream made the session meanwhile (or the store
+			// held it) and knows its dialect, its agent's build or its
+			// client: read the frame the way the session reads.
+			if read, err = dialect.ReadIn(again, f.GetMessage(), r.space()); err != nil {
 				ss.release(s, r)
 				r.fail(InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
 				return nil
@@ -809,6 +810,22 @@ func (s *session) reader() dialect.Dialect {
 		return s.dialect
 	}
 	return dialect.Generic()
+}
+
+// readerFor is the dialect a frame of the session is read with, and its
+// name: the session's own, or chosen (named by the frame, when not nil)
+// bound to the build and the client the session knows, as a detected
+// dialect is.
+func (s *session) readerFor(chosen dialect.Dialect, chosenName string) (dialect.Dialect, string) {
+	if chosen == nil || s.dialect != nil && s.name == chosenName {
+		return s.reader(), s.dialectName()
+	}
+	return dialect.BindPeers(chosen, s.agent, s.client), chosenName
+}
+
+// sameBinding says whether a and b are bound to the same build and client.
+func sameBinding(a, b dialect.Dialect) bool {
+	return dialect.VersionOf(a) == dialect.VersionOf(b) && dialect.ClientOf(a) == dialect.ClientOf(b)
 }
 
 // use makes d, bound to the agent's build, the session's dialect. A

@@ -1,6 +1,7 @@
 package normalize_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/normalize"
@@ -82,4 +83,39 @@ func TestFutureBuildCounted(t *testing.T) {
 	_, err := n.Feed("s", []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"r1","kind":"read","status":"completed","rawOutput":{"metadata":{"exit_status":3}}}}}`))
 	require.NoError(t, err)
 	assert.Empty(t, got)
+}
+
+// A dialect named on every frame reads as the same dialect detected: it is
+// bound to the agent's build and to the client's capabilities too, so an
+// older build's made-up exit codes are not believed because the client
+// said which agent it runs. Every recording, the whole revisions and
+// errors compared.
+func TestNamedDialectReadsAsDetected(t *testing.T) {
+	files, _ := filepath.Glob("../test/testdata/recordings/*.ndjson")
+	agents, _ := filepath.Glob("../test/testdata/recordings/agents/*.ndjson")
+	files = append(files, agents...)
+	require.NotEmpty(t, agents)
+	feed := func(msgs [][]byte, named string) (out []*normalize.ShellExec, errs []error) {
+		n := normalize.New()
+		for i, msg := range msgs {
+			got, err := n.Feed("s", msg, normalize.WithSequence(uint64(i+1)), normalize.WithDialect(named))
+			out = append(out, got...)
+			errs = append(errs, err)
+		}
+		return out, errs
+	}
+	compared := 0
+	for _, file := range files {
+		msgs := frames(file)
+		detected, detectedErrs := feed(msgs, "")
+		if len(detected) == 0 {
+			continue
+		}
+		name := detected[0].Dialect
+		named, namedErrs := feed(msgs, name)
+		require.Equal(t, detected, named, "%s named %q", filepath.Base(file), name)
+		require.Equal(t, detectedErrs, namedErrs, "%s named %q", filepath.Base(file), name)
+		compared++
+	}
+	assert.Greater(t, compared, len(agents)/2)
 }

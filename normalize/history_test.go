@@ -76,7 +76,7 @@ func TestSessionLoadReplay(t *testing.T) {
 			hOpen("c9", `"title":"ls","kind":"execute","status":"pending","rawInput":{"command":"ls"}`),
 			hUpdate("c9", `"status":"completed","rawOutput":{"exit_code":0,"output":"x\n"}`),
 		}, []string{hLoadResult}),
-		want: map[string]termFinal{"c9": {command: "ls", outcome: "SUCCEEDED", exit: "0", output: "x\n"}},
+		want: map[string]termFinal{"c9": {command: "ls", cwd: "/w", outcome: "SUCCEEDED", exit: "0", output: "x\n"}},
 	}, {
 		name: "a replay fills in what the call never knew, and never worsens the rest",
 		frames: concat([]string{
@@ -87,14 +87,14 @@ func TestSessionLoadReplay(t *testing.T) {
 			hUpdate("c2", `"status":"failed","rawOutput":{"exit_code":2,"output":"make: *** Error 2\n"}`),
 			hLoadResult,
 		}),
-		want: map[string]termFinal{"c2": {command: "make", outcome: "FAILED", exit: "2", output: "make: *** Error 2\n"}},
+		want: map[string]termFinal{"c2": {command: "make", cwd: "/w", outcome: "FAILED", exit: "2", output: "make: *** Error 2\n"}},
 	}, {
 		name: "after the next prompt, frames are live again",
 		frames: concat(live, []string{hLoad, hLoadResult, hPrompt},
 			[]string{hUpdate("c1", `"content":[{"type":"content","content":{"type":"text","text":"a\nb\nlate output\n"}}]`)}),
 		// Live: the agent's output grows (an ended call takes only
 		// what extends its output); replayed, it would be dropped.
-		want: map[string]termFinal{"c1": {command: want.command, outcome: "FAILED", exit: "3", output: "a\nb\nlate output\n"}},
+		want: map[string]termFinal{"c1": {command: want.command, cwd: "/w", outcome: "FAILED", exit: "3", output: "a\nb\nlate output\n"}},
 		revs: 4,
 	}, {
 		name: "a permission ask ends the replay, for a client that does not feed its prompts",
@@ -103,8 +103,8 @@ func TestSessionLoadReplay(t *testing.T) {
 			hUpdate("c1", `"content":[{"type":"content","content":{"type":"text","text":"a\nb\nlate output\n"}}]`),
 		}),
 		want: map[string]termFinal{
-			"c1": {command: want.command, outcome: "FAILED", exit: "3", output: "a\nb\nlate output\n"},
-			"c5": {command: "rm x", outcome: "UNKNOWN", exit: "nil"},
+			"c1": {command: want.command, cwd: "/w", outcome: "FAILED", exit: "3", output: "a\nb\nlate output\n"},
+			"c5": {command: "rm x", cwd: "/w", outcome: "UNKNOWN", exit: "nil"},
 		},
 	}}
 	for _, tc := range cases {
@@ -186,4 +186,18 @@ func feedSome(t *testing.T, n *normalize.Normalizer, frames []string) (map[strin
 		require.NoError(t, err)
 	}
 	return got, errs
+}
+
+// A session the stream first sees loaded (session/load, not session/new)
+// has the load's cwd: a call's relative cwd is resolved against it, and a
+// call without one runs there, as in a session made by session/new.
+func TestLoadedSessionCwd(t *testing.T) {
+	load := `{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"S","cwd":"/proj","mcpServers":[]}}`
+	got, errs := feedSome(t, normalize.New(), []string{
+		load, hLoadResult, hPrompt,
+		hOpen("rel", `"title":"make","kind":"execute","status":"in_progress","rawInput":{"command":"make","cwd":"sub"}`),
+		hUpdate("rel", `"status":"completed","rawOutput":{"exit_code":0,"output":"ok\n"}`),
+	})
+	require.Empty(t, errs)
+	assert.Equal(t, "/proj/sub", got["rel"].cwd)
 }

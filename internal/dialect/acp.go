@@ -44,7 +44,8 @@ type Frame struct {
 	// dialect) an opening tool call of a shape only that agent sends. ""
 	// when the frame identifies none. See DetectionOrder.
 	Sign string
-	// SessionCwd is the `cwd` of a `session/new` request.
+	// SessionCwd is the `cwd` of a `session/new` or `session/load`
+	// request.
 	SessionCwd string
 	// TurnEnded is set by a `session/prompt` result (any stopReason).
 	TurnEnded bool
@@ -327,6 +328,9 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		f.Cancelled = true
 	case "session/load":
 		f.Load, f.LoadID = true, m.ID.Text
+		if m.Params != nil {
+			f.SessionCwd = m.Params.Cwd
+		}
 	case "session/prompt":
 		f.Prompt = true
 	case MethodTerminalCreate, MethodTerminalOutput, MethodTerminalWait, MethodTerminalKill, MethodTerminalRelease:
@@ -399,10 +403,10 @@ var methodsRead = map[string]bool{
 
 // strictParams says whether a message with this method has a strict part
 // beyond the envelope: a response's result, a permission ask's toolCall
-// and options, a session/new cwd. No method also covers a message that is
+// and options, the cwd of a session/new or session/load. No method also covers a message that is
 // not an object at all.
 func strictParams(method string) bool {
-	return method == "" || method == "session/request_permission" || method == "session/new" || method == "session/update"
+	return method == "" || method == "session/request_permission" || method == "session/new" || method == "session/load" || method == "session/update"
 }
 
 func methodName(m string) string {
@@ -495,7 +499,7 @@ func checkStrict(msg []byte) error {
 		if !isNull(env.Params) {
 			err = json.Unmarshal(env.Params, new(permissionEnvelope))
 		}
-	case "session/new":
+	case "session/new", "session/load":
 		if !isNull(env.Params) {
 			err = json.Unmarshal(env.Params, new(struct {
 				Cwd string `json:"cwd"`

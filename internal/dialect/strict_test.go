@@ -19,6 +19,7 @@ func TestReadStrictLayer(t *testing.T) {
 		{`{"id":1,"method":"session/request_permission","params":{"options":{}}}`, "bad frame: session/request_permission: params.options is a JSON object, not an array"},
 		{`{"id":1,"method":"session/new","params":{"cwd":5}}`, "bad frame: session/new: params.cwd is a JSON number, not a string"},
 		{`{"id":1,"method":"session/new","params":[]}`, "bad frame: session/new: params is a JSON array, not an object"},
+		{`{"id":1,"method":"session/load","params":{"sessionId":"s","cwd":["/x"]}}`, "bad frame: session/load: params.cwd is a JSON array, not a string"},
 		{`{"id":1,"method":"session/update","params":5}`, "bad frame: session/update: params is a JSON number, not an object"},
 		{`{"method":"session/update","params":[1,2]}`, "bad frame: session/update: params is a JSON array, not an object"},
 		{`{"method":"session/update","params":{"sessionId":"s","update":[1]}}`, "bad frame: session/update: params.update is a JSON array, not an object"},

@@ -10,7 +10,9 @@ import (
 // gemini reads `gemini --acp` (Gemini CLI), tool `run_shell_command`.
 //
 // What it sends, and what it means here:
-//   - `tool_call` (`in_progress`, kind `execute`): title = the command;
+//   - `tool_call` (`in_progress`, kind `execute`): title = the command
+//     (0.36 replays a call on session/load titled "Shell", the tool's
+//     name, which is no command);
 //     content = a banner "[current working directory /x] (description)"
 //     (or "[in dir]", and " [background]" when the command is started in
 //     the background): cwd, description and Background, NOT output. Older
@@ -120,8 +122,14 @@ func geminiTitle(o *accum.Observation, tc *ToolCall) {
 		geminiBanner(o, title[i[0]:])
 		title = title[:i[0]]
 	}
-	o.Command = strings.TrimSpace(title)
+	if title = strings.TrimSpace(title); title != geminiToolTitle {
+		o.Command = title
+	}
 }
+
+// geminiToolTitle is the tool's own name, which 0.36 titles the calls it
+// replays on session/load with: no command.
+const geminiToolTitle = "Shell"
 
 var (
 	// geminiBannerRe is "[current working directory DIR]" or "[in DIR]",

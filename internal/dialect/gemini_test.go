@@ -46,6 +46,12 @@ func TestGeminiUpdate(t *testing.T) {
 				Cwd: "/x", Description: "List files"}},
 		},
 		{
+			name:   "a call replayed (0.36's session/load) under the tool's name: no command",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"g1","status":"completed","title":"Shell","content":[{"type":"content","content":{"type":"text","text":"a\nb"}}],"kind":"execute"}`,
+			want: []accum.Observation{{ToolCallID: "g1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusCompleted,
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a\nb")}}},
+		},
+		{
 			name:   "completed with empty content: exit unknown",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"completed","title":"make","content":[],"locations":[],"kind":"execute"}`,
 			want:   []accum.Observation{base},

@@ -337,7 +337,7 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 		// a command rawInput gave.
 		o.CommandFromTitle = true
 	}
-	codexCommand(&o, &u.RawInput.Command, u.Name.Present)
+	codexCommand(&o, &u.RawInput.Command, u.Name.Present, false)
 	codexExecName(&o, u)
 	codexReplayedCall(&o, u)
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput.ShellInput)
@@ -618,11 +618,12 @@ func codexStream(ts []accum.Text, s accum.Stream, text string, ended, lone bool)
 // older TypeScript adapter's "/bin/zsh -lc '...'" (its shell by absolute
 // path, as the adapter runs it). The TypeScript adapter 2.x (ts2: its
 // frames have a `name`) sends the command as the model wrote it: a
-// `bash -lc '...'` there, as anywhere, is the command. A command that is
-// then one quoted shell word (the TS 2.x permission ask re-quotes the
-// command that way) is unquoted. A wrapper the model wrote inside X is the
-// command.
-func codexCommand(o *accum.Observation, c *CommandLine, ts2 bool) {
+// `bash -lc '...'` there, as anywhere, is the command. A permission ask's
+// command that is one quoted shell word (the TS 2.x ask re-quotes the
+// command that way) is unquoted; a tool call's is what the model wrote
+// ('./run tests.sh' runs a file whose name has a space). A wrapper the
+// model wrote inside X is the command.
+func codexCommand(o *accum.Observation, c *CommandLine, ts2, ask bool) {
 	if c.Line == "" {
 		return
 	}
@@ -630,7 +631,7 @@ func codexCommand(o *accum.Observation, c *CommandLine, ts2 bool) {
 	if c.argv != nil || !ts2 && strings.HasPrefix(strings.TrimSpace(c.Line), "/") {
 		cmd = c.Unwrapped()
 	}
-	if cmd == c.Line && c.argv == nil {
+	if ask && cmd == c.Line && c.argv == nil {
 		cmd = UnquoteWord(cmd)
 	}
 	if strings.TrimSpace(cmd) != "" {
@@ -797,7 +798,7 @@ func codexToolNotice(o *accum.Observation, text string) bool {
 
 func askCodex(tc *codexUpdate) accum.Observation {
 	o := askObservation(&tc.ToolCall, &tc.RawInput.ShellInput)
-	codexCommand(&o, &tc.RawInput.Command, tc.Name.Present)
+	codexCommand(&o, &tc.RawInput.Command, tc.Name.Present, true)
 	o.ApprovalReason = codexAskReason(o.ApprovalReason)
 	if r := strings.TrimSpace(tc.RawInput.Reason.S); r != "" {
 		o.ApprovalReason = r

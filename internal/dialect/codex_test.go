@@ -360,7 +360,7 @@ func TestRawTextHasPrefix(t *testing.T) {
 // TestCodexWrapperOnce: Codex's own wrapper (Rust argv ["/bin/bash","-lc",X],
 // TS "/bin/zsh -lc '...'") is removed once; a wrapper the model wrote
 // inside it is the command. The TS permission ask re-quotes the command
-// as one shell word, which is unquoted.
+// as one shell word, which is unquoted there, and only there.
 func TestCodexWrapperOnce(t *testing.T) {
 	d := codexDialect(t)
 	yes, running := accum.ShellYes, accum.StatusRunning
@@ -374,6 +374,12 @@ func TestCodexWrapperOnce(t *testing.T) {
 		{name: "TS ask: the command re-quoted as one shell word is unquoted",
 			ask:  `{"toolCallId":"c1","kind":"execute","title":"x","status":"pending","rawInput":{"command":"\"printf '\\\\346'\"'$i; done'","cwd":"/w"}}`,
 			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: accum.StatusPending, Command: `printf '\346'$i; done`, Cwd: "/w", PermissionAsk: true})},
+		{name: "TS 2.x tool_call: a command that is one quoted word is what ran",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","name":"exec_command","kind":"execute","title":"x","status":"in_progress","rawInput":{"command":"'./run tests.sh'","cwd":"/w"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: yes, Status: running, Command: `'./run tests.sh'`, Cwd: "/w"})},
+		{name: "TS 1.x tool_call: the same",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"x","status":"in_progress","rawInput":{"command":"'$HOME'","cwd":"/w"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: yes, Status: running, Command: `'$HOME'`, Cwd: "/w"})},
 		{name: "a plain one-word command stays",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls","cwd":"/w"}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: yes, Status: running, Command: "ls", Cwd: "/w"})},

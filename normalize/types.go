@@ -136,7 +136,8 @@ type ShellExec struct {
 	// Dialect is the dialect that read the call.
 	Dialect string
 	// AgentVersion is the agent's build as its `initialize` result's
-	// agentInfo.version said it (trimmed, at most 64 bytes); the dialect
+	// agentInfo.version said it (trimmed; a longer text than 64 bytes is
+	// cut and ends with "…", and is read as an unknown build); the dialect
 	// reads the call as that build sends it. Empty when the agent did not
 	// say.
 	AgentVersion string

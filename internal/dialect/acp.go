@@ -423,7 +423,7 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 	if r.AgentInfo != nil {
 		f.AgentName = r.AgentInfo.Name
 		if v := r.AgentInfo.Version; v.Set {
-			f.AgentVersion = capText(strings.TrimSpace(v.S), MaxVersionBytes)
+			f.AgentVersion = cutVersion(strings.TrimSpace(v.S))
 		}
 	}
 	if f.AgentName == "" {

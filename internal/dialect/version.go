@@ -14,15 +14,25 @@ import (
 // session reads every frame with the dialect value Bind returned.
 
 // MaxVersionBytes bounds the version text kept from an agent: a longer
-// `agentInfo.version` is cut (and does not parse).
+// `agentInfo.version` is cut and ends with "…", so that it does not parse,
+// neither now nor when it is read again (from the store).
 const MaxVersionBytes = 64
+
+// cutVersion is s as kept: at most MaxVersionBytes, and a text cut ends
+// with "…", which no version has.
+func cutVersion(s string) string {
+	if len(s) <= MaxVersionBytes {
+		return s
+	}
+	return capText(s, MaxVersionBytes-len("…")) + "…"
+}
 
 // Version is an agent's build as its `agentInfo.version` says it: a
 // semver-like string ("0.70.1", "1.0.102", "v2.6.0", "0.15.6-nightly.20250911.abc").
 // A version that does not parse (empty, garbage, too long) is unknown.
 // The zero Version is unknown. Versions are comparable with ==.
 type Version struct {
-	raw   string // as sent, trimmed and cut to MaxVersionBytes
+	raw   string // as sent, trimmed and cut (cutVersion)
 	canon string // semver canonical form with a leading "v"; "" when unknown
 }
 
@@ -31,7 +41,7 @@ type Version struct {
 // sorts before its release; build metadata ("+abc") is ignored.
 func ParseVersion(s string) Version {
 	s = strings.TrimSpace(s)
-	v := Version{raw: capText(s, MaxVersionBytes)}
+	v := Version{raw: cutVersion(s)}
 	if len(s) > MaxVersionBytes || s == "" {
 		return v
 	}

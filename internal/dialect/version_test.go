@@ -31,9 +31,12 @@ func TestParseVersion(t *testing.T) {
 		{"1.2.x", false, "unknown", "", "99.0.0"},
 		{"01.2.3", false, "unknown", "", "99.0.0"},
 		{strings.Repeat("1", 70), false, "unknown", "", "99.0.0"},
+		{"0.85.1+" + strings.Repeat("a", 70), false, "unknown", "", "99.0.0"},
 	} {
 		v := ParseVersion(c.in)
 		assert.Equal(t, c.known, v.Known(), "%q known", c.in)
+		// What is kept (and stored) reads as the same build again.
+		assert.Equal(t, c.known, ParseVersion(v.Raw()).Known(), "%q Raw read again", c.in)
 		assert.Equal(t, c.str, v.String(), "%q String", c.in)
 		assert.LessOrEqual(t, len(v.Raw()), MaxVersionBytes, "%q Raw is bounded", c.in)
 		if c.before != "" {
@@ -100,11 +103,15 @@ func TestAgentVersionRead(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"x","version":" v2.6.0 "}}}`, "v2.6.0"},
 		{`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"x","version":7}}}`, ""},
 		{`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"x"}}}`, ""},
-		{`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"x","version":"` + strings.Repeat("9", 100) + `"}}}`, strings.Repeat("9", MaxVersionBytes)},
+		{`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"x","version":"` + strings.Repeat("9", 100) + `"}}}`, strings.Repeat("9", MaxVersionBytes-len("…")) + "…"},
+		{`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"x","version":"0.85.1+` + strings.Repeat("a", 70) + `"}}}`, "0.85.1+" + strings.Repeat("a", MaxVersionBytes-len("0.85.1+…")) + "…"},
 	} {
 		f, err := Read(Generic(), []byte(c.msg))
 		require.NoError(t, err, c.msg)
 		assert.Equal(t, "x", f.AgentName)
 		assert.Equal(t, c.want, f.AgentVersion, c.msg)
+		if len(c.want) == MaxVersionBytes {
+			assert.False(t, ParseVersion(f.AgentVersion).Known(), "a version cut is no build: %s", c.msg)
+		}
 	}
 }

@@ -76,6 +76,8 @@ func (a *auggieOutput) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+func (auggieOutput) ownFields() []string { return []string{"output"} }
+
 // auggieCall is a tool call frame of Auggie.
 type auggieCall struct {
 	ToolCall

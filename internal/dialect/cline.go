@@ -202,11 +202,26 @@ func readClineEntry(b []byte) (clineEntry, bool) {
 	return e, ok
 }
 
+func (clineOutput) ownFields() []string {
+	var f []string
+	for _, m := range []string{"query", "result", "error", "success"} {
+		f = append(f, m, "[]."+m)
+	}
+	return f
+}
+
 // clineCall is a tool call frame of Cline.
 type clineCall struct {
 	ToolCall
 	RawInput  *clineInput  `json:"rawInput"`
 	RawOutput *clineOutput `json:"rawOutput"`
+}
+
+// unreadFields: a background command's rawOutput.output is the notice
+// of where its output is logged, and a refusal's rawOutput.reason
+// restates the status; the content says both.
+func (clineCall) unreadFields() []string {
+	return []string{"rawOutput.output", "rawOutput.reason"}
 }
 
 func (cline) read(msg []byte, scope string) (Frame, error) {

@@ -138,11 +138,23 @@ func (c *copilotOutput) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+func (copilotOutput) ownFields() []string {
+	return []string{"message", "code", "contents[].type", "contents[].exitCode"}
+}
+
 // copilotCall is a tool call frame of Copilot.
 type copilotCall struct {
 	ToolCall
 	RawInput  *copilotInput  `json:"rawInput"`
 	RawOutput *copilotOutput `json:"rawOutput"`
+}
+
+// unreadFields: rawOutput's content and detailedContent restate the
+// content the output is read from (with the trailer); a shell_exit item's
+// cwd, shellId and output file or preview say nothing of the exit.
+func (copilotCall) unreadFields() []string {
+	return []string{"rawOutput.content", "rawOutput.detailedContent", "rawOutput.contents[].cwd", "rawOutput.contents[].shellId",
+		"rawOutput.contents[].outputFilePath", "rawOutput.contents[].outputPreview", "rawOutput.contents[].outputTruncated"}
 }
 
 func (c copilot) read(msg []byte, scope string) (Frame, error) {

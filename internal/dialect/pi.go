@@ -142,6 +142,19 @@ func (p *piOutput) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+func (piOutput) ownFields() []string {
+	return []string{"toolName", "details.truncation.truncated", "details.truncation.totalBytes"}
+}
+
+// unreadFields: the message pi's tool returned restates, in content and
+// isError, what the ACP content and status say; role, timestamp and
+// toolCallId are its envelope; the rest of the truncation, and the file
+// holding the whole output, say nothing of the exit.
+func (piCall) unreadFields() []string {
+	return []string{"rawOutput.content", "rawOutput.isError", "rawOutput.role", "rawOutput.timestamp", "rawOutput.toolCallId",
+		"rawOutput.details.fullOutputPath", "rawOutput.details.truncation"}
+}
+
 func (pi) read(msg []byte, scope string) (Frame, error) {
 	return readFrame(msg, scope, observePi, askPi)
 }

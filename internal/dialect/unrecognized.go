@@ -20,8 +20,9 @@ import (
 // What a dialect reads is derived once per update type from its json
 // tags (knownOf): the members typed under `rawOutput` and `_meta` are
 // known, and a typed value whose Go type has no tagged members (Str, Code,
-// a map, json.RawMessage) is read whole, so nothing under it counts. A
-// member known but deliberately not read is declared with unreadFields.
+// a map, json.RawMessage) is read whole, so nothing under it counts; a
+// type that decodes itself says what it reads with ownFields. A member
+// known but deliberately not read is declared with unreadFields.
 //
 // The cost: a frame whose observations are all about tools that are not
 // shells pays nothing; in any other `session/update`, the update's
@@ -43,6 +44,41 @@ import (
 // need no declaration: they are known.
 type unreadFields interface {
 	unreadFields() []string
+}
+
+// ownFields is implemented by a type under `rawOutput` or `_meta` that
+// decodes itself (its own UnmarshalJSON) rather than by json tags: the
+// paths it reads, from its own value ("message", "contents[].exitCode";
+// "[].result" for the elements of the value itself, when it reads an
+// array), each read whole. Without it such a type is read whole, so a
+// wire change under it would go unsaid.
+type ownFields interface {
+	ownFields() []string
+}
+
+var ownFieldsType = reflect.TypeFor[ownFields]()
+
+// ownNode is the node of a type that says what it reads (ownFields), and
+// whether it does.
+func ownNode(t reflect.Type) (*knownNode, bool) {
+	var of ownFields
+	switch {
+	case t.Implements(ownFieldsType):
+		of = reflect.Zero(t).Interface().(ownFields)
+	case reflect.PointerTo(t).Implements(ownFieldsType):
+		of = reflect.New(t).Interface().(ownFields)
+	default:
+		return nil, false
+	}
+	n := none()
+	for _, p := range of.ownFields() {
+		if parts := strings.Split(p, "."); strings.HasPrefix(p, "[]") {
+			n = mark(n, parts)
+		} else {
+			n = markMember(n, parts)
+		}
+	}
+	return n, true
 }
 
 // knownNode is what a dialect reads of one JSON value: the members of an
@@ -189,14 +225,18 @@ const maxKnownDepth = 8
 // nodeOf is what a value of Go type t reads: the members of a struct by
 // their json tags (embedded structs and untagged struct fields merged, as
 // a decoder of a union such as ShellOutput reads them), an element's for
-// a slice; a leaf for anything else, and for a struct with no tagged
-// member (Str, Code: read whole).
+// a slice; what a type that decodes itself says it reads (ownFields); a
+// leaf for anything else, and for a struct with no tagged member (Str,
+// Code: read whole).
 func nodeOf(t reflect.Type, depth int) *knownNode {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if depth > maxKnownDepth {
 		return leafNode()
+	}
+	if n, ok := ownNode(t); ok {
+		return n
 	}
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:

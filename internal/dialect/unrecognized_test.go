@@ -416,3 +416,33 @@ func FuzzUnrecognizedMarks(f *testing.F) {
 		}
 	})
 }
+
+// Every dialect says an exit code its agent moved to a member it does not
+// read, also one whose rawOutput is read by its own code rather than by
+// json tags (see ownFields), and beside what it reads.
+func TestEveryDialectSaysAMovedExit(t *testing.T) {
+	const end = `{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"execute","status":"completed",`
+	for _, d := range All() {
+		for _, c := range []struct{ rest, field string }{
+			{`"rawOutput":{"exit_status_v2":3}}`, "rawOutput.exit_status_v2"},
+			{`"rawOutput":{"vendor_result":{"exit_status_v2":3}}}`, "rawOutput.vendor_result.exit_status_v2"},
+			{`"_meta":{"vendor":{"exit_status_v2":3}}}`, "_meta.vendor.exit_status_v2"},
+		} {
+			obs := readUpdate(t, d, end+c.rest)
+			require.NotEmpty(t, obs, d.Info().Name)
+			assert.Contains(t, obs[0].Unrecognized, accum.Unrecognized{What: accum.UnrecognizedExit, Field: c.field}, "%s: %s", d.Info().Name, c.rest)
+		}
+	}
+	for _, c := range []struct{ dialect, update, field string }{
+		{"copilot", `"rawOutput":{"message":"m","contents":[{"type":"shell_exit","exit_code":4}]}}`, "rawOutput.contents[].exit_code"},
+		{"copilot", `"rawOutput":{"contents":[{"type":"shell_exit","exitCode":0,"signal":"SIGKILL"}]}}`, "rawOutput.contents[].signal"},
+		{"cline", `"rawOutput":[{"query":"make","result":"boom","exitCode":2}]}`, "rawOutput[].exitCode"},
+		{"cline", `"rawOutput":{"query":"make","result":"boom","exitCode":2}}`, "rawOutput.exitCode"},
+		{"pi", `"rawOutput":{"toolName":"bash","details":{"exitCode":2}}}`, "rawOutput.details.exitCode"},
+		{"auggie", `"rawOutput":{"output":"x","returnCode":2}}`, "rawOutput.returnCode"},
+	} {
+		obs := readUpdate(t, mustDialect(t, c.dialect), end+c.update)
+		require.NotEmpty(t, obs, c.dialect)
+		assert.Contains(t, obs[0].Unrecognized, accum.Unrecognized{What: accum.UnrecognizedExit, Field: c.field}, "%s: %s", c.dialect, c.update)
+	}
+}

@@ -138,8 +138,9 @@ func claimsSuccess(o *accum.Observation) bool {
 
 // contradictions is the safety net readFrame runs over a `session/update`
 // whose observations claim success. It looks, whatever the dialect, at
-// the places where agents put how a command ended: `rawOutput` and
-// `rawOutput.metadata` (`signal`, `outcome`, `timed_out`/`timedOut`),
+// the places where agents put how a command ended: `rawOutput`,
+// `rawOutput.metadata` and the result items in an array under or as
+// `rawOutput` (`signal`, `outcome`, `timed_out`/`timedOut`),
 // `_meta.terminal_exit.signal` and the v2 `exitStatus.signal`. What it
 // finds is added to those observations, so that the core never turns
 // their exit code of 0 into SUCCEEDED. msg has already been parsed
@@ -259,10 +260,17 @@ func upperIs(k []byte, upper string) bool {
 }
 
 // resultWords reads the signal, outcome and timed-out members of one
-// result object into o; depth bounds the nested `metadata` objects read.
-// Only the first outcome word counts, and none after a signal that could
-// not be named (which reads as failed): *worded says one was applied.
+// result object into o; depth bounds the nested objects read: the
+// `metadata` object of the result, and the objects in an array that is
+// the result or one of its members (an agent's result items, such as
+// Copilot's `contents`; the first maxResultItems). Only the first outcome
+// word counts, and none after a signal that could not be named (which
+// reads as failed): *worded says one was applied.
 func resultWords(o *accum.Observation, worded *bool, b []byte, depth int) {
+	if depth == 0 && firstByte(b) == '[' {
+		resultItems(o, worded, b)
+		return
+	}
 	jsonlit.EachMember(b, func(key string, val []byte) {
 		switch key {
 		case "SIGNAL":
@@ -281,6 +289,26 @@ func resultWords(o *accum.Observation, worded *bool, b []byte, depth int) {
 			if depth == 0 {
 				resultWords(o, worded, val, depth+1)
 			}
+		default:
+			if depth == 0 && firstByte(val) == '[' {
+				resultItems(o, worded, val)
+			}
 		}
+	})
+}
+
+// maxResultItems bounds the items of an array resultWords reads.
+const maxResultItems = 16
+
+// resultItems reads the result words of the objects in the array b, as
+// one result's (depth 1).
+func resultItems(o *accum.Observation, worded *bool, b []byte) {
+	n := 0
+	jsonlit.EachElement(b, func(item []byte) bool {
+		if firstByte(item) == '{' {
+			resultWords(o, worded, item, 1)
+		}
+		n++
+		return n < maxResultItems
 	})
 }

@@ -125,6 +125,10 @@ func TestContradictionsEveryDialect(t *testing.T) {
 			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"exitCode":0,"exit_code":0,"stdout":"","stderr":"","outcome":"cancelled"}}`, accum.Cancelled},
 		{"metadata exit 0 beside metadata signal",
 			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"output":"x","metadata":{"exit":0,"signal":"SIGKILL"}}}`, accum.Failed},
+		{"an item's exitCode 0 beside its signal (Copilot's shape)",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"contents":[{"type":"shell_exit","exitCode":0,"signal":"SIGKILL"}]}}`, accum.Failed},
+		{"an entry's exitCode 0 beside its outcome (an array rawOutput)",
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":[{"query":"make","exitCode":0,"exit_code":0,"outcome":"timed_out"}]}`, accum.Failed},
 		{"terminal_exit 0 beside numeric signal",
 			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c","exit_code":0,"signal":15}}}`, accum.Failed},
 	}

@@ -700,8 +700,10 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if cwd := f.GetCwd(); cwd != "" {
 		s.cwd, s.cwdByHand = filepath.Clean(cwd), true
 	}
-	if read.AgentVersion != "" {
+	if read.AgentVersion != "" || read.AgentName != "" {
 		// Also when the dialect was chosen by name: it reads this build.
+		// An initialize result that names the agent and no version says
+		// the build is unknown (it may have restarted as another).
 		s.learnVersion(read.AgentVersion)
 	}
 	if c := read.Client; c != nil && f.direction != FromAgent {

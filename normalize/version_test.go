@@ -119,3 +119,25 @@ func TestNamedDialectReadsAsDetected(t *testing.T) {
 	}
 	assert.Greater(t, compared, len(agents)/2)
 }
+
+// An agent that says its name again without a version (restarted as
+// another build, which gives none) is no longer the build the first
+// initialize named: the dialect reads the newest rules, and revisions
+// carry no version.
+func TestAgentVersionForgottenByAnUnversionedInitialize(t *testing.T) {
+	n := normalize.New()
+	var last *normalize.ShellExec
+	for _, f := range []string{
+		initOpencode,
+		`{"jsonrpc":"2.0","id":5,"result":{"protocolVersion":1,"agentInfo":{"name":"opencode"}}}`,
+		openCall, endCall,
+	} {
+		out, err := n.Feed("s", []byte(f))
+		require.NoError(t, err)
+		if len(out) > 0 {
+			last = out[len(out)-1]
+		}
+	}
+	require.NotNil(t, last)
+	assert.Empty(t, last.AgentVersion)
+}

@@ -40,7 +40,9 @@ import (
 //     after removing what OpenCode adds for the model:
 //     a trailing `<shell_metadata>`/`<bash_metadata>` block or an older
 //     `(Command timed out after N ms)` / `(Command was aborted)` line
-//     (timeout → TimedOut; abort → Cancelled), a leading
+//     (timeout → TimedOut; abort → Cancelled; only on a final whose exit
+//     is null, as the builds that wrote it sent it: beside an exit code,
+//     or on a live frame, the line is the command's output), a leading
 //     `...output truncated...\n\nFull output saved to: F\n\n` header (→
 //     Truncated; the rest is only a tail, so it is a Window, never a Final
 //     that would wipe streamed output), a trailing note of the tool
@@ -178,7 +180,7 @@ func readOpencode(u *opencodeCall) accum.Observation {
 		if text, ok := u.Texts(); ok && text != "" {
 			// Kilo sends the final model-facing text on an in_progress
 			// frame too: its trailing notices say the same as on the final.
-			var p opencodeParsed
+			p := opencodeParsed{oldMarkerIsOutput: true}
 			if rest := p.trailingNotices(text); len(rest) < len(text) {
 				text = rest
 				o.Src.Notice = "<shell_metadata> block of the live content text"
@@ -283,7 +285,8 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 		}
 		return
 	}
-	p := parseOpencodeText(text)
+	// The builds that wrote the one-line markers sent them with exit null.
+	p := parseOpencodeText(text, o.Exit != nil)
 	if p.body != text {
 		o.Src.Notice = "OpenCode's notes for the model (<shell_metadata>, truncation or timeout notes, (no output)), cut from its text"
 	}
@@ -319,6 +322,11 @@ type opencodeParsed struct {
 	timedOut  bool
 	aborted   bool
 	notice    string // the abort note, for the outcome reason
+	// oldMarkerIsOutput: an older one-line marker at the end of the text
+	// is the command's own output. The builds that wrote it sent it on
+	// the final frame, with exit null: on a live frame, or beside an
+	// exit code, it is what the command printed.
+	oldMarkerIsOutput bool
 }
 
 var (
@@ -341,9 +349,10 @@ var (
 )
 
 // parseOpencodeText removes what OpenCode adds to the output for the
-// model and reports what those additions say.
-func parseOpencodeText(text string) opencodeParsed {
-	var p opencodeParsed
+// model and reports what those additions say; exitSaid says the frame
+// carried an exit code (see oldMarkerIsOutput).
+func parseOpencodeText(text string, exitSaid bool) opencodeParsed {
+	p := opencodeParsed{oldMarkerIsOutput: exitSaid}
 	text = p.trailingNotices(text)
 	if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
 		p.truncated = true
@@ -381,7 +390,7 @@ func (p *opencodeParsed) trailingNotices(text string) string {
 		}
 		// The marker ends in ")" and holds no "(" but its first byte: it
 		// starts at the last "(" of the text.
-		oldEnd := strings.HasSuffix(end, ")") && strings.HasPrefix(end[max(strings.LastIndexByte(end, '('), 0):], "(Command ")
+		oldEnd := !p.oldMarkerIsOutput && strings.HasSuffix(end, ")") && strings.HasPrefix(end[max(strings.LastIndexByte(end, '('), 0):], "(Command ")
 		if m := findFromIf(oldEnd, opencodeOldMarker, text, "(Command "); m != nil {
 			note := text[m[2]:m[3]]
 			p.timedOut = p.timedOut || strings.Contains(note, "timed out")

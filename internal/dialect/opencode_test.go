@@ -145,6 +145,18 @@ func TestOpencodeUpdate(t *testing.T) {
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, CancelNotice: "Command was aborted", Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n")}}},
 		},
 		{
+			name:   "a one-line marker beside an exit code is the command's output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"a\n(Command timed out after 100 ms)\n","metadata":{"exit":0}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a\n(Command timed out after 100 ms)\n")}}},
+		},
+		{
+			name:   "a one-line marker on a live frame is the command's output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"a\n(Command was aborted)\n"}}]}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning,
+				Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "a\n(Command was aborted)\n")}}},
+		},
+		{
 			name:   "user abort in shell_metadata: Cancelled, no exit",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"before-kill\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>","metadata":{"output":"before-kill\n","exit":null,"truncated":false}}}`,
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, CancelNotice: "User aborted the command", Texts: []accum.Text{txt(accum.Combined, accum.Final, "before-kill\n")}}},
@@ -367,7 +379,7 @@ func TestOpencodeTruncTrailer(t *testing.T) {
 		{"no saved-to hint: output", "a\n\n...3 lines truncated...\n\nsee above", "a\n\n...3 lines truncated...\n\nsee above", false},
 		{"a note in the middle: output", "a\n\n...3 lines truncated...\n\nFull output saved to: /x\n\nmore output\n\nand more", "a\n\n...3 lines truncated...\n\nFull output saved to: /x\n\nmore output\n\nand more", false},
 	} {
-		p := parseOpencodeText(tc.text)
+		p := parseOpencodeText(tc.text, false)
 		assert.Equal(t, tc.body, p.body, tc.name)
 		assert.Equal(t, tc.head, p.head, tc.name)
 		assert.Equal(t, tc.head, p.truncated, tc.name)

@@ -930,8 +930,9 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		// An ask under an id never seen is either about the one open call
 		// (some agents ask under another id) or the first sight of a new
 		// call (others ask before, or instead of, their tool_call). It can
-		// be the open call only when it does not name another command.
-		if other := s.onlyOpen(o.Shell); other != nil && sameCommand(o.Command, o.CommandFromTitle, other.call.Command()) {
+		// be an open call only when it does not name another command (see
+		// askedOpen).
+		if other := s.askedOpen(o); other != nil {
 			// The ask names a call under another id: keep only what the
 			// ask says about approval.
 			e, id = other, other.call.ID()
@@ -1084,6 +1085,35 @@ func sameCommand(ask string, fromTitle bool, call string) bool {
 		}
 	}
 	return false
+}
+
+// askedOpen returns the open call an ask under an id never seen is
+// about: the single open call of its kind, when the ask names no other
+// command; else, of several open calls, the one call whose command the
+// ask names (and names it exactly, or as a title shortens it). nil when
+// it can be none of them, or more than one.
+func (s *session) askedOpen(o *accum.Observation) *entry {
+	if only := s.onlyOpen(o.Shell); only != nil {
+		if sameCommand(o.Command, o.CommandFromTitle, only.call.Command()) {
+			return only
+		}
+		return nil
+	}
+	if strings.TrimSpace(o.Command) == "" {
+		return nil
+	}
+	var found *entry
+	for _, e := range s.calls {
+		if e.call.Ended() || o.Shell == accum.ShellNo || !e.call.IsShell() || strings.TrimSpace(e.call.Command()) == "" ||
+			!sameCommand(o.Command, o.CommandFromTitle, e.call.Command()) {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = e
+	}
+	return found
 }
 
 // onlyOpen returns the single open call of the given kind, or nil when

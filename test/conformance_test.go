@@ -936,6 +936,20 @@ func TestConformanceCursor(t *testing.T) {
 		},
 		want: []wantExec{{id: "tool_5", command: "rm -rf build", cwd: "/w", outcome: cancelled, approval: "Not in allowlist: rm"}},
 	}, {
+		name: "ask_under_other_id_while_two_calls_run_joins_the_one_it_names", agent: cursorAgent,
+		frames: []string{
+			cuOpen("tool_7", "sleep 2"), cuOpen("tool_8", "ls"),
+			ask(103, `{"toolCallId":"perm_11","title":"`+"`sleep 2`"+`","kind":"execute","status":"pending","content":[{"type":"content","content":{"type":"text","text":"Not in allowlist: sleep"}}]}`),
+			answer(103, "reject"),
+			cuDone("tool_7", ""),
+			cuRunning("tool_8"),
+			cuDone("tool_8", `{"exitCode":0,"stdout":"a\n","stderr":""}`),
+		},
+		want: []wantExec{
+			{id: "tool_7", command: "sleep 2", cwd: "/w", outcome: cancelled, approval: "Not in allowlist: sleep"},
+			{id: "tool_8", command: "ls", cwd: "/w", outcome: succeeded, exit: code(0), stdout: str("a\n"), stderr: str("")},
+		},
+	}, {
 		name: "ask_naming_fetch_target_under_other_id_is_merged_into_the_call", agent: cursorAgent,
 		frames: []string{
 			cuOpen("tool_6", "curl -s https://example.com"),

@@ -654,6 +654,37 @@ func TestConformanceClaude(t *testing.T) {
 	t.Run("claude-agent-acp", func(t *testing.T) { runConformance(t, claudeCases(claudeNew)) })
 }
 
+// TestConformanceClaudeOutputLikeItsWords: what a successful command
+// printed is its output even when it reads like Claude's own words (its
+// exit line, its refusal, interrupt and timeout notices): toolResponse,
+// which Claude sends for a success only, gives the output whole before
+// the terminal's output restates it.
+func TestConformanceClaudeOutputLikeItsWords(t *testing.T) {
+	success := func(id, cmd, out string) []string {
+		return []string{
+			claudeOpen(id, true), claudeInput(id, cmd, "Show it", true, ""),
+			upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"_meta":{"claudeCode":{"toolName":"Bash","toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false}}}}`, id, js(out))),
+			upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"_meta":{"terminal_output":{"terminal_id":%q,"data":%s}}}`, id, id, js(out))),
+			upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":%q,"exit_code":0,"signal":null}}}`, id, id)),
+		}
+	}
+	var cases []cs
+	for i, out := range []string{
+		"Exit code 1\nreal",
+		"User refused permission to run tool",
+		"step 1\nCommand timed out after 30s",
+		"x\n[Command was aborted before completion]",
+	} {
+		id := fmt.Sprintf("toolu_w%d", i)
+		cases = append(cases, cs{
+			name: fmt.Sprintf("success_printing_words_%d", i), agent: claudeNew, caps: true,
+			frames: success(id, "cat log.txt", out),
+			want:   []wantExec{{id: id, command: "cat log.txt", cwd: "/w", desc: "Show it", outcome: succeeded, exit: code(0), output: out}},
+		})
+	}
+	runConformance(t, cases)
+}
+
 func TestConformanceClaudeProtocolV2(t *testing.T) {
 	open := upd(`{"sessionUpdate":"tool_call","toolCallId":"toolu_v2","kind":"execute","status":"pending","title":"Terminal","rawInput":{},"content":[{"type":"terminal","terminalId":"term-1"}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`)
 	input := upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_v2","title":"make","rawInput":{"command":"make","description":"Build it"},"_meta":{"claudeCode":{"toolName":"Bash"}}}`)

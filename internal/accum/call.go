@@ -143,6 +143,7 @@ func (c *Call) Apply(o *Observation) {
 		r := c.replayed(o)
 		o = &r
 	}
+	o = c.wordsAsOutput(o)
 	if o.Shell == ShellYes || (o.Shell == ShellNo && c.shell == ShellUnknown) {
 		c.shell = o.Shell
 	}
@@ -524,6 +525,51 @@ func (c *Call) flushEchoes() {
 			c.applyText(t, false)
 		}
 	}
+}
+
+// wordsAsOutput returns o, or a copy of it in which each text whose Whole
+// the call's stream already holds applies whole, without the evidence
+// read from the words removed from it (see Text.Whole); a text with words
+// removed and nothing else is left out when it does not.
+func (c *Call) wordsAsOutput(o *Observation) *Observation {
+	var cp *Observation
+	for i, t := range o.Texts {
+		if t.Whole == "" || t.Bytes != nil || (t.Kind != Snapshot && t.Kind != Final) {
+			continue
+		}
+		if cp == nil {
+			x := *o
+			x.Texts = append([]Text(nil), o.Texts...)
+			cp = &x
+		}
+		ct := &cp.Texts[i]
+		if b := c.streams[t.Stream]; b == nil || b.truncated() || string(b.held()) != t.Whole {
+			ct.Whole = ""
+			continue
+		}
+		ct.Text, ct.Whole = t.Whole, ""
+		w := cp.Worded
+		if w.Exit && cp.Exit != nil && cp.Exit.Source == ExitText {
+			cp.Exit = nil
+		}
+		cp.TimedOut = cp.TimedOut && !w.TimedOut
+		if w.Cancelled {
+			cp.Cancelled, cp.CancelNotice = false, ""
+		}
+		cp.Worded = Worded{}
+	}
+	if cp == nil {
+		return o
+	}
+	// Texts that were words and nothing else, and are not output.
+	kept := cp.Texts[:0]
+	for i, t := range cp.Texts {
+		if o.Texts[i].Whole == "" || t.Text != "" || t.Truncated || t.TotalBytes > 0 {
+			kept = append(kept, t)
+		}
+	}
+	cp.Texts = kept
+	return cp
 }
 
 // applyText folds one text into its stream's buffer; with addOnly, only

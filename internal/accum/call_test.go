@@ -599,3 +599,54 @@ func TestCallExitSetAside(t *testing.T) {
 		})
 	}
 }
+
+// TestCallWordsThatWereOutput: words a dialect removed from a text as the
+// agent's own (Text.Whole, Observation.Worded) are output when the stream
+// already holds exactly the whole text, and then say nothing of how the
+// command ended; otherwise they stay out, and a text that was only words
+// changes nothing.
+func TestCallWordsThatWereOutput(t *testing.T) {
+	const whole = "Exit code 1\nreal"
+	header := Observation{Shell: ShellYes, Exit: exit(1, ExitText), Worded: Worded{Exit: true},
+		Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: "real", Whole: whole}}}
+	refusal := Observation{Shell: ShellYes, Cancelled: true, CancelNotice: "User refused", Worded: Worded{Cancelled: true},
+		Texts: []Text{{Stream: Combined, Kind: Snapshot, Whole: "User refused"}}}
+	timeout := Observation{Shell: ShellYes, TimedOut: true, Worded: Worded{TimedOut: true},
+		Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: "step 1\n", Whole: "step 1\nCommand timed out"}}}
+	held := func(s string) Observation {
+		return Observation{Shell: ShellYes, Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: s}}}
+	}
+	done := Observation{Status: StatusCompleted, Exit: exit(0, ExitTerminal)}
+	for _, tc := range []struct {
+		name    string
+		obs     []Observation
+		want    Outcome
+		output  string
+		exit    *int32
+		timeout bool
+	}{
+		{"held whole: the header is output", []Observation{held(whole), header, done}, Succeeded, whole, ptr(0), false},
+		{"not held: the header is the exit", []Observation{header, {Status: StatusFailed}}, Failed, "real", ptr(1), false},
+		{"held otherwise: the header is the exit", []Observation{held("other"), header, {Status: StatusFailed}}, Failed, "real", ptr(1), false},
+		{"held whole: the refusal is output", []Observation{held("User refused"), refusal, done}, Succeeded, "User refused", ptr(0), false},
+		{"not held: a refusal alone keeps the output", []Observation{held("partial"), refusal, {Status: StatusFailed}}, Cancelled, "partial", nil, false},
+		{"held whole: the timeout line is output", []Observation{held("step 1\nCommand timed out"), timeout, done}, Succeeded, "step 1\nCommand timed out", ptr(0), false},
+		{"not held: the timeout line is a notice", []Observation{timeout, {Status: StatusFailed}}, Failed, "step 1\n", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCall("c", 1024)
+			for i := range tc.obs {
+				c.Apply(&tc.obs[i])
+			}
+			r, _ := c.Revision()
+			assert.Equal(t, tc.want, r.Outcome, r.OutcomeReason)
+			assert.Equal(t, tc.exit, r.ExitCode)
+			assert.Equal(t, tc.timeout, r.TimedOut)
+			w := c.streams[Combined].Whole()
+			assert.Equal(t, tc.output, w.Text)
+		})
+	}
+	// The observation itself is left as it was.
+	assert.Equal(t, "real", header.Texts[0].Text)
+	assert.NotNil(t, header.Exit)
+}

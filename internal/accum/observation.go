@@ -98,6 +98,15 @@ type Text struct {
 	// ignored otherwise, since one named stream alone does not show that
 	// the agent separates them.
 	IfSplit bool
+	// Whole, on a Snapshot or a Final, is the text as the agent sent it,
+	// when the dialect removed from it words it took for the agent's own
+	// about the command (an exit line, a notice): Text is the rest, maybe
+	// empty. When the stream already holds exactly Whole (an earlier
+	// source gave this output whole, so the words are what the command
+	// printed), Whole applies instead, and the evidence read from the
+	// words (Observation.Worded) is dropped; otherwise Text applies, or,
+	// when it is empty, nothing.
+	Whole string
 }
 
 // Rolling bounds the text a rolling producer keeps (see Text.Rolling).
@@ -199,6 +208,12 @@ const (
 	VerdictFailed
 )
 
+// Worded says which of an observation's evidence was read from words the
+// dialect removed from a text (Text.Whole).
+type Worded struct {
+	Exit, TimedOut, Cancelled bool
+}
+
 // Shell says whether a frame shows the call to be a shell command.
 type Shell uint8
 
@@ -280,6 +295,10 @@ type Observation struct {
 	// Verdict is the agent's own word that the command failed: the call
 	// never ends SUCCEEDED, whatever exit code 0 says.
 	Verdict Verdict
+
+	// Worded is the evidence the dialect read from words it removed from a
+	// text (see Text.Whole), dropped when those words prove to be output.
+	Worded Worded
 
 	// Replayed says the observation restates history (an agent replaying
 	// a loaded session, ACP `session/load`), which is often poorer than

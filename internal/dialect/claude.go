@@ -451,10 +451,19 @@ var (
 // "Exit code N" header (not on a `completed` frame, which is never an
 // error), the persisted-output wrapper, truncation trailers and background
 // or timeout notices, then adds the rest as Combined output of kind k.
+//
+// The words it removes (the header, the notices) are the command's own
+// output when an earlier source gave the stream exactly this text whole
+// (toolResponse's stdout, which Claude sends for a success only, before
+// the terminal's output): the text says so (accum.Text.Whole), with what
+// was read from them (Observation.Worded).
 func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind) {
+	whole := s
 	t := strings.TrimSpace(s)
 	if claudeNotice.MatchString(t) {
 		o.Cancelled, o.CancelNotice = true, notice(t)
+		o.Worded.Cancelled = true
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Whole: whole})
 		return
 	}
 	if claudeNoOutput.MatchString(t) {
@@ -498,10 +507,12 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		o.Background = true
 		return
 	}
+	worded := false // s is whole but for words about the command
 	if loc := findFrom(claudeAborted, s, claudeAbortedNotice); loc != nil {
 		// claude-agent-acp's line after the output of a command the user
 		// interrupted (toolResponse interrupted: true).
 		o.Cancelled, o.CancelNotice = true, claudeAbortedNotice
+		o.Worded.Cancelled, worded = true, true
 		s = s[:loc[0]]
 	}
 	if !completed {
@@ -511,23 +522,24 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 				if o.Exit.Source == accum.ExitText {
 					o.Src.Exit = "Exit code header of the output text"
 				}
+				o.Worded.Exit = true
 			}
-			s = s[len(m[0]):]
+			s, worded = s[len(m[0]):], true
 			o.Src.Notice = "Exit code header of the output text"
 		}
 	}
 	if p, ok := persistedPreview(s); ok {
-		s, truncated = p, true
+		s, truncated, worded = p, true, false
 	}
 	if loc := findFrom(claudeTruncTrailer, s, "[Output truncated ("); loc != nil {
 		// The note states the real size of the whole output.
 		if n, err := strconv.ParseInt(s[loc[2]:loc[3]], 10, 64); err == nil {
 			total = n
 		}
-		s, truncated = s[:loc[0]], true
+		s, truncated, worded = s[:loc[0]], true, false
 	}
 	if loc := findFrom(claudeLinesTrailer, s, "... ["); loc != nil {
-		s, truncated = s[:loc[0]], true
+		s, truncated, worded = s[:loc[0]], true, false
 	}
 	if claudeBgStarted.MatchString(s) {
 		o.Background = true
@@ -538,14 +550,17 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		s = s[:loc[0]]
 	}
 	if loc := findFrom(claudeTimedOut, s, "Command timed out after "); loc != nil {
-		o.TimedOut = true
-		s = s[:loc[0]]
+		o.TimedOut, o.Worded.TimedOut = true, true
+		s, worded = s[:loc[0]], !truncated
 	}
-	if s == "" && !truncated {
+	if !worded {
+		whole = ""
+	}
+	if s == "" && !truncated && whole == "" {
 		return
 	}
 	// A preview or a cut output is the beginning of the whole (Head).
-	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated, Head: truncated, TotalBytes: total})
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated, Head: truncated, TotalBytes: total, Whole: whole})
 }
 
 // persistedPreview returns the preview inside a <persisted-output> block.

@@ -543,11 +543,11 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 	}
 	if claudeBgStarted.MatchString(s) {
 		o.Background = true
-		s = ""
+		s, worded = "", false
 	}
 	if loc := findFrom(claudeBgMoved, s, "Command did not complete within its "); loc != nil {
 		o.Background = true
-		s = s[:loc[0]]
+		s, worded = s[:loc[0]], false
 	}
 	if loc := findFrom(claudeTimedOut, s, "Command timed out after "); loc != nil {
 		o.TimedOut, o.Worded.TimedOut = true, true

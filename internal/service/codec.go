@@ -338,8 +338,9 @@ func validStrings(b []byte, md protoreflect.MessageDescriptor, prefix string, ba
 }
 
 // notUTF8Error is the FrameError answering a request whose string fields
-// were not valid UTF-8.
-func notUTF8Error(req *pb.NormalizeRequest, fields string) *pb.NormalizeResponse {
+// were not valid UTF-8. Its session id is echoed only within maxID bytes,
+// as a valid one is (its bad bytes become U+FFFD, three bytes each).
+func notUTF8Error(req *pb.NormalizeRequest, fields string, maxID int) *pb.NormalizeResponse {
 	var session string
 	var seq uint64
 	switch k := req.GetKind().(type) {
@@ -349,6 +350,9 @@ func notUTF8Error(req *pb.NormalizeRequest, fields string) *pb.NormalizeResponse
 		session, seq = k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence()
 	case *pb.NormalizeRequest_SessionClosed:
 		session, seq = k.SessionClosed.GetSessionId(), k.SessionClosed.GetSequence()
+	}
+	if len(session) > maxID {
+		session = ""
 	}
 	verb := "is"
 	if strings.Contains(fields, ",") {

@@ -83,6 +83,30 @@ func TestInvalidUTF8IsAFrameError(t *testing.T) {
 	}
 }
 
+// A session id that is not valid UTF-8 is echoed (its bad bytes as
+// U+FFFD, which take three bytes each) only within the id limit: a longer
+// one is not echoed, as a valid over-long id is not, so the answer stays
+// small whatever the request.
+func TestInvalidUTF8SessionIDNotEchoedOverTheLimit(t *testing.T) {
+	st, _, _ := rawStream(t, DefaultServerOptions())
+	for _, n := range []int{2, 1000, 100_000} {
+		placeholder := strings.Repeat("p", 2*n)
+		raw := strings.Repeat("a\xff", n)
+		bad := withBytes(t, frameReq(placeholder, uint64(n), openCall("c1", "ls")), placeholder, raw)
+		require.NoError(t, st.SendMsg(bad))
+		var r pb.NormalizeResponse
+		require.NoError(t, st.RecvMsg(&r))
+		fe := r.GetFrameError()
+		require.NotNil(t, fe, "%d", n)
+		if n == 2 {
+			assert.Equal(t, "a\uFFFDa\uFFFD", fe.GetSessionId())
+		} else {
+			assert.Zero(t, len(fe.GetSessionId()), "an id of %d bytes is not echoed", 2*n)
+		}
+		assert.Less(t, proto.Size(&r), 1024)
+	}
+}
+
 // A message over the size limit ends the stream (gRPC reads no further);
 // the status is RESOURCE_EXHAUSTED, it is logged with that code, not as a
 // cancel, and counted.

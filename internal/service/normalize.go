@@ -233,7 +233,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		if fields := invalidUTF8(req); fields != "" {
 			s.sessions.m.frameError(codes.InvalidArgument)
 			select {
-			case out <- notUTF8Error(req, fields):
+			case out <- notUTF8Error(req, fields, s.sessions.maxID):
 				count(true, 1)
 				return nil
 			case <-ctx.Done():

@@ -58,6 +58,9 @@ func healthCmd(args []string, stdout, _ io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("health takes no arguments, got %q", fs.Args())
 	}
+	if f.timeout <= 0 {
+		return usagef("--timeout %v: want a duration above 0", f.timeout)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
 	opts, err := f.client.dialOptions()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/dialect"
@@ -79,6 +80,12 @@ func parseReplay(args []string) (*replayFlags, error) {
 	}
 	if f.pace < 0 {
 		return nil, usagef("--pace %v: want a duration of 0 or more", f.pace)
+	}
+	if f.timeout <= 0 {
+		return nil, usagef("--timeout %v: want a duration above 0", f.timeout)
+	}
+	if !utf8.ValidString(f.session) {
+		return nil, usagef("--session %q is not valid UTF-8, as a session id must be", f.session)
 	}
 	if f.addr != "" && len(addrList(f.addr)) == 0 {
 		return nil, usagef("--addr %q names no address", f.addr)

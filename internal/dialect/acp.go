@@ -267,6 +267,9 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 			return f, err
 		}
 	}
+	if v := m.JSONRPC.S; v != "" && v != "2.0" {
+		return f, fmt.Errorf("%w: the JSON-RPC layer: jsonrpc is %q, not \"2.0\"", ErrBadFrame, capText(v, 32))
+	}
 	method := m.Method.S
 	if method == "" && !m.ID.Set {
 		return f, fmt.Errorf("%w: neither a request, a notification nor a response (no method and no id)", ErrBadFrame)
@@ -282,20 +285,25 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		if m.Params == nil {
 			return f, fmt.Errorf("%w: session/update without params", ErrBadFrame)
 		}
-		if u := m.Params.Update; u != nil {
-			f.Observations = observe(u)
-			cw := msg
-			if plan.light {
-				cw = walk
-			}
-			contradictions(cw, f.Observations)
-			var at *jsonlit.Marked
-			if fast && !noMarks.Load() {
-				at = &marked
-			}
-			noticeUnrecognized(walk, at, plan.known, P(u).call(), f.Observations)
-			markChecked(f.Observations, checked)
+		u := m.Params.Update
+		switch {
+		case u == nil:
+			return f, fmt.Errorf("%w: session/update without params.update", ErrBadFrame)
+		case P(u).call().SessionUpdate == "":
+			return f, fmt.Errorf("%w: session/update: params.update without sessionUpdate", ErrBadFrame)
 		}
+		f.Observations = observe(u)
+		cw := msg
+		if plan.light {
+			cw = walk
+		}
+		contradictions(cw, f.Observations)
+		var at *jsonlit.Marked
+		if fast && !noMarks.Load() {
+			at = &marked
+		}
+		noticeUnrecognized(walk, at, plan.known, P(u).call(), f.Observations)
+		markChecked(f.Observations, checked)
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {
 				err = errors.New("a tool call update without toolCallId")
@@ -1514,13 +1522,13 @@ type present struct{ set bool }
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (p *present) UnmarshalJSON([]byte) error { p.set = true; return nil }
 
-// quietString notes a value that is neither a string nor null, as
-// rpcString does.
+// quietString notes a jsonrpc value that is neither "2.0" nor null.
 type quietString struct{ bad bool }
 
-// UnmarshalJSON implements json.Unmarshaler; it never fails.
+// UnmarshalJSON implements json.Unmarshaler; it never fails. A string
+// but "2.0" (spelled plainly) is bad too: the full path names it.
 func (q *quietString) UnmarshalJSON(b []byte) error {
-	q.bad = b[0] != '"' && !isNull(b)
+	q.bad = !isNull(b) && string(b) != `"2.0"`
 	return nil
 }
 

@@ -30,6 +30,13 @@ func TestReadStrictLayer(t *testing.T) {
 		{`true`, "bad frame: not a JSON object: the message is a JSON boolean"},
 		{`null`, "bad frame: neither a request, a notification nor a response (no method and no id)"},
 		{`{"id":null}`, ""},
+		{`{"jsonrpc":"1.0","method":"session/update","params":{"update":{"sessionUpdate":"plan"}}}`, `bad frame: the JSON-RPC layer: jsonrpc is "1.0", not "2.0"`},
+		{`{"jsonrpc":"2.0 ","id":3,"result":{}}`, `bad frame: the JSON-RPC layer: jsonrpc is "2.0 ", not "2.0"`},
+		{`{"jsonrpc":null,"id":3,"result":{}}`, ""},
+		{`{"jsonrpc":"2.0","method":"session/update","params":{}}`, "bad frame: session/update without params.update"},
+		{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":null}}`, "bad frame: session/update without params.update"},
+		{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}`, "bad frame: session/update: params.update without sessionUpdate"},
+		{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"toolCallId":"c","status":"completed"}}}`, "bad frame: session/update: params.update without sessionUpdate"},
 	} {
 		for _, d := range All() {
 			_, err := Read(d, []byte(tc.msg))

@@ -88,7 +88,9 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	num(&f.cfg.Tombstones, "tombstones", "ACPNORM_TOMBSTONES", f.cfg.Tombstones, "released calls remembered so that late frames about them are refused")
 	num(&f.cfg.SendQueue, "send-queue", "ACPNORM_SEND_QUEUE", f.cfg.SendQueue, "responses queued per stream before reading pauses")
 	num(&f.srv.MaxMessageBytes, "max-message-bytes", "ACPNORM_MAX_MESSAGE_BYTES", f.srv.MaxMessageBytes, "largest request message accepted")
-	num(&f.srv.MaxStreams, "max-streams", "ACPNORM_MAX_STREAMS", f.srv.MaxStreams, "streams served at once, per connection and for the whole process; one more is refused with RESOURCE_EXHAUSTED")
+	num(&f.srv.MaxStreams, "max-streams", "ACPNORM_MAX_STREAMS", f.srv.MaxStreams, "streams served at once, per connection and for the whole process; one more is refused with RESOURCE_EXHAUSTED\n"+
+		"(health Watch streams apart: at most an eighth of it)")
+	num(&f.srv.MaxHeaderBytes, "max-header-bytes", "ACPNORM_MAX_HEADER_BYTES", f.srv.MaxHeaderBytes, "largest metadata (HTTP/2 header list) of a call; a call with more is refused")
 	dur(&f.cfg.SendTimeout, "send-timeout", "ACPNORM_SEND_TIMEOUT", f.cfg.SendTimeout, "end a stream (RESOURCE_EXHAUSTED) whose client has read no response for this long")
 	str(&f.tls.Cert, "tls-cert", "ACPNORM_TLS_CERT", "", "PEM certificate (chain) to serve TLS with; reloaded when the file changes")
 	str(&f.tls.Key, "tls-key", "ACPNORM_TLS_KEY", "", "PEM private key of --tls-cert")

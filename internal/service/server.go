@@ -41,8 +41,13 @@ type ServerOptions struct {
 	KeepaliveTimeout time.Duration
 	// MaxStreams bounds the streams served at once, per connection (HTTP/2
 	// MaxConcurrentStreams) and for the whole process; a stream over the
-	// process cap is refused with RESOURCE_EXHAUSTED.
+	// process cap is refused with RESOURCE_EXHAUSTED. Health Watch
+	// streams, which need no credentials, are counted apart: at most an
+	// eighth of MaxStreams (at least one) of them.
 	MaxStreams int
+	// MaxHeaderBytes bounds the metadata (HTTP/2 header list) of a call;
+	// a call with more is refused, naming the size (0: gRPC's 16 MiB).
+	MaxHeaderBytes int
 	// TLS, when set, is the server's TLS configuration (see NewTLSConfig);
 	// nil serves plaintext.
 	TLS *tls.Config
@@ -78,6 +83,7 @@ func DefaultServerOptions() ServerOptions {
 		KeepaliveTime:    2 * time.Minute,
 		KeepaliveTimeout: 20 * time.Second,
 		MaxStreams:       1024,
+		MaxHeaderBytes:   64 << 10,
 	}
 }
 
@@ -136,6 +142,9 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	}
 	if opts.MaxStreams > 0 {
 		gopts = append(gopts, grpc.MaxConcurrentStreams(uint32(min(opts.MaxStreams, math.MaxUint32))))
+	}
+	if opts.MaxHeaderBytes > 0 {
+		gopts = append(gopts, grpc.MaxHeaderListSize(uint32(min(opts.MaxHeaderBytes, math.MaxUint32))))
 	}
 	if opts.StatsHandler != nil {
 		gopts = append(gopts, grpc.StatsHandler(opts.StatsHandler))
@@ -229,13 +238,25 @@ func (c countHandshakes) Clone() credentials.TransportCredentials {
 
 // capStreams refuses a stream when max streams are already being served by
 // the process, whatever connections they came on.
-func capStreams(max int, m *Metrics) grpc.StreamServerInterceptor {
-	var open atomic.Int64
+func capStreams(limit int, m *Metrics) grpc.StreamServerInterceptor {
+	var open, watches atomic.Int64
+	maxWatches := int64(max(1, limit/8))
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if open.Add(1) > int64(max) {
+		if info.FullMethod == healthpb.Health_Watch_FullMethodName {
+			// Health checks need no credentials: their watchers have
+			// slots of their own, and take none of the callers'.
+			if watches.Add(1) > maxWatches {
+				watches.Add(-1)
+				m.streamRefused("max_health_watches")
+				return status.Errorf(codes.ResourceExhausted, "acpnormd already serves %d health Watch streams (an eighth of its --max-streams); close one or use Check", maxWatches)
+			}
+			defer watches.Add(-1)
+			return handler(srv, ss)
+		}
+		if open.Add(1) > int64(limit) {
 			open.Add(-1)
 			m.streamRefused("max_streams")
-			return status.Errorf(codes.ResourceExhausted, "acpnormd already serves %d streams (its --max-streams); close one or try again later", max)
+			return status.Errorf(codes.ResourceExhausted, "acpnormd already serves %d streams (its --max-streams); close one or try again later", limit)
 		}
 		defer open.Add(-1)
 		return handler(srv, ss)

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -93,4 +96,65 @@ func TestStalledClientIsEnded(t *testing.T) {
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "send timeout") {
 		t.Fatalf("stalled stream ended with %v, want RESOURCE_EXHAUSTED naming the send timeout", err)
 	}
+}
+
+// Health Watch streams, which need no credentials, have a cap of their
+// own (an eighth of --max-streams, at least one) and do not take the
+// slots of Normalize streams: watchers alone cannot refuse the callers.
+func TestHealthWatchesHaveTheirOwnCap(t *testing.T) {
+	opts := DefaultServerOptions()
+	opts.MaxStreams = 8
+	addr, svc := serveTCP(t, opts)
+	ctx := callCtx(t)
+	conn := connect(t, addr, insecure.NewCredentials())
+	watch := func() error {
+		w, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil {
+			_, err = w.Recv()
+		}
+		return err
+	}
+	require.NoError(t, watch(), "the first watcher")
+	err := watch()
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	require.Contains(t, err.Error(), "health Watch streams")
+	// Another connection: HTTP/2's per-connection limit is not what is
+	// tested here.
+	client := pb.NewNormalizerServiceClient(connect(t, addr, insecure.NewCredentials()))
+	for i := range 8 {
+		st, err := client.Normalize(ctx)
+		require.NoError(t, err)
+		require.NoError(t, st.Send(frameReq("s", uint64(i+1), openCall(fmt.Sprintf("c%d", i), "true"))))
+		_, err = st.Recv()
+		require.NoError(t, err, "Normalize stream %d beside a watcher", i)
+	}
+	require.Equal(t, 1.0, counted(svc.sessions.m, "max_health_watches"))
+}
+
+// Metadata is bounded (--max-header-bytes): a call with more is refused,
+// naming the limit, and the connection's other streams go on.
+func TestMetadataIsBounded(t *testing.T) {
+	opts := DefaultServerOptions()
+	opts.MaxHeaderBytes = 16 << 10
+	addr, _ := serveTCP(t, opts)
+	conn := connect(t, addr, insecure.NewCredentials())
+	client := pb.NewNormalizerServiceClient(conn)
+	ctx := callCtx(t)
+	ok, err := client.Normalize(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ok.Send(frameReq("s", 1, openCall("c1", "true"))))
+	_, err = ok.Recv()
+	require.NoError(t, err)
+
+	big := metadata.AppendToOutgoingContext(ctx, "x-pad", strings.Repeat("x", 64<<10))
+	st, err := client.Normalize(big)
+	if err == nil {
+		_, err = st.Recv()
+	}
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "header list size")
+
+	require.NoError(t, ok.Send(frameReq("s", 2, openCall("c2", "true"))))
+	_, err = ok.Recv()
+	require.NoError(t, err, "the other stream goes on")
 }

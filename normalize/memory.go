@@ -130,13 +130,28 @@ func (ss *sessions) budget(s *session, e *entry, o *accum.Observation, r *reply)
 	ss.refused(r, limit)
 	var dropped int
 	if len(o.Texts) > 0 {
-		var touched [3]bool
-		texts := make([]accum.Text, 0, 3)
+		// Each stream the update touched says truncated, and counts the
+		// output it was not given in its total (the text seen, before
+		// bounding): a delta's bytes, or a whole text's size.
+		var touched [accum.NumStreams]bool
+		var unheld, whole [accum.NumStreams]int64
+		texts := make([]accum.Text, 0, accum.NumStreams)
 		for _, t := range o.Texts {
-			dropped += len(t.Text) + len(t.Bytes)
-			if int(t.Stream) < len(touched) && !touched[t.Stream] {
-				touched[t.Stream] = true
-				texts = append(texts, accum.Text{Stream: t.Stream, Kind: accum.Delta, Truncated: true})
+			n := len(t.Text) + len(t.Bytes)
+			dropped += n
+			if int(t.Stream) >= accum.NumStreams {
+				continue
+			}
+			touched[t.Stream] = true
+			if t.Kind == accum.Delta {
+				unheld[t.Stream] += int64(n)
+			} else {
+				whole[t.Stream] = max(whole[t.Stream], int64(n), t.TotalBytes)
+			}
+		}
+		for s, ok := range touched {
+			if ok {
+				texts = append(texts, accum.Text{Stream: accum.Stream(s), Kind: accum.Delta, Truncated: true, Unheld: unheld[s], TotalBytes: whole[s]})
 			}
 		}
 		o.Texts = texts

@@ -194,6 +194,7 @@ func (b *Buffer) apply(t Text, addOnly bool) {
 			return
 		}
 		b.appendText(s)
+		b.total += max(t.Unheld, 0)
 		b.producerTrunc = b.producerTrunc || t.Truncated
 	}
 }

@@ -98,6 +98,10 @@ type Text struct {
 	// ignored otherwise, since one named stream alone does not show that
 	// the agent separates them.
 	IfSplit bool
+	// Unheld, on a Delta, is how many bytes of output the stream was sent
+	// and does not hold (its update was refused, for memory): they count
+	// in its total, which is the text seen before bounding.
+	Unheld int64
 	// Whole, on a Snapshot or a Final, is the text as the agent sent it,
 	// when the dialect removed from it words it took for the agent's own
 	// about the command (an exit line, a notice): Text is the rest, maybe

@@ -9,6 +9,8 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 )
 
@@ -183,6 +185,26 @@ func TestMemoryBudget(t *testing.T) {
 	if x := d.exec("s2", delta("n", chunk)); x.GetOutput().GetText() != chunk {
 		t.Fatalf("after close the budget is free again: %v", x)
 	}
+}
+
+// An output refused for memory still counts in the stream's total_bytes:
+// the text seen, before bounding, is what total_bytes says, and the field
+// says truncated.
+func TestRefusedOutputCountsInTotalBytes(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TextLimit = 64 << 10
+	cfg.MemoryBudget = 32 << 10
+	cfg.SessionMemory = 32 << 10
+	d := newDirect(t, cfg)
+	d.exec("s", openCall("c1", "cat"))
+	d.exec("s", delta("c1", strings.Repeat("a", 100)))
+	out := d.frame("s", delta("c1", strings.Repeat("b", 60<<10)))
+	require.NotNil(t, out[0].GetFrameError(), "the big delta is refused: %v", out)
+	d.exec("s", delta("c1", strings.Repeat("c", 100)))
+	x := d.exec("s", finish("c1", 0))
+	require.Equal(t, pb.ShellState_SHELL_STATE_ENDED, x.GetState())
+	assert.True(t, x.GetOutput().GetTruncated())
+	assert.Equal(t, int64(100+60<<10+100), x.GetOutput().GetTotalBytes())
 }
 
 // One session cannot take everyone's budget: past its share its updates

@@ -193,10 +193,14 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	// queued (the stream ended meanwhile).
 	queueFailed := false
 	rev := newRevocation(id, s.recheck)
-	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
-		if trySend(out, r) {
-			return nil
-		}
+	// A request's answers are queued while its session is locked. Those
+	// the queue has no room for wait in held (up to as many again) and
+	// are queued by flush once the request is applied, with the lock
+	// released: a client that stops reading then stalls its own stream,
+	// not the other streams of its sessions. Only a request that answers
+	// more than that waits with the lock held.
+	var held []*pb.NormalizeResponse
+	queue := func(r *pb.NormalizeResponse) error {
 		select {
 		case out <- r:
 			return nil
@@ -204,6 +208,28 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			queueFailed = true
 			return ctx.Err()
 		}
+	}
+	flush := func() error {
+		defer func() { clear(held); held = held[:0] }()
+		for _, r := range held {
+			if err := queue(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
+		switch {
+		case len(held) == 0 && trySend(out, r):
+			return nil
+		case len(held) < cap(out) || len(held) == 0:
+			held = append(held, r)
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		return queue(r)
 	})
 	feed.n, feed.ns = s.sessions.n.Namespace(id.namespace()), id.namespace()
 	// count counts n requests applied, in the order sent: the count stops
@@ -242,6 +268,9 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 		queueFailed = false
 		next, err := feed.handle(req, read)
+		if ferr := flush(); err == nil {
+			err = ferr
+		}
 		count(err == nil || queueFailed, 1)
 		ahead.learn(req, next)
 		p.release()
@@ -321,6 +350,9 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			reqs[i] = p.req
 		}
 		next, err := feed.handleBatch(reqs, reads)
+		if ferr := flush(); err == nil {
+			err = ferr
+		}
 		clear(reads)
 		count(err == nil || queueFailed, len(batch))
 		ahead.learn(batch[len(batch)-1].req, next)

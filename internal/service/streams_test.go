@@ -3,7 +3,9 @@ package service
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,4 +159,54 @@ func TestMetadataIsBounded(t *testing.T) {
 	require.NoError(t, ok.Send(frameReq("s", 2, openCall("c2", "true"))))
 	_, err = ok.Recv()
 	require.NoError(t, err, "the other stream goes on")
+}
+
+// A stream whose client stopped reading does not hold its session while
+// it waits: its answers wait outside the session's lock, so another
+// stream of the same session (a client that reconnected) is answered at
+// once, not when the stalled one is cut (SendTimeout, a minute here).
+func TestStalledStreamHoldsNoSession(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SendQueue = 1
+	cfg.SendTimeout = time.Minute
+	svc, err := New(cfg, nil, nil)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := NewServer(svc, DefaultServerOptions(), nil)
+	go srv.Serve(lis)
+	t.Cleanup(srv.GRPC.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	stalled, err := pb.NewNormalizerServiceClient(connect(t, lis.Addr().String(), insecure.NewCredentials())).Normalize(ctx)
+	require.NoError(t, err)
+	var sent atomic.Int64
+	go func() {
+		big := strings.Repeat("x", 32<<10)
+		if stalled.Send(frameReq("s", 1, openCall("c1", "yes"))) != nil {
+			return
+		}
+		for i := uint64(2); i < 20000; i++ {
+			if stalled.Send(frameReq("s", i, delta("c1", big))) != nil {
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+	// It reads nothing: wait until its sends stop going through.
+	for last := int64(-1); ; {
+		time.Sleep(300 * time.Millisecond)
+		n := sent.Load()
+		if n == last {
+			break
+		}
+		last = n
+	}
+	other, err := pb.NewNormalizerServiceClient(connect(t, lis.Addr().String(), insecure.NewCredentials())).Normalize(callCtx(t))
+	require.NoError(t, err)
+	require.NoError(t, other.Send(frameReq("s", 1<<20, openCall("c2", "true"))))
+	r, err := other.Recv()
+	require.NoError(t, err, "the other stream of the session is answered before the stalled one is cut")
+	require.Equal(t, "c2", r.GetShellExec().GetToolCallId())
 }

@@ -22,7 +22,7 @@
 //
 // The dialect of the agent (its vendor quirks) is detected from what it
 // sends, or named with WithDialect; Dialects lists them. The session's
-// working directory comes from session/new, or WithCwd. When the program
+// working directory comes from session/new (or session/load), or WithCwd. When the program
 // knows that a prompt turn ended or a session is gone without feeding the
 // frame that says so, TurnEnded and CloseSession end the calls still open.
 //

@@ -518,7 +518,8 @@ type AcpFrame struct {
 	// session has a dialect it keeps it; a later explicit name replaces it.
 	Dialect string `protobuf:"bytes,2,opt,name=dialect,proto3" json:"dialect,omitempty"`
 	// The session's working directory, absolute. Optional: when absent the
-	// `cwd` of an earlier `session/new` request on the same session is used.
+	// `cwd` of an earlier `session/new` or `session/load` request on the same
+	// session is used.
 	// Relative command directories are resolved against it.
 	Cwd string `protobuf:"bytes,3,opt,name=cwd,proto3" json:"cwd,omitempty"`
 	// The client's sequence number for this frame. The server echoes it in

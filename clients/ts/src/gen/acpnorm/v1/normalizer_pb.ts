@@ -138,7 +138,8 @@ export type AcpFrame = Message<"acpnorm.v1.AcpFrame"> & {
 
   /**
    * The session's working directory, absolute. Optional: when absent the
-   * `cwd` of an earlier `session/new` request on the same session is used.
+   * `cwd` of an earlier `session/new` or `session/load` request on the same
+   * session is used.
    * Relative command directories are resolved against it.
    *
    * @generated from field: string cwd = 3;

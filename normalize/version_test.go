@@ -62,18 +62,9 @@ func TestFutureBuildCounted(t *testing.T) {
 		got = append(got, count{d, v, what})
 	}}))
 	future := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"output":"boom\n","metadata":{"exit_status":3}}}}}`
-	var last *normalize.ShellExec
-	for _, f := range []string{
+	last := lastOf(t, n,
 		`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"opencode","version":"v42.0.0-rc.1+abc"}}}`,
-		openCall, future,
-	} {
-		out, err := n.Feed("s", []byte(f))
-		require.NoError(t, err)
-		if len(out) > 0 {
-			last = out[len(out)-1]
-		}
-	}
-	require.NotNil(t, last)
+		openCall, future)
 	assert.Equal(t, normalize.StateEnded, last.State)
 	assert.Nil(t, last.ExitCode, "the exit is not inferred")
 	assert.Equal(t, []count{{"opencode", "42.0.0-rc.1", normalize.UnrecognizedExitField}}, got)
@@ -125,13 +116,17 @@ func TestNamedDialectReadsAsDetected(t *testing.T) {
 // initialize named: the dialect reads the newest rules, and revisions
 // carry no version.
 func TestAgentVersionForgottenByAnUnversionedInitialize(t *testing.T) {
-	n := normalize.New()
-	var last *normalize.ShellExec
-	for _, f := range []string{
-		initOpencode,
+	last := lastOf(t, normalize.New(), initOpencode,
 		`{"jsonrpc":"2.0","id":5,"result":{"protocolVersion":1,"agentInfo":{"name":"opencode"}}}`,
-		openCall, endCall,
-	} {
+		openCall, endCall)
+	assert.Empty(t, last.AgentVersion)
+}
+
+// lastOf feeds frames to session "s" of n and returns the last revision.
+func lastOf(t *testing.T, n *normalize.Normalizer, frames ...string) *normalize.ShellExec {
+	t.Helper()
+	var last *normalize.ShellExec
+	for _, f := range frames {
 		out, err := n.Feed("s", []byte(f))
 		require.NoError(t, err)
 		if len(out) > 0 {
@@ -139,5 +134,5 @@ func TestAgentVersionForgottenByAnUnversionedInitialize(t *testing.T) {
 		}
 	}
 	require.NotNil(t, last)
-	assert.Empty(t, last.AgentVersion)
+	return last
 }

@@ -77,17 +77,7 @@ func TestStalledClientIsEnded(t *testing.T) {
 	defer cancel()
 	st, err := h.client.Normalize(ctx)
 	require.NoError(t, err)
-	go func() {
-		big := strings.Repeat("x", 32<<10)
-		if st.Send(frameReq("s", 1, openCall("c1", "yes"))) != nil {
-			return
-		}
-		for i := uint64(2); i < 20000; i++ {
-			if st.Send(frameReq("s", i, delta("c1", big))) != nil {
-				return
-			}
-		}
-	}()
+	go flood(st, nil)
 	// Never read until the server gave up on this client.
 	waitFor(t, "the stalled stream to be ended", func() bool { return counted(svc.sessions.m, "send_stalled") == 1 })
 	for {
@@ -182,18 +172,7 @@ func TestStalledStreamHoldsNoSession(t *testing.T) {
 	stalled, err := pb.NewNormalizerServiceClient(connect(t, lis.Addr().String(), insecure.NewCredentials())).Normalize(ctx)
 	require.NoError(t, err)
 	var sent atomic.Int64
-	go func() {
-		big := strings.Repeat("x", 32<<10)
-		if stalled.Send(frameReq("s", 1, openCall("c1", "yes"))) != nil {
-			return
-		}
-		for i := uint64(2); i < 20000; i++ {
-			if stalled.Send(frameReq("s", i, delta("c1", big))) != nil {
-				return
-			}
-			sent.Add(1)
-		}
-	}()
+	go flood(stalled, &sent)
 	// It reads nothing: wait until its sends stop going through.
 	for last := int64(-1); ; {
 		time.Sleep(300 * time.Millisecond)
@@ -209,4 +188,21 @@ func TestStalledStreamHoldsNoSession(t *testing.T) {
 	r, err := other.Recv()
 	require.NoError(t, err, "the other stream of the session is answered before the stalled one is cut")
 	require.Equal(t, "c2", r.GetShellExec().GetToolCallId())
+}
+
+// flood opens call c1 of session "s" on st and sends it 32 KiB deltas
+// until a send fails (20,000 at most), counting them in sent when set.
+func flood(st pb.NormalizerService_NormalizeClient, sent *atomic.Int64) {
+	big := strings.Repeat("x", 32<<10)
+	if st.Send(frameReq("s", 1, openCall("c1", "yes"))) != nil {
+		return
+	}
+	for i := uint64(2); i < 20000; i++ {
+		if st.Send(frameReq("s", i, delta("c1", big))) != nil {
+			return
+		}
+		if sent != nil {
+			sent.Add(1)
+		}
+	}
 }

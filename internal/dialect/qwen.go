@@ -42,7 +42,10 @@ import (
 //     `truncated: true` it is only a window of the output (Truncated). A
 //     "Tool output was too large..." notice or a "... [CONTENT TRUNCATED]
 //     ..." separator, should they appear in it, are removed (the text after
-//     the separator is the tail that is kept) and mark it Truncated;
+//     the separator is the tail that is kept) and mark it Truncated; the
+//     separator only in an output said cut (the notice, or `truncated`),
+//     the notice only whole: elsewhere they are lines the command printed
+//     (none was recorded in rawOutput.output, only in the content);
 //     "(run_shell_command completed with no output)" is empty output.
 //   - exit: rawOutput.exitCode (ExitStructured) ONLY when no signal is
 //     set. Qwen says `exitCode: 0` NEXT TO `signal: 9`/`15` for a killed,
@@ -322,7 +325,7 @@ func qwenFinalText(o *accum.Observation, text string) {
 	if loc := qwenSavedNotice.FindStringIndex(text); loc != nil {
 		text, saved = text[:loc[0]], true
 	}
-	body, truncated := qwenClean(text)
+	body, truncated := qwenClean(text, false)
 	truncated = truncated || saved
 	if loc := qwenTimedOutDisplay.FindStringIndex(body); loc != nil {
 		// "Command timed out after Nms." stands where the output goes when
@@ -452,7 +455,7 @@ func qwenResult(o *accum.Observation, out *qwenOutput, ended bool) {
 		}
 		return
 	}
-	body, cut := qwenClean(out.Output.S)
+	body, cut := qwenClean(out.Output.S, truncated)
 	truncated = truncated || cut
 	if !ended && body == "" {
 		return
@@ -469,24 +472,24 @@ const (
 )
 
 // qwenClean removes what Qwen adds to an output for the model: a leading
-// truncation notice (up to "Truncated part of the output:"), and a
-// "... [CONTENT TRUNCATED] ..." separator between a head and a tail, of
-// which only the tail is kept (the most recent output, as every bounded
-// text here). Either marks the text truncated. The no-output marker is
-// empty output.
-func qwenClean(text string) (string, bool) {
+// truncation notice (up to "Truncated part of the output:", or the blank
+// line that ends it), and a "... [CONTENT TRUNCATED] ..." separator
+// between a head and a tail, of which only the tail is kept (the most
+// recent output, as every bounded text here). Either marks the text
+// truncated. The separator is Qwen's only in a text it said it cut (the
+// notice, or said, the result's truncated flag): elsewhere it is a line
+// the command printed, as are the notice's words without the rest of the
+// notice. The no-output marker is empty output.
+func qwenClean(text string, said bool) (string, bool) {
 	truncated := false
 	if strings.HasPrefix(text, qwenTruncNotice) {
-		truncated = true
 		if i := strings.Index(text, qwenTruncPart); i >= 0 {
-			text = text[i+len(qwenTruncPart):]
+			text, truncated = text[i+len(qwenTruncPart):], true
 		} else if i := strings.Index(text, "\n\n"); i >= 0 {
-			text = text[i+2:]
-		} else {
-			text = ""
+			text, truncated = text[i+2:], true
 		}
 	}
-	if i := strings.LastIndex(text, qwenTruncMarker); i >= 0 {
+	if i := strings.LastIndex(text, qwenTruncMarker); i >= 0 && (truncated || said) {
 		truncated = true
 		tail := text[i+len(qwenTruncMarker):]
 		tail = strings.TrimPrefix(tail, "\n")

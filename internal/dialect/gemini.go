@@ -230,16 +230,36 @@ func geminiFinal(o *accum.Observation, text string) {
 	}
 }
 
-// geminiDebugFields are the fields of the debug-mode result, in order.
-var geminiDebugFields = []string{"Command", "Directory", "Output", "Stdout", "Stderr", "Error", "Exit Code", "Signal", "Background PIDs", "Process Group PGID"}
+// geminiDebugFields are the fields of the debug-mode result, in order;
+// geminiDebugTail are those that end it, each on one line.
+var (
+	geminiDebugFields = []string{"Command", "Directory", "Output", "Stdout", "Stderr", "Error"}
+	geminiDebugTail   = []string{"Exit Code", "Signal", "Background PIDs", "Process Group PGID"}
+)
 
-// geminiDebugResult reads the debug-mode result. A value runs to the next
-// field that starts a line; output fields may span lines, so the last
-// occurrence of each later field is used to find where they end.
+// geminiDebugResult reads the debug-mode result. The fields that end it
+// (geminiDebugTail) are its last lines, in their order: a line that looks
+// like one of them above another, or out of that order, is a line of the
+// output. Before them, a value runs to the next field that starts a line;
+// output fields may span lines, so the last occurrence of each later
+// field is used to find where they end.
 func geminiDebugResult(o *accum.Observation, text string) {
 	fields := map[string]string{}
 	text = "\n" + text
-	end := len(text)
+	end := len(strings.TrimRight(text, blank))
+	for next := len(geminiDebugTail); end > 0; {
+		j := strings.LastIndexByte(text[:end], '\n')
+		line, found := text[j+1:end], false
+		for k := next - 1; k >= 0 && !found; k-- {
+			if v, ok := strings.CutPrefix(line, geminiDebugTail[k]+": "); ok && !strings.Contains(v, "\n") {
+				fields[geminiDebugTail[k]], next, found = v, k, true
+			}
+		}
+		if !found || j < 0 {
+			break
+		}
+		end = j
+	}
 	for i := len(geminiDebugFields) - 1; i >= 0; i-- {
 		key := "\n" + geminiDebugFields[i] + ": "
 		j := strings.LastIndex(text[:end], key)

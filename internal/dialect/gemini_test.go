@@ -275,6 +275,30 @@ func TestGeminiDebugReport(t *testing.T) {
 				o.TimedOut = true
 				o.Texts = []accum.Text{txt(C, F, "start")}
 			})},
+		{name: "a line the command printed that looks like a later field is output",
+			update: final("Output: a\nSignal: 9\nb\nExit Code: 3\nProcess Group PGID: 1"),
+			want: with(func(o *accum.Observation) {
+				o.Exit = ex(3, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(C, F, "a\nSignal: 9\nb")}
+			})},
+		{name: "a report ending in a newline",
+			update: final("Output: a\nExit Code: 3\nProcess Group PGID: 1\n"),
+			want: with(func(o *accum.Observation) {
+				o.Exit = ex(3, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(C, F, "a")}
+			})},
+		{name: "the same with Background PIDs",
+			update: final("Output: a\nBackground PIDs: 12\nb\nExit Code: 3\nProcess Group PGID: 1"),
+			want: with(func(o *accum.Observation) {
+				o.Exit = ex(3, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(C, F, "a\nBackground PIDs: 12\nb")}
+			})},
+		{name: "every field of the older report, in order",
+			update: final("Command: make\nDirectory: (root)\nOutput: a\nError: (none)\nExit Code: 2\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 7"),
+			want: with(func(o *accum.Observation) {
+				o.Exit = ex(2, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(C, F, "a")}
+			})},
 		{name: "output that only starts like a report is output",
 			update: final("Output: 3 files\nDone"),
 			want:   with(func(o *accum.Observation) { o.Texts = []accum.Text{txt(C, F, "Output: 3 files\nDone")} })},

@@ -32,7 +32,9 @@ import (
 //     Stderr, with no Combined stream invented.
 //   - Untagged final text is reported as the combined output.
 //   - `failed`: Cancelled when the text says the user rejected or
-//     cancelled it, else Failed; that text is the agent's, not output.
+//     cancelled it, else Failed; that text is the agent's, not output
+//     (of a tagged result, only the words outside the tags: the tags'
+//     bodies are the command's).
 type auggie struct{}
 
 func init() { register(auggie{}) }
@@ -103,12 +105,19 @@ func observeAuggie(u *auggieCall) []accum.Observation {
 		text, ok = u.Texts()
 	}
 	if o.Status == accum.StatusFailed {
-		if auggieCancelled.MatchString(text) {
+		// The agent's words say whether the user stopped it; a tagged
+		// result's bodies are the command's, whatever words they hold.
+		r, tagged := parseAuggieResult(text)
+		words := text
+		if tagged {
+			words = r.words
+		}
+		if auggieCancelled.MatchString(words) {
 			o.Cancelled = true
 		} else {
 			o.Failed = true
 		}
-		if r, tagged := parseAuggieResult(text); tagged {
+		if tagged {
 			r.apply(&o)
 		}
 		return []accum.Observation{o}
@@ -167,6 +176,8 @@ type auggieResult struct {
 	hasOutput      bool
 	hasStdout      bool
 	hasStderr      bool
+	// words is the text outside the tags: Auggie's own.
+	words string
 }
 
 // auggieTags are the result tags, in the order Auggie writes them.
@@ -179,6 +190,8 @@ var auggieTags = [...]string{"return-code", "output", "stdout", "stderr"}
 // a tag that comes twice, the first counts.
 func parseAuggieResult(text string) (r auggieResult, tagged bool) {
 	var seen [len(auggieTags)]bool
+	var words strings.Builder
+	defer func() { r.words = words.String() }()
 	for rest := text; ; {
 		i, k := -1, 0 // where the first tag starts, and which it is
 		for n, t := range auggieTags {
@@ -188,13 +201,17 @@ func parseAuggieResult(text string) (r auggieResult, tagged bool) {
 		}
 		tag := auggieTags[k]
 		if i < 0 {
+			words.WriteString(rest)
 			break
 		}
 		body := rest[i+len(tag)+2:]
 		end := auggieClose(body, tag)
 		if end < 0 {
+			words.WriteString(rest)
 			break
 		}
+		words.WriteString(rest[:i])
+		words.WriteByte('\n')
 		rest = body[end+len(tag)+3:]
 		if seen[k] {
 			continue

@@ -111,6 +111,18 @@ func TestAuggieUpdate(t *testing.T) {
 			want:   []accum.Observation{{ToolCallID: "a1", Status: accum.StatusFailed, Cancelled: true}},
 		},
 		{
+			name:   "failed with a result whose output says cancelled: Failed, the words are output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"a1","status":"failed","rawOutput":{"output":"Here are the results from executing the command.\n<return-code>\n3\n</return-code>\n<output>\nBuild cancelled: missing target\n</output>"}}`,
+			want: []accum.Observation{{ToolCallID: "a1", Status: accum.StatusFailed, Failed: true, Exit: ex(3, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "Build cancelled: missing target")}}},
+		},
+		{
+			name:   "failed with a result that Auggie says was cancelled: Cancelled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"a1","status":"failed","rawOutput":{"output":"The command was cancelled by the user.\n<output>\npartial\n</output>"}}`,
+			want: []accum.Observation{{ToolCallID: "a1", Status: accum.StatusFailed, Cancelled: true,
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "partial")}}},
+		},
+		{
 			name:   "failed error: Failed",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"a1","status":"failed","rawOutput":{"output":"spawn error"}}`,
 			want:   []accum.Observation{{ToolCallID: "a1", Status: accum.StatusFailed, Failed: true}},

@@ -236,8 +236,9 @@ func (c countHandshakes) Clone() credentials.TransportCredentials {
 	return countHandshakes{c.TransportCredentials.Clone(), c.m}
 }
 
-// capStreams refuses a stream when max streams are already being served by
-// the process, whatever connections they came on.
+// capStreams refuses a stream when limit streams are already being served
+// by the process, whatever connections they came on; health Watch streams
+// are counted apart, at most an eighth of limit (at least one).
 func capStreams(limit int, m *Metrics) grpc.StreamServerInterceptor {
 	var open, watches atomic.Int64
 	maxWatches := int64(max(1, limit/8))

@@ -411,8 +411,8 @@ var methodsRead = map[string]bool{
 
 // strictParams says whether a message with this method has a strict part
 // beyond the envelope: a response's result, a permission ask's toolCall
-// and options, the cwd of a session/new or session/load. No method also covers a message that is
-// not an object at all.
+// and options, the cwd of a session/new or session/load. No method also
+// covers a message that is not an object at all.
 func strictParams(method string) bool {
 	return method == "" || method == "session/request_permission" || method == "session/new" || method == "session/load" || method == "session/update"
 }

@@ -281,6 +281,9 @@ func TestSessionBound(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrSessionFull)
 	assert.Contains(t, err.Error(), `session "s1" holds 2 requests`)
 	assert.Contains(t, err.Error(), "WithSessionLimits")
+	// A session at its bound still closes: SessionClosed is sent, answered
+	// and what the Session kept is released.
+	require.NoError(t, s.Close(ctx))
 }
 
 // A session whose servers are all down gives up when its context ends,

@@ -270,7 +270,8 @@ func (s *Session) queue(ctx context.Context, size int, make func(seq uint64) *pb
 	case s.closing:
 		s.mu.Unlock()
 		return fmt.Errorf("%w: session %q was closed", ErrClosed, s.id)
-	case len(s.reqs) >= s.c.cfg.maxFrames || s.bytes+size > s.c.cfg.maxBytes:
+	case !last && (len(s.reqs) >= s.c.cfg.maxFrames || s.bytes+size > s.c.cfg.maxBytes):
+		// The closing request is never refused: it releases the rest.
 		n, b := len(s.reqs), s.bytes
 		s.mu.Unlock()
 		return fmt.Errorf("%w: session %q holds %d requests (%d bytes of messages) to rebuild it after a loss, and this one of %d bytes would pass the bound of %d requests, %d bytes (client.WithSessionLimits); close the session or raise the bound",

@@ -327,7 +327,9 @@ class Session:
         with self._cond:
             queue = not self._closing and self._err is None
         if queue:
-            self._queue(0, lambda seq: pb.NormalizeRequest(session_closed=pb.SessionClosed(session_id=self.id, sequence=seq)))
+            self._queue(
+                0, lambda seq: pb.NormalizeRequest(session_closed=pb.SessionClosed(session_id=self.id, sequence=seq)), last=True
+            )
             with self._cond:
                 self._closing = True
         self.flush(timeout)
@@ -360,14 +362,15 @@ class Session:
         with self._cond:
             return None if self._closed else self._err
 
-    def _queue(self, size: int, make: Callable[[int], "pb.NormalizeRequest"]) -> None:
+    def _queue(self, size: int, make: Callable[[int], "pb.NormalizeRequest"], last: bool = False) -> None:
         with self._cond:
             if self._err is not None:
                 raise self._err
             if self._closing:
                 raise SessionClosedError(f"acpnorm client: session {self.id!r} was closed")
             n = len(self._reqs)
-            if n >= self._c.max_requests or self._bytes + size > self._c.max_bytes:
+            # The closing request (last) is never refused: it releases the rest.
+            if not last and (n >= self._c.max_requests or self._bytes + size > self._c.max_bytes):
                 raise SessionFullError(
                     f"acpnorm client: session {self.id!r} holds {n} requests ({self._bytes} bytes of messages) "
                     f"to rebuild it after a loss, and this one of {size} bytes would pass the bound of "

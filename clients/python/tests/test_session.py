@@ -201,6 +201,20 @@ class SessionBoundsTest(unittest.TestCase):
             with self.assertRaises(acpnorm_client.SessionFullError):
                 client.session("bytes").send(0, "x" * 101)
 
+    def test_close_at_the_bound(self) -> None:
+        """A session at its bound still closes: SessionClosed is sent and
+        answered."""
+        srv = Server()
+        self.addCleanup(srv.stop)
+        with acpnorm_client.SessionClient([srv.addr], max_requests=2) as client:
+            s = client.session("full")
+            s.send(0, b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}')
+            s.send(0, b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}')
+            with self.assertRaises(acpnorm_client.SessionFullError):
+                s.send(0, b"{}")
+            s.close(timeout=20)
+            self.assertIsNone(s.error)
+
     def test_gives_up_with_its_timeout(self) -> None:
         """No server answers: it backs off between tries, and a flush with a
         timeout gives up then."""

@@ -319,8 +319,10 @@ export class Session {
    */
   async close(signal?: AbortSignal): Promise<void> {
     if (!this.#closing && this.#err === undefined) {
-      this.#queue(0, (sequence) =>
-        create(NormalizeRequestSchema, { kind: { case: "sessionClosed", value: { sessionId: this.id, sequence } } }),
+      this.#queue(
+        0,
+        (sequence) => create(NormalizeRequestSchema, { kind: { case: "sessionClosed", value: { sessionId: this.id, sequence } } }),
+        true,
       );
       this.#closing = true;
     }
@@ -352,11 +354,12 @@ export class Session {
     return this.#closed ? undefined : this.#err;
   }
 
-  #queue(size: number, make: (sequence: bigint) => NormalizeRequest): void {
+  #queue(size: number, make: (sequence: bigint) => NormalizeRequest, last = false): void {
     if (this.#err !== undefined) throw this.#err;
     if (this.#closing) throw new SessionClosedError(`acpnorm client: session ${JSON.stringify(this.id)} was closed`);
     const n = this.#reqs.length;
-    if (n >= this.#c.maxRequests || this.#bytes + size > this.#c.maxBytes) {
+    // The closing request (last) is never refused: it releases the rest.
+    if (!last && (n >= this.#c.maxRequests || this.#bytes + size > this.#c.maxBytes)) {
       throw new SessionFullError(
         `acpnorm client: session ${JSON.stringify(this.id)} holds ${n} requests (${this.#bytes} bytes of messages) to rebuild it after a loss, ` +
           `and this one of ${size} bytes would pass the bound of ${this.#c.maxRequests} requests, ${this.#c.maxBytes} bytes ` +

@@ -254,6 +254,22 @@ describe("Session bounds and failures", () => {
     assert.throws(() => t.send(0, "x".repeat(101)), SessionFullError);
   });
 
+  it("closes a session at its bound", async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    client = new SessionClient([srv.addr], { maxRequests: 2, maxBytes: 1 << 20 });
+    const s = client.session("full");
+    const lines = recording(REC);
+    for (const line of lines.slice(0, 2)) {
+      const l = parseAcpLine(line);
+      assert.ok(l !== undefined);
+      s.send(l.direction, l.message);
+    }
+    assert.throws(() => s.send(0, "{}"), SessionFullError);
+    await s.close(AbortSignal.timeout(20_000));
+    assert.equal(s.error, undefined);
+  });
+
   it("gives up a wait with its signal while no server answers, backing off between tries", async () => {
     const down = `127.0.0.1:${await freeLoopbackPort()}`;
     client = new SessionClient([down], { backoff: { minMs: 10, maxMs: 100 } });

@@ -608,6 +608,37 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 	return true
 }
 
+// handOnMissed hands on again the ENDED revision of each call the caller
+// says it holds an earlier revision of (WithHeld), for a frame applied
+// before whose answer is not kept: the answer that carried the revision
+// was lost (the stream broke after the frame that ended the call was
+// applied), and nothing else would carry it again. A live call needs
+// none: its next revision, the first on the caller's new stream, carries
+// every text whole.
+func (ss *sessions) handOnMissed(s *session, r *reply) {
+	if len(r.req.held) == 0 || r.missedSent {
+		return
+	}
+	r.missedSent = true
+	ids := make([]string, 0, len(r.req.held))
+	for id := range r.req.held {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		e := s.calls[id]
+		if e == nil || e.revisions <= r.req.held[id] {
+			continue
+		}
+		rev, ok := e.call.Final()
+		if !ok {
+			continue
+		}
+		rev.Number = e.revisions // as handed on (see lift)
+		r.send(Event{ShellExec: s.toExec(&rev, r.seq), Again: true})
+	}
+}
+
 // mergeHeld adds b's claims to a, keeping the higher of two.
 func mergeHeld(a, b map[string]uint32) map[string]uint32 {
 	if a == nil {

@@ -356,10 +356,11 @@ type reply struct {
 	// WithNextReader).
 	nextReader string
 	// See loss.go: what the request holds was checked against the
-	// session, and found lost; fresh lists the sequences it applied
-	// (with skipped applied sequences), whose answers are kept.
-	lossChecked, lossFound, claimRefused bool
-	fresh                                []uint64
+	// session, and found lost, or the revisions it missed were handed
+	// on; fresh lists the sequences it applied (with skipped applied
+	// sequences), whose answers are kept.
+	lossChecked, lossFound, claimRefused, missedSent bool
+	fresh                                            []uint64
 }
 
 // send hands one event on, unless an earlier one failed.
@@ -1312,6 +1313,7 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 		if ss.storedAnswer(s, r) {
 			return true // what it made, kept with its commit (see loss.go)
 		}
+		ss.handOnMissed(s, r)
 		if sentAgain {
 			r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.closed)
 			return true

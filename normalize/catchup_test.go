@@ -1,0 +1,50 @@
+package normalize_test
+
+import (
+	"testing"
+
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A client whose stream broke right after the frame that ended a call
+// (its answer, the ENDED revision, lost on the way) sends that frame
+// again on a new stream, saying it holds an earlier revision of the call.
+// Without a store the frame's answer is not kept (ALREADY_EXISTS), so the
+// call's ENDED revision is handed on again, whole, marked Again: nothing
+// the client missed is lost. A call the client holds whole gets nothing.
+func TestMissedEndedRevisionHandedOnAgain(t *testing.T) {
+	n := normalize.New()
+	open := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`
+	end := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"output":"a\n","exit_code":0}}}}`
+	other := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c2","kind":"execute","title":"pwd","status":"in_progress","rawInput":{"command":"pwd"}}}}`
+	var held uint32
+	for i, f := range []string{open, other, end} {
+		out, err := n.Feed("s", []byte(f), normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied())
+		require.NoError(t, err)
+		for _, x := range out {
+			if x.ToolCallID == "c1" && x.State != normalize.StateEnded {
+				held = x.Revision // the client got these; the ENDED one is lost
+			}
+		}
+	}
+	require.NotZero(t, held)
+	var evs []normalize.Event
+	_, err := n.Feed("s", []byte(end), normalize.WithSequence(3), normalize.WithSkipApplied(),
+		normalize.WithHeld(map[string]uint32{"c1": held, "c2": 1}), normalize.WithHeldSequence(2),
+		normalize.WithEmit(func(ev normalize.Event) error { evs = append(evs, ev); return nil }))
+	require.NoError(t, err)
+	require.Len(t, evs, 2, "%+v", evs)
+	x := evs[0].ShellExec
+	require.NotNil(t, x, "the ENDED revision of c1 first")
+	assert.True(t, evs[0].Again)
+	assert.Equal(t, "c1", x.ToolCallID)
+	assert.Equal(t, normalize.StateEnded, x.State)
+	assert.Equal(t, normalize.Succeeded, x.Outcome)
+	require.NotNil(t, x.Output)
+	assert.Equal(t, normalize.Replace, x.Output.Mode)
+	assert.Equal(t, "a\n", x.Output.Text)
+	require.NotNil(t, evs[1].Error)
+	assert.Equal(t, normalize.AlreadyExists, evs[1].Error.Code)
+}

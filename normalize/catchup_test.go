@@ -12,15 +12,18 @@ import (
 // (its answer, the ENDED revision, lost on the way) sends that frame
 // again on a new stream, saying it holds an earlier revision of the call.
 // Without a store the frame's answer is not kept (ALREADY_EXISTS), so the
-// call's ENDED revision is handed on again, whole, marked Again: nothing
-// the client missed is lost. A call the client holds whole gets nothing.
+// call's ENDED revision is handed on again, whole, marked Again, and so
+// is that of a call that ended unseen (the client names none of its
+// revisions): nothing the client missed is lost. A call the client holds
+// whole, or that has not ended, gets nothing.
 func TestMissedEndedRevisionHandedOnAgain(t *testing.T) {
 	n := normalize.New()
 	open := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`
 	end := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"output":"a\n","exit_code":0}}}}`
 	other := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c2","kind":"execute","title":"pwd","status":"in_progress","rawInput":{"command":"pwd"}}}}`
+	unseen := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c3","kind":"execute","title":"true","status":"completed","rawInput":{"command":"true"},"rawOutput":{"output":"","exit_code":0}}}}`
 	var held uint32
-	for i, f := range []string{open, other, end} {
+	for i, f := range []string{open, other, end, unseen} {
 		out, err := n.Feed("s", []byte(f), normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied())
 		require.NoError(t, err)
 		for _, x := range out {
@@ -35,7 +38,7 @@ func TestMissedEndedRevisionHandedOnAgain(t *testing.T) {
 		normalize.WithHeld(map[string]uint32{"c1": held, "c2": 1}), normalize.WithHeldSequence(2),
 		normalize.WithEmit(func(ev normalize.Event) error { evs = append(evs, ev); return nil }))
 	require.NoError(t, err)
-	require.Len(t, evs, 2, "%+v", evs)
+	require.Len(t, evs, 3, "%+v", evs)
 	x := evs[0].ShellExec
 	require.NotNil(t, x, "the ENDED revision of c1 first")
 	assert.True(t, evs[0].Again)
@@ -45,6 +48,10 @@ func TestMissedEndedRevisionHandedOnAgain(t *testing.T) {
 	require.NotNil(t, x.Output)
 	assert.Equal(t, normalize.Replace, x.Output.Mode)
 	assert.Equal(t, "a\n", x.Output.Text)
-	require.NotNil(t, evs[1].Error)
-	assert.Equal(t, normalize.AlreadyExists, evs[1].Error.Code)
+	require.NotNil(t, evs[1].ShellExec, "then c3's, which ended unseen")
+	assert.Equal(t, "c3", evs[1].ShellExec.ToolCallID)
+	assert.Equal(t, normalize.StateEnded, evs[1].ShellExec.State)
+	assert.True(t, evs[1].Again)
+	require.NotNil(t, evs[2].Error)
+	assert.Equal(t, normalize.AlreadyExists, evs[2].Error.Code)
 }

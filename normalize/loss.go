@@ -1,6 +1,7 @@
 package normalize
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -608,28 +609,27 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 	return true
 }
 
-// handOnMissed hands on again the ENDED revision of each call the caller
-// says it holds an earlier revision of (WithHeld), for a frame applied
-// before whose answer is not kept: the answer that carried the revision
-// was lost (the stream broke after the frame that ended the call was
-// applied), and nothing else would carry it again. A live call needs
-// none: its next revision, the first on the caller's new stream, carries
-// every text whole.
+// handOnMissed hands on again, for a frame applied before whose answer
+// is not kept, the ENDED revision of each call of the session the caller
+// says it holds an earlier revision of, or does not name, when it names
+// some (WithHeld): the answers that carried them were lost (the stream
+// broke after the frames that ended the calls were applied), and nothing
+// else would carry them again. A live call needs none: its next
+// revision, the first on the caller's new stream, carries every text
+// whole. The calls go in the order they were opened.
 func (ss *sessions) handOnMissed(s *session, r *reply) {
 	if len(r.req.held) == 0 || r.missedSent {
 		return
 	}
 	r.missedSent = true
-	ids := make([]string, 0, len(r.req.held))
-	for id := range r.req.held {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		e := s.calls[id]
-		if e == nil || e.revisions <= r.req.held[id] {
-			continue
+	var missed []*entry
+	for id, e := range s.calls {
+		if held, named := r.req.held[id]; e.revisions > 0 && (!named || e.revisions > held) && e.call.Ended() {
+			missed = append(missed, e)
 		}
+	}
+	slices.SortFunc(missed, func(a, b *entry) int { return cmp.Compare(a.order, b.order) })
+	for _, e := range missed {
 		rev, ok := e.call.Final()
 		if !ok {
 			continue

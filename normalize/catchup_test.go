@@ -55,3 +55,26 @@ func TestMissedEndedRevisionHandedOnAgain(t *testing.T) {
 	require.NotNil(t, evs[2].Error)
 	assert.Equal(t, normalize.AlreadyExists, evs[2].Error.Code)
 }
+
+// A client that had seen no revision when its stream broke names no call,
+// only the sequence it had answers for: every call that ended since is
+// handed on again.
+func TestMissedEndedRevisionsOfACallerThatSawNone(t *testing.T) {
+	n := normalize.New()
+	initialize := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"x"}}}`
+	ended := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"true","status":"completed","rawInput":{"command":"true"},"rawOutput":{"output":"","exit_code":0}}}}`
+	for i, f := range []string{initialize, ended} {
+		_, err := n.Feed("s", []byte(f), normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied())
+		require.NoError(t, err)
+	}
+	var evs []normalize.Event
+	_, err := n.Feed("s", []byte(ended), normalize.WithSequence(2), normalize.WithSkipApplied(), normalize.WithHeldSequence(1),
+		normalize.WithEmit(func(ev normalize.Event) error { evs = append(evs, ev); return nil }))
+	require.NoError(t, err)
+	require.Len(t, evs, 2, "%+v", evs)
+	require.NotNil(t, evs[0].ShellExec)
+	assert.Equal(t, "c1", evs[0].ShellExec.ToolCallID)
+	assert.True(t, evs[0].Again)
+	require.NotNil(t, evs[1].Error)
+	assert.Equal(t, normalize.AlreadyExists, evs[1].Error.Code)
+}

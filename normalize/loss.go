@@ -611,14 +611,15 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 
 // handOnMissed hands on again, for a frame applied before whose answer
 // is not kept, the ENDED revision of each call of the session the caller
-// says it holds an earlier revision of, or does not name, when it names
-// some (WithHeld): the answers that carried them were lost (the stream
-// broke after the frames that ended the calls were applied), and nothing
-// else would carry them again. A live call needs none: its next
+// says it holds an earlier revision of, or does not name, when it says
+// what it holds (WithHeld, or WithHeldSequence: a caller that had seen no
+// revision yet names no call): the answers that carried them were lost
+// (the stream broke after the frames that ended the calls were applied),
+// and nothing else would carry them again. A live call needs none: its next
 // revision, the first on the caller's new stream, carries every text
 // whole. The calls go in the order they were opened.
 func (ss *sessions) handOnMissed(s *session, r *reply) {
-	if len(r.req.held) == 0 || r.missedSent {
+	if len(r.req.held) == 0 && r.req.heldSeq == 0 || r.missedSent {
 		return
 	}
 	r.missedSent = true

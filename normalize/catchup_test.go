@@ -78,3 +78,35 @@ func TestMissedEndedRevisionsOfACallerThatSawNone(t *testing.T) {
 	require.NotNil(t, evs[1].Error)
 	assert.Equal(t, normalize.AlreadyExists, evs[1].Error.Code)
 }
+
+// A client that saw nothing before its stream broke, and says nothing of
+// what it holds, sends its frames again from the first: each frame that
+// ended a call, applied before and whose answer is not kept, hands the
+// call's ENDED revision on again.
+func TestMissedEndedRevisionOfAFrameSentAgain(t *testing.T) {
+	n := normalize.New()
+	open := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`
+	end := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"output":"a\n","exit_code":0}}}}`
+	for i, f := range []string{open, end} {
+		_, err := n.Feed("s", []byte(f), normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied())
+		require.NoError(t, err)
+	}
+	var ended []*normalize.ShellExec
+	for i, f := range []string{open, end} {
+		_, err := n.Feed("s", []byte(f), normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied(),
+			normalize.WithEmit(func(ev normalize.Event) error {
+				if ev.ShellExec != nil {
+					assert.True(t, ev.Again)
+					ended = append(ended, ev.ShellExec)
+				}
+				return nil
+			}))
+		require.NoError(t, err)
+	}
+	require.Len(t, ended, 2, "each frame about the ended call hands it on")
+	assert.Equal(t, uint64(1), ended[0].Sequence, "answering the frame sent again")
+	ended[1].Sequence = ended[0].Sequence
+	assert.Equal(t, ended[0], ended[1])
+	assert.Equal(t, normalize.StateEnded, ended[0].State)
+	assert.Equal(t, "a\n", ended[0].Output.Text)
+}

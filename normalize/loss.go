@@ -610,23 +610,31 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 }
 
 // handOnMissed hands on again, for a frame applied before whose answer
-// is not kept, the ENDED revision of each call of the session the caller
-// says it holds an earlier revision of, or does not name, when it says
-// what it holds (WithHeld, or WithHeldSequence: a caller that had seen no
-// revision yet names no call): the answers that carried them were lost
-// (the stream broke after the frames that ended the calls were applied),
-// and nothing else would carry them again. A live call needs none: its next
-// revision, the first on the caller's new stream, carries every text
-// whole. The calls go in the order they were opened.
+// is not kept (the caller lost it: the stream broke after the frame was
+// applied), the ENDED revision of the calls the frame is about, and,
+// when the caller says what it holds (WithHeld, or WithHeldSequence: a
+// caller that had seen no revision yet names no call), of every other
+// call of the session it holds an earlier revision of or does not name:
+// nothing else would carry them again. A call the caller holds that
+// revision of gets nothing, nor does a live call: its next revision, the
+// first on the caller's new stream, carries every text whole. The calls
+// go in the order they were opened; a revision handed on twice (by two
+// frames sent again) is marked Again, and a consumer drops the second.
 func (ss *sessions) handOnMissed(s *session, r *reply) {
-	if len(r.req.held) == 0 && r.req.heldSeq == 0 || r.missedSent {
-		return
-	}
-	r.missedSent = true
+	claims := len(r.req.held) > 0 || r.req.heldSeq > 0
 	var missed []*entry
-	for id, e := range s.calls {
-		if held, named := r.req.held[id]; e.revisions > 0 && (!named || e.revisions > held) && e.call.Ended() {
+	add := func(id string, e *entry) {
+		if held, named := r.req.held[id]; e != nil && e.revisions > 0 && (!named || e.revisions > held) && e.call.Ended() && !slices.Contains(missed, e) {
 			missed = append(missed, e)
+		}
+	}
+	for i := range r.frameObs {
+		add(r.frameObs[i].ToolCallID, s.calls[r.frameObs[i].ToolCallID])
+	}
+	if claims && !r.missedSent {
+		r.missedSent = true
+		for id, e := range s.calls {
+			add(id, e)
 		}
 	}
 	slices.SortFunc(missed, func(a, b *entry) int { return cmp.Compare(a.order, b.order) })

@@ -360,7 +360,11 @@ type reply struct {
 	// on; fresh lists the sequences it applied (with skipped applied
 	// sequences), whose answers are kept.
 	lossChecked, lossFound, claimRefused, missedSent bool
-	fresh                                            []uint64
+	// frameObs is what the frame under way says, read before its
+	// sequence is checked: the calls whose revisions it made, if it was
+	// applied before.
+	frameObs []accum.Observation
+	fresh    []uint64
 }
 
 // send hands one event on, unless an earlier one failed.
@@ -691,6 +695,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		}
 	}
 	defer ss.release(s, r)
+	r.frameObs = read.Observations // the calls it is about (see handOnMissed)
 	if ss.skip(s, r, "frame") {
 		return nil
 	}

@@ -370,7 +370,10 @@ func WithFinalChanges() FeedOption { return func(r *request) { r.finalDeltas = t
 // the order they were made, by any Normalizer using the store (the last
 // 64 frames of each session, within 256 KiB). A frame whose answer is not
 // kept (without a store, or past those bounds), or that made nothing,
-// gives a FrameError with code AlreadyExists. A caller that lost the
+// gives a FrameError with code AlreadyExists, after the ENDED revision,
+// marked Again, of each ended call it is about and, with WithHeld or
+// WithHeldSequence, of each other ended call the caller holds an earlier
+// revision of or does not name: what the lost answers carried. A caller that lost the
 // answers to requests (a process died, a commit was not acknowledged) can
 // then send them again.
 //

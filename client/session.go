@@ -620,7 +620,7 @@ func (s *Session) confirm(seq uint64) {
 func (s *Session) apply(x *pb.ShellExec) {
 	s.mu.Lock()
 	k := fold.KeyOf(x)
-	if held := s.folder.State(k); held != nil && x.GetRevision() <= held.GetRevision() {
+	if held, ok := s.folder.Revision(k); ok && x.GetRevision() <= held {
 		s.stats.Duplicates++
 		s.mu.Unlock()
 		return

@@ -234,6 +234,17 @@ func (f *Folder) State(k Key) *pb.ShellExec {
 	return c.state
 }
 
+// Revision returns the number of the latest revision applied to a call,
+// and false when none was: what State(k).GetRevision() says, without
+// building the call's texts (a check before each Apply costs nothing).
+func (f *Folder) Revision(k Key) (uint32, bool) {
+	c := f.calls[k]
+	if c == nil {
+		return 0, false
+	}
+	return c.state.GetRevision(), true
+}
+
 func (t *text) message(limit int) *pb.ShellText {
 	if t == nil {
 		return nil

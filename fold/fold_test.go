@@ -139,3 +139,19 @@ func TestHugeLimit(t *testing.T) {
 	assert.Equal(t, "aéc", got.GetText())
 	assert.False(t, got.GetTruncated())
 }
+
+// Revision says the latest revision applied to a call, as State's does,
+// and false for a call never applied.
+func TestRevision(t *testing.T) {
+	var f fold.Folder
+	k := fold.Key{SessionID: "s", ToolCallID: "c"}
+	_, ok := f.Revision(k)
+	require.False(t, ok)
+	for i := 1; i <= 3; i++ {
+		require.NoError(t, f.Apply(&pb.ShellExec{SessionId: "s", ToolCallId: "c", Revision: uint32(i), Output: &pb.ShellText{Text: "x", Mode: pb.TextMode_TEXT_MODE_APPEND}}))
+		n, ok := f.Revision(k)
+		require.True(t, ok)
+		require.Equal(t, uint32(i), n)
+		require.Equal(t, f.State(k).GetRevision(), n)
+	}
+}

@@ -203,6 +203,13 @@ class Folder:
             c.state = s
         return c.state
 
+    def revision(self, key: Key) -> Optional[int]:
+        """The number of the latest revision applied to a call, or None when
+        none was: what state(key).revision says, without building the
+        call's texts (a check before each apply costs nothing)."""
+        c = self._calls.get(key)
+        return None if c is None or c.last is None else c.last.revision
+
     def calls(self) -> List[Key]:
         """The keys of every call held, in the order each was first applied."""
         return list(self._calls)

@@ -599,8 +599,8 @@ class Session:
     def _apply(self, x: "pb.ShellExec") -> None:
         """Folds one revision in, once."""
         with self._cond:
-            held = self._folder.state(key_of(x))
-            if held is not None and x.revision <= held.revision:
+            held = self._folder.revision(key_of(x))
+            if held is not None and x.revision <= held:
                 self._stats.duplicates += 1
                 return
             try:

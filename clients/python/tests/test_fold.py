@@ -64,6 +64,8 @@ class VectorsTest(unittest.TestCase):
         self.assertEqual(first.output.text, "a")
         self.assertEqual(folder.state(("s", "c")).output.text, "ab")
         self.assertIsNone(folder.state(("s", "other")))
+        self.assertEqual(folder.revision(("s", "c")), 2)
+        self.assertIsNone(folder.revision(("s", "other")))
         folder.delete(("s", "c"))
         self.assertEqual(folder.calls(), [])
 

@@ -222,6 +222,15 @@ export class Folder {
     return c.state;
   }
 
+  /**
+   * The number of the latest revision applied to a call, or undefined when
+   * none was: what state(key)?.revision says, without building the call's
+   * texts (a check before each apply costs nothing).
+   */
+  revision(key: CallKey): number | undefined {
+    return this.#calls.get(mapKey(key))?.last.revision;
+  }
+
   /** The keys of every call held, in the order each was first applied. */
   calls(): CallKey[] {
     return [...this.#calls.values()].map((c) => ({ ...c.key }));

@@ -628,8 +628,8 @@ export class Session {
 
   /** Folds one revision in, once. */
   #apply(x: ShellExec): void {
-    const held = this.#folder.state(keyOf(x));
-    if (held !== undefined && x.revision <= held.revision) {
+    const held = this.#folder.revision(keyOf(x));
+    if (held !== undefined && x.revision <= held) {
       this.#stats.duplicates++;
       return;
     }

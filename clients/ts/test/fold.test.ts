@@ -88,6 +88,8 @@ describe("Folder on the shared vectors", () => {
     assert.equal(first.output?.text, "a");
     assert.equal(folder.state(k)?.output?.text, "ab");
     assert.equal(folder.state({ sessionId: "s", toolCallId: "other" }), undefined);
+    assert.equal(folder.revision(k), 2);
+    assert.equal(folder.revision({ sessionId: "s", toolCallId: "other" }), undefined);
     folder.delete(k);
     assert.deepEqual(folder.calls(), []);
   });

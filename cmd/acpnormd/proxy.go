@@ -49,7 +49,7 @@ func proxyFlagSet() (*flag.FlagSet, *proxyFlags) {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	fs.StringVar(&f.out, "out", "", "append the record to FILE (- for stderr): one protojson ShellExec per line;\n"+
 		"{pid} in FILE is the proxy's process id")
-	fs.StringVar(&f.revisions, "revisions", "final", "what --out gets: final (each call's final state, when it ends) or all (every revision)")
+	fs.StringVar(&f.revisions, "revisions", "final", "what --out gets: final (each call's final state, when it ends, and again if it changes after) or all (every revision)")
 	fs.StringVar(&f.wire, "wire", "", "also write the raw exchange to FILE (replaced), in the recording format\n"+
 		"'acpnormd replay' reads; {pid} in FILE is the proxy's process id")
 	fs.StringVar(&f.addr, "addr", "", "send the frames to the acpnormd at this address, or at the first of A,B,C that answers\n"+

@@ -42,7 +42,8 @@ type Recorder struct {
 	// Dialect is a dialect name, or "auto".
 	Dialect string
 	// Out gets one protojson ShellExec per line: each call's final state
-	// when it ends, or every revision with AllRevisions.
+	// when it ends (and again, whole, if it changes after), or every
+	// revision with AllRevisions.
 	Out          io.Writer
 	AllRevisions bool
 	// Wire gets every JSON line both ways, in the recording format

@@ -51,7 +51,9 @@ import (
 //   - Notices where output goes: "User refused permission to run tool" (a
 //     rejection), "The user doesn't want to proceed with this tool use
 //     ..." (claude-agent-acp's cancel) and "[Request interrupted by user
-//     ...]" are Cancelled with the notice quoted, never output;
+//     ...]" are Cancelled with the notice quoted, never output (they come
+//     under `failed`, or before the status: on a `completed` frame the
+//     same words are output);
 //     `_meta.claudeCode.nonExecutionKind` "user-rejected" or
 //     "permission-rule" is Cancelled too.
 //   - "Command running in background with ID: X. ..." and "Command did not
@@ -400,6 +402,10 @@ var claudeUserStop = map[string]bool{"user-rejected": true, "permission-rule": t
 // whole text must be the notice: output that merely quotes one is output.
 var claudeNotice = mustAnchored(`(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*|\[Request interrupted by user(?: for tool use)?\]|Tool cancelled by user\.?)$`)
 
+// claudeToolCancelled is the cancel notice of claude-code-acp's
+// client-terminal Bash (mcp__acp__Bash), its result whatever the status.
+const claudeToolCancelled = "Tool cancelled by user"
+
 // claudeNoOutput is the text Claude Code gives the model, and
 // claude-agent-acp then sends as rawOutput (0.101.0, without a client
 // terminal), for a tool result without output: "(Bash completed with no
@@ -460,7 +466,10 @@ var (
 func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind) {
 	whole := s
 	t := strings.TrimSpace(s)
-	if claudeNotice.MatchString(t) {
+	// Claude Code refuses and cancels under `failed`, never `completed`:
+	// on a completed frame those words are the command's output. The
+	// client-terminal Bash's own "Tool cancelled by user" is its result.
+	if (!completed || strings.HasPrefix(t, claudeToolCancelled)) && claudeNotice.MatchString(t) {
 		o.Cancelled, o.CancelNotice = true, notice(t)
 		o.Worded.Cancelled = true
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Whole: whole})

@@ -54,13 +54,18 @@ func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) boo
 
 // again reports whether revision rev of the call, handed on again (the
 // answer kept for a frame sent again), may be sent: not when the stream
-// carried a later one, which it would come after. It records it.
-func (d *delivered) again(session, call string, rev uint32) bool {
+// carried a later one, which it would come after, nor when it appends
+// text (whole is false: it was kept as it was first sent) and does not
+// follow what the stream carried or the client said it holds, which
+// would leave a hole in the client's text (the call's next revision is
+// then whole). It records what it lets through.
+func (d *delivered) again(session, call string, rev uint32, whole bool) bool {
 	if d == nil {
 		return true
 	}
 	k := callKey{session, call}
-	if prev, ok := d.last[k]; ok && prev >= rev {
+	prev, ok := d.last[k]
+	if ok && (prev >= rev || !whole && prev+1 != rev) {
 		return false
 	}
 	if len(d.last) >= maxDelivered {

@@ -105,11 +105,22 @@ func (f *feeder) event(ev normalize.Event) error {
 		f.ss.m.frameError(codes.Code(ev.Error.Code))
 		return f.emit(frameErrorResponse(ev.Error))
 	}
-	if ev.Again && !f.d.again(ev.ShellExec.SessionID, ev.ShellExec.ToolCallID, ev.ShellExec.Revision) {
-		return nil // the stream carried a later revision of the call: this one would go back
+	if x := ev.ShellExec; ev.Again && !f.d.again(x.SessionID, x.ToolCallID, x.Revision, wholeTexts(x)) {
+		return nil // it would go back, or leave a hole in the client's text
 	}
 	f.ss.m.execsOut.Inc()
 	return f.emit(shellExecResponse(ev.ShellExec))
+}
+
+// wholeTexts says whether every text x carries replaces what the client
+// holds (none appends).
+func wholeTexts(x *normalize.ShellExec) bool {
+	for _, t := range []*normalize.Text{x.Output, x.Stdout, x.Stderr} {
+		if t != nil && t.Mode == normalize.Append {
+			return false
+		}
+	}
+	return true
 }
 
 // handle applies one request that may have been read ahead (ahead is nil

@@ -216,10 +216,23 @@ func TestDeliveredIsBounded(t *testing.T) {
 	}
 	d.needsWhole("s", "e", 1, false)
 	d.needsWhole("s", "e", 2, true)
-	if d.again("s", "e", 1) {
+	if d.again("s", "e", 1, true) {
 		t.Fatal("revision 1 handed on again after the ENDED revision 2 would go back")
 	}
-	if !d.again("s", "e", 3) || d.needsWhole("s", "e", 4, true) {
+	if !d.again("s", "e", 3, false) || d.needsWhole("s", "e", 4, true) {
 		t.Fatal("an answer handed on again that follows is sent, and what follows it appends")
+	}
+	// An answer kept as it was sent (appending to what the client had
+	// then) that does not follow what the stream carried would leave a
+	// hole: it is not sent, and the next revision is whole.
+	d.needsWhole("s", "g", 1, false)
+	if d.again("s", "g", 3, false) {
+		t.Fatal("revision 3 appending after revision 1 is not sent")
+	}
+	if !d.needsWhole("s", "g", 4, false) {
+		t.Fatal("the revision after a dropped one is whole")
+	}
+	if !d.again("s", "h", 5, true) {
+		t.Fatal("a whole revision handed on again is sent whatever came before")
 	}
 }

@@ -412,12 +412,16 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 	if f.TimedOut != nil && *f.TimedOut {
 		o.TimedOut = true
 	}
-	if f.FormattedOutput.HasPrefix(codexTimedOutPrefix) && codexTimedOut.MatchString(f.FormattedOutput.Str().S) {
-		o.TimedOut = true
-	}
-	for _, s := range []Str{agg, f.Stderr} {
-		if codexTimedOut.MatchString(s.S) {
+	// Codex's timeout sentence comes beside the exit 124 it reports (or
+	// none): beside an exit of 0 the words are the command's output.
+	if ec := f.Exit(); !ec.Known || ec.Value != 0 {
+		if f.FormattedOutput.HasPrefix(codexTimedOutPrefix) && codexTimedOut.MatchString(f.FormattedOutput.Str().S) {
 			o.TimedOut = true
+		}
+		for _, s := range []Str{agg, f.Stderr} {
+			if codexTimedOut.MatchString(s.S) {
+				o.TimedOut = true
+			}
 		}
 	}
 
@@ -548,9 +552,14 @@ func codexRejected(f *codexOutputFields, agg Str) (string, bool) {
 }
 
 // codexExecError returns Codex's "execution error: ..." text when that is
-// what the end event carries instead of output.
+// what the end event carries instead of output: beside the -1 "no exit
+// code" sentinel (or no exit code at all), as Codex sends it. Beside a
+// real exit code the words are the command's output.
 func codexExecError(f *codexOutputFields, agg Str) (string, bool) {
 	const prefix = "execution error: "
+	if ec := f.Exit(); ec.Known && ec.Value != -1 {
+		return "", false
+	}
 	for _, s := range []Str{f.Stderr, agg} {
 		if strings.HasPrefix(s.S, prefix) {
 			return s.S, true

@@ -48,7 +48,7 @@ func (s *Service) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 		defer close(sent)
 		s.sendLoop(ctx, cancel, stalled, stream, out, counts)
 	}()
-	applied, err := s.recvLoop(ctx, stream, out)
+	applied, marks, err := s.recvLoop(ctx, stream, out)
 	defer counts.annotate(stream.Context(), applied)
 	close(out)
 	if err != nil && err != errDraining {
@@ -65,6 +65,10 @@ func (s *Service) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 	if ctx.Err() != nil && (err == nil || err == errDraining) {
 		err = s.endCause(ctx)
 	}
+	// A request counts only once its answers were sent: those queued
+	// when the stream was cut (a client that stopped reading) never
+	// reached it, and the client sends their requests again.
+	applied = marks.answered(applied, counts.responses.Load())
 	stream.SetTrailer(metadata.Pairs(TrailerRequestsApplied, strconv.FormatUint(applied, 10)))
 	return err
 }
@@ -132,7 +136,7 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 // On shutdown it applies the next request the reader queued, if any, and
 // stops: requests still in flight are not applied, and the trailer's count
 // tells the client which ones were.
-func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_NormalizeServer, out chan<- *pb.NormalizeResponse) (uint64, error) {
+func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_NormalizeServer, out chan<- *pb.NormalizeResponse) (uint64, *answered, error) {
 	counts, _ := ctx.Value(streamStatsKey{}).(*streamStats)
 	if counts == nil {
 		counts = &streamStats{}
@@ -188,6 +192,10 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		return s.recvFailed(readErr)
 	}
 	var applied uint64
+	// queued counts the responses put on out; marks ties the requests
+	// counted to it (see answered).
+	var queued uint64
+	marks := &answered{}
 	d := newDelivered()
 	// queueFailed says the current request's answers could not all be
 	// queued (the stream ended meanwhile).
@@ -203,6 +211,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	queue := func(r *pb.NormalizeResponse) error {
 		select {
 		case out <- r:
+			queued++
 			return nil
 		case <-ctx.Done():
 			queueFailed = true
@@ -221,6 +230,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
 		switch {
 		case len(held) == 0 && trySend(out, r):
+			queued++
 			return nil
 		case len(held) < cap(out) || len(held) == 0:
 			held = append(held, r)
@@ -244,12 +254,15 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		if ok && !frozen {
 			applied += uint64(n)
 		}
+		marks.add(applied, queued, counts.responses.Load())
 	}
 	// apply applies one request and queues what it produces. A request
 	// whose answers could not all be queued (the stream ended meanwhile)
-	// still counts as applied: its changes are in the shared state, and
-	// the first revision of each call on the client's next stream carries
-	// the whole text. One the session lock was never taken for does not.
+	// still counts as applied: its changes are in the shared state. The
+	// trailer counts it only if its answers were sent (see answered): the
+	// client sends it again, and what it missed comes again (an ENDED
+	// revision, see normalize.WithSkipApplied) or whole with the call's
+	// next revision. One the session lock was never taken for does not.
 	apply := func(p pending) error {
 		req := p.req
 		read, ok := p.wait(ctx)
@@ -260,6 +273,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 			s.sessions.m.frameError(codes.InvalidArgument)
 			select {
 			case out <- notUTF8Error(req, fields, s.sessions.maxID):
+				queued++
 				count(true, 1)
 				return nil
 			case <-ctx.Done():
@@ -396,10 +410,10 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		if ctx.Err() == nil && !closed(s.draining) {
 			if p, ok, got := tryReceive(in); got {
 				if !ok {
-					return applied, ended()
+					return applied, marks, ended()
 				}
 				if err := run(p); err != nil {
-					return applied, err
+					return applied, marks, err
 				}
 				continue
 			}
@@ -407,25 +421,25 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		select {
 		case p, ok := <-in:
 			if !ok {
-				return applied, ended()
+				return applied, marks, ended()
 			}
 			if err := run(p); err != nil {
-				return applied, err
+				return applied, marks, err
 			}
 		case <-ctx.Done():
-			return applied, stopped()
+			return applied, marks, stopped()
 		case <-s.draining:
 			select {
 			case p, ok := <-in:
 				if ok {
 					if err := run(p); err != nil {
-						return applied, err
+						return applied, marks, err
 					}
 				}
 			default:
 			}
 			s.log.Info("stream drained for shutdown", "applied", applied)
-			return applied, errDraining
+			return applied, marks, errDraining
 		}
 	}
 }
@@ -489,4 +503,45 @@ func (s *Service) recvFailed(err error) error {
 		s.sessions.m.streamRefused("unreadable_message")
 	}
 	return st.Err()
+}
+
+// answered ties the requests a stream counted as applied to the responses
+// it had queued by then, for the requests still waiting for the send loop:
+// a mark says that once queued responses are sent, applied requests are
+// answered. It holds the marks whose responses may not be sent yet (the
+// queue, the answers waiting outside a session's lock, the one being
+// sent), so it stays small.
+type answered struct {
+	m []answeredMark
+}
+
+type answeredMark struct{ applied, queued uint64 }
+
+// add records that applied requests were answered once queued responses
+// are sent; sent is how many were sent so far.
+func (a *answered) add(applied, queued, sent uint64) {
+	if n := len(a.m); n > 0 && a.m[n-1].queued == queued {
+		a.m[n-1].applied = applied // no response since: the same mark
+	} else {
+		a.m = append(a.m, answeredMark{applied, queued})
+	}
+	drop := 0
+	for drop+1 < len(a.m) && a.m[drop+1].queued <= sent {
+		drop++ // a later mark is answered too
+	}
+	a.m = a.m[drop:]
+}
+
+// answered returns how many of the applied requests were answered, when
+// sent responses reached the client: the requests of the last mark whose
+// responses were all sent (all of them when nothing is left unsent).
+func (a *answered) answered(applied, sent uint64) uint64 {
+	n := uint64(0)
+	for _, m := range a.m {
+		if m.queued > sent {
+			return min(n, applied)
+		}
+		n = m.applied
+	}
+	return applied
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -80,14 +82,22 @@ func TestStalledClientIsEnded(t *testing.T) {
 	go flood(st, nil)
 	// Never read until the server gave up on this client.
 	waitFor(t, "the stalled stream to be ended", func() bool { return counted(svc.sessions.m, "send_stalled") == 1 })
+	// Each request made one revision: the trailer counts no request whose
+	// answer did not reach the client, which sends it again.
+	var received uint64
 	for {
-		if _, err = st.Recv(); err != nil {
+		r, err2 := st.Recv()
+		if err = err2; err != nil {
 			break
 		}
+		received = max(received, r.GetShellExec().GetSequence())
 	}
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "send timeout") {
 		t.Fatalf("stalled stream ended with %v, want RESOURCE_EXHAUSTED naming the send timeout", err)
 	}
+	applied, perr := strconv.ParseUint(st.Trailer().Get(TrailerRequestsApplied)[0], 10, 64)
+	require.NoError(t, perr)
+	assert.LessOrEqual(t, applied, received, "requests counted as applied, against the last one answered")
 }
 
 // Health Watch streams, which need no credentials, have a cap of their

@@ -17,6 +17,8 @@ import (
 // a per-frame span would have, at the cost of four atomic adds.
 type streamStats struct {
 	frames, revisions, frameErrors, storeRoundTrips atomic.Int64
+	// responses counts every response sent (see answered).
+	responses atomic.Uint64
 }
 
 type streamStatsKey struct{}
@@ -28,6 +30,7 @@ func withStreamStats(ctx context.Context) (context.Context, *streamStats) {
 
 // sent counts a response the stream sent.
 func (st *streamStats) sent(r *pb.NormalizeResponse) {
+	st.responses.Add(1)
 	switch {
 	case r.GetShellExec() != nil:
 		st.revisions.Add(1)

@@ -674,6 +674,13 @@ func TestConformanceClaudeOutputLikeItsWords(t *testing.T) {
 		"User refused permission to run tool",
 		"step 1\nCommand timed out after 30s",
 		"x\n[Command was aborted before completion]",
+		"The turn was cancelled before this tool call returned a result.",
+		"Claude stopped this tool call before it ran.",
+		"(Bash completed with no output)",
+		"Exited with code 0.Final output:\n\nhi",
+		"Interrupted by the user. Signal `SIGKILL`. Final output:\n\nhi",
+		"Command running in background with ID: 7",
+		"step\nCommand did not complete within its 2s timeout and was moved to the background.",
 	} {
 		id := fmt.Sprintf("toolu_w%d", i)
 		cases = append(cases, cs{

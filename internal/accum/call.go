@@ -553,6 +553,10 @@ func (c *Call) wordsAsOutput(o *Observation) *Observation {
 			cp.Exit = nil
 		}
 		cp.TimedOut = cp.TimedOut && !w.TimedOut
+		cp.Background = cp.Background && !w.Background
+		if w.Signal {
+			cp.Signal = ""
+		}
 		if w.Cancelled {
 			cp.Cancelled, cp.CancelNotice = false, ""
 		}

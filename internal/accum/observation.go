@@ -215,7 +215,7 @@ const (
 // Worded says which of an observation's evidence was read from words the
 // dialect removed from a text (Text.Whole).
 type Worded struct {
-	Exit, TimedOut, Cancelled bool
+	Exit, Signal, TimedOut, Cancelled, Background bool
 }
 
 // Shell says whether a frame shows the call to be a shell command.

@@ -475,9 +475,11 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Whole: whole})
 		return
 	}
+	words := accum.Text{Stream: accum.Combined, Kind: k, Whole: whole} // words alone, unless held whole
 	if claudeNoOutput.MatchString(t) {
 		// The command printed nothing; Claude Code says so in words.
 		o.Src.Notice = "Claude Code's empty-result notice"
+		o.Texts = append(o.Texts, words)
 		return
 	}
 	if claudeUnfinished.MatchString(t) {
@@ -485,7 +487,9 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		o.Src.Notice = "the adapter's notice of a call without a result"
 		if strings.HasPrefix(t, "The turn was cancelled") {
 			o.Cancelled, o.CancelNotice = true, notice(t)
+			o.Worded.Cancelled = true
 		}
+		o.Texts = append(o.Texts, words)
 		return
 	}
 	truncated := false
@@ -493,23 +497,24 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 	if m := claudeTermHeader.FindStringSubmatch(s); m != nil {
 		switch m[1] {
 		case "Timed out. ":
-			o.TimedOut = true
+			o.TimedOut, o.Worded.TimedOut = true, true
 		}
 		if c := CodeFromString(m[2]); m[2] != "" && c.Known {
 			o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
+			o.Worded.Exit = true
 		}
 		if m[3] != "" {
-			o.Signal = NormalizeSignal(m[3])
+			o.Signal, o.Worded.Signal = NormalizeSignal(m[3]), true
 		}
 		s = s[len(m[0]):]
 		if loc := claudeTermTrailer.FindStringIndex(s); loc != nil {
-			s, truncated = s[:loc[0]], true
+			s, truncated, whole = s[:loc[0]], true, ""
 		}
-		if s == "" && !truncated {
+		if s == "" && !truncated && whole == "" {
 			return
 		}
 		// The client's tail of the output, not its head.
-		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated})
+		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated, Whole: whole})
 		return
 	}
 	if claudeTermBackground.MatchString(strings.TrimSpace(s)) {
@@ -551,12 +556,12 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		s, truncated, worded = s[:loc[0]], true, false
 	}
 	if claudeBgStarted.MatchString(s) {
-		o.Background = true
-		s, worded = "", false
+		o.Background, o.Worded.Background = true, true
+		s, worded = "", !truncated
 	}
 	if loc := findFrom(claudeBgMoved, s, "Command did not complete within its "); loc != nil {
-		o.Background = true
-		s, worded = s[:loc[0]], false
+		o.Background, o.Worded.Background = true, true
+		s, worded = s[:loc[0]], !truncated
 	}
 	if loc := findFrom(claudeTimedOut, s, "Command timed out after "); loc != nil {
 		o.TimedOut, o.Worded.TimedOut = true, true

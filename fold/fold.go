@@ -236,7 +236,7 @@ func (f *Folder) State(k Key) *pb.ShellExec {
 
 // Revision returns the number of the latest revision applied to a call,
 // and false when none was: what State(k).GetRevision() says, without
-// building the call's texts (a check before each Apply costs nothing).
+// building the call's texts (a map lookup, cheap to do before each Apply).
 func (f *Folder) Revision(k Key) (uint32, bool) {
 	c := f.calls[k]
 	if c == nil {

@@ -621,17 +621,18 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 // go in the order they were opened; a revision handed on twice (by two
 // frames sent again) is marked Again, and a consumer drops the second.
 func (ss *sessions) handOnMissed(s *session, r *reply) {
-	claims := len(r.req.held) > 0 || r.req.heldSeq > 0
 	var missed []*entry
+	seen := map[*entry]bool{} // a frame's call is the session's too
 	add := func(id string, e *entry) {
-		if held, named := r.req.held[id]; e != nil && e.revisions > 0 && (!named || e.revisions > held) && e.call.Ended() && !slices.Contains(missed, e) {
+		if held, named := r.req.held[id]; e != nil && !seen[e] && e.revisions > 0 && (!named || e.revisions > held) && e.call.Ended() {
+			seen[e] = true
 			missed = append(missed, e)
 		}
 	}
 	for i := range r.frameObs {
 		add(r.frameObs[i].ToolCallID, s.calls[r.frameObs[i].ToolCallID])
 	}
-	if claims && !r.missedSent {
+	if (len(r.req.held) > 0 || r.req.heldSeq > 0) && !r.missedSent {
 		r.missedSent = true
 		for id, e := range s.calls {
 			add(id, e)

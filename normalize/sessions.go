@@ -1105,12 +1105,12 @@ func (s *session) askedOpen(o *accum.Observation) *entry {
 		}
 		return nil
 	}
-	if strings.TrimSpace(o.Command) == "" {
+	if o.Shell == accum.ShellNo || strings.TrimSpace(o.Command) == "" {
 		return nil
 	}
 	var found *entry
 	for _, e := range s.calls {
-		if e.call.Ended() || o.Shell == accum.ShellNo || !e.call.IsShell() || strings.TrimSpace(e.call.Command()) == "" ||
+		if e.call.Ended() || !e.call.IsShell() || strings.TrimSpace(e.call.Command()) == "" ||
 			!sameCommand(o.Command, o.CommandFromTitle, e.call.Command()) {
 			continue
 		}

@@ -1,6 +1,9 @@
 package accum
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // State is where a shell command is in its life.
 type State uint8
@@ -532,23 +535,24 @@ func (c *Call) flushEchoes() {
 // read from the words removed from it (see Text.Whole); a text with words
 // removed and nothing else is left out when it does not.
 func (c *Call) wordsAsOutput(o *Observation) *Observation {
-	var cp *Observation
-	for i, t := range o.Texts {
-		if t.Whole == "" || t.Bytes != nil || (t.Kind != Snapshot && t.Kind != Final) {
-			continue
+	if !slices.ContainsFunc(o.Texts, func(t Text) bool { return t.Whole != "" }) {
+		return o
+	}
+	cp := *o
+	cp.Texts = make([]Text, 0, len(o.Texts))
+	output := false // words proved to be output
+	for _, t := range o.Texts {
+		if whole := t.Whole; whole != "" && t.Bytes == nil && (t.Kind == Snapshot || t.Kind == Final) {
+			t.Whole = ""
+			if b := c.streams[t.Stream]; b != nil && !b.truncated() && string(b.held()) == whole {
+				t.Text, output = whole, true
+			} else if t.Text == "" && !t.Truncated && t.TotalBytes == 0 {
+				continue // words and nothing else
+			}
 		}
-		if cp == nil {
-			x := *o
-			x.Texts = append([]Text(nil), o.Texts...)
-			cp = &x
-		}
-		ct := &cp.Texts[i]
-		if b := c.streams[t.Stream]; b == nil || b.truncated() || string(b.held()) != t.Whole {
-			ct.Whole = ""
-			continue
-		}
-		ct.Text, ct.Whole = t.Whole, ""
-		w := cp.Worded
+		cp.Texts = append(cp.Texts, t)
+	}
+	if w := cp.Worded; output {
 		if w.Exit && cp.Exit != nil && cp.Exit.Source == ExitText {
 			cp.Exit = nil
 		}
@@ -560,20 +564,9 @@ func (c *Call) wordsAsOutput(o *Observation) *Observation {
 		if w.Cancelled {
 			cp.Cancelled, cp.CancelNotice = false, ""
 		}
-		cp.Worded = Worded{}
 	}
-	if cp == nil {
-		return o
-	}
-	// Texts that were words and nothing else, and are not output.
-	kept := cp.Texts[:0]
-	for i, t := range cp.Texts {
-		if o.Texts[i].Whole == "" || t.Text != "" || t.Truncated || t.TotalBytes > 0 {
-			kept = append(kept, t)
-		}
-	}
-	cp.Texts = kept
-	return cp
+	cp.Worded = Worded{}
+	return &cp
 }
 
 // applyText folds one text into its stream's buffer; with addOnly, only

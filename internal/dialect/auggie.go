@@ -191,7 +191,6 @@ var auggieTags = [...]string{"return-code", "output", "stdout", "stderr"}
 func parseAuggieResult(text string) (r auggieResult, tagged bool) {
 	var seen [len(auggieTags)]bool
 	var words strings.Builder
-	defer func() { r.words = words.String() }()
 	for rest := text; ; {
 		i, k := -1, 0 // where the first tag starts, and which it is
 		for n, t := range auggieTags {
@@ -229,6 +228,7 @@ func parseAuggieResult(text string) (r auggieResult, tagged bool) {
 			r.stderr, r.hasStderr = v, true
 		}
 	}
+	r.words = words.String()
 	return r, tagged
 }
 

@@ -219,13 +219,15 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 	}
 	flush := func() error {
-		defer func() { clear(held); held = held[:0] }()
+		var err error
 		for _, r := range held {
-			if err := queue(r); err != nil {
-				return err
+			if err = queue(r); err != nil {
+				break
 			}
 		}
-		return nil
+		clear(held)
+		held = held[:0]
+		return err
 	}
 	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
 		switch {

@@ -206,7 +206,7 @@ class Folder:
     def revision(self, key: Key) -> Optional[int]:
         """The number of the latest revision applied to a call, or None when
         none was: what state(key).revision says, without building the
-        call's texts (a check before each apply costs nothing)."""
+        call's texts (a map lookup, cheap to do before each apply)."""
         c = self._calls.get(key)
         return None if c is None or c.last is None else c.last.revision
 

@@ -225,7 +225,7 @@ export class Folder {
   /**
    * The number of the latest revision applied to a call, or undefined when
    * none was: what state(key)?.revision says, without building the call's
-   * texts (a check before each apply costs nothing).
+   * texts (a map lookup, cheap to do before each apply).
    */
   revision(key: CallKey): number | undefined {
     return this.#calls.get(mapKey(key))?.last.revision;

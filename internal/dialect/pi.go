@@ -142,17 +142,17 @@ func (p *piOutput) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (piOutput) ownFields() []string {
-	return []string{"toolName", "details.truncation.truncated", "details.truncation.totalBytes"}
-}
+// ownFields: pi's truncation is read whole (truncated and totalBytes; its
+// other members say nothing of the exit).
+func (piOutput) ownFields() []string { return []string{"toolName", "details.truncation"} }
 
 // unreadFields: the message pi's tool returned restates, in content and
 // isError, what the ACP content and status say; role, timestamp and
-// toolCallId are its envelope; the rest of the truncation, and the file
-// holding the whole output, say nothing of the exit.
+// toolCallId are its envelope; the file holding the whole output says
+// nothing of the exit.
 func (piCall) unreadFields() []string {
 	return []string{"rawOutput.content", "rawOutput.isError", "rawOutput.role", "rawOutput.timestamp", "rawOutput.toolCallId",
-		"rawOutput.details.fullOutputPath", "rawOutput.details.truncation"}
+		"rawOutput.details.fullOutputPath"}
 }
 
 func (pi) read(msg []byte, scope string) (Frame, error) {

@@ -173,13 +173,11 @@ var (
 	// geminiBeforeCancel introduces the output printed before a cancel.
 	geminiBeforeCancel = "Output before cancellation:"
 	geminiBackground   = regexp.MustCompile(`(?i)^Command (?:moved to|running in|started in) (?:the )?background\b`)
-	// geminiDebug matches the debug-mode result; its fields follow.
-	geminiDebug = regexp.MustCompile(`(?m)^(?:Output|Stdout): `)
-	// geminiDebugStart and geminiDebugEnd are how a debug-mode result
-	// begins and ends when it names no exit code: 0.45 writes only the
-	// fields that have a value ("Output: ...\nProcess Group PGID: N" for
-	// an exit 0, "Exit Code" only when nonzero, "Signal" only for a
-	// signal).
+	// geminiDebugStart is how a debug-mode result begins (its first
+	// field), and geminiDebugEnd how it ends when it names no exit code:
+	// 0.45 writes only the fields that have a value ("Output: ...\nProcess
+	// Group PGID: N" for an exit 0, "Exit Code" only when nonzero,
+	// "Signal" only for a signal).
 	geminiDebugStart = regexp.MustCompile(`^(?:Command|Output|Stdout): `)
 	geminiDebugEnd   = regexp.MustCompile(`\nProcess Group PGID: (?:\d+|\(none\))\s*$`)
 	// geminiTimedOut is the notice of a command Gemini stopped after its
@@ -191,12 +189,18 @@ var (
 
 // geminiFinal reads the text of a `completed` frame.
 func geminiFinal(o *accum.Observation, text string) {
-	if (strings.Contains(text, "\nExit Code: ") && geminiDebug.MatchString(text)) ||
-		(geminiDebugStart.MatchString(text) && geminiDebugEnd.MatchString(text)) {
+	// A debug report begins with its first field, and names an exit code
+	// or ends with the process group.
+	if geminiDebugStart.MatchString(text) && (strings.Contains(text, "\nExit Code: ") || geminiDebugEnd.MatchString(text)) {
 		geminiDebugResult(o, text)
 		return
 	}
 	line := trimBlank(text)
+	// Gemini writes the markers below instead of an empty output, each
+	// on one line; the cancel notice alone is followed by the output
+	// printed before the cancel. A marker on the first of several lines
+	// is a line the command printed.
+	oneLine := !strings.Contains(line, "\n")
 	if m := geminiExited.FindStringSubmatch(line); m != nil {
 		o.Exit = CodeFromString(m[1]).Exit(accum.ExitText, true)
 		return
@@ -217,11 +221,11 @@ func geminiFinal(o *accum.Observation, text string) {
 		geminiCancel(o, text)
 		return
 	}
-	if geminiSpawnError.MatchString(line) {
+	if oneLine && geminiSpawnError.MatchString(line) {
 		o.Failed = true
 		return
 	}
-	if geminiBackground.MatchString(line) {
+	if oneLine && geminiBackground.MatchString(line) {
 		o.Background = true
 		return
 	}

@@ -95,6 +95,31 @@ func TestGeminiUpdate(t *testing.T) {
 			want:   with(func(o *accum.Observation) { o.Failed = true }),
 		},
 		{
+			// Gemini writes its markers only for an empty output, so a
+			// marker that begins a longer text is a line the command printed.
+			name:   "Command failed: on the first of several lines is output",
+			update: final(`"Command failed: npm run build\nlerna ERR! build exited 1"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command failed: npm run build\nlerna ERR! build exited 1")}
+			}),
+		},
+		{
+			name:   "running in background on the first of several lines is output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"completed","title":"make","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"Command running in background: pid 42\nall good"}}]}`,
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command running in background: pid 42\nall good")}
+			}),
+		},
+		{
+			// A debug report begins with its first field; output that only
+			// holds such lines further down is the command's.
+			name:   "Output: and Exit Code: lines inside the output are output",
+			update: final(`"Running case 1\nOutput: hello\nExit Code: 1\nRunning case 2\nOutput: world\nExit Code: 0"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Running case 1\nOutput: hello\nExit Code: 1\nRunning case 2\nOutput: world\nExit Code: 0")}
+			}),
+		},
+		{
 			name:   "moved to background: Background, not output",
 			update: final(`"Command moved to background (PID: 1948). Output hidden. Press Ctrl+B to view."`),
 			want:   with(func(o *accum.Observation) { o.Background = true }),

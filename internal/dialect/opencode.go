@@ -286,7 +286,15 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 		return
 	}
 	// The builds that wrote the one-line markers sent them with exit null.
-	p := parseOpencodeText(text, o.Exit != nil)
+	p := opencodeParsed{oldMarkerIsOutput: o.Exit != nil}
+	// Every build sent its metadata block with exit null too, or gave the
+	// output without it in metadata.output: beside an exit code, a block
+	// metadata.output does not leave out is the command's.
+	metaOut := meta.Output.Str()
+	p.blockIsOutput = o.Exit != nil && (!metaOut.Set || opencodeHasBlock(metaOut.S))
+	// Every build that wrote a truncation note said truncated: true.
+	p.notTruncated = meta.Truncated != nil && !*meta.Truncated
+	p.parse(text)
 	if p.body != text {
 		o.Src.Notice = "OpenCode's notes for the model (<shell_metadata>, truncation or timeout notes, (no output)), cut from its text"
 	}
@@ -327,6 +335,17 @@ type opencodeParsed struct {
 	// the final frame, with exit null: on a live frame, or beside an
 	// exit code, it is what the command printed.
 	oldMarkerIsOutput bool
+	// blockIsOutput: a <shell_metadata>/<bash_metadata> block at the end
+	// of the text is the command's own output.
+	blockIsOutput bool
+	// notTruncated: the frame said the text was not cut, so a truncation
+	// note in it is the command's own output.
+	notTruncated bool
+}
+
+// opencodeHasBlock says whether text holds a metadata block's opening tag.
+func opencodeHasBlock(text string) bool {
+	return strings.Contains(text, "<shell_metadata>") || strings.Contains(text, "<bash_metadata>")
 }
 
 var (
@@ -348,13 +367,14 @@ var (
 	opencodeAbortText    = mustFolded(`(?i)\babort(?:ed)?\b|\bcancel(?:l?ed)?\b`, "abort", "cancel")
 )
 
-// parseOpencodeText removes what OpenCode adds to the output for the
-// model and reports what those additions say; exitSaid says the frame
-// carried an exit code (see oldMarkerIsOutput).
-func parseOpencodeText(text string, exitSaid bool) opencodeParsed {
-	p := opencodeParsed{oldMarkerIsOutput: exitSaid}
+// parse removes what OpenCode adds to the output for the model from
+// text, reports what those additions say in p, and leaves the rest in
+// p.body; p's fields that say what is output are set by the caller.
+func (p *opencodeParsed) parse(text string) {
 	text = p.trailingNotices(text)
-	if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
+	if p.notTruncated {
+		// The notes below are OpenCode's only in a text it cut.
+	} else if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
 		p.truncated = true
 		text = text[loc[1]:]
 	} else if at := opencodeTrailerAt(text); at >= 0 {
@@ -365,7 +385,6 @@ func parseOpencodeText(text string, exitSaid bool) opencodeParsed {
 		text = ""
 	}
 	p.body = text
-	return p
 }
 
 // trailingNotices removes the notices OpenCode appends for the model (the
@@ -378,7 +397,7 @@ func parseOpencodeText(text string, exitSaid bool) opencodeParsed {
 func (p *opencodeParsed) trailingNotices(text string) string {
 	for {
 		end := strings.TrimRight(text, "\t\n\f\r ") // the text but what \s*$ matches
-		metaEnd := strings.HasSuffix(end, "</shell_metadata>") || strings.HasSuffix(end, "</bash_metadata>")
+		metaEnd := !p.blockIsOutput && (strings.HasSuffix(end, "</shell_metadata>") || strings.HasSuffix(end, "</bash_metadata>"))
 		if m := findFromIf(metaEnd, opencodeMetaBlock, text, "<shell_metadata>", "<bash_metadata>"); m != nil {
 			note := text[m[4]:m[5]]
 			p.timedOut = p.timedOut || opencodeTimeoutText.MatchString(note)

@@ -157,6 +157,30 @@ func TestOpencodeUpdate(t *testing.T) {
 				Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "a\n(Command was aborted)\n")}}},
 		},
 		{
+			name:   "a metadata block beside an exit code, in metadata.output too, is the command's output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"data\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n","metadata":{"output":"data\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n","exit":0,"truncated":false}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "data\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n")}}},
+		},
+		{
+			name:   "an older bash_metadata block beside an exit code, no metadata.output: the command's output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"x\n<bash_metadata>\nshell tool terminated command after exceeding timeout 100 ms\n</bash_metadata>","metadata":{"exit":3}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "x\n<bash_metadata>\nshell tool terminated command after exceeding timeout 100 ms\n</bash_metadata>")}}},
+		},
+		{
+			name:   "a block metadata.output lacks is OpenCode's, even beside an exit code",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"start\n\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>","metadata":{"output":"start\n","exit":143,"truncated":false}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, TimedOut: true, Exit: ex(143, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "start\n")}}},
+		},
+		{
+			name:   "a truncation header when metadata.truncated is false is the command's output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"...12 lines truncated...\n\nreal line\n","metadata":{"output":"...12 lines truncated...\n\nreal line\n","exit":0,"truncated":false}}}`,
+			want: []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "...12 lines truncated...\n\nreal line\n")}}},
+		},
+		{
 			name:   "user abort in shell_metadata: Cancelled, no exit",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","rawOutput":{"output":"before-kill\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>","metadata":{"output":"before-kill\n","exit":null,"truncated":false}}}`,
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Cancelled: true, CancelNotice: "User aborted the command", Texts: []accum.Text{txt(accum.Combined, accum.Final, "before-kill\n")}}},
@@ -379,7 +403,8 @@ func TestOpencodeTruncTrailer(t *testing.T) {
 		{"no saved-to hint: output", "a\n\n...3 lines truncated...\n\nsee above", "a\n\n...3 lines truncated...\n\nsee above", false},
 		{"a note in the middle: output", "a\n\n...3 lines truncated...\n\nFull output saved to: /x\n\nmore output\n\nand more", "a\n\n...3 lines truncated...\n\nFull output saved to: /x\n\nmore output\n\nand more", false},
 	} {
-		p := parseOpencodeText(tc.text, false)
+		var p opencodeParsed
+		p.parse(tc.text)
 		assert.Equal(t, tc.body, p.body, tc.name)
 		assert.Equal(t, tc.head, p.head, tc.name)
 		assert.Equal(t, tc.head, p.truncated, tc.name)

@@ -297,7 +297,12 @@ func piFinal(o *accum.Observation, data string, m *TerminalMeta) {
 // whose rawOutput out says whether pi cut it).
 func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *piOutput) {
 	said := false // pi's words said how the command ended
-	if loc := piExited.FindStringSubmatchIndex(data); loc != nil {
+	// pi says how a command ended only on a failed final (any nonzero
+	// exit, signal, timeout or cancel): on a completed one, words like
+	// its own are what the command printed.
+	if o.Status != accum.StatusFailed {
+		// no words to read
+	} else if loc := piExited.FindStringSubmatchIndex(data); loc != nil {
 		said = true
 		code := CodeFromString(data[loc[2]:loc[3]])
 		o.Exit = code.Exit(accum.ExitText, true)

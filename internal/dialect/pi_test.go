@@ -112,6 +112,20 @@ func TestPiUpdate(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Cancelled: true, CancelNotice: "Command aborted"}),
 		},
 		{
+			// pi says how a command ended only on a failed final: on a
+			// completed one, such words are what the command printed.
+			name:   "completed: words like pi's in the last delta are output",
+			update: piUpd("completed", `{`+piOut("child said:\n\nCommand exited with code 3")+`,`+piExit("0")+`}`),
+			want: one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitTerminal, false),
+				Texts: []accum.Text{live("child said:\n\nCommand exited with code 3")}}),
+		},
+		{
+			name:   "completed: an abort's words in the last delta are output",
+			update: piUpd("completed", `{`+piOut("retry\n\nCommand aborted")+`,`+piExit("0")+`}`),
+			want: one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitTerminal, false),
+				Texts: []accum.Text{live("retry\n\nCommand aborted")}}),
+		},
+		{
 			name:   "truncation note: truncated, not output",
 			update: piUpd("completed", `{`+piOut("\n\n[Showing lines 38001-40000 of 40000. Full output: /tmp/pi-bash-1a2b.log]")+`,`+piExit("0")+`}`),
 			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitTerminal, false), Texts: []accum.Text{piText("", true)}}),
@@ -303,6 +317,12 @@ func TestPiContentWire(t *testing.T) {
 			update: upd("completed", "59999\n60000\n\n[Showing lines 58001-60000 of 60000. Full output: /tmp/pi-bash-1.log]", win("59999\n60000", 348894)),
 			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusCompleted,
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "59999\n60000", Truncated: true, TotalBytes: 348894}}}),
+		},
+		{
+			name:   "final completed: words like pi's are output",
+			update: upd("completed", "ok\n\nCommand timed out after 2 seconds", raw("ok\n\nCommand timed out after 2 seconds")),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusCompleted,
+				Texts: []accum.Text{final("ok\n\nCommand timed out after 2 seconds")}}),
 		},
 		{
 			name:   "final completed without words: the output, and no exit code (this build also says completed for a shell killed by SIGKILL)",

@@ -163,13 +163,14 @@ var (
 	dockerTimedOut  = regexp.MustCompile(`(?s)^Command timed out after ([^\n]*)\nOutput:(?: |$)(.*)$`)
 	// dockerExecLoose and dockerTimedOutLoose are the same reports with
 	// the "Output:" line missing, or not where the tool writes it (another
-	// build's): a first line that says exactly an exit status, a signal or
-	// a timeout is a report all the same, never output nor a success, and
-	// what follows it (after any "Output:") is the output. Output that
-	// only starts with the report's words ("Command timed out after 2s
-	// (retrying)") says more on that line, and stays output.
-	dockerExecLoose     = regexp.MustCompile(`(?s)^Error executing command: (exit status -?\d+|signal: [^\n(]+(?: \(core dumped\))?)(?:\n+(?:Output: ?)?(.*))?$`)
-	dockerTimedOutLoose = regexp.MustCompile(`(?s)^Command timed out after ((?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+)(?:\n+(?:Output: ?)?(.*))?$`)
+	// build's): a text that is exactly a line saying an exit status, a
+	// signal or a timeout is a report all the same, never output nor a
+	// success, and so is such a line with an "Output:" line below it,
+	// after which is the output. Output that only starts with the
+	// report's words ("Command timed out after 2s (retrying)"), or whose
+	// next line is no "Output:" (a program's own log line), stays output.
+	dockerExecLoose     = regexp.MustCompile(`(?s)^Error executing command: (exit status -?\d+|signal: [^\n(]+(?: \(core dumped\))?)(?:\n+Output: ?(.*))?$`)
+	dockerTimedOutLoose = regexp.MustCompile(`(?s)^Command timed out after ((?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+)(?:\n+Output: ?(.*))?$`)
 	dockerExitText      = regexp.MustCompile(`^exit status (-?\d+)$`)
 	dockerSignal        = regexp.MustCompile(`^signal: ([^(]+?)(?: \(core dumped\))?$`)
 	dockerTruncated     = regexp.MustCompile(`(?:\n\n)?\[Output truncated: exceeded [^\]\n]*\]\s*$`)

@@ -63,6 +63,21 @@ func TestDockerAgentUpdate(t *testing.T) {
 				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a\nb")}}},
 		},
 		{
+			// The tool always writes "Output:" under its report line: a
+			// report line followed by other text is a line the command
+			// printed (a Go program's log, say), and a success.
+			name:   "a report line followed by text with no Output: line is output",
+			update: dockerFinal("completed", "Error executing command: exit status 1\nretrying...\nok"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Succeeded: true,
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "Error executing command: exit status 1\nretrying...\nok")}}},
+		},
+		{
+			name:   "a timeout report line followed by text with no Output: line is output",
+			update: dockerFinal("completed", "Command timed out after 2s\nretrying...\nok"),
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Succeeded: true,
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "Command timed out after 2s\nretrying...\nok")}}},
+		},
+		{
 			name:   "a timeout report without its Output: line",
 			update: dockerFinal("completed", "Command timed out after 2s"),
 			want:   []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, TimedOut: true}},

@@ -468,12 +468,14 @@ const (
 	qwenTruncNotice  = "Tool output was too large and has been truncated"
 	qwenTruncPart    = "Truncated part of the output:\n"
 	qwenTruncMarker  = "... [CONTENT TRUNCATED] ..."
+	qwenSavedTo      = "\nThe full output has been saved to: "
 	qwenNoOutputText = "(" + qwenToolName + " completed with no output)"
 )
 
 // qwenClean removes what Qwen adds to an output for the model: a leading
 // truncation notice (up to "Truncated part of the output:", or the blank
-// line that ends it), and a "... [CONTENT TRUNCATED] ..." separator
+// line that ends it when Qwen said it cut the text or the notice names
+// the file the whole output was saved to), and a "... [CONTENT TRUNCATED] ..." separator
 // between a head and a tail, of which only the tail is kept (the most
 // recent output, as every bounded text here). Either marks the text
 // truncated. The separator is Qwen's only in a text it said it cut (the
@@ -485,7 +487,7 @@ func qwenClean(text string, said bool) (string, bool) {
 	if strings.HasPrefix(text, qwenTruncNotice) {
 		if i := strings.Index(text, qwenTruncPart); i >= 0 {
 			text, truncated = text[i+len(qwenTruncPart):], true
-		} else if i := strings.Index(text, "\n\n"); i >= 0 {
+		} else if i := strings.Index(text, "\n\n"); i >= 0 && (said || strings.Contains(text[:i], qwenSavedTo)) {
 			text, truncated = text[i+2:], true
 		}
 	}

@@ -131,6 +131,31 @@ func TestClientTerminals(t *testing.T) {
 		},
 		want: map[string]termFinal{"c1": {command: line, cwd: "/w/app", outcome: "FAILED", exit: "3", output: "a\nb\n"}},
 	}, {
+		// Mistral Vibe, say: once the client's terminal said what the
+		// command printed, the agent's own final text (a summary, or an
+		// error wrapping the output) is no output.
+		name: "the agent's final text after the terminal's output: a summary",
+		frames: []string{
+			tcOpen("c1", "ls -la"),
+			tcCreate(1, `"command":"ls -la","cwd":"/w"`), tcResult(1, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(2, "terminal/wait_for_exit", "t1"), tcResult(2, `{"exitCode":0,"signal":null}`),
+			tcReq(3, "terminal/output", "t1"), tcOutput(3, "a.txt\nb.txt\n", false, `{"exitCode":0,"signal":null}`),
+			tcReq(4, "terminal/release", "t1"), tcResult(4, `null`),
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Ran ls -la"}}]}}}`,
+		},
+		want: map[string]termFinal{"c1": {command: "ls -la", cwd: "/w", outcome: "SUCCEEDED", exit: "0", output: "a.txt\nb.txt\n"}},
+	}, {
+		name: "the agent's final text after the terminal's output: an error report",
+		frames: []string{
+			tcOpen("c1", "ls nope"),
+			tcCreate(1, `"command":"ls nope","cwd":"/w"`), tcResult(1, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(2, "terminal/output", "t1"), tcOutput(2, "ls: nope: No such file\n", false, `{"exitCode":2,"signal":null}`),
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":"Command failed: 'ls nope'\nReturn code: 2\nStdout: ls: nope: No such file"}}}`,
+		},
+		want: map[string]termFinal{"c1": {command: "ls nope", cwd: "/w", outcome: "FAILED", exit: "2", output: "ls: nope: No such file\n"}},
+	}, {
 		name: "the call names the terminal first; output snapshots replace; wait_for_exit gives exit 0",
 		frames: []string{
 			tcOpen("c1", "ls"),

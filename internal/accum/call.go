@@ -105,6 +105,9 @@ type Call struct {
 	// commandRan: the command is the one a client terminal ran (see
 	// Observation.CommandRan); nothing replaces it.
 	commandRan bool
+	// rawOutput: a client terminal gave the output (Text.Raw); the
+	// agent's own texts no longer change it.
+	rawOutput bool
 	endReason  string
 
 	streams [numStreams]*Buffer
@@ -216,7 +219,14 @@ func (c *Call) Apply(o *Observation) {
 		if t.IfSplit && c.streams[t.Stream] == nil {
 			continue
 		}
+		if !t.Raw && c.rawOutput {
+			// The client's terminal said what the command printed: what
+			// the agent writes of it is at best a copy, or its own words
+			// about the command.
+			continue
+		}
 		if t.Raw {
+			c.rawOutput = true
 			// Straight from the process: what was held back as a
 			// possible echo is output after all, and nothing of this
 			// text is an echo.

@@ -106,6 +106,7 @@ const (
 	callExitPlaceholder
 	callCommandRan
 	callExitSetAside
+	callRawOutput
 )
 
 const (
@@ -159,6 +160,7 @@ func (c *Call) AppendState(b []byte) []byte {
 	setBit(&flags, callExitPlaceholder, c.exit != nil && c.exit.Placeholder)
 	setBit(&flags, callCommandRan, c.commandRan)
 	setBit(&flags, callExitSetAside, c.exitSetAside)
+	setBit(&flags, callRawOutput, c.rawOutput)
 	b = binary.AppendUvarint(b, flags)
 	if c.exit != nil {
 		b = binary.AppendVarint(b, int64(c.exit.Code))
@@ -283,7 +285,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	}
 	c.revision = uint32(rev)
 	flags := d.Uvarint("call flags")
-	if d.Err == nil && flags >= callExitSetAside<<1 {
+	if d.Err == nil && flags >= callRawOutput<<1 {
 		d.Fail("unknown call flags %#x", flags)
 	}
 	c.cancelled = flags&callCancelled != 0
@@ -294,6 +296,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	c.succeeded = flags&callSucceeded != 0
 	c.commandRan = flags&callCommandRan != 0
 	c.exitSetAside = flags&callExitSetAside != 0
+	c.rawOutput = flags&callRawOutput != 0
 	if flags&callHasExit != 0 {
 		code := d.Varint("exit code")
 		if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {

@@ -108,7 +108,7 @@ type Call struct {
 	// rawOutput: a client terminal gave the output (Text.Raw); the
 	// agent's own texts no longer change it.
 	rawOutput bool
-	endReason  string
+	endReason string
 
 	streams [numStreams]*Buffer
 	// echoes hold back, per stream, what could still be an echo of the

@@ -146,6 +146,28 @@ func TestClientTerminals(t *testing.T) {
 		},
 		want: map[string]termFinal{"c1": {command: "ls -la", cwd: "/w", outcome: "SUCCEEDED", exit: "0", output: "a.txt\nb.txt\n"}},
 	}, {
+		// ACP's exitCode is a uint32: a Windows crash status arrives as
+		// 3221225477 (0xC0000005), which is -1073741819 as an int32.
+		name: "an exit code past int32 is its 32 bits read signed",
+		frames: []string{
+			tcOpen("c1", "crash.exe"),
+			tcCreate(1, `"command":"crash.exe","cwd":"/w"`), tcResult(1, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(2, "terminal/wait_for_exit", "t1"), tcResult(2, `{"exitCode":3221225477,"signal":null}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "crash.exe", cwd: "/w", outcome: "FAILED", exit: "-1073741819"}},
+	}, {
+		name: "an exit status past int32 in a terminal/output answer",
+		frames: []string{
+			tcOpen("c1", "crash.exe"),
+			tcCreate(1, `"command":"crash.exe","cwd":"/w"`), tcResult(1, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(2, "terminal/output", "t1"), tcOutput(2, "boom\n", false, `{"exitCode":4294967295,"signal":null}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "crash.exe", cwd: "/w", outcome: "FAILED", exit: "-1", output: "boom\n"}},
+	}, {
 		name: "the agent's final text after the terminal's output: an error report",
 		frames: []string{
 			tcOpen("c1", "ls nope"),

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -186,7 +187,7 @@ type presentCode struct {
 
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (p *presentCode) UnmarshalJSON(b []byte) error {
-	*p = presentCode{C: ParseCode(b), Set: true}
+	*p = presentCode{C: terminalCode(b), Set: true}
 	return nil
 }
 
@@ -215,6 +216,19 @@ func (x *exitStatusIn) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// terminalCode reads the exit code of a client terminal, which ACP types
+// as a uint32: a value past int32's range is its 32 bits read signed, as
+// Windows gives a crash status (3221225477, 0xC0000005, is -1073741819).
+func terminalCode(b []byte) Code {
+	c := ParseCode(b)
+	if !c.Known {
+		if n, err := strconv.ParseUint(string(bytes.Trim(b, blank)), 10, 32); err == nil {
+			c = Code{Value: int32(uint32(n)), Known: true}
+		}
+	}
+	return c
+}
+
 // readTerminalExit reads an `exitStatus` object; anything else is absent.
 func readTerminalExit(b []byte) (TerminalExit, bool) {
 	var e TerminalExit
@@ -223,7 +237,7 @@ func readTerminalExit(b []byte) (TerminalExit, bool) {
 		ok = true
 		switch key {
 		case "EXITCODE":
-			e.Code = ParseCode(val)
+			e.Code = terminalCode(val)
 		case "SIGNAL":
 			sig := readSignal(val)
 			e.Signal, e.OddSignal = sig.Name, sig.Odd

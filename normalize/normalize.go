@@ -309,7 +309,8 @@ func WithSequence(seq uint64) FeedOption { return func(r *request) { r.seq = seq
 func WithDialect(name string) FeedOption { return func(r *request) { r.dialect = name } }
 
 // WithCwd gives the session's absolute working directory, which beats the
-// one the agent's session/new names. Only Feed uses it.
+// one the agent's session/new names. A Windows drive or UNC path (the
+// client's host's) is absolute too, and kept as written. Only Feed uses it.
 func WithCwd(dir string) FeedOption { return func(r *request) { r.cwd = dir } }
 
 // Direction says which way a frame travelled on the ACP wire.

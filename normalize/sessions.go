@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -637,7 +636,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		}
 		chosen, chosenName = d, lookedUp(name)
 	}
-	if cwd := f.GetCwd(); cwd != "" && !filepath.IsAbs(cwd) {
+	if cwd := f.GetCwd(); cwd != "" && !absDir(cwd) {
 		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %s", f.GetSequence(), f.GetSessionId(), quoteShort(cwd))
 		return nil
 	}
@@ -704,7 +703,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		s.explicit = true
 	}
 	if cwd := f.GetCwd(); cwd != "" {
-		s.cwd, s.cwdByHand = filepath.Clean(cwd), true
+		s.cwd, s.cwdByHand = cleanDir(cwd), true
 	}
 	if read.AgentVersion != "" || read.AgentName != "" {
 		// Also when the dialect was chosen by name: it reads this build.
@@ -745,12 +744,12 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		len(read.Observations) == 0 && read.Answer == nil && read.Ask == nil && !read.Cancelled && !read.TurnEnded &&
 		read.AgentName == "" && read.AgentVersion == "" && read.Client == nil && read.Sign == "" && read.SessionCwd == "" &&
 		read.Terminal == nil && read.Response == nil && !read.Load && !read.Prompt
-	if c := read.SessionCwd; c != "" && !s.cwdByHand && filepath.IsAbs(c) {
+	if c := read.SessionCwd; c != "" && !s.cwdByHand && absDir(c) {
 		if len(c) > ss.cfg.TextLimit {
 			ss.refused(r, LimitTextBytes)
 			r.fail(InvalidArgument, "", "frame %d of session %q gives a session cwd of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); the session keeps its cwd", r.seq, s.id, len(c), ss.cfg.TextLimit)
 		} else {
-			s.cwd = filepath.Clean(c)
+			s.cwd = cleanDir(c)
 		}
 	}
 	if read.Prompt || read.Load {
@@ -976,9 +975,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		r.fail(FailedPrecondition, id, "frame %d of session %q opens tool call %q for another command, but tool call %q ended (at revision %d) and is held for late frames; an id is never a second call", r.seq, s.id, id, id, e.revisions)
 		return ""
 	}
-	if o.Cwd != "" && !filepath.IsAbs(o.Cwd) && s.cwd != "" {
-		o.Cwd = filepath.Join(s.cwd, o.Cwd)
-	}
+	s.resolveCwd(o)
 	if o.Shell == accum.ShellNo && !e.call.IsShell() {
 		o.Texts = nil // output of other tools is not ours to hold
 	}
@@ -996,6 +993,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	tied := false
 	if t := o.TerminalID; t != "" && s.terminals[t] == id {
 		pre, tied = ss.tieTerminal(s, t, id)
+		s.resolveCwd(&pre)
 	}
 	o.Replayed = o.Replayed || s.replay
 	wasEnded := e.call.Ended()

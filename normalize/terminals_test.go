@@ -168,6 +168,46 @@ func TestClientTerminals(t *testing.T) {
 		},
 		want: map[string]termFinal{"c1": {command: "crash.exe", cwd: "/w", outcome: "FAILED", exit: "-1", output: "boom\n"}},
 	}, {
+		// A client on Windows names Windows paths, absolute on its host
+		// though not on this one.
+		name: "a Windows session cwd, and a cwd relative to it",
+		frames: []string{
+			`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"C:\\Users\\me\\proj","mcpServers":[]}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}`,
+			tcOpen("c1", "dir"),
+			tcCreate(2, `"command":"dir"`), tcResult(2, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(3, "terminal/wait_for_exit", "t1"), tcResult(3, `{"exitCode":0,"signal":null}`),
+			tcStatus("c1", "completed"),
+			tcOpen("c2", "dir"),
+			tcCreate(4, `"command":"dir","cwd":"sub"`), tcResult(4, `{"terminalId":"t2"}`),
+			tcNames("c2", "t2", "in_progress"),
+			tcReq(5, "terminal/wait_for_exit", "t2"), tcResult(5, `{"exitCode":0,"signal":null}`),
+			tcStatus("c2", "completed"),
+			tcOpen("c3", "dir"),
+			tcCreate(6, `"command":"dir","cwd":"D:/data"`), tcResult(6, `{"terminalId":"t3"}`),
+			tcNames("c3", "t3", "in_progress"),
+			tcReq(7, "terminal/wait_for_exit", "t3"), tcResult(7, `{"exitCode":0,"signal":null}`),
+			tcStatus("c3", "completed"),
+		},
+		want: map[string]termFinal{
+			"c1": {command: "dir", cwd: `C:\Users\me\proj`, outcome: "SUCCEEDED", exit: "0"},
+			"c2": {command: "dir", cwd: `C:\Users\me\proj\sub`, outcome: "SUCCEEDED", exit: "0"},
+			"c3": {command: "dir", cwd: `D:/data`, outcome: "SUCCEEDED", exit: "0"},
+		},
+	}, {
+		name: "a create's relative cwd is under the session's, also when the create comes first",
+		frames: []string{
+			`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"S"}}`,
+			tcOpen("c1", "ls"),
+			tcCreate(2, `"command":"ls","cwd":"app"`), tcResult(2, `{"terminalId":"t1"}`),
+			tcNames("c1", "t1", "in_progress"),
+			tcReq(3, "terminal/wait_for_exit", "t1"), tcResult(3, `{"exitCode":0,"signal":null}`),
+			tcStatus("c1", "completed"),
+		},
+		want: map[string]termFinal{"c1": {command: "ls", cwd: "/w/app", outcome: "SUCCEEDED", exit: "0"}},
+	}, {
 		name: "the agent's final text after the terminal's output: an error report",
 		frames: []string{
 			tcOpen("c1", "ls nope"),

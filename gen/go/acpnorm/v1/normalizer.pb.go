@@ -517,7 +517,8 @@ type AcpFrame struct {
 	// fails: an unknown agent is read with the generic dialect. Once a
 	// session has a dialect it keeps it; a later explicit name replaces it.
 	Dialect string `protobuf:"bytes,2,opt,name=dialect,proto3" json:"dialect,omitempty"`
-	// The session's working directory, absolute. Optional: when absent the
+	// The session's working directory, absolute on the client's host (a
+	// Windows drive or UNC path is kept as written). Optional: when absent the
 	// `cwd` of an earlier `session/new` or `session/load` request on the same
 	// session is used.
 	// Relative command directories are resolved against it.
@@ -1070,8 +1071,8 @@ type ShellExec struct {
 	// The command line as the agent reports it, without a shell wrapper such
 	// as `bash -lc`. Empty until known.
 	Command string `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
-	// The absolute working directory, resolved against the session's cwd.
-	// Empty when unknown.
+	// The absolute working directory, resolved against the session's cwd
+	// (under a Windows one, joined with a backslash). Empty when unknown.
 	Cwd string `protobuf:"bytes,6,opt,name=cwd,proto3" json:"cwd,omitempty"`
 	// What the agent said the command is for. Never output.
 	Description string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`

@@ -137,7 +137,8 @@ export type AcpFrame = Message<"acpnorm.v1.AcpFrame"> & {
   dialect: string;
 
   /**
-   * The session's working directory, absolute. Optional: when absent the
+   * The session's working directory, absolute on the client's host (a
+   * Windows drive or UNC path is kept as written). Optional: when absent the
    * `cwd` of an earlier `session/new` or `session/load` request on the same
    * session is used.
    * Relative command directories are resolved against it.
@@ -496,8 +497,8 @@ export type ShellExec = Message<"acpnorm.v1.ShellExec"> & {
   command: string;
 
   /**
-   * The absolute working directory, resolved against the session's cwd.
-   * Empty when unknown.
+   * The absolute working directory, resolved against the session's cwd
+   * (under a Windows one, joined with a backslash). Empty when unknown.
    *
    * @generated from field: string cwd = 6;
    */

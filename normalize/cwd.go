@@ -1,0 +1,49 @@
+package normalize
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+)
+
+// The working directories a session names are paths on the client's
+// host, which need not be this one's: a client on Windows names a drive
+// path (C:\w, C:/w) or a UNC path (\\server\share), absolute there though
+// filepath here reads it as relative. Such a path is kept as written and
+// joined with a backslash; this host's own paths are cleaned and joined
+// by filepath.
+
+// windowsAbs says whether p is an absolute Windows path.
+func windowsAbs(p string) bool {
+	if strings.HasPrefix(p, `\\`) {
+		return true
+	}
+	return len(p) >= 3 && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z') && p[1] == ':' && (p[2] == '\\' || p[2] == '/')
+}
+
+// absDir says whether dir is absolute on this host or on Windows.
+func absDir(dir string) bool { return filepath.IsAbs(dir) || windowsAbs(dir) }
+
+// cleanDir is dir cleaned when it is a path of this host's kind.
+func cleanDir(dir string) string {
+	if windowsAbs(dir) {
+		return dir
+	}
+	return filepath.Clean(dir)
+}
+
+// joinDir is the relative directory rel under base.
+func joinDir(base, rel string) string {
+	if windowsAbs(base) {
+		return strings.TrimRight(base, `\/`) + `\` + rel
+	}
+	return filepath.Join(base, rel)
+}
+
+// resolveCwd makes o's relative cwd the session's joined with it.
+func (s *session) resolveCwd(o *accum.Observation) {
+	if o.Cwd != "" && !absDir(o.Cwd) && s.cwd != "" {
+		o.Cwd = joinDir(s.cwd, o.Cwd)
+	}
+}

@@ -41,9 +41,17 @@ func joinDir(base, rel string) string {
 	return filepath.Join(base, rel)
 }
 
-// resolveCwd makes o's relative cwd the session's joined with it.
-func (s *session) resolveCwd(o *accum.Observation) {
-	if o.Cwd != "" && !absDir(o.Cwd) && s.cwd != "" {
-		o.Cwd = joinDir(s.cwd, o.Cwd)
+// resolveCwd makes o's relative cwd the session's joined with it. A
+// joined cwd over the text limit is left out, with a FrameError, as an
+// over-long cwd the agent names is (boundObservation).
+func (ss *sessions) resolveCwd(s *session, o *accum.Observation, r *reply) {
+	if o.Cwd == "" || absDir(o.Cwd) || s.cwd == "" {
+		return
+	}
+	o.Cwd = joinDir(s.cwd, o.Cwd)
+	if n := len(o.Cwd); n > ss.cfg.TextLimit {
+		o.Cwd = ""
+		ss.refused(r, LimitTextBytes)
+		r.fail(InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a cwd that is %d bytes once joined with the session's cwd, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, n, ss.cfg.TextLimit)
 	}
 }

@@ -905,6 +905,7 @@ func (s *session) dialectName() string {
 // observe applies one observation and returns the id of the call it went
 // to ("" when it was refused).
 func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
+	ss.resolveCwd(s, o, r)
 	if !ss.boundObservation(s, o, r) {
 		return ""
 	}
@@ -975,7 +976,6 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		r.fail(FailedPrecondition, id, "frame %d of session %q opens tool call %q for another command, but tool call %q ended (at revision %d) and is held for late frames; an id is never a second call", r.seq, s.id, id, id, e.revisions)
 		return ""
 	}
-	s.resolveCwd(o)
 	if o.Shell == accum.ShellNo && !e.call.IsShell() {
 		o.Texts = nil // output of other tools is not ours to hold
 	}
@@ -993,7 +993,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	tied := false
 	if t := o.TerminalID; t != "" && s.terminals[t] == id {
 		pre, tied = ss.tieTerminal(s, t, id)
-		s.resolveCwd(&pre)
+		ss.resolveCwd(s, &pre, r)
 	}
 	o.Replayed = o.Replayed || s.replay
 	wasEnded := e.call.Ended()

@@ -485,3 +485,18 @@ func TestReusedToolCallIDIsRefused(t *testing.T) {
 	_, errs = feedTerms(t, []string{tcOpen("c1", "x"), tcStatus("c1", "completed"), tcOpen("c1", "x")}, normalize.New())
 	assert.Empty(t, errs)
 }
+
+// A relative cwd joined with the session's is held to the text limit as
+// any cwd is: left out, with a FrameError that names the limit.
+func TestJoinedCwdIsBounded(t *testing.T) {
+	n := normalize.New(normalize.WithTextLimit(64))
+	base := "/" + strings.Repeat("a", 40)
+	open := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","status":"in_progress","rawInput":{"command":"ls","cwd":"` + strings.Repeat("b", 40) + `"}}}}`
+	revs, err := n.Feed("s", []byte(open), normalize.WithCwd(base))
+	var fe *normalize.FrameError
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, fe.Message, "--text-limit")
+	require.Len(t, revs, 1)
+	assert.LessOrEqual(t, len(revs[0].Cwd), 64, "a cwd over the text limit is left out")
+	assert.Equal(t, "ls", revs[0].Command, "the rest of the update applies")
+}

@@ -20,8 +20,9 @@ import (
 // stamp identifies one version of a file: it changes when the file is
 // rewritten or replaced.
 type stamp struct {
-	mod  time.Time
-	size int64
+	mod, change time.Time
+	size        int64
+	ino         uint64
 }
 
 func stampOf(path string) (stamp, error) {
@@ -29,7 +30,8 @@ func stampOf(path string) (stamp, error) {
 	if err != nil {
 		return stamp{}, err
 	}
-	return stamp{fi.ModTime(), fi.Size()}, nil
+	ino, change := changeOf(fi)
+	return stamp{mod: fi.ModTime(), change: change, size: fi.Size(), ino: ino}, nil
 }
 
 // watched is a value read from files, read again when any of them changes
@@ -97,7 +99,7 @@ func (w *watched[T]) get() T {
 
 func equalStamps(a, b []stamp) bool {
 	for i := range a {
-		if !a[i].mod.Equal(b[i].mod) || a[i].size != b[i].size {
+		if !a[i].mod.Equal(b[i].mod) || !a[i].change.Equal(b[i].change) || a[i].size != b[i].size || a[i].ino != b[i].ino {
 			return false
 		}
 	}

@@ -279,9 +279,34 @@ func TestBearerToken(t *testing.T) {
 		t.Fatalf("the new token: %v", err)
 	}
 
+	// A token of the same length written in place, its modification
+	// time put back (cp -p, rsync -t), replaces the old one too.
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the kernel stamps files by its coarse clock: a tick or more
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("third--token"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.ListDialects(with("Bearer second-token"), &pb.ListDialectsRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("the token replaced in place, modification time put back: %v", err)
+	}
+	if _, err := client.ListDialects(with("Bearer third--token"), &pb.ListDialectsRequest{}); err != nil {
+		t.Fatalf("the token written in place: %v", err)
+	}
+
 	// /metrics takes the same token.
 	h := MetricsHandler(ServerOptions{Token: tok}, nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
-	for auth, want := range map[string]int{"": 401, "Bearer nope": 401, "Bearer second-token": 200} {
+	for auth, want := range map[string]int{"": 401, "Bearer nope": 401, "Bearer third--token": 200} {
 		req := httptest.NewRequest("GET", "/metrics", nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)

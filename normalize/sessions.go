@@ -969,11 +969,15 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		s.calls[id] = e
 		ss.hooks.callsOpened(1)
 	}
-	if e.call.Ended() && o.Opens && !o.PermissionAsk && !o.Replayed && !s.replay && !sameCommand(o.Command, o.CommandFromTitle, e.call.Command()) {
-		// A tool_call for another command under the id of a call that
-		// ended: the agent used the id again. It is not a new call
-		// (revisions never restart) nor more of the ended one.
-		r.fail(FailedPrecondition, id, "frame %d of session %q opens tool call %q for another command, but tool call %q ended (at revision %d) and is held for late frames; an id is never a second call", r.seq, s.id, id, id, e.revisions)
+	if e.call.Ended() && (o.Opens || o.PermissionAsk) && !o.Replayed && !s.replay && !sameCommand(o.Command, o.CommandFromTitle, e.call.Command()) {
+		// A tool_call (or a permission ask) for another command under the
+		// id of a call that ended: the agent used the id again. It is not
+		// a new call (revisions never restart) nor more of the ended one.
+		what := "opens tool call %q for another command"
+		if o.PermissionAsk {
+			what = "asks permission to run another command as tool call %q"
+		}
+		r.fail(FailedPrecondition, id, "frame %d of session %q "+what+", but tool call %q ended (at revision %d) and is held for late frames; an id is never a second call", r.seq, s.id, id, id, e.revisions)
 		return ""
 	}
 	if o.Shell == accum.ShellNo && !e.call.IsShell() {

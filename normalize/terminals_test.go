@@ -484,6 +484,16 @@ func TestReusedToolCallIDIsRefused(t *testing.T) {
 	// the end, as Cline does) is no reuse.
 	_, errs = feedTerms(t, []string{tcOpen("c1", "x"), tcStatus("c1", "completed"), tcOpen("c1", "x")}, normalize.New())
 	assert.Empty(t, errs)
+	// A permission ask for another command under the ended id is refused
+	// the same way: what it asks to run is no part of the ended call.
+	got, errs = feedTerms(t, []string{
+		tcOpen("c1", "make"), tcStatus("c1", "completed"),
+		`{"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":"c1","kind":"execute","title":"rm -rf /tmp/x","rawInput":{"command":"rm -rf /tmp/x"}},"options":[]}}`,
+	}, normalize.New())
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.FailedPrecondition, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "asks permission")
+	assert.Equal(t, "make", got["c1"].command)
 }
 
 // A relative cwd joined with the session's is held to the text limit as

@@ -99,8 +99,16 @@ func (r *revisions) on(x *pb.ShellExec) {
 
 // sameFinals checks the session's folded finals against one process's,
 // revision numbers aside (a rebuilt call may end above them).
-func sameFinals(t *testing.T, want map[string]*pb.ShellExec, got []*pb.ShellExec) {
+// sameFinals checks that s's calls ended as one process's did. The
+// reference numbered its frames from 1, s from s.FirstSequence().
+func sameFinals(t *testing.T, want map[string]*pb.ShellExec, s *client.Session) {
 	t.Helper()
+	got := s.Calls()
+	for i, g := range got {
+		g = proto.Clone(g).(*pb.ShellExec)
+		g.Sequence -= s.FirstSequence() - 1
+		got[i] = g
+	}
 	var ids, wantIDs []string
 	for _, g := range got {
 		ids = append(ids, g.GetToolCallId())
@@ -153,7 +161,7 @@ func TestSessionFoldsAsOneProcess(t *testing.T) {
 	s := c.Session("s1", client.OnRevision(revs.on))
 	play(t, s, ls, nil)
 	t.Logf("%+v", s.Stats())
-	sameFinals(t, want, s.Calls())
+	sameFinals(t, want, s)
 	assert.Empty(t, s.FrameErrors())
 	assert.NoError(t, s.Close(context.Background()), "a second Close")
 	assert.NoError(t, s.Err())
@@ -184,7 +192,7 @@ func TestSessionMovesToAnotherServer(t *testing.T) {
 		}
 	})
 	t.Logf("%+v", s.Stats())
-	sameFinals(t, want, s.Calls())
+	sameFinals(t, want, s)
 	assert.Empty(t, s.FrameErrors())
 	assert.GreaterOrEqual(t, s.Stats().Reconnects, 1)
 }
@@ -210,7 +218,7 @@ func TestSessionMovesOnWhenAServerShutsDown(t *testing.T) {
 		}
 	})
 	t.Logf("%+v", s.Stats())
-	sameFinals(t, want, s.Calls())
+	sameFinals(t, want, s)
 	assert.Empty(t, s.FrameErrors())
 	assert.GreaterOrEqual(t, s.Stats().Reconnects, 1)
 }
@@ -236,7 +244,7 @@ func TestSessionRebuildsAfterDataLoss(t *testing.T) {
 		}
 	})
 	t.Logf("%+v", s.Stats())
-	sameFinals(t, want, s.Calls())
+	sameFinals(t, want, s)
 	assert.Empty(t, s.FrameErrors())
 	assert.Equal(t, 1, s.Stats().Losses)
 }
@@ -263,7 +271,7 @@ func TestSessionRebuildsAfterLosingFramesWithoutRevisions(t *testing.T) {
 		}
 	})
 	t.Logf("%+v", s.Stats())
-	sameFinals(t, want, s.Calls())
+	sameFinals(t, want, s)
 	assert.Empty(t, s.FrameErrors())
 	assert.Equal(t, 1, s.Stats().Losses)
 }
@@ -385,7 +393,7 @@ func TestSessionSendsAgainWhatWasNotApplied(t *testing.T) {
 		}
 	})
 	t.Logf("%+v", s.Stats())
-	sameFinals(t, want, s.Calls())
+	sameFinals(t, want, s)
 	assert.Empty(t, s.FrameErrors())
 }
 
@@ -469,4 +477,51 @@ func TestSessionUsesARestartedServerWithinItsBackoff(t *testing.T) {
 	defer cancel()
 	require.NoError(t, s.Flush(ctx))
 	assert.Less(t, time.Since(start), time.Second, "the restarted server was used only after %v", time.Since(start))
+}
+
+// A process that dies without closing its session, and a later one that
+// goes on under the same session id (a proxy restarted on the ACP
+// session it served, session/load): the server skips the sequences it
+// applied before, so a Session numbering from 1 again had its frames
+// skipped as sent before, silently. Numbered from the clock, they come
+// after the first process's and are applied.
+func TestSessionOfALaterProcessIsApplied(t *testing.T) {
+	ls := lines(t)
+	addr := serve(t, nil).addr
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first, err := client.New([]string{addr})
+	require.NoError(t, err)
+	s1 := first.Session("s1")
+	half := len(ls) / 2
+	for _, l := range ls[:half] {
+		require.NoError(t, s1.Send(ctx, l.Dir, l.Msg))
+	}
+	require.NoError(t, s1.Flush(ctx))
+	require.NoError(t, first.Close()) // dies: its session is never closed
+	time.Sleep(2 * time.Microsecond)  // a later process starts later
+
+	later, err := client.New([]string{addr})
+	require.NoError(t, err)
+	defer later.Close()
+	s2 := later.Session("s1")
+	assert.Greater(t, s2.FirstSequence(), s1.FirstSequence()+uint64(half))
+	for _, l := range ls[half:] {
+		require.NoError(t, s2.Send(ctx, l.Dir, l.Msg))
+	}
+	require.NoError(t, s2.Flush(ctx))
+	assert.Equal(t, len(ls)-half, s2.Answered(), "every request of the later process answered")
+	require.NoError(t, s2.Close(ctx))
+	assert.Empty(t, s2.FrameErrors())
+	var ended int
+	for _, x := range s2.Calls() {
+		if x.GetState() == pb.ShellState_SHELL_STATE_ENDED {
+			ended++
+		}
+	}
+	assert.NotZero(t, ended, "the later process's frames made revisions")
+	want := reference(t, ls)
+	for _, x := range s2.Calls() {
+		assert.Equal(t, want[x.GetToolCallId()].GetOutcome(), x.GetOutcome(), "call %s", x.GetToolCallId())
+	}
 }

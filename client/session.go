@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/acpnorm/acpnorm/fold"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
@@ -38,7 +39,8 @@ type Session struct {
 	wake   chan struct{} // a request was queued, or a flush asked (capacity 1)
 
 	mu        sync.Mutex
-	reqs      []*pb.NormalizeRequest // every request of the session; reqs[i] has sequence i+1
+	base      uint64                 // reqs[i] has sequence base+i+1 (see FirstSequence)
+	reqs      []*pb.NormalizeRequest // every request of the session
 	bytes     int                    // of their messages
 	confirmed int                    // reqs[:confirmed] are answered
 	closing   bool                   // SessionClosed is queued; Send is refused
@@ -107,7 +109,7 @@ func OnFrameError(f func(*pb.FrameError)) SessionOption {
 // Session starts a session with this id. Nothing is sent until Send.
 func (c *Client) Session(id string, opts ...SessionOption) *Session {
 	s := &Session{c: c, id: id, dialect: "auto", done: make(chan struct{}), wake: make(chan struct{}, 1),
-		changed: make(chan struct{}), seenErrs: map[errKey]bool{}}
+		changed: make(chan struct{}), seenErrs: map[errKey]bool{}, base: firstSequence()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -277,7 +279,7 @@ func (s *Session) queue(ctx context.Context, size int, make func(seq uint64) *pb
 		return fmt.Errorf("%w: session %q holds %d requests (%d bytes of messages) to rebuild it after a loss, and this one of %d bytes would pass the bound of %d requests, %d bytes (client.WithSessionLimits); close the session or raise the bound",
 			ErrSessionFull, s.id, n, b, size, s.c.cfg.maxFrames, s.c.cfg.maxBytes)
 	}
-	s.reqs = append(s.reqs, make(uint64(len(s.reqs)+1)))
+	s.reqs = append(s.reqs, make(s.base+uint64(len(s.reqs)+1)))
 	s.bytes += size
 	s.closing = last
 	s.mu.Unlock()
@@ -442,7 +444,9 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 					if held := s.heldLocked(); len(held) > 0 || s.confirmed > 0 {
 						c := proto.Clone(f).(*pb.AcpFrame)
 						c.HeldRevisions = held
-						c.HeldSequence = uint64(s.confirmed)
+						if s.confirmed > 0 {
+							c.HeldSequence = s.base + uint64(s.confirmed)
+						}
 						req = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: c}}
 					}
 				}
@@ -588,7 +592,7 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, from int, can
 			s.mu.Lock()
 			s.stats.Losses++
 			s.rebuilds++
-			s.lossAt = max(s.lossAt, int(fe.GetSequence()))
+			s.lossAt = max(s.lossAt, s.upTo(fe.GetSequence()))
 			s.confirmed = 0 // rebuild: everything again from the first
 			fatal := s.rebuilds > s.c.cfg.maxRebuilds
 			s.mu.Unlock()
@@ -599,14 +603,39 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, from int, can
 	}
 }
 
+// firstSequence is the sequence before a new Session's first request:
+// the microseconds since 1970. The server skips the sequences of a
+// session it applied before (skip_applied_sequences), so a Session that
+// numbered from 1 again, in a process started after one that used the
+// same session id and died, would have its new frames skipped as sent
+// before. Numbered from the clock, a later Session's requests come after
+// an earlier one's, unless it sent more than one request a microsecond
+// or the clock was set back. Microseconds keep every sequence exact in a
+// JavaScript number too.
+func firstSequence() uint64 { return uint64(time.Now().UnixMicro()) }
+
+// FirstSequence returns the sequence number of the Session's first
+// request; the n-th has FirstSequence()+n-1. Every FrameError and
+// ShellExec carries the sequence of the request that caused it.
+func (s *Session) FirstSequence() uint64 { return s.base + 1 }
+
+// upTo is how many of the Session's requests have a sequence up to seq
+// (s.mu held, or s.reqs not growing).
+func (s *Session) upTo(seq uint64) int {
+	if seq <= s.base {
+		return 0
+	}
+	return int(min(seq-s.base, uint64(len(s.reqs))))
+}
+
 // confirm records that the requests before sequence seq were answered
 // (a stream answers its requests in order).
 func (s *Session) confirm(seq uint64) {
-	if seq == 0 {
+	if seq <= s.base {
 		return
 	}
 	s.mu.Lock()
-	if n := int(min(seq-1, uint64(len(s.reqs)))); n > s.confirmed {
+	if n := s.upTo(seq - 1); n > s.confirmed {
 		s.confirmed = n
 		if n > s.lossAt {
 			s.rebuilds = 0 // the rebuild got past where the loss was found

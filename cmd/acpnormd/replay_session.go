@@ -40,17 +40,21 @@ func playSession(ctx context.Context, addrs []string, dial []grpc.DialOption, li
 		return nil, err
 	}
 	defer c.Close()
-	// The client numbers the session's requests 1, 2, 3, ...; the output
-	// names the recording's lines (and the line after the last for
-	// SessionClosed), as before.
+	// The client numbers the session's requests from its FirstSequence;
+	// the output names the recording's lines (and the line after the last
+	// for SessionClosed), as before.
+	var first uint64 // set before the first Send, so before any callback
 	line := func(seq uint64) uint64 {
-		if seq >= 1 && seq <= uint64(len(lines)) {
+		if seq < first {
+			return seq
+		}
+		if seq -= first - 1; seq >= 1 && seq <= uint64(len(lines)) {
 			return uint64(lines[seq-1].Number)
 		}
 		if seq == uint64(len(lines))+1 && len(lines) > 0 {
 			return uint64(lines[len(lines)-1].Number) + 1
 		}
-		return seq
+		return seq + first - 1
 	}
 	var mu sync.Mutex
 	var resps []*pb.NormalizeResponse
@@ -69,6 +73,7 @@ func playSession(ctx context.Context, addrs []string, dial []grpc.DialOption, li
 			resps = append(resps, &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: fe}})
 			mu.Unlock()
 		}))
+	first = s.FirstSequence()
 	for i, l := range lines {
 		if err := s.Send(ctx, l.Dir, l.Msg); err != nil {
 			return nil, err

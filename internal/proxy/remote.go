@@ -40,7 +40,7 @@ type remoteSession struct {
 	s *acpclient.Session
 
 	mu    sync.Mutex
-	lines []uint64 // the wire line of each request: request sequence n is lines[n-1]
+	lines []uint64 // the wire line of each request: the n-th (s.FirstSequence()+n-1) is lines[n-1]
 	sum   []int64  // sum[n] is the bytes of the first n requests (sum[0] is 0)
 	high  int      // the most requests ever answered (a rebuild counts from 0 again)
 
@@ -71,10 +71,11 @@ func (rm *remote) session(id string) *remoteSession {
 
 // line is the wire line of a request of the session.
 func (rs *remoteSession) line(seq uint64) uint64 {
+	first := rs.s.FirstSequence()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if seq >= 1 && seq <= uint64(len(rs.lines)) {
-		return rs.lines[seq-1]
+	if n := seq - first + 1; seq >= first && n <= uint64(len(rs.lines)) {
+		return rs.lines[n-1]
 	}
 	return seq
 }

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import threading
+import time
 import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -246,7 +247,15 @@ class Session:
         self._dialect, self._cwd = dialect, cwd
         self._on_rev, self._on_err = on_revision, on_frame_error
         self._cond = threading.Condition()
-        self._reqs: List[pb.NormalizeRequest] = []  # _reqs[i] has sequence i+1
+        # _reqs[i] has sequence _base + i + 1. The server skips the
+        # sequences of a session it applied before (skip_applied_sequences),
+        # so a Session that numbered from 1 again, in a process started after
+        # one that used the same session id and died, would have its new
+        # frames skipped as sent before. Numbered from the clock
+        # (microseconds since 1970), a later Session's requests come after
+        # an earlier one's.
+        self._base = time.time_ns() // 1000
+        self._reqs: List[pb.NormalizeRequest] = []
         self._bytes = 0
         self._confirmed = 0  # _reqs[:_confirmed] are answered
         self._closing = False  # SessionClosed is queued
@@ -377,7 +386,7 @@ class Session:
                     f"{self._c.max_requests} requests, {self._c.max_bytes} bytes (SessionClient max_requests, "
                     f"max_bytes); close the session or raise the bound"
                 )
-            self._reqs.append(make(n + 1))
+            self._reqs.append(make(self._base + n + 1))
             self._bytes += size
             self._cond.notify_all()
 
@@ -500,7 +509,8 @@ class Session:
                             f = pb.AcpFrame()
                             f.CopyFrom(req.frame)
                             f.held_revisions.update(held)
-                            f.held_sequence = self._confirmed
+                            if self._confirmed > 0:
+                                f.held_sequence = self._base + self._confirmed
                             req = pb.NormalizeRequest(frame=f)
                     if i < self._high_sent:
                         self._stats.resent += 1
@@ -577,7 +587,7 @@ class Session:
             with self._cond:
                 self._stats.losses += 1
                 self._rebuilds += 1
-                self._loss_at = max(self._loss_at, fe.sequence)
+                self._loss_at = max(self._loss_at, self._up_to(fe.sequence))
                 self._confirmed = 0  # rebuild: everything again from the first
                 fatal = self._rebuilds > _MAX_REBUILDS
             raise _Lost(fe, fatal)
@@ -586,15 +596,27 @@ class Session:
     def _confirm(self, seq: int) -> None:
         """Records that the requests before sequence seq were answered (a
         stream answers its requests in order)."""
-        if seq == 0:
+        if seq <= self._base:
             return
         with self._cond:
-            n = min(seq - 1, len(self._reqs))
+            n = self._up_to(seq - 1)
             if n > self._confirmed:
                 self._confirmed = n
                 if n > self._loss_at:
                     self._rebuilds = 0  # the rebuild got past where the loss was found
                 self._cond.notify_all()
+
+    def _up_to(self, seq: int) -> int:
+        """How many of the session's requests have a sequence up to seq."""
+        if seq <= self._base:
+            return 0
+        return min(seq - self._base, len(self._reqs))
+
+    @property
+    def first_sequence(self) -> int:
+        """The sequence of the session's first request; the n-th has
+        first_sequence + n - 1."""
+        return self._base + 1
 
     def _apply(self, x: "pb.ShellExec") -> None:
         """Folds one revision in, once."""

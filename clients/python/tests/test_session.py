@@ -215,6 +215,31 @@ class SessionBoundsTest(unittest.TestCase):
             s.close(timeout=20)
             self.assertIsNone(s.error)
 
+    def test_later_session_of_an_id_is_applied(self) -> None:
+        """A process that died without closing its session, then another
+        under the same id: the later Session's frames are applied, not
+        skipped as sent before."""
+        srv = Server()
+        self.addCleanup(srv.stop)
+        lines = [acpnorm_client.parse_acp_line(line) for line in recording()]
+        lines = [line for line in lines if line is not None]
+        half = len(lines) // 2
+        with acpnorm_client.SessionClient([srv.addr]) as first:
+            s1 = first.session("again")
+            for line in lines[:half]:
+                s1.send(line.direction, line.message)
+            s1.flush(timeout=20)
+        time.sleep(0.002)
+        with acpnorm_client.SessionClient([srv.addr]) as later:
+            s2 = later.session("again")
+            self.assertGreater(s2.first_sequence, s1.first_sequence + half)
+            for line in lines[half:]:
+                s2.send(line.direction, line.message)
+            s2.close(timeout=20)
+            self.assertIsNone(s2.error)
+            self.assertEqual(s2.frame_errors(), [])
+            self.assertTrue(any(x.state == pb.SHELL_STATE_ENDED for x in s2.calls()), "the later Session's frames made revisions")
+
     def test_gives_up_with_its_timeout(self) -> None:
         """No server answers: it backs off between tries, and a flush with a
         timeout gives up then."""
@@ -299,6 +324,7 @@ class _Recorder(pb_grpc.NormalizerServiceServicer):
 
     def __init__(self) -> None:
         self.streams: list = []
+        self.first_seq = 0  # the session's first sequence, once it exists
 
     def Normalize(self, request_iterator, context):
         got: list = []
@@ -308,9 +334,9 @@ class _Recorder(pb_grpc.NormalizerServiceServicer):
             got.append(r)
             if not first or r.WhichOneof("kind") != "frame":
                 continue
-            if r.frame.sequence == 1:
+            if r.frame.sequence == self.first_seq:
                 yield pb.NormalizeResponse(shell_exec=pb.ShellExec(
-                    session_id="wire", tool_call_id="c1", revision=1, sequence=1, state=pb.SHELL_STATE_RUNNING))
+                    session_id="wire", tool_call_id="c1", revision=1, sequence=self.first_seq, state=pb.SHELL_STATE_RUNNING))
             else:
                 context.abort(grpc.StatusCode.UNAVAILABLE, "going away")
         context.set_trailing_metadata((("acpnorm-requests-applied", str(len(got))),))
@@ -328,6 +354,7 @@ class SessionWireTest(unittest.TestCase):
         self.addCleanup(server.stop, None)
         with acpnorm_client.SessionClient([f"127.0.0.1:{port}"], backoff=(0.01, 0.05)) as client:
             s = client.session("wire")
+            rec.first_seq = s.first_sequence
             s.send(pb.DIRECTION_AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"one"}')
             s.send(pb.DIRECTION_AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"two"}')
             s.close(timeout=10)
@@ -337,6 +364,7 @@ class SessionWireTest(unittest.TestCase):
                 self.assertTrue(st[0].options.skip_applied_sequences)
             second = [r.frame for r in rec.streams[1] if r.WhichOneof("kind") == "frame"]
             # Sent again (no answer confirmed them); what is held, on the first frame only.
-            self.assertEqual([(f.sequence, dict(f.held_revisions)) for f in second], [(1, {"c1": 1}), (2, {})])
+            first = s.first_sequence
+            self.assertEqual([(f.sequence, dict(f.held_revisions)) for f in second], [(first, {"c1": 1}), (first + 1, {})])
             self.assertEqual(s.call("c1").revision, 1)
             self.assertGreaterEqual(s.stats.resent, 2, s.stats)

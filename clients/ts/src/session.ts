@@ -200,7 +200,17 @@ export class Session {
   readonly #c: SessionClient;
   readonly #opts: SessionOptions;
   readonly #abort = new AbortController();
-  #reqs: NormalizeRequest[] = []; // #reqs[i] has sequence i+1
+  /**
+   * The sequence before the first request: #reqs[i] has #base + i + 1.
+   * The server skips the sequences of a session it applied before
+   * (skipAppliedSequences), so a Session that numbered from 1 again, in a
+   * process started after one that used the same session id and died,
+   * would have its new frames skipped as sent before. Numbered from the
+   * clock (microseconds since 1970), a later Session's requests come after
+   * an earlier one's.
+   */
+  readonly #base = BigInt(Date.now()) * 1000n;
+  #reqs: NormalizeRequest[] = [];
   #bytes = 0;
   #confirmed = 0; // #reqs[0, #confirmed) are answered
   #closing = false; // SessionClosed is queued
@@ -366,7 +376,7 @@ export class Session {
           `(SessionClientOptions.maxRequests, maxBytes); close the session or raise the bound`,
       );
     }
-    this.#reqs.push(make(BigInt(n + 1)));
+    this.#reqs.push(make(this.#base + BigInt(n + 1)));
     this.#bytes += size;
     this.#notify();
   }
@@ -523,7 +533,7 @@ export class Session {
             if (Object.keys(held).length > 0 || self.#confirmed > 0) {
               const f = clone(AcpFrameSchema, req.kind.value);
               f.heldRevisions = held;
-              f.heldSequence = BigInt(self.#confirmed);
+              if (self.#confirmed > 0) f.heldSequence = self.#base + BigInt(self.#confirmed);
               req = create(NormalizeRequestSchema, { kind: { case: "frame", value: f } });
             }
           }
@@ -607,7 +617,7 @@ export class Session {
       case Code.DataLoss: {
         this.#stats.losses++;
         this.#rebuilds++;
-        this.#lossAt = Math.max(this.#lossAt, Number(fe.sequence));
+        this.#lossAt = Math.max(this.#lossAt, this.#upTo(fe.sequence));
         this.#confirmed = 0; // rebuild: everything again from the first
         throw new Lost(fe, this.#rebuilds > this.#c.maxRebuilds);
       }
@@ -617,13 +627,25 @@ export class Session {
 
   /** Records that the requests before sequence seq were answered (a stream answers in order). */
   #confirm(seq: bigint): void {
-    if (seq === 0n) return;
-    const n = Math.min(Number(seq) - 1, this.#reqs.length);
+    if (seq <= this.#base) return;
+    const n = this.#upTo(seq - 1n);
     if (n > this.#confirmed) {
       this.#confirmed = n;
       if (n > this.#lossAt) this.#rebuilds = 0; // the rebuild got past where the loss was found
       this.#notify();
     }
+  }
+
+  /** How many of the session's requests have a sequence up to seq. */
+  #upTo(seq: bigint): number {
+    if (seq <= this.#base) return 0;
+    const n = seq - this.#base;
+    return n > BigInt(this.#reqs.length) ? this.#reqs.length : Number(n);
+  }
+
+  /** The sequence of the session's first request; the n-th has firstSequence + n - 1. */
+  get firstSequence(): bigint {
+    return this.#base + 1n;
   }
 
   /** Folds one revision in, once. */

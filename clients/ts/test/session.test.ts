@@ -270,6 +270,36 @@ describe("Session bounds and failures", () => {
     assert.equal(s.error, undefined);
   });
 
+  it("has the frames of a later Session under the same id applied (a process that died without closing, then another)", async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    const lines = recording(REC);
+    const half = Math.floor(lines.length / 2);
+    const first = new SessionClient([srv.addr]);
+    const s1 = first.session("again");
+    for (const line of lines.slice(0, half)) {
+      const l = parseAcpLine(line);
+      if (l !== undefined) s1.send(l.direction, l.message);
+    }
+    await s1.flush(AbortSignal.timeout(20_000));
+    first.close(); // dies: its session is never closed
+    await sleep(2);
+    client = new SessionClient([srv.addr]);
+    const s2 = client.session("again");
+    assert.ok(s2.firstSequence > s1.firstSequence + BigInt(half), `${s2.firstSequence} after ${s1.firstSequence}`);
+    for (const line of lines.slice(half)) {
+      const l = parseAcpLine(line);
+      if (l !== undefined) s2.send(l.direction, l.message);
+    }
+    await s2.close(AbortSignal.timeout(20_000));
+    assert.equal(s2.error, undefined);
+    assert.deepEqual(s2.frameErrors(), []);
+    assert.ok(
+      s2.calls().some((x) => x.state === ShellState.ENDED),
+      "the later Session's frames made revisions",
+    );
+  });
+
   it("gives up a wait with its signal while no server answers, backing off between tries", async () => {
     const down = `127.0.0.1:${await freeLoopbackPort()}`;
     client = new SessionClient([down], { backoff: { minMs: 10, maxMs: 100 } });
@@ -345,6 +375,7 @@ describe("Session on the wire", () => {
     // first stream answers frame 1 with a revision, then breaks; the next
     // ones answer nothing and count every request as applied.
     const streams: NormalizeRequest[][] = [];
+    let firstSeq = 0n; // the session's first sequence, once it exists
     const handler = connectNodeAdapter({
       routes: (router) =>
         router.service(NormalizerService, {
@@ -355,11 +386,11 @@ describe("Session on the wire", () => {
             for await (const r of reqs) {
               got.push(r);
               if (!first || r.kind.case !== "frame") continue;
-              if (r.kind.value.sequence === 1n) {
+              if (r.kind.value.sequence === firstSeq) {
                 yield {
                   kind: {
                     case: "shellExec",
-                    value: create(ShellExecSchema, { sessionId: "wire", toolCallId: "c1", revision: 1, sequence: 1n, state: ShellState.RUNNING }),
+                    value: create(ShellExecSchema, { sessionId: "wire", toolCallId: "c1", revision: 1, sequence: firstSeq, state: ShellState.RUNNING }),
                   },
                 };
               } else {
@@ -376,6 +407,7 @@ describe("Session on the wire", () => {
     const wire = new SessionClient([`127.0.0.1:${port}`], { backoff: { minMs: 10, maxMs: 50 } });
     try {
       const s = wire.session("wire");
+      firstSeq = s.firstSequence;
       s.send(Direction.AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"one"}');
       s.send(Direction.AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"two"}');
       await s.close(AbortSignal.timeout(10_000));
@@ -388,8 +420,8 @@ describe("Session on the wire", () => {
       assert.deepEqual(
         second.map((f) => [f.sequence, { ...f.heldRevisions }]),
         [
-          [1n, { c1: 1 }], // sent again: no answer confirmed it; what is held, on the first frame only
-          [2n, {}],
+          [firstSeq, { c1: 1 }], // sent again: no answer confirmed it; what is held, on the first frame only
+          [firstSeq + 1n, {}],
         ],
       );
       assert.equal(s.call("c1")?.revision, 1);

@@ -664,9 +664,10 @@ func mergeHeld(a, b map[string]uint32) map[string]uint32 {
 const maxHanded = 4096
 
 // handedOn remembers, for sessions dropped from the cache because the
-// store failed, the revisions handed on of each call: the store may come
-// back older (a replica promoted in a dying master's place), and the next
-// request of the session checks what it loads against them, once.
+// store failed or to make room for others (evictIdle), the revisions
+// handed on of each call: the store may come back older (a replica
+// promoted in a dying master's place), and the next request of the
+// session checks what it loads against them, once.
 type handedOn struct {
 	n     atomic.Int64 // entries, so that a request takes no lock while there are none
 	mu    sync.Mutex

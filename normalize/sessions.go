@@ -303,6 +303,13 @@ func (ss *sessions) evictIdle(from *space) bool {
 	if oldest == nil {
 		return false
 	}
+	if ss.now().Sub(oldest.storedTouched) < ss.cfg.TTL {
+		// The store may lose commits while the session is out of the
+		// cache (a replica promoted in a dying master's place): the
+		// next request that loads it checks it against what this cache
+		// handed on (see loss.go).
+		ss.handed.put(oldest.key, oldest.ackedRevisions(), oldest.ackedApplied, ss.now())
+	}
 	ss.uncache(oldest)
 	oldest.unlock()
 	return true

@@ -19,8 +19,10 @@ import (
 //
 // A store can lose commits it confirmed: a Redis replica promoted while
 // behind its master holds an older state of the session, or none. Versions
-// alone cannot tell: after a loss, new commits reuse the lost version
-// numbers. What can tell is what was handed on: the revisions a caller
+// alone cannot tell: a store that counts them gives the lost numbers to
+// new commits again (the Redis store does not, but an acpnormd that never
+// cached the session has no number to compare). What can tell is what was
+// handed on: the revisions a caller
 // holds of each call (WithHeld), or the revisions this Normalizer handed
 // on from its cache before a conflict made it load the session again.
 // When the session holds fewer revisions of a call than that (and the call

@@ -18,8 +18,10 @@
 // Commit is atomic: either every part of a Change is applied, or (on any
 // error) none is. It is also a compare-and-set on the session's version
 // (optimistic concurrency): a commit based on version b applies only when
-// the session is still at b, and makes it b+1; base 0 means the session
-// must not exist. Otherwise Commit returns ErrConflict and applies
+// the session is still at b, and gives it a version above b that the
+// session never had before (NewMemory: b+1), so that a store which loses
+// commits does not give their numbers again to other states; base 0
+// means the session must not exist. Otherwise Commit returns ErrConflict and applies
 // nothing, and the caller reloads, re-applies its input and tries again.
 // Two writers of one session therefore never both win the same version,
 // and the stored state is always the sequence of the winning commits.
@@ -96,8 +98,9 @@ type Store interface {
 	// that the copy is current before it answers from it alone.
 	Version(ctx context.Context, session string) (uint64, error)
 	// Commit applies c atomically when the session is still at version base
-	// (0: it must not exist), and returns the new version (base+1);
-	// ErrConflict otherwise, with nothing applied.
+	// (0: it must not exist), and returns the new version (above base, and
+	// never one the session had before); ErrConflict otherwise, with
+	// nothing applied.
 	Commit(ctx context.Context, session string, base uint64, c *Change) (uint64, error)
 	// Delete removes the session when it is still at version base; ErrConflict otherwise.
 	Delete(ctx context.Context, session string, base uint64) error

@@ -56,7 +56,7 @@
 // streams' keys, in the same slot, from them):
 //
 //	<prefix>{<id>}              hash: v = version, h = header, r:<name> = records,
-//	                            c = the tokens of the last 8 commits,
+//	                            c = the last 8 commits (token, version),
 //	                            g = the generation, x = the streams' expiry
 //	<prefix>{<id>}:k            set: the names of the session's streams
 //	<prefix>{<id>}:s:<g>:<name> string: the text stream <name>
@@ -77,9 +77,17 @@
 //
 // Commit is one Lua script (sent once, then run by its SHA1; loaded again
 // by itself after a SCRIPT FLUSH or a restart): it compares the session's
-// version with the commit's base, applies the whole change, increments the
-// version and sets the expiry of every key of the session, or does nothing
-// and reports a conflict. Redis runs a script alone, so a commit is atomic
+// version with the commit's base, applies the whole change, gives the
+// session a new version and sets the expiry of every key of the session,
+// or does nothing and reports a conflict. A new version is above the old
+// one and above Redis's clock in milliseconds times 1024, plus a jump
+// drawn from the commit's token: when Redis loses commits (a replica
+// promoted while behind its master, a restart without persistence), the
+// commits that follow do not make the lost versions again, so a replica
+// that cached the session at one of them finds it changed (Version,
+// Commit) instead of taking the other history for its own. Only a clock
+// set back past the lost commits, on the Redis that serves the session,
+// could give a lost number again. Redis runs a script alone, so a commit is atomic
 // and two replicas can never both win one version.
 //
 // We chose this compare-and-set over per-session leases with fencing
@@ -94,7 +102,7 @@
 // owning a session, a frame costs one round trip.
 //
 // Each commit also carries a unique token, and the session keeps the
-// tokens of its last 8 commits. When the connection breaks after Redis
+// tokens and versions of its last 8 commits. When the connection breaks after Redis
 // applied a commit but before its reply arrived, go-redis sends the
 // command again; the script then finds the token at the version the
 // commit made and reports that version (even when other commits followed
@@ -369,11 +377,15 @@ local cur = tonumber(st[1] or '0')
 local base = tonumber(ARGV[1])
 local tok = ARGV[3]
 if cur ~= base then
-  -- c holds the tokens of the last 8 commits, newest first, 32 bytes
-  -- each: is this very commit, sent again after a lost reply, among them?
-  local j = cur - base - 1
-  if j >= 0 and j < 8 and st[2] and string.sub(st[2], j * 32 + 1, j * 32 + 32) == tok then
-    return base + 1
+  -- c holds the last 8 commits, newest first, each its token (32 bytes)
+  -- and the version it made (20 digits): is this very commit, sent again
+  -- after a lost reply, among them?
+  local c = st[2] or ''
+  for j = 0, 7 do
+    local e = string.sub(c, j * 52 + 1, j * 52 + 52)
+    if #e == 52 and string.sub(e, 1, 32) == tok then
+      return tonumber(string.sub(e, 33))
+    end
   end
   return -1
 end
@@ -438,8 +450,16 @@ while i <= #ARGV do
   end
   i = i + 3
 end
-local v = redis.call('HINCRBY', h, 'v', 1)
-redis.call('HSET', h, 'c', tok .. string.sub(st[2] or '', 1, 7 * 32))
+-- The new version is above the clock's milliseconds times 1024, plus a
+-- jump drawn from the token: never a number a lost commit had (a replica
+-- promoted while behind its master holds an older version; counting up
+-- from there by one would give the lost numbers again, and a replica
+-- that cached the session at one of them would take the other history
+-- for its own).
+local v = math.max(cur + 1, now * 1024) + (tonumber(string.sub(tok, 29, 32), 16) or 0) % 1024
+local vs = string.format('%020.0f', v)
+redis.call('HSET', h, 'v', vs)
+redis.call('HSET', h, 'c', tok .. vs .. string.sub(st[2] or '', 1, 7 * 52))
 redis.call('PEXPIRE', h, ttl)
 redis.call('PEXPIRE', k, ttl)
 if refresh then
@@ -616,7 +636,7 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 	if v < 0 {
 		return 0, store.ErrConflict
 	}
-	if uint64(v) != base+1 {
+	if uint64(v) <= base {
 		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: the script answered version %d", session, base, s.where, v)
 	}
 	return uint64(v), nil

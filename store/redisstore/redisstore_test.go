@@ -65,7 +65,7 @@ func TestPrefix(t *testing.T) {
 	}
 	for _, s := range []*Store{a, b} {
 		snap, err := s.Load(ctx, "x")
-		if err != nil || snap.Version != 1 || string(snap.Header) != s.prefix {
+		if err != nil || snap.Version == 0 || string(snap.Header) != s.prefix {
 			t.Errorf("prefix %q: %+v, %v", s.prefix, snap, err)
 		}
 	}
@@ -150,23 +150,30 @@ func TestKeysAndTTL(t *testing.T) {
 // A server that goes away gives an error naming it (not a conflict, not an
 // empty session); one that comes back empty (a restart without
 // persistence, or FLUSHALL) gives an absent session, and a commit based on
-// the lost version conflicts.
+// the lost version conflicts. The session made again never has the lost
+// version: a replica that cached it there finds the new one changed.
 func TestServerLost(t *testing.T) {
 	srv := testredis.StartServer(t)
 	s := open(t, srv.URL)
 	defer s.Close()
 	ctx := t.Context()
-	if _, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("h"), TTL: time.Hour}); err != nil {
+	lost, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("h"), TTL: time.Hour})
+	if err != nil {
 		t.Fatal(err)
+	}
+	for range 3 {
+		if lost, err = s.Commit(ctx, "a", lost, &store.Change{Header: []byte("h"), TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv.Stop()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err := s.Load(c, "a")
+	_, err = s.Load(c, "a")
 	if err == nil || errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), srv.Addr) {
 		t.Fatalf("Load with the server down: %v; want an error naming %s", err, srv.Addr)
 	}
-	_, err = s.Commit(c, "a", 1, &store.Change{Header: []byte("x"), TTL: time.Hour})
+	_, err = s.Commit(c, "a", lost, &store.Change{Header: []byte("x"), TTL: time.Hour})
 	if err == nil || errors.Is(err, store.ErrConflict) {
 		t.Fatalf("Commit with the server down: %v; want an error that is not a conflict", err)
 	}
@@ -178,11 +185,24 @@ func TestServerLost(t *testing.T) {
 	if snap.Version != 0 {
 		t.Fatalf("Load after a restart without persistence: version %d; want 0", snap.Version)
 	}
-	if _, err := s.Commit(ctx, "a", 1, &store.Change{Header: []byte("x"), TTL: time.Hour}); !errors.Is(err, store.ErrConflict) {
+	if _, err := s.Commit(ctx, "a", lost, &store.Change{Header: []byte("x"), TTL: time.Hour}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("Commit at the lost version: %v; want ErrConflict", err)
 	}
-	if v, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("x"), TTL: time.Hour}); err != nil || v != 1 {
-		t.Fatalf("Commit creating it again: %d, %v", v, err)
+	// Made again, as many commits as were lost: none has the lost version
+	// (counting up from 1 again, the fourth did), so a commit based on it
+	// still conflicts.
+	v, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("x"), TTL: time.Hour})
+	for i := 0; err == nil && i < 3; i++ {
+		if v == lost {
+			t.Fatalf("the session made again has the lost version %d", v)
+		}
+		v, err = s.Commit(ctx, "a", v, &store.Change{Header: []byte("x"), TTL: time.Hour})
+	}
+	if err != nil || v == lost {
+		t.Fatalf("Commits making it again: version %d (lost: %d), %v", v, lost, err)
+	}
+	if _, err := s.Commit(ctx, "a", lost, &store.Change{Header: []byte("y"), TTL: time.Hour}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Commit at the lost version once it was made again: %v; want ErrConflict", err)
 	}
 	if err := raw(t, srv.URL).FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -199,7 +219,8 @@ func TestScriptFlush(t *testing.T) {
 	defer s.Close()
 	c := raw(t, url)
 	ctx := t.Context()
-	if _, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("h"), TTL: time.Hour}); err != nil {
+	v1, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("h"), TTL: time.Hour})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
@@ -208,19 +229,20 @@ func TestScriptFlush(t *testing.T) {
 	if ok, err := c.ScriptExists(ctx, commitScript.Hash()).Result(); err != nil || ok[0] {
 		t.Fatalf("SCRIPT EXISTS after SCRIPT FLUSH: %v, %v", ok, err)
 	}
-	if v, err := s.Commit(ctx, "a", 1, &store.Change{Header: []byte("h2"), TTL: time.Hour}); err != nil || v != 2 {
-		t.Fatalf("Commit after SCRIPT FLUSH: %d, %v", v, err)
+	v2, err := s.Commit(ctx, "a", v1, &store.Change{Header: []byte("h2"), TTL: time.Hour})
+	if err != nil || v2 <= v1 {
+		t.Fatalf("Commit after SCRIPT FLUSH: %d, %v", v2, err)
 	}
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if snap, err := s.Load(ctx, "a"); err != nil || snap.Version != 2 || string(snap.Header) != "h2" {
+	if snap, err := s.Load(ctx, "a"); err != nil || snap.Version != v2 || string(snap.Header) != "h2" {
 		t.Fatalf("Load after SCRIPT FLUSH: %+v, %v", snap, err)
 	}
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, "a", 2); err != nil {
+	if err := s.Delete(ctx, "a", v2); err != nil {
 		t.Fatalf("Delete after SCRIPT FLUSH: %v", err)
 	}
 	if ok, err := c.ScriptExists(ctx, deleteScript.Hash()).Result(); err != nil || !ok[0] {
@@ -246,31 +268,35 @@ func TestCommitResent(t *testing.T) {
 		}
 		return v
 	}
-	if v := send(0, tok(1)); v != 1 {
-		t.Fatalf("first send: version %d; want 1", v)
+	vs := []int64{0} // vs[i] is the version commit i made
+	vs = append(vs, send(0, tok(1)))
+	if vs[1] <= 0 {
+		t.Fatalf("first send: version %d", vs[1])
 	}
-	if v := send(0, tok(1)); v != 1 {
-		t.Fatalf("the same commit sent again: %d; want version 1", v)
+	if v := send(0, tok(1)); v != vs[1] {
+		t.Fatalf("the same commit sent again: %d; want version %d", v, vs[1])
 	}
 	if v := send(0, tok(2)); v != -1 {
 		t.Fatalf("another commit at base 0: %d; want -1 (conflict)", v)
 	}
 	// Ten more commits; the ones 8 or fewer back are still recognised.
 	for i := 2; i <= 11; i++ {
-		if v := send(uint64(i-1), tok(i)); v != int64(i) {
-			t.Fatalf("commit %d: version %d", i, v)
+		v := send(uint64(vs[i-1]), tok(i))
+		if v <= vs[i-1] {
+			t.Fatalf("commit %d at base %d: version %d", i, vs[i-1], v)
 		}
+		vs = append(vs, v)
 	}
 	for i := 1; i <= 11; i++ {
-		want := int64(i)
+		want := vs[i]
 		if i <= 11-8 {
 			want = -1 // forgotten: a conflict, as for any stale base
 		}
-		if v := send(uint64(i-1), tok(i)); v != want {
-			t.Errorf("commit %d sent again at version 11: %d; want %d", i, v, want)
+		if v := send(uint64(vs[i-1]), tok(i)); v != want {
+			t.Errorf("commit %d sent again at the last version: %d; want %d", i, v, want)
 		}
-		if v := send(uint64(i-1), tok(100+i)); v != -1 {
-			t.Errorf("another commit at base %d: %d; want -1", i-1, v)
+		if v := send(uint64(vs[i-1]), tok(100+i)); v != -1 {
+			t.Errorf("another commit at base %d: %d; want -1", vs[i-1], v)
 		}
 	}
 	snap, err := s.Load(ctx, "a")
@@ -281,8 +307,8 @@ func TestCommitResent(t *testing.T) {
 	for i := 1; i <= 11; i++ {
 		fmt.Fprintf(&log, "%010d;", i)
 	}
-	if snap.Version != 11 || string(snap.Streams["s"]) != log.String() {
-		t.Fatalf("after the resends: version %d, stream %q; want 11 and each append once", snap.Version, snap.Streams["s"])
+	if snap.Version != uint64(vs[11]) || string(snap.Streams["s"]) != log.String() {
+		t.Fatalf("after the resends: version %d, stream %q; want %d and each append once", snap.Version, snap.Streams["s"], vs[11])
 	}
 }
 
@@ -343,10 +369,11 @@ func TestClusterSpreadAndWait(t *testing.T) {
 		id := fmt.Sprintf("session-%d", i)
 		ch := &store.Change{Header: []byte("h"), Records: map[string][]byte{"r": []byte("1")},
 			Streams: []store.StreamOp{{Name: "0:call", Data: []byte("out"), Append: true}}, TTL: time.Hour}
-		if v, err := s.Commit(ctx, id, 0, ch); err != nil || v != 1 {
+		v, err := s.Commit(ctx, id, 0, ch)
+		if err != nil || v == 0 {
 			t.Fatalf("commit %s: %d, %v", id, v, err)
 		}
-		if snap, err := s.Load(ctx, id); err != nil || snap.Version != 1 || string(snap.Streams["0:call"]) != "out" {
+		if snap, err := s.Load(ctx, id); err != nil || snap.Version != v || string(snap.Streams["0:call"]) != "out" {
 			t.Fatalf("load %s: %+v, %v", id, snap, err)
 		}
 	}
@@ -380,8 +407,9 @@ func TestWaitReplicas(t *testing.T) {
 	ch := func(h string) *store.Change { return &store.Change{Header: []byte(h), TTL: time.Hour} }
 	deadline := time.Now().Add(time.Minute)
 	var err error
+	var v1 uint64
 	for { // until the replica has synced once
-		if _, err = s.Commit(ctx, "a", 0, ch("1")); err == nil || time.Now().After(deadline) {
+		if v1, err = s.Commit(ctx, "a", 0, ch("1")); err == nil || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -390,7 +418,7 @@ func TestWaitReplicas(t *testing.T) {
 	require.NoError(t, err, "commit with a replica in sync")
 	snap, err := s.Load(ctx, "a")
 	require.NoError(t, err)
-	require.EqualValues(t, 1, snap.Version)
+	require.Equal(t, v1, snap.Version)
 
 	// Paused just after an acknowledgement: it still counts, so the
 	// commit is applied, and WAIT times out.
@@ -400,31 +428,32 @@ func TestWaitReplicas(t *testing.T) {
 	}, time.Minute, 20*time.Millisecond, "the replica acknowledges")
 	replica.Pause()
 	start := time.Now()
-	_, err = s.Commit(ctx, "a", 1, ch("2"))
+	_, err = s.Commit(ctx, "a", v1, ch("2"))
 	require.ErrorIs(t, err, ErrNotReplicated, "commit with the replica paused")
 	assert.NotErrorIs(t, err, store.ErrConflict)
 	assert.GreaterOrEqual(t, time.Since(start), timeout, "the commit gave up before its timeout")
 	t.Logf("%v", err)
 	snap, err = s.Load(ctx, "a")
 	require.NoError(t, err)
-	assert.EqualValues(t, 2, snap.Version, "on the master after the unacknowledged commit")
+	v2 := snap.Version
+	assert.Greater(t, v2, v1, "on the master after the unacknowledged commit")
 	assert.Equal(t, "2", string(snap.Header))
 
 	// Cut off: the master has no replica online, and applies nothing.
 	require.NoError(t, raw(t, master.URL).ClientKillByFilter(ctx, "TYPE", "replica").Err())
-	_, err = s.Commit(ctx, "a", 2, ch("3"))
+	_, err = s.Commit(ctx, "a", v2, ch("3"))
 	require.ErrorIs(t, err, ErrTooFewReplicas, "commit with no replica online")
 	assert.NotErrorIs(t, err, store.ErrUnacknowledged, "nothing was applied, so it is not an unacknowledged commit")
 	t.Logf("%v", err)
 	snap, err = s.Load(ctx, "a")
 	require.NoError(t, err)
-	assert.EqualValues(t, 2, snap.Version, "the refused commit wrote nothing")
+	assert.Equal(t, v2, snap.Version, "the refused commit wrote nothing")
 	assert.Equal(t, "2", string(snap.Header))
 
 	replica.Resume()
 	require.Eventually(t, func() bool {
-		v, err := s.Commit(ctx, "a", 2, ch("3"))
-		return err == nil && v == 3
+		v, err := s.Commit(ctx, "a", v2, ch("3"))
+		return err == nil && v > v2
 	}, time.Minute, 100*time.Millisecond, "commit once the replica is back")
 	r := raw(t, replica.URL)
 	require.Eventually(t, func() bool {

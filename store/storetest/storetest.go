@@ -87,8 +87,8 @@ func commit(t *testing.T, s store.Store, session string, base uint64, c *store.C
 	if err != nil {
 		t.Fatalf("Commit(%q, base %d): %v", session, base, err)
 	}
-	if v != base+1 {
-		t.Fatalf("Commit(%q, base %d) = version %d; want %d", session, base, v, base+1)
+	if v <= base {
+		t.Fatalf("Commit(%q, base %d) = version %d; want one above the base", session, base, v)
 	}
 	return v
 }
@@ -158,9 +158,9 @@ func testVersion(t *testing.T, s store.Store) {
 	if v := version(); v != 0 {
 		t.Fatalf("version of an absent session: %d", v)
 	}
-	v := commit(t, s, "a", 0, &store.Change{Header: []byte("h"), TTL: long})
-	v = commit(t, s, "a", v, &store.Change{Records: rec("r", "1"), TTL: long})
-	if got := version(); got != v || v != 2 {
+	v1 := commit(t, s, "a", 0, &store.Change{Header: []byte("h"), TTL: long})
+	v := commit(t, s, "a", v1, &store.Change{Records: rec("r", "1"), TTL: long})
+	if got := version(); got != v || v <= v1 {
 		t.Fatalf("version after two commits: %d, Commit said %d", got, v)
 	}
 	if err := s.Delete(ctx(t), "a", v); err != nil {
@@ -172,34 +172,37 @@ func testVersion(t *testing.T, s store.Store) {
 }
 
 func testCreate(t *testing.T, s store.Store) {
-	commit(t, s, "a", 0, &store.Change{
+	v := commit(t, s, "a", 0, &store.Change{
 		Header:  []byte("hdr"),
 		Records: rec("c1", "one", "c2", ""),
 		Streams: []store.StreamOp{{Name: "c1/0", Data: []byte("out"), Append: true}, {Name: "c1/1", Data: []byte("err")}},
 		TTL:     long,
 	})
-	want(t, load(t, s, "a"), 1, []byte("hdr"), rec("c1", "one", "c2", ""), rec("c1/0", "out", "c1/1", "err"))
+	want(t, load(t, s, "a"), v, []byte("hdr"), rec("c1", "one", "c2", ""), rec("c1/0", "out", "c1/1", "err"))
 	// Base 0 again: the session exists now.
 	_, err := s.Commit(ctx(t), "a", 0, &store.Change{Header: []byte("other"), TTL: long})
 	wantConflict(t, err, "second create")
-	want(t, load(t, s, "a"), 1, []byte("hdr"), rec("c1", "one", "c2", ""), rec("c1/0", "out", "c1/1", "err"))
+	want(t, load(t, s, "a"), v, []byte("hdr"), rec("c1", "one", "c2", ""), rec("c1/0", "out", "c1/1", "err"))
 	// Another session is untouched.
 	want(t, load(t, s, "b"), 0, nil, nil, nil)
 }
 
 func testConflict(t *testing.T, s store.Store) {
-	v := commit(t, s, "a", 0, &store.Change{Header: []byte("h1"), Records: rec("r", "1"), Streams: []store.StreamOp{{Name: "s", Data: []byte("x"), Append: true}}, TTL: long})
-	v = commit(t, s, "a", v, &store.Change{Records: rec("r", "2"), TTL: long})
+	v1 := commit(t, s, "a", 0, &store.Change{Header: []byte("h1"), Records: rec("r", "1"), Streams: []store.StreamOp{{Name: "s", Data: []byte("x"), Append: true}}, TTL: long})
+	v := commit(t, s, "a", v1, &store.Change{Records: rec("r", "2"), TTL: long})
 	bad := &store.Change{
 		Header:  []byte("h-bad"),
 		Records: map[string][]byte{"r": []byte("bad"), "new": []byte("bad")},
 		Streams: []store.StreamOp{{Name: "s", Data: []byte("bad"), Append: true}, {Name: "t", Data: []byte("bad")}},
 		TTL:     long,
 	}
-	for _, base := range []uint64{0, 1, 3, 100} {
+	for _, base := range []uint64{0, v1, v - 1, v + 1, v + 100} {
+		if base == v {
+			continue
+		}
 		_, err := s.Commit(ctx(t), "a", base, bad)
 		wantConflict(t, err, fmt.Sprintf("commit at stale base %d (current %d)", base, v))
-		want(t, load(t, s, "a"), 2, []byte("h1"), rec("r", "2"), rec("s", "x"))
+		want(t, load(t, s, "a"), v, []byte("h1"), rec("r", "2"), rec("s", "x"))
 	}
 	// An absent session is at version 0 only.
 	_, err := s.Commit(ctx(t), "absent", 1, bad)
@@ -221,21 +224,21 @@ func testRecords(t *testing.T, s store.Store) {
 	odd := "r:\x00{x}/é"
 	v := commit(t, s, "a", 0, &store.Change{Records: rec("a", "1", "b", "2", odd, "3"), TTL: long})
 	v = commit(t, s, "a", v, &store.Change{Records: map[string][]byte{"a": nil, "b": []byte("22"), "c": {}, "never": nil}, TTL: long})
-	want(t, load(t, s, "a"), 2, nil, rec("b", "22", "c", "", odd, "3"), nil)
-	commit(t, s, "a", v, &store.Change{Records: map[string][]byte{odd: nil, "b": nil, "c": nil}, TTL: long})
-	want(t, load(t, s, "a"), 3, nil, nil, nil)
+	want(t, load(t, s, "a"), v, nil, rec("b", "22", "c", "", odd, "3"), nil)
+	v = commit(t, s, "a", v, &store.Change{Records: map[string][]byte{odd: nil, "b": nil, "c": nil}, TTL: long})
+	want(t, load(t, s, "a"), v, nil, nil, nil)
 }
 
 func testHeader(t *testing.T, s store.Store) {
 	v := commit(t, s, "a", 0, &store.Change{Records: rec("r", "1"), TTL: long})
-	want(t, load(t, s, "a"), 1, nil, rec("r", "1"), nil)
+	want(t, load(t, s, "a"), v, nil, rec("r", "1"), nil)
 	v = commit(t, s, "a", v, &store.Change{Header: []byte("h1"), TTL: long})
 	v = commit(t, s, "a", v, &store.Change{Records: rec("r", "2"), TTL: long})
-	want(t, load(t, s, "a"), 3, []byte("h1"), rec("r", "2"), nil)
+	want(t, load(t, s, "a"), v, []byte("h1"), rec("r", "2"), nil)
 	v = commit(t, s, "a", v, &store.Change{Header: []byte{}, TTL: long})
-	want(t, load(t, s, "a"), 4, []byte{}, rec("r", "2"), nil)
-	commit(t, s, "a", v, &store.Change{Header: []byte("h\x00\xff"), TTL: long})
-	want(t, load(t, s, "a"), 5, []byte("h\x00\xff"), rec("r", "2"), nil)
+	want(t, load(t, s, "a"), v, []byte{}, rec("r", "2"), nil)
+	v = commit(t, s, "a", v, &store.Change{Header: []byte("h\x00\xff"), TTL: long})
+	want(t, load(t, s, "a"), v, []byte("h\x00\xff"), rec("r", "2"), nil)
 }
 
 func testStreams(t *testing.T, s store.Store) {
@@ -247,30 +250,30 @@ func testStreams(t *testing.T, s store.Store) {
 	odd := "c:\x00{1}/0é"
 
 	v := commit(t, s, "a", 0, &store.Change{Streams: []store.StreamOp{app("s", "ab"), app("s", "cd"), set("r", "xy"), app(odd, "1"), app("e", "")}, TTL: long})
-	want(t, load(t, s, "a"), 1, nil, nil, rec("s", "abcd", "r", "xy", odd, "1", "e", ""))
+	want(t, load(t, s, "a"), v, nil, nil, rec("s", "abcd", "r", "xy", odd, "1", "e", ""))
 
 	// Append grows, replace replaces, delete removes; ops apply in order.
 	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{app("s", "ef"), set("r", "z"), app("r", "+"), app(odd, "2"), set("e", "")}, TTL: long})
-	want(t, load(t, s, "a"), 2, nil, nil, rec("s", "abcdef", "r", "z+", odd, "12", "e", ""))
+	want(t, load(t, s, "a"), v, nil, nil, rec("s", "abcdef", "r", "z+", odd, "12", "e", ""))
 
 	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{del("s"), {Name: "r", Data: []byte("ignored"), Append: true, Delete: true}, del("never")}, TTL: long})
-	want(t, load(t, s, "a"), 3, nil, nil, rec(odd, "12", "e", ""))
+	want(t, load(t, s, "a"), v, nil, nil, rec(odd, "12", "e", ""))
 
 	// A deleted stream starts again from nothing; delete then append in one commit.
 	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{app("s", "new"), del(odd), app(odd, "fresh"), del("e")}, TTL: long})
-	want(t, load(t, s, "a"), 4, nil, nil, rec("s", "new", odd, "fresh"))
+	want(t, load(t, s, "a"), v, nil, nil, rec("s", "new", odd, "fresh"))
 
 	// Binary data.
 	bin := []byte{0, 1, 2, 0xff, 0xfe, '\n', 0}
-	commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: bin}, {Name: "s", Data: bin, Append: true}}, TTL: long})
-	want(t, load(t, s, "a"), 5, nil, nil, map[string][]byte{"s": append(slices.Clone(bin), bin...), odd: []byte("fresh")})
+	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: bin}, {Name: "s", Data: bin, Append: true}}, TTL: long})
+	want(t, load(t, s, "a"), v, nil, nil, map[string][]byte{"s": append(slices.Clone(bin), bin...), odd: []byte("fresh")})
 }
 
 func testEmptyChange(t *testing.T, s store.Store) {
 	v := commit(t, s, "a", 0, &store.Change{TTL: long})
-	want(t, load(t, s, "a"), 1, nil, nil, nil)
-	commit(t, s, "a", v, &store.Change{TTL: long})
-	want(t, load(t, s, "a"), 2, nil, nil, nil)
+	want(t, load(t, s, "a"), v, nil, nil, nil)
+	v = commit(t, s, "a", v, &store.Change{TTL: long})
+	want(t, load(t, s, "a"), v, nil, nil, nil)
 }
 
 func testDelete(t *testing.T, s store.Store) {
@@ -281,13 +284,13 @@ func testDelete(t *testing.T, s store.Store) {
 	wantConflict(t, s.Delete(ctx(t), "a", 1), "Delete of an absent session at base 1")
 
 	c := &store.Change{Header: []byte("h"), Records: rec("r", "1"), Streams: []store.StreamOp{{Name: "s", Data: []byte("out"), Append: true}, {Name: "t", Data: []byte("x")}}, TTL: long}
-	v := commit(t, s, "a", 0, c)
-	v = commit(t, s, "a", v, &store.Change{Records: rec("q", "2"), TTL: long})
-	commit(t, s, "b", 0, c)
+	v1 := commit(t, s, "a", 0, c)
+	v := commit(t, s, "a", v1, &store.Change{Records: rec("q", "2"), TTL: long})
+	vb := commit(t, s, "b", 0, c)
 
-	for _, base := range []uint64{0, 1, 3} {
+	for _, base := range []uint64{0, v1, v + 1} {
 		wantConflict(t, s.Delete(ctx(t), "a", base), fmt.Sprintf("Delete at stale base %d", base))
-		want(t, load(t, s, "a"), 2, []byte("h"), rec("r", "1", "q", "2"), rec("s", "out", "t", "x"))
+		want(t, load(t, s, "a"), v, []byte("h"), rec("r", "1", "q", "2"), rec("s", "out", "t", "x"))
 	}
 	if err := s.Delete(ctx(t), "a", v); err != nil {
 		t.Fatalf("Delete at the current base: %v", err)
@@ -295,26 +298,26 @@ func testDelete(t *testing.T, s store.Store) {
 	want(t, load(t, s, "a"), 0, nil, nil, nil)
 	wantConflict(t, s.Delete(ctx(t), "a", v), "second Delete")
 	// Nothing of the old session comes back when it is created again.
-	commit(t, s, "a", 0, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: []byte("+"), Append: true}}, TTL: long})
-	want(t, load(t, s, "a"), 1, nil, nil, rec("s", "+"))
+	va := commit(t, s, "a", 0, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: []byte("+"), Append: true}}, TTL: long})
+	want(t, load(t, s, "a"), va, nil, nil, rec("s", "+"))
 	// The other session is untouched.
-	want(t, load(t, s, "b"), 1, []byte("h"), rec("r", "1"), rec("s", "out", "t", "x"))
+	want(t, load(t, s, "b"), vb, []byte("h"), rec("r", "1"), rec("s", "out", "t", "x"))
 }
 
 func testCopies(t *testing.T, s store.Store) {
 	h, r, d := []byte("head"), []byte("rec"), []byte("data")
-	commit(t, s, "a", 0, &store.Change{Header: h, Records: map[string][]byte{"r": r}, Streams: []store.StreamOp{{Name: "s", Data: d, Append: true}, {Name: "t", Data: d}}, TTL: long})
+	v := commit(t, s, "a", 0, &store.Change{Header: h, Records: map[string][]byte{"r": r}, Streams: []store.StreamOp{{Name: "s", Data: d, Append: true}, {Name: "t", Data: d}}, TTL: long})
 	copy(h, "XXXX")
 	copy(r, "XXX")
 	copy(d, "XXXX")
 	snap := load(t, s, "a")
-	want(t, snap, 1, []byte("head"), rec("r", "rec"), rec("s", "data", "t", "data"))
+	want(t, snap, v, []byte("head"), rec("r", "rec"), rec("s", "data", "t", "data"))
 	// Changing what Load returned changes nothing stored.
 	copy(snap.Header, "YYYY")
 	copy(snap.Records["r"], "YYY")
 	copy(snap.Streams["s"], "YYYY")
 	snap.Records["new"] = []byte("x")
-	want(t, load(t, s, "a"), 1, []byte("head"), rec("r", "rec"), rec("s", "data", "t", "data"))
+	want(t, load(t, s, "a"), v, []byte("head"), rec("r", "rec"), rec("s", "data", "t", "data"))
 }
 
 func testBig(t *testing.T, s store.Store) {
@@ -322,8 +325,8 @@ func testBig(t *testing.T, s store.Store) {
 	a := bytes.Repeat([]byte("0123456789abcdef"), n/16)
 	b := bytes.Repeat([]byte{0, 0xff, 'x', '\n'}, n/4)
 	v := commit(t, s, "a", 0, &store.Change{Header: a[:4096], Records: map[string][]byte{"r": b}, Streams: []store.StreamOp{{Name: "s", Data: a}, {Name: "t", Data: b, Append: true}}, TTL: long})
-	commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: b, Append: true}, {Name: "t", Data: a}}, TTL: long})
-	want(t, load(t, s, "a"), 2, a[:4096], map[string][]byte{"r": b}, map[string][]byte{"s": append(slices.Clone(a), b...), "t": a})
+	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: b, Append: true}, {Name: "t", Data: a}}, TTL: long})
+	want(t, load(t, s, "a"), v, a[:4096], map[string][]byte{"r": b}, map[string][]byte{"s": append(slices.Clone(a), b...), "t": a})
 }
 
 func testNames(t *testing.T, s store.Store) {
@@ -331,8 +334,9 @@ func testNames(t *testing.T, s store.Store) {
 		"", "a", "{a}", "}{", "{", "}", "a}:s:b", "a:k", "a:s:b", ":", "\x00", "a\x00b",
 		"日本語-セッション", "\xff\xfe", strings.Repeat("x{y}", 100), "sess/1?x=y&z", "acpnorm:{a}",
 	}
+	vs := map[string]uint64{}
 	for i, n := range names {
-		commit(t, s, n, 0, &store.Change{
+		vs[n] = commit(t, s, n, 0, &store.Change{
 			Header:  []byte(fmt.Sprint("h", i)),
 			Records: map[string][]byte{n: []byte(fmt.Sprint("r", i))},
 			Streams: []store.StreamOp{{Name: n, Data: []byte(fmt.Sprint("s", i)), Append: true}, {Name: "s:b", Data: []byte(fmt.Sprint("t", i))}},
@@ -341,11 +345,11 @@ func testNames(t *testing.T, s store.Store) {
 	}
 	for i, n := range names {
 		got := load(t, s, n)
-		want(t, got, 1, []byte(fmt.Sprint("h", i)), map[string][]byte{n: []byte(fmt.Sprint("r", i))},
+		want(t, got, vs[n], []byte(fmt.Sprint("h", i)), map[string][]byte{n: []byte(fmt.Sprint("r", i))},
 			map[string][]byte{n: []byte(fmt.Sprint("s", i)), "s:b": []byte(fmt.Sprint("t", i))})
 	}
 	// Deleting one leaves the others.
-	if err := s.Delete(ctx(t), "a", 1); err != nil {
+	if err := s.Delete(ctx(t), "a", vs["a"]); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range names {
@@ -354,26 +358,26 @@ func testNames(t *testing.T, s store.Store) {
 			want(t, got, 0, nil, nil, nil)
 			continue
 		}
-		if got.Version != 1 || string(got.Header) != fmt.Sprint("h", i) || len(got.Streams) != 2 {
+		if got.Version != vs[n] || string(got.Header) != fmt.Sprint("h", i) || len(got.Streams) != 2 {
 			t.Errorf("session %q after deleting %q: %+v", n, "a", got)
 		}
 	}
 }
 
 func testCancelled(t *testing.T, s store.Store) {
-	commit(t, s, "a", 0, &store.Change{Header: []byte("h"), TTL: long})
+	v := commit(t, s, "a", 0, &store.Change{Header: []byte("h"), TTL: long})
 	c, cancel := context.WithCancel(ctx(t))
 	cancel()
 	if _, err := s.Load(c, "a"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Load with a cancelled context: err = %v; want context.Canceled", err)
 	}
-	if _, err := s.Commit(c, "a", 1, &store.Change{Header: []byte("x"), TTL: long}); !errors.Is(err, context.Canceled) {
+	if _, err := s.Commit(c, "a", v, &store.Change{Header: []byte("x"), TTL: long}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Commit with a cancelled context: err = %v; want context.Canceled", err)
 	}
-	if err := s.Delete(c, "a", 1); !errors.Is(err, context.Canceled) {
+	if err := s.Delete(c, "a", v); !errors.Is(err, context.Canceled) {
 		t.Errorf("Delete with a cancelled context: err = %v; want context.Canceled", err)
 	}
-	want(t, load(t, s, "a"), 1, []byte("h"), nil, nil)
+	want(t, load(t, s, "a"), v, []byte("h"), nil, nil)
 }
 
 // testConcurrent races writers on one session. Each writer loads, builds a
@@ -384,7 +388,8 @@ func testConcurrent(t *testing.T, s store.Store) {
 	const writers, wins = 8, 12
 	type won struct {
 		writer, n int
-		sawLen    int // length of stream "log" the commit was built on
+		sawLen    int    // length of stream "log" the commit was built on
+		base      uint64 // the version it was built on
 	}
 	var (
 		mu     sync.Mutex
@@ -417,13 +422,13 @@ func testConcurrent(t *testing.T, s store.Store) {
 					losses++
 				case err != nil:
 					errs = append(errs, err)
-				case v != snap.Version+1:
+				case v <= snap.Version:
 					errs = append(errs, fmt.Errorf("writer %d: commit at base %d returned version %d", w, snap.Version, v))
 				default:
 					if prev, dup := byVer[v]; dup {
 						errs = append(errs, fmt.Errorf("version %d won twice: by writer %d and writer %d", v, prev.writer, w))
 					}
-					byVer[v] = won{writer: w, n: n, sawLen: len(snap.Streams["log"])}
+					byVer[v] = won{writer: w, n: n, sawLen: len(snap.Streams["log"]), base: snap.Version}
 					n++
 				}
 				stop := len(errs) > 0
@@ -448,11 +453,13 @@ func testConcurrent(t *testing.T, s store.Store) {
 	var log strings.Builder
 	records := map[string][]byte{}
 	var last string
-	for v := uint64(1); v <= writers*wins; v++ {
-		x, ok := byVer[v]
-		if !ok {
-			t.Fatalf("no commit won version %d", v)
+	prev := uint64(0)
+	for _, v := range slices.Sorted(maps.Keys(byVer)) {
+		x := byVer[v]
+		if x.base != prev {
+			t.Fatalf("version %d was built on version %d; the winning commit before it made version %d", v, x.base, prev)
 		}
+		prev = v
 		if x.sawLen != log.Len() {
 			t.Errorf("version %d was built on a log of %d bytes; the winning commits before it wrote %d", v, x.sawLen, log.Len())
 		}
@@ -461,7 +468,7 @@ func testConcurrent(t *testing.T, s store.Store) {
 		records[fmt.Sprint("w", x.writer)] = []byte(fmt.Sprint(x.n))
 	}
 	records["last"] = []byte(last)
-	want(t, load(t, s, "race"), writers*wins, []byte(last), records, map[string][]byte{"log": []byte(log.String()), "cur": []byte(last)})
+	want(t, load(t, s, "race"), prev, []byte(last), records, map[string][]byte{"log": []byte(log.String()), "cur": []byte(last)})
 }
 
 // waitGone sleeps for ttl, then polls until the session has expired, for at most a bounded time.
@@ -485,16 +492,16 @@ func waitGone(t *testing.T, s store.Store, session string, ttl time.Duration) {
 func testExpiry(t *testing.T, s store.Store) {
 	const ttl = 300 * time.Millisecond
 	c := &store.Change{Header: []byte("h"), Records: rec("r", "1"), Streams: []store.StreamOp{{Name: "s", Data: []byte("x"), Append: true}}, TTL: ttl}
-	commit(t, s, "short", 0, c)
-	commit(t, s, "kept", 0, &store.Change{Header: []byte("k"), TTL: long})
+	vs := commit(t, s, "short", 0, c)
+	vk := commit(t, s, "kept", 0, &store.Change{Header: []byte("k"), TTL: long})
 	waitGone(t, s, "short", ttl)
 	// An expired session is created again from nothing, with base 0;
 	// a commit based on its old version conflicts.
-	_, err := s.Commit(ctx(t), "short", 1, &store.Change{Header: []byte("late"), TTL: long})
+	_, err := s.Commit(ctx(t), "short", vs, &store.Change{Header: []byte("late"), TTL: long})
 	wantConflict(t, err, "commit to an expired session at its old version")
-	commit(t, s, "short", 0, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: []byte("y"), Append: true}}, TTL: long})
-	want(t, load(t, s, "short"), 1, nil, nil, rec("s", "y"))
-	want(t, load(t, s, "kept"), 1, []byte("k"), nil, nil)
+	v := commit(t, s, "short", 0, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: []byte("y"), Append: true}}, TTL: long})
+	want(t, load(t, s, "short"), v, nil, nil, rec("s", "y"))
+	want(t, load(t, s, "kept"), vk, []byte("k"), nil, nil)
 }
 
 // testExpiryRefreshedByCommit: a commit sets the expiry of every part of
@@ -507,6 +514,6 @@ func testExpiryRefreshedByCommit(t *testing.T, s store.Store) {
 	v := commit(t, s, "a", 0, &store.Change{Header: []byte("h"), Records: rec("r", "1"), Streams: []store.StreamOp{{Name: "s", Data: []byte("x"), Append: true}, {Name: "t", Data: []byte("y")}}, TTL: long})
 	commit(t, s, "a", v, &store.Change{Records: rec("q", "2"), TTL: ttl})
 	waitGone(t, s, "a", ttl)
-	commit(t, s, "a", 0, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: []byte("+"), Append: true}}, TTL: long})
-	want(t, load(t, s, "a"), 1, nil, nil, rec("s", "+"))
+	va := commit(t, s, "a", 0, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: []byte("+"), Append: true}}, TTL: long})
+	want(t, load(t, s, "a"), va, nil, nil, rec("s", "+"))
 }

@@ -147,11 +147,13 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		return false
 	}
 	r.lossChecked = true
-	if handed, applied, ok := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL)); ok {
+	dropped := "" // why the session's stored state was deleted (see load)
+	if h, ok := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL)); ok {
 		// Kept with the request: a later attempt (after a conflict) checks
 		// it again.
-		r.req.before = mergeHeld(r.req.before, handed)
-		r.req.beforeSeq = max(r.req.beforeSeq, applied)
+		r.req.before = mergeHeld(r.req.before, h.revs)
+		r.req.beforeSeq = max(r.req.beforeSeq, h.applied)
+		dropped = h.dropped
 	}
 	if n := len(r.req.held); n > 2*ss.cfg.MaxCallsPerSession {
 		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revisions of %d calls, more than a session can have (2 × WithMaxCallsPerSession, acpnormd --max-calls-per-session); it was not applied", what, r.seq, s.id, n)
@@ -197,7 +199,7 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	}
 	// A closed session's sequences count as applied (see skip).
 	seqLost := claim > s.applied && claim > s.closed && (s.applied > 0 || s.tombNext == 0 && !ss.tombs.anyOf(s.key))
-	if len(lost) == 0 && !seqLost {
+	if len(lost) == 0 && !seqLost && dropped == "" {
 		return false
 	}
 	// The same call can be named twice (by the caller and the cache): the
@@ -234,6 +236,14 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		x.floorsDirty = true
 	}
 	var b strings.Builder
+	if dropped != "" {
+		// Whatever the caller holds, the session lost it: its claims
+		// above are the floors.
+		fmt.Fprintf(&b, "its stored state did not decode (%s) and was deleted", dropped)
+		if len(lost) > 0 || seqLost {
+			b.WriteString("; ")
+		}
+	}
 	for i, l := range lost {
 		if i == maxLossNamed {
 			fmt.Fprintf(&b, "; and %d more calls", len(lost)-i)
@@ -681,22 +691,35 @@ type handedRevs struct {
 	revs    map[string]uint32
 	applied uint64    // the highest sequence committed (see WithSkipApplied)
 	at      time.Time // when the cache let the session go
+	// dropped says why the session's stored state was deleted (it did
+	// not decode): the next request of the session is told it was lost.
+	dropped string
 }
 
 func (h *handedOn) put(key string, revs map[string]uint32, applied uint64, now time.Time) {
 	if len(revs) == 0 && applied == 0 {
 		return
 	}
+	h.add(key, handedRevs{revs: revs, applied: applied, at: now})
+}
+
+// putDropped remembers that the stored state of session key was deleted,
+// and why.
+func (h *handedOn) putDropped(key, why string, now time.Time) {
+	h.add(key, handedRevs{at: now, dropped: why})
+}
+
+func (h *handedOn) add(key string, e handedRevs) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
 		h.m = map[string]handedRevs{}
 	}
 	if old, ok := h.m[key]; ok {
-		h.m[key] = handedRevs{mergeHeld(old.revs, revs), max(old.applied, applied), now}
+		h.m[key] = handedRevs{mergeHeld(old.revs, e.revs), max(old.applied, e.applied), e.at, cmp.Or(e.dropped, old.dropped)}
 		return
 	}
-	h.m[key] = handedRevs{revs, applied, now}
+	h.m[key] = e
 	h.order = append(h.order, key)
 	for len(h.m) > maxHanded {
 		delete(h.m, h.order[0])
@@ -710,21 +733,21 @@ func (h *handedOn) put(key string, revs map[string]uint32, applied uint64, now t
 
 // take returns and forgets what was remembered of session key, unless
 // it was remembered before since (the session may have expired from the
-// store since, as sessions do): the revisions and the sequence applied.
-func (h *handedOn) take(key string, since time.Time) (map[string]uint32, uint64, bool) {
+// store since, as sessions do).
+func (h *handedOn) take(key string, since time.Time) (handedRevs, bool) {
 	if h.n.Load() == 0 {
-		return nil, 0, false
+		return handedRevs{}, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e, ok := h.m[key]
 	if !ok {
-		return nil, 0, false
+		return handedRevs{}, false
 	}
 	delete(h.m, key)
 	h.n.Store(int64(len(h.m)))
 	if e.at.Before(since) {
-		return nil, 0, false
+		return handedRevs{}, false
 	}
-	return e.revs, e.applied, true
+	return e, true
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/acpnorm/acpnorm/store"
@@ -487,4 +489,56 @@ func TestStoreLossOfASessionLetGoFromTheCache(t *testing.T) {
 		c.feed(a, fs, i)
 	}
 	assert.Empty(t, c.wentBack)
+}
+
+// Stored state that does not decode (here a call's record overwritten
+// with junk) is deleted, and the session's next request is answered
+// DATA_LOSS, once: the client sends its frames again from the first and
+// ends with the same finals. Before, every request was refused as not
+// applied (UNAVAILABLE), for ever, and the client retried without end.
+func TestStoredStateThatDoesNotDecodeIsALoss(t *testing.T) {
+	fs := frames(recording)
+	st := store.NewMemory()
+	var lost lossCount
+	a := normalize.New(normalize.WithStore(st))
+	c := newClient(t)
+	cut := 2 * len(fs) / 3
+	for i := range cut {
+		require.Empty(t, c.feed(a, fs, i))
+	}
+	snap, err := st.Load(t.Context(), "S")
+	require.NoError(t, err)
+	junk := map[string][]byte{}
+	for name := range snap.Records {
+		if strings.HasPrefix(name, "c:") {
+			junk[name] = []byte("junk")
+			break
+		}
+	}
+	require.NotEmpty(t, junk, "a call's record to spoil")
+	_, err = st.Commit(t.Context(), "S", snap.Version, &store.Change{Records: junk, TTL: time.Hour})
+	require.NoError(t, err)
+
+	b := normalize.New(normalize.WithStore(st), normalize.WithHooks(lost.hooks()))
+	errs := c.feed(b, fs, cut)
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
+	assert.Contains(t, errs[0].Message, "did not decode")
+	assert.Equal(t, 1, lost.count())
+	// The rebuild, on a new stream whose first frame says what is held.
+	// Nothing knows what was handed on of the deleted state, so that claim
+	// is found lost too (and kept as the calls' floors): the client then
+	// starts the rebuild once more, as it does after any DATA_LOSS.
+	errs = c.feed(b, fs, 0, normalize.WithHeld(c.held))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
+	for i := range fs {
+		var opts []normalize.FeedOption
+		if i == 0 {
+			opts = append(opts, normalize.WithHeld(c.held))
+		}
+		assert.Empty(t, c.feed(b, fs, i, opts...), "frame %d of the rebuild", i+1)
+	}
+	assert.Empty(t, c.wentBack)
+	assert.Equal(t, 2, lost.count())
 }

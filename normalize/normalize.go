@@ -143,7 +143,8 @@ type Hooks struct {
 	// it changes.
 	HeldBytes func(total int64)
 	// StoreOp is called after each operation on the store (see
-	// WithStore), with what it was ("load", "commit" or "version"), how it
+	// WithStore), with what it was ("load", "commit", "version", or
+	// "delete" of a stored state that did not decode), how it
 	// went ("ok", "conflict" or "error") and how long it took.
 	StoreOp func(op, result string, took time.Duration)
 	// Unrecognized is called for each thing a frame carried about a

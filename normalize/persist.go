@@ -83,6 +83,10 @@ const (
 // errStore marks a failure of the store (not a conflict).
 var errStore = errors.New("state store")
 
+// errDropped: the session's stored state did not decode and was deleted;
+// load it again (absent now).
+var errDropped = errors.New("stored state dropped")
+
 // WithStore keeps every session's state in st (see package store), so that
 // several Normalizers, in one process or on several machines, can serve the
 // same sessions and any of them can go on where another stopped. Without it
@@ -123,6 +127,20 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 			s.x.floors = nil // not counted: see below
 		}
 		ss.uncache(s)
+		if errors.Is(err, errCorrupt) {
+			// Stored state that does not decode (a bug, a store that mixed
+			// two histories, a newer format) would refuse every request
+			// as not applied, for ever: it is deleted, and the session's
+			// next request is told the session lost it (see lost), so
+			// that the client sends its frames again from the first.
+			start := time.Now()
+			derr := ss.store.Delete(ctx, s.key, snap.Version)
+			ss.hooks.storeOp("delete", start, derr)
+			if derr == nil {
+				ss.handed.putDropped(s.key, err.Error(), ss.now())
+				return false, errDropped
+			}
+		}
 		return false, fmt.Errorf("%w: session %q: %w", errStore, s.id, err)
 	}
 	if s.x != nil {

@@ -535,9 +535,10 @@ func TestSkipAppliedOnlyWhenAsked(t *testing.T) {
 	}
 }
 
-// A session the store holds in a form this build cannot read is refused
-// with Unavailable, naming the problem; nothing of it is counted as held,
-// and the other sessions go on.
+// A session the store holds in a form this build cannot read is deleted
+// and its frame answered DataLoss, naming the problem, so that the client
+// sends it again from the first; nothing of it is counted as held, and the
+// other sessions go on.
 func TestStoreCorruptSession(t *testing.T) {
 	st := store.NewMemory()
 	n := normalize.New(normalize.WithStore(st))
@@ -561,15 +562,24 @@ func TestStoreCorruptSession(t *testing.T) {
 	if _, err := st.Commit(context.Background(), "bad", 0, &store.Change{Header: snap.Header, Records: recs, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	for range 10 { // the records are read in any order: try several
-		execs, err := n.Feed("bad", fs[8])
-		var fe *normalize.FrameError
-		if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.Unavailable || !strings.Contains(fe.Message, "corrupt") {
-			t.Fatalf("a frame of a corrupt session: %v, %v", execs, err)
-		}
+	// The state that does not decode is deleted and the frame answered
+	// DATA_LOSS (the client sends the session again from the first), not
+	// refused as not applied for ever.
+	execs, err := n.Feed("bad", fs[8])
+	var fe *normalize.FrameError
+	if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.DataLoss || !strings.Contains(fe.Message, "corrupt") {
+		t.Fatalf("a frame of a corrupt session: %v, %v", execs, err)
 	}
-	if s := n.Stats(); s.Calls != 1 || s.Sessions != 1 {
-		t.Fatalf("after refusing the corrupt session: %+v (want the good session's one call)", s)
+	if snap, err := st.Load(context.Background(), "bad"); err != nil || len(snap.Records) != 0 {
+		t.Fatalf("the corrupt session is still stored: %+v, %v", snap, err)
+	}
+	if s := n.Stats(); s.Calls != 1 {
+		t.Fatalf("after dropping the corrupt session: %+v (want the good session's one call)", s)
+	}
+	for i := range 9 { // sent again from the first: a session like the good one
+		if _, err := n.Feed("bad", fs[i]); err != nil {
+			t.Fatalf("frame %d of the rebuild: %v", i+1, err)
+		}
 	}
 	if _, err := n.Feed("good", fs[8]); err != nil {
 		t.Fatal(err)

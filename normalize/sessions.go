@@ -243,6 +243,10 @@ func (ss *sessions) lock(ctx context.Context, ns namespace, id string, create bo
 		}
 		if s.needLoad {
 			found, err := ss.load(ctx, s)
+			if errors.Is(err, errDropped) {
+				s.unlock() // load let it go: a new placeholder loads it again
+				continue
+			}
 			if err != nil || !found && !create && len(s.calls) == 0 {
 				ss.uncache(s)
 				s.unlock()

@@ -236,9 +236,20 @@ func copilotInputs(o *accum.Observation, u *copilotCall) {
 // Copilot keeps of a big live output.
 const copilotWindow = 10240
 
+// copilotDropped ends the live text of builds 1.0.62 to 1.0.67 once the
+// output passed their limit: the text is then only the head of it.
+var copilotDropped = regexp.MustCompile(`^\n<output too long - dropped \d+ lines? from the end>\n?$`)
+
 // copilotLive reads one live content text: the whole output so far, or,
-// at exactly copilotWindow characters, only its tail.
+// at exactly copilotWindow characters, only its tail, or, ending with
+// copilotDropped, only its head.
 func copilotLive(text string) accum.Text {
+	if strings.HasSuffix(strings.TrimSuffix(text, "\n"), " from the end>") {
+		// Only the notice's line is matched, not the whole text.
+		if i := strings.LastIndex(text, "\n<output too long - "); i >= 0 && copilotDropped.MatchString(text[i:]) {
+			return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text[:i+1], Truncated: true}
+		}
+	}
 	if utf16Len(text) == copilotWindow {
 		return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: text, Truncated: true}
 	}
@@ -247,8 +258,8 @@ func copilotLive(text string) accum.Text {
 
 var (
 	// copilotTrailer ends a final content: "\n<shellId: N completed with
-	// exit code X>".
-	copilotTrailer = regexp.MustCompile(`\n?<shellId: [^>\n]*? completed with exit code (-?\d+)>\s*$`)
+	// exit code X>" (1.0.60 on), "\n<exited with exit code X>" before.
+	copilotTrailer = regexp.MustCompile(`\n?<(?:shellId: [^>\n]*? completed with|exited with) exit code (-?\d+)>\s*$`)
 	// copilotTooLarge opens the final of an output too big to send.
 	copilotTooLarge = regexp.MustCompile(`^Output too large to read at once \(([0-9]+(?:\.[0-9]+)?) ?([KMG]?i?B)\)`)
 	// copilotPreview introduces the head of such an output.

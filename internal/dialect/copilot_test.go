@@ -36,6 +36,16 @@ func TestCopilotUpdate(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: window, Truncated: true}}}),
 		},
 		{
+			name:   "a live text past 1.0.62's limit: its head, truncated, the notice not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","content":[{"type":"content","content":{"type":"text","text":"1\n2\n2269\n<output too long - dropped 6989 lines from the end>\n"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: "1\n2\n2269\n", Truncated: true}}}),
+		},
+		{
+			name:   "the notice's words inside the output are output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","content":[{"type":"content","content":{"type":"text","text":"<output too long - dropped 3 lines from the end>\nmore\n"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "<output too long - dropped 3 lines from the end>\nmore\n")}}),
+		},
+		{
 			name: "final completed with exit 4: contents[].exitCode, trailer not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"after-cancel\n<shellId: 2 completed with exit code 4>"}}],` +
 				`"rawOutput":{"content":"after-cancel\n<shellId: 2 completed with exit code 4>","detailedContent":"after-cancel\n<shellId: 2 completed with exit code 4>","contents":[{"type":"shell_exit","shellId":"2","exitCode":4,"cwd":"/w","outputPreview":"after-cancel\n"}]}}`,
@@ -45,6 +55,12 @@ func TestCopilotUpdate(t *testing.T) {
 		{
 			name:   "a replay without contents: the trailer gives the exit code",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\nb\n<shellId: 7 completed with exit code 3>"}}],"rawOutput":{"content":"a\nb\n<shellId: 7 completed with exit code 3>"}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "a\nb", TrimmedEnd: true}}}),
+		},
+		{
+			name:   "an older build's trailer (before 1.0.60) gives the exit code",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\nb\n<exited with exit code 3>"}}],"rawOutput":{"content":"a\nb\n<exited with exit code 3>","detailedContent":"a\nb\n<exited with exit code 3>"}}`,
 			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "a\nb", TrimmedEnd: true}}}),
 		},

@@ -79,21 +79,34 @@ import (
 // before the tool_call, under the same id; rawInput.reason, when present,
 // is the reason, else the ask's text content.
 type codex struct {
-	// killedIsOne: the build (the Rust adapter before 0.11.1; 0.7.4
-	// recorded) reports a unified exec shell killed by a signal as
+	// killedIsOne: the build (the Rust adapter before 0.9.2; 0.7.4 and
+	// 0.8.2 recorded) reports a unified exec shell killed by a signal as
 	// exit_code 1, the same as a real exit 1, with no signal anywhere:
 	// under the PTY an exit 1 of that build is no evidence of an exit
 	// status (the call is Failed, its exit unknown). Other codes are
-	// truthful there. 0.11.1 and later send -1 (see codexNoExit).
+	// truthful there. 0.9.2 (the next build on npm) and later send -1
+	// (see codexNoExit).
 	killedIsOne bool
+	// shortAggregate: the build (the Rust adapter before 0.10.0; 0.8.2,
+	// 0.9.2 and 0.9.5 recorded) sends in a unified exec's stdout and
+	// aggregated_output the text Codex shortened for the model, past its
+	// limit: "Total output lines: N" and a blank line, the head, then
+	// "…N tokens truncated…" and the tail (see codexShortened).
+	shortAggregate bool
 }
+
+// codexBuild is what a build's version says to the reading of its frames.
+type codexBuild struct{ killedIsOne, shortAggregate bool }
 
 func init() { register(codex{}) }
 
 // forVersion implements versioned: the wire of the end event cannot tell
-// a killed shell from an exit 1 on builds before 0.11.1. An unknown build
-// reads with the newest rules.
-func (codex) forVersion(v Version) Dialect { return codex{killedIsOne: v.Before("0.11.1")} }
+// a killed shell from an exit 1 on builds before 0.9.2, and their
+// aggregate may be shortened before 0.10.0. An unknown build reads with
+// the newest rules.
+func (codex) forVersion(v Version) Dialect {
+	return codex{killedIsOne: v.Before("0.9.2"), shortAggregate: v.Before("0.10.0")}
+}
 
 func (codex) Info() Info {
 	return Info{
@@ -282,20 +295,31 @@ type codexUpdate struct {
 }
 
 func (d codex) read(msg []byte, scope string) (Frame, error) {
-	if d.killedIsOne {
-		return readFrame(msg, scope, observeCodexKilledIsOne, askCodex)
+	switch {
+	case d.killedIsOne:
+		return readFrame(msg, scope, observeCodex08, askCodex)
+	case d.shortAggregate:
+		return readFrame(msg, scope, observeCodex09, askCodex)
 	}
 	return readFrame(msg, scope, observeCodex, askCodex)
 }
 
-func observeCodex(u *codexUpdate) []accum.Observation { return observeCodexFor(u, false) }
+func observeCodex(u *codexUpdate) []accum.Observation { return observeCodexFor(u, codexBuild{}) }
 
-func observeCodexKilledIsOne(u *codexUpdate) []accum.Observation { return observeCodexFor(u, true) }
+// observeCodex09 reads the builds before 0.10.0, observeCodex08 those
+// before 0.9.2.
+func observeCodex09(u *codexUpdate) []accum.Observation {
+	return observeCodexFor(u, codexBuild{shortAggregate: true})
+}
 
-func observeCodexFor(u *codexUpdate, killedIsOne bool) []accum.Observation {
+func observeCodex08(u *codexUpdate) []accum.Observation {
+	return observeCodexFor(u, codexBuild{killedIsOne: true, shortAggregate: true})
+}
+
+func observeCodexFor(u *codexUpdate, b codexBuild) []accum.Observation {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readCodex(u, killedIsOne)}
+		return []accum.Observation{readCodex(u, b)}
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			return []accum.Observation{o}
@@ -326,7 +350,7 @@ func codexNoExit(o *accum.Observation) {
 	}
 }
 
-func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
+func readCodex(u *codexUpdate, b codexBuild) accum.Observation {
 	o := u.Base()
 	ended := o.Status.Ended()
 	u.Meta.ApplyTerminalMeta(&o)
@@ -437,7 +461,7 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 	}
 
 	pty := f.ProcessID.Present || strings.HasPrefix(f.Source.S, "unified_exec")
-	if killedIsOne && pty && ended && o.Exit != nil && o.Exit.Code == 1 {
+	if b.killedIsOne && pty && ended && o.Exit != nil && o.Exit.Code == 1 {
 		o.Exit, o.Failed = nil, true
 		o.Src.Notice = "exit_code 1 of a PTY command (this build says 1 for a killed shell)"
 	}
@@ -457,11 +481,21 @@ func readCodex(u *codexUpdate, killedIsOne bool) accum.Observation {
 		// before formatted_output, which is cut for the model.
 		agg = f.stdout(agg)
 	}
+	shortened := false
+	if b.shortAggregate && pty && agg.Set {
+		agg.S, shortened = codexShortened(agg.S)
+	}
 	if text, truncated, ok := codexCombined(&f.codexOutputFields, agg); ok && text != "" {
+		kind := textKind(ended)
+		if shortened {
+			// Only the tail: it never replaces a fuller text streamed
+			// before.
+			kind, truncated = accum.Window, true
+		}
 		if ended {
 			o.Texts = dropDeltas(o.Texts)
 		}
-		o.Texts = append(o.Texts, codexText(accum.Combined, textKind(ended), text, truncated))
+		o.Texts = append(o.Texts, codexText(accum.Combined, kind, text, truncated))
 	}
 	return o
 }
@@ -595,6 +629,24 @@ func codexCombined(f *codexOutputFields, agg Str) (string, bool, bool) {
 		return s, truncated, true
 	}
 	return "", false, false
+}
+
+// codexShortened reads an aggregate that Codex shortened for the model
+// (codex.shortAggregate): "Total output lines: N" and a blank line, the
+// head, "…N tokens truncated…", the tail. The header and the marker are
+// Codex's; of the output, as of every bounded text here, the tail (the
+// most recent) is kept, and the text is marked truncated. A text without
+// both is the output as it is.
+func codexShortened(s string) (string, bool) {
+	loc := codexTotalLines.FindStringIndex(s)
+	if loc == nil {
+		return s, false
+	}
+	m := codexElided.FindAllStringIndex(s[loc[1]:], -1)
+	if len(m) == 0 {
+		return s, false
+	}
+	return s[loc[1]+m[len(m)-1][1]:], true
 }
 
 // dropDeltas removes Combined deltas: on a final frame they repeat what the

@@ -444,6 +444,9 @@ func TestCodexBuilds(t *testing.T) {
 		killedPTY = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"before-kill\r\n","exit_code":1,"formatted_output":"before-kill\r\n","process_id":"53707","source":"unified_exec_startup","stderr":"","stdout":"before-kill\r\n"}}`
 		exit3PTY  = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"a\r\n","exit_code":3,"process_id":"9","source":"unified_exec_startup","stdout":"a\r\n"}}`
 		exit1Pipe = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"","exit_code":1,"source":"agent","stderr":"","stdout":""}}`
+		// codex-acp 0.9.5, unified exec, `seq 1 60000`: the aggregate is
+		// the text Codex shortened for the model.
+		shortBig = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"aggregated_output":"Total output lines: 60000\n\n1\n2\n42…77224 tokens truncated…7\n59999\n60000\n","exit_code":0,"process_id":"9","source":"unified_exec_startup","stdout":"Total output lines: 60000\n\n1\n2\n42…77224 tokens truncated…7\n59999\n60000\n"}}`
 	)
 	C, F := accum.Combined, accum.Final
 	failed := accum.StatusFailed
@@ -459,8 +462,18 @@ func TestCodexBuilds(t *testing.T) {
 		{"0.7.4", "exit 1 outside the PTY is truthful", exit1Pipe,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false),
 				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "")}}},
-		{"0.11.1", "0.11.1 sends -1 for a kill: its exit 1 is an exit 1", killedPTY,
+		{"0.8.2", "0.8.2 sends 1 for a kill too", killedPTY,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Failed: true, Texts: killedOut}},
+		{"0.9.2", "0.9.2 sends -1 for a kill: its exit 1 is an exit 1", killedPTY,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+		{"0.10.0", "so does 0.10.0", killedPTY,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
+		{"0.9.5", "a shortened aggregate: the tail after Codex's marker, truncated, never replacing fuller text", shortBig,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: C, Kind: accum.Window, Text: "7\n59999\n60000\n", Truncated: true}}}},
+		{"0.10.0", "0.10.0 sends the raw output: such a text is output", shortBig,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(C, F, "Total output lines: 60000\n\n1\n2\n42…77224 tokens truncated…7\n59999\n60000\n")}}},
 		{"", "an unknown build reads with the newest rules", killedPTY,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
 		{"2.6.0", "the TypeScript adapter's versions are not the Rust adapter's", killedPTY,

@@ -270,8 +270,9 @@ func (c *Call) Apply(o *Observation) {
 
 // replayed is what a replayed observation (Observation.Replayed) may
 // still say to this call: the command, cwd, description, approval reason
-// and terminal only when the call knows none; text only for streams it
-// never saw. Exit evidence and status stay: a call that ended with a
+// and terminal only when the call knows none (the description and the
+// approval reason only while it is open); text only for streams it never
+// saw. Exit evidence and status stay: a call that ended with a
 // known outcome ignores them anyway (Apply), and one that did not is
 // better for them.
 func (c *Call) replayed(o *Observation) Observation {
@@ -283,10 +284,12 @@ func (c *Call) replayed(o *Observation) Observation {
 	if c.cur.cwd != "" {
 		r.Cwd = ""
 	}
-	if c.cur.description != "" {
+	if c.cur.description != "" || c.cur.state == Ended {
+		// Of an ended call, what a replay says about the command is no
+		// reason for a revision.
 		r.Description = ""
 	}
-	if c.cur.approvalReason != "" {
+	if c.cur.approvalReason != "" || c.cur.state == Ended {
 		r.ApprovalReason = ""
 	}
 	if c.cur.terminalID != "" {

@@ -77,9 +77,20 @@ import (
 //     rejected ask) is Cancelled, anything else Failed.
 //   - No `terminal_*` `_meta`; a ~570 KB `available_commands_update` that
 //     is skipped like every update that is not about a tool call.
-type qwen struct{}
+type qwen struct {
+	// titleDescribes: the build (before 0.15.6; 0.8.2 and 0.10.1
+	// recorded) asks permission before any tool_call and without
+	// rawInput, titling the call "<command> [timeout: Nms] (<description>)":
+	// the title's last parenthesis is the description (see
+	// qwenTitleCommand).
+	titleDescribes bool
+}
 
 func init() { register(qwen{}) }
+
+// forVersion implements versioned: only the build says whether an ask's
+// title ends with the description.
+func (qwen) forVersion(v Version) Dialect { return qwen{titleDescribes: v.Before("0.15.6")} }
 
 func (qwen) Info() Info {
 	return Info{
@@ -179,16 +190,27 @@ func (qwenCall) unreadFields() []string {
 	return []string{"rawOutput.text", "rawOutput.notices", "rawOutput.pid", "rawOutput.directory", "rawOutput.version", "rawOutput.outputFiles"}
 }
 
-func (qwen) read(msg []byte, scope string) (Frame, error) {
+func (q qwen) read(msg []byte, scope string) (Frame, error) {
+	if q.titleDescribes {
+		return readFrame(msg, scope, observeQwenOld, askQwenOld)
+	}
 	return readFrame(msg, scope, observeQwen, askQwen)
 }
 
-func observeQwen(u *qwenCall) []accum.Observation {
+func observeQwen(u *qwenCall) []accum.Observation { return observeQwenFor(u, false) }
+
+func observeQwenOld(u *qwenCall) []accum.Observation { return observeQwenFor(u, true) }
+
+func askQwen(u *qwenCall) accum.Observation { return askQwenFor(u, false) }
+
+func askQwenOld(u *qwenCall) accum.Observation { return askQwenFor(u, true) }
+
+func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil
 	}
 	o := u.Base()
-	qwenInputs(&o, u)
+	qwenInputs(&o, u, titleDescribes)
 	if o.Shell == accum.ShellNo {
 		return []accum.Observation{o}
 	}
@@ -238,9 +260,9 @@ func observeQwen(u *qwenCall) []accum.Observation {
 	return []accum.Observation{o}
 }
 
-func askQwen(u *qwenCall) accum.Observation {
+func askQwenFor(u *qwenCall, titleDescribes bool) accum.Observation {
 	o := u.askBase()
-	qwenInputs(&o, u)
+	qwenInputs(&o, u, titleDescribes)
 	// Content of an ask, if any, is the reason for asking.
 	o.ApprovalReason = u.askReason()
 	return o
@@ -255,7 +277,7 @@ var qwenUserCancel = regexp.MustCompile(`(?i)\bcancell?ed by (?:the )?user\b|\b(
 const qwenToolName = "run_shell_command"
 
 // qwenInputs reads shell-ness, command, cwd, description and background.
-func qwenInputs(o *accum.Observation, u *qwenCall) {
+func qwenInputs(o *accum.Observation, u *qwenCall, titleDescribes bool) {
 	if u.Meta != nil && u.Meta.ToolName.S == qwenToolName {
 		o.Shell = accum.ShellYes
 	}
@@ -280,7 +302,7 @@ func qwenInputs(o *accum.Observation, u *qwenCall) {
 		}
 	}
 	if o.Command == "" && o.Shell == accum.ShellYes && u.Title != nil && o.Status != accum.StatusCompleted && o.Status != accum.StatusFailed {
-		if cmd := qwenTitleCommand(*u.Title, o); cmd != "" {
+		if cmd := qwenTitleCommand(*u.Title, o, titleDescribes && u.RawInput == nil); cmd != "" {
 			o.Command, o.CommandFromTitle = cmd, true
 		}
 	}
@@ -289,8 +311,10 @@ func qwenInputs(o *accum.Observation, u *qwenCall) {
 // qwenTitleCommand reads the command from a title "<command> [in
 // <dir>] (<description>)". The tool's display name is no command. The
 // description is split off only when rawInput named it, so that a command
-// that ends in parentheses keeps them.
-func qwenTitleCommand(title string, o *accum.Observation) string {
+// that ends in parentheses keeps them, or when the build titles every
+// call so (described: qwen.titleDescribes, and no rawInput), with its
+// " [timeout: Nms]" before it.
+func qwenTitleCommand(title string, o *accum.Observation, described bool) string {
 	t := strings.TrimSpace(title)
 	if strings.EqualFold(t, "shell") || t == qwenToolName {
 		return ""
@@ -305,6 +329,13 @@ func qwenTitleCommand(title string, o *accum.Observation) string {
 	}
 	if o.Description != "" {
 		t = strings.TrimSpace(strings.TrimSuffix(t, " ("+o.Description+")"))
+	} else if described {
+		if cmd, desc, ok := cutTitleDescription(t); ok {
+			t, o.Description = cmd, desc
+			if m := qwenTitleTimeout.FindStringIndex(t); m != nil {
+				t = strings.TrimSpace(t[:m[0]])
+			}
+		}
 	}
 	if i := strings.LastIndex(t, " [in "); i >= 0 && strings.HasSuffix(t, "]") {
 		if o.Cwd == "" {
@@ -417,6 +448,33 @@ func qwenReport(o *accum.Observation, text string) {
 			o.Failed = true
 		}
 	}
+}
+
+// qwenTitleTimeout ends the command part of an older build's title.
+var qwenTitleTimeout = regexp.MustCompile(` \[timeout: \d+ ?ms\]$`)
+
+// cutTitleDescription splits "<command> (<description>)" at the " (" that
+// opens the title's last, balanced, parenthesis.
+func cutTitleDescription(t string) (cmd, desc string, ok bool) {
+	if !strings.HasSuffix(t, ")") {
+		return "", "", false
+	}
+	depth := 0
+	for i := len(t) - 1; i > 0; i-- {
+		switch t[i] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				if t[i-1] != ' ' || strings.TrimSpace(t[:i]) == "" {
+					return "", "", false
+				}
+				return strings.TrimSpace(t[:i]), t[i+1 : len(t)-1], true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // qwenReportCommand reads the command from a final report ("Command:

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Frames as Qwen Code 0.24 (`qwen --acp`) sends them, from the field guide.
@@ -223,4 +225,32 @@ func TestQwenDisplayedResult(t *testing.T) {
 			update: qwenFinal("completed", report("cat r.txt", "Exit Code: 7", "0", "0"), jsq("Exit Code: 7")),
 			want:   one(accum.Observation{ToolCallID: id, Command: "cat r.txt", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Exit Code: 7")}})},
 	})
+}
+
+// TestQwenOlderAsk holds the reading of builds before 0.15.6, which ask
+// permission before any tool_call and without rawInput, titling the call
+// "<command> [timeout: Nms] (<description>)" (0.10.1 recorded).
+func TestQwenOlderAsk(t *testing.T) {
+	d, ok := Lookup("qwen")
+	require.True(t, ok)
+	ask := func(title string) string {
+		return `{"toolCallId":"q1","status":"pending","title":` + jsq(title) + `,"content":[],"locations":[],"kind":"execute"}`
+	}
+	for _, tc := range []struct {
+		build, title, command, description string
+	}{
+		{"0.10.1", "printf 'a\\nb\\n'; exit 3 (Run step 1 (exit3))", "printf 'a\\nb\\n'; exit 3", "Run step 1 (exit3)"},
+		{"0.10.1", "echo start; sleep 6 [timeout: 2000ms] (Run step 8)", "echo start; sleep 6", "Run step 8"},
+		{"0.10.1", "(cd web && make)", "(cd web && make)", ""},
+		{"0.10.1", "make (x) (Build it)", "make (x)", "Build it"},
+		// A newer build: a title's parenthesis is the command's own.
+		{"0.24.4", "f (x)", "f (x)", ""},
+	} {
+		obs, err := readCase(Bind(d, ParseVersion(tc.build)), "", ask(tc.title))
+		require.NoError(t, err, tc.title)
+		require.Len(t, obs, 1, tc.title)
+		o := obs[0]
+		assert.Equal(t, tc.command, o.Command, "%s: %s", tc.build, tc.title)
+		assert.Equal(t, tc.description, o.Description, "%s: %s", tc.build, tc.title)
+	}
 }

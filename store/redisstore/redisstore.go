@@ -456,10 +456,13 @@ end
 -- from there by one would give the lost numbers again, and a replica
 -- that cached the session at one of them would take the other history
 -- for its own).
-local v = math.max(cur + 1, now * 1024) + (tonumber(string.sub(tok, 29, 32), 16) or 0) % 1024
-local vs = string.format('%020.0f', v)
-redis.call('HSET', h, 'v', vs)
-redis.call('HSET', h, 'c', tok .. vs .. string.sub(st[2] or '', 1, 7 * 52))
+-- The jump mixes the token's first hex digits (random per Store) with
+-- the low byte of its commit counter (see Commit). v is written as a plain
+-- integer (an older build's HINCRBY reads it); c's entries pad it.
+local jump = ((tonumber(string.sub(tok, 1, 4), 16) or 0) + 37 * (tonumber(string.sub(tok, 17, 18), 16) or 0)) % 1024
+local v = math.max(cur + 1, now * 1024) + jump
+redis.call('HSET', h, 'v', string.format('%.0f', v))
+redis.call('HSET', h, 'c', tok .. string.format('%020.0f', v) .. string.sub(st[2] or '', 1, 7 * 52))
 redis.call('PEXPIRE', h, ttl)
 redis.call('PEXPIRE', k, ttl)
 if refresh then

@@ -493,3 +493,33 @@ func TestOpenForms(t *testing.T) {
 		}
 	}
 }
+
+// A version is a plain integer in the hash, so that an older acpnormd on
+// the same Redis (HINCRBY) still commits to a session a newer one wrote;
+// and the jump drawn from each commit's token varies, so two commits made
+// in one millisecond on two histories rarely meet on one number.
+func TestVersionForm(t *testing.T) {
+	url := testredis.Start(t)
+	s := open(t, url)
+	defer s.Close()
+	ctx := t.Context()
+	jumps := map[uint64]bool{}
+	for i := range 20 {
+		v, err := s.Commit(ctx, fmt.Sprint("j", i), 0, &store.Change{TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jumps[v%1024] = true
+	}
+	if len(jumps) < 10 {
+		t.Errorf("20 first commits show %d jumps (version mod 1024): %v", len(jumps), jumps)
+	}
+	v, err := s.Commit(ctx, "a", 0, &store.Change{TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := raw(t, url).HIncrBy(ctx, s.keys("a")[0], "v", 1).Result()
+	if err != nil || uint64(n) != v+1 {
+		t.Fatalf("HINCRBY of the stored version %d (an older build's commit): %d, %v", v, n, err)
+	}
+}

@@ -510,3 +510,23 @@ func TestJoinedCwdIsBounded(t *testing.T) {
 	assert.LessOrEqual(t, len(revs[0].Cwd), 64, "a cwd over the text limit is left out")
 	assert.Equal(t, "ls", revs[0].Command, "the rest of the update applies")
 }
+
+// Qwen Code before 0.15.6 names a call that needs permission only in its
+// ask's title, where the description cannot always be told from the
+// command; its final report names the command as run, and that is the
+// command (recorded on 0.10.1).
+func TestOlderQwenReportNamesTheCommand(t *testing.T) {
+	n := normalize.New()
+	feed := func(msg string) {
+		_, err := n.Feed("s", []byte(msg), normalize.WithCwd("/w"))
+		require.NoError(t, err)
+	}
+	feed(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"qwen-code","title":"Qwen Code","version":"0.10.1"}}}`)
+	feed(`{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"S","options":[],"toolCall":{"toolCallId":"q1","status":"pending","title":"f (x)","content":[],"locations":[],"kind":"execute"}}}`)
+	revs, err := n.Feed("s", []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call_update","toolCallId":"q1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Command: f (x)\nDirectory: (root)\nOutput: ok\nError: (none)\nExit Code: 0\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: (none)"}}],"_meta":{"toolName":"run_shell_command"},"rawOutput":"ok"}}}`))
+	require.NoError(t, err)
+	require.NotEmpty(t, revs)
+	last := revs[len(revs)-1]
+	assert.Equal(t, "f (x)", last.Command)
+	assert.Equal(t, normalize.StateEnded, last.State)
+}

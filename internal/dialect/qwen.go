@@ -217,7 +217,12 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 	ended := o.Status.Ended()
 	if o.Command == "" && ended {
 		if text, ok := u.Texts(); ok {
-			o.Command, o.CommandFromTitle = qwenReportCommand(text)
+			if cmd, ok := qwenReportCommand(text); ok {
+				// The report's Command line is the command as run. A build
+				// that named the call only in its ask's title (see
+				// qwen.titleDescribes) has it replace what that title gave.
+				o.Command, o.CommandFromTitle = cmd, !titleDescribes
+			}
 		}
 	}
 	if out := u.RawOutput.Obj; out != nil {
@@ -332,9 +337,9 @@ func qwenTitleCommand(title string, o *accum.Observation, described bool) string
 	} else if described {
 		if cmd, desc, ok := cutTitleDescription(t); ok {
 			t, o.Description = cmd, desc
-			if m := qwenTitleTimeout.FindStringIndex(t); m != nil {
-				t = strings.TrimSpace(t[:m[0]])
-			}
+		}
+		if m := qwenTitleTimeout.FindStringIndex(t); m != nil {
+			t = strings.TrimSpace(t[:m[0]])
 		}
 	}
 	if i := strings.LastIndex(t, " [in "); i >= 0 && strings.HasSuffix(t, "]") {
@@ -454,7 +459,11 @@ func qwenReport(o *accum.Observation, text string) {
 var qwenTitleTimeout = regexp.MustCompile(` \[timeout: \d+ ?ms\]$`)
 
 // cutTitleDescription splits "<command> (<description>)" at the " (" that
-// opens the title's last, balanced, parenthesis.
+// opens the title's last, balanced, parenthesis. A description is words
+// about the command: a parenthesis holding a shell operator (a subshell,
+// "(echo failed; exit 3)") is the command's own, as the build writes no
+// description when the model gave none; the final report then names the
+// command as run.
 func cutTitleDescription(t string) (cmd, desc string, ok bool) {
 	if !strings.HasSuffix(t, ")") {
 		return "", "", false
@@ -465,13 +474,14 @@ func cutTitleDescription(t string) (cmd, desc string, ok bool) {
 		case ')':
 			depth++
 		case '(':
-			depth--
-			if depth == 0 {
-				if t[i-1] != ' ' || strings.TrimSpace(t[:i]) == "" {
-					return "", "", false
-				}
-				return strings.TrimSpace(t[:i]), t[i+1 : len(t)-1], true
+			if depth--; depth > 0 {
+				continue
 			}
+			cmd, desc = strings.TrimSpace(t[:i]), t[i+1:len(t)-1]
+			if t[i-1] != ' ' || cmd == "" || strings.ContainsAny(desc, ";|&$`<>") {
+				return "", "", false
+			}
+			return cmd, desc, true
 		}
 	}
 	return "", "", false

@@ -243,6 +243,8 @@ func TestQwenOlderAsk(t *testing.T) {
 		{"0.10.1", "echo start; sleep 6 [timeout: 2000ms] (Run step 8)", "echo start; sleep 6", "Run step 8"},
 		{"0.10.1", "(cd web && make)", "(cd web && make)", ""},
 		{"0.10.1", "make (x) (Build it)", "make (x)", "Build it"},
+		{"0.10.1", "make test || (echo failed; exit 3)", "make test || (echo failed; exit 3)", ""},
+		{"0.10.1", "printf 'a\\nb\\n'; exit 3 [timeout: 5000ms]", "printf 'a\\nb\\n'; exit 3", ""},
 		// A newer build: a title's parenthesis is the command's own.
 		{"0.24.4", "f (x)", "f (x)", ""},
 	} {

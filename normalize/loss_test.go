@@ -273,23 +273,51 @@ func TestStoreLossDetectedFromWhatTheClientHolds(t *testing.T) {
 // the frame is answered DATA_LOSS and no call's revisions go back.
 func TestStoreLossDetectedByTheCache(t *testing.T) {
 	fs := frames(recording)
-	st := newRollback()
-	var lost lossCount
-	a := normalize.New(normalize.WithStore(st), normalize.WithHooks(lost.hooks()))
-	c := newClient(t)
-	cut := 2 * len(fs) / 3
-	for i := range cut {
-		require.Empty(t, c.feed(a, fs, i))
+	for _, tc := range []struct {
+		name string
+		opts []normalize.Option
+		// meanwhile runs before the store goes back.
+		meanwhile func(t *testing.T, a *normalize.Normalizer)
+	}{
+		{name: "cached"},
+		{
+			// A session the cache let go to make room for others (the
+			// store keeps it) is checked, when it is loaded again, against
+			// what the cache had handed on of it: no claim of the client's
+			// is needed on the same stream.
+			name: "let go from the cache",
+			opts: []normalize.Option{normalize.WithMaxSessions(2)},
+			meanwhile: func(t *testing.T, a *normalize.Normalizer) {
+				for _, other := range []string{"O1", "O2", "O3"} {
+					_, err := a.Feed(other, fs[0], normalize.WithSequence(1), normalize.WithSkipApplied())
+					require.NoError(t, err)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newRollback()
+			var lost lossCount
+			a := normalize.New(append(tc.opts, normalize.WithStore(st), normalize.WithHooks(lost.hooks()))...)
+			c := newClient(t)
+			cut := 2 * len(fs) / 3
+			for i := range cut {
+				require.Empty(t, c.feed(a, fs, i))
+			}
+			if tc.meanwhile != nil {
+				tc.meanwhile(t, a)
+			}
+			st.back("S", st.current("S").Version/2)
+			errs := c.feed(a, fs, cut)
+			require.Len(t, errs, 1)
+			assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
+			assert.Equal(t, 1, lost.count())
+			for i := range fs {
+				c.feed(a, fs, i)
+			}
+			assert.Empty(t, c.wentBack)
+		})
 	}
-	st.back("S", st.current("S").Version/2)
-	errs := c.feed(a, fs, cut)
-	require.Len(t, errs, 1)
-	assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
-	assert.Equal(t, 1, lost.count())
-	for i := range fs {
-		c.feed(a, fs, i)
-	}
-	assert.Empty(t, c.wentBack)
 }
 
 // Without a store, a restarted process has lost every session: a client
@@ -460,35 +488,6 @@ func TestLossOfManyCalls(t *testing.T) {
 	}
 	assert.Empty(t, c.wentBack, "no call went back, the ones not named included")
 	assert.Equal(t, "out\nmore\n", c.calls["c00"].output)
-}
-
-// A session the cache let go to make room for others (the store keeps
-// it) is checked, when it is loaded again, against what the cache had
-// handed on of it: a store that lost commits meanwhile is found out by the
-// next frame, on the same stream, with no claim from the client.
-func TestStoreLossOfASessionLetGoFromTheCache(t *testing.T) {
-	fs := frames(recording)
-	st := newRollback()
-	var lost lossCount
-	a := normalize.New(normalize.WithStore(st), normalize.WithMaxSessions(2), normalize.WithHooks(lost.hooks()))
-	c := newClient(t)
-	cut := 2 * len(fs) / 3
-	for i := range cut {
-		require.Empty(t, c.feed(a, fs, i))
-	}
-	for _, other := range []string{"O1", "O2", "O3"} {
-		_, err := a.Feed(other, fs[0], normalize.WithSequence(1), normalize.WithSkipApplied())
-		require.NoError(t, err)
-	}
-	st.back("S", st.current("S").Version/2)
-	errs := c.feed(a, fs, cut)
-	require.Len(t, errs, 1)
-	assert.Equal(t, normalize.DataLoss, errs[0].Code, errs[0].Message)
-	assert.Equal(t, 1, lost.count())
-	for i := range fs {
-		c.feed(a, fs, i)
-	}
-	assert.Empty(t, c.wentBack)
 }
 
 // Stored state that does not decode (here a call's record overwritten

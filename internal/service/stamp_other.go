@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !linux
 
 package service
 
@@ -7,6 +7,7 @@ import (
 	"time"
 )
 
-// changeOf is nothing where the platform gives no inode: the
-// modification time and size alone tell a change.
+// changeOf is nothing but on Linux (other platforms name the change time
+// otherwise, or have no inode): the modification time and size alone tell
+// a change there.
 func changeOf(os.FileInfo) (uint64, time.Time) { return 0, time.Time{} }

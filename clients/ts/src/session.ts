@@ -206,8 +206,8 @@ export class Session {
    * (skipAppliedSequences), so a Session that numbered from 1 again, in a
    * process started after one that used the same session id and died,
    * would have its new frames skipped as sent before. Numbered from the
-   * clock (microseconds since 1970), a later Session's requests come after
-   * an earlier one's.
+   * clock (microseconds since 1970, read to the millisecond), a later
+   * Session's requests come after an earlier one's.
    */
   readonly #base = BigInt(Date.now()) * 1000n;
   #reqs: NormalizeRequest[] = [];

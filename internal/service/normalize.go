@@ -68,7 +68,7 @@ func (s *Service) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 	// A request counts only once its answers were sent: those queued
 	// when the stream was cut (a client that stopped reading) never
 	// reached it, and the client sends their requests again.
-	applied = marks.answered(applied, counts.responses.Load())
+	applied = marks.answered(applied, counts.responses())
 	stream.SetTrailer(metadata.Pairs(TrailerRequestsApplied, strconv.FormatUint(applied, 10)))
 	return err
 }
@@ -256,7 +256,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		if ok && !frozen {
 			applied += uint64(n)
 		}
-		marks.add(applied, queued, counts.responses.Load())
+		marks.add(applied, queued, counts.responses())
 	}
 	// apply applies one request and queues what it produces. A request
 	// whose answers could not all be queued (the stream ended meanwhile)

@@ -17,8 +17,13 @@ import (
 // a per-frame span would have, at the cost of four atomic adds.
 type streamStats struct {
 	frames, revisions, frameErrors, storeRoundTrips atomic.Int64
-	// responses counts every response sent (see answered).
-	responses atomic.Uint64
+}
+
+// responses is how many responses the stream sent (see answered): a
+// response is a revision or a FrameError. Read while the send loop runs,
+// it may miss the latest one, never count one not sent.
+func (st *streamStats) responses() uint64 {
+	return uint64(st.revisions.Load() + st.frameErrors.Load())
 }
 
 type streamStatsKey struct{}
@@ -30,7 +35,6 @@ func withStreamStats(ctx context.Context) (context.Context, *streamStats) {
 
 // sent counts a response the stream sent.
 func (st *streamStats) sent(r *pb.NormalizeResponse) {
-	st.responses.Add(1)
 	switch {
 	case r.GetShellExec() != nil:
 		st.revisions.Add(1)

@@ -510,10 +510,9 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		if loc := claudeTermTrailer.FindStringIndex(s); loc != nil {
 			s, truncated, whole = s[:loc[0]], true, ""
 		}
-		if s == "" && !truncated && whole == "" {
-			return
-		}
-		// The client's tail of the output, not its head.
+		// The client's tail of the output, not its head (a header alone
+		// is words, kept for wordsAsOutput; whole is the matched text, so
+		// never empty, unless a trailer cut it).
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated, Whole: whole})
 		return
 	}

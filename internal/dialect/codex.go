@@ -95,9 +95,6 @@ type codex struct {
 	shortAggregate bool
 }
 
-// codexBuild is what a build's version says to the reading of its frames.
-type codexBuild struct{ killedIsOne, shortAggregate bool }
-
 func init() { register(codex{}) }
 
 // forVersion implements versioned: the wire of the end event cannot tell
@@ -304,19 +301,20 @@ func (d codex) read(msg []byte, scope string) (Frame, error) {
 	return readFrame(msg, scope, observeCodex, askCodex)
 }
 
-func observeCodex(u *codexUpdate) []accum.Observation { return observeCodexFor(u, codexBuild{}) }
+func observeCodex(u *codexUpdate) []accum.Observation { return observeCodexFor(u, codex{}) }
 
 // observeCodex09 reads the builds before 0.10.0, observeCodex08 those
 // before 0.9.2.
 func observeCodex09(u *codexUpdate) []accum.Observation {
-	return observeCodexFor(u, codexBuild{shortAggregate: true})
+	return observeCodexFor(u, codex{shortAggregate: true})
 }
 
 func observeCodex08(u *codexUpdate) []accum.Observation {
-	return observeCodexFor(u, codexBuild{killedIsOne: true, shortAggregate: true})
+	return observeCodexFor(u, codex{killedIsOne: true, shortAggregate: true})
 }
 
-func observeCodexFor(u *codexUpdate, b codexBuild) []accum.Observation {
+// observeCodexFor reads a frame of build b (see codex's fields).
+func observeCodexFor(u *codexUpdate, b codex) []accum.Observation {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
 		return []accum.Observation{readCodex(u, b)}
@@ -350,7 +348,7 @@ func codexNoExit(o *accum.Observation) {
 	}
 }
 
-func readCodex(u *codexUpdate, b codexBuild) accum.Observation {
+func readCodex(u *codexUpdate, b codex) accum.Observation {
 	o := u.Base()
 	ended := o.Status.Ended()
 	u.Meta.ApplyTerminalMeta(&o)

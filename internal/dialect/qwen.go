@@ -81,8 +81,9 @@ type qwen struct {
 	// titleDescribes: the build (before 0.15.6; 0.8.2 and 0.10.1
 	// recorded) asks permission before any tool_call and without
 	// rawInput, titling the call "<command> [timeout: Nms] (<description>)":
-	// the title's last parenthesis is the description (see
-	// qwenTitleCommand).
+	// the title's last parenthesis is the description, unless it holds a
+	// shell operator (see cutTitleDescription), and the final report
+	// names the command as run (see qwenReportCommand).
 	titleDescribes bool
 }
 
@@ -489,7 +490,9 @@ func cutTitleDescription(t string) (cmd, desc string, ok bool) {
 
 // qwenReportCommand reads the command from a final report ("Command:
 // <command>\nDirectory: ..."), for a call whose command no other frame
-// named; like a title, it never replaces one.
+// named: like a title, it never replaces one, but on a build whose ask
+// named the call only in its title (qwen.titleDescribes), where the
+// caller lets it replace what that title gave.
 func qwenReportCommand(text string) (string, bool) {
 	rest, ok := strings.CutPrefix(text, "Command: ")
 	if !ok {

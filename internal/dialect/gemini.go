@@ -255,7 +255,7 @@ func geminiDebugResult(o *accum.Observation, text string) {
 		j := strings.LastIndexByte(text[:end], '\n')
 		line, found := text[j+1:end], false
 		for k := next - 1; k >= 0 && !found; k-- {
-			if v, ok := strings.CutPrefix(line, geminiDebugTail[k]+": "); ok && !strings.Contains(v, "\n") {
+			if v, ok := strings.CutPrefix(line, geminiDebugTail[k]+": "); ok {
 				fields[geminiDebugTail[k]], next, found = v, k, true
 			}
 		}

@@ -143,14 +143,15 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		r.fail(InvalidArgument, "", "%s %d of session %q was not applied: what it says it holds was refused (see the INVALID_ARGUMENT before it)", what, r.seq, s.id)
 		return true
 	}
-	if r.lossChecked || len(r.req.held) == 0 && r.req.heldSeq == 0 && len(r.req.before) == 0 && r.req.beforeSeq == 0 && ss.handed.n.Load() == 0 {
+	if r.lossChecked || len(r.req.held) == 0 && r.req.heldSeq == 0 && len(r.req.before) == 0 && r.req.beforeSeq == 0 && s.handed == nil {
 		return false
 	}
 	r.lossChecked = true
 	dropped := "" // why the session's stored state was deleted (see load)
-	if h, ok := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL)); ok {
+	if h := s.handed; h != nil {
 		// Kept with the request: a later attempt (after a conflict) checks
 		// it again.
+		s.handed = nil
 		r.req.before = mergeHeld(r.req.before, h.revs)
 		r.req.beforeSeq = max(r.req.beforeSeq, h.applied)
 		dropped = h.dropped
@@ -716,7 +717,11 @@ func (h *handedOn) add(key string, e handedRevs) {
 		h.m = map[string]handedRevs{}
 	}
 	if old, ok := h.m[key]; ok {
-		h.m[key] = handedRevs{mergeHeld(old.revs, e.revs), max(old.applied, e.applied), e.at, cmp.Or(e.dropped, old.dropped)}
+		at := e.at
+		if old.at.After(at) {
+			at = old.at
+		}
+		h.m[key] = handedRevs{mergeHeld(old.revs, e.revs), max(old.applied, e.applied), at, cmp.Or(e.dropped, old.dropped)}
 		return
 	}
 	h.m[key] = e
@@ -729,6 +734,16 @@ func (h *handedOn) add(key string, e handedRevs) {
 		h.order = slices.DeleteFunc(h.order, func(k string) bool { _, ok := h.m[k]; return !ok })
 	}
 	h.n.Store(int64(len(h.m)))
+}
+
+// takeHanded takes, for a session just loaded, what this Normalizer
+// remembered of it when it let it go (see handedOn): the next request
+// checks it (lost), whichever request that is. Only a session loaded can
+// have an entry, so a request of a cached one takes no lock for it.
+func (s *session) takeHanded(ss *sessions) {
+	if h, ok := ss.handed.take(s.key, ss.now().Add(-ss.cfg.TTL)); ok {
+		s.handed = &h
+	}
 }
 
 // take returns and forgets what was remembered of session key, unless

@@ -512,6 +512,9 @@ func (ss *sessions) uncache(s *session) {
 	ss.mu.Unlock()
 	ss.hooks.sessions(-1)
 	s.gone = true
+	if h := s.handed; h != nil {
+		ss.handed.add(s.key, *h) // no request checked it: the next load does
+	}
 	for _, e := range s.calls {
 		ss.unhold(s, e)
 	}

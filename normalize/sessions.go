@@ -104,7 +104,8 @@ type session struct {
 	// tombstones the next commit writes.
 	version             uint64
 	needLoad            bool
-	loaded              bool // by the request under way: it is current
+	loaded              bool        // by the request under way: it is current
+	handed              *handedRevs // what this Normalizer handed on of it when it let it go, until a request checks it (see lost)
 	stored              map[string]bool
 	body                []byte
 	scratch             []byte // the next commit's header is encoded here (see persist)
@@ -252,6 +253,7 @@ func (ss *sessions) lock(ctx context.Context, ns namespace, id string, create bo
 				s.unlock()
 				return nil, err
 			}
+			s.takeHanded(ss) // the session stays cached: its requests check it
 			if found && ss.now().Sub(s.touched) > ss.cfg.TTL {
 				ss.expireLoaded(s)
 			}

@@ -191,7 +191,7 @@ func (tc *ToolCall) call() *ToolCall { return tc }
 // about shell commands give an empty Frame and no error. The error, when not
 // nil, wraps ErrBadFrame and names the problem.
 func Read(d Dialect, msg []byte) (Frame, error) {
-	return d.read(msg, "")
+	return ReadIn(d, msg, "")
 }
 
 // ReadIn is Read for a frame of scope: whose frame it is (for acpnormd,
@@ -200,7 +200,13 @@ func Read(d Dialect, msg []byte) (Frame, error) {
 // scope, and only frames of the same scope use it. Read is ReadIn with
 // the scope "".
 func ReadIn(d Dialect, msg []byte, scope string) (Frame, error) {
-	return d.read(msg, scope)
+	f, err := d.read(msg, scope)
+	if err == nil {
+		if err = unsoundIDs(msg, &f); err != nil {
+			return Frame{}, fmt.Errorf("%w: %v", ErrBadFrame, err)
+		}
+	}
+	return f, err
 }
 
 // methodUpdates is implemented by a dialect's update type (its pointer,

@@ -49,7 +49,9 @@ import (
 //     "(run_shell_command completed with no output)" is empty output.
 //   - exit: rawOutput.exitCode (ExitStructured) ONLY when no signal is
 //     set. Qwen says `exitCode: 0` NEXT TO `signal: 9`/`15` for a killed,
-//     timed-out or cancelled command: that 0 is not an exit status.
+//     timed-out or cancelled command: that 0 is not an exit status, nor
+//     is a 0 beside an outcome that is not a success (so a build that
+//     moves or renames the signal cannot make a 0 up).
 //   - signal: a number or a name (Signal). outcome (applyVerdict): "failed"
 //     fails, "timed_out" is TimedOut, "cancelled" is Cancelled.
 //     `error`, when not empty, is Qwen's own error: Failed, not output.
@@ -510,12 +512,20 @@ func qwenReportCommand(text string) (string, bool) {
 func qwenResult(o *accum.Observation, out *qwenOutput, ended bool) {
 	sig := out.Signal
 	sig.apply(o)
-	if !sig.Reported() {
-		if e := firstKnown(out.ExitCode, out.ExitCodeSnake).Exit(accum.ExitStructured, ended); e != nil {
+	applyVerdict(o, out.Outcome.S)
+	if e := firstKnown(out.ExitCode, out.ExitCodeSnake).Exit(accum.ExitStructured, ended); e != nil {
+		// Qwen writes exitCode 0 for a process that did not exit: beside
+		// a signal, and beside an outcome that is not a success (a
+		// timeout, a cancel, a failure), whatever member holds the signal.
+		unsaid := o.Verdict == accum.VerdictFailed || o.TimedOut || o.Cancelled
+		switch {
+		case sig.Reported():
+		case e.Code == 0 && unsaid:
+			o.ExitSetAside = true
+		default:
 			o.Exit = e
 		}
 	}
-	applyVerdict(o, out.Outcome.S)
 	if out.Error.Set && strings.TrimSpace(out.Error.S) != "" {
 		o.Failed = true
 	}

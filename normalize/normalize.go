@@ -173,8 +173,9 @@ const (
 	// text, with a sizeable string or an array.
 	UnrecognizedOutputField = accum.UnrecognizedOutput
 	// UnrecognizedResultText: a text that reads like a result block
-	// (`Exit Code: N`, `exit status N`, `Process exited with code N`) on
-	// a frame that ends the call, from which the dialect read no exit.
+	// (`Exit Code: N`, `Process exited with code N`, a first line
+	// `exit status N`) on a frame that ends the call, from which the
+	// dialect read no exit.
 	UnrecognizedResultText = accum.UnrecognizedResult
 )
 

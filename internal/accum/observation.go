@@ -376,8 +376,9 @@ const (
 	// a byte array.
 	UnrecognizedOutput = "output_field"
 	// UnrecognizedResult: text that reads like a result block (a line
-	// `Exit Code: N`, `exit status N`, `Process exited with code N`) on a
-	// frame that ends the call, from which the dialect read no exit.
+	// `Exit Code: N`, `Process exited with code N`, a first line `exit
+	// status N`) on a frame that ends the call, from which the dialect
+	// read no exit.
 	UnrecognizedResult = "result_text"
 )
 

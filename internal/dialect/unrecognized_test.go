@@ -167,6 +167,13 @@ func TestResultBlock(t *testing.T) {
 		{`"Exit Code: 3"`, true},
 		{`"Command: x\nExit Code: 3\nSignal: (none)"`, true},
 		{`"exit status 1\n"`, true},
+		{`"  exit status: 2"`, true},
+		{`"Exit status 3\nok\n"`, true},
+		{`"x\nExit status 3\n"`, true},
+		// Go's os/exec words a failed program so: a command's own output
+		// (go test, go run) holds it, at its end or a few lines before.
+		{`"--- FAIL: TestX (0.00s)\nFAIL\nexit status 1\nFAIL\texample.com/x\t0.004s\n"`, false},
+		{`"panic: boom\n\ngoroutine 1 [running]:\nmain.main()\nexit status 2\n"`, false},
 		{`"Process exited with code 137\nOutput:\n"`, true},
 		{`"Exited with code 4.Final output:\n\nx\n"`, true},
 		{`"` + long + `Exit Code: 2"`, true},

@@ -147,12 +147,14 @@ type Hooks struct {
 	// "delete" of a stored state that did not decode), how it
 	// went ("ok", "conflict" or "error") and how long it took.
 	StoreOp func(op, result string, took time.Duration)
-	// Unrecognized is called for each thing a frame carried about a
-	// shell call that the session's dialect does not read but that looks
-	// like a result: a sign that the agent's wire changed (see
-	// acpnormd replay --explain). what is UnrecognizedExitField,
-	// UnrecognizedOutputField or UnrecognizedResultText; dialect is the
-	// session's dialect; agentVersion is the agent's build as the
+	// Unrecognized is called when a session first shows a kind of thing
+	// its dialect does not read: something a frame carried about a shell
+	// call that looks like a result, or an agent name no dialect knows.
+	// It is a sign that the agent's wire changed (acpnormd replay
+	// --explain names the frame and the field). what is one of the
+	// Unrecognized kinds below, each said once per session while the
+	// session is in memory (again after it was let go and loaded); dialect
+	// is the session's dialect; agentVersion is the agent's build as the
 	// dialect reads it ("0.70.1"), at most 32 bytes, or "unknown". None
 	// of them holds text of the frame.
 	Unrecognized func(dialect, agentVersion, what string)
@@ -177,7 +179,23 @@ const (
 	// `exit status N`) on a frame that ends the call, from which the
 	// dialect read no exit.
 	UnrecognizedResultText = accum.UnrecognizedResult
+	// UnrecognizedStatusValue: a shell call's `status` that is none of
+	// ACP's four; the call is not taken to have ended.
+	UnrecognizedStatusValue = accum.UnrecognizedStatus
+	// UnrecognizedContentType: a shell call's content item of a type ACP
+	// does not define, which no dialect reads.
+	UnrecognizedContentType = accum.UnrecognizedContent
+	// UnrecognizedAgentName: the agent's initialize result names an
+	// agent no dialect knows, so the generic dialect reads the session.
+	UnrecognizedAgentName = "agent_name"
 )
+
+// unrecognizedKinds are the kinds of Hooks.Unrecognized, in the order of
+// the bits of session.unrecognized.
+var unrecognizedKinds = [...]string{
+	UnrecognizedExitField, UnrecognizedOutputField, UnrecognizedResultText,
+	UnrecognizedStatusValue, UnrecognizedContentType, UnrecognizedAgentName,
+}
 
 // maxVersionLabel bounds the agentVersion of Hooks.Unrecognized.
 const maxVersionLabel = 32
@@ -647,10 +665,20 @@ func (h Hooks) refused(ns namespace, limit string) {
 	}
 }
 
-func (h Hooks) unrecognized(dialectName string, v dialect.Version, what string) {
+// unrecognized says what once for session s (see Hooks.Unrecognized).
+func (h Hooks) unrecognized(s *session, what string) {
 	if h.Unrecognized == nil {
 		return
 	}
+	for i, k := range unrecognizedKinds {
+		if k == what {
+			if s.unrecognized&(1<<i) != 0 {
+				return
+			}
+			s.unrecognized |= 1 << i
+		}
+	}
+	dialectName, v := s.dialectName(), s.agent
 	label := v.String()
 	if len(label) > maxVersionLabel {
 		label = label[:maxVersionLabel]

@@ -91,6 +91,9 @@ type session struct {
 	// it. readerKey is readerID, once made.
 	agent     dialect.Version
 	readerKey string
+	// unrecognized has bit i set once Hooks.Unrecognized said
+	// unrecognizedKinds[i] for the session.
+	unrecognized uint8
 	// client is what the client declared in its initialize request's
 	// clientCapabilities (the zero Client until one is seen); dialect is
 	// bound to it too.
@@ -736,8 +739,12 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		s.learnClient(*c)
 	}
 	if read.AgentName != "" && !s.explicit {
-		s.use(dialect.Detect(read.AgentName))
+		d := dialect.Detect(read.AgentName)
+		s.use(d)
 		s.named = true
+		if d == dialect.Generic() {
+			ss.hooks.unrecognized(s, UnrecognizedAgentName)
+		}
 	} else if read.Sign != "" && !s.explicit && !s.named && s.dialect == nil {
 		// An agent that gave no name, recognised by what it sends; the
 		// frame that showed it is read again with its dialect.
@@ -1027,7 +1034,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	ss.settle(s, e, reserved)
 	if len(o.Unrecognized) > 0 && e.call.IsShell() {
 		for _, u := range o.Unrecognized {
-			ss.hooks.unrecognized(s.dialectName(), s.agent, u.What)
+			ss.hooks.unrecognized(s, u.What)
 		}
 	}
 	if !wasEnded && e.call.Ended() {

@@ -54,7 +54,7 @@ func TestAgentVersionPersisted(t *testing.T) {
 
 // A future build that moves the exit code to a field its dialect never
 // read: the call's exit stays unknown, and Hooks.Unrecognized says so,
-// with the dialect and the build, once per frame that carries it.
+// with the dialect and the build, once in the session.
 func TestFutureBuildCounted(t *testing.T) {
 	type count struct{ dialect, version, what string }
 	var got []count
@@ -74,6 +74,50 @@ func TestFutureBuildCounted(t *testing.T) {
 	_, err := n.Feed("s", []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"r1","kind":"read","status":"completed","rawOutput":{"metadata":{"exit_status":3}}}}}`))
 	require.NoError(t, err)
 	assert.Empty(t, got)
+}
+
+// Hooks.Unrecognized says each kind once per session, however many
+// frames carry it (a renamed member on every live delta would otherwise
+// count every frame); another session says it again. A status ACP does not
+// define, a content type it does not define and an agent name no dialect
+// knows are kinds of their own.
+func TestUnrecognizedOncePerSession(t *testing.T) {
+	type count struct{ session, what string }
+	var got []count
+	var session string
+	n := normalize.New(normalize.WithHooks(normalize.Hooks{Unrecognized: func(_, _, what string) {
+		got = append(got, count{session, what})
+	}}))
+	feed := func(s string, frames ...string) {
+		t.Helper()
+		session = s
+		for _, f := range frames {
+			_, err := n.Feed(s, []byte(f))
+			require.NoError(t, err)
+		}
+	}
+	live := func(id string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"in_progress","rawOutput":{"metadata":{"stdout_chunk":"line of output\n"}}}}}`
+	}
+	for _, s := range []string{"a", "b"} {
+		feed(s, initOpencode, openCall)
+		for i := 0; i < 50; i++ {
+			feed(s, live("c1"))
+		}
+	}
+	assert.Equal(t, []count{{"a", normalize.UnrecognizedOutputField}, {"b", normalize.UnrecognizedOutputField}}, got)
+
+	got = nil
+	feed("c", initOpencode, openCall,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"errored","rawOutput":{"output":"a\n","metadata":{"exit":3}}}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","content":[{"type":"terminal_output","data":"a\n"}]}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","content":[{"type":"content","content":{"type":"stdout","text":"a\n"}}]}}}`)
+	assert.Equal(t, []count{{"c", normalize.UnrecognizedStatusValue}, {"c", normalize.UnrecognizedContentType}}, got)
+
+	got = nil
+	feed("d", `{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"acme-agent","version":"1.0.0"}}}`, openCall)
+	feed("e", `{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"opencode","version":"1.0.0"}}}`, openCall)
+	assert.Equal(t, []count{{"d", normalize.UnrecognizedAgentName}}, got)
 }
 
 // A dialect named on every frame reads as the same dialect detected: it is

@@ -380,6 +380,13 @@ const (
 	// status N`) on a frame that ends the call, from which the dialect
 	// read no exit.
 	UnrecognizedResult = "result_text"
+	// UnrecognizedStatus: a `status` that is none of ACP's four
+	// (pending, in_progress, completed, failed): the call is not taken
+	// to have ended, so an exit code beside it stays a placeholder.
+	UnrecognizedStatus = "status_value"
+	// UnrecognizedContent: a content item of a type ACP does not define
+	// (or a content block of one), which no dialect reads.
+	UnrecognizedContent = "content_type"
 )
 
 // MaxFieldPath bounds Unrecognized.Field.

@@ -302,6 +302,15 @@ func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *To
 		return
 	}
 	o := &obs[at]
+	if tc.Status != nil && ReadStatus(tc.Status) == accum.StatusNone {
+		addUnrecognized(&o.Unrecognized, accum.UnrecognizedStatus, "status")
+	}
+	for i := range tc.Content {
+		if !knownContent(&tc.Content[i]) {
+			addUnrecognized(&o.Unrecognized, accum.UnrecognizedContent, "content[].type")
+			break
+		}
+	}
 	ended := o.Status.Ended() && o.Exit == nil && o.Signal == "" && !o.Cancelled
 	nodes := [len(knownMembers)]*knownNode{k.rawOutput, k.meta}
 	if marked != nil && marked.Objects == 1 && marked.N <= jsonlit.MaxMarked {
@@ -330,6 +339,25 @@ func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *To
 			}
 		}
 	}
+}
+
+// knownContent says whether a tool call's content item is of a type ACP
+// defines: a content block (text, image, audio, a resource or a link to
+// one), a diff or a terminal.
+func knownContent(c *Content) bool {
+	switch c.Type {
+	case "diff", "terminal":
+		return true
+	case "content":
+		if c.Content == nil {
+			return true
+		}
+		switch c.Content.Type {
+		case "text", "image", "audio", "resource", "resource_link":
+			return true
+		}
+	}
+	return false
 }
 
 // knownMembers are the members of an update noticeUnrecognized walks

@@ -158,6 +158,12 @@ type Hooks struct {
 	// dialect reads it ("0.70.1"), at most 32 bytes, or "unknown". None
 	// of them holds text of the frame.
 	Unrecognized func(dialect, agentVersion, what string)
+	// UnrecognizedField is called with Unrecognized, with where the
+	// thing was: a path into the frame's update ("rawOutput.metadata.exit_status",
+	// "status", "content text") or "agentInfo.name", at most 128 bytes. It
+	// names fields, never holds their values (but a member's name, which
+	// the agent chose).
+	UnrecognizedField func(dialect, agentVersion, what, field string)
 	// DataLoss is called each time a session is found older than what a
 	// caller holds (see WithHeld) or than what this Normalizer handed on
 	// of it: its store lost commits.
@@ -665,9 +671,10 @@ func (h Hooks) refused(ns namespace, limit string) {
 	}
 }
 
-// unrecognized says what once for session s (see Hooks.Unrecognized).
-func (h Hooks) unrecognized(s *session, what string) {
-	if h.Unrecognized == nil {
+// unrecognized says what, found at field, once for session s (see
+// Hooks.Unrecognized).
+func (h Hooks) unrecognized(s *session, what, field string) {
+	if h.Unrecognized == nil && h.UnrecognizedField == nil {
 		return
 	}
 	for i, k := range unrecognizedKinds {
@@ -683,7 +690,12 @@ func (h Hooks) unrecognized(s *session, what string) {
 	if len(label) > maxVersionLabel {
 		label = label[:maxVersionLabel]
 	}
-	h.Unrecognized(dialectName, label, what)
+	if h.Unrecognized != nil {
+		h.Unrecognized(dialectName, label, what)
+	}
+	if h.UnrecognizedField != nil {
+		h.UnrecognizedField(dialectName, label, what, field)
+	}
 }
 
 func (h Hooks) lateFrame() {

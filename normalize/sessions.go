@@ -743,7 +743,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		s.use(d)
 		s.named = true
 		if d == dialect.Generic() {
-			ss.hooks.unrecognized(s, UnrecognizedAgentName)
+			ss.hooks.unrecognized(s, UnrecognizedAgentName, "agentInfo.name")
 		}
 	} else if read.Sign != "" && !s.explicit && !s.named && s.dialect == nil {
 		// An agent that gave no name, recognised by what it sends; the
@@ -1034,7 +1034,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	ss.settle(s, e, reserved)
 	if len(o.Unrecognized) > 0 && e.call.IsShell() {
 		for _, u := range o.Unrecognized {
-			ss.hooks.unrecognized(s, u.What)
+			ss.hooks.unrecognized(s, u.What, u.Field)
 		}
 	}
 	if !wasEnded && e.call.Ended() {

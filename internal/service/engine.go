@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
@@ -25,9 +26,14 @@ type sessions struct {
 	maxID, maxHeld int
 }
 
-func newSessions(cfg Config, m *Metrics) *sessions {
+// newSessions returns the sessions of a Service that counts into m and
+// logs wire changes to log (nil: not logged).
+func newSessions(cfg Config, m *Metrics, log *slog.Logger) *sessions {
 	ss := &sessions{m: m, now: time.Now, rel: newReleaser(), maxID: cfg.MaxIDBytes, maxHeld: 2 * cfg.MaxCallsPerSession}
 	hooks := m.hooks()
+	if log != nil {
+		hooks.UnrecognizedField = newWireLog(log).changed
+	}
 	opened, held := hooks.CallsOpened, hooks.HeldBytes
 	hooks.CallsOpened = func(delta int) { opened(delta); ss.rel.callsOpened(delta) }
 	hooks.HeldBytes = func(total int64) { held(total); ss.rel.heldBytes(total) }

@@ -83,7 +83,7 @@ func BenchmarkFeeder(b *testing.B) {
 				}}}
 			}
 			ctx := context.Background()
-			ss := newSessions(DefaultConfig(), NewMetrics(nil))
+			ss := newSessions(DefaultConfig(), NewMetrics(nil), nil)
 			out := func(*pb.NormalizeResponse) error { return nil }
 			d := newDelivered()
 			d.setOptions(&pb.StreamOptions{FinalTexts: pb.FinalTexts_FINAL_TEXTS_CHANGES})

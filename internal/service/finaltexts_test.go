@@ -141,7 +141,7 @@ func TestFinalTextsChangesOnRecordings(t *testing.T) {
 	for _, rec := range recordings(t) {
 		name := rec.name
 		play := func(finals pb.FinalTexts) (folded map[string]string, wire int) {
-			ss := newSessions(DefaultConfig(), NewMetrics(nil))
+			ss := newSessions(DefaultConfig(), NewMetrics(nil), nil)
 			var d *delivered
 			if finals == pb.FinalTexts_FINAL_TEXTS_CHANGES {
 				d = newDelivered()

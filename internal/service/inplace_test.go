@@ -33,7 +33,7 @@ func checkReadInPlace(t *testing.T, cfg Config) {
 	h := newHarness(t, cfg)
 	for _, rec := range recordings(t) {
 		var want []*pb.NormalizeResponse
-		ss := newSessions(DefaultConfig(), NewMetrics(nil))
+		ss := newSessions(DefaultConfig(), NewMetrics(nil), nil)
 		feed := ss.newFeeder(context.Background(), newDelivered(), func(out *pb.NormalizeResponse) error {
 			want = append(want, out)
 			return nil

@@ -107,7 +107,7 @@ func BenchmarkServicePath(b *testing.B) {
 // revisions carry over the output bytes of the calls they end.
 func benchPath(b *testing.B, name string, reqs []*pb.NormalizeRequest, size int64, d *delivered) {
 	b.Run(name, func(b *testing.B) {
-		ss := newSessions(DefaultConfig(), NewMetrics(nil))
+		ss := newSessions(DefaultConfig(), NewMetrics(nil), nil)
 		ctx := context.Background()
 		// wire counts the text bytes the revisions carry, real the
 		// bytes of output of the calls (the last total_bytes each text

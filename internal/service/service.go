@@ -41,7 +41,7 @@ func New(cfg Config, m *Metrics, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, log: log, sessions: newSessions(cfg, m), recheck: recheckEvery, draining: make(chan struct{})}, nil
+	return &Service{cfg: cfg, log: log, sessions: newSessions(cfg, m, log), recheck: recheckEvery, draining: make(chan struct{})}, nil
 }
 
 // Run evicts expired state until ctx is done.

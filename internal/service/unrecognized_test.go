@@ -1,7 +1,11 @@
 package service
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,4 +46,44 @@ func TestUnrecognizedVersionsBounded(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.unrecognized.WithLabelValues("generic", "1.0.0", normalize.UnrecognizedExitField)))
 	assert.Equal(t, 10.0, testutil.ToFloat64(m.unrecognized.WithLabelValues("generic", otherVersion, normalize.UnrecognizedExitField)))
 	assert.Equal(t, maxVersionLabels+1, testutil.CollectAndCount(m.unrecognized))
+}
+
+// A wire change is logged once by the process, naming the dialect, the
+// build, what and the field (never its value); a second session showing
+// the same change is counted, not logged again. The log remembers at
+// most maxWireChanges changes and says once when it stops.
+func TestWireChangeLogged(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	reg := prometheus.NewRegistry()
+	svc, err := New(DefaultConfig(), NewMetrics(reg), log)
+	require.NoError(t, err)
+	d := &direct{t: t, ss: svc.sessions}
+	d.ss.now = func() time.Time { return time.Unix(1000, 0) }
+	for _, s := range []string{"a", "b"} {
+		d.frame(s, `{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"opencode","version":"1.99.0"}}}`)
+		d.exec(s, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","status":"pending","rawInput":{"command":"make"}}}}`)
+		d.exec(s, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"output":"boom\n","metadata":{"exit_status":3}}}}}`)
+	}
+	assert.Equal(t, 2.0, testutil.ToFloat64(svc.sessions.m.unrecognized.WithLabelValues("opencode", "1.99.0", normalize.UnrecognizedExitField)), "two sessions")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 1, buf.String())
+	var line map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &line))
+	assert.Equal(t, "WARN", line["level"])
+	assert.Equal(t, "opencode", line["dialect"])
+	assert.Equal(t, "1.99.0", line["agent_version"])
+	assert.Equal(t, normalize.UnrecognizedExitField, line["what"])
+	assert.Equal(t, "rawOutput.metadata.exit_status", line["field"])
+	assert.NotContains(t, buf.String(), "boom")
+
+	buf.Reset()
+	w := newWireLog(log)
+	for i := range maxWireChanges + 5 {
+		w.changed("generic", "1.0.0", normalize.UnrecognizedExitField, fmt.Sprintf("rawOutput.f%d", i))
+	}
+	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, maxWireChanges+1)
+	assert.Contains(t, lines[maxWireChanges], "logged the first ones")
+	assert.Len(t, w.seen, maxWireChanges)
 }

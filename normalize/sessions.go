@@ -989,10 +989,14 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		s.calls[id] = e
 		ss.hooks.callsOpened(1)
 	}
-	if e.call.Ended() && (o.Opens || o.PermissionAsk) && !o.Replayed && !s.replay && !sameCommand(o.Command, o.CommandFromTitle, e.call.Command()) {
+	if e.call.Ended() && (o.Opens || (o.PermissionAsk && e.call.EndedByAgent())) && !o.Replayed && !s.replay && !sameCommand(o.Command, o.CommandFromTitle, e.call.Command()) {
 		// A tool_call (or a permission ask) for another command under the
 		// id of a call that ended: the agent used the id again. It is not
 		// a new call (revisions never restart) nor more of the ended one.
+		// But a call the end of a turn ended may still be running: an
+		// agent that asks to act on it (Codex asks before it writes to a
+		// command's stdin, naming the write) asks about the same call,
+		// whose late frames still count.
 		what := "opens tool call %q for another command"
 		if o.PermissionAsk {
 			what = "asks permission to run another command as tool call %q"

@@ -494,6 +494,19 @@ func TestReusedToolCallIDIsRefused(t *testing.T) {
 	assert.Equal(t, normalize.FailedPrecondition, errs[0].Code)
 	assert.Contains(t, errs[0].Message, "asks permission")
 	assert.Equal(t, "make", got["c1"].command)
+	// A call the end of the turn ended may still run: Codex (the
+	// TypeScript adapter 2.6.0, recorded) asks under its id before it
+	// writes to the command's stdin in the next turn, naming the write;
+	// the ask is about the same call, and no error.
+	got, errs = feedTerms(t, []string{
+		tcPrompt(1),
+		tcOpen("c1", "read -r line; echo got:$line; exit 5"),
+		tcResult(1, `{"stopReason":"end_turn"}`),
+		tcPrompt(2),
+		`{"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":"c1","kind":"execute","status":"pending","title":"write_stdin --session-id 85267 'hi\n'","rawInput":{"command":"write_stdin --session-id 85267 'hi\n'"}},"options":[]}}`,
+	}, normalize.New())
+	assert.Empty(t, errs)
+	assert.Equal(t, "read -r line; echo got:$line; exit 5", got["c1"].command, "an ask never renames the call")
 }
 
 // A relative cwd joined with the session's is held to the text limit as

@@ -139,6 +139,13 @@ func (c *Call) NotShell() bool { return c.shell == ShellNo }
 // Ended reports whether the call has ended.
 func (c *Call) Ended() bool { return c.cur.state == Ended }
 
+// EndedByAgent reports whether the agent itself ended the call (its
+// completed or failed final), rather than the end of the turn, the
+// session, or a tool call whose command went on in the background.
+func (c *Call) EndedByAgent() bool {
+	return c.cur.state == Ended && c.endReason == "" && !c.cur.background
+}
+
 // Apply folds one observation into the call. Observations that arrive after
 // the call ended still add what they know (a late stream, exit evidence
 // while the outcome is Unknown, an exit code not known yet) but never
@@ -159,7 +166,7 @@ func (c *Call) Apply(o *Observation) {
 	// went on in the background). What it said then stands: a later frame
 	// may add output, or the command that ran, but renames nothing and
 	// replaces no output with a text that does not extend it.
-	said := c.cur.state == Ended && c.endReason == "" && !c.cur.background && !o.Background
+	said := c.EndedByAgent() && !o.Background
 	switch {
 	case o.CommandRan && o.Command != "":
 		c.cur.command, c.commandRan = o.Command, true

@@ -942,6 +942,14 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		return ""
 	}
 	e := s.calls[id]
+	if e == nil && !o.Opens {
+		// An id no call has that a call showed as its terminal: a handle
+		// the dialect cannot tell a call's id from a terminal's (an
+		// agent's background task id). That call is the one meant.
+		if t := s.terminals[id]; t != "" {
+			id, e = t, s.calls[t]
+		}
+	}
 	if e == nil {
 		if tb, ok := ss.tombOf(s, id); ok {
 			if s.replay {

@@ -1093,6 +1093,26 @@ func TestConformanceGrok(t *testing.T) {
 		},
 		want: []wantExec{{id: "g7", command: "echo start; sleep 6; echo late", cwd: "/w/g", desc: "Wait", outcome: failed, exit: code(3), bg: true, output: "start\nlate\n"}},
 	}, {
+		// The model asks for the background itself (Grok 1.0.41,
+		// recorded): the task has an id of Grok's own, which
+		// BackgroundTaskStarted gives and task_completed names.
+		name: "explicit_background_task_completed_by_its_own_id", agent: grokAgent,
+		frames: []string{
+			grOpen("g10", "for i in 1 2 3; do echo tick$i; sleep 0.5; done; exit 3", "Bg"), grDescribe("g10", "for i in 1 2 3; do echo tick$i; sleep 0.5; done; exit 3", "Bg"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g10","status":"completed","title":"[bg] for i in 1 2 3; do echo tick$i; sleep 0.5; done; exit 3 (01a24475)","content":[{"type":"content","content":{"type":"text","text":"Background task 01a24475-c463-7911-914b-cf97b3e7f51b started"}}],"rawOutput":{"type":"BackgroundTaskStarted","task_id":"01a24475-c463-7911-914b-cf97b3e7f51b","task_type":"bash","status":"running","summary":"Background task 01a24475-c463-7911-914b-cf97b3e7f51b started","pid":7457}}`),
+			grLive("g10", []byte("tick1\ntick2\ntick3\n"), []byte("tick1\ntick2\ntick3\n")),
+			`{"jsonrpc":"2.0","method":"_x.ai/task_completed","params":{"sessionId":"S","update":{"sessionUpdate":"task_completed","task_snapshot":{"task_id":"01a24475-c463-7911-914b-cf97b3e7f51b","command":"for i in 1 2 3; do echo tick$i; sleep 0.5; done; exit 3","output":"tick1\ntick2\ntick3\n","truncated":false,"output_total_bytes":18,"exit_code":3,"signal":null,"completed":true,"explicitly_killed":false},"will_wake":false}}}`,
+		},
+		want: []wantExec{{id: "g10", command: "for i in 1 2 3; do echo tick$i; sleep 0.5; done; exit 3", cwd: "/w/g", desc: "Bg", outcome: failed, exit: code(3), bg: true, output: "tick1\ntick2\ntick3\n"}},
+	}, {
+		name: "explicit_background_task_killed", agent: grokAgent,
+		frames: []string{
+			grOpen("g11", "echo started-r; sleep 30; echo never", "Bg2"), grDescribe("g11", "echo started-r; sleep 30; echo never", "Bg2"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"g11","status":"completed","title":"[bg] echo started-r; sleep 30; echo never (01a24475)","content":[{"type":"content","content":{"type":"text","text":"Background task 01a24475-caf7-7fb3-89d1-14e1347a551a started"}}],"rawOutput":{"type":"BackgroundTaskStarted","task_id":"01a24475-caf7-7fb3-89d1-14e1347a551a","task_type":"bash","status":"running","pid":7458}}`),
+			`{"jsonrpc":"2.0","method":"_x.ai/task_completed","params":{"sessionId":"S","update":{"sessionUpdate":"task_completed","task_snapshot":{"task_id":"01a24475-caf7-7fb3-89d1-14e1347a551a","output":"started-r\n","truncated":false,"output_total_bytes":10,"exit_code":null,"signal":"killed","completed":true,"explicitly_killed":true},"will_wake":false}}}`,
+		},
+		want: []wantExec{{id: "g11", command: "echo started-r; sleep 30; echo never", cwd: "/w", desc: "Bg2", outcome: failed, bg: true, output: "started-r\n"}},
+	}, {
 		// Past 10,000 bytes the live bytes are the last 10,000; the final
 		// holds the first and the last 10,000 joined by a marker and says
 		// so in its exit line: neither the marker nor the note is output.

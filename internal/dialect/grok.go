@@ -57,7 +57,10 @@ import (
 //     stopped) and, with no exit code, its outcome is UNKNOWN: it is still
 //     running. When Grok later reports the task's end
 //     (`_x.ai/task_completed`, `task_snapshot {task_id: <the tool call
-//     id>, exit_code, signal, output, truncated, output_total_bytes}`),
+//     id>, exit_code, signal, output, truncated, output_total_bytes}`;
+//     for a command the model put in the background itself, `task_id` is
+//     an id of Grok's, given in the BackgroundTaskStarted rawOutput,
+//     which the call shows as its terminal id),
 //     that is the command's real result: it resolves the UNKNOWN outcome
 //     (accum lets late evidence resolve an unknown outcome, never change a
 //     known one). Late `in_progress` snapshots of a backgrounded call carry
@@ -100,6 +103,7 @@ type grokInput struct {
 // grokOutput is `rawOutput`, live and final.
 type grokOutput struct {
 	Type        Str      `json:"type"`
+	TaskID      Str      `json:"task_id"`
 	Output      rawBytes `json:"output"`
 	OutputDelta rawBytes `json:"output_delta"`
 	// OutputForPrompt repeats the output for the model, and is read only
@@ -160,12 +164,20 @@ func (u *grokCall) observeUnder(method string) []accum.Observation {
 	if u.SessionUpdate != "task_completed" || t == nil || t.TaskID.S == "" || (t.Completed != nil && !*t.Completed) {
 		return nil
 	}
+	// The task id is the tool call's id when Grok moved the command to
+	// the background at its timeout, and an id of its own when the model
+	// asked for the background; then the call showed it as its terminal
+	// (see observeGrok), by which the session finds the call.
 	o := accum.Observation{ToolCallID: t.TaskID.S}
 	if e := t.ExitCode.Exit(accum.ExitStructured, true); e != nil && e.Code != -1 {
 		o.Exit = e
 	}
 	if sig := grokSignal(t.Signal.S); sig != "" {
 		o.Signal = sig
+	} else {
+		// A task the model killed (explicitly_killed) says signal
+		// "killed", naming no signal: it did not end by itself.
+		applyVerdict(&o, t.Signal.S)
 	}
 	truncated := t.Truncated != nil && *t.Truncated
 	if t.Output.Set {
@@ -194,8 +206,13 @@ func observeGrok(u *grokCall) []accum.Observation {
 	out := u.RawOutput
 	if out != nil && out.Type.S == "BackgroundTaskStarted" {
 		// Moved to (or started in) the background: the content and the
-		// summary are Grok's notice, not output; the command goes on.
+		// summary are Grok's notice, not output; the command goes on. A
+		// task id other than the call's names the command from now on
+		// (its task_completed), as a terminal id would.
 		o.Background = true
+		if id := out.TaskID.S; id != "" && id != o.ToolCallID {
+			o.TerminalID = id
+		}
 		return []accum.Observation{o}
 	}
 	if out == nil {

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -523,5 +524,60 @@ func TestSessionOfALaterProcessIsApplied(t *testing.T) {
 	want := reference(t, ls)
 	for _, x := range s2.Calls() {
 		assert.Equal(t, want[x.GetToolCallId()].GetOutcome(), x.GetOutcome(), "call %s", x.GetToolCallId())
+	}
+}
+
+// A server lost while a call is open, and the next request is a turn end
+// or a close, which carry no held fields: applied to the new server's
+// empty session, the open call never ended and nobody knew (probe R).
+// The Session sends its last answered frame again first, with what it
+// holds, so the loss is found and the session rebuilt: its calls end as
+// the same requests end them on a server that lost nothing.
+func TestSessionFindsALossBeforeItsClose(t *testing.T) {
+	ls := lines(t)
+	k := len(ls) / 2
+	for !bytes.Contains(ls[k-1].Msg, []byte(`"sessionUpdate":"tool_call"`)) {
+		k++
+	}
+	for _, turnEnd := range []bool{false, true} {
+		run := func(lose bool) *client.Session {
+			a, b := serve(t, nil), serve(t, nil)
+			c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close() })
+			s := c.Session("s1", client.OnRevision((&revisions{t: t}).on))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for _, l := range ls[:k] {
+				require.NoError(t, s.Send(ctx, l.Dir, l.Msg))
+			}
+			require.NoError(t, s.Flush(ctx))
+			open := 0
+			for _, x := range s.Calls() {
+				if x.GetState() != pb.ShellState_SHELL_STATE_ENDED {
+					open++
+				}
+			}
+			require.NotZero(t, open, "a call is open when the server is lost")
+			if lose {
+				a.srv.GRPC.Stop()
+			}
+			if turnEnd {
+				require.NoError(t, s.TurnEnded(ctx, false))
+			}
+			require.NoError(t, s.Close(ctx))
+			return s
+		}
+		want := map[string]*pb.ShellExec{}
+		ref := run(false)
+		for _, x := range ref.Calls() {
+			x = proto.Clone(x).(*pb.ShellExec)
+			x.Sequence -= ref.FirstSequence() - 1
+			want[x.GetToolCallId()] = x
+		}
+		s := run(true)
+		t.Logf("turn end %v: %+v", turnEnd, s.Stats())
+		assert.Equal(t, 1, s.Stats().Losses, "turn end %v", turnEnd)
+		sameFinals(t, want, s)
 	}
 }

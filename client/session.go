@@ -409,7 +409,8 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 	defer cancel()
 	s.mu.Lock()
 	s.stats.Streams++
-	from := s.confirmed
+	answered := s.confirmed
+	from := s.heldFrom()
 	s.mu.Unlock()
 	st, err := s.c.stub(addr).Normalize(ctx)
 	if err != nil {
@@ -486,7 +487,7 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 	rerr := <-recv
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	progress = s.confirmed > from
+	progress = s.confirmed > answered
 	var lost *lostError
 	if (rerr == nil && closedSend) || (rerr != nil && !errors.As(rerr, &lost) && !errors.Is(rerr, errRetry)) {
 		// A stream the server ended (normally, or on shutdown): its
@@ -544,6 +545,29 @@ func (s *Session) heldLocked() map[string]uint32 {
 	}
 	return held
 }
+
+// heldFrom is the index of the request a new stream starts from (s.mu
+// held): the first one not answered, or, when that one is a turn end or a
+// close (they carry no held fields) after answered requests, the last
+// frame before it, sent again to state what is held. Without it a stream
+// that starts with a turn end or a close after the server lost the session
+// (restarted without a store, a failover) would apply them to an empty
+// session: the open calls would never end, and nobody would know.
+func (s *Session) heldFrom() int {
+	from := s.confirmed
+	if from == 0 || from >= len(s.reqs) || s.reqs[from].GetFrame() != nil {
+		return from
+	}
+	for k := from - 1; k >= 0 && from-k <= maxHeldBack; k-- {
+		if s.reqs[k].GetFrame() != nil {
+			return k
+		}
+	}
+	return from
+}
+
+// maxHeldBack bounds how far back heldFrom looks for a frame.
+const maxHeldBack = 64
 
 // sentBefore is the most requests ever sent (s.mu held).
 func (s *Session) sentBefore() int { return s.highSent }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"google.golang.org/grpc/codes"
 	"net"
 	"os"
 	"path/filepath"
@@ -317,23 +318,49 @@ func TestSessionGivesUpWithItsContext(t *testing.T) {
 	assert.Greater(t, s.Stats().Reconnects, 1)
 }
 
-// A request larger than the server takes would be refused again on every
-// stream: the Session gives up at once, saying so, instead of retrying
-// until its context ends.
-func TestSessionGivesUpOnARequestTooLarge(t *testing.T) {
+// A request over the server's message limit ends the stream (gRPC reads
+// nothing after it). The Session reports it, naming its sequence, and
+// sends the requests after it without it, as docs/contract.md says; it
+// gave up the whole session before (probe R).
+func TestSessionLeavesOutARequestTooLarge(t *testing.T) {
+	ls := lines(t)
+	limit := 0
+	for _, l := range ls {
+		limit = max(limit, len(l.Msg))
+	}
+	limit += 4 << 10
+	big := []byte(`{"jsonrpc":"2.0","method":"x/notice","params":{"text":"` + strings.Repeat("x", limit) + `"}}`)
+	at := len(ls) / 2
 	opts := service.DefaultServerOptions()
-	opts.MaxMessageBytes = 1 << 10
-	c, err := client.New([]string{serveWith(t, nil, opts).addr})
+	opts.MaxMessageBytes = limit
+	c, err := client.New([]string{serveWith(t, nil, opts).addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
 	require.NoError(t, err)
 	defer c.Close()
 	s := c.Session("s1")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, s.Send(ctx, pb.Direction_DIRECTION_AGENT_TO_CLIENT, make([]byte, 4<<10)))
-	err = s.Close(ctx)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ResourceExhausted")
-	assert.NoError(t, ctx.Err(), "it retried until its context ended")
+	for i, l := range ls {
+		if i == at {
+			require.NoError(t, s.Send(ctx, pb.Direction_DIRECTION_AGENT_TO_CLIENT, big))
+		}
+		require.NoError(t, s.Send(ctx, l.Dir, l.Msg))
+	}
+	require.NoError(t, s.Close(ctx))
+	errs := s.FrameErrors()
+	require.Len(t, errs, 1)
+	assert.Equal(t, int32(codes.ResourceExhausted), errs[0].GetCode())
+	assert.Equal(t, s.FirstSequence()+uint64(at), errs[0].GetSequence())
+	assert.Contains(t, errs[0].GetMessage(), "larger than the server's limit")
+	assert.Contains(t, errs[0].GetMessage(), "--max-message-bytes")
+	want := reference(t, ls)
+	for _, x := range s.Calls() {
+		w := want[x.GetToolCallId()]
+		require.NotNil(t, w, x.GetToolCallId())
+		assert.Equal(t, w.GetOutcome(), x.GetOutcome(), x.GetToolCallId())
+		assert.Equal(t, w.GetExitCode(), x.GetExitCode(), x.GetToolCallId())
+		assert.Equal(t, w.GetOutput().GetText(), x.GetOutput().GetText(), x.GetToolCallId())
+	}
+	assert.Len(t, s.Calls(), len(want))
 }
 
 // flaky is a store whose commits fail while it is down, as a Redis that

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,7 +342,7 @@ func (s *Session) run() {
 			s.giveUp(fmt.Errorf("acpnorm client: session %q: %w", s.id, ErrClosed))
 			return
 		}
-		if fatal(err) {
+		if fatal(err) && !s.leaveOutTooLarge(err) {
 			s.giveUp(fmt.Errorf("acpnorm client: session %q: %s: %w", s.id, s.c.target(addr), err))
 			return
 		}
@@ -384,6 +385,51 @@ func fatal(err error) bool {
 	return true
 }
 
+// tooLarge is how gRPC words the end of a stream whose message was over
+// the server's limit: the message's size and the limit, in bytes.
+var tooLarge = regexp.MustCompile(`larger than max \((\d+) vs\. (\d+)\)`)
+
+// leftOut is the message sent in place of a frame over the server's
+// limit: a notification of a method no agent sends, which acpnormd reads
+// as nothing (every method it does not know is skipped without an error).
+var leftOut = []byte(`{"jsonrpc":"2.0","method":"$/acpnorm/left_out"}`)
+
+// leaveOutTooLarge handles a stream gRPC ended because a request was over
+// the server's message limit (docs/contract.md: the client resends the
+// rest, leaving that one out). The first unanswered frame over the limit
+// is reported as a FrameError RESOURCE_EXHAUSTED naming its sequence, and
+// sent as leftOut instead, so that the requests after it are applied. It
+// reports whether it found one; without one the error is fatal.
+func (s *Session) leaveOutTooLarge(err error) bool {
+	st := status.Convert(err)
+	m := tooLarge.FindStringSubmatch(st.Message())
+	if st.Code() != codes.ResourceExhausted || m == nil {
+		return false
+	}
+	limit, perr := strconv.Atoi(m[2])
+	if perr != nil {
+		return false
+	}
+	s.mu.Lock()
+	for i := s.confirmed; i < len(s.reqs); i++ {
+		f := s.reqs[i].GetFrame()
+		if f == nil || proto.Size(s.reqs[i]) <= limit {
+			continue
+		}
+		size := proto.Size(s.reqs[i])
+		s.bytes += len(leftOut) - len(f.GetMessage())
+		s.reqs[i] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
+			SessionId: f.GetSessionId(), Dialect: f.GetDialect(), Cwd: f.GetCwd(), Sequence: f.GetSequence(),
+			Direction: f.GetDirection(), Message: leftOut}}}
+		s.mu.Unlock()
+		s.report(&pb.FrameError{SessionId: s.id, Sequence: f.GetSequence(), Code: int32(codes.ResourceExhausted),
+			Message: fmt.Sprintf("request %d (a frame of %d bytes) is larger than the server's limit of %d bytes (acpnormd --max-message-bytes): it was not applied, and the Session sends the requests after it without it", f.GetSequence(), size, limit)})
+		return true
+	}
+	s.mu.Unlock()
+	return false
+}
+
 // errRetry ends a stream that should be opened again at once or after a
 // wait (a request was not applied, or the trailer counted fewer requests).
 var errRetry = errors.New("acpnorm client: stream ended with requests unanswered")
@@ -411,6 +457,7 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 	s.stats.Streams++
 	answered := s.confirmed
 	from := s.heldFrom()
+	sentBefore := s.highSent
 	s.mu.Unlock()
 	st, err := s.c.stub(addr).Normalize(ctx)
 	if err != nil {
@@ -419,7 +466,7 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 	recv := make(chan error, 1)
 	var sent int // requests sent, after the options
 	var closedSend bool
-	go func() { recv <- s.receive(st, from, cancel) }()
+	go func() { recv <- s.receive(st, sentBefore, cancel) }()
 	sendErr := func() error {
 		if err := st.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{SkipAppliedSequences: true}}}); err != nil {
 			return err
@@ -574,9 +621,10 @@ func (s *Session) sentBefore() int { return s.highSent }
 
 func (s *Session) markSent(n int) { s.highSent = max(s.highSent, n) }
 
-// receive folds the answers of a stream that resent requests from index
-// from, until it ends: nil when the server ended it normally (io.EOF).
-func (s *Session) receive(st pb.NormalizerService_NormalizeClient, from int, cancel context.CancelFunc) error {
+// receive folds the answers of a stream until it ends: nil when the
+// server ended it normally (io.EOF). sentBefore is how many requests
+// earlier streams had sent.
+func (s *Session) receive(st pb.NormalizerService_NormalizeClient, sentBefore int, cancel context.CancelFunc) error {
 	for {
 		r, err := st.Recv()
 		if errors.Is(err, io.EOF) {
@@ -602,9 +650,20 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, from int, can
 		}
 		switch codes.Code(fe.GetCode()) {
 		case codes.AlreadyExists:
-			// A request sent again that was applied before; what it made
-			// came then, or comes whole with the next revisions.
-			continue
+			s.mu.Lock()
+			first := s.upTo(fe.GetSequence()) > sentBefore
+			s.mu.Unlock()
+			if !first {
+				// A request sent again that was applied before; what it
+				// made came then, or comes whole with the next revisions.
+				continue
+			}
+			// Sent for the first time, yet applied before: another
+			// Session numbered this session's requests alike (a process
+			// whose clock was behind an earlier one's, see
+			// firstSequence). The request was not applied: say so.
+			fe = proto.Clone(fe).(*pb.FrameError)
+			fe.Message += "; this Session had not sent it before, so another Session (or process) of the same session id numbered its requests alike (a clock behind the earlier one's?) and this request was not applied"
 		case codes.Unavailable:
 			// Not applied: send it again, after a wait, maybe elsewhere.
 			s.mu.Lock()

@@ -88,6 +88,8 @@ func parseProxy(args []string) (*proxyFlags, error) {
 		return nil, usagef("--queue-bytes %d is below --max-frame %d: a line that large could never be queued", f.queueBytes, f.maxFrame)
 	case f.bufferBytes < 1:
 		return nil, usagef("--buffer-bytes %d is below 1", f.bufferBytes)
+	case f.addr != "" && f.bufferBytes < int64(f.maxFrame):
+		return nil, usagef("--buffer-bytes %d is below --max-frame %d: a frame that large would be dropped from normalization with nothing else waiting", f.bufferBytes, f.maxFrame)
 	case f.addr != "" && len(addrList(f.addr)) == 0:
 		return nil, usagef("--addr %q names no address", f.addr)
 	case f.finish <= 0:
@@ -231,7 +233,7 @@ func summary(d proxy.Drops, st proxy.Stats) string {
 		parts = append(parts, fmt.Sprintf("%d lines (%d bytes) over --max-frame relayed but not normalized", d.TooBig, d.TooBigBytes))
 	}
 	if st.Dropped > 0 {
-		parts = append(parts, fmt.Sprintf("%d frames (%d bytes) dropped from normalization while --buffer-bytes of frames had no answer", st.Dropped, st.DroppedBytes))
+		parts = append(parts, fmt.Sprintf("%d frames (%d bytes) dropped from normalization while --buffer-bytes of frames had no answer (wire lines %d to %d)", st.Dropped, st.DroppedBytes, st.DroppedFirstLine, st.DroppedLastLine))
 	}
 	if st.Reconnects > 0 || st.Losses > 0 {
 		parts = append(parts, fmt.Sprintf("%d reconnect(s), %d frame(s) sent again, %d loss(es) rebuilt", st.Reconnects, st.Resent, st.Losses))

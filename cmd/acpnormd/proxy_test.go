@@ -36,6 +36,7 @@ func TestProxyUsageErrors(t *testing.T) {
 		{[]string{"proxy", "--wire", "-", "--", "cat"}, "--wire takes a FILE, not -"},
 		{[]string{"proxy", "--no-such", "--", "cat"}, "flag provided but not defined: -no-such"},
 		{[]string{"proxy", "--addr", "127.0.0.1:1", "--buffer-bytes", "0", "--", "cat"}, "--buffer-bytes 0 is below 1"},
+		{[]string{"proxy", "--addr", "127.0.0.1:1", "--buffer-bytes", "20000", "--", "cat"}, "--buffer-bytes 20000 is below --max-frame 8388608"},
 		{[]string{"proxy", "--addr", " , ", "--", "cat"}, `--addr " , " names no address`},
 	} {
 		code, _, errOut := runCLI(tc.args...)
@@ -150,11 +151,11 @@ func TestProxyRemoteDownPastTheBound(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(agentSide, b.Bytes(), 0o644))
 
-	code, stdout, errOut := runCLI("proxy", "--addr", down+","+down, "--buffer-bytes", "4096", "--finish-timeout", "300ms", "--", "cat", agentSide)
+	code, stdout, errOut := runCLI("proxy", "--addr", down+","+down, "--buffer-bytes", "4096", "--max-frame", "4096", "--finish-timeout", "300ms", "--", "cat", agentSide)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, b.String(), stdout, "the relay changed the agent's bytes")
 	assert.Equal(t, 1, strings.Count(errOut, "would pass --buffer-bytes 4096"), "said once: %s", errOut)
-	assert.Regexp(t, `of \d+ frames: \d+ frames \(\d+ bytes\) dropped from normalization while --buffer-bytes of frames had no answer`, errOut)
+	assert.Regexp(t, `of \d+ frames: .*\d+ frames \(\d+ bytes\) dropped from normalization while --buffer-bytes of frames had no answer \(wire lines \d+ to \d+\)`, errOut)
 	assert.Contains(t, errOut, "normalization was cut short")
 	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
 		assert.True(t, strings.HasPrefix(line, "acpnormd proxy: "), "a notice without the prefix: %q", line)

@@ -54,6 +54,7 @@ type Recorder struct {
 
 	frames, notJSON, unsent, frameErrors, revisions, written atomic.Int64
 	dropped, droppedBytes, reconnects, resent, losses        atomic.Int64
+	firstDropped, lastDropped                                atomic.Uint64 // wire lines
 
 	downOnce, frameErrOnce, outOnce, wireOnce, dropOnce, fullOnce sync.Once
 }
@@ -79,6 +80,9 @@ type Stats struct {
 	// each followed by a rebuild), counted when the sessions end.
 	Dropped, DroppedBytes      int64
 	Reconnects, Resent, Losses int64
+	// DroppedFirstLine and DroppedLastLine are the wire lines of the
+	// first and the last frame dropped (0 when none was).
+	DroppedFirstLine, DroppedLastLine uint64
 }
 
 // Stats returns the counts so far.
@@ -88,6 +92,7 @@ func (r *Recorder) Stats() Stats {
 		FrameErrors: r.frameErrors.Load(), Revisions: r.revisions.Load(), Written: r.written.Load(),
 		Dropped: r.dropped.Load(), DroppedBytes: r.droppedBytes.Load(),
 		Reconnects: r.reconnects.Load(), Resent: r.resent.Load(), Losses: r.losses.Load(),
+		DroppedFirstLine: r.firstDropped.Load(), DroppedLastLine: r.lastDropped.Load(),
 	}
 }
 

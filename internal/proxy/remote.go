@@ -108,9 +108,11 @@ func (rm *remote) send(x routed) {
 		if rm.unanswered+n > rm.bound {
 			r.dropped.Add(1)
 			r.droppedBytes.Add(n)
+			r.firstDropped.CompareAndSwap(0, x.seq)
+			r.lastDropped.Store(x.seq)
 			r.dropOnce.Do(func() {
-				r.say("%s has not answered %d bytes of frames, and a frame of %d more would pass --buffer-bytes %d: frames are dropped from normalization until it answers, never from the relay (counted; the total is printed at exit)",
-					r.Service, rm.unanswered, n, rm.bound)
+				r.say("%s has not answered %d bytes of frames, and a frame of %d more (wire line %d) would pass --buffer-bytes %d: frames are dropped from normalization until it answers, never from the relay (counted; the total and the lines are printed at exit)",
+					r.Service, rm.unanswered, n, x.seq, rm.bound)
 			})
 			return
 		}

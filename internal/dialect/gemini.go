@@ -234,8 +234,11 @@ func geminiFinal(o *accum.Observation, text string) {
 	}
 }
 
-// geminiDebugFields are the fields of the debug-mode result, in order;
-// geminiDebugTail are those that end it, each on one line.
+// geminiDebugFields are the fields of the debug-mode result before its
+// trailing ones, in order: the head (Command and Directory in older
+// releases), the output (Output, or older releases' Stdout and Stderr),
+// and Gemini's own Error; geminiDebugTail are those that end it, each on
+// one line.
 var (
 	geminiDebugFields = []string{"Command", "Directory", "Output", "Stdout", "Stderr", "Error"}
 	geminiDebugTail   = []string{"Exit Code", "Signal", "Background PIDs", "Process Group PGID"}
@@ -244,9 +247,14 @@ var (
 // geminiDebugResult reads the debug-mode result. The fields that end it
 // (geminiDebugTail) are its last lines, in their order: a line that looks
 // like one of them above another, or out of that order, is a line of the
-// output. Before them, a value runs to the next field that starts a line;
-// output fields may span lines, so the last occurrence of each later
-// field is used to find where they end.
+// output. The output may hold lines that look like any field (0.61 sends
+// "Output: Command: ls\nOutput: fake\n..." for a command that printed
+// "Command: ls\nOutput: fake"), so each field is found from the side of
+// the report it is fixed to: the head fields and the output field open
+// the report, in their order, and are read from the start, a head value
+// running to the first later field that starts a line; Stderr and Error,
+// between the output and the trailing fields, are read from the end (the
+// last occurrence of each).
 func geminiDebugResult(o *accum.Observation, text string) {
 	fields := map[string]string{}
 	text = "\n" + text
@@ -264,14 +272,42 @@ func geminiDebugResult(o *accum.Observation, text string) {
 		}
 		end = j
 	}
-	for i := len(geminiDebugFields) - 1; i >= 0; i-- {
-		key := "\n" + geminiDebugFields[i] + ": "
-		j := strings.LastIndex(text[:end], key)
-		if j < 0 {
+	// From the start: Command, Directory, then the output field (Output,
+	// or Stdout), each where the one before it ended.
+	pos, out := 0, ""
+	for i, f := range geminiDebugFields[:4] {
+		key := "\n" + f + ": "
+		if !strings.HasPrefix(text[pos:end], key) {
 			continue
 		}
-		fields[geminiDebugFields[i]] = text[j+len(key) : end]
-		end = j
+		v := pos + len(key)
+		if f == "Output" || f == "Stdout" {
+			pos, out = v, f
+			break
+		}
+		next := end
+		for _, g := range geminiDebugFields[i+1:] {
+			if j := strings.Index(text[v:next], "\n"+g+": "); j >= 0 {
+				next = v + j
+			}
+		}
+		fields[f], pos = text[v:next], next
+	}
+	// From the end: Error, and Stderr (only after Stdout); the output
+	// runs to the first of them.
+	middle := geminiDebugFields[5:]
+	if out == "Stdout" {
+		middle = geminiDebugFields[4:]
+	}
+	for i := len(middle) - 1; i >= 0; i-- {
+		key := "\n" + middle[i] + ": "
+		if j := strings.LastIndex(text[pos:end], key); j >= 0 {
+			fields[middle[i]] = text[pos+j+len(key) : end]
+			end = pos + j
+		}
+	}
+	if out != "" {
+		fields[out] = text[pos:end]
 	}
 	val := func(k string) (string, bool) {
 		v, ok := fields[k]

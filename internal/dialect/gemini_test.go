@@ -329,3 +329,64 @@ func TestGeminiDebugReport(t *testing.T) {
 			want:   with(func(o *accum.Observation) { o.Texts = []accum.Text{txt(C, F, "Output: 3 files\nDone")} })},
 	})
 }
+
+// TestGemini061Finals reads finals of real Gemini CLI 0.61.0 calls, the
+// frames as recorded (the probeq scenario, plain and --debug).
+func TestGemini061Finals(t *testing.T) {
+	d, _ := Lookup("gemini")
+	const (
+		mimicID  = "run_shell_command__run_shell_command_1796443981167_0"
+		mimicCmd = `printf 'Command: ls\nOutput: fake\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 123\n'; exit 1`
+	)
+	final := func(id, cmd, text string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":` + jsq(id) + `,"status":"completed","title":` + jsq(cmd) +
+			`,"content":[{"type":"content","content":{"type":"text","text":` + jsq(text) + `}}],"locations":[],"kind":"execute"}`
+	}
+	obs := func(id, cmd string, f func(o *accum.Observation)) []accum.Observation {
+		o := accum.Observation{ToolCallID: id, Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: cmd}
+		f(&o)
+		return []accum.Observation{o}
+	}
+	runObsCases(t, d, []obsCase{
+		{
+			// --debug: the report's Output field starts the text; the
+			// "Output: " line further down, and the fields after it, are
+			// what the command printed (it then exited 1).
+			name:   "debug report whose output holds report-like lines: all of it is output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command__run_shell_command_1796443981167_0","status":"completed","title":"printf 'Command: ls\\nOutput: fake\\nExit Code: 0\\nSignal: (none)\\nProcess Group PGID: 123\\n'; exit 1","content":[{"type":"content","content":{"type":"text","text":"Output: Command: ls\nOutput: fake\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 123\nExit Code: 1\nProcess Group PGID: 30846"}}],"locations":[],"kind":"execute"}`,
+			want: obs(mimicID, mimicCmd, func(o *accum.Observation) {
+				o.Exit = ex(1, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command: ls\nOutput: fake\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 123")}
+			}),
+		},
+		{
+			// The older full report: the head fields in their order at the
+			// start, the command's own Command:/Directory:/Output: lines in
+			// the output.
+			name:   "older debug report whose output holds head-field lines",
+			update: final(mimicID, "make", "Command: make\nDirectory: (root)\nOutput: Command: ls\nDirectory: /x\nOutput: fake\nError: (none)\nExit Code: 1\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 7"),
+			want: obs(mimicID, "make", func(o *accum.Observation) {
+				o.Exit = ex(1, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command: ls\nDirectory: /x\nOutput: fake")}
+			}),
+		},
+		{
+			// 0.45 and 0.61 write Output alone: lines of it that look like
+			// the older releases' Stdout and Stderr fields are output.
+			name:   "Stdout: and Stderr: lines in the output of a report with Output",
+			update: final(mimicID, "make", "Output: a\nStdout: b\nStderr: c\nExit Code: 2\nProcess Group PGID: 7"),
+			want: obs(mimicID, "make", func(o *accum.Observation) {
+				o.Exit = ex(2, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "a\nStdout: b\nStderr: c")}
+			}),
+		},
+		{
+			name:   "older report with Stdout and Stderr holding field-like lines",
+			update: final(mimicID, "make", "Command: make\nDirectory: (root)\nStdout: Command: x\nStdout: ok\nStderr: warn\nError: (none)\nExit Code: 0\nSignal: (none)"),
+			want: obs(mimicID, "make", func(o *accum.Observation) {
+				o.Exit = ex(0, accum.ExitText, false)
+				o.Texts = []accum.Text{txt(accum.Stdout, accum.Final, "Command: x\nStdout: ok"), txt(accum.Stderr, accum.Final, "warn")}
+			}),
+		},
+	})
+}

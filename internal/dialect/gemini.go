@@ -31,7 +31,10 @@ import (
 //     notice, but the lines after its `Output before cancellation:` are
 //     the real output printed before the cancel),
 //     `Command failed: E` (Failed) or `Command moved to background (PID: N)
-//     ...` (Background); none of these is output.
+//     ...` (Background); none of these is output. 0.61 refuses to run a
+//     command holding command substitution and sends, `completed`, only
+//     `Blocked: command substitution detected in shell command.` (Failed,
+//     quoted as a notice; in --debug too): the command never ran.
 //   - Debug mode (--debug): `Command: ...\nDirectory: ...\nOutput:
 //     ...\nError: ...\nExit Code: N\nSignal: ...\n...`; 0.45 (recorded)
 //     writes only the fields that have a value: `Output: ...\nProcess
@@ -187,6 +190,12 @@ var (
 	geminiTimedOut = regexp.MustCompile(`^Command was automatically cancell?ed because it exceeded the timeout\b`)
 )
 
+// geminiBlocked is what 0.61 shows, plain and --debug alike, for a command
+// it refused to run because it holds command substitution ($(...),
+// backticks, <(...) or >(...); detectCommandSubstitution in the shell
+// tool): the call still ends `completed`, but the command never ran.
+const geminiBlocked = "Blocked: command substitution detected in shell command."
+
 // geminiFinal reads the text of a `completed` frame.
 func geminiFinal(o *accum.Observation, text string) {
 	// A debug report begins with its first field, and names an exit code
@@ -223,6 +232,15 @@ func geminiFinal(o *accum.Observation, text string) {
 	}
 	if oneLine && geminiSpawnError.MatchString(line) {
 		o.Failed = true
+		return
+	}
+	if line == geminiBlocked && (o.Command == "" || strings.ContainsAny(o.Command, "(`")) {
+		// Gemini refused the command: a failure without an exit code,
+		// its sentence a notice, and no output. Its check needs a "("
+		// ($(...), <(...), >(...), PowerShell's subexpressions) or a
+		// backtick in the command: without one, the command printed the
+		// sentence.
+		o.Failed, o.FailNotice = true, notice(line)
 		return
 	}
 	if oneLine && geminiBackground.MatchString(line) {

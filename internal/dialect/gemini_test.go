@@ -337,6 +337,8 @@ func TestGemini061Finals(t *testing.T) {
 	const (
 		mimicID  = "run_shell_command__run_shell_command_1796443981167_0"
 		mimicCmd = `printf 'Command: ls\nOutput: fake\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 123\n'; exit 1`
+		subst    = `for i in 1 2 3; do printf '\rprogress %d%%' $((i*33)); sleep 0.2; done; printf '\rdone\n'`
+		blocked  = "Blocked: command substitution detected in shell command."
 	)
 	final := func(id, cmd, text string) string {
 		return `{"sessionUpdate":"tool_call_update","toolCallId":` + jsq(id) + `,"status":"completed","title":` + jsq(cmd) +
@@ -386,6 +388,56 @@ func TestGemini061Finals(t *testing.T) {
 			want: obs(mimicID, "make", func(o *accum.Observation) {
 				o.Exit = ex(0, accum.ExitText, false)
 				o.Texts = []accum.Text{txt(accum.Stdout, accum.Final, "Command: x\nStdout: ok"), txt(accum.Stderr, accum.Final, "warn")}
+			}),
+		},
+		{
+			// 0.61 refuses a command with $(...), backticks or <(...) and
+			// says so in place of an output (--debug and plain alike): the
+			// command never ran.
+			name:   "blocked command substitution (--debug): failed, no output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command__run_shell_command_1796443981412_0","status":"completed","title":"for i in 1 2 3; do printf '\\rprogress %d%%' $((i*33)); sleep 0.2; done; printf '\\rdone\\n'","content":[{"type":"content","content":{"type":"text","text":"Blocked: command substitution detected in shell command."}}],"locations":[],"kind":"execute"}`,
+			want: obs("run_shell_command__run_shell_command_1796443981412_0", subst, func(o *accum.Observation) {
+				o.Failed, o.FailNotice = true, blocked
+			}),
+		},
+		{
+			name:   "blocked command substitution (plain): failed, no output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command__run_shell_command_1796443988500_0","status":"completed","title":"for i in 1 2 3; do printf '\\rprogress %d%%' $((i*33)); sleep 0.2; done; printf '\\rdone\\n'","content":[{"type":"content","content":{"type":"text","text":"Blocked: command substitution detected in shell command."}}],"locations":[],"kind":"execute"}`,
+			want: obs("run_shell_command__run_shell_command_1796443988500_0", subst, func(o *accum.Observation) {
+				o.Failed, o.FailNotice = true, blocked
+			}),
+		},
+		{
+			// Gemini writes the refusal only in place of an output, alone:
+			// with other lines it is what the command printed.
+			name:   "the refusal sentence printed with other output is output",
+			update: final(mimicID, "cat notes.txt", blocked+"\nsee the docs"),
+			want: obs(mimicID, "cat notes.txt", func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, blocked+"\nsee the docs")}
+			}),
+		},
+		{
+			name:   "the refusal sentence after other output is output",
+			update: final(mimicID, "cat notes.txt", "note:\n"+blocked+"\n"),
+			want: obs(mimicID, "cat notes.txt", func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "note:\n"+blocked+"\n")}
+			}),
+		},
+		{
+			// Gemini blocks only a command with "(" or a backtick in it.
+			name:   "the refusal sentence alone from a command without substitution is output",
+			update: final(mimicID, "echo '"+blocked+"'", blocked+"\n"),
+			want: obs(mimicID, "echo '"+blocked+"'", func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, blocked+"\n")}
+			}),
+		},
+		{
+			// In --debug the command's output is in the report's Output
+			// field: the sentence there is output.
+			name:   "the refusal sentence as a debug report's output is output",
+			update: final(mimicID, "cat notes.txt", "Output: "+blocked+"\nProcess Group PGID: 9"),
+			want: obs(mimicID, "cat notes.txt", func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, blocked)}
 			}),
 		},
 	})

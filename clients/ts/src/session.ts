@@ -14,7 +14,7 @@
 // first, and ends with the same finals. Revisions are folded with Folder;
 // one received twice is folded once.
 
-import { clone, create } from "@bufbuild/protobuf";
+import { clone, create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import type { Http2SessionManager } from "@connectrpc/connect-node";
 import { FoldError, Folder, keyOf } from "./fold.js";
@@ -39,6 +39,22 @@ const TRAILER_APPLIED = "acpnorm-requests-applied";
  * --max-calls-per-session (2048 by default).
  */
 const MAX_HELD = 1024;
+
+/** Bounds how far back #heldFrom looks for a frame. */
+const MAX_HELD_BACK = 64;
+
+/**
+ * How gRPC words the end of a stream whose message was over the server's
+ * limit: the message's size and the limit, in bytes.
+ */
+const TOO_LARGE = /larger than max \((\d+) vs\. (\d+)\)/;
+
+/**
+ * The message sent in place of a frame over the server's limit: a
+ * notification of a method no agent sends, which acpnormd reads as nothing
+ * (every method it does not know is skipped without an error).
+ */
+const LEFT_OUT = new TextEncoder().encode(`{"jsonrpc":"2.0","method":"$/acpnorm/left_out"}`);
 
 /** Options of a SessionClient: how to reach the servers, and the bounds. */
 export interface SessionClientOptions extends ConnectOptions {
@@ -457,7 +473,7 @@ export class Session {
         this.#giveUp(new Error(`acpnorm client: session ${JSON.stringify(this.id)}: ${why}`, { cause: err }));
         return;
       }
-      if (err instanceof ConnectError && fatal(err)) {
+      if (err instanceof ConnectError && fatal(err) && !this.#leaveOutTooLarge(err)) {
         this.#giveUp(
           new ConnectError(`session ${JSON.stringify(this.id)}: ${this.#c.conn(addr).addr}: ${err.rawMessage}`, err.code, err.metadata, undefined, err),
         );
@@ -497,10 +513,78 @@ export class Session {
   }
 
   /**
+   * The index of the request a new stream starts from: the first one not
+   * answered, or, when that one is a turn end or a close (they carry no
+   * held fields) after answered requests, the last frame before it, sent
+   * again to state what is held. Without it a stream that starts with a
+   * turn end or a close after the server lost the session (restarted
+   * without a store, a failover) would apply them to an empty session: the
+   * open calls would never end, and nobody would know.
+   */
+  #heldFrom(): number {
+    const from = this.#confirmed;
+    if (from === 0 || from >= this.#reqs.length || this.#reqs[from]!.kind.case === "frame") return from;
+    for (let k = from - 1; k >= 0 && from - k <= MAX_HELD_BACK; k--) {
+      if (this.#reqs[k]!.kind.case === "frame") return k;
+    }
+    return from;
+  }
+
+  /**
+   * Handles a stream gRPC ended because a request was over the server's
+   * message limit (docs/contract.md: the client resends the rest, leaving
+   * that one out). The first unanswered frame over the limit is reported as
+   * a FrameError RESOURCE_EXHAUSTED naming its sequence, and sent as
+   * LEFT_OUT instead, so that the requests after it are applied. Returns
+   * whether it found one; without one the error is fatal.
+   */
+  #leaveOutTooLarge(err: ConnectError): boolean {
+    const m = TOO_LARGE.exec(err.rawMessage);
+    if (err.code !== Code.ResourceExhausted || m === null) return false;
+    const limit = Number.parseInt(m[2]!, 10);
+    if (!Number.isSafeInteger(limit)) return false;
+    for (let i = this.#confirmed; i < this.#reqs.length; i++) {
+      const req = this.#reqs[i]!;
+      if (req.kind.case !== "frame") continue;
+      const size = toBinary(NormalizeRequestSchema, req).length;
+      if (size <= limit) continue;
+      const f = req.kind.value;
+      this.#bytes += LEFT_OUT.length - f.message.length;
+      this.#reqs[i] = create(NormalizeRequestSchema, {
+        kind: {
+          case: "frame",
+          value: {
+            sessionId: f.sessionId,
+            dialect: f.dialect,
+            cwd: f.cwd,
+            sequence: f.sequence,
+            direction: f.direction,
+            message: LEFT_OUT,
+          },
+        },
+      });
+      this.#report(
+        create(FrameErrorSchema, {
+          sessionId: this.id,
+          sequence: f.sequence,
+          code: Code.ResourceExhausted,
+          message:
+            `request ${f.sequence} (a frame of ${size} bytes) is larger than the server's limit of ${limit} bytes ` +
+            `(acpnormd --max-message-bytes): it was not applied, and the Session sends the requests after it without it`,
+        }),
+      );
+      return true;
+    }
+    return false;
+  }
+
+  /**
    * Runs one stream to the addr-th address: sends every request from the
-   * first unanswered one and folds what comes back. Resolves when it ended
-   * with every request sent answered (a flush), with whether any request
-   * got answered on it; otherwise throws a StreamEnd saying why it ended.
+   * first unanswered one (or the frame before it, see #heldFrom) and folds
+   * what comes back. Resolves when it ended with every request sent
+   * answered (a flush), with whether any request got answered on it (from
+   * the first unanswered one: the frame sent again does not count);
+   * otherwise throws a StreamEnd saying why it ended.
    */
   async #stream(addr: number): Promise<boolean> {
     const ctl = new AbortController();
@@ -508,7 +592,9 @@ export class Session {
     const onStop = () => ctl.abort(stop.reason);
     stop.addEventListener("abort", onStop, { once: true });
     this.#stats.streams++;
-    const from = this.#confirmed;
+    const answered = this.#confirmed;
+    const from = this.#heldFrom();
+    const sentBefore = this.#highSent;
     let sent = 0;
     let closedSend = false;
     let trailer: Headers | undefined;
@@ -567,7 +653,7 @@ export class Session {
           this.#confirm(x.sequence);
           this.#apply(x);
         } else if (res.kind.case === "frameError") {
-          this.#frameError(res.kind.value);
+          this.#frameError(res.kind.value, sentBefore);
         }
       }
     } catch (e) {
@@ -576,7 +662,7 @@ export class Session {
       stop.removeEventListener("abort", onStop);
       ctl.abort();
     }
-    const progress = () => this.#confirmed > from;
+    const progress = () => this.#confirmed > answered;
     if (rerr === undefined && closedSend) {
       // The server ended the stream normally: its trailer counts the
       // requests it applied, the options first. A stream that carried no
@@ -602,14 +688,28 @@ export class Session {
     throw new StreamEnd(progress(), rerr ?? new Retry("stream ended with requests unanswered"));
   }
 
-  /** Handles a FrameError; throws Retry or Lost to end the stream. */
-  #frameError(fe: FrameError): void {
+  /**
+   * Handles a FrameError; throws Retry or Lost to end the stream.
+   * sentBefore is how many requests earlier streams had sent.
+   */
+  #frameError(fe: FrameError, sentBefore: number): void {
     if (fe.code !== Code.DataLoss) this.#confirm(fe.sequence);
     switch (fe.code) {
       case Code.AlreadyExists:
-        // A request sent again that was applied before; what it made came
-        // then, or comes whole with the next revisions.
-        return;
+        if (this.#upTo(fe.sequence) <= sentBefore) {
+          // A request sent again that was applied before; what it made
+          // came then, or comes whole with the next revisions.
+          return;
+        }
+        // Sent for the first time, yet applied before: another Session
+        // numbered this session's requests alike (a process whose clock
+        // was behind an earlier one's, see #base). The request was not
+        // applied: say so.
+        fe = clone(FrameErrorSchema, fe);
+        fe.message +=
+          "; this Session had not sent it before, so another Session (or process) of the same session id numbered its requests alike " +
+          "(a clock behind the earlier one's?) and this request was not applied";
+        break;
       case Code.Unavailable:
         // Not applied: send it again, after a wait, maybe elsewhere.
         this.#stats.notApplied++;
@@ -698,7 +798,7 @@ class StreamEnd extends Error {
 /** Whether a stream's error is one reconnecting cannot cure. */
 function fatal(err: ConnectError): boolean {
   if (err.code === Code.ResourceExhausted && err.rawMessage.includes("larger than max")) {
-    return true; // the same request would be too large again
+    return true; // the same request would be too large again, unless #leaveOutTooLarge leaves it out
   }
   switch (err.code) {
     case Code.Unavailable:

@@ -432,3 +432,139 @@ describe("Session on the wire", () => {
     }
   });
 });
+
+describe("Session where a server would not apply requests", () => {
+  const servers: RunningServer[] = [];
+  const clients: SessionClient[] = [];
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.close();
+    await Promise.all(servers.splice(0).map((s) => s.stop()));
+  });
+
+  /** Sends lines (parsed) to s; returns how many requests that queued. */
+  function sendLines(s: Session, lines: string[]): number {
+    let n = 0;
+    for (const line of lines) {
+      const l = parseAcpLine(line);
+      if (l === undefined) continue;
+      s.send(l.direction, l.message);
+      n++;
+    }
+    return n;
+  }
+
+  /** A call's final as JSON, numbered as if its session started at 1, without its revision. */
+  function sameFinal(x: ShellExec, first: bigint): unknown {
+    const j = finalOf(x, false) as Record<string, unknown>;
+    delete j.revision;
+    j.sequence = String(x.sequence - first + 1n);
+    return j;
+  }
+
+  // A server lost while a call is open, and the next request is a turn end
+  // or a close, which carry no held fields: applied to the new server's
+  // empty session, the open call never ended and nobody knew (probe R).
+  // The Session sends its last answered frame again first, with what it
+  // holds, so the loss is found and the session rebuilt: its calls end as
+  // the same requests end them on a server that lost nothing.
+  for (const turnEnd of [false, true]) {
+    it(`finds a server's loss when a stream would start with a ${turnEnd ? "turn end" : "close"}`, async (t) => {
+      const lines = recording(REC);
+      let k = Math.floor(lines.length / 2);
+      while (!lines[k - 1]!.includes(`"sessionUpdate":"tool_call"`)) k++;
+      const run = async (lose: boolean): Promise<Session> => {
+        const [a, b] = await Promise.all([startServer(), startServer()]);
+        servers.push(a!, b!);
+        const c = new SessionClient([a!.addr, b!.addr], { backoff: { minMs: 5, maxMs: 20 } });
+        clients.push(c);
+        const mono = monotonic();
+        const s = c.session("s1", { onRevision: mono.on });
+        sendLines(s, lines.slice(0, k));
+        await s.flush(AbortSignal.timeout(30_000));
+        assert.ok(
+          s.calls().some((x) => x.state !== ShellState.ENDED),
+          "a call is open when the server is lost",
+        );
+        if (lose) await a!.kill();
+        if (turnEnd) s.turnEnded();
+        await s.close(AbortSignal.timeout(30_000));
+        assert.deepEqual(mono.bad, []);
+        return s;
+      };
+      const ref = await run(false);
+      const s = await run(true);
+      t.diagnostic(`turn end ${turnEnd}: ${JSON.stringify(s.stats())}`);
+      assert.equal(s.stats().losses, 1, `the loss was not found: ${JSON.stringify(s.stats())}`);
+      assert.deepEqual(
+        s.calls().map((x) => sameFinal(x, s.firstSequence)),
+        ref.calls().map((x) => sameFinal(x, ref.firstSequence)),
+      );
+    });
+  }
+
+  // A request over the server's message limit ends the stream (gRPC reads
+  // nothing after it). The Session reports it, naming its sequence, and
+  // sends the requests after it without it, as docs/contract.md says; it
+  // gave up the whole session before (probe R).
+  it("leaves out a request over the server's limit, says so, and sends the rest", async () => {
+    const lines = recording(REC);
+    const limit = Math.max(...lines.map((l) => l.length)) + (4 << 10);
+    const big = `{"jsonrpc":"2.0","method":"x/notice","params":{"text":"${"x".repeat(limit)}"}}`;
+    const at = Math.floor(lines.length / 2);
+    const srv = await startServer(["--max-message-bytes", String(limit)]);
+    servers.push(srv);
+    const want = await baseline(srv.addr, lines);
+    const c = new SessionClient([srv.addr], { backoff: { minMs: 5, maxMs: 20 } });
+    clients.push(c);
+    const s = c.session("s1");
+    const bigSeq = s.firstSequence + BigInt(sendLines(s, lines.slice(0, at)));
+    s.send(Direction.AGENT_TO_CLIENT, big);
+    sendLines(s, lines.slice(at));
+    await s.close(AbortSignal.timeout(30_000));
+    const errs = s.frameErrors();
+    assert.equal(errs.length, 1, JSON.stringify(errs.map((e) => e.message)));
+    assert.equal(errs[0]!.code, Code.ResourceExhausted);
+    assert.equal(errs[0]!.sequence, bigSeq);
+    assert.match(errs[0]!.message, /larger than the server's limit of \d+ bytes \(acpnormd --max-message-bytes\)/);
+    const outcome = (x: ShellExec) => [x.toolCallId, x.outcome, x.exitCode, x.output?.text];
+    assert.deepEqual(s.calls().map(outcome), want.map(outcome));
+  });
+
+  // A later process on the same session id whose clock is behind the
+  // earlier one's (an NTP step back, another host) numbers its requests
+  // below what the server applied: each is answered ALREADY_EXISTS and not
+  // applied. The Session took those for requests sent again and said
+  // nothing (probe R); it had never sent them, so it reports each.
+  it("says requests numbered below those the server applied were not applied", async () => {
+    const lines = recording(REC);
+    let second = Math.floor(lines.length / 2);
+    while (!lines[second]!.includes(`"method":"session/prompt"`)) second++;
+    const srv = await startServer();
+    servers.push(srv);
+    const first = new SessionClient([srv.addr]);
+    clients.push(first);
+    const s1 = first.session("s");
+    sendLines(s1, lines.slice(0, second));
+    await s1.flush(AbortSignal.timeout(20_000));
+    first.close(); // the first process dies without closing the session
+    const later = new SessionClient([srv.addr]);
+    clients.push(later);
+    const now = Date.now;
+    Date.now = () => now() - 1000; // this host's clock is 1 s behind
+    let s2: Session;
+    try {
+      s2 = later.session("s");
+    } finally {
+      Date.now = now;
+    }
+    assert.ok(s2.firstSequence < s1.firstSequence, `${s2.firstSequence} before ${s1.firstSequence}`);
+    const n = sendLines(s2, lines.slice(second));
+    await s2.close(AbortSignal.timeout(20_000));
+    const errs = s2.frameErrors();
+    assert.equal(errs.length, n + 1, "every request, the close too, is said");
+    for (const fe of errs) {
+      assert.equal(fe.code, Code.AlreadyExists);
+      assert.match(fe.message, /this Session had not sent it before/);
+    }
+  });
+});

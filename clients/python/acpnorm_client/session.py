@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import threading
 import time
 import weakref
@@ -49,11 +50,20 @@ __all__ = [
 ]
 
 _TRAILER_APPLIED = "acpnorm-requests-applied"
-_ALREADY_EXISTS, _UNAVAILABLE, _DATA_LOSS = 6, 14, 15
+_ALREADY_EXISTS, _RESOURCE_EXHAUSTED, _UNAVAILABLE, _DATA_LOSS = 6, 8, 14, 15
 _MAX_REBUILDS = 8
 # Bounds the calls held_revisions names: acpnormd takes up to 2 x
 # --max-calls-per-session (2048 by default).
 _MAX_HELD = 1024
+# Bounds how far back _held_from looks for a frame.
+_MAX_HELD_BACK = 64
+# How gRPC words the end of a stream whose message was over the server's
+# limit: the message's size and the limit, in bytes.
+_TOO_LARGE = re.compile(r"larger than max \((\d+) vs\. (\d+)\)")
+# The message sent in place of a frame over the server's limit: a
+# notification of a method no agent sends, which acpnormd reads as nothing
+# (every method it does not know is skipped without an error).
+_LEFT_OUT = b'{"jsonrpc":"2.0","method":"$/acpnorm/left_out"}'
 
 
 class SessionError(Exception):
@@ -223,7 +233,7 @@ def _fatal(err: grpc.RpcError) -> bool:
     """Whether a stream's error is one reconnecting cannot cure."""
     code, details = err.code(), err.details() or ""
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
-        return True  # the same request would be too large again
+        return True  # the same request would be too large again, unless _leave_out_too_large leaves it out
     return code not in _RETRYABLE
 
 
@@ -438,7 +448,7 @@ class Session:
                 e.__cause__ = err
                 self._give_up(e)
                 return
-            if isinstance(err, grpc.RpcError) and _fatal(err):
+            if isinstance(err, grpc.RpcError) and _fatal(err) and not self._leave_out_too_large(err):
                 e = SessionError(
                     f"acpnorm client: session {self.id!r}: {target}: {err.code().name}: {err.details()}", err.code()
                 )
@@ -470,15 +480,77 @@ class Session:
                     held[k[1]] = x.revision
         return held
 
+    def _held_from(self) -> int:
+        """The index of the request a new stream starts from (lock held):
+        the first one not answered, or, when that one is a turn end or a
+        close (they carry no held fields) after answered requests, the last
+        frame before it, sent again to state what is held. Without it a
+        stream that starts with a turn end or a close after the server lost
+        the session (restarted without a store, a failover) would apply them
+        to an empty session: the open calls would never end, and nobody
+        would know."""
+        start = self._confirmed
+        if start == 0 or start >= len(self._reqs) or self._reqs[start].WhichOneof("kind") == "frame":
+            return start
+        for k in range(start - 1, max(-1, start - 1 - _MAX_HELD_BACK), -1):
+            if self._reqs[k].WhichOneof("kind") == "frame":
+                return k
+        return start
+
+    def _leave_out_too_large(self, err: grpc.RpcError) -> bool:
+        """Handles a stream gRPC ended because a request was over the
+        server's message limit (docs/contract.md: the client resends the
+        rest, leaving that one out). The first unanswered frame over the
+        limit is reported as a FrameError RESOURCE_EXHAUSTED naming its
+        sequence, and sent as _LEFT_OUT instead, so that the requests after
+        it are applied. Returns whether it found one; without one the error
+        is fatal."""
+        m = _TOO_LARGE.search(err.details() or "")
+        if err.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or m is None:
+            return False
+        limit = int(m.group(2))
+        with self._cond:
+            for i in range(self._confirmed, len(self._reqs)):
+                req = self._reqs[i]
+                if req.WhichOneof("kind") != "frame":
+                    continue
+                size = req.ByteSize()
+                if size <= limit:
+                    continue
+                f = req.frame
+                self._bytes += len(_LEFT_OUT) - len(f.message)
+                self._reqs[i] = pb.NormalizeRequest(
+                    frame=pb.AcpFrame(
+                        session_id=f.session_id, dialect=f.dialect, cwd=f.cwd,
+                        sequence=f.sequence, direction=f.direction, message=_LEFT_OUT,
+                    )
+                )
+                break
+            else:
+                return False
+        self._report(
+            pb.FrameError(
+                session_id=self.id, sequence=f.sequence, code=_RESOURCE_EXHAUSTED,
+                message=f"request {f.sequence} (a frame of {size} bytes) is larger than the server's limit of {limit} "
+                "bytes (acpnormd --max-message-bytes): it was not applied, and the Session sends the requests after "
+                "it without it",
+            )
+        )
+        return True
+
     def _stream(self, addr: int) -> None:
         """Runs one stream to the addr-th address: sends every request from
-        the first unanswered one and folds what comes back. Returns when it
-        ended with every request sent answered (a flush); otherwise raises a
-        _StreamEnd saying why it ended and whether it got any answered."""
+        the first unanswered one (or the frame before it, see _held_from)
+        and folds what comes back. Returns when it ended with every request
+        sent answered (a flush); otherwise raises a _StreamEnd saying why it
+        ended and whether it got any answered (from the first unanswered
+        one: the frame sent again does not count)."""
         done = threading.Event()
         with self._cond:
             self._stats.streams += 1
-            start = self._confirmed
+            answered = self._confirmed
+            start = self._held_from()
+            sent_before = self._high_sent
         state = {"sent": 0, "closed_send": False}
 
         def requests() -> Iterator[pb.NormalizeRequest]:
@@ -532,7 +604,7 @@ class Session:
                     self._confirm(res.shell_exec.sequence)
                     self._apply(res.shell_exec)
                 elif kind == "frame_error":
-                    self._frame_error(res.frame_error)
+                    self._frame_error(res.frame_error, sent_before)
         except (grpc.RpcError, _Retry, _Lost) as e:
             rerr = e
             call.cancel()
@@ -546,7 +618,7 @@ class Session:
                 self._cond.notify_all()
         with self._cond:
             sent = state["sent"]
-            progress = self._confirmed > start
+            progress = self._confirmed > answered
             if rerr is None and state["closed_send"]:
                 # The server ended the stream normally: its trailer counts
                 # the requests it applied, the options first.
@@ -570,14 +642,29 @@ class Session:
             self._cond.notify_all()
         raise _StreamEnd(progress, rerr or _Retry("stream ended with requests unanswered"))
 
-    def _frame_error(self, fe: "pb.FrameError") -> None:
-        """Handles a FrameError; raises _Retry or _Lost to end the stream."""
+    def _frame_error(self, fe: "pb.FrameError", sent_before: int) -> None:
+        """Handles a FrameError; raises _Retry or _Lost to end the stream.
+        sent_before is how many requests earlier streams had sent."""
         if fe.code != _DATA_LOSS:
             self._confirm(fe.sequence)
         if fe.code == _ALREADY_EXISTS:
-            # A request sent again that was applied before; what it made came
-            # then, or comes whole with the next revisions.
-            return
+            with self._cond:
+                again = self._up_to(fe.sequence) <= sent_before
+            if again:
+                # A request sent again that was applied before; what it made
+                # came then, or comes whole with the next revisions.
+                return
+            # Sent for the first time, yet applied before: another Session
+            # numbered this session's requests alike (a process whose clock
+            # was behind an earlier one's, see _base). The request was not
+            # applied: say so.
+            c = pb.FrameError()
+            c.CopyFrom(fe)
+            c.message += (
+                "; this Session had not sent it before, so another Session (or process) of the same session id "
+                "numbered its requests alike (a clock behind the earlier one's?) and this request was not applied"
+            )
+            fe = c
         if fe.code == _UNAVAILABLE:
             # Not applied: send it again, after a wait, maybe elsewhere.
             with self._cond:

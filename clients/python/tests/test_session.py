@@ -313,6 +313,138 @@ class SessionBoundsTest(unittest.TestCase):
                 s.send(0, "{}")
 
 
+def send_lines(s: "acpnorm_client.Session", lines: list) -> int:
+    """Sends lines (parsed) to s; returns how many requests that queued."""
+    n = 0
+    for line in lines:
+        acp = acpnorm_client.parse_acp_line(line)
+        if acp is not None:
+            s.send(acp.direction, acp.message)
+            n += 1
+    return n
+
+
+class SessionNotAppliedTest(unittest.TestCase):
+    """A server that would not apply requests the Session sends."""
+
+    def _servers(self, *args: str) -> "Server":
+        srv = Server(args)
+        self.addCleanup(srv.stop)
+        return srv
+
+    def _lost_before(self, turn_end: bool) -> None:
+        lines = recording()
+        k = len(lines) // 2
+        while '"sessionUpdate":"tool_call"' not in lines[k - 1]:
+            k += 1
+
+        def run(lose: bool) -> "acpnorm_client.Session":
+            a, b = self._servers(), self._servers()
+            client = acpnorm_client.SessionClient([a.addr, b.addr], backoff=(0.005, 0.02))
+            self.addCleanup(client.close)
+            mono = Monotonic()
+            s = client.session("s1", on_revision=mono.on)
+            send_lines(s, lines[:k])
+            s.flush(timeout=30)
+            self.assertTrue(
+                any(x.state != pb.SHELL_STATE_ENDED for x in s.calls()), "a call is open when the server is lost"
+            )
+            if lose:
+                a.kill()
+            if turn_end:
+                s.turn_ended()
+            s.close(timeout=30)
+            self.assertEqual(mono.bad, [])
+            return s
+
+        def finals(s: "acpnorm_client.Session") -> list:
+            out = []
+            for x in s.calls():
+                j = json_format.MessageToDict(x)
+                for key in ("sessionId", "revision"):
+                    j.pop(key, None)
+                j["sequence"] = x.sequence - s.first_sequence + 1
+                out.append(j)
+            return out
+
+        ref = run(False)
+        s = run(True)
+        print(f"\n  turn end {turn_end}: {s.stats}")
+        self.assertEqual(s.stats.losses, 1, f"the loss was not found: {s.stats}")
+        self.assertEqual(finals(s), finals(ref))
+
+    def test_loss_found_before_a_close(self) -> None:
+        """A server lost while a call is open, and the next request is a
+        close, which carries no held fields: applied to the new server's
+        empty session, the open call never ended and nobody knew (probe R).
+        The Session sends its last answered frame again first, with what it
+        holds, so the loss is found and the session rebuilt: its calls end
+        as the same requests end them on a server that lost nothing."""
+        self._lost_before(False)
+
+    def test_loss_found_before_a_turn_end(self) -> None:
+        """The same, the next request a turn end."""
+        self._lost_before(True)
+
+    def test_request_too_large_is_left_out(self) -> None:
+        """A request over the server's message limit ends the stream (gRPC
+        reads nothing after it). The Session reports it, naming its
+        sequence, and sends the requests after it without it, as
+        docs/contract.md says; it gave up the whole session before (probe R)."""
+        lines = recording()
+        limit = max(len(line) for line in lines) + (4 << 10)
+        big = '{"jsonrpc":"2.0","method":"x/notice","params":{"text":"' + "x" * limit + '"}}'
+        at = len(lines) // 2
+        srv = self._servers("--max-message-bytes", str(limit))
+        want = baseline(srv.addr, lines)
+        with acpnorm_client.SessionClient([srv.addr], backoff=(0.005, 0.02)) as client:
+            s = client.session("s1")
+            big_seq = s.first_sequence + send_lines(s, lines[:at])
+            s.send(pb.DIRECTION_AGENT_TO_CLIENT, big)
+            send_lines(s, lines[at:])
+            s.close(timeout=30)
+            errs = s.frame_errors()
+            self.assertEqual(len(errs), 1, [e.message for e in errs])
+            self.assertEqual(errs[0].code, grpc.StatusCode.RESOURCE_EXHAUSTED.value[0])
+            self.assertEqual(errs[0].sequence, big_seq)
+            self.assertRegex(
+                errs[0].message, r"larger than the server's limit of \d+ bytes \(acpnormd --max-message-bytes\)"
+            )
+
+            def outcome(x: "pb.ShellExec") -> tuple:
+                return (x.tool_call_id, x.outcome, x.exit_code if x.HasField("exit_code") else None, x.output.text)
+
+            self.assertEqual([outcome(x) for x in s.calls()], [outcome(x) for x in want])
+
+    def test_requests_numbered_below_the_applied_are_said(self) -> None:
+        """A later process on the same session id whose clock is behind the
+        earlier one's (an NTP step back, another host) numbers its requests
+        below what the server applied: each is answered ALREADY_EXISTS and
+        not applied. The Session took those for requests sent again and
+        said nothing (probe R); it had never sent them, so it reports each."""
+        lines = recording()
+        second = len(lines) // 2
+        while '"method":"session/prompt"' not in lines[second]:
+            second += 1
+        srv = self._servers()
+        with acpnorm_client.SessionClient([srv.addr]) as first:
+            s1 = first.session("s")
+            send_lines(s1, lines[:second])
+            s1.flush(timeout=20)
+        # the first process died without closing the session
+        with acpnorm_client.SessionClient([srv.addr]) as later:
+            s2 = later.session("s")
+            with s2._cond:
+                s2._base = s1._base - 1_000_000  # this host's clock is 1 s behind
+            n = send_lines(s2, lines[second:])
+            s2.close(timeout=20)
+            errs = s2.frame_errors()
+            self.assertEqual(len(errs), n + 1, "every request, the close too, is said")
+            for fe in errs:
+                self.assertEqual(fe.code, grpc.StatusCode.ALREADY_EXISTS.value[0])
+                self.assertIn("this Session had not sent it before", fe.message)
+
+
 if __name__ == "__main__":
     unittest.main()
 

@@ -46,6 +46,11 @@ import (
 //     message is output.
 //   - a cancelled call gets no final frame: the turn's cancel ends it
 //     (the core's rule for calls left open).
+//   - the tools that act on a shell the bash tool started name it by
+//     `rawInput.shellId` and carry no command: read_bash (`kind: read`,
+//     {shellId, delay}) and stop_bash (`kind: execute`, title "Stopping
+//     shell session", {shellId}; content "<command with id: N stopped>").
+//     They run nothing: not shell calls, whatever their kind.
 //
 // Older builds, recorded at 1.0.80 and 1.0.61: 1.0.80's `shell_exit` also
 // has `outputTruncated`, and past its limit its live text is a short tail
@@ -91,11 +96,13 @@ func (copilot) Info() Info {
 	}
 }
 
-// copilotInput is the bash tool's `rawInput`.
+// copilotInput is the bash tool's `rawInput`, and that of its companion
+// tools, which name a shell it started by `shellId` and run no command.
 type copilotInput struct {
 	Command     CommandLine `json:"command"`
 	Commands    []Str       `json:"commands"`
 	Description Str         `json:"description"`
+	ShellID     Str         `json:"shellId"`
 }
 
 // copilotOutput is Copilot's `rawOutput`: the final result or a refusal.
@@ -226,6 +233,11 @@ func copilotInputs(o *accum.Observation, u *copilotCall) {
 		if o.Shell == accum.ShellUnknown {
 			o.Shell = accum.ShellYes
 		}
+	} else if in.ShellID.Set {
+		// stop_bash (`kind: execute`) and read_bash act on a shell the
+		// bash tool started, named by its shellId: they run nothing, and
+		// their texts ("<command with id: N stopped>") are not output.
+		o.Shell = accum.ShellNo
 	}
 	if in.Description.Set {
 		o.Description = in.Description.S

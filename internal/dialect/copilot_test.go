@@ -220,3 +220,47 @@ func TestCopilotShellExitLine(t *testing.T) {
 		})
 	}
 }
+
+// foldCopilot reads one call's frames (each case sets update or ask) with
+// the Copilot dialect and folds them through a call, as the session does;
+// it returns the call and its last revision.
+func foldCopilot(t *testing.T, frames []obsCase) (*accum.Call, accum.Revision) {
+	t.Helper()
+	d := mustDialect(t, "copilot")
+	c := accum.NewCall("c", 1<<20)
+	for _, f := range frames {
+		obs, err := readCase(d, f.update, f.ask)
+		require.NoError(t, err)
+		for i := range obs {
+			c.Apply(&obs[i])
+		}
+	}
+	r, ok := c.Revision()
+	require.True(t, ok)
+	return c, r
+}
+
+// Copilot's stop_bash tool (`kind: execute`, title "Stopping shell
+// session", rawInput {shellId}) stops a shell the bash tool started; it
+// runs no command, like read_bash (`kind: read`, rawInput {shellId,
+// delay}).
+func TestCopilotStopBash(t *testing.T) {
+	d := mustDialect(t, "copilot")
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "rawInput {shellId} without a command is no shell call",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"call_stopB_13","title":"Stopping shell session","kind":"execute","status":"pending","rawInput":{"shellId":"bgr"}}`,
+			want:   one(accum.Observation{ToolCallID: "call_stopB_13", Opens: true, Shell: accum.ShellNo, Status: accum.StatusPending}),
+		},
+		{
+			name:   "the bash tool's own shellId beside a command is a shell call",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"call_bgA_2","title":"Run step 0 (bgA)","kind":"execute","status":"pending","rawInput":{"command":"echo hi","description":"Run step 0 (bgA)","shellId":"bgq"}}`,
+			want:   one(accum.Observation{ToolCallID: "call_bgA_2", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "echo hi", Description: "Run step 0 (bgA)"}),
+		},
+	})
+	c, _ := foldCopilot(t, []obsCase{
+		{update: `{"sessionUpdate":"tool_call","toolCallId":"call_stopB_13","title":"Stopping shell session","kind":"execute","status":"pending","rawInput":{"shellId":"bgr"}}`},
+		{update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_stopB_13","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<command with id: bgr stopped>"}}],"rawOutput":{"content":"<command with id: bgr stopped>","detailedContent":"<command with id: bgr stopped>"}}`},
+	})
+	assert.True(t, c.NotShell())
+}

@@ -46,6 +46,13 @@ import (
 //     message is output.
 //   - a cancelled call gets no final frame: the turn's cancel ends it
 //     (the core's rule for calls left open).
+//   - `rawInput.mode: "async"` (and `detach: true`, "detached") starts the
+//     command in the background: Background. Its live text is output as
+//     usual, but it is `completed` at once with only `<command started in
+//     (detached) background with shellId: N>`, and no trailer: a notice,
+//     not output, and no exit code (UNKNOWN, what was streamed kept). Its
+//     end comes later under a tool call id never announced, or to a
+//     read_bash call; neither is tied back to the call.
 //   - the tools that act on a shell the bash tool started name it by
 //     `rawInput.shellId` and carry no command: read_bash (`kind: read`,
 //     {shellId, delay}) and stop_bash (`kind: execute`, title "Stopping
@@ -103,6 +110,10 @@ type copilotInput struct {
 	Commands    []Str       `json:"commands"`
 	Description Str         `json:"description"`
 	ShellID     Str         `json:"shellId"`
+	// Mode "async" (with or without Detach) starts the command in the
+	// background ("sync", the default, waits for it).
+	Mode   Str   `json:"mode"`
+	Detach *bool `json:"detach"`
 }
 
 // copilotOutput is Copilot's `rawOutput`: the final result or a refusal.
@@ -242,6 +253,9 @@ func copilotInputs(o *accum.Observation, u *copilotCall) {
 	if in.Description.Set {
 		o.Description = in.Description.S
 	}
+	if in.Mode.S == "async" || (in.Detach != nil && *in.Detach) {
+		o.Background = true
+	}
 }
 
 // copilotWindow is the length, in JavaScript characters, of the tail that
@@ -276,6 +290,10 @@ var (
 	copilotTooLarge = regexp.MustCompile(`^Output too large to read at once \(([0-9]+(?:\.[0-9]+)?) ?([KMG]?i?B)\)`)
 	// copilotPreview introduces the head of such an output.
 	copilotPreview = regexp.MustCompile(`Preview \(first \d+ chars\):\n`)
+	// copilotStarted is the whole final of a command started in async
+	// mode: "<command started in background with shellId: N>", or "in
+	// detached background" with `detach`.
+	copilotStarted = regexp.MustCompile(`^<command started in (?:detached )?background with shellId: [^>\n]*>$`)
 )
 
 // copilotFinal reads the `completed` frame.
@@ -289,7 +307,17 @@ func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 	if !ok {
 		return
 	}
-	if m := copilotTrailer.FindStringSubmatchIndex(text); m != nil {
+	m := copilotTrailer.FindStringSubmatchIndex(text)
+	if m == nil && copilotStarted.MatchString(strings.TrimSpace(text)) {
+		// An async command's final says only that it went on in the
+		// background: not output (what was streamed before stays), and
+		// no exit yet. A command that ended always has the trailer, so
+		// one that printed these words is not taken for it.
+		o.Background = true
+		o.Src.Notice = "the notice that the command started in the background"
+		return
+	}
+	if m != nil {
 		if e := CodeFromString(text[m[2]:m[3]]).Exit(accum.ExitText, true); e != nil {
 			o.Exit = accum.StrongerExit(o.Exit, e)
 		}

@@ -240,6 +240,63 @@ func foldCopilot(t *testing.T, frames []obsCase) (*accum.Call, accum.Revision) {
 	return c, r
 }
 
+// The real frames of Copilot CLI 1.0.102's bash tool in async mode
+// (`mode: "async"`, with or without `detach`): the final is only
+// Copilot's notice that the command went on in the background, never
+// output; the command's exit is not known then.
+func TestCopilotAsync(t *testing.T) {
+	d := mustDialect(t, "copilot")
+	done, pending := accum.StatusCompleted, accum.StatusPending
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "mode async: Background",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"call_bg0_2","title":"Run step 0 (bg0)","kind":"execute","status":"pending","rawInput":{"command":"sleep 1; echo bg-late","description":"Run step 0 (bg0)","mode":"async"}}`,
+			want:   one(accum.Observation{ToolCallID: "call_bg0_2", Opens: true, Shell: accum.ShellYes, Status: pending, Command: "sleep 1; echo bg-late", Description: "Run step 0 (bg0)", Background: true}),
+		},
+		{
+			name:   "mode async, detach: Background",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"call_bg1_6","title":"Run step 1 (bg1)","kind":"execute","status":"pending","rawInput":{"command":"sleep 1; echo bg-late","description":"Run step 1 (bg1)","mode":"async","detach":true}}`,
+			want:   one(accum.Observation{ToolCallID: "call_bg1_6", Opens: true, Shell: accum.ShellYes, Status: pending, Command: "sleep 1; echo bg-late", Description: "Run step 1 (bg1)", Background: true}),
+		},
+		{
+			name:   "mode sync is not background",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Run","kind":"execute","status":"pending","rawInput":{"command":"ls","description":"Run","mode":"sync"}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Opens: true, Shell: accum.ShellYes, Status: pending, Command: "ls", Description: "Run"}),
+		},
+		{
+			name:   "the background notice is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_bg0_2","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<command started in background with shellId: 0>"}}],"rawOutput":{"content":"<command started in background with shellId: 0>","detailedContent":"<command started in background with shellId: 0>"}}`,
+			want:   one(accum.Observation{ToolCallID: "call_bg0_2", Status: done, Background: true}),
+		},
+		{
+			name:   "the detached background notice is not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_bg1_6","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<command started in detached background with shellId: 1>"}}],"rawOutput":{"content":"<command started in detached background with shellId: 1>","detailedContent":"<command started in detached background with shellId: 1>"}}`,
+			want:   one(accum.Observation{ToolCallID: "call_bg1_6", Status: done, Background: true}),
+		},
+		{
+			name:   "a command that printed the notice's words and ended: its trailer says so, the words are output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<command started in background with shellId: 0>\n<shellId: 3 completed with exit code 0>"}}],"rawOutput":{"contents":[{"type":"shell_exit","shellId":"3","exitCode":0,"outputPreview":"<command started in background with shellId: 0>\n"}]}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "<command started in background with shellId: 0>", TrimmedEnd: true}}}),
+		},
+	})
+
+	t.Run("what was streamed before the notice is kept", func(t *testing.T) {
+		_, r := foldCopilot(t, []obsCase{
+			{update: `{"sessionUpdate":"tool_call","toolCallId":"call_bgA_2","title":"Run step 0 (bgA)","kind":"execute","status":"pending","rawInput":{"command":"for i in 1 2 3; do echo tick$i; sleep 0.5; done; exit 3","description":"Run step 0 (bgA)","mode":"async","shellId":"bgq"}}`},
+			{ask: `{"toolCallId":"call_bgA_2","title":"Run step 0 (bgA)","kind":"execute","status":"pending","rawInput":{"command":"for i in 1 2 3; do echo tick$i; sleep 0.5; done; exit 3","commands":["for i in 1 2 3; do echo tick$i; sleep 0.5; done; exit 3"]}}`},
+			{update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_bgA_2","content":[{"type":"content","content":{"type":"text","text":"tick1\n"}}]}`},
+			{update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_bgA_2","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<command started in background with shellId: bgq>"}}],"rawOutput":{"content":"<command started in background with shellId: bgq>","detailedContent":"<command started in background with shellId: bgq>"}}`},
+		})
+		assert.Equal(t, "for i in 1 2 3; do echo tick$i; sleep 0.5; done; exit 3", r.Command)
+		assert.True(t, r.Background)
+		assert.Equal(t, accum.Unknown, r.Outcome)
+		assert.Nil(t, r.ExitCode)
+		require.NotNil(t, r.Texts[accum.Combined])
+		assert.Equal(t, "tick1\n", r.Texts[accum.Combined].Text)
+	})
+}
+
 // Copilot's stop_bash tool (`kind: execute`, title "Stopping shell
 // session", rawInput {shellId}) stops a shell the bash tool started; it
 // runs no command, like read_bash (`kind: read`, rawInput {shellId,

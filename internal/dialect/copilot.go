@@ -38,6 +38,8 @@ import (
 //     kept; the output is marked truncated with at least the stated size
 //     (N KB, the least it can stand for); the head is used only when
 //     nothing was streamed (a Head that never replaces a longer text).
+//     Only that shape, with `Saved to:`, is the notice: a command may
+//     print its first words, and what it printed is then output.
 //   - `failed` with `rawOutput {message, code: "rejected"}` (the user
 //     rejected the ask) is Cancelled, the message its notice. Any other
 //     `failed` (`code: "failure"`, "Command not executed ...", a policy
@@ -286,8 +288,10 @@ var (
 	// copilotTrailer ends a final content: "\n<shellId: N completed with
 	// exit code X>" (1.0.60 on), "\n<exited with exit code X>" before.
 	copilotTrailer = regexp.MustCompile(`\n?<(?:shellId: [^>\n]*? completed with|exited with) exit code (-?\d+)>\s*$`)
-	// copilotTooLarge opens the final of an output too big to send.
-	copilotTooLarge = regexp.MustCompile(`^Output too large to read at once \(([0-9]+(?:\.[0-9]+)?) ?([KMG]?i?B)\)`)
+	// copilotTooLarge opens the final of an output too big to send. Every
+	// build recorded (1.0.57 to 1.0.102) names the file it saved the
+	// output to: a command that prints only the first words is not it.
+	copilotTooLarge = regexp.MustCompile(`^Output too large to read at once \(([0-9]+(?:\.[0-9]+)?) ?([KMG]?i?B)\)\. Saved to: `)
 	// copilotPreview introduces the head of such an output.
 	copilotPreview = regexp.MustCompile(`Preview \(first \d+ chars\):\n`)
 	// copilotStarted is the whole final of a command started in async

@@ -321,3 +321,50 @@ func TestCopilotStopBash(t *testing.T) {
 	})
 	assert.True(t, c.NotShell())
 }
+
+// A command may print the first words of Copilot's too-large notice.
+// Every build recorded (1.0.57 to 1.0.102) writes the notice as `Output
+// too large to read at once (N KB). Saved to: <file>`; a text without
+// that shape is the command's output, whole (the real frames of 1.0.102,
+// live and on a session/load replay).
+func TestCopilotPrintedTooLarge(t *testing.T) {
+	const printed = "Output too large to read at once (1.0 KB)\nPreview (first 5 chars):\nhello\n"
+	const cmd = `{"sessionUpdate":"tool_call","toolCallId":"call_copilot_toolarge_65","title":"Run step 21 (copilot_toolarge)","kind":"execute","status":"pending","rawInput":{"command":"echo 'Output too large to read at once (1.0 KB)'; echo 'Preview (first 5 chars):'; echo hello","description":"Run step 21 (copilot_toolarge)"}}`
+	const final = `{"sessionUpdate":"tool_call_update","toolCallId":"call_copilot_toolarge_65","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Output too large to read at once (1.0 KB)\nPreview (first 5 chars):\nhello\n<shellId: 21 completed with exit code 0>"}}],"rawOutput":{"content":"Output too large to read at once (1.0 KB)\nPreview (first 5 chars):\nhello\n<shellId: 21 completed with exit code 0>","detailedContent":"Output too large to read at once (1.0 KB)\nPreview (first 5 chars):\nhello\n<shellId: 21 completed with exit code 0>","contents":[{"type":"shell_exit","shellId":"21","exitCode":0,"cwd":"/home/dev/work/proj","outputPreview":"Output too large to read at once (1.0 KB)\nPreview (first 5 chars):\nhello\n"}]}}`
+	const replayed = `{"sessionUpdate":"tool_call_update","toolCallId":"call_copilot_toolarge_65","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Output too large to read at once (1.0 KB)\nPreview (first 5 chars):\nhello\n<shellId: 21 completed with exit code 0>"}}],"rawOutput":{"content":"Output too large to read at once (1.0 KB)\nPreview (first 5 chars):\nhello\n<shellId: 21 completed with exit code 0>"}}`
+	d := mustDialect(t, "copilot")
+	id, done := "call_copilot_toolarge_65", accum.StatusCompleted
+	whole := []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: strings.TrimSuffix(printed, "\n"), TrimmedEnd: true}}
+	runObsCases(t, d, []obsCase{
+		{name: "live: the words without the notice's shape are output", update: final,
+			want: one(accum.Observation{ToolCallID: id, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: whole})},
+		{name: "replayed: the same", update: replayed,
+			want: one(accum.Observation{ToolCallID: id, Status: done, Exit: ex(0, accum.ExitText, false), Texts: whole})},
+		{name: "the real notice, with its file: the live text stays, the size stated",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Output too large to read at once (340.7 KB). Saved to: /tmp/t/copilot-tool-output-1.txt\nConsider using tools like grep (for searching), head/tail (for viewing start/end), view with view_range (for specific sections), or jq (for JSON) to examine portions of the output.\n\nPreview (first 500 chars):\n1\n2\n3\n\n<shellId: 5 completed with exit code 0>"}}],` +
+				`"rawOutput":{"contents":[{"type":"shell_exit","shellId":"5","exitCode":0,"cwd":"/w","outputPreview":"1\n2\n3","outputTruncated":true,"outputFilePath":"/tmp/t/copilot-tool-output-1.txt"}]}}`,
+			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n3\n", Truncated: true, Head: true, TotalBytes: 348825}}})},
+	})
+	for _, tc := range []struct {
+		name   string
+		frames []obsCase
+	}{
+		{"live", []obsCase{{update: cmd}, {update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_copilot_toolarge_65","content":[{"type":"content","content":{"type":"text","text":"Output too large to read at once (1.0 KB)\nPreview (first 5 chars):\nhello\n"}}]}`}, {update: final}}},
+		{"replayed", []obsCase{{update: cmd}, {update: replayed}}},
+	} {
+		t.Run("folded "+tc.name, func(t *testing.T) {
+			_, r := foldCopilot(t, tc.frames)
+			assert.Equal(t, accum.Succeeded, r.Outcome)
+			out := r.Texts[accum.Combined]
+			require.NotNil(t, out)
+			assert.False(t, out.Truncated)
+			if tc.name == "live" {
+				assert.Equal(t, printed, out.Text)
+				assert.EqualValues(t, len(printed), out.TotalBytes)
+			} else {
+				assert.Equal(t, strings.TrimSuffix(printed, "\n"), out.Text)
+			}
+		})
+	}
+}

@@ -32,7 +32,10 @@ import (
 //     the header is a notice, the rest a Truncated Window. Kilo (7.7)
 //     sends the final model-facing text on an in_progress frame before the
 //     completed one: its trailing notices (below) and a "(no output)"
-//     are read there too.
+//     are kept out of the live text there too, but what a notice says
+//     (timeout, abort) is read on the completed frame only, which repeats
+//     it: a block the command printed looks the same on a live frame. A
+//     live block is a notice only as OpenCode appends it, ending the text.
 //   - final: ALWAYS `completed`. `rawOutput {output, metadata {output, exit,
 //     description, truncated, outputPath?}}`; `metadata.exitCode` in some
 //     releases. The exit is structured evidence; `exit: null` is unknown.
@@ -179,15 +182,21 @@ func readOpencode(u *opencodeCall) accum.Observation {
 	default:
 		if text, ok := u.Texts(); ok && text != "" {
 			// Kilo sends the final model-facing text on an in_progress
-			// frame too: its trailing notices say the same as on the final.
-			p := opencodeParsed{oldMarkerIsOutput: true}
-			if rest := p.trailingNotices(text); len(rest) < len(text) {
-				text = rest
-				o.Src.Notice = "<shell_metadata> block of the live content text"
-			}
-			o.TimedOut = p.timedOut
-			if p.aborted {
-				o.Cancelled, o.CancelNotice = true, p.notice
+			// frame too: its trailing block is kept out of the live
+			// output. What the block says is left to the completed frame,
+			// which every build sent next with the same text and exit
+			// null: a command can print such a block itself (the final
+			// then gives its exit and the block in metadata.output), the
+			// live frame cannot tell the two apart, and a timeout or an
+			// abort claimed here would stick to the call. Only a block
+			// that ends the text as OpenCode writes it is taken out; a
+			// text that goes on after it is the command's.
+			if opencodeLiveBlock(text) {
+				p := opencodeParsed{oldMarkerIsOutput: true}
+				if rest := p.trailingNotices(text); len(rest) < len(text) {
+					text = rest
+					o.Src.Notice = "<shell_metadata> block of the live content text"
+				}
 			}
 			if strings.TrimSpace(text) == "(no output)" {
 				// The final text of a command that printed nothing.
@@ -341,6 +350,19 @@ type opencodeParsed struct {
 	// notTruncated: the frame said the text was not cut, so a truncation
 	// note in it is the command's own output.
 	notTruncated bool
+}
+
+// opencodeLiveBlock says whether text ends in a metadata block as
+// OpenCode appends it: "\n\n<shell_metadata>\n...\n</shell_metadata>"
+// (or bash_metadata), nothing after the closing tag.
+func opencodeLiveBlock(text string) bool {
+	for _, tag := range []string{"shell_metadata>", "bash_metadata>"} {
+		if strings.HasSuffix(text, "\n</"+tag) {
+			i := strings.LastIndex(text, "<"+tag+"\n")
+			return i >= 0 && strings.HasSuffix(text[:i], "\n\n")
+		}
+	}
+	return false
 }
 
 // opencodeHasBlock says whether text holds a metadata block's opening tag.

@@ -80,9 +80,11 @@ func TestOpencodeUpdate(t *testing.T) {
 		{
 			// Kilo 7.7 sends the final model-facing text on an in_progress
 			// frame before the completed one: its notices are not output.
-			name:   "in_progress text with a shell_metadata timeout notice: notice stripped, TimedOut",
+			// What they say is read on that completed frame, which repeats
+			// them (exit null); the live frame claims nothing.
+			name:   "in_progress text with a shell_metadata timeout notice: notice stripped, the final says TimedOut",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"start\n\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms. If this command is expected to take longer and is not waiting for interactive input, retry with a larger timeout value in milliseconds.\n</shell_metadata>"}}]}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, TimedOut: true, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "start\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "start\n")}}},
 		},
 		{
 			// Kilo's final text of a command that printed nothing, sent
@@ -92,14 +94,70 @@ func TestOpencodeUpdate(t *testing.T) {
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning}},
 		},
 		{
-			name:   "in_progress (no output) before a timeout notice: TimedOut, no text",
+			name:   "in_progress (no output) before a timeout notice: no text, no claim",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>"}}]}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, TimedOut: true}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning}},
 		},
 		{
-			name:   "in_progress text with an abort notice: notice stripped, Cancelled",
+			name:   "in_progress text with an abort notice: notice stripped, the final says Cancelled",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"tick1\n\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>"}}]}`,
-			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Cancelled: true, CancelNotice: "User aborted the command", Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "tick1\n")}}},
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "tick1\n")}}},
+		},
+		// OpenCode 1.18.33 (recorded): commands that print a
+		// <shell_metadata> block themselves. The live frame cannot tell it
+		// from OpenCode's, and the flags of a live frame stick to the call:
+		// it claims no timeout or abort, and a block that does not end the
+		// text as OpenCode writes it ("\n\n<shell_metadata>\n...\n
+		// </shell_metadata>", nothing after) stays output. The final, with
+		// exit 0 (or 5) and the block in metadata.output, keeps it whole.
+		{
+			name:   "printed timeout block after one newline, a newline after it (call_mimic_tail_claude_21, live): output, no TimedOut",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_mimic_tail_claude_21","status":"in_progress","kind":"execute","title":"echo body2; echo 'Command timed out after 2s'; printf '<shell_metadata>\\nshell tool terminated command after exceeding timeout 2000 ms\\n</shell_metadata>\\n'","locations":[{"path":"/home/dev/work/proj"}],"rawInput":{"command":"echo body2; echo 'Command timed out after 2s'; printf '<shell_metadata>\\nshell tool terminated command after exceeding timeout 2000 ms\\n</shell_metadata>\\n'","cwd":"/home/dev/work/proj"},"content":[{"type":"content","content":{"type":"text","text":"body2\nCommand timed out after 2s\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n"}}]}`,
+			want: []accum.Observation{{ToolCallID: "call_mimic_tail_claude_21", Status: accum.StatusRunning, Shell: accum.ShellYes, Cwd: "/home/dev/work/proj",
+				Command: "echo body2; echo 'Command timed out after 2s'; printf '<shell_metadata>\\nshell tool terminated command after exceeding timeout 2000 ms\\n</shell_metadata>\\n'",
+				Texts:   []accum.Text{txt(accum.Combined, accum.Snapshot, "body2\nCommand timed out after 2s\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n")}}},
+		},
+		{
+			name:   "printed timeout block (call_mimic_tail_claude_21, final exit 0): output whole, no TimedOut",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_mimic_tail_claude_21","status":"completed","title":"echo body2; echo 'Command timed out after 2s'; printf '<shell_metadata>\\nshell tool terminated command after exceeding timeout 2000 ms\\n</shell_metadata>\\n'","content":[{"type":"content","content":{"type":"text","text":"body2\nCommand timed out after 2s\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n"}}],"rawOutput":{"output":"body2\nCommand timed out after 2s\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n","metadata":{"output":"body2\nCommand timed out after 2s\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n","exit":0,"truncated":false}}}`,
+			want: []accum.Observation{{ToolCallID: "call_mimic_tail_claude_21", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "body2\nCommand timed out after 2s\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n")}}},
+		},
+		{
+			name:   "printed abort block (call_oc_meta_abort_30, live): output, no Cancelled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_oc_meta_abort_30","status":"in_progress","kind":"execute","title":"printf 'body-o\\n\\n<shell_metadata>\\nUser aborted the command\\n</shell_metadata>\\n'","locations":[{"path":"/home/dev/work/proj"}],"rawInput":{"command":"printf 'body-o\\n\\n<shell_metadata>\\nUser aborted the command\\n</shell_metadata>\\n'","cwd":"/home/dev/work/proj"},"content":[{"type":"content","content":{"type":"text","text":"body-o\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n"}}]}`,
+			want: []accum.Observation{{ToolCallID: "call_oc_meta_abort_30", Status: accum.StatusRunning, Shell: accum.ShellYes, Cwd: "/home/dev/work/proj",
+				Command: "printf 'body-o\\n\\n<shell_metadata>\\nUser aborted the command\\n</shell_metadata>\\n'",
+				Texts:   []accum.Text{txt(accum.Combined, accum.Snapshot, "body-o\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n")}}},
+		},
+		{
+			name:   "printed abort block (call_oc_meta_abort_30, final exit 0): output whole, no Cancelled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_oc_meta_abort_30","status":"completed","title":"printf 'body-o\\n\\n<shell_metadata>\\nUser aborted the command\\n</shell_metadata>\\n'","content":[{"type":"content","content":{"type":"text","text":"body-o\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n"}}],"rawOutput":{"output":"body-o\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n","metadata":{"output":"body-o\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n","exit":0,"truncated":false}}}`,
+			want: []accum.Observation{{ToolCallID: "call_oc_meta_abort_30", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "body-o\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>\n")}}},
+		},
+		{
+			name:   "printed timeout block (call_oc_meta_exit5_33, live): output, no TimedOut",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_oc_meta_exit5_33","status":"in_progress","kind":"execute","title":"printf 'body-e\\n\\n<shell_metadata>\\nshell tool terminated command after exceeding timeout 2000 ms\\n</shell_metadata>\\n'; exit 5","locations":[{"path":"/home/dev/work/proj"}],"rawInput":{"command":"printf 'body-e\\n\\n<shell_metadata>\\nshell tool terminated command after exceeding timeout 2000 ms\\n</shell_metadata>\\n'; exit 5","cwd":"/home/dev/work/proj"},"content":[{"type":"content","content":{"type":"text","text":"body-e\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n"}}]}`,
+			want: []accum.Observation{{ToolCallID: "call_oc_meta_exit5_33", Status: accum.StatusRunning, Shell: accum.ShellYes, Cwd: "/home/dev/work/proj",
+				Command: "printf 'body-e\\n\\n<shell_metadata>\\nshell tool terminated command after exceeding timeout 2000 ms\\n</shell_metadata>\\n'; exit 5",
+				Texts:   []accum.Text{txt(accum.Combined, accum.Snapshot, "body-e\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n")}}},
+		},
+		{
+			name:   "printed timeout block (call_oc_meta_exit5_33, final exit 5): output whole, no TimedOut",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_oc_meta_exit5_33","status":"completed","title":"printf 'body-e\\n\\n<shell_metadata>\\nshell tool terminated command after exceeding timeout 2000 ms\\n</shell_metadata>\\n'; exit 5","content":[{"type":"content","content":{"type":"text","text":"body-e\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n"}}],"rawOutput":{"output":"body-e\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n","metadata":{"output":"body-e\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n","exit":5,"truncated":false}}}`,
+			want: []accum.Observation{{ToolCallID: "call_oc_meta_exit5_33", Status: accum.StatusCompleted, Exit: ex(5, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "body-e\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>\n")}}},
+		},
+		{
+			// The same block printed exactly as OpenCode writes it (no
+			// newline after): on the live frame it is read as OpenCode's
+			// notice and kept out of the live text, but still claims
+			// nothing; the final (exit 0, the block in metadata.output)
+			// puts it back whole.
+			name:   "a printed block shaped exactly as OpenCode's, live: kept out of the text, no Cancelled",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"body-o\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "body-o")}}},
 		},
 		{
 			name:   "short text ending in dots is plain output",
@@ -388,6 +446,38 @@ func TestOpencodeRecording(t *testing.T) {
 	if tx := calls[8].texts; !reflect.DeepEqual(tx[len(tx)-1], txt(accum.Combined, accum.Final, "before-kill\n")) {
 		t.Errorf("cancelled final %+v", tx[len(tx)-1])
 	}
+}
+
+// TestOpencodeKiloLiveNoticeLeftToFinal: Kilo 7.7.7 (recorded) sends the
+// timeout notice on an in_progress frame, then again on the completed
+// frame with exit null. The live frame keeps the notice out of its text
+// and claims nothing; the final alone says the call timed out (or was
+// aborted), so a block a command prints (exit 0) is never a timeout.
+func TestOpencodeKiloLiveNoticeLeftToFinal(t *testing.T) {
+	d, _ := Lookup("opencode")
+	calls, _ := replayRecording(t, d, "agents/kilo-7.7.7_bash-ask_full.ndjson")
+	for _, tc := range []struct {
+		id                  string
+		timedOut, cancelled bool
+	}{
+		{"call_timeout_27", true, false},
+		{"call_cancel_35", false, true},
+	} {
+		c := findCall(t, calls, tc.id)
+		for _, o := range c.obs {
+			if !o.Status.Ended() {
+				assert.False(t, o.TimedOut || o.Cancelled, "%s: a live frame claims timedOut=%v cancelled=%v", tc.id, o.TimedOut, o.Cancelled)
+			}
+			for _, tx := range o.Texts {
+				assert.NotContains(t, tx.Text, "metadata>", "%s: notice in output", tc.id)
+			}
+		}
+		f := c.final()
+		assert.Equal(t, tc.timedOut, f.TimedOut, "%s: final timedOut", tc.id)
+		assert.Equal(t, tc.cancelled, f.Cancelled, "%s: final cancelled", tc.id)
+	}
+	out, _ := findCall(t, calls, "call_timeout_27").output(accum.Combined)
+	assert.Equal(t, "start\n", out)
 }
 
 // TestOpencodeTruncTrailer: the head-truncation note of the tool framework

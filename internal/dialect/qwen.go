@@ -73,6 +73,11 @@ import (
 //     (TimedOut) or "Command was cancelled by user before it could
 //     complete. ..." (Cancelled, its first line quoted). None of it is
 //     output.
+//   - 0.24 with is_background: a `completed` final whose rawOutput is the
+//     string "Background shell <id> started (pid N)." and whose content is
+//     "Background shell started.\nid: <id>\n..." (the output file, the
+//     status file, advice): both are Qwen's notices, never output; the
+//     call went on in the background (Background).
 //   - A final without rawOutput: its content is read as Gemini reads it
 //     (debug report fields, exit/signal/cancel markers); on `failed` the
 //     text is Qwen's error, not output: "was canceled by the user" (a
@@ -238,6 +243,11 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 	}
 	text, hasText := u.Texts()
 	switch display := u.RawOutput.Text; {
+	case display.Set && qwenBackgroundStarted(display.S, text):
+		// 0.24 started the command in the background (is_background):
+		// the display and the content are Qwen's notices of that, and the
+		// command's output goes to a file, never to this call.
+		o.Background, o.Src.Notice = true, "background shell notices of rawOutput and the content text"
 	case display.Set:
 		// A release that displays the result as text (0.15): that text is
 		// the output or Gemini's markers; the content is the model's
@@ -274,6 +284,25 @@ func askQwenFor(u *qwenCall, titleDescribes bool) accum.Observation {
 	// Content of an ask, if any, is the reason for asking.
 	o.ApprovalReason = u.askReason()
 	return o
+}
+
+// qwenBackgroundDisplay is 0.24's display of a command started in the
+// background ("Background shell bg_c7e7d7af started (pid 15517)."; the pid
+// only when known); qwenBackgroundContent opens its notice to the model
+// ("Background shell started.\nid: bg_c7e7d7af\npid: 15517\noutput file:
+// ...").
+var qwenBackgroundDisplay = regexp.MustCompile(`^Background shell (\S+) started(?: \(pid \d+\))?\.$`)
+
+const qwenBackgroundContent = "Background shell started.\nid: "
+
+// qwenBackgroundStarted says whether a final's displayed text and content
+// are Qwen's notices of a command it started in the background. Both are
+// needed, naming the same shell: a build that displays the output as text
+// (0.15, 0.21) sends a report as the content, so a command that printed
+// the display line alone is still output.
+func qwenBackgroundStarted(display, content string) bool {
+	m := qwenBackgroundDisplay.FindStringSubmatch(display)
+	return m != nil && strings.HasPrefix(content, qwenBackgroundContent+m[1]+"\n")
 }
 
 // qwenUserCancel is the text of a call the user refused or cancelled

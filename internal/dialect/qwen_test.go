@@ -233,6 +233,17 @@ func TestQwenDisplayedResult(t *testing.T) {
 		{name: "the long-run advice to the model is neither output nor report",
 			update: qwenFinal("completed", report("make", "built", "0", "0")+"\n\nNote: this foreground command ran for 75s. Next time you run a similar long-running process, pass `is_background: true`.", jsq("built\n\nNote: this foreground command ran for 75s. Next time you run a similar long-running process, pass `is_background: true`.")),
 			want:   one(accum.Observation{ToolCallID: id, Command: "make", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "built")}})},
+		// Qwen Code 0.24.4 (recorded), run_shell_command with
+		// is_background: the final's rawOutput is the tool's display
+		// "Background shell <id> started (pid N).", its content the
+		// model's notice "Background shell started.\nid: <id>\n...". Both
+		// are Qwen's: the command went on in the background, no output.
+		{name: "background start (0.24.4, call_bg_7): Qwen's notices, no output, Background",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_bg_7","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Background shell started.\nid: bg_c7e7d7af\npid: 15517\noutput file: /home/dev/.qwen/tmp/067906a4e02060eca9500645fd177fbe196e24bb0b9a25b672e7181c651748c7/background-shells/2954886d-1157-4561-b669-f28922c36041/shell-bg_c7e7d7af.output\nstatus file: /home/dev/.qwen/tmp/067906a4e02060eca9500645fd177fbe196e24bb0b9a25b672e7181c651748c7/background-shells/2954886d-1157-4561-b669-f28922c36041/shell-bg_c7e7d7af.status\nTo check whether this process is still running, Read the status file (status: running|completed|failed|cancelled). Do NOT infer liveness from the output file: programs often block-buffer stdout when not attached to a TTY, so an empty output file is normal while the process is alive (for live output, re-run with e.g. ` + "`" + `python -u` + "`" + ` or ` + "`" + `stdbuf -oL` + "`" + `).\nTo inspect: /tasks (text) or the interactive Background tasks dialog (focus the footer Background tasks pill, then Enter — detail view + live updates). Read the output file directly to view the captured output."}}],"_meta":{"toolName":"run_shell_command","provenance":"builtin"},"rawOutput":"Background shell bg_c7e7d7af started (pid 15517)."}`,
+			want:   one(accum.Observation{ToolCallID: "call_bg_7", Shell: accum.ShellYes, Status: done, Background: true})},
+		{name: "a displayed text that only reads like the background notice, beside a report, is output",
+			update: qwenFinal("completed", report("cat n.txt", "Background shell bg_1 started (pid 7).", "0", "0"), jsq("Background shell bg_1 started (pid 7).")),
+			want:   one(accum.Observation{ToolCallID: id, Command: "cat n.txt", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Background shell bg_1 started (pid 7).")}})},
 		{name: "output that merely looks like a report line is output",
 			update: qwenFinal("completed", report("cat r.txt", "Exit Code: 7", "0", "0"), jsq("Exit Code: 7")),
 			want:   one(accum.Observation{ToolCallID: id, Command: "cat r.txt", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Exit Code: 7")}})},

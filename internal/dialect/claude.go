@@ -47,7 +47,8 @@ import (
 //     "\n\n... [N lines truncated] ..." after its first 30,000 characters
 //     (claude-code-acp 0.11.0, in toolResponse stdout and the content) is
 //     removed too and marks the output Truncated (a Head); it states lines,
-//     not bytes, so the size stays unknown.
+//     not bytes, so the size stays unknown. After fewer than 30,000
+//     characters those words are what the command printed: output.
 //   - Notices where output goes: "User refused permission to run tool" (a
 //     rejection), "The user doesn't want to proceed with this tool use
 //     ..." (claude-agent-acp's cancel) and "[Request interrupted by user
@@ -379,9 +380,9 @@ func readToolResponse(o *accum.Observation, tr *claudeToolResponse) {
 	// cut with its truncation note that follow (a Snapshot; the shorter,
 	// truncated restatements never replace it).
 	cut := false
-	if loc := findFrom(claudeLinesTrailer, stdout, "... ["); loc != nil {
+	if i := claudeLinesCut(stdout); i >= 0 {
 		// The older Bash tool's cut: the first 30,000 characters.
-		stdout, cut = stdout[:loc[0]], true
+		stdout, cut = stdout[:i], true
 	}
 	if stdout != "" || cut {
 		t := accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: stdout, Truncated: cut, Head: cut}
@@ -446,12 +447,49 @@ var (
 	claudeExitHeader   = mustAnchored(`^Exit code (-?\d+)(?:\n|$)`)
 	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \((\d+) bytes total\)[^\]\n]*\]\s*$`)
 	// The older Bash tool (claude-code-acp 0.11.0) keeps the first 30,000
-	// characters and says how many lines it dropped, not how many bytes.
-	claudeLinesTrailer = regexp.MustCompile(`\n*\.\.\. \[\d+ lines truncated\] \.\.\.\s*$`)
+	// characters and says after a blank line how many lines it dropped,
+	// not how many bytes (see claudeLinesCut).
+	claudeLinesTrailer = regexp.MustCompile(`\n\n\.\.\. \[\d+ lines truncated\] \.\.\.\s*$`)
 	claudeBgStarted    = mustAnchored(`(?s)^Command running in background with ID: .*$`)
 	claudeBgMoved      = regexp.MustCompile(`(?s)\n?Command did not complete within its [^\n]*? timeout and was moved to the background.*$`)
 	claudeTimedOut     = regexp.MustCompile(`\n?Command timed out after [^\n]*\s*$`)
 )
+
+// claudeCutChars is where Claude Code's Bash tool cuts a long output
+// (its maxOutputLength, 30,000 UTF-16 code units by default; recorded:
+// claude-code-acp 0.11.0 keeps exactly that much of `seq 1 60000`).
+const claudeCutChars = 30000
+
+// claudeLinesCut returns where the older Bash tool's "... [N lines
+// truncated] ..." trailer starts in s, or -1. The tool writes it only
+// after the first claudeCutChars characters of a longer output: after a
+// shorter text the same words are what the command printed (claude-agent-acp
+// 0.101.0 sends such output whole, with exit 0).
+func claudeLinesCut(s string) int {
+	loc := findFrom(claudeLinesTrailer, s, "... [")
+	if loc == nil || !claudeCutLong(s[:loc[0]]) {
+		return -1
+	}
+	return loc[0]
+}
+
+// claudeCutLong says whether s is at least claudeCutChars UTF-16 code
+// units long, as the text a cut kept is.
+func claudeCutLong(s string) bool {
+	if len(s) < claudeCutChars { // a code unit takes a byte at least
+		return false
+	}
+	n := 0
+	for _, r := range s {
+		if n++; r > 0xFFFF {
+			n++
+		}
+		if n >= claudeCutChars {
+			return true
+		}
+	}
+	return false
+}
 
 // claudeText reads one of Claude's output texts: it removes and reads the
 // "Exit code N" header (not on a `completed` frame, which is never an
@@ -551,8 +589,8 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		}
 		s, truncated, worded = s[:loc[0]], true, false
 	}
-	if loc := findFrom(claudeLinesTrailer, s, "... ["); loc != nil {
-		s, truncated, worded = s[:loc[0]], true, false
+	if i := claudeLinesCut(s); i >= 0 {
+		s, truncated, worded = s[:i], true, false
 	}
 	if claudeBgStarted.MatchString(s) {
 		o.Background, o.Worded.Background = true, true

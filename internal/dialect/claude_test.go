@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,6 +30,9 @@ func TestClaudeUpdate(t *testing.T) {
 	C, S, F := accum.Combined, accum.Snapshot, accum.Final
 	yes, no, pending, running, done, failed := accum.ShellYes, accum.ShellNo, accum.StatusPending, accum.StatusRunning, accum.StatusCompleted, accum.StatusFailed
 	bash := `"_meta":{"claudeCode":{"toolName":"Bash"}}`
+	// The first 30,000 characters of seq 1 60000, where the old Bash tool
+	// cut it (claude-code-acp-0.11.0_plain_full: "...6221\n62").
+	cut30k := claudeSeqHead(30000)
 	runObsCases(t, d, []obsCase{
 		{name: "first tool_call: title Terminal is not a command",
 			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call","rawInput":{},"status":"pending","title":"Terminal","kind":"execute","content":[]}`,
@@ -97,11 +101,24 @@ func TestClaudeUpdate(t *testing.T) {
 			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"1\n2\n\n[Output truncated (228894 bytes total): full output saved to /x/y.txt]"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
 			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: S, Text: "1\n2", Truncated: true, Head: true, TotalBytes: 228894}}})},
 		{name: "older lines-truncated trailer (claude-code-acp 0.11.0) is removed and marks truncation",
-			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"1\n2\n62\n\n... [53779 lines truncated] ..."}`,
-			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Texts: []accum.Text{{Stream: C, Kind: F, Text: "1\n2\n62", Truncated: true, Head: true}}})},
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":` + jsonString(cut30k+"\n\n... [53779 lines truncated] ...") + `}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Texts: []accum.Text{{Stream: C, Kind: F, Text: cut30k, Truncated: true, Head: true}}})},
 		{name: "older lines-truncated trailer in toolResponse stdout (claude-code-acp 0.11.0)",
-			update: `{"_meta":{"claudeCode":{"toolResponse":{"stdout":"1\n2\n62\n\n... [53779 lines truncated] ...","stderr":"","interrupted":false,"isImage":false},"toolName":"Bash"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
-			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: S, Text: "1\n2\n62", Truncated: true, Head: true}}})},
+			update: `{"_meta":{"claudeCode":{"toolResponse":{"stdout":` + jsonString(cut30k+"\n\n... [53779 lines truncated] ...") + `,"stderr":"","interrupted":false,"isImage":false},"toolName":"Bash"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: S, Text: cut30k, Truncated: true, Head: true}}})},
+		// claude-agent-acp 0.101.0 (probe Q3, toolu_claude_lines_trunc_21):
+		// the command printed "body-l\n... [3 lines truncated] ..." (33
+		// bytes, exit 0). The old Bash tool's trailer follows its first
+		// 30,000 characters after a blank line; this is output.
+		{name: "a short output that ends like the lines-truncated trailer is output (toolResponse)",
+			update: `{"_meta":{"claudeCode":{"toolResponse":{"stdout":"body-l\n... [3 lines truncated] ...","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false},"toolName":"Bash"}},"toolCallId":"toolu_claude_lines_trunc_21","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "toolu_claude_lines_trunc_21", Shell: yes, Texts: []accum.Text{txt(C, S, "body-l\n... [3 lines truncated] ...")}})},
+		{name: "a short output that ends like the lines-truncated trailer is output (terminal_output)",
+			update: `{"_meta":{"terminal_output":{"terminal_id":"toolu_claude_lines_trunc_21","data":"body-l\n... [3 lines truncated] ..."}},"toolCallId":"toolu_claude_lines_trunc_21","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "toolu_claude_lines_trunc_21", TerminalID: "toolu_claude_lines_trunc_21", Shell: yes, Texts: []accum.Text{txt(C, S, "body-l\n... [3 lines truncated] ...")}})},
+		{name: "the lines-truncated trailer after a blank line but fewer than 30,000 characters is output",
+			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"1\n2\n62\n\n... [53779 lines truncated] ..."}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Texts: []accum.Text{txt(C, F, "1\n2\n62\n\n... [53779 lines truncated] ...")}})},
 		{name: "background start notice is not output",
 			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"Command running in background with ID: bash_1. Output is being written to: /tmp/x.output"}`,
 			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Background: true})},
@@ -260,6 +277,15 @@ func TestClaudeNotices(t *testing.T) {
 			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"log: User refused permission to run tool\n"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
 			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "log: User refused permission to run tool\n")}})},
 	})
+}
+
+// claudeSeqHead is the first n characters of `seq 1 60000`'s output.
+func claudeSeqHead(n int) string {
+	var b strings.Builder
+	for i := 1; b.Len() < n; i++ {
+		b.WriteString(strconv.Itoa(i) + "\n")
+	}
+	return b.String()[:n]
 }
 
 func jsonString(s string) string {

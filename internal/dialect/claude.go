@@ -42,8 +42,8 @@ import (
 //   - "<persisted-output>...Preview (first 2KB):\n...</persisted-output>":
 //     the preview, Truncated and a Head, so it never replaces the whole
 //     output toolResponse gave. A trailing "[Output truncated (N bytes
-//     total): ...]" is removed, marks the output Truncated (a Head) and
-//     states its real size (TotalBytes N). The older Bash tool's
+//     total): full output saved to PATH]" is removed, marks the output
+//     Truncated (a Head) and states its real size (TotalBytes N). The older Bash tool's
 //     "\n\n... [N lines truncated] ..." after its first 30,000 characters
 //     (claude-code-acp 0.11.0, in toolResponse stdout and the content) is
 //     removed too and marks the output Truncated (a Head); it states lines,
@@ -57,10 +57,14 @@ import (
 //     same words are output);
 //     `_meta.claudeCode.nonExecutionKind` "user-rejected" or
 //     "permission-rule" is Cancelled too.
-//   - "Command running in background with ID: X. ..." and "Command did not
-//     complete within its Ns timeout and was moved to the background ..."
-//     are notices, not output: Background. "Command timed out after ..."
-//     (older builds that killed the command) is TimedOut.
+//   - "Command running in background with ID: X. ..." and, as the last
+//     line, "Command did not complete within its Ns timeout and was moved
+//     to the background (ID: X). ..." are notices, not output: Background.
+//     "Command timed out after ..." (older builds that killed the command
+//     and reported an error) is TimedOut under an "Exit code N" header
+//     only. Each notice is read only in the shape Claude writes it: a
+//     session/load replay (no toolResponse) sends the output alone, where
+//     other lines like these are what the command printed.
 //   - To a client that declares JetBrains AIR (`_meta.jetbrains.air` in the
 //     clientCapabilities of its initialize request; see claudeAirClient)
 //     every build makes `terminal_exit.exit_code` up, so it is set aside
@@ -443,16 +447,20 @@ var claudeTermBackground = mustAnchored(`^Command started in background with id:
 const claudeAbortedNotice = "[Command was aborted before completion]"
 
 var (
-	claudeAborted      = regexp.MustCompile(`\n?\[Command was aborted before completion\]\s*$`)
-	claudeExitHeader   = mustAnchored(`^Exit code (-?\d+)(?:\n|$)`)
-	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \((\d+) bytes total\)[^\]\n]*\]\s*$`)
+	claudeAborted    = regexp.MustCompile(`\n?\[Command was aborted before completion\]\s*$`)
+	claudeExitHeader = mustAnchored(`^Exit code (-?\d+)(?:\n|$)`)
+	// The adapter's note after the part of a big output it kept, naming
+	// the file Claude Code saved the whole to.
+	claudeTruncTrailer = regexp.MustCompile(`\n*\[Output truncated \((\d+) bytes total\): full output saved to [^\n]*\]\s*$`)
 	// The older Bash tool (claude-code-acp 0.11.0) keeps the first 30,000
 	// characters and says after a blank line how many lines it dropped,
 	// not how many bytes (see claudeLinesCut).
 	claudeLinesTrailer = regexp.MustCompile(`\n\n\.\.\. \[\d+ lines truncated\] \.\.\.\s*$`)
 	claudeBgStarted    = mustAnchored(`(?s)^Command running in background with ID: .*$`)
-	claudeBgMoved      = regexp.MustCompile(`(?s)\n?Command did not complete within its [^\n]*? timeout and was moved to the background.*$`)
-	claudeTimedOut     = regexp.MustCompile(`\n?Command timed out after [^\n]*\s*$`)
+	// Claude Code's notice for a command its timeout moved to the
+	// background: one last line that names the task.
+	claudeBgMoved  = regexp.MustCompile(`\n?Command did not complete within its [^\n]*? timeout and was moved to the background \(ID: [^\s)]+\)\.[^\n]*\s*$`)
+	claudeTimedOut = regexp.MustCompile(`\n?Command timed out after [^\n]*\s*$`)
 )
 
 // claudeCutChars is where Claude Code's Bash tool cuts a long output
@@ -566,8 +574,10 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		o.Worded.Cancelled, worded = true, true
 		s = s[:loc[0]]
 	}
+	header := false // the text is an error's, under its Exit code header
 	if !completed {
 		if m := claudeExitHeader.FindStringSubmatch(s); m != nil {
+			header = true
 			if c := CodeFromString(m[1]); c.Known {
 				o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
 				if o.Exit.Source == accum.ExitText {
@@ -600,7 +610,9 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		o.Background, o.Worded.Background = true, true
 		s, worded = s[:loc[0]], !truncated
 	}
-	if loc := findFrom(claudeTimedOut, s, "Command timed out after "); loc != nil {
+	if loc := findFrom(claudeTimedOut, s, "Command timed out after "); loc != nil && header {
+		// Claude Code kills such a command, and reports it as an error
+		// (Exit code 143): without the header the line is output.
 		o.TimedOut, o.Worded.TimedOut = true, true
 		s, worded = s[:loc[0]], !truncated
 	}

@@ -397,3 +397,29 @@ func TestClaudeMadeUpTerminalExit(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: "[Command was aborted before completion]", Texts: []accum.Text{txt(C, S, "tick1\ntick2")}})},
 	})
 }
+
+// TestClaudeReplayedOutputLikeItsNotices: claude-agent-acp 0.101.0 replays
+// a loaded session (session/load) without toolResponse, so the only text
+// of a call is its terminal_output, and then `completed` with
+// terminal_exit 0. These frames are from a real replay (probe Q,
+// claude-agent-acp-0.101.0_terminal-meta_probeq_load) of commands that
+// printed lines like Claude's notices and exited 0. Each notice is read
+// only in the shape and place Claude really writes it: a timeout under
+// an error's "Exit code N" header, the background notice as the last
+// line with the task's ID, the truncation note with the file it saved.
+func TestClaudeReplayedOutputLikeItsNotices(t *testing.T) {
+	d := Bind(claudeDialect(t), ParseVersion("0.101.0"))
+	yes, C, S := accum.ShellYes, accum.Combined, accum.Snapshot
+	out := func(id, data string) obsCase {
+		return obsCase{name: id,
+			update: `{"_meta":{"terminal_output":{"terminal_id":"` + id + `","data":` + jsonString(data) + `}},"toolCallId":"` + id + `","sessionUpdate":"tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: id, TerminalID: id, Shell: yes, Texts: []accum.Text{txt(C, S, data)}})}
+	}
+	runObsCases(t, d, []obsCase{
+		out("toolu_claude_tail_timeout_65", "body-t\nCommand timed out after 2s"),
+		out("toolu_claude_tail_bg_74", "body-b\nCommand did not complete within its 2s timeout and was moved to the background.\nafter-bg"),
+		out("toolu_claude_tail_trunc_79", "body-c\n[Output truncated (999 bytes total)]"),
+		// claude-agent-acp-0.101.0_terminal-meta_probeq3, replayed.
+		out("toolu_pi_timedout_35", "body-m\n\nCommand timed out after 2 seconds"),
+	})
+}

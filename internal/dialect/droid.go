@@ -43,7 +43,9 @@ import (
 //     by signal: SIGTERM": that signal) and, after a blank line, a
 //     trailing "[Process exited with code N]": exit N from those markers
 //     (text), which are not output; its cancel notice there may lack the
-//     "Error: " prefix.
+//     "Error: " prefix. A real failure is replayed `failed` with a header
+//     that names the trailer's code: on a `completed` result, or against
+//     its trailer, a line like the header is the command's own output.
 type droid struct{}
 
 func init() { register(droid{}) }
@@ -148,7 +150,8 @@ func observeDroid(u *droidCall) []accum.Observation {
 //     terminated by signal: SIG", "Command not found. ..." (exit 127),
 //     "Command not executable. ..." (exit 126), or "Command timed out after
 //     N seconds. ..." followed by a blank line and "Partial output before
-//     timeout:" (TimedOut, the header the notice);
+//     timeout:" (TimedOut, the header the notice), each read only where
+//     Droid writes it (droidHeaderHolds);
 //   - trailers, each after a blank line: "Sandbox: network access was
 //     denied to: ...", "Full command output saved to: PATH (SIZE)" (the
 //     output was cut: truncated), "[Process exited with code N]" (exit N);
@@ -167,7 +170,9 @@ func droidText(o *accum.Observation, s string) {
 		return
 	}
 	// The trailers first, from the end, then the header of what is left.
+	exited := Code{} // the trailer's exit code, when there is one
 	if loc := findFrom(droidExited, s, "[Process exited with code "); loc != nil {
+		exited = CodeFromString(s[loc[2]:loc[3]])
 		droidExit(o, s[loc[2]:loc[3]])
 		s = s[:loc[0]]
 	}
@@ -178,7 +183,7 @@ func droidText(o *accum.Observation, s string) {
 	if loc := droidSandbox.FindStringIndex(s); loc != nil {
 		s = s[:loc[0]]
 	}
-	if m := droidHeader.FindStringSubmatchIndex(s); m != nil {
+	if m := droidHeader.FindStringSubmatchIndex(s); m != nil && droidHeaderHolds(m, s, o.Status, exited) {
 		switch {
 		case m[2] >= 0:
 			droidExit(o, s[m[2]:m[3]])
@@ -208,6 +213,36 @@ func droidText(o *accum.Observation, s string) {
 		return // the client's terminal has the output
 	}
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: s, Truncated: truncated})
+}
+
+// droidHeaderHolds says whether the header droidHeader matched (m) is
+// Droid's, as its real replays write one: a failure header only on a
+// result that is not `completed` (Droid ends every failure `failed`),
+// naming the code of the "[Process exited with code N]" trailer when
+// there is one (a signal, any nonzero code); its timeout header (sent as
+// `completed` too) only without that trailer. Otherwise the line is the
+// command's own first line, which the status or the trailer contradicts
+// (a command that printed "Command failed (exit code: 5)" and exited 0).
+func droidHeaderHolds(m []int, s string, status accum.Status, exited Code) bool {
+	if m[10] >= 0 { // the timeout header
+		return !exited.Known
+	}
+	if status == accum.StatusCompleted {
+		return false
+	}
+	if !exited.Known {
+		return true
+	}
+	switch {
+	case m[2] >= 0:
+		c := CodeFromString(s[m[2]:m[3]])
+		return c.Known && c.Value == exited.Value
+	case m[6] >= 0:
+		return exited.Value == 127
+	case m[8] >= 0:
+		return exited.Value == 126
+	}
+	return exited.Value != 0 // a signal
 }
 
 func droidExit(o *accum.Observation, n string) {

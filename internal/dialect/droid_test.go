@@ -149,3 +149,58 @@ func TestDroidResultNotices(t *testing.T) {
 		},
 	})
 }
+
+// TestDroidReplayedOutputLikeItsHeader: Droid 0.215.0 without a client
+// terminal sends a command's text only in its session/load replay. The
+// first three frames are from a real replay (probe Q,
+// droid-0.215.0_plain_probeq3) of commands whose own first line reads
+// like Droid's failure header and that exited 0: `completed`, and the
+// trailer "[Process exited with code 0]". Droid's real failures are
+// `failed`, and their header names the trailer's code (its recordings:
+// "Error: Command failed (exit code: 3)\na\nb\n\n\n[Process exited with
+// code 3]"); its timeout header comes without a trailer. A header that
+// the status or the trailer contradicts is the command's first line.
+func TestDroidReplayedOutputLikeItsHeader(t *testing.T) {
+	d, _ := Lookup("droid")
+	update := func(id, status, text string) string {
+		b, err := json.Marshal(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status, "rawOutput": map[string]any{"text": text}})
+		require.NoError(t, err)
+		return string(b)
+	}
+	done, failed := accum.StatusCompleted, accum.StatusFailed
+	output := func(id string, status accum.Status, code int32, s string) []accum.Observation {
+		return one(accum.Observation{ToolCallID: id, Status: status, Exit: ex(code, accum.ExitText, false), Texts: []accum.Text{txt(accum.Combined, accum.Final, s)}})
+	}
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "an exit header under completed with trailer 0 is output",
+			update: update("call_droid_head_fail_2", "completed", "Command failed (exit code: 5)\ndroid-after\n\n\n[Process exited with code 0]"),
+			want:   output("call_droid_head_fail_2", done, 0, "Command failed (exit code: 5)\ndroid-after\n"),
+		},
+		{
+			name:   "a signal header under completed with trailer 0 is output",
+			update: update("call_droid_head_sig_6", "completed", "Command terminated by signal: KILL\ndroid-after2\n\n\n[Process exited with code 0]"),
+			want:   output("call_droid_head_sig_6", done, 0, "Command terminated by signal: KILL\ndroid-after2\n"),
+		},
+		{
+			name:   "an Error: exit header under completed with trailer 0 is output",
+			update: update("call_droid_head_err_9", "completed", "Error: Command failed (exit code: 2)\ndroid-after3\n\n\n[Process exited with code 0]"),
+			want:   output("call_droid_head_err_9", done, 0, "Error: Command failed (exit code: 2)\ndroid-after3\n"),
+		},
+		{
+			name:   "a real failure: its header names the trailer's code",
+			update: update("c1", "failed", "Error: Command failed (exit code: 3)\na\nb\n\n\n[Process exited with code 3]"),
+			want:   output("c1", failed, 3, "a\nb\n"),
+		},
+		{
+			name:   "an exit header the trailer contradicts is output, even under failed",
+			update: update("c1", "failed", "Error: Command failed (exit code: 5)\nx\n\n\n[Process exited with code 3]"),
+			want:   output("c1", failed, 3, "Error: Command failed (exit code: 5)\nx\n"),
+		},
+		{
+			name:   "a timeout header before a trailer is output",
+			update: update("c1", "completed", "Command timed out after 2 seconds. Consider increasing the timeout for long-running commands.\nx\n\n\n[Process exited with code 0]"),
+			want:   output("c1", done, 0, "Command timed out after 2 seconds. Consider increasing the timeout for long-running commands.\nx\n"),
+		},
+	})
+}

@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -54,8 +55,10 @@ import (
 //   - `tool_call` titled with the tool's name "bash", kind `other`, the
 //     command in `rawInput.command`; its updates name no tool.
 //   - live: `content` text that is pi's whole text so far (a Snapshot);
-//     the first is the JSON of an empty result (`{"content": []}`), not
-//     output. Past pi's limit `rawOutput.details.truncation {truncated,
+//     when pi's text is empty, pi-acp sends the JSON of pi's partial
+//     result instead, not output: first `{"content": []}`, and, with pi
+//     0.73.1 and 0.60.0, past pi's byte limit for a single line, an empty
+//     text item and pi's details (see piEnvelope). Past pi's limit `rawOutput.details.truncation {truncated,
 //     totalBytes}` says the text is only pi's window (a Window, truncated,
 //     at least totalBytes).
 //   - final: `content` text that is pi's whole final text, closing words
@@ -237,9 +240,44 @@ func piInputs(o *accum.Observation, u *piCall) {
 	}
 }
 
-// piEmpty is the content wire's first live text: the JSON of a result
-// with no content yet, not output.
-var piEmpty = regexp.MustCompile(`^\{\s*"content"\s*:\s*\[\s*\]\s*\}$`)
+// piEnvelopeMax bounds the text piEnvelope parses: the dump of a result
+// whose texts are empty is small (its details hold pi's truncation,
+// whose content is the empty text, and a file path).
+const piEnvelopeMax = 4 << 10
+
+// piEnvelope says whether a live content-wire text is pi-acp's JSON dump
+// of pi's partial result (`JSON.stringify(result, null, 2)`, which pi-acp
+// sends when the result's text is empty), not output: an object whose
+// `content` is an array of only empty text items (or none, the first
+// live text `{"content": []}`), with at most `details` beside it (pi's
+// truncation and full output file, which rawOutput carries too).
+func piEnvelope(text string) bool {
+	t := strings.TrimSpace(text)
+	if len(t) > piEnvelopeMax || !strings.HasPrefix(t, "{") || !json.Valid([]byte(t)) {
+		return false
+	}
+	var r struct {
+		Content *[]struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		} `json:"content"`
+		Details json.RawMessage `json:"details"`
+	}
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&r) != nil || r.Content == nil {
+		return false
+	}
+	if d := r.Details; d != nil && (len(d) == 0 || d[0] != '{') {
+		return false
+	}
+	for _, c := range *r.Content {
+		if c.Type != "text" || c.Text == nil || *c.Text != "" {
+			return false
+		}
+	}
+	return true
+}
 
 // piContent reads the content wire's texts: live, pi's whole text so far,
 // or, once pi keeps only its window (rawOutput.details.truncation), that
@@ -260,7 +298,7 @@ func piContent(o *accum.Observation, u *piCall) {
 		piEnd(o, text, nil, true, out)
 		return
 	}
-	if strings.TrimSpace(text) == "" || piEmpty.MatchString(strings.TrimSpace(text)) {
+	if strings.TrimSpace(text) == "" || piEnvelope(text) {
 		return
 	}
 	t := accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text}

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -283,6 +284,18 @@ func TestPiContentWire(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "p1", Status: accum.StatusRunning}),
 		},
 		{
+			name: "the JSON dump of a result whose texts are empty, with pi's details, is not output either",
+			update: upd("in_progress", "{\n  \"content\": [\n    {\n      \"type\": \"text\",\n      \"text\": \"\"\n    }\n  ],\n  \"details\": {\n    \"truncation\": {\n      \"content\": \"\",\n      \"truncated\": true,\n      \"totalBytes\": 60001\n    },\n    \"fullOutputPath\": \"/tmp/pi-bash-1.log\"\n  }\n}",
+				`{"content":[{"type":"text","text":""}],"details":{"truncation":{"content":"","truncated":true,"totalBytes":60001},"fullOutputPath":"/tmp/pi-bash-1.log"}}`),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusRunning}),
+		},
+		{
+			name:   "a JSON text the command printed is output",
+			update: upd("in_progress", "{\"content\": [{\"type\": \"text\", \"text\": \"a\"}]}\n", raw("{\"content\": [{\"type\": \"text\", \"text\": \"a\"}]}\n")),
+			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusRunning,
+				Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "{\"content\": [{\"type\": \"text\", \"text\": \"a\"}]}\n")}}),
+		},
+		{
 			name:   "live: pi's whole text so far",
 			update: upd("in_progress", "tick1\ntick2\n", raw("tick1\ntick2\n")),
 			want: one(accum.Observation{ToolCallID: "p1", Status: accum.StatusRunning,
@@ -336,4 +349,46 @@ func TestPiContentWire(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "p1", Opens: true, Shell: accum.ShellYes}),
 		},
 	})
+}
+
+// TestPiContentWireEmptyWindow folds what pi-acp 0.0.24 sent with pi
+// 0.60.0 for a single line of 60,000 x's: pi's window of the line (51,200
+// bytes), then, when pi's text was empty, pi-acp's JSON dump of pi's
+// partial result, then "(no output)" and pi's truncation note. The output
+// is the window, truncated: the dump is pi-acp's envelope, not output.
+func TestPiContentWireEmptyWindow(t *testing.T) {
+	d, _ := Lookup("pi")
+	x := strings.Repeat("x", 51200)
+	trunc := `"details":{"truncation":{"content":"","truncated":true,"truncatedBy":"bytes","totalLines":2,"totalBytes":60001,"outputLines":1,"outputBytes":0,"lastLinePartial":false,"firstLineExceedsLimit":false,"maxLines":2000,"maxBytes":51200},"fullOutputPath":"/tmp/pi-bash-5.log"}`
+	upd := func(status, text, rawText string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"p1","status":"` + status + `","content":[{"type":"content","content":{"type":"text","text":` + jsonString(text) + `}}],"rawOutput":{"content":[{"type":"text","text":` + jsonString(rawText) + `}],` + trunc + `}}`
+	}
+	dump := "{\n  \"content\": [\n    {\n      \"type\": \"text\",\n      \"text\": \"\"\n    }\n  ],\n  \"details\": {\n    \"truncation\": {\n      \"content\": \"\",\n      \"truncated\": true,\n      \"truncatedBy\": \"bytes\",\n      \"totalLines\": 2,\n      \"totalBytes\": 60001,\n      \"outputLines\": 1,\n      \"outputBytes\": 0,\n      \"lastLinePartial\": false,\n      \"firstLineExceedsLimit\": false,\n      \"maxLines\": 2000,\n      \"maxBytes\": 51200\n    },\n    \"fullOutputPath\": \"/tmp/pi-bash-5.log\"\n  }\n}"
+	final := "(no output)\n\n[Showing lines 2-2 of 2 (50.0KB limit). Full output: /tmp/pi-bash-5.log]"
+	frames := []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"p1","title":"bash","kind":"other","status":"pending","rawInput":{"command":"head -c 60000 /dev/zero | tr '\\0' x; echo"}}`,
+		upd("in_progress", x, x),
+		upd("in_progress", dump, ""),
+		upd("completed", final, final),
+	}
+	c := accum.NewCall("p1", 1<<20)
+	var last accum.Revision
+	var out *accum.Chunk
+	for _, f := range frames {
+		obs, err := readCase(d, f, "")
+		require.NoError(t, err)
+		for i := range obs {
+			c.Apply(&obs[i])
+			if r, ok := c.Revision(); ok {
+				last = r
+				if t := r.Texts[accum.Combined]; t != nil {
+					out = t
+				}
+			}
+		}
+	}
+	require.NotNil(t, out)
+	assert.Equal(t, accum.Ended, last.State)
+	assert.True(t, out.Text == x, "the window of x's, not pi-acp's JSON: got %d bytes, %.80q", len(out.Text), out.Text)
+	assert.True(t, out.Truncated)
 }

@@ -137,9 +137,11 @@ type ShellExec struct {
 	Dialect string
 	// AgentVersion is the agent's build as its `initialize` result's
 	// agentInfo.version said it (trimmed; a longer text than 64 bytes is
-	// cut and ends with "…", and is read as an unknown build); the dialect
-	// reads the call as that build sends it. Empty when the agent did not
-	// say.
+	// cut and ends with "…", and is read as an unknown build), or, for an
+	// agent behind an adapter that names the agent's own build after it
+	// (pi-acp's session/new result), that build with the agent's name
+	// first ("pi v0.84.4"); the dialect reads the call as that build sends
+	// it. Empty when the agent did not say.
 	AgentVersion string
 	// Command is the command line as the agent reports it, without a shell
 	// wrapper such as bash -lc. Empty until known.

@@ -180,3 +180,35 @@ func lastOf(t *testing.T, n *normalize.Normalizer, frames ...string) *normalize.
 	require.NotNil(t, last)
 	return last
 }
+
+// An adapter whose agentInfo.version is its own build (pi-acp 0.0.34)
+// names the build of the agent behind it in its session/new result
+// (pi's, "pi v0.84.4"): revisions carry that build, and the dialect reads
+// it as that build. pi before 0.86.1 reports a shell a signal killed as a
+// success, and pi-acp 0.0.34 sends terminal_exit 0 for it: no exit code.
+func TestAgentVersionNamedByTheAdapter(t *testing.T) {
+	upd := func(u string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":` + u + `}}`
+	}
+	frames := []string{
+		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"pi-acp","title":"pi ACP adapter","version":"0.0.34"}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"x","_meta":{"piAcp":{"startupInfo":"pi v0.84.4\n---\n"}}}}`,
+		upd(`{"sessionUpdate":"tool_call","toolCallId":"k1","title":"echo before-kill; kill -9 $$","kind":"execute","status":"pending","content":[{"type":"terminal","terminalId":"k1"}],"_meta":{"terminal_info":{"terminal_id":"k1","cwd":"/w"}}}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"in_progress","_meta":{"terminal_output":{"terminal_id":"k1","data":"before-kill\n"}}}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"k1","exit_code":0,"signal":null}}}`),
+	}
+	last := lastOf(t, normalize.New(), frames...)
+	assert.Equal(t, "pi", last.Dialect)
+	assert.Equal(t, "pi v0.84.4", last.AgentVersion)
+	assert.Nil(t, last.ExitCode)
+	assert.Equal(t, normalize.Unknown, last.Outcome)
+	require.NotNil(t, last.Output)
+	assert.Equal(t, "before-kill\n", last.Output.Text)
+
+	// Without the adapter's word, pi's build is unknown: pi-acp's own
+	// build on revisions, the newest rules (exit 0).
+	last = lastOf(t, normalize.New(), append(frames[:1:1], frames[2:]...)...)
+	assert.Equal(t, "0.0.34", last.AgentVersion)
+	require.NotNil(t, last.ExitCode)
+	assert.Equal(t, int32(0), *last.ExitCode)
+}

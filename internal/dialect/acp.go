@@ -29,7 +29,10 @@ type Frame struct {
 	AgentName string
 	// AgentVersion is `agentInfo.version` from an `initialize` result, as
 	// sent (trimmed, cut to MaxVersionBytes; "" when absent or not a
-	// string). ParseVersion reads it; Bind binds a dialect to it.
+	// string), or the build of the agent behind an adapter as the adapter
+	// names it in another result's `_meta`, with the agent's name before
+	// it ("pi v0.84.4"; see agentBuilds). ParseVersion reads it; Bind
+	// binds a dialect to it.
 	AgentVersion string
 	// Client is set by an `initialize` request: what the client declared
 	// in its clientCapabilities (the zero Client when it declared none).
@@ -174,8 +177,38 @@ type responseResult struct {
 	// AuthMethods is read leniently: it is only ever a sign.
 	AuthMethods authMethodIDs `json:"authMethods"`
 
+	// Meta is the result's `_meta`, for a dialect that reads the agent's
+	// build there (agentBuilds).
+	Meta resultMeta `json:"_meta"`
+
 	// The members of a client-terminal method's result.
 	terminalResult
+}
+
+// resultMeta is a response result's `_meta` object as raw JSON, valid
+// while the frame is read; nil when absent or not an object.
+type resultMeta []byte
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (r *resultMeta) UnmarshalJSON(b []byte) error {
+	*r = nil
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '{' {
+		*r = b
+	}
+	return nil
+}
+
+// agentBuilds is implemented by a dialect's update type (its pointer, P
+// of readFrame, called on nil) when its agent speaks through an adapter
+// whose `agentInfo.version` is the adapter's own build, and the adapter
+// names the build of the agent behind it in a response result's `_meta`
+// (a session/new result, say). agentBuild returns that build from meta,
+// the agent's name first ("pi v0.84.4", which ParseVersion reads with
+// Name "pi"), or "" when meta names none. The frame says it as its
+// AgentVersion, and the session binds its dialect to it: the dialect
+// tells it from the adapter's own by the name.
+type agentBuilds interface {
+	agentBuild(meta []byte) string
 }
 
 // callOf is the constraint of readFrame: every dialect's update type
@@ -284,6 +317,11 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	switch method {
 	case "":
 		readResponse(&f, &m.ID, m.Result)
+		if b, ok := any(P(nil)).(agentBuilds); ok && m.Result != nil && m.Result.Meta != nil {
+			if v := strings.TrimSpace(b.agentBuild(m.Result.Meta)); v != "" {
+				f.AgentVersion = cutVersion(v)
+			}
+		}
 		if m.Error.Present {
 			f.Response = &Response{RequestID: m.ID.Text, Error: true}
 		}

@@ -45,6 +45,18 @@ import (
 //   - `_meta.terminal_exit.exit_code` is pi-acp's guess, 0 or 1 (1 for
 //     every error): 0 on `completed` is exit 0; 1 is never read as an exit
 //     code (the words above say what happened); any other value is real.
+//     pi before 0.86.1 (0.84.4 and 0.85.1 recorded) reports a shell a
+//     signal killed (`kill -9 $$`, SIGTERM) as a success without words,
+//     and pi-acp says `completed` with exit_code 0: on those builds 0 is
+//     no exit code (UNKNOWN, the output kept). 0.86.1 says "Command exited
+//     with code 137" on a `failed` final.
+//   - pi's build: agentInfo.version is pi-acp's own (0.0.x). pi-acp
+//     0.0.34 names pi's in its session/new result,
+//     `_meta.piAcp.startupInfo` "pi v0.84.4\n---\n": its first line is
+//     the frame's AgentVersion (agentBuild), which binds the dialect
+//     (forVersion reads only a version named "pi"). pi-acp 0.0.24 sent
+//     "\n" there with pi 0.73.1, and "pi v1.6.0" with pi 0.60.0 (not
+//     the pi it ran): without a word of pi's build, the newest rules.
 //   - session/load replays each call as a `tool_call` titled "bash" that
 //     says `completed` whatever the outcome, then one update with the
 //     whole final text: the `tool_call`'s status is not read (a live pi
@@ -69,9 +81,23 @@ import (
 //     `completed`, `rawInput: null`, `rawOutput {toolName: "bash",
 //     content, isError}`, then an update with the status and the final
 //     text.
-type pi struct{}
+type pi struct {
+	// killedIsSuccess: pi before 0.86.1 reports a shell a signal killed
+	// (exitCode null) as a success without words (`if (exitCode !== 0 &&
+	// exitCode !== null) throw`), and pi-acp makes terminal_exit up as 0
+	// for it: a `completed` with terminal_exit 0 is no exit code.
+	killedIsSuccess bool
+}
 
 func init() { register(pi{}) }
+
+// forVersion implements versioned: pi's own build, as pi-acp names it
+// (agentBuild), says whether a completed's terminal_exit 0 may be a
+// killed shell. pi-acp's build (a version that names no program) says
+// nothing of pi's; an unknown build reads with the newest rules.
+func (pi) forVersion(v Version) Dialect {
+	return pi{killedIsSuccess: v.Name() == "pi" && v.Before("0.86.1")}
+}
 
 func (pi) Info() Info {
 	return Info{
@@ -158,11 +184,41 @@ func (piCall) unreadFields() []string {
 		"rawOutput.details.fullOutputPath"}
 }
 
-func (pi) read(msg []byte, scope string) (Frame, error) {
+func (p pi) read(msg []byte, scope string) (Frame, error) {
+	if p.killedIsSuccess {
+		return readFrame(msg, scope, observePiKilledIsSuccess, askPi)
+	}
 	return readFrame(msg, scope, observePi, askPi)
 }
 
-func observePi(u *piCall) []accum.Observation {
+// agentBuild implements agentBuilds: pi-acp's session/new result names
+// pi's build in `_meta.piAcp.startupInfo` ("pi v0.84.4\n---\n"): its
+// first line, when it is "pi" and a version.
+func (*piCall) agentBuild(meta []byte) string {
+	var info Str
+	jsonlit.EachMember(meta, func(key string, val []byte) {
+		if key == "PIACP" {
+			jsonlit.EachMember(val, func(key string, val []byte) {
+				if key == "STARTUPINFO" {
+					info.UnmarshalJSON(val)
+				}
+			})
+		}
+	})
+	line, _, _ := strings.Cut(info.S, "\n")
+	line = strings.TrimSpace(line)
+	if v := ParseVersion(line); v.Known() && v.Name() == "pi" {
+		return line
+	}
+	return ""
+}
+
+func observePi(u *piCall) []accum.Observation { return observePiFor(u, false) }
+
+func observePiKilledIsSuccess(u *piCall) []accum.Observation { return observePiFor(u, true) }
+
+// observePiFor reads an update; killedIsSuccess: see pi.
+func observePiFor(u *piCall, killedIsSuccess bool) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil
 	}
@@ -201,7 +257,7 @@ func observePi(u *piCall) []accum.Observation {
 		}
 	}
 	if o.Status.Ended() {
-		piFinal(&o, data, m)
+		piEnd(&o, data, m, false, nil, killedIsSuccess)
 	} else if data != "" {
 		o.Texts = append(o.Texts, piText(data, false))
 	}
@@ -281,7 +337,7 @@ func piEnvelope(text string) bool {
 
 // piContent reads the content wire's texts: live, pi's whole text so far,
 // or, once pi keeps only its window (rawOutput.details.truncation), that
-// window; the final, pi's whole text with its closing words (piFinal).
+// window; the final, pi's whole text with its closing words (piEnd).
 func piContent(o *accum.Observation, u *piCall) {
 	if o.Opens {
 		return // a replay's tool_call: its update says the rest
@@ -295,7 +351,7 @@ func piContent(o *accum.Observation, u *piCall) {
 		out = &piOutput{}
 	}
 	if o.Status.Ended() {
-		piEnd(o, text, nil, true, out)
+		piEnd(o, text, nil, true, out, false) // no terminal_exit on this wire
 		return
 	}
 	if strings.TrimSpace(text) == "" || piEnvelope(text) {
@@ -324,16 +380,11 @@ var (
 // piNoOutput is what pi says instead of an empty output.
 const piNoOutput = "(no output)"
 
-// piFinal reads the frame that ends a call: its last delta with pi's
-// closing words, and the terminal exit.
-func piFinal(o *accum.Observation, data string, m *TerminalMeta) {
-	piEnd(o, data, m, false, nil)
-}
-
-// piEnd reads pi's closing words off the end of data: a last delta (the
-// terminal wire), or, when whole, pi's whole final text (the content wire,
-// whose rawOutput out says whether pi cut it).
-func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *piOutput) {
+// piEnd reads the frame that ends a call: pi's closing words off the end
+// of data, a last delta (the terminal wire), or, when whole, pi's whole
+// final text (the content wire, whose rawOutput out says whether pi cut
+// it); and the terminal exit m (killedIsSuccess: see pi).
+func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *piOutput, killedIsSuccess bool) {
 	said := false // pi's words said how the command ended
 	// pi says how a command ended only on a failed final (any nonzero
 	// exit, signal, timeout or cancel): on a completed one, words like
@@ -379,7 +430,7 @@ func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *
 	}
 	if te := m.TerminalExit; te != nil && o.Exit == nil && te.ExitCode.Known {
 		switch c := te.ExitCode.Value; {
-		case c == 0 && o.Status == accum.StatusCompleted:
+		case c == 0 && o.Status == accum.StatusCompleted && !killedIsSuccess:
 			o.Exit = te.ExitCode.Exit(accum.ExitTerminal, true)
 		case c != 0 && c != 1:
 			o.Exit = te.ExitCode.Exit(accum.ExitTerminal, true)

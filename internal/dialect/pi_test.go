@@ -351,6 +351,110 @@ func TestPiContentWire(t *testing.T) {
 	})
 }
 
+// TestPiBuild: pi-acp's agentInfo.version is its own (0.0.x), not pi's.
+// pi-acp 0.0.34 names pi's build in its session/new result,
+// `_meta.piAcp.startupInfo` ("pi v0.84.4\n---\n"): the frame says it as
+// the agent's build, named "pi". pi before 0.86.1 reports a shell a
+// signal killed (exitCode null) as a success without words, and pi-acp
+// 0.0.34 makes terminal_exit.exit_code up as 0 for it: on those builds a
+// completed with terminal_exit 0 is no exit code. pi-acp's own version,
+// an unknown build and a newer pi read with the newest rules.
+func TestPiBuild(t *testing.T) {
+	d, _ := Lookup("pi")
+	for _, c := range []struct{ result, want string }{
+		{`{"sessionId":"s","_meta":{"piAcp":{"startupInfo":"pi v0.84.4\n---\n"}}}`, "pi v0.84.4"},
+		{`{"sessionId":"s","_meta":{"piAcp":{"startupInfo":"pi v1.6.0\n---\n"}}}`, "pi v1.6.0"},
+		{`{"sessionId":"s","_meta":{"piAcp":{"startupInfo":"\n"}}}`, ""}, // pi-acp 0.0.24 with pi 0.73.1
+		{`{"sessionId":"s","_meta":{"piAcp":{"startupInfo":"pi vnext\n"}}}`, ""},
+		{`{"sessionId":"s","_meta":{"piAcp":{"startupInfo":7}}}`, ""},
+		{`{"sessionId":"s","_meta":"pi v0.84.4"}`, ""},
+		{`{"sessionId":"s"}`, ""},
+	} {
+		f, err := Read(d, []byte(`{"jsonrpc":"2.0","id":1,"result":`+c.result+`}`))
+		require.NoError(t, err, c.result)
+		assert.Equal(t, c.want, f.AgentVersion, c.result)
+		assert.Empty(t, f.AgentName, c.result)
+	}
+	// The generic dialect knows nothing of pi-acp's _meta.
+	f, err := Read(Generic(), []byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s","_meta":{"piAcp":{"startupInfo":"pi v0.84.4\n---\n"}}}}`))
+	require.NoError(t, err)
+	assert.Empty(t, f.AgentVersion)
+
+	out := piUpd("in_progress", `{`+piOut("before-kill\n")+`}`)
+	done := piUpd("completed", `{`+piExit("0")+`}`)
+	for _, c := range []struct {
+		build string
+		exit  bool
+	}{
+		{"pi v0.84.4", false},
+		{"pi v0.85.1", false},
+		{"pi v0.73.1", false},
+		{"pi v0.86.1", true},
+		{"pi v1.6.0", true},
+		{"0.0.34", true}, // pi-acp's own build says nothing of pi's
+		{"", true},
+	} {
+		b := Bind(d, ParseVersion(c.build))
+		got, err := readCase(b, out, "")
+		require.NoError(t, err)
+		assert.Equal(t, []accum.Observation{{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusRunning, Texts: []accum.Text{piText("before-kill\n", false)}}},
+			withoutProvenance(got), c.build)
+		got, err = readCase(b, done, "")
+		require.NoError(t, err)
+		want := accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted}
+		if c.exit {
+			want.Exit = ex(0, accum.ExitTerminal, false)
+		}
+		assert.Equal(t, []accum.Observation{want}, withoutProvenance(got), "build %q", c.build)
+		// A real exit code pi reports in words is read on every build.
+		got, err = readCase(b, piUpd("failed", `{`+piOut("\n\nCommand exited with code 137")+`,`+piExit("1")+`}`), "")
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		assert.Equal(t, ex(137, accum.ExitText, false), withoutProvenance(got)[0].Exit, "build %q", c.build)
+	}
+}
+
+// TestPiKilledOnOldBuild replays what pi-acp 0.0.34 sent with pi 0.84.4
+// for `echo before-kill; kill -9 $$`, binding the dialect as a session
+// does: to pi-acp's build on initialize, then to pi's on session/new.
+func TestPiKilledOnOldBuild(t *testing.T) {
+	d, _ := Lookup("pi")
+	upd := func(u string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + u + `}}`
+	}
+	frames := []string{
+		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"pi-acp","title":"pi ACP adapter","version":"0.0.34"},"authMethods":[{"id":"pi_terminal_login","name":"Launch pi in the terminal","type":"terminal"}]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s","modes":{"currentModeId":"off"},"_meta":{"piAcp":{"startupInfo":"pi v0.84.4\n---\n"}}}}`,
+		upd(`{"sessionUpdate":"tool_call","toolCallId":"p1","title":"echo before-kill; kill -9 $$","kind":"execute","status":"pending","content":[{"type":"terminal","terminalId":"p1"}],"_meta":{"terminal_info":{"terminal_id":"p1","cwd":"/w"}}}`),
+		upd(piUpd("in_progress", `{`+piOut("before-kill\n")+`}`)),
+		upd(piUpd("completed", `{`+piExit("0")+`}`)),
+	}
+	c := accum.NewCall("p1", 1<<20)
+	reader := d
+	var last accum.Revision
+	out := ""
+	for i, fr := range frames {
+		f, err := Read(reader, []byte(fr))
+		require.NoError(t, err, "frame %d", i)
+		if f.AgentVersion != "" || f.AgentName != "" {
+			reader = Bind(d, ParseVersion(f.AgentVersion))
+		}
+		for j := range f.Observations {
+			c.Apply(&f.Observations[j])
+			if r, ok := c.Revision(); ok {
+				last = r
+				if t := r.Texts[accum.Combined]; t != nil {
+					out = t.Text
+				}
+			}
+		}
+	}
+	assert.Equal(t, "pi v0.84.4", VersionOf(reader).Raw())
+	assert.Nil(t, last.ExitCode, "pi-acp's terminal_exit 0 for a killed shell is no exit code")
+	assert.Equal(t, accum.Unknown, last.Outcome)
+	assert.Equal(t, "before-kill\n", out)
+}
+
 // TestPiContentWireEmptyWindow folds what pi-acp 0.0.24 sent with pi
 // 0.60.0 for a single line of 60,000 x's: pi's window of the line (51,200
 // bytes), then, when pi's text was empty, pi-acp's JSON dump of pi's

@@ -28,31 +28,43 @@ func cutVersion(s string) string {
 }
 
 // Version is an agent's build as its `agentInfo.version` says it: a
-// semver-like string ("0.70.1", "1.0.102", "v2.6.0", "0.15.6-nightly.20250911.abc").
+// semver-like string ("0.70.1", "1.0.102", "v2.6.0", "0.15.6-nightly.20250911.abc"),
+// or, for an agent behind an adapter whose `agentInfo.version` is the
+// adapter's own, the agent's build as the adapter names it elsewhere,
+// with the agent's name before it ("pi v0.84.4"; see agentBuilds).
 // A version that does not parse (empty, garbage, too long) is unknown.
 // The zero Version is unknown. Versions are comparable with ==.
 type Version struct {
 	raw   string // as sent, trimmed and cut (cutVersion)
+	name  string // the program named before the version ("pi"); "" when none
 	canon string // semver canonical form with a leading "v"; "" when unknown
 }
 
 // ParseVersion reads an agent's version text. A leading "v" or "V" is
 // optional; "1.2" stands for "1.2.0"; a prerelease ("-nightly.2025...")
-// sorts before its release; build metadata ("+abc") is ignored.
+// sorts before its release; build metadata ("+abc") is ignored. The text
+// may name, before one space, the program whose build it is ("pi
+// v0.84.4"): Name says it.
 func ParseVersion(s string) Version {
 	s = strings.TrimSpace(s)
 	v := Version{raw: cutVersion(s)}
 	if len(s) > MaxVersionBytes || s == "" {
 		return v
 	}
-	t := s
+	t, name := s, ""
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		name, t = s[:i], s[i+1:]
+	}
+	if t == "" {
+		return v
+	}
 	if t[0] == 'V' {
 		t = "v" + t[1:]
 	} else if t[0] != 'v' {
 		t = "v" + t
 	}
 	if semver.IsValid(t) {
-		v.canon = semver.Canonical(t)
+		v.canon, v.name = semver.Canonical(t), name
 	}
 	return v
 }
@@ -72,15 +84,25 @@ func capText(s string, n int) string {
 // Known says whether the version parsed.
 func (v Version) Known() bool { return v.canon != "" }
 
+// Name is the program a known version names as its own ("pi" of "pi
+// v0.84.4"); "" when it names none: then it is the build of whatever
+// answered `initialize`, which may be an adapter. A dialect whose agent
+// speaks through an adapter tells the two builds apart by it.
+func (v Version) Name() string { return v.name }
+
 // Raw is the version text as the agent sent it (trimmed, cut to
 // MaxVersionBytes); "" when the agent sent none.
 func (v Version) Raw() string { return v.raw }
 
 // String is the parsed version without the "v" and without build
-// metadata ("0.70.1", "0.15.6-nightly.20250911"), or "unknown".
+// metadata ("0.70.1", "0.15.6-nightly.20250911"), after the program it
+// names ("pi 0.84.4"), or "unknown".
 func (v Version) String() string {
 	if v.canon == "" {
 		return "unknown"
+	}
+	if v.name != "" {
+		return v.name + " " + v.canon[1:]
 	}
 	return v.canon[1:]
 }

@@ -52,6 +52,25 @@ func TestParseVersion(t *testing.T) {
 	assert.Equal(t, ParseVersion("v1.0.0"), ParseVersion("v1.0.0"), "versions compare with ==")
 }
 
+// A version may name the program whose build it is: the build an adapter
+// names of the agent behind it, never taken for the adapter's own.
+func TestParseVersionNamed(t *testing.T) {
+	v := ParseVersion("pi v0.84.4")
+	assert.True(t, v.Known())
+	assert.Equal(t, "pi", v.Name())
+	assert.Equal(t, "pi 0.84.4", v.String())
+	assert.Equal(t, "pi v0.84.4", v.Raw())
+	assert.True(t, v.Before("0.86.1"))
+	assert.Equal(t, v, ParseVersion(v.Raw()), "what is kept reads as the same build again")
+	assert.NotEqual(t, ParseVersion("0.84.4"), v, "a named build is not the adapter's")
+	assert.Empty(t, ParseVersion("0.84.4").Name())
+	for _, s := range []string{"pi vnext", "pi", "pi 0.84.4 beta", " v0.84.4 x", "a b 1.2.3"} {
+		u := ParseVersion(s)
+		assert.False(t, u.Known(), "%q", s)
+		assert.Empty(t, u.Name(), "%q", s)
+	}
+}
+
 // probe is a dialect that reads frames differently before build 1.0.0.
 type probe struct{ old bool }
 

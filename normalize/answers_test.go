@@ -232,3 +232,32 @@ func TestKeptUnacknowledgedFrameWithALargeEnd(t *testing.T) {
 		}
 	}
 }
+
+// Without a store, a frame applied with a FrameError (a command over the
+// text limit, left out) and sent again after its answer was lost (a
+// connection cut) is answered with that FrameError again before
+// AlreadyExists: before, only AlreadyExists came, and the client never
+// learned why the call had no command (probe R). The kept FrameErrors
+// are bounded.
+func TestFrameErrorAnsweredAgainWithoutAStore(t *testing.T) {
+	n := normalize.New(normalize.WithTextLimit(64))
+	long := strings.Repeat("x", 100)
+	open := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","status":"in_progress","rawInput":{"command":"echo ` + long + `"}}}}`)
+	_, first := splitEvents(feedSkipping(t, n, 1, open))
+	require.Len(t, first, 1)
+	assert.Equal(t, normalize.InvalidArgument, first[0].Code)
+	assert.Contains(t, first[0].Message, "text limit")
+
+	_, again := splitEvents(feedSkipping(t, n, 1, open))
+	require.Len(t, again, 2)
+	assert.Equal(t, first[0], again[0], "the same FrameError, answered again")
+	assert.Equal(t, normalize.AlreadyExists, again[1].Code)
+
+	// Only the last 64 are kept: the first frame's is gone after 64 more.
+	for i := uint64(2); i <= 65; i++ {
+		feedSkipping(t, n, i, []byte(strings.Replace(string(open), `"c1"`, fmt.Sprintf(`"c%d"`, i), 1)))
+	}
+	_, late := splitEvents(feedSkipping(t, n, 1, open))
+	require.Len(t, late, 1)
+	assert.Equal(t, normalize.AlreadyExists, late[0].Code)
+}

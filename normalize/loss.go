@@ -530,6 +530,35 @@ func (s *session) committedExtra() {
 	x.answers = slices.Delete(x.answers, 0, drop)
 }
 
+// maxKeptErrors bounds the FrameErrors a session without a store keeps
+// to answer again (keepErrors).
+const maxKeptErrors = 64
+
+// keepErrors keeps the FrameErrors the frame r applied to s made, when
+// there is no store to keep its answer (see storedAnswer): a frame sent
+// again after its answer was lost (a connection cut) is answered with
+// them again, not only AlreadyExists, so that what was wrong with it is
+// still said. The last maxKeptErrors are kept.
+func (ss *sessions) keepErrors(s *session, r *reply) {
+	if ss.store != nil || len(r.errs) == 0 {
+		return
+	}
+	s.keptErrs = append(s.keptErrs, r.errs...)
+	if n := len(s.keptErrs) - maxKeptErrors; n > 0 {
+		s.keptErrs = slices.Delete(s.keptErrs, 0, n)
+	}
+	r.errs = r.errs[:0]
+}
+
+// keptErrors hands on again the FrameErrors kept for frame r.seq of s.
+func keptErrors(s *session, r *reply) {
+	for _, fe := range s.keptErrs {
+		if fe.Sequence == r.seq {
+			r.send(Event{Error: fe, Again: true})
+		}
+	}
+}
+
 // storedAnswer hands on the answer the store keeps for frame seq of s (a
 // frame applied before), and reports whether there was one.
 func (ss *sessions) storedAnswer(s *session, r *reply) bool {

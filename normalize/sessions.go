@@ -75,6 +75,9 @@ type session struct {
 	terms    map[string]*clientTerm
 	termReqs map[string]termReq
 	termSeq  uint64
+	// keptErrs are the last FrameErrors of frames applied, kept without a
+	// store to answer a frame sent again (see keepErrors).
+	keptErrs []*FrameError
 	// replay: a session/load request was seen and no session/prompt
 	// since, so every tool call frame restates history (the agent replays
 	// the loaded session before it answers the load, or, some agents,
@@ -380,6 +383,9 @@ type reply struct {
 	// applied before.
 	frameObs []accum.Observation
 	fresh    []uint64
+	// errs are the FrameErrors of the frame under way, kept with a
+	// session that has no store to answer it again (see keepErrors).
+	errs []*FrameError
 }
 
 // send hands one event on, unless an earlier one failed.
@@ -458,13 +464,15 @@ func (ss *sessions) attempt(req *request, apply func(r *reply) error) (*reply, e
 }
 
 func (r *reply) fail(code Code, callID, format string, args ...any) {
-	r.send(Event{Error: &FrameError{
+	fe := &FrameError{
 		SessionID:  r.session,
 		Sequence:   r.seq,
 		Code:       code,
 		Message:    fmt.Sprintf(format, args...),
 		ToolCallID: callID,
-	}})
+	}
+	r.errs = append(r.errs, fe)
+	r.send(Event{Error: fe})
 }
 
 // The requests apply one frame or control message and hand each event it
@@ -714,6 +722,8 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if ss.skip(s, r, "frame") {
 		return nil
 	}
+	r.errs = r.errs[:0]
+	defer ss.keepErrors(s, r)
 	if chosen != nil {
 		s.useNamed(chosen, chosenName)
 		s.explicit = true
@@ -1352,6 +1362,7 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 		if ss.storedAnswer(s, r) {
 			return true // what it made, kept with its commit (see loss.go)
 		}
+		keptErrors(s, r)
 		ss.handOnMissed(s, r)
 		if sentAgain {
 			r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.closed)

@@ -430,7 +430,9 @@ func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *
 	}
 	if te := m.TerminalExit; te != nil && o.Exit == nil && te.ExitCode.Known {
 		switch c := te.ExitCode.Value; {
-		case c == 0 && o.Status == accum.StatusCompleted && !killedIsSuccess:
+		case c == 0 && o.Status == accum.StatusCompleted && killedIsSuccess:
+			o.ExitSetAside = true // it may be a killed shell's
+		case c == 0 && o.Status == accum.StatusCompleted:
 			o.Exit = te.ExitCode.Exit(accum.ExitTerminal, true)
 		case c != 0 && c != 1:
 			o.Exit = te.ExitCode.Exit(accum.ExitTerminal, true)

@@ -404,6 +404,8 @@ func TestPiBuild(t *testing.T) {
 		want := accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted}
 		if c.exit {
 			want.Exit = ex(0, accum.ExitTerminal, false)
+		} else {
+			want.ExitSetAside = true // the reason says the 0 was set aside
 		}
 		assert.Equal(t, []accum.Observation{want}, withoutProvenance(got), "build %q", c.build)
 		// A real exit code pi reports in words is read on every build.

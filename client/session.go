@@ -413,10 +413,13 @@ func (s *Session) leaveOutTooLarge(err error) bool {
 	s.mu.Lock()
 	for i := s.confirmed; i < len(s.reqs); i++ {
 		f := s.reqs[i].GetFrame()
-		if f == nil || proto.Size(s.reqs[i]) <= limit {
+		if f == nil {
 			continue
 		}
 		size := proto.Size(s.reqs[i])
+		if size <= limit {
+			continue
+		}
 		s.bytes += len(leftOut) - len(f.GetMessage())
 		s.reqs[i] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
 			SessionId: f.GetSessionId(), Dialect: f.GetDialect(), Cwd: f.GetCwd(), Sequence: f.GetSequence(),
@@ -457,7 +460,7 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 	s.stats.Streams++
 	answered := s.confirmed
 	from := s.heldFrom()
-	sentBefore := s.highSent
+	earlier := s.sentBefore() // requests sent on earlier streams
 	s.mu.Unlock()
 	st, err := s.c.stub(addr).Normalize(ctx)
 	if err != nil {
@@ -466,7 +469,7 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 	recv := make(chan error, 1)
 	var sent int // requests sent, after the options
 	var closedSend bool
-	go func() { recv <- s.receive(st, sentBefore, cancel) }()
+	go func() { recv <- s.receive(st, earlier, cancel) }()
 	sendErr := func() error {
 		if err := st.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{SkipAppliedSequences: true}}}); err != nil {
 			return err

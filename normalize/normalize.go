@@ -155,9 +155,9 @@ type Hooks struct {
 	// Unrecognized kinds below, each said once per session while the
 	// session is in memory (again after it was let go and loaded); dialect
 	// is the session's dialect; agentVersion is the agent's build as the
-	// dialect reads it ("0.70.1"; "pi 0.84.4" for the build an adapter
-	// names of the agent behind it), at most 32 bytes, or "unknown". None
-	// of them holds text of the frame.
+	// dialect reads it ("0.70.1"; "agent 1.2.3", with the agent's name,
+	// for the build an adapter names of the agent behind it), at most 32
+	// bytes, or "unknown". None of them holds text of the frame.
 	Unrecognized func(dialect, agentVersion, what string)
 	// UnrecognizedField is called with Unrecognized, with where the
 	// thing was: a path into the frame's update ("rawOutput.metadata.exit_status",

@@ -1012,9 +1012,9 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		// id of a call that ended: the agent used the id again. It is not
 		// a new call (revisions never restart) nor more of the ended one.
 		// But a call the end of a turn ended may still be running: an
-		// agent that asks to act on it (Codex asks before it writes to a
-		// command's stdin, naming the write) asks about the same call,
-		// whose late frames still count.
+		// agent that asks to act on it (before it writes to the command's
+		// stdin, say, naming the write) asks about the same call, whose
+		// late frames still count.
 		what := "opens tool call %q for another command"
 		if o.PermissionAsk {
 			what = "asks permission to run another command as tool call %q"

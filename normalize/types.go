@@ -139,9 +139,9 @@ type ShellExec struct {
 	// agentInfo.version said it (trimmed; a longer text than 64 bytes is
 	// cut and ends with "…", and is read as an unknown build), or, for an
 	// agent behind an adapter that names the agent's own build after it
-	// (pi-acp's session/new result), that build with the agent's name
-	// first ("pi v0.84.4"); the dialect reads the call as that build sends
-	// it. Empty when the agent did not say.
+	// (in a session/new result, say), that build with the agent's name
+	// first ("agent v1.2.3"); the dialect reads the call as that build
+	// sends it. Empty when the agent did not say.
 	AgentVersion string
 	// Command is the command line as the agent reports it, without a shell
 	// wrapper such as bash -lc. Empty until known.

@@ -546,10 +546,10 @@ func qwenResult(o *accum.Observation, out *qwenOutput, ended bool) {
 		// Qwen writes exitCode 0 for a process that did not exit: beside
 		// a signal, and beside an outcome that is not a success (a
 		// timeout, a cancel, a failure), whatever member holds the signal.
-		unsaid := o.Verdict == accum.VerdictFailed || o.TimedOut || o.Cancelled
+		notSuccess := o.Verdict == accum.VerdictFailed || o.TimedOut || o.Cancelled
 		switch {
 		case sig.Reported():
-		case e.Code == 0 && unsaid:
+		case e.Code == 0 && notSuccess:
 			o.ExitSetAside = true
 		default:
 			o.Exit = e

@@ -15,10 +15,14 @@
 // frames again from the first, and ends with the same finals. Revisions
 // are folded with package fold; one received twice is folded once.
 //
-// To rebuild, a Session keeps every request of an open session, within
+// To rebuild, a Session keeps the requests of an open session, within
 // the bounds WithSessionLimits sets (10 000 requests and 64 MiB by
-// default); Send beyond them fails with an error wrapping ErrSessionFull,
-// and Close releases them.
+// default). A request that would pass them makes it drop its oldest
+// answered requests first (Stats().Dropped counts them): the session goes
+// on, but can no longer be rebuilt, and a later loss ends the Session with
+// an error wrapping ErrCannotRebuild. Send fails with an error wrapping
+// ErrSessionFull only when the requests not answered yet fill the bounds.
+// Close releases what is kept.
 //
 //	c, err := client.New([]string{"10.0.0.1:50051", "10.0.0.2:50051"})
 //	s := c.Session("s1", client.OnRevision(func(x *acpnormv1.ShellExec) { ... }))
@@ -94,14 +98,25 @@ func WithBackoff(min, max time.Duration) Option {
 
 // WithSessionLimits bounds what each open Session keeps to rebuild its
 // session: requests (frames, TurnEnded, SessionClosed), and bytes of their
-// messages. Send beyond either fails with an error wrapping ErrSessionFull.
+// messages. A request that would pass either makes the Session drop its
+// oldest answered requests first, after which a loss cannot be rebuilt
+// (ErrCannotRebuild); Send fails with an error wrapping ErrSessionFull
+// when the requests not answered yet fill it. The Session also ends its
+// stream once half of either is unanswered, so that the server's trailer
+// answers frames that made no revision.
 func WithSessionLimits(requests, bytes int) Option {
 	return func(c *config) { c.maxFrames, c.maxBytes = requests, bytes }
 }
 
-// ErrSessionFull says a Session holds as many requests, or bytes, as
-// WithSessionLimits allows; the request was not taken.
+// ErrSessionFull says a Session holds as many requests, or bytes, not
+// answered yet as WithSessionLimits allows; the request was not taken.
 var ErrSessionFull = errors.New("acpnorm client: session is at its bound")
+
+// ErrCannotRebuild says the server lost the session (DATA_LOSS) after the
+// Session had dropped its first requests to stay within WithSessionLimits,
+// so it could not send them again to rebuild it: the Session gave up. What
+// it folded before stays readable.
+var ErrCannotRebuild = errors.New("acpnorm client: the server lost the session, and it cannot be rebuilt")
 
 // ErrClosed says the Client or Session was closed.
 var ErrClosed = errors.New("acpnorm client: closed")

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"google.golang.org/grpc/codes"
 	"net"
 	"os"
@@ -278,12 +279,21 @@ func TestSessionRebuildsAfterLosingFramesWithoutRevisions(t *testing.T) {
 	assert.Equal(t, 1, s.Stats().Losses)
 }
 
+// Requests not answered yet are what a Session cannot drop: when they
+// alone fill the bound, Send fails with ErrSessionFull (backpressure).
+// Nothing answers here until the server starts; then the session at its
+// bound still closes: SessionClosed is never refused.
 func TestSessionBound(t *testing.T) {
-	c, err := client.New([]string{serve(t, nil).addr}, client.WithSessionLimits(2, 1<<20))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there yet
+	c, err := client.New([]string{addr}, client.WithSessionLimits(2, 1<<20), client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
 	require.NoError(t, err)
 	defer c.Close()
 	s := c.Session("s1")
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	ls := lines(t)
 	require.NoError(t, s.Send(ctx, ls[0].Dir, ls[0].Msg))
 	require.NoError(t, s.Send(ctx, ls[1].Dir, ls[1].Msg))
@@ -291,9 +301,207 @@ func TestSessionBound(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrSessionFull)
 	assert.Contains(t, err.Error(), `session "s1" holds 2 requests`)
 	assert.Contains(t, err.Error(), "WithSessionLimits")
-	// A session at its bound still closes: SessionClosed is sent, answered
-	// and what the Session kept is released.
+	assert.Zero(t, s.Stats().Dropped, "a request not answered was dropped")
+	err = c.Session("bytes").Send(ctx, ls[0].Dir, bytes.Repeat([]byte("x"), 1<<20+1))
+	require.ErrorIs(t, err, client.ErrSessionFull, "a message over the byte bound by itself")
+
+	lis, err = net.Listen("tcp", addr)
+	require.NoError(t, err)
+	svc, err := service.New(service.DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	srv := service.NewServer(svc, service.DefaultServerOptions(), nil)
+	go srv.Serve(lis)
+	defer srv.GRPC.Stop()
 	require.NoError(t, s.Close(ctx))
+	assert.Equal(t, 0, s.Stats().Dropped)
+}
+
+// sendPatiently sends lines to s as a caller that takes ErrSessionFull as
+// backpressure does: it waits a little and tries again, without Flush.
+func sendPatiently(t *testing.T, ctx context.Context, s *client.Session, ls []replay.Line) {
+	t.Helper()
+	for i, l := range ls {
+		var full error
+		for {
+			err := s.Send(ctx, l.Dir, l.Msg)
+			if errors.Is(err, client.ErrSessionFull) {
+				full = err
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			if err != nil && full != nil {
+				err = fmt.Errorf("%w, after %w", err, full)
+			}
+			require.NoError(t, err, "request %d", i+1)
+			break
+		}
+	}
+}
+
+// A healthy session of many more requests than its bound: the Session
+// drops its oldest answered requests to stay within it, instead of
+// refusing every request past it (ErrSessionFull) until Close, which
+// ended the server's session; sent again under the same id it started
+// without initialize and session/new, read with the generic dialect. It
+// ends with one process's finals and says what it dropped.
+func TestSessionLongerThanItsBound(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	for _, lim := range []struct{ requests, bytes int }{{8, 1 << 20}, {1 << 20, 64 << 10}} {
+		c, err := client.New([]string{serve(t, nil).addr}, client.WithSessionLimits(lim.requests, lim.bytes))
+		require.NoError(t, err)
+		defer c.Close()
+		s := c.Session("s1", client.OnRevision((&revisions{t: t}).on))
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		sendPatiently(t, ctx, s, ls)
+		require.NoError(t, s.Flush(ctx))
+		assert.Equal(t, len(ls), s.Answered())
+		require.NoError(t, s.Close(ctx))
+		st := s.Stats()
+		t.Logf("bound %d requests, %d bytes: %+v", lim.requests, lim.bytes, st)
+		sameFinals(t, want, s)
+		assert.Empty(t, s.FrameErrors())
+		assert.NoError(t, s.Err())
+		assert.Zero(t, st.Losses)
+		if lim.requests == 8 {
+			assert.GreaterOrEqual(t, st.Dropped, len(ls)-8, "the requests past the bound")
+		} else {
+			assert.Positive(t, st.Dropped)
+		}
+	}
+}
+
+// An agent streaming message chunks makes no revision, so nothing answers
+// those frames on the stream: the Session ends its stream once half its
+// bound is unanswered, and the trailer answers them, so it can drop them
+// and go on. Before, it failed once it held its bound.
+func TestSessionOfFramesWithoutRevisionsLongerThanItsBound(t *testing.T) {
+	ls := lines(t)[:4] // initialize and session/new, with their answers
+	for i := range 200 {
+		ls = append(ls, replay.Line{Dir: pb.Direction_DIRECTION_AGENT_TO_CLIENT, Msg: []byte(fmt.Sprintf(
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"chunk %d"}}}}`, i))})
+	}
+	c, err := client.New([]string{serve(t, nil).addr}, client.WithSessionLimits(8, 1<<20))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sendPatiently(t, ctx, s, ls)
+	require.NoError(t, s.Close(ctx))
+	st := s.Stats()
+	t.Logf("%+v", st)
+	assert.GreaterOrEqual(t, st.Dropped, len(ls)-8)
+	assert.Empty(t, s.FrameErrors())
+}
+
+// Once a Session dropped requests, the session can no longer be rebuilt
+// from its first one: a server that lost it (DATA_LOSS) ends the Session
+// at once, with an error that says so, instead of a rebuild that would
+// miss initialize and session/new. What was folded stays readable.
+func TestSessionGivesUpALossAfterItDroppedRequests(t *testing.T) {
+	ls := lines(t)
+	a, b := serve(t, nil), serve(t, nil)
+	c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond), client.WithSessionLimits(8, 1<<20))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1", client.OnRevision((&revisions{t: t}).on))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	half := len(ls) / 2
+	sendPatiently(t, ctx, s, ls[:half])
+	require.NoError(t, s.Flush(ctx))
+	require.Positive(t, s.Stats().Dropped)
+	before := s.Calls()
+	require.NotEmpty(t, before)
+	a.srv.GRPC.Stop()
+	require.NoError(t, s.Send(ctx, ls[half].Dir, ls[half].Msg))
+	err = s.Flush(ctx)
+	require.ErrorIs(t, err, client.ErrCannotRebuild)
+	st := s.Stats()
+	t.Logf("%+v: %v", st, err)
+	assert.Contains(t, err.Error(), `session "s1"`)
+	assert.Contains(t, err.Error(), "the server lost the session, and it cannot be rebuilt")
+	assert.Contains(t, err.Error(), fmt.Sprintf("its first %d requests were no longer kept", st.Dropped))
+	assert.Contains(t, err.Error(), "client.WithSessionLimits")
+	assert.NoError(t, ctx.Err(), "it tried to rebuild")
+	assert.Equal(t, 1, st.Losses)
+	assert.ErrorIs(t, s.Err(), client.ErrCannotRebuild)
+	assert.ErrorIs(t, s.Send(ctx, ls[half+1].Dir, ls[half+1].Msg), client.ErrCannotRebuild)
+	assert.ErrorIs(t, s.Close(ctx), client.ErrCannotRebuild)
+	after := s.Calls()
+	require.Len(t, after, len(before))
+	for i := range before {
+		assert.True(t, proto.Equal(before[i], after[i]), "call %s", before[i].GetToolCallId())
+	}
+}
+
+// A stream that starts with a turn end sends the last answered frame
+// again first, to state what is held (heldFrom), when it is still kept;
+// once dropped, it starts with the turn end, as when no frame is found,
+// instead of reaching for a request no longer kept.
+func TestSessionTurnEndAfterItsFramesWereDropped(t *testing.T) {
+	ls := lines(t)
+	c, err := client.New([]string{serve(t, nil).addr}, client.WithSessionLimits(2, 1<<20))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sendPatiently(t, ctx, s, ls)
+	require.NoError(t, s.Flush(ctx)) // ends the stream: the next starts with what comes
+	calls := s.Calls()
+	resent := s.Stats().Resent
+	require.NoError(t, s.TurnEnded(ctx, false)) // drops all but the last frame
+	require.NoError(t, s.Flush(ctx))
+	assert.Equal(t, resent+1, s.Stats().Resent, "the last frame, still kept, is sent again before the turn end")
+	require.NoError(t, s.TurnEnded(ctx, false)) // drops the last frame
+	require.NoError(t, s.Flush(ctx))
+	assert.Equal(t, resent+1, s.Stats().Resent, "no frame kept to send again")
+	require.NoError(t, s.Close(ctx))
+	assert.Equal(t, len(ls), s.Stats().Dropped, "all but the turn ends and the close")
+	assert.Empty(t, s.FrameErrors())
+	require.Len(t, s.Calls(), len(calls))
+	for i := range calls {
+		assert.Equal(t, calls[i].GetOutcome(), s.Calls()[i].GetOutcome(), "call %s", calls[i].GetToolCallId())
+	}
+}
+
+// Before any request was dropped, a loss still rebuilds the session from
+// its first request; the session then goes on within its bound, dropping
+// what it must.
+func TestSessionRebuildsALossBeforeItDroppedRequests(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	for _, tc := range []struct{ bound, at int }{{8, 4}, {16, 14}} {
+		a, b := serve(t, nil), serve(t, nil)
+		c, err := client.New([]string{a.addr, b.addr}, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond), client.WithSessionLimits(tc.bound, 1<<20))
+		require.NoError(t, err)
+		defer c.Close()
+		s := c.Session("s1", client.OnRevision((&revisions{t: t}).on))
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		sendPatiently(t, ctx, s, ls[:tc.at])
+		require.NoError(t, s.Flush(ctx))
+		require.Zero(t, s.Stats().Dropped)
+		a.srv.GRPC.Stop()
+		// The loss is found (and the session rebuilt) on the next request,
+		// before any is dropped: requests answered before a loss is found
+		// may be dropped as any answered one, which makes it final.
+		sendPatiently(t, ctx, s, ls[tc.at:tc.at+1])
+		require.NoError(t, s.Flush(ctx))
+		require.Equal(t, 1, s.Stats().Losses)
+		require.Zero(t, s.Stats().Dropped)
+		sendPatiently(t, ctx, s, ls[tc.at+1:])
+		require.NoError(t, s.Close(ctx))
+		st := s.Stats()
+		t.Logf("bound %d, lost after %d: %+v", tc.bound, tc.at, st)
+		assert.Equal(t, 1, st.Losses)
+		assert.Positive(t, st.Dropped, "it went on within its bound")
+		sameFinals(t, want, s)
+		assert.Empty(t, s.FrameErrors())
+	}
 }
 
 // A session whose servers are all down gives up when its context ends,

@@ -39,24 +39,34 @@ type Session struct {
 	done   chan struct{} // the run goroutine ended
 	wake   chan struct{} // a request was queued, or a flush asked (capacity 1)
 
-	mu        sync.Mutex
-	base      uint64                 // reqs[i] has sequence base+i+1 (see FirstSequence)
-	reqs      []*pb.NormalizeRequest // every request of the session
-	bytes     int                    // of their messages
-	confirmed int                    // reqs[:confirmed] are answered
-	closing   bool                   // SessionClosed is queued; Send is refused
-	released  bool                   // closed and answered: reqs were dropped
-	flushing  bool                   // a waiter wants reqs answered: end the stream once all is sent
-	changed   chan struct{}          // closed and replaced when confirmed or err change
-	err       error                  // the Session gave up
-	folder    fold.Folder
-	seenErrs  map[errKey]bool
-	errs      []*pb.FrameError
-	stats     Stats
-	highSent  int   // the most requests ever sent, to count those sent again
-	lastErr   error // why the last stream failed
-	rebuilds  int   // DATA_LOSS answers since the session last got past lossAt
-	lossAt    int   // confirmed when the last DATA_LOSS came
+	mu sync.Mutex
+	// The session's requests are numbered from 0: the i-th has sequence
+	// base+i+1 (see FirstSequence). The first dropped of them were
+	// answered and are no longer kept (see makeRoom); reqs holds the rest,
+	// reqs[0] being the dropped-th. confirmed, highSent, lossAt and the
+	// indexes a stream uses count every request, dropped or kept.
+	base      uint64
+	dropped   int
+	reqs      []*pb.NormalizeRequest
+	bytes     int  // of the messages of reqs
+	confirmed int  // the requests before the confirmed-th are answered
+	closing   bool // SessionClosed is queued; Send is refused
+	released  bool // closed and answered: reqs were dropped
+	flushing  bool // a waiter wants reqs answered: end the stream once all is sent
+	// cycle ends the stream once all is sent, as flushing does, so that
+	// its trailer answers requests that made no revision (set when half
+	// the bound is unanswered, see queue).
+	cycle    bool
+	changed  chan struct{} // closed and replaced when confirmed or err change
+	err      error         // the Session gave up
+	folder   fold.Folder
+	seenErrs map[errKey]bool
+	errs     []*pb.FrameError
+	stats    Stats
+	highSent int   // the most requests ever sent, to count those sent again
+	lastErr  error // why the last stream failed
+	rebuilds int   // DATA_LOSS answers since the session last got past lossAt
+	lossAt   int   // confirmed when the last DATA_LOSS came
 }
 
 // Stats counts what a Session went through.
@@ -69,10 +79,16 @@ type Stats struct {
 	// NotApplied counts requests refused as not applied (UNAVAILABLE).
 	NotApplied int
 	// Losses counts DATA_LOSS answers, each followed by a rebuild of the
-	// session from its first request.
+	// session from its first request, or, once Dropped is above 0, by the
+	// Session giving up (ErrCannotRebuild).
 	Losses int
 	// Duplicates counts revisions received again and folded once.
 	Duplicates int
+	// Dropped counts the requests no longer kept: answered ones, dropped
+	// oldest first so that a new request fits within WithSessionLimits.
+	// Once it is above 0 the session can no longer be rebuilt from its
+	// first request after a loss.
+	Dropped int
 }
 
 type errKey struct {
@@ -122,8 +138,9 @@ func (c *Client) Session(id string, opts ...SessionOption) *Session {
 // Send queues one JSON-RPC message of the session (dir says which way it
 // went; DIRECTION_UNSPECIFIED when unknown) and returns: it is sent, and
 // sent again until answered, in the background. The Session keeps msg
-// until it is closed: do not change it. Send fails when the Session gave
-// up, was closed, or is at its bound (ErrSessionFull).
+// until it is closed or msg is dropped (see WithSessionLimits): do not
+// change it. Send fails when the Session gave up, was closed, or holds
+// its bound of requests not answered yet (ErrSessionFull).
 func (s *Session) Send(ctx context.Context, dir pb.Direction, msg []byte) error {
 	return s.queue(ctx, len(msg), func(seq uint64) *pb.NormalizeRequest {
 		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
@@ -169,7 +186,7 @@ func (s *Session) Flush(ctx context.Context) error {
 			s.mu.Unlock()
 			return err
 		}
-		if s.confirmed == len(s.reqs) {
+		if s.confirmed == s.total() {
 			if s.closing {
 				s.release()
 			}
@@ -199,7 +216,7 @@ func (s *Session) Flush(ctx context.Context) error {
 // release drops the requests kept to rebuild a closed session (s.mu held).
 func (s *Session) release() {
 	if !s.released {
-		s.reqs, s.confirmed, s.bytes = nil, 0, 0
+		s.reqs, s.dropped, s.confirmed, s.bytes = nil, 0, 0, 0
 		s.released = true
 		s.err = ErrClosed
 		s.cancel()
@@ -273,19 +290,80 @@ func (s *Session) queue(ctx context.Context, size int, make func(seq uint64) *pb
 	case s.closing:
 		s.mu.Unlock()
 		return fmt.Errorf("%w: session %q was closed", ErrClosed, s.id)
-	case !last && (len(s.reqs) >= s.c.cfg.maxFrames || s.bytes+size > s.c.cfg.maxBytes):
+	case !last && !s.makeRoom(size):
 		// The closing request is never refused: it releases the rest.
+		// The stream ends once all is sent (cycle), so that its trailer
+		// answers what made no revision, and the caller's next try fits.
 		n, b := len(s.reqs), s.bytes
+		s.cycle = true
 		s.mu.Unlock()
+		s.poke()
 		return fmt.Errorf("%w: session %q holds %d requests (%d bytes of messages) to rebuild it after a loss, and this one of %d bytes would pass the bound of %d requests, %d bytes (client.WithSessionLimits); close the session or raise the bound",
 			ErrSessionFull, s.id, n, b, size, s.c.cfg.maxFrames, s.c.cfg.maxBytes)
 	}
-	s.reqs = append(s.reqs, make(s.base+uint64(len(s.reqs)+1)))
+	s.reqs = append(s.reqs, make(s.base+uint64(s.total()+1)))
 	s.bytes += size
 	s.closing = last
+	if !s.cycle && s.halfUnanswered() {
+		s.cycle = true
+	}
 	s.mu.Unlock()
 	s.poke()
 	return nil
+}
+
+// total is how many requests the session has, dropped or kept (s.mu held).
+func (s *Session) total() int { return s.dropped + len(s.reqs) }
+
+// req is the session's i-th request, from 0 (s.mu held; i >= s.dropped).
+func (s *Session) req(i int) *pb.NormalizeRequest { return s.reqs[i-s.dropped] }
+
+// msgSize is what a request counts in the byte bound.
+func msgSize(r *pb.NormalizeRequest) int { return len(r.GetFrame().GetMessage()) }
+
+// makeRoom makes a request of size bytes fit within the bound, dropping
+// the oldest answered requests (s.mu held). A long session would
+// otherwise end at its bound however healthy; what is dropped cannot be
+// sent again, so a later loss (DATA_LOSS) cannot be rebuilt (see
+// ErrCannotRebuild). It reports false, and drops nothing, when the
+// requests not answered yet leave no room: that is backpressure.
+func (s *Session) makeRoom(size int) bool {
+	n, b := len(s.reqs), s.bytes
+	k := 0
+	for n-k >= s.c.cfg.maxFrames || b+size > s.c.cfg.maxBytes {
+		if s.dropped+k >= s.confirmed {
+			return false
+		}
+		b -= msgSize(s.reqs[k])
+		k++
+	}
+	if k > 0 {
+		clear(s.reqs[:k]) // the messages can go now
+		s.reqs, s.bytes = s.reqs[k:], b
+		s.dropped += k
+		s.stats.Dropped += k
+	}
+	return true
+}
+
+// halfUnanswered says whether the requests not answered yet take half the
+// bound, of requests or of bytes (s.mu held). A stream answers a request
+// when a later one made a revision, or in its trailer: frames that make
+// no revision (an agent streaming message chunks) are answered only when
+// the stream ends, so the Session ends it then (cycle), and what it
+// answers can be dropped.
+func (s *Session) halfUnanswered() bool {
+	if 2*(s.total()-s.confirmed) >= s.c.cfg.maxFrames {
+		return true
+	}
+	if 2*s.bytes < s.c.cfg.maxBytes {
+		return false
+	}
+	b := 0
+	for _, r := range s.reqs[s.confirmed-s.dropped:] {
+		b += msgSize(r)
+	}
+	return 2*b >= s.c.cfg.maxBytes
 }
 
 func (s *Session) poke() {
@@ -318,7 +396,7 @@ func (s *Session) run() {
 	failures, addr := 0, 0
 	for {
 		s.mu.Lock()
-		work := s.err == nil && s.confirmed < len(s.reqs)
+		work := s.err == nil && s.confirmed < s.total()
 		stop := s.err != nil
 		s.mu.Unlock()
 		if stop {
@@ -411,17 +489,17 @@ func (s *Session) leaveOutTooLarge(err error) bool {
 		return false
 	}
 	s.mu.Lock()
-	for i := s.confirmed; i < len(s.reqs); i++ {
-		f := s.reqs[i].GetFrame()
+	for i := s.confirmed; i < s.total(); i++ {
+		f := s.req(i).GetFrame()
 		if f == nil {
 			continue
 		}
-		size := proto.Size(s.reqs[i])
+		size := proto.Size(s.req(i))
 		if size <= limit {
 			continue
 		}
 		s.bytes += len(leftOut) - len(f.GetMessage())
-		s.reqs[i] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
+		s.reqs[i-s.dropped] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
 			SessionId: f.GetSessionId(), Dialect: f.GetDialect(), Cwd: f.GetCwd(), Sequence: f.GetSequence(),
 			Direction: f.GetDirection(), Message: leftOut}}}
 		s.mu.Unlock()
@@ -440,13 +518,28 @@ var errRetry = errors.New("acpnorm client: stream ended with requests unanswered
 type lostError struct {
 	fe    *pb.FrameError
 	fatal bool
+	// dropped is how many requests were no longer kept (fatal): the
+	// session cannot be rebuilt from its first.
+	dropped             int
+	maxFrames, maxBytes int
 }
 
 func (e *lostError) Error() string {
+	if e.dropped > 0 {
+		return fmt.Sprintf("the server lost the session, and it cannot be rebuilt: its first %d requests were no longer kept (answered, then dropped to stay within the bound of %d requests, %d bytes; client.WithSessionLimits raises it); the server said: %s",
+			e.dropped, e.maxFrames, e.maxBytes, e.fe.GetMessage())
+	}
 	if e.fatal {
 		return "the session was lost in the store too many times in a row, last: " + e.fe.GetMessage()
 	}
 	return e.fe.GetMessage()
+}
+
+func (e *lostError) Unwrap() error {
+	if e.dropped > 0 {
+		return ErrCannotRebuild
+	}
+	return nil
 }
 
 // stream runs one stream to the addr-th address: it sends every request
@@ -478,13 +571,21 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 		for {
 			s.mu.Lock()
 			i := from + sent
+			if i < s.dropped {
+				// Requests answered before this stream started, sent
+				// again to state what is held (heldFrom), were dropped
+				// meanwhile: go on from the first kept, as if the stream
+				// had started there (the trailer counts from from).
+				from += s.dropped - i
+				i = s.dropped
+			}
 			var req *pb.NormalizeRequest
 			switch {
 			case s.err != nil:
 				s.mu.Unlock()
 				return nil
-			case i < len(s.reqs):
-				req = s.reqs[i]
+			case i < s.total():
+				req = s.req(i)
 				if f := req.GetFrame(); f != nil && !heldSent {
 					// The first frame on a stream states what is held:
 					// the calls' revisions, and the highest sequence
@@ -504,7 +605,7 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 				if i < s.sentBefore() {
 					s.stats.Resent++
 				}
-			case s.flushing:
+			case s.flushing || s.cycle:
 				s.mu.Unlock()
 				closedSend = true
 				return st.CloseSend()
@@ -551,8 +652,9 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 		}
 	}
 	if rerr == nil && closedSend {
+		s.cycle = false
 		if s.confirmed >= from+sent {
-			s.flushing = s.confirmed < len(s.reqs)
+			s.flushing = s.flushing && s.confirmed < s.total()
 			s.notify()
 			return progress, nil
 		}
@@ -605,11 +707,13 @@ func (s *Session) heldLocked() map[string]uint32 {
 // session: the open calls would never end, and nobody would know.
 func (s *Session) heldFrom() int {
 	from := s.confirmed
-	if from == 0 || from >= len(s.reqs) || s.reqs[from].GetFrame() != nil {
+	if from == 0 || from >= s.total() || s.req(from).GetFrame() != nil {
 		return from
 	}
-	for k := from - 1; k >= 0 && from-k <= maxHeldBack; k-- {
-		if s.reqs[k].GetFrame() != nil {
+	// A frame dropped (makeRoom) is not there to send: as when none is
+	// found.
+	for k := from - 1; k >= s.dropped && from-k <= maxHeldBack; k-- {
+		if s.req(k).GetFrame() != nil {
 			return k
 		}
 	}
@@ -677,6 +781,15 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, sentBefore in
 		case codes.DataLoss:
 			s.mu.Lock()
 			s.stats.Losses++
+			if s.dropped > 0 {
+				// The session's first requests are no longer kept: it
+				// cannot be rebuilt, and a rebuild from what is kept would
+				// miss what named the agent (initialize, session/new).
+				lost := &lostError{fe: fe, fatal: true, dropped: s.dropped, maxFrames: s.c.cfg.maxFrames, maxBytes: s.c.cfg.maxBytes}
+				s.mu.Unlock()
+				cancel()
+				return lost
+			}
 			s.rebuilds++
 			s.lossAt = max(s.lossAt, s.upTo(fe.GetSequence()))
 			s.confirmed = 0 // rebuild: everything again from the first
@@ -706,12 +819,12 @@ func firstSequence() uint64 { return uint64(time.Now().UnixMicro()) }
 func (s *Session) FirstSequence() uint64 { return s.base + 1 }
 
 // upTo is how many of the Session's requests have a sequence up to seq
-// (s.mu held, or s.reqs not growing).
+// (s.mu held).
 func (s *Session) upTo(seq uint64) int {
 	if seq <= s.base {
 		return 0
 	}
-	return int(min(seq-s.base, uint64(len(s.reqs))))
+	return int(min(seq-s.base, uint64(s.total())))
 }
 
 // confirm records that the requests before sequence seq were answered

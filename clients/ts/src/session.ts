@@ -67,7 +67,12 @@ export interface SessionClientOptions extends ConnectOptions {
   /**
    * What each open Session keeps to rebuild its session: at most this many
    * requests (default 10 000) and bytes of their messages (default 64 MiB).
-   * send() beyond either throws a SessionFullError.
+   * A request that would pass either makes the Session drop its oldest
+   * answered requests first (stats().dropped), after which a loss cannot
+   * be rebuilt (CannotRebuildError); send() throws a SessionFullError when
+   * the requests not answered yet fill it. The Session also ends its
+   * stream once half of either is unanswered, so that the server's trailer
+   * answers frames that made no revision.
    */
   maxRequests?: number;
   maxBytes?: number;
@@ -101,15 +106,37 @@ export interface SessionStats {
   resent: number;
   /** Requests refused as not applied (UNAVAILABLE). */
   notApplied: number;
-  /** DATA_LOSS answers, each followed by a rebuild from the first request. */
+  /**
+   * DATA_LOSS answers, each followed by a rebuild from the first request,
+   * or, once dropped is above 0, by the Session giving up (CannotRebuildError).
+   */
   losses: number;
   /** Revisions received again and folded once. */
   duplicates: number;
+  /**
+   * Requests no longer kept: answered ones, dropped oldest first so that a
+   * new request fits within maxRequests and maxBytes. Once it is above 0
+   * the session can no longer be rebuilt from its first request after a loss.
+   */
+  dropped: number;
 }
 
-/** send() or turnEnded() refused: the Session holds as much as its bound allows. */
+/**
+ * send() or turnEnded() refused: the Session holds as many requests, or
+ * bytes, not answered yet as its bound allows.
+ */
 export class SessionFullError extends Error {
   override name = "SessionFullError";
+}
+
+/**
+ * The server lost the session (DATA_LOSS) after the Session had dropped its
+ * first requests to stay within its bound (maxRequests, maxBytes), so it
+ * could not send them again to rebuild it: the Session gave up. What it
+ * folded before stays readable.
+ */
+export class CannotRebuildError extends Error {
+  override name = "CannotRebuildError";
 }
 
 /** The Session (or its SessionClient) was closed. */
@@ -196,13 +223,26 @@ export class SessionClient {
 /** Ends a stream that should be opened again (a request not applied, or unanswered). */
 class Retry extends Error {}
 
-/** A DATA_LOSS answer; fatal after too many in a row. */
+/**
+ * A DATA_LOSS answer; fatal after too many in a row, or once requests were
+ * dropped (dropped > 0: the session cannot be rebuilt from its first).
+ */
 class Lost extends Error {
   constructor(
     readonly fe: FrameError,
     readonly fatal: boolean,
+    readonly dropped = 0,
+    bound = "",
   ) {
-    super(fatal ? `the session was lost in the store too many times in a row, last: ${fe.message}` : fe.message);
+    super(
+      dropped > 0
+        ? `the server lost the session, and it cannot be rebuilt: its first ${dropped} requests were no longer kept ` +
+            `(answered, then dropped to stay within the bound of ${bound}; SessionClientOptions.maxRequests, maxBytes raise it); ` +
+            `the server said: ${fe.message}`
+        : fatal
+          ? `the session was lost in the store too many times in a row, last: ${fe.message}`
+          : fe.message,
+    );
   }
 }
 
@@ -217,7 +257,8 @@ export class Session {
   readonly #opts: SessionOptions;
   readonly #abort = new AbortController();
   /**
-   * The sequence before the first request: #reqs[i] has #base + i + 1.
+   * The sequence before the first request: the session's i-th request
+   * (from 0) has #base + i + 1.
    * The server skips the sequences of a session it applied before
    * (skipAppliedSequences), so a Session that numbered from 1 again, in a
    * process started after one that used the same session id and died,
@@ -226,17 +267,29 @@ export class Session {
    * Session's requests come after an earlier one's.
    */
   readonly #base = BigInt(Date.now()) * 1000n;
+  /**
+   * The first #dropped requests were answered and are no longer kept (see
+   * #makeRoom); #reqs holds the rest, #reqs[0] being the #dropped-th.
+   * #confirmed, #highSent, #lossAt and the indexes a stream uses count every
+   * request, dropped or kept.
+   */
+  #dropped = 0;
   #reqs: NormalizeRequest[] = [];
-  #bytes = 0;
-  #confirmed = 0; // #reqs[0, #confirmed) are answered
+  #bytes = 0; // of the messages of #reqs
+  #confirmed = 0; // the requests before the #confirmed-th are answered
   #closing = false; // SessionClosed is queued
   #flushing = false; // a waiter wants every request answered: end the stream once all is sent
+  /**
+   * Ends the stream once all is sent, as #flushing does, so that its
+   * trailer answers requests that made no revision (see #queue).
+   */
+  #cycle = false;
   #err: Error | undefined;
   #closed = false; // released after close()
   readonly #folder = new Folder();
   readonly #seenErrs = new Set<string>();
   readonly #errs: FrameError[] = [];
-  readonly #stats: SessionStats = { streams: 0, reconnects: 0, resent: 0, notApplied: 0, losses: 0, duplicates: 0 };
+  readonly #stats: SessionStats = { streams: 0, reconnects: 0, resent: 0, notApplied: 0, losses: 0, duplicates: 0, dropped: 0 };
   #highSent = 0; // the most requests ever sent, to count those sent again
   #rebuilds = 0; // DATA_LOSS answers since the session last got past #lossAt
   #lossAt = 0;
@@ -262,8 +315,8 @@ export class Session {
    * Queues one JSON-RPC message of the session (direction: which way it
    * went, UNSPECIFIED when unknown) and returns: it is sent, and sent again
    * until answered, in the background. Throws when the Session gave up
-   * (that error), was closed (SessionClosedError) or is at its bound
-   * (SessionFullError).
+   * (that error), was closed (SessionClosedError) or holds its bound of
+   * requests not answered yet (SessionFullError).
    */
   send(direction: Direction, message: Uint8Array | string): void {
     const msg = typeof message === "string" ? new TextEncoder().encode(message) : message;
@@ -305,7 +358,7 @@ export class Session {
         if (this.#closed) return;
         throw this.#err;
       }
-      if (this.#confirmed === this.#reqs.length) {
+      if (this.#confirmed === this.#total()) {
         if (this.#closing) this.#release();
         return;
       }
@@ -385,21 +438,78 @@ export class Session {
     if (this.#closing) throw new SessionClosedError(`acpnorm client: session ${JSON.stringify(this.id)} was closed`);
     const n = this.#reqs.length;
     // The closing request (last) is never refused: it releases the rest.
-    if (!last && (n >= this.#c.maxRequests || this.#bytes + size > this.#c.maxBytes)) {
+    if (!last && !this.#makeRoom(size)) {
+      // The stream ends once all is sent (#cycle), so that its trailer
+      // answers what made no revision, and the caller's next try fits.
+      this.#cycle = true;
+      this.#notify();
       throw new SessionFullError(
         `acpnorm client: session ${JSON.stringify(this.id)} holds ${n} requests (${this.#bytes} bytes of messages) to rebuild it after a loss, ` +
           `and this one of ${size} bytes would pass the bound of ${this.#c.maxRequests} requests, ${this.#c.maxBytes} bytes ` +
           `(SessionClientOptions.maxRequests, maxBytes); close the session or raise the bound`,
       );
     }
-    this.#reqs.push(make(this.#base + BigInt(n + 1)));
+    this.#reqs.push(make(this.#base + BigInt(this.#total() + 1)));
     this.#bytes += size;
+    if (!this.#cycle && this.#halfUnanswered()) this.#cycle = true;
     this.#notify();
+  }
+
+  /** How many requests the session has, dropped or kept. */
+  #total(): number {
+    return this.#dropped + this.#reqs.length;
+  }
+
+  /** The session's i-th request, from 0 (i >= #dropped). */
+  #req(i: number): NormalizeRequest {
+    return this.#reqs[i - this.#dropped]!;
+  }
+
+  /**
+   * Makes a request of size bytes fit within the bound, dropping the oldest
+   * answered requests. A long session would otherwise end at its bound
+   * however healthy; what is dropped cannot be sent again, so a later loss
+   * (DATA_LOSS) cannot be rebuilt (CannotRebuildError). Returns false, and
+   * drops nothing, when the requests not answered yet leave no room: that
+   * is backpressure.
+   */
+  #makeRoom(size: number): boolean {
+    const n = this.#reqs.length;
+    let b = this.#bytes;
+    let k = 0;
+    while (n - k >= this.#c.maxRequests || b + size > this.#c.maxBytes) {
+      if (this.#dropped + k >= this.#confirmed) return false;
+      b -= msgSize(this.#reqs[k]!);
+      k++;
+    }
+    if (k > 0) {
+      this.#reqs.splice(0, k);
+      this.#bytes = b;
+      this.#dropped += k;
+      this.#stats.dropped += k;
+    }
+    return true;
+  }
+
+  /**
+   * Whether the requests not answered yet take half the bound, of requests
+   * or of bytes. A stream answers a request when a later one made a
+   * revision, or in its trailer: frames that make no revision (an agent
+   * streaming message chunks) are answered only when the stream ends, so
+   * the Session ends it then (#cycle), and what it answers can be dropped.
+   */
+  #halfUnanswered(): boolean {
+    if (2 * (this.#total() - this.#confirmed) >= this.#c.maxRequests) return true;
+    if (2 * this.#bytes < this.#c.maxBytes) return false;
+    let b = 0;
+    for (let i = this.#confirmed - this.#dropped; i < this.#reqs.length; i++) b += msgSize(this.#reqs[i]!);
+    return 2 * b >= this.#c.maxBytes;
   }
 
   /** Drops the requests kept to rebuild a closed, answered session. */
   #release(): void {
     this.#reqs = [];
+    this.#dropped = 0;
     this.#confirmed = 0;
     this.#bytes = 0;
     this.#closed = true;
@@ -447,7 +557,7 @@ export class Session {
     let addr = 0;
     for (;;) {
       if (this.#err !== undefined) return;
-      if (this.#confirmed >= this.#reqs.length) {
+      if (this.#confirmed >= this.#total()) {
         await this.#waitChange(stop);
         continue;
       }
@@ -464,7 +574,8 @@ export class Session {
       }
       if (this.#err !== undefined) return;
       if (err instanceof Lost && err.fatal) {
-        this.#giveUp(new Error(`acpnorm client: session ${JSON.stringify(this.id)}: ${this.#c.conn(addr).addr}: ${err.message}`, { cause: err.fe }));
+        const msg = `acpnorm client: session ${JSON.stringify(this.id)}: ${this.#c.conn(addr).addr}: ${err.message}`;
+        this.#giveUp(err.dropped > 0 ? new CannotRebuildError(msg, { cause: err.fe }) : new Error(msg, { cause: err.fe }));
         return;
       }
       if (!(err instanceof ConnectError || err instanceof Retry || err instanceof Lost)) {
@@ -523,9 +634,10 @@ export class Session {
    */
   #heldFrom(): number {
     const from = this.#confirmed;
-    if (from === 0 || from >= this.#reqs.length || this.#reqs[from]!.kind.case === "frame") return from;
-    for (let k = from - 1; k >= 0 && from - k <= MAX_HELD_BACK; k--) {
-      if (this.#reqs[k]!.kind.case === "frame") return k;
+    if (from === 0 || from >= this.#total() || this.#req(from).kind.case === "frame") return from;
+    // A frame dropped (#makeRoom) is not there to send: as when none is found.
+    for (let k = from - 1; k >= this.#dropped && from - k <= MAX_HELD_BACK; k--) {
+      if (this.#req(k).kind.case === "frame") return k;
     }
     return from;
   }
@@ -543,14 +655,14 @@ export class Session {
     if (err.code !== Code.ResourceExhausted || m === null) return false;
     const limit = Number.parseInt(m[2]!, 10);
     if (!Number.isSafeInteger(limit)) return false;
-    for (let i = this.#confirmed; i < this.#reqs.length; i++) {
-      const req = this.#reqs[i]!;
+    for (let i = this.#confirmed; i < this.#total(); i++) {
+      const req = this.#req(i);
       if (req.kind.case !== "frame") continue;
       const size = toBinary(NormalizeRequestSchema, req).length;
       if (size <= limit) continue;
       const f = req.kind.value;
       this.#bytes += LEFT_OUT.length - f.message.length;
-      this.#reqs[i] = create(NormalizeRequestSchema, {
+      this.#reqs[i - this.#dropped] = create(NormalizeRequestSchema, {
         kind: {
           case: "frame",
           value: {
@@ -593,7 +705,7 @@ export class Session {
     stop.addEventListener("abort", onStop, { once: true });
     this.#stats.streams++;
     const answered = this.#confirmed;
-    const from = this.#heldFrom();
+    let from = this.#heldFrom();
     const sentBefore = this.#highSent;
     let sent = 0;
     let closedSend = false;
@@ -605,15 +717,23 @@ export class Session {
       let heldSent = false;
       for (;;) {
         if (self.#err !== undefined || ctl.signal.aborted) return;
-        const i = from + sent;
-        if (i < self.#reqs.length) {
-          let req = self.#reqs[i]!;
+        let i = from + sent;
+        if (i < self.#dropped) {
+          // Requests answered before this stream started, sent again to
+          // state what is held (#heldFrom), were dropped meanwhile: go on
+          // from the first kept, as if the stream had started there (the
+          // trailer counts from `from`).
+          from += self.#dropped - i;
+          i = self.#dropped;
+        }
+        if (i < self.#total()) {
+          let req = self.#req(i);
           if (req.kind.case === "frame" && !heldSent) {
             // The first frame on a stream states what is held: the
-            // calls' revisions, and the highest sequence answered
-            // (#reqs[0, #confirmed) are; 0 again while a rebuild starts
-            // from the first), which finds a loss of frames that made no
-            // revision.
+            // calls' revisions, and the highest sequence answered (the
+            // requests before the #confirmed-th are; 0 again while a
+            // rebuild starts from the first), which finds a loss of frames
+            // that made no revision.
             heldSent = true;
             const held = self.#held();
             if (Object.keys(held).length > 0 || self.#confirmed > 0) {
@@ -629,7 +749,7 @@ export class Session {
           yield req;
           continue;
         }
-        if (self.#flushing) {
+        if (self.#flushing || self.#cycle) {
           closedSend = true;
           return;
         }
@@ -676,8 +796,9 @@ export class Session {
           p = true;
         }
       }
+      this.#cycle = false;
       if (this.#confirmed >= from + sent) {
-        this.#flushing = this.#confirmed < this.#reqs.length;
+        this.#flushing = this.#flushing && this.#confirmed < this.#total();
         this.#notify();
         return p;
       }
@@ -716,6 +837,12 @@ export class Session {
         throw new Retry(fe.message);
       case Code.DataLoss: {
         this.#stats.losses++;
+        if (this.#dropped > 0) {
+          // The session's first requests are no longer kept: it cannot be
+          // rebuilt, and a rebuild from what is kept would miss what named
+          // the agent (initialize, session/new).
+          throw new Lost(fe, true, this.#dropped, `${this.#c.maxRequests} requests, ${this.#c.maxBytes} bytes`);
+        }
         this.#rebuilds++;
         this.#lossAt = Math.max(this.#lossAt, this.#upTo(fe.sequence));
         this.#confirmed = 0; // rebuild: everything again from the first
@@ -740,7 +867,8 @@ export class Session {
   #upTo(seq: bigint): number {
     if (seq <= this.#base) return 0;
     const n = seq - this.#base;
-    return n > BigInt(this.#reqs.length) ? this.#reqs.length : Number(n);
+    const total = this.#total();
+    return n > BigInt(total) ? total : Number(n);
   }
 
   /** The sequence of the session's first request; the n-th has firstSequence + n - 1. */
@@ -793,6 +921,11 @@ class StreamEnd extends Error {
   ) {
     super(cause instanceof Error ? cause.message : String(cause));
   }
+}
+
+/** What a request counts in the byte bound. */
+function msgSize(r: NormalizeRequest): number {
+  return r.kind.case === "frame" ? r.kind.value.message.length : 0;
 }
 
 /** Whether a stream's error is one reconnecting cannot cure. */

@@ -24,6 +24,7 @@ import {
   keyOf,
   normalizeLines,
   parseAcpLine,
+  CannotRebuildError,
   SessionClient,
   SessionClosedError,
   SessionFullError,
@@ -250,6 +251,8 @@ describe("Session bounds and failures", () => {
       assert.match(e.message, /session "bounded" holds 3 requests .* bound of 3 requests, 100 bytes/);
       return true;
     });
+    // Nothing was answered (no server): nothing could be dropped.
+    assert.equal(s.stats().dropped, 0);
     const t = client.session("bytes");
     assert.throws(() => t.send(0, "x".repeat(101)), SessionFullError);
   });
@@ -269,6 +272,186 @@ describe("Session bounds and failures", () => {
     await s.close(AbortSignal.timeout(20_000));
     assert.equal(s.error, undefined);
   });
+
+  /**
+   * Sends lines to s as a caller that takes SessionFullError as
+   * backpressure does: it waits a little and tries again, without flush().
+   */
+  async function sendPatiently(s: Session, lines: string[], signal: AbortSignal): Promise<void> {
+    for (const [i, line] of lines.entries()) {
+      const l = parseAcpLine(line);
+      if (l === undefined) continue;
+      for (;;) {
+        try {
+          s.send(l.direction, l.message);
+          break;
+        } catch (e) {
+          if (!(e instanceof SessionFullError)) throw e;
+          if (signal.aborted) throw new Error(`request ${i + 1}: ${e.message}`);
+          await sleep(1);
+        }
+      }
+    }
+  }
+
+  it("goes on past its bound, dropping its oldest answered requests, and ends with the same finals", async (t) => {
+    // A healthy session of many more requests than its bound: before, every
+    // request past it was refused until close(), which ended the server's
+    // session; sent again under the same id it started without initialize
+    // and session/new.
+    const srv = await startServer();
+    servers.push(srv);
+    const lines = recording(REC);
+    const want = await baseline(srv.addr, lines);
+    for (const bound of [{ maxRequests: 8, maxBytes: 1 << 20 }, { maxRequests: 1 << 20, maxBytes: 64 << 10 }]) {
+      client = new SessionClient([srv.addr], bound);
+      const mono = monotonic();
+      const s = client.session(`long-${bound.maxRequests}`, { onRevision: mono.on });
+      const signal = AbortSignal.timeout(20_000);
+      await sendPatiently(s, lines, signal);
+      await s.close(signal);
+      const st = s.stats();
+      t.diagnostic(`${JSON.stringify(bound)}: ${JSON.stringify(st)}`);
+      assert.equal(s.error, undefined);
+      assert.deepEqual(s.frameErrors(), []);
+      assert.deepEqual(mono.bad, []);
+      assert.equal(st.losses, 0);
+      if (bound.maxRequests === 8) assert.ok(st.dropped >= lines.length - 8, JSON.stringify(st));
+      else assert.ok(st.dropped > 0, JSON.stringify(st));
+      assertSameFinals(s.calls(), want, true);
+      client.close();
+    }
+  });
+
+  it("goes on past its bound with frames that make no revision (its stream ends for the trailer's count)", async (t) => {
+    const srv = await startServer();
+    servers.push(srv);
+    const lines = recording(REC).slice(0, 4);
+    for (let i = 0; i < 200; i++) {
+      lines.push(
+        JSON.stringify({
+          dir: "agent->client",
+          msg: {
+            jsonrpc: "2.0",
+            method: "session/update",
+            params: { sessionId: "x", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i}` } } },
+          },
+        }),
+      );
+    }
+    client = new SessionClient([srv.addr], { maxRequests: 8, maxBytes: 1 << 20 });
+    const s = client.session("chunks");
+    const signal = AbortSignal.timeout(20_000);
+    await sendPatiently(s, lines, signal);
+    await s.close(signal);
+    const st = s.stats();
+    t.diagnostic(JSON.stringify(st));
+    assert.ok(st.dropped >= lines.length - 8, JSON.stringify(st));
+    assert.deepEqual(s.frameErrors(), []);
+  });
+
+  it("gives up a loss (DATA_LOSS) at once after it dropped requests: the session cannot be rebuilt", async (t) => {
+    const a = await startServer();
+    const b = await startServer();
+    servers.push(a, b);
+    const lines = recording(REC);
+    const half = Math.floor(lines.length / 2);
+    client = new SessionClient([a.addr, b.addr], { backoff: { minMs: 5, maxMs: 20 }, maxRequests: 8, maxBytes: 1 << 20 });
+    const mono = monotonic();
+    const s = client.session("dropped", { onRevision: mono.on });
+    const signal = AbortSignal.timeout(20_000);
+    await sendPatiently(s, lines.slice(0, half), signal);
+    await s.flush(signal);
+    assert.ok(s.stats().dropped > 0);
+    const before = s.calls().map((x) => toJson(ShellExecSchema, x));
+    assert.ok(before.length > 0);
+    await a.kill(); // without a store: b never had the session
+    await sendPatiently(s, lines.slice(half, half + 1), signal);
+    let err: unknown;
+    await assert.rejects(s.flush(signal), (e: unknown) => {
+      err = e;
+      return true;
+    });
+    const st = s.stats();
+    t.diagnostic(`${JSON.stringify(st)}: ${String(err)}`);
+    assert.ok(err instanceof CannotRebuildError, String(err));
+    assert.match(err.message, /^acpnorm client: session "dropped": .*: the server lost the session, and it cannot be rebuilt: /);
+    assert.ok(err.message.includes(`its first ${st.dropped} requests were no longer kept`), err.message);
+    assert.match(err.message, /SessionClientOptions\.maxRequests, maxBytes raise it/);
+    assert.ok(!signal.aborted, "it tried to rebuild");
+    assert.equal(st.losses, 1);
+    assert.ok(s.error instanceof CannotRebuildError);
+    assert.throws(() => s.send(0, "{}"), CannotRebuildError);
+    await assert.rejects(s.close(signal), CannotRebuildError);
+    assert.deepEqual(
+      s.calls().map((x) => toJson(ShellExecSchema, x)),
+      before,
+    );
+    assert.deepEqual(mono.bad, []);
+  });
+
+  it("sends the last answered frame again before a turn end while it is kept, and not once it was dropped", async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    const lines = recording(REC);
+    client = new SessionClient([srv.addr], { maxRequests: 2, maxBytes: 1 << 20 });
+    const s = client.session("turn-ends");
+    const signal = AbortSignal.timeout(20_000);
+    await sendPatiently(s, lines, signal);
+    await s.flush(signal); // ends the stream: the next starts with what comes
+    const outcomes = s.calls().map((x) => [x.toolCallId, x.outcome]);
+    const resent = s.stats().resent;
+    s.turnEnded(); // drops all but the last frame
+    await s.flush(signal);
+    assert.equal(s.stats().resent, resent + 1, "the last frame, still kept, is sent again before the turn end");
+    s.turnEnded(); // drops the last frame
+    await s.flush(signal);
+    assert.equal(s.stats().resent, resent + 1, "no frame kept to send again");
+    await s.close(signal);
+    assert.equal(s.stats().dropped, lines.length, "all but the turn ends and the close");
+    assert.deepEqual(s.frameErrors(), []);
+    assert.deepEqual(
+      s.calls().map((x) => [x.toolCallId, x.outcome]),
+      outcomes,
+    );
+  });
+
+  for (const [bound, at] of [
+    [8, 4],
+    [16, 14],
+  ] as const) {
+    it(`rebuilds a loss found before it dropped any request, then goes on within its bound (${bound} requests, lost after ${at})`, async (t) => {
+      const a = await startServer();
+      const b = await startServer();
+      servers.push(a, b);
+      const lines = recording(REC);
+      const want = await baseline(b.addr, lines);
+      client = new SessionClient([a.addr, b.addr], { backoff: { minMs: 5, maxMs: 20 }, maxRequests: bound, maxBytes: 1 << 20 });
+      const mono = monotonic();
+      const s = client.session(`rebuilt-${bound}`, { onRevision: mono.on });
+      const signal = AbortSignal.timeout(20_000);
+      await sendPatiently(s, lines.slice(0, at), signal);
+      await s.flush(signal);
+      assert.equal(s.stats().dropped, 0);
+      await a.kill();
+      // The loss is found (and the session rebuilt) on the next request,
+      // before any is dropped: requests answered before a loss is found may
+      // be dropped as any answered one, which makes it final.
+      await sendPatiently(s, lines.slice(at, at + 1), signal);
+      await s.flush(signal);
+      assert.equal(s.stats().losses, 1);
+      assert.equal(s.stats().dropped, 0);
+      await sendPatiently(s, lines.slice(at + 1), signal);
+      await s.close(signal);
+      const st = s.stats();
+      t.diagnostic(JSON.stringify(st));
+      assert.equal(st.losses, 1);
+      assert.ok(st.dropped > 0, "it went on within its bound");
+      assert.deepEqual(s.frameErrors(), []);
+      assert.deepEqual(mono.bad, []);
+      assertSameFinals(s.calls(), want, true);
+    });
+  }
 
   it("has the frames of a later Session under the same id applied (a process that died without closing, then another)", async () => {
     const srv = await startServer();

@@ -28,6 +28,7 @@ from acpnorm.v1 import normalizer_pb2_grpc as pb_grpc
 
 from .fold import FoldError, Folder, Key, key_of
 from .session import (
+    CannotRebuildError,
     Session,
     SessionClient,
     SessionClosedError,
@@ -57,6 +58,7 @@ __all__ = [
     "SessionStats",
     "SessionError",
     "SessionFullError",
+    "CannotRebuildError",
     "SessionClosedError",
 ]
 

@@ -46,6 +46,7 @@ __all__ = [
     "SessionStats",
     "SessionError",
     "SessionFullError",
+    "CannotRebuildError",
     "SessionClosedError",
 ]
 
@@ -78,7 +79,14 @@ class SessionError(Exception):
 
 class SessionFullError(SessionError):
     """send() or turn_ended() refused: the Session holds as many requests, or
-    bytes, as its bound allows. The request was not taken."""
+    bytes, not answered yet as its bound allows. The request was not taken."""
+
+
+class CannotRebuildError(SessionError):
+    """The server lost the session (DATA_LOSS) after the Session had dropped
+    its first requests to stay within its bound (``max_requests``,
+    ``max_bytes``), so it could not send them again to rebuild it: the
+    Session gave up. What it folded before stays readable."""
 
 
 class SessionClosedError(SessionError):
@@ -93,8 +101,14 @@ class SessionStats:
     reconnects: int = 0  # streams that followed one that broke (or failed to open)
     resent: int = 0  # requests sent again on a new stream
     not_applied: int = 0  # requests refused as not applied (UNAVAILABLE)
-    losses: int = 0  # DATA_LOSS answers, each followed by a rebuild from the first request
+    # DATA_LOSS answers, each followed by a rebuild from the first request,
+    # or, once dropped is above 0, by the Session giving up (CannotRebuildError)
+    losses: int = 0
     duplicates: int = 0  # revisions received again and folded once
+    # Requests no longer kept: answered ones, dropped oldest first so that a
+    # new request fits within max_requests and max_bytes. Once it is above 0
+    # the session can no longer be rebuilt from its first request after a loss.
+    dropped: int = 0
 
 
 class SessionClient:
@@ -107,7 +121,13 @@ class SessionClient:
     first failure, doubling with each failure in a row up to max, each drawn
     at random between half and all of it (default 0.05 and 2).
     ``max_requests`` and ``max_bytes`` bound what each open Session keeps to
-    rebuild its session (default 10 000 requests, 64 MiB of messages).
+    rebuild its session (default 10 000 requests, 64 MiB of messages). A
+    request that would pass either makes the Session drop its oldest
+    answered requests first (``stats.dropped``), after which a loss cannot
+    be rebuilt (CannotRebuildError); send() raises SessionFullError when the
+    requests not answered yet fill it. The Session also ends its stream once
+    half of either is unanswered, so that the server's trailer answers
+    frames that made no revision.
     Other keyword arguments (TLS files, token, channel options) are those of
     :class:`acpnorm_client.NormalizerClient`, for every address.
     """
@@ -210,11 +230,22 @@ class _Retry(Exception):
 
 
 class _Lost(Exception):
-    def __init__(self, fe: "pb.FrameError", fatal: bool):
-        super().__init__(
-            f"the session was lost in the store too many times in a row, last: {fe.message}" if fatal else fe.message
-        )
-        self.fe, self.fatal = fe, fatal
+    """A DATA_LOSS answer; fatal after too many in a row, or once requests
+    were dropped (dropped > 0: the session cannot be rebuilt from its first)."""
+
+    def __init__(self, fe: "pb.FrameError", fatal: bool, dropped: int = 0, bound: str = ""):
+        if dropped > 0:
+            msg = (
+                f"the server lost the session, and it cannot be rebuilt: its first {dropped} requests were no longer "
+                f"kept (answered, then dropped to stay within the bound of {bound}; SessionClient max_requests, "
+                f"max_bytes raise it); the server said: {fe.message}"
+            )
+        elif fatal:
+            msg = f"the session was lost in the store too many times in a row, last: {fe.message}"
+        else:
+            msg = fe.message
+        super().__init__(msg)
+        self.fe, self.fatal, self.dropped = fe, fatal, dropped
 
 
 _RETRYABLE = {
@@ -227,6 +258,11 @@ _RETRYABLE = {
     # a stream cut off as stalled, or a process at its stream limit
     grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
+
+
+def _msg_size(r: "pb.NormalizeRequest") -> int:
+    """What a request counts in the byte bound."""
+    return len(r.frame.message) if r.WhichOneof("kind") == "frame" else 0
 
 
 def _fatal(err: grpc.RpcError) -> bool:
@@ -257,7 +293,11 @@ class Session:
         self._dialect, self._cwd = dialect, cwd
         self._on_rev, self._on_err = on_revision, on_frame_error
         self._cond = threading.Condition()
-        # _reqs[i] has sequence _base + i + 1. The server skips the
+        # The session's i-th request (from 0) has sequence _base + i + 1. The
+        # first _dropped of them were answered and are no longer kept (see
+        # _make_room); _reqs holds the rest, _reqs[0] being the _dropped-th.
+        # _confirmed, _high_sent, _loss_at and the indexes a stream uses count
+        # every request, dropped or kept. The server skips the
         # sequences of a session it applied before (skip_applied_sequences),
         # so a Session that numbered from 1 again, in a process started after
         # one that used the same session id and died, would have its new
@@ -265,11 +305,15 @@ class Session:
         # (microseconds since 1970), a later Session's requests come after
         # an earlier one's.
         self._base = time.time_ns() // 1000
+        self._dropped = 0
         self._reqs: List[pb.NormalizeRequest] = []
-        self._bytes = 0
-        self._confirmed = 0  # _reqs[:_confirmed] are answered
+        self._bytes = 0  # of the messages of _reqs
+        self._confirmed = 0  # the requests before the _confirmed-th are answered
         self._closing = False  # SessionClosed is queued
         self._flushing = False  # a waiter wants every request answered
+        # Ends the stream once all is sent, as _flushing does, so that its
+        # trailer answers requests that made no revision (see _queue).
+        self._cycle = False
         self._err: Optional[SessionError] = None
         self._closed = False  # released after close()
         self._folder = Folder()
@@ -292,7 +336,8 @@ class Session:
         pb.Direction value, DIRECTION_UNSPECIFIED when unknown) and returns:
         it is sent, and sent again until answered, in the background. Raises
         the SessionError the Session gave up with, SessionClosedError after
-        close(), or SessionFullError at its bound."""
+        close(), or SessionFullError when it holds its bound of requests not
+        answered yet."""
         msg = message.encode("utf-8") if isinstance(message, str) else bytes(message)
         self._queue(
             len(msg),
@@ -323,7 +368,7 @@ class Session:
                     if self._closed:
                         return
                     raise self._err
-                if self._confirmed == len(self._reqs):
+                if self._confirmed == self._total():
                     if self._closing:
                         self._release()
                     return
@@ -389,20 +434,69 @@ class Session:
                 raise SessionClosedError(f"acpnorm client: session {self.id!r} was closed")
             n = len(self._reqs)
             # The closing request (last) is never refused: it releases the rest.
-            if not last and (n >= self._c.max_requests or self._bytes + size > self._c.max_bytes):
+            if not last and not self._make_room(size):
+                # The stream ends once all is sent (_cycle), so that its
+                # trailer answers what made no revision, and the caller's
+                # next try fits.
+                self._cycle = True
+                self._cond.notify_all()
                 raise SessionFullError(
                     f"acpnorm client: session {self.id!r} holds {n} requests ({self._bytes} bytes of messages) "
                     f"to rebuild it after a loss, and this one of {size} bytes would pass the bound of "
                     f"{self._c.max_requests} requests, {self._c.max_bytes} bytes (SessionClient max_requests, "
                     f"max_bytes); close the session or raise the bound"
                 )
-            self._reqs.append(make(self._base + n + 1))
+            self._reqs.append(make(self._base + self._total() + 1))
             self._bytes += size
+            if not self._cycle and self._half_unanswered():
+                self._cycle = True
             self._cond.notify_all()
+
+    def _total(self) -> int:
+        """How many requests the session has, dropped or kept (lock held)."""
+        return self._dropped + len(self._reqs)
+
+    def _req(self, i: int) -> "pb.NormalizeRequest":
+        """The session's i-th request, from 0 (lock held; i >= _dropped)."""
+        return self._reqs[i - self._dropped]
+
+    def _make_room(self, size: int) -> bool:
+        """Makes a request of size bytes fit within the bound, dropping the
+        oldest answered requests (lock held). A long session would otherwise
+        end at its bound however healthy; what is dropped cannot be sent
+        again, so a later loss (DATA_LOSS) cannot be rebuilt
+        (CannotRebuildError). Returns False, and drops nothing, when the
+        requests not answered yet leave no room: that is backpressure."""
+        n, b, k = len(self._reqs), self._bytes, 0
+        while n - k >= self._c.max_requests or b + size > self._c.max_bytes:
+            if self._dropped + k >= self._confirmed:
+                return False
+            b -= _msg_size(self._reqs[k])
+            k += 1
+        if k > 0:
+            del self._reqs[:k]
+            self._bytes = b
+            self._dropped += k
+            self._stats.dropped += k
+        return True
+
+    def _half_unanswered(self) -> bool:
+        """Whether the requests not answered yet take half the bound, of
+        requests or of bytes (lock held). A stream answers a request when a
+        later one made a revision, or in its trailer: frames that make no
+        revision (an agent streaming message chunks) are answered only when
+        the stream ends, so the Session ends it then (_cycle), and what it
+        answers can be dropped."""
+        if 2 * (self._total() - self._confirmed) >= self._c.max_requests:
+            return True
+        if 2 * self._bytes < self._c.max_bytes:
+            return False
+        b = sum(_msg_size(r) for r in self._reqs[self._confirmed - self._dropped :])
+        return 2 * b >= self._c.max_bytes
 
     def _release(self) -> None:
         """Drops the requests kept to rebuild a closed, answered session (lock held)."""
-        self._reqs, self._confirmed, self._bytes = [], 0, 0
+        self._reqs, self._dropped, self._confirmed, self._bytes = [], 0, 0, 0
         self._closed = True
         self._err = SessionClosedError(f"acpnorm client: session {self.id!r} was closed")
         self._stop.set()
@@ -424,7 +518,7 @@ class Session:
         failures = addr = 0
         while True:
             with self._cond:
-                while self._err is None and self._confirmed >= len(self._reqs):
+                while self._err is None and self._confirmed >= self._total():
                     self._cond.wait()
                 if self._err is not None:
                     return
@@ -444,7 +538,8 @@ class Session:
                     return
             target = self._c._conn(addr).addr
             if isinstance(err, _Lost) and err.fatal:
-                e = SessionError(f"acpnorm client: session {self.id!r}: {target}: {err}")
+                cls = CannotRebuildError if err.dropped > 0 else SessionError
+                e = cls(f"acpnorm client: session {self.id!r}: {target}: {err}")
                 e.__cause__ = err
                 self._give_up(e)
                 return
@@ -490,10 +585,11 @@ class Session:
         to an empty session: the open calls would never end, and nobody
         would know."""
         start = self._confirmed
-        if start == 0 or start >= len(self._reqs) or self._reqs[start].WhichOneof("kind") == "frame":
+        if start == 0 or start >= self._total() or self._req(start).WhichOneof("kind") == "frame":
             return start
-        for k in range(start - 1, max(-1, start - 1 - _MAX_HELD_BACK), -1):
-            if self._reqs[k].WhichOneof("kind") == "frame":
+        # A frame dropped (_make_room) is not there to send: as when none is found.
+        for k in range(start - 1, max(self._dropped - 1, start - 1 - _MAX_HELD_BACK), -1):
+            if self._req(k).WhichOneof("kind") == "frame":
                 return k
         return start
 
@@ -510,8 +606,8 @@ class Session:
             return False
         limit = int(m.group(2))
         with self._cond:
-            for i in range(self._confirmed, len(self._reqs)):
-                req = self._reqs[i]
+            for i in range(self._confirmed, self._total()):
+                req = self._req(i)
                 if req.WhichOneof("kind") != "frame":
                     continue
                 size = req.ByteSize()
@@ -519,7 +615,7 @@ class Session:
                     continue
                 f = req.frame
                 self._bytes += len(_LEFT_OUT) - len(f.message)
-                self._reqs[i] = pb.NormalizeRequest(
+                self._reqs[i - self._dropped] = pb.NormalizeRequest(
                     frame=pb.AcpFrame(
                         session_id=f.session_id, dialect=f.dialect, cwd=f.cwd,
                         sequence=f.sequence, direction=f.direction, message=_LEFT_OUT,
@@ -551,7 +647,7 @@ class Session:
             answered = self._confirmed
             start = self._held_from()
             sent_before = self._high_sent
-        state = {"sent": 0, "closed_send": False}
+        state = {"start": start, "sent": 0, "closed_send": False}
 
         def requests() -> Iterator[pb.NormalizeRequest]:
             yield pb.NormalizeRequest(options=pb.StreamOptions(skip_applied_sequences=True))
@@ -561,20 +657,29 @@ class Session:
                     while True:
                         if self._err is not None or done.is_set():
                             return
-                        i = start + state["sent"]
-                        if i < len(self._reqs):
+                        i = state["start"] + state["sent"]
+                        if i < self._dropped:
+                            # Requests answered before this stream started,
+                            # sent again to state what is held (_held_from),
+                            # were dropped meanwhile: go on from the first
+                            # kept, as if the stream had started there (the
+                            # trailer counts from start).
+                            state["start"] += self._dropped - i
+                            i = self._dropped
+                        if i < self._total():
                             break
-                        if self._flushing:
+                        if self._flushing or self._cycle:
                             state["closed_send"] = True
                             return
                         self._cond.wait()
-                    req = self._reqs[i]
+                    req = self._req(i)
                     if req.WhichOneof("kind") == "frame" and not held_sent:
                         # The first frame on a stream states what is held:
                         # the calls' revisions, and the highest sequence
-                        # answered (_reqs[:_confirmed] are; 0 again while a
-                        # rebuild starts from the first), which finds a loss
-                        # of frames that made no revision.
+                        # answered (the requests before the _confirmed-th
+                        # are; 0 again while a rebuild starts from the
+                        # first), which finds a loss of frames that made no
+                        # revision.
                         held_sent = True
                         held = self._held()
                         if held or self._confirmed > 0:
@@ -587,7 +692,7 @@ class Session:
                     if i < self._high_sent:
                         self._stats.resent += 1
                     state["sent"] += 1
-                    self._high_sent = max(self._high_sent, start + state["sent"])
+                    self._high_sent = max(self._high_sent, state["start"] + state["sent"])
                 yield req
 
         call = self._c._conn(addr).stub.Normalize(requests())
@@ -617,9 +722,10 @@ class Session:
                 self._call = None
                 self._cond.notify_all()
         with self._cond:
-            sent = state["sent"]
+            start, sent = state["start"], state["sent"]
             progress = self._confirmed > answered
             if rerr is None and state["closed_send"]:
+                self._cycle = False
                 # The server ended the stream normally: its trailer counts
                 # the requests it applied, the options first.
                 n = 0
@@ -636,7 +742,7 @@ class Session:
                         progress = True
                 self._cond.notify_all()
                 if self._confirmed >= start + sent:
-                    self._flushing = self._confirmed < len(self._reqs)
+                    self._flushing = self._flushing and self._confirmed < self._total()
                     return
                 raise _StreamEnd(progress, _Retry("stream ended with requests unanswered"))
             self._cond.notify_all()
@@ -673,6 +779,14 @@ class Session:
         if fe.code == _DATA_LOSS:
             with self._cond:
                 self._stats.losses += 1
+                if self._dropped > 0:
+                    # The session's first requests are no longer kept: it
+                    # cannot be rebuilt, and a rebuild from what is kept
+                    # would miss what named the agent (initialize,
+                    # session/new).
+                    raise _Lost(
+                        fe, True, self._dropped, f"{self._c.max_requests} requests, {self._c.max_bytes} bytes"
+                    )
                 self._rebuilds += 1
                 self._loss_at = max(self._loss_at, self._up_to(fe.sequence))
                 self._confirmed = 0  # rebuild: everything again from the first
@@ -697,7 +811,7 @@ class Session:
         """How many of the session's requests have a sequence up to seq."""
         if seq <= self._base:
             return 0
-        return min(seq - self._base, len(self._reqs))
+        return min(seq - self._base, self._total())
 
     @property
     def first_sequence(self) -> int:

@@ -200,6 +200,8 @@ class SessionBoundsTest(unittest.TestCase):
                 s.send(0, "{}")
             with self.assertRaises(acpnorm_client.SessionFullError):
                 client.session("bytes").send(0, "x" * 101)
+            # Nothing was answered (no server): nothing could be dropped.
+            self.assertEqual(s.stats.dropped, 0)
 
     def test_close_at_the_bound(self) -> None:
         """A session at its bound still closes: SessionClosed is sent and
@@ -208,10 +210,13 @@ class SessionBoundsTest(unittest.TestCase):
         self.addCleanup(srv.stop)
         with acpnorm_client.SessionClient([srv.addr], max_requests=2) as client:
             s = client.session("full")
-            s.send(0, b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}')
-            s.send(0, b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}')
-            with self.assertRaises(acpnorm_client.SessionFullError):
-                s.send(0, b"{}")
+            # Held, the Session's thread cannot have them answered (and
+            # dropped) before the third send.
+            with s._cond:
+                s.send(0, b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}')
+                s.send(0, b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}')
+                with self.assertRaises(acpnorm_client.SessionFullError):
+                    s.send(0, b"{}")
             s.close(timeout=20)
             self.assertIsNone(s.error)
 
@@ -311,6 +316,174 @@ class SessionBoundsTest(unittest.TestCase):
             self.assertIsNotNone(s.call(calls[0].tool_call_id))
             with self.assertRaises(acpnorm_client.SessionClosedError):
                 s.send(0, "{}")
+
+
+def send_patiently(s: "acpnorm_client.Session", lines: list, deadline: float) -> None:
+    """Sends lines (parsed) to s as a caller that takes SessionFullError as
+    backpressure does: it waits a little and tries again, without flush()."""
+    for i, line in enumerate(lines):
+        acp = acpnorm_client.parse_acp_line(line)
+        if acp is None:
+            continue
+        while True:
+            try:
+                s.send(acp.direction, acp.message)
+                break
+            except acpnorm_client.SessionFullError as e:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"request {i + 1}: {e}") from e
+                time.sleep(0.001)
+
+
+class SessionPastItsBoundTest(unittest.TestCase):
+    """Sessions of many more requests than their bound, on acpnormd
+    processes without a store."""
+
+    def _server(self) -> "Server":
+        srv = Server()
+        self.addCleanup(srv.stop)
+        return srv
+
+    def test_goes_on_past_its_bound(self) -> None:
+        """A healthy session of many more requests than its bound: the
+        Session drops its oldest answered requests and ends with the same
+        finals. Before, every request past the bound was refused until
+        close(), which ended the server's session; sent again under the same
+        id it started without initialize and session/new."""
+        srv = self._server()
+        lines = recording()
+        want = baseline(srv.addr, lines)
+        for max_requests, max_bytes in ((8, 1 << 20), (1 << 20, 64 << 10)):
+            with acpnorm_client.SessionClient([srv.addr], max_requests=max_requests, max_bytes=max_bytes) as client:
+                mono = Monotonic()
+                s = client.session(f"long-{max_requests}", on_revision=mono.on)
+                send_patiently(s, lines, time.monotonic() + 20)
+                s.close(timeout=20)
+                st = s.stats
+                print(f"\n  bound {max_requests} requests, {max_bytes} bytes: {st}")
+                self.assertIsNone(s.error)
+                self.assertEqual(s.frame_errors(), [])
+                self.assertEqual(mono.bad, [])
+                self.assertEqual(st.losses, 0)
+                if max_requests == 8:
+                    self.assertGreaterEqual(st.dropped, len(lines) - 8, st)
+                else:
+                    self.assertGreater(st.dropped, 0, st)
+                self.assertEqual([final_of(x) for x in s.calls()], [final_of(x) for x in want])
+
+    def test_goes_on_past_its_bound_with_frames_without_revisions(self) -> None:
+        """An agent streaming message chunks makes no revision, so nothing
+        answers those frames on the stream: the Session ends its stream once
+        half its bound is unanswered, and the trailer answers them."""
+        srv = self._server()
+        lines = recording()[:4]
+        for i in range(200):
+            lines.append(
+                '{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x",'
+                '"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"chunk %d"}}}}}' % i
+            )
+        with acpnorm_client.SessionClient([srv.addr], max_requests=8) as client:
+            s = client.session("chunks")
+            send_patiently(s, lines, time.monotonic() + 20)
+            s.close(timeout=20)
+            print(f"\n  message chunks: {s.stats}")
+            self.assertGreaterEqual(s.stats.dropped, len(lines) - 8)
+            self.assertEqual(s.frame_errors(), [])
+
+    def test_gives_up_a_loss_after_it_dropped_requests(self) -> None:
+        """Once the Session dropped requests, the session cannot be rebuilt
+        from its first one: a server that lost it (DATA_LOSS) ends the
+        Session at once, saying so; what was folded stays readable."""
+        a, b = self._server(), self._server()
+        lines = recording()
+        half = len(lines) // 2
+        with acpnorm_client.SessionClient([a.addr, b.addr], backoff=(0.005, 0.02), max_requests=8) as client:
+            mono = Monotonic()
+            s = client.session("dropped", on_revision=mono.on)
+            deadline = time.monotonic() + 20
+            send_patiently(s, lines[:half], deadline)
+            s.flush(timeout=20)
+            self.assertGreater(s.stats.dropped, 0)
+            before = [json_format.MessageToDict(x) for x in s.calls()]
+            self.assertTrue(before)
+            a.kill()  # without a store: b never had the session
+            send_patiently(s, lines[half : half + 1], deadline)
+            with self.assertRaises(acpnorm_client.CannotRebuildError) as cm:
+                s.flush(timeout=20)
+            err, st = cm.exception, s.stats
+            print(f"\n  {st}: {err}")
+            self.assertRegex(
+                str(err),
+                r"^acpnorm client: session 'dropped': .*: the server lost the session, and it cannot be rebuilt: ",
+            )
+            self.assertIn(f"its first {st.dropped} requests were no longer kept", str(err))
+            self.assertIn("SessionClient max_requests, max_bytes raise it", str(err))
+            self.assertNotIn("waiting for answers", str(err), "it tried to rebuild")
+            self.assertEqual(st.losses, 1)
+            self.assertIsInstance(s.error, acpnorm_client.CannotRebuildError)
+            with self.assertRaises(acpnorm_client.CannotRebuildError):
+                s.send(0, "{}")
+            with self.assertRaises(acpnorm_client.CannotRebuildError):
+                s.close(timeout=20)
+            self.assertEqual([json_format.MessageToDict(x) for x in s.calls()], before)
+            self.assertEqual(mono.bad, [])
+
+    def test_turn_end_after_its_frames_were_dropped(self) -> None:
+        """A stream that starts with a turn end sends the last answered
+        frame again first, to state what is held (_held_from), while it is
+        kept; once dropped, it starts with the turn end, as when no frame is
+        found."""
+        srv = self._server()
+        lines = recording()
+        with acpnorm_client.SessionClient([srv.addr], max_requests=2) as client:
+            s = client.session("turn-ends")
+            send_patiently(s, lines, time.monotonic() + 20)
+            s.flush(timeout=20)  # ends the stream: the next starts with what comes
+            outcomes = [(x.tool_call_id, x.outcome) for x in s.calls()]
+            resent = s.stats.resent
+            s.turn_ended()  # drops all but the last frame
+            s.flush(timeout=20)
+            self.assertEqual(s.stats.resent, resent + 1, "the last frame, still kept, is sent again before the turn end")
+            s.turn_ended()  # drops the last frame
+            s.flush(timeout=20)
+            self.assertEqual(s.stats.resent, resent + 1, "no frame kept to send again")
+            s.close(timeout=20)
+            self.assertEqual(s.stats.dropped, len(lines), "all but the turn ends and the close")
+            self.assertEqual(s.frame_errors(), [])
+            self.assertEqual([(x.tool_call_id, x.outcome) for x in s.calls()], outcomes)
+
+    def test_rebuilds_a_loss_before_it_dropped_requests(self) -> None:
+        """Before any request was dropped, a loss still rebuilds the session
+        from its first request; it then goes on within its bound."""
+        lines = recording()
+        for bound, at in ((8, 4), (16, 14)):
+            a, b = self._server(), self._server()
+            want = baseline(b.addr, lines)
+            with acpnorm_client.SessionClient([a.addr, b.addr], backoff=(0.005, 0.02), max_requests=bound) as client:
+                mono = Monotonic()
+                s = client.session(f"rebuilt-{bound}", on_revision=mono.on)
+                deadline = time.monotonic() + 20
+                send_patiently(s, lines[:at], deadline)
+                s.flush(timeout=20)
+                self.assertEqual(s.stats.dropped, 0)
+                a.kill()
+                # The loss is found (and the session rebuilt) on the next
+                # request, before any is dropped: requests answered before a
+                # loss is found may be dropped as any answered one, which
+                # makes it final.
+                send_patiently(s, lines[at : at + 1], deadline)
+                s.flush(timeout=20)
+                self.assertEqual(s.stats.losses, 1)
+                self.assertEqual(s.stats.dropped, 0)
+                send_patiently(s, lines[at + 1 :], deadline)
+                s.close(timeout=20)
+                st = s.stats
+                print(f"\n  bound {bound}, lost after {at}: {st}")
+                self.assertEqual(st.losses, 1)
+                self.assertGreater(st.dropped, 0, "it went on within its bound")
+                self.assertEqual(s.frame_errors(), [])
+                self.assertEqual(mono.bad, [])
+                self.assertEqual([final_of(x) for x in s.calls()], [final_of(x) for x in want])
 
 
 def send_lines(s: "acpnorm_client.Session", lines: list) -> int:

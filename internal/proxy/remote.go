@@ -39,12 +39,18 @@ type remote struct {
 type remoteSession struct {
 	s *acpclient.Session
 
-	mu    sync.Mutex
-	lines []uint64 // the wire line of each request: the n-th (s.FirstSequence()+n-1) is lines[n-1]
-	sum   []int64  // sum[n] is the bytes of the first n requests (sum[0] is 0)
-	high  int      // the most requests ever answered (a rebuild counts from 0 again)
+	mu sync.Mutex
+	// off is how many of the session's first requests lines and sum no
+	// longer hold (trim): the n-th request (s.FirstSequence()+n-1) is on
+	// wire line lines[n-off-1], and sum[i] is the bytes of the requests
+	// after the off-th up to the (off+i)-th (sum[0] is 0).
+	off   int
+	lines []uint64
+	sum   []int64
+	high  int // the most requests ever answered (a rebuild counts from 0 again)
 
 	flushing atomic.Bool // a Flush asks the server what it applied
+	queued   int         // requests send queued (send's goroutine only)
 }
 
 func (r *Recorder) openRemote() *remote {
@@ -74,8 +80,8 @@ func (rs *remoteSession) line(seq uint64) uint64 {
 	first := rs.s.FirstSequence()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if n := seq - first + 1; seq >= first && n <= uint64(len(rs.lines)) {
-		return rs.lines[n-1]
+	if n := seq - first + 1; seq >= first && n > uint64(rs.off) && n <= uint64(rs.off+len(rs.lines)) {
+		return rs.lines[n-uint64(rs.off)-1]
 	}
 	return seq
 }
@@ -87,8 +93,35 @@ func (rs *remoteSession) pending() int64 {
 	answered := rs.s.Answered()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.high = max(rs.high, min(answered, len(rs.lines)))
-	return rs.sum[len(rs.lines)] - rs.sum[rs.high]
+	rs.high = max(rs.high, min(answered, rs.off+len(rs.lines)))
+	return rs.sum[len(rs.lines)] - rs.sum[rs.high-rs.off]
+}
+
+// trimEvery is how many requests of a session send queues between two
+// looks at what its Session dropped.
+const trimEvery = 4096
+
+// trim lets go of the wire lines of the first dropped requests of the
+// session, those its Session no longer keeps (it drops the oldest answered
+// ones past its bound, client.WithSessionLimits): they are never sent
+// again, so no answer names them. Without it a long session would hold 16
+// bytes per frame for as long as it lasts. It copies what it keeps only
+// once that is at most half, so each request is copied about once.
+func (rs *remoteSession) trim(dropped int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	k := min(dropped, rs.high) - rs.off
+	if k <= 0 || 2*k < len(rs.lines) {
+		return
+	}
+	base := rs.sum[k]
+	rs.lines = append([]uint64(nil), rs.lines[k:]...)
+	sum := make([]int64, len(rs.sum)-k)
+	for i := range sum {
+		sum[i] = rs.sum[k+i] - base
+	}
+	rs.sum = sum
+	rs.off += k
 }
 
 // send queues one frame of the session; a frame past the bound, or one the
@@ -135,6 +168,9 @@ func (rm *remote) send(x routed) {
 		return
 	}
 	rm.unanswered += n
+	if rs.queued++; rs.queued%trimEvery == 0 {
+		rs.trim(rs.s.Stats().Dropped)
+	}
 }
 
 // recount counts exactly what waits for an answer.

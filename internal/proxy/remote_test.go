@@ -369,3 +369,37 @@ func TestRemoteDropsOnlyUntilItAnswers(t *testing.T) {
 		assert.Equal(t, pb.ShellState_SHELL_STATE_ENDED, x.GetState())
 	}
 }
+
+// The wire lines of the requests a session's Session dropped (past its
+// bound, answered) are let go: a long session through the proxy holds
+// what its Session keeps, not 16 bytes per frame for as long as it lasts.
+// The lines and byte counts of what is kept stay where they were.
+func TestRemoteSessionTrimsWhatTheSessionDropped(t *testing.T) {
+	c, err := acpclient.New([]string{freeAddr(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	rs := &remoteSession{s: c.Session("s1"), sum: []int64{0}}
+	first := rs.s.FirstSequence()
+	for n := 1; n <= 10; n++ {
+		rs.lines = append(rs.lines, uint64(100+n))
+		rs.sum = append(rs.sum, rs.sum[len(rs.sum)-1]+int64(n))
+	}
+	rs.high = 8 // answered: the first 8
+
+	rs.trim(4) // fewer than half: kept as they are, to copy seldom
+	assert.Equal(t, 0, rs.off)
+	assert.Len(t, rs.lines, 10)
+
+	rs.trim(9) // only answered ones go, however many were dropped
+	assert.Equal(t, 8, rs.off)
+	assert.Len(t, rs.lines, 2)
+	assert.Equal(t, uint64(109), rs.line(first+8), "the 9th request's wire line")
+	assert.Equal(t, uint64(110), rs.line(first+9))
+	assert.Equal(t, first+7, rs.line(first+7), "a request let go is named by its sequence")
+	assert.Equal(t, int64(9+10), rs.pending(), "the bytes of the 9th and 10th, not answered")
+
+	rs.lines = append(rs.lines, 111)
+	rs.sum = append(rs.sum, rs.sum[len(rs.sum)-1]+11)
+	assert.Equal(t, uint64(111), rs.line(first+10))
+	assert.Equal(t, int64(9+10+11), rs.pending())
+}

@@ -121,6 +121,10 @@ var ErrCannotRebuild = errors.New("acpnorm client: the server lost the session, 
 // ErrClosed says the Client or Session was closed.
 var ErrClosed = errors.New("acpnorm client: closed")
 
+// ErrInvalid says a Session's id, dialect or working directory cannot go
+// in a request (it is not valid UTF-8): every Send of it fails so.
+var ErrInvalid = errors.New("acpnorm client: invalid session")
+
 // connectTimeout bounds one connection attempt (gRPC's MinConnectTimeout).
 const connectTimeout = 5 * time.Second
 

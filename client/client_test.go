@@ -816,3 +816,36 @@ func TestSessionFindsALossBeforeItsClose(t *testing.T) {
 		sameFinals(t, want, s)
 	}
 }
+
+// A session id, dialect or working directory that is not valid UTF-8 (a
+// Linux path may be any bytes) cannot go in a request: gRPC refuses to
+// marshal it, on every stream. Send says so at once, naming the field,
+// instead of the Session reconnecting until its context ends.
+func TestSessionRefusesFieldsThatAreNotUTF8(t *testing.T) {
+	c, err := client.New([]string{serve(t, nil).addr}, client.WithBackoff(time.Millisecond, 5*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	ls := lines(t)
+	for _, tc := range []struct {
+		name  string
+		s     *client.Session
+		field string
+	}{
+		{"cwd", c.Session("u1", client.Cwd("/home/dev/caf\xe9")), `working directory "/home/dev/caf\xe9"`},
+		{"id", c.Session("u\xff2"), `session id "u\xff2"`},
+		{"dialect", c.Session("u3", client.Dialect("gen\xc3eric")), `dialect "gen\xc3eric"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := tc.s.Send(ctx, ls[0].Dir, ls[0].Msg)
+			require.ErrorIs(t, err, client.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.field)
+			assert.Contains(t, err.Error(), "not valid UTF-8")
+			require.ErrorIs(t, tc.s.TurnEnded(ctx, false), client.ErrInvalid)
+			require.ErrorIs(t, tc.s.Close(ctx), client.ErrInvalid, "Close ends at once, not on its context")
+			assert.NoError(t, ctx.Err())
+			assert.Zero(t, tc.s.Stats().Streams, "nothing was sent")
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/fold"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
@@ -131,8 +132,27 @@ func (c *Client) Session(id string, opts ...SessionOption) *Session {
 		o(s)
 	}
 	s.ctx, s.cancel = context.WithCancel(c.ctx)
+	if err := s.invalid(); err != nil {
+		// Every request would carry it, and gRPC refuses to marshal
+		// a string that is not UTF-8 on every stream: say so at once.
+		s.err = err
+		s.cancel()
+		close(s.done)
+		return s
+	}
 	go s.run()
 	return s
+}
+
+// invalid says which of the fields every request carries is not valid
+// UTF-8, as a protobuf string must be (a Linux path may be any bytes).
+func (s *Session) invalid() error {
+	for _, f := range []struct{ what, v string }{{"session id", s.id}, {"dialect", s.dialect}, {"working directory", s.cwd}} {
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("%w: the %s %q is not valid UTF-8, so no request of it can be sent", ErrInvalid, f.what, f.v)
+		}
+	}
+	return nil
 }
 
 // Send queues one JSON-RPC message of the session (dir says which way it

@@ -58,7 +58,8 @@ import (
 // tool's model-facing TEXT ("Chunk ID/Wall time/Process exited with code
 // N/.../Output:\n<output>", or "Exit code: N\nWall time: ...\nOutput:\n
 // <output>"; "aborted by user" for a stopped command). The header is read
-// as a text exit marker and kept out of output (see codexModelText). The
+// as a text exit marker and kept out of output (see codexModelText);
+// Codex's timeout sentence opening the output is read as live. The
 // TypeScript adapter 2.x replays `_meta.terminal_exit` with no rawOutput;
 // its -1 is the sentinel there too, whatever the frame carries. 1.x
 // replays the same model-facing text as formatted_output and as a
@@ -405,6 +406,7 @@ func readCodex(u *codexUpdate, b codex) accum.Observation {
 			if o.Exit == nil {
 				o.Exit, o.Src.Exit = h.Exit, "header of rawOutput.formatted_output"
 			}
+			o.TimedOut = o.TimedOut || h.TimedOut
 			o.Texts = append(dropDeltas(o.Texts), h.Texts...)
 			o.Src.Output, o.Src.Notice = "rawOutput.formatted_output", "header of rawOutput.formatted_output and the terminal delta"
 			codexNoExit(&o)
@@ -767,10 +769,11 @@ var (
 // a text marker (ExitText; -1 is still the "no exit code" sentinel); the
 // rest is the output as the model saw it (cut, with an elision marker,
 // when it was long: then it is truncated). A process still running when
-// the tool returned has no exit and only the output so far. A text of
-// any other form (an error of the tool) says nothing about the command's
-// output or exit and is not read; "aborted by user" says the user stopped
-// it (Cancelled), and is not output either.
+// the tool returned has no exit and only the output so far; one killed
+// at its timeout has Codex's timeout sentence before its output (TimedOut,
+// not output). A text of any other form (an error of the tool) says
+// nothing about the command's output or exit and is not read; "aborted by
+// user" says the user stopped it (Cancelled), and is not output either.
 func codexModelText(o *accum.Observation, text string) {
 	if !codexHeadedText(o, text) {
 		codexToolNotice(o, text)
@@ -781,7 +784,7 @@ func codexModelText(o *accum.Observation, text string) {
 // (codexExecText, codexShellText) into o: the header's exit code (a text
 // marker) and the rest as output. It reports whether text had that form.
 func codexHeadedText(o *accum.Observation, text string) bool {
-	code, rest, running, cut := "", "", false, false
+	code, rest, running, cut, shell := "", "", false, false, false
 	if m := codexExecText.FindStringSubmatchIndex(text); m != nil {
 		if m[2] >= 0 {
 			code = text[m[2]:m[3]]
@@ -792,18 +795,30 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 		code = text[m[2]:m[3]]
 		cut = m[4] >= 0
 		rest = text[m[1]:]
+		shell = true
 	} else {
 		return false
 	}
+	var exit *accum.Exit
 	if code != "" && !running {
 		var c Code
 		c.UnmarshalJSON([]byte(code))
-		if e := c.Exit(accum.ExitText, true); e != nil {
-			o.Exit = accum.StrongerExit(o.Exit, e)
+		if exit = c.Exit(accum.ExitText, true); exit != nil {
+			o.Exit = accum.StrongerExit(o.Exit, exit)
 			o.Src.Exit = "exit line of the model-facing text"
 		}
 	}
 	o.Src.Notice = "header of the model-facing text"
+	if shell && (exit == nil || exit.Code != 0) && strings.HasPrefix(rest, codexTimedOutPrefix) && codexTimedOut.MatchString(rest) {
+		// The shell tools' output section opens with Codex's timeout
+		// sentence when the command was killed at its timeout (exit
+		// 124), as formatted_output does live (see readCodex): it says
+		// the call timed out and is no output. Beside an exit of 0 the
+		// words are the command's own.
+		rest = codexTimedOut.ReplaceAllString(rest, "")
+		o.TimedOut = true
+		o.Src.Notice = "header of the model-facing text and Codex's timeout sentence"
+	}
 	cut = cut || codexElided.MatchString(rest)
 	kind := accum.Final
 	if running {

@@ -175,6 +175,23 @@ func TestCodexRustAdapter(t *testing.T) {
 		{name: "replayed shell_command text: Exit code header",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_2","status":"completed","rawOutput":"Exit code: 1\nWall time: 0 seconds\nOutput:\nboom\n"}`,
 			want:   one(accum.Observation{ToolCallID: "call_2", Status: done, Exit: ex(1, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "boom\n")}})},
+		// codex-acp 0.16.0 shell_command, session/load (recorded): a
+		// command killed at its 2 s timeout replays its model-facing
+		// text, where Codex's timeout sentence opens the output as it
+		// opens formatted_output live: it says the call timed out, and
+		// is no output.
+		{name: "replayed shell_command timeout: Codex's timeout sentence is no output, the call timed out",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_timeout_5","status":"completed","rawOutput":"Exit code: 124\nWall time: 2 seconds\nOutput:\ncommand timed out after 2003 milliseconds\nstart\n"}`,
+			want:   one(accum.Observation{ToolCallID: "call_timeout_5", Status: done, Exit: ex(124, accum.ExitText, false), TimedOut: true, Texts: []accum.Text{txt(C, F, "start\n")}})},
+		{name: "replayed text of an exit 0 opening with the timeout sentence: output, no timeout",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_2","status":"completed","rawOutput":"Exit code: 0\nWall time: 0 seconds\nOutput:\ncommand timed out after 100 milliseconds\nretrying... ok\n"}`,
+			want:   one(accum.Observation{ToolCallID: "call_2", Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "command timed out after 100 milliseconds\nretrying... ok\n")}})},
+		// The TypeScript adapter 1.x replays the model-facing text as
+		// formatted_output beside exit_code (constructed from the
+		// 0.16.0 text above): the timeout is read there too.
+		{name: "TS 1.x replay of a shell tool's timeout text in formatted_output: timed out, the sentence no output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"formatted_output":"Exit code: 124\nWall time: 2 seconds\nOutput:\ncommand timed out after 2003 milliseconds\nstart\n","exit_code":124}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Exit: ex(124, accum.ExitStructured, false), TimedOut: true, Texts: []accum.Text{txt(C, F, "start\n")}})},
 		{name: "replayed tool error: a failure, neither output nor an exit",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"exec_command failed: CreateProcess { message: \"No such file\" }"}`,
 			want:   one(accum.Observation{ToolCallID: "call_1", Status: done, Failed: true, FailNotice: "exec_command failed: CreateProcess { message: \"No such file\" }"})},

@@ -57,9 +57,11 @@ import (
 // {command, workdir?}; then a `tool_call_update` whose rawOutput is the
 // tool's model-facing TEXT ("Chunk ID/Wall time/Process exited with code
 // N/.../Output:\n<output>", or "Exit code: N\nWall time: ...\nOutput:\n
-// <output>"; "aborted by user" for a stopped command). The header is read
-// as a text exit marker and kept out of output (see codexModelText);
-// Codex's timeout sentence opening the output is read as live. The
+// <output>"; "aborted by user" for a stopped command; "execution error:
+// Sandbox(Signal(N))" alone for a shell killed by a signal). The header
+// is read as a text exit marker and kept out of output (see
+// codexModelText); Codex's timeout sentence opening the output and its
+// execution error are read as live. The
 // TypeScript adapter 2.x replays `_meta.terminal_exit` with no rawOutput;
 // its -1 is the sentinel there too, whatever the frame carries. 1.x
 // replays the same model-facing text as formatted_output and as a
@@ -585,21 +587,24 @@ func codexRejected(f *codexOutputFields, agg Str) (string, bool) {
 	return "", false
 }
 
+// codexExecErrorPrefix opens Codex's text for a command it could not run
+// or finish (a shell killed by a signal among them).
+const codexExecErrorPrefix = "execution error: "
+
 // codexExecError returns Codex's "execution error: ..." text when that is
 // what the end event carries instead of output: beside the -1 "no exit
 // code" sentinel (or no exit code at all), as Codex sends it. Beside a
 // real exit code the words are the command's output.
 func codexExecError(f *codexOutputFields, agg Str) (string, bool) {
-	const prefix = "execution error: "
 	if ec := f.Exit(); ec.Known && ec.Value != -1 {
 		return "", false
 	}
 	for _, s := range []Str{f.Stderr, agg} {
-		if strings.HasPrefix(s.S, prefix) {
+		if strings.HasPrefix(s.S, codexExecErrorPrefix) {
 			return s.S, true
 		}
 	}
-	if f.FormattedOutput.HasPrefix(prefix) {
+	if f.FormattedOutput.HasPrefix(codexExecErrorPrefix) {
 		return f.FormattedOutput.Str().S, true
 	}
 	return "", false
@@ -771,13 +776,39 @@ var (
 // when it was long: then it is truncated). A process still running when
 // the tool returned has no exit and only the output so far; one killed
 // at its timeout has Codex's timeout sentence before its output (TimedOut,
-// not output). A text of any other form (an error of the tool) says
-// nothing about the command's output or exit and is not read; "aborted by
-// user" says the user stopped it (Cancelled), and is not output either.
+// not output). "execution error: ..." is Codex's report that the command
+// was killed by a signal or could not run (codexReplayedExecError), and
+// "aborted by user" says the user stopped it (Cancelled); neither is
+// output. A text of any other form (an error of the tool) says nothing
+// about the command's output or exit and is not read.
 func codexModelText(o *accum.Observation, text string) {
-	if !codexHeadedText(o, text) {
+	if !codexHeadedText(o, text) && !codexReplayedExecError(o, text) {
 		codexToolNotice(o, text)
 	}
+}
+
+// codexReplayedExecError reads Codex's "execution error: ..." text, which
+// the Rust adapter replays alone where a command's model-facing text
+// would be (a shell_command killed by a signal replays "execution error:
+// Sandbox(Signal(15))"). Live, the same words are the end event's text
+// beside the -1 "no exit code" sentinel (codexExecError), and they are
+// read the same way here: the signal that killed the command, else
+// Codex's report that it could not run or finish it; a failure either
+// way, with no exit code, and never output (a command's own output comes
+// after a header, codexHeadedText). It reports whether text was such an
+// error.
+func codexReplayedExecError(o *accum.Observation, text string) bool {
+	if !strings.HasPrefix(text, codexExecErrorPrefix) {
+		return false
+	}
+	o.Failed = true
+	if m := codexSandboxSignal.FindStringSubmatch(text); m != nil {
+		o.Signal = NormalizeSignal(m[1])
+	} else {
+		o.FailNotice = notice(text)
+	}
+	o.Src.Notice = "Codex's execution error in the model-facing text"
+	return true
 }
 
 // codexHeadedText reads a text in one of the tools' model-facing forms

@@ -186,6 +186,18 @@ func TestCodexRustAdapter(t *testing.T) {
 		{name: "replayed text of an exit 0 opening with the timeout sentence: output, no timeout",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_2","status":"completed","rawOutput":"Exit code: 0\nWall time: 0 seconds\nOutput:\ncommand timed out after 100 milliseconds\nretrying... ok\n"}`,
 			want:   one(accum.Observation{ToolCallID: "call_2", Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "command timed out after 100 milliseconds\nretrying... ok\n")}})},
+		// codex-acp 0.16.0 shell_command, session/load (recorded): a
+		// shell killed by a signal replays Codex's error text alone, the
+		// same words formatted_output has live: the signal, no output.
+		{name: "replayed Sandbox(Signal(9)): SIGKILL, a failure, not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_kill_2","status":"completed","rawOutput":"execution error: Sandbox(Signal(9))"}`,
+			want:   one(accum.Observation{ToolCallID: "call_kill_2", Status: done, Signal: "SIGKILL", Failed: true})},
+		{name: "replayed Sandbox(Signal(15)): SIGTERM, a failure, not output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_term_26","status":"completed","rawOutput":"execution error: Sandbox(Signal(15))"}`,
+			want:   one(accum.Observation{ToolCallID: "call_term_26", Status: done, Signal: "SIGTERM", Failed: true})},
+		{name: "replayed other execution error: a failure, neither output nor an exit",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","rawOutput":"execution error: Io(NotFound)"}`,
+			want:   one(accum.Observation{ToolCallID: "call_1", Status: done, Failed: true, FailNotice: "execution error: Io(NotFound)"})},
 		// The TypeScript adapter 1.x replays the model-facing text as
 		// formatted_output beside exit_code (constructed from the
 		// 0.16.0 text above): the timeout is read there too.
@@ -617,4 +629,107 @@ func TestCodexEndEventMakesAShellCall(t *testing.T) {
 	require.NotNil(t, r.ExitCode)
 	assert.Equal(t, int32(2), *r.ExitCode)
 	assert.Equal(t, "List files in 'nonexistent-dir-xyz'", r.Description, "no command is on the wire; the title describes it")
+}
+
+// TestCodexReplayNeverWorse folds what codex-acp 0.16.0 (shell_command,
+// terminal meta) sent for a command its 2 s timeout killed, a shell killed
+// by SIGKILL and one killed by SIGTERM: the live frames, then the frames
+// session/load replays for them, as a session folds them (replayed
+// observations are accum.Observation.Replayed). Read alone, as by a
+// client that joins at session/load, the replay says what the live run
+// said, less the output it does not repeat; after the live run it
+// changes nothing.
+func TestCodexReplayNeverWorse(t *testing.T) {
+	d := codexDialect(t)
+	// loadOnlyOutput: the replay repeats the output of a timeout, not
+	// the output before a kill.
+	type want struct {
+		exit           *int32
+		signal, output string
+		timedOut       bool
+		loadOnlyOutput string
+	}
+	code := func(n int32) *int32 { return &n }
+	for _, tc := range []struct {
+		name       string
+		live, load []string
+		want       want
+	}{
+		{name: "timeout",
+			live: []string{
+				`{"sessionUpdate":"tool_call","toolCallId":"call_timeout_5","title":"echo start; sleep 6; echo finished-late","kind":"execute","status":"in_progress","content":[{"type":"terminal","terminalId":"call_timeout_5"}],"rawInput":{"call_id":"call_timeout_5","turn_id":"01a244fc-c3a0-7f62-9ea6-3b30241d5fb4","started_at_ms":1796453745630,"command":["/bin/bash","-lc","echo start; sleep 6; echo finished-late"],"cwd":"/home/dev/work/proj","parsed_cmd":[{"type":"unknown","cmd":"echo start; sleep 6; echo finished-late"}],"source":"agent"},"_meta":{"terminal_info":{"terminal_id":"call_timeout_5","cwd":"/home/dev/work/proj"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"call_timeout_5","_meta":{"terminal_output":{"terminal_id":"call_timeout_5","data":"start\n"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"call_timeout_5","status":"failed","rawOutput":{"call_id":"call_timeout_5","turn_id":"01a244fc-c3a0-7f62-9ea6-3b30241d5fb4","completed_at_ms":1796453747634,"command":["/bin/bash","-lc","echo start; sleep 6; echo finished-late"],"cwd":"/home/dev/work/proj","parsed_cmd":[{"type":"unknown","cmd":"echo start; sleep 6; echo finished-late"}],"source":"agent","stdout":"start\n","stderr":"","aggregated_output":"start\n","exit_code":124,"duration":{"secs":2,"nanos":3198427},"formatted_output":"command timed out after 2003 milliseconds\nstart\n","status":"failed"},"_meta":{"terminal_exit":{"terminal_id":"call_timeout_5","exit_code":124,"signal":null}}}`,
+			},
+			load: []string{
+				`{"sessionUpdate":"tool_call","toolCallId":"call_timeout_5","title":"echo start; sleep 6; echo finished-late","kind":"execute","status":"completed","rawInput":{"command":"echo start; sleep 6; echo finished-late","timeout_ms":2000}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"call_timeout_5","status":"completed","rawOutput":"Exit code: 124\nWall time: 2 seconds\nOutput:\ncommand timed out after 2003 milliseconds\nstart\n"}`,
+			},
+			want: want{exit: code(124), timedOut: true, output: "start\n", loadOnlyOutput: "start\n"}},
+		{name: "SIGKILL",
+			live: []string{
+				`{"sessionUpdate":"tool_call","toolCallId":"call_kill_2","title":"echo before-kill; kill -9 $$","kind":"execute","status":"in_progress","content":[{"type":"terminal","terminalId":"call_kill_2"}],"rawInput":{"call_id":"call_kill_2","turn_id":"01a244fc-c305-7030-82b2-afae5073af35","started_at_ms":1796453745501,"command":["/bin/bash","-lc","echo before-kill; kill -9 $$"],"cwd":"/home/dev/work/proj","parsed_cmd":[{"type":"unknown","cmd":"echo before-kill; kill -9 $$"}],"source":"agent"},"_meta":{"terminal_info":{"terminal_id":"call_kill_2","cwd":"/home/dev/work/proj"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"call_kill_2","_meta":{"terminal_output":{"terminal_id":"call_kill_2","data":"before-kill\n"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"call_kill_2","status":"failed","rawOutput":{"call_id":"call_kill_2","turn_id":"01a244fc-c305-7030-82b2-afae5073af35","completed_at_ms":1796453745508,"command":["/bin/bash","-lc","echo before-kill; kill -9 $$"],"cwd":"/home/dev/work/proj","parsed_cmd":[{"type":"unknown","cmd":"echo before-kill; kill -9 $$"}],"source":"agent","stdout":"","stderr":"execution error: Sandbox(Signal(9))","aggregated_output":"execution error: Sandbox(Signal(9))","exit_code":-1,"duration":{"secs":0,"nanos":0},"formatted_output":"execution error: Sandbox(Signal(9))","status":"failed"},"_meta":{"terminal_exit":{"terminal_id":"call_kill_2","exit_code":-1,"signal":null}}}`,
+			},
+			load: []string{
+				`{"sessionUpdate":"tool_call","toolCallId":"call_kill_2","title":"echo before-kill; kill -9 $$","kind":"execute","status":"completed","rawInput":{"command":"echo before-kill; kill -9 $$"}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"call_kill_2","status":"completed","rawOutput":"execution error: Sandbox(Signal(9))"}`,
+			},
+			want: want{signal: "SIGKILL", output: "before-kill\n"}},
+		{name: "SIGTERM",
+			live: []string{
+				`{"sessionUpdate":"tool_call","toolCallId":"call_term_26","title":"echo before-term; kill -15 $$","kind":"execute","status":"in_progress","content":[{"type":"terminal","terminalId":"call_term_26"}],"rawInput":{"call_id":"call_term_26","turn_id":"01a244f2-b7c6-79d3-ae27-f9f96e356fe8","started_at_ms":1796453087237,"command":["/bin/bash","-lc","echo before-term; kill -15 $$"],"cwd":"/home/dev/work/proj","parsed_cmd":[{"type":"unknown","cmd":"echo before-term; kill -15 $$"}],"source":"agent"},"_meta":{"terminal_info":{"terminal_id":"call_term_26","cwd":"/home/dev/work/proj"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"call_term_26","_meta":{"terminal_output":{"terminal_id":"call_term_26","data":"before-term\n"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"call_term_26","status":"failed","rawOutput":{"call_id":"call_term_26","turn_id":"01a244f2-b7c6-79d3-ae27-f9f96e356fe8","completed_at_ms":1796453087243,"command":["/bin/bash","-lc","echo before-term; kill -15 $$"],"cwd":"/home/dev/work/proj","parsed_cmd":[{"type":"unknown","cmd":"echo before-term; kill -15 $$"}],"source":"agent","stdout":"","stderr":"execution error: Sandbox(Signal(15))","aggregated_output":"execution error: Sandbox(Signal(15))","exit_code":-1,"duration":{"secs":0,"nanos":0},"formatted_output":"execution error: Sandbox(Signal(15))","status":"failed"},"_meta":{"terminal_exit":{"terminal_id":"call_term_26","exit_code":-1,"signal":null}}}`,
+			},
+			load: []string{
+				`{"sessionUpdate":"tool_call","toolCallId":"call_term_26","title":"echo before-term; kill -15 $$","kind":"execute","status":"completed","rawInput":{"command":"echo before-term; kill -15 $$"}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"call_term_26","status":"completed","rawOutput":"execution error: Sandbox(Signal(15))"}`,
+			},
+			want: want{signal: "SIGTERM", output: "before-term\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// fold applies frames to c, replayed or not, and returns the
+			// last revision and the last combined text it carried.
+			fold := func(c *accum.Call, frames []string, replayed bool, last *accum.Revision, out *string) {
+				for _, f := range frames {
+					obs, err := readCase(d, f, "")
+					require.NoError(t, err)
+					for i := range obs {
+						obs[i].Replayed = replayed
+						c.Apply(&obs[i])
+						if r, ok := c.Revision(); ok {
+							*last = r
+							if t := r.Texts[accum.Combined]; t != nil {
+								*out = t.Text
+							}
+						}
+					}
+				}
+			}
+			check := func(what string, r accum.Revision, out string, output string) {
+				t.Helper()
+				assert.Equal(t, accum.Ended, r.State, what)
+				assert.Equal(t, accum.Failed, r.Outcome, "%s: %s", what, r.OutcomeReason)
+				assert.Equal(t, tc.want.exit, r.ExitCode, what)
+				assert.Equal(t, tc.want.signal, r.Signal, what)
+				assert.Equal(t, tc.want.timedOut, r.TimedOut, what)
+				assert.Equal(t, output, out, what)
+			}
+
+			live := accum.NewCall("c", 1<<20)
+			var r accum.Revision
+			out := ""
+			fold(live, tc.live, false, &r, &out)
+			check("live", r, out, tc.want.output)
+			fold(live, tc.load, true, &r, &out)
+			check("live, then the replay", r, out, tc.want.output)
+
+			alone := accum.NewCall("c", 1<<20)
+			r, out = accum.Revision{}, ""
+			fold(alone, tc.load, true, &r, &out)
+			check("the replay alone", r, out, tc.want.loadOnlyOutput)
+		})
+	}
 }

@@ -54,7 +54,14 @@ import (
 //     (detached) background with shellId: N>`, and no trailer: a notice,
 //     not output, and no exit code (UNKNOWN, what was streamed kept). Its
 //     end comes later under a tool call id never announced, or to a
-//     read_bash call; neither is tied back to the call.
+//     read_bash call; neither is tied back to the call. A sync command
+//     past its initial wait (30 s) is `completed` with the output so far
+//     and `<command with shellId: N is still running after 30 seconds.
+//     ...>`: Background too, the notice not output. A read_bash result
+//     while the command runs has the same notice (`still running in
+//     detached background after 0.5s` for a detached command, whose
+//     results also open with an `Output:` header line and end with
+//     `<detached command with shellId: N completed with exit code X>`).
 //   - the tools that act on a shell the bash tool started name it by
 //     `rawInput.shellId` and carry no command: read_bash (`kind: read`,
 //     {shellId, delay}) and stop_bash (`kind: execute`, title "Stopping
@@ -286,8 +293,15 @@ func copilotLive(text string) accum.Text {
 
 var (
 	// copilotTrailer ends a final content: "\n<shellId: N completed with
-	// exit code X>" (1.0.60 on), "\n<exited with exit code X>" before.
-	copilotTrailer = regexp.MustCompile(`\n?<(?:shellId: [^>\n]*? completed with|exited with) exit code (-?\d+)>\s*$`)
+	// exit code X>" (1.0.60 on), "\n<exited with exit code X>" before;
+	// "\n<detached command with shellId: N completed with exit code X>"
+	// for a detached command. Groups: 1 "detached ", 2 the shellId, 3 X.
+	copilotTrailer = regexp.MustCompile(`\n?<(?:(detached command with )?shellId: ([^>\n]*?) completed with|exited with) exit code (-?\d+)>\s*$`)
+	// copilotRunning ends the content of a result given while the command
+	// still runs: a sync bash call past its initial wait, or a read_bash.
+	// Groups: 1 the shellId, 2 "in detached background " for a detached
+	// command.
+	copilotRunning = regexp.MustCompile(`\n?<command with shellId: ([^>\n]*?) is still running (in detached background )?after [0-9.]+ ?s(?:econds?)?\.[^>\n]*>\s*$`)
 	// copilotTooLarge opens the final of an output too big to send. Every
 	// build recorded (1.0.57 to 1.0.102) names the file it saved the
 	// output to: a command that prints only the first words is not it.
@@ -312,20 +326,42 @@ func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 		return
 	}
 	m := copilotTrailer.FindStringSubmatchIndex(text)
-	if m == nil && copilotStarted.MatchString(strings.TrimSpace(text)) {
-		// An async command's final says only that it went on in the
-		// background: not output (what was streamed before stays), and
-		// no exit yet. A command that ended always has the trailer, so
-		// one that printed these words is not taken for it.
-		o.Background = true
-		o.Src.Notice = "the notice that the command started in the background"
-		return
+	// A command that ended always has the trailer, so one that printed
+	// the words of a notice below is not taken for it.
+	if m == nil {
+		if copilotStarted.MatchString(strings.TrimSpace(text)) {
+			// An async command's final says only that it went on in the
+			// background: not output (what was streamed before stays),
+			// and no exit yet.
+			o.Background = true
+			o.Src.Notice = "the notice that the command started in the background"
+			return
+		}
+		if r := copilotRunning.FindStringSubmatchIndex(text); r != nil {
+			// The command runs on (a sync bash call past its initial
+			// wait, a read_bash before the end): the output so far, the
+			// notice not output, no exit yet.
+			o.Background = true
+			o.Src.Notice = "the notice that the command is still running"
+			text = text[:r[0]]
+			if r[4] >= 0 {
+				text = copilotCutHeader(text)
+			}
+			if text != "" {
+				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text, TrimmedEnd: true})
+			}
+			return
+		}
 	}
 	if m != nil {
-		if e := CodeFromString(text[m[2]:m[3]]).Exit(accum.ExitText, true); e != nil {
+		if e := CodeFromString(text[m[6]:m[7]]).Exit(accum.ExitText, true); e != nil {
 			o.Exit = accum.StrongerExit(o.Exit, e)
 		}
+		detached := m[2] >= 0
 		text = text[:m[0]]
+		if detached {
+			text = copilotCutHeader(text)
+		}
 		if shellExitLine {
 			text = cutShellExitLine(o, text)
 		}
@@ -345,6 +381,15 @@ func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 		return // no output in the final: keep what was streamed
 	}
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text, TrimmedEnd: true})
+}
+
+// copilotCutHeader removes the "Output:" line that opens what Copilot
+// says of a detached command's output: a header, not output.
+func copilotCutHeader(text string) string {
+	if text == "Output:" {
+		return ""
+	}
+	return strings.TrimPrefix(text, "Output:\n")
 }
 
 // cutShellExitLine removes the `exit` line the shell of an older build

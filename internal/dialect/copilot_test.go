@@ -368,3 +368,62 @@ func TestCopilotPrintedTooLarge(t *testing.T) {
 		})
 	}
 }
+
+// copilotDone is a `completed` tool_call_update of Copilot 1.0.102 whose
+// content and rawOutput restate text, with rawOutput.contents when
+// contents is not "" (the real frames, recorded).
+func copilotDone(id, text, contents string) string {
+	q := strconv.Quote(text)
+	c := ""
+	if contents != "" {
+		c = `,"contents":[` + contents + `]`
+	}
+	return `{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"completed","content":[{"type":"content","content":{"type":"text","text":` + q + `}}],"rawOutput":{"content":` + q + `,"detailedContent":` + q + c + `}}`
+}
+
+// A sync bash call of Copilot 1.0.102 past its initial wait, and a
+// read_bash result before the command's end, give the output so far and
+// a notice that the command is still running; a detached command's
+// results open with an `Output:` header and end with a trailer of their
+// own (the real frames, recorded).
+func TestCopilotShellReports(t *testing.T) {
+	d := mustDialect(t, "copilot")
+	done := accum.StatusCompleted
+	C, F := accum.Combined, accum.Final
+	final := func(s string) []accum.Text { return []accum.Text{{Stream: C, Kind: F, Text: s, TrimmedEnd: true}} }
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "read_bash while the command runs: the output so far, the notice not output, no exit",
+			update: copilotDone("call_async_ticks_4", "tick1\ntick2\n<command with shellId: 0 is still running after 0.7 seconds. The command is still running. Use read_bash to continue waiting for output, or stop_bash to stop it.>", ""),
+			want:   one(accum.Observation{ToolCallID: "call_async_ticks_4", Status: done, Background: true, Texts: final("tick1\ntick2")}),
+		},
+		{
+			name:   "a sync bash past its initial wait: completed, but the command goes on in the background",
+			update: copilotDone("call_sync_long_23", "first\n<command with shellId: 2 is still running after 30 seconds. The command is still running. You will be automatically notified when it completes; if you need the command to complete end your response with no tool calls to wait for the notification. Use stop_bash to stop it.>", ""),
+			want:   one(accum.Observation{ToolCallID: "call_sync_long_23", Status: done, Background: true, Texts: final("first")}),
+		},
+		{
+			name:   "detached, still running: the Output: header is not output",
+			update: copilotDone("call_detach_running_4", "Output:\nd1\n<command with shellId: 0 is still running in detached background after 0.5s. You will be automatically notified when it completes.>", ""),
+			want:   one(accum.Observation{ToolCallID: "call_detach_running_4", Status: done, Background: true, Texts: final("d1")}),
+		},
+		{
+			name: "detached, ended: its trailer gives the exit code, the Output: header is not output",
+			update: copilotDone("call_detach_running_6", "Output:\nd1\nd2\n<detached command with shellId: 0 completed with exit code 6>",
+				`{"type":"shell_exit","shellId":"0","exitCode":6,"cwd":"/home/dev/work/proj","outputPreview":"d1\nd2"}`),
+			want: one(accum.Observation{ToolCallID: "call_detach_running_6", Status: done,
+				Exit: ex(6, accum.ExitStructured, false), Texts: final("d1\nd2")}),
+		},
+		{
+			name:   "detached, ended, a replay without contents: the trailer's exit code",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"r1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Output:\nd1\n<detached command with shellId: 0 completed with exit code 6>"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "r1", Status: done, Exit: ex(6, accum.ExitText, false), Texts: final("d1")}),
+		},
+		{
+			name:   "a command that printed the still-running words and ended: they are output",
+			update: copilotDone("c1", "<command with shellId: 0 is still running after 1 seconds. x>\n<shellId: 5 completed with exit code 0>", `{"type":"shell_exit","shellId":"5","exitCode":0}`),
+			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+				Texts: final("<command with shellId: 0 is still running after 1 seconds. x>")}),
+		},
+	})
+}

@@ -960,6 +960,16 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 			id, e = t, s.calls[t]
 		}
 	}
+	if t := o.TerminalID; o.AboutTerminal && t != "" && (e == nil || !e.call.IsShell()) {
+		// A tool that is no shell command reports on the command of a
+		// terminal another call owns (it read or stopped a command that
+		// went on in the background): what it says of that command is the
+		// owner's, and the tool's own call keeps only the rest.
+		if owner := s.terminals[t]; owner != "" && owner != id && s.calls[owner] != nil {
+			ev := o.TakeEvidence()
+			ss.observe(s, &ev, r)
+		}
+	}
 	if e == nil {
 		if tb, ok := ss.tombOf(s, id); ok {
 			if s.replay {

@@ -439,3 +439,151 @@ func TestConformanceCline(t *testing.T) {
 		want: []wantExec{bad("call_exit3_2", "printf 'a\\nb\\n'; exit 3", "a\nb\n", 3)},
 	}})
 }
+
+// cpOpenWith is cpOpen with extra added to rawInput.
+func cpOpenWith(id, cmd, desc, extra string) string {
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":%s,"kind":"execute","status":"pending","rawInput":{"command":%s,"description":%s%s}}`, id, js(desc), js(cmd), js(desc), extra))
+}
+
+// cpTool is the tool_call of read_bash ({shellId, delay}) or stop_bash
+// ({shellId}).
+func cpTool(id, tool, shell string) string {
+	if tool == "stop_bash" {
+		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":"Stopping shell session","kind":"execute","status":"pending","rawInput":{"shellId":%q}}`, id, shell))
+	}
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call","toolCallId":%q,"title":"Reading shell output","kind":"read","status":"pending","rawInput":{"shellId":%q,"delay":1}}`, id, shell))
+}
+
+// cpDone is a completed update whose content is text; exit, when not
+// nil, is the shell_exit item's exit code.
+func cpDone(id, text, shell string, exit *int32) string {
+	contents := ""
+	if exit != nil {
+		contents = fmt.Sprintf(`,"contents":[{"type":"shell_exit","shellId":%q,"exitCode":%d,"cwd":"/w"}]`, shell, *exit)
+	}
+	return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed","content":[{"type":"content","content":{"type":"text","text":%s}}],"rawOutput":{"content":%s,"detailedContent":%s%s}}`, id, js(text), js(text), js(text), contents))
+}
+
+// Copilot CLI 1.0.102's bash tool in async mode (and a sync call past its
+// initial wait) ends its own call at once; the command's output and end
+// come later, to read_bash (or to the read Copilot makes itself when the
+// shell ends, under an id of its own), and stop_bash stops it. Each names
+// the shell by the shellId the bash call's result gave. The frames are
+// the real ones (recorded; the descriptions, cwd and notices trimmed).
+func TestConformanceCopilotShells(t *testing.T) {
+	const running = " is still running after 0.7 seconds. The command is still running. Use read_bash to continue waiting for output, or stop_bash to stop it.>"
+	runConformance(t, []cs{{
+		name: "async_read_to_its_end", agent: copilotAgent,
+		frames: []string{
+			cpOpenWith("call_a_2", "for i in 1 2 3 4; do echo tick$i; sleep 0.5; done; exit 3", "Ticks", `,"mode":"async"`),
+			cpDone("call_a_2", "<command started in background with shellId: 0>", "", nil),
+			cpTool("call_a_4", "read_bash", "0"),
+			cpDone("call_a_4", "tick1\ntick2\n<command with shellId: 0"+running, "", nil),
+			cpTool("call_a_6", "read_bash", "0"),
+			cpDone("call_a_6", "tick1\ntick2\ntick3\n<command with shellId: 0"+running, "", nil),
+			cpTool("call_a_8", "read_bash", "0"),
+			cpDone("call_a_8", "tick1\ntick2\ntick3\ntick4\n<shellId: 0 completed with exit code 3>", "0", code(3)),
+			cpTool("call_a_10", "read_bash", "0"),
+			cpDone("call_a_10", "\n<shellId: 0 completed with exit code 3>", "0", code(3)),
+		},
+		want: []wantExec{{id: "call_a_2", command: "for i in 1 2 3 4; do echo tick$i; sleep 0.5; done; exit 3", cwd: "/w", desc: "Ticks", outcome: failed, exit: code(3), bg: true,
+			output: "tick1\ntick2\ntick3\ntick4"}},
+	}, {
+		name: "async_ended_read_by_copilot_itself", agent: copilotAgent,
+		frames: []string{
+			cpOpenWith("call_b_9", "sleep 2; echo late-end; exit 4", "Late", `,"mode":"async"`),
+			cpDone("call_b_9", "<command started in background with shellId: 1>", "", nil),
+			cpTool("acbefcdb-3510-4330-a733-e2b5cac4232c", "read_bash", "1"),
+			cpDone("acbefcdb-3510-4330-a733-e2b5cac4232c", "late-end\n<shellId: 1 completed with exit code 4>", "1", code(4)),
+		},
+		want: []wantExec{{id: "call_b_9", command: "sleep 2; echo late-end; exit 4", cwd: "/w", desc: "Late", outcome: failed, exit: code(4), bg: true, output: "late-end"}},
+	}, {
+		// The same read with no tool_call before it (an id never
+		// announced): what it says of the command is still the owner's.
+		name: "async_ended_read_under_an_id_never_announced", agent: copilotAgent,
+		frames: []string{
+			cpOpenWith("call_b_10", "sleep 2; echo late-end; exit 4", "Late", `,"mode":"async"`),
+			cpDone("call_b_10", "<command started in background with shellId: 1>", "", nil),
+			cpDone("bcbefcdb-3510-4330-a733-e2b5cac4232c", "late-end\n<shellId: 1 completed with exit code 4>", "1", code(4)),
+		},
+		want: []wantExec{{id: "call_b_10", command: "sleep 2; echo late-end; exit 4", cwd: "/w", desc: "Late", outcome: failed, exit: code(4), bg: true, output: "late-end"}},
+	}, {
+		name: "async_stopped", agent: copilotAgent,
+		frames: []string{
+			cpOpenWith("call_c_16", "echo started-s; sleep 30; echo never", "Stop", `,"mode":"async"`),
+			cpLive("call_c_16", "started-s\n"),
+			cpDone("call_c_16", "<command started in background with shellId: 3>", "", nil),
+			cpTool("call_c_18", "read_bash", "3"),
+			cpDone("call_c_18", "started-s\n<command with shellId: 3"+running, "", nil),
+			cpTool("call_c_20", "stop_bash", "3"),
+			cpDone("call_c_20", "<command with id: 3 stopped>", "", nil),
+			cpTool("call_c_22", "read_bash", "3"),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_c_22","status":"failed","rawOutput":{"message":"shellId: 3 was already stopped via stop_bash.\n\nActive shell sessions:\n  shellId: 1, pid: 9163, mode: async, status: completed, elapsed: 8s, commands: 1, unread output: yes\n    current command: sleep 2; echo late-end; exit 4","code":"failure"}}`),
+		},
+		want: []wantExec{{id: "call_c_16", command: "echo started-s; sleep 30; echo never", cwd: "/w", desc: "Stop", outcome: failed, bg: true, output: "started-s\n",
+			extra: func(t *testing.T, x *pb.ShellExec) {
+				if !strings.Contains(x.GetOutcomeReason(), "<command with id: 3 stopped>") {
+					t.Errorf("outcome reason %q does not say it was stopped", x.GetOutcomeReason())
+				}
+			}}},
+	}, {
+		name: "sync_past_its_initial_wait", agent: copilotAgent,
+		frames: []string{
+			cpOpenWith("call_d_23", "echo first; sleep 40; echo second", "Long", `,"initial_wait":1`),
+			cpLive("call_d_23", "first\n"),
+			cpDone("call_d_23", "first\n<command with shellId: 2 is still running after 30 seconds. The command is still running. You will be automatically notified when it completes; if you need the command to complete end your response with no tool calls to wait for the notification. Use stop_bash to stop it.>", "", nil),
+			cpTool("call_d_25", "read_bash", "2"),
+			cpDone("call_d_25", "first\n<command with shellId: 2 is still running after 2 seconds. The command is still running. You will be automatically notified when it completes; if you need the command to complete end your response with no tool calls to wait for the notification. Use stop_bash to stop it.>", "", nil),
+			cpTool("call_d_27", "read_bash", "2"),
+			cpDone("call_d_27", "first\nsecond\n<shellId: 2 completed with exit code 0>", "2", code(0)),
+		},
+		want: []wantExec{{id: "call_d_23", command: "echo first; sleep 40; echo second", cwd: "/w", desc: "Long", outcome: succeeded, exit: code(0), bg: true,
+			// Copilot cut the output's last newline before its trailer;
+			// the live text, which had it, ended before "second".
+			output: "first\nsecond"}},
+	}, {
+		name: "detached_with_its_own_shell_id", agent: copilotAgent,
+		frames: []string{
+			cpOpenWith("call_e_16", "echo d1; sleep 2; echo d2; exit 6", "Detached", `,"mode":"async","detach":true,"shellId":"myshell"`),
+			cpDone("call_e_16", "<command started in detached background with shellId: myshell>", "", nil),
+			cpTool("call_e_18", "read_bash", "myshell"),
+			cpDone("call_e_18", "Output:\nd1\n<command with shellId: myshell is still running in detached background after 0.5s. You will be automatically notified when it completes.>", "", nil),
+			cpTool("call_e_19", "read_bash", "myshell"),
+			cpDone("call_e_19", "Output:\nd1\nd2\n<detached command with shellId: myshell completed with exit code 6>", "myshell", code(6)),
+			cpTool("call_e_20", "stop_bash", "myshell"),
+			cpDone("call_e_20", "<command with id: myshell had already stopped>", "", nil),
+		},
+		want: []wantExec{{id: "call_e_16", command: "echo d1; sleep 2; echo d2; exit 6", cwd: "/w", desc: "Detached", outcome: failed, exit: code(6), bg: true, output: "d1\nd2"}},
+	}, {
+		// A read_bash of a shell whose sync call already ended says
+		// nothing new: the call keeps its output and exit code.
+		name: "sync_then_read_again", agent: copilotAgent,
+		frames: []string{
+			cpOpenWith("call_f_12", "echo first; sleep 4; echo second", "Sync", `,"initial_wait":1`),
+			cpLive("call_f_12", "first\n"),
+			cpLive("call_f_12", "first\nsecond\n"),
+			cpDone("call_f_12", "first\nsecond\n<shellId: 2 completed with exit code 0>", "2", code(0)),
+			cpTool("call_f_14", "read_bash", "2"),
+			cpDone("call_f_14", "\n<shellId: 2 completed with exit code 0>", "2", code(0)),
+		},
+		want: []wantExec{{id: "call_f_12", command: "echo first; sleep 4; echo second", cwd: "/w", desc: "Sync", outcome: succeeded, exit: code(0), output: "first\nsecond\n"}},
+	}, {
+		// The model may give a shellId it used before: the newer command
+		// owns it from its tool_call, and a read of it is the newer one's.
+		name: "a_shell_id_used_again", agent: copilotAgent,
+		frames: []string{
+			cpOpenWith("call_g_1", "echo one; exit 1", "One", `,"mode":"async","shellId":"s"`),
+			cpDone("call_g_1", "<command started in background with shellId: s>", "", nil),
+			cpTool("call_g_2", "read_bash", "s"),
+			cpDone("call_g_2", "one\n<shellId: s completed with exit code 1>", "s", code(1)),
+			cpOpenWith("call_g_3", "echo two; exit 2", "Two", `,"mode":"async","shellId":"s"`),
+			cpDone("call_g_3", "<command started in background with shellId: s>", "", nil),
+			cpTool("call_g_4", "read_bash", "s"),
+			cpDone("call_g_4", "two\n<shellId: s completed with exit code 2>", "s", code(2)),
+		},
+		want: []wantExec{
+			{id: "call_g_1", command: "echo one; exit 1", cwd: "/w", desc: "One", outcome: failed, exit: code(1), bg: true, output: "one"},
+			{id: "call_g_3", command: "echo two; exit 2", cwd: "/w", desc: "Two", outcome: failed, exit: code(2), bg: true, output: "two"},
+		},
+	}})
+}

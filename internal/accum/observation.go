@@ -240,6 +240,17 @@ type Observation struct {
 	ToolCallID string
 	// TerminalID is the terminal the call's output flows through, if any.
 	TerminalID string
+	// AboutTerminal says that what the observation says of a command
+	// (its output and how it ended: see TakeEvidence) is about the
+	// command of TerminalID, whichever call started it. Some agents
+	// report on a command that went on in the background through
+	// another tool (one that reads or stops it) whose result has the
+	// shape of the command's own final, so the dialect cannot tell
+	// which call a frame is about. When the frame's call is not known
+	// as a shell command and another call owns TerminalID, the session
+	// gives that part to the owner; the frame's call keeps the rest
+	// (its status, a cancel of that tool) and never takes the terminal.
+	AboutTerminal bool
 
 	// Opens is true for frames that announce a call (`tool_call`). Dialects
 	// use it (an opening frame's content is not output); the session opens
@@ -391,3 +402,24 @@ const (
 
 // MaxFieldPath bounds Unrecognized.Field.
 const MaxFieldPath = 128
+
+// TakeEvidence moves what o says of how a command ran and ended (its
+// output, exit evidence, signal, timeout, failure, verdict, background,
+// with their sources) into an observation that names only o's terminal,
+// for the call that owns it (see AboutTerminal). o keeps what it says of
+// its own call: identity, status, a permission ask, a cancel, and no
+// terminal.
+func (o *Observation) TakeEvidence() Observation {
+	ev := Observation{
+		TerminalID: o.TerminalID, Texts: o.Texts, Exit: o.Exit, ExitSetAside: o.ExitSetAside,
+		Signal: o.Signal, TimedOut: o.TimedOut, Background: o.Background, FailNotice: o.FailNotice,
+		Succeeded: o.Succeeded, Failed: o.Failed, Verdict: o.Verdict, Worded: o.Worded,
+		Replayed: o.Replayed, Unrecognized: o.Unrecognized,
+		Src: Sources{Exit: o.Src.Exit, Output: o.Src.Output, Notice: o.Src.Notice},
+	}
+	o.TerminalID, o.AboutTerminal, o.Texts, o.Exit, o.ExitSetAside = "", false, nil, nil, false
+	o.Signal, o.TimedOut, o.Background, o.FailNotice = "", false, false, ""
+	o.Succeeded, o.Failed, o.Verdict, o.Worded, o.Unrecognized = false, false, VerdictNone, Worded{}, nil
+	o.Src.Exit, o.Src.Output, o.Src.Notice = "", "", ""
+	return ev
+}

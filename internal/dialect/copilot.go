@@ -52,21 +52,29 @@ import (
 //     command in the background: Background. Its live text is output as
 //     usual, but it is `completed` at once with only `<command started in
 //     (detached) background with shellId: N>`, and no trailer: a notice,
-//     not output, and no exit code (UNKNOWN, what was streamed kept). Its
-//     end comes later under a tool call id never announced, or to a
-//     read_bash call; neither is tied back to the call. A sync command
-//     past its initial wait (30 s) is `completed` with the output so far
-//     and `<command with shellId: N is still running after 30 seconds.
-//     ...>`: Background too, the notice not output. A read_bash result
-//     while the command runs has the same notice (`still running in
-//     detached background after 0.5s` for a detached command, whose
-//     results also open with an `Output:` header line and end with
-//     `<detached command with shellId: N completed with exit code X>`).
+//     not output, and no exit code (UNKNOWN, what was streamed kept). A
+//     sync command past its initial wait (30 s) is `completed` with the
+//     output so far and `<command with shellId: N is still running after
+//     30 seconds. ...>`: Background too, the notice not output.
 //   - the tools that act on a shell the bash tool started name it by
 //     `rawInput.shellId` and carry no command: read_bash (`kind: read`,
-//     {shellId, delay}) and stop_bash (`kind: execute`, title "Stopping
-//     shell session", {shellId}; content "<command with id: N stopped>").
-//     They run nothing: not shell calls, whatever their kind.
+//     {shellId, delay}; also the read Copilot makes itself when a
+//     background shell ends, under an id of its own) and stop_bash
+//     (`kind: execute`, title "Stopping shell session", {shellId}). They
+//     run nothing: not shell calls, whatever their kind. A read_bash
+//     result has the shape of the bash call's own final: the whole output
+//     so far, then the still-running notice or the trailer (with
+//     `contents[].exitCode`); a detached command's adds an `Output:`
+//     header line and says `<detached command with shellId: N completed
+//     with exit code X>` or `still running in detached background`.
+//     stop_bash says `<command with id: N stopped>` (the command did not
+//     end by itself: a failed Verdict, no exit code) or `... had already
+//     stopped>` (nothing about how it ended). As no frame says which tool
+//     it is (its update has no kind), every frame that names a shell
+//     names it as its terminal, AboutTerminal: the session gives what a
+//     frame of another tool says of the command to the call that started
+//     the shell, which owns that terminal (from the started or running
+//     notice, its final's trailer, or the model's own `rawInput.shellId`).
 //
 // Older builds, recorded at 1.0.80 and 1.0.61: 1.0.80's `shell_exit` also
 // has `outputTruncated`, and past its limit its live text is a short tail
@@ -107,7 +115,7 @@ func (copilot) Info() Info {
 		Name:               "copilot",
 		AgentNames:         []string{"copilot", "copilot-cli", "github copilot", "github-copilot", "@github/copilot"},
 		AuthMethodIDs:      []string{"copilot-login"},
-		Summary:            "GitHub Copilot CLI bash tool: command from rawInput (the title is the description), cumulative content with a 10,240-char tail window, shellId trailer stripped, exit from rawOutput.contents[].exitCode, rejection and policy-refusal messages.",
+		Summary:            "GitHub Copilot CLI bash tool: command from rawInput (the title is the description), cumulative content with a 10,240-char tail window, shellId trailer stripped, exit from rawOutput.contents[].exitCode, rejection and policy-refusal messages, read_bash/stop_bash results given to the call that started the shell.",
 		ClientCapabilities: richCapabilities,
 	}
 }
@@ -265,6 +273,11 @@ func copilotInputs(o *accum.Observation, u *copilotCall) {
 	if in.Mode.S == "async" || (in.Detach != nil && *in.Detach) {
 		o.Background = true
 	}
+	if cmd != "" && in.ShellID.S != "" {
+		// The model named the shell itself: the call owns it from the
+		// start (a shellId used again names the newer command).
+		o.TerminalID = in.ShellID.S
+	}
 }
 
 // copilotWindow is the length, in JavaScript characters, of the tail that
@@ -302,6 +315,10 @@ var (
 	// Groups: 1 the shellId, 2 "in detached background " for a detached
 	// command.
 	copilotRunning = regexp.MustCompile(`\n?<command with shellId: ([^>\n]*?) is still running (in detached background )?after [0-9.]+ ?s(?:econds?)?\.[^>\n]*>\s*$`)
+	// copilotStopped is the whole result of stop_bash: "<command with id:
+	// N stopped>", or "had already stopped" when the command had ended.
+	// Groups: 1 the shellId, 2 "had already ".
+	copilotStopped = regexp.MustCompile(`^<command with id: ([^>\n]*?) (had already )?stopped>$`)
 	// copilotTooLarge opens the final of an output too big to send. Every
 	// build recorded (1.0.57 to 1.0.102) names the file it saved the
 	// output to: a command that prints only the first words is not it.
@@ -311,7 +328,7 @@ var (
 	// copilotStarted is the whole final of a command started in async
 	// mode: "<command started in background with shellId: N>", or "in
 	// detached background" with `detach`.
-	copilotStarted = regexp.MustCompile(`^<command started in (?:detached )?background with shellId: [^>\n]*>$`)
+	copilotStarted = regexp.MustCompile(`^<command started in (?:detached )?background with shellId: ([^>\n]*)>$`)
 )
 
 // copilotFinal reads the `completed` frame.
@@ -329,12 +346,24 @@ func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 	// A command that ended always has the trailer, so one that printed
 	// the words of a notice below is not taken for it.
 	if m == nil {
-		if copilotStarted.MatchString(strings.TrimSpace(text)) {
+		if n := copilotStarted.FindStringSubmatch(strings.TrimSpace(text)); n != nil {
 			// An async command's final says only that it went on in the
 			// background: not output (what was streamed before stays),
 			// and no exit yet.
 			o.Background = true
+			copilotShell(o, n[1])
 			o.Src.Notice = "the notice that the command started in the background"
+			return
+		}
+		if n := copilotStopped.FindStringSubmatch(strings.TrimSpace(text)); n != nil {
+			// stop_bash's result. "stopped": the command did not end by
+			// itself (a failure; no exit code is given). "had already
+			// stopped": it had ended, and this says nothing of how.
+			o.Src.Notice = "stop_bash's notice"
+			if n[2] == "" {
+				copilotShell(o, n[1])
+				o.Verdict, o.FailNotice = accum.VerdictFailed, notice(text)
+			}
 			return
 		}
 		if r := copilotRunning.FindStringSubmatchIndex(text); r != nil {
@@ -342,6 +371,7 @@ func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 			// wait, a read_bash before the end): the output so far, the
 			// notice not output, no exit yet.
 			o.Background = true
+			copilotShell(o, text[r[2]:r[3]])
 			o.Src.Notice = "the notice that the command is still running"
 			text = text[:r[0]]
 			if r[4] >= 0 {
@@ -356,6 +386,9 @@ func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 	if m != nil {
 		if e := CodeFromString(text[m[6]:m[7]]).Exit(accum.ExitText, true); e != nil {
 			o.Exit = accum.StrongerExit(o.Exit, e)
+		}
+		if m[4] >= 0 {
+			copilotShell(o, text[m[4]:m[5]])
 		}
 		detached := m[2] >= 0
 		text = text[:m[0]]
@@ -381,6 +414,18 @@ func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 		return // no output in the final: keep what was streamed
 	}
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: text, TrimmedEnd: true})
+}
+
+// copilotShell says that the frame names the shell the bash tool started,
+// by its shellId. The bash call's own final and the result of read_bash
+// (or stop_bash, or the read Copilot makes itself when a background shell
+// ends) have one shape, so what the frame says of the command is about
+// that shell: the session gives it to the call that started the shell
+// when the frame is another tool's (accum.Observation.AboutTerminal).
+func copilotShell(o *accum.Observation, id string) {
+	if id != "" {
+		o.TerminalID, o.AboutTerminal = id, true
+	}
 }
 
 // copilotCutHeader removes the "Output:" line that opens what Copilot

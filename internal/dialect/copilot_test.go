@@ -49,13 +49,13 @@ func TestCopilotUpdate(t *testing.T) {
 			name: "final completed with exit 4: contents[].exitCode, trailer not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"after-cancel\n<shellId: 2 completed with exit code 4>"}}],` +
 				`"rawOutput":{"content":"after-cancel\n<shellId: 2 completed with exit code 4>","detailedContent":"after-cancel\n<shellId: 2 completed with exit code 4>","contents":[{"type":"shell_exit","shellId":"2","exitCode":4,"cwd":"/w","outputPreview":"after-cancel\n"}]}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(4, accum.ExitStructured, false),
+			want: one(accum.Observation{ToolCallID: "c1", TerminalID: "2", AboutTerminal: true, Status: accum.StatusCompleted, Exit: ex(4, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "after-cancel", TrimmedEnd: true}}}),
 		},
 		{
 			name:   "a replay without contents: the trailer gives the exit code",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\nb\n<shellId: 7 completed with exit code 3>"}}],"rawOutput":{"content":"a\nb\n<shellId: 7 completed with exit code 3>"}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false),
+			want: one(accum.Observation{ToolCallID: "c1", TerminalID: "7", AboutTerminal: true, Status: accum.StatusCompleted, Exit: ex(3, accum.ExitText, false),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "a\nb", TrimmedEnd: true}}}),
 		},
 		{
@@ -67,7 +67,7 @@ func TestCopilotUpdate(t *testing.T) {
 		{
 			name:   "no output: only the trailer, nothing to wipe",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<shellId: 3 completed with exit code 0>"}}],"rawOutput":{"contents":[{"type":"shell_exit","exitCode":0}]}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false)}),
+			want:   one(accum.Observation{ToolCallID: "c1", TerminalID: "3", AboutTerminal: true, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false)}),
 		},
 		{
 			name:   "a malformed exit code is unknown, never 0",
@@ -78,7 +78,7 @@ func TestCopilotUpdate(t *testing.T) {
 			name: "output too large: a notice and a head that never replaces the live text",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Output too large to read at once (223.5 KB). Saved to: /tmp/copilot-out.txt\nUse the view tool to read it.\n\nPreview (first 500 chars):\n1\n2\n3\n\n<shellId: 5 completed with exit code 0>"}}],` +
 				`"rawOutput":{"contents":[{"type":"shell_exit","exitCode":0}]}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+			want: one(accum.Observation{ToolCallID: "c1", TerminalID: "5", AboutTerminal: true, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n3\n", Truncated: true, Head: true, TotalBytes: 228812}}}),
 		},
 		{
@@ -185,8 +185,8 @@ func TestCopilotShellExitLine(t *testing.T) {
 	final := func(text string) string {
 		return `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":` + strconv.Quote(text) + `}}]}`
 	}
-	want := func(out string, code int32) []accum.Observation {
-		o := accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(code, accum.ExitText, false)}
+	want := func(out string, code int32, shell string) []accum.Observation {
+		o := accum.Observation{ToolCallID: "c1", TerminalID: shell, AboutTerminal: true, Status: done, Exit: ex(code, accum.ExitText, false)}
 		if out != "" {
 			o.Texts = []accum.Text{{Stream: C, Kind: F, Text: out, TrimmedEnd: true}}
 		}
@@ -197,16 +197,16 @@ func TestCopilotShellExitLine(t *testing.T) {
 			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
 				{name: "the shell's exit line before the trailer is not output",
 					update: final("a\nb\nexit\n<shellId: 1 completed with exit code 3>"),
-					want:   want("a\nb", 3)},
+					want:   want("a\nb", 3, "1")},
 				{name: "only the last line, once",
 					update: final("exit\nexit\n<shellId: 2 completed with exit code 4>"),
-					want:   want("exit", 4)},
+					want:   want("exit", 4, "2")},
 				{name: "a command that printed nothing",
 					update: final("exit\n<shellId: 3 completed with exit code 0>"),
-					want:   want("", 0)},
+					want:   want("", 0, "3")},
 				{name: "a line that only starts with exit is output",
 					update: final("exit code was 3\n<shellId: 4 completed with exit code 0>"),
-					want:   want("exit code was 3", 0)},
+					want:   want("exit code was 3", 0, "4")},
 			})
 		})
 	}
@@ -215,7 +215,7 @@ func TestCopilotShellExitLine(t *testing.T) {
 			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
 				{name: "a last exit line is the command's own output",
 					update: final("a\nb\nexit\n<shellId: 1 completed with exit code 3>"),
-					want:   want("a\nb\nexit", 3)},
+					want:   want("a\nb\nexit", 3, "1")},
 			})
 		})
 	}
@@ -266,17 +266,17 @@ func TestCopilotAsync(t *testing.T) {
 		{
 			name:   "the background notice is not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_bg0_2","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<command started in background with shellId: 0>"}}],"rawOutput":{"content":"<command started in background with shellId: 0>","detailedContent":"<command started in background with shellId: 0>"}}`,
-			want:   one(accum.Observation{ToolCallID: "call_bg0_2", Status: done, Background: true}),
+			want:   one(accum.Observation{ToolCallID: "call_bg0_2", TerminalID: "0", AboutTerminal: true, Status: done, Background: true}),
 		},
 		{
 			name:   "the detached background notice is not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_bg1_6","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<command started in detached background with shellId: 1>"}}],"rawOutput":{"content":"<command started in detached background with shellId: 1>","detailedContent":"<command started in detached background with shellId: 1>"}}`,
-			want:   one(accum.Observation{ToolCallID: "call_bg1_6", Status: done, Background: true}),
+			want:   one(accum.Observation{ToolCallID: "call_bg1_6", TerminalID: "1", AboutTerminal: true, Status: done, Background: true}),
 		},
 		{
 			name:   "a command that printed the notice's words and ended: its trailer says so, the words are output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"<command started in background with shellId: 0>\n<shellId: 3 completed with exit code 0>"}}],"rawOutput":{"contents":[{"type":"shell_exit","shellId":"3","exitCode":0,"outputPreview":"<command started in background with shellId: 0>\n"}]}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+			want: one(accum.Observation{ToolCallID: "c1", TerminalID: "3", AboutTerminal: true, Status: done, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "<command started in background with shellId: 0>", TrimmedEnd: true}}}),
 		},
 	})
@@ -312,7 +312,7 @@ func TestCopilotStopBash(t *testing.T) {
 		{
 			name:   "the bash tool's own shellId beside a command is a shell call",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"call_bgA_2","title":"Run step 0 (bgA)","kind":"execute","status":"pending","rawInput":{"command":"echo hi","description":"Run step 0 (bgA)","shellId":"bgq"}}`,
-			want:   one(accum.Observation{ToolCallID: "call_bgA_2", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "echo hi", Description: "Run step 0 (bgA)"}),
+			want:   one(accum.Observation{ToolCallID: "call_bgA_2", TerminalID: "bgq", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "echo hi", Description: "Run step 0 (bgA)"}),
 		},
 	})
 	c, _ := foldCopilot(t, []obsCase{
@@ -337,13 +337,13 @@ func TestCopilotPrintedTooLarge(t *testing.T) {
 	whole := []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: strings.TrimSuffix(printed, "\n"), TrimmedEnd: true}}
 	runObsCases(t, d, []obsCase{
 		{name: "live: the words without the notice's shape are output", update: final,
-			want: one(accum.Observation{ToolCallID: id, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: whole})},
+			want: one(accum.Observation{ToolCallID: id, TerminalID: "21", AboutTerminal: true, Status: done, Exit: ex(0, accum.ExitStructured, false), Texts: whole})},
 		{name: "replayed: the same", update: replayed,
-			want: one(accum.Observation{ToolCallID: id, Status: done, Exit: ex(0, accum.ExitText, false), Texts: whole})},
+			want: one(accum.Observation{ToolCallID: id, TerminalID: "21", AboutTerminal: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: whole})},
 		{name: "the real notice, with its file: the live text stays, the size stated",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Output too large to read at once (340.7 KB). Saved to: /tmp/t/copilot-tool-output-1.txt\nConsider using tools like grep (for searching), head/tail (for viewing start/end), view with view_range (for specific sections), or jq (for JSON) to examine portions of the output.\n\nPreview (first 500 chars):\n1\n2\n3\n\n<shellId: 5 completed with exit code 0>"}}],` +
 				`"rawOutput":{"contents":[{"type":"shell_exit","shellId":"5","exitCode":0,"cwd":"/w","outputPreview":"1\n2\n3","outputTruncated":true,"outputFilePath":"/tmp/t/copilot-tool-output-1.txt"}]}}`,
-			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+			want: one(accum.Observation{ToolCallID: "c1", TerminalID: "5", AboutTerminal: true, Status: done, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n3\n", Truncated: true, Head: true, TotalBytes: 348825}}})},
 	})
 	for _, tc := range []struct {
@@ -381,11 +381,15 @@ func copilotDone(id, text, contents string) string {
 	return `{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"completed","content":[{"type":"content","content":{"type":"text","text":` + q + `}}],"rawOutput":{"content":` + q + `,"detailedContent":` + q + c + `}}`
 }
 
-// A sync bash call of Copilot 1.0.102 past its initial wait, and a
-// read_bash result before the command's end, give the output so far and
-// a notice that the command is still running; a detached command's
-// results open with an `Output:` header and end with a trailer of their
-// own (the real frames, recorded).
+// Copilot 1.0.102's read_bash and stop_bash results (and the read Copilot
+// makes itself when a background shell ends, under an id of its own) name
+// the shell the bash tool started by its shellId, in the shape of the bash
+// call's own final: the output so far, then a still-running notice or the
+// trailer (a detached command's with an `Output:` header and a trailer of
+// its own). Every frame that names a shell says so (TerminalID,
+// AboutTerminal); the session gives what another tool's frame says of the
+// command to the call that started the shell (the real frames, recorded;
+// TestConformanceCopilotShells in test/ plays the whole sessions).
 func TestCopilotShellReports(t *testing.T) {
 	d := mustDialect(t, "copilot")
 	done := accum.StatusCompleted
@@ -393,36 +397,87 @@ func TestCopilotShellReports(t *testing.T) {
 	final := func(s string) []accum.Text { return []accum.Text{{Stream: C, Kind: F, Text: s, TrimmedEnd: true}} }
 	runObsCases(t, d, []obsCase{
 		{
+			name:   "async bash: the started notice names the shell",
+			update: copilotDone("call_async_exit3_2", "<command started in background with shellId: 0>", ""),
+			want:   one(accum.Observation{ToolCallID: "call_async_exit3_2", TerminalID: "0", AboutTerminal: true, Status: done, Background: true}),
+		},
+		{
+			name:   "the model's own shellId, detached",
+			update: copilotDone("call_async_own_id_16", "<command started in detached background with shellId: myshell>", ""),
+			want:   one(accum.Observation{ToolCallID: "call_async_own_id_16", TerminalID: "myshell", AboutTerminal: true, Status: done, Background: true}),
+		},
+		{
+			name:   "the bash tool_call with the model's own shellId owns that shell from the start",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"call_async_own_id_16","title":"Run step 2 (async_own_id)","kind":"execute","status":"pending","rawInput":{"command":"echo own-id; sleep 1; echo own-done","description":"Run step 2 (async_own_id)","mode":"async","detach":true,"shellId":"myshell"}}`,
+			want: one(accum.Observation{ToolCallID: "call_async_own_id_16", TerminalID: "myshell", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending,
+				Command: "echo own-id; sleep 1; echo own-done", Description: "Run step 2 (async_own_id)", Background: true}),
+		},
+		{
+			name: "read_bash at the shell's end: its output and exit code, the trailer not output",
+			update: copilotDone("call_async_exit3_4", "async-out\n<shellId: 0 completed with exit code 3>",
+				`{"type":"shell_exit","shellId":"0","exitCode":3,"cwd":"/home/dev/work/proj","outputPreview":"async-out\n"}`),
+			want: one(accum.Observation{ToolCallID: "call_async_exit3_4", TerminalID: "0", AboutTerminal: true, Status: done,
+				Exit: ex(3, accum.ExitStructured, false), Texts: final("async-out")}),
+		},
+		{
+			name: "a sync bash's own final names its shell the same way",
+			update: copilotDone("call_wait_13", "waited\n<shellId: 2 completed with exit code 0>",
+				`{"type":"shell_exit","shellId":"2","exitCode":0,"cwd":"/home/dev/work/proj","outputPreview":"waited\n"}`),
+			want: one(accum.Observation{ToolCallID: "call_wait_13", TerminalID: "2", AboutTerminal: true, Status: done,
+				Exit: ex(0, accum.ExitStructured, false), Texts: final("waited")}),
+		},
+		{
+			name:   "read_bash again after the end was read: nothing new, the exit restated",
+			update: copilotDone("call_async_ticks_10", "\n<shellId: 0 completed with exit code 3>", `{"type":"shell_exit","shellId":"0","exitCode":3,"cwd":"/home/dev/work/proj"}`),
+			want:   one(accum.Observation{ToolCallID: "call_async_ticks_10", TerminalID: "0", AboutTerminal: true, Status: done, Exit: ex(3, accum.ExitStructured, false)}),
+		},
+		{
 			name:   "read_bash while the command runs: the output so far, the notice not output, no exit",
 			update: copilotDone("call_async_ticks_4", "tick1\ntick2\n<command with shellId: 0 is still running after 0.7 seconds. The command is still running. Use read_bash to continue waiting for output, or stop_bash to stop it.>", ""),
-			want:   one(accum.Observation{ToolCallID: "call_async_ticks_4", Status: done, Background: true, Texts: final("tick1\ntick2")}),
+			want:   one(accum.Observation{ToolCallID: "call_async_ticks_4", TerminalID: "0", AboutTerminal: true, Status: done, Background: true, Texts: final("tick1\ntick2")}),
 		},
 		{
 			name:   "a sync bash past its initial wait: completed, but the command goes on in the background",
 			update: copilotDone("call_sync_long_23", "first\n<command with shellId: 2 is still running after 30 seconds. The command is still running. You will be automatically notified when it completes; if you need the command to complete end your response with no tool calls to wait for the notification. Use stop_bash to stop it.>", ""),
-			want:   one(accum.Observation{ToolCallID: "call_sync_long_23", Status: done, Background: true, Texts: final("first")}),
+			want:   one(accum.Observation{ToolCallID: "call_sync_long_23", TerminalID: "2", AboutTerminal: true, Status: done, Background: true, Texts: final("first")}),
 		},
 		{
 			name:   "detached, still running: the Output: header is not output",
 			update: copilotDone("call_detach_running_4", "Output:\nd1\n<command with shellId: 0 is still running in detached background after 0.5s. You will be automatically notified when it completes.>", ""),
-			want:   one(accum.Observation{ToolCallID: "call_detach_running_4", Status: done, Background: true, Texts: final("d1")}),
+			want:   one(accum.Observation{ToolCallID: "call_detach_running_4", TerminalID: "0", AboutTerminal: true, Status: done, Background: true, Texts: final("d1")}),
 		},
 		{
 			name: "detached, ended: its trailer gives the exit code, the Output: header is not output",
 			update: copilotDone("call_detach_running_6", "Output:\nd1\nd2\n<detached command with shellId: 0 completed with exit code 6>",
 				`{"type":"shell_exit","shellId":"0","exitCode":6,"cwd":"/home/dev/work/proj","outputPreview":"d1\nd2"}`),
-			want: one(accum.Observation{ToolCallID: "call_detach_running_6", Status: done,
+			want: one(accum.Observation{ToolCallID: "call_detach_running_6", TerminalID: "0", AboutTerminal: true, Status: done,
 				Exit: ex(6, accum.ExitStructured, false), Texts: final("d1\nd2")}),
 		},
 		{
 			name:   "detached, ended, a replay without contents: the trailer's exit code",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"r1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Output:\nd1\n<detached command with shellId: 0 completed with exit code 6>"}}]}`,
-			want:   one(accum.Observation{ToolCallID: "r1", Status: done, Exit: ex(6, accum.ExitText, false), Texts: final("d1")}),
+			want:   one(accum.Observation{ToolCallID: "r1", TerminalID: "0", AboutTerminal: true, Status: done, Exit: ex(6, accum.ExitText, false), Texts: final("d1")}),
+		},
+		{
+			name:   "stop_bash stopped the command: it did not end by itself, no exit code",
+			update: copilotDone("call_read_then_stop_20", "<command with id: 3 stopped>", ""),
+			want: one(accum.Observation{ToolCallID: "call_read_then_stop_20", TerminalID: "3", AboutTerminal: true, Status: done,
+				Verdict: accum.VerdictFailed, FailNotice: "<command with id: 3 stopped>"}),
+		},
+		{
+			name:   "stop_bash after the command had ended: nothing about it",
+			update: copilotDone("call_async_own_id_20", "<command with id: myshell had already stopped>", ""),
+			want:   one(accum.Observation{ToolCallID: "call_async_own_id_20", Status: done}),
+		},
+		{
+			name:   "read_bash of a stopped shell fails: the tool's failure, not the command's",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_read_then_stop_22","status":"failed","rawOutput":{"message":"shellId: 3 was already stopped via stop_bash.\n\nActive shell sessions:\n  shellId: 1, pid: 9163, mode: async, status: completed, elapsed: 8s, commands: 1, unread output: yes\n    current command: sleep 2; echo late-end; exit 4","code":"failure"}}`,
+			want:   one(accum.Observation{ToolCallID: "call_read_then_stop_22", Status: accum.StatusFailed, Failed: true, FailNotice: "shellId: 3 was already stopped via stop_bash."}),
 		},
 		{
 			name:   "a command that printed the still-running words and ended: they are output",
 			update: copilotDone("c1", "<command with shellId: 0 is still running after 1 seconds. x>\n<shellId: 5 completed with exit code 0>", `{"type":"shell_exit","shellId":"5","exitCode":0}`),
-			want: one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitStructured, false),
+			want: one(accum.Observation{ToolCallID: "c1", TerminalID: "5", AboutTerminal: true, Status: done, Exit: ex(0, accum.ExitStructured, false),
 				Texts: final("<command with shellId: 0 is still running after 1 seconds. x>")}),
 		},
 	})

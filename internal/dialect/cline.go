@@ -31,9 +31,10 @@ import (
 //     one entry per command, `{query, result, error?, success}`. `result`
 //     is `[Command exited with code N]\n<stdout>` (the bracket line is the
 //     exit code, not output) plus `\n[stderr]\n<stderr>` when the command
-//     wrote to stderr (the marker is not output, the stderr text is: the
-//     streams are really separate, so they are reported as stdout and
-//     stderr, and the combined output is stdout then stderr). A success
+//     wrote to stderr (the marker, the last one, is not output, the
+//     stderr text is: the streams are really separate, so they are
+//     reported as stdout and stderr, and the combined output is stdout
+//     then stderr). A success
 //     states no code: `success: true`, the result only the output. The
 //     status stays `completed` for every exit.
 //   - `success: true` with no bracket line and no error: Cline resolves a
@@ -51,7 +52,8 @@ import (
 //     Output will continue in <file>]` (moved to the background:
 //     Background), `[Command completed with background processes still
 //     running; ...]`, and `[... output truncated: N chars total. ...]`
-//     between a head and a tail (Truncated, at least N bytes).
+//     between a head and a tail (Truncated, at least N bytes, split
+//     between the streams as parseClineResult says).
 //   - a rejection: `failed`, `rawOutput` a JSON STRING holding
 //     `{"error":"User rejected the tool call ..."}`: Cancelled, the error
 //     its notice.
@@ -306,16 +308,27 @@ var (
 	clineTimedOut  = regexp.MustCompile(`(?i)\btimed out after\b`)
 )
 
-// clineStderr separates stdout from stderr in a result.
+// clineStderr separates stdout from stderr in a result. Cline writes
+// `<stdout>` + clineStderr + `<stderr>` (only when there was stderr), so
+// its marker is the LAST one: a "[stderr]" line the command printed to
+// stdout comes before it and is output. A stderr that itself holds such a
+// line is cut at that line instead; and when there was no stderr, a
+// "[stderr]" line in stdout reads as Cline's marker: the wire cannot tell
+// those apart, and a command's stderr is more often the text Cline
+// appended than a stdout line that looks like its marker.
 const clineStderr = "\n[stderr]\n"
 
 // clineResult is one command's result taken apart.
 type clineResult struct {
 	exit           Code
 	stdout, stderr string
-	truncated      bool
-	total          int64
-	background     bool
+	// outCut and errCut say which stream Cline's truncation note cut;
+	// outTotal and errTotal are then at least that stream's size (0:
+	// unknown), and total the size the note states of both.
+	outCut, errCut     bool
+	outTotal, errTotal int64
+	total              int64
+	background         bool
 }
 
 // parseClineResult removes Cline's markers and notices from a result.
@@ -337,14 +350,42 @@ func parseClineResult(e clineEntry) clineResult {
 	if m := clineBgNote.FindStringIndex(s); m != nil {
 		s = s[:m[0]]
 	}
+	cut := -1 // where the truncation note was, in s without it
 	if m := clineTruncNote.FindStringSubmatchIndex(s); m != nil {
-		r.truncated = true
 		if c := CodeFromString(s[m[2]:m[3]]); c.Known && c.Value > 0 {
 			r.total = int64(c.Value)
 		}
+		cut = m[0]
 		s = s[:m[0]] + s[m[1]:]
 	}
-	r.stdout, r.stderr, _ = strings.Cut(s, clineStderr)
+	if cut < 0 {
+		if i := strings.LastIndex(s, clineStderr); i >= 0 {
+			r.stdout, r.stderr = s[:i], s[i+len(clineStderr):]
+		} else {
+			r.stdout = s
+		}
+		return r
+	}
+	// Cline keeps each stream's first and last 24,000 chars, then the
+	// first and last 24,000 of stdout, marker and stderr, its note
+	// between them (the note's total counts both streams, in UTF-16
+	// units, which never exceed UTF-8 bytes; utf16Len counts them). A marker is looked for on
+	// either side of the note, never across it: one after the note shows
+	// stdout was cut and the stderr after it is whole; one before it, that
+	// stdout is whole and stderr was cut. With none in sight, the text is
+	// stdout (the common case: no stderr), stated whole, and stderr is
+	// unknown: a long one can have been cut out with the marker.
+	if i := strings.LastIndex(s[cut:], clineStderr); i >= 0 {
+		i += cut
+		r.stdout, r.stderr = s[:i], s[i+len(clineStderr):]
+		r.outCut, r.outTotal = true, r.total-int64(utf16Len(r.stderr))
+	} else if i := strings.LastIndex(s[:cut], clineStderr); i >= 0 {
+		r.stdout, r.stderr = s[:i], s[i+len(clineStderr):]
+		r.errCut, r.errTotal = true, r.total-int64(utf16Len(r.stdout))
+	} else {
+		r.stdout = s
+		r.outCut, r.errCut, r.outTotal = true, true, r.total
+	}
 	return r
 }
 
@@ -358,8 +399,10 @@ func parseClineResult(e clineEntry) clineResult {
 func clineAggregate(o *accum.Observation, entries []clineEntry) {
 	var combined, stdout, stderr strings.Builder
 	allOK := true
-	truncated, said := false, false
-	var total int64
+	outCut, errCut, said := false, false, false
+	// Each stream's size, at least: what is shown, or what Cline's note
+	// says of a stream it cut.
+	var total, outTotal, errTotal int64
 	for _, e := range entries {
 		r := parseClineResult(e)
 		o.Background = o.Background || r.background
@@ -393,8 +436,10 @@ func clineAggregate(o *accum.Observation, entries []clineEntry) {
 		combined.WriteString(r.stderr)
 		stdout.WriteString(r.stdout)
 		stderr.WriteString(r.stderr)
-		truncated = truncated || r.truncated
-		total += r.total
+		outCut, errCut = outCut || r.outCut, errCut || r.errCut
+		total += max(int64(len(r.stdout)+len(r.stderr)), r.total)
+		outTotal += max(int64(len(r.stdout)), r.outTotal)
+		errTotal += max(int64(len(r.stderr)), r.errTotal)
 	}
 	if allOK && o.Exit == nil {
 		// Every command closed with code 0 (see cline): exit 0.
@@ -404,8 +449,16 @@ func clineAggregate(o *accum.Observation, entries []clineEntry) {
 		return
 	}
 	kind := textKind(o.Status.Ended())
+	// A size is stated only for a text Cline cut.
+	sized := func(cut bool, n int64) int64 {
+		if !cut {
+			return 0
+		}
+		return n
+	}
+	truncated := outCut || errCut
 	o.Texts = append(o.Texts,
-		accum.Text{Stream: accum.Combined, Kind: kind, Text: combined.String(), Truncated: truncated, TotalBytes: total},
-		accum.Text{Stream: accum.Stdout, Kind: kind, Text: stdout.String(), Truncated: truncated},
-		accum.Text{Stream: accum.Stderr, Kind: kind, Text: stderr.String(), Truncated: truncated})
+		accum.Text{Stream: accum.Combined, Kind: kind, Text: combined.String(), Truncated: truncated, TotalBytes: sized(truncated, total)},
+		accum.Text{Stream: accum.Stdout, Kind: kind, Text: stdout.String(), Truncated: outCut, TotalBytes: sized(outCut, outTotal)},
+		accum.Text{Stream: accum.Stderr, Kind: kind, Text: stderr.String(), Truncated: errCut, TotalBytes: sized(errCut, errTotal)})
 }

@@ -1,6 +1,8 @@
 package dialect
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -93,8 +95,37 @@ func TestClineUpdate(t *testing.T) {
 			update: clFinal("completed", `[{"query":"seq 1 99999","result":"1\n2\n\n[... output truncated: 588894 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n99998\n99999\n","success":true}]`),
 			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "seq 1 99999", Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
 				{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true, TotalBytes: 588894},
-				{Stream: accum.Stdout, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true},
+				{Stream: accum.Stdout, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true, TotalBytes: 588894},
 				{Stream: accum.Stderr, Kind: accum.Final, Truncated: true}}}),
+		},
+		{
+			// cline-3.0.65_plain_probeu8: Cline appends "\n[stderr]\n" and
+			// the stderr AFTER the stdout, so its marker is the last one; a
+			// "[stderr]" line the command printed to stdout is output.
+			name:   "a [stderr] line in stdout is output: Cline's marker is the last one",
+			update: clFinal("completed", `[{"query":"echo out1; echo '[stderr]'; echo out2; echo real-err >&2","result":"out1\n[stderr]\nout2\n\n[stderr]\nreal-err\n","success":true}]`),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo out1; echo '[stderr]'; echo out2; echo real-err >&2",
+				Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("out1\n[stderr]\nout2\n", "real-err\n")}),
+		},
+		{
+			// Cline keeps the first and last 24,000 chars of stdout, the
+			// marker and stderr: a marker after its note means the note cut
+			// stdout and the stderr after it is whole, so stdout is the
+			// total less the stderr (Cline counts UTF-16 units: é is one).
+			name:   "truncated with stderr after the note: stdout was cut, stderr is whole",
+			update: clFinal("completed", `[{"query":"x","result":"1\n2\n\n[... output truncated: 588894 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n99999\n\n[stderr]\nwarn: é\n","success":true}]`),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
+				{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n99999\nwarn: é\n", Truncated: true, TotalBytes: 588894},
+				{Stream: accum.Stdout, Kind: accum.Final, Text: "1\n2\n99999\n", Truncated: true, TotalBytes: 588894 - 8},
+				{Stream: accum.Stderr, Kind: accum.Final, Text: "warn: é\n"}}}),
+		},
+		{
+			name:   "truncated with stderr before the note: stdout is whole, stderr was cut",
+			update: clFinal("completed", `[{"query":"x","result":"ok\n\n[stderr]\nw1\n\n[... output truncated: 60000 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\nw9\n","success":true}]`),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
+				{Stream: accum.Combined, Kind: accum.Final, Text: "ok\nw1\nw9\n", Truncated: true, TotalBytes: 60000},
+				{Stream: accum.Stdout, Kind: accum.Final, Text: "ok\n"},
+				{Stream: accum.Stderr, Kind: accum.Final, Text: "w1\nw9\n", Truncated: true, TotalBytes: 60000 - 3}}}),
 		},
 		{
 			name:   "moved to the background: no success proof, notice not output",
@@ -145,6 +176,27 @@ func TestClineUpdate(t *testing.T) {
 		ask:  `{"toolCallId":"c1","title":"run_commands: rm -f notes.txt","kind":"execute","status":"pending","rawInput":{"commands":["rm -f notes.txt"]}}`,
 		want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusPending, PermissionAsk: true, Command: "rm -f notes.txt"}),
 	}})
+}
+
+// TestClineBigOutput: cline-3.0.65_plain_probeu (step big150), 151,507
+// bytes of stdout that Cline cut to its first and last 24,000 chars around
+// its note: stdout says the total the note states, as the output does.
+func TestClineBigOutput(t *testing.T) {
+	d, _ := Lookup("cline")
+	out := strings.Repeat(strings.Repeat("x", 100)+"\n", 1499) + strings.Repeat("x", 100) + "END-BIG\n"
+	require.Len(t, out, 151507)
+	result := out[:24000] + "\n[... output truncated: 151507 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n" + out[len(out)-24000:]
+	entry, err := json.Marshal(map[string]any{"query": "head -c 150000 /dev/zero | tr '\\0' x | fold -w 100; echo END-BIG", "result": result, "success": true})
+	require.NoError(t, err)
+	got, err := readCase(d, clFinal("completed", "["+string(entry)+"]"), "")
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	kept := out[:24000] + out[len(out)-24000:]
+	assert.Equal(t, []accum.Text{
+		{Stream: accum.Combined, Kind: accum.Final, Text: kept, Truncated: true, TotalBytes: 151507},
+		{Stream: accum.Stdout, Kind: accum.Final, Text: kept, Truncated: true, TotalBytes: 151507},
+		{Stream: accum.Stderr, Kind: accum.Final, Truncated: true},
+	}, got[0].Texts)
 }
 
 func TestClineDetect(t *testing.T) {

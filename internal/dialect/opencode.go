@@ -198,7 +198,7 @@ func readOpencode(u *opencodeCall) accum.Observation {
 					o.Src.Notice = "<shell_metadata> block of the live content text"
 				}
 			}
-			if strings.TrimSpace(text) == "(no output)" {
+			if text == opencodeNoOutput {
 				// The final text of a command that printed nothing.
 				text, o.Src.Notice = "", "(no output) of the live content text"
 			}
@@ -214,6 +214,14 @@ func readOpencode(u *opencodeCall) accum.Observation {
 	}
 	return o
 }
+
+// opencodeNoOutput is what OpenCode (and Kilo) write for an empty
+// output, exactly: no newline, and what they add for the model (the
+// truncation header before it, a notice block after it with its own
+// blank line) comes off whole. A command that prints these words prints
+// them with its own newline ("(no output)\n"): that is output, so the
+// word is compared as the agent writes it, never trimmed.
+const opencodeNoOutput = "(no output)"
 
 // opencodeWindowPrefix marks a live snapshot that holds only the tail of
 // the output (newer shell tool); opencodeHeadSuffix marks one that holds
@@ -238,7 +246,7 @@ func opencodeLive(text string) accum.Text {
 	if strings.HasPrefix(text, "...") {
 		if loc := opencodeTruncHeader.FindStringIndex(text); loc != nil {
 			rest := text[loc[1]:]
-			if strings.TrimSpace(rest) == "(no output)" || rest == "" {
+			if rest == opencodeNoOutput || rest == "" {
 				return accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true}
 			}
 			return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: rest, Truncated: true}
@@ -403,7 +411,7 @@ func (p *opencodeParsed) parse(text string) {
 		p.truncated, p.head = true, true
 		text = text[:at]
 	}
-	if strings.TrimSpace(text) == "(no output)" {
+	if text == opencodeNoOutput {
 		text = ""
 	}
 	p.body = text

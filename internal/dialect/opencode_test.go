@@ -94,6 +94,19 @@ func TestOpencodeUpdate(t *testing.T) {
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning}},
 		},
 		{
+			// kilo-7.7.7_bash-ask_probeu6: `echo '(no output)'` printed
+			// Kilo's word with a newline; Kilo's own has none.
+			name:   "in_progress (no output) with a newline is the command's output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_pi_none_2","status":"in_progress","kind":"execute","title":"echo '(no output)'","locations":[{"path":"/home/dev/work/proj"}],"rawInput":{"command":"echo '(no output)'","description":"Run step 0 (pi_none)","cwd":"/home/dev/work/proj"},"content":[{"type":"content","content":{"type":"text","text":"(no output)\n"}}]}`,
+			want: []accum.Observation{{ToolCallID: "call_pi_none_2", Shell: accum.ShellYes, Status: accum.StatusRunning, Command: "echo '(no output)'", Cwd: "/home/dev/work/proj",
+				Description: "Run step 0 (pi_none)", Texts: []accum.Text{txt(accum.Combined, accum.Snapshot, "(no output)\n")}}},
+		},
+		{
+			name:   "in_progress truncation header then the command's own (no output) line: a tail",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"...output truncated...\n\nFull output saved to: /tmp/out\n\n(no output)\n"}}]}`,
+			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning, Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Window, Text: "(no output)\n", Truncated: true}}}},
+		},
+		{
 			name:   "in_progress (no output) before a timeout notice: no text, no claim",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>"}}]}`,
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning}},
@@ -264,6 +277,13 @@ func TestOpencodeUpdate(t *testing.T) {
 			name:   "(no output) stands for empty output and is not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"(no output)"}}],"rawOutput":{"output":"(no output)","metadata":{"output":"","exit":0}}}`,
 			want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false)}},
+		},
+		{
+			// kilo-7.7.7_bash-ask_probeu6, the final of `echo '(no output)'`.
+			name:   "(no output) with a newline is the command's output",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_pi_none_2","status":"completed","title":"Run step 0 (pi_none)","content":[{"type":"content","content":{"type":"text","text":"(no output)\n"}}],"rawOutput":{"output":"(no output)\n","metadata":{"output":"(no output)\n","exit":0,"description":"Run step 0 (pi_none)","truncated":false,"approval":{"source":"manual"}}}}`,
+			want: []accum.Observation{{ToolCallID: "call_pi_none_2", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false), Description: "Run step 0 (pi_none)",
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "(no output)\n")}}},
 		},
 		{
 			name:   "content only, no rawOutput",

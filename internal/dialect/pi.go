@@ -37,11 +37,12 @@ import (
 //     shell exited with code X ..." X is the exit code),
 //     `\n\nCommand aborted` (the user's cancel: Cancelled),
 //     `\n\nCommand terminated without an exit code` (Failed), and before
-//     them a truncation note `\n\n[Showing lines A-B of C. Full output:
-//     F]` (or `[Showing last X of line N ...]`): Truncated. `(no output)`
-//     stands for empty output. A `failed` final whose text has none of
-//     these words is pi's error message (e.g. a missing working
-//     directory): Failed, the message in the reason, not output.
+//     them a truncation note `\n\n[Showing lines A-C of C. Full output:
+//     F]` (pi keeps the tail: lines that do not end at C are the
+//     command's own; or `[Showing last X of line N ...]`): Truncated.
+//     `(no output)` stands for empty output. A `failed` final whose text
+//     has none of these words is pi's error message (e.g. a missing
+//     working directory): Failed, the message in the reason, not output.
 //   - `_meta.terminal_exit.exit_code` is pi-acp's guess, 0 or 1 (1 for
 //     every error): 0 on `completed` is exit 0; 1 is never read as an exit
 //     code (the words above say what happened); any other value is real.
@@ -374,8 +375,18 @@ var (
 	piTimedOut  = regexp.MustCompile(`(?:^|\n\n)Command timed out after [0-9.]+ seconds?(?:\. The shell exited with code (-?\d+) after [^\n]*)?\s*$`)
 	piAborted   = regexp.MustCompile(`(?:^|\n\n)(Command aborted)\s*$`)
 	piNoCode    = regexp.MustCompile(`(?:^|\n\n)(Command terminated without an exit code)\s*$`)
-	piTruncNote = regexp.MustCompile(`(?:^|\n\n)\[Showing (?:lines \d+-\d+ of \d+(?: \([^)\n]*\))?|last [^\n\]]*? of line \d+ \(line is [^)\n]*\))\. Full output: [^\n\]]*\]\s*$`)
+	piTruncNote = regexp.MustCompile(`(?:^|\n\n)\[Showing (?:lines \d+-(\d+) of (\d+)(?: \([^)\n]*\))?|last [^\n\]]*? of line \d+ \(line is [^)\n]*\))\. Full output: [^\n\]]*\]\s*$`)
 )
+
+// piNoteIsPis says whether the note piTruncNote found (loc, its submatch
+// indexes in data; the groups are B and C of "lines A-B of C") can be
+// pi's: pi keeps the TAIL of the output, so its note shows lines up to
+// the last one, "lines A-C of C" (every note recorded, from every pi
+// build, is so). A "[Showing lines 1-2 of 9 ...]"
+// line ending the text is the command's own output.
+func piNoteIsPis(data string, loc []int) bool {
+	return loc[2] < 0 || data[loc[2]:loc[3]] == data[loc[4]:loc[5]]
+}
 
 // piNoOutput is what pi says instead of an empty output.
 const piNoOutput = "(no output)"
@@ -418,7 +429,7 @@ func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *
 		data = data[:loc[0]]
 	}
 	truncated := false
-	if loc := piTruncNote.FindStringIndex(data); loc != nil {
+	if loc := piTruncNote.FindStringSubmatchIndex(data); loc != nil && piNoteIsPis(data, loc) {
 		truncated = true
 		data = data[:loc[0]]
 	}

@@ -132,6 +132,15 @@ func TestPiUpdate(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitTerminal, false), Texts: []accum.Text{piText("", true)}}),
 		},
 		{
+			// pi-acp-0.0.34_plain_probeu2, the session/load replay of a
+			// command that printed such a line: pi keeps the tail, so its
+			// own note always shows lines up to the last (B-C of C).
+			name:   "a note that does not end at the last line is the command's output",
+			update: piUpd("completed", `{`+piOut("real\n\n\n[Showing lines 1-2 of 9. Full output: /tmp/x]\n")+`,`+piExit("0")+`}`),
+			want: one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitTerminal, false),
+				Texts: []accum.Text{live("real\n\n\n[Showing lines 1-2 of 9. Full output: /tmp/x]\n")}}),
+		},
+		{
 			name:   "truncation by bytes, then a nonzero exit",
 			update: piUpd("failed", `{`+piOut("\n\n[Showing lines 900-1200 of 1200 (50.0KB limit). Full output: /tmp/pi-bash-3c.log]\n\nCommand exited with code 1")+`,`+piExit("1")+`}`),
 			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Exit: ex(1, accum.ExitText, false), Texts: []accum.Text{piText("", true)}}),

@@ -79,7 +79,11 @@ type floor struct {
 // extra is the state of a session that most sessions never need: its
 // floors, and the sequences whose answers the store keeps.
 type extra struct {
-	floors      map[string]floor
+	floors map[string]floor
+	// unkept says that a DataLoss could not keep the floors of some of
+	// the calls it named (past a bound, see floorRoom): the next claim
+	// is not refused again for them (see lost).
+	unkept      bool
 	floorsDirty bool // to commit
 	floorsKept  bool // the store has a record of them
 	answers     []answerRef
@@ -172,12 +176,24 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		known      bool
 	}
 	var lost []gone
+	// After a DataLoss that could not keep the floors of some calls, the
+	// claims of calls without a floor are taken as they are, once (until
+	// a check passes): they are the rebuild's, which states the same claim
+	// again on its first frame, and no floor can ever say they were
+	// handed on. Refused, the session could never be repaired (the
+	// session clients give up after a few DataLoss in a row); the
+	// DataLoss said that their revisions may be sent again.
+	excused := 0
 	check := func(claims map[string]uint32) {
 		for id, n := range claims {
 			if n == 0 || len(id) > ss.cfg.MaxIDBytes {
 				continue
 			}
 			if have, known := ss.heldOf(s, id); have < n && (known || !s.released()) {
+				if _, floored := s.x.floorOf(id); s.x != nil && s.x.unkept && !floored {
+					excused++
+					continue
+				}
 				lost = append(lost, gone{id, n, have, known})
 			}
 		}
@@ -201,6 +217,9 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 	// A closed session's sequences count as applied (see skip).
 	seqLost := claim > s.applied && claim > s.closed && (s.applied > 0 || s.tombNext == 0 && !ss.tombs.anyOf(s.key))
 	if len(lost) == 0 && !seqLost && dropped == "" {
+		if s.x != nil && s.x.unkept && (excused > 0 || len(r.req.held) > 0) {
+			s.x.unkept, s.x.floorsDirty = false, true // a claim passed: the next is checked whole
+		}
 		return false
 	}
 	// The same call can be named twice (by the caller and the cache): the
@@ -224,17 +243,20 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 			ss.refused(r, LimitLossFloorsPerSession)
 			continue
 		}
-		if !ok && ss.floors.Load() >= int64(ss.maxFloors()) {
+		if !ok && !ss.floorRoom(s) {
 			notKept++
 			ss.refused(r, LimitLossFloors)
 			continue
 		}
 		if !ok && !s.gone {
-			ss.floors.Add(1)
+			ss.countFloors(s, 1)
 		}
 		f.floor = l.held
 		x.floors[l.id] = f
 		x.floorsDirty = true
+	}
+	if notKept > 0 {
+		x.unkept, x.floorsDirty = true, true // see check
 	}
 	var b strings.Builder
 	if dropped != "" {
@@ -270,7 +292,7 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		fmt.Fprintf(&b, "sequence %d was answered, the session has %s", claim, have)
 	}
 	if notKept > 0 {
-		fmt.Fprintf(&b, "; the numbers of %d of these calls were not kept (a session keeps them for at most %d calls, 4 × --max-calls-per-session, and the process for %d, 4 × --max-calls): their revisions at or below them may be sent again", notKept, 4*ss.cfg.MaxCallsPerSession, ss.maxFloors())
+		fmt.Fprintf(&b, "; the numbers of %d of these calls were not kept (a session keeps them for at most %d calls, 4 × --max-calls-per-session, and the process for %d, 4 × --max-calls, each identity its share of them): their revisions at or below them may be sent again, and the next claim of them (the rebuild's first frame) is taken as it is", notKept, 4*ss.cfg.MaxCallsPerSession, ss.maxFloors())
 	}
 	r.lossFound = true
 	r.fail(DataLoss, "", "session %q lost state in the store (%s); %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, b.String(), what, r.seq)
@@ -298,6 +320,54 @@ func beyondHeld(claims map[string]uint32, maxID int) (string, uint32, bool) {
 // makes each session keep a floor per call it names (up to 4 ×
 // MaxCallsPerSession), which no other limit counts.
 func (ss *sessions) maxFloors() int { return 4 * ss.cfg.MaxCalls }
+
+// floorRoom reports whether session s may keep a floor more: while the
+// cached sessions hold fewer than maxFloors, and past it while its
+// namespace holds fewer than its share (maxFloors over the namespaces
+// holding floors, its own counted) and the process fewer than twice
+// maxFloors. So one namespace (an identity of the service) that fills
+// the floors with claims of calls that never existed never keeps another
+// from its share, as with the tombstones (see tombstones), which evict;
+// floors are kept in their sessions, which another request cannot
+// change, so the share is kept by going past the bound instead, up to
+// twice it.
+func (ss *sessions) floorRoom(s *session) bool {
+	limit := int64(ss.maxFloors())
+	total := ss.floors.Load()
+	if total < limit {
+		return true
+	}
+	mine, spaces := s.space.floors.Load(), ss.floorSpaces.Load()
+	if mine == 0 {
+		spaces++
+	}
+	return total < 2*limit && mine < limit/max(spaces, 1)
+}
+
+// countFloors adds n to the floors counted for the cached session s: for
+// the process, and for its namespace (see floorRoom).
+func (ss *sessions) countFloors(s *session, n int) {
+	if n == 0 {
+		return
+	}
+	ss.floors.Add(int64(n))
+	now := s.space.floors.Add(int64(n))
+	switch was := now - int64(n); {
+	case was <= 0 && now > 0:
+		ss.floorSpaces.Add(1)
+	case was > 0 && now <= 0:
+		ss.floorSpaces.Add(-1)
+	}
+}
+
+// floorOf returns the floor of call id, if x keeps one.
+func (x *extra) floorOf(id string) (floor, bool) {
+	if x == nil {
+		return floor{}, false
+	}
+	f, ok := x.floors[id]
+	return f, ok
+}
 
 // lift applies a call's floor and skew to the number of the revision
 // about to be handed on, and reports whether it is (false: the caller
@@ -329,7 +399,7 @@ func (ss *sessions) lift(s *session, e *entry, number *uint32, ended bool) (send
 		if f.skew == 0 {
 			delete(s.x.floors, id)
 			if !s.gone {
-				ss.floors.Add(-1)
+				ss.countFloors(s, -1)
 			}
 		} else {
 			s.x.floors[id] = f
@@ -351,9 +421,20 @@ func (s *session) ackedRevisions() map[string]uint32 {
 	return m
 }
 
-func encodeFloors(fs map[string]floor) []byte {
+// encodeFloors writes the floors, and unkept (see extra) as a floor 0 of
+// the call id "", which no call has: a build that predates it reads a
+// floor that changes nothing.
+func encodeFloors(fs map[string]floor, unkept bool) []byte {
 	b := []byte{lossFormat}
-	b = wire.AppendUvarint(b, uint64(len(fs)))
+	n := len(fs)
+	if unkept {
+		n++
+		b = wire.AppendUvarint(b, uint64(n))
+		b = wire.AppendString(b, "")
+		b = wire.AppendUvarint(wire.AppendUvarint(b, 0), 0)
+	} else {
+		b = wire.AppendUvarint(b, uint64(n))
+	}
 	for _, id := range slices.Sorted(maps.Keys(fs)) {
 		f := fs[id]
 		b = wire.AppendString(b, id)
@@ -362,17 +443,23 @@ func encodeFloors(fs map[string]floor) []byte {
 	return b
 }
 
-func decodeFloors(rec []byte) (map[string]floor, error) {
+func decodeFloors(rec []byte) (map[string]floor, bool, error) {
 	d := newReader(rec, "record of lost calls", lossFormat)
 	fs := map[string]floor{}
+	unkept := false
 	for n := d.Count("calls"); n > 0 && d.Err == nil; n-- {
 		id := d.String("call id")
-		fs[id] = floor{floor: uint32(d.Size("floor", 1<<32-1)), skew: uint32(d.Size("skew", 1<<32-1))}
+		f := floor{floor: uint32(d.Size("floor", 1<<32-1)), skew: uint32(d.Size("skew", 1<<32-1))}
+		if id == "" {
+			unkept = true
+			continue
+		}
+		fs[id] = f
 	}
 	if d.Err != nil {
-		return nil, corrupt(d.Err)
+		return nil, false, corrupt(d.Err)
 	}
-	return fs, nil
+	return fs, unkept, nil
 }
 
 // restoreExtra reads a record of this file into s; it reports false for
@@ -380,12 +467,12 @@ func decodeFloors(rec []byte) (map[string]floor, error) {
 func restoreExtra(s *session, name string, rec []byte) (bool, error) {
 	switch {
 	case name == recordOfLoss:
-		fs, err := decodeFloors(rec)
+		fs, unkept, err := decodeFloors(rec)
 		if err != nil {
 			return true, err
 		}
 		x := s.more()
-		x.floors, x.floorsKept = fs, true
+		x.floors, x.unkept, x.floorsKept = fs, unkept, true
 		return true, nil
 	case strings.HasPrefix(name, answerPrefix):
 		seq, err := strconv.ParseUint(name[len(answerPrefix):], 10, 64)
@@ -467,12 +554,12 @@ func (s *session) persistExtra(records map[string][]byte) {
 		return
 	}
 	if x.floorsDirty {
-		if len(x.floors) == 0 {
+		if len(x.floors) == 0 && !x.unkept {
 			if x.floorsKept {
 				records[recordOfLoss] = nil
 			}
 		} else {
-			records[recordOfLoss] = encodeFloors(x.floors)
+			records[recordOfLoss] = encodeFloors(x.floors, x.unkept)
 		}
 	}
 	for _, a := range x.newAnswers {
@@ -514,7 +601,7 @@ func (s *session) committedExtra() {
 		return
 	}
 	if x.floorsDirty {
-		x.floorsKept, x.floorsDirty = len(x.floors) > 0, false
+		x.floorsKept, x.floorsDirty = len(x.floors) > 0 || x.unkept, false
 	}
 	for _, a := range x.newAnswers {
 		x.answers = append(x.answers, answerRef{seq: a.seq, size: a.size})

@@ -68,10 +68,11 @@ func spaceOfKey(key string) string {
 // (by id) and what they hold together, counted against its Quota. It
 // exists while it holds a session.
 type space struct {
-	ns    namespace
-	all   map[string]*session // guarded by sessions.mu
-	calls atomic.Int64        // calls held
-	held  atomic.Int64        // bytes of text held
+	ns     namespace
+	all    map[string]*session // guarded by sessions.mu
+	calls  atomic.Int64        // calls held
+	held   atomic.Int64        // bytes of text held
+	floors atomic.Int64        // floors of lost calls held (see floorRoom)
 }
 
 // Namespace returns a view of n whose requests (Feed, FeedBatch,

@@ -221,7 +221,8 @@ const (
 	LimitQuotaMemory     = "quota_memory"
 	// LimitLossFloors: what a DataLoss leaves of a claim (WithHeld), the
 	// revision held of one call, was not kept because the cached sessions
-	// hold 4 × WithMaxCalls of them already. Counted once per call.
+	// hold 4 × WithMaxCalls of them already and the session's namespace
+	// its share of them (or all twice that). Counted once per call.
 	LimitLossFloors = "loss_floors"
 	// LimitLossFloorsPerSession: the same, because the session holds 4 ×
 	// WithMaxCallsPerSession of them already.
@@ -427,8 +428,11 @@ func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = tr
 // MaxHeldRevision, is refused (InvalidArgument; the frame is not applied).
 // What a DataLoss leaves of a claim (a floor per call) is kept for at most
 // 4 × WithMaxCallsPerSession calls per session and, for new floors, 4 ×
-// WithMaxCalls in all cached sessions; the DataLoss says how many were
-// not kept. Only Feed uses it.
+// WithMaxCalls in all cached sessions, shared between namespaces (past
+// it, a namespace holding fewer than its share still keeps new ones, up
+// to twice the bound in all); the DataLoss says how many were not kept,
+// and the session's next claim is not refused for calls without a floor
+// (the rebuild's first frame). Only Feed uses it.
 func WithHeld(revisions map[string]uint32) FeedOption { return func(r *request) { r.held = revisions } }
 
 // WithHeldSequence says the highest sequence of the frame's session the

@@ -144,7 +144,7 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 		return false, fmt.Errorf("%w: session %q: %w", errStore, s.id, err)
 	}
 	if s.x != nil {
-		ss.floors.Add(int64(len(s.x.floors))) // given back when it leaves the cache (remove)
+		ss.countFloors(s, len(s.x.floors)) // given back when it leaves the cache (remove)
 	}
 	return true, nil
 }

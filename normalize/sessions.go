@@ -33,8 +33,10 @@ type sessions struct {
 	// cache after a store error (see loss.go).
 	handed handedOn
 	// floors counts the floors of lost calls the cached sessions hold,
-	// bounded by maxFloors (see loss.go).
-	floors atomic.Int64
+	// bounded by maxFloors, and floorSpaces the namespaces holding any
+	// (see floorRoom in loss.go).
+	floors      atomic.Int64
+	floorSpaces atomic.Int64
 
 	mu     sync.Mutex
 	spaces map[string]*space // by namespace name; see namespace.go
@@ -174,7 +176,7 @@ func (ss *sessions) remove(s *session) bool {
 	delete(sp.all, s.id)
 	ss.count--
 	if s.x != nil {
-		ss.floors.Add(-int64(len(s.x.floors)))
+		ss.countFloors(s, -len(s.x.floors))
 	}
 	if len(sp.all) == 0 && ss.spaces[sp.ns.name] == sp {
 		delete(ss.spaces, sp.ns.name)

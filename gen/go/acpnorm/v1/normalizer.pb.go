@@ -552,9 +552,12 @@ type AcpFrame struct {
 	// --max-id-bytes, or a revision 0, names no call and is ignored. What a
 	// DATA_LOSS leaves of a claim (the revision held, per call) is kept for at
 	// most 4 × --max-calls-per-session calls per session and, for calls not
-	// yet kept, 4 × --max-calls in the whole process; the DATA_LOSS message
-	// says how many were not kept (their revisions at or below the claim may
-	// then be sent again). A server that predates this field ignores it.
+	// yet kept, 4 × --max-calls in the whole process, shared between
+	// identities (past it, an identity holding fewer than its share still
+	// keeps new ones, up to twice it in all); the DATA_LOSS message says how
+	// many were not kept (their revisions at or below the claim may then be
+	// sent again, and the session's next claim, the rebuild's first frame, is
+	// not refused for them). A server that predates this field ignores it.
 	HeldRevisions map[string]uint32 `protobuf:"bytes,7,rep,name=held_revisions,json=heldRevisions,proto3" json:"held_revisions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// The highest sequence of this session the client had answered: applied,
 	// or skipped as applied (answered again, or ALREADY_EXISTS); not one

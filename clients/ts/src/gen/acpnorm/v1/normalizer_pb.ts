@@ -192,9 +192,12 @@ export type AcpFrame = Message<"acpnorm.v1.AcpFrame"> & {
    * --max-id-bytes, or a revision 0, names no call and is ignored. What a
    * DATA_LOSS leaves of a claim (the revision held, per call) is kept for at
    * most 4 × --max-calls-per-session calls per session and, for calls not
-   * yet kept, 4 × --max-calls in the whole process; the DATA_LOSS message
-   * says how many were not kept (their revisions at or below the claim may
-   * then be sent again). A server that predates this field ignores it.
+   * yet kept, 4 × --max-calls in the whole process, shared between
+   * identities (past it, an identity holding fewer than its share still
+   * keeps new ones, up to twice it in all); the DATA_LOSS message says how
+   * many were not kept (their revisions at or below the claim may then be
+   * sent again, and the session's next claim, the rebuild's first frame, is
+   * not refused for them). A server that predates this field ignores it.
    *
    * @generated from field: map<string, uint32> held_revisions = 7;
    */

@@ -849,3 +849,68 @@ func TestSessionRefusesFieldsThatAreNotUTF8(t *testing.T) {
 		})
 	}
 }
+
+// update is a session/update notification of the ACP session.
+func update(u string) []byte {
+	return []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":` + u + `}}`)
+}
+
+// A long session's first frame on a new stream states what it holds of
+// every call it saw, released ones included (they count as held), so its
+// claim grows past 2 × --max-calls-per-session. The server checks what it
+// can of it and applies the frame. Before, it refused the frame whole
+// (INVALID_ARGUMENT, not applied), and the Session, taking the answer
+// for one of a frame applied, never sent it again: the call it opened
+// ended with no command.
+func TestSessionLongerThanTheServersCallsPerSession(t *testing.T) {
+	st := store.NewMemory()
+	cfg := service.DefaultConfig()
+	cfg.Store, cfg.MaxCallsPerSession, cfg.Grace = st, 2, time.Millisecond // a claim checked for 4 calls; ended calls released at once
+	var addrs []string
+	var servers []*service.Server
+	for range 2 {
+		svc, err := service.New(cfg, nil, nil)
+		require.NoError(t, err)
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		srv := service.NewServer(svc, service.DefaultServerOptions(), nil)
+		go srv.Serve(lis)
+		t.Cleanup(srv.GRPC.Stop)
+		addrs, servers = append(addrs, lis.Addr().String()), append(servers, srv)
+	}
+	c, err := client.New(addrs, client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("long")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	call := func(i int) {
+		id := fmt.Sprintf("c%d", i)
+		for _, m := range []string{
+			`{"sessionUpdate":"tool_call","toolCallId":"` + id + `","kind":"execute","title":"echo ` + id + `","status":"in_progress","rawInput":{"command":"echo ` + id + `"}}`,
+			`{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","_meta":{"terminal_output":{"terminal_id":"` + id + `","data":"out` + id + `"}}}`,
+			`{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"completed","_meta":{"terminal_exit":{"terminal_id":"` + id + `","exit_code":0,"signal":null}}}`,
+		} {
+			require.NoError(t, s.Send(ctx, pb.Direction_DIRECTION_AGENT_TO_CLIENT, update(m)))
+		}
+		require.NoError(t, s.Flush(ctx))
+		time.Sleep(5 * time.Millisecond) // past the grace: the next request releases it
+	}
+	for i := 1; i <= 10; i++ {
+		call(i)
+	}
+	servers[0].GRPC.Stop() // the next stream, to the other server, states what the Session holds
+	call(11)
+	require.NoError(t, s.Close(ctx))
+	assert.Empty(t, s.FrameErrors())
+	assert.GreaterOrEqual(t, s.Stats().Reconnects, 1)
+	for i := 1; i <= 11; i++ {
+		id := fmt.Sprintf("c%d", i)
+		x := s.Call(id)
+		if assert.NotNil(t, x, id) {
+			assert.Equal(t, "echo "+id, x.GetCommand(), id)
+			assert.Equal(t, "out"+id, x.GetOutput().GetText(), id)
+			assert.Equal(t, pb.ShellOutcome_SHELL_OUTCOME_SUCCEEDED, x.GetOutcome(), id)
+		}
+	}
+}

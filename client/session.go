@@ -695,8 +695,10 @@ func first(v []string) string {
 	return v[0]
 }
 
-// maxHeld bounds the calls held_revisions names: acpnormd takes up to
-// 2 × --max-calls-per-session (2048 by default).
+// maxHeld bounds the calls held_revisions names: acpnormd checks up to
+// 2 × --max-calls-per-session of them (2048 by default), the calls the
+// session has first, and applies the frame whatever their number (one
+// that predates this refused a claim of more, not applying the frame).
 const maxHeld = 1024
 
 // heldLocked lists the revision held of each call (s.mu held): every open

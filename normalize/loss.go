@@ -160,16 +160,12 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		r.req.beforeSeq = max(r.req.beforeSeq, h.applied)
 		dropped = h.dropped
 	}
-	if n := len(r.req.held); n > 2*ss.cfg.MaxCallsPerSession {
-		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revisions of %d calls, more than a session can have (2 × WithMaxCallsPerSession, acpnormd --max-calls-per-session); it was not applied", what, r.seq, s.id, n)
+	if id, n, ok := beyondHeld(r.req.held, ss.cfg.MaxIDBytes); ok {
+		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revision %d of call %q, more than a call can have (at most %d); it was not applied", what, r.seq, s.id, n, id, uint32(MaxHeldRevision))
 		r.claimRefused = true // the rest of a batch is not applied either
 		return true
 	}
-	if id, n, ok := beyondHeld(r.req.held, ss.cfg.MaxIDBytes); ok {
-		r.fail(InvalidArgument, "", "%s %d of session %q says it holds revision %d of call %q, more than a call can have (at most %d); it was not applied", what, r.seq, s.id, n, id, uint32(MaxHeldRevision))
-		r.claimRefused = true
-		return true
-	}
+	held, unchecked := ss.checkedClaims(s, r.req.held)
 	type gone struct {
 		id         string
 		held, have uint32
@@ -198,7 +194,7 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 			}
 		}
 	}
-	check(r.req.held)
+	check(held)
 	check(r.req.before)
 	// The sequences answered: a session that applied fewer lost commits,
 	// even ones that made no revision (WithHeldSequence). It counts them
@@ -291,12 +287,57 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		}
 		fmt.Fprintf(&b, "sequence %d was answered, the session has %s", claim, have)
 	}
+	if unchecked > 0 {
+		fmt.Fprintf(&b, "; %d more calls the claim names were not checked (a claim is checked for at most %d calls, 2 × --max-calls-per-session: the ones the session has first, then by id), and their revisions at or below it may be sent again", unchecked, 2*ss.cfg.MaxCallsPerSession)
+	}
 	if notKept > 0 {
 		fmt.Fprintf(&b, "; the numbers of %d of these calls were not kept (a session keeps them for at most %d calls, 4 × --max-calls-per-session, and the process for %d, 4 × --max-calls, each identity its share of them): their revisions at or below them may be sent again, and the next claim of them (the rebuild's first frame) is taken as it is", notKept, 4*ss.cfg.MaxCallsPerSession, ss.maxFloors())
 	}
 	r.lossFound = true
 	r.fail(DataLoss, "", "session %q lost state in the store (%s); %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, b.String(), what, r.seq)
 	return true
+}
+
+// checkedClaims returns the part of a claim (WithHeld) that lost checks,
+// and how many calls it names that are left out. A conforming caller
+// names every call it holds, the released ones too (they count as held),
+// so its claim grows with the session's history, past the calls a
+// session holds at once: refused, its frame was not applied, and a
+// caller that took the refusal for an answer (as for any frame applied)
+// lost the frame. A claim is checked for at most 2 × MaxCallsPerSession
+// calls, which bounds the work and the floors one claim makes: the calls
+// the session has, or keeps a floor of, first (a loss shows in them),
+// then the others by id, so that every Normalizer checks the same ones.
+// The others are calls the session released (which count as held) or
+// never had: when it lost everything, the ones checked show the loss, and
+// the DataLoss says how many were not checked.
+func (ss *sessions) checkedClaims(s *session, claims map[string]uint32) (map[string]uint32, int) {
+	bound := 2 * ss.cfg.MaxCallsPerSession
+	if len(claims) <= bound {
+		return claims, 0
+	}
+	var own, others []string
+	for id, n := range claims {
+		if n == 0 || len(id) > ss.cfg.MaxIDBytes {
+			continue // names no call (see lost)
+		}
+		if _, floored := s.x.floorOf(id); s.calls[id] != nil || floored {
+			own = append(own, id)
+		} else {
+			others = append(others, id)
+		}
+	}
+	if len(own)+len(others) <= bound {
+		return claims, 0
+	}
+	slices.Sort(own)
+	slices.Sort(others)
+	ids := append(own, others...)
+	checked := make(map[string]uint32, bound)
+	for _, id := range ids[:bound] {
+		checked[id] = claims[id]
+	}
+	return checked, len(ids) - bound
 }
 
 // beyondHeld finds a claim of a revision above MaxHeldRevision (the

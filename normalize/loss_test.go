@@ -446,19 +446,94 @@ func TestStoreLossAfterAnOutageIsDetected(t *testing.T) {
 	assert.Empty(t, c.wentBack)
 }
 
-// What a client says it holds is bounded: more calls than a session can
-// have (2 × WithMaxCallsPerSession) is refused with INVALID_ARGUMENT, the
-// frame not applied, and is no loss.
-func TestHeldIsBounded(t *testing.T) {
+// A long session's client names every call it holds, the released ones
+// too (they count as held): more than a session can have at once (2 ×
+// WithMaxCallsPerSession). Its frame is applied: the claim is checked for
+// that many calls, the session's own first, then by id. Before, the frame
+// was refused whole (INVALID_ARGUMENT, not applied), and a client that
+// took that for an answer lost it. A loss still shows: in the session's
+// own calls, however many others the claim names, and in a session that
+// lost everything, whose DATA_LOSS says how many calls were not checked.
+func TestHeldOfALongSession(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	st := store.NewMemory()
+	var lost lossCount
+	opts := []normalize.Option{normalize.WithStore(st), normalize.WithMaxCallsPerSession(2), normalize.WithGrace(time.Second),
+		normalize.WithClock(func() time.Time { return now }), normalize.WithHooks(lost.hooks())}
+	a := normalize.New(opts...)
+	var fs [][]byte
+	for i := 1; i <= 7; i++ {
+		id := fmt.Sprintf("c%d", i)
+		fs = append(fs, nsOpen(id, "echo "+id), nsDelta(id, "out"+id),
+			nsUpdate(`{"sessionUpdate":"tool_call_update","toolCallId":"`+id+`","status":"completed","_meta":{"terminal_exit":{"terminal_id":"`+id+`","exit_code":0}}}`))
+	}
+	c := newClient(t)
+	for i := range 18 { // c1 to c6, each released (past its grace) by the next call's frames
+		require.Empty(t, c.feed(a, fs, i), "frame %d", i+1)
+		now = now.Add(2 * time.Second)
+	}
+	require.Len(t, c.held, 6)
+
+	// Another Normalizer of the store takes the next frame, with the claim
+	// of all six (more than 4): applied.
+	b := normalize.New(opts...)
+	require.Empty(t, c.feed(b, fs, 18, normalize.WithHeld(maps.Clone(c.held))))
+	require.NotNil(t, c.calls["c7"])
+	assert.Equal(t, "echo c7", c.calls["c7"].command)
+	for i := 19; i < len(fs); i++ {
+		require.Empty(t, c.feed(b, fs, i))
+	}
+	assert.Equal(t, "outc7", c.calls["c7"].output)
+	assert.Equal(t, normalize.StateEnded, c.calls["c7"].state)
+	assert.Zero(t, lost.count())
+
+	// The session's own call, last by id, is checked first: a claim of a
+	// revision it does not have is a loss.
+	claim := maps.Clone(c.held)
+	claim["c7"] = 9
+	errs := newClient(t).feed(b, fs, len(fs)-1, normalize.WithHeld(claim))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code)
+	assert.Contains(t, errs[0].Message, `call "c7": revision 9 was handed on, the session has revision 3`)
+	assert.Equal(t, 1, lost.count())
+
+	// A process without the session (restarted, no store): the calls
+	// checked show the loss, and the message says how many were not; the
+	// rebuild, stating the same claim again, goes through.
+	r := normalize.New(normalize.WithMaxCallsPerSession(2), normalize.WithGrace(time.Second), normalize.WithClock(func() time.Time { return now }))
+	claim = maps.Clone(c.held)
+	errs = c.feed(r, fs, len(fs)-1, normalize.WithHeld(claim))
+	require.Len(t, errs, 1)
+	assert.Equal(t, normalize.DataLoss, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "3 more calls the claim names were not checked (a claim is checked for at most 4 calls")
+	for i := range fs {
+		var opts []normalize.FeedOption
+		if i == 0 {
+			opts = append(opts, normalize.WithHeld(claim))
+		}
+		assert.Empty(t, c.feed(r, fs, i, opts...), "frame %d of the rebuild", i+1)
+		now = now.Add(2 * time.Second)
+		r.Sweep() // releases the ended calls past their grace
+	}
+	for i := 1; i <= 7; i++ {
+		id := fmt.Sprintf("c%d", i)
+		assert.Equal(t, clientCall{command: "echo " + id, output: "out" + id, state: normalize.StateEnded, outcome: normalize.Succeeded, exit: "0"}, *c.calls[id], id)
+	}
+}
+
+// A revision above MaxHeldRevision is one no call gets to: claimed, the
+// frame is refused (INVALID_ARGUMENT, not applied), and it is no loss,
+// however many calls the claim names.
+func TestHeldBeyondAnyRevisionIsRefused(t *testing.T) {
 	var lost lossCount
 	n := normalize.New(normalize.WithMaxCallsPerSession(2), normalize.WithHooks(lost.hooks()))
 	c := newClient(t)
 	fs := frames(recording)
-	held := map[string]uint32{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}
+	held := map[string]uint32{"a": 1, "b": 1, "c": 1, "d": 1, "e": normalize.MaxHeldRevision + 1}
 	errs := c.feed(n, fs, 0, normalize.WithHeld(held))
 	require.Len(t, errs, 1)
 	assert.Equal(t, normalize.InvalidArgument, errs[0].Code)
-	assert.Contains(t, errs[0].Message, "holds revisions of 5 calls")
+	assert.Contains(t, errs[0].Message, `holds revision 2147483649 of call "e"`)
 	assert.Zero(t, lost.count())
 }
 

@@ -423,9 +423,13 @@ func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = tr
 // revision of those calls numbered at or below what the caller holds is
 // handed on again (the next one carries every text whole), so the caller
 // can send the session's frames again from the first (WithSkipApplied)
-// to rebuild it. A released call counts as held. A claim of more than
-// 2 × WithMaxCallsPerSession calls, or of a revision above
-// MaxHeldRevision, is refused (InvalidArgument; the frame is not applied).
+// to rebuild it. A released call counts as held, so a long session's
+// claim names more calls than a session holds at once: a claim is checked
+// for at most 2 × WithMaxCallsPerSession calls, the ones the session has
+// (or keeps a floor of) first, then the others by id (a DataLoss says how
+// many were not checked), and the frame is applied unless they show a
+// loss. A claim of a revision above MaxHeldRevision is refused
+// (InvalidArgument; the frame is not applied).
 // What a DataLoss leaves of a claim (a floor per call) is kept for at most
 // 4 × WithMaxCallsPerSession calls per session and, for new floors, 4 ×
 // WithMaxCalls in all cached sessions, shared between namespaces (past

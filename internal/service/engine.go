@@ -21,8 +21,9 @@ type sessions struct {
 	now func() time.Time // the Normalizer's clock; tests replace it
 	rel *releaser        // hands memory back after a large release
 	// maxID bounds the ids a stream remembers of what its client says it
-	// holds (Config.MaxIDBytes), and maxHeld the calls a claim may name
-	// (2 × Config.MaxCallsPerSession; the Normalizer refuses more).
+	// holds (Config.MaxIDBytes), and maxHeld the calls of a claim it
+	// remembers (2 × Config.MaxCallsPerSession, what the Normalizer
+	// checks of one).
 	maxID, maxHeld int
 }
 
@@ -148,7 +149,11 @@ func (f *feeder) handle(req *pb.NormalizeRequest, ahead *normalize.Prepared) (st
 		// as options would make five closures per frame.
 		opts = append(opts, f.nextOf)
 		if h := fr.GetHeldRevisions(); len(h) > 0 {
-			if len(h) <= ss.maxHeld { // else refused: the stream remembers none of it
+			// A larger claim (a long session's, naming the calls it
+			// released too) is applied, but the stream remembers none of
+			// it: one larger than its memory would make it start over
+			// (see delivered), every next revision whole.
+			if len(h) <= ss.maxHeld {
 				f.d.holds(fr.GetSessionId(), h, ss.maxID)
 			}
 			opts = append(opts, normalize.WithHeld(h))

@@ -53,8 +53,10 @@ __all__ = [
 _TRAILER_APPLIED = "acpnorm-requests-applied"
 _ALREADY_EXISTS, _RESOURCE_EXHAUSTED, _UNAVAILABLE, _DATA_LOSS = 6, 8, 14, 15
 _MAX_REBUILDS = 8
-# Bounds the calls held_revisions names: acpnormd takes up to 2 x
-# --max-calls-per-session (2048 by default).
+# Bounds the calls held_revisions names: acpnormd checks up to 2 x
+# --max-calls-per-session of them (2048 by default), the calls the session
+# has first, and applies the frame whatever their number (one that
+# predates this refused a claim of more, not applying the frame).
 _MAX_HELD = 1024
 # Bounds how far back _held_from looks for a frame.
 _MAX_HELD_BACK = 64

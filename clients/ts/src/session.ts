@@ -35,8 +35,10 @@ import { grpcTransport, type ConnectOptions, type NormalizerClient } from "./ind
 const TRAILER_APPLIED = "acpnorm-requests-applied";
 
 /**
- * Bounds the calls held_revisions names: acpnormd takes up to 2 x
- * --max-calls-per-session (2048 by default).
+ * Bounds the calls held_revisions names: acpnormd checks up to 2 x
+ * --max-calls-per-session of them (2048 by default), the calls the session
+ * has first, and applies the frame whatever their number (one that
+ * predates this refused a claim of more, not applying the frame).
  */
 const MAX_HELD = 1024;
 

@@ -544,20 +544,24 @@ type AcpFrame struct {
 	// the session by sending its frames again from the first (with
 	// StreamOptions.skip_applied_sequences) and none of its calls goes back.
 	// Calls the client names that the session released (a tombstone) count
-	// as held. Limits: a claim of more than 2 × --max-calls-per-session calls,
-	// or of a revision above 2^31 (2147483648) for a call whose id is at most
-	// --max-id-bytes long, is refused with a FrameError INVALID_ARGUMENT (3)
-	// naming the count, or the call and the limit, and the frame (and the
-	// rest of its request) is not applied. A call id longer than
-	// --max-id-bytes, or a revision 0, names no call and is ignored. What a
-	// DATA_LOSS leaves of a claim (the revision held, per call) is kept for at
-	// most 4 × --max-calls-per-session calls per session and, for calls not
-	// yet kept, 4 × --max-calls in the whole process, shared between
-	// identities (past it, an identity holding fewer than its share still
-	// keeps new ones, up to twice it in all); the DATA_LOSS message says how
-	// many were not kept (their revisions at or below the claim may then be
-	// sent again, and the session's next claim, the rebuild's first frame, is
-	// not refused for them). A server that predates this field ignores it.
+	// as held, so the claim grows with the session's history: it may name any
+	// number of calls, of which the server checks at most 2 ×
+	// --max-calls-per-session (the calls the session has first, then the
+	// others by id; a DATA_LOSS says how many were not checked) and applies
+	// the frame unless they show a loss. Limits: a claim of a revision above
+	// 2^31 (2147483648) for a call whose id is at most --max-id-bytes long is
+	// refused with a FrameError INVALID_ARGUMENT (3) naming the call and the
+	// limit, and the frame (and the rest of its request) is not applied. A
+	// call id longer than --max-id-bytes, or a revision 0, names no call and
+	// is ignored. What a DATA_LOSS leaves of a claim (the revision held, per
+	// call) is kept for at most 4 × --max-calls-per-session calls per session
+	// and, for calls not yet kept, 4 × --max-calls in the whole process,
+	// shared between identities (past it, an identity holding fewer than its
+	// share still keeps new ones, up to twice it in all); the DATA_LOSS
+	// message says how many were not kept (their revisions at or below the
+	// claim may then be sent again, and the session's next claim, the
+	// rebuild's first frame, is not refused for them). A server that predates
+	// this field ignores it.
 	HeldRevisions map[string]uint32 `protobuf:"bytes,7,rep,name=held_revisions,json=heldRevisions,proto3" json:"held_revisions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// The highest sequence of this session the client had answered: applied,
 	// or skipped as applied (answered again, or ALREADY_EXISTS); not one

@@ -587,3 +587,22 @@ func TestConformanceCopilotShells(t *testing.T) {
 		},
 	}})
 }
+
+// A command that itself prints "$ " and its own command line first (the
+// recorded selfecho step: printf '$ %s\n' "$BASH_EXECUTION_STRING"). The
+// core takes such a first line for the echo some agents write before the
+// output; pi and Cline never write one, so from them it is the command's
+// output and is kept.
+func TestConformanceSelfEcho(t *testing.T) {
+	const cmd = `printf '$ %s\n' "$BASH_EXECUTION_STRING"; echo second`
+	const out = "$ " + cmd + "\nsecond\n"
+	runConformance(t, []cs{{
+		name: "pi", agent: piAgent,
+		frames: piRun("call_selfecho_44", cmd, []string{out}, "completed", ""),
+		want:   []wantExec{{id: "call_selfecho_44", command: cmd, cwd: "/w", outcome: succeeded, exit: code(0), output: out}},
+	}, {
+		name: "cline", agent: clineAgent,
+		frames: clRun(1, "call_selfecho_2", []string{cmd}, "completed", "["+clEntry(cmd, out, 0)+"]"),
+		want:   []wantExec{{id: "call_selfecho_2", command: cmd, cwd: "/w", outcome: succeeded, exit: code(0), output: out, stdout: &[]string{out}[0], stderr: &[]string{""}[0]}},
+	}})
+}

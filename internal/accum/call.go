@@ -234,15 +234,17 @@ func (c *Call) Apply(o *Observation) {
 		}
 		if t.Raw {
 			c.rawOutput = true
-			// Straight from the process: what was held back as a
-			// possible echo is output after all, and nothing of this
-			// text is an echo.
+		}
+		if t.Raw || o.NoEcho {
+			// Straight from the process, or from an agent that never
+			// echoes: what was held back as a possible echo is output
+			// after all, and nothing of this text is an echo.
 			for _, x := range c.echoes[t.Stream].noEcho() {
 				x.Stream = t.Stream
 				c.applyText(x, false)
 			}
 		}
-		if t.Stream == Stderr || t.Raw || c.echoes[t.Stream].passes(t) {
+		if t.Stream == Stderr || t.Raw || o.NoEcho || c.echoes[t.Stream].passes(t) {
 			c.applyText(t, said)
 			continue
 		}

@@ -188,3 +188,42 @@ func TestEchoCutKeepsValidOnlyOnARuneBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestEchoNotFromAnAgentThatNeverEchoes: a text of an agent that never
+// writes the command before its output (Observation.NoEcho) is output
+// from its first byte, even when the command itself prints "$ <command>"
+// first, and it is not held back; the same text from an agent that may
+// echo is the echo.
+func TestEchoNotFromAnAgentThatNeverEchoes(t *testing.T) {
+	const cmd = `echo '$ echo hi'; echo hi`
+	for _, tc := range []struct {
+		noEcho   bool
+		want     string
+		firstRev string // what the client holds after the first text
+	}{{true, "$ " + cmd + "\nhi\n", "$ " + cmd + "\n"}, {false, "hi\n", ""}} {
+		c := NewCall("c1", 1024)
+		var live strings.Builder
+		fold := func() {
+			if r, ok := c.Revision(); ok {
+				if ch := r.Texts[Combined]; ch != nil {
+					if ch.Replace {
+						live.Reset()
+					}
+					live.WriteString(ch.Text)
+				}
+			}
+		}
+		c.Apply(&Observation{Shell: ShellYes, Command: cmd, Status: StatusRunning, NoEcho: tc.noEcho})
+		fold()
+		c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: "$ " + cmd + "\n"}}, NoEcho: tc.noEcho})
+		fold()
+		if live.String() != tc.firstRev {
+			t.Errorf("NoEcho %v: after the first line the client holds %q, want %q", tc.noEcho, live.String(), tc.firstRev)
+		}
+		c.Apply(&Observation{Texts: []Text{{Kind: Delta, Text: "hi\n"}}, Status: StatusCompleted, Exit: &Exit{Code: 0, Source: ExitTerminal}, NoEcho: tc.noEcho})
+		fold()
+		if live.String() != tc.want {
+			t.Errorf("NoEcho %v: output %q, want %q", tc.noEcho, live.String(), tc.want)
+		}
+	}
+}

@@ -322,6 +322,11 @@ type Observation struct {
 	// stream it never saw, and exit evidence or an end it lacks; it never
 	// replaces or worsens what the call holds.
 	Replayed bool
+	// NoEcho says the agent never writes the command before its output:
+	// no text of the observation is held back or cut as an echo of the
+	// command (see echo.go), so a command that itself prints
+	// "$ <command>" first keeps that line.
+	NoEcho bool
 
 	// PermissionAsk is true for `session/request_permission`.
 	PermissionAsk bool
@@ -414,7 +419,7 @@ func (o *Observation) TakeEvidence() Observation {
 		TerminalID: o.TerminalID, Texts: o.Texts, Exit: o.Exit, ExitSetAside: o.ExitSetAside,
 		Signal: o.Signal, TimedOut: o.TimedOut, Background: o.Background, FailNotice: o.FailNotice,
 		Succeeded: o.Succeeded, Failed: o.Failed, Verdict: o.Verdict, Worded: o.Worded,
-		Replayed: o.Replayed, Unrecognized: o.Unrecognized,
+		Replayed: o.Replayed, NoEcho: o.NoEcho, Unrecognized: o.Unrecognized,
 		Src: Sources{Exit: o.Src.Exit, Output: o.Src.Output, Notice: o.Src.Notice},
 	}
 	o.TerminalID, o.AboutTerminal, o.Texts, o.Exit, o.ExitSetAside = "", false, nil, nil, false

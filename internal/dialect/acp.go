@@ -238,8 +238,22 @@ func ReadIn(d Dialect, msg []byte, scope string) (Frame, error) {
 		if err = unsoundIDs(msg, &f); err != nil {
 			return Frame{}, fmt.Errorf("%w: %v", ErrBadFrame, err)
 		}
+		if _, ok := Unbound(d).(neverEchoes); ok {
+			for i := range f.Observations {
+				f.Observations[i].NoEcho = true
+			}
+		}
 	}
 	return f, err
+}
+
+// neverEchoes is implemented by a dialect whose agent never writes the
+// command before its output (recorded: none of its builds does). Its
+// observations say so (accum.Observation.NoEcho), so that a command that
+// itself prints "$ <command>" first keeps that line: the core otherwise
+// takes it for the echo some agents write.
+type neverEchoes interface {
+	neverEchoes()
 }
 
 // replacement is U+FFFD as UTF-8: what the decode makes of invalid UTF-8

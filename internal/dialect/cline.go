@@ -226,6 +226,10 @@ func (clineCall) unreadFields() []string {
 	return []string{"rawOutput.output", "rawOutput.reason"}
 }
 
+// neverEchoes: Cline writes each command's stdout and stderr as they
+// came, never the command before it (see neverEchoes).
+func (cline) neverEchoes() {}
+
 func (cline) read(msg []byte, scope string) (Frame, error) {
 	return readFrame(msg, scope, observeCline, askCline)
 }

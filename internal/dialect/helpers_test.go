@@ -60,6 +60,15 @@ func readCase(d Dialect, update, ask string) ([]accum.Observation, error) {
 	if e := uncheck(f.Observations); e != nil && err == nil {
 		err = e
 	}
+	// Every observation of a dialect whose agent never echoes the
+	// command says so (ReadIn); the cases' wants leave it out.
+	_, never := Unbound(d).(neverEchoes)
+	for i := range f.Observations {
+		if f.Observations[i].NoEcho != never && err == nil {
+			err = fmt.Errorf("observation %d: NoEcho %v, want %v", i, f.Observations[i].NoEcho, never)
+		}
+		f.Observations[i].NoEcho = false
+	}
 	return f.Observations, err
 }
 

@@ -185,6 +185,10 @@ func (piCall) unreadFields() []string {
 		"rawOutput.details.fullOutputPath"}
 }
 
+// neverEchoes: pi writes the command's output as it came, never the
+// command before it (see neverEchoes).
+func (pi) neverEchoes() {}
+
 func (p pi) read(msg []byte, scope string) (Frame, error) {
 	if p.killedIsSuccess {
 		return readFrame(msg, scope, observePiKilledIsSuccess, askPi)

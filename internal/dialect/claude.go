@@ -71,6 +71,9 @@ import (
 //     (exitMadeUp); the "Exit code N" header is the exit.
 //     `_meta.jetbrains.air.commandTitle` is the description, and makes the
 //     title of a report without rawInput or kind the command.
+//   - "Shell cwd was reset to DIR", Claude Code's line after the stderr
+//     of a command that changed directory, is a notice: removed only as
+//     the whole last line naming an absolute path (claudeCwdReset).
 //   - "(Bash completed with no output)", Claude Code's text for a result
 //     without output, and the adapter's notices for a call it closed
 //     without a result ("Claude stopped this tool call before it ran.",
@@ -373,10 +376,14 @@ func readToolResponse(o *accum.Observation, tr *claudeToolResponse) {
 		return
 	}
 	stdout := tr.Stdout.Str().S
-	if tr.Stderr.Set && tr.Stderr.S != "" {
+	stderr := tr.Stderr.S
+	if i := claudeCwdReset(stderr); i >= 0 {
+		stderr = stderr[:i] // Claude Code's notice, not the command's
+	}
+	if tr.Stderr.Set && stderr != "" {
 		o.Texts = append(o.Texts,
 			accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: stdout},
-			accum.Text{Stream: accum.Stderr, Kind: accum.Final, Text: tr.Stderr.S})
+			accum.Text{Stream: accum.Stderr, Kind: accum.Final, Text: stderr})
 		return
 	}
 	// stderr is merged into stdout: stdout is the whole output, often more
@@ -462,6 +469,32 @@ var (
 	claudeBgMoved  = regexp.MustCompile(`\n?Command did not complete within its [^\n]*? timeout and was moved to the background \(ID: [^\s)]+\)\.[^\n]*\s*$`)
 	claudeTimedOut = regexp.MustCompile(`\n?Command timed out after [^\n]*\s*$`)
 )
+
+// claudeCwdNotice starts the line Claude Code appends to the stderr of a
+// command that left the shell in another directory (`cd /tmp && pwd`):
+// "Shell cwd was reset to DIR", DIR being the agent's work directory. It
+// is the last line of the stderr (alone, or after a newline: "\nShell
+// cwd ..." in claude-agent-acp 0.101.0), so of the merged output too:
+// "OUT\n\nShell cwd was reset to DIR" live, "OUT\nShell cwd ..." in a
+// session/load replay and in claude-code-acp 0.16.2's result.
+const claudeCwdNotice = "Shell cwd was reset to "
+
+// claudeCwdReset returns where the cwd notice (claudeCwdNotice), with the
+// blank line before it, starts in s, or -1: only as the whole last line,
+// naming an absolute path. Elsewhere the words are output.
+func claudeCwdReset(s string) int {
+	i := strings.LastIndex(s, claudeCwdNotice)
+	if i < 0 || (i > 0 && s[i-1] != '\n') {
+		return -1
+	}
+	if dir := s[i+len(claudeCwdNotice):]; !strings.HasPrefix(dir, "/") || strings.ContainsAny(dir, "\r\n") {
+		return -1
+	}
+	for n := 0; n < 2 && i > 0 && s[i-1] == '\n'; n++ {
+		i--
+	}
+	return i
+}
 
 // claudeCutChars is where Claude Code's Bash tool cuts a long output
 // (its maxOutputLength, 30,000 UTF-16 code units by default; recorded:
@@ -573,6 +606,9 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		o.Cancelled, o.CancelNotice = true, claudeAbortedNotice
 		o.Worded.Cancelled, worded = true, true
 		s = s[:loc[0]]
+	}
+	if i := claudeCwdReset(s); i >= 0 {
+		s, worded = s[:i], true
 	}
 	header := false // the text is an error's, under its Exit code header
 	if !completed {

@@ -423,3 +423,41 @@ func TestClaudeReplayedOutputLikeItsNotices(t *testing.T) {
 		out("toolu_pi_timedout_35", "body-m\n\nCommand timed out after 2 seconds"),
 	})
 }
+
+// TestClaudeCwdResetNotice: after a command that changed directory
+// (`cd /tmp && pwd`) Claude Code appends "Shell cwd was reset to DIR" (the
+// agent's work directory) to the command's stderr, and the adapters send
+// it at the end of the output: a notice, never output. Frames from
+// claude-agent-acp-0.101.0_terminal-meta_probeu (live, then replayed by
+// session/load) and claude-code-acp-0.16.2_plain_probeu (probe U).
+func TestClaudeCwdResetNotice(t *testing.T) {
+	d := Bind(claudeDialect(t), ParseVersion("0.101.0"))
+	yes, done, C, S, F := accum.ShellYes, accum.StatusCompleted, accum.Combined, accum.Snapshot, accum.Final
+	runObsCases(t, d, []obsCase{
+		{name: "claude-agent-acp: toolResponse stderr",
+			update: `{"_meta": {"claudeCode": {"toolResponse": {"stdout": "/tmp", "stderr": "\nShell cwd was reset to /home/dev/work/proj", "interrupted": false, "isImage": false, "noOutputExpected": false}, "toolName": "Bash"}}, "toolCallId": "toolu_cd_30", "sessionUpdate": "tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "toolu_cd_30", Shell: yes, Texts: []accum.Text{txt(C, S, "/tmp")}})},
+		{name: "claude-agent-acp: terminal_output, after a blank line",
+			update: `{"_meta": {"terminal_output": {"terminal_id": "toolu_cd_30", "data": "/tmp\n\nShell cwd was reset to /home/dev/work/proj"}}, "toolCallId": "toolu_cd_30", "sessionUpdate": "tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "toolu_cd_30", TerminalID: "toolu_cd_30", Shell: yes, Texts: []accum.Text{txt(C, S, "/tmp")}})},
+		{name: "claude-agent-acp: terminal_output replayed by session/load",
+			update: `{"_meta": {"terminal_output": {"terminal_id": "toolu_cd_30", "data": "/tmp\nShell cwd was reset to /home/dev/work/proj"}}, "toolCallId": "toolu_cd_30", "sessionUpdate": "tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "toolu_cd_30", TerminalID: "toolu_cd_30", Shell: yes, Texts: []accum.Text{txt(C, S, "/tmp")}})},
+		{name: "claude-code-acp: toolResponse stderr",
+			update: `{"_meta": {"claudeCode": {"toolResponse": {"stdout": "/tmp", "stderr": "Shell cwd was reset to /home/dev/work/proj", "interrupted": false, "isImage": false, "noOutputExpected": false}, "toolName": "Bash"}}, "toolCallId": "toolu_cd_38", "sessionUpdate": "tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "toolu_cd_38", Shell: yes, Texts: []accum.Text{txt(C, S, "/tmp")}})},
+		{name: "claude-code-acp: rawOutput",
+			update: `{"_meta": {"claudeCode": {"toolName": "Bash"}}, "toolCallId": "toolu_cd_38", "sessionUpdate": "tool_call_update", "status": "completed", "rawOutput": "/tmp\nShell cwd was reset to /home/dev/work/proj", "content": [{"type": "content", "content": {"type": "text", "text": "/tmp\nShell cwd was reset to /home/dev/work/proj"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "toolu_cd_38", Shell: yes, Status: done, Texts: []accum.Text{txt(C, F, "/tmp")}})},
+		// Only that shape: the last line, a whole line, an absolute path.
+		{name: "the words not on the last line are output",
+			update: `{"_meta": {"terminal_output": {"terminal_id": "t1", "data": "Shell cwd was reset to /x\nmore"}}, "toolCallId": "t1", "sessionUpdate": "tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{txt(C, S, "Shell cwd was reset to /x\nmore")}})},
+		{name: "the words inside a line are output",
+			update: `{"_meta": {"terminal_output": {"terminal_id": "t1", "data": "log: Shell cwd was reset to /x"}}, "toolCallId": "t1", "sessionUpdate": "tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{txt(C, S, "log: Shell cwd was reset to /x")}})},
+		{name: "not a path: output",
+			update: `{"_meta": {"terminal_output": {"terminal_id": "t1", "data": "a\nShell cwd was reset to somewhere"}}, "toolCallId": "t1", "sessionUpdate": "tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{txt(C, S, "a\nShell cwd was reset to somewhere")}})},
+	})
+}

@@ -92,7 +92,9 @@ import (
 //     the signal, TimedOut; the output truncated, the client's tail), the
 //     rest restates the terminal's output. "Tool cancelled by user" is its
 //     cancel notice; "Command started in background with id: T" is
-//     Background.
+//     Background. These words are read only on a frame that names
+//     mcp__acp__Bash (all of its results do): in the Bash tool's output,
+//     replayed without toolResponse, they are what the command printed.
 type claude struct {
 	// exitMadeUp: this build, for this client, fills
 	// `_meta.terminal_exit.exit_code` with a value of its own, not the
@@ -263,10 +265,7 @@ func claudeBase(u *claudeUpdate, o accum.Observation) accum.Observation {
 	if u.RawInput.RunInBackground != nil && *u.RawInput.RunInBackground {
 		o.Background = true
 	}
-	name := u.Name.S
-	if u.Meta != nil && u.Meta.ClaudeCode != nil && u.Meta.ClaudeCode.ToolName.S != "" {
-		name = u.Meta.ClaudeCode.ToolName.S
-	}
+	name := claudeToolName(u)
 	switch {
 	case name == "Bash" || name == claudeClientBash:
 		o.Shell = accum.ShellYes
@@ -276,10 +275,22 @@ func claudeBase(u *claudeUpdate, o accum.Observation) accum.Observation {
 	return o
 }
 
+// claudeToolName is the tool the frame names: `_meta.claudeCode.toolName`,
+// else the unstable `name` ("" when it names none).
+func claudeToolName(u *claudeUpdate) string {
+	if u.Meta != nil && u.Meta.ClaudeCode != nil && u.Meta.ClaudeCode.ToolName.S != "" {
+		return u.Meta.ClaudeCode.ToolName.S
+	}
+	return u.Name.S
+}
+
 func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 	o := claudeBase(u, u.Base())
 	ended := o.Status.Ended()
 	completed := o.Status == accum.StatusCompleted
+	// The frame is the client-terminal Bash's: its header and notices
+	// are read (every frame of its result names the tool).
+	clientBash := claudeToolName(u) == claudeClientBash
 
 	if m := u.Meta; m != nil {
 		// terminal_info and terminal_exit the shared way; the output is
@@ -304,7 +315,7 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 				o.TerminalID = td.TerminalID
 			}
 			if td.Data.S != "" {
-				claudeText(&o, td.Data.S, completed, textKind(ended))
+				claudeText(&o, td.Data.S, completed, clientBash, textKind(ended))
 			}
 		}
 		if cc := m.ClaudeCode; cc != nil && cc.ToolResponse != nil {
@@ -317,7 +328,7 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 
 	switch {
 	case u.RawOutput.Text.Set:
-		claudeText(&o, u.RawOutput.Text.S, completed, textKind(ended))
+		claudeText(&o, u.RawOutput.Text.S, completed, clientBash, textKind(ended))
 		if ended {
 			claudeContentNote(&o, &u.ToolCall)
 		}
@@ -329,7 +340,7 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 			if t, fenced := StripFence(text); fenced {
 				text = t
 			}
-			claudeText(&o, text, completed, accum.Final)
+			claudeText(&o, text, completed, clientBash, accum.Final)
 		}
 	}
 	return o
@@ -442,6 +453,15 @@ const claudeClientBash = "mcp__acp__Bash"
 // notice about the command; the output after it restates the terminal's.
 var claudeTermHeader = mustAnchored("^(Interrupted by the user\\. |Killed\\. |Timed out\\. )?(?:Exited with code (-?\\d+)\\.)?(?:Signal `([^`\\n]*)`\\. )?(?:Final|New) output:\\n\\n")
 
+// claudeTermHeaderOf is claudeTermHeader's submatches in s, read only in
+// the client-terminal Bash's result (clientBash), else nil.
+func claudeTermHeaderOf(clientBash bool, s string) []string {
+	if !clientBash {
+		return nil
+	}
+	return claudeTermHeader.FindStringSubmatch(s)
+}
+
 // claudeTermTrailer is what it appends when the client cut the output
 // (outputByteLimit 32000): the output is the client's tail, truncated.
 var claudeTermTrailer = regexp.MustCompile(`\n\nCommand output was too long, so it was truncated to \d+ bytes\.$`)
@@ -536,19 +556,23 @@ func claudeCutLong(s string) bool {
 // "Exit code N" header (not on a `completed` frame, which is never an
 // error), the persisted-output wrapper, truncation trailers and background
 // or timeout notices, then adds the rest as Combined output of kind k.
+// The client-terminal Bash's header and notices (claudeTermHeader,
+// claudeTermBackground, its cancel under `completed`) are read only when
+// clientBash says the frame is that tool's: in the Bash tool's output
+// the same words are what the command printed.
 //
 // The words it removes (the header, the notices) are the command's own
 // output when an earlier source gave the stream exactly this text whole
 // (toolResponse's stdout, which Claude sends for a success only, before
 // the terminal's output): the text says so (accum.Text.Whole), with what
 // was read from them (Observation.Worded).
-func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind) {
+func claudeText(o *accum.Observation, s string, completed, clientBash bool, k accum.TextKind) {
 	whole := s
 	t := strings.TrimSpace(s)
 	// Claude Code refuses and cancels under `failed`, never `completed`:
 	// on a completed frame those words are the command's output. The
 	// client-terminal Bash's own "Tool cancelled by user" is its result.
-	if (!completed || strings.HasPrefix(t, claudeToolCancelled)) && claudeNotice.MatchString(t) {
+	if (!completed || clientBash && strings.HasPrefix(t, claudeToolCancelled)) && claudeNotice.MatchString(t) {
 		o.Cancelled, o.CancelNotice = true, notice(t)
 		o.Worded.Cancelled = true
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Whole: whole})
@@ -573,7 +597,7 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 	}
 	truncated := false
 	var total int64
-	if m := claudeTermHeader.FindStringSubmatch(s); m != nil {
+	if m := claudeTermHeaderOf(clientBash, s); m != nil {
 		switch m[1] {
 		case "Timed out. ":
 			o.TimedOut, o.Worded.TimedOut = true, true
@@ -595,7 +619,7 @@ func claudeText(o *accum.Observation, s string, completed bool, k accum.TextKind
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated, Whole: whole})
 		return
 	}
-	if claudeTermBackground.MatchString(strings.TrimSpace(s)) {
+	if clientBash && claudeTermBackground.MatchString(strings.TrimSpace(s)) {
 		o.Background = true
 		return
 	}

@@ -461,3 +461,29 @@ func TestClaudeCwdResetNotice(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{txt(C, S, "a\nShell cwd was reset to somewhere")}})},
 	})
 }
+
+// TestClaudeClientTerminalWordsOnlyItsOwn: the header and notices of
+// claude-code-acp's client-terminal Bash (mcp__acp__Bash) are that tool's
+// only. The Bash tool's output with the same words is what the command
+// printed: probe U's `printf 'Exited with code 4.Final output:\n\nreal\n'`
+// (exit 0), replayed by session/load without toolResponse
+// (claude-code-acp-0.16.2_plain_probeu2, claude-agent-acp-0.101.0_terminal-meta_probeu2).
+func TestClaudeClientTerminalWordsOnlyItsOwn(t *testing.T) {
+	d := Bind(claudeDialect(t), ParseVersion("0.101.0"))
+	yes, done, C, S, F := accum.ShellYes, accum.StatusCompleted, accum.Combined, accum.Snapshot, accum.Final
+	const out = "Exited with code 4.Final output:\n\nreal"
+	bashFinal := func(id, text string) obsCase {
+		return obsCase{name: text,
+			update: `{"_meta": {"claudeCode": {"toolName": "Bash"}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "status": "completed", "rawOutput": ` + jsonString(text) + `, "content": [{"type": "content", "content": {"type": "text", "text": ` + jsonString(text) + `}}]}`,
+			want:   one(accum.Observation{ToolCallID: id, Shell: yes, Status: done, Texts: []accum.Text{txt(C, F, text)}})}
+	}
+	runObsCases(t, d, []obsCase{
+		bashFinal("toolu_claude_term_47", out),
+		{name: "claude-agent-acp's replayed terminal_output",
+			update: `{"_meta": {"terminal_output": {"terminal_id": "toolu_claude_term_39", "data": ` + jsonString(out) + `}}, "toolCallId": "toolu_claude_term_39", "sessionUpdate": "tool_call_update"}`,
+			want:   one(accum.Observation{ToolCallID: "toolu_claude_term_39", TerminalID: "toolu_claude_term_39", Shell: yes, Texts: []accum.Text{txt(C, S, out)}})},
+		bashFinal("t1", "Timed out. New output:\n\nstart\n"),
+		bashFinal("t1", "Command started in background with id: term-7"),
+		bashFinal("t1", "Tool cancelled by user"),
+	})
+}

@@ -1,11 +1,13 @@
 package dialect
 
 import (
+	"bytes"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 )
 
 // claude reads the Claude Code ACP adapters (@zed-industries/claude-code-acp,
@@ -187,16 +189,52 @@ type claudeInput struct {
 
 type claudeUpdate struct {
 	ToolCall
-	Name      Str         `json:"name"`
-	RawInput  claudeInput `json:"rawInput"`
-	RawOutput ShellOutput `json:"rawOutput"`
-	Meta      *claudeMeta `json:"_meta"`
+	Name      Str             `json:"name"`
+	RawInput  claudeInput     `json:"rawInput"`
+	RawOutput claudeRawOutput `json:"rawOutput"`
+	Meta      *claudeMeta     `json:"_meta"`
+}
+
+// claudeRawOutput is rawOutput: a string or an object (ShellOutput), or,
+// from the client-terminal Bash (mcp__acp__Bash), an array of MCP content
+// items whose texts are its result ("Exited with code N.Final output:
+// ...").
+type claudeRawOutput struct {
+	ShellOutput
+	// Items are the texts of the array's "text" items, in order.
+	Items []string
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (r *claudeRawOutput) UnmarshalJSON(b []byte) error {
+	*r = claudeRawOutput{}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '[' {
+		return r.ShellOutput.UnmarshalJSON(b)
+	}
+	jsonlit.EachElement(b, func(val []byte) bool {
+		var typ, text Str
+		jsonlit.EachMember(val, func(key string, v []byte) {
+			switch key {
+			case "TYPE":
+				typ.UnmarshalJSON(v)
+			case "TEXT":
+				text.UnmarshalJSON(v)
+			}
+		})
+		if typ.S == "text" && text.Set {
+			r.Items = append(r.Items, text.S)
+		}
+		return len(r.Items) < 64
+	})
+	return nil
 }
 
 // unreadFields: through a client terminal (mcp__acp__Bash) claude-code-acp
-// 0.11 to 0.16 restate their final notice ("Exited with code N.Final
-// output: ...") as MCP text items in rawOutput and in toolResponse; the
-// exit code and the output come from the client's own terminal answers.
+// 0.11 to 0.16 send their result ("Exited with code N.Final output: ...")
+// as MCP text items in rawOutput, read by claudeRawOutput's own decode
+// (the json tags type only its object form), and restate it in
+// toolResponse, which is not read.
 func (claudeUpdate) unreadFields() []string {
 	return []string{"rawOutput[].text", "_meta.claudeCode.toolResponse[].text"}
 }
@@ -333,7 +371,14 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 			claudeContentNote(&o, &u.ToolCall)
 		}
 	case u.RawOutput.Fields != nil:
-		applyShellOutput(&o, &u.RawOutput)
+		applyShellOutput(&o, &u.RawOutput.ShellOutput)
+	case clientBash && len(u.RawOutput.Items) > 0:
+		// The client-terminal Bash's result: its header (the exit code,
+		// the signal, a timeout) before the terminal's output. A session/load
+		// replay sends nothing else; live, the client's answers about its
+		// terminal beat it (a stronger exit, the output straight from the
+		// process).
+		claudeText(&o, strings.Join(u.RawOutput.Items, ""), completed, clientBash, textKind(ended))
 	case ended && o.Shell != accum.ShellNo && o.TerminalID == "" && u.TerminalContent() == "":
 		// No rawOutput: the fenced content text of the final frame.
 		if text, ok := u.Texts(); ok {

@@ -487,3 +487,34 @@ func TestClaudeClientTerminalWordsOnlyItsOwn(t *testing.T) {
 		bashFinal("t1", "Tool cancelled by user"),
 	})
 }
+
+// TestClaudeClientTerminalResultItems: claude-code-acp 0.16.2's
+// client-terminal Bash (mcp__acp__Bash) sends its result as MCP text
+// items in rawOutput. Replayed by session/load there is nothing else (no
+// terminal requests): the header is the exit code, the rest the output.
+// Live, the header says the timeout the client's answers do not (they
+// say SIGTERM). Frames from probe U (claude-code-acp-0.16.2_client-terminal_probeu,
+// lines 323-324, and _probeu7, lines 39-40).
+func TestClaudeClientTerminalResultItems(t *testing.T) {
+	d := claudeDialect(t)
+	yes, done, C, F := accum.ShellYes, accum.StatusCompleted, accum.Combined, accum.Final
+	final := func(id, text string) string {
+		return `{"_meta": {"claudeCode": {"toolName": "mcp__acp__Bash"}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "status": "completed", "rawOutput": [{"type": "text", "text": ` + jsonString(text) + `}]}`
+	}
+	runObsCases(t, d, []obsCase{
+		{name: "replayed exit 0 and its output",
+			update: final("toolu_heredoc_18", "Exited with code 0.Final output:\n\nline one\nline two\nafter-heredoc\n"),
+			want: one(accum.Observation{ToolCallID: "toolu_heredoc_18", Shell: yes, Status: done, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{txt(C, F, "line one\nline two\nafter-heredoc\n")}})},
+		{name: "replayed exit 3 without output",
+			update: final("toolu_exit_bare_24", "Exited with code 3.Final output:\n\n"),
+			want:   one(accum.Observation{ToolCallID: "toolu_exit_bare_24", Shell: yes, Status: done, Exit: ex(3, accum.ExitText, false)})},
+		{name: "live timeout",
+			update: final("toolu_timeout_6", "Timed out. New output:\n\nstart\n"),
+			want: one(accum.Observation{ToolCallID: "toolu_timeout_6", Shell: yes, Status: done, TimedOut: true,
+				Texts: []accum.Text{txt(C, F, "start\n")}})},
+		{name: "the Bash tool's result is a string, never items",
+			update: `{"_meta": {"claudeCode": {"toolName": "Bash"}}, "toolCallId": "t1", "sessionUpdate": "tool_call_update", "status": "completed", "rawOutput": [{"type": "text", "text": "Exited with code 3.Final output:\n\n"}]}`,
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done})},
+	})
+}

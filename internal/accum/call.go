@@ -157,6 +157,16 @@ func (c *Call) Apply(o *Observation) {
 		o = &r
 	}
 	o = c.wordsAsOutput(o)
+	if e := o.Exit; e != nil && e.Code == 0 && o.Status.Ended() && (o.Background || c.cur.background) {
+		// The tool call ends while its command goes on in the background:
+		// a 0 on the frame that ends it is the tool call's (an agent
+		// restating its result fills in 0 for any success), not the
+		// command's, which has not ended. Only a later frame can say how
+		// the command ends.
+		cp := *o
+		cp.Exit, cp.ExitSetAside = nil, true
+		o = &cp
+	}
 	if o.Shell == ShellYes || (o.Shell == ShellNo && c.shell == ShellUnknown) {
 		c.shell = o.Shell
 	}

@@ -553,6 +553,43 @@ func TestBackgroundEndIsUnknownUntilItsResult(t *testing.T) {
 	assert.Equal(t, int32(0), *r.ExitCode)
 }
 
+// TestBackgroundEndSaysNoExit: the frame that ends a tool call whose
+// command went on in the background cannot know how the command ends: an
+// exit code 0 on it is the tool call's (an agent that restates a result
+// fills in 0 for every success), not the command's. Whether the call
+// learned of the background earlier or on that frame, and whether the
+// frame is live or a replay of a call that ended: UNKNOWN, no exit code.
+// A later frame's exit code is still the command's.
+func TestBackgroundEndSaysNoExit(t *testing.T) {
+	bg := Observation{Shell: ShellYes, Background: true}
+	end0 := Observation{Status: StatusCompleted, Exit: exit(0, ExitTerminal)}
+	for _, tc := range []struct {
+		name string
+		obs  []Observation
+	}{
+		{"the notice, then the end with 0", []Observation{bg, end0}},
+		{"the notice on the end with 0", []Observation{{Shell: ShellYes, Background: true, Status: StatusCompleted, Exit: exit(0, ExitTerminal)}}},
+		{"ended live, a replay's end with 0", []Observation{bg, {Status: StatusCompleted}, {Status: StatusCompleted, Exit: exit(0, ExitTerminal), Replayed: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCall("b", 1024)
+			for i := range tc.obs {
+				c.Apply(&tc.obs[i])
+			}
+			r, _ := c.Revision()
+			assert.Equal(t, Unknown, r.Outcome, r.OutcomeReason)
+			assert.Nil(t, r.ExitCode)
+			assert.True(t, r.Background)
+		})
+	}
+	c := NewCall("b", 1024)
+	for _, o := range []Observation{bg, {Status: StatusCompleted}, {Exit: exit(3, ExitTerminal)}} {
+		c.Apply(&o)
+	}
+	r, _ := c.Revision()
+	assert.Equal(t, Failed, r.Outcome, "a later frame's exit code is the command's")
+}
+
 // TestCallExitSetAside: a call whose agent sent an exit code the dialect
 // does not take as the command's (ExitSetAside) says so in its outcome
 // reason when no other exit is known, rather than that none was sent; it

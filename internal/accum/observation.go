@@ -295,7 +295,9 @@ type Observation struct {
 	// refusal or cancel notice, shortened), said in the outcome reason;
 	// such a notice is never output.
 	CancelNotice string
-	// Background says the command was started in the background.
+	// Background says the command was started in the background. The
+	// frame that ends such a call cannot know how the command ends: an
+	// exit code 0 on it is no exit evidence (see Call.Apply).
 	Background bool
 	// FailNotice is the agent's own words about a failure it reports
 	// without an exit code (Failed or a failed Verdict), shortened; the

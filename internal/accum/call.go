@@ -152,11 +152,13 @@ func (c *Call) EndedByAgent() bool {
 // reopen it, and never change an outcome that is known, nor a known exit
 // code: ENDED is final.
 func (c *Call) Apply(o *Observation) {
+	// Words a replay removed that the live text held whole are output
+	// (and say nothing), before the replay is cut to what it may add.
+	o = c.wordsAsOutput(o)
 	if o.Replayed {
 		r := c.replayed(o)
 		o = &r
 	}
-	o = c.wordsAsOutput(o)
 	if e := o.Exit; e != nil && e.Code == 0 && o.Status.Ended() && (o.Background || c.cur.background) {
 		// The tool call ends while its command goes on in the background:
 		// a 0 on the frame that ends it is the tool call's (an agent
@@ -290,8 +292,8 @@ func (c *Call) Apply(o *Observation) {
 // replayed is what a replayed observation (Observation.Replayed) may
 // still say to this call: the command, cwd, description, approval reason
 // and terminal only when the call knows none (the description and the
-// approval reason only while it is open); text only for streams it never
-// saw. Exit evidence and status stay: a call that ended with a
+// approval reason only while it is open); background only while it is
+// open; text only for streams it never saw. Exit evidence and status stay: a call that ended with a
 // known outcome ignores them anyway (Apply), and one that did not is
 // better for them.
 func (c *Call) replayed(o *Observation) Observation {
@@ -310,6 +312,12 @@ func (c *Call) replayed(o *Observation) Observation {
 	}
 	if c.cur.approvalReason != "" || c.cur.state == Ended {
 		r.ApprovalReason = ""
+	}
+	if c.cur.state == Ended {
+		// The live frames said whether the command went on in the
+		// background when the call ended; a replay's words cannot send a
+		// command that ended there.
+		r.Background = false
 	}
 	if c.cur.terminalID != "" {
 		r.TerminalID = ""

@@ -1,6 +1,7 @@
 package accum
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -588,6 +589,40 @@ func TestBackgroundEndSaysNoExit(t *testing.T) {
 	}
 	r, _ := c.Revision()
 	assert.Equal(t, Failed, r.Outcome, "a later frame's exit code is the command's")
+}
+
+// TestReplayNeverSendsAnEndedCallToTheBackground: a replay (session/load)
+// restates a call that ended live, often in a poorer shape: it cannot
+// make a command that ended in the foreground a background one, whether
+// its notice is words the live text held whole (the command printed
+// them) or not. A call that only the replay shows still learns it.
+func TestReplayNeverSendsAnEndedCallToTheBackground(t *testing.T) {
+	const note = "Command running in background with ID: abc123."
+	live := []Observation{
+		{Shell: ShellYes, Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: note}}},
+		{Status: StatusCompleted},
+	}
+	worded := Observation{Status: StatusCompleted, Background: true, Worded: Worded{Background: true},
+		Texts: []Text{{Stream: Combined, Kind: Final, Whole: note}}, Replayed: true}
+	bare := Observation{Status: StatusCompleted, Background: true, Replayed: true}
+	for _, tc := range []struct {
+		name string
+		obs  []Observation
+		bg   bool
+	}{
+		{"the live text held the words whole", append(slices.Clone(live), worded), false},
+		{"ended live without them", []Observation{{Shell: ShellYes}, {Status: StatusCompleted}, bare}, false},
+		{"only the replay shows the call", []Observation{{Shell: ShellYes, Replayed: true}, bare}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCall("r", 1024)
+			for i := range tc.obs {
+				c.Apply(&tc.obs[i])
+			}
+			r, _ := c.Revision()
+			assert.Equal(t, tc.bg, r.Background, r.OutcomeReason)
+		})
+	}
 }
 
 // TestCallExitSetAside: a call whose agent sent an exit code the dialect

@@ -681,7 +681,7 @@ func claudeText(o *accum.Observation, s string, completed, clientBash bool, k ac
 	}
 	header := false // the text is an error's, under its Exit code header
 	if !completed {
-		if m := claudeExitHeader.FindStringSubmatch(s); m != nil {
+		if m := claudeExitHeader.FindStringSubmatch(s); m != nil && claudeHeaderAgrees(o, m[1]) {
 			header = true
 			if c := CodeFromString(m[1]); c.Known {
 				o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
@@ -729,6 +729,20 @@ func claudeText(o *accum.Observation, s string, completed, clientBash bool, k ac
 	}
 	// A preview or a cut output is the beginning of the whole (Head).
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Text: s, Truncated: truncated, Head: truncated, TotalBytes: total, Whole: whole})
+}
+
+// claudeHeaderAgrees says whether an "Exit code N" header's N agrees with
+// the terminal_exit of the same frame, if any: Claude writes the header
+// only over the text of a command that failed with N, and
+// claude-agent-acp (from claudeExitTruthful) sends that N as terminal_exit.
+// Under another code (a made-up one is set aside before) the line is the
+// command's own output.
+func claudeHeaderAgrees(o *accum.Observation, n string) bool {
+	if o.Exit == nil || o.Exit.Source != accum.ExitTerminal {
+		return true
+	}
+	c := CodeFromString(n)
+	return c.Known && c.Value == o.Exit.Code
 }
 
 // persistedPreview returns the preview inside a <persisted-output> block.

@@ -518,3 +518,33 @@ func TestClaudeClientTerminalResultItems(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done})},
 	})
 }
+
+// TestClaudeHeaderAgreesWithTerminalExit: Claude's "Exit code N" header
+// starts the text of a command that failed with N, and claude-agent-acp
+// (from 0.86.0) sends that N as terminal_exit too. A frame whose
+// terminal_exit says otherwise carries a command's output that starts
+// with those words: probe U's printf 'Exit code 3\n...' (exit 0), as a
+// session/load replay sends it (terminal_output, then terminal_exit 0),
+// here in one frame.
+func TestClaudeHeaderAgreesWithTerminalExit(t *testing.T) {
+	d := Bind(claudeDialect(t), ParseVersion("0.101.0"))
+	yes, failed, C, S := accum.ShellYes, accum.StatusFailed, accum.Combined, accum.Snapshot
+	const out = "Exit code 3\nCommand exited with code 2\nOutput: x\nExit Code: 5\nSignal: 9"
+	frame := func(code, status string) string {
+		return `{"_meta": {"claudeCode": {"toolName": "Bash"}, "terminal_output": {"terminal_id": "toolu_fake_head_12", "data": ` + jsonString(out) + `}, "terminal_exit": {"terminal_id": "toolu_fake_head_12", "exit_code": ` + code + `, "signal": null}}, "toolCallId": "toolu_fake_head_12", "sessionUpdate": "tool_call_update", "status": "` + status + `"}`
+	}
+	runObsCases(t, d, []obsCase{
+		{name: "terminal_exit 0: the line is output",
+			update: frame("0", "failed"),
+			want: one(accum.Observation{ToolCallID: "toolu_fake_head_12", TerminalID: "toolu_fake_head_12", Shell: yes, Status: failed,
+				Exit: ex(0, accum.ExitTerminal, false), Texts: []accum.Text{txt(C, accum.Final, out)}})},
+		{name: "terminal_exit 3: the header",
+			update: frame("3", "failed"),
+			want: one(accum.Observation{ToolCallID: "toolu_fake_head_12", TerminalID: "toolu_fake_head_12", Shell: yes, Status: failed,
+				Exit: ex(3, accum.ExitTerminal, false), Texts: []accum.Text{txt(C, accum.Final, out[len("Exit code 3\n"):])}})},
+		{name: "no terminal_exit: the header",
+			update: `{"_meta": {"terminal_output": {"terminal_id": "t1", "data": ` + jsonString(out) + `}}, "toolCallId": "t1", "sessionUpdate": "tool_call_update"}`,
+			want: one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes,
+				Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, S, out[len("Exit code 3\n"):])}})},
+	})
+}

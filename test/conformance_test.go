@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -1596,8 +1597,12 @@ func TestConformanceBigOutput(t *testing.T) {
 	limit := service.DefaultConfig().TextLimit
 	whole := lines("n", 1, 20000) // 120,000 bytes: within the bound
 	huge := lines("n", 1, 50000)  // 300,000 bytes: past it
-	preview := func(s string) string {
-		return "<persisted-output>\nOutput too large (223.5KB). Full output saved to: /home/dev/.claude/x.txt\n\nPreview (first 2KB):\n" + s[:2048] + "\n...\n</persisted-output>"
+	// preview is Claude Code's preview of s, the beginning of an output
+	// of total bytes, whose size it states in KB of 1024 with one decimal
+	// at most (117.2KB for 120,000 bytes).
+	preview := func(s string, total int) string {
+		size := strings.TrimSuffix(strconv.FormatFloat(float64(total)/1024, 'f', 1, 64), ".0") + "KB"
+		return "<persisted-output>\nOutput too large (" + size + "). Full output saved to: /home/dev/.claude/x.txt\n\nPreview (first 2KB):\n" + s[:2048] + "\n...\n</persisted-output>"
 	}
 	toolResponse := func(id, stdout string) string {
 		return upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":%q,"_meta":{"claudeCode":{"toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false},"toolName":"Bash"}}}`, id, js(stdout)))
@@ -1609,7 +1614,7 @@ func TestConformanceBigOutput(t *testing.T) {
 		frames: []string{
 			claudeOpen("toolu_1", false), claudeInput("toolu_1", "seq 1 20000", "Big", false, ""),
 			toolResponse("toolu_1", whole),
-			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":` + js(preview(whole)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(preview(whole))) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed","rawOutput":` + js(preview(whole, len(whole))) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(preview(whole, len(whole)))) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
 		},
 		want: []wantExec{{id: "toolu_1", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: whole}},
 	}, {
@@ -1617,7 +1622,7 @@ func TestConformanceBigOutput(t *testing.T) {
 		frames: []string{
 			claudeOpen("toolu_2", false), claudeInput("toolu_2", "seq 1 50000", "Huge", false, ""),
 			toolResponse("toolu_2", huge),
-			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_2","status":"completed","rawOutput":` + js(preview(huge)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_2","status":"completed","rawOutput":` + js(preview(huge, len(huge))) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
 		},
 		want: []wantExec{{id: "toolu_2", command: "seq 1 50000", cwd: "/w", desc: "Huge", outcome: unknown, output: huge[len(huge)-limit:], trunc: true,
 			extra: func(t *testing.T, x *pb.ShellExec) {
@@ -1656,7 +1661,7 @@ func TestConformanceBigOutput(t *testing.T) {
 		frames: []string{
 			claudeOpen("toolu_5", false), claudeInput("toolu_5", "seq 1 20000", "Big", false, ""),
 			toolResponse("toolu_5", first30k),
-			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_5","status":"completed","rawOutput":` + js(preview(whole)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(first30k+note)) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_5","status":"completed","rawOutput":` + js(preview(whole, 120000)) + `,"content":[{"type":"content","content":{"type":"text","text":` + js(fenced(first30k+note)) + `}}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
 		},
 		want: []wantExec{{id: "toolu_5", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: first30k, trunc: true,
 			extra: func(t *testing.T, x *pb.ShellExec) {
@@ -1669,7 +1674,7 @@ func TestConformanceBigOutput(t *testing.T) {
 		frames: []string{
 			claudeOpen("toolu_6", false), claudeInput("toolu_6", "seq 1 20000", "Big", false, ""),
 			upd(fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","_meta":{"claudeCode":{"toolResponse":{"stdout":%s,"stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false,"persistedOutputPath":"/home/dev/.claude/t.txt","persistedOutputSize":120000},"toolName":"Bash"}}}`, js(first30k))),
-			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","status":"completed","rawOutput":` + js(preview(whole)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"toolu_6","status":"completed","rawOutput":` + js(preview(whole, 120000)) + `,"_meta":{"claudeCode":{"toolName":"Bash"}}}`),
 		},
 		want: []wantExec{{id: "toolu_6", command: "seq 1 20000", cwd: "/w", desc: "Big", outcome: unknown, output: first30k, trunc: true,
 			extra: func(t *testing.T, x *pb.ShellExec) {

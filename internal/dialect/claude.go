@@ -397,10 +397,9 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 // there ("[Output truncated (N bytes total): ...]"). The note marks the
 // stream truncated with that size, whichever text is its output.
 func claudeContentNote(o *accum.Observation, tc *ToolCall) {
+	stated := int64(0) // by the chosen text (a preview's rounded size is less)
 	for _, t := range o.Texts {
-		if t.TotalBytes > 0 {
-			return // the chosen text stated it already
-		}
+		stated = max(stated, t.TotalBytes)
 	}
 	text, ok := tc.Texts()
 	if !ok {
@@ -413,7 +412,7 @@ func claudeContentNote(o *accum.Observation, tc *ToolCall) {
 	if loc == nil {
 		return
 	}
-	if n, err := strconv.ParseInt(text[loc[2]:loc[3]], 10, 64); err == nil && n > 0 {
+	if n, err := strconv.ParseInt(text[loc[2]:loc[3]], 10, 64); err == nil && n > stated {
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Delta, Truncated: true, TotalBytes: n})
 	}
 }
@@ -694,8 +693,11 @@ func claudeText(o *accum.Observation, s string, completed, clientBash bool, k ac
 			o.Src.Notice = "Exit code header of the output text"
 		}
 	}
-	if p, ok := persistedPreview(s); ok {
+	if p, size, ok := persistedPreview(s); ok {
 		s, truncated, worded = p, true, false
+		if size > int64(len(p)) {
+			total = size // at least: the stated size is rounded
+		}
 	}
 	if loc := findFrom(claudeTruncTrailer, s, "[Output truncated ("); loc != nil {
 		// The note states the real size of the whole output.
@@ -745,26 +747,56 @@ func claudeHeaderAgrees(o *accum.Observation, n string) bool {
 	return c.Known && c.Value == o.Exit.Code
 }
 
-// persistedPreview returns the preview inside a <persisted-output> block.
-func persistedPreview(s string) (string, bool) {
+// persistedPreview returns the preview inside a <persisted-output> block,
+// and the least size of the whole output its "Output too large (148KB)"
+// allows (0 when it states none).
+func persistedPreview(s string) (string, int64, bool) {
 	t := strings.TrimSpace(s)
 	if !strings.HasPrefix(t, "<persisted-output>") {
-		return "", false
+		return "", 0, false
 	}
 	t = strings.TrimPrefix(t, "<persisted-output>")
 	t = strings.TrimSuffix(t, "</persisted-output>")
+	size := persistedSize(t)
 	i := strings.Index(t, "Preview (")
 	if i < 0 {
-		return "", true
+		return "", size, true
 	}
 	j := strings.Index(t[i:], "):\n")
 	if j < 0 {
-		return "", true
+		return "", size, true
 	}
 	p := t[i+j+3:]
 	p = strings.TrimSuffix(p, "\n")
 	p = strings.TrimSuffix(p, "...")
-	return p, true
+	return p, size, true
+}
+
+// claudePersistedSize is the size Claude Code states for an output it
+// saved to a file, in its formatFileSize: bytes, or KB and MB of 1024
+// with one decimal at most ("148KB" for 151507 bytes, "365.1KB").
+var claudePersistedSize = regexp.MustCompile(`^\s*Output too large \((\d+(?:\.\d+)?) ?(bytes|B|KB|MB|GB)\)`)
+
+// persistedSize returns the least size the stated one allows: a size
+// rounded to a tenth of its unit is at least that tenth's half below it.
+// 0 when t states none.
+func persistedSize(t string) int64 {
+	m := claudePersistedSize.FindStringSubmatch(t)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0
+	}
+	unit := map[string]float64{"bytes": 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[m[2]]
+	if unit > 1 {
+		v -= 0.05
+	}
+	if n := v * unit; n > 0 && n < 1<<50 {
+		return int64(n)
+	}
+	return 0
 }
 
 // stripClaudeHeaderBytes removes an "Exit code N" header from v2 snapshot

@@ -94,9 +94,9 @@ func TestClaudeUpdate(t *testing.T) {
 		{name: "success output that starts like a header is output under completed",
 			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"Exit code 5\nfrom my script"}`,
 			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Texts: []accum.Text{txt(C, F, "Exit code 5\nfrom my script")}})},
-		{name: "persisted-output: the preview, truncated",
+		{name: "persisted-output: the preview, truncated, of at least the size it states",
 			update: `{` + bash + `,"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"completed","rawOutput":"<persisted-output>\nOutput too large (365.1KB). Full output saved to: /x/t1.txt\n\nPreview (first 2KB):\n1\n2\n3\n...\n</persisted-output>"}`,
-			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Texts: []accum.Text{{Stream: C, Kind: F, Text: "1\n2\n3\n", Truncated: true, Head: true}}})},
+			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: done, Texts: []accum.Text{{Stream: C, Kind: F, Text: "1\n2\n3\n", Truncated: true, Head: true, TotalBytes: 373811}}})},
 		{name: "truncation trailer is removed, marks truncation and states the real size",
 			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"1\n2\n\n[Output truncated (228894 bytes total): full output saved to /x/y.txt]"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
 			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: S, Text: "1\n2", Truncated: true, Head: true, TotalBytes: 228894}}})},
@@ -546,5 +546,33 @@ func TestClaudeHeaderAgreesWithTerminalExit(t *testing.T) {
 			update: `{"_meta": {"terminal_output": {"terminal_id": "t1", "data": ` + jsonString(out) + `}}, "toolCallId": "t1", "sessionUpdate": "tool_call_update"}`,
 			want: one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes,
 				Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, S, out[len("Exit code 3\n"):])}})},
+	})
+}
+
+// TestClaudePersistedOutputStatesItsSize: a session/load replay sends only
+// Claude Code's <persisted-output> preview (no toolResponse with
+// persistedOutputSize); its "Output too large (148KB)" states the whole
+// output's size, rounded to a tenth of a KB: at least 147.95 KB, the
+// bytes the stream then reports (probe U,
+// claude-agent-acp-0.101.0_terminal-meta_probeu line 265; the command
+// printed 151507 bytes).
+func TestClaudePersistedOutputStatesItsSize(t *testing.T) {
+	d := Bind(claudeDialect(t), ParseVersion("0.101.0"))
+	line := strings.Repeat("x", 100)
+	preview := strings.Repeat(line+"\n", 19)
+	data := "<persisted-output>\nOutput too large (148KB). Full output saved to: /home/dev/.claude/projects/-home-dev-work-proj/cd773688-9a24-42e4-87be-a34fda943819/tool-results/bauy08yv7.txt\n\nPreview (first 2KB):\n" + preview + "...\n</persisted-output>"
+	sized := func(text, size string, total int64) obsCase {
+		d := strings.Replace(data, "(148KB)", "("+size+")", 1)
+		return obsCase{name: size,
+			update: `{"_meta": {"terminal_output": {"terminal_id": "toolu_big150_43", "data": ` + jsonString(d) + `}}, "toolCallId": "toolu_big150_43", "sessionUpdate": "tool_call_update"}`,
+			want: one(accum.Observation{ToolCallID: "toolu_big150_43", TerminalID: "toolu_big150_43", Shell: accum.ShellYes,
+				Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: text, Truncated: true, Head: true, TotalBytes: total}}})}
+	}
+	runObsCases(t, d, []obsCase{
+		sized(preview, "148KB", 151500), // 147.95 * 1024, rounded down
+		sized(preview, "365.1KB", 373811),
+		sized(preview, "1.2MB", 1205862),
+		sized(preview, "900B", 0), // no more than the preview: says nothing
+		sized(preview, "lots", 0),
 	})
 }

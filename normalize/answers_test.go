@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -260,4 +261,83 @@ func TestFrameErrorAnsweredAgainWithoutAStore(t *testing.T) {
 	_, late := splitEvents(feedSkipping(t, n, 1, open))
 	require.Len(t, late, 1)
 	assert.Equal(t, normalize.AlreadyExists, late[0].Code)
+}
+
+// unreplicated is the rollback store (see loss_test.go) with a replica
+// it waits for, as Redis with WAIT. While the replica is cut off, a
+// commit is applied and reported not acknowledged; setCut(false) lets
+// the replica catch up, and failover loses every commit it does not hold
+// (the master died, the replica took over).
+type unreplicated struct {
+	*rollback
+	mu      sync.Mutex
+	cut     bool
+	replica map[string]uint64 // the version the replica holds, per session
+}
+
+func newUnreplicated() *unreplicated {
+	return &unreplicated{rollback: newRollback(), replica: map[string]uint64{}}
+}
+
+func (u *unreplicated) Commit(ctx context.Context, session string, base uint64, c *store.Change) (uint64, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	v, err := u.rollback.Commit(ctx, session, base, c)
+	if err != nil {
+		return v, err
+	}
+	if u.cut {
+		return 0, fmt.Errorf("%w: version %d applied, no replica acknowledged it", store.ErrUnacknowledged, v)
+	}
+	u.replica[session] = v
+	return v, nil
+}
+
+func (u *unreplicated) setCut(cut bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.cut = cut
+	if !cut {
+		for s := range u.rollback.sessions {
+			u.replica[s], _ = u.rollback.Version(context.Background(), s)
+		}
+	}
+}
+
+func (u *unreplicated) failover() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for s := range u.rollback.sessions {
+		u.rollback.back(s, u.replica[s])
+	}
+}
+
+// Frames applied but not acknowledged (UNAVAILABLE) were never answered,
+// also when the request that applied one had loaded the session, with
+// the frames before it that were not acknowledged either: when a failover
+// loses them all, they are sent again and applied as if for the first
+// time, not refused as DATA_LOSS (the Normalizer handed none of them on).
+func TestUnacknowledgedFramesLostInAFailoverAreAppliedAgain(t *testing.T) {
+	st := newUnreplicated()
+	n := normalize.New(normalize.WithStore(st))
+	frames := [][]byte{nsOpen("c1", "make"), nsDelta("c1", "one\\n"), nsDelta("c1", "two\\n"), nsDelta("c1", "three\\n")}
+	for i := range 2 {
+		_, errs := splitEvents(feedSkipping(t, n, uint64(i+1), frames[i]))
+		require.Empty(t, errs)
+	}
+	st.setCut(true)
+	for i := 2; i < 4; i++ { // frame 4 loads the session, with frame 3
+		evs := feedSkipping(t, n, uint64(i+1), frames[i])
+		require.Len(t, evs, 1)
+		require.NotNil(t, evs[0].Error)
+		assert.Equal(t, normalize.Unavailable, evs[0].Error.Code)
+	}
+	st.failover()
+	st.setCut(false)
+	for i := 2; i < 4; i++ {
+		execs, errs := splitEvents(feedSkipping(t, n, uint64(i+1), frames[i]))
+		require.Empty(t, errs, "frame %d", i+1)
+		require.Len(t, execs, 1, "frame %d", i+1)
+		assert.Equal(t, uint32(i+1), execs[0].Revision)
+	}
 }

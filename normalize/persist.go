@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -550,6 +551,7 @@ func (ss *sessions) release(s *session, r *reply) {
 	if !committed && !s.loaded && !r.inert {
 		err = ss.current(r.req.ctx, s)
 	}
+	loaded := s.loaded
 	s.loaded = false
 	switch {
 	case err == nil:
@@ -571,7 +573,17 @@ func (ss *sessions) release(s *session, r *reply) {
 		if !errors.Is(err, store.ErrConflict) && ss.now().Sub(s.storedTouched) < ss.cfg.TTL {
 			// The store failed (a master dying, say): what comes back may
 			// be older than what this cache handed on (see loss.go).
-			ss.handed.put(s.key, s.ackedRevisions(), s.ackedApplied, ss.now())
+			revs, applied := s.ackedRevisions(), s.ackedApplied
+			if loaded {
+				// Loaded by this request, which hands nothing on: the
+				// cache handed on what it knew before (checked against
+				// the store by lost; what no request checked goes back
+				// with the session, see uncache), not what it loaded,
+				// which may hold commits the store never acknowledged.
+				// A failover that loses those loses nothing answered.
+				revs, applied = maps.Clone(r.req.before), r.req.beforeSeq
+			}
+			ss.handed.put(s.key, revs, applied, ss.now())
 		}
 		ss.uncache(s)
 	}

@@ -36,7 +36,11 @@
 // with replicas to wait for) returns an error wrapping ErrUnacknowledged
 // for a commit it applied but cannot confirm: like a lost connection, it
 // leaves the commit's fate open (a failover may keep or lose it), and the
-// caller treats it as any other error.
+// caller treats it as any other error. Such a store is a Confirmer too:
+// a caller that answers from a session's stored state instead of from a
+// commit of its own (a request sent again, found applied) confirms the
+// session's commits first, so that it never answers with a commit that
+// is not durable enough.
 //
 // Every commit sets the expiry of all of the session's data (header,
 // records and streams, including those the commit did not touch) to the
@@ -87,6 +91,21 @@ var ErrConflict = errors.New("store: session version conflict (changed by anothe
 // confirm it is durable (too few replicas hold it); it may survive a
 // failure or be lost.
 var ErrUnacknowledged = errors.New("store: commit applied but not acknowledged")
+
+// Confirmer is a Store that confirms commits only once they are durable
+// enough, and can confirm them after the fact (see ErrUnacknowledged).
+type Confirmer interface {
+	// Confirm returns once every commit the session has had is as
+	// durable as Commit confirms a commit to be; at once when the store
+	// waits for nothing. It returns an error wrapping ErrUnacknowledged
+	// when it cannot confirm that (too few replicas hold them, or the
+	// session is not there), and any other error when the store failed.
+	Confirm(ctx context.Context, session string) error
+	// Confirms reports whether Confirm has anything to do: false for a
+	// store set to wait for nothing (it confirms a commit as it applies
+	// it), so that a caller need not call Confirm at all.
+	Confirms() bool
+}
 
 // Store keeps the state of sessions. Its methods are safe for concurrent
 // use by many goroutines (and, for a shared store, many processes).

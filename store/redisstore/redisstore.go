@@ -40,7 +40,12 @@
 // acknowledged its stream within the last 10 s, or the timeout when
 // longer (INFO replication's lag), and applies nothing when they are
 // fewer than n: Commit then returns ErrTooFewReplicas, and the commit may
-// simply be sent again. A master whose replicas are gone (a network
+// simply be sent again. Confirm waits in the same way, after the fact,
+// for the replicas to hold every commit of a session: a commit sent
+// again and found applied (its token among the session's last) returns
+// with the WAIT of its second sending, but a caller that finds a commit
+// applied by reading the session answers from it only once Confirm
+// returns. A master whose replicas are gone (a network
 // split, a replica restarting, a master just promoted whose replicas have
 // not attached yet) refuses before it applies; only a replica that stops
 // acknowledging within that window leaves a commit applied but
@@ -172,7 +177,10 @@ type Store struct {
 	tokenSeq  atomic.Uint64 // makes each commit's token unique in this Store
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store     = (*Store)(nil)
+	_ store.Confirmer = (*Store)(nil)
+)
 
 // ErrNotReplicated is the error (wrapped) of a commit that the master
 // applied but fewer replicas than WithWaitReplicas asks for acknowledged
@@ -384,6 +392,11 @@ if cur ~= base then
   for j = 0, 7 do
     local e = string.sub(c, j * 52 + 1, j * 52 + 52)
     if #e == 52 and string.sub(e, 1, 32) == tok then
+      -- Waiting for replicas, the version is written again as it is:
+      -- the WAIT after it counts the replicas that hold this
+      -- connection's writes (see confirmScript), and this one, new
+      -- after a lost reply, may have written nothing yet.
+      if tonumber(ARGV[7]) > 0 then redis.call('HSET', h, 'v', st[1]) end
       return tonumber(string.sub(e, 33))
     end
   end
@@ -650,20 +663,34 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 // script's answer; an error wrapping ErrNotReplicated when the script
 // committed but fewer than s.wait replicas acknowledged it in time.
 func (s *Store) commitAndWait(ctx context.Context, keys []string, args []any) (int64, error) {
+	v, acked, err := s.runAndWait(ctx, commitScript, keys, args)
+	if err != nil {
+		return 0, err
+	}
+	if v >= 0 && acked < int64(s.wait) {
+		return 0, fmt.Errorf("%w: version %d is applied on the master, but %d of the %d replicas asked for held it within %v", ErrNotReplicated, v, acked, s.wait, s.waitTimeout)
+	}
+	return v, nil
+}
+
+// runAndWait runs script and WAIT in one pipeline on one connection to
+// the master of the session's keys, and returns the script's answer and
+// WAIT's (the replicas that hold what the connection wrote).
+func (s *Store) runAndWait(ctx context.Context, script *redis.Script, keys []string, args []any) (v, acked int64, err error) {
 	const moves = 4 // a slot that moves this often while one commit is sent is not worth chasing
 	for attempt := 1; ; attempt++ {
 		node, ok := s.c.(*redis.Client)
 		if s.cluster != nil {
 			var err error
 			if node, err = s.cluster.MasterForKey(ctx, keys[0]); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			ok = true
 		}
 		if !ok {
-			return 0, fmt.Errorf("redisstore: no single connection for WAIT on a %T", s.c)
+			return 0, 0, fmt.Errorf("redisstore: no single connection for WAIT on a %T", s.c)
 		}
-		v, acked, err := s.pipeWait(ctx, node, keys, args)
+		v, acked, err := s.pipeWait(ctx, node, script, keys, args)
 		if s.cluster != nil && err != nil {
 			// The slot moved, or its master went away: the cluster
 			// client's view is old. A redirected script did not run.
@@ -673,32 +700,26 @@ func (s *Store) commitAndWait(ctx context.Context, keys []string, args []any) (i
 				case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 					continue
 				case <-ctx.Done():
-					return 0, ctx.Err()
+					return 0, 0, ctx.Err()
 				}
 			}
 		}
-		if err != nil {
-			return 0, err
-		}
-		if v >= 0 && acked < int64(s.wait) {
-			return 0, fmt.Errorf("%w: version %d is applied on the master, but %d of the %d replicas asked for held it within %v", ErrNotReplicated, v, acked, s.wait, s.waitTimeout)
-		}
-		return v, nil
+		return v, acked, err
 	}
 }
 
-// pipeWait sends the commit script (by its SHA1, or whole when the server
-// does not know it) and WAIT in one pipeline, which go-redis writes on one
+// pipeWait sends script (by its SHA1, or whole when the server does not
+// know it) and WAIT in one pipeline, which go-redis writes on one
 // connection.
-func (s *Store) pipeWait(ctx context.Context, node *redis.Client, keys []string, args []any) (v, acked int64, err error) {
+func (s *Store) pipeWait(ctx context.Context, node *redis.Client, script *redis.Script, keys []string, args []any) (v, acked int64, err error) {
 	for _, whole := range []bool{false, true} {
 		var run *redis.Cmd
 		var wait *redis.IntCmd
 		_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if whole {
-				run = p.Eval(ctx, commitSource, keys, args...)
+				run = script.Eval(ctx, p, keys, args...)
 			} else {
-				run = p.EvalSha(ctx, commitScript.Hash(), keys, args...)
+				run = script.EvalSha(ctx, p, keys, args...)
 			}
 			wait = redis.NewIntCmd(ctx, "wait", s.wait, max(1, s.waitTimeout.Milliseconds())) // WAIT n 0 would wait forever
 			return p.Process(ctx, wait)
@@ -710,12 +731,60 @@ func (s *Store) pipeWait(ctx context.Context, node *redis.Client, keys []string,
 			return 0, 0, err
 		}
 		if acked, err = wait.Result(); err != nil {
-			return 0, 0, fmt.Errorf("WAIT after the commit (it may have been applied): %w", err)
+			return 0, 0, fmt.Errorf("WAIT after the script (its writes may have been applied): %w", err)
 		}
 		return v, acked, nil
 	}
 	return 0, 0, err
 }
+
+// confirmScript writes the session's version again as it is (KEYS[1] is
+// the session's hash), and returns 1; 0, writing nothing, when there is
+// no session. The write is what Confirm's WAIT counts on: WAIT waits for
+// the replicas to reach the master's replication offset as of the
+// connection's last write (Redis 7.2 and later; 7.0 takes it after any
+// command), and a connection that wrote nothing gets an answer at once,
+// whatever the replicas hold. Written now, that offset is past every
+// commit the session had.
+var confirmScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], 'v')
+if not v then return 0 end
+redis.call('HSET', KEYS[1], 'v', v)
+return 1
+`)
+
+// Confirm returns once the replicas WithWaitReplicas asks for hold every
+// commit the session had, or an error wrapping ErrNotReplicated (and so
+// store.ErrUnacknowledged) when fewer of them do within its timeout; at
+// once, with no round trip, without WithWaitReplicas. It costs one round
+// trip to the session's master, which writes the session's version
+// again as it is, and the WAIT. A session that is not there (expired,
+// deleted, or lost in a failover) has nothing to confirm: an error
+// wrapping store.ErrUnacknowledged.
+func (s *Store) Confirm(ctx context.Context, session string) error {
+	if s.wait == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstore: confirm %q: %w", session, err)
+	}
+	v, acked, err := s.runAndWait(ctx, confirmScript, s.keys(session), nil)
+	if err != nil {
+		s.lost(err)
+		return fmt.Errorf("redisstore: confirm %q at %s: %w", session, s.where, err)
+	}
+	if v == 0 {
+		return fmt.Errorf("redisstore: confirm %q at %s: %w: the session is not there (expired, deleted or lost)", session, s.where, store.ErrUnacknowledged)
+	}
+	if acked < int64(s.wait) {
+		return fmt.Errorf("redisstore: confirm %q at %s: %w: %d of the %d replicas asked for held its commits within %v", session, s.where, ErrNotReplicated, acked, s.wait, s.waitTimeout)
+	}
+	return nil
+}
+
+// Confirms reports whether Confirm has anything to do: whether the store
+// waits for replicas (WithWaitReplicas).
+func (s *Store) Confirms() bool { return s.wait > 0 }
 
 // lost has a cluster client look for the slots' masters again after an
 // error that was no answer of Redis (a master that died does not answer

@@ -462,6 +462,77 @@ func TestWaitReplicas(t *testing.T) {
 	}, time.Minute, 50*time.Millisecond, "the replica holds header 3")
 }
 
+// A caller that finds a commit applied (it reads the session) confirms it
+// before it answers from it: Confirm returns once the replica holds every
+// commit of the session, on any connection, and ErrNotReplicated while
+// the replica is paused. A commit that go-redis sends again on a new
+// connection (the reply was lost), found applied, is acknowledged only
+// once the replica holds it, the same way. (Both write, so that WAIT
+// counts from the master's offset now: Redis 7.2 and later take a
+// connection's offset after its writes only; 7.0, after any command.)
+// Without WithWaitReplicas, Confirm returns at once.
+func TestConfirm(t *testing.T) {
+	master := testredis.StartServer(t)
+	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
+	const timeout = 500 * time.Millisecond
+	s := open(t, master.URL, WithWaitReplicas(1, timeout))
+	defer s.Close()
+	ctx := t.Context()
+	rc := raw(t, master.URL)
+	acknowledging := func() bool {
+		info, err := rc.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "state=online") && strings.Contains(info, "lag=0")
+	}
+	require.Eventually(t, acknowledging, time.Minute, 20*time.Millisecond, "the replica acknowledges")
+	v1, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("1"), TTL: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, open(t, master.URL, WithWaitReplicas(1, timeout)).Confirm(ctx, "a"), "the replica holds it")
+
+	require.Eventually(t, acknowledging, time.Minute, 20*time.Millisecond, "the replica acknowledges")
+	replica.Pause()
+	_, err = s.Commit(ctx, "a", v1, &store.Change{Header: []byte("2"), TTL: time.Hour})
+	require.ErrorIs(t, err, ErrNotReplicated)
+	// The commit sent again, as go-redis does after a lost reply, on a
+	// connection that wrote nothing: the script finds its token.
+	snap, err := s.Load(ctx, "a")
+	require.NoError(t, err)
+	token := strings.Repeat("ab", 16)
+	args := []any{strconv.FormatUint(snap.Version, 10), "3600000", token, "1", "3", "0", "1", "10"}
+	first, acked, err := s.runAndWait(ctx, commitScript, s.keys("a"), args)
+	require.NoError(t, err)
+	require.Greater(t, first, int64(snap.Version), "applied")
+	require.Zero(t, acked, "the replica is paused")
+	args[0] = "1" // not the session's version now: the token is what finds it
+	again, acked, err := open(t, master.URL, WithWaitReplicas(1, timeout)).runAndWait(ctx, commitScript, s.keys("a"), args)
+	require.NoError(t, err)
+	assert.Equal(t, first, again, "found applied")
+	assert.Zero(t, acked, "acknowledged, sent again on a connection that wrote nothing, although no replica holds it")
+
+	for _, c := range []*Store{s, open(t, master.URL, WithWaitReplicas(1, timeout))} {
+		start := time.Now()
+		err = c.Confirm(ctx, "a")
+		require.ErrorIs(t, err, ErrNotReplicated, "confirmed although no replica holds the last commits")
+		assert.ErrorIs(t, err, store.ErrUnacknowledged)
+		assert.GreaterOrEqual(t, time.Since(start), timeout, "gave up before its timeout")
+		t.Logf("%v", err)
+	}
+	err = s.Confirm(ctx, "absent")
+	require.ErrorIs(t, err, store.ErrUnacknowledged, "a session that is not there")
+	assert.NotErrorIs(t, err, ErrNotReplicated)
+	require.NoError(t, open(t, master.URL).Confirm(ctx, "a"), "without WithWaitReplicas")
+	snap, err = s.Load(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, first, int64(snap.Version), "Confirm changes nothing")
+	assert.Equal(t, "3", string(snap.Header))
+
+	replica.Resume()
+	require.Eventually(t, func() bool { return s.Confirm(ctx, "a") == nil }, time.Minute, 100*time.Millisecond, "confirmed once the replica is back")
+	require.NoError(t, open(t, master.URL, WithWaitReplicas(1, timeout)).Confirm(ctx, "a"))
+	h, err := raw(t, replica.URL).HGet(ctx, s.keys("a")[0], "h").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "3", h, "the replica holds the last commit")
+}
+
 // The URL's form picks the client: one server, Sentinel (master_name), or
 // Cluster (addr without master_name). Errors name the URL without any
 // password, also a Sentinel URL's master password parameter.

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentCommitters", testConcurrent},
 		{"Expiry", testExpiry},
 		{"ExpiryRefreshedByCommit", testExpiryRefreshedByCommit},
+		{"Confirm", testConfirm},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +169,24 @@ func testVersion(t *testing.T, s store.Store) {
 	}
 	if v := version(); v != 0 {
 		t.Fatalf("version after Delete: %d", v)
+	}
+}
+
+// A Confirmer confirms a session it acknowledged the commits of (the
+// suite runs with every replica a store waits for in sync), and changes
+// nothing of it.
+func testConfirm(t *testing.T, s store.Store) {
+	c, ok := s.(store.Confirmer)
+	if !ok {
+		t.Skip("not a store.Confirmer")
+	}
+	v := commit(t, s, "a", 0, &store.Change{Header: []byte("h"), Records: rec("r", "1"), TTL: long})
+	if err := c.Confirm(ctx(t), "a"); err != nil {
+		t.Fatalf("Confirm after an acknowledged commit: %v", err)
+	}
+	want(t, load(t, s, "a"), v, []byte("h"), rec("r", "1"), nil)
+	if v2 := commit(t, s, "a", v, &store.Change{TTL: long}); v2 <= v {
+		t.Fatalf("commit after Confirm: version %d after %d", v2, v)
 	}
 }
 

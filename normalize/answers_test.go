@@ -264,15 +264,17 @@ func TestFrameErrorAnsweredAgainWithoutAStore(t *testing.T) {
 }
 
 // unreplicated is the rollback store (see loss_test.go) with a replica
-// it waits for, as Redis with WAIT. While the replica is cut off, a
-// commit is applied and reported not acknowledged; setCut(false) lets
-// the replica catch up, and failover loses every commit it does not hold
-// (the master died, the replica took over).
+// it waits for, as Redis with WAIT: a store.Confirmer. While the replica
+// is cut off, a commit is applied and reported not acknowledged, and
+// Confirm fails; setCut(false) lets the replica catch up, and failover
+// loses every commit it does not hold (the master died, the replica took
+// over).
 type unreplicated struct {
 	*rollback
-	mu      sync.Mutex
-	cut     bool
-	replica map[string]uint64 // the version the replica holds, per session
+	mu       sync.Mutex
+	cut      bool
+	replica  map[string]uint64 // the version the replica holds, per session
+	confirms int
 }
 
 func newUnreplicated() *unreplicated {
@@ -292,6 +294,18 @@ func (u *unreplicated) Commit(ctx context.Context, session string, base uint64, 
 	u.replica[session] = v
 	return v, nil
 }
+
+func (u *unreplicated) Confirm(ctx context.Context, session string) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.confirms++
+	if v, _ := u.rollback.Version(ctx, session); v != u.replica[session] {
+		return fmt.Errorf("%w: the replica holds version %d of %d", store.ErrUnacknowledged, u.replica[session], v)
+	}
+	return nil
+}
+
+func (u *unreplicated) Confirms() bool { return true }
 
 func (u *unreplicated) setCut(cut bool) {
 	u.mu.Lock()
@@ -340,4 +354,73 @@ func TestUnacknowledgedFramesLostInAFailoverAreAppliedAgain(t *testing.T) {
 		require.Len(t, execs, 1, "frame %d", i+1)
 		assert.Equal(t, uint32(i+1), execs[0].Revision)
 	}
+}
+
+// A frame applied but not acknowledged (UNAVAILABLE) and sent again is
+// answered as applied only once the store confirms the commit that
+// applied it: until then it is refused the same way, by this Normalizer
+// and another, for a frame that made a revision and one that made
+// nothing alike, since a failover would lose it after the answer. Once
+// the replica holds it, it is answered with what it made; when a
+// failover lost it, it is applied as if for the first time (it was never
+// answered: no DATA_LOSS).
+func TestUnacknowledgedFrameSentAgainAnsweredOnlyOnceConfirmed(t *testing.T) {
+	chat := nsUpdate(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"working"}}`)
+	for _, failover := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failover=%v", failover), func(t *testing.T) {
+			st := newUnreplicated()
+			n, other := normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))
+			for i, msg := range [][]byte{nsOpen("c1", "make"), nsDelta("c1", "one\\n")} {
+				_, errs := splitEvents(feedSkipping(t, n, uint64(i+1), msg))
+				require.Empty(t, errs)
+			}
+			st.setCut(true)
+			frames := map[uint64][]byte{3: nsDelta("c1", "two\\n"), 4: chat}
+			for _, n := range []*normalize.Normalizer{n, n, other, n} {
+				for seq := uint64(3); seq <= 4; seq++ {
+					evs := feedSkipping(t, n, seq, frames[seq])
+					require.Len(t, evs, 1, "frame %d: %+v", seq, evs)
+					require.NotNil(t, evs[0].Error, "frame %d answered although the store did not confirm it", seq)
+					assert.Equal(t, normalize.Unavailable, evs[0].Error.Code)
+					assert.Contains(t, evs[0].Error.Message, "not acknowledged")
+				}
+			}
+			assert.Positive(t, st.confirms)
+			if failover {
+				st.failover()
+			}
+			st.setCut(false)
+			for _, n := range []*normalize.Normalizer{n, other} {
+				evs := feedSkipping(t, n, 3, frames[3])
+				execs, errs := splitEvents(evs)
+				require.Empty(t, errs)
+				require.Len(t, execs, 1)
+				assert.Equal(t, uint32(3), execs[0].Revision)
+				assert.Equal(t, !failover || n == other, evs[0].Again, "answered again, or applied after the failover")
+				evs = feedSkipping(t, n, 4, chat)
+				assert.Empty(t, evs, "frame 4 made nothing")
+			}
+		})
+	}
+}
+
+// waitsForNothing is a Confirmer set to wait for nothing (Redis without
+// WAIT): Confirms is false.
+type waitsForNothing struct{ *unreplicated }
+
+func (waitsForNothing) Confirms() bool { return false }
+
+// A store that waits for nothing is never asked to confirm: a frame sent
+// again is answered from what the store holds, with no round trip more.
+func TestNoConfirmWhenTheStoreWaitsForNothing(t *testing.T) {
+	st := waitsForNothing{newUnreplicated()}
+	n := normalize.New(normalize.WithStore(st))
+	require.Len(t, feedSkipping(t, n, 1, nsOpen("c1", "make")), 1)
+	st.setCut(true) // Commit says "not acknowledged", Confirm would fail
+	require.NotNil(t, feedSkipping(t, n, 2, nsDelta("c1", "one\\n"))[0].Error)
+	evs := feedSkipping(t, n, 2, nsDelta("c1", "one\\n"))
+	require.Len(t, evs, 1)
+	require.NotNil(t, evs[0].ShellExec, "answered with what it made")
+	assert.True(t, evs[0].Again)
+	assert.Zero(t, st.confirms, "Confirm was called")
 }

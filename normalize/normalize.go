@@ -143,9 +143,11 @@ type Hooks struct {
 	// it changes.
 	HeldBytes func(total int64)
 	// StoreOp is called after each operation on the store (see
-	// WithStore), with what it was ("load", "commit", "version", or
-	// "delete" of a stored state that did not decode), how it
-	// went ("ok", "conflict" or "error") and how long it took.
+	// WithStore), with what it was ("load", "commit", "version",
+	// "confirm" of a request answered as applied before, with a store
+	// that confirms commits (store.Confirmer: Redis waiting for
+	// replicas), or "delete" of a stored state that did not decode), how
+	// it went ("ok", "conflict" or "error") and how long it took.
 	StoreOp func(op, result string, took time.Duration)
 	// Unrecognized is called when a session first shows a kind of thing
 	// its dialect does not read: something a frame carried about a shell

@@ -551,6 +551,20 @@ func (ss *sessions) release(s *session, r *reply) {
 	if !committed && !s.loaded && !r.inert {
 		err = ss.current(r.req.ctx, s)
 	}
+	if err == nil && !committed && r.again && ss.confirm != nil {
+		// Answered as applied from what the store holds, with no commit
+		// of its own (whose acknowledgement would cover the earlier
+		// ones): the commit that applied it may be one the store did
+		// not acknowledge (the request was refused then, and is sent
+		// again), which a failover would lose. It is answered only once
+		// the store confirms it, and refused as the first time else.
+		start := time.Now()
+		err = ss.confirm.Confirm(r.req.ctx, s.key)
+		ss.hooks.storeOp("confirm", start, err)
+		if err != nil {
+			err = fmt.Errorf("%w: confirming session %q: %w", errStore, s.id, err)
+		}
+	}
 	loaded := s.loaded
 	s.loaded = false
 	switch {

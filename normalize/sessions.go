@@ -24,11 +24,14 @@ import (
 type sessions struct {
 	cfg   config
 	store store.Store // nil: memory is the only state
-	hooks Hooks
-	now   func() time.Time
-	total atomic.Int64 // calls held, all sessions
-	held  atomic.Int64 // bytes of text held, all sessions (see memory.go)
-	tombs *tombstones  // calls released, so late frames cannot reopen them
+	// confirm is store, when it confirms commits only once they are
+	// durable enough (see release); else nil.
+	confirm store.Confirmer
+	hooks   Hooks
+	now     func() time.Time
+	total   atomic.Int64 // calls held, all sessions
+	held    atomic.Int64 // bytes of text held, all sessions (see memory.go)
+	tombs   *tombstones  // calls released, so late frames cannot reopen them
 	// handed remembers what was handed on of sessions dropped from the
 	// cache after a store error (see loss.go).
 	handed handedOn
@@ -156,7 +159,11 @@ type ask struct {
 }
 
 func newSessions(cfg config) *sessions {
-	return &sessions{cfg: cfg, store: cfg.store, hooks: cfg.hooks, now: cfg.now, spaces: map[string]*space{}, tombs: newTombstones(cfg.Tombstones)}
+	ss := &sessions{cfg: cfg, store: cfg.store, hooks: cfg.hooks, now: cfg.now, spaces: map[string]*space{}, tombs: newTombstones(cfg.Tombstones)}
+	if c, ok := cfg.store.(store.Confirmer); ok && c.Confirms() {
+		ss.confirm = c
+	}
+	return ss
 }
 
 // errTooManySessions and errQuotaSessions say that a session cannot be
@@ -385,6 +392,10 @@ type reply struct {
 	// applied before.
 	frameObs []accum.Observation
 	fresh    []uint64
+	// again says a request was answered as applied before (see skip):
+	// from the state the store holds, which release confirms when the
+	// store confirms commits.
+	again bool
 	// errs are the FrameErrors of the frame under way, kept with a
 	// session that has no store to answer it again (see keepErrors).
 	errs []*FrameError
@@ -1357,8 +1368,9 @@ func (ss *sessions) sweep() {
 // (see loss.go), or it already applied the request's sequence when the
 // caller asked for that (WithSkipApplied). The latter is answered with
 // what the request made when it was applied, when the store keeps it, and
-// else with a FrameError AlreadyExists. It records the sequence as
-// applied otherwise.
+// else with a FrameError AlreadyExists; with a store that confirms
+// commits, only once it confirmed the session's (see release). It
+// records the sequence as applied otherwise.
 func (ss *sessions) skip(s *session, r *reply, what string) bool {
 	if ss.lost(s, r, what) {
 		return true
@@ -1371,6 +1383,7 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 	// applied; sequence 1 starts the session again.
 	sentAgain := s.closed > 0 && r.seq > 1 && r.seq <= s.closed
 	if r.seq <= s.applied || sentAgain {
+		r.again = true
 		if ss.storedAnswer(s, r) {
 			return true // what it made, kept with its commit (see loss.go)
 		}

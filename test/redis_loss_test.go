@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,4 +267,98 @@ func TestClusterLaggingReplicaPromotedIsDetected(t *testing.T) {
 	}
 	assert.Empty(t, h.wentBack)
 	assert.Equal(t, want.finals(), h.finals())
+}
+
+// With redisstore.WithWaitReplicas (acpnormd --store-wait-replicas), a
+// frame whose commit no replica acknowledged is refused (UNAVAILABLE, not
+// acknowledged), and the client sends it again. The master applied it,
+// so it is answered as applied (with what it made, kept with the commit,
+// or nothing for a frame that made nothing), but only once a replica holds
+// that commit: until then, sent again to the engine that applied it or to
+// another, it is refused the same way. Answered before, it would be lost
+// with a master that died then (the replica promoted never had it), and
+// the client would have been told it was applied.
+func TestRedisWaitRetryAnsweredOnlyOnceReplicated(t *testing.T) {
+	master := testredis.StartServer(t)
+	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
+	const timeout = 300 * time.Millisecond
+	open := func() *normalize.Normalizer {
+		st, err := redisstore.Open(master.URL, redisstore.WithWaitReplicas(1, timeout))
+		require.NoError(t, err)
+		t.Cleanup(func() { st.Close() })
+		return normalize.New(normalize.WithStore(st))
+	}
+	a, b := open(), open()
+	lines := readLines(t, lossRecording)
+	// What each frame makes, in one process.
+	made := make([][]normalize.Event, len(lines))
+	alone, want := normalize.New(), newHolder(t, "S", lines)
+	for i := range lines {
+		made[i] = want.feed(alone, i)
+	}
+	// The last frames: some make revisions (an ENDED one among them),
+	// some nothing.
+	cut := len(lines) - 6
+	ended, nothing := 0, 0
+	for _, evs := range made[cut:] {
+		if len(evs) == 0 {
+			nothing++
+		}
+		for _, ev := range evs {
+			if ev.ShellExec != nil && ev.ShellExec.State == normalize.StateEnded {
+				ended++
+			}
+		}
+	}
+	require.Positive(t, ended, "the frames sent again end a call")
+	require.Positive(t, nothing, "a frame sent again makes nothing")
+
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer mc.Close()
+	acknowledging := func() bool {
+		info, err := mc.Info(t.Context(), "replication").Result()
+		return err == nil && strings.Contains(info, "state=online") && strings.Contains(info, "lag=0")
+	}
+	require.Eventually(t, acknowledging, time.Minute, 20*time.Millisecond, "the replica acknowledges")
+	h := newHolder(t, "S", lines)
+	for i := range cut {
+		require.Empty(t, errorsOf(h.feed(a, i)), "frame %d", i+1)
+	}
+	// Paused just after an acknowledgement, the replica still counts for
+	// the master (see redisstore), which applies each frame; none is
+	// acknowledged.
+	require.Eventually(t, acknowledging, time.Minute, 20*time.Millisecond, "the replica acknowledges")
+	replica.Pause()
+	refused := func(n *normalize.Normalizer, i int, what string) {
+		t.Helper()
+		evs := h.feed(n, i)
+		require.Len(t, evs, 1, "frame %d %s: %+v", i+1, what, evs)
+		fe := evs[0].Error
+		require.NotNil(t, fe, "frame %d %s: answered although no replica holds it: %+v", i+1, what, evs[0])
+		assert.Equal(t, normalize.Unavailable, fe.Code, "frame %d %s: %s", i+1, what, fe.Message)
+		assert.Contains(t, fe.Message, "not acknowledged", "frame %d %s", i+1, what)
+	}
+	for i := cut; i < len(lines); i++ {
+		refused(a, i, "")
+	}
+	for _, n := range []*normalize.Normalizer{a, b, a} {
+		for i := cut; i < len(lines); i++ {
+			refused(n, i, "sent again")
+		}
+	}
+
+	replica.Resume()
+	require.Eventually(t, func() bool {
+		return errorsOf(h.feed(b, cut)) == nil
+	}, time.Minute, 100*time.Millisecond, "frame %d is answered once the replica holds it", cut+1)
+	for _, n := range []*normalize.Normalizer{b, a} {
+		for i := cut; i < len(lines); i++ {
+			again := h.feed(n, i)
+			for j := range again {
+				assert.True(t, again[j].Again, "frame %d: %+v", i+1, again[j])
+				again[j].Again = false
+			}
+			assert.Equal(t, made[i], again, "frame %d is answered with what it made (nothing for nothing)", i+1)
+		}
+	}
 }

@@ -90,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"reason"}),
 		storeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "store_ops_total",
-			Help: "Operations on the shared state store (--store), by op (load, commit, version) and result (ok, conflict: another replica changed the session first, error).",
+			Help: "Operations on the shared state store (--store), by op (load, commit, version, confirm, delete) and result (ok, conflict: another replica changed the session first, error).",
 		}, []string{"op", "result"}),
 		storeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "acpnorm", Name: "store_op_seconds",

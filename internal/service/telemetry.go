@@ -62,13 +62,31 @@ func (st *streamStats) annotate(ctx context.Context, applied uint64) {
 // whose request made it (the context carries the stream's counts).
 type countingStore struct{ store.Store }
 
+// confirmingStore is a countingStore of a store.Confirmer, which stays
+// one: normalize confirms, through it, a request answered as applied
+// before (Redis waiting for replicas).
+type confirmingStore struct {
+	countingStore
+	c store.Confirmer
+}
+
 // countTrips wraps st so that its round trips are counted; nil stays nil.
 func countTrips(st store.Store) store.Store {
 	if st == nil {
 		return nil
 	}
+	if c, ok := st.(store.Confirmer); ok {
+		return confirmingStore{countingStore{st}, c}
+	}
 	return countingStore{st}
 }
+
+func (c confirmingStore) Confirm(ctx context.Context, session string) error {
+	countTrip(ctx)
+	return c.c.Confirm(ctx, session)
+}
+
+func (c confirmingStore) Confirms() bool { return c.c.Confirms() }
 
 func countTrip(ctx context.Context) {
 	if st, ok := ctx.Value(streamStatsKey{}).(*streamStats); ok {

@@ -141,3 +141,37 @@ func TestTelemetryCountsStoreRoundTrips(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Positive(t, attrs(got[0])["acpnorm.stream.store_round_trips"].AsInt64())
 }
+
+// confirmer is a memory store that confirms commits, as Redis waiting
+// for replicas does.
+type confirmer struct {
+	store.Store
+	confirms bool
+	asked    []string
+}
+
+func (c *confirmer) Confirm(_ context.Context, session string) error {
+	c.asked = append(c.asked, session)
+	return nil
+}
+
+func (c *confirmer) Confirms() bool { return c.confirms }
+
+// The store counting round trips stays a store.Confirmer when it wraps
+// one (normalize confirms through it a request answered as applied
+// before), and counts each Confirm as a round trip; a store that is no
+// Confirmer does not become one.
+func TestCountTripsKeepsConfirmer(t *testing.T) {
+	_, ok := countTrips(store.NewMemory()).(store.Confirmer)
+	assert.False(t, ok, "a memory store is no Confirmer")
+	for _, confirms := range []bool{false, true} {
+		inner := &confirmer{Store: store.NewMemory(), confirms: confirms}
+		c, ok := countTrips(inner).(store.Confirmer)
+		require.True(t, ok, "the wrapped Confirmer is one")
+		assert.Equal(t, confirms, c.Confirms())
+		st := &streamStats{}
+		require.NoError(t, c.Confirm(context.WithValue(t.Context(), streamStatsKey{}, st), "s"))
+		assert.Equal(t, []string{"s"}, inner.asked)
+		assert.Equal(t, int64(1), st.storeRoundTrips.Load())
+	}
+}

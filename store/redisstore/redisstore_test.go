@@ -474,7 +474,9 @@ func TestWaitReplicas(t *testing.T) {
 func TestConfirm(t *testing.T) {
 	master := testredis.StartServer(t)
 	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
-	const timeout = 500 * time.Millisecond
+	// Long enough for a healthy replica to answer WAIT on a busy machine
+	// (500 ms was not, with the whole suite running on 2 cores).
+	const timeout = 2 * time.Second
 	s := open(t, master.URL, WithWaitReplicas(1, timeout))
 	defer s.Close()
 	ctx := t.Context()

@@ -677,8 +677,10 @@ func decodeArrayFrom(prefix, b []byte, i int) (out []byte, n, comma int, ok bool
 
 const ones64 = 0x0101010101010101
 
-// byteByByte turns DecodeByteArray's eight-byte reading of compact
-// elements off, for the tests that hold it to the byte loop.
+// byteByByte turns the eight-byte readings that have a byte loop beside
+// them off (DecodeByteArray's of compact elements, decodeInto's of short
+// runs between escapes: denseRun), for the tests that hold them to their
+// byte loops.
 var byteByByte atomic.Bool
 
 // nonDigits has the high bit set in the first byte of x, in memory order,

@@ -2,6 +2,7 @@ package jsonlit
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,6 +36,30 @@ func stringCases() []string {
 			cases = append(cases, `"`+pre+mid+`"`, `"`+pre+mid+pre+`"`, `"`+mid+pre+mid+`"`)
 		}
 	}
+	// Short runs between escapes (seq's output), long enough for
+	// decodeInto to read them eight bytes at a time (denseRun), with each
+	// other kind of byte or escape at each offset of two words after the
+	// first escape (where the byte loop takes over, or the words go on
+	// past an escaped quote or backslash), and cut at each length (where
+	// the end of the literal, of the frame or of the room stops them),
+	// alone and followed by some of those as the literal's last bytes
+	// (where it hands over just after an escape that ends no run).
+	var seq strings.Builder
+	for k := 1; seq.Len() < 8*word; k++ {
+		fmt.Fprintf(&seq, `%d\n`, k)
+	}
+	dense := seq.String()
+	for n := 2; n < 2+2*word+2; n++ {
+		for _, mid := range []string{`\"`, `\\`, `\\\\`, `\\\"`, `\/`, `\t\t`, `\u00e9`, `\ud83d\ude00`, `\ud83d`, `\x`, "é", "\xff", "\x01", `"`, strings.Repeat("x", word-1), strings.Repeat("x", word), strings.Repeat("x", word+1), strings.Repeat("x", wideRun+1)} {
+			cases = append(cases, `"`+dense[:n]+mid+dense[n:]+`"`)
+		}
+	}
+	for n := 2; n < 6*word; n++ {
+		cases = append(cases, `"`+dense[:n]+`"`)
+		for _, mid := range []string{`\"`, `\\`, `\t\t`, `\u00e9`, "é", `"`} {
+			cases = append(cases, `"`+dense[:n]+mid+`"`)
+		}
+	}
 	// Many bytes that are not UTF-8 and many escaped quotes: the text
 	// outgrows the room first made for it.
 	cases = append(cases, `"`+strings.Repeat("\xff", 100)+`"`, `"`+strings.Repeat(`\"`, 100)+`"`,
@@ -53,6 +78,8 @@ type named struct {
 // decodeFrom from the end of the first plain run to encoding/json on the
 // literal lit.
 func checkStringDecoders(t *testing.T, lit []byte) {
+	checkDenseRun(t, lit)
+	checkDenseRun(t, append(append([]byte{}, lit...), `, "tail": "x\n"}`...))
 	var want string
 	if json.Unmarshal(lit, &want) != nil || len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
 		got, n, ok := DecodeLiteral(lit)
@@ -92,6 +119,20 @@ func checkStringDecoders(t *testing.T, lit []byte) {
 	if FastDecode(key, &kv, nil) { // it may leave a long unknown name to the one pass
 		require.Equal(t, kvStd, kv, "FastDecode(%s)", key)
 	}
+}
+
+// checkDenseRun holds decodeInto's eight-byte reading of short runs
+// between escapes (denseRun) to its byte loop on the literal at the start
+// of b: the same text, end, clean offset and verdict.
+func checkDenseRun(t *testing.T, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	got := decodeFrom(nil, b, 1)
+	byteByByte.Store(true)
+	want := decodeFrom(nil, b, 1)
+	byteByByte.Store(false)
+	require.Equal(t, want, got, "decodeFrom(%q, 1) differs from its byte loop", b)
 }
 
 func mustDecode(t *testing.T, lit []byte) string {

@@ -225,6 +225,16 @@ func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 				}
 				if from = i; wide {
 					i, j = wordRun(out, j, b, i)
+				} else if i < len(b) && class[b[i]] == cPlain {
+					// Runs this short, between escapes: seq's output.
+					if k, n := denseRun(out, j, b, i); k > i {
+						// Just after an escape that ended a run.
+						i, j, from = k, n, k
+						clean, cleanOut = k-2, n-1
+						if i > q { // \" moved past q
+							out, q = roomTo(out, j, b, i)
+						}
+					}
 				}
 				continue
 			}
@@ -247,6 +257,92 @@ func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 		}
 	}
 	return decoded{}
+}
+
+// denseRun is decodeInto's byte loop, from b[i] (out at j) just after an
+// escape, over a stretch of short plain runs and one-byte escapes (seq's
+// output: an escape every six bytes or so), read eight bytes at a time:
+// each word's backslashes are found at once, and each run between two
+// escapes is copied with one eight-byte store (one copy when it is
+// longer). The byte loop spends about ten instructions on each byte and
+// its branches follow seq's runs well; here a run costs about what a byte
+// costs there, and no word's masks wait on the runs before them.
+//
+// It stops at a quote that ends the literal, a control byte, a byte of
+// 0x80 or more, a backslash that starts no one-byte escape (\u, or an
+// invalid escape), and 16 bytes before the end of b or of out, within
+// which its reads and writes stay. It returns the offset in b and the
+// length of out just after the last escape it read that ended a plain
+// run, where the byte loop takes over (i and j when there is none): the
+// byte loop's state there is known (its plain run starts there, and its
+// clean offset is that escape's backslash), and what it reads again, the
+// few bytes after, it writes again to the same place with the same bytes.
+// An escaped quote it reads may be past decodeInto's q.
+func denseRun(out []byte, j int, b []byte, i int) (int, int) {
+	if byteByByte.Load() {
+		return i, j
+	}
+	const ones = ones64
+	ci, cj := i, j // where it hands over
+	s, js := i, j  // the plain run being read: its start in b, and in out
+	pb, po := unsafe.SliceData(b), unsafe.SliceData(out)
+	// Reads go up to b[w+15] (a run's word starts at w+7 at most) and
+	// writes up to out[js+(w-s)+15] (a run's store, its escape's byte).
+	for w := i; w+16 <= len(b) && js+(w-s)+16 <= len(out); w += 8 {
+		x := loadWord(pb, w)
+		// Exact masks, a high bit for each byte found and none for any
+		// other: y is x without its high bits, so no sum carries from
+		// one byte into the next.
+		y := x &^ highBits
+		stop := x&highBits | ^(y+0x60*ones)&highBits | ^((y^'"'*ones)+0x7f*ones)&highBits
+		bs := ^((y ^ '\\'*ones) + 0x7f*ones) & highBits
+		if stop != 0 {
+			bs &= 1<<(8*(bits.TrailingZeros64(stop)>>3)) - 1 // the backslashes before the stop
+		}
+		if s > w {
+			bs &^= 0xFF // the letter of an escape in the word before
+		}
+		for bs != 0 {
+			p := w + bits.TrailingZeros64(bs)>>3
+			c := unescaped[*(*byte)(unsafe.Add(unsafe.Pointer(pb), p+1))]
+			if c == 0 {
+				return ci, cj
+			}
+			n := p - s
+			if n <= 8 {
+				storeWord(po, js, loadWord(pb, s))
+			} else {
+				copy(out[js:js+n], b[s:p])
+			}
+			*(*byte)(unsafe.Add(unsafe.Pointer(po), js+n)) = c
+			js += n + 1
+			s = p + 2
+			if n > 0 {
+				ci, cj = s, js
+			}
+			bs &= bs - 1
+			if c == '\\' {
+				bs &= bs - 1 // the escaped backslash, when it is in this word
+			}
+		}
+		if stop != 0 {
+			if s <= w+bits.TrailingZeros64(stop)>>3 {
+				break
+			}
+			w = s - 8 // the stop was the quote of a \" just read: go on after it
+		}
+	}
+	return ci, cj
+}
+
+// loadWord returns the eight bytes at p+i, the first in the lowest byte.
+func loadWord(p *byte, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p), i)), 8))
+}
+
+// storeWord writes x at p+i, its lowest byte first.
+func storeWord(p *byte, i int, x uint64) {
+	binary.LittleEndian.PutUint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p), i)), 8), x)
 }
 
 // wideRun is the length of a plain run after which decodeInto and

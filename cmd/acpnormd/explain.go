@@ -280,8 +280,9 @@ func (c *explained) revised(x *normalize.ShellExec, fr *frameRead, sessionCwd st
 	}
 	if (prev == nil || !sameExit(prev.ExitCode, x.ExitCode) || prev.Signal != x.Signal) && (x.ExitCode != nil || x.Signal != "") {
 		src := fr.source(c.id, func(s *accum.Sources) string { return s.Exit }, false)
-		if !givesExit(fr, c.id) && x.TerminalID != "" && lastClientExit > 0 && lastClientExit < fr.n {
-			// The frame ended the call; the exit is the client terminal's.
+		if !givesClientExit(fr, c.id) && x.TerminalID != "" && lastClientExit > 0 && lastClientExit < fr.n {
+			// The frame ended the call; the exit is the client terminal's
+			// (stronger than any the frame gave, a text's exit line say).
 			src = fmt.Sprintf("frame %d client terminal exit status (terminal/wait_for_exit or terminal/output result), applied when frame %d ended the call", lastClientExit, fr.n)
 		} else if !givesExit(fr, c.id) && c.heldExit != "" && c.heldAt < fr.n {
 			// The frame ended the call; the exit is an earlier frame's.
@@ -351,6 +352,19 @@ func (c *explained) addNotice(s string) {
 func givesExit(fr *frameRead, id string) bool {
 	for _, o := range fr.byCall[id] {
 		if o.Exit != nil || o.Signal != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// givesClientExit says whether the frame's observations of the call
+// carry exit evidence as strong as a client terminal's exit status: the
+// weaker evidence a dialect reads beside one (an exit line in the agent's
+// result) does not decide the exit.
+func givesClientExit(fr *frameRead, id string) bool {
+	for _, o := range fr.byCall[id] {
+		if o.Exit != nil && o.Exit.Source >= accum.ExitClient {
 			return true
 		}
 	}

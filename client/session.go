@@ -519,9 +519,9 @@ func (s *Session) leaveOutTooLarge(err error) bool {
 			continue
 		}
 		s.bytes += len(leftOut) - len(f.GetMessage())
-		s.reqs[i-s.dropped] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{
-			SessionId: f.GetSessionId(), Dialect: f.GetDialect(), Cwd: f.GetCwd(), Sequence: f.GetSequence(),
-			Direction: f.GetDirection(), Message: leftOut}}}
+		c := proto.Clone(f).(*pb.AcpFrame)
+		c.Message = leftOut
+		s.reqs[i-s.dropped] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: c}}
 		s.mu.Unlock()
 		s.report(&pb.FrameError{SessionId: s.id, Sequence: f.GetSequence(), Code: int32(codes.ResourceExhausted),
 			Message: fmt.Sprintf("request %d (a frame of %d bytes) is larger than the server's limit of %d bytes (acpnormd --max-message-bytes): it was not applied, and the Session sends the requests after it without it", f.GetSequence(), size, limit)})
@@ -780,9 +780,9 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, sentBefore in
 		switch codes.Code(fe.GetCode()) {
 		case codes.AlreadyExists:
 			s.mu.Lock()
-			first := s.upTo(fe.GetSequence()) > sentBefore
+			fresh := s.upTo(fe.GetSequence()) > sentBefore
 			s.mu.Unlock()
-			if !first {
+			if !fresh {
 				// A request sent again that was applied before; what it
 				// made came then, or comes whole with the next revisions.
 				continue

@@ -205,6 +205,10 @@ type claudeRawOutput struct {
 	Items []string
 }
 
+// maxClaudeItems bounds the text items claudeRawOutput keeps (the tool
+// sends one).
+const maxClaudeItems = 64
+
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (r *claudeRawOutput) UnmarshalJSON(b []byte) error {
 	*r = claudeRawOutput{}
@@ -225,16 +229,18 @@ func (r *claudeRawOutput) UnmarshalJSON(b []byte) error {
 		if typ.S == "text" && text.Set {
 			r.Items = append(r.Items, text.S)
 		}
-		return len(r.Items) < 64
+		return len(r.Items) < maxClaudeItems
 	})
 	return nil
 }
 
 // unreadFields: through a client terminal (mcp__acp__Bash) claude-code-acp
 // 0.11 to 0.16 send their result ("Exited with code N.Final output: ...")
-// as MCP text items in rawOutput, read by claudeRawOutput's own decode
-// (the json tags type only its object form), and restate it in
-// toolResponse, which is not read.
+// as MCP text items in rawOutput, and restate it in toolResponse, which is
+// not read. The rawOutput items are read, by claudeRawOutput's own decode;
+// they are listed here because the known tree comes from the json tags,
+// which type only rawOutput's object form (ShellOutput), so that the
+// items are not reported as unrecognized.
 func (claudeUpdate) unreadFields() []string {
 	return []string{"rawOutput[].text", "_meta.claudeCode.toolResponse[].text"}
 }
@@ -775,7 +781,7 @@ func persistedPreview(s string) (string, int64, bool) {
 // claudePersistedSize is the size Claude Code states for an output it
 // saved to a file, in its formatFileSize: bytes, or KB and MB of 1024
 // with one decimal at most ("148KB" for 151507 bytes, "365.1KB").
-var claudePersistedSize = regexp.MustCompile(`^\s*Output too large \((\d+(?:\.\d+)?) ?(bytes|B|KB|MB|GB)\)`)
+var claudePersistedSize = mustAnchored(`^\s*Output too large \((\d+(?:\.\d+)?) ?(bytes|B|KB|MB|GB)\)`)
 
 // persistedSize returns the least size the stated one allows: a size
 // rounded to a tenth of its unit is at least that tenth's half below it.
@@ -789,7 +795,15 @@ func persistedSize(t string) int64 {
 	if err != nil {
 		return 0
 	}
-	unit := map[string]float64{"bytes": 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[m[2]]
+	unit := 1.0
+	switch m[2] {
+	case "KB":
+		unit = 1 << 10
+	case "MB":
+		unit = 1 << 20
+	case "GB":
+		unit = 1 << 30
+	}
 	if unit > 1 {
 		v -= 0.05
 	}

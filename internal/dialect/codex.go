@@ -840,15 +840,17 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 		}
 	}
 	o.Src.Notice = "header of the model-facing text"
-	if shell && (exit == nil || exit.Code != 0) && strings.HasPrefix(rest, codexTimedOutPrefix) && codexTimedOut.MatchString(rest) {
+	if shell && (exit == nil || exit.Code != 0) && strings.HasPrefix(rest, codexTimedOutPrefix) {
 		// The shell tools' output section opens with Codex's timeout
 		// sentence when the command was killed at its timeout (exit
 		// 124), as formatted_output does live (see readCodex): it says
 		// the call timed out and is no output. Beside an exit of 0 the
 		// words are the command's own.
-		rest = codexTimedOut.ReplaceAllString(rest, "")
-		o.TimedOut = true
-		o.Src.Notice = "header of the model-facing text and Codex's timeout sentence"
+		if loc := codexTimedOut.FindStringIndex(rest); loc != nil {
+			rest = rest[loc[1]:]
+			o.TimedOut = true
+			o.Src.Notice = "header of the model-facing text and Codex's timeout sentence"
+		}
 	}
 	cut = cut || codexElided.MatchString(rest)
 	kind := accum.Final

@@ -318,7 +318,7 @@ var (
 	// copilotStopped is the whole result of stop_bash: "<command with id:
 	// N stopped>", or "had already stopped" when the command had ended.
 	// Groups: 1 the shellId, 2 "had already ".
-	copilotStopped = regexp.MustCompile(`^<command with id: ([^>\n]*?) (had already )?stopped>$`)
+	copilotStopped = mustAnchored(`^<command with id: ([^>\n]*?) (had already )?stopped>$`)
 	// copilotTooLarge opens the final of an output too big to send. Every
 	// build recorded (1.0.57 to 1.0.102) names the file it saved the
 	// output to: a command that prints only the first words is not it.
@@ -328,7 +328,7 @@ var (
 	// copilotStarted is the whole final of a command started in async
 	// mode: "<command started in background with shellId: N>", or "in
 	// detached background" with `detach`.
-	copilotStarted = regexp.MustCompile(`^<command started in (?:detached )?background with shellId: ([^>\n]*)>$`)
+	copilotStarted = mustAnchored(`^<command started in (?:detached )?background with shellId: ([^>\n]*)>$`)
 )
 
 // copilotFinal reads the `completed` frame.
@@ -346,7 +346,8 @@ func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 	// A command that ended always has the trailer, so one that printed
 	// the words of a notice below is not taken for it.
 	if m == nil {
-		if n := copilotStarted.FindStringSubmatch(strings.TrimSpace(text)); n != nil {
+		trimmed := strings.TrimSpace(text)
+		if n := copilotStarted.FindStringSubmatch(trimmed); n != nil {
 			// An async command's final says only that it went on in the
 			// background: not output (what was streamed before stays),
 			// and no exit yet.
@@ -355,7 +356,7 @@ func copilotFinal(o *accum.Observation, u *copilotCall, shellExitLine bool) {
 			o.Src.Notice = "the notice that the command started in the background"
 			return
 		}
-		if n := copilotStopped.FindStringSubmatch(strings.TrimSpace(text)); n != nil {
+		if n := copilotStopped.FindStringSubmatch(trimmed); n != nil {
 			// stop_bash's result. "stopped": the command did not end by
 			// itself (a failure; no exit code is given). "had already
 			// stopped": it had ended, and this says nothing of how.

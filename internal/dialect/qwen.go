@@ -291,7 +291,7 @@ func askQwenFor(u *qwenCall, titleDescribes bool) accum.Observation {
 // only when known); qwenBackgroundContent opens its notice to the model
 // ("Background shell started.\nid: bg_c7e7d7af\npid: 15517\noutput file:
 // ...").
-var qwenBackgroundDisplay = regexp.MustCompile(`^Background shell (\S+) started(?: \(pid \d+\))?\.$`)
+var qwenBackgroundDisplay = mustAnchored(`^Background shell (\S+) started(?: \(pid \d+\))?\.$`)
 
 const qwenBackgroundContent = "Background shell started.\nid: "
 

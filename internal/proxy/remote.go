@@ -50,7 +50,6 @@ type remoteSession struct {
 	high  int // the most requests ever answered (a rebuild counts from 0 again)
 
 	flushing atomic.Bool // a Flush asks the server what it applied
-	queued   int         // requests send queued (send's goroutine only)
 }
 
 func (r *Recorder) openRemote() *remote {
@@ -154,6 +153,7 @@ func (rm *remote) send(x routed) {
 	rs.mu.Lock()
 	rs.lines = append(rs.lines, x.seq)
 	rs.sum = append(rs.sum, rs.sum[len(rs.sum)-1]+n)
+	queued := rs.off + len(rs.lines) // requests of the session, this one too
 	rs.mu.Unlock()
 	// The Session keeps its own copy of what it sends: the message's
 	// buffer goes back to the pool once the frame is handled.
@@ -168,7 +168,7 @@ func (rm *remote) send(x routed) {
 		return
 	}
 	rm.unanswered += n
-	if rs.queued++; rs.queued%trimEvery == 0 {
+	if queued%trimEvery == 0 {
 		rs.trim(rs.s.Stats().Dropped)
 	}
 }
@@ -202,7 +202,7 @@ func (rm *remote) failed(err error) {
 	r := rm.r
 	if errors.Is(err, acpclient.ErrSessionFull) {
 		r.fullOnce.Do(func() {
-			r.say("%v; its later frames are not normalized (counted)", err)
+			r.say("%v; a frame refused so is not normalized (counted), the relay goes on", err)
 		})
 		return
 	}

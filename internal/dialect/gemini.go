@@ -252,14 +252,18 @@ func geminiFinal(o *accum.Observation, text string) {
 	}
 }
 
-// geminiDebugFields are the fields of the debug-mode result before its
-// trailing ones, in order: the head (Command and Directory in older
-// releases), the output (Output, or older releases' Stdout and Stderr),
-// and Gemini's own Error; geminiDebugTail are those that end it, each on
-// one line.
+// The fields of the debug-mode result, in their order: the head
+// (geminiDebugHead: Command and Directory in older releases), the output
+// (geminiDebugOutput: Output, or older releases' Stdout, then Stderr),
+// Gemini's own Error, and geminiDebugTail, those that end it, each on one
+// line. After Output comes only Error (geminiDebugAfterOutput), after
+// Stdout Stderr and Error (geminiDebugAfterStdout).
 var (
-	geminiDebugFields = []string{"Command", "Directory", "Output", "Stdout", "Stderr", "Error"}
-	geminiDebugTail   = []string{"Exit Code", "Signal", "Background PIDs", "Process Group PGID"}
+	geminiDebugHead        = []string{"Command", "Directory"}
+	geminiDebugOutput      = []string{"Output", "Stdout"}
+	geminiDebugAfterOutput = []string{"Error"}
+	geminiDebugAfterStdout = []string{"Stderr", "Error"}
+	geminiDebugTail        = []string{"Exit Code", "Signal", "Background PIDs", "Process Group PGID"}
 )
 
 // geminiDebugResult reads the debug-mode result. The fields that end it
@@ -290,32 +294,36 @@ func geminiDebugResult(o *accum.Observation, text string) {
 		}
 		end = j
 	}
-	// From the start: Command, Directory, then the output field (Output,
-	// or Stdout), each where the one before it ended.
+	// From the start: Command, Directory, each where the one before it
+	// ended and running to the first later field that starts a line; then
+	// the output field (Output, or Stdout).
 	pos, out := 0, ""
-	for i, f := range geminiDebugFields[:4] {
+	for i, f := range geminiDebugHead {
 		key := "\n" + f + ": "
 		if !strings.HasPrefix(text[pos:end], key) {
 			continue
 		}
-		v := pos + len(key)
-		if f == "Output" || f == "Stdout" {
-			pos, out = v, f
-			break
-		}
-		next := end
-		for _, g := range geminiDebugFields[i+1:] {
-			if j := strings.Index(text[v:next], "\n"+g+": "); j >= 0 {
-				next = v + j
+		v, next := pos+len(key), end
+		for _, later := range [...][]string{geminiDebugHead[i+1:], geminiDebugOutput, geminiDebugAfterStdout} {
+			for _, g := range later {
+				if j := strings.Index(text[v:next], "\n"+g+": "); j >= 0 {
+					next = v + j
+				}
 			}
 		}
 		fields[f], pos = text[v:next], next
 	}
+	for _, f := range geminiDebugOutput {
+		if key := "\n" + f + ": "; strings.HasPrefix(text[pos:end], key) {
+			pos, out = pos+len(key), f
+			break
+		}
+	}
 	// From the end: Error, and Stderr (only after Stdout); the output
 	// runs to the first of them.
-	middle := geminiDebugFields[5:]
+	middle := geminiDebugAfterOutput
 	if out == "Stdout" {
-		middle = geminiDebugFields[4:]
+		middle = geminiDebugAfterStdout
 	}
 	for i := len(middle) - 1; i >= 0; i-- {
 		key := "\n" + middle[i] + ": "

@@ -173,7 +173,7 @@ func droidText(o *accum.Observation, s string) {
 	exited := Code{} // the trailer's exit code, when there is one
 	if loc := findFrom(droidExited, s, "[Process exited with code "); loc != nil {
 		exited = CodeFromString(s[loc[2]:loc[3]])
-		droidExit(o, s[loc[2]:loc[3]])
+		droidExit(o, exited)
 		s = s[:loc[0]]
 	}
 	truncated := false
@@ -186,13 +186,13 @@ func droidText(o *accum.Observation, s string) {
 	if m := droidHeader.FindStringSubmatchIndex(s); m != nil && droidHeaderHolds(m, s, o.Status, exited) {
 		switch {
 		case m[2] >= 0:
-			droidExit(o, s[m[2]:m[3]])
+			droidExit(o, CodeFromString(s[m[2]:m[3]]))
 		case m[4] >= 0:
 			o.Signal = NormalizeSignal(s[m[4]:m[5]])
 		case m[6] >= 0:
-			droidExit(o, "127")
+			droidExit(o, Code{Value: 127, Known: true})
 		case m[8] >= 0:
-			droidExit(o, "126")
+			droidExit(o, Code{Value: 126, Known: true})
 		case m[10] >= 0:
 			o.TimedOut, o.FailNotice = true, notice(s[:m[1]])
 		}
@@ -245,8 +245,9 @@ func droidHeaderHolds(m []int, s string, status accum.Status, exited Code) bool 
 	return exited.Value != 0 // a signal
 }
 
-func droidExit(o *accum.Observation, n string) {
-	if c := CodeFromString(n); c.Known {
+// droidExit sets the exit code c, read from Droid's text, when known.
+func droidExit(o *accum.Observation, c Code) {
+	if c.Known {
 		o.Exit = accum.StrongerExit(o.Exit, &accum.Exit{Code: c.Value, Source: accum.ExitText})
 	}
 }

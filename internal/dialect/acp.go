@@ -876,6 +876,27 @@ func CodeFromString(s string) Code {
 	return Code{}
 }
 
+// leastBytes is the least number of bytes a size an agent rounded can
+// stand for: v of unit ("B", "bytes", "KB" or "KiB" of 1,024, "MB",
+// "GB"), less half, the most its rounding added (see each dialect's
+// caller for how its agent rounds). 0 when that is not above 0; sizes
+// from 2^50 bytes up, which no output has, are 0 too.
+func leastBytes(v, half float64, unit string) int64 {
+	scale := 1.0
+	switch strings.TrimSuffix(strings.TrimSuffix(unit, "B"), "i") {
+	case "K":
+		scale = 1 << 10
+	case "M":
+		scale = 1 << 20
+	case "G":
+		scale = 1 << 30
+	}
+	if n := (v - half) * scale; n > 0 && n < 1<<50 {
+		return int64(n)
+	}
+	return 0
+}
+
 // wholeDecimal reads s as a JSON number (a leading + allowed) and returns
 // its value when that is a whole number within an int32.
 func wholeDecimal(s string) (int32, bool) {

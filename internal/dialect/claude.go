@@ -795,22 +795,12 @@ func persistedSize(t string) int64 {
 	if err != nil {
 		return 0
 	}
-	unit := 1.0
-	switch m[2] {
-	case "KB":
-		unit = 1 << 10
-	case "MB":
-		unit = 1 << 20
-	case "GB":
-		unit = 1 << 30
+	half := 0.0 // a size in bytes is exact
+	if m[2] != "bytes" && m[2] != "B" {
+		// formatFileSize rounds to one decimal and drops a ".0".
+		half = 0.05
 	}
-	if unit > 1 {
-		v -= 0.05
-	}
-	if n := v * unit; n > 0 && n < 1<<50 {
-		return int64(n)
-	}
-	return 0
+	return leastBytes(v, half, m[2])
 }
 
 // stripClaudeHeaderBytes removes an "Exit code N" header from v2 snapshot

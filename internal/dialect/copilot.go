@@ -463,16 +463,7 @@ func copilotLeast(num, unit string) int64 {
 		}
 	}
 	// Copilot's KB are KiB: 348,894 bytes are "340.7 KB".
-	scale := 1.0
-	switch strings.TrimSuffix(strings.TrimSuffix(unit, "B"), "i") {
-	case "K":
-		scale = 1 << 10
-	case "M":
-		scale = 1 << 20
-	case "G":
-		scale = 1 << 30
-	}
-	return int64(max(0, (f-half)*scale))
+	return leastBytes(f, half, unit)
 }
 
 var copilotRejected = regexp.MustCompile(`(?i)\brejected\b|\bdenied by the user\b|\bcancell?ed\b`)

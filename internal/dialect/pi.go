@@ -55,9 +55,15 @@ import (
 //     0.0.34 names pi's in its session/new result,
 //     `_meta.piAcp.startupInfo` "pi v0.84.4\n---\n": its first line is
 //     the frame's AgentVersion (agentBuild), which binds the dialect
-//     (forVersion reads only a version named "pi"). pi-acp 0.0.24 sent
-//     "\n" there with pi 0.73.1, and "pi v1.6.0" with pi 0.60.0 (not
-//     the pi it ran): without a word of pi's build, the newest rules.
+//     (forVersion reads only a version named "pi"). Every pi-acp build
+//     (0.0.23, 0.0.24, 0.0.34) writes that line from `pi --version` of
+//     the pi on PATH (its stdout; 0.0.34 also its stderr), the pi it runs
+//     unless PI_ACP_PI_COMMAND names another (then the line names PATH's,
+//     which the wire cannot show). pi 0.73.1 prints its version on stderr
+//     when its stdin is no terminal, so pi-acp 0.0.24 sent "\n" there:
+//     without a word of pi's build, the newest rules. (A "pi v1.6.0"
+//     from pi-acp 0.0.24 running pi 0.60.0 was the agents harness's
+//     PATH, not pi-acp's.)
 //   - session/load replays each call as a `tool_call` titled "bash" that
 //     says `completed` whatever the outcome, then one update with the
 //     whole final text: the `tool_call`'s status is not read (a live pi

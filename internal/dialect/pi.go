@@ -317,33 +317,66 @@ const piEnvelopeMax = 4 << 10
 // sends when the result's text is empty), not output: an object whose
 // `content` is an array of only empty text items (or none, the first
 // live text `{"content": []}`), with at most `details` beside it (pi's
-// truncation and full output file, which rawOutput carries too).
+// truncation and full output file, which rawOutput carries too), an
+// object. Member names match as encoding/json matches them to fields
+// (case-insensitively); any other member, a member of another type, or
+// a member named twice (JSON.stringify writes none) makes it output.
 func piEnvelope(text string) bool {
 	t := strings.TrimSpace(text)
-	if len(t) > piEnvelopeMax || !strings.HasPrefix(t, "{") || !json.Valid([]byte(t)) {
+	if len(t) > piEnvelopeMax || !strings.HasPrefix(t, "{") {
 		return false
 	}
-	var r struct {
-		Content *[]struct {
-			Type string  `json:"type"`
-			Text *string `json:"text"`
-		} `json:"content"`
-		Details json.RawMessage `json:"details"`
-	}
-	dec := json.NewDecoder(strings.NewReader(t))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&r) != nil || r.Content == nil {
+	b := []byte(t)
+	// jsonlit's walks read JSON that is valid: json.Valid scans it, and
+	// nothing is decoded.
+	if !json.Valid(b) {
 		return false
 	}
-	if d := r.Details; d != nil && (len(d) == 0 || d[0] != '{') {
-		return false
-	}
-	for _, c := range *r.Content {
-		if c.Type != "text" || c.Text == nil || *c.Text != "" {
-			return false
+	ok, content, details := true, false, false
+	jsonlit.EachMember(b, func(key string, val []byte) {
+		switch {
+		case key == "CONTENT" && !content:
+			content = true
+			ok = ok && piEmptyTexts(val)
+		case key == "DETAILS" && !details:
+			details = true
+			ok = ok && val[0] == '{'
+		default:
+			ok = false
 		}
+	})
+	return ok && content
+}
+
+// piEmptyTexts says whether the valid JSON val is an array of only text
+// items whose text is empty, each an object of `type` "text" and `text`
+// "" and nothing else.
+func piEmptyTexts(val []byte) bool {
+	if val[0] != '[' {
+		return false
 	}
-	return true
+	ok := true
+	jsonlit.EachElement(val, func(item []byte) bool {
+		var typ, text *string
+		jsonlit.EachMember(item, func(key string, val []byte) {
+			s, isStr := (*string)(nil), val[0] == '"'
+			if isStr {
+				u, _ := jsonlit.Unquote(val)
+				s = &u
+			}
+			switch {
+			case key == "TYPE" && typ == nil && isStr:
+				typ = s
+			case key == "TEXT" && text == nil && isStr:
+				text = s
+			default:
+				ok = false
+			}
+		})
+		ok = ok && typ != nil && *typ == "text" && text != nil && *text == ""
+		return ok
+	})
+	return ok
 }
 
 // piContent reads the content wire's texts: live, pi's whole text so far,

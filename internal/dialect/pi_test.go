@@ -466,6 +466,54 @@ func TestPiKilledOnOldBuild(t *testing.T) {
 	assert.Equal(t, "before-kill\n", out)
 }
 
+// TestPiEnvelope: what piEnvelope takes for pi-acp's JSON dump of a
+// partial result whose texts are empty (not output), and what it leaves
+// as output: anything else, JSON or not.
+func TestPiEnvelope(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{"{\n  \"content\": []\n}", true},
+		{`{"content":[{"type":"text","text":""}]}`, true},
+		{"  {\"content\": [{\"type\": \"text\", \"text\": \"\"}, {\"text\": \"\", \"type\": \"text\"}], \"details\": {\"truncation\": {\"content\": \"\", \"truncated\": true}, \"fullOutputPath\": \"/tmp/pi-bash-1.log\"}}\n", true},
+		{`{"details":{},"content":[]}`, true},
+		{`{"Content":[{"TYPE":"te\u0078t","Text":""}],"DETAILS":{"a":[1,{"b":null}]}}`, true}, // names as encoding/json matches them, escapes read
+		// Not JSON, or not all of it.
+		{`{"content":[]`, false},
+		{`{"content":[{"type":"text","text":""}],"details":{"truncation":{"truncated":tru}}}`, false},
+		{`{"content":[]} {"content":[]}`, false},
+		{`{"content":[],}`, false},
+		{`{'content':[]}`, false},
+		{`[{"content":[]}]`, false},
+		// JSON the command printed: a text, another member, another type.
+		{`{"content":[{"type":"text","text":"a"}]}`, false},
+		{`{"content":[{"type":"image","text":""}]}`, false},
+		{`{"content":[{"type":"text"}]}`, false},
+		{`{"content":[{"type":"text","text":null}]}`, false},
+		{`{"content":[{"type":"text","text":"","data":""}]}`, false},
+		{`{"content":[null]}`, false},
+		{`{"content":[[]]}`, false},
+		{`{"content":[{"type":"text","text":{"text":""}}]}`, false},
+		{`{"content":{"type":"text","text":""}}`, false},
+		{`{"content":null}`, false},
+		{`{"details":{}}`, false},
+		{`{"content":[],"details":null}`, false},
+		{`{"content":[],"details":[]}`, false},
+		{`{"content":[],"details":"x"}`, false},
+		{`{"content":[],"isError":false}`, false},
+		{`{"result":{"content":[]}}`, false},
+		// A name twice: JSON.stringify writes none.
+		{`{"content":[],"content":[]}`, false},
+		{`{"content":[],"details":{},"Details":{}}`, false},
+		{`{"content":[{"type":"text","text":"","text":""}]}`, false},
+		// Too big to be the dump.
+		{`{"content":[],"details":{"p":"` + strings.Repeat("x", piEnvelopeMax) + `"}}`, false},
+	} {
+		assert.Equal(t, c.want, piEnvelope(c.text), "%.120q", c.text)
+	}
+}
+
 // TestPiContentWireEmptyWindow folds what pi-acp 0.0.24 sent with pi
 // 0.60.0 for a single line of 60,000 x's: pi's window of the line (51,200
 // bytes), then, when pi's text was empty, pi-acp's JSON dump of pi's

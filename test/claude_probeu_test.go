@@ -36,7 +36,10 @@ func TestClaudeProbeU(t *testing.T) {
 		{file: "claude-code-acp-ct_live_timeout.ndjson", call: "toolu_timeout_6", outcome: "SHELL_OUTCOME_FAILED", timedOut: true},
 		// The client-terminal Bash's header, printed by a Bash command, is
 		// output: replayed alone, and replayed after the live call.
-		{file: "claude-agent-acp_load_claude_term.ndjson", call: "toolu_claude_term_39", outcome: "SHELL_OUTCOME_SUCCEEDED", exit: exit(0),
+		// Replayed alone, the call's terminal_exit 0 is the one
+		// claude-agent-acp fills in for every replayed result not flagged
+		// as an error (a grep that found nothing too): no exit code.
+		{file: "claude-agent-acp_load_claude_term.ndjson", call: "toolu_claude_term_39", outcome: "SHELL_OUTCOME_UNKNOWN", noExit: true,
 			output: ptrTo("Exited with code 4.Final output:\n\nreal")},
 		{file: "claude-code-acp-plain_liveload_claude_term.ndjson", call: "toolu_claude_term_47", outcome: "SHELL_OUTCOME_UNKNOWN", noExit: true,
 			output: ptrTo("Exited with code 4.Final output:\n\nreal")},

@@ -73,6 +73,12 @@ import (
 //     (exitMadeUp); the "Exit code N" header is the exit.
 //     `_meta.jetbrains.air.commandTitle` is the description, and makes the
 //     title of a report without rawInput or kind the command.
+//   - A session/load replay of claude-agent-acp from 0.86.0 fills
+//     `terminal_exit.exit_code` with 0 for every result not flagged as an
+//     error, a nonzero exit Claude Code read as a success (grep's "No
+//     matches found") too; it sends the terminal content item beside it,
+//     which live frames leave out: that 0 is no exit code
+//     (claudeRestatedZero).
 //   - "Shell cwd was reset to DIR", Claude Code's line after the stderr
 //     of a command that changed directory, is a notice: removed only as
 //     the whole last line naming an absolute path (claudeCwdReset).
@@ -130,6 +136,23 @@ func (claude) forPeers(v Version, c Client) Dialect {
 // `_meta.jetbrains.air.commandTitle`, no `rawInput` while the input
 // streams, no terminal content item on the result.
 func claudeAirClient(c Client) bool { return c.object("_meta", "jetbrains", "air") }
+
+// claudeRestatedZero says whether the frame's terminal_exit exit code is a
+// 0 the adapter filled in, which builds from claudeExitTruthful do for a
+// result it renders without Claude Code's structured result: they take
+// a success's 0 from that result, which says when Claude Code read a
+// nonzero exit as a success (returnCodeInterpretation, grep's "No
+// matches found": then null). A session/load replay has no structured
+// result, so every result not flagged as an error gets 0 (0.86.0 to
+// 0.101.0: `exitCode = isError ? undefined : 0`). The replay renders the
+// result whole, with the terminal content item again, which live frames
+// leave out (the adapter's field tracker drops it there as unchanged):
+// a 0 beside that item is made up. A nonzero code is the "Exit code N"
+// header's, live or replayed: the command's.
+func claudeRestatedZero(u *claudeUpdate) bool {
+	te := u.Meta.TerminalExit
+	return te.ExitCode.Known && te.ExitCode.Value == 0 && u.TerminalContent() != ""
+}
 
 // claudeExitTruthful is the first claude-agent-acp build seen to fill
 // terminal_exit.exit_code with the command's exit code (or null when it has
@@ -342,12 +365,16 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 		tm := m.TerminalMeta
 		outputs := []*TerminalData{tm.TerminalOutput, tm.TerminalOutputDelta}
 		tm.TerminalOutput, tm.TerminalOutputDelta = nil, nil
-		if exitMadeUp && tm.TerminalExit != nil {
+		if te := tm.TerminalExit; te != nil && (exitMadeUp || claudeRestatedZero(u)) {
 			// The terminal ended, but its exit code is the adapter's.
-			te := *tm.TerminalExit
-			o.ExitSetAside = te.ExitCode.Known
-			te.ExitCode = Code{}
-			tm.TerminalExit = &te
+			cp := *te
+			// A replay's made-up 0 is not said to be set aside: the call
+			// it restates ended live (with this exit unknown, or known and
+			// final), and a reason that changed only for the replay would
+			// revise an ended call for nothing.
+			o.ExitSetAside = cp.ExitCode.Known && exitMadeUp
+			cp.ExitCode = Code{}
+			tm.TerminalExit = &cp
 		}
 		tm.ApplyTerminalMeta(&o)
 		for _, td := range outputs {

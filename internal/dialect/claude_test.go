@@ -398,6 +398,49 @@ func TestClaudeMadeUpTerminalExit(t *testing.T) {
 	})
 }
 
+// TestClaudeReplayedTerminalExit: from 0.86.0 claude-agent-acp takes a
+// success's exit code 0 from Claude Code's structured result, which says
+// when a nonzero exit was read as a success (returnCodeInterpretation:
+// then exit_code null). A session/load replay has no structured result,
+// and the adapter fills in 0 for every result not flagged as an error:
+// grep's exit 1 "No matches found" too. The replay renders the result
+// whole, restating the terminal content item that live frames leave out
+// (the adapter's field tracker drops it there as unchanged): a 0 beside
+// that item is made up, no exit evidence, and not said to be set aside
+// (the call it restates ended live; a reason changed by the replay alone
+// would revise it for nothing). A nonzero exit_code is the "Exit code N"
+// header's, live or replayed. Frames from
+// claude-agent-acp-0.101.0_terminal-meta_load-quiet (toolu_nomatch_7,
+// toolu_silent_3) and _load (toolu_exit3_8).
+func TestClaudeReplayedTerminalExit(t *testing.T) {
+	yes, done, failed := accum.ShellYes, accum.StatusCompleted, accum.StatusFailed
+	final := func(id, code, status, content string) string {
+		return `{"_meta": {"claudeCode": {"toolName": "Bash"}, "terminal_exit": {"terminal_id": "` + id + `", "exit_code": ` + code + `, "signal": null}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "status": "` + status + `"` + content + `}`
+	}
+	item := func(id string) string { return `, "content": [{"type": "terminal", "terminalId": "` + id + `"}]` }
+	for _, v := range []string{"0.86.0", "0.101.0", ""} {
+		t.Run("build "+v, func(t *testing.T) {
+			runObsCases(t, Bind(claudeDialect(t), ParseVersion(v)), []obsCase{
+				{name: "replayed grep without a match (exit 1): the 0 is made up",
+					update: final("toolu_nomatch_7", "0", "completed", item("toolu_nomatch_7")),
+					want:   one(accum.Observation{ToolCallID: "toolu_nomatch_7", TerminalID: "toolu_nomatch_7", Shell: yes, Status: done})},
+				{name: "replayed true (exit 0): the 0 is made up all the same",
+					update: final("toolu_silent_3", "0", "completed", item("toolu_silent_3")),
+					want:   one(accum.Observation{ToolCallID: "toolu_silent_3", TerminalID: "toolu_silent_3", Shell: yes, Status: done})},
+				{name: "replayed exit 3: the header's code is the command's",
+					update: final("toolu_exit3_8", "3", "failed", item("toolu_exit3_8")),
+					want:   one(accum.Observation{ToolCallID: "toolu_exit3_8", TerminalID: "toolu_exit3_8", Shell: yes, Status: failed, Exit: ex(3, accum.ExitTerminal, false)})},
+				{name: "live success: the 0 is Claude Code's",
+					update: final("toolu_silent_3", "0", "completed", ""),
+					want:   one(accum.Observation{ToolCallID: "toolu_silent_3", Shell: yes, Status: done, Exit: ex(0, accum.ExitTerminal, false)})},
+				{name: "live grep without a match: null",
+					update: final("toolu_nomatch_7", "null", "completed", ""),
+					want:   one(accum.Observation{ToolCallID: "toolu_nomatch_7", Shell: yes, Status: done})},
+			})
+		})
+	}
+}
+
 // TestClaudeReplayedOutputLikeItsNotices: claude-agent-acp 0.101.0 replays
 // a loaded session (session/load) without toolResponse, so the only text
 // of a call is its terminal_output, and then `completed` with

@@ -50,10 +50,14 @@ type Session struct {
 	dropped   int
 	reqs      []*pb.NormalizeRequest
 	bytes     int  // of the messages of reqs
-	confirmed int  // the requests before the confirmed-th are answered
+	confirmed int  // the requests before the confirmed-th are answered (see answer)
 	closing   bool // SessionClosed is queued; Send is refused
 	released  bool // closed and answered: reqs were dropped
 	flushing  bool // a waiter wants reqs answered: end the stream once all is sent
+	// unanswered is the bytes of the messages of the requests from the
+	// confirmed-th, kept in step with confirmed by answer, so that
+	// halfUnanswered, asked on every Send, need not add them up.
+	unanswered int
 	// cycle ends the stream once all is sent, as flushing does, so that
 	// its trailer answers requests that made no revision (set when half
 	// the bound is unanswered, see queue).
@@ -236,7 +240,7 @@ func (s *Session) Flush(ctx context.Context) error {
 // release drops the requests kept to rebuild a closed session (s.mu held).
 func (s *Session) release() {
 	if !s.released {
-		s.reqs, s.dropped, s.confirmed, s.bytes = nil, 0, 0, 0
+		s.reqs, s.dropped, s.confirmed, s.bytes, s.unanswered = nil, 0, 0, 0, 0
 		s.released = true
 		s.err = ErrClosed
 		s.cancel()
@@ -323,6 +327,7 @@ func (s *Session) queue(ctx context.Context, size int, make func(seq uint64) *pb
 	}
 	s.reqs = append(s.reqs, make(s.base+uint64(s.total()+1)))
 	s.bytes += size
+	s.unanswered += size
 	s.closing = last
 	if !s.cycle && s.halfUnanswered() {
 		s.cycle = true
@@ -373,17 +378,29 @@ func (s *Session) makeRoom(size int) bool {
 // the stream ends, so the Session ends it then (cycle), and what it
 // answers can be dropped.
 func (s *Session) halfUnanswered() bool {
-	if 2*(s.total()-s.confirmed) >= s.c.cfg.maxFrames {
-		return true
-	}
-	if 2*s.bytes < s.c.cfg.maxBytes {
-		return false
-	}
+	return 2*(s.total()-s.confirmed) >= s.c.cfg.maxFrames || 2*s.unanswered >= s.c.cfg.maxBytes
+}
+
+// answer sets confirmed to n, the requests before the n-th being answered
+// (s.mu held), and keeps unanswered in step: each request is passed over
+// once as confirmed moves on, and again only after a rebuild (a DATA_LOSS
+// sets it back to 0 while nothing is dropped). Adding up the unanswered
+// requests on every Send instead made a stretch of frames without
+// revisions quadratic once the Session kept near its byte bound.
+func (s *Session) answer(n int) {
+	// Only kept requests are counted: confirmed never goes below dropped
+	// while requests are kept (makeRoom drops answered ones only).
+	lo, hi := max(min(s.confirmed, n), s.dropped), min(max(s.confirmed, n), s.total())
 	b := 0
-	for _, r := range s.reqs[s.confirmed-s.dropped:] {
-		b += msgSize(r)
+	for i := lo; i < hi; i++ {
+		b += msgSize(s.req(i))
 	}
-	return 2*b >= s.c.cfg.maxBytes
+	if n > s.confirmed {
+		s.unanswered -= b
+	} else {
+		s.unanswered += b
+	}
+	s.confirmed = n
 }
 
 func (s *Session) poke() {
@@ -519,6 +536,7 @@ func (s *Session) leaveOutTooLarge(err error) bool {
 			continue
 		}
 		s.bytes += len(leftOut) - len(f.GetMessage())
+		s.unanswered += len(leftOut) - len(f.GetMessage()) // i >= confirmed
 		c := proto.Clone(f).(*pb.AcpFrame)
 		c.Message = leftOut
 		s.reqs[i-s.dropped] = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: c}}
@@ -666,7 +684,7 @@ func (s *Session) stream(addr int) (progress bool, err error) {
 		// options first, stopping at one not applied.
 		if n, err := strconv.Atoi(first(st.Trailer().Get(trailerApplied))); err == nil && n >= 1 {
 			if to := min(from+n-1, from+sent); to > s.confirmed {
-				s.confirmed = to
+				s.answer(to)
 				progress = true
 			}
 		}
@@ -814,7 +832,7 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, sentBefore in
 			}
 			s.rebuilds++
 			s.lossAt = max(s.lossAt, s.upTo(fe.GetSequence()))
-			s.confirmed = 0 // rebuild: everything again from the first
+			s.answer(0) // rebuild: everything again from the first
 			fatal := s.rebuilds > s.c.cfg.maxRebuilds
 			s.mu.Unlock()
 			cancel()
@@ -857,7 +875,7 @@ func (s *Session) confirm(seq uint64) {
 	}
 	s.mu.Lock()
 	if n := s.upTo(seq - 1); n > s.confirmed {
-		s.confirmed = n
+		s.answer(n)
 		if n > s.lossAt {
 			s.rebuilds = 0 // the rebuild got past where the loss was found
 		}

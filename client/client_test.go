@@ -299,7 +299,8 @@ func TestSessionBound(t *testing.T) {
 	require.NoError(t, s.Send(ctx, ls[1].Dir, ls[1].Msg))
 	err = s.Send(ctx, ls[2].Dir, ls[2].Msg)
 	require.ErrorIs(t, err, client.ErrSessionFull)
-	assert.Contains(t, err.Error(), `session "s1" holds 2 requests`)
+	assert.Contains(t, err.Error(), fmt.Sprintf(`session "s1" has 2 requests not answered yet (%d bytes of messages), and with this one of %d bytes they would pass the bound of 2 requests, 1048576 bytes`,
+		len(ls[0].Msg)+len(ls[1].Msg), len(ls[2].Msg)))
 	assert.Contains(t, err.Error(), "WithSessionLimits")
 	assert.Zero(t, s.Stats().Dropped, "a request not answered was dropped")
 	err = c.Session("bytes").Send(ctx, ls[0].Dir, bytes.Repeat([]byte("x"), 1<<20+1))
@@ -314,6 +315,35 @@ func TestSessionBound(t *testing.T) {
 	defer srv.GRPC.Stop()
 	require.NoError(t, s.Close(ctx))
 	assert.Equal(t, 0, s.Stats().Dropped)
+}
+
+// ErrSessionFull is raised when the requests not answered yet fill the
+// bound, answered ones being dropped to make room: its message names the
+// unanswered ones and their bytes. It counted every request kept,
+// answered ones too, which are not what fills the bound.
+func TestSessionFullNamesTheUnanswered(t *testing.T) {
+	srv := serve(t, nil)
+	c, err := client.New([]string{srv.addr}, client.WithSessionLimits(100, 1<<20), client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ls := lines(t)
+	require.NoError(t, s.Send(ctx, ls[0].Dir, ls[0].Msg))
+	require.NoError(t, s.Send(ctx, ls[1].Dir, ls[1].Msg))
+	require.NoError(t, s.Flush(ctx))
+	srv.srv.GRPC.Stop() // nothing answers from here on
+	notice := func(n int) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"x/notice","params":{"text":"` + strings.Repeat("x", n) + `"}}`)
+	}
+	unanswered, next := notice(600<<10), notice(500<<10)
+	require.NoError(t, s.Send(ctx, pb.Direction_DIRECTION_AGENT_TO_CLIENT, unanswered))
+	err = s.Send(ctx, pb.Direction_DIRECTION_AGENT_TO_CLIENT, next)
+	require.ErrorIs(t, err, client.ErrSessionFull)
+	assert.Contains(t, err.Error(), fmt.Sprintf(`session "s1" has 1 requests not answered yet (%d bytes of messages), and with this one of %d bytes they would pass the bound of 100 requests, 1048576 bytes (client.WithSessionLimits)`,
+		len(unanswered), len(next)))
+	assert.Zero(t, s.Stats().Dropped, "the answered requests were dropped, yet the request refused")
 }
 
 // sendPatiently sends lines to s as a caller that takes ErrSessionFull as

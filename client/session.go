@@ -318,11 +318,13 @@ func (s *Session) queue(ctx context.Context, size int, make func(seq uint64) *pb
 		// The closing request is never refused: it releases the rest.
 		// The stream ends once all is sent (cycle), so that its trailer
 		// answers what made no revision, and the caller's next try fits.
-		n, b := len(s.reqs), s.bytes
+		// The unanswered requests are what fill the bound (answered ones
+		// would have been dropped): name them, not every request kept.
+		n, b := s.total()-s.confirmed, s.unanswered
 		s.cycle = true
 		s.mu.Unlock()
 		s.poke()
-		return fmt.Errorf("%w: session %q holds %d requests (%d bytes of messages) to rebuild it after a loss, and this one of %d bytes would pass the bound of %d requests, %d bytes (client.WithSessionLimits); close the session or raise the bound",
+		return fmt.Errorf("%w: session %q has %d requests not answered yet (%d bytes of messages), and with this one of %d bytes they would pass the bound of %d requests, %d bytes (client.WithSessionLimits); try again once answers come, or raise the bound",
 			ErrSessionFull, s.id, n, b, size, s.c.cfg.maxFrames, s.c.cfg.maxBytes)
 	}
 	s.reqs = append(s.reqs, make(s.base+uint64(s.total()+1)))

@@ -44,8 +44,9 @@ type Session struct {
 	// The session's requests are numbered from 0: the i-th has sequence
 	// base+i+1 (see FirstSequence). The first dropped of them were
 	// answered and are no longer kept (see makeRoom); reqs holds the rest,
-	// reqs[0] being the dropped-th. confirmed, highSent, lossAt and the
-	// indexes a stream uses count every request, dropped or kept.
+	// reqs[0] being the dropped-th (Stats().Dropped). confirmed, highSent,
+	// lossAt and the indexes a stream uses count every request, dropped or
+	// kept.
 	base      uint64
 	dropped   int
 	reqs      []*pb.NormalizeRequest
@@ -240,7 +241,9 @@ func (s *Session) Flush(ctx context.Context) error {
 // release drops the requests kept to rebuild a closed session (s.mu held).
 func (s *Session) release() {
 	if !s.released {
-		s.reqs, s.dropped, s.confirmed, s.bytes, s.unanswered = nil, 0, 0, 0, 0
+		// dropped stays what Stats().Dropped says; what release lets go
+		// is not counted there.
+		s.reqs, s.confirmed, s.bytes, s.unanswered = nil, 0, 0, 0
 		s.released = true
 		s.err = ErrClosed
 		s.cancel()
@@ -278,7 +281,9 @@ func (s *Session) FrameErrors() []*pb.FrameError {
 func (s *Session) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	st.Dropped = s.dropped
+	return st
 }
 
 // Answered returns how many of the session's requests were answered so
@@ -368,7 +373,6 @@ func (s *Session) makeRoom(size int) bool {
 		clear(s.reqs[:k]) // the messages can go now
 		s.reqs, s.bytes = s.reqs[k:], b
 		s.dropped += k
-		s.stats.Dropped += k
 	}
 	return true
 }
@@ -483,13 +487,13 @@ func (s *Session) run() {
 func fatal(err error) bool {
 	var lost *lostError
 	if errors.As(err, &lost) {
-		return lost.fatal
+		return lost.fatal || lost.dropped > 0
 	}
 	if errors.Is(err, errRetry) {
 		return false
 	}
 	st := status.Convert(err)
-	if st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max") {
+	if st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), tooLargeWords) {
 		return true // the same request would be too large again
 	}
 	switch st.Code() {
@@ -502,9 +506,12 @@ func fatal(err error) bool {
 	return true
 }
 
-// tooLarge is how gRPC words the end of a stream whose message was over
-// the server's limit: the message's size and the limit, in bytes.
-var tooLarge = regexp.MustCompile(`larger than max \((\d+) vs\. (\d+)\)`)
+// tooLargeWords is how gRPC words the end of a stream whose message was
+// over the server's limit; tooLarge reads the message's size and the
+// limit, in bytes, after them.
+const tooLargeWords = "larger than max"
+
+var tooLarge = regexp.MustCompile(regexp.QuoteMeta(tooLargeWords) + ` \((\d+) vs\. (\d+)\)`)
 
 // leftOut is the message sent in place of a frame over the server's
 // limit: a notification of a method no agent sends, which acpnormd reads
@@ -556,10 +563,11 @@ func (s *Session) leaveOutTooLarge(err error) bool {
 var errRetry = errors.New("acpnorm client: stream ended with requests unanswered")
 
 type lostError struct {
-	fe    *pb.FrameError
+	fe *pb.FrameError
+	// fatal: lost too many times in a row.
 	fatal bool
-	// dropped is how many requests were no longer kept (fatal): the
-	// session cannot be rebuilt from its first.
+	// dropped is how many requests were no longer kept: the session
+	// cannot be rebuilt from its first, which is fatal too.
 	dropped             int
 	maxFrames, maxBytes int
 }
@@ -827,7 +835,7 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, sentBefore in
 				// The session's first requests are no longer kept: it
 				// cannot be rebuilt, and a rebuild from what is kept would
 				// miss what named the agent (initialize, session/new).
-				lost := &lostError{fe: fe, fatal: true, dropped: s.dropped, maxFrames: s.c.cfg.maxFrames, maxBytes: s.c.cfg.maxBytes}
+				lost := &lostError{fe: fe, dropped: s.dropped, maxFrames: s.c.cfg.maxFrames, maxBytes: s.c.cfg.maxBytes}
 				s.mu.Unlock()
 				cancel()
 				return lost

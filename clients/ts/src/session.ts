@@ -278,7 +278,13 @@ export class Session {
   #dropped = 0;
   #reqs: NormalizeRequest[] = [];
   #bytes = 0; // of the messages of #reqs
-  #confirmed = 0; // the requests before the #confirmed-th are answered
+  #confirmed = 0; // the requests before the #confirmed-th are answered (see #answer)
+  /**
+   * The bytes of the messages of the requests from the #confirmed-th, kept
+   * in step with #confirmed by #answer, so that #halfUnanswered, asked on
+   * every send, need not add them up.
+   */
+  #unanswered = 0;
   #closing = false; // SessionClosed is queued
   #flushing = false; // a waiter wants every request answered: end the stream once all is sent
   /**
@@ -453,6 +459,7 @@ export class Session {
     }
     this.#reqs.push(make(this.#base + BigInt(this.#total() + 1)));
     this.#bytes += size;
+    this.#unanswered += size;
     if (!this.#cycle && this.#halfUnanswered()) this.#cycle = true;
     this.#notify();
   }
@@ -501,11 +508,26 @@ export class Session {
    * the Session ends it then (#cycle), and what it answers can be dropped.
    */
   #halfUnanswered(): boolean {
-    if (2 * (this.#total() - this.#confirmed) >= this.#c.maxRequests) return true;
-    if (2 * this.#bytes < this.#c.maxBytes) return false;
+    return 2 * (this.#total() - this.#confirmed) >= this.#c.maxRequests || 2 * this.#unanswered >= this.#c.maxBytes;
+  }
+
+  /**
+   * Sets #confirmed to n, the requests before the n-th being answered, and
+   * keeps #unanswered in step: each request is passed over once as
+   * #confirmed moves on, and again only after a rebuild (a DATA_LOSS sets it
+   * back to 0 while nothing is dropped). Adding up the unanswered requests
+   * on every send instead made a stretch of frames without revisions
+   * quadratic once the Session kept near its byte bound.
+   */
+  #answer(n: number): void {
+    // Only kept requests are counted: #confirmed never goes below #dropped
+    // while requests are kept (#makeRoom drops answered ones only).
+    const lo = Math.max(Math.min(this.#confirmed, n), this.#dropped);
+    const hi = Math.min(Math.max(this.#confirmed, n), this.#total());
     let b = 0;
-    for (let i = this.#confirmed - this.#dropped; i < this.#reqs.length; i++) b += msgSize(this.#reqs[i]!);
-    return 2 * b >= this.#c.maxBytes;
+    for (let i = lo; i < hi; i++) b += msgSize(this.#req(i));
+    this.#unanswered += n > this.#confirmed ? -b : b;
+    this.#confirmed = n;
   }
 
   /** Drops the requests kept to rebuild a closed, answered session. */
@@ -514,6 +536,7 @@ export class Session {
     this.#dropped = 0;
     this.#confirmed = 0;
     this.#bytes = 0;
+    this.#unanswered = 0;
     this.#closed = true;
     this.#err = new SessionClosedError(`acpnorm client: session ${JSON.stringify(this.id)} was closed`);
     this.#abort.abort(this.#err);
@@ -664,6 +687,7 @@ export class Session {
       if (size <= limit) continue;
       const f = req.kind.value;
       this.#bytes += LEFT_OUT.length - f.message.length;
+      this.#unanswered += LEFT_OUT.length - f.message.length; // i >= #confirmed
       this.#reqs[i - this.#dropped] = create(NormalizeRequestSchema, {
         kind: {
           case: "frame",
@@ -794,7 +818,7 @@ export class Session {
       if (n >= 1) {
         const to = Math.min(from + n - 1, from + sent);
         if (to > this.#confirmed) {
-          this.#confirmed = to;
+          this.#answer(to);
           p = true;
         }
       }
@@ -847,7 +871,7 @@ export class Session {
         }
         this.#rebuilds++;
         this.#lossAt = Math.max(this.#lossAt, this.#upTo(fe.sequence));
-        this.#confirmed = 0; // rebuild: everything again from the first
+        this.#answer(0); // rebuild: everything again from the first
         throw new Lost(fe, this.#rebuilds > this.#c.maxRebuilds);
       }
     }
@@ -859,7 +883,7 @@ export class Session {
     if (seq <= this.#base) return;
     const n = this.#upTo(seq - 1n);
     if (n > this.#confirmed) {
-      this.#confirmed = n;
+      this.#answer(n);
       if (n > this.#lossAt) this.#rebuilds = 0; // the rebuild got past where the loss was found
       this.#notify();
     }

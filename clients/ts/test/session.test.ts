@@ -751,3 +751,53 @@ describe("Session where a server would not apply requests", () => {
     }
   });
 });
+
+// Whether half the bound is unanswered is asked on every send(). Once a
+// Session keeps near its byte bound (as it does after dropping requests),
+// that check added up every unanswered request: a stretch of frames
+// without revisions (message chunks, answered only by a stream's trailer)
+// was quadratic. This measures send() with 40 and with 4 000 requests
+// unanswered, in the same run, and says the ratio; it asserts no time
+// (the machine may be busy). Run it with ACPNORM_BENCH=1.
+describe("Session cost", { skip: process.env.ACPNORM_BENCH ? false : "set ACPNORM_BENCH=1 to measure" }, () => {
+  it("send() with 4 000 requests unanswered against 40", async (t) => {
+    const srv = await startServer();
+    const maxBytes = 4 << 20;
+    const big = `{"jsonrpc":"2.0","method":"x/notice","params":{"text":"${"x".repeat((maxBytes * 6) / 10)}"}}`;
+    const chunk = new TextEncoder().encode(
+      `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"chunk"}}}}`,
+    );
+    const k = 100; // sends measured, after n
+    /** The time of one send() after n unanswered, behind one answered request of 60 % of the byte bound. */
+    const perSend = async (n: number, run: number): Promise<number> => {
+      const c = new SessionClient([srv.addr], { maxRequests: 100_000, maxBytes });
+      try {
+        const s = c.session(`bench-${n}-${run}`);
+        s.send(Direction.AGENT_TO_CLIENT, big);
+        await s.flush(AbortSignal.timeout(20_000));
+        // Synchronous: nothing is answered meanwhile (frames without a
+        // revision are answered by the trailer, and the stream ends only at
+        // half the bound).
+        for (let i = 0; i < n; i++) s.send(Direction.AGENT_TO_CLIENT, chunk);
+        const t0 = performance.now();
+        for (let i = 0; i < k; i++) s.send(Direction.AGENT_TO_CLIENT, chunk);
+        return (performance.now() - t0) / k;
+      } finally {
+        c.close();
+      }
+    };
+    try {
+      const best = new Map<number, number>();
+      for (let run = 0; run < 5; run++) {
+        for (const n of [40, 4000]) best.set(n, Math.min(best.get(n) ?? Infinity, await perSend(n, run)));
+      }
+      const [a, b] = [best.get(40)!, best.get(4000)!];
+      t.diagnostic(
+        `send() with 4000 requests unanswered takes ${(b / a).toFixed(1)} times as long as with 40 ` +
+          `(${(b * 1000).toFixed(2)} µs against ${(a * 1000).toFixed(2)} µs, the best of 5 runs of ${k})`,
+      );
+    } finally {
+      await srv.stop();
+    }
+  });
+});

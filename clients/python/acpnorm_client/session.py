@@ -310,7 +310,11 @@ class Session:
         self._dropped = 0
         self._reqs: List[pb.NormalizeRequest] = []
         self._bytes = 0  # of the messages of _reqs
-        self._confirmed = 0  # the requests before the _confirmed-th are answered
+        self._confirmed = 0  # the requests before the _confirmed-th are answered (see _answer)
+        # The bytes of the messages of the requests from the _confirmed-th,
+        # kept in step with _confirmed by _answer, so that _half_unanswered,
+        # asked on every send, need not add them up.
+        self._unanswered = 0
         self._closing = False  # SessionClosed is queued
         self._flushing = False  # a waiter wants every request answered
         # Ends the stream once all is sent, as _flushing does, so that its
@@ -450,6 +454,7 @@ class Session:
                 )
             self._reqs.append(make(self._base + self._total() + 1))
             self._bytes += size
+            self._unanswered += size
             if not self._cycle and self._half_unanswered():
                 self._cycle = True
             self._cond.notify_all()
@@ -489,16 +494,30 @@ class Session:
         revision (an agent streaming message chunks) are answered only when
         the stream ends, so the Session ends it then (_cycle), and what it
         answers can be dropped."""
-        if 2 * (self._total() - self._confirmed) >= self._c.max_requests:
-            return True
-        if 2 * self._bytes < self._c.max_bytes:
-            return False
-        b = sum(_msg_size(r) for r in self._reqs[self._confirmed - self._dropped :])
-        return 2 * b >= self._c.max_bytes
+        return (
+            2 * (self._total() - self._confirmed) >= self._c.max_requests
+            or 2 * self._unanswered >= self._c.max_bytes
+        )
+
+    def _answer(self, n: int) -> None:
+        """Sets _confirmed to n, the requests before the n-th being answered
+        (lock held), and keeps _unanswered in step: each request is passed
+        over once as _confirmed moves on, and again only after a rebuild (a
+        DATA_LOSS sets it back to 0 while nothing is dropped). Adding up the
+        unanswered requests on every send instead made a stretch of frames
+        without revisions quadratic once the Session kept near its byte
+        bound."""
+        # Only kept requests are counted: _confirmed never goes below
+        # _dropped while requests are kept (_make_room drops answered ones only).
+        lo = max(min(self._confirmed, n), self._dropped)
+        hi = min(max(self._confirmed, n), self._total())
+        b = sum(_msg_size(self._req(i)) for i in range(lo, hi))
+        self._unanswered += -b if n > self._confirmed else b
+        self._confirmed = n
 
     def _release(self) -> None:
         """Drops the requests kept to rebuild a closed, answered session (lock held)."""
-        self._reqs, self._dropped, self._confirmed, self._bytes = [], 0, 0, 0
+        self._reqs, self._dropped, self._confirmed, self._bytes, self._unanswered = [], 0, 0, 0, 0
         self._closed = True
         self._err = SessionClosedError(f"acpnorm client: session {self.id!r} was closed")
         self._stop.set()
@@ -617,6 +636,7 @@ class Session:
                     continue
                 f = req.frame
                 self._bytes += len(_LEFT_OUT) - len(f.message)
+                self._unanswered += len(_LEFT_OUT) - len(f.message)  # i >= _confirmed
                 self._reqs[i - self._dropped] = pb.NormalizeRequest(
                     frame=pb.AcpFrame(
                         session_id=f.session_id, dialect=f.dialect, cwd=f.cwd,
@@ -740,7 +760,7 @@ class Session:
                 if n >= 1:
                     to = min(start + n - 1, start + sent)
                     if to > self._confirmed:
-                        self._confirmed = to
+                        self._answer(to)
                         progress = True
                 self._cond.notify_all()
                 if self._confirmed >= start + sent:
@@ -791,7 +811,7 @@ class Session:
                     )
                 self._rebuilds += 1
                 self._loss_at = max(self._loss_at, self._up_to(fe.sequence))
-                self._confirmed = 0  # rebuild: everything again from the first
+                self._answer(0)  # rebuild: everything again from the first
                 fatal = self._rebuilds > _MAX_REBUILDS
             raise _Lost(fe, fatal)
         self._report(fe)
@@ -804,7 +824,7 @@ class Session:
         with self._cond:
             n = self._up_to(seq - 1)
             if n > self._confirmed:
-                self._confirmed = n
+                self._answer(n)
                 if n > self._loss_at:
                     self._rebuilds = 0  # the rebuild got past where the loss was found
                 self._cond.notify_all()

@@ -486,6 +486,98 @@ class SessionPastItsBoundTest(unittest.TestCase):
                 self.assertEqual([final_of(x) for x in s.calls()], [final_of(x) for x in want])
 
 
+_CHUNK = (
+    '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":'
+    '"agent_message_chunk","content":{"type":"text","text":"chunk %s"}}}}'
+)
+
+
+class SessionUnansweredTest(unittest.TestCase):
+    """What the Session counts of its requests not answered yet."""
+
+    def test_unanswered_bytes_in_step(self) -> None:
+        """The count of unanswered bytes _half_unanswered reads stays what
+        adding them up gives, through a session that ends its stream at half
+        its bound, drops answered requests, and is refused at its bound
+        (frames without revisions, a byte bound, a server that answers)."""
+        srv = Server()
+        self.addCleanup(srv.stop)
+
+        def check(s: "acpnorm_client.Session", when: str) -> None:
+            with s._cond:
+                kept = s._reqs[max(s._confirmed - s._dropped, 0) :]
+                self.assertEqual(
+                    s._unanswered, sum(len(r.frame.message) for r in kept),
+                    f"{when}: {s._confirmed} of {s._total()} answered, {s._dropped} dropped",
+                )
+
+        with acpnorm_client.SessionClient([srv.addr], max_requests=1000, max_bytes=8 << 10) as client:
+            s = client.session("unanswered")
+            full = 0
+            for i in range(400):
+                msg = _CHUNK % (f"{i} " + "y" * (i % 97))
+                while True:
+                    check(s, f"before request {i}")
+                    try:
+                        s.send(pb.DIRECTION_AGENT_TO_CLIENT, msg)
+                        break
+                    except acpnorm_client.SessionFullError:
+                        full += 1
+                        time.sleep(0.001)
+                if i % 50 == 49:
+                    s.flush(timeout=20)
+                    check(s, f"after the flush at {i}")
+            s.flush(timeout=20)
+            check(s, "at the end")
+            print(f"\n  {s.stats}, refused {full} times")
+            self.assertGreater(s.stats.dropped, 0)
+            s.close(timeout=20)
+
+
+@unittest.skipUnless(os.environ.get("ACPNORM_BENCH"), "set ACPNORM_BENCH=1 to measure")
+class SessionCostTest(unittest.TestCase):
+    """Whether half the bound is unanswered is asked on every send(). Once a
+    Session keeps near its byte bound (as it does after dropping requests),
+    that check added up every unanswered request: a stretch of frames
+    without revisions (message chunks, answered only by a stream's trailer)
+    was quadratic. This measures send() with 40 and with 4 000 requests
+    unanswered, in the same run, and says the ratio; it asserts no time
+    (the machine may be busy)."""
+
+    def test_send_with_4000_unanswered_against_40(self) -> None:
+        srv = Server()
+        self.addCleanup(srv.stop)
+        max_bytes = 4 << 20
+        big = '{"jsonrpc":"2.0","method":"x/notice","params":{"text":"%s"}}' % ("x" * (max_bytes * 6 // 10))
+        chunk = (_CHUNK % "").encode()
+        k = 100  # sends measured, after n
+
+        def per_send(n: int, run: int) -> float:
+            """The time of one send() after n unanswered, behind one
+            answered request of 60 % of the byte bound."""
+            with acpnorm_client.SessionClient([srv.addr], max_requests=100_000, max_bytes=max_bytes) as client:
+                s = client.session(f"bench-{n}-{run}")
+                s.send(pb.DIRECTION_AGENT_TO_CLIENT, big)
+                s.flush(timeout=20)
+                # Frames without a revision are answered by the trailer, and
+                # the stream ends only at half the bound.
+                for _ in range(n):
+                    s.send(pb.DIRECTION_AGENT_TO_CLIENT, chunk)
+                t0 = time.perf_counter()
+                for _ in range(k):
+                    s.send(pb.DIRECTION_AGENT_TO_CLIENT, chunk)
+                return (time.perf_counter() - t0) / k
+
+        best = {40: float("inf"), 4000: float("inf")}
+        for run in range(5):
+            for n in best:
+                best[n] = min(best[n], per_send(n, run))
+        print(
+            f"\n  send() with 4000 requests unanswered takes {best[4000] / best[40]:.1f} times as long as with 40 "
+            f"({best[4000] * 1e6:.1f} µs against {best[40] * 1e6:.1f} µs, the best of 5 runs of {k})"
+        )
+
+
 def send_lines(s: "acpnorm_client.Session", lines: list) -> int:
     """Sends lines (parsed) to s; returns how many requests that queued."""
     n = 0

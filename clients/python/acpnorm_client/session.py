@@ -438,7 +438,6 @@ class Session:
                 raise self._err
             if self._closing:
                 raise SessionClosedError(f"acpnorm client: session {self.id!r} was closed")
-            n = len(self._reqs)
             # The closing request (last) is never refused: it releases the rest.
             if not last and not self._make_room(size):
                 # The stream ends once all is sent (_cycle), so that its
@@ -446,11 +445,14 @@ class Session:
                 # next try fits.
                 self._cycle = True
                 self._cond.notify_all()
+                # The unanswered requests are what fill the bound (answered
+                # ones would have been dropped): name them, not every
+                # request kept.
                 raise SessionFullError(
-                    f"acpnorm client: session {self.id!r} holds {n} requests ({self._bytes} bytes of messages) "
-                    f"to rebuild it after a loss, and this one of {size} bytes would pass the bound of "
-                    f"{self._c.max_requests} requests, {self._c.max_bytes} bytes (SessionClient max_requests, "
-                    f"max_bytes); close the session or raise the bound"
+                    f"acpnorm client: session {self.id!r} has {self._total() - self._confirmed} requests not answered "
+                    f"yet ({self._unanswered} bytes of messages), and with this one of {size} bytes they would pass "
+                    f"the bound of {self._c.max_requests} requests, {self._c.max_bytes} bytes (SessionClient "
+                    f"max_requests, max_bytes); try again once answers come, or raise the bound"
                 )
             self._reqs.append(make(self._base + self._total() + 1))
             self._bytes += size

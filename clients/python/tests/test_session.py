@@ -9,6 +9,7 @@ timeout, and a refusal that ends the session at once."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -195,13 +196,43 @@ class SessionBoundsTest(unittest.TestCase):
             s.send(0, "{}")
             s.turn_ended()
             with self.assertRaisesRegex(
-                acpnorm_client.SessionFullError, r"session 'bounded' holds 3 requests .* bound of 3 requests, 100 bytes"
+                acpnorm_client.SessionFullError,
+                re.escape(
+                    "session 'bounded' has 3 requests not answered yet (4 bytes of messages), and with this one of 2 "
+                    "bytes they would pass the bound of 3 requests, 100 bytes"
+                ),
             ):
                 s.send(0, "{}")
             with self.assertRaises(acpnorm_client.SessionFullError):
                 client.session("bytes").send(0, "x" * 101)
             # Nothing was answered (no server): nothing could be dropped.
             self.assertEqual(s.stats.dropped, 0)
+
+    def test_full_names_the_unanswered(self) -> None:
+        """SessionFullError is raised when the requests not answered yet fill
+        the bound, answered ones being dropped to make room: its message
+        names the unanswered ones and their bytes. It counted every request
+        kept, answered ones too, which are not what fills the bound."""
+        srv = Server()
+        self.addCleanup(srv.stop)
+        with acpnorm_client.SessionClient([srv.addr], max_requests=100, max_bytes=1 << 20, backoff=(0.005, 0.02)) as client:
+            s = client.session("s1")
+            send_lines(s, recording()[:2])
+            s.flush(timeout=20)
+            srv.stop()  # nothing answers from here on
+            unanswered, following = (
+                '{"jsonrpc":"2.0","method":"x/notice","params":{"text":"%s"}}' % ("x" * n) for n in (600 << 10, 500 << 10)
+            )
+            s.send(pb.DIRECTION_AGENT_TO_CLIENT, unanswered)
+            with self.assertRaises(acpnorm_client.SessionFullError) as cm:
+                s.send(pb.DIRECTION_AGENT_TO_CLIENT, following)
+            self.assertIn(
+                f"session 's1' has 1 requests not answered yet ({len(unanswered)} bytes of messages), and with this one "
+                f"of {len(following)} bytes they would pass the bound of 100 requests, 1048576 bytes (SessionClient "
+                "max_requests, max_bytes)",
+                str(cm.exception),
+            )
+            self.assertEqual(s.stats.dropped, 0, "the answered requests were dropped, yet the request refused")
 
     def test_close_at_the_bound(self) -> None:
         """A session at its bound still closes: SessionClosed is sent and

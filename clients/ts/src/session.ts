@@ -444,17 +444,19 @@ export class Session {
   #queue(size: number, make: (sequence: bigint) => NormalizeRequest, last = false): void {
     if (this.#err !== undefined) throw this.#err;
     if (this.#closing) throw new SessionClosedError(`acpnorm client: session ${JSON.stringify(this.id)} was closed`);
-    const n = this.#reqs.length;
     // The closing request (last) is never refused: it releases the rest.
     if (!last && !this.#makeRoom(size)) {
       // The stream ends once all is sent (#cycle), so that its trailer
       // answers what made no revision, and the caller's next try fits.
       this.#cycle = true;
       this.#notify();
+      // The unanswered requests are what fill the bound (answered ones
+      // would have been dropped): name them, not every request kept.
       throw new SessionFullError(
-        `acpnorm client: session ${JSON.stringify(this.id)} holds ${n} requests (${this.#bytes} bytes of messages) to rebuild it after a loss, ` +
-          `and this one of ${size} bytes would pass the bound of ${this.#c.maxRequests} requests, ${this.#c.maxBytes} bytes ` +
-          `(SessionClientOptions.maxRequests, maxBytes); close the session or raise the bound`,
+        `acpnorm client: session ${JSON.stringify(this.id)} has ${this.#total() - this.#confirmed} requests not answered yet ` +
+          `(${this.#unanswered} bytes of messages), and with this one of ${size} bytes they would pass the bound of ` +
+          `${this.#c.maxRequests} requests, ${this.#c.maxBytes} bytes (SessionClientOptions.maxRequests, maxBytes); ` +
+          `try again once answers come, or raise the bound`,
       );
     }
     this.#reqs.push(make(this.#base + BigInt(this.#total() + 1)));

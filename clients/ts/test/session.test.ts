@@ -248,13 +248,48 @@ describe("Session bounds and failures", () => {
     s.turnEnded();
     assert.throws(() => s.send(0, "{}"), (e: unknown) => {
       assert.ok(e instanceof SessionFullError);
-      assert.match(e.message, /session "bounded" holds 3 requests .* bound of 3 requests, 100 bytes/);
+      assert.ok(
+        e.message.includes(
+          'session "bounded" has 3 requests not answered yet (4 bytes of messages), and with this one of 2 bytes they would pass the bound of 3 requests, 100 bytes',
+        ),
+        e.message,
+      );
       return true;
     });
     // Nothing was answered (no server): nothing could be dropped.
     assert.equal(s.stats().dropped, 0);
     const t = client.session("bytes");
     assert.throws(() => t.send(0, "x".repeat(101)), SessionFullError);
+  });
+
+  // SessionFullError is thrown when the requests not answered yet fill the
+  // bound, answered ones being dropped to make room: its message names the
+  // unanswered ones and their bytes. It counted every request kept,
+  // answered ones too, which are not what fills the bound.
+  it("names the requests not answered yet when it refuses one", async () => {
+    const srv = await startServer();
+    servers.push(srv);
+    client = new SessionClient([srv.addr], { maxRequests: 100, maxBytes: 1 << 20, backoff: { minMs: 5, maxMs: 20 } });
+    const s = client.session("s1");
+    for (const line of recording(REC).slice(0, 2)) {
+      const l = parseAcpLine(line);
+      assert.ok(l !== undefined);
+      s.send(l.direction, l.message);
+    }
+    await s.flush(AbortSignal.timeout(20_000));
+    await srv.stop(); // nothing answers from here on
+    const notice = (n: number) => `{"jsonrpc":"2.0","method":"x/notice","params":{"text":"${"x".repeat(n)}"}}`;
+    const [unanswered, next] = [notice(600 << 10), notice(500 << 10)];
+    s.send(Direction.AGENT_TO_CLIENT, unanswered);
+    assert.throws(() => s.send(Direction.AGENT_TO_CLIENT, next), (e: unknown) => {
+      assert.ok(e instanceof SessionFullError);
+      const want =
+        `session "s1" has 1 requests not answered yet (${unanswered.length} bytes of messages), and with this one of ${next.length} bytes ` +
+        `they would pass the bound of 100 requests, 1048576 bytes (SessionClientOptions.maxRequests, maxBytes)`;
+      assert.ok(e.message.includes(want), `${e.message}\nlacks\n${want}`);
+      return true;
+    });
+    assert.equal(s.stats().dropped, 0, "the answered requests were dropped, yet the request refused");
   });
 
   it("closes a session at its bound", async () => {

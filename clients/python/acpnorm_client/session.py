@@ -61,8 +61,10 @@ _MAX_HELD = 1024
 # Bounds how far back _held_from looks for a frame.
 _MAX_HELD_BACK = 64
 # How gRPC words the end of a stream whose message was over the server's
-# limit: the message's size and the limit, in bytes.
-_TOO_LARGE = re.compile(r"larger than max \((\d+) vs\. (\d+)\)")
+# limit; _TOO_LARGE reads the message's size and the limit, in bytes, after
+# them.
+_TOO_LARGE_WORDS = "larger than max"
+_TOO_LARGE = re.compile(re.escape(_TOO_LARGE_WORDS) + r" \((\d+) vs\. (\d+)\)")
 # The message sent in place of a frame over the server's limit: a
 # notification of a method no agent sends, which acpnormd reads as nothing
 # (every method it does not know is skipped without an error).
@@ -232,8 +234,9 @@ class _Retry(Exception):
 
 
 class _Lost(Exception):
-    """A DATA_LOSS answer; fatal after too many in a row, or once requests
-    were dropped (dropped > 0: the session cannot be rebuilt from its first)."""
+    """A DATA_LOSS answer; fatal after too many in a row (``fatal``), or once
+    requests were dropped (dropped > 0: the session cannot be rebuilt from
+    its first, which is fatal too)."""
 
     def __init__(self, fe: "pb.FrameError", fatal: bool, dropped: int = 0, bound: str = ""):
         if dropped > 0:
@@ -270,7 +273,7 @@ def _msg_size(r: "pb.NormalizeRequest") -> int:
 def _fatal(err: grpc.RpcError) -> bool:
     """Whether a stream's error is one reconnecting cannot cure."""
     code, details = err.code(), err.details() or ""
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and _TOO_LARGE_WORDS in details:
         return True  # the same request would be too large again, unless _leave_out_too_large leaves it out
     return code not in _RETRYABLE
 
@@ -297,7 +300,8 @@ class Session:
         self._cond = threading.Condition()
         # The session's i-th request (from 0) has sequence _base + i + 1. The
         # first _dropped of them were answered and are no longer kept (see
-        # _make_room); _reqs holds the rest, _reqs[0] being the _dropped-th.
+        # _make_room; stats.dropped); _reqs holds the rest, _reqs[0] being the
+        # _dropped-th.
         # _confirmed, _high_sent, _loss_at and the indexes a stream uses count
         # every request, dropped or kept. The server skips the
         # sequences of a session it applied before (skip_applied_sequences),
@@ -325,7 +329,7 @@ class Session:
         self._folder = Folder()
         self._seen_errs: set = set()
         self._errs: List[pb.FrameError] = []
-        self._stats = SessionStats()
+        self._stats = SessionStats()  # what stats says, but dropped: _dropped
         self._high_sent = 0  # the most requests ever sent, to count those sent again
         self._rebuilds = 0  # DATA_LOSS answers since the session last got past _loss_at
         self._loss_at = 0
@@ -424,7 +428,7 @@ class Session:
     def stats(self) -> SessionStats:
         """What the Session went through so far (a copy)."""
         with self._cond:
-            return dataclasses.replace(self._stats)
+            return dataclasses.replace(self._stats, dropped=self._dropped)
 
     @property
     def error(self) -> Optional[SessionError]:
@@ -486,7 +490,6 @@ class Session:
             del self._reqs[:k]
             self._bytes = b
             self._dropped += k
-            self._stats.dropped += k
         return True
 
     def _half_unanswered(self) -> bool:
@@ -519,7 +522,9 @@ class Session:
 
     def _release(self) -> None:
         """Drops the requests kept to rebuild a closed, answered session (lock held)."""
-        self._reqs, self._dropped, self._confirmed, self._bytes, self._unanswered = [], 0, 0, 0, 0
+        # _dropped stays what stats.dropped says: what is let go here is not
+        # counted there.
+        self._reqs, self._confirmed, self._bytes, self._unanswered = [], 0, 0, 0
         self._closed = True
         self._err = SessionClosedError(f"acpnorm client: session {self.id!r} was closed")
         self._stop.set()
@@ -560,7 +565,7 @@ class Session:
                 if self._err is not None:
                     return
             target = self._c._conn(addr).addr
-            if isinstance(err, _Lost) and err.fatal:
+            if isinstance(err, _Lost) and (err.fatal or err.dropped > 0):
                 cls = CannotRebuildError if err.dropped > 0 else SessionError
                 e = cls(f"acpnorm client: session {self.id!r}: {target}: {err}")
                 e.__cause__ = err
@@ -809,7 +814,7 @@ class Session:
                     # would miss what named the agent (initialize,
                     # session/new).
                     raise _Lost(
-                        fe, True, self._dropped, f"{self._c.max_requests} requests, {self._c.max_bytes} bytes"
+                        fe, False, self._dropped, f"{self._c.max_requests} requests, {self._c.max_bytes} bytes"
                     )
                 self._rebuilds += 1
                 self._loss_at = max(self._loss_at, self._up_to(fe.sequence))

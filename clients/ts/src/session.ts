@@ -47,9 +47,11 @@ const MAX_HELD_BACK = 64;
 
 /**
  * How gRPC words the end of a stream whose message was over the server's
- * limit: the message's size and the limit, in bytes.
+ * limit; TOO_LARGE reads the message's size and the limit, in bytes, after
+ * them (the words hold no character special in a RegExp).
  */
-const TOO_LARGE = /larger than max \((\d+) vs\. (\d+)\)/;
+const TOO_LARGE_WORDS = "larger than max";
+const TOO_LARGE = new RegExp(`${TOO_LARGE_WORDS} \\((\\d+) vs\\. (\\d+)\\)`);
 
 /**
  * The message sent in place of a frame over the server's limit: a
@@ -227,12 +229,13 @@ class Retry extends Error {}
 
 /**
  * A DATA_LOSS answer; fatal after too many in a row, or once requests were
- * dropped (dropped > 0: the session cannot be rebuilt from its first).
+ * dropped (dropped > 0: the session cannot be rebuilt from its first, which
+ * is fatal too).
  */
 class Lost extends Error {
   constructor(
     readonly fe: FrameError,
-    readonly fatal: boolean,
+    readonly fatal: boolean, // lost too many times in a row
     readonly dropped = 0,
     bound = "",
   ) {
@@ -271,7 +274,8 @@ export class Session {
   readonly #base = BigInt(Date.now()) * 1000n;
   /**
    * The first #dropped requests were answered and are no longer kept (see
-   * #makeRoom); #reqs holds the rest, #reqs[0] being the #dropped-th.
+   * #makeRoom; stats().dropped); #reqs holds the rest, #reqs[0] being the
+   * #dropped-th.
    * #confirmed, #highSent, #lossAt and the indexes a stream uses count every
    * request, dropped or kept.
    */
@@ -297,7 +301,8 @@ export class Session {
   readonly #folder = new Folder();
   readonly #seenErrs = new Set<string>();
   readonly #errs: FrameError[] = [];
-  readonly #stats: SessionStats = { streams: 0, reconnects: 0, resent: 0, notApplied: 0, losses: 0, duplicates: 0, dropped: 0 };
+  /** What stats() says, but dropped: #dropped. */
+  readonly #stats: Omit<SessionStats, "dropped"> = { streams: 0, reconnects: 0, resent: 0, notApplied: 0, losses: 0, duplicates: 0 };
   #highSent = 0; // the most requests ever sent, to count those sent again
   #rebuilds = 0; // DATA_LOSS answers since the session last got past #lossAt
   #lossAt = 0;
@@ -433,7 +438,7 @@ export class Session {
 
   /** What the Session went through so far. */
   stats(): SessionStats {
-    return { ...this.#stats };
+    return { ...this.#stats, dropped: this.#dropped };
   }
 
   /** The error the Session gave up with, or undefined (also after a clean close). */
@@ -497,7 +502,6 @@ export class Session {
       this.#reqs.splice(0, k);
       this.#bytes = b;
       this.#dropped += k;
-      this.#stats.dropped += k;
     }
     return true;
   }
@@ -534,8 +538,7 @@ export class Session {
 
   /** Drops the requests kept to rebuild a closed, answered session. */
   #release(): void {
-    this.#reqs = [];
-    this.#dropped = 0;
+    this.#reqs = []; // #dropped stays what stats().dropped says: what is let go here is not counted there
     this.#confirmed = 0;
     this.#bytes = 0;
     this.#unanswered = 0;
@@ -600,7 +603,7 @@ export class Session {
         if (e instanceof StreamEnd) err = e.cause;
       }
       if (this.#err !== undefined) return;
-      if (err instanceof Lost && err.fatal) {
+      if (err instanceof Lost && (err.fatal || err.dropped > 0)) {
         const msg = `acpnorm client: session ${JSON.stringify(this.id)}: ${this.#c.conn(addr).addr}: ${err.message}`;
         this.#giveUp(err.dropped > 0 ? new CannotRebuildError(msg, { cause: err.fe }) : new Error(msg, { cause: err.fe }));
         return;
@@ -869,7 +872,7 @@ export class Session {
           // The session's first requests are no longer kept: it cannot be
           // rebuilt, and a rebuild from what is kept would miss what named
           // the agent (initialize, session/new).
-          throw new Lost(fe, true, this.#dropped, `${this.#c.maxRequests} requests, ${this.#c.maxBytes} bytes`);
+          throw new Lost(fe, false, this.#dropped, `${this.#c.maxRequests} requests, ${this.#c.maxBytes} bytes`);
         }
         this.#rebuilds++;
         this.#lossAt = Math.max(this.#lossAt, this.#upTo(fe.sequence));
@@ -958,7 +961,7 @@ function msgSize(r: NormalizeRequest): number {
 
 /** Whether a stream's error is one reconnecting cannot cure. */
 function fatal(err: ConnectError): boolean {
-  if (err.code === Code.ResourceExhausted && err.rawMessage.includes("larger than max")) {
+  if (err.code === Code.ResourceExhausted && err.rawMessage.includes(TOO_LARGE_WORDS)) {
     return true; // the same request would be too large again, unless #leaveOutTooLarge leaves it out
   }
   switch (err.code) {

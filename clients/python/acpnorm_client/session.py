@@ -270,6 +270,16 @@ def _msg_size(r: "pb.NormalizeRequest") -> int:
     return len(r.frame.message) if r.WhichOneof("kind") == "frame" else 0
 
 
+def _left_out(f: "pb.AcpFrame") -> "pb.NormalizeRequest":
+    """The request sent in place of frame f, over the server's limit: a copy
+    of f, every field kept (as the Go client clones it), with _LEFT_OUT for
+    its message. f, which the Session may hold, is not changed."""
+    r = pb.NormalizeRequest()
+    r.frame.CopyFrom(f)
+    r.frame.message = _LEFT_OUT
+    return r
+
+
 def _fatal(err: grpc.RpcError) -> bool:
     """Whether a stream's error is one reconnecting cannot cure."""
     code, details = err.code(), err.details() or ""
@@ -644,12 +654,7 @@ class Session:
                 f = req.frame
                 self._bytes += len(_LEFT_OUT) - len(f.message)
                 self._unanswered += len(_LEFT_OUT) - len(f.message)  # i >= _confirmed
-                self._reqs[i - self._dropped] = pb.NormalizeRequest(
-                    frame=pb.AcpFrame(
-                        session_id=f.session_id, dialect=f.dialect, cwd=f.cwd,
-                        sequence=f.sequence, direction=f.direction, message=_LEFT_OUT,
-                    )
-                )
+                self._reqs[i - self._dropped] = _left_out(f)
                 break
             else:
                 return False

@@ -770,6 +770,34 @@ class _Recorder(pb_grpc.NormalizerServiceServicer):
         context.set_trailing_metadata((("acpnorm-requests-applied", str(len(got))),))
 
 
+class LeftOutTest(unittest.TestCase):
+    def test_keeps_every_field_but_the_message(self) -> None:
+        """The request sent in place of a frame over the server's limit is
+        the frame with the left-out message, every other field kept: it was
+        rebuilt field by field, which lost any field not named
+        (held_revisions, held_sequence, one added to the contract later)."""
+        from acpnorm_client.session import _LEFT_OUT, _left_out
+
+        f = pb.AcpFrame(
+            session_id="s1", dialect="codex", cwd="/work", sequence=1_700_000_000_000_042,
+            direction=pb.DIRECTION_AGENT_TO_CLIENT, message=b'{"jsonrpc":"2.0","method":"x/big"}',
+            held_revisions={"c1": 3, "c2": 1}, held_sequence=1_700_000_000_000_041,
+        )
+        self.assertEqual(
+            sorted(d.name for d, _ in f.ListFields()), sorted(d.name for d in pb.AcpFrame.DESCRIPTOR.fields),
+            "the test sets every field",
+        )
+        before = pb.AcpFrame()
+        before.CopyFrom(f)
+        r = _left_out(f)
+        self.assertEqual(r.WhichOneof("kind"), "frame")
+        want = pb.AcpFrame()
+        want.CopyFrom(f)
+        want.message = _LEFT_OUT
+        self.assertEqual(r.frame, want)
+        self.assertEqual(f, before, "the frame kept was changed")
+
+
 class SessionWireTest(unittest.TestCase):
     def test_options_and_held_revisions(self) -> None:
         """Every stream starts with skip_applied_sequences; the first frame

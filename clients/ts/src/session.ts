@@ -30,6 +30,7 @@ import {
   type ShellExec,
 } from "./gen/acpnorm/v1/normalizer_pb.js";
 import { grpcTransport, type ConnectOptions, type NormalizerClient } from "./index.js";
+import { LEFT_OUT, leftOut } from "./leftout.js";
 
 /** The trailer in which acpnormd counts the requests of a stream it applied. */
 const TRAILER_APPLIED = "acpnorm-requests-applied";
@@ -53,12 +54,6 @@ const MAX_HELD_BACK = 64;
 const TOO_LARGE_WORDS = "larger than max";
 const TOO_LARGE = new RegExp(`${TOO_LARGE_WORDS} \\((\\d+) vs\\. (\\d+)\\)`);
 
-/**
- * The message sent in place of a frame over the server's limit: a
- * notification of a method no agent sends, which acpnormd reads as nothing
- * (every method it does not know is skipped without an error).
- */
-const LEFT_OUT = new TextEncoder().encode(`{"jsonrpc":"2.0","method":"$/acpnorm/left_out"}`);
 
 /** Options of a SessionClient: how to reach the servers, and the bounds. */
 export interface SessionClientOptions extends ConnectOptions {
@@ -693,19 +688,7 @@ export class Session {
       const f = req.kind.value;
       this.#bytes += LEFT_OUT.length - f.message.length;
       this.#unanswered += LEFT_OUT.length - f.message.length; // i >= #confirmed
-      this.#reqs[i - this.#dropped] = create(NormalizeRequestSchema, {
-        kind: {
-          case: "frame",
-          value: {
-            sessionId: f.sessionId,
-            dialect: f.dialect,
-            cwd: f.cwd,
-            sequence: f.sequence,
-            direction: f.direction,
-            message: LEFT_OUT,
-          },
-        },
-      });
+      this.#reqs[i - this.#dropped] = leftOut(f);
       this.#report(
         create(FrameErrorSchema, {
           sessionId: this.id,

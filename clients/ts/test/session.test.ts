@@ -13,9 +13,10 @@ import { type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, afterEach, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { create, toJson } from "@bufbuild/protobuf";
+import { clone, create, equals, isFieldSet, toJson } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
+  AcpFrameSchema,
   Code,
   connect,
   ConnectError,
@@ -37,6 +38,7 @@ import {
   type Session,
   type ShellExec,
 } from "../src/index.js";
+import { LEFT_OUT, leftOut } from "../src/leftout.js";
 import { freeLoopbackPort, recordingsDir, startRedis, startServer, testCerts, type RunningRedis, type RunningServer } from "./server.js";
 
 const REC = "claude-agent-acp-0.101.0_terminal-meta.ndjson";
@@ -648,6 +650,34 @@ describe("Session on the wire", () => {
       wire.close();
       await new Promise<void>((ok) => server.close(() => ok()));
     }
+  });
+});
+
+describe("A frame left out over the server's limit", () => {
+  // The request sent in its place is the frame with LEFT_OUT for its
+  // message, every other field kept: it was rebuilt field by field, which
+  // lost any field not named (held_revisions, held_sequence, one added to
+  // the contract later).
+  it("keeps every field of the frame but its message", () => {
+    const f = create(AcpFrameSchema, {
+      sessionId: "s1",
+      dialect: "codex",
+      cwd: "/work",
+      sequence: 1_700_000_000_000_042n,
+      direction: Direction.AGENT_TO_CLIENT,
+      message: new TextEncoder().encode('{"jsonrpc":"2.0","method":"x/big"}'),
+      heldRevisions: { c1: 3, c2: 1 },
+      heldSequence: 1_700_000_000_000_041n,
+    });
+    for (const field of AcpFrameSchema.fields) assert.ok(isFieldSet(f, field), `the test sets ${field.name}`);
+    const before = clone(AcpFrameSchema, f);
+    const r = leftOut(f);
+    assert.equal(r.kind.case, "frame");
+    const got = r.kind.value as AcpFrame;
+    const want = clone(AcpFrameSchema, f);
+    want.message = LEFT_OUT;
+    assert.ok(equals(AcpFrameSchema, got, want), JSON.stringify(toJson(AcpFrameSchema, got)));
+    assert.ok(equals(AcpFrameSchema, f, before), "the frame kept was changed");
   });
 });
 

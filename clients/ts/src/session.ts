@@ -138,6 +138,16 @@ export class CannotRebuildError extends Error {
   override name = "CannotRebuildError";
 }
 
+/**
+ * A Session's id, dialect or working directory cannot go in a request: it
+ * holds a lone UTF-16 surrogate, which has no UTF-8 form (a protobuf string
+ * is UTF-8). The Session gives up with it at once: send(), turnEnded() and
+ * close() throw it.
+ */
+export class InvalidSessionError extends Error {
+  override name = "InvalidSessionError";
+}
+
 /** The Session (or its SessionClient) was closed. */
 export class SessionClosedError extends Error {
   override name = "SessionClosedError";
@@ -309,6 +319,14 @@ export class Session {
     this.#c = c;
     this.id = id;
     this.#opts = opts;
+    const invalid = invalidField(id, opts);
+    if (invalid !== undefined) {
+      // Every request would carry it, and protobuf-es would write U+FFFD in
+      // place of the lone surrogate (another session id, cwd or dialect
+      // than the caller's): say so at once, and send nothing.
+      this.#giveUp(invalid);
+      return;
+    }
     const onClientClose = () => this.#giveUp(new SessionClosedError(`acpnorm client: session ${JSON.stringify(id)}: closed`));
     if (c.signal.aborted) onClientClose();
     else c.signal.addEventListener("abort", onClientClose, { once: true });
@@ -935,6 +953,30 @@ class StreamEnd extends Error {
   ) {
     super(cause instanceof Error ? cause.message : String(cause));
   }
+}
+
+/** A lone UTF-16 surrogate (in a string read as code points), which has no UTF-8 form. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Says which of the fields every request of a session carries cannot be
+ * encoded as UTF-8, as a protobuf string must be, as the Go client does.
+ */
+function invalidField(id: string, opts: SessionOptions): InvalidSessionError | undefined {
+  const fields = [
+    ["session id", id],
+    ["dialect", opts.dialect ?? "auto"],
+    ["working directory", opts.cwd ?? ""],
+  ] as const;
+  for (const [what, v] of fields) {
+    if (LONE_SURROGATE.test(v)) {
+      return new InvalidSessionError(
+        `acpnorm client: invalid session: the ${what} ${JSON.stringify(v)} is not well-formed Unicode ` +
+          `(a lone UTF-16 surrogate has no UTF-8 form), so no request of it can be sent`,
+      );
+    }
+  }
+  return undefined;
 }
 
 /** What a request counts in the byte bound. */

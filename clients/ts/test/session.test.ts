@@ -26,6 +26,7 @@ import {
   normalizeLines,
   parseAcpLine,
   CannotRebuildError,
+  InvalidSessionError,
   SessionClient,
   SessionClosedError,
   SessionFullError,
@@ -292,6 +293,42 @@ describe("Session bounds and failures", () => {
       return true;
     });
     assert.equal(s.stats().dropped, 0, "the answered requests were dropped, yet the request refused");
+  });
+
+  // Every request carries the session id, dialect and working directory,
+  // as protobuf strings: UTF-8. A JavaScript string may hold a lone UTF-16
+  // surrogate, which has no UTF-8 form; protobuf-es wrote it as U+FFFD, so
+  // the server got another id (one that "s\uD800" and "s\uDC00" share:
+  // two sessions' frames went to one), call() found none of its calls,
+  // and a dialect came back as unknown under a name the caller never gave.
+  // As the Go client does (ErrInvalid), the Session gives up at once,
+  // naming the field, and sends nothing.
+  for (const [what, id, opts] of [
+    ["session id", "s\uD800", {}],
+    ["dialect", "s1", { dialect: "auto\uDC00" }],
+    ["working directory", "s1", { cwd: "/work/\uDE00\uD83D" }],
+  ] as const) {
+    it(`refuses at once a ${what} that is not well-formed Unicode`, async () => {
+      client = new SessionClient(["127.0.0.1:1"], { backoff: { minMs: 5, maxMs: 20 } });
+      const s = client.session(id, opts);
+      const named = (e: unknown) => {
+        assert.ok(e instanceof InvalidSessionError, String(e));
+        assert.match(e.message, new RegExp(`the ${what} ".*" is not well-formed Unicode`));
+        return true;
+      };
+      assert.throws(() => s.send(Direction.AGENT_TO_CLIENT, "{}"), named);
+      assert.throws(() => s.turnEnded(), named);
+      await assert.rejects(s.close(AbortSignal.timeout(5_000)), named);
+      assert.ok(s.error instanceof InvalidSessionError);
+      assert.equal(s.stats().streams, 0, "a stream was opened");
+    });
+  }
+
+  it("takes a session id, dialect and working directory with surrogate pairs (not lone ones)", () => {
+    client = new SessionClient(["127.0.0.1:1"]);
+    const s = client.session("s\u{1F600}", { cwd: "/work/\u{1F600}" });
+    s.send(Direction.AGENT_TO_CLIENT, "{}");
+    assert.equal(s.error, undefined);
   });
 
   it("closes a session at its bound", async () => {

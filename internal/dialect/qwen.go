@@ -120,14 +120,13 @@ type qwenInput struct {
 
 // qwenOutput is Qwen's structured `rawOutput` of a shell call.
 type qwenOutput struct {
-	Type          Str    `json:"type"`
-	Output        Str    `json:"output"`
-	ExitCode      Code   `json:"exitCode"`
-	ExitCodeSnake Code   `json:"exit_code"`
-	Signal        Signal `json:"signal"`
-	Outcome       Str    `json:"outcome"`
-	Error         Str    `json:"error"`
-	Truncated     *bool  `json:"truncated"`
+	Type      Str    `json:"type"`
+	Output    Str    `json:"output"`
+	ExitCode  Code   `json:"exitCode"`
+	Signal    Signal `json:"signal"`
+	Outcome   Str    `json:"outcome"`
+	Error     Str    `json:"error"`
+	Truncated *bool  `json:"truncated"`
 }
 
 // qwenRaw is Qwen's `rawOutput`, the tool's display result: the
@@ -156,6 +155,13 @@ func (r *qwenRaw) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// ownFields implements ownFields: the members of the shell_result object
+// read. Its exit code is `exitCode` only (every recorded build): an exit
+// code under another name is a wire change, said and not read.
+func (qwenRaw) ownFields() []string {
+	return []string{"type", "output", "exitCode", "signal", "outcome", "error", "truncated"}
+}
+
 // read fills o from the members of the object b, leniently.
 func (o *qwenOutput) read(b []byte) {
 	jsonlit.EachMember(b, func(key string, val []byte) {
@@ -166,8 +172,6 @@ func (o *qwenOutput) read(b []byte) {
 			o.Output.UnmarshalJSON(val)
 		case "EXITCODE":
 			o.ExitCode = ParseCode(val)
-		case "EXIT_CODE":
-			o.ExitCodeSnake = ParseCode(val)
 		case "SIGNAL":
 			o.Signal.UnmarshalJSON(val)
 		case "OUTCOME":
@@ -542,7 +546,7 @@ func qwenResult(o *accum.Observation, out *qwenOutput, ended bool) {
 	sig := out.Signal
 	sig.apply(o)
 	applyVerdict(o, out.Outcome.S)
-	if e := firstKnown(out.ExitCode, out.ExitCodeSnake).Exit(accum.ExitStructured, ended); e != nil {
+	if e := out.ExitCode.Exit(accum.ExitStructured, ended); e != nil {
 		// Qwen writes exitCode 0 for a process that did not exit: beside
 		// a signal, and beside an outcome that is not a success (a
 		// timeout, a cancel, a failure), whatever member holds the signal.

@@ -46,6 +46,23 @@ func TestFutureBuildMovesExit(t *testing.T) {
 	assert.Equal(t, []accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.metadata.exit_status"}}, future[0].Unrecognized)
 }
 
+// Qwen's rawOutput shell_result names its exit code exitCode; an
+// exit_code there is a member no build was seen to send: no exit, and
+// said.
+func TestQwenExitOnlyFromExitCode(t *testing.T) {
+	d := mustDialect(t, "qwen")
+	today := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed","rawOutput":{"type":"shell_result","output":"boom\n","exitCode":3,"signal":null,"outcome":"failed"}}`)
+	require.Len(t, today, 1)
+	require.NotNil(t, today[0].Exit)
+	assert.EqualValues(t, 3, today[0].Exit.Code)
+	assert.Empty(t, today[0].Unrecognized, "today's wire is understood")
+
+	moved := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed","rawOutput":{"type":"shell_result","output":"boom\n","exit_code":3,"signal":null,"outcome":"failed"}}`)
+	require.Len(t, moved, 1)
+	assert.Nil(t, moved[0].Exit, "an exit in a field the dialect never saw is not inferred")
+	assert.Equal(t, []accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.exit_code"}}, moved[0].Unrecognized)
+}
+
 func TestUnrecognizedKinds(t *testing.T) {
 	codex := mustDialect(t, "codex")
 	for _, c := range []struct {

@@ -286,7 +286,7 @@ func (c *Call) Apply(o *Observation) {
 		c.cur.awaiting = false
 	case StatusCompleted, StatusFailed:
 		c.statusFailed = o.Status == StatusFailed
-		if c.cancelAsked && !c.finishedClean() {
+		if c.cancelAsked && !c.finishedClean() && !c.endedSilently() {
 			c.cancel("the user cancelled the prompt turn while the command ran")
 		}
 		c.end("")
@@ -410,6 +410,16 @@ func (c *Call) cancel(why string) {
 // timeout or a failed verdict, under a status other than failed.
 func (c *Call) finishedClean() bool {
 	return c.exit != nil && c.exit.Code == 0 && !c.statusFailed && !c.verdictFailed && c.cur.signal == "" && !c.cur.timedOut
+}
+
+// endedSilently reports an end under `completed` that says nothing of
+// how the command ended: no exit code, signal, timeout, failure or
+// cancel. After the user's cancel such a final is no sign of it (the
+// cancel is a failed final, a completed one with the agent's abort
+// notice, or no final before the turn's result): an agent that let the
+// command run to its end says just that.
+func (c *Call) endedSilently() bool {
+	return c.exit == nil && !c.statusFailed && !c.verdictFailed && !c.failed && c.cur.signal == "" && !c.cur.timedOut && !c.cancelled
 }
 
 func (c *Call) end(why string) {

@@ -291,10 +291,21 @@ var cancelRequestedTests = []struct {
 		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
 		after:  []Observation{{Status: StatusFailed}},
 		want:   Cancelled},
-	{name: "completed final without exit",
+	{name: "completed final with an abort notice",
+		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		after:  []Observation{{Status: StatusCompleted, Cancelled: true, CancelNotice: "User aborted the command"}},
+		want:   Cancelled},
+	// A bare completed says nothing of a cancel: an agent that let the
+	// command run to its end after session/cancel (Droid before 0.117.0)
+	// says just that, and the replay brings its exit 0.
+	{name: "bare completed final is no cancel",
 		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
 		after:  []Observation{{Status: StatusCompleted}},
-		want:   Cancelled},
+		want:   Unknown},
+	{name: "bare completed final, then a replayed exit 0",
+		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
+		after:  []Observation{{Status: StatusCompleted}, {Exit: exit(0, ExitText), Replayed: true}},
+		want:   Succeeded, wantExit: ptr(0)},
 	{name: "completed final with a signal exit code",
 		before: []Observation{{Shell: ShellYes, Status: StatusRunning}},
 		after:  []Observation{{Status: StatusCompleted, Exit: exit(137, ExitStructured)}},
@@ -314,9 +325,11 @@ var cancelRequestedTests = []struct {
 }
 
 // TestCallCancelRequested: once the user cancelled the turn, a call that
-// ends (a failed final, a completed final without a clean exit, or no
-// final before the turn's result) ended because of that cancel, keeping a
-// known exit code. A call that ended before the cancel keeps its outcome.
+// ends (a failed final, a completed final with an abort notice or an
+// exit that is not clean, or no final before the turn's result) ended
+// because of that cancel, keeping a known exit code. A bare completed
+// final is no cancel, and a call that ended before the cancel keeps its
+// outcome.
 func TestCallCancelRequested(t *testing.T) {
 	for _, tt := range cancelRequestedTests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -87,7 +87,9 @@ import (
 //     without a result ("Claude stopped this tool call before it ran.",
 //     ...) are no output.
 //   - ACP v2 terminal_update / terminal_output_chunk are read as in the
-//     generic dialect, with the "Exit code N" header removed from snapshots.
+//     generic dialect, with the "Exit code N" header removed from snapshots;
+//     exitStatus is the adapter's terminal_exit code, set aside where that
+//     is made up (exitMadeUp).
 //   - With a client terminal (the client offers `terminal: true`),
 //     claude-code-acp runs Bash as the MCP tool `mcp__acp__Bash`: a shell
 //     like Bash. It runs the command with terminal/create (the whole line,
@@ -292,6 +294,11 @@ func observeClaudeBuild(u *claudeUpdate, exitMadeUp bool) []accum.Observation {
 	case "terminal_update", "terminal_output_chunk":
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			if u.SessionUpdate == "terminal_update" {
+				if exitMadeUp && o.Exit != nil {
+					// The adapter copies its terminal_exit code to
+					// exitStatus: made up here as there.
+					o.Exit, o.ExitSetAside = nil, true
+				}
 				stripClaudeHeaderBytes(&o)
 			}
 			return []accum.Observation{o}

@@ -405,8 +405,10 @@ func TestConformanceCursorAsItConnects(t *testing.T) {
 // Claude, OpenCode, Gemini; not Grok's, which has signs) and synthetic traces of the other agents with
 // their agentInfo removed: an agent that gives no name and shows none of
 // a dialect's signs stays generic; in particular none reads as Cursor.
-// One whose initialize offers an auth method only its agent offers is
-// read by that agent's dialect.
+// One that shows a sign only its agent shows (an auth method of its
+// initialize result, such as Copilot's copilot-login or Codex's chatgpt;
+// the _meta.claudeCode of Claude's tool calls) is read by that agent's
+// dialect from then on, and no recording shows another agent's sign.
 func TestAnonymousAgentsAreNotMisread(t *testing.T) {
 	c := inProcess(t)
 	play := func(t *testing.T, lines []replay.Line, want string) {
@@ -436,15 +438,16 @@ func TestAnonymousAgentsAreNotMisread(t *testing.T) {
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			lines := readLines(t, file)
-			want := "generic"
+			want, own := "generic", "" // own: the dialect the agent's name is detected as
 			for i := range lines {
-				lines[i].Msg = withoutAgentInfo(t, lines[i].Msg)
-				// An agent whose initialize offers an auth method only
-				// it offers (Copilot's copilot-login) shows that sign.
-				if !strings.Contains(string(lines[i].Msg), `"authMethods"`) {
-					continue
+				if f, err := dialect.Read(dialect.Generic(), lines[i].Msg); err == nil && f.AgentName != "" && own == "" {
+					own = dialect.Detect(f.AgentName).Info().Name
 				}
+				lines[i].Msg = withoutAgentInfo(t, lines[i].Msg)
 				if f, err := dialect.Read(dialect.Generic(), lines[i].Msg); err == nil && f.Sign != "" && want == "generic" {
+					if f.Sign != own {
+						t.Fatalf("line %d shows a sign of %s, of an agent detected as %q", lines[i].Number, f.Sign, own)
+					}
 					want = f.Sign
 				}
 			}

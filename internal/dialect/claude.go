@@ -163,15 +163,29 @@ func claudeRestatedZero(u *claudeUpdate) bool {
 const claudeExitTruthful = "0.86.0"
 
 func (claude) Info() Info {
+	// Signs of an agent that gives no name: claude-code-acp (0.11 to
+	// 0.16) offers the auth method claude-login; claude-agent-acp offers
+	// none, but every tool call of both carries _meta.claudeCode
+	// (matchesShape).
 	return Info{
 		Name: "claude",
 		AgentNames: []string{
 			"@agentclientprotocol/claude-agent-acp", "@zed-industries/claude-code-acp",
 			"claude-agent-acp", "claude-code-acp", "claude-code", "claude",
 		},
+		AuthMethodIDs:      []string{"claude-login"},
+		ShapeRule:          "an opening tool_call whose _meta has a claudeCode member",
 		Summary:            "Claude Code ACP adapters: Bash tool only, Exit code N headers, description content, toolResponse stdout/stderr, persisted-output previews, background notices; terminal_exit set aside where it is made up (builds before 0.86.0, clients that declare JetBrains AIR).",
 		ClientCapabilities: richCapabilities,
 	}
+}
+
+// matchesShape is Claude's ShapeRule, for a session that has not seen its
+// agentInfo: claude-agent-acp offers no auth method, but both Claude
+// adapters put `_meta.claudeCode` on every tool call they open, and no
+// other agent this package knows sends that member.
+func (claude) matchesShape(u *shellUpdate) bool {
+	return u.SessionUpdate == "tool_call" && u.Meta != nil && u.Meta.ClaudeCode.Present
 }
 
 type claudeToolResponse struct {

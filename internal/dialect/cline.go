@@ -77,7 +77,7 @@ func (cline) Info() Info {
 	return Info{
 		Name:               "cline",
 		AgentNames:         []string{"cline", "cline-cli"},
-		AuthMethodIDs:      []string{"cline", "cline-pass"},
+		AuthMethodIDs:      []string{"cline", "cline-pass", "cline-oauth"}, // cline-oauth: 2.x builds
 		Summary:            "Cline run_commands: out-of-order frames, commands from rawInput.commands[] (several are one call, one per line), the final rawOutput array's [Command exited with code N] and [stderr] markers, success without a code, abort, timeout and rejection errors.",
 		ClientCapabilities: richCapabilities,
 	}

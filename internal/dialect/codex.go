@@ -109,9 +109,14 @@ func (codex) forVersion(v Version) Dialect {
 }
 
 func (codex) Info() Info {
+	// Auth method signs: the Rust adapter offers chatgpt and
+	// codex-api-key (beside openai-api-key), the TypeScript one chat-gpt
+	// (beside api-key, which is all it offers when ChatGPT login is off:
+	// no sign, as any agent may offer it).
 	return Info{
 		Name:               "codex",
 		AgentNames:         []string{"codex-acp", "codex", "@zed-industries/codex-acp", "@agentclientprotocol/codex-acp"},
+		AuthMethodIDs:      []string{"chatgpt", "codex-api-key", "chat-gpt"},
 		Summary:            "Codex ACP adapters (TypeScript and Rust): _meta terminal deltas, argv commands, fenced cumulative content, end-event rawOutput with stdout/stderr/aggregated_output.",
 		ClientCapabilities: richCapabilities,
 	}

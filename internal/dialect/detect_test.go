@@ -99,8 +99,38 @@ func TestSigns(t *testing.T) {
 			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":true}},"authMethods":[{"id":"cursor_login","name":"Cursor Login","description":"Log in with your Cursor account"}]}}`, "cursor"},
 		{"a named agent offering the same auth method is known by its name only",
 			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"other-agent"},"authMethods":[{"id":"cursor_login"}]}}`, ""},
-		{"other auth methods are no sign",
-			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"oauth-personal","name":"Log in with Google"},{"id":"gemini-api-key"}]}}`, ""},
+		{"auth methods any agent may offer are no sign",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"api-key","name":"API Key"},{"id":"openai"},{"id":"vertex-ai"},{"id":"gateway"},{"id":"device-pairing"}]}}`, ""},
+		// Every build committed in test/testdata/recordings, its agentInfo
+		// removed (see TestEveryRecordingShowsItsAgent).
+		{"gemini-cli: oauth-personal",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"oauth-personal","name":"Log in with Google"},{"id":"gemini-api-key"},{"id":"vertex-ai"},{"id":"gateway"}]}}`, "gemini"},
+		{"gemini-cli: gemini-api-key alone",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"gemini-api-key"}]}}`, "gemini"},
+		{"codex-acp: chatgpt, codex-api-key",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"chatgpt"},{"id":"codex-api-key"},{"id":"openai-api-key"}]}}`, "codex"},
+		{"the TypeScript codex-acp: chat-gpt beside api-key",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"api-key"},{"id":"chat-gpt"}]}}`, "codex"},
+		{"opencode-login (OpenCode, Kilo before 7.7)",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"opencode-login","name":"Login with opencode"}]}}`, "opencode"},
+		{"kilo-login (Kilo 7.7)",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"kilo-login"}]}}`, "opencode"},
+		{"claude-code-acp: claude-login",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"claude-login","name":"Log in with Claude Code"}]}}`, "claude"},
+		{"qwen-code before 0.21: qwen-oauth",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"openai"},{"id":"qwen-oauth"}]}}`, "qwen"},
+		{"droid: factory-api-key",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"device-pairing"},{"id":"factory-api-key"}]}}`, "droid"},
+		{"cline 2.18: cline-oauth",
+			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"cline-oauth"},{"id":"openai-codex-oauth"}]}}`, "cline"},
+		{"Claude's tool_call: _meta.claudeCode",
+			upd(`{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_info":{"terminal_id":"toolu_1"}},"toolCallId":"toolu_1","sessionUpdate":"tool_call","status":"pending","title":"Terminal","kind":"execute","content":[{"type":"terminal","terminalId":"toolu_1"}]}`), "claude"},
+		{"Claude's tool_call of another tool is a sign too",
+			upd(`{"_meta":{"claudeCode":{"toolName":"Read"}},"toolCallId":"toolu_2","sessionUpdate":"tool_call","status":"pending","title":"Read","kind":"read"}`), "claude"},
+		{"a later update with _meta.claudeCode is no sign",
+			upd(`{"_meta":{"claudeCode":{"toolName":"Bash"}},"toolCallId":"toolu_1","sessionUpdate":"tool_call_update","status":"completed"}`), ""},
+		{"_meta.claudeCode null is no sign",
+			upd(`{"_meta":{"claudeCode":null},"toolCallId":"toolu_1","sessionUpdate":"tool_call","status":"pending","kind":"execute","rawInput":{"command":"ls"}}`), ""},
 		{"authMethods of odd types are no sign and no error",
 			`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[7,{"id":9},"cursor_login",{"id":null}]}}`, ""},
 		{"a cursor vendor request",
@@ -168,6 +198,102 @@ func TestNoSignInOtherAgentsRecordings(t *testing.T) {
 			if f.Sign != "" && f.Sign != own {
 				t.Errorf("%s:%d: sign of %s in %s", filepath.Base(file), fr.Line, f.Sign, clipMsg(msg))
 			}
+		}
+	}
+}
+
+// unsignedRecordings are the recordings (by the start of their file name)
+// whose agent, once its agentInfo.name is removed, shows no sign of its
+// dialect: the generic dialect reads them, and the session says so
+// (normalize.UnrecognizedAgentName).
+var unsignedRecordings = map[string]string{
+	"qwen-code-0.21.10_":                   "offers only the auth method openai, which any agent may offer",
+	"qwen-code-0.24.4_":                    "offers only the auth method openai, which any agent may offer",
+	"codex-acp2-2.6.0_plain_scenario-dev.": "offers only the auth method api-key (no chat-gpt), which any agent may offer",
+}
+
+// TestEveryRecordingShowsItsAgent: every frame of every committed
+// recording (the hand-picked ones and the harness's, every build), read
+// as an agent without a name would be read (the initialize results
+// without their agentInfo), shows no sign but of the dialect the agent's
+// name is detected as, and shows that one, but for the builds
+// unsignedRecordings lists, which show none. On main only Copilot, Cline
+// 3, pi and Grok showed theirs: Claude, Codex, Gemini, OpenCode, Kilo,
+// Qwen and Droid sessions whose agent named nothing were read as generic.
+func TestEveryRecordingShowsItsAgent(t *testing.T) {
+	top, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	agents, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
+	if len(top) == 0 || len(agents) == 0 {
+		t.Fatal("no recordings")
+	}
+	for _, file := range append(top, agents...) {
+		name, _ := filepath.Rel("../../test/testdata/recordings", file)
+		frames := loadRecording(t, name)
+		own := ""
+		for _, fr := range frames {
+			if f, err := Read(Generic(), fr.Msg); err == nil && f.AgentName != "" {
+				own = Detect(f.AgentName).Info().Name
+				break
+			}
+		}
+		if own == "" && strings.HasPrefix(filepath.Base(file), "grok-") {
+			own = "grok" // Grok gives no name
+		}
+		if own == "" || own == GenericName {
+			t.Errorf("%s: no agent detected by name", name)
+			continue
+		}
+		unsigned := ""
+		for prefix, why := range unsignedRecordings {
+			if strings.HasPrefix(filepath.Base(file), prefix) {
+				unsigned = why
+			}
+		}
+		first := ""
+		for _, fr := range frames {
+			msg := stripAgentInfo(t, fr.Msg)
+			f, err := Read(Generic(), msg)
+			if err != nil || f.Sign == "" {
+				continue
+			}
+			if first == "" {
+				first = f.Sign
+			}
+			if f.Sign != own {
+				t.Errorf("%s:%d: sign of %s in %s", name, fr.Line, f.Sign, clipMsg(msg))
+			}
+		}
+		switch {
+		case unsigned == "" && first == "":
+			t.Errorf("%s: %s shows no sign once its agentInfo.name is gone", name, own)
+		case unsigned != "" && first != "":
+			t.Errorf("%s: listed in unsignedRecordings (%s), but shows the sign of %s", name, unsigned, first)
+		}
+	}
+}
+
+// TestSignsClaimedOnce: an auth method id is claimed by one dialect only,
+// and no method prefix is a prefix of another dialect's, so that a sign
+// names one agent whatever the order dialects are tried in.
+func TestSignsClaimedOnce(t *testing.T) {
+	auth := map[string]string{}
+	type prefix struct{ p, d string }
+	var prefixes []prefix
+	for _, d := range All() {
+		info := d.Info()
+		for _, id := range info.AuthMethodIDs {
+			if other, dup := auth[id]; dup {
+				t.Errorf("auth method id %q claimed by %s and %s", id, other, info.Name)
+			}
+			auth[id] = info.Name
+		}
+		for _, p := range info.MethodPrefixes {
+			for _, q := range prefixes {
+				if q.d != info.Name && (strings.HasPrefix(p, q.p) || strings.HasPrefix(q.p, p)) {
+					t.Errorf("method prefixes %q of %s and %q of %s overlap", q.p, q.d, p, info.Name)
+				}
+			}
+			prefixes = append(prefixes, prefix{p, info.Name})
 		}
 	}
 }

@@ -51,9 +51,12 @@ type droid struct{}
 func init() { register(droid{}) }
 
 func (droid) Info() Info {
+	// Auth method signs: factory-api-key (beside device-pairing, which
+	// any agent may offer).
 	return Info{
 		Name:               "droid",
 		AgentNames:         []string{"@factory/cli", "factory-droid", "droid"},
+		AuthMethodIDs:      []string{"factory-api-key"},
 		Summary:            "Factory Droid: command from rawInput (the title carries a risk suffix), no output or exit code unless the client owns the terminal, cancel notices kept out of output.",
 		ClientCapabilities: richCapabilities,
 	}

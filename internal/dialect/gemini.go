@@ -64,9 +64,12 @@ type gemini struct{}
 func init() { register(gemini{}) }
 
 func (gemini) Info() Info {
+	// Auth method signs: oauth-personal and gemini-api-key (beside
+	// vertex-ai and gateway, which any agent may offer).
 	return Info{
 		Name:               "gemini",
 		AgentNames:         []string{"gemini-cli", "gemini"},
+		AuthMethodIDs:      []string{"oauth-personal", "gemini-api-key"},
 		Summary:            "Gemini CLI run_shell_command: cwd/description banner, asks as first sight, final text with exit/signal markers or debug Output/Exit Code fields; no exit code means unknown.",
 		ClientCapabilities: richCapabilities,
 	}

@@ -205,10 +205,42 @@ func (f *OutputFields) combinedField() (string, string, bool) {
 // `toolCall`) with the common typed rawInput, rawOutput and `_meta`.
 type shellUpdate struct {
 	ToolCall
-	RawInput  ShellInput    `json:"rawInput"`
-	RawOutput ShellOutput   `json:"rawOutput"`
-	Meta      *TerminalMeta `json:"_meta"`
+	RawInput  ShellInput  `json:"rawInput"`
+	RawOutput ShellOutput `json:"rawOutput"`
+	Meta      *shellMeta  `json:"_meta"`
 }
+
+// shellMeta is `_meta` as the generic reading decodes it: the terminal
+// convention, and members that are only signs of the agent that sends
+// them (see Info.ShapeRule), which the generic reading never reads.
+type shellMeta struct {
+	TerminalMeta
+	// ClaudeCode is `_meta.claudeCode`: only a sign (see the claude
+	// dialect's ShapeRule).
+	ClaudeCode signMember `json:"claudeCode"`
+}
+
+// terminal is the terminal convention of m (nil when m is).
+func (m *shellMeta) terminal() *TerminalMeta {
+	if m == nil {
+		return nil
+	}
+	return &m.TerminalMeta
+}
+
+// signMember is a member decoded only for whether it is there (and not
+// null): a sign, never a value. It says it reads nothing under it
+// (ownFields), so what a frame carries there is still walked for what the
+// reading does not understand, as if it were not decoded at all.
+type signMember struct{ Present bool }
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (s *signMember) UnmarshalJSON(b []byte) error {
+	s.Present = !isNull(b)
+	return nil
+}
+
+func (signMember) ownFields() []string { return nil }
 
 // read is readFrame with observeGeneric; it also notes an opening tool
 // call whose shape identifies an agent that gave no name (Frame.Sign), as
@@ -242,7 +274,7 @@ func observeGeneric(u *shellUpdate) []accum.Observation {
 // readShellUpdate is the whole generic reading of a tool call frame.
 func readShellUpdate(u *shellUpdate) accum.Observation {
 	o := u.Base()
-	u.Meta.ApplyTerminalMeta(&o)
+	u.Meta.terminal().ApplyTerminalMeta(&o)
 	applyShellInput(&o, &u.ToolCall, &u.RawInput)
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput)
 	applyShellOutput(&o, &u.RawOutput)

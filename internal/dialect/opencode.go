@@ -69,9 +69,13 @@ type opencode struct{}
 func init() { register(opencode{}) }
 
 func (opencode) Info() Info {
+	// Auth method signs: opencode-login (OpenCode's, and Kilo's before
+	// 7.7, which also names itself OpenCode) and kilo-login (Kilo's from
+	// 7.7).
 	return Info{
 		Name:               "opencode",
 		AgentNames:         []string{"opencode", "kilo", "kilo-code", "kilocode", "@kilocode/cli"},
+		AuthMethodIDs:      []string{"opencode-login", "kilo-login"},
 		Summary:            "OpenCode bash/shell tools: cumulative live snapshots (with the 30 000-char tail window), metadata.exit, <shell_metadata> timeout/abort and truncation markers.",
 		ClientCapabilities: richCapabilities,
 	}

@@ -101,9 +101,12 @@ func init() { register(qwen{}) }
 func (qwen) forVersion(v Version) Dialect { return qwen{titleDescribes: v.Before("0.15.6")} }
 
 func (qwen) Info() Info {
+	// Auth method sign: qwen-oauth, offered by builds before 0.21; later
+	// ones offer only openai, which any agent may offer.
 	return Info{
 		Name:               "qwen",
 		AgentNames:         []string{"qwen-code", "qwen", "@qwen-code/qwen-code"},
+		AuthMethodIDs:      []string{"qwen-oauth"},
 		Summary:            "Qwen Code run_shell_command: command from rawInput (never the title with its description), rawOutput shell_result output/exitCode/signal/outcome/truncated; exit 0 beside a signal is no exit status; the content report is never output.",
 		ClientCapabilities: richCapabilities,
 	}

@@ -151,7 +151,9 @@ type Hooks struct {
 	StoreOp func(op, result string, took time.Duration)
 	// Unrecognized is called when a session first shows a kind of thing
 	// its dialect does not read: something a frame carried about a shell
-	// call that looks like a result, or an agent name no dialect knows.
+	// call that looks like a result, an agent name no dialect knows, or a
+	// shell call of an agent that named itself nowhere and showed no sign
+	// of its dialect.
 	// It is a sign that the agent's wire changed (acpnormd replay
 	// --explain names the frame and the field). what is one of the
 	// Unrecognized kinds below, each said once per session while the
@@ -163,7 +165,8 @@ type Hooks struct {
 	Unrecognized func(dialect, agentVersion, what string)
 	// UnrecognizedField is called with Unrecognized, with where the
 	// thing was: a path into the frame's update ("rawOutput.metadata.exit_status",
-	// "status", "content text") or "agentInfo.name", at most 128 bytes. It
+	// "status", "content text"), "agentInfo.name" or "agentInfo.name
+	// (absent)" (see UnrecognizedAgentName), at most 128 bytes. It
 	// names fields, never holds their values (but a member's name, which
 	// the agent chose).
 	UnrecognizedField func(dialect, agentVersion, what, field string)
@@ -195,9 +198,16 @@ const (
 	// does not define, which no dialect reads.
 	UnrecognizedContentType = accum.UnrecognizedContent
 	// UnrecognizedAgentName: the agent's initialize result names an
-	// agent no dialect knows, so the generic dialect reads the session.
+	// agent no dialect knows (field "agentInfo.name"), or names none and
+	// the agent showed no sign of its dialect before a shell call (field
+	// "agentInfo.name (absent)"), so the generic dialect reads the
+	// session.
 	UnrecognizedAgentName = "agent_name"
 )
+
+// agentNameAbsent is the field of an UnrecognizedAgentName said for an
+// agent that named nothing.
+const agentNameAbsent = "agentInfo.name (absent)"
 
 // unrecognizedKinds are the kinds of Hooks.Unrecognized, in the order of
 // the bits of session.unrecognized.

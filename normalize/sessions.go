@@ -768,7 +768,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		if d == dialect.Generic() {
 			ss.hooks.unrecognized(s, UnrecognizedAgentName, "agentInfo.name")
 		}
-	} else if read.Sign != "" && !s.explicit && !s.named && s.dialect == nil {
+	} else if read.Sign != "" && !s.explicit && !s.named && (s.dialect == nil || s.unnamed()) {
 		// An agent that gave no name, recognised by what it sends; the
 		// frame that showed it is read again with its dialect.
 		if d, ok := dialect.Lookup(read.Sign); ok {
@@ -777,6 +777,13 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 				read = again
 			}
 		}
+	} else if read.Unnamed && !s.explicit && !s.named && s.dialect == nil {
+		// An initialize result that names no agent and shows no sign:
+		// the generic dialect reads the session until a sign shows. It
+		// is made the session's dialect, kept in the store too, so that
+		// the session knows nothing chose it and says so when it reads a
+		// shell call (see unnamed).
+		s.use(dialect.Generic())
 	}
 	r.next, r.nextName, r.nextReader = s.reader(), s.dialectName(), s.readerID()
 	// A frame that says nothing the session could use, read with a
@@ -937,6 +944,15 @@ func (s *session) learnClient(c dialect.Client) {
 	}
 }
 
+// unnamed says whether the session reads with the generic dialect because
+// its agent's initialize result named no agent and the agent showed no
+// sign of its dialect (see Frame.Unnamed): a sign still picks a dialect,
+// and a shell call read meanwhile is said (UnrecognizedAgentName), since
+// a known agent may be misread.
+func (s *session) unnamed() bool {
+	return s.dialect != nil && s.name == dialect.GenericName && !s.explicit && !s.named
+}
+
 // dialectName is the name of reader().
 func (s *session) dialectName() string {
 	if s.dialect != nil {
@@ -1077,6 +1093,11 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	reserved := ss.budget(s, e, o, r)
 	e.call.Apply(o)
 	ss.settle(s, e, reserved)
+	if s.unnamed() && e.call.IsShell() {
+		// First: what the generic reading of a known agent's wire does
+		// not understand follows from it.
+		ss.hooks.unrecognized(s, UnrecognizedAgentName, agentNameAbsent)
+	}
 	if len(o.Unrecognized) > 0 && e.call.IsShell() {
 		for _, u := range o.Unrecognized {
 			ss.hooks.unrecognized(s, u.What, u.Field)

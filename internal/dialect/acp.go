@@ -47,6 +47,12 @@ type Frame struct {
 	// dialect) an opening tool call of a shape only that agent sends. ""
 	// when the frame identifies none. See DetectionOrder.
 	Sign string
+	// Unnamed is set by an `initialize` result (a result with
+	// `protocolVersion`) that gives no `agentInfo.name`: ACP makes
+	// agentInfo optional. Unless a sign shows (Sign, on this frame or a
+	// later one), the generic dialect reads the agent, and nothing but
+	// this flag says that nothing chose it.
+	Unnamed bool
 	// SessionCwd is the `cwd` of a `session/new` or `session/load`
 	// request.
 	SessionCwd string
@@ -176,6 +182,9 @@ type responseResult struct {
 
 	// AuthMethods is read leniently: it is only ever a sign.
 	AuthMethods authMethodIDs `json:"authMethods"`
+	// ProtocolVersion says the result is an `initialize` result (the
+	// member ACP requires there); only whether it is there is read.
+	ProtocolVersion signMember `json:"protocolVersion"`
 
 	// Meta is the result's `_meta`, for a dialect that reads the agent's
 	// build there (agentBuilds).
@@ -565,6 +574,7 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 	}
 	if f.AgentName == "" {
 		f.Sign = signOfAuth(r.AuthMethods)
+		f.Unnamed = r.ProtocolVersion.Present
 	}
 	if r.StopReason != nil {
 		f.TurnEnded = true

@@ -63,7 +63,8 @@ const DetectionOrder = "A session's dialect is chosen once and kept: by name whe
 	"then the longest agent name that the agent's name starts with followed by '-', '_', ' ' or '@'; a name that matches none reads as generic and no sign can change that. " +
 	"Only an agent that gives no name (no initialize result seen, or one without agentInfo.name) is detected by what it sends: " +
 	"an `authMethods[].id` of its initialize result listed in auth_method_ids, a request or notification whose method starts with one of method_prefixes, " +
-	"or an opening tool_call of the documented shape; the first such sign wins. Until then, and when nothing matches, the generic dialect reads the frames."
+	"or an opening tool_call of the documented shape; the first such sign wins. Until then, and when nothing matches, the generic dialect reads the frames; " +
+	"a session whose initialize result named no agent and that reads a shell call so says it (an agent_name unrecognized report, field \"agentInfo.name (absent)\")."
 
 // entry is a registered dialect with its Info, read once.
 type entry struct {

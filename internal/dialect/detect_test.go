@@ -371,3 +371,27 @@ func TestSignsFollowTheRegistry(t *testing.T) {
 		t.Errorf("signOfAuth after removing: %q", got)
 	}
 }
+
+// Frame.Unnamed: an initialize result (it has protocolVersion) that gives
+// no agentInfo.name says so, whichever dialect reads it, sign or none;
+// any other result, and one that names the agent, does not.
+func TestUnnamedInitialize(t *testing.T) {
+	for _, tc := range []struct {
+		name, msg string
+		want      bool
+	}{
+		{"no agentInfo", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[]}}`, true},
+		{"agentInfo with a version only", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"version":"1.0.0"}}}`, true},
+		{"an empty name", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":""}}}`, true},
+		{"with a sign", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[{"id":"cursor_login"}]}}`, true},
+		{"a name", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"acme"}}}`, false},
+		{"another result", `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`, false},
+		{"protocolVersion null", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":null}}`, false},
+	} {
+		for _, d := range []Dialect{Generic(), mustDialect(t, "claude")} {
+			if got := readMsg(t, d, tc.msg).Unnamed; got != tc.want {
+				t.Errorf("%s, read by %s: Unnamed %v, want %v", tc.name, d.Info().Name, got, tc.want)
+			}
+		}
+	}
+}

@@ -180,6 +180,13 @@ func (claude) Info() Info {
 	}
 }
 
+// claudeMetaSign is the member of a tool call's `_meta` that is Claude's
+// sign: the generic reading (shellMeta) decodes it only for whether it is
+// there (signMember), for matchesShape.
+type claudeMetaSign struct {
+	ClaudeCode signMember `json:"claudeCode"`
+}
+
 // matchesShape is Claude's ShapeRule, for a session that has not seen its
 // agentInfo: claude-agent-acp offers no auth method, but both Claude
 // adapters put `_meta.claudeCode` on every tool call they open, and no

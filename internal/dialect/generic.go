@@ -212,12 +212,11 @@ type shellUpdate struct {
 
 // shellMeta is `_meta` as the generic reading decodes it: the terminal
 // convention, and members that are only signs of the agent that sends
-// them (see Info.ShapeRule), which the generic reading never reads.
+// them (see Info.ShapeRule), which the generic reading never reads; each
+// such member is declared in its agent's dialect file.
 type shellMeta struct {
 	TerminalMeta
-	// ClaudeCode is `_meta.claudeCode`: only a sign (see the claude
-	// dialect's ShapeRule).
-	ClaudeCode signMember `json:"claudeCode"`
+	claudeMetaSign
 }
 
 // terminal is the terminal convention of m (nil when m is).

@@ -59,7 +59,19 @@ type frameRead struct {
 // cwd, exit status and output came from.
 func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int, err error) {
 	var problems []string
-	n := normalize.New()
+	// agentName is what the session said of its agent's name (an
+	// agent_name report: a name no dialect knows, or none at all).
+	agentName := ""
+	n := normalize.New(normalize.WithHooks(normalize.Hooks{UnrecognizedField: func(d, _, what, field string) {
+		if what != normalize.UnrecognizedAgentName || agentName != "" {
+			return
+		}
+		if field == "agentInfo.name" {
+			agentName = fmt.Sprintf("dialect %s: no dialect knows the agent's name (agentInfo.name) (%s)", d, what)
+		} else {
+			agentName = fmt.Sprintf("dialect %s: the agent named no agent (agentInfo.name absent) and showed no sign of its dialect: a known agent may be misread (%s)", d, what)
+		}
+	}}))
 	calls := map[string]*explained{}
 	var order []string
 	terminals := map[string]string{} // terminal id -> call id
@@ -150,6 +162,9 @@ func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int,
 
 	for _, p := range problems {
 		fmt.Fprintln(w, p)
+	}
+	if agentName != "" {
+		fmt.Fprintln(w, agentName)
 	}
 	if len(order) == 0 {
 		fmt.Fprintf(w, "no shell commands found in %d lines\n", len(lines))

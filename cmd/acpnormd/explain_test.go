@@ -76,6 +76,32 @@ func TestExplainFutureBuild(t *testing.T) {
 	assert.Contains(t, out, `from the session's cwd (frame 2 session/new cwd)`)
 }
 
+// A session whose agent named nothing (and showed no sign), or named an
+// agent no dialect knows, is read by the generic dialect: explain says
+// so before the calls, as the agent_name report does.
+func TestExplainAgentName(t *testing.T) {
+	for _, c := range []struct{ name, init, want string }{
+		{"absent", `{"protocolVersion":1,"agentInfo":{"version":"2.0.0"}}`,
+			"dialect generic: the agent named no agent (agentInfo.name absent) and showed no sign of its dialect: a known agent may be misread (agent_name)\n"},
+		{"unknown", `{"protocolVersion":1,"agentInfo":{"name":"acme-agent","version":"2.0.0"}}`,
+			"dialect generic: no dialect knows the agent's name (agentInfo.name) (agent_name)\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := strings.Join([]string{
+				`{"dir":"agent->client","msg":{"jsonrpc":"2.0","id":0,"result":` + c.init + `}}`,
+				`{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"make","status":"pending","rawInput":{"command":"make"}}}}}`,
+			}, "\n") + "\n"
+			file := filepath.Join(t.TempDir(), "unnamed.ndjson")
+			require.NoError(t, os.WriteFile(file, []byte(rec), 0o600))
+			out := explainOut(t, file)
+			assert.Contains(t, out, c.want)
+			assert.Less(t, strings.Index(out, c.want), strings.Index(out, `call "c1"`), "said before the calls")
+		})
+	}
+	out := explainOut(t, "../../test/testdata/recordings/opencode-1.18.33_plain.ndjson")
+	assert.NotContains(t, out, "agent_name")
+}
+
 func TestExplainFlags(t *testing.T) {
 	for _, args := range [][]string{{"--explain", "--json"}, {"--explain", "--addr", "127.0.0.1:1"}} {
 		_, err := parseReplay(args)

@@ -130,13 +130,13 @@ type codexInput struct {
 	Workdir Str `json:"workdir"`
 }
 
-// codexOutputFields is the end-event rawOutput.
+// codexOutputFields is the end-event rawOutput. Its exit code is
+// exit_code, in both adapters' every recorded build: an exit code under
+// another name is a wire change, said (unrecognized), not read.
 type codexOutputFields struct {
-	ExitCode      codexCode       `json:"exit_code"`
-	ExitCodeCamel Code            `json:"exitCode"`
-	Metadata      *OutputMetadata `json:"metadata"`
-	Stderr        Str             `json:"stderr"`
-	Output        Str             `json:"output"`
+	ExitCode codexCode `json:"exit_code"`
+	Stderr   Str       `json:"stderr"`
+	Output   Str       `json:"output"`
 	// AggregatedOutput, Stdout and FormattedOutput are the same output up
 	// to three times (stdout is all of it under a PTY). aggregated_output
 	// is read in every frame that has it, and stdout too except under a
@@ -153,10 +153,8 @@ type codexOutputFields struct {
 	ProcessID        rawAny  `json:"process_id"`
 }
 
-// Exit is OutputFields.Exit.
-func (f *codexOutputFields) Exit() Code {
-	return (&OutputFields{ExitCode: f.ExitCode.Code, ExitCodeCamel: f.ExitCodeCamel, Metadata: f.Metadata}).Exit()
-}
+// Exit is the exit code of the end event.
+func (f *codexOutputFields) Exit() Code { return f.ExitCode.Code }
 
 // execEnd says whether rawOutput is a command execution's end event.
 // Only that event carries exit_code (even null), formatted_output or

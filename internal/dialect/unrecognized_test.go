@@ -63,6 +63,29 @@ func TestQwenExitOnlyFromExitCode(t *testing.T) {
 	assert.Equal(t, []accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.exit_code"}}, moved[0].Unrecognized)
 }
 
+// Both Codex adapters name the end event's exit code exit_code (every
+// recorded build); one under exitCode or metadata.exit is a wire change:
+// no exit, and said.
+func TestCodexExitOnlyFromExitCode(t *testing.T) {
+	d := mustDialect(t, "codex")
+	today := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed","rawOutput":{"exit_code":3,"stdout":"boom\n","stderr":"","aggregated_output":"boom\n"}}`)
+	require.Len(t, today, 1)
+	require.NotNil(t, today[0].Exit)
+	assert.EqualValues(t, 3, today[0].Exit.Code)
+	assert.Empty(t, today[0].Unrecognized, "today's wire is understood")
+
+	for _, c := range []struct{ output, field string }{
+		{`{"exitCode":3,"stdout":"boom\n","stderr":"","aggregated_output":"boom\n"}`, "rawOutput.exitCode"},
+		{`{"metadata":{"exit":3},"stdout":"boom\n","stderr":"","aggregated_output":"boom\n"}`, "rawOutput.metadata.exit"},
+	} {
+		moved := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed","rawOutput":`+c.output+`}`)
+		require.Len(t, moved, 1)
+		assert.Nil(t, moved[0].Exit, "%s: an exit in a field the dialect never saw is not inferred", c.field)
+		require.NotEmpty(t, moved[0].Unrecognized, c.field)
+		assert.Equal(t, c.field, moved[0].Unrecognized[0].Field)
+	}
+}
+
 func TestUnrecognizedKinds(t *testing.T) {
 	codex := mustDialect(t, "codex")
 	for _, c := range []struct {

@@ -28,16 +28,18 @@ import (
 //     `\n<shellId: N completed with exit code X>`: the trailer is not
 //     output. `rawOutput.contents[]` items of type `shell_exit` carry
 //     `exitCode` (structured, the strongest source); without them (a
-//     session/load replay) the trailer's X is the exit code (text). The
-//     output before the trailer may have lost the newline that ended it,
-//     so the final is a TrimmedEnd Final: it keeps the live text's own
-//     ending, and replaces only what it really restates differently.
-//   - over ~220 KB the final is `Output too large to read at once (N KB).
-//     Saved to: <file> ...` then `Preview (first 500 chars):` and the
-//     output's head: a notice and a worse restatement. The live text is
-//     kept; the output is marked truncated with at least the stated size
-//     (N KB, the least it can stand for); the head is used only when
-//     nothing was streamed (a Head that never replaces a longer text).
+//     session/load replay, and every final of 1.0.83 and 1.0.86) the
+//     trailer's X is the exit code (text). The output before the trailer
+//     may have lost the newline that ended it, so the final is a
+//     TrimmedEnd Final: it keeps the live text's own ending, and replaces
+//     only what it really restates differently.
+//   - over ~220 KB (1.0.86: already at 47.7 KB) the final is `Output too
+//     large to read at once (N KB). Saved to: <file> ...` then `Preview
+//     (first 500 chars):` and the output's head: a notice and a worse
+//     restatement. The live text is kept; the output is marked truncated
+//     with at least the stated size (N KB, the least it can stand for);
+//     the head is used only when nothing was streamed (a Head that never
+//     replaces a longer text).
 //     Only that shape, with `Saved to:`, is the notice: a command may
 //     print its first words, and what it printed is then output.
 //   - `failed` with `rawOutput {message, code: "rejected"}` (the user
@@ -76,10 +78,13 @@ import (
 //     the shell, which owns that terminal (from the started or running
 //     notice, its final's trailer, or the model's own `rawInput.shellId`).
 //
-// Older builds, recorded at 1.0.80 and 1.0.61: 1.0.80's `shell_exit` also
-// has `outputTruncated`, and past its limit its live text is a short tail
-// of the last chunk it read rather than a 10,240-character window (a
-// Snapshot here: the final's longer head preview then wins). 1.0.61 sends
+// Older builds, recorded at 1.0.80 and 1.0.61: 1.0.80's (and
+// 1.0.89's) `shell_exit` also has `outputTruncated`; 1.0.83's and
+// 1.0.86's finals have no `rawOutput.contents[]`. From 1.0.80 to 1.0.89,
+// an output that passes the live limit between two reads streams as the
+// whole output so far, then only its last 128 characters (from mid-line)
+// rather than a 10,240-character window: a fragment that never replaces
+// the output streamed before it (see copilotLive). 1.0.61 sends
 // no `rawOutput.contents[]` (the exit code is the trailer's), runs
 // commands in an interactive shell on a pseudo-terminal (its `ls` prints
 // columns, and a command whose `exit` ends that shell gets the shell's
@@ -95,20 +100,30 @@ type copilot struct {
 	// shellExitLine: the build's interactive shell prints `exit` when the
 	// command's own `exit N` ends it (1.0.61; not from 1.0.80 on).
 	shellExitLine bool
+	// tailFragment: past its live limit the build sends only the last
+	// copilotTail characters of the output (1.0.80 to 1.0.89; 1.0.92
+	// sends the copilotWindow tail instead).
+	tailFragment bool
 }
 
 func init() { register(copilot{}) }
 
 // forVersion implements versioned: only the build tells the shell's
-// `exit` line from a command that printed `exit`.
+// `exit` line from a command that printed `exit`, and a live tail
+// fragment from the whole output so far.
 func (copilot) forVersion(v Version) Dialect {
-	return copilot{shellExitLine: v.Before(copilotNoShellExitLine)}
+	return copilot{shellExitLine: v.Before(copilotNoShellExitLine), tailFragment: v.Before(copilotNoTailFragment)}
 }
 
 // copilotNoShellExitLine is the first build after the studied 1.0.61
 // whose last `exit` line is read as the command's (1.0.80 was recorded
 // without it; nothing between was studied, so the newest rules apply).
 const copilotNoShellExitLine = "1.0.62"
+
+// copilotNoTailFragment is the first build recorded that sends the
+// copilotWindow tail of a big live output rather than a copilotTail
+// fragment (1.0.89, the build before it, sends the fragment).
+const copilotNoTailFragment = "1.0.92"
 
 func (copilot) Info() Info {
 	return Info{
@@ -193,23 +208,33 @@ func (copilotCall) unreadFields() []string {
 }
 
 func (c copilot) read(msg []byte, scope string) (Frame, error) {
-	if c.shellExitLine {
+	switch {
+	case c.shellExitLine:
 		return readFrame(msg, scope, observeCopilotShellExitLine, askCopilot)
+	case c.tailFragment:
+		return readFrame(msg, scope, observeCopilotTailFragment, askCopilot)
 	}
 	return readFrame(msg, scope, observeCopilot, askCopilot)
 }
 
 // observeCopilotShellExitLine reads a build whose shell prints `exit`
-// before the trailer (see copilot.shellExitLine).
+// before the trailer (see copilot.shellExitLine); it is older than
+// copilotNoTailFragment too.
 func observeCopilotShellExitLine(u *copilotCall) []accum.Observation {
-	return observeCopilotBuild(u, true)
+	return observeCopilotBuild(u, copilot{shellExitLine: true, tailFragment: true})
+}
+
+// observeCopilotTailFragment reads a build that sends a tail fragment
+// past its live limit (see copilot.tailFragment).
+func observeCopilotTailFragment(u *copilotCall) []accum.Observation {
+	return observeCopilotBuild(u, copilot{tailFragment: true})
 }
 
 func observeCopilot(u *copilotCall) []accum.Observation {
-	return observeCopilotBuild(u, false)
+	return observeCopilotBuild(u, copilot{})
 }
 
-func observeCopilotBuild(u *copilotCall, shellExitLine bool) []accum.Observation {
+func observeCopilotBuild(u *copilotCall, build copilot) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil
 	}
@@ -222,13 +247,13 @@ func observeCopilotBuild(u *copilotCall, shellExitLine bool) []accum.Observation
 	case accum.StatusFailed:
 		copilotFailed(&o, u)
 	case accum.StatusCompleted:
-		copilotFinal(&o, u, shellExitLine)
+		copilotFinal(&o, u, build.shellExitLine)
 	default:
 		if o.Opens {
 			break // the opening frame's content is never output
 		}
 		if text, ok := u.Texts(); ok && text != "" {
-			o.Texts = append(o.Texts, copilotLive(text))
+			o.Texts = append(o.Texts, copilotLive(text, build.tailFragment))
 		}
 	}
 	return []accum.Observation{o}
@@ -288,18 +313,40 @@ const copilotWindow = 10240
 // output passed their limit: the text is then only the head of it.
 var copilotDropped = regexp.MustCompile(`^\n<output too long - dropped \d+ lines? from the end>\n?$`)
 
+// copilotTail is the length, in JavaScript characters, of the fragment
+// that builds before copilotNoTailFragment send of an output that passed
+// their live limit between two reads: its last 128 characters, which may
+// start mid-line (`seq 1 60000` on 1.0.80, 1.0.83, 1.0.86 and 1.0.89;
+// `seq 1 30000` and `seq 1 10000` on 1.0.86). The text before it is the
+// whole output so far (the first read, 8,192 characters of these; for
+// `seq 1 2000` a text of 8,893 characters, the whole output, came next).
+// The rule that makes it was not read: 1.0.89 writes its ACP updates
+// from its native runtime (runtime.node), not from its JavaScript.
+const copilotTail = 128
+
 // copilotLive reads one live content text: the whole output so far, or,
 // at exactly copilotWindow characters, only its tail, or, ending with
-// copilotDropped, only its head.
-func copilotLive(text string) accum.Text {
+// copilotDropped, only its head. With tailFragment (the build's), a text
+// of exactly copilotTail characters may be the fragment of a big output's
+// end: it is marked a cut text that never replaces a longer one (Head),
+// so that the whole output so far, sent before, is kept. Only where it
+// holds nothing longer is it used, and then the stream is said to be
+// truncated until a later text that extends it, or the final, restates
+// the output; that is the price of a text the build sends in both
+// meanings. A fragment is never joined to the text held, since nothing
+// says what lies between them.
+func copilotLive(text string, tailFragment bool) accum.Text {
 	if strings.HasSuffix(strings.TrimSuffix(text, "\n"), " from the end>") {
 		// Only the notice's line is matched, not the whole text.
 		if i := strings.LastIndex(text, "\n<output too long - "); i >= 0 && copilotDropped.MatchString(text[i:]) {
 			return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text[:i+1], Truncated: true}
 		}
 	}
-	if utf16Len(text) == copilotWindow {
+	switch n := utf16Len(text); {
+	case n == copilotWindow:
 		return accum.Text{Stream: accum.Combined, Kind: accum.Window, Text: text, Truncated: true}
+	case n == copilotTail && tailFragment:
+		return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text, Truncated: true, Head: true}
 	}
 	return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text}
 }

@@ -226,7 +226,13 @@ func TestCopilotShellExitLine(t *testing.T) {
 // it returns the call and its last revision.
 func foldCopilot(t *testing.T, frames []obsCase) (*accum.Call, accum.Revision) {
 	t.Helper()
-	d := mustDialect(t, "copilot")
+	return foldCopilotBuild(t, mustDialect(t, "copilot"), frames)
+}
+
+// foldCopilotBuild is foldCopilot with d, a Copilot dialect bound to a
+// build.
+func foldCopilotBuild(t *testing.T, d Dialect, frames []obsCase) (*accum.Call, accum.Revision) {
+	t.Helper()
 	c := accum.NewCall("c", 1<<20)
 	for _, f := range frames {
 		obs, err := readCase(d, f.update, f.ask)
@@ -481,4 +487,79 @@ func TestCopilotShellReports(t *testing.T) {
 				Texts: final("<command with shellId: 0 is still running after 1 seconds. x>")}),
 		},
 	})
+}
+
+// Copilot 1.0.80 to 1.0.89 stream an output that passes their live limit
+// between two reads as the whole output so far (the first read, 8,192
+// characters), then only its last 128 characters, from mid-line, then the
+// "Output too large" final with a 500-character head preview (the real
+// frames of `seq 1 60000` on 1.0.86, call_big_17, recorded in
+// copilot-1.0.86_plain_full; `seq 1 10000` gives the same shapes with
+// "(47.7 KB)"). The fragment never replaces the output streamed before
+// it, and is not joined to it; 1.0.92 on send a 10,240-character tail.
+func TestCopilotTailFragment(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= 60000; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+	}
+	seq := b.String()
+	head, tail := seq[:8192], seq[len(seq)-copilotTail:]
+	require.Equal(t, "9\n59980\n", tail[:8])
+	live := func(text string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"call_big_17","content":[{"type":"content","content":{"type":"text","text":` + strconv.Quote(text) + `}}]}`
+	}
+	start := `{"sessionUpdate":"tool_call","toolCallId":"call_big_17","title":"Run step 5 (big)","kind":"execute","status":"pending","rawInput":{"command":"seq 1 60000","description":"Run step 5 (big)"}}`
+	preview := seq[:strings.LastIndexByte(seq[:500], '\n')+1]
+	tooLarge := copilotDone("call_big_17", "Output too large to read at once (340.7 KB). Saved to: /tmp/harness/tmp/1796463810626-copilot-tool-output.txt\n"+
+		"Consider using tools like grep (for searching), head/tail (for viewing start/end), view with view_range (for specific sections), or jq (for JSON) to examine portions of the output.\n\n"+
+		"Preview (first 500 chars):\n"+preview+"\n<shellId: 5 completed with exit code 0>", "")
+	d := mustDialect(t, "copilot")
+	fragment := accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: tail, Truncated: true, Head: true}
+	whole := func(s string) []accum.Text { return []accum.Text{txt(accum.Combined, accum.Snapshot, s)} }
+	for _, v := range []string{"1.0.61", "1.0.80", "1.0.86", "1.0.89"} {
+		bd := Bind(d, ParseVersion(v))
+		t.Run(v, func(t *testing.T) {
+			runObsCases(t, bd, []obsCase{
+				{name: "128 characters: maybe a fragment of the end, never replacing more",
+					update: live(tail), want: one(accum.Observation{ToolCallID: "call_big_17", Texts: []accum.Text{fragment}})},
+				{name: "8,192 characters: the whole output so far",
+					update: live(head), want: one(accum.Observation{ToolCallID: "call_big_17", Texts: whole(head)})},
+				{name: "another length: the whole output so far",
+					update: live(tail[1:]), want: one(accum.Observation{ToolCallID: "call_big_17", Texts: whole(tail[1:])})},
+			})
+			_, r := foldCopilotBuild(t, bd, []obsCase{{update: start}, {update: live(head)}, {update: live(tail)}, {update: tooLarge}})
+			out := r.Texts[accum.Combined]
+			require.NotNil(t, out)
+			assert.Equal(t, head, out.Text, "the output streamed before the fragment is kept")
+			assert.True(t, out.Truncated)
+			assert.GreaterOrEqual(t, out.TotalBytes, int64(348825))
+			assert.Equal(t, accum.Succeeded, r.Outcome)
+
+			// A command whose whole output is 128 characters: cut while
+			// that is all there is, whole once restated.
+			short := strings.Repeat("x", 127) + "\n"
+			_, r = foldCopilotBuild(t, bd, []obsCase{{update: start}, {update: live(short)}})
+			require.NotNil(t, r.Texts[accum.Combined])
+			assert.Equal(t, short, r.Texts[accum.Combined].Text)
+			_, r = foldCopilotBuild(t, bd, []obsCase{{update: start}, {update: live(short)}, {update: live(short + "y\n")},
+				{update: copilotDone("call_big_17", short+"y\n<shellId: 5 completed with exit code 0>", "")}})
+			require.NotNil(t, r.Texts[accum.Combined])
+			assert.Equal(t, short+"y\n", r.Texts[accum.Combined].Text)
+			assert.False(t, r.Texts[accum.Combined].Truncated)
+			_, r = foldCopilotBuild(t, bd, []obsCase{{update: start}, {update: live(short)},
+				{update: copilotDone("call_big_17", short+"<shellId: 5 completed with exit code 0>", "")}})
+			require.NotNil(t, r.Texts[accum.Combined])
+			assert.Equal(t, short, r.Texts[accum.Combined].Text)
+			assert.False(t, r.Texts[accum.Combined].Truncated)
+		})
+	}
+	for _, v := range []string{"1.0.92", "1.0.102", ""} {
+		t.Run("newest rules for "+v, func(t *testing.T) {
+			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
+				{name: "128 characters are the whole output so far",
+					update: live(tail), want: one(accum.Observation{ToolCallID: "call_big_17", Texts: whole(tail)})},
+			})
+		})
+	}
 }

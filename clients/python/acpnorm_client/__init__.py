@@ -29,6 +29,7 @@ from acpnorm.v1 import normalizer_pb2_grpc as pb_grpc
 from .fold import FoldError, Folder, Key, key_of
 from .session import (
     CannotRebuildError,
+    InvalidSessionError,
     Session,
     SessionClient,
     SessionClosedError,
@@ -60,6 +61,7 @@ __all__ = [
     "SessionFullError",
     "CannotRebuildError",
     "SessionClosedError",
+    "InvalidSessionError",
 ]
 
 Result = Union["pb.ShellExec", "pb.FrameError"]

@@ -97,6 +97,28 @@ class SessionClosedError(SessionError):
     """The Session (or its SessionClient) was closed."""
 
 
+class InvalidSessionError(SessionError):
+    """The Session's id, dialect or working directory cannot go in a
+    request: it holds a lone surrogate (as ``os.fsdecode`` gives for a path
+    that is not UTF-8), which has no UTF-8 form, as a protobuf string must
+    have. The Session gives up with it at once, sending nothing: send(),
+    turn_ended() and close() raise it."""
+
+
+def _invalid_field(session_id: str, dialect: str, cwd: str) -> Optional[InvalidSessionError]:
+    """Says which of the fields every request of a session carries cannot be
+    encoded as UTF-8, as the Go and TypeScript clients do."""
+    for what, v in (("session id", session_id), ("dialect", dialect), ("working directory", cwd)):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return InvalidSessionError(
+                f"acpnorm client: invalid session: the {what} {v!r} is not well-formed Unicode "
+                "(a lone surrogate has no UTF-8 form), so no request of it can be sent"
+            )
+    return None
+
+
 @dataclasses.dataclass
 class SessionStats:
     """What a Session went through."""
@@ -346,6 +368,12 @@ class Session:
         self._last_err: Optional[str] = None  # why the last stream failed
         self._stop = threading.Event()  # set when the Session gives up or is released
         self._call: Any = None  # the stream running, to cancel it
+        invalid = _invalid_field(session_id, dialect, cwd)
+        if invalid is not None:
+            # Every request would carry it, and protobuf would refuse it
+            # deep inside send(): say so at once, and send nothing (the
+            # thread ends at once).
+            self._give_up(invalid)
         self._thread = threading.Thread(target=self._run, name=f"acpnorm-session-{session_id}", daemon=True)
         self._thread.start()
 

@@ -188,6 +188,32 @@ class SessionFailoverTest(unittest.TestCase):
         self._lost(True)
 
 
+class SessionInvalidTest(unittest.TestCase):
+    def test_lone_surrogate(self) -> None:
+        """A session id, dialect or cwd with a lone surrogate (os.fsdecode of
+        a path that is not UTF-8 gives one) has no UTF-8 form: the Session
+        gives up at once, sending nothing, and send(), turn_ended() and
+        close() raise an InvalidSessionError naming the field, as the Go
+        and TypeScript clients do; before, send() raised a bare
+        UnicodeEncodeError from deep inside protobuf."""
+        cases = [
+            ("session id", "s\udc80", {}),
+            ("dialect", "s1", {"dialect": "\ud800x"}),
+            ("working directory", "s2", {"cwd": "/w/\udcff"}),
+        ]
+        with acpnorm_client.SessionClient(["127.0.0.1:1"]) as client:
+            for what, sid, kw in cases:
+                with self.subTest(what):
+                    s = client.session(sid, **kw)
+                    for op in (lambda: s.send(0, "{}"), s.turn_ended, lambda: s.close(timeout=1)):
+                        with self.assertRaisesRegex(acpnorm_client.InvalidSessionError, f"the {what} .* is not well-formed Unicode"):
+                            op()
+                    self.assertEqual(s.stats.streams, 0)
+            # A surrogate pair (an emoji) is well-formed.
+            ok = client.session("s\U0001F600")
+            ok.send(0, "{}")
+
+
 class SessionBoundsTest(unittest.TestCase):
     def test_bound(self) -> None:
         with acpnorm_client.SessionClient(["127.0.0.1:1"], max_requests=3, max_bytes=100) as client:

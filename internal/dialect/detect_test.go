@@ -127,6 +127,10 @@ func TestSigns(t *testing.T) {
 			upd(`{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_info":{"terminal_id":"toolu_1"}},"toolCallId":"toolu_1","sessionUpdate":"tool_call","status":"pending","title":"Terminal","kind":"execute","content":[{"type":"terminal","terminalId":"toolu_1"}]}`), "claude"},
 		{"Claude's tool_call of another tool is a sign too",
 			upd(`{"_meta":{"claudeCode":{"toolName":"Read"}},"toolCallId":"toolu_2","sessionUpdate":"tool_call","status":"pending","title":"Read","kind":"read"}`), "claude"},
+		{"Qwen's tool_call: _meta toolName and provenance",
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"run_shell_command-1","status":"pending","title":"Shell","content":[],"locations":[],"kind":"execute","rawInput":{},"_meta":{"toolName":"run_shell_command","provenance":"builtin","phase":"preparing"}}`), "qwen"},
+		{"_meta.toolName alone is no sign",
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"c1","status":"pending","title":"Shell","kind":"execute","_meta":{"toolName":"run_shell_command"}}`), ""},
 		{"a later update with _meta.claudeCode is no sign",
 			upd(`{"_meta":{"claudeCode":{"toolName":"Bash"}},"toolCallId":"toolu_1","sessionUpdate":"tool_call_update","status":"completed"}`), ""},
 		{"_meta.claudeCode null is no sign",
@@ -207,8 +211,6 @@ func TestNoSignInOtherAgentsRecordings(t *testing.T) {
 // dialect: the generic dialect reads them, and the session says so
 // (normalize.UnrecognizedAgentName).
 var unsignedRecordings = map[string]string{
-	"qwen-code-0.21.10_":                   "offers only the auth method openai, which any agent may offer",
-	"qwen-code-0.24.4_":                    "offers only the auth method openai, which any agent may offer",
 	"codex-acp2-2.6.0_plain_scenario-dev.": "offers only the auth method api-key (no chat-gpt), which any agent may offer",
 }
 

@@ -217,6 +217,7 @@ type shellUpdate struct {
 type shellMeta struct {
 	TerminalMeta
 	claudeMetaSign
+	qwenMetaSign
 }
 
 // terminal is the terminal convention of m (nil when m is).

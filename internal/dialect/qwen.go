@@ -102,11 +102,13 @@ func (qwen) forVersion(v Version) Dialect { return qwen{titleDescribes: v.Before
 
 func (qwen) Info() Info {
 	// Auth method sign: qwen-oauth, offered by builds before 0.21; later
-	// ones offer only openai, which any agent may offer.
+	// ones offer only openai, which any agent may offer, but open every
+	// tool call with `_meta.provenance` (matchesShape).
 	return Info{
 		Name:               "qwen",
 		AgentNames:         []string{"qwen-code", "qwen", "@qwen-code/qwen-code"},
 		AuthMethodIDs:      []string{"qwen-oauth"},
+		ShapeRule:          "an opening tool_call whose _meta has toolName and provenance members",
 		Summary:            "Qwen Code run_shell_command: command from rawInput (never the title with its description), rawOutput shell_result output/exitCode/signal/outcome/truncated; exit 0 beside a signal is no exit status; the content report is never output.",
 		ClientCapabilities: richCapabilities,
 	}
@@ -119,6 +121,22 @@ type qwenInput struct {
 	Directory    Str         `json:"directory"`
 	Cwd          Str         `json:"cwd"`
 	IsBackground *bool       `json:"is_background"`
+}
+
+// qwenMetaSign is the member of a tool call's `_meta` that, beside
+// toolName, is Qwen's sign: the generic reading (shellMeta) decodes them
+// only for whether they are there, for matchesShape.
+type qwenMetaSign struct {
+	ToolName   signMember `json:"toolName"`
+	Provenance signMember `json:"provenance"`
+}
+
+// matchesShape is Qwen's ShapeRule, for a session that has not seen its
+// agentInfo: from 0.21 Qwen offers only the auth method openai, but opens
+// every tool call with `_meta {toolName, provenance: "builtin", ...}`,
+// which no other agent this package knows sends.
+func (qwen) matchesShape(u *shellUpdate) bool {
+	return u.SessionUpdate == "tool_call" && u.Meta != nil && u.Meta.ToolName.Present && u.Meta.Provenance.Present
 }
 
 // qwenOutput is Qwen's structured `rawOutput` of a shell call.

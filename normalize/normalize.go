@@ -183,8 +183,9 @@ const (
 	// with a number, a numeric string or a signal name.
 	UnrecognizedExitField = accum.UnrecognizedExit
 	// UnrecognizedOutputField: a member under rawOutput or _meta the
-	// dialect does not read, named like output, stdout, stderr, data or
-	// text, with a sizeable string or an array.
+	// dialect does not read, named like output, stdout, stderr, data,
+	// text, out, result, chunk, body, log or content, with a sizeable
+	// string or an array.
 	UnrecognizedOutputField = accum.UnrecognizedOutput
 	// UnrecognizedResultText: a text that reads like a result block
 	// (`Exit Code: N`, `Process exited with code N`, a first line

@@ -390,8 +390,8 @@ const (
 	// string, or a signal name).
 	UnrecognizedExit = "exit_field"
 	// UnrecognizedOutput: a member the dialect does not read whose name
-	// says output, stdout, stderr, data or text, with a sizeable string or
-	// a byte array.
+	// says output, stdout, stderr, data, text, out, result, chunk, body,
+	// log or content, with a sizeable string or a byte array.
 	UnrecognizedOutput = "output_field"
 	// UnrecognizedResult: text that reads like a result block (a line
 	// `Exit Code: N`, `Process exited with code N`, a first line `exit

@@ -655,7 +655,11 @@ func wordKind(w []byte) wordKinds {
 		return wordKinds{exit: true}
 	case "signal":
 		return wordKinds{exit: true, signal: true}
-	case "output", "stdout", "stderr", "data", "text":
+	case "output", "stdout", "stderr", "data", "text",
+		// Words an agent may move output under: a build that renames
+		// rawOutput.output to result or a terminal's data to chunk would
+		// otherwise lose its output unsaid.
+		"out", "result", "chunk", "body", "log", "content":
 		return wordKinds{output: true}
 	case "path", "file", "filename", "dir", "url", "uri", "id":
 		return wordKinds{place: true}

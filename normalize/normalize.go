@@ -196,7 +196,8 @@ const (
 	// ACP's four; the call is not taken to have ended.
 	UnrecognizedStatusValue = accum.UnrecognizedStatus
 	// UnrecognizedContentType: a shell call's content item of a type ACP
-	// does not define, which no dialect reads.
+	// does not define, which no dialect reads, or a text block without a
+	// string `text` (field "content[].content.text").
 	UnrecognizedContentType = accum.UnrecognizedContent
 	// UnrecognizedAgentName: the agent's initialize result names an
 	// agent no dialect knows (field "agentInfo.name"), or names none and

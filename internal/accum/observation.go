@@ -403,7 +403,8 @@ const (
 	// to have ended, so an exit code beside it stays a placeholder.
 	UnrecognizedStatus = "status_value"
 	// UnrecognizedContent: a content item of a type ACP does not define
-	// (or a content block of one), which no dialect reads.
+	// (or a content block of one), which no dialect reads, or a text
+	// block without a string `text`.
 	UnrecognizedContent = "content_type"
 )
 

@@ -311,6 +311,15 @@ func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *To
 			break
 		}
 	}
+	for i := range tc.Content {
+		// A text block whose text is not a string under `text` (a build
+		// that moved it to `value`): every dialect reads a text block's
+		// text there, so its output would go unsaid.
+		if c := &tc.Content[i]; c.isText() && c.Content.Text.lit == nil {
+			addUnrecognized(&o.Unrecognized, accum.UnrecognizedContent, "content[].content.text")
+			break
+		}
+	}
 	ended := o.Status.Ended() && o.Exit == nil && o.Signal == "" && !o.Cancelled
 	nodes := [len(knownMembers)]*knownNode{k.rawOutput, k.meta}
 	if marked != nil && marked.Objects == 1 && marked.N <= jsonlit.MaxMarked {

@@ -205,6 +205,12 @@ const (
 	// "agentInfo.name (absent)"), so the generic dialect reads the
 	// session.
 	UnrecognizedAgentName = "agent_name"
+	// UnrecognizedShellUnread: a frame that opens a tool call carries
+	// signs of a shell call (the kind `execute`, a terminal content item,
+	// a string `rawInput.command` or `rawInput.cmd`, a tool call id whose
+	// words name a shell) that its dialect did not take for one, so the
+	// call gives no record: a renamed or re-kinded shell tool.
+	UnrecognizedShellUnread = accum.UnrecognizedShell
 )
 
 // agentNameAbsent is the field of an UnrecognizedAgentName said for an
@@ -216,6 +222,7 @@ const agentNameAbsent = "agentInfo.name (absent)"
 var unrecognizedKinds = [...]string{
 	UnrecognizedExitField, UnrecognizedOutputField, UnrecognizedResultText,
 	UnrecognizedStatusValue, UnrecognizedContentType, UnrecognizedAgentName,
+	UnrecognizedShellUnread,
 }
 
 // maxVersionLabel bounds the agentVersion of Hooks.Unrecognized.

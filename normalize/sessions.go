@@ -1098,8 +1098,11 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		// not understand follows from it.
 		ss.hooks.unrecognized(s, UnrecognizedAgentName, agentNameAbsent)
 	}
-	if len(o.Unrecognized) > 0 && e.call.IsShell() {
-		for _, u := range o.Unrecognized {
+	for _, u := range o.Unrecognized {
+		// What a shell call carries that its dialect does not read is
+		// said of shell calls; a shell the dialect did not take for one
+		// is said of a call that is none.
+		if e.call.IsShell() != (u.What == accum.UnrecognizedShell) {
 			ss.hooks.unrecognized(s, u.What, u.Field)
 		}
 	}

@@ -58,3 +58,29 @@ func TestRecordingsRaiseNoReport(t *testing.T) {
 		assert.Empty(t, reportsOf(t, file), filepath.Base(file))
 	}
 }
+
+// saidOf feeds frames to a new Normalizer as session "s" and returns what
+// Hooks.UnrecognizedField said ("what field").
+func saidOf(t *testing.T, frames ...string) []string {
+	t.Helper()
+	var got []string
+	n := normalize.New(normalize.WithHooks(normalize.Hooks{UnrecognizedField: func(_, _, what, field string) {
+		got = append(got, what+" "+field)
+	}}))
+	for _, f := range frames {
+		_, err := n.Feed("s", []byte(f))
+		require.NoError(t, err)
+	}
+	return got
+}
+
+// A tool call that opens with the signs of a shell its dialect does not
+// take for one is said, though the call is none; the session's shell
+// calls say it no more than before.
+func TestShellUnreadSaid(t *testing.T) {
+	open := func(tool string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"_meta":{"claudeCode":{"toolName":"` + tool + `"}},"toolCallId":"t1","sessionUpdate":"tool_call","rawInput":{"command":"ls"},"status":"pending","title":"ls","kind":"execute"}}}`
+	}
+	assert.Equal(t, []string{"shell_unread kind"}, saidOf(t, claudeInit, open("Shell")))
+	assert.Empty(t, saidOf(t, claudeInit, open("Bash")))
+}

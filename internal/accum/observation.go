@@ -406,6 +406,11 @@ const (
 	// (or a content block of one), which no dialect reads, or a text
 	// block without a string `text`.
 	UnrecognizedContent = "content_type"
+	// UnrecognizedShell: a frame that opens a tool call carries signs of
+	// a shell call (the kind `execute`, a terminal content item, a
+	// `rawInput.command`, a tool call id naming a shell) that its dialect
+	// did not take for one: the call is left out, as any other tool's.
+	UnrecognizedShell = "shell_unread"
 )
 
 // MaxFieldPath bounds Unrecognized.Field.

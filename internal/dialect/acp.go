@@ -460,6 +460,8 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		}
 		if tc := p.ToolCall; tc != nil && P(tc).call().ToolCallID != "" {
 			f.Observations = []accum.Observation{ask(tc)}
+			// An ask is often the first sight of a call.
+			noticeShellUnread(walk, "TOOLCALL", P(tc).call(), f.Observations)
 		}
 	case "session/new":
 		if m.Params != nil {

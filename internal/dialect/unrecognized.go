@@ -291,6 +291,9 @@ func foldName(s string) string { return strings.ToUpper(s) }
 // decode's marks of msg, nil when it did not decode msg) says where they
 // are: the update is then the one object of the update type it decoded.
 func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *ToolCall, obs []accum.Observation) {
+	if tc.SessionUpdate == "tool_call" {
+		noticeShellUnread(msg, "UPDATE", tc, obs)
+	}
 	at := -1
 	for i := range obs {
 		if obs[i].Shell != accum.ShellNo {
@@ -348,6 +351,94 @@ func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *To
 			}
 		}
 	}
+}
+
+// noticeShellUnread says when a frame that opens a tool call carries
+// what ACP or its agents use for a shell call, but the dialect took none
+// of its observations for one: a build that renamed its shell tool, or
+// moved it to another kind, would otherwise make its calls vanish
+// unsaid. The signs, each vendor-neutral: the ACP kind `execute`, a
+// terminal content item, a string `rawInput.command` or `rawInput.cmd`,
+// a tool call id whose words name a shell ("run_shell_command_1", see
+// shellID). Only a frame that may open a call is looked at (a
+// `tool_call`, whose tc is params.update, or a permission ask, whose tc is
+// params.toolCall: member names it), so a call costs it at most twice:
+// the kind and content are decoded already, and rawInput is found by a
+// walk of tc's members that skips their values.
+func noticeShellUnread(msg []byte, member string, tc *ToolCall, obs []accum.Observation) {
+	if len(obs) == 0 {
+		return
+	}
+	at := 0
+	for i := range obs {
+		if obs[i].Shell == accum.ShellYes {
+			return
+		}
+		if obs[i].ToolCallID == tc.ToolCallID {
+			at = i
+		}
+	}
+	field := ""
+	switch {
+	case tc.Kind != nil && *tc.Kind == "execute":
+		field = "kind"
+	case tc.TerminalContent() != "":
+		field = "content[].terminalId"
+	case shellID(tc.ToolCallID):
+		field = "toolCallId"
+	default:
+		if field = shellInput(msg, member); field == "" {
+			return
+		}
+	}
+	addUnrecognized(&obs[at].Unrecognized, accum.UnrecognizedShell, field)
+}
+
+// shellInput is "rawInput.command" or "rawInput.cmd" when the tool call
+// params.<member> (folded: "UPDATE", "TOOLCALL") of msg has such a member
+// with a string, else "".
+func shellInput(msg []byte, member string) string {
+	in := valueAt(msg, "PARAMS", member, "RAWINPUT")
+	if in == nil {
+		return ""
+	}
+	found := ""
+	membersAt(in, 0, func(key, b []byte, i int) int {
+		if found == "" && i < len(b) && b[i] == '"' {
+			switch {
+			case foldsTo(key, "COMMAND"):
+				found = "rawInput.command"
+			case foldsTo(key, "CMD"):
+				found = "rawInput.cmd"
+			}
+		}
+		return jsonlit.ValueEnd(b, i)
+	})
+	return found
+}
+
+// shellID says whether a tool call id has a word that names a shell
+// ("shell", "bash"), cut at '_', '-', '.', ':' and digits: some agents
+// name the tool in the id ("run_shell_command__run_shell_command_17_0"),
+// which is then the only sign of a shell left when a build changes the
+// call's kind.
+func shellID(id string) bool {
+	if len(id) > 256 {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(id); i++ {
+		if i < len(id) {
+			if c := id[i]; c != '_' && c != '-' && c != '.' && c != ':' && (c < '0' || c > '9') {
+				continue
+			}
+		}
+		if w := id[start:i]; strings.EqualFold(w, "shell") || strings.EqualFold(w, "bash") {
+			return true
+		}
+		start = i + 1
+	}
+	return false
 }
 
 // knownContent says whether a tool call's content item is of a type ACP

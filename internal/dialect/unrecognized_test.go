@@ -163,6 +163,60 @@ func TestUnrecognizedKinds(t *testing.T) {
 	}
 }
 
+// A frame that opens a tool call with the signs of a shell, which its
+// dialect does not take for one (a renamed or re-kinded shell tool),
+// says so; one without them, or one the dialect reads as a shell, does
+// not.
+func TestShellUnread(t *testing.T) {
+	claude, gemini := mustDialect(t, "claude"), mustDialect(t, "gemini")
+	for _, c := range []struct {
+		name   string
+		d      Dialect
+		update string
+		want   []accum.Unrecognized
+	}{
+		{"the shell tool renamed", claude,
+			`{"_meta":{"claudeCode":{"toolName":"Shell"}},"toolCallId":"c","sessionUpdate":"tool_call","rawInput":{},"status":"pending","title":"Terminal","kind":"execute","content":[]}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedShell, Field: "kind"}}},
+		{"a terminal content item", claude,
+			`{"_meta":{"claudeCode":{"toolName":"Shell"}},"toolCallId":"c","sessionUpdate":"tool_call","rawInput":{},"status":"pending","title":"Terminal","content":[{"type":"terminal","terminalId":"c"}]}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedShell, Field: "content[].terminalId"}}},
+		{"a command in rawInput", claude,
+			`{"_meta":{"claudeCode":{"toolName":"Shell"}},"toolCallId":"c","sessionUpdate":"tool_call","rawInput":{"description":"list","cmd":"ls"},"status":"pending","title":"ls","kind":"other"}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedShell, Field: "rawInput.cmd"}}},
+		{"the shell's kind changed: its id names it", gemini,
+			`{"sessionUpdate":"tool_call","toolCallId":"run_shell_command__run_shell_command_1796051290753_0","status":"in_progress","title":"ls","content":[],"locations":[],"kind":"other"}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedShell, Field: "toolCallId"}}},
+		{"the shell as it is", claude,
+			`{"_meta":{"claudeCode":{"toolName":"Bash"}},"toolCallId":"c","sessionUpdate":"tool_call","rawInput":{},"status":"pending","title":"Terminal","kind":"execute","content":[]}`,
+			nil},
+		{"another tool", claude,
+			`{"_meta":{"claudeCode":{"toolName":"Read"}},"toolCallId":"c","sessionUpdate":"tool_call","rawInput":{"file_path":"/x"},"status":"pending","title":"Read /x","kind":"read"}`,
+			nil},
+		{"a word in an id that is no shell's", gemini,
+			`{"sessionUpdate":"tool_call","toolCallId":"read_file__shellfish_1","status":"in_progress","title":"x","kind":"read"}`,
+			nil},
+		{"not on a frame that does not open the call", claude,
+			`{"_meta":{"claudeCode":{"toolName":"Shell"}},"toolCallId":"c","sessionUpdate":"tool_call_update","rawInput":{"command":"ls"},"kind":"execute"}`,
+			nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obs := readUpdate(t, c.d, c.update)
+			require.NotEmpty(t, obs)
+			if c.want != nil {
+				assert.NotEqual(t, accum.ShellYes, obs[0].Shell, "the dialect does not read it as a shell")
+			}
+			assert.Equal(t, c.want, obs[0].Unrecognized)
+		})
+	}
+
+	// A permission ask is often the first sight of a call.
+	f, err := Read(gemini, []byte(`{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","options":[],"toolCall":{"toolCallId":"c","status":"pending","title":"ls","kind":"other","rawInput":{"command":"ls"}}}}`))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	assert.Equal(t, []accum.Unrecognized{{What: accum.UnrecognizedShell, Field: "rawInput.command"}}, f.Observations[0].Unrecognized)
+}
+
 // What a dialect declares it does not read is not unrecognized.
 type unreadProbe struct {
 	ToolCall

@@ -99,7 +99,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"op"}),
 		unrecognized: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "unrecognized_total",
-			Help: "Sessions that showed something their dialect does not read, a sign that the agent's wire changed (acpnormd replay --explain shows where), each kind once per session, by dialect, agent_version (the agent's build from its initialize result, \"unknown\", or \"other\" past the first 64 builds seen) and what (exit_field, output_field, result_text, status_value, content_type, agent_name).",
+			Help: "Sessions that showed something their dialect does not read, a sign that the agent's wire changed (acpnormd replay --explain shows where), each kind once per session, by dialect, agent_version (the agent's build from its initialize result, \"unknown\", or \"other\" past the first 64 builds seen) and what (exit_field, output_field, result_text, status_value, content_type, agent_name, shell_unread).",
 		}, []string{"dialect", "agent_version", "what"}),
 		versions: map[string]bool{},
 	}

@@ -190,7 +190,13 @@ const (
 	// UnrecognizedResultText: a text that reads like a result block
 	// (`Exit Code: N`, `Process exited with code N`, a first line
 	// `exit status N`) on a frame that ends the call, from which the
-	// dialect read no exit.
+	// dialect read no exit, or an agent's failure notice that reads like
+	// one (field "failure notice"); or, when a shell call ends, an exit
+	// line left as the first or last line of its output (field
+	// "output"): `exit status N`, `[Command exited with status N]`,
+	// `<... completed with exit status N>`, `Return code: N` (a last line
+	// `exit status N` only when the call has no exit code: Go programs
+	// print it there). The record keeps what the dialect read.
 	UnrecognizedResultText = accum.UnrecognizedResult
 	// UnrecognizedStatusValue: a shell call's `status` that is none of
 	// ACP's four; the call is not taken to have ended.

@@ -1108,9 +1108,21 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	}
 	if !wasEnded && e.call.Ended() {
 		e.endedAt = ss.now()
+		ss.exitLineLeft(s, e)
 	}
 	ss.emit(s, e, r)
 	return id
+}
+
+// exitLineLeft says, for a shell call that has just ended, an exit line
+// its dialect left in its output (accum.Call.ExitLineHeld): an agent's
+// words about how the command ended that a build reworded, so that they
+// became output and the exit they gave may be lost. It costs a look at
+// the first and last line of each text the call holds, once per call.
+func (ss *sessions) exitLineLeft(s *session, e *entry) {
+	if e.call.IsShell() && e.call.ExitLineHeld() {
+		ss.hooks.unrecognized(s, UnrecognizedResultText, "output")
+	}
 }
 
 // refused counts a refusal by limit of request r.
@@ -1289,6 +1301,7 @@ func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
 		e.call.End(cancelled, why)
 		ss.settle(s, e, 0)
 		e.endedAt = now
+		ss.exitLineLeft(s, e)
 		ss.emit(s, e, r)
 	}
 }

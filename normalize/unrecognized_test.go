@@ -74,6 +74,27 @@ func saidOf(t *testing.T, frames ...string) []string {
 	return got
 }
 
+// An exit line the dialect left in a call's output (a build reworded its
+// words about how the command ended) is said when the call ends, once;
+// the record is what the dialect read. Output that merely ends as a Go
+// program's does, with an exit known, says nothing.
+func TestExitLineLeftInOutput(t *testing.T) {
+	update := func(u string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":` + u + `}}`
+	}
+	live := func(data string) string {
+		return update(`{"_meta":{"terminal_output":{"terminal_id":"t1","data":` + data + `}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`)
+	}
+	open := update(`{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_info":{"terminal_id":"t1"}},"toolCallId":"t1","sessionUpdate":"tool_call","rawInput":{"command":"printf 'a\\nb\\n'; exit 3"},"status":"pending","title":"Terminal","kind":"execute","content":[{"type":"terminal","terminalId":"t1"}]}`)
+	end := update(`{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"t1","exit_code":3,"signal":null}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed"}`)
+
+	assert.Empty(t, saidOf(t, claudeInit, open, live(`"Exit code 3\na\nb"`), end), "the agent's own header is read")
+	assert.Equal(t, []string{"result_text output"}, saidOf(t, claudeInit, open, live(`"exit status 3\na\nb"`), end))
+	assert.Equal(t, []string{"result_text output"}, saidOf(t, claudeInit, open, live(`"Exited with status 3\na\nb"`), end))
+	assert.Empty(t, saidOf(t, claudeInit, open, live(`"a\nb\nexit status 3"`), end), "a Go program's last line, the exit known")
+	assert.Empty(t, saidOf(t, claudeInit, open, live(`"exit status 3\na\nb"`)), "a call that has not ended")
+}
+
 // A tool call that opens with the signs of a shell its dialect does not
 // take for one is said, though the call is none; the session's shell
 // calls say it no more than before.

@@ -396,7 +396,9 @@ const (
 	// UnrecognizedResult: text that reads like a result block (a line
 	// `Exit Code: N`, `Process exited with code N`, a first line `exit
 	// status N`) on a frame that ends the call, from which the dialect
-	// read no exit.
+	// read no exit, or an agent's failure notice that reads like an exit
+	// line; or an exit line (ExitLineIn) left at either end of a shell
+	// call's output when it ends (Call.ExitLineHeld, said by the session).
 	UnrecognizedResult = "result_text"
 	// UnrecognizedStatus: a `status` that is none of ACP's four
 	// (pending, in_progress, completed, failed): the call is not taken

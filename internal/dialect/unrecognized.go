@@ -32,7 +32,14 @@ import (
 // the walk reads its light frame), and their members are matched against
 // the known tree without allocating. The typed decode marks where they
 // are (jsonlit.FastDecodeMarked); only a frame it did not read is walked
-// from its start to find them.
+// from its start to find them. A frame that opens a tool call none of
+// whose observations is a shell has its kind, terminal content and id
+// looked at too, and only when those say nothing the names of its
+// rawInput's members, their values skipped (noticeShellUnread). The exit
+// lines a dialect leaves in output are looked for by the session, once
+// per shell call when it ends: a short pattern on the first and last line
+// of each text the call holds, at most 96 bytes each
+// (accum.Call.ExitLineHeld), never the rest of the text.
 
 // unreadFields is implemented by a dialect's update type (the U its read
 // passes to readFrame) when it knows members under `rawOutput` or `_meta`
@@ -342,6 +349,11 @@ func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *To
 			}
 			return nil, false
 		})
+	}
+	if ended && o.FailNotice != "" && accum.ExitLineIn([]byte(o.FailNotice), true, false) {
+		// The agent's words about a failure read like an exit line: a
+		// reworded one its dialect no longer reads the exit from.
+		addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, "failure notice")
 	}
 	if ended {
 		for i := range tc.Content {

@@ -1,0 +1,87 @@
+package accum
+
+import (
+	"bytes"
+	"regexp"
+)
+
+// An exit line is a short line that reads like a tool's words about how a
+// command ended rather than like the command's output: "Exit code 3",
+// "exit status 3", "[Command exited with status 3]", "Return code: 3",
+// "<shellId: 1 completed with exit status 3>". Dialects take their
+// agent's exit lines out of output and read the exit from them; one left
+// in a call's output (or in a notice) is the sign that a build reworded
+// it, so the exit it gave is lost or the words are now output. It is a
+// report only (UnrecognizedResult): nothing of the call changes.
+
+// exitLinePattern is an exit line, trimmed: at most a few words before it
+// (a bracket, "Command", "shellId: 1 completed with"), exit, exited,
+// return or returned, then code, status or value (optionally "with"), a
+// colon or an equals sign, a number, a closing bracket. A plain "exit
+// status N" is told apart (plainExitStatus).
+var exitLinePattern = regexp.MustCompile(`(?i)^[\[<(]?.{0,40}?\b(?:exit(?:ed)?|return(?:ed)?)(?:\s+(?:with\s+)?(?:code|status|value))?\s*[:=]?\s*-?\d{1,10}\s*[\]>)]?\.?$`)
+
+// plainExitStatus is "exit status N" alone: Go's os/exec words a failed
+// program so, and go run, go test and every Go program that shells out
+// print it at the end of their own output.
+var plainExitStatus = regexp.MustCompile(`(?i)^exit status:?\s*-?\d{1,10}$`)
+
+// maxExitLine bounds the line looked at: an exit line is short.
+const maxExitLine = 96
+
+// ExitLineIn says whether text's first or last line (not counting blank
+// ones at its ends) is an exit line. head says the text is whole from its
+// start (a text whose head was dropped has no first line to look at);
+// exitKnown that the call has an exit code, in which case a plain "exit
+// status N" counts only as the first of several lines (where a tool puts
+// its header), never as the last (where a Go program prints it). It
+// looks at two lines, never the rest of the text.
+func ExitLineIn(text []byte, head, exitKnown bool) bool {
+	text = bytes.TrimRight(text, " \t\r\n")
+	if head {
+		text = bytes.TrimLeft(text, " \t\r\n")
+	}
+	if len(text) == 0 {
+		return false
+	}
+	first, last := text, text
+	several := false
+	if i := bytes.IndexByte(text, '\n'); i >= 0 {
+		first, several = text[:i], true
+		last = text[bytes.LastIndexByte(text, '\n')+1:]
+	}
+	if head && exitLine(first, !exitKnown || several) {
+		return true
+	}
+	return (several || !head) && exitLine(last, !exitKnown)
+}
+
+// exitLine says whether line is an exit line; plain says whether a plain
+// "exit status N" counts.
+func exitLine(line []byte, plain bool) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) < 6 || len(line) > maxExitLine || bytes.IndexByte(line, 't') < 0 && bytes.IndexByte(line, 'T') < 0 {
+		return false
+	}
+	if !exitLinePattern.Match(line) {
+		return false
+	}
+	return plain || !plainExitStatus.Match(line)
+}
+
+// ExitLineHeld says whether a text the call holds has an exit line as its
+// first or last line (ExitLineIn). It is meant for a call that has just
+// ended: it looks at the first and last line of each stream it holds.
+func (c *Call) ExitLineHeld() bool {
+	known := c.exit != nil
+	for _, b := range c.streams {
+		if b == nil || !b.seen {
+			continue
+		}
+		held := b.held()
+		if ExitLineIn(held, b.total == int64(len(held)), known) {
+			return true
+		}
+	}
+	return false
+}

@@ -38,6 +38,10 @@ type explained struct {
 	// heldAt is that frame.
 	heldExit string
 	heldAt   int
+	// held is the output, stdout and stderr as the revisions carried
+	// them, for the exit line the session looks for when the call ends.
+	held      [3]string
+	heldTotal [3]int64 // the size of each whole text
 }
 
 // span is one source of output and the frames it came from.
@@ -146,6 +150,8 @@ func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int,
 		for id, obs := range fr.byCall {
 			if c := calls[id]; c != nil {
 				c.noted(fr, obs)
+			} else {
+				problems = append(problems, shellUnread(fr, id, obs)...)
 			}
 		}
 	}
@@ -279,6 +285,7 @@ func (fr *frameRead) source(id string, field func(*accum.Sources) string, output
 func (c *explained) revised(x *normalize.ShellExec, fr *frameRead, sessionCwd string, lastClientExit int) {
 	prev := c.last
 	c.last = x
+	c.exitLineLeft(x, prev, fr)
 	if prev == nil || x.Command != prev.Command {
 		if x.Command != "" {
 			c.command = []string{fr.source(c.id, func(s *accum.Sources) string { return s.Command }, false)}
@@ -327,6 +334,47 @@ func (c *explained) revised(x *normalize.ShellExec, fr *frameRead, sessionCwd st
 			c.output = append(c.output, span{src: src, first: fr.n, final: fr.n, frames: 1})
 		}
 		break
+	}
+}
+
+// shellUnread says where frame fr opened tool call id, which gives no
+// record, with the signs of a shell its dialect did not take for one.
+func shellUnread(fr *frameRead, id string, obs []*accum.Observation) []string {
+	var out []string
+	for _, o := range obs {
+		for _, u := range o.Unrecognized {
+			if u.What == accum.UnrecognizedShell {
+				q := strconv.QuoteToGraphic(u.Field)
+				out = append(out, fmt.Sprintf("frame %d: tool call %s has a shell's %s, but the %s dialect does not read it as a shell (shell_unread)", fr.n, strconv.QuoteToGraphic(clip(id, 80)), q[1:len(q)-1], fr.dialect))
+			}
+		}
+	}
+	return out
+}
+
+// exitLineLeft folds the texts of revision x and, when x ends the call,
+// says an exit line its dialect left at either end of one, as the session
+// says it (Hooks.Unrecognized, result_text).
+func (c *explained) exitLineLeft(x, prev *normalize.ShellExec, fr *frameRead) {
+	for i, t := range []*normalize.Text{x.Output, x.Stdout, x.Stderr} {
+		if t == nil {
+			continue
+		}
+		if t.Mode == normalize.Replace {
+			c.held[i] = t.Text
+		} else {
+			c.held[i] += t.Text
+		}
+		c.heldTotal[i] = t.TotalBytes
+	}
+	if x.State != normalize.StateEnded || (prev != nil && prev.State == normalize.StateEnded) {
+		return
+	}
+	for i, h := range c.held {
+		if h != "" && accum.ExitLineIn([]byte(h), c.heldTotal[i] <= int64(len(h)), x.ExitCode != nil) {
+			c.unknown = append(c.unknown, fmt.Sprintf("frame %d output: an exit line at its start or end, left in it (result_text)", fr.n))
+			return
+		}
 	}
 }
 

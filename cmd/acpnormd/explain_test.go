@@ -102,6 +102,23 @@ func TestExplainAgentName(t *testing.T) {
 	assert.NotContains(t, out, "agent_name")
 }
 
+// A reworded exit line left in output, and a shell tool its dialect no
+// longer takes for one, are named with the frame.
+func TestExplainExitLineAndShellUnread(t *testing.T) {
+	rec := strings.Join([]string{
+		`{"dir":"agent->client","msg":{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"@agentclientprotocol/claude-agent-acp","title":"Claude Agent","version":"0.101.0"}}}}`,
+		`{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_info":{"terminal_id":"t1"}},"toolCallId":"t1","sessionUpdate":"tool_call","rawInput":{"command":"false"},"status":"pending","title":"false","kind":"execute","content":[{"type":"terminal","terminalId":"t1"}]}}}}`,
+		`{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"_meta":{"terminal_output":{"terminal_id":"t1","data":"exit status 1\nno"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}}}}`,
+		`{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"t1","exit_code":1,"signal":null}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed"}}}}`,
+		`{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"_meta":{"claudeCode":{"toolName":"Shell"}},"toolCallId":"t2","sessionUpdate":"tool_call","rawInput":{"command":"ls"},"status":"pending","title":"ls","kind":"execute"}}}}`,
+	}, "\n") + "\n"
+	file := filepath.Join(t.TempDir(), "reworded.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(rec), 0o600))
+	out := explainOut(t, file)
+	assert.Contains(t, out, "  unknown  not understood by the claude dialect:\n             frame 4 output: an exit line at its start or end, left in it (result_text)\n")
+	assert.Contains(t, out, `frame 5: tool call "t2" has a shell's kind, but the claude dialect does not read it as a shell (shell_unread)`)
+}
+
 func TestExplainFlags(t *testing.T) {
 	for _, args := range [][]string{{"--explain", "--json"}, {"--explain", "--addr", "127.0.0.1:1"}} {
 		_, err := parseReplay(args)

@@ -1109,6 +1109,10 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	if !wasEnded && e.call.Ended() {
 		e.endedAt = ss.now()
 		ss.exitLineLeft(s, e)
+	} else if wasEnded && len(o.Texts) > 0 {
+		// Output that comes after the end: a session/load replaying
+		// the call's history, a late stream.
+		ss.exitLineLeft(s, e)
 	}
 	ss.emit(s, e, r)
 	return id
@@ -1118,7 +1122,8 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 // its dialect left in its output (accum.Call.ExitLineHeld): an agent's
 // words about how the command ended that a build reworded, so that they
 // became output and the exit they gave may be lost. It costs a look at
-// the first and last line of each text the call holds, once per call.
+// the first and last line of each text the call holds, once per call and
+// once per frame that brings it output after its end.
 func (ss *sessions) exitLineLeft(s *session, e *entry) {
 	if e.call.IsShell() && e.call.ExitLineHeld() {
 		ss.hooks.unrecognized(s, UnrecognizedResultText, "output")

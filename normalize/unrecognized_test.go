@@ -93,6 +93,9 @@ func TestExitLineLeftInOutput(t *testing.T) {
 	assert.Equal(t, []string{"result_text output"}, saidOf(t, claudeInit, open, live(`"Exited with status 3\na\nb"`), end))
 	assert.Empty(t, saidOf(t, claudeInit, open, live(`"a\nb\nexit status 3"`), end), "a Go program's last line, the exit known")
 	assert.Empty(t, saidOf(t, claudeInit, open, live(`"exit status 3\na\nb"`)), "a call that has not ended")
+	// Output that comes after the end (a session/load replaying the
+	// call's history) is looked at when it comes.
+	assert.Equal(t, []string{"result_text output"}, saidOf(t, claudeInit, open, end, live(`"exit status 3\na\nb"`)))
 }
 
 // A tool call that opens with the signs of a shell its dialect does not

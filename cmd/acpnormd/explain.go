@@ -42,6 +42,8 @@ type explained struct {
 	// them, for the exit line the session looks for when the call ends.
 	held      [3]string
 	heldTotal [3]int64 // the size of each whole text
+	// exitLine: an exit line left in output was named.
+	exitLine bool
 }
 
 // span is one source of output and the frames it came from.
@@ -356,6 +358,7 @@ func shellUnread(fr *frameRead, id string, obs []*accum.Observation) []string {
 // says an exit line its dialect left at either end of one, as the session
 // says it (Hooks.Unrecognized, result_text).
 func (c *explained) exitLineLeft(x, prev *normalize.ShellExec, fr *frameRead) {
+	texts := false
 	for i, t := range []*normalize.Text{x.Output, x.Stdout, x.Stderr} {
 		if t == nil {
 			continue
@@ -365,14 +368,18 @@ func (c *explained) exitLineLeft(x, prev *normalize.ShellExec, fr *frameRead) {
 		} else {
 			c.held[i] += t.Text
 		}
-		c.heldTotal[i] = t.TotalBytes
+		c.heldTotal[i], texts = t.TotalBytes, true
 	}
-	if x.State != normalize.StateEnded || (prev != nil && prev.State == normalize.StateEnded) {
+	// The session looks when the call ends, and at output that comes
+	// after.
+	ending := prev == nil || prev.State != normalize.StateEnded
+	if c.exitLine || x.State != normalize.StateEnded || !ending && !texts {
 		return
 	}
 	for i, h := range c.held {
 		if h != "" && accum.ExitLineIn([]byte(h), c.heldTotal[i] <= int64(len(h)), x.ExitCode != nil) {
 			c.unknown = append(c.unknown, fmt.Sprintf("frame %d output: an exit line at its start or end, left in it (result_text)", fr.n))
+			c.exitLine = true
 			return
 		}
 	}

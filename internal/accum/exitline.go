@@ -17,9 +17,10 @@ import (
 // exitLinePattern is an exit line, trimmed: at most a few words before it
 // (a bracket, "Command", "shellId: 1 completed with"), exit, exited,
 // return or returned, then code, status or value (optionally "with"), a
-// colon or an equals sign, a number, a closing bracket. A plain "exit
+// colon or an equals sign, a number, a closing bracket or two
+// ("<shellId: 1 completed with [exit: 3]>"). A plain "exit
 // status N" is told apart (plainExitStatus).
-var exitLinePattern = regexp.MustCompile(`(?i)^[\[<(]?.{0,40}?\b(?:exit(?:ed)?|return(?:ed)?)(?:\s+(?:with\s+)?(?:code|status|value))?\s*[:=]?\s*-?\d{1,10}\s*[\]>)]?\.?$`)
+var exitLinePattern = regexp.MustCompile(`(?i)^[\[<(]?.{0,40}?\b(?:exit(?:ed)?|return(?:ed)?)(?:\s+(?:with\s+)?(?:code|status|value))?\s*[:=]?\s*-?\d{1,10}\s*[\]>)]{0,2}\.?$`)
 
 // plainExitStatus is "exit status N" alone: Go's os/exec words a failed
 // program so, and go run, go test and every Go program that shells out

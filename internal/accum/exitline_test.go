@@ -27,6 +27,7 @@ func TestExitLineIn(t *testing.T) {
 		{"a\nb\n\nCommand exited with status 3", true, false, true},
 		{"a\nb\nExit Code: 3", true, true, true},
 		{"a\nb\n[exit: 3]", true, true, true},
+		{"a\nb\n<shellId: 1 completed with [exit: 3]>", true, true, true},
 		{"Return code: 2\nls: cannot access", true, true, true},
 		{"a\n(exit code 3)\n", true, true, true},
 		{"a\nb\nexit status 3", true, false, true}, // no exit: the line may have held it

@@ -840,11 +840,12 @@ func resultLike(key, val []byte) string {
 // resultLines are the lines of a result block a shell tool writes for the
 // model, as they appear in a JSON string literal (a line starts after the
 // opening quote or a \n escape; a bracket may open it, as in
-// `[Process exited with code 3]`). `exit status N` counts only as a text's
+// `[Process exited with code 3]`; "with status" is read as "with code",
+// and `[exit: 3]` too, as a build may reword them so). `exit status N` counts only as a text's
 // first line: it is also what Go's os/exec prints for a program that
 // failed (`go run`, `go test`), so a command's own output often holds it,
 // at its end or a few lines before.
-var resultLines = regexp.MustCompile(`(?:^"|\\n)\s*[\[<(]?(?:(?:Exit (?:Code|code|status|Status)|exit (?:Code|code|Status))\s*[:=]?\s*-?\d+\s*[\]>)]?\s*(?:\\[nr]|"$)|(?:Process exited|Command exited|Exited) with code -?\d+)|^"\s*exit status\s*[:=]?\s*-?\d+\s*(?:\\[nr]|"$)`)
+var resultLines = regexp.MustCompile(`(?:^"|\\n)\s*[\[<(]?(?:(?:Exit (?:Code|code|status|Status)|exit (?:Code|code|Status)|[Ee]xit\s*[:=])\s*[:=]?\s*-?\d+\s*[\]>)]?\s*(?:\\[nr]|"$)|(?:Process exited|Command exited|Exited) with (?:code|status) -?\d+)|^"\s*exit status\s*[:=]?\s*-?\d+\s*(?:\\[nr]|"$)`)
 
 // resultBlockWindow is how much of a literal's head and of its tail is
 // searched for result lines: result blocks are at either end.

@@ -301,6 +301,9 @@ func TestResultBlock(t *testing.T) {
 		{`"a\n(exit code 3)\n"`, true},
 		{`"  exit status: 2"`, true},
 		{`"Exit status 3\nok\n"`, true},
+		{`"a\nb\n\n\nCommand exited with status 3"`, true},
+		{`"Command: x\nOutput: a\n[exit: 3]\nSignal: (none)"`, true},
+		{`"a\nExited with status 3\n"`, true},
 		{`"x\nExit status 3\n"`, true},
 		// Go's os/exec words a failed program so: a command's own output
 		// (go test, go run) holds it, at its end or a few lines before.

@@ -440,7 +440,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		if fast && !noMarks.Load() {
 			at = &marked
 		}
-		noticeUnrecognized(walk, at, plan.known, P(u).call(), f.Observations)
+		noticeUnrecognized(walk, at, plan.known, P(u).call(), f.Observations, knowsTool(P(u)))
 		markChecked(f.Observations, checked)
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {
@@ -461,7 +461,9 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		if tc := p.ToolCall; tc != nil && P(tc).call().ToolCallID != "" {
 			f.Observations = []accum.Observation{ask(tc)}
 			// An ask is often the first sight of a call.
-			noticeShellUnread(walk, "TOOLCALL", P(tc).call(), f.Observations)
+			if !knowsTool(P(tc)) {
+				noticeShellUnread(walk, "TOOLCALL", P(tc).call(), f.Observations)
+			}
 		}
 	case "session/new":
 		if m.Params != nil {

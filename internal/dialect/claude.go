@@ -370,6 +370,15 @@ func claudeBase(u *claudeUpdate, o accum.Observation) accum.Observation {
 	return o
 }
 
+// claudeOtherTools are the tools of Claude Code that are no shell but
+// that claude-code-acp gives the kind execute: BashOutput and KillShell
+// (KillBash before it) read and stop a background shell.
+var claudeOtherTools = map[string]bool{"BashOutput": true, "KillShell": true, "KillBash": true}
+
+// knownTool implements knownTools: a tool of Claude Code's the dialect
+// knows is no shell, though its kind is execute.
+func (u *claudeUpdate) knownTool() bool { return claudeOtherTools[claudeToolName(u)] }
+
 // claudeToolName is the tool the frame names: `_meta.claudeCode.toolName`,
 // else the unstable `name` ("" when it names none).
 func claudeToolName(u *claudeUpdate) string {

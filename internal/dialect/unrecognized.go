@@ -297,8 +297,8 @@ func foldName(s string) string { return strings.ToUpper(s) }
 // is walked to the update's rawOutput and _meta, unless marked (the fast
 // decode's marks of msg, nil when it did not decode msg) says where they
 // are: the update is then the one object of the update type it decoded.
-func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *ToolCall, obs []accum.Observation) {
-	if tc.SessionUpdate == "tool_call" {
+func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *ToolCall, obs []accum.Observation, toolKnown bool) {
+	if tc.SessionUpdate == "tool_call" && !toolKnown {
 		noticeShellUnread(msg, "UPDATE", tc, obs)
 	}
 	at := -1
@@ -363,6 +363,21 @@ func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *To
 			}
 		}
 	}
+}
+
+// knownTools is implemented by a dialect's update type (its pointer) when
+// its agent names the tool of a call: knownTool says the frame names a
+// tool the dialect knows that is no shell, though it may look like one
+// (the kind execute of a tool that reads a background shell's output),
+// so noticeShellUnread says nothing of it.
+type knownTools interface {
+	knownTool() bool
+}
+
+// knowsTool is u's knownTool, false when its type names no tools.
+func knowsTool(u any) bool {
+	k, ok := u.(knownTools)
+	return ok && k.knownTool()
 }
 
 // noticeShellUnread says when a frame that opens a tool call carries

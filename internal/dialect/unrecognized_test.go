@@ -199,6 +199,15 @@ func TestShellUnread(t *testing.T) {
 		{"another tool", claude,
 			`{"_meta":{"claudeCode":{"toolName":"Read"}},"toolCallId":"c","sessionUpdate":"tool_call","rawInput":{"file_path":"/x"},"status":"pending","title":"Read /x","kind":"read"}`,
 			nil},
+		// claude-code-acp (0.16.2, its newest) gives the tools that read
+		// and stop a background shell the kind execute: tools the
+		// dialect knows, no shell it missed.
+		{"a known tool of kind execute that is no shell: BashOutput", claude,
+			`{"_meta":{"claudeCode":{"toolName":"BashOutput"}},"toolCallId":"t2","sessionUpdate":"tool_call","rawInput":{"bash_id":"b1"},"status":"pending","title":"Tail Logs","kind":"execute"}`,
+			nil},
+		{"a known tool of kind execute that is no shell: KillShell", claude,
+			`{"_meta":{"claudeCode":{"toolName":"KillShell"}},"toolCallId":"t3","sessionUpdate":"tool_call","rawInput":{"shell_id":"b1"},"status":"pending","title":"Kill Process","kind":"execute"}`,
+			nil},
 		{"a word in an id that is no shell's", gemini,
 			`{"sessionUpdate":"tool_call","toolCallId":"read_file__shellfish_1","status":"in_progress","title":"x","kind":"read"}`,
 			nil},

@@ -199,6 +199,14 @@ type copilotCall struct {
 	RawOutput *copilotOutput `json:"rawOutput"`
 }
 
+// knownTool implements knownTools: read_bash and stop_bash (`kind:
+// execute`) name a shell by its shellId and run no command: no shell
+// call, though stop_bash's kind is a shell's.
+func (u *copilotCall) knownTool() bool {
+	in := u.RawInput
+	return in != nil && in.ShellID.Set && in.Command.Line == "" && len(in.Commands) == 0
+}
+
 // unreadFields: rawOutput's content and detailedContent restate the
 // content the output is read from (with the trailer); a shell_exit item's
 // cwd, shellId and output file or preview say nothing of the exit.

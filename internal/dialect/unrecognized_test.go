@@ -174,7 +174,7 @@ func TestUnrecognizedKinds(t *testing.T) {
 // says so; one without them, or one the dialect reads as a shell, does
 // not.
 func TestShellUnread(t *testing.T) {
-	claude, gemini := mustDialect(t, "claude"), mustDialect(t, "gemini")
+	claude, gemini, copilot := mustDialect(t, "claude"), mustDialect(t, "gemini"), mustDialect(t, "copilot")
 	for _, c := range []struct {
 		name   string
 		d      Dialect
@@ -204,6 +204,9 @@ func TestShellUnread(t *testing.T) {
 		// dialect knows, no shell it missed.
 		{"a known tool of kind execute that is no shell: BashOutput", claude,
 			`{"_meta":{"claudeCode":{"toolName":"BashOutput"}},"toolCallId":"t2","sessionUpdate":"tool_call","rawInput":{"bash_id":"b1"},"status":"pending","title":"Tail Logs","kind":"execute"}`,
+			nil},
+		{"Copilot's stop_bash: kind execute, a shellId and no command", copilot,
+			`{"sessionUpdate":"tool_call","toolCallId":"toolu_stop_1","title":"Stopping shell session","kind":"execute","status":"pending","rawInput":{"shellId":"3"}}`,
 			nil},
 		{"a known tool of kind execute that is no shell: KillShell", claude,
 			`{"_meta":{"claudeCode":{"toolName":"KillShell"}},"toolCallId":"t3","sessionUpdate":"tool_call","rawInput":{"shell_id":"b1"},"status":"pending","title":"Kill Process","kind":"execute"}`,

@@ -40,7 +40,8 @@ type explained struct {
 	heldAt   int
 	// held is the output, stdout and stderr as the revisions carried
 	// them, for the exit line the session looks for when the call ends.
-	held      [3]string
+	// (a builder each: a long output comes in many appended texts)
+	held      [3]strings.Builder
 	heldTotal [3]int64 // the size of each whole text
 	// exitLine: an exit line left in output was named.
 	exitLine bool
@@ -364,9 +365,10 @@ func (c *explained) exitLineLeft(x, prev *normalize.ShellExec, fr *frameRead) {
 			continue
 		}
 		if t.Mode == normalize.Replace {
-			c.held[i] = t.Text
+			c.held[i].Reset()
+			c.held[i].WriteString(t.Text)
 		} else {
-			c.held[i] += t.Text
+			c.held[i].WriteString(t.Text)
 		}
 		c.heldTotal[i], texts = t.TotalBytes, true
 	}
@@ -376,8 +378,8 @@ func (c *explained) exitLineLeft(x, prev *normalize.ShellExec, fr *frameRead) {
 	if c.exitLine || x.State != normalize.StateEnded || !ending && !texts {
 		return
 	}
-	for i, h := range c.held {
-		if h != "" && accum.ExitLineIn([]byte(h), c.heldTotal[i] <= int64(len(h)), x.ExitCode != nil) {
+	for i := range c.held {
+		if h := c.held[i].String(); h != "" && accum.ExitLineIn([]byte(h), c.heldTotal[i] <= int64(len(h)), x.ExitCode != nil) {
 			c.unknown = append(c.unknown, fmt.Sprintf("frame %d output: an exit line at its start or end, left in it (result_text)", fr.n))
 			c.exitLine = true
 			return

@@ -194,6 +194,20 @@ type responseResult struct {
 	terminalResult
 }
 
+// signMember is a member decoded only for whether it is there (and not
+// null): a sign, never a value. It says it reads nothing under it
+// (ownFields), so what a frame carries there is still walked for what the
+// reading does not understand, as if it were not decoded at all.
+type signMember struct{ Present bool }
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (s *signMember) UnmarshalJSON(b []byte) error {
+	s.Present = !isNull(b)
+	return nil
+}
+
+func (signMember) ownFields() []string { return nil }
+
 // resultMeta is a response result's `_meta` object as raw JSON, valid
 // while the frame is read; nil when absent or not an object.
 type resultMeta []byte

@@ -180,19 +180,12 @@ func (claude) Info() Info {
 	}
 }
 
-// claudeMetaSign is the member of a tool call's `_meta` that is Claude's
-// sign: the generic reading (shellMeta) decodes it only for whether it is
-// there (signMember), for matchesShape.
-type claudeMetaSign struct {
-	ClaudeCode signMember `json:"claudeCode"`
-}
-
 // matchesShape is Claude's ShapeRule, for a session that has not seen its
 // agentInfo: claude-agent-acp offers no auth method, but both Claude
 // adapters put `_meta.claudeCode` on every tool call they open, and no
 // other agent this package knows sends that member.
-func (claude) matchesShape(u *shellUpdate) bool {
-	return u.SessionUpdate == "tool_call" && u.Meta != nil && u.Meta.ClaudeCode.Present
+func (claude) matchesShape(u *shellUpdate, msg []byte) bool {
+	return u.SessionUpdate == "tool_call" && metaHas(msg, "CLAUDECODE")
 }
 
 type claudeToolResponse struct {

@@ -150,7 +150,7 @@ func cursorInputs(o *accum.Observation, u *cursorCall) {
 // matchesShape is Cursor's ShapeRule: `cursor-agent acp` sends no
 // agentInfo, and no other agent this package knows titles a shell call
 // with nothing but its command in backticks.
-func (cursor) matchesShape(u *shellUpdate) bool {
+func (cursor) matchesShape(u *shellUpdate, _ []byte) bool {
 	if u.SessionUpdate != "tool_call" || u.Kind == nil || *u.Kind != "execute" || u.Status == nil || *u.Status != "pending" ||
 		u.Title == nil || u.Meta != nil || u.TerminalContent() != "" || u.RawOutput.Fields != nil || u.RawOutput.Text.Set {
 		return false

@@ -51,9 +51,28 @@ func Detect(agentName string) Dialect {
 }
 
 // shapeMatcher is implemented by dialects whose agents can be recognised
-// from the shape of an opening `tool_call` (see Info.ShapeRule).
+// from the shape of an opening `tool_call` (see Info.ShapeRule): u as the
+// generic reading decoded it, msg the frame, for members of its own that
+// the generic reading does not decode (see metaHas).
 type shapeMatcher interface {
-	matchesShape(u *shellUpdate) bool
+	matchesShape(u *shellUpdate, msg []byte) bool
+}
+
+// metaHas says whether the tool call update of msg (params.update) has a
+// `_meta` with every one of names (as jsonlit.FoldKey folds them, so upper
+// case), none null: a sign only a shape rule reads, so the generic
+// reading needs no field for it. It walks only the frames it is asked of.
+func metaHas(msg []byte, names ...string) bool {
+	meta := valueAt(msg, "PARAMS", "UPDATE", "_META")
+	if len(meta) == 0 || meta[0] != '{' {
+		return false
+	}
+	for _, name := range names {
+		if v := valueAt(meta, name); len(v) == 0 || v[0] == 'n' {
+			return false
+		}
+	}
+	return true
 }
 
 // DetectionOrder says, in words, how AUTO detection chooses a dialect. It
@@ -139,9 +158,9 @@ func signOfMethod(method string) string {
 
 // signOfShape returns the dialect whose agent sends a tool call of this
 // shape ("" for none).
-func signOfShape(u *shellUpdate) string {
+func signOfShape(u *shellUpdate, msg []byte) string {
 	for _, e := range ordered() {
-		if m, ok := e.d.(shapeMatcher); ok && m.matchesShape(u) {
+		if m, ok := e.d.(shapeMatcher); ok && m.matchesShape(u, msg) {
 			return e.info.Name
 		}
 	}

@@ -20,9 +20,9 @@ func rebuiltSignOfMethod(method string) string {
 }
 
 // rebuiltSignOfShape is signOfShape as it was before the cache.
-func rebuiltSignOfShape(u *shellUpdate) string {
+func rebuiltSignOfShape(u *shellUpdate, msg []byte) string {
 	for _, d := range All() {
-		if m, ok := d.(shapeMatcher); ok && m.matchesShape(u) {
+		if m, ok := d.(shapeMatcher); ok && m.matchesShape(u, msg) {
 			return d.Info().Name
 		}
 	}
@@ -42,7 +42,7 @@ func BenchmarkSignOf(b *testing.B) {
 		cached, rebuilt func() string
 	}{
 		{"method", func() string { return signOfMethod("vendor/unknown") }, func() string { return rebuiltSignOfMethod("vendor/unknown") }},
-		{"shape", func() string { return signOfShape(u) }, func() string { return rebuiltSignOfShape(u) }},
+		{"shape", func() string { return signOfShape(u, nil) }, func() string { return rebuiltSignOfShape(u, nil) }},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

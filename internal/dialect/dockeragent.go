@@ -264,7 +264,7 @@ func firstMatch(s string, res ...*regexp.Regexp) []string {
 // seen its agentInfo: no other agent this package knows titles a shell
 // call "Shell" and passes the command as `cmd` (Qwen Code's "Shell" call
 // opens with an empty rawInput and a `_meta`).
-func (dockerAgent) matchesShape(u *shellUpdate) bool {
+func (dockerAgent) matchesShape(u *shellUpdate, _ []byte) bool {
 	return u.SessionUpdate == "tool_call" && u.Kind != nil && *u.Kind == "execute" &&
 		u.Title != nil && *u.Title == dockerShellTitle && u.Meta == nil && u.TerminalContent() == "" &&
 		strings.TrimSpace(u.RawInput.Cmd.Line) != "" && u.RawInput.Command.Line == ""

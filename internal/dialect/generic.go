@@ -205,42 +205,10 @@ func (f *OutputFields) combinedField() (string, string, bool) {
 // `toolCall`) with the common typed rawInput, rawOutput and `_meta`.
 type shellUpdate struct {
 	ToolCall
-	RawInput  ShellInput  `json:"rawInput"`
-	RawOutput ShellOutput `json:"rawOutput"`
-	Meta      *shellMeta  `json:"_meta"`
+	RawInput  ShellInput    `json:"rawInput"`
+	RawOutput ShellOutput   `json:"rawOutput"`
+	Meta      *TerminalMeta `json:"_meta"`
 }
-
-// shellMeta is `_meta` as the generic reading decodes it: the terminal
-// convention, and members that are only signs of the agent that sends
-// them (see Info.ShapeRule), which the generic reading never reads; each
-// such member is declared in its agent's dialect file.
-type shellMeta struct {
-	TerminalMeta
-	claudeMetaSign
-	qwenMetaSign
-}
-
-// terminal is the terminal convention of m (nil when m is).
-func (m *shellMeta) terminal() *TerminalMeta {
-	if m == nil {
-		return nil
-	}
-	return &m.TerminalMeta
-}
-
-// signMember is a member decoded only for whether it is there (and not
-// null): a sign, never a value. It says it reads nothing under it
-// (ownFields), so what a frame carries there is still walked for what the
-// reading does not understand, as if it were not decoded at all.
-type signMember struct{ Present bool }
-
-// UnmarshalJSON implements json.Unmarshaler; it never fails.
-func (s *signMember) UnmarshalJSON(b []byte) error {
-	s.Present = !isNull(b)
-	return nil
-}
-
-func (signMember) ownFields() []string { return nil }
 
 // read is readFrame with observeGeneric; it also notes an opening tool
 // call whose shape identifies an agent that gave no name (Frame.Sign), as
@@ -249,7 +217,7 @@ func (generic) read(msg []byte, scope string) (Frame, error) {
 	sign := ""
 	f, err := readFrame(msg, scope, func(u *shellUpdate) []accum.Observation {
 		if u.SessionUpdate == "tool_call" {
-			sign = signOfShape(u)
+			sign = signOfShape(u, msg)
 		}
 		return observeGeneric(u)
 	}, askGeneric)
@@ -274,7 +242,7 @@ func observeGeneric(u *shellUpdate) []accum.Observation {
 // readShellUpdate is the whole generic reading of a tool call frame.
 func readShellUpdate(u *shellUpdate) accum.Observation {
 	o := u.Base()
-	u.Meta.terminal().ApplyTerminalMeta(&o)
+	u.Meta.ApplyTerminalMeta(&o)
 	applyShellInput(&o, &u.ToolCall, &u.RawInput)
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput)
 	applyShellOutput(&o, &u.RawOutput)

@@ -123,20 +123,12 @@ type qwenInput struct {
 	IsBackground *bool       `json:"is_background"`
 }
 
-// qwenMetaSign is the member of a tool call's `_meta` that, beside
-// toolName, is Qwen's sign: the generic reading (shellMeta) decodes them
-// only for whether they are there, for matchesShape.
-type qwenMetaSign struct {
-	ToolName   signMember `json:"toolName"`
-	Provenance signMember `json:"provenance"`
-}
-
 // matchesShape is Qwen's ShapeRule, for a session that has not seen its
 // agentInfo: from 0.21 Qwen offers only the auth method openai, but opens
 // every tool call with `_meta {toolName, provenance: "builtin", ...}`,
 // which no other agent this package knows sends.
-func (qwen) matchesShape(u *shellUpdate) bool {
-	return u.SessionUpdate == "tool_call" && u.Meta != nil && u.Meta.ToolName.Present && u.Meta.Provenance.Present
+func (qwen) matchesShape(u *shellUpdate, msg []byte) bool {
+	return u.SessionUpdate == "tool_call" && metaHas(msg, "TOOLNAME", "PROVENANCE")
 }
 
 // qwenOutput is Qwen's structured `rawOutput` of a shell call.

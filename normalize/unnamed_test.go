@@ -113,7 +113,7 @@ func TestUnnamedAgentPersisted(t *testing.T) {
 // unsignedBuilds are the recordings (by the start of their file name)
 // whose agent, without its agentInfo.name, shows no sign of its dialect
 // (see the dialect package's TestEveryRecordingShowsItsAgent).
-var unsignedBuilds = []string{"codex-acp2-2.6.0_plain_scenario-dev."}
+var unsignedBuilds []string // none today
 
 // withoutAgentName returns msg without `agentInfo.name` when it is a
 // result that gives one, and whether it was.

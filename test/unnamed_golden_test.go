@@ -16,7 +16,7 @@ import (
 // unsignedGolden are the recordings (by the start of their file name)
 // whose agent, without its agentInfo.name, shows no sign of its dialect:
 // the generic dialect reads them.
-var unsignedGolden = []string{"codex-acp2-2.6.0_plain_scenario-dev."}
+var unsignedGolden []string // none today
 
 // TestGoldenWithoutAgentName replays every recording with agentInfo.name
 // removed from its initialize results (ACP makes agentInfo optional;

@@ -112,11 +112,13 @@ func (codex) Info() Info {
 	// Auth method signs: the Rust adapter offers chatgpt and
 	// codex-api-key (beside openai-api-key), the TypeScript one chat-gpt
 	// (beside api-key, which is all it offers when ChatGPT login is off:
-	// no sign, as any agent may offer it).
+	// no sign, as any agent may offer it; its shell calls are, see
+	// matchesShape).
 	return Info{
 		Name:               "codex",
 		AgentNames:         []string{"codex-acp", "codex", "@zed-industries/codex-acp", "@agentclientprotocol/codex-acp"},
 		AuthMethodIDs:      []string{"chatgpt", "codex-api-key", "chat-gpt"},
+		ShapeRule:          `an opening tool_call whose name is "exec_command"`,
 		Summary:            "Codex ACP adapters (TypeScript and Rust): _meta terminal deltas, argv commands, fenced cumulative content, end-event rawOutput with stdout/stderr/aggregated_output.",
 		ClientCapabilities: richCapabilities,
 	}
@@ -128,6 +130,18 @@ type codexInput struct {
 	// Workdir is the model's own argument, which the Rust adapter replays
 	// as rawInput on session/load (beside `cmd` or `command`).
 	Workdir Str `json:"workdir"`
+}
+
+// matchesShape is Codex's ShapeRule, for a session that has not seen its
+// agentInfo: the TypeScript adapter from 1.13 (1.13.1 and 2.6.0 recorded)
+// opens a shell call with the member `name` "exec_command", Codex's own
+// tool's name, which no other agent this package knows sends.
+func (codex) matchesShape(u *shellUpdate, msg []byte) bool {
+	if u.SessionUpdate != "tool_call" {
+		return false
+	}
+	name, ok := updateString(msg, "NAME")
+	return ok && name == "exec_command"
 }
 
 // codexOutputFields is the end-event rawOutput. Its exit code is

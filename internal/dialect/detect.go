@@ -58,6 +58,18 @@ type shapeMatcher interface {
 	matchesShape(u *shellUpdate, msg []byte) bool
 }
 
+// updateString is the string value of the member name (folded, as in
+// metaHas) of the tool call update of msg (params.update), and whether
+// there is one: for a shape rule's member the generic reading does not
+// decode.
+func updateString(msg []byte, name string) (string, bool) {
+	v := valueAt(msg, "PARAMS", "UPDATE", name)
+	if len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	return jsonlit.Unquote(v[:jsonlit.ValueEnd(v, 0)])
+}
+
 // metaHas says whether the tool call update of msg (params.update) has a
 // `_meta` with every one of names (as jsonlit.FoldKey folds them, so upper
 // case), none null: a sign only a shape rule reads, so the generic

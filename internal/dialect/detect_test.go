@@ -129,6 +129,10 @@ func TestSigns(t *testing.T) {
 			upd(`{"_meta":{"claudeCode":{"toolName":"Read"}},"toolCallId":"toolu_2","sessionUpdate":"tool_call","status":"pending","title":"Read","kind":"read"}`), "claude"},
 		{"Qwen's tool_call: _meta toolName and provenance",
 			upd(`{"sessionUpdate":"tool_call","toolCallId":"run_shell_command-1","status":"pending","title":"Shell","content":[],"locations":[],"kind":"execute","rawInput":{},"_meta":{"toolName":"run_shell_command","provenance":"builtin","phase":"preparing"}}`), "qwen"},
+		{"the TypeScript Codex adapter's tool_call: name exec_command",
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","name":"exec_command","kind":"execute","title":"ls","status":"in_progress","content":[{"type":"terminal","terminalId":"call_1"}],"rawInput":{"command":"ls","cwd":"/w"},"_meta":{"terminal_info":{"cwd":"/w","terminal_id":"call_1"}}}`), "codex"},
+		{"another name is no sign",
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","name":"run","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}`), ""},
 		{"_meta.toolName alone is no sign",
 			upd(`{"sessionUpdate":"tool_call","toolCallId":"c1","status":"pending","title":"Shell","kind":"execute","_meta":{"toolName":"run_shell_command"}}`), ""},
 		{"a later update with _meta.claudeCode is no sign",
@@ -210,8 +214,7 @@ func TestNoSignInOtherAgentsRecordings(t *testing.T) {
 // whose agent, once its agentInfo.name is removed, shows no sign of its
 // dialect: the generic dialect reads them, and the session says so
 // (normalize.UnrecognizedAgentName).
-var unsignedRecordings = map[string]string{
-	"codex-acp2-2.6.0_plain_scenario-dev.": "offers only the auth method api-key (no chat-gpt), which any agent may offer",
+var unsignedRecordings = map[string]string{ // none today
 }
 
 // TestEveryRecordingShowsItsAgent: every frame of every committed

@@ -36,7 +36,8 @@ const maxExitLine = 96
 // exitKnown that the call has an exit code, in which case a plain "exit
 // status N" counts only as the first of several lines (where a tool puts
 // its header), never as the last (where a Go program prints it). It
-// looks at two lines, never the rest of the text.
+// matches two lines; finding them reads up to the first newline and back
+// to the last one.
 func ExitLineIn(text []byte, head, exitKnown bool) bool {
 	text = bytes.TrimRight(text, " \t\r\n")
 	if head {

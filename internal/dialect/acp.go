@@ -195,9 +195,7 @@ type responseResult struct {
 }
 
 // signMember is a member decoded only for whether it is there (and not
-// null): a sign, never a value. It says it reads nothing under it
-// (ownFields), so what a frame carries there is still walked for what the
-// reading does not understand, as if it were not decoded at all.
+// null): a sign, never a value.
 type signMember struct{ Present bool }
 
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
@@ -205,8 +203,6 @@ func (s *signMember) UnmarshalJSON(b []byte) error {
 	s.Present = !isNull(b)
 	return nil
 }
-
-func (signMember) ownFields() []string { return nil }
 
 // resultMeta is a response result's `_meta` object as raw JSON, valid
 // while the frame is read; nil when absent or not an object.
@@ -454,7 +450,8 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		if fast && !noMarks.Load() {
 			at = &marked
 		}
-		noticeUnrecognized(walk, at, plan.known, P(u).call(), f.Observations, knowsTool(P(u)))
+		tc := P(u).call()
+		noticeUnrecognized(walk, at, plan.known, tc, f.Observations, tc.SessionUpdate == "tool_call" && knowsTool(P(u)))
 		markChecked(f.Observations, checked)
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {

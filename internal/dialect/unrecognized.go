@@ -39,7 +39,8 @@ import (
 // lines a dialect leaves in output are looked for by the session, once
 // per shell call when it ends: a short pattern on the first and last line
 // of each text the call holds, at most 96 bytes each
-// (accum.Call.ExitLineHeld), never the rest of the text.
+// (accum.Call.ExitLineHeld); finding them reads up to the text's first
+// newline and back from its end to its last one, nothing else.
 
 // unreadFields is implemented by a dialect's update type (the U its read
 // passes to readFrame) when it knows members under `rawOutput` or `_meta`

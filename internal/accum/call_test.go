@@ -402,6 +402,17 @@ func TestCallNeverWorse(t *testing.T) {
 	}
 }
 
+// revisionAfter is the revision of a new call (limit 1024) after obs, in
+// order.
+func revisionAfter(obs []Observation) Revision {
+	c := NewCall("c", 1024)
+	for i := range obs {
+		c.Apply(&obs[i])
+	}
+	r, _ := c.Revision()
+	return r
+}
+
 // TestCallTitleCommandGivesWay: a command read from a title names the call
 // only until a frame that says the command itself: a permission ask's
 // rawInput (which never replaces a command a non-title frame named) does
@@ -609,11 +620,7 @@ func TestBackgroundEndSaysNoExit(t *testing.T) {
 		{"ended live, a replay's end with 0", []Observation{bg, {Status: StatusCompleted}, {Status: StatusCompleted, Exit: exit(0, ExitTerminal), Replayed: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewCall("b", 1024)
-			for i := range tc.obs {
-				c.Apply(&tc.obs[i])
-			}
-			r, _ := c.Revision()
+			r := revisionAfter(tc.obs)
 			assert.Equal(t, Unknown, r.Outcome, r.OutcomeReason)
 			assert.Nil(t, r.ExitCode)
 			assert.True(t, r.Background)
@@ -651,11 +658,7 @@ func TestReplayNeverSendsAnEndedCallToTheBackground(t *testing.T) {
 		{"only the replay shows the call", []Observation{{Shell: ShellYes, Replayed: true}, bare}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewCall("r", 1024)
-			for i := range tc.obs {
-				c.Apply(&tc.obs[i])
-			}
-			r, _ := c.Revision()
+			r := revisionAfter(tc.obs)
 			assert.Equal(t, tc.bg, r.Background, r.OutcomeReason)
 		})
 	}

@@ -391,6 +391,14 @@ func TestClusterSpreadAndWait(t *testing.T) {
 	t.Logf("keys per master: %v", keys)
 }
 
+// startReplicated starts a redis-server and a replica of it.
+func startReplicated(t *testing.T) (master, replica *testredis.Server) {
+	t.Helper()
+	master = testredis.StartServer(t)
+	replica = testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
+	return master, replica
+}
+
 // With WithWaitReplicas, a commit returns once the replica holds it. A
 // replica that stops acknowledging (paused, its connection still up) leaves
 // the commit applied on the master but not acknowledged: ErrNotReplicated
@@ -398,8 +406,7 @@ func TestClusterSpreadAndWait(t *testing.T) {
 // before it applies anything: ErrTooFewReplicas, the version unchanged.
 // Once the replica is back, the master's copy is what it gets.
 func TestWaitReplicas(t *testing.T) {
-	master := testredis.StartServer(t)
-	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
+	master, replica := startReplicated(t)
 	const timeout = 2 * time.Second
 	s := open(t, master.URL, WithWaitReplicas(1, timeout))
 	defer s.Close()
@@ -472,8 +479,7 @@ func TestWaitReplicas(t *testing.T) {
 // connection's offset after its writes only; 7.0, after any command.)
 // Without WithWaitReplicas, Confirm returns at once.
 func TestConfirm(t *testing.T) {
-	master := testredis.StartServer(t)
-	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
+	master, replica := startReplicated(t)
 	// Long enough for a healthy replica to answer WAIT on a busy machine
 	// (500 ms was not, with the whole suite running on 2 cores).
 	const timeout = 2 * time.Second

@@ -79,6 +79,29 @@ import (
 //     matches found") too; it sends the terminal content item beside it,
 //     which live frames leave out: that 0 is no exit code
 //     (claudeRestatedZero).
+//   - Live, the same builds fill in that 0 wherever they render a Bash
+//     result without Claude Code's structured result (its dist, 0.86.0
+//     and 0.101.0: `exitCode = isError ? undefined : 0`, cleared only by
+//     the structured `returnCodeInterpretation`, `interrupted` or
+//     `backgroundTaskId`): a user message with more than one tool_result
+//     (the adapter cannot tell whose the message's `tool_use_result` is),
+//     one without `tool_use_result`, a result whose structured `isImage`
+//     is set but whose text is no image Claude Code could read (it then
+//     sends the text), and in 0.101.0 a subagent's message it took its
+//     launch result out of and a cancel's results sent for part of a
+//     message.
+//     A nonzero exit Claude Code read as a success is then sent as 0.
+//     Nothing on the frame tells that 0 from a real one: the final is the
+//     same (`_meta.claudeCode.toolName`, terminal_exit, `completed`, the
+//     terminal content item dropped by the adapter's field tracker, no
+//     rawOutput), and the output frame before it differs only in its text
+//     (Claude Code's text for the model instead of stdout and stderr).
+//     The only sign is on another frame, the success-only toolResponse
+//     (sent whole to a client neither AIR nor, from 0.101.0, on ACP v2),
+//     which holds `returnCodeInterpretation`; a frame is read alone, so
+//     that 0 is read as the exit code. Claude Code 2.1.318 (Claude Agent
+//     SDK 0.3.318, 0.101.0's) streams one message per content block, so
+//     the first case does not come from its main stream.
 //   - "Shell cwd was reset to DIR", Claude Code's line after the stderr
 //     of a command that changed directory, is a notice: removed only as
 //     the whole last line naming an absolute path (claudeCwdReset).
@@ -89,7 +112,10 @@ import (
 //   - ACP v2 terminal_update / terminal_output_chunk are read as in the
 //     generic dialect, with the "Exit code N" header removed from snapshots;
 //     exitStatus is the adapter's terminal_exit code, set aside where that
-//     is made up (exitMadeUp).
+//     is made up (exitMadeUp). A session/load replay's made-up 0
+//     (claudeRestatedZero) is read as exit 0 there: the terminal_update
+//     that carries it comes before the tool_call_update with the terminal
+//     content item, and says nothing of a replay itself.
 //   - With a client terminal (the client offers `terminal: true`),
 //     claude-code-acp runs Bash as the MCP tool `mcp__acp__Bash`: a shell
 //     like Bash. It runs the command with terminal/create (the whole line,

@@ -8,9 +8,9 @@ import (
 )
 
 // droid reads Factory Droid (`droid exec --output-format acp-daemon`,
-// agentInfo.name "@factory/cli"), recorded at 0.215.0, 0.117.0, 0.105.1
-// and 0.99.0 (the same frames; 0.105.1's and 0.99.0's rawInput have no
-// `summary`).
+// agentInfo.name "@factory/cli"), recorded at 0.215.0, 0.117.0, 0.109.3,
+// 0.105.1 and 0.99.0 (the same frames; rawInput has no `summary` before
+// 0.117.0).
 //
 // What it sends, and what it means here:
 //   - `tool_call` kind `execute`, `pending`, title "`<cmd>` (low)": the

@@ -78,7 +78,7 @@ import (
 //     the shell, which owns that terminal (from the started or running
 //     notice, its final's trailer, or the model's own `rawInput.shellId`).
 //
-// Older builds, recorded at 1.0.86, 1.0.80 and 1.0.61: 1.0.80's (and
+// Older builds, recorded at 1.0.86, 1.0.83, 1.0.80 and 1.0.61: 1.0.80's (and
 // 1.0.89's) `shell_exit` also has `outputTruncated`; 1.0.83's and
 // 1.0.86's finals have no `rawOutput.contents[]`. From 1.0.80 to 1.0.89,
 // an output that passes the live limit between two reads streams as the

@@ -78,10 +78,11 @@ import (
 //     the shell, which owns that terminal (from the started or running
 //     notice, its final's trailer, or the model's own `rawInput.shellId`).
 //
-// Older builds, recorded at 1.0.89, 1.0.86, 1.0.83, 1.0.80 and 1.0.61:
-// 1.0.80's `shell_exit` also has `outputTruncated` on every call (1.0.89's
-// only on an output that was cut, as 1.0.102's); 1.0.83's and
-// 1.0.86's finals have no `rawOutput.contents[]`. From 1.0.80 to 1.0.89,
+// Older builds, recorded at 1.0.92 (1.0.102's frames), 1.0.89, 1.0.86,
+// 1.0.83, 1.0.80 and 1.0.61: 1.0.80's `shell_exit` also has
+// `outputTruncated` on every call (1.0.89's only on an output that was
+// cut, as 1.0.102's); 1.0.83's and 1.0.86's finals have no
+// `rawOutput.contents[]`. From 1.0.80 to 1.0.89,
 // an output that passes the live limit between two reads streams as the
 // whole output so far, then only its last 128 characters (from mid-line)
 // rather than a 10,240-character window: a fragment that never replaces

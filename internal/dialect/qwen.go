@@ -72,7 +72,10 @@ import (
 //     or "Command timed out after Nms before it could complete. ..."
 //     (TimedOut) or "Command was cancelled by user before it could
 //     complete. ..." (Cancelled, its first line quoted). None of it is
-//     output.
+//     output. A report ("Command: ...\nDirectory: ...\nOutput: ...")
+//     without its "Exit Code:"/"Signal:" lines, or whose Exit Code is
+//     neither a number nor "(none)", is a reworded report: no exit is
+//     read from it, and it is said (result_text, "content text").
 //   - 0.24 with is_background: a `completed` final whose rawOutput is the
 //     string "Background shell <id> started (pid N)." and whose content is
 //     "Background shell started.\nid: <id>\n..." (the output file, the
@@ -466,7 +469,8 @@ func qwenCutLongRunHint(text string) string {
 // "Signal: N" (0 or "(none)" is no signal) and "Error:" (Qwen's own
 // error, Failed), or the notice of a timeout or a cancel. The report may
 // come cut by Qwen's truncation notice: its end, which holds these fields,
-// is kept. Nothing of it is output.
+// is kept. Nothing of it is output. A report whose end is not these
+// fields, or whose Exit Code is no number, is said (see qwenReportHead).
 func qwenReport(o *accum.Observation, text string) {
 	text = qwenCutLongRunHint(strings.TrimSpace(text))
 	switch {
@@ -482,6 +486,13 @@ func qwenReport(o *accum.Observation, text string) {
 	}
 	all := qwenReportTail.FindAllStringSubmatchIndex(text, -1)
 	if all == nil {
+		if qwenReportHead(text) {
+			// Every report of 0.15 and 0.21 that was recorded (every call
+			// that ran, exit 0 too) ends in its Exit Code and Signal lines:
+			// a report without them comes from a build that reworded or
+			// dropped them, whose exit goes unread. Said, never guessed.
+			addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, "content text")
+		}
 		return
 	}
 	m := all[len(all)-1]
@@ -490,11 +501,17 @@ func qwenReport(o *accum.Observation, text string) {
 	if sig != "" && sig != "0" && sig != "(none)" {
 		o.Signal = NormalizeSignal(sig)
 	}
-	if c := CodeFromString(code); c.Known && !(o.Signal != "" && c.Value == 0) {
+	c := CodeFromString(code)
+	if c.Known && !(o.Signal != "" && c.Value == 0) {
 		o.Exit = c.Exit(accum.ExitText, true)
 		o.Src.Exit = "Exit Code line of the content report"
 	} else if o.Signal != "" {
 		o.Src.Exit = "Signal line of the content report"
+	}
+	if !c.Known && code != "(none)" {
+		// An Exit Code that is neither a number nor Qwen's "(none)": a
+		// reworded value, read as no exit, and said.
+		addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, "content text")
 	}
 	head := text[:m[0]]
 	if i := strings.LastIndex(head, "\nError: "); i >= 0 {
@@ -502,6 +519,25 @@ func qwenReport(o *accum.Observation, text string) {
 			o.Failed = true
 		}
 	}
+}
+
+// qwenReportHead says whether text opens as the model's report
+// ("Command: ...\nDirectory: ...\nOutput: ..."), also after Qwen's
+// truncation notice: a text that is a report whatever its last lines say.
+func qwenReportHead(text string) bool {
+	if strings.HasPrefix(text, qwenTruncNotice) {
+		i := strings.Index(text, qwenTruncPart)
+		if i < 0 {
+			return false
+		}
+		text = text[i+len(qwenTruncPart):]
+	}
+	rest, ok := strings.CutPrefix(text, "Command: ")
+	if !ok {
+		return false
+	}
+	d := strings.Index(rest, "\nDirectory: ")
+	return d >= 0 && strings.Contains(rest[d:], "\nOutput: ")
 }
 
 // qwenTitleTimeout ends the command part of an older build's title.

@@ -279,3 +279,48 @@ func TestQwenOlderAsk(t *testing.T) {
 		assert.Equal(t, tc.description, o.Description, "%s: %s", tc.build, tc.title)
 	}
 }
+
+// Qwen Code 0.15.10 and 0.21.10 state the exit code only in the report
+// for the model, which ends, in every recorded call that ran (exit 0 too),
+// "Exit Code: N\nSignal: S\nProcess Group PGID: N". A report without
+// those lines, or whose Exit Code is neither a number nor "(none)", comes
+// from a build that reworded them: no exit code is read from it, and
+// that is said (result_text, as a result block no rule reads is).
+func TestQwenReportWithoutItsExitLinesIsSaid(t *testing.T) {
+	report := func(lines string) string {
+		return "Command: printf 'a\\nb\\n'; exit 3\nDirectory: (root)\nOutput: a\nb\nError: (none)\n" + lines + "Process Group PGID: 4242"
+	}
+	said := []accum.Unrecognized{{What: accum.UnrecognizedResult, Field: "content text"}}
+	for _, b := range []struct{ build, status string }{{"0.15.10", "completed"}, {"0.21.10", "failed"}} {
+		d := Bind(mustDialect(t, "qwen"), ParseVersion(b.build))
+		for _, c := range []struct {
+			name, text string
+			exit       int32 // -1: none
+			signal     string
+			want       []accum.Unrecognized
+		}{
+			{"today's lines", report("Exit Code: 3\nSignal: (none)\n"), 3, "", nil},
+			{"Exit Code 0 beside a signal", report("Exit Code: 0\nSignal: 9\n"), -1, "SIGKILL", nil},
+			{"no exit code stated", report("Exit Code: (none)\nSignal: (none)\n"), -1, "", nil},
+			{"Exit code", report("Exit code: 3\nSignal: (none)\n"), -1, "", said},
+			{"Exit Status", report("Exit Status: 3\nSignal: (none)\n"), -1, "", said},
+			{"Return code", report("Return code: 3\nSignal: (none)\n"), -1, "", said},
+			{"ExitCode", report("ExitCode: 3\nSignal: (none)\n"), -1, "", said},
+			{"the exit line dropped", report("Signal: (none)\n"), -1, "", said},
+			{"neither exit nor signal line", report(""), -1, "", said},
+			{"an exit code that is no number", report("Exit Code: 3 (error)\nSignal: (none)\n"), -1, "", said},
+			{"not a report: no Directory and Output lines", "Command: make", -1, "", nil},
+		} {
+			obs := readUpdate(t, d, qwenFinal(b.status, c.text, jsq("a\nb")))
+			require.Len(t, obs, 1)
+			o := obs[0]
+			if c.exit < 0 {
+				assert.Nil(t, o.Exit, "%s %s: an exit no recorded line states is not inferred", b.build, c.name)
+			} else if assert.NotNil(t, o.Exit, "%s %s", b.build, c.name) {
+				assert.Equal(t, c.exit, o.Exit.Code, "%s %s", b.build, c.name)
+			}
+			assert.Equal(t, c.signal, o.Signal, "%s %s", b.build, c.name)
+			assert.Equal(t, c.want, o.Unrecognized, "%s %s", b.build, c.name)
+		}
+	}
+}

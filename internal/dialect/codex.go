@@ -63,7 +63,10 @@ import (
 // codexModelText); Codex's timeout sentence opening the output and its
 // execution error are read as live. The
 // TypeScript adapter 2.x replays `_meta.terminal_exit` with no rawOutput;
-// its -1 is the sentinel there too, whatever the frame carries. 1.x
+// its -1 is the sentinel there too, whatever the frame carries. A command
+// without a terminal (a lone listing) it replays as a tool_call with its
+// final status, then its end event, rawOutput {exit_code}, with the status
+// left out as unchanged: an end all the same. 1.x
 // replays the same model-facing text as formatted_output and as a
 // terminal delta (its header read only when it agrees with exit_code),
 // and Codex's words for a command it did not run ("exec_command failed
@@ -397,6 +400,18 @@ func readCodex(u *codexUpdate, b codex) accum.Observation {
 	}
 	if f.execEnd() {
 		o.Shell = accum.ShellYes
+	}
+	if o.Status == accum.StatusNone && f.ExitCode.Present {
+		// The end event with its status left out: the TypeScript adapter
+		// 2.x drops a field that did not change since the call's last
+		// report, and its session/load replay opens a call with its
+		// final status, so the replayed end says none. It sends rawOutput
+		// {exit_code} only from a command's end (commandEndRawOutput, in
+		// a completion or a replayed one), and no build of either
+		// adapter sends exit_code before the end: the exit code is the
+		// command's, no placeholder. A frame that says it still runs
+		// keeps the placeholder rule.
+		ended = true
 	}
 	if e := f.Exit().Exit(accum.ExitStructured, ended); e != nil {
 		o.Exit = accum.StrongerExit(o.Exit, e)

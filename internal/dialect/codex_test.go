@@ -134,8 +134,13 @@ func TestCodexRustAdapter(t *testing.T) {
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"exit_code":-1},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":-1,"signal":null}}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Failed: true})},
 		{name: "exit -1 on a running frame stays a placeholder, not a failure",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","rawOutput":{"exit_code":-1}}`,
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: running, Exit: ex(-1, accum.ExitStructured, true)})},
+		// The TS 2.x adapter's end event with its status left out (a
+		// session/load replay, see TestCodexTS2ReplayedEndEvent) is an end.
+		{name: "exit -1 in an end event whose status is left out is the sentinel",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","rawOutput":{"exit_code":-1}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Exit: ex(-1, accum.ExitStructured, true)})},
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Failed: true})},
 		{name: "declined end event is a rejected command",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"","aggregated_output":"","exit_code":-1,"status":"declined"}}`,
 			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Cancelled: true,
@@ -732,4 +737,59 @@ func TestCodexReplayNeverWorse(t *testing.T) {
 			check("the replay alone", r, out, tc.want.loadOnlyOutput)
 		})
 	}
+}
+
+// TestCodexTS2ReplayedEndEvent: the TypeScript adapter 2.x (2.0.1 and
+// 2.6.0 recorded) replays a lone listing command on session/load as a
+// tool_call that already says completed or failed, then its end event
+// with the status left out (the adapter drops a field that did not change
+// since the call's last report): rawOutput {exit_code} and the output as a
+// terminal delta. That frame is the end event whatever its status: the
+// adapter sends rawOutput {exit_code} only from a command's end
+// (commandEndRawOutput), so its exit code is the command's, no
+// placeholder. Frames from codex-acp2-2.0.1_plain_load (agent_proc 2).
+func TestCodexTS2ReplayedEndEvent(t *testing.T) {
+	d := codexDialect(t)
+	for _, tc := range []struct {
+		name, open, end string
+		outcome         accum.Outcome
+		exit            int32
+	}{
+		{"ok", `{"sessionUpdate":"tool_call","toolCallId":"call_ok_2","name":"exec_command","kind":"read","title":"List files","status":"completed"}`,
+			`{"sessionUpdate":"tool_call_update","toolCallId":"call_ok_2","rawOutput":{"exit_code":0},"_meta":{"terminal_output_delta":{"data":"alpha.txt\nbeta.md\ngamma.go\nnotes.txt\n","terminal_id":"call_ok_2"}}}`,
+			accum.Succeeded, 0},
+		{"stderr_fail", `{"sessionUpdate":"tool_call","toolCallId":"call_stderr_fail_9","name":"exec_command","kind":"read","title":"List files in 'nonexistent-dir-xyz'","status":"failed"}`,
+			`{"sessionUpdate":"tool_call_update","toolCallId":"call_stderr_fail_9","rawOutput":{"exit_code":2},"_meta":{"terminal_output_delta":{"data":"ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n","terminal_id":"call_stderr_fail_9"}}}`,
+			accum.Failed, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			end, err := readCase(d, tc.end, "")
+			require.NoError(t, err)
+			require.Len(t, end, 1)
+			assert.Equal(t, ex(tc.exit, accum.ExitStructured, false), end[0].Exit, "the end event's exit code is no placeholder")
+
+			c := accum.NewCall("c", 1<<20)
+			for _, f := range []string{tc.open, tc.end} {
+				obs, err := readCase(d, f, "")
+				require.NoError(t, err)
+				for i := range obs {
+					obs[i].Replayed = true
+					c.Apply(&obs[i])
+				}
+			}
+			r, ok := c.Revision()
+			require.True(t, ok)
+			assert.Equal(t, accum.Ended, r.State)
+			assert.Equal(t, tc.outcome, r.Outcome, r.OutcomeReason)
+			require.NotNil(t, r.ExitCode)
+			assert.Equal(t, tc.exit, *r.ExitCode)
+		})
+	}
+
+	// A frame that says it is still running keeps its exit code a
+	// placeholder, as any live frame's (no recorded build sends one).
+	obs, err := readCase(d, `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress","rawOutput":{"exit_code":0}}`, "")
+	require.NoError(t, err)
+	require.Len(t, obs, 1)
+	assert.Equal(t, ex(0, accum.ExitStructured, true), obs[0].Exit)
 }

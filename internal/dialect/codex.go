@@ -35,8 +35,8 @@ import (
 // "command timed out after N milliseconds". stdout/stderr are reported as
 // separate streams only when really separated: the unified exec tool runs
 // commands in a PTY (rawOutput carries process_id, source
-// "unified_exec_*") and puts everything in stdout, so there only Combined
-// is reported.
+// "unified_exec_*"; in 0.4.4 neither, and its output has CRLF line ends)
+// and puts everything in stdout, so there only Combined is reported.
 //
 // Exit evidence: `_meta.terminal_exit` > rawOutput.exit_code. A status of
 // `failed` is not an exit code (Codex says failed for any nonzero exit).
@@ -85,13 +85,15 @@ import (
 // before the tool_call, under the same id; rawInput.reason, when present,
 // is the reason, else the ask's text content.
 type codex struct {
-	// killedIsOne: the build (the Rust adapter before 0.9.2; 0.7.4 and
-	// 0.8.2 recorded) reports a unified exec shell killed by a signal as
-	// exit_code 1, the same as a real exit 1, with no signal anywhere:
+	// killedIsOne: the build (the Rust adapter before 0.9.2; 0.4.4, 0.7.4
+	// and 0.8.2 recorded) reports a unified exec shell killed by a signal
+	// as exit_code 1, the same as a real exit 1, with no signal anywhere:
 	// under the PTY an exit 1 of that build is no evidence of an exit
 	// status (the call is Failed, its exit unknown). Other codes are
 	// truthful there. 0.9.2 (the next build on npm) and later send -1
-	// (see codexNoExit).
+	// (see codexNoExit). The PTY shows in process_id or a source
+	// "unified_exec*" from 0.7.4; 0.4.4's end event has neither, and the
+	// PTY shows only in CRLF line ends (codexCRLFOnly).
 	killedIsOne bool
 	// shortAggregate: the build (the Rust adapter before 0.10.0; 0.8.2,
 	// 0.9.2 and 0.9.5 recorded) sends in a unified exec's stdout and
@@ -495,6 +497,21 @@ func readCodex(u *codexUpdate, b codex) accum.Observation {
 	}
 
 	pty := f.ProcessID.Present || strings.HasPrefix(f.Source.S, "unified_exec")
+	if !pty && b.shortAggregate && !f.ProcessID.Present && !f.Source.Set {
+		// An end event with neither member (0.4.4) names no tool: the
+		// unified exec tool's PTY shows only in its line ends (see
+		// codexCRLFOnly). Under pipes (shell_command) a command's own
+		// CRLF-only output is read so too; then its exit 1 is left
+		// unknown (killedIsOne; still Failed, and no wrong code is ever
+		// reported: that variant reports a killed shell by its signal),
+		// and a text is read as shortened only with Codex's marker in
+		// it and Codex's header.
+		text := agg
+		if !text.Set {
+			text = f.stdout(agg)
+		}
+		pty = codexCRLFOnly(text.S)
+	}
 	if b.killedIsOne && pty && ended && o.Exit != nil && o.Exit.Code == 1 {
 		o.Exit, o.Failed = nil, true
 		o.Src.Notice = "exit_code 1 of a PTY command (this build says 1 for a killed shell)"
@@ -684,6 +701,24 @@ func codexShortened(s string) (string, bool) {
 		return s, false
 	}
 	return s[loc[1]+m[len(m)-1][1]:], true
+}
+
+// codexCRLFOnly says whether s has lines and ends every one with CRLF,
+// as a PTY's line discipline writes a command's output (a bare LF
+// becomes CRLF): the unified exec tool's sign where the end event names
+// no tool. A cut Codex made for the model may fall between CR and LF,
+// so its markers are left out first.
+func codexCRLFOnly(s string) bool {
+	lf := strings.Count(s, "\n")
+	if lf == 0 {
+		return false
+	}
+	crlf := strings.Count(s, "\r\n")
+	if lf != crlf && strings.Contains(s, " truncated…") {
+		s = codexElided.ReplaceAllString(s, "")
+		lf, crlf = strings.Count(s, "\n"), strings.Count(s, "\r\n")
+	}
+	return lf == crlf
 }
 
 // dropDeltas removes Combined deltas: on a final frame they repeat what the

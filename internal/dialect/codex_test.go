@@ -481,6 +481,20 @@ func TestCodexBuilds(t *testing.T) {
 		// codex-acp 0.9.5, unified exec, `seq 1 60000`: the aggregate is
 		// the text Codex shortened for the model.
 		shortBig = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"aggregated_output":"Total output lines: 60000\n\n1\n2\n42…77224 tokens truncated…7\n59999\n60000\n","exit_code":0,"process_id":"9","source":"unified_exec_startup","stdout":"Total output lines: 60000\n\n1\n2\n42…77224 tokens truncated…7\n59999\n60000\n"}}`
+		// codex-acp 0.4.4, unified exec: the end event has no process_id
+		// and no source; the PTY shows only in its CRLF line ends. A
+		// killed shell (`echo before-kill; kill -9 $$`) says exit 1, and
+		// past Codex's limit (`seq 1 60000`) the aggregate is the text
+		// shortened for the model without the "Total output lines"
+		// header, which only formatted_output has.
+		killed044 = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"before-kill\r\n","call_id":"c1","duration":{"nanos":261883,"secs":10},"exit_code":1,"formatted_output":"before-kill\r\n","stderr":"","stdout":"before-kill\r\n"}}`
+		exit3044  = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"a\r\nb\r\n","call_id":"c1","duration":{"nanos":1,"secs":0},"exit_code":3,"formatted_output":"a\r\nb\r\n","stderr":"","stdout":"a\r\nb\r\n"}}`
+		big044    = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"aggregated_output":"1\r\n2\r\n1018…398894 tokens truncated…59287\r\n59999\r\n60000\r\n","call_id":"c1","duration":{"nanos":507193,"secs":10},"exit_code":0,"formatted_output":"Total output lines: 1732\n\n1\r\n2\r\n\n[... omitted 1 of 1732 lines ...]\n\n59999\r\n60000\r\n","stderr":"","stdout":"1\r\n2\r\n1018…398894 tokens truncated…59287\r\n59999\r\n60000\r\n"}}`
+		// codex-acp 0.4.4, shell_command (pipes): LF line ends, stdout
+		// and stderr apart; the aggregate is the raw output, and Codex's
+		// marker in it is the command's own.
+		exit1Pipe044 = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"x\n","call_id":"c1","duration":{"nanos":1,"secs":0},"exit_code":1,"formatted_output":"x\n","stderr":"","stdout":"x\n"}}`
+		bigPipe044   = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"aggregated_output":"1\n2…5 tokens truncated…9\n","call_id":"c1","duration":{"nanos":1,"secs":0},"exit_code":0,"formatted_output":"Total output lines: 2\n\n1\n2…5 tokens truncated…9\n","stderr":"","stdout":"1\n2…5 tokens truncated…9\n"}}`
 	)
 	C, F := accum.Combined, accum.Final
 	failed := accum.StatusFailed
@@ -508,6 +522,19 @@ func TestCodexBuilds(t *testing.T) {
 		{"0.10.0", "0.10.0 sends the raw output: such a text is output", shortBig,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{txt(C, F, "Total output lines: 60000\n\n1\n2\n42…77224 tokens truncated…7\n59999\n60000\n")}}},
+		{"0.4.4", "0.4.4: a CRLF-only output is the PTY's: its exit 1 is no evidence", killed044,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Failed: true, Texts: killedOut}},
+		{"0.4.4", "0.4.4: PTY exit 3 is truthful", exit3044,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(3, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "a\r\nb\r\n")}}},
+		{"0.4.4", "0.4.4 shell_command: exit 1 of a pipe (LF line ends) is truthful", exit1Pipe044,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Stdout, F, "x\n"), txt(accum.Stderr, F, ""), txt(C, F, "x\n")}}},
+		{"0.4.4", "0.4.4 shell_command: Codex's marker in a pipe's raw output is output", bigPipe044,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Stdout, F, "1\n2…5 tokens truncated…9\n"), txt(accum.Stderr, F, ""), txt(C, F, "1\n2…5 tokens truncated…9\n")}}},
+		{"0.10.0", "from 0.10.0 CRLF line ends alone are no PTY sign (its end events name their source)", killed044,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false),
+				Texts: []accum.Text{txt(accum.Stdout, F, "before-kill\r\n"), txt(accum.Stderr, F, ""), txt(C, F, "before-kill\r\n")}}},
 		{"", "an unknown build reads with the newest rules", killedPTY,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
 		{"2.6.0", "the TypeScript adapter's versions are not the Rust adapter's", killedPTY,
@@ -792,4 +819,22 @@ func TestCodexTS2ReplayedEndEvent(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, obs, 1)
 	assert.Equal(t, ex(0, accum.ExitStructured, true), obs[0].Exit)
+}
+
+// TestCodexCRLFOnly: 0.4.4's unified exec shows its PTY only in its line
+// ends; a cut Codex made for the model between CR and LF is no bare LF.
+func TestCodexCRLFOnly(t *testing.T) {
+	for s, want := range map[string]bool{
+		"before-kill\r\n": true,
+		"a\r\nb\r\n":      true,
+		"1018\r…5 tokens truncated…\r\n59287\r\n": true,
+		"1018\r…5 tokens truncated…\n59287\r\n":   true,
+		"a\nb\n":                      false,
+		"a\r\nb\n":                    false,
+		"no newline":                  false,
+		"":                            false,
+		"a\r\n…5 tokens truncated…\n": false,
+	} {
+		assert.Equal(t, want, codexCRLFOnly(s), "%q", s)
+	}
 }

@@ -95,11 +95,12 @@ type codex struct {
 	// "unified_exec*" from 0.7.4; 0.4.4's end event has neither, and the
 	// PTY shows only in CRLF line ends (codexCRLFOnly).
 	killedIsOne bool
-	// shortAggregate: the build (the Rust adapter before 0.10.0; 0.8.2,
-	// 0.9.2 and 0.9.5 recorded) sends in a unified exec's stdout and
-	// aggregated_output the text Codex shortened for the model, past its
-	// limit: "Total output lines: N" and a blank line, the head, then
-	// "…N tokens truncated…" and the tail (see codexShortened).
+	// shortAggregate: the build (the Rust adapter before 0.10.0; 0.4.4,
+	// 0.8.2, 0.9.2 and 0.9.5 recorded) sends in a unified exec's stdout
+	// and aggregated_output the text Codex shortened for the model, past
+	// its limit: "Total output lines: N" and a blank line, the head, then
+	// "…N tokens truncated…" and the tail; 0.4.4 the same without the
+	// header, which opens only its formatted_output (see codexShortened).
 	shortAggregate bool
 }
 
@@ -505,7 +506,7 @@ func readCodex(u *codexUpdate, b codex) accum.Observation {
 		// unknown (killedIsOne; still Failed, and no wrong code is ever
 		// reported: that variant reports a killed shell by its signal),
 		// and a text is read as shortened only with Codex's marker in
-		// it and Codex's header.
+		// it and Codex's header opening formatted_output.
 		text := agg
 		if !text.Set {
 			text = f.stdout(agg)
@@ -534,7 +535,8 @@ func readCodex(u *codexUpdate, b codex) accum.Observation {
 	}
 	shortened := false
 	if b.shortAggregate && pty && agg.Set {
-		agg.S, shortened = codexShortened(agg.S)
+		headed := f.FormattedOutput.HasPrefix("Total output lines: ") && codexTotalLines.MatchString(f.FormattedOutput.Str().S)
+		agg.S, shortened = codexShortened(agg.S, headed)
 	}
 	if text, truncated, ok := codexCombined(&f.codexOutputFields, agg); ok && text != "" {
 		kind := textKind(ended)
@@ -687,20 +689,26 @@ func codexCombined(f *codexOutputFields, agg Str) (string, bool, bool) {
 
 // codexShortened reads an aggregate that Codex shortened for the model
 // (codex.shortAggregate): "Total output lines: N" and a blank line, the
-// head, "…N tokens truncated…", the tail. The header and the marker are
-// Codex's; of the output, as of every bounded text here, the tail (the
-// most recent) is kept, and the text is marked truncated. A text without
-// both is the output as it is.
-func codexShortened(s string) (string, bool) {
-	loc := codexTotalLines.FindStringIndex(s)
-	if loc == nil {
+// head, "…N tokens truncated…", the tail. 0.4.4 sends the header only
+// at the start of formatted_output (headed), the aggregate being the
+// head, the marker and the tail, cut wherever the limit fell (inside a
+// line, or between CR and LF: "1018\r…398894 tokens truncated…\r\n59287").
+// The header and the marker are Codex's; of the output, as of
+// every bounded text here, the tail (the most recent) is kept, and the
+// text is marked truncated. A text without both (the header here or in
+// formatted_output, and the marker) is the output as it is.
+func codexShortened(s string, headed bool) (string, bool) {
+	start := 0
+	if loc := codexTotalLines.FindStringIndex(s); loc != nil {
+		start = loc[1]
+	} else if !headed {
 		return s, false
 	}
-	m := codexElided.FindAllStringIndex(s[loc[1]:], -1)
+	m := codexElided.FindAllStringIndex(s[start:], -1)
 	if len(m) == 0 {
 		return s, false
 	}
-	return s[loc[1]+m[len(m)-1][1]:], true
+	return s[start+m[len(m)-1][1]:], true
 }
 
 // codexCRLFOnly says whether s has lines and ends every one with CRLF,

@@ -486,10 +486,11 @@ func TestCodexBuilds(t *testing.T) {
 		// killed shell (`echo before-kill; kill -9 $$`) says exit 1, and
 		// past Codex's limit (`seq 1 60000`) the aggregate is the text
 		// shortened for the model without the "Total output lines"
-		// header, which only formatted_output has.
+		// header, which only formatted_output has; the cuts fall where
+		// they fall (here inside a CRLF).
 		killed044 = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"before-kill\r\n","call_id":"c1","duration":{"nanos":261883,"secs":10},"exit_code":1,"formatted_output":"before-kill\r\n","stderr":"","stdout":"before-kill\r\n"}}`
 		exit3044  = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"aggregated_output":"a\r\nb\r\n","call_id":"c1","duration":{"nanos":1,"secs":0},"exit_code":3,"formatted_output":"a\r\nb\r\n","stderr":"","stdout":"a\r\nb\r\n"}}`
-		big044    = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"aggregated_output":"1\r\n2\r\n1018…398894 tokens truncated…59287\r\n59999\r\n60000\r\n","call_id":"c1","duration":{"nanos":507193,"secs":10},"exit_code":0,"formatted_output":"Total output lines: 1732\n\n1\r\n2\r\n\n[... omitted 1 of 1732 lines ...]\n\n59999\r\n60000\r\n","stderr":"","stdout":"1\r\n2\r\n1018…398894 tokens truncated…59287\r\n59999\r\n60000\r\n"}}`
+		big044    = `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"aggregated_output":"1\r\n2\r\n1018\r…398894 tokens truncated…\r\n59287\r\n59999\r\n60000\r\n","call_id":"c1","duration":{"nanos":507193,"secs":10},"exit_code":0,"formatted_output":"Total output lines: 1732\n\n1\r\n2\r\n\n[... omitted 1 of 1732 lines ...]\n\n59999\r\n60000\r\n","stderr":"","stdout":"1\r\n2\r\n1018\r…398894 tokens truncated…\r\n59287\r\n59999\r\n60000\r\n"}}`
 		// codex-acp 0.4.4, shell_command (pipes): LF line ends, stdout
 		// and stderr apart; the aggregate is the raw output, and Codex's
 		// marker in it is the command's own.
@@ -526,6 +527,9 @@ func TestCodexBuilds(t *testing.T) {
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Failed: true, Texts: killedOut}},
 		{"0.4.4", "0.4.4: PTY exit 3 is truthful", exit3044,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(3, accum.ExitStructured, false), Texts: []accum.Text{txt(C, F, "a\r\nb\r\n")}}},
+		{"0.4.4", "0.4.4: the shortened aggregate without its header (only formatted_output has it): the tail after Codex's marker, truncated", big044,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: C, Kind: accum.Window, Text: "\r\n59287\r\n59999\r\n60000\r\n", Truncated: true}}}},
 		{"0.4.4", "0.4.4 shell_command: exit 1 of a pipe (LF line ends) is truthful", exit1Pipe044,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false),
 				Texts: []accum.Text{txt(accum.Stdout, F, "x\n"), txt(accum.Stderr, F, ""), txt(C, F, "x\n")}}},

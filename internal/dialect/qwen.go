@@ -95,13 +95,26 @@ type qwen struct {
 	// shell operator (see cutTitleDescription), and the final report
 	// names the command as run (see qwenReportCommand).
 	titleDescribes bool
+	// screenText: the build (0.12.0 to before 0.15.6; 0.12.0 recorded)
+	// sends as the output the buffer of the terminal emulator (a headless
+	// xterm, 80 columns) it runs the command in, rendered row by row with
+	// xterm's untrimmed translateToString(): see qwenScreenText. 0.10.1,
+	// the build before it on npm, runs a command in a terminal only when
+	// the user's settings ask for one (`shouldUseNodePtyShell ?? false`);
+	// 0.12.0 by default (`?? true`); 0.15.6, the next build on npm,
+	// renders the buffer trimmed (serializeTerminalToText), as 0.15.10
+	// (recorded) shows.
+	screenText bool
 }
 
 func init() { register(qwen{}) }
 
 // forVersion implements versioned: only the build says whether an ask's
-// title ends with the description.
-func (qwen) forVersion(v Version) Dialect { return qwen{titleDescribes: v.Before("0.15.6")} }
+// title ends with the description, and whether the output is a
+// terminal's screen text.
+func (qwen) forVersion(v Version) Dialect {
+	return qwen{titleDescribes: v.Before("0.15.6"), screenText: !v.Before("0.12.0") && v.Before("0.15.6")}
+}
 
 func (qwen) Info() Info {
 	// Auth method sign: qwen-oauth, offered by builds before 0.21; later
@@ -219,7 +232,10 @@ func (qwenCall) unreadFields() []string {
 }
 
 func (q qwen) read(msg []byte, scope string) (Frame, error) {
-	if q.titleDescribes {
+	switch {
+	case q.screenText:
+		return readFrame(msg, scope, observeQwenScreen, askQwenOld)
+	case q.titleDescribes:
 		return readFrame(msg, scope, observeQwenOld, askQwenOld)
 	}
 	return readFrame(msg, scope, observeQwen, askQwen)
@@ -228,6 +244,44 @@ func (q qwen) read(msg []byte, scope string) (Frame, error) {
 func observeQwen(u *qwenCall) []accum.Observation { return observeQwenFor(u, false) }
 
 func observeQwenOld(u *qwenCall) []accum.Observation { return observeQwenFor(u, true) }
+
+// observeQwenScreen reads a frame of a screenText build (whose asks are
+// titled as titleDescribes says): its output texts are screen text.
+func observeQwenScreen(u *qwenCall) []accum.Observation {
+	obs := observeQwenFor(u, true)
+	for i := range obs {
+		for j := range obs[i].Texts {
+			qwenScreenText(&obs[i].Texts[j])
+		}
+	}
+	return obs
+}
+
+// qwenScreenText reads an output of a screenText build, which is the
+// buffer of the terminal the command ran in (getFullBufferText in its
+// dist): every row rendered untrimmed, joined with "\n", and the whole
+// trimmed at its end. Every line but the last is so padded with spaces
+// to the terminal's width: the terminal's blank cells, which the command
+// never wrote, and no output. They are removed. A command's own trailing
+// spaces on such a line cannot be told from the padding (a cell it wrote
+// a space to is a blank cell), and go with it; the last line's were
+// already trimmed by Qwen. This holds for whichever text carries the
+// output: the displayed rawOutput string, or the report's Output field
+// (the same buffer text) when there is none; the build sends no live
+// output. A line longer than the terminal's width comes wrapped onto the
+// next row, split by a "\n" the command did not write: that is left as
+// it is, as a line the command ended at exactly the width cannot be told
+// from a wrapped one.
+func qwenScreenText(t *accum.Text) {
+	if !strings.Contains(t.Text, "\n") {
+		return
+	}
+	lines := strings.Split(t.Text, "\n")
+	for i := range lines[:len(lines)-1] {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	t.Text = strings.Join(lines, "\n")
+}
 
 func askQwen(u *qwenCall) accum.Observation { return askQwenFor(u, false) }
 

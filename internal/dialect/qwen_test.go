@@ -3,6 +3,7 @@ package dialect
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -322,5 +323,77 @@ func TestQwenReportWithoutItsExitLinesIsSaid(t *testing.T) {
 			assert.Equal(t, c.signal, o.Signal, "%s %s", b.build, c.name)
 			assert.Equal(t, c.want, o.Unrecognized, "%s %s", b.build, c.name)
 		}
+	}
+}
+
+// Qwen Code 0.12.0 (recorded) runs a command in a pseudo-terminal by
+// default and sends xterm's buffer as the output, every row rendered
+// untrimmed: each line but the last comes padded with spaces to the
+// terminal's 80 columns. The padding is the terminal's blank cells, not
+// bytes the command wrote. 0.15.10 (recorded) and 0.10.1 (recorded) send
+// no such padding: a line's trailing spaces there are the command's.
+func TestQwenXtermPadding(t *testing.T) {
+	d := mustDialect(t, "qwen")
+	C, F := accum.Combined, accum.Final
+	done, yes := accum.StatusCompleted, accum.ShellYes
+	pad := func(s string) string { return s + strings.Repeat(" ", 80-len(s)) }
+	report := func(cmd, out, code string) string {
+		return "Command: " + cmd + "\nDirectory: (root)\nOutput: " + out + "\nError: (none)\nExit Code: " + code + "\nSignal: 0\nProcess Group PGID: 31391"
+	}
+	// final is a final frame in the shape 0.12.0 sends (call_exit3_5 of
+	// qwen-code-0.12.0_plain_full.ndjson); raw "" sends no rawOutput.
+	final := func(id, content, raw string) string {
+		f := `{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"completed","content":[{"type":"content","content":{"type":"text","text":` + jsq(content) + `}}],"_meta":{"toolName":"run_shell_command"}`
+		if raw != "" {
+			f += `,"rawOutput":` + jsq(raw)
+		}
+		return f + `}`
+	}
+	ended := func(id, cmd string, code int32, out string) []accum.Observation {
+		return one(accum.Observation{ToolCallID: id, Shell: yes, Command: cmd, Status: done, Exit: ex(code, accum.ExitText, false), Texts: []accum.Text{txt(C, F, out)}})
+	}
+	exit3, exit3Raw := "printf 'a\\nb\\n'; exit 3", pad("a")+"\nb"
+	stderr := "echo to-stdout; echo to-stderr >&2; echo more-stdout"
+	stderrRaw := pad("to-stdout") + "\n" + pad("to-stderr") + "\nmore-stdout"
+	wide, wideRaw := "printf '%0120d\\n' 7", strings.Repeat("0", 80)+"\n"+strings.Repeat("0", 39)+"7"
+	trailing, trailingRaw := "printf 'x   \\ny\\n'", pad("x")+"\ny"
+	var ticks, ticksRaw []string
+	for i := 1; i <= 8; i++ {
+		ticks = append(ticks, fmt.Sprintf("tick%d", i))
+		ticksRaw = append(ticksRaw, pad(ticks[i-1]))
+	}
+	ticksRaw[len(ticksRaw)-1] = ticks[len(ticks)-1]
+	cancelled := "Command was cancelled by user before it could complete. Below is the output before it was cancelled:"
+
+	runObsCases(t, Bind(d, ParseVersion("0.12.0")), []obsCase{
+		{name: "0.12.0 exit3: the padding to 80 columns is not output",
+			update: final("call_exit3_5", report(exit3, exit3Raw, "3"), exit3Raw),
+			want:   ended("call_exit3_5", exit3, 3, "a\nb")},
+		{name: "0.12.0 stderr: every line but the last loses its padding",
+			update: final("call_stderr_8", report(stderr, stderrRaw, "0"), stderrRaw),
+			want:   ended("call_stderr_8", stderr, 0, "to-stdout\nto-stderr\nmore-stdout")},
+		{name: "0.12.0 a line wider than the terminal stays wrapped at column 80",
+			update: final("call_wide_2", report(wide, wideRaw, "0"), wideRaw),
+			want:   ended("call_wide_2", wide, 0, wideRaw)},
+		{name: "0.12.0 a line's own trailing spaces cannot be told from the padding",
+			update: final("call_trailing_5", report(trailing, trailingRaw, "0"), trailingRaw),
+			want:   ended("call_trailing_5", trailing, 0, "x\ny")},
+		{name: "0.12.0 cancel: the output before the cancel loses its padding",
+			update: final("call_cancel_35", cancelled+"\n"+strings.Join(ticksRaw, "\n"), strings.Join(ticksRaw, "\n")),
+			want: one(accum.Observation{ToolCallID: "call_cancel_35", Shell: yes, Status: done, Cancelled: true, CancelNotice: cancelled,
+				Texts: []accum.Text{txt(C, F, strings.Join(ticks, "\n"))}})},
+		{name: "0.12.0 a final without rawOutput: the report's output loses its padding",
+			update: final("call_exit3_5", report(exit3, exit3Raw, "3"), ""),
+			want:   ended("call_exit3_5", exit3, 3, "a\nb")},
+	})
+	for _, build := range []string{"0.15.10", "0.10.1"} {
+		want := ended("call_trailing_5", trailing, 0, "x   \ny")
+		// Before 0.15.6 the report's Command line is the command as run.
+		want[0].CommandFromTitle = !ParseVersion(build).Before("0.15.6")
+		runObsCases(t, Bind(d, ParseVersion(build)), []obsCase{
+			{name: build + " a line's trailing spaces are the command's",
+				update: final("call_trailing_5", report(trailing, "x   \ny", "0"), "x   \ny"),
+				want:   want},
+		})
 	}
 }

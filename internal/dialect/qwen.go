@@ -245,6 +245,13 @@ func observeQwen(u *qwenCall) []accum.Observation { return observeQwenFor(u, fal
 
 func observeQwenOld(u *qwenCall) []accum.Observation { return observeQwenFor(u, true) }
 
+// qwenScreenRows is how many rows the terminal of a screenText build
+// holds: xterm's default scrollback of 1,000 lines (`scrollback: 1e3` in
+// its dist; the Terminal is made without one) and the 30 rows of the
+// screen (`terminalHeight ?? 30`: the ACP session runs a tool with no
+// shell execution config).
+const qwenScreenRows = 1000 + 30
+
 // observeQwenScreen reads a frame of a screenText build (whose asks are
 // titled as titleDescribes says): its output texts are screen text.
 func observeQwenScreen(u *qwenCall) []accum.Observation {
@@ -272,7 +279,18 @@ func observeQwenScreen(u *qwenCall) []accum.Observation {
 // next row, split by a "\n" the command did not write: that is left as
 // it is, as a line the command ended at exactly the width cannot be told
 // from a wrapped one.
+//
+// The buffer holds qwenScreenRows rows: an output that needs more loses
+// its first rows, and nothing on the frame says so. A text of all of them
+// but the cursor's row (which, empty after an output's last newline, Qwen
+// trimmed: `seq 1 60000` came as rows 58972..60000, 1,029 rows) is read
+// as what it may be, a tail window of the output: Truncated. An output of
+// exactly that many rows, not cut, is then said truncated too: it cannot
+// be told from one that was.
 func qwenScreenText(t *accum.Text) {
+	if strings.Count(t.Text, "\n")+1 >= qwenScreenRows-1 {
+		t.Truncated = true
+	}
 	if !strings.Contains(t.Text, "\n") {
 		return
 	}

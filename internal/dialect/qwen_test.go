@@ -397,3 +397,47 @@ func TestQwenXtermPadding(t *testing.T) {
 		})
 	}
 }
+
+// Qwen Code 0.12.0's terminal (80 columns, 30 rows, xterm's default
+// scrollback of 1,000 lines) holds 1,030 rows: an output longer than that
+// loses its head, and the wire says nothing of it. `seq 1 60000` (step big
+// of qwen-code-0.12.0_plain_full.ndjson) came as rows 58972..60000, 1,029
+// rows (the cursor's empty last row trimmed), each padded to 80 columns.
+// A text that fills the buffer is a tail window: truncated.
+func TestQwenXtermScrollbackWindow(t *testing.T) {
+	d := mustDialect(t, "qwen")
+	pad := func(s string) string { return s + strings.Repeat(" ", 80-len(s)) }
+	rows := func(from, to int, padded bool) string {
+		var ls []string
+		for i := from; i <= to; i++ {
+			s := fmt.Sprint(i)
+			if padded && i < to {
+				s = pad(s)
+			}
+			ls = append(ls, s)
+		}
+		return strings.Join(ls, "\n")
+	}
+	final := func(raw string) string {
+		report := "Command: seq 1 60000\nDirectory: (root)\nOutput: " + raw + "\nError: (none)\nExit Code: 0\nSignal: 0\nProcess Group PGID: 31561"
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"call_big_17","status":"completed","content":[{"type":"content","content":{"type":"text","text":` + jsq(report) + `}}],"_meta":{"toolName":"run_shell_command"},"rawOutput":` + jsq(raw) + `}`
+	}
+	for _, c := range []struct {
+		build, raw, text string
+		truncated        bool
+	}{
+		{"0.12.0", rows(58972, 60000, true), rows(58972, 60000, false), true},
+		{"0.12.0", rows(1, 1030, true), rows(1, 1030, false), true},
+		{"0.12.0", rows(1, 1028, true), rows(1, 1028, false), false},
+		// 0.15.10 holds 10,030 rows, and what it cuts it says it saved to
+		// a file (TestQwenDisplayedResult): a text of 1,029 lines is whole.
+		{"0.15.10", rows(58972, 60000, false), rows(58972, 60000, false), false},
+	} {
+		obs := readUpdate(t, Bind(d, ParseVersion(c.build)), final(c.raw))
+		require.Len(t, obs, 1)
+		require.Len(t, obs[0].Texts, 1)
+		n := strings.Count(c.raw, "\n") + 1
+		assert.True(t, c.text == obs[0].Texts[0].Text, "%s, %d lines: the text, without the padding", c.build, n)
+		assert.Equal(t, c.truncated, obs[0].Texts[0].Truncated, "%s, %d lines", c.build, n)
+	}
+}

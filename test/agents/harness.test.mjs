@@ -255,14 +255,19 @@ test("a session/load replay may fill in what was unknown, never change what was 
 });
 
 // harnessCopy lays out a harness in a temporary directory: agents.mjs
-// itself, the workspaces and the installed packages given as
+// itself (with recorder, record.mjs and what it imports too), the
+// workspaces and the installed packages given as
 // { "path/package.json": {...} }. agents.mjs finds everything from its own
 // directory, so the copy resolves builds exactly as the real harness does.
-function harnessCopy(files) {
+function harnessCopy(files, { recorder = false } = {}) {
   const top = fs.mkdtempSync(path.join(os.tmpdir(), "acpnorm-builds-"));
   const root = path.join(top, "agents");
   fs.mkdirSync(root);
   fs.copyFileSync(path.join(here, "agents.mjs"), path.join(root, "agents.mjs"));
+  if (recorder) {
+    fs.copyFileSync(path.join(here, "record.mjs"), path.join(root, "record.mjs"));
+    for (const d of ["lib", "model"]) fs.cpSync(path.join(here, d), path.join(root, d), { recursive: true });
+  }
   for (const [f, obj] of Object.entries(files)) {
     const p = path.join(f.startsWith("../") ? top : root, f.replace(/^\.\.\//, ""));
     fs.mkdirSync(path.dirname(p), { recursive: true });
@@ -393,6 +398,128 @@ test("builds: pi-acp runs the pi its build pins, and `pi` on its PATH is that pi
       assert.equal(env.PI_ACP_PI_COMMAND, path.join(root, want), sel);
       assert.equal(firstOnPath(env.PATH), fs.realpathSync(path.join(root, want)), sel);
     }
+  } finally {
+    fs.rmSync(top, { recursive: true, force: true });
+  }
+});
+
+test("builds: a build whose platform package is another build's is refused, before it runs", async () => {
+  const pin = (pkg, v) => ({ private: true, dependencies: { [pkg]: v } });
+  // A main package that pins its platform packages, as the real ones do.
+  const main = (v, platform, extra = {}) => ({ version: v, optionalDependencies: { [platform]: v }, ...extra });
+  const pkg = (v) => ({ version: v });
+  const { top, root } = harnessCopy(
+    {
+      // OpenCode: the newest is hoisted; npm has no opencode-linux-x64
+      // 1.17.15, so that build nests only opencode-ai, whose launcher would
+      // find the hoisted 1.18.33 binary; 1.17.18 nests both.
+      "pkgs/opencode/package.json": pin("opencode-ai", "1.18.33"),
+      "pkgs/opencode@1.17.15/package.json": pin("opencode-ai", "1.17.15"),
+      "pkgs/opencode@1.17.18/package.json": pin("opencode-ai", "1.17.18"),
+      "node_modules/opencode-ai/package.json": main("1.18.33", "opencode-linux-x64"),
+      "node_modules/opencode-linux-x64/package.json": pkg("1.18.33"),
+      "pkgs/opencode@1.17.15/node_modules/opencode-ai/package.json": main("1.17.15", "opencode-linux-x64", { bin: { opencode: "bin/opencode" } }),
+      "pkgs/opencode@1.17.18/node_modules/opencode-ai/package.json": main("1.17.18", "opencode-linux-x64", { bin: { opencode: "bin/opencode" } }),
+      "pkgs/opencode@1.17.18/node_modules/opencode-linux-x64/package.json": pkg("1.17.18"),
+      // Copilot: no @github/copilot-linux-x64 1.0.77 either.
+      "pkgs/copilot/package.json": pin("@github/copilot", "1.0.102"),
+      "pkgs/copilot@1.0.77/package.json": pin("@github/copilot", "1.0.77"),
+      "node_modules/@github/copilot/package.json": main("1.0.102", "@github/copilot-linux-x64"),
+      "node_modules/@github/copilot-linux-x64/package.json": pkg("1.0.102"),
+      "pkgs/copilot@1.0.77/node_modules/@github/copilot/package.json": main("1.0.77", "@github/copilot-linux-x64"),
+      // Kilo 7.8.1, the case that was guarded alone before.
+      "pkgs/kilo/package.json": pin("@kilocode/cli", "7.7.7"),
+      "pkgs/kilo@7.8.1/package.json": pin("@kilocode/cli", "7.8.1"),
+      "node_modules/@kilocode/cli/package.json": main("7.7.7", "@kilocode/cli-linux-x64"),
+      "node_modules/@kilocode/cli-linux-x64/package.json": pkg("7.7.7"),
+      "pkgs/kilo@7.8.1/node_modules/@kilocode/cli/package.json": main("7.8.1", "@kilocode/cli-linux-x64"),
+      // The TypeScript Codex adapter: codex's platform package is an alias
+      // (npm:@openai/codex@0.144.6-linux-x64), two hops from the workspace.
+      "pkgs/codex-acp2/package.json": pin("@agentclientprotocol/codex-acp", "2.6.0"),
+      "pkgs/codex-acp2@1.1.4/package.json": pin("@agentclientprotocol/codex-acp", "1.1.4"),
+      "node_modules/@agentclientprotocol/codex-acp/package.json": { version: "2.6.0", dependencies: { "@openai/codex": "0.166.0" } },
+      "node_modules/@openai/codex/package.json": { version: "0.166.0", optionalDependencies: { "@openai/codex-linux-x64": "npm:@openai/codex@0.166.0-linux-x64" } },
+      "node_modules/@openai/codex-linux-x64/package.json": { name: "@openai/codex", version: "0.166.0-linux-x64" },
+      "pkgs/codex-acp2@1.1.4/node_modules/@agentclientprotocol/codex-acp/package.json": { version: "1.1.4", dependencies: { "@openai/codex": "0.144.6" } },
+      "pkgs/codex-acp2@1.1.4/node_modules/@openai/codex/package.json": { version: "0.144.6", optionalDependencies: { "@openai/codex-linux-x64": "npm:@openai/codex@0.144.6-linux-x64" } },
+      // Cline 2 is JavaScript: no platform package to find.
+      "pkgs/cline/package.json": pin("cline", "3.0.65"),
+      "pkgs/cline@2.18.0/package.json": pin("cline", "2.18.0"),
+      "node_modules/cline/package.json": main("3.0.65", "@cline/cli-linux-x64"),
+      "node_modules/@cline/cli-linux-x64/package.json": pkg("3.0.65"),
+      "pkgs/cline@2.18.0/node_modules/cline/package.json": pkg("2.18.0"),
+    },
+    { recorder: true },
+  );
+  try {
+    const m = await import(path.join(root, "agents.mjs"));
+    const build = (sel) => m.selectRuns([sel])[0].build;
+    const refused = (sel) => {
+      try {
+        m.checkInstalled(build(sel));
+        return null;
+      } catch (err) {
+        return err.message;
+      }
+    };
+    assert.match(refused("opencode@1.17.15") ?? "", /^opencode@1\.17\.15: opencode-linux-x64 1\.17\.15 \(pinned by opencode-ai 1\.17\.15\) is not installed: the build would run the 1\.18\.33 in node_modules\/opencode-linux-x64/);
+    assert.match(refused("copilot@1.0.77") ?? "", /^copilot@1\.0\.77: @github\/copilot-linux-x64 1\.0\.77 \(pinned by @github\/copilot 1\.0\.77\) is not installed: the build would run the 1\.0\.102/);
+    assert.match(refused("kilo@7.8.1") ?? "", /^kilo@7\.8\.1: @kilocode\/cli-linux-x64 7\.8\.1 .* would run the 7\.7\.7/);
+    assert.match(refused("codex-acp2@1.1.4") ?? "", /^codex-acp2@1\.1\.4: @openai\/codex-linux-x64 0\.144\.6-linux-x64 \(pinned by @openai\/codex 0\.144\.6\) is not installed: the build would run the 0\.166\.0-linux-x64/);
+    for (const sel of ["opencode", "opencode@1.17.18", "copilot", "kilo", "codex-acp2", "cline", "cline@2.18.0"]) assert.equal(refused(sel), null, sel);
+    // Nothing installed at all: the main package is named.
+    fs.rmSync(path.join(root, "pkgs/opencode@1.17.15/node_modules"), { recursive: true });
+    assert.match(refused("opencode@1.17.15") ?? "", /^opencode@1\.17\.15: opencode-ai 1\.17\.15 \(pinned by pkgs\/opencode@1\.17\.15\/package.json\) is not installed/);
+
+    // record.mjs refuses the build before it starts anything.
+    fs.mkdirSync(path.join(top, "out"));
+    const record = (sel, variant) =>
+      spawnSync(process.execPath, [path.join(root, "record.mjs"), "--agent", sel, "--variant", variant, "--scenario", path.join(here, "scenarios", "smoke.json"), "--out", path.join(top, "out", `${sel}.ndjson`)], {
+        encoding: "utf8",
+        env: { ...process.env, ACPNORM_AGENTS_ALLOW_NETWORK: "1" },
+        timeout: 60000,
+      });
+    let r = record("copilot@1.0.77", "plain");
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /record\.mjs: copilot@1\.0\.77: @github\/copilot-linux-x64 1\.0\.77 .* would run the 1\.0\.102/);
+    assert.ok(!fs.existsSync(path.join(top, "out", "copilot@1.0.77.ndjson")), "nothing recorded");
+
+    // A build that passes that check but names itself another build in its
+    // initialize answer is refused too: a stand-in agent that says it is
+    // OpenCode 1.18.33 while 1.17.18 is pinned.
+    const launcher = path.join(root, "pkgs/opencode@1.17.18/node_modules/opencode-ai/bin/opencode");
+    fs.mkdirSync(path.dirname(launcher), { recursive: true });
+    fs.writeFileSync(
+      launcher,
+      `#!${process.execPath}
+let buf = "";
+process.stdin.on("data", (c) => {
+  buf += c;
+  let nl;
+  while ((nl = buf.indexOf("\\n")) >= 0) {
+    const msg = JSON.parse(buf.slice(0, nl));
+    buf = buf.slice(nl + 1);
+    if (msg.id === undefined) continue;
+    const answer = msg.method === "initialize"
+      ? { result: { protocolVersion: 1, agentCapabilities: {}, agentInfo: { name: "OpenCode", version: "1.18.33" } } }
+      : { error: { code: -32601, message: "not here" } };
+    process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...answer }) + "\\n");
+  }
+});
+`,
+      { mode: 0o755 },
+    );
+    r = record("opencode@1.17.18", "bash-ask");
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /record\.mjs: opencode: opencode@1\.17\.18: the agent says it is OpenCode 1\.18\.33 \(agentInfo\), not 1\.17\.18/);
+    const meta = JSON.parse(fs.readFileSync(path.join(top, "out", "opencode@1.17.18.meta.json"), "utf8"));
+    assert.match(meta.error, /the agent says it is OpenCode 1\.18\.33/);
+    assert.deepEqual(meta.steps, [], "no step was run");
+    // An adapter names its own version, which is the build's; an agent
+    // that names none (Grok) is not refused.
+    assert.equal(m.agentInfoProblem(build("opencode@1.17.18"), { name: "OpenCode", version: "1.17.18" }), null);
+    assert.equal(m.agentInfoProblem(build("opencode@1.17.18"), undefined), null);
+    assert.equal(m.agentInfoProblem(build("opencode@1.17.18"), { name: "OpenCode" }), null);
   } finally {
     fs.rmSync(top, { recursive: true, force: true });
   }

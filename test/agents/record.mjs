@@ -8,7 +8,9 @@
 //
 // ID is the newest build of the agent, ID@VERSION an older one
 // (pkgs/ID@VERSION, agents.mjs); it refuses a build whose installed version
-// is not the one its workspace pins.
+// is not the one its workspace pins, whose platform package (or any package
+// it runs) is not the one pinned for it (agents.mjs checkInstalled), or that
+// names itself another build in its initialize answer (agentInfo.version).
 //
 // --wrap '["acpnormd","proxy","--wire","W","--"]' starts the agent through
 // that command (the agent's command and arguments go after it), as a client
@@ -28,7 +30,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { AcpClient } from "./lib/acp-client.mjs";
 import { startModelServer } from "./model/server.mjs";
-import { installedVersion, selectRuns } from "./agents.mjs";
+import { agentInfoProblem, checkInstalled, installedVersion, selectRuns } from "./agents.mjs";
 import { loadScenario } from "./lib/scenario.mjs";
 import { ClientTerminals } from "./lib/terminals.mjs";
 import { endStrays } from "./lib/strays.mjs";
@@ -62,6 +64,12 @@ const { agent, build, variant } = run;
 const version = installedVersion(agent, build);
 if (version !== build.version) {
   console.error(`record.mjs: ${agent.pkg} ${build.version} is not installed for ${build.workspace} (found ${version ?? "nothing"}; npm ci -w ${build.workspace} in test/agents)`);
+  process.exit(2);
+}
+try {
+  checkInstalled(build);
+} catch (err) {
+  console.error(`record.mjs: ${err.message}`);
   process.exit(2);
 }
 const scenario = loadScenario(opt.scenario);
@@ -228,6 +236,9 @@ try {
   startAgent(1);
   const init = await initialize();
   meta.agentInfo = init.agentInfo ?? null;
+  // Nothing is recorded under the name of a build that did not run.
+  const wrong = agentInfoProblem(build, init.agentInfo);
+  if (wrong) throw new Error(wrong);
   meta.loadSession = !!init.agentCapabilities?.loadSession;
   const sn = await within(client.request("session/new", { cwd: work, mcpServers: [] }), 60000);
   if (!sn.v) throw new Error(`session/new: ${sn.e?.message ?? "no answer in 60 s"}`);

@@ -525,6 +525,37 @@ process.stdin.on("data", (c) => {
   }
 });
 
+test("builds: the lockfile gives every build the packages it runs, at its own versions", async () => {
+  // The tree npm ci lays out from package-lock.json (each package's own
+  // package.json, as far as the lookup reads it), with the workspaces' own
+  // package.json: a build whose platform package the registry lacks has no
+  // entry of that version, and the lookup finds another build's.
+  const lock = JSON.parse(fs.readFileSync(path.join(here, "package-lock.json"), "utf8")).packages;
+  const files = {};
+  for (const [k, v] of Object.entries(lock)) {
+    if (!k.includes("node_modules/") || v.link) continue;
+    files[`${k}/package.json`] = { name: v.name ?? k.slice(k.lastIndexOf("node_modules/") + "node_modules/".length), version: v.version, dependencies: v.dependencies, optionalDependencies: v.optionalDependencies };
+  }
+  for (const d of fs.readdirSync(path.join(here, "pkgs"))) files[`pkgs/${d}/package.json`] = JSON.parse(fs.readFileSync(path.join(here, "pkgs", d, "package.json"), "utf8"));
+  const { top, root } = harnessCopy(files);
+  try {
+    const m = await import(path.join(root, "agents.mjs"));
+    const refused = [];
+    for (const a of m.AGENTS) {
+      for (const b of m.buildsOf(a)) {
+        try {
+          m.checkInstalled(b);
+        } catch (err) {
+          refused.push(err.message);
+        }
+      }
+    }
+    assert.deepEqual(refused, []);
+  } finally {
+    fs.rmSync(top, { recursive: true, force: true });
+  }
+});
+
 test("builds: versions order numerically", async () => {
   const { compareVersions } = await import("./agents.mjs");
   const sorted = ["1.0.9", "1.0.102", "0.99.0", "1.0.80", "1.0.64-1", "1.0.64"].sort(compareVersions);

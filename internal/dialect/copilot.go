@@ -79,10 +79,13 @@ import (
 //     notice, its final's trailer, or the model's own `rawInput.shellId`).
 //
 // Older builds, recorded at 1.0.92 (1.0.102's frames), 1.0.89, 1.0.86,
-// 1.0.83, 1.0.80 and 1.0.61: 1.0.80's `shell_exit` also has
-// `outputTruncated` on every call (1.0.89's only on an output that was
-// cut, as 1.0.102's); 1.0.83's and 1.0.86's finals have no
-// `rawOutput.contents[]`. From 1.0.80 to 1.0.89,
+// 1.0.83, 1.0.80, 1.0.75, 1.0.70, 1.0.65, 1.0.62, 1.0.61 and 1.0.57:
+// 1.0.75's and 1.0.80's `shell_exit` also has `outputTruncated` on every
+// call (1.0.89's only on an output that was cut, as 1.0.102's; 1.0.70's
+// never); 1.0.83's and 1.0.86's finals have no `rawOutput.contents[]`,
+// nor have those of 1.0.65 and the builds before it. From 1.0.70 to
+// 1.0.89 (1.0.65 still ends a big live text with copilotDropped's notice,
+// and the probe saw it on 1.0.67: the change falls after 1.0.67),
 // an output that passes the live limit between two reads streams as the
 // whole output so far, then only its last 128 characters (from mid-line)
 // rather than a 10,240-character window: a fragment that never replaces
@@ -103,8 +106,9 @@ type copilot struct {
 	// command's own `exit N` ends it (1.0.61; not from 1.0.80 on).
 	shellExitLine bool
 	// tailFragment: past its live limit the build sends only the last
-	// copilotTail characters of the output (1.0.80 to 1.0.89; 1.0.92
-	// sends the copilotWindow tail instead).
+	// copilotTail characters of the output (1.0.70 to 1.0.89 recorded;
+	// 1.0.67 and before send copilotDropped's head instead, 1.0.92 the
+	// copilotWindow tail).
 	tailFragment bool
 }
 
@@ -319,17 +323,19 @@ func copilotInputs(o *accum.Observation, u *copilotCall) {
 // Copilot keeps of a big live output.
 const copilotWindow = 10240
 
-// copilotDropped ends the live text of builds 1.0.62 to 1.0.67 once the
-// output passed their limit: the text is then only the head of it.
+// copilotDropped ends the live text of builds 1.0.62 to 1.0.67 (1.0.62
+// and 1.0.65 recorded) once the output passed their limit: the text is
+// then only the head of it.
 var copilotDropped = regexp.MustCompile(`^\n<output too long - dropped \d+ lines? from the end>\n?$`)
 
 // copilotTail is the length, in JavaScript characters, of the fragment
 // that builds before copilotNoTailFragment send of an output that passed
 // their live limit between two reads: its last 128 characters, which may
-// start mid-line (`seq 1 60000` on 1.0.80, 1.0.83, 1.0.86 and 1.0.89;
-// `seq 1 30000` and `seq 1 10000` on 1.0.86). The text before it is the
-// whole output so far (the first read, 8,192 characters of these; for
-// `seq 1 2000` a text of 8,893 characters, the whole output, came next).
+// start mid-line (`seq 1 60000` on 1.0.70, 1.0.75, 1.0.80, 1.0.83, 1.0.86
+// and 1.0.89; `seq 1 30000` and `seq 1 10000` on 1.0.86). The text before
+// it is the whole output so far (the first read, 8,192 characters of
+// these; for `seq 1 2000` a text of 8,893 characters, the whole output,
+// came next).
 // The rule that makes it was not read: 1.0.89 writes its ACP updates
 // from its native runtime (runtime.node), not from its JavaScript.
 const copilotTail = 128

@@ -252,11 +252,18 @@ func (c *recCall) exitCode() string {
 // the call that owns it). It also returns how many frames said Cancelled.
 func replayRecording(t *testing.T, d Dialect, name string) ([]*recCall, int) {
 	t.Helper()
+	return replayFrames(t, d, name, loadRecording(t, name))
+}
+
+// replayFrames is replayRecording of frames, those of recording name
+// or a changed copy of them.
+func replayFrames(t *testing.T, d Dialect, name string, frames []recFrame) ([]*recCall, int) {
+	t.Helper()
 	byID := map[string]*recCall{}
 	byTerminal := map[string]string{}
 	var calls []*recCall
 	cancels := 0
-	for _, fr := range loadRecording(t, name) {
+	for _, fr := range frames {
 		f, err := Read(d, fr.Msg)
 		if err != nil {
 			t.Fatalf("%s:%d: frame error: %v", name, fr.Line, err)

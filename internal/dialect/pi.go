@@ -17,8 +17,9 @@ import (
 //     the model is still writing it: the tool name "bash", then the
 //     command so far; each later title replaces the earlier), NO
 //     `rawInput`, terminal content whose id is the tool call id, and
-//     `_meta.terminal_info {terminal_id, cwd}`. Two status-only updates
-//     follow. pi never asks permission.
+//     `_meta.terminal_info {terminal_id, cwd}` (those two signs say the
+//     call is the shell whatever its kind: see piInputs). Two
+//     status-only updates follow. pi never asks permission.
 //   - live: `_meta.terminal_output` deltas. pi keeps only the last 2,000
 //     lines or 50 KiB of the output, and pi-acp sends the part of pi's
 //     text that extends what it sent before, or, when pi's text no longer
@@ -282,12 +283,28 @@ func askPi(u *piCall) accum.Observation {
 	return o
 }
 
-// piInputs reads the command from the title of an execute call, or, on
-// the content wire, from rawInput of the call titled with the tool's name
-// (kind "other"; in a replay rawOutput.toolName names the tool).
+// piInputs reads the command from the title of a call on the terminal
+// wire, or, on the content wire, from rawInput of the call titled with
+// the tool's name (kind "other"; in a replay rawOutput.toolName names the
+// tool).
+//
+// On the terminal wire (pi-acp 0.0.34, dist/index.js emitBashToolCall and
+// session/load's replay) the call of pi's bash tool, and only it, has the
+// kind execute, its title the command (or the tool's name while the model
+// has not written it), and its opening frame a terminal content item and
+// `_meta.terminal_info` naming the call; every other tool's call is
+// titled with the tool's name and its updates carry no title. So a call
+// that opens with those signs is the shell whatever its kind, and an
+// update's title is the command whatever its kind, unless the kind is one
+// no shell has: a build that gives its bash tool another kind (as 0.0.24
+// gave it `other`) keeps its commands.
 func piInputs(o *accum.Observation, u *piCall) {
-	if u.Kind != nil && *u.Kind == "execute" && u.Title != nil {
+	shell := (u.Kind != nil && *u.Kind == "execute") || piTerminalCall(u)
+	if shell {
 		o.Shell = accum.ShellYes
+	}
+	titled := shell || (u.SessionUpdate == "tool_call_update" && ReadKind(u.Kind) != accum.ShellNo)
+	if titled && u.Title != nil {
 		if t := strings.TrimSpace(*u.Title); t != "" && t != piTool {
 			o.Command = t
 		}
@@ -305,6 +322,14 @@ func piInputs(o *accum.Observation, u *piCall) {
 	} else if in != nil || u.RawOutput != nil {
 		o.Shell = accum.ShellYes
 	}
+}
+
+// piTerminalCall says whether u opens a call with the terminal wire's
+// signs: a terminal content item and `_meta.terminal_info`, each naming
+// the call (pi-acp's terminal id is the tool call id).
+func piTerminalCall(u *piCall) bool {
+	return u.SessionUpdate == "tool_call" && u.ToolCallID != "" && u.TerminalContent() == u.ToolCallID &&
+		u.Meta != nil && u.Meta.TerminalInfo != nil && u.Meta.TerminalInfo.TerminalID == u.ToolCallID
 }
 
 // piEnvelopeMax bounds the text piEnvelope parses: the dump of a result

@@ -166,6 +166,34 @@ func TestPiUpdate(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Failed: true}),
 		},
 		{
+			// pi-acp 0.0.34 gives the terminal wire (terminal content and
+			// terminal_info naming the call) to its bash tool alone
+			// (emitBashToolCall; session/load's replay of a bash result):
+			// a build that gives that call another kind still ran it, and
+			// its title is still the command.
+			name:   "a call with the terminal wire's signs is the shell whatever its kind",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"p1","title":"ls -la","kind":"other","status":"pending","content":[{"type":"terminal","terminalId":"p1"}],"_meta":{"terminal_info":{"terminal_id":"p1","cwd":"/w"}}}`,
+			want:   one(accum.Observation{ToolCallID: "p1", Opens: true, Shell: accum.ShellYes, Status: accum.StatusPending, Command: "ls -la", TerminalID: "p1", Cwd: "/w"}),
+		},
+		{
+			// pi-acp titles no update but its bash tool's (the command as
+			// the model writes it), whatever kind a build gives it; the
+			// opening frame says whether the call is a shell.
+			name:   "an update's title is the command whatever its kind",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"p1","title":"ls -la","kind":"other","status":"in_progress"}`,
+			want:   one(accum.Observation{ToolCallID: "p1", Status: accum.StatusRunning, Command: "ls -la"}),
+		},
+		{
+			name:   "a kind no shell has: the title is no command",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"r1","title":"README.md","kind":"read","status":"in_progress"}`,
+			want:   one(accum.Observation{ToolCallID: "r1", Shell: accum.ShellNo, Status: accum.StatusRunning}),
+		},
+		{
+			name:   "another tool's call titled with its name is no shell",
+			update: `{"sessionUpdate":"tool_call","toolCallId":"g1","title":"grep","kind":"other","status":"pending","rawInput":{"pattern":"x"}}`,
+			want:   one(accum.Observation{ToolCallID: "g1", Opens: true, Status: accum.StatusPending}),
+		},
+		{
 			name:   "other tools are not shell output",
 			update: `{"sessionUpdate":"tool_call","toolCallId":"r1","title":"read","kind":"read","status":"pending","rawInput":{"path":"a"}}`,
 			want:   one(accum.Observation{ToolCallID: "r1", Opens: true, Shell: accum.ShellNo, Status: accum.StatusPending}),
@@ -257,6 +285,44 @@ func TestPiRecording(t *testing.T) {
 	assert.Equal(t, "4", exit4.exitCode())
 	out, _ = exit4.output(accum.Combined)
 	assert.Equal(t, "after-cancel\n", out)
+}
+
+// TestPiKindDrift: pi-acp 0.0.34's recording with every kind `execute`
+// made `other` (a build that re-kinds its bash tool) reads as it did: the
+// terminal wire's signs say the call is the shell, and its titles are
+// the command.
+func TestPiKindDrift(t *testing.T) {
+	d, _ := Lookup("pi")
+	const rec = "agents/pi-acp-0.0.34_plain_full.ndjson"
+	frames := loadRecording(t, rec)
+	drifted := make([]recFrame, len(frames))
+	n := 0
+	for i, fr := range frames {
+		msg := strings.ReplaceAll(string(fr.Msg), `"kind":"execute"`, `"kind":"other"`)
+		if msg != string(fr.Msg) {
+			n++
+		}
+		drifted[i] = recFrame{Line: fr.Line, Msg: []byte(msg)}
+	}
+	require.NotZero(t, n, "no frame of kind execute")
+	base, _ := replayRecording(t, d, rec)
+	got, _ := replayFrames(t, d, rec, drifted)
+	require.Len(t, got, len(base))
+	for i, b := range base {
+		g := got[i]
+		require.Equal(t, b.id, g.id)
+		require.Equal(t, accum.ShellYes, b.shell, b.id)
+		assert.Equal(t, b.shell, g.shell, b.id)
+		assert.Equal(t, b.command, g.command, b.id)
+		assert.Equal(t, b.exitCode(), g.exitCode(), b.id)
+		assert.Equal(t, b.signal, g.signal, b.id)
+		assert.Equal(t, b.timedOut, g.timedOut, b.id)
+		assert.Equal(t, b.final().Cancelled, g.final().Cancelled, b.id)
+		wantOut, wantCut := b.output(accum.Combined)
+		gotOut, gotCut := g.output(accum.Combined)
+		assert.Equal(t, wantOut, gotOut, b.id)
+		assert.Equal(t, wantCut, gotCut, b.id)
+	}
 }
 
 // TestPiContentWire: pi-acp 0.0.23 and 0.0.24 (with pi 0.84.2) send another

@@ -87,6 +87,22 @@ type dockerCall struct {
 	RawOutput *dockerOutput `json:"rawOutput"`
 }
 
+// knownTool implements knownTools: docker-agent gives the kind execute to
+// the permission ask of every tool that is not read-only, to its
+// max-iterations ask ("Maximum iterations (N) reached") and to the
+// tool_call of every tool named shell, run_* or exec_* (an MCP run_tests),
+// so the kind says nothing of a shell there. A frame titled with another
+// tool's name than its shell tools', with no command in its rawInput, is
+// a tool the dialect knows is no shell (dockerInputs reads it so).
+func (u *dockerCall) knownTool() bool {
+	if u.Title == nil {
+		return false
+	}
+	t := strings.TrimSpace(*u.Title)
+	in := u.RawInput
+	return t != dockerShellTitle && t != dockerBackgroundTitle && (in == nil || (in.Cmd.Line == "" && in.Command.Line == ""))
+}
+
 func (dockerAgent) read(msg []byte, scope string) (Frame, error) {
 	return readFrame(msg, scope, observeDocker, askDocker)
 }

@@ -197,3 +197,49 @@ func quoteJSON(s string) string {
 	}
 	return string(b)
 }
+
+// TestDockerAgentKnownTools: docker-agent gives the kind execute to the
+// permission ask of every tool that is not read-only, to its
+// max-iterations ask, and to the tool_call of every tool named shell,
+// run_* or exec_* (docker/docker-agent pkg/acp/agent.go,
+// buildToolCallUpdate, handleMaxIterationsReached, determineToolKind): a
+// frame that names another tool than its shell tools, with no command,
+// is no shell it missed (no shell_unread), and its own shell tools still
+// are shells; a frame that names no tool says what its kind says.
+func TestDockerAgentKnownTools(t *testing.T) {
+	d := mustDialect(t, "docker-agent")
+	ask := func(tc string) []accum.Observation {
+		f, err := Read(d, []byte(`{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","options":[],"toolCall":`+tc+`}}`))
+		require.NoError(t, err)
+		return f.Observations
+	}
+	for _, c := range []struct {
+		name  string
+		obs   []accum.Observation
+		shell accum.Shell
+		want  []accum.Unrecognized
+	}{
+		{"the ask of a tool that writes", ask(`{"toolCallId":"call_w1","title":"write_file","kind":"execute","status":"pending","rawInput":{"path":"a.txt","content":"x"}}`),
+			accum.ShellNo, nil},
+		{"the ask of an MCP tool with a title", ask(`{"toolCallId":"call_g1","title":"Create Issue","kind":"execute","status":"pending","rawInput":{"repo":"a/b","title":"t"}}`),
+			accum.ShellNo, nil},
+		{"the max-iterations ask", ask(`{"toolCallId":"max_iterations","title":"Maximum iterations (20) reached","kind":"execute","status":"pending"}`),
+			accum.ShellNo, nil},
+		{"an MCP run_* tool", readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"m1","title":"run_tests","kind":"execute","status":"pending","rawInput":{"suite":"all"}}`),
+			accum.ShellNo, nil},
+		{"the shell tool's ask", ask(`{"toolCallId":"d1","title":"Shell","kind":"execute","status":"pending","rawInput":{"cmd":"ls"}}`),
+			accum.ShellYes, nil},
+		{"the background job tool", readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"d2","title":"Background Job","kind":"execute","status":"pending","rawInput":{"cmd":"npm start"}}`),
+			accum.ShellYes, nil},
+		{"a command under a kind no shell has", readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"r1","title":"Runner","kind":"read","status":"pending","rawInput":{"cmd":"ls"}}`),
+			accum.ShellNo, []accum.Unrecognized{{What: accum.UnrecognizedShell, Field: "rawInput.cmd"}}},
+		{"a frame that names no tool", readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","status":"pending"}`),
+			accum.ShellUnknown, []accum.Unrecognized{{What: accum.UnrecognizedShell, Field: "kind"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Len(t, c.obs, 1)
+			assert.Equal(t, c.shell, c.obs[0].Shell)
+			assert.Equal(t, c.want, c.obs[0].Unrecognized)
+		})
+	}
+}

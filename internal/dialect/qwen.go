@@ -225,6 +225,16 @@ type qwenCall struct {
 	} `json:"_meta"`
 }
 
+// qwenOtherTools are the tools of Qwen Code that are no shell but have
+// the kind execute, named in `_meta.toolName` on every frame: image_gen
+// (0.24.4, chunks/image-gen-UIN6FN2N.js: ImageGenTool, "execute" /*
+// Execute */, parameters {prompt, size}) makes a picture.
+var qwenOtherTools = map[string]bool{"image_gen": true}
+
+// knownTool implements knownTools: a tool of Qwen's the dialect knows is
+// no shell, though its kind is execute.
+func (u *qwenCall) knownTool() bool { return u.Meta != nil && qwenOtherTools[u.Meta.ToolName.S] }
+
 // unreadFields: 0.24's rawOutput.text restates rawOutput.output for
 // display (cut in the middle "for ACP transport"); notices, pid,
 // directory, version and outputFiles say nothing about the exit or the
@@ -411,6 +421,10 @@ const qwenToolName = "run_shell_command"
 func qwenInputs(o *accum.Observation, u *qwenCall, titleDescribes bool) {
 	if u.Meta != nil && u.Meta.ToolName.S == qwenToolName {
 		o.Shell = accum.ShellYes
+	}
+	if u.knownTool() {
+		o.Shell = accum.ShellNo // its kind execute says nothing
+		return
 	}
 	if in := u.RawInput; in != nil {
 		if in.Command.Line != "" {

@@ -441,3 +441,30 @@ func TestQwenXtermScrollbackWindow(t *testing.T) {
 		assert.Equal(t, c.truncated, obs[0].Texts[0].Truncated, "%s, %d lines", c.build, n)
 	}
 }
+
+// TestQwenImageGen: Qwen Code 0.24.4 gives its image_gen tool the kind
+// execute (chunks/image-gen-UIN6FN2N.js: ImageGenTool, "execute" /*
+// Execute */), and names it in `_meta.toolName` on every frame: no shell
+// call, and no shell it missed; run_shell_command still is one.
+func TestQwenImageGen(t *testing.T) {
+	d := mustDialect(t, "qwen")
+	open := readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"call_img_1","status":"pending","title":"ImageGen","content":[],"locations":[],"kind":"execute","rawInput":{},"_meta":{"toolName":"image_gen","provenance":"builtin","phase":"preparing"}}`)
+	require.Len(t, open, 1)
+	assert.Equal(t, accum.ShellNo, open[0].Shell)
+	assert.Empty(t, open[0].Command)
+	assert.Empty(t, open[0].Unrecognized)
+
+	running := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"call_img_1","status":"in_progress","kind":"execute","title":"a red cube","rawInput":{"prompt":"a red cube","size":"1024*1024"},"_meta":{"toolName":"image_gen","provenance":"builtin"}}`)
+	require.Len(t, running, 1)
+	assert.Equal(t, accum.ShellNo, running[0].Shell)
+
+	f, err := Read(d, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","options":[],"toolCall":{"toolCallId":"call_img_1","status":"pending","title":"a red cube","kind":"execute","rawInput":{"prompt":"a red cube"},"_meta":{"toolName":"image_gen"}}}}`))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	assert.Equal(t, accum.ShellNo, f.Observations[0].Shell)
+	assert.Empty(t, f.Observations[0].Unrecognized)
+
+	shell := readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"call_ok_2","status":"pending","title":"Shell","content":[],"locations":[],"kind":"execute","rawInput":{},"_meta":{"toolName":"run_shell_command","provenance":"builtin","phase":"preparing"}}`)
+	require.Len(t, shell, 1)
+	assert.Equal(t, accum.ShellYes, shell[0].Shell)
+}

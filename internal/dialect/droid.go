@@ -105,11 +105,27 @@ var (
 	droidExited = regexp.MustCompile(`(?:\n\n)?\[Process exited with code (-?\d+)\]\s*$`)
 )
 
+// droidOtherTools are tools of Droid that are no shell but have the kind
+// execute: 0.215.0 gives a tool the kind of the first keyword its name
+// holds (jyH: "bash", "exec", "shell", "command" or "run" make execute)
+// and titles a tool it does not describe with its name (kyH), so the
+// mission tools StartMissionRun and EndFeatureRun arrive titled so, of
+// kind execute.
+var droidOtherTools = map[string]bool{"StartMissionRun": true, "EndFeatureRun": true}
+
+// knownTool implements knownTools: a tool of Droid's the dialect knows is
+// no shell, though its kind is execute.
+func (u *droidCall) knownTool() bool {
+	return u.Title != nil && droidOtherTools[strings.TrimSpace(*u.Title)] && u.RawInput.Command.Line == ""
+}
+
 // droidBase reads what updates and asks share: the command, description
 // and whether it is a shell call.
 func droidBase(u *droidCall, o accum.Observation) accum.Observation {
 	in := &u.RawInput
 	switch {
+	case u.knownTool():
+		o.Shell = accum.ShellNo // its kind execute says nothing
 	case in.Command.Line != "":
 		o.Command = in.Command.Line
 		o.Shell = accum.ShellYes

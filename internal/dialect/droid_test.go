@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -203,4 +204,28 @@ func TestDroidReplayedOutputLikeItsHeader(t *testing.T) {
 			want:   output("c1", done, 0, "Command timed out after 2 seconds. Consider increasing the timeout for long-running commands.\nx\n"),
 		},
 	})
+}
+
+// TestDroidMissionTools: Droid 0.215.0 gives a tool the kind of the first
+// keyword its name holds (jyH: "bash", "exec", "shell", "command", "run"
+// make execute) and titles it with its name (kyH, for tools it does not
+// describe): StartMissionRun and EndFeatureRun are kind execute. They are
+// no shell calls, nor shells it missed; Execute still is one.
+func TestDroidMissionTools(t *testing.T) {
+	d := mustDialect(t, "droid")
+	for _, name := range []string{"StartMissionRun", "EndFeatureRun"} {
+		obs := readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"toolu_1","title":"`+name+`","kind":"execute","status":"pending","rawInput":{"missionId":"m1"}}`)
+		require.Len(t, obs, 1)
+		assert.Equal(t, accum.ShellNo, obs[0].Shell, name)
+		assert.Empty(t, obs[0].Unrecognized, name)
+
+		f, err := Read(d, []byte(`{"jsonrpc":"2.0","id":2,"method":"session/request_permission","params":{"sessionId":"s","options":[],"toolCall":{"toolCallId":"toolu_2","title":"`+name+`","rawInput":{"featureId":"f1"},"kind":"execute"}}}`))
+		require.NoError(t, err)
+		require.Len(t, f.Observations, 1)
+		assert.Equal(t, accum.ShellNo, f.Observations[0].Shell, name)
+		assert.Empty(t, f.Observations[0].Unrecognized, name)
+	}
+	obs := readUpdate(t, d, "{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"toolu_3\",\"title\":\"`ls` (low)\",\"kind\":\"execute\",\"status\":\"pending\",\"rawInput\":{\"command\":\"ls\",\"riskLevel\":\"low\"}}")
+	require.Len(t, obs, 1)
+	assert.Equal(t, accum.ShellYes, obs[0].Shell)
 }

@@ -21,6 +21,7 @@ const (
 	hLoad       = `{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"S","cwd":"/w","mcpServers":[]}}`
 	hLoadResult = `{"jsonrpc":"2.0","id":1,"result":{"modes":null}}`
 	hPrompt     = `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[]}}`
+	hResume     = `{"jsonrpc":"2.0","id":1,"method":"session/resume","params":{"sessionId":"S","cwd":"/w","mcpServers":[],"replayFrom":{"type":"start"}}}`
 )
 
 func hUpdate(id, fields string) string {
@@ -57,6 +58,13 @@ func TestSessionLoadReplay(t *testing.T) {
 	}{{
 		name:   "replayed before the load's answer, call still held: nothing changes, no revision",
 		frames: concat(live, []string{hLoad}, poorer, []string{hLoadResult}),
+		want:   map[string]termFinal{"c1": want},
+		revs:   3,
+	}, {
+		// ACP v2 restores a session with session/resume; replayFrom
+		// start replays it as v1's session/load does.
+		name:   "ACP v2: session/resume with replayFrom replays, call still held: nothing changes, no revision",
+		frames: concat(live, []string{hResume}, poorer, []string{hLoadResult}),
 		want:   map[string]termFinal{"c1": want},
 		revs:   3,
 	}, {

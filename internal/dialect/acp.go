@@ -53,8 +53,8 @@ type Frame struct {
 	// later one), the generic dialect reads the agent, and nothing but
 	// this flag says that nothing chose it.
 	Unnamed bool
-	// SessionCwd is the `cwd` of a `session/new` or `session/load`
-	// request.
+	// SessionCwd is the `cwd` of a `session/new`, `session/load` or
+	// (ACP v2) `session/resume` request.
 	SessionCwd string
 	// TurnEnded is set by a `session/prompt` result (any stopReason).
 	TurnEnded bool
@@ -72,7 +72,8 @@ type Frame struct {
 	// error response, or a result naming a terminal, an output or an exit
 	// status.
 	Response *Response
-	// Load is set by a `session/load` request: the agent replays the
+	// Load is set by a `session/load` request, or an ACP v2
+	// `session/resume` with `replayFrom`: the agent replays the
 	// session's history (see History); its JSON-RPC id is LoadID.
 	Load   bool
 	LoadID string
@@ -122,6 +123,9 @@ type message[U any] struct {
 			Kind     string `json:"kind"`
 		} `json:"options"`
 		Cwd string `json:"cwd"`
+		// ReplayFrom is ACP v2 session/resume's: present, the agent
+		// replays the session's history (v1's session/load).
+		ReplayFrom signMember `json:"replayFrom"`
 		// The params of a client-terminal request.
 		terminalParams
 	} `json:"params"`
@@ -167,14 +171,21 @@ func (r *rawID) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// implementation is an agent's name and build in an initialize result.
+type implementation struct {
+	Name string `json:"name"`
+	// Version is lenient: a build that sends a number or an object
+	// here is an unknown build, not a bad frame.
+	Version Str `json:"version"`
+}
+
 type responseResult struct {
-	AgentInfo *struct {
-		Name string `json:"name"`
-		// Version is lenient: a build that sends a number or an object
-		// here is an unknown build, not a bad frame.
-		Version Str `json:"version"`
-	} `json:"agentInfo"`
-	StopReason *string `json:"stopReason"`
+	AgentInfo *implementation `json:"agentInfo"`
+	// Info is ACP v2's name for agentInfo (the draft's initialize result:
+	// protocolVersion 2, info, capabilities), read only in an initialize
+	// result and only when agentInfo is absent.
+	Info       *implementation `json:"info"`
+	StopReason *string         `json:"stopReason"`
 	Outcome    *struct {
 		Outcome  string `json:"outcome"`
 		OptionID string `json:"optionId"`
@@ -492,6 +503,15 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		if m.Params != nil {
 			f.SessionCwd = m.Params.Cwd
 		}
+	case "session/resume":
+		// ACP v2 restores a session with session/resume; it replays the
+		// history, as v1's session/load, only when replayFrom asks.
+		if m.Params != nil {
+			f.SessionCwd = m.Params.Cwd
+			if m.Params.ReplayFrom.Present {
+				f.Load, f.LoadID = true, m.ID.Text
+			}
+		}
 	case "session/prompt":
 		f.Prompt = true
 	case MethodTerminalCreate, MethodTerminalOutput, MethodTerminalWait, MethodTerminalKill, MethodTerminalRelease:
@@ -557,7 +577,7 @@ var sessionUpdates = map[string]bool{
 var methodsRead = map[string]bool{
 	"": true, "session/update": true, "session/request_permission": true,
 	"session/new": true, "initialize": true, "session/cancel": true,
-	"session/load": true, "session/prompt": true,
+	"session/load": true, "session/resume": true, "session/prompt": true,
 	MethodTerminalCreate: true, MethodTerminalOutput: true, MethodTerminalWait: true,
 	MethodTerminalKill: true, MethodTerminalRelease: true,
 }
@@ -567,7 +587,7 @@ var methodsRead = map[string]bool{
 // and options, the cwd of a session/new or session/load. No method also
 // covers a message that is not an object at all.
 func strictParams(method string) bool {
-	return method == "" || method == "session/request_permission" || method == "session/new" || method == "session/load" || method == "session/update"
+	return method == "" || method == "session/request_permission" || method == "session/new" || method == "session/load" || method == "session/resume" || method == "session/update"
 }
 
 func methodName(m string) string {
@@ -581,9 +601,13 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 	if r == nil {
 		return // an error response or an empty result: nothing to learn
 	}
-	if r.AgentInfo != nil {
-		f.AgentName = r.AgentInfo.Name
-		if v := r.AgentInfo.Version; v.Set {
+	info := r.AgentInfo
+	if info == nil && r.ProtocolVersion.Present {
+		info = r.Info
+	}
+	if info != nil {
+		f.AgentName = info.Name
+		if v := info.Version; v.Set {
 			f.AgentVersion = cutVersion(strings.TrimSpace(v.S))
 		}
 	}
@@ -661,7 +685,7 @@ func checkStrict(msg []byte) error {
 		if !isNull(env.Params) {
 			err = json.Unmarshal(env.Params, new(permissionEnvelope))
 		}
-	case "session/new", "session/load":
+	case "session/new", "session/load", "session/resume":
 		if !isNull(env.Params) {
 			err = json.Unmarshal(env.Params, new(struct {
 				Cwd string `json:"cwd"`

@@ -382,6 +382,6 @@ func TestMethodsReadAreTheSwitch(t *testing.T) {
 			t.Fatalf("a case of readFrame's switch that is neither a string nor a constant: %T", c)
 		}
 	}
-	require.Len(t, inSwitch, 13, "the cases of readFrame's switch on the method")
+	require.Len(t, inSwitch, 14, "the cases of readFrame's switch on the method")
 	assert.ElementsMatch(t, slices.Collect(maps.Keys(methodsRead)), inSwitch)
 }

@@ -124,6 +124,9 @@ func TestAgentVersionRead(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"x"}}}`, ""},
 		{`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"x","version":"` + strings.Repeat("9", 100) + `"}}}`, strings.Repeat("9", MaxVersionBytes-len("…")) + "…"},
 		{`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"x","version":"0.85.1+` + strings.Repeat("a", 70) + `"}}}`, "0.85.1+" + strings.Repeat("a", MaxVersionBytes-len("0.85.1+…")) + "…"},
+		// ACP v2 names the agent `info` in its initialize result.
+		{`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"x","version":"0.101.0"}}}`, "0.101.0"},
+		{`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"agentInfo":{"name":"x","version":"1.0"},"info":{"name":"y","version":"2.0"}}}`, "1.0"},
 	} {
 		f, err := Read(Generic(), []byte(c.msg))
 		require.NoError(t, err, c.msg)
@@ -133,4 +136,13 @@ func TestAgentVersionRead(t *testing.T) {
 			assert.False(t, ParseVersion(f.AgentVersion).Known(), "a version cut is no build: %s", c.msg)
 		}
 	}
+}
+
+// TestV2InfoOnlyInInitialize: `info` names the agent only in an initialize
+// result (one with protocolVersion); another result's `info` is no name.
+func TestV2InfoOnlyInInitialize(t *testing.T) {
+	f, err := Read(Generic(), []byte(`{"jsonrpc":"2.0","id":3,"result":{"info":{"name":"x","version":"1"}}}`))
+	require.NoError(t, err)
+	assert.Empty(t, f.AgentName)
+	assert.Empty(t, f.AgentVersion)
 }

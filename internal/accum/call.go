@@ -302,12 +302,17 @@ func (c *Call) Apply(o *Observation) {
 // still say to this call: the command, cwd, description, approval reason
 // and terminal only when the call knows none (the description and the
 // approval reason only while it is open); background only while it is
-// open; text only for streams it never saw. Exit evidence and status
+// open; text only for streams it never saw; no exit the dialect says is
+// evidence only live (Observation.ExitLiveOnly). Exit evidence and status
 // stay: a call that ended with a known outcome ignores them anyway
 // (Apply), and one that did not is better for them.
 func (c *Call) replayed(o *Observation) Observation {
 	r := *o
 	r.Replayed = false
+	if r.ExitLiveOnly {
+		// The agent made this exit up for the replay.
+		r.Exit, r.ExitLiveOnly = nil, false
+	}
 	if c.cur.command != "" {
 		r.Command, r.CommandRan = "", false
 	}

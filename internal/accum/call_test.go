@@ -761,3 +761,32 @@ func TestCallWordsThatWereOutput(t *testing.T) {
 	assert.Equal(t, "real", header.Texts[0].Text)
 	assert.NotNil(t, header.Exit)
 }
+
+// TestReplayDropsALiveOnlyExit: an exit a dialect says is evidence only on
+// a live frame (ExitLiveOnly: the agent makes it up when it replays) says
+// nothing on a replayed one, whether the call ended live without an exit
+// code or only the replay shows it; live, it is the exit, and a replayed
+// exit without the mark still fills in what the call lacks.
+func TestReplayDropsALiveOnlyExit(t *testing.T) {
+	liveOnly := Observation{Exit: exit(0, ExitStatus), ExitLiveOnly: true}
+	replayed := liveOnly
+	replayed.Replayed = true
+	plain := Observation{Exit: exit(0, ExitStatus), Replayed: true}
+	for _, tc := range []struct {
+		name    string
+		obs     []Observation
+		outcome Outcome
+		exit    *int32
+	}{
+		{"ended live without an exit code", []Observation{{Shell: ShellYes}, {Status: StatusCompleted}, replayed, {Status: StatusCompleted, Replayed: true}}, Unknown, nil},
+		{"only the replay shows the call", []Observation{{Shell: ShellYes, Replayed: true}, replayed, {Status: StatusCompleted, Replayed: true}}, Unknown, nil},
+		{"live, it is the exit", []Observation{{Shell: ShellYes}, liveOnly, {Status: StatusCompleted}}, Succeeded, ptr(0)},
+		{"a replayed exit without the mark fills in", []Observation{{Shell: ShellYes}, {Status: StatusCompleted}, plain}, Succeeded, ptr(0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := revisionAfter(tc.obs)
+			assert.Equal(t, tc.outcome, r.Outcome, r.OutcomeReason)
+			assert.Equal(t, tc.exit, r.ExitCode)
+		})
+	}
+}

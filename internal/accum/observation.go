@@ -324,6 +324,10 @@ type Observation struct {
 	// stream it never saw, and exit evidence or an end it lacks; it never
 	// replaces or worsens what the call holds.
 	Replayed bool
+	// ExitLiveOnly says Exit is evidence only on a live frame: the agent
+	// fills that value in itself when it replays a session, so on a
+	// Replayed observation it says nothing of the exit.
+	ExitLiveOnly bool
 	// NoEcho says the agent never writes the command before its output:
 	// no text of the observation is held back or cut as an echo of the
 	// command (see echo.go), so a command that itself prints
@@ -426,13 +430,13 @@ const MaxFieldPath = 128
 // terminal.
 func (o *Observation) TakeEvidence() Observation {
 	ev := Observation{
-		TerminalID: o.TerminalID, Texts: o.Texts, Exit: o.Exit, ExitSetAside: o.ExitSetAside,
+		TerminalID: o.TerminalID, Texts: o.Texts, Exit: o.Exit, ExitSetAside: o.ExitSetAside, ExitLiveOnly: o.ExitLiveOnly,
 		Signal: o.Signal, TimedOut: o.TimedOut, Background: o.Background, FailNotice: o.FailNotice,
 		Succeeded: o.Succeeded, Failed: o.Failed, Verdict: o.Verdict, Worded: o.Worded,
 		Replayed: o.Replayed, NoEcho: o.NoEcho, Unrecognized: o.Unrecognized,
 		Src: Sources{Exit: o.Src.Exit, Output: o.Src.Output, Notice: o.Src.Notice},
 	}
-	o.TerminalID, o.AboutTerminal, o.Texts, o.Exit, o.ExitSetAside = "", false, nil, nil, false
+	o.TerminalID, o.AboutTerminal, o.Texts, o.Exit, o.ExitSetAside, o.ExitLiveOnly = "", false, nil, nil, false, false
 	o.Signal, o.TimedOut, o.Background, o.FailNotice = "", false, false, ""
 	o.Succeeded, o.Failed, o.Verdict, o.Worded, o.Unrecognized = false, false, VerdictNone, Worded{}, nil
 	o.Src.Exit, o.Src.Output, o.Src.Notice = "", "", ""

@@ -2,9 +2,11 @@ package dialect
 
 import (
 	"bytes"
+	"cmp"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/jsonlit"
@@ -109,13 +111,24 @@ import (
 //     without output, and the adapter's notices for a call it closed
 //     without a result ("Claude stopped this tool call before it ran.",
 //     ...) are no output.
-//   - ACP v2 terminal_update / terminal_output_chunk are read as in the
-//     generic dialect, with the "Exit code N" header removed from snapshots;
-//     exitStatus is the adapter's terminal_exit code, set aside where that
-//     is made up (exitMadeUp). A session/load replay's made-up 0
-//     (claudeRestatedZero) is read as exit 0 there: the terminal_update
-//     that carries it comes before the tool_call_update with the terminal
-//     content item, and says nothing of a replay itself.
+//   - ACP v2 (an initialize with protocolVersion 2; recorded for 0.101.0,
+//     variant v2_terminal-meta): the terminal _meta becomes terminal_update
+//     (an upsert: `command`, `output.data` the base64 of v1's
+//     terminal_output text, `exitStatus {exitCode, signal}` the
+//     terminal_exit's) and terminal_output_chunk; tool calls are upserting
+//     tool_call_updates (`name` "Bash"; `_meta.claudeCode` only for
+//     `nonExecutionKind`: no toolName, no toolResponse); a turn ends with
+//     a state_update idle; the session is restored with session/resume
+//     (replayFrom start replays it). A terminal_update without output,
+//     exitStatus or cwd (the terminal announced, the rawInput command
+//     restated, terminal/cancel offered) comes before the tool call that
+//     shows the terminal, or says only what the call's frames say: no
+//     observation (claudeTerminalAnnounced). The output text holds v1's
+//     header, notices and trailers, read as v1's (claudeTerminalBytes).
+//     exitStatus is set aside where it is made up (exitMadeUp); a 0 is
+//     evidence only live (Observation.ExitLiveOnly): the replay's made-up
+//     0 comes before the tool_call_update with the terminal item, where
+//     claudeRestatedZero cannot see it.
 //   - With a client terminal (the client offers `terminal: true`),
 //     claude-code-acp runs Bash as the MCP tool `mcp__acp__Bash`: a shell
 //     like Bash. It runs the command with terminal/create (the whole line,
@@ -332,6 +345,9 @@ func observeClaudeBuild(u *claudeUpdate, exitMadeUp bool) []accum.Observation {
 	case "tool_call", "tool_call_update":
 		return []accum.Observation{readClaude(u, exitMadeUp)}
 	case "terminal_update", "terminal_output_chunk":
+		if claudeTerminalAnnounced(&u.ToolCall) {
+			return nil
+		}
 		if o, ok := readTerminalUpdate(&u.ToolCall); ok {
 			if u.SessionUpdate == "terminal_update" {
 				if exitMadeUp && o.Exit != nil {
@@ -339,12 +355,35 @@ func observeClaudeBuild(u *claudeUpdate, exitMadeUp bool) []accum.Observation {
 					// exitStatus: made up here as there.
 					o.Exit, o.ExitSetAside = nil, true
 				}
-				stripClaudeHeaderBytes(&o)
+				if o.Exit != nil && o.Exit.Code == 0 {
+					// A session/resume replay's exitStatus is 0 for every
+					// result not flagged as an error, a nonzero exit
+					// Claude Code read as a success too, and it comes
+					// before the tool_call_update that restates the
+					// terminal item (claudeRestatedZero cannot see it):
+					// a 0 is exit evidence only on a live frame.
+					o.ExitLiveOnly = true
+				}
+				claudeTerminalBytes(&o)
 			}
 			return []accum.Observation{o}
 		}
 	}
 	return nil
+}
+
+// claudeTerminalAnnounced says whether a v2 terminal_update carries
+// neither output, nor an exit status, nor a cwd. claude-agent-acp
+// (0.101.0, ACP v2; its V2Terminals) sends one with the terminalId alone
+// to announce the terminal, before the tool_call_update whose content
+// shows it; one with `command` whenever a report's rawInput.command
+// changes, right before that report (a session/resume replay: before the
+// call shows the terminal); one offering terminal/cancel
+// (`capabilities`). Each says nothing the tool call's own frames do not,
+// and the first two come before any call owns the terminal: no
+// observation. (It never sends a cwd; one would be read.)
+func claudeTerminalAnnounced(tc *ToolCall) bool {
+	return tc.SessionUpdate == "terminal_update" && !tc.Output.Null && !tc.Output.Data.Set && tc.ExitStatus == nil && tc.Cwd == nil
 }
 
 // claudeBase adds to o what updates and permission asks share: the
@@ -886,12 +925,53 @@ func persistedSize(t string) int64 {
 	return leastBytes(v, half, m[2])
 }
 
+// claudeTerminalBytes reads a v2 terminal_update's output snapshot, which
+// is v1's `_meta.terminal_output.data` base64-encoded (the adapter's
+// V2Terminals): the same text, with the same header, notices and
+// trailers, read by claudeText as v1's is (the frame carries no status:
+// v1's output frame carries none either). The text stays bytes, as the
+// generic reading gives them. Bytes that are not UTF-8 (which the adapter,
+// encoding a string, never sends) lose only their header.
+func claudeTerminalBytes(o *accum.Observation) {
+	var texts []accum.Text
+	for _, t := range o.Texts {
+		if t.Kind != accum.Snapshot || len(t.Bytes) == 0 || !utf8.Valid(t.Bytes) {
+			texts = append(texts, t)
+			continue
+		}
+		r := accum.Observation{Exit: o.Exit}
+		claudeText(&r, string(t.Bytes), false, false, accum.Snapshot)
+		for _, rt := range r.Texts {
+			if rt.Text != "" || rt.Truncated || rt.TotalBytes > 0 {
+				// Output: bytes again. v2 sends no other whole copy
+				// of it (no toolResponse), so the words removed cannot
+				// prove to be output (Text.Whole applies to text only).
+				rt.Bytes, rt.Text, rt.Whole = []byte(rt.Text), "", ""
+			}
+			texts = append(texts, rt)
+		}
+		o.Exit = r.Exit
+		o.Cancelled, o.CancelNotice = o.Cancelled || r.Cancelled, cmp.Or(o.CancelNotice, r.CancelNotice)
+		o.Background = o.Background || r.Background
+		o.TimedOut = o.TimedOut || r.TimedOut
+		o.Worded = r.Worded
+		if r.Src.Exit != "" {
+			o.Src.Exit = r.Src.Exit
+		}
+		if r.Src.Notice != "" {
+			o.Src.Notice = r.Src.Notice
+		}
+	}
+	o.Texts = texts
+	stripClaudeHeaderBytes(o)
+}
+
 // stripClaudeHeaderBytes removes an "Exit code N" header from v2 snapshot
-// bytes and reads it as text exit evidence.
+// bytes that are not UTF-8 and reads it as text exit evidence.
 func stripClaudeHeaderBytes(o *accum.Observation) {
 	for i := range o.Texts {
 		t := &o.Texts[i]
-		if t.Kind != accum.Snapshot || t.Bytes == nil {
+		if t.Kind != accum.Snapshot || t.Bytes == nil || utf8.Valid(t.Bytes) {
 			continue
 		}
 		if m := claudeExitHeader.FindSubmatch(t.Bytes); m != nil {

@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -140,6 +141,19 @@ func TestClaudeUpdate(t *testing.T) {
 		{name: "v2 terminal_output_chunk", update: `{"sessionUpdate":"terminal_output_chunk","terminalId":"t1","data":"aGk="}`,
 			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: accum.Delta, Bytes: []byte("hi")}}})},
 		{name: "usage_update gives nothing", update: `{"sessionUpdate":"usage_update","used":5}`},
+		// claude-agent-acp 0.101.0 on ACP v2 announces each terminal with
+		// a bare terminal_update before the tool_call_update whose content
+		// shows it (recorded: claude-agent-acp-0.101.0_v2_terminal-meta_full):
+		// it says nothing about the command, and no call owns the terminal yet.
+		{name: "v2 terminal_update that only announces the terminal gives nothing",
+			update: `{"sessionUpdate":"terminal_update","terminalId":"toolu_ok_3"}`},
+		// Its command is the rawInput.command of the tool_call_update the
+		// adapter sends right after it, from the same report; a
+		// session/resume replay sends it before the call shows the terminal.
+		{name: "v2 terminal_update with only the command gives nothing",
+			update: `{"sessionUpdate":"terminal_update","terminalId":"toolu_ok_3","command":"ls"}`},
+		{name: "v2 terminal_update that offers terminal/cancel gives nothing",
+			update: `{"sessionUpdate":"terminal_update","terminalId":"t1","command":"sleep 6","capabilities":{"cancel":{}}}`},
 	})
 }
 
@@ -620,5 +634,53 @@ func TestClaudePersistedOutputStatesItsSize(t *testing.T) {
 		sized(preview, "1.2MB", 1205862),
 		sized(preview, "900B", 0), // no more than the preview: says nothing
 		sized(preview, "lots", 0),
+	})
+}
+
+// TestClaudeV2TerminalText: on ACP v2 claude-agent-acp (0.101.0) sends
+// what v1 sends as `_meta.terminal_output.data` as a terminal_update's
+// base64 `output.data` (recorded: claude-agent-acp-0.101.0_v2_terminal-meta_full).
+// The same text holds the same notices and trailers, read the same way:
+// never output.
+func TestClaudeV2TerminalText(t *testing.T) {
+	d := claudeDialect(t)
+	C, S := accum.Combined, accum.Snapshot
+	yes := accum.ShellYes
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	up := func(text string) string {
+		return `{"sessionUpdate":"terminal_update","terminalId":"t1","output":{"data":"` + b64(text) + `"}}`
+	}
+	bytesOf := func(s string) accum.Text { return accum.Text{Stream: C, Kind: S, Bytes: []byte(s)} }
+	const cancelText = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."
+	runObsCases(t, d, []obsCase{
+		{name: "the output alone", update: up("alpha.txt\nbeta.md"),
+			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Texts: []accum.Text{bytesOf("alpha.txt\nbeta.md")}})},
+		{name: "the Exit code header is the exit, not output", update: up("Exit code 4\nafter-cancel"),
+			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(4, accum.ExitText, false), Texts: []accum.Text{bytesOf("after-cancel")}})},
+		{name: "the refusal is a notice", update: up("User refused permission to run tool"),
+			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: "User refused permission to run tool"})},
+		{name: "the cancel notice is a notice", update: up(cancelText),
+			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: notice(cancelText)})},
+		{name: "the truncation trailer marks a head and states the size",
+			update: up("1\n2\n\n[Output truncated (348894 bytes total): full output saved to /x/y.txt]"),
+			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: S, Bytes: []byte("1\n2"), Truncated: true, Head: true, TotalBytes: 348894}}})},
+		{name: "the moved-to-background notice is no output",
+			update: up("start\nCommand did not complete within its 2s timeout and was moved to the background (ID: b1). Output is being written to: /tmp/b1.output."),
+			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Background: true, Texts: []accum.Text{bytesOf("start")}})},
+		// A session/resume replay (replayFrom start) sends exitStatus 0
+		// for every result Claude Code did not flag as an error (the
+		// adapter's `exitCode = isError ? undefined : 0` without the
+		// structured result), in a terminal_update before the
+		// tool_call_update that restates the terminal item: that 0 is
+		// evidence only live. A nonzero code is the header's, replayed too.
+		{name: "exitStatus 0 is evidence only live",
+			update: `{"sessionUpdate":"terminal_update","terminalId":"t1","exitStatus":{"exitCode":0}}`,
+			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(0, accum.ExitStatus, false), ExitLiveOnly: true})},
+		{name: "a nonzero exitStatus is evidence replayed too",
+			update: `{"sessionUpdate":"terminal_update","terminalId":"t1","exitStatus":{"exitCode":3}}`,
+			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(3, accum.ExitStatus, false)})},
+		{name: "bytes that are not UTF-8 are kept, only the header read",
+			update: `{"sessionUpdate":"terminal_update","terminalId":"t1","output":{"data":"` + base64.StdEncoding.EncodeToString([]byte("Exit code 2\n\xff\xfe")) + `"}}`,
+			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(2, accum.ExitText, false), Texts: []accum.Text{bytesOf("\xff\xfe")}})},
 	})
 }

@@ -118,7 +118,12 @@ type message[U any] struct {
 	Params *struct {
 		Update   *U `json:"update"`
 		ToolCall *U `json:"toolCall"`
-		Options  []struct {
+		// Subject is where an ACP v2 permission ask names its tool
+		// call: {"type":"tool_call","toolCall":{...}}.
+		Subject *struct {
+			ToolCall *U `json:"toolCall"`
+		} `json:"subject"`
+		Options []struct {
 			OptionID string `json:"optionId"`
 			Kind     string `json:"kind"`
 		} `json:"options"`
@@ -480,7 +485,11 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 				f.Ask.RejectOptions = append(f.Ask.RejectOptions, o.OptionID)
 			}
 		}
-		if tc := p.ToolCall; tc != nil && P(tc).call().ToolCallID != "" {
+		tc := p.ToolCall
+		if tc == nil && p.Subject != nil {
+			tc = p.Subject.ToolCall // ACP v2
+		}
+		if tc != nil && P(tc).call().ToolCallID != "" {
 			f.Observations = []accum.Observation{ask(tc)}
 			// An ask is often the first sight of a call.
 			if !knowsTool(P(tc)) {
@@ -1044,7 +1053,9 @@ func ReadStatus(s *string) accum.Status {
 		return accum.StatusRunning
 	case "completed":
 		return accum.StatusCompleted
-	case "failed":
+	case "failed", "cancelled":
+		// ACP v2's `cancelled` ends the call too (Base says it was
+		// cancelled).
 		return accum.StatusFailed
 	}
 	return accum.StatusNone
@@ -1118,6 +1129,9 @@ func (tc *ToolCall) Base() accum.Observation {
 	}
 	if o.TerminalID != "" {
 		o.Shell = accum.ShellYes
+	}
+	if tc.Status != nil && *tc.Status == "cancelled" {
+		o.Cancelled = true // ACP v2
 	}
 	return o
 }

@@ -28,3 +28,33 @@ func TestV2ResumeReplays(t *testing.T) {
 		}
 	}
 }
+
+// TestV2PermissionSubject: an ACP v2 permission ask names the tool call
+// under `subject` ({"type":"tool_call","toolCall":{...}}), not `toolCall`
+// (recorded: claude-agent-acp-0.101.0_v2_terminal-meta_full): it is read
+// as v1's, so its answer can reject the call.
+func TestV2PermissionSubject(t *testing.T) {
+	msg := `{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","title":"rm -f notes.txt","subject":{"type":"tool_call","toolCall":{"toolCallId":"toolu_reject_50","name":"Bash","rawInput":{"command":"rm -f notes.txt"},"title":"rm -f notes.txt","kind":"execute","content":[{"type":"terminal","terminalId":"toolu_reject_50"}]}},"options":[{"optionId":"allow-once","name":"Yes","kind":"allow_once"},{"optionId":"reject","name":"No","kind":"reject_once"}]}}`
+	f, err := Read(Generic(), []byte(msg))
+	require.NoError(t, err)
+	require.NotNil(t, f.Ask)
+	assert.Equal(t, []string{"reject"}, f.Ask.RejectOptions)
+	require.Len(t, f.Observations, 1)
+	o := f.Observations[0]
+	assert.Equal(t, "toolu_reject_50", o.ToolCallID)
+	assert.Equal(t, "rm -f notes.txt", o.Command)
+	assert.True(t, o.PermissionAsk)
+}
+
+// TestV2StatusCancelled: ACP v2 adds the tool call status `cancelled`
+// (recorded: claude-agent-acp-0.101.0_v2_terminal-meta_full, the call a
+// session/cancel stopped): the call ended, cancelled.
+func TestV2StatusCancelled(t *testing.T) {
+	f, err := Read(Generic(), []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"cancelled"}}}`))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	o := f.Observations[0]
+	assert.True(t, o.Status.Ended(), "status %v", o.Status)
+	assert.True(t, o.Cancelled)
+	assert.Empty(t, o.Unrecognized)
+}

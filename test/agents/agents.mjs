@@ -257,6 +257,12 @@ export const AGENTS = [
       { name: "plain", terminalMeta: false },
       { name: "air_terminal-meta", terminalMeta: true, air: true, newestOnly: true },
       { name: "air_plain", terminalMeta: false, air: true, newestOnly: true },
+      // ACP v2 (initialize protocolVersion 2): the adapter serves the draft
+      // v2 surface, and sends the terminal _meta as terminal_update and
+      // terminal_output_chunk updates, tool calls as upserting
+      // tool_call_updates, the turn's end as state_update idle; the load
+      // scenario restores the session with session/resume replayFrom start.
+      { name: "v2_terminal-meta", terminalMeta: true, protocol: 2, newestOnly: true },
     ],
     setup: claudeSetup,
   },

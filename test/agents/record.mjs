@@ -117,7 +117,7 @@ const baseEnv = {
 fs.mkdirSync(baseEnv.TMPDIR, { recursive: true });
 
 // What the harness did, per step.
-const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.name, terminalMeta: variant.terminalMeta, clientTerminal: !!variant.clientTerminal, ...(variant.air ? { airClient: true } : {}), scenario: path.basename(opt.scenario), steps: [] };
+const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.name, terminalMeta: variant.terminalMeta, clientTerminal: !!variant.clientTerminal, ...(variant.air ? { airClient: true } : {}), ...(variant.protocol ? { protocolVersion: variant.protocol } : {}), scenario: path.basename(opt.scenario), steps: [] };
 
 let env;
 try {
@@ -175,6 +175,9 @@ function startAgent(proc) {
     },
     onNotification: (method, params) => {
       const kind = params?.update?.sessionUpdate;
+      // ACP v2 ends a turn with a state_update idle, not the prompt's
+      // answer.
+      if (method === "session/update" && kind === "state_update" && params.update.state === "idle" && turn?.idle) turn.idle(params.update);
       if (method === "session/update" && (kind === "tool_call" || kind === "tool_call_update")) sawCall();
       if (method === "session/update" && replay) replay.updates++;
     },
@@ -219,8 +222,15 @@ if (variant.terminalMeta) caps._meta = { terminal_output: true };
 if (variant.air) caps._meta = { ...caps._meta, jetbrains: { air: { version: 1, capabilities: [] } } };
 const clientInfo = { name: "acpnorm-harness", title: "acpnorm agent harness", version: "0.1.0" };
 
+// ACP v2 (variant.protocol 2): initialize names the client `info` and its
+// capabilities `capabilities`, with no fs or terminal (a v2 client has
+// neither); the _meta extensions are the same.
+const v2 = variant.protocol === 2;
+const v2caps = caps._meta ? { _meta: caps._meta } : {};
+
 async function initialize() {
-  const init = await within(client.request("initialize", { protocolVersion: 1, clientCapabilities: caps, clientInfo }), 60000);
+  const params = v2 ? { protocolVersion: 2, info: clientInfo, capabilities: v2caps } : { protocolVersion: 1, clientCapabilities: caps, clientInfo };
+  const init = await within(client.request("initialize", params), 60000);
   if (!init.v) throw new Error(`initialize: ${init.e?.message ?? "no answer in 60 s"}`);
   if (agent.authMethod) {
     const a = await within(client.request("authenticate", { methodId: agent.authMethod }), 30000);
@@ -235,11 +245,13 @@ try {
   if (meta.error) throw new Error(meta.error);
   startAgent(1);
   const init = await initialize();
-  meta.agentInfo = init.agentInfo ?? null;
+  meta.agentInfo = (v2 ? init.info : init.agentInfo) ?? null;
   // Nothing is recorded under the name of a build that did not run.
-  const wrong = agentInfoProblem(build, init.agentInfo);
+  const wrong = agentInfoProblem(build, meta.agentInfo);
   if (wrong) throw new Error(wrong);
-  meta.loadSession = !!init.agentCapabilities?.loadSession;
+  // v2 restores every session with session/resume (replayFrom start
+  // replays it, as v1's session/load).
+  meta.loadSession = v2 || !!init.agentCapabilities?.loadSession;
   const sn = await within(client.request("session/new", { cwd: work, mcpServers: [] }), 60000);
   if (!sn.v) throw new Error(`session/new: ${sn.e?.message ?? "no answer in 60 s"}`);
   sessionId = sn.v.sessionId;
@@ -249,7 +261,13 @@ try {
     turn = { step, cancelSent: null, sawCall: false, timer: null, answers: [] };
     const text = `@@STEP ${k}@@ Step ${k} (${step.id}): please run this exact shell command in the current directory and report the result: ${step.command}`;
     const started = client.elapsed();
-    const p = client.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+    let p = client.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+    if (v2) {
+      // The v2 answer comes once the prompt is taken in ({messageId}); the
+      // turn ends with the state_update idle, whose stopReason it has.
+      const idle = new Promise((resolve) => (turn.idle = resolve));
+      p = p.then(() => idle);
+    }
     let r = await within(p, step.turn_timeout_ms ?? turnTimeout);
     if (r.timeout) {
       cancel("harness: the turn did not end in time");
@@ -282,8 +300,9 @@ try {
       await initialize();
       replay = { updates: 0 };
       meta.load.startedMs = client.elapsed();
-      const l = await within(client.request("session/load", { sessionId, cwd: work, mcpServers: [] }), 60000);
-      if (l.e || l.timeout) meta.load.error = `session/load: ${l.e?.message ?? "no answer in 60 s"}`;
+      const [method, params] = v2 ? ["session/resume", { sessionId, cwd: work, mcpServers: [], replayFrom: { type: "start" } }] : ["session/load", { sessionId, cwd: work, mcpServers: [] }];
+      const l = await within(client.request(method, params), 60000);
+      if (l.e || l.timeout) meta.load.error = `${method}: ${l.e?.message ?? "no answer in 60 s"}`;
       let seen = -1;
       while (seen !== replay.updates) {
         seen = replay.updates;
@@ -313,6 +332,30 @@ wire = wire.split(work.replaceAll("/", "-")).join("-home-dev-work-proj");
 for (const [from, to] of [[work, "/home/dev/work/proj"], [home, "/home/dev"], [root, "/tmp/harness"]]) {
   wire = wire.split(encodeURIComponent(from)).join(encodeURIComponent(to));
 }
+// ACP v2 terminal output travels base64-encoded (terminal_update
+// output.data, terminal_output_chunk data): rename the paths inside it.
+const renames = [[work.replaceAll("/", "-"), "-home-dev-work-proj"], [work, "/home/dev/work/proj"], [home, "/home/dev"], [root, "/tmp/harness"]];
+wire = wire
+  .split("\n")
+  .map((line) => {
+    if (!line.includes('"terminal_update"') && !line.includes('"terminal_output_chunk"')) return line;
+    let rec;
+    try {
+      rec = JSON.parse(line);
+    } catch {
+      return line;
+    }
+    const u = rec?.msg?.params?.update;
+    const holder = u?.sessionUpdate === "terminal_update" ? u.output : u?.sessionUpdate === "terminal_output_chunk" ? u : null;
+    if (typeof holder?.data !== "string") return line;
+    const text = Buffer.from(holder.data, "base64").toString("utf8");
+    let renamed = text;
+    for (const [from, to] of renames) renamed = renamed.split(from).join(to);
+    if (renamed === text || Buffer.from(text, "utf8").toString("base64") !== holder.data) return line; // unchanged, or not UTF-8
+    holder.data = Buffer.from(renamed, "utf8").toString("base64");
+    return JSON.stringify(rec);
+  })
+  .join("\n");
 fs.mkdirSync(path.dirname(out), { recursive: true });
 fs.writeFileSync(out, wire);
 fs.writeFileSync(out.replace(/\.ndjson$/, "") + ".meta.json", JSON.stringify(meta, null, 2).split(home).join("/home/dev").split(path.dirname(new URL(import.meta.url).pathname)).join("test/agents") + "\n");

@@ -1638,18 +1638,24 @@ func markChecked(obs []accum.Observation, lits []jsonlit.Lit) {
 	}
 }
 
-// readClient reads the clientCapabilities of an `initialize` request from
-// the message as sent (not from an elided copy: every byte is kept). Once
-// per session, so a second decode costs nothing that matters.
+// readClient reads the clientCapabilities (ACP v2: capabilities) of an
+// `initialize` request from the message as sent (not from an elided copy:
+// every byte is kept). Once per session, so a second decode costs nothing
+// that matters.
 func readClient(msg []byte) (Client, error) {
 	var m struct {
 		Params struct {
 			ClientCapabilities json.RawMessage `json:"clientCapabilities"`
+			// Capabilities is ACP v2's name for them.
+			Capabilities json.RawMessage `json:"capabilities"`
 		} `json:"params"`
 	}
 	if err := json.Unmarshal(msg, &m); err != nil {
 		// A params or a member of another JSON type: no capabilities.
 		return Client{}, fmt.Errorf("initialize params: %v; the session reads as if the client declared none", err)
+	}
+	if m.Params.ClientCapabilities == nil {
+		return ParseClient(m.Params.Capabilities)
 	}
 	return ParseClient(m.Params.ClientCapabilities)
 }

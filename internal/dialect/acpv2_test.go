@@ -58,3 +58,18 @@ func TestV2StatusCancelled(t *testing.T) {
 	assert.True(t, o.Cancelled)
 	assert.Empty(t, o.Unrecognized)
 }
+
+// TestV2ClientCapabilities: an ACP v2 initialize request names the client's
+// capabilities `capabilities` (v1: clientCapabilities); claude-agent-acp
+// passes their `_meta` on to its v1 core, so a v2 client that declares
+// JetBrains AIR there gets the AIR wire too (its made-up exit codes).
+func TestV2ClientCapabilities(t *testing.T) {
+	f, err := Read(Generic(), []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"},"capabilities":{"_meta":{"terminal_output":true,"jetbrains":{"air":{"version":1}}}}}}`))
+	require.NoError(t, err)
+	require.NotNil(t, f.Client)
+	assert.True(t, claudeAirClient(*f.Client))
+	// v1's member wins where both are sent.
+	f, err = Read(Generic(), []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{},"capabilities":{"_meta":{"jetbrains":{"air":{}}}}}}`))
+	require.NoError(t, err)
+	assert.False(t, claudeAirClient(*f.Client))
+}

@@ -36,7 +36,9 @@ import (
 //     reported as stdout and stderr, and the combined output is stdout
 //     then stderr). A success
 //     states no code: `success: true`, the result only the output. The
-//     status stays `completed` for every exit.
+//     status stays `completed` for every exit. `query` is the command,
+//     but Cline 3 shortens one past 200 chars (see clineQuery): it
+//     names a call only while no rawInput has (as a title would).
 //   - `success: true` with no bracket line and no error: Cline resolves a
 //     command as a success only when its process closed with code 0 (any
 //     other code, or none, takes its `Command exited with code N` path; a
@@ -258,13 +260,18 @@ func observeCline(u *clineCall) []accum.Observation {
 		o.Shell = accum.ShellYes
 	}
 	if o.Command == "" {
+		// A final names its commands only by `query`, which Cline 3
+		// shortens past clineQueryMax chars: like a title, it names a call
+		// whose command is not known yet, and never renames one that
+		// rawInput named (accum: CommandFromTitle).
 		var queries []string
 		for _, e := range out.Entries {
-			if e.Query.S != "" {
-				queries = append(queries, e.Query.S)
+			if q := clineQuery(e.Query.S); q != "" {
+				queries = append(queries, q)
 			}
 		}
 		o.Command = strings.Join(queries, "\n")
+		o.CommandFromTitle = o.Command != ""
 	}
 	clineAggregate(&o, out.Entries)
 	return []accum.Observation{o}
@@ -275,6 +282,25 @@ func askCline(u *clineCall) accum.Observation {
 	clineInputs(&o, u)
 	o.ApprovalReason = u.askReason()
 	return o
+}
+
+// clineQueryMax is the length, in UTF-16 units, past which Cline 3 cuts
+// an entry's `query` (its bundle: `${cmd.slice(0,200)} ... [command
+// truncated: ${n} more chars; full command is in the tool call input]`).
+const clineQueryMax = 200
+
+var clineQueryCut = regexp.MustCompile(`^([\s\S]*) \.\.\. \[command truncated: \d+ more chars; full command is in the tool call input\]$`)
+
+// clineQuery is the command a query names: a shortened one's first
+// clineQueryMax chars, without Cline's note (the rest is lost: the
+// contract has no mark for a cut command, so the head stands for it
+// until a frame with rawInput names the whole one). The note's words
+// after a head of any other length are the command's own.
+func clineQuery(q string) string {
+	if m := clineQueryCut.FindStringSubmatch(q); m != nil && utf16Len(m[1]) == clineQueryMax {
+		return m[1]
+	}
+	return q
 }
 
 // clineInputs reads the command: the commands, one per line, or Cline 2's

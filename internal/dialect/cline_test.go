@@ -46,54 +46,54 @@ func TestClineUpdate(t *testing.T) {
 		{
 			name:   "success: true is Cline's word for a close with code 0",
 			update: clFinal("completed", `[{"query":"ls","result":"alpha.txt\nbeta.md\n","success":true}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("alpha.txt\nbeta.md\n", "")}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("alpha.txt\nbeta.md\n", "")}),
 		},
 		{
 			name:   "under success: true a bracket line is the command's own output: Cline writes one only for a failure",
 			update: clFinal("completed", `[{"query":"cat log","result":"[Command exited with code 0]\nok\n","success":true}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "cat log", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("[Command exited with code 0]\nok\n", "")}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "cat log", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("[Command exited with code 0]\nok\n", "")}),
 		},
 		{
 			name:   "exit 3 under completed: the bracket line is the exit code, not output",
 			update: clFinal("completed", `[{"query":"printf 'a\\nb\\n'; exit 3","result":"[Command exited with code 3]\na\nb\n","error":"Command exited with code 3","success":false}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "printf 'a\\nb\\n'; exit 3",
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "printf 'a\\nb\\n'; exit 3", CommandFromTitle: true,
 				Exit: ex(3, accum.ExitText, false), Texts: clTexts("a\nb\n", "")}),
 		},
 		{
 			name:   "the stderr marker splits the streams and is not output",
 			update: clFinal("completed", `[{"query":"x","result":"to-stdout\nmore-stdout\n\n[stderr]\nto-stderr\n","success":true}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("to-stdout\nmore-stdout\n", "to-stderr\n")}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("to-stdout\nmore-stdout\n", "to-stderr\n")}),
 		},
 		{
 			name:   "stderr only, exit 2",
 			update: clFinal("completed", `[{"query":"ls /nope","result":"[Command exited with code 2]\n\n[stderr]\nls: cannot access '/nope': No such file or directory\n","error":"Command exited with code 2","success":false}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls /nope",
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls /nope", CommandFromTitle: true,
 				Exit: ex(2, accum.ExitText, false), Texts: clTexts("", "ls: cannot access '/nope': No such file or directory\n")}),
 		},
 		{
 			name:   "exit with no output: the bracket line alone",
 			update: clFinal("completed", `[{"query":"false","result":"[Command exited with code 1]","error":"Command exited with code 1","success":false}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "false", Exit: ex(1, accum.ExitText, false), Texts: clTexts("", "")}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "false", CommandFromTitle: true, Exit: ex(1, accum.ExitText, false), Texts: clTexts("", "")}),
 		},
 		{
 			name:   "aborted: cancelled, the output is lost, not empty",
 			update: clFinal("completed", `[{"query":"sleep 9","result":"","error":"Command failed: Command was aborted","success":false}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "sleep 9", Cancelled: true, CancelNotice: "Command failed: Command was aborted"}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "sleep 9", CommandFromTitle: true, Cancelled: true, CancelNotice: "Command failed: Command was aborted"}),
 		},
 		{
 			name:   "timed out",
 			update: clFinal("completed", `[{"query":"sleep 99","result":"","error":"Command failed: Command timed out after 30000ms","success":false}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "sleep 99", TimedOut: true}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "sleep 99", CommandFromTitle: true, TimedOut: true}),
 		},
 		{
 			name:   "a spawn failure: failed, its text the reason",
 			update: clFinal("completed", `[{"query":"x","result":"","error":"Command failed: Failed to execute command: spawn /bin/sh ENOENT","success":false}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Failed: true, FailNotice: "Command failed: Failed to execute command: spawn /bin/sh ENOENT"}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", CommandFromTitle: true, Failed: true, FailNotice: "Command failed: Failed to execute command: spawn /bin/sh ENOENT"}),
 		},
 		{
 			name:   "truncation note: not output, truncated with at least the stated size",
 			update: clFinal("completed", `[{"query":"seq 1 99999","result":"1\n2\n\n[... output truncated: 588894 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n99998\n99999\n","success":true}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "seq 1 99999", Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "seq 1 99999", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
 				{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true, TotalBytes: 588894},
 				{Stream: accum.Stdout, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true, TotalBytes: 588894},
 				{Stream: accum.Stderr, Kind: accum.Final, Truncated: true}}}),
@@ -104,7 +104,7 @@ func TestClineUpdate(t *testing.T) {
 			// "[stderr]" line the command printed to stdout is output.
 			name:   "a [stderr] line in stdout is output: Cline's marker is the last one",
 			update: clFinal("completed", `[{"query":"echo out1; echo '[stderr]'; echo out2; echo real-err >&2","result":"out1\n[stderr]\nout2\n\n[stderr]\nreal-err\n","success":true}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo out1; echo '[stderr]'; echo out2; echo real-err >&2",
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo out1; echo '[stderr]'; echo out2; echo real-err >&2", CommandFromTitle: true,
 				Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("out1\n[stderr]\nout2\n", "real-err\n")}),
 		},
 		{
@@ -114,7 +114,7 @@ func TestClineUpdate(t *testing.T) {
 			// total less the stderr (Cline counts UTF-16 units: é is one).
 			name:   "truncated with stderr after the note: stdout was cut, stderr is whole",
 			update: clFinal("completed", `[{"query":"x","result":"1\n2\n\n[... output truncated: 588894 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n99999\n\n[stderr]\nwarn: é\n","success":true}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
 				{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n99999\nwarn: é\n", Truncated: true, TotalBytes: 588894},
 				{Stream: accum.Stdout, Kind: accum.Final, Text: "1\n2\n99999\n", Truncated: true, TotalBytes: 588894 - 8},
 				{Stream: accum.Stderr, Kind: accum.Final, Text: "warn: é\n"}}}),
@@ -122,7 +122,7 @@ func TestClineUpdate(t *testing.T) {
 		{
 			name:   "truncated with stderr before the note: stdout is whole, stderr was cut",
 			update: clFinal("completed", `[{"query":"x","result":"ok\n\n[stderr]\nw1\n\n[... output truncated: 60000 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\nw9\n","success":true}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
 				{Stream: accum.Combined, Kind: accum.Final, Text: "ok\nw1\nw9\n", Truncated: true, TotalBytes: 60000},
 				{Stream: accum.Stdout, Kind: accum.Final, Text: "ok\n"},
 				{Stream: accum.Stderr, Kind: accum.Final, Text: "w1\nw9\n", Truncated: true, TotalBytes: 60000 - 3}}}),
@@ -130,19 +130,19 @@ func TestClineUpdate(t *testing.T) {
 		{
 			name:   "moved to the background: no success proof, notice not output",
 			update: clFinal("completed", `[{"query":"npm run dev","result":"[Command is still running. Output will continue in /tmp/cline-command-1/output.log]\nready\n","success":true}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "npm run dev", Background: true, Texts: clTexts("ready\n", "")}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "npm run dev", CommandFromTitle: true, Background: true, Texts: clTexts("ready\n", "")}),
 		},
 		{
 			name: "several commands: outputs in order, the last failing exit code",
 			update: clFinal("completed", `[{"query":"echo a","result":"a\n","success":true},{"query":"exit 3","result":"[Command exited with code 3]","error":"Command exited with code 3","success":false},`+
 				`{"query":"echo b >&2; exit 5","result":"[Command exited with code 5]\n\n[stderr]\nb\n","error":"Command exited with code 5","success":false}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo a\nexit 3\necho b >&2; exit 5",
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo a\nexit 3\necho b >&2; exit 5", CommandFromTitle: true,
 				Exit: ex(5, accum.ExitText, false), Texts: clTexts("a\n", "b\n")}),
 		},
 		{
 			name:   "several commands all succeeded",
 			update: clFinal("completed", `[{"query":"echo a","result":"a\n","success":true},{"query":"echo b","result":"b\n","success":true}]`),
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo a\necho b", Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("a\nb\n", "")}),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo a\necho b", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("a\nb\n", "")}),
 		},
 		{
 			name:   "rejection: rawOutput is a JSON string holding the error",
@@ -157,7 +157,7 @@ func TestClineUpdate(t *testing.T) {
 		{
 			name:   "a replay: rawOutput is a JSON string of one entry",
 			update: clFinal("completed", `"{\"query\":\"printf 'a\\\\nb\\\\n'; exit 3\",\"result\":\"[Command exited with code 3]\\na\\nb\\n\",\"error\":\"Command exited with code 3\",\"success\":false}"`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "printf 'a\\nb\\n'; exit 3",
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "printf 'a\\nb\\n'; exit 3", CommandFromTitle: true,
 				Exit: ex(3, accum.ExitText, false), Texts: clTexts("a\nb\n", "")}),
 		},
 		{
@@ -268,4 +268,53 @@ func TestClineExecuteCommand(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", Status: accum.StatusRunning}),
 		},
 	})
+}
+
+// clineNotesCmd is call_notes_35 of cline-3.0.65_plain_tricky: a command
+// of 226 chars, whose own output looks like agents' notices.
+const clineNotesCmd = `echo '[Output truncated (999 bytes total): full output saved to /tmp/x.txt]'; echo 'Command moved to background (PID 42).'; echo '[Command completed with background processes still running; their output is no longer captured]'`
+
+// TestClineShortenedQuery: Cline 3 cuts a `query` over 200 chars to its
+// first 200 and " ... [command truncated: N more chars; full command is
+// in the tool call input]" (recorded cline-3.0.65_plain_tricky,
+// call_notes_35); rawInput.commands holds the whole command that ran.
+func TestClineShortenedQuery(t *testing.T) {
+	d, _ := Lookup("cline")
+	require.Len(t, clineNotesCmd, 226)
+	query := clineNotesCmd[:200] + " ... [command truncated: 26 more chars; full command is in the tool call input]"
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "a query alone fills the command, as a title does: it may be shortened",
+			update: clFinal("completed", `[{"query":"ls","result":"a\n","success":true}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "ls", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("a\n", "")}),
+		},
+		{
+			name:   "a shortened query alone: its head, never Cline's note",
+			update: clFinal("completed", `[{"query":`+jsonString(query)+`,"result":"a\n","success":true}]`),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: clineNotesCmd[:200], CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("a\n", "")}),
+		},
+		{
+			name:   "the note's words after a head that is not 200 chars are the command's",
+			update: clFinal("completed", `[{"query":"echo ' ... [command truncated: 26 more chars; full command is in the tool call input]'","result":"a\n","success":true}]`),
+			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo ' ... [command truncated: 26 more chars; full command is in the tool call input]'",
+				CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("a\n", "")}),
+		},
+	})
+
+	// The call as the session folds it: the final's shortened query does
+	// not rename the command rawInput named.
+	c := accum.NewCall("c1", 1<<20)
+	for _, f := range []string{
+		`{"toolCallId":"call_notes_35","title":"run_commands: echo '[Output truncated (999 bytes total): full output saved to /tmp/x.txt]'; echo 'Command moved to background (PID ...","kind":"execute","status":"pending","rawInput":{"commands":[` + jsonString(clineNotesCmd) + `]},"sessionUpdate":"tool_call_update"}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"call_notes_35","status":"in_progress"}`,
+		`{"sessionUpdate":"tool_call","toolCallId":"call_notes_35","title":"run_commands: echo '[Output truncated (999 bytes total): full output saved to /tmp/x.txt]'; echo 'Command moved to background (PID ...","kind":"execute","status":"pending","rawInput":{"commands":[` + jsonString(clineNotesCmd) + `]}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"call_notes_35","status":"completed","rawOutput":[{"query":` + jsonString(query) + `,"result":"hi\n","success":true}]}`,
+	} {
+		obs, err := readCase(d, f, "")
+		require.NoError(t, err)
+		for i := range obs {
+			c.Apply(&obs[i])
+		}
+	}
+	assert.Equal(t, clineNotesCmd, c.Command())
 }

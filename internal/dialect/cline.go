@@ -331,7 +331,10 @@ var (
 	clineExitLine  = regexp.MustCompile(`^\[Command exited with code (-?\d+)\](?:\n|$)`)
 	clineExitError = regexp.MustCompile(`^Command exited with code (-?\d+)$`)
 	clineRunning   = regexp.MustCompile(`^\[Command is still running\. Output will continue in [^\n\]]*\](?:\n|$)`)
-	clineBgNote    = regexp.MustCompile(`\n?\[Command completed with background processes still running; their output is no longer captured\]\s*$`)
+	// Cline appends this note as "<output>\n<note>", nothing after it
+	// (`${output}\n${note}` in its bundle): a line with its words ended
+	// by "\n", or with no "\n" before it, is the command's.
+	clineBgNote    = regexp.MustCompile(`\n\[Command completed with background processes still running; their output is no longer captured\]$`)
 	clineTruncNote = regexp.MustCompile(`\n\[\.\.\. output truncated: (\d+) chars total\.[^\n]*\.\.\.\]\n`)
 	clineRejected  = regexp.MustCompile(`(?i)\buser rejected\b|\brejected the tool call\b|\bdenied\b`)
 	clineAborted   = regexp.MustCompile(`(?i)\bCommand was aborted\b`)

@@ -318,3 +318,38 @@ func TestClineShortenedQuery(t *testing.T) {
 	}
 	assert.Equal(t, clineNotesCmd, c.Command())
 }
+
+// TestClineBackgroundNote: Cline 3.0.65 appends its note that background
+// processes outlived the command as "<output>\n<note>", nothing after it
+// (its bundle: `${a0}\n${Z0}`). A last line with the note's words ended by
+// "\n" is the command's (cline-3.0.65_plain_tricky, call_notes_35).
+func TestClineBackgroundNote(t *testing.T) {
+	d, _ := Lookup("cline")
+	const note = "[Command completed with background processes still running; their output is no longer captured]"
+	const printed = "[Output truncated (999 bytes total): full output saved to /tmp/x.txt]\nCommand moved to background (PID 42).\n" + note + "\n"
+	final := func(result string) string {
+		return clFinal("completed", `[{"query":`+jsonString(clineNotesCmd)+`,"result":`+jsonString(result)+`,"success":true}]`)
+	}
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "the note's words printed by the command, ended by a newline, are output",
+			update: final(printed),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: clineNotesCmd, CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts(printed, "")}),
+		},
+		{
+			name:   "Cline's note after the output: not output",
+			update: final("ready\n\n" + note),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: clineNotesCmd, CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("ready\n", "")}),
+		},
+		{
+			name:   "Cline's note after an empty output",
+			update: final("\n" + note),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: clineNotesCmd, CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("", "")}),
+		},
+		{
+			name:   "the note's words as the whole output, with no newline before them, are output",
+			update: final(note),
+			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: clineNotesCmd, CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts(note, "")}),
+		},
+	})
+}

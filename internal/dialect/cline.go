@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/jsonlit"
@@ -53,9 +54,10 @@ import (
 //   - notices in `result`, never output: `[Command is still running.
 //     Output will continue in <file>]` (moved to the background:
 //     Background), `[Command completed with background processes still
-//     running; ...]`, and `[... output truncated: N chars total. ...]`
-//     between a head and a tail (Truncated, at least N bytes, split
-//     between the streams as parseClineResult says).
+//     running; ...]` (after a "\n", at the very end), and `[... output
+//     truncated: N chars total. ...]` between a head and a tail of
+//     24,000 chars each (Truncated, at least N bytes, split between the
+//     streams as parseClineResult says; see clineCut).
 //   - a rejection: `failed`, `rawOutput` a JSON STRING holding
 //     `{"error":"User rejected the tool call ..."}`: Cancelled, the error
 //     its notice.
@@ -335,7 +337,7 @@ var (
 	// (`${output}\n${note}` in its bundle): a line with its words ended
 	// by "\n", or with no "\n" before it, is the command's.
 	clineBgNote    = regexp.MustCompile(`\n\[Command completed with background processes still running; their output is no longer captured\]$`)
-	clineTruncNote = regexp.MustCompile(`\n\[\.\.\. output truncated: (\d+) chars total\.[^\n]*\.\.\.\]\n`)
+	clineTruncNote = regexp.MustCompile(`^\n\[\.\.\. output truncated: (\d+) chars total\.[^\n]*\.\.\.\]\n`)
 	clineRejected  = regexp.MustCompile(`(?i)\buser rejected\b|\brejected the tool call\b|\bdenied\b`)
 	clineAborted   = regexp.MustCompile(`(?i)\bCommand was aborted\b`)
 	clineTimedOut  = regexp.MustCompile(`(?i)\btimed out after\b`)
@@ -383,13 +385,13 @@ func parseClineResult(e clineEntry) clineResult {
 	if m := clineBgNote.FindStringIndex(s); m != nil {
 		s = s[:m[0]]
 	}
-	cut := -1 // where the truncation note was, in s without it
-	if m := clineTruncNote.FindStringSubmatchIndex(s); m != nil {
-		if c := CodeFromString(s[m[2]:m[3]]); c.Known && c.Value > 0 {
+	cut := clineCut(s) // where the truncation note was, in s without it
+	if cut >= 0 {
+		m := clineTruncNote.FindStringSubmatchIndex(s[cut:])
+		if c := CodeFromString(s[cut+m[2] : cut+m[3]]); c.Known && c.Value > 0 {
 			r.total = int64(c.Value)
 		}
-		cut = m[0]
-		s = s[:m[0]] + s[m[1]:]
+		s = s[:cut] + s[cut+m[1]:]
 	}
 	if cut < 0 {
 		if i := strings.LastIndex(s, clineStderr); i >= 0 {
@@ -420,6 +422,39 @@ func parseClineResult(e clineEntry) clineResult {
 		r.outCut, r.errCut, r.outTotal = true, true, r.total
 	}
 	return r
+}
+
+// clineKeep is how much of a result Cline 3 keeps on each side of its
+// truncation note, in UTF-16 units: its limit is 48,000 (the CLI sets no
+// other), and it keeps the first ceil(48,000/2) and the last 48,000 less
+// those (3.0.61's bundle: `${t.slice(0,X)}\n[... output truncated:
+// ${total} chars total. ...]\n` + t.slice(-W); every recorded build,
+// 3.0.57 and 3.0.65 too, shows 24,000 and 24,000).
+const clineKeep = 24000
+
+// clineCut is where Cline's truncation note starts in s, or -1: it writes
+// one only over a text it cut, so exactly clineKeep UTF-16 units stand
+// before it and clineKeep after it. The note's words anywhere else (a
+// short output, say) are the command's.
+func clineCut(s string) int {
+	at, n := -1, 0
+	for i, r := range s {
+		if n == clineKeep {
+			at = i
+			break
+		}
+		if n += 1; r >= 0x10000 && r <= utf8.MaxRune {
+			n++
+		}
+	}
+	if at < 0 {
+		return -1
+	}
+	m := clineTruncNote.FindStringIndex(s[at:])
+	if m == nil || utf16Len(s[at+m[1]:]) != clineKeep {
+		return -1
+	}
+	return at
 }
 
 // clineAggregate reads the entries of a final: one per command. The

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -91,14 +92,6 @@ func TestClineUpdate(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", CommandFromTitle: true, Failed: true, FailNotice: "Command failed: Failed to execute command: spawn /bin/sh ENOENT"}),
 		},
 		{
-			name:   "truncation note: not output, truncated with at least the stated size",
-			update: clFinal("completed", `[{"query":"seq 1 99999","result":"1\n2\n\n[... output truncated: 588894 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n99998\n99999\n","success":true}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "seq 1 99999", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
-				{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true, TotalBytes: 588894},
-				{Stream: accum.Stdout, Kind: accum.Final, Text: "1\n2\n99998\n99999\n", Truncated: true, TotalBytes: 588894},
-				{Stream: accum.Stderr, Kind: accum.Final, Truncated: true}}}),
-		},
-		{
 			// cline-3.0.65_plain_probeu8: Cline appends "\n[stderr]\n" and
 			// the stderr AFTER the stdout, so its marker is the last one; a
 			// "[stderr]" line the command printed to stdout is output.
@@ -106,26 +99,6 @@ func TestClineUpdate(t *testing.T) {
 			update: clFinal("completed", `[{"query":"echo out1; echo '[stderr]'; echo out2; echo real-err >&2","result":"out1\n[stderr]\nout2\n\n[stderr]\nreal-err\n","success":true}]`),
 			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "echo out1; echo '[stderr]'; echo out2; echo real-err >&2", CommandFromTitle: true,
 				Exit: ex(0, accum.ExitStructured, false), Texts: clTexts("out1\n[stderr]\nout2\n", "real-err\n")}),
-		},
-		{
-			// Cline keeps the first and last 24,000 chars of stdout, the
-			// marker and stderr: a marker after its note means the note cut
-			// stdout and the stderr after it is whole, so stdout is the
-			// total less the stderr (Cline counts UTF-16 units: é is one).
-			name:   "truncated with stderr after the note: stdout was cut, stderr is whole",
-			update: clFinal("completed", `[{"query":"x","result":"1\n2\n\n[... output truncated: 588894 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n99999\n\n[stderr]\nwarn: é\n","success":true}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
-				{Stream: accum.Combined, Kind: accum.Final, Text: "1\n2\n99999\nwarn: é\n", Truncated: true, TotalBytes: 588894},
-				{Stream: accum.Stdout, Kind: accum.Final, Text: "1\n2\n99999\n", Truncated: true, TotalBytes: 588894 - 8},
-				{Stream: accum.Stderr, Kind: accum.Final, Text: "warn: é\n"}}}),
-		},
-		{
-			name:   "truncated with stderr before the note: stdout is whole, stderr was cut",
-			update: clFinal("completed", `[{"query":"x","result":"ok\n\n[stderr]\nw1\n\n[... output truncated: 60000 chars total. Refine the command (grep, head, tail) to view the elided middle ...]\nw9\n","success":true}]`),
-			want: one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: []accum.Text{
-				{Stream: accum.Combined, Kind: accum.Final, Text: "ok\nw1\nw9\n", Truncated: true, TotalBytes: 60000},
-				{Stream: accum.Stdout, Kind: accum.Final, Text: "ok\n"},
-				{Stream: accum.Stderr, Kind: accum.Final, Text: "w1\nw9\n", Truncated: true, TotalBytes: 60000 - 3}}}),
 		},
 		{
 			name:   "moved to the background: no success proof, notice not output",
@@ -350,6 +323,96 @@ func TestClineBackgroundNote(t *testing.T) {
 			name:   "the note's words as the whole output, with no newline before them, are output",
 			update: final(note),
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: clineNotesCmd, CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: clTexts(note, "")}),
+		},
+	})
+}
+
+// clineNote is Cline 3's truncation note, the newlines around it
+// included, over a text of total chars.
+func clineNote(total int) string {
+	return "\n[... output truncated: " + strconv.Itoa(total) + " chars total. Refine the command (grep, head, tail) to view the elided middle ...]\n"
+}
+
+// TestClineTruncationNote: Cline 3 (3.0.57, 3.0.61, 3.0.65) cuts a result
+// past 48,000 UTF-16 units (or whose stream it could not hold whole) to
+// exactly its first 24,000 and its last 24,000 around its note
+// (cline-3.0.65_plain_full's seq: 24,000 chars, the note, 24,000 chars);
+// a note anywhere else is the command's output.
+func TestClineTruncationNote(t *testing.T) {
+	d, _ := Lookup("cline")
+	final := func(result string) string {
+		return clFinal("completed", `[{"query":"x","result":`+jsonString(result)+`,"success":true}]`)
+	}
+	done := func(texts ...accum.Text) []accum.Observation {
+		return one(accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "x", CommandFromTitle: true, Exit: ex(0, accum.ExitStructured, false), Texts: texts})
+	}
+	head, tail := strings.Repeat("1\n", 12000), strings.Repeat("9\n", 12000)
+	// Cline keeps the first and last 24,000 chars of stdout, the marker
+	// and stderr: a marker after its note means the note cut stdout and
+	// the stderr after it is whole, so stdout is the total less the
+	// stderr (Cline counts UTF-16 units: é is one).
+	tailErr := strings.Repeat("9\n", 11991) + "\n[stderr]\nwarn: é\n"
+	headErr := "ok\n\n[stderr]\n" + strings.Repeat("w", 23986) + "\n"
+	wTail := strings.Repeat("w", 23999) + "\n"
+	// 😀 is two UTF-16 units.
+	wide := "😀" + strings.Repeat("x", 23998)
+	const m = "a\n[... output truncated: 999 chars total. Full output in /tmp/x ...]\nb\n"
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "the note: not output, truncated with at least the stated size",
+			update: final(head + clineNote(588894) + tail),
+			want: done(
+				accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: head + tail, Truncated: true, TotalBytes: 588894},
+				accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: head + tail, Truncated: true, TotalBytes: 588894},
+				accum.Text{Stream: accum.Stderr, Kind: accum.Final, Truncated: true}),
+		},
+		{
+			name:   "truncated with stderr after the note: stdout was cut, stderr is whole",
+			update: final(head + clineNote(588894) + tailErr),
+			want: done(
+				accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: head + strings.Repeat("9\n", 11991) + "warn: é\n", Truncated: true, TotalBytes: 588894},
+				accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: head + strings.Repeat("9\n", 11991), Truncated: true, TotalBytes: 588894 - 8},
+				accum.Text{Stream: accum.Stderr, Kind: accum.Final, Text: "warn: é\n"}),
+		},
+		{
+			name:   "truncated with stderr before the note: stdout is whole, stderr was cut",
+			update: final(headErr + clineNote(60000) + wTail),
+			want: done(
+				accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: "ok\n" + headErr[13:] + wTail, Truncated: true, TotalBytes: 60000},
+				accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: "ok\n"},
+				accum.Text{Stream: accum.Stderr, Kind: accum.Final, Text: headErr[13:] + wTail, Truncated: true, TotalBytes: 60000 - 3}),
+		},
+		{
+			name:   "the head and the tail are counted in UTF-16 units",
+			update: final(wide + clineNote(90000) + wide),
+			want: done(
+				accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: wide + wide, Truncated: true, TotalBytes: 90000},
+				accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: wide + wide, Truncated: true, TotalBytes: 90000},
+				accum.Text{Stream: accum.Stderr, Kind: accum.Final, Truncated: true}),
+		},
+		{
+			// cline-3.0.65_plain_tricky-more, m_cline_trunc.
+			name:   "a short output holding the note's words is output, whole",
+			update: final(m),
+			want:   done(clTexts(m, "")...),
+		},
+		{
+			name:   "the note's words after a head of another size are output",
+			update: final(head[1:] + clineNote(588894) + tail),
+			want:   done(clTexts(head[1:]+clineNote(588894)+tail, "")...),
+		},
+		{
+			name:   "the note's words before a tail of another size are output",
+			update: final(head + clineNote(588894) + tail + "9"),
+			want:   done(clTexts(head+clineNote(588894)+tail+"9", "")...),
+		},
+		{
+			name:   "the note's words the command printed in the head stay; Cline's own note goes",
+			update: final(m + head[len(m):] + clineNote(588894) + tail),
+			want: done(
+				accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: m + head[len(m):] + tail, Truncated: true, TotalBytes: 588894},
+				accum.Text{Stream: accum.Stdout, Kind: accum.Final, Text: m + head[len(m):] + tail, Truncated: true, TotalBytes: 588894},
+				accum.Text{Stream: accum.Stderr, Kind: accum.Final, Truncated: true}),
 		},
 	})
 }

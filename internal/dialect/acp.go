@@ -374,6 +374,26 @@ type methodUpdates interface {
 	observeUnder(method string) []accum.Observation
 }
 
+// askMetas is implemented by a dialect's update type (its pointer, P of
+// readFrame) when its agent says what a permission ask is about in the
+// request's own `_meta` (params._meta, beside toolCall) rather than in
+// the toolCall: setAskMeta is handed that value's bytes (nil when there
+// is none) before ask reads the toolCall, so ask and knownTool may read
+// it.
+type askMetas interface {
+	setAskMeta(meta []byte)
+}
+
+// askMetaOf is the `_meta` of a request's params in msg, the value's
+// bytes alone, or nil when there is none.
+func askMetaOf(msg []byte) []byte {
+	v := valueAt(msg, "PARAMS", "_META")
+	if len(v) == 0 {
+		return nil
+	}
+	return v[:jsonlit.ValueEnd(v, 0)]
+}
+
 // readFrame is the whole of Read for a dialect whose updates and
 // permission asks decode into U: one json.Unmarshal of the message (as
 // jsonlit.FastDecode does it where it can, see decodeElided and
@@ -490,6 +510,9 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 			tc = p.Subject.ToolCall // ACP v2
 		}
 		if tc != nil && P(tc).call().ToolCallID != "" {
+			if r, ok := any(P(tc)).(askMetas); ok {
+				r.setAskMeta(askMetaOf(msg))
+			}
 			f.Observations = []accum.Observation{ask(tc)}
 			// An ask is often the first sight of a call.
 			if !knowsTool(P(tc)) {

@@ -136,6 +136,26 @@ type codexInput struct {
 	// Workdir is the model's own argument, which the Rust adapter replays
 	// as rawInput on session/load (beside `cmd` or `command`).
 	Workdir Str `json:"workdir"`
+	// Arguments is a tool's arguments: the TypeScript adapter's rawInput
+	// of an MCP tool call {server, tool, arguments} and of a dynamic
+	// tool call {arguments} (see codexOtherTool).
+	Arguments codexPresent `json:"arguments"`
+}
+
+// codexPresent records whether a member was there at all (even null).
+type codexPresent struct{ Present bool }
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (p *codexPresent) UnmarshalJSON([]byte) error {
+	p.Present = true
+	return nil
+}
+
+// codexMeta is an update's `_meta`: the terminal convention, and the TS
+// adapter's mark of an MCP tool call's tool_call.
+type codexMeta struct {
+	TerminalMeta
+	IsMCPToolCall lenientBool `json:"is_mcp_tool_call"`
 }
 
 // matchesShape is Codex's ShapeRule, for a session that has not seen its
@@ -314,7 +334,60 @@ type codexUpdate struct {
 	// decoded in the frame's one pass, or the model-facing text of a
 	// replayed call (Rust adapter, session/load).
 	RawOutput *codexRawOutput `json:"rawOutput"`
-	Meta      *TerminalMeta   `json:"_meta"`
+	Meta      *codexMeta      `json:"_meta"`
+	// mcpApproval: the permission ask this toolCall is of says in its
+	// own `_meta` (setAskMeta) that it asks for an MCP tool's approval.
+	mcpApproval bool
+}
+
+// setAskMeta implements askMetas: the TypeScript adapter marks an ask
+// for an MCP tool's approval only in the request's `_meta`
+// ({is_mcp_tool_approval: true}), its toolCall being the bare
+// {toolCallId, kind: "execute", status: "pending"} of the call it
+// approves (every build: 1.1.4 CodexElicitationHandler
+// .buildPermissionRequest, 1.13.1 and 2.6.0 buildMcpPermissionRequest).
+// A command ask's `_meta` never has it: 1.1.4 sends {codex: {params}}
+// (CodexApprovalHandler.buildCommandPermissionRequest), 1.13.1
+// {permission}, 2.6.0 none.
+func (u *codexUpdate) setAskMeta(meta []byte) {
+	u.mcpApproval = false
+	if len(meta) == 0 || meta[0] != '{' {
+		return
+	}
+	if v := valueAt(meta, "IS_MCP_TOOL_APPROVAL"); len(v) > 0 {
+		u.mcpApproval = string(v[:jsonlit.ValueEnd(v, 0)]) == "true"
+	}
+}
+
+// knownTool implements knownTools: a call of the TypeScript adapter the
+// dialect knows is no shell, though its kind is execute (codexOtherTool).
+func (u *codexUpdate) knownTool() bool { return codexOtherTool(u) }
+
+// codexOtherTool says whether a frame is of a call that runs no command
+// though the TypeScript adapter gives it kind execute (every build: 1.1.4
+// and 1.13.1 createExecuteToolCallUpdate, 2.6.0 McpToolReporter.started
+// and DynamicToolReporter.started):
+//   - an MCP tool call, titled "mcp.<server>.<tool>", whose tool_call
+//     has `_meta.is_mcp_tool_call` (createMcpToolCallUpdate; 2.6.0
+//     AcpToolCallRenderer's mcpMeta) and rawInput {server, tool,
+//     arguments}, as its end (completeItemEvent) has too;
+//   - a dynamic tool call, titled with the tool's name, rawInput
+//     {arguments} (createDynamicToolCallUpdate);
+//   - the ask for an MCP tool's approval (setAskMeta).
+//
+// Taken for a shell, such a call became a ShellExec whose command was its
+// title and whose output its result. A frame with a command (rawInput
+// command or cmd), the shell tool's name or a terminal is never one: a
+// command's own frames have no `arguments`.
+func codexOtherTool(u *codexUpdate) bool {
+	in := &u.RawInput
+	if in.Command.Line != "" || in.Cmd.Line != "" || u.Name.S.S == "exec_command" || u.TerminalContent() != "" {
+		return false
+	}
+	if m := u.Meta; m != nil && (m.TerminalInfo != nil || m.TerminalOutput != nil || m.TerminalOutputDelta != nil || m.TerminalExit != nil) {
+		return false
+	}
+	return u.mcpApproval || u.Meta != nil && u.Meta.IsMCPToolCall.True || in.Arguments.Present
 }
 
 func (d codex) read(msg []byte, scope string) (Frame, error) {
@@ -377,7 +450,9 @@ func codexNoExit(o *accum.Observation) {
 func readCodex(u *codexUpdate, b codex) accum.Observation {
 	o := u.Base()
 	ended := o.Status.Ended()
-	u.Meta.ApplyTerminalMeta(&o)
+	if u.Meta != nil {
+		u.Meta.ApplyTerminalMeta(&o)
+	}
 	applyShellInput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 	if u.RawInput.Command.Line == "" && o.Command != "" {
 		// A title: Codex's own display of the command (2.x unwraps a
@@ -388,6 +463,9 @@ func readCodex(u *codexUpdate, b codex) accum.Observation {
 	codexCommand(&o, &u.RawInput.Command, u.Name.Present, false)
 	codexExecName(&o, u)
 	codexReplayedCall(&o, u)
+	if codexOtherTool(u) {
+		o.Shell = accum.ShellNo // its kind execute says nothing
+	}
 	applyContentOutput(&o, &u.ToolCall, &u.RawInput.ShellInput)
 
 	f := u.RawOutput
@@ -980,6 +1058,9 @@ func codexToolNotice(o *accum.Observation, text string) bool {
 
 func askCodex(tc *codexUpdate) accum.Observation {
 	o := askObservation(&tc.ToolCall, &tc.RawInput.ShellInput)
+	if codexOtherTool(tc) {
+		o.Shell = accum.ShellNo // an MCP tool's approval (setAskMeta)
+	}
 	codexCommand(&o, &tc.RawInput.Command, tc.Name.Present, true)
 	o.ApprovalReason = codexAskReason(o.ApprovalReason)
 	if r := strings.TrimSpace(tc.RawInput.Reason.S); r != "" {

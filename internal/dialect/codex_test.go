@@ -842,3 +842,129 @@ func TestCodexCRLFOnly(t *testing.T) {
 		assert.Equal(t, want, codexCRLFOnly(s), "%q", s)
 	}
 }
+
+// codexUpd wraps an update in its session/update message.
+func codexUpd(update string) string {
+	return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + update + `}}`
+}
+
+// codexFrame is one message of a call and whether its observation says
+// the call is a shell command.
+type codexFrame struct {
+	msg   string
+	shell accum.Shell
+}
+
+// TestCodexMCPAndDynamicTools: the TypeScript adapter gives kind execute
+// to calls that run no command, an MCP tool call (title
+// "mcp.<server>.<tool>", rawInput {server, tool, arguments},
+// `_meta.is_mcp_tool_call` on its tool_call) and a dynamic tool call
+// (rawInput {arguments}), and asks for an MCP tool's approval with a
+// bare toolCall {toolCallId, kind: "execute", status: "pending"} whose
+// only sign is the request's own `_meta.is_mcp_tool_approval`. The frames
+// are those the dist of each build writes (@agentclientprotocol/codex-acp
+// 1.1.4, 1.13.1, 2.6.0, dist/index.js): the tool_call first (Codex's
+// item/started comes before its elicitation), then the ask, the
+// accepted call's in_progress, its progress and its end. None is a shell
+// call, and the call folds to none.
+func TestCodexMCPAndDynamicTools(t *testing.T) {
+	d := codexDialect(t)
+	no, unknown := accum.ShellNo, accum.ShellUnknown
+	mcpOpen := func(status, rest string) string {
+		return codexUpd(`{"sessionUpdate":"tool_call","toolCallId":"call_m1","kind":"execute","title":"mcp.docs.search","status":"` + status + `","rawInput":{"server":"docs","tool":"search","arguments":{"q":"acp"}}` + rest + `,"_meta":{"is_mcp_tool_call":true}}`)
+	}
+	mcpResult := `"rawOutput":{"result":{"content":[{"type":"text","text":"3 hits"}],"structuredContent":null},"error":null}`
+	mcpAsk := func(options string) string {
+		return `{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"call_m1","kind":"execute","status":"pending"},"_meta":{"is_mcp_tool_approval":true},"options":` + options + `}}`
+	}
+	mcpAccepted := codexUpd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_m1","status":"in_progress"}`)
+	mcpProgress := codexUpd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_m1","_meta":{"mcp_output_delta":{"data":"searching"}}}`)
+	mcpEnd := codexUpd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_m1","status":"completed","rawInput":{"server":"docs","tool":"search","arguments":{"q":"acp"}},` + mcpResult + `}`)
+	options1 := `[{"optionId":"allow_once","name":"Allow","kind":"allow_once"},{"optionId":"decline","name":"Decline","kind":"reject_once"}]`
+	options2 := `[{"optionId":"allow_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Cancel","kind":"reject_once"}]`
+	for _, tc := range []struct {
+		name   string
+		frames []codexFrame
+	}{
+		// 1.1.4 and 1.13.1: createMcpToolCallUpdate (its
+		// createExecuteToolCallUpdate and `_meta: {is_mcp_tool_call:
+		// true}`), buildPermissionRequest / buildMcpPermissionRequest
+		// (correlated: the bare toolCall and the request's `_meta`), the
+		// in_progress handleElicitation sends when the user allows it,
+		// createMcpToolProgressEvent, completeItemEvent's mcpToolCall.
+		{"1.x MCP tool call, its approval asked", []codexFrame{
+			{mcpOpen("in_progress", ""), no}, {mcpAsk(options1), no}, {mcpAccepted, unknown}, {mcpProgress, unknown}, {mcpEnd, no}}},
+		// 2.6.0: McpToolReporter.started/completed through
+		// AcpToolCallRenderer.render (standardMeta's mcpMeta), and
+		// ElicitationReporter.permission/accepted.
+		{"2.6.0 MCP tool call, its approval asked", []codexFrame{
+			{mcpOpen("in_progress", ""), no}, {mcpAsk(options2), no}, {mcpAccepted, unknown}, {mcpProgress, unknown}, {mcpEnd, no}}},
+		{"MCP tool call replayed on session/load: one tool_call with its result", []codexFrame{
+			{mcpOpen("completed", ","+mcpResult), no}}},
+		// A form elicitation Codex could not correlate with a call: a
+		// standalone ask under an id of its own (1.1.4: rawInput
+		// {serverName, schema}, the message as content; 1.13.1 and
+		// 2.6.0 also title "MCP tool call approval"), then (2.6.0)
+		// ElicitationReporter.answered.
+		{"1.1.4 standalone MCP tool approval", []codexFrame{
+			{`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"elicitation-docs","kind":"execute","status":"pending","content":[{"type":"content","content":{"type":"text","text":"Allow docs to run search?"}}],"rawInput":{"serverName":"docs","schema":{"type":"object","properties":{}}}},"_meta":{"is_mcp_tool_approval":true},"options":` + options1 + `}}`, no}}},
+		{"2.6.0 standalone MCP tool approval", []codexFrame{
+			{`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"elicitation:s:docs:1","kind":"execute","status":"pending","title":"MCP tool call approval","rawInput":{"serverName":"docs","description":"Allow docs to run search?","schema":{"type":"object","properties":{}}},"content":[{"type":"content","content":{"type":"text","text":"Allow docs to run search?"}}]},"_meta":{"is_mcp_tool_approval":true},"options":` + options2 + `}}`, no},
+			{codexUpd(`{"sessionUpdate":"tool_call_update","toolCallId":"elicitation:s:docs:1","status":"completed","rawOutput":{"action":"accept"}}`), unknown}}},
+		// Dynamic tools: 1.1.4 createDynamicToolCallUpdate (rawInput
+		// {arguments}, no name), 1.13.1 the same with `name`
+		// (functionToolName), 2.6.0 DynamicToolReporter.started/completed.
+		{"1.1.4 dynamic tool call", []codexFrame{
+			{codexUpd(`{"sessionUpdate":"tool_call","toolCallId":"call_d1","kind":"execute","title":"lookup","status":"in_progress","rawInput":{"arguments":{"id":7}}}`), no},
+			{codexUpd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_d1","status":"completed"}`), unknown}}},
+		{"1.13.1 dynamic tool call", []codexFrame{
+			{codexUpd(`{"sessionUpdate":"tool_call","toolCallId":"call_d1","kind":"execute","title":"lookup","status":"in_progress","rawInput":{"arguments":{"id":7}},"name":"lookup"}`), no},
+			{codexUpd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_d1","name":"lookup","status":"completed"}`), unknown}}},
+		{"2.6.0 dynamic tool call", []codexFrame{
+			{codexUpd(`{"sessionUpdate":"tool_call","toolCallId":"call_d1","name":"lookup","kind":"execute","title":"lookup","status":"in_progress","rawInput":{"arguments":{"id":7}}}`), no},
+			{codexUpd(`{"sessionUpdate":"tool_call_update","toolCallId":"call_d1","name":"lookup","status":"completed","content":[{"type":"content","content":{"type":"text","text":"seven"}}]}`), unknown}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c *accum.Call
+			for i, fr := range tc.frames {
+				f, err := Read(d, []byte(fr.msg))
+				require.NoError(t, err, "frame %d", i)
+				require.Len(t, f.Observations, 1, "frame %d", i)
+				o := &f.Observations[0]
+				assert.Equal(t, fr.shell, o.Shell, "frame %d", i)
+				if fr.shell == no {
+					assert.Empty(t, o.Unrecognized, "frame %d: a known tool, no shell it missed", i)
+				}
+				if c == nil {
+					c = accum.NewCall(o.ToolCallID, 1<<20)
+				}
+				c.Apply(o)
+			}
+			assert.False(t, c.IsShell(), "no shell call")
+			assert.True(t, c.NotShell(), "said to be another tool")
+		})
+	}
+}
+
+// TestCodexCommandAsksStayShells: the command asks and the shell tool
+// calls of every build are still shell calls beside the MCP reading
+// above (the asks as recorded, 1.1.4's with its `_meta.codex.params` and
+// the rawInput null it sends for an ask without a command).
+func TestCodexCommandAsksStayShells(t *testing.T) {
+	d := codexDialect(t)
+	for _, tc := range []struct {
+		name, msg, command string
+	}{
+		{"1.1.4 command ask", `{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"call_reject_32","kind":"execute","status":"pending","rawInput":{"command":"rm -f notes.txt && echo removed","cwd":"/w"}},"options":[{"optionId":"reject_once","name":"Reject","kind":"reject_once","_meta":{"codex":{"decision":"decline"}}}],"_meta":{"codex":{"params":{"itemId":"call_reject_32","command":"/bin/bash -lc 'rm -f notes.txt && echo removed'","cwd":"/w"}}}}}`, "rm -f notes.txt && echo removed"},
+		{"1.1.4 command ask without a command", `{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"call_x","kind":"execute","status":"pending","rawInput":null},"options":[{"optionId":"reject_once","name":"Reject","kind":"reject_once"}],"_meta":{"codex":{"params":{"itemId":"call_x","command":null,"cwd":"/w"}}}}}`, ""},
+		{"1.13.1 command ask", `{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"call_reject_33","kind":"execute","status":"pending","title":"Run command","rawInput":{"command":"rm -f notes.txt && echo removed","cwd":"/w"}},"options":[{"optionId":"cancel","name":"No","kind":"reject_once"}],"_meta":{"permission":{"version":1,"title":"Run command?"}}}}`, "rm -f notes.txt && echo removed"},
+		{"2.6.0 command ask", `{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"call_reject_33","title":"rm -f notes.txt && echo removed","rawInput":{"command":"rm -f notes.txt && echo removed","cwd":"/w"},"kind":"execute","status":"pending"},"options":[{"optionId":"cancel","name":"No","kind":"reject_once"}]}}`, "rm -f notes.txt && echo removed"},
+		{"2.6.0 exec_command", codexUpd(`{"sessionUpdate":"tool_call","toolCallId":"call_1","name":"exec_command","kind":"execute","title":"echo hi","status":"in_progress","rawInput":{"command":"echo hi","cwd":"/w"}}`), "echo hi"},
+	} {
+		f, err := Read(d, []byte(tc.msg))
+		require.NoError(t, err, tc.name)
+		require.Len(t, f.Observations, 1, tc.name)
+		assert.Equal(t, accum.ShellYes, f.Observations[0].Shell, tc.name)
+		assert.Equal(t, tc.command, f.Observations[0].Command, tc.name)
+	}
+}

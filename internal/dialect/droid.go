@@ -99,8 +99,11 @@ var (
 	// droidSandbox ends a result when its sandbox refused the network.
 	droidSandbox = regexp.MustCompile(`\n\nSandbox: network access was denied to: [^\n]*$`)
 	// droidSkipped is a line its summary of a long output puts where it
-	// left lines out.
-	droidSkipped = regexp.MustCompile(`(?m)^\[\.\.\. (?:\d+ lines skipped|output too long to summarize) \.\.\.\]$\n?`)
+	// left lines out (read only where droidSummarized holds).
+	droidSkipped = regexp.MustCompile(`(?m)^\[\.\.\. \d+ lines skipped \.\.\.\]$\n?`)
+	// droidTooLong is the line its summary puts where it left the middle
+	// of an output out.
+	droidTooLong = regexp.MustCompile(`(?m)^\[\.\.\. output too long to summarize \.\.\.\]$\n?`)
 	// droidExited ends a replayed output.
 	droidExited = regexp.MustCompile(`(?:\n\n)?\[Process exited with code (-?\d+)\]\s*$`)
 )
@@ -178,8 +181,9 @@ func observeDroid(u *droidCall) []accum.Observation {
 //   - for an empty output, "Command completed successfully" or "Command
 //     terminated early due to SIGPIPE (exit code 141)";
 //   - in a long output it summarized, lines "[... N lines skipped ...]"
-//     and "[... output too long to summarize ...]" where it left lines
-//     out: they are dropped and the output is truncated.
+//     (only between the head and tail it keeps: droidSummarized) and
+//     "[... output too long to summarize ...]" where it left lines out:
+//     they are dropped and the output is truncated.
 func droidText(o *accum.Observation, s string) {
 	t := strings.TrimSpace(s)
 	if t == "" {
@@ -226,13 +230,41 @@ func droidText(o *accum.Observation, s string) {
 	if s == "Command completed successfully" || s == "Command terminated early due to SIGPIPE (exit code 141)" {
 		s = ""
 	}
-	if droidSkipped.MatchString(s) {
+	if droidSummarized(s) {
 		s, truncated = droidSkipped.ReplaceAllString(s, ""), true
+	}
+	if droidTooLong.MatchString(s) {
+		s, truncated = droidTooLong.ReplaceAllString(s, ""), true
 	}
 	if s == "" || o.TerminalID != "" {
 		return // the client's terminal has the output
 	}
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: s, Truncated: truncated})
+}
+
+// droidSummaryEnd is how many lines Droid's summary of a long output
+// (over 12,000 chars in 0.215.0, 24,000 in 0.109.3) keeps at each end:
+// it keeps the first 30 lines, the last 30 and those around a keyword,
+// writes "[... N lines skipped ...]" for each gap and trims the result
+// (headTailLines 30 in both builds' bundles). The trim takes the output's
+// last line end and any blank lines at its start or end, so its
+// recordings hold 30 lines before the mark and 29 after it; 25 leaves
+// room for a few blank lines more.
+const droidSummaryEnd = 25
+
+// droidSummarized says whether the "[... N lines skipped ...]" lines in s
+// are Droid's: its summary has at least droidSummaryEnd lines before the
+// first and after the last. A shorter output holding such a line is no
+// summary (Droid leaves an output that short alone): the command printed
+// it.
+func droidSummarized(s string) bool {
+	locs := droidSkipped.FindAllStringIndex(s, -1)
+	if locs == nil {
+		return false
+	}
+	head := s[:locs[0][0]]
+	tail := s[locs[len(locs)-1][1]:]
+	return strings.Count(head, "\n") >= droidSummaryEnd && strings.Count(tail, "\n")+1 >= droidSummaryEnd
 }
 
 // droidHeaderHolds says whether the header droidHeader matched (m) is

@@ -2,6 +2,8 @@ package dialect
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -85,6 +87,16 @@ func TestDroidResultNotices(t *testing.T) {
 	const timedOut = "Command timed out after 2 seconds. Consider increasing the timeout for long-running commands."
 	const saved = "\n\nFull command output saved to: /home/dev/.factory/tool-output/call_big_1.log (341KB)"
 	cut := func(s string) accum.Text { x := txt(accum.Combined, accum.Final, s); x.Truncated = true; return x }
+	seq := func(from, to int) string { // the lines of seq from to, without the last line end
+		var b strings.Builder
+		for i := from; i <= to; i++ {
+			if i > from {
+				b.WriteByte('\n')
+			}
+			b.WriteString(strconv.Itoa(i))
+		}
+		return b.String()
+	}
 	runObsCases(t, d, []obsCase{
 		{
 			name:   "a timeout: the header is a notice, the partial output is output",
@@ -104,16 +116,41 @@ func TestDroidResultNotices(t *testing.T) {
 				Texts: []accum.Text{cut("1\n2\n")}}),
 		},
 		{
+			// The shape of droid-0.215.0_plain_load-long: 30 lines, the
+			// mark, 29 lines (the trim took the last line end).
 			name:   "a summarized output: the skipped-lines marks and the saved trailer are no output, the output is truncated",
-			update: update("completed", "1\n2\n3\n[... 59994 lines skipped ...]\n59998\n59999\n60000"+saved+"\n\n[Process exited with code 0]"),
+			update: update("completed", seq(1, 30)+"\n[... 3169 lines skipped ...]\n"+seq(59972, 60000)+saved+"\n\n[Process exited with code 0]"),
 			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false),
-				Texts: []accum.Text{cut("1\n2\n3\n59998\n59999\n60000")}}),
+				Texts: []accum.Text{cut(seq(1, 30) + "\n" + seq(59972, 60000))}}),
 		},
 		{
-			name:   "a summary that kept lines around a keyword, and one too long to summarize",
-			update: update("failed", "Error: Command failed (exit code: 1)\nstart\n[... 120 lines skipped ...]\nerror: boom\n[... 80 lines skipped ...]\n[... output too long to summarize ...]\nend\n\n[Process exited with code 1]"),
+			// Droid 0.117.0 and a summary of 12,000 to 16,384 bytes in
+			// 0.215.0 come without the saved trailer.
+			name:   "a summary that kept lines around a keyword, without the saved trailer",
+			update: update("failed", "Error: Command failed (exit code: 1)\n"+seq(1, 30)+"\n[... 120 lines skipped ...]\n"+seq(141, 150)+"\nerror: boom\n"+seq(152, 161)+"\n[... 80 lines skipped ...]\n"+seq(242, 271)+"\n\n[Process exited with code 1]"),
 			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Exit: ex(1, accum.ExitText, false),
-				Texts: []accum.Text{cut("start\nerror: boom\nend")}}),
+				Texts: []accum.Text{cut(seq(1, 30) + "\n" + seq(141, 150) + "\nerror: boom\n" + seq(152, 161) + "\n" + seq(242, 271))}}),
+		},
+		{
+			name:   "an output too long to summarize",
+			update: update("failed", "Error: Command failed (exit code: 1)\nstart\n[... output too long to summarize ...]\nend\n\n[Process exited with code 1]"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Exit: ex(1, accum.ExitText, false),
+				Texts: []accum.Text{cut("start\nend")}}),
+		},
+		{
+			// Probe M, droid-0.215.0_plain_tricky-load, call_d_skipped_9:
+			// Droid summarizes no output this short, the command printed
+			// the mark.
+			name:   "a skipped-lines mark in a short output is output",
+			update: update("completed", "a\n[... 5 lines skipped ...]\nb\n\n\n[Process exited with code 0]"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, "a\n[... 5 lines skipped ...]\nb\n")}}),
+		},
+		{
+			name:   "a skipped-lines mark near the end of a long output is output",
+			update: update("completed", seq(1, 40)+"\n[... 5 lines skipped ...]\n"+seq(41, 43)+"\n\n\n[Process exited with code 0]"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{txt(accum.Combined, accum.Final, seq(1, 40)+"\n[... 5 lines skipped ...]\n"+seq(41, 43)+"\n")}}),
 		},
 		{
 			name:   "the words for an empty output are no output",

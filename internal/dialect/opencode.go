@@ -64,9 +64,24 @@ import (
 //     Cancelled; anything else (an exception, a rule in the config that
 //     denies the command) is Failed. The error text is not command output
 //     (the command did not produce it), so it is not reported as output.
-type opencode struct{}
+type opencode struct {
+	// liveIsOutput: the build sends on its live frames only what the
+	// command printed, never its final model-facing text, so a live
+	// "(no output)" is the command's own (opencodeNoOutput).
+	liveIsOutput bool
+}
 
 func init() { register(opencode{}) }
+
+// forVersion implements versioned: OpenCode's builds (1.x; 1.18.33
+// recorded sending no live content for a silent command) send on live
+// frames only the command's output; Kilo's (7.x, 7.0.33 naming itself
+// OpenCode; 7.7.7 recorded sending a silent command's "(no output)" live)
+// send their final text there too, and so may a build the dialect does
+// not know.
+func (opencode) forVersion(v Version) Dialect {
+	return opencode{liveIsOutput: v.Known() && v.Before("7.0.0")}
+}
 
 func (opencode) Info() Info {
 	// Auth method signs: opencode-login (OpenCode's, and Kilo's before
@@ -120,7 +135,10 @@ type opencodeCall struct {
 	RawOutput *opencodeOutput `json:"rawOutput"`
 }
 
-func (opencode) read(msg []byte, scope string) (Frame, error) {
+func (d opencode) read(msg []byte, scope string) (Frame, error) {
+	if d.liveIsOutput {
+		return readFrame(msg, scope, observeOpencodeLiveIsOutput, askOpencode)
+	}
 	return readFrame(msg, scope, observeOpencode, askOpencode)
 }
 
@@ -128,7 +146,16 @@ func observeOpencode(u *opencodeCall) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil
 	}
-	return []accum.Observation{readOpencode(u)}
+	return []accum.Observation{readOpencode(u, false)}
+}
+
+// observeOpencodeLiveIsOutput is observeOpencode for a build whose live
+// frames carry only the command's output (opencode.liveIsOutput).
+func observeOpencodeLiveIsOutput(u *opencodeCall) []accum.Observation {
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil
+	}
+	return []accum.Observation{readOpencode(u, true)}
 }
 
 func askOpencode(u *opencodeCall) accum.Observation {
@@ -173,7 +200,7 @@ func opencodeInputs(o *accum.Observation, u *opencodeCall) {
 	}
 }
 
-func readOpencode(u *opencodeCall) accum.Observation {
+func readOpencode(u *opencodeCall, liveIsOutput bool) accum.Observation {
 	o := u.Base()
 	opencodeInputs(&o, u)
 	if o.Shell == accum.ShellNo {
@@ -196,15 +223,18 @@ func readOpencode(u *opencodeCall) accum.Observation {
 			// abort claimed here would stick to the call. Only a block
 			// that ends the text as OpenCode writes it is taken out; a
 			// text that goes on after it is the command's.
+			final := false // the text is the final model-facing one
 			if opencodeLiveBlock(text) {
 				p := opencodeParsed{oldMarkerIsOutput: true}
 				if rest := p.trailingNotices(text); len(rest) < len(text) {
-					text = rest
+					text, final = rest, true
 					o.Src.Notice = "<shell_metadata> block of the live content text"
 				}
 			}
-			if text == opencodeNoOutput {
-				// The final text of a command that printed nothing.
+			if text == opencodeNoOutput && (final || !liveIsOutput) {
+				// The final text of a command that printed nothing. A
+				// build whose live frames carry only output sends none
+				// for such a command: there the command printed it.
 				text, o.Src.Notice = "", "(no output) of the live content text"
 			}
 			if text != "" {
@@ -225,7 +255,10 @@ func readOpencode(u *opencodeCall) accum.Observation {
 // truncation header before it, a notice block after it with its own
 // blank line) comes off whole. A command that prints these words prints
 // them with its own newline ("(no output)\n"): that is output, so the
-// word is compared as the agent writes it, never trimmed.
+// word is compared as the agent writes it, never trimmed. One that
+// prints them without a newline is told apart only on a live frame of a
+// build that sends no final text there (opencode.liveIsOutput); the
+// final's word is then its placeholder, and the live text stays.
 const opencodeNoOutput = "(no output)"
 
 // opencodeWindowPrefix marks a live snapshot that holds only the tail of

@@ -590,3 +590,43 @@ func FuzzTrailingNotices(f *testing.F) {
 		}
 	})
 }
+
+// TestOpencodeLiveNoOutputByBuild: OpenCode (1.x) sends on its live frames
+// only the command's own output, and a silent command gets none (probe M,
+// opencode-1.18.33_bash-ask_quiet and _tricky: `true`, `false` and a
+// grep that matched nothing got no live content, only the final's "(no
+// output)"). So a live text "(no output)" is what the command printed
+// (opencode-1.18.33_bash-ask_tricky-more, call_m_no_output_39:
+// `printf '(no output)'`). Kilo (7.x) sends its final model-facing text on
+// an in_progress frame as well (kilo-7.7.7_bash-ask_tricky,
+// call_silent_false_33: `false` got a live "(no output)"), so there the
+// word stays its placeholder, as for a build the dialect does not know.
+func TestOpencodeLiveNoOutputByBuild(t *testing.T) {
+	d, ok := Lookup("opencode")
+	require.True(t, ok)
+	const live = `{"sessionUpdate":"tool_call_update","toolCallId":"call_m_no_output_39","status":"in_progress","kind":"execute","title":"printf '(no output)'","locations":[{"path":"/home/dev/work/proj"}],"rawInput":{"command":"printf '(no output)'","cwd":"/home/dev/work/proj"},"content":[{"type":"content","content":{"type":"text","text":"(no output)"}}]}`
+	base := accum.Observation{ToolCallID: "call_m_no_output_39", Shell: accum.ShellYes, Status: accum.StatusRunning, Command: "printf '(no output)'", Cwd: "/home/dev/work/proj"}
+	printed := base
+	printed.Texts = []accum.Text{txt(accum.Combined, accum.Snapshot, "(no output)")}
+	for _, b := range []struct {
+		build string
+		want  accum.Observation
+	}{
+		{"1.3.0", printed},
+		{"1.18.33", printed},
+		{"7.0.33", base}, // Kilo, which names itself OpenCode before 7.7
+		{"7.7.7", base},
+		{"", base},
+	} {
+		t.Run(b.build, func(t *testing.T) {
+			runObsCases(t, Bind(d, ParseVersion(b.build)), []obsCase{{name: "live (no output)", update: live, want: []accum.Observation{b.want}}})
+		})
+	}
+	// A model-facing text (a notice block after the word) is no output
+	// of the command, on any build.
+	runObsCases(t, Bind(d, ParseVersion("1.18.33")), []obsCase{{
+		name:   "live (no output) before a timeout notice: no text",
+		update: `{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms\n</shell_metadata>"}}]}`,
+		want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning}},
+	}})
+}

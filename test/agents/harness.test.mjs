@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { loadScenario } from "./lib/scenario.mjs";
 import { checkCall, foldRevisions } from "./lib/truth.mjs";
+import { renamePrivatePaths } from "./lib/privatepaths.mjs";
 import { decide, startModelServer } from "./model/server.mjs";
 
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -41,6 +42,26 @@ test("every step's truth holds when bash runs its command", () => {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// The private paths of a session, as record.mjs makes them.
+const priv = { root: "/tmp/acpnorm-agents-2yExLo" };
+priv.home = `${priv.root}/home`;
+priv.work = `${priv.home}/work/proj`;
+
+test("record: the private paths are renamed wherever a string names them", () => {
+  const wire = JSON.stringify({
+    cwd: priv.work,
+    log: `${priv.home}/.grok/sessions/${encodeURIComponent(priv.work)}/x.log`,
+    claude: `${priv.home}/.claude/projects/${priv.work.replaceAll("/", "-")}/s.jsonl`,
+    tmp: `${priv.root}/raw.ndjson`,
+  });
+  assert.deepEqual(JSON.parse(renamePrivatePaths(wire, priv)), {
+    cwd: "/home/dev/work/proj",
+    log: "/home/dev/.grok/sessions/%2Fhome%2Fdev%2Fwork%2Fproj/x.log",
+    claude: "/home/dev/.claude/projects/-home-dev-work-proj/s.jsonl",
+    tmp: "/tmp/harness/raw.ndjson",
+  });
 });
 
 test("the smoke scenario names steps of the full one", () => {

@@ -34,6 +34,7 @@ import { agentInfoProblem, checkInstalled, installedVersion, selectRuns } from "
 import { loadScenario } from "./lib/scenario.mjs";
 import { ClientTerminals } from "./lib/terminals.mjs";
 import { endStrays } from "./lib/strays.mjs";
+import { renamePrivatePaths } from "./lib/privatepaths.mjs";
 
 const { values: opt } = parseArgs({
   options: {
@@ -325,37 +326,7 @@ try {
 
 // Rename the private paths, so recordings do not change with the temp dir.
 let wire = fs.existsSync(rawFile) ? fs.readFileSync(rawFile, "utf8") : "";
-wire = wire.split(work).join("/home/dev/work/proj").split(home).join("/home/dev").split(root).join("/tmp/harness");
-// Claude Code names per-project directories after the path, / made -;
-// Grok after the path URL-encoded.
-wire = wire.split(work.replaceAll("/", "-")).join("-home-dev-work-proj");
-for (const [from, to] of [[work, "/home/dev/work/proj"], [home, "/home/dev"], [root, "/tmp/harness"]]) {
-  wire = wire.split(encodeURIComponent(from)).join(encodeURIComponent(to));
-}
-// ACP v2 terminal output travels base64-encoded (terminal_update
-// output.data, terminal_output_chunk data): rename the paths inside it.
-const renames = [[work.replaceAll("/", "-"), "-home-dev-work-proj"], [work, "/home/dev/work/proj"], [home, "/home/dev"], [root, "/tmp/harness"]];
-wire = wire
-  .split("\n")
-  .map((line) => {
-    if (!line.includes('"terminal_update"') && !line.includes('"terminal_output_chunk"')) return line;
-    let rec;
-    try {
-      rec = JSON.parse(line);
-    } catch {
-      return line;
-    }
-    const u = rec?.msg?.params?.update;
-    const holder = u?.sessionUpdate === "terminal_update" ? u.output : u?.sessionUpdate === "terminal_output_chunk" ? u : null;
-    if (typeof holder?.data !== "string") return line;
-    const text = Buffer.from(holder.data, "base64").toString("utf8");
-    let renamed = text;
-    for (const [from, to] of renames) renamed = renamed.split(from).join(to);
-    if (renamed === text || Buffer.from(text, "utf8").toString("base64") !== holder.data) return line; // unchanged, or not UTF-8
-    holder.data = Buffer.from(renamed, "utf8").toString("base64");
-    return JSON.stringify(rec);
-  })
-  .join("\n");
+wire = renamePrivatePaths(wire, { work, home, root });
 fs.mkdirSync(path.dirname(out), { recursive: true });
 fs.writeFileSync(out, wire);
 fs.writeFileSync(out.replace(/\.ndjson$/, "") + ".meta.json", JSON.stringify(meta, null, 2).split(home).join("/home/dev").split(path.dirname(new URL(import.meta.url).pathname)).join("test/agents") + "\n");

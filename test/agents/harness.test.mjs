@@ -64,6 +64,20 @@ test("record: the private paths are renamed wherever a string names them", () =>
   });
 });
 
+// Grok sends a command's output as a JSON array of its bytes
+// (rawOutput.output, output_delta): a path there is renamed as in a string.
+test("record: the private paths are renamed inside a JSON byte array too", () => {
+  const bytes = (s) => `[${[...Buffer.from(s)].join(",")}]`;
+  const wire = `{"output":${bytes(`${priv.work}/sub\n`)},"output_delta":${bytes(`${priv.home}/x ${priv.root}/y`)},"n":[147,${[...Buffer.from(priv.work)].join(",")}],"empty":[]}`;
+  assert.equal(
+    renamePrivatePaths(wire, priv),
+    `{"output":${bytes("/home/dev/work/proj/sub\n")},"output_delta":${bytes("/home/dev/x /tmp/harness/y")},"n":[147,${[...Buffer.from("/home/dev/work/proj")].join(",")}],"empty":[]}`,
+  );
+  // Numbers that only end in a path's bytes are not the path ("147" is not "47").
+  const near = `[1147,${[...Buffer.from(priv.work)].slice(1).join(",")}]`;
+  assert.equal(renamePrivatePaths(`{"x":${near}}`, priv), `{"x":${near}}`);
+});
+
 test("the smoke scenario names steps of the full one", () => {
   const smoke = loadScenario(path.join(here, "scenarios", "smoke.json"));
   assert.deepEqual(smoke.steps.map((s) => s.id), ["exit3", "stderr_fail", "reject"]);

@@ -10,5 +10,15 @@ export function renamePrivatePaths(wire, { work, home, root }) {
   // Grok after the path URL-encoded.
   wire = wire.split(work.replaceAll("/", "-")).join("-home-dev-work-proj");
   for (const [from, to] of pairs) wire = wire.split(encodeURIComponent(from)).join(encodeURIComponent(to));
+  // Grok sends a command's output as a JSON array of its bytes
+  // (rawOutput.output, output_delta), so a pwd there names the private
+  // path in bytes (47,116,109,112,... for "/tmp"): renamed the same way,
+  // as whole array elements only (not the "47" that ends "147"). The
+  // arrays are compact (no spaces), as Grok writes them. A path split
+  // across two arrays (two output_delta frames) is not found.
+  for (const [from, to] of pairs) {
+    const list = (s) => [...Buffer.from(s, "utf8")].join(",");
+    wire = wire.replace(new RegExp(`(?<=[\\[,])${list(from)}(?=[,\\]])`, "g"), list(to));
+  }
   return wire;
 }

@@ -78,6 +78,21 @@ test("record: the private paths are renamed inside a JSON byte array too", () =>
   assert.equal(renamePrivatePaths(`{"x":${near}}`, priv), `{"x":${near}}`);
 });
 
+// ACP v2 sends terminal output base64-encoded (terminal_update
+// output.data, terminal_output_chunk data): a path there is renamed too,
+// and bytes that are not UTF-8 are left as sent.
+test("record: the private paths are renamed inside ACP v2's base64 output", () => {
+  const b64 = (s) => Buffer.from(s, "utf8").toString("base64");
+  const frame = (update) => JSON.stringify({ dir: "recv", msg: { jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update } } });
+  const upd = frame({ sessionUpdate: "terminal_update", terminalId: "t", output: { data: b64(`${priv.work}/sub\n`) } });
+  const chunk = frame({ sessionUpdate: "terminal_output_chunk", terminalId: "t", data: b64(`${priv.home}/x`) });
+  const binary = frame({ sessionUpdate: "terminal_output_chunk", terminalId: "t", data: Buffer.concat([Buffer.from([0xff]), Buffer.from(priv.work)]).toString("base64") });
+  const out = renamePrivatePaths([upd, chunk, binary].join("\n"), priv).split("\n").map((l) => JSON.parse(l).msg.params.update);
+  assert.equal(Buffer.from(out[0].output.data, "base64").toString(), "/home/dev/work/proj/sub\n");
+  assert.equal(Buffer.from(out[1].data, "base64").toString(), "/home/dev/x");
+  assert.equal(out[2].data, JSON.parse(binary).msg.params.update.data);
+});
+
 test("the smoke scenario names steps of the full one", () => {
   const smoke = loadScenario(path.join(here, "scenarios", "smoke.json"));
   assert.deepEqual(smoke.steps.map((s) => s.id), ["exit3", "stderr_fail", "reject"]);

@@ -20,5 +20,29 @@ export function renamePrivatePaths(wire, { work, home, root }) {
     const list = (s) => [...Buffer.from(s, "utf8")].join(",");
     wire = wire.replace(new RegExp(`(?<=[\\[,])${list(from)}(?=[,\\]])`, "g"), list(to));
   }
-  return wire;
+  // ACP v2 terminal output travels base64-encoded (terminal_update
+  // output.data, terminal_output_chunk data): renamed inside it, on the
+  // lines that carry one, when the bytes are UTF-8 (else left as sent).
+  const renames = [[work.replaceAll("/", "-"), "-home-dev-work-proj"], ...pairs];
+  return wire
+    .split("\n")
+    .map((line) => {
+      if (!line.includes('"terminal_update"') && !line.includes('"terminal_output_chunk"')) return line;
+      let rec;
+      try {
+        rec = JSON.parse(line);
+      } catch {
+        return line;
+      }
+      const u = rec?.msg?.params?.update;
+      const holder = u?.sessionUpdate === "terminal_update" ? u.output : u?.sessionUpdate === "terminal_output_chunk" ? u : null;
+      if (typeof holder?.data !== "string") return line;
+      const text = Buffer.from(holder.data, "base64").toString("utf8");
+      let renamed = text;
+      for (const [from, to] of renames) renamed = renamed.split(from).join(to);
+      if (renamed === text || Buffer.from(text, "utf8").toString("base64") !== holder.data) return line;
+      holder.data = Buffer.from(renamed, "utf8").toString("base64");
+      return JSON.stringify(rec);
+    })
+    .join("\n");
 }

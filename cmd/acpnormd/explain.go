@@ -379,7 +379,7 @@ func (c *explained) exitLineLeft(x, prev *normalize.ShellExec, fr *frameRead) {
 		return
 	}
 	for i := range c.held {
-		if h := c.held[i].String(); h != "" && accum.ExitLineIn([]byte(h), c.heldTotal[i] <= int64(len(h)), x.ExitCode != nil) {
+		if h := c.held[i].String(); h != "" && accum.ExitLineIn([]byte(h), c.heldTotal[i] <= int64(len(h)), x.ExitCode) {
 			c.unknown = append(c.unknown, fmt.Sprintf("frame %d output: an exit line at its start or end, left in it (result_text)", fr.n))
 			c.exitLine = true
 			return

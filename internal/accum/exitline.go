@@ -3,6 +3,7 @@ package accum
 import (
 	"bytes"
 	"regexp"
+	"strconv"
 )
 
 // An exit line is a short line that reads like a tool's words about how a
@@ -20,7 +21,7 @@ import (
 // colon or an equals sign, a number, a closing bracket or two
 // ("<shellId: 1 completed with [exit: 3]>"). A plain "exit
 // status N" is told apart (plainExitStatus).
-var exitLinePattern = regexp.MustCompile(`(?i)^[\[<(]?.{0,40}?\b(?:exit(?:ed)?|return(?:ed)?)(?:\s+(?:with\s+)?(?:code|status|value))?\s*[:=]?\s*-?\d{1,10}\s*[\]>)]{0,2}\.?$`)
+var exitLinePattern = regexp.MustCompile(`(?i)^[\[<(]?.{0,40}?\b(?:exit(?:ed)?|return(?:ed)?)(?:\s+(?:with\s+)?(?:code|status|value))?\s*[:=]?\s*(-?\d{1,10})\s*[\]>)]{0,2}\.?$`)
 
 // plainExitStatus is "exit status N" alone: Go's os/exec words a failed
 // program so, and go run, go test and every Go program that shells out
@@ -33,12 +34,15 @@ const maxExitLine = 96
 // ExitLineIn says whether text's first or last line (not counting blank
 // ones at its ends) is an exit line. head says the text is whole from its
 // start (a text whose head was dropped has no first line to look at);
-// exitKnown that the call has an exit code, in which case a plain "exit
-// status N" counts only as the first of several lines (where a tool puts
-// its header), never as the last (where a Go program prints it). It
-// matches two lines; finding them reads up to the first newline and back
-// to the last one.
-func ExitLineIn(text []byte, head, exitKnown bool) bool {
+// exit is the call's exit code, nil when it has none. With an exit code,
+// a line that names another code is the command's own output (an agent
+// restates the code it reports, and a command may well print "Exit code
+// 3" and exit 0), and a plain "exit status N" counts only as the first of
+// several lines (where a tool puts its header), never as the last (where
+// a Go program prints it). It matches two lines; finding them reads up
+// to the first newline and back to the last one.
+func ExitLineIn(text []byte, head bool, exit *int32) bool {
+	exitKnown := exit != nil
 	text = bytes.TrimRight(text, " \t\r\n")
 	if head {
 		text = bytes.TrimLeft(text, " \t\r\n")
@@ -52,21 +56,28 @@ func ExitLineIn(text []byte, head, exitKnown bool) bool {
 		first, several = text[:i], true
 		last = text[bytes.LastIndexByte(text, '\n')+1:]
 	}
-	if head && exitLine(first, !exitKnown || several) {
+	if head && exitLine(first, !exitKnown || several, exit) {
 		return true
 	}
-	return (several || !head) && exitLine(last, !exitKnown)
+	return (several || !head) && exitLine(last, !exitKnown, exit)
 }
 
 // exitLine says whether line is an exit line; plain says whether a plain
-// "exit status N" counts.
-func exitLine(line []byte, plain bool) bool {
+// "exit status N" counts, exit is the call's exit code (nil: none), which
+// the line must name when there is one.
+func exitLine(line []byte, plain bool, exit *int32) bool {
 	line = bytes.TrimSpace(line)
 	if len(line) < 6 || len(line) > maxExitLine || bytes.IndexByte(line, 't') < 0 && bytes.IndexByte(line, 'T') < 0 {
 		return false
 	}
-	if !exitLinePattern.Match(line) {
+	m := exitLinePattern.FindSubmatch(line)
+	if m == nil {
 		return false
+	}
+	if exit != nil {
+		if n, err := strconv.ParseInt(string(m[1]), 10, 64); err != nil || n != int64(*exit) {
+			return false
+		}
 	}
 	return plain || !plainExitStatus.Match(line)
 }
@@ -75,13 +86,16 @@ func exitLine(line []byte, plain bool) bool {
 // first or last line (ExitLineIn). It is meant for a call that has just
 // ended: it looks at the first and last line of each stream it holds.
 func (c *Call) ExitLineHeld() bool {
-	known := c.exit != nil
+	var code *int32
+	if c.exit != nil {
+		code = &c.exit.Code
+	}
 	for _, b := range c.streams {
 		if b == nil || !b.seen {
 			continue
 		}
 		held := b.held()
-		if ExitLineIn(held, b.total == int64(len(held)), known) {
+		if ExitLineIn(held, b.total == int64(len(held)), code) {
 			return true
 		}
 	}

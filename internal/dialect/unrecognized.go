@@ -351,7 +351,7 @@ func noticeUnrecognized(msg []byte, marked *jsonlit.Marked, k *knownTree, tc *To
 			return nil, false
 		})
 	}
-	if ended && o.FailNotice != "" && accum.ExitLineIn([]byte(o.FailNotice), true, false) {
+	if ended && o.FailNotice != "" && accum.ExitLineIn([]byte(o.FailNotice), true, nil) {
 		// The agent's words about a failure read like an exit line: a
 		// reworded one its dialect no longer reads the exit from.
 		addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, "failure notice")

@@ -262,7 +262,7 @@ func TestUnreadFieldsDeclared(t *testing.T) {
 }
 
 // Every recording of a studied build is understood: nothing it carries
-// is reported as unrecognized.
+// is reported as unrecognized, but in outputsLikeReports.
 func TestRecordingsUnderstood(t *testing.T) {
 	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
 	agents, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
@@ -295,8 +295,25 @@ func TestRecordingsUnderstood(t *testing.T) {
 			}
 		}
 		fh.Close()
-		assert.Empty(t, found, filepath.Base(file))
+		want := outputsLikeReports[filepath.Base(file)]
+		if want == nil {
+			want = map[accum.Unrecognized]int{}
+		}
+		assert.Equal(t, want, found, filepath.Base(file))
 	}
+}
+
+// outputsLikeReports are the recordings of test/agents' tricky scenario
+// whose commands print lines that read like an agent's exit report
+// ("Exit code 3", "Command exited with code 0", "Exit Code: 0") in a
+// text the dialect does not read an exit from, on a build that gives a
+// success no exit code (plain Claude): the frames say what they cannot
+// read, these many times.
+var outputsLikeReports = map[string]map[accum.Unrecognized]int{
+	"claude-agent-acp-0.101.0_air_plain_tricky.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-agent-acp-0.101.0_plain_tricky.ndjson":     {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"claude-code-acp-0.16.2_plain_tricky.ndjson":       {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"gemini-cli-0.61.0_debug_tricky.ndjson":            {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
 }
 
 func TestResultBlock(t *testing.T) {

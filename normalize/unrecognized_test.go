@@ -63,17 +63,21 @@ func TestRecordingsRaiseNoReport(t *testing.T) {
 	}
 }
 
-// outputsLikeReports are the recordings of test/agents' tricky scenario
+// outputsLikeReports are the recordings of test/agents' tricky scenarios
 // whose commands print lines that read like an agent's exit report
-// ("Exit code 3", "Command exited with code 0", "Exit Code: 0") on a
+// ("Exit code 3", "Command exited with code 0", "Exit Code: 0"; in
+// tricky-notes "exit: 7" and "<shellId: 9 completed with exit code 7>") on a
 // build that gives a success no exit code (plain Claude, Gemini with
 // --debug): with no code to tell them from a reworded report, the
 // session says what it cannot read, once, and these are its words.
 var outputsLikeReports = map[string][]string{
-	"claude-agent-acp-0.101.0_air_plain_tricky.ndjson": {"result_text content text"},
-	"claude-agent-acp-0.101.0_plain_tricky.ndjson":     {"result_text rawOutput"},
-	"claude-code-acp-0.16.2_plain_tricky.ndjson":       {"result_text rawOutput"},
-	"gemini-cli-0.61.0_debug_tricky.ndjson":            {"result_text output"},
+	"claude-agent-acp-0.101.0_air_plain_tricky.ndjson":   {"result_text content text"},
+	"claude-agent-acp-0.101.0_plain_tricky.ndjson":       {"result_text rawOutput"},
+	"claude-code-acp-0.16.2_plain_tricky.ndjson":         {"result_text rawOutput"},
+	"gemini-cli-0.61.0_debug_tricky.ndjson":              {"result_text output"},
+	"claude-agent-acp-0.101.0_plain_tricky-notes.ndjson": {"result_text output"},
+	"claude-code-acp-0.16.2_plain_tricky-notes.ndjson":   {"result_text output"},
+	"gemini-cli-0.61.0_debug_tricky-notes.ndjson":        {"result_text output"},
 }
 
 // saidOf feeds frames to a new Normalizer as session "s" and returns what

@@ -303,17 +303,21 @@ func TestRecordingsUnderstood(t *testing.T) {
 	}
 }
 
-// outputsLikeReports are the recordings of test/agents' tricky scenario
+// outputsLikeReports are the recordings of test/agents' tricky scenarios
 // whose commands print lines that read like an agent's exit report
-// ("Exit code 3", "Command exited with code 0", "Exit Code: 0") in a
-// text the dialect does not read an exit from, on a build that gives a
-// success no exit code (plain Claude): the frames say what they cannot
-// read, these many times.
+// ("Exit code 3", "Command exited with code 0", "Exit Code: 0"; in
+// tricky-notes "exit: 7" and "<shellId: 9 completed with exit code 7>")
+// in a text the dialect does not read an exit from, on a build that gives
+// a success no exit code (plain Claude, Gemini with --debug): the frames
+// say what they cannot read, these many times.
 var outputsLikeReports = map[string]map[accum.Unrecognized]int{
-	"claude-agent-acp-0.101.0_air_plain_tricky.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
-	"claude-agent-acp-0.101.0_plain_tricky.ndjson":     {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
-	"claude-code-acp-0.16.2_plain_tricky.ndjson":       {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
-	"gemini-cli-0.61.0_debug_tricky.ndjson":            {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"claude-agent-acp-0.101.0_air_plain_tricky.ndjson":   {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-agent-acp-0.101.0_plain_tricky.ndjson":       {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"claude-code-acp-0.16.2_plain_tricky.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"gemini-cli-0.61.0_debug_tricky.ndjson":              {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"claude-agent-acp-0.101.0_plain_tricky-notes.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"claude-code-acp-0.16.2_plain_tricky-notes.ndjson":   {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"gemini-cli-0.61.0_debug_tricky-notes.ndjson":        {{What: accum.UnrecognizedResult, Field: "content text"}: 1},
 }
 
 func TestResultBlock(t *testing.T) {

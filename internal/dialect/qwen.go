@@ -83,6 +83,14 @@ import (
 //     "Background shell started.\nid: <id>\n..." (the output file, the
 //     status file, advice): both are Qwen's notices, never output; the
 //     call went on in the background (Background).
+//   - 0.24's monitor tool (`_meta.toolName: "monitor"`, kind execute,
+//     rawInput {command, description, ...}) starts its command detached
+//     and streams its lines to the model as later notifications: a shell
+//     call gone on in the background (Background), whose final's content
+//     ("Monitor started.\nid: mon_...") and rawOutput ("Monitor started:
+//     <description> (mon_...)") are Qwen's notices, never output, with no
+//     exit code; a failed or refused start is Failed, a cancelled one
+//     Cancelled (see qwenMonitorResult).
 //   - A final without rawOutput: its content is read as Gemini reads it
 //     (debug report fields, exit/signal/cancel markers); on `failed` the
 //     text is Qwen's error, not output: "was canceled by the user" (a
@@ -327,6 +335,13 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 		return []accum.Observation{o}
 	}
 	ended := o.Status.Ended()
+	if qwenIsMonitor(u) {
+		if ended {
+			text, _ := u.Texts()
+			qwenMonitorResult(&o, text, u.RawOutput.Text.S)
+		}
+		return []accum.Observation{o}
+	}
 	if o.Command == "" && ended {
 		if text, ok := u.Texts(); ok {
 			if cmd, ok := qwenReportCommand(text); ok {
@@ -409,6 +424,52 @@ func qwenBackgroundStarted(display, content string) bool {
 	return m != nil && strings.HasPrefix(content, qwenBackgroundContent+m[1]+"\n")
 }
 
+// qwenMonitorTool is 0.24's monitor tool (chunks/monitor-XCEGKLFN.js,
+// MonitorTool, kind "execute", rawInput {command, description?,
+// max_events?, idle_timeout_ms?, directory?}). It spawns `bash -c
+// <command>` detached and returns at once; each line the command prints
+// reaches the model later as a notification, never this call. It is a
+// shell command the user would see run, gone on in the background
+// (Background), whose result is only ever Qwen's notice of it: no output,
+// no exit code.
+const qwenMonitorTool = "monitor"
+
+// qwenIsMonitor says whether a frame is of the monitor tool, which every
+// frame names in `_meta.toolName`.
+func qwenIsMonitor(u *qwenCall) bool { return u.Meta != nil && u.Meta.ToolName.S == qwenMonitorTool }
+
+// qwenMonitorFailed and qwenMonitorCancelled open the monitor's results
+// that say no command runs: "Monitor failed to start: E" (display
+// "Monitor failed: E"), "Cannot start monitor: maximum concurrent monitors
+// (N) reached. ..." ("Monitor rejected: too many concurrent monitors."),
+// and "Monitor was cancelled before it could start." ("Monitor
+// cancelled."). The tool returns them as a success: the status says
+// completed.
+var (
+	qwenMonitorFailed    = regexp.MustCompile(`^(?:Monitor failed\b|Cannot start monitor\b|Monitor rejected\b)`)
+	qwenMonitorCancelled = regexp.MustCompile(`^Monitor (?:was )?cancell?ed\b`)
+)
+
+// qwenMonitorResult reads a monitor's final: its content (the notice to
+// the model: "Monitor started.\nid: mon_...\ncommand: ...") and its
+// display (rawOutput, "Monitor started: <description> (mon_...)") are
+// Qwen's words, never output, as the command's output goes elsewhere. A
+// start that failed or was refused is Failed, one cancelled before it
+// started Cancelled, each with its notice.
+func qwenMonitorResult(o *accum.Observation, content, display string) {
+	text := strings.TrimSpace(content)
+	if text == "" {
+		text = strings.TrimSpace(display)
+	}
+	o.Src.Notice = "monitor notices of the content text and rawOutput"
+	switch {
+	case qwenMonitorCancelled.MatchString(text) || qwenMonitorCancelled.MatchString(display):
+		o.Cancelled, o.CancelNotice = true, notice(text)
+	case o.Status == accum.StatusFailed || qwenMonitorFailed.MatchString(text) || qwenMonitorFailed.MatchString(display):
+		o.Failed, o.FailNotice = true, notice(text)
+	}
+}
+
 // qwenUserCancel is the text of a call the user refused or cancelled
 // (`Tool "run_shell_command" was canceled by the user.`); a denial by a
 // policy or any other error is not.
@@ -421,6 +482,11 @@ const qwenToolName = "run_shell_command"
 func qwenInputs(o *accum.Observation, u *qwenCall, titleDescribes bool) {
 	if u.Meta != nil && u.Meta.ToolName.S == qwenToolName {
 		o.Shell = accum.ShellYes
+	}
+	monitor := qwenIsMonitor(u)
+	if monitor {
+		// Its command runs detached, reported only to the model.
+		o.Shell, o.Background = accum.ShellYes, true
 	}
 	if u.knownTool() {
 		o.Shell = accum.ShellNo // its kind execute says nothing
@@ -446,7 +512,9 @@ func qwenInputs(o *accum.Observation, u *qwenCall, titleDescribes bool) {
 			o.Background = true
 		}
 	}
-	if o.Command == "" && o.Shell == accum.ShellYes && u.Title != nil && o.Status != accum.StatusCompleted && o.Status != accum.StatusFailed {
+	// A monitor's title ("Monitor: Monitor: <description>") names no
+	// command; its rawInput always does (command is required).
+	if o.Command == "" && !monitor && o.Shell == accum.ShellYes && u.Title != nil && o.Status != accum.StatusCompleted && o.Status != accum.StatusFailed {
 		if cmd := qwenTitleCommand(*u.Title, o, titleDescribes && u.RawInput == nil); cmd != "" {
 			o.Command, o.CommandFromTitle = cmd, true
 		}

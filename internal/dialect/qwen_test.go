@@ -468,3 +468,63 @@ func TestQwenImageGen(t *testing.T) {
 	require.Len(t, shell, 1)
 	assert.Equal(t, accum.ShellYes, shell[0].Shell)
 }
+
+// TestQwenMonitor: Qwen Code 0.24.4's monitor tool (chunks/monitor-XCEGKLFN.js,
+// MonitorTool, "execute" /* Execute */, parameters {command, description?,
+// max_events?, idle_timeout_ms?, directory?}) spawns `bash -c <command>`
+// detached and returns at once; every line the command prints goes to the
+// model later as a notification, never to this call. Its result is Qwen's
+// notice: llmContent "Monitor started.\nid: mon_...\ncommand: ...\n..." (the
+// content), returnDisplay "Monitor started: <description> (mon_...)" (the
+// rawOutput, a string), `_meta.toolName: "monitor"` on every frame (the
+// ToolCallEmitter's emitStart and emitResult). Or, with no command running,
+// "Monitor failed to start: E" / "Monitor failed: E", "Cannot start monitor:
+// maximum concurrent monitors (N) reached. ..." / "Monitor rejected: too many
+// concurrent monitors.", "Monitor was cancelled before it could start." /
+// "Monitor cancelled.", all with a completed status (the tool returns no
+// error). The frames are built from that source: no recording has them.
+// A monitor is a shell command gone on in the background: none of these
+// texts is output, no exit code is known.
+func TestQwenMonitor(t *testing.T) {
+	d := mustDialect(t, "qwen")
+	meta := `"_meta":{"toolName":"monitor","provenance":"builtin"}`
+	open := readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"call_mon_1","status":"pending","title":"Monitor: Monitor: Watch the build log","content":[],"locations":[],"kind":"execute","rawInput":{"command":"tail -f build.log","description":"Watch the build log"},`+meta+`}`)
+	require.Len(t, open, 1)
+	assert.Equal(t, accum.ShellYes, open[0].Shell)
+	assert.Equal(t, "tail -f build.log", open[0].Command)
+	assert.Equal(t, "Watch the build log", open[0].Description)
+	assert.True(t, open[0].Background, "a monitor's command runs in the background")
+
+	final := func(status, content, display string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"call_mon_1","status":"` + status + `","content":[{"type":"content","content":{"type":"text","text":` + jsq(content) + `}}],` + meta + `,"rawOutput":` + jsq(display) + `}`
+	}
+	started := "Monitor started.\nid: mon_0f1e2d3c4b5a6978\ncommand: tail -f build.log\ndescription: Watch the build log\nmax_events: 1000\nidle_timeout: 300000ms\nEvents will be delivered as notifications. The monitor auto-stops after 1000 events or 300000ms of silence.\nTo inspect: /tasks (text) or the interactive Background tasks dialog (focus the footer Background tasks pill, then Enter \u2014 detail view + live updates)."
+	for _, c := range []struct {
+		name, status, content, display string
+		failed, cancelled              bool
+	}{
+		{"started", "completed", started, "Monitor started: Watch the build log (mon_0f1e2d3c4b5a6978)", false, false},
+		{"spawn failed", "completed", "Monitor failed to start: spawn /bin/bash ENOENT", "Monitor failed: spawn /bin/bash ENOENT", true, false},
+		{"too many monitors", "completed", "Cannot start monitor: maximum concurrent monitors (5) reached. Stop an existing monitor first.", "Monitor rejected: too many concurrent monitors.", true, false},
+		{"cancelled before it started", "completed", "Monitor was cancelled before it could start.", "Monitor cancelled.", false, true},
+		{"a sandboxed start that failed", "failed", "Monitor failed to start: sandbox unavailable", "Monitor failed: sandbox unavailable", true, false},
+	} {
+		obs := readUpdate(t, d, final(c.status, c.content, c.display))
+		require.Len(t, obs, 1, c.name)
+		o := obs[0]
+		assert.Equal(t, accum.ShellYes, o.Shell, c.name)
+		assert.True(t, o.Background, c.name)
+		assert.Empty(t, o.Texts, "%s: Qwen's notice is no output", c.name)
+		assert.Nil(t, o.Exit, "%s: no exit code", c.name)
+		assert.Empty(t, o.Command, "%s: the notice names no command", c.name)
+		assert.Equal(t, c.failed, o.Failed, c.name)
+		assert.Equal(t, c.cancelled, o.Cancelled, c.name)
+		assert.Empty(t, o.Unrecognized, c.name)
+	}
+
+	f, err := Read(d, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","options":[],"toolCall":{"toolCallId":"call_mon_1","status":"pending","title":"Monitor: Monitor: Watch the build log","kind":"execute","rawInput":{"command":"tail -f build.log","description":"Watch the build log"},`+meta+`}}}`))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	assert.Equal(t, "tail -f build.log", f.Observations[0].Command)
+	assert.True(t, f.Observations[0].Background)
+}

@@ -64,6 +64,9 @@ import (
 //     Cancelled; anything else (an exception, a rule in the config that
 //     denies the command) is Failed. The error text is not command output
 //     (the command did not produce it), so it is not reported as output.
+//   - Kilo's background_process tool: a `start` is a shell call gone on
+//     in the background, Kilo's summary of it no output; its other
+//     actions are no shell (see opencodeBackgroundTool).
 type opencode struct {
 	// liveIsOutput: the build sends on its live frames only what the
 	// command printed, never its final model-facing text, so a live
@@ -102,6 +105,10 @@ type opencodeInput struct {
 	Description Str         `json:"description"`
 	Cwd         Str         `json:"cwd"`
 	Workdir     Str         `json:"workdir"`
+	// Action and BackgroundProcess are Kilo's background_process tool's
+	// (see opencodeBackgroundStart).
+	Action            Str   `json:"action"`
+	BackgroundProcess *bool `json:"backgroundProcess"`
 }
 
 // opencodeMetadata is `rawOutput.metadata`.
@@ -114,6 +121,11 @@ type opencodeMetadata struct {
 	Description Str     `json:"description"`
 	Truncated   *bool   `json:"truncated"`
 	OutputPath  Str     `json:"outputPath"`
+	// ProcessID and Status are the metadata of Kilo's background_process
+	// results: the process it started (or looked at) and its state then,
+	// which is no exit status.
+	ProcessID Str `json:"processID"`
+	Status    Str `json:"status"`
 }
 
 // opencodeOutput is OpenCode's `rawOutput`.
@@ -166,10 +178,72 @@ func askOpencode(u *opencodeCall) accum.Observation {
 }
 
 // opencodeToolNames are titles that name the tool, not the command.
-var opencodeToolNames = map[string]bool{"bash": true, "shell": true}
+var opencodeToolNames = map[string]bool{"bash": true, "shell": true, opencodeBackgroundTool: true}
+
+// opencodeBackgroundTool is Kilo's (7.7) background_process tool
+// (kilocode/tool/background-process.ts), rawInput {action: start | list |
+// status | logs | stop | restart, command?, id?, workdir?, description?,
+// ready?, inherit?, persistent?}, whose ACP frames have the kind "other"
+// (Kilo's acp gives execute to bash and shell only) and the title
+// "background_process" until the final. `start` asks the bash permission
+// (rawInput {command, description, action: "start", backgroundProcess:
+// true}) and starts the command as a tracked process, returning at once:
+// a shell command gone on in the background (Background). Its completed
+// final (no rawInput) is titled "Started: <description or command>", its
+// text Kilo's summary of the process ("id: bgp_...\nstatus: running\npid:
+// N\ncwd: D\ncommand: C\nlifetime: session\nlast_output: ..."), its
+// metadata {processID, status}: Kilo's words, never output, and no exit
+// code. The other actions run no command the call names (logs return a
+// process's retained output, restart runs its original command again
+// under the process's id): no shell (knownTool).
+const opencodeBackgroundTool = "background_process"
+
+// opencodeBackgroundStart says whether a frame's rawInput starts a
+// background process: its action, or the mark on its bash permission ask.
+func opencodeBackgroundStart(in *opencodeInput) bool {
+	return in != nil && (in.Action.S == "start" || (in.BackgroundProcess != nil && *in.BackgroundProcess))
+}
+
+// knownTool implements knownTools: a background_process action other than
+// start (an action named, and it is not start) runs no command the call
+// names.
+func (u *opencodeCall) knownTool() bool {
+	in := u.RawInput
+	return in != nil && strings.TrimSpace(in.Action.S) != "" && !opencodeBackgroundStart(in)
+}
+
+// opencodeBackgroundResult reads a completed final of background_process,
+// which carries no rawInput: one whose metadata names the process (a
+// "bgp" id) reports a start, or a look at a process; one titled "Invalid
+// background process input" a start Kilo refused before it ran (the
+// sandbox is on, a bad ready pattern, ...). Both texts are Kilo's, never
+// output; the refusal is Failed. It says whether the frame was one.
+func opencodeBackgroundResult(o *accum.Observation, u *opencodeCall) bool {
+	refused := u.Title != nil && *u.Title == "Invalid background process input"
+	out := u.RawOutput
+	started := out != nil && out.Metadata != nil && strings.HasPrefix(out.Metadata.ProcessID.S, "bgp")
+	if !refused && !started {
+		return false
+	}
+	o.Src.Notice = "background_process result (Kilo's summary of the process)"
+	if refused {
+		text, _ := u.Texts()
+		o.Failed, o.FailNotice = true, notice(text)
+		return true
+	}
+	o.Background = true
+	return true
+}
 
 // opencodeInputs reads command, cwd and description.
 func opencodeInputs(o *accum.Observation, u *opencodeCall) {
+	if u.knownTool() {
+		o.Shell = accum.ShellNo // a background_process action that runs nothing
+		return
+	}
+	if opencodeBackgroundStart(u.RawInput) {
+		o.Background = true
+	}
 	if in := u.RawInput; in != nil {
 		if in.Command.Line != "" {
 			o.Command, o.Src.Command = in.Command.Line, "rawInput.command"
@@ -210,6 +284,9 @@ func readOpencode(u *opencodeCall, liveIsOutput bool) accum.Observation {
 	case accum.StatusFailed:
 		opencodeToolError(&o, u)
 	case accum.StatusCompleted:
+		if opencodeBackgroundResult(&o, u) {
+			break
+		}
 		opencodeFinal(&o, u)
 	default:
 		if text, ok := u.Texts(); ok && text != "" {

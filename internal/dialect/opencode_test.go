@@ -630,3 +630,72 @@ func TestOpencodeLiveNoOutputByBuild(t *testing.T) {
 		want:   []accum.Observation{{ToolCallID: "o1", Status: accum.StatusRunning}},
 	}})
 }
+
+// TestOpencodeKiloBackgroundProcess: Kilo 7.7.7's background_process tool
+// (kilocode/tool/background-process.ts, read in the native binary of
+// @kilocode/cli-linux-x64@7.7.7) takes {action: start|list|status|logs|
+// stop|restart, command?, id?, workdir?, description?, ready?, inherit?,
+// persistent?}. `start` asks the bash permission (metadata {command,
+// description, action: "start", backgroundProcess: true}), starts the
+// command as a tracked process and returns at once: title "Started:
+// <description or command>", output Kilo's summary of the process ("id:
+// bgp_...\nstatus: running\npid: N\ncwd: D\ncommand: C\nlifetime:
+// session\nlast_output: <its last line so far>"), metadata {processID,
+// status}. Its ACP frames (acp/agent's toolStart, the in_progress and
+// completed updates, the ask built for the tool "bash") give it the kind
+// "other" (only bash and shell are execute), title "background_process"
+// until the final, rawInput the tool's input; the final carries no
+// rawInput. The other actions run no command (logs return the retained
+// output of a process the call did not start). The frames are built from
+// that source: no recording has them. A start is a shell command gone on
+// in the background: Kilo's summary is no output, and no exit code is
+// known; the other actions are no shell.
+func TestOpencodeKiloBackgroundProcess(t *testing.T) {
+	d := Bind(mustDialect(t, "opencode"), ParseVersion("7.7.7"))
+	summary := "id: bgp_9c1f2e3d4001aBcDeFgHiJkLmN\nstatus: running\npid: 4242\ncwd: /w\ncommand: npm run dev\nlifetime: session\nlast_output: ready on http://localhost:3000"
+
+	f, err := Read(d, []byte(`{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"call_bg_1","title":"npm run dev","kind":"execute","status":"pending","locations":[],"rawInput":{"command":"npm run dev","description":"Dev server","action":"start","backgroundProcess":true,"cwd":"/w"}},"options":[]}}`))
+	require.NoError(t, err)
+	require.Len(t, f.Observations, 1)
+	ask := f.Observations[0]
+	assert.Equal(t, accum.ShellYes, ask.Shell)
+	assert.Equal(t, "npm run dev", ask.Command)
+	assert.True(t, ask.Background, "the ask says the command starts in the background")
+
+	open := readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"call_bg_1","title":"background_process","kind":"other","status":"pending","locations":[],"rawInput":{}}`)
+	require.Len(t, open, 1)
+	assert.NotEqual(t, accum.ShellNo, open[0].Shell, "an opening without input says nothing yet")
+	assert.Empty(t, open[0].Command, "the tool's name is no command")
+
+	running := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"call_bg_1","status":"in_progress","kind":"other","title":"background_process","locations":[],"rawInput":{"action":"start","command":"npm run dev","description":"Dev server"}}`)
+	require.Len(t, running, 1)
+	assert.Equal(t, accum.ShellYes, running[0].Shell)
+	assert.Equal(t, "npm run dev", running[0].Command)
+	assert.True(t, running[0].Background)
+
+	final := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"call_bg_1","status":"completed","title":"Started: Dev server","content":[{"type":"content","content":{"type":"text","text":`+jsq(summary)+`}}],"rawOutput":{"output":`+jsq(summary)+`,"metadata":{"processID":"bgp_9c1f2e3d4001aBcDeFgHiJkLmN","status":"running"}}}`)
+	require.Len(t, final, 1)
+	assert.Empty(t, final[0].Texts, "Kilo's summary of the process is no output")
+	assert.Nil(t, final[0].Exit)
+	assert.True(t, final[0].Background)
+	assert.Empty(t, final[0].Unrecognized)
+
+	// A start refused before it ran (the sandbox is on) is a completed
+	// call whose output is Kilo's words: no output, Failed.
+	refused := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"call_bg_1","status":"completed","title":"Invalid background process input","content":[{"type":"content","content":{"type":"text","text":"Background processes are unavailable while the sandbox is enabled for action: start"}}],"rawOutput":{"output":"Background processes are unavailable while the sandbox is enabled for action: start","metadata":{}}}`)
+	require.Len(t, refused, 1)
+	assert.Empty(t, refused[0].Texts)
+	assert.True(t, refused[0].Failed)
+
+	for _, in := range []string{`{"action":"logs","id":"bgp_9c1f2e3d4001aBcDeFgHiJkLmN"}`, `{"action":"stop","id":"bgp_9c1f2e3d4001aBcDeFgHiJkLmN"}`, `{"action":"list"}`} {
+		obs := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"call_bg_2","status":"in_progress","kind":"other","title":"background_process","locations":[],"rawInput":`+in+`}`)
+		require.Len(t, obs, 1, in)
+		assert.Equal(t, accum.ShellNo, obs[0].Shell, "%s runs no command", in)
+	}
+
+	// bash is still a shell, in the foreground.
+	bash := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"call_sh_3","status":"in_progress","kind":"execute","title":"npm test","locations":[],"rawInput":{"command":"npm test","description":"Run tests","cwd":"/w"}}`)
+	require.Len(t, bash, 1)
+	assert.Equal(t, accum.ShellYes, bash[0].Shell)
+	assert.False(t, bash[0].Background)
+}

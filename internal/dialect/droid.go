@@ -101,9 +101,10 @@ var (
 	// droidSkipped is a line its summary of a long output puts where it
 	// left lines out (read only where droidSummarized holds).
 	droidSkipped = regexp.MustCompile(`(?m)^\[\.\.\. \d+ lines skipped \.\.\.\]$\n?`)
-	// droidTooLong is the line its summary puts where it left the middle
-	// of an output out.
-	droidTooLong = regexp.MustCompile(`(?m)^\[\.\.\. output too long to summarize \.\.\.\]$\n?`)
+	// droidTooLong is the line its summary of an output too long to
+	// summarize puts where it left the middle out, with the blank line it
+	// writes on each side (read only where droidTooLongAt holds).
+	droidTooLong = regexp.MustCompile(`\n\n\[\.\.\. output too long to summarize \.\.\.\]\n\n`)
 	// droidExited ends a replayed output.
 	droidExited = regexp.MustCompile(`(?:\n\n)?\[Process exited with code (-?\d+)\]\s*$`)
 )
@@ -181,9 +182,10 @@ func observeDroid(u *droidCall) []accum.Observation {
 //   - for an empty output, "Command completed successfully" or "Command
 //     terminated early due to SIGPIPE (exit code 141)";
 //   - in a long output it summarized, lines "[... N lines skipped ...]"
-//     (only between the head and tail it keeps: droidSummarized) and
-//     "[... output too long to summarize ...]" where it left lines out:
-//     they are dropped and the output is truncated.
+//     (only between the head and tail it keeps: droidSummarized) where it
+//     left lines out, or "[... output too long to summarize ...]" (only
+//     between the head and tail of its fallback, droidTooLongAt, or as the
+//     whole text): they are dropped and the output is truncated.
 func droidText(o *accum.Observation, s string) {
 	t := strings.TrimSpace(s)
 	if t == "" {
@@ -230,11 +232,14 @@ func droidText(o *accum.Observation, s string) {
 	if s == "Command completed successfully" || s == "Command terminated early due to SIGPIPE (exit code 141)" {
 		s = ""
 	}
-	if droidSummarized(s) {
+	if loc := droidTooLongAt(s); loc != nil {
+		// The head and the tail, each a run of whole lines: no
+		// skipped-lines mark of Droid's is in such a text.
+		s, truncated = s[:loc[0]]+"\n"+s[loc[1]:], true
+	} else if s == droidTooLongMark {
+		s, truncated = "", true
+	} else if droidSummarized(s) {
 		s, truncated = droidSkipped.ReplaceAllString(s, ""), true
-	}
-	if droidTooLong.MatchString(s) {
-		s, truncated = droidTooLong.ReplaceAllString(s, ""), true
 	}
 	if s == "" || o.TerminalID != "" {
 		return // the client's terminal has the output
@@ -265,6 +270,38 @@ func droidSummarized(s string) bool {
 	head := s[:locs[0][0]]
 	tail := s[locs[len(locs)-1][1]:]
 	return strings.Count(head, "\n") >= droidSummaryEnd && strings.Count(tail, "\n")+1 >= droidSummaryEnd
+}
+
+// droidTooLongMark is what Droid writes where no summary of a long output
+// fits its limit; it is the whole text when even its fallback
+// (droidTooLongAt) fails.
+const droidTooLongMark = "[... output too long to summarize ...]"
+
+// droidTooLongLeast is less than the length of any text Droid writes
+// around droidTooLongMark. Its fallback for an output no summary fits
+// (iF0 in 0.215.0, the same in 0.99.0 to 0.117.0) takes whole lines from
+// the head and from the tail in turn, each cut to 600 characters at most,
+// until the next would pass its limit (12,000 characters in 0.215.0,
+// 24,000 before) less the mark's 41: more than 11,350 characters, each at
+// least a byte.
+const droidTooLongLeast = 11000
+
+// droidTooLongAt returns where, in s, droidTooLong is Droid's: in a text
+// of at least droidTooLongLeast bytes, with as many lines after it as
+// before it, or one fewer (its fallback takes a head line first, then a
+// tail line, and stops at the first that does not fit). A shorter text, or
+// one the mark does not halve so, holds a line the command printed.
+func droidTooLongAt(s string) []int {
+	if len(s) < droidTooLongLeast {
+		return nil
+	}
+	for _, loc := range droidTooLong.FindAllStringIndex(s, -1) {
+		head, tail := strings.Count(s[:loc[0]], "\n")+1, strings.Count(s[loc[1]:], "\n")+1
+		if head == tail || head == tail+1 {
+			return loc
+		}
+	}
+	return nil
 }
 
 // droidHeaderHolds says whether the header droidHeader matched (m) is

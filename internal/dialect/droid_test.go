@@ -2,6 +2,8 @@ package dialect
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,6 +99,7 @@ func TestDroidResultNotices(t *testing.T) {
 		}
 		return b.String()
 	}
+	tooLong, tooLongKept := droidNonMiddle(droidLongLines(200), 12000)
 	runObsCases(t, d, []obsCase{
 		{
 			name:   "a timeout: the header is a notice, the partial output is output",
@@ -132,10 +135,11 @@ func TestDroidResultNotices(t *testing.T) {
 				Texts: []accum.Text{cut(seq(1, 30) + "\n" + seq(141, 150) + "\nerror: boom\n" + seq(152, 161) + "\n" + seq(242, 271))}}),
 		},
 		{
+			// The shape Droid writes (droidNonMiddle, 0.215.0's budget).
 			name:   "an output too long to summarize",
-			update: update("failed", "Error: Command failed (exit code: 1)\nstart\n[... output too long to summarize ...]\nend\n\n[Process exited with code 1]"),
+			update: update("failed", "Error: Command failed (exit code: 1)\n"+tooLong+"\n\n[Process exited with code 1]"),
 			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Exit: ex(1, accum.ExitText, false),
-				Texts: []accum.Text{cut("start\nend")}}),
+				Texts: []accum.Text{cut(tooLongKept)}}),
 		},
 		{
 			// Probe M, droid-0.215.0_plain_tricky-load, call_d_skipped_9:
@@ -265,4 +269,114 @@ func TestDroidMissionTools(t *testing.T) {
 	obs := readUpdate(t, d, "{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"toolu_3\",\"title\":\"`ls` (low)\",\"kind\":\"execute\",\"status\":\"pending\",\"rawInput\":{\"command\":\"ls\",\"riskLevel\":\"low\"}}")
 	require.Len(t, obs, 1)
 	assert.Equal(t, accum.ShellYes, obs[0].Shell)
+}
+
+// droidLongLines is n lines of 500 characters with no word Droid's
+// summary looks for: no head-and-tail summary of them fits 12,000 (or
+// 24,000) characters, so Droid falls back to droidNonMiddle.
+func droidLongLines(n int) []string {
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %03d ", i+1) + strings.Repeat("x", 491)
+	}
+	return lines
+}
+
+// droidNonMiddle is Droid's text for an output too long to summarize
+// (iF0 in 0.215.0's bundle, the same function in 0.99.0 to 0.117.0, lines
+// of ASCII): the lines of each end in turn, first from the head, until
+// the next would pass maxLength less the mark's "\n"+mark+"\n", joined
+// by line ends with that mark between head and tail (so a blank line on
+// each side of it). kept is what the dialect makes of it: the head and
+// tail, joined by one line end.
+func droidNonMiddle(lines []string, maxLength int) (text, kept string) {
+	mark := "\n[... output too long to summarize ...]\n"
+	budget := maxLength - len(mark)
+	var head, tail []string
+	n := 0
+	for f, u := 0, len(lines)-1; f <= u; {
+		if n += len(lines[f]) + 1; n > budget {
+			break
+		}
+		head, f = append(head, lines[f]), f+1
+		if f > u {
+			break
+		}
+		if n += len(lines[u]) + 1; n > budget {
+			break
+		}
+		tail, u = append(tail, lines[u]), u-1
+	}
+	slices.Reverse(tail)
+	text = strings.Join(slices.Concat(head, []string{mark}, tail), "\n")
+	return text, strings.Join(head, "\n") + "\n" + strings.Join(tail, "\n")
+}
+
+// TestDroidTooLongMark: Droid writes "[... output too long to summarize
+// ...]" only where no summary of a long output fits its limit (12,000
+// characters in 0.215.0, 24,000 in 0.99.0 to 0.117.0): between the lines
+// it kept from both ends, in turn (as many after it as before, or one
+// fewer), about as much text as its limit, with a blank line on each
+// side; or, when that fails, as the whole text. Only there is it Droid's
+// (not output, the output truncated); a command that prints the line
+// keeps it.
+func TestDroidTooLongMark(t *testing.T) {
+	d, _ := Lookup("droid")
+	update := func(status, text string) string {
+		b, err := json.Marshal(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": status, "rawOutput": map[string]any{"text": text}})
+		require.NoError(t, err)
+		return string(b)
+	}
+	const mark = "[... output too long to summarize ...]"
+	const saved = "\n\nFull command output saved to: /home/dev/.factory/tool-output/call_big_1.log (98KB)"
+	cut := func(s string) accum.Text { x := txt(accum.Combined, accum.Final, s); x.Truncated = true; return x }
+	short, shortKept := droidNonMiddle(droidLongLines(200), 12000)
+	old, oldKept := droidNonMiddle(droidLongLines(200), 24000)
+	exit0 := func(texts ...accum.Text) []accum.Observation {
+		return one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false), Texts: texts})
+	}
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "0.215.0: the mark between head and tail is no output",
+			update: update("completed", short+"\n\n[Process exited with code 0]"),
+			want:   exit0(cut(shortKept)),
+		},
+		{
+			// An output over 16 KiB: 0.215.0 saved it to a file.
+			name:   "0.215.0: the mark before the saved trailer",
+			update: update("completed", short+saved+"\n\n[Process exited with code 0]"),
+			want:   exit0(cut(shortKept)),
+		},
+		{
+			name:   "0.99.0 to 0.117.0: the mark between head and tail of 24,000 characters",
+			update: update("failed", "Error: Command failed (exit code: 2)\n"+old+"\n\n[Process exited with code 2]"),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Exit: ex(2, accum.ExitText, false),
+				Texts: []accum.Text{cut(oldKept)}}),
+		},
+		{
+			name:   "the mark as the whole text",
+			update: update("completed", mark+"\n\n[Process exited with code 0]"),
+			want:   exit0(),
+		},
+		{
+			name:   "a short output printing the mark keeps it",
+			update: update("completed", "a\n"+mark+"\nb\n\n\n[Process exited with code 0]"),
+			want:   exit0(txt(accum.Combined, accum.Final, "a\n"+mark+"\nb\n")),
+		},
+		{
+			name:   "a short output printing the mark between blank lines keeps it",
+			update: update("completed", "a\n\n"+mark+"\n\nb\n\n\n[Process exited with code 0]"),
+			want:   exit0(txt(accum.Combined, accum.Final, "a\n\n"+mark+"\n\nb\n")),
+		},
+		{
+			name:   "a long output printing the mark away from its middle keeps it",
+			update: update("completed", short+"\nmore\nlines\n\n\n[Process exited with code 0]"),
+			want:   exit0(txt(accum.Combined, accum.Final, short+"\nmore\nlines\n")),
+		},
+		{
+			name:   "the mark with its line end is output",
+			update: update("completed", mark+"\n\n\n[Process exited with code 0]"),
+			want:   exit0(txt(accum.Combined, accum.Final, mark+"\n")),
+		},
+	})
 }

@@ -1,7 +1,9 @@
 package dialect
 
 import (
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -47,9 +49,25 @@ import (
 //     "Error: " prefix. A real failure is replayed `failed` with a header
 //     that names the trailer's code: on a `completed` result, or against
 //     its trailer, a line like the header is the command's own output.
-type droid struct{}
+type droid struct {
+	// noMiddleMark: the build writes no "[... truncated N bytes from
+	// middle section ...]" (see droidMiddleCut).
+	noMiddleMark bool
+}
 
 func init() { register(droid{}) }
+
+// forVersion implements versioned: only 0.215.0 of the builds studied
+// writes the middle-section mark; 0.99.0, 0.105.1, 0.109.3 and 0.117.0
+// have no such words. An unknown build reads with the newest rules.
+func (droid) forVersion(v Version) Dialect {
+	return droid{noMiddleMark: v.Before(droidMiddleMarkFrom)}
+}
+
+// droidMiddleMarkFrom is the first build after 0.117.0, the newest
+// studied without the middle-section mark (nothing between it and
+// 0.215.0 was studied, so the newest rules apply).
+const droidMiddleMarkFrom = "0.117.1"
 
 func (droid) Info() Info {
 	// Auth method signs: factory-api-key (beside device-pairing, which
@@ -81,7 +99,10 @@ type droidCall struct {
 	Meta *TerminalMeta `json:"_meta"`
 }
 
-func (droid) read(msg []byte, scope string) (Frame, error) {
+func (d droid) read(msg []byte, scope string) (Frame, error) {
+	if d.noMiddleMark {
+		return readFrame(msg, scope, observeDroidNoMiddleMark, askDroid)
+	}
 	return readFrame(msg, scope, observeDroid, askDroid)
 }
 
@@ -105,6 +126,10 @@ var (
 	// summarize puts where it left the middle out, with the blank line it
 	// writes on each side (read only where droidTooLongAt holds).
 	droidTooLong = regexp.MustCompile(`\n\n\[\.\.\. output too long to summarize \.\.\.\]\n\n`)
+	// droidMiddle is the line 0.215.0 puts between the first and the last
+	// 8 KiB of an output over 16 KiB (read only where droidMiddleCut
+	// holds).
+	droidMiddle = regexp.MustCompile(`(?m)^\[\.\.\. truncated (\d+) bytes from middle section \.\.\.\]$`)
 	// droidExited ends a replayed output.
 	droidExited = regexp.MustCompile(`(?:\n\n)?\[Process exited with code (-?\d+)\]\s*$`)
 )
@@ -144,7 +169,14 @@ func droidBase(u *droidCall, o accum.Observation) accum.Observation {
 	return o
 }
 
-func observeDroid(u *droidCall) []accum.Observation {
+func observeDroid(u *droidCall) []accum.Observation { return observeDroidBuild(u, droid{}) }
+
+// observeDroidNoMiddleMark reads a build without the middle-section mark.
+func observeDroidNoMiddleMark(u *droidCall) []accum.Observation {
+	return observeDroidBuild(u, droid{noMiddleMark: true})
+}
+
+func observeDroidBuild(u *droidCall, d droid) []accum.Observation {
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
 	case "terminal_update", "terminal_output_chunk":
@@ -162,7 +194,7 @@ func observeDroid(u *droidCall) []accum.Observation {
 		text, ok = u.RawOutput.Text.S, true
 	}
 	if ok && o.Shell != accum.ShellNo && !(o.Opens && !o.Status.Ended()) {
-		droidText(&o, text)
+		droidText(&o, text, !d.noMiddleMark)
 	}
 	return []accum.Observation{o}
 }
@@ -185,8 +217,12 @@ func observeDroid(u *droidCall) []accum.Observation {
 //     (only between the head and tail it keeps: droidSummarized) where it
 //     left lines out, or "[... output too long to summarize ...]" (only
 //     between the head and tail of its fallback, droidTooLongAt, or as the
-//     whole text): they are dropped and the output is truncated.
-func droidText(o *accum.Observation, s string) {
+//     whole text): they are dropped and the output is truncated;
+//   - in an output over 16 KiB (0.215.0), "[... truncated N bytes from
+//     middle section ...]" between its first and last 8 KiB, if its
+//     summary kept it (only with the saved trailer: droidMiddleCut): it is
+//     dropped, and the output had N+16,384 bytes.
+func droidText(o *accum.Observation, s string, middleMark bool) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return
@@ -202,9 +238,9 @@ func droidText(o *accum.Observation, s string) {
 		droidExit(o, exited)
 		s = s[:loc[0]]
 	}
-	truncated := false
+	truncated, saved := false, false
 	if loc := droidSaved.FindStringIndex(s); loc != nil {
-		s, truncated = s[:loc[0]], true
+		s, truncated, saved = s[:loc[0]], true, true
 	}
 	if loc := droidSandbox.FindStringIndex(s); loc != nil {
 		s = s[:loc[0]]
@@ -241,10 +277,57 @@ func droidText(o *accum.Observation, s string) {
 	} else if droidSummarized(s) {
 		s, truncated = droidSkipped.ReplaceAllString(s, ""), true
 	}
+	var total int64 // the output's size, when Droid's middle mark says it
+	if middleMark && saved {
+		s, total = droidMiddleCut(s)
+	}
 	if s == "" || o.TerminalID != "" {
 		return // the client's terminal has the output
 	}
-	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: s, Truncated: truncated})
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: textKind(o.Status.Ended()), Text: s, Truncated: truncated, TotalBytes: total})
+}
+
+// droidMiddleRead is how many bytes of an output over it Droid 0.215.0
+// reads for its Execute result: the first and the last half.
+const droidMiddleRead = 16384
+
+// droidMiddleCut takes Droid's middle-section mark out of s, a result
+// with the "Full command output saved to" trailer, and returns the
+// output's size it states. 0.215.0's Execute tool reads an output over
+// 16 KiB (readSummaryOutput, maxBytes 16384) as its first 8,192 bytes,
+// "\n\n[... truncated N bytes from middle section ...]\n\n" and its last
+// 8,192 bytes from their first whole line, N the bytes between them
+// (size less 16,384), says it truncated, and the result then ends with
+// the saved trailer; its summary (droidTooLongAt, droidSummarized) may
+// keep the mark or not. So the mark is Droid's only with that trailer,
+// on a line of its own between blank lines (or the text's ends, which the
+// summary trims); it goes with them, the ends joined by one line end. Droid
+// writes one: a text with two such lines keeps both (which is Droid's is
+// not known).
+func droidMiddleCut(s string) (string, int64) {
+	var at []int
+	for _, m := range droidMiddle.FindAllStringSubmatchIndex(s, -1) {
+		head, tail := s[:m[0]], s[m[1]:]
+		if (head == "" || head == "\n" || strings.HasSuffix(head, "\n\n")) && (tail == "" || tail == "\n" || strings.HasPrefix(tail, "\n\n")) {
+			if at != nil {
+				return s, 0
+			}
+			at = m
+		}
+	}
+	if at == nil {
+		return s, 0
+	}
+	var total int64
+	if n, err := strconv.ParseInt(s[at[2]:at[3]], 10, 64); err == nil && n <= math.MaxInt64-droidMiddleRead {
+		total = n + droidMiddleRead
+	}
+	head, tail := s[:at[0]], s[at[1]:]
+	head = strings.TrimSuffix(head, "\n") // the blank line before it
+	if tail = strings.TrimPrefix(tail, "\n\n"); tail == "\n" {
+		tail = "" // its line end and the blank line after it
+	}
+	return head + tail, total
 }
 
 // droidSummaryEnd is how many lines Droid's summary of a long output

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/stretchr/testify/assert"
@@ -379,4 +380,94 @@ func TestDroidTooLongMark(t *testing.T) {
 			want:   exit0(txt(accum.Combined, accum.Final, mark+"\n")),
 		},
 	})
+}
+
+// droidMiddleText is the text Droid 0.215.0's Execute tool keeps of an
+// output over 16 KiB (readSummaryOutput with maxBytes 16384): its first
+// 8,192 bytes, then a blank line, "[... truncated N bytes from middle
+// section ...]" (N: the bytes it read of neither end), a blank line and
+// its last 8,192 bytes from their first whole line; that text is then
+// summarized like any other, which leaves it so when it holds 12,000
+// characters at most (the test's outputs do). kept is what the dialect
+// makes of it: the head and the tail, joined by one line end.
+func droidMiddleText(t *testing.T, out string) (text, kept string) {
+	t.Helper()
+	require.Greater(t, len(out), 16384)
+	head, tail := out[:8192], out[len(out)-8192:]
+	if i := strings.IndexByte(tail, '\n'); i >= 0 {
+		tail = tail[i+1:]
+	}
+	require.True(t, utf8.ValidString(head) && utf8.ValidString(tail))
+	text = head + "\n\n[... truncated " + strconv.Itoa(len(out)-16384) + " bytes from middle section ...]\n\n" + tail
+	require.LessOrEqual(t, utf8.RuneCountInString(text), 12000)
+	return text, head + "\n" + tail
+}
+
+// TestDroidMiddleMark: Droid 0.215.0 keeps of an output over 16 KiB its
+// first and last 8 KiB with "[... truncated N bytes from middle section
+// ...]" between them, a blank line on each side, and ends its result with
+// the "Full command output saved to" trailer (readSummaryOutput says
+// truncated, and its terminal gives the file). That mark, when its
+// summary keeps it, is no output; the output is truncated and had N bytes
+// more than the 16,384 it read. 0.99.0 to 0.117.0 have no such mark: there,
+// and without the trailer, or not between blank lines, the line is output.
+func TestDroidMiddleMark(t *testing.T) {
+	update := func(status, text string) string {
+		b, err := json.Marshal(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": status, "rawOutput": map[string]any{"text": text}})
+		require.NoError(t, err)
+		return string(b)
+	}
+	const saved = "\n\nFull command output saved to: /home/dev/.factory/tool-output/call_big_1.log (32KB)"
+	const timedOut = "Command timed out after 2 seconds. Consider increasing the timeout for long-running commands."
+	var b strings.Builder
+	for i := range 1000 { // 33,000 bytes of 20-character lines
+		fmt.Fprintf(&b, "%s%06d\n", strings.Repeat("ж", 13), i)
+	}
+	out := b.String()
+	text, kept := droidMiddleText(t, out)
+	cut := func(s string, total int64) accum.Text {
+		x := txt(accum.Combined, accum.Final, s)
+		x.Truncated, x.TotalBytes = true, total
+		return x
+	}
+	exit0 := func(texts ...accum.Text) []accum.Observation {
+		return one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false), Texts: texts})
+	}
+	const mark = "[... truncated 5 bytes from middle section ...]"
+	d, _ := Lookup("droid")
+	for _, v := range []string{"an unknown build:", "0.215.0:"} {
+		runObsCases(t, Bind(d, ParseVersion(strings.TrimSuffix(v, ":"))), []obsCase{
+			{
+				name:   v + " the mark between the ends is no output, the output had its bytes more",
+				update: update("completed", text+saved+"\n\n[Process exited with code 0]"),
+				want:   exit0(cut(kept, int64(len(out)))),
+			},
+			{
+				name:   v + " the mark in a timeout's partial output",
+				update: update("completed", timedOut+"\n\nPartial output before timeout:\n"+text+saved),
+				want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, TimedOut: true, FailNotice: timedOut,
+					Texts: []accum.Text{cut(kept, int64(len(out)))}}),
+			},
+			{
+				name:   v + " without the saved trailer the mark is output",
+				update: update("completed", "a\n\n"+mark+"\n\nb\n\n\n[Process exited with code 0]"),
+				want:   exit0(txt(accum.Combined, accum.Final, "a\n\n"+mark+"\n\nb\n")),
+			},
+			{
+				name:   v + " the mark not between blank lines is output",
+				update: update("completed", "a\n"+mark+"\nb\n"+saved+"\n\n[Process exited with code 0]"),
+				want:   exit0(cut("a\n"+mark+"\nb\n", 0)),
+			},
+			{
+				name:   v + " two marks between blank lines: which is Droid's is not known, both are output",
+				update: update("completed", "a\n\n"+mark+"\n\nb\n\n"+mark+"\n\nc"+saved+"\n\n[Process exited with code 0]"),
+				want:   exit0(cut("a\n\n"+mark+"\n\nb\n\n"+mark+"\n\nc", 0)),
+			},
+		})
+	}
+	runObsCases(t, Bind(d, ParseVersion("0.117.0")), []obsCase{{
+		name:   "0.117.0 writes no such mark: the line is output",
+		update: update("completed", text+saved+"\n\n[Process exited with code 0]"),
+		want:   exit0(cut(text, 0)),
+	}})
 }

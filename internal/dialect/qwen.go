@@ -89,8 +89,8 @@ import (
 //     call gone on in the background (Background), whose final's content
 //     ("Monitor started.\nid: mon_...") and rawOutput ("Monitor started:
 //     <description> (mon_...)") are Qwen's notices, never output, with no
-//     exit code; a failed or refused start is Failed, a cancelled one
-//     Cancelled (see qwenMonitorResult).
+//     exit code; a failed or rejected start is Failed, a cancelled one or
+//     one whose ask the user refused Cancelled (see qwenMonitorResult).
 //   - A final without rawOutput: its content is read as Gemini reads it
 //     (debug report fields, exit/signal/cancel markers); on `failed` the
 //     text is Qwen's error, not output: "was canceled by the user" (a
@@ -454,18 +454,26 @@ var (
 // the model: "Monitor started.\nid: mon_...\ncommand: ...") and its
 // display (rawOutput, "Monitor started: <description> (mon_...)") are
 // Qwen's words, never output, as the command's output goes elsewhere. A
-// start that failed or was refused is Failed, one cancelled before it
-// started Cancelled, each with its notice.
+// start that failed or that Qwen rejected (too many monitors) is Failed;
+// one cancelled before it started is Cancelled, as is one whose ask the
+// user refused (a `failed` final whose text is Qwen's error `Tool
+// "monitor" was canceled by the user.`, see qwenUserCancel); each with
+// its notice.
 func qwenMonitorResult(o *accum.Observation, content, display string) {
 	text := strings.TrimSpace(content)
 	if text == "" {
 		text = strings.TrimSpace(display)
 	}
 	o.Src.Notice = "monitor notices of the content text and rawOutput"
+	failed := qwenMonitorFailed.MatchString(text) || qwenMonitorFailed.MatchString(display)
 	switch {
 	case qwenMonitorCancelled.MatchString(text) || qwenMonitorCancelled.MatchString(display):
 		o.Cancelled, o.CancelNotice = true, notice(text)
-	case o.Status == accum.StatusFailed || qwenMonitorFailed.MatchString(text) || qwenMonitorFailed.MatchString(display):
+	case o.Status == accum.StatusFailed && !failed && qwenUserCancel.MatchString(text):
+		// The user refused the ask: Qwen's error `Tool "monitor" was
+		// canceled by the user.`, as for run_shell_command.
+		o.Cancelled, o.CancelNotice = true, notice(text)
+	case o.Status == accum.StatusFailed || failed:
 		o.Failed, o.FailNotice = true, notice(text)
 	}
 }

@@ -522,6 +522,18 @@ func TestQwenMonitor(t *testing.T) {
 		assert.Empty(t, o.Unrecognized, c.name)
 	}
 
+	// The user refused the ask: Qwen ends the call `failed` with its
+	// error (acpAgent-GQCJ4KZY.js stopAfterPermissionCancel, `Tool
+	// "${toolName}" was canceled by the user.`, sent by emitError without
+	// rawOutput), as for run_shell_command: cancelled, not failed.
+	refused := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"call_mon_1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"Tool \"monitor\" was canceled by the user."}}],`+meta+`}`)
+	require.Len(t, refused, 1)
+	assert.True(t, refused[0].Cancelled, "a refused monitor is cancelled")
+	assert.False(t, refused[0].Failed, "a refused monitor did not fail")
+	assert.Equal(t, `Tool "monitor" was canceled by the user.`, refused[0].CancelNotice)
+	assert.Empty(t, refused[0].Texts)
+	assert.True(t, refused[0].Background)
+
 	f, err := Read(d, []byte(`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","options":[],"toolCall":{"toolCallId":"call_mon_1","status":"pending","title":"Monitor: Monitor: Watch the build log","kind":"execute","rawInput":{"command":"tail -f build.log","description":"Watch the build log"},`+meta+`}}}`))
 	require.NoError(t, err)
 	require.Len(t, f.Observations, 1)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 )
@@ -218,6 +219,8 @@ func observeDroidBuild(u *droidCall, d droid) []accum.Observation {
 //     left lines out, or "[... output too long to summarize ...]" (only
 //     between the head and tail of its fallback, droidTooLongAt, or as the
 //     whole text): they are dropped and the output is truncated;
+//   - a line it cut to its two ends (droidLineCutIn): kept as sent, the
+//     output truncated;
 //   - in an output over 16 KiB (0.215.0), "[... truncated N bytes from
 //     middle section ...]" between its first and last 8 KiB, if its
 //     summary kept it (only with the saved trailer: droidMiddleCut): it is
@@ -280,6 +283,9 @@ func droidText(o *accum.Observation, s string, middleMark bool) {
 	var total int64 // the output's size, when Droid's middle mark says it
 	if middleMark && saved {
 		s, total = droidMiddleCut(s)
+	}
+	if droidLineCutIn(s) {
+		truncated = true // the text stays as sent: the cut is gone
 	}
 	if s == "" || o.TerminalID != "" {
 		return // the client's terminal has the output
@@ -385,6 +391,47 @@ func droidTooLongAt(s string) []int {
 		}
 	}
 	return nil
+}
+
+// droidLineCutJoiner joins the two ends Droid keeps of a line it cut.
+const droidLineCutJoiner = " ... [truncated] ... "
+
+// droidLineMax is the longest line Droid's summary keeps whole; a cut
+// line has its first droidLineCutHead and last droidLineCutTail
+// characters (UTF-16 code units, as JavaScript counts), droidLineMax in
+// all.
+const (
+	droidLineMax     = 600
+	droidLineCutHead = (droidLineMax - len(droidLineCutJoiner)) / 2              // 289
+	droidLineCutTail = droidLineMax - len(droidLineCutJoiner) - droidLineCutHead // 290
+)
+
+// droidLineCutIn says whether a line of s is one Droid cut. Its summary
+// of an Execute output ($jH in 0.215.0, the same in 0.99.0 to 0.117.0),
+// for an output over its limit (12,000 characters in 0.215.0, 24,000
+// before), first cuts every line over 600 characters (pWM): A =
+// floor(600/2) - 21/2 = 289.5, line.substring(0, A) + " ... [truncated]
+// ... " + line.substring(line.length - A), that is the first 289 units
+// and the last 290 (substring truncates both); the text is then made
+// well formed (a surrogate pair it split is one U+FFFD, as JSON gives
+// here). When the cut lines fit its limit it returns them so, with no
+// other mark, and without the saved trailer when the output was at most
+// 16 KiB: that line is the only sign. Only a line of exactly that shape
+// is Droid's; the words in any other line are the command's.
+func droidLineCutIn(s string) bool {
+	if !strings.Contains(s, droidLineCutJoiner) {
+		return false
+	}
+	for line := range strings.SplitSeq(s, "\n") {
+		if len(line) < droidLineMax || !strings.Contains(line, droidLineCutJoiner) {
+			continue
+		}
+		u := utf16.Encode([]rune(line))
+		if len(u) == droidLineMax && string(utf16.Decode(u[droidLineCutHead:droidLineCutHead+len(droidLineCutJoiner)])) == droidLineCutJoiner {
+			return true
+		}
+	}
+	return false
 }
 
 // droidHeaderHolds says whether the header droidHeader matched (m) is

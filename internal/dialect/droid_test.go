@@ -3,10 +3,13 @@ package dialect
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
@@ -469,5 +472,116 @@ func TestDroidMiddleMark(t *testing.T) {
 		name:   "0.117.0 writes no such mark: the line is output",
 		update: update("completed", text+saved+"\n\n[Process exited with code 0]"),
 		want:   exit0(cut(text, 0)),
+	}})
+}
+
+// droidCutLine is Droid's cut of an output line over 600 characters (pWM
+// in 0.215.0's bundle, the same in 0.99.0 to 0.117.0), in its arithmetic:
+// JavaScript lengths (UTF-16 code units), A = floor(600/2) - 21/2 = 289.5,
+// line.substring(0, A) (the first 289 units), " ... [truncated] ... ",
+// line.substring(line.length - A) (the last 290); the text is made well
+// formed after (toWellFormed: a surrogate pair it split is U+FFFD).
+func droidCutLine(line string) string {
+	const joiner = " ... [truncated] ... "
+	u := utf16.Encode([]rune(line))
+	if len(u) <= 600 {
+		return line
+	}
+	a := math.Floor(600/2) - float64(len(joiner))/2
+	return string(utf16.Decode(u[:int(a)])) + joiner + string(utf16.Decode(u[int(float64(len(u))-a):]))
+}
+
+// droidCutLines is Droid's text for an output over its limit (12,000
+// characters in 0.215.0, 24,000 before) whose lines, each cut by
+// droidCutLine and joined by line ends, fit that limit: $jH returns it so,
+// with no other mark.
+func droidCutLines(t *testing.T, out string, limit int) string {
+	t.Helper()
+	require.Greater(t, len(utf16.Encode([]rune(out))), limit)
+	lines := regexp.MustCompile(`\r?\n`).Split(out, -1)
+	for i, l := range lines {
+		lines[i] = droidCutLine(l)
+	}
+	text := strings.Join(lines, "\n")
+	require.LessOrEqual(t, len(utf16.Encode([]rune(text))), limit)
+	require.NotEqual(t, out, text)
+	return text
+}
+
+// TestDroidLineCut: Droid (every build studied) summarizes an Execute
+// output over its limit by first cutting each line over 600 characters to
+// its first 289 and last 290 joined by " ... [truncated] ... " (a line of
+// 600), and returns that when it fits, with no other mark and no saved
+// trailer (the output was at most 16 KiB). The text stays as sent (the cut
+// characters are gone), but the output is truncated. A line in the same
+// words of another shape is the command's, untouched.
+func TestDroidLineCut(t *testing.T) {
+	update := func(status, text string) string {
+		b, err := json.Marshal(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": status, "rawOutput": map[string]any{"text": text}})
+		require.NoError(t, err)
+		return string(b)
+	}
+	cut := func(s string) accum.Text { x := txt(accum.Combined, accum.Final, s); x.Truncated = true; return x }
+	exit0 := func(texts ...accum.Text) []accum.Observation {
+		return one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, Exit: ex(0, accum.ExitText, false), Texts: texts})
+	}
+	const joiner = " ... [truncated] ... "
+	const timedOut = "Command timed out after 2 seconds. Consider increasing the timeout for long-running commands."
+	long := strings.Repeat("0123456789", 1300)
+	ascii := droidCutLines(t, "start\n"+long+"\nend\n", 12000)
+	// A surrogate pair at the cut: the head's 289th unit is half an emoji.
+	wide := droidCutLines(t, strings.Repeat("ж", 288)+"😀"+strings.Repeat("ж", 500)+"\r\n"+long+"\n", 12000)
+	require.Contains(t, wide, "\uFFFD"+joiner)
+	old := droidCutLines(t, "start\n"+strings.Repeat("0123456789", 2500)+"\nend", 24000)
+	shape := func(head, tail int) string { return strings.Repeat("a", head) + joiner + strings.Repeat("b", tail) }
+	d, _ := Lookup("droid")
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "a line Droid cut: the text as sent, truncated",
+			update: update("completed", ascii+"\n\n[Process exited with code 0]"),
+			want:   exit0(cut(ascii)),
+		},
+		{
+			name:   "a line Droid cut in its arithmetic (UTF-16, a split pair made U+FFFD)",
+			update: update("completed", wide+"\n\n[Process exited with code 0]"),
+			want:   exit0(cut(wide)),
+		},
+		{
+			name:   "a line Droid cut in a timeout's partial output",
+			update: update("completed", timedOut+"\n\nPartial output before timeout:\n"+ascii),
+			want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusCompleted, TimedOut: true, FailNotice: timedOut,
+				Texts: []accum.Text{cut(ascii)}}),
+		},
+		{
+			name:   "the words in a short line are output",
+			update: update("completed", "a"+joiner+"b\n\n\n[Process exited with code 0]"),
+			want:   exit0(txt(accum.Combined, accum.Final, "a"+joiner+"b\n")),
+		},
+		{
+			name:   "a line of 601 is no cut of Droid's",
+			update: update("completed", shape(289, 291)+"\n\n\n[Process exited with code 0]"),
+			want:   exit0(txt(accum.Combined, accum.Final, shape(289, 291)+"\n")),
+		},
+		{
+			name:   "a line of 599 is no cut of Droid's",
+			update: update("completed", shape(288, 290)+"\n\n\n[Process exited with code 0]"),
+			want:   exit0(txt(accum.Combined, accum.Final, shape(288, 290)+"\n")),
+		},
+		{
+			name:   "a line of 600 with the words off their place is no cut of Droid's",
+			update: update("completed", shape(290, 289)+"\n\n\n[Process exited with code 0]"),
+			want:   exit0(txt(accum.Combined, accum.Final, shape(290, 289)+"\n")),
+		},
+		{
+			name:   "a line of 600 bytes but fewer characters is no cut of Droid's",
+			update: update("completed", strings.Repeat("ж", 144)+"a"+joiner+strings.Repeat("b", 290)+"\n\n\n[Process exited with code 0]"),
+			want:   exit0(txt(accum.Combined, accum.Final, strings.Repeat("ж", 144)+"a"+joiner+strings.Repeat("b", 290)+"\n")),
+		},
+	})
+	runObsCases(t, Bind(d, ParseVersion("0.99.0")), []obsCase{{
+		name:   "0.99.0: a line cut in an output over 24,000 characters",
+		update: update("failed", "Error: Command failed (exit code: 2)\n"+old+"\n\n[Process exited with code 2]"),
+		want: one(accum.Observation{ToolCallID: "c1", Status: accum.StatusFailed, Exit: ex(2, accum.ExitText, false),
+			Texts: []accum.Text{cut(old)}}),
 	}})
 }

@@ -240,8 +240,26 @@ type qwenCall struct {
 var qwenOtherTools = map[string]bool{"image_gen": true}
 
 // knownTool implements knownTools: a tool of Qwen's the dialect knows is
-// no shell, though its kind is execute.
-func (u *qwenCall) knownTool() bool { return u.Meta != nil && qwenOtherTools[u.Meta.ToolName.S] }
+// no shell, though its kind is execute (qwenOtherTools), or any tool
+// `_meta.toolName` names other than the shell and monitor whose frame says
+// a kind other than execute: an MCP or discovered tool (kind other or
+// read) whose own arguments may well include a `command`, which names no
+// shell command. Every recorded frame that carries rawInput carries its
+// kind too. A tool of kind execute under another name is still read as a
+// shell (a renamed shell tool), and a frame without a kind or a toolName
+// (a 0.15 ask) is read by its signs.
+func (u *qwenCall) knownTool() bool {
+	if u.Meta == nil || u.Meta.ToolName.S == "" {
+		return false
+	}
+	switch name := u.Meta.ToolName.S; {
+	case qwenOtherTools[name]:
+		return true
+	case name == qwenToolName || name == qwenMonitorTool:
+		return false
+	}
+	return u.Kind != nil && ReadKind(u.Kind) != accum.ShellYes
+}
 
 // unreadFields: 0.24's rawOutput.text restates rawOutput.output for
 // display (cut in the middle "for ACP transport"); notices, pid,

@@ -540,3 +540,33 @@ func TestQwenMonitor(t *testing.T) {
 	assert.Equal(t, "tail -f build.log", f.Observations[0].Command)
 	assert.True(t, f.Observations[0].Background)
 }
+
+// TestQwenOtherToolWithACommandArgument: a tool `_meta.toolName` names
+// other than Qwen's shell and monitor, of a kind that is not execute (an
+// MCP or discovered tool, kind other or read, whose own arguments include
+// a `command`), is no shell call, and no shell the dialect missed; a tool
+// of kind execute under another name, or a frame without a kind, still
+// reads as a shell (a renamed shell tool). No recording has one: the frames are in the shape of
+// Qwen's tool calls, rawInput the tool's arguments.
+func TestQwenOtherToolWithACommandArgument(t *testing.T) {
+	d := mustDialect(t, "qwen")
+	for _, c := range []struct {
+		name, update string
+		shell        accum.Shell
+		command      string
+	}{
+		{"an MCP tool of kind other", `{"sessionUpdate":"tool_call","toolCallId":"call_mcp_1","status":"pending","title":"deploy","kind":"other","rawInput":{"command":"deploy prod","region":"eu"},"_meta":{"toolName":"deploy","provenance":"mcp"}}`, accum.ShellNo, ""},
+		{"its update, which names its kind beside rawInput", `{"sessionUpdate":"tool_call_update","toolCallId":"call_mcp_1","status":"in_progress","kind":"other","rawInput":{"command":"deploy prod"},"_meta":{"toolName":"deploy"}}`, accum.ShellNo, ""},
+		{"a tool of kind read", `{"sessionUpdate":"tool_call","toolCallId":"call_mcp_2","status":"pending","title":"logs","kind":"read","rawInput":{"command":"tail"},"_meta":{"toolName":"service_logs"}}`, accum.ShellNo, ""},
+		{"a renamed shell of kind execute", `{"sessionUpdate":"tool_call","toolCallId":"call_sh_3","status":"pending","title":"Shell","kind":"execute","rawInput":{"command":"ls"},"_meta":{"toolName":"run_command"}}`, accum.ShellYes, "ls"},
+		{"the shell without a kind", `{"sessionUpdate":"tool_call_update","toolCallId":"call_sh_4","status":"in_progress","rawInput":{"command":"ls"},"_meta":{"toolName":"run_shell_command"}}`, accum.ShellYes, "ls"},
+		{"no kind: the command says shell", `{"sessionUpdate":"tool_call_update","toolCallId":"call_sh_6","status":"in_progress","rawInput":{"command":"ls"},"_meta":{"toolName":"run_command"}}`, accum.ShellYes, "ls"},
+		{"no toolName: the command says shell", `{"sessionUpdate":"tool_call","toolCallId":"call_sh_5","status":"pending","title":"Shell","rawInput":{"command":"ls"}}`, accum.ShellYes, "ls"},
+	} {
+		obs := readUpdate(t, d, c.update)
+		require.Len(t, obs, 1, c.name)
+		assert.Equal(t, c.shell, obs[0].Shell, c.name)
+		assert.Equal(t, c.command, obs[0].Command, c.name)
+		assert.Empty(t, obs[0].Unrecognized, c.name)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/acpnorm/acpnorm/internal/jsonlit"
@@ -437,16 +436,7 @@ const clineKeep = 24000
 // before it and clineKeep after it. The note's words anywhere else (a
 // short output, say) are the command's.
 func clineCut(s string) int {
-	at, n := -1, 0
-	for i, r := range s {
-		if n == clineKeep {
-			at = i
-			break
-		}
-		if n += 1; r >= 0x10000 && r <= utf8.MaxRune {
-			n++
-		}
-	}
+	at := utf16Index(s, clineKeep)
 	if at < 0 {
 		return -1
 	}

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 )
@@ -426,8 +425,7 @@ func droidLineCutIn(s string) bool {
 		if len(line) < droidLineMax || !strings.Contains(line, droidLineCutJoiner) {
 			continue
 		}
-		u := utf16.Encode([]rune(line))
-		if len(u) == droidLineMax && string(utf16.Decode(u[droidLineCutHead:droidLineCutHead+len(droidLineCutJoiner)])) == droidLineCutJoiner {
+		if at := utf16Index(line, droidLineCutHead); at >= 0 && strings.HasPrefix(line[at:], droidLineCutJoiner) && utf16Len(line) == droidLineMax {
 			return true
 		}
 	}

@@ -29,3 +29,44 @@ func notice(s string) string {
 	}
 	return ""
 }
+
+// Agents written in JavaScript measure and cut text in UTF-16 units, the
+// length JavaScript gives a string; their limits and cut marks are read
+// in those units.
+
+// utf16Units is how many UTF-16 units r takes.
+func utf16Units(r rune) int {
+	if r >= 0x10000 && r <= utf8.MaxRune {
+		return 2
+	}
+	return 1
+}
+
+// utf16Len is the length JavaScript gives s.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16Units(r)
+	}
+	return n
+}
+
+// utf16Index is the byte offset in s after its first n UTF-16 units: the
+// i with utf16Len(s[:i]) == n, or -1 when s is shorter or unit n falls
+// inside a surrogate pair (JavaScript's slice there splits a character).
+func utf16Index(s string, n int) int {
+	u := 0
+	for i, r := range s {
+		if u == n {
+			return i
+		}
+		if u > n {
+			return -1
+		}
+		u += utf16Units(r)
+	}
+	if u == n {
+		return len(s)
+	}
+	return -1
+}

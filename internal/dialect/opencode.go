@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 )
@@ -374,19 +373,6 @@ func opencodeLive(text string) accum.Text {
 		return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: head, Truncated: true}
 	}
 	return accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: text}
-}
-
-// utf16Len is the length JavaScript gives a string.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 && r <= utf8.MaxRune {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
 }
 
 // opencodeFinal reads the `completed` frame.

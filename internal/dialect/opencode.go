@@ -75,14 +75,16 @@ type opencode struct {
 
 func init() { register(opencode{}) }
 
-// forVersion implements versioned: OpenCode's builds (1.x; 1.18.33
-// recorded sending no live content for a silent command) send on live
-// frames only the command's output; Kilo's (7.x, 7.0.33 naming itself
-// OpenCode; 7.7.7 recorded sending a silent command's "(no output)" live)
-// send their final text there too, and so may a build the dialect does
-// not know.
+// forVersion implements versioned: OpenCode's builds (1.x; 1.3.0 to
+// 1.18.33 recorded sending no live content for a silent command) send on
+// live frames only the command's output, and so does Kilo's 7.0 line
+// (7.0.33, which names itself OpenCode and runs an OpenCode 1.x base,
+// recorded the same; the registry holds no other 7.0 to 7.4 build). Kilo
+// from 7.7 (7.7.2 and 7.7.7 recorded sending a silent command's "(no
+// output)" live) sends its final text there too, and so may a build the
+// dialect does not know, or one in between (7.5, 7.6: not recorded).
 func (opencode) forVersion(v Version) Dialect {
-	return opencode{liveIsOutput: v.Known() && v.Before("7.0.0")}
+	return opencode{liveIsOutput: v.Known() && v.Before("7.1.0")}
 }
 
 func (opencode) Info() Info {

@@ -597,8 +597,9 @@ func FuzzTrailingNotices(f *testing.F) {
 // grep that matched nothing got no live content, only the final's "(no
 // output)"). So a live text "(no output)" is what the command printed
 // (opencode-1.18.33_bash-ask_tricky-more, call_m_no_output_39:
-// `printf '(no output)'`). Kilo (7.x) sends its final model-facing text on
-// an in_progress frame as well (kilo-7.7.7_bash-ask_tricky,
+// `printf '(no output)'`), and so does Kilo 7.0.33. Kilo 7.7 sends its
+// final model-facing text on an in_progress frame as well
+// (kilo-7.7.2_bash-ask_tricky and kilo-7.7.7_bash-ask_tricky,
 // call_silent_false_33: `false` got a live "(no output)"), so there the
 // word stays its placeholder, as for a build the dialect does not know.
 func TestOpencodeLiveNoOutputByBuild(t *testing.T) {
@@ -614,7 +615,12 @@ func TestOpencodeLiveNoOutputByBuild(t *testing.T) {
 	}{
 		{"1.3.0", printed},
 		{"1.18.33", printed},
-		{"7.0.33", base}, // Kilo, which names itself OpenCode before 7.7
+		// Kilo 7.0.33 (named OpenCode, on an OpenCode 1.x base) sends a
+		// silent command no live text and an empty final
+		// (kilo-7.0.33_bash-ask_tricky, call_silent_false_33), so its live
+		// "(no output)" is the command's (_tricky-more, call_m_no_output_39).
+		{"7.0.33", printed},
+		{"7.7.2", base}, // kilo-7.7.2_bash-ask_tricky: `false` got a live "(no output)"
 		{"7.7.7", base},
 		{"", base},
 	} {

@@ -71,6 +71,10 @@ type opencode struct {
 	// command printed, never its final model-facing text, so a live
 	// "(no output)" is the command's own (opencodeNoOutput).
 	liveIsOutput bool
+	// wordsAreOutput: the build never writes opencodeNoOutput (a silent
+	// command's text is empty), so the words are the command's wherever
+	// they come, on the final too. Such a build sends only output live.
+	wordsAreOutput bool
 }
 
 func init() { register(opencode{}) }
@@ -83,8 +87,17 @@ func init() { register(opencode{}) }
 // from 7.7 (7.7.2 and 7.7.7 recorded sending a silent command's "(no
 // output)" live) sends its final text there too, and so may a build the
 // dialect does not know, or one in between (7.5, 7.6: not recorded).
+//
+// Of those, OpenCode 1.3.0 and Kilo 7.0.33 never write "(no output)" at
+// all (a silent command's final text is empty; their binaries hold no
+// such text), while OpenCode 1.14.34 and later do: the words are the
+// command's on the final too for OpenCode up to 1.3.0 and Kilo's 7.0
+// line (wordsAreOutput). The builds between 1.3.0 and 1.14.34 are not
+// recorded: their final "(no output)" stays the placeholder.
 func (opencode) forVersion(v Version) Dialect {
-	return opencode{liveIsOutput: v.Known() && v.Before("7.1.0")}
+	old := v.Known() && v.Before("7.1.0")
+	kilo70 := old && !v.Before("7.0.0")
+	return opencode{liveIsOutput: old, wordsAreOutput: old && (v.Before("1.3.1") || kilo70)}
 }
 
 func (opencode) Info() Info {
@@ -149,7 +162,10 @@ type opencodeCall struct {
 }
 
 func (d opencode) read(msg []byte, scope string) (Frame, error) {
-	if d.liveIsOutput {
+	switch {
+	case d.wordsAreOutput:
+		return readFrame(msg, scope, observeOpencodeWordsAreOutput, askOpencode)
+	case d.liveIsOutput:
 		return readFrame(msg, scope, observeOpencodeLiveIsOutput, askOpencode)
 	}
 	return readFrame(msg, scope, observeOpencode, askOpencode)
@@ -159,7 +175,7 @@ func observeOpencode(u *opencodeCall) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil
 	}
-	return []accum.Observation{readOpencode(u, false)}
+	return []accum.Observation{readOpencode(u, opencode{})}
 }
 
 // observeOpencodeLiveIsOutput is observeOpencode for a build whose live
@@ -168,7 +184,16 @@ func observeOpencodeLiveIsOutput(u *opencodeCall) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil
 	}
-	return []accum.Observation{readOpencode(u, true)}
+	return []accum.Observation{readOpencode(u, opencode{liveIsOutput: true})}
+}
+
+// observeOpencodeWordsAreOutput is observeOpencode for a build that never
+// writes "(no output)" (opencode.wordsAreOutput).
+func observeOpencodeWordsAreOutput(u *opencodeCall) []accum.Observation {
+	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
+		return nil
+	}
+	return []accum.Observation{readOpencode(u, opencode{liveIsOutput: true, wordsAreOutput: true})}
 }
 
 func askOpencode(u *opencodeCall) accum.Observation {
@@ -275,7 +300,7 @@ func opencodeInputs(o *accum.Observation, u *opencodeCall) {
 	}
 }
 
-func readOpencode(u *opencodeCall, liveIsOutput bool) accum.Observation {
+func readOpencode(u *opencodeCall, build opencode) accum.Observation {
 	o := u.Base()
 	opencodeInputs(&o, u)
 	if o.Shell == accum.ShellNo {
@@ -288,7 +313,7 @@ func readOpencode(u *opencodeCall, liveIsOutput bool) accum.Observation {
 		if opencodeBackgroundResult(&o, u) {
 			break
 		}
-		opencodeFinal(&o, u)
+		opencodeFinal(&o, u, build.wordsAreOutput)
 	default:
 		if text, ok := u.Texts(); ok && text != "" {
 			// Kilo sends the final model-facing text on an in_progress
@@ -309,7 +334,7 @@ func readOpencode(u *opencodeCall, liveIsOutput bool) accum.Observation {
 					o.Src.Notice = "<shell_metadata> block of the live content text"
 				}
 			}
-			if text == opencodeNoOutput && (final || !liveIsOutput) {
+			if text == opencodeNoOutput && (final || !build.liveIsOutput) && !build.wordsAreOutput {
 				// The final text of a command that printed nothing. A
 				// build whose live frames carry only output sends none
 				// for such a command: there the command printed it.
@@ -336,7 +361,9 @@ func readOpencode(u *opencodeCall, liveIsOutput bool) accum.Observation {
 // word is compared as the agent writes it, never trimmed. One that
 // prints them without a newline is told apart only on a live frame of a
 // build that sends no final text there (opencode.liveIsOutput); the
-// final's word is then its placeholder, and the live text stays.
+// final's word is then its placeholder, and the live text stays, but
+// on a build that never writes the placeholder (opencode.wordsAreOutput),
+// where the final's word is the command's too.
 const opencodeNoOutput = "(no output)"
 
 // opencodeWindowPrefix marks a live snapshot that holds only the tail of
@@ -378,7 +405,7 @@ func opencodeLive(text string) accum.Text {
 }
 
 // opencodeFinal reads the `completed` frame.
-func opencodeFinal(o *accum.Observation, u *opencodeCall) {
+func opencodeFinal(o *accum.Observation, u *opencodeCall, wordsAreOutput bool) {
 	var meta opencodeMetadata
 	if u.RawOutput != nil && u.RawOutput.Metadata != nil {
 		meta = *u.RawOutput.Metadata
@@ -406,7 +433,7 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall) {
 		return
 	}
 	// The builds that wrote the one-line markers sent them with exit null.
-	p := opencodeParsed{oldMarkerIsOutput: o.Exit != nil}
+	p := opencodeParsed{oldMarkerIsOutput: o.Exit != nil, wordsAreOutput: wordsAreOutput}
 	// Every build sent its metadata block with exit null too, or gave the
 	// output without it in metadata.output: beside an exit code, a block
 	// metadata.output does not leave out is the command's.
@@ -461,6 +488,9 @@ type opencodeParsed struct {
 	// notTruncated: the frame said the text was not cut, so a truncation
 	// note in it is the command's own output.
 	notTruncated bool
+	// wordsAreOutput: the build never writes opencodeNoOutput, so a
+	// text of those words is the command's (opencode.wordsAreOutput).
+	wordsAreOutput bool
 }
 
 // opencodeLiveBlock says whether text ends in a metadata block as
@@ -525,7 +555,7 @@ func (p *opencodeParsed) parse(text string) {
 		p.truncated, p.head = true, true
 		text = text[:at]
 	}
-	if text == opencodeNoOutput {
+	if text == opencodeNoOutput && !p.wordsAreOutput {
 		text = ""
 	}
 	p.body = text

@@ -637,6 +637,46 @@ func TestOpencodeLiveNoOutputByBuild(t *testing.T) {
 	}})
 }
 
+// TestOpencodeNoOutputWordsByBuild: OpenCode 1.3.0 and Kilo 7.0.33 never
+// write "(no output)" for a silent command: its final text is empty
+// (opencode-1.3.0_bash-ask_tricky and kilo-7.0.33_bash-ask_tricky,
+// call_silent_false_33), and their binaries hold no such text. So on
+// these builds the words, on the final as on a live frame, are what the
+// command printed (kilo-7.0.33_bash-ask_tricky-more, call_m_no_output_39:
+// `printf '(no output)'`), also where no live frame came before (a
+// session/load replay sends only the final). From OpenCode 1.14.34 (and
+// in Kilo 7.7) a silent command's final says "(no output)", the
+// placeholder, as for a build the dialect does not know.
+func TestOpencodeNoOutputWordsByBuild(t *testing.T) {
+	d, ok := Lookup("opencode")
+	require.True(t, ok)
+	const final = `{"sessionUpdate":"tool_call_update","toolCallId":"call_m_no_output_39","status":"completed","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"(no output)"}}],"title":"Run step 12 (m_no_output)","rawInput":{"command":"printf '(no output)'","description":"Run step 12 (m_no_output)"},"rawOutput":{"output":"(no output)","metadata":{"output":"(no output)","exit":0,"description":"Run step 12 (m_no_output)","truncated":false}}}`
+	for _, b := range []struct {
+		build   string
+		printed bool
+	}{
+		{"1.3.0", true},
+		{"7.0.33", true}, // Kilo, named OpenCode
+		{"1.14.34", false},
+		{"1.18.33", false},
+		{"7.7.2", false},
+		{"", false},
+	} {
+		t.Run(b.build, func(t *testing.T) {
+			obs, err := readCase(Bind(d, ParseVersion(b.build)), final, "")
+			require.NoError(t, err)
+			require.Len(t, obs, 1)
+			require.NotNil(t, obs[0].Exit)
+			assert.Equal(t, int32(0), obs[0].Exit.Code)
+			if b.printed {
+				assert.Equal(t, []accum.Text{txt(accum.Combined, accum.Final, "(no output)")}, obs[0].Texts, "the command's own words")
+			} else {
+				assert.Empty(t, obs[0].Texts, "the placeholder is no output")
+			}
+		})
+	}
+}
+
 // TestOpencodeKiloBackgroundProcess: Kilo 7.7.7's background_process tool
 // (kilocode/tool/background-process.ts, read in the native binary of
 // @kilocode/cli-linux-x64@7.7.7) takes {action: start|list|status|logs|

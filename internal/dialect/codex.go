@@ -740,9 +740,17 @@ func codexExecError(f *codexOutputFields, agg Str) (string, bool) {
 }
 
 // codexCombined picks the combined output: aggregated_output, then output,
-// then formatted_output with its model-facing decorations removed (a
-// "Total output lines" header or an elision marker means the text is
-// truncated).
+// then formatted_output with Codex's decorations removed, where they are
+// Codex's: its timeout sentence beside an exit other than 0 (as for
+// TimedOut), and a "Total output lines" header only above Codex's
+// elision marker (the text is then truncated), the two together as
+// Codex shortens a text for the model (see codexShortened). The
+// TypeScript adapter 1.x, the one build family that sends
+// formatted_output without aggregated_output, sends there the raw output
+// (1.1.4: all 348,894 bytes of `seq 1 60000`, no header): the same words
+// beside an exit 0, a header over no marker, or a marker alone are the
+// command's own (tricky-more's m_codex_timedout, m_codex_total,
+// m_codex_elided), kept whole and not cut.
 func codexCombined(f *codexOutputFields, agg Str) (string, bool, bool) {
 	if agg.Set {
 		return agg.S, false, true
@@ -751,14 +759,13 @@ func codexCombined(f *codexOutputFields, agg Str) (string, bool, bool) {
 		return f.Output.S, false, true
 	}
 	if formatted := f.FormattedOutput.Str(); formatted.Set {
-		s := codexTimedOut.ReplaceAllString(formatted.S, "")
-		truncated := false
-		if loc := codexTotalLines.FindStringIndex(s); loc != nil {
-			s = s[loc[1]:]
-			truncated = true
+		s := formatted.S
+		if ec := f.Exit(); !ec.Known || ec.Value != 0 {
+			s = codexTimedOut.ReplaceAllString(s, "")
 		}
-		if codexElided.MatchString(s) {
-			truncated = true
+		truncated := false
+		if loc := codexTotalLines.FindStringIndex(s); loc != nil && codexElided.MatchString(s[loc[1]:]) {
+			s, truncated = s[loc[1]:], true
 		}
 		return s, truncated, true
 	}

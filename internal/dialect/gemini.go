@@ -178,7 +178,14 @@ var (
 	geminiSpawnError = regexp.MustCompile(`^Command failed: `)
 	// geminiBeforeCancel introduces the output printed before a cancel.
 	geminiBeforeCancel = "Output before cancellation:"
-	geminiBackground   = regexp.MustCompile(`(?i)^Command (?:moved to|running in|started in) (?:the )?background\b`)
+	// geminiBackground is Gemini's notice for a command it moved to the
+	// background, the only one it writes (0.36.0, 0.45.2 and 0.61.0:
+	// "Command moved to background (PID: N). Output hidden. Press Ctrl+B
+	// to view."; earlier releases without the hint). Other words about a
+	// background command ("Command running in background with ID: ...",
+	// Claude Code's) are a command's own output, which 0.36.0 shows as
+	// the text.
+	geminiBackground = regexp.MustCompile(`^Command moved to background \(PID: \d+\)\.`)
 	// geminiDebugStart is how a debug-mode result begins (its first
 	// field), and geminiDebugEnd how it ends when it names no exit code:
 	// 0.45 writes only the fields that have a value ("Output: ...\nProcess

@@ -120,6 +120,28 @@ func TestGeminiUpdate(t *testing.T) {
 			}),
 		},
 		{
+			// 0.36.0 (tricky-more m_claude_bg): its display is the output
+			// itself; Gemini's own notice is only "Command moved to
+			// background (PID: N). ...".
+			name:   "another agent's background words alone are output",
+			update: final(`"Command running in background with ID: bash_1\n"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command running in background with ID: bash_1\n")}
+			}),
+		},
+		{
+			name:   "started in the background, alone, is output",
+			update: final(`"Command started in the background"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command started in the background")}
+			}),
+		},
+		{
+			name:   "moved to background without the Ctrl+B hint: Background, not output",
+			update: final(`"Command moved to background (PID: 77). Output hidden."`),
+			want:   with(func(o *accum.Observation) { o.Background = true }),
+		},
+		{
 			name:   "moved to background: Background, not output",
 			update: final(`"Command moved to background (PID: 1948). Output hidden. Press Ctrl+B to view."`),
 			want:   with(func(o *accum.Observation) { o.Background = true }),

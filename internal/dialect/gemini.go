@@ -287,16 +287,29 @@ var (
 // running to the first later field that starts a line; Stderr and Error,
 // between the output and the trailing fields, are read from the end (the
 // last occurrence of each).
+//
+// The report that opens with Output (0.36.0 on; the older ones open with
+// Command or Stdout) writes a trailing field only with a value: Exit Code
+// only when nonzero, Signal only for a signal, never "(none)" (the shell
+// tool's own description says so). In that report a line that would give
+// a field another value is a line of the output, and ends the trailing
+// fields: so neither a debug report of output that ends in such lines nor
+// 0.36.0's plain display of it (the output itself) yields an exit code
+// from what the command printed.
 func geminiDebugResult(o *accum.Observation, text string) {
 	fields := map[string]string{}
+	terse := strings.HasPrefix(text, "Output: ")
 	text = "\n" + text
 	end := len(strings.TrimRight(text, blank))
 	for next := len(geminiDebugTail); end > 0; {
 		j := strings.LastIndexByte(text[:end], '\n')
 		line, found := text[j+1:end], false
-		for k := next - 1; k >= 0 && !found; k-- {
+		for k := next - 1; k >= 0; k-- {
 			if v, ok := strings.CutPrefix(line, geminiDebugTail[k]+": "); ok {
-				fields[geminiDebugTail[k]], next, found = v, k, true
+				if !terse || geminiTerseValue(geminiDebugTail[k], v) {
+					fields[geminiDebugTail[k]], next, found = v, k, true
+				}
+				break
 			}
 		}
 		if !found || j < 0 {
@@ -385,6 +398,20 @@ func geminiDebugResult(o *accum.Observation, text string) {
 	if v, ok := val("Error"); ok && strings.TrimSpace(v) != "" {
 		o.Failed = true
 	}
+}
+
+// geminiTerseValue says whether v is a value the report that opens with
+// Output writes for the trailing field f: none is "(none)" or empty, and
+// an exit code or a signal is not 0 (the field is left out then).
+func geminiTerseValue(f, v string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" || v == "(none)" {
+		return false
+	}
+	if f == "Exit Code" || f == "Signal" {
+		return v != "0"
+	}
+	return true
 }
 
 // geminiCancel reads a cancel notice: "Command cancelled by user." (a

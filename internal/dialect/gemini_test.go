@@ -137,6 +137,32 @@ func TestGeminiUpdate(t *testing.T) {
 			}),
 		},
 		{
+			// The report that opens with Output (0.36 on) writes a field
+			// only with a value: Exit Code only when nonzero, never
+			// "(none)". 0.36.0 plain (tricky report_words) shows the
+			// command's own text, here such lines.
+			name:   "Output-first text: an Exit Code 0 or a (none) field is output, no exit",
+			update: final(`"Output: x\nCommand: y\nDirectory: z\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 1"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "x\nCommand: y\nDirectory: z\nExit Code: 0\nSignal: (none)")}
+			}),
+		},
+		{
+			name:   "Output-first debug report: the command's own Exit Code 0 line is output",
+			update: final(`"Output: x\nExit Code: 0\nProcess Group PGID: 4242"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "x\nExit Code: 0")}
+			}),
+		},
+		{
+			name:   "Output-first debug report: a nonzero Exit Code is the field",
+			update: final(`"Output: x\nExit Code: 0\nExit Code: 3\nProcess Group PGID: 4242"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "x\nExit Code: 0")}
+				o.Exit = ex(3, accum.ExitText, false)
+			}),
+		},
+		{
 			name:   "moved to background without the Ctrl+B hint: Background, not output",
 			update: final(`"Command moved to background (PID: 77). Output hidden."`),
 			want:   with(func(o *accum.Observation) { o.Background = true }),
@@ -155,8 +181,10 @@ func TestGeminiUpdate(t *testing.T) {
 			}),
 		},
 		{
+			// "(none)" is written only by the reports that open with
+			// Command (the one that opens with Output leaves the field out).
 			name:   "debug mode: empty output, signal",
-			update: final(`"Output: (empty)\nError: (none)\nExit Code: (none)\nSignal: 9"`),
+			update: final(`"Command: kill -9 $$\nDirectory: (root)\nOutput: (empty)\nError: (none)\nExit Code: (none)\nSignal: 9"`),
 			want:   with(func(o *accum.Observation) { o.Signal = "SIGKILL" }),
 		},
 		{

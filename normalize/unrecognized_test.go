@@ -68,8 +68,11 @@ func TestRecordingsRaiseNoReport(t *testing.T) {
 // ("Exit code 3", "Command exited with code 0", "Exit Code: 0"; in
 // tricky-notes "exit: 7" and "<shellId: 9 completed with exit code 7>") on a
 // build that gives a success no exit code (plain Claude, Gemini with
-// --debug): with no code to tell them from a reworded report, the
-// session says what it cannot read, once, and these are its words.
+// --debug, Gemini 0.36.0's plain text), or whose exit comes only after
+// the turn has ended (codex-acp2 1.1.4 sends a call's end during the next
+// prompt: tricky-load's d_exited, '[Process exited with code 7]' last):
+// with no code to tell them from a reworded report, the session says what
+// it cannot read, once, and these are its words.
 var outputsLikeReports = map[string][]string{
 	"claude-agent-acp-0.101.0_air_plain_tricky.ndjson":   {"result_text content text"},
 	"claude-agent-acp-0.101.0_plain_tricky.ndjson":       {"result_text rawOutput"},
@@ -78,6 +81,13 @@ var outputsLikeReports = map[string][]string{
 	"claude-agent-acp-0.101.0_plain_tricky-notes.ndjson": {"result_text output"},
 	"claude-code-acp-0.16.2_plain_tricky-notes.ndjson":   {"result_text output"},
 	"gemini-cli-0.61.0_debug_tricky-notes.ndjson":        {"result_text output"},
+	"gemini-cli-0.36.0_debug_tricky.ndjson":              {"result_text output"},
+	"gemini-cli-0.36.0_plain_tricky.ndjson":              {"result_text content text"},
+	"gemini-cli-0.36.0_plain_tricky-notes.ndjson":        {"result_text output"},
+	"gemini-cli-0.36.0_debug_tricky-load.ndjson":         {"result_text content text"},
+	"gemini-cli-0.36.0_plain_tricky-load.ndjson":         {"result_text content text"},
+	"gemini-cli-0.45.2_debug_tricky-load.ndjson":         {"result_text content text"},
+	"codex-acp2-1.1.4_plain_tricky-load.ndjson":          {"result_text output"},
 }
 
 // saidOf feeds frames to a new Normalizer as session "s" and returns what

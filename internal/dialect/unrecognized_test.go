@@ -308,8 +308,9 @@ func TestRecordingsUnderstood(t *testing.T) {
 // ("Exit code 3", "Command exited with code 0", "Exit Code: 0"; in
 // tricky-notes "exit: 7" and "<shellId: 9 completed with exit code 7>")
 // in a text the dialect does not read an exit from, on a build that gives
-// a success no exit code (plain Claude, Gemini with --debug): the frames
-// say what they cannot read, these many times.
+// a success no exit code (plain Claude, Gemini with --debug, Gemini
+// 0.36.0's plain text; tricky-load's outputs, live and replayed): the
+// frames say what they cannot read, these many times.
 var outputsLikeReports = map[string]map[accum.Unrecognized]int{
 	"claude-agent-acp-0.101.0_air_plain_tricky.ndjson":   {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
 	"claude-agent-acp-0.101.0_plain_tricky.ndjson":       {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
@@ -318,6 +319,12 @@ var outputsLikeReports = map[string]map[accum.Unrecognized]int{
 	"claude-agent-acp-0.101.0_plain_tricky-notes.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
 	"claude-code-acp-0.16.2_plain_tricky-notes.ndjson":   {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
 	"gemini-cli-0.61.0_debug_tricky-notes.ndjson":        {{What: accum.UnrecognizedResult, Field: "content text"}: 1},
+	"gemini-cli-0.36.0_debug_tricky.ndjson":              {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"gemini-cli-0.36.0_plain_tricky.ndjson":              {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"gemini-cli-0.36.0_plain_tricky-notes.ndjson":        {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"gemini-cli-0.36.0_debug_tricky-load.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"gemini-cli-0.36.0_plain_tricky-load.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"gemini-cli-0.45.2_debug_tricky-load.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 1},
 }
 
 func TestResultBlock(t *testing.T) {

@@ -501,7 +501,8 @@ func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *
 		truncated = true
 		data = data[:loc[0]]
 	}
-	if data == piNoOutput {
+	noOutput := data == piNoOutput
+	if noOutput {
 		data = ""
 	}
 	if m == nil {
@@ -528,6 +529,14 @@ func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *
 		t := accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: data, Truncated: truncated || out.Truncated}
 		if t.Truncated {
 			t.TotalBytes = out.TotalBytes
+		}
+		if noOutput {
+			// pi's words for an empty output, and also the whole output
+			// of a command that printed them, which pi's live text has
+			// shown as it ran (an empty output streams nothing): the
+			// final says nothing of the output, and what was streamed is
+			// kept.
+			t.Kind = accum.Delta
 		}
 		o.Texts = append(o.Texts, t)
 		return

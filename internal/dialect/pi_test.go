@@ -621,3 +621,58 @@ func TestPiContentWireEmptyWindow(t *testing.T) {
 	assert.True(t, out.Text == x, "the window of x's, not pi-acp's JSON: got %d bytes, %.80q", len(out.Text), out.Text)
 	assert.True(t, out.Truncated)
 }
+
+// TestPiContentWireNoOutputWords folds what pi-acp 0.0.24 (pi 0.84.2)
+// sent for `printf '(no output)'`: the live text is pi's whole text so
+// far, the command's own "(no output)", and the final is the same words,
+// which pi also writes for an empty output. The final then says nothing
+// of the output, and what was streamed is kept; a command with no output
+// at all streams nothing and still ends with none.
+func TestPiContentWireNoOutputWords(t *testing.T) {
+	d, _ := Lookup("pi")
+	upd := func(status, text, rawOutput string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"p1","status":"` + status + `","content":[{"type":"content","content":{"type":"text","text":` + jsonString(text) + `}}],"rawOutput":` + rawOutput + `}`
+	}
+	open := func(cmd string) string {
+		return `{"sessionUpdate":"tool_call","toolCallId":"p1","title":"bash","kind":"other","status":"pending","rawInput":{"command":` + jsonString(cmd) + `}}`
+	}
+	dump := upd("in_progress", "{\n  \"content\": []\n}", `{"content":[]}`)
+	fold := func(frames ...string) (accum.Revision, string) {
+		c := accum.NewCall("p1", 1<<20)
+		var last accum.Revision
+		out := ""
+		for _, f := range frames {
+			obs, err := readCase(d, f, "")
+			require.NoError(t, err)
+			for i := range obs {
+				c.Apply(&obs[i])
+				if r, ok := c.Revision(); ok {
+					last = r
+					if t := r.Texts[accum.Combined]; t != nil {
+						out = t.Text
+					}
+				}
+			}
+		}
+		return last, out
+	}
+	t.Run("the command printed the words", func(t *testing.T) {
+		last, out := fold(open("printf '(no output)'"), dump,
+			upd("in_progress", "(no output)", `{"content":[{"type":"text","text":"(no output)"}],"details":{}}`),
+			upd("completed", "(no output)", `{"content":[{"type":"text","text":"(no output)"}]}`))
+		assert.Equal(t, accum.Ended, last.State)
+		assert.Equal(t, "(no output)", out)
+	})
+	t.Run("no output at all", func(t *testing.T) {
+		last, out := fold(open("true"), dump,
+			upd("completed", "(no output)", `{"content":[{"type":"text","text":"(no output)"}]}`))
+		assert.Equal(t, accum.Ended, last.State)
+		assert.Equal(t, "", out)
+	})
+	t.Run("no output and a nonzero exit", func(t *testing.T) {
+		last, out := fold(open("false"), dump,
+			upd("failed", "(no output)\n\nCommand exited with code 1", `{"content":[{"type":"text","text":"(no output)\n\nCommand exited with code 1"}],"details":{}}`))
+		assert.Equal(t, accum.Ended, last.State)
+		assert.Equal(t, "", out)
+	})
+}

@@ -396,7 +396,13 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 				qwenReport(&o, text)
 			}
 			n := len(o.Texts)
-			qwenFinalText(&o, display.S)
+			if out, ok := qwenShownOutput(text, display.S); ok {
+				// The report shows the display's output word for word: it
+				// is the output, whatever it reads like.
+				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: out})
+			} else {
+				qwenFinalText(&o, display.S)
+			}
 			if len(o.Texts) > n {
 				o.Src.Output = "rawOutput (the displayed text)"
 			}
@@ -638,6 +644,43 @@ var (
 )
 
 // qwenCutLongRunHint removes the long-run advice from a text.
+// qwenShownOutput finds the output in a displayed text (0.10 to 0.23)
+// by the model's report beside it: Qwen builds both from one output, the
+// report as "Command: ...\nDirectory: ...\nOutput: <output>\nError:
+// ...", the display as the output itself, then, after a blank line, its
+// long-run advice (qwenLongRunHint) when the command ran long. A display
+// that the report's Output field holds whole, or holds but for that
+// advice, is the command's output, whatever its words: the notes Qwen
+// appends to the display are never in the report's Output. A report that
+// Qwen cut, a debug report (the display is then the report itself) or an
+// empty output ("(empty)" in the report) shows no such field: ok is
+// false, and the display is read by its words (qwenFinalText).
+func qwenShownOutput(content, display string) (string, bool) {
+	if display == "" || !strings.HasPrefix(content, "Command: ") {
+		return "", false
+	}
+	shown := func(out string) bool { return strings.Contains(content, "\nOutput: "+out+"\nError: ") }
+	if shown(display) {
+		return display, true
+	}
+	// The advice follows the output after a blank line: try each blank
+	// line that opens it, the last first (the output may hold the same
+	// words).
+	for rest := display; ; {
+		i := strings.LastIndex(rest, qwenHintStart)
+		if i < 0 {
+			return "", false
+		}
+		if out := display[:i]; out != "" && qwenLongRunHint.FindStringIndex(display[i:]) != nil && shown(out) {
+			return out, true
+		}
+		rest = display[:i]
+	}
+}
+
+// qwenHintStart opens Qwen's long-run advice after the output.
+const qwenHintStart = "\n\nNote: this foreground command ran for "
+
 func qwenCutLongRunHint(text string) string {
 	if loc := qwenLongRunHint.FindStringIndex(text); loc != nil {
 		return text[:loc[0]]
@@ -654,7 +697,17 @@ func qwenCutLongRunHint(text string) string {
 // is kept. Nothing of it is output. A report whose end is not these
 // fields, or whose Exit Code is no number, is said (see qwenReportHead).
 func qwenReport(o *accum.Observation, text string) {
-	text = qwenCutLongRunHint(strings.TrimSpace(text))
+	text = strings.TrimSpace(text)
+	if i := strings.LastIndex(text, "\nProcess Group PGID: "); i >= 0 {
+		// The advice Qwen appends after the report's last line; the same
+		// words inside the report's Output are the command's.
+		j := i + 1 + strings.IndexByte(text[i+1:]+"\n", '\n')
+		if loc := qwenLongRunHint.FindStringIndex(text[j:]); loc != nil && loc[0] == 0 {
+			text = text[:j]
+		}
+	} else {
+		text = qwenCutLongRunHint(text)
+	}
 	switch {
 	case qwenTimedOut.MatchString(text):
 		o.TimedOut = true

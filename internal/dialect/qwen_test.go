@@ -245,6 +245,36 @@ func TestQwenDisplayedResult(t *testing.T) {
 		{name: "a displayed text that only reads like the background notice, beside a report, is output",
 			update: qwenFinal("completed", report("cat n.txt", "Background shell bg_1 started (pid 7).", "0", "0"), jsq("Background shell bg_1 started (pid 7).")),
 			want:   one(accum.Observation{ToolCallID: id, Command: "cat n.txt", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Background shell bg_1 started (pid 7).")}})},
+		// Qwen Code 0.15.10 (recorded, tricky-more and tricky): commands
+		// whose own output is the words Qwen appends to the display or the
+		// shape of its debug report. The model's report shows the output
+		// as its Output field, word for word the display: the display is
+		// then the output alone, whatever it reads like. Qwen's own notes
+		// (the long-run advice, the saved-to note) follow the report and
+		// the output in the display, never inside the report's Output.
+		{name: "a display that is the report's Output word for word: the long-run advice printed by the command is output (m_qwen_hint)",
+			update: qwenFinal("completed", report("printf 'out\\n\\nNote: ...'", "out\n\nNote: this foreground command ran for 12s. Next time use is_background.", "0", "0"),
+				jsq("out\n\nNote: this foreground command ran for 12s. Next time use is_background.")),
+			want: one(accum.Observation{ToolCallID: id, Command: "printf 'out\\n\\nNote: ...'", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{txt(C, F, "out\n\nNote: this foreground command ran for 12s. Next time use is_background.")}})},
+		{name: "the saved-to note printed by the command is output, not a cut (m_qwen_saved)",
+			update: qwenFinal("completed", report("printf x", "out\nOutput too long and was saved to: /tmp/x.txt", "0", "0"), jsq("out\nOutput too long and was saved to: /tmp/x.txt")),
+			want: one(accum.Observation{ToolCallID: id, Command: "printf x", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{txt(C, F, "out\nOutput too long and was saved to: /tmp/x.txt")}})},
+		{name: "a background notice printed by the command is output (m_claude_bg)",
+			update: qwenFinal("completed", report("echo x", "Command running in background with ID: bash_1", "0", "0"), jsq("Command running in background with ID: bash_1")),
+			want: one(accum.Observation{ToolCallID: id, Command: "echo x", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{txt(C, F, "Command running in background with ID: bash_1")}})},
+		{name: "a report's words printed by the command are output (report_words)",
+			update: qwenFinal("completed", report("printf y", "Output: x\nCommand: y\nDirectory: z\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 1", "0", "0"),
+				jsq("Output: x\nCommand: y\nDirectory: z\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 1")),
+			want: one(accum.Observation{ToolCallID: id, Command: "printf y", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{txt(C, F, "Output: x\nCommand: y\nDirectory: z\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 1")}})},
+		{name: "Qwen's advice after a report whose Output holds the command's own advice: only the last is Qwen's",
+			update: qwenFinal("completed", report("make", "built\n\nNote: this foreground command ran for 1s. Next time x.", "0", "0")+"\n\nNote: this foreground command ran for 75s. Next time you run a similar long-running process, pass `is_background: true`.",
+				jsq("built\n\nNote: this foreground command ran for 1s. Next time x.\n\nNote: this foreground command ran for 75s. Next time you run a similar long-running process, pass `is_background: true`.")),
+			want: one(accum.Observation{ToolCallID: id, Command: "make", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{txt(C, F, "built\n\nNote: this foreground command ran for 1s. Next time x.")}})},
 		{name: "output that merely looks like a report line is output",
 			update: qwenFinal("completed", report("cat r.txt", "Exit Code: 7", "0", "0"), jsq("Exit Code: 7")),
 			want:   one(accum.Observation{ToolCallID: id, Command: "cat r.txt", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Exit Code: 7")}})},

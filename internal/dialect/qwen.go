@@ -643,7 +643,6 @@ var (
 	qwenReportTail = regexp.MustCompile(`\nExit Code: ([^\n]*)\nSignal: ([^\n]*)\n(?:Background PIDs: [^\n]*\n)?Process Group PGID: [^\n]*`)
 )
 
-// qwenCutLongRunHint removes the long-run advice from a text.
 // qwenShownOutput finds the output in a displayed text (0.10 to 0.23)
 // by the model's report beside it: Qwen builds both from one output, the
 // report as "Command: ...\nDirectory: ...\nOutput: <output>\nError:
@@ -681,6 +680,7 @@ func qwenShownOutput(content, display string) (string, bool) {
 // qwenHintStart opens Qwen's long-run advice after the output.
 const qwenHintStart = "\n\nNote: this foreground command ran for "
 
+// qwenCutLongRunHint removes the long-run advice from a text.
 func qwenCutLongRunHint(text string) string {
 	if loc := qwenLongRunHint.FindStringIndex(text); loc != nil {
 		return text[:loc[0]]

@@ -32,6 +32,8 @@ import (
 //   - On failure the text starts with "Exit code N": exit N from a text
 //     marker (a real value, the command has finished when Claude writes it),
 //     and the header line is not output. `_meta.terminal_exit` beats it.
+//     claude-code-acp 0.8.0's Claude Code writes no such header (see
+//     claudeHeaderSince): there the line is the command's output.
 //   - Success without the capability has no exit code anywhere: the exit
 //     stays UNKNOWN. The success-only `_meta.claudeCode.toolResponse` update
 //     is not taken as a proof of success (the field guide says exit unknown).
@@ -158,6 +160,15 @@ type claude struct {
 	// field is then no exit evidence; the agent's own "Exit code N" header
 	// is.
 	exitMadeUp bool
+	// oldWords: this build's Claude Code writes none of the words newer
+	// builds add to a Bash result, and its adapter none of
+	// claude-agent-acp's (claude-code-acp before claudeNewWordsSince): no
+	// "Exit code N" header, no empty-result notice, no moved-to-background
+	// notice, no bracketed interrupt line, no truncation note, no
+	// persisted-output preview, no notice of a call without a result.
+	// With no toolResponse to hold the output whole, those words are what
+	// the command printed.
+	oldWords bool
 }
 
 func init() { register(claude{}) }
@@ -166,8 +177,22 @@ func init() { register(claude{}) }
 // to a JetBrains AIR client, with their made-up terminal_exit set aside;
 // an unknown build is read as the newest.
 func (claude) forPeers(v Version, c Client) Dialect {
-	return claude{exitMadeUp: v.Before(claudeExitTruthful) || claudeAirClient(c)}
+	return claude{exitMadeUp: v.Before(claudeExitTruthful) || claudeAirClient(c), oldWords: v.Before(claudeNewWordsSince)}
 }
+
+// claudeNewWordsSince is the first claude-code-acp build after the last
+// one seen whose Claude Code writes none of the newer words (oldWords):
+// 0.8.0 bundles Claude Code 0.1.27 (@anthropic-ai/claude-agent-sdk),
+// whose Bash tool returns a failure's output alone (the adapter fences
+// it in the content text under `failed`: no exit code anywhere), writes
+// "<error>Command was aborted before completion</error>" for an
+// interrupt and "Command running in background with ID: X" for a
+// timeout, and nothing of the others; 0.8.0 sends no _meta, so no
+// toolResponse. 0.11.0 (Claude Code 0.1.57) writes the header and sends
+// toolResponse. 0.9.0 bundles 0.1.27 too but was not recorded, so it
+// reads with the newest rules. claude-agent-acp's builds are all
+// numbered above this (its first is 0.24.2).
+const claudeNewWordsSince = "0.9.0"
 
 // claudeAirClient says whether claude-agent-acp treats the client as
 // JetBrains AIR: its clientCapabilities hold an object at
@@ -324,26 +349,37 @@ func (claudeUpdate) unreadFields() []string {
 }
 
 func (c claude) read(msg []byte, scope string) (Frame, error) {
-	if c.exitMadeUp {
+	switch {
+	case c.oldWords:
+		return readFrame(msg, scope, observeClaudeOldWords, askClaude)
+	case c.exitMadeUp:
 		return readFrame(msg, scope, observeClaudeMadeUpExit, askClaude)
 	}
 	return readFrame(msg, scope, observeClaude, askClaude)
 }
 
 func observeClaude(u *claudeUpdate) []accum.Observation {
-	return observeClaudeBuild(u, false)
+	return observeClaudeBuild(u, claude{})
 }
 
 // observeClaudeMadeUpExit reads a build whose terminal_exit exit code is
 // made up (claude.exitMadeUp).
 func observeClaudeMadeUpExit(u *claudeUpdate) []accum.Observation {
-	return observeClaudeBuild(u, true)
+	return observeClaudeBuild(u, claude{exitMadeUp: true})
 }
 
-func observeClaudeBuild(u *claudeUpdate, exitMadeUp bool) []accum.Observation {
+// observeClaudeOldWords reads a build whose Claude Code writes none of the
+// newer words (claude.oldWords), all of them older than
+// claudeExitTruthful.
+func observeClaudeOldWords(u *claudeUpdate) []accum.Observation {
+	return observeClaudeBuild(u, claude{exitMadeUp: true, oldWords: true})
+}
+
+func observeClaudeBuild(u *claudeUpdate, b claude) []accum.Observation {
+	exitMadeUp := b.exitMadeUp
 	switch u.SessionUpdate {
 	case "tool_call", "tool_call_update":
-		return []accum.Observation{readClaude(u, exitMadeUp)}
+		return []accum.Observation{readClaude(u, b)}
 	case "terminal_update", "terminal_output_chunk":
 		if claudeTerminalAnnounced(&u.ToolCall) {
 			return nil
@@ -446,10 +482,12 @@ func claudeToolName(u *claudeUpdate) string {
 	return u.Name.S
 }
 
-func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
+func readClaude(u *claudeUpdate, b claude) accum.Observation {
 	o := claudeBase(u, u.Base())
 	ended := o.Status.Ended()
 	completed := o.Status == accum.StatusCompleted
+	exitMadeUp := b.exitMadeUp
+	old := b.oldWords
 	// The frame is the client-terminal Bash's: its header and notices
 	// are read (every frame of its result names the tool).
 	clientBash := claudeToolName(u) == claudeClientBash
@@ -481,7 +519,7 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 				o.TerminalID = td.TerminalID
 			}
 			if td.Data.S != "" {
-				claudeText(&o, td.Data.S, completed, clientBash, textKind(ended))
+				claudeText(&o, td.Data.S, completed, old, clientBash, textKind(ended))
 			}
 		}
 		if cc := m.ClaudeCode; cc != nil && cc.ToolResponse != nil {
@@ -494,7 +532,7 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 
 	switch {
 	case u.RawOutput.Text.Set:
-		claudeText(&o, u.RawOutput.Text.S, completed, clientBash, textKind(ended))
+		claudeText(&o, u.RawOutput.Text.S, completed, old, clientBash, textKind(ended))
 		if ended {
 			claudeContentNote(&o, &u.ToolCall)
 		}
@@ -506,14 +544,14 @@ func readClaude(u *claudeUpdate, exitMadeUp bool) accum.Observation {
 		// replay sends nothing else; live, the client's answers about its
 		// terminal beat it (a stronger exit, the output straight from the
 		// process).
-		claudeText(&o, strings.Join(u.RawOutput.Items, ""), completed, clientBash, textKind(ended))
+		claudeText(&o, strings.Join(u.RawOutput.Items, ""), completed, old, clientBash, textKind(ended))
 	case ended && o.Shell != accum.ShellNo && o.TerminalID == "" && u.TerminalContent() == "":
 		// No rawOutput: the fenced content text of the final frame.
 		if text, ok := u.Texts(); ok {
 			if t, fenced := StripFence(text); fenced {
 				text = t
 			}
-			claudeText(&o, text, completed, clientBash, accum.Final)
+			claudeText(&o, text, completed, old, clientBash, accum.Final)
 		}
 	}
 	return o
@@ -728,6 +766,10 @@ func claudeCutLong(s string) bool {
 // "Exit code N" header (not on a `completed` frame, which is never an
 // error), the persisted-output wrapper, truncation trailers and background
 // or timeout notices, then adds the rest as Combined output of kind k.
+// A build that writes none of the newer words (old: claude.oldWords)
+// gets only the ones it writes read (the refusal and cancel notices, the
+// lines-truncated trailer, "Command running in background with ID: X",
+// the cwd notice): the rest is output.
 // The client-terminal Bash's header and notices (claudeTermHeader,
 // claudeTermBackground, its cancel under `completed`) are read only when
 // clientBash says the frame is that tool's: in the Bash tool's output
@@ -738,7 +780,7 @@ func claudeCutLong(s string) bool {
 // (toolResponse's stdout, which Claude sends for a success only, before
 // the terminal's output): the text says so (accum.Text.Whole), with what
 // was read from them (Observation.Worded).
-func claudeText(o *accum.Observation, s string, completed, clientBash bool, k accum.TextKind) {
+func claudeText(o *accum.Observation, s string, completed, old, clientBash bool, k accum.TextKind) {
 	whole := s
 	t := strings.TrimSpace(s)
 	// Claude Code refuses and cancels under `failed`, never `completed`:
@@ -751,13 +793,13 @@ func claudeText(o *accum.Observation, s string, completed, clientBash bool, k ac
 		return
 	}
 	words := accum.Text{Stream: accum.Combined, Kind: k, Whole: whole} // words alone, unless held whole
-	if claudeNoOutput.MatchString(t) {
+	if !old && claudeNoOutput.MatchString(t) {
 		// The command printed nothing; Claude Code says so in words.
 		o.Src.Notice = "Claude Code's empty-result notice"
 		o.Texts = append(o.Texts, words)
 		return
 	}
-	if claudeUnfinished.MatchString(t) {
+	if !old && claudeUnfinished.MatchString(t) {
 		// The adapter closed a call that got no result: no output.
 		o.Src.Notice = "the adapter's notice of a call without a result"
 		if strings.HasPrefix(t, "The turn was cancelled") {
@@ -796,7 +838,7 @@ func claudeText(o *accum.Observation, s string, completed, clientBash bool, k ac
 		return
 	}
 	worded := false // s is whole but for words about the command
-	if loc := findFrom(claudeAborted, s, claudeAbortedNotice); loc != nil {
+	if loc := findFrom(claudeAborted, s, claudeAbortedNotice); loc != nil && !old {
 		// claude-agent-acp's line after the output of a command the user
 		// interrupted (toolResponse interrupted: true).
 		o.Cancelled, o.CancelNotice = true, claudeAbortedNotice
@@ -807,7 +849,7 @@ func claudeText(o *accum.Observation, s string, completed, clientBash bool, k ac
 		s, worded = s[:i], true
 	}
 	header := false // the text is an error's, under its Exit code header
-	if !completed {
+	if !completed && !old {
 		if m := claudeExitHeader.FindStringSubmatch(s); m != nil && claudeHeaderAgrees(o, m[1]) {
 			header = true
 			if c := CodeFromString(m[1]); c.Known {
@@ -821,13 +863,13 @@ func claudeText(o *accum.Observation, s string, completed, clientBash bool, k ac
 			o.Src.Notice = "Exit code header of the output text"
 		}
 	}
-	if p, size, ok := persistedPreview(s); ok {
+	if p, size, ok := persistedPreview(s); ok && !old {
 		s, truncated, worded = p, true, false
 		if size > int64(len(p)) {
 			total = size // at least: the stated size is rounded
 		}
 	}
-	if loc := findFrom(claudeTruncTrailer, s, "[Output truncated ("); loc != nil {
+	if loc := findFrom(claudeTruncTrailer, s, "[Output truncated ("); loc != nil && !old {
 		// The note states the real size of the whole output.
 		if n, err := strconv.ParseInt(s[loc[2]:loc[3]], 10, 64); err == nil {
 			total = n
@@ -841,7 +883,7 @@ func claudeText(o *accum.Observation, s string, completed, clientBash bool, k ac
 		o.Background, o.Worded.Background = true, true
 		s, worded = "", !truncated
 	}
-	if loc := findFrom(claudeBgMoved, s, "Command did not complete within its "); loc != nil {
+	if loc := findFrom(claudeBgMoved, s, "Command did not complete within its "); loc != nil && !old {
 		o.Background, o.Worded.Background = true, true
 		s, worded = s[:loc[0]], !truncated
 	}
@@ -940,7 +982,7 @@ func claudeTerminalBytes(o *accum.Observation) {
 			continue
 		}
 		r := accum.Observation{Exit: o.Exit}
-		claudeText(&r, string(t.Bytes), false, false, accum.Snapshot)
+		claudeText(&r, string(t.Bytes), false, false, false, accum.Snapshot)
 		for _, rt := range r.Texts {
 			if rt.Text != "" || rt.Truncated || rt.TotalBytes > 0 {
 				// Output: bytes again. v2 sends no other whole copy

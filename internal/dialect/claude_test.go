@@ -684,3 +684,53 @@ func TestClaudeV2TerminalText(t *testing.T) {
 			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(2, accum.ExitText, false), Texts: []accum.Text{bytesOf("\xff\xfe")}})},
 	})
 }
+
+// TestClaudeOldClaudeCode: claude-code-acp 0.8.0 bundles Claude Code
+// 0.1.27 (@anthropic-ai/claude-agent-sdk), which writes none of the
+// words newer builds add to a Bash result: no "Exit code N" header over a
+// failure (the failed result is the output alone, fenced in the content
+// text, with no exit code anywhere), no "(Bash completed with no
+// output)", no moved-to-background notice (its timeout notice is
+// "Command running in background with ID: X"), and its interrupt line is
+// "<error>Command was aborted before completion</error>"; the adapter
+// adds neither claude-agent-acp's bracketed interrupt line nor its
+// truncation note. It sends no toolResponse, so nothing else tells those
+// words from output: there they are what the command printed. Frames
+// from claude-code-acp-0.8.0_plain_tricky-notes, each step's command
+// printing the words and exiting 0 (n_hdr_fail: exit 5), and from
+// claude-code-acp-0.11.0_plain_tricky-notes (n_hdr_fail under the header
+// Claude Code 0.1.57 writes).
+func TestClaudeOldClaudeCode(t *testing.T) {
+	d := claudeDialect(t)
+	C, F := accum.Combined, accum.Final
+	done, failed := accum.StatusCompleted, accum.StatusFailed
+	final := func(id, status, text string) string {
+		return `{"toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "status": "` + status + `", "content": [{"type": "content", "content": {"type": "text", "text": ` + jsonString(text) + `}}]}`
+	}
+	kept := func(id, text string) obsCase {
+		return obsCase{name: text, update: final(id, "completed", text),
+			want: one(accum.Observation{ToolCallID: id, Status: done, Texts: []accum.Text{txt(C, F, text)}})}
+	}
+	runObsCases(t, Bind(d, ParseVersion("0.8.0")), []obsCase{
+		{name: "the first line of a failure is output, the exit unknown",
+			update: final("toolu_n_hdr_fail_49", "failed", "```\nExit code 3\nreal\n```"),
+			want:   one(accum.Observation{ToolCallID: "toolu_n_hdr_fail_49", Status: failed, Texts: []accum.Text{txt(C, F, "Exit code 3\nreal\n")}})},
+		kept("toolu_n_aborted_3", "out\n[Command was aborted before completion]"),
+		kept("toolu_n_trunc_7", "out\n[Output truncated (999 bytes total): full output saved to /tmp/x.txt]"),
+		kept("toolu_n_bgmoved_16", "out\nCommand did not complete within its 2s timeout and was moved to the background (ID: b1)."),
+		kept("toolu_n_noout_25", "(Bash completed with no output)"),
+	})
+	// Newer builds write those words (or, for claude-code-acp, send the
+	// output whole in toolResponse first): read as theirs.
+	const hdr = `{"_meta": {"claudeCode": {"toolName": "Bash"}}, "toolCallId": "toolu_n_hdr_fail_50", "sessionUpdate": "tool_call_update", "status": "failed", "content": [{"type": "content", "content": {"type": "text", "text": "` + "```" + `\nExit code 5\nExit code 3\nreal\n` + "```" + `"}}]}`
+	for _, v := range []string{"0.9.0", "0.11.0", "0.16.2", ""} {
+		runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
+			{name: "build " + v + ": the header is the exit, the rest output",
+				update: hdr,
+				want:   one(accum.Observation{ToolCallID: "toolu_n_hdr_fail_50", Shell: accum.ShellYes, Status: failed, Exit: ex(5, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Exit code 3\nreal\n")}})},
+			{name: "build " + v + ": the empty-result notice is no output",
+				update: final("toolu_n_noout_25", "completed", "(Bash completed with no output)"),
+				want:   one(accum.Observation{ToolCallID: "toolu_n_noout_25", Status: done})},
+		})
+	}
+}

@@ -309,7 +309,9 @@ func TestRecordingsUnderstood(t *testing.T) {
 // tricky-notes "exit: 7" and "<shellId: 9 completed with exit code 7>")
 // in a text the dialect does not read an exit from, on a build that gives
 // a success no exit code (plain Claude, Gemini with --debug, Gemini
-// 0.36.0's plain text; tricky-load's outputs, live and replayed): the
+// 0.36.0's plain text, and claude-agent-acp before 0.86.0 with the
+// capability, whose 0 is made up and whose 0.70.0 and older builds repeat
+// the output as rawOutput; tricky-load's outputs, live and replayed): the
 // frames say what they cannot read, these many times.
 var outputsLikeReports = map[string]map[accum.Unrecognized]int{
 	"claude-agent-acp-0.101.0_air_plain_tricky.ndjson":   {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
@@ -327,12 +329,36 @@ var outputsLikeReports = map[string]map[accum.Unrecognized]int{
 	"gemini-cli-0.45.2_debug_tricky-load.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 1},
 	// pi-acp 0.0.23 and 0.0.24 (pi 0.84.2) give a success no exit code
 	// either; in tricky-load, "[Process exited with code 7]" and the like.
-	"pi-acp-0.0.23_plain_tricky.ndjson":       {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
-	"pi-acp-0.0.23_plain_tricky-notes.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
-	"pi-acp-0.0.23_plain_tricky-load.ndjson":  {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
-	"pi-acp-0.0.24_plain_tricky.ndjson":       {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
-	"pi-acp-0.0.24_plain_tricky-notes.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
-	"pi-acp-0.0.24_plain_tricky-load.ndjson":  {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"pi-acp-0.0.23_plain_tricky.ndjson":                         {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"pi-acp-0.0.23_plain_tricky-notes.ndjson":                   {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"pi-acp-0.0.23_plain_tricky-load.ndjson":                    {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"pi-acp-0.0.24_plain_tricky.ndjson":                         {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"pi-acp-0.0.24_plain_tricky-notes.ndjson":                   {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"pi-acp-0.0.24_plain_tricky-load.ndjson":                    {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"claude-agent-acp-0.50.0_plain_tricky-load.ndjson":          {{What: accum.UnrecognizedResult, Field: "content text"}: 4, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 4},
+	"claude-agent-acp-0.50.0_plain_tricky-notes.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"claude-agent-acp-0.50.0_plain_tricky.ndjson":               {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"claude-agent-acp-0.50.0_terminal-meta_tricky-load.ndjson":  {{What: accum.UnrecognizedResult, Field: "rawOutput"}: 4},
+	"claude-agent-acp-0.50.0_terminal-meta_tricky-notes.ndjson": {{What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"claude-agent-acp-0.50.0_terminal-meta_tricky.ndjson":       {{What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"claude-agent-acp-0.70.0_plain_tricky-load.ndjson":          {{What: accum.UnrecognizedResult, Field: "content text"}: 4, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 4},
+	"claude-agent-acp-0.70.0_plain_tricky-notes.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"claude-agent-acp-0.70.0_plain_tricky.ndjson":               {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"claude-agent-acp-0.70.0_terminal-meta_tricky-load.ndjson":  {{What: accum.UnrecognizedResult, Field: "rawOutput"}: 4},
+	"claude-agent-acp-0.70.0_terminal-meta_tricky-notes.ndjson": {{What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"claude-agent-acp-0.70.0_terminal-meta_tricky.ndjson":       {{What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"claude-agent-acp-0.85.1_plain_tricky-load.ndjson":          {{What: accum.UnrecognizedResult, Field: "content text"}: 4, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 4},
+	"claude-agent-acp-0.85.1_plain_tricky-notes.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"claude-agent-acp-0.85.1_plain_tricky.ndjson":               {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"claude-agent-acp-0.86.0_plain_tricky-load.ndjson":          {{What: accum.UnrecognizedResult, Field: "content text"}: 4, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 4},
+	"claude-agent-acp-0.86.0_plain_tricky-notes.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"claude-agent-acp-0.86.0_plain_tricky.ndjson":               {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"claude-code-acp-0.11.0_plain_tricky-notes.ndjson":          {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"claude-code-acp-0.11.0_plain_tricky.ndjson":                {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-code-acp-0.13.2_plain_tricky-notes.ndjson":          {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"claude-code-acp-0.13.2_plain_tricky.ndjson":                {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
+	"claude-code-acp-0.8.0_plain_tricky-notes.ndjson":           {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-code-acp-0.8.0_plain_tricky.ndjson":                 {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
 }
 
 func TestResultBlock(t *testing.T) {

@@ -112,7 +112,11 @@ type Call struct {
 	// rawOutput: a client terminal gave the output (Text.Raw); the
 	// agent's own texts no longer change it.
 	rawOutput bool
-	endReason string
+	// wordedExit is the exit code last read from words removed from a
+	// text (Worded.Exit) that did not prove to be output, and that text,
+	// for an observation that says they were (ExitWordsOutput).
+	wordedExit *wordedExit
+	endReason  string
 
 	streams [numStreams]*Buffer
 	// echoes hold back, per stream, what could still be an echo of the
@@ -229,6 +233,7 @@ func (c *Call) Apply(o *Observation) {
 		if e := exitEvidence(o); e != nil {
 			c.exit = StrongerExit(c.exit, e)
 		}
+		c.exitWordsOutput(o)
 	} else if e := exitEvidence(o); c.exit == nil && e != nil && (c.cur.outcome != Succeeded || e.Code == 0) {
 		// A known outcome may still learn its unknown exit code, which
 		// never changes the outcome (a success takes only a 0); the
@@ -594,6 +599,36 @@ func (c *Call) flushEchoes() {
 	}
 }
 
+// wordedExit is an exit code read from words a dialect removed from a
+// text, with what it needs to undo that (see Observation.ExitWordsOutput).
+type wordedExit struct {
+	code   int32
+	stream Stream
+	// left is what the text applied after the words were removed, whole
+	// the text as sent; restore: the exit words were all it removed.
+	left, whole string
+	restore     bool
+}
+
+// exitWordsOutput undoes a wordedExit when o says the agent wrote no exit
+// line (Observation.ExitWordsOutput): the call's exit code, still the one
+// read from the words, is dropped, and the text applies whole when its
+// stream holds exactly what was left of it.
+func (c *Call) exitWordsOutput(o *Observation) {
+	w := c.wordedExit
+	if !o.ExitWordsOutput || w == nil {
+		return
+	}
+	c.wordedExit = nil
+	if e := c.exit; e == nil || e.Source != ExitText || e.Code != w.code {
+		return // other evidence decides
+	}
+	c.exit = nil
+	if b := c.streams[w.stream]; w.restore && b != nil && !b.truncated() && string(b.held()) == w.left {
+		c.applyText(Text{Stream: w.stream, Kind: Snapshot, Text: w.whole}, false)
+	}
+}
+
 // wordsAsOutput returns o, or a copy of it in which each text whose Whole
 // the call's stream already holds applies whole, without the evidence
 // read from the words removed from it (see Text.Whole); a text with words
@@ -605,16 +640,26 @@ func (c *Call) wordsAsOutput(o *Observation) *Observation {
 	cp := *o
 	cp.Texts = make([]Text, 0, len(o.Texts))
 	output := false // words proved to be output
+	var worded *wordedExit
 	for _, t := range o.Texts {
 		if whole := t.Whole; whole != "" && t.Bytes == nil && (t.Kind == Snapshot || t.Kind == Final) {
 			t.Whole = ""
 			if b := c.streams[t.Stream]; b != nil && !b.truncated() && string(b.held()) == whole {
 				t.Text, output = whole, true
-			} else if t.Text == "" && !t.Truncated && t.TotalBytes == 0 {
-				continue // words and nothing else
+			} else {
+				if o.Worded.Exit && o.Exit != nil && o.Exit.Source == ExitText {
+					worded = &wordedExit{code: o.Exit.Code, stream: t.Stream, left: t.Text, whole: whole,
+						restore: o.Worded == Worded{Exit: true} && !t.Truncated && t.TotalBytes == 0}
+				}
+				if t.Text == "" && !t.Truncated && t.TotalBytes == 0 {
+					continue // words and nothing else
+				}
 			}
 		}
 		cp.Texts = append(cp.Texts, t)
+	}
+	if !output && worded != nil {
+		c.wordedExit = worded
 	}
 	if w := cp.Worded; output {
 		if w.Exit && cp.Exit != nil && cp.Exit.Source == ExitText {

@@ -762,6 +762,57 @@ func TestCallWordsThatWereOutput(t *testing.T) {
 	assert.NotNil(t, header.Exit)
 }
 
+// TestCallExitWordsOutput: an exit code read from words the dialect
+// removed (an "Exit code N" header on a frame without a status) is
+// dropped when a later frame says the agent wrote no such line
+// (ExitWordsOutput: it ends the call as one not flagged as failed), and
+// the text applies whole again when the stream holds what was left of
+// it. A session/load replay seen alone sends the header-like first line
+// of a success so, with no earlier copy of the output to prove it.
+func TestCallExitWordsOutput(t *testing.T) {
+	const whole = "Exit code 3\nreal"
+	header := func() Observation {
+		return Observation{Shell: ShellYes, Exit: exit(3, ExitText), Worded: Worded{Exit: true},
+			Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: "real", Whole: whole}}}
+	}
+	headerAndNotice := func() Observation {
+		o := header()
+		o.Worded.Background = true
+		return o
+	}
+	noFailure := Observation{Status: StatusCompleted, ExitWordsOutput: true, ExitSetAside: true}
+	for _, tc := range []struct {
+		name    string
+		obs     []Observation
+		outcome Outcome
+		exit    *int32
+		output  string
+	}{
+		{"the final says no failure: the line is output, no exit", []Observation{header(), noFailure}, Unknown, nil, whole},
+		{"replayed, the same", []Observation{replayedObs(header()), replayedObs(noFailure)}, Unknown, nil, whole},
+		{"the final says failed: the header is the exit", []Observation{header(), {Status: StatusFailed}}, Failed, ptr(3), "real"},
+		{"a stronger exit stands", []Observation{header(), {Status: StatusCompleted, ExitWordsOutput: true, Exit: exit(0, ExitTerminal)}}, Succeeded, ptr(0), "real"},
+		{"other words removed too: the exit goes, the text stays", []Observation{headerAndNotice(), noFailure}, Unknown, nil, "real"},
+		{"the stream changed since: the exit goes, the text stays", []Observation{header(), {Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: "real\nmore"}}}, noFailure}, Unknown, nil, "real\nmore"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCall("c", 1024)
+			for i := range tc.obs {
+				c.Apply(&tc.obs[i])
+			}
+			r, _ := c.Revision()
+			assert.Equal(t, tc.outcome, r.Outcome, r.OutcomeReason)
+			assert.Equal(t, tc.exit, r.ExitCode)
+			assert.Equal(t, tc.output, c.streams[Combined].Whole().Text)
+		})
+	}
+}
+
+func replayedObs(o Observation) Observation {
+	o.Replayed = true
+	return o
+}
+
 // TestReplayDropsALiveOnlyExit: an exit a dialect says is evidence only on
 // a live frame (ExitLiveOnly: the agent makes it up when it replays) says
 // nothing on a replayed one, whether the call ended live without an exit

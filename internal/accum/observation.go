@@ -316,6 +316,15 @@ type Observation struct {
 	// Worded is the evidence the dialect read from words it removed from a
 	// text (see Text.Whole), dropped when those words prove to be output.
 	Worded Worded
+	// ExitWordsOutput says the frame shows that the agent wrote no exit
+	// line over this call's output: it ends the call as one the agent
+	// writes such a line for only when the command failed, and says it
+	// did not. An exit code an earlier frame read from words removed from
+	// a text (Worded.Exit) was then the command's own output: the call
+	// drops that code and, when the stream still holds exactly what the
+	// text left and those words were all that was removed, puts the text
+	// back whole.
+	ExitWordsOutput bool
 
 	// Replayed says the observation restates history (an agent replaying
 	// a loaded session, ACP `session/load`), which is often poorer than
@@ -432,13 +441,14 @@ func (o *Observation) TakeEvidence() Observation {
 	ev := Observation{
 		TerminalID: o.TerminalID, Texts: o.Texts, Exit: o.Exit, ExitSetAside: o.ExitSetAside, ExitLiveOnly: o.ExitLiveOnly,
 		Signal: o.Signal, TimedOut: o.TimedOut, Background: o.Background, FailNotice: o.FailNotice,
-		Succeeded: o.Succeeded, Failed: o.Failed, Verdict: o.Verdict, Worded: o.Worded,
+		Succeeded: o.Succeeded, Failed: o.Failed, Verdict: o.Verdict, Worded: o.Worded, ExitWordsOutput: o.ExitWordsOutput,
 		Replayed: o.Replayed, NoEcho: o.NoEcho, Unrecognized: o.Unrecognized,
 		Src: Sources{Exit: o.Src.Exit, Output: o.Src.Output, Notice: o.Src.Notice},
 	}
 	o.TerminalID, o.AboutTerminal, o.Texts, o.Exit, o.ExitSetAside, o.ExitLiveOnly = "", false, nil, nil, false, false
 	o.Signal, o.TimedOut, o.Background, o.FailNotice = "", false, false, ""
 	o.Succeeded, o.Failed, o.Verdict, o.Worded, o.Unrecognized = false, false, VerdictNone, Worded{}, nil
+	o.ExitWordsOutput = false
 	o.Src.Exit, o.Src.Output, o.Src.Notice = "", "", ""
 	return ev
 }

@@ -33,7 +33,11 @@ import (
 //     marker (a real value, the command has finished when Claude writes it),
 //     and the header line is not output. `_meta.terminal_exit` beats it.
 //     claude-code-acp 0.8.0's Claude Code writes no such header (see
-//     claudeHeaderSince): there the line is the command's output.
+//     claudeNewWordsSince): there the line is the command's output. A
+//     `completed` Bash final says no header was written (a success:
+//     Observation.ExitWordsOutput), so a header read on an earlier frame
+//     without a status, a session/load replay's terminal_output with no
+//     toolResponse before it, was the command's first line.
 //   - Success without the capability has no exit code anywhere: the exit
 //     stays UNKNOWN. The success-only `_meta.claudeCode.toolResponse` update
 //     is not taken as a proof of success (the field guide says exit unknown).
@@ -530,6 +534,14 @@ func readClaude(u *claudeUpdate, b claude) accum.Observation {
 		}
 	}
 
+	if completed && !clientBash {
+		// Claude Code writes its "Exit code N" header only over a result
+		// it flags as an error, which the adapters end `failed`: a header
+		// read from an earlier frame without a status (a terminal_output,
+		// which a session/load replay sends with no toolResponse before
+		// it) was the command's first line.
+		o.ExitWordsOutput = true
+	}
 	switch {
 	case u.RawOutput.Text.Set:
 		claudeText(&o, u.RawOutput.Text.S, completed, old, clientBash, textKind(ended))

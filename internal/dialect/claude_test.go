@@ -734,3 +734,36 @@ func TestClaudeOldClaudeCode(t *testing.T) {
 		})
 	}
 }
+
+// TestClaudeCompletedSaysNoHeader: Claude Code writes its "Exit code N"
+// header only over a result it flags as an error, which the adapters end
+// `failed`. A `completed` Bash final says so (ExitWordsOutput): a header
+// read on an earlier frame without a status (a session/load replay's
+// terminal_output, with no toolResponse before it) was the command's first
+// line. The client-terminal Bash writes its own header under `completed`:
+// its final says nothing of the kind. Frames from
+// claude-agent-acp-0.85.1_terminal-meta_exitline-load (the replay of
+// exitline_first) and claude-code-acp's mcp__acp__Bash.
+func TestClaudeCompletedSaysNoHeader(t *testing.T) {
+	yes, done, C, S := accum.ShellYes, accum.StatusCompleted, accum.Combined, accum.Snapshot
+	for _, v := range []string{"0.85.1", "0.101.0"} {
+		d := Bind(claudeDialect(t), ParseVersion(v))
+		runObsCases(t, d, []obsCase{
+			{name: v + ": the replayed output, without a status: the header is read",
+				update: `{"_meta": {"terminal_output": {"terminal_id": "toolu_exitline_first_2", "data": "Exit code 3\nreal"}}, "toolCallId": "toolu_exitline_first_2", "sessionUpdate": "tool_call_update"}`,
+				want: one(accum.Observation{ToolCallID: "toolu_exitline_first_2", TerminalID: "toolu_exitline_first_2", Shell: yes,
+					Exit: ex(3, accum.ExitText, false), Worded: accum.Worded{Exit: true},
+					Texts: []accum.Text{{Stream: C, Kind: S, Text: "real", Whole: "Exit code 3\nreal"}}})},
+			{name: v + ": the completed final: no header was written",
+				update: `{"_meta": {"claudeCode": {"toolName": "Bash"}, "terminal_exit": {"terminal_id": "toolu_exitline_first_2", "exit_code": 0, "signal": null}}, "toolCallId": "toolu_exitline_first_2", "sessionUpdate": "tool_call_update", "status": "completed", "content": [{"type": "terminal", "terminalId": "toolu_exitline_first_2"}]}`,
+				want: one(accum.Observation{ToolCallID: "toolu_exitline_first_2", TerminalID: "toolu_exitline_first_2", Shell: yes, Status: done,
+					ExitSetAside: v == "0.85.1", ExitWordsOutput: true})},
+		})
+	}
+	runObsCases(t, claudeDialect(t), []obsCase{
+		{name: "the client-terminal Bash's own header under completed",
+			update: `{"_meta": {"claudeCode": {"toolName": "mcp__acp__Bash"}}, "toolCallId": "t", "sessionUpdate": "tool_call_update", "status": "completed", "rawOutput": [{"type": "text", "text": "Exited with code 3.Final output:\n\nx\n"}]}`,
+			want: one(accum.Observation{ToolCallID: "t", Shell: yes, Status: done, Exit: ex(3, accum.ExitText, false), Worded: accum.Worded{Exit: true},
+				Texts: []accum.Text{{Stream: C, Kind: accum.Final, Text: "x\n", Whole: "Exited with code 3.Final output:\n\nx\n"}}})},
+	})
+}

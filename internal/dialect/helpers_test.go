@@ -83,10 +83,11 @@ func withoutProvenance(obs []accum.Observation) []accum.Observation {
 }
 
 // saysWords says whether observations tell which words were removed
-// from their texts (accum.Text.Whole, Observation.Worded).
+// from their texts (accum.Text.Whole, Observation.Worded), or that words
+// removed before were output (Observation.ExitWordsOutput).
 func saysWords(obs []accum.Observation) bool {
 	for _, o := range obs {
-		if o.Worded != (accum.Worded{}) {
+		if o.Worded != (accum.Worded{}) || o.ExitWordsOutput {
 			return true
 		}
 		for _, t := range o.Texts {
@@ -105,7 +106,7 @@ func saysWords(obs []accum.Observation) bool {
 func withoutWords(obs []accum.Observation) []accum.Observation {
 	for i := range obs {
 		o := &obs[i]
-		o.Worded = accum.Worded{}
+		o.Worded, o.ExitWordsOutput = accum.Worded{}, false
 		kept := o.Texts[:0]
 		for _, t := range o.Texts {
 			if t.Whole != "" && t.Text == "" && !t.Truncated && t.TotalBytes == 0 {

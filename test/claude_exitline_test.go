@@ -1,0 +1,95 @@
+package test
+
+// The exitline-load scenario of test/agents on claude-agent-acp: commands
+// whose output starts with "Exit code 3" (exit 0) or ends in another
+// agent's exit line (exit 5), and `false`, then a session/load. The
+// replay sends no toolResponse: a client that sees only the replay (the
+// agent's second process) has the terminal_output text, without a
+// status, then a `completed` or `failed` final whose terminal_exit is
+// made up (before 0.86.0) or restated (a success's 0, from 0.86.0).
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/acpnorm/acpnorm/internal/replay"
+)
+
+// secondProcess is the part of a load recording from the second
+// `initialize` on: what a client that attaches to the restarted agent sees.
+func secondProcess(t *testing.T, lines []replay.Line) []replay.Line {
+	t.Helper()
+	n := 0
+	for i, l := range lines {
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(l.Msg, &m) == nil && m.Method == "initialize" {
+			if n++; n == 2 {
+				return lines[i:]
+			}
+		}
+	}
+	t.Fatal("no second initialize")
+	return nil
+}
+
+func TestClaudeExitLineReplayedAlone(t *testing.T) {
+	type want struct {
+		outcome string
+		exit    *int32
+		output  string
+	}
+	code := func(n int32) *int32 { return &n }
+	wants := map[string]want{
+		"printf 'Exit code 3\\nreal\\n'":                       {"SHELL_OUTCOME_UNKNOWN", nil, "Exit code 3\nreal"},
+		"printf 'out\\nCommand exited with code 0\\n'; exit 5": {"SHELL_OUTCOME_FAILED", code(5), "out\nCommand exited with code 0"},
+		"false": {"SHELL_OUTCOME_FAILED", code(1), ""},
+	}
+	for _, build := range []string{"0.70.0", "0.85.1", "0.86.0", "0.101.0"} {
+		t.Run(build, func(t *testing.T) {
+			file := filepath.Join("testdata/recordings/agents", "claude-agent-acp-"+build+"_terminal-meta_exitline-load.ndjson")
+			lines, err := replay.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			resps, err := replay.Play(ctx, inProcess(t), secondProcess(t, lines), replay.Options{SessionID: "exitline-" + build, Dialect: "auto"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, errs := replay.Fold(resps)
+			if len(errs) > 0 {
+				t.Fatalf("frame errors: %v", errs)
+			}
+			seen := 0
+			for _, cl := range calls {
+				x := cl.Last
+				w, ok := wants[x.GetCommand()]
+				if !ok {
+					continue
+				}
+				seen++
+				if got := x.GetOutcome().String(); got != w.outcome {
+					t.Errorf("%s: outcome %s (%s), want %s", x.GetCommand(), got, x.GetOutcomeReason(), w.outcome)
+				}
+				switch {
+				case w.exit == nil && x.ExitCode != nil:
+					t.Errorf("%s: exit %d, want none", x.GetCommand(), *x.ExitCode)
+				case w.exit != nil && (x.ExitCode == nil || *x.ExitCode != *w.exit):
+					t.Errorf("%s: exit %v, want %d", x.GetCommand(), x.ExitCode, *w.exit)
+				}
+				if got := x.GetOutput().GetText(); got != w.output {
+					t.Errorf("%s: output %q, want %q", x.GetCommand(), got, w.output)
+				}
+			}
+			if seen != len(wants) {
+				t.Errorf("%d of the %d commands replayed", seen, len(wants))
+			}
+		})
+	}
+}

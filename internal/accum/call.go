@@ -3,6 +3,7 @@ package accum
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // State is where a shell command is in its life.
@@ -113,8 +114,9 @@ type Call struct {
 	// agent's own texts no longer change it.
 	rawOutput bool
 	// wordedExit is the exit code last read from words removed from a
-	// text (Worded.Exit) that did not prove to be output, and that text,
-	// for an observation that says they were (ExitWordsOutput).
+	// text (Worded.Exit) that did not prove to be output, and those
+	// words, for an observation that says they were (ExitWordsOutput).
+	// It is part of the stored state.
 	wordedExit *wordedExit
 	endReason  string
 
@@ -600,14 +602,49 @@ func (c *Call) flushEchoes() {
 }
 
 // wordedExit is an exit code read from words a dialect removed from a
-// text, with what it needs to undo that (see Observation.ExitWordsOutput).
+// text, with what it needs to undo that (see Observation.ExitWordsOutput):
+// the words themselves, never the text they were removed from, so that it
+// costs the call (and its stored state) only their size.
 type wordedExit struct {
 	code   int32
 	stream Stream
-	// left is what the text applied after the words were removed, whole
-	// the text as sent; restore: the exit words were all it removed.
-	left, whole string
-	restore     bool
+	// restore: the exit words were all that was removed, from the start
+	// (head) or the end (tail) of the text; what was left of it was
+	// leftLen bytes with the checksum leftSum.
+	restore    bool
+	head, tail string
+	leftLen    int
+	leftSum    uint64
+}
+
+// newWordedExit records the exit code removed with the words of t (whole
+// as sent, t.Text what was left); restore says those words were all that
+// was removed and the text was not cut.
+func newWordedExit(code int32, t *Text, whole string, restore bool) *wordedExit {
+	w := &wordedExit{code: code, stream: t.Stream, leftLen: len(t.Text), leftSum: checksum(t.Text)}
+	switch words := len(whole) - len(t.Text); {
+	case !restore || words > maxExitWords || len(t.Text) > MaxStateLimit:
+		// Longer words are no exit line (they are kept out of the state).
+	case strings.HasSuffix(whole, t.Text):
+		w.head, w.restore = whole[:words], true
+	case strings.HasPrefix(whole, t.Text):
+		w.tail, w.restore = whole[len(t.Text):], true
+	}
+	return w
+}
+
+// maxExitWords bounds the removed words a wordedExit keeps to put back.
+const maxExitWords = 1024
+
+// checksum is FNV-1a of s: what a wordedExit keeps to know the text it
+// left, which the stream must still hold exactly to take the words back.
+func checksum[S ~string | ~[]byte](s S) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // exitWordsOutput undoes a wordedExit when o says the agent wrote no exit
@@ -624,8 +661,18 @@ func (c *Call) exitWordsOutput(o *Observation) {
 		return // other evidence decides
 	}
 	c.exit = nil
-	if b := c.streams[w.stream]; w.restore && b != nil && !b.truncated() && string(b.held()) == w.left {
-		c.applyText(Text{Stream: w.stream, Kind: Snapshot, Text: w.whole}, false)
+	if !w.restore {
+		return
+	}
+	var held []byte
+	if b := c.streams[w.stream]; b != nil {
+		if b.truncated() {
+			return
+		}
+		held = b.held()
+	}
+	if len(held) == w.leftLen && checksum(held) == w.leftSum {
+		c.applyText(Text{Stream: w.stream, Kind: Snapshot, Text: w.head + string(held) + w.tail}, false)
 	}
 }
 
@@ -648,8 +695,7 @@ func (c *Call) wordsAsOutput(o *Observation) *Observation {
 				t.Text, output = whole, true
 			} else {
 				if o.Worded.Exit && o.Exit != nil && o.Exit.Source == ExitText {
-					worded = &wordedExit{code: o.Exit.Code, stream: t.Stream, left: t.Text, whole: whole,
-						restore: o.Worded == Worded{Exit: true} && !t.Truncated && t.TotalBytes == 0}
+					worded = newWordedExit(o.Exit.Code, &t, whole, o.Worded == Worded{Exit: true} && !t.Truncated && t.TotalBytes == 0)
 				}
 				if t.Text == "" && !t.Truncated && t.TotalBytes == 0 {
 					continue // words and nothing else

@@ -808,6 +808,43 @@ func TestCallExitWordsOutput(t *testing.T) {
 	}
 }
 
+// TestCallExitWordsOutputRestored: what the call keeps of removed exit
+// words survives AppendState and RestoreCall, so a session that another
+// replica continues (or that is loaded again from the store) between the
+// header and the final still puts the line back. The words alone are
+// stored, not the text they were removed from.
+func TestCallExitWordsOutputRestored(t *testing.T) {
+	for _, tc := range []struct {
+		name, whole, left string
+		output            string
+	}{
+		{"a header", "Exit code 3\nreal", "real", "Exit code 3\nreal"},
+		{"a trailer", "real\nexit status 3", "real", "real\nexit status 3"},
+		{"words alone", "Exit code 3", "", "Exit code 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCall("c", 1024)
+			c.Apply(&Observation{Shell: ShellYes, Exit: exit(3, ExitText), Worded: Worded{Exit: true},
+				Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: tc.left, Whole: tc.whole}}})
+			var st simStore
+			state := saveCall(t, c, &st, false)
+			if tc.left != "" {
+				assert.NotContains(t, string(state), tc.whole, "the state holds the words, not the text")
+			}
+			r := restoreCall(t, c, state, &st)
+			r.Apply(&Observation{Status: StatusCompleted, ExitWordsOutput: true, ExitSetAside: true})
+			rev, _ := r.Revision()
+			assert.Equal(t, Unknown, rev.Outcome, rev.OutcomeReason)
+			assert.Nil(t, rev.ExitCode)
+			out := ""
+			if b := r.streams[Combined]; b != nil {
+				out = b.Whole().Text
+			}
+			assert.Equal(t, tc.output, out)
+		})
+	}
+}
+
 func replayedObs(o Observation) Observation {
 	o.Replayed = true
 	return o

@@ -108,6 +108,8 @@ const (
 	callExitSetAside
 	callRawOutput
 	callCommandFromTitle
+	callWordedExit
+	callWordedRestore
 )
 
 const (
@@ -163,6 +165,8 @@ func (c *Call) AppendState(b []byte) []byte {
 	setBit(&flags, callExitSetAside, c.exitSetAside)
 	setBit(&flags, callRawOutput, c.rawOutput)
 	setBit(&flags, callCommandFromTitle, c.commandFromTitle)
+	setBit(&flags, callWordedExit, c.wordedExit != nil)
+	setBit(&flags, callWordedRestore, c.wordedExit != nil && c.wordedExit.restore)
 	b = binary.AppendUvarint(b, flags)
 	if c.exit != nil {
 		b = binary.AppendVarint(b, int64(c.exit.Code))
@@ -171,6 +175,14 @@ func (c *Call) AppendState(b []byte) []byte {
 	b = wire.AppendString(b, c.cancelWhy)
 	b = wire.AppendString(b, c.notice)
 	b = wire.AppendString(b, c.endReason)
+	if w := c.wordedExit; w != nil {
+		b = binary.AppendVarint(b, int64(w.code))
+		b = append(b, byte(w.stream))
+		b = wire.AppendString(b, w.head)
+		b = wire.AppendString(b, w.tail)
+		b = binary.AppendUvarint(b, uint64(w.leftLen))
+		b = binary.AppendUvarint(b, w.leftSum)
+	}
 	var present byte
 	for s, buf := range c.streams {
 		if buf != nil {
@@ -287,7 +299,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	}
 	c.revision = uint32(rev)
 	flags := d.Uvarint("call flags")
-	if d.Err == nil && flags >= callCommandFromTitle<<1 {
+	if d.Err == nil && flags >= callWordedRestore<<1 {
 		d.Fail("unknown call flags %#x", flags)
 	}
 	c.cancelled = flags&callCancelled != 0
@@ -313,6 +325,11 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	c.cancelWhy = d.String("cancel reason")
 	c.notice = d.String("cancel notice")
 	c.endReason = d.String("end reason")
+	if flags&callWordedExit != 0 {
+		c.wordedExit = d.wordedExit(flags&callWordedRestore != 0)
+	} else if flags&callWordedRestore != 0 {
+		d.Fail("a worded-exit restore flag without a worded exit")
+	}
 	present := d.Byte("stream set")
 	if d.Err == nil && present >= 1<<NumStreams {
 		d.Fail("stream set %#x names unknown streams", present)
@@ -340,6 +357,22 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 // decoder reads an encoded call state (see package wire); its own
 // methods read the call's parts.
 type decoder struct{ wire.Reader }
+
+// wordedExit reads a Call's wordedExit.
+func (d *decoder) wordedExit(restore bool) *wordedExit {
+	w := &wordedExit{restore: restore}
+	code := d.Varint("worded exit code")
+	if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {
+		d.Fail("worded exit code %d is out of range", code)
+	}
+	w.code = int32(code)
+	w.stream = Stream(d.enum("worded exit stream", byte(NumStreams-1)))
+	w.head = d.String("worded exit head")
+	w.tail = d.String("worded exit tail")
+	w.leftLen = int(d.Size("worded exit text length", MaxStateLimit))
+	w.leftSum = d.Uvarint("worded exit checksum")
+	return w
+}
 
 // enum reads a byte that must be at most max.
 func (d *decoder) enum(what string, max byte) byte {

@@ -99,8 +99,10 @@ import (
 //     is skipped like every update that is not about a tool call.
 type qwen struct {
 	// titleDescribes: the build (before 0.15.6; 0.8.2 and 0.10.1
-	// recorded) asks permission before any tool_call and without
-	// rawInput, titling the call "<command> [timeout: Nms] (<description>)":
+	// recorded; 0.12.0's asks already carry rawInput, and its report's
+	// Command line is rawInput's command; 0.15.6, the next on npm, was
+	// recorded reading right with the newest rules) asks permission
+	// before any tool_call and without rawInput, titling the call "<command> [timeout: Nms] (<description>)":
 	// the title's last parenthesis is the description, unless it holds a
 	// shell operator (see cutTitleDescription), and the final report
 	// names the command as run (see qwenReportCommand).
@@ -112,8 +114,9 @@ type qwen struct {
 	// the version before it on npm, runs a command in a terminal only
 	// when the user's settings ask for one (`shouldUseNodePtyShell ??
 	// false`); 0.12.0 by default (`?? true`); 0.15.6, the next version on
-	// npm, renders the buffer trimmed (serializeTerminalToText), as
-	// 0.15.10 (recorded) shows.
+	// npm, renders the buffer trimmed (serializeTerminalToText), as its
+	// recordings show (qwen-code-0.15.6_plain_*: no padding, and the
+	// tricky `notes` line of over 80 columns comes whole).
 	screenText bool
 }
 

@@ -86,19 +86,24 @@ func init() { register(opencode{}) }
 // recorded the same; the registry holds no other 7.0 to 7.4 build). Kilo
 // from 7.7 (7.7.2 and 7.7.7 recorded sending a silent command's "(no
 // output)" live) sends its final text there too, and so may a build the
-// dialect does not know, or one in between (7.5, 7.6: not recorded).
+// dialect does not know, or one in between (7.5, 7.6: the registry has
+// no linux binary of them, not recorded).
 //
-// Of those, OpenCode 1.3.0 and Kilo 7.0.33 never write "(no output)" at
-// all (a silent command's final text is empty; their binaries hold no
-// such text), while OpenCode 1.14.34 and later do: the words are the
-// command's on the final too for OpenCode up to 1.3.0 and Kilo's 7.0
-// line (wordsAreOutput). The builds between 1.3.0 and 1.14.34 are not
-// recorded: their final "(no output)" stays the placeholder.
+// Of those, OpenCode 1.3.0 and 1.3.2 and Kilo 7.0.33 never write "(no
+// output)" at all (a silent command's final text is empty; their
+// binaries hold no such text), while OpenCode 1.14.34 and later do: the
+// words are the command's on the final too for OpenCode up to 1.3.2 and
+// Kilo's 7.0 line (wordsAreOutput). npm has no OpenCode build between
+// 1.3.2 and 1.14.34.
 func (opencode) forVersion(v Version) Dialect {
 	old := v.Known() && v.Before("7.1.0")
 	kilo70 := old && !v.Before("7.0.0")
-	return opencode{liveIsOutput: old, wordsAreOutput: old && (v.Before("1.3.1") || kilo70)}
+	return opencode{liveIsOutput: old, wordsAreOutput: old && (v.Before(opencodeWordsFrom) || kilo70)}
 }
+
+// opencodeWordsFrom is the first build after 1.3.2, the newest recorded
+// that never writes "(no output)"; the next on npm, 1.14.34, writes it.
+const opencodeWordsFrom = "1.3.3"
 
 func (opencode) Info() Info {
 	// Auth method signs: opencode-login (OpenCode's, and Kilo's before

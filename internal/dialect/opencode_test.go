@@ -637,10 +637,11 @@ func TestOpencodeLiveNoOutputByBuild(t *testing.T) {
 	}})
 }
 
-// TestOpencodeNoOutputWordsByBuild: OpenCode 1.3.0 and Kilo 7.0.33 never
-// write "(no output)" for a silent command: its final text is empty
-// (opencode-1.3.0_bash-ask_tricky and kilo-7.0.33_bash-ask_tricky,
-// call_silent_false_33), and their binaries hold no such text. So on
+// TestOpencodeNoOutputWordsByBuild: OpenCode 1.3.0 and 1.3.2 and Kilo
+// 7.0.33 never write "(no output)" for a silent command: its final text
+// is empty (opencode-1.3.0_bash-ask_tricky, opencode-1.3.2_bash-ask_tricky
+// and kilo-7.0.33_bash-ask_tricky, call_silent_false_33), and their
+// binaries hold no such text. So on
 // these builds the words, on the final as on a live frame, are what the
 // command printed (kilo-7.0.33_bash-ask_tricky-more, call_m_no_output_39:
 // `printf '(no output)'`), also where no live frame came before (a
@@ -656,6 +657,10 @@ func TestOpencodeNoOutputWordsByBuild(t *testing.T) {
 		printed bool
 	}{
 		{"1.3.0", true},
+		// 1.3.2, the last build before 1.14.34 on npm: a silent command's
+		// final is empty too (opencode-1.3.2_bash-ask_tricky,
+		// call_silent_false_33), and its binary holds no such words.
+		{"1.3.2", true},
 		{"7.0.33", true}, // Kilo, named OpenCode
 		{"1.14.34", false},
 		{"1.18.33", false},

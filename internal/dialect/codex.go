@@ -90,8 +90,8 @@ type codex struct {
 	// as exit_code 1, the same as a real exit 1, with no signal anywhere:
 	// under the PTY an exit 1 of that build is no evidence of an exit
 	// status (the call is Failed, its exit unknown). Other codes are
-	// truthful there. 0.9.2 (the next build on npm) and later send -1
-	// (see codexNoExit). The PTY shows in process_id or a source
+	// truthful there. 0.9.2 (the next build on npm, recorded) and later
+	// send -1 (see codexNoExit). The PTY shows in process_id or a source
 	// "unified_exec*" from 0.7.4; 0.4.4's end event has neither, and the
 	// PTY shows only in CRLF line ends (codexCRLFOnly).
 	killedIsOne bool

@@ -527,11 +527,18 @@ func TestCodexBuilds(t *testing.T) {
 				Texts: []accum.Text{txt(accum.Stdout, F, ""), txt(accum.Stderr, F, "")}}},
 		{"0.8.2", "0.8.2 sends 1 for a kill too", killedPTY,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Failed: true, Texts: killedOut}},
+		// codex-acp-0.9.2_unified-exec_plain_full, call_kill_29:
+		// `exit_code: -1` beside process_id and source.
 		{"0.9.2", "0.9.2 sends -1 for a kill: its exit 1 is an exit 1", killedPTY,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
 		{"0.10.0", "so does 0.10.0", killedPTY,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: failed, Exit: ex(1, accum.ExitStructured, false), Texts: killedOut}},
 		{"0.9.5", "a shortened aggregate: the tail after Codex's marker, truncated, never replacing fuller text", shortBig,
+			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
+				Texts: []accum.Text{{Stream: C, Kind: accum.Window, Text: "7\n59999\n60000\n", Truncated: true}}}},
+		// codex-acp-0.9.2_unified-exec_plain_full, call_big_17: the same
+		// "Total output lines" header and "…N tokens truncated…" marker.
+		{"0.9.2", "0.9.2 shortens the aggregate too", shortBig,
 			accum.Observation{ToolCallID: "c1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Exit: ex(0, accum.ExitStructured, false),
 				Texts: []accum.Text{{Stream: C, Kind: accum.Window, Text: "7\n59999\n60000\n", Truncated: true}}}},
 		{"0.10.0", "0.10.0 sends the raw output: such a text is output", shortBig,

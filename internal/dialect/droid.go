@@ -65,8 +65,9 @@ func (droid) forVersion(v Version) Dialect {
 }
 
 // droidMiddleMarkFrom is the first build after 0.117.0, the newest
-// studied without the middle-section mark (nothing between it and
-// 0.215.0 was studied, so the newest rules apply).
+// studied without the middle-section mark. npm has no build between
+// 0.117.0 and 0.215.0 (neither of droid nor of @factory/cli-linux-x64,
+// looked up 2026-12-05), so no recorded build sits in the gap.
 const droidMiddleMarkFrom = "0.117.1"
 
 func (droid) Info() Info {

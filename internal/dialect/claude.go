@@ -32,8 +32,8 @@ import (
 //   - On failure the text starts with "Exit code N": exit N from a text
 //     marker (a real value, the command has finished when Claude writes it),
 //     and the header line is not output. `_meta.terminal_exit` beats it.
-//     claude-code-acp 0.8.0's Claude Code writes no such header (see
-//     claudeNewWordsSince): there the line is the command's output. A
+//     claude-code-acp 0.8.0's and 0.9.0's Claude Code write no such header
+//     (see claudeNewWordsSince): there the line is the command's output. A
 //     `completed` Bash final says no header was written (a success:
 //     Observation.ExitWordsOutput), so a header read on an earlier frame
 //     without a status, a session/load replay's terminal_output with no
@@ -184,19 +184,20 @@ func (claude) forPeers(v Version, c Client) Dialect {
 	return claude{exitMadeUp: v.Before(claudeExitTruthful) || claudeAirClient(c), oldWords: v.Before(claudeNewWordsSince)}
 }
 
-// claudeNewWordsSince is the first claude-code-acp build after the last
-// one seen whose Claude Code writes none of the newer words (oldWords):
-// 0.8.0 bundles Claude Code 0.1.27 (@anthropic-ai/claude-agent-sdk),
-// whose Bash tool returns a failure's output alone (the adapter fences
-// it in the content text under `failed`: no exit code anywhere), writes
-// "<error>Command was aborted before completion</error>" for an
-// interrupt and "Command running in background with ID: X" for a
-// timeout, and nothing of the others; 0.8.0 sends no _meta, so no
-// toolResponse. 0.11.0 (Claude Code 0.1.57) writes the header and sends
-// toolResponse. 0.9.0 bundles 0.1.27 too but was not recorded, so it
-// reads with the newest rules. claude-agent-acp's builds are all
-// numbered above this (its first is 0.24.2).
-const claudeNewWordsSince = "0.9.0"
+// claudeNewWordsSince is the first claude-code-acp build whose Claude Code
+// writes the newer words, the build npm published after the last one seen
+// writing none of them (oldWords). 0.8.0 and 0.9.0 bundle Claude Code
+// 0.1.27 (@anthropic-ai/claude-agent-sdk), whose Bash tool returns a
+// failure's output alone (the adapter fences it in the content text under
+// `failed`: no exit code anywhere), writes "<error>Command was aborted
+// before completion</error>" for an interrupt and "Command running in
+// background with ID: X" for a timeout, and nothing of the others; both
+// send no _meta, so no toolResponse. Every 0.10 build on npm, 0.10.2 to
+// 0.10.10 (Claude Code 0.1.37 to 0.1.55), and 0.11.0 (0.1.57) write the
+// header and send toolResponse; npm has no 0.10.0 or 0.10.1.
+// claude-agent-acp's builds are all numbered above this (its first is
+// 0.24.2).
+const claudeNewWordsSince = "0.10.2"
 
 // claudeAirClient says whether claude-agent-acp treats the client as
 // JetBrains AIR: its clientCapabilities hold an object at

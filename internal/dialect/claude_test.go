@@ -685,8 +685,8 @@ func TestClaudeV2TerminalText(t *testing.T) {
 	})
 }
 
-// TestClaudeOldClaudeCode: claude-code-acp 0.8.0 bundles Claude Code
-// 0.1.27 (@anthropic-ai/claude-agent-sdk), which writes none of the
+// TestClaudeOldClaudeCode: claude-code-acp 0.8.0 and 0.9.0 bundle Claude
+// Code 0.1.27 (@anthropic-ai/claude-agent-sdk), which writes none of the
 // words newer builds add to a Bash result: no "Exit code N" header over a
 // failure (the failed result is the output alone, fenced in the content
 // text, with no exit code anywhere), no "(Bash completed with no
@@ -696,8 +696,9 @@ func TestClaudeV2TerminalText(t *testing.T) {
 // adds neither claude-agent-acp's bracketed interrupt line nor its
 // truncation note. It sends no toolResponse, so nothing else tells those
 // words from output: there they are what the command printed. Frames
-// from claude-code-acp-0.8.0_plain_tricky-notes, each step's command
-// printing the words and exiting 0 (n_hdr_fail: exit 5), and from
+// from claude-code-acp-0.8.0_plain_tricky-notes (0.9.0 sends the same),
+// each step's command printing the words and exiting 0 (n_hdr_fail: exit
+// 5), and from
 // claude-code-acp-0.11.0_plain_tricky-notes (n_hdr_fail under the header
 // Claude Code 0.1.57 writes).
 func TestClaudeOldClaudeCode(t *testing.T) {
@@ -707,23 +708,28 @@ func TestClaudeOldClaudeCode(t *testing.T) {
 	final := func(id, status, text string) string {
 		return `{"toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "status": "` + status + `", "content": [{"type": "content", "content": {"type": "text", "text": ` + jsonString(text) + `}}]}`
 	}
-	kept := func(id, text string) obsCase {
-		return obsCase{name: text, update: final(id, "completed", text),
+	kept := func(v, id, text string) obsCase {
+		return obsCase{name: "build " + v + ": " + text, update: final(id, "completed", text),
 			want: one(accum.Observation{ToolCallID: id, Status: done, Texts: []accum.Text{txt(C, F, text)}})}
 	}
-	runObsCases(t, Bind(d, ParseVersion("0.8.0")), []obsCase{
-		{name: "the first line of a failure is output, the exit unknown",
-			update: final("toolu_n_hdr_fail_49", "failed", "```\nExit code 3\nreal\n```"),
-			want:   one(accum.Observation{ToolCallID: "toolu_n_hdr_fail_49", Status: failed, Texts: []accum.Text{txt(C, F, "Exit code 3\nreal\n")}})},
-		kept("toolu_n_aborted_3", "out\n[Command was aborted before completion]"),
-		kept("toolu_n_trunc_7", "out\n[Output truncated (999 bytes total): full output saved to /tmp/x.txt]"),
-		kept("toolu_n_bgmoved_16", "out\nCommand did not complete within its 2s timeout and was moved to the background (ID: b1)."),
-		kept("toolu_n_noout_25", "(Bash completed with no output)"),
-	})
+	// The builds, as recorded on tricky-notes: 0.9.0 (Claude Code 0.1.27
+	// too) sends 0.8.0's frames; 0.10.2 (0.1.37) and 0.10.10 (0.1.55)
+	// write the header and send toolResponse, as 0.11.0 does.
+	for _, v := range []string{"0.8.0", "0.9.0"} {
+		runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
+			{name: "build " + v + ": the first line of a failure is output, the exit unknown",
+				update: final("toolu_n_hdr_fail_49", "failed", "```\nExit code 3\nreal\n```"),
+				want:   one(accum.Observation{ToolCallID: "toolu_n_hdr_fail_49", Status: failed, Texts: []accum.Text{txt(C, F, "Exit code 3\nreal\n")}})},
+			kept(v, "toolu_n_aborted_3", "out\n[Command was aborted before completion]"),
+			kept(v, "toolu_n_trunc_7", "out\n[Output truncated (999 bytes total): full output saved to /tmp/x.txt]"),
+			kept(v, "toolu_n_bgmoved_16", "out\nCommand did not complete within its 2s timeout and was moved to the background (ID: b1)."),
+			kept(v, "toolu_n_noout_25", "(Bash completed with no output)"),
+		})
+	}
 	// Newer builds write those words (or, for claude-code-acp, send the
 	// output whole in toolResponse first): read as theirs.
 	const hdr = `{"_meta": {"claudeCode": {"toolName": "Bash"}}, "toolCallId": "toolu_n_hdr_fail_50", "sessionUpdate": "tool_call_update", "status": "failed", "content": [{"type": "content", "content": {"type": "text", "text": "` + "```" + `\nExit code 5\nExit code 3\nreal\n` + "```" + `"}}]}`
-	for _, v := range []string{"0.9.0", "0.11.0", "0.16.2", ""} {
+	for _, v := range []string{"0.10.2", "0.10.10", "0.11.0", "0.16.2", ""} {
 		runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
 			{name: "build " + v + ": the header is the exit, the rest output",
 				update: hdr,

@@ -359,6 +359,18 @@ var outputsLikeReports = map[string]map[accum.Unrecognized]int{
 	"claude-code-acp-0.13.2_plain_tricky.ndjson":                 {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
 	"claude-code-acp-0.8.0_plain_tricky-notes.ndjson":            {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
 	"claude-code-acp-0.8.0_plain_tricky.ndjson":                  {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"claude-code-acp-0.9.0_plain_tricky-notes.ndjson":            {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-code-acp-0.9.0_plain_tricky.ndjson":                  {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"claude-code-acp-0.10.2_plain_tricky-notes.ndjson":           {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"claude-code-acp-0.10.2_plain_tricky.ndjson":                 {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-code-acp-0.10.3_plain_tricky-notes.ndjson":           {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"claude-code-acp-0.10.3_plain_tricky.ndjson":                 {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-code-acp-0.10.4_plain_tricky-notes.ndjson":           {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"claude-code-acp-0.10.4_plain_tricky.ndjson":                 {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-code-acp-0.10.5_plain_tricky-notes.ndjson":           {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"claude-code-acp-0.10.5_plain_tricky.ndjson":                 {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-code-acp-0.10.10_plain_tricky-notes.ndjson":          {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
+	"claude-code-acp-0.10.10_plain_tricky.ndjson":                {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
 	"claude-agent-acp-0.70.0_terminal-meta_exitline-load.ndjson": {{What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
 }
 

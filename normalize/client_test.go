@@ -123,3 +123,58 @@ func TestClientCapabilitiesBad(t *testing.T) {
 }
 
 func pad(n int) string { return strings.Repeat("x", n) }
+
+// airCall is the frames of one Bash call of claude-agent-acp 0.101.0 to an
+// AIR client whose terminal_output is data, ended by end (the harness's
+// recordings: tricky-cancel's k_claude_refused for a command that printed
+// the words, full's reject for the refusal itself).
+func airCall(id, command, data, end string) []string {
+	up := func(u string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":` + u + `}}`
+	}
+	q := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) }
+	return []string{
+		up(`{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_info":{"terminal_id":"` + id + `"}},"toolCallId":"` + id + `","sessionUpdate":"tool_call","name":"Bash","status":"pending","title":"Terminal","kind":"execute","content":[{"type":"terminal","terminalId":"` + id + `"}]}`),
+		up(`{"_meta":{"jetbrains":{"air":{"version":1,"commandTitle":"Run it"}}},"toolCallId":"` + id + `","sessionUpdate":"tool_call_update","rawInput":{"command":"` + q(command) + `","description":"Run it"},"title":"` + q(command) + `"}`),
+		up(`{"_meta":{"terminal_output":{"terminal_id":"` + id + `","data":"` + q(data) + `"}},"toolCallId":"` + id + `","sessionUpdate":"tool_call_update"}`),
+		up(strings.ReplaceAll(end, "ID", id)),
+	}
+}
+
+// To an AIR client claude-agent-acp sends its refusal and cancel notices
+// as the terminal's output, on a frame without a status, exactly as it
+// sends a command's output (no toolResponse comes before it): only the
+// end tells them apart. A refused or cancelled call ends `failed`; a
+// command that printed the same words ends `completed`, and they are its
+// output.
+func TestClaudeAirNoticeOrOutput(t *testing.T) {
+	completed := `{"_meta":{"terminal_exit":{"terminal_id":"ID","exit_code":0,"signal":null}},"toolCallId":"ID","sessionUpdate":"tool_call_update","status":"completed"}`
+	refused := `{"_meta":{"claudeCode":{"nonExecutionKind":"permission-rule"},"terminal_exit":{"terminal_id":"ID","exit_code":1,"signal":null}},"toolCallId":"ID","sessionUpdate":"tool_call_update","status":"failed"}`
+	replayedFail := `{"_meta":{"terminal_exit":{"terminal_id":"ID","exit_code":1,"signal":null}},"toolCallId":"ID","sessionUpdate":"tool_call_update","status":"failed"}`
+	const refusal = "User refused permission to run tool"
+	const cancel = "The user doesn't want to proceed with this tool use."
+	for _, tc := range []struct {
+		name, data, end string
+		want            normalize.Outcome
+		output          string
+	}{
+		{"printed the refusal", refusal, completed, normalize.Unknown, refusal},
+		{"printed the cancel notice", cancel, completed, normalize.Unknown, cancel},
+		{"refused", refusal, refused, normalize.Cancelled, ""},
+		{"refused, no nonExecutionKind", refusal, replayedFail, normalize.Cancelled, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := "echo '" + tc.data + "'"
+			last := feedClient(t, normalize.New(), append([]string{airInit, claudeInit}, airCall("toolu_1", cmd, tc.data, tc.end)...)...)
+			require.NotNil(t, last)
+			assert.Equal(t, normalize.StateEnded, last.State)
+			assert.Equal(t, tc.want, last.Outcome, last.OutcomeReason)
+			assert.Nil(t, last.ExitCode, "the adapter's exit code is made up")
+			got := ""
+			if last.Output != nil {
+				got = last.Output.Text
+			}
+			assert.Equal(t, tc.output, got)
+		})
+	}
+}

@@ -120,6 +120,11 @@ type Call struct {
 	wordedExit *wordedExit
 	endReason  string
 
+	// held is what a frame that did not end the call said in words that
+	// are the agent's only if it ends the call `failed`
+	// (Observation.WordsIfFailed), until it ends; nil when nothing is.
+	held *heldWords
+
 	streams [numStreams]*Buffer
 	// echoes hold back, per stream, what could still be an echo of the
 	// command at the start of its output (see echo.go).
@@ -162,6 +167,14 @@ func (c *Call) EndedByAgent() bool {
 // reopen it, and never change an outcome that is known, nor a known exit
 // code: ENDED is final.
 func (c *Call) Apply(o *Observation) {
+	if c.held != nil && c.cur.state != Ended && o.Status.Ended() {
+		// The agent's final says whose the held words are, before what
+		// the final itself says applies.
+		c.releaseHeld(o.Status == StatusCompleted)
+	}
+	if o.WordsIfFailed && c.cur.state != Ended && !o.Status.Ended() {
+		o = c.holdWords(o)
+	}
 	// Words a replay removed that the live text held whole are output
 	// (and say nothing), before the replay is cut to what it may add.
 	o = c.wordsAsOutput(o)
@@ -388,6 +401,10 @@ func (c *Call) Answer(rejected bool) {
 func (c *Call) End(cancelled bool, why string) {
 	if c.cur.state == Ended {
 		return
+	}
+	if c.held != nil {
+		// No final came: the held words are the agent's.
+		c.releaseHeld(false)
 	}
 	if cancelled {
 		c.cancel("the user cancelled the prompt turn before the command ended")
@@ -722,6 +739,84 @@ func (c *Call) wordsAsOutput(o *Observation) *Observation {
 	}
 	cp.Worded = Worded{}
 	return &cp
+}
+
+// heldWords is what Call.held holds: the texts whose words are in
+// question, each with Whole (the text as sent) and Text (the rest), and
+// the evidence read from the words.
+type heldWords struct {
+	texts                []Text
+	cancelled            bool
+	notice               string
+	timedOut, background bool
+	signal               string
+	exit                 *Exit
+}
+
+// holdWords sets aside, until the call ends, the texts of o from which
+// the dialect removed words, and the evidence it read from them (see
+// Observation.WordsIfFailed), and returns the rest of o. When a stream
+// already holds such a text whole, its words are output now
+// (wordsAsOutput), and o is returned as it is.
+func (c *Call) holdWords(o *Observation) *Observation {
+	var h heldWords
+	rest := *o
+	rest.Texts, rest.WordsIfFailed = nil, false
+	for _, t := range o.Texts {
+		if t.Whole == "" || t.Bytes != nil || (t.Kind != Snapshot && t.Kind != Final) {
+			rest.Texts = append(rest.Texts, t)
+			continue
+		}
+		if b := c.streams[t.Stream]; b != nil && !b.truncated() && string(b.held()) == t.Whole {
+			return o
+		}
+		h.texts = append(h.texts, t)
+	}
+	if len(h.texts) == 0 {
+		return &rest
+	}
+	w := o.Worded
+	if w.Cancelled {
+		h.cancelled, h.notice, rest.Cancelled, rest.CancelNotice = o.Cancelled, o.CancelNotice, false, ""
+	}
+	if w.TimedOut {
+		h.timedOut, rest.TimedOut = o.TimedOut, false
+	}
+	if w.Background {
+		h.background, rest.Background = o.Background, false
+	}
+	if w.Signal {
+		h.signal, rest.Signal = o.Signal, ""
+	}
+	if w.Exit && o.Exit != nil && o.Exit.Source == ExitText {
+		h.exit, rest.Exit = o.Exit, nil
+	}
+	rest.Worded = Worded{}
+	c.held = &h
+	return &rest
+}
+
+// releaseHeld applies what the call holds (Call.held): as output, the
+// texts whole and no evidence; else as the agent's words, the rest of each
+// text and the evidence read from the words.
+func (c *Call) releaseHeld(output bool) {
+	h := c.held
+	c.held = nil
+	var o Observation
+	for _, t := range h.texts {
+		if output {
+			t.Text = t.Whole
+		}
+		t.Whole = ""
+		if t.Text == "" && !t.Truncated && t.TotalBytes == 0 {
+			continue // words and nothing else
+		}
+		o.Texts = append(o.Texts, t)
+	}
+	if !output {
+		o.Cancelled, o.CancelNotice, o.TimedOut, o.Background, o.Signal, o.Exit = h.cancelled, h.notice, h.timedOut, h.background, h.signal, h.exit
+	}
+	c.Apply(&o)
 }
 
 // applyText folds one text into its stream's buffer; with addOnly, only

@@ -1,6 +1,7 @@
 package accum
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -848,6 +849,63 @@ func TestCallExitWordsOutputRestored(t *testing.T) {
 func replayedObs(o Observation) Observation {
 	o.Replayed = true
 	return o
+}
+
+// TestCallWordsIfFailed: words removed from a frame that does not end the
+// call (Observation.WordsIfFailed) wait for the agent's final: `completed`
+// makes them output, with nothing read from them; `failed`, or an end with
+// no final, makes them the agent's. A call stored and restored while it
+// holds them reads the same.
+func TestCallWordsIfFailed(t *testing.T) {
+	refusal := Observation{Shell: ShellYes, Cancelled: true, CancelNotice: "User refused", Worded: Worded{Cancelled: true}, WordsIfFailed: true,
+		Texts: []Text{{Stream: Combined, Kind: Snapshot, Whole: "User refused"}}}
+	timeout := Observation{Shell: ShellYes, TimedOut: true, Worded: Worded{TimedOut: true}, WordsIfFailed: true,
+		Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: "step 1\n", Whole: "step 1\nCommand timed out"}}}
+	held := func(s string) Observation {
+		return Observation{Shell: ShellYes, Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: s}}}
+	}
+	completed, failed := Observation{Status: StatusCompleted}, Observation{Status: StatusFailed}
+	for _, tc := range []struct {
+		name    string
+		obs     []Observation
+		end     bool // the turn ends the call, with no final
+		want    Outcome
+		output  string
+		timeout bool
+	}{
+		{"completed: the refusal is output", []Observation{refusal, completed}, false, Unknown, "User refused", false},
+		{"failed: the refusal is the agent's", []Observation{refusal, failed}, false, Cancelled, "", false},
+		{"no final: the refusal is the agent's", []Observation{refusal}, true, Cancelled, "", false},
+		{"completed: the timeout line is output", []Observation{timeout, completed}, false, Unknown, "step 1\nCommand timed out", false},
+		{"failed: the timeout line is a notice, the rest output", []Observation{timeout, failed}, false, Failed, "step 1\n", true},
+		{"held whole already: output at once", []Observation{held("User refused"), refusal, failed}, false, Failed, "User refused", false},
+		{"the final's own text comes after", []Observation{refusal, {Status: StatusCompleted, Texts: []Text{final("User refused\nmore")}}}, false, Unknown, "User refused\nmore", false},
+	} {
+		for _, restore := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, restored %v", tc.name, restore), func(t *testing.T) {
+				c := NewCall("c", 1024)
+				for i := range tc.obs {
+					if restore && i == len(tc.obs)-1 {
+						st := &simStore{}
+						state := saveCall(t, c, st, true)
+						c = restoreCall(t, c, state, st)
+					}
+					c.Apply(&tc.obs[i])
+				}
+				if tc.end {
+					c.End(false, "the turn ended")
+				}
+				r, _ := c.Revision()
+				assert.Equal(t, tc.want, r.Outcome, r.OutcomeReason)
+				assert.Equal(t, tc.timeout, r.TimedOut)
+				got := ""
+				if b := c.streams[Combined]; b != nil {
+					got = b.Whole().Text
+				}
+				assert.Equal(t, tc.output, got)
+			})
+		}
+	}
 }
 
 // TestReplayDropsALiveOnlyExit: an exit a dialect says is evidence only on

@@ -325,6 +325,17 @@ type Observation struct {
 	// text left and those words were all that was removed, puts the text
 	// back whole.
 	ExitWordsOutput bool
+	// WordsIfFailed, on a frame that does not end the call, says the words
+	// the dialect removed from its texts (Text.Whole) are the agent's only
+	// if the agent then ends the call `failed`: the agent sends them where,
+	// and as, a command's output comes, and only its final tells the two
+	// apart. The call holds those texts, and the evidence read from the
+	// words (Worded), until it ends: a `completed` final makes the words
+	// output (Whole applies, and that evidence is dropped); a `failed`
+	// final, or an end without a final, makes them the agent's (as if the
+	// flag were not set). Words the stream already holds whole are output
+	// at once, as without the flag.
+	WordsIfFailed bool
 
 	// Replayed says the observation restates history (an agent replaying
 	// a loaded session, ACP `session/load`), which is often poorer than
@@ -441,13 +452,13 @@ func (o *Observation) TakeEvidence() Observation {
 	ev := Observation{
 		TerminalID: o.TerminalID, Texts: o.Texts, Exit: o.Exit, ExitSetAside: o.ExitSetAside, ExitLiveOnly: o.ExitLiveOnly,
 		Signal: o.Signal, TimedOut: o.TimedOut, Background: o.Background, FailNotice: o.FailNotice,
-		Succeeded: o.Succeeded, Failed: o.Failed, Verdict: o.Verdict, Worded: o.Worded, ExitWordsOutput: o.ExitWordsOutput,
+		Succeeded: o.Succeeded, Failed: o.Failed, Verdict: o.Verdict, Worded: o.Worded, ExitWordsOutput: o.ExitWordsOutput, WordsIfFailed: o.WordsIfFailed,
 		Replayed: o.Replayed, NoEcho: o.NoEcho, Unrecognized: o.Unrecognized,
 		Src: Sources{Exit: o.Src.Exit, Output: o.Src.Output, Notice: o.Src.Notice},
 	}
 	o.TerminalID, o.AboutTerminal, o.Texts, o.Exit, o.ExitSetAside, o.ExitLiveOnly = "", false, nil, nil, false, false
 	o.Signal, o.TimedOut, o.Background, o.FailNotice = "", false, false, ""
-	o.Succeeded, o.Failed, o.Verdict, o.Worded, o.Unrecognized = false, false, VerdictNone, Worded{}, nil
+	o.Succeeded, o.Failed, o.Verdict, o.Worded, o.WordsIfFailed, o.Unrecognized = false, false, VerdictNone, Worded{}, false, nil
 	o.ExitWordsOutput = false
 	o.Src.Exit, o.Src.Output, o.Src.Notice = "", "", ""
 	return ev

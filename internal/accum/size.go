@@ -55,6 +55,18 @@ func (c *Call) Size() int {
 		}
 		n += c.echoes[s].heldLen()
 	}
+	if h := c.held; h != nil {
+		n += h.size()
+	}
+	return n
+}
+
+// size is the memory held words keep: their texts and strings.
+func (h *heldWords) size() int {
+	n := len(h.notice) + len(h.signal)
+	for _, t := range h.texts {
+		n += len(t.Text) + len(t.Whole)
+	}
 	return n
 }
 
@@ -91,6 +103,13 @@ func (c *Call) GrowthBound(o *Observation) int {
 			n += steps[s].bound()
 		}
 	}
+	if o.WordsIfFailed {
+		// Held until the call ends (Call.held).
+		n += len(o.CancelNotice) + len(o.Signal)
+		for _, t := range o.Texts {
+			n += len(t.Text) + len(t.Whole)
+		}
+	}
 	if o.Status.Ended() {
 		n += c.EndGrowthBound()
 	}
@@ -105,6 +124,20 @@ const maxReason = 128
 // (End, or an observation that ends it): held-back bytes are flushed.
 func (c *Call) EndGrowthBound() int {
 	n := 0
+	if h := c.held; h != nil {
+		// Held words become output, or their rest does, and a notice
+		// the outcome reason quotes.
+		n += maxReason + 2*len(h.notice) + len(h.signal)
+		for _, t := range h.texts {
+			if b := c.streams[t.Stream]; b != nil {
+				n += b.growthBound(max(len(t.Text), len(t.Whole)) + c.echoes[t.Stream].heldLen())
+			} else {
+				g := newGrowth(c.limit)
+				g.add(max(len(t.Text), len(t.Whole)) + c.echoes[t.Stream].heldLen())
+				n += g.bound()
+			}
+		}
+	}
 	for s, b := range c.streams {
 		held := c.echoes[s].heldLen()
 		if b == nil && held > 0 {

@@ -25,6 +25,9 @@ func TestGrowthBoundHolds(t *testing.T) {
 				o.Cancelled, o.CancelNotice = true, strings.Repeat("n", rng.IntN(200))
 			case 2:
 				o.Exit = &Exit{Code: int32(rng.IntN(3)), Source: ExitTerminal}
+			case 3:
+				// Words whose owner the agent's final decides.
+				o.Cancelled, o.CancelNotice, o.Worded.Cancelled, o.WordsIfFailed = true, strings.Repeat("n", rng.IntN(200)), true, true
 			}
 			for range rng.IntN(4) {
 				var sb strings.Builder
@@ -36,6 +39,9 @@ func TestGrowthBoundHolds(t *testing.T) {
 					tx.Bytes = []byte(sb.String())
 				} else {
 					tx.Text = sb.String()
+					if o.WordsIfFailed && (tx.Kind == Snapshot || tx.Kind == Final) {
+						tx.Whole = tx.Text + strings.Repeat("w", rng.IntN(3000))
+					}
 				}
 				o.Texts = append(o.Texts, tx)
 			}

@@ -110,6 +110,17 @@ const (
 	callCommandFromTitle
 	callWordedExit
 	callWordedRestore
+	callHeldWords
+)
+
+// Bits of the flag word of held words (Call.held).
+const (
+	heldCancelled = 1 << iota
+	heldTimedOut
+	heldBackground
+	heldHasExit
+	heldTruncated // of one held text
+	heldHead      // of one held text
 )
 
 const (
@@ -167,6 +178,7 @@ func (c *Call) AppendState(b []byte) []byte {
 	setBit(&flags, callCommandFromTitle, c.commandFromTitle)
 	setBit(&flags, callWordedExit, c.wordedExit != nil)
 	setBit(&flags, callWordedRestore, c.wordedExit != nil && c.wordedExit.restore)
+	setBit(&flags, callHeldWords, c.held != nil)
 	b = binary.AppendUvarint(b, flags)
 	if c.exit != nil {
 		b = binary.AppendVarint(b, int64(c.exit.Code))
@@ -183,6 +195,9 @@ func (c *Call) AppendState(b []byte) []byte {
 		b = binary.AppendUvarint(b, uint64(w.leftLen))
 		b = binary.AppendUvarint(b, w.leftSum)
 	}
+	if h := c.held; h != nil {
+		b = h.appendState(b)
+	}
 	var present byte
 	for s, buf := range c.streams {
 		if buf != nil {
@@ -197,6 +212,33 @@ func (c *Call) AppendState(b []byte) []byte {
 		b = c.echoes[s].appendState(b)
 	}
 	return b
+}
+
+func (h *heldWords) appendState(p []byte) []byte {
+	p = binary.AppendUvarint(p, uint64(len(h.texts)))
+	for _, t := range h.texts {
+		p = append(p, byte(t.Stream), byte(t.Kind))
+		var flags uint64
+		setBit(&flags, heldTruncated, t.Truncated)
+		setBit(&flags, heldHead, t.Head)
+		p = binary.AppendUvarint(p, flags)
+		p = wire.AppendString(p, t.Text)
+		p = wire.AppendString(p, t.Whole)
+		p = binary.AppendVarint(p, t.TotalBytes)
+	}
+	var flags uint64
+	setBit(&flags, heldCancelled, h.cancelled)
+	setBit(&flags, heldTimedOut, h.timedOut)
+	setBit(&flags, heldBackground, h.background)
+	setBit(&flags, heldHasExit, h.exit != nil)
+	p = binary.AppendUvarint(p, flags)
+	p = wire.AppendString(p, h.notice)
+	p = wire.AppendString(p, h.signal)
+	if h.exit != nil {
+		p = binary.AppendVarint(p, int64(h.exit.Code))
+		p = append(p, byte(h.exit.Source))
+	}
+	return p
 }
 
 func (b *Buffer) appendState(p []byte) []byte {
@@ -299,7 +341,7 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	}
 	c.revision = uint32(rev)
 	flags := d.Uvarint("call flags")
-	if d.Err == nil && flags >= callWordedRestore<<1 {
+	if d.Err == nil && flags >= callHeldWords<<1 {
 		d.Fail("unknown call flags %#x", flags)
 	}
 	c.cancelled = flags&callCancelled != 0
@@ -329,6 +371,9 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 		c.wordedExit = d.wordedExit(flags&callWordedRestore != 0)
 	} else if flags&callWordedRestore != 0 {
 		d.Fail("a worded-exit restore flag without a worded exit")
+	}
+	if flags&callHeldWords != 0 {
+		c.held = d.held()
 	}
 	present := d.Byte("stream set")
 	if d.Err == nil && present >= 1<<NumStreams {
@@ -405,6 +450,51 @@ func (d *decoder) meta(m *meta, which string) {
 	m.background = flags&metaBackground != 0
 	m.awaiting = flags&metaAwaiting != 0
 	m.approvalReason = d.String(which + " approval reason")
+}
+
+// maxHeldTexts bounds the held texts a state may claim (a frame holds at
+// most one per stream and kind).
+const maxHeldTexts = 64
+
+// held reads held words (Call.held).
+func (d *decoder) held() *heldWords {
+	h := &heldWords{}
+	n := d.Size("held texts", maxHeldTexts)
+	for range n {
+		if d.Err != nil {
+			return nil
+		}
+		var t Text
+		t.Stream = Stream(d.enum("held text stream", byte(NumStreams-1)))
+		t.Kind = TextKind(d.enum("held text kind", byte(Final)))
+		flags := d.Uvarint("held text flags")
+		if d.Err == nil && flags&^(heldTruncated|heldHead) != 0 {
+			d.Fail("unknown held text flags %#x", flags)
+		}
+		t.Truncated, t.Head = flags&heldTruncated != 0, flags&heldHead != 0
+		t.Text = d.String("held text")
+		t.Whole = d.String("held whole text")
+		t.TotalBytes = d.Varint("held text total")
+		h.texts = append(h.texts, t)
+	}
+	flags := d.Uvarint("held flags")
+	if d.Err == nil && flags&^(heldCancelled|heldTimedOut|heldBackground|heldHasExit) != 0 {
+		d.Fail("unknown held flags %#x", flags)
+	}
+	h.cancelled, h.timedOut, h.background = flags&heldCancelled != 0, flags&heldTimedOut != 0, flags&heldBackground != 0
+	h.notice = d.String("held notice")
+	h.signal = d.String("held signal")
+	if flags&heldHasExit != 0 {
+		code := d.Varint("held exit code")
+		if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {
+			d.Fail("held exit code %d is out of range", code)
+		}
+		h.exit = &Exit{Code: int32(code), Source: ExitSource(d.enum("held exit source", byte(ExitClient)))}
+	}
+	if d.Err != nil {
+		return nil
+	}
+	return h
 }
 
 // buffer reads a Buffer's state and takes its held text from the end of

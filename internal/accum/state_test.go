@@ -442,6 +442,10 @@ func randomScript(rng *rand.Rand) roundTripScript {
 				o.Cancelled, o.CancelNotice = true, "stopped"
 			case 4:
 				o.PermissionAsk, o.ApprovalReason, o.Command = true, "why", cmd+" -x"
+			case 5:
+				// Words whose owner the agent's final decides.
+				o.Cancelled, o.CancelNotice, o.Worded.Cancelled, o.WordsIfFailed = true, "refused", true, rng.IntN(4) != 0
+				o.TimedOut, o.Worded.TimedOut = rng.IntN(2) == 0, true
 			}
 			for range rng.IntN(3) {
 				var sb strings.Builder
@@ -477,6 +481,8 @@ func randomScript(rng *rand.Rand) roundTripScript {
 				}
 				if rng.IntN(2) == 0 {
 					tx.Bytes, tx.Text = []byte(tx.Text), ""
+				} else if o.Worded.Cancelled && rng.IntN(3) != 0 {
+					tx.Whole = tx.Text + "\nrefused"
 				}
 				o.Texts = append(o.Texts, tx)
 			}

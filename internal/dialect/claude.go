@@ -802,6 +802,13 @@ func claudeText(o *accum.Observation, s string, completed, old, clientBash bool,
 	if (!completed || clientBash && strings.HasPrefix(t, claudeToolCancelled)) && claudeNotice.MatchString(t) {
 		o.Cancelled, o.CancelNotice = true, notice(t)
 		o.Worded.Cancelled = true
+		// On a frame that does not end the call (the terminal's output
+		// with _meta.terminal_output) the adapter sends its notice as it
+		// sends a command's output, and then ends the call `failed`; a
+		// command that printed the same words ends `completed`. Without
+		// toolResponse's copy of the output before it (an AIR client gets
+		// none) only that final tells them apart.
+		o.WordsIfFailed = k != accum.Final
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: k, Whole: whole})
 		return
 	}

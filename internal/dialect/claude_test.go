@@ -263,12 +263,14 @@ func TestClaudeNotices(t *testing.T) {
 	const cancelText = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."
 	cancelNotice := notice(cancelText)
 	runObsCases(t, d, []obsCase{
-		{name: "refusal in terminal_output is not output",
+		// The adapter then ends the call failed; a command that printed
+		// the same words ends completed (WordsIfFailed).
+		{name: "refusal in terminal_output is not output, unless the call ends completed",
 			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":"User refused permission to run tool"}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
-			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: "User refused permission to run tool"})},
-		{name: "cancel notice in terminal_output is not output",
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: "User refused permission to run tool", WordsIfFailed: true})},
+		{name: "cancel notice in terminal_output is not output, unless the call ends completed",
 			update: `{"_meta":{"terminal_output":{"terminal_id":"t1","data":` + jsonString(cancelText) + `}},"toolCallId":"t1","sessionUpdate":"tool_call_update"}`,
-			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: cancelNotice})},
+			want:   one(accum.Observation{ToolCallID: "t1", TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: cancelNotice, WordsIfFailed: true})},
 		{name: "nonExecutionKind user-rejected on the failed final",
 			update: `{"_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"user-rejected"},"terminal_exit":{"terminal_id":"t1","exit_code":null,"signal":null}},"toolCallId":"t1","sessionUpdate":"tool_call_update","status":"failed"}`,
 			want:   one(accum.Observation{ToolCallID: "t1", Shell: yes, Status: failed, Cancelled: true})},

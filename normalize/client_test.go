@@ -178,3 +178,63 @@ func TestClaudeAirNoticeOrOutput(t *testing.T) {
 		})
 	}
 }
+
+// The same on ACP v2 (claude-agent-acp 0.101.0, variant v2_terminal-meta:
+// tricky-cancel's k_claude_refused, full's reject): the output is a
+// terminal_update's base64 data, the exit a terminal_update's exitStatus,
+// and only the call's final status tells the command's words from the
+// adapter's refusal.
+func TestClaudeV2NoticeOrOutput(t *testing.T) {
+	const (
+		v2Init     = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"acpnorm-harness","version":"0.1.0"},"capabilities":{"_meta":{"terminal_output":true}}}}`
+		v2Claude   = `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"@agentclientprotocol/claude-agent-acp","title":"Claude Agent","version":"0.101.0"},"capabilities":{},"authMethods":[]}}`
+		refusal    = "User refused permission to run tool"
+		refusalB64 = "VXNlciByZWZ1c2VkIHBlcm1pc3Npb24gdG8gcnVuIHRvb2w="
+	)
+	up := func(u string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":` + u + `}}`
+	}
+	call := func(exitStatus, final string) []string {
+		return []string{
+			up(`{"sessionUpdate":"terminal_update","terminalId":"toolu_1"}`),
+			up(`{"toolCallId":"toolu_1","name":"Bash","rawInput":{},"status":"pending","title":"Terminal","kind":"execute","content":[{"type":"terminal","terminalId":"toolu_1"}],"sessionUpdate":"tool_call_update"}`),
+			up(`{"toolCallId":"toolu_1","rawInput":{"command":"echo 'User refused permission to run tool'","description":"Run it"},"title":"echo 'User refused permission to run tool'","sessionUpdate":"tool_call_update"}`),
+			up(`{"sessionUpdate":"terminal_update","terminalId":"toolu_1","output":{"data":"` + refusalB64 + `"}}`),
+			up(`{"sessionUpdate":"terminal_update","terminalId":"toolu_1","exitStatus":` + exitStatus + `}`),
+			up(final),
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		frames []string
+		want   normalize.Outcome
+		output string
+	}{
+		{"printed the refusal", call(`{"exitCode":0}`, `{"toolCallId":"toolu_1","status":"completed","sessionUpdate":"tool_call_update"}`), normalize.Succeeded, refusal},
+		{"refused", call(`{}`, `{"toolCallId":"toolu_1","status":"failed","_meta":{"claudeCode":{"nonExecutionKind":"permission-rule"}},"sessionUpdate":"tool_call_update"}`), normalize.Cancelled, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := normalize.New()
+			var last *normalize.ShellExec
+			for i, f := range append([]string{v2Init, v2Claude}, tc.frames...) {
+				dir := normalize.FromAgent
+				if i == 0 {
+					dir = normalize.FromClient
+				}
+				out, err := n.Feed("s", []byte(f), normalize.WithDirection(dir))
+				require.NoError(t, err)
+				if len(out) > 0 {
+					last = out[len(out)-1]
+				}
+			}
+			require.NotNil(t, last)
+			assert.Equal(t, normalize.StateEnded, last.State)
+			assert.Equal(t, tc.want, last.Outcome, last.OutcomeReason)
+			got := ""
+			if last.Output != nil {
+				got = last.Output.Text
+			}
+			assert.Equal(t, tc.output, got)
+		})
+	}
+}

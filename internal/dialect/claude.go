@@ -1017,6 +1017,10 @@ func claudeTerminalBytes(o *accum.Observation) {
 		o.Background = o.Background || r.Background
 		o.TimedOut = o.TimedOut || r.TimedOut
 		o.Worded = r.Worded
+		// A refusal or cancel notice, the whole output: as on v1, only
+		// the call's final says whose words they are. Its text (Whole)
+		// stays a string: the bytes were valid UTF-8.
+		o.WordsIfFailed = o.WordsIfFailed || r.WordsIfFailed
 		if r.Src.Exit != "" {
 			o.Src.Exit = r.Src.Exit
 		}

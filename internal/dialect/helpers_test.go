@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/require"
 )
 
 // Helpers shared by the tests of every dialect: table cases of one frame,
@@ -51,6 +52,30 @@ func runObsCases(t *testing.T, d Dialect, cases []obsCase) {
 }
 
 // readCase reads the case as a whole JSON-RPC message through Read.
+// foldFrames reads each tool call update of frames with d and folds its
+// observations into one call, as the engine does: the call's last
+// revision, and the last combined text a revision carried (nil for none).
+func foldFrames(t *testing.T, d Dialect, id string, frames ...string) (accum.Revision, *accum.Chunk) {
+	t.Helper()
+	c := accum.NewCall(id, 1<<20)
+	var last accum.Revision
+	var out *accum.Chunk
+	for _, f := range frames {
+		obs, err := readCase(d, f, "")
+		require.NoError(t, err)
+		for i := range obs {
+			c.Apply(&obs[i])
+			if r, ok := c.Revision(); ok {
+				last = r
+				if t := r.Texts[accum.Combined]; t != nil {
+					out = t
+				}
+			}
+		}
+	}
+	return last, out
+}
+
 func readCase(d Dialect, update, ask string) ([]accum.Observation, error) {
 	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + update + `}}`
 	if ask != "" {

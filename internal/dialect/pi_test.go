@@ -600,22 +600,7 @@ func TestPiContentWireEmptyWindow(t *testing.T) {
 		upd("in_progress", dump, ""),
 		upd("completed", final, final),
 	}
-	c := accum.NewCall("p1", 1<<20)
-	var last accum.Revision
-	var out *accum.Chunk
-	for _, f := range frames {
-		obs, err := readCase(d, f, "")
-		require.NoError(t, err)
-		for i := range obs {
-			c.Apply(&obs[i])
-			if r, ok := c.Revision(); ok {
-				last = r
-				if t := r.Texts[accum.Combined]; t != nil {
-					out = t
-				}
-			}
-		}
-	}
+	last, out := foldFrames(t, d, "p1", frames...)
 	require.NotNil(t, out)
 	assert.Equal(t, accum.Ended, last.State)
 	assert.True(t, out.Text == x, "the window of x's, not pi-acp's JSON: got %d bytes, %.80q", len(out.Text), out.Text)
@@ -638,23 +623,11 @@ func TestPiContentWireNoOutputWords(t *testing.T) {
 	}
 	dump := upd("in_progress", "{\n  \"content\": []\n}", `{"content":[]}`)
 	fold := func(frames ...string) (accum.Revision, string) {
-		c := accum.NewCall("p1", 1<<20)
-		var last accum.Revision
-		out := ""
-		for _, f := range frames {
-			obs, err := readCase(d, f, "")
-			require.NoError(t, err)
-			for i := range obs {
-				c.Apply(&obs[i])
-				if r, ok := c.Revision(); ok {
-					last = r
-					if t := r.Texts[accum.Combined]; t != nil {
-						out = t.Text
-					}
-				}
-			}
+		last, out := foldFrames(t, d, "p1", frames...)
+		if out == nil {
+			return last, ""
 		}
-		return last, out
+		return last, out.Text
 	}
 	t.Run("the command printed the words", func(t *testing.T) {
 		last, out := fold(open("printf '(no output)'"), dump,

@@ -638,15 +638,20 @@ type wordedExit struct {
 // as sent, t.Text what was left); restore says those words were all that
 // was removed and the text was not cut.
 func newWordedExit(code int32, t *Text, whole string, restore bool) *wordedExit {
-	w := &wordedExit{code: code, stream: t.Stream, leftLen: len(t.Text), leftSum: checksum(t.Text)}
+	w := &wordedExit{code: code, stream: t.Stream}
 	switch words := len(whole) - len(t.Text); {
 	case !restore || words > maxExitWords || len(t.Text) > MaxStateLimit:
-		// Longer words are no exit line (they are kept out of the state).
+		// Longer words are no exit line (they are kept out of the state),
+		// and a longer text no stream holds.
+		return w
 	case strings.HasSuffix(whole, t.Text):
-		w.head, w.restore = whole[:words], true
+		w.head = whole[:words]
 	case strings.HasPrefix(whole, t.Text):
-		w.tail, w.restore = whole[len(t.Text):], true
+		w.tail = whole[len(t.Text):]
+	default:
+		return w
 	}
+	w.restore, w.leftLen, w.leftSum = true, len(t.Text), checksum(t.Text)
 	return w
 }
 
@@ -665,19 +670,19 @@ func checksum[S ~string | ~[]byte](s S) uint64 {
 }
 
 // exitWordsOutput undoes a wordedExit when o says the agent wrote no exit
-// line (Observation.ExitWordsOutput): the call's exit code, still the one
-// read from the words, is dropped, and the text applies whole when its
-// stream holds exactly what was left of it.
+// line (Observation.ExitWordsOutput): the call's exit code, when it is
+// still the one read from the words, is dropped, and the text applies
+// whole when its stream holds exactly what was left of it.
 func (c *Call) exitWordsOutput(o *Observation) {
 	w := c.wordedExit
 	if !o.ExitWordsOutput || w == nil {
 		return
 	}
 	c.wordedExit = nil
-	if e := c.exit; e == nil || e.Source != ExitText || e.Code != w.code {
-		return // other evidence decides
+	if e := c.exit; e != nil && e.Source == ExitText && e.Code == w.code {
+		c.exit = nil // else other evidence decided: it stays
 	}
-	c.exit = nil
+	// The words were output, whatever decided the exit.
 	if !w.restore {
 		return
 	}

@@ -3,6 +3,7 @@ package accum
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -792,7 +793,7 @@ func TestCallExitWordsOutput(t *testing.T) {
 		{"the final says no failure: the line is output, no exit", []Observation{header(), noFailure}, Unknown, nil, whole},
 		{"replayed, the same", []Observation{replayedObs(header()), replayedObs(noFailure)}, Unknown, nil, whole},
 		{"the final says failed: the header is the exit", []Observation{header(), {Status: StatusFailed}}, Failed, ptr(3), "real"},
-		{"a stronger exit stands", []Observation{header(), {Status: StatusCompleted, ExitWordsOutput: true, Exit: exit(0, ExitTerminal)}}, Succeeded, ptr(0), "real"},
+		{"a stronger exit stands, and the line is output", []Observation{header(), {Status: StatusCompleted, ExitWordsOutput: true, Exit: exit(0, ExitTerminal)}}, Succeeded, ptr(0), whole},
 		{"other words removed too: the exit goes, the text stays", []Observation{headerAndNotice(), noFailure}, Unknown, nil, "real"},
 		{"the stream changed since: the exit goes, the text stays", []Observation{header(), {Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: "real\nmore"}}}, noFailure}, Unknown, nil, "real\nmore"},
 	} {
@@ -844,6 +845,16 @@ func TestCallExitWordsOutputRestored(t *testing.T) {
 			assert.Equal(t, tc.output, out)
 		})
 	}
+}
+
+// TestCallWordedExitStateRestores: a worded exit beside a text too long
+// to put the words back over still stores a state RestoreCall reads.
+func TestCallWordedExitStateRestores(t *testing.T) {
+	big := strings.Repeat("x", MaxStateLimit+1)
+	c := NewCall("c", 1024)
+	c.wordedExit = newWordedExit(3, &Text{Stream: Combined, Text: big}, "Exit code 3\n"+big, true)
+	_, err := RestoreCall(c.AppendState(nil), simStore{})
+	require.NoError(t, err)
 }
 
 func replayedObs(o Observation) Observation {

@@ -58,6 +58,9 @@ func (c *Call) Size() int {
 	if h := c.held; h != nil {
 		n += h.size()
 	}
+	if w := c.wordedExit; w != nil {
+		n += len(w.head) + len(w.tail)
+	}
 	return n
 }
 
@@ -102,6 +105,14 @@ func (c *Call) GrowthBound(o *Observation) int {
 		if seen[s] {
 			n += steps[s].bound()
 		}
+	}
+	if o.Worded.Exit {
+		// Exit words kept to put back (Call.wordedExit).
+		n += maxExitWords
+	}
+	if w := c.wordedExit; w != nil && o.ExitWordsOutput {
+		// Put back into their stream.
+		n += len(w.head) + len(w.tail)
 	}
 	if o.WordsIfFailed {
 		// Held until the call ends (Call.held).

@@ -310,6 +310,17 @@ func specialScripts() []roundTripScript {
 			textsOp(truncd(delta("x"))),
 			obsOp(Observation{Status: StatusFailed, Texts: []Text{{Kind: Final, Text: lines(0, 12), Truncated: true}}}),
 		}},
+		{"exit words put back after the final", 1024, []callOp{
+			shell,
+			obsOp(Observation{Exit: exit(3, ExitText), Worded: Worded{Exit: true}, Texts: []Text{{Kind: Snapshot, Text: "real\n", Whole: "Exit code 3\nreal\n"}}}),
+			obsOp(Observation{Status: StatusCompleted, ExitWordsOutput: true}),
+		}},
+		{"exit words the agent's, the final failed", 1024, []callOp{
+			shell,
+			obsOp(Observation{Exit: exit(3, ExitText), Worded: Worded{Exit: true}, Texts: []Text{{Kind: Snapshot, Text: "real\n", Whole: "real\nexit status 3\n"}}}),
+			textsOp(delta("more\n")),
+			obsOp(Observation{Status: StatusFailed}),
+		}},
 		{"echo held across updates", 1024, []callOp{
 			shell,
 			textsOp(delta("$ ma")), textsOp(delta("ke a")), textsOp(delta("ll\r")), textsOp(delta("\nok\n")),

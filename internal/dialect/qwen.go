@@ -661,7 +661,7 @@ func qwenShownOutput(content, display string) (string, bool) {
 	if display == "" || !strings.HasPrefix(content, "Command: ") {
 		return "", false
 	}
-	shown := func(out string) bool { return strings.Contains(content, "\nOutput: "+out+"\nError: ") }
+	shown := func(out string) bool { return qwenOutputField(content, out) }
 	if shown(display) {
 		return display, true
 	}
@@ -677,6 +677,25 @@ func qwenShownOutput(content, display string) (string, bool) {
 			return out, true
 		}
 		rest = display[:i]
+	}
+}
+
+// qwenOutputField says whether the report content's Output field is out:
+// "\nOutput: <out>\nError: " on the line after the report's Directory
+// line. A command of several lines may hold such lines itself; the
+// field is the one after a line that starts "Directory: ".
+func qwenOutputField(content, out string) bool {
+	field := "\nOutput: " + out + "\nError: "
+	for from := 0; ; {
+		i := strings.Index(content[from:], field)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if line := content[strings.LastIndexByte(content[:i], '\n')+1 : i]; strings.HasPrefix(line, "Directory: ") {
+			return true
+		}
+		from = i + 1
 	}
 }
 

@@ -600,3 +600,27 @@ func TestQwenOtherToolWithACommandArgument(t *testing.T) {
 		assert.Empty(t, obs[0].Unrecognized, c.name)
 	}
 }
+
+// TestQwenShownOutputIsTheReportsField: the display is the output when the
+// report's own Output field (the line after Directory) holds it, never when
+// only the command's text does: a heredoc that writes "Output: <words>" and
+// "Error: ..." lines and prints nothing leaves Qwen's exit words in the
+// display, which stay Qwen's.
+func TestQwenShownOutputIsTheReportsField(t *testing.T) {
+	const trailer = "\nError: (none)\nExit Code: 3\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 9"
+	for _, tc := range []struct {
+		name, content, display string
+		out                    string
+		ok                     bool
+	}{
+		{"the field holds it", "Command: printf 'Exit code 3'\nDirectory: /w\nOutput: Exit code 3" + trailer, "Exit code 3", "Exit code 3", true},
+		{"a multi-line command holds it", "Command: cat <<EOF\nOutput: Command exited with code: 3\nError: (none)\nEOF\nexit 3\nDirectory: /w\nOutput: (empty)" + trailer, "Command exited with code: 3", "", false},
+		{"an output with Error lines", "Command: sh x\nDirectory: /w\nOutput: a\nError: b" + trailer, "a\nError: b", "a\nError: b", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, ok := qwenShownOutput(tc.content, tc.display)
+			assert.Equal(t, tc.ok, ok)
+			assert.Equal(t, tc.out, out)
+		})
+	}
+}

@@ -552,9 +552,12 @@ func readCodex(u *codexUpdate, b codex) accum.Observation {
 		o.TimedOut = true
 	}
 	// Codex's timeout sentence comes beside the exit 124 it reports (or
-	// none): beside an exit of 0 the words are the command's output.
+	// none): beside an exit of 0 the words are the command's output. In
+	// formatted_output it is Codex's only beside aggregated_output (the
+	// Rust adapter's model-facing text); without it, formatted_output is
+	// the TypeScript adapter 1.x's raw output (see codexCombined).
 	if ec := f.Exit(); !ec.Known || ec.Value != 0 {
-		if f.FormattedOutput.HasPrefix(codexTimedOutPrefix) && codexTimedOut.MatchString(f.FormattedOutput.Str().S) {
+		if agg.Set && f.FormattedOutput.HasPrefix(codexTimedOutPrefix) && codexTimedOut.MatchString(f.FormattedOutput.Str().S) {
 			o.TimedOut = true
 		}
 		for _, s := range []Str{agg, f.Stderr} {
@@ -741,16 +744,16 @@ func codexExecError(f *codexOutputFields, agg Str) (string, bool) {
 
 // codexCombined picks the combined output: aggregated_output, then output,
 // then formatted_output with Codex's decorations removed, where they are
-// Codex's: its timeout sentence beside an exit other than 0 (as for
-// TimedOut), and a "Total output lines" header only above Codex's
-// elision marker (the text is then truncated), the two together as
-// Codex shortens a text for the model (see codexShortened). The
-// TypeScript adapter 1.x, the one build family that sends
-// formatted_output without aggregated_output, sends there the raw output
-// (1.1.4: all 348,894 bytes of `seq 1 60000`, no header): the same words
-// beside an exit 0, a header over no marker, or a marker alone are the
-// command's own (tricky-more's m_codex_timedout, m_codex_total,
-// m_codex_elided), kept whole and not cut.
+// Codex's: a "Total output lines" header only above Codex's elision
+// marker (the text is then truncated), the two together as Codex shortens
+// a text for the model (see codexShortened). The TypeScript adapter 1.x,
+// the one build family that sends formatted_output without
+// aggregated_output, sends there the raw output (1.1.4: all 348,894 bytes
+// of `seq 1 60000`, no header; its exec_command has no timeout): Codex's
+// timeout sentence there, beside an exit 0 or Codex's own 124, a header
+// over no marker, or a marker alone are the command's own (tricky-more's
+// m_codex_timedout, m_codex_total, m_codex_elided; tricky-cancel's
+// k_codex_timeout), kept whole and not cut.
 func codexCombined(f *codexOutputFields, agg Str) (string, bool, bool) {
 	if agg.Set {
 		return agg.S, false, true
@@ -760,9 +763,6 @@ func codexCombined(f *codexOutputFields, agg Str) (string, bool, bool) {
 	}
 	if formatted := f.FormattedOutput.Str(); formatted.Set {
 		s := formatted.S
-		if ec := f.Exit(); !ec.Known || ec.Value != 0 {
-			s = codexTimedOut.ReplaceAllString(s, "")
-		}
 		truncated := false
 		if loc := codexTotalLines.FindStringIndex(s); loc != nil && codexElided.MatchString(s[loc[1]:]) {
 			s, truncated = s[loc[1]:], true

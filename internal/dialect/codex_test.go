@@ -132,9 +132,14 @@ func TestCodexRustAdapter(t *testing.T) {
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"start\n","stderr":"","aggregated_output":"start\n","exit_code":124,"formatted_output":"command timed out after 2003 milliseconds\nstart\n","status":"failed","source":"agent"},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":124,"signal":null}}}`,
 			want: one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Exit: ex(124, accum.ExitTerminal, false), TimedOut: true,
 				Texts: []accum.Text{txt(accum.Stdout, F, "start\n"), txt(accum.Stderr, F, ""), txt(C, F, "start\n")}})},
-		{name: "timeout banner in formatted_output only",
-			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"exit_code":124,"formatted_output":"command timed out after 10000 milliseconds\npartial\n"}}`,
-			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Exit: ex(124, accum.ExitStructured, false), TimedOut: true, Texts: []accum.Text{txt(C, F, "partial\n")}})},
+		// formatted_output without aggregated_output is the TypeScript
+		// adapter 1.x's, the raw output (tricky-cancel's k_codex_timeout,
+		// recorded on 1.13.1 and 1.1.4): Codex's timeout sentence there,
+		// even beside its 124, is the command's own line.
+		{name: "1.x final: a timeout sentence beside exit 124 is the command's output, no timeout",
+			update: `{"sessionUpdate":"tool_call_update","toolCallId":"call_k_codex_timeout_36","name":"exec_command","status":"failed","rawOutput":{"formatted_output":"command timed out after 2000 milliseconds\nx\n","exit_code":124},"_meta":{"terminal_output_delta":{"data":"command timed out after 2000 milliseconds\nx\n","terminal_id":"call_k_codex_timeout_36"},"terminal_exit":{"exit_code":124,"signal":null,"terminal_id":"call_k_codex_timeout_36"}}}`,
+			want: one(accum.Observation{ToolCallID: "call_k_codex_timeout_36", TerminalID: "call_k_codex_timeout_36", Shell: yes, Status: failed, Exit: ex(124, accum.ExitTerminal, false),
+				Texts: []accum.Text{txt(C, F, "command timed out after 2000 milliseconds\nx\n")}})},
 		{name: "Sandbox(Signal(9)): SIGKILL, the -1 sentinel dropped, error text is not output",
 			update: `{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","rawOutput":{"stdout":"","stderr":"execution error: Sandbox(Signal(9))","aggregated_output":"execution error: Sandbox(Signal(9))","exit_code":-1,"formatted_output":"execution error: Sandbox(Signal(9))","status":"failed","source":"agent"},"_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":-1,"signal":null}}}`,
 			want:   one(accum.Observation{ToolCallID: "c1", Shell: yes, Status: failed, Signal: "SIGKILL", Failed: true})},

@@ -172,9 +172,13 @@ func geminiBanner(o *accum.Observation, text string) string {
 }
 
 var (
-	geminiExited     = regexp.MustCompile(`^Command exited with code:? (-?\d+)\.?$`)
-	geminiSignalled  = regexp.MustCompile(`^Command terminated by signal:? (\S+?)\.?$`)
-	geminiCancelled  = regexp.MustCompile(`(?i)^Command (?:was )?cancell?ed by (?:the )?user\b`)
+	geminiExited    = regexp.MustCompile(`^Command exited with code:? (-?\d+)\.?$`)
+	geminiSignalled = regexp.MustCompile(`^Command terminated by signal:? (\S+?)\.?$`)
+	// geminiCancelled is the head of a cancel notice: "Command cancelled
+	// by user." (the display), "Command was cancelled by user before it
+	// could complete." or "... start." (the debug report). Only in the
+	// shape geminiNoticeEnd allows after it is it Gemini's.
+	geminiCancelled  = regexp.MustCompile(`^Command (?:was )?cancell?ed by (?:the )?user(?: before it could (?:start|complete))?\.`)
 	geminiSpawnError = regexp.MustCompile(`^Command failed: `)
 	// geminiBeforeCancel introduces the output printed before a cancel.
 	geminiBeforeCancel = "Output before cancellation:"
@@ -197,8 +201,23 @@ var (
 	// inactivity timeout ("Command was automatically cancelled because it
 	// exceeded the timeout of 5.0 minutes without output."), in the
 	// display (0.45) or the debug report.
-	geminiTimedOut = regexp.MustCompile(`^Command was automatically cancell?ed because it exceeded the timeout\b`)
+	geminiTimedOut = regexp.MustCompile(`^Command was automatically cancell?ed because it exceeded the timeout of \d+(?:\.\d+)? minutes without output\.`)
+	// geminiNoticeEnd is what Gemini writes after the head of a cancel or
+	// timeout notice (0.36.0, 0.45.2): nothing, the display's "Output
+	// before cancellation:" line after a blank one, or the debug
+	// report's "Below is the output ..." or "There was no output ..."
+	// sentence. 0.36.0's display of a command that printed output is
+	// that output itself: a notice head followed by anything else is a
+	// line the command printed.
+	geminiNoticeEnd = regexp.MustCompile(`^(?:$|\n\n` + geminiBeforeCancel + `\n| Below is the output before it was cancell?ed:\n| There was no output before it was cancell?ed\.$)`)
 )
+
+// geminiNotice reports whether text (trimmed) is a notice whose head re
+// matches, in a shape Gemini writes it (geminiNoticeEnd).
+func geminiNotice(re *regexp.Regexp, text string) bool {
+	m := re.FindStringIndex(text)
+	return m != nil && geminiNoticeEnd.MatchString(text[m[1]:])
+}
 
 // geminiBlocked is what 0.61 shows, plain and --debug alike, for a command
 // it refused to run because it holds command substitution ($(...),
@@ -228,12 +247,12 @@ func geminiFinal(o *accum.Observation, text string) {
 		o.Signal = NormalizeSignal(m[1])
 		return
 	}
-	if geminiTimedOut.MatchString(line) {
+	if geminiNotice(geminiTimedOut, line) {
 		o.TimedOut = true
 		geminiCancelOutput(o, text)
 		return
 	}
-	if geminiCancelled.MatchString(line) {
+	if geminiNotice(geminiCancelled, line) {
 		// "Command cancelled by user.\n\nOutput before cancellation:\n..."
 		// The header is a notice; what follows the marker is the real
 		// output the command printed before it was stopped.

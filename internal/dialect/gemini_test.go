@@ -90,6 +90,52 @@ func TestGeminiUpdate(t *testing.T) {
 			}),
 		},
 		{
+			// Gemini writes its cancel and timeout notices alone, or
+			// followed by "Output before cancellation:" and the output
+			// (0.36.0, 0.45.2); words after them in any other shape are
+			// the command's (tricky-cancel, 0.36.0 plain shows the output
+			// itself).
+			name:   "the cancel notice with more on its line is output",
+			update: final(`"Command cancelled by user. Retrying."`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command cancelled by user. Retrying.")}
+			}),
+		},
+		{
+			name:   "the cancel notice over other lines is output",
+			update: final(`"Command cancelled by user.\ntick1"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command cancelled by user.\ntick1")}
+			}),
+		},
+		{
+			name:   "the timeout notice over other lines is output",
+			update: final(`"Command was automatically cancelled because it exceeded the timeout of 5.0 minutes without output.\nstart"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command was automatically cancelled because it exceeded the timeout of 5.0 minutes without output.\nstart")}
+			}),
+		},
+		{
+			name:   "the timeout notice alone",
+			update: final(`"Command was automatically cancelled because it exceeded the timeout of 0.5 minutes without output."`),
+			want:   with(func(o *accum.Observation) { o.TimedOut = true }),
+		},
+		{
+			name:   "the debug cancel notice with no output before it",
+			update: final(`"Command was cancelled by user before it could complete. There was no output before it was cancelled."`),
+			want: with(func(o *accum.Observation) {
+				o.Cancelled = true
+				o.CancelNotice = "Command was cancelled by user before it could complete. There was no output before it was cancelled."
+			}),
+		},
+		{
+			name:   "the debug cancel head with other words after it is output",
+			update: final(`"Command was cancelled by user before it could complete. Retrying"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Command was cancelled by user before it could complete. Retrying")}
+			}),
+		},
+		{
 			name:   "Command failed: spawn error",
 			update: final(`"Command failed: spawn bash ENOENT"`),
 			want:   with(func(o *accum.Observation) { o.Failed = true }),

@@ -175,6 +175,10 @@ func (c *Call) Apply(o *Observation) {
 	if o.WordsIfFailed && c.cur.state != Ended && !o.Status.Ended() {
 		o = c.holdWords(o)
 	}
+	if o.WordsIfCancelAsked && !o.Replayed && !c.cancelAsked && c.cur.state != Ended {
+		// No cancel was asked: the words are the command's output.
+		o = wordsOutput(o)
+	}
 	// Words a replay removed that the live text held whole are output
 	// (and say nothing), before the replay is cut to what it may add.
 	o = c.wordsAsOutput(o)
@@ -743,6 +747,34 @@ func (c *Call) wordsAsOutput(o *Observation) *Observation {
 		}
 	}
 	cp.Worded = Worded{}
+	return &cp
+}
+
+// wordsOutput returns o with the words removed from its texts put back
+// (each Whole text whole) and the evidence read from them (Worded)
+// dropped: they proved to be output.
+func wordsOutput(o *Observation) *Observation {
+	cp := *o
+	cp.Texts = make([]Text, 0, len(o.Texts))
+	for _, t := range o.Texts {
+		if t.Whole != "" && t.Bytes == nil && (t.Kind == Snapshot || t.Kind == Final) {
+			t.Text, t.Whole = t.Whole, ""
+		}
+		cp.Texts = append(cp.Texts, t)
+	}
+	w := cp.Worded
+	if w.Exit && cp.Exit != nil && cp.Exit.Source == ExitText {
+		cp.Exit = nil
+	}
+	cp.TimedOut = cp.TimedOut && !w.TimedOut
+	cp.Background = cp.Background && !w.Background
+	if w.Signal {
+		cp.Signal = ""
+	}
+	if w.Cancelled {
+		cp.Cancelled, cp.CancelNotice = false, ""
+	}
+	cp.Worded, cp.WordsIfCancelAsked = Worded{}, false
 	return &cp
 }
 

@@ -919,6 +919,50 @@ func TestCallWordsIfFailed(t *testing.T) {
 	}
 }
 
+// TestCallWordsIfCancelAsked: words removed from a final that are the
+// agent's only after the user's cancel (Observation.WordsIfCancelAsked)
+// are output when no cancel was asked while the call was open, and the
+// agent's notice when one was; a replayed final is read as the agent's.
+func TestCallWordsIfCancelAsked(t *testing.T) {
+	notice := func(text, whole string) Observation {
+		return Observation{Status: StatusCompleted, Cancelled: true, CancelNotice: "Command cancelled by user.", Worded: Worded{Cancelled: true},
+			WordsIfCancelAsked: true, Texts: []Text{{Stream: Combined, Kind: Final, Text: text, Whole: whole}}}
+	}
+	alone := notice("", "Command cancelled by user.")
+	before := notice("tick1", "Command cancelled by user.\n\nOutput before cancellation:\ntick1")
+	replayed := alone
+	replayed.Replayed = true
+	for _, tc := range []struct {
+		name   string
+		cancel bool
+		final  Observation
+		want   Outcome
+		output string
+	}{
+		{"no cancel: the notice alone is output", false, alone, Unknown, "Command cancelled by user."},
+		{"no cancel: all of it is output", false, before, Unknown, "Command cancelled by user.\n\nOutput before cancellation:\ntick1"},
+		{"cancel asked: the notice is the agent's", true, alone, Cancelled, ""},
+		{"cancel asked: the output after the marker", true, before, Cancelled, "tick1"},
+		{"replayed: the agent's", false, replayed, Cancelled, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCall("c", 1024)
+			c.Apply(&Observation{Shell: ShellYes, Replayed: tc.final.Replayed})
+			if tc.cancel {
+				c.CancelRequested()
+			}
+			c.Apply(&tc.final)
+			r, _ := c.Revision()
+			assert.Equal(t, tc.want, r.Outcome, r.OutcomeReason)
+			got := ""
+			if b := c.streams[Combined]; b != nil {
+				got = b.Whole().Text
+			}
+			assert.Equal(t, tc.output, got)
+		})
+	}
+}
+
 // TestReplayDropsALiveOnlyExit: an exit a dialect says is evidence only on
 // a live frame (ExitLiveOnly: the agent makes it up when it replays) says
 // nothing on a replayed one, whether the call ended live without an exit

@@ -336,6 +336,15 @@ type Observation struct {
 	// flag were not set). Words the stream already holds whole are output
 	// at once, as without the flag.
 	WordsIfFailed bool
+	// WordsIfCancelAsked, on a live frame, says the words the dialect
+	// removed from its texts (Text.Whole) are the agent's only if the
+	// user cancelled the prompt turn while the call was open (ACP
+	// `session/cancel`, Call.CancelRequested): the agent writes them
+	// where, and as, a command's output comes, and only after a cancel.
+	// Without that cancel they are output (Whole applies, and the
+	// evidence read from them, Worded, is dropped). A replayed frame is
+	// read as if the flag were not set: a replay carries no cancel.
+	WordsIfCancelAsked bool
 
 	// Replayed says the observation restates history (an agent replaying
 	// a loaded session, ACP `session/load`), which is often poorer than
@@ -452,14 +461,14 @@ func (o *Observation) TakeEvidence() Observation {
 	ev := Observation{
 		TerminalID: o.TerminalID, Texts: o.Texts, Exit: o.Exit, ExitSetAside: o.ExitSetAside, ExitLiveOnly: o.ExitLiveOnly,
 		Signal: o.Signal, TimedOut: o.TimedOut, Background: o.Background, FailNotice: o.FailNotice,
-		Succeeded: o.Succeeded, Failed: o.Failed, Verdict: o.Verdict, Worded: o.Worded, ExitWordsOutput: o.ExitWordsOutput, WordsIfFailed: o.WordsIfFailed,
+		Succeeded: o.Succeeded, Failed: o.Failed, Verdict: o.Verdict, Worded: o.Worded, ExitWordsOutput: o.ExitWordsOutput, WordsIfFailed: o.WordsIfFailed, WordsIfCancelAsked: o.WordsIfCancelAsked,
 		Replayed: o.Replayed, NoEcho: o.NoEcho, Unrecognized: o.Unrecognized,
 		Src: Sources{Exit: o.Src.Exit, Output: o.Src.Output, Notice: o.Src.Notice},
 	}
 	o.TerminalID, o.AboutTerminal, o.Texts, o.Exit, o.ExitSetAside, o.ExitLiveOnly = "", false, nil, nil, false, false
 	o.Signal, o.TimedOut, o.Background, o.FailNotice = "", false, false, ""
 	o.Succeeded, o.Failed, o.Verdict, o.Worded, o.WordsIfFailed, o.Unrecognized = false, false, VerdictNone, Worded{}, false, nil
-	o.ExitWordsOutput = false
+	o.ExitWordsOutput, o.WordsIfCancelAsked = false, false
 	o.Src.Exit, o.Src.Output, o.Src.Notice = "", "", ""
 	return ev
 }

@@ -98,7 +98,11 @@ func observeGemini(u *geminiCall) []accum.Observation {
 		case o.Status == accum.StatusFailed:
 			geminiFailure(&o, rest)
 		case o.Status.Ended():
+			n := len(o.Texts)
 			geminiFinal(&o, rest)
+			if o.Cancelled {
+				geminiCancelIfAsked(&o, rest, n)
+			}
 		case rest != "" && o.Shell != accum.ShellNo:
 			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: rest})
 		}
@@ -439,6 +443,22 @@ func geminiTerseValue(f, v string) bool {
 func geminiCancel(o *accum.Observation, text string) {
 	o.Cancelled, o.CancelNotice = true, notice(text)
 	geminiCancelOutput(o, text)
+}
+
+// geminiCancelIfAsked marks the cancel notice of a `completed` final,
+// text as sent, as Gemini's only if the user cancelled the turn: Gemini
+// writes it only after the client's session/cancel (its abort signal),
+// and 0.36.0 shows a command's output itself in the same place, so
+// without a cancel the same words are what the command printed
+// (tricky-cancel).
+// The output after the notice's marker, if any, is o.Texts[from].
+func geminiCancelIfAsked(o *accum.Observation, text string, from int) {
+	o.Worded.Cancelled, o.WordsIfCancelAsked = true, true
+	if len(o.Texts) > from {
+		o.Texts[from].Whole = text
+		return
+	}
+	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Whole: text})
 }
 
 // geminiBelowCancel introduces the output in the debug report of a

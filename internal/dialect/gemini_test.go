@@ -77,16 +77,26 @@ func TestGeminiUpdate(t *testing.T) {
 			want:   with(func(o *accum.Observation) { o.Signal = "SIGTERM" }),
 		},
 		{
-			name:   "cancelled by user",
+			// 0.36.0 shows a command's output itself where the notice
+			// goes: the notice is Gemini's only after the user's cancel
+			// (tricky-cancel's k_gemini_cancel printed it).
+			name:   "cancelled by user: the agent's only if a cancel was asked",
 			update: final(`"Command cancelled by user."`),
-			want:   with(func(o *accum.Observation) { o.Cancelled, o.CancelNotice = true, "Command cancelled by user." }),
+			want: with(func(o *accum.Observation) {
+				o.Cancelled, o.CancelNotice = true, "Command cancelled by user."
+				o.Worded.Cancelled, o.WordsIfCancelAsked = true, true
+				o.Texts = []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Whole: "Command cancelled by user."}}
+			}),
 		},
 		{
 			name:   "cancelled by user: the output before the cancellation is output",
 			update: final(`"Command cancelled by user.\n\nOutput before cancellation:\ntick1\ntick2"`),
 			want: with(func(o *accum.Observation) {
 				o.Cancelled, o.CancelNotice = true, "Command cancelled by user."
-				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "tick1\ntick2")}
+				o.Worded.Cancelled, o.WordsIfCancelAsked = true, true
+				t := txt(accum.Combined, accum.Final, "tick1\ntick2")
+				t.Whole = "Command cancelled by user.\n\nOutput before cancellation:\ntick1\ntick2"
+				o.Texts = []accum.Text{t}
 			}),
 		},
 		{
@@ -126,6 +136,8 @@ func TestGeminiUpdate(t *testing.T) {
 			want: with(func(o *accum.Observation) {
 				o.Cancelled = true
 				o.CancelNotice = "Command was cancelled by user before it could complete. There was no output before it was cancelled."
+				o.Worded.Cancelled, o.WordsIfCancelAsked = true, true
+				o.Texts = []accum.Text{{Stream: accum.Combined, Kind: accum.Final, Whole: "Command was cancelled by user before it could complete. There was no output before it was cancelled."}}
 			}),
 		},
 		{
@@ -388,7 +400,10 @@ func TestGeminiDebugReport(t *testing.T) {
 			want: with(func(o *accum.Observation) {
 				o.Cancelled = true
 				o.CancelNotice = "Command was cancelled by user before it could complete. Below is the output before it was cancelled:"
-				o.Texts = []accum.Text{txt(C, F, "tick1\ntick2")}
+				o.Worded.Cancelled, o.WordsIfCancelAsked = true, true
+				t := txt(C, F, "tick1\ntick2")
+				t.Whole = "Command was cancelled by user before it could complete. Below is the output before it was cancelled:\ntick1\ntick2"
+				o.Texts = []accum.Text{t}
 			})},
 		{name: "an inactivity timeout: timed out, the output after the marker",
 			update: final("Command was automatically cancelled because it exceeded the timeout of 5.0 minutes without output.\n\nOutput before cancellation:\nstart"),

@@ -29,7 +29,9 @@ import (
 //     `Command exited with code: N` (ExitText N), `Command terminated by
 //     signal: SIGX` (Signal), `Command cancelled by user.` (Cancelled; a
 //     notice, but the lines after its `Output before cancellation:` are
-//     the real output printed before the cancel),
+//     the real output printed before the cancel; Gemini's only after the
+//     client's session/cancel, and only in that shape, see
+//     geminiCancelIfAsked),
 //     `Command failed: E` (Failed) or `Command moved to background (PID: N)
 //     ...` (Background); none of these is output. 0.61 refuses to run a
 //     command holding command substitution and sends, `completed`, only

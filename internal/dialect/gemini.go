@@ -188,14 +188,16 @@ var (
 	geminiSpawnError = regexp.MustCompile(`^Command failed: `)
 	// geminiBeforeCancel introduces the output printed before a cancel.
 	geminiBeforeCancel = "Output before cancellation:"
-	// geminiBackground is Gemini's notice for a command it moved to the
-	// background, the only one it writes (0.36.0, 0.45.2 and 0.61.0:
+	// geminiBackground is Gemini's notice for a command that goes on in
+	// the background, one line, in the two shapes its bundles write:
 	// "Command moved to background (PID: N). Output hidden. Press Ctrl+B
-	// to view."; earlier releases without the hint). Other words about a
-	// background command ("Command running in background with ID: ...",
-	// Claude Code's) are a command's own output, which 0.36.0 shows as
-	// the text.
-	geminiBackground = regexp.MustCompile(`^Command moved to background \(PID: \d+\)\.`)
+	// to view." (0.36.0, 0.45.2 and 0.61.0; earlier releases without the
+	// hint) and, in 0.45.2, "Background process started with PID N." for
+	// an is_background command still running after its delay; N is
+	// "undefined" when Gemini got no pid. Other words about a background
+	// command ("Command running in background with ID: ...", Claude
+	// Code's) are a command's own output, which 0.36.0 shows as the text.
+	geminiBackground = regexp.MustCompile(`^(?:Command moved to background \(PID: (?:\d+|undefined)\)\.|Background process started with PID (?:\d+|undefined)\.$)`)
 	// geminiDebugStart is how a debug-mode result begins (its first
 	// field), and geminiDebugEnd how it ends when it names no exit code:
 	// 0.45 writes only the fields that have a value ("Output: ...\nProcess

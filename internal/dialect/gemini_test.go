@@ -231,6 +231,26 @@ func TestGeminiUpdate(t *testing.T) {
 			want:   with(func(o *accum.Observation) { o.Background = true }),
 		},
 		{
+			// Gemini writes the pid it got, "undefined" when it got none.
+			name:   "moved to background with no pid: Background, not output",
+			update: final(`"Command moved to background (PID: undefined). Output hidden. Press Ctrl+B to view."`),
+			want:   with(func(o *accum.Observation) { o.Background = true }),
+		},
+		{
+			// 0.45.2's is_background command still running after its
+			// delay: the display Gemini sends as the content.
+			name:   "a background process started: Background, not output",
+			update: final(`"Background process started with PID 4242."`),
+			want:   with(func(o *accum.Observation) { o.Background = true }),
+		},
+		{
+			name:   "the same words with more after them: output",
+			update: final(`"Background process started with PID 4242.\nand then"`),
+			want: with(func(o *accum.Observation) {
+				o.Texts = []accum.Text{txt(accum.Combined, accum.Final, "Background process started with PID 4242.\nand then")}
+			}),
+		},
+		{
 			name:   "debug mode: Output combined, Exit Code ExitText, Error none",
 			update: final(`"Command: make\nDirectory: (root)\nOutput: a\nError: boom\nb\nError: (none)\nExit Code: 2\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242"`),
 			want: with(func(o *accum.Observation) {

@@ -733,21 +733,28 @@ func (c *Call) wordsAsOutput(o *Observation) *Observation {
 	if !output && worded != nil {
 		c.wordedExit = worded
 	}
-	if w := cp.Worded; output {
-		if w.Exit && cp.Exit != nil && cp.Exit.Source == ExitText {
-			cp.Exit = nil
-		}
-		cp.TimedOut = cp.TimedOut && !w.TimedOut
-		cp.Background = cp.Background && !w.Background
-		if w.Signal {
-			cp.Signal = ""
-		}
-		if w.Cancelled {
-			cp.Cancelled, cp.CancelNotice = false, ""
-		}
+	if output {
+		cp.dropWorded()
 	}
 	cp.Worded = Worded{}
 	return &cp
+}
+
+// dropWorded takes out of o the evidence read from words a dialect
+// removed (Worded), when those words proved to be output.
+func (o *Observation) dropWorded() {
+	w := o.Worded
+	if w.Exit && o.Exit != nil && o.Exit.Source == ExitText {
+		o.Exit = nil
+	}
+	o.TimedOut = o.TimedOut && !w.TimedOut
+	o.Background = o.Background && !w.Background
+	if w.Signal {
+		o.Signal = ""
+	}
+	if w.Cancelled {
+		o.Cancelled, o.CancelNotice = false, ""
+	}
 }
 
 // wordsOutput returns o with the words removed from its texts put back
@@ -762,18 +769,7 @@ func wordsOutput(o *Observation) *Observation {
 		}
 		cp.Texts = append(cp.Texts, t)
 	}
-	w := cp.Worded
-	if w.Exit && cp.Exit != nil && cp.Exit.Source == ExitText {
-		cp.Exit = nil
-	}
-	cp.TimedOut = cp.TimedOut && !w.TimedOut
-	cp.Background = cp.Background && !w.Background
-	if w.Signal {
-		cp.Signal = ""
-	}
-	if w.Cancelled {
-		cp.Cancelled, cp.CancelNotice = false, ""
-	}
+	cp.dropWorded()
 	cp.Worded, cp.WordsIfCancelAsked = Worded{}, false
 	return &cp
 }

@@ -32,7 +32,8 @@ func cutVersion(s string) string {
 // or, for an agent behind an adapter whose `agentInfo.version` is the
 // adapter's own, the agent's build as the adapter names it elsewhere,
 // with the agent's name before it ("pi v0.84.4"; see agentBuilds).
-// A version that does not parse (empty, garbage, too long) is unknown.
+// A version that does not parse (empty, garbage, too long), or that is
+// 0.0.0 (a build from source or a snapshot), is unknown.
 // The zero Version is unknown. Versions are comparable with ==.
 type Version struct {
 	raw   string // as sent, trimmed and cut (cutVersion)
@@ -63,11 +64,16 @@ func ParseVersion(s string) Version {
 	} else if t[0] != 'v' {
 		t = "v" + t
 	}
-	if semver.IsValid(t) {
+	if semver.IsValid(t) && !strings.HasPrefix(semver.Canonical(t), noRelease) {
 		v.canon, v.name = semver.Canonical(t), name
 	}
 	return v
 }
+
+// noRelease starts the version a build from source or a development
+// snapshot gives itself ("0.0.0", "0.0.0-dev-..."): no release, so no
+// older build, and read as unknown, that is as the newest.
+const noRelease = "v0.0.0"
 
 // capText cuts s to at most n bytes without splitting a UTF-8 sequence.
 func capText(s string, n int) string {

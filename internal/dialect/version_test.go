@@ -30,6 +30,12 @@ func TestParseVersion(t *testing.T) {
 		{"1.2.3.4", false, "unknown", "", "99.0.0"},
 		{"1.2.x", false, "unknown", "", "99.0.0"},
 		{"01.2.3", false, "unknown", "", "99.0.0"},
+		// 0.0.0 is no release: a build from source or a snapshot names
+		// itself so, and is read as the newest.
+		{"0.0.0", false, "unknown", "", "0.0.1"},
+		{"0.0.0-dev-202612051200", false, "unknown", "", "0.0.1"},
+		{"v0.0.0-local", false, "unknown", "", "0.0.1"},
+		{"0.0.1", true, "0.0.1", "0.0.2", "0.0.0"},
 		{strings.Repeat("1", 70), false, "unknown", "", "99.0.0"},
 		{"0.85.1+" + strings.Repeat("a", 70), false, "unknown", "", "99.0.0"},
 	} {

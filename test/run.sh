@@ -22,7 +22,8 @@
 #      (test/apidiff.sh); kubeconform -strict on the Kubernetes manifests in
 #      deploy/k8s, against schemas generated offline by test/setup.sh;
 #   4. go test -race on every package: unit, bufconn service, golden,
-#      conformance, end-to-end and command-line tests; then the chaos
+#      conformance, end-to-end and command-line tests (the dialects'
+#      whole-corpus walks again without -race); then the chaos
 #      suite's short run (test/chaos: three acpnormd on Sentinel and Cluster
 #      Redis, faults on a seeded schedule, about 90 s);
 #   5. each fuzz target for FUZZTIME inputs (20000x; a count, not a
@@ -108,6 +109,9 @@ fi
 
 echo "== go test -race"
 go test -race -count=1 $(go list ./... | grep -v '/test/chaos$')
+
+echo "== the dialects held to encoding/json on every recorded frame (without -race, which walks a quarter)"
+go test -count=1 ./internal/dialect
 
 echo "== chaos suite, short run (seeded; the long one: ACPNORM_CHAOS_LONG=1, see docs/scaling.md)"
 # Three acpnormd on Sentinel and on Cluster Redis, faults on a seeded

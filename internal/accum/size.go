@@ -37,6 +37,15 @@ func newGrowth(limit int) growthStep {
 	return b.growth()
 }
 
+// streamGrowth is the growth of stream s of c from now: its Buffer's, or
+// a new one's when the call has none yet.
+func (c *Call) streamGrowth(s Stream) growthStep {
+	if b := c.streams[s]; b != nil {
+		return b.growth()
+	}
+	return newGrowth(c.limit)
+}
+
 func (g *growthStep) add(n int) {
 	add := utf8.RuneLen(utf8.RuneError)*n + utf8.UTFMax
 	g.c = min(max(64, 2*(g.held+add), 2*g.c), g.maxCap)
@@ -91,11 +100,7 @@ func (c *Call) GrowthBound(o *Observation) int {
 			l := len(t.Text) + len(t.Bytes)
 			if !seen[t.Stream] {
 				seen[t.Stream] = true
-				if b := c.streams[t.Stream]; b != nil {
-					*g = b.growth()
-				} else {
-					*g = newGrowth(c.limit)
-				}
+				*g = c.streamGrowth(t.Stream)
 				l += c.echoes[t.Stream].heldLen() // released with it
 			}
 			g.add(l)
@@ -140,13 +145,9 @@ func (c *Call) EndGrowthBound() int {
 		// the outcome reason quotes.
 		n += maxReason + 2*len(h.notice) + len(h.signal)
 		for _, t := range h.texts {
-			if b := c.streams[t.Stream]; b != nil {
-				n += b.growthBound(max(len(t.Text), len(t.Whole)) + c.echoes[t.Stream].heldLen())
-			} else {
-				g := newGrowth(c.limit)
-				g.add(max(len(t.Text), len(t.Whole)) + c.echoes[t.Stream].heldLen())
-				n += g.bound()
-			}
+			g := c.streamGrowth(t.Stream)
+			g.add(max(len(t.Text), len(t.Whole)) + c.echoes[t.Stream].heldLen())
+			n += g.bound()
 		}
 	}
 	for s, b := range c.streams {

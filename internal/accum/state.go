@@ -181,8 +181,7 @@ func (c *Call) AppendState(b []byte) []byte {
 	setBit(&flags, callHeldWords, c.held != nil)
 	b = binary.AppendUvarint(b, flags)
 	if c.exit != nil {
-		b = binary.AppendVarint(b, int64(c.exit.Code))
-		b = append(b, byte(c.exit.Source))
+		b = appendExit(b, c.exit)
 	}
 	b = wire.AppendString(b, c.cancelWhy)
 	b = wire.AppendString(b, c.notice)
@@ -235,8 +234,7 @@ func (h *heldWords) appendState(p []byte) []byte {
 	p = wire.AppendString(p, h.notice)
 	p = wire.AppendString(p, h.signal)
 	if h.exit != nil {
-		p = binary.AppendVarint(p, int64(h.exit.Code))
-		p = append(p, byte(h.exit.Source))
+		p = appendExit(p, h.exit)
 	}
 	return p
 }
@@ -355,12 +353,8 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	c.rawOutput = flags&callRawOutput != 0
 	c.commandFromTitle = flags&callCommandFromTitle != 0
 	if flags&callHasExit != 0 {
-		code := d.Varint("exit code")
-		if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {
-			d.Fail("exit code %d is out of range", code)
-		}
-		src := ExitSource(d.enum("exit source", byte(ExitClient)))
-		c.exit = &Exit{Code: int32(code), Source: src, Placeholder: flags&callExitPlaceholder != 0}
+		c.exit = d.exit("exit")
+		c.exit.Placeholder = flags&callExitPlaceholder != 0
 	} else if flags&callExitPlaceholder != 0 {
 		d.Fail("a placeholder flag without an exit code")
 	}
@@ -403,14 +397,32 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 // methods read the call's parts.
 type decoder struct{ wire.Reader }
 
+// exitCode reads an exit code, which must fit an int32.
+func (d *decoder) exitCode(what string) int32 {
+	code := d.Varint(what)
+	if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {
+		d.Fail("%s %d is out of range", what, code)
+	}
+	return int32(code)
+}
+
+// exit reads an Exit as appendExit wrote it ("<what> code", "<what>
+// source"); its Placeholder is the caller's.
+func (d *decoder) exit(what string) *Exit {
+	code := d.exitCode(what + " code")
+	return &Exit{Code: code, Source: ExitSource(d.enum(what+" source", byte(ExitClient)))}
+}
+
+// appendExit appends e's code and source (decoder.exit reads them).
+func appendExit(p []byte, e *Exit) []byte {
+	p = binary.AppendVarint(p, int64(e.Code))
+	return append(p, byte(e.Source))
+}
+
 // wordedExit reads a Call's wordedExit.
 func (d *decoder) wordedExit(restore bool) *wordedExit {
 	w := &wordedExit{restore: restore}
-	code := d.Varint("worded exit code")
-	if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {
-		d.Fail("worded exit code %d is out of range", code)
-	}
-	w.code = int32(code)
+	w.code = d.exitCode("worded exit code")
 	w.stream = Stream(d.enum("worded exit stream", byte(NumStreams-1)))
 	w.head = d.String("worded exit head")
 	w.tail = d.String("worded exit tail")
@@ -485,11 +497,7 @@ func (d *decoder) held() *heldWords {
 	h.notice = d.String("held notice")
 	h.signal = d.String("held signal")
 	if flags&heldHasExit != 0 {
-		code := d.Varint("held exit code")
-		if d.Err == nil && (code < math.MinInt32 || code > math.MaxInt32) {
-			d.Fail("held exit code %d is out of range", code)
-		}
-		h.exit = &Exit{Code: int32(code), Source: ExitSource(d.enum("held exit source", byte(ExitClient)))}
+		h.exit = d.exit("held exit")
 	}
 	if d.Err != nil {
 		return nil

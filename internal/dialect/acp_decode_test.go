@@ -109,7 +109,8 @@ func recordingFrames(tb testing.TB, max int, agents bool) [][]byte {
 // the race detector (raceDetector) only a fixed quarter of the real-agent
 // recordings (test/testdata/recordings/agents), chosen by name. Those
 // walks run on one goroutine, so the detector finds nothing in them,
-// and it makes them about ten times slower; test/run.sh runs this
+// and on every recording they passed go test's 10-minute limit under it
+// in CI (the package takes 34 s without it); test/run.sh runs this
 // package's tests again without it, on every recording.
 func walkedUnderRace(path string) bool {
 	if !raceDetector || filepath.Base(filepath.Dir(path)) != "agents" {

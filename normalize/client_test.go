@@ -33,8 +33,8 @@ func feedClient(t *testing.T, n *normalize.Normalizer, frames ...string) *normal
 	var last *normalize.ShellExec
 	for _, f := range frames {
 		dir := normalize.FromAgent
-		if f == airInit || f == plainInit {
-			dir = normalize.FromClient
+		if strings.Contains(f, `"method":"initialize"`) {
+			dir = normalize.FromClient // the client's initialize request
 		}
 		out, err := n.Feed("s", []byte(f), normalize.WithDirection(dir))
 		require.NoError(t, err)
@@ -124,14 +124,18 @@ func TestClientCapabilitiesBad(t *testing.T) {
 
 func pad(n int) string { return strings.Repeat("x", n) }
 
+// sessionUpdate is a session/update notification of session s1 carrying
+// the update u.
+func sessionUpdate(u string) string {
+	return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":` + u + `}}`
+}
+
 // airCall is the frames of one Bash call of claude-agent-acp 0.101.0 to an
 // AIR client whose terminal_output is data, ended by end (the harness's
 // recordings: tricky-cancel's k_claude_refused for a command that printed
 // the words, full's reject for the refusal itself).
 func airCall(id, command, data, end string) []string {
-	up := func(u string) string {
-		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":` + u + `}}`
-	}
+	up := sessionUpdate
 	q := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) }
 	return []string{
 		up(`{"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_info":{"terminal_id":"` + id + `"}},"toolCallId":"` + id + `","sessionUpdate":"tool_call","name":"Bash","status":"pending","title":"Terminal","kind":"execute","content":[{"type":"terminal","terminalId":"` + id + `"}]}`),
@@ -191,9 +195,7 @@ func TestClaudeV2NoticeOrOutput(t *testing.T) {
 		refusal    = "User refused permission to run tool"
 		refusalB64 = "VXNlciByZWZ1c2VkIHBlcm1pc3Npb24gdG8gcnVuIHRvb2w="
 	)
-	up := func(u string) string {
-		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":` + u + `}}`
-	}
+	up := sessionUpdate
 	call := func(exitStatus, final string) []string {
 		return []string{
 			up(`{"sessionUpdate":"terminal_update","terminalId":"toolu_1"}`),
@@ -214,19 +216,7 @@ func TestClaudeV2NoticeOrOutput(t *testing.T) {
 		{"refused", call(`{}`, `{"toolCallId":"toolu_1","status":"failed","_meta":{"claudeCode":{"nonExecutionKind":"permission-rule"}},"sessionUpdate":"tool_call_update"}`), normalize.Cancelled, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := normalize.New()
-			var last *normalize.ShellExec
-			for i, f := range append([]string{v2Init, v2Claude}, tc.frames...) {
-				dir := normalize.FromAgent
-				if i == 0 {
-					dir = normalize.FromClient
-				}
-				out, err := n.Feed("s", []byte(f), normalize.WithDirection(dir))
-				require.NoError(t, err)
-				if len(out) > 0 {
-					last = out[len(out)-1]
-				}
-			}
+			last := feedClient(t, normalize.New(), append([]string{v2Init, v2Claude}, tc.frames...)...)
 			require.NotNil(t, last)
 			assert.Equal(t, normalize.StateEnded, last.State)
 			assert.Equal(t, tc.want, last.Outcome, last.OutcomeReason)

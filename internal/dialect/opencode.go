@@ -96,7 +96,7 @@ func init() { register(opencode{}) }
 // Kilo's 7.0 line (wordsAreOutput). npm has no OpenCode build between
 // 1.3.2 and 1.14.34.
 func (opencode) forVersion(v Version) Dialect {
-	old := v.Known() && v.Before("7.1.0")
+	old := v.Before("7.1.0") // false for an unknown build
 	kilo70 := old && !v.Before("7.0.0")
 	return opencode{liveIsOutput: old, wordsAreOutput: old && (v.Before(opencodeWordsFrom) || kilo70)}
 }

@@ -661,8 +661,7 @@ func qwenShownOutput(content, display string) (string, bool) {
 	if display == "" || !strings.HasPrefix(content, "Command: ") {
 		return "", false
 	}
-	shown := func(out string) bool { return qwenOutputField(content, out) }
-	if shown(display) {
+	if qwenOutputField(content, display) {
 		return display, true
 	}
 	// The advice follows the output after a blank line: try each blank
@@ -673,7 +672,7 @@ func qwenShownOutput(content, display string) (string, bool) {
 		if i < 0 {
 			return "", false
 		}
-		if out := display[:i]; out != "" && qwenLongRunHint.FindStringIndex(display[i:]) != nil && shown(out) {
+		if out := display[:i]; out != "" && qwenLongRunHint.FindStringIndex(display[i:]) != nil && qwenOutputField(content, out) {
 			return out, true
 		}
 		rest = display[:i]

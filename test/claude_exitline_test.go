@@ -9,11 +9,9 @@ package test
 // made up (before 0.86.0) or restated (a success's 0, from 0.86.0).
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/acpnorm/acpnorm/internal/replay"
 )
@@ -56,13 +54,7 @@ func TestClaudeExitLineReplayedAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			resps, err := replay.Play(ctx, inProcess(t), secondProcess(t, lines), replay.Options{SessionID: "exitline-" + build, Dialect: "auto"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls, errs := replay.Fold(resps)
+			calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "exitline-"+build))
 			if len(errs) > 0 {
 				t.Fatalf("frame errors: %v", errs)
 			}

@@ -73,9 +73,15 @@ func play(t *testing.T, c pb.NormalizerServiceClient, file string) []*pb.Normali
 	if err != nil {
 		t.Fatal(err)
 	}
+	return playLines(t, c, lines, strings.TrimSuffix(filepath.Base(file), ".ndjson"))
+}
+
+// playLines plays lines as session through c, the dialect detected.
+func playLines(t *testing.T, c pb.NormalizerServiceClient, lines []replay.Line, session string) []*pb.NormalizeResponse {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resps, err := replay.Play(ctx, c, lines, replay.Options{SessionID: strings.TrimSuffix(filepath.Base(file), ".ndjson"), Dialect: "auto"})
+	resps, err := replay.Play(ctx, c, lines, replay.Options{SessionID: session, Dialect: "auto"})
 	if err != nil {
 		t.Fatal(err)
 	}

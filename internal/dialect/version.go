@@ -64,8 +64,8 @@ func ParseVersion(s string) Version {
 	} else if t[0] != 'v' {
 		t = "v" + t
 	}
-	if semver.IsValid(t) && !strings.HasPrefix(semver.Canonical(t), noRelease) {
-		v.canon, v.name = semver.Canonical(t), name
+	if c := semver.Canonical(t); c != "" && !strings.HasPrefix(c, noRelease) {
+		v.canon, v.name = c, name
 	}
 	return v
 }

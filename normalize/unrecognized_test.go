@@ -79,6 +79,7 @@ var outputsLikeReports = map[string][]string{
 	"claude-code-acp-0.16.2_plain_tricky.ndjson":         {"result_text rawOutput"},
 	"gemini-cli-0.61.0_debug_tricky.ndjson":              {"result_text output"},
 	"claude-agent-acp-0.101.0_plain_tricky-notes.ndjson": {"result_text output"},
+	"claude-agent-acp-0.101.0_plain_exitline-cwd.ndjson": {"result_text rawOutput"},
 	"claude-code-acp-0.16.2_plain_tricky-notes.ndjson":   {"result_text output"},
 	"gemini-cli-0.61.0_debug_tricky-notes.ndjson":        {"result_text output"},
 	"gemini-cli-0.36.0_debug_tricky.ndjson":              {"result_text output"},

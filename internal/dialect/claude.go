@@ -112,7 +112,11 @@ import (
 //     the first case does not come from its main stream.
 //   - "Shell cwd was reset to DIR", Claude Code's line after the stderr
 //     of a command that changed directory, is a notice: removed only as
-//     the whole last line naming an absolute path (claudeCwdReset).
+//     the whole last line naming an absolute path (claudeCwdReset). Live,
+//     after a blank line (the adapter joins stdout and a stderr that
+//     starts with a newline), it is no part of the whole an "Exit code N"
+//     first line is measured against: toolResponse's stdout, before it,
+//     proves that line output; a `completed` final puts it back.
 //   - "(Bash completed with no output)", Claude Code's text for a result
 //     without output, and the adapter's notices for a call it closed
 //     without a result ("Claude stopped this tool call before it ran.",
@@ -865,7 +869,15 @@ func claudeText(o *accum.Observation, s string, completed, old, clientBash bool,
 		o.Worded.Cancelled, worded = true, true
 		s = s[:loc[0]]
 	}
+	cwdStderr := -1 // where the cwd notice of the live terminal output starts
 	if i := claudeCwdReset(s); i >= 0 {
+		if len(s) == len(whole) && strings.HasPrefix(s[i:], "\n\n") {
+			// The adapter joins stdout and stderr with a newline, and
+			// the notice ends stderr after one of its own: a blank line
+			// before it is that shape (a command printing the words on
+			// stdout gets one newline, as does a replay).
+			cwdStderr = i
+		}
 		s, worded = s[:i], true
 	}
 	header := false // the text is an error's, under its Exit code header
@@ -881,6 +893,14 @@ func claudeText(o *accum.Observation, s string, completed, old, clientBash bool,
 			}
 			s, worded = s[len(m[0]):], true
 			o.Src.Notice = "Exit code header of the output text"
+			if cwdStderr >= 0 {
+				// The stderr notice is Claude Code's either way, and
+				// toolResponse's stdout never holds it: the header and
+				// the rest are the whole the header may prove part of
+				// (Text.Whole), and the header alone the words removed
+				// (Observation.ExitWordsOutput puts it back).
+				whole = whole[:cwdStderr]
+			}
 		}
 	}
 	if p, size, ok := persistedPreview(s); ok && !old {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/acpnorm/acpnorm/internal/accum"
 )
 
@@ -774,4 +777,43 @@ func TestClaudeCompletedSaysNoHeader(t *testing.T) {
 			want: one(accum.Observation{ToolCallID: "t", Shell: yes, Status: done, Exit: ex(3, accum.ExitText, false), Worded: accum.Worded{Exit: true},
 				Texts: []accum.Text{{Stream: C, Kind: accum.Final, Text: "x\n", Whole: "Exited with code 3.Final output:\n\nx\n"}}})},
 	})
+}
+
+// TestClaudeExitLineAfterCwdReset folds what claude-agent-acp 0.101.0
+// sent live for `cd /tmp && printf 'Exit code 3\nreal\n'` (exit 0;
+// claude-agent-acp-0.101.0_terminal-meta_exitline-cwd): toolResponse
+// gives stdout whole, Claude Code's cwd notice in stderr; the terminal's
+// output is stdout, a blank line and the notice. The first line looks
+// like the header, but with the notice left out the text is exactly
+// stdout: the line is output, and the notice is not. A failure after a
+// cd keeps its header as the exit code (a frame made for the test: the
+// recorded exit 4 came without the notice).
+func TestClaudeExitLineAfterCwdReset(t *testing.T) {
+	d := Bind(claudeDialect(t), ParseVersion("0.101.0"))
+	id := "toolu_x_cd_exitline_3"
+	notice := `Shell cwd was reset to /home/dev/work/proj`
+	frames := []string{
+		`{"_meta": {"claudeCode": {"toolName": "Bash"}, "terminal_info": {"terminal_id": "` + id + `"}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call", "name": "Bash", "rawInput": {}, "status": "pending", "title": "Terminal", "kind": "execute", "content": [{"type": "terminal", "terminalId": "` + id + `"}]}`,
+		`{"_meta": {"claudeCode": {"toolName": "Bash"}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "rawInput": {"command": "cd /tmp && printf 'Exit code 3\\nreal\\n'", "description": "Run step 0 (x_cd_exitline)"}, "title": "cd /tmp && printf 'Exit code 3\\nreal\\n'"}`,
+		`{"_meta": {"claudeCode": {"toolResponse": {"stdout": "Exit code 3\nreal", "stderr": "\n` + notice + `", "interrupted": false, "isImage": false, "noOutputExpected": false}, "toolName": "Bash"}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update"}`,
+		`{"_meta": {"terminal_output": {"terminal_id": "` + id + `", "data": "Exit code 3\nreal\n\n` + notice + `"}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update"}`,
+		`{"_meta": {"claudeCode": {"toolName": "Bash"}, "terminal_exit": {"terminal_id": "` + id + `", "exit_code": 0, "signal": null}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "status": "completed"}`,
+	}
+	last, out := foldFrames(t, d, id, frames...)
+	require.NotNil(t, out)
+	assert.Equal(t, accum.Ended, last.State)
+	assert.Equal(t, "Exit code 3\nreal", out.Text, "the command's first line is output, the cwd notice is not")
+	if assert.NotNil(t, last.ExitCode) {
+		assert.Equal(t, int32(0), *last.ExitCode)
+	}
+
+	fail := "toolu_x_cd_fail_6"
+	last, out = foldFrames(t, d, fail,
+		`{"_meta": {"terminal_output": {"terminal_id": "`+fail+`", "data": "Exit code 4\nout\n\n`+notice+`"}}, "toolCallId": "`+fail+`", "sessionUpdate": "tool_call_update"}`,
+		`{"_meta": {"claudeCode": {"toolName": "Bash"}, "terminal_exit": {"terminal_id": "`+fail+`", "exit_code": 4, "signal": null}}, "toolCallId": "`+fail+`", "sessionUpdate": "tool_call_update", "status": "failed"}`)
+	require.NotNil(t, out)
+	assert.Equal(t, "out", out.Text)
+	if assert.NotNil(t, last.ExitCode) {
+		assert.Equal(t, int32(4), *last.ExitCode)
+	}
 }

@@ -319,6 +319,7 @@ var outputsLikeReports = map[string]map[accum.Unrecognized]int{
 	"claude-code-acp-0.16.2_plain_tricky.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
 	"gemini-cli-0.61.0_debug_tricky.ndjson":              {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
 	"claude-agent-acp-0.101.0_plain_tricky-notes.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
+	"claude-agent-acp-0.101.0_plain_exitline-cwd.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
 	"claude-code-acp-0.16.2_plain_tricky-notes.ndjson":   {{What: accum.UnrecognizedResult, Field: "content text"}: 2, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 2},
 	"gemini-cli-0.61.0_debug_tricky-notes.ndjson":        {{What: accum.UnrecognizedResult, Field: "content text"}: 1},
 	"gemini-cli-0.36.0_debug_tricky.ndjson":              {{What: accum.UnrecognizedResult, Field: "content text"}: 2},

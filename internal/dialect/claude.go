@@ -94,10 +94,11 @@ import (
 //     `backgroundTaskId`): a user message with more than one tool_result
 //     (the adapter cannot tell whose the message's `tool_use_result` is),
 //     one without `tool_use_result`, a result whose structured `isImage`
-//     is set but whose text is no image Claude Code could read (it then
-//     sends the text), and in 0.101.0 a subagent's message it took its
-//     launch result out of and a cancel's results sent for part of a
-//     message.
+//     is set, and in 0.101.0 a subagent's message it took its launch
+//     result out of and a cancel's results sent for part of a message.
+//     (Claude Code in 0.86.0, 0.95.0 and 0.101.0 sets `isImage` only once
+//     it made an image of the output, and sends that image, which the
+//     adapter passes on as content with no terminal_exit.)
 //     A nonzero exit Claude Code read as a success is then sent as 0.
 //     Nothing on the frame tells that 0 from a real one: the final is the
 //     same (`_meta.claudeCode.toolName`, terminal_exit, `completed`, the
@@ -107,7 +108,8 @@ import (
 //     The only sign is on another frame, the success-only toolResponse
 //     (sent whole to a client neither AIR nor, from 0.101.0, on ACP v2),
 //     which holds `returnCodeInterpretation`; a frame is read alone, so
-//     that 0 is read as the exit code. Claude Code 2.1.318 (Claude Agent
+//     that 0 is read as the exit code (an agent limit: no observation
+//     carries "a later 0 is not this command's" to the final). Claude Code 2.1.318 (Claude Agent
 //     SDK 0.3.318, 0.101.0's) streams one message per content block, so
 //     the first case does not come from its main stream.
 //   - "Shell cwd was reset to DIR", Claude Code's line after the stderr

@@ -114,11 +114,10 @@ import (
 //     the first case does not come from its main stream.
 //   - "Shell cwd was reset to DIR", Claude Code's line after the stderr
 //     of a command that changed directory, is a notice: removed only as
-//     the whole last line naming an absolute path (claudeCwdReset). Live,
-//     after a blank line (the adapter joins stdout and a stderr that
-//     starts with a newline), it is no part of the whole an "Exit code N"
-//     first line is measured against: toolResponse's stdout, before it,
-//     proves that line output; a `completed` final puts it back.
+//     the whole last line naming an absolute path (claudeCwdReset). It is
+//     no part of the whole an "Exit code N" first line is measured
+//     against: toolResponse's stdout proves that line output, and a
+//     `completed` final puts it back, also before the notice.
 //   - "(Bash completed with no output)", Claude Code's text for a result
 //     without output, and the adapter's notices for a call it closed
 //     without a result ("Claude stopped this tool call before it ran.",
@@ -136,7 +135,9 @@ import (
 //     restated, terminal/cancel offered) comes before the tool call that
 //     shows the terminal, or says only what the call's frames say: no
 //     observation (claudeTerminalAnnounced). The output text holds v1's
-//     header, notices and trailers, read as v1's (claudeTerminalBytes).
+//     header, notices and trailers, read as v1's (claudeTerminalBytes);
+//     a text with words removed stays text beside them (Text.Whole), so
+//     a `completed` final puts an "Exit code N" first line back.
 //     exitStatus is set aside where it is made up (exitMadeUp); a 0 is
 //     evidence only live (Observation.ExitLiveOnly): the replay's made-up
 //     0 comes before the tool_call_update with the terminal item, where
@@ -871,14 +872,10 @@ func claudeText(o *accum.Observation, s string, completed, old, clientBash bool,
 		o.Worded.Cancelled, worded = true, true
 		s = s[:loc[0]]
 	}
-	cwdStderr := -1 // where the cwd notice of the live terminal output starts
+	cwdAt := -1 // where the cwd notice starts, when nothing after it was removed
 	if i := claudeCwdReset(s); i >= 0 {
-		if len(s) == len(whole) && strings.HasPrefix(s[i:], "\n\n") {
-			// The adapter joins stdout and stderr with a newline, and
-			// the notice ends stderr after one of its own: a blank line
-			// before it is that shape (a command printing the words on
-			// stdout gets one newline, as does a replay).
-			cwdStderr = i
+		if len(s) == len(whole) {
+			cwdAt = i
 		}
 		s, worded = s[:i], true
 	}
@@ -895,13 +892,17 @@ func claudeText(o *accum.Observation, s string, completed, old, clientBash bool,
 			}
 			s, worded = s[len(m[0]):], true
 			o.Src.Notice = "Exit code header of the output text"
-			if cwdStderr >= 0 {
-				// The stderr notice is Claude Code's either way, and
-				// toolResponse's stdout never holds it: the header and
-				// the rest are the whole the header may prove part of
-				// (Text.Whole), and the header alone the words removed
-				// (Observation.ExitWordsOutput puts it back).
-				whole = whole[:cwdStderr]
+			if cwdAt >= 0 {
+				// The notice is read as Claude Code's whether or not the
+				// header is (toolResponse's stdout holds no stderr, a
+				// replay and an AIR client get none): the whole the
+				// header may prove part of (Text.Whole) is the header and
+				// the rest, and the header alone is the words a
+				// `completed` final puts back
+				// (Observation.ExitWordsOutput). The cost: a command that
+				// prints both a first line like the header and a last
+				// line like the notice loses that last line.
+				whole = whole[:cwdAt]
 			}
 		}
 	}
@@ -1026,12 +1027,14 @@ func claudeTerminalBytes(o *accum.Observation) {
 		r := accum.Observation{Exit: o.Exit}
 		claudeText(&r, string(t.Bytes), false, false, false, accum.Snapshot)
 		for _, rt := range r.Texts {
-			if rt.Text != "" || rt.Truncated || rt.TotalBytes > 0 {
-				// Output: bytes again. v2 sends no other whole copy
-				// of it (no toolResponse), so the words removed cannot
-				// prove to be output (Text.Whole applies to text only).
-				rt.Bytes, rt.Text, rt.Whole = []byte(rt.Text), "", ""
+			if (rt.Text != "" || rt.Truncated || rt.TotalBytes > 0) && rt.Whole == "" {
+				// Output: bytes again.
+				rt.Bytes, rt.Text = []byte(rt.Text), ""
 			}
+			// A text with words removed stays text, with its Whole
+			// (which applies to text only): a `completed` final puts an
+			// "Exit code N" first line back (ExitWordsOutput), and a
+			// replay's copy of an output the call holds whole is output.
 			texts = append(texts, rt)
 		}
 		o.Exit = r.Exit

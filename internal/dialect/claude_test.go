@@ -140,7 +140,9 @@ func TestClaudeUpdate(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "t3", Shell: no, Status: done, Texts: []accum.Text{txt(C, F, "file body")}})},
 		{name: "v2 terminal_update: header stripped from the snapshot",
 			update: `{"sessionUpdate":"terminal_update","terminalId":"t1","output":{"data":"RXhpdCBjb2RlIDEKYm9vbQ=="},"exitStatus":{"exitCode":1,"signal":null}}`,
-			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(1, accum.ExitStatus, false), Texts: []accum.Text{{Stream: C, Kind: S, Bytes: []byte("boom")}}})},
+			// The rest stays text, with the words removed beside it
+			// (Text.Whole), which only text carries.
+			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(1, accum.ExitStatus, false), Texts: []accum.Text{txt(C, S, "boom")}})},
 		{name: "v2 terminal_output_chunk", update: `{"sessionUpdate":"terminal_output_chunk","terminalId":"t1","data":"aGk="}`,
 			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: accum.Delta, Bytes: []byte("hi")}}})},
 		{name: "usage_update gives nothing", update: `{"sessionUpdate":"usage_update","used":5}`},
@@ -395,7 +397,7 @@ func TestClaudeMadeUpTerminalExit(t *testing.T) {
 					want:   one(accum.Observation{ToolCallID: "toolu_timeout_26", TerminalID: "toolu_timeout_26", Shell: yes, Status: done, Background: true, ExitSetAside: true})},
 				{name: "v2 terminal_update: the same made-up code as exitStatus is set aside too; the header is the exit",
 					update: `{"sessionUpdate":"terminal_update","terminalId":"t1","output":{"data":"RXhpdCBjb2RlIDMKYm9vbQ=="},"exitStatus":{"exitCode":1,"signal":null}}`,
-					want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(3, accum.ExitText, false), ExitSetAside: true, Texts: []accum.Text{{Stream: C, Kind: S, Bytes: []byte("boom")}}})},
+					want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(3, accum.ExitText, false), ExitSetAside: true, Texts: []accum.Text{txt(C, S, "boom")}})},
 				{name: "a rejected call: nothing ran, so no exit code",
 					update: `{"_meta":{"claudeCode":{"toolName":"Bash","nonExecutionKind":"permission-rule"},"terminal_exit":{"terminal_id":"toolu_reject_32","exit_code":1,"signal":null}},"toolCallId":"toolu_reject_32","sessionUpdate":"tool_call_update","status":"failed","rawOutput":"User refused permission to run tool","content":[{"type":"terminal","terminalId":"toolu_reject_32"}]}`,
 					want:   one(accum.Observation{ToolCallID: "toolu_reject_32", TerminalID: "toolu_reject_32", Shell: yes, Status: failed, Cancelled: true, CancelNotice: "User refused permission to run tool", ExitSetAside: true})},
@@ -661,7 +663,7 @@ func TestClaudeV2TerminalText(t *testing.T) {
 		{name: "the output alone", update: up("alpha.txt\nbeta.md"),
 			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Texts: []accum.Text{bytesOf("alpha.txt\nbeta.md")}})},
 		{name: "the Exit code header is the exit, not output", update: up("Exit code 4\nafter-cancel"),
-			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(4, accum.ExitText, false), Texts: []accum.Text{bytesOf("after-cancel")}})},
+			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Exit: ex(4, accum.ExitText, false), Texts: []accum.Text{txt(C, S, "after-cancel")}})},
 		{name: "the refusal is a notice, unless the call ends completed", update: up("User refused permission to run tool"),
 			want: one(accum.Observation{TerminalID: "t1", Shell: yes, Cancelled: true, CancelNotice: "User refused permission to run tool", WordsIfFailed: true})},
 		{name: "the cancel notice is a notice, unless the call ends completed", update: up(cancelText),
@@ -671,7 +673,7 @@ func TestClaudeV2TerminalText(t *testing.T) {
 			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Texts: []accum.Text{{Stream: C, Kind: S, Bytes: []byte("1\n2"), Truncated: true, Head: true, TotalBytes: 348894}}})},
 		{name: "the moved-to-background notice is no output",
 			update: up("start\nCommand did not complete within its 2s timeout and was moved to the background (ID: b1). Output is being written to: /tmp/b1.output."),
-			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Background: true, Texts: []accum.Text{bytesOf("start")}})},
+			want:   one(accum.Observation{TerminalID: "t1", Shell: yes, Background: true, Texts: []accum.Text{txt(C, S, "start")}})},
 		// A session/resume replay (replayFrom start) sends exitStatus 0
 		// for every result Claude Code did not flag as an error (the
 		// adapter's `exitCode = isError ? undefined : 0` without the
@@ -815,5 +817,55 @@ func TestClaudeExitLineAfterCwdReset(t *testing.T) {
 	assert.Equal(t, "out", out.Text)
 	if assert.NotNil(t, last.ExitCode) {
 		assert.Equal(t, int32(4), *last.ExitCode)
+	}
+}
+
+// TestClaudeExitLineKeptOnOtherWires folds what claude-agent-acp 0.101.0
+// sent where no toolResponse gives the output whole first: a client that
+// declares JetBrains AIR (its terminal_exit 0 is made up), live and then
+// replayed by session/load after the restart, and ACP v2 (the output as
+// terminal_update bytes). Each ends `completed`, so an "Exit code 3" first
+// line was the command's output, also before Claude Code's cwd notice
+// (claude-agent-acp-0.101.0_air_terminal-meta_exitline-cwd,
+// _v2_terminal-meta_exitline-cwd, _v2_terminal-meta_tricky).
+func TestClaudeExitLineKeptOnOtherWires(t *testing.T) {
+	d := Bind(claudeDialect(t), ParseVersion("0.101.0"))
+	air := BindPeers(claudeDialect(t), ParseVersion("0.101.0"), mustClient(t, airCaps))
+	notice := `Shell cwd was reset to /home/dev/work/proj`
+	id := "toolu_x_cd_exitline_3"
+	out := func(data string) string {
+		return `{"_meta": {"terminal_output": {"terminal_id": "` + id + `", "data": ` + strconv.Quote(data) + `}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update"}`
+	}
+	final := `{"_meta": {"terminal_exit": {"terminal_id": "` + id + `", "exit_code": 0, "signal": null}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "status": "completed"}`
+	open := `{"_meta": {"jetbrains": {"air": {"version": 1, "commandTitle": "Run step 0 (x_cd_exitline)"}}}, "toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "rawInput": {"command": "cd /tmp && printf 'Exit code 3\\nreal\\n'", "description": "Run step 0 (x_cd_exitline)"}, "title": "cd /tmp && printf 'Exit code 3\\nreal\\n'"}`
+	t.Run("AIR, live", func(t *testing.T) {
+		last, text := foldFrames(t, air, id, open, out("Exit code 3\nreal\n\n"+notice), final)
+		require.NotNil(t, text)
+		assert.Equal(t, "Exit code 3\nreal", text.Text)
+		assert.Nil(t, last.ExitCode, "a made-up 0, and the command's own first line")
+	})
+	t.Run("AIR, the replay alone", func(t *testing.T) {
+		last, text := foldFrames(t, air, id, open, out("Exit code 3\nreal\n"+notice), final)
+		require.NotNil(t, text)
+		assert.Equal(t, "Exit code 3\nreal", text.Text)
+		assert.Nil(t, last.ExitCode)
+	})
+	v2 := func(tid, data string) []string {
+		return []string{
+			`{"toolCallId": "` + tid + `", "name": "Bash", "rawInput": {}, "status": "pending", "title": "Terminal", "kind": "execute", "content": [{"type": "terminal", "terminalId": "` + tid + `"}], "sessionUpdate": "tool_call_update"}`,
+			`{"sessionUpdate": "terminal_update", "terminalId": "` + tid + `", "output": {"data": "` + base64.StdEncoding.EncodeToString([]byte(data)) + `"}}`,
+			`{"sessionUpdate": "terminal_update", "terminalId": "` + tid + `", "exitStatus": {"exitCode": 0}}`,
+			`{"toolCallId": "` + tid + `", "status": "completed", "sessionUpdate": "tool_call_update"}`,
+		}
+	}
+	for name, data := range map[string]string{"v2": "Exit code 3\nreal", "v2, before the cwd notice": "Exit code 3\nreal\n\n" + notice} {
+		t.Run(name, func(t *testing.T) {
+			last, text := foldFrames(t, d, "toolu_exitline_first_3", v2("toolu_exitline_first_3", data)...)
+			require.NotNil(t, text)
+			assert.Equal(t, "Exit code 3\nreal", text.Text)
+			if assert.NotNil(t, last.ExitCode) {
+				assert.Equal(t, int32(0), *last.ExitCode)
+			}
+		})
 	}
 }

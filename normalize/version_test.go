@@ -212,3 +212,21 @@ func TestAgentVersionNamedByTheAdapter(t *testing.T) {
 	require.NotNil(t, last.ExitCode)
 	assert.Equal(t, int32(0), *last.ExitCode)
 }
+
+// A version text's program name is a program's name, and the version an
+// embedding program is told of is plain text: a name of other characters
+// makes the version unknown, and the label Hooks.Unrecognized gets is
+// valid UTF-8 (a metrics library refuses anything else).
+func TestAgentVersionLabelIsPlain(t *testing.T) {
+	var labels []string
+	n := normalize.New(normalize.WithHooks(normalize.Hooks{Unrecognized: func(_, v, _ string) {
+		labels = append(labels, v)
+	}}))
+	future := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"output":"boom\n","metadata":{"exit_status":3}}}}}`
+	last := lastOf(t, n,
+		`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"opencode","version":"日日日日日日日日日日日 1.0.0"}}}`,
+		openCall, future)
+	assert.Equal(t, "日日日日日日日日日日日 1.0.0", last.AgentVersion, "the text as sent")
+	require.Len(t, labels, 1)
+	assert.Equal(t, "unknown", labels[0])
+}

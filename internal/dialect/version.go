@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/mod/semver"
@@ -19,8 +20,18 @@ import (
 const MaxVersionBytes = 64
 
 // cutVersion is s as kept: at most MaxVersionBytes, and a text cut ends
-// with "…", which no version has.
+// with "…", which no version has. A control character (a line break, a
+// NUL), which no version has either, is kept as U+FFFD, so that what is
+// kept is one line of text.
 func cutVersion(s string) string {
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		s = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return utf8.RuneError
+			}
+			return r
+		}, s)
+	}
 	if len(s) <= MaxVersionBytes {
 		return s
 	}
@@ -56,7 +67,7 @@ func ParseVersion(s string) Version {
 	if i := strings.IndexByte(s, ' '); i >= 0 {
 		name, t = s[:i], s[i+1:]
 	}
-	if t == "" {
+	if t == "" || !programName(name) {
 		return v
 	}
 	if t[0] == 'V' {
@@ -68,6 +79,23 @@ func ParseVersion(s string) Version {
 		v.canon, v.name = c, name
 	}
 	return v
+}
+
+// programName says whether s can be the name of the program a version
+// text names before its version: empty (none named), or up to 32 ASCII
+// letters, digits, '.', '_' and '-'. So String is plain ASCII, whatever
+// an agent sends.
+func programName(s string) bool {
+	if len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // noRelease starts the version a build from source or a development

@@ -3,6 +3,7 @@ package dialect
 import (
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,10 @@ func TestParseVersion(t *testing.T) {
 		{"0.0.1", true, "0.0.1", "0.0.2", "0.0.0"},
 		{strings.Repeat("1", 70), false, "unknown", "", "99.0.0"},
 		{"0.85.1+" + strings.Repeat("a", 70), false, "unknown", "", "99.0.0"},
+		// A control character is no part of a version (nor of what is
+		// kept, which a reader may split on a line break).
+		{"0.7.4\n{}", false, "unknown", "", "99.0.0"},
+		{"0.7.4\x00", false, "unknown", "", "99.0.0"},
 	} {
 		v := ParseVersion(c.in)
 		assert.Equal(t, c.known, v.Known(), "%q known", c.in)
@@ -45,6 +50,7 @@ func TestParseVersion(t *testing.T) {
 		assert.Equal(t, c.known, ParseVersion(v.Raw()).Known(), "%q Raw read again", c.in)
 		assert.Equal(t, c.str, v.String(), "%q String", c.in)
 		assert.LessOrEqual(t, len(v.Raw()), MaxVersionBytes, "%q Raw is bounded", c.in)
+		assert.False(t, strings.ContainsFunc(v.Raw(), unicode.IsControl), "%q Raw has no control character", c.in)
 		if c.before != "" {
 			assert.True(t, v.Before(c.before), "%q before %q", c.in, c.before)
 		}
@@ -70,7 +76,9 @@ func TestParseVersionNamed(t *testing.T) {
 	assert.Equal(t, v, ParseVersion(v.Raw()), "what is kept reads as the same build again")
 	assert.NotEqual(t, ParseVersion("0.84.4"), v, "a named build is not the adapter's")
 	assert.Empty(t, ParseVersion("0.84.4").Name())
-	for _, s := range []string{"pi vnext", "pi", "pi 0.84.4 beta", " v0.84.4 x", "a b 1.2.3"} {
+	// A name is a program's: letters, digits, '.', '_', '-' (so that
+	// String is plain text, fit for a metric's label).
+	for _, s := range []string{"pi vnext", "pi", "pi 0.84.4 beta", " v0.84.4 x", "a b 1.2.3", "日日日 1.0.0", "p\x00i 1.0.0", "p\"i 1.0.0", strings.Repeat("p", 40) + " 1.0.0"} {
 		u := ParseVersion(s)
 		assert.False(t, u.Known(), "%q", s)
 		assert.Empty(t, u.Name(), "%q", s)

@@ -921,12 +921,21 @@ func (s *session) readerID() string {
 }
 
 // learnVersion keeps the agent's build as its initialize result says it
-// and binds the session's dialect to it.
+// and binds the session's dialect to it. A build an adapter named for the
+// agent behind it (one with a program name) stays over the adapter's own
+// build said again: the adapter's next initialize (a reconnect, whose
+// session/load may not name the agent's build again) does not say that
+// the agent changed, and reading an older agent build with the newest
+// rules could take a number it made up for its exit code.
 func (s *session) learnVersion(raw string) {
 	if raw == s.agent.Raw() {
 		return
 	}
-	s.agent, s.readerKey = dialect.ParseVersion(raw), ""
+	v := dialect.ParseVersion(raw)
+	if s.agent.Name() != "" && v.Known() && v.Name() == "" {
+		return
+	}
+	s.agent, s.readerKey = v, ""
 	if s.dialect != nil {
 		s.dialect = dialect.BindPeers(s.dialect, s.agent, s.client)
 	}

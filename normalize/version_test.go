@@ -213,6 +213,47 @@ func TestAgentVersionNamedByTheAdapter(t *testing.T) {
 	assert.Equal(t, int32(0), *last.ExitCode)
 }
 
+// The build an adapter named outlives the adapter's next initialize: a
+// client that reconnects starts the adapter again and loads the session,
+// and pi-acp's initialize result gives its own build again while its
+// session/load result names none of pi's (startupInfo null, as recorded).
+// Read as pi-acp's build, the newest rules would take pi 0.84.4's
+// terminal_exit 0 for a killed shell as a real exit 0.
+func TestAgentVersionNamedByTheAdapterSurvivesAReconnect(t *testing.T) {
+	upd := func(u string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":` + u + `}}`
+	}
+	initialize := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"pi-acp","title":"pi ACP adapter","version":"0.0.34"}}}`
+	killed := func(id string) []string {
+		return []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"` + id + `","title":"echo before-kill; kill -9 $$","kind":"execute","status":"pending","content":[{"type":"terminal","terminalId":"` + id + `"}],"_meta":{"terminal_info":{"terminal_id":"` + id + `","cwd":"/w"}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"completed","_meta":{"terminal_exit":{"terminal_id":"` + id + `","exit_code":0,"signal":null}}}`),
+		}
+	}
+	first := append([]string{initialize,
+		`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"x","_meta":{"piAcp":{"startupInfo":"pi v0.84.4\n---\n"}}}}`,
+	}, killed("k1")...)
+	again := append([]string{initialize,
+		`{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"x","cwd":"/w","mcpServers":[]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"piAcp":{"startupInfo":null}}}}`,
+	}, killed("k2")...)
+	check := func(t *testing.T, last *normalize.ShellExec) {
+		t.Helper()
+		assert.Equal(t, "k2", last.ToolCallID)
+		assert.Equal(t, "pi v0.84.4", last.AgentVersion)
+		assert.Nil(t, last.ExitCode, "pi before 0.86.1 says exit 0 for a killed shell")
+		assert.Equal(t, normalize.Unknown, last.Outcome)
+	}
+	t.Run("same process", func(t *testing.T) {
+		check(t, lastOf(t, normalize.New(), append(first, again...)...))
+	})
+	t.Run("restored from the store", func(t *testing.T) {
+		st := store.NewMemory()
+		lastOf(t, normalize.New(normalize.WithStore(st)), first...)
+		check(t, lastOf(t, normalize.New(normalize.WithStore(st)), again...))
+	})
+}
+
 // A version text's program name is a program's name, and the version an
 // embedding program is told of is plain text: a name of other characters
 // makes the version unknown, and the label Hooks.Unrecognized gets is

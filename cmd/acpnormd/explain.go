@@ -47,6 +47,18 @@ type explained struct {
 	exitLine bool
 }
 
+// buildOf names the agent's build the call's last revision was read as.
+func buildOf(x *normalize.ShellExec) string {
+	if x.AgentVersion == "" {
+		return "the agent did not say its version"
+	}
+	build := "agent build " + strconv.Quote(x.AgentVersion)
+	if !dialect.ParseVersion(x.AgentVersion).Known() {
+		build += " (not a version: read as the newest)"
+	}
+	return build
+}
+
 // span is one source of output and the frames it came from.
 type span struct {
 	src          string
@@ -88,7 +100,6 @@ func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int,
 	}
 	reader := ""
 	lastClientExit := 0 // the last frame that answered with a client terminal's exit status
-	var agent dialect.Version
 	named := strings.TrimSpace(f.dialect)
 	if strings.EqualFold(named, dialect.Auto) {
 		named = ""
@@ -128,9 +139,6 @@ func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int,
 		d := readerFor(named, reader)
 		fr := &frameRead{n: l.Number, dialect: d.Info().Name}
 		fr.frame, _ = dialect.Read(d, l.Msg)
-		if v := fr.frame.AgentVersion; v != "" {
-			agent = dialect.ParseVersion(v)
-		}
 		if c := fr.frame.SessionCwd; c != "" && sessionCwd != "--cwd" {
 			sessionCwd = fmt.Sprintf("frame %d session/new cwd", l.Number)
 		}
@@ -179,16 +187,9 @@ func explain(w io.Writer, lines []replay.Line, f *replayFlags) (frameErrors int,
 		fmt.Fprintf(w, "no shell commands found in %d lines\n", len(lines))
 		return frameErrors, nil
 	}
-	build := "the agent did not say its version"
-	if agent.Raw() != "" {
-		build = "agent build " + strconv.Quote(agent.Raw())
-		if !agent.Known() {
-			build += " (not a version: read as the newest)"
-		}
-	}
 	sort.SliceStable(order, func(i, j int) bool { return calls[order[i]].first < calls[order[j]].first })
 	for _, id := range order {
-		calls[id].print(w, build)
+		calls[id].print(w)
 	}
 	return frameErrors, nil
 }
@@ -468,9 +469,9 @@ func sameExit(a, b *int32) bool { return (a == nil) == (b == nil) && (a == nil |
 func quoteClip(s string) string { return strconv.Quote(clip(oneLine(s), 80)) }
 
 // print writes the call's explanation.
-func (c *explained) print(w io.Writer, build string) {
+func (c *explained) print(w io.Writer) {
 	x := c.last
-	fmt.Fprintf(w, "call %s (dialect %s, %s)\n", strconv.Quote(c.id), x.Dialect, build)
+	fmt.Fprintf(w, "call %s (dialect %s, %s)\n", strconv.Quote(c.id), x.Dialect, buildOf(x))
 	list := func(what, value, lead string, items []string) {
 		fmt.Fprintf(w, "  %-8s %s\n", what, value)
 		for _, f := range items {

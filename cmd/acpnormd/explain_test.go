@@ -76,6 +76,28 @@ func TestExplainFutureBuild(t *testing.T) {
 	assert.Contains(t, out, `from the session's cwd (frame 2 session/new cwd)`)
 }
 
+// Each call is headed by the build it was read as, not the last one the
+// recording named: a client that reconnected to another build of the
+// agent has calls of both.
+func TestExplainBuildPerCall(t *testing.T) {
+	call := func(id string) []string {
+		return []string{
+			`{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"` + id + `","kind":"execute","title":"make","status":"pending","rawInput":{"command":"make"}}}}}`,
+			`{"dir":"agent->client","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"completed","rawOutput":{"output":"ok\n","metadata":{"exit":0}}}}}}`,
+		}
+	}
+	initialize := func(v string) string {
+		return `{"dir":"agent->client","msg":{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"opencode","version":"` + v + `"}}}}`
+	}
+	lines := append([]string{initialize("1.17.18")}, call("c1")...)
+	lines = append(append(lines, initialize("1.18.33")), call("c2")...)
+	file := filepath.Join(t.TempDir(), "builds.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	out := explainOut(t, file)
+	assert.Contains(t, out, `call "c1" (dialect opencode, agent build "1.17.18")`)
+	assert.Contains(t, out, `call "c2" (dialect opencode, agent build "1.18.33")`)
+}
+
 // A session whose agent named nothing (and showed no sign), or named an
 // agent no dialect knows, is read by the generic dialect: explain says
 // so before the calls, as the agent_name report does.

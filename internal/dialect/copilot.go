@@ -79,13 +79,13 @@ import (
 //     notice, its final's trailer, or the model's own `rawInput.shellId`).
 //
 // Older builds, recorded at 1.0.92 (1.0.102's frames), 1.0.89, 1.0.86,
-// 1.0.83, 1.0.80, 1.0.75, 1.0.70, 1.0.65, 1.0.62, 1.0.61 and 1.0.57:
-// 1.0.75's and 1.0.80's `shell_exit` also has `outputTruncated` on every
-// call (1.0.89's only on an output that was cut, as 1.0.102's; 1.0.70's
-// never); 1.0.83's and 1.0.86's finals have no `rawOutput.contents[]`,
-// nor have those of 1.0.65 and the builds before it. From 1.0.70 to
-// 1.0.89 (1.0.65 still ends a big live text with copilotDropped's notice,
-// and the probe saw it on 1.0.67: the change falls after 1.0.67),
+// 1.0.83, 1.0.80, 1.0.75, 1.0.70, 1.0.69, 1.0.65, 1.0.62, 1.0.61 and
+// 1.0.57: 1.0.75's and 1.0.80's `shell_exit` also has `outputTruncated`
+// on every call (1.0.89's only on an output that was cut, as 1.0.102's;
+// 1.0.69's and 1.0.70's never); 1.0.83's and 1.0.86's finals have no
+// `rawOutput.contents[]`, nor have those of 1.0.65 and the builds before
+// it. From 1.0.70 to 1.0.89 (1.0.69 still ends a big live text with
+// copilotDropped's notice, as 1.0.62 and 1.0.65 do),
 // an output that passes the live limit between two reads streams as the
 // whole output so far, then only its last 128 characters (from mid-line)
 // rather than a 10,240-character window: a fragment that never replaces
@@ -107,8 +107,9 @@ type copilot struct {
 	shellExitLine bool
 	// tailFragment: past its live limit the build sends only the last
 	// copilotTail characters of the output (1.0.70 to 1.0.89 recorded;
-	// 1.0.67 and before send copilotDropped's head instead, 1.0.92 the
-	// copilotWindow tail).
+	// 1.0.62 to 1.0.69 send copilotDropped's head instead, 1.0.61 and
+	// 1.0.57 no live text of a big output, 1.0.92 the copilotWindow
+	// tail).
 	tailFragment bool
 }
 
@@ -118,13 +119,21 @@ func init() { register(copilot{}) }
 // `exit` line from a command that printed `exit`, and a live tail
 // fragment from the whole output so far.
 func (copilot) forVersion(v Version) Dialect {
-	return copilot{shellExitLine: v.Before(copilotNoShellExitLine), tailFragment: v.Before(copilotNoTailFragment)}
+	return copilot{
+		shellExitLine: v.Before(copilotNoShellExitLine),
+		tailFragment:  !v.Before(copilotTailFragmentFrom) && v.Before(copilotNoTailFragment),
+	}
 }
 
 // copilotNoShellExitLine is the first build after the studied 1.0.61
 // whose last `exit` line is read as the command's (1.0.80 was recorded
 // without it; nothing between was studied, so the newest rules apply).
 const copilotNoShellExitLine = "1.0.62"
+
+// copilotTailFragmentFrom is the first build recorded that sends the
+// copilotTail fragment; 1.0.69, the build before it, sends
+// copilotDropped's head, and so do 1.0.65 and 1.0.62.
+const copilotTailFragmentFrom = "1.0.70"
 
 // copilotNoTailFragment is the first build recorded that sends the
 // copilotWindow tail of a big live output rather than a copilotTail
@@ -233,9 +242,9 @@ func (c copilot) read(msg []byte, scope string) (Frame, error) {
 
 // observeCopilotShellExitLine reads a build whose shell prints `exit`
 // before the trailer (see copilot.shellExitLine); it is older than
-// copilotNoTailFragment too.
+// copilotTailFragmentFrom too.
 func observeCopilotShellExitLine(u *copilotCall) []accum.Observation {
-	return observeCopilotBuild(u, copilot{shellExitLine: true, tailFragment: true})
+	return observeCopilotBuild(u, copilot{shellExitLine: true})
 }
 
 // observeCopilotTailFragment reads a build that sends a tail fragment
@@ -323,16 +332,17 @@ func copilotInputs(o *accum.Observation, u *copilotCall) {
 // Copilot keeps of a big live output.
 const copilotWindow = 10240
 
-// copilotDropped ends the live text of builds 1.0.62 to 1.0.67 (1.0.62
-// and 1.0.65 recorded) once the output passed their limit: the text is
+// copilotDropped ends the live text of builds 1.0.62 to 1.0.69 (1.0.62,
+// 1.0.65 and 1.0.69 recorded) once the output passed their limit: the text is
 // then only the head of it.
 var copilotDropped = regexp.MustCompile(`^\n<output too long - dropped \d+ lines? from the end>\n?$`)
 
 // copilotTail is the length, in JavaScript characters, of the fragment
-// that builds before copilotNoTailFragment send of an output that passed
-// their live limit between two reads: its last 128 characters, which may
-// start mid-line (`seq 1 60000` on 1.0.70, 1.0.75, 1.0.80, 1.0.83, 1.0.86
-// and 1.0.89; `seq 1 30000` and `seq 1 10000` on 1.0.86). The text before
+// that the builds from copilotTailFragmentFrom to before
+// copilotNoTailFragment send of an output that passed their live limit
+// between two reads: its last 128 characters, which may start mid-line
+// (`seq 1 60000` on 1.0.70, 1.0.75, 1.0.80, 1.0.83, 1.0.86 and 1.0.89;
+// `seq 1 30000` and `seq 1 10000` on 1.0.86). The text before
 // it is the whole output so far (the first read, 8,192 characters of
 // these; for `seq 1 2000` a text of 8,893 characters, the whole output,
 // came next).

@@ -517,7 +517,7 @@ func TestCopilotTailFragment(t *testing.T) {
 	d := mustDialect(t, "copilot")
 	fragment := accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: tail, Truncated: true, Head: true}
 	whole := func(s string) []accum.Text { return []accum.Text{txt(accum.Combined, accum.Snapshot, s)} }
-	for _, v := range []string{"1.0.61", "1.0.80", "1.0.86", "1.0.89"} {
+	for _, v := range []string{"1.0.70", "1.0.80", "1.0.86", "1.0.89"} {
 		bd := Bind(d, ParseVersion(v))
 		t.Run(v, func(t *testing.T) {
 			runObsCases(t, bd, []obsCase{
@@ -552,6 +552,24 @@ func TestCopilotTailFragment(t *testing.T) {
 			require.NotNil(t, r.Texts[accum.Combined])
 			assert.Equal(t, short, r.Texts[accum.Combined].Text)
 			assert.False(t, r.Texts[accum.Combined].Truncated)
+		})
+	}
+	// The builds before 1.0.70 never send the fragment: 1.0.62, 1.0.65
+	// and 1.0.69 end a big live output with copilotDropped's notice,
+	// 1.0.61 and 1.0.57 send none. A live text of 128 characters is the
+	// whole output so far there, nothing cut.
+	for _, v := range []string{"1.0.57", "1.0.61", "1.0.62", "1.0.65", "1.0.69"} {
+		bd := Bind(d, ParseVersion(v))
+		t.Run("no fragment on "+v, func(t *testing.T) {
+			runObsCases(t, bd, []obsCase{
+				{name: "128 characters are the whole output so far",
+					update: live(tail), want: one(accum.Observation{ToolCallID: "call_big_17", Texts: whole(tail)})},
+			})
+			short := strings.Repeat("x", 127) + "\n"
+			_, r := foldCopilotBuild(t, bd, []obsCase{{update: start}, {update: live(short)}})
+			require.NotNil(t, r.Texts[accum.Combined])
+			assert.Equal(t, short, r.Texts[accum.Combined].Text)
+			assert.False(t, r.Texts[accum.Combined].Truncated, "nothing was cut from a live text of 128 characters")
 		})
 	}
 	for _, v := range []string{"1.0.92", "1.0.102", ""} {

@@ -103,7 +103,8 @@ import (
 // (no client terminals; `_meta.terminal_output`, which it ignores) suit it.
 type copilot struct {
 	// shellExitLine: the build's interactive shell prints `exit` when the
-	// command's own `exit N` ends it (1.0.61; not from 1.0.80 on).
+	// command's own `exit N` ends it (1.0.61 and 1.0.57; not from 1.0.62
+	// on).
 	shellExitLine bool
 	// tailFragment: past its live limit the build sends only the last
 	// copilotTail characters of the output (1.0.70 to 1.0.89 recorded;
@@ -126,8 +127,9 @@ func (copilot) forVersion(v Version) Dialect {
 }
 
 // copilotNoShellExitLine is the first build after the studied 1.0.61
-// whose last `exit` line is read as the command's (1.0.80 was recorded
-// without it; nothing between was studied, so the newest rules apply).
+// whose last `exit` line is read as the command's: 1.0.62 (the next on
+// npm), 1.0.69 and 1.0.80 were recorded without the shell's line
+// (`tricky`'s exitline_last).
 const copilotNoShellExitLine = "1.0.62"
 
 // copilotTailFragmentFrom is the first build recorded that sends the

@@ -286,6 +286,14 @@ test("the model fills each agent's shell tool from its schema", () => {
   assert.deepEqual(args("run_terminal_command", obj(["command", "description", "timeout"])), { command: "sleep 9", description: "Run step 0 (t)", timeout: 2000 });
   const execute = { type: "object", properties: { command: { type: "string" }, timeout: { type: "number" }, riskLevel: { type: "string", enum: ["low", "medium", "high"] }, extra: { type: "string", enum: ["a", "b"] } }, required: ["command", "riskLevel", "extra"] };
   assert.deepEqual(args("Execute", execute), { command: "sleep 9", timeout: 2, riskLevel: "low", riskLevelReason: "a harness step", extra: "a" });
+  // pi 0.86.1's bash requires its timeout, a number or null: a step
+  // without one gives null ("no timeout"), never a string.
+  const pi = { type: "object", required: ["command", "timeout"], properties: { command: { type: "string" }, timeout: { anyOf: [{ type: "number" }, { type: "null" }] } }, additionalProperties: false };
+  const untimed = [{ id: "u", command: "true" }];
+  assert.deepEqual(decide(untimed, ev, ["bash"], { bash: pi }).args, { command: "true", timeout: null });
+  assert.deepEqual(args("bash", pi), { command: "sleep 9", timeout: 2 });
+  const numOrStr = { type: "object", required: ["n"], properties: { n: { oneOf: [{ type: "number", minimum: 3 }, { type: "string" }] } } };
+  assert.deepEqual(args("run_commands", numOrStr), { commands: ["sleep 9"], n: 3 });
 });
 
 test("a session/load replay may fill in what was unknown, never change what was known", async () => {

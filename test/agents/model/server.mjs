@@ -178,6 +178,12 @@ function jsonFor(schema) {
   if (!schema) return {};
   const type = String(schema.type ?? "").toLowerCase();
   if (schema.enum) return schema.enum.includes("user") ? "user" : schema.enum[0];
+  // A choice of types (pi 0.86's required timeout: a number or null): null
+  // where it is one, as "not given"; else the first.
+  const alts = schema.anyOf ?? schema.oneOf;
+  if (Array.isArray(alts) && alts.length) {
+    return alts.some((a) => String(a?.type ?? "").toLowerCase() === "null") ? null : jsonFor(alts[0]);
+  }
   if (type === "object" || schema.properties) {
     const o = {};
     for (const [k, v] of Object.entries(schema.properties ?? {})) o[k] = jsonFor(v);

@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadScenario } from "./lib/scenario.mjs";
+import { loadScenario, writeHomeFiles } from "./lib/scenario.mjs";
 import { checkCall, foldRevisions } from "./lib/truth.mjs";
 import { renamePrivatePaths } from "./lib/privatepaths.mjs";
 import { decide, startModelServer } from "./model/server.mjs";
@@ -94,6 +94,35 @@ test("record: the private paths are renamed inside ACP v2's base64 output", () =
   assert.equal(Buffer.from(out[0].output.data, "base64").toString(), "/home/dev/work/proj/sub\n");
   assert.equal(Buffer.from(out[1].data, "base64").toString(), "/home/dev/x");
   assert.equal(out[2].data, JSON.parse(binary).msg.params.update.data);
+});
+
+test("a scenario's home_files are written under HOME, and nowhere else", () => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "acpnorm-home-"));
+  try {
+    const s = loadScenario(path.join(path.dirname(new URL(import.meta.url).pathname), "scenarios", "commit-note.json"));
+    writeHomeFiles(home, s);
+    assert.equal(fs.readFileSync(path.join(home, ".qwen", "memories", "MEMORY.md"), "utf8"), s.home_files[".qwen/memories/MEMORY.md"]);
+    assert.throws(() => writeHomeFiles(home, { home_files: { "../x": "no" } }), /not under HOME/);
+    assert.throws(() => writeHomeFiles(home, { home_files: { "/etc/x": "no" } }), /not under HOME/);
+    assert.equal(fs.existsSync(path.join(path.dirname(home), "x")), false);
+    writeHomeFiles(home, { steps: [] });
+    // Its steps' truth holds when bash runs them in the work directory
+    // under that HOME: the sed edits the memory index, and the commit
+    // prints only its echo.
+    const work = path.join(home, "work", "proj");
+    fs.mkdirSync(work, { recursive: true });
+    fs.writeFileSync(path.join(work, "alpha.txt"), "alpha\n");
+    for (const step of s.steps) {
+      const r = spawnSync("bash", ["-c", step.command], { cwd: work, env: { PATH: process.env.PATH, HOME: home, GIT_CONFIG_NOSYSTEM: "1" }, timeout: 20000 });
+      const out = Buffer.concat([r.stdout, r.stderr]).toString("utf8");
+      assert.equal(r.status, step.truth.exit, `${step.id}: exit (${out})`);
+      assert.deepEqual(out.split("\n").filter((l) => l.trim() !== ""), step.truth.lines, `${step.id}: lines`);
+    }
+    assert.match(fs.readFileSync(path.join(home, ".qwen", "memories", "MEMORY.md"), "utf8"), /- new/);
+    assert.notEqual(spawnSync("git", ["log", "-1", "--pretty=%P", "HEAD"], { cwd: work, env: { PATH: process.env.PATH, HOME: home, GIT_CONFIG_NOSYSTEM: "1" } }).status, 0, "git log still reads the commit");
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true });
+  }
 });
 
 test("the smoke scenario names steps of the full one", () => {

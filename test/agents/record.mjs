@@ -31,7 +31,7 @@ import { parseArgs } from "node:util";
 import { AcpClient } from "./lib/acp-client.mjs";
 import { startModelServer } from "./model/server.mjs";
 import { agentInfoProblem, checkInstalled, installedVersion, selectRuns } from "./agents.mjs";
-import { loadScenario } from "./lib/scenario.mjs";
+import { loadScenario, writeHomeFiles } from "./lib/scenario.mjs";
 import { ClientTerminals } from "./lib/terminals.mjs";
 import { endStrays } from "./lib/strays.mjs";
 import { renamePrivatePaths } from "./lib/privatepaths.mjs";
@@ -91,6 +91,7 @@ fs.mkdirSync(work, { recursive: true });
 for (const [f, text] of [["alpha.txt", "alpha\n"], ["beta.md", "# beta\n"], ["gamma.go", "package gamma\n"], ["notes.txt", "keep me\n"]]) {
   fs.writeFileSync(path.join(work, f), text);
 }
+writeHomeFiles(home, scenario);
 
 const out = path.resolve(opt.out);
 const rawFile = path.join(root, "wire.ndjson");

@@ -16,3 +16,17 @@ export function loadScenario(file) {
   });
   return { ...s, steps };
 }
+
+// writeHomeFiles writes the files a scenario puts in the private HOME
+// before the agent starts (home_files: {path under HOME: text}), for state
+// an agent reads only when it starts (Qwen's memory index). A path that
+// leaves HOME is refused.
+export function writeHomeFiles(home, scenario) {
+  for (const [f, text] of Object.entries(scenario.home_files ?? {})) {
+    const file = path.resolve(home, f);
+    const rel = path.relative(home, file);
+    if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) throw new Error(`home_files: ${f} is not under HOME`);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, text);
+  }
+}

@@ -64,7 +64,10 @@ import (
 //     "Command terminated by signal: S"), read as Gemini reads a final
 //     text. Its trailers are no output: "Output too long and was saved to:
 //     PATH" (the output is then a window: Truncated), 0.15's long-run
-//     advice ("Note: this foreground command ran for Ns. ..."), and
+//     advice ("Note: this foreground command ran for Ns. ..."), 0.21's and
+//     0.23's "AI attribution note skipped: ..." after a git commit it could not
+//     analyze (both appended after a blank line to the report's last line
+//     too, which is how they are told from output: qwenCutAppended), and
 //     0.21's first line "Command timed out after Nms before it could
 //     complete." (TimedOut). The content is then the only statement of
 //     the exit: the model's report, read for its "Exit Code: N" (text
@@ -169,6 +172,9 @@ type qwenOutput struct {
 	Outcome   Str    `json:"outcome"`
 	Error     Str    `json:"error"`
 	Truncated *bool  `json:"truncated"`
+	// FileDiff: the result is the display of a file edit Qwen made itself
+	// in place of the command (see qwenOwnEdit), not a shell result.
+	FileDiff Str `json:"fileDiff"`
 }
 
 // qwenRaw is Qwen's `rawOutput`, the tool's display result: the
@@ -201,7 +207,7 @@ func (r *qwenRaw) UnmarshalJSON(b []byte) error {
 // read. Its exit code is `exitCode` only (every recorded build): an exit
 // code under another name is a wire change, said and not read.
 func (qwenRaw) ownFields() []string {
-	return []string{"type", "output", "exitCode", "signal", "outcome", "error", "truncated"}
+	return []string{"type", "output", "exitCode", "signal", "outcome", "error", "truncated", "fileDiff"}
 }
 
 // read fills o from the members of the object b, leniently.
@@ -222,8 +228,21 @@ func (o *qwenOutput) read(b []byte) {
 			o.Error.UnmarshalJSON(val)
 		case "TRUNCATED":
 			readBool(&o.Truncated, val)
+		case "FILEDIFF":
+			o.FileDiff.UnmarshalJSON(val)
 		}
 	})
+}
+
+// qwenOwnEdit says whether a structured rawOutput is the display of an
+// edit Qwen made itself instead of running the command: from 0.21 (0.21.2,
+// 0.21.10, 0.23.0, 0.23.4 and 0.24.4 recorded, commit-note c_edit) a
+// `sed -i` it can simulate on a file the session has read is asked for as
+// an edit, then written by Qwen, and the call ends with {fileDiff,
+// fileName, filePath, originalContent, newContent, diffStat} and a diff
+// content item. A shell result (`type` or `output` set) never is.
+func qwenOwnEdit(out *qwenOutput) bool {
+	return out.FileDiff.Set && !out.Type.Set && !out.Output.Set
 }
 
 // qwenCall is a tool call frame of Qwen Code.
@@ -268,8 +287,13 @@ func (u *qwenCall) knownTool() bool {
 // display (cut in the middle "for ACP transport"); notices, pid,
 // directory, version and outputFiles say nothing about the exit or the
 // output.
+//
+// The display of an edit Qwen made itself (qwenOwnEdit) names the file
+// and holds its content before and after and counts of the change: about
+// a file, never the command's output or exit.
 func (qwenCall) unreadFields() []string {
-	return []string{"rawOutput.text", "rawOutput.notices", "rawOutput.pid", "rawOutput.directory", "rawOutput.version", "rawOutput.outputFiles"}
+	return []string{"rawOutput.text", "rawOutput.notices", "rawOutput.pid", "rawOutput.directory", "rawOutput.version", "rawOutput.outputFiles",
+		"rawOutput.fileName", "rawOutput.filePath", "rawOutput.originalContent", "rawOutput.newContent", "rawOutput.diffStat"}
 }
 
 func (q qwen) read(msg []byte, scope string) (Frame, error) {
@@ -374,6 +398,11 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 		}
 	}
 	if out := u.RawOutput.Obj; out != nil {
+		if qwenOwnEdit(out) {
+			// No process ran: no output, no exit status.
+			o.Src.Notice = "rawOutput.fileDiff: Qwen made the edit itself, no process ran"
+			return []accum.Observation{o}
+		}
 		qwenResult(&o, out, ended)
 		return []accum.Observation{o}
 	}
@@ -399,12 +428,16 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 				qwenReport(&o, text)
 			}
 			n := len(o.Texts)
-			if out, ok := qwenShownOutput(text, display.S); ok {
+			shown := display.S
+			if hasText {
+				shown = qwenCutAppended(text, shown)
+			}
+			if out, ok := qwenShownOutput(text, shown); ok {
 				// The report shows the display's output word for word: it
 				// is the output, whatever it reads like.
 				o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: out})
 			} else {
-				qwenFinalText(&o, display.S)
+				qwenFinalText(&o, shown)
 			}
 			if len(o.Texts) > n {
 				o.Src.Output = "rawOutput (the displayed text)"
@@ -677,6 +710,41 @@ func qwenShownOutput(content, display string) (string, bool) {
 		}
 		rest = display[:i]
 	}
+}
+
+// qwenCutAppended removes from a displayed text (0.15 to 0.23) the notes
+// Qwen appended to both the model's report and the display: its long-run
+// advice and, from 0.21 (0.21.2 to 0.23.4 recorded), its "AI attribution
+// note skipped: ..." warning
+// after a git commit it could not analyze. Qwen joins each note to the
+// report after its last line ("Process Group PGID: N") and to the display
+// after the output, each after a blank line ("\n\n"); with no output the
+// display is the notes alone, without the first blank line. The notes are
+// what the report holds after that last line, which no command writes (its
+// output is the report's Output field, before the Error, Exit Code and
+// Signal lines): a display that ends with the same text loses it. A
+// display that does not, or a report without such a tail, is left as it
+// is.
+func qwenCutAppended(content, display string) string {
+	i := strings.LastIndex(content, "\nProcess Group PGID: ")
+	if i < 0 {
+		return display
+	}
+	j := i + 1 + strings.IndexByte(content[i+1:]+"\n", '\n')
+	if j >= len(content) {
+		return display
+	}
+	notes := content[j:]
+	if !strings.HasPrefix(notes, "\n\n") || len(notes) == 2 {
+		return display
+	}
+	switch {
+	case strings.HasSuffix(display, notes):
+		return display[:len(display)-len(notes)]
+	case display == notes[2:]:
+		return ""
+	}
+	return display
 }
 
 // qwenOutputField says whether the report content's Output field is out:

@@ -275,6 +275,18 @@ func TestQwenDisplayedResult(t *testing.T) {
 				jsq("built\n\nNote: this foreground command ran for 1s. Next time x.\n\nNote: this foreground command ran for 75s. Next time you run a similar long-running process, pass `is_background: true`.")),
 			want: one(accum.Observation{ToolCallID: id, Command: "make", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false),
 				Texts: []accum.Text{txt(C, F, "built\n\nNote: this foreground command ran for 1s. Next time x.")}})},
+		// Qwen Code 0.21.2 to 0.23.4 (recorded, commit-note c_commit): after a git
+		// commit whose analysis fails, Qwen appends its attribution
+		// warning after a blank line to the report and to the display.
+		{name: "the attribution warning after the report is neither output nor report (0.23.4, c_commit)",
+			update: qwenFinal("completed", report("git commit -q -m init && echo committed", "committed", "0", "(none)")+"\n\n"+qwenNoteSkipped, jsq("committed\n\n"+qwenNoteSkipped)),
+			want:   one(accum.Observation{ToolCallID: id, Command: "git commit -q -m init && echo committed", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "committed")}})},
+		{name: "the long-run advice, then the attribution warning: both Qwen's",
+			update: qwenFinal("completed", report("make && git commit -m x", "built", "0", "(none)")+"\n\nNote: this foreground command ran for 75s. Next time x.\n\n"+qwenNoteSkipped, jsq("built\n\nNote: this foreground command ran for 75s. Next time x.\n\n"+qwenNoteSkipped)),
+			want:   one(accum.Observation{ToolCallID: id, Command: "make && git commit -m x", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "built")}})},
+		{name: "the command's own words like the warning, in the report's Output, are output",
+			update: qwenFinal("completed", report("cat w.txt", "x\n\n"+qwenNoteSkipped, "0", "(none)"), jsq("x\n\n"+qwenNoteSkipped)),
+			want:   one(accum.Observation{ToolCallID: id, Command: "cat w.txt", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "x\n\n"+qwenNoteSkipped)}})},
 		{name: "output that merely looks like a report line is output",
 			update: qwenFinal("completed", report("cat r.txt", "Exit Code: 7", "0", "0"), jsq("Exit Code: 7")),
 			want:   one(accum.Observation{ToolCallID: id, Command: "cat r.txt", CommandFromTitle: true, Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Exit Code: 7")}})},
@@ -606,6 +618,33 @@ func TestQwenOtherToolWithACommandArgument(t *testing.T) {
 // only the command's text does: a heredoc that writes "Output: <words>" and
 // "Error: ..." lines and prints nothing leaves Qwen's exit words in the
 // display, which stay Qwen's.
+// qwenNoteSkipped is the warning Qwen Code 0.23.4 appended to a git
+// commit's result when it could not analyze the commit (recorded).
+const qwenNoteSkipped = "AI attribution note skipped: could not analyze the commit diff (shallow clone, missing reflog for --amend, or partial `git diff` failure). Co-authored-by trailer is unaffected."
+
+// TestQwenAttributionWarningAloneIsNoOutput: a commit that prints
+// nothing (git commit -q) has an empty output, and Qwen's display is then
+// its warning alone, with no blank line before it. It reads as the same
+// final without the warning.
+func TestQwenAttributionWarningAloneIsNoOutput(t *testing.T) {
+	d, _ := Lookup("qwen")
+	report := "Command: git commit -q -m x\nDirectory: (root)\nOutput: (empty)\nError: (none)\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 7"
+	read := func(content, display string) []accum.Observation {
+		obs, err := readCase(d, qwenFinal("completed", content, jsq(display)), "")
+		require.NoError(t, err)
+		return obs
+	}
+	want := read(report, "")
+	require.Len(t, want, 1)
+	assert.Equal(t, want, read(report+"\n\n"+qwenNoteSkipped, qwenNoteSkipped))
+	// A warning the report does not end with is no note of Qwen's: the
+	// command printed it.
+	got := read(report, qwenNoteSkipped)
+	require.Len(t, got, 1)
+	require.NotEmpty(t, got[0].Texts)
+	assert.Equal(t, qwenNoteSkipped, got[0].Texts[0].Text)
+}
+
 func TestQwenShownOutputIsTheReportsField(t *testing.T) {
 	const trailer = "\nError: (none)\nExit Code: 3\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 9"
 	for _, tc := range []struct {
@@ -623,4 +662,27 @@ func TestQwenShownOutputIsTheReportsField(t *testing.T) {
 			assert.Equal(t, tc.out, out)
 		})
 	}
+}
+
+// TestQwenOwnSedEdit: Qwen Code (0.21.2 to 0.24.4, recorded: commit-note
+// c_edit) runs no process for a `sed -i` it can simulate on a file it has
+// read: it writes the file itself and ends the call with the diff of its
+// edit, the file's content before and after under rawOutput. None of it is
+// output, and nothing says an exit status: no process ran.
+func TestQwenOwnSedEdit(t *testing.T) {
+	d := mustDialect(t, "qwen")
+	obs := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"call_c_edit_2","status":"completed","content":[{"type":"diff","path":"/home/dev/.qwen/memories/MEMORY.md","oldText":"# Memory\n\n- old\n","newText":"# Memory\n\n- new\n"}],"_meta":{"toolName":"run_shell_command","provenance":"builtin"},"rawOutput":{"fileDiff":"Index: MEMORY.md\n===================================================================\n--- MEMORY.md\tCurrent\n+++ MEMORY.md\tProposed\n@@ -1,3 +1,3 @@\n # Memory\n \n-- old\n+- new\n","fileName":"MEMORY.md","filePath":"/home/dev/.qwen/memories/MEMORY.md","originalContent":"# Memory\n\n- old\n","newContent":"# Memory\n\n- new\n","diffStat":{"model_added_lines":1,"model_removed_lines":1,"model_added_chars":5,"model_removed_chars":5,"user_added_lines":0,"user_removed_lines":0,"user_added_chars":0,"user_removed_chars":0}}}`)
+	require.Len(t, obs, 1)
+	assert.Empty(t, obs[0].Texts, "the edit's diff and contents are no output")
+	assert.Nil(t, obs[0].Exit, "no process ran")
+	assert.False(t, obs[0].Failed)
+	assert.Empty(t, obs[0].Unrecognized, "Qwen's edit display is understood")
+	assert.NotEmpty(t, obs[0].Src.Notice, "said: Qwen made the edit itself")
+
+	// An edit display beside a shell result is no shape any build sent:
+	// the result is read as ever.
+	both := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"type":"shell_result","output":"x\n","exitCode":0,"fileDiff":"d"}}`)
+	require.Len(t, both, 1)
+	require.NotNil(t, both[0].Exit)
+	require.NotEmpty(t, both[0].Texts)
 }

@@ -78,6 +78,24 @@
 // A stream is a plain string: an Append op is one APPEND of the new bytes,
 // so growing output costs what was added, not the whole text.
 //
+// # Resharding
+//
+// While a session's slot moves from one Cluster master to another
+// (CLUSTER SETSLOT ... IMPORTING and MIGRATING, MIGRATE of its keys, then
+// SETSLOT ... NODE), its keys can be split between the two for a while.
+// No script reads or writes a split session: each first checks that
+// every key it is about to touch is on its node (hereSource), and
+// otherwise answers TRYAGAIN having written nothing. go-redis sends a
+// TRYAGAIN again a few times, a little later, then returns it. Until the
+// session's keys have moved, its commits run on the old master; then
+// that master answers ASK, which go-redis follows to the new one. A
+// commit that starts a new stream is TRYAGAIN on the old master as long
+// as the slot is migrating (Redis makes a migrating slot's new keys on
+// the new master only). A commit that waits for replicas does not follow
+// ASK: it fails with it until SETSLOT NODE. None of these errors leaves
+// anything applied: the caller loads the session and sends the commit
+// again.
+//
 // # Concurrency: optimistic version check
 //
 // Commit is one Lua script (sent once, then run by its SHA1; loaded again
@@ -378,7 +396,7 @@ func (s *Store) keys(session string) []string {
 // the lag.
 var commitScript = redis.NewScript(commitSource)
 
-const commitSource = `
+const commitSource = hereSource + `
 local h, k = KEYS[1], KEYS[2]
 local st = redis.call('HMGET', h, 'v', 'c', 'g', 'x')
 local cur = tonumber(st[1] or '0')
@@ -417,19 +435,41 @@ if need > 0 then
   if online < need then return -2 end
 end
 local g, x = st[3] or '', tonumber(st[4] or '0')
-if cur == 0 then
-  -- a new generation: streams an expired session of this id left behind
-  -- (they outlive its hash by at most one TTL) are out of reach
-  g, x = tok, 0
-  redis.call('DEL', k)
-  redis.call('HSET', h, 'g', g)
-end
+-- a new generation: streams an expired session of this id left behind
+-- (they outlive its hash by at most one TTL) are out of reach
+if cur == 0 then g, x = tok, 0 end
 local ttl = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Streams expire at x, which stays between one and two TTLs ahead: all of
 -- them are pushed out only when x comes closer than one TTL.
 local refresh = x < now + ttl
+local sp = h .. ':s:' .. g .. ':'
+-- Before writing anything: every stream key this commit touches must be
+-- on this node (see Resharding in the package documentation).
+local ops = {}
+for j = 9 + 3 * tonumber(ARGV[6]), #ARGV, 3 do ops[#ops + 1] = ARGV[j] end
+local listed = {}
+if cur > 0 then
+  if refresh then
+    for _, name in ipairs(redis.call('SMEMBERS', k)) do listed[name] = true end
+  elseif #ops > 0 then
+    local m = redis.call('SMISMEMBER', k, unpack(ops))
+    for j = 1, #ops do
+      if m[j] == 1 then listed[ops[j]] = true end
+    end
+  end
+end
+local have, new = {}, {}
+for name in pairs(listed) do have[#have + 1] = sp .. name end
+for j = 1, #ops do
+  if not listed[ops[j]] then new[#new + 1] = sp .. ops[j] end
+end
+if not here(h, have, new) then return moving end
+if cur == 0 then
+  redis.call('DEL', k)
+  redis.call('HSET', h, 'g', g)
+end
 if refresh then
   x = now + 2 * ttl
   redis.call('HSET', h, 'x', string.format('%.0f', x))
@@ -445,7 +485,6 @@ for _ = 1, tonumber(ARGV[6]) do
   end
   i = i + 3
 end
-local sp = h .. ':s:' .. g .. ':'
 while i <= #ARGV do
   local name, op = ARGV[i], ARGV[i + 1]
   local sk = sp .. name
@@ -485,17 +524,55 @@ end
 return v
 `
 
+// hereSource starts each script: here(h, have, new) reports whether
+// the keys a script is about to touch are all on this node, where h is
+// the session's hash (on this node, as a declared key), have are keys
+// that exist (the streams the name set lists) and new are keys that do
+// not (streams about to be made). It is false only while the session's
+// slot moves between nodes (resharding) and some of them are on the
+// other node; the script then answers moving, having written nothing.
+//
+// Redis checks the declared keys (the hash and the name set) before it
+// runs a script, but a stream's key, built inside, only when the script
+// reaches it: a script that wrote and then touched a stream already moved
+// would stop halfway (its writes kept), and one running on the importing
+// node (ASKING) would find a stream not moved yet missing, and read it as
+// empty or write it anew. So the scripts ask first. In one multi-key
+// EXISTS with the hash, a key of the slot that is not here fails with
+// TRYAGAIN on either node of a migration (and is a plain count
+// elsewhere); a single-key EXISTS of a new key fails with ASK on the node
+// the slot leaves (its new keys are made on the other). A call that
+// fails inside a script is seen through redis.pcall.
+const hereSource = `
+local moving = redis.error_reply('TRYAGAIN the session is moving between Redis Cluster nodes; nothing was written')
+local function here(h, have, new)
+  for j = 1, #have, 1000 do
+    local r = redis.pcall('EXISTS', h, unpack(have, j, math.min(j + 999, #have)))
+    if type(r) == 'table' and r.err then return false end
+  end
+  for j = 1, #new do
+    local r = redis.pcall('EXISTS', new[j])
+    if type(r) == 'table' and r.err then return false end
+  end
+  return true
+end
+`
+
 // loadScript returns {} for an absent session, else {HGETALL of the hash,
-// {name, data, name, data, ...} of the streams}.
-var loadScript = redis.NewScript(`
+// {name, data, name, data, ...} of the streams}; the moving error while
+// the session's keys are split between two nodes.
+var loadScript = redis.NewScript(hereSource + `
 local h, k = KEYS[1], KEYS[2]
 local all = redis.call('HGETALL', h)
 if #all == 0 then return {} end
 local sp = h .. ':s:' .. (redis.call('HGET', h, 'g') or '') .. ':'
 local names = redis.call('SMEMBERS', k)
+local have = {}
+for j = 1, #names do have[j] = sp .. names[j] end
+if not here(h, have, {}) then return moving end
 local streams = {}
 for j = 1, #names do
-  local d = redis.call('GET', sp .. names[j])
+  local d = redis.call('GET', have[j])
   if d then
     streams[#streams + 1] = names[j]
     streams[#streams + 1] = d
@@ -504,13 +581,17 @@ end
 return {all, streams}
 `)
 
-// deleteScript: ARGV = base. Returns 0, or -1 on a conflict.
-var deleteScript = redis.NewScript(`
+// deleteScript: ARGV = base. Returns 0, or -1 on a conflict; the moving
+// error while the session's keys are split between two nodes.
+var deleteScript = redis.NewScript(hereSource + `
 local h, k = KEYS[1], KEYS[2]
 local st = redis.call('HMGET', h, 'v', 'g')
 if tonumber(st[1] or '0') ~= tonumber(ARGV[1]) then return -1 end
 local sp = h .. ':s:' .. (st[2] or '') .. ':'
 local names = redis.call('SMEMBERS', k)
+local have = {}
+for j = 1, #names do have[j] = sp .. names[j] end
+if st[1] and not here(h, have, {}) then return moving end
 for j = 1, #names do redis.call('DEL', sp .. names[j]) end
 redis.call('DEL', k, h)
 return 0

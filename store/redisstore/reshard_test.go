@@ -1,0 +1,390 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpnorm/acpnorm/internal/testredis"
+	"github.com/acpnorm/acpnorm/store"
+)
+
+// reshardWriter feeds one session through a Store, commit after commit,
+// the way the engine does: on a conflict or any other error it loads the
+// session, finds whether its commit landed (the record n), and otherwise
+// sends it again at the loaded version. After every commit and every load
+// it checks the whole session against the commits that landed.
+type reshardWriter struct {
+	name    string
+	s       *Store
+	session string
+
+	attempts atomic.Int64 // commits and loads sent, answered or not
+	acked    atomic.Int64 // the last commit acknowledged
+
+	mu     sync.Mutex
+	errs   map[string]int // errors seen, by kind
+	faults []string       // what broke the store's promises
+}
+
+// reshardChange is commit i: record n = i, header i, "i;" appended to
+// stream s<i%3>, and every 4th commit a new stream t<i> (a key that did
+// not exist; during a migration Redis creates a new key on the target
+// only).
+func reshardChange(i int) *store.Change {
+	c := &store.Change{
+		Header:  []byte(strconv.Itoa(i)),
+		Records: map[string][]byte{"n": []byte(strconv.Itoa(i))},
+		Streams: []store.StreamOp{{Name: fmt.Sprintf("s%d", i%3), Data: []byte(strconv.Itoa(i) + ";"), Append: true}},
+		TTL:     time.Hour,
+	}
+	if i%4 == 0 {
+		c.Streams = append(c.Streams, store.StreamOp{Name: fmt.Sprintf("t%d", i), Data: []byte(strconv.Itoa(i))})
+	}
+	return c
+}
+
+// reshardCheck compares snap with the state commits 1..n make, n being
+// its record n; it returns n.
+func reshardCheck(snap *store.Snapshot) (int, error) {
+	if snap.Version == 0 {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(string(snap.Records["n"]))
+	if err != nil {
+		return 0, fmt.Errorf("record n %q", snap.Records["n"])
+	}
+	want := map[string]string{}
+	for i := 1; i <= n; i++ {
+		want[fmt.Sprintf("s%d", i%3)] += strconv.Itoa(i) + ";"
+		if i%4 == 0 {
+			want[fmt.Sprintf("t%d", i)] = strconv.Itoa(i)
+		}
+	}
+	var diffs []string
+	for name, w := range want {
+		if g, ok := snap.Streams[name]; !ok {
+			diffs = append(diffs, fmt.Sprintf("stream %s missing", name))
+		} else if string(g) != w {
+			diffs = append(diffs, fmt.Sprintf("stream %s is %s; want %s", name, short(string(g)), short(w)))
+		}
+	}
+	for name := range snap.Streams {
+		if _, ok := want[name]; !ok {
+			diffs = append(diffs, fmt.Sprintf("stream %s is extra", name))
+		}
+	}
+	if string(snap.Header) != strconv.Itoa(n) || len(snap.Records) != 1 {
+		diffs = append(diffs, fmt.Sprintf("header %q, records %q", snap.Header, snap.Records))
+	}
+	if len(diffs) > 0 {
+		slices.Sort(diffs)
+		return n, fmt.Errorf("version %d, commits 1..%d: %s", snap.Version, n, strings.Join(diffs, "; "))
+	}
+	return n, nil
+}
+
+// short is s, or its ends when it is long.
+func short(s string) string {
+	if len(s) <= 40 {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:15]) + "..." + strconv.Quote(s[len(s)-15:])
+}
+
+func (w *reshardWriter) fault(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.faults) < 10 {
+		w.faults = append(w.faults, fmt.Sprintf(w.name+": "+format, args...))
+	}
+}
+
+// kind names an error for the tally, and reports whether it is one the
+// caller is told to retry: a redirection Redis answered (the slot moving)
+// or a commit not acknowledged by the replicas.
+func kind(err error) (string, bool) {
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return "conflict", true
+	case errors.Is(err, ErrTooFewReplicas):
+		return "too few replicas", true
+	case errors.Is(err, store.ErrUnacknowledged):
+		return "unacknowledged", true
+	}
+	for _, p := range []string{"TRYAGAIN", "ASK", "MOVED", "CLUSTERDOWN"} {
+		if redis.HasErrorPrefix(errors.Unwrap(err), p) || strings.Contains(err.Error(), ": "+p+" ") {
+			return p, true
+		}
+	}
+	return err.Error(), false
+}
+
+func (w *reshardWriter) tally(what string, err error) {
+	k, ok := kind(err)
+	w.mu.Lock()
+	w.errs[what+" "+k]++
+	w.mu.Unlock()
+	if !ok {
+		w.fault("%s: %v (not an error the caller can tell to retry)", what, err)
+	}
+}
+
+// load loads the session until it can, and checks it.
+func (w *reshardWriter) load(ctx context.Context) (*store.Snapshot, int, bool) {
+	for ctx.Err() == nil {
+		w.attempts.Add(1)
+		snap, err := w.s.Load(ctx, w.session)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.tally("load", err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		n, err := reshardCheck(snap)
+		if err != nil {
+			w.fault("load: %v", err)
+		}
+		if a := int(w.acked.Load()); n < a {
+			w.fault("load: the session holds commits 1..%d; %d was acknowledged", n, a)
+		}
+		return snap, n, true
+	}
+	return nil, 0, false
+}
+
+// run commits until ctx ends.
+func (w *reshardWriter) run(ctx context.Context) {
+	v := uint64(0)
+	for i := 1; ctx.Err() == nil; i++ {
+		for ctx.Err() == nil {
+			w.attempts.Add(1)
+			nv, err := w.s.Commit(ctx, w.session, v, reshardChange(i))
+			if err == nil {
+				if nv <= v {
+					w.fault("commit %d: version %d after %d", i, nv, v)
+				}
+				v = nv
+				w.acked.Store(int64(i))
+				snap, n, ok := w.load(ctx)
+				if ok && (snap.Version != v || n != i) {
+					w.fault("commit %d acknowledged at version %d; load: version %d, commits 1..%d", i, v, snap.Version, n)
+				}
+				time.Sleep(time.Millisecond)
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			w.tally("commit", err)
+			snap, n, ok := w.load(ctx)
+			if !ok {
+				return
+			}
+			if n == i { // it landed, unacknowledged: go on from it
+				if errors.Is(err, store.ErrConflict) {
+					w.fault("commit %d answered a conflict, but it landed", i)
+				}
+				v = snap.Version
+				break
+			}
+			if n != i-1 {
+				w.fault("commit %d failed; the session holds commits 1..%d", i, n)
+			}
+			if snap.Version != v {
+				w.fault("commit %d failed, landing nothing, yet the version went from %d to %d", i, v, snap.Version)
+			}
+			v = snap.Version
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
+// A session's slot moves from one master to another (CLUSTER SETSLOT
+// IMPORTING/MIGRATING, MIGRATE key by key, SETSLOT NODE) while two stores
+// feed it, one waiting for a replica, the other not (two prefixes, one
+// session id: one slot). Commits go on before any key moved, with the
+// session's keys split between the two masters in each order, and after
+// the move. Every commit either lands once or fails with an error the
+// caller retries (a redirection, or not acknowledged by the replica);
+// no acknowledged commit is lost; the versions only grow; every load,
+// also during the move and from a new Store after it, holds exactly the
+// commits that landed.
+func TestClusterReshardLiveSession(t *testing.T) {
+	cl := testredis.StartCluster(t, 3, 1, 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	const session = "reshard"
+	writers := []*reshardWriter{
+		{name: "wait 1", s: open(t, cl.URL, WithPrefix("w:"), WithWaitReplicas(1, 5*time.Second)), session: session, errs: map[string]int{}},
+		{name: "wait 0", s: open(t, cl.URL, WithPrefix("n:")), session: session, errs: map[string]int{}},
+	}
+	for _, w := range writers {
+		defer w.s.Close()
+	}
+
+	// The slot, its master (source) and the other master (target).
+	nodes := map[string]*redis.Client{}
+	for _, m := range cl.Masters() {
+		c := redis.NewClient(&redis.Options{Addr: m.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		nodes[m.Addr] = c
+	}
+	seed := nodes[cl.Masters()[0].Addr]
+	slot64, err := seed.ClusterKeySlot(ctx, writers[0].s.keys(session)[0]).Result()
+	require.NoError(t, err)
+	slot := int(slot64)
+	slots, err := seed.ClusterSlots(ctx).Result()
+	require.NoError(t, err)
+	var srcAddr string
+	for _, r := range slots {
+		if int(r.Start) <= slot && slot <= int(r.End) {
+			srcAddr = r.Nodes[0].Addr
+		}
+	}
+	require.Contains(t, nodes, srcAddr, "the slot's master")
+	src := nodes[srcAddr]
+	var dst *redis.Client
+	var dstAddr string
+	for a, c := range nodes {
+		if a != srcAddr && dst == nil {
+			dst, dstAddr = c, a
+		}
+	}
+	srcID, err := src.Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(t, err)
+	dstID, err := dst.Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(t, err)
+	dstHost, dstPort, err := net.SplitHostPort(dstAddr)
+	require.NoError(t, err)
+	t.Logf("slot %d moves from %s to %s", slot, srcAddr, dstAddr)
+
+	report := func() {
+		for _, w := range writers {
+			w.mu.Lock()
+			t.Logf("%s: %d commits acknowledged, %d commits and loads sent; errors: %v", w.name, w.acked.Load(), w.attempts.Load(), w.errs)
+			for _, f := range w.faults {
+				t.Error(f)
+			}
+			w.faults = nil
+			w.mu.Unlock()
+		}
+	}
+	defer report()
+	var wg sync.WaitGroup
+	wctx, stop := context.WithCancel(ctx)
+	for _, w := range writers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.run(wctx) }()
+	}
+	// progress lets every writer send a few more commits and loads, and
+	// when commit is set, have two more commits acknowledged.
+	progress := func(what string, commit bool) {
+		t.Helper()
+		count := func(w *reshardWriter) int64 {
+			if commit {
+				return w.acked.Load()
+			}
+			return w.attempts.Load()
+		}
+		need := int64(4)
+		if commit {
+			need = 2
+		}
+		start := make([]int64, len(writers))
+		for i, w := range writers {
+			start[i] = count(w)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for i, w := range writers {
+			for count(w) < start[i]+need {
+				if ctx.Err() != nil || time.Now().After(deadline) {
+					t.Fatalf("%s: %s: %d in time; want %d (commit: %v)", what, w.name, count(w)-start[i], need, commit)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	progress("before the move", true)
+	require.NoError(t, dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
+	require.NoError(t, src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	progress("slot migrating, no key moved", false)
+
+	// Move the keys one at a time, in an order that splits the sessions
+	// both ways: a stream first (the hash and name set still on the
+	// source), then the hash (the hash and name set apart), then the name
+	// set (hash and set on the target, streams still on the source), then
+	// the rest. New streams appear on the target meanwhile.
+	rank := func(k string) int {
+		switch {
+		case strings.HasSuffix(k, ":s0"):
+			return 0
+		case strings.HasSuffix(k, "}"):
+			return 1
+		case strings.HasSuffix(k, "}:k"):
+			return 2
+		}
+		return 3
+	}
+	moved := 0
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 1000).Result()
+		require.NoError(t, err)
+		if len(keys) == 0 {
+			break
+		}
+		slices.SortStableFunc(keys, func(a, b string) int { return rank(a) - rank(b) })
+		k := keys[0]
+		err = src.Do(ctx, "MIGRATE", dstHost, dstPort, k, 0, 5000).Err()
+		require.NoError(t, err, "MIGRATE %s (BUSYKEY: the store wrote on the target a key the source still held)", k)
+		moved++
+		progress("after moving "+k, false)
+	}
+	t.Logf("%d keys moved one by one", moved)
+	// The target first, then the source, then the other masters.
+	order := []*redis.Client{dst, src}
+	for _, c := range nodes {
+		if c != src && c != dst {
+			order = append(order, c)
+		}
+	}
+	for _, c := range order {
+		require.NoError(t, c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+	}
+	progress("after the move", true)
+	stop()
+	wg.Wait()
+
+	for _, w := range writers {
+		// A new Store (a replica that never saw the session) loads it all.
+		fresh := open(t, cl.URL, WithPrefix(w.s.prefix))
+		snap, err := fresh.Load(ctx, session)
+		fresh.Close()
+		require.NoError(t, err)
+		n, err := reshardCheck(snap)
+		require.NoError(t, err, w.name)
+		require.GreaterOrEqual(t, int64(n), w.acked.Load(), "%s: every acknowledged commit is there", w.name)
+	}
+	// Every key is on the target now.
+	for _, c := range []*redis.Client{src, dst} {
+		cnt, err := c.ClusterCountKeysInSlot(ctx, slot).Result()
+		require.NoError(t, err)
+		if c == src {
+			require.Zero(t, cnt, "keys left on the source")
+		} else {
+			require.NotZero(t, cnt, "keys on the target")
+		}
+	}
+}

@@ -91,8 +91,8 @@
 // that master answers ASK, which go-redis follows to the new one. A
 // commit that starts a new stream is TRYAGAIN on the old master as long
 // as the slot is migrating (Redis makes a migrating slot's new keys on
-// the new master only). A commit that waits for replicas does not follow
-// ASK: it fails with it until SETSLOT NODE. None of these errors leaves
+// the new master only). A commit that waits for replicas (its pipeline
+// goes to one node) follows the ASK itself. None of these errors leaves
 // anything applied: the caller loads the session and sends the commit
 // again.
 //
@@ -167,6 +167,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -193,6 +194,12 @@ type Store struct {
 
 	tokenBase uint64        // random, per Store
 	tokenSeq  atomic.Uint64 // makes each commit's token unique in this Store
+
+	// On a cluster: the options go-redis gave a node's client, to reach
+	// the node an ASK names (see runAndWait), and those nodes' clients.
+	nodeOptions atomic.Pointer[redis.Options]
+	askMu       sync.Mutex
+	asked       map[string]*redis.Client
 }
 
 var (
@@ -323,6 +330,15 @@ func Open(rawURL string, opts ...Option) (*Store, error) {
 		if co.MaintNotificationsConfig == nil {
 			co.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		}
+		newClient := co.NewClient
+		if newClient == nil {
+			newClient = redis.NewClient
+		}
+		co.NewClient = func(o *redis.Options) *redis.Client {
+			c := newClient(o)
+			s.nodeOptions.CompareAndSwap(nil, o)
+			return c
+		}
 		s.cluster = redis.NewClusterClient(co)
 		s.c = s.cluster
 	default:
@@ -366,6 +382,12 @@ func redact(u *url.URL) string {
 
 // Close closes the store's connections.
 func (s *Store) Close() error {
+	s.askMu.Lock()
+	for _, c := range s.asked {
+		_ = c.Close()
+	}
+	s.asked = nil
+	s.askMu.Unlock()
 	if err := s.c.Close(); err != nil {
 		return fmt.Errorf("redisstore: closing the connections to %s: %w", s.where, err)
 	}
@@ -757,8 +779,15 @@ func (s *Store) commitAndWait(ctx context.Context, keys []string, args []any) (i
 // runAndWait runs script and WAIT in one pipeline on one connection to
 // the master of the session's keys, and returns the script's answer and
 // WAIT's (the replicas that hold what the connection wrote).
+//
+// While the slot moves (resharding), the master answers ASK once the
+// session's keys have left it; the pipeline then goes, after ASKING, to
+// the node the ASK names, which holds them. A script that finds the keys
+// split between the two answers TRYAGAIN, and is sent again a little
+// later.
 func (s *Store) runAndWait(ctx context.Context, script *redis.Script, keys []string, args []any) (v, acked int64, err error) {
-	const moves = 4 // a slot that moves this often while one commit is sent is not worth chasing
+	const moves = 6 // a slot that moves this often while one commit is sent is not worth chasing
+	var ask *redis.Client
 	for attempt := 1; ; attempt++ {
 		node, ok := s.c.(*redis.Client)
 		if s.cluster != nil {
@@ -771,7 +800,16 @@ func (s *Store) runAndWait(ctx context.Context, script *redis.Script, keys []str
 		if !ok {
 			return 0, 0, fmt.Errorf("redisstore: no single connection for WAIT on a %T", s.c)
 		}
-		v, acked, err := s.pipeWait(ctx, node, script, keys, args)
+		asking := ask != nil
+		if asking {
+			node, ask = ask, nil
+		}
+		v, acked, err := s.pipeWait(ctx, node, asking, script, keys, args)
+		if addr, ok := redis.IsAskError(err); ok && s.cluster != nil && attempt < moves {
+			if ask = s.askClient(addr); ask != nil {
+				continue // at once: the node that holds the keys now
+			}
+		}
 		if s.cluster != nil && err != nil {
 			// The slot moved, or its master went away: the cluster
 			// client's view is old. A redirected script did not run.
@@ -789,14 +827,45 @@ func (s *Store) runAndWait(ctx context.Context, script *redis.Script, keys []str
 	}
 }
 
+// askClient returns a client of the cluster node at addr, made with the
+// options go-redis gives its own node clients; nil when there are none.
+func (s *Store) askClient(addr string) *redis.Client {
+	tmpl := s.nodeOptions.Load()
+	if tmpl == nil {
+		return nil
+	}
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	if c, ok := s.asked[addr]; ok {
+		return c
+	}
+	if s.asked == nil {
+		s.asked = map[string]*redis.Client{}
+	}
+	o := *tmpl
+	o.Addr = addr
+	if o.MaintNotificationsConfig != nil {
+		mc := *o.MaintNotificationsConfig
+		o.MaintNotificationsConfig = &mc
+	}
+	c := redis.NewClient(&o)
+	s.asked[addr] = c
+	return c
+}
+
 // pipeWait sends script (by its SHA1, or whole when the server does not
 // know it) and WAIT in one pipeline, which go-redis writes on one
-// connection.
-func (s *Store) pipeWait(ctx context.Context, node *redis.Client, script *redis.Script, keys []string, args []any) (v, acked int64, err error) {
+// connection; after ASKING when asking (the node an ASK named).
+func (s *Store) pipeWait(ctx context.Context, node *redis.Client, asking bool, script *redis.Script, keys []string, args []any) (v, acked int64, err error) {
 	for _, whole := range []bool{false, true} {
 		var run *redis.Cmd
 		var wait *redis.IntCmd
 		_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if asking {
+				if err := p.Process(ctx, redis.NewStatusCmd(ctx, "asking")); err != nil {
+					return err
+				}
+			}
 			if whole {
 				run = script.Eval(ctx, p, keys, args...)
 			} else {

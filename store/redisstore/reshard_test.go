@@ -353,6 +353,9 @@ func TestClusterReshardLiveSession(t *testing.T) {
 		progress("after moving "+k, false)
 	}
 	t.Logf("%d keys moved one by one", moved)
+	// The slot is still the source's: commits go there, are told ASK, and
+	// follow it to the target.
+	progress("every key moved, the slot still importing", true)
 	// The target first, then the source, then the other masters.
 	order := []*redis.Client{dst, src}
 	for _, c := range nodes {

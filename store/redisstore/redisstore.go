@@ -469,8 +469,11 @@ local refresh = x < now + ttl
 local sp = h .. ':s:' .. g .. ':'
 -- Before writing anything: every stream key this commit touches must be
 -- on this node (see Resharding in the package documentation).
-local ops = {}
-for j = 9 + 3 * tonumber(ARGV[6]), #ARGV, 3 do ops[#ops + 1] = ARGV[j] end
+local ops, kinds = {}, {}
+for j = 9 + 3 * tonumber(ARGV[6]), #ARGV, 3 do
+  local n = #ops + 1
+  ops[n], kinds[n] = ARGV[j], ARGV[j + 1]
+end
 local listed = {}
 if cur > 0 then
   if refresh then
@@ -482,10 +485,13 @@ if cur > 0 then
     end
   end
 end
+-- (deleting a stream the set does not list touches no key)
 local have, new = {}, {}
 for name in pairs(listed) do have[#have + 1] = sp .. name end
 for j = 1, #ops do
-  if not listed[ops[j]] then new[#new + 1] = sp .. ops[j] end
+  if not listed[ops[j]] and kinds[j] ~= 'd' then
+    new[#new + 1] = sp .. ops[j]
+  end
 end
 if not here(h, have, new) then return moving end
 if cur == 0 then
@@ -507,13 +513,17 @@ for _ = 1, tonumber(ARGV[6]) do
   end
   i = i + 3
 end
+local made = {}
 while i <= #ARGV do
   local name, op = ARGV[i], ARGV[i + 1]
   local sk = sp .. name
   if op == 'd' then
-    redis.call('DEL', sk)
-    redis.call('SREM', k, name)
+    if listed[name] or made[name] then
+      redis.call('DEL', sk)
+      redis.call('SREM', k, name)
+    end
   else
+    made[name] = true
     if op == 'a' then
       redis.call('APPEND', sk, ARGV[i + 2])
     else

@@ -63,7 +63,9 @@
 //	<prefix>{<id>}              hash: v = version, h = header, r:<name> = records,
 //	                            c = the last 8 commits (token, version),
 //	                            g = the generation, x = the streams' expiry
-//	<prefix>{<id>}:k            set: the names of the session's streams
+//	<prefix>{<id>}:k            set: the names of the session's streams, and
+//	                            "", so that it is there with the hash (a stream
+//	                            "" exists while the hash has e = 1)
 //	<prefix>{<id>}:s:<g>:<name> string: the text stream <name>
 //
 // <id> is the session id in unpadded URL-safe base64 (or "=" for the empty
@@ -83,6 +85,11 @@
 // While a session's slot moves from one Cluster master to another
 // (CLUSTER SETSLOT ... IMPORTING and MIGRATING, MIGRATE of its keys, then
 // SETSLOT ... NODE), its keys can be split between the two for a while.
+// The name set always has a member, the empty name, so that it exists
+// whenever the session does: while the slot migrates, Redis answers
+// TRYAGAIN to a script whose declared keys are not all on the node, also
+// when one of them does not exist at all. A stream may still be named
+// "": it exists while the hash has the field e.
 // No script reads or writes a split session: each first checks that
 // every key it is about to touch is on its node (hereSource), and
 // otherwise answers TRYAGAIN having written nothing. go-redis sends a
@@ -477,12 +484,13 @@ end
 local listed = {}
 if cur > 0 then
   if refresh then
-    for _, name in ipairs(redis.call('SMEMBERS', k)) do listed[name] = true end
+    for _, name in ipairs(names(h, k)) do listed[name] = true end
   elseif #ops > 0 then
     local m = redis.call('SMISMEMBER', k, unpack(ops))
     for j = 1, #ops do
       if m[j] == 1 then listed[ops[j]] = true end
     end
+    if listed[''] and redis.call('HEXISTS', h, 'e') == 0 then listed[''] = nil end
   end
 end
 -- (deleting a stream the set does not list touches no key)
@@ -498,6 +506,7 @@ if cur == 0 then
   redis.call('DEL', k)
   redis.call('HSET', h, 'g', g)
 end
+redis.call('SADD', k, '')
 if refresh then
   x = now + 2 * ttl
   redis.call('HSET', h, 'x', string.format('%.0f', x))
@@ -520,10 +529,11 @@ while i <= #ARGV do
   if op == 'd' then
     if listed[name] or made[name] then
       redis.call('DEL', sk)
-      redis.call('SREM', k, name)
+      if name == '' then redis.call('HDEL', h, 'e') else redis.call('SREM', k, name) end
     end
   else
     made[name] = true
+    if name == '' then redis.call('HSET', h, 'e', '1') end
     if op == 'a' then
       redis.call('APPEND', sk, ARGV[i + 2])
     else
@@ -550,8 +560,8 @@ redis.call('HSET', h, 'c', tok .. string.format('%020.0f', v) .. string.sub(st[2
 redis.call('PEXPIRE', h, ttl)
 redis.call('PEXPIRE', k, ttl)
 if refresh then
-  local names = redis.call('SMEMBERS', k)
-  for j = 1, #names do redis.call('PEXPIREAT', sp .. names[j], xs) end
+  local ns = names(h, k)
+  for j = 1, #ns do redis.call('PEXPIREAT', sp .. ns[j], xs) end
 end
 return v
 `
@@ -577,6 +587,16 @@ return v
 // fails inside a script is seen through redis.pcall.
 const hereSource = `
 local moving = redis.error_reply('TRYAGAIN the session is moving between Redis Cluster nodes; nothing was written')
+-- names(h, k) lists the session's streams: its name set, where the empty
+-- member, which keeps the set in being (see Resharding), is a stream
+-- only while the hash has the field e.
+local function names(h, k)
+  local all, out = redis.call('SMEMBERS', k), {}
+  for j = 1, #all do
+    if all[j] ~= '' or redis.call('HEXISTS', h, 'e') == 1 then out[#out + 1] = all[j] end
+  end
+  return out
+end
 local function here(h, have, new)
   for j = 1, #have, 1000 do
     local r = redis.pcall('EXISTS', h, unpack(have, j, math.min(j + 999, #have)))
@@ -598,15 +618,15 @@ local h, k = KEYS[1], KEYS[2]
 local all = redis.call('HGETALL', h)
 if #all == 0 then return {} end
 local sp = h .. ':s:' .. (redis.call('HGET', h, 'g') or '') .. ':'
-local names = redis.call('SMEMBERS', k)
+local ns = names(h, k)
 local have = {}
-for j = 1, #names do have[j] = sp .. names[j] end
+for j = 1, #ns do have[j] = sp .. ns[j] end
 if not here(h, have, {}) then return moving end
 local streams = {}
-for j = 1, #names do
+for j = 1, #ns do
   local d = redis.call('GET', have[j])
   if d then
-    streams[#streams + 1] = names[j]
+    streams[#streams + 1] = ns[j]
     streams[#streams + 1] = d
   end
 end
@@ -620,11 +640,11 @@ local h, k = KEYS[1], KEYS[2]
 local st = redis.call('HMGET', h, 'v', 'g')
 if tonumber(st[1] or '0') ~= tonumber(ARGV[1]) then return -1 end
 local sp = h .. ':s:' .. (st[2] or '') .. ':'
-local names = redis.call('SMEMBERS', k)
+local ns = names(h, k)
 local have = {}
-for j = 1, #names do have[j] = sp .. names[j] end
+for j = 1, #ns do have[j] = sp .. ns[j] end
 if st[1] and not here(h, have, {}) then return moving end
-for j = 1, #names do redis.call('DEL', sp .. names[j]) end
+for j = 1, #have do redis.call('DEL', have[j]) end
 redis.call('DEL', k, h)
 return 0
 `)

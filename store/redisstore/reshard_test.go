@@ -255,12 +255,16 @@ func TestClusterReshardLiveSession(t *testing.T) {
 	slot64, err := seed.ClusterKeySlot(ctx, writers[0].s.keys(session)[0]).Result()
 	require.NoError(t, err)
 	slot := int(slot64)
-	slots, err := seed.ClusterSlots(ctx).Result()
+	shards, err := seed.ClusterShards(ctx).Result()
 	require.NoError(t, err)
 	var srcAddr string
-	for _, r := range slots {
-		if int(r.Start) <= slot && slot <= int(r.End) {
-			srcAddr = r.Nodes[0].Addr
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			for _, n := range sh.Nodes {
+				if int(r.Start) <= slot && slot <= int(r.End) && n.Role == "master" {
+					srcAddr = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+				}
+			}
 		}
 	}
 	require.Contains(t, nodes, srcAddr, "the slot's master")

@@ -33,10 +33,11 @@ import (
 //     client's session/cancel, and only in that shape, see
 //     geminiCancelIfAsked),
 //     `Command failed: E` (Failed) or `Command moved to background (PID: N)
-//     ...` (Background); none of these is output. 0.61 refuses to run a
-//     command holding command substitution and sends, `completed`, only
-//     `Blocked: command substitution detected in shell command.` (Failed,
-//     quoted as a notice; in --debug too): the command never ran.
+//     ...` (Background); none of these is output. From 0.40.0 Gemini
+//     refuses to run a command holding command substitution and sends,
+//     `completed`, only `Blocked: command substitution detected in shell
+//     command.` (Failed, quoted as a notice; in --debug too): the command
+//     never ran.
 //   - Debug mode (--debug): `Command: ...\nDirectory: ...\nOutput:
 //     ...\nError: ...\nExit Code: N\nSignal: ...\n...`; 0.45 (recorded)
 //     writes only the fields that have a value: `Output: ...\nProcess
@@ -61,9 +62,37 @@ import (
 //   - `failed` only when the process could not be spawned (Failed; its text
 //     is Gemini's error, not output), or when the user cancelled the call
 //     (Cancelled).
-type gemini struct{}
+type gemini struct {
+	// noStarted: the build never writes "Background process started with
+	// PID N." (before 0.38.0), so a final of only those words is output.
+	noStarted bool
+	// noBlock: the build never refuses command substitution (before
+	// 0.40.0), so a final of only geminiBlocked is output.
+	noBlock bool
+}
 
 func init() { register(gemini{}) }
+
+// forVersion implements versioned. The notices Gemini writes in place of
+// an output came in with its releases, and 0.36.0 shows a command's output
+// itself as the final's text, on the same `completed` frame: only the
+// build tells a later build's notice from a line the command printed.
+// The bundles of 0.36.0 and 0.37.2 hold no "Background process started"
+// (0.38.0 on do), those of 0.36.0 to 0.39.1 no "Blocked: command
+// substitution" (0.40.0 on do). An unknown build reads with the newest
+// rules.
+func (gemini) forVersion(v Version) Dialect {
+	return gemini{noStarted: v.Before(geminiStartedFrom), noBlock: v.Before(geminiBlockFrom)}
+}
+
+const (
+	// geminiStartedFrom is the first release whose bundle writes
+	// "Background process started with PID N." (0.37.2 has none).
+	geminiStartedFrom = "0.38.0"
+	// geminiBlockFrom is the first release that refuses command
+	// substitution (0.39.1 has no such check).
+	geminiBlockFrom = "0.40.0"
+)
 
 func (gemini) Info() Info {
 	// Auth method signs: oauth-personal and gemini-api-key (beside
@@ -83,11 +112,30 @@ type geminiCall struct {
 	ToolCall
 }
 
-func (gemini) read(msg []byte, scope string) (Frame, error) {
+func (g gemini) read(msg []byte, scope string) (Frame, error) {
+	switch {
+	case g.noStarted:
+		return readFrame(msg, scope, observeGeminiBefore038, askGemini)
+	case g.noBlock:
+		return readFrame(msg, scope, observeGeminiBefore040, askGemini)
+	}
 	return readFrame(msg, scope, observeGemini, askGemini)
 }
 
-func observeGemini(u *geminiCall) []accum.Observation {
+func observeGemini(u *geminiCall) []accum.Observation { return observeGeminiBuild(u, gemini{}) }
+
+// observeGeminiBefore038 reads a build before 0.38.0 (no "Background
+// process started", no refusal).
+func observeGeminiBefore038(u *geminiCall) []accum.Observation {
+	return observeGeminiBuild(u, gemini{noStarted: true, noBlock: true})
+}
+
+// observeGeminiBefore040 reads 0.38.x and 0.39.x (no refusal).
+func observeGeminiBefore040(u *geminiCall) []accum.Observation {
+	return observeGeminiBuild(u, gemini{noBlock: true})
+}
+
+func observeGeminiBuild(u *geminiCall, g gemini) []accum.Observation {
 	if u.SessionUpdate != "tool_call" && u.SessionUpdate != "tool_call_update" {
 		return nil
 	}
@@ -101,7 +149,7 @@ func observeGemini(u *geminiCall) []accum.Observation {
 			geminiFailure(&o, rest)
 		case o.Status.Ended():
 			n := len(o.Texts)
-			geminiFinal(&o, rest)
+			g.final(&o, rest)
 			if o.Cancelled {
 				geminiCancelIfAsked(&o, rest, n)
 			}
@@ -192,12 +240,16 @@ var (
 	// the background, one line, in the two shapes its bundles write:
 	// "Command moved to background (PID: N). Output hidden. Press Ctrl+B
 	// to view." (0.36.0, 0.45.2 and 0.61.0; earlier releases without the
-	// hint) and, in 0.45.2, "Background process started with PID N." for
-	// an is_background command still running after its delay; N is
+	// hint) and, from 0.38.0 (see forVersion), "Background process
+	// started with PID N." for an is_background command still running
+	// after its delay; N is
 	// "undefined" when Gemini got no pid. Other words about a background
 	// command ("Command running in background with ID: ...", Claude
 	// Code's) are a command's own output, which 0.36.0 shows as the text.
 	geminiBackground = regexp.MustCompile(`^(?:Command moved to background \(PID: (?:\d+|undefined)\)\.|Background process started with PID (?:\d+|undefined)\.$)`)
+	// geminiStarted is the second shape alone, which builds before 0.38.0
+	// never write.
+	geminiStarted = regexp.MustCompile(`^Background process started with PID `)
 	// geminiDebugStart is how a debug-mode result begins (its first
 	// field), and geminiDebugEnd how it ends when it names no exit code:
 	// 0.45 writes only the fields that have a value ("Output: ...\nProcess
@@ -227,14 +279,19 @@ func geminiNotice(re *regexp.Regexp, text string) bool {
 	return m != nil && geminiNoticeEnd.MatchString(text[m[1]:])
 }
 
-// geminiBlocked is what 0.61 shows, plain and --debug alike, for a command
-// it refused to run because it holds command substitution ($(...),
-// backticks, <(...) or >(...); detectCommandSubstitution in the shell
-// tool): the call still ends `completed`, but the command never ran.
+// geminiBlocked is what 0.40.0 on (see forVersion) show, plain and
+// --debug alike, for a command they refused to run because it holds
+// command substitution ($(...), backticks, <(...) or >(...);
+// detectCommandSubstitution in the shell tool): the call still ends
+// `completed`, but the command never ran.
 const geminiBlocked = "Blocked: command substitution detected in shell command."
 
-// geminiFinal reads the text of a `completed` frame.
-func geminiFinal(o *accum.Observation, text string) {
+// geminiFinal reads the text of a `completed` frame with the newest
+// build's rules.
+func geminiFinal(o *accum.Observation, text string) { gemini{}.final(o, text) }
+
+// final reads the text of a `completed` frame of build g.
+func (g gemini) final(o *accum.Observation, text string) {
 	// A debug report begins with its first field, and names an exit code
 	// or ends with the process group.
 	if geminiDebugStart.MatchString(text) && (strings.Contains(text, "\nExit Code: ") || geminiDebugEnd.MatchString(text)) {
@@ -271,7 +328,7 @@ func geminiFinal(o *accum.Observation, text string) {
 		o.Failed = true
 		return
 	}
-	if line == geminiBlocked && (o.Command == "" || strings.ContainsAny(o.Command, "(`")) {
+	if line == geminiBlocked && !g.noBlock && (o.Command == "" || strings.ContainsAny(o.Command, "(`")) {
 		// Gemini refused the command: a failure without an exit code,
 		// its sentence a notice, and no output. Its check needs a "("
 		// ($(...), <(...), >(...), PowerShell's subexpressions) or a
@@ -280,7 +337,7 @@ func geminiFinal(o *accum.Observation, text string) {
 		o.Failed, o.FailNotice = true, notice(line)
 		return
 	}
-	if oneLine && geminiBackground.MatchString(line) {
+	if oneLine && geminiBackground.MatchString(line) && !(g.noStarted && geminiStarted.MatchString(line)) {
 		o.Background = true
 		return
 	}

@@ -573,3 +573,51 @@ func TestGemini061Finals(t *testing.T) {
 		},
 	})
 }
+
+// TestGeminiNoticesByBuild holds each of Gemini's one-line notices to the
+// builds that write it. 0.36.0 shows a command's output itself as the text
+// of the `completed` final, so a line a build never writes is the
+// command's, however much it reads like a later build's notice:
+// "Background process started with PID N." is Gemini's from 0.38.0 on and
+// "Blocked: command substitution ..." from 0.40.0 on (the bundles of
+// 0.36.0, 0.37.2 and 0.39.1 hold neither). A build not known reads with
+// the newest rules.
+func TestGeminiNoticesByBuild(t *testing.T) {
+	d, _ := Lookup("gemini")
+	const (
+		started = "Background process started with PID 42."
+		blocked = "Blocked: command substitution detected in shell command."
+	)
+	final := func(cmd, text string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"completed","title":` + jsq(cmd) +
+			`,"content":[{"type":"content","content":{"type":"text","text":` + jsq(text) + `}}],"locations":[],"kind":"execute"}`
+	}
+	startedCmd := "echo '" + started + "'"
+	blockedCmd := "echo '" + blocked + "' # (a note)"
+	output := func(cmd, text string) []accum.Observation {
+		return []accum.Observation{{ToolCallID: "g1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: cmd,
+			Texts: []accum.Text{txt(accum.Combined, accum.Final, text)}}}
+	}
+	background := []accum.Observation{{ToolCallID: "g1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: startedCmd, Background: true}}
+	refused := []accum.Observation{{ToolCallID: "g1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: blockedCmd,
+		Failed: true, FailNotice: blocked}}
+	for _, tc := range []struct {
+		version          string
+		started, blocked []accum.Observation
+	}{
+		{"0.36.0", output(startedCmd, started+"\n"), output(blockedCmd, blocked+"\n")},
+		{"0.37.2", output(startedCmd, started+"\n"), output(blockedCmd, blocked+"\n")},
+		{"0.38.0", background, output(blockedCmd, blocked+"\n")},
+		{"0.39.1", background, output(blockedCmd, blocked+"\n")},
+		{"0.40.0", background, refused},
+		{"0.61.0", background, refused},
+		{"", background, refused},
+	} {
+		t.Run("build "+tc.version, func(t *testing.T) {
+			runObsCases(t, Bind(d, ParseVersion(tc.version)), []obsCase{
+				{name: "background notice", update: final(startedCmd, started+"\n"), want: tc.started},
+				{name: "refusal", update: final(blockedCmd, blocked+"\n"), want: tc.blocked},
+			})
+		})
+	}
+}

@@ -69,6 +69,12 @@ type gemini struct {
 	// noBlock: the build never refuses command substitution (before
 	// 0.40.0), so a final of only geminiBlocked is output.
 	noBlock bool
+	// loose: the exit and signal markers are read in their other
+	// spellings too (no colon, a closing period), as Qwen Code, which
+	// reads its finals with geminiFinal, may write them. Gemini's own
+	// shell tool writes only geminiExitedExact's and
+	// geminiSignalledExact's.
+	loose bool
 }
 
 func init() { register(gemini{}) }
@@ -228,6 +234,13 @@ func geminiBanner(o *accum.Observation, text string) string {
 var (
 	geminiExited    = regexp.MustCompile(`^Command exited with code:? (-?\d+)\.?$`)
 	geminiSignalled = regexp.MustCompile(`^Command terminated by signal:? (\S+?)\.?$`)
+	// geminiExitedExact and geminiSignalledExact are the markers as
+	// Gemini CLI's shell tool spells them (the bundles of 0.20 to 0.61):
+	// a colon, no closing period. Other spellings ("... with code 7", as
+	// other agents and Gemini's own interactive shell mode write it) are
+	// a line the command printed, which 0.36.0 shows as the text.
+	geminiExitedExact    = regexp.MustCompile(`^Command exited with code: (-?\d+)$`)
+	geminiSignalledExact = regexp.MustCompile(`^Command terminated by signal: ([^\s.]+)$`)
 	// geminiCancelled is the head of a cancel notice: "Command cancelled
 	// by user." (the display), "Command was cancelled by user before it
 	// could complete." or "... start." (the debug report). Only in the
@@ -287,8 +300,8 @@ func geminiNotice(re *regexp.Regexp, text string) bool {
 const geminiBlocked = "Blocked: command substitution detected in shell command."
 
 // geminiFinal reads the text of a `completed` frame with the newest
-// build's rules.
-func geminiFinal(o *accum.Observation, text string) { gemini{}.final(o, text) }
+// build's rules, and the markers in any spelling (loose).
+func geminiFinal(o *accum.Observation, text string) { gemini{loose: true}.final(o, text) }
 
 // final reads the text of a `completed` frame of build g.
 func (g gemini) final(o *accum.Observation, text string) {
@@ -304,11 +317,15 @@ func (g gemini) final(o *accum.Observation, text string) {
 	// printed before the cancel. A marker on the first of several lines
 	// is a line the command printed.
 	oneLine := !strings.Contains(line, "\n")
-	if m := geminiExited.FindStringSubmatch(line); m != nil {
+	exited, signalled := geminiExitedExact, geminiSignalledExact
+	if g.loose {
+		exited, signalled = geminiExited, geminiSignalled
+	}
+	if m := exited.FindStringSubmatch(line); m != nil {
 		o.Exit = CodeFromString(m[1]).Exit(accum.ExitText, true)
 		return
 	}
-	if m := geminiSignalled.FindStringSubmatch(line); m != nil {
+	if m := signalled.FindStringSubmatch(line); m != nil {
 		o.Signal = NormalizeSignal(m[1])
 		return
 	}

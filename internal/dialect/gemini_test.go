@@ -621,3 +621,40 @@ func TestGeminiNoticesByBuild(t *testing.T) {
 		})
 	}
 }
+
+// TestGeminiMarkerSpelling holds the exit and signal markers to the one
+// spelling Gemini CLI's shell tool writes, in every bundle from 0.20 to
+// 0.61: "Command exited with code: N" and "Command terminated by signal:
+// S", no closing period. 0.36.0 shows a command's output itself as the
+// text in the same place, so a line spelled otherwise ("... code 7", as
+// other agents and Gemini's own interactive shell mode write it) is what
+// the command printed, on every build.
+func TestGeminiMarkerSpelling(t *testing.T) {
+	d, _ := Lookup("gemini")
+	final := func(text string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"completed","title":"make","kind":"execute","content":[{"type":"content","content":{"type":"text","text":` + jsq(text) + `}}]}`
+	}
+	base := accum.Observation{ToolCallID: "g1", Shell: accum.ShellYes, Status: accum.StatusCompleted, Command: "make"}
+	with := func(f func(o *accum.Observation)) []accum.Observation {
+		o := base
+		f(&o)
+		return []accum.Observation{o}
+	}
+	output := func(text string) []accum.Observation {
+		return with(func(o *accum.Observation) { o.Texts = []accum.Text{txt(accum.Combined, accum.Final, text)} })
+	}
+	for _, v := range []string{"0.36.0", "0.61.0", ""} {
+		t.Run("build "+v, func(t *testing.T) {
+			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
+				{name: "Gemini's exit marker", update: final("Command exited with code: 7"),
+					want: with(func(o *accum.Observation) { o.Exit = ex(7, accum.ExitText, false) })},
+				{name: "Gemini's signal marker", update: final("Command terminated by signal: SIGTERM"),
+					want: with(func(o *accum.Observation) { o.Signal = "SIGTERM" })},
+				{name: "exit line without the colon is output", update: final("Command exited with code 7\n"), want: output("Command exited with code 7\n")},
+				{name: "exit line with a period is output", update: final("Command exited with code: 7."), want: output("Command exited with code: 7.")},
+				{name: "signal line with a period is output", update: final("Command terminated by signal: SIGTERM.\n"), want: output("Command terminated by signal: SIGTERM.\n")},
+				{name: "signal line without the colon is output", update: final("Command terminated by signal 15"), want: output("Command terminated by signal 15")},
+			})
+		})
+	}
+}

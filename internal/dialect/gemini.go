@@ -69,11 +69,11 @@ type gemini struct {
 	// noBlock: the build never refuses command substitution (before
 	// 0.40.0), so a final of only geminiBlocked is output.
 	noBlock bool
-	// loose: the exit and signal markers are read in their other
-	// spellings too (no colon, a closing period), as Qwen Code, which
-	// reads its finals with geminiFinal, may write them. Gemini's own
-	// shell tool writes only geminiExitedExact's and
-	// geminiSignalledExact's.
+	// loose: the exit and signal markers and the timeout notice are read
+	// in their other spellings too (no colon, a closing period,
+	// "canceled"), as Qwen Code, which reads its finals with
+	// geminiFinal, may write them. Gemini's own shell tool writes only
+	// the *Exact ones.
 	loose bool
 }
 
@@ -255,10 +255,10 @@ var (
 	// to view." (0.36.0, 0.45.2 and 0.61.0; earlier releases without the
 	// hint) and, from 0.38.0 (see forVersion), "Background process
 	// started with PID N." for an is_background command still running
-	// after its delay; N is
-	// "undefined" when Gemini got no pid. Other words about a background
-	// command ("Command running in background with ID: ...", Claude
-	// Code's) are a command's own output, which 0.36.0 shows as the text.
+	// after its delay; N is "undefined" when Gemini got no pid. Other
+	// words about a background command ("Command running in background
+	// with ID: ...", Claude Code's) are a command's own output, which
+	// 0.36.0 shows as the text.
 	geminiBackground = regexp.MustCompile(`^(?:Command moved to background \(PID: (?:\d+|undefined)\)\.|Background process started with PID (?:\d+|undefined)\.$)`)
 	// geminiStarted is the second shape alone, which builds before 0.38.0
 	// never write.
@@ -275,6 +275,9 @@ var (
 	// exceeded the timeout of 5.0 minutes without output."), in the
 	// display (0.45) or the debug report.
 	geminiTimedOut = regexp.MustCompile(`^Command was automatically cancell?ed because it exceeded the timeout of \d+(?:\.\d+)? minutes without output\.`)
+	// geminiTimedOutExact is the notice as Gemini CLI spells it in every
+	// bundle ("cancelled"); "canceled" is a line the command printed.
+	geminiTimedOutExact = regexp.MustCompile(`^Command was automatically cancelled because it exceeded the timeout of \d+(?:\.\d+)? minutes without output\.`)
 	// geminiNoticeEnd is what Gemini writes after the head of a cancel or
 	// timeout notice (0.36.0, 0.45.2): nothing, the display's "Output
 	// before cancellation:" line after a blank one, or the debug
@@ -317,9 +320,9 @@ func (g gemini) final(o *accum.Observation, text string) {
 	// printed before the cancel. A marker on the first of several lines
 	// is a line the command printed.
 	oneLine := !strings.Contains(line, "\n")
-	exited, signalled := geminiExitedExact, geminiSignalledExact
+	exited, signalled, timedOut := geminiExitedExact, geminiSignalledExact, geminiTimedOutExact
 	if g.loose {
-		exited, signalled = geminiExited, geminiSignalled
+		exited, signalled, timedOut = geminiExited, geminiSignalled, geminiTimedOut
 	}
 	if m := exited.FindStringSubmatch(line); m != nil {
 		o.Exit = CodeFromString(m[1]).Exit(accum.ExitText, true)
@@ -329,7 +332,7 @@ func (g gemini) final(o *accum.Observation, text string) {
 		o.Signal = NormalizeSignal(m[1])
 		return
 	}
-	if geminiNotice(geminiTimedOut, line) {
+	if geminiNotice(timedOut, line) {
 		o.TimedOut = true
 		geminiCancelOutput(o, text)
 		return

@@ -622,10 +622,11 @@ func TestGeminiNoticesByBuild(t *testing.T) {
 	}
 }
 
-// TestGeminiMarkerSpelling holds the exit and signal markers to the one
-// spelling Gemini CLI's shell tool writes, in every bundle from 0.20 to
-// 0.61: "Command exited with code: N" and "Command terminated by signal:
-// S", no closing period. 0.36.0 shows a command's output itself as the
+// TestGeminiMarkerSpelling holds the exit and signal markers, and the
+// inactivity-timeout notice, to the one spelling Gemini CLI's shell tool
+// writes, in every bundle from 0.20 to 0.61: "Command exited with code:
+// N" and "Command terminated by signal: S", no closing period, and
+// "Command was automatically cancelled ...". 0.36.0 shows a command's output itself as the
 // text in the same place, so a line spelled otherwise ("... code 7", as
 // other agents and Gemini's own interactive shell mode write it) is what
 // the command printed, on every build.
@@ -643,6 +644,9 @@ func TestGeminiMarkerSpelling(t *testing.T) {
 	output := func(text string) []accum.Observation {
 		return with(func(o *accum.Observation) { o.Texts = []accum.Text{txt(accum.Combined, accum.Final, text)} })
 	}
+	timedOut := func(cancelled string) string {
+		return "Command was automatically " + cancelled + " because it exceeded the timeout of 5.0 minutes without output."
+	}
 	for _, v := range []string{"0.36.0", "0.61.0", ""} {
 		t.Run("build "+v, func(t *testing.T) {
 			runObsCases(t, Bind(d, ParseVersion(v)), []obsCase{
@@ -654,6 +658,9 @@ func TestGeminiMarkerSpelling(t *testing.T) {
 				{name: "exit line with a period is output", update: final("Command exited with code: 7."), want: output("Command exited with code: 7.")},
 				{name: "signal line with a period is output", update: final("Command terminated by signal: SIGTERM.\n"), want: output("Command terminated by signal: SIGTERM.\n")},
 				{name: "signal line without the colon is output", update: final("Command terminated by signal 15"), want: output("Command terminated by signal 15")},
+				{name: "Gemini's timeout notice", update: final(timedOut("cancelled")),
+					want: with(func(o *accum.Observation) { o.TimedOut = true })},
+				{name: "the timeout notice spelled 'canceled' is output", update: final(timedOut("canceled") + "\n"), want: output(timedOut("canceled") + "\n")},
 			})
 		})
 	}

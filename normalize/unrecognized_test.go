@@ -93,6 +93,7 @@ var outputsLikeReports = map[string][]string{
 	"gemini-cli-0.40.1_debug_tricky.ndjson":                          {"result_text output"},
 	"gemini-cli-0.40.1_debug_tricky-load.ndjson":                     {"result_text content text"},
 	"gemini-cli-0.36.0_plain_tricky-gemini.ndjson":                   {"result_text content text"},
+	"gemini-cli-0.37.2_plain_tricky-gemini.ndjson":                   {"result_text content text"},
 	// pi-acp 0.0.23 and 0.0.24 (pi 0.84.2) give a success no exit code
 	// either; in tricky-load, "[Process exited with code 7]" and the like.
 	"pi-acp-0.0.23_plain_tricky.ndjson":                          {"result_text content text"},

@@ -333,6 +333,7 @@ var outputsLikeReports = map[string]map[accum.Unrecognized]int{
 	// tricky-gemini: "Command exited with code 7", no colon, is no
 	// marker of Gemini's, and 0.36.0 shows it as the output.
 	"gemini-cli-0.36.0_plain_tricky-gemini.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 1},
+	"gemini-cli-0.37.2_plain_tricky-gemini.ndjson": {{What: accum.UnrecognizedResult, Field: "content text"}: 1},
 	// pi-acp 0.0.23 and 0.0.24 (pi 0.84.2) give a success no exit code
 	// either; in tricky-load, "[Process exited with code 7]" and the like.
 	"pi-acp-0.0.23_plain_tricky.ndjson":                          {{What: accum.UnrecognizedResult, Field: "content text"}: 3},

@@ -201,8 +201,11 @@ func observeDroidBuild(u *droidCall, d droid) []accum.Observation {
 }
 
 // droidText reads a text Droid sends where output goes: its cancel
-// notice, or (replays) its Execute tool's result, which wraps the output in
-// words of its own that are never output:
+// notice (only `failed`, or with no status, and without the exit trailer:
+// Droid writes it for a call that ran to no exit; the same words before
+// "[Process exited with code N]", or under `completed`, are the output of
+// a command that printed them), or (replays) its Execute tool's result,
+// which wraps the output in words of its own that are never output:
 //   - a header line: "Command failed (exit code: N)" (exit N), "Command
 //     terminated by signal: SIG", "Command not found. ..." (exit 127),
 //     "Command not executable. ..." (exit 126), or "Command timed out after
@@ -230,13 +233,14 @@ func droidText(o *accum.Observation, s string, middleMark bool) {
 	if t == "" {
 		return
 	}
-	if droidCancel.MatchString(t) {
+	// The trailers first, from the end, then the header of what is left.
+	exitedAt := findFrom(droidExited, s, "[Process exited with code ")
+	if exitedAt == nil && o.Status != accum.StatusCompleted && droidCancel.MatchString(t) {
 		o.Cancelled, o.CancelNotice = true, notice(t)
 		return
 	}
-	// The trailers first, from the end, then the header of what is left.
 	exited := Code{} // the trailer's exit code, when there is one
-	if loc := findFrom(droidExited, s, "[Process exited with code "); loc != nil {
+	if loc := exitedAt; loc != nil {
 		exited = CodeFromString(s[loc[2]:loc[3]])
 		droidExit(o, exited)
 		s = s[:loc[0]]

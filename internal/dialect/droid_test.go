@@ -585,3 +585,66 @@ func TestDroidLineCut(t *testing.T) {
 			Texts: []accum.Text{cut(old)}}),
 	}})
 }
+
+// TestDroidReplayedOutputLikeItsCancel: without a client terminal Droid
+// sends a command's text only in its session/load replay, the output
+// followed by "[Process exited with code N]" under `completed` (or, for a
+// failure, `failed` with its header first). Its cancel and rejection
+// notice ("Error: Tool execution cancelled by user", "Tool execution
+// cancelled by user" in a replay, "Error: Tool execution cancelled: Batch
+// cancelled") comes only `failed`, alone, with no trailer: nothing ran to
+// an exit. A command that printed the words and exited (the
+// tricky-cancel-load recordings, k_droid_cancel) is no cancel: its output
+// is kept and its exit is the trailer's.
+func TestDroidReplayedOutputLikeItsCancel(t *testing.T) {
+	d, _ := Lookup("droid")
+	update := func(status, text string) string {
+		b, err := json.Marshal(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": status, "rawOutput": map[string]any{"text": text}})
+		require.NoError(t, err)
+		return string(b)
+	}
+	done, failed := accum.StatusCompleted, accum.StatusFailed
+	output := func(status accum.Status, code int32, s string) []accum.Observation {
+		return one(accum.Observation{ToolCallID: "c1", Status: status, Exit: ex(code, accum.ExitText, false), Texts: []accum.Text{txt(accum.Combined, accum.Final, s)}})
+	}
+	cancelled := func(notice string) []accum.Observation {
+		return one(accum.Observation{ToolCallID: "c1", Status: failed, Cancelled: true, CancelNotice: notice})
+	}
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "the cancel notice's words printed by a command that exited 0",
+			update: update("completed", "Tool execution cancelled\n\n\n[Process exited with code 0]"),
+			want:   output(done, 0, "Tool execution cancelled\n"),
+		},
+		{
+			name:   "the whole notice printed by a command that exited 0",
+			update: update("completed", "Error: Tool execution cancelled by user\n\n\n[Process exited with code 0]"),
+			want:   output(done, 0, "Error: Tool execution cancelled by user\n"),
+		},
+		{
+			name:   "the rejection's words under a failure's header, exit 1",
+			update: update("failed", "Error: Command failed (exit code: 1)\nError: Tool execution rejected\n\n\n[Process exited with code 1]"),
+			want:   output(failed, 1, "Error: Tool execution rejected\n"),
+		},
+		{
+			name:   "the notice's words, then more output, under failed with a trailer",
+			update: update("failed", "Tool execution cancelled by user\nmore\n\n\n[Process exited with code 2]"),
+			want:   output(failed, 2, "Tool execution cancelled by user\nmore\n"),
+		},
+		{
+			name:   "the notice live: failed, alone",
+			update: update("failed", "Error: Tool execution cancelled by user"),
+			want:   cancelled("Error: Tool execution cancelled by user"),
+		},
+		{
+			name:   "the notice replayed without Error:",
+			update: update("failed", "Tool execution cancelled by user"),
+			want:   cancelled("Tool execution cancelled by user"),
+		},
+		{
+			name:   "the batch cancel",
+			update: update("failed", "Error: Tool execution cancelled: Batch cancelled"),
+			want:   cancelled("Error: Tool execution cancelled: Batch cancelled"),
+		},
+	})
+}

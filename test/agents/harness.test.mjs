@@ -131,6 +131,14 @@ test("the smoke scenario names steps of the full one", () => {
   assert.equal(smoke.steps[0].command, full.steps.find((s) => s.id === "exit3").command);
 });
 
+test("tricky-cancel-load is tricky-cancel's steps, then a session/load", () => {
+  const cancel = loadScenario(path.join(here, "scenarios", "tricky-cancel.json"));
+  const load = loadScenario(path.join(here, "scenarios", "tricky-cancel-load.json"));
+  assert.equal(load.load, true);
+  assert.equal(!!cancel.load, false);
+  assert.deepEqual(load.steps, cancel.steps);
+});
+
 test("decide: a tool call until a result comes back after the marker, then text", () => {
   const steps = [{ id: "a", command: "ls" }, { id: "b", command: "false", timeout_ms: 2000 }];
   const call = decide(steps, [{ kind: "text", text: "@@STEP 1@@ go" }], ["read", "bash"]);

@@ -58,7 +58,10 @@ import (
 // tool's model-facing TEXT ("Chunk ID/Wall time/Process exited with code
 // N/.../Output:\n<output>", or "Exit code: N\nWall time: ...\nOutput:\n
 // <output>"; "aborted by user" for a stopped command; "execution error:
-// Sandbox(Signal(N))" alone for a shell killed by a signal). The header
+// Sandbox(Signal(N))" alone for a shell killed by a signal); 0.14.0
+// replays a shell_command's result as Codex's JSON for the model instead,
+// a string {"output", "metadata": {"exit_code", "duration_seconds"}} (see
+// codexJSONShellText). The header (the JSON's exit code)
 // is read as a text exit marker and kept out of output (see
 // codexModelText); Codex's timeout sentence opening the output and its
 // execution error are read as live. The
@@ -942,9 +945,53 @@ var (
 // output. A text of any other form (an error of the tool) says nothing
 // about the command's output or exit and is not read.
 func codexModelText(o *accum.Observation, text string) {
-	if !codexHeadedText(o, text) && !codexReplayedExecError(o, text) {
+	if !codexHeadedText(o, text) && !codexJSONShellText(o, text) && !codexReplayedExecError(o, text) {
 		codexToolNotice(o, text)
 	}
+}
+
+// codexJSONShell is the shell tools' result as Codex gives it to the
+// model in JSON: codex-acp 0.14.0 replays a shell_command's result so, a
+// string holding {"output": ..., "metadata": {"exit_code": N,
+// "duration_seconds": S}}, where 0.11.1 and 0.16.0 replay the text form
+// (codexShellText).
+type codexJSONShell struct {
+	Output   *string `json:"output"`
+	Metadata *struct {
+		ExitCode *json.Number `json:"exit_code"`
+		Duration *float64     `json:"duration_seconds"`
+	} `json:"metadata"`
+}
+
+// codexJSONShellText reads a replayed text in the JSON form
+// (codexJSONShell): exactly those members, an exit code and a duration.
+// Its output is read as the text form's section after "Output:": Codex's
+// timeout sentence beside a nonzero exit says the call timed out, and a
+// "Total output lines: N" header with a blank line is Codex's only above
+// its elision marker (the output is then truncated). It reports whether
+// text had that form.
+func codexJSONShellText(o *accum.Observation, text string) bool {
+	if !strings.HasPrefix(text, `{"output":`) {
+		return false
+	}
+	var v codexJSONShell
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if dec.Decode(&v) != nil || dec.More() || v.Output == nil || v.Metadata == nil || v.Metadata.ExitCode == nil || v.Metadata.Duration == nil {
+		return false
+	}
+	var c Code
+	if c.UnmarshalJSON([]byte(v.Metadata.ExitCode.String())); !c.Known {
+		return false
+	}
+	rest, cut := *v.Output, false
+	if loc := codexTotalLines.FindStringIndex(rest); loc != nil && codexElided.MatchString(rest[loc[1]:]) {
+		rest, cut = rest[loc[1]:], true
+	}
+	o.Src.Notice = "the model-facing JSON"
+	codexModelOutput(o, &c, rest, false, cut, true)
+	return true
 }
 
 // codexReplayedExecError reads Codex's "execution error: ..." text, which
@@ -990,16 +1037,30 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 	} else {
 		return false
 	}
-	var exit *accum.Exit
+	var c *Code
 	if code != "" && !running {
-		var c Code
+		c = new(Code)
 		c.UnmarshalJSON([]byte(code))
+	}
+	o.Src.Notice = "header of the model-facing text"
+	codexModelOutput(o, c, rest, running, cut, shell)
+	return true
+}
+
+// codexModelOutput reads what a model-facing text (codexHeadedText,
+// codexJSONShellText) says: its exit code c, when it states one, and the
+// output rest, cut for the model when cut says so or an elision marker
+// shows it; running: the process was still running (the output so far);
+// shell: one of the shell tools, whose output opens with Codex's timeout
+// sentence when the command was killed at its timeout.
+func codexModelOutput(o *accum.Observation, c *Code, rest string, running, cut, shell bool) {
+	var exit *accum.Exit
+	if c != nil {
 		if exit = c.Exit(accum.ExitText, true); exit != nil {
 			o.Exit = accum.StrongerExit(o.Exit, exit)
 			o.Src.Exit = "exit line of the model-facing text"
 		}
 	}
-	o.Src.Notice = "header of the model-facing text"
 	if shell && (exit == nil || exit.Code != 0) && strings.HasPrefix(rest, codexTimedOutPrefix) {
 		// The shell tools' output section opens with Codex's timeout
 		// sentence when the command was killed at its timeout (exit
@@ -1009,7 +1070,7 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 		if loc := codexTimedOut.FindStringIndex(rest); loc != nil {
 			rest = rest[loc[1]:]
 			o.TimedOut = true
-			o.Src.Notice = "header of the model-facing text and Codex's timeout sentence"
+			o.Src.Notice += " and Codex's timeout sentence"
 		}
 	}
 	cut = cut || codexElided.MatchString(rest)
@@ -1020,7 +1081,6 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 	if rest != "" || cut {
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: kind, Text: rest, Truncated: cut})
 	}
-	return true
 }
 
 // codexMaybeHeadedText says cheaply whether a formatted_output may be in

@@ -994,3 +994,51 @@ func TestCodexCommandAsksStayShells(t *testing.T) {
 		assert.Equal(t, tc.command, f.Observations[0].Command, tc.name)
 	}
 }
+
+// TestCodexReplayedJSONShellOutput: codex-acp 0.14.0 (recorded: its
+// shell-command_terminal-meta load, load-long and tricky-load) replays a
+// shell_command's result not as the "Exit code: N\nWall time: ...\nOutput:"
+// text of 0.11.1 and 0.16.0 but as the JSON Codex gives the model for its
+// shell tools, in a string: {"output": ..., "metadata": {"exit_code": N,
+// "duration_seconds": S}}. The exit code and the output are there; the
+// output holds Codex's timeout sentence beside its 124 and, for a long
+// output, its "Total output lines: N" header over an elision marker, as
+// the text form does.
+func TestCodexReplayedJSONShellOutput(t *testing.T) {
+	d := codexDialect(t)
+	C, F := accum.Combined, accum.Final
+	done := accum.StatusCompleted
+	update := func(id, raw string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"completed","rawOutput":` + raw + `}`
+	}
+	runObsCases(t, d, []obsCase{
+		{name: "an exit 3 and its output",
+			update: update("call_exit3_5", `"{\"output\":\"a\\nb\\n\",\"metadata\":{\"exit_code\":3,\"duration_seconds\":0.0}}"`),
+			want:   one(accum.Observation{ToolCallID: "call_exit3_5", Status: done, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "a\nb\n")}})},
+		{name: "an output that reads like Codex's exit words is output, the exit the metadata's",
+			update: update("call_c_process_exited_20", `"{\"output\":\"Process exited with code 7\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.0}}"`),
+			want:   one(accum.Observation{ToolCallID: "call_c_process_exited_20", Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Process exited with code 7\n")}})},
+		{name: "a timeout: Codex's sentence beside its 124 is no output",
+			update: update("call_timeout_8", `"{\"output\":\"command timed out after 2004 milliseconds\\nstart\\n\",\"metadata\":{\"exit_code\":124,\"duration_seconds\":2.0}}"`),
+			want:   one(accum.Observation{ToolCallID: "call_timeout_8", Status: done, Exit: ex(124, accum.ExitText, false), TimedOut: true, Texts: []accum.Text{txt(C, F, "start\n")}})},
+		{name: "the timeout sentence beside an exit 0 is output",
+			update: update("c1", `"{\"output\":\"command timed out after 5 milliseconds\\nx\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.0}}"`),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "command timed out after 5 milliseconds\nx\n")}})},
+		{name: "a long output: the header over the marker is Codex's, the output truncated",
+			update: update("call_big_5", `"{\"output\":\"Total output lines: 60000\\n\\n1\\n2\\n…338894 chars truncated…\\n59999\\n60000\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.0}}"`),
+			want: one(accum.Observation{ToolCallID: "call_big_5", Status: done, Exit: ex(0, accum.ExitText, false),
+				Texts: []accum.Text{{Stream: C, Kind: F, Text: "1\n2\n…338894 chars truncated…\n59999\n60000\n", Truncated: true}}})},
+		{name: "the header with no marker after it is the command's",
+			update: update("c1", `"{\"output\":\"Total output lines: 3\\n\\nx\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.0}}"`),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Exit: ex(0, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Total output lines: 3\n\nx\n")}})},
+		{name: "-1 is no exit",
+			update: update("c1", `"{\"output\":\"before-kill\\n\",\"metadata\":{\"exit_code\":-1,\"duration_seconds\":0.0}}"`),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done, Failed: true, Texts: []accum.Text{txt(C, F, "before-kill\n")}})},
+		{name: "JSON of another shape is not read",
+			update: update("c1", `"{\"output\":\"x\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.0},\"more\":1}"`),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done})},
+		{name: "JSON without an exit code is not read",
+			update: update("c1", `"{\"output\":\"x\\n\",\"metadata\":{\"duration_seconds\":0.0}}"`),
+			want:   one(accum.Observation{ToolCallID: "c1", Status: done})},
+	})
+}

@@ -1,0 +1,66 @@
+package test
+
+// codex-acp 0.14.0 replays a shell_command's result on session/load as
+// the JSON Codex gives the model ({"output", "metadata": {"exit_code",
+// "duration_seconds"}} in a string), not as the "Exit code: N" text of
+// 0.11.1 and 0.16.0. A client that attaches to the restarted agent sees
+// only the replay: the exit codes and the outputs must come from it.
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/replay"
+)
+
+func TestCodexJSONShellReplayedAlone(t *testing.T) {
+	type want struct {
+		outcome  string
+		exit     int32
+		output   string
+		timedOut bool
+	}
+	wants := map[string]want{
+		"ls":                        {"SHELL_OUTCOME_SUCCEEDED", 0, "alpha.txt\nbeta.md\ngamma.go\nnotes.txt\n", false},
+		"printf 'a\\nb\\n'; exit 3": {"SHELL_OUTCOME_FAILED", 3, "a\nb\n", false},
+		"ls /nonexistent-dir-xyz":   {"SHELL_OUTCOME_FAILED", 2, "ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n", false},
+		"echo after-cancel; exit 4": {"SHELL_OUTCOME_FAILED", 4, "after-cancel\n", false},
+		"for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done": {"SHELL_OUTCOME_SUCCEEDED", 0, "line1\nline2\nline3\nline4\nline5\n", false},
+		"echo start; sleep 6; echo finished-late":             {"SHELL_OUTCOME_FAILED", 124, "start\n", true},
+	}
+	seen := 0
+	for _, scenario := range []string{"load", "load-long"} {
+		file := filepath.Join("testdata/recordings/agents", "codex-acp-0.14.0_shell-command_terminal-meta_"+scenario+".ndjson")
+		lines, err := replay.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "codex-json-"+scenario))
+		if len(errs) > 0 {
+			t.Fatalf("%s: frame errors: %v", scenario, errs)
+		}
+		for _, cl := range calls {
+			x := cl.Last
+			w, ok := wants[x.GetCommand()]
+			if !ok {
+				continue
+			}
+			seen++
+			if got := x.GetOutcome().String(); got != w.outcome {
+				t.Errorf("%s: %s: outcome %s (%s), want %s", scenario, x.GetCommand(), got, x.GetOutcomeReason(), w.outcome)
+			}
+			if x.ExitCode == nil || *x.ExitCode != w.exit {
+				t.Errorf("%s: %s: exit %v, want %d", scenario, x.GetCommand(), x.ExitCode, w.exit)
+			}
+			if x.GetTimedOut() != w.timedOut {
+				t.Errorf("%s: %s: timed_out %v, want %v", scenario, x.GetCommand(), x.GetTimedOut(), w.timedOut)
+			}
+			if got := x.GetOutput().GetText(); got != w.output {
+				t.Errorf("%s: %s: output %q, want %q", scenario, x.GetCommand(), got, w.output)
+			}
+		}
+	}
+	if seen != 7 { // exit3 is in both recordings
+		t.Errorf("saw %d of the calls, want 7", seen)
+	}
+}

@@ -48,7 +48,9 @@ import (
 //     (text), which are not output; its cancel notice there may lack the
 //     "Error: " prefix. A real failure is replayed `failed` with a header
 //     that names the trailer's code: on a `completed` result, or against
-//     its trailer, a line like the header is the command's own output.
+//     its trailer, a line like the header is the command's own output; so
+//     are the cancel notice's words there: the notice is Droid's only
+//     alone, on a call not `completed`, with no exit trailer.
 type droid struct {
 	// noMiddleMark: the build writes no "[... truncated N bytes from
 	// middle section ...]" (see droidMiddleCut).

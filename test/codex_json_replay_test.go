@@ -1,9 +1,9 @@
 package test
 
-// codex-acp 0.14.0 replays a shell_command's result on session/load as
-// the JSON Codex gives the model ({"output", "metadata": {"exit_code",
-// "duration_seconds"}} in a string), not as the "Exit code: N" text of
-// 0.11.1 and 0.16.0. A client that attaches to the restarted agent sees
+// codex-acp 0.12.0 and 0.14.0 replay a shell_command's result on
+// session/load as the JSON Codex gives the model ({"output", "metadata":
+// {"exit_code", "duration_seconds"}} in a string), not as the "Exit code:
+// N" text of 0.11.1, 0.15.0 and 0.16.0. A client that attaches to the restarted agent sees
 // only the replay: the exit codes and the outputs must come from it.
 
 import (
@@ -29,8 +29,8 @@ func TestCodexJSONShellReplayedAlone(t *testing.T) {
 		"echo start; sleep 6; echo finished-late":             {"SHELL_OUTCOME_FAILED", 124, "start\n", true},
 	}
 	seen := 0
-	for _, scenario := range []string{"load", "load-long"} {
-		file := filepath.Join("testdata/recordings/agents", "codex-acp-0.14.0_shell-command_terminal-meta_"+scenario+".ndjson")
+	for _, scenario := range []string{"0.14.0_shell-command_terminal-meta_load", "0.14.0_shell-command_terminal-meta_load-long", "0.12.0_shell-command_terminal-meta_load"} {
+		file := filepath.Join("testdata/recordings/agents", "codex-acp-"+scenario+".ndjson")
 		lines, err := replay.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -60,7 +60,7 @@ func TestCodexJSONShellReplayedAlone(t *testing.T) {
 			}
 		}
 	}
-	if seen != 7 { // exit3 is in both recordings
-		t.Errorf("saw %d of the calls, want 7", seen)
+	if seen != 11 { // exit3 is in every recording
+		t.Errorf("saw %d of the calls, want 11", seen)
 	}
 }

@@ -67,8 +67,8 @@ func describeResponse(r *pb.NormalizeResponse) string {
 	if x.ExitCode != nil {
 		exit = fmt.Sprint(x.GetExitCode())
 	}
-	return fmt.Sprintf("exec %s %s #%d %s %q %q %q %v %v %s %q %v %s %s %s %q %v %v %q %d %q",
-		x.GetSessionId(), x.GetToolCallId(), x.GetRevision(), x.GetDialect(), x.GetCommand(), x.GetCwd(), x.GetDescription(),
+	return fmt.Sprintf("exec %s %s #%d %s %q %q %q %q %v %v %s %q %v %s %s %s %q %v %v %q %d %q",
+		x.GetSessionId(), x.GetToolCallId(), x.GetRevision(), x.GetDialect(), x.GetAgentVersion(), x.GetCommand(), x.GetCwd(), x.GetDescription(),
 		x.GetState(), x.GetOutcome(), exit, x.GetSignal(), x.GetTimedOut(),
 		describeText(x.GetOutput()), describeText(x.GetStdout()), describeText(x.GetStderr()),
 		x.GetApprovalReason(), x.GetAwaitingApproval(), x.GetBackground(), x.GetOutcomeReason(), x.GetSequence(), x.GetTerminalId())
@@ -90,8 +90,8 @@ func describeEvent(ev normalize.Event) string {
 		return &pb.ShellText{Text: t.Text, Mode: pb.TextMode(t.Mode), Truncated: t.Truncated, TotalBytes: t.TotalBytes}
 	}
 	return describeResponse(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: &pb.ShellExec{
-		SessionId: x.SessionID, ToolCallId: x.ToolCallID, Revision: x.Revision, Dialect: x.Dialect, Command: x.Command,
-		Cwd: x.Cwd, Description: x.Description, State: pb.ShellState(x.State), Outcome: pb.ShellOutcome(x.Outcome),
+		SessionId: x.SessionID, ToolCallId: x.ToolCallID, Revision: x.Revision, Dialect: x.Dialect, AgentVersion: x.AgentVersion,
+		Command: x.Command, Cwd: x.Cwd, Description: x.Description, State: pb.ShellState(x.State), Outcome: pb.ShellOutcome(x.Outcome),
 		ExitCode: x.ExitCode, Signal: x.Signal, TimedOut: x.TimedOut, Output: text(x.Output), Stdout: text(x.Stdout),
 		Stderr: text(x.Stderr), ApprovalReason: x.ApprovalReason, AwaitingApproval: x.AwaitingApproval,
 		Background: x.Background, OutcomeReason: x.OutcomeReason, Sequence: x.Sequence, TerminalId: x.TerminalID,

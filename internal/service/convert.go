@@ -38,6 +38,7 @@ func fillShellExec(out *pb.ShellExec, x *normalize.ShellExec, texts *[3]pb.Shell
 		ToolCallId:       x.ToolCallID,
 		Revision:         x.Revision,
 		Dialect:          x.Dialect,
+		AgentVersion:     x.AgentVersion,
 		Command:          x.Command,
 		Cwd:              x.Cwd,
 		Description:      x.Description,

@@ -21,7 +21,7 @@ func TestShellExecResponse(t *testing.T) {
 		Background: true, OutcomeReason: "exit 3", Sequence: 17, TerminalID: "t",
 	}
 	want := &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: &pb.ShellExec{
-		SessionId: "s", ToolCallId: "c", Revision: 4, Dialect: "codex", Command: "make", Cwd: "/w",
+		SessionId: "s", ToolCallId: "c", Revision: 4, Dialect: "codex", AgentVersion: "0.16.0", Command: "make", Cwd: "/w",
 		Description: "build", State: pb.ShellState_SHELL_STATE_ENDED, Outcome: pb.ShellOutcome_SHELL_OUTCOME_FAILED, ExitCode: &code, Signal: "SIGTERM",
 		TimedOut: true, Output: &pb.ShellText{Text: "out", Mode: pb.TextMode_TEXT_MODE_REPLACE, Truncated: true, TotalBytes: 9},
 		Stderr: &pb.ShellText{Text: "err", Mode: pb.TextMode_TEXT_MODE_APPEND, TotalBytes: 3}, ApprovalReason: "why", AwaitingApproval: true,

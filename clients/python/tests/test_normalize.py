@@ -104,6 +104,8 @@ class NormalizeTest(unittest.TestCase):
         self.assertTrue(last.HasField("exit_code"))
         self.assertEqual(last.exit_code, 3)
         self.assertEqual(last.outcome, pb.SHELL_OUTCOME_FAILED)
+        # The build its initialize result named, on every revision.
+        self.assertEqual({e.agent_version for e in execs}, {"0.16.0"})
 
         # The stream ended with SessionClosed, so every call ended.
         for call_id, revs in by_call(execs).items():

@@ -123,6 +123,8 @@ describe("acpnorm TypeScript client against acpnormd", () => {
     assert.equal(last.state, ShellState.ENDED);
     assert.equal(last.exitCode, 3);
     assert.equal(last.outcome, ShellOutcome.FAILED);
+    // The build its initialize result named, on every revision.
+    assert.deepEqual([...new Set(execs.map((e) => e.agentVersion))], ["0.16.0"]);
 
     // The stream ended with SessionClosed, so every call ended.
     for (const [id, revs] of byCall(execs)) {

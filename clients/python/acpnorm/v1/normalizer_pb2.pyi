@@ -136,7 +136,8 @@ class SessionClosed(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., sequence: _Optional[int] = ...) -> None: ...
 
 class ShellExec(_message.Message):
-    __slots__ = ["approval_reason", "awaiting_approval", "background", "command", "cwd", "description", "dialect", "exit_code", "outcome", "outcome_reason", "output", "revision", "sequence", "session_id", "signal", "state", "stderr", "stdout", "terminal_id", "timed_out", "tool_call_id"]
+    __slots__ = ["agent_version", "approval_reason", "awaiting_approval", "background", "command", "cwd", "description", "dialect", "exit_code", "outcome", "outcome_reason", "output", "revision", "sequence", "session_id", "signal", "state", "stderr", "stdout", "terminal_id", "timed_out", "tool_call_id"]
+    AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_REASON_FIELD_NUMBER: _ClassVar[int]
     AWAITING_APPROVAL_FIELD_NUMBER: _ClassVar[int]
     BACKGROUND_FIELD_NUMBER: _ClassVar[int]
@@ -158,6 +159,7 @@ class ShellExec(_message.Message):
     TERMINAL_ID_FIELD_NUMBER: _ClassVar[int]
     TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    agent_version: str
     approval_reason: str
     awaiting_approval: bool
     background: bool
@@ -179,7 +181,7 @@ class ShellExec(_message.Message):
     terminal_id: str
     timed_out: bool
     tool_call_id: str
-    def __init__(self, session_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., revision: _Optional[int] = ..., dialect: _Optional[str] = ..., command: _Optional[str] = ..., cwd: _Optional[str] = ..., description: _Optional[str] = ..., state: _Optional[_Union[ShellState, str]] = ..., outcome: _Optional[_Union[ShellOutcome, str]] = ..., exit_code: _Optional[int] = ..., signal: _Optional[str] = ..., timed_out: bool = ..., output: _Optional[_Union[ShellText, _Mapping]] = ..., stdout: _Optional[_Union[ShellText, _Mapping]] = ..., stderr: _Optional[_Union[ShellText, _Mapping]] = ..., approval_reason: _Optional[str] = ..., awaiting_approval: bool = ..., background: bool = ..., outcome_reason: _Optional[str] = ..., sequence: _Optional[int] = ..., terminal_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., revision: _Optional[int] = ..., dialect: _Optional[str] = ..., command: _Optional[str] = ..., cwd: _Optional[str] = ..., description: _Optional[str] = ..., state: _Optional[_Union[ShellState, str]] = ..., outcome: _Optional[_Union[ShellOutcome, str]] = ..., exit_code: _Optional[int] = ..., signal: _Optional[str] = ..., timed_out: bool = ..., output: _Optional[_Union[ShellText, _Mapping]] = ..., stdout: _Optional[_Union[ShellText, _Mapping]] = ..., stderr: _Optional[_Union[ShellText, _Mapping]] = ..., approval_reason: _Optional[str] = ..., awaiting_approval: bool = ..., background: bool = ..., outcome_reason: _Optional[str] = ..., sequence: _Optional[int] = ..., terminal_id: _Optional[str] = ..., agent_version: _Optional[str] = ...) -> None: ...
 
 class ShellText(_message.Message):
     __slots__ = ["mode", "text", "total_bytes", "truncated"]

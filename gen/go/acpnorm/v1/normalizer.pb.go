@@ -1115,7 +1115,15 @@ type ShellExec struct {
 	// The client sequence number of the request that caused this revision.
 	Sequence uint64 `protobuf:"varint,20,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// The ACP terminal id tied to this call, when the agent sent one.
-	TerminalId    string `protobuf:"bytes,21,opt,name=terminal_id,json=terminalId,proto3" json:"terminal_id,omitempty"`
+	TerminalId string `protobuf:"bytes,21,opt,name=terminal_id,json=terminalId,proto3" json:"terminal_id,omitempty"`
+	// The agent's build that `dialect` read this call as: the
+	// `agentInfo.version` of the agent's `initialize` result (trimmed; a text
+	// over 64 bytes is cut and ends with "…", and is read as an unknown
+	// build), or, for an agent behind an adapter that names the agent's own
+	// build elsewhere, that build after the agent's name ("agent v1.2.3").
+	// Empty when the agent did not say: the call is then read as the newest
+	// build the dialect knows.
+	AgentVersion  string `protobuf:"bytes,22,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1293,6 +1301,13 @@ func (x *ShellExec) GetSequence() uint64 {
 func (x *ShellExec) GetTerminalId() string {
 	if x != nil {
 		return x.TerminalId
+	}
+	return ""
+}
+
+func (x *ShellExec) GetAgentVersion() string {
+	if x != nil {
+		return x.AgentVersion
 	}
 	return ""
 }
@@ -1648,7 +1663,7 @@ const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.acpnorm.v1.TextModeR\x04mode\x12\x1c\n" +
 	"\ttruncated\x18\x03 \x01(\bR\ttruncated\x12\x1f\n" +
 	"\vtotal_bytes\x18\x04 \x01(\x03R\n" +
-	"totalBytes\"\xfe\x05\n" +
+	"totalBytes\"\xa3\x06\n" +
 	"\tShellExec\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12 \n" +
@@ -1676,7 +1691,8 @@ const file_acpnorm_v1_normalizer_proto_rawDesc = "" +
 	"\x0eoutcome_reason\x18\x13 \x01(\tR\routcomeReason\x12\x1a\n" +
 	"\bsequence\x18\x14 \x01(\x04R\bsequence\x12\x1f\n" +
 	"\vterminal_id\x18\x15 \x01(\tR\n" +
-	"terminalIdB\f\n" +
+	"terminalId\x12#\n" +
+	"\ragent_version\x18\x16 \x01(\tR\fagentVersionB\f\n" +
 	"\n" +
 	"_exit_code\"8\n" +
 	"\x1cGetClientCapabilitiesRequest\x12\x18\n" +

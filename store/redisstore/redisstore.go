@@ -485,10 +485,13 @@ local listed = {}
 if cur > 0 then
   if refresh then
     for _, name in ipairs(names(h, k)) do listed[name] = true end
-  elseif #ops > 0 then
-    local m = redis.call('SMISMEMBER', k, unpack(ops))
-    for j = 1, #ops do
-      if m[j] == 1 then listed[ops[j]] = true end
+  else
+    -- (in steps: unpack gives Lua at most about 8000 values)
+    for j = 1, #ops, 1000 do
+      local m = redis.call('SMISMEMBER', k, unpack(ops, j, math.min(j + 999, #ops)))
+      for i = 1, #m do
+        if m[i] == 1 then listed[ops[j + i - 1]] = true end
+      end
     end
     if listed[''] and redis.call('HEXISTS', h, 'e') == 0 then listed[''] = nil end
   end

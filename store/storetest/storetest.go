@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Delete", testDelete},
 		{"ChangeBytesCopied", testCopies},
 		{"BigValues", testBig},
+		{"ManyStreams", testManyStreams},
 		{"SessionNames", testNames},
 		{"ContextCancelled", testCancelled},
 		{"ConcurrentCommitters", testConcurrent},
@@ -282,6 +283,15 @@ func testStreams(t *testing.T, s store.Store) {
 	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{app("s", "new"), del(odd), app(odd, "fresh"), del("e")}, TTL: long})
 	want(t, load(t, s, "a"), v, nil, nil, rec("s", "new", odd, "fresh"))
 
+	// A stream may be named "": made, grown, deleted, made again.
+	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{app("", "1"), app("", "2")}, TTL: long})
+	want(t, load(t, s, "a"), v, nil, nil, rec("s", "new", odd, "fresh", "", "12"))
+	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{del(""), app("s", "+")}, TTL: long})
+	want(t, load(t, s, "a"), v, nil, nil, rec("s", "new+", odd, "fresh"))
+	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{set("", "again"), del("s"), app("s", "new")}, TTL: long})
+	want(t, load(t, s, "a"), v, nil, nil, rec("s", "new", odd, "fresh", "", "again"))
+	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{del("")}, TTL: long})
+
 	// Binary data.
 	bin := []byte{0, 1, 2, 0xff, 0xfe, '\n', 0}
 	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: bin}, {Name: "s", Data: bin, Append: true}}, TTL: long})
@@ -346,6 +356,35 @@ func testBig(t *testing.T, s store.Store) {
 	v := commit(t, s, "a", 0, &store.Change{Header: a[:4096], Records: map[string][]byte{"r": b}, Streams: []store.StreamOp{{Name: "s", Data: a}, {Name: "t", Data: b, Append: true}}, TTL: long})
 	v = commit(t, s, "a", v, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: b, Append: true}, {Name: "t", Data: a}}, TTL: long})
 	want(t, load(t, s, "a"), v, a[:4096], map[string][]byte{"r": b}, map[string][]byte{"s": append(slices.Clone(a), b...), "t": a})
+}
+
+// testManyStreams: one commit may touch thousands of streams (the engine
+// deletes every released call's streams at once, a session may hold
+// thousands of calls), and one session may hold thousands.
+func testManyStreams(t *testing.T, s store.Store) {
+	const n = 9000
+	ops := func(op func(name string) store.StreamOp) []store.StreamOp {
+		out := make([]store.StreamOp, n)
+		for i := range out {
+			out[i] = op(fmt.Sprintf("%d:c%d", i%3, i))
+		}
+		return out
+	}
+	v := commit(t, s, "a", 0, &store.Change{Streams: ops(func(name string) store.StreamOp {
+		return store.StreamOp{Name: name, Data: []byte("x"), Append: true}
+	}), TTL: long})
+	v = commit(t, s, "a", v, &store.Change{Streams: ops(func(name string) store.StreamOp {
+		return store.StreamOp{Name: name, Data: []byte("y"), Append: true}
+	}), TTL: long})
+	all := map[string][]byte{}
+	for _, op := range ops(func(name string) store.StreamOp { return store.StreamOp{Name: name} }) {
+		all[op.Name] = []byte("xy")
+	}
+	want(t, load(t, s, "a"), v, nil, nil, all)
+	v = commit(t, s, "a", v, &store.Change{Streams: ops(func(name string) store.StreamOp {
+		return store.StreamOp{Name: name, Delete: true}
+	}), TTL: long})
+	want(t, load(t, s, "a"), v, nil, nil, nil)
 }
 
 func testNames(t *testing.T, s store.Store) {

@@ -99,9 +99,14 @@
 // commit that starts a new stream is TRYAGAIN on the old master as long
 // as the slot is migrating (Redis makes a migrating slot's new keys on
 // the new master only). A commit that waits for replicas (its pipeline
-// goes to one node) follows the ASK itself. None of these errors leaves
-// anything applied: the caller loads the session and sends the commit
-// again.
+// goes to one node) follows the ASK itself. A session that does not
+// exist yet is refused (TRYAGAIN) for the whole move: neither master
+// holds its declared keys. None of these scripts applies anything before
+// it refuses; go-redis may have sent a commit again whose first answer
+// was lost, so after such an error the caller loads the session before
+// it sends the commit again (the commit may have applied). A stream
+// named "" that a build before this scheme wrote (no field e) is not
+// listed: the engine never names a stream so.
 //
 // # Concurrency: optimistic version check
 //
@@ -170,6 +175,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -207,6 +213,7 @@ type Store struct {
 	nodeOptions atomic.Pointer[redis.Options]
 	askMu       sync.Mutex
 	asked       map[string]*redis.Client
+	closed      bool // under askMu: Close ran, no client is made
 }
 
 var (
@@ -393,7 +400,7 @@ func (s *Store) Close() error {
 	for _, c := range s.asked {
 		_ = c.Close()
 	}
-	s.asked = nil
+	s.asked, s.closed = nil, true
 	s.askMu.Unlock()
 	if err := s.c.Close(); err != nil {
 		return fmt.Errorf("redisstore: closing the connections to %s: %w", s.where, err)
@@ -867,8 +874,12 @@ func (s *Store) askClient(addr string) *redis.Client {
 	if tmpl == nil {
 		return nil
 	}
+	addr = askAddr(addr)
 	s.askMu.Lock()
 	defer s.askMu.Unlock()
+	if s.closed {
+		return nil
+	}
 	if c, ok := s.asked[addr]; ok {
 		return c
 	}
@@ -876,7 +887,7 @@ func (s *Store) askClient(addr string) *redis.Client {
 		s.asked = map[string]*redis.Client{}
 	}
 	o := *tmpl
-	o.Addr = addr
+	o.Addr, o.NodeAddress = addr, addr
 	if o.MaintNotificationsConfig != nil {
 		mc := *o.MaintNotificationsConfig
 		o.MaintNotificationsConfig = &mc
@@ -884,6 +895,16 @@ func (s *Store) askClient(addr string) *redis.Client {
 	c := redis.NewClient(&o)
 	s.asked[addr] = c
 	return c
+}
+
+// askAddr is the address an ASK names as a dialer takes it: Redis
+// writes an IPv6 node as "fe80::1:6379", without brackets.
+func askAddr(addr string) string {
+	i := strings.LastIndexByte(addr, ':')
+	if i <= 0 || addr[0] == '[' || strings.IndexByte(addr[:i], ':') < 0 {
+		return addr
+	}
+	return net.JoinHostPort(addr[:i], addr[i+1:])
 }
 
 // pipeWait sends script (by its SHA1, or whole when the server does not

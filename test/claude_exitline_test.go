@@ -8,32 +8,7 @@ package test
 // status, then a `completed` or `failed` final whose terminal_exit is
 // made up (before 0.86.0) or restated (a success's 0, from 0.86.0).
 
-import (
-	"encoding/json"
-	"path/filepath"
-	"testing"
-
-	"github.com/acpnorm/acpnorm/internal/replay"
-)
-
-// secondProcess is the part of a load recording from the second
-// `initialize` on: what a client that attaches to the restarted agent sees.
-func secondProcess(t *testing.T, lines []replay.Line) []replay.Line {
-	t.Helper()
-	n := 0
-	for i, l := range lines {
-		var m struct {
-			Method string `json:"method"`
-		}
-		if json.Unmarshal(l.Msg, &m) == nil && m.Method == "initialize" {
-			if n++; n == 2 {
-				return lines[i:]
-			}
-		}
-	}
-	t.Fatal("no second initialize")
-	return nil
-}
+import "testing"
 
 func TestClaudeExitLineReplayedAlone(t *testing.T) {
 	type want struct {
@@ -49,17 +24,8 @@ func TestClaudeExitLineReplayedAlone(t *testing.T) {
 	}
 	for _, build := range []string{"0.70.0", "0.85.1", "0.86.0", "0.101.0"} {
 		t.Run(build, func(t *testing.T) {
-			file := filepath.Join("testdata/recordings/agents", "claude-agent-acp-"+build+"_terminal-meta_exitline-load.ndjson")
-			lines, err := replay.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "exitline-"+build))
-			if len(errs) > 0 {
-				t.Fatalf("frame errors: %v", errs)
-			}
 			seen := 0
-			for _, cl := range calls {
+			for _, cl := range replayedAlone(t, "claude-agent-acp-"+build+"_terminal-meta_exitline-load") {
 				x := cl.Last
 				w, ok := wants[x.GetCommand()]
 				if !ok {

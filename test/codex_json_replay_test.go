@@ -6,12 +6,7 @@ package test
 // N" text of 0.11.1, 0.15.0 and 0.16.0. A client that attaches to the restarted agent sees
 // only the replay: the exit codes and the outputs must come from it.
 
-import (
-	"path/filepath"
-	"testing"
-
-	"github.com/acpnorm/acpnorm/internal/replay"
-)
+import "testing"
 
 func TestCodexJSONShellReplayedAlone(t *testing.T) {
 	type want struct {
@@ -30,16 +25,7 @@ func TestCodexJSONShellReplayedAlone(t *testing.T) {
 	}
 	seen := 0
 	for _, scenario := range []string{"0.14.0_shell-command_terminal-meta_load", "0.14.0_shell-command_terminal-meta_load-long", "0.12.0_shell-command_terminal-meta_load"} {
-		file := filepath.Join("testdata/recordings/agents", "codex-acp-"+scenario+".ndjson")
-		lines, err := replay.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "codex-json-"+scenario))
-		if len(errs) > 0 {
-			t.Fatalf("%s: frame errors: %v", scenario, errs)
-		}
-		for _, cl := range calls {
+		for _, cl := range replayedAlone(t, "codex-acp-"+scenario) {
 			x := cl.Last
 			w, ok := wants[x.GetCommand()]
 			if !ok {

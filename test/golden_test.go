@@ -278,3 +278,38 @@ func firstDiff(want, got string) string {
 	}
 	return "(no line differs)"
 }
+
+// secondProcess is the part of a load recording from the second
+// `initialize` on: what a client that attaches to the restarted agent sees.
+func secondProcess(t *testing.T, lines []replay.Line) []replay.Line {
+	t.Helper()
+	n := 0
+	for i, l := range lines {
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(l.Msg, &m) == nil && m.Method == "initialize" {
+			if n++; n == 2 {
+				return lines[i:]
+			}
+		}
+	}
+	t.Fatal("no second initialize")
+	return nil
+}
+
+// replayedAlone plays the agent recording name's second process alone
+// (secondProcess) through the service and returns its calls folded, as
+// a client that attached only after the restart has them.
+func replayedAlone(t *testing.T, name string) []*replay.Call {
+	t.Helper()
+	lines, err := replay.ReadFile(filepath.Join("testdata/recordings/agents", name+".ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "alone-"+name))
+	if len(errs) > 0 {
+		t.Fatalf("%s: frame errors: %v", name, errs)
+	}
+	return calls
+}

@@ -59,8 +59,9 @@ import (
 //     0.10.1, 0.12.0 and 0.15.10 end every call `completed`, 0.21.10 and
 //     0.23.4 a nonzero exit, a signal, a timeout or a cancel `failed`;
 //     0.23.4 sends the plain string as 0.21 does, not 0.24's structured
-//     result): that string is the output
-//     alone (or, with none, Gemini's markers "Command exited with code: N",
+//     result; a cancelled one's content is only "The tool had already
+//     completed; its output was discarded.": Cancelled, in a replay too):
+//     that string is the output alone (or, with none, Gemini's markers "Command exited with code: N",
 //     "Command terminated by signal: S"), read as Gemini reads a final
 //     text. Its trailers are no output: "Output too long and was saved to:
 //     PATH" (the output is then a window: Truncated), 0.15's long-run
@@ -424,7 +425,13 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 		if o.Status == accum.StatusFailed && qwenUserCancel.MatchString(display.S) {
 			o.Cancelled, o.CancelNotice = true, notice(display.S)
 		} else {
-			if hasText {
+			switch {
+			case o.Status == accum.StatusFailed && strings.TrimSpace(text) == qwenCancelledAfterRun:
+				// The user cancelled the command; the display is what it
+				// printed before. Live, the cancelled turn says so too; a
+				// session/load replay has only this frame.
+				o.Cancelled, o.CancelNotice = true, notice(text)
+			case hasText:
 				qwenReport(&o, text)
 			}
 			n := len(o.Texts)
@@ -537,6 +544,13 @@ func qwenMonitorResult(o *accum.Observation, content, display string) {
 		o.Failed, o.FailNotice = true, notice(text)
 	}
 }
+
+// qwenCancelledAfterRun is the whole content of a `failed` frame whose
+// command the user cancelled after it had started (0.21.10 to 0.23.4:
+// Qwen's TOOL_POST_EXECUTION_CANCELLED_MESSAGE), the output before the
+// cancel in rawOutput. A command's own output never stands alone there:
+// the content is then the report, its output inside the Output field.
+const qwenCancelledAfterRun = "The tool had already completed; its output was discarded."
 
 // qwenUserCancel is the text of a call the user refused or cancelled
 // (`Tool "run_shell_command" was canceled by the user.`); a denial by a

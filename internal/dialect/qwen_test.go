@@ -223,6 +223,22 @@ func TestQwenDisplayedResult(t *testing.T) {
 		{name: "exit 3 (0.21): a failed final, Signal (none)",
 			update: qwenFinal("failed", report("printf 'a\\nb\\n'; exit 3", "a\nb", "3", "(none)"), jsq("a\nb")),
 			want:   one(accum.Observation{ToolCallID: id, Command: "printf 'a\\nb\\n'; exit 3", CommandFromTitle: true, Status: accum.StatusFailed, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "a\nb")}})},
+		// Qwen Code 0.21.10 and 0.23.4 (recorded, load's cancel): a
+		// command the user cancelled ends `failed`, its content Qwen's
+		// message for a call cancelled once it had run, rawOutput the
+		// output before the cancel. Live, the cancelled turn tells it; a
+		// session/load replay has only this frame.
+		{name: "cancelled (0.21, 0.23): Qwen's post-run cancel message as the whole content; the displayed output is the output",
+			update: qwenFinal("failed", "The tool had already completed; its output was discarded.", jsq("tick1\ntick2")),
+			want: one(accum.Observation{ToolCallID: id, Status: accum.StatusFailed, Cancelled: true, CancelNotice: "The tool had already completed; its output was discarded.",
+				Texts: []accum.Text{txt(C, F, "tick1\ntick2")}})},
+		{name: "the post-run cancel message printed by a command that failed is output, the report's exit the exit",
+			update: qwenFinal("failed", report("echo 'The tool had already completed; its output was discarded.'; exit 1", "The tool had already completed; its output was discarded.", "1", "(none)"), jsq("The tool had already completed; its output was discarded.")),
+			want: one(accum.Observation{ToolCallID: id, Command: "echo 'The tool had already completed; its output was discarded.'; exit 1", CommandFromTitle: true, Status: accum.StatusFailed, Exit: ex(1, accum.ExitText, false),
+				Texts: []accum.Text{txt(C, F, "The tool had already completed; its output was discarded.")}})},
+		{name: "the post-run cancel message as a displayed output beside no report, on a completed frame, is output",
+			update: qwenFinal("completed", "The tool had already completed; its output was discarded.", jsq("The tool had already completed; its output was discarded.")),
+			want:   one(accum.Observation{ToolCallID: id, Status: done, Texts: []accum.Text{txt(C, F, "The tool had already completed; its output was discarded.")}})},
 		{name: "cancelled: the notice is quoted, the displayed output is the output",
 			update: qwenFinal("completed", "Command was cancelled by user before it could complete. Below is the output before it was cancelled:\ntick1\ntick2", jsq("tick1\ntick2")),
 			want: one(accum.Observation{ToolCallID: id, Status: done, Cancelled: true, CancelNotice: "Command was cancelled by user before it could complete. Below is the output before it was cancelled:",

@@ -1,0 +1,76 @@
+package test
+
+// Qwen Code 0.21.10 and 0.23.4 end a command the user cancelled `failed`,
+// with no exit code, the content Qwen's "The tool had already completed;
+// its output was discarded." and rawOutput the output printed before the
+// cancel. Live, the cancelled turn says what happened; a client that
+// attaches to the restarted agent after a session/load sees only the
+// replay, which sends the same final and nothing of the turn.
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/replay"
+)
+
+func TestQwenCancelReplayedAlone(t *testing.T) {
+	type want struct {
+		outcome string
+		exit    *int32
+		output  string
+	}
+	code := func(n int32) *int32 { return &n }
+	cancel := "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo tick$i; sleep 0.25; done"
+	for _, tc := range []struct {
+		build string
+		wants map[string]want
+	}{
+		{"0.21.10", map[string]want{
+			cancel:                            {"SHELL_OUTCOME_CANCELLED", nil, "tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7"},
+			"echo after-cancel; exit 4":       {"SHELL_OUTCOME_FAILED", code(4), "after-cancel"},
+			"rm -f notes.txt && echo removed": {"SHELL_OUTCOME_CANCELLED", nil, ""},
+		}},
+		{"0.23.4", map[string]want{
+			cancel:                            {"SHELL_OUTCOME_CANCELLED", nil, "tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7\ntick8"},
+			"echo after-cancel; exit 4":       {"SHELL_OUTCOME_FAILED", code(4), "after-cancel"},
+			"rm -f notes.txt && echo removed": {"SHELL_OUTCOME_CANCELLED", nil, ""},
+		}},
+	} {
+		t.Run(tc.build, func(t *testing.T) {
+			file := filepath.Join("testdata/recordings/agents", "qwen-code-"+tc.build+"_plain_load.ndjson")
+			lines, err := replay.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "qwen-cancel-"+tc.build))
+			if len(errs) > 0 {
+				t.Fatalf("frame errors: %v", errs)
+			}
+			seen := 0
+			for _, cl := range calls {
+				x := cl.Last
+				w, ok := tc.wants[x.GetCommand()]
+				if !ok {
+					continue
+				}
+				seen++
+				if got := x.GetOutcome().String(); got != w.outcome {
+					t.Errorf("%s: outcome %s (%s), want %s", x.GetCommand(), got, x.GetOutcomeReason(), w.outcome)
+				}
+				switch {
+				case w.exit == nil && x.ExitCode != nil:
+					t.Errorf("%s: exit %d, want none", x.GetCommand(), *x.ExitCode)
+				case w.exit != nil && (x.ExitCode == nil || *x.ExitCode != *w.exit):
+					t.Errorf("%s: exit %v, want %d", x.GetCommand(), x.ExitCode, *w.exit)
+				}
+				if got := x.GetOutput().GetText(); got != w.output {
+					t.Errorf("%s: output %q, want %q", x.GetCommand(), got, w.output)
+				}
+			}
+			if seen != len(tc.wants) {
+				t.Errorf("%d of the %d commands replayed", seen, len(tc.wants))
+			}
+		})
+	}
+}

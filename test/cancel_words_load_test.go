@@ -64,7 +64,9 @@ func TestCancelWordsReplayedAlone(t *testing.T) {
 		"claude-agent-acp-0.85.1_plain",
 		"claude-code-acp-0.16.2_plain",
 		"pi-acp-0.0.34_plain",
+		"pi-acp-0.0.24_plain",
 		"qwen-code-0.24.4_plain",
+		"qwen-code-0.23.4_plain",
 		"grok-1.0.41_plain",
 	} {
 		t.Run(run, func(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
-	"github.com/acpnorm/acpnorm/internal/replay"
 )
 
 // cancelWordsStep is one step of test/agents/scenarios/tricky-cancel.json.
@@ -70,16 +69,8 @@ func TestCancelWordsReplayedAlone(t *testing.T) {
 		"grok-1.0.41_plain",
 	} {
 		t.Run(run, func(t *testing.T) {
-			lines, err := replay.ReadFile(filepath.Join("testdata/recordings/agents", run+"_tricky-cancel-load.ndjson"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "cancel-words-"+run))
-			if len(errs) > 0 {
-				t.Fatalf("frame errors: %v", errs)
-			}
 			seen := map[string]bool{}
-			for _, cl := range calls {
+			for _, cl := range replayedAlone(t, run+"_tricky-cancel-load") {
 				x := cl.Last
 				st := stepOf(x.GetToolCallId())
 				if st == nil {

@@ -7,12 +7,7 @@ package test
 // attaches to the restarted agent after a session/load sees only the
 // replay, which sends the same final and nothing of the turn.
 
-import (
-	"path/filepath"
-	"testing"
-
-	"github.com/acpnorm/acpnorm/internal/replay"
-)
+import "testing"
 
 func TestQwenCancelReplayedAlone(t *testing.T) {
 	type want struct {
@@ -38,17 +33,8 @@ func TestQwenCancelReplayedAlone(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.build, func(t *testing.T) {
-			file := filepath.Join("testdata/recordings/agents", "qwen-code-"+tc.build+"_plain_load.ndjson")
-			lines, err := replay.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "qwen-cancel-"+tc.build))
-			if len(errs) > 0 {
-				t.Fatalf("frame errors: %v", errs)
-			}
 			seen := 0
-			for _, cl := range calls {
+			for _, cl := range replayedAlone(t, "qwen-code-"+tc.build+"_plain_load") {
 				x := cl.Last
 				w, ok := tc.wants[x.GetCommand()]
 				if !ok {

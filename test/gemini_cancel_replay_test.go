@@ -1,6 +1,6 @@
 package test
 
-// Gemini CLI 0.36.0 (plain) replays each call on session/load as one
+// Gemini CLI 0.36.0 and 0.37.2 (plain) replay each call on session/load as one
 // `completed` tool_call titled "Shell" (no command) whose text is what the
 // live final showed: the command's output, or, for an empty one, Gemini's
 // own notice. In tricky-cancel-load the commands print some agent's
@@ -65,6 +65,7 @@ func TestGeminiCancelWordsReplayedAlone(t *testing.T) {
 		special map[int]want
 	}{
 		{"0.36.0_plain", plain},
+		{"0.37.2_plain", plain},
 		{"0.36.0_debug", debug},
 		{"0.40.1_debug", debug},
 	} {

@@ -15,12 +15,9 @@ package test
 // output a field of its own: every output is kept.
 
 import (
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/acpnorm/acpnorm/internal/replay"
 )
 
 func TestGeminiCancelWordsReplayedAlone(t *testing.T) {
@@ -70,17 +67,8 @@ func TestGeminiCancelWordsReplayedAlone(t *testing.T) {
 		{"0.40.1_debug", debug},
 	} {
 		t.Run(tc.run, func(t *testing.T) {
-			file := filepath.Join("testdata/recordings/agents", "gemini-cli-"+tc.run+"_tricky-cancel-load.ndjson")
-			lines, err := replay.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "gemini-cancel-"+tc.run))
-			if len(errs) > 0 {
-				t.Fatalf("frame errors: %v", errs)
-			}
 			seen := 0
-			for _, cl := range calls {
+			for _, cl := range replayedAlone(t, "gemini-cli-"+tc.run+"_tricky-cancel-load") {
 				x := cl.Last
 				id := x.GetToolCallId()
 				n := 0
@@ -128,14 +116,7 @@ func TestGeminiCancelWordsReplayedAlone(t *testing.T) {
 // command the user really cancelled (load, 0.36.0 plain) replays in the
 // shape k_gemini_before's output has, and reads as the cancel it was.
 func TestGeminiRealCancelReplayedAlone(t *testing.T) {
-	lines, err := replay.ReadFile(filepath.Join("testdata/recordings/agents", "gemini-cli-0.36.0_plain_load.ndjson"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "gemini-real-cancel"))
-	if len(errs) > 0 {
-		t.Fatalf("frame errors: %v", errs)
-	}
+	calls := replayedAlone(t, "gemini-cli-0.36.0_plain_load")
 	const ticks = "tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7\ntick8"
 	found := false
 	for _, cl := range calls {

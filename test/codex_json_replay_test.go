@@ -1,6 +1,6 @@
 package test
 
-// codex-acp 0.12.0 and 0.14.0 replay a shell_command's result on
+// codex-acp 0.12.0, 0.13.0 and 0.14.0 replay a shell_command's result on
 // session/load as the JSON Codex gives the model ({"output", "metadata":
 // {"exit_code", "duration_seconds"}} in a string), not as the "Exit code:
 // N" text of 0.11.1, 0.15.0 and 0.16.0. A client that attaches to the restarted agent sees
@@ -24,7 +24,7 @@ func TestCodexJSONShellReplayedAlone(t *testing.T) {
 		"echo start; sleep 6; echo finished-late":             {"SHELL_OUTCOME_FAILED", 124, "start\n", true},
 	}
 	seen := 0
-	for _, scenario := range []string{"0.14.0_shell-command_terminal-meta_load", "0.14.0_shell-command_terminal-meta_load-long", "0.12.0_shell-command_terminal-meta_load"} {
+	for _, scenario := range []string{"0.14.0_shell-command_terminal-meta_load", "0.14.0_shell-command_terminal-meta_load-long", "0.12.0_shell-command_terminal-meta_load", "0.13.0_shell-command_terminal-meta_load"} {
 		for _, cl := range replayedAlone(t, "codex-acp-"+scenario) {
 			x := cl.Last
 			w, ok := wants[x.GetCommand()]
@@ -46,7 +46,7 @@ func TestCodexJSONShellReplayedAlone(t *testing.T) {
 			}
 		}
 	}
-	if seen != 11 { // exit3 is in every recording
-		t.Errorf("saw %d of the calls, want 11", seen)
+	if seen != 15 { // exit3 is in every recording
+		t.Errorf("saw %d of the calls, want 15", seen)
 	}
 }

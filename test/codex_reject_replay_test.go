@@ -21,6 +21,7 @@ func TestCodexRejectReplayedAlone(t *testing.T) {
 		"0.11.1_shell-command_terminal-meta_load": "SHELL_OUTCOME_CANCELLED",
 		"0.11.1_unified-exec_plain_load":          "SHELL_OUTCOME_CANCELLED",
 		"0.12.0_shell-command_terminal-meta_load": "SHELL_OUTCOME_CANCELLED",
+		"0.13.0_shell-command_terminal-meta_load": "SHELL_OUTCOME_CANCELLED",
 		"0.14.0_shell-command_terminal-meta_load": "SHELL_OUTCOME_CANCELLED",
 		"0.14.0_unified-exec_plain_load":          "SHELL_OUTCOME_CANCELLED",
 		"0.15.0_shell-command_terminal-meta_load": "SHELL_OUTCOME_CANCELLED",

@@ -8,12 +8,7 @@ package test
 // `tool_call` alone (`completed`, no result), which says neither that
 // the user rejected it nor how it ended: UNKNOWN, nothing made up.
 
-import (
-	"path/filepath"
-	"testing"
-
-	"github.com/acpnorm/acpnorm/internal/replay"
-)
+import "testing"
 
 func TestCodexRejectReplayedAlone(t *testing.T) {
 	const rejected = "rm -f notes.txt && echo removed"
@@ -30,17 +25,8 @@ func TestCodexRejectReplayedAlone(t *testing.T) {
 		"0.16.0_shell-command_terminal-meta_load": "SHELL_OUTCOME_UNKNOWN",
 	}
 	for run, want := range wants {
-		file := filepath.Join("testdata/recordings/agents", "codex-acp-"+run+".ndjson")
-		lines, err := replay.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls, errs := replay.Fold(playLines(t, inProcess(t), secondProcess(t, lines), "codex-reject-"+run))
-		if len(errs) > 0 {
-			t.Fatalf("%s: frame errors: %v", run, errs)
-		}
 		seen := false
-		for _, cl := range calls {
+		for _, cl := range replayedAlone(t, "codex-acp-"+run) {
 			x := cl.Last
 			if x.GetCommand() != rejected {
 				continue

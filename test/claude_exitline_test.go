@@ -11,11 +11,7 @@ package test
 import "testing"
 
 func TestClaudeExitLineReplayedAlone(t *testing.T) {
-	type want struct {
-		outcome string
-		exit    *int32
-		output  string
-	}
+	type want = replayed
 	code := func(n int32) *int32 { return &n }
 	wants := map[string]want{
 		"printf 'Exit code 3\\nreal\\n'":                       {"SHELL_OUTCOME_UNKNOWN", nil, "Exit code 3\nreal"},
@@ -32,18 +28,7 @@ func TestClaudeExitLineReplayedAlone(t *testing.T) {
 					continue
 				}
 				seen++
-				if got := x.GetOutcome().String(); got != w.outcome {
-					t.Errorf("%s: outcome %s (%s), want %s", x.GetCommand(), got, x.GetOutcomeReason(), w.outcome)
-				}
-				switch {
-				case w.exit == nil && x.ExitCode != nil:
-					t.Errorf("%s: exit %d, want none", x.GetCommand(), *x.ExitCode)
-				case w.exit != nil && (x.ExitCode == nil || *x.ExitCode != *w.exit):
-					t.Errorf("%s: exit %v, want %d", x.GetCommand(), x.ExitCode, *w.exit)
-				}
-				if got := x.GetOutput().GetText(); got != w.output {
-					t.Errorf("%s: output %q, want %q", x.GetCommand(), got, w.output)
-				}
+				checkReplayed(t, x, w)
 			}
 			if seen != len(wants) {
 				t.Errorf("%d of the %d commands replayed", seen, len(wants))

@@ -313,3 +313,30 @@ func replayedAlone(t *testing.T, name string) []*replay.Call {
 	}
 	return calls
 }
+
+// replayed is how a call of a replay played alone must read: its outcome
+// (the enum's name), its exit code (nil: none) and its whole output.
+type replayed struct {
+	outcome string
+	exit    *int32
+	output  string
+}
+
+// checkReplayed reports where x does not read as w.
+func checkReplayed(t *testing.T, x *pb.ShellExec, w replayed) {
+	t.Helper()
+	if got := x.GetOutcome().String(); got != w.outcome {
+		t.Errorf("%s: outcome %s (%s), want %s", x.GetCommand(), got, x.GetOutcomeReason(), w.outcome)
+	}
+	switch {
+	case w.exit == nil && x.ExitCode != nil:
+		t.Errorf("%s: exit %d, want none", x.GetCommand(), *x.ExitCode)
+	case w.exit != nil && x.ExitCode == nil:
+		t.Errorf("%s: exit unknown, want %d", x.GetCommand(), *w.exit)
+	case w.exit != nil && *x.ExitCode != *w.exit:
+		t.Errorf("%s: exit %d, want %d", x.GetCommand(), *x.ExitCode, *w.exit)
+	}
+	if got := x.GetOutput().GetText(); got != w.output {
+		t.Errorf("%s: output %q, want %q", x.GetCommand(), got, w.output)
+	}
+}

@@ -10,11 +10,7 @@ package test
 import "testing"
 
 func TestQwenCancelReplayedAlone(t *testing.T) {
-	type want struct {
-		outcome string
-		exit    *int32
-		output  string
-	}
+	type want = replayed
 	code := func(n int32) *int32 { return &n }
 	cancel := "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo tick$i; sleep 0.25; done"
 	for _, tc := range []struct {
@@ -41,18 +37,7 @@ func TestQwenCancelReplayedAlone(t *testing.T) {
 					continue
 				}
 				seen++
-				if got := x.GetOutcome().String(); got != w.outcome {
-					t.Errorf("%s: outcome %s (%s), want %s", x.GetCommand(), got, x.GetOutcomeReason(), w.outcome)
-				}
-				switch {
-				case w.exit == nil && x.ExitCode != nil:
-					t.Errorf("%s: exit %d, want none", x.GetCommand(), *x.ExitCode)
-				case w.exit != nil && (x.ExitCode == nil || *x.ExitCode != *w.exit):
-					t.Errorf("%s: exit %v, want %d", x.GetCommand(), x.ExitCode, *w.exit)
-				}
-				if got := x.GetOutput().GetText(); got != w.output {
-					t.Errorf("%s: output %q, want %q", x.GetCommand(), got, w.output)
-				}
+				checkReplayed(t, x, w)
 			}
 			if seen != len(tc.wants) {
 				t.Errorf("%d of the %d commands replayed", seen, len(tc.wants))

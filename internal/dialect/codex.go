@@ -981,8 +981,8 @@ func codexJSONShellText(o *accum.Observation, text string) bool {
 	if dec.Decode(&v) != nil || dec.More() || v.Output == nil || v.Metadata == nil || v.Metadata.ExitCode == nil || v.Metadata.Duration == nil {
 		return false
 	}
-	var c Code
-	if c.UnmarshalJSON([]byte(v.Metadata.ExitCode.String())); !c.Known {
+	c := CodeFromString(v.Metadata.ExitCode.String())
+	if !c.Known {
 		return false
 	}
 	rest, cut := *v.Output, false
@@ -1039,8 +1039,8 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 	}
 	var c *Code
 	if code != "" && !running {
-		c = new(Code)
-		c.UnmarshalJSON([]byte(code))
+		parsed := CodeFromString(code)
+		c = &parsed
 	}
 	o.Src.Notice = "header of the model-facing text"
 	codexModelOutput(o, c, rest, running, cut, shell)

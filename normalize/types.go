@@ -136,8 +136,9 @@ type ShellExec struct {
 	// Dialect is the dialect that read the call.
 	Dialect string
 	// AgentVersion is the agent's build as its `initialize` result's
-	// agentInfo.version said it (trimmed; a longer text than 64 bytes is
-	// cut and ends with "…", and is read as an unknown build), or, for an
+	// agentInfo.version said it (trimmed, a control character kept as
+	// U+FFFD; a longer text than 64 bytes is cut and ends with "…", and is
+	// read as an unknown build), or, for an
 	// agent behind an adapter that names the agent's own build after it
 	// (in a session/new result, say), that build with the agent's name
 	// first ("agent v1.2.3"); the dialect reads the call as that build

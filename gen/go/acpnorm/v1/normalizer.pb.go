@@ -1117,12 +1117,12 @@ type ShellExec struct {
 	// The ACP terminal id tied to this call, when the agent sent one.
 	TerminalId string `protobuf:"bytes,21,opt,name=terminal_id,json=terminalId,proto3" json:"terminal_id,omitempty"`
 	// The agent's build that `dialect` read this call as: the
-	// `agentInfo.version` of the agent's `initialize` result (trimmed; a text
-	// over 64 bytes is cut and ends with "…", and is read as an unknown
-	// build), or, for an agent behind an adapter that names the agent's own
-	// build elsewhere, that build after the agent's name ("agent v1.2.3").
-	// Empty when the agent did not say: the call is then read as the newest
-	// build the dialect knows.
+	// `agentInfo.version` of the agent's `initialize` result (trimmed, a
+	// control character kept as U+FFFD; a text over 64 bytes is cut and ends
+	// with "…"), or, for an agent behind an adapter that names the agent's
+	// own build elsewhere, that build after the agent's name ("agent
+	// v1.2.3"). Empty when the agent did not say. A call of no build, or of a
+	// text that is no version, is read as the newest build the dialect knows.
 	AgentVersion  string `protobuf:"bytes,22,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -623,12 +623,12 @@ export type ShellExec = Message<"acpnorm.v1.ShellExec"> & {
 
   /**
    * The agent's build that `dialect` read this call as: the
-   * `agentInfo.version` of the agent's `initialize` result (trimmed; a text
-   * over 64 bytes is cut and ends with "…", and is read as an unknown
-   * build), or, for an agent behind an adapter that names the agent's own
-   * build elsewhere, that build after the agent's name ("agent v1.2.3").
-   * Empty when the agent did not say: the call is then read as the newest
-   * build the dialect knows.
+   * `agentInfo.version` of the agent's `initialize` result (trimmed, a
+   * control character kept as U+FFFD; a text over 64 bytes is cut and ends
+   * with "…"), or, for an agent behind an adapter that names the agent's
+   * own build elsewhere, that build after the agent's name ("agent
+   * v1.2.3"). Empty when the agent did not say. A call of no build, or of a
+   * text that is no version, is read as the newest build the dialect knows.
    *
    * @generated from field: string agent_version = 22;
    */

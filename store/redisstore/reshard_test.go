@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -245,44 +244,8 @@ func TestClusterReshardLiveSession(t *testing.T) {
 	}
 
 	// The slot, its master (source) and the other master (target).
-	nodes := map[string]*redis.Client{}
-	for _, m := range cl.Masters() {
-		c := redis.NewClient(&redis.Options{Addr: m.Addr})
-		t.Cleanup(func() { _ = c.Close() })
-		nodes[m.Addr] = c
-	}
-	seed := nodes[cl.Masters()[0].Addr]
-	slot64, err := seed.ClusterKeySlot(ctx, writers[0].s.keys(session)[0]).Result()
-	require.NoError(t, err)
-	slot := int(slot64)
-	shards, err := seed.ClusterShards(ctx).Result()
-	require.NoError(t, err)
-	var srcAddr string
-	for _, sh := range shards {
-		for _, r := range sh.Slots {
-			for _, n := range sh.Nodes {
-				if int(r.Start) <= slot && slot <= int(r.End) && n.Role == "master" {
-					srcAddr = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
-				}
-			}
-		}
-	}
-	require.Contains(t, nodes, srcAddr, "the slot's master")
-	src := nodes[srcAddr]
-	var dst *redis.Client
-	var dstAddr string
-	for a, c := range nodes {
-		if a != srcAddr && dst == nil {
-			dst, dstAddr = c, a
-		}
-	}
-	srcID, err := src.Do(ctx, "CLUSTER", "MYID").Text()
-	require.NoError(t, err)
-	dstID, err := dst.Do(ctx, "CLUSTER", "MYID").Text()
-	require.NoError(t, err)
-	dstHost, dstPort, err := net.SplitHostPort(dstAddr)
-	require.NoError(t, err)
-	t.Logf("slot %d moves from %s to %s", slot, srcAddr, dstAddr)
+	mv := cl.MoveSlot(t, writers[0].s.keys(session)[0])
+	t.Logf("slot %d moves from %s to %s", mv.Slot, mv.From, mv.To)
 
 	report := func() {
 		for _, w := range writers {
@@ -331,8 +294,7 @@ func TestClusterReshardLiveSession(t *testing.T) {
 		}
 	}
 	progress("before the move", true)
-	require.NoError(t, dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
-	require.NoError(t, src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	mv.Start()
 	progress("slot migrating, no key moved", false)
 
 	// Move the keys one at a time, in an order that splits the sessions
@@ -353,15 +315,13 @@ func TestClusterReshardLiveSession(t *testing.T) {
 	}
 	moved := 0
 	for {
-		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 1000).Result()
-		require.NoError(t, err)
+		keys := mv.Keys(1000)
 		if len(keys) == 0 {
 			break
 		}
 		slices.SortStableFunc(keys, func(a, b string) int { return rank(a) - rank(b) })
 		k := keys[0]
-		err = src.Do(ctx, "MIGRATE", dstHost, dstPort, k, 0, 5000).Err()
-		require.NoError(t, err, "MIGRATE %s (BUSYKEY: the store wrote on the target a key the source still held)", k)
+		mv.Migrate(k) // BUSYKEY: the store wrote on the target a key the source still held
 		moved++
 		progress("after moving "+k, false)
 	}
@@ -369,16 +329,7 @@ func TestClusterReshardLiveSession(t *testing.T) {
 	// The slot is still the source's: commits go there, are told ASK, and
 	// follow it to the target.
 	progress("every key moved, the slot still importing", true)
-	// The target first, then the source, then the other masters.
-	order := []*redis.Client{dst, src}
-	for _, c := range nodes {
-		if c != src && c != dst {
-			order = append(order, c)
-		}
-	}
-	for _, c := range order {
-		require.NoError(t, c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
-	}
+	mv.Finish()
 	progress("after the move", true)
 	stop()
 	wg.Wait()
@@ -394,13 +345,7 @@ func TestClusterReshardLiveSession(t *testing.T) {
 		require.GreaterOrEqual(t, int64(n), w.acked.Load(), "%s: every acknowledged commit is there", w.name)
 	}
 	// Every key is on the target now.
-	for _, c := range []*redis.Client{src, dst} {
-		cnt, err := c.ClusterCountKeysInSlot(ctx, slot).Result()
-		require.NoError(t, err)
-		if c == src {
-			require.Zero(t, cnt, "keys left on the source")
-		} else {
-			require.NotZero(t, cnt, "keys on the target")
-		}
-	}
+	left, there := mv.Counts()
+	require.Zero(t, left, "keys left on the source")
+	require.NotZero(t, there, "keys on the target")
 }

@@ -381,10 +381,11 @@ const (
 )
 
 // WithDirection says which way the frame travelled. It is optional: it
-// only keeps a response from being taken for the answer to a request of
-// the same side (the agent and the client number their requests
+// keeps a response from being taken for the answer to a request of the
+// same side (the agent and the client number their requests
 // independently, so their JSON-RPC ids collide), which the shape of the
-// answer otherwise decides. Only Feed uses it.
+// answer otherwise decides, and a client's frame from naming the agent or
+// its build. Only Feed uses it.
 func WithDirection(d Direction) FeedOption { return func(r *request) { r.direction = d } }
 
 // WithContext bounds how long the call waits for another call of the same

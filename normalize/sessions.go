@@ -744,6 +744,11 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if cwd := f.GetCwd(); cwd != "" {
 		s.cwd, s.cwdByHand = cleanDir(cwd), true
 	}
+	if f.direction == FromClient {
+		// The agent's name and build are the agent's to say: a client's
+		// frame that reads like an initialize result says neither.
+		read.AgentVersion, read.AgentName = "", ""
+	}
 	if read.AgentVersion != "" || read.AgentName != "" {
 		// Also when the dialect was chosen by name: it reads this build.
 		// An initialize result that names the agent and no version says

@@ -271,3 +271,25 @@ func TestAgentVersionLabelIsPlain(t *testing.T) {
 	require.Len(t, labels, 1)
 	assert.Equal(t, "unknown", labels[0])
 }
+
+// An agent's name and build come from the agent: a frame the client sent
+// that reads like an initialize result (a client answering a request of
+// the agent's with such a result, or a hostile one) neither picks the
+// dialect nor binds the build; the same frame from the agent does both.
+func TestAgentVersionOnlyFromTheAgent(t *testing.T) {
+	for _, tc := range []struct {
+		dir              normalize.Direction
+		dialect, version string
+	}{
+		{normalize.FromClient, "generic", ""},
+		{normalize.FromAgent, "opencode", "1.2.3"},
+		{normalize.DirectionUnknown, "opencode", "1.2.3"},
+	} {
+		n := normalize.New()
+		_, err := n.Feed("s", []byte(initOpencode), normalize.WithDirection(tc.dir))
+		require.NoError(t, err)
+		last := lastOf(t, n, openCall, endCall)
+		assert.Equal(t, tc.dialect, last.Dialect, "direction %v", tc.dir)
+		assert.Equal(t, tc.version, last.AgentVersion, "direction %v", tc.dir)
+	}
+}

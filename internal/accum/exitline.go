@@ -17,11 +17,12 @@ import (
 
 // exitLinePattern is an exit line, trimmed: at most a few words before it
 // (a bracket, "Command", "shellId: 1 completed with"), exit, exited,
-// return or returned, then code, status or value (optionally "with"), a
-// colon or an equals sign, a number, a closing bracket or two
-// ("<shellId: 1 completed with [exit: 3]>"). A plain "exit
-// status N" is told apart (plainExitStatus).
-var exitLinePattern = regexp.MustCompile(`(?i)^[\[<(]?.{0,40}?\b(?:exit(?:ed)?|return(?:ed)?)(?:\s+(?:with\s+)?(?:code|status|value))?\s*[:=]?\s*(-?\d{1,10})\s*[\]>)]{0,2}\.?$`)
+// return or returned, then code, status or value (optionally "with"; as
+// one word too: "ExitCode", "exit_code", "exit-status"), a colon or an
+// equals sign, a number, a closing bracket or two ("<shellId: 1 completed
+// with [exit: 3]>"); or "rc" with its colon or equals sign ("rc=3"). A
+// plain "exit status N" is told apart (plainExitStatus).
+var exitLinePattern = regexp.MustCompile(`(?i)^[\[<(]?.{0,40}?\b(?:(?:exit(?:ed)?|return(?:ed)?)(?:[\s_-]*(?:with\s+)?(?:code|status|value))?\s*[:=]?|rc\s*[:=])\s*(-?\d{1,10})\s*[\]>)]{0,2}\.?$`)
 
 // plainExitStatus is "exit status N" alone: Go's os/exec words a failed
 // program so, and go run, go test and every Go program that shells out
@@ -67,7 +68,7 @@ func ExitLineIn(text []byte, head bool, exit *int32) bool {
 // the line must name when there is one.
 func exitLine(line []byte, plain bool, exit *int32) bool {
 	line = bytes.TrimSpace(line)
-	if len(line) < 6 || len(line) > maxExitLine || bytes.IndexByte(line, 't') < 0 && bytes.IndexByte(line, 'T') < 0 {
+	if len(line) < 4 || len(line) > maxExitLine || bytes.IndexAny(line, "tTcC") < 0 {
 		return false
 	}
 	m := exitLinePattern.FindSubmatch(line)

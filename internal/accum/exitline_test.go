@@ -30,6 +30,17 @@ func TestExitLineIn(t *testing.T) {
 		{"a\nb\n<shellId: 1 completed with [exit: 3]>", true, ptr(3), true},
 		{"Return code: 2\nls: cannot access", true, ptr(2), true},
 		{"a\n(exit code 3)\n", true, ptr(3), true},
+		// One word, an identifier or a short name: a build that rewords
+		// its line so loses the exit just the same.
+		{"ExitCode: 3\na\nb", true, nil, true},
+		{"a\nb\n[Command ExitCode: 3]", true, ptr(3), true},
+		{"a\nb\nexit_code=3", true, nil, true},
+		{"a\nb\nexitCode: 3", true, ptr(3), true},
+		{"a\nb\nexit-status 3", true, nil, true},
+		{"a\nb\nCommand rc=3", true, nil, true},
+		{"rc: 3\na", true, nil, true},
+		{"a\nb\nsrc 3", true, nil, false},
+		{"a\nb\nrc 3", true, nil, false},
 		{"a\nb\nexit status 3", true, nil, true}, // no exit: the line may have held it
 		{"exit status 3", true, nil, true},
 		{long + "Exit code 2", false, ptr(2), true},

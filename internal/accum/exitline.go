@@ -68,7 +68,7 @@ func ExitLineIn(text []byte, head bool, exit *int32) bool {
 // the line must name when there is one.
 func exitLine(line []byte, plain bool, exit *int32) bool {
 	line = bytes.TrimSpace(line)
-	if len(line) < 4 || len(line) > maxExitLine || bytes.IndexAny(line, "tTcC") < 0 {
+	if len(line) < 4 || len(line) > maxExitLine || !bytes.ContainsAny(line, "tTcC") {
 		return false
 	}
 	m := exitLinePattern.FindSubmatch(line)

@@ -420,11 +420,15 @@ type Unrecognized struct {
 const (
 	// UnrecognizedExit: a member the dialect does not read whose name
 	// says exit, code, status or signal, with a number (or a numeric
-	// string, or a signal name).
+	// string, or a signal name); or one the dialect reads as an exit code
+	// (or an object or array holding one) sent with another JSON type, or
+	// with a number no exit code is (a fraction, one over int32).
 	UnrecognizedExit = "exit_field"
 	// UnrecognizedOutput: a member the dialect does not read whose name
 	// says output, stdout, stderr, data, text, out, result, chunk, body,
-	// log or content, with a sizeable string or a byte array.
+	// log or content, with a sizeable string or a byte array; or one the
+	// dialect reads as output (or an object or array holding it) sent
+	// with another JSON type.
 	UnrecognizedOutput = "output_field"
 	// UnrecognizedResult: text that reads like a result block (a line
 	// `Exit Code: N`, `Process exited with code N`, a first line `exit

@@ -1900,3 +1900,5 @@ var noMarks atomic.Bool
 // noPrescan turns quietFrame off, for tests that compare with the full
 // path.
 var noPrescan atomic.Bool
+
+func (Code) wantedJSON() wantType { return wantCode }

@@ -279,6 +279,11 @@ type claudeToolResponse struct {
 	PersistedOutputSize Code `json:"persistedOutputSize"`
 }
 
+// wantedJSON: the result of the client-terminal MCP tool (mcp__acp__Bash)
+// comes as an array of content blocks here, whose text the dialect reads
+// from the call's rawOutput; only the Bash tool's object is read.
+func (claudeToolResponse) wantedJSON() wantType { return wantAny }
+
 type claudeMeta struct {
 	TerminalMeta
 	// JetBrains is what only a JetBrains AIR client gets:

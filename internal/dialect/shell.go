@@ -572,3 +572,6 @@ func lowerASCII(c byte) byte {
 	}
 	return c
 }
+
+func (Str) wantedJSON() wantType     { return wantString }
+func (rawText) wantedJSON() wantType { return wantString }

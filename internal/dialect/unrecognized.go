@@ -22,7 +22,11 @@ import (
 // known, and a typed value whose Go type has no tagged members (Str, Code,
 // a map, json.RawMessage) is read whole, so nothing under it counts; a
 // type that decodes itself says what it reads with ownFields. A member
-// known but deliberately not read is declared with unreadFields.
+// known but deliberately not read is declared with unreadFields. A known
+// member keeps the JSON type its Go type reads (wantOf; a type that
+// decodes itself reads any, unless it says otherwise with jsonTyped): one
+// sent with another type is read as absent, and said when it is an exit
+// code or output, or holds one (typed).
 //
 // The cost: a frame whose observations are all about tools that are not
 // shells pays nothing; in any other `session/update`, the update's
@@ -97,6 +101,12 @@ type knownNode struct {
 	members map[string]*knownNode // an object's
 	elems   *knownNode            // an array's
 	whole   bool                  // a leaf
+	// want is the JSON type the dialect's Go type reads (wantAny: any,
+	// or the type decodes itself); what is the finding a value of
+	// another type makes ("": none), from the member's name and what is
+	// read under it (see typed).
+	want wantType
+	what string
 	// list is members as a list, for a node of a few members (see
 	// member), made by index once the tree is built.
 	list []knownMember
@@ -130,6 +140,122 @@ func (n *knownNode) index(depth int) {
 }
 
 func (n *knownNode) leaf() bool { return n != nil && n.whole }
+
+// wantType is the JSON type a known member is read as.
+type wantType uint8
+
+const (
+	wantAny    wantType = iota
+	wantString          // a string
+	wantNumber          // a number
+	wantBool            // true or false
+	wantObject          // an object
+	wantArray           // an array
+	wantCode            // an exit code: a number or a numeric string (Code)
+)
+
+// jsonTyped is implemented by a type that decodes itself (its own
+// UnmarshalJSON) and reads one JSON type: a value of another is read as
+// absent, which unrecognized says.
+type jsonTyped interface {
+	wantedJSON() wantType
+}
+
+var jsonTypedType = reflect.TypeFor[jsonTyped]()
+
+// wantOf is the JSON type Go type t (not a pointer) reads.
+func wantOf(t reflect.Type) wantType {
+	switch {
+	case t.Implements(jsonTypedType):
+		return reflect.Zero(t).Interface().(jsonTyped).wantedJSON()
+	case reflect.PointerTo(t).Implements(jsonTypedType):
+		return reflect.New(t).Interface().(jsonTyped).wantedJSON()
+	case decodesItself(t):
+		return wantAny
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return wantString
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return wantNumber
+	case reflect.Bool:
+		return wantBool
+	case reflect.Struct, reflect.Map:
+		return wantObject
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() != reflect.Uint8 {
+			return wantArray
+		}
+	}
+	return wantAny
+}
+
+// typed sets what a value of another JSON type than n reads says, n
+// being the member named name: an exit code's (an exit code's type, or a
+// number named as one) is an exit field, an object or array under which
+// an exit code is read is too, else one under which output is read, or
+// a string named as output, is an output field. It returns n.
+func typed(n *knownNode, name string) *knownNode {
+	if n == nil || n.whole && n.want == wantAny && n.members == nil {
+		return n
+	}
+	k := nameKinds([]byte(name))
+	switch {
+	case n.want == wantCode || k.exit && n.want == wantNumber:
+		n.what = accum.UnrecognizedExit
+	case n.members != nil || n.elems != nil:
+		for _, c := range n.members {
+			if c.what == accum.UnrecognizedExit || n.what == "" && c.what != "" {
+				n.what = c.what
+			}
+		}
+		if n.elems != nil && n.what != accum.UnrecognizedExit && n.elems.what != "" {
+			n.what = n.elems.what
+		}
+		if n.what == "" && k.output && !k.place {
+			n.what = accum.UnrecognizedOutput
+		}
+	case n.want == wantString && k.output && !k.place:
+		n.what = accum.UnrecognizedOutput
+	}
+	return n
+}
+
+// takes says whether the JSON value starting with byte c is of the type n
+// reads (null always is: the member reads as absent, as sent).
+func (n *knownNode) takes(c byte) bool {
+	switch n.want {
+	case wantString:
+		return c == '"'
+	case wantNumber:
+		return c == '-' || '0' <= c && c <= '9'
+	case wantCode:
+		return c == '"' || c == '-' || '0' <= c && c <= '9'
+	case wantBool:
+		return c == 't' || c == 'f'
+	case wantObject:
+		return c == '{'
+	case wantArray:
+		return c == '['
+	}
+	return true
+}
+
+// codeLiteral says whether the JSON number or string v reads as an exit
+// code (ParseCode); digits alone, as most are, need no parse.
+func codeLiteral(v []byte) bool {
+	if len(v) > 0 && len(v) <= 9 {
+		digits := true
+		for _, c := range v {
+			digits = digits && '0' <= c && c <= '9'
+		}
+		if digits {
+			return true
+		}
+	}
+	return ParseCode(v).Known
+}
 
 // none is a node of which nothing is read.
 func none() *knownNode { return &knownNode{members: map[string]*knownNode{}} }
@@ -169,6 +295,8 @@ func buildKnown(t reflect.Type, unread []string) *knownTree {
 	for _, p := range unread {
 		markUnread(k, p)
 	}
+	typed(k.rawOutput, "rawOutput")
+	typed(k.meta, "_meta")
 	k.rawOutput.index(0)
 	k.meta.index(0)
 	return k
@@ -246,21 +374,22 @@ func nodeOf(t reflect.Type, depth int) *knownNode {
 	if n, ok := ownNode(t); ok {
 		return n
 	}
+	want := wantOf(t)
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return leafNode()
 		}
-		return &knownNode{elems: nodeOf(t.Elem(), depth+1)}
+		return &knownNode{elems: typed(nodeOf(t.Elem(), depth+1), ""), want: want}
 	case reflect.Struct:
 		m := map[string]*knownNode{}
 		addFields(m, t, depth)
 		if len(m) == 0 {
-			return leafNode()
+			return &knownNode{whole: true, want: want}
 		}
-		return &knownNode{members: m}
+		return &knownNode{members: m, want: want}
 	}
-	return leafNode()
+	return &knownNode{whole: true, want: want}
 }
 
 func addFields(m map[string]*knownNode, t reflect.Type, depth int) {
@@ -284,7 +413,7 @@ func addFields(m map[string]*knownNode, t reflect.Type, depth int) {
 		if old := m[key]; old != nil && !old.leaf() {
 			continue // the shallower field wins, as in encoding/json
 		}
-		m[key] = nodeOf(f.Type, depth+1)
+		m[key] = typed(nodeOf(f.Type, depth+1), name)
 	}
 }
 
@@ -585,8 +714,20 @@ func (s *scan) value(b []byte, i int, n *knownNode, depth int) int {
 	if i >= len(b) {
 		return len(b)
 	}
+	if n != nil && !n.takes(b[i]) && b[i] != 'n' {
+		// Read as absent: another type than the dialect reads.
+		e := skipMember(b, i)
+		if n.what != "" {
+			addUnrecognized(s.out, n.what, spell(s.path[:depth+1]))
+		}
+		return e
+	}
 	if n.leaf() || depth >= maxScanDepth {
-		return skipMember(b, i)
+		e := skipMember(b, i)
+		if n != nil && n.want == wantCode && b[i] != 'n' && !codeLiteral(b[i:e]) {
+			addUnrecognized(s.out, n.what, spell(s.path[:depth+1]))
+		}
+		return e
 	}
 	switch b[i] {
 	case '{':

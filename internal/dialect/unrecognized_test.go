@@ -699,3 +699,55 @@ func TestEveryDialectSaysAMovedExit(t *testing.T) {
 		assert.Contains(t, obs[0].Unrecognized, accum.Unrecognized{What: accum.UnrecognizedExit, Field: c.field}, "%s: %s", c.dialect, c.update)
 	}
 }
+
+// A member the dialect reads, sent with another JSON type or with an exit
+// code no int32 holds, is read as absent (never made up) and said: a
+// build that wraps its exit code in an object, sends it as a word or a
+// fraction, or its output as an object, changed its wire.
+func TestUnrecognizedWrongType(t *testing.T) {
+	codex, opencode := mustDialect(t, "codex"), mustDialect(t, "opencode")
+	codexEnd := func(members string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed","rawOutput":{` + members + `}}`
+	}
+	for _, c := range []struct {
+		name   string
+		d      Dialect
+		update string
+		want   []accum.Unrecognized
+	}{
+		{"an exit code in an object", codex, codexEnd(`"exit_code":{"code":3},"stdout":"boom\n","aggregated_output":"boom\n"`),
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.exit_code"}}},
+		{"an exit code over int32", codex, codexEnd(`"exit_code":1099511627776,"stdout":"boom\n","aggregated_output":"boom\n"`),
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.exit_code"}}},
+		{"an exit code with a fraction", codex, codexEnd(`"exit_code":3.5,"stdout":"boom\n","aggregated_output":"boom\n"`),
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.exit_code"}}},
+		{"an exit code as a word", codex, codexEnd(`"exit_code":"error","stdout":"boom\n","aggregated_output":"boom\n"`),
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.exit_code"}}},
+		{"output as an object", codex, codexEnd(`"exit_code":3,"stdout":{"text":"boom\n"},"aggregated_output":{"text":"boom\n"}`),
+			[]accum.Unrecognized{{What: accum.UnrecognizedOutput, Field: "rawOutput.stdout"}, {What: accum.UnrecognizedOutput, Field: "rawOutput.aggregated_output"}}},
+		{"an exit's object as a string", opencode,
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","rawOutput":{"output":"boom\n","metadata":"{\"exit\":3}"}}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "rawOutput.metadata"}}},
+		{"_meta's terminal exit as a number", codex,
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","_meta":{"terminal_exit":3}}`,
+			[]accum.Unrecognized{{What: accum.UnrecognizedExit, Field: "_meta.terminal_exit"}}},
+		// What a dialect reads with its own types is no change.
+		{"a numeric string", codex, codexEnd(`"exit_code":"3","stdout":"boom\n","aggregated_output":"boom\n"`), nil},
+		{"an integral float", codex, codexEnd(`"exit_code":3.0,"stdout":"boom\n","aggregated_output":"boom\n"`), nil},
+		{"null", codex, codexEnd(`"exit_code":null,"stdout":null,"aggregated_output":"boom\n"`), nil},
+		{"a negative code", codex, codexEnd(`"exit_code":-1,"stdout":"","aggregated_output":""`), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obs := readUpdate(t, c.d, c.update)
+			require.NotEmpty(t, obs)
+			var got []accum.Unrecognized
+			for _, o := range obs {
+				got = append(got, o.Unrecognized...)
+				if c.want != nil && o.Exit != nil {
+					assert.Equal(t, int32(3), o.Exit.Code, "only a code read from what it reads")
+				}
+			}
+			assert.Equal(t, c.want, got)
+		})
+	}
+}

@@ -23,7 +23,7 @@ test("every step's truth holds when bash runs its command", () => {
   const tricky = loadScenario(path.join(here, "scenarios", "tricky.json"));
   // The other tricky scenarios print their paths as literal text (a notice
   // naming /home/dev/work/proj is the command's words, not its cwd).
-  const literal = ["tricky-notes.json", "tricky-more.json", "tricky-load.json", "tricky-cancel.json", "tricky-gemini.json"].flatMap((f) => loadScenario(path.join(here, "scenarios", f)).steps);
+  const literal = ["tricky-notes.json", "tricky-more.json", "tricky-load.json", "tricky-cancel.json", "tricky-gemini.json", "codex-timeout.json"].flatMap((f) => loadScenario(path.join(here, "scenarios", f)).steps);
   // A truth names the work directory as the recorder renames it
   // (/home/dev/work/proj); here the command runs in dir.
   const inDir = (x) => JSON.parse(JSON.stringify(x).replaceAll("/home/dev/work/proj", dir));

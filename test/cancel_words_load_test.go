@@ -67,6 +67,12 @@ func TestCancelWordsReplayedAlone(t *testing.T) {
 		"qwen-code-0.24.4_plain",
 		"qwen-code-0.23.4_plain",
 		"grok-1.0.41_plain",
+		"codex-acp-0.16.0_shell-command_terminal-meta",
+		"codex-acp-0.16.0_unified-exec_plain",
+		"codex-acp-0.14.0_shell-command_terminal-meta",
+		"codex-acp-0.14.0_unified-exec_plain",
+		"codex-acp-0.11.1_shell-command_terminal-meta",
+		"codex-acp-0.11.1_unified-exec_plain",
 	} {
 		t.Run(run, func(t *testing.T) {
 			seen := map[string]bool{}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -40,8 +42,10 @@ import (
 //
 // Exit evidence: `_meta.terminal_exit` > rawOutput.exit_code. A status of
 // `failed` is not an exit code (Codex says failed for any nonzero exit).
-// "command timed out after N milliseconds" (Codex reports exit 124) sets
-// TimedOut and keeps 124. "execution error: Sandbox(Signal(N))" is Codex's
+// "command timed out after N milliseconds" (Codex reports exit 124, N the
+// milliseconds the command ran) opening formatted_output, and not
+// aggregated_output, sets TimedOut and keeps 124; the same words in
+// aggregated_output are the command's. "execution error: Sandbox(Signal(N))" is Codex's
 // own error text, not command output: it names the signal that killed the
 // command (N=9 → SIGKILL). An exit code of -1, from either source, is
 // Codex's "no exit code" sentinel, not an exit status (the unified exec
@@ -63,8 +67,10 @@ import (
 // a string {"output", "metadata": {"exit_code", "duration_seconds"}} (see
 // codexJSONShellText). The header (the JSON's exit code)
 // is read as a text exit marker and kept out of output (see
-// codexModelText); Codex's timeout sentence opening the output and its
-// execution error are read as live. The
+// codexModelText); Codex's timeout sentence opening the output (where
+// its milliseconds agree with the wall time or duration_seconds stated
+// beside it: other words are the command's) and its execution error are
+// read as live. The
 // TypeScript adapter 2.x replays `_meta.terminal_exit` with no rawOutput;
 // its -1 is the sentinel there too, whatever the frame carries. A command
 // without a terminal (a lone listing) it replays as a tool_call with its
@@ -430,7 +436,9 @@ func observeCodexFor(u *codexUpdate, b codex) []accum.Observation {
 
 var (
 	codexSandboxSignal = regexp.MustCompile(`Signal\((\d+)\)`)
-	codexTimedOut      = regexp.MustCompile(`^command timed out after \d+ milliseconds\n?`)
+	// codexTimedOut is Codex's timeout sentence; it names the command's
+	// run time in milliseconds (Codex measures it, it is not the limit).
+	codexTimedOut = regexp.MustCompile(`^command timed out after (\d+) milliseconds\n?`)
 	// codexTimedOutPrefix is what every codexTimedOut match starts with.
 	codexTimedOutPrefix = "command timed out after "
 	codexTotalLines     = regexp.MustCompile(`^Total output lines: \d+\n\n`)
@@ -558,15 +566,17 @@ func readCodex(u *codexUpdate, b codex) accum.Observation {
 	// none): beside an exit of 0 the words are the command's output. In
 	// formatted_output it is Codex's only beside aggregated_output (the
 	// Rust adapter's model-facing text); without it, formatted_output is
-	// the TypeScript adapter 1.x's raw output (see codexCombined).
-	if ec := f.Exit(); !ec.Known || ec.Value != 0 {
-		if agg.Set && f.FormattedOutput.HasPrefix(codexTimedOutPrefix) && codexTimedOut.MatchString(f.FormattedOutput.Str().S) {
+	// the TypeScript adapter 1.x's raw output (see codexCombined). Codex
+	// writes it before the output, in formatted_output alone: every
+	// recorded timeout (0.4.4 to 0.16.0) has it there and not in
+	// aggregated_output, stdout or stderr, which are the command's. So
+	// when aggregated_output opens with the same sentence, the words are
+	// the command's own (test/agents codex-timeout: k_codex_timeout
+	// prints it and exits 124, and formatted_output is the output
+	// unchanged).
+	if ec := f.Exit(); (!ec.Known || ec.Value != 0) && agg.Set && f.FormattedOutput.HasPrefix(codexTimedOutPrefix) {
+		if sentence := codexTimedOut.FindString(f.FormattedOutput.Str().S); sentence != "" && !strings.HasPrefix(agg.S, sentence) {
 			o.TimedOut = true
-		}
-		for _, s := range []Str{agg, f.Stderr} {
-			if codexTimedOut.MatchString(s.S) {
-				o.TimedOut = true
-			}
 		}
 	}
 
@@ -929,7 +939,10 @@ var (
 	// after 2.0s" (unified exec), "Wall time: 2.0 seconds\naborted by
 	// user" (shell tools).
 	codexAbortedText = regexp.MustCompile(`^(?:Wall time: [^\n]*\n)?aborted by user(?: after [^\n]*)?\s*$`)
-	codexShellText   = regexp.MustCompile(`^Exit code: (-?\d+)\nWall time: [^\n]*\n(Total output lines: \d+\n)?Output:\n`)
+	codexShellText   = regexp.MustCompile(`^Exit code: (-?\d+)\nWall time: ([^\n]*)\n(Total output lines: \d+\n)?Output:\n`)
+	// codexWallSeconds is the shell tools' wall time ("1 seconds", "2.3
+	// seconds"): the command's run time, rounded to a tenth of a second.
+	codexWallSeconds = regexp.MustCompile(`^(\d+(?:\.\d+)?) seconds$`)
 )
 
 // codexModelText reads a replayed text rawOutput: the tool's model-facing
@@ -990,7 +1003,7 @@ func codexJSONShellText(o *accum.Observation, text string) bool {
 		rest, cut = rest[loc[1]:], true
 	}
 	o.Src.Notice = "the model-facing JSON"
-	codexModelOutput(o, &c, rest, false, cut, true)
+	codexModelOutput(o, &c, rest, false, cut, true, *v.Metadata.Duration, true)
 	return true
 }
 
@@ -1023,6 +1036,7 @@ func codexReplayedExecError(o *accum.Observation, text string) bool {
 // marker) and the rest as output. It reports whether text had that form.
 func codexHeadedText(o *accum.Observation, text string) bool {
 	code, rest, running, cut, shell := "", "", false, false, false
+	wall, wallOK := 0.0, false
 	if m := codexExecText.FindStringSubmatchIndex(text); m != nil {
 		if m[2] >= 0 {
 			code = text[m[2]:m[3]]
@@ -1031,7 +1045,12 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 		rest = text[m[1]:]
 	} else if m := codexShellText.FindStringSubmatchIndex(text); m != nil {
 		code = text[m[2]:m[3]]
-		cut = m[4] >= 0
+		if w := codexWallSeconds.FindStringSubmatch(text[m[4]:m[5]]); w != nil {
+			if v, err := strconv.ParseFloat(w[1], 64); err == nil {
+				wall, wallOK = v, true
+			}
+		}
+		cut = m[6] >= 0
 		rest = text[m[1]:]
 		shell = true
 	} else {
@@ -1043,7 +1062,7 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 		c = &parsed
 	}
 	o.Src.Notice = "header of the model-facing text"
-	codexModelOutput(o, c, rest, running, cut, shell)
+	codexModelOutput(o, c, rest, running, cut, shell, wall, wallOK)
 	return true
 }
 
@@ -1052,8 +1071,9 @@ func codexHeadedText(o *accum.Observation, text string) bool {
 // output rest, cut for the model when cut says so or an elision marker
 // shows it; running: the process was still running (the output so far);
 // shell: one of the shell tools, whose output opens with Codex's timeout
-// sentence when the command was killed at its timeout.
-func codexModelOutput(o *accum.Observation, c *Code, rest string, running, cut, shell bool) {
+// sentence when the command was killed at its timeout; wall: the run
+// time in seconds that the text states beside it (wallOK: it states one).
+func codexModelOutput(o *accum.Observation, c *Code, rest string, running, cut, shell bool, wall float64, wallOK bool) {
 	var exit *accum.Exit
 	if c != nil {
 		if exit = c.Exit(accum.ExitText, true); exit != nil {
@@ -1066,9 +1086,19 @@ func codexModelOutput(o *accum.Observation, c *Code, rest string, running, cut, 
 		// sentence when the command was killed at its timeout (exit
 		// 124), as formatted_output does live (see readCodex): it says
 		// the call timed out and is no output. Beside an exit of 0 the
-		// words are the command's own.
-		if loc := codexTimedOut.FindStringIndex(rest); loc != nil {
-			rest = rest[loc[1]:]
+		// words are the command's own, and so are they where they name
+		// another run time than the wall time beside them: Codex's
+		// sentence states the milliseconds the command ran, the wall
+		// time the same in tenths of a second (test/agents
+		// codex-timeout: "command timed out after 1004 milliseconds"
+		// beside "Wall time: 1 seconds"; k_codex_timeout's printed
+		// "2000 milliseconds" beside "0 seconds"). A command that
+		// prints the sentence after running as long as it says replays
+		// the same bytes as a timeout: read alone, its replay is taken
+		// for one (an agent limit; live, formatted_output tells them
+		// apart).
+		if m := codexTimedOut.FindStringSubmatchIndex(rest); m != nil && wallOK && codexRunTimeAgrees(rest[m[2]:m[3]], wall) {
+			rest = rest[m[1]:]
 			o.TimedOut = true
 			o.Src.Notice += " and Codex's timeout sentence"
 		}
@@ -1081,6 +1111,14 @@ func codexModelOutput(o *accum.Observation, c *Code, rest string, running, cut, 
 	if rest != "" || cut {
 		o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: kind, Text: rest, Truncated: cut})
 	}
+}
+
+// codexRunTimeAgrees says whether the milliseconds ms of Codex's timeout
+// sentence name the run time that the wall time (seconds, rounded to a
+// tenth) states: they differ by at most the rounding.
+func codexRunTimeAgrees(ms string, wall float64) bool {
+	n, err := strconv.ParseFloat(ms, 64)
+	return err == nil && math.Abs(n/1000-wall) <= 0.06
 }
 
 // codexMaybeHeadedText says cheaply whether a formatted_output may be in

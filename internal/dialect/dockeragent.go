@@ -1,6 +1,8 @@
 package dialect
 
 import (
+	"bytes"
+	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -27,6 +29,9 @@ import (
 //   - exit 0: the output itself (`<no output>` when there was none). The
 //     tool adds no prefix only when the command exited 0, which is read as
 //     a documented proof of success (Succeeded); no exit code is stated.
+//     A text that reads like a report none of the below matches (another
+//     build's words: see dockerReportSign) is no such proof: the exit is
+//     unknown and the text kept as output.
 //   - `Error executing command: exit status N\nOutput: <output>`: exit N,
 //     and only what follows `Output:` is output.
 //   - `Error executing command: signal: killed\nOutput: ...`: the
@@ -117,14 +122,15 @@ func observeDocker(u *dockerCall) []accum.Observation {
 		// No live output; the content of earlier frames is not output.
 		return []accum.Observation{o}
 	}
-	text, ok := "", false
+	text, ok, src := "", false, "rawOutput.content"
 	if out := u.RawOutput; out != nil && out.Content.Set {
 		text, ok = out.Content.S, true
 	} else {
 		text, ok = u.Texts()
+		src = "content text"
 	}
-	if ok {
-		dockerResult(&o, text)
+	if ok && dockerResult(&o, text) == dockerJSONReport {
+		addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, src)
 	}
 	return []accum.Observation{o}
 }
@@ -207,8 +213,9 @@ var dockerSignals = map[string]string{
 	"alarm clock": "SIGALRM", "terminated": "SIGTERM",
 }
 
-// dockerResult reads the tool's result text of a final frame.
-func dockerResult(o *accum.Observation, text string) {
+// dockerResult reads the tool's result text of a final frame. It returns
+// the sign of a report it does not read (dockerReportSign), "" for none.
+func dockerResult(o *accum.Observation, text string) (unread string) {
 	t := trimBlank(text)
 	switch {
 	case dockerStopped.MatchString(t):
@@ -248,6 +255,13 @@ func dockerResult(o *accum.Observation, text string) {
 		// agent's, not output.
 		o.Failed = true
 		return
+	} else if sign := dockerReportSign(t); sign != "" {
+		// A report this dialect does not read (another build's words):
+		// no proof of exit 0, and it may as well be output. The exit is
+		// unknown and the text is kept as sent; an exit line at its head
+		// or a result block is said by the shared checks, a JSON result
+		// by observeDocker.
+		unread = sign
 	} else {
 		// The output alone: the tool wrote no report, so the command
 		// exited 0.
@@ -264,6 +278,53 @@ func dockerResult(o *accum.Observation, text string) {
 		return
 	}
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: body, Truncated: truncated, Head: truncated})
+	return
+}
+
+// The signs of a report dockerReportSign finds.
+const (
+	dockerExitLine   = "exit line"
+	dockerJSONReport = "JSON result"
+)
+
+// dockerReportSign says why a result text that none of the tool's known
+// reports matches still reads like a report rather than like the output
+// of an exit 0 (which the tool sends alone): its first line is an exit
+// line ("Command failed with exit code 3", "Error running command: exit
+// status 3": accum.ExitLineIn), it holds a result block's line near an
+// end (resultBlock: "Exit Code: 3", "Process exited with code 3"), or it
+// is a JSON object with a member that names an exit and holds a number
+// (resultLike: {"exit_code":3,"output":...}). "" when it has none of
+// them. A line below the first that only mentions an exit is output.
+func dockerReportSign(t string) string {
+	first, _, _ := strings.Cut(t, "\n")
+	if accum.ExitLineIn([]byte(first), true, nil) || resultBlock(dockerLiteral(t)) {
+		return dockerExitLine
+	}
+	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+		found := false
+		membersAt([]byte(t), 0, func(key, b []byte, i int) int {
+			e := skipMember(b, i)
+			found = found || resultLike(key, b[i:e]) == accum.UnrecognizedExit
+			return e
+		})
+		if found {
+			return dockerJSONReport
+		}
+	}
+	return ""
+}
+
+// dockerLiteral is s as a JSON string literal, unescaped HTML, as an agent's
+// JSON writer sends it (what resultBlock reads).
+func dockerLiteral(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s) != nil {
+		return nil
+	}
+	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
 // firstMatch is the submatches of the first of res that matches s, or nil.

@@ -64,11 +64,12 @@ func TestDockerAgentUpdate(t *testing.T) {
 		},
 		{
 			// The tool always writes "Output:" under its report line: a
-			// report line followed by other text is a line the command
-			// printed (a Go program's log, say), and a success.
-			name:   "a report line followed by text with no Output: line is output",
+			// report line followed by other text may be a line the
+			// command printed (a Go program's log, say), so it is output;
+			// but it reads like a report, so no success is claimed.
+			name:   "a report line followed by text with no Output: line is output, and no success",
 			update: dockerFinal("completed", "Error executing command: exit status 1\nretrying...\nok"),
-			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted, Succeeded: true,
+			want: []accum.Observation{{ToolCallID: "d1", Status: accum.StatusCompleted,
 				Texts: []accum.Text{txt(accum.Combined, accum.Final, "Error executing command: exit status 1\nretrying...\nok")}}},
 		},
 		{
@@ -242,4 +243,61 @@ func TestDockerAgentKnownTools(t *testing.T) {
 			assert.Equal(t, c.want, c.obs[0].Unrecognized)
 		})
 	}
+}
+
+// A build that rewords its failure report: the text is no longer one the
+// dialect reads, but it still reads like a report, so it is never taken
+// for the output of an exit 0. The exit is unknown, the text kept as
+// sent, and the wire change is said: by the session, for an exit line
+// left at the head of the output (accum.Call.ExitLineHeld), by the
+// dialect for a JSON result.
+func TestDockerAgentRewordedReportIsNoSuccess(t *testing.T) {
+	d, ok := Lookup("docker-agent")
+	require.True(t, ok)
+	for _, c := range []struct {
+		name, text string
+		exitLine   bool // the session says it: an exit line at the output's head
+		said       []accum.Unrecognized
+	}{
+		{"another verb", "Error running command: exit status 3\nOutput: a\nb", true, nil},
+		{"another sentence", "Command failed with exit code 3\nOutput: a\nb", true, nil},
+		{"the exit line alone", "Process exited with code 3", true,
+			[]accum.Unrecognized{{What: accum.UnrecognizedResult, Field: "content text"}}},
+		{"a result block's line at the end", "a\nb\n\nExit Code: 3", true,
+			[]accum.Unrecognized{{What: accum.UnrecognizedResult, Field: "content text"}}},
+		{"a JSON result", `{"exit_code":3,"output":"a\nb"}`, false,
+			[]accum.Unrecognized{{What: accum.UnrecognizedResult, Field: "rawOutput.content"}}},
+		{"a JSON result, camel case", `{"output": "a\nb", "exitCode": "3"}`, false,
+			[]accum.Unrecognized{{What: accum.UnrecognizedResult, Field: "rawOutput.content"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obs, err := readCase(d, dockerFinal("completed", c.text), "")
+			require.NoError(t, err)
+			require.Len(t, obs, 1)
+			o := obs[0]
+			assert.False(t, o.Succeeded, "a reworded report is no proof of exit 0")
+			assert.Nil(t, o.Exit)
+			assert.False(t, o.Failed)
+			assert.Equal(t, []accum.Text{txt(accum.Combined, accum.Final, c.text)}, o.Texts, "the text is kept as sent")
+			assert.Equal(t, c.said, o.Unrecognized)
+
+			call := accum.NewCall("d1", 1<<20)
+			open := readUpdate(t, d, `{"sessionUpdate":"tool_call","toolCallId":"d1","title":"Shell","kind":"execute","status":"pending","rawInput":{"cmd":"./run.sh"}}`)
+			call.Apply(&open[0])
+			call.Apply(&o)
+			r, ok := call.Revision()
+			require.True(t, ok)
+			assert.Equal(t, accum.Unknown, r.Outcome)
+			assert.Equal(t, c.exitLine, call.ExitLineHeld())
+		})
+	}
+	// Output that only mentions such words further down is still the
+	// output of an exit 0.
+	obs, err := readCase(d, dockerFinal("completed", "building\nexit code 3 is retried\nok"), "")
+	require.NoError(t, err)
+	assert.True(t, obs[0].Succeeded)
+	obs, err = readCase(d, dockerFinal("completed", `{"name":"x","status":"ok"}`), "")
+	require.NoError(t, err)
+	assert.True(t, obs[0].Succeeded, "a JSON output without an exit member")
+	assert.Empty(t, obs[0].Unrecognized)
 }

@@ -43,7 +43,10 @@ import (
 //     command's own; or `[Showing last X of line N ...]`): Truncated.
 //     `(no output)` stands for empty output. A `failed` final whose text
 //     has none of these words is pi's error message (e.g. a missing
-//     working directory): Failed, the message in the reason, not output.
+//     working directory): Failed, the message in the reason, not output;
+//     but only a text of one line, or pi's two-line working directory
+//     error, is one (piMessage): several lines are output above a
+//     closing line a build reworded, kept whole, the exit unknown.
 //   - `_meta.terminal_exit.exit_code` is pi-acp's guess, 0 or 1 (1 for
 //     every error): 0 on `completed` is exit 0; 1 is never read as an exit
 //     code (the words above say what happened); any other value is real.
@@ -456,6 +459,21 @@ func piNoteIsPis(data string, loc []int) bool {
 	return loc[2] < 0 || data[loc[2]:loc[3]] == data[loc[4]:loc[5]]
 }
 
+// piCwdError is pi's error for a working directory that does not exist,
+// its one message of two lines (pi 0.84.2's bash tool).
+var piCwdError = regexp.MustCompile(`^Working directory does not exist: [^\n]*\nCannot execute bash commands\.$`)
+
+// piMessage says whether a `failed` final's text with none of pi's
+// closing words is pi's own message (a spawn error, an invalid timeout, a
+// missing working directory): a single line, or piCwdError. pi writes a
+// command's output only with a closing line below it (or a truncation
+// note), so a text of several lines is output with a closing line pi's
+// build reworded.
+func piMessage(data string) bool {
+	t := strings.TrimSpace(data)
+	return !strings.Contains(t, "\n") || piCwdError.MatchString(t)
+}
+
 // piNoOutput is what pi says instead of an empty output.
 const piNoOutput = "(no output)"
 
@@ -519,11 +537,23 @@ func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *
 		}
 	}
 	if o.Status == accum.StatusFailed && !said && !truncated {
-		// pi's error message, not the command's output.
-		if o.Exit == nil {
-			o.Failed, o.FailNotice = true, notice(data)
+		if piMessage(data) {
+			// pi's error message, not the command's output.
+			if o.Exit == nil {
+				o.Failed, o.FailNotice = true, notice(data)
+			}
+			data = ""
+		} else {
+			// Several lines with none of pi's closing words: output
+			// under a closing line a build reworded ("Command rc=3"),
+			// which cannot be told from the output's own last line.
+			// All of it is kept; the exit is unknown, and said.
+			field := "_meta.terminal_output.data"
+			if whole {
+				field = "content text"
+			}
+			addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, field)
 		}
-		data = ""
 	}
 	if whole {
 		t := accum.Text{Stream: accum.Combined, Kind: accum.Final, Text: data, Truncated: truncated || out.Truncated}

@@ -649,3 +649,62 @@ func TestPiContentWireNoOutputWords(t *testing.T) {
 		assert.Equal(t, "", out)
 	})
 }
+
+// A build that rewords pi's closing line ("Command rc=3", "ExitCode: 3"
+// for "Command exited with code 3") on a `failed` final: the text is no
+// longer one of pi's, but the output above that line is the command's.
+// Only a text of exactly one line (or pi's known error) is pi's message;
+// one of several lines is kept whole as output, the exit unknown, and the
+// wire change said.
+func TestPiRewordedClosingLineKeepsOutput(t *testing.T) {
+	d, _ := Lookup("pi")
+	content := func(status, text string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"p1","status":"` + status + `","content":[{"type":"content","content":{"type":"text","text":` + jsonString(text) + `}}],"rawOutput":{"content":[{"type":"text","text":` + jsonString(text) + `}],"details":{}}}`
+	}
+	final := func(s string) accum.Text { return txt(accum.Combined, accum.Final, s) }
+	for _, closing := range []string{"Command rc=3", "ExitCode: 3"} {
+		// pi-acp 0.0.24's frame of `printf 'a\nb\n'; exit 3`, its closing line reworded.
+		text := "a\nb\n\n\n" + closing
+		obs, err := readCase(d, content("failed", text), "")
+		require.NoError(t, err)
+		require.Len(t, obs, 1)
+		assert.Equal(t, []accum.Text{final(text)}, obs[0].Texts, "%s: the output is kept, the line with it", closing)
+		assert.False(t, obs[0].Failed, closing)
+		assert.Empty(t, obs[0].FailNotice, closing)
+		assert.Nil(t, obs[0].Exit, closing)
+		assert.Equal(t, []accum.Unrecognized{{What: accum.UnrecognizedResult, Field: "content text"}}, obs[0].Unrecognized, closing)
+
+		// Folded after the live text: the call keeps its output and
+		// ends FAILED, as pi said, with no exit code.
+		r, out := foldFrames(t, d, "p1",
+			`{"sessionUpdate":"tool_call","toolCallId":"p1","title":"bash","kind":"other","status":"pending","rawInput":{"command":"printf 'a\\nb\\n'; exit 3"}}`,
+			content("in_progress", "a\nb\n"),
+			content("failed", text))
+		require.NotNil(t, out, closing)
+		assert.Equal(t, text, out.Text, closing)
+		assert.Equal(t, accum.Failed, r.Outcome, closing)
+
+		// The terminal wire's last delta, when it carries output too.
+		obs, err = readCase(d, piUpd("failed", `{`+piOut("tail\n\n"+closing)+`,`+piExit("1")+`}`), "")
+		require.NoError(t, err)
+		assert.Equal(t, []accum.Text{piText("tail\n\n"+closing, false)}, obs[0].Texts, closing)
+		assert.False(t, obs[0].Failed, closing)
+	}
+	runObsCases(t, d, []obsCase{
+		{
+			name:   "one line with none of pi's words is pi's message, not output",
+			update: content("failed", "spawn /bin/bash ENOENT"),
+			want:   one(accum.Observation{ToolCallID: "p1", Status: accum.StatusFailed, Failed: true, FailNotice: "spawn /bin/bash ENOENT", Texts: []accum.Text{final("")}}),
+		},
+		{
+			name:   "pi's error for a missing working directory, two lines, is pi's message",
+			update: content("failed", "Working directory does not exist: /gone\nCannot execute bash commands."),
+			want:   one(accum.Observation{ToolCallID: "p1", Status: accum.StatusFailed, Failed: true, FailNotice: "Working directory does not exist: /gone", Texts: []accum.Text{final("")}}),
+		},
+		{
+			name:   "the terminal wire: a reworded closing line alone is a notice",
+			update: piUpd("failed", `{`+piOut("\n\nCommand rc=3")+`,`+piExit("1")+`}`),
+			want:   one(accum.Observation{ToolCallID: "p1", Shell: accum.ShellYes, Status: accum.StatusFailed, Failed: true, FailNotice: "Command rc=3"}),
+		},
+	})
+}

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"bytes"
+	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -82,6 +83,9 @@ import (
 //     without its "Exit Code:"/"Signal:" lines, or whose Exit Code is
 //     neither a number nor "(none)", is a reworded report: no exit is
 //     read from it, and it is said (result_text, "content text").
+//   - A `rawOutput` string that is the result object itself as JSON (a
+//     build that stringifies it) is read as the object, never as output,
+//     unless the report shows it word for word (qwenResultString).
 //   - 0.24 with is_background: a `completed` final whose rawOutput is the
 //     string "Background shell <id> started (pid N)." and whose content is
 //     "Background shell started.\nid: <id>\n..." (the output file, the
@@ -398,7 +402,11 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 			}
 		}
 	}
-	if out := u.RawOutput.Obj; out != nil {
+	out := u.RawOutput.Obj
+	if out == nil && u.RawOutput.Text.Set {
+		out = qwenResultString(u)
+	}
+	if out != nil {
 		if qwenOwnEdit(out) {
 			// No process ran: no output, no exit status.
 			o.Src.Notice = "rawOutput.fileDiff: Qwen made the edit itself, no process ran"
@@ -463,6 +471,34 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 	}
 	return []accum.Observation{o}
 }
+
+// qwenResultString reads a `rawOutput` string that is Qwen's result
+// object as JSON (a build that stringifies it): an object with `type`
+// "shell_result", or with both `output` and `exitCode`. That is the
+// result, not 0.15's displayed output: nil when the string is no such
+// object, or when the content's report shows it word for word as its
+// Output (a command that printed it: 0.15's display is then output).
+func qwenResultString(u *qwenCall) *qwenOutput {
+	s := strings.TrimSpace(u.RawOutput.Text.S)
+	if !strings.HasPrefix(s, "{") || !json.Valid([]byte(s)) {
+		return nil
+	}
+	out, hasExit := new(qwenOutput), false
+	jsonlit.EachMember([]byte(s), func(key string, _ []byte) { hasExit = hasExit || key == "EXITCODE" })
+	out.read([]byte(s))
+	if out.Type.S != qwenResultType && !(out.Output.Set && hasExit) {
+		return nil
+	}
+	if text, ok := u.Texts(); ok {
+		if _, shown := qwenShownOutput(text, qwenCutAppended(text, u.RawOutput.Text.S)); shown {
+			return nil
+		}
+	}
+	return out
+}
+
+// qwenResultType is the `type` of Qwen's structured shell result.
+const qwenResultType = "shell_result"
 
 func askQwenFor(u *qwenCall, titleDescribes bool) accum.Observation {
 	o := u.askBase()

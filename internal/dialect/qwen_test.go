@@ -702,3 +702,47 @@ func TestQwenOwnSedEdit(t *testing.T) {
 	require.NotNil(t, both[0].Exit)
 	require.NotEmpty(t, both[0].Texts)
 }
+
+// A build that sends its shell_result as a JSON string (the object
+// stringified) in rawOutput: the string is not 0.15's displayed output
+// but the result itself, read as 0.24.4's object is, never as output.
+// A command's own output of that shape, which the report's Output field
+// shows word for word (0.15's display), stays output.
+func TestQwenResultObjectAsString(t *testing.T) {
+	d := mustDialect(t, "qwen")
+	// 0.24.4's finals of `ls` and `printf 'a\nb\n'; exit 3` (qwen-code-0.24.4_plain_full).
+	for _, c := range []struct{ name, content, object, status string }{
+		{"exit 0", "Command: ls\nDirectory: (root)\nOutput: alpha.txt  beta.md  gamma.go  notes.txt\nError: (none)\nExit Code: 0\nSignal: (none)\nProcess Group PGID: 10897",
+			`{"type":"shell_result","version":1,"text":"alpha.txt  beta.md  gamma.go  notes.txt","output":"alpha.txt  beta.md  gamma.go  notes.txt","directory":"/home/dev/work/proj","exitCode":0,"signal":null,"pid":10897,"error":null,"outcome":"completed","notices":[],"truncated":false,"outputFiles":[]}`,
+			"completed"},
+		{"exit 3", "Command: printf 'a\\nb\\n'; exit 3\nDirectory: (root)\nOutput: a\nb\nError: (none)\nExit Code: 3\nSignal: (none)\nProcess Group PGID: 11106",
+			`{"type":"shell_result","version":1,"text":"a\nb","output":"a\nb","directory":"/home/dev/work/proj","exitCode":3,"signal":null,"pid":11106,"error":null,"outcome":"failed","notices":[],"truncated":false,"outputFiles":[]}`,
+			"failed"},
+		{"exit 3, without its type, the members reordered", "Command: printf 'a\\nb\\n'; exit 3\nDirectory: (root)\nOutput: a\nb\nError: (none)\nExit Code: 3\nSignal: (none)\nProcess Group PGID: 11106",
+			`{"directory":"/home/dev/work/proj","exitCode":3,"signal":null,"output":"a\nb","outcome":"failed","truncated":false}`,
+			"failed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			frame := func(raw string) string {
+				return `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"` + c.status + `","content":[{"type":"content","content":{"type":"text","text":` + jsonString(c.content) + `}}],"_meta":{"toolName":"run_shell_command","provenance":"builtin"},"rawOutput":` + raw + `}`
+			}
+			want := withoutProvenance(readUpdate(t, d, frame(c.object)))
+			got := readUpdate(t, d, frame(jsonString(c.object)))
+			require.Len(t, got, 1)
+			for _, tx := range got[0].Texts {
+				assert.NotContains(t, tx.Text, `"exitCode"`, "the result is not output")
+			}
+			assert.Equal(t, want, withoutProvenance(got), "the string reads as the object")
+		})
+	}
+	// 0.15.10's final of a command that printed such an object: the
+	// report shows it as its Output, so it is the output.
+	printed := `{"type":"shell_result","output":"x","exitCode":3}`
+	obs := readUpdate(t, d, `{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed","content":[{"type":"content","content":{"type":"text","text":`+
+		jsonString("Command: cat r.json\nDirectory: (root)\nOutput: "+printed+"\nError: (none)\nExit Code: 0\nSignal: 0\nProcess Group PGID: 15563")+
+		`}}],"_meta":{"toolName":"run_shell_command"},"rawOutput":`+jsonString(printed)+`}`)
+	require.Len(t, obs, 1)
+	assert.Equal(t, []accum.Text{txt(accum.Combined, accum.Final, printed)}, obs[0].Texts)
+	require.NotNil(t, obs[0].Exit)
+	assert.EqualValues(t, 0, obs[0].Exit.Code)
+}

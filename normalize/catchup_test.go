@@ -1,6 +1,7 @@
 package normalize_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/normalize"
@@ -109,4 +110,61 @@ func TestMissedEndedRevisionOfAFrameSentAgain(t *testing.T) {
 	assert.Equal(t, ended[0], ended[1])
 	assert.Equal(t, normalize.StateEnded, ended[0].State)
 	assert.Equal(t, "a\n", ended[0].Output.Text)
+}
+
+// A stream that breaks while a frame ends several calls (a turn's end,
+// a close) loses the ENDED revisions still to be sent: each of them is
+// still made and counted, so that the frame sent again, with what the
+// client holds, hands every one on. None is left open on the client.
+func TestMissedEndedRevisionsOfAFrameThatEndedMany(t *testing.T) {
+	n := normalize.New()
+	open := func(id string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"` + id + `","kind":"execute","title":"sleep 9","status":"in_progress","rawInput":{"command":"sleep 9"}}}}`
+	}
+	turnEnd := `{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}`
+	held := map[string]uint32{}
+	ids := []string{"c1", "c2", "c3", "c4"}
+	for i, id := range ids {
+		out, err := n.Feed("s", []byte(open(id)), normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied())
+		require.NoError(t, err)
+		require.Len(t, out, 1)
+		held[id] = out[0].Revision
+	}
+	seq := uint64(len(ids) + 1)
+	cut := errors.New("stream cut")
+	sent := 0
+	_, err := n.Feed("s", []byte(turnEnd), normalize.WithSequence(seq), normalize.WithSkipApplied(),
+		normalize.WithEmit(func(ev normalize.Event) error {
+			if ev.ShellExec != nil && ev.ShellExec.State == normalize.StateEnded {
+				sent++
+				if sent == 1 {
+					held[ev.ShellExec.ToolCallID] = ev.ShellExec.Revision // the client got this one
+				}
+				return cut
+			}
+			return nil
+		}))
+	require.ErrorIs(t, err, cut)
+	require.Equal(t, 1, sent, "nothing is sent after the cut")
+
+	got := map[string]*normalize.ShellExec{}
+	_, err = n.Feed("s", []byte(turnEnd), normalize.WithSequence(seq), normalize.WithSkipApplied(),
+		normalize.WithHeld(held), normalize.WithHeldSequence(seq-1),
+		normalize.WithEmit(func(ev normalize.Event) error {
+			if x := ev.ShellExec; x != nil {
+				assert.True(t, ev.Again)
+				got[x.ToolCallID] = x
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	require.Len(t, got, len(ids)-1, "every call whose ENDED revision the cut lost")
+	for _, id := range ids {
+		x := got[id]
+		if x == nil {
+			continue
+		}
+		assert.Equal(t, normalize.StateEnded, x.State, id)
+		assert.Equal(t, held[id]+1, x.Revision, "%s: the revision after the one the client holds", id)
+	}
 }

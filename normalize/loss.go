@@ -765,9 +765,19 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 			r.send(Event{Error: it.Error, Again: true})
 			continue
 		}
+		if held, named := r.req.held[it.Call]; named && held >= it.Revision || s.x.floors[it.Call].floor >= it.Revision {
+			continue // the caller holds it
+		}
 		e := s.calls[it.Call]
-		if e == nil || e.revisions != it.Revision || s.x.floors[it.Call].floor >= it.Revision {
-			continue // released, changed since, or the caller holds it
+		if e == nil {
+			// Released since (its session closed, its grace passed): its
+			// final state went with it. Said, not left for the caller
+			// to wait on.
+			r.fail(FailedPrecondition, it.Call, "the ENDED revision %d of tool call %q answered request %d of session %q, but the call has been released since (its session closed, or its grace period passed), and an answer over %d bytes is kept only as what to make again from the call: it cannot be handed on again", it.Revision, it.Call, r.seq, s.id, maxAnswerBytes)
+			continue
+		}
+		if e.revisions != it.Revision {
+			continue // changed since: its next revision carries it
 		}
 		rev, ok := e.call.Final()
 		if !ok {
@@ -781,7 +791,8 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 
 // handOnMissed hands on again, for a frame applied before whose answer
 // is not kept (the caller lost it: the stream broke after the frame was
-// applied), the ENDED revision of the calls the frame is about, and,
+// applied), the ENDED revision of the calls the frame is about (those a
+// turn's end ended, for a turn's end sent again), and,
 // when the caller says what it holds (WithHeld, or WithHeldSequence: a
 // caller that had seen no revision yet names no call), of every other
 // call of the session it holds an earlier revision of or does not name:
@@ -802,6 +813,15 @@ func (ss *sessions) handOnMissed(s *session, r *reply) {
 	for i := range r.frameObs {
 		add(r.frameObs[i].ToolCallID, s.calls[r.frameObs[i].ToolCallID])
 	}
+	if r.seq != 0 && len(r.frameObs) == 0 {
+		// A turn's end sent again: the calls it ended are what it is
+		// about (a client sends no claims with it, only with a frame).
+		for id, e := range s.calls {
+			if e.endedBy == r.seq {
+				add(id, e)
+			}
+		}
+	}
 	if (len(r.req.held) > 0 || r.req.heldSeq > 0) && !r.missedSent {
 		r.missedSent = true
 		for id, e := range s.calls {
@@ -816,6 +836,96 @@ func (ss *sessions) handOnMissed(s *session, r *reply) {
 		}
 		rev.Number = e.revisions // as handed on (see lift)
 		r.send(Event{ShellExec: s.toExec(&rev, r.seq), Again: true})
+	}
+}
+
+// keptFinals are the ENDED revisions a session's close made and could not
+// hand on (the stream broke while it sent them), kept, without a store,
+// with the closed session's mark (tombstones.keep) for the close or a
+// frame of the session sent again: the calls are released with the
+// session, so nothing else could make them again. lost names the calls
+// whose revision is not kept (over maxClosedFinalBytes, or the
+// tombstones' bound on what they keep), each with that revision's number.
+type keptFinals struct {
+	finals []*ShellExec
+	lost   []lostFinal
+	bytes  int // of the finals' texts
+}
+
+type lostFinal struct {
+	call     string
+	revision uint32
+}
+
+// maxClosedFinalBytes bounds the texts one close keeps (keptFinals).
+const maxClosedFinalBytes = 8 << 20
+
+// keepFinals returns what a close that failed to hand on some ENDED
+// revisions keeps of them (nil when it handed on every one, has a store,
+// which answers a request sent again from its commit, or has no sequence
+// to be sent again under).
+func (ss *sessions) keepFinals(s *session, r *reply) *keptFinals {
+	if len(r.undelivered) == 0 || ss.store != nil || s.applied == 0 {
+		return nil
+	}
+	k := &keptFinals{}
+	for _, e := range r.undelivered {
+		rev, ok := e.call.Final()
+		if !ok {
+			continue
+		}
+		rev.Number = e.revisions // as handed on (see lift)
+		x := s.toExec(&rev, r.seq)
+		n := execTextBytes(x)
+		if k.bytes+n > maxClosedFinalBytes {
+			k.lost = append(k.lost, lostFinal{x.ToolCallID, x.Revision})
+			continue
+		}
+		k.bytes += n
+		k.finals = append(k.finals, x)
+	}
+	return k
+}
+
+// execTextBytes is the bytes of x's texts.
+func execTextBytes(x *ShellExec) int {
+	n := len(x.Command) + len(x.Cwd) + len(x.Description)
+	for _, t := range []*Text{x.Output, x.Stdout, x.Stderr} {
+		if t != nil {
+			n += len(t.Text)
+		}
+	}
+	return n
+}
+
+// handOnClosed hands on again, once per request, the ENDED revisions a
+// closed session kept (keepFinals) that the caller does not say it holds,
+// and names those it could not keep.
+func (ss *sessions) handOnClosed(key string, r *reply) {
+	if r.closedSent {
+		return
+	}
+	r.closedSent = true
+	k := ss.tombs.kept(key)
+	if k == nil {
+		return
+	}
+	has := func(call string, revision uint32) bool {
+		held, named := r.req.held[call]
+		return named && held >= revision
+	}
+	for _, x := range k.finals {
+		if has(x.ToolCallID, x.Revision) {
+			continue
+		}
+		c := *x
+		c.Sequence = r.seq
+		r.send(Event{ShellExec: &c, Again: true})
+	}
+	for _, l := range k.lost {
+		if !has(l.call, l.revision) {
+			r.fail(FailedPrecondition, l.call, "the ENDED revision %d of tool call %q, made when session %q was closed, was not handed on (the stream broke) and is not kept: a close keeps at most %d bytes of such revisions", l.revision, l.call, r.session, maxClosedFinalBytes)
+		}
 	}
 }
 

@@ -151,6 +151,9 @@ type entry struct {
 	outcome   accum.Outcome // outcome of the last revision sent
 	dirty     bool          // changed since the last commit (with a store)
 	acked     uint32        // revisions as of the last commit: handed on (with a store)
+	// endedBy is the sequence of the turn's end or the close that ended
+	// the call (0: none, or a frame did): see handOnMissed.
+	endedBy uint64
 }
 
 type ask struct {
@@ -387,6 +390,12 @@ type reply struct {
 	// on; fresh lists the sequences it applied (with skipped applied
 	// sequences), whose answers are kept.
 	lossChecked, lossFound, claimRefused, missedSent bool
+	// undelivered are the calls whose ENDED revision the request made
+	// but did not hand on (a send failed before or at it); closedSent
+	// says the ENDED revisions a closed session kept were handed on
+	// (see handOnClosed).
+	undelivered []*entry
+	closedSent  bool
 	// frameObs is what the frame under way says, read before its
 	// sequence is checked: the calls whose revisions it made, if it was
 	// applied before.
@@ -514,7 +523,11 @@ func (ss *sessions) closeSession(id string, req *request) error {
 	r, err := ss.attempt(req, func(r *reply) error {
 		return ss.control(req.ctx, id, req.seq, "session_closed", r, func(s *session) {
 			ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
+			kept := ss.keepFinals(s, r)
 			ss.drop(s, releasedClosed, "session_closed")
+			if kept != nil {
+				ss.tombs.keep(s.key, kept)
+			}
 		})
 	})
 	if err != nil {
@@ -636,6 +649,7 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 	if err == nil && s == nil && r.req.skipApplied && r.seq > 1 && r.seq <= ss.tombs.closedAt(r.req.ns.key(id)) {
 		// Sent again after the session was closed (without a store, a
 		// closed session is not kept): it was applied.
+		ss.handOnClosed(r.req.ns.key(id), r)
 		r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, id, ss.tombs.closedAt(r.req.ns.key(id)))
 		return nil
 	}
@@ -1264,10 +1278,14 @@ func (s *session) onlyOpen(kind accum.Shell) *entry {
 }
 
 // emit appends the call's next revision, if it is a shell call and changed.
+// After a failed send a live change waits for the call's next revision;
+// an ENDED one, which has no next, is still made and counted, though not
+// sent: the caller sends the request again, saying what it holds, and is
+// handed it then (handOnMissed).
 func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	e.dirty = true
-	if !e.call.IsShell() || r.err != nil {
-		return // after a failed send the change waits for the next revision
+	if !e.call.IsShell() || r.err != nil && !e.call.Ended() {
+		return
 	}
 	rev, ok := e.call.Revision()
 	if !ok {
@@ -1288,6 +1306,9 @@ func (ss *sessions) emit(s *session, e *entry, r *reply) {
 	}
 	e.revisions, e.outcome = rev.Number, rev.Outcome
 	r.send(Event{ShellExec: s.toExec(&rev, r.seq)})
+	if r.err != nil && rev.State == accum.Ended {
+		r.undelivered = append(r.undelivered, e)
+	}
 }
 
 // inOrder returns the calls that keep says to keep, in the order they
@@ -1319,7 +1340,7 @@ func (ss *sessions) endOpen(s *session, cancelled bool, why string, r *reply) {
 	for _, e := range open {
 		e.call.End(cancelled, why)
 		ss.settle(s, e, 0)
-		e.endedAt = now
+		e.endedAt, e.endedBy = now, r.seq
 		ss.exitLineLeft(s, e)
 		ss.emit(s, e, r)
 	}
@@ -1446,6 +1467,7 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 		keptErrors(s, r)
 		ss.handOnMissed(s, r)
 		if sentAgain {
+			ss.handOnClosed(s.key, r)
 			r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.closed)
 			return true
 		}

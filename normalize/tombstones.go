@@ -21,13 +21,60 @@ import (
 // forgets its own tombstones and never another's: a namespace holding
 // fewer than its share (limit over the namespaces holding tombstones)
 // keeps all of them.
+//
+// The marks of closed sessions may keep the ENDED revisions their close
+// could not hand on (keepFinals): at most maxKeptFinalBytes of texts in
+// all, more are named as lost when asked for.
 type tombstones struct {
-	mu     sync.Mutex
-	limit  int
-	byKey  map[tombKey]tomb
-	spaces map[string]*tombQueue // by namespace key prefix; only those holding entries
-	heap   tombHeap              // the same queues, the one holding the most first
-	seq    uint64
+	mu        sync.Mutex
+	limit     int
+	byKey     map[tombKey]tomb
+	spaces    map[string]*tombQueue // by namespace key prefix; only those holding entries
+	heap      tombHeap              // the same queues, the one holding the most first
+	seq       uint64
+	keptBytes int // of the finals the entries keep
+}
+
+// maxKeptFinalBytes bounds the texts of the ENDED revisions the marks of
+// closed sessions keep, of every namespace together.
+const maxKeptFinalBytes = 64 << 20
+
+// keep adds to the mark of the closed session with key session (it must
+// have one: see closedAt) the ENDED revisions its close could not hand
+// on, as lost when they would take the kept texts over their bound.
+func (t *tombstones) keep(session string, k *keptFinals) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := tombKey{session, ""}
+	tb, ok := t.byKey[key]
+	if !ok {
+		return
+	}
+	if t.keptBytes+k.bytes > maxKeptFinalBytes {
+		for _, x := range k.finals {
+			k.lost = append(k.lost, lostFinal{x.ToolCallID, x.Revision})
+		}
+		k.finals, k.bytes = nil, 0
+	}
+	t.unkeep(tb)
+	tb.finals = k
+	t.keptBytes += k.bytes
+	t.byKey[key] = tb
+}
+
+// kept returns the ENDED revisions the mark of the closed session with
+// key session keeps (nil: none).
+func (t *tombstones) kept(session string) *keptFinals {
+	tb, _ := t.get(session, "")
+	return tb.finals
+}
+
+// unkeep forgets the bytes tb's finals count, as tb leaves or is
+// replaced.
+func (t *tombstones) unkeep(tb tomb) {
+	if tb.finals != nil {
+		t.keptBytes -= tb.finals.bytes
+	}
 }
 
 type tombKey struct{ session, call string }
@@ -85,8 +132,10 @@ type tomb struct {
 	revisions uint32        // revisions sent before release
 	outcome   accum.Outcome // OutcomeNone when it had not ended
 	// applied: under the call id "", the mark of a closed session (see
-	// closedAt), the highest sequence it had applied.
+	// closedAt), the highest sequence it had applied; finals, the ENDED
+	// revisions its close could not hand on (see keepFinals).
 	applied uint64
+	finals  *keptFinals
 }
 
 func newTombstones(limit int) *tombstones {
@@ -111,9 +160,11 @@ func (t *tombstones) add(session, call string, tb tomb) {
 		t.spaces[space] = q
 		heap.Push(&t.heap, q)
 	}
-	if _, again := t.byKey[k]; !again {
+	if old, again := t.byKey[k]; !again {
 		q.live++
 		heap.Fix(&t.heap, q.index)
+	} else {
+		t.unkeep(old)
 	}
 	t.byKey[k] = tb
 	q.queue = append(q.queue, queued{k, t.seq})
@@ -129,7 +180,8 @@ func (t *tombstones) evict(q *tombQueue) {
 		old := q.queue[q.head]
 		q.queue[q.head] = queued{}
 		q.head++
-		if t.byKey[old.key].seq == old.seq {
+		if tb := t.byKey[old.key]; tb.seq == old.seq {
+			t.unkeep(tb)
 			delete(t.byKey, old.key)
 			q.live--
 			break
@@ -195,9 +247,11 @@ func (t *tombstones) remove(session, call string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := tombKey{session, call}
-	if _, ok := t.byKey[k]; !ok {
+	tb, ok := t.byKey[k]
+	if !ok {
 		return
 	}
+	t.unkeep(tb)
 	delete(t.byKey, k)
 	q := t.spaces[spaceOfKey(session)]
 	if q == nil {

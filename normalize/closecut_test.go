@@ -1,0 +1,135 @@
+package normalize_test
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/testredis"
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store"
+	"github.com/acpnorm/acpnorm/store/redisstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A stream cut while a turn's end or a session's close ends several open
+// calls (the first ENDED revision sent, the rest lost with the stream):
+// the client sends the request again on a new stream, saying what it
+// holds, and is handed the ENDED revision of every call it missed, or is
+// told which it cannot have. No call is left open on the client with
+// nothing said; on every store, and with outputs too large to keep an
+// answer whole (which are made again from the calls' state).
+func TestEndingRequestCutHandsOnEveryEnded(t *testing.T) {
+	stores := map[string]func(t *testing.T) store.Store{
+		"no store":     func(*testing.T) store.Store { return nil },
+		"memory store": func(*testing.T) store.Store { return store.NewMemory() },
+		"redis": func(t *testing.T) store.Store {
+			st, err := redisstore.Open(testredis.Start(t))
+			require.NoError(t, err)
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	}
+	for name, mk := range stores {
+		for _, close := range []bool{false, true} {
+			for _, big := range []bool{false, true} {
+				for _, claims := range []bool{true, false} {
+					t.Run(fmt.Sprintf("%s/close=%v/big=%v/claims=%v", name, close, big, claims), func(t *testing.T) {
+						var opts []normalize.Option
+						if st := mk(t); st != nil {
+							opts = append(opts, normalize.WithStore(st))
+						}
+						endingRequestCut(t, normalize.New(opts...), close, big, claims)
+					})
+				}
+			}
+		}
+	}
+}
+
+// endingRequestCut cuts the stream of a turn's end (or a close) after its
+// first ENDED revision and sends it again, with what the client holds
+// (claims) or, as a client whose first request sent again is that one
+// (claims ride only on frames), without.
+func endingRequestCut(t *testing.T, n *normalize.Normalizer, close, big, claims bool) {
+	out := "a\n"
+	if big {
+		out = strings.Repeat("0123456789abcdef", 8<<10) // 128 KiB a call
+	}
+	upd := func(u string) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":` + u + `}}`)
+	}
+	ids := []string{"c1", "c2", "c3", "c4"}
+	held := map[string]uint32{}
+	var seq uint64
+	for _, id := range ids {
+		for _, f := range [][]byte{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"` + id + `","kind":"execute","title":"cat f","status":"in_progress","rawInput":{"command":"cat f"}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":` + strconv.Quote(out) + `}}]}`),
+		} {
+			seq++
+			got, err := n.Feed("S", f, normalize.WithSequence(seq), normalize.WithSkipApplied())
+			require.NoError(t, err)
+			for _, x := range got {
+				held[x.ToolCallID] = x.Revision
+			}
+		}
+	}
+	end := func(opts ...normalize.FeedOption) error {
+		opts = append(opts, normalize.WithSequence(seq+1), normalize.WithSkipApplied())
+		var err error
+		if close {
+			_, err = n.CloseSession("S", opts...)
+		} else {
+			_, err = n.TurnEnded("S", false, opts...)
+		}
+		return err
+	}
+	cut := errors.New("stream cut")
+	sent := 0
+	err := end(normalize.WithEmit(func(ev normalize.Event) error {
+		if x := ev.ShellExec; x != nil && x.State == normalize.StateEnded {
+			if sent++; sent == 1 {
+				held[x.ToolCallID] = x.Revision
+				return nil
+			}
+		}
+		return cut
+	}))
+	require.ErrorIs(t, err, cut)
+
+	ended := map[string]bool{}
+	var said []string
+	var again []normalize.FeedOption
+	if claims {
+		again = append(again, normalize.WithHeld(held), normalize.WithHeldSequence(seq))
+	}
+	err = end(append(again,
+		normalize.WithEmit(func(ev normalize.Event) error {
+			if x := ev.ShellExec; x != nil && x.Revision > held[x.ToolCallID] {
+				assert.Equal(t, held[x.ToolCallID]+1, x.Revision, "%s: the revision after the one held", x.ToolCallID)
+				assert.Equal(t, normalize.StateEnded, x.State, x.ToolCallID)
+				require.NotNil(t, x.Output, x.ToolCallID)
+				assert.Equal(t, out, x.Output.Text, "%s: the whole output", x.ToolCallID)
+				held[x.ToolCallID] = x.Revision
+				ended[x.ToolCallID] = true
+			}
+			if e := ev.Error; e != nil && e.Code != normalize.AlreadyExists {
+				said = append(said, e.Message)
+			}
+			return nil
+		}))...)
+	require.NoError(t, err)
+	for _, id := range ids[1:] {
+		if !ended[id] {
+			found := false
+			for _, m := range said {
+				found = found || strings.Contains(m, `"`+id+`"`)
+			}
+			assert.True(t, found, "%s: neither handed on nor named as lost (errors: %q)", id, said)
+		}
+	}
+}

@@ -22,6 +22,7 @@
 # (STORE=1: bench/out/store.json).
 # Fails (exit 1) when a run saw a FrameError, a failed send or a broken stream.
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 cd "$(dirname "$0")/.."
 GHZ_VERSION=v0.121.0
 bin=$(mktemp -d)

@@ -7,6 +7,7 @@
 # Usage: bash gen/generate.sh   (from anywhere; needs Go, Node/npm, protoc and
 # grpc_python_plugin from Debian's protobuf-compiler and protobuf-compiler-grpc)
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 cd "$(dirname "$0")/.."
 bin="$PWD/.bin"
 mkdir -p "$bin"

@@ -12,6 +12,7 @@
 # introduces it). An intended break is a new major version, not a
 # silenced check.
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 cd "$(dirname "$0")/.."
 pkg=github.com/acpnorm/acpnorm/normalize
 base=${1:-}

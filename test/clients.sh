@@ -13,6 +13,7 @@
 # python3-wheel (test/setup.sh installs them; or set PYTHON to an
 # interpreter whose venvs see grpcio, protobuf, setuptools and wheel).
 set -uo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 cd "$(dirname "$0")/.."
 root=$PWD
 PYTHON=${PYTHON:-/usr/bin/python3}

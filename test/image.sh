@@ -11,6 +11,7 @@
 # Needs podman or docker. Without a usable one it prints "SKIP" and exits 0;
 # SKIP_IMAGE=1 skips it on purpose. test/setup.sh installs Debian's podman.
 set -uo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 cd "$(dirname "$0")/.."
 
 if [ "${SKIP_IMAGE:-}" = 1 ]; then

@@ -40,6 +40,7 @@
 #      short run of one real agent build against a scripted model
 #      (test/agents/run.sh --scenario smoke opencode).
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-20000x}
 

@@ -10,6 +10,7 @@
 # Needs Go and Node with npm. Safe to run again: it installs only what is
 # missing.
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 cd "$(dirname "$0")/.."
 
 pkgs=()
@@ -49,33 +50,38 @@ if ! cmp -s clients/ts/package-lock.json clients/ts/node_modules/.acpnorm-lock 2
   (cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.acpnorm-lock)
 fi
 
+# staticcheck, govulncheck and apidiff read the standard library's source
+# with the Go they were built with: one built with another Go fails on it,
+# so their .version files name that Go too, and another Go rebuilds them.
+gover=$(go env GOVERSION)
+
 # staticcheck, pinned; .bin/staticcheck.version says which one is there.
-STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2, which knows Go 1.26
-if [ "$(cat .bin/staticcheck.version 2>/dev/null)" != "$STATICCHECK_VERSION" ] || [ ! -x .bin/staticcheck ]; then
+STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2, the newest; it reads Go 1.27.3's code when built with it
+if [ "$(cat .bin/staticcheck.version 2>/dev/null)" != "$STATICCHECK_VERSION $gover" ] || [ ! -x .bin/staticcheck ]; then
   echo "== go install staticcheck@$STATICCHECK_VERSION"
   mkdir -p .bin
   GOBIN="$PWD/.bin" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
-  echo "$STATICCHECK_VERSION" > .bin/staticcheck.version
+  echo "$STATICCHECK_VERSION $gover" > .bin/staticcheck.version
 fi
 
 # govulncheck, pinned; it needs https://vuln.go.dev at run time (test/run.sh
 # skips it, saying so, when that cannot be reached).
 GOVULNCHECK_VERSION=v1.9.0
-if [ "$(cat .bin/govulncheck.version 2>/dev/null)" != "$GOVULNCHECK_VERSION" ] || [ ! -x .bin/govulncheck ]; then
+if [ "$(cat .bin/govulncheck.version 2>/dev/null)" != "$GOVULNCHECK_VERSION $gover" ] || [ ! -x .bin/govulncheck ]; then
   echo "== go install govulncheck@$GOVULNCHECK_VERSION"
   mkdir -p .bin
   GOBIN="$PWD/.bin" go install "golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK_VERSION"
-  echo "$GOVULNCHECK_VERSION" > .bin/govulncheck.version
+  echo "$GOVULNCHECK_VERSION $gover" > .bin/govulncheck.version
 fi
 
 # apidiff, pinned (golang.org/x/exp has no tags: a pseudo-version); test/apidiff.sh
 # runs it to flag incompatible changes to the public normalize package.
 APIDIFF_VERSION=v0.0.0-20261113113407-e3970619a1a4
-if [ "$(cat .bin/apidiff.version 2>/dev/null)" != "$APIDIFF_VERSION" ] || [ ! -x .bin/apidiff ]; then
+if [ "$(cat .bin/apidiff.version 2>/dev/null)" != "$APIDIFF_VERSION $gover" ] || [ ! -x .bin/apidiff ]; then
   echo "== go install apidiff@$APIDIFF_VERSION"
   mkdir -p .bin
   GOBIN="$PWD/.bin" go install "golang.org/x/exp/cmd/apidiff@$APIDIFF_VERSION"
-  echo "$APIDIFF_VERSION" > .bin/apidiff.version
+  echo "$APIDIFF_VERSION $gover" > .bin/apidiff.version
 fi
 
 # kubeconform, pinned, checks deploy/k8s in test/run.sh. It cannot fetch its

@@ -13,6 +13,7 @@
 #   bash test/soak.sh                       10 minutes, 8 clients
 #   DURATION=2m WORKERS=4 bash test/soak.sh a shorter run
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10m}
 WORKERS=${WORKERS:-8}

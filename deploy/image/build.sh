@@ -18,6 +18,7 @@
 #
 # Exit status: 0 built, 3 no usable container engine, other: failed.
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 cd "$(dirname "$0")/../.."
 
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}

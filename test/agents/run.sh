@@ -28,6 +28,7 @@
 # Exit status: 0 when no step is FAIL, 1 otherwise; 0 with a SKIP line where
 # network namespaces are not permitted.
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3 # the Go acpnorm builds with: the go command fetches it from the module proxy
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cd "$here"

@@ -149,6 +149,10 @@ type Hooks struct {
 	// replicas), or "delete" of a stored state that did not decode), how
 	// it went ("ok", "conflict" or "error") and how long it took.
 	StoreOp func(op, result string, took time.Duration)
+	// StoreError is called with the error of each operation on the store
+	// that StoreOp says "error" of, for a log: what failed, not only
+	// that it did.
+	StoreError func(op string, err error)
 	// Unrecognized is called when a session first shows a kind of thing
 	// its dialect does not read: something a frame carried about a shell
 	// call that looks like a result, an agent name no dialect knows, or a
@@ -760,17 +764,19 @@ func (h Hooks) sessions(delta int) {
 }
 
 func (h Hooks) storeOp(op string, start time.Time, err error) {
-	if h.StoreOp == nil {
-		return
-	}
 	result := "ok"
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		result = "conflict"
 	case err != nil:
 		result = "error"
+		if h.StoreError != nil {
+			h.StoreError(op, err)
+		}
 	}
-	h.StoreOp(op, result, time.Since(start))
+	if h.StoreOp != nil {
+		h.StoreOp(op, result, time.Since(start))
+	}
 }
 
 func (h Hooks) heldBytes(total int64) {

@@ -34,6 +34,9 @@ func newSessions(cfg Config, m *Metrics, log *slog.Logger) *sessions {
 	hooks := m.hooks()
 	if log != nil {
 		hooks.UnrecognizedField = newWireLog(log).changed
+		sl, op := newStoreLog(log, time.Now), hooks.StoreOp
+		hooks.StoreError = sl.failure
+		hooks.StoreOp = func(o, result string, took time.Duration) { op(o, result, took); sl.result(result) }
 	}
 	opened, held := hooks.CallsOpened, hooks.HeldBytes
 	hooks.CallsOpened = func(delta int) { opened(delta); ss.rel.callsOpened(delta) }

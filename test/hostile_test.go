@@ -115,8 +115,12 @@ func TestHostileClaimsOnTheBinary(t *testing.T) {
 		// then by id), and the rest counted.
 		{name: "more calls than a session can have", held: manyCalls(2*1024+1, 8, 1), code: codes.DataLoss,
 			contains: []string{"was handed on, the session has none", "and 2032 more calls", "1 more calls the claim names were not checked", "--max-calls-per-session", "not applied"}, maxLen: 4096},
-		{name: "half a million calls (7 MB)", held: manyCalls(500_000, 8, 1), code: codes.DataLoss,
-			contains: []string{"was handed on, the session has none", "497952 more calls the claim names were not checked", "--max-calls-per-session", "not applied"}, maxLen: 4096},
+		// Up to 64 × --max-calls-per-session (65536 at the defaults).
+		{name: "the most calls a claim may name", held: manyCalls(65536, 8, 1), code: codes.DataLoss,
+			contains: []string{"was handed on, the session has none", "63488 more calls the claim names were not checked", "--max-calls-per-session", "not applied"}, maxLen: 4096},
+		// More is refused before it is decoded: the frame is not applied.
+		{name: "half a million calls (7 MB)", held: manyCalls(500_000, 8, 1), code: codes.InvalidArgument,
+			contains: []string{`frame 3 of session "probe-`, "held_revisions names 500000 calls", "at most 65536", "--max-calls-per-session", "not applied"}, maxLen: 1024},
 		{name: "the most calls, long ids, none of them there", held: manyCalls(2*1024, 256, 1), code: codes.DataLoss,
 			contains: []string{"was handed on, the session has none", "and 2032 more calls"}, maxLen: 20 << 10}, // 16 ids named, each quoted (4 bytes a control byte)
 		{name: "an id of a megabyte", held: map[string]uint32{strings.Repeat("x", 1<<20): 9}, code: codes.OK},

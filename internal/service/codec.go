@@ -21,16 +21,53 @@ import (
 // which the contract never uses.
 const badUTF8Field protowire.Number = protowire.MaxValidNumber
 
+// claimOverField is the unknown field a NormalizeRequest read by
+// tolerantCodec carries when its frame's held_revisions named more calls
+// than the codec's bound: its value is their number (a varint). The
+// number is the one below badUTF8Field, which the contract never uses
+// either.
+const claimOverField protowire.Number = badUTF8Field - 1
+
 // tolerantCodec is gRPC's protobuf codec, except that a NormalizeRequest
 // with a string field that is not valid UTF-8 (which protobuf refuses, and
 // which would end the whole stream) is read with those fields made valid
-// and marked, so that the stream answers it with a FrameError instead;
-// and its buffers come from scratch, which does not clear them.
-type tolerantCodec struct{ encoding.CodecV2 }
+// and marked, so that the stream answers it with a FrameError instead; a
+// NormalizeRequest whose claim (AcpFrame.held_revisions) names more than
+// claims calls is not decoded but marked, answered with a FrameError too
+// (see maxClaim); and its buffers come from scratch, which does not clear
+// them.
+type tolerantCodec struct {
+	encoding.CodecV2
+	claims int
+}
 
 func newTolerantCodec() tolerantCodec {
-	return tolerantCodec{encoding.GetCodecV2("proto")}
+	return tolerantCodec{encoding.GetCodecV2("proto"), maxClaim(normalize.DefaultMaxCallsPerSession)}
 }
+
+// maxClaim is the most calls a claim (AcpFrame.held_revisions) may name
+// on a server whose sessions hold at most callsPerSession calls at once:
+// 64 of them for each, and never fewer than 65536 (64 × the default
+// 1024).
+//
+// Decoded, a claim costs about 80 bytes a call besides its id, ten times
+// what the smallest entry takes on the wire: past a bound, a message under
+// --max-message-bytes decodes to many times its size (1.1 million calls
+// in 12 MB took 77 MiB and a second of CPU), on each of the requests a
+// stream reads ahead. The bound keeps a claim's map at most about 5 MiB
+// beyond its wire bytes at the defaults, and the codec refuses one over it
+// before protobuf decodes it.
+//
+// A conforming client is not refused: it names every call it holds,
+// released ones too, so its claim grows with the session's history, but
+// the server can tell something of at most 6 × callsPerSession of them
+// (the calls, as many tombstones, 4 × as many floors) and checks 2 ×
+// (see normalize's checkedClaims); the session clients name at most 1024.
+// A claim at the bound is the history of a session that released 63
+// times as many calls as it may hold, 64,512 shell commands at the
+// defaults. The floor keeps every claim a server with the default limits
+// takes accepted by one whose sessions hold fewer calls.
+func maxClaim(callsPerSession int) int { return max(64*callsPerSession, 1<<16) }
 
 // Marshal encodes v as gRPC's protobuf codec does, into a buffer from
 // scratch when it is too big to allocate for the occasion.
@@ -102,10 +139,14 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if joined != nil {
 		defer joined.Free()
 	}
+	if n := claimEntries(b); n > c.claims {
+		claimOver(b, req, n)
+		return nil
+	}
 	err := proto.Unmarshal(b, req)
 	if err == nil {
 		if u := req.ProtoReflect().GetUnknown(); len(u) > 0 {
-			req.ProtoReflect().SetUnknown(withoutField(u, badUTF8Field)) // only this codec sets it
+			req.ProtoReflect().SetUnknown(withoutMarks(u)) // only this codec sets them
 		}
 		return nil
 	}
@@ -123,8 +164,169 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	m := req.ProtoReflect()
 	mark := protowire.AppendTag(nil, badUTF8Field, protowire.BytesType)
 	mark = protowire.AppendString(mark, strings.Join(bad, ", "))
-	m.SetUnknown(append(withoutField(m.GetUnknown(), badUTF8Field), mark...))
+	m.SetUnknown(append(withoutMarks(m.GetUnknown()), mark...))
 	return nil
+}
+
+// claimEntries counts the entries of the claims (AcpFrame.held_revisions)
+// the NormalizeRequest b carries, in every frame field of it (protobuf
+// merges them), without decoding them. It reads b only as far as it is
+// well formed; what follows, protobuf then refuses.
+func claimEntries(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		num, typ, k := protowire.ConsumeTag(b)
+		if k < 0 {
+			return n
+		}
+		b = b[k:]
+		if num != requestFrame || typ != protowire.BytesType {
+			k = protowire.ConsumeFieldValue(num, typ, b)
+			if k < 0 {
+				return n
+			}
+			b = b[k:]
+			continue
+		}
+		frame, k := protowire.ConsumeBytes(b)
+		if k < 0 {
+			return n
+		}
+		b = b[k:]
+		for len(frame) > 0 {
+			num, typ, k := protowire.ConsumeTag(frame)
+			if k < 0 {
+				break
+			}
+			frame = frame[k:]
+			k = protowire.ConsumeFieldValue(num, typ, frame)
+			if k < 0 {
+				break
+			}
+			frame = frame[k:]
+			// Of another wire type, protobuf keeps it as an unknown
+			// field, which it does not decode.
+			if num == frameHeld && typ == protowire.BytesType {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// claimOver sets req to a frame of the session and sequence that the
+// NormalizeRequest b names (as protobuf reads them: the last one sent),
+// with no message and no claim, and marked as naming n calls (see
+// claimOverField): the stream answers it with a FrameError and does not
+// apply it. A session id that is not valid UTF-8 has its bad bytes made
+// U+FFFD.
+func claimOver(b []byte, req *pb.NormalizeRequest, n int) {
+	var session []byte
+	var seq uint64
+	for len(b) > 0 {
+		num, typ, k := protowire.ConsumeTag(b)
+		if k < 0 {
+			break
+		}
+		b = b[k:]
+		k = protowire.ConsumeFieldValue(num, typ, b)
+		if k < 0 {
+			break
+		}
+		frame := b[:k]
+		b = b[k:]
+		if num != requestFrame || typ != protowire.BytesType {
+			continue
+		}
+		frame, _ = protowire.ConsumeBytes(frame)
+		for len(frame) > 0 {
+			num, typ, k := protowire.ConsumeTag(frame)
+			if k < 0 {
+				break
+			}
+			frame = frame[k:]
+			switch {
+			case num == frameSessionID && typ == protowire.BytesType:
+				v, _ := protowire.ConsumeBytes(frame)
+				session = v
+			case num == frameSequence && typ == protowire.VarintType:
+				seq, _ = protowire.ConsumeVarint(frame)
+			}
+			k = protowire.ConsumeFieldValue(num, typ, frame)
+			if k < 0 {
+				break
+			}
+			frame = frame[k:]
+		}
+	}
+	proto.Reset(req)
+	req.Kind = &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: strings.ToValidUTF8(string(session), "\uFFFD"), Sequence: seq}}
+	mark := protowire.AppendTag(nil, claimOverField, protowire.VarintType)
+	mark = protowire.AppendVarint(mark, uint64(n))
+	req.ProtoReflect().SetUnknown(mark)
+}
+
+// claimOverCount returns the number of calls the claim of req named when
+// the codec refused it (see claimOver), or 0.
+func claimOverCount(req *pb.NormalizeRequest) int {
+	u := req.ProtoReflect().GetUnknown()
+	for len(u) > 0 {
+		num, typ, n := protowire.ConsumeTag(u)
+		if n < 0 {
+			return 0
+		}
+		if num == claimOverField && typ == protowire.VarintType {
+			v, _ := protowire.ConsumeVarint(u[n:])
+			return int(v)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, u[n:])
+		if m < 0 {
+			return 0
+		}
+		u = u[n+m:]
+	}
+	return 0
+}
+
+// codecMarked reports whether the codec marked req as one the stream
+// answers with a FrameError instead of applying it (see codecRefusal).
+func codecMarked(req *pb.NormalizeRequest) bool {
+	return len(req.ProtoReflect().GetUnknown()) > 0 && (invalidUTF8(req) != "" || claimOverCount(req) > 0)
+}
+
+// codecRefusal is the FrameError answering a request the codec marked
+// (its strings not valid UTF-8, or its claim over the bound), or nil.
+// Its session id is echoed only within maxID bytes. bound is the most
+// calls a claim may name (see maxClaim).
+func codecRefusal(req *pb.NormalizeRequest, maxID, bound int) *pb.NormalizeResponse {
+	if len(req.ProtoReflect().GetUnknown()) == 0 {
+		return nil
+	}
+	if n := claimOverCount(req); n > 0 {
+		session, seq := req.GetFrame().GetSessionId(), req.GetFrame().GetSequence()
+		of := ""
+		if len(session) > maxID {
+			session = ""
+		} else if session != "" {
+			of = fmt.Sprintf(" of session %q", session)
+		}
+		return frameErrorResponse(&normalize.FrameError{
+			SessionID: session,
+			Sequence:  seq,
+			Code:      normalize.InvalidArgument,
+			Message:   fmt.Sprintf("frame %d%s: held_revisions names %d calls, more than a claim may name (at most %d: 64 × --max-calls-per-session, never under 65536); it was not read, and the frame was not applied", seq, of, n, bound),
+		})
+	}
+	if fields := invalidUTF8(req); fields != "" {
+		return notUTF8Error(req, fields, maxID)
+	}
+	return nil
+}
+
+// withoutMarks returns the unknown fields u without the marks this codec
+// sets, which a client may have sent.
+func withoutMarks(u protoreflect.RawFields) protoreflect.RawFields {
+	return withoutField(withoutField(u, badUTF8Field), claimOverField)
 }
 
 // received is a request as a stream's reader receives it (RecvMsg): when
@@ -251,6 +453,7 @@ const (
 	frameSequence
 	frameDirection
 	frameMessage
+	frameHeld // held_revisions, which decodeFrame leaves to protobuf
 )
 
 // invalidUTF8 returns the names of the string fields of req that were not

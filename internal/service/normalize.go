@@ -271,10 +271,10 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		if !ok {
 			return errStopped
 		}
-		if fields := invalidUTF8(req); fields != "" {
+		if refusal := codecRefusal(req, s.sessions.maxID, maxClaim(s.cfg.MaxCallsPerSession)); refusal != nil {
 			s.sessions.m.frameError(codes.InvalidArgument)
 			select {
-			case out <- notUTF8Error(req, fields, s.sessions.maxID):
+			case out <- refusal:
 				queued++
 				count(true, 1)
 				return nil
@@ -487,7 +487,7 @@ const maxBatch = 8
 // batchable says whether req is a frame that may be applied in a batch.
 func batchable(req *pb.NormalizeRequest) bool {
 	f := req.GetFrame()
-	return f != nil && f.GetSessionId() != "" && invalidUTF8(req) == "" && len(f.GetHeldRevisions()) == 0 && f.GetHeldSequence() == 0
+	return f != nil && f.GetSessionId() != "" && !codecMarked(req) && len(f.GetHeldRevisions()) == 0 && f.GetHeldSequence() == 0
 }
 
 // errStopped says a request was not applied because the stream ended

@@ -129,13 +129,15 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	if opts.MaxStreamsPerIdentity > 0 {
 		streams = append(streams, a.capStreams)
 	}
+	codec := newTolerantCodec()
+	codec.claims = maxClaim(svc.cfg.MaxCallsPerSession)
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: opts.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveTime, Timeout: opts.KeepaliveTimeout}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(streams...),
-		grpc.ForceServerCodecV2(newTolerantCodec()),
+		grpc.ForceServerCodecV2(codec),
 		// The transport's buffers (HTTP/2 frames read, the socket's reads
 		// and writes) come from scratch too, which does not clear them.
 		experimental.BufferPool(scratch),

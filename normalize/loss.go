@@ -311,33 +311,84 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 // The others are calls the session released (which count as held) or
 // never had: when it lost everything, the ones checked show the loss, and
 // the DataLoss says how many were not checked.
+//
+// The others are selected with a heap of the bound smallest ids seen, not
+// by sorting them all: a claim of n calls costs O(n log bound), and what
+// it keeps is bounded whatever n (the service bounds n too).
 func (ss *sessions) checkedClaims(s *session, claims map[string]uint32) (map[string]uint32, int) {
 	bound := 2 * ss.cfg.MaxCallsPerSession
 	if len(claims) <= bound {
 		return claims, 0
 	}
-	var own, others []string
+	var own []string // at most the session's calls and floors
+	others := make(idHeap, 0, bound)
+	named := 0
 	for id, n := range claims {
 		if n == 0 || len(id) > ss.cfg.MaxIDBytes {
 			continue // names no call (see lost)
 		}
+		named++
 		if _, floored := s.x.floorOf(id); s.calls[id] != nil || floored {
 			own = append(own, id)
 		} else {
-			others = append(others, id)
+			others.keep(id, bound)
 		}
 	}
-	if len(own)+len(others) <= bound {
+	if named <= bound {
 		return claims, 0
 	}
 	slices.Sort(own)
-	slices.Sort(others)
-	ids := append(own, others...)
+	ids := own[:min(len(own), bound)]
+	if need := bound - len(ids); need > 0 {
+		slices.Sort(others)
+		ids = append(ids, others[:need]...)
+	}
 	checked := make(map[string]uint32, bound)
-	for _, id := range ids[:bound] {
+	for _, id := range ids {
 		checked[id] = claims[id]
 	}
-	return checked, len(ids) - bound
+	return checked, named - bound
+}
+
+// idHeap is a max-heap of ids: the largest first.
+type idHeap []string
+
+// keep adds id to h when h holds fewer than bound ids, or in place of
+// its largest when id is smaller: h then holds the bound smallest ids
+// it was given.
+func (h *idHeap) keep(id string, bound int) {
+	a := *h
+	if len(a) < bound {
+		a = append(a, id)
+		for i := len(a) - 1; i > 0; {
+			up := (i - 1) / 2
+			if a[up] >= a[i] {
+				break
+			}
+			a[up], a[i] = a[i], a[up]
+			i = up
+		}
+		*h = a
+		return
+	}
+	if len(a) == 0 || id >= a[0] {
+		return
+	}
+	a[0] = id
+	for i := 0; ; {
+		big, l, r := i, 2*i+1, 2*i+2
+		if l < len(a) && a[l] > a[big] {
+			big = l
+		}
+		if r < len(a) && a[r] > a[big] {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		a[i], a[big] = a[big], a[i]
+		i = big
+	}
 }
 
 // beyondHeld finds a claim of a revision above MaxHeldRevision (the

@@ -50,23 +50,23 @@ func newTolerantCodec() tolerantCodec {
 // 64 of them for each, and never fewer than 65536 (64 × the default
 // 1024).
 //
-// Decoded, a claim costs about 80 bytes a call besides its id, ten times
-// what the smallest entry takes on the wire: past a bound, a message under
+// Decoded, a claim is a map of about 50 bytes a call with a short id,
+// five times what such an entry takes on the wire (and protobuf allocates
+// three times that as the map grows): past a bound, a message under
 // --max-message-bytes decodes to many times its size (1.1 million calls
-// in 12 MB took 77 MiB and a second of CPU), on each of the requests a
-// stream reads ahead. The bound keeps a claim's map at most about 5 MiB
-// beyond its wire bytes at the defaults, and the codec refuses one over it
-// before protobuf decodes it.
+// in 12 MB took 60 MiB, 160 MB allocated and a second of CPU), on each of
+// the requests a stream reads ahead. At the bound a claim's map is about
+// 3.5 MiB at the defaults, and the codec refuses one over it before
+// protobuf decodes it.
 //
 // A conforming client is not refused: it names every call it holds,
 // released ones too, so its claim grows with the session's history, but
-// the server can tell something of at most 6 × callsPerSession of them
-// (the calls, as many tombstones, 4 × as many floors) and checks 2 ×
-// (see normalize's checkedClaims); the session clients name at most 1024.
-// A claim at the bound is the history of a session that released 63
-// times as many calls as it may hold, 64,512 shell commands at the
-// defaults. The floor keeps every claim a server with the default limits
-// takes accepted by one whose sessions hold fewer calls.
+// the server checks at most 2 × callsPerSession of them (see normalize's
+// checkedClaims), and the session clients name at most 1024. A claim at
+// the bound is the history of a session that released 63 times as many
+// calls as it may hold at once: 64,512 shell commands at the defaults.
+// The floor keeps every claim a server with the default limits takes
+// accepted by one whose sessions hold fewer calls.
 func maxClaim(callsPerSession int) int { return max(64*callsPerSession, 1<<16) }
 
 // Marshal encodes v as gRPC's protobuf codec does, into a buffer from

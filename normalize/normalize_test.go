@@ -91,13 +91,18 @@ func TestFrameErrors(t *testing.T) {
 	}{
 		{"not JSON", func() error { _, err := n.Feed("s", []byte("{")); return err }, normalize.InvalidArgument, "frame 0"},
 		{"unknown dialect", func() error { _, err := n.Feed("s", fs[0], normalize.WithDialect("nope")); return err }, normalize.InvalidArgument, `unknown dialect "nope"`},
-		{"relative cwd", func() error { _, err := n.Feed("s", fs[0], normalize.WithCwd("rel")); return err }, normalize.InvalidArgument, "not absolute"},
+		// A bad cwd is left out and the frame applies: to the session
+		// held below, so that the limit stays at one.
+		{"relative cwd", func() error { _, err := n.Feed("first", fs[0], normalize.WithCwd("rel")); return err }, normalize.InvalidArgument, "not absolute"},
 		// A client's string is never echoed whole.
 		{"long unknown dialect", func() error {
 			_, err := n.Feed("s", fs[0], normalize.WithDialect(strings.Repeat("d", 100000)))
 			return err
 		}, normalize.InvalidArgument, `unknown dialect "dddd`},
-		{"long relative cwd", func() error { _, err := n.Feed("s", fs[0], normalize.WithCwd(strings.Repeat("r", 100000))); return err }, normalize.InvalidArgument, "(100000 bytes)"},
+		{"long relative cwd", func() error {
+			_, err := n.Feed("first", fs[0], normalize.WithCwd(strings.Repeat("r", 100000)))
+			return err
+		}, normalize.InvalidArgument, "(100000 bytes)"},
 		{"no session", func() error { _, err := n.Feed("", fs[0], normalize.WithSequence(7)); return err }, normalize.InvalidArgument, "frame 7 has no session_id"},
 		{"session limit", func() error {
 			if _, err := n.Feed("first", fs[0]); err != nil {

@@ -687,15 +687,6 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		}
 		chosen, chosenName = d, lookedUp(name)
 	}
-	if cwd := f.GetCwd(); cwd != "" && !absDir(cwd) {
-		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %s", f.GetSequence(), f.GetSessionId(), quoteShort(cwd))
-		return nil
-	}
-	if n := len(f.GetCwd()); n > ss.cfg.TextLimit {
-		ss.refused(r, LimitTextBytes)
-		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit)", f.GetSequence(), f.GetSessionId(), n, ss.cfg.TextLimit)
-		return nil
-	}
 
 	// A session is created only by a frame that reads as a valid message,
 	// so it is read first with the dialect a new session would use.
@@ -755,7 +746,16 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		s.useNamed(chosen, chosenName)
 		s.explicit = true
 	}
-	if cwd := f.GetCwd(); cwd != "" {
+	// A cwd the frame cannot give is left out, as a call's is: the rest
+	// of the frame applies and the session keeps the cwd it had.
+	switch cwd := f.GetCwd(); {
+	case cwd == "":
+	case !absDir(cwd):
+		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %s; the frame applies without it", r.seq, s.id, quoteShort(cwd))
+	case len(cwd) > ss.cfg.TextLimit:
+		ss.refused(r, LimitTextBytes)
+		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); the frame applies without it", r.seq, s.id, len(cwd), ss.cfg.TextLimit)
+	default:
 		s.cwd, s.cwdByHand = cleanDir(cwd), true
 	}
 	if f.direction == FromClient {

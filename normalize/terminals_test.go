@@ -524,6 +524,50 @@ func TestJoinedCwdIsBounded(t *testing.T) {
 	assert.Equal(t, "ls", revs[0].Command, "the rest of the update applies")
 }
 
+// A frame's own cwd (AcpFrame.cwd, WithCwd) that is over the text limit or
+// not absolute is left out as a call's is: the frame applies without it
+// (its call opens, the session keeps the cwd it had), and a FrameError
+// names the problem; the limit's refusal is counted.
+func TestBadFrameCwdLeavesTheFrame(t *testing.T) {
+	for _, c := range []struct {
+		name, cwd string
+		says      []string
+		refused   int
+	}{
+		{"over the text limit", "/" + strings.Repeat("d", 80), []string{"81 bytes", "text limit of 64 bytes", "--text-limit"}, 1},
+		{"not absolute", "rel/dir", []string{"not absolute", `"rel/dir"`}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			refused := 0
+			n := normalize.New(normalize.WithTextLimit(64), normalize.WithHooks(normalize.Hooks{
+				Refused: func(l string) {
+					if l == normalize.LimitTextBytes {
+						refused++
+					}
+				},
+			}))
+			revs, err := n.Feed("s", []byte(tcOpen("c1", "ls")), normalize.WithSequence(1), normalize.WithCwd("/work"))
+			require.NoError(t, err)
+			require.Len(t, revs, 1)
+			require.Equal(t, "/work", revs[0].Cwd)
+
+			revs, err = n.Feed("s", []byte(tcOpen("c2", "pwd")), normalize.WithSequence(2), normalize.WithCwd(c.cwd))
+			var fe *normalize.FrameError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, normalize.InvalidArgument, fe.Code)
+			assert.Equal(t, uint64(2), fe.Sequence)
+			for _, want := range c.says {
+				assert.Contains(t, fe.Message, want)
+			}
+			require.Len(t, revs, 1, "the frame applies without its cwd")
+			assert.Equal(t, "c2", revs[0].ToolCallID)
+			assert.Equal(t, "pwd", revs[0].Command)
+			assert.Equal(t, "/work", revs[0].Cwd, "the session keeps the cwd it had")
+			assert.Equal(t, c.refused, refused, "refusals of the text limit")
+		})
+	}
+}
+
 // Qwen Code before 0.15.6 names a call that needs permission only in its
 // ask's title, where the description cannot always be told from the
 // command; its final report names the command as run, and that is the

@@ -58,9 +58,9 @@ func TestIDLengthLimits(t *testing.T) {
 	}
 }
 
-// Commands and cwds are bounded by the text limit: an over-long one is
-// left out with a FrameError naming the field, and the rest of the frame
-// (its output) still applies.
+// Commands and cwds (a call's, and the frame's own) are bounded by the
+// text limit: an over-long one is left out with a FrameError naming the
+// field, and the rest of the frame (its output) still applies.
 func TestCommandAndCwdLimits(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.TextLimit = 64
@@ -86,8 +86,12 @@ func TestCommandAndCwdLimits(t *testing.T) {
 	}
 	d.seq++
 	out = d.handle(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s", Cwd: "/" + long, Message: []byte(openCall("c3", "ls"))}}})
-	if len(out) != 1 || codes.Code(out[0].GetFrameError().GetCode()) != codes.InvalidArgument || !strings.Contains(out[0].GetFrameError().GetMessage(), "cwd") {
-		t.Fatalf("long AcpFrame.cwd: %v", out)
+	// The frame's own cwd too: the frame applies without it.
+	if len(out) != 2 || codes.Code(out[0].GetFrameError().GetCode()) != codes.InvalidArgument || !strings.Contains(out[0].GetFrameError().GetMessage(), "cwd") || !strings.Contains(out[0].GetFrameError().GetMessage(), "64") {
+		t.Fatalf("long AcpFrame.cwd: want a FrameError then the revision, got %v", out)
+	}
+	if x := out[1].GetShellExec(); x.GetToolCallId() != "c3" || x.GetCommand() != "ls" || x.GetRevision() != 1 || x.GetCwd() == "/"+long {
+		t.Fatalf("long AcpFrame.cwd: %v", x)
 	}
 }
 

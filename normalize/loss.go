@@ -294,7 +294,11 @@ func (ss *sessions) lost(s *session, r *reply, what string) bool {
 		fmt.Fprintf(&b, "; the numbers of %d of these calls were not kept (a session keeps them for at most %d calls, 4 × --max-calls-per-session, and the process for %d, 4 × --max-calls, each identity its share of them): their revisions at or below them may be sent again, and the next claim of them (the rebuild's first frame) is taken as it is", notKept, 4*ss.cfg.MaxCallsPerSession, ss.maxFloors())
 	}
 	r.lossFound = true
-	r.fail(DataLoss, "", "session %q lost state in the store (%s); %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, b.String(), what, r.seq)
+	head, tail := "lost state in the store", ""
+	if ss.store == nil {
+		head, tail = "holds less than the client says was handed on", ", and this process keeps sessions in its memory only (no store), which a restart empties"
+	}
+	r.fail(DataLoss, "", "session %q %s (%s)%s; %s %d was not applied. Send the session's frames again from the first, with skipped applied sequences, to rebuild it: revisions of these calls at or below those numbers are not sent again", s.id, head, b.String(), tail, what, r.seq)
 	return true
 }
 

@@ -336,6 +336,12 @@ func TestRestartLossDetectedWithoutAStore(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Equal(t, normalize.DataLoss, errs[0].Code)
 	assert.Contains(t, errs[0].Message, "the session has none (the call is missing)")
+	// There is no store to look into: the message says where the
+	// session lived, and that a restart empties it.
+	assert.Contains(t, errs[0].Message, `session "S" holds less than the client says was handed on`)
+	assert.Contains(t, errs[0].Message, "no store")
+	assert.Contains(t, errs[0].Message, "a restart empties")
+	assert.NotContains(t, errs[0].Message, "in the store")
 	for i := range fs {
 		c.feed(restarted, fs, i)
 	}

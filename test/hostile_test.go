@@ -420,8 +420,8 @@ func TestHostileRefusalsAreBoundedAndCounted(t *testing.T) {
 	}{
 		{"a session id of a megabyte, with held_revisions", huge, map[string]uint32{"c1": 3}, 0, codes.InvalidArgument, "session_id"},
 		{"a session id of a megabyte, with held_sequence", huge, nil, 9, codes.InvalidArgument, "session_id"},
-		{"a lost session", "a", map[string]uint32{"c1": 3}, 0, codes.DataLoss, `session "a" lost state`},
-		{"another lost session", "b", nil, 4, codes.DataLoss, `session "b" lost state`},
+		{"a lost session", "a", map[string]uint32{"c1": 3}, 0, codes.DataLoss, `session "a" holds less than the client says was handed on`},
+		{"another lost session", "b", nil, 4, codes.DataLoss, `session "b" holds less than the client says was handed on`},
 		{"one session too many", "c", map[string]uint32{strings.Repeat("c", 256): 3}, 7, codes.ResourceExhausted, "--quota-sessions"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -492,6 +492,9 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		for _, o := range f.Observations {
 			if err == nil && o.ToolCallID == "" && o.TerminalID == "" {
 				err = errors.New("a tool call update without toolCallId")
+				if t := updateIDType(msg); t != "" {
+					err = fmt.Errorf("a tool call update whose toolCallId is a JSON %s, not a string", t)
+				}
 			}
 		}
 	case "session/request_permission":
@@ -1902,3 +1905,39 @@ var noMarks atomic.Bool
 var noPrescan atomic.Bool
 
 func (Code) wantedJSON() wantType { return wantCode }
+
+// updateIDType is the JSON type of a session/update's
+// params.update.toolCallId when it is sent and is neither a string nor
+// null (which read as no id): "number", "boolean", "object" or "array";
+// else "". Only a refused frame asks.
+func updateIDType(msg []byte) string {
+	var found string
+	jsonlit.EachMember(msg, func(k string, params []byte) {
+		if k != "PARAMS" {
+			return
+		}
+		jsonlit.EachMember(params, func(k string, update []byte) {
+			if k != "UPDATE" {
+				return
+			}
+			jsonlit.EachMember(update, func(k string, id []byte) {
+				if k != "TOOLCALLID" || len(id) == 0 {
+					return
+				}
+				switch c := id[0]; {
+				case c == '"', c == 'n':
+					found = ""
+				case c == 't', c == 'f':
+					found = "boolean"
+				case c == '{':
+					found = "object"
+				case c == '[':
+					found = "array"
+				default:
+					found = "number"
+				}
+			})
+		})
+	})
+	return found
+}

@@ -60,3 +60,30 @@ func TestReadUnsoundIDsOnlyWhereTheyAre(t *testing.T) {
 		assert.False(t, strings.Contains(f.Observations[0].ToolCallID, `\`), d.Info().Name)
 	}
 }
+
+// TestReadSaysAToolCallIDOfAnotherType: an update whose toolCallId is not
+// a string is refused naming the JSON type it came with, not as though the
+// member were missing; one that is missing (or null) is said so.
+func TestReadSaysAToolCallIDOfAnotherType(t *testing.T) {
+	update := func(id string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update",` + id + `"status":"completed","rawOutput":{"exit_code":0}}}}`
+	}
+	for _, tc := range []struct {
+		name, msg, says string
+	}{
+		{"a number", update(`"toolCallId":17,`), "toolCallId is a JSON number, not a string"},
+		{"a boolean", update(`"toolCallId":true,`), "toolCallId is a JSON boolean, not a string"},
+		{"an object", update(`"toolCallId":{"id":"c1"},`), "toolCallId is a JSON object, not a string"},
+		{"an array", update(`"toolCallId":["c1"],`), "toolCallId is a JSON array, not a string"},
+		{"null", update(`"toolCallId":null,`), "without toolCallId"},
+		{"missing", update(``), "without toolCallId"},
+	} {
+		for _, d := range All() {
+			t.Run(tc.name+"/"+d.Info().Name, func(t *testing.T) {
+				_, err := Read(d, []byte(tc.msg))
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.says)
+			})
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -216,13 +217,22 @@ func (t *Tokens) Valid(token string) bool {
 // CertIdentity) to names (--tls-client-names), read from a file and read
 // again when it changes. Each line is
 //
-//	NAME CERTIFICATE-IDENTITY
+//	NAME KIND:CERTIFICATE-IDENTITY
 //
-// e.g. "team-a spiffe://example.org/ns/ci/sa/team-a": the name, then the
-// rest of the line (a common name may hold spaces); blank lines and lines
-// starting with # are ignored. Several certificate identities may
-// have one name. With a map, a client whose certificate identity it does
-// not hold is refused (PERMISSION_DENIED).
+// where KIND is uri (a URI SAN), dns (a DNS SAN) or cn (the subject's
+// common name), in either case, e.g. "ops cn:Ops Team" or
+//
+//	team-a uri:spiffe://example.org/ns/ci/sa/team-a
+//
+// the name, then the rest of the line (a common name may hold spaces);
+// blank lines and lines starting with # are ignored. The kind is part of
+// the identity, so that a certificate whose CN is the text of another's
+// SAN is never taken for it. A line without a kind, as files were written
+// before kinds, is read as a URI SAN when it holds "://" (no DNS name
+// does, and a CN that does is what a holder chooses); any other is
+// refused, naming it, since it could be a DNS SAN or a CN. Several
+// certificate identities may have one name. With a map, a client whose
+// certificate identity it does not hold is refused (PERMISSION_DENIED).
 type ClientNames struct {
 	w *watched[map[string]string]
 }
@@ -237,34 +247,87 @@ func NewClientNames(path string, log *slog.Logger) (*ClientNames, error) {
 		if err != nil {
 			return nil, fmt.Errorf("TLS client names: %w", err)
 		}
-		names := map[string]string{}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			name, certID := line, ""
-			if i := strings.IndexAny(line, " \t"); i > 0 {
-				name, certID = line[:i], strings.TrimSpace(line[i+1:])
-			}
-			if certID == "" {
-				return nil, fmt.Errorf("TLS client names file %s, line %d: want NAME CERTIFICATE-IDENTITY", path, n)
-			}
-			if err := checkName(name); err != nil {
-				return nil, fmt.Errorf("TLS client names file %s, line %d: %w", path, n, err)
-			}
-			if other, dup := names[certID]; dup && other != name {
-				return nil, fmt.Errorf("TLS client names file %s, line %d: %q is mapped to %q and %q", path, n, certID, other, name)
-			}
-			names[certID] = name
-		}
-		return names, sc.Err()
+		return parseClientNames(path, b)
 	}, log)
 	if err != nil {
 		return nil, err
 	}
 	return &ClientNames{w: w}, nil
+}
+
+func parseClientNames(path string, b []byte) (map[string]string, error) {
+	names := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, entry := line, ""
+		if i := strings.IndexAny(line, " \t"); i > 0 {
+			name, entry = line[:i], strings.TrimSpace(line[i+1:])
+		}
+		if entry == "" {
+			return nil, fmt.Errorf("TLS client names file %s, line %d: want NAME KIND:CERTIFICATE-IDENTITY (KIND: uri, dns or cn)", path, n)
+		}
+		if err := checkName(name); err != nil {
+			return nil, fmt.Errorf("TLS client names file %s, line %d: %w", path, n, err)
+		}
+		certID, err := certIdentityEntry(entry)
+		if err != nil {
+			return nil, fmt.Errorf("TLS client names file %s, line %d: %w", path, n, err)
+		}
+		if other, dup := names[certID]; dup && other != name {
+			return nil, fmt.Errorf("TLS client names file %s, line %d: %q is mapped to %q and %q", path, n, certID, other, name)
+		}
+		names[certID] = name
+	}
+	return names, sc.Err()
+}
+
+// The kinds of certificate identity, as CertIdentity and a names file
+// write them.
+const (
+	kindURI = "uri:"
+	kindDNS = "dns:"
+	kindCN  = "cn:"
+)
+
+// certIdentityEntry is the certificate identity a names file entry names
+// (see ClientNames), as CertIdentity writes it.
+func certIdentityEntry(entry string) (string, error) {
+	kind, value := "", entry
+	for _, k := range []string{kindURI, kindDNS, kindCN} {
+		if len(entry) >= len(k) && strings.EqualFold(entry[:len(k)], k) {
+			kind, value = k, entry[len(k):]
+			break
+		}
+	}
+	switch {
+	case kind == "" && strings.Contains(entry, "://"):
+		kind = kindURI
+	case kind == "":
+		return "", fmt.Errorf("%q does not say which kind of certificate identity it is: write dns:%s (a DNS SAN) or cn:%s (a subject common name)", entry, entry, entry)
+	case value == "":
+		return "", fmt.Errorf("%q names no certificate identity", entry)
+	case kind != kindURI && strings.HasPrefix(value, "//"):
+		// "cn://x": a URI of scheme cn, as files before kinds wrote it,
+		// or a CN "//x"? Neither is read.
+		return "", fmt.Errorf("%q could be a URI SAN or a %s: write uri:%s for the URI", entry, strings.TrimSuffix(kind, ":"), entry)
+	}
+	switch kind {
+	case kindURI:
+		u, err := url.Parse(value)
+		if err != nil || u.Scheme == "" {
+			return "", fmt.Errorf("%q is not an absolute URI (a URI SAN has a scheme, such as spiffe://)", entry)
+		}
+		value = u.String() // as CertIdentity writes the certificate's
+	case kindDNS:
+		if strings.ContainsAny(value, ":/ \t") {
+			return "", fmt.Errorf("%q is not a DNS name (for a URI SAN write uri:, for a common name cn:)", entry)
+		}
+	}
+	return kind + value, nil
 }
 
 func (c *ClientNames) lookup(certID string) (string, bool) {
@@ -283,15 +346,25 @@ func (c *ClientNames) known(name string) bool {
 
 // CertIdentity is the identity of a client certificate: its first URI
 // SAN (a SPIFFE id such as spiffe://example.org/ns/ci/sa/builder), else
-// its first DNS SAN, else its subject's common name; "" when it has none.
+// its first DNS SAN, else its subject's common name, written with its
+// kind: "uri:spiffe://example.org/ns/ci/sa/builder", "dns:b.example.org",
+// "cn:builder". The kind keeps identities of different kinds apart: a
+// certificate whose CN is another's URI or DNS SAN is another identity.
+// Never a valid name (it holds ':'), it is never a configured identity's
+// name either, DefaultIdentity's included. "" when the certificate names
+// no identity (or an empty one).
 func CertIdentity(c *x509.Certificate) string {
+	kind, value := kindCN, c.Subject.CommonName
 	switch {
 	case len(c.URIs) > 0:
-		return c.URIs[0].String()
+		kind, value = kindURI, c.URIs[0].String()
 	case len(c.DNSNames) > 0:
-		return c.DNSNames[0]
+		kind, value = kindDNS, c.DNSNames[0]
 	}
-	return c.Subject.CommonName
+	if value == "" {
+		return ""
+	}
+	return kind + value
 }
 
 // access finds the identity of each call (see the top of this file) and

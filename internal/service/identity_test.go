@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,12 +171,12 @@ func mtlsServer(t *testing.T, svc *Service, dir string, names *ClientNames) func
 }
 
 // The same with two client certificates: each is its own identity, named
-// by its subject CN or its SPIFFE URI SAN, or by the names a
-// --tls-client-names file maps them to.
+// by its subject CN or its SPIFFE URI SAN (with the kind: cn:, uri:), or
+// by the names a --tls-client-names file maps them to.
 func TestClientCertificatesKeepSessionsApart(t *testing.T) {
 	dir := certs(t)
 	namesFile := filepath.Join(t.TempDir(), "names")
-	writeTokens(t, namesFile, "team-a "+testcerts.ClientCN+"\nteam-b "+testcerts.ClientBURI+"\n")
+	writeTokens(t, namesFile, "team-a cn:"+testcerts.ClientCN+"\nteam-b uri:"+testcerts.ClientBURI+"\n")
 	names, err := NewClientNames(namesFile, nil)
 	require.NoError(t, err)
 	for _, c := range []struct {
@@ -185,7 +186,7 @@ func TestClientCertificatesKeepSessionsApart(t *testing.T) {
 		labelOfA   string
 		refusedFor string
 	}{
-		{"certificate identities", nil, testcerts.ClientCN, testcerts.ClientBURI, otherIdentity, ""},
+		{"certificate identities", nil, "cn:" + testcerts.ClientCN, "uri:" + testcerts.ClientBURI, otherIdentity, ""},
 		{"mapped names", names, "team-a", "team-b", "team-a", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -223,19 +224,19 @@ func TestClientCertificatesKeepSessionsApart(t *testing.T) {
 	}
 
 	// With a map, a certificate it does not name is refused.
-	writeTokens(t, namesFile, "team-b "+testcerts.ClientBURI+"\n")
+	writeTokens(t, namesFile, "team-b uri:"+testcerts.ClientBURI+"\n")
 	svc, err := New(DefaultConfig(), nil, nil)
 	require.NoError(t, err)
 	dial := mtlsServer(t, svc, dir, names)
 	_, err = dial(testcerts.ClientCert, testcerts.ClientKey).ListDialects(callCtx(t), &pb.ListDialectsRequest{})
 	assert.Equal(t, codes.PermissionDenied, status.Code(err))
-	assert.Contains(t, status.Convert(err).Message(), testcerts.ClientCN)
+	assert.Contains(t, status.Convert(err).Message(), `"cn:`+testcerts.ClientCN+`"`)
 	_, err = dial(testcerts.ClientBCert, testcerts.ClientBKey).ListDialects(callCtx(t), &pb.ListDialectsRequest{})
 	assert.NoError(t, err)
 }
 
 // A certificate's identity is its URI SAN, else its DNS SAN, else its
-// subject CN.
+// subject CN, each with its kind, so that no two kinds are one identity.
 func TestCertIdentity(t *testing.T) {
 	spiffe, err := url.Parse("spiffe://example.org/ns/ci/sa/builder")
 	require.NoError(t, err)
@@ -243,12 +244,199 @@ func TestCertIdentity(t *testing.T) {
 		cert *x509.Certificate
 		want string
 	}{
-		{&x509.Certificate{URIs: []*url.URL{spiffe}, DNSNames: []string{"b.example.org"}, Subject: pkix.Name{CommonName: "cn"}}, "spiffe://example.org/ns/ci/sa/builder"},
-		{&x509.Certificate{DNSNames: []string{"b.example.org", "c.example.org"}, Subject: pkix.Name{CommonName: "cn"}}, "b.example.org"},
-		{&x509.Certificate{Subject: pkix.Name{CommonName: "cn"}}, "cn"},
+		{&x509.Certificate{URIs: []*url.URL{spiffe}, DNSNames: []string{"b.example.org"}, Subject: pkix.Name{CommonName: "cn"}}, "uri:spiffe://example.org/ns/ci/sa/builder"},
+		{&x509.Certificate{DNSNames: []string{"b.example.org", "c.example.org"}, Subject: pkix.Name{CommonName: "cn"}}, "dns:b.example.org"},
+		{&x509.Certificate{Subject: pkix.Name{CommonName: "cn"}}, "cn:cn"},
+		{&x509.Certificate{Subject: pkix.Name{CommonName: "spiffe://example.org/ns/ci/sa/builder"}}, "cn:spiffe://example.org/ns/ci/sa/builder"},
+		{&x509.Certificate{Subject: pkix.Name{CommonName: "default"}}, "cn:default"},
+		{&x509.Certificate{DNSNames: []string{""}, Subject: pkix.Name{CommonName: "cn"}}, ""},
 		{&x509.Certificate{}, ""},
 	} {
 		assert.Equal(t, c.want, CertIdentity(c.cert))
+	}
+}
+
+// Identities of different kinds never collide: a certificate whose
+// subject CN is the text of another's URI or DNS SAN (what a CA that lets
+// a holder choose its CN signs) is another identity, without a names file
+// and with one; and a CN "default" is not the default identity. Through
+// the real server, with real certificates: B, holding A's session and
+// call ids, sees none of A's text, and B's frames and SessionClosed leave
+// A's call as it was.
+func TestCertificateIdentityKindsNeverCollide(t *testing.T) {
+	dir := certs(t)
+	closeReq := func(sid string, seq uint64) *pb.NormalizeRequest {
+		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid, Sequence: seq}}}
+	}
+	pairs := []struct {
+		name           string
+		aCert, aKey    string
+		bCert, bKey    string
+		nsA, nsB       string
+		namesOfA       string // a names file line mapping A only
+		legacyNamesOfA string // the same, as a file before kinds wrote it ("" when it is refused)
+	}{
+		{"a CN that is a URI SAN", testcerts.ClientBCert, testcerts.ClientBKey, testcerts.ClientCNURICert, testcerts.ClientCNURIKey,
+			"uri:" + testcerts.ClientBURI, "cn:" + testcerts.ClientBURI, "team-a uri:" + testcerts.ClientBURI, "team-a " + testcerts.ClientBURI},
+		{"a CN that is a DNS SAN", testcerts.ClientDNSCert, testcerts.ClientDNSKey, testcerts.ClientCNDNSCert, testcerts.ClientCNDNSKey,
+			"dns:" + testcerts.ClientDNS, "cn:" + testcerts.ClientDNS, "team-a dns:" + testcerts.ClientDNS, ""},
+	}
+	for _, c := range pairs {
+		t.Run(c.name, func(t *testing.T) {
+			svc, err := New(DefaultConfig(), nil, nil)
+			require.NoError(t, err)
+			dial := mtlsServer(t, svc, dir, nil)
+			a := openTCP(t, dial(c.aCert, c.aKey), callCtx(t))
+			a.send("S1", 1, openCall("c1", "cat secrets.env"))
+			require.Equal(t, uint32(1), a.next().GetShellExec().GetRevision())
+			a.send("S1", 2, delta("c1", "AWS_SECRET=hunter2\n"))
+			require.Equal(t, uint32(2), a.next().GetShellExec().GetRevision())
+
+			b := openTCP(t, dial(c.bCert, c.bKey), callCtx(t))
+			b.send("S1", 1, delta("c1", "."))
+			require.NoError(t, b.st.Send(closeReq("S1", 2)))
+			require.NoError(t, b.st.CloseSend())
+			var fromB []*pb.NormalizeResponse
+			for {
+				r, err := b.recv()
+				if err != nil {
+					break
+				}
+				fromB = append(fromB, r)
+			}
+			require.NotEmpty(t, fromB)
+			for _, r := range fromB {
+				text, err := protojson.Marshal(r)
+				require.NoError(t, err)
+				assert.NotContains(t, string(text), "hunter2", "B's stream carries A's text")
+				assert.NotContains(t, string(text), "secrets.env", "B's stream names A's command")
+			}
+			first := fromB[0].GetShellExec()
+			require.NotNil(t, first)
+			assert.Equal(t, uint32(1), first.GetRevision(), "B's delta opens B's own call")
+			assert.Equal(t, ".", first.GetOutput().GetText())
+
+			a.send("S1", 3, delta("c1", "more\n"))
+			x := a.next().GetShellExec()
+			require.NotNil(t, x, "A's call goes on after B's SessionClosed")
+			assert.Equal(t, uint32(3), x.GetRevision())
+			assert.Equal(t, "more\n", x.GetOutput().GetText())
+			assert.Equal(t, pb.TextMode_TEXT_MODE_APPEND, x.GetOutput().GetMode())
+			assert.Equal(t, "cat secrets.env", x.GetCommand())
+			assert.Equal(t, pb.ShellState_SHELL_STATE_RUNNING, x.GetState())
+
+			stA, ok := svc.sessions.n.Namespace(c.nsA).SessionStats("S1")
+			require.True(t, ok, "A's session is in namespace %q", c.nsA)
+			assert.Equal(t, 1, stA.Calls)
+			_, ok = svc.sessions.n.Namespace(c.nsB).SessionStats("S1")
+			assert.False(t, ok, "B closed its own session, in namespace %q", c.nsB)
+		})
+
+		// A names file entry of A's kind names A only: B is refused,
+		// naming B's identity with its kind.
+		lines := []string{c.namesOfA}
+		if c.legacyNamesOfA != "" {
+			lines = append(lines, c.legacyNamesOfA)
+		}
+		for _, line := range lines {
+			t.Run(c.name+"/names "+line, func(t *testing.T) {
+				namesFile := filepath.Join(t.TempDir(), "names")
+				writeTokens(t, namesFile, line+"\n")
+				names, err := NewClientNames(namesFile, nil)
+				require.NoError(t, err)
+				svc, err := New(DefaultConfig(), nil, nil)
+				require.NoError(t, err)
+				dial := mtlsServer(t, svc, dir, names)
+				a := openTCP(t, dial(c.aCert, c.aKey), callCtx(t))
+				a.send("S1", 1, openCall("c1", "cat secrets.env"))
+				require.Equal(t, uint32(1), a.next().GetShellExec().GetRevision())
+				_, ok := svc.sessions.n.Namespace("team-a").SessionStats("S1")
+				assert.True(t, ok)
+
+				_, err = dial(c.bCert, c.bKey).ListDialects(callCtx(t), &pb.ListDialectsRequest{})
+				assert.Equal(t, codes.PermissionDenied, status.Code(err))
+				assert.Contains(t, status.Convert(err).Message(), strconv.Quote(c.nsB))
+				b, err := dial(c.bCert, c.bKey).Normalize(callCtx(t))
+				require.NoError(t, err)
+				if err := b.Send(frameReq("S1", 1, delta("c1", "."))); err != nil {
+					require.ErrorIs(t, err, io.EOF, "the stream was refused before the frame went")
+				}
+				_, err = b.Recv()
+				assert.Equal(t, codes.PermissionDenied, status.Code(err))
+			})
+		}
+	}
+
+	// A certificate whose CN is "default" is not the default identity: its
+	// frames never reach the default namespace's sessions.
+	t.Run("a CN that is the default identity's name", func(t *testing.T) {
+		svc, err := New(DefaultConfig(), nil, nil)
+		require.NoError(t, err)
+		_, err = svc.sessions.n.Feed("S1", []byte(openCall("c1", "cat secrets.env")))
+		require.NoError(t, err)
+		_, err = svc.sessions.n.Feed("S1", []byte(delta("c1", "AWS_SECRET=hunter2\n")))
+		require.NoError(t, err)
+		dial := mtlsServer(t, svc, dir, nil)
+		b := openTCP(t, dial(testcerts.ClientDefCert, testcerts.ClientDefKey), callCtx(t))
+		b.send("S1", 1, delta("c1", "."))
+		x := b.next().GetShellExec()
+		require.NotNil(t, x)
+		assert.Equal(t, uint32(1), x.GetRevision(), "B's delta opens B's own call")
+		assert.Equal(t, ".", x.GetOutput().GetText())
+		assert.Empty(t, x.GetCommand())
+		_, ok := svc.sessions.n.Namespace("cn:default").SessionStats("S1")
+		assert.True(t, ok)
+		st, ok := svc.sessions.n.SessionStats("S1")
+		require.True(t, ok)
+		assert.Equal(t, 1, st.Calls)
+	})
+}
+
+// A names file says each entry's kind (uri:, dns:, cn:); an entry of a
+// file written before kinds is read as a URI SAN when it is one (it has
+// "://": no DNS name has), and refused, naming it, when it could be a DNS
+// SAN or a CN.
+func TestClientNamesFileFormat(t *testing.T) {
+	for _, c := range []struct {
+		name, file string
+		err        string
+		names      map[string]string // certificate identity -> name
+	}{
+		{"kinds", "# map\nbuilder uri:spiffe://example.org/ns/ci/sa/builder\n\n  web dns:web.example.org \nops cn:Ops Team, Example\n", "",
+			map[string]string{"uri:spiffe://example.org/ns/ci/sa/builder": "builder", "dns:web.example.org": "web", "cn:Ops Team, Example": "ops"}},
+		{"kinds as openssl writes them", "builder URI:spiffe://example.org/b\nweb DNS:web.example.org\nops CN:ops\n", "",
+			map[string]string{"uri:spiffe://example.org/b": "builder", "dns:web.example.org": "web", "cn:ops": "ops"}},
+		{"one text, three kinds, three names", "a uri:spiffe://x/a\nb cn:spiffe://x/a\nc dns:x.example\nd cn:x.example\n", "",
+			map[string]string{"uri:spiffe://x/a": "a", "cn:spiffe://x/a": "b", "dns:x.example": "c", "cn:x.example": "d"}},
+		{"a URI before kinds", "builder spiffe://example.org/ns/ci/sa/builder\n", "",
+			map[string]string{"uri:spiffe://example.org/ns/ci/sa/builder": "builder"}},
+		{"a URI written twice", "a spiffe://x/a\na uri:spiffe://x/a\n", "", map[string]string{"uri:spiffe://x/a": "a"}},
+		{"a CN that says default", "default cn:default\n", "", map[string]string{"cn:default": "default"}},
+		{"empty", "", "", map[string]string{}},
+		{"a DNS name before kinds", "team-a team-a.clients.example.org\n", `line 1: "team-a.clients.example.org" does not say which kind of certificate identity it is: write dns:team-a.clients.example.org (a DNS SAN) or cn:team-a.clients.example.org (a subject common name)`, nil},
+		{"a CN before kinds", "# x\nteam-a acpnorm test client\n", `line 2: "acpnorm test client" does not say which kind`, nil},
+		{"no identity", "team-a\n", "line 1: want NAME KIND:CERTIFICATE-IDENTITY", nil},
+		{"a kind and nothing", "team-a cn:\n", `line 1: "cn:" names no certificate identity`, nil},
+		{"a DNS SAN that is no DNS name", "team-a dns:x.example/a\n", `line 1: "dns:x.example/a" is not a DNS name`, nil},
+		{"a URI whose scheme is a kind, before kinds", "team-a cn://x.example/a\n", `line 1: "cn://x.example/a" could be a URI SAN or a cn: write uri:cn://x.example/a for the URI`, nil},
+		{"the same for dns", "team-a dns://x.example/a\n", `"dns://x.example/a" could be a URI SAN or a dns`, nil},
+		{"uri: and no scheme", "team-a uri://x.example/a\n", `"uri://x.example/a" is not an absolute URI`, nil},
+		{"a URI as a certificate's reads", "a uri:SPIFFE://x/a\n", "", map[string]string{"uri:spiffe://x/a": "a"}},
+		{"a URI whose scheme is a kind", "team-a uri:cn://x.example/a\n", "", map[string]string{"uri:cn://x.example/a": "team-a"}},
+		{"a URI SAN without a scheme", "team-a uri:x.example\n", `line 1: "uri:x.example" is not an absolute URI`, nil},
+		{"bad name", "a/b cn:x\n", `identity name "a/b"`, nil},
+		{"one identity, two names", "a uri:spiffe://x/a\nb spiffe://x/a\n", `line 2: "uri:spiffe://x/a" is mapped to "a" and "b"`, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseClientNames("names", []byte(c.file))
+			if c.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.names, got)
+		})
 	}
 }
 
@@ -429,7 +617,7 @@ func TestMetricsOnlyForTheirReaders(t *testing.T) {
 	tokens, err := NewTokens(path, nil)
 	require.NoError(t, err)
 	namesFile := filepath.Join(t.TempDir(), "names")
-	writeTokens(t, namesFile, "scraper prometheus.example.org\nteam-a team-a.example.org\n")
+	writeTokens(t, namesFile, "scraper cn:prometheus.example.org\nteam-a cn:team-a.example.org\n")
 	names, err := NewClientNames(namesFile, nil)
 	require.NoError(t, err)
 	clientCAs := &tls.Config{ClientCAs: x509.NewCertPool()}
@@ -451,12 +639,14 @@ func TestMetricsOnlyForTheirReaders(t *testing.T) {
 		{"the default readers", ServerOptions{Tokens: tokens}, []string{"metrics"}, "Bearer scraper-secret", nil, 403, "--metrics-identities"},
 		{"no token", ServerOptions{Tokens: tokens}, []string{"scraper"}, "", nil, 401, "Authorization: Bearer"},
 		{"an unknown token", ServerOptions{Tokens: tokens}, []string{"scraper"}, "Bearer nope", nil, 401, "not one this acpnormd was given"},
-		{"a reader's certificate", ServerOptions{TLS: clientCAs}, []string{"prometheus.example.org"}, "", cert("prometheus.example.org"), 200, ""},
-		{"another certificate", ServerOptions{TLS: clientCAs}, []string{"prometheus.example.org"}, "", cert("team-a.example.org"), 403, `"team-a.example.org" may not`},
-		{"no certificate", ServerOptions{TLS: clientCAs}, []string{"prometheus.example.org"}, "", nil, 401, "client certificate"},
+		{"a reader's certificate", ServerOptions{TLS: clientCAs}, []string{"cn:prometheus.example.org"}, "", cert("prometheus.example.org"), 200, ""},
+		{"a reader of another kind", ServerOptions{TLS: clientCAs}, []string{"dns:prometheus.example.org"}, "", cert("prometheus.example.org"), 403, `"cn:prometheus.example.org" may not`},
+		{"another certificate", ServerOptions{TLS: clientCAs}, []string{"cn:prometheus.example.org"}, "", cert("team-a.example.org"), 403, `"cn:team-a.example.org" may not`},
+		{"no certificate", ServerOptions{TLS: clientCAs}, []string{"cn:prometheus.example.org"}, "", nil, 401, "client certificate"},
 		{"a mapped reader", ServerOptions{TLS: clientCAs, ClientNames: names}, []string{"scraper"}, "", cert("prometheus.example.org"), 200, ""},
 		{"a mapped tenant", ServerOptions{TLS: clientCAs, ClientNames: names}, []string{"scraper"}, "", cert("team-a.example.org"), 403, `"team-a" may not`},
 		{"an unmapped certificate", ServerOptions{TLS: clientCAs, ClientNames: names}, []string{"scraper"}, "", cert("x.example.org"), 403, "--tls-client-names"},
+		{"a reader's text as another kind", ServerOptions{TLS: clientCAs, ClientNames: names}, []string{"scraper"}, "", &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{DNSNames: []string{"prometheus.example.org"}}}}}, 403, `"dns:prometheus.example.org" is not in`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req := httptest.NewRequest("GET", "/metrics", nil)

@@ -2,8 +2,10 @@
 // and token tests of the clients use, made fresh at test time with
 // crypto/x509: a CA, a server certificate for loopback signed by it, two
 // client certificates signed by it (one named by its subject's common
-// name, one by a SPIFFE URI SAN), and a second CA with its own client
-// certificate (what a server must refuse).
+// name, one by a SPIFFE URI SAN), client certificates whose common names
+// are another certificate's URI or DNS SAN or "default" (identities of
+// different kinds that must not collide), and a second CA with its own
+// client certificate (what a server must refuse).
 package testcerts
 
 import (
@@ -33,15 +35,27 @@ const (
 	ClientBKey  = "client-b.key" //
 	ClientCN    = "acpnorm test client"
 	ClientBURI  = "spiffe://acpnorm.test/team-b"
-	OtherCA     = "other-ca.pem"     // a CA nobody trusts
-	OtherCert   = "other-client.pem" // a client certificate OtherCA signed
-	OtherKey    = "other-client.key" //
-	Token       = "token"            // a random bearer token
-	WrongToken  = "wrong-token"      // another one
-	ServerName  = "localhost"        // a DNS name in the server certificate
-	validFor    = 24 * time.Hour
-	clockSkew   = time.Hour
-	keyFileMode = 0o600
+	// Client certificates whose identity texts are another kind's: what
+	// a CA that lets a holder choose its subject would sign.
+	ClientCNURICert = "client-cn-uri.pem"  // no SAN, subject CN ClientBURI
+	ClientCNURIKey  = "client-cn-uri.key"  //
+	ClientDNSCert   = "client-dns.pem"     // a DNS SAN (ClientDNS) and no URI SAN
+	ClientDNSKey    = "client-dns.key"     //
+	ClientCNDNSCert = "client-cn-dns.pem"  // no SAN, subject CN ClientDNS
+	ClientCNDNSKey  = "client-cn-dns.key"  //
+	ClientDefCert   = "client-default.pem" // no SAN, subject CN ClientDefCN
+	ClientDefKey    = "client-default.key" //
+	ClientDNS       = "client-d.acpnorm.test"
+	ClientDefCN     = "default"          // the name of the token identity by default
+	OtherCA         = "other-ca.pem"     // a CA nobody trusts
+	OtherCert       = "other-client.pem" // a client certificate OtherCA signed
+	OtherKey        = "other-client.key" //
+	Token           = "token"            // a random bearer token
+	WrongToken      = "wrong-token"      // another one
+	ServerName      = "localhost"        // a DNS name in the server certificate
+	validFor        = 24 * time.Hour
+	clockSkew       = time.Hour
+	keyFileMode     = 0o600
 )
 
 type issuer struct {
@@ -88,6 +102,31 @@ func Write(dir string) error {
 				Subject:     pkix.Name{CommonName: "acpnorm test client b"},
 				DNSNames:    []string{"client-b.acpnorm.test"},
 				URIs:        []*url.URL{uri},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			})
+		},
+		func() error {
+			return leaf(dir, ClientCNURICert, ClientCNURIKey, ca, &x509.Certificate{
+				Subject:     pkix.Name{CommonName: ClientBURI},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			})
+		},
+		func() error {
+			return leaf(dir, ClientDNSCert, ClientDNSKey, ca, &x509.Certificate{
+				Subject:     pkix.Name{CommonName: "acpnorm test client d"},
+				DNSNames:    []string{ClientDNS},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			})
+		},
+		func() error {
+			return leaf(dir, ClientCNDNSCert, ClientCNDNSKey, ca, &x509.Certificate{
+				Subject:     pkix.Name{CommonName: ClientDNS},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			})
+		},
+		func() error {
+			return leaf(dir, ClientDefCert, ClientDefKey, ca, &x509.Certificate{
+				Subject:     pkix.Name{CommonName: ClientDefCN},
 				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 			})
 		},

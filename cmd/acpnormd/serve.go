@@ -99,8 +99,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 		"its calls are the identity 'default'")
 	str(&f.tokensFile, "auth-tokens-file", "ACPNORM_AUTH_TOKENS_FILE", "", "file of named bearer tokens, one 'NAME TOKEN' or 'NAME sha256:HEX' a line: each call is the identity its token names,\n"+
 		"and sees only that identity's sessions; reloaded when the file changes (a removed token is refused at once)")
-	str(&f.clientNames, "tls-client-names", "ACPNORM_TLS_CLIENT_NAMES", "", "with --tls-client-ca and no tokens: file of 'NAME CERTIFICATE-IDENTITY' lines naming the identities of client certificates\n"+
-		"(URI SAN, else DNS SAN, else subject CN); a certificate it does not name is refused; reloaded when the file changes")
+	str(&f.clientNames, "tls-client-names", "ACPNORM_TLS_CLIENT_NAMES", "", "with --tls-client-ca and no tokens: file of 'NAME KIND:CERTIFICATE-IDENTITY' lines naming the identities of client certificates\n"+
+		"(uri: the URI SAN, else dns: the DNS SAN, else cn: the subject CN); a certificate it does not name is refused; reloaded when the file changes")
 	num(&f.cfg.Quota.Sessions, "quota-sessions", "ACPNORM_QUOTA_SESSIONS", 0, "sessions one identity may hold (with --store: cache); 0: a quarter of --max-sessions when clients are\n"+
 		"several identities (--auth-tokens-file, or --tls-client-ca without tokens), else no bound beyond --max-sessions")
 	num(&f.cfg.Quota.Calls, "quota-calls", "ACPNORM_QUOTA_CALLS", 0, "tool calls one identity's sessions may hold; 0: a quarter of --max-calls with several identities, else no bound beyond it")

@@ -725,8 +725,9 @@ func first(v []string) string {
 
 // maxHeld bounds the calls held_revisions names: acpnormd checks up to
 // 2 × --max-calls-per-session of them (2048 by default), the calls the
-// session has first, and applies the frame whatever their number (one
-// that predates this refused a claim of more, not applying the frame).
+// session has first, and applies the frame for a claim of up to 64 ×
+// --max-calls-per-session calls (a build before that bound took any
+// number; one older still refused a claim of more than it checks).
 const maxHeld = 1024
 
 // heldLocked lists the revision held of each call (s.mu held): every open

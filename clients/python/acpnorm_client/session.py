@@ -55,8 +55,9 @@ _ALREADY_EXISTS, _RESOURCE_EXHAUSTED, _UNAVAILABLE, _DATA_LOSS = 6, 8, 14, 15
 _MAX_REBUILDS = 8
 # Bounds the calls held_revisions names: acpnormd checks up to 2 x
 # --max-calls-per-session of them (2048 by default), the calls the session
-# has first, and applies the frame whatever their number (one that
-# predates this refused a claim of more, not applying the frame).
+# has first, and applies the frame for a claim of up to 64 x
+# --max-calls-per-session calls (a build before that bound took any
+# number; one older still refused a claim of more than it checks).
 _MAX_HELD = 1024
 # Bounds how far back _held_from looks for a frame.
 _MAX_HELD_BACK = 64

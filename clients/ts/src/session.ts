@@ -38,8 +38,9 @@ const TRAILER_APPLIED = "acpnorm-requests-applied";
 /**
  * Bounds the calls held_revisions names: acpnormd checks up to 2 x
  * --max-calls-per-session of them (2048 by default), the calls the session
- * has first, and applies the frame whatever their number (one that
- * predates this refused a claim of more, not applying the frame).
+ * has first, and applies the frame for a claim of up to 64 x
+ * --max-calls-per-session calls (a build before that bound took any
+ * number; one older still refused a claim of more than it checks).
  */
 const MAX_HELD = 1024;
 

@@ -544,11 +544,14 @@ type AcpFrame struct {
 	// the session by sending its frames again from the first (with
 	// StreamOptions.skip_applied_sequences) and none of its calls goes back.
 	// Calls the client names that the session released (a tombstone) count
-	// as held, so the claim grows with the session's history: it may name any
-	// number of calls, of which the server checks at most 2 ×
-	// --max-calls-per-session (the calls the session has first, then the
-	// others by id; a DATA_LOSS says how many were not checked) and applies
-	// the frame unless they show a loss. Limits: a claim of a revision above
+	// as held, so the claim grows with the session's history: it may name up
+	// to 64 × --max-calls-per-session calls (at least 65536), of which the
+	// server checks at most 2 × --max-calls-per-session (the calls the
+	// session has first, then the others by id; a DATA_LOSS says how many
+	// were not checked) and applies the frame unless they show a loss; a
+	// claim naming more is refused, before it is decoded, with a FrameError
+	// INVALID_ARGUMENT (3) naming the count and the bound, and the frame is
+	// not applied. Limits: a claim of a revision above
 	// 2^31 (2147483648) for a call whose id is at most --max-id-bytes long is
 	// refused with a FrameError INVALID_ARGUMENT (3) naming the call and the
 	// limit, and the frame (and the rest of its request) is not applied. A

@@ -369,7 +369,10 @@ func WithDialect(name string) FeedOption { return func(r *request) { r.dialect =
 
 // WithCwd gives the session's absolute working directory, which beats the
 // one the agent's session/new names. A Windows drive or UNC path (the
-// client's host's) is absolute too, and kept as written. Only Feed uses it.
+// client's host's) is absolute too, and kept as written. One that is not
+// absolute, or is over the text limit, is left out with a FrameError
+// InvalidArgument: the frame applies without it, and the session keeps
+// the directory it had. Only Feed uses it.
 func WithCwd(dir string) FeedOption { return func(r *request) { r.cwd = dir } }
 
 // Direction says which way a frame travelled on the ACP wire.

@@ -174,44 +174,40 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // well formed; what follows, protobuf then refuses.
 func claimEntries(b []byte) int {
 	n := 0
+	eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		if num == requestFrame && typ == protowire.BytesType {
+			frame, _ := protowire.ConsumeBytes(v)
+			eachField(frame, func(num protowire.Number, typ protowire.Type, _ []byte) bool {
+				// Of another wire type, protobuf keeps it as an unknown
+				// field, which it does not decode.
+				if num == frameHeld && typ == protowire.BytesType {
+					n++
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return n
+}
+
+// eachField calls fn with each field of the protobuf message b in turn:
+// its number, its wire type and its value as it is on the wire (a
+// length-delimited one with its length), until fn returns false or b is
+// no longer well formed.
+func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte) bool) {
 	for len(b) > 0 {
 		num, typ, k := protowire.ConsumeTag(b)
 		if k < 0 {
-			return n
+			return
 		}
 		b = b[k:]
-		if num != requestFrame || typ != protowire.BytesType {
-			k = protowire.ConsumeFieldValue(num, typ, b)
-			if k < 0 {
-				return n
-			}
-			b = b[k:]
-			continue
-		}
-		frame, k := protowire.ConsumeBytes(b)
-		if k < 0 {
-			return n
+		k = protowire.ConsumeFieldValue(num, typ, b)
+		if k < 0 || !fn(num, typ, b[:k]) {
+			return
 		}
 		b = b[k:]
-		for len(frame) > 0 {
-			num, typ, k := protowire.ConsumeTag(frame)
-			if k < 0 {
-				break
-			}
-			frame = frame[k:]
-			k = protowire.ConsumeFieldValue(num, typ, frame)
-			if k < 0 {
-				break
-			}
-			frame = frame[k:]
-			// Of another wire type, protobuf keeps it as an unknown
-			// field, which it does not decode.
-			if num == frameHeld && typ == protowire.BytesType {
-				n++
-			}
-		}
 	}
-	return n
 }
 
 // claimOver sets req to a frame of the session and sequence that the
@@ -223,42 +219,21 @@ func claimEntries(b []byte) int {
 func claimOver(b []byte, req *pb.NormalizeRequest, n int) {
 	var session []byte
 	var seq uint64
-	for len(b) > 0 {
-		num, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			break
+	eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		if num == requestFrame && typ == protowire.BytesType {
+			frame, _ := protowire.ConsumeBytes(v)
+			eachField(frame, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+				switch {
+				case num == frameSessionID && typ == protowire.BytesType:
+					session, _ = protowire.ConsumeBytes(v)
+				case num == frameSequence && typ == protowire.VarintType:
+					seq, _ = protowire.ConsumeVarint(v)
+				}
+				return true
+			})
 		}
-		b = b[k:]
-		k = protowire.ConsumeFieldValue(num, typ, b)
-		if k < 0 {
-			break
-		}
-		frame := b[:k]
-		b = b[k:]
-		if num != requestFrame || typ != protowire.BytesType {
-			continue
-		}
-		frame, _ = protowire.ConsumeBytes(frame)
-		for len(frame) > 0 {
-			num, typ, k := protowire.ConsumeTag(frame)
-			if k < 0 {
-				break
-			}
-			frame = frame[k:]
-			switch {
-			case num == frameSessionID && typ == protowire.BytesType:
-				v, _ := protowire.ConsumeBytes(frame)
-				session = v
-			case num == frameSequence && typ == protowire.VarintType:
-				seq, _ = protowire.ConsumeVarint(frame)
-			}
-			k = protowire.ConsumeFieldValue(num, typ, frame)
-			if k < 0 {
-				break
-			}
-			frame = frame[k:]
-		}
-	}
+		return true
+	})
 	proto.Reset(req)
 	req.Kind = &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: strings.ToValidUTF8(string(session), "\uFFFD"), Sequence: seq}}
 	mark := protowire.AppendTag(nil, claimOverField, protowire.VarintType)
@@ -269,23 +244,16 @@ func claimOver(b []byte, req *pb.NormalizeRequest, n int) {
 // claimOverCount returns the number of calls the claim of req named when
 // the codec refused it (see claimOver), or 0.
 func claimOverCount(req *pb.NormalizeRequest) int {
-	u := req.ProtoReflect().GetUnknown()
-	for len(u) > 0 {
-		num, typ, n := protowire.ConsumeTag(u)
-		if n < 0 {
-			return 0
-		}
+	n := 0
+	eachField(req.ProtoReflect().GetUnknown(), func(num protowire.Number, typ protowire.Type, v []byte) bool {
 		if num == claimOverField && typ == protowire.VarintType {
-			v, _ := protowire.ConsumeVarint(u[n:])
-			return int(v)
+			c, _ := protowire.ConsumeVarint(v)
+			n = int(c)
+			return false
 		}
-		m := protowire.ConsumeFieldValue(num, typ, u[n:])
-		if m < 0 {
-			return 0
-		}
-		u = u[n+m:]
-	}
-	return 0
+		return true
+	})
+	return n
 }
 
 // codecMarked reports whether the codec marked req as one the stream
@@ -459,23 +427,16 @@ const (
 // invalidUTF8 returns the names of the string fields of req that were not
 // valid UTF-8 on the wire, or "".
 func invalidUTF8(req *pb.NormalizeRequest) string {
-	u := req.ProtoReflect().GetUnknown()
-	for len(u) > 0 {
-		num, typ, n := protowire.ConsumeTag(u)
-		if n < 0 {
-			return ""
-		}
-		m := protowire.ConsumeFieldValue(num, typ, u[n:])
-		if m < 0 {
-			return ""
-		}
+	fields := ""
+	eachField(req.ProtoReflect().GetUnknown(), func(num protowire.Number, typ protowire.Type, v []byte) bool {
 		if num == badUTF8Field && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(u[n:])
-			return string(v)
+			b, _ := protowire.ConsumeBytes(v)
+			fields = string(b)
+			return false
 		}
-		u = u[n+m:]
-	}
-	return ""
+		return true
+	})
+	return fields
 }
 
 // withoutField returns the unknown fields u without field num.

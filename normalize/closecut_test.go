@@ -37,13 +37,15 @@ func TestEndingRequestCutHandsOnEveryEnded(t *testing.T) {
 		for _, close := range []bool{false, true} {
 			for _, big := range []bool{false, true} {
 				for _, claims := range []bool{true, false} {
-					t.Run(fmt.Sprintf("%s/close=%v/big=%v/claims=%v", name, close, big, claims), func(t *testing.T) {
-						var opts []normalize.Option
-						if st := mk(t); st != nil {
-							opts = append(opts, normalize.WithStore(st))
-						}
-						endingRequestCut(t, normalize.New(opts...), close, big, claims)
-					})
+					for _, queued := range []bool{false, true} {
+						t.Run(fmt.Sprintf("%s/close=%v/big=%v/claims=%v/queued=%v", name, close, big, claims, queued), func(t *testing.T) {
+							var opts []normalize.Option
+							if st := mk(t); st != nil {
+								opts = append(opts, normalize.WithStore(st))
+							}
+							endingRequestCut(t, normalize.New(opts...), close, big, claims, queued)
+						})
+					}
 				}
 			}
 		}
@@ -53,8 +55,10 @@ func TestEndingRequestCutHandsOnEveryEnded(t *testing.T) {
 // endingRequestCut cuts the stream of a turn's end (or a close) after its
 // first ENDED revision and sends it again, with what the client holds
 // (claims) or, as a client whose first request sent again is that one
-// (claims ride only on frames), without.
-func endingRequestCut(t *testing.T, n *normalize.Normalizer, close, big, claims bool) {
+// (claims ride only on frames), without. queued: every revision was
+// taken (into the stream's queue) and the rest died there with the
+// stream, so the request saw no failure.
+func endingRequestCut(t *testing.T, n *normalize.Normalizer, close, big, claims, queued bool) {
 	out := "a\n"
 	if big {
 		out = strings.Repeat("0123456789abcdef", 8<<10) // 128 KiB a call
@@ -97,9 +101,16 @@ func endingRequestCut(t *testing.T, n *normalize.Normalizer, close, big, claims 
 				return nil
 			}
 		}
+		if queued {
+			return nil
+		}
 		return cut
 	}))
-	require.ErrorIs(t, err, cut)
+	if queued {
+		require.NoError(t, err)
+	} else {
+		require.ErrorIs(t, err, cut)
+	}
 
 	ended := map[string]bool{}
 	var said []string
@@ -131,5 +142,41 @@ func endingRequestCut(t *testing.T, n *normalize.Normalizer, close, big, claims 
 			}
 			assert.True(t, found, "%s: neither handed on nor named as lost (errors: %q)", id, said)
 		}
+	}
+}
+
+// Without a store, a turn's end whose ENDED revisions died in the
+// stream's queue, then a close that ended nothing (the calls were ended):
+// the turn's end sent again, after the session went, hands on every
+// ENDED revision, kept with the close's mark.
+func TestTurnEndLostThenCloseHandsOnEveryEnded(t *testing.T) {
+	n := normalize.New()
+	ids := []string{"c1", "c2", "c3"}
+	for i, id := range ids {
+		_, err := n.Feed("S", []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"`+id+`","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`),
+			normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied())
+		require.NoError(t, err)
+	}
+	turn := uint64(len(ids) + 1)
+	lost, err := n.TurnEnded("S", false, normalize.WithSequence(turn), normalize.WithSkipApplied())
+	require.NoError(t, err)
+	require.Len(t, lost, len(ids), "made, and lost with the stream")
+	_, err = n.CloseSession("S", normalize.WithSequence(turn+1), normalize.WithSkipApplied())
+	require.NoError(t, err)
+
+	got := map[string]*normalize.ShellExec{}
+	_, err = n.TurnEnded("S", false, normalize.WithSequence(turn), normalize.WithSkipApplied(),
+		normalize.WithEmit(func(ev normalize.Event) error {
+			if x := ev.ShellExec; x != nil {
+				got[x.ToolCallID] = x
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	require.Len(t, got, len(ids))
+	for _, x := range lost {
+		assert.Equal(t, x.Revision, got[x.ToolCallID].Revision, x.ToolCallID)
+		assert.Equal(t, normalize.StateEnded, got[x.ToolCallID].State)
+		assert.Equal(t, turn, got[x.ToolCallID].Sequence, "answering the request sent again")
 	}
 }

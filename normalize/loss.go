@@ -894,13 +894,15 @@ func (ss *sessions) handOnMissed(s *session, r *reply) {
 	}
 }
 
-// keptFinals are the ENDED revisions a session's close made and could not
-// hand on (the stream broke while it sent them), kept, without a store,
-// with the closed session's mark (tombstones.keep) for the close or a
-// frame of the session sent again: the calls are released with the
-// session, so nothing else could make them again. lost names the calls
-// whose revision is not kept (over maxClosedFinalBytes, or the
-// tombstones' bound on what they keep), each with that revision's number.
+// keptFinals are the ENDED revisions of the calls a session's close
+// released, kept, without a store, with the closed session's mark
+// (tombstones.keep) for the close or a frame of the session sent again:
+// the close cannot know which of them reached the caller (a revision
+// handed on may still die in the stream's queue with the stream, as may
+// those of the turn's end before it), and the calls go with the session,
+// so nothing else could make them again. lost names the calls whose
+// revision is not kept (over maxClosedFinalBytes, or pushed out by later
+// closes: see tombstones.keep), each with that revision's number.
 type keptFinals struct {
 	finals []*ShellExec
 	lost   []lostFinal
@@ -915,16 +917,25 @@ type lostFinal struct {
 // maxClosedFinalBytes bounds the texts one close keeps (keptFinals).
 const maxClosedFinalBytes = 8 << 20
 
-// keepFinals returns what a close that failed to hand on some ENDED
-// revisions keeps of them (nil when it handed on every one, has a store,
-// which answers a request sent again from its commit, or has no sequence
-// to be sent again under).
+// keepFinals returns what a close keeps of the ENDED revisions of the
+// calls it releases: those it could not hand on first, then the others,
+// the latest ended first (nil without a store, which answers a request
+// sent again from its commit, or without a sequence to be sent again
+// under).
 func (ss *sessions) keepFinals(s *session, r *reply) *keptFinals {
-	if len(r.undelivered) == 0 || ss.store != nil || s.applied == 0 {
+	if ss.store != nil || s.applied == 0 {
 		return nil
 	}
+	ended := s.inOrder(func(e *entry) bool { return e.revisions > 0 && e.call.Ended() && e.call.IsShell() })
+	slices.SortStableFunc(ended, func(a, b *entry) int { return b.endedAt.Compare(a.endedAt) })
+	ended = append(slices.Clip(r.undelivered), ended...)
 	k := &keptFinals{}
-	for _, e := range r.undelivered {
+	seen := map[*entry]bool{}
+	for _, e := range ended {
+		if seen[e] {
+			continue
+		}
+		seen[e] = true
 		rev, ok := e.call.Final()
 		if !ok {
 			continue

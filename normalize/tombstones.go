@@ -3,6 +3,7 @@ package normalize
 import (
 	"container/heap"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,9 +23,10 @@ import (
 // fewer than its share (limit over the namespaces holding tombstones)
 // keeps all of them.
 //
-// The marks of closed sessions may keep the ENDED revisions their close
-// could not hand on (keepFinals): at most maxKeptFinalBytes of texts in
-// all, more are named as lost when asked for.
+// The marks of closed sessions keep the ENDED revisions of the calls
+// their close released (keepFinals): at most maxKeptFinalBytes of texts
+// in all, the oldest close's made lost (named when asked for) to make
+// room for a newer one's.
 type tombstones struct {
 	mu        sync.Mutex
 	limit     int
@@ -33,6 +35,10 @@ type tombstones struct {
 	heap      tombHeap              // the same queues, the one holding the most first
 	seq       uint64
 	keptBytes int // of the finals the entries keep
+	// keptOrder are the sessions whose marks keep finals, oldest first
+	// (some may no longer keep any), keptLive how many still do.
+	keptOrder []string
+	keptLive  int
 }
 
 // maxKeptFinalBytes bounds the texts of the ENDED revisions the marks of
@@ -50,16 +56,46 @@ func (t *tombstones) keep(session string, k *keptFinals) {
 	if !ok {
 		return
 	}
-	if t.keptBytes+k.bytes > maxKeptFinalBytes {
-		for _, x := range k.finals {
-			k.lost = append(k.lost, lostFinal{x.ToolCallID, x.Revision})
-		}
-		k.finals, k.bytes = nil, 0
-	}
 	t.unkeep(tb)
+	tb.finals = nil
+	t.byKey[key] = tb
+	for len(t.keptOrder) > 0 && t.keptBytes+k.bytes > maxKeptFinalBytes {
+		old := tombKey{t.keptOrder[0], ""}
+		t.keptOrder = t.keptOrder[1:]
+		if o, ok := t.byKey[old]; ok && o.finals != nil && len(o.finals.finals) > 0 {
+			t.unkeep(o)
+			o.finals = o.finals.lose()
+			t.byKey[old] = o
+		}
+	}
+	if t.keptBytes+k.bytes > maxKeptFinalBytes {
+		k = k.lose()
+	}
 	tb.finals = k
 	t.keptBytes += k.bytes
+	if len(k.finals) > 0 {
+		t.keptLive++
+		t.keptOrder = append(t.keptOrder, session)
+		if len(t.keptOrder) > 2*t.keptLive+64 {
+			live := t.keptOrder[:0]
+			for _, s := range t.keptOrder {
+				if o := t.byKey[tombKey{s, ""}]; o.finals != nil && len(o.finals.finals) > 0 {
+					live = append(live, s)
+				}
+			}
+			t.keptOrder = live
+		}
+	}
 	t.byKey[key] = tb
+}
+
+// lose returns k with every revision it keeps made lost (named only).
+func (k *keptFinals) lose() *keptFinals {
+	out := &keptFinals{lost: slices.Clip(k.lost)}
+	for _, x := range k.finals {
+		out.lost = append(out.lost, lostFinal{x.ToolCallID, x.Revision})
+	}
+	return out
 }
 
 // kept returns the ENDED revisions the mark of the closed session with
@@ -74,6 +110,9 @@ func (t *tombstones) kept(session string) *keptFinals {
 func (t *tombstones) unkeep(tb tomb) {
 	if tb.finals != nil {
 		t.keptBytes -= tb.finals.bytes
+		if len(tb.finals.finals) > 0 {
+			t.keptLive--
+		}
 	}
 }
 

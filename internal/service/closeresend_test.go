@@ -12,7 +12,9 @@ import (
 // A client whose stream broke after it sent a session's last frames and
 // SessionClosed sends again, on a new stream, those it had no answer to:
 // every one is answered ALREADY_EXISTS (none FAILED_PRECONDITION as about
-// a released call, none applied again), the close too.
+// a released call, none applied again), the close too; the first is
+// answered after the ENDED revision of the call the close released, which
+// the client says nothing of holding (the close kept it), once.
 func TestResendAcrossCloseIsAnsweredAsApplied(t *testing.T) {
 	skip := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{SkipAppliedSequences: true}}}
 	msgs := []string{
@@ -47,6 +49,10 @@ func TestResendAcrossCloseIsAnsweredAsApplied(t *testing.T) {
 		again.control(frame(seq))
 	}
 	again.control(closeAt)
+	x := again.exec()
+	assert.EqualValues(t, 3, x.GetRevision(), "%v", x)
+	assert.Equal(t, pb.ShellState_SHELL_STATE_ENDED, x.GetState())
+	assert.Equal(t, "ok 1\n", x.GetOutput().GetText())
 	for seq := uint64(2); seq <= 5; seq++ {
 		fe := again.frameError()
 		assert.EqualValues(t, codes.AlreadyExists, fe.GetCode(), "%v", fe)

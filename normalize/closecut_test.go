@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/acpnorm/acpnorm/normalize"
@@ -179,4 +180,40 @@ func TestTurnEndLostThenCloseHandsOnEveryEnded(t *testing.T) {
 		assert.Equal(t, normalize.StateEnded, got[x.ToolCallID].State)
 		assert.Equal(t, turn, got[x.ToolCallID].Sequence, "answering the request sent again")
 	}
+}
+
+// What a close kept is kept for the grace period: a close sent again
+// after it (and a sweep) names the calls instead of handing them on.
+func TestClosedFinalsKeptForTheGrace(t *testing.T) {
+	now := time.Unix(1000, 0)
+	n := normalize.New(normalize.WithClock(func() time.Time { return now }), normalize.WithGrace(30*time.Second))
+	_, err := n.Feed("S", []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`),
+		normalize.WithSequence(1), normalize.WithSkipApplied())
+	require.NoError(t, err)
+	_, err = n.CloseSession("S", normalize.WithSequence(2), normalize.WithSkipApplied())
+	require.NoError(t, err)
+	again := func() (execs int, named []string) {
+		_, err := n.CloseSession("S", normalize.WithSequence(2), normalize.WithSkipApplied(),
+			normalize.WithEmit(func(ev normalize.Event) error {
+				if ev.ShellExec != nil {
+					execs++
+				}
+				if e := ev.Error; e != nil && e.Code == normalize.FailedPrecondition {
+					named = append(named, e.ToolCallID)
+				}
+				return nil
+			}))
+		require.NoError(t, err)
+		return execs, named
+	}
+	now = now.Add(20 * time.Second)
+	n.Sweep()
+	execs, named := again()
+	assert.Equal(t, 1, execs, "within the grace: handed on")
+	assert.Empty(t, named)
+	now = now.Add(20 * time.Second)
+	n.Sweep()
+	execs, named = again()
+	assert.Zero(t, execs, "past it: named")
+	assert.Equal(t, []string{"c1"}, named)
 }

@@ -906,7 +906,8 @@ func (ss *sessions) handOnMissed(s *session, r *reply) {
 type keptFinals struct {
 	finals []*ShellExec
 	lost   []lostFinal
-	bytes  int // of the finals' texts
+	bytes  int       // of the finals' texts
+	at     time.Time // when the close kept them (see tombstones.expire)
 }
 
 type lostFinal struct {
@@ -929,7 +930,7 @@ func (ss *sessions) keepFinals(s *session, r *reply) *keptFinals {
 	ended := s.inOrder(func(e *entry) bool { return e.revisions > 0 && e.call.Ended() && e.call.IsShell() })
 	slices.SortStableFunc(ended, func(a, b *entry) int { return b.endedAt.Compare(a.endedAt) })
 	ended = append(slices.Clip(r.undelivered), ended...)
-	k := &keptFinals{}
+	k := &keptFinals{at: ss.now()}
 	seen := map[*entry]bool{}
 	for _, e := range ended {
 		if seen[e] {

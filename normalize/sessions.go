@@ -1407,6 +1407,7 @@ func (ss *sessions) forget(s *session, n int, reason string) {
 // not idle and is skipped, so that the sweeper never waits on a stream.
 func (ss *sessions) sweep() {
 	now := ss.now()
+	ss.tombs.expire(now.Add(-ss.cfg.Grace))
 	ss.mu.Lock()
 	list := make([]*session, 0, ss.count)
 	for _, sp := range ss.spaces {

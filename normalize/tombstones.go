@@ -36,9 +36,23 @@ type tombstones struct {
 	seq       uint64
 	keptBytes int // of the finals the entries keep
 	// keptOrder are the sessions whose marks keep finals, oldest first
-	// (some may no longer keep any), keptLive how many still do.
-	keptOrder []string
+	// (some may no longer keep those: see current), keptLive how many
+	// marks still keep any.
+	keptOrder []keptRef
 	keptLive  int
+}
+
+// keptRef is a session whose mark kept finals at a time.
+type keptRef struct {
+	session string
+	at      time.Time
+}
+
+// current returns the mark ref names and whether it still keeps the
+// finals ref was made for.
+func (t *tombstones) current(ref keptRef) (tomb, bool) {
+	o, ok := t.byKey[tombKey{ref.session, ""}]
+	return o, ok && o.finals != nil && len(o.finals.finals) > 0 && o.finals.at.Equal(ref.at)
 }
 
 // maxKeptFinalBytes bounds the texts of the ENDED revisions the marks of
@@ -60,12 +74,12 @@ func (t *tombstones) keep(session string, k *keptFinals) {
 	tb.finals = nil
 	t.byKey[key] = tb
 	for len(t.keptOrder) > 0 && t.keptBytes+k.bytes > maxKeptFinalBytes {
-		old := tombKey{t.keptOrder[0], ""}
+		ref := t.keptOrder[0]
 		t.keptOrder = t.keptOrder[1:]
-		if o, ok := t.byKey[old]; ok && o.finals != nil && len(o.finals.finals) > 0 {
+		if o, ok := t.current(ref); ok {
 			t.unkeep(o)
 			o.finals = o.finals.lose()
-			t.byKey[old] = o
+			t.byKey[tombKey{ref.session, ""}] = o
 		}
 	}
 	if t.keptBytes+k.bytes > maxKeptFinalBytes {
@@ -75,12 +89,12 @@ func (t *tombstones) keep(session string, k *keptFinals) {
 	t.keptBytes += k.bytes
 	if len(k.finals) > 0 {
 		t.keptLive++
-		t.keptOrder = append(t.keptOrder, session)
+		t.keptOrder = append(t.keptOrder, keptRef{session, k.at})
 		if len(t.keptOrder) > 2*t.keptLive+64 {
 			live := t.keptOrder[:0]
-			for _, s := range t.keptOrder {
-				if o := t.byKey[tombKey{s, ""}]; o.finals != nil && len(o.finals.finals) > 0 {
-					live = append(live, s)
+			for _, ref := range t.keptOrder {
+				if _, ok := t.current(ref); ok {
+					live = append(live, ref)
 				}
 			}
 			t.keptOrder = live
@@ -89,9 +103,30 @@ func (t *tombstones) keep(session string, k *keptFinals) {
 	t.byKey[key] = tb
 }
 
+// expire makes lost (named only) the revisions the closes before the
+// time before kept: they are kept for a client that comes back soon
+// after its stream broke, as an ended call is kept for its grace period
+// (sessions.sweep calls it with the same), not for ever.
+func (t *tombstones) expire(before time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.keptOrder) > 0 {
+		ref := t.keptOrder[0]
+		if !ref.at.Before(before) {
+			return
+		}
+		t.keptOrder = t.keptOrder[1:]
+		if o, ok := t.current(ref); ok {
+			t.unkeep(o)
+			o.finals = o.finals.lose()
+			t.byKey[tombKey{ref.session, ""}] = o
+		}
+	}
+}
+
 // lose returns k with every revision it keeps made lost (named only).
 func (k *keptFinals) lose() *keptFinals {
-	out := &keptFinals{lost: slices.Clip(k.lost)}
+	out := &keptFinals{lost: slices.Clip(k.lost), at: k.at}
 	for _, x := range k.finals {
 		out.lost = append(out.lost, lostFinal{x.ToolCallID, x.Revision})
 	}

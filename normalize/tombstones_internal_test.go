@@ -3,6 +3,7 @@ package normalize
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,4 +71,36 @@ func TestTombstonesKeepFinalsBounded(t *testing.T) {
 	assert.Nil(t, ts.kept("b"))
 	assert.Zero(t, ts.keptBytes)
 	assert.Zero(t, ts.keptLive)
+}
+
+// The revisions a close kept go (named only) once they are older than
+// what expire is given: the sweep's grace period.
+func TestTombstonesKeptFinalsExpire(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	kept := func(at time.Time, call string) *keptFinals {
+		x := &ShellExec{ToolCallID: call, Revision: 2, Output: &Text{Text: "out\n"}}
+		return &keptFinals{finals: []*ShellExec{x}, bytes: execTextBytes(x), at: at}
+	}
+	ts := newTombstones(16)
+	for _, s := range []string{"a", "b"} {
+		ts.add(s, "", tomb{why: releasedClosed, applied: 3})
+	}
+	ts.keep("a", kept(t0, "c1"))
+	ts.keep("b", kept(t0.Add(10*time.Second), "d1"))
+	ts.keep("a", kept(t0.Add(20*time.Second), "c2")) // a closed again later
+
+	ts.expire(t0.Add(15 * time.Second))
+	assert.Empty(t, ts.kept("b").finals, "b's close is past it")
+	require.Len(t, ts.kept("b").lost, 1)
+	assert.Equal(t, "d1", ts.kept("b").lost[0].call)
+	require.Len(t, ts.kept("a").finals, 1, "a's latest close is not")
+	assert.Equal(t, "c2", ts.kept("a").finals[0].ToolCallID)
+	assert.Equal(t, execTextBytes(ts.kept("a").finals[0]), ts.keptBytes)
+	assert.Equal(t, 1, ts.keptLive)
+
+	ts.expire(t0.Add(time.Minute))
+	assert.Empty(t, ts.kept("a").finals)
+	assert.Zero(t, ts.keptBytes)
+	assert.Zero(t, ts.keptLive)
+	assert.Empty(t, ts.keptOrder)
 }

@@ -26,7 +26,7 @@ import (
 // The marks of closed sessions keep the ENDED revisions of the calls
 // their close released (keepFinals): at most maxKeptFinalBytes of texts
 // in all, the oldest close's made lost (named when asked for) to make
-// room for a newer one's.
+// room for a newer one's, and each for the grace period (expire).
 type tombstones struct {
 	mu        sync.Mutex
 	limit     int
@@ -60,8 +60,9 @@ func (t *tombstones) current(ref keptRef) (tomb, bool) {
 const maxKeptFinalBytes = 64 << 20
 
 // keep adds to the mark of the closed session with key session (it must
-// have one: see closedAt) the ENDED revisions its close could not hand
-// on, as lost when they would take the kept texts over their bound.
+// have one: see closedAt) the ENDED revisions of the calls its close
+// released (keepFinals), making the oldest close's lost to stay within
+// maxKeptFinalBytes, and these lost when they alone are over it.
 func (t *tombstones) keep(session string, k *keptFinals) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -207,7 +208,7 @@ type tomb struct {
 	outcome   accum.Outcome // OutcomeNone when it had not ended
 	// applied: under the call id "", the mark of a closed session (see
 	// closedAt), the highest sequence it had applied; finals, the ENDED
-	// revisions its close could not hand on (see keepFinals).
+	// revisions of the calls its close released (see keepFinals).
 	applied uint64
 	finals  *keptFinals
 }

@@ -217,3 +217,73 @@ func TestClosedFinalsKeptForTheGrace(t *testing.T) {
 	assert.Zero(t, execs, "past it: named")
 	assert.Equal(t, []string{"c1"}, named)
 }
+
+// Of a close's calls over what it keeps, the ones kept are the last
+// opened (one request ends them all at once: the first are the most
+// likely handed on before a cut), and the others are named.
+func TestClosedFinalsKeepTheLastOpened(t *testing.T) {
+	n := normalize.New(normalize.WithTextLimit(1 << 20))
+	out := strings.Repeat("x", 1<<20-64)
+	var ids []string
+	seq := uint64(0)
+	for i := range 10 {
+		id := fmt.Sprintf("c%02d", i)
+		ids = append(ids, id)
+		for _, f := range []string{
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"` + id + `","kind":"execute","title":"cat f","status":"in_progress","rawInput":{"command":"cat f"}}}}`,
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"` + out + `"}}]}}}`,
+		} {
+			seq++
+			_, err := n.Feed("S", []byte(f), normalize.WithSequence(seq), normalize.WithSkipApplied())
+			require.NoError(t, err)
+		}
+	}
+	_, err := n.CloseSession("S", normalize.WithSequence(seq+1), normalize.WithSkipApplied())
+	require.NoError(t, err)
+	var handed, named []string
+	_, err = n.CloseSession("S", normalize.WithSequence(seq+1), normalize.WithSkipApplied(),
+		normalize.WithEmit(func(ev normalize.Event) error {
+			if x := ev.ShellExec; x != nil {
+				handed = append(handed, x.ToolCallID)
+			}
+			if e := ev.Error; e != nil && e.Code == normalize.FailedPrecondition {
+				named = append(named, e.ToolCallID)
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c09", "c08", "c07", "c06", "c05", "c04", "c03", "c02"}, handed, "8 MiB of outputs of just under 1 MiB")
+	assert.Equal(t, []string{"c01", "c00"}, named)
+	assert.ElementsMatch(t, ids, append(handed, named...), "every call handed on or named")
+}
+
+// The mark of a closed session, which keeps its close's ENDED revisions,
+// is the newest of its tombstones: when tombstones make room for others,
+// the calls' go first.
+func TestClosedMarkOutlivesItsCallsTombstones(t *testing.T) {
+	n := normalize.New(normalize.WithTombstones(5))
+	open := func(id string) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"` + id + `","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`)
+	}
+	for i, id := range []string{"c1", "c2", "c3", "c4"} {
+		_, err := n.Feed("A", open(id), normalize.WithSequence(uint64(i+1)), normalize.WithSkipApplied())
+		require.NoError(t, err)
+	}
+	_, err := n.CloseSession("A", normalize.WithSequence(5), normalize.WithSkipApplied())
+	require.NoError(t, err)
+	_, err = n.Feed("B", open("d1"), normalize.WithSequence(1), normalize.WithSkipApplied())
+	require.NoError(t, err)
+	_, err = n.CloseSession("B", normalize.WithSequence(2), normalize.WithSkipApplied())
+	require.NoError(t, err)
+
+	handed := 0
+	_, err = n.CloseSession("A", normalize.WithSequence(5), normalize.WithSkipApplied(),
+		normalize.WithEmit(func(ev normalize.Event) error {
+			if ev.ShellExec != nil {
+				handed++
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	assert.Equal(t, 4, handed)
+}

@@ -828,7 +828,7 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 			// Released since (its session closed, its grace passed): its
 			// final state went with it. Said, not left for the caller
 			// to wait on.
-			r.fail(FailedPrecondition, it.Call, "the ENDED revision %d of tool call %q answered request %d of session %q, but the call has been released since (its session closed, or its grace period passed), and an answer over %d bytes is kept only as what to make again from the call: it cannot be handed on again", it.Revision, it.Call, r.seq, s.id, maxAnswerBytes)
+			r.failRevision(it.Call, it.Revision, "the ENDED revision %d of tool call %q answered request %d of session %q, but the call has been released since (its session closed, or its grace period passed), and an answer over %d bytes is kept only as what to make again from the call: it cannot be handed on again", it.Revision, it.Call, r.seq, s.id, maxAnswerBytes)
 			continue
 		}
 		if e.revisions != it.Revision {
@@ -928,7 +928,15 @@ func (ss *sessions) keepFinals(s *session, r *reply) *keptFinals {
 		return nil
 	}
 	ended := s.inOrder(func(e *entry) bool { return e.revisions > 0 && e.call.Ended() && e.call.IsShell() })
-	slices.SortStableFunc(ended, func(a, b *entry) int { return b.endedAt.Compare(a.endedAt) })
+	slices.SortFunc(ended, func(a, b *entry) int {
+		// The calls one request ended share its time: the last opened
+		// first among them, the first most likely handed on before a
+		// cut.
+		if c := b.endedAt.Compare(a.endedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.order, a.order)
+	})
 	ended = append(slices.Clip(r.undelivered), ended...)
 	k := &keptFinals{at: ss.now()}
 	seen := map[*entry]bool{}
@@ -991,9 +999,18 @@ func (ss *sessions) handOnClosed(key string, r *reply) {
 	}
 	for _, l := range k.lost {
 		if !has(l.call, l.revision) {
-			r.fail(FailedPrecondition, l.call, "the ENDED revision %d of tool call %q, made when session %q was closed, was not handed on (the stream broke) and is not kept: a close keeps at most %d bytes of such revisions", l.revision, l.call, r.session, maxClosedFinalBytes)
+			r.failRevision(l.call, l.revision, "the ENDED revision %d of tool call %q, made when session %q was closed, is not kept to be handed on again: a close keeps such revisions for its grace period, at most %d bytes of them, and all closes together %d bytes, the oldest going first", l.revision, l.call, r.session, maxClosedFinalBytes, maxKeptFinalBytes)
 		}
 	}
+}
+
+// failRevision says that the ENDED revision of call cannot be handed on
+// again (FailedPrecondition), unless the caller says it holds it.
+func (r *reply) failRevision(call string, revision uint32, format string, args ...any) {
+	if held, named := r.req.held[call]; named && held >= revision {
+		return
+	}
+	r.raise(&FrameError{Code: FailedPrecondition, Message: fmt.Sprintf(format, args...), ToolCallID: call, Revision: revision})
 }
 
 // mergeHeld adds b's claims to a, keeping the higher of two.

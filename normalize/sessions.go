@@ -486,13 +486,12 @@ func (ss *sessions) attempt(req *request, apply func(r *reply) error) (*reply, e
 }
 
 func (r *reply) fail(code Code, callID, format string, args ...any) {
-	fe := &FrameError{
-		SessionID:  r.session,
-		Sequence:   r.seq,
-		Code:       code,
-		Message:    fmt.Sprintf(format, args...),
-		ToolCallID: callID,
-	}
+	r.raise(&FrameError{Code: code, Message: fmt.Sprintf(format, args...), ToolCallID: callID})
+}
+
+// raise hands on fe, a FrameError of the request under way.
+func (r *reply) raise(fe *FrameError) {
+	fe.SessionID, fe.Sequence = r.session, r.seq
 	r.errs = append(r.errs, fe)
 	r.send(Event{Error: fe})
 }
@@ -1363,6 +1362,12 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	for _, e := range s.inOrder(func(*entry) bool { return true }) {
 		ss.bury(s, e.call.ID(), e, why)
 		ss.unhold(s, e)
+	}
+	if why == releasedClosed && applied > 0 && ss.store == nil && len(s.calls) > 0 {
+		// Marked again, after its calls: the newest of the tombstones,
+		// it is the last of them to make room for others (with it go
+		// the ENDED revisions its close keeps, see keepFinals).
+		ss.tombs.add(s.key, "", tomb{why: releasedClosed, applied: applied})
 	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}

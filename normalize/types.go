@@ -232,6 +232,11 @@ type FrameError struct {
 	Message   string // names the problem, and the limit when one refused it
 	// ToolCallID is the call the error is about, when there is one.
 	ToolCallID string
+	// Revision is the revision of that call the error is about, when it
+	// is about one: an ENDED revision that cannot be handed on again
+	// (FailedPrecondition). A consumer that holds that revision of the
+	// call, or said so already, drops the error.
+	Revision uint32 `json:",omitempty"`
 }
 
 func (e *FrameError) Error() string { return e.Message }

@@ -1,7 +1,9 @@
 package service
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/stretchr/testify/assert"
@@ -62,4 +64,57 @@ func TestResendAcrossCloseIsAnsweredAsApplied(t *testing.T) {
 	for r := range again.replies {
 		t.Fatalf("nothing more, got %v", r)
 	}
+}
+
+// An ENDED revision a close no longer keeps (past the grace period) is
+// named when the close is sent again, but not to a stream whose client
+// says (a claim on an earlier frame) it holds it, and once per stream.
+func TestLostFinalNamedOnlyToWhoLacksIt(t *testing.T) {
+	ss := newSessions(DefaultConfig(), NewMetrics(nil), nil)
+	now := time.Unix(1000, 0)
+	ss.now = func() time.Time { return now }
+	msgs := []string{openCall("c1", "make test"), delta("c1", "ok 1\n")}
+	frame := func(seq uint64, held map[string]uint32) *pb.NormalizeRequest {
+		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: seq, Message: []byte(msgs[seq-1]), HeldRevisions: held}}}
+	}
+	closeAt := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s1", Sequence: 3}}}
+	stream := func() (*feeder, *[]*pb.NormalizeResponse) {
+		var out []*pb.NormalizeResponse
+		d := newDelivered()
+		d.setOptions(&pb.StreamOptions{SkipAppliedSequences: true})
+		return ss.newFeeder(context.Background(), d, func(r *pb.NormalizeResponse) error { out = append(out, r); return nil }), &out
+	}
+	named := func(out []*pb.NormalizeResponse) int {
+		n := 0
+		for _, r := range out {
+			if fe := r.GetFrameError(); fe != nil && codes.Code(fe.GetCode()) == codes.FailedPrecondition {
+				assert.Equal(t, "c1", fe.GetToolCallId())
+				n++
+			}
+		}
+		return n
+	}
+	first, out := stream()
+	for _, req := range []*pb.NormalizeRequest{frame(1, nil), frame(2, nil), closeAt} {
+		_, err := first.handle(req, nil)
+		require.NoError(t, err)
+	}
+	ended := (*out)[len(*out)-1].GetShellExec()
+	require.Equal(t, pb.ShellState_SHELL_STATE_ENDED, ended.GetState())
+	now = now.Add(time.Minute) // past the grace: the close keeps it no more
+	ss.n.Sweep()
+
+	holder, out := stream()
+	_, err := holder.handle(frame(2, map[string]uint32{"c1": ended.GetRevision()}), nil)
+	require.NoError(t, err)
+	_, err = holder.handle(closeAt, nil)
+	require.NoError(t, err)
+	assert.Zero(t, named(*out), "the client says it holds it: %v", *out)
+
+	lacker, out := stream()
+	for range 2 {
+		_, err := lacker.handle(closeAt, nil)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, named(*out), "named, once on the stream: %v", *out)
 }

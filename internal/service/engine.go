@@ -101,6 +101,12 @@ func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.N
 
 // event turns what the Normalizer produced into a response and emits it.
 func (f *feeder) event(ev normalize.Event) error {
+	if e := ev.Error; e != nil && e.Revision > 0 && e.ToolCallID != "" && !f.d.again(e.SessionID, e.ToolCallID, e.Revision, true) {
+		// An ENDED revision that cannot be handed on again, which the
+		// client holds (its claim on this stream, or the stream carried
+		// it) or was told of on this stream already.
+		return nil
+	}
 	if ev.Error != nil {
 		switch ev.Error.Code {
 		case normalize.Unavailable:

@@ -2,6 +2,7 @@ package normalize
 
 import (
 	"cmp"
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -354,45 +355,33 @@ func (ss *sessions) checkedClaims(s *session, claims map[string]uint32) (map[str
 	return checked, named - bound
 }
 
-// idHeap is a max-heap of ids: the largest first.
+// idHeap is a max-heap of ids: the largest first. It goes through
+// container/heap's Init and Fix only, never Push or Pop, which would box
+// each id in an interface (an allocation per id of a claim).
 type idHeap []string
+
+func (h idHeap) Len() int           { return len(h) }
+func (h idHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *idHeap) Push(any)          { panic("idHeap: Push") }
+func (h *idHeap) Pop() any          { panic("idHeap: Pop") }
 
 // keep adds id to h when h holds fewer than bound ids, or in place of
 // its largest when id is smaller: h then holds the bound smallest ids
-// it was given.
+// it was given (a heap once it holds bound of them).
 func (h *idHeap) keep(id string, bound int) {
-	a := *h
-	if len(a) < bound {
-		a = append(a, id)
-		for i := len(a) - 1; i > 0; {
-			up := (i - 1) / 2
-			if a[up] >= a[i] {
-				break
-			}
-			a[up], a[i] = a[i], a[up]
-			i = up
+	if len(*h) < bound {
+		*h = append(*h, id)
+		if len(*h) == bound {
+			heap.Init(h)
 		}
-		*h = a
 		return
 	}
-	if len(a) == 0 || id >= a[0] {
+	if bound == 0 || id >= (*h)[0] {
 		return
 	}
-	a[0] = id
-	for i := 0; ; {
-		big, l, r := i, 2*i+1, 2*i+2
-		if l < len(a) && a[l] > a[big] {
-			big = l
-		}
-		if r < len(a) && a[r] > a[big] {
-			big = r
-		}
-		if big == i {
-			return
-		}
-		a[i], a[big] = a[big], a[i]
-		i = big
-	}
+	(*h)[0] = id
+	heap.Fix(h, 0)
 }
 
 // beyondHeld finds a claim of a revision above MaxHeldRevision (the
@@ -820,7 +809,7 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 			r.send(Event{Error: it.Error, Again: true})
 			continue
 		}
-		if held, named := r.req.held[it.Call]; named && held >= it.Revision || s.x.floors[it.Call].floor >= it.Revision {
+		if r.holds(it.Call, it.Revision) || s.x.floors[it.Call].floor >= it.Revision {
 			continue // the caller holds it
 		}
 		e := s.calls[it.Call]
@@ -985,12 +974,8 @@ func (ss *sessions) handOnClosed(key string, r *reply) {
 	if k == nil {
 		return
 	}
-	has := func(call string, revision uint32) bool {
-		held, named := r.req.held[call]
-		return named && held >= revision
-	}
 	for _, x := range k.finals {
-		if has(x.ToolCallID, x.Revision) {
+		if r.holds(x.ToolCallID, x.Revision) {
 			continue
 		}
 		c := *x
@@ -998,16 +983,21 @@ func (ss *sessions) handOnClosed(key string, r *reply) {
 		r.send(Event{ShellExec: &c, Again: true})
 	}
 	for _, l := range k.lost {
-		if !has(l.call, l.revision) {
-			r.failRevision(l.call, l.revision, "the ENDED revision %d of tool call %q, made when session %q was closed, is not kept to be handed on again: a close keeps such revisions for its grace period, at most %d bytes of them, and all closes together %d bytes, the oldest going first", l.revision, l.call, r.session, maxClosedFinalBytes, maxKeptFinalBytes)
-		}
+		r.failRevision(l.call, l.revision, "the ENDED revision %d of tool call %q, made when session %q was closed, is not kept to be handed on again: a close keeps such revisions for its grace period, at most %d bytes of them, and all closes together %d bytes, the oldest going first", l.revision, l.call, r.session, maxClosedFinalBytes, maxKeptFinalBytes)
 	}
+}
+
+// holds says whether the caller says (WithHeld) it holds revision
+// revision of call, or a later one.
+func (r *reply) holds(call string, revision uint32) bool {
+	held, named := r.req.held[call]
+	return named && held >= revision
 }
 
 // failRevision says that the ENDED revision of call cannot be handed on
 // again (FailedPrecondition), unless the caller says it holds it.
 func (r *reply) failRevision(call string, revision uint32, format string, args ...any) {
-	if held, named := r.req.held[call]; named && held >= revision {
+	if r.holds(call, revision) {
 		return
 	}
 	r.raise(&FrameError{Code: FailedPrecondition, Message: fmt.Sprintf(format, args...), ToolCallID: call, Revision: revision})

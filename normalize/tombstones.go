@@ -75,13 +75,7 @@ func (t *tombstones) keep(session string, k *keptFinals) {
 	tb.finals = nil
 	t.byKey[key] = tb
 	for len(t.keptOrder) > 0 && t.keptBytes+k.bytes > maxKeptFinalBytes {
-		ref := t.keptOrder[0]
-		t.keptOrder = t.keptOrder[1:]
-		if o, ok := t.current(ref); ok {
-			t.unkeep(o)
-			o.finals = o.finals.lose()
-			t.byKey[tombKey{ref.session, ""}] = o
-		}
+		t.loseOldest()
 	}
 	if t.keptBytes+k.bytes > maxKeptFinalBytes {
 		k = k.lose()
@@ -111,17 +105,20 @@ func (t *tombstones) keep(session string, k *keptFinals) {
 func (t *tombstones) expire(before time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for len(t.keptOrder) > 0 {
-		ref := t.keptOrder[0]
-		if !ref.at.Before(before) {
-			return
-		}
-		t.keptOrder = t.keptOrder[1:]
-		if o, ok := t.current(ref); ok {
-			t.unkeep(o)
-			o.finals = o.finals.lose()
-			t.byKey[tombKey{ref.session, ""}] = o
-		}
+	for len(t.keptOrder) > 0 && t.keptOrder[0].at.Before(before) {
+		t.loseOldest()
+	}
+}
+
+// loseOldest makes what the oldest close in keptOrder kept lost (named
+// only), if its mark still keeps it, and takes it out of keptOrder.
+func (t *tombstones) loseOldest() {
+	ref := t.keptOrder[0]
+	t.keptOrder = t.keptOrder[1:]
+	if o, ok := t.current(ref); ok {
+		t.unkeep(o)
+		o.finals = o.finals.lose()
+		t.byKey[tombKey{ref.session, ""}] = o
 	}
 }
 

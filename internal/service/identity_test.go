@@ -73,6 +73,34 @@ func (s *tcpStream) next() *pb.NormalizeResponse {
 	return r
 }
 
+// rest closes the stream's sending side and returns every response left
+// on it.
+func (s *tcpStream) rest() []*pb.NormalizeResponse {
+	s.t.Helper()
+	require.NoError(s.t, s.st.CloseSend())
+	var out []*pb.NormalizeResponse
+	for {
+		r, err := s.st.Recv()
+		if err != nil {
+			return out
+		}
+		out = append(out, r)
+	}
+}
+
+// namesNoneOfA checks that responses on B's stream carry neither A's
+// output nor A's command (the isolation tests' secret call).
+func namesNoneOfA(t *testing.T, rs []*pb.NormalizeResponse) {
+	t.Helper()
+	require.NotEmpty(t, rs)
+	for _, r := range rs {
+		text, err := protojson.Marshal(r)
+		require.NoError(t, err)
+		assert.NotContains(t, string(text), "hunter2", "B's stream carries A's text")
+		assert.NotContains(t, string(text), "secrets.env", "B's stream names A's command")
+	}
+}
+
 // bearer is a context whose calls carry token.
 func bearer(t *testing.T, token string) context.Context {
 	return metadata.AppendToOutgoingContext(callCtx(t), "authorization", "Bearer "+token)
@@ -110,21 +138,9 @@ func TestNamedTokensKeepSessionsApart(t *testing.T) {
 
 	b := openTCP(t, client, bearer(t, "bob-secret"))
 	b.send("S1", 1, delta("c1", "."))
-	require.NoError(t, b.st.CloseSend())
-	var fromB []*pb.NormalizeResponse
-	for {
-		r, err := b.recv()
-		if err != nil {
-			break
-		}
-		fromB = append(fromB, r)
-	}
-	require.NotEmpty(t, fromB)
+	fromB := b.rest()
+	namesNoneOfA(t, fromB)
 	for _, r := range fromB {
-		text, err := protojson.Marshal(r)
-		require.NoError(t, err)
-		assert.NotContains(t, string(text), "hunter2", "B's stream carries A's text")
-		assert.NotContains(t, string(text), "secrets.env", "B's stream names A's command")
 		if x := r.GetShellExec(); x != nil {
 			assert.Equal(t, uint32(1), x.GetRevision(), "B's delta opens B's own call")
 			assert.Equal(t, ".", x.GetOutput().GetText())
@@ -295,22 +311,8 @@ func TestCertificateIdentityKindsNeverCollide(t *testing.T) {
 			b := openTCP(t, dial(c.bCert, c.bKey), callCtx(t))
 			b.send("S1", 1, delta("c1", "."))
 			require.NoError(t, b.st.Send(closeReq("S1", 2)))
-			require.NoError(t, b.st.CloseSend())
-			var fromB []*pb.NormalizeResponse
-			for {
-				r, err := b.recv()
-				if err != nil {
-					break
-				}
-				fromB = append(fromB, r)
-			}
-			require.NotEmpty(t, fromB)
-			for _, r := range fromB {
-				text, err := protojson.Marshal(r)
-				require.NoError(t, err)
-				assert.NotContains(t, string(text), "hunter2", "B's stream carries A's text")
-				assert.NotContains(t, string(text), "secrets.env", "B's stream names A's command")
-			}
+			fromB := b.rest()
+			namesNoneOfA(t, fromB)
 			first := fromB[0].GetShellExec()
 			require.NotNil(t, first)
 			assert.Equal(t, uint32(1), first.GetRevision(), "B's delta opens B's own call")

@@ -1911,33 +1911,19 @@ func (Code) wantedJSON() wantType { return wantCode }
 // null (which read as no id): "number", "boolean", "object" or "array";
 // else "". Only a refused frame asks.
 func updateIDType(msg []byte) string {
-	var found string
-	jsonlit.EachMember(msg, func(k string, params []byte) {
-		if k != "PARAMS" {
-			return
-		}
-		jsonlit.EachMember(params, func(k string, update []byte) {
-			if k != "UPDATE" {
-				return
-			}
-			jsonlit.EachMember(update, func(k string, id []byte) {
-				if k != "TOOLCALLID" || len(id) == 0 {
-					return
-				}
-				switch c := id[0]; {
-				case c == '"', c == 'n':
-					found = ""
-				case c == 't', c == 'f':
-					found = "boolean"
-				case c == '{':
-					found = "object"
-				case c == '[':
-					found = "array"
-				default:
-					found = "number"
-				}
-			})
-		})
-	})
-	return found
+	id := valueAt(msg, "PARAMS", "UPDATE", "TOOLCALLID")
+	if len(id) == 0 {
+		return ""
+	}
+	switch c := id[0]; {
+	case c == '"', c == 'n':
+		return ""
+	case c == 't', c == 'f':
+		return "boolean"
+	case c == '{':
+		return "object"
+	case c == '[':
+		return "array"
+	}
+	return "number"
 }

@@ -775,14 +775,20 @@ func codexCombined(f *codexOutputFields, agg Str) (string, bool, bool) {
 		return f.Output.S, false, true
 	}
 	if formatted := f.FormattedOutput.Str(); formatted.Set {
-		s := formatted.S
-		truncated := false
-		if loc := codexTotalLines.FindStringIndex(s); loc != nil && codexElided.MatchString(s[loc[1]:]) {
-			s, truncated = s[loc[1]:], true
-		}
+		s, truncated := codexHeaderCut(formatted.S)
 		return s, truncated, true
 	}
 	return "", false, false
+}
+
+// codexHeaderCut takes Codex's "Total output lines: N" header off s when
+// an elision marker follows it (Codex cut the output for the model), and
+// says so.
+func codexHeaderCut(s string) (string, bool) {
+	if loc := codexTotalLines.FindStringIndex(s); loc != nil && codexElided.MatchString(s[loc[1]:]) {
+		return s[loc[1]:], true
+	}
+	return s, false
 }
 
 // codexShortened reads an aggregate that Codex shortened for the model
@@ -990,7 +996,6 @@ func codexJSONShellText(o *accum.Observation, text string) bool {
 	var v codexJSONShell
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	if dec.Decode(&v) != nil || dec.More() || v.Output == nil || v.Metadata == nil || v.Metadata.ExitCode == nil || v.Metadata.Duration == nil {
 		return false
 	}
@@ -998,10 +1003,7 @@ func codexJSONShellText(o *accum.Observation, text string) bool {
 	if !c.Known {
 		return false
 	}
-	rest, cut := *v.Output, false
-	if loc := codexTotalLines.FindStringIndex(rest); loc != nil && codexElided.MatchString(rest[loc[1]:]) {
-		rest, cut = rest[loc[1]:], true
-	}
+	rest, cut := codexHeaderCut(*v.Output)
 	o.Src.Notice = "the model-facing JSON"
 	codexModelOutput(o, &c, rest, false, cut, true, *v.Metadata.Duration, true)
 	return true

@@ -259,7 +259,9 @@ func dockerResult(o *accum.Observation, text string) (unread string) {
 		// A report this dialect does not read (another build's words):
 		// no proof of exit 0, and it may as well be output. The exit is
 		// unknown and the text is kept as sent; an exit line at its head
-		// or a result block is said by the shared checks, a JSON result
+		// is said by the session's check of the call's text when it ends,
+		// a result block in a content text by the frame's walk (not one
+		// in rawOutput.content, a string the dialect reads), a JSON result
 		// by observeDocker.
 		unread = sign
 	} else {

@@ -203,7 +203,7 @@ func observeDroidBuild(u *droidCall, d droid) []accum.Observation {
 }
 
 // droidText reads a text Droid sends where output goes: its cancel
-// notice (only `failed`, or with no status, and without the exit trailer:
+// notice (only on a call not `completed`, and without the exit trailer:
 // Droid writes it for a call that ran to no exit; the same words before
 // "[Process exited with code N]", or under `completed`, are the output of
 // a command that printed them), or (replays) its Execute tool's result,

@@ -95,6 +95,9 @@ const (
 	// geminiStartedFrom is the first release whose bundle writes
 	// "Background process started with PID N." (0.37.2 has none).
 	geminiStartedFrom = "0.38.0"
+	// geminiStartedPrefix opens geminiBackground's second shape, which
+	// builds before geminiStartedFrom never write.
+	geminiStartedPrefix = "Background process started with PID "
 	// geminiBlockFrom is the first release that refuses command
 	// substitution (0.39.1 has no such check).
 	geminiBlockFrom = "0.40.0"
@@ -260,9 +263,6 @@ var (
 	// with ID: ...", Claude Code's) are a command's own output, which
 	// 0.36.0 shows as the text.
 	geminiBackground = regexp.MustCompile(`^(?:Command moved to background \(PID: (?:\d+|undefined)\)\.|Background process started with PID (?:\d+|undefined)\.$)`)
-	// geminiStarted is the second shape alone, which builds before 0.38.0
-	// never write.
-	geminiStarted = regexp.MustCompile(`^Background process started with PID `)
 	// geminiDebugStart is how a debug-mode result begins (its first
 	// field), and geminiDebugEnd how it ends when it names no exit code:
 	// 0.45 writes only the fields that have a value ("Output: ...\nProcess
@@ -357,7 +357,7 @@ func (g gemini) final(o *accum.Observation, text string) {
 		o.Failed, o.FailNotice = true, notice(line)
 		return
 	}
-	if oneLine && geminiBackground.MatchString(line) && !(g.noStarted && geminiStarted.MatchString(line)) {
+	if oneLine && geminiBackground.MatchString(line) && !(g.noStarted && strings.HasPrefix(line, geminiStartedPrefix)) {
 		o.Background = true
 		return
 	}

@@ -479,13 +479,13 @@ func observeQwenFor(u *qwenCall, titleDescribes bool) []accum.Observation {
 // object, or when the content's report shows it word for word as its
 // Output (a command that printed it: 0.15's display is then output).
 func qwenResultString(u *qwenCall) *qwenOutput {
-	s := strings.TrimSpace(u.RawOutput.Text.S)
-	if !strings.HasPrefix(s, "{") || !json.Valid([]byte(s)) {
+	b := []byte(strings.TrimSpace(u.RawOutput.Text.S))
+	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
 		return nil
 	}
 	out, hasExit := new(qwenOutput), false
-	jsonlit.EachMember([]byte(s), func(key string, _ []byte) { hasExit = hasExit || key == "EXITCODE" })
-	out.read([]byte(s))
+	jsonlit.EachMember(b, func(key string, _ []byte) { hasExit = hasExit || key == "EXITCODE" })
+	out.read(b)
 	if out.Type.S != qwenResultType && !(out.Output.Set && hasExit) {
 		return nil
 	}

@@ -85,8 +85,9 @@
 // While a session's slot moves from one Cluster master to another
 // (CLUSTER SETSLOT ... IMPORTING and MIGRATING, MIGRATE of its keys, then
 // SETSLOT ... NODE), its keys can be split between the two for a while.
-// The name set always has a member, the empty name, so that it exists
-// whenever the session does: while the slot migrates, Redis answers
+// The name set always has a member, the empty name (from the session's
+// first commit by a build that adds it), so that it exists whenever the
+// session does: while the slot migrates, Redis answers
 // TRYAGAIN to a script whose declared keys are not all on the node, also
 // when one of them does not exist at all. A stream may still be named
 // "": it exists while the hash has the field e.
@@ -429,7 +430,8 @@ func (s *Store) keys(session string) []string {
 // delete), value), then per stream op (name, op ('a' append, 's' set, 'd'
 // delete), data). Returns the new version, -1 on a conflict, or -2 (and
 // writes nothing) when fewer replicas than required are online within
-// the lag.
+// the lag; the moving error (writing nothing) while the session's keys
+// are split between two nodes (see hereSource).
 var commitScript = redis.NewScript(commitSource)
 
 const commitSource = hereSource + `
@@ -532,17 +534,19 @@ for _ = 1, tonumber(ARGV[6]) do
   end
   i = i + 3
 end
-local made = {}
+-- listed follows the commit's writes: on refresh it is then every stream
+-- the session has, pushed out below without reading the set again.
 while i <= #ARGV do
   local name, op = ARGV[i], ARGV[i + 1]
   local sk = sp .. name
   if op == 'd' then
-    if listed[name] or made[name] then
+    if listed[name] then
+      listed[name] = nil
       redis.call('DEL', sk)
       if name == '' then redis.call('HDEL', h, 'e') else redis.call('SREM', k, name) end
     end
   else
-    made[name] = true
+    listed[name] = true
     if name == '' then redis.call('HSET', h, 'e', '1') end
     if op == 'a' then
       redis.call('APPEND', sk, ARGV[i + 2])
@@ -570,8 +574,7 @@ redis.call('HSET', h, 'c', tok .. string.format('%020.0f', v) .. string.sub(st[2
 redis.call('PEXPIRE', h, ttl)
 redis.call('PEXPIRE', k, ttl)
 if refresh then
-  local ns = names(h, k)
-  for j = 1, #ns do redis.call('PEXPIREAT', sp .. ns[j], xs) end
+  for name in pairs(listed) do redis.call('PEXPIREAT', sp .. name, xs) end
 end
 return v
 `

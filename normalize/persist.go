@@ -75,7 +75,10 @@ const (
 	// (agentInfo.version); format 4 what the client declared in its
 	// initialize request (clientCapabilities, compact JSON); format 5 the
 	// highest sequence a closed session had applied (session.closed);
-	// formats 1 to 4 (without them) are still read.
+	// formats 1 to 4 (without them) are still read. A later format, of
+	// any record, is a newer build's (a rolling upgrade): its session is
+	// left as it is and its requests are not applied here (errNewer), so
+	// a build that adds a record kind must raise headerFormat too.
 	headerFormat = 5
 	entryFormat  = 1
 	tombFormat   = 1
@@ -130,10 +133,13 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 		ss.uncache(s)
 		if errors.Is(err, errCorrupt) {
 			// Stored state that does not decode (a bug, a store that mixed
-			// two histories, a newer format) would refuse every request
-			// as not applied, for ever: it is deleted, and the session's
-			// next request is told the session lost it (see lost), so
-			// that the client sends its frames again from the first.
+			// two histories) would refuse every request as not applied,
+			// for ever: it is deleted, and the session's next request is
+			// told the session lost it (see lost), so that the client
+			// sends its frames again from the first. State a newer build
+			// wrote (errNewer) is not corrupt: it is left for that build,
+			// and the request is refused as not applied (Unavailable), to
+			// be sent again to a replica that reads it.
 			start := time.Now()
 			derr := ss.store.Delete(ctx, s.key, snap.Version)
 			ss.hooks.storeOp("delete", start, derr)
@@ -375,7 +381,7 @@ func decodeEntry(id string, rec []byte, streams map[string][]byte) (*entry, erro
 	}
 	call, err := accum.RestoreCall(d.B, texts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tool call %q: %w", errCorrupt, id, err)
+		return nil, corrupt(fmt.Errorf("tool call %q: %w", id, err))
 	}
 	if call.ID() != id {
 		return nil, fmt.Errorf("%w: record of tool call %q holds call %q", errCorrupt, id, call.ID())

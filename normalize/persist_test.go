@@ -2,6 +2,7 @@ package normalize_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -690,5 +691,112 @@ func TestStoreCacheEvicts(t *testing.T) {
 	}
 	if s := n.Stats(); s.Sessions > 2 {
 		t.Errorf("%d sessions cached, over the limit of 2", s.Sessions)
+	}
+}
+
+// A session stored in a format later than this build's (a newer build
+// shares the store during a rolling upgrade) is not corrupt: it is left as
+// it is, and its frame is refused as not applied (Unavailable), naming the
+// problem, so that it can be sent again to a replica that reads it.
+// Nothing of it is lost: once the state is in this build's format again,
+// the same frame is applied as if nothing had happened.
+func TestStoreNewerFormat(t *testing.T) {
+	fs := frames(recording)
+	ctx := context.Background()
+	// What the ninth frame makes in a session nothing interrupted.
+	ref := normalize.New(normalize.WithStore(store.NewMemory()))
+	for i := range 8 {
+		_, err := ref.Feed("s", fs[i])
+		require.NoError(t, err)
+	}
+	want, err := ref.Feed("s", fs[8])
+	require.NoError(t, err)
+	require.NotEmpty(t, want, "the ninth frame makes a revision")
+
+	// later returns rec with the byte at i one above this build's.
+	later := func(rec []byte, i int) []byte {
+		b := append([]byte(nil), rec...)
+		b[i]++
+		return b
+	}
+	// stateAt is where a call record's call state starts: after the
+	// entry's format byte, order, end time, revisions and outcome.
+	stateAt := func(rec []byte) int {
+		i := 1
+		_, n := binary.Uvarint(rec[i:])
+		i += n
+		_, n = binary.Varint(rec[i:])
+		i += n
+		_, n = binary.Uvarint(rec[i:])
+		return i + n + 1
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(snap *store.Snapshot) *store.Change
+	}{
+		{"session header", func(snap *store.Snapshot) *store.Change {
+			return &store.Change{Header: later(snap.Header, 0)}
+		}},
+		{"call record", func(snap *store.Snapshot) *store.Change {
+			c := &store.Change{Records: map[string][]byte{}}
+			for k, v := range snap.Records {
+				if strings.HasPrefix(k, "c:") {
+					c.Records[k] = later(v, 0)
+				}
+			}
+			return c
+		}},
+		{"call state", func(snap *store.Snapshot) *store.Change {
+			c := &store.Change{Records: map[string][]byte{}}
+			for k, v := range snap.Records {
+				if strings.HasPrefix(k, "c:") {
+					c.Records[k] = later(v, stateAt(v))
+				}
+			}
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := store.NewMemory()
+			a := normalize.New(normalize.WithStore(st))
+			for i := range 8 {
+				_, err := a.Feed("s", fs[i])
+				require.NoError(t, err)
+			}
+			orig, err := st.Load(ctx, "s")
+			require.NoError(t, err)
+			ch := tc.change(orig)
+			require.True(t, ch.Header != nil || len(ch.Records) > 0, "nothing to change")
+			ch.TTL = time.Hour
+			v, err := st.Commit(ctx, "s", orig.Version, ch)
+			require.NoError(t, err)
+
+			// Another replica of this build meets the newer state.
+			b := normalize.New(normalize.WithStore(st))
+			execs, err := b.Feed("s", fs[8])
+			var fe *normalize.FrameError
+			require.ErrorAs(t, err, &fe)
+			assert.Empty(t, execs)
+			assert.Equal(t, normalize.Unavailable, fe.Code, "%s", fe.Message)
+			assert.Contains(t, fe.Message, "newer build")
+			kept, err := st.Load(ctx, "s")
+			require.NoError(t, err)
+			assert.Equal(t, v, kept.Version, "the newer state was changed")
+			assert.Len(t, kept.Records, len(orig.Records), "records of the newer state were lost")
+
+			// The newer build's state read by it again: put back as it was.
+			back := &store.Change{Header: orig.Header, Records: map[string][]byte{}, TTL: time.Hour}
+			for k := range ch.Records {
+				back.Records[k] = orig.Records[k]
+			}
+			_, err = st.Commit(ctx, "s", v, back)
+			require.NoError(t, err)
+			got, err := b.Feed("s", fs[8])
+			require.NoError(t, err)
+			require.Equal(t, len(want), len(got))
+			for i := range want {
+				assert.Equal(t, describe(normalize.Event{ShellExec: want[i]}), describe(normalize.Event{ShellExec: got[i]}))
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package accum
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"unicode/utf8"
@@ -22,6 +23,14 @@ import (
 
 // stateVersion is the first byte of an encoded call state.
 const stateVersion = 1
+
+// ErrNewerState (wrapped) says a call state was encoded by a later build,
+// in a format version this one does not read: it is not corrupt, and is
+// left for a build that reads it. Versions go up by one a change, so only
+// the next newerVersions are read so; a byte beyond is corrupt.
+var ErrNewerState = errors.New("written by a newer build")
+
+const newerVersions = 8
 
 // MaxStateLimit is the largest text limit RestoreCall accepts: a state
 // that claims more is taken as corrupt rather than trusted with that much
@@ -316,11 +325,14 @@ func setBit(flags *uint64, bit uint64, on bool) {
 // TakeSync reports only what changes after the restore. Input that is not
 // such a pair (corrupt, cut short, from another format version, or
 // streams that do not match the state) is an error that names the
-// problem, as is a text limit over MaxStateLimit. The streams are not
-// kept: the call copies what it holds.
+// problem, as is a text limit over MaxStateLimit. A state of a later
+// format version than this build's wraps ErrNewerState. The streams are
+// not kept: the call copies what it holds.
 func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 	d := decoder{wire.Reader{B: state, Prefix: "call state: "}}
-	if v := d.Byte("format version"); d.Err == nil && v != stateVersion {
+	if v := d.Byte("format version"); d.Err == nil && v > stateVersion && v <= stateVersion+newerVersions {
+		return nil, fmt.Errorf("call state: format version %d, this build reads up to %d: %w", v, stateVersion, ErrNewerState)
+	} else if d.Err == nil && v != stateVersion {
 		return nil, fmt.Errorf("call state: format version %d, want %d", v, stateVersion)
 	}
 	c := &Call{}

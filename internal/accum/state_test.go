@@ -634,6 +634,14 @@ func TestRestoreCallErrors(t *testing.T) {
 	if _, err := RestoreCall(nil, simStore{}); !errors.Is(err, wire.ErrShort) {
 		t.Fatalf("empty state: %v", err)
 	}
+	// The next versions are a newer build's, not corrupt; one far beyond
+	// (a spoiled byte) is corrupt.
+	for v, newer := range map[byte]bool{stateVersion + 1: true, stateVersion + newerVersions: true, stateVersion + newerVersions + 1: false, 0: false, 'j': false} {
+		_, err := RestoreCall(append([]byte{v}, state[1:]...), st)
+		if err == nil || errors.Is(err, ErrNewerState) != newer {
+			t.Errorf("format version %d: %v (newer build's: %v)", v, err, newer)
+		}
+	}
 }
 
 // FuzzRestoreCall: arbitrary state bytes and streams never panic; what is

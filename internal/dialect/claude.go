@@ -738,11 +738,13 @@ const claudeCwdNotice = "Shell cwd was reset to "
 // blank line before it, starts in s, or -1: only as the whole last line,
 // naming an absolute path. Elsewhere the words are output.
 func claudeCwdReset(s string) int {
-	i := strings.LastIndex(s, claudeCwdNotice)
-	if i < 0 || (i > 0 && s[i-1] != '\n') {
+	// Only the last line is looked at: a whole output is not searched.
+	i := strings.LastIndexByte(s, '\n') + 1
+	line := s[i:]
+	if !strings.HasPrefix(line, claudeCwdNotice) || strings.Contains(line[1:], claudeCwdNotice) {
 		return -1
 	}
-	if dir := s[i+len(claudeCwdNotice):]; !strings.HasPrefix(dir, "/") || strings.ContainsAny(dir, "\r\n") {
+	if dir := line[len(claudeCwdNotice):]; !strings.HasPrefix(dir, "/") || strings.IndexByte(dir, '\r') >= 0 {
 		return -1
 	}
 	for n := 0; n < 2 && i > 0 && s[i-1] == '\n'; n++ {

@@ -869,3 +869,34 @@ func TestClaudeExitLineKeptOnOtherWires(t *testing.T) {
 		})
 	}
 }
+
+// claudeCwdReset looks at the last line only; it finds the notice where a
+// search of the whole text for its last place would, and nowhere else.
+func FuzzClaudeCwdReset(f *testing.F) {
+	whole := func(s string) int {
+		i := strings.LastIndex(s, claudeCwdNotice)
+		if i < 0 || (i > 0 && s[i-1] != '\n') {
+			return -1
+		}
+		if dir := s[i+len(claudeCwdNotice):]; !strings.HasPrefix(dir, "/") || strings.ContainsAny(dir, "\r\n") {
+			return -1
+		}
+		for n := 0; n < 2 && i > 0 && s[i-1] == '\n'; n++ {
+			i--
+		}
+		return i
+	}
+	for _, s := range []string{
+		"", "/tmp\n\nShell cwd was reset to /work", "Shell cwd was reset to /work", "out\nShell cwd was reset to /w\n",
+		"out\nShell cwd was reset to w", "out Shell cwd was reset to /w", "out\nShell cwd was reset to /w\r",
+		"a\n\n\nShell cwd was reset to /w", "Shell cwd was reset to /aShell cwd was reset to /b",
+		"Shell cwd was reset to /a\nShell cwd was reset to /b\nx", "\nShell cwd was reset to /",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := claudeCwdReset(s), whole(s); got != want {
+			t.Fatalf("claudeCwdReset(%q) = %d, the whole text's search says %d", s, got, want)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package normalize
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -24,6 +25,23 @@ func windowsAbs(p string) bool {
 
 // absDir says whether dir is absolute on this host or on Windows.
 func absDir(dir string) bool { return filepath.IsAbs(dir) || windowsAbs(dir) }
+
+// controlChar names the first control character (C0 or DEL) in dir, or
+// says "" when it has none. No such byte belongs in a directory a client
+// means: a NUL ends a path in every system call, and a newline or an
+// escape in one is a forged or garbled path, which would be handed on as
+// the call's cwd.
+func controlChar(dir string) string {
+	for i := 0; i < len(dir); i++ {
+		switch c := dir[i]; {
+		case c == 0:
+			return "NUL"
+		case c < 0x20 || c == 0x7f:
+			return fmt.Sprintf("0x%02x", c)
+		}
+	}
+	return ""
+}
 
 // cleanDir is dir cleaned when it is a path of this host's kind.
 func cleanDir(dir string) string {

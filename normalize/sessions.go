@@ -749,6 +749,8 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	// of the frame applies and the session keeps the cwd it had.
 	switch cwd := f.GetCwd(); {
 	case cwd == "":
+	case controlChar(cwd) != "":
+		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd holding a control character (%s), which is no path: %s; the frame applies without it", r.seq, s.id, controlChar(cwd), quoteShort(cwd))
 	case !absDir(cwd):
 		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd that is not absolute: %s; the frame applies without it", r.seq, s.id, quoteShort(cwd))
 	case len(cwd) > ss.cfg.TextLimit:
@@ -816,6 +818,8 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		if len(c) > ss.cfg.TextLimit {
 			ss.refused(r, LimitTextBytes)
 			r.fail(InvalidArgument, "", "frame %d of session %q gives a session cwd of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); the session keeps its cwd", r.seq, s.id, len(c), ss.cfg.TextLimit)
+		} else if ch := controlChar(c); ch != "" {
+			r.fail(InvalidArgument, "", "frame %d of session %q gives a session cwd holding a control character (%s), which is no path: %s; the session keeps its cwd", r.seq, s.id, ch, quoteShort(c))
 		} else {
 			s.cwd = cleanDir(c)
 		}

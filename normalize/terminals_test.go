@@ -524,8 +524,9 @@ func TestJoinedCwdIsBounded(t *testing.T) {
 	assert.Equal(t, "ls", revs[0].Command, "the rest of the update applies")
 }
 
-// A frame's own cwd (AcpFrame.cwd, WithCwd) that is over the text limit or
-// not absolute is left out as a call's is: the frame applies without it
+// A frame's own cwd (AcpFrame.cwd, WithCwd) that is over the text limit,
+// not absolute or holds a control character (a NUL ends a path on every
+// system; the others are no directory a client meant) is left out as a call's is: the frame applies without it
 // (its call opens, the session keeps the cwd it had), and a FrameError
 // names the problem; the limit's refusal is counted.
 func TestBadFrameCwdLeavesTheFrame(t *testing.T) {
@@ -536,6 +537,10 @@ func TestBadFrameCwdLeavesTheFrame(t *testing.T) {
 	}{
 		{"over the text limit", "/" + strings.Repeat("d", 80), []string{"81 bytes", "text limit of 64 bytes", "--text-limit"}, 1},
 		{"not absolute", "rel/dir", []string{"not absolute", `"rel/dir"`}, 0},
+		{"a NUL byte", "/work/a\x00b", []string{"control character", `"/work/a\x00b"`}, 0},
+		{"a newline", "/work/a\nb", []string{"control character", `"/work/a\nb"`}, 0},
+		{"an escape", "/work/\x1b[31m", []string{"control character"}, 0},
+		{"DEL", "/work/a\x7f", []string{"control character"}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			refused := 0
@@ -566,6 +571,24 @@ func TestBadFrameCwdLeavesTheFrame(t *testing.T) {
 			assert.Equal(t, c.refused, refused, "refusals of the text limit")
 		})
 	}
+}
+
+// A session cwd (session/new's) with a control character is no path: the
+// session keeps the cwd it had, with a FrameError naming the problem.
+func TestSessionCwdWithAControlCharacter(t *testing.T) {
+	n := normalize.New()
+	_, err := n.Feed("s", []byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`), normalize.WithSequence(1))
+	require.NoError(t, err)
+	_, err = n.Feed("s", []byte(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/x\u0000y","mcpServers":[]}}`), normalize.WithSequence(2))
+	var fe *normalize.FrameError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, normalize.InvalidArgument, fe.Code)
+	assert.Contains(t, fe.Message, "control character")
+	assert.Contains(t, fe.Message, `"/x\x00y"`)
+	revs, err := n.Feed("s", []byte(tcOpen("c1", "ls")), normalize.WithSequence(3))
+	require.NoError(t, err)
+	require.Len(t, revs, 1)
+	assert.Equal(t, "/w", revs[0].Cwd, "the session keeps the cwd it had")
 }
 
 // Qwen Code before 0.15.6 names a call that needs permission only in its

@@ -112,12 +112,8 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	say := func(msg string) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(stderr, "acpnormd proxy: %s\n", msg)
-	}
+	errLines := &stderrLines{w: stderr}
+	say := func(msg string) { _, _ = errLines.line([]byte("acpnormd proxy: " + msg + "\n")) }
 	rec := &proxy.Recorder{Session: f.session, Dialect: f.dialct, AllRevisions: f.revisions == "all", Say: say}
 
 	var closers []func()
@@ -131,7 +127,7 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	// their owner reads them.
 	open := func(name, what string, flags int) (io.Writer, error) {
 		if name == "-" {
-			return stderr, nil
+			return wholeLines{errLines}, nil
 		}
 		name = strings.ReplaceAll(name, "{pid}", strconv.Itoa(os.Getpid()))
 		fh, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|flags, 0o600)
@@ -185,13 +181,15 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 
-	// The agent's stderr goes to ours as it is when ours is a file;
-	// otherwise it is copied, taking turns with the notices (a copy into a
-	// bytes.Buffer reads into the buffer's own slice and would lose a
-	// notice written meanwhile).
-	agentErr := stderr
-	if _, ok := stderr.(*os.File); !ok {
-		agentErr = lockedWriter{&mu, stderr}
+	// The agent's stderr is copied, taking turns with the notices and
+	// the records written to stderr, so that each of those starts on a
+	// line of its own (see stderrLines). A terminal (or /dev/null) is
+	// handed to the agent as it is instead, so that the agent still sees
+	// a terminal there: the proxy then cannot see where the agent's line
+	// stands, and a notice may follow an unfinished line.
+	var agentErr io.Writer = errLines
+	if fh, ok := stderr.(*os.File); ok && charDevice(fh) {
+		agentErr = fh
 	}
 	res, err := proxy.Run(context.Background(), proxy.Config{
 		Command: f.command, Stdin: os.Stdin, Stdout: stdout, Stderr: agentErr,
@@ -211,16 +209,58 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// lockedWriter writes to w holding mu.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
+// stderrLines is the proxy's stderr, which the agent's stderr, the
+// proxy's notices and a record written to - (--out -) share. It
+// remembers whether the last byte written ended a line, so that a notice
+// or a record, written whole by line, starts on a line of its own: after
+// an agent's unfinished line it writes a newline first. The agent's own
+// bytes (Write) go through as they are. Its methods are safe for
+// concurrent use; each write is whole before the next begins. (It has no
+// ReadFrom: a copy into a bytes.Buffer would read into the buffer's own
+// slice and lose a notice written meanwhile.)
+type stderrLines struct {
+	mu     sync.Mutex
+	w      io.Writer
+	inLine bool // the last byte written was not a newline
 }
 
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+// Write writes the agent's bytes.
+func (s *stderrLines) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.write(p)
+}
+
+// line writes p, one or more whole lines, on a line of its own.
+func (s *stderrLines) line(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inLine {
+		if _, err := s.write([]byte{'\n'}); err != nil {
+			return 0, err
+		}
+	}
+	return s.write(p)
+}
+
+func (s *stderrLines) write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if n > 0 {
+		s.inLine = p[n-1] != '\n'
+	}
+	return n, err
+}
+
+// wholeLines writes to a stderrLines by line.
+type wholeLines struct{ s *stderrLines }
+
+func (w wholeLines) Write(p []byte) (int, error) { return w.s.line(p) }
+
+// charDevice says whether f is a character device: a terminal, or
+// /dev/null.
+func charDevice(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // summary is the line said at exit when normalization missed anything.

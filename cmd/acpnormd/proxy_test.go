@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -191,4 +192,79 @@ func TestProxyDocNamesEveryFlag(t *testing.T) {
 	fs.VisitAll(func(f *flag.Flag) {
 		assert.Contains(t, string(doc), "`--"+f.Name, "docs/proxy.md does not document --%s", f.Name)
 	})
+}
+
+// runProxyTo runs acpnormd in-process with stderr going to errOut (a
+// buffer, or an *os.File as when the proxy's stderr is a file or a pipe)
+// and returns its exit status and what stderr got.
+func runProxyTo(t *testing.T, kind string, args ...string) (int, string) {
+	t.Helper()
+	switch kind {
+	case "buffer":
+		code, _, errOut := runCLI(args...)
+		return code, errOut
+	case "file":
+		fh, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+		require.NoError(t, err)
+		defer fh.Close()
+		code := run(args, io.Discard, fh)
+		return code, string(mustRead(t, fh.Name()))
+	case "pipe":
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		got := make(chan []byte)
+		go func() {
+			b, _ := io.ReadAll(r)
+			r.Close()
+			got <- b
+		}()
+		code := run(args, io.Discard, w)
+		w.Close()
+		return code, string(<-got)
+	}
+	t.Fatalf("no stderr of kind %q", kind)
+	return 0, ""
+}
+
+// A notice of the proxy, and a record written to stderr (--out -), start
+// on a line of their own when the agent left its stderr in the middle of
+// a line; the agent's bytes are otherwise as it wrote them. Whether the
+// proxy's stderr is a buffer, a file or a pipe (an editor that runs the
+// proxy as its agent reads its stderr from a pipe).
+func TestProxyNoticeStartsItsOwnLine(t *testing.T) {
+	lines, err := replay.Read(bytes.NewReader(sample))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	agentSide := filepath.Join(dir, "agent.ndjson")
+	var b bytes.Buffer
+	for _, l := range lines {
+		if l.Dir == pb.Direction_DIRECTION_AGENT_TO_CLIENT {
+			b.Write(l.Msg)
+			b.WriteByte('\n')
+		}
+	}
+	require.NoError(t, os.WriteFile(agentSide, b.Bytes(), 0o644))
+	for _, kind := range []string{"buffer", "file", "pipe"} {
+		t.Run(kind, func(t *testing.T) {
+			// A line that is not JSON makes the notice at exit; the agent's
+			// stderr ends without a newline.
+			code, errOut := runProxyTo(t, kind, "proxy", "--out", filepath.Join(t.TempDir(), "out.ndjson"), "--",
+				"sh", "-c", `echo not json; printf 'warming up... ' >&2`)
+			require.Equal(t, 0, code, errOut)
+			assert.Regexp(t, `^warming up\.\.\. \nacpnormd proxy: of \d+ frames: 1 lines that were not JSON relayed and skipped\n$`, errOut)
+
+			// The records (--out -) come while the agent's last stderr line
+			// is unfinished, and the line goes on after them.
+			code, errOut = runProxyTo(t, kind, "proxy", "--out", "-", "--",
+				"sh", "-c", `printf 'step 1' >&2; sleep 0.3; cat "$1"; sleep 0.3; printf ' done\n' >&2`, "sh", agentSide)
+			require.Equal(t, 0, code, errOut)
+			out := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+			require.Greater(t, len(out), 2, "%q", errOut)
+			assert.Equal(t, "step 1", out[0], "the agent's unfinished line, then a newline before the first record")
+			for _, l := range out[1 : len(out)-1] {
+				assert.True(t, strings.HasPrefix(l, `{"sessionId":`), "a record on a line of its own: %q", l)
+			}
+			assert.Equal(t, " done", out[len(out)-1], "the rest of the agent's line, as it wrote it")
+		})
+	}
 }

@@ -107,6 +107,14 @@ type Confirmer interface {
 	Confirms() bool
 }
 
+// Pinger is a Store that can say whether it answers at all, for a
+// readiness check: Ping returns nil when every part of the store that
+// holds sessions answers (a Redis Cluster's every master), an error
+// otherwise.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // Store keeps the state of sessions. Its methods are safe for concurrent
 // use by many goroutines (and, for a shared store, many processes).
 type Store interface {

@@ -220,6 +220,7 @@ type Store struct {
 var (
 	_ store.Store     = (*Store)(nil)
 	_ store.Confirmer = (*Store)(nil)
+	_ store.Pinger    = (*Store)(nil)
 )
 
 // ErrNotReplicated is the error (wrapped) of a commit that the master
@@ -393,6 +394,22 @@ func redact(u *url.URL) string {
 		c.RawQuery = q.Encode()
 	}
 	return c.Redacted()
+}
+
+// Ping asks the server (a Sentinel's current master) to answer PING; on a
+// cluster, every master must answer.
+func (s *Store) Ping(ctx context.Context) error {
+	var err error
+	if s.cluster != nil {
+		err = s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
+	} else {
+		err = s.c.Ping(ctx).Err()
+	}
+	if err != nil {
+		s.lost(err)
+		return fmt.Errorf("redisstore: ping %s: %w", s.where, err)
+	}
+	return nil
 }
 
 // Close closes the store's connections.

@@ -602,3 +602,28 @@ func TestVersionForm(t *testing.T) {
 		t.Fatalf("HINCRBY of the stored version %d (an older build's commit): %d, %v", v, n, err)
 	}
 }
+
+// Ping answers while the server does and fails while it is down; on a
+// cluster, while any master is down.
+func TestPing(t *testing.T) {
+	t.Run("server", func(t *testing.T) {
+		srv := testredis.StartServer(t)
+		s := open(t, srv.URL)
+		require.NoError(t, s.Ping(t.Context()))
+		srv.Stop()
+		err := s.Ping(t.Context())
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "redisstore: ping ")
+		srv.Start()
+		require.Eventually(t, func() bool { return s.Ping(t.Context()) == nil }, 10*time.Second, 50*time.Millisecond)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		cl := testredis.StartCluster(t, 3, 0, 5*time.Second)
+		s := open(t, cl.URL)
+		require.NoError(t, s.Ping(t.Context()))
+		cl.Nodes[2].Stop()
+		require.Error(t, s.Ping(t.Context()), "a master is down")
+		cl.Nodes[2].Start()
+		require.Eventually(t, func() bool { return s.Ping(t.Context()) == nil }, 20*time.Second, 100*time.Millisecond)
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acpnorm/acpnorm/internal/testcerts"
+	"github.com/acpnorm/acpnorm/internal/testredis"
 )
 
 // The command line of the real binary: help, version and exit statuses.
@@ -199,6 +200,56 @@ func TestCLIHealth(t *testing.T) {
 		if strings.Contains(line, "grpc.health") {
 			t.Errorf("a health check was logged at the default level: %s", line)
 		}
+	}
+}
+
+// TestCLIHealthFollowsTheStore runs the real server on a real
+// redis-server and asks it with the health command as a probe would:
+// readiness ("" and the Normalizer service) exits 1, saying NOT_SERVING,
+// while Redis is down and 0 once it is back, with no frame sent;
+// liveness (--service liveness) exits 0 throughout.
+func TestCLIHealthFollowsTheStore(t *testing.T) {
+	bin := buildCLI(t)
+	redisSrv := testredis.StartServer(t)
+	d := startDaemon(t, bin, "--store", redisSrv.URL)
+	health := func(service string) (int, string) {
+		code, out, errOut := runBin(t, bin, "health", "--addr", d.grpc, "--service", service)
+		return code, out + errOut
+	}
+	waitFor := func(service string, want int, why string) string {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			code, out := health(service)
+			if code == want {
+				return out
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: health --service %q exits %d after 15s (%s), want %d", why, service, code, out, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for _, s := range []string{"", "acpnorm.v1.NormalizerService", "liveness"} {
+		if code, out := health(s); code != 0 || !strings.Contains(out, "SERVING") {
+			t.Errorf("Redis up: health --service %q: exit %d, %q", s, code, out)
+		}
+	}
+	redisSrv.Stop()
+	out := waitFor("", 1, "Redis down")
+	if !strings.Contains(out, d.grpc+" NOT_SERVING") {
+		t.Errorf("Redis down: %q, want it to say NOT_SERVING", out)
+	}
+	if code, out := health("acpnorm.v1.NormalizerService"); code != 1 || !strings.Contains(out, "NOT_SERVING") {
+		t.Errorf("Redis down: the Normalizer service: exit %d, %q", code, out)
+	}
+	if code, out := health("liveness"); code != 0 || out != d.grpc+" liveness SERVING\n" {
+		t.Errorf("Redis down: liveness: exit %d, %q; a liveness probe would restart the pod", code, out)
+	}
+	redisSrv.Start()
+	waitFor("", 0, "Redis back")
+	if code, out := health("acpnorm.v1.NormalizerService"); code != 0 {
+		t.Errorf("Redis back: the Normalizer service: exit %d, %q", code, out)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpnorm/acpnorm/internal/service"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -276,14 +277,17 @@ func TestK8sManifests(t *testing.T) {
 		t.Errorf("%s: container port metrics %d does not match ACPNORM_METRICS_LISTEN %q", dep, ports["metrics"], env["ACPNORM_METRICS_LISTEN"])
 	}
 
-	// Native gRPC probes on the health service, which needs no token.
-	for _, probe := range []string{"readinessProbe", "livenessProbe"} {
+	// Native gRPC probes on the health service, which needs no token:
+	// readiness on the whole server (""), which follows the store;
+	// liveness on the service that does not, so that a Redis outage
+	// restarts no pod.
+	for probe, want := range map[string]string{"readinessProbe": "", "livenessProbe": service.LivenessService} {
 		p, ok := ynum(c, probe, "grpc", "port")
 		if !ok || p != grpcPort {
 			t.Errorf("%s: %s is not a gRPC probe on port %d: %v", dep, probe, grpcPort, yget(c, probe))
 		}
-		if s := yget(c, probe, "grpc", "service"); s != nil && s != "" {
-			t.Errorf("%s: %s asks about service %v; acpnormd's health answers for \"\" (the whole server)", dep, probe, s)
+		if s, _ := yget(c, probe, "grpc", "service").(string); s != want {
+			t.Errorf("%s: %s asks about service %q, want %q", dep, probe, s, want)
 		}
 	}
 

@@ -25,7 +25,8 @@ func healthFlagSet() (*flag.FlagSet, *healthFlags) {
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", defaultHealthAddr(), "address of the server to ask; follows serve's ACPNORM_LISTEN, reading\n"+
 		"an unspecified host such as 0.0.0.0 as loopback")
-	fs.StringVar(&f.service, "service", "", "service to ask about; empty means the whole server")
+	fs.StringVar(&f.service, "service", "", "service to ask about; empty means the whole server, ready while its store answers;\n"+
+		"liveness is SERVING for as long as the process answers")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "give up after this long")
 	f.client.register(fs)
 	return fs, f
@@ -91,7 +92,11 @@ func checkHealth(ctx context.Context, addr, service string, opts ...grpc.DialOpt
 		}
 		return 0, fmt.Errorf("%s: no answer (%s): %s", subject(addr, service), s.Code(), s.Message())
 	}
-	if st := resp.GetStatus(); st != healthpb.HealthCheckResponse_SERVING {
+	switch st := resp.GetStatus(); st {
+	case healthpb.HealthCheckResponse_SERVING:
+	case healthpb.HealthCheckResponse_NOT_SERVING:
+		return st, fmt.Errorf("%s %s (not ready: it is shutting down, or its store does not answer; its log says which)", subject(addr, service), st)
+	default:
 		return st, fmt.Errorf("%s %s", subject(addr, service), st)
 	}
 	return resp.GetStatus(), nil

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,8 @@ type sessions struct {
 	m   *Metrics
 	now func() time.Time // the Normalizer's clock; tests replace it
 	rel *releaser        // hands memory back after a large release
+	// store says whether the store answers (readiness; see storeHealth).
+	store *storeHealth
 	// maxID bounds the ids a stream remembers of what its client says it
 	// holds (Config.MaxIDBytes), and maxHeld the calls of a claim it
 	// remembers (2 × Config.MaxCallsPerSession, what the Normalizer
@@ -32,10 +35,12 @@ type sessions struct {
 func newSessions(cfg Config, m *Metrics, log *slog.Logger) *sessions {
 	ss := &sessions{m: m, now: time.Now, rel: newReleaser(), maxID: cfg.MaxIDBytes, maxHeld: 2 * cfg.MaxCallsPerSession}
 	hooks := m.hooks()
+	ss.store = newStoreHealth(cfg.Store, cmp.Or(log, slog.New(slog.DiscardHandler)))
+	hooks.StoreError = func(string, error) { ss.store.failed() }
 	if log != nil {
 		hooks.UnrecognizedField = newWireLog(log).changed
 		sl, op := newStoreLog(log, time.Now), hooks.StoreOp
-		hooks.StoreError = sl.failure
+		hooks.StoreError = func(o string, err error) { sl.failure(o, err); ss.store.failed() }
 		hooks.StoreOp = func(o, result string, took time.Duration) { op(o, result, took); sl.result(result) }
 	}
 	opened, held := hooks.CallsOpened, hooks.HeldBytes

@@ -157,12 +157,19 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	g := grpc.NewServer(gopts...)
 	pb.RegisterNormalizerServiceServer(g, svc)
 	h := &healthService{Server: health.NewServer(), stop: make(chan struct{})}
-	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	h.SetServingStatus(pb.NormalizerService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	h.SetServingStatus(LivenessService, healthpb.HealthCheckResponse_SERVING)
+	svc.sessions.store.watch(h.ready)
 	healthpb.RegisterHealthServer(g, openHealth{h})
 	reflection.Register(g)
 	return &Server{GRPC: g, health: h, svc: svc, log: log}
 }
+
+// LivenessService is the health service's name for liveness: SERVING for
+// as long as the process answers, whatever its store does and also while
+// it shuts down. The whole server ("") and acpnorm.v1.NormalizerService
+// are readiness: SERVING while the store answers (see storeHealth), and
+// NOT_SERVING from shutdown on.
+const LivenessService = "liveness"
 
 // healthService is grpc-go's health service whose Watch streams end (after
 // NOT_SERVING, with UNAVAILABLE) when the server shuts down. grpc-go's own
@@ -172,6 +179,27 @@ type healthService struct {
 	*health.Server
 	stop     chan struct{}
 	stopOnce sync.Once
+
+	mu   sync.Mutex
+	down bool // shutdown began: readiness stays NOT_SERVING
+}
+
+// ready sets readiness: SERVING when up, until shutdown.
+func (h *healthService) ready(up bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.down {
+		h.setReady(up)
+	}
+}
+
+func (h *healthService) setReady(up bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if up {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	h.SetServingStatus("", st)
+	h.SetServingStatus(pb.NormalizerService_ServiceDesc.ServiceName, st)
 }
 
 func (h *healthService) Watch(req *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
@@ -187,17 +215,24 @@ func (h *healthService) Watch(req *healthpb.HealthCheckRequest, stream healthpb.
 	err := h.Server.Watch(req, watchStream{stream, ctx})
 	select {
 	case <-h.stop:
-		// The last status sent may not be NOT_SERVING yet: say it.
-		_ = stream.Send(&healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING})
+		if req.GetService() != LivenessService {
+			// The last status sent may not be NOT_SERVING yet: say it.
+			_ = stream.Send(&healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING})
+		}
 		return status.Error(codes.Unavailable, "acpnormd is shutting down")
 	default:
 		return err
 	}
 }
 
-// shutdown turns every status NOT_SERVING and ends the Watch streams.
+// shutdown turns readiness NOT_SERVING for good and ends the Watch
+// streams; liveness stays SERVING while the process answers, so that a
+// liveness probe does not kill it during its graceful stop.
 func (h *healthService) shutdown() {
-	h.Server.Shutdown()
+	h.mu.Lock()
+	h.setReady(false)
+	h.down = true
+	h.mu.Unlock()
 	h.stopOnce.Do(func() { close(h.stop) })
 }
 

@@ -44,8 +44,10 @@ func New(cfg Config, m *Metrics, log *slog.Logger) (*Service, error) {
 	return &Service{cfg: cfg, log: log, sessions: newSessions(cfg, m, log), recheck: recheckEvery, draining: make(chan struct{})}, nil
 }
 
-// Run evicts expired state until ctx is done.
+// Run evicts expired state, and checks that the store answers (see
+// storeHealth), until ctx is done.
 func (s *Service) Run(ctx context.Context) {
+	go s.sessions.store.run(ctx)
 	s.sessions.n.Run(ctx)
 }
 

@@ -1,0 +1,170 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/testredis"
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store/redisstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// healthOf asks conn's health service about service.
+func healthOf(t *testing.T, conn *grpc.ClientConn, service string) healthpb.HealthCheckResponse_ServingStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	require.NoError(t, err, "service %q", service)
+	return r.GetStatus()
+}
+
+// Readiness follows the store: the server and its Normalizer service say
+// NOT_SERVING while the store fails (at once after a frame the store
+// failed, and within a few seconds with no frame at all) and SERVING once
+// it answers again, also when no frame comes to show it (a pod out of its
+// Service's endpoints gets none). The liveness service stays SERVING, so
+// that a Redis outage restarts no pod. A real redis-server is stopped and
+// started again.
+func TestHealthFollowsTheStore(t *testing.T) {
+	srv := testredis.StartServer(t)
+	st, err := redisstore.Open(srv.URL)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	cfg := DefaultConfig()
+	cfg.Store = st
+	svc, err := New(cfg, nil, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go svc.Run(ctx)
+	server := NewServer(svc, DefaultServerOptions(), nil)
+	conn := serveBufconn(t, server)
+
+	const whole, normalizer = "", "acpnorm.v1.NormalizerService"
+	require.Equal(t, normalizer, pb.NormalizerService_ServiceDesc.ServiceName)
+	ready := func() []healthpb.HealthCheckResponse_ServingStatus {
+		return []healthpb.HealthCheckResponse_ServingStatus{healthOf(t, conn, whole), healthOf(t, conn, normalizer)}
+	}
+	serving := []healthpb.HealthCheckResponse_ServingStatus{healthpb.HealthCheckResponse_SERVING, healthpb.HealthCheckResponse_SERVING}
+	notServing := []healthpb.HealthCheckResponse_ServingStatus{healthpb.HealthCheckResponse_NOT_SERVING, healthpb.HealthCheckResponse_NOT_SERVING}
+	waitFor := func(want []healthpb.HealthCheckResponse_ServingStatus, why string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for got := ready(); !assert.ObjectsAreEqual(want, got); got = ready() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: readiness %v after 10s, want %v", why, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	live := func() {
+		t.Helper()
+		assert.Equal(t, healthpb.HealthCheckResponse_SERVING, healthOf(t, conn, LivenessService), "liveness")
+	}
+	feed := func(session string) []*normalize.FrameError {
+		var errs []*normalize.FrameError
+		_, err := svc.sessions.n.Feed(session, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`),
+			normalize.WithEmit(func(ev normalize.Event) error {
+				if ev.Error != nil {
+					errs = append(errs, ev.Error)
+				}
+				return nil
+			}))
+		require.NoError(t, err)
+		return errs
+	}
+
+	require.Empty(t, feed("a"))
+	assert.Equal(t, serving, ready())
+	live()
+
+	// A frame the store fails.
+	srv.Stop()
+	errs := feed("b")
+	require.NotEmpty(t, errs)
+	require.Equal(t, normalize.Unavailable, errs[0].Code)
+	waitFor(notServing, "a frame the store failed")
+	live()
+
+	// Back, with no frame to show it.
+	srv.Start()
+	waitFor(serving, "the store answers again, no frame")
+	live()
+
+	// Down, with no frame to show it.
+	srv.Stop()
+	waitFor(notServing, "the store stopped, no frame")
+	live()
+
+	srv.Start()
+	waitFor(serving, "the store answers again")
+	require.Empty(t, feed("c"))
+	assert.Equal(t, serving, ready())
+}
+
+// Shutdown turns readiness NOT_SERVING for good: a store that answers
+// again after it does not turn it back. Liveness stays SERVING while the
+// process answers.
+func TestHealthAfterShutdownIgnoresTheStore(t *testing.T) {
+	srv := testredis.StartServer(t)
+	st, err := redisstore.Open(srv.URL)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	cfg := DefaultConfig()
+	cfg.Store = st
+	svc, err := New(cfg, nil, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go svc.Run(ctx)
+	server := NewServer(svc, DefaultServerOptions(), nil)
+	check := func(service string) healthpb.HealthCheckResponse_ServingStatus {
+		r, err := server.health.Check(context.Background(), &healthpb.HealthCheckRequest{Service: service})
+		require.NoError(t, err)
+		return r.GetStatus()
+	}
+	srv.Stop()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	server.Shutdown(sctx)
+	srv.Start()
+	// The store check runs every storeCheckEvery: wait past two.
+	time.Sleep(2*storeCheckEvery + time.Second)
+	assert.Equal(t, healthpb.HealthCheckResponse_NOT_SERVING, check(""))
+	assert.Equal(t, healthpb.HealthCheckResponse_NOT_SERVING, check(pb.NormalizerService_ServiceDesc.ServiceName))
+	assert.Equal(t, healthpb.HealthCheckResponse_SERVING, check(LivenessService))
+}
+
+// A failed operation has the store checked at once, not at the next
+// periodic check; the check alone decides, so a failure of one operation
+// while the store answers leaves readiness as it is.
+func TestStoreHealthChecksAfterAFailure(t *testing.T) {
+	checked := make(chan time.Time, 16)
+	h := newStoreHealth(nil, slog.New(slog.DiscardHandler))
+	h.check = func(context.Context) error { checked <- time.Now(); return nil }
+	var ups []bool
+	h.watch(func(up bool) { ups = append(ups, up) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	failed := time.Now()
+	h.failed()
+	select {
+	case at := <-checked:
+		assert.Less(t, at.Sub(failed), storeCheckEvery/2)
+	case <-time.After(storeCheckEvery / 2):
+		t.Fatal("no check within half the periodic interval of a failure")
+	}
+	cancel()
+	<-done
+	assert.Equal(t, []bool{true}, ups, "the store answered: readiness never turned")
+}

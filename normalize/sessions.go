@@ -1186,7 +1186,8 @@ func (ss *sessions) validSessionID(id, what string, r *reply) bool {
 // boundObservation applies the length limits to what an observation
 // names. An over-long id refuses the observation (false). An over-long
 // command, cwd, description or approval reason is left out with a
-// FrameError naming it, and the rest (the output) still applies.
+// FrameError naming it, and the rest (the output) still applies; so is a
+// cwd holding a control character.
 func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply) bool {
 	for _, f := range []struct{ name, v string }{{"toolCallId", o.ToolCallID}, {"terminalId", o.TerminalID}} {
 		if len(f.v) > ss.cfg.MaxIDBytes {
@@ -1204,6 +1205,10 @@ func (ss *sessions) boundObservation(s *session, o *accum.Observation, r *reply)
 			ss.refused(r, LimitTextBytes)
 			r.fail(InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a %s of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, f.name, n, ss.cfg.TextLimit)
 		}
+	}
+	if ch := controlChar(o.Cwd); ch != "" {
+		r.fail(InvalidArgument, o.ToolCallID, "frame %d of session %q gives tool call %q a cwd holding a control character (%s), which is no path: %s; it is left out and the rest of the update applies", r.seq, s.id, o.ToolCallID, ch, quoteShort(o.Cwd))
+		o.Cwd = ""
 	}
 	return true
 }

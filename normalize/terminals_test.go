@@ -591,6 +591,23 @@ func TestSessionCwdWithAControlCharacter(t *testing.T) {
 	assert.Equal(t, "/w", revs[0].Cwd, "the session keeps the cwd it had")
 }
 
+// A call's own cwd (the agent's rawInput.cwd) with a control character
+// is left out as an over-long one is: a FrameError names the call and
+// the character, and the rest of the update applies.
+func TestCallCwdWithAControlCharacter(t *testing.T) {
+	n := normalize.New()
+	open := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","status":"in_progress","rawInput":{"command":"ls","cwd":"/w/a\u0000b"}}}}`
+	revs, err := n.Feed("s", []byte(open), normalize.WithCwd("/w"))
+	var fe *normalize.FrameError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, normalize.InvalidArgument, fe.Code)
+	assert.Equal(t, "c1", fe.ToolCallID)
+	assert.Contains(t, fe.Message, "control character (NUL)")
+	require.Len(t, revs, 1)
+	assert.Equal(t, "ls", revs[0].Command, "the rest of the update applies")
+	assert.NotContains(t, revs[0].Cwd, "\x00")
+}
+
 // Qwen Code before 0.15.6 names a call that needs permission only in its
 // ask's title, where the description cannot always be told from the
 // command; its final report names the command as run, and that is the

@@ -526,9 +526,10 @@ func TestJoinedCwdIsBounded(t *testing.T) {
 
 // A frame's own cwd (AcpFrame.cwd, WithCwd) that is over the text limit,
 // not absolute or holds a control character (a NUL ends a path on every
-// system; the others are no directory a client meant) is left out as a call's is: the frame applies without it
-// (its call opens, the session keeps the cwd it had), and a FrameError
-// names the problem; the limit's refusal is counted.
+// system; the others are no directory a client meant) is left out as a
+// call's is: the frame applies without it (its call opens, the session
+// keeps the cwd it had), and a FrameError names the problem; the limit's
+// refusal is counted.
 func TestBadFrameCwdLeavesTheFrame(t *testing.T) {
 	for _, c := range []struct {
 		name, cwd string

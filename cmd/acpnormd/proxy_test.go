@@ -91,11 +91,12 @@ func TestProxyOutIsReplayOfWire(t *testing.T) {
 	})
 }
 
-func proxyOutIsReplayOfWire(t *testing.T, args ...string) {
+// agentSideOf writes the agent's side of the sample recording (its
+// messages, one a line) into dir and returns the file's path.
+func agentSideOf(t *testing.T, dir string) string {
+	t.Helper()
 	lines, err := replay.Read(bytes.NewReader(sample))
 	require.NoError(t, err)
-	dir := t.TempDir()
-	agentSide := filepath.Join(dir, "agent.ndjson")
 	var b bytes.Buffer
 	for _, l := range lines {
 		if l.Dir == pb.Direction_DIRECTION_AGENT_TO_CLIENT {
@@ -103,7 +104,14 @@ func proxyOutIsReplayOfWire(t *testing.T, args ...string) {
 			b.WriteByte('\n')
 		}
 	}
-	require.NoError(t, os.WriteFile(agentSide, b.Bytes(), 0o644))
+	path := filepath.Join(dir, "agent.ndjson")
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+	return path
+}
+
+func proxyOutIsReplayOfWire(t *testing.T, args ...string) {
+	dir := t.TempDir()
+	agentSide := agentSideOf(t, dir)
 	out, wire := filepath.Join(dir, "out.ndjson"), filepath.Join(dir, "wire.ndjson")
 
 	code, _, errOut := runCLI(append(append([]string{"proxy", "--out", out, "--wire", wire}, args...), "--", "cat", agentSide)...)
@@ -232,18 +240,8 @@ func runProxyTo(t *testing.T, kind string, args ...string) (int, string) {
 // proxy's stderr is a buffer, a file or a pipe (an editor that runs the
 // proxy as its agent reads its stderr from a pipe).
 func TestProxyNoticeStartsItsOwnLine(t *testing.T) {
-	lines, err := replay.Read(bytes.NewReader(sample))
-	require.NoError(t, err)
 	dir := t.TempDir()
-	agentSide := filepath.Join(dir, "agent.ndjson")
-	var b bytes.Buffer
-	for _, l := range lines {
-		if l.Dir == pb.Direction_DIRECTION_AGENT_TO_CLIENT {
-			b.Write(l.Msg)
-			b.WriteByte('\n')
-		}
-	}
-	require.NoError(t, os.WriteFile(agentSide, b.Bytes(), 0o644))
+	agentSide := agentSideOf(t, dir)
 	for _, kind := range []string{"buffer", "file", "pipe"} {
 		t.Run(kind, func(t *testing.T) {
 			// A line that is not JSON makes the notice at exit; the agent's

@@ -26,14 +26,10 @@ func healthOf(t *testing.T, conn *grpc.ClientConn, service string) healthpb.Heal
 	return r.GetStatus()
 }
 
-// Readiness follows the store: the server and its Normalizer service say
-// NOT_SERVING while the store fails (at once after a frame the store
-// failed, and within a few seconds with no frame at all) and SERVING once
-// it answers again, also when no frame comes to show it (a pod out of its
-// Service's endpoints gets none). The liveness service stays SERVING, so
-// that a Redis outage restarts no pod. A real redis-server is stopped and
-// started again.
-func TestHealthFollowsTheStore(t *testing.T) {
+// redisServer starts a real redis-server and a running Service and
+// Server whose store it is.
+func redisServer(t *testing.T) (*testredis.Server, *Service, *Server) {
+	t.Helper()
 	srv := testredis.StartServer(t)
 	st, err := redisstore.Open(srv.URL)
 	require.NoError(t, err)
@@ -45,7 +41,18 @@ func TestHealthFollowsTheStore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go svc.Run(ctx)
-	server := NewServer(svc, DefaultServerOptions(), nil)
+	return srv, svc, NewServer(svc, DefaultServerOptions(), nil)
+}
+
+// Readiness follows the store: the server and its Normalizer service say
+// NOT_SERVING while the store fails (at once after a frame the store
+// failed, and within a few seconds with no frame at all) and SERVING once
+// it answers again, also when no frame comes to show it (a pod out of its
+// Service's endpoints gets none). The liveness service stays SERVING, so
+// that a Redis outage restarts no pod. A real redis-server is stopped and
+// started again.
+func TestHealthFollowsTheStore(t *testing.T) {
+	srv, svc, server := redisServer(t)
 	conn := serveBufconn(t, server)
 
 	const whole, normalizer = "", "acpnorm.v1.NormalizerService"
@@ -114,18 +121,7 @@ func TestHealthFollowsTheStore(t *testing.T) {
 // again after it does not turn it back. Liveness stays SERVING while the
 // process answers.
 func TestHealthAfterShutdownIgnoresTheStore(t *testing.T) {
-	srv := testredis.StartServer(t)
-	st, err := redisstore.Open(srv.URL)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	cfg := DefaultConfig()
-	cfg.Store = st
-	svc, err := New(cfg, nil, nil)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go svc.Run(ctx)
-	server := NewServer(svc, DefaultServerOptions(), nil)
+	srv, _, server := redisServer(t)
 	check := func(service string) healthpb.HealthCheckResponse_ServingStatus {
 		r, err := server.health.Check(context.Background(), &healthpb.HealthCheckRequest{Service: service})
 		require.NoError(t, err)

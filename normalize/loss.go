@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acpnorm/acpnorm/internal/wire"
+	"github.com/acpnorm/acpnorm/store"
 )
 
 // Losses and answers kept with the session.
@@ -751,7 +752,7 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 	}
 	rec := snap.Records[recordOfAnswer(r.seq)]
 	if len(rec) > 1 && rec[0] == answerRemade {
-		return ss.remadeAnswer(s, r, rec[1:])
+		return ss.remadeAnswer(s, r, rec[1:], snap)
 	}
 	if len(rec) == 0 || rec[0] != answerFormat {
 		return false
@@ -798,12 +799,15 @@ func remadeOf(evs []Event) []remade {
 }
 
 // remadeAnswer hands on a remade answer: each ENDED revision made again
-// from its call, when the call is still held and made no revision since.
-func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
+// from its call, when the call is still held and made no revision since,
+// or, for a call the session's close released, as the close kept it
+// (see keepFinals; snap is the session as stored).
+func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte, snap *store.Snapshot) bool {
 	var items []remade
 	if err := json.Unmarshal(data, &items); err != nil {
 		return false
 	}
+	var closed *keptFinals // decoded once, when a call was released
 	for _, it := range items {
 		if it.Error != nil {
 			r.send(Event{Error: it.Error, Again: true})
@@ -814,10 +818,20 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 		}
 		e := s.calls[it.Call]
 		if e == nil {
-			// Released since (its session closed, its grace passed): its
-			// final state went with it. Said, not left for the caller
-			// to wait on.
-			r.failRevision(it.Call, it.Revision, "the ENDED revision %d of tool call %q answered request %d of session %q, but the call has been released since (its session closed, or its grace period passed), and an answer over %d bytes is kept only as what to make again from the call: it cannot be handed on again", it.Revision, it.Call, r.seq, s.id, maxAnswerBytes)
+			// Released since: by the session's close, which kept its
+			// ENDED revision, or past its grace period (or the close
+			// could not keep it): its final state went with it. Said,
+			// not left for the caller to wait on.
+			if closed == nil {
+				closed = ss.finalsOf(snap)
+			}
+			if x := closed.find(it.Call, it.Revision); x != nil {
+				c := *x
+				c.Sequence = r.seq
+				r.send(Event{ShellExec: &c, Again: true})
+				continue
+			}
+			r.failRevision(it.Call, it.Revision, "the ENDED revision %d of tool call %q answered request %d of session %q, but the call has been released since (its session closed, or its grace period passed), an answer over %d bytes is kept only as what to make again from the call, and a close keeps the ENDED revisions it releases only for the grace period, at most %d bytes of them: it cannot be handed on again", it.Revision, it.Call, r.seq, s.id, maxAnswerBytes, maxClosedFinalBytes)
 			continue
 		}
 		if e.revisions != it.Revision {
@@ -884,14 +898,19 @@ func (ss *sessions) handOnMissed(s *session, r *reply) {
 }
 
 // keptFinals are the ENDED revisions of the calls a session's close
-// released, kept, without a store, with the closed session's mark
-// (tombstones.keep) for the close or a frame of the session sent again:
+// released, kept for the close or a frame of the session sent again:
 // the close cannot know which of them reached the caller (a revision
 // handed on may still die in the stream's queue with the stream, as may
 // those of the turn's end before it), and the calls go with the session,
-// so nothing else could make them again. lost names the calls whose
-// revision is not kept (over maxClosedFinalBytes, or pushed out by later
-// closes: see tombstones.keep), each with that revision's number.
+// so nothing else could make them again. Without a store they are kept
+// with the closed session's mark (tombstones.keep); with one, in the
+// closed session's stream streamOfFinals, written by the close's commit,
+// which answers a request sent again whose answer is not kept whole (an
+// answer over maxAnswerBytes is kept only as what to make again from the
+// calls, which the close released). lost names the calls whose revision
+// is not kept (over maxClosedFinalBytes, or, without a store, pushed out
+// by later closes: see tombstones.keep), each with that revision's
+// number.
 type keptFinals struct {
 	finals []*ShellExec
 	lost   []lostFinal
@@ -909,11 +928,10 @@ const maxClosedFinalBytes = 8 << 20
 
 // keepFinals returns what a close keeps of the ENDED revisions of the
 // calls it releases: those it could not hand on first, then the others,
-// the latest ended first (nil without a store, which answers a request
-// sent again from its commit, or without a sequence to be sent again
+// the latest ended first (nil without a sequence to be sent again
 // under).
 func (ss *sessions) keepFinals(s *session, r *reply) *keptFinals {
-	if ss.store != nil || s.applied == 0 {
+	if s.applied == 0 {
 		return nil
 	}
 	ended := s.inOrder(func(e *entry) bool { return e.revisions > 0 && e.call.Ended() && e.call.IsShell() })
@@ -964,13 +982,24 @@ func execTextBytes(x *ShellExec) int {
 
 // handOnClosed hands on again, once per request, the ENDED revisions a
 // closed session kept (keepFinals) that the caller does not say it holds,
-// and names those it could not keep.
+// and names those it could not keep. With a store it reads them from the
+// store (one load, for a request sent again whose answer is not kept).
 func (ss *sessions) handOnClosed(key string, r *reply) {
 	if r.closedSent {
 		return
 	}
 	r.closedSent = true
-	k := ss.tombs.kept(key)
+	var k *keptFinals
+	if ss.store == nil {
+		k = ss.tombs.kept(key)
+	} else {
+		snap, err := ss.store.Load(r.req.ctx, key)
+		if err != nil {
+			r.fail(Unavailable, "", "request %d of session %q was applied before the session was closed, but what its close kept could not be read from the store: %v; it may be sent again", r.seq, r.session, err)
+			return
+		}
+		k = ss.finalsOf(snap)
+	}
 	if k == nil {
 		return
 	}
@@ -982,9 +1011,85 @@ func (ss *sessions) handOnClosed(key string, r *reply) {
 		c.Sequence = r.seq
 		r.send(Event{ShellExec: &c, Again: true})
 	}
-	for _, l := range k.lost {
-		r.failRevision(l.call, l.revision, "the ENDED revision %d of tool call %q, made when session %q was closed, is not kept to be handed on again: a close keeps such revisions for its grace period, at most %d bytes of them, and all closes together %d bytes, the oldest going first", l.revision, l.call, r.session, maxClosedFinalBytes, maxKeptFinalBytes)
+	all := ""
+	if ss.store == nil {
+		all = fmt.Sprintf(", and all closes together %d bytes, the oldest going first", maxKeptFinalBytes)
 	}
+	for _, l := range k.lost {
+		r.failRevision(l.call, l.revision, "the ENDED revision %d of tool call %q, made when session %q was closed, is not kept to be handed on again: a close keeps such revisions for its grace period, at most %d bytes of them%s", l.revision, l.call, r.session, maxClosedFinalBytes, all)
+	}
+}
+
+// streamOfFinals is the stream of a closed session, with a store, that
+// holds what its close kept (keepFinals). It is no call's (theirs are
+// named "<n>:<id>"), and a stream rather than a record: a build that
+// predates it loads the session without reading it. It goes with the
+// session's other keys, or with the first commit of the session started
+// again (see reopen); what it holds is handed on only for the grace
+// period after the close (finalsOf).
+const (
+	streamOfFinals = "f"
+	finalsFormat   = 1
+)
+
+// storedFinals is keptFinals as streamOfFinals holds it.
+type storedFinals struct {
+	At     int64 // when the close kept them, in Unix nanoseconds
+	Finals []*ShellExec
+	Lost   []storedLost `json:",omitempty"`
+}
+
+type storedLost struct {
+	Call     string
+	Revision uint32
+}
+
+func encodeFinals(k *keptFinals) []byte {
+	sf := storedFinals{At: k.at.UnixNano(), Finals: k.finals}
+	for _, l := range k.lost {
+		sf.Lost = append(sf.Lost, storedLost{l.call, l.revision})
+	}
+	data, err := json.Marshal(sf)
+	if err != nil {
+		// A ShellExec always encodes: only lost calls are said then.
+		data, _ = json.Marshal(storedFinals{At: sf.At, Lost: sf.Lost})
+	}
+	return append([]byte{finalsFormat}, data...)
+}
+
+// finalsOf returns what the close of the session stored as snap kept
+// (nil when nothing, or when it does not decode), every revision made
+// lost (named only) once the grace period after the close passed.
+func (ss *sessions) finalsOf(snap *store.Snapshot) *keptFinals {
+	data := snap.Streams[streamOfFinals]
+	if len(data) < 2 || data[0] != finalsFormat {
+		return nil
+	}
+	var sf storedFinals
+	if err := json.Unmarshal(data[1:], &sf); err != nil {
+		return nil
+	}
+	k := &keptFinals{finals: sf.Finals, at: time.Unix(0, sf.At)}
+	for _, l := range sf.Lost {
+		k.lost = append(k.lost, lostFinal{l.Call, l.Revision})
+	}
+	if ss.now().Sub(k.at) > ss.cfg.Grace {
+		k = k.lose()
+	}
+	return k
+}
+
+// find returns the revision revision of call that k keeps, or nil.
+func (k *keptFinals) find(call string, revision uint32) *ShellExec {
+	if k == nil {
+		return nil
+	}
+	for _, x := range k.finals {
+		if x.ToolCallID == call && x.Revision == revision {
+			return x
+		}
+	}
+	return nil
 }
 
 // holds says whether the caller says (WithHeld) it holds revision

@@ -446,7 +446,13 @@ func WithFinalChanges() FeedOption { return func(r *request) { r.finalDeltas = t
 // applied too (with a store, in the session's header, for as long as it
 // lives there; without one, as a tombstone, bounded by WithTombstones). A
 // request that is applied starts the session again: sequence 1, one above
-// that, or one without WithSkipApplied.
+// that, or one without WithSkipApplied. The close keeps the ENDED revision
+// of each call it released, at most 8 MiB of texts (without a store, 64
+// MiB for every close together, the oldest close's going first), for the
+// grace period (WithGrace): a request of the session sent again whose
+// answer does not carry them whole (an answer over 256 KiB, kept only as
+// what to make again from the calls) hands them on, and names in a
+// FrameError FailedPrecondition each call whose revision is not kept.
 func WithSkipApplied() FeedOption { return func(r *request) { r.skipApplied = true } }
 
 // WithHeld says what the caller holds of the frame's session: for each

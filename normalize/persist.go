@@ -52,6 +52,8 @@ import (
 //   - with WithSkipApplied, a record per recent frame ("a:" and its
 //     sequence): what it made, for when it is sent again; and after a
 //     loss, the floors of the calls the caller holds ("l"). See loss.go.
+//   - after a close (with WithSkipApplied), the ENDED revisions it kept of
+//     the calls it released: the stream "f" (streamOfFinals in loss.go).
 //
 // Every key of a session expires twice the TTL after its last commit. A
 // session loaded after more than the TTL idle releases its calls to
@@ -450,6 +452,12 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		s.tombFirst++
 	}
 	s.persistExtra(records)
+	switch {
+	case s.finals != nil:
+		ch.Streams = append(ch.Streams, store.StreamOp{Name: streamOfFinals, Data: encodeFinals(s.finals)})
+	case s.dropFinals:
+		ch.Streams = append(ch.Streams, store.StreamOp{Name: streamOfFinals, Delete: true})
+	}
 	// The header is encoded into the session's scratch array, which the
 	// store is done with once Commit returns (store: a Change's bytes are
 	// copied or sent by then); body, the header but for its last field,
@@ -482,6 +490,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		s.stored[id] = true
 	}
 	s.committedExtra()
+	s.finals, s.dropFinals = nil, false
 	for _, t := range s.newTombs {
 		ss.tombs.add(s.key, t.call, t.tomb)
 	}

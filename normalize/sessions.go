@@ -125,6 +125,11 @@ type session struct {
 	tombFirst, tombNext uint64
 	newTombs            []storedTomb
 	x                   *extra // floors of lost calls, kept answers; see loss.go
+	// finals are the ENDED revisions a close kept (see keepFinals), for
+	// its commit to write; dropFinals says the next commit deletes those
+	// an earlier close wrote (the session started again).
+	finals     *keptFinals
+	dropFinals bool
 }
 
 func newSession(id string, sp *space) *session {
@@ -524,8 +529,12 @@ func (ss *sessions) closeSession(id string, req *request) error {
 			ss.endOpen(s, s.cancel, "the session closed while the call was still open", r)
 			kept := ss.keepFinals(s, r)
 			ss.drop(s, releasedClosed, "session_closed")
-			if kept != nil {
+			switch {
+			case kept == nil:
+			case ss.store == nil:
 				ss.tombs.keep(s.key, kept)
+			default:
+				s.finals = kept // committed with the close (see persist)
 			}
 		})
 	})
@@ -1512,6 +1521,7 @@ func (ss *sessions) reopen(s *session) {
 		x.stale = append(x.stale, x.answers...)
 		x.answers, x.answerBytes = nil, 0
 	}
+	s.dropFinals = true // and what its close kept
 }
 
 // tombOf returns the tombstone of a released call of s: one the next

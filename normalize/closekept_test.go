@@ -169,3 +169,42 @@ func TestLargeEndSentAgainAfterClose(t *testing.T) {
 		})
 	}
 }
+
+// A frame or a close sent again after the session was closed is answered
+// as applied and leaves no session behind: before, the frame made an
+// empty session (or, with a store, cached the closed one) that stayed
+// until the idle TTL, counted against the sessions held.
+func TestSentAgainAfterCloseLeavesNoSession(t *testing.T) {
+	stores := map[string]func(t *testing.T) store.Store{"no store": func(*testing.T) store.Store { return nil }}
+	for name, mk := range keptStores {
+		stores[name] = mk
+	}
+	for name, mk := range stores {
+		t.Run(name, func(t *testing.T) {
+			var opts []normalize.Option
+			if st := mk(t); st != nil {
+				opts = append(opts, normalize.WithStore(st))
+			}
+			n := normalize.New(opts...)
+			seq := openWithOutput(t, n, []string{"c1", "c2"}, "ok\n")
+			_, err := n.CloseSession("S", normalize.WithSequence(seq+1), normalize.WithSkipApplied())
+			require.NoError(t, err)
+			require.Zero(t, n.Stats().Sessions)
+
+			for _, e := range feedSkipping(t, n, seq, nsOpen("c2", "cat f")) {
+				if e.Error != nil {
+					assert.Equal(t, normalize.AlreadyExists, e.Error.Code, e.Error.Message)
+				}
+			}
+			assert.Zero(t, n.Stats().Sessions, "a frame sent again")
+			_, _ = closeAgain(t, n, seq+1)
+			assert.Zero(t, n.Stats().Sessions, "a close sent again")
+			_, ok := n.SessionStats("S")
+			assert.False(t, ok)
+
+			// Started again from sequence 1, it is held as before.
+			feedSkipping(t, n, 1, nsOpen("d1", "ls"))
+			assert.Equal(t, 1, n.Stats().Sessions)
+		})
+	}
+}

@@ -665,6 +665,10 @@ func (n *Normalizer) SessionStats(id string) (SessionStats, bool) {
 		return SessionStats{}, false
 	}
 	defer s.unlock()
+	if closedOnly(s) {
+		n.ss.uncache(s) // loaded from the store: a closed session is not held
+		return SessionStats{}, false
+	}
 	return SessionStats{Calls: len(s.calls), Terminals: len(s.terminals), Asks: len(s.asks), HeldBytes: s.held}, true
 }
 

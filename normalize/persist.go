@@ -584,6 +584,9 @@ func (ss *sessions) release(s *session, r *reply) {
 	s.loaded = false
 	switch {
 	case err == nil:
+		if !s.gone {
+			ss.letGoClosed(s, r)
+		}
 		if s.gone {
 			return
 		}

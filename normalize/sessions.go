@@ -654,11 +654,7 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 		return nil
 	}
 	s, err := ss.lock(ctx, r.req.ns, id, false)
-	if err == nil && s == nil && r.req.skipApplied && r.seq > 1 && r.seq <= ss.tombs.closedAt(r.req.ns.key(id)) {
-		// Sent again after the session was closed (without a store, a
-		// closed session is not kept): it was applied.
-		ss.handOnClosed(r.req.ns.key(id), r)
-		r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, id, ss.tombs.closedAt(r.req.ns.key(id)))
+	if err == nil && s == nil && ss.closedMark(what, r) {
 		return nil
 	}
 	if err != nil || s == nil {
@@ -669,6 +665,39 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 		do(s)
 	}
 	return nil
+}
+
+// closedMark answers a request of a session that is not held, sent again
+// after the session was closed, as applied, and reports whether it was
+// one: without a store a closed session is not kept, only its mark (see
+// tombstones.closedAt), and a request sent again makes no session.
+func (ss *sessions) closedMark(what string, r *reply) bool {
+	if ss.store != nil || !r.req.skipApplied || r.seq <= 1 {
+		return false
+	}
+	key := r.req.ns.key(r.session)
+	closed := ss.tombs.closedAt(key)
+	if r.seq > closed {
+		return false
+	}
+	ss.handOnClosed(key, r)
+	r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, r.session, closed)
+	return true
+}
+
+// letGoClosed lets a closed session go from the cache once a request sent
+// again was answered from it as applied (see skip): it holds nothing, and
+// the store keeps it, so it is not left until the idle TTL.
+func (ss *sessions) letGoClosed(s *session, r *reply) {
+	if r.again && closedOnly(s) {
+		ss.uncache(s)
+	}
+}
+
+// closedOnly reports whether s is a closed session that nothing started
+// again: what a store keeps of a close.
+func closedOnly(s *session) bool {
+	return s.closed > 0 && s.applied == 0 && len(s.calls) == 0
 }
 
 func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
@@ -715,6 +744,9 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 			ss.release(s, r)
 		}
 		r.fail(InvalidArgument, "", "frame %d of session %q: %v", f.GetSequence(), f.GetSessionId(), err)
+		return nil
+	}
+	if s == nil && ss.closedMark("frame", r) {
 		return nil
 	}
 	if s == nil {

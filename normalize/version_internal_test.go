@@ -179,7 +179,10 @@ func TestStoredHeaderFormat4(t *testing.T) {
 	}))
 	require.NoError(t, err)
 	assert.Empty(t, again, "the close sent again: its kept answer, which is nothing")
-	s := sessionOf(t, m, "s")
+	s, err := m.ss.lock(ctx, m.ns, "s", false) // loaded from the store: answered, it left the cache
+	require.NoError(t, err)
+	require.NotNil(t, s)
+	s.unlock()
 	require.Equal(t, uint64(3), s.closed, "format 5 keeps it")
 	body := s.body
 	require.Equal(t, byte(5), body[0])

@@ -1,6 +1,7 @@
 package normalize_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -207,4 +208,109 @@ func TestSentAgainAfterCloseLeavesNoSession(t *testing.T) {
 			assert.Equal(t, 1, n.Stats().Sessions)
 		})
 	}
+}
+
+// A turn's end or a close sent again for a closed session whose mark is
+// gone (pushed out of the tombstones, or, with a store, the session's
+// keys expired) is answered FAILED_PRECONDITION, naming the session and
+// why: before, it got no answer at all, and a client whose stream broke
+// during the close could not tell that what the close made is lost.
+func TestControlSentAgainAfterTheMarkWentIsAnswered(t *testing.T) {
+	type setup struct {
+		name string
+		make func(t *testing.T) *normalize.Normalizer
+		// forget makes the normalizer forget session "S"'s close.
+		forget func(t *testing.T, n *normalize.Normalizer)
+	}
+	for _, tc := range []setup{
+		{"no store", func(*testing.T) *normalize.Normalizer { return normalize.New(normalize.WithTombstones(4)) },
+			func(t *testing.T, n *normalize.Normalizer) {
+				for i := range 8 { // other sessions' tombstones push the mark out
+					id := fmt.Sprintf("O%d", i)
+					_, err := n.Feed(id, nsOpen("c1", "ls"), normalize.WithSequence(1), normalize.WithSkipApplied())
+					require.NoError(t, err)
+					_, err = n.CloseSession(id, normalize.WithSequence(2), normalize.WithSkipApplied())
+					require.NoError(t, err)
+				}
+			}},
+		{"memory store", func(*testing.T) *normalize.Normalizer {
+			return normalize.New(normalize.WithStore(store.NewMemory()), normalize.WithTTL(50*time.Millisecond))
+		}, func(*testing.T, *normalize.Normalizer) { time.Sleep(150 * time.Millisecond) }}, // twice the TTL: the keys expire
+		{"redis", func(t *testing.T) *normalize.Normalizer {
+			return normalize.New(normalize.WithStore(keptStores["redis"](t)), normalize.WithTTL(50*time.Millisecond))
+		}, func(*testing.T, *normalize.Normalizer) { time.Sleep(150 * time.Millisecond) }},
+	} {
+		for _, what := range []string{"close", "turn end"} {
+			t.Run(tc.name+"/"+what, func(t *testing.T) {
+				n := tc.make(t)
+				seq := openWithOutput(t, n, []string{"c1"}, "ok\n")
+				_, err := n.CloseSession("S", normalize.WithSequence(seq+1), normalize.WithSkipApplied())
+				require.NoError(t, err)
+				tc.forget(t, n)
+
+				var got []normalize.Event
+				opts := []normalize.FeedOption{normalize.WithSequence(seq + 1), normalize.WithSkipApplied(),
+					normalize.WithEmit(func(ev normalize.Event) error { got = append(got, ev); return nil })}
+				if what == "close" {
+					_, err = n.CloseSession("S", opts...)
+				} else {
+					_, err = n.TurnEnded("S", false, opts...)
+				}
+				require.NoError(t, err)
+				require.Len(t, got, 1, "answered")
+				e := got[0].Error
+				require.NotNil(t, e)
+				assert.Equal(t, normalize.FailedPrecondition, e.Code)
+				assert.Equal(t, "S", e.SessionID)
+				assert.Equal(t, seq+1, e.Sequence)
+				assert.Contains(t, e.Message, "no session")
+				assert.Zero(t, n.Stats().Sessions)
+			})
+		}
+	}
+}
+
+// heldCommit is the memory store, except that a commit of session held
+// waits until release is closed (a slow store), keeping the session
+// being applied.
+type heldCommit struct {
+	store.Store
+	held             string
+	started, release chan struct{}
+}
+
+func (h *heldCommit) Commit(ctx context.Context, session string, base uint64, c *store.Change) (uint64, error) {
+	if session == h.held {
+		close(h.started)
+		<-h.release
+	}
+	return h.Store.Commit(ctx, session, base, c)
+}
+
+// With a store, a turn's end of a session the cache cannot load (every
+// cached session is being applied) is refused RESOURCE_EXHAUSTED, as a
+// frame is, rather than answered as about no session, or not at all.
+func TestControlRefusedWhenTheCacheIsFull(t *testing.T) {
+	st := &heldCommit{Store: store.NewMemory(), held: "A", started: make(chan struct{}), release: make(chan struct{})}
+	n := normalize.New(normalize.WithStore(st), normalize.WithMaxSessions(1))
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.Feed("A", nsOpen("a1", "ls"), normalize.WithSequence(1), normalize.WithSkipApplied())
+		done <- err
+	}()
+	<-st.started
+	var got []*normalize.FrameError
+	_, err := n.TurnEnded("B", false, normalize.WithSequence(5), normalize.WithSkipApplied(),
+		normalize.WithEmit(func(ev normalize.Event) error {
+			if ev.Error != nil {
+				got = append(got, ev.Error)
+			}
+			return nil
+		}))
+	close(st.release)
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	require.Len(t, got, 1)
+	assert.Equal(t, normalize.ResourceExhausted, got[0].Code, got[0].Message)
+	assert.Contains(t, got[0].Message, "max-sessions")
 }

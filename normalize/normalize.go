@@ -76,7 +76,8 @@ func WithMaxCalls(n int) Option { return func(c *config) { c.MaxCalls = n } }
 // store (WithStore) it bounds the sessions cached in memory instead: when
 // the cache is full, the least recently used of a few idle sessions leaves
 // it (the store keeps it), and only a cache full of sessions being applied
-// refuses one more.
+// refuses one more (ResourceExhausted, for a TurnEnded or CloseSession of
+// a session not cached too).
 func WithMaxSessions(n int) Option { return func(c *config) { c.MaxSessions = n } }
 
 // WithMaxIDBytes bounds session ids, tool call ids, terminal ids and
@@ -598,7 +599,11 @@ func (n *Normalizer) FeedBatch(sessionID string, frames []Frame, opts ...FeedOpt
 // TurnEnded says that the session's prompt turn ended (its session/prompt
 // result arrived) when the orchestrator knows it without feeding that
 // frame: every call still open ends, UNKNOWN, or CANCELLED when cancelled
-// is true or the turn was cancelled. It returns the final revisions.
+// is true or the turn was cancelled. It returns the final revisions. With
+// WithSkipApplied and a sequence above 1, a session that is not held and
+// left no mark of its close (see WithSkipApplied) gives a FrameError
+// FailedPrecondition saying so: the request may be one sent again whose
+// answer cannot be made again.
 func (n *Normalizer) TurnEnded(sessionID string, cancelled bool, opts ...FeedOption) ([]*ShellExec, error) {
 	r := newRequest(n.ns, opts)
 	return r.done(n.ss.turnEnded(sessionID, cancelled, r))
@@ -606,7 +611,8 @@ func (n *Normalizer) TurnEnded(sessionID string, cancelled bool, opts ...FeedOpt
 
 // CloseSession ends every call of the session still open and releases the
 // session and its calls (late frames about them are refused). It returns
-// the final revisions.
+// the final revisions. A session that is not held gives a FrameError as
+// for TurnEnded.
 func (n *Normalizer) CloseSession(sessionID string, opts ...FeedOption) ([]*ShellExec, error) {
 	r := newRequest(n.ns, opts)
 	return r.done(n.ss.closeSession(sessionID, r))

@@ -179,6 +179,10 @@ func newSessions(cfg config) *sessions {
 var (
 	errTooManySessions = errors.New("too many sessions")
 	errQuotaSessions   = errors.New("too many sessions in the namespace")
+	// errNotCached: with a store, a session that is not cached could not
+	// be loaded without creating it, as the cache is full of sessions
+	// being applied.
+	errNotCached = errors.New("session not cached, and the cache is full")
 )
 
 // remove takes a session out of its space (which goes when it holds no
@@ -228,8 +232,10 @@ func (ss *sessions) lock(ctx context.Context, ns namespace, id string, create bo
 					continue // there is room in the cache now
 				}
 				switch {
+				case !create && quota:
+					return nil, fmt.Errorf("%w: %w", errNotCached, errQuotaSessions) // a frame goes on to create it, which says why not
 				case !create:
-					return nil, nil // could not be cached; a frame that creates it says so
+					return nil, fmt.Errorf("%w: %w", errNotCached, errTooManySessions)
 				case quota:
 					return nil, errQuotaSessions
 				}
@@ -654,7 +660,17 @@ func (ss *sessions) control(ctx context.Context, id string, seq uint64, what str
 		return nil
 	}
 	s, err := ss.lock(ctx, r.req.ns, id, false)
-	if err == nil && s == nil && ss.closedMark(what, r) {
+	switch {
+	case errors.Is(err, errQuotaSessions):
+		ss.refused(r, LimitQuotaSessions)
+		r.fail(ResourceExhausted, "", "%s %d of session %q was not applied: the session could not be loaded, as its namespace (acpnormd: the identity) holds %d sessions cached, all being applied (its quota: WithQuota, acpnormd --quota-sessions); it may be sent again", what, r.seq, id, ss.cfg.quota.Sessions)
+		return nil
+	case errors.Is(err, errNotCached):
+		ss.refused(r, LimitSessions)
+		r.fail(ResourceExhausted, "", "%s %d of session %q was not applied: the session could not be loaded, as the %d sessions cached (WithMaxSessions, acpnormd --max-sessions) are all being applied; it may be sent again", what, r.seq, id, ss.cfg.MaxSessions)
+		return nil
+	}
+	if err == nil && s == nil && (ss.closedMark(what, r) || ss.noSession(what, r)) {
 		return nil
 	}
 	if err != nil || s == nil {
@@ -682,6 +698,30 @@ func (ss *sessions) closedMark(what string, r *reply) bool {
 	}
 	ss.handOnClosed(key, r)
 	r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, r.session, closed)
+	return true
+}
+
+// noSession answers a turn's end or a close, which may be sent again
+// (WithSkipApplied, a sequence above 1), of a session that is not held
+// and left no mark: a FrameError FailedPrecondition, not silence, so that
+// a client whose stream broke while the close (or the turn's end) handed
+// on its ENDED revisions learns they cannot be handed on again. Not
+// AlreadyExists: nothing says the request was applied (the session may
+// never have been opened), and a client drops an AlreadyExists of a
+// request it sent again as answered, so what was lost would go unsaid.
+// Not DataLoss: nothing the store was to keep was lost (the mark and the
+// session's keys are bounded and expire by design), and a client
+// rebuilds a session on DataLoss by sending its frames again from the
+// first, which would apply a closed session's frames again.
+func (ss *sessions) noSession(what string, r *reply) bool {
+	if !r.req.skipApplied || r.seq <= 1 {
+		return false // a request that is no one's sent again: nothing to end
+	}
+	why := "it was never opened, was released after WithTTL (acpnormd --ttl) without a frame, or was closed and the mark that answers its requests sent again is no longer kept (WithTombstones, acpnormd --tombstones)"
+	if ss.store != nil {
+		why = "it was never opened, or its keys expired from the store (twice WithTTL, acpnormd --ttl, after its last commit; a closed session's too)"
+	}
+	r.fail(FailedPrecondition, "", "%s %d of session %q finds no session: %s; nothing is applied, and if the request was applied before, what it made cannot be handed on again", what, r.seq, r.session, why)
 	return true
 }
 
@@ -728,7 +768,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	// A session is created only by a frame that reads as a valid message,
 	// so it is read first with the dialect a new session would use.
 	s, err := ss.lockFor(ctx, r, f.GetSessionId(), false)
-	if err != nil {
+	if err != nil && !errors.Is(err, errNotCached) {
 		return r.locked(err)
 	}
 	with, withName := dialect.Generic(), dialect.GenericName

@@ -2,10 +2,14 @@ package service
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/testredis"
+	"github.com/acpnorm/acpnorm/store/redisstore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -117,4 +121,99 @@ func TestLostFinalNamedOnlyToWhoLacksIt(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, 1, named(*out), "named, once on the stream: %v", *out)
+}
+
+// drain ends what st sends and returns every reply left on it.
+func (st *stream) drain() []*pb.NormalizeResponse {
+	st.t.Helper()
+	require.NoError(st.t, st.s.CloseSend())
+	var out []*pb.NormalizeResponse
+	for r := range st.replies {
+		out = append(out, r)
+	}
+	return out
+}
+
+// With a shared Redis store, a SessionClosed whose answer is too large
+// to keep whole (30 calls of 10 KB of output) and whose stream broke is
+// sent again to another replica: every call's ENDED revision comes
+// again, whole, and none is named FAILED_PRECONDITION (before, every one
+// was, and none came).
+func TestLargeCloseSentAgainToAnotherReplica(t *testing.T) {
+	st, err := redisstore.Open(testredis.Start(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	cfg := DefaultConfig()
+	cfg.Store = st
+	skip := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{SkipAppliedSequences: true}}}
+	out := strings.Repeat("0123456789", 1000)
+	var msgs []string
+	for i := range 30 {
+		id := fmt.Sprintf("c%02d", i)
+		msgs = append(msgs, openCall(id, "cat f"), delta(id, out))
+	}
+	closeAt := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s1", Sequence: uint64(len(msgs) + 1)}}}
+
+	first := newHarness(t, cfg).open()
+	first.control(skip)
+	for i, m := range msgs {
+		first.control(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: uint64(i + 1), Message: []byte(m)}}})
+	}
+	first.control(closeAt)
+	ended := map[string]uint32{}
+	for len(ended) < 30 {
+		if x := first.exec(); x.GetState() == pb.ShellState_SHELL_STATE_ENDED {
+			ended[x.GetToolCallId()] = x.GetRevision()
+		}
+	}
+	first.cancel() // say the client lost the close's answers
+
+	again := newHarness(t, cfg).open()
+	again.control(skip)
+	again.control(closeAt)
+	got := map[string]bool{}
+	for _, r := range again.drain() {
+		if fe := r.GetFrameError(); fe != nil {
+			t.Errorf("no FrameError, got %v", fe)
+			continue
+		}
+		x := r.GetShellExec()
+		assert.Equal(t, pb.ShellState_SHELL_STATE_ENDED, x.GetState(), "%v", x.GetToolCallId())
+		assert.Equal(t, ended[x.GetToolCallId()], x.GetRevision(), x.GetToolCallId())
+		assert.Equal(t, out, x.GetOutput().GetText(), "%s: the whole output", x.GetToolCallId())
+		got[x.GetToolCallId()] = true
+	}
+	assert.Len(t, got, 30, "every call's ENDED revision")
+}
+
+// Without a store, a SessionClosed sent again after the close's mark was
+// pushed out of the tombstones (--tombstones) is answered
+// FAILED_PRECONDITION naming the session, not left unanswered.
+func TestCloseSentAgainAfterItsMarkWent(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Tombstones = 4
+	h := newHarness(t, cfg)
+	skip := &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Options{Options: &pb.StreamOptions{SkipAppliedSequences: true}}}
+	closeOf := func(sid string, seq uint64) *pb.NormalizeRequest {
+		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid, Sequence: seq}}}
+	}
+	first := h.open()
+	first.control(skip)
+	for _, sid := range []string{"s1", "o1", "o2", "o3", "o4"} { // the others push s1's mark out
+		first.control(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: sid, Sequence: 1, Message: []byte(openCall("c1", "ls"))}}})
+		first.control(closeOf(sid, 2))
+	}
+	first.drain()
+
+	again := h.open()
+	again.control(skip)
+	again.control(closeOf("s1", 2))
+	replies := again.drain()
+	require.Len(t, replies, 1, "%v", replies)
+	fe := replies[0].GetFrameError()
+	require.NotNil(t, fe, "%v", replies[0])
+	assert.EqualValues(t, codes.FailedPrecondition, fe.GetCode())
+	assert.Equal(t, "s1", fe.GetSessionId())
+	assert.EqualValues(t, 2, fe.GetSequence())
+	assert.Contains(t, fe.GetMessage(), "no session")
 }

@@ -314,3 +314,18 @@ func TestControlRefusedWhenTheCacheIsFull(t *testing.T) {
 	assert.Equal(t, normalize.ResourceExhausted, got[0].Code, got[0].Message)
 	assert.Contains(t, got[0].Message, "max-sessions")
 }
+
+// Without a store, a turn's end that comes after the session's close (a
+// sequence above the close's) is told the session was closed, not that
+// its mark is gone.
+func TestTurnEndAfterCloseSaysClosed(t *testing.T) {
+	n := normalize.New()
+	seq := openWithOutput(t, n, []string{"c1"}, "ok\n")
+	_, err := n.CloseSession("S", normalize.WithSequence(seq+1), normalize.WithSkipApplied())
+	require.NoError(t, err)
+	_, err = n.TurnEnded("S", false, normalize.WithSequence(seq+2), normalize.WithSkipApplied())
+	var fe *normalize.FrameError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, normalize.FailedPrecondition, fe.Code)
+	assert.Contains(t, fe.Message, fmt.Sprintf("closed after applying sequence %d", seq+1))
+}

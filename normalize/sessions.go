@@ -720,6 +720,8 @@ func (ss *sessions) noSession(what string, r *reply) bool {
 	why := "it was never opened, was released after WithTTL (acpnormd --ttl) without a frame, or was closed and the mark that answers its requests sent again is no longer kept (WithTombstones, acpnormd --tombstones)"
 	if ss.store != nil {
 		why = "it was never opened, or its keys expired from the store (twice WithTTL, acpnormd --ttl, after its last commit; a closed session's too)"
+	} else if closed := ss.tombs.closedAt(r.req.ns.key(r.session)); closed > 0 {
+		why = fmt.Sprintf("it was closed after applying sequence %d, and a turn's end or close after that does not start it again", closed)
 	}
 	r.fail(FailedPrecondition, "", "%s %d of session %q finds no session: %s; nothing is applied, and if the request was applied before, what it made cannot be handed on again", what, r.seq, r.session, why)
 	return true

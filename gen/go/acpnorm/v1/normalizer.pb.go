@@ -897,7 +897,10 @@ type FrameError struct {
 	// or text field over the server's length limits; RESOURCE_EXHAUSTED (8)
 	// for a request over the server's limits on sessions, calls or held
 	// memory; FAILED_PRECONDITION (9) for a frame that needs state the session
-	// lacks, such as one about a tool call already released; ALREADY_EXISTS (6)
+	// lacks, such as one about a tool call already released, or for a
+	// TurnEnded or SessionClosed sent with skip_applied_sequences (a sequence
+	// above 1) for a session the server neither holds nor remembers closing
+	// (what it made, if it was applied before, cannot be sent again); ALREADY_EXISTS (6)
 	// for a request skipped because its session already applied its sequence
 	// (see StreamOptions.skip_applied_sequences); UNAVAILABLE (14)
 	// for a request that was not applied because the server's shared state

@@ -3,7 +3,10 @@ package normalize
 import (
 	"cmp"
 	"container/heap"
+	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -752,7 +755,7 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 	}
 	rec := snap.Records[recordOfAnswer(r.seq)]
 	if len(rec) > 1 && rec[0] == answerRemade {
-		return ss.remadeAnswer(s, r, rec[1:], snap)
+		return ss.remadeAnswer(s, r, rec[1:])
 	}
 	if len(rec) == 0 || rec[0] != answerFormat {
 		return false
@@ -801,13 +804,14 @@ func remadeOf(evs []Event) []remade {
 // remadeAnswer hands on a remade answer: each ENDED revision made again
 // from its call, when the call is still held and made no revision since,
 // or, for a call the session's close released, as the close kept it
-// (see keepFinals; snap is the session as stored).
-func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte, snap *store.Snapshot) bool {
+// (see keepFinals).
+func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte) bool {
 	var items []remade
 	if err := json.Unmarshal(data, &items); err != nil {
 		return false
 	}
-	var closed *keptFinals // decoded once, when a call was released
+	var closed *keptFinals // loaded once, when a call was released
+	loaded := false
 	for _, it := range items {
 		if it.Error != nil {
 			r.send(Event{Error: it.Error, Again: true})
@@ -822,8 +826,13 @@ func (ss *sessions) remadeAnswer(s *session, r *reply, data []byte, snap *store.
 			// ENDED revision, or past its grace period (or the close
 			// could not keep it): its final state went with it. Said,
 			// not left for the caller to wait on.
-			if closed == nil {
-				closed = ss.finalsOf(snap)
+			if !loaded && s.closed > 0 {
+				loaded = true
+				var err error
+				if closed, err = ss.loadFinals(r.req.ctx, s.key, s.closed); err != nil {
+					r.fail(Unavailable, "", "request %d of session %q was applied before, but what its close kept could not be read from the store: %v; it may be sent again", r.seq, s.id, err)
+					return true
+				}
 			}
 			if x := closed.find(it.Call, it.Revision); x != nil {
 				c := *x
@@ -903,11 +912,10 @@ func (ss *sessions) handOnMissed(s *session, r *reply) {
 // handed on may still die in the stream's queue with the stream, as may
 // those of the turn's end before it), and the calls go with the session,
 // so nothing else could make them again. Without a store they are kept
-// with the closed session's mark (tombstones.keep); with one, in the
-// closed session's stream streamOfFinals, written by the close's commit,
-// which answers a request sent again whose answer is not kept whole (an
-// answer over maxAnswerBytes is kept only as what to make again from the
-// calls, which the close released). lost names the calls whose revision
+// with the closed session's mark (tombstones.keep); with one, apart (see
+// writeFinals), for a request sent again whose answer is not kept whole
+// (an answer over maxAnswerBytes is kept only as what to make again from
+// the calls, which the close released). lost names the calls whose revision
 // is not kept (over maxClosedFinalBytes, or, without a store, pushed out
 // by later closes: see tombstones.keep), each with that revision's
 // number.
@@ -929,9 +937,9 @@ const maxClosedFinalBytes = 8 << 20
 // keepFinals returns what a close keeps of the ENDED revisions of the
 // calls it releases: those it could not hand on first, then the others,
 // the latest ended first (nil without a sequence to be sent again
-// under).
+// under, or with a store and no grace period to keep them for).
 func (ss *sessions) keepFinals(s *session, r *reply) *keptFinals {
-	if s.applied == 0 {
+	if s.applied == 0 || ss.store != nil && ss.cfg.Grace <= 0 {
 		return nil
 	}
 	ended := s.inOrder(func(e *entry) bool { return e.revisions > 0 && e.call.Ended() && e.call.IsShell() })
@@ -983,8 +991,9 @@ func execTextBytes(x *ShellExec) int {
 // handOnClosed hands on again, once per request, the ENDED revisions a
 // closed session kept (keepFinals) that the caller does not say it holds,
 // and names those it could not keep. With a store it reads them from the
-// store (one load, for a request sent again whose answer is not kept).
-func (ss *sessions) handOnClosed(key string, r *reply) {
+// store (one load, for a request sent again whose answer is not kept);
+// closed is the sequence of the close.
+func (ss *sessions) handOnClosed(key string, closed uint64, r *reply) {
 	if r.closedSent {
 		return
 	}
@@ -993,12 +1002,11 @@ func (ss *sessions) handOnClosed(key string, r *reply) {
 	if ss.store == nil {
 		k = ss.tombs.kept(key)
 	} else {
-		snap, err := ss.store.Load(r.req.ctx, key)
-		if err != nil {
+		var err error
+		if k, err = ss.loadFinals(r.req.ctx, key, closed); err != nil {
 			r.fail(Unavailable, "", "request %d of session %q was applied before the session was closed, but what its close kept could not be read from the store: %v; it may be sent again", r.seq, r.session, err)
 			return
 		}
-		k = ss.finalsOf(snap)
 	}
 	if k == nil {
 		return
@@ -1020,17 +1028,63 @@ func (ss *sessions) handOnClosed(key string, r *reply) {
 	}
 }
 
-// streamOfFinals is the stream of a closed session, with a store, that
-// holds what its close kept (keepFinals). It is no call's (theirs are
-// named "<n>:<id>"), and a stream rather than a record: a build that
-// predates it loads the session without reading it. It goes with the
-// session's other keys, or with the first commit of the session started
-// again (see reopen); what it holds is handed on only for the grace
-// period after the close (finalsOf).
+// With a store, what a close kept (keepFinals) is a stored session of its
+// own (finalsKey), one stream (streamOfFinals), written before the close's
+// commit and expiring at the grace period: the closed session's keys live
+// twice the TTL, and a load of them (a request sent again) does not carry
+// it.
 const (
 	streamOfFinals = "f"
 	finalsFormat   = 1
 )
+
+// finalsKey is the store key of what the close at sequence closed of the
+// session with key key kept. It starts with 0xFF 0 0, as no session's key
+// does (see namespace.key: after 0xFF 0 comes 0xFF), and names the
+// close, so that a session closed again (started again since) keeps its
+// own.
+func finalsKey(key string, closed uint64) string {
+	b := binary.AppendUvarint([]byte{keyMark, 0, 0}, closed)
+	return string(append(b, key...))
+}
+
+// writeFinals stores what the close of s (locked, closed) kept, for the
+// grace period: new, or over what a close of the same sequence kept
+// before (a conflict with another replica applying it, or a session
+// started again and closed at the same sequence).
+func (ss *sessions) writeFinals(ctx context.Context, s *session) error {
+	key := finalsKey(s.key, s.closed)
+	// At least a second, which a store keeps expiries to; finalsOf hands
+	// nothing on past the grace.
+	ch := &store.Change{Streams: []store.StreamOp{{Name: streamOfFinals, Data: encodeFinals(s.finals)}}, TTL: max(ss.cfg.Grace, time.Second)}
+	var base uint64
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		_, err := ss.store.Commit(ctx, key, base, ch)
+		ss.hooks.storeOp("commit", start, err)
+		if !errors.Is(err, store.ErrConflict) || attempt == 2 {
+			return err
+		}
+		start = time.Now()
+		base, err = ss.store.Version(ctx, key)
+		ss.hooks.storeOp("version", start, err)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// loadFinals returns what the close at sequence closed of the session with
+// key key kept (see finalsOf).
+func (ss *sessions) loadFinals(ctx context.Context, key string, closed uint64) (*keptFinals, error) {
+	start := time.Now()
+	snap, err := ss.store.Load(ctx, finalsKey(key, closed))
+	ss.hooks.storeOp("load", start, err)
+	if err != nil {
+		return nil, err
+	}
+	return ss.finalsOf(snap), nil
+}
 
 // storedFinals is keptFinals as streamOfFinals holds it.
 type storedFinals struct {
@@ -1057,9 +1111,10 @@ func encodeFinals(k *keptFinals) []byte {
 	return append([]byte{finalsFormat}, data...)
 }
 
-// finalsOf returns what the close of the session stored as snap kept
-// (nil when nothing, or when it does not decode), every revision made
-// lost (named only) once the grace period after the close passed.
+// finalsOf returns what a close stored as snap kept (nil when nothing,
+// or when it does not decode), every revision made lost (named only) once
+// the grace period after the close passed (the store may keep it a little
+// longer).
 func (ss *sessions) finalsOf(snap *store.Snapshot) *keptFinals {
 	data := snap.Streams[streamOfFinals]
 	if len(data) < 2 || data[0] != finalsFormat {

@@ -52,8 +52,11 @@ import (
 //   - with WithSkipApplied, a record per recent frame ("a:" and its
 //     sequence): what it made, for when it is sent again; and after a
 //     loss, the floors of the calls the caller holds ("l"). See loss.go.
-//   - after a close (with WithSkipApplied), the ENDED revisions it kept of
-//     the calls it released: the stream "f" (streamOfFinals in loss.go).
+//
+// A close (with WithSkipApplied) also keeps the ENDED revisions of the
+// calls it released, apart from the session, in a stored session of
+// their own that expires at the grace period (see writeFinals in
+// loss.go).
 //
 // Every key of a session expires twice the TTL after its last commit. A
 // session loaded after more than the TTL idle releases its calls to
@@ -452,11 +455,13 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		s.tombFirst++
 	}
 	s.persistExtra(records)
-	switch {
-	case s.finals != nil:
-		ch.Streams = append(ch.Streams, store.StreamOp{Name: streamOfFinals, Data: encodeFinals(s.finals)})
-	case s.dropFinals:
-		ch.Streams = append(ch.Streams, store.StreamOp{Name: streamOfFinals, Delete: true})
+	if s.finals != nil {
+		// Before the close's commit: once it is applied, what it kept is
+		// there to hand on.
+		if err := ss.writeFinals(ctx, s); err != nil {
+			return true, fmt.Errorf("%w: keeping what the close of session %q ended: %w", errStore, s.id, err)
+		}
+		s.finals = nil
 	}
 	// The header is encoded into the session's scratch array, which the
 	// store is done with once Commit returns (store: a Change's bytes are
@@ -490,7 +495,6 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		s.stored[id] = true
 	}
 	s.committedExtra()
-	s.finals, s.dropFinals = nil, false
 	for _, t := range s.newTombs {
 		ss.tombs.add(s.key, t.call, t.tomb)
 	}

@@ -126,10 +126,8 @@ type session struct {
 	newTombs            []storedTomb
 	x                   *extra // floors of lost calls, kept answers; see loss.go
 	// finals are the ENDED revisions a close kept (see keepFinals), for
-	// its commit to write; dropFinals says the next commit deletes those
-	// an earlier close wrote (the session started again).
-	finals     *keptFinals
-	dropFinals bool
+	// its commit to write first (see writeFinals).
+	finals *keptFinals
 }
 
 func newSession(id string, sp *space) *session {
@@ -696,7 +694,7 @@ func (ss *sessions) closedMark(what string, r *reply) bool {
 	if r.seq > closed {
 		return false
 	}
-	ss.handOnClosed(key, r)
+	ss.handOnClosed(key, closed, r)
 	r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, r.session, closed)
 	return true
 }
@@ -1565,7 +1563,7 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 		keptErrors(s, r)
 		ss.handOnMissed(s, r)
 		if sentAgain {
-			ss.handOnClosed(s.key, r)
+			ss.handOnClosed(s.key, s.closed, r)
 			r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.closed)
 			return true
 		}
@@ -1595,7 +1593,6 @@ func (ss *sessions) reopen(s *session) {
 		x.stale = append(x.stale, x.answers...)
 		x.answers, x.answerBytes = nil, 0
 	}
-	s.dropFinals = true // and what its close kept
 }
 
 // tombOf returns the tombstone of a released call of s: one the next

@@ -439,7 +439,8 @@ const (
 	UnrecognizedResult = "result_text"
 	// UnrecognizedStatus: a `status` that is none of ACP's four
 	// (pending, in_progress, completed, failed): the call is not taken
-	// to have ended, so an exit code beside it stays a placeholder.
+	// to have ended, but the output and exit code beside it are read as
+	// the dialect reads a final's (an aggregate as live text).
 	UnrecognizedStatus = "status_value"
 	// UnrecognizedContent: a content item of a type ACP does not define
 	// (or a content block of one), which no dialect reads, or a text

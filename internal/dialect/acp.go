@@ -476,17 +476,36 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		case P(u).call().SessionUpdate == "":
 			return f, fmt.Errorf("%w: session/update: params.update without sessionUpdate", ErrBadFrame)
 		}
+		tc := P(u).call()
+		word := tc.Status
+		unsure := unknownStatus(tc)
+		var live []accum.Observation
+		if unsure {
+			// Read as a final: what it carries is read as its dialect
+			// reads a final's (see notEnded), after it is read as a
+			// live frame, for the exit codes its agent fills in while
+			// the command runs.
+			live = observe(u)
+			final := "completed"
+			if _, ok := any(P(u)).(endsWordedFailed); ok {
+				final = "failed"
+			}
+			tc.Status = &final
+		}
 		f.Observations = observe(u)
 		cw := msg
 		if plan.light {
 			cw = walk
 		}
 		contradictions(cw, f.Observations)
+		if unsure {
+			tc.Status = word
+			notEnded(f.Observations, live)
+		}
 		var at *jsonlit.Marked
 		if fast && !noMarks.Load() {
 			at = &marked
 		}
-		tc := P(u).call()
 		noticeUnrecognized(walk, at, plan.known, tc, f.Observations, tc.SessionUpdate == "tool_call" && knowsTool(P(u)))
 		markChecked(f.Observations, checked)
 		for _, o := range f.Observations {
@@ -1926,4 +1945,64 @@ func updateIDType(msg []byte) string {
 		return "array"
 	}
 	return "number"
+}
+
+// endsWordedFailed is implemented by a dialect's update type (its
+// pointer, P of readFrame) when its agent writes its words about how a
+// command ended (an exit header or line, a timeout or kill notice) only
+// on a call it ends `failed`, and reads words like them under `completed`
+// as the command's output. An update with an unknown status word (see
+// unknownStatus) is read under `failed` by such a dialect, under
+// `completed`, the status of a command that ran whatever its exit, by
+// any other: an agent that ends `failed` only a call whose command did not
+// run writes its own error there, not output.
+type endsWordedFailed interface {
+	endsWordedFailed()
+}
+
+// unknownStatus says whether update tc, which does not open its call,
+// has a status that is none of ACP's: a word a build may send for an end
+// ACP has no word for ("timed_out", "killed", "errored"), with the
+// command's output and exit code beside it. The word ends no call, but
+// what the frame carries is read as its dialect reads a final's, then
+// made live (notEnded): otherwise the dialect reads it as a live frame,
+// and a final's output and exit code (its headers, trailers and notices,
+// which a live frame has not) go unread or are read as output.
+func unknownStatus(tc *ToolCall) bool {
+	return tc.Status != nil && strings.TrimSpace(*tc.Status) != "" && tc.SessionUpdate != "tool_call" && ReadStatus(tc.Status) == accum.StatusNone
+}
+
+// notEnded makes the observations of an update with an unknown status
+// word (read as a final, see unknownStatus) say what the frame says
+// without ending the call: no status, a final aggregate as a snapshot of
+// the live text, no proof of success and no sign read from the status
+// alone. The exit code the frame states stays the command's, but for a 0
+// that live, the observations of the frame read as a live one, hold as
+// a placeholder (the frame may be live, and such a 0 what its agent
+// fills in while the command runs). The words the dialect took for the
+// agent's are its own only if the next known final says failed, or none
+// comes (accum.Observation.WordsIfFailed).
+func notEnded(obs, live []accum.Observation) {
+	for i := range obs {
+		o := &obs[i]
+		o.Status = accum.StatusNone
+		o.Succeeded, o.ExitWordsOutput = false, false
+		for j := range o.Texts {
+			if o.Texts[j].Kind == accum.Final {
+				o.Texts[j].Kind = accum.Snapshot
+			}
+			if o.Texts[j].Whole != "" {
+				o.WordsIfFailed = true
+			}
+		}
+		if e := o.Exit; e != nil && e.Code == 0 {
+			for _, l := range live {
+				if l.ToolCallID == o.ToolCallID && l.Exit != nil && l.Exit.Placeholder && l.Exit.Code == 0 {
+					x := *e
+					x.Placeholder = true
+					o.Exit = &x
+				}
+			}
+		}
+	}
 }

@@ -1086,3 +1086,8 @@ func askClaude(tc *claudeUpdate) accum.Observation {
 	o.ApprovalReason = tc.askReason()
 	return o
 }
+
+// endsWordedFailed: Claude Code writes its "Exit code N" header and its
+// notices only over a result the adapters end `failed` (see
+// endsWordedFailed).
+func (*claudeUpdate) endsWordedFailed() {}

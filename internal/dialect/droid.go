@@ -487,3 +487,7 @@ func askDroid(u *droidCall) accum.Observation {
 	}
 	return o
 }
+
+// endsWordedFailed: Droid's "Command failed (exit code: N)" header is its
+// own only on a `failed` final (see droidHeaderHolds and endsWordedFailed).
+func (*droidCall) endsWordedFailed() {}

@@ -575,3 +575,7 @@ func piEnd(o *accum.Observation, data string, m *TerminalMeta, whole bool, out *
 		o.Texts = append(o.Texts, piText(data, truncated))
 	}
 }
+
+// endsWordedFailed: pi says how a command ended only on a `failed` final
+// (see piEnd and endsWordedFailed).
+func (*piCall) endsWordedFailed() {}

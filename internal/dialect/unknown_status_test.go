@@ -1,0 +1,158 @@
+package dialect
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A build may end, or report on, a shell call with a status none of
+// ACP's four: "timed_out", "killed", "errored". The frame still carries
+// the command's output and, often, its exit code. Each case below is a
+// recorded final with only its status word changed: the call is not
+// ended by the word (Status none, the word reported), but what the frame
+// carries is read as its dialect reads a final (its notices, trailers and
+// headers kept out, its exit code stated), the aggregate as live text.
+
+// unknownStatusWords are words no ACP status is.
+var unknownStatusWords = []string{"timed_out", "killed", "errored", "running"}
+
+type unknownStatusCase struct {
+	dialect string
+	// recording and line: the recorded final (test/testdata/recordings),
+	// or update, a frame of the dialect's tests (an agent not recorded).
+	recording string
+	line      int
+	update    string
+	// out is the combined output the observation's texts make, applied
+	// to nothing held; exit the exit code it states (-1: none).
+	out  string
+	exit int32
+}
+
+var unknownStatusCases = []unknownStatusCase{
+	// printf 'a\nb\n'; exit 3 in each, unless said.
+	{dialect: "codex", recording: "agents/codex-acp-0.16.0_unified-exec_plain_full.ndjson", line: 19, out: "a\nb\n", exit: 3},
+	// ls: Codex sends exit_code only when the command ended, so a 0
+	// is the command's.
+	{dialect: "codex", recording: "agents/codex-acp-0.16.0_unified-exec_plain_full.ndjson", line: 9, out: "alpha.txt\nbeta.md\ngamma.go\nnotes.txt\n", exit: 0},
+	{dialect: "codex", recording: "agents/codex-acp2-2.6.0_plain_full.ndjson", line: 31, exit: 3},
+	// The TypeScript adapter's replay of ls: its model-facing text,
+	// whose header is Codex's.
+	{dialect: "codex", recording: "agents/codex-acp2-1.1.4_plain_load.ndjson", line: 97, out: "alpha.txt\nbeta.md\ngamma.go\nnotes.txt\n", exit: 0},
+	{dialect: "codex", recording: "agents/codex-acp-0.11.1_shell-command_terminal-meta_load.ndjson", line: 84, out: "a\nb\n", exit: 3},
+	{dialect: "claude", recording: "agents/claude-agent-acp-0.101.0_air_plain_full.ndjson", line: 28, out: "a\nb\n", exit: 3},
+	{dialect: "claude", recording: "agents/claude-agent-acp-0.101.0_plain_full.ndjson", line: 26, out: "a\nb", exit: 3},
+	{dialect: "gemini", recording: "agents/gemini-cli-0.61.0_debug_full.ndjson", line: 14, out: "a\nb", exit: 3},
+	{dialect: "qwen", recording: "agents/qwen-code-0.24.4_plain_full.ndjson", line: 21, out: "a\nb", exit: 3},
+	{dialect: "qwen", recording: "agents/qwen-code-0.10.1_plain_full.ndjson", line: 17, out: "a\nb", exit: 3},
+	{dialect: "opencode", recording: "agents/opencode-1.18.33_bash-ask_full.ndjson", line: 23, out: "a\nb\n", exit: 3},
+	{dialect: "opencode", recording: "agents/kilo-7.7.7_bash-ask_full.ndjson", line: 25, out: "a\nb\n", exit: 3},
+	{dialect: "copilot", recording: "agents/copilot-1.0.102_plain_full.ndjson", line: 25, out: "a\nb", exit: 3},
+	{dialect: "cline", recording: "agents/cline-3.0.65_plain_full.ndjson", line: 21, out: "a\nb\n", exit: 3},
+	{dialect: "grok", recording: "agents/grok-1.0.41_plain_full.ndjson", line: 59, out: "a\nb\n", exit: 3},
+	// ls, live (in_progress): Grok's exit_code 0 while the command runs
+	// says nothing, whatever word the frame has.
+	{dialect: "grok", recording: "agents/grok-1.0.41_plain_full.ndjson", line: 34, out: "alpha.txt\nbeta.md\ngamma.go\nnotes.txt\n", exit: -1},
+	// The output came live, in deltas; the final states the exit alone.
+	{dialect: "pi", recording: "agents/pi-acp-0.0.34_plain_full.ndjson", line: 25, exit: 3},
+	{dialect: "pi", recording: "agents/pi-acp-0.0.23_plain_full.ndjson", line: 23, out: "a\nb\n", exit: 3},
+	{dialect: "droid", recording: "agents/droid-0.105.1_client-terminal_load.ndjson", line: 278, out: "a\nb\n", exit: 3},
+	{dialect: "docker-agent", update: dockerFinal("completed", "Error executing command: exit status 3\nOutput: a\nb"), out: "a\nb", exit: 3},
+	// ls /nonexistent-dir-xyz, read by the dialect of agents not known.
+	{dialect: "generic", recording: "agents/codex-acp2-2.6.0_plain_full.ndjson", line: 53, out: "ls: cannot access '/nonexistent-dir-xyz': No such file or directory\n", exit: 2},
+}
+
+// frame is the case's message as recorded.
+func (c unknownStatusCase) frame(t *testing.T) []byte {
+	t.Helper()
+	if c.update != "" {
+		return []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + c.update + `}}`)
+	}
+	for _, f := range loadRecording(t, c.recording) {
+		if f.Line == c.line {
+			return f.Msg
+		}
+	}
+	t.Fatalf("%s has no line %d", c.recording, c.line)
+	return nil
+}
+
+// withStatus is msg with the status of its update, `completed`,
+// `failed` or `in_progress`, made word.
+func withStatus(t *testing.T, msg []byte, word string) []byte {
+	t.Helper()
+	v := valueAt(msg, "PARAMS", "UPDATE", "STATUS")
+	at := len(msg) - len(v)
+	for _, st := range []string{`"completed"`, `"failed"`, `"in_progress"`} {
+		if bytes.HasPrefix(v, []byte(st)) {
+			return append(append(append([]byte(nil), msg[:at]...), `"`+word+`"`...), msg[at+len(st):]...)
+		}
+	}
+	t.Fatalf("the update's status is not one of ACP's: %.300s", msg)
+	return nil
+}
+
+// combined is what the texts of the combined stream make, applied to
+// nothing held: a delta appends, anything else replaces.
+func combined(texts []accum.Text) string {
+	var out string
+	for _, x := range texts {
+		if x.Stream != accum.Combined {
+			continue
+		}
+		s := x.Text
+		if x.Bytes != nil {
+			s = string(x.Bytes)
+		}
+		if x.Kind == accum.Delta {
+			out += s
+		} else {
+			out = s
+		}
+	}
+	return out
+}
+
+func TestUnknownStatusReadsTheFrame(t *testing.T) {
+	for _, c := range unknownStatusCases {
+		d, ok := Lookup(c.dialect)
+		require.True(t, ok, c.dialect)
+		msg := c.frame(t)
+		known, err := Read(d, msg)
+		require.NoError(t, err)
+		require.NotEmpty(t, known.Observations)
+		for _, word := range unknownStatusWords {
+			name := fmt.Sprintf("%s/%s:%d/%s", c.dialect, c.recording, c.line, word)
+			if c.recording == "" {
+				name = fmt.Sprintf("%s/%s", c.dialect, word)
+			}
+			t.Run(name, func(t *testing.T) {
+				f, err := Read(d, withStatus(t, msg, word))
+				require.NoError(t, err)
+				require.NotEmpty(t, f.Observations)
+				o := f.Observations[0]
+				assert.Equal(t, known.Observations[0].ToolCallID, o.ToolCallID)
+				assert.Equal(t, accum.StatusNone, o.Status, "an unknown word ends no call")
+				assert.Contains(t, o.Unrecognized, accum.Unrecognized{What: accum.UnrecognizedStatus, Field: "status"})
+				for _, x := range o.Texts {
+					assert.NotEqual(t, accum.Final, x.Kind, "the call is not known to have ended: no final aggregate")
+				}
+				assert.Equal(t, c.out, combined(o.Texts), "the frame's output")
+				if c.exit < 0 {
+					assert.True(t, o.Exit == nil || o.Exit.Placeholder, "no exit: %s", describeExit(o.Exit))
+					return
+				}
+				if assert.NotNil(t, o.Exit, "the exit code the frame states") {
+					assert.Equal(t, c.exit, o.Exit.Code)
+					assert.False(t, o.Exit.Placeholder, "the exit code the frame states is the command's")
+				}
+				assert.False(t, o.Succeeded, "a word no status is proves no success")
+			})
+		}
+	}
+}

@@ -480,6 +480,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		word := tc.Status
 		unsure := unknownStatus(tc)
 		var live []accum.Observation
+		failed := false
 		if unsure {
 			// Read as a final: what it carries is read as its dialect
 			// reads a final's (see notEnded), after it is read as a
@@ -487,7 +488,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 			// the command runs.
 			live = observe(u)
 			final := "completed"
-			if _, ok := any(P(u)).(endsWordedFailed); ok {
+			if _, failed = any(P(u)).(endsWordedFailed); failed {
 				final = "failed"
 			}
 			tc.Status = &final
@@ -500,7 +501,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		contradictions(cw, f.Observations)
 		if unsure {
 			tc.Status = word
-			notEnded(f.Observations, live)
+			notEnded(f.Observations, live, failed)
 		}
 		var at *jsonlit.Marked
 		if fast && !noMarks.Load() {
@@ -1979,10 +1980,12 @@ func unknownStatus(tc *ToolCall) bool {
 // alone. The exit code the frame states stays the command's, but for a 0
 // that live, the observations of the frame read as a live one, hold as
 // a placeholder (the frame may be live, and such a 0 what its agent
-// fills in while the command runs). The words the dialect took for the
-// agent's are its own only if the next known final says failed, or none
-// comes (accum.Observation.WordsIfFailed).
-func notEnded(obs, live []accum.Observation) {
+// fills in while the command runs). Read under `failed` (failed), the
+// words the dialect took for the agent's are its own only if the next
+// known final says failed, or none comes (accum.Observation.WordsIfFailed);
+// under `completed` they are what the dialect makes of them on a
+// completed final.
+func notEnded(obs, live []accum.Observation, failed bool) {
 	for i := range obs {
 		o := &obs[i]
 		o.Status = accum.StatusNone
@@ -1991,7 +1994,7 @@ func notEnded(obs, live []accum.Observation) {
 			if o.Texts[j].Kind == accum.Final {
 				o.Texts[j].Kind = accum.Snapshot
 			}
-			if o.Texts[j].Whole != "" {
+			if failed && o.Texts[j].Whole != "" {
 				o.WordsIfFailed = true
 			}
 		}

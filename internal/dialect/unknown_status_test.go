@@ -3,9 +3,11 @@ package dialect
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -154,5 +156,71 @@ func TestUnknownStatusReadsTheFrame(t *testing.T) {
 				assert.False(t, o.Succeeded, "a word no status is proves no success")
 			})
 		}
+	}
+}
+
+// Read under `failed` (Claude), the words the dialect takes for the
+// agent's are held until the call's next known final says whose they
+// are: a `completed` one makes Claude's "Exit code 3" header what the
+// command printed, a `failed` one (or none) Claude's.
+func TestUnknownStatusWordsWaitForTheFinal(t *testing.T) {
+	d, _ := Lookup("claude")
+	msg := withStatus(t, unknownStatusCase{recording: "agents/claude-agent-acp-0.101.0_air_plain_full.ndjson", line: 28}.frame(t), "timed_out")
+	v := valueAt(msg, "PARAMS", "UPDATE")
+	update := string(v[:jsonlit.ValueEnd(v, 0)])
+	final := func(status string) string {
+		return `{"toolCallId":"toolu_exit3_8","sessionUpdate":"tool_call_update","status":"` + status + `"}`
+	}
+	three := int32(3)
+	// The same frame with Claude Code's refusal as its text instead.
+	notice := "The user doesn't want to proceed with this tool use."
+	refusal := strings.Replace(update, "Exit code 3\\na\\nb\\n", notice, 1)
+	require.NotEqual(t, update, refusal)
+	for _, tc := range []struct {
+		name, update, status string
+		out                  string
+		exit                 *int32
+		outcome              accum.Outcome
+	}{
+		{"header/completed", update, "completed", "Exit code 3\na\nb\n", nil, accum.Unknown},
+		{"header/failed", update, "failed", "a\nb\n", &three, accum.Failed},
+		{"refusal/completed", refusal, "completed", notice, nil, accum.Unknown},
+		{"refusal/failed", refusal, "failed", "", nil, accum.Cancelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, out := foldFrames(t, d, "toolu_exit3_8", tc.update, final(tc.status))
+			got := ""
+			if out != nil {
+				got = out.Text
+			}
+			assert.Equal(t, tc.out, got)
+			assert.Equal(t, tc.exit, r.ExitCode)
+			assert.Equal(t, tc.outcome, r.Outcome, r.OutcomeReason)
+		})
+	}
+}
+
+// Read under `completed`, the words are what the dialect makes of them
+// on a completed final, with its own rule: Gemini's cancel notice is
+// Gemini's only if the user cancelled the turn, so without a cancel it
+// is what the command printed, whether or not a final follows.
+func TestUnknownStatusKeepsTheDialectsWordRule(t *testing.T) {
+	d, _ := Lookup("gemini")
+	update := `{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"timed_out","title":"make","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"Command cancelled by user."}}]}`
+	r, out := foldFrames(t, d, "g1", update)
+	require.NotNil(t, out)
+	assert.Equal(t, accum.Running, r.State)
+	c := accum.NewCall("g1", 1<<20)
+	obs, err := readCase(d, update, "")
+	require.NoError(t, err)
+	for i := range obs {
+		c.Apply(&obs[i])
+	}
+	c.End(false, "the turn ended")
+	r, ok := c.Revision()
+	require.True(t, ok)
+	assert.Equal(t, accum.Unknown, r.Outcome, r.OutcomeReason)
+	if assert.NotNil(t, r.Texts[accum.Combined]) {
+		assert.Equal(t, "Command cancelled by user.", r.Texts[accum.Combined].Text)
 	}
 }

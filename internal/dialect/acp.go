@@ -479,19 +479,23 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		tc := P(u).call()
 		word := tc.Status
 		unsure := unknownStatus(tc)
-		var live []accum.Observation
+		var live, other []accum.Observation
 		failed := false
 		if unsure {
 			// Read as a final: what it carries is read as its dialect
 			// reads a final's (see notEnded), after it is read as a
 			// live frame, for the exit codes its agent fills in while
-			// the command runs.
+			// the command runs, and under the other final status, for
+			// the words only a failed end makes the agent's.
 			live = observe(u)
-			final := "completed"
-			if _, failed = any(P(u)).(endsWordedFailed); failed {
-				final = "failed"
+			_, failed = any(P(u)).(endsWordedFailed)
+			primary, second := "completed", "failed"
+			if failed {
+				primary, second = second, primary
 			}
-			tc.Status = &final
+			tc.Status = &second
+			other = observe(u)
+			tc.Status = &primary
 		}
 		f.Observations = observe(u)
 		cw := msg
@@ -501,7 +505,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		contradictions(cw, f.Observations)
 		if unsure {
 			tc.Status = word
-			notEnded(f.Observations, live, failed)
+			notEnded(f.Observations, live, other, failed)
 		}
 		var at *jsonlit.Marked
 		if fast && !noMarks.Load() {
@@ -1980,12 +1984,18 @@ func unknownStatus(tc *ToolCall) bool {
 // alone. The exit code the frame states stays the command's, but for a 0
 // that live, the observations of the frame read as a live one, hold as
 // a placeholder (the frame may be live, and such a 0 what its agent
-// fills in while the command runs). Read under `failed` (failed), the
-// words the dialect took for the agent's are its own only if the next
-// known final says failed, or none comes (accum.Observation.WordsIfFailed);
-// under `completed` they are what the dialect makes of them on a
-// completed final.
-func notEnded(obs, live []accum.Observation, failed bool) {
+// fills in while the command runs).
+//
+// The words about the command a dialect reads only on a `failed` final
+// are the agent's only if the call's next known final says failed, or
+// none comes (accum.Observation.WordsIfFailed): obs were read under
+// `failed` when failed says so, else under `completed`, and other under
+// the other. Read under `failed`, a text whose words the dialect removed
+// is held so. Read under `completed`, a text the failed reading takes
+// words from (a cancel or rejection notice, a timeout, a signal, an exit
+// line) is made the same: the rest the failed reading keeps, the text
+// whole beside it (accum.Text.Whole), and the evidence it read (Worded).
+func notEnded(obs, live, other []accum.Observation, failed bool) {
 	for i := range obs {
 		o := &obs[i]
 		o.Status = accum.StatusNone
@@ -2007,5 +2017,78 @@ func notEnded(obs, live []accum.Observation, failed bool) {
 				}
 			}
 		}
+		if i < len(other) && other[i].ToolCallID == o.ToolCallID {
+			c, f := o, &other[i]
+			if failed {
+				c, f = &other[i], o
+			}
+			holdFailedWords(o, c, f, !failed)
+		}
 	}
+}
+
+// holdFailedWords makes o (an observation of an update with an unknown
+// status word, c its reading under `completed`, f under `failed`, o being
+// one of them) hold the words f reads as the agent's where c reads them
+// as output (see notEnded): only for one whole text of the combined
+// stream, which f either leaves a rest of or drops, and words that say a
+// cancel, a timeout, a signal or an exit code, which a call can hold
+// (accum.Worded). Words f reads as a failure alone (an agent's error
+// message) cannot be held: o is left as it is. When o was read under
+// `completed` (foreign: f is how the dialect reads a final its agent
+// sends for a command that did not run, which may misread another
+// shape), only a cancel or rejection notice that is the whole text, as f
+// quotes it, is held, and only when c states no exit code (a command
+// that exited ran: its text is output).
+func holdFailedWords(o, c, f *accum.Observation, foreign bool) {
+	ct, ok := wholeCombined(c)
+	if !ok || ct.Whole != "" || f.Failed && !c.Failed {
+		return
+	}
+	ft, ok := wholeCombined(f)
+	if !ok && len(f.Texts) > 0 || ft.Whole != "" {
+		return // f keeps its own words, or texts of another shape
+	}
+	var w accum.Worded
+	w.Cancelled = f.Cancelled && !c.Cancelled
+	w.TimedOut = f.TimedOut && !c.TimedOut
+	w.Signal = f.Signal != "" && c.Signal == ""
+	w.Exit = f.Exit != nil && f.Exit.Source == accum.ExitText && c.Exit == nil
+	if w == (accum.Worded{}) || ft.Text == ct.Text {
+		return
+	}
+	if foreign && (w != accum.Worded{Cancelled: true} || ft.Text != "" || strings.TrimSpace(ct.Text) != f.CancelNotice ||
+		c.Exit != nil && !c.Exit.Placeholder) {
+		return
+	}
+	t := ct
+	t.Kind, t.Text, t.Whole, t.Valid = accum.Snapshot, ft.Text, ct.Text, false
+	o.Texts = []accum.Text{t}
+	if w.Cancelled {
+		o.Cancelled, o.CancelNotice = true, f.CancelNotice
+	}
+	if w.TimedOut {
+		o.TimedOut = true
+	}
+	if w.Signal {
+		o.Signal = f.Signal
+	}
+	if w.Exit {
+		o.Exit = f.Exit
+	}
+	o.Worded = w
+	o.WordsIfFailed = true
+}
+
+// wholeCombined returns o's one text when it has exactly one, a whole
+// text (a Snapshot or a Final, not bytes) of the combined stream.
+func wholeCombined(o *accum.Observation) (accum.Text, bool) {
+	if len(o.Texts) != 1 {
+		return accum.Text{}, false
+	}
+	t := o.Texts[0]
+	if t.Stream != accum.Combined || t.Bytes != nil || t.Kind != accum.Snapshot && t.Kind != accum.Final {
+		return accum.Text{}, false
+	}
+	return t, true
 }

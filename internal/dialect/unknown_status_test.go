@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,6 +55,15 @@ var unknownStatusCases = []unknownStatusCase{
 	{dialect: "qwen", recording: "agents/qwen-code-0.10.1_plain_full.ndjson", line: 17, out: "a\nb", exit: 3},
 	{dialect: "opencode", recording: "agents/opencode-1.18.33_bash-ask_full.ndjson", line: 23, out: "a\nb\n", exit: 3},
 	{dialect: "opencode", recording: "agents/kilo-7.7.7_bash-ask_full.ndjson", line: 25, out: "a\nb\n", exit: 3},
+	// A command that printed after-cancel and exited 4, which OpenCode's
+	// reading of a failed final would take for its own cancel notice:
+	// a frame that states the command's exit code shows that it ran.
+	{dialect: "opencode", recording: "agents/opencode-1.14.34_bash-ask_full.ndjson", line: 144, out: "after-cancel\n", exit: 4},
+	// The --debug report of a command that printed Claude's and
+	// Gemini's words (replayed): Gemini's reading of a failed final
+	// quotes "Output: out" from it as a cancel notice, a misfit; the
+	// output is kept.
+	{dialect: "gemini", recording: "agents/gemini-cli-0.36.0_debug_tricky-cancel-load.ndjson", line: 47, out: "out\n\n<shell_metadata>\nUser aborted the command\n</shell_metadata>", exit: -1},
 	{dialect: "copilot", recording: "agents/copilot-1.0.102_plain_full.ndjson", line: 25, out: "a\nb", exit: 3},
 	{dialect: "cline", recording: "agents/cline-3.0.65_plain_full.ndjson", line: 21, out: "a\nb\n", exit: 3},
 	{dialect: "grok", recording: "agents/grok-1.0.41_plain_full.ndjson", line: 59, out: "a\nb\n", exit: 3},
@@ -222,5 +232,70 @@ func TestUnknownStatusKeepsTheDialectsWordRule(t *testing.T) {
 	assert.Equal(t, accum.Unknown, r.Outcome, r.OutcomeReason)
 	if assert.NotNil(t, r.Texts[accum.Combined]) {
 		assert.Equal(t, "Command cancelled by user.", r.Texts[accum.Combined].Text)
+	}
+}
+
+// A rejection or cancel notice under a word no status is ("declined",
+// "rejected"): read under `completed` it would be output, under `failed`
+// the agent's. Which it is, the call's next known final says: a
+// `completed` one makes the words what the command printed, a `failed`
+// one, or none before the turn's end, the agent's notice (the call
+// CANCELLED, nothing of it output).
+func TestUnknownStatusNoticeWaitsForTheFinal(t *testing.T) {
+	for _, c := range []struct {
+		dialect, recording string
+		line               int
+		notice             string
+	}{
+		{"grok", "agents/grok-1.0.41_plain_full.ndjson", 277, "User rejected the execution for tool `run_terminal_command`"},
+		{"opencode", "agents/kilo-7.0.33_bash-ask_full.ndjson", 119, "Error: The user rejected permission to use this specific tool call."},
+		{"qwen", "agents/qwen-code-0.21.10_plain_full.ndjson", 99, `Tool "run_shell_command" was canceled by the user.`},
+	} {
+		d, _ := Lookup(c.dialect)
+		msg := unknownStatusCase{recording: c.recording, line: c.line}.frame(t)
+		var m struct {
+			Params struct {
+				Update struct {
+					ToolCallID string `json:"toolCallId"`
+				} `json:"update"`
+			} `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal(msg, &m))
+		id := m.Params.Update.ToolCallID
+		for _, word := range []string{"declined", "rejected"} {
+			v := valueAt(withStatus(t, msg, word), "PARAMS", "UPDATE")
+			update := string(v[:jsonlit.ValueEnd(v, 0)])
+			for _, then := range []string{"completed", "failed", ""} {
+				t.Run(c.dialect+"/"+word+"/"+then, func(t *testing.T) {
+					call := accum.NewCall(id, 1<<20)
+					frames := []string{update}
+					if then != "" {
+						frames = append(frames, `{"sessionUpdate":"tool_call_update","toolCallId":"`+id+`","status":"`+then+`"}`)
+					}
+					for _, f := range frames {
+						obs, err := readCase(d, f, "")
+						require.NoError(t, err)
+						for i := range obs {
+							call.Apply(&obs[i])
+						}
+					}
+					call.End(false, "the turn ended")
+					r, ok := call.Revision()
+					require.True(t, ok)
+					require.Equal(t, accum.Ended, r.State)
+					out := ""
+					if x := r.Texts[accum.Combined]; x != nil {
+						out = x.Text
+					}
+					if then == "completed" {
+						assert.Equal(t, c.notice, out, "the words are what the command printed")
+						assert.NotEqual(t, accum.Cancelled, r.Outcome, r.OutcomeReason)
+						return
+					}
+					assert.Empty(t, out, "the agent's notice is no output")
+					assert.Equal(t, accum.Cancelled, r.Outcome, r.OutcomeReason)
+				})
+			}
+		}
 	}
 }

@@ -849,20 +849,21 @@ func (s *Store) runAndWait(ctx context.Context, script *redis.Script, keys []str
 	const moves = 6 // a slot that moves this often while one commit is sent is not worth chasing
 	var ask *redis.Client
 	for attempt := 1; ; attempt++ {
-		node, ok := s.c.(*redis.Client)
-		if s.cluster != nil {
+		var node *redis.Client
+		asking := ask != nil
+		switch {
+		case asking:
+			node, ask = ask, nil
+		case s.cluster != nil:
 			var err error
 			if node, err = s.cluster.MasterForKey(ctx, keys[0]); err != nil {
 				return 0, 0, err
 			}
-			ok = true
-		}
-		if !ok {
-			return 0, 0, fmt.Errorf("redisstore: no single connection for WAIT on a %T", s.c)
-		}
-		asking := ask != nil
-		if asking {
-			node, ask = ask, nil
+		default:
+			var ok bool
+			if node, ok = s.c.(*redis.Client); !ok {
+				return 0, 0, fmt.Errorf("redisstore: no single connection for WAIT on a %T", s.c)
+			}
 		}
 		v, acked, err := s.pipeWait(ctx, node, asking, script, keys, args)
 		if addr, ok := redis.IsAskError(err); ok && s.cluster != nil && attempt < moves {

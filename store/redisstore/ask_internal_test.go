@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -24,15 +25,21 @@ func TestAskAddr(t *testing.T) {
 	}
 }
 
-// A closed store makes no client for an ASK: a commit that meets one
-// after Close has no connection to leak.
+// A client for an ASK has the node clients' options at its own address,
+// and its own copy of them (go-redis's NewClient copies the maintenance
+// configuration it then changes). A closed store makes no client for an
+// ASK: a commit that meets one after Close has no connection to leak.
 func TestAskClientAfterClose(t *testing.T) {
 	s := &Store{c: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}
-	s.nodeOptions.Store(&redis.Options{Addr: "127.0.0.1:1"})
+	mc := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	s.nodeOptions.Store(&redis.Options{Addr: "127.0.0.1:1", MaintNotificationsConfig: mc})
 	c := s.askClient("127.0.0.1:2")
 	if assert.NotNil(t, c) {
 		assert.Equal(t, "127.0.0.1:2", c.Options().Addr)
+		assert.Equal(t, maintnotifications.ModeDisabled, c.Options().MaintNotificationsConfig.Mode)
+		assert.NotSame(t, mc, c.Options().MaintNotificationsConfig)
 	}
+	assert.Equal(t, maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, *mc, "the template is left as it was")
 	assert.Same(t, c, s.askClient("127.0.0.1:2"), "one client per node")
 	assert.NoError(t, s.Close())
 	assert.Nil(t, s.askClient("127.0.0.1:3"))

@@ -889,12 +889,9 @@ func (s *Store) runAndWait(ctx context.Context, script *redis.Script, keys []str
 }
 
 // askClient returns a client of the cluster node at addr, made with the
-// options go-redis gives its own node clients; nil when there are none.
+// options go-redis gives its own node clients (there are some: an ASK
+// comes from a node client); nil once the store is closed.
 func (s *Store) askClient(addr string) *redis.Client {
-	tmpl := s.nodeOptions.Load()
-	if tmpl == nil {
-		return nil
-	}
 	addr = askAddr(addr)
 	s.askMu.Lock()
 	defer s.askMu.Unlock()
@@ -907,12 +904,8 @@ func (s *Store) askClient(addr string) *redis.Client {
 	if s.asked == nil {
 		s.asked = map[string]*redis.Client{}
 	}
-	o := *tmpl
+	o := *s.nodeOptions.Load() // NewClient copies it again, MaintNotificationsConfig too
 	o.Addr, o.NodeAddress = addr, addr
-	if o.MaintNotificationsConfig != nil {
-		mc := *o.MaintNotificationsConfig
-		o.MaintNotificationsConfig = &mc
-	}
 	c := redis.NewClient(&o)
 	s.asked[addr] = c
 	return c

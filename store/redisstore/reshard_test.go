@@ -349,3 +349,84 @@ func TestClusterReshardLiveSession(t *testing.T) {
 	require.Zero(t, left, "keys left on the source")
 	require.NotZero(t, there, "keys on the target")
 }
+
+// While a session's slot is migrating and none of its keys has moved, its
+// old master serves it whole: loads, commits (pushing every stream's
+// expiry out or not) and deletes go through, whether or not the session
+// has a stream named "". Its name set always lists "", a stream only
+// while the hash has the field e: the scripts must not ask for the key of
+// a stream "" that is not there, since Redis answers TRYAGAIN to a
+// multi-key EXISTS naming a missing key of a migrating slot. The commit
+// script applies that rule to the names its ops give (SMISMEMBER), and
+// names() to the whole set (load, delete, and a commit that pushes the
+// expiry out).
+func TestClusterMigratingEmptyName(t *testing.T) {
+	cl := testredis.StartCluster(t, 3, 0, 5*time.Second)
+	ctx := t.Context()
+	const session = "migrating"
+	app := func(name, data string) store.StreamOp {
+		return store.StreamOp{Name: name, Data: []byte(data), Append: true}
+	}
+	del := func(name string) store.StreamOp { return store.StreamOp{Name: name, Delete: true} }
+	type run struct {
+		s     *Store
+		empty bool // the session has a stream ""
+		v     uint64
+	}
+	var runs []*run
+	for _, empty := range []bool{false, true} {
+		s := open(t, cl.URL, WithPrefix(fmt.Sprintf("e%v:", empty)))
+		defer s.Close()
+		r := &run{s: s, empty: empty}
+		ops := []store.StreamOp{app("s", "1")}
+		if empty {
+			ops = append(ops, app("", "1"))
+		}
+		var err error
+		r.v, err = s.Commit(ctx, session, 0, &store.Change{Streams: ops, TTL: time.Hour})
+		require.NoError(t, err)
+		runs = append(runs, r)
+	}
+	mv := cl.MoveSlot(t, runs[0].s.keys(session)[0])
+	mv.Start()
+	defer mv.Finish()
+	for _, r := range runs {
+		what := fmt.Sprintf("stream \"\": %v", r.empty)
+		wantStreams := func(s string) map[string][]byte {
+			m := map[string][]byte{"s": []byte(s)}
+			if r.empty {
+				m[""] = []byte(s)
+			}
+			return m
+		}
+		snap, err := r.s.Load(ctx, session)
+		require.NoError(t, err, what)
+		require.Equal(t, wantStreams("1"), snap.Streams, what)
+
+		// The same TTL: the streams' expiry is not pushed out, and the
+		// commit's own ops are looked up in the name set.
+		ops := []store.StreamOp{app("s", "2"), del("")}
+		if r.empty {
+			ops[1] = app("", "2")
+		}
+		r.v, err = r.s.Commit(ctx, session, r.v, &store.Change{Streams: ops, TTL: time.Hour})
+		require.NoError(t, err, what)
+		// A longer TTL pushes every stream out: the whole set is read.
+		r.v, err = r.s.Commit(ctx, session, r.v, &store.Change{Streams: []store.StreamOp{app("s", "3")}, TTL: 3 * time.Hour})
+		require.NoError(t, err, what)
+		snap, err = r.s.Load(ctx, session)
+		require.NoError(t, err, what)
+		want := wantStreams("123")
+		if r.empty {
+			want[""] = []byte("12")
+		}
+		require.Equal(t, want, snap.Streams, what)
+		require.Equal(t, r.v, snap.Version, what)
+
+		require.NoError(t, r.s.Delete(ctx, session, r.v), what)
+	}
+	// (A Load now would be TRYAGAIN: a session that is not there is
+	// refused for the whole move.)
+	left, there := mv.Counts()
+	require.Zero(t, left+there, "keys of the deleted sessions left on either master")
+}

@@ -499,7 +499,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Streams expire at x, which stays between one and two TTLs ahead: all of
 -- them are pushed out only when x comes closer than one TTL.
 local refresh = x < now + ttl
-local sp = h .. ':s:' .. g .. ':'
+local sp = streamPrefix(h, g)
 -- Before writing anything: every stream key this commit touches must be
 -- on this node (see Resharding in the package documentation).
 local ops, kinds = {}, {}
@@ -519,7 +519,7 @@ if cur > 0 then
         if m[i] == 1 then listed[ops[j + i - 1]] = true end
       end
     end
-    if listed[''] and redis.call('HEXISTS', h, 'e') == 0 then listed[''] = nil end
+    if listed[''] and not isStream(h, '') then listed[''] = nil end
   end
 end
 -- (deleting a stream the set does not list touches no key)
@@ -596,7 +596,9 @@ end
 return v
 `
 
-// hereSource starts each script: here(h, have, new) reports whether
+// hereSource starts each script: the rule for which members of the name
+// set are streams (isStream), the streams' keys (streamPrefix,
+// streamKeys), and here(h, have, new), which reports whether
 // the keys a script is about to touch are all on this node, where h is
 // the session's hash (on this node, as a declared key), have are keys
 // that exist (the streams the name set lists) and new are keys that do
@@ -617,15 +619,30 @@ return v
 // fails inside a script is seen through redis.pcall.
 const hereSource = `
 local moving = redis.error_reply('TRYAGAIN the session is moving between Redis Cluster nodes; nothing was written')
--- names(h, k) lists the session's streams: its name set, where the empty
--- member, which keeps the set in being (see Resharding), is a stream
--- only while the hash has the field e.
+-- isStream(h, name) reports whether a member of the name set is a
+-- stream: each is but the empty member, which keeps the set in being
+-- (see Resharding) and is a stream only while the hash has the field e.
+local function isStream(h, name)
+  return name ~= '' or redis.call('HEXISTS', h, 'e') == 1
+end
+-- streamPrefix(h, g) starts the keys of the streams of generation g.
+local function streamPrefix(h, g)
+  return h .. ':s:' .. (g or '') .. ':'
+end
+-- names(h, k) lists the session's streams.
 local function names(h, k)
   local all, out = redis.call('SMEMBERS', k), {}
   for j = 1, #all do
-    if all[j] ~= '' or redis.call('HEXISTS', h, 'e') == 1 then out[#out + 1] = all[j] end
+    if isStream(h, all[j]) then out[#out + 1] = all[j] end
   end
   return out
+end
+-- streamKeys(h, k, g) lists the session's streams and their keys, of
+-- generation g.
+local function streamKeys(h, k, g)
+  local sp, ns, keys = streamPrefix(h, g), names(h, k), {}
+  for j = 1, #ns do keys[j] = sp .. ns[j] end
+  return ns, keys
 end
 local function here(h, have, new)
   for j = 1, #have, 1000 do
@@ -647,10 +664,7 @@ var loadScript = redis.NewScript(hereSource + `
 local h, k = KEYS[1], KEYS[2]
 local all = redis.call('HGETALL', h)
 if #all == 0 then return {} end
-local sp = h .. ':s:' .. (redis.call('HGET', h, 'g') or '') .. ':'
-local ns = names(h, k)
-local have = {}
-for j = 1, #ns do have[j] = sp .. ns[j] end
+local ns, have = streamKeys(h, k, redis.call('HGET', h, 'g'))
 if not here(h, have, {}) then return moving end
 local streams = {}
 for j = 1, #ns do
@@ -669,10 +683,7 @@ var deleteScript = redis.NewScript(hereSource + `
 local h, k = KEYS[1], KEYS[2]
 local st = redis.call('HMGET', h, 'v', 'g')
 if tonumber(st[1] or '0') ~= tonumber(ARGV[1]) then return -1 end
-local sp = h .. ':s:' .. (st[2] or '') .. ':'
-local ns = names(h, k)
-local have = {}
-for j = 1, #ns do have[j] = sp .. ns[j] end
+local _, have = streamKeys(h, k, st[2])
 if st[1] and not here(h, have, {}) then return moving end
 for j = 1, #have do redis.call('DEL', have[j]) end
 redis.call('DEL', k, h)

@@ -3,6 +3,7 @@ package testredis
 import (
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -50,13 +51,19 @@ func (c *Cluster) MoveSlot(t testing.TB, key string) *SlotMove {
 	if err != nil {
 		t.Fatalf("testredis: CLUSTER SHARDS: %v", err)
 	}
+	// Each shard's master, by address: its node id, and the one that
+	// serves the slot.
+	ids := map[string]string{}
 	for _, sh := range shards {
-		for _, r := range sh.Slots {
-			for _, n := range sh.Nodes {
-				if r.Start <= slot && slot <= r.End && n.Role == "master" {
-					m.From = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
-				}
-			}
+		i := slices.IndexFunc(sh.Nodes, func(n redis.Node) bool { return n.Role == "master" })
+		if i < 0 {
+			continue
+		}
+		n := sh.Nodes[i]
+		addr := net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+		ids[addr] = n.ID
+		if slices.ContainsFunc(sh.Slots, func(r redis.SlotRange) bool { return r.Start <= slot && slot <= r.End }) {
+			m.From = addr
 		}
 	}
 	for i, s := range masters {
@@ -64,12 +71,11 @@ func (c *Cluster) MoveSlot(t testing.TB, key string) *SlotMove {
 			m.To = masters[(i+1)%len(masters)].Addr
 		}
 	}
-	if m.From == "" || m.To == "" {
-		t.Fatalf("testredis: slot %d: no master serves it (%v)", slot, shards)
+	m.srcID, m.dstID = ids[m.From], ids[m.To]
+	if m.srcID == "" || m.dstID == "" {
+		t.Fatalf("testredis: slot %d: no master serves it, or no other master to move it to (%v)", slot, shards)
 	}
 	m.src, m.dst = nodes[m.From], nodes[m.To]
-	m.srcID = m.do(m.src, "CLUSTER", "MYID")
-	m.dstID = m.do(m.dst, "CLUSTER", "MYID")
 	m.dstHost, m.dstPort, _ = net.SplitHostPort(m.To)
 	return m
 }

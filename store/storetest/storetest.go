@@ -363,27 +363,27 @@ func testBig(t *testing.T, s store.Store) {
 // thousands of calls), and one session may hold thousands.
 func testManyStreams(t *testing.T, s store.Store) {
 	const n = 9000
-	ops := func(op func(name string) store.StreamOp) []store.StreamOp {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%d:c%d", i%3, i)
+	}
+	// ops is op on every stream.
+	ops := func(op store.StreamOp) []store.StreamOp {
 		out := make([]store.StreamOp, n)
-		for i := range out {
-			out[i] = op(fmt.Sprintf("%d:c%d", i%3, i))
+		for i, name := range names {
+			out[i] = op
+			out[i].Name = name
 		}
 		return out
 	}
-	v := commit(t, s, "a", 0, &store.Change{Streams: ops(func(name string) store.StreamOp {
-		return store.StreamOp{Name: name, Data: []byte("x"), Append: true}
-	}), TTL: long})
-	v = commit(t, s, "a", v, &store.Change{Streams: ops(func(name string) store.StreamOp {
-		return store.StreamOp{Name: name, Data: []byte("y"), Append: true}
-	}), TTL: long})
+	v := commit(t, s, "a", 0, &store.Change{Streams: ops(store.StreamOp{Data: []byte("x"), Append: true}), TTL: long})
+	v = commit(t, s, "a", v, &store.Change{Streams: ops(store.StreamOp{Data: []byte("y"), Append: true}), TTL: long})
 	all := map[string][]byte{}
-	for _, op := range ops(func(name string) store.StreamOp { return store.StreamOp{Name: name} }) {
-		all[op.Name] = []byte("xy")
+	for _, name := range names {
+		all[name] = []byte("xy")
 	}
 	want(t, load(t, s, "a"), v, nil, nil, all)
-	v = commit(t, s, "a", v, &store.Change{Streams: ops(func(name string) store.StreamOp {
-		return store.StreamOp{Name: name, Delete: true}
-	}), TTL: long})
+	v = commit(t, s, "a", v, &store.Change{Streams: ops(store.StreamOp{Delete: true}), TTL: long})
 	want(t, load(t, s, "a"), v, nil, nil, nil)
 }
 

@@ -147,6 +147,33 @@ func TestKeysAndTTL(t *testing.T) {
 	check(&store.Change{Streams: []store.StreamOp{app("x"), {Name: "z", Delete: true}}, TTL: time.Hour}, 4, time.Hour, 6*time.Hour)
 }
 
+// The name set always lists "", which is a stream only while the hash has
+// the field e: a stream "" that a build before the field wrote (the key
+// there, no e) is not loaded, while one this build writes is.
+func TestEmptyStreamName(t *testing.T) {
+	url := testredis.Start(t)
+	s := open(t, url)
+	defer s.Close()
+	c := raw(t, url)
+	ctx := t.Context()
+	v, err := s.Commit(ctx, "a", 0, &store.Change{Streams: []store.StreamOp{{Name: "s", Data: []byte("1")}}, TTL: time.Hour})
+	require.NoError(t, err)
+	h := s.keys("a")[0]
+	g, err := c.HGet(ctx, h, "g").Result()
+	require.NoError(t, err)
+	require.NoError(t, c.Set(ctx, h+":s:"+g+":", "old", time.Hour).Err())
+	snap, err := s.Load(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, map[string][]byte{"s": []byte("1")}, snap.Streams)
+
+	v, err = s.Commit(ctx, "a", v, &store.Change{Streams: []store.StreamOp{{Name: "", Data: []byte("new")}}, TTL: time.Hour})
+	require.NoError(t, err)
+	snap, err = s.Load(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, map[string][]byte{"s": []byte("1"), "": []byte("new")}, snap.Streams)
+	require.Equal(t, v, snap.Version)
+}
+
 // A server that goes away gives an error naming it (not a conflict, not an
 // empty session); one that comes back empty (a restart without
 // persistence, or FLUSHALL) gives an absent session, and a commit based on

@@ -900,13 +900,16 @@ func (s *Store) runAndWait(ctx context.Context, script *redis.Script, keys []str
 }
 
 // askClient returns a client of the cluster node at addr, made with the
-// options go-redis gives its own node clients (there are some: an ASK
-// comes from a node client); nil once the store is closed.
+// options go-redis gives its own node clients; nil once the store is
+// closed. An ASK comes from a node client, so the options are there; a
+// go-redis that built its node clients otherwise would get nil (the
+// commit then reloads the cluster's view), not a panic.
 func (s *Store) askClient(addr string) *redis.Client {
 	addr = askAddr(addr)
 	s.askMu.Lock()
 	defer s.askMu.Unlock()
-	if s.closed {
+	tmpl := s.nodeOptions.Load()
+	if s.closed || tmpl == nil {
 		return nil
 	}
 	if c, ok := s.asked[addr]; ok {
@@ -915,7 +918,7 @@ func (s *Store) askClient(addr string) *redis.Client {
 	if s.asked == nil {
 		s.asked = map[string]*redis.Client{}
 	}
-	o := *s.nodeOptions.Load() // NewClient copies it again, MaintNotificationsConfig too
+	o := *tmpl // NewClient copies it again, MaintNotificationsConfig too
 	o.Addr, o.NodeAddress = addr, addr
 	c := redis.NewClient(&o)
 	s.asked[addr] = c

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -153,9 +154,9 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !strings.Contains(err.Error(), "invalid UTF-8") {
 		return err
 	}
-	var bad []string
-	fixed, ferr := validStrings(b, req.ProtoReflect().Descriptor(), "", &bad)
-	if ferr != nil || len(bad) == 0 {
+	var bad badFields
+	fixed, ferr := bad.valid(make([]byte, 0, len(b)), b, req.ProtoReflect().Descriptor(), "")
+	if ferr != nil || len(bad.names) == 0 {
 		return err
 	}
 	if err := proto.Unmarshal(fixed, req); err != nil {
@@ -163,7 +164,7 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	m := req.ProtoReflect()
 	mark := protowire.AppendTag(nil, badUTF8Field, protowire.BytesType)
-	mark = protowire.AppendString(mark, strings.Join(bad, ", "))
+	mark = protowire.AppendString(mark, bad.String())
 	m.SetUnknown(append(withoutMarks(m.GetUnknown()), mark...))
 	return nil
 }
@@ -459,11 +460,63 @@ func withoutField(u protoreflect.RawFields, num protowire.Number) protoreflect.R
 	return out
 }
 
-// validStrings re-encodes the message b of type md with every string field
-// (nested messages included) made valid UTF-8, each invalid byte becoming
-// U+FFFD, and appends the dotted names of the fields it changed to bad.
-func validStrings(b []byte, md protoreflect.MessageDescriptor, prefix string, bad *[]string) ([]byte, error) {
-	out := make([]byte, 0, len(b))
+// maxBadFields is the most fields a FrameError for a request that is not
+// valid UTF-8 names; it counts the others.
+const maxBadFields = 8
+
+// badFields re-encodes messages with their string fields made valid
+// UTF-8, and collects the dotted names of the fields it changed: each
+// once, in the order first found, however often the request repeats it.
+// A name is made once for each field of each place in the message (the
+// schema's size), not for each occurrence (the request's).
+type badFields struct {
+	names []string
+	seen  map[fieldAt]*fieldName
+}
+
+// fieldAt is a field of a message found under a prefix of dotted names.
+type fieldAt struct {
+	prefix string
+	fd     protoreflect.FieldDescriptor
+}
+
+// fieldName is the dotted name of a field (for a message field, with a
+// dot after it: its fields' prefix), and whether it was found not valid.
+type fieldName struct {
+	name string
+	bad  bool
+}
+
+func (f *badFields) at(prefix string, fd protoreflect.FieldDescriptor) *fieldName {
+	k := fieldAt{prefix, fd}
+	if n, ok := f.seen[k]; ok {
+		return n
+	}
+	if f.seen == nil {
+		f.seen = make(map[fieldAt]*fieldName)
+	}
+	n := &fieldName{name: prefix + string(fd.Name())}
+	if fd.Kind() == protoreflect.MessageKind {
+		n.name += "."
+	}
+	f.seen[k] = n
+	return n
+}
+
+// String lists the fields found not valid, the first maxBadFields of
+// them by name.
+func (f *badFields) String() string {
+	if len(f.names) <= maxBadFields {
+		return strings.Join(f.names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(f.names[:maxBadFields], ", "), len(f.names)-maxBadFields)
+}
+
+// valid appends to out the message b of type md with every string field
+// (nested messages included) made valid UTF-8, each run of invalid bytes
+// becoming U+FFFD, and notes the fields it changed, their names under
+// prefix.
+func (f *badFields) valid(out, b []byte, md protoreflect.MessageDescriptor, prefix string) ([]byte, error) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -483,22 +536,72 @@ func validStrings(b []byte, md protoreflect.MessageDescriptor, prefix string, ba
 		if m < 0 {
 			return nil, protowire.ParseError(m)
 		}
-		name := prefix + string(fd.Name())
+		out = append(out, b[:n]...) // the tag
 		switch {
 		case fd.Kind() == protoreflect.MessageKind:
+			// Written in place, then moved past its length.
+			start := len(out)
 			var err error
-			if v, err = validStrings(v, fd.Message(), name+".", bad); err != nil {
+			if out, err = f.valid(out, v, fd.Message(), f.at(prefix, fd).name); err != nil {
 				return nil, err
 			}
-		case !utf8.Valid(v):
-			*bad = append(*bad, name)
-			v = []byte(strings.ToValidUTF8(string(v), "\uFFFD"))
+			size := len(out) - start
+			k := protowire.SizeVarint(uint64(size))
+			var room [binary.MaxVarintLen64]byte
+			out = append(out, room[:k]...)
+			copy(out[start+k:], out[start:start+size])
+			protowire.AppendVarint(out[:start], uint64(size))
+		case utf8.Valid(v):
+			out = protowire.AppendBytes(out, v)
+		default:
+			if name := f.at(prefix, fd); !name.bad {
+				name.bad = true
+				f.names = append(f.names, name.name)
+			}
+			out = protowire.AppendVarint(out, uint64(validLen(v)))
+			out = appendValid(out, v)
 		}
-		out = protowire.AppendTag(out, num, typ)
-		out = protowire.AppendBytes(out, v)
 		b = b[n+m:]
 	}
 	return out, nil
+}
+
+// validLen is the length of v with each run of invalid UTF-8 bytes made
+// U+FFFD, as appendValid writes it.
+func validLen(v []byte) int {
+	n, bad := 0, false
+	for len(v) > 0 {
+		r, k := utf8.DecodeRune(v)
+		switch {
+		case r != utf8.RuneError || k > 1:
+			n += k
+			bad = false
+		case !bad:
+			n += utf8.RuneLen(utf8.RuneError)
+			bad = true
+		}
+		v = v[k:]
+	}
+	return n
+}
+
+// appendValid appends v to out with each run of invalid UTF-8 bytes made
+// U+FFFD, as strings.ToValidUTF8 does.
+func appendValid(out, v []byte) []byte {
+	bad := false
+	for len(v) > 0 {
+		r, k := utf8.DecodeRune(v)
+		switch {
+		case r != utf8.RuneError || k > 1:
+			out = append(out, v[:k]...)
+			bad = false
+		case !bad:
+			out = utf8.AppendRune(out, utf8.RuneError)
+			bad = true
+		}
+		v = v[k:]
+	}
+	return out
 }
 
 // notUTF8Error is the FrameError answering a request whose string fields

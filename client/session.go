@@ -802,8 +802,9 @@ func (s *Session) receive(st pb.NormalizerService_NormalizeClient, sentBefore in
 			continue
 		}
 		if c := codes.Code(fe.GetCode()); c != codes.DataLoss && c != codes.Unavailable {
-			// Not for a request not applied: its sequence may be the last
-			// of a batch that was refused whole.
+			// Not for a request not applied: an older server answered a
+			// batch it could not apply with one FrameError, of the
+			// sequence of its last frame (each frame gets its own now).
 			s.confirm(fe.GetSequence())
 		}
 		switch codes.Code(fe.GetCode()) {

@@ -148,8 +148,11 @@ func TestKeptUnacknowledgedBatchSentAgain(t *testing.T) {
 	st.armed.Store(true)
 	two := []normalize.Frame{{Sequence: 2, Message: nsDelta("c1", "a\\n")}, {Sequence: 3, Message: nsDelta("c1", "b\\n")}}
 	batch(two...)
-	require.Len(t, got, 1)
-	assert.Equal(t, normalize.Unavailable, got[0].Error.Code)
+	require.Len(t, got, 2, "a FrameError for each frame")
+	for i, ev := range got {
+		assert.Equal(t, normalize.Unavailable, ev.Error.Code)
+		assert.Equal(t, two[i].Sequence, ev.Error.Sequence)
+	}
 	st.armed.Store(false)
 	for range 2 {
 		batch(two...)

@@ -584,7 +584,8 @@ type Frame struct {
 // changes of all of them at once, before any of their revisions is handed
 // on: a caller that holds several frames of a session (a stream that read
 // ahead) saves a round trip to the store per frame. When the store cannot
-// take them, none is applied (one FrameError, Unavailable, says which).
+// take them, none is applied, and each gets a FrameError Unavailable of
+// its own, in order.
 // Feed's per-frame options (WithSequence, WithDialect, WithCwd,
 // WithDirection, WithPrepared) are ignored; the Frame fields give them. WithNextDialect
 // reports the dialect after the last frame.

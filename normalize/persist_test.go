@@ -343,8 +343,9 @@ func TestFeedBatchMatchesFeed(t *testing.T) {
 	}
 }
 
-// A batch the store cannot take is not applied at all, and one FrameError
-// says which frames to send again.
+// A batch the store cannot take is not applied at all, and its
+// FrameErrors, the first for its first frame, say which frames to send
+// again.
 func TestFeedBatchStoreUnavailable(t *testing.T) {
 	st := &flaky{Store: store.NewMemory()}
 	n := normalize.New(normalize.WithStore(st))
@@ -363,7 +364,7 @@ func TestFeedBatchStoreUnavailable(t *testing.T) {
 	execs, err := n.FeedBatch("s", batch(10, 20))
 	st.broken.Store(false)
 	var fe *normalize.FrameError
-	if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.Unavailable || !strings.Contains(fe.Message, "frames 11 to 20") {
+	if len(execs) != 0 || !errors.As(err, &fe) || fe.Code != normalize.Unavailable || fe.Sequence != 11 || !strings.Contains(fe.Message, "frames 11 to 20") {
 		t.Fatalf("a batch with the store down: %v, %v", execs, err)
 	}
 	// Sent again, the batch gives what it gives when fed once.
@@ -437,9 +438,11 @@ func TestFeedBatchLoadFailsOnce(t *testing.T) {
 	st.armed.Store(true) // b has not cached the session: it loads it
 	got, err := events(b, batch(5, 13))
 	require.NoError(t, err)
-	require.Len(t, got, 1, "one FrameError, nothing else: %v", got)
-	assert.Contains(t, got[0], "Unavailable")
-	assert.Contains(t, got[0], "frames 6 to 13 of session")
+	require.Len(t, got, 8, "a FrameError for each frame, nothing else: %v", got)
+	for i, e := range got {
+		assert.Contains(t, e, fmt.Sprintf("error s %d Unavailable", 6+i))
+		assert.Contains(t, e, "batch of frames 6 to 13")
+	}
 
 	// Sent again, the batch gives what it gives when fed once.
 	got, err = events(b, batch(5, 13))

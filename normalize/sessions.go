@@ -381,8 +381,11 @@ type reply struct {
 	// and commits and unlocks it once, after the last.
 	batch bool
 	kept  *session
-	first uint64 // the sequence of the batch's first frame
-	last  uint64 // and of its last
+	// batchFrames are the batch's frames, and at the index of the one
+	// under way: a batch not applied answers each of them (see
+	// notTaken).
+	batchFrames []Frame
+	at          int
 	// stop says the batch's session could not be taken (the store
 	// failed): its later frames are not applied either.
 	stop bool
@@ -440,24 +443,42 @@ func (r *reply) flush() {
 }
 
 // storeFailed drops what the request produced, which the store did not
-// take, and says so.
+// take, and says so: for a batch, to each of its frames.
 func (r *reply) storeFailed(err error) {
 	r.held = r.held[:0]
-	if errors.Is(err, store.ErrUnacknowledged) {
-		// Applied in the store, but it may yet be lost there: the caller
-		// sends it again, and WithSkipApplied tells it whether it was kept.
-		what := fmt.Sprintf("frame %d", r.seq)
-		if r.frames > 1 {
-			what = fmt.Sprintf("frames %d to %d", r.first, r.seq)
-		}
-		r.fail(Unavailable, "", "%s of session %q not acknowledged: %v; the store may keep or lose it, so send it again (with skipped applied sequences, if it was kept this process answers it with what it made, and another says ALREADY_EXISTS)", what, r.session, err)
-		return
-	}
+	var frames []Frame
 	if r.frames > 1 {
-		r.fail(Unavailable, "", "frames %d to %d of session %q were not applied: %v; they may be sent again", r.first, r.seq, r.session, err)
+		frames = r.batchFrames[:r.frames]
+	}
+	r.notTaken(err, frames, "it came in, committed as one,")
+}
+
+// notTaken answers the request, or each of the frames of a batch (in
+// order), with a FrameError Unavailable of its own, saying that the store
+// did not take it (err): a client that matches answers to its requests by
+// sequence finds one for each. how says which frames of the batch were
+// not taken.
+func (r *reply) notTaken(err error, frames []Frame, how string) {
+	unacked := errors.Is(err, store.ErrUnacknowledged)
+	// Applied in the store, but it may yet be lost there: the caller
+	// sends it again, and WithSkipApplied tells it whether it was kept.
+	const again = "the store may keep or lose it, so send it again (with skipped applied sequences, if it was kept this process answers it with what it made, and another says ALREADY_EXISTS)"
+	if len(frames) < 2 {
+		if unacked {
+			r.fail(Unavailable, "", "frame %d of session %q not acknowledged: %v; %s", r.seq, r.session, err, again)
+			return
+		}
+		r.fail(Unavailable, "", "frame %d of session %q was not applied: %v; it may be sent again", r.seq, r.session, err)
 		return
 	}
-	r.fail(Unavailable, "", "frame %d of session %q was not applied: %v; it may be sent again", r.seq, r.session, err)
+	first, last := frames[0].Sequence, frames[len(frames)-1].Sequence
+	for _, f := range frames {
+		msg := fmt.Sprintf("frame %d of session %q was not applied: %v; nor was the rest of the batch of frames %d to %d %s each of them answered so; it may be sent again", f.Sequence, r.session, err, first, last, how)
+		if unacked {
+			msg = fmt.Sprintf("frame %d of session %q not acknowledged: %v; nor was the rest of the batch of frames %d to %d %s each of them answered so; %s", f.Sequence, r.session, err, first, last, how, again)
+		}
+		r.raiseAt(f.Sequence, &FrameError{Code: Unavailable, Message: msg})
+	}
 }
 
 // newReply starts an attempt at a request: the first reads the frame read
@@ -499,8 +520,12 @@ func (r *reply) fail(code Code, callID, format string, args ...any) {
 }
 
 // raise hands on fe, a FrameError of the request under way.
-func (r *reply) raise(fe *FrameError) {
-	fe.SessionID, fe.Sequence = r.session, r.seq
+func (r *reply) raise(fe *FrameError) { r.raiseAt(r.seq, fe) }
+
+// raiseAt hands on fe, a FrameError of the request (of a batch, the
+// frame) of sequence seq.
+func (r *reply) raiseAt(seq uint64, fe *FrameError) {
+	fe.SessionID, fe.Sequence = r.session, seq
 	r.errs = append(r.errs, fe)
 	r.send(Event{Error: fe})
 }
@@ -588,14 +613,15 @@ func (ss *sessions) lockFor(ctx context.Context, r *reply, id string, create boo
 // lock and, with a store, one commit (see Normalizer.FeedBatch).
 func (ss *sessions) batch(id string, frames []Frame, req *request) error {
 	r, err := ss.attempt(req, func(r *reply) error {
-		r.batch, r.first, r.last = true, frames[0].Sequence, frames[len(frames)-1].Sequence
+		r.batch, r.batchFrames = true, frames
 		defer func() {
 			if s := r.kept; s != nil {
 				r.batch, r.kept = false, nil
 				ss.release(s, r)
 			}
 		}()
-		for _, f := range frames {
+		for i, f := range frames {
+			r.at = i
 			r.ahead = nil // a later attempt reads every frame again
 			if !r.retry {
 				r.ahead = f.Prepared
@@ -623,15 +649,17 @@ func (ss *sessions) batch(id string, frames []Frame, req *request) error {
 // In a batch, the frames after the refused one are not applied either,
 // even when the store answers again by then: applied behind it, they
 // would take the session's applied sequence past it, and the refused
-// frame, sent again, would be skipped as applied (WithSkipApplied).
+// frame, sent again, would be skipped as applied (WithSkipApplied). Each
+// of them gets its FrameError. The frames before it keep their answers:
+// the session is taken by the first frame that needs it, so they were
+// refused without it, and would be again.
 func (r *reply) locked(err error) error {
 	if !errors.Is(err, errStore) {
 		return err
 	}
-	if r.batch && r.last > r.seq {
+	if r.batch {
 		r.stop = true
-		r.held = r.held[:0]
-		r.fail(Unavailable, "", "frames %d to %d of session %q were not applied: %v; they may be sent again", r.seq, r.last, r.session, err)
+		r.notTaken(err, r.batchFrames[r.at:], "(from the first frame that needed the session),")
 		return nil
 	}
 	r.storeFailed(err)

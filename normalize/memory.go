@@ -169,14 +169,81 @@ func (ss *sessions) budget(s *session, e *entry, o *accum.Observation, r *reply)
 			need = 0 // what is left cannot grow; settle charges it
 		}
 	}
-	held, of, flag := ss.held.Load(), ss.cfg.MemoryBudget, "WithMemoryBudget, acpnormd --memory-budget"
-	scope := "the service"
-	switch limit {
-	case LimitSessionMemory:
-		held, of, flag, scope = int64(s.held), ss.cfg.sessionMemory(), "WithSessionMemory, acpnormd --session-memory", "the session"
-	case LimitQuotaMemory:
-		held, of, flag, scope = s.space.held.Load(), ss.cfg.quota.Memory, "WithQuota, acpnormd --quota-memory", "its namespace (acpnormd: the identity)"
-	}
+	scope, held, of, flag := ss.limitOf(s, limit)
 	r.fail(ResourceExhausted, e.call.ID(), "frame %d of session %q: %s holds %d bytes of text, and this update of tool call %q could take more than its limit of %d bytes (%s); its %s (%d bytes) is not held and the field says truncated, and the rest of the update applies", r.seq, s.id, scope, held, e.call.ID(), of, flag, what, dropped)
 	return need
+}
+
+// limitOf describes a memory limit that refused text of session s: what
+// it bounds, what that holds now, the limit and the option setting it.
+func (ss *sessions) limitOf(s *session, limit string) (scope string, held int64, of int, flag string) {
+	switch limit {
+	case LimitSessionMemory:
+		return "the session", int64(s.held), ss.cfg.sessionMemory(), "WithSessionMemory, acpnormd --session-memory"
+	case LimitQuotaMemory:
+		return "its namespace (acpnormd: the identity)", s.space.held.Load(), ss.cfg.quota.Memory, "WithQuota, acpnormd --quota-memory"
+	}
+	return "the service", ss.held.Load(), ss.cfg.MemoryBudget, "WithMemoryBudget, acpnormd --memory-budget"
+}
+
+// A session's own state, besides its calls, holds text its client sent:
+// the reject options of its unanswered permission asks. That text is charged like a call's
+// (session.state counts it, within session.held) from when it is kept
+// until it goes.
+
+// holdState reserves n bytes of a session's own state. It returns the
+// limit that refuses them, or "".
+func (ss *sessions) holdState(s *session, n int) string {
+	if limit := ss.reserve(s, n); limit != "" {
+		return limit
+	}
+	s.state += n
+	ss.hooks.heldBytes(ss.held.Load())
+	return ""
+}
+
+// unholdState gives back n bytes of a session's own state.
+func (ss *sessions) unholdState(s *session, n int) {
+	if n == 0 {
+		return
+	}
+	s.state -= n
+	s.held -= n
+	s.space.held.Add(int64(-n))
+	ss.hooks.heldBytes(ss.held.Add(int64(-n)))
+}
+
+// chargeState charges what a session loaded from the store keeps of its
+// own, as it was when stored.
+func (ss *sessions) chargeState(s *session) {
+	n := s.stateBytes() - s.state
+	s.state += n
+	s.held += n
+	s.space.held.Add(int64(n))
+	ss.hooks.heldBytes(ss.held.Add(int64(n)))
+}
+
+// stateRefused says that a limit refused n bytes of what a session would
+// keep (what), and what became of them (then).
+func (ss *sessions) stateRefused(r *reply, s *session, call, limit, what string, n int, then string) {
+	ss.refused(r, limit)
+	scope, held, of, flag := ss.limitOf(s, limit)
+	r.fail(ResourceExhausted, call, "frame %d of session %q: %s holds %d bytes of text, and %s (%d bytes) would take it past its limit of %d bytes (%s); %s", r.seq, s.id, scope, held, what, n, of, flag, then)
+}
+
+// stateBytes is what a session's own state holds (see holdState).
+func (s *session) stateBytes() int {
+	n := 0
+	for _, a := range s.asks {
+		n += a.size()
+	}
+	return n
+}
+
+func (a ask) size() int {
+	n := 0
+	for _, o := range a.reject {
+		n += len(o)
+	}
+	return n
 }

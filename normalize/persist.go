@@ -222,6 +222,7 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 		return fmt.Errorf("%w: session header: %d bytes left over", errCorrupt, len(d.B))
 	}
 	s.storedTouched = s.touched
+	ss.chargeState(s)
 
 	type buried struct {
 		seq  uint64
@@ -540,7 +541,7 @@ func (ss *sessions) uncache(s *session) {
 	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
-	ss.unholdTerms(s)
+	ss.unholdKept(s)
 	if n > 0 {
 		ss.total.Add(int64(-n))
 		s.space.calls.Add(int64(-n))
@@ -632,7 +633,7 @@ func (ss *sessions) buryPast(s *session, now time.Time) {
 	for _, e := range past {
 		ss.bury(s, e.call.ID(), e, releasedGrace)
 		ss.unhold(s, e)
-		s.forgetCall(e.call.ID())
+		ss.forgetCall(s, e.call.ID())
 	}
 	ss.forget(s, len(past), "grace")
 }
@@ -646,7 +647,7 @@ func (ss *sessions) expireLoaded(s *session) {
 		ss.unhold(s, e)
 	}
 	s.calls = map[string]*entry{}
-	ss.unholdTerms(s)
+	ss.unholdKept(s)
 	s.reset()
 	ss.forget(s, len(list), "ttl")
 }

@@ -70,7 +70,8 @@ type session struct {
 	ackedApplied uint64 // applied as of the last commit or load (with a store): answered
 	touched      time.Time
 	created      uint64
-	held         int // bytes of text the session's calls hold
+	held         int // bytes of text the session's calls and its own state hold
+	state        int // of held, what its own state holds (see holdState)
 	calls        map[string]*entry
 	terminals    map[string]string // terminal id -> tool call id
 	asks         map[string]ask    // JSON-RPC id -> the ask
@@ -948,17 +949,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	for i := range read.Observations {
 		id := ss.observe(s, &read.Observations[i], r)
 		if read.Ask != nil && read.Observations[i].PermissionAsk && id != "" {
-			if n := len(read.Ask.RequestID); n > ss.cfg.MaxIDBytes {
-				ss.refused(r, LimitIDBytes)
-				r.fail(InvalidArgument, id, "frame %d of session %q asks permission under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); its answer will not be matched", r.seq, s.id, n, ss.cfg.MaxIDBytes)
-				continue
-			}
-			if _, known := s.asks[read.Ask.RequestID]; !known && len(s.asks) >= ss.maxRefs() {
-				ss.refused(r, LimitCallsPerSession)
-				r.fail(ResourceExhausted, id, "frame %d of session %q asks permission, but the session already has %d unanswered asks (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); its answer will not be matched", r.seq, s.id, len(s.asks))
-				continue
-			}
-			s.asks[read.Ask.RequestID] = ask{callID: id, reject: read.Ask.RejectOptions}
+			ss.keepAsk(s, read.Ask, id, r)
 		}
 	}
 	// The agent asks, the client answers: a direction that says
@@ -972,6 +963,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if a := read.Answer; a != nil {
 		if pending, ok := s.asks[a.RequestID]; ok {
 			delete(s.asks, a.RequestID)
+			ss.unholdState(s, pending.size())
 			if e := s.calls[pending.callID]; e != nil {
 				e.call.Answer(a.Cancelled || slices.Contains(pending.reject, a.OptionID))
 				ss.emit(s, e, r)
@@ -989,6 +981,56 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		s.cancel = false
 	}
 	return nil
+}
+
+// maxRejects bounds the reject options an ask keeps (ACP's kinds give an
+// ask two: reject_once and reject_always).
+const maxRejects = 16
+
+// keepAsk remembers a permission ask about call until its answer: its
+// reject options, which tell a rejection from an approval, bounded in
+// number and length and charged as held text.
+func (ss *sessions) keepAsk(s *session, a *dialect.Ask, call string, r *reply) {
+	if n := len(a.RequestID); n > ss.cfg.MaxIDBytes {
+		ss.refused(r, LimitIDBytes)
+		r.fail(InvalidArgument, call, "frame %d of session %q asks permission under a JSON-RPC id of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); its answer will not be matched", r.seq, s.id, n, ss.cfg.MaxIDBytes)
+		return
+	}
+	old, known := s.asks[a.RequestID]
+	if !known && len(s.asks) >= ss.maxRefs() {
+		ss.refused(r, LimitCallsPerSession)
+		r.fail(ResourceExhausted, call, "frame %d of session %q asks permission, but the session already has %d unanswered asks (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); its answer will not be matched", r.seq, s.id, len(s.asks))
+		return
+	}
+	var reject []string
+	long, longest, over := 0, 0, 0
+	for _, o := range a.RejectOptions {
+		switch {
+		case len(o) > ss.cfg.MaxIDBytes:
+			long, longest = long+1, max(longest, len(o))
+		case slices.Contains(reject, o):
+		case len(reject) == maxRejects:
+			over++
+		default:
+			reject = append(reject, o)
+		}
+	}
+	if long > 0 {
+		ss.refused(r, LimitIDBytes)
+		r.fail(InvalidArgument, call, "frame %d of session %q asks permission with %d reject options whose optionId is over the %d-byte limit for ids (the longest: %d bytes; WithMaxIDBytes, acpnormd --max-id-bytes); they are not kept, and an answer choosing one is not read as a rejection", r.seq, s.id, long, ss.cfg.MaxIDBytes, longest)
+	}
+	if over > 0 {
+		r.fail(InvalidArgument, call, "frame %d of session %q asks permission with %d reject options, over the %d an ask keeps; the first %d are kept, and an answer choosing another is not read as a rejection", r.seq, s.id, len(reject)+over, maxRejects, maxRejects)
+	}
+	k := ask{callID: call, reject: reject}
+	if limit := ss.holdState(s, k.size()); limit != "" {
+		ss.stateRefused(r, s, call, limit, "the reject options of its permission ask", k.size(), "the ask is not kept and its answer will not be matched")
+		return
+	}
+	if known {
+		ss.unholdState(s, old.size())
+	}
+	s.asks[a.RequestID] = k
 }
 
 // reader is the dialect frames are read with: the chosen or detected one,
@@ -1489,7 +1531,7 @@ func (ss *sessions) drop(s *session, why released, reason string) {
 	}
 	n := len(s.calls)
 	s.calls = map[string]*entry{}
-	ss.unholdTerms(s)
+	ss.unholdKept(s)
 	s.reset() // with a store, what is committed is a new session with the tombstones
 	if why == releasedClosed && applied > 0 {
 		s.closed = applied // with a store, its header keeps it
@@ -1647,7 +1689,7 @@ func (ss *sessions) pastGrace(s *session, now time.Time) []*entry {
 }
 
 // forgetCall removes a call and everything that points at it.
-func (s *session) forgetCall(id string) {
+func (ss *sessions) forgetCall(s *session, id string) {
 	delete(s.calls, id)
 	for t, c := range s.terminals {
 		if c == id {
@@ -1657,6 +1699,7 @@ func (s *session) forgetCall(id string) {
 	for k, a := range s.asks {
 		if a.callID == id {
 			delete(s.asks, k)
+			ss.unholdState(s, a.size())
 		}
 	}
 	for t, ct := range s.terms {

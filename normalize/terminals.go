@@ -369,11 +369,13 @@ func (s *session) termsInOrder(buf []string) []string {
 	return ids
 }
 
-// unholdTerms gives back what every terminal of s holds.
-func (ss *sessions) unholdTerms(s *session) {
+// unholdKept gives back what the session's own state holds: the output
+// its terminals hold and its state (see holdState), when it all goes.
+func (ss *sessions) unholdKept(s *session) {
 	for _, ct := range s.terms {
 		ss.unholdTerm(s, ct)
 	}
+	ss.unholdState(s, s.state)
 }
 
 // Bits of a stored terminal's flags.

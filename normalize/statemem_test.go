@@ -1,0 +1,133 @@
+package normalize_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// What a session keeps besides its calls (the reject options of its
+// unanswered permission asks, the commands and cwds of its client
+// terminals and of the terminal/create requests awaiting their answer,
+// its cwd) is text the client sent: it is charged to the memory budget
+// like a call's, given back when it goes, and bounded.
+
+// feedErrs feeds one frame of session sid and returns its FrameErrors.
+func feedErrs(t *testing.T, n *normalize.Normalizer, sid, frame string, opts ...normalize.FeedOption) []*normalize.FrameError {
+	t.Helper()
+	var errs []*normalize.FrameError
+	opts = append(opts, normalize.WithEmit(func(ev normalize.Event) error {
+		if ev.Error != nil {
+			errs = append(errs, ev.Error)
+		}
+		return nil
+	}))
+	_, err := n.Feed(sid, []byte(frame), opts...)
+	require.NoError(t, err)
+	return errs
+}
+
+func heldBy(t *testing.T, n *normalize.Normalizer, sid string) int {
+	t.Helper()
+	st, ok := n.SessionStats(sid)
+	require.True(t, ok, "session %q", sid)
+	return st.HeldBytes
+}
+
+func askWith(id int, call string, options ...string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":%q,"kind":"execute","title":"rm x","rawInput":{"command":"rm x"}},"options":[%s]}}`, id, call, strings.Join(options, ","))
+}
+
+func option(id, kind string) string {
+	return fmt.Sprintf(`{"optionId":%q,"name":"n","kind":%q}`, id, kind)
+}
+
+func chose(id int, option string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"outcome":{"outcome":"selected","optionId":%q}}}`, id, option)
+}
+
+func messages(errs []*normalize.FrameError) string {
+	var b strings.Builder
+	for _, e := range errs {
+		fmt.Fprintf(&b, "[%v] %s\n", e.Code, e.Message)
+	}
+	return b.String()
+}
+
+// An ask keeps at most 16 reject options, none longer than the id limit;
+// what it keeps is held text until its answer.
+func TestAskRejectOptionsBoundedAndCharged(t *testing.T) {
+	n := normalize.New()
+	require.Empty(t, feedErrs(t, n, "s", tcOpen("c1", "rm x")))
+	before := heldBy(t, n, "s")
+	opts := []string{option("ok", "allow_once"), option(strings.Repeat("r", 300), "reject_once")}
+	for i := range 20 {
+		opts = append(opts, option(fmt.Sprintf("no%02d", i), "reject_always"))
+	}
+	errs := feedErrs(t, n, "s", askWith(5, "c1", opts...))
+	require.Len(t, errs, 2, messages(errs))
+	assert.Equal(t, normalize.InvalidArgument, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "--max-id-bytes")
+	assert.Contains(t, errs[0].Message, "300 bytes")
+	assert.Contains(t, errs[1].Message, "16")
+	assert.Equal(t, "c1", errs[1].ToolCallID)
+	assert.Equal(t, before+16*4, heldBy(t, n, "s"), "the 16 reject options kept are held")
+
+	// A kept reject is still read as one, and its answer gives the
+	// bytes back.
+	require.Empty(t, feedErrs(t, n, "s", chose(5, "no15")))
+	assert.Equal(t, before, heldBy(t, n, "s"))
+	execs, err := n.Feed("s", []byte(tcStatus("c1", "failed")))
+	require.NoError(t, err)
+	require.NotEmpty(t, execs)
+	assert.Equal(t, normalize.Cancelled, execs[len(execs)-1].Outcome, "the user rejected it")
+}
+
+// Asks past the session's memory share are not kept (their answers are
+// not matched): what they hold stays within the share, and a close gives
+// everything back.
+func TestAskRejectOptionsWithinSessionMemory(t *testing.T) {
+	n := normalize.New(normalize.WithMemoryBudget(1<<20), normalize.WithSessionMemory(8<<10))
+	require.Empty(t, feedErrs(t, n, "s", tcOpen("c1", "rm x")))
+	id := strings.Repeat("x", 250)
+	var refused []*normalize.FrameError
+	for i := range 150 {
+		opts := []string{option("ok", "allow_once")}
+		for j := range 16 {
+			opts = append(opts, option(fmt.Sprintf("%s%03d%02d", id, i, j), "reject_once"))
+		}
+		refused = append(refused, feedErrs(t, n, "s", askWith(100+i, "c1", opts...))...)
+		require.LessOrEqual(t, heldBy(t, n, "s"), 8<<10, "ask %d", i)
+	}
+	require.NotEmpty(t, refused)
+	assert.Equal(t, normalize.ResourceExhausted, refused[0].Code)
+	assert.Contains(t, refused[0].Message, "--session-memory")
+	_, err := n.CloseSession("s")
+	require.NoError(t, err)
+	assert.Zero(t, n.Stats().HeldBytes)
+}
+
+// A session loaded from a store holds what it held when stored.
+func TestSessionStateChargedWhenLoaded(t *testing.T) {
+	st := store.NewMemory()
+	a, b := normalize.New(normalize.WithStore(st)), normalize.New(normalize.WithStore(st))
+	frames := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w/app","mcpServers":[]}}`,
+		tcOpen("c1", "rm x"),
+		askWith(5, "c1", option("ok", "allow_once"), option("no", "reject_once")),
+		tcCreate(6, `"command":"ls","cwd":"/w"`),
+	}
+	for i, f := range frames {
+		require.Empty(t, feedErrs(t, a, "s", f, normalize.WithSequence(uint64(i+1))))
+	}
+	want := heldBy(t, a, "s")
+	assert.Equal(t, want, heldBy(t, b, "s"))
+	_, err := b.CloseSession("s", normalize.WithSequence(uint64(len(frames)+1)))
+	require.NoError(t, err)
+	assert.Zero(t, b.Stats().HeldBytes)
+}

@@ -187,7 +187,9 @@ func (ss *sessions) limitOf(s *session, limit string) (scope string, held int64,
 }
 
 // A session's own state, besides its calls, holds text its client sent:
-// the reject options of its unanswered permission asks. That text is charged like a call's
+// the reject options of its unanswered permission asks, and the commands
+// and cwds of its client terminals and of the terminal/create requests
+// awaiting their answer. That text is charged like a call's
 // (session.state counts it, within session.held) from when it is kept
 // until it goes.
 
@@ -237,6 +239,12 @@ func (s *session) stateBytes() int {
 	for _, a := range s.asks {
 		n += a.size()
 	}
+	for _, ct := range s.terms {
+		n += ct.size()
+	}
+	for _, q := range s.termReqs {
+		n += q.size()
+	}
 	return n
 }
 
@@ -247,3 +255,9 @@ func (a ask) size() int {
 	}
 	return n
 }
+
+func (q termReq) size() int { return len(q.command) + len(q.cwd) }
+
+// size is what a client terminal's command and cwd hold (its output is
+// charged apart, see holdTermOutput).
+func (ct *clientTerm) size() int { return len(ct.command) + len(ct.cwd) }

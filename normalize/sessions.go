@@ -1705,9 +1705,11 @@ func (ss *sessions) forgetCall(s *session, id string) {
 	for t, ct := range s.terms {
 		if ct.call == id {
 			delete(s.terms, t) // a terminal a call names holds no output of its own
+			ss.unholdState(s, ct.size())
 			for k, q := range s.termReqs {
 				if q.terminal == t {
 					delete(s.termReqs, k)
+					ss.unholdState(s, q.size())
 				}
 			}
 		}

@@ -112,6 +112,37 @@ func TestAskRejectOptionsWithinSessionMemory(t *testing.T) {
 	assert.Zero(t, n.Stats().HeldBytes)
 }
 
+// A terminal/create's command and cwd are held text from the request
+// until the terminal is forgotten; past the session's share they are left
+// out (the request is still awaited).
+func TestTerminalRequestsCharged(t *testing.T) {
+	n := normalize.New(normalize.WithMemoryBudget(1<<20), normalize.WithSessionMemory(16<<10))
+	cmd, cwd := strings.Repeat("c", 1000), "/"+strings.Repeat("d", 999)
+	create := fmt.Sprintf(`"command":%q,"cwd":%q`, cmd, cwd)
+	require.Empty(t, feedErrs(t, n, "s", tcCreate(1, create)))
+	base := heldBy(t, n, "s")
+	require.Equal(t, 2000, base, "an unanswered create holds its command and cwd")
+	// Answered, the terminal keeps them; an error answer gives them back.
+	require.Empty(t, feedErrs(t, n, "s", tcResult(1, `{"terminalId":"t1"}`)))
+	assert.Equal(t, 2000, heldBy(t, n, "s"))
+	require.Empty(t, feedErrs(t, n, "s", tcCreate(2, create)))
+	assert.Equal(t, 4000, heldBy(t, n, "s"))
+	require.Empty(t, feedErrs(t, n, "s", `{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}`))
+	assert.Equal(t, 2000, heldBy(t, n, "s"))
+
+	var refused []*normalize.FrameError
+	for i := range 40 {
+		refused = append(refused, feedErrs(t, n, "s", tcCreate(10+i, create))...)
+		require.LessOrEqual(t, heldBy(t, n, "s"), 16<<10, "create %d", i)
+	}
+	require.NotEmpty(t, refused)
+	assert.Equal(t, normalize.ResourceExhausted, refused[0].Code)
+	assert.Contains(t, refused[0].Message, "--session-memory")
+	_, err := n.CloseSession("s")
+	require.NoError(t, err)
+	assert.Zero(t, n.Stats().HeldBytes)
+}
+
 // A session loaded from a store holds what it held when stored.
 func TestSessionStateChargedWhenLoaded(t *testing.T) {
 	st := store.NewMemory()

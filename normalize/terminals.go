@@ -46,7 +46,8 @@ import (
 // Both maps are bounded by 4 per call of WithMaxCallsPerSession; at the
 // bound the oldest entry is forgotten (a FrameError says so), so a client
 // that never answers cannot grow them. The output a terminal holds before
-// a tool call names it is charged to the memory budget like a call's.
+// a tool call names it, and the command and cwd of each create request
+// and terminal, are charged to the memory budget like a call's text.
 
 // clientTerm is one client-owned terminal of a session.
 type clientTerm struct {
@@ -122,7 +123,15 @@ func (ss *sessions) awaitTerminal(s *session, id string, req termReq, r *reply) 
 		}
 		ss.refused(r, LimitCallsPerSession)
 		r.fail(ResourceExhausted, "", "frame %d of session %q: the session already awaits %d answers to terminal requests (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); the oldest, %s under id %s, is forgotten and its answer will not be read", r.seq, s.id, len(s.termReqs), s.termReqs[oldest].method, oldest)
+		ss.unholdState(s, s.termReqs[oldest].size())
 		delete(s.termReqs, oldest)
+	}
+	if limit := ss.holdState(s, req.size()); limit != "" {
+		ss.stateRefused(r, s, "", limit, "the command and cwd of a terminal/create", req.size(), "they are left out, and the terminal is tracked without them")
+		req.command, req.cwd = "", ""
+	}
+	if old, known := s.termReqs[id]; known {
+		ss.unholdState(s, old.size())
 	}
 	s.termSeq++
 	req.order = s.termSeq
@@ -154,13 +163,16 @@ func (ss *sessions) terminalResponse(s *session, resp *dialect.Response, r *repl
 		return
 	}
 	delete(s.termReqs, resp.RequestID)
+	if req.method == dialect.MethodTerminalCreate && !resp.Error {
+		ss.created(s, resp.TerminalID, req, r) // the terminal keeps what req held
+		return
+	}
+	ss.unholdState(s, req.size())
 	switch {
 	case req.method == dialect.MethodTerminalCreate && resp.Error:
 		ss.createFailed(s, req, r)
 	case resp.Error:
 		// The client could not report on it: nothing is learned.
-	case req.method == dialect.MethodTerminalCreate:
-		ss.created(s, resp.TerminalID, req, r)
 	default:
 		ct := s.terms[req.terminal]
 		if ct == nil {
@@ -204,14 +216,17 @@ func (ss *sessions) supersede(s *session, req termReq) {
 	for k, q := range s.termReqs {
 		if q.method == dialect.MethodTerminalOutput && q.terminal == req.terminal && q.order < req.order {
 			delete(s.termReqs, k)
+			ss.unholdState(s, q.size())
 		}
 	}
 }
 
 // created records a terminal a create's answer named. When a tool call
-// already names it, the command and cwd go to the call now.
+// already names it, the command and cwd go to the call now. The terminal
+// keeps what req was charged.
 func (ss *sessions) created(s *session, id string, req termReq, r *reply) {
 	if n := len(id); n > ss.cfg.MaxIDBytes {
+		ss.unholdState(s, req.size())
 		ss.refused(r, LimitIDBytes)
 		r.fail(InvalidArgument, "", "frame %d of session %q names a terminalId of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); the terminal is not tracked", r.seq, s.id, n, ss.cfg.MaxIDBytes)
 		return
@@ -346,6 +361,7 @@ func (ss *sessions) unholdTerm(s *session, ct *clientTerm) {
 func (ss *sessions) dropTerm(s *session, id string) {
 	if ct := s.terms[id]; ct != nil {
 		ss.unholdTerm(s, ct)
+		ss.unholdState(s, ct.size())
 		delete(s.terms, id)
 	}
 }

@@ -187,9 +187,9 @@ func (ss *sessions) limitOf(s *session, limit string) (scope string, held int64,
 }
 
 // A session's own state, besides its calls, holds text its client sent:
-// the reject options of its unanswered permission asks, and the commands
-// and cwds of its client terminals and of the terminal/create requests
-// awaiting their answer. That text is charged like a call's
+// its cwd, the reject options of its unanswered permission asks, and the
+// commands and cwds of its client terminals and of the terminal/create
+// requests awaiting their answer. That text is charged like a call's
 // (session.state counts it, within session.held) from when it is kept
 // until it goes.
 
@@ -235,7 +235,7 @@ func (ss *sessions) stateRefused(r *reply, s *session, call, limit, what string,
 
 // stateBytes is what a session's own state holds (see holdState).
 func (s *session) stateBytes() int {
-	n := 0
+	n := len(s.cwd)
 	for _, a := range s.asks {
 		n += a.size()
 	}

@@ -867,7 +867,9 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		ss.refused(r, LimitTextBytes)
 		r.fail(InvalidArgument, "", "frame %d of session %q has a cwd of %d bytes, over the text limit of %d bytes (WithTextLimit, acpnormd --text-limit); the frame applies without it", r.seq, s.id, len(cwd), ss.cfg.TextLimit)
 	default:
-		s.cwd, s.cwdByHand = cleanDir(cwd), true
+		if ss.setCwd(s, cleanDir(cwd), r) {
+			s.cwdByHand = true
+		}
 	}
 	if f.direction == FromClient {
 		// The agent's name and build are the agent's to say: a client's
@@ -931,7 +933,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		} else if ch := controlChar(c); ch != "" {
 			r.fail(InvalidArgument, "", "frame %d of session %q gives a session cwd holding a control character (%s), which is no path: %s; the session keeps its cwd", r.seq, s.id, ch, quoteShort(c))
 		} else {
-			s.cwd = cleanDir(c)
+			ss.setCwd(s, cleanDir(c), r)
 		}
 	}
 	if read.Prompt || read.Load {
@@ -981,6 +983,21 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 		s.cancel = false
 	}
 	return nil
+}
+
+// setCwd makes dir the session's cwd, charged as held text. When a limit
+// refuses it, the session keeps the cwd it had and setCwd reports false.
+func (ss *sessions) setCwd(s *session, dir string, r *reply) bool {
+	if dir == s.cwd {
+		return true
+	}
+	if limit := ss.holdState(s, len(dir)); limit != "" {
+		ss.stateRefused(r, s, "", limit, "its cwd", len(dir), "the session keeps the cwd it had")
+		return false
+	}
+	ss.unholdState(s, len(s.cwd))
+	s.cwd = dir
+	return true
 }
 
 // maxRejects bounds the reject options an ask keeps (ACP's kinds give an

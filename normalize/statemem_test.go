@@ -143,6 +143,31 @@ func TestTerminalRequestsCharged(t *testing.T) {
 	assert.Zero(t, n.Stats().HeldBytes)
 }
 
+// A session's cwd (from session/new, or the frame's) is held text.
+func TestSessionCwdCharged(t *testing.T) {
+	n := normalize.New(normalize.WithMemoryBudget(64<<10), normalize.WithSessionMemory(16<<10))
+	cwd := "/w/" + strings.Repeat("d", 997)
+	newSession := func(id int, cwd string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, id, cwd)
+	}
+	require.Empty(t, feedErrs(t, n, "s", newSession(1, cwd)))
+	assert.Equal(t, 1000, heldBy(t, n, "s"))
+	require.Empty(t, feedErrs(t, n, "s", newSession(2, "/w")))
+	assert.Equal(t, 2, heldBy(t, n, "s"), "a new cwd replaces the old one")
+	require.Empty(t, feedErrs(t, n, "s", tcPrompt(3), normalize.WithCwd(cwd+"x")))
+	assert.Equal(t, 1001, heldBy(t, n, "s"))
+
+	// Many sessions, each with a long cwd, stay within the budget.
+	var refused []*normalize.FrameError
+	for i := range 100 {
+		refused = append(refused, feedErrs(t, n, fmt.Sprintf("s%d", i), newSession(1, cwd+strings.Repeat("e", 8<<10)))...)
+		require.LessOrEqual(t, n.Stats().HeldBytes, int64(64<<10), "session %d", i)
+	}
+	require.NotEmpty(t, refused)
+	assert.Equal(t, normalize.ResourceExhausted, refused[0].Code)
+	assert.Contains(t, refused[0].Message, "--memory-budget")
+}
+
 // A session loaded from a store holds what it held when stored.
 func TestSessionStateChargedWhenLoaded(t *testing.T) {
 	st := store.NewMemory()

@@ -182,6 +182,8 @@ func (ss *sessions) limitOf(s *session, limit string) (scope string, held int64,
 		return "the session", int64(s.held), ss.cfg.sessionMemory(), "WithSessionMemory, acpnormd --session-memory"
 	case LimitQuotaMemory:
 		return "its namespace (acpnormd: the identity)", s.space.held.Load(), ss.cfg.quota.Memory, "WithQuota, acpnormd --quota-memory"
+	case LimitSessionState:
+		return "what the session keeps besides its calls (its cwd, asks and client terminals)", int64(s.state + s.termOutput), ss.cfg.stateLimit(), "4 × WithTextLimit, at least 4 MiB; acpnormd --text-limit"
 	}
 	return "the service", ss.held.Load(), ss.cfg.MemoryBudget, "WithMemoryBudget, acpnormd --memory-budget"
 }
@@ -193,9 +195,17 @@ func (ss *sessions) limitOf(s *session, limit string) (scope string, held int64,
 // (session.state counts it, within session.held) from when it is kept
 // until it goes.
 
+// stateLimit bounds what a session keeps besides its calls, which a store
+// writes with every commit of the session: 4 × the text limit, at least
+// 4 MiB.
+func (c config) stateLimit() int { return max(4*c.TextLimit, 4<<20) }
+
 // holdState reserves n bytes of a session's own state. It returns the
 // limit that refuses them, or "".
 func (ss *sessions) holdState(s *session, n int) string {
+	if n > 0 && s.state+s.termOutput+n > ss.cfg.stateLimit() {
+		return LimitSessionState
+	}
 	if limit := ss.reserve(s, n); limit != "" {
 		return limit
 	}

@@ -251,6 +251,11 @@ const (
 	LimitQuotaSessions   = "quota_sessions" // see WithQuota
 	LimitQuotaCalls      = "quota_calls"
 	LimitQuotaMemory     = "quota_memory"
+	// LimitSessionState: what a session keeps besides its calls (its cwd,
+	// the reject options of its asks, its client terminals' commands,
+	// cwds and output) would pass 4 × WithTextLimit, at least 4 MiB. With
+	// a store every commit of the session writes all of it.
+	LimitSessionState = "session_state"
 	// LimitLossFloors: what a DataLoss leaves of a claim (WithHeld), the
 	// revision held of one call, was not kept because the cached sessions
 	// hold 4 × WithMaxCalls of them already and the session's namespace

@@ -72,6 +72,7 @@ type session struct {
 	created      uint64
 	held         int // bytes of text the session's calls and its own state hold
 	state        int // of held, what its own state holds (see holdState)
+	termOutput   int // of held, the output its client terminals hold (see holdTermOutput)
 	calls        map[string]*entry
 	terminals    map[string]string // terminal id -> tool call id
 	asks         map[string]ask    // JSON-RPC id -> the ask

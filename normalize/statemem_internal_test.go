@@ -57,9 +57,12 @@ func TestStateChargeMatchesState(t *testing.T) {
 		for _, e := range s.calls {
 			held += e.size
 		}
+		out := 0
 		for _, ct := range s.terms {
-			held += len(ct.output)
+			out += len(ct.output)
 		}
+		require.Equal(t, out, s.termOutput, "%s: terminal output", at)
+		held += out
 		require.Equal(t, held, s.held, "%s: session held", at)
 		require.Equal(t, int64(held), n.ss.held.Load(), "%s: service held", at)
 	}

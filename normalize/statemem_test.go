@@ -187,3 +187,25 @@ func TestSessionStateChargedWhenLoaded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, b.Stats().HeldBytes)
 }
+
+// With a store every commit writes the session's header, which carries
+// its cwd, asks and client terminals: what they hold is bounded (4 ×
+// WithTextLimit, at least 4 MiB), so a client cannot make every commit
+// of its session rewrite a huge header.
+func TestSessionStateBoundedForTheHeader(t *testing.T) {
+	st := &keyOf{Store: store.NewMemory()}
+	n := normalize.New(normalize.WithStore(st), normalize.WithTextLimit(64<<10), normalize.WithMemoryBudget(1<<30), normalize.WithSessionMemory(1<<30))
+	cmd, cwd := strings.Repeat("c", 60<<10), "/"+strings.Repeat("d", 60<<10)
+	create := fmt.Sprintf(`"command":%q,"cwd":%q`, cmd, cwd)
+	var refused []*normalize.FrameError
+	for i := range 50 { // 6 MB asked for
+		refused = append(refused, feedErrs(t, n, "s", tcCreate(i+1, create), normalize.WithSequence(uint64(i+1)))...)
+	}
+	require.NotEmpty(t, refused)
+	assert.Equal(t, normalize.ResourceExhausted, refused[0].Code)
+	assert.Contains(t, refused[0].Message, "4 MiB")
+	assert.LessOrEqual(t, heldBy(t, n, "s"), 4<<20)
+	snap, err := st.Load(t.Context(), st.key)
+	require.NoError(t, err)
+	assert.Less(t, len(snap.Header), 4<<20+64<<10, "the stored header")
+}

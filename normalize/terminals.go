@@ -337,12 +337,19 @@ func (ss *sessions) holdTermOutput(s *session, ct *clientTerm, out string, trunc
 		out, truncated = tail(out, ss.cfg.TextLimit), true
 	}
 	ss.unholdTerm(s, ct)
-	if limit := ss.reserve(s, len(out)); limit != "" {
+	limit := ""
+	if len(out) > 0 && s.state+s.termOutput+len(out) > ss.cfg.stateLimit() {
+		limit = LimitSessionState
+	} else {
+		limit = ss.reserve(s, len(out))
+	}
+	if limit != "" {
 		ss.refused(r, limit)
-		r.fail(ResourceExhausted, "", "frame %d of session %q: the output of a client terminal no tool call names yet (%d bytes) is over the memory budget (%s); it is not held and the terminal says truncated", r.seq, s.id, len(out), limit)
+		r.fail(ResourceExhausted, "", "frame %d of session %q: the output of a client terminal no tool call names yet (%d bytes) is over a memory limit (%s); it is not held and the terminal says truncated", r.seq, s.id, len(out), limit)
 		ct.output, ct.hasOutput, ct.truncated = "", true, true
 		return
 	}
+	s.termOutput += len(out)
 	ss.hooks.heldBytes(ss.held.Load())
 	ct.output, ct.hasOutput, ct.truncated = out, true, truncated
 }
@@ -350,6 +357,7 @@ func (ss *sessions) holdTermOutput(s *session, ct *clientTerm, out string, trunc
 // unholdTerm gives back what a terminal's held output was charged.
 func (ss *sessions) unholdTerm(s *session, ct *clientTerm) {
 	if n := len(ct.output); n > 0 {
+		s.termOutput -= n
 		s.held -= n
 		s.space.held.Add(int64(-n))
 		ss.hooks.heldBytes(ss.held.Add(int64(-n)))
@@ -487,6 +495,7 @@ func (ss *sessions) restoreTerms(s *session, d *wire.Reader) {
 			return
 		}
 		s.held += len(ct.output)
+		s.termOutput += len(ct.output)
 		s.space.held.Add(int64(len(ct.output)))
 		ss.hooks.heldBytes(ss.held.Add(int64(len(ct.output))))
 		s.terms[id] = ct

@@ -70,7 +70,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "limit_refusals_total",
-			Help: "Frames, fields or streams refused because a limit was reached, by limit (max_sessions, max_calls, max_calls_per_session, id_bytes, text_bytes, memory_budget, session_memory, quota_sessions, quota_calls, quota_memory, quota_streams; loss_floors and loss_floors_per_session: a call's revision held, after a DATA_LOSS, not kept; stream_refused_sessions: a refused session a stream forgot, past 4096) and identity (a configured name, \"default\", or \"other\" for a certificate identity no --tls-client-names entry maps).",
+			Help: "Frames, fields or streams refused because a limit was reached, by limit (max_sessions, max_calls, max_calls_per_session, id_bytes, text_bytes, memory_budget, session_memory, session_state, quota_sessions, quota_calls, quota_memory, quota_streams; loss_floors and loss_floors_per_session: a call's revision held, after a DATA_LOSS, not kept; stream_refused_sessions: a refused session a stream forgot, past 4096) and identity (a configured name, \"default\", or \"other\" for a certificate identity no --tls-client-names entry maps).",
 		}, []string{"limit", "identity"}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "acpnorm", Name: "sessions",

@@ -6,7 +6,11 @@ import (
 	"sync"
 	"testing"
 
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/acpnorm/acpnorm/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/prototext"
 )
 
@@ -72,4 +76,56 @@ func TestStoreBatchesQueuedFrames(t *testing.T) {
 		t.Fatalf("%d commits for %d frames: nothing was batched", gs.commits, len(msgs))
 	}
 	t.Logf("%d frames, %d commits", len(msgs), gs.commits)
+}
+
+// A client's stream broke after the server applied (and committed, with
+// a shared store) a frame whose revision the client never read. On its
+// next stream it says what it holds and sends again from there; the
+// frame sent again and the next one arrive together and are applied as a
+// batch. The revision the first made is answered again, then the second
+// one's: the client gets every revision, none is skipped. Before, the
+// revision the batch's fresh frame made was recorded as carried when it
+// was made, before the answer handed on again for the earlier frame was
+// weighed, which was then dropped as going back.
+func TestBatchHandsOnWhatWasAnsweredAgainBeforeWhatItMakes(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Store = store.NewMemory()
+	ss := newSessions(cfg, NewMetrics(nil), nil)
+	msgs := []string{openCall("c1", "make"), delta("c1", "a\n"), delta("c1", "b\n"), finish("c1", 0)}
+	frame := func(seq uint64, held map[string]uint32) *pb.NormalizeRequest {
+		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: seq, Message: []byte(msgs[seq-1]), HeldRevisions: held}}}
+	}
+	stream := func() (*feeder, *[]*pb.ShellExec) {
+		var out []*pb.ShellExec
+		d := newDelivered()
+		d.setOptions(&pb.StreamOptions{SkipAppliedSequences: true})
+		return ss.newFeeder(context.Background(), d, func(r *pb.NormalizeResponse) error {
+			require.Nil(t, r.GetFrameError(), "%v", r)
+			out = append(out, r.GetShellExec())
+			return nil
+		}), &out
+	}
+	first, out := stream()
+	for seq := uint64(1); seq <= 3; seq++ {
+		_, err := first.handle(frame(seq, nil), nil)
+		require.NoError(t, err)
+	}
+	require.Len(t, *out, 3)
+	// The client read revisions 1 and 2; the stream broke before 3.
+	require.EqualValues(t, 3, (*out)[2].GetRevision())
+
+	again, out := stream()
+	_, err := again.handle(frame(2, map[string]uint32{"c1": 2}), nil)
+	require.NoError(t, err)
+	require.Empty(t, *out, "revision 2 is held by the client")
+	_, err = again.handleBatch([]*pb.NormalizeRequest{frame(3, nil), frame(4, nil)}, make([]*normalize.Prepared, 2))
+	require.NoError(t, err)
+	var revs []uint32
+	for _, x := range *out {
+		revs = append(revs, x.GetRevision())
+	}
+	require.Equal(t, []uint32{3, 4}, revs, "revision 3, answered again, then the ENDED revision 4")
+	assert.Equal(t, "b\n", (*out)[0].GetOutput().GetText())
+	assert.Equal(t, pb.ShellState_SHELL_STATE_ENDED, (*out)[1].GetState())
+	assert.Equal(t, "a\nb\n", (*out)[1].GetOutput().GetText())
 }

@@ -16,7 +16,7 @@ import (
 // handed on again must not go back before it, see again); when it holds
 // maxDelivered calls it starts over, which costs only extra whole texts.
 type delivered struct {
-	last map[callKey]uint32
+	last map[callKey]carried
 	// finalChanges says the stream asked for ENDED revisions that carry
 	// only what changed (StreamOptions FINAL_TEXTS_CHANGES).
 	finalChanges bool
@@ -27,36 +27,61 @@ type delivered struct {
 
 type callKey struct{ session, call string }
 
+// carried is what a stream did with one call's revisions: made is the
+// last revision made for it (needsWhole), sent the last one handed on to
+// it, or that its client said it holds (0: none). They differ while a
+// request's revisions wait to be handed on: with a store the Normalizer
+// hands a request's events on only once it committed, in the order it
+// made them, so in a batch the revisions a later frame makes are made
+// before the answers of an earlier frame sent again are handed on, yet
+// are sent after them. Those answers are weighed against what was sent
+// before them (again), not against what was made since, which would
+// drop them as going back.
+type carried struct{ made, sent uint32 }
+
 const maxDelivered = 4096
 
-func newDelivered() *delivered { return &delivered{last: map[callKey]uint32{}} }
+func newDelivered() *delivered { return &delivered{last: map[callKey]carried{}} }
 
-// needsWhole records that revision rev of the call is sent on the stream and
-// reports whether it must carry every text whole.
+// put records c for k, starting over when a new call would pass the bound.
+func (d *delivered) put(k callKey, c carried, known bool) {
+	if !known && len(d.last) >= maxDelivered {
+		clear(d.last)
+	}
+	d.last[k] = c
+}
+
+// needsWhole records that revision rev of the call is made for the stream
+// and reports whether it must carry every text whole.
 func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) bool {
 	if d == nil {
 		return false
 	}
 	k := callKey{session, call}
-	prev, ok := d.last[k]
-	whole := rev > 1 && (!ok || prev+1 != rev)
-	switch {
-	case ok:
-		d.last[k] = rev
-	default:
-		if len(d.last) >= maxDelivered {
-			clear(d.last)
-		}
-		d.last[k] = rev
-	}
+	c, ok := d.last[k]
+	whole := rev > 1 && (!ok || c.made+1 != rev)
+	c.made = rev
+	d.put(k, c, ok)
 	return whole
+}
+
+// handedOn records that revision rev of the call, made for the stream
+// (needsWhole), is sent on it.
+func (d *delivered) handedOn(session, call string, rev uint32) {
+	if d == nil {
+		return
+	}
+	k := callKey{session, call}
+	c, ok := d.last[k]
+	c.made, c.sent = max(c.made, rev), max(c.sent, rev)
+	d.put(k, c, ok)
 }
 
 // again reports whether revision rev of the call, handed on again (the
 // answer kept for a frame sent again), may be sent: not when the stream
-// carried a later one, which it would come after, nor when it appends
+// sent a later one, which it would come after, nor when it appends
 // text (whole is false: it was kept as it was first sent) and does not
-// follow what the stream carried or the client said it holds, which
+// follow what the stream sent or the client said it holds, which
 // would leave a hole in the client's text (the call's next revision is
 // then whole). It records what it lets through.
 func (d *delivered) again(session, call string, rev uint32, whole bool) bool {
@@ -64,14 +89,12 @@ func (d *delivered) again(session, call string, rev uint32, whole bool) bool {
 		return true
 	}
 	k := callKey{session, call}
-	prev, ok := d.last[k]
-	if ok && (prev >= rev || !whole && prev+1 != rev) {
+	c, ok := d.last[k]
+	if c.sent > 0 && (c.sent >= rev || !whole && c.sent+1 != rev) {
 		return false
 	}
-	if len(d.last) >= maxDelivered {
-		clear(d.last)
-	}
-	d.last[k] = rev
+	c.made, c.sent = max(c.made, rev), rev
+	d.put(k, c, ok)
 	return true
 }
 
@@ -94,7 +117,9 @@ func (d *delivered) holds(session string, held map[string]uint32, maxID int) {
 			continue
 		}
 		k := callKey{session, call}
-		d.last[k] = max(d.last[k], rev)
+		c := d.last[k]
+		c.made, c.sent = max(c.made, rev), max(c.sent, rev)
+		d.last[k] = c
 	}
 }
 

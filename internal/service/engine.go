@@ -126,8 +126,12 @@ func (f *feeder) event(ev normalize.Event) error {
 		f.ss.m.frameError(codes.Code(ev.Error.Code))
 		return f.emit(frameErrorResponse(ev.Error))
 	}
-	if x := ev.ShellExec; ev.Again && !f.d.again(x.SessionID, x.ToolCallID, x.Revision, wholeTexts(x)) {
-		return nil // it would go back, or leave a hole in the client's text
+	if x := ev.ShellExec; ev.Again {
+		if !f.d.again(x.SessionID, x.ToolCallID, x.Revision, wholeTexts(x)) {
+			return nil // it would go back, or leave a hole in the client's text
+		}
+	} else if x != nil {
+		f.d.handedOn(x.SessionID, x.ToolCallID, x.Revision)
 	}
 	f.ss.m.execsOut.Inc()
 	return f.emit(shellExecResponse(ev.ShellExec))

@@ -214,23 +214,38 @@ func TestDeliveredIsBounded(t *testing.T) {
 	if len(d.last) > maxDelivered {
 		t.Fatalf("%d calls tracked, over the bound %d", len(d.last), maxDelivered)
 	}
-	d.needsWhole("s", "e", 1, false)
-	d.needsWhole("s", "e", 2, true)
+	// A revision made is carried once it is handed on.
+	carry := func(call string, rev uint32, ended bool) bool {
+		whole := d.needsWhole("s", call, rev, ended)
+		d.handedOn("s", call, rev)
+		return whole
+	}
+	carry("e", 1, false)
+	carry("e", 2, true)
 	if d.again("s", "e", 1, true) {
 		t.Fatal("revision 1 handed on again after the ENDED revision 2 would go back")
 	}
-	if !d.again("s", "e", 3, false) || d.needsWhole("s", "e", 4, true) {
+	if !d.again("s", "e", 3, false) || carry("e", 4, true) {
 		t.Fatal("an answer handed on again that follows is sent, and what follows it appends")
 	}
 	// An answer kept as it was sent (appending to what the client had
 	// then) that does not follow what the stream carried would leave a
 	// hole: it is not sent, and the next revision is whole.
-	d.needsWhole("s", "g", 1, false)
+	carry("g", 1, false)
 	if d.again("s", "g", 3, false) {
 		t.Fatal("revision 3 appending after revision 1 is not sent")
 	}
-	if !d.needsWhole("s", "g", 4, false) {
+	if !carry("g", 4, false) {
 		t.Fatal("the revision after a dropped one is whole")
+	}
+	// Made but not handed on yet (held until a commit, behind answers
+	// handed on again): an answer handed on again before it is sent.
+	carry("m", 2, false)
+	if !d.needsWhole("s", "m", 4, false) {
+		t.Fatal("revision 4 made after 2 must be whole")
+	}
+	if !d.again("s", "m", 3, false) {
+		t.Fatal("revision 3 handed on again before revision 4, made but not sent, is sent")
 	}
 	if !d.again("s", "h", 5, true) {
 		t.Fatal("a whole revision handed on again is sent whatever came before")

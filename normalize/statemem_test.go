@@ -104,12 +104,7 @@ func TestAskRejectOptionsWithinSessionMemory(t *testing.T) {
 		refused = append(refused, feedErrs(t, n, "s", askWith(100+i, "c1", opts...))...)
 		require.LessOrEqual(t, heldBy(t, n, "s"), 8<<10, "ask %d", i)
 	}
-	require.NotEmpty(t, refused)
-	assert.Equal(t, normalize.ResourceExhausted, refused[0].Code)
-	assert.Contains(t, refused[0].Message, "--session-memory")
-	_, err := n.CloseSession("s")
-	require.NoError(t, err)
-	assert.Zero(t, n.Stats().HeldBytes)
+	refusedThenFreed(t, n, refused)
 }
 
 // A terminal/create's command and cwd are held text from the request
@@ -135,12 +130,7 @@ func TestTerminalRequestsCharged(t *testing.T) {
 		refused = append(refused, feedErrs(t, n, "s", tcCreate(10+i, create))...)
 		require.LessOrEqual(t, heldBy(t, n, "s"), 16<<10, "create %d", i)
 	}
-	require.NotEmpty(t, refused)
-	assert.Equal(t, normalize.ResourceExhausted, refused[0].Code)
-	assert.Contains(t, refused[0].Message, "--session-memory")
-	_, err := n.CloseSession("s")
-	require.NoError(t, err)
-	assert.Zero(t, n.Stats().HeldBytes)
+	refusedThenFreed(t, n, refused)
 }
 
 // A session's cwd (from session/new, or the frame's) is held text.
@@ -208,4 +198,16 @@ func TestSessionStateBoundedForTheHeader(t *testing.T) {
 	snap, err := st.Load(t.Context(), st.key)
 	require.NoError(t, err)
 	assert.Less(t, len(snap.Header), 4<<20+64<<10, "the stored header")
+}
+
+// refusedThenFreed checks that the session's share refused what refused
+// names, and that closing session "s" gives every held byte back.
+func refusedThenFreed(t *testing.T, n *normalize.Normalizer, refused []*normalize.FrameError) {
+	t.Helper()
+	require.NotEmpty(t, refused)
+	assert.Equal(t, normalize.ResourceExhausted, refused[0].Code)
+	assert.Contains(t, refused[0].Message, "--session-memory")
+	_, err := n.CloseSession("s")
+	require.NoError(t, err)
+	assert.Zero(t, n.Stats().HeldBytes)
 }

@@ -344,6 +344,7 @@ type request struct {
 	cwd         string
 	direction   Direction
 	whole       func(session, call string, rev uint32, ended bool) bool
+	discarded   func(session string) // see WithDiscarded
 	finalDeltas bool
 	skipApplied bool
 	held        map[string]uint32 // see WithHeld
@@ -418,8 +419,25 @@ func WithEmit(emit func(Event) error) FeedOption { return func(r *request) { r.e
 // reconnects): whole is asked about every revision before it is handed on,
 // and when it returns true the revision carries every text whole (Replace),
 // so the consumer's copy is whole again whatever it missed.
+//
+// With a store, whole is asked as a revision is made, before the commit:
+// a request that loses a race with another replica is applied again, and
+// the revisions its first try made, which whole was asked about, are
+// never handed on (see WithDiscarded).
 func WithWhole(whole func(sessionID, toolCallID string, revision uint32, ended bool) bool) FeedOption {
 	return func(r *request) { r.whole = whole }
+}
+
+// WithDiscarded is for a consumer that keeps what whole (WithWhole) was
+// asked: with a store, when a request's commit conflicts (another replica
+// changed the session first) and the request is applied again, discarded
+// is called with the session's id before the next try. The revisions the
+// thrown-away try made of the session's calls were never handed on, and
+// the next try may number them again, or differently (its session holds
+// the other replica's revisions too): the consumer weighs what comes next
+// against what it was handed, not against them.
+func WithDiscarded(discarded func(sessionID string)) FeedOption {
+	return func(r *request) { r.discarded = discarded }
 }
 
 // WithFinalChanges is for a consumer that folds every revision: the

@@ -16,7 +16,7 @@ func TestRequestRecycledZeroed(t *testing.T) {
 	defer cancel()
 	opts := []FeedOption{
 		WithContext(ctx), WithSequence(7), WithDialect("codex"), WithCwd("/w"), WithDirection(FromAgent),
-		WithEmit(func(Event) error { return nil }), WithWhole(func(string, string, uint32, bool) bool { return true }),
+		WithEmit(func(Event) error { return nil }), WithWhole(func(string, string, uint32, bool) bool { return true }), WithDiscarded(func(string) {}),
 		WithFinalChanges(), WithSkipApplied(), WithHeld(map[string]uint32{"c": 3}), WithHeldSequence(9),
 		WithPrepared(&Prepared{name: "codex"}), WithNextDialect(func(string) {}), WithNextReader(func(string) {}),
 	}

@@ -505,6 +505,9 @@ func (ss *sessions) attempt(req *request, apply func(r *reply) error) (*reply, e
 		err := apply(r)
 		if r.conflict {
 			if n+1 < maxAttempts && err == nil && backOff(req.ctx, n) {
+				if req.discarded != nil {
+					req.discarded(r.session)
+				}
 				continue
 			}
 			r.storeFailed(fmt.Errorf("%w: other replicas changed the session %d times while it was applied", errStore, maxAttempts))

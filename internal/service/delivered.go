@@ -36,7 +36,9 @@ type callKey struct{ session, call string }
 // before the answers of an earlier frame sent again are handed on, yet
 // are sent after them. Those answers are weighed against what was sent
 // before them (again), not against what was made since, which would
-// drop them as going back.
+// drop them as going back. Revisions made by a try the Normalizer threw
+// away (a commit that conflicted, see discard) are not made: made goes
+// back to sent.
 type carried struct{ made, sent uint32 }
 
 const maxDelivered = 4096
@@ -120,6 +122,31 @@ func (d *delivered) holds(session string, held map[string]uint32, maxID int) {
 		c := d.last[k]
 		c.made, c.sent = max(c.made, rev), max(c.sent, rev)
 		d.last[k] = c
+	}
+}
+
+// discard forgets the revisions of the session's calls made for the
+// stream (needsWhole) and not handed on: with a store, a request whose
+// commit conflicted is applied again, and its thrown-away try's
+// revisions never reach the client (normalize.WithDiscarded). The next
+// try's are weighed against what the stream sent, as they follow that
+// or must be whole: counted as made, a revision the retry numbers after
+// them (the other replica made some in between) would append after one
+// the client never got. Rare (a race between replicas), so a walk over
+// the bounded map.
+func (d *delivered) discard(session string) {
+	if d == nil {
+		return
+	}
+	for k, c := range d.last {
+		switch {
+		case k.session != session || c.made == c.sent:
+		case c.sent == 0:
+			delete(d.last, k)
+		default:
+			c.made = c.sent
+			d.last[k] = c
+		}
 	}
 }
 

@@ -98,7 +98,7 @@ func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.N
 	f := &feeder{ss: ss, n: ss.n, d: d, emit: emit}
 	f.shared = []normalize.FeedOption{normalize.WithContext(ctx), normalize.WithEmit(f.event)}
 	if d != nil {
-		f.shared = append(f.shared, normalize.WithWhole(d.needsWhole))
+		f.shared = append(f.shared, normalize.WithWhole(d.needsWhole), normalize.WithDiscarded(d.discard))
 	}
 	f.nextOf = normalize.WithNextReader(func(reader string) { f.next = reader })
 	return f

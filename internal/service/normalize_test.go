@@ -250,4 +250,20 @@ func TestDeliveredIsBounded(t *testing.T) {
 	if !d.again("s", "h", 5, true) {
 		t.Fatal("a whole revision handed on again is sent whatever came before")
 	}
+	// Made by a try the Normalizer threw away (a commit that
+	// conflicted): what comes next is weighed against what was sent.
+	carry("r", 2, false)
+	d.needsWhole("s", "r", 3, false)
+	d.needsWhole("s", "n", 1, false)
+	d.needsWhole("t", "r", 1, false)
+	d.discard("s")
+	if d.needsWhole("s", "r", 3, false) {
+		t.Fatal("revision 3 made again after the try that made it was discarded follows 2: it appends")
+	}
+	if _, ok := d.last[callKey{"s", "n"}]; ok {
+		t.Fatal("a call only a discarded try made is not kept")
+	}
+	if d.needsWhole("t", "r", 2, false) {
+		t.Fatal("another session's calls are not touched")
+	}
 }

@@ -76,18 +76,7 @@ func TestHealthFollowsTheStore(t *testing.T) {
 		t.Helper()
 		assert.Equal(t, healthpb.HealthCheckResponse_SERVING, healthOf(t, conn, LivenessService), "liveness")
 	}
-	feed := func(session string) []*normalize.FrameError {
-		var errs []*normalize.FrameError
-		_, err := svc.sessions.n.Feed(session, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`),
-			normalize.WithEmit(func(ev normalize.Event) error {
-				if ev.Error != nil {
-					errs = append(errs, ev.Error)
-				}
-				return nil
-			}))
-		require.NoError(t, err)
-		return errs
-	}
+	feed := func(session string) []*normalize.FrameError { return feedOpen(t, svc.sessions.n, session) }
 
 	require.Empty(t, feed("a"))
 	assert.Equal(t, serving, ready())

@@ -46,18 +46,7 @@ func TestStoreFailuresLogged(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Store = st
 	ss := newSessions(cfg, NewMetrics(nil), slog.New(slog.NewTextHandler(&out, nil)))
-	feed := func(session string) []*normalize.FrameError {
-		var errs []*normalize.FrameError
-		_, err := ss.n.Feed(session, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`),
-			normalize.WithEmit(func(ev normalize.Event) error {
-				if ev.Error != nil {
-					errs = append(errs, ev.Error)
-				}
-				return nil
-			}))
-		require.NoError(t, err)
-		return errs
-	}
+	feed := func(session string) []*normalize.FrameError { return feedOpen(t, ss.n, session) }
 	require.Empty(t, feed("a"))
 	srv.Stop()
 	for _, s := range []string{"b", "c", "d"} {
@@ -100,4 +89,20 @@ func TestStoreLogStillFailing(t *testing.T) {
 	assert.Contains(t, lines[4], "failed_operations=100")
 	l.result("ok")
 	assert.Len(t, out.lines(), 5, "nothing more while it answers")
+}
+
+// feedOpen feeds n a frame that opens call c1 in session, and returns the
+// FrameErrors it gave.
+func feedOpen(t *testing.T, n *normalize.Normalizer, session string) []*normalize.FrameError {
+	t.Helper()
+	var errs []*normalize.FrameError
+	_, err := n.Feed(session, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"ls","status":"in_progress","rawInput":{"command":"ls"}}}}`),
+		normalize.WithEmit(func(ev normalize.Event) error {
+			if ev.Error != nil {
+				errs = append(errs, ev.Error)
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	return errs
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,9 +73,39 @@ type Result struct {
 	spliced int64
 }
 
-// How long the agent's stdout may stay open after the agent exited (a
-// child of it holds it); then the proxy stops reading.
+// How long the agent's stdout may stay open and empty after the agent
+// exited (a child of it holds it); then the proxy stops reading.
 const stdoutGrace = 2 * time.Second
+
+// drain ends the relay of the agent's stdout once the agent exited and
+// the pipe stayed empty for stdoutGrace: from then on each read of it may
+// wait that long for bytes. A read is bounded, not the relay: however long
+// a slow client takes to be written what was read, what is left in the
+// pipe is still read and relayed.
+type drain struct {
+	f  *os.File
+	on atomic.Bool
+}
+
+// start bounds the reads from now on, the one waiting included. An error
+// says the pipe takes no deadline (the caller bounds the relay instead).
+func (d *drain) start() error {
+	d.on.Store(true)
+	return d.f.SetReadDeadline(time.Now().Add(stdoutGrace))
+}
+
+// arm bounds the next read, once the agent exited.
+func (d *drain) arm() {
+	if d.on.Load() {
+		_ = d.f.SetReadDeadline(time.Now().Add(stdoutGrace))
+	}
+}
+
+// Read is the copying relay's read of the agent's stdout.
+func (d *drain) Read(p []byte) (int, error) {
+	d.arm()
+	return d.f.Read(p)
+}
 
 // Run starts the agent, relays until it exits, and returns its status. The
 // error is set only when the agent could not be started.
@@ -160,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	go func() {
 		defer closeAgentIn()
 		if sp != nil {
-			sp.relay(inW, clientIn, fromClient, nil)
+			sp.relay(inW, clientIn, fromClient, nil, nil)
 			return
 		}
 		defer fromClient.flush()
@@ -169,14 +200,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	// agent -> client. When the client stops reading, the agent's stdin is
 	// closed; its output is still read, for normalization.
 	agentOut := make(chan struct{})
+	out := &drain{f: outR}
 	go func() {
 		defer close(agentOut)
 		if sp != nil {
-			sp.relay(clientOut, outR, fromAgent, closeAgentIn)
+			sp.relay(clientOut, outR, fromAgent, closeAgentIn, out.arm)
 			return
 		}
 		defer fromAgent.flush()
-		relay(cfg.Stdout, outR, fromAgent, closeAgentIn)
+		relay(cfg.Stdout, out, fromAgent, closeAgentIn)
 	}()
 
 	exited := make(chan error, 1)
@@ -191,12 +223,18 @@ wait:
 			break wait
 		}
 	}
-	select {
-	case <-agentOut:
-	case <-time.After(stdoutGrace):
-		outR.Close() // a child of the agent holds its stdout
-		<-agentOut
+	// What the agent wrote is all relayed, however slow the client; only
+	// a pipe that stays empty (a child of the agent holds it) ends the
+	// relay, a grace after its last bytes.
+	if out.start() != nil {
+		select {
+		case <-agentOut:
+		case <-time.After(stdoutGrace):
+			outR.Close() // no deadlines: a child of the agent may hold it
+			<-agentOut
+		}
 	}
+	<-agentOut
 	outR.Close()
 	closeAgentIn()
 	fromClient.flush() // the client's side may never close

@@ -115,8 +115,12 @@ func spliceable(stdin any, stdout any) (in, out *os.File, ok bool) {
 // into the consumer's pipe just before it moves (so that a line is queued
 // before anything it causes on the other side, as with the copying relay).
 // When dst fails, onDstFail is called once and src is still read to its
-// end (and teed); with a nil onDstFail the relay ends there.
-func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func()) {
+// end (and teed); with a nil onDstFail the relay ends there. arm, when
+// set, is called before each read of src (drain.arm).
+func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func(), arm func()) {
+	if arm == nil {
+		arm = func() {}
+	}
 	defer f.flush()
 	srcRC, err1 := src.SyscallConn()
 	dstRC, err2 := dst.SyscallConn()
@@ -131,6 +135,7 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func()) {
 		var dropped []byte
 		var eof bool
 		var rerr error
+		arm()
 		werr := wait(srcRC, srcNB, unix.POLLIN, func(sfd int) bool {
 			n, dropped, eof, rerr = s.take(sfd, f, &buf)
 			return n > 0 || dropped != nil || eof || rerr != nil
@@ -167,6 +172,7 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func()) {
 		if buf == nil {
 			buf = make([]byte, relayBuf)
 		}
+		arm()
 		if _, err := io.ReadFull(src, buf[:n]); err != nil {
 			return
 		}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -247,4 +248,94 @@ func TestCopyRelayWhenNotPipes(t *testing.T) {
 	got, err := os.ReadFile(outFile.Name())
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(in, got))
+}
+
+// slowReader reads r as a slow client does, 64 KiB every 250 ms (a 1 MiB
+// pipe's worth takes 4 s, twice the proxy's grace after the agent exits),
+// and returns all it read.
+func slowReader(r io.Reader) <-chan []byte {
+	got := make(chan []byte, 1)
+	go func() {
+		var all bytes.Buffer
+		buf := make([]byte, 64<<10)
+		for {
+			time.Sleep(250 * time.Millisecond)
+			n, err := r.Read(buf)
+			all.Write(buf[:n])
+			if err != nil {
+				got <- all.Bytes()
+				return
+			}
+		}
+	}()
+	return got
+}
+
+// The agent writes more than its pipe holds and exits while the client
+// reads slowly: every byte reaches the client, however long after the
+// agent's exit it takes, with the splicing relay (both ends pipes) and the
+// copying one (stdin not a pipe), and the wire has every line.
+func TestSlowClientGetsAllAfterExit(t *testing.T) {
+	const n, size = 1500, 1000 // 1.5 MB: over the 1 MiB pipe
+	want, _ := direct(t, nil, "flood", fmt.Sprint(n), fmt.Sprint(size))
+	for _, splice := range []bool{true, false} {
+		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
+			outR, outW := clientPipe(t, false)
+			defer outR.Close()
+			got := slowReader(outR)
+			var stdin io.Reader = bytes.NewReader(nil)
+			if splice {
+				inR, inW := clientPipe(t, false)
+				defer inR.Close()
+				inW.Close()
+				stdin = inR
+			}
+			var wire syncBuffer
+			rec := &Recorder{Wire: &wire}
+			res := runProxy(t, Config{Command: []string{fakeAgent, "flood", fmt.Sprint(n), fmt.Sprint(size)}, Stdin: stdin, Stdout: outW, Recorder: rec})
+			outW.Close()
+			out := <-got
+			assert.Equal(t, 0, res.Status)
+			assert.Equal(t, len(want), len(out), "bytes the agent wrote, bytes the client got")
+			assert.Equal(t, sha256.Sum256(want), sha256.Sum256(out), "the client got other bytes than the agent wrote")
+			if splice {
+				assert.Positive(t, res.spliced, "the relay spliced")
+			} else {
+				assert.Zero(t, res.spliced, "the relay copied")
+			}
+			assert.Equal(t, n, len(wireLines(t, wire.Bytes())), "the wire has every line")
+			assert.Zero(t, rec.Stats().NotJSON, "no line was cut")
+		})
+	}
+}
+
+// A child of the agent that holds its stdout open and writes nothing does
+// not keep the proxy alive: it ends a grace after the agent, with the
+// agent's last line relayed.
+func TestOrphanHoldingStdout(t *testing.T) {
+	for _, splice := range []bool{true, false} {
+		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
+			outR, outW := clientPipe(t, false)
+			defer outR.Close()
+			got := make(chan []byte, 1)
+			go func() {
+				b, _ := io.ReadAll(outR)
+				got <- b
+			}()
+			var stdin io.Reader = bytes.NewReader(nil)
+			if splice {
+				inR, inW := clientPipe(t, false)
+				defer inR.Close()
+				inW.Close()
+				stdin = inR
+			}
+			start := time.Now()
+			res := runProxy(t, Config{Command: []string{fakeAgent, "orphan", "8s"}, Stdin: stdin, Stdout: outW})
+			took := time.Since(start)
+			outW.Close()
+			assert.Equal(t, 0, res.Status)
+			assert.Less(t, took, stdoutGrace+3*time.Second, "the orphan kept the proxy alive")
+			assert.Equal(t, `{"jsonrpc":"2.0","method":"x/orphaned"}`+"\n", string(<-got))
+		})
+	}
 }

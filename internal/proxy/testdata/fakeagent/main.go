@@ -12,6 +12,9 @@
 //	fakeagent sleep             sleep until a signal, then exit by it
 //	fakeagent flood N SIZE [S]  write N JSON lines of SIZE bytes (of ACP
 //	                            session S when given), then exit
+//	fakeagent orphan D          start a child that holds stdout open for D
+//	                            writing nothing, write a line, then exit
+//	fakeagent linger D          sleep D, writing nothing (orphan's child)
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -89,6 +93,17 @@ func main() {
 		for range n {
 			out.WriteString(line)
 		}
+	case "orphan":
+		child := exec.Command(os.Args[0], "linger", os.Args[2])
+		child.Stdout = os.Stdout
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"x/orphaned"}`)
+	case "linger":
+		d, _ := time.ParseDuration(os.Args[2])
+		time.Sleep(d)
 	default:
 		fmt.Fprintf(os.Stderr, "fakeagent: unknown mode %q\n", os.Args[1])
 		os.Exit(2)

@@ -659,3 +659,26 @@ func TestConsumerYieldsToTheRelay(t *testing.T) {
 	assert.Greater(t, ran.Load(), int64(n/64), "the other goroutine hardly ran while the consumer worked")
 	t.Logf("%d lines, the other goroutine ran %d times", n, ran.Load())
 }
+
+// A line in brackets that is not JSON (a log line such as "[INFO] ..." or
+// one with NUL bytes) is not a frame: it is counted, and the wire
+// recording stays NDJSON that replay reads, with the JSON lines only.
+func TestBracketedLogLineNotRecorded(t *testing.T) {
+	tt := newTee(time.Now(), DefaultQueueLines, 1<<20, DefaultQueueBytes, nil)
+	f := tt.feeder(pb.Direction_DIRECTION_AGENT_TO_CLIENT)
+	tt.closeWhenDone()
+	f.feed([]byte("[\x00 not json]\n[INFO] starting [a] [b]\n[1,]\n"))
+	f.feed([]byte(`[{"jsonrpc":"2.0","method":"x/batch"}]` + "\n"))
+	f.feed([]byte(`{"jsonrpc":"2.0","method":"x/after"}` + "\n"))
+	f.flush()
+	var wire bytes.Buffer
+	rec := &Recorder{Wire: &wire}
+	rec.consume(context.Background(), tt)
+	assert.Equal(t, int64(3), rec.Stats().NotJSON, "the bracketed log lines are not JSON")
+	assert.Equal(t, int64(2), rec.Stats().Frames)
+	lines, err := replay.Read(bytes.NewReader(wire.Bytes()))
+	require.NoError(t, err, "replay cannot read the wire recording:\n%s", wire.Bytes())
+	require.Len(t, lines, 2)
+	assert.Equal(t, `[{"jsonrpc":"2.0","method":"x/batch"}]`, string(lines[0].Msg))
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"x/after"}`, string(lines[1].Msg))
+}

@@ -127,6 +127,13 @@ func TestParse(t *testing.T) {
 		{`{"method":7,"params":{"sessionId":8}}`, true, envelope{}},
 		{`{}`, true, envelope{}},
 		{`[{"jsonrpc":"2.0"}]`, true, envelope{}},
+		{` [ {"id":1,"result":{}} , [] ] `, true, envelope{}},
+		{"[\x00 not json]", false, envelope{}}, // a log line in brackets
+		{`[INFO] starting`, false, envelope{}},
+		{`[1,]`, false, envelope{}},
+		{`[tru]`, false, envelope{}},
+		{`["a" "b"]`, false, envelope{}},
+		{`[{"a":1}}]`, false, envelope{}},
 		{`{"broken":`, false, envelope{}},
 		{`{"a":1} trailing`, false, envelope{}},
 		{`{"a":"unterminated}`, false, envelope{}},

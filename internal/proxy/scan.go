@@ -27,9 +27,10 @@ func parse(msg []byte) (env envelope, ok bool) {
 	s.space()
 	switch s.peek() {
 	case '[':
-		if !s.skipValue() {
-			return env, false
-		}
+		// A batch, rare in ACP, or a log line in brackets ("[INFO] ...",
+		// "[\x00 ...]"): checked whole, so that a line that is not JSON
+		// never reaches the wire recording as a frame.
+		return env, json.Valid(msg)
 	case '{':
 		if !s.object(func(key []byte) bool {
 			switch string(key) {

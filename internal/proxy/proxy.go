@@ -225,19 +225,29 @@ wait:
 	}
 	// What the agent wrote is all relayed, however slow the client; only
 	// a pipe that stays empty (a child of the agent holds it) ends the
-	// relay, a grace after its last bytes.
+	// relay, a grace after its last bytes. A signal (the user stops the
+	// proxy) lets the rest go.
+	var stopSig os.Signal
 	if out.start() != nil {
 		select {
 		case <-agentOut:
 		case <-time.After(stdoutGrace):
 			outR.Close() // no deadlines: a child of the agent may hold it
-			<-agentOut
 		}
+	}
+	select {
+	case <-agentOut:
+	case stopSig = <-cfg.Signals:
+		say(fmt.Sprintf("%v after the agent exited: its stdout is no longer read (what the client had not taken yet is dropped)", stopSig))
+		outR.Close()
 	}
 	<-agentOut
 	outR.Close()
 	closeAgentIn()
 	fromClient.flush() // the client's side may never close
+	if stopSig != nil {
+		recCancel(fmt.Errorf("%v after the agent exited", stopSig))
+	}
 
 	finish := cfg.Finish
 	if finish <= 0 {

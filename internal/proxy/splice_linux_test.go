@@ -339,3 +339,28 @@ func TestOrphanHoldingStdout(t *testing.T) {
 		})
 	}
 }
+
+// A signal while a slow client is still being sent the agent's last output
+// ends the relay after the write in progress: the proxy does not wait for
+// the client to take what is left in the pipe, and what the client got is
+// a prefix of what the agent wrote.
+func TestSignalEndsDrain(t *testing.T) {
+	const n, size = 1500, 1000
+	want, _ := direct(t, nil, "flood", fmt.Sprint(n), fmt.Sprint(size))
+	outR, outW := clientPipe(t, false)
+	defer outR.Close()
+	got := slowReader(outR)
+	sigs := make(chan os.Signal, 1)
+	go func() {
+		time.Sleep(time.Second)
+		sigs <- unix.SIGTERM
+	}()
+	var said notices
+	res := runProxy(t, Config{Command: []string{fakeAgent, "flood", fmt.Sprint(n), fmt.Sprint(size)}, Stdout: outW, Signals: sigs, Say: said.say})
+	outW.Close()
+	out := <-got
+	assert.Equal(t, 0, res.Status, "the agent had exited")
+	assert.Less(t, len(out), len(want), "the proxy waited for the slow client to take it all after the signal")
+	assert.True(t, bytes.HasPrefix(want, out), "the client got other bytes than the agent wrote")
+	assert.Equal(t, 1, said.containing("dropped"), "the drop is said: %q", said.msgs)
+}

@@ -87,6 +87,7 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	dur(&f.cfg.Grace, "grace", "ACPNORM_GRACE", f.cfg.Grace, "keep an ended call this long to absorb late frames")
 	num(&f.cfg.Tombstones, "tombstones", "ACPNORM_TOMBSTONES", f.cfg.Tombstones, "released calls remembered so that late frames about them are refused")
 	num(&f.cfg.SendQueue, "send-queue", "ACPNORM_SEND_QUEUE", f.cfg.SendQueue, "responses queued per stream before reading pauses")
+	num(&f.cfg.SendQueueBytes, "send-queue-bytes", "ACPNORM_SEND_QUEUE_BYTES", f.cfg.SendQueueBytes, "bytes of responses queued per stream before reading pauses (one response always passes)")
 	num(&f.srv.MaxMessageBytes, "max-message-bytes", "ACPNORM_MAX_MESSAGE_BYTES", f.srv.MaxMessageBytes, "largest request message accepted")
 	num(&f.srv.MaxStreams, "max-streams", "ACPNORM_MAX_STREAMS", f.srv.MaxStreams, "streams served at once, per connection and for the whole process; one more is refused with RESOURCE_EXHAUSTED\n"+
 		"(health Watch streams apart: at most an eighth of it)")

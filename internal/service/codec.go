@@ -77,8 +77,16 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return c.CodecV2.Marshal(v)
 	}
-	size := proto.Size(m)
 	opts := proto.MarshalOptions{UseCachedSize: true} // the size just computed
+	var size int
+	if _, ok := m.(*pb.NormalizeResponse); ok {
+		// A stream sized it when it queued it (see sizeOf), and no
+		// response changes once made: the size is in its cache (one
+		// never sized is sized here, as any message).
+		size = opts.Size(m)
+	} else {
+		size = proto.Size(m)
+	}
 	if mem.IsBelowBufferPoolingThreshold(size) {
 		b, err := opts.Marshal(m)
 		if err != nil {

@@ -44,6 +44,11 @@ type Config struct {
 	// SendQueue is the number of responses a stream may queue for a slow
 	// client before its receive loop stops reading (backpressure).
 	SendQueue int
+	// SendQueueBytes bounds the bytes of the responses a stream queues
+	// for a slow client the same way (one response is queued whatever its
+	// size); the answers of a request waiting outside their session's
+	// lock may take as many again.
+	SendQueueBytes int
 	// SendTimeout is how long one response may wait for a client that
 	// reads nothing before the stream is ended (RESOURCE_EXHAUSTED), so a
 	// stalled client holds no memory.
@@ -70,6 +75,7 @@ func DefaultConfig() Config {
 		Tombstones:         65536,
 		MemoryBudget:       DefaultMemoryBudget(),
 		SendQueue:          64,
+		SendQueueBytes:     DefaultSendQueueBytes,
 		SendTimeout:        30 * time.Second,
 	}
 }
@@ -82,6 +88,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.SendQueue < 1:
 		return fmt.Errorf("send queue %d is below 1", c.SendQueue)
+	case c.SendQueueBytes < 1:
+		return fmt.Errorf("send queue bytes %d is below 1", c.SendQueueBytes)
 	case c.SendTimeout <= 0:
 		return fmt.Errorf("send timeout %v is not positive", c.SendTimeout)
 	}
@@ -105,6 +113,10 @@ func (c Config) limits() []normalize.Option {
 		normalize.WithStore(countTrips(c.Store)),
 	}
 }
+
+// DefaultSendQueueBytes is the default of Config.SendQueueBytes: room for
+// a few revisions with texts at the default text limit.
+const DefaultSendQueueBytes = 8 << 20
 
 // DefaultMemoryBudget returns the default byte budget for held text (see
 // normalize.DefaultMemoryBudget).

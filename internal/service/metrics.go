@@ -27,6 +27,9 @@ type Metrics struct {
 	storeOps       *prometheus.CounterVec
 	storeSeconds   *prometheus.HistogramVec
 	unrecognized   *prometheus.CounterVec
+	// queuedBytes is the bytes of the responses all streams hold for
+	// their clients (see sendBytes).
+	queuedBytes atomic.Int64
 
 	// versions are the agent_version label values seen (see versionLabel).
 	versionsMu sync.Mutex
@@ -104,6 +107,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		versions: map[string]bool{},
 	}
 	if reg != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "acpnorm", Name: "send_queue_bytes",
+			Help: "Bytes of the responses all streams hold for their clients (queued, being sent, or waiting outside their session's lock), each stream bounded by --send-queue-bytes.",
+		}, func() float64 { return float64(m.queuedBytes.Load()) }))
 		reg.MustRegister(m.framesIn, m.execsOut, m.frameErrors, m.openCalls, m.evictions, m.lateFrames, m.dataLosses, m.refusals, m.sessions, m.heldBytes, m.openStreams, m.streamRefusals, m.storeOps, m.storeSeconds, m.unrecognized)
 	}
 	return m

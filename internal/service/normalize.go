@@ -41,14 +41,15 @@ func (s *Service) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 	s.sessions.m.openStreams.Inc()
 	defer s.sessions.m.openStreams.Dec()
 
-	out := make(chan *pb.NormalizeResponse, s.cfg.SendQueue)
+	out := make(chan outgoing, s.cfg.SendQueue)
+	q := newSendBytes(s.cfg.SendQueueBytes, &s.sessions.m.queuedBytes)
 	sent := make(chan struct{})
 	stalled := make(chan struct{})
 	go func() {
 		defer close(sent)
-		s.sendLoop(ctx, cancel, stalled, stream, out, counts)
+		s.sendLoop(ctx, cancel, stalled, stream, out, q, counts)
 	}()
-	applied, marks, err := s.recvLoop(ctx, stream, out)
+	applied, marks, err := s.recvLoop(ctx, stream, out, q)
 	defer counts.annotate(stream.Context(), applied)
 	close(out)
 	if err != nil && err != errDraining {
@@ -98,8 +99,15 @@ func (s *Service) endCause(ctx context.Context) error {
 
 // sendLoop sends the queued responses until the queue is closed and empty
 // or the stream ends. A Send that does not finish within SendTimeout (the
-// client stopped reading) ends the stream, as does a failed Send.
-func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, stalled chan<- struct{}, stream pb.NormalizerService_NormalizeServer, out <-chan *pb.NormalizeResponse, counts *streamStats) {
+// client stopped reading) ends the stream, as does a failed Send. It takes
+// each response's bytes off q once Send returns, and those of the
+// responses left on out when the stream ended.
+func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, stalled chan<- struct{}, stream pb.NormalizerService_NormalizeServer, out <-chan outgoing, q *sendBytes, counts *streamStats) {
+	defer func() {
+		for it := range out { // closed once the stream's loop returns
+			q.sent(it.n)
+		}
+	}()
 	stall := time.AfterFunc(time.Hour, func() {
 		s.sessions.m.streamRefused("send_stalled")
 		cancel(errStalled(s.cfg.SendTimeout))
@@ -109,12 +117,14 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 	defer stall.Stop()
 	for {
 		select {
-		case r, ok := <-out:
+		case it, ok := <-out:
 			if !ok {
 				return
 			}
+			r := it.r
 			stall.Reset(s.cfg.SendTimeout)
 			err := stream.Send(r)
+			q.sent(it.n)
 			if !stall.Stop() && err == nil {
 				return // the timer fired: the stream is being ended as stalled
 			}
@@ -136,7 +146,7 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 // On shutdown it applies the next request the reader queued, if any, and
 // stops: requests still in flight are not applied, and the trailer's count
 // tells the client which ones were.
-func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_NormalizeServer, out chan<- *pb.NormalizeResponse) (uint64, *answered, error) {
+func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_NormalizeServer, out chan<- outgoing, q *sendBytes) (uint64, *answered, error) {
 	counts, _ := ctx.Value(streamStatsKey{}).(*streamStats)
 	if counts == nil {
 		counts = &streamStats{}
@@ -202,46 +212,68 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	queueFailed := false
 	rev := newRevocation(id, s.recheck)
 	// A request's answers are queued while its session is locked. Those
-	// the queue has no room for wait in held (up to as many again) and
-	// are queued by flush once the request is applied, with the lock
+	// the queue has no room for (in number or in bytes, see sendBytes)
+	// wait in held (up to as many again, and as many bytes again) and are
+	// queued by flush once the request is applied, with the lock
 	// released: a client that stops reading then stalls its own stream,
 	// not the other streams of its sessions. Only a request that answers
 	// more than that waits with the lock held.
-	var held []*pb.NormalizeResponse
-	queue := func(r *pb.NormalizeResponse) error {
+	var held []outgoing
+	var heldBytes int64
+	// queue queues a response counted by q.held, once the queue has room
+	// for it; on failure it is dropped.
+	queue := func(it outgoing) error {
+		if err := q.wait(ctx, it.n); err != nil {
+			q.dropped(it.n)
+			queueFailed = true
+			return err
+		}
+		q.queued(it.n)
 		select {
-		case out <- r:
+		case out <- it:
 			queued++
 			return nil
 		case <-ctx.Done():
+			q.sent(it.n)
 			queueFailed = true
 			return ctx.Err()
 		}
 	}
 	flush := func() error {
 		var err error
-		for _, r := range held {
-			if err = queue(r); err != nil {
+		for i, it := range held {
+			if err = queue(it); err != nil {
+				for _, rest := range held[i+1:] {
+					q.dropped(rest.n)
+				}
 				break
 			}
 		}
 		clear(held)
-		held = held[:0]
+		held, heldBytes = held[:0], 0
 		return err
 	}
 	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
-		switch {
-		case len(held) == 0 && trySend(out, r):
-			queued++
-			return nil
-		case len(held) < cap(out) || len(held) == 0:
-			held = append(held, r)
+		it := outgoing{r, sizeOf(r)}
+		q.held(it.n)
+		if len(held) == 0 && q.fits(it.n) {
+			q.queued(it.n)
+			if trySend(out, it) {
+				queued++
+				return nil
+			}
+			q.queued(-it.n)
+		}
+		if len(held) == 0 || (len(held) < cap(out) && heldBytes+it.n <= q.max) {
+			held = append(held, it)
+			heldBytes += it.n
 			return nil
 		}
 		if err := flush(); err != nil {
+			q.dropped(it.n)
 			return err
 		}
-		return queue(r)
+		return queue(it)
 	})
 	feed.n, feed.ns = s.sessions.n.Namespace(id.namespace()), id.namespace()
 	// count counts n requests applied, in the order sent: the count stops
@@ -273,14 +305,13 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 		if refusal := codecRefusal(req, s.sessions.maxID, maxClaim(s.cfg.MaxCallsPerSession)); refusal != nil {
 			s.sessions.m.frameError(codes.InvalidArgument)
-			select {
-			case out <- refusal:
-				queued++
-				count(true, 1)
-				return nil
-			case <-ctx.Done():
+			it := outgoing{refusal, sizeOf(refusal)}
+			q.held(it.n)
+			if queue(it) != nil {
 				return s.endCause(ctx)
 			}
+			count(true, 1)
+			return nil
 		}
 		queueFailed = false
 		next, err := feed.handle(req, read)

@@ -1,0 +1,75 @@
+package service
+
+import (
+	"context"
+	"sync/atomic"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// outgoing is a response waiting to be sent, with its size on the wire.
+type outgoing struct {
+	r *pb.NormalizeResponse
+	n int64
+}
+
+// sizeOf is the size of r on the wire. Computing it fills r's size cache,
+// which the codec reads when it marshals r (see tolerantCodec.Marshal), so
+// a response is sized once: a response is never changed once queued.
+func sizeOf(r *pb.NormalizeResponse) int64 { return int64(proto.Size(r)) }
+
+// sendBytes bounds the bytes of the responses one stream has queued for
+// its client and is sending, as SendQueue bounds their number: the
+// revisions a stream queues carry whole texts, so a client that reads
+// nothing would otherwise hold SendQueue of the largest (a quarter of a
+// GiB at the defaults) outside every memory bound. The stream's loop adds
+// a response's bytes when it queues it and waits while the queue holds
+// SendQueueBytes (one response is always let through, however large); the
+// send loop takes them off once Send returns.
+type sendBytes struct {
+	max   int64
+	bytes atomic.Int64  // queued on out, or being sent
+	room  chan struct{} // a send freed bytes (one signal pending at most)
+	total *atomic.Int64 // all streams' queued bytes, for the metric
+}
+
+func newSendBytes(max int, total *atomic.Int64) *sendBytes {
+	return &sendBytes{max: int64(max), room: make(chan struct{}, 1), total: total}
+}
+
+// fits says whether a response of n bytes may be queued now.
+func (q *sendBytes) fits(n int64) bool {
+	b := q.bytes.Load()
+	return b == 0 || b+n <= q.max
+}
+
+// wait waits until a response of n bytes fits, or ctx ends.
+func (q *sendBytes) wait(ctx context.Context, n int64) error {
+	for !q.fits(n) {
+		select {
+		case <-q.room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// held counts n bytes the stream holds that are not on the queue yet (the
+// answers waiting outside their session's lock), queued moves them to the
+// queue, and dropped forgets them.
+func (q *sendBytes) held(n int64)    { q.total.Add(n) }
+func (q *sendBytes) queued(n int64)  { q.bytes.Add(n) }
+func (q *sendBytes) dropped(n int64) { q.total.Add(-n) }
+
+// sent takes off the queue a response of n bytes that was sent, or that
+// will not be.
+func (q *sendBytes) sent(n int64) {
+	q.bytes.Add(-n)
+	q.total.Add(-n)
+	select {
+	case q.room <- struct{}{}:
+	default:
+	}
+}

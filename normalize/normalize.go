@@ -168,6 +168,10 @@ type Hooks struct {
 	// for the build an adapter names of the agent behind it), at most 32
 	// bytes, or "unknown". None of them holds text of the frame.
 	Unrecognized func(dialect, agentVersion, what string)
+	// UnrecognizedIn is called with Unrecognized (each may be nil), with
+	// the session's namespace as well (see Namespace; "" is the default
+	// one).
+	UnrecognizedIn func(namespace, dialect, agentVersion, what string)
 	// UnrecognizedField is called with Unrecognized, with where the
 	// thing was: a path into the frame's update ("rawOutput.metadata.exit_status",
 	// "status", "content text"), "agentInfo.name" or "agentInfo.name
@@ -758,7 +762,7 @@ func (h Hooks) refused(ns namespace, limit string) {
 // unrecognized says what, found at field, once for session s (see
 // Hooks.Unrecognized).
 func (h Hooks) unrecognized(s *session, what, field string) {
-	if h.Unrecognized == nil && h.UnrecognizedField == nil {
+	if h.Unrecognized == nil && h.UnrecognizedIn == nil && h.UnrecognizedField == nil {
 		return
 	}
 	for i, k := range unrecognizedKinds {
@@ -776,6 +780,9 @@ func (h Hooks) unrecognized(s *session, what, field string) {
 	}
 	if h.Unrecognized != nil {
 		h.Unrecognized(dialectName, label, what)
+	}
+	if h.UnrecognizedIn != nil {
+		h.UnrecognizedIn(s.space.ns.name, dialectName, label, what)
 	}
 	if h.UnrecognizedField != nil {
 		h.UnrecognizedField(dialectName, label, what, field)

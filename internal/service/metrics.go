@@ -31,9 +31,14 @@ type Metrics struct {
 	// their clients (see sendBytes).
 	queuedBytes atomic.Int64
 
-	// versions are the agent_version label values seen (see versionLabel).
+	// versions are the agent_version label values given out (see
+	// versionLabel).
 	versionsMu sync.Mutex
-	versions   map[string]bool
+	versions   map[string]*versionSlot
+	// versionsOf counts the values each namespace that holds one was
+	// given, and versionsSeen orders uses of a value.
+	versionsOf   map[string]int
+	versionsSeen uint64
 
 	// labelOf is the identity label of a namespace (see access.label).
 	labelOf atomic.Pointer[func(namespace string) string]
@@ -102,9 +107,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"op"}),
 		unrecognized: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "unrecognized_total",
-			Help: "Sessions that showed something their dialect does not read, a sign that the agent's wire changed (acpnormd replay --explain shows where), each kind once per session, by dialect, agent_version (the agent's build from its initialize result, \"unknown\", or \"other\" past the first 64 builds seen) and what (exit_field, output_field, result_text, status_value, content_type, agent_name, shell_unread).",
+			Help: "Sessions that showed something their dialect does not read, a sign that the agent's wire changed (acpnormd replay --explain shows where), each kind once per session, by dialect, agent_version (the agent's build from its initialize result, \"unknown\", or \"other\" for a build that got none of the 64 values, which the identities whose sessions showed builds share fairly) and what (exit_field, output_field, result_text, status_value, content_type, agent_name, shell_unread).",
 		}, []string{"dialect", "agent_version", "what"}),
-		versions: map[string]bool{},
+		versions:   map[string]*versionSlot{},
+		versionsOf: map[string]int{},
 	}
 	if reg != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -132,8 +138,8 @@ func (m *Metrics) hooks() normalize.Hooks {
 			m.storeOps.WithLabelValues(op, result).Inc()
 			m.storeSeconds.WithLabelValues(op).Observe(took.Seconds())
 		},
-		Unrecognized: func(dialect, agentVersion, what string) {
-			m.unrecognized.WithLabelValues(dialect, m.versionLabel(agentVersion), what).Inc()
+		UnrecognizedIn: func(namespace, dialect, agentVersion, what string) {
+			m.unrecognized.WithLabelValues(dialect, m.versionLabel(namespace, agentVersion), what).Inc()
 		},
 	}
 }
@@ -142,22 +148,63 @@ func (m *Metrics) hooks() normalize.Hooks {
 // acpnorm_unrecognized_total: a client may send any version string.
 const maxVersionLabels = 64
 
-// otherVersion is the agent_version of builds past maxVersionLabels.
+// otherVersion is the agent_version of builds that got no value of their
+// own.
 const otherVersion = "other"
 
+// versionSlot is an agent_version value given out: the namespace whose
+// session showed it first, and when it was last used.
+type versionSlot struct {
+	namespace string
+	seen      uint64
+}
+
 // versionLabel is the agent_version label of build v (already bounded in
-// length by the Normalizer): v itself for the first maxVersionLabels
-// builds seen, otherVersion for any later one.
-func (m *Metrics) versionLabel(v string) string {
+// length by the Normalizer) shown by a session of namespace ns: v itself
+// when it has a value, or while fewer than maxVersionLabels were given
+// out; otherVersion once they were, unless ns holds less than its share.
+// The values are shared fairly between the namespaces that hold them:
+// each may hold maxVersionLabels divided by their number (ns counted),
+// so that one client's made-up builds cannot leave every real one to
+// otherVersion for the life of the process. A namespace under its share
+// takes the value least recently used of one over its share (its series
+// are deleted); one at its share gets otherVersion. One namespace alone
+// may use all of them.
+func (m *Metrics) versionLabel(ns, v string) string {
 	m.versionsMu.Lock()
 	defer m.versionsMu.Unlock()
-	if m.versions[v] {
+	m.versionsSeen++
+	if s := m.versions[v]; s != nil {
+		s.seen = m.versionsSeen
 		return v
 	}
 	if len(m.versions) >= maxVersionLabels {
-		return otherVersion
+		holders := len(m.versionsOf)
+		if m.versionsOf[ns] == 0 {
+			holders++
+		}
+		share := maxVersionLabels / holders
+		if m.versionsOf[ns] >= share {
+			return otherVersion
+		}
+		var victim string
+		var oldest *versionSlot
+		for value, s := range m.versions {
+			if m.versionsOf[s.namespace] > share && (oldest == nil || s.seen < oldest.seen) {
+				victim, oldest = value, s
+			}
+		}
+		if oldest == nil {
+			return otherVersion
+		}
+		m.unrecognized.DeletePartialMatch(prometheus.Labels{"agent_version": victim})
+		delete(m.versions, victim)
+		if m.versionsOf[oldest.namespace]--; m.versionsOf[oldest.namespace] == 0 {
+			delete(m.versionsOf, oldest.namespace)
+		}
 	}
-	m.versions[v] = true
+	m.versions[v] = &versionSlot{namespace: ns, seen: m.versionsSeen}
+	m.versionsOf[ns]++
 	return v
 }
 

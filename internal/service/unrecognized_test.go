@@ -36,12 +36,56 @@ func TestUnrecognizedCounted(t *testing.T) {
 	assert.Equal(t, 2, n)
 }
 
+// showWireChange feeds, in namespace ns of n, a session of an agent of
+// build version whose shell call ends with an exit field no dialect reads.
+func showWireChange(t *testing.T, n *normalize.Normalizer, ns, sid, version string) {
+	t.Helper()
+	v := n.Namespace(ns)
+	_, err := v.Feed(sid, []byte(`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"opencode","version":"`+version+`"}}}`))
+	require.NoError(t, err)
+	_, err = v.Feed(sid, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","status":"pending","rawInput":{"command":"make"}}}}`))
+	require.NoError(t, err)
+	_, err = v.Feed(sid, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"metadata":{"exit_status":3}}}}}`))
+	require.NoError(t, err)
+}
+
+// The agent_version label has at most maxVersionLabels values, and one
+// identity's made-up builds do not take them all from the others: a
+// build another identity's session shows later still gets its own value.
+func TestUnrecognizedVersionsFair(t *testing.T) {
+	m := NewMetrics(nil)
+	n := normalize.New(normalize.WithHooks(m.hooks()))
+	for i := range maxVersionLabels + 10 {
+		showWireChange(t, n, "evil", fmt.Sprintf("e%d", i), fmt.Sprintf("9.9.%d", i))
+	}
+	count := func(version string) float64 {
+		return testutil.ToFloat64(m.unrecognized.WithLabelValues("opencode", version, normalize.UnrecognizedExitField))
+	}
+	assert.Equal(t, 10.0, count(otherVersion), "one identity alone may use every value")
+	for i := range 4 {
+		showWireChange(t, n, "good", fmt.Sprintf("g%d", i), fmt.Sprintf("1.2.%d", i))
+	}
+	for i := range 4 {
+		assert.Equal(t, 1.0, count(fmt.Sprintf("1.2.%d", i)), "a real build of another identity")
+	}
+	assert.Equal(t, 10.0, count(otherVersion))
+	showWireChange(t, n, "evil", "e-late", "9.9.999")
+	assert.Equal(t, 11.0, count(otherVersion), "an identity over its share gets no new value")
+	assert.LessOrEqual(t, testutil.CollectAndCount(m.unrecognized), maxVersionLabels+1)
+	// The made-up builds gave up their least recently used values (a
+	// series deleted is not there to delete again).
+	for i := range 4 {
+		assert.False(t, m.unrecognized.DeleteLabelValues("opencode", fmt.Sprintf("9.9.%d", i), normalize.UnrecognizedExitField), "9.9.%d kept", i)
+	}
+	assert.True(t, m.unrecognized.DeleteLabelValues("opencode", "9.9.4", normalize.UnrecognizedExitField))
+}
+
 // The agent_version label has at most maxVersionLabels values.
 func TestUnrecognizedVersionsBounded(t *testing.T) {
 	m := NewMetrics(nil)
 	h := m.hooks()
 	for i := range maxVersionLabels + 10 {
-		h.Unrecognized("generic", fmt.Sprintf("1.0.%d", i), normalize.UnrecognizedExitField)
+		h.UnrecognizedIn("", "generic", fmt.Sprintf("1.0.%d", i), normalize.UnrecognizedExitField)
 	}
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.unrecognized.WithLabelValues("generic", "1.0.0", normalize.UnrecognizedExitField)))
 	assert.Equal(t, 10.0, testutil.ToFloat64(m.unrecognized.WithLabelValues("generic", otherVersion, normalize.UnrecognizedExitField)))

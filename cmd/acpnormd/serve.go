@@ -91,6 +91,9 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	num(&f.srv.MaxMessageBytes, "max-message-bytes", "ACPNORM_MAX_MESSAGE_BYTES", f.srv.MaxMessageBytes, "largest request message accepted")
 	num(&f.srv.MaxStreams, "max-streams", "ACPNORM_MAX_STREAMS", f.srv.MaxStreams, "streams served at once, per connection and for the whole process; one more is refused with RESOURCE_EXHAUSTED\n"+
 		"(health Watch streams apart: at most an eighth of it)")
+	num(&f.srv.MaxConnections, "max-connections", "ACPNORM_MAX_CONNECTIONS", f.srv.MaxConnections, "connections served at once (the default: half the open-file limit, at most 4096); one more is closed\n"+
+		"as it is accepted, logged and counted; 0: no bound")
+	dur(&f.srv.MaxConnectionIdle, "max-connection-idle", "ACPNORM_MAX_CONNECTION_IDLE", f.srv.MaxConnectionIdle, "close a connection that has had no stream for this long (clients reconnect when they next call); 0 keeps it")
 	num(&f.srv.MaxHeaderBytes, "max-header-bytes", "ACPNORM_MAX_HEADER_BYTES", f.srv.MaxHeaderBytes, "largest metadata (HTTP/2 header list) of a call; a call with more is refused")
 	dur(&f.cfg.SendTimeout, "send-timeout", "ACPNORM_SEND_TIMEOUT", f.cfg.SendTimeout, "end a stream (RESOURCE_EXHAUSTED) whose client has read no response for this long")
 	str(&f.tls.Cert, "tls-cert", "ACPNORM_TLS_CERT", "", "PEM certificate (chain) to serve TLS with; reloaded when the file changes")
@@ -142,6 +145,12 @@ func parseServe(args []string) (*serveFlags, error) {
 	}
 	if err := f.quotas(); err != nil {
 		return nil, err
+	}
+	if f.srv.MaxConnections < 0 {
+		return nil, fmt.Errorf("--max-connections %d is negative", f.srv.MaxConnections)
+	}
+	if f.srv.MaxConnectionIdle < 0 {
+		return nil, fmt.Errorf("--max-connection-idle %s is negative", f.srv.MaxConnectionIdle)
 	}
 	if f.gcFloor < 0 {
 		return nil, fmt.Errorf("--gc-floor %d is negative", f.gcFloor)

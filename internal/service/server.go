@@ -39,6 +39,15 @@ type ServerOptions struct {
 	// connections and drop dead ones.
 	KeepaliveTime    time.Duration
 	KeepaliveTimeout time.Duration
+	// MaxConnectionIdle closes a connection that has had no stream for
+	// this long (a GOAWAY; clients reconnect when they next call), so that
+	// connections opened and left idle do not hold the server's file
+	// descriptors; 0 keeps them.
+	MaxConnectionIdle time.Duration
+	// MaxConnections bounds the connections served at once; one more is
+	// closed as soon as it is accepted, logged and counted
+	// (stream_refusals_total{reason="max_connections"}). 0: no bound.
+	MaxConnections int
 	// MaxStreams bounds the streams served at once, per connection (HTTP/2
 	// MaxConcurrentStreams) and for the whole process; a stream over the
 	// process cap is refused with RESOURCE_EXHAUSTED. Health Watch
@@ -78,22 +87,25 @@ type ServerOptions struct {
 // DefaultServerOptions returns the transport settings used by default.
 func DefaultServerOptions() ServerOptions {
 	return ServerOptions{
-		MaxMessageBytes:  16 << 20,
-		KeepaliveMinTime: 10 * time.Second,
-		KeepaliveTime:    2 * time.Minute,
-		KeepaliveTimeout: 20 * time.Second,
-		MaxStreams:       1024,
-		MaxHeaderBytes:   64 << 10,
+		MaxMessageBytes:   16 << 20,
+		KeepaliveMinTime:  10 * time.Second,
+		KeepaliveTime:     2 * time.Minute,
+		KeepaliveTimeout:  20 * time.Second,
+		MaxConnectionIdle: 5 * time.Minute,
+		MaxConnections:    DefaultMaxConnections(),
+		MaxStreams:        1024,
+		MaxHeaderBytes:    64 << 10,
 	}
 }
 
 // Server is a gRPC server carrying a Service, the standard health service
 // and server reflection.
 type Server struct {
-	GRPC   *grpc.Server
-	health *healthService
-	svc    *Service
-	log    *slog.Logger
+	GRPC     *grpc.Server
+	health   *healthService
+	svc      *Service
+	log      *slog.Logger
+	maxConns int
 }
 
 // NewServer assembles the gRPC server: logging, panic recovery, access
@@ -134,7 +146,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: opts.KeepaliveMinTime, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveTime, Timeout: opts.KeepaliveTimeout}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveTime, Timeout: opts.KeepaliveTimeout, MaxConnectionIdle: opts.MaxConnectionIdle}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(streams...),
 		grpc.ForceServerCodecV2(codec),
@@ -161,7 +173,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	svc.sessions.store.watch(h.ready)
 	healthpb.RegisterHealthServer(g, openHealth{h})
 	reflection.Register(g)
-	return &Server{GRPC: g, health: h, svc: svc, log: log}
+	return &Server{GRPC: g, health: h, svc: svc, log: log, maxConns: opts.MaxConnections}
 }
 
 // LivenessService is the health service's name for liveness: SERVING for
@@ -301,8 +313,14 @@ func capStreams(limit int, m *Metrics) grpc.StreamServerInterceptor {
 	}
 }
 
-// Serve serves on lis until Shutdown.
-func (s *Server) Serve(lis net.Listener) error { return s.GRPC.Serve(lis) }
+// Serve serves on lis until Shutdown, at most MaxConnections connections
+// at once.
+func (s *Server) Serve(lis net.Listener) error {
+	if s.maxConns > 0 {
+		lis = capConnections(lis, s.maxConns, s.svc.sessions.m, s.log)
+	}
+	return s.GRPC.Serve(lis)
+}
 
 // Shutdown stops the server gracefully: health turns NOT_SERVING, no new
 // streams are accepted, every open stream finishes the frames it has read

@@ -944,3 +944,33 @@ func TestSessionLongerThanTheServersCallsPerSession(t *testing.T) {
 		}
 	}
 }
+
+// A server ends a stream that sent nothing for its idle timeout with
+// UNAVAILABLE; the session opens a new one when it next sends, and
+// folds as one process.
+func TestSessionGoesOnAfterItsStreamWasEndedIdle(t *testing.T) {
+	ls := lines(t)
+	want := reference(t, ls)
+	cfg := service.DefaultConfig()
+	cfg.StreamIdleTimeout = 200 * time.Millisecond
+	svc, err := service.New(cfg, nil, nil)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := service.NewServer(svc, service.DefaultServerOptions(), nil)
+	go srv.Serve(lis)
+	defer srv.GRPC.Stop()
+	c, err := client.New([]string{lis.Addr().String()}, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	s := c.Session("s1")
+	play(t, s, ls, func(i int) {
+		if i == len(ls)/2 {
+			time.Sleep(600 * time.Millisecond) // past the idle timeout
+		}
+	})
+	sameFinals(t, want, s)
+	assert.Empty(t, s.FrameErrors())
+	assert.NoError(t, s.Err())
+	assert.GreaterOrEqual(t, s.Stats().Streams, 2, "the session did not need a new stream")
+}

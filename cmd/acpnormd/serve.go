@@ -96,6 +96,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 	dur(&f.srv.MaxConnectionIdle, "max-connection-idle", "ACPNORM_MAX_CONNECTION_IDLE", f.srv.MaxConnectionIdle, "close a connection that has had no stream for this long (clients reconnect when they next call); 0 keeps it")
 	num(&f.srv.MaxHeaderBytes, "max-header-bytes", "ACPNORM_MAX_HEADER_BYTES", f.srv.MaxHeaderBytes, "largest metadata (HTTP/2 header list) of a call; a call with more is refused")
 	dur(&f.cfg.SendTimeout, "send-timeout", "ACPNORM_SEND_TIMEOUT", f.cfg.SendTimeout, "end a stream (RESOURCE_EXHAUSTED) whose client has read no response for this long")
+	dur(&f.cfg.StreamIdleTimeout, "stream-idle-timeout", "ACPNORM_STREAM_IDLE_TIMEOUT", f.cfg.StreamIdleTimeout, "end a Normalize stream (UNAVAILABLE) that has sent no request for this long, freeing its --max-streams slot;\n"+
+		"clients open a new stream when they next send; 0 keeps idle streams")
 	str(&f.tls.Cert, "tls-cert", "ACPNORM_TLS_CERT", "", "PEM certificate (chain) to serve TLS with; reloaded when the file changes")
 	str(&f.tls.Key, "tls-key", "ACPNORM_TLS_KEY", "", "PEM private key of --tls-cert")
 	str(&f.tls.ClientCA, "tls-client-ca", "ACPNORM_TLS_CLIENT_CA", "", "PEM CA certificate(s); when set, clients must present a certificate it signed (mutual TLS)")

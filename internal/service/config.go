@@ -53,6 +53,10 @@ type Config struct {
 	// reads nothing before the stream is ended (RESOURCE_EXHAUSTED), so a
 	// stalled client holds no memory.
 	SendTimeout time.Duration
+	// StreamIdleTimeout ends a Normalize stream (UNAVAILABLE) that has
+	// waited this long for a request, so that streams opened and left
+	// idle do not hold the stream slots for ever; 0 keeps them.
+	StreamIdleTimeout time.Duration
 	// Quota bounds what one identity's sessions may hold together (see
 	// normalize.WithQuota); a zero field sets no bound beyond the limits
 	// above.
@@ -77,6 +81,7 @@ func DefaultConfig() Config {
 		SendQueue:          64,
 		SendQueueBytes:     DefaultSendQueueBytes,
 		SendTimeout:        30 * time.Second,
+		StreamIdleTimeout:  15 * time.Minute,
 	}
 }
 
@@ -92,6 +97,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("send queue bytes %d is below 1", c.SendQueueBytes)
 	case c.SendTimeout <= 0:
 		return fmt.Errorf("send timeout %v is not positive", c.SendTimeout)
+	case c.StreamIdleTimeout < 0:
+		return fmt.Errorf("stream idle timeout %v is negative", c.StreamIdleTimeout)
 	}
 	return nil
 }

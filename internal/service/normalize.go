@@ -41,6 +41,14 @@ func (s *Service) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 	s.sessions.m.openStreams.Inc()
 	defer s.sessions.m.openStreams.Dec()
 
+	if d := s.cfg.StreamIdleTimeout; d > 0 {
+		idle := newIdleStream(stream, d, func() {
+			s.sessions.m.streamRefused("stream_idle")
+			cancel(errIdle(d))
+		})
+		defer idle.stop()
+		stream = idle
+	}
 	out := make(chan outgoing, s.cfg.SendQueue)
 	q := newSendBytes(s.cfg.SendQueueBytes, &s.sessions.m.queuedBytes)
 	sent := make(chan struct{})
@@ -80,6 +88,44 @@ type errStalled time.Duration
 func (e errStalled) Error() string {
 	return fmt.Sprintf("the client read no response for %v (the send timeout); the stream was ended so it holds no memory; reconnect to go on (session state is shared)", time.Duration(e))
 }
+
+// errIdle ends a stream that waited d for a request.
+func errIdle(d time.Duration) error {
+	return status.Errorf(codes.Unavailable, "no request for %v (the stream idle timeout); the stream was ended to free its slot; send again on a new stream (session state is shared)", d)
+}
+
+// idleStream times how long its reader waits for each request, and calls
+// fire when one wait lasts d.
+type idleStream struct {
+	pb.NormalizerService_NormalizeServer
+	d     time.Duration
+	timer *time.Timer
+}
+
+func newIdleStream(stream pb.NormalizerService_NormalizeServer, d time.Duration, fire func()) *idleStream {
+	t := time.AfterFunc(d, fire)
+	t.Stop()
+	return &idleStream{NormalizerService_NormalizeServer: stream, d: d, timer: t}
+}
+
+// RecvMsg waits for a request with the timer running. The timer stops
+// while a request is being read ahead or applied, and while the reader
+// waits for room (backpressure): only a client's silence counts.
+func (i *idleStream) RecvMsg(m any) error {
+	i.timer.Reset(i.d)
+	defer i.timer.Stop()
+	return i.NormalizerService_NormalizeServer.RecvMsg(m)
+}
+
+func (i *idleStream) Recv() (*pb.NormalizeRequest, error) {
+	m := new(pb.NormalizeRequest)
+	if err := i.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (i *idleStream) stop() { i.timer.Stop() }
 
 // endCause is the status a stream whose context is done ends with.
 func (s *Service) endCause(ctx context.Context) error {

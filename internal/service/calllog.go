@@ -1,14 +1,18 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"io"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 )
 
 // logStreams logs a stream's start and finish with the fields, message
@@ -52,4 +56,45 @@ func logStreams(logger logging.Logger) grpc.StreamServerInterceptor {
 		logger.Log(ctx, logging.DefaultServerCodeToLevel(code), "finished call", fields...)
 		return err
 	}
+}
+
+// refusalLogEvery is how often, at most, refused calls are logged at INFO.
+const refusalLogEvery = 10 * time.Second
+
+// refusalLog logs the calls access control refused: each at DEBUG, and at
+// INFO one line per interval with how many were refused since the last
+// one and the last refusal's peer and reason.
+type refusalLog struct {
+	log   *slog.Logger
+	every time.Duration
+
+	mu    sync.Mutex
+	last  time.Time // of the last INFO line
+	count int       // refused since it
+}
+
+func (r *refusalLog) note(ctx context.Context, err error) {
+	method, _ := grpc.Method(ctx)
+	addr := ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		addr = p.Addr.String()
+	}
+	st := status.Convert(err)
+	r.log.DebugContext(ctx, "call refused", "grpc.method", method, "peer.address", addr, "grpc.code", st.Code().String(), "grpc.error", st.Message())
+	r.mu.Lock()
+	r.count++
+	now := time.Now()
+	if now.Sub(r.last) < r.every {
+		r.mu.Unlock()
+		return
+	}
+	n, since := r.count, now.Sub(r.last)
+	first := r.last.IsZero()
+	r.last, r.count = now, 0
+	r.mu.Unlock()
+	fields := []any{"refused", n, "last.grpc.method", method, "last.peer.address", addr, "last.grpc.code", st.Code().String(), "last.grpc.error", st.Message()}
+	if !first {
+		fields = append(fields, "since", since.Round(time.Second).String())
+	}
+	r.log.InfoContext(ctx, "calls refused by access control (each is counted in acpnorm_stream_refusals_total; at most one such line every "+r.every.String()+")", fields...)
 }

@@ -128,13 +128,23 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 		return status.Error(codes.Internal, "internal error; the panic was logged")
 	})
 	logEvents := logging.WithLogOnEvents(logging.StartCall, logging.FinishCall)
-	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(logger, logEvents), recovery.UnaryServerInterceptor(recover)}
-	streams := []grpc.StreamServerInterceptor{logStreams(logger), recovery.StreamServerInterceptor(recover)}
 	a := newAccess(opts, svc.sessions.m)
 	label := a.label
 	svc.sessions.m.labelOf.Store(&label)
-	unary = append(unary, auth.UnaryServerInterceptor(a.authenticate))
-	streams = append(streams, auth.StreamServerInterceptor(a.authenticate))
+	// Access control comes first, so that a refused call is not logged
+	// as a started and finished one: anyone who can reach the port could
+	// fill the log with those. refused logs them in bursts instead, and
+	// stream_refusals_total counts each.
+	refused := &refusalLog{log: log, every: refusalLogEvery}
+	authenticate := func(ctx context.Context) (context.Context, error) {
+		c, err := a.authenticate(ctx)
+		if err != nil {
+			refused.note(ctx, err)
+		}
+		return c, err
+	}
+	unary := []grpc.UnaryServerInterceptor{auth.UnaryServerInterceptor(authenticate), logging.UnaryServerInterceptor(logger, logEvents), recovery.UnaryServerInterceptor(recover)}
+	streams := []grpc.StreamServerInterceptor{auth.StreamServerInterceptor(authenticate), logStreams(logger), recovery.StreamServerInterceptor(recover)}
 	if opts.MaxStreams > 0 {
 		streams = append(streams, capStreams(opts.MaxStreams, svc.sessions.m))
 	}

@@ -321,7 +321,11 @@ func (f *serveFlags) access(log *slog.Logger) error {
 		f.srv.Token = t
 	}
 	if f.tokensFile != "" {
-		t, err := service.NewTokens(f.tokensFile, log)
+		newTokens := service.NewTokens
+		if f.tokenFile != "" {
+			newTokens = service.NewTokensBeside // its token lets callers in
+		}
+		t, err := newTokens(f.tokensFile, log)
 		if err != nil {
 			return err
 		}

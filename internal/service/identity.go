@@ -108,8 +108,10 @@ func identityOf(ctx context.Context) identity {
 // hold the secret; blank lines and lines starting with # are ignored.
 // Several lines may give one name several tokens (to rotate one), but no
 // token may name two identities. A name is letters, digits and . _ @ -,
-// starting with a letter or digit, at most 128 bytes. A file that does not
-// read keeps the last good version in use (and is logged).
+// starting with a letter or digit, at most 128 bytes. A file with no token
+// is refused unless another credential lets callers in (NewTokensBeside).
+// A file that does not read keeps the last good version in use
+// (and is logged).
 type Tokens struct {
 	w *watched[*tokenSet]
 }
@@ -120,8 +122,21 @@ type tokenSet struct {
 	known  map[string]bool
 }
 
-// NewTokens reads a tokens file.
+// NewTokens reads a tokens file; one that holds no token (every caller
+// would be refused) is an error at start, and on reload keeps the last
+// good version.
 func NewTokens(path string, log *slog.Logger) (*Tokens, error) {
+	return newTokens(path, false, log)
+}
+
+// NewTokensBeside reads a tokens file used beside another credential
+// (--auth-token-file), which lets callers in: a file with no token is
+// accepted then, and emptying it revokes every named token.
+func NewTokensBeside(path string, log *slog.Logger) (*Tokens, error) {
+	return newTokens(path, true, log)
+}
+
+func newTokens(path string, empty bool, log *slog.Logger) (*Tokens, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -130,7 +145,13 @@ func NewTokens(path string, log *slog.Logger) (*Tokens, error) {
 		if err != nil {
 			return nil, fmt.Errorf("auth tokens: %w", err)
 		}
-		return parseTokens(path, b)
+		set, err := parseTokens(path, b)
+		if err == nil && !empty && len(set.hashes) == 0 {
+			// Every call would be refused: at start that is a mistake,
+			// and on reload more likely a file caught half-written.
+			return nil, fmt.Errorf("auth tokens file %s holds no token (want NAME TOKEN or NAME sha256:HEX lines); with no --auth-token-file beside it every caller would be refused", path)
+		}
+		return set, err
 	}, log)
 	if err != nil {
 		return nil, err

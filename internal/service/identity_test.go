@@ -584,6 +584,35 @@ func TestTokensFileFormat(t *testing.T) {
 	}
 }
 
+// A tokens file with no token would refuse every caller: it is refused at
+// start, and a reload that empties it keeps the last good tokens.
+func TestEmptyTokensFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, path, "# no token yet\n")
+	_, err := NewTokens(path, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "holds no token")
+
+	writeTokens(t, path, "alice a-token\n")
+	tokens, err := NewTokens(path, nil)
+	require.NoError(t, err)
+	writeTokens(t, path, "")
+	name, ok := tokens.Lookup("a-token")
+	assert.True(t, ok, "an emptied tokens file dropped the last good tokens")
+	assert.Equal(t, "alice", name)
+
+	// Beside --auth-token-file, which lets callers in, an empty file is
+	// fine, and emptying it revokes the named tokens.
+	beside, err := NewTokensBeside(path, nil)
+	require.NoError(t, err)
+	writeTokens(t, path, "alice a-token\n")
+	_, ok = beside.Lookup("a-token")
+	assert.True(t, ok)
+	writeTokens(t, path, "# all revoked\n")
+	_, ok = beside.Lookup("a-token")
+	assert.False(t, ok, "emptying a tokens file beside a token file kept its tokens")
+}
+
 // With --auth-token-file alone, or without authentication, every call is
 // the default identity, whose sessions are the engine's default
 // namespace (the store keys of before identities).

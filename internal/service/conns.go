@@ -58,7 +58,11 @@ func (l *capListener) Accept() (net.Conn, error) {
 		last := l.lastLog.Load()
 		if now-last >= int64(capLogEvery) && l.lastLog.CompareAndSwap(last, now) {
 			l.turned.Add(-n)
-			l.log.Warn("connections refused: --max-connections reached", "max_connections", cap(l.slots), "refused", n, "since", time.Duration(now-last).Round(time.Second).String())
+			fields := []any{"max_connections", cap(l.slots), "refused", n}
+			if last != 0 {
+				fields = append(fields, "since", time.Duration(now-last).Round(time.Second).String())
+			}
+			l.log.Warn("connections refused: --max-connections reached (logged at most every "+capLogEvery.String()+")", fields...)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 func TestMaxConnections(t *testing.T) {
 	opts := DefaultServerOptions()
 	opts.MaxConnections = 2
-	addr, _ := serveTCP(t, opts)
+	addr, svc := serveTCP(t, opts)
 	check := func(t *testing.T, c healthpb.HealthClient, d time.Duration) error {
 		ctx, cancel := contextTimeout(d)
 		defer cancel()
@@ -32,6 +32,7 @@ func TestMaxConnections(t *testing.T) {
 	three := connect(t, addr, insecure.NewCredentials())
 	require.Error(t, check(t, healthpb.NewHealthClient(three), time.Second), "a third connection over a cap of 2 was served")
 	require.NoError(t, check(t, healthpb.NewHealthClient(one), 5*time.Second), "a held connection stopped working")
+	require.GreaterOrEqual(t, counted(svc.sessions.m, "max_connections"), 1.0)
 
 	two.Close()
 	require.Eventually(t, func() bool {

@@ -50,6 +50,11 @@ func serveWith(t *testing.T, st store.Store, opts service.ServerOptions) *server
 	t.Helper()
 	cfg := service.DefaultConfig()
 	cfg.Store = st
+	return serveConfig(t, cfg, opts)
+}
+
+func serveConfig(t *testing.T, cfg service.Config, opts service.ServerOptions) *server {
+	t.Helper()
 	svc, err := service.New(cfg, nil, nil)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -953,14 +958,8 @@ func TestSessionGoesOnAfterItsStreamWasEndedIdle(t *testing.T) {
 	want := reference(t, ls)
 	cfg := service.DefaultConfig()
 	cfg.StreamIdleTimeout = 200 * time.Millisecond
-	svc, err := service.New(cfg, nil, nil)
-	require.NoError(t, err)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := service.NewServer(svc, service.DefaultServerOptions(), nil)
-	go srv.Serve(lis)
-	defer srv.GRPC.Stop()
-	c, err := client.New([]string{lis.Addr().String()}, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))
+	srv := serveConfig(t, cfg, service.DefaultServerOptions())
+	c, err := client.New([]string{srv.addr}, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))
 	require.NoError(t, err)
 	defer c.Close()
 	s := c.Session("s1")

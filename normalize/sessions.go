@@ -461,24 +461,19 @@ func (r *reply) storeFailed(err error) {
 // sequence finds one for each. how says which frames of the batch were
 // not taken.
 func (r *reply) notTaken(err error, frames []Frame, how string) {
-	unacked := errors.Is(err, store.ErrUnacknowledged)
-	// Applied in the store, but it may yet be lost there: the caller
-	// sends it again, and WithSkipApplied tells it whether it was kept.
-	const again = "the store may keep or lose it, so send it again (with skipped applied sequences, if it was kept this process answers it with what it made, and another says ALREADY_EXISTS)"
+	what, then := "was not applied", "it may be sent again"
+	if errors.Is(err, store.ErrUnacknowledged) {
+		// Applied in the store, but it may yet be lost there: the caller
+		// sends it again, and WithSkipApplied tells it whether it was kept.
+		what, then = "not acknowledged", "the store may keep or lose it, so send it again (with skipped applied sequences, if it was kept this process answers it with what it made, and another says ALREADY_EXISTS)"
+	}
 	if len(frames) < 2 {
-		if unacked {
-			r.fail(Unavailable, "", "frame %d of session %q not acknowledged: %v; %s", r.seq, r.session, err, again)
-			return
-		}
-		r.fail(Unavailable, "", "frame %d of session %q was not applied: %v; it may be sent again", r.seq, r.session, err)
+		r.fail(Unavailable, "", "frame %d of session %q %s: %v; %s", r.seq, r.session, what, err, then)
 		return
 	}
 	first, last := frames[0].Sequence, frames[len(frames)-1].Sequence
 	for _, f := range frames {
-		msg := fmt.Sprintf("frame %d of session %q was not applied: %v; nor was the rest of the batch of frames %d to %d %s each of them answered so; it may be sent again", f.Sequence, r.session, err, first, last, how)
-		if unacked {
-			msg = fmt.Sprintf("frame %d of session %q not acknowledged: %v; nor was the rest of the batch of frames %d to %d %s each of them answered so; %s", f.Sequence, r.session, err, first, last, how, again)
-		}
+		msg := fmt.Sprintf("frame %d of session %q %s: %v; nor was the rest of the batch of frames %d to %d %s each of them answered so; %s", f.Sequence, r.session, what, err, first, last, how, then)
 		r.raiseAt(f.Sequence, &FrameError{Code: Unavailable, Message: msg})
 	}
 }

@@ -547,18 +547,12 @@ func (f *badFields) valid(out, b []byte, md protoreflect.MessageDescriptor, pref
 		out = append(out, b[:n]...) // the tag
 		switch {
 		case fd.Kind() == protoreflect.MessageKind:
-			// Written in place, then moved past its length.
 			start := len(out)
 			var err error
 			if out, err = f.valid(out, v, fd.Message(), f.at(prefix, fd).name); err != nil {
 				return nil, err
 			}
-			size := len(out) - start
-			k := protowire.SizeVarint(uint64(size))
-			var room [binary.MaxVarintLen64]byte
-			out = append(out, room[:k]...)
-			copy(out[start+k:], out[start:start+size])
-			protowire.AppendVarint(out[:start], uint64(size))
+			out = lengthBefore(out, start)
 		case utf8.Valid(v):
 			out = protowire.AppendBytes(out, v)
 		default:
@@ -566,31 +560,24 @@ func (f *badFields) valid(out, b []byte, md protoreflect.MessageDescriptor, pref
 				name.bad = true
 				f.names = append(f.names, name.name)
 			}
-			out = protowire.AppendVarint(out, uint64(validLen(v)))
-			out = appendValid(out, v)
+			start := len(out)
+			out = lengthBefore(appendValid(out, v), start)
 		}
 		b = b[n+m:]
 	}
 	return out, nil
 }
 
-// validLen is the length of v with each run of invalid UTF-8 bytes made
-// U+FFFD, as appendValid writes it.
-func validLen(v []byte) int {
-	n, bad := 0, false
-	for len(v) > 0 {
-		r, k := utf8.DecodeRune(v)
-		switch {
-		case r != utf8.RuneError || k > 1:
-			n += k
-			bad = false
-		case !bad:
-			n += utf8.RuneLen(utf8.RuneError)
-			bad = true
-		}
-		v = v[k:]
-	}
-	return n
+// lengthBefore puts the length of out[start:], which was written in
+// place, before it as a varint (a field's length prefix).
+func lengthBefore(out []byte, start int) []byte {
+	size := len(out) - start
+	k := protowire.SizeVarint(uint64(size))
+	var room [binary.MaxVarintLen64]byte
+	out = append(out, room[:k]...)
+	copy(out[start+k:], out[start:start+size])
+	protowire.AppendVarint(out[:start], uint64(size))
+	return out
 }
 
 // appendValid appends v to out with each run of invalid UTF-8 bytes made

@@ -5,9 +5,16 @@
 // acpnormd, and nothing else. Comparing acpnormd with it in the same run
 // tells what acpnorm's own work costs, whatever the machine.
 //
+// With -scan it is the floor of an exact reader instead: before answering
+// a frame it validates the frame's JSON message with jsontext
+// (the tokenizer's whole check, what acpnorm's own read is measured against
+// in internal/dialect's BenchmarkRead), and answers an invalid one with a
+// FrameError. Its answers are as small as echo's: what acpnorm sends beyond
+// them (the revisions' output) is not part of this floor.
+//
 // Usage:
 //
-//	echod [-listen 127.0.0.1:0]
+//	echod [-listen 127.0.0.1:0] [-scan]
 //
 // It prints the address it listens on ("listening 127.0.0.1:PORT") on
 // stdout, and stops on SIGINT or SIGTERM.
@@ -24,16 +31,19 @@ import (
 	"syscall"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/go-json-experiment/json/jsontext"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/reflection"
 )
 
 type echo struct {
 	pb.UnimplementedNormalizerServiceServer
+	scan bool // validate each frame's message before answering
 }
 
 // Normalize answers each request at once, on the handler's goroutine.
-func (echo) Normalize(stream pb.NormalizerService_NormalizeServer) error {
+func (e echo) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -47,6 +57,13 @@ func (echo) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 		switch k := req.GetKind().(type) {
 		case *pb.NormalizeRequest_Frame:
 			sid, seq = k.Frame.GetSessionId(), k.Frame.GetSequence()
+			if e.scan && !jsontext.Value(k.Frame.GetMessage()).IsValid() {
+				fe := &pb.FrameError{SessionId: sid, Sequence: seq, Code: int32(codes.InvalidArgument), Message: "message is not valid JSON"}
+				if err := stream.Send(&pb.NormalizeResponse{Kind: &pb.NormalizeResponse_FrameError{FrameError: fe}}); err != nil {
+					return err
+				}
+				continue
+			}
 		case *pb.NormalizeRequest_TurnEnded:
 			sid, seq = k.TurnEnded.GetSessionId(), k.TurnEnded.GetSequence()
 		case *pb.NormalizeRequest_SessionClosed:
@@ -68,6 +85,7 @@ func (echo) Normalize(stream pb.NormalizerService_NormalizeServer) error {
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "gRPC listen address")
+	scan := flag.Bool("scan", false, "validate each frame's JSON message (jsontext) before answering: the floor of an exact reader")
 	flag.Parse()
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -77,7 +95,7 @@ func main() {
 	// The same receive limit as acpnormd's default, so that both accept
 	// the same frames.
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(16 << 20))
-	pb.RegisterNormalizerServiceServer(g, echo{})
+	pb.RegisterNormalizerServiceServer(g, echo{scan: *scan})
 	reflection.Register(g)
 	fmt.Printf("listening %s\n", lis.Addr())
 	go func() {

@@ -27,6 +27,7 @@ func pair(args []string) error {
 	nameB := fs.String("name-b", "", "name of the second in the table (default: its file name)")
 	cf := addCellFlags(fs, "claude,codex", "8", 5, false)
 	echod := fs.String("echod", "", "also run the echo server (bench/echod) in every round and print each binary against it")
+	floor := fs.Bool("floor", false, "with -echod, also run the echo server as the floor of an exact reader (echod -scan: each frame's JSON validated before the answer), named scan, and print it against echo and each binary against it")
 	send := addSendFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -40,8 +41,11 @@ func pair(args []string) error {
 			names[i] = filepath.Base(bin)
 		}
 	}
-	if names[0] == names[1] || names[0] == "echo" || names[1] == "echo" {
-		return fmt.Errorf("pair: the binaries need two names other than echo (the baseline's), not %q and %q: give -name-a and -name-b", names[0], names[1])
+	if names[0] == names[1] || names[0] == "echo" || names[1] == "echo" || names[0] == "scan" || names[1] == "scan" {
+		return fmt.Errorf("pair: the binaries need two names other than echo and scan (the baselines'), not %q and %q: give -name-a and -name-b", names[0], names[1])
+	}
+	if *floor && *echod == "" {
+		return fmt.Errorf("pair: -floor runs the echo server, so it needs -echod")
 	}
 	streams, chosen, err := cf.cells()
 	if err != nil {
@@ -66,6 +70,14 @@ func pair(args []string) error {
 		defer echo.Stop()
 		servers = append(servers, echo)
 	}
+	if *floor {
+		scan, err := load.Start(ctx, "scan", *echod, "-listen", "-scan")
+		if err != nil {
+			return err
+		}
+		defer scan.Stop()
+		servers = append(servers, scan)
+	}
 	results, failed, err := runRounds(ctx, cf.rounds, chosen, streams, servers, send.options(cf.duration), func(r *load.Result) string {
 		return fmt.Sprintf("%-16s %8.0f frames/s  %7.1f µs CPU/frame  %.2f cores  %d frame errors  %d send errors",
 			r.Server, r.FramesPerSec, r.ServerUsPerFrame, r.ServerCores, r.FrameErrors, r.SendErrors)
@@ -76,6 +88,9 @@ func pair(args []string) error {
 	pairs := [][2]string{names}
 	if *echod != "" {
 		pairs = append(pairs, [2]string{names[0], "echo"}, [2]string{names[1], "echo"})
+	}
+	if *floor {
+		pairs = append(pairs, [2]string{"scan", "echo"}, [2]string{names[0], "scan"}, [2]string{names[1], "scan"})
 	}
 	var rows []load.Row
 	for _, p := range pairs {

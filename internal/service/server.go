@@ -54,6 +54,15 @@ type ServerOptions struct {
 	// streams, which need no credentials, are counted apart: at most an
 	// eighth of MaxStreams (at least one) of them.
 	MaxStreams int
+	// StreamWindowBytes is the HTTP/2 flow-control window of each stream
+	// (and of each connection, at least 4 MiB): how many request bytes a
+	// client may send ahead of what the stream has read. A stream that
+	// stops reading (its send queue full: see the Config's SendQueue and
+	// SendQueueBytes) holds at most this much in gRPC's buffers; with 0,
+	// gRPC sizes the window from the measured bandwidth-delay product, up
+	// to 16 MiB a stream. A message larger than the window still passes,
+	// a window at a time.
+	StreamWindowBytes int
 	// MaxHeaderBytes bounds the metadata (HTTP/2 header list) of a call;
 	// a call with more is refused, naming the size (0: gRPC's 16 MiB).
 	MaxHeaderBytes int
@@ -95,6 +104,7 @@ func DefaultServerOptions() ServerOptions {
 		MaxConnections:    DefaultMaxConnections(),
 		MaxStreams:        1024,
 		MaxHeaderBytes:    64 << 10,
+		StreamWindowBytes: 4 << 20,
 	}
 }
 
@@ -166,6 +176,10 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	}
 	if opts.MaxStreams > 0 {
 		gopts = append(gopts, grpc.MaxConcurrentStreams(uint32(min(opts.MaxStreams, math.MaxUint32))))
+	}
+	if w := opts.StreamWindowBytes; w > 0 {
+		w = min(max(w, 64<<10), math.MaxInt32)
+		gopts = append(gopts, grpc.InitialWindowSize(int32(w)), grpc.InitialConnWindowSize(int32(max(w, 4<<20))))
 	}
 	if opts.MaxHeaderBytes > 0 {
 		gopts = append(gopts, grpc.MaxHeaderListSize(uint32(min(opts.MaxHeaderBytes, math.MaxUint32))))

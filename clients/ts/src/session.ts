@@ -847,7 +847,13 @@ export class Session {
    * sentBefore is how many requests earlier streams had sent.
    */
   #frameError(fe: FrameError, sentBefore: number): void {
-    if (fe.code !== Code.DataLoss) this.#confirm(fe.sequence);
+    if (fe.code !== Code.DataLoss && fe.code !== Code.Unavailable) {
+      // Not for a request not applied: acpnormd before 3dc7a74 answered a
+      // batch it could not apply with one FrameError, of the sequence of
+      // its last frame (each frame gets its own now), so the requests
+      // before it need not have been answered. As the Go client does.
+      this.#confirm(fe.sequence);
+    }
     switch (fe.code) {
       case Code.AlreadyExists:
         if (this.#upTo(fe.sequence) <= sentBefore) {

@@ -688,6 +688,87 @@ describe("Session on the wire", () => {
       await new Promise<void>((ok) => server.close(() => ok()));
     }
   });
+
+  // acpnormd before 3dc7a74 answered a batch (frames of one session read
+  // ahead and committed as one) that its store did not take with ONE
+  // FrameError UNAVAILABLE, carrying the sequence of the batch's last
+  // frame: "frames F to L ... were not applied". The current acpnormd
+  // gives each frame its own, in order, so it cannot be made to answer so;
+  // a fleet being upgraded still has such servers. The Session took the
+  // requests before that sequence for answered, as it does for a revision
+  // or another FrameError: it never sent the batch's other frames again,
+  // and the session lost them. An in-process server answers as that build
+  // did: frame 1 with a revision, frames 2 and 3 (a batch) with one
+  // UNAVAILABLE naming 3; every later stream answers nothing and counts
+  // all it got as applied.
+  it("sends again every frame of a batch an older server refused with one UNAVAILABLE naming its last frame", async () => {
+    const streams: NormalizeRequest[][] = [];
+    let firstSeq = 0n;
+    const handler = connectNodeAdapter({
+      routes: (router) =>
+        router.service(NormalizerService, {
+          async *normalize(reqs, ctx) {
+            const got: NormalizeRequest[] = [];
+            streams.push(got);
+            const first = streams.length === 1;
+            for await (const r of reqs) {
+              got.push(r);
+              if (!first || r.kind.case !== "frame") continue;
+              const seq = r.kind.value.sequence;
+              if (seq === firstSeq) {
+                yield {
+                  kind: {
+                    case: "shellExec",
+                    value: create(ShellExecSchema, { sessionId: "batch", toolCallId: "c1", revision: 1, sequence: seq, state: ShellState.RUNNING }),
+                  },
+                };
+              } else if (seq === firstSeq + 2n) {
+                yield {
+                  kind: {
+                    case: "frameError",
+                    value: {
+                      sessionId: "batch",
+                      sequence: seq,
+                      code: Code.Unavailable,
+                      message: `frames ${seq - 1n} to ${seq} of session "batch" were not applied: store: i/o timeout; they may be sent again`,
+                    },
+                  },
+                };
+              }
+            }
+            ctx.responseTrailer.set("acpnorm-requests-applied", String(got.length));
+          },
+        }),
+    });
+    const server = http2.createServer(handler);
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    const { port } = server.address() as AddressInfo;
+    const wire = new SessionClient([`127.0.0.1:${port}`], { backoff: { minMs: 10, maxMs: 50 } });
+    try {
+      const s = wire.session("batch");
+      firstSeq = s.firstSequence;
+      for (const m of ["one", "two", "three"]) s.send(Direction.AGENT_TO_CLIENT, `{"jsonrpc":"2.0","method":"${m}"}`);
+      await s.close(AbortSignal.timeout(10_000));
+      assert.equal(s.error, undefined);
+      assert.equal(s.stats().notApplied, 1, JSON.stringify(s.stats()));
+      assert.ok(streams.length >= 2, `${streams.length} streams`);
+      const second = streams[1]!.filter((r) => r.kind.case === "frame").map((r) => r.kind.value as AcpFrame);
+      assert.deepEqual(
+        second.map((f) => [f.sequence, { ...f.heldRevisions }, f.heldSequence]),
+        [
+          // All three again: the revision answered none of them (frame 1
+          // may make more), and the UNAVAILABLE none either. No
+          // held_sequence: no request was answered.
+          [firstSeq, { c1: 1 }, 0n],
+          [firstSeq + 1n, {}, 0n],
+          [firstSeq + 2n, {}, 0n],
+        ],
+      );
+    } finally {
+      wire.close();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  });
 });
 
 describe("A frame left out over the server's limit", () => {

@@ -850,3 +850,66 @@ class SessionWireTest(unittest.TestCase):
             self.assertEqual([(f.sequence, dict(f.held_revisions)) for f in second], [(first, {"c1": 1}), (first + 1, {})])
             self.assertEqual(s.call("c1").revision, 1)
             self.assertGreaterEqual(s.stats.resent, 2, s.stats)
+
+    def test_batch_refused_with_one_unavailable(self) -> None:
+        """acpnormd before 3dc7a74 answered a batch (frames of one session
+        read ahead and committed as one) that its store did not take with
+        ONE FrameError UNAVAILABLE, carrying the sequence of the batch's last
+        frame. The current acpnormd gives each frame its own, in order, so
+        it cannot be made to answer so; a fleet being upgraded still has
+        such servers. The Session took the requests before that sequence
+        for answered and never sent the batch's other frames again: the
+        session lost them. An in-process server answers as that build did."""
+        rec = _OneUnavailableForABatch()
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pb_grpc.add_NormalizerServiceServicer_to_server(rec, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        self.addCleanup(server.stop, None)
+        with acpnorm_client.SessionClient([f"127.0.0.1:{port}"], backoff=(0.01, 0.05)) as client:
+            s = client.session("batch")
+            rec.first_seq = first = s.first_sequence
+            for m in ("one", "two", "three"):
+                s.send(pb.DIRECTION_AGENT_TO_CLIENT, '{"jsonrpc":"2.0","method":"%s"}' % m)
+            s.close(timeout=10)
+            self.assertIsNone(s.error)
+            self.assertEqual(s.stats.not_applied, 1, s.stats)
+            self.assertGreaterEqual(len(rec.streams), 2)
+            second = [r.frame for r in rec.streams[1] if r.WhichOneof("kind") == "frame"]
+            # All three again: the revision answered none of them (frame 1
+            # may make more), and the UNAVAILABLE none either. No
+            # held_sequence: no request was answered.
+            self.assertEqual(
+                [(f.sequence, dict(f.held_revisions), f.held_sequence) for f in second],
+                [(first, {"c1": 1}, 0), (first + 1, {}, 0), (first + 2, {}, 0)],
+            )
+
+
+class _OneUnavailableForABatch(pb_grpc.NormalizerServiceServicer):
+    """Answers as acpnormd before 3dc7a74 did: on the first stream, frame 1
+    with a revision, frames 2 and 3 (a batch whose commit failed) with one
+    UNAVAILABLE naming 3; every later stream answers nothing and counts all
+    it got as applied."""
+
+    def __init__(self) -> None:
+        self.streams: list = []
+        self.first_seq = 0
+
+    def Normalize(self, request_iterator, context):
+        got: list = []
+        self.streams.append(got)
+        first = len(self.streams) == 1
+        for r in request_iterator:
+            got.append(r)
+            if not first or r.WhichOneof("kind") != "frame":
+                continue
+            seq = r.frame.sequence
+            if seq == self.first_seq:
+                yield pb.NormalizeResponse(shell_exec=pb.ShellExec(
+                    session_id="batch", tool_call_id="c1", revision=1, sequence=seq, state=pb.SHELL_STATE_RUNNING))
+            elif seq == self.first_seq + 2:
+                yield pb.NormalizeResponse(frame_error=pb.FrameError(
+                    session_id="batch", sequence=seq, code=grpc.StatusCode.UNAVAILABLE.value[0],
+                    message=f'frames {seq - 1} to {seq} of session "batch" were not applied: store: i/o timeout; '
+                    "they may be sent again"))
+        context.set_trailing_metadata((("acpnorm-requests-applied", str(len(got))),))

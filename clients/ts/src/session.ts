@@ -815,20 +815,26 @@ export class Session {
       stop.removeEventListener("abort", onStop);
       ctl.abort();
     }
-    const progress = () => this.#confirmed > answered;
-    if (rerr === undefined && closedSend) {
-      // The server ended the stream normally: its trailer counts the
-      // requests it applied, the options first. A stream that carried no
-      // answer ends "trailers-only": the count then comes with the headers.
-      const n = Number.parseInt(trailer?.get(TRAILER_APPLIED) ?? header?.get(TRAILER_APPLIED) ?? "", 10);
-      let p = progress();
-      if (n >= 1) {
-        const to = Math.min(from + n - 1, from + sent);
-        if (to > this.#confirmed) {
-          this.#answer(to);
-          p = true;
-        }
+    let p = this.#confirmed > answered;
+    // A stream the server ended (normally, or with an error: on shutdown,
+    // or idle past --stream-idle-timeout) carries the count of the
+    // requests it applied and answered, the options first, stopping at one
+    // not applied. A stream that carried no answer ends "trailers-only":
+    // the count then comes with the headers; an error's metadata holds
+    // both. A stream this Session ended (Retry, Lost) or that broke
+    // carries none.
+    let count: string | null | undefined;
+    if (rerr === undefined && closedSend) count = trailer?.get(TRAILER_APPLIED) ?? header?.get(TRAILER_APPLIED);
+    else if (rerr instanceof ConnectError) count = rerr.metadata.get(TRAILER_APPLIED);
+    const n = Number.parseInt(count ?? "", 10);
+    if (n >= 1) {
+      const to = Math.min(from + n - 1, from + sent);
+      if (to > this.#confirmed) {
+        this.#answer(to);
+        p = true;
       }
+    }
+    if (rerr === undefined && closedSend) {
       this.#cycle = false;
       if (this.#confirmed >= from + sent) {
         this.#flushing = this.#flushing && this.#confirmed < this.#total();
@@ -839,7 +845,7 @@ export class Session {
       throw new StreamEnd(p, new Retry("stream ended with requests unanswered"));
     }
     this.#notify();
-    throw new StreamEnd(progress(), rerr ?? new Retry("stream ended with requests unanswered"));
+    throw new StreamEnd(p, rerr ?? new Retry("stream ended with requests unanswered"));
   }
 
   /**

@@ -609,6 +609,63 @@ describe("Session bounds and failures", () => {
     assert.equal(s.stats().reconnects, 0);
   });
 
+  // acpnormd ends a stream that sent no request for --stream-idle-timeout
+  // with UNAVAILABLE and the applied trailer, to free its slot. The
+  // Session read that trailer only on a stream it had ended itself: the
+  // last request, which no later revision answered, stayed unanswered, so
+  // it opened a stream again at once, sent that request again and idled
+  // there, ended anew after each timeout, holding a slot for as long as
+  // it had nothing to send. As the Go client does, it now takes the count
+  // of a stream the server ended with an error too.
+  it("goes on after the server ended its idle stream, holding none while it has nothing to send", async (t) => {
+    const idleMs = 300;
+    const srv = await startServer(["--stream-idle-timeout", `${idleMs}ms`]);
+    servers.push(srv);
+    const lines = recording(REC);
+    const want = await baseline(srv.addr, lines);
+    // Idle with a call open: its revisions go on after.
+    let k = Math.floor(lines.length / 2);
+    while (!lines[k - 1]!.includes(`"sessionUpdate":"tool_call"`)) k++;
+    client = new SessionClient([srv.addr], { backoff: { minMs: 10, maxMs: 100 } });
+    const revisions = new Map<string, number[]>();
+    const s = client.session("idle", {
+      onRevision: (x) => revisions.set(x.toolCallId, [...(revisions.get(x.toolCallId) ?? []), x.revision]),
+    });
+    const send = (from: number, to: number) => {
+      for (const line of lines.slice(from, to)) {
+        const l = parseAcpLine(line);
+        if (l !== undefined) s.send(l.direction, l.message);
+      }
+    };
+    send(0, k);
+    await sleep(idleMs * 7); // the stream is ended once, after idleMs
+    const idle = s.stats();
+    const open = s.calls().filter((x) => x.state !== ShellState.ENDED);
+    assert.ok(open.length > 0, "a call is open while the session idles");
+    send(k, lines.length);
+    await s.close(AbortSignal.timeout(30_000));
+    const st = s.stats();
+    t.diagnostic(`idle: ${JSON.stringify(idle)}; at the end: ${JSON.stringify(st)}`);
+    assert.equal(idle.reconnects, 1, `the idle stream's end was not counted once: ${JSON.stringify(idle)}`);
+    assert.equal(idle.streams, 1, `streams opened while the session had nothing to send: ${JSON.stringify(idle)}`);
+    assert.equal(st.streams, 2, JSON.stringify(st));
+    assert.equal(st.resent, 0, JSON.stringify(st));
+    assert.equal(s.error, undefined);
+    assert.deepEqual(s.frameErrors(), []);
+    for (const x of open) {
+      const got = revisions.get(x.toolCallId)!;
+      assert.ok(got.length > x.revision, `call ${x.toolCallId}: no revision after the idle: ${got}`);
+    }
+    for (const [id, got] of revisions) {
+      assert.deepEqual(got, Array.from({ length: got.length }, (_, i) => i + 1), `call ${id}: revisions ${got}`);
+    }
+    assertSameFinals(s.calls(), want, true);
+    assert.deepEqual(
+      s.calls().map((x) => [x.toolCallId, x.revision]),
+      want.map((x) => [x.toolCallId, x.revision]),
+    );
+  });
+
   it("a closed session refuses more requests and keeps its calls", async () => {
     const srv = await startServer();
     servers.push(srv);

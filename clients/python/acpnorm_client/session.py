@@ -784,25 +784,30 @@ class Session:
             with self._cond:
                 self._call = None
                 self._cond.notify_all()
+        # A stream the server ended (normally, or with an error: on
+        # shutdown, or idle past --stream-idle-timeout) carries the count of
+        # the requests it applied and answered, the options first, stopping
+        # at one not applied. A stream this Session ended (_Retry, _Lost) or
+        # that broke carries none.
+        ended_by_server = (rerr is None and state["closed_send"]) or isinstance(rerr, grpc.RpcError)
+        n = 0
+        if ended_by_server:
+            for k, v in call.trailing_metadata() or ():
+                if k == _TRAILER_APPLIED:
+                    try:
+                        n = int(v)
+                    except ValueError:
+                        pass
         with self._cond:
             start, sent = state["start"], state["sent"]
             progress = self._confirmed > answered
+            if n >= 1:
+                to = min(start + n - 1, start + sent)
+                if to > self._confirmed:
+                    self._answer(to)
+                    progress = True
             if rerr is None and state["closed_send"]:
                 self._cycle = False
-                # The server ended the stream normally: its trailer counts
-                # the requests it applied, the options first.
-                n = 0
-                for k, v in call.trailing_metadata() or ():
-                    if k == _TRAILER_APPLIED:
-                        try:
-                            n = int(v)
-                        except ValueError:
-                            pass
-                if n >= 1:
-                    to = min(start + n - 1, start + sent)
-                    if to > self._confirmed:
-                        self._answer(to)
-                        progress = True
                 self._cond.notify_all()
                 if self._confirmed >= start + sent:
                     self._flushing = self._flushing and self._confirmed < self._total()

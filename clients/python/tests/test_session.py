@@ -374,6 +374,53 @@ class SessionBoundsTest(unittest.TestCase):
             with self.assertRaises(acpnorm_client.SessionClosedError):
                 s.send(0, "{}")
 
+    def test_stream_ended_idle(self) -> None:
+        """acpnormd ends a stream that sent no request for
+        --stream-idle-timeout with UNAVAILABLE and the applied trailer, to
+        free its slot. The Session read that trailer only on a stream it had
+        ended itself: the last request, which no later revision answered,
+        stayed unanswered, so it opened a stream again at once, sent that
+        request again and idled there, ended anew after each timeout. As the
+        Go client does, it takes the count of a stream the server ended with
+        an error too, and opens a stream only when it next sends."""
+        idle = 0.3
+        srv = Server(("--stream-idle-timeout", f"{int(idle * 1000)}ms"))
+        self.addCleanup(srv.stop)
+        lines = recording()
+        want = baseline(srv.addr, lines)
+        # Idle with a call open: its revisions go on after.
+        k = len(lines) // 2
+        while '"sessionUpdate":"tool_call"' not in lines[k - 1]:
+            k += 1
+        revisions: dict = {}
+
+        def on_rev(x: "pb.ShellExec") -> None:
+            revisions.setdefault(x.tool_call_id, []).append(x.revision)
+
+        with acpnorm_client.SessionClient([srv.addr], backoff=(0.01, 0.1)) as client:
+            s = client.session("idle", on_revision=on_rev)
+            send_lines(s, lines[:k])
+            time.sleep(idle * 7)  # the stream is ended once, after idle
+            at_idle = s.stats
+            open_calls = [x for x in s.calls() if x.state != pb.SHELL_STATE_ENDED]
+            self.assertTrue(open_calls, "a call is open while the session idles")
+            send_lines(s, lines[k:])
+            s.close(timeout=30)
+            st = s.stats
+            print(f"\n  idle: {at_idle}; at the end: {st}")
+            self.assertEqual(at_idle.reconnects, 1, f"the idle stream's end was not counted once: {at_idle}")
+            self.assertEqual(at_idle.streams, 1, f"streams opened while the session had nothing to send: {at_idle}")
+            self.assertEqual(st.streams, 2, st)
+            self.assertEqual(st.resent, 0, st)
+            self.assertIsNone(s.error)
+            self.assertEqual(s.frame_errors(), [])
+            for x in open_calls:
+                self.assertGreater(len(revisions[x.tool_call_id]), x.revision, f"call {x.tool_call_id}: none after the idle")
+            for cid, got in revisions.items():
+                self.assertEqual(got, list(range(1, len(got) + 1)), f"call {cid}")
+            self.assertEqual([final_of(x) for x in s.calls()], [final_of(x) for x in want])
+            self.assertEqual([(x.tool_call_id, x.revision) for x in s.calls()], [(x.tool_call_id, x.revision) for x in want])
+
 
 def send_patiently(s: "acpnorm_client.Session", lines: list, deadline: float) -> None:
     """Sends lines (parsed) to s as a caller that takes SessionFullError as

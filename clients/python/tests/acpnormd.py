@@ -6,7 +6,9 @@ The binary is $ACPNORMD_BIN; without it, it is built once from the module
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,12 +23,50 @@ import acpnorm_client
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 RECORDINGS = os.path.join(REPO_ROOT, "test", "testdata", "recordings")
 
+# What this module made that a test may leave behind: the processes it
+# started and did not stop (a test that failed before it stopped them),
+# and the directories it made. A test stops its processes; cleanup() stops
+# the rest and removes every directory, at the interpreter's exit, or
+# before, called by a runner that ends with os._exit (test/clients.sh).
+_running: set = set()
+_made_dirs: set = set()
+
+
+def _temp_dir(prefix: str) -> str:
+    d = tempfile.mkdtemp(prefix=prefix)
+    _made_dirs.add(d)
+    return d
+
+
+def _remove_dir(d: str) -> None:
+    shutil.rmtree(d, ignore_errors=True)
+    _made_dirs.discard(d)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    _running.discard(proc)
+
+
+def cleanup() -> None:
+    """SIGKILLs what this module started and nobody stopped, and removes
+    the directories it made."""
+    for proc in list(_running):
+        _kill(proc)
+    for d in list(_made_dirs):
+        _remove_dir(d)
+
+
+atexit.register(cleanup)
+
 
 def binary() -> str:
     path = os.environ.get("ACPNORMD_BIN")
     if path:
         return path
-    out = os.path.join(tempfile.mkdtemp(prefix="acpnormd-"), "acpnormd")
+    out = os.path.join(_temp_dir("acpnormd-"), "acpnormd")
     subprocess.run(["go", "build", "-o", out, "./cmd/acpnormd"], cwd=REPO_ROOT, check=True)
     os.environ["ACPNORMD_BIN"] = out
     return out
@@ -39,7 +79,7 @@ def test_certs() -> str:
     path = os.environ.get("ACPNORM_TEST_CERTS")
     if path:
         return path
-    out = tempfile.mkdtemp(prefix="acpnorm-certs-")
+    out = _temp_dir("acpnorm-certs-")
     subprocess.run(["go", "run", "./test/certgen", out], cwd=REPO_ROOT, check=True)
     os.environ["ACPNORM_TEST_CERTS"] = out
     return out
@@ -66,6 +106,7 @@ class Server:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        _running.add(self.proc)
         self._drainer = threading.Thread(target=self._drain, daemon=True)
         self._drainer.start()
         try:
@@ -106,9 +147,7 @@ class Server:
 
     def kill(self) -> None:
         """SIGKILL (no drain, no goodbye); returns when it exited."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        _kill(self.proc)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -116,8 +155,8 @@ class Server:
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                pass
+        _kill(self.proc)
         self._drainer.join(2)
         if not self._drainer.is_alive():
             self.proc.stderr.close()
@@ -125,22 +164,28 @@ class Server:
 
 class Redis:
     """Debian's redis-server on a free loopback port, without persistence,
-    in a fresh directory. restart() SIGKILLs it and starts it again, empty,
-    on the same port: what a store that lost its data looks like."""
+    in a fresh directory (``dir``, removed by stop()). restart() SIGKILLs it
+    and starts it again, empty, on the same port: what a store that lost its
+    data looks like."""
 
     def __init__(self) -> None:
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._dir = tempfile.mkdtemp(prefix="acpnorm-redis-")
+        self.dir = _temp_dir("acpnorm-redis-")
         self.proc = None
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self._dir, "--daemonize", "no"],
+             "--appendonly", "no", "--dir", self.dir, "--daemonize", "no"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
+        _running.add(self.proc)
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -154,12 +199,16 @@ class Redis:
                 raise RuntimeError(f"redis-server on port {self.port} did not start")
             time.sleep(0.05)
 
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+    def _kill(self) -> None:
+        if self.proc is not None:
+            _kill(self.proc)
         self.proc = None
 
+    def stop(self) -> None:
+        """SIGKILL, and removes its directory."""
+        self._kill()
+        _remove_dir(self.dir)
+
     def restart(self) -> None:
-        self.stop()
+        self._kill()
         self.start()

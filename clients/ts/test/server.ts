@@ -4,10 +4,11 @@
 // (`go build -o <tmp>/acpnormd ./cmd/acpnormd`).
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { connect as netConnect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { after } from "node:test";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect, type ConnectOptions, type NormalizerConnection } from "../src/index.js";
@@ -15,10 +16,50 @@ import { connect, type ConnectOptions, type NormalizerConnection } from "../src/
 export const repoRoot = resolve(fileURLToPath(new URL("../../..", import.meta.url)));
 export const recordingsDir = join(repoRoot, "test", "testdata", "recordings");
 
+// What this module made that a test may leave behind: the processes it
+// started and has not seen exit (a test that failed before it stopped
+// them), and the directories it made. A test stops its processes; what is
+// left is SIGKILLed once every test of the file ran (a child process
+// would keep the test process alive), and every directory is removed when
+// the test process exits (node --test runs each file in a process of its
+// own).
+const running = new Set<ChildProcess>();
+const madeDirs = new Set<string>();
+const killLeft = () => {
+  for (const p of running) p.kill("SIGKILL");
+};
+after(killLeft);
+process.once("exit", () => {
+  killLeft();
+  for (const d of madeDirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** Starts a child process that is SIGKILLed, if still running, when this process exits. */
+function spawnTracked(...args: Parameters<typeof spawn>): ChildProcess {
+  const p = spawn(...args);
+  running.add(p);
+  p.once("exit", () => running.delete(p));
+  p.once("error", () => running.delete(p));
+  return p;
+}
+
+/** A fresh directory under the system's temporary one, removed when this process exits. */
+function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  madeDirs.add(d);
+  return d;
+}
+
+/** Removes a directory tempDir made, now. */
+function removeDir(d: string): void {
+  rmSync(d, { recursive: true, force: true });
+  madeDirs.delete(d);
+}
+
 function binary(): string {
   const fromEnv = process.env.ACPNORMD_BIN;
   if (fromEnv) return fromEnv;
-  const out = join(mkdtempSync(join(tmpdir(), "acpnormd-")), "acpnormd");
+  const out = join(tempDir("acpnormd-"), "acpnormd");
   execFileSync("go", ["build", "-o", out, "./cmd/acpnormd"], {
     cwd: repoRoot,
     stdio: "inherit",
@@ -35,7 +76,7 @@ function binary(): string {
 export function testCerts(): string {
   const fromEnv = process.env.ACPNORM_TEST_CERTS;
   if (fromEnv) return fromEnv;
-  const out = mkdtempSync(join(tmpdir(), "acpnorm-certs-"));
+  const out = tempDir("acpnorm-certs-");
   execFileSync("go", ["run", "./test/certgen", out], { cwd: repoRoot, stdio: "inherit" });
   process.env.ACPNORM_TEST_CERTS = out;
   return out;
@@ -73,7 +114,7 @@ export interface RunningServer {
 export async function startServer(args: string[] = [], opts: ConnectOptions = {}): Promise<RunningServer> {
   const bin = binary();
   const addr = `127.0.0.1:${await freeLoopbackPort()}`;
-  const proc = spawn(bin, ["--listen", addr, "--metrics-listen=", ...args], {
+  const proc = spawnTracked(bin, ["--listen", addr, "--metrics-listen=", ...args], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
@@ -132,12 +173,16 @@ export async function startServer(args: string[] = [], opts: ConnectOptions = {}
 export interface RunningRedis {
   /** redis://127.0.0.1:PORT/0, for acpnormd --store. */
   url: string;
+  /** Its directory (--dir), removed by stop(). */
+  dir: string;
+  /** The pid of the redis-server running now, if one is. */
+  pid(): number | undefined;
   /**
    * SIGKILLs the server and starts it again, empty (no persistence), on
    * the same port: what a store that lost its data looks like.
    */
   restart(): Promise<void>;
-  /** SIGKILL; resolves when it exited. */
+  /** SIGKILL, and removes its directory; resolves when it exited. */
   stop(): Promise<void>;
   /** Sends a signal (SIGSTOP, SIGCONT) to the running server. */
   signal(sig: NodeJS.Signals): void;
@@ -149,18 +194,27 @@ export interface RunningRedis {
  */
 export async function startRedis(): Promise<RunningRedis> {
   const port = await freeLoopbackPort();
-  const dir = mkdtempSync(join(tmpdir(), "acpnorm-redis-"));
+  const dir = tempDir("acpnorm-redis-");
   let proc: ChildProcess | undefined;
   let exit: Promise<void> = Promise.resolve();
+  const kill = async () => {
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      proc.kill("SIGKILL");
+      await exit;
+    }
+    proc = undefined;
+  };
   const start = async () => {
-    const p = spawn(
+    const p = spawnTracked(
       "redis-server",
       ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"],
       { stdio: ["ignore", "ignore", "ignore"] },
     );
     proc = p;
-    exit = new Promise<void>((ok) => p.once("exit", () => ok()));
-    p.once("error", () => {});
+    exit = new Promise<void>((ok) => {
+      p.once("exit", () => ok());
+      p.once("error", () => ok()); // not started: no exit follows
+    });
     const deadline = Date.now() + 10_000;
     while (!(await ping(port))) {
       if (p.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
@@ -168,17 +222,21 @@ export async function startRedis(): Promise<RunningRedis> {
     }
   };
   const stop = async () => {
-    if (proc && proc.exitCode === null && proc.signalCode === null) {
-      proc.kill("SIGKILL");
-      await exit;
-    }
-    proc = undefined;
+    await kill();
+    removeDir(dir);
   };
-  await start();
+  try {
+    await start();
+  } catch (err) {
+    await stop();
+    throw err;
+  }
   return {
     url: `redis://127.0.0.1:${port}/0`,
+    dir,
+    pid: () => proc?.pid,
     restart: async () => {
-      await stop();
+      await kill();
       await start();
     },
     stop,

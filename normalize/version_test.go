@@ -293,3 +293,38 @@ func TestAgentVersionOnlyFromTheAgent(t *testing.T) {
 		assert.Equal(t, tc.version, last.AgentVersion, "direction %v", tc.dir)
 	}
 }
+
+// Once an initialize result named the agent, an agentInfo in another
+// result (a session/new result a wrapper or proxy fills in: ACP's carries
+// no protocolVersion) neither renames the agent nor changes its build. An
+// initialize result again (an agent restarted as another) does.
+func TestAgentInfoOutsideInitializeKeepsTheAgent(t *testing.T) {
+	n := normalize.New()
+	feed := func(f string) []*normalize.ShellExec {
+		out, err := n.Feed("s", []byte(f))
+		require.NoError(t, err)
+		return out
+	}
+	feed(initOpencode)
+	feed(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"x","agentInfo":{"name":"gemini-cli","version":"0.55.1"}}}`)
+	out := feed(openCall)
+	require.Len(t, out, 1)
+	assert.Equal(t, "opencode", out[0].Dialect)
+	assert.Equal(t, "1.2.3", out[0].AgentVersion)
+
+	feed(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"opencode","version":"1.3.0"}}}`)
+	out = feed(endCall)
+	require.Len(t, out, 1)
+	assert.Equal(t, "1.3.0", out[0].AgentVersion)
+
+	// A result without protocolVersion still names an agent not named
+	// yet (traces written by hand often leave it out).
+	m := normalize.New()
+	_, err := m.Feed("t", []byte(`{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"opencode","version":"1.2.3"}}}`))
+	require.NoError(t, err)
+	out, err = m.Feed("t", []byte(openCall))
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	assert.Equal(t, "opencode", out[0].Dialect)
+	assert.Equal(t, "1.2.3", out[0].AgentVersion)
+}

@@ -201,6 +201,10 @@ type responseResult struct {
 	// ProtocolVersion says the result is an `initialize` result (the
 	// member ACP requires there); only whether it is there is read.
 	ProtocolVersion signMember `json:"protocolVersion"`
+	// SessionID says the result is a session/new (or fork) result, which
+	// names no agent: an agentInfo a wrapper or a proxy adds there is not
+	// read. Only whether it is there is read.
+	SessionID signMember `json:"sessionId"`
 
 	// Meta is the result's `_meta`, for a dialect that reads the agent's
 	// build there (agentBuilds).
@@ -663,6 +667,13 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 	info := r.AgentInfo
 	if info == nil && r.ProtocolVersion.Present {
 		info = r.Info
+	}
+	if !r.ProtocolVersion.Present && (r.SessionID.Present || r.StopReason != nil) {
+		// Not an initialize result (a session/new or session/prompt
+		// result): an agentInfo there would rename the session's agent
+		// mid-session. One without protocolVersion and without these is
+		// still read, as hand-written traces name agents so.
+		info = nil
 	}
 	if info != nil {
 		f.AgentName = info.Name

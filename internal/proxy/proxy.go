@@ -32,7 +32,8 @@ type Config struct {
 	Command []string
 	// Stdin is what the client writes; Stdout is where the agent's stdout
 	// goes; Stderr gets the agent's stderr (an *os.File is handed to the
-	// agent as it is, so its stderr is not copied at all).
+	// agent as it is, so its stderr is not copied at all; any other writer
+	// is relayed to as stdout is, all of it, after the agent's exit too).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Signals are forwarded to the agent while it runs. One that comes
@@ -73,15 +74,17 @@ type Result struct {
 	spliced int64
 }
 
-// How long the agent's stdout may stay open and empty after the agent
-// exited (a child of it holds it); then the proxy stops reading.
+// How long the agent's stdout (or a copied stderr) may stay open and empty
+// after the agent exited (a child of it holds it); then the proxy stops
+// reading.
 const stdoutGrace = 2 * time.Second
 
-// drain ends the relay of the agent's stdout once the agent exited and
-// the pipe stayed empty for stdoutGrace: from then on each read of it may
-// wait that long for bytes. A read is bounded, not the relay: however long
-// a slow client takes to be written what was read, what is left in the
-// pipe is still read and relayed.
+// drain ends the relay of one of the agent's pipes (its stdout, or its
+// stderr when that is copied) once the agent exited and the pipe stayed
+// empty for stdoutGrace: from then on each read of it may wait that long
+// for bytes. A read is bounded, not the relay: however long a slow
+// consumer takes to be written what was read, what is left in the pipe is
+// still read and relayed.
 type drain struct {
 	f  *os.File
 	on atomic.Bool
@@ -138,14 +141,38 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	growPipe(inW)
 	growPipe(outR)
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, cfg.Stderr
-	cmd.WaitDelay = stdoutGrace // only when stderr is copied (not an *os.File)
+	cmd.Stdin, cmd.Stdout = inR, outW
+	// A stderr that is not a file is relayed from a pipe of the proxy's
+	// own, as stdout is: os/exec's copy would give up on what is left in
+	// the pipe 2 s after the agent's exit (Cmd.WaitDelay), or wait for a
+	// child of the agent that holds it for ever.
+	var errR, errW *os.File
+	switch e := cfg.Stderr.(type) {
+	case nil:
+	case *os.File:
+		cmd.Stderr = e
+	default:
+		if errR, errW, err = os.Pipe(); err != nil {
+			inR.Close()
+			inW.Close()
+			outR.Close()
+			outW.Close()
+			return Result{Status: 1}, err
+		}
+		cmd.Stderr = errW
+	}
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
+	if errW != nil {
+		errW.Close()
+	}
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		if errR != nil {
+			errR.Close()
+		}
 		status := 126
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			status = 127
@@ -210,6 +237,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		defer fromAgent.flush()
 		relay(cfg.Stdout, out, fromAgent, closeAgentIn)
 	}()
+	// agent's stderr -> Stderr, when it is copied. A Stderr that fails
+	// is let go; the pipe is still read, so the agent never waits on it.
+	var errOut *drain
+	agentErr := make(chan struct{})
+	if errR != nil {
+		errOut = &drain{f: errR}
+		go func() {
+			defer close(agentErr)
+			relay(cfg.Stderr, errOut, nil, func() {})
+		}()
+	} else {
+		close(agentErr)
+	}
 
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -228,21 +268,39 @@ wait:
 	// relay, a grace after its last bytes. A signal (the user stops the
 	// proxy) lets the rest go.
 	var stopSig os.Signal
-	if out.start() != nil {
-		select {
-		case <-agentOut:
-		case <-time.After(stdoutGrace):
-			outR.Close() // no deadlines: a child of the agent may hold it
+	for _, d := range []struct {
+		d    *drain
+		done chan struct{}
+	}{{out, agentOut}, {errOut, agentErr}} {
+		if d.d != nil && d.d.start() != nil {
+			select {
+			case <-d.done:
+			case <-time.After(stdoutGrace):
+				d.d.f.Close() // no deadlines: a child of the agent may hold it
+			}
 		}
 	}
-	select {
-	case <-agentOut:
-	case stopSig = <-cfg.Signals:
-		say(fmt.Sprintf("%v after the agent exited: its stdout is no longer read (what the client had not taken yet is dropped)", stopSig))
+	stop := func() {
 		outR.Close()
+		if errR != nil {
+			errR.Close()
+		}
 	}
-	<-agentOut
-	outR.Close()
+	for agentOut != nil || agentErr != nil {
+		select {
+		case <-agentOut:
+			agentOut = nil
+		case <-agentErr:
+			agentErr = nil
+		case sig := <-cfg.Signals:
+			if stopSig == nil {
+				stopSig = sig
+				say(fmt.Sprintf("%v after the agent exited: its stdout and stderr are no longer read (what was not taken yet is dropped)", stopSig))
+				stop()
+			}
+		}
+	}
+	stop()
 	closeAgentIn()
 	fromClient.flush() // the client's side may never close
 	if stopSig != nil {
@@ -275,9 +333,9 @@ wait:
 const relayBuf = pipeSize
 
 // relay copies src to dst as it comes, each read written on at once. The
-// feeder queues a copy of each read just before dst gets it (a copy, never
-// a wait), so that a line is queued before anything it causes on the other
-// side: the wire keeps cause before effect. When dst fails, onDstFail is
+// feeder, when set, queues a copy of each read just before dst gets it (a
+// copy, never a wait), so that a line is queued before anything it causes
+// on the other side: the wire keeps cause before effect. When dst fails, onDstFail is
 // called once and src is still read to its end.
 func relay(dst io.Writer, src io.Reader, f *feeder, onDstFail func()) {
 	buf := make([]byte, relayBuf)
@@ -285,7 +343,9 @@ func relay(dst io.Writer, src io.Reader, f *feeder, onDstFail func()) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			f.feed(buf[:n])
+			if f != nil {
+				f.feed(buf[:n])
+			}
 			if !dead {
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					if onDstFail == nil {

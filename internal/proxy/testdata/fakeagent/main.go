@@ -15,6 +15,8 @@
 //	fakeagent orphan D          start a child that holds stdout open for D
 //	                            writing nothing, write a line, then exit
 //	fakeagent linger D          sleep D, writing nothing (orphan's child)
+//	fakeagent spew N            write N bytes of numbered lines to stderr,
+//	                            then a JSON line to stdout, then exit
 package main
 
 import (
@@ -101,6 +103,17 @@ func main() {
 			os.Exit(2)
 		}
 		fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"x/orphaned"}`)
+	case "spew":
+		n, _ := strconv.Atoi(os.Args[2])
+		errOut := bufio.NewWriterSize(os.Stderr, 1<<16)
+		for i := 0; n > 0; i++ {
+			l := fmt.Sprintf("stderr line %08d %s\n", i, strings.Repeat("s", 40))
+			l = l[:min(n, len(l))]
+			errOut.WriteString(l)
+			n -= len(l)
+		}
+		errOut.Flush()
+		fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"x/spewed"}`)
 	case "linger":
 		d, _ := time.ParseDuration(os.Args[2])
 		time.Sleep(d)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ type proxyFlags struct {
 	maxFrame              int
 	queueBytes            int64
 	bufferBytes           int64
-	finish                time.Duration
+	finish, stall, drain  time.Duration
 	client                clientFlags
 	command               []string
 }
@@ -63,6 +64,10 @@ func proxyFlagSet() (*flag.FlagSet, *proxyFlags) {
 	fs.Int64Var(&f.bufferBytes, "buffer-bytes", proxy.DefaultBufferBytes, "with --addr: bytes of frames no acpnormd has answered yet (it is down or behind);\n"+
 		"past that, frames are dropped from normalization (counted), never from the relay")
 	fs.DurationVar(&f.finish, "finish-timeout", proxy.DefaultFinish, "after the agent exits, wait this long at most for the last of the record")
+	fs.DurationVar(&f.stall, "stall-timeout", proxy.DefaultStall, "after the agent exits, a write to the client (or to stderr) that makes no progress this long\n"+
+		"ends that relay: said, and the proxy exits nonzero")
+	fs.DurationVar(&f.drain, "drain-timeout", proxy.DefaultDrain, "after the agent exits, read its stdout and stderr this long at most once all it left there\n"+
+		"was read (a child of the agent may hold them and write on)")
 	f.client.register(fs)
 	return fs, f
 }
@@ -94,6 +99,10 @@ func parseProxy(args []string) (*proxyFlags, error) {
 		return nil, usagef("--addr %q names no address", f.addr)
 	case f.finish <= 0:
 		return nil, usagef("--finish-timeout %v is not positive", f.finish)
+	case f.stall <= 0:
+		return nil, usagef("--stall-timeout %v is not positive", f.stall)
+	case f.drain <= 0:
+		return nil, usagef("--drain-timeout %v is not positive", f.drain)
 	case f.addr == "" && f.client.set():
 		return nil, usagef("--tls, --ca-file, --cert-file, --key-file, --server-name and --token-file are for a server named by --addr")
 	case f.out != "" && f.out == f.wire:
@@ -112,7 +121,7 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	errLines := &stderrLines{w: stderr}
+	errLines := newStderrLines(stderr)
 	say := func(msg string) { _, _ = errLines.line([]byte("acpnormd proxy: " + msg + "\n")) }
 	rec := &proxy.Recorder{Session: f.session, Dialect: f.dialct, AllRevisions: f.revisions == "all", Say: say}
 
@@ -195,6 +204,7 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 		Command: f.command, Stdin: os.Stdin, Stdout: stdout, Stderr: agentErr,
 		Signals: sigs, Recorder: rec, Say: say,
 		MaxFrame: f.maxFrame, QueueLines: proxy.DefaultQueueLines, QueueBytes: f.queueBytes, Finish: f.finish,
+		Stall: f.stall, Drain: f.drain, StderrGone: errLines.abandon,
 	})
 	if err != nil {
 		say(err.Error())
@@ -205,6 +215,9 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if res.Status != 0 {
 		return exitStatus(res.Status)
+	}
+	if res.ClientStalled || res.StderrStalled {
+		return exitStatus(1) // the agent exited 0, but not all it wrote was relayed
 	}
 	return nil
 }
@@ -217,24 +230,58 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 // bytes (Write) go through as they are. Its methods are safe for
 // concurrent use; each write is whole before the next begins. (It has no
 // ReadFrom: a copy into a bytes.Buffer would read into the buffer's own
-// slice and lose a notice written meanwhile.)
+// slice and lose a notice written meanwhile.) Once abandoned (stderr's
+// reader took nothing for the stall bound), nothing more is written,
+// and a write waiting for its turn behind the stuck one gives up.
 type stderrLines struct {
-	mu     sync.Mutex
+	turn   chan struct{} // holds a token while a write is in progress
+	gone   chan struct{}
+	once   sync.Once
 	w      io.Writer
 	inLine bool // the last byte written was not a newline
 }
 
+var errStderrGone = errors.New("stderr takes nothing: given up")
+
+func newStderrLines(w io.Writer) *stderrLines {
+	return &stderrLines{turn: make(chan struct{}, 1), gone: make(chan struct{}), w: w}
+}
+
+// lock waits for the turn to write; false once abandoned.
+func (s *stderrLines) lock() bool {
+	select {
+	case <-s.gone:
+		return false
+	default:
+	}
+	select {
+	case s.turn <- struct{}{}:
+		return true
+	case <-s.gone:
+		return false
+	}
+}
+
+func (s *stderrLines) unlock() { <-s.turn }
+
+// abandon makes every later write, and every one waiting, give up.
+func (s *stderrLines) abandon() { s.once.Do(func() { close(s.gone) }) }
+
 // Write writes the agent's bytes.
 func (s *stderrLines) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if !s.lock() {
+		return 0, errStderrGone
+	}
+	defer s.unlock()
 	return s.write(p)
 }
 
 // line writes p, one or more whole lines, on a line of its own.
 func (s *stderrLines) line(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if !s.lock() {
+		return 0, errStderrGone
+	}
+	defer s.unlock()
 	if s.inLine {
 		if _, err := s.write([]byte{'\n'}); err != nil {
 			return 0, err

@@ -32,6 +32,8 @@ func TestProxyUsageErrors(t *testing.T) {
 		{[]string{"proxy", "--out", "-", "--max-frame", "0", "--", "cat"}, "--max-frame 0 is below 1"},
 		{[]string{"proxy", "--out", "-", "--queue-bytes", "10", "--max-frame", "100", "--", "cat"}, "--queue-bytes 10 is below --max-frame 100"},
 		{[]string{"proxy", "--out", "-", "--finish-timeout", "0s", "--", "cat"}, "--finish-timeout 0s is not positive"},
+		{[]string{"proxy", "--out", "-", "--stall-timeout", "0s", "--", "cat"}, "--stall-timeout 0s is not positive"},
+		{[]string{"proxy", "--out", "-", "--drain-timeout", "-1s", "--", "cat"}, "--drain-timeout -1s is not positive"},
 		{[]string{"proxy", "--out", "-", "--token-file", "t", "--", "cat"}, "are for a server named by --addr"},
 		{[]string{"proxy", "--out", "x", "--wire", "x", "--", "cat"}, `--out and --wire name the same file "x"`},
 		{[]string{"proxy", "--wire", "-", "--", "cat"}, "--wire takes a FILE, not -"},

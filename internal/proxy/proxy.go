@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +49,15 @@ type Config struct {
 	QueueBytes int64
 	// Finish bounds how long the Recorder may take after the agent exited.
 	Finish time.Duration
+	// After the agent exited, a write to Stdout (or to a copied Stderr)
+	// that makes no progress for Stall ends that relay (Result says so).
+	// What reaches the agent's pipes after all it left there was read is
+	// a child's of the agent that holds them: it is read until Drain after
+	// the exit at most. Zero is the default.
+	Stall, Drain time.Duration
+	// StderrGone, when set, is called when the relay to a copied Stderr is
+	// given up for a stall: nothing more should be written there.
+	StderrGone func()
 	// Say prints one notice (the proxy's stderr).
 	Say func(msg string)
 }
@@ -60,6 +68,8 @@ const (
 	DefaultQueueLines = 4096
 	DefaultQueueBytes = 64 << 20
 	DefaultFinish     = 5 * time.Second
+	DefaultStall      = 10 * time.Second
+	DefaultDrain      = 10 * time.Second
 )
 
 // Result is how a run ended.
@@ -70,44 +80,12 @@ type Result struct {
 	Status int
 	// Drops is what normalization did not get.
 	Drops Drops
+	// ClientStalled and StderrStalled say that after the agent exited a
+	// write to Stdout, or to the copied Stderr, made no progress for
+	// Config.Stall, and that relay was given up.
+	ClientStalled, StderrStalled bool
 	// spliced is how many bytes went from pipe to pipe inside the kernel.
 	spliced int64
-}
-
-// How long the agent's stdout (or a copied stderr) may stay open and empty
-// after the agent exited (a child of it holds it); then the proxy stops
-// reading.
-const stdoutGrace = 2 * time.Second
-
-// drain ends the relay of one of the agent's pipes (its stdout, or its
-// stderr when that is copied) once the agent exited and the pipe stayed
-// empty for stdoutGrace: from then on each read of it may wait that long
-// for bytes. A read is bounded, not the relay: however long a slow
-// consumer takes to be written what was read, what is left in the pipe is
-// still read and relayed.
-type drain struct {
-	f  *os.File
-	on atomic.Bool
-}
-
-// start bounds the reads from now on, the one waiting included. An error
-// says the pipe takes no deadline (the caller bounds the relay instead).
-func (d *drain) start() error {
-	d.on.Store(true)
-	return d.f.SetReadDeadline(time.Now().Add(stdoutGrace))
-}
-
-// arm bounds the next read, once the agent exited.
-func (d *drain) arm() {
-	if d.on.Load() {
-		_ = d.f.SetReadDeadline(time.Now().Add(stdoutGrace))
-	}
-}
-
-// Read is the copying relay's read of the agent's stdout.
-func (d *drain) Read(p []byte) (int, error) {
-	d.arm()
-	return d.f.Read(p)
 }
 
 // Run starts the agent, relays until it exits, and returns its status. The
@@ -222,30 +200,30 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return
 		}
 		defer fromClient.flush()
-		relay(inW, cfg.Stdin, fromClient, nil)
+		relay(inW, cfg.Stdin, fromClient, nil, nil)
 	}()
 	// agent -> client. When the client stops reading, the agent's stdin is
 	// closed; its output is still read, for normalization.
 	agentOut := make(chan struct{})
-	out := &drain{f: outR}
+	out := newDrain(outR)
 	go func() {
 		defer close(agentOut)
 		if sp != nil {
-			sp.relay(clientOut, outR, fromAgent, closeAgentIn, out.arm)
+			sp.relay(clientOut, outR, fromAgent, closeAgentIn, out)
 			return
 		}
 		defer fromAgent.flush()
-		relay(cfg.Stdout, out, fromAgent, closeAgentIn)
+		relay(cfg.Stdout, out, fromAgent, closeAgentIn, out)
 	}()
 	// agent's stderr -> Stderr, when it is copied. A Stderr that fails
 	// is let go; the pipe is still read, so the agent never waits on it.
 	var errOut *drain
 	agentErr := make(chan struct{})
 	if errR != nil {
-		errOut = &drain{f: errR}
+		errOut = newDrain(errR)
 		go func() {
 			defer close(agentErr)
-			relay(cfg.Stderr, errOut, nil, func() {})
+			relay(cfg.Stderr, errOut, nil, func() {}, errOut)
 		}()
 	} else {
 		close(agentErr)
@@ -263,44 +241,90 @@ wait:
 			break wait
 		}
 	}
-	// What the agent wrote is all relayed, however slow the client; only
-	// a pipe that stays empty (a child of the agent holds it) ends the
-	// relay, a grace after its last bytes. A signal (the user stops the
-	// proxy) lets the rest go.
-	var stopSig os.Signal
-	for _, d := range []struct {
+	// What the agent wrote is all relayed, however slow the client (or
+	// the reader of a copied stderr); a pipe that stays empty (a child of
+	// the agent holds it) ends its relay a grace after its last bytes, and
+	// what a child writes after all the agent left there was read is
+	// relayed until the drain limit. A consumer whose write makes no
+	// progress for the stall bound is given up. A signal (the user stops
+	// the proxy) lets the rest go.
+	exit := time.Now()
+	stall, limit := cfg.Stall, cfg.Drain
+	if stall <= 0 {
+		stall = DefaultStall
+	}
+	if limit <= 0 {
+		limit = DefaultDrain
+	}
+	var res Result
+	// The relays after the exit: stdout's, and stderr's when it is copied.
+	// A done channel is nil once the relay ended or was given up.
+	type pipeRelay struct {
 		d    *drain
 		done chan struct{}
-	}{{out, agentOut}, {errOut, agentErr}} {
-		if d.d != nil && d.d.start() != nil {
+		dst  io.Writer
+		name string
+	}
+	outRelay := &pipeRelay{out, agentOut, cfg.Stdout, "stdout"}
+	errRelay := &pipeRelay{errOut, agentErr, cfg.Stderr, "stderr"}
+	relays := []*pipeRelay{outRelay}
+	if errOut != nil {
+		relays = append(relays, errRelay)
+	} else {
+		errRelay.done = nil
+	}
+	for _, r := range relays {
+		if r.d.start(exit, limit) != nil {
 			select {
-			case <-d.done:
+			case <-r.done:
 			case <-time.After(stdoutGrace):
-				d.d.f.Close() // no deadlines: a child of the agent may hold it
+				r.d.f.Close() // no deadlines: a child of the agent may hold it
 			}
 		}
 	}
-	stop := func() {
-		outR.Close()
-		if errR != nil {
-			errR.Close()
-		}
-	}
-	for agentOut != nil || agentErr != nil {
+	check := time.NewTicker(min(stall/4, 250*time.Millisecond))
+	defer check.Stop()
+	var stopSig os.Signal
+	for outRelay.done != nil || errRelay.done != nil {
 		select {
-		case <-agentOut:
-			agentOut = nil
-		case <-agentErr:
-			agentErr = nil
+		case <-outRelay.done:
+			outRelay.done = nil
+		case <-errRelay.done:
+			errRelay.done = nil
 		case sig := <-cfg.Signals:
 			if stopSig == nil {
 				stopSig = sig
 				say(fmt.Sprintf("%v after the agent exited: its stdout and stderr are no longer read (what was not taken yet is dropped)", stopSig))
-				stop()
+				for _, r := range relays {
+					r.d.f.Close()
+				}
+			}
+		case now := <-check.C:
+			for _, r := range relays {
+				if r.done == nil || !r.d.stalled(now, exit, stall) {
+					continue
+				}
+				r.done = nil
+				r.d.abandon(r.dst)
+				if r == outRelay {
+					res.ClientStalled = true
+					fromAgent.flush()
+					say(fmt.Sprintf("the client took nothing of its stdout for %v after the agent exited: what it had not taken is dropped", stall))
+				} else {
+					res.StderrStalled = true
+					if cfg.StderrGone != nil {
+						cfg.StderrGone()
+					}
+				}
 			}
 		}
 	}
-	stop()
+	for _, r := range relays {
+		r.d.f.Close()
+		if r.d.cut() && !(r == outRelay && res.ClientStalled) && !(r == errRelay && res.StderrStalled) {
+			say(fmt.Sprintf("a child of the agent still held its %s %v after the agent exited: it is read no more (what the child writes there is not relayed)", r.name, limit))
+		}
+	}
 	closeAgentIn()
 	fromClient.flush() // the client's side may never close
 	if stopSig != nil {
@@ -324,7 +348,8 @@ wait:
 		recCancel(fmt.Errorf("%v after the agent exited", sig))
 		<-recDone
 	}
-	return Result{Status: exitStatus(cmd.ProcessState, waitErr), Drops: t.dropped(), spliced: sp.spliced()}, nil
+	res.Status, res.Drops, res.spliced = exitStatus(cmd.ProcessState, waitErr), t.dropped(), sp.spliced()
+	return res, nil
 }
 
 // relayBuf is the most one read of the relay takes: as much as a pipe the
@@ -335,9 +360,10 @@ const relayBuf = pipeSize
 // relay copies src to dst as it comes, each read written on at once. The
 // feeder, when set, queues a copy of each read just before dst gets it (a
 // copy, never a wait), so that a line is queued before anything it causes
-// on the other side: the wire keeps cause before effect. When dst fails, onDstFail is
-// called once and src is still read to its end.
-func relay(dst io.Writer, src io.Reader, f *feeder, onDstFail func()) {
+// on the other side: the wire keeps cause before effect. When dst fails,
+// onDstFail is called once and src is still read to its end. d, when set,
+// is src's drain: the writes to dst go through it (drain.write).
+func relay(dst io.Writer, src io.Reader, f *feeder, onDstFail func(), d *drain) {
 	buf := make([]byte, relayBuf)
 	dead := false
 	for {
@@ -347,7 +373,7 @@ func relay(dst io.Writer, src io.Reader, f *feeder, onDstFail func()) {
 				f.feed(buf[:n])
 			}
 			if !dead {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
+				if werr := d.write(dst, buf[:n]); werr != nil {
 					if onDstFail == nil {
 						return
 					}

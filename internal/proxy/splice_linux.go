@@ -115,12 +115,10 @@ func spliceable(stdin any, stdout any) (in, out *os.File, ok bool) {
 // into the consumer's pipe just before it moves (so that a line is queued
 // before anything it causes on the other side, as with the copying relay).
 // When dst fails, onDstFail is called once and src is still read to its
-// end (and teed); with a nil onDstFail the relay ends there. arm, when
-// set, is called before each read of src (drain.arm).
-func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func(), arm func()) {
-	if arm == nil {
-		arm = func() {}
-	}
+// end (and teed); with a nil onDstFail the relay ends there. d, when
+// set, bounds each read of src once the agent exited and sees the writes
+// to dst progress (drain).
+func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func(), d *drain) {
 	defer f.flush()
 	srcRC, err1 := src.SyscallConn()
 	dstRC, err2 := dst.SyscallConn()
@@ -135,17 +133,19 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func(), arm func
 		var dropped []byte
 		var eof bool
 		var rerr error
-		arm()
+		d.arm()
 		werr := wait(srcRC, srcNB, unix.POLLIN, func(sfd int) bool {
 			n, dropped, eof, rerr = s.take(sfd, f, &buf)
 			return n > 0 || dropped != nil || eof || rerr != nil
-		})
+		}, nil)
 		if werr != nil || rerr != nil || eof {
+			d.ended(werr)
 			return
 		}
+		d.took(n + len(dropped))
 		if dropped != nil {
 			if !dead {
-				if _, err := dst.Write(dropped); err != nil {
+				if err := d.write(dst, dropped); err != nil {
 					if onDstFail == nil {
 						return
 					}
@@ -156,7 +156,7 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func(), arm func
 			continue
 		}
 		if !dead {
-			moved, err := move(dstRC, dstNB, srcRC, n)
+			moved, err := move(dstRC, dstNB, srcRC, n, d)
 			s.moved.Add(int64(moved))
 			if err == nil {
 				continue
@@ -172,7 +172,7 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func(), arm func
 		if buf == nil {
 			buf = make([]byte, relayBuf)
 		}
-		arm()
+		d.arm()
 		if _, err := io.ReadFull(src, buf[:n]); err != nil {
 			return
 		}
@@ -261,7 +261,11 @@ func (s *splicer) take(sfd int, f *feeder, buf *[]byte) (n int, dropped []byte, 
 }
 
 // move splices n bytes from src to dst and returns how many it moved.
-func move(dstRC syscall.RawConn, dstNB bool, srcRC syscall.RawConn, n int) (int, error) {
+// Each splice that moves bytes is progress for d (when set), and a d given
+// up ends a wait on a blocking dst.
+func move(dstRC syscall.RawConn, dstNB bool, srcRC syscall.RawConn, n int, d *drain) (int, error) {
+	d.writing(true)
+	defer d.writing(false)
 	moved := 0
 	for moved < n {
 		var m int64
@@ -274,7 +278,7 @@ func move(dstRC syscall.RawConn, dstNB bool, srcRC syscall.RawConn, n int) (int,
 				e = cerr
 			}
 			return e != unix.EAGAIN && e != unix.EINTR
-		})
+		}, d.given())
 		switch {
 		case werr != nil:
 			return moved, werr
@@ -284,6 +288,7 @@ func move(dstRC syscall.RawConn, dstNB bool, srcRC syscall.RawConn, n int) (int,
 			return moved, io.ErrUnexpectedEOF // src lost what was teed of it
 		}
 		moved += int(m)
+		d.progressed()
 	}
 	return moved, nil
 }
@@ -299,11 +304,15 @@ func nonblocking(rc syscall.RawConn) bool {
 	return nb
 }
 
+// errGivenUp ends a wait for a blocking fd the relay gave up on.
+var errGivenUp = errors.New("the relay gave up")
+
 // wait runs op on rc's fd until it returns true, waiting for the fd to be
 // ready (ev) between tries: by Go's poller when the fd is non-blocking
-// (closing the file ends the wait), or else by poll(2), as a blocking read
-// or write would wait.
-func wait(rc syscall.RawConn, nb bool, ev int16, op func(fd int) bool) error {
+// (closing the file or a deadline ends the wait), or else by poll(2), as a
+// blocking read or write would wait; then, when given is set, the wait
+// also ends once given closes (errGivenUp).
+func wait(rc syscall.RawConn, nb bool, ev int16, op func(fd int) bool, given <-chan struct{}) error {
 	f := func(fd uintptr) bool { return op(int(fd)) }
 	if nb {
 		if ev == unix.POLLIN {
@@ -319,11 +328,25 @@ func wait(rc syscall.RawConn, nb bool, ev int16, op func(fd int) bool) error {
 		if ev != unix.POLLIN && op(int(fd)) {
 			return
 		}
+		timeout := -1
+		if given != nil {
+			timeout = 100 // ms: to look at given
+		}
 		for {
 			pfd := []unix.PollFd{{Fd: int32(fd), Events: ev}}
-			if _, e := unix.Poll(pfd, -1); e != nil && !errors.Is(e, unix.EINTR) {
+			k, e := unix.Poll(pfd, timeout)
+			if e != nil && !errors.Is(e, unix.EINTR) {
 				err = e
 				return
+			}
+			if k == 0 && e == nil {
+				select {
+				case <-given:
+					err = errGivenUp
+					return
+				default:
+					continue
+				}
 			}
 			if op(int(fd)) {
 				return

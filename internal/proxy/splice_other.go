@@ -13,7 +13,7 @@ func newSplicer(*tee, func(error)) *splicer { return nil }
 
 func spliceable(any, any) (in, out *os.File, ok bool) { return nil, nil, false }
 
-func (*splicer) close()                                      {}
-func (*splicer) relay(_, _ *os.File, _ *feeder, _, _ func()) {}
+func (*splicer) close()                                             {}
+func (*splicer) relay(_, _ *os.File, _ *feeder, _ func(), _ *drain) {}
 
 func (*splicer) spliced() int64 { return 0 }

@@ -330,3 +330,21 @@ func TestElideRepeatedLiteral(t *testing.T) {
 		assert.Equal(t, `"`+[]string{x, x, y, y}[k]+`"`, string(lits[k].Raw), "literal %d", k)
 	}
 }
+
+// TestFoldKeyIsEncodingJSON: FoldKey matches a key to a field name as
+// encoding/json does, Unicode letters whose case mappings leave their
+// fold orbit ("ı", "İ") included.
+func TestFoldKeyIsEncodingJSON(t *testing.T) {
+	for _, key := range []string{"kind", "KIND", "Kınd", "KİND", "ſtatus", "\u212aind", "Kind_", "ÉTÉ", "été"} {
+		for _, field := range []string{"Kind", "Status", "Été"} {
+			var v struct {
+				Kind   string `json:"kind"`
+				Status string
+				Ete    string `json:"Été"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(`{"`+key+`":"x"}`), &v))
+			matched := map[string]bool{"Kind": v.Kind == "x", "Status": v.Status == "x", "Été": v.Ete == "x"}[field]
+			assert.Equal(t, matched, FoldKey([]byte(`"`+key+`"`)) == string(foldName(nil, []byte(field))), "key %q, field %q", key, field)
+		}
+	}
+}

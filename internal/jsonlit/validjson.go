@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"sync"
 	"sync/atomic"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -132,8 +131,9 @@ func ValueEnd(b []byte, i int) int {
 }
 
 // FoldKey unquotes an object key and folds it as encoding/json does to
-// match keys to field names: ASCII letters to upper case, other letters
-// to the upper case of their lower case. A folded key met before is
+// match keys to field names: ASCII letters to upper case, every other
+// rune to the smallest of its Unicode simple-fold orbit (foldRune, as
+// strings.EqualFold compares: "ı" is no "I"). A folded key met before is
 // taken from foldedKeys, so that reading it allocates nothing.
 func FoldKey(lit []byte) string {
 	k := lit
@@ -157,7 +157,7 @@ func FoldKey(lit []byte) string {
 			continue
 		}
 		r, n := utf8.DecodeRune(k[i:])
-		out = utf8.AppendRune(out, unicode.ToUpper(unicode.ToLower(r)))
+		out = utf8.AppendRune(out, foldRune(r))
 		i += n
 	}
 	if m := foldedKeys.Load(); m != nil {

@@ -999,13 +999,10 @@ func (ss *sessions) setCwd(s *session, dir string, r *reply) bool {
 	return true
 }
 
-// maxRejects bounds the reject options an ask keeps (ACP's kinds give an
-// ask two: reject_once and reject_always).
-const maxRejects = 16
-
 // keepAsk remembers a permission ask about call until its answer: its
 // reject options, which tell a rejection from an approval, bounded in
-// number and length and charged as held text.
+// number (the dialect reads at most dialect.MaxAskRejects distinct ones)
+// and length, and charged as held text.
 func (ss *sessions) keepAsk(s *session, a *dialect.Ask, call string, r *reply) {
 	if n := len(a.RequestID); n > ss.cfg.MaxIDBytes {
 		ss.refused(r, LimitIDBytes)
@@ -1019,24 +1016,20 @@ func (ss *sessions) keepAsk(s *session, a *dialect.Ask, call string, r *reply) {
 		return
 	}
 	var reject []string
-	long, longest, over := 0, 0, 0
+	long, longest := 0, 0
 	for _, o := range a.RejectOptions {
-		switch {
-		case len(o) > ss.cfg.MaxIDBytes:
+		if len(o) > ss.cfg.MaxIDBytes {
 			long, longest = long+1, max(longest, len(o))
-		case slices.Contains(reject, o):
-		case len(reject) == maxRejects:
-			over++
-		default:
-			reject = append(reject, o)
+			continue
 		}
+		reject = append(reject, o)
 	}
 	if long > 0 {
 		ss.refused(r, LimitIDBytes)
 		r.fail(InvalidArgument, call, "frame %d of session %q asks permission with %d reject options whose optionId is over the %d-byte limit for ids (the longest: %d bytes; WithMaxIDBytes, acpnormd --max-id-bytes); they are not kept, and an answer choosing one is not read as a rejection", r.seq, s.id, long, ss.cfg.MaxIDBytes, longest)
 	}
-	if over > 0 {
-		r.fail(InvalidArgument, call, "frame %d of session %q asks permission with %d reject options, over the %d an ask keeps; the first %d are kept, and an answer choosing another is not read as a rejection", r.seq, s.id, len(reject)+over, maxRejects, maxRejects)
+	if over := a.UnreadRejects; over > 0 {
+		r.fail(InvalidArgument, call, "frame %d of session %q asks permission with %d more reject options than the %d distinct ones an ask reads; they are not read, and an answer choosing one is not read as a rejection", r.seq, s.id, over, dialect.MaxAskRejects)
 	}
 	k := ask{callID: call, reject: reject}
 	if limit := ss.holdState(s, k.size()); limit != "" {

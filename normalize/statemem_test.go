@@ -59,33 +59,47 @@ func messages(errs []*normalize.FrameError) string {
 	return b.String()
 }
 
-// An ask keeps at most 16 reject options, none longer than the id limit;
-// what it keeps is held text until its answer.
+// An ask is read with at most 16 distinct reject options, and keeps those
+// within the id limit; what it keeps is held text until its answer.
 func TestAskRejectOptionsBoundedAndCharged(t *testing.T) {
 	n := normalize.New()
 	require.Empty(t, feedErrs(t, n, "s", tcOpen("c1", "rm x")))
 	before := heldBy(t, n, "s")
+	// Read: the long one and no00 to no14 (no03 again is the same
+	// option); not read: no15 to no19.
 	opts := []string{option("ok", "allow_once"), option(strings.Repeat("r", 300), "reject_once")}
 	for i := range 20 {
 		opts = append(opts, option(fmt.Sprintf("no%02d", i), "reject_always"))
+		if i == 5 {
+			opts = append(opts, option("no03", "reject_once"))
+		}
 	}
 	errs := feedErrs(t, n, "s", askWith(5, "c1", opts...))
 	require.Len(t, errs, 2, messages(errs))
 	assert.Equal(t, normalize.InvalidArgument, errs[0].Code)
 	assert.Contains(t, errs[0].Message, "--max-id-bytes")
 	assert.Contains(t, errs[0].Message, "300 bytes")
-	assert.Contains(t, errs[1].Message, "16")
+	assert.Contains(t, errs[1].Message, "5 more reject options than the 16")
 	assert.Equal(t, "c1", errs[1].ToolCallID)
-	assert.Equal(t, before+16*4, heldBy(t, n, "s"), "the 16 reject options kept are held")
+	assert.Equal(t, before+15*4, heldBy(t, n, "s"), "the 15 reject options kept are held")
 
 	// A kept reject is still read as one, and its answer gives the
 	// bytes back.
-	require.Empty(t, feedErrs(t, n, "s", chose(5, "no15")))
+	require.Empty(t, feedErrs(t, n, "s", chose(5, "no14")))
 	assert.Equal(t, before, heldBy(t, n, "s"))
 	execs, err := n.Feed("s", []byte(tcStatus("c1", "failed")))
 	require.NoError(t, err)
 	require.NotEmpty(t, execs)
 	assert.Equal(t, normalize.Cancelled, execs[len(execs)-1].Outcome, "the user rejected it")
+
+	// One not read is not.
+	require.Empty(t, feedErrs(t, n, "s", tcOpen("c2", "rm y")))
+	require.Len(t, feedErrs(t, n, "s", askWith(6, "c2", opts...)), 2)
+	require.Empty(t, feedErrs(t, n, "s", chose(6, "no15")))
+	execs, err = n.Feed("s", []byte(tcStatus("c2", "failed")))
+	require.NoError(t, err)
+	require.NotEmpty(t, execs)
+	assert.Equal(t, normalize.Failed, execs[len(execs)-1].Outcome, "no15 was not read as a rejection")
 }
 
 // Asks past the session's memory share are not kept (their answers are

@@ -85,9 +85,13 @@ type Frame struct {
 type Ask struct {
 	// RequestID is the JSON-RPC id, as raw JSON text.
 	RequestID string
-	// RejectOptions are the optionIds whose kind is reject_once or
-	// reject_always.
+	// RejectOptions are the distinct optionIds of the first
+	// MaxAskRejects options whose kind is a reject kind (reject_once,
+	// reject_always), in order.
 	RejectOptions []string
+	// UnreadRejects counts the reject options after those, whose optionId
+	// is none of theirs: they are not read.
+	UnreadRejects int
 }
 
 // Answer is a client's response to a permission ask.
@@ -123,11 +127,9 @@ type message[U any] struct {
 		Subject *struct {
 			ToolCall *U `json:"toolCall"`
 		} `json:"subject"`
-		Options []struct {
-			OptionID string `json:"optionId"`
-			Kind     string `json:"kind"`
-		} `json:"options"`
-		Cwd string `json:"cwd"`
+		// Options are a permission ask's, bounded (see askOptions).
+		Options askOptions `json:"options"`
+		Cwd     string     `json:"cwd"`
 		// ReplayFrom is ACP v2 session/resume's: present, the agent
 		// replays the session's history (v1's session/load).
 		ReplayFrom signMember `json:"replayFrom"`
@@ -443,7 +445,10 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 	if _, typeErr := err.(*json.UnmarshalTypeError); err != nil && !typeErr {
 		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
 	}
-	if m.JSONRPC.Bad || m.Method.Bad || (err != nil && strictParams(m.Method.S)) {
+	// A type error in a permission ask's options is noted by askOptions,
+	// which never fails.
+	badOptions := m.Params != nil && m.Params.Options.bad != nil && m.Method.S == "session/request_permission"
+	if m.JSONRPC.Bad || m.Method.Bad || badOptions || (err != nil && strictParams(m.Method.S)) {
 		// The light frame has the frame's types (see walk), and big
 		// outputs taken out of it.
 		if err := checkStrict(walk); err != nil {
@@ -530,12 +535,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		if p == nil {
 			return f, fmt.Errorf("%w: session/request_permission without params", ErrBadFrame)
 		}
-		f.Ask = &Ask{RequestID: m.ID.Text}
-		for _, o := range p.Options {
-			if strings.HasPrefix(o.Kind, "reject") {
-				f.Ask.RejectOptions = append(f.Ask.RejectOptions, o.OptionID)
-			}
-		}
+		f.Ask = &Ask{RequestID: m.ID.Text, RejectOptions: p.Options.reject, UnreadRejects: p.Options.unread}
 		tc := p.ToolCall
 		if tc == nil && p.Subject != nil {
 			tc = p.Subject.ToolCall // ACP v2
@@ -711,21 +711,32 @@ func readResponse(f *Frame, id *rawID, r *responseResult) {
 // problem as encoding/json does.
 
 type envelope struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
+	JSONRPC string   `json:"jsonrpc"`
+	ID      rawValue `json:"id"`
+	Method  string   `json:"method"`
+	Params  rawValue `json:"params"`
+	Result  rawValue `json:"result"`
 }
 
+// rawValue is a member's value as its bytes in the message, which the
+// decoders hand over without copying (as they do to resultMeta): unlike
+// a json.RawMessage it is no copy of a params that may be most of a
+// 16 MiB frame, and it is valid only while the message is read.
+type rawValue []byte
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (r *rawValue) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
+// permissionEnvelope is the strict layer of a permission ask's params,
+// which strictAsk checks without decoding its options into a list.
 type permissionEnvelope struct {
 	ToolCall struct {
 		ToolCallID string `json:"toolCallId"`
 	} `json:"toolCall"`
-	Options []struct {
-		OptionID string `json:"optionId"`
-		Kind     string `json:"kind"`
-	} `json:"options"`
+	Options askOptions `json:"options"`
 }
 
 // checkStrict returns the error of a message whose JSON-RPC layer has a
@@ -753,7 +764,9 @@ func checkStrict(msg []byte) error {
 		}
 	case "session/request_permission":
 		if !isNull(env.Params) {
-			err = json.Unmarshal(env.Params, new(permissionEnvelope))
+			if te := strictAsk(env.Params); te != nil {
+				err = te
+			}
 		}
 	case "session/new", "session/load", "session/resume":
 		if !isNull(env.Params) {

@@ -183,17 +183,20 @@ func (ss *sessions) limitOf(s *session, limit string) (scope string, held int64,
 	case LimitQuotaMemory:
 		return "its namespace (acpnormd: the identity)", s.space.held.Load(), ss.cfg.quota.Memory, "WithQuota, acpnormd --quota-memory"
 	case LimitSessionState:
-		return "what the session keeps besides its calls (its cwd, asks and client terminals)", int64(s.state + s.termOutput), ss.cfg.stateLimit(), "4 × WithTextLimit, at least 4 MiB; acpnormd --text-limit"
+		return "what the session keeps besides its calls (its cwd, asks, terminal ids and client terminals)", int64(s.state + s.termOutput), ss.cfg.stateLimit(), "4 × WithTextLimit, at least 4 MiB; acpnormd --text-limit"
 	}
 	return "the service", ss.held.Load(), ss.cfg.MemoryBudget, "WithMemoryBudget, acpnormd --memory-budget"
 }
 
 // A session's own state, besides its calls, holds text its client sent:
-// its cwd, the reject options of its unanswered permission asks, and the
-// commands and cwds of its client terminals and of the terminal/create
-// requests awaiting their answer. That text is charged like a call's
-// (session.state counts it, within session.held) from when it is kept
-// until it goes.
+// its cwd, its unanswered permission asks (their JSON-RPC ids, their
+// calls' ids and their reject options), the terminal ids its calls showed
+// (with those calls' ids), and its client terminals and the terminal
+// requests awaiting their answer (their ids, the calls' ids, the
+// commands and cwds). That text is charged like a call's (session.state
+// counts it, within session.held) from when it is kept until it goes.
+// The ids are most of it at the bounds: 4 × WithMaxCallsPerSession of
+// each kind, two ids of up to WithMaxIDBytes each.
 
 // stateLimit bounds what a session keeps besides its calls, which a store
 // writes with every commit of the session: 4 × the text limit, at least
@@ -246,28 +249,41 @@ func (ss *sessions) stateRefused(r *reply, s *session, call, limit, what string,
 // stateBytes is what a session's own state holds (see holdState).
 func (s *session) stateBytes() int {
 	n := len(s.cwd)
-	for _, a := range s.asks {
-		n += a.size()
+	for id, a := range s.asks {
+		n += a.size(id)
 	}
-	for _, ct := range s.terms {
-		n += ct.size()
+	for t, call := range s.terminals {
+		n += termRef(t, call)
 	}
-	for _, q := range s.termReqs {
-		n += q.size()
+	for id, ct := range s.terms {
+		n += ct.size(id)
+	}
+	for id, q := range s.termReqs {
+		n += q.size(id)
 	}
 	return n
 }
 
-func (a ask) size() int {
-	n := 0
+// size is what an ask kept under JSON-RPC id holds.
+func (a ask) size(id string) int {
+	n := len(id) + len(a.callID)
 	for _, o := range a.reject {
 		n += len(o)
 	}
 	return n
 }
 
-func (q termReq) size() int { return len(q.command) + len(q.cwd) }
+// termRef is what a session's note that call showed terminal t holds.
+func termRef(t, call string) int { return len(t) + len(call) }
 
-// size is what a client terminal's command and cwd hold (its output is
-// charged apart, see holdTermOutput).
-func (ct *clientTerm) size() int { return len(ct.command) + len(ct.cwd) }
+// size is what a terminal request awaiting its answer under JSON-RPC id
+// holds (its method is one of a few constants).
+func (q termReq) size(id string) int {
+	return len(id) + len(q.terminal) + len(q.command) + len(q.cwd)
+}
+
+// size is what client terminal id holds besides its output (charged
+// apart, see holdTermOutput): its id, its call's, its command and cwd.
+func (ct *clientTerm) size(id string) int {
+	return len(id) + len(ct.call) + len(ct.command) + len(ct.cwd)
+}

@@ -964,7 +964,7 @@ func (ss *sessions) applyFrame(ctx context.Context, f frameIn, r *reply) error {
 	if a := read.Answer; a != nil {
 		if pending, ok := s.asks[a.RequestID]; ok {
 			delete(s.asks, a.RequestID)
-			ss.unholdState(s, pending.size())
+			ss.unholdState(s, pending.size(a.RequestID))
 			if e := s.calls[pending.callID]; e != nil {
 				e.call.Answer(a.Cancelled || slices.Contains(pending.reject, a.OptionID))
 				ss.emit(s, e, r)
@@ -1032,12 +1032,12 @@ func (ss *sessions) keepAsk(s *session, a *dialect.Ask, call string, r *reply) {
 		r.fail(InvalidArgument, call, "frame %d of session %q asks permission with %d more reject options than the %d distinct ones an ask reads; they are not read, and an answer choosing one is not read as a rejection", r.seq, s.id, over, dialect.MaxAskRejects)
 	}
 	k := ask{callID: call, reject: reject}
-	if limit := ss.holdState(s, k.size()); limit != "" {
-		ss.stateRefused(r, s, call, limit, "the reject options of its permission ask", k.size(), "the ask is not kept and its answer will not be matched")
+	if limit := ss.holdState(s, k.size(a.RequestID)); limit != "" {
+		ss.stateRefused(r, s, call, limit, "its permission ask (its id, its call's and its reject options)", k.size(a.RequestID), "the ask is not kept and its answer will not be matched")
 		return
 	}
 	if known {
-		ss.unholdState(s, old.size())
+		ss.unholdState(s, old.size(a.RequestID))
 	}
 	s.asks[a.RequestID] = k
 }
@@ -1256,10 +1256,19 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 		o.Texts = nil // output of other tools is not ours to hold
 	}
 	if t := o.TerminalID; t != "" && s.terminals[t] != id {
-		if _, known := s.terminals[t]; !known && len(s.terminals) >= ss.maxRefs() {
+		old, known := s.terminals[t]
+		switch {
+		case !known && len(s.terminals) >= ss.maxRefs():
 			ss.refused(r, LimitCallsPerSession)
 			r.fail(ResourceExhausted, id, "frame %d of session %q shows terminal %q, but the session already tracks %d terminals (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); output sent by terminal id alone will not reach the call", r.seq, s.id, t, len(s.terminals))
-		} else {
+		default:
+			if limit := ss.holdState(s, termRef(t, id)); limit != "" {
+				ss.stateRefused(r, s, id, limit, "the id of the terminal it shows, with its call's", termRef(t, id), "output sent by terminal id alone will not reach the call")
+				break
+			}
+			if known {
+				ss.unholdState(s, termRef(t, old))
+			}
 			s.terminals[t] = id
 		}
 	}
@@ -1268,7 +1277,7 @@ func (ss *sessions) observe(s *session, o *accum.Observation, r *reply) string {
 	var pre accum.Observation
 	tied := false
 	if t := o.TerminalID; t != "" && s.terminals[t] == id {
-		pre, tied = ss.tieTerminal(s, t, id)
+		pre, tied = ss.tieTerminal(s, t, id, r)
 		ss.resolveCwd(s, &pre, r)
 	}
 	o.Replayed = o.Replayed || s.replay
@@ -1703,22 +1712,23 @@ func (ss *sessions) forgetCall(s *session, id string) {
 	for t, c := range s.terminals {
 		if c == id {
 			delete(s.terminals, t)
+			ss.unholdState(s, termRef(t, c))
 		}
 	}
 	for k, a := range s.asks {
 		if a.callID == id {
 			delete(s.asks, k)
-			ss.unholdState(s, a.size())
+			ss.unholdState(s, a.size(k))
 		}
 	}
 	for t, ct := range s.terms {
 		if ct.call == id {
 			delete(s.terms, t) // a terminal a call names holds no output of its own
-			ss.unholdState(s, ct.size())
+			ss.unholdState(s, ct.size(t))
 			for k, q := range s.termReqs {
 				if q.terminal == t {
 					delete(s.termReqs, k)
-					ss.unholdState(s, q.size())
+					ss.unholdState(s, q.size(k))
 				}
 			}
 		}

@@ -41,6 +41,13 @@ func TestStateChargeMatchesState(t *testing.T) {
 		create(8), result(8, `{"terminalId":"t2"}`), // the id again: t2 is another terminal
 		names("c1", "t1", "in_progress"), names("c1", "t1", "completed"),
 		open("c2"), ask(9, "c2"), create(10), result(10, `{"terminalId":"t3"}`), names("c2", "t3", "completed"),
+		// Long ids: an ask's, a terminal's shown by two calls in turn, a
+		// create's and the terminal its answer names.
+		open("c4"), strings.Replace(ask(12, "c4"), `"id":12`, `"id":"`+big[:250]+`"`, 1),
+		names("c4", "T"+big[:249], "in_progress"), open("c5"), names("c5", "T"+big[:249], "in_progress"),
+		strings.Replace(create(13), `"id":13`, `"id":"`+big[:250]+`"`, 1),
+		`{"jsonrpc":"2.0","id":"` + big[:250] + `","result":{"terminalId":"T` + big[:249] + `"}}`,
+		names("c4", "T"+big[:249], "completed"), names("c5", "T"+big[:249], "completed"),
 		`{"jsonrpc":"2.0","id":11,"method":"session/new","params":{"cwd":"/v","mcpServers":[]}}`,
 	}
 	check := func(t *testing.T, n *Normalizer, at string) {
@@ -66,17 +73,26 @@ func TestStateChargeMatchesState(t *testing.T) {
 		require.Equal(t, held, s.held, "%s: session held", at)
 		require.Equal(t, int64(held), n.ss.held.Load(), "%s: service held", at)
 	}
-	for _, withStore := range []bool{false, true} {
-		t.Run(fmt.Sprintf("store=%v", withStore), func(t *testing.T) {
+	// With a small share, some of it is refused: what is kept is still
+	// what is charged.
+	for _, c := range []struct {
+		withStore bool
+		share     int
+	}{{false, 0}, {true, 0}, {false, 2500}, {true, 2500}, {false, 1200}} {
+		withStore := c.withStore
+		t.Run(fmt.Sprintf("store=%v,share=%d", withStore, c.share), func(t *testing.T) {
 			now := time.Unix(1000, 0)
 			opts := []Option{WithClock(func() time.Time { return now }), WithGrace(time.Second)}
+			if c.share > 0 {
+				opts = append(opts, WithSessionMemory(c.share))
+			}
 			if withStore {
 				opts = append(opts, WithStore(store.NewMemory()))
 			}
 			n := New(opts...)
 			for i, f := range frames {
 				_, err := n.Feed("S", []byte(f), WithSequence(uint64(i+1)), WithCwd(fmt.Sprintf("/by/hand/%d", i%3)))
-				if err != nil {
+				if err != nil && c.share == 0 {
 					require.NotContains(t, err.Error(), "limit", "frame %d", i+1)
 				}
 				check(t, n, fmt.Sprintf("frame %d", i+1))

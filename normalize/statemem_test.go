@@ -81,7 +81,7 @@ func TestAskRejectOptionsBoundedAndCharged(t *testing.T) {
 	assert.Contains(t, errs[0].Message, "300 bytes")
 	assert.Contains(t, errs[1].Message, "5 more reject options than the 16")
 	assert.Equal(t, "c1", errs[1].ToolCallID)
-	assert.Equal(t, before+15*4, heldBy(t, n, "s"), "the 15 reject options kept are held")
+	assert.Equal(t, before+15*4+len("5")+len("c1"), heldBy(t, n, "s"), "the 15 reject options kept are held, with the ask's id and its call's")
 
 	// A kept reject is still read as one, and its answer gives the
 	// bytes back.
@@ -130,14 +130,15 @@ func TestTerminalRequestsCharged(t *testing.T) {
 	create := fmt.Sprintf(`"command":%q,"cwd":%q`, cmd, cwd)
 	require.Empty(t, feedErrs(t, n, "s", tcCreate(1, create)))
 	base := heldBy(t, n, "s")
-	require.Equal(t, 2000, base, "an unanswered create holds its command and cwd")
-	// Answered, the terminal keeps them; an error answer gives them back.
+	require.Equal(t, 2000+len("1"), base, "an unanswered create holds its command, cwd and id")
+	// Answered, the terminal keeps them, with its id for the request's;
+	// an error answer gives them back.
 	require.Empty(t, feedErrs(t, n, "s", tcResult(1, `{"terminalId":"t1"}`)))
-	assert.Equal(t, 2000, heldBy(t, n, "s"))
+	assert.Equal(t, 2000+len("t1"), heldBy(t, n, "s"))
 	require.Empty(t, feedErrs(t, n, "s", tcCreate(2, create)))
-	assert.Equal(t, 4000, heldBy(t, n, "s"))
+	assert.Equal(t, 4000+len("t1")+len("2"), heldBy(t, n, "s"))
 	require.Empty(t, feedErrs(t, n, "s", `{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}`))
-	assert.Equal(t, 2000, heldBy(t, n, "s"))
+	assert.Equal(t, 2000+len("t1"), heldBy(t, n, "s"))
 
 	var refused []*normalize.FrameError
 	for i := range 40 {
@@ -193,7 +194,7 @@ func TestSessionStateChargedWhenLoaded(t *testing.T) {
 }
 
 // With a store every commit writes the session's header, which carries
-// its cwd, asks and client terminals: what they hold is bounded (4 ×
+// its cwd, asks, terminal ids and client terminals: what they hold is bounded (4 ×
 // WithTextLimit, at least 4 MiB), so a client cannot make every commit
 // of its session rewrite a huge header.
 func TestSessionStateBoundedForTheHeader(t *testing.T) {
@@ -221,6 +222,48 @@ func refusedThenFreed(t *testing.T, n *normalize.Normalizer, refused []*normaliz
 	require.NotEmpty(t, refused)
 	assert.Equal(t, normalize.ResourceExhausted, refused[0].Code)
 	assert.Contains(t, refused[0].Message, "--session-memory")
+	_, err := n.CloseSession("s")
+	require.NoError(t, err)
+	assert.Zero(t, n.Stats().HeldBytes)
+}
+
+// The ids a session keeps besides its calls' (asks' JSON-RPC ids and
+// calls, the terminal ids its calls showed, its client terminals' and
+// terminal requests' ids) are held text too, and within the session_state
+// bound: 4 × 4096 of them, two ids of 256 bytes each, were 8 MiB of
+// memory (and, with a store, of every commit's header) nobody counted.
+func TestSessionIDsCharged(t *testing.T) {
+	n := normalize.New()
+	long := func(prefix string, i int) string {
+		s := fmt.Sprintf("%s%05d", prefix, i)
+		return s + strings.Repeat("x", 250-len(s))
+	}
+	call := long("call", 0)
+	require.Empty(t, feedErrs(t, n, "s", tcOpen(call, "ls")))
+	calls := heldBy(t, n, "s")
+	var refused []*normalize.FrameError
+	feed := func(f string) {
+		for _, e := range feedErrs(t, n, "s", f) {
+			if e.Code == normalize.ResourceExhausted {
+				refused = append(refused, e)
+			}
+		}
+	}
+	ids := 0
+	for i := range 4096 {
+		feed(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":%q},"options":[]}}`, long("ask", i), call))
+		feed(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"S","update":{"sessionUpdate":"tool_call_update","toolCallId":%q,"content":[{"type":"terminal","terminalId":%q}]}}}`, call, long("term", i)))
+		feed(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"terminal/create","params":{"sessionId":"S"}}`, long("create", i)))
+		feed(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"terminalId":%q}}`, long("create", i), long("client", i)))
+		feed(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"terminal/create","params":{"sessionId":"S"}}`, long("await", i)))
+		ids += 252 + 250 + 250 + 250 + 250 + 252
+	}
+	held := heldBy(t, n, "s") - calls
+	t.Logf("%d bytes of ids sent, %d held, %d refusals", ids, held, len(refused))
+	assert.Greater(t, held, 4<<20-4<<10, "the ids kept are held")
+	assert.LessOrEqual(t, held, 4<<20+250, "within the session_state bound (and the call's terminal id)")
+	require.NotEmpty(t, refused)
+	assert.Contains(t, refused[0].Message, "--text-limit", "the session_state limit says which flag sets it")
 	_, err := n.CloseSession("s")
 	require.NoError(t, err)
 	assert.Zero(t, n.Stats().HeldBytes)

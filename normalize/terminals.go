@@ -46,8 +46,8 @@ import (
 // Both maps are bounded by 4 per call of WithMaxCallsPerSession; at the
 // bound the oldest entry is forgotten (a FrameError says so), so a client
 // that never answers cannot grow them. The output a terminal holds before
-// a tool call names it, and the command and cwd of each create request
-// and terminal, are charged to the memory budget like a call's text.
+// a tool call names it, and the ids, command and cwd of each request and
+// terminal, are charged to the memory budget like a call's text.
 
 // clientTerm is one client-owned terminal of a session.
 type clientTerm struct {
@@ -123,15 +123,20 @@ func (ss *sessions) awaitTerminal(s *session, id string, req termReq, r *reply) 
 		}
 		ss.refused(r, LimitCallsPerSession)
 		r.fail(ResourceExhausted, "", "frame %d of session %q: the session already awaits %d answers to terminal requests (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); the oldest, %s under id %s, is forgotten and its answer will not be read", r.seq, s.id, len(s.termReqs), s.termReqs[oldest].method, oldest)
-		ss.unholdState(s, s.termReqs[oldest].size())
+		ss.unholdState(s, s.termReqs[oldest].size(oldest))
 		delete(s.termReqs, oldest)
 	}
-	if limit := ss.holdState(s, req.size()); limit != "" {
-		ss.stateRefused(r, s, "", limit, "the command and cwd of a terminal/create", req.size(), "they are left out, and the terminal is tracked without them")
+	if limit := ss.holdState(s, req.size(id)); limit != "" {
+		n := len(req.command) + len(req.cwd)
 		req.command, req.cwd = "", ""
+		if again := ss.holdState(s, req.size(id)); again != "" {
+			ss.stateRefused(r, s, "", again, "the ids of a "+req.method+" request", req.size(id), "it is not kept, and its answer will not be read")
+			return
+		}
+		ss.stateRefused(r, s, "", limit, "the command and cwd of a terminal/create", n, "they are left out, and the terminal is tracked without them")
 	}
 	if old, known := s.termReqs[id]; known {
-		ss.unholdState(s, old.size())
+		ss.unholdState(s, old.size(id))
 	}
 	s.termSeq++
 	req.order = s.termSeq
@@ -163,11 +168,11 @@ func (ss *sessions) terminalResponse(s *session, resp *dialect.Response, r *repl
 		return
 	}
 	delete(s.termReqs, resp.RequestID)
+	ss.unholdState(s, req.size(resp.RequestID))
 	if req.method == dialect.MethodTerminalCreate && !resp.Error {
-		ss.created(s, resp.TerminalID, req, r) // the terminal keeps what req held
+		ss.created(s, resp.TerminalID, req, r)
 		return
 	}
-	ss.unholdState(s, req.size())
 	switch {
 	case req.method == dialect.MethodTerminalCreate && resp.Error:
 		ss.createFailed(s, req, r)
@@ -216,17 +221,16 @@ func (ss *sessions) supersede(s *session, req termReq) {
 	for k, q := range s.termReqs {
 		if q.method == dialect.MethodTerminalOutput && q.terminal == req.terminal && q.order < req.order {
 			delete(s.termReqs, k)
-			ss.unholdState(s, q.size())
+			ss.unholdState(s, q.size(k))
 		}
 	}
 }
 
 // created records a terminal a create's answer named. When a tool call
 // already names it, the command and cwd go to the call now. The terminal
-// keeps what req was charged.
+// is charged what it holds (req's command and cwd, its id and its call's).
 func (ss *sessions) created(s *session, id string, req termReq, r *reply) {
 	if n := len(id); n > ss.cfg.MaxIDBytes {
-		ss.unholdState(s, req.size())
 		ss.refused(r, LimitIDBytes)
 		r.fail(InvalidArgument, "", "frame %d of session %q names a terminalId of %d bytes, over the %d-byte limit for ids (WithMaxIDBytes, acpnormd --max-id-bytes); the terminal is not tracked", r.seq, s.id, n, ss.cfg.MaxIDBytes)
 		return
@@ -236,6 +240,7 @@ func (ss *sessions) created(s *session, id string, req termReq, r *reply) {
 		// not the call the old one went to (which may have ended).
 		if old.call != "" && s.terminals[id] == old.call {
 			delete(s.terminals, id)
+			ss.unholdState(s, termRef(id, old.call))
 		}
 		ss.dropTerm(s, id)
 	}
@@ -250,11 +255,23 @@ func (ss *sessions) created(s *session, id string, req termReq, r *reply) {
 		r.fail(ResourceExhausted, "", "frame %d of session %q creates terminal %q, but the session already tracks %d client terminals (4 per call of WithMaxCallsPerSession, acpnormd --max-calls-per-session); terminal %q is forgotten", r.seq, s.id, id, len(s.terms), oldest)
 		ss.dropTerm(s, oldest)
 	}
-	s.termSeq++
-	ct := &clientTerm{order: s.termSeq, command: req.command, cwd: req.cwd}
-	s.terms[id] = ct
+	ct := &clientTerm{command: req.command, cwd: req.cwd}
 	if call, ok := s.terminals[id]; ok && s.calls[call] != nil {
 		ct.call = call
+	}
+	if limit := ss.holdState(s, ct.size(id)); limit != "" {
+		n := len(ct.command) + len(ct.cwd)
+		ct.command, ct.cwd = "", ""
+		if again := ss.holdState(s, ct.size(id)); again != "" {
+			ss.stateRefused(r, s, ct.call, again, "the id of the terminal a terminal/create's answer names, with its call's", ct.size(id), "the terminal is not tracked")
+			return
+		}
+		ss.stateRefused(r, s, ct.call, limit, "the command and cwd of a terminal/create", n, "they are left out, and the terminal is tracked without them")
+	}
+	s.termSeq++
+	ct.order = s.termSeq
+	s.terms[id] = ct
+	if ct.call != "" {
 		ss.toCall(s, ct, id, ct.named(id), r)
 	}
 }
@@ -317,9 +334,13 @@ func (ss *sessions) toCall(s *session, ct *clientTerm, id string, o accum.Observ
 // content: a client terminal that no call named yet becomes this call's,
 // and what it learned so far is returned, to apply before the frame's own
 // observation.
-func (ss *sessions) tieTerminal(s *session, id, call string) (accum.Observation, bool) {
+func (ss *sessions) tieTerminal(s *session, id, call string, r *reply) (accum.Observation, bool) {
 	ct := s.terms[id]
 	if ct == nil || ct.call != "" {
+		return accum.Observation{}, false
+	}
+	if limit := ss.holdState(s, len(call)); limit != "" {
+		ss.stateRefused(r, s, call, limit, "the id of the call that names client terminal "+quoteShort(id), len(call), "the terminal is not tied to the call yet: what it ran and printed reaches the call when a later frame names it within the limit")
 		return accum.Observation{}, false
 	}
 	ct.call = call
@@ -369,7 +390,7 @@ func (ss *sessions) unholdTerm(s *session, ct *clientTerm) {
 func (ss *sessions) dropTerm(s *session, id string) {
 	if ct := s.terms[id]; ct != nil {
 		ss.unholdTerm(s, ct)
-		ss.unholdState(s, ct.size())
+		ss.unholdState(s, ct.size(id))
 		delete(s.terms, id)
 	}
 }

@@ -2,6 +2,7 @@ package normalize_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -267,4 +268,42 @@ func TestSessionIDsCharged(t *testing.T) {
 	_, err := n.CloseSession("s")
 	require.NoError(t, err)
 	assert.Zero(t, n.Stats().HeldBytes)
+}
+
+// Feeding a permission ask of as many options as the message limit lets
+// through (4 MiB of them here) allocates about what the ask keeps, not a
+// list of its options, whose reject ids past the first 16 are counted.
+func TestAskOfManyOptionsAllocatesWhatItKeeps(t *testing.T) {
+	var opts []string
+	size := 0
+	for i := 0; size < 4<<20; i++ {
+		o := option(fmt.Sprintf("o%d", i), "allow_once")
+		if i%2 == 1 {
+			o = option(fmt.Sprintf("r%d", i), "reject_once")
+		}
+		opts = append(opts, o)
+		size += len(o) + 1
+	}
+	msg := []byte(askWith(5, "c1", opts...))
+	n := normalize.New()
+	require.Empty(t, feedErrs(t, n, "s", tcOpen("c1", "rm x")))
+	require.Len(t, feedErrs(t, n, "s", askWith(4, "c1", opts[:40]...)), 1) // the first ask's reading, and its FrameError
+	var errs []*normalize.FrameError
+	emit := normalize.WithEmit(func(ev normalize.Event) error {
+		if ev.Error != nil {
+			errs = append(errs, ev.Error)
+		}
+		return nil
+	})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := n.Feed("s", msg, emit)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a frame of %d bytes, %d options: %d bytes allocated", len(msg), len(opts), allocated)
+	assert.Less(t, allocated, uint64(64<<10))
+	require.Len(t, errs, 1, messages(errs))
+	assert.Equal(t, normalize.InvalidArgument, errs[0].Code, "more reject options than an ask reads are said")
 }

@@ -33,6 +33,9 @@ type unknownStatusPlay struct {
 	// delta: the final carries its output as a delta, which the frame
 	// sent twice appends twice: the final that follows it is not played.
 	delta bool
+	// open: the changed final is sent as a `tool_call`, the frame that
+	// opens a call (as session/load's replays send finals).
+	open bool
 }
 
 var unknownStatusPlays = []unknownStatusPlay{
@@ -78,8 +81,31 @@ func playUnknownStatus(t *testing.T, c pb.NormalizerServiceClient, lines []repla
 }
 
 func TestUnknownStatusPlayed(t *testing.T) {
-	c := inProcess(t)
+	playUnknownStatusCases(t, unknownStatusPlays)
+}
+
+// A final sent as the `tool_call` that opens its call with a word no
+// status is reads as an update with that word does: session/load's
+// replays (a client that attached after the restart), and the finals of
+// unknownStatusPlays sent so (pi's excepted: pi reads no status of a
+// `tool_call`, which its replays send as a header).
+func TestUnknownStatusOpeningPlayed(t *testing.T) {
+	plays := []unknownStatusPlay{
+		{recording: "grok-1.0.41_plain_load", line: 172, replay: true},
+		{recording: "gemini-cli-0.36.0_debug_load", line: 53, replay: true},
+	}
 	for _, p := range unknownStatusPlays {
+		if !strings.HasPrefix(p.recording, "pi-") {
+			p.open = true
+			plays = append(plays, p)
+		}
+	}
+	playUnknownStatusCases(t, plays)
+}
+
+func playUnknownStatusCases(t *testing.T, plays []unknownStatusPlay) {
+	c := inProcess(t)
+	for _, p := range plays {
 		lines, err := replay.ReadFile(filepath.Join("testdata/recordings/agents", p.recording+".ndjson"))
 		require.NoError(t, err)
 		if p.replay {
@@ -104,11 +130,17 @@ func TestUnknownStatusPlayed(t *testing.T) {
 		id, status := m.Params.Update.ToolCallID, m.Params.Update.Status
 		require.Contains(t, []string{"completed", "failed"}, status, "line %d is no final", p.line)
 		session := strings.ReplaceAll(p.recording, ".", "-") + "-" + strconv.Itoa(p.line) + "-" + p.dialect
+		if p.open {
+			session += "-open"
+		}
 		want := playUnknownStatus(t, c, lines, p.dialect, session+"-as-recorded", id)
 		require.NotNil(t, want.ExitCode, "%s: the recorded final states an exit code", p.recording)
 
 		for _, word := range []string{"timed_out", "killed"} {
 			changed := unknownStatusLine(t, lines[at], word)
+			if p.open {
+				changed = openingLine(t, changed)
+			}
 			// alone: the changed final instead of the recorded one.
 			alone := append(append(append([]replay.Line(nil), lines[:at]...), changed), lines[at+1:]...)
 			// then final: the changed final, then the recorded one.
@@ -188,5 +220,19 @@ func unknownStatusLine(t *testing.T, l replay.Line, word string) replay.Line {
 		}
 	}
 	t.Fatalf("line %d: no update status to change", l.Number)
+	return l
+}
+
+// openingLine is l with its update made a `tool_call`.
+func openingLine(t *testing.T, l replay.Line) replay.Line {
+	t.Helper()
+	const update, call = `"sessionUpdate":"tool_call_update"`, `"sessionUpdate":"tool_call"`
+	if bytes.Count(l.Msg, []byte(update)) == 1 {
+		l.Msg = bytes.Replace(l.Msg, []byte(update), []byte(call), 1)
+		return l
+	}
+	if !bytes.Contains(l.Msg, []byte(call+",")) {
+		t.Fatalf("line %d: no update to make a tool_call", l.Number)
+	}
 	return l
 }

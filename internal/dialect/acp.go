@@ -1989,8 +1989,8 @@ type endsWordedFailed interface {
 	endsWordedFailed()
 }
 
-// unknownStatus says whether update tc, which does not open its call,
-// has a status that is none of ACP's: a word a build may send for an end
+// unknownStatus says whether update tc, a `tool_call` that opens its
+// call as much as an update, has a status that is none of ACP's: a word a build may send for an end
 // ACP has no word for ("timed_out", "killed", "errored"), with the
 // command's output and exit code beside it. The word ends no call, but
 // what the frame carries is read as its dialect reads a final's, then
@@ -1998,7 +1998,7 @@ type endsWordedFailed interface {
 // and a final's output and exit code (its headers, trailers and notices,
 // which a live frame has not) go unread or are read as output.
 func unknownStatus(tc *ToolCall) bool {
-	return tc.Status != nil && strings.TrimSpace(*tc.Status) != "" && tc.SessionUpdate != "tool_call" && ReadStatus(tc.Status) == accum.StatusNone
+	return tc.Status != nil && strings.TrimSpace(*tc.Status) != "" && ReadStatus(tc.Status) == accum.StatusNone
 }
 
 // notEnded makes the observations of an update with an unknown status
@@ -2024,6 +2024,9 @@ func notEnded(obs, live, other []accum.Observation, failed bool) {
 		o := &obs[i]
 		o.Status = accum.StatusNone
 		o.Succeeded, o.ExitWordsOutput = false, false
+		if o.Opens {
+			o.Texts = notNamed(o)
+		}
 		for j := range o.Texts {
 			if o.Texts[j].Kind == accum.Final {
 				o.Texts[j].Kind = accum.Snapshot
@@ -2049,6 +2052,23 @@ func notEnded(obs, live, other []accum.Observation, failed bool) {
 			holdFailedWords(o, c, f, !failed)
 		}
 	}
+}
+
+// notNamed returns the texts of o, an opening read as a final (see
+// notEnded), but for a whole text that is the description or the command
+// the frame names: agents put those in a live opening's content, which a
+// final's reading would take for output.
+func notNamed(o *accum.Observation) []accum.Text {
+	var kept []accum.Text
+	for _, t := range o.Texts {
+		if t.Bytes == nil && t.Kind != accum.Delta {
+			if s := strings.TrimSpace(t.Text); s != "" && (s == strings.TrimSpace(o.Description) || s == strings.TrimSpace(o.Command)) {
+				continue
+			}
+		}
+		kept = append(kept, t)
+	}
+	return kept
 }
 
 // holdFailedWords makes o (an observation of an update with an unknown

@@ -35,6 +35,9 @@ type unknownStatusCase struct {
 	// to nothing held; exit the exit code it states (-1: none).
 	out  string
 	exit int32
+	// open: the frame is sent as the `tool_call` that opens the call
+	// (see opening).
+	open bool
 }
 
 var unknownStatusCases = []unknownStatusCase{
@@ -83,10 +86,17 @@ var unknownStatusCases = []unknownStatusCase{
 func (c unknownStatusCase) frame(t *testing.T) []byte {
 	t.Helper()
 	if c.update != "" {
-		return []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + c.update + `}}`)
+		msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + c.update + `}}`)
+		if c.open {
+			return opening(t, msg)
+		}
+		return msg
 	}
 	for _, f := range loadRecording(t, c.recording) {
 		if f.Line == c.line {
+			if c.open {
+				return opening(t, f.Msg)
+			}
 			return f.Msg
 		}
 	}
@@ -95,12 +105,12 @@ func (c unknownStatusCase) frame(t *testing.T) []byte {
 }
 
 // withStatus is msg with the status of its update, `completed`,
-// `failed` or `in_progress`, made word.
+// `failed`, `in_progress` or `pending`, made word.
 func withStatus(t *testing.T, msg []byte, word string) []byte {
 	t.Helper()
 	v := valueAt(msg, "PARAMS", "UPDATE", "STATUS")
 	at := len(msg) - len(v)
-	for _, st := range []string{`"completed"`, `"failed"`, `"in_progress"`} {
+	for _, st := range []string{`"completed"`, `"failed"`, `"in_progress"`, `"pending"`} {
 		if bytes.HasPrefix(v, []byte(st)) {
 			return append(append(append([]byte(nil), msg[:at]...), `"`+word+`"`...), msg[at+len(st):]...)
 		}
@@ -157,6 +167,9 @@ func TestUnknownStatusReadsTheFrame(t *testing.T) {
 				assert.Equal(t, c.out, combined(o.Texts), "the frame's output")
 				if c.exit < 0 {
 					assert.True(t, o.Exit == nil || o.Exit.Placeholder, "no exit: %s", describeExit(o.Exit))
+					if c.out == "" {
+						assert.False(t, o.Failed || o.Cancelled || o.TimedOut, "nothing says how it ended")
+					}
 					return
 				}
 				if assert.NotNil(t, o.Exit, "the exit code the frame states") {
@@ -296,6 +309,87 @@ func TestUnknownStatusNoticeWaitsForTheFinal(t *testing.T) {
 					assert.Equal(t, accum.Cancelled, r.Outcome, r.OutcomeReason)
 				})
 			}
+		}
+	}
+}
+
+// opening is msg with its update made a `tool_call`, the frame that
+// opens a call.
+func opening(t *testing.T, msg []byte) []byte {
+	t.Helper()
+	v := valueAt(msg, "PARAMS", "UPDATE", "SESSIONUPDATE")
+	at := len(msg) - len(v)
+	if !bytes.HasPrefix(v, []byte(`"tool_call_update"`)) {
+		t.Fatalf("the update is no tool_call_update: %.300s", msg)
+	}
+	return append(append(append([]byte(nil), msg[:at]...), `"tool_call"`...), msg[at+len(`"tool_call_update"`):]...)
+}
+
+// unknownOpeningCases are finals sent as the `tool_call` that opens the
+// call: session/load's replays, and the recorded finals of
+// unknownStatusCases sent so (pi's excepted: pi reads no status of a
+// `tool_call`, which its replays send as a header, the end in the
+// update after it).
+func unknownOpeningCases() []unknownStatusCase {
+	cases := []unknownStatusCase{
+		{dialect: "gemini", recording: "agents/gemini-cli-0.36.0_debug_load.ndjson", line: 53, out: "a\nb", exit: 3},
+		{dialect: "grok", recording: "agents/grok-1.0.41_plain_load.ndjson", line: 172, out: "a\nb\n", exit: 3},
+		// pi's replayed header: its status, known or not, says nothing.
+		{dialect: "pi", recording: "agents/pi-acp-0.0.23_plain_load.ndjson", line: 83, exit: -1},
+		// Claude's live opening, its content the command's description:
+		// whatever the word, the description is no output.
+		{dialect: "claude", recording: "agents/claude-agent-acp-0.101.0_plain_full.ndjson", line: 21, exit: -1},
+	}
+	for _, c := range unknownStatusCases {
+		if c.dialect != "pi" {
+			c.open = true
+			cases = append(cases, c)
+		}
+	}
+	return cases
+}
+
+// A `tool_call` whose status is none of ACP's four is read as an update
+// with that word is: what the frame carries as its dialect reads a
+// final's, the call opened but not ended.
+func TestUnknownStatusOpeningReadsTheFrame(t *testing.T) {
+	for _, c := range unknownOpeningCases() {
+		d, ok := Lookup(c.dialect)
+		require.True(t, ok, c.dialect)
+		msg := c.frame(t)
+		known, err := Read(d, msg)
+		require.NoError(t, err)
+		require.NotEmpty(t, known.Observations)
+		require.True(t, known.Observations[0].Opens, "the frame opens its call")
+		for _, word := range unknownStatusWords {
+			name := fmt.Sprintf("%s/%s:%d/%s", c.dialect, c.recording, c.line, word)
+			if c.recording == "" {
+				name = fmt.Sprintf("%s/%s", c.dialect, word)
+			}
+			t.Run(name, func(t *testing.T) {
+				f, err := Read(d, withStatus(t, msg, word))
+				require.NoError(t, err)
+				require.NotEmpty(t, f.Observations)
+				o := f.Observations[0]
+				assert.True(t, o.Opens)
+				assert.Equal(t, known.Observations[0].ToolCallID, o.ToolCallID)
+				assert.Equal(t, known.Observations[0].Command, o.Command, "the command the opening names")
+				assert.Equal(t, accum.StatusNone, o.Status, "an unknown word ends no call")
+				assert.Contains(t, o.Unrecognized, accum.Unrecognized{What: accum.UnrecognizedStatus, Field: "status"})
+				for _, x := range o.Texts {
+					assert.NotEqual(t, accum.Final, x.Kind, "the call is not known to have ended: no final aggregate")
+				}
+				assert.Equal(t, c.out, combined(o.Texts), "the frame's output")
+				if c.exit < 0 {
+					assert.True(t, o.Exit == nil || o.Exit.Placeholder, "no exit: %s", describeExit(o.Exit))
+					return
+				}
+				if assert.NotNil(t, o.Exit, "the exit code the frame states") {
+					assert.Equal(t, c.exit, o.Exit.Code)
+					assert.False(t, o.Exit.Placeholder, "the exit code the frame states is the command's")
+				}
+				assert.False(t, o.Succeeded, "a word no status is proves no success")
+			})
 		}
 	}
 }

@@ -236,3 +236,61 @@ func openingLine(t *testing.T, l replay.Line) replay.Line {
 	}
 	return l
 }
+
+// A user's rejection under a word no status is: played alone (the call
+// ends at the turn's end) or before the recorded final, the call is
+// CANCELLED as recorded, the agent's notice no output. Live, the
+// client's answer to the permission ask says the user rejected the call;
+// a session/load replay (played alone, as a client that attached after
+// the restart) has only the agent's final to say it.
+func TestUnknownStatusRejectionPlayed(t *testing.T) {
+	c := inProcess(t)
+	for _, p := range []unknownStatusPlay{
+		{recording: "copilot-1.0.102_plain_full", line: 117},
+		{recording: "copilot-1.0.102_plain_load", line: 87, replay: true},
+		{recording: "grok-1.0.41_plain_full", line: 277},
+		{recording: "grok-1.0.41_plain_load", line: 180, replay: true},
+		{recording: "kilo-7.0.33_bash-ask_full", line: 119},
+		{recording: "kilo-7.0.33_bash-ask_load", line: 88, replay: true},
+		{recording: "qwen-code-0.21.10_plain_full", line: 99},
+		{recording: "qwen-code-0.21.10_plain_load", line: 81, replay: true},
+	} {
+		lines, err := replay.ReadFile(filepath.Join("testdata/recordings/agents", p.recording+".ndjson"))
+		require.NoError(t, err)
+		if p.replay {
+			lines = secondProcess(t, lines)
+		}
+		at := -1
+		for i, l := range lines {
+			if l.Number == p.line {
+				at = i
+			}
+		}
+		require.GreaterOrEqual(t, at, 0, "%s has no line %d", p.recording, p.line)
+		var m struct {
+			Params struct {
+				Update struct {
+					ToolCallID string `json:"toolCallId"`
+				} `json:"update"`
+			} `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal(lines[at].Msg, &m))
+		id := m.Params.Update.ToolCallID
+		session := strings.ReplaceAll(p.recording, ".", "-") + "-reject"
+		want := playUnknownStatus(t, c, lines, "", session+"-as-recorded", id)
+		require.Equal(t, pb.ShellOutcome_SHELL_OUTCOME_CANCELLED, want.GetOutcome(), "%s: the recording's rejection", p.recording)
+		for _, word := range []string{"declined", "timed_out"} {
+			changed := unknownStatusLine(t, lines[at], word)
+			alone := append(append(append([]replay.Line(nil), lines[:at]...), changed), lines[at+1:]...)
+			then := append(append(append([]replay.Line(nil), lines[:at]...), changed), lines[at:]...)
+			t.Run(p.recording+"/"+word, func(t *testing.T) {
+				for name, played := range map[string][]replay.Line{"alone": alone, "then final": then} {
+					got := playUnknownStatus(t, c, played, "", session+"-"+word+"-"+strings.ReplaceAll(name, " ", "-"), id)
+					assert.Equal(t, pb.ShellOutcome_SHELL_OUTCOME_CANCELLED, got.GetOutcome(), "%s: %s", name, got.GetOutcomeReason())
+					assert.Equal(t, want.GetOutput().GetText(), got.GetOutput().GetText(), "%s: output", name)
+					assert.Equal(t, want.ExitCode, got.ExitCode, "%s: exit code", name)
+				}
+			})
+		}
+	}
+}

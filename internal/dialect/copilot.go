@@ -43,7 +43,8 @@ import (
 //     Only that shape, with `Saved to:`, is the notice: a command may
 //     print its first words, and what it printed is then output.
 //   - `failed` with `rawOutput {message, code: "rejected"}` (the user
-//     rejected the ask) is Cancelled, the message its notice. Any other
+//     rejected the ask) is Cancelled, the message its notice; the code
+//     says so under any status (a word none of ACP's). Any other
 //     `failed` (`code: "failure"`, "Command not executed ...", a policy
 //     refusal of e.g. `kill ... $$` without asking) is Failed with an
 //     unknown exit code, the message quoted in the outcome reason; no
@@ -268,10 +269,13 @@ func observeCopilotBuild(u *copilotCall, build copilot) []accum.Observation {
 	if o.Shell == accum.ShellNo {
 		return []accum.Observation{o}
 	}
-	switch o.Status {
-	case accum.StatusFailed:
+	switch {
+	case o.Status == accum.StatusFailed || u.RawOutput != nil && u.RawOutput.Code.S == "rejected":
+		// Copilot's own code says the user rejected the call, under
+		// whatever status (a word none of ACP's, see unknownStatus):
+		// Cancelled, its message no output.
 		copilotFailed(&o, u)
-	case accum.StatusCompleted:
+	case o.Status == accum.StatusCompleted:
 		copilotFinal(&o, u, build.shellExitLine)
 	default:
 		if o.Opens {

@@ -393,3 +393,37 @@ func TestUnknownStatusOpeningReadsTheFrame(t *testing.T) {
 		}
 	}
 }
+
+// A user's rejection that Copilot states in rawOutput (code "rejected")
+// under a word no status is: the call is CANCELLED at its end, whatever
+// final follows, and the message is no output.
+func TestUnknownStatusRejectionIsCancelled(t *testing.T) {
+	d, _ := Lookup("copilot")
+	msg := unknownStatusCase{recording: "agents/copilot-1.0.102_plain_full.ndjson", line: 117}.frame(t)
+	for _, word := range []string{"declined", "rejected", "timed_out"} {
+		v := valueAt(withStatus(t, msg, word), "PARAMS", "UPDATE")
+		update := string(v[:jsonlit.ValueEnd(v, 0)])
+		for _, then := range []string{"completed", "failed", ""} {
+			t.Run(word+"/"+then, func(t *testing.T) {
+				call := accum.NewCall("call_reject_32", 1<<20)
+				frames := []string{update}
+				if then != "" {
+					frames = append(frames, `{"sessionUpdate":"tool_call_update","toolCallId":"call_reject_32","status":"`+then+`"}`)
+				}
+				for _, f := range frames {
+					obs, err := readCase(d, f, "")
+					require.NoError(t, err)
+					for i := range obs {
+						call.Apply(&obs[i])
+					}
+				}
+				call.End(false, "the turn ended")
+				r, ok := call.Revision()
+				require.True(t, ok)
+				assert.Equal(t, accum.Cancelled, r.Outcome, r.OutcomeReason)
+				assert.Contains(t, r.OutcomeReason, "The user rejected this tool call.")
+				assert.Nil(t, r.Texts[accum.Combined], "the agent's message is no output")
+			})
+		}
+	}
+}

@@ -43,12 +43,12 @@ import (
 //     Only that shape, with `Saved to:`, is the notice: a command may
 //     print its first words, and what it printed is then output.
 //   - `failed` with `rawOutput {message, code: "rejected"}` (the user
-//     rejected the ask) is Cancelled, the message its notice; the code
-//     says so under any status (a word none of ACP's). Any other
+//     rejected the ask) is Cancelled, the message its notice. Any other
 //     `failed` (`code: "failure"`, "Command not executed ...", a policy
 //     refusal of e.g. `kill ... $$` without asking) is Failed with an
 //     unknown exit code, the message quoted in the outcome reason; no
-//     message is output.
+//     message is output. The code, Copilot's alone, says so under any
+//     status (a word none of ACP's).
 //   - a cancelled call gets no final frame: the turn's cancel ends it
 //     (the core's rule for calls left open).
 //   - `rawInput.mode: "async"` (and `detach: true`, "detached") starts the
@@ -270,10 +270,10 @@ func observeCopilotBuild(u *copilotCall, build copilot) []accum.Observation {
 		return []accum.Observation{o}
 	}
 	switch {
-	case o.Status == accum.StatusFailed || u.RawOutput != nil && u.RawOutput.Code.S == "rejected":
-		// Copilot's own code says the user rejected the call, under
-		// whatever status (a word none of ACP's, see unknownStatus):
-		// Cancelled, its message no output.
+	case o.Status == accum.StatusFailed || u.RawOutput != nil && u.RawOutput.Code.S != "":
+		// Copilot's own code says the user rejected the call, or that
+		// Copilot did not run it, under whatever status (a word none of
+		// ACP's, see unknownStatus): its message is no output.
 		copilotFailed(&o, u)
 	case o.Status == accum.StatusCompleted:
 		copilotFinal(&o, u, build.shellExitLine)

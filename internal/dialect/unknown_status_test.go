@@ -394,36 +394,47 @@ func TestUnknownStatusOpeningReadsTheFrame(t *testing.T) {
 	}
 }
 
-// A user's rejection that Copilot states in rawOutput (code "rejected")
-// under a word no status is: the call is CANCELLED at its end, whatever
-// final follows, and the message is no output.
-func TestUnknownStatusRejectionIsCancelled(t *testing.T) {
+// What Copilot states in rawOutput's code under a word no status is: a
+// user's rejection (code "rejected") makes the call CANCELLED at its
+// end, a refusal of its own (code "failure": the command did not run)
+// FAILED, whatever final follows; the message is no output.
+func TestUnknownStatusCopilotCode(t *testing.T) {
 	d, _ := Lookup("copilot")
-	msg := unknownStatusCase{recording: "agents/copilot-1.0.102_plain_full.ndjson", line: 117}.frame(t)
-	for _, word := range []string{"declined", "rejected", "timed_out"} {
-		v := valueAt(withStatus(t, msg, word), "PARAMS", "UPDATE")
-		update := string(v[:jsonlit.ValueEnd(v, 0)])
-		for _, then := range []string{"completed", "failed", ""} {
-			t.Run(word+"/"+then, func(t *testing.T) {
-				call := accum.NewCall("call_reject_32", 1<<20)
-				frames := []string{update}
-				if then != "" {
-					frames = append(frames, `{"sessionUpdate":"tool_call_update","toolCallId":"call_reject_32","status":"`+then+`"}`)
-				}
-				for _, f := range frames {
-					obs, err := readCase(d, f, "")
-					require.NoError(t, err)
-					for i := range obs {
-						call.Apply(&obs[i])
+	for _, c := range []struct {
+		line    int
+		id      string
+		outcome accum.Outcome
+		message string
+	}{
+		{117, "call_reject_32", accum.Cancelled, "The user rejected this tool call."},
+		{108, "call_kill_29", accum.Failed, "Command not executed."},
+	} {
+		msg := unknownStatusCase{recording: "agents/copilot-1.0.102_plain_full.ndjson", line: c.line}.frame(t)
+		for _, word := range []string{"declined", "rejected", "timed_out"} {
+			v := valueAt(withStatus(t, msg, word), "PARAMS", "UPDATE")
+			update := string(v[:jsonlit.ValueEnd(v, 0)])
+			for _, then := range []string{"completed", "failed", ""} {
+				t.Run(c.id+"/"+word+"/"+then, func(t *testing.T) {
+					call := accum.NewCall(c.id, 1<<20)
+					frames := []string{update}
+					if then != "" {
+						frames = append(frames, `{"sessionUpdate":"tool_call_update","toolCallId":"`+c.id+`","status":"`+then+`"}`)
 					}
-				}
-				call.End(false, "the turn ended")
-				r, ok := call.Revision()
-				require.True(t, ok)
-				assert.Equal(t, accum.Cancelled, r.Outcome, r.OutcomeReason)
-				assert.Contains(t, r.OutcomeReason, "The user rejected this tool call.")
-				assert.Nil(t, r.Texts[accum.Combined], "the agent's message is no output")
-			})
+					for _, f := range frames {
+						obs, err := readCase(d, f, "")
+						require.NoError(t, err)
+						for i := range obs {
+							call.Apply(&obs[i])
+						}
+					}
+					call.End(false, "the turn ended")
+					r, ok := call.Revision()
+					require.True(t, ok)
+					assert.Equal(t, c.outcome, r.Outcome, r.OutcomeReason)
+					assert.Contains(t, r.OutcomeReason, c.message)
+					assert.Nil(t, r.Texts[accum.Combined], "the agent's message is no output")
+				})
+			}
 		}
 	}
 }

@@ -755,6 +755,9 @@ func (o *Observation) dropWorded() {
 	if w.Cancelled {
 		o.Cancelled, o.CancelNotice = false, ""
 	}
+	if w.Failed {
+		o.Failed, o.FailNotice = false, ""
+	}
 }
 
 // wordsOutput returns o with the words removed from its texts put back
@@ -784,6 +787,8 @@ type heldWords struct {
 	timedOut, background bool
 	signal               string
 	exit                 *Exit
+	failed               bool
+	failNotice           string
 }
 
 // holdWords sets aside, until the call ends, the texts of o from which
@@ -824,6 +829,9 @@ func (c *Call) holdWords(o *Observation) *Observation {
 	if w.Exit && o.Exit != nil && o.Exit.Source == ExitText {
 		h.exit, rest.Exit = o.Exit, nil
 	}
+	if w.Failed {
+		h.failed, h.failNotice, rest.Failed, rest.FailNotice = o.Failed, o.FailNotice, false, ""
+	}
 	rest.Worded = Worded{}
 	c.held = &h
 	return &rest
@@ -848,6 +856,7 @@ func (c *Call) releaseHeld(output bool) {
 	}
 	if !output {
 		o.Cancelled, o.CancelNotice, o.TimedOut, o.Background, o.Signal, o.Exit = h.cancelled, h.notice, h.timedOut, h.background, h.signal, h.exit
+		o.Failed, o.FailNotice = h.failed, h.failNotice
 	}
 	c.Apply(&o)
 }

@@ -213,9 +213,10 @@ const (
 )
 
 // Worded says which of an observation's evidence was read from words the
-// dialect removed from a text (Text.Whole).
+// dialect removed from a text (Text.Whole). Failed: the words were the
+// agent's error message (Observation.Failed, FailNotice).
 type Worded struct {
-	Exit, Signal, TimedOut, Cancelled, Background bool
+	Exit, Signal, TimedOut, Cancelled, Background, Failed bool
 }
 
 // Shell says whether a frame shows the call to be a shell command.

@@ -75,7 +75,7 @@ func (c *Call) Size() int {
 
 // size is the memory held words keep: their texts and strings.
 func (h *heldWords) size() int {
-	n := len(h.notice) + len(h.signal)
+	n := len(h.notice) + len(h.signal) + len(h.failNotice)
 	for _, t := range h.texts {
 		n += len(t.Text) + len(t.Whole)
 	}
@@ -121,7 +121,7 @@ func (c *Call) GrowthBound(o *Observation) int {
 	}
 	if o.WordsIfFailed {
 		// Held until the call ends (Call.held).
-		n += len(o.CancelNotice) + len(o.Signal)
+		n += len(o.CancelNotice) + len(o.Signal) + len(o.FailNotice)
 		for _, t := range o.Texts {
 			n += len(t.Text) + len(t.Whole)
 		}
@@ -143,7 +143,7 @@ func (c *Call) EndGrowthBound() int {
 	if h := c.held; h != nil {
 		// Held words become output, or their rest does, and a notice
 		// the outcome reason quotes.
-		n += maxReason + 2*len(h.notice) + len(h.signal)
+		n += maxReason + 2*(len(h.notice)+len(h.failNotice)) + len(h.signal)
 		for _, t := range h.texts {
 			g := c.streamGrowth(t.Stream)
 			g.add(max(len(t.Text), len(t.Whole)) + c.echoes[t.Stream].heldLen())

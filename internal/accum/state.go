@@ -21,8 +21,20 @@ import (
 // encoding/binary varints and length-prefixed strings. Nothing cached (the
 // prepared echo pattern) is stored; it is rebuilt when needed.
 
-// stateVersion is the first byte of an encoded call state.
-const stateVersion = 1
+// StateVersion is the latest format of an encoded call state (its first
+// byte) this build reads. A state is written in the earliest format that
+// holds it (see AppendState), so that a build one format behind reads
+// every state but those that need the later one.
+const StateVersion = stateVersion
+
+const stateVersion = 2
+
+// Format versions: heldFailedVersion adds held words' failure (the held
+// flag heldFailed and its notice); earlier states are firstVersion.
+const (
+	firstVersion      = 1
+	heldFailedVersion = 2
+)
 
 // ErrNewerState (wrapped) says a call state was encoded by a later build,
 // in a format version this one does not read: it is not corrupt, and is
@@ -130,6 +142,7 @@ const (
 	heldHasExit
 	heldTruncated // of one held text
 	heldHead      // of one held text
+	heldFailed    // from heldFailedVersion
 )
 
 const (
@@ -165,7 +178,11 @@ const (
 // is the size of the call's strings and held-back echo text, never the
 // held output.
 func (c *Call) AppendState(b []byte) []byte {
-	b = append(b, stateVersion)
+	v := byte(firstVersion)
+	if c.held != nil && c.held.failed {
+		v = heldFailedVersion
+	}
+	b = append(b, v)
 	b = wire.AppendString(b, c.id)
 	b = binary.AppendVarint(b, int64(c.limit))
 	b = append(b, byte(c.shell))
@@ -239,11 +256,15 @@ func (h *heldWords) appendState(p []byte) []byte {
 	setBit(&flags, heldTimedOut, h.timedOut)
 	setBit(&flags, heldBackground, h.background)
 	setBit(&flags, heldHasExit, h.exit != nil)
+	setBit(&flags, heldFailed, h.failed)
 	p = binary.AppendUvarint(p, flags)
 	p = wire.AppendString(p, h.notice)
 	p = wire.AppendString(p, h.signal)
 	if h.exit != nil {
 		p = appendExit(p, h.exit)
+	}
+	if h.failed {
+		p = wire.AppendString(p, h.failNotice)
 	}
 	return p
 }
@@ -329,11 +350,13 @@ func setBit(flags *uint64, bit uint64, on bool) {
 // format version than this build's wraps ErrNewerState. The streams are
 // not kept: the call copies what it holds.
 func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
-	d := decoder{wire.Reader{B: state, Prefix: "call state: "}}
+	d := decoder{Reader: wire.Reader{B: state, Prefix: "call state: "}}
 	if v := d.Byte("format version"); d.Err == nil && v > stateVersion && v <= stateVersion+newerVersions {
 		return nil, fmt.Errorf("call state: format version %d, this build reads up to %d: %w", v, stateVersion, ErrNewerState)
-	} else if d.Err == nil && v != stateVersion {
-		return nil, fmt.Errorf("call state: format version %d, want %d", v, stateVersion)
+	} else if d.Err == nil && (v < firstVersion || v > stateVersion) {
+		return nil, fmt.Errorf("call state: format version %d, want %d to %d", v, firstVersion, stateVersion)
+	} else {
+		d.version = v
 	}
 	c := &Call{}
 	c.id = d.String("call id")
@@ -407,7 +430,10 @@ func RestoreCall(state []byte, streams [NumStreams][]byte) (*Call, error) {
 
 // decoder reads an encoded call state (see package wire); its own
 // methods read the call's parts.
-type decoder struct{ wire.Reader }
+type decoder struct {
+	wire.Reader
+	version byte // the state's format version
+}
 
 // exitCode reads an exit code, which must fit an int32.
 func (d *decoder) exitCode(what string) int32 {
@@ -502,7 +528,11 @@ func (d *decoder) held() *heldWords {
 		h.texts = append(h.texts, t)
 	}
 	flags := d.Uvarint("held flags")
-	if d.Err == nil && flags&^(heldCancelled|heldTimedOut|heldBackground|heldHasExit) != 0 {
+	known := uint64(heldCancelled | heldTimedOut | heldBackground | heldHasExit)
+	if d.version >= heldFailedVersion {
+		known |= heldFailed
+	}
+	if d.Err == nil && flags&^known != 0 {
 		d.Fail("unknown held flags %#x", flags)
 	}
 	h.cancelled, h.timedOut, h.background = flags&heldCancelled != 0, flags&heldTimedOut != 0, flags&heldBackground != 0
@@ -510,6 +540,10 @@ func (d *decoder) held() *heldWords {
 	h.signal = d.String("held signal")
 	if flags&heldHasExit != 0 {
 		h.exit = d.exit("held exit")
+	}
+	if flags&heldFailed != 0 {
+		h.failed = true
+		h.failNotice = d.String("held failure notice")
 	}
 	if d.Err != nil {
 		return nil

@@ -457,6 +457,11 @@ func randomScript(rng *rand.Rand) roundTripScript {
 				// Words whose owner the agent's final decides.
 				o.Cancelled, o.CancelNotice, o.Worded.Cancelled, o.WordsIfFailed = true, "refused", true, rng.IntN(4) != 0
 				o.TimedOut, o.Worded.TimedOut = rng.IntN(2) == 0, true
+				if len(ops)%2 == 0 {
+					// Not drawn from rng: the scripts stay those of
+					// the seed.
+					o.Failed, o.FailNotice, o.Worded.Failed = true, "no such directory", true
+				}
 			}
 			for range rng.IntN(3) {
 				var sb strings.Builder
@@ -640,6 +645,44 @@ func TestRestoreCallErrors(t *testing.T) {
 		_, err := RestoreCall(append([]byte{v}, state[1:]...), st)
 		if err == nil || errors.Is(err, ErrNewerState) != newer {
 			t.Errorf("format version %d: %v (newer build's: %v)", v, err, newer)
+		}
+	}
+}
+
+// TestStateHeldFailureVersion: a state is written in the earliest format
+// that holds it, so a build one format behind reads it: only held words
+// with a failure (Worded.Failed) need heldFailedVersion, and a state of
+// the first format that claims one is corrupt.
+func TestStateHeldFailureVersion(t *testing.T) {
+	for _, failed := range []bool{false, true} {
+		c := NewCall("c1", 1024)
+		c.Apply(&Observation{Shell: ShellYes, Command: "cd /gone", Status: StatusRunning})
+		o := Observation{WordsIfFailed: true, Texts: []Text{{Stream: Combined, Kind: Snapshot, Whole: "no such directory\n"}}}
+		if failed {
+			o.Failed, o.FailNotice, o.Worded.Failed = true, "no such directory", true
+		} else {
+			o.Cancelled, o.CancelNotice, o.Worded.Cancelled = true, "no such directory", true
+		}
+		c.Apply(&o)
+		var st simStore
+		state := saveCall(t, c, &st, false)
+		want := byte(firstVersion)
+		if failed {
+			want = heldFailedVersion
+		}
+		if state[0] != want {
+			t.Fatalf("failed %v: format version %d, want %d", failed, state[0], want)
+		}
+		r := restoreCall(t, c, state, &st)
+		r.End(false, "the turn ended")
+		rev, _ := r.Revision()
+		if failed && (rev.Outcome != Failed || !strings.Contains(rev.OutcomeReason, "no such directory")) {
+			t.Fatalf("restored held failure ends %v: %s", rev.Outcome, rev.OutcomeReason)
+		}
+		if failed {
+			if _, err := RestoreCall(append([]byte{firstVersion}, state[1:]...), st); err == nil || !strings.Contains(err.Error(), "unknown held flags") {
+				t.Fatalf("a first-format state with a held failure: %v", err)
+			}
 		}
 	}
 }

@@ -2019,6 +2019,9 @@ func unknownStatus(tc *ToolCall) bool {
 // words from (a cancel or rejection notice, a timeout, a signal, an exit
 // line) is made the same: the rest the failed reading keeps, the text
 // whole beside it (accum.Text.Whole), and the evidence it read (Worded).
+// A failure read under `failed` with no words to say so (an empty text
+// the dialect takes for its agent's message) came from the status, which
+// is unknown: it is dropped.
 func notEnded(obs, live, other []accum.Observation, failed bool) {
 	for i := range obs {
 		o := &obs[i]
@@ -2050,6 +2053,11 @@ func notEnded(obs, live, other []accum.Observation, failed bool) {
 				c, f = &other[i], o
 			}
 			holdFailedWords(o, c, f, !failed)
+			if failed && o.Failed && o.FailNotice == "" && !c.Failed {
+				// A failure read from the status alone, which is not
+				// `failed` but a word none of ACP's.
+				o.Failed = false
+			}
 		}
 	}
 }
@@ -2077,8 +2085,9 @@ func notNamed(o *accum.Observation) []accum.Text {
 // as output (see notEnded): only for one whole text of the combined
 // stream, which f either leaves a rest of or drops, and words that say a
 // cancel, a timeout, a signal or an exit code, which a call can hold
-// (accum.Worded). Words f reads as a failure alone (an agent's error
-// message) cannot be held: o is left as it is. When o was read under
+// (accum.Worded): an agent's error message f reads as a failure too
+// (Worded.Failed), but not a failure f reads with no words, from its
+// status alone (see notEnded). When o was read under
 // `completed` (foreign: f is how the dialect reads a final its agent
 // sends for a command that did not run, which may misread another
 // shape), only a cancel or rejection notice that is the whole text, as f
@@ -2086,7 +2095,7 @@ func notNamed(o *accum.Observation) []accum.Text {
 // that exited ran: its text is output).
 func holdFailedWords(o, c, f *accum.Observation, foreign bool) {
 	ct, ok := wholeCombined(c)
-	if !ok || ct.Whole != "" || f.Failed && !c.Failed {
+	if !ok || ct.Whole != "" {
 		return
 	}
 	ft, ok := wholeCombined(f)
@@ -2098,6 +2107,10 @@ func holdFailedWords(o, c, f *accum.Observation, foreign bool) {
 	w.TimedOut = f.TimedOut && !c.TimedOut
 	w.Signal = f.Signal != "" && c.Signal == ""
 	w.Exit = f.Exit != nil && f.Exit.Source == accum.ExitText && c.Exit == nil
+	w.Failed = f.Failed && !c.Failed
+	if w.Failed && f.FailNotice == "" {
+		return // a failure f read from nothing but its status
+	}
 	if w == (accum.Worded{}) || ft.Text == ct.Text {
 		return
 	}
@@ -2119,6 +2132,9 @@ func holdFailedWords(o, c, f *accum.Observation, foreign bool) {
 	}
 	if w.Exit {
 		o.Exit = f.Exit
+	}
+	if w.Failed {
+		o.Failed, o.FailNotice = true, f.FailNotice
 	}
 	o.Worded = w
 	o.WordsIfFailed = true

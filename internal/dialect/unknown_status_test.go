@@ -438,3 +438,70 @@ func TestUnknownStatusCopilotCode(t *testing.T) {
 		}
 	}
 }
+
+// pi, read under `failed` when the word is none of ACP's, takes a text
+// of one line with none of its closing words for its own error message,
+// and an empty text for a failure: on a `completed` final the line is
+// the command's output, and nothing says it failed. The line waits for
+// the call's next known final (a `completed` one makes it output, a
+// `failed` one, or none, pi's message); a failure read from the word
+// alone is none.
+func TestUnknownStatusPiWaitsForTheFinal(t *testing.T) {
+	d, _ := Lookup("pi")
+	frame := func(recording string, line int) string {
+		msg := unknownStatusCase{recording: recording, line: line}.frame(t)
+		v := valueAt(msg, "PARAMS", "UPDATE")
+		return string(v[:jsonlit.ValueEnd(v, 0)])
+	}
+	status := func(id, s string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"` + s + `"}`
+	}
+	zero := int32(0)
+	for _, c := range []struct {
+		name, recording string
+		line            int
+		id              string
+		then            string // a final after the changed one ("" none)
+		out             string
+		exit            *int32
+		outcome         accum.Outcome
+		reason          string // in the outcome reason
+	}{
+		// pi-acp 0.0.23's content wire: `rm -f notes.txt && echo removed`.
+		{"line/completed", "agents/pi-acp-0.0.23_plain_full.ndjson", 120, "call_reject_32", status("call_reject_32", "completed"), "removed\n", nil, accum.Unknown, "completed"},
+		{"line/failed", "agents/pi-acp-0.0.23_plain_full.ndjson", 120, "call_reject_32", status("call_reject_32", "failed"), "", nil, accum.Failed, "removed"},
+		{"line/none", "agents/pi-acp-0.0.23_plain_full.ndjson", 120, "call_reject_32", "", "", nil, accum.Failed, "removed"},
+		// pi-acp 0.0.34's terminal wire: ls, its output streamed before,
+		// the final only terminal_exit 0.
+		{"empty/completed", "agents/pi-acp-0.0.34_plain_full.ndjson", 14, "call_ok_2", frame("agents/pi-acp-0.0.34_plain_full.ndjson", 14), "", &zero, accum.Succeeded, "exit code 0"},
+		{"empty/failed", "agents/pi-acp-0.0.34_plain_full.ndjson", 14, "call_ok_2", status("call_ok_2", "failed"), "", nil, accum.Failed, "failed"},
+		{"empty/none", "agents/pi-acp-0.0.34_plain_full.ndjson", 14, "call_ok_2", "", "", nil, accum.Unknown, "the turn ended"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			frames := []string{strings.Replace(frame(c.recording, c.line), `"status":"completed"`, `"status":"timed_out"`, 1)}
+			require.NotEqual(t, frame(c.recording, c.line), frames[0])
+			if c.then != "" {
+				frames = append(frames, c.then)
+			}
+			call := accum.NewCall(c.id, 1<<20)
+			for _, f := range frames {
+				obs, err := readCase(d, f, "")
+				require.NoError(t, err)
+				for i := range obs {
+					call.Apply(&obs[i])
+				}
+			}
+			call.End(false, "the turn ended")
+			r, ok := call.Revision()
+			require.True(t, ok)
+			out := ""
+			if x := r.Texts[accum.Combined]; x != nil {
+				out = x.Text
+			}
+			assert.Equal(t, c.out, out)
+			assert.Equal(t, c.outcome, r.Outcome, r.OutcomeReason)
+			assert.Contains(t, r.OutcomeReason, c.reason)
+			assert.Equal(t, c.exit, r.ExitCode)
+		})
+	}
+}

@@ -29,11 +29,12 @@ const StateVersion = stateVersion
 
 const stateVersion = 2
 
-// Format versions: heldFailedVersion adds held words' failure (the held
-// flag heldFailed and its notice); earlier states are firstVersion.
+// Format versions: heldVersion adds to held words their failure (the
+// held flag heldFailed and its notice) and their texts' IfSplit,
+// TrimmedEnd and Raw; earlier states are firstVersion.
 const (
-	firstVersion      = 1
-	heldFailedVersion = 2
+	firstVersion = 1
+	heldVersion  = 2
 )
 
 // ErrNewerState (wrapped) says a call state was encoded by a later build,
@@ -142,7 +143,10 @@ const (
 	heldHasExit
 	heldTruncated // of one held text
 	heldHead      // of one held text
-	heldFailed    // from heldFailedVersion
+	heldFailed    // from heldVersion
+	heldIfSplit   // of one held text, from heldVersion
+	heldTrimmed   // of one held text (TrimmedEnd), from heldVersion
+	heldRaw       // of one held text, from heldVersion
 )
 
 const (
@@ -179,8 +183,8 @@ const (
 // held output.
 func (c *Call) AppendState(b []byte) []byte {
 	v := byte(firstVersion)
-	if c.held != nil && c.held.failed {
-		v = heldFailedVersion
+	if c.held != nil && c.held.needsHeldVersion() {
+		v = heldVersion
 	}
 	b = append(b, v)
 	b = wire.AppendString(b, c.id)
@@ -239,6 +243,20 @@ func (c *Call) AppendState(b []byte) []byte {
 	return b
 }
 
+// needsHeldVersion says whether h is written in heldVersion: it holds
+// what the first format has no room for.
+func (h *heldWords) needsHeldVersion() bool {
+	if h.failed {
+		return true
+	}
+	for _, t := range h.texts {
+		if t.IfSplit || t.TrimmedEnd || t.Raw {
+			return true
+		}
+	}
+	return false
+}
+
 func (h *heldWords) appendState(p []byte) []byte {
 	p = binary.AppendUvarint(p, uint64(len(h.texts)))
 	for _, t := range h.texts {
@@ -246,6 +264,9 @@ func (h *heldWords) appendState(p []byte) []byte {
 		var flags uint64
 		setBit(&flags, heldTruncated, t.Truncated)
 		setBit(&flags, heldHead, t.Head)
+		setBit(&flags, heldIfSplit, t.IfSplit)
+		setBit(&flags, heldTrimmed, t.TrimmedEnd)
+		setBit(&flags, heldRaw, t.Raw)
 		p = binary.AppendUvarint(p, flags)
 		p = wire.AppendString(p, t.Text)
 		p = wire.AppendString(p, t.Whole)
@@ -518,10 +539,15 @@ func (d *decoder) held() *heldWords {
 		t.Stream = Stream(d.enum("held text stream", byte(NumStreams-1)))
 		t.Kind = TextKind(d.enum("held text kind", byte(Final)))
 		flags := d.Uvarint("held text flags")
-		if d.Err == nil && flags&^(heldTruncated|heldHead) != 0 {
+		known := uint64(heldTruncated | heldHead)
+		if d.version >= heldVersion {
+			known |= heldIfSplit | heldTrimmed | heldRaw
+		}
+		if d.Err == nil && flags&^known != 0 {
 			d.Fail("unknown held text flags %#x", flags)
 		}
 		t.Truncated, t.Head = flags&heldTruncated != 0, flags&heldHead != 0
+		t.IfSplit, t.TrimmedEnd, t.Raw = flags&heldIfSplit != 0, flags&heldTrimmed != 0, flags&heldRaw != 0
 		t.Text = d.String("held text")
 		t.Whole = d.String("held whole text")
 		t.TotalBytes = d.Varint("held text total")
@@ -529,7 +555,7 @@ func (d *decoder) held() *heldWords {
 	}
 	flags := d.Uvarint("held flags")
 	known := uint64(heldCancelled | heldTimedOut | heldBackground | heldHasExit)
-	if d.version >= heldFailedVersion {
+	if d.version >= heldVersion {
 		known |= heldFailed
 	}
 	if d.Err == nil && flags&^known != 0 {

@@ -321,6 +321,23 @@ func specialScripts() []roundTripScript {
 			textsOp(delta("more\n")),
 			obsOp(Observation{Status: StatusFailed}),
 		}},
+		// Held words (WordsIfFailed) keep what their texts say of how to
+		// apply them: a stream's text alone (IfSplit) applies only to a
+		// stream the call holds, and a restatement that may have lost
+		// its trailing whitespace (TrimmedEnd) keeps the held text's.
+		{"held words of a stream alone, the end without a final", 1024, []callOp{
+			shell,
+			obsOp(Observation{Cancelled: true, CancelNotice: "refused", Worded: Worded{Cancelled: true}, WordsIfFailed: true,
+				Texts: []Text{{Stream: Stdout, Kind: Snapshot, Text: "part", Whole: "part\nrefused", IfSplit: true}}}),
+			endOp(false),
+		}},
+		{"held words restating trimmed, then a failed final", 1024, []callOp{
+			shell,
+			textsOp(snap("out\n")),
+			obsOp(Observation{Cancelled: true, CancelNotice: "refused", Worded: Worded{Cancelled: true}, WordsIfFailed: true,
+				Texts: []Text{{Kind: Snapshot, Text: "out", Whole: "out\nrefused", TrimmedEnd: true}}}),
+			obsOp(Observation{Status: StatusFailed}),
+		}},
 		{"echo held across updates", 1024, []callOp{
 			shell,
 			textsOp(delta("$ ma")), textsOp(delta("ke a")), textsOp(delta("ll\r")), textsOp(delta("\nok\n")),
@@ -457,9 +474,7 @@ func randomScript(rng *rand.Rand) roundTripScript {
 				// Words whose owner the agent's final decides.
 				o.Cancelled, o.CancelNotice, o.Worded.Cancelled, o.WordsIfFailed = true, "refused", true, rng.IntN(4) != 0
 				o.TimedOut, o.Worded.TimedOut = rng.IntN(2) == 0, true
-				if len(ops)%2 == 0 {
-					// Not drawn from rng: the scripts stay those of
-					// the seed.
+				if rng.IntN(2) == 0 {
 					o.Failed, o.FailNotice, o.Worded.Failed = true, "no such directory", true
 				}
 			}
@@ -651,7 +666,7 @@ func TestRestoreCallErrors(t *testing.T) {
 
 // TestStateHeldFailureVersion: a state is written in the earliest format
 // that holds it, so a build one format behind reads it: only held words
-// with a failure (Worded.Failed) need heldFailedVersion, and a state of
+// with a failure (Worded.Failed) need heldVersion, and a state of
 // the first format that claims one is corrupt.
 func TestStateHeldFailureVersion(t *testing.T) {
 	for _, failed := range []bool{false, true} {
@@ -668,7 +683,7 @@ func TestStateHeldFailureVersion(t *testing.T) {
 		state := saveCall(t, c, &st, false)
 		want := byte(firstVersion)
 		if failed {
-			want = heldFailedVersion
+			want = heldVersion
 		}
 		if state[0] != want {
 			t.Fatalf("failed %v: format version %d, want %d", failed, state[0], want)

@@ -93,8 +93,9 @@
 // serves and commits each request's changes with a compare-and-set on the
 // session's version before handing its revisions on; a request that lost
 // a race with another process is applied again on the new state, and one
-// the store cannot take gives a FrameError with code Unavailable (it was
-// not applied). A request that changes nothing still asks the store for
+// the store cannot take gives a FrameError with code Unavailable (not
+// applied, or, when the store failed before it answered, applied or not:
+// the message says which; see WithStore). A request that changes nothing still asks the store for
 // the session's version, so that a stale cache is never answered from,
 // unless the frame could change nothing in any state (a chat message,
 // once the session's dialect is settled by its name or by choice).

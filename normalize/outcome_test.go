@@ -1,11 +1,15 @@
 package normalize_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/acpnorm/acpnorm/normalize"
+	"github.com/acpnorm/acpnorm/store"
 	"github.com/acpnorm/acpnorm/store/redisstore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,6 +76,7 @@ func TestStoreTimeoutOutcomeUnknown(t *testing.T) {
 	assert.NotContains(t, fe.Message, "was not applied")
 	assert.Contains(t, fe.Message, "may or may not have been applied")
 	assert.Contains(t, fe.Message, "skipped applied sequences")
+	t.Log(fe.Message)
 
 	// Redis ran the commit once it went on: the outcome was not "not
 	// applied".
@@ -97,4 +102,69 @@ func TestStoreTimeoutOutcomeUnknown(t *testing.T) {
 	snap, err := st.Load(t.Context(), "s")
 	require.NoError(t, err)
 	assert.Equal(t, after, snap.Version, "the frame sent again was applied a second time")
+}
+
+// appliedThenTimeout is a store whose commits, once armed, are applied
+// but answered with an error that says nothing of the outcome, as a
+// networked store's timeout.
+type appliedThenTimeout struct {
+	flaky
+	armed bool
+}
+
+func (a *appliedThenTimeout) Commit(ctx context.Context, id string, base uint64, c *store.Change) (uint64, error) {
+	v, err := a.flaky.Commit(ctx, id, base, c)
+	if err == nil && a.armed {
+		return 0, errors.New("i/o timeout")
+	}
+	return v, err
+}
+
+// A batch whose commit fails with an unknown outcome: each frame is told
+// so, none that it was not applied; sent again with skipped applied
+// sequences, the batch is answered as applied, not applied twice. A
+// commit the store says it did not apply (store.ErrNotApplied), or a
+// session that could not be loaded, is still "not applied".
+func TestFeedBatchOutcomeUnknownAnswersEachFrame(t *testing.T) {
+	fs := frames(recording)
+	st := &appliedThenTimeout{flaky: flaky{Store: store.NewMemory()}}
+	n := normalize.New(normalize.WithStore(st))
+	_, _ = batchErrors(t, n, "s", numbered(fs, 1, 10))
+	st.armed = true
+	errs, execs := batchErrors(t, n, "s", numbered(fs, 11, 14))
+	st.armed = false
+	assert.Zero(t, execs)
+	require.Len(t, errs, 4)
+	for i, fe := range errs {
+		assert.Equal(t, normalize.Unavailable, fe.Code)
+		assert.EqualValues(t, 11+i, fe.Sequence)
+		assert.NotContains(t, fe.Message, "not applied")
+		assert.Contains(t, fe.Message, fmt.Sprintf("frame %d of session \"s\" may or may not have been applied: ", 11+i))
+		assert.Contains(t, fe.Message, "and so may the rest of the batch of frames 11 to 14")
+		assert.Contains(t, fe.Message, "sent again without them, it may be applied twice")
+	}
+	// It was applied: sent again, every frame is answered as applied
+	// before (its kept answers), and the session goes on as one fed once.
+	ref := normalize.New()
+	_, _ = batchErrors(t, ref, "s", numbered(fs, 1, 14))
+	_, want := batchErrors(t, ref, "s", numbered(fs, 15, 20))
+	again, _ := batchErrors(t, n, "s", numbered(fs, 11, 14))
+	assert.Empty(t, again)
+	_, got := batchErrors(t, n, "s", numbered(fs, 15, 20))
+	assert.Equal(t, want, got, "the batch answered with an unknown outcome was applied once")
+
+	// A commit the store did not apply, and a load that failed, are
+	// "not applied".
+	st.broken.Store(true)
+	errs, _ = batchErrors(t, n, "s", numbered(fs, 21, 22))
+	assertEachNotApplied(t, errs, "s", 21, 22)
+	for _, fe := range errs {
+		assert.Contains(t, fe.Message, "was not applied")
+	}
+	cold := normalize.New(normalize.WithStore(st))
+	errs, _ = batchErrors(t, cold, "s", numbered(fs, 21, 22))
+	assertEachNotApplied(t, errs, "s", 21, 22)
+	for _, fe := range errs {
+		assert.Contains(t, fe.Message, "was not applied")
+	}
 }

@@ -92,6 +92,23 @@ const (
 // errStore marks a failure of the store (not a conflict).
 var errStore = errors.New("state store")
 
+// errNotApplied marks a store failure that left the request surely not
+// applied: nothing of it was committed (a load or a version check that
+// failed, a commit not sent). errUnsure marks one whose outcome is not
+// known even when the store's error says it applied nothing (a confirm
+// of what an earlier commit applied). See notApplied.
+var (
+	errNotApplied = errors.New("not applied")
+	errUnsure     = errors.New("outcome unknown")
+)
+
+// marked is err with a mark (errNotApplied, errUnsure) that errors.Is
+// finds, and that its message does not show.
+type marked struct{ err, mark error }
+
+func (m marked) Error() string   { return m.err.Error() }
+func (m marked) Unwrap() []error { return []error{m.err, m.mark} }
+
 // errDropped: the session's stored state did not decode and was deleted;
 // load it again (absent now).
 var errDropped = errors.New("stored state dropped")
@@ -102,8 +119,12 @@ var errDropped = errors.New("stored state dropped")
 // (the default) a Normalizer's own memory is the only state. With it, a
 // request's revisions are handed on once the store has accepted its
 // changes (WithEmit then holds them until then), and a request the store
-// cannot take gives a FrameError with code Unavailable: it was not applied
-// and may be sent again.
+// cannot take gives a FrameError with code Unavailable. Its message says
+// whether it was not applied (it may be sent again), or the store failed
+// before it answered and it may or may not have been applied (a timeout:
+// see store.ErrNotApplied), when it is sent again with WithSkipApplied,
+// which answers it as applied if it was: sent again without, it may be
+// applied twice.
 func WithStore(st store.Store) Option { return func(c *config) { c.store = st } }
 
 // storedTomb is a tombstone waiting for the next commit.
@@ -460,7 +481,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		// Before the close's commit: once it is applied, what it kept is
 		// there to hand on.
 		if err := ss.writeFinals(ctx, s); err != nil {
-			return true, fmt.Errorf("%w: keeping what the close of session %q ended: %w", errStore, s.id, err)
+			return true, marked{fmt.Errorf("%w: keeping what the close of session %q ended, before its commit: %w", errStore, s.id, err), errNotApplied}
 		}
 		s.finals = nil
 	}
@@ -517,7 +538,7 @@ func (ss *sessions) current(ctx context.Context, s *session) error {
 	case errors.Is(err, store.ErrConflict):
 		return err
 	case err != nil:
-		return fmt.Errorf("%w: checking session %q: %w", errStore, s.id, err)
+		return marked{fmt.Errorf("%w: checking session %q: %w", errStore, s.id, err), errNotApplied}
 	}
 	return nil
 }
@@ -582,7 +603,7 @@ func (ss *sessions) release(s *session, r *reply) {
 		err = ss.confirm.Confirm(r.req.ctx, s.key)
 		ss.hooks.storeOp("confirm", start, err)
 		if err != nil {
-			err = fmt.Errorf("%w: confirming session %q: %w", errStore, s.id, err)
+			err = marked{fmt.Errorf("%w: confirming session %q, which applied it before: %w", errStore, s.id, err), errUnsure}
 		}
 	}
 	loaded := s.loaded

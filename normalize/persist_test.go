@@ -179,7 +179,9 @@ type flaky struct {
 	broken atomic.Bool
 }
 
-var errDown = errors.New("connection refused")
+// errDown: the store could not be reached, so it knows nothing was
+// applied.
+var errDown = fmt.Errorf("%w: connection refused", store.ErrNotApplied)
 
 func (f *flaky) Load(ctx context.Context, id string) (*store.Snapshot, error) {
 	if f.broken.Load() {

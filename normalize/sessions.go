@@ -460,12 +460,20 @@ func (r *reply) storeFailed(err error) {
 // did not take it (err): a client that matches answers to its requests by
 // sequence finds one for each. how says which frames of the batch were
 // not taken.
+//
+// It says the request was not applied only when that is known (see
+// notApplied); a commit whose outcome the store does not know (a
+// timeout: the store may still apply it) is said to be so, with how to
+// send it again without applying it twice.
 func (r *reply) notTaken(err error, frames []Frame, how string) {
-	what, then := "was not applied", "it may be sent again"
-	if errors.Is(err, store.ErrUnacknowledged) {
+	what, rest, then := "was not applied", "nor was", "it may be sent again"
+	switch {
+	case errors.Is(err, store.ErrUnacknowledged):
 		// Applied in the store, but it may yet be lost there: the caller
 		// sends it again, and WithSkipApplied tells it whether it was kept.
 		what, then = "not acknowledged", "the store may keep or lose it, so send it again (with skipped applied sequences, if it was kept this process answers it with what it made, and another says ALREADY_EXISTS)"
+	case !notApplied(err):
+		what, rest, then = "may or may not have been applied", "and so may", "the store failed before it answered, and may apply it still: send it again with skipped applied sequences, which answer it as applied if it was (this process with what it made, another with ALREADY_EXISTS); sent again without them, it may be applied twice"
 	}
 	if len(frames) < 2 {
 		r.fail(Unavailable, "", "frame %d of session %q %s: %v; %s", r.seq, r.session, what, err, then)
@@ -473,9 +481,19 @@ func (r *reply) notTaken(err error, frames []Frame, how string) {
 	}
 	first, last := frames[0].Sequence, frames[len(frames)-1].Sequence
 	for _, f := range frames {
-		msg := fmt.Sprintf("frame %d of session %q %s: %v; nor was the rest of the batch of frames %d to %d %s each of them answered so; %s", f.Sequence, r.session, what, err, first, last, how, then)
+		msg := fmt.Sprintf("frame %d of session %q %s: %v; %s the rest of the batch of frames %d to %d %s each of them answered so; %s", f.Sequence, r.session, what, err, rest, first, last, how, then)
 		r.raiseAt(f.Sequence, &FrameError{Code: Unavailable, Message: msg})
 	}
+}
+
+// notApplied reports whether a store error (for notTaken) leaves the
+// request surely not applied: it failed before the request's commit was
+// sent (errNotApplied: a load, a version check, conflicts), or the store
+// says the commit was not applied (store.ErrNotApplied), and nothing
+// marks the outcome unknown (errUnsure). Anything else, a commit that
+// timed out above all, may have been applied.
+func notApplied(err error) bool {
+	return !errors.Is(err, errUnsure) && (errors.Is(err, errNotApplied) || errors.Is(err, store.ErrNotApplied))
 }
 
 // newReply starts an attempt at a request: the first reads the frame read
@@ -505,7 +523,7 @@ func (ss *sessions) attempt(req *request, apply func(r *reply) error) (*reply, e
 				}
 				continue
 			}
-			r.storeFailed(fmt.Errorf("%w: other replicas changed the session %d times while it was applied", errStore, maxAttempts))
+			r.storeFailed(marked{fmt.Errorf("%w: other replicas changed the session %d times while it was applied", errStore, maxAttempts), errNotApplied})
 		}
 		if r.lossFound {
 			ss.hooks.dataLoss()
@@ -657,6 +675,7 @@ func (r *reply) locked(err error) error {
 	if !errors.Is(err, errStore) {
 		return err
 	}
+	err = marked{err, errNotApplied} // nothing of the request was committed
 	if r.batch {
 		r.stop = true
 		r.notTaken(err, r.batchFrames[r.at:], "(from the first frame that needed the session),")

@@ -196,8 +196,12 @@ const (
 	// FailedPrecondition: the frame is about something unknown or released
 	// (a terminal no call showed, a call past its grace period).
 	FailedPrecondition Code = 9
-	// Unavailable: the frame was not applied because the state store (see
-	// WithStore) could not take it; it may be sent again.
+	// Unavailable: the state store (see WithStore) could not take the
+	// frame. The message says which: it was not applied, and may be sent
+	// again; or the store failed before it answered, and the frame may or
+	// may not have been applied (a timeout), to be sent again with
+	// WithSkipApplied, which answers it as applied if it was (without,
+	// it may be applied twice).
 	Unavailable Code = 14
 	// DataLoss: the session's state is older than what the caller holds
 	// (WithHeld): the store lost commits. The frame was not applied.

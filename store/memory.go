@@ -110,18 +110,18 @@ func (m *memory) Version(ctx context.Context, session string) (uint64, error) {
 
 func (m *memory) Commit(ctx context.Context, session string, base uint64, c *Change) (uint64, error) {
 	if c == nil {
-		return 0, errors.New("store: commit without a change (nil *Change)")
+		return 0, fmt.Errorf("%w: commit without a change (nil *Change)", ErrNotApplied)
 	}
 	if c.TTL <= 0 {
-		return 0, fmt.Errorf("store: commit with TTL %v; it must be positive", c.TTL)
+		return 0, fmt.Errorf("%w: commit with TTL %v; it must be positive", ErrNotApplied, c.TTL)
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("store: commit: %w", err)
+		return 0, fmt.Errorf("%w: %w", ErrNotApplied, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return 0, errMemoryClosed
+		return 0, fmt.Errorf("%w: %w", ErrNotApplied, errMemoryClosed)
 	}
 	now := m.now()
 	m.sweep(now)

@@ -32,6 +32,17 @@
 // only the session's version, so that a caller holding a copy can check it
 // is current without loading the session.
 //
+// A commit that failed may or may not have been applied, unless the
+// store knows it was not: Commit's error then wraps ErrNotApplied (a
+// change refused before anything was sent, a server that could not be
+// reached at all, or one that refused the commit before it ran). Any
+// other error than ErrConflict, a timeout above all, leaves the outcome
+// unknown: the commit may be applied later still (a server that was
+// only slow runs what it had read). A caller that tells others about the
+// commit says "not applied" only for ErrConflict and ErrNotApplied, and
+// otherwise that it does not know. Either way it loads the session again
+// before its next commit.
+//
 // A store that confirms a commit only once it is durable enough (Redis
 // with replicas to wait for) returns an error wrapping ErrUnacknowledged
 // for a commit it applied but cannot confirm: like a lost connection, it
@@ -87,6 +98,11 @@ type StreamOp struct {
 // ErrConflict: the session's version is not the one the commit was based on.
 var ErrConflict = errors.New("store: session version conflict (changed by another writer, expired or deleted)")
 
+// ErrNotApplied (wrapped): the store knows the commit changed nothing:
+// it was refused before it was sent, never reached the server, or the
+// server refused it before it ran. See the package documentation.
+var ErrNotApplied = errors.New("store: commit not applied")
+
 // ErrUnacknowledged (wrapped): the store applied the commit but could not
 // confirm it is durable (too few replicas hold it); it may survive a
 // failure or be lost.
@@ -127,7 +143,8 @@ type Store interface {
 	// Commit applies c atomically when the session is still at version base
 	// (0: it must not exist), and returns the new version (above base, and
 	// never one the session had before); ErrConflict otherwise, with
-	// nothing applied.
+	// nothing applied. Any other error leaves it unknown whether c was
+	// applied, unless it wraps ErrNotApplied.
 	Commit(ctx context.Context, session string, base uint64, c *Change) (uint64, error)
 	// Delete removes the session when it is still at version base; ErrConflict otherwise.
 	Delete(ctx context.Context, session string, base uint64) error

@@ -93,8 +93,9 @@
 // "": it exists while the hash has the field e.
 // No script reads or writes a split session: each first checks that
 // every key it is about to touch is on its node (hereSource), and
-// otherwise answers TRYAGAIN having written nothing. go-redis sends a
-// TRYAGAIN again a few times, a little later, then returns it. Until the
+// otherwise answers TRYAGAIN having written nothing. A commit answered
+// TRYAGAIN is sent again a few times, a little later, then the error is
+// returned. Until the
 // session's keys have moved, its commits run on the old master; then
 // that master answers ASK, which go-redis follows to the new one. A
 // commit that starts a new stream is TRYAGAIN on the old master as long
@@ -103,9 +104,10 @@
 // goes to one node) follows the ASK itself. A session that does not
 // exist yet is refused (TRYAGAIN) for the whole move: neither master
 // holds its declared keys. None of these scripts applies anything before
-// it refuses; go-redis may have sent a commit again whose first answer
-// was lost, so after such an error the caller loads the session before
-// it sends the commit again (the commit may have applied). A stream
+// it refuses; a commit may have been sent again after a first sending
+// whose answer was lost, so such an error wraps store.ErrNotApplied only
+// when no sending may have run (see Commits that fail), and the caller
+// loads the session before it sends the commit again. A stream
 // named "" that a build before this scheme wrote (no field e) is not
 // listed: the engine never names a stream so.
 //
@@ -138,14 +140,37 @@
 // owning a session, a frame costs one round trip.
 //
 // Each commit also carries a unique token, and the session keeps the
-// tokens and versions of its last 8 commits. When the connection breaks after Redis
-// applied a commit but before its reply arrived, go-redis sends the
-// command again; the script then finds the token at the version the
-// commit made and reports that version (even when other commits followed
-// in between) rather than a conflict, so the caller neither applies its
-// change twice nor thinks it lost. An error other than
-// store.ErrConflict still leaves it unknown whether the commit applied:
-// the caller loads the session again before its next commit.
+// tokens and versions of its last 8 commits. When the connection breaks
+// or times out after Redis applied a commit but before its reply
+// arrived, the store sends the command again; the script then finds the
+// token at the version the commit made and reports that version (even
+// when other commits followed in between) rather than a conflict, so the
+// caller neither applies its change twice nor thinks it lost.
+//
+// # Commits that fail
+//
+// An error other than store.ErrConflict leaves it unknown whether the
+// commit applied, unless it wraps store.ErrNotApplied. A commit whose
+// answer never came (a timeout, a broken connection, an ended context)
+// may have been applied, or be applied later still: a server that was
+// only stopped or slow runs the commit it had read once it goes on. The
+// store says a commit was not applied only when it knows that: it was
+// refused before it was sent (no change, a TTL that is not positive, an
+// ended context, no connection to be had), no connection could be made
+// (a dial that failed sent nothing), or Redis answered with an error it
+// gives before a script runs, or at the script's first write (see
+// refused: NOSCRIPT, LOADING, BUSY, NOAUTH, MASTERDOWN, MOVED, ASK,
+// TRYAGAIN, CROSSSLOT, CLUSTERDOWN, OOM, READONLY, MISCONF, NOREPLICAS);
+// the commit script checks everything (version, replicas, keys) before
+// its first write. Any other error reply (WRONGTYPE, a Lua error) may
+// come after writes, which Redis does not undo. go-redis would send a
+// command again after a timeout and return only the last error (a dial
+// refused, READONLY), which says nothing of the sending that timed out:
+// the commit script is sent as a command go-redis sends at most once,
+// and the store sends it again itself, as go-redis would (its
+// max_retries, a Cluster's max_redirects, and backoff), so that it knows
+// whether any sending may have run. ErrTooFewReplicas, too, wraps
+// store.ErrNotApplied only when no earlier sending may have run.
 //
 // # Expiry
 //
@@ -206,6 +231,11 @@ type Store struct {
 	wait        int           // replicas a commit waits for (WithWaitReplicas)
 	waitTimeout time.Duration // how long it waits
 
+	// How often a script that writes is sent again, and the backoff
+	// (the client's own; see send).
+	resends                int
+	minBackoff, maxBackoff time.Duration
+
 	tokenBase uint64        // random, per Store
 	tokenSeq  atomic.Uint64 // makes each commit's token unique in this Store
 
@@ -239,8 +269,9 @@ const maxReplicaLag = 10 * time.Second
 
 // ErrTooFewReplicas is the error of a commit, with WithWaitReplicas, that
 // the master refused before applying it: fewer replicas than asked for
-// were online and acknowledging (see Waiting for replicas). Nothing was
-// written; the commit may be sent again.
+// were online and acknowledging (see Waiting for replicas). That sending
+// wrote nothing; the error wraps store.ErrNotApplied too unless an
+// earlier sending of the commit got no answer (see Commits that fail).
 var ErrTooFewReplicas = errors.New("too few replicas online to wait for (nothing applied)")
 
 // An Option changes how Open sets up the store.
@@ -378,6 +409,7 @@ func Open(rawURL string, opts ...Option) (*Store, error) {
 		_ = s.c.Close()
 		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", where, err)
 	}
+	s.resends, s.minBackoff, s.maxBackoff = resendsOf(s.c)
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
 	s.tokenBase = binary.LittleEndian.Uint64(seed[:])
@@ -449,7 +481,7 @@ func (s *Store) keys(session string) []string {
 // writes nothing) when fewer replicas than required are online within
 // the lag; the moving error (writing nothing) while the session's keys
 // are split between two nodes (see hereSource).
-var commitScript = redis.NewScript(commitSource)
+var commitScript = newScript(commitSource)
 
 const commitSource = hereSource + `
 local h, k = KEYS[1], KEYS[2]
@@ -767,17 +799,17 @@ func (s *Store) Version(ctx context.Context, session string) (uint64, error) {
 // Commit applies c when the session is still at version base.
 func (s *Store) Commit(ctx context.Context, session string, base uint64, c *store.Change) (uint64, error) {
 	if c == nil {
-		return 0, fmt.Errorf("redisstore: commit %q: no change (nil *store.Change)", session)
+		return 0, fmt.Errorf("redisstore: commit %q: %w: no change (nil *store.Change)", session, store.ErrNotApplied)
 	}
 	ms := c.TTL.Milliseconds()
 	if c.TTL <= 0 {
-		return 0, fmt.Errorf("redisstore: commit %q: TTL %v; it must be positive", session, c.TTL)
+		return 0, fmt.Errorf("redisstore: commit %q: %w: TTL %v; it must be positive", session, store.ErrNotApplied, c.TTL)
 	}
 	if ms == 0 {
 		ms = 1 // under a millisecond: Redis's finest expiry
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("redisstore: commit %q: %w", session, err)
+		return 0, fmt.Errorf("redisstore: commit %q: %w: %w", session, store.ErrNotApplied, err)
 	}
 	var raw [16]byte
 	binary.LittleEndian.PutUint64(raw[:8], s.tokenBase)
@@ -809,19 +841,31 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 		}
 		args = append(args, op.Name, kind, nonNil(op.Data))
 	}
-	var v int64
-	var err error
-	if s.wait == 0 {
-		v, err = commitScript.Run(ctx, s.c, s.keys(session), args...).Int64()
-	} else {
-		v, err = s.commitAndWait(ctx, s.keys(session), args)
-	}
+	keys := s.keys(session)
+	v, _, unsure, err := s.send(ctx, func() (int64, int64, error) {
+		if s.wait == 0 {
+			v, err := s.evalOnce(ctx, commitScript, keys, args)
+			return v, 0, err
+		}
+		v, err := s.commitAndWait(ctx, keys, args)
+		return v, 0, err
+	})
 	if err != nil {
 		s.lost(err)
+		switch {
+		case !unsure:
+			err = fmt.Errorf("%w: %w", store.ErrNotApplied, err)
+		case refused(err):
+			err = fmt.Errorf("%w (an earlier sending got no answer: it may have been applied)", err)
+		}
 		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: %w", session, base, s.where, err)
 	}
 	if v == -2 {
-		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: %w: %d asked for (WithWaitReplicas)", session, base, s.where, ErrTooFewReplicas, s.wait)
+		err := ErrTooFewReplicas
+		if !unsure {
+			err = fmt.Errorf("%w: %w", store.ErrNotApplied, err)
+		}
+		return 0, fmt.Errorf("redisstore: commit %q at version %d to %s: %w: %d asked for (WithWaitReplicas)", session, base, s.where, err, s.wait)
 	}
 	if v < 0 {
 		return 0, store.ErrConflict
@@ -856,7 +900,7 @@ func (s *Store) commitAndWait(ctx context.Context, keys []string, args []any) (i
 // the node the ASK names, which holds them. A script that finds the keys
 // split between the two answers TRYAGAIN, and is sent again a little
 // later.
-func (s *Store) runAndWait(ctx context.Context, script *redis.Script, keys []string, args []any) (v, acked int64, err error) {
+func (s *Store) runAndWait(ctx context.Context, script luaScript, keys []string, args []any) (v, acked int64, err error) {
 	const moves = 6 // a slot that moves this often while one commit is sent is not worth chasing
 	var ask *redis.Client
 	for attempt := 1; ; attempt++ {
@@ -938,7 +982,7 @@ func askAddr(addr string) string {
 // pipeWait sends script (by its SHA1, or whole when the server does not
 // know it) and WAIT in one pipeline, which go-redis writes on one
 // connection; after ASKING when asking (the node an ASK named).
-func (s *Store) pipeWait(ctx context.Context, node *redis.Client, asking bool, script *redis.Script, keys []string, args []any) (v, acked int64, err error) {
+func (s *Store) pipeWait(ctx context.Context, node *redis.Client, asking bool, script luaScript, keys []string, args []any) (v, acked int64, err error) {
 	for _, whole := range []bool{false, true} {
 		var run *redis.Cmd
 		var wait *redis.IntCmd
@@ -948,10 +992,9 @@ func (s *Store) pipeWait(ctx context.Context, node *redis.Client, asking bool, s
 					return err
 				}
 			}
-			if whole {
-				run = script.Eval(ctx, p, keys, args...)
-			} else {
-				run = script.EvalSha(ctx, p, keys, args...)
+			run = script.cmd(ctx, whole, keys, args)
+			if err := p.Process(ctx, once{run}); err != nil {
+				return err
 			}
 			wait = redis.NewIntCmd(ctx, "wait", s.wait, max(1, s.waitTimeout.Milliseconds())) // WAIT n 0 would wait forever
 			return p.Process(ctx, wait)
@@ -978,7 +1021,7 @@ func (s *Store) pipeWait(ctx context.Context, node *redis.Client, asking bool, s
 // command), and a connection that wrote nothing gets an answer at once,
 // whatever the replicas hold. Written now, that offset is past every
 // commit the session had.
-var confirmScript = redis.NewScript(`
+var confirmScript = newScript(`
 local v = redis.call('HGET', KEYS[1], 'v')
 if not v then return 0 end
 redis.call('HSET', KEYS[1], 'v', v)
@@ -1000,7 +1043,9 @@ func (s *Store) Confirm(ctx context.Context, session string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: confirm %q: %w", session, err)
 	}
-	v, acked, err := s.runAndWait(ctx, confirmScript, s.keys(session), nil)
+	v, acked, _, err := s.send(ctx, func() (int64, int64, error) {
+		return s.runAndWait(ctx, confirmScript, s.keys(session), nil)
+	})
 	if err != nil {
 		s.lost(err)
 		return fmt.Errorf("redisstore: confirm %q at %s: %w", session, s.where, err)

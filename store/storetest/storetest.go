@@ -233,9 +233,15 @@ func testConflict(t *testing.T, s store.Store) {
 func testInvalidChange(t *testing.T, s store.Store) {
 	for _, c := range []*store.Change{nil, {Header: []byte("h")}, {Header: []byte("h"), TTL: -time.Second}} {
 		_, err := s.Commit(ctx(t), "a", 0, c)
-		if err == nil || errors.Is(err, store.ErrConflict) {
-			t.Errorf("Commit(%+v) err = %v; want an error that is not ErrConflict", c, err)
+		if err == nil || errors.Is(err, store.ErrConflict) || !errors.Is(err, store.ErrNotApplied) {
+			t.Errorf("Commit(%+v) err = %v; want an error that is not ErrConflict and wraps ErrNotApplied", c, err)
 		}
+	}
+	// A context already ended: refused before anything is sent.
+	done, cancel := context.WithCancel(ctx(t))
+	cancel()
+	if _, err := s.Commit(done, "a", 0, &store.Change{Header: []byte("h"), TTL: long}); !errors.Is(err, store.ErrNotApplied) {
+		t.Errorf("Commit with an ended context: err = %v; want one wrapping ErrNotApplied", err)
 	}
 	want(t, load(t, s, "a"), 0, nil, nil, nil)
 }

@@ -6,9 +6,11 @@
 // 3, ... and streams them with StreamOptions.skip_applied_sequences, so that
 // anything sent again is applied once. When a stream breaks (a replica
 // died, a server shuts down, the network failed) or a request is refused
-// as not applied (a FrameError UNAVAILABLE), the Session waits (exponential
-// backoff with jitter, bounded by WithBackoff), moves to the next address,
-// and sends again every request it has no answer for. The first frame on
+// (a FrameError UNAVAILABLE: not applied, or applied or not with the
+// outcome unknown, which a resend with skipped sequences settles), the
+// Session waits (exponential backoff with jitter, bounded by WithBackoff),
+// moves to the next address, and sends again every request it has no
+// answer for. The first frame on
 // each new stream states what the Session holds (AcpFrame.held_revisions),
 // so a server whose store lost commits answers DATA_LOSS instead of
 // restarting a call; the Session then rebuilds the session by sending its

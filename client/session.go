@@ -82,7 +82,8 @@ type Stats struct {
 	Streams, Reconnects int
 	// Resent counts requests sent again on a new stream.
 	Resent int
-	// NotApplied counts requests refused as not applied (UNAVAILABLE).
+	// NotApplied counts requests refused with UNAVAILABLE (not applied, or
+	// with an outcome the store did not know).
 	NotApplied int
 	// Losses counts DATA_LOSS answers, each followed by a rebuild of the
 	// session from its first request, or, once Dropped is above 0, by the

@@ -10,10 +10,11 @@ import (
 )
 
 // A stream whose client numbers its requests (skip_applied_sequences)
-// applies each session's requests in order: once one of them is answered
-// as not applied (UNAVAILABLE, DATA_LOSS), the requests of that session
-// the client sent after it on the stream, before it could read that
-// answer, are not applied either, and are answered with the same code.
+// applies each session's requests in order: once one of them is refused
+// (UNAVAILABLE: not applied, or with an outcome the store does not know;
+// DATA_LOSS), the requests of that session the client sent after it on
+// the stream, before it could read that answer, are not applied either,
+// and are answered with the same code.
 // Applying them would put them into a session that misses the refused one
 // (or, after DATA_LOSS, into the older state the store went back to), and
 // their sequences would then make the server skip the refused request,
@@ -97,7 +98,7 @@ func (f *feeder) behindRefusal(req *pb.NormalizeRequest) (bool, error) {
 	f.notApplied = true
 	f.ss.m.frameError(codes.Code(r.code))
 	return true, f.emit(frameErrorResponse(&normalize.FrameError{SessionID: session, Sequence: seq, Code: r.code,
-		Message: fmt.Sprintf("request %d of session %q was not applied: request %d of the session before it on this stream was not applied (%s); send again from %d", seq, session, r.seq, codes.Code(r.code), r.seq)}))
+		Message: fmt.Sprintf("request %d of session %q was not applied: request %d of the session before it on this stream was refused (%s); send again from %d", seq, session, r.seq, codes.Code(r.code), r.seq)}))
 }
 
 // requestSession is the session and sequence of a frame, TurnEnded or

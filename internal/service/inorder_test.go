@@ -43,7 +43,7 @@ func TestFramesBehindANotAppliedOneAreNotApplied(t *testing.T) {
 		fe := st.frameError()
 		assert.EqualValues(t, codes.DataLoss, fe.GetCode(), "%v", fe)
 		assert.EqualValues(t, seq, fe.GetSequence())
-		assert.Contains(t, fe.GetMessage(), "request 5 of the session before it on this stream was not applied (DataLoss); send again from 5")
+		assert.Contains(t, fe.GetMessage(), "request 5 of the session before it on this stream was refused (DataLoss); send again from 5")
 	}
 
 	for seq := uint64(1); seq <= 6; seq++ {

@@ -4,8 +4,9 @@ the same behaviour as the Go package ``github.com/acpnorm/acpnorm/client``.
 A :class:`Session` numbers the requests of one ACP session (frames,
 TurnEnded, SessionClosed) 1, 2, 3, ... and streams them with
 ``StreamOptions.skip_applied_sequences``, so that anything sent again is
-applied once. When a stream breaks or a request is refused as not applied
-(FrameError UNAVAILABLE), it waits (exponential backoff with jitter,
+applied once. When a stream breaks or a request is refused (FrameError
+UNAVAILABLE: not applied, or with an outcome the store did not know, which the
+resend settles), it waits (exponential backoff with jitter,
 bounded), moves to the next address and sends again every request it has no
 answer for. The first frame on each new stream states what it holds
 (``AcpFrame.held_revisions``), so a server whose store lost commits answers
@@ -127,7 +128,7 @@ class SessionStats:
     streams: int = 0  # streams opened
     reconnects: int = 0  # streams that followed one that broke (or failed to open)
     resent: int = 0  # requests sent again on a new stream
-    not_applied: int = 0  # requests refused as not applied (UNAVAILABLE)
+    not_applied: int = 0  # requests refused with UNAVAILABLE (not applied, or with an unknown outcome)
     # DATA_LOSS answers, each followed by a rebuild from the first request,
     # or, once dropped is above 0, by the Session giving up (CannotRebuildError)
     losses: int = 0

@@ -5,8 +5,9 @@
 // A Session numbers the requests of one ACP session (frames, TurnEnded,
 // SessionClosed) 1, 2, 3, ... and streams them with
 // StreamOptions.skip_applied_sequences, so that anything sent again is
-// applied once. When a stream breaks or a request is refused as not applied
-// (FrameError UNAVAILABLE), it waits (exponential backoff with jitter,
+// applied once. When a stream breaks or a request is refused (FrameError
+// UNAVAILABLE: not applied, or with an outcome the store did not know, which
+// the resend settles), it waits (exponential backoff with jitter,
 // bounded), moves to the next address and sends again every request it has
 // no answer for. The first frame on each new stream states what it holds
 // (AcpFrame.held_revisions), so a server whose store lost commits answers
@@ -104,7 +105,7 @@ export interface SessionStats {
   reconnects: number;
   /** Requests sent again on a new stream. */
   resent: number;
-  /** Requests refused as not applied (UNAVAILABLE). */
+  /** Requests refused with UNAVAILABLE (not applied, or with an unknown outcome). */
   notApplied: number;
   /**
    * DATA_LOSS answers, each followed by a rebuild from the first request,

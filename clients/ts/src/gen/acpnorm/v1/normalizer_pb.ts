@@ -95,8 +95,9 @@ export type StreamOptions = Message<"acpnorm.v1.StreamOptions"> & {
    * session (on any stream, or, with a shared store, any replica) is not
    * applied again and gets a FrameError ALREADY_EXISTS (6). A client whose
    * stream broke (a replica died) can then send again every request it has
-   * no answer for. Sequence 0 is never skipped. Off by default, as
-   * sequences may follow any scheme.
+   * no answer for, and one answered UNAVAILABLE whose outcome is unknown,
+   * and none is applied twice. Sequence 0 is never skipped. Off by
+   * default, as sequences may follow any scheme.
    *
    * @generated from field: bool skip_applied_sequences = 2;
    */
@@ -378,8 +379,12 @@ export type FrameError = Message<"acpnorm.v1.FrameError"> & {
    * (what it made, if it was applied before, cannot be sent again); ALREADY_EXISTS (6)
    * for a request skipped because its session already applied its sequence
    * (see StreamOptions.skip_applied_sequences); UNAVAILABLE (14)
-   * for a request that was not applied because the server's shared state
-   * store could not be reached (it may be sent again); DATA_LOSS (15) for a
+   * for a request the server's shared state store did not take: either it
+   * was not applied (the message says "was not applied"; it may be sent
+   * again), or the store failed before it answered and it may or may not
+   * have been applied (the message says so; sent again with
+   * skip_applied_sequences it is answered as applied if it was, sent again
+   * without, it may be applied twice); DATA_LOSS (15) for a
    * frame whose session the server holds in an older state than the
    * client's AcpFrame.held_revisions or held_sequence say (its store lost
    * commits; the frame was not applied, and the message names the session,

@@ -140,9 +140,10 @@ func refused(err error) bool {
 
 // transient reports whether a later sending may not meet err, as go-redis
 // judges it for the commands it sends again: a connection that broke or
-// timed out, none to be had, or a server loading, read-only (a master
-// just demoted), cut from its master, short of replicas or of a
-// cluster's slots, or with too many clients.
+// timed out while the command was written or read, none to be had, or a
+// server loading, read-only (a master just demoted), cut from its
+// master, short of replicas or of a cluster's slots, or with too many
+// clients.
 func transient(err error) bool {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, redis.ErrPoolTimeout) {
 		return true
@@ -156,8 +157,11 @@ func transient(err error) bool {
 	}
 	var reply redis.Error
 	if !errors.As(err, &reply) {
+		// A command whose connection broke or timed out (read, write)
+		// is sent again; a timeout with no connection to blame (the
+		// handshake of a new one) is not, as go-redis does not.
 		var ne net.Error
-		return errors.As(err, &ne)
+		return errors.As(err, &op) || errors.As(err, &ne) && !ne.Timeout()
 	}
 	for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "ERR max number of clients reached"} {
 		if redis.HasErrorPrefix(err, p) {

@@ -748,10 +748,13 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 	if s.x.answers[i].size == 1 {
 		return true // it made nothing: answered so, with no round trip
 	}
-	snap, err := ss.store.Load(r.req.ctx, s.key)
-	if err != nil {
-		r.fail(Unavailable, "", "frame %d of session %q was applied before, but its answer could not be read from the store: %v; it may be sent again", r.seq, s.id, err)
-		return true
+	snap := s.snap // loaded by this request (or batch): read once
+	if snap == nil {
+		var err error
+		if snap, err = ss.store.Load(r.req.ctx, s.key); err != nil {
+			r.fail(Unavailable, "", "frame %d of session %q was applied before, but its answer could not be read from the store: %v; it may be sent again", r.seq, s.id, err)
+			return true
+		}
 	}
 	rec := snap.Records[recordOfAnswer(r.seq)]
 	if len(rec) > 1 && rec[0] == answerRemade {
@@ -991,9 +994,10 @@ func execTextBytes(x *ShellExec) int {
 // handOnClosed hands on again, once per request, the ENDED revisions a
 // closed session kept (keepFinals) that the caller does not say it holds,
 // and names those it could not keep. With a store it reads them from the
-// store (one load, for a request sent again whose answer is not kept);
-// closed is the sequence of the close.
-func (ss *sessions) handOnClosed(key string, closed uint64, r *reply) {
+// store (one load, for a request sent again whose answer is not kept,
+// and none when the consumer was handed them already: see
+// WithClosedHandedOn); mark names the close.
+func (ss *sessions) handOnClosed(key string, mark CloseMark, r *reply) {
 	if r.closedSent {
 		return
 	}
@@ -1002,11 +1006,15 @@ func (ss *sessions) handOnClosed(key string, closed uint64, r *reply) {
 	if ss.store == nil {
 		k = ss.tombs.kept(key)
 	} else {
+		if r.req.closedSeen != nil && r.req.closedSeen(r.session, mark) {
+			return // every one of them reached the consumer, or was dropped as held
+		}
 		var err error
-		if k, err = ss.loadFinals(r.req.ctx, key, closed); err != nil {
+		if k, err = ss.loadFinals(r.req.ctx, key, mark.Sequence); err != nil {
 			r.fail(Unavailable, "", "request %d of session %q was applied before the session was closed, but what its close kept could not be read from the store: %v; it may be sent again", r.seq, r.session, err)
 			return
 		}
+		r.closedGot = &mark // told the consumer once handed on (see attempt)
 	}
 	if k == nil {
 		return
@@ -1148,10 +1156,13 @@ func (k *keptFinals) find(call string, revision uint32) *ShellExec {
 }
 
 // holds says whether the caller says (WithHeld) it holds revision
-// revision of call, or a later one.
+// revision of call, or a later one, or was handed it (WithCarried).
 func (r *reply) holds(call string, revision uint32) bool {
-	held, named := r.req.held[call]
-	return named && held >= revision
+	if held, named := r.req.held[call]; named && held >= revision {
+		return true
+	}
+	// Or the consumer carried it already (WithCarried), and would drop it.
+	return r.req.carried != nil && r.req.carried(r.session, call) >= revision
 }
 
 // failRevision says that the ENDED revision of call cannot be handed on

@@ -348,6 +348,9 @@ type request struct {
 	cwd         string
 	direction   Direction
 	whole       func(session, call string, rev uint32, ended bool) bool
+	carried     func(session, call string) uint32          // see WithCarried
+	closedSeen  func(session string, close CloseMark) bool // see WithClosedHandedOn
+	closedGot   func(session string, close CloseMark)
 	discarded   func(session string) // see WithDiscarded
 	finalDeltas bool
 	skipApplied bool
@@ -442,6 +445,34 @@ func WithWhole(whole func(sessionID, toolCallID string, revision uint32, ended b
 // against what it was handed, not against them.
 func WithDiscarded(discarded func(sessionID string)) FeedOption {
 	return func(r *request) { r.discarded = discarded }
+}
+
+// WithCarried is for a consumer that drops what it already carried (a
+// stream): carried returns the highest revision of the session's call it
+// was handed or was told its client holds (0: none). A revision handed on
+// again (marked Again), or a FrameError naming one, at or below it is
+// then not made at all; in particular, an ENDED revision a close kept is
+// not read from the store for it (see WithSkipApplied).
+func WithCarried(carried func(sessionID, toolCallID string) uint32) FeedOption {
+	return func(r *request) { r.carried = carried }
+}
+
+// CloseMark names one close of a session, as a store keeps it: the
+// sequence it closed at and the closed session's stored version (a
+// session started again and closed at the same sequence has another).
+type CloseMark struct{ Sequence, Version uint64 }
+
+// WithClosedHandedOn is for a consumer that drops what it already carried
+// (a stream, see WithCarried), with a store: a request of a closed
+// session sent again hands on the ENDED revisions its close kept (see
+// WithSkipApplied), read from the store, unless seen reports that they
+// were handed to this consumer already, for the same close; got is called
+// once they were (after the request's events were handed on). The
+// consumer forgets a mark when it forgets what it carried of the
+// session's calls, so that what it drops as carried is never more than
+// it was handed.
+func WithClosedHandedOn(seen func(sessionID string, close CloseMark) bool, got func(sessionID string, close CloseMark)) FeedOption {
+	return func(r *request) { r.closedSeen, r.closedGot = seen, got }
 }
 
 // WithFinalChanges is for a consumer that folds every revision: the

@@ -179,6 +179,7 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 	if s.x != nil {
 		ss.countFloors(s, len(s.x.floors)) // given back when it leaves the cache (remove)
 	}
+	s.snap = snap
 	return true, nil
 }
 
@@ -582,6 +583,7 @@ func (ss *sessions) release(s *session, r *reply) {
 	if ss.store == nil {
 		return
 	}
+	s.snap = nil // what this request loaded: the next loads its own
 	if !s.gone {
 		ss.buryPast(s, ss.now())
 	}

@@ -115,9 +115,13 @@ type session struct {
 	// committed (body) and when it said the session was last used, the
 	// numbers of the oldest and next tombstone records, and the
 	// tombstones the next commit writes.
-	version             uint64
-	needLoad            bool
-	loaded              bool        // by the request under way: it is current
+	version  uint64
+	needLoad bool
+	loaded   bool // by the request under way: it is current
+	// snap is the state the request under way loaded (loaded), whose
+	// kept answers it reads (storedAnswer) rather than load it again;
+	// dropped when the request ends (release).
+	snap                *store.Snapshot
 	handed              *handedRevs // what this Normalizer handed on of it when it let it go, until a request checks it (see lost)
 	stored              map[string]bool
 	body                []byte
@@ -410,6 +414,12 @@ type reply struct {
 	// (see handOnClosed).
 	undelivered []*entry
 	closedSent  bool
+	// closedGot is the close whose kept revisions the request hands on,
+	// read from the store: the consumer is told once they were (see
+	// WithClosedHandedOn); failed says the store failed the request, and
+	// what it held was dropped.
+	closedGot *CloseMark
+	failed    bool
 	// frameObs is what the frame under way says, read before its
 	// sequence is checked: the calls whose revisions it made, if it was
 	// applied before.
@@ -448,6 +458,7 @@ func (r *reply) flush() {
 // take, and says so: for a batch, to each of its frames.
 func (r *reply) storeFailed(err error) {
 	r.held = r.held[:0]
+	r.failed = true
 	var frames []Frame
 	if r.frames > 1 {
 		frames = r.batchFrames[:r.frames]
@@ -529,6 +540,9 @@ func (ss *sessions) attempt(req *request, apply func(r *reply) error) (*reply, e
 			ss.hooks.dataLoss()
 		}
 		r.flush()
+		if m := r.closedGot; m != nil && r.err == nil && !r.failed && req.closedGot != nil {
+			req.closedGot(r.session, *m)
+		}
 		return r, err
 	}
 }
@@ -741,7 +755,7 @@ func (ss *sessions) closedMark(what string, r *reply) bool {
 	if r.seq > closed {
 		return false
 	}
-	ss.handOnClosed(key, closed, r)
+	ss.handOnClosed(key, CloseMark{Sequence: closed}, r)
 	r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, r.session, closed)
 	return true
 }
@@ -1670,7 +1684,7 @@ func (ss *sessions) skip(s *session, r *reply, what string) bool {
 		keptErrors(s, r)
 		ss.handOnMissed(s, r)
 		if sentAgain {
-			ss.handOnClosed(s.key, s.closed, r)
+			ss.handOnClosed(s.key, CloseMark{Sequence: s.closed, Version: s.version}, r)
 			r.fail(AlreadyExists, "", "%s %d of session %q was applied before the session was closed (it had applied sequences up to %d); it is not applied again", what, r.seq, s.id, s.closed)
 			return true
 		}

@@ -17,6 +17,12 @@ import (
 // maxDelivered calls it starts over, which costs only extra whole texts.
 type delivered struct {
 	last map[callKey]carried
+	// closed is, per session, the close whose kept ENDED revisions a
+	// request sent again handed on to the stream (with a store): sent
+	// again, those would all be dropped here as carried, so they are not
+	// read from the store again (normalize.WithClosedHandedOn). It goes
+	// with what the stream carried of the session's calls.
+	closed map[string]normalize.CloseMark
 	// finalChanges says the stream asked for ENDED revisions that carry
 	// only what changed (StreamOptions FINAL_TEXTS_CHANGES).
 	finalChanges bool
@@ -43,14 +49,48 @@ type carried struct{ made, sent uint32 }
 
 const maxDelivered = 4096
 
-func newDelivered() *delivered { return &delivered{last: map[callKey]carried{}} }
+func newDelivered() *delivered {
+	return &delivered{last: map[callKey]carried{}, closed: map[string]normalize.CloseMark{}}
+}
 
 // put records c for k, starting over when a new call would pass the bound.
 func (d *delivered) put(k callKey, c carried, known bool) {
 	if !known && len(d.last) >= maxDelivered {
-		clear(d.last)
+		d.startOver()
 	}
 	d.last[k] = c
+}
+
+// startOver forgets everything the stream carried.
+func (d *delivered) startOver() {
+	clear(d.last)
+	clear(d.closed)
+}
+
+// carried returns the last revision of the call the stream sent, or that
+// its client said it holds (0: none): one handed on again at or below it
+// is dropped (see again).
+func (d *delivered) carried(session, call string) uint32 {
+	if d == nil {
+		return 0
+	}
+	return d.last[callKey{session, call}].sent
+}
+
+// closedSeen reports whether the stream was handed what the close c of
+// the session kept (see closed).
+func (d *delivered) closedSeen(session string, c normalize.CloseMark) bool {
+	got, ok := d.closed[session]
+	return ok && got == c
+}
+
+// closedGot records that the stream was handed what the close c of the
+// session kept. It is bounded as last is.
+func (d *delivered) closedGot(session string, c normalize.CloseMark) {
+	if _, ok := d.closed[session]; !ok && len(d.closed) >= maxDelivered {
+		d.startOver()
+	}
+	d.closed[session] = c
 }
 
 // needsWhole records that revision rev of the call is made for the stream
@@ -159,6 +199,7 @@ func (d *delivered) forget(session string) {
 	if d == nil {
 		return
 	}
+	delete(d.closed, session)
 	for k := range d.last {
 		if k.session == session {
 			delete(d.last, k)

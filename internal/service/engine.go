@@ -98,7 +98,8 @@ func (ss *sessions) newFeeder(ctx context.Context, d *delivered, emit func(*pb.N
 	f := &feeder{ss: ss, n: ss.n, d: d, emit: emit}
 	f.shared = []normalize.FeedOption{normalize.WithContext(ctx), normalize.WithEmit(f.event)}
 	if d != nil {
-		f.shared = append(f.shared, normalize.WithWhole(d.needsWhole), normalize.WithDiscarded(d.discard))
+		f.shared = append(f.shared, normalize.WithWhole(d.needsWhole), normalize.WithDiscarded(d.discard),
+			normalize.WithCarried(d.carried), normalize.WithClosedHandedOn(d.closedSeen, d.closedGot))
 	}
 	f.nextOf = normalize.WithNextReader(func(reader string) { f.next = reader })
 	return f

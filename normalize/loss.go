@@ -1056,6 +1056,10 @@ func finalsKey(key string, closed uint64) string {
 	return string(append(b, key...))
 }
 
+// errFinalsNotKept (wrapped) says the store did not take what a close
+// keeps (writeFinals): the close is not applied (see reply.notTaken).
+var errFinalsNotKept = errors.New("the store did not take the ENDED revisions the close keeps for a client that sends requests again")
+
 // writeFinals stores what the close of s (locked, closed) kept, for the
 // grace period: new, or over what a close of the same sequence kept
 // before (a conflict with another replica applying it, or a session

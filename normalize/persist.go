@@ -482,7 +482,7 @@ func (ss *sessions) persist(ctx context.Context, s *session) (bool, error) {
 		// Before the close's commit: once it is applied, what it kept is
 		// there to hand on.
 		if err := ss.writeFinals(ctx, s); err != nil {
-			return true, marked{fmt.Errorf("%w: keeping what the close of session %q ended, before its commit: %w", errStore, s.id, err), errNotApplied}
+			return true, marked{fmt.Errorf("%w: %w (%w)", errStore, errFinalsNotKept, err), errNotApplied}
 		}
 		s.finals = nil
 	}

@@ -420,6 +420,9 @@ type reply struct {
 	// what it held was dropped.
 	closedGot *CloseMark
 	failed    bool
+	// what names a request that is not a frame ("turn_ended",
+	// "session_closed"), for what the request is told.
+	what string
 	// frameObs is what the frame under way says, read before its
 	// sequence is checked: the calls whose revisions it made, if it was
 	// applied before.
@@ -479,6 +482,14 @@ func (r *reply) storeFailed(err error) {
 func (r *reply) notTaken(err error, frames []Frame, how string) {
 	what, rest, then := "was not applied", "nor was", "it may be sent again"
 	switch {
+	case errors.Is(err, errFinalsNotKept):
+		// Whatever the store did with them (not acknowledged, timed
+		// out), the close was not committed: it is sent again, and
+		// applied then.
+		r.fail(Unavailable, "", "%s %d of session %q was not applied: %v; a close writes them before it commits, so it did not, and the session is not closed: the calls it was to end are held as they were, and what it made was not handed on. Send it again: it is applied then, and hands on the ENDED revisions of the calls it ends", r.what, r.seq, r.session, err)
+		return
+	case errors.Is(err, store.ErrUnacknowledged) && r.what == "session_closed":
+		what, then = "not acknowledged", "the store may keep or lose it, so send it again (with skipped applied sequences): kept, the session is closed, and the close is answered as applied, with the ENDED revisions it made (what it kept of them for the grace period); lost, the session is not closed, and the close is applied then"
 	case errors.Is(err, store.ErrUnacknowledged):
 		// Applied in the store, but it may yet be lost there: the caller
 		// sends it again, and WithSkipApplied tells it whether it was kept.
@@ -487,7 +498,8 @@ func (r *reply) notTaken(err error, frames []Frame, how string) {
 		what, rest, then = "may or may not have been applied", "and so may", "the store failed before it answered, and may apply it still: send it again with skipped applied sequences, which answer it as applied if it was (this process with what it made, another with ALREADY_EXISTS); sent again without them, it may be applied twice"
 	}
 	if len(frames) < 2 {
-		r.fail(Unavailable, "", "frame %d of session %q %s: %v; %s", r.seq, r.session, what, err, then)
+		kind := cmp.Or(r.what, "frame")
+		r.fail(Unavailable, "", "%s %d of session %q %s: %v; %s", kind, r.seq, r.session, what, err, then)
 		return
 	}
 	first, last := frames[0].Sequence, frames[len(frames)-1].Sequence
@@ -714,7 +726,7 @@ func (f frameIn) GetSequence() uint64  { return f.sequence }
 func (f frameIn) GetMessage() []byte   { return f.message }
 
 func (ss *sessions) control(ctx context.Context, id string, seq uint64, what string, r *reply, do func(*session)) error {
-	r.session, r.seq = id, seq
+	r.session, r.seq, r.what = id, seq, what
 	if !ss.validSessionID(id, what, r) {
 		return nil
 	}

@@ -564,16 +564,26 @@ func restoreExtra(s *session, name string, rec []byte) (bool, error) {
 		x.floors, x.unkept, x.floorsKept = fs, unkept, true
 		return true, nil
 	case strings.HasPrefix(name, answerPrefix):
-		seq, err := strconv.ParseUint(name[len(answerPrefix):], 10, 64)
-		if err != nil {
-			return true, fmt.Errorf("%w: record %q", errCorrupt, name)
-		}
-		x := s.more()
-		x.answers = append(x.answers, answerRef{seq: seq, size: len(rec)})
-		x.answerBytes += len(rec)
-		return true, nil
+		return restoreAnswer(s, name, len(rec))
 	}
 	return false, nil
+}
+
+// restoreAnswer restores the reference to an answer kept (a record
+// named answerPrefix and the frame's sequence, of size bytes), and
+// reports whether name is one.
+func restoreAnswer(s *session, name string, size int) (bool, error) {
+	if !strings.HasPrefix(name, answerPrefix) {
+		return false, nil
+	}
+	seq, err := strconv.ParseUint(name[len(answerPrefix):], 10, 64)
+	if err != nil {
+		return true, fmt.Errorf("%w: record %q", errCorrupt, name)
+	}
+	x := s.more()
+	x.answers = append(x.answers, answerRef{seq: seq, size: size})
+	x.answerBytes += size
+	return true, nil
 }
 
 // sortAnswers orders the answers restored (map order) by sequence.
@@ -748,15 +758,24 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 	if s.x.answers[i].size == 1 {
 		return true // it made nothing: answered so, with no round trip
 	}
-	snap := s.snap // loaded by this request (or batch): read once
-	if snap == nil {
-		var err error
-		if snap, err = ss.store.Load(r.req.ctx, s.key); err != nil {
-			r.fail(Unavailable, "", "frame %d of session %q was applied before, but its answer could not be read from the store: %v; it may be sent again", r.seq, s.id, err)
-			return true
+	name := recordOfAnswer(r.seq)
+	var rec []byte
+	var err error
+	switch p, ok := ss.store.(store.PartLoader); {
+	case ok:
+		rec, err = p.LoadRecord(r.req.ctx, s.key, name) // that answer alone
+	case s.snap != nil:
+		rec = s.snap.Records[name] // loaded by this request (or batch): read once
+	default:
+		var snap *store.Snapshot
+		if snap, err = ss.store.Load(r.req.ctx, s.key); err == nil {
+			rec = snap.Records[name]
 		}
 	}
-	rec := snap.Records[recordOfAnswer(r.seq)]
+	if err != nil {
+		r.fail(Unavailable, "", "frame %d of session %q was applied before, but its answer could not be read from the store: %v; it may be sent again", r.seq, s.id, err)
+		return true
+	}
 	if len(rec) > 1 && rec[0] == answerRemade {
 		return ss.remadeAnswer(s, r, rec[1:])
 	}

@@ -143,7 +143,15 @@ func recordOfTomb(seq uint64) string { return "t:" + strconv.FormatUint(seq, 10)
 // whether the store had it.
 func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 	start := time.Now()
-	snap, err := ss.store.Load(ctx, s.key)
+	var snap *store.Snapshot
+	var err error
+	if p, ok := ss.store.(store.PartLoader); ok {
+		// Without the answers kept (up to maxAnswerBytes): a request sent
+		// again reads its own (storedAnswer).
+		snap, err = p.LoadWithout(ctx, s.key, answerPrefix)
+	} else {
+		snap, err = ss.store.Load(ctx, s.key)
+	}
 	ss.hooks.storeOp("load", start, err)
 	if err != nil {
 		return false, fmt.Errorf("%w: loading session %q: %w", errStore, s.id, err)
@@ -285,6 +293,12 @@ func (ss *sessions) restore(s *session, snap *store.Snapshot) error {
 			}
 			clear(s.calls)
 			return fmt.Errorf("%w: unknown record %q", errCorrupt, name)
+		}
+	}
+	for name, size := range snap.Sizes {
+		if ok, err := restoreAnswer(s, name, size); !ok || err != nil {
+			clear(s.calls)
+			return cmp.Or(err, fmt.Errorf("%w: unknown record %q", errCorrupt, name))
 		}
 	}
 	s.sortAnswers()

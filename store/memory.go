@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -91,6 +92,44 @@ func (m *memory) Load(ctx context.Context, session string) (*Snapshot, error) {
 		snap.Streams[k] = clone(v)
 	}
 	return snap, nil
+}
+
+// LoadWithout is Load, leaving out the bytes of the records whose names
+// start with prefix (their lengths are in Sizes).
+func (m *memory) LoadWithout(ctx context.Context, session, prefix string) (*Snapshot, error) {
+	snap, err := m.Load(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	snap.Sizes = map[string]int{}
+	for k, v := range snap.Records {
+		if strings.HasPrefix(k, prefix) {
+			snap.Sizes[k] = len(v)
+			delete(snap.Records, k)
+		}
+	}
+	return snap, nil
+}
+
+// LoadRecord returns one record of the session (nil when absent).
+func (m *memory) LoadRecord(ctx context.Context, session, name string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: load record: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errMemoryClosed
+	}
+	s := m.live(session, m.now())
+	if s == nil {
+		return nil, nil
+	}
+	v, ok := s.records[name]
+	if !ok {
+		return nil, nil
+	}
+	return append([]byte{}, v...), nil
 }
 
 func (m *memory) Version(ctx context.Context, session string) (uint64, error) {
@@ -205,3 +244,5 @@ func clone(b []byte) []byte {
 	}
 	return append([]byte{}, b...)
 }
+
+var _ PartLoader = (*memory)(nil)

@@ -77,6 +77,23 @@ type Snapshot struct {
 	Header  []byte            // the session record
 	Records map[string][]byte // per-call records, by name (the engine's names)
 	Streams map[string][]byte // text streams, by name
+	// Sizes holds the lengths, by name, of the records a
+	// PartLoader.LoadWithout left out of Records (nil from Load).
+	Sizes map[string]int
+}
+
+// PartLoader is a Store that can load a session without the bytes of
+// some of its records, and read one record alone: a caller that keeps
+// records it seldom reads (what a request made, kept for when it is sent
+// again) loads a session without them, and reads one when it needs it,
+// rather than every one each time.
+type PartLoader interface {
+	// LoadWithout is Load, except that the records whose names start
+	// with prefix are not in Records: Sizes holds their lengths.
+	LoadWithout(ctx context.Context, session, prefix string) (*Snapshot, error)
+	// LoadRecord returns the session's record name at its current
+	// version: nil when the session or the record does not exist.
+	LoadRecord(ctx context.Context, session, name string) ([]byte, error)
 }
 
 // Change is what one commit does to a session.

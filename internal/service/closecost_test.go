@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +12,10 @@ import (
 	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/acpnorm/acpnorm/store"
 	"github.com/acpnorm/acpnorm/store/redisstore"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 )
 
 // loadCount is a store that counts what its loads read: of the keys that
@@ -57,16 +60,20 @@ func (l *loadCount) reset() {
 
 // closeResendCase makes a session of 30 calls of 10 KB of output each
 // (open, two deltas of 5 KB, the exit: 120 frames) and its close, applied
-// on one stream, and returns the stream maker and the requests.
-func closeResendCase(t *testing.T, st store.Store) (func() (*feeder, *[]*pb.NormalizeResponse), []*pb.NormalizeRequest) {
+// on one stream, and returns the stream maker, the round trips to the
+// store the last stream made so far, and the requests.
+func closeResendCase(t *testing.T, st store.Store) (func() (*feeder, *[]*pb.NormalizeResponse), func() int64, []*pb.NormalizeRequest) {
 	cfg := DefaultConfig()
 	cfg.Store = st
 	ss := newSessions(cfg, NewMetrics(nil), nil)
+	var trips *streamStats // the last stream's
 	stream := func() (*feeder, *[]*pb.NormalizeResponse) {
 		var out []*pb.NormalizeResponse
 		d := newDelivered()
 		d.setOptions(&pb.StreamOptions{SkipAppliedSequences: true})
-		return ss.newFeeder(context.Background(), d, func(r *pb.NormalizeResponse) error { out = append(out, r); return nil }), &out
+		trips = &streamStats{}
+		ctx := context.WithValue(context.Background(), streamStatsKey{}, trips)
+		return ss.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error { out = append(out, r); return nil }), &out
 	}
 	half := strings.Repeat("0123456789", 500)
 	var reqs []*pb.NormalizeRequest
@@ -82,7 +89,7 @@ func closeResendCase(t *testing.T, st store.Store) (func() (*feeder, *[]*pb.Norm
 		_, err := first.handle(r, nil)
 		require.NoError(t, err)
 	}
-	return stream, reqs
+	return stream, func() int64 { return trips.storeRoundTrips.Load() }, reqs
 }
 
 // endedOutput returns the bytes of output the ENDED revisions among out
@@ -109,7 +116,7 @@ func TestCloseResentReadsWhatItKeptOncePerStream(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { rs.Close() })
 	st := &loadCount{Store: rs}
-	stream, reqs := closeResendCase(t, st)
+	stream, _, reqs := closeResendCase(t, st)
 
 	st.reset()
 	again, out := stream()
@@ -135,4 +142,64 @@ func TestCloseResentReadsWhatItKeptOncePerStream(t *testing.T) {
 	_, n = endedOutput(*out)
 	assert.Equal(t, 30, n)
 	assert.Equal(t, 1, st.kept)
+}
+
+// redisSent returns what the Redis at url sent its clients so far, in
+// bytes, and the commands it processed, less what asking costs.
+func redisSent(t *testing.T, url string) func() (bytes, cmds int64) {
+	opt, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	read := func() (out, cmds int64) {
+		info, err := c.Info(t.Context(), "stats").Result()
+		require.NoError(t, err)
+		for _, line := range strings.Split(info, "\r\n") {
+			k, v, _ := strings.Cut(line, ":")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "total_net_output_bytes":
+				out = n
+			case "total_commands_processed":
+				cmds = n
+			}
+		}
+		return out, cmds
+	}
+	o0, c0 := read()
+	o1, c1 := read()
+	costOut, costCmds := o1-o0, c1-c0 // of one read
+	return func() (int64, int64) {
+		o, c := read()
+		return o - o1 - costOut, c - c1 - costCmds
+	}
+}
+
+// The same with acpnormd's own Redis store: a request sent again costs
+// what its answer needs, not the closed session's kept answers (the last
+// 64 frames', up to 256 KiB) loaded whole for each.
+func TestCloseResentCostsWhatItsAnswerNeeds(t *testing.T) {
+	url := testredis.Start(t)
+	st, err := redisstore.Open(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	stream, trips, reqs := closeResendCase(t, st)
+
+	sent := redisSent(t, url)
+	again, out := stream()
+	resent := reqs[len(reqs)-100:]
+	for _, r := range resent {
+		_, err := again.handle(r, nil)
+		require.NoError(t, err)
+	}
+	bytes, cmds := sent()
+	answered := 0
+	for _, r := range *out {
+		answered += proto.Size(r)
+	}
+	_, n := endedOutput(*out)
+	assert.Equal(t, 30, n, "each call's ENDED revision, once")
+	t.Logf("Redis sent %d bytes, in %d round trips (%d commands, scripts' included); the answers handed on are %d bytes (%d responses)", bytes, trips(), cmds, answered, len(*out))
+	assert.LessOrEqual(t, bytes, int64(2*answered+len(resent)<<12), "what the answers need, and a few KiB a request")
+	assert.LessOrEqual(t, trips(), int64(2*len(resent)+1), "the closed session, and the answer kept, once a request; what the close kept once")
 }

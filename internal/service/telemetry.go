@@ -70,13 +70,43 @@ type confirmingStore struct {
 	c store.Confirmer
 }
 
+// countedParts counts the round trips of a store.PartLoader, which a
+// countingStore of one stays: normalize loads a session without the
+// answers it keeps, and reads one when a frame is sent again.
+type countedParts struct{ p store.PartLoader }
+
+func (c countedParts) LoadWithout(ctx context.Context, session, prefix string) (*store.Snapshot, error) {
+	countTrip(ctx)
+	return c.p.LoadWithout(ctx, session, prefix)
+}
+
+func (c countedParts) LoadRecord(ctx context.Context, session, name string) ([]byte, error) {
+	countTrip(ctx)
+	return c.p.LoadRecord(ctx, session, name)
+}
+
 // countTrips wraps st so that its round trips are counted; nil stays nil.
+// What st is besides a Store (a Confirmer, a PartLoader) the wrapper is
+// too.
 func countTrips(st store.Store) store.Store {
 	if st == nil {
 		return nil
 	}
-	if c, ok := st.(store.Confirmer); ok {
+	c, confirms := st.(store.Confirmer)
+	p, parts := st.(store.PartLoader)
+	switch {
+	case confirms && parts:
+		return struct {
+			confirmingStore
+			countedParts
+		}{confirmingStore{countingStore{st}, c}, countedParts{p}}
+	case confirms:
 		return confirmingStore{countingStore{st}, c}
+	case parts:
+		return struct {
+			countingStore
+			countedParts
+		}{countingStore{st}, countedParts{p}}
 	}
 	return countingStore{st}
 }

@@ -175,3 +175,31 @@ func TestCountTripsKeepsConfirmer(t *testing.T) {
 		assert.Equal(t, int64(1), st.storeRoundTrips.Load())
 	}
 }
+
+// It stays a store.PartLoader too (normalize loads a session without the
+// answers it keeps, and reads one alone), counting those round trips, and
+// both when the store is both; a store that is none does not become one.
+func TestCountTripsKeepsPartLoader(t *testing.T) {
+	mem := store.NewMemory()
+	_, ok := countTrips(&confirmer{Store: mem}).(store.PartLoader)
+	assert.False(t, ok, "a Confirmer that is no PartLoader")
+	both := struct {
+		*confirmer
+		store.PartLoader
+	}{&confirmer{Store: mem, confirms: true}, mem.(store.PartLoader)}
+	for _, st := range []store.Store{mem, both} {
+		w := countTrips(st)
+		_, confirms := st.(store.Confirmer)
+		_, ok := w.(store.Confirmer)
+		assert.Equal(t, confirms, ok, "a Confirmer as the store is")
+		p, ok := w.(store.PartLoader)
+		require.True(t, ok, "the wrapped PartLoader is one")
+		stats := &streamStats{}
+		ctx := context.WithValue(t.Context(), streamStatsKey{}, stats)
+		_, err := p.LoadWithout(ctx, "s", "a:")
+		require.NoError(t, err)
+		_, err = p.LoadRecord(ctx, "s", "a:1")
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), stats.storeRoundTrips.Load())
+	}
+}

@@ -248,9 +248,10 @@ type Store struct {
 }
 
 var (
-	_ store.Store     = (*Store)(nil)
-	_ store.Confirmer = (*Store)(nil)
-	_ store.Pinger    = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Confirmer  = (*Store)(nil)
+	_ store.Pinger     = (*Store)(nil)
+	_ store.PartLoader = (*Store)(nil)
 )
 
 // ErrNotReplicated is the error (wrapped) of a commit that the master
@@ -709,6 +710,37 @@ end
 return {all, streams}
 `)
 
+// loadWithoutScript is loadScript, but the records whose names start
+// with ARGV[1] are left out of the hash's fields: a third list holds
+// {name, length, ...} of them, so that their bytes are not sent.
+var loadWithoutScript = redis.NewScript(hereSource + `
+local h, k = KEYS[1], KEYS[2]
+local all = redis.call('HGETALL', h)
+if #all == 0 then return {} end
+local ns, have = streamKeys(h, k, redis.call('HGET', h, 'g'))
+if not here(h, have, {}) then return moving end
+local p = 'r:' .. ARGV[1]
+local fields, sizes = {}, {}
+for j = 1, #all, 2 do
+  if string.sub(all[j], 1, #p) == p then
+    sizes[#sizes + 1] = string.sub(all[j], 3)
+    sizes[#sizes + 1] = #all[j + 1]
+  else
+    fields[#fields + 1] = all[j]
+    fields[#fields + 1] = all[j + 1]
+  end
+end
+local streams = {}
+for j = 1, #ns do
+  local d = redis.call('GET', have[j])
+  if d then
+    streams[#streams + 1] = ns[j]
+    streams[#streams + 1] = d
+  end
+end
+return {fields, streams, sizes}
+`)
+
 // deleteScript: ARGV = base. Returns 0, or -1 on a conflict; the moving
 // error while the session's keys are split between two nodes.
 var deleteScript = redis.NewScript(hereSource + `
@@ -732,15 +764,65 @@ func (s *Store) Load(ctx context.Context, session string) (*store.Snapshot, erro
 		s.lost(err)
 		return nil, fmt.Errorf("redisstore: load %q from %s: %w", session, s.where, err)
 	}
+	return s.snapshot(session, res, false)
+}
+
+// LoadWithout is Load, but the records whose names start with prefix
+// stay in Redis: only their lengths come (Sizes), in the same script.
+func (s *Store) LoadWithout(ctx context.Context, session, prefix string) (*store.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: load %q: %w", session, err)
+	}
+	res, err := loadWithoutScript.Run(ctx, s.c, s.keys(session), prefix).Slice()
+	if err != nil {
+		s.lost(err)
+		return nil, fmt.Errorf("redisstore: load %q from %s: %w", session, s.where, err)
+	}
+	return s.snapshot(session, res, true)
+}
+
+// LoadRecord returns one record of the session with one HGET (nil when
+// the session or the record is absent).
+func (s *Store) LoadRecord(ctx context.Context, session, name string) ([]byte, error) {
+	v, err := s.c.HGet(ctx, s.keys(session)[0], "r:"+name).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		s.lost(err)
+		return nil, fmt.Errorf("redisstore: record %q of %q from %s: %w", name, session, s.where, err)
+	}
+	return []byte(v), nil
+}
+
+// snapshot decodes what loadScript (or loadWithoutScript, sized) answered.
+func (s *Store) snapshot(session string, res []any, sized bool) (*store.Snapshot, error) {
 	snap := &store.Snapshot{Records: map[string][]byte{}, Streams: map[string][]byte{}}
+	if sized {
+		snap.Sizes = map[string]int{}
+	}
 	if len(res) == 0 {
 		return snap, nil
 	}
 	bad := func(what string) error {
 		return fmt.Errorf("redisstore: load %q from %s: the stored session is malformed (%s)", session, s.where, what)
 	}
-	if len(res) != 2 {
+	if !sized && len(res) != 2 || sized && len(res) != 3 {
 		return nil, bad("reply shape")
+	}
+	if sized {
+		sizes, ok := res[2].([]any)
+		if !ok || len(sizes)%2 != 0 {
+			return nil, bad("reply shape")
+		}
+		for i := 0; i < len(sizes); i += 2 {
+			n, ok1 := sizes[i].(string)
+			l, ok2 := sizes[i+1].(int64)
+			if !ok1 || !ok2 || l < 0 {
+				return nil, bad("record size")
+			}
+			snap.Sizes[n] = int(l)
+		}
 	}
 	fields, ok1 := res[0].([]any)
 	streams, ok2 := res[1].([]any)

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Expiry", testExpiry},
 		{"ExpiryRefreshedByCommit", testExpiryRefreshedByCommit},
 		{"Confirm", testConfirm},
+		{"LoadParts", testParts},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,6 +254,44 @@ func testRecords(t *testing.T, s store.Store) {
 	want(t, load(t, s, "a"), v, nil, rec("b", "22", "c", "", odd, "3"), nil)
 	v = commit(t, s, "a", v, &store.Change{Records: map[string][]byte{odd: nil, "b": nil, "c": nil}, TTL: long})
 	want(t, load(t, s, "a"), v, nil, nil, nil)
+}
+
+// testParts holds a PartLoader to loading a session without the bytes
+// of some records, and to reading one record alone.
+func testParts(t *testing.T, s store.Store) {
+	p, ok := s.(store.PartLoader)
+	if !ok {
+		t.Skip("not a store.PartLoader")
+	}
+	snap, err := p.LoadWithout(ctx(t), "a", "x:")
+	if err != nil || snap.Version != 0 || len(snap.Records) != 0 || len(snap.Sizes) != 0 {
+		t.Fatalf("LoadWithout of an absent session = %+v, %v; want version 0, nothing", snap, err)
+	}
+	if r, err := p.LoadRecord(ctx(t), "a", "x:1"); r != nil || err != nil {
+		t.Fatalf("LoadRecord of an absent session = %q, %v; want nil, nil", r, err)
+	}
+	big := strings.Repeat("b", 1<<20)
+	v := commit(t, s, "a", 0, &store.Change{Header: []byte("h"), Records: rec("x:1", big, "x:2", "", "y", "1", "xx", "2"),
+		Streams: []store.StreamOp{{Name: "s", Data: []byte("text")}}, TTL: long})
+	snap, err = p.LoadWithout(ctx(t), "a", "x:")
+	if err != nil {
+		t.Fatalf("LoadWithout: %v", err)
+	}
+	want(t, snap, v, []byte("h"), rec("y", "1", "xx", "2"), rec("s", "text"))
+	if !maps.Equal(snap.Sizes, map[string]int{"x:1": len(big), "x:2": 0}) {
+		t.Errorf("Sizes = %v; want x:1 %d, x:2 0", snap.Sizes, len(big))
+	}
+	for name, w := range map[string]string{"x:1": big, "x:2": "", "y": "1"} {
+		r, err := p.LoadRecord(ctx(t), "a", name)
+		if err != nil || r == nil || string(r) != w {
+			t.Errorf("LoadRecord(%q) = %s, %v; want %s", name, short(r), err, short([]byte(w)))
+		}
+	}
+	if r, err := p.LoadRecord(ctx(t), "a", "x:3"); r != nil || err != nil {
+		t.Errorf("LoadRecord of an absent record = %q, %v; want nil, nil", r, err)
+	}
+	// Load still has them all.
+	want(t, load(t, s, "a"), v, []byte("h"), rec("x:1", big, "x:2", "", "y", "1", "xx", "2"), rec("s", "text"))
 }
 
 func testHeader(t *testing.T, s store.Store) {

@@ -80,6 +80,12 @@
 // A stream is a plain string: an Append op is one APPEND of the new bytes,
 // so growing output costs what was added, not the whole text.
 //
+// Load reads a whole session in one script. LoadWithout (store.PartLoader)
+// is the same script but for the records whose names start with a prefix,
+// of which only the lengths are sent, and LoadRecord reads one record
+// with one HGET: the engine loads a session without the answers it keeps
+// for frames sent again, and reads one when its frame is sent again.
+//
 // # Resharding
 //
 // While a session's slot moves from one Cluster master to another

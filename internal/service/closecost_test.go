@@ -203,3 +203,60 @@ func TestCloseResentCostsWhatItsAnswerNeeds(t *testing.T) {
 	assert.LessOrEqual(t, bytes, int64(2*answered+len(resent)<<12), "what the answers need, and a few KiB a request")
 	assert.LessOrEqual(t, trips(), int64(2*len(resent)+1), "the closed session, and the answer kept, once a request; what the close kept once")
 }
+
+// A stream that was handed what a close kept is handed what a later
+// close kept, of the session started again and closed at the same
+// sequence: what the stream remembers names the close by the closed
+// session's version too. (Frames past the 64 whose answers are kept are
+// sent again: their answers are not kept, and the close's kept revisions
+// answer them.)
+func TestCloseResentAfterTheSessionClosedAgain(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Store = store.NewMemory()
+	ss := newSessions(cfg, NewMetrics(nil), nil)
+	stream := func() (*feeder, *[]*pb.NormalizeResponse) {
+		var out []*pb.NormalizeResponse
+		d := newDelivered()
+		d.setOptions(&pb.StreamOptions{SkipAppliedSequences: true})
+		return ss.newFeeder(context.Background(), d, func(r *pb.NormalizeResponse) error { out = append(out, r); return nil }), &out
+	}
+	const closeSeq = 80
+	session := func(call string) []*pb.NormalizeRequest {
+		reqs := []*pb.NormalizeRequest{{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: 1, Message: []byte(openCall(call, "ls"))}}}}
+		for seq := uint64(2); seq < closeSeq; seq++ {
+			reqs = append(reqs, &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: seq, Message: []byte(delta(call, "a\n"))}}})
+		}
+		return append(reqs, &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s1", Sequence: closeSeq}}})
+	}
+	run := func(f *feeder, reqs ...*pb.NormalizeRequest) {
+		for _, r := range reqs {
+			_, err := f.handle(r, nil)
+			require.NoError(t, err)
+		}
+	}
+	ended := func(out []*pb.NormalizeResponse) []string {
+		var ids []string
+		for _, r := range out {
+			if x := r.GetShellExec(); x.GetState() == pb.ShellState_SHELL_STATE_ENDED {
+				ids = append(ids, x.GetToolCallId())
+			}
+		}
+		return ids
+	}
+	first, _ := stream()
+	c1 := session("c1")
+	run(first, c1...)
+
+	b, out := stream()
+	run(b, c1[1], c1[2])
+	require.Equal(t, []string{"c1"}, ended(*out), "once a stream")
+
+	// Started again (sequence 1), and closed again at the same sequence.
+	other, _ := stream()
+	c2 := session("c2")
+	run(other, c2...)
+
+	*out = nil
+	run(b, c2[1])
+	assert.Equal(t, []string{"c2"}, ended(*out), "what the later close kept")
+}

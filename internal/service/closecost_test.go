@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -259,4 +261,65 @@ func TestCloseResentAfterTheSessionClosedAgain(t *testing.T) {
 	*out = nil
 	run(b, c2[1])
 	assert.Equal(t, []string{"c2"}, ended(*out), "what the later close kept")
+}
+
+// unconfirmed is the memory store, a store.Confirmer whose Confirm fails
+// (not acknowledged) while armed.
+type unconfirmed struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (u *unconfirmed) Confirm(context.Context, string) error {
+	if u.armed.Load() {
+		return fmt.Errorf("%w: no replica holds it", store.ErrUnacknowledged)
+	}
+	return nil
+}
+
+func (u *unconfirmed) Confirms() bool { return true }
+
+// A request sent again whose answer, what a close kept, the store could
+// not confirm is refused (UNAVAILABLE) with nothing handed on; the stream
+// does not count what the close kept as handed to it, and the request
+// sent again on it once the store confirms hands it on.
+func TestCloseResentUnconfirmedIsHandedOnLater(t *testing.T) {
+	st := &unconfirmed{Store: store.NewMemory()}
+	cfg := DefaultConfig()
+	cfg.Store = st
+	ss := newSessions(cfg, NewMetrics(nil), nil)
+	stream := func() (*feeder, *[]*pb.NormalizeResponse) {
+		var out []*pb.NormalizeResponse
+		d := newDelivered()
+		d.setOptions(&pb.StreamOptions{SkipAppliedSequences: true})
+		return ss.newFeeder(context.Background(), d, func(r *pb.NormalizeResponse) error { out = append(out, r); return nil }), &out
+	}
+	reqs := []*pb.NormalizeRequest{{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: 1, Message: []byte(openCall("c1", "ls"))}}}}
+	for seq := uint64(2); seq < 80; seq++ { // past the 64 answers kept
+		reqs = append(reqs, &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: "s1", Sequence: seq, Message: []byte(delta("c1", "a\n"))}}})
+	}
+	reqs = append(reqs, &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s1", Sequence: 80}}})
+	first, _ := stream()
+	for _, r := range reqs {
+		_, err := first.handle(r, nil)
+		require.NoError(t, err)
+	}
+
+	b, out := stream()
+	st.armed.Store(true)
+	_, err := b.handle(reqs[1], nil)
+	require.NoError(t, err)
+	_, n := endedOutput(*out)
+	assert.Zero(t, n, "nothing handed on")
+	require.NotEmpty(t, *out)
+	fe := (*out)[len(*out)-1].GetFrameError()
+	require.NotNil(t, fe, "%v", *out)
+	assert.EqualValues(t, codes.Unavailable, fe.GetCode(), fe.GetMessage())
+
+	st.armed.Store(false)
+	*out = nil
+	_, err = b.handle(reqs[1], nil)
+	require.NoError(t, err)
+	_, n = endedOutput(*out)
+	assert.Equal(t, 1, n, "what the close kept, handed on now: %v", *out)
 }

@@ -764,8 +764,8 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 	switch p, ok := ss.store.(store.PartLoader); {
 	case ok:
 		rec, err = p.LoadRecord(r.req.ctx, s.key, name) // that answer alone
-	case s.snap != nil:
-		rec = s.snap.Records[name] // loaded by this request (or batch): read once
+	case s.loadedRecords != nil:
+		rec = s.loadedRecords[name] // loaded by this request (or batch): read once
 	default:
 		var snap *store.Snapshot
 		if snap, err = ss.store.Load(r.req.ctx, s.key); err == nil {

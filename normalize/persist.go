@@ -145,7 +145,8 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 	start := time.Now()
 	var snap *store.Snapshot
 	var err error
-	if p, ok := ss.store.(store.PartLoader); ok {
+	p, parts := ss.store.(store.PartLoader)
+	if parts {
 		// Without the answers kept (up to maxAnswerBytes): a request sent
 		// again reads its own (storedAnswer).
 		snap, err = p.LoadWithout(ctx, s.key, answerPrefix)
@@ -187,7 +188,9 @@ func (ss *sessions) load(ctx context.Context, s *session) (bool, error) {
 	if s.x != nil {
 		ss.countFloors(s, len(s.x.floors)) // given back when it leaves the cache (remove)
 	}
-	s.snap = snap
+	if !parts && s.x != nil && len(s.x.answers) > 0 {
+		s.loadedRecords = snap.Records // the answers, which a frame sent again reads
+	}
 	return true, nil
 }
 
@@ -597,7 +600,7 @@ func (ss *sessions) release(s *session, r *reply) {
 	if ss.store == nil {
 		return
 	}
-	s.snap = nil // what this request loaded: the next loads its own
+	s.loadedRecords = nil // what this request loaded: the next loads its own
 	if !s.gone {
 		ss.buryPast(s, ss.now())
 	}

@@ -118,10 +118,12 @@ type session struct {
 	version  uint64
 	needLoad bool
 	loaded   bool // by the request under way: it is current
-	// snap is the state the request under way loaded (loaded), whose
-	// kept answers it reads (storedAnswer) rather than load it again;
-	// dropped when the request ends (release).
-	snap                *store.Snapshot
+	// loadedRecords are the records the request under way loaded
+	// (loaded) from a store that is no store.PartLoader, when the
+	// session keeps answers: a frame sent again reads its own there
+	// (storedAnswer) rather than load the session again. Dropped when
+	// the request ends (release).
+	loadedRecords       map[string][]byte
 	handed              *handedRevs // what this Normalizer handed on of it when it let it go, until a request checks it (see lost)
 	stored              map[string]bool
 	body                []byte

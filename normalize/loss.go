@@ -1075,9 +1075,10 @@ func finalsKey(key string, closed uint64) string {
 	return string(append(b, key...))
 }
 
-// errFinalsNotKept (wrapped) says the store did not take what a close
-// keeps (writeFinals): the close is not applied (see reply.notTaken).
-var errFinalsNotKept = errors.New("the store did not take the ENDED revisions the close keeps for a client that sends requests again")
+// errFinalsNotKept (wrapped) says the store did not confirm that it
+// keeps what a close keeps (writeFinals: an error, a timeout, a write
+// not acknowledged): the close is not applied (see reply.notTaken).
+var errFinalsNotKept = errors.New("the store did not confirm it keeps the ENDED revisions the close keeps for a client that sends requests again")
 
 // writeFinals stores what the close of s (locked, closed) kept, for the
 // grace period: new, or over what a close of the same sequence kept

@@ -570,9 +570,13 @@ for j = 1, #ops do
   end
 end
 if not here(h, have, new) then return moving end
+-- The first write is one Redis refuses when it is full (maxmemory with
+-- noeviction: OOM): after a write, Redis lets a script go on past
+-- maxmemory, since it cannot stop it halfway, and DEL is let through
+-- when full.
 if cur == 0 then
-  redis.call('DEL', k)
   redis.call('HSET', h, 'g', g)
+  redis.call('DEL', k)
 end
 redis.call('SADD', k, '')
 if refresh then

@@ -148,6 +148,17 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Checker is a Store that can say whether it would take a commit now,
+// for a readiness check, which prefers it to Pinger: a store may answer
+// a PING while it refuses every write (a full Redis, a master with fewer
+// replicas online than its commits wait for). Check returns nil when
+// every part of the store that holds sessions takes a write as a commit
+// would, an error otherwise. It writes only what expires by itself,
+// outside every session, and is cheap enough to call every few seconds.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
 // Store keeps the state of sessions. Its methods are safe for concurrent
 // use by many goroutines (and, for a shared store, many processes).
 type Store interface {

@@ -22,14 +22,18 @@ const (
 // reads to see that it answers.
 const storeCheckSession = "acpnorm:readiness-check"
 
-// storeHealth says whether the shared store answers, for readiness: a
-// server whose store fails answers every frame UNAVAILABLE, and should
-// take no traffic until the store is back. The store is asked (PING, or
-// a version read for a store without it) every storeCheckEvery and when
-// an operation of the sessions fails (normalize.Hooks.StoreError); only
-// the check decides, so that one session's failure (a session the store
-// cannot load) does not turn readiness while the store answers. A
-// frame costs nothing: the check runs on its own goroutine.
+// storeHealth says whether the shared store takes commits, for
+// readiness: a server whose store fails or refuses writes answers every
+// frame UNAVAILABLE, and should take no traffic until the store is back.
+// The store is asked every storeCheckEvery and when an operation of the
+// sessions fails (normalize.Hooks.StoreError): whether it would take a
+// commit (store.Checker: Redis writes a key of its own that expires, on
+// every Cluster master, counting replicas as a commit with
+// --store-wait-replicas does), else whether it answers (store.Pinger's
+// PING, or a version read). Only the check decides, so that one session's
+// failure (a session the store cannot load, a commit WAIT found too few
+// replicas for) does not turn readiness while the store takes commits.
+// A frame costs nothing: the check runs on its own goroutine.
 type storeHealth struct {
 	check func(context.Context) error
 	log   *slog.Logger
@@ -46,6 +50,8 @@ func newStoreHealth(st store.Store, log *slog.Logger) *storeHealth {
 	h := &storeHealth{log: log, wake: make(chan struct{}, 1)}
 	switch s := st.(type) {
 	case nil:
+	case store.Checker:
+		h.check = s.Check
 	case store.Pinger:
 		h.check = s.Ping
 	default:

@@ -10,6 +10,7 @@ import (
 	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/acpnorm/acpnorm/store/redisstore"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -26,11 +27,11 @@ func healthOf(t *testing.T, conn *grpc.ClientConn, service string) healthpb.Heal
 	return r.GetStatus()
 }
 
-// redisServer starts a real redis-server and a running Service and
-// Server whose store it is.
-func redisServer(t *testing.T) (*testredis.Server, *Service, *Server) {
+// redisServer starts a real redis-server (with args, more redis-server
+// options) and a running Service and Server whose store it is.
+func redisServer(t *testing.T, args ...string) (*testredis.Server, *Service, *Server) {
 	t.Helper()
-	srv := testredis.StartServer(t)
+	srv := testredis.StartServer(t, args...)
 	st, err := redisstore.Open(srv.URL)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
@@ -104,6 +105,48 @@ func TestHealthFollowsTheStore(t *testing.T) {
 	waitFor(serving, "the store answers again")
 	require.Empty(t, feed("c"))
 	assert.Equal(t, serving, ready())
+}
+
+// Readiness says whether the store takes a write, not only whether it
+// answers: a Redis that is full (maxmemory with noeviction) answers PING
+// but refuses every commit ("OOM command not allowed"), so every frame
+// would get UNAVAILABLE; readiness is NOT_SERVING while it is full, with
+// no frame needed to show it, and SERVING again once it takes writes.
+func TestHealthFollowsAFullStore(t *testing.T) {
+	srv, svc, server := redisServer(t, "--maxmemory-policy", "noeviction")
+	conn := serveBufconn(t, server)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rc.Close() })
+	ready := func() healthpb.HealthCheckResponse_ServingStatus { return healthOf(t, conn, "") }
+	waitFor := func(want healthpb.HealthCheckResponse_ServingStatus, why string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for got := ready(); got != want; got = ready() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: readiness %v after 10s, want %v", why, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	feed := func(session string) []*normalize.FrameError { return feedOpen(t, svc.sessions.n, session) }
+
+	require.Empty(t, feed("a"))
+	assert.Equal(t, healthpb.HealthCheckResponse_SERVING, ready())
+
+	// Full: any used memory is above a maxmemory of one byte.
+	require.NoError(t, rc.ConfigSet(t.Context(), "maxmemory", "1").Err())
+	waitFor(healthpb.HealthCheckResponse_NOT_SERVING, "the store is full, no frame")
+	assert.Equal(t, healthpb.HealthCheckResponse_NOT_SERVING, healthOf(t, conn, pb.NormalizerService_ServiceDesc.ServiceName))
+	assert.Equal(t, healthpb.HealthCheckResponse_SERVING, healthOf(t, conn, LivenessService), "liveness")
+	errs := feed("b")
+	require.NotEmpty(t, errs, "a frame while the store is full")
+	assert.Equal(t, normalize.Unavailable, errs[0].Code)
+	assert.Contains(t, errs[0].Message, "OOM")
+	assert.Equal(t, healthpb.HealthCheckResponse_NOT_SERVING, ready())
+
+	require.NoError(t, rc.ConfigSet(t.Context(), "maxmemory", "0").Err())
+	waitFor(healthpb.HealthCheckResponse_SERVING, "the store takes writes again, no frame")
+	require.Empty(t, feed("b"))
 }
 
 // Shutdown turns readiness NOT_SERVING for good: a store that answers

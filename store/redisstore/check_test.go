@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +48,109 @@ func TestFullRedisRefusesEveryCommit(t *testing.T) {
 	require.NoError(t, rc.ConfigSet(ctx, "maxmemory", "0").Err())
 	_, err = s.Commit(ctx, "new", 0, ch)
 	require.NoError(t, err, "once Redis has room")
+}
+
+// Check writes as a commit would: it fails while Redis is full (and
+// while it is down), and passes once it takes writes again; its key is
+// of the store's prefix, outside every session, and expires.
+func TestCheckServer(t *testing.T) {
+	srv := testredis.StartServer(t, "--maxmemory-policy", "noeviction")
+	s := open(t, srv.URL, WithPrefix("p:"))
+	defer s.Close()
+	rc := raw(t, srv.URL)
+	ctx := t.Context()
+	require.NoError(t, s.Check(ctx))
+	keys, err := rc.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"p:readiness"}, keys)
+	ttl, err := rc.PTTL(ctx, "p:readiness").Result()
+	require.NoError(t, err)
+	assert.True(t, ttl > 0 && ttl <= checkTTL, "the check's key expires within %v: %v", checkTTL, ttl)
+
+	require.NoError(t, rc.Del(ctx, "p:readiness").Err())
+	require.NoError(t, rc.ConfigSet(ctx, "maxmemory", "1").Err())
+	require.NoError(t, s.Ping(ctx), "a full Redis answers PING")
+	err = s.Check(ctx)
+	require.Error(t, err, "a full Redis")
+	assert.Contains(t, err.Error(), "OOM")
+	assert.Contains(t, err.Error(), "redisstore: readiness check of ")
+	require.NoError(t, rc.ConfigSet(ctx, "maxmemory", "0").Err())
+	require.NoError(t, s.Check(ctx), "once it has room")
+
+	srv.Stop()
+	require.Error(t, s.Check(ctx), "Redis is down")
+	srv.Start()
+	require.Eventually(t, func() bool { return s.Check(ctx) == nil }, 10*time.Second, 50*time.Millisecond)
+}
+
+// With WithWaitReplicas, Check counts the replicas as a commit does: a
+// master with fewer online refuses every commit, and fails the check.
+func TestCheckReplicas(t *testing.T) {
+	master, replica := startReplicated(t)
+	s := open(t, master.URL, WithWaitReplicas(1, time.Second))
+	defer s.Close()
+	none := open(t, master.URL)
+	defer none.Close()
+	ctx := t.Context()
+	require.Eventually(t, func() bool { return s.Check(ctx) == nil }, time.Minute, 50*time.Millisecond, "the replica is online")
+
+	replica.Stop()
+	require.Eventually(t, func() bool { return errors.Is(s.Check(ctx), ErrTooFewReplicas) }, 10*time.Second, 50*time.Millisecond, "the replica is gone")
+	_, err := s.Commit(ctx, "a", 0, &store.Change{Header: []byte("h"), TTL: time.Hour})
+	require.ErrorIs(t, err, ErrTooFewReplicas, "the check says what a commit finds")
+	require.NoError(t, none.Check(ctx), "a store that waits for no replica")
+
+	replica.Start()
+	require.Eventually(t, func() bool { return s.Check(ctx) == nil }, time.Minute, 50*time.Millisecond, "the replica is back")
+}
+
+// On a cluster, Check writes on every master (a key of one of its slots)
+// and fails when any master would refuse a commit: one whose replica is
+// gone (WithWaitReplicas), one that is full.
+func TestCheckCluster(t *testing.T) {
+	cl := testredis.StartCluster(t, 3, 1, 5*time.Second)
+	s := open(t, cl.URL, WithWaitReplicas(1, time.Second))
+	defer s.Close()
+	none := open(t, cl.URL)
+	defer none.Close()
+	ctx := t.Context()
+	require.NoError(t, s.Check(ctx))
+	for _, m := range cl.Masters() {
+		c := raw(t, m.URL)
+		keys, err := c.Keys(ctx, DefaultPrefix+"readiness:*").Result()
+		require.NoError(t, err)
+		require.Len(t, keys, 1, "master %s holds one key of the check", m.Addr)
+		slot, err := c.ClusterKeySlot(ctx, keys[0]).Result()
+		require.NoError(t, err)
+		assert.Equal(t, keys[0], DefaultPrefix+"readiness:{"+slotTag(int(slot))+"}", "the key of slot %d", slot)
+	}
+
+	m := cl.Masters()[1]
+	rs := cl.ReplicasOf(m)
+	require.Len(t, rs, 1)
+	rs[0].Stop()
+	require.Eventually(t, func() bool { return errors.Is(s.Check(ctx), ErrTooFewReplicas) }, 20*time.Second, 100*time.Millisecond, "a master's replica is gone")
+	err := s.Check(ctx)
+	assert.Contains(t, err.Error(), m.Addr, "the error names the master")
+	require.NoError(t, none.Check(ctx), "a store that waits for no replica")
+	rs[0].Start()
+	require.Eventually(t, func() bool { return s.Check(ctx) == nil }, time.Minute, 100*time.Millisecond, "the replica is back")
+
+	full := cl.Masters()[2]
+	require.NoError(t, raw(t, full.URL).ConfigSet(ctx, "maxmemory", "1").Err())
+	err = none.Check(ctx)
+	require.Error(t, err, "a master is full")
+	assert.Contains(t, err.Error(), "OOM")
+	assert.Contains(t, err.Error(), full.Addr)
+	require.NoError(t, raw(t, full.URL).ConfigSet(ctx, "maxmemory", "0").Err())
+	require.NoError(t, none.Check(ctx))
+}
+
+// slotTag's tags hash to their slots (CRC-16/XMODEM, whose check value
+// for "123456789" is 0x31C3; CLUSTER KEYSLOT agrees in TestCheckCluster).
+func TestSlotTag(t *testing.T) {
+	assert.Equal(t, uint16(0x31c3), crc16([]byte("123456789")))
+	for _, slot := range []int{0, 1, 5461, 10922, 16383} {
+		assert.Equal(t, slot, int(crc16([]byte(slotTag(slot)))%16384), "slot %d", slot)
+	}
 }

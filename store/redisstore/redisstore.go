@@ -196,6 +196,17 @@
 //
 // Load and Delete are scripts too: one round trip each. Version is one
 // HGET of the session's version.
+//
+// # Readiness
+//
+// Check (store.Checker) says whether a commit would be taken now, not
+// only whether Redis answers (Ping): a full Redis (maxmemory with
+// noeviction) or a master with fewer replicas online than
+// WithWaitReplicas asks for answers PING but refuses every commit. It
+// runs a script that counts the replicas as the commit script does and
+// writes <prefix>readiness (on a Cluster <prefix>readiness:{<tag>}, one
+// per master, the tag chosen to fall in one of its slots), expiring in
+// 10 s.
 package redisstore
 
 import (
@@ -258,6 +269,7 @@ var (
 	_ store.Confirmer  = (*Store)(nil)
 	_ store.Pinger     = (*Store)(nil)
 	_ store.PartLoader = (*Store)(nil)
+	_ store.Checker    = (*Store)(nil)
 )
 
 // ErrNotReplicated is the error (wrapped) of a commit that the master
@@ -451,6 +463,141 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// maxLag is the commit script's largest lag (in seconds, as text) of a
+// replica that counts for WithWaitReplicas.
+func (s *Store) maxLag() string {
+	return strconv.FormatInt(int64(math.Ceil(max(maxReplicaLag, s.waitTimeout).Seconds())), 10)
+}
+
+// checkTTL is the expiry of the keys Check writes: they outlive a few
+// checks, and are gone soon after the last acpnormd stops.
+const checkTTL = 10 * time.Second
+
+// checkScript: KEYS[1] = a readiness key (checkKey), ARGV = replicas
+// required (0: none), the largest lag (s) of a replica that counts, the
+// key's expiry (ms). It does what a commit does before it writes and then
+// writes: counts the replicas as the commit script does, answering -2
+// and writing nothing when too few are online, and else sets the key,
+// with its expiry, and answers 1. A Redis that refuses writes (a full
+// one with noeviction: "OOM command not allowed"; a replica; one whose
+// disk failed a save with stop-writes-on-bgsave-error) fails the SET as it
+// would fail the commit.
+var checkScript = redis.NewScript(replicasSource + `
+if not enoughReplicas(tonumber(ARGV[1]), tonumber(ARGV[2])) then return -2 end
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[3])
+return 1
+`)
+
+// Check reports whether the store would take a commit now (see
+// store.Checker): on the server (a Sentinel's current master), and on a
+// cluster on every master that serves slots, it runs checkScript, which
+// counts the master's replicas as a commit does (WithWaitReplicas) and
+// writes one key of the store's prefix, outside every session (no session
+// key has a letter right after the prefix), with a 10 s expiry. One round
+// trip, and one per master on a cluster (plus CLUSTER SLOTS, to find a
+// slot of each); the masters are asked at once. It does not WAIT: a
+// replica that is online but slow to acknowledge is the commits' own
+// timeout to judge.
+func (s *Store) Check(ctx context.Context) error {
+	var err error
+	if s.cluster != nil {
+		err = s.checkCluster(ctx)
+	} else {
+		err = s.checkOn(ctx, s.c, s.prefix+"readiness")
+	}
+	if err != nil {
+		s.lost(err)
+		return fmt.Errorf("redisstore: readiness check of %s: %w", s.where, err)
+	}
+	return nil
+}
+
+// checkOn runs checkScript on the key (on c, or the node c routes it to).
+func (s *Store) checkOn(ctx context.Context, c redis.Scripter, key string) error {
+	r, err := checkScript.Run(ctx, c, []string{key}, s.wait, s.maxLag(), checkTTL.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		return err
+	case r == -2:
+		return fmt.Errorf("%w: %d asked for (WithWaitReplicas)", ErrTooFewReplicas, s.wait)
+	}
+	return nil
+}
+
+// checkCluster checks every master the cluster says serves slots, each
+// with a key of one of its slots, sent through the cluster client as a
+// commit's script is (following MOVED and ASK).
+func (s *Store) checkCluster(ctx context.Context) error {
+	ranges, err := s.cluster.ClusterSlots(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("CLUSTER SLOTS: %w", err)
+	}
+	slotOf := map[string]int{} // a master's address: one slot it serves
+	for _, r := range ranges {
+		if len(r.Nodes) == 0 {
+			continue
+		}
+		if _, ok := slotOf[r.Nodes[0].Addr]; !ok {
+			slotOf[r.Nodes[0].Addr] = r.Start
+		}
+	}
+	if len(slotOf) == 0 {
+		return errors.New("the cluster serves no slot")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(slotOf))
+	for addr, slot := range slotOf {
+		wg.Go(func() {
+			if err := s.checkOn(ctx, s.cluster, s.prefix+"readiness:{"+slotTag(slot)+"}"); err != nil {
+				errs <- fmt.Errorf("master %s (slot %d): %w", addr, slot, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// slotTags caches slotTag's answers.
+var slotTags sync.Map // int -> string
+
+// slotTag returns a short hash tag whose key slot is slot (0 to 16383):
+// the first decimal number that hashes there (Redis Cluster's slot is
+// CRC16-XMODEM of the tag, modulo 16384).
+func slotTag(slot int) string {
+	if t, ok := slotTags.Load(slot); ok {
+		return t.(string)
+	}
+	for i := 0; ; i++ {
+		t := strconv.Itoa(i)
+		if int(crc16([]byte(t))%16384) == slot {
+			slotTags.Store(slot, t)
+			return t
+		}
+	}
+}
+
+// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the hash
+// of Redis Cluster's key slots.
+func crc16(b []byte) uint16 {
+	var crc uint16
+	for _, c := range b {
+		crc ^= uint16(c) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
 // Close closes the store's connections.
 func (s *Store) Close() error {
 	s.askMu.Lock()
@@ -490,7 +637,7 @@ func (s *Store) keys(session string) []string {
 // are split between two nodes (see hereSource).
 var commitScript = newScript(commitSource)
 
-const commitSource = hereSource + `
+const commitSource = hereSource + replicasSource + `
 local h, k = KEYS[1], KEYS[2]
 local st = redis.call('HMGET', h, 'v', 'c', 'g', 'x')
 local cur = tonumber(st[1] or '0')
@@ -514,20 +661,7 @@ if cur ~= base then
   end
   return -1
 end
-local need = tonumber(ARGV[7])
-if need > 0 then
-  local maxlag, online = tonumber(ARGV[8]), 0
-  local info = redis.call('INFO', 'replication')
-  for line in string.gmatch(info, 'slave%d+:[^\r\n]+') do
-    -- lag is the seconds since the replica's last acknowledgement; Redis
-    -- shows -1 for one just now (its clock is cached per event loop turn)
-    local lag = tonumber(string.match(line, 'lag=(-?%d+)') or '0')
-    if string.find(line, 'state=online', 1, true) and lag <= maxlag then
-      online = online + 1
-    end
-  end
-  if online < need then return -2 end
-end
+if not enoughReplicas(tonumber(ARGV[7]), tonumber(ARGV[8])) then return -2 end
 local g, x = st[3] or '', tonumber(st[4] or '0')
 -- a new generation: streams an expired session of this id left behind
 -- (they outlive its hash by at most one TTL) are out of reach
@@ -637,6 +771,28 @@ if refresh then
   for name in pairs(listed) do redis.call('PEXPIREAT', sp .. name, xs) end
 end
 return v
+`
+
+// replicasSource defines enoughReplicas(need, maxlag), which reports
+// whether need or more of this master's replicas are online and
+// acknowledged its stream within the last maxlag seconds (INFO
+// replication's lag); true at once when need is 0. The commit script and
+// the readiness check (checkScript) count the same way.
+const replicasSource = `
+local function enoughReplicas(need, maxlag)
+  if need <= 0 then return true end
+  local online = 0
+  local info = redis.call('INFO', 'replication')
+  for line in string.gmatch(info, 'slave%d+:[^\r\n]+') do
+    -- lag is the seconds since the replica's last acknowledgement; Redis
+    -- shows -1 for one just now (its clock is cached per event loop turn)
+    local lag = tonumber(string.match(line, 'lag=(-?%d+)') or '0')
+    if string.find(line, 'state=online', 1, true) and lag <= maxlag then
+      online = online + 1
+    end
+  end
+  return online >= need
+end
 `
 
 // hereSource starts each script: the rule for which members of the name
@@ -915,7 +1071,7 @@ func (s *Store) Commit(ctx context.Context, session string, base uint64, c *stor
 		hflag = "1"
 	}
 	args = append(args, strconv.FormatUint(base, 10), strconv.FormatInt(ms, 10), token[:], hflag, nonNil(c.Header), strconv.Itoa(len(c.Records)),
-		strconv.Itoa(s.wait), strconv.FormatInt(int64(math.Ceil(max(maxReplicaLag, s.waitTimeout).Seconds())), 10))
+		strconv.Itoa(s.wait), s.maxLag())
 	for name, v := range c.Records {
 		flag := "1"
 		if v == nil {

@@ -23,6 +23,8 @@ type sessions struct {
 	rel *releaser        // hands memory back after a large release
 	// store says whether the store answers (readiness; see storeHealth).
 	store *storeHealth
+	// loss logs the DATA_LOSS answers (nil: not logged).
+	loss *lossLog
 	// maxID bounds the ids a stream remembers of what its client says it
 	// holds (Config.MaxIDBytes), and maxHeld the calls of a claim it
 	// remembers (2 × Config.MaxCallsPerSession, what the Normalizer
@@ -39,6 +41,7 @@ func newSessions(cfg Config, m *Metrics, log *slog.Logger) *sessions {
 	hooks.StoreError = func(string, error) { ss.store.failed() }
 	if log != nil {
 		hooks.UnrecognizedField = newWireLog(log).changed
+		ss.loss = newLossLog(log, time.Now)
 		sl, op := newStoreLog(log, time.Now), hooks.StoreOp
 		hooks.StoreError = func(o string, err error) { sl.failure(o, err); ss.store.failed() }
 		hooks.StoreOp = func(o, result string, took time.Duration) { op(o, result, took); sl.result(result) }
@@ -123,6 +126,9 @@ func (f *feeder) event(ev normalize.Event) error {
 		case normalize.DataLoss:
 			f.notApplied = true
 			f.refuse(ev.Error.SessionID, ev.Error.Sequence, ev.Error.Code)
+			if f.ss.loss != nil {
+				f.ss.loss.note(f.ss.m.label(f.ns), ev.Error)
+			}
 		}
 		f.ss.m.frameError(codes.Code(ev.Error.Code))
 		return f.emit(frameErrorResponse(ev.Error))

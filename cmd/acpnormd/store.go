@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,37 @@ func openStore(spec string, wait int, waitTimeout time.Duration, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}
+	checkEviction(st, log)
 	return st, nil
+}
+
+// checkEviction warns when Redis would evict the store's keys when full
+// (a maxmemory-policy other than noeviction): every key acpnorm writes
+// has an expiry, so volatile-* policies evict them as allkeys-* do, and a
+// session evicted in part is found only as DATA_LOSS (clients rebuild it,
+// and give up after a few in a row). Under noeviction a full Redis
+// refuses the commit: the frame gets UNAVAILABLE, readiness turns
+// NOT_SERVING, and nothing is lost. A Redis that refuses CONFIG (managed
+// ones often do) is noted at INFO and opened all the same.
+func checkEviction(st *redisstore.Store, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	policies, err := st.MaxmemoryPolicies(ctx)
+	if err != nil {
+		log.Info("store: could not read Redis's maxmemory-policy (CONFIG GET refused?); make sure it is noeviction, or a full Redis evicts parts of live sessions", "error", err)
+		return
+	}
+	where := make([]string, 0, len(policies))
+	for w := range policies {
+		where = append(where, w)
+	}
+	slices.Sort(where)
+	for _, w := range where {
+		if p := policies[w]; p != "noeviction" {
+			log.Warn("store: Redis evicts keys when full (maxmemory-policy "+p+"); every key acpnorm writes has an expiry, so a full Redis would evict parts of live sessions, each found as DATA_LOSS (clients rebuild, and give up after a few in a row). Set maxmemory-policy noeviction: a full Redis then refuses the writes (UNAVAILABLE, readiness NOT_SERVING) and loses nothing",
+				"redis", w, "maxmemory_policy", p)
+		}
+	}
 }
 
 // redisLog passes the Redis client's own messages to the server's log.

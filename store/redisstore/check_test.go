@@ -154,3 +154,29 @@ func TestSlotTag(t *testing.T) {
 		assert.Equal(t, slot, int(crc16([]byte(slotTag(slot)))%16384), "slot %d", slot)
 	}
 }
+
+// MaxmemoryPolicies reads the policy of the server, or of every master
+// of a cluster by its address.
+func TestMaxmemoryPolicies(t *testing.T) {
+	srv := testredis.StartServer(t, "--maxmemory-policy", "volatile-lru")
+	s := open(t, srv.URL)
+	defer s.Close()
+	ctx := t.Context()
+	got, err := s.MaxmemoryPolicies(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{s.where: "volatile-lru"}, got)
+
+	cl := testredis.StartCluster(t, 3, 0, 5*time.Second)
+	c := open(t, cl.URL)
+	defer c.Close()
+	ms := cl.Masters()
+	require.NoError(t, raw(t, ms[1].URL).ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
+	got, err = c.MaxmemoryPolicies(ctx)
+	require.NoError(t, err)
+	want := map[string]string{}
+	for _, m := range ms {
+		want[m.Addr] = "noeviction"
+	}
+	want[ms[1].Addr] = "allkeys-lru"
+	assert.Equal(t, want, got)
+}

@@ -192,7 +192,11 @@
 // gone at most one TTL later; a session created again under the same id
 // starts a new generation g (the streams' keys include it), so leftovers
 // of the old one can never be read or appended to. Every key the store
-// writes has an expiry.
+// writes has an expiry. So Redis must run with maxmemory-policy
+// noeviction: the volatile-* policies evict keys with an expiry, and
+// would evict parts of live sessions as allkeys-* do (MaxmemoryPolicies
+// reads the policy). A full Redis with noeviction refuses the commit,
+// whose first write is one Redis refuses when full.
 //
 // Load and Delete are scripts too: one round trip each. Version is one
 // HGET of the session's version.
@@ -461,6 +465,57 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fmt.Errorf("redisstore: ping %s: %w", s.where, err)
 	}
 	return nil
+}
+
+// MaxmemoryPolicies returns the maxmemory-policy (CONFIG GET) of the
+// server (a Sentinel's current master), or of every master of a
+// cluster, by where it is: the store's URL without passwords for one
+// server or a Sentinel's master, a master's address on a cluster. The
+// store needs noeviction: every key it writes has an expiry, so under
+// any other policy (volatile-* as allkeys-*) a full Redis evicts parts of
+// live sessions, found as DATA_LOSS, where with noeviction it refuses
+// the commit and nothing is lost. An error when a server refuses CONFIG
+// (managed Redis often renames or forbids it).
+func (s *Store) MaxmemoryPolicies(ctx context.Context) (map[string]string, error) {
+	get := func(ctx context.Context, c *redis.Client) (string, error) {
+		m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+		if err != nil {
+			return "", err
+		}
+		p, ok := m["maxmemory-policy"]
+		if !ok {
+			return "", errors.New("CONFIG GET maxmemory-policy answered no value")
+		}
+		return p, nil
+	}
+	out := map[string]string{}
+	if s.cluster == nil {
+		c, ok := s.c.(*redis.Client)
+		if !ok {
+			return nil, fmt.Errorf("redisstore: no single server to ask on a %T", s.c)
+		}
+		p, err := get(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: maxmemory-policy of %s: %w", s.where, err)
+		}
+		out[s.where] = p
+		return out, nil
+	}
+	var mu sync.Mutex
+	err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		p, err := get(ctx, c)
+		if err != nil {
+			return fmt.Errorf("master %s: %w", c.Options().Addr, err)
+		}
+		mu.Lock()
+		out[c.Options().Addr] = p
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: maxmemory-policy of %s: %w", s.where, err)
+	}
+	return out, nil
 }
 
 // maxLag is the commit script's largest lag (in seconds, as text) of a

@@ -53,6 +53,17 @@
 // session's slot (ClusterClient.MasterForKey), following a moved slot a
 // few times.
 //
+// WAIT n counts any n replicas, so an acknowledged commit survives a
+// master that dies (Sentinel promotes the replica with the most data)
+// but not always a planned Sentinel failover (SENTINEL FAILOVER) when n
+// is below the number of replicas: the old master, still a master after
+// one replica was promoted, takes commits that its other replicas
+// acknowledge and then drop when they resync from the new master.
+// Waiting for every replica keeps them (the old master then refuses,
+// ErrTooFewReplicas, until the client reaches the new one). CLUSTER
+// FAILOVER pauses the master until its replica has caught up, and loses
+// none.
+//
 // # Layout
 //
 // One session is a handful of keys that share one hash tag, so that they

@@ -77,19 +77,23 @@ func (h *storeHealth) watch(notify func(up bool)) {
 	notify(!h.down)
 }
 
-// run checks the store until ctx ends.
+// run checks the store, at once and then as said above, until ctx
+// ends. Readiness is SERVING until the first check says otherwise (the
+// store answered when it was opened).
 func (h *storeHealth) run(ctx context.Context) {
 	if h.check == nil {
 		return
 	}
 	tick := time.NewTicker(storeCheckEvery)
 	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-h.wake:
+	for first := true; ; first = false {
+		if !first { // the first check is at once
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-h.wake:
+			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
 		err := h.check(cctx)

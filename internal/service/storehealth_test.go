@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,6 +150,49 @@ func TestHealthFollowsAFullStore(t *testing.T) {
 	require.Empty(t, feed("b"))
 }
 
+// With --store-wait-replicas, readiness counts the replicas as a commit
+// does: a master whose replica is gone refuses every commit ("too few
+// replicas"), and readiness is NOT_SERVING until the replica is back. A
+// real master and replica; the replica is stopped and started again.
+func TestHealthFollowsTheReplicas(t *testing.T) {
+	master := testredis.StartServer(t)
+	replica := testredis.StartServer(t, "--replicaof", "127.0.0.1 "+master.Addr[strings.LastIndexByte(master.Addr, ':')+1:])
+	st, err := redisstore.Open(master.URL, redisstore.WithWaitReplicas(1, time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	cfg := DefaultConfig()
+	cfg.Store = st
+	svc, err := New(cfg, nil, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go svc.Run(ctx)
+	conn := serveBufconn(t, NewServer(svc, DefaultServerOptions(), nil))
+	waitFor := func(want healthpb.HealthCheckResponse_ServingStatus, why string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for got := healthOf(t, conn, ""); got != want; got = healthOf(t, conn, "") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: readiness %v after 30s, want %v", why, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	require.Eventually(t, func() bool { return len(feedOpen(t, svc.sessions.n, "a")) == 0 }, 30*time.Second, 50*time.Millisecond, "a commit once the replica is in sync")
+	waitFor(healthpb.HealthCheckResponse_SERVING, "the replica is in sync")
+
+	replica.Stop()
+	waitFor(healthpb.HealthCheckResponse_NOT_SERVING, "the replica is gone")
+	assert.Equal(t, healthpb.HealthCheckResponse_SERVING, healthOf(t, conn, LivenessService), "liveness")
+	errs := feedOpen(t, svc.sessions.n, "b")
+	require.NotEmpty(t, errs)
+	assert.Equal(t, normalize.Unavailable, errs[0].Code)
+
+	replica.Start()
+	waitFor(healthpb.HealthCheckResponse_SERVING, "the replica is back")
+	require.Empty(t, feedOpen(t, svc.sessions.n, "b"))
+}
+
 // Shutdown turns readiness NOT_SERVING for good: a store that answers
 // again after it does not turn it back. Liveness stays SERVING while the
 // process answers.
@@ -195,4 +239,24 @@ func TestStoreHealthChecksAfterAFailure(t *testing.T) {
 	cancel()
 	<-done
 	assert.Equal(t, []bool{true}, ups, "the store answered: readiness never turned")
+}
+
+// The first check runs as the service starts, not one interval later: a
+// store that refuses commits from the start turns readiness at once.
+func TestStoreHealthChecksAtStart(t *testing.T) {
+	h := newStoreHealth(nil, slog.New(slog.DiscardHandler))
+	h.check = func(context.Context) error { return assert.AnError }
+	turned := make(chan bool, 4)
+	h.watch(func(up bool) { turned <- up })
+	require.True(t, <-turned, "SERVING until the first check")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case up := <-turned:
+		assert.False(t, up)
+	case <-time.After(storeCheckEvery / 2):
+		t.Fatal("no check within half the periodic interval of the start")
+	}
 }

@@ -225,6 +225,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -560,7 +561,7 @@ return 1
 // counts the master's replicas as a commit does (WithWaitReplicas) and
 // writes one key of the store's prefix, outside every session (no session
 // key has a letter right after the prefix), with a 10 s expiry. One round
-// trip, and one per master on a cluster (plus CLUSTER SLOTS, to find a
+// trip, and one per master on a cluster (plus CLUSTER SHARDS, to find a
 // slot of each); the masters are asked at once. It does not WAIT: a
 // replica that is online but slow to acknowledge is the commits' own
 // timeout to judge.
@@ -590,42 +591,48 @@ func (s *Store) checkOn(ctx context.Context, c redis.Scripter, key string) error
 	return nil
 }
 
-// checkCluster checks every master the cluster says serves slots, each
-// with a key of one of its slots, sent through the cluster client as a
-// commit's script is (following MOVED and ASK).
+// checkCluster checks every master the cluster says serves slots
+// (CLUSTER SHARDS), each with a key of one of its slots, sent through
+// the cluster client as a commit's script is (following MOVED and ASK).
 func (s *Store) checkCluster(ctx context.Context) error {
-	ranges, err := s.cluster.ClusterSlots(ctx).Result()
+	shards, err := s.cluster.ClusterShards(ctx).Result()
 	if err != nil {
-		return fmt.Errorf("CLUSTER SLOTS: %w", err)
+		return fmt.Errorf("CLUSTER SHARDS: %w", err)
 	}
-	slotOf := map[string]int{} // a master's address: one slot it serves
-	for _, r := range ranges {
-		if len(r.Nodes) == 0 {
+	type master struct {
+		addr string
+		slot int
+	}
+	var masters []master
+	for _, sh := range shards {
+		if len(sh.Slots) == 0 {
 			continue
 		}
-		if _, ok := slotOf[r.Nodes[0].Addr]; !ok {
-			slotOf[r.Nodes[0].Addr] = r.Start
+		for _, n := range sh.Nodes {
+			if n.Role != "master" {
+				continue
+			}
+			port := n.Port
+			if port == 0 {
+				port = n.TLSPort
+			}
+			masters = append(masters, master{net.JoinHostPort(cmp.Or(n.Endpoint, n.IP), strconv.FormatInt(port, 10)), int(sh.Slots[0].Start)})
 		}
 	}
-	if len(slotOf) == 0 {
+	if len(masters) == 0 {
 		return errors.New("the cluster serves no slot")
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, len(slotOf))
-	for addr, slot := range slotOf {
+	errs := make([]error, len(masters))
+	for i, m := range masters {
 		wg.Go(func() {
-			if err := s.checkOn(ctx, s.cluster, s.prefix+"readiness:{"+slotTag(slot)+"}"); err != nil {
-				errs <- fmt.Errorf("master %s (slot %d): %w", addr, slot, err)
+			if err := s.checkOn(ctx, s.cluster, s.prefix+"readiness:{"+slotTag(m.slot)+"}"); err != nil {
+				errs[i] = fmt.Errorf("master %s (slot %d): %w", m.addr, m.slot, err)
 			}
 		})
 	}
 	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	return errors.Join(all...)
+	return errors.Join(errs...)
 }
 
 // slotTags caches slotTag's answers.

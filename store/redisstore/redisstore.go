@@ -540,7 +540,7 @@ func (s *Store) maxLag() string {
 // checks, and are gone soon after the last acpnormd stops.
 const checkTTL = 10 * time.Second
 
-// checkScript: KEYS[1] = a readiness key (checkKey), ARGV = replicas
+// checkScript: KEYS[1] = a readiness key (see Check), ARGV = replicas
 // required (0: none), the largest lag (s) of a replica that counts, the
 // key's expiry (ms). It does what a commit does before it writes and then
 // writes: counts the replicas as the commit script does, answering -2

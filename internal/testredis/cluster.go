@@ -159,6 +159,23 @@ func (c *Cluster) Failover(master *Server) *Server {
 	return r
 }
 
+// KeysMatching returns how many keys matching pattern (KEYS) each
+// running master holds.
+func (c *Cluster) KeysMatching(pattern string) map[string]int {
+	c.t.Helper()
+	out := map[string]int{}
+	for _, m := range c.Masters() {
+		cl := redis.NewClient(&redis.Options{Addr: m.Addr})
+		keys, err := cl.Keys(context.Background(), pattern).Result()
+		cl.Close()
+		if err != nil {
+			c.t.Fatalf("testredis: KEYS %s on %s: %v", pattern, m.Addr, err)
+		}
+		out[m.Addr] = len(keys)
+	}
+	return out
+}
+
 // Keys returns how many keys each running master holds.
 func (c *Cluster) Keys() map[string]int64 {
 	c.t.Helper()

@@ -95,8 +95,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 		"as it is accepted, logged and counted; 0: no bound")
 	dur(&f.srv.MaxConnectionIdle, "max-connection-idle", "ACPNORM_MAX_CONNECTION_IDLE", f.srv.MaxConnectionIdle, "close a connection that has had no stream for this long (clients reconnect when they next call); 0 keeps it")
 	num(&f.srv.StreamWindowBytes, "stream-window-bytes", "ACPNORM_STREAM_WINDOW_BYTES", f.srv.StreamWindowBytes, "HTTP/2 flow-control window of a stream (a connection's: at least 4 MiB): the request bytes a client may send ahead of\n"+
-		"what its stream has read, and so what a stream that stops reading holds in gRPC's buffers; 0: gRPC's window sized by the\n"+
-		"measured bandwidth-delay product, up to 16 MiB a stream")
+		"what its stream has read, and so what a stream that stops reading holds in gRPC's buffers; 0: gRPC's window, sized by the\n"+
+		"measured bandwidth-delay product from 64 KiB up to 16 MiB a stream")
 	num(&f.srv.MaxHeaderBytes, "max-header-bytes", "ACPNORM_MAX_HEADER_BYTES", f.srv.MaxHeaderBytes, "largest metadata (HTTP/2 header list) of a call; a call with more is refused")
 	dur(&f.cfg.SendTimeout, "send-timeout", "ACPNORM_SEND_TIMEOUT", f.cfg.SendTimeout, "end a stream (RESOURCE_EXHAUSTED) whose client has read no response for this long")
 	dur(&f.cfg.StreamIdleTimeout, "stream-idle-timeout", "ACPNORM_STREAM_IDLE_TIMEOUT", f.cfg.StreamIdleTimeout, "end a Normalize stream (UNAVAILABLE) that has sent no request for this long, freeing its --max-streams slot;\n"+

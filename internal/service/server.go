@@ -54,14 +54,15 @@ type ServerOptions struct {
 	// streams, which need no credentials, are counted apart: at most an
 	// eighth of MaxStreams (at least one) of them.
 	MaxStreams int
-	// StreamWindowBytes is the HTTP/2 flow-control window of each stream
-	// (and of each connection, at least 4 MiB): how many request bytes a
-	// client may send ahead of what the stream has read. A stream that
-	// stops reading (its send queue full: see the Config's SendQueue and
-	// SendQueueBytes) holds at most this much in gRPC's buffers; with 0,
-	// gRPC sizes the window from the measured bandwidth-delay product, up
-	// to 16 MiB a stream. A message larger than the window still passes,
-	// a window at a time.
+	// StreamWindowBytes, when set, is the HTTP/2 flow-control window of
+	// each stream (and of each connection, at least 4 MiB): how many
+	// request bytes a client may send ahead of what the stream has read.
+	// A stream that stops reading (its send queue full: see the Config's
+	// SendQueue and SendQueueBytes) holds at most this much in gRPC's
+	// buffers. 0 (the default) leaves the window to gRPC, which sizes it
+	// from the measured bandwidth-delay product, from 64 KiB up to 16 MiB
+	// a stream. A message larger than the window still passes, a window at
+	// a time.
 	StreamWindowBytes int
 	// MaxHeaderBytes bounds the metadata (HTTP/2 header list) of a call;
 	// a call with more is refused, naming the size (0: gRPC's 16 MiB).
@@ -104,7 +105,6 @@ func DefaultServerOptions() ServerOptions {
 		MaxConnections:    DefaultMaxConnections(),
 		MaxStreams:        1024,
 		MaxHeaderBytes:    64 << 10,
-		StreamWindowBytes: 4 << 20,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -350,13 +351,22 @@ func TestSignalEndsDrain(t *testing.T) {
 	outR, outW := clientPipe(t, false)
 	defer outR.Close()
 	got := slowReader(outR)
+	// The signal comes once the agent has exited (a loaded machine may
+	// take more than a second to start it), while the client still reads.
+	done := filepath.Join(t.TempDir(), "done")
 	sigs := make(chan os.Signal, 1)
 	go func() {
-		time.Sleep(time.Second)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(done); err == nil {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // the shell's own exit
 		sigs <- unix.SIGTERM
 	}()
 	var said notices
-	res := runProxy(t, Config{Command: []string{fakeAgent, "flood", fmt.Sprint(n), fmt.Sprint(size)}, Stdout: outW, Signals: sigs, Say: said.say})
+	agent := fmt.Sprintf("%q flood %d %d && : > %q", fakeAgent, n, size, done)
+	res := runProxy(t, Config{Command: []string{"sh", "-c", agent}, Stdout: outW, Signals: sigs, Say: said.say})
 	outW.Close()
 	out := <-got
 	assert.Equal(t, 0, res.Status, "the agent had exited")

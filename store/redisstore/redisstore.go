@@ -929,30 +929,39 @@ local function here(h, have, new)
 end
 `
 
+// streamsSource defines streams(ns, have): {name, data, ...} of the
+// session's streams that exist, of their names ns and keys have
+// (streamKeys), for the load scripts.
+const streamsSource = `
+local function streams(ns, have)
+  local out = {}
+  for j = 1, #ns do
+    local d = redis.call('GET', have[j])
+    if d then
+      out[#out + 1] = ns[j]
+      out[#out + 1] = d
+    end
+  end
+  return out
+end
+`
+
 // loadScript returns {} for an absent session, else {HGETALL of the hash,
 // {name, data, name, data, ...} of the streams}; the moving error while
 // the session's keys are split between two nodes.
-var loadScript = redis.NewScript(hereSource + `
+var loadScript = redis.NewScript(hereSource + streamsSource + `
 local h, k = KEYS[1], KEYS[2]
 local all = redis.call('HGETALL', h)
 if #all == 0 then return {} end
 local ns, have = streamKeys(h, k, redis.call('HGET', h, 'g'))
 if not here(h, have, {}) then return moving end
-local streams = {}
-for j = 1, #ns do
-  local d = redis.call('GET', have[j])
-  if d then
-    streams[#streams + 1] = ns[j]
-    streams[#streams + 1] = d
-  end
-end
-return {all, streams}
+return {all, streams(ns, have)}
 `)
 
 // loadWithoutScript is loadScript, but the records whose names start
 // with ARGV[1] are left out of the hash's fields: a third list holds
 // {name, length, ...} of them, so that their bytes are not sent.
-var loadWithoutScript = redis.NewScript(hereSource + `
+var loadWithoutScript = redis.NewScript(hereSource + streamsSource + `
 local h, k = KEYS[1], KEYS[2]
 local all = redis.call('HGETALL', h)
 if #all == 0 then return {} end
@@ -969,15 +978,7 @@ for j = 1, #all, 2 do
     fields[#fields + 1] = all[j + 1]
   end
 end
-local streams = {}
-for j = 1, #ns do
-  local d = redis.call('GET', have[j])
-  if d then
-    streams[#streams + 1] = ns[j]
-    streams[#streams + 1] = d
-  end
-end
-return {fields, streams, sizes}
+return {fields, streams(ns, have), sizes}
 `)
 
 // deleteScript: ARGV = base. Returns 0, or -1 on a conflict; the moving

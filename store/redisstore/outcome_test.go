@@ -102,13 +102,16 @@ func TestCommitOutcome(t *testing.T) {
 	t.Run("stopped, then gone", func(t *testing.T) {
 		srv, s, v := start(t)
 		srv.Pause()
+		stopped := make(chan struct{})
 		go func() {
+			defer close(stopped)
 			// The first sending times out; the server is gone by the
 			// next, which cannot dial.
 			time.Sleep(400 * time.Millisecond)
 			srv.Stop()
 		}()
 		_, err := s.Commit(t.Context(), "a", v, ch("h1"))
+		<-stopped // before the test's cleanup stops it too
 		require.Error(t, err)
 		assert.NotErrorIs(t, err, store.ErrNotApplied, "an earlier sending timed out, and may have run: %v", err)
 	})

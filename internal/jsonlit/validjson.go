@@ -21,6 +21,13 @@ import (
 // keys to fields, case-insensitively: compare it with the upper-case field
 // name. Nothing is called when b is not an object.
 func EachMember(b []byte, fn func(key string, val []byte)) {
+	EachMemberLit(b, func(key, val []byte) { fn(FoldKey(key), val) })
+}
+
+// EachMemberLit is EachMember with each key as its literal in b, quoted
+// and not folded (for a caller that names a member as the frame spells
+// it).
+func EachMemberLit(b []byte, fn func(key, val []byte)) {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return
@@ -28,7 +35,7 @@ func EachMember(b []byte, fn func(key string, val []byte)) {
 	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] == '"' {
 		ke := StringEnd(b, i)
-		key := FoldKey(b[i:ke])
+		key := b[i:ke]
 		i = SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return

@@ -66,11 +66,35 @@ const refusalLogEvery = 10 * time.Second
 // one and the last refusal's peer and reason.
 type refusalLog struct {
 	log   *slog.Logger
+	burst burstLog
+}
+
+// burstLog picks which of a burst of events get a log line: the first at
+// once, then at most one every interval, each standing for the events
+// since the line before.
+type burstLog struct {
 	every time.Duration
 
 	mu    sync.Mutex
-	last  time.Time // of the last INFO line
-	count int       // refused since it
+	last  time.Time // of the last line
+	count int       // events since it
+}
+
+// due counts an event at now and reports whether it gets a line: then n
+// is how many events the line stands for, and since how long it is since
+// the line before (0 for the first line).
+func (b *burstLog) due(now time.Time) (n int, since time.Duration, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.count++
+	if !b.last.IsZero() && now.Sub(b.last) < b.every {
+		return 0, 0, false
+	}
+	if !b.last.IsZero() {
+		since = now.Sub(b.last)
+	}
+	n, b.last, b.count = b.count, now, 0
+	return n, since, true
 }
 
 func (r *refusalLog) note(ctx context.Context, err error) {
@@ -81,20 +105,13 @@ func (r *refusalLog) note(ctx context.Context, err error) {
 	}
 	st := status.Convert(err)
 	r.log.DebugContext(ctx, "call refused", "grpc.method", method, "peer.address", addr, "grpc.code", st.Code().String(), "grpc.error", st.Message())
-	r.mu.Lock()
-	r.count++
-	now := time.Now()
-	if now.Sub(r.last) < r.every {
-		r.mu.Unlock()
+	n, since, ok := r.burst.due(time.Now())
+	if !ok {
 		return
 	}
-	n, since := r.count, now.Sub(r.last)
-	first := r.last.IsZero()
-	r.last, r.count = now, 0
-	r.mu.Unlock()
 	fields := []any{"refused", n, "last.grpc.method", method, "last.peer.address", addr, "last.grpc.code", st.Code().String(), "last.grpc.error", st.Message()}
-	if !first {
+	if since > 0 {
 		fields = append(fields, "since", since.Round(time.Second).String())
 	}
-	r.log.InfoContext(ctx, "calls refused by access control (each is counted in acpnorm_stream_refusals_total; at most one such line every "+r.every.String()+")", fields...)
+	r.log.InfoContext(ctx, "calls refused by access control (each is counted in acpnorm_stream_refusals_total; at most one such line every "+r.burst.every.String()+")", fields...)
 }

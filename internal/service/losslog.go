@@ -2,7 +2,6 @@ package service
 
 import (
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/acpnorm/acpnorm/normalize"
@@ -26,34 +25,24 @@ const lossLogEvery = 10 * time.Second
 // acpnorm_frame_errors_total{code="DataLoss"}). Answers after the last
 // line are counted in the next one.
 type lossLog struct {
-	log *slog.Logger
-	now func() time.Time
-
-	mu    sync.Mutex
-	last  time.Time // of the last line
-	count int       // answered since it
+	log   *slog.Logger
+	now   func() time.Time
+	burst burstLog
 }
 
 func newLossLog(log *slog.Logger, now func() time.Time) *lossLog {
-	return &lossLog{log: log, now: now}
+	return &lossLog{log: log, now: now, burst: burstLog{every: lossLogEvery}}
 }
 
 // note counts one DATA_LOSS answered to a stream of identity (its
 // label), and logs it when a line is due.
 func (l *lossLog) note(identity string, e *normalize.FrameError) {
-	now := l.now()
-	l.mu.Lock()
-	l.count++
-	if !l.last.IsZero() && now.Sub(l.last) < lossLogEvery {
-		l.mu.Unlock()
+	n, since, ok := l.burst.due(l.now())
+	if !ok {
 		return
 	}
-	n, since := l.count, now.Sub(l.last)
-	first := l.last.IsZero()
-	l.last, l.count = now, 0
-	l.mu.Unlock()
 	fields := []any{"answered", n, "session", e.SessionID, "identity", identity, "sequence", e.Sequence, "detail", e.Message}
-	if !first {
+	if since > 0 {
 		fields = append(fields, "since", since.Round(time.Second).String())
 	}
 	l.log.Warn("DATA_LOSS: a session holds less than its client was answered (lost in the store, or with this process's memory); its request was not applied, and the client rebuilds the session (each answer is counted in acpnorm_frame_errors_total{code=\"DataLoss\"}; at most one such line every "+lossLogEvery.String()+")", fields...)

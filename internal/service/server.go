@@ -145,7 +145,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	// as a started and finished one: anyone who can reach the port could
 	// fill the log with those. refused logs them in bursts instead, and
 	// stream_refusals_total counts each.
-	refused := &refusalLog{log: log, every: refusalLogEvery}
+	refused := &refusalLog{log: log, burst: burstLog{every: refusalLogEvery}}
 	authenticate := func(ctx context.Context) (context.Context, error) {
 		c, err := a.authenticate(ctx)
 		if err != nil {

@@ -1960,20 +1960,13 @@ func (Code) wantedJSON() wantType { return wantCode }
 // else "". Only a refused frame asks.
 func updateIDType(msg []byte) string {
 	id := valueAt(msg, "PARAMS", "UPDATE", "TOOLCALLID")
-	if len(id) == 0 {
+	if len(id) == 0 || id[0] == '"' || id[0] == 'n' {
 		return ""
 	}
-	switch c := id[0]; {
-	case c == '"', c == 'n':
-		return ""
-	case c == 't', c == 'f':
-		return "boolean"
-	case c == '{':
-		return "object"
-	case c == '[':
-		return "array"
+	if t := jsonTypeOf(id); t != "bool" {
+		return t
 	}
-	return "number"
+	return "boolean"
 }
 
 // endsWordedFailed is implemented by a dialect's update type (its

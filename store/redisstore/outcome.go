@@ -101,6 +101,12 @@ func (s *Store) send(ctx context.Context, sending func() (v, acked int64, err er
 // before a script runs, or at the script's first write, which writes
 // nothing:
 //
+//   - while it reads the command, before any runs: a Protocol error,
+//     after which Redis closes the connection. A connection that has
+//     not authenticated gets one for a command of more than 10
+//     arguments or a bulk over 16 KB (Redis 7.0, 6.2.6: "Protocol error:
+//     unauthenticated multibulk length"), as every commit is, where a
+//     shorter command gets NOAUTH;
 //   - before it runs (processCommand): NOSCRIPT, LOADING, BUSY, NOAUTH,
 //     MASTERDOWN (a replica cut from its master, with
 //     replica-serve-stale-data no), and on a cluster, for the declared
@@ -130,7 +136,7 @@ func refused(err error) bool {
 	if !errors.As(err, &reply) {
 		return false
 	}
-	for _, p := range []string{"NOSCRIPT", "LOADING", "BUSY", "NOAUTH", "MASTERDOWN", "MOVED", "ASK", "TRYAGAIN", "CROSSSLOT", "CLUSTERDOWN", "OOM", "READONLY", "MISCONF", "NOREPLICAS"} {
+	for _, p := range []string{"Protocol error", "NOSCRIPT", "LOADING", "BUSY", "NOAUTH", "MASTERDOWN", "MOVED", "ASK", "TRYAGAIN", "CROSSSLOT", "CLUSTERDOWN", "OOM", "READONLY", "MISCONF", "NOREPLICAS"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}

@@ -176,8 +176,10 @@
 // ended context, no connection to be had), no connection could be made
 // (a dial that failed sent nothing), or Redis answered with an error it
 // gives before a script runs, or at the script's first write (see
-// refused: NOSCRIPT, LOADING, BUSY, NOAUTH, MASTERDOWN, MOVED, ASK,
-// TRYAGAIN, CROSSSLOT, CLUSTERDOWN, OOM, READONLY, MISCONF, NOREPLICAS);
+// refused: a Protocol error, which a connection that has not
+// authenticated gets for a command as long as a commit; NOSCRIPT,
+// LOADING, BUSY, NOAUTH, MASTERDOWN, MOVED, ASK, TRYAGAIN, CROSSSLOT,
+// CLUSTERDOWN, OOM, READONLY, MISCONF, NOREPLICAS);
 // the commit script checks everything (version, replicas, keys) before
 // its first write. Any other error reply (WRONGTYPE, a Lua error) may
 // come after writes, which Redis does not undo. go-redis would send a

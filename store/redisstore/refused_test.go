@@ -82,6 +82,28 @@ func (c *refusedCase) resent() {
 // commit wraps store.ErrNotApplied, nothing of it is there, and sent
 // again once the condition is gone it applies once.
 func TestCommitRefused(t *testing.T) {
+	// A connection that has not authenticated gets NOAUTH for a command
+	// of up to 10 arguments; Redis (7.0, 6.2.6) refuses a longer one, as
+	// every commit is, or a bulk over 16 KB, while it reads it, before
+	// any command runs, and closes the connection: "Protocol error:
+	// unauthenticated multibulk length".
+	t.Run("NOAUTH", func(t *testing.T) {
+		c := startRefused(t)
+		ctx := t.Context()
+		admin := raw(t, c.srv.URL)
+		require.NoError(t, admin.Ping(ctx).Err()) // connected, so authenticated, before the password
+		require.NoError(t, admin.ConfigSet(ctx, "requirepass", "s3cret").Err())
+		// The store's connections are cut: it dials a new one, which
+		// the server no longer lets in without the password.
+		require.NoError(t, admin.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err())
+		c.refused(c.commit(), "Protocol error: unauthenticated")
+		_, err := c.s.Load(ctx, "a") // a script of 5 arguments
+		require.True(t, redis.HasErrorPrefix(err, "NOAUTH"), "a short command: %v", err)
+		assert.True(t, refused(err))
+		require.NoError(t, admin.ConfigSet(ctx, "requirepass", "").Err())
+		c.resent()
+	})
+
 	t.Run("MISCONF", func(t *testing.T) {
 		// Saves on (stop-writes-on-bgsave-error counts only then), in a
 		// directory that is then removed, so that a save fails.

@@ -773,7 +773,7 @@ func (ss *sessions) storedAnswer(s *session, r *reply) bool {
 		}
 	}
 	if err != nil {
-		r.fail(Unavailable, "", "frame %d of session %q was applied before, but its answer could not be read from the store: %v; it may be sent again", r.seq, s.id, err)
+		r.fail(Unavailable, "", "%s %d of session %q was applied before, but its answer could not be read from the store: %v; it may be sent again", cmp.Or(r.what, "frame"), r.seq, s.id, err)
 		return true
 	}
 	if len(rec) > 1 && rec[0] == answerRemade {

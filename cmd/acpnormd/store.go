@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,6 +43,10 @@ func checkStore(spec string, wait int, waitTimeout time.Duration) error {
 	return nil
 }
 
+// policyEvery is how often, at most, the readiness check reads Redis's
+// maxmemory-policy again (see evictionWatch).
+var policyEvery = 30 * time.Second
+
 // openStore opens the store a checked --store value names; nil means this
 // process's memory. What the Redis client reports by itself (a connection
 // that broke, a dial that failed) goes to log as warnings.
@@ -55,37 +60,85 @@ func openStore(spec string, wait int, waitTimeout time.Duration, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}
-	checkEviction(st, log)
-	return st, nil
-}
-
-// checkEviction warns when Redis would evict the store's keys when full
-// (a maxmemory-policy other than noeviction): every key acpnorm writes
-// has an expiry, so volatile-* policies evict them as allkeys-* do, and a
-// session evicted in part is found only as DATA_LOSS (clients rebuild it,
-// and give up after a few in a row). Under noeviction a full Redis
-// refuses the commit: the frame gets UNAVAILABLE, readiness turns
-// NOT_SERVING, and nothing is lost. A Redis that refuses CONFIG (managed
-// ones often do) is noted at INFO and opened all the same.
-func checkEviction(st *redisstore.Store, log *slog.Logger) {
+	w := &evictionWatch{Store: st, log: log}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	policies, err := st.MaxmemoryPolicies(ctx)
+	w.read(ctx)
+	return w, nil
+}
+
+// evictionWatch is the Redis store, whose readiness check (Check) also
+// reads Redis's maxmemory-policy again, at most every policyEvery, and
+// says what changed since it was last read: a policy is read at start,
+// but may be changed later (CONFIG SET, a failover to a server
+// configured otherwise).
+//
+// It warns when Redis would evict the store's keys when full (a
+// maxmemory-policy other than noeviction): every key acpnorm writes has
+// an expiry, so volatile-* policies evict them as allkeys-* do, and a
+// session evicted in part is found only as DATA_LOSS (clients rebuild
+// it, and give up after a few in a row). Under noeviction a full Redis
+// refuses the commit: the frame gets UNAVAILABLE, readiness turns
+// NOT_SERVING, and nothing is lost. A Redis that refuses CONFIG (managed
+// ones often do) is noted at INFO and opened all the same. Each is said
+// once per change, not at every check.
+type evictionWatch struct {
+	*redisstore.Store
+	log *slog.Logger
+
+	mu       sync.Mutex
+	next     time.Time         // when the policy is read again
+	policies map[string]string // as last read, by where (nil: never read)
+	unread   bool              // the last read failed
+}
+
+// Check is the store's readiness check, and then, when due, a read of
+// the policy; a policy that cannot be read does not fail the check.
+func (w *evictionWatch) Check(ctx context.Context) error {
+	if err := w.Store.Check(ctx); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	due := !time.Now().Before(w.next)
+	w.mu.Unlock()
+	if due {
+		w.read(ctx)
+	}
+	return nil
+}
+
+// read reads the policies and says what changed since the last read.
+func (w *evictionWatch) read(ctx context.Context) {
+	policies, err := w.MaxmemoryPolicies(ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.next = time.Now().Add(policyEvery)
 	if err != nil {
-		log.Info("store: could not read Redis's maxmemory-policy (CONFIG GET refused?); make sure it is noeviction, or a full Redis evicts parts of live sessions", "error", err)
+		if !w.unread {
+			w.log.Info("store: could not read Redis's maxmemory-policy (CONFIG GET refused?); make sure it is noeviction, or a full Redis evicts parts of live sessions", "error", err)
+		}
+		w.unread = true
 		return
 	}
+	w.unread = false
 	where := make([]string, 0, len(policies))
-	for w := range policies {
-		where = append(where, w)
+	for at := range policies {
+		where = append(where, at)
 	}
 	slices.Sort(where)
-	for _, w := range where {
-		if p := policies[w]; p != "noeviction" {
-			log.Warn("store: Redis evicts keys when full (maxmemory-policy "+p+"); every key acpnorm writes has an expiry, so a full Redis would evict parts of live sessions, each found as DATA_LOSS (clients rebuild, and give up after a few in a row). Set maxmemory-policy noeviction: a full Redis then refuses the writes (UNAVAILABLE, readiness NOT_SERVING) and loses nothing",
-				"redis", w, "maxmemory_policy", p)
+	for _, at := range where {
+		p := policies[at]
+		was, seen := w.policies[at]
+		switch {
+		case seen && was == p:
+		case p != "noeviction":
+			w.log.Warn("store: Redis evicts keys when full (maxmemory-policy "+p+"); every key acpnorm writes has an expiry, so a full Redis would evict parts of live sessions, each found as DATA_LOSS (clients rebuild, and give up after a few in a row). Set maxmemory-policy noeviction: a full Redis then refuses the writes (UNAVAILABLE, readiness NOT_SERVING) and loses nothing",
+				"redis", at, "maxmemory_policy", p)
+		case seen:
+			w.log.Info("store: Redis no longer evicts keys when full", "redis", at, "maxmemory_policy", p, "was", was)
 		}
 	}
+	w.policies = policies
 }
 
 // redisLog passes the Redis client's own messages to the server's log.

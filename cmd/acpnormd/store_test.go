@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpnorm/acpnorm/internal/testredis"
+	"github.com/acpnorm/acpnorm/store"
 )
 
 // openStore warns when Redis would evict acpnorm's keys: every key the
@@ -47,4 +49,44 @@ func TestOpenStoreWarnsOfEviction(t *testing.T) {
 		assert.NotContains(t, log, "level=WARN", "%s", log)
 		assert.Contains(t, log, "could not read", "%s", log)
 	})
+}
+
+// The readiness check reads the policy again (at most every
+// policyEvery), so that one changed after start is said too: a warning
+// when Redis starts to evict, once per change, not at every check, and
+// a note when it is back to noeviction.
+func TestReadinessCheckWarnsOfEvictionChanges(t *testing.T) {
+	defer func(d time.Duration) { policyEvery = d }(policyEvery)
+	policyEvery = 0
+	srv := testredis.StartServer(t, "--maxmemory-policy", "noeviction")
+	var logged strings.Builder
+	st, err := openStore(srv.URL, 0, time.Second, slog.New(slog.NewTextHandler(&logged, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.(io.Closer).Close() })
+	ck, ok := st.(store.Checker)
+	require.True(t, ok, "the Redis store is a store.Checker")
+	ctx := t.Context()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	checks := func(n int) {
+		t.Helper()
+		for range n {
+			require.NoError(t, ck.Check(ctx))
+		}
+	}
+	warned := func(policy string) int { return strings.Count(logged.String(), "maxmemory_policy="+policy) }
+
+	checks(3)
+	assert.NotContains(t, logged.String(), "level=WARN", "%s", logged.String())
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
+	checks(3)
+	assert.Equal(t, 1, warned("allkeys-lru"), "warned once of the change: %s", logged.String())
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory-policy", "volatile-ttl").Err())
+	checks(3)
+	assert.Equal(t, 1, warned("volatile-ttl"), "warned once of the next change: %s", logged.String())
+	assert.Equal(t, 1, warned("allkeys-lru"))
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	checks(3)
+	assert.Equal(t, 1, warned("noeviction"), "said once that it is back to noeviction: %s", logged.String())
+	assert.Equal(t, 2, strings.Count(logged.String(), "level=WARN"), "%s", logged.String())
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,13 +55,96 @@ func (once) NoRetry() bool { return true }
 // evalOnce runs script once (by its SHA1, then whole when Redis does not
 // know it: NOSCRIPT runs nothing) and returns its integer answer.
 func (s *Store) evalOnce(ctx context.Context, script luaScript, keys []string, args []any) (int64, error) {
-	cmd := script.cmd(ctx, false, keys, args)
-	_ = s.c.Process(ctx, once{cmd})
+	tctx, wrap := tracked(ctx)
+	cmd := script.cmd(tctx, false, keys, args)
+	_ = s.c.Process(tctx, once{cmd})
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd = script.cmd(ctx, true, keys, args)
-		_ = s.c.Process(ctx, once{cmd})
+		tctx, wrap = tracked(ctx)
+		cmd = script.cmd(tctx, true, keys, args)
+		_ = s.c.Process(tctx, once{cmd})
 	}
-	return cmd.Int64()
+	v, err := cmd.Int64()
+	return v, wrap(err)
+}
+
+// A sending that needs a new connection sends nothing of its own until
+// the connection is set up, and a set-up that times out (a stopped
+// server takes the connection, as the kernel does, but never answers
+// its HELLO) fails with the same bare i/o timeout as a command whose
+// answer never came. go-redis (v9.23) writes a command only on a
+// connection its pool handed out, and hands out a new one only once
+// initConn returned nil; initConn starts with HELLO, sent through the
+// client's hooks (its handshake connection clones them) with the
+// command's context, and ends with OnConnect, after every other step,
+// whenever it succeeds. So a sending during which the hooks saw HELLO
+// and OnConnect did not follow failed while a connection was being set
+// up, before its command could be written: newConnHook and
+// connSetUp mark it, and its error is wrapped in errBeforeWrite (see
+// tracked). A pool dials on a context of its own (the dial is not
+// seen), and a sending on a connection already set up sees no HELLO:
+// both stay unknown, as a timeout is.
+
+// connTrack, in a sending's context, records whether a new connection
+// is being set up for it.
+type connTrack struct{ settingUp atomic.Bool }
+
+type connTrackKey struct{}
+
+// newConnHook marks the HELLO that starts a new connection's set-up in
+// the sending's track; the store adds it to every client it sends on.
+type newConnHook struct{}
+
+func (newConnHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (newConnHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (newConnHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if t, ok := ctx.Value(connTrackKey{}).(*connTrack); ok && cmd.Name() == "hello" {
+			t.settingUp.Store(true)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// connSetUp is the clients' OnConnect, initConn's last step: the
+// connection is set up (then is run, when not nil).
+func connSetUp(then func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
+	return func(ctx context.Context, cn *redis.Conn) error {
+		if t, ok := ctx.Value(connTrackKey{}).(*connTrack); ok {
+			t.settingUp.Store(false)
+		}
+		if then != nil {
+			return then(ctx, cn)
+		}
+		return nil
+	}
+}
+
+// errBeforeWrite wraps the error of a sending that failed while a new
+// connection was being set up: its command was never written.
+type errBeforeWrite struct{ err error }
+
+func (e *errBeforeWrite) Error() string {
+	return "setting up a new connection, before the command was written: " + e.err.Error()
+}
+
+func (e *errBeforeWrite) Unwrap() error { return e.err }
+
+// tracked returns ctx with a new track, for one sending (a Process, or
+// a pipeline holding one once command), and the function that wraps
+// the sending's error in errBeforeWrite when it failed while a new
+// connection was being set up.
+func tracked(ctx context.Context) (context.Context, func(error) error) {
+	t := &connTrack{}
+	return context.WithValue(ctx, connTrackKey{}, t), func(err error) error {
+		if err != nil && t.settingUp.Load() {
+			return &errBeforeWrite{err}
+		}
+		return err
+	}
 }
 
 // send calls sending, and again after an error that a later sending may
@@ -97,9 +181,10 @@ func (s *Store) send(ctx context.Context, sending func() (v, acked int64, err er
 
 // refused reports whether err says that Redis did not run the command:
 // it was never written (no connection could be had or made: a dial that
-// failed sent nothing), or the server answered with an error it gives
-// before a script runs, or at the script's first write, which writes
-// nothing:
+// failed sent nothing, and so did a sending whose new connection failed
+// its set-up, errBeforeWrite), or the server answered with an error it
+// gives before a script runs, or at the script's first write, which
+// writes nothing:
 //
 //   - while it reads the command, before any runs: a Protocol error,
 //     after which Redis closes the connection. A connection that has
@@ -127,6 +212,10 @@ func (s *Store) send(ctx context.Context, sending func() (v, acked int64, err er
 func refused(err error) bool {
 	if errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) {
 		return true // no connection: nothing written
+	}
+	var before *errBeforeWrite
+	if errors.As(err, &before) {
+		return true // a new connection's set-up failed: nothing written
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {

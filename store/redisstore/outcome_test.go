@@ -99,6 +99,80 @@ func TestCommitOutcome(t *testing.T) {
 		}, 10*time.Second, 20*time.Millisecond, "the stopped server did not apply the commit once it went on")
 	})
 
+	// The store's connections were closed, so the commit needs a new
+	// one; the server, stopped, takes the connection (the kernel does)
+	// but never answers its HELLO. go-redis writes a command only on a
+	// connection whose set-up ended (see newConnHook): the commit was
+	// never sent, and is not applied once the server goes on.
+	t.Run("stopped while a new connection is set up", func(t *testing.T) {
+		srv, s, v := start(t)
+		c := raw(t, srv.URL)
+		require.NoError(t, c.ClientKillByFilter(t.Context(), "TYPE", "normal", "SKIPME", "yes").Err())
+		require.NoError(t, c.Close())
+		time.Sleep(50 * time.Millisecond) // the store sees its connection closed
+		srv.Pause()
+		_, err := s.Commit(t.Context(), "a", v, ch("h1"))
+		srv.Resume()
+		require.Error(t, err)
+		t.Logf("%v", err)
+		assert.ErrorContains(t, err, "timeout")
+		time.Sleep(300 * time.Millisecond) // what the server had read, it has run
+		notApplied(t, s, v, err, "a new connection's HELLO timed out")
+		v2, err := s.Commit(t.Context(), "a", v, ch("h1"))
+		require.NoError(t, err, "sent again plainly")
+		assert.Greater(t, v2, v)
+	})
+
+	// The same for a commit that waits for a replica (a pipeline of the
+	// script and WAIT).
+	t.Run("stopped while a new connection is set up, WAIT", func(t *testing.T) {
+		master, _ := startReplicated(t)
+		s := open(t, master.URL+fast, WithWaitReplicas(1, time.Second))
+		t.Cleanup(func() { s.Close() })
+		var v uint64
+		require.Eventually(t, func() bool {
+			var err error
+			v, err = s.Commit(t.Context(), "a", 0, ch("h0"))
+			return err == nil
+		}, time.Minute, 50*time.Millisecond, "a commit the replica holds")
+		c := raw(t, master.URL)
+		require.NoError(t, c.ClientKillByFilter(t.Context(), "TYPE", "normal", "SKIPME", "yes").Err())
+		require.NoError(t, c.Close())
+		time.Sleep(50 * time.Millisecond)
+		master.Pause()
+		_, err := s.Commit(t.Context(), "a", v, ch("h1"))
+		master.Resume()
+		require.Error(t, err)
+		t.Logf("%v", err)
+		time.Sleep(300 * time.Millisecond)
+		notApplied(t, s, v, err, "a new connection's HELLO timed out")
+	})
+
+	// The same with the set-up done: a new connection's HELLO is
+	// answered, and the commit written, but held (CLIENT PAUSE WRITE)
+	// past the read timeout. It may have been applied. (Here it was not:
+	// Redis drops a held command whose client went away.)
+	t.Run("new connection set up, then held", func(t *testing.T) {
+		srv, s, v := start(t)
+		c := raw(t, srv.URL)
+		require.NoError(t, c.ClientKillByFilter(t.Context(), "TYPE", "normal", "SKIPME", "yes").Err())
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, c.Do(t.Context(), "client", "pause", "2000", "write").Err())
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Commit(t.Context(), "a", v, ch("h1"))
+			done <- err
+		}()
+		assert.Eventually(t, func() bool {
+			list, err := c.ClientList(t.Context()).Result()
+			return err == nil && strings.Contains(list, "cmd=evalsha")
+		}, time.Second, 5*time.Millisecond, "the commit reached Redis")
+		err := <-done
+		require.Error(t, err)
+		t.Logf("%v", err)
+		assert.NotErrorIs(t, err, store.ErrNotApplied, "the commit was written: %v", err)
+	})
+
 	t.Run("stopped, then gone", func(t *testing.T) {
 		srv, s, v := start(t)
 		srv.Pause()

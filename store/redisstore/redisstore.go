@@ -174,7 +174,9 @@
 // store says a commit was not applied only when it knows that: it was
 // refused before it was sent (no change, a TTL that is not positive, an
 // ended context, no connection to be had), no connection could be made
-// (a dial that failed sent nothing), or Redis answered with an error it
+// (a dial that failed sent nothing; so did a new connection whose set-up,
+// HELLO and the rest, failed or timed out, as go-redis writes a command
+// only once its connection is set up), or Redis answered with an error it
 // gives before a script runs, or at the script's first write (see
 // refused: a Protocol error, which a connection that has not
 // authenticated gets for a command as long as a commit; NOSCRIPT,
@@ -397,7 +399,10 @@ func Open(rawURL string, opts ...Option) (*Store, error) {
 		}
 		fo.ContextTimeoutEnabled = true // a cancelled context ends a command
 		fo.ReadTimeout = readTimeout(fo.ReadTimeout)
-		s.c = redis.NewFailoverClient(fo)
+		fo.OnConnect = connSetUp(fo.OnConnect)
+		c := redis.NewFailoverClient(fo)
+		c.AddHook(newConnHook{})
+		s.c = c
 	case q.Has("addr"):
 		if p := strings.Trim(u.Path, "/"); p != "" && p != "0" {
 			return nil, fmt.Errorf("redisstore: Cluster store URL %s: database %q; a Redis Cluster has database 0 only", where, p)
@@ -418,8 +423,10 @@ func Open(rawURL string, opts ...Option) (*Store, error) {
 		if newClient == nil {
 			newClient = redis.NewClient
 		}
+		co.OnConnect = connSetUp(co.OnConnect)
 		co.NewClient = func(o *redis.Options) *redis.Client {
 			c := newClient(o)
+			c.AddHook(newConnHook{})
 			s.nodeOptions.CompareAndSwap(nil, o)
 			return c
 		}
@@ -438,7 +445,10 @@ func Open(rawURL string, opts ...Option) (*Store, error) {
 		if ro.MaintNotificationsConfig == nil {
 			ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		}
-		s.c = redis.NewClient(ro)
+		ro.OnConnect = connSetUp(ro.OnConnect)
+		c := redis.NewClient(ro)
+		c.AddHook(newConnHook{})
+		s.c = c
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.pingTimeout)
 	defer cancel()
@@ -1288,7 +1298,8 @@ func (s *Store) askClient(addr string) *redis.Client {
 	}
 	o := *tmpl // NewClient copies it again, MaintNotificationsConfig too
 	o.Addr, o.NodeAddress = addr, addr
-	c := redis.NewClient(&o)
+	c := redis.NewClient(&o) // o.OnConnect is connSetUp's, as the cluster's
+	c.AddHook(newConnHook{})
 	s.asked[addr] = c
 	return c
 }
@@ -1310,7 +1321,8 @@ func (s *Store) pipeWait(ctx context.Context, node *redis.Client, asking bool, s
 	for _, whole := range []bool{false, true} {
 		var run *redis.Cmd
 		var wait *redis.IntCmd
-		_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		tctx, wrap := tracked(ctx)
+		_, err = node.Pipelined(tctx, func(p redis.Pipeliner) error {
 			if asking {
 				if err := p.Process(ctx, redis.NewStatusCmd(ctx, "asking")); err != nil {
 					return err
@@ -1327,7 +1339,7 @@ func (s *Store) pipeWait(ctx context.Context, node *redis.Client, asking bool, s
 			continue // it did not run: send it whole
 		}
 		if v, err = run.Int64(); err != nil {
-			return 0, 0, err
+			return 0, 0, wrap(err)
 		}
 		if acked, err = wait.Result(); err != nil {
 			return 0, 0, fmt.Errorf("WAIT after the script (its writes may have been applied): %w", err)

@@ -51,7 +51,7 @@ func TestCloseWhoseKeptRevisionsAreNotTaken(t *testing.T) {
 			return err == nil && strings.Contains(info, "state=online") && strings.Contains(info, "lag=0")
 		}
 		require.Eventually(t, synced, time.Minute, 20*time.Millisecond, "the replica acknowledges")
-		st, err := redisstore.Open(master.URL, redisstore.WithWaitReplicas(1, 300*time.Millisecond))
+		st, err := redisstore.Open(master.URL, redisstore.WithWaitReplicas(1, 2*time.Second))
 		require.NoError(t, err)
 		t.Cleanup(func() { st.Close() })
 		closeNotTaken(t, st, func() (context.Context, func()) {

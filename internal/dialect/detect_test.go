@@ -221,6 +221,10 @@ var unsignedRecordings = map[string]string{
 	// `_meta.claudeCode` holds only nonExecutionKind: claude's shape sign
 	// cannot show.
 	"claude-agent-acp-0.101.0_v2_": "ACP v2: the agent always names itself; no tool_call opens a call",
+	// Copilot 0.0.399, its first ACP build, offers no auth method (the
+	// copilot-login terminal auth came with 0.0.401), and its frames
+	// carry nothing only Copilot sends.
+	"copilot-0.0.399_": "no authMethods in its initialize result",
 }
 
 // TestEveryRecordingShowsItsAgent: every frame of every committed

@@ -80,10 +80,10 @@ import (
 //     notice, its final's trailer, or the model's own `rawInput.shellId`).
 //
 // Older builds, recorded at 1.0.92 (1.0.102's frames), 1.0.89, 1.0.86,
-// 1.0.83, 1.0.80, 1.0.75, 1.0.70, 1.0.69, 1.0.65, 1.0.62, 1.0.61 and
-// 1.0.57: 1.0.75's and 1.0.80's `shell_exit` also has `outputTruncated`
-// on every call (1.0.89's only on an output that was cut, as 1.0.102's;
-// 1.0.69's and 1.0.70's never); 1.0.83's and 1.0.86's finals have no
+// 1.0.83, 1.0.80, 1.0.75, 1.0.70, 1.0.69, 1.0.65, 1.0.62, 1.0.61, 1.0.57,
+// 1.0.20, 1.0.0 and 0.0.399: 1.0.75's and 1.0.80's `shell_exit` also
+// has `outputTruncated` on every call (1.0.89's only on an output that was
+// cut, as 1.0.102's; 1.0.69's and 1.0.70's never); 1.0.83's and 1.0.86's finals have no
 // `rawOutput.contents[]`, nor have those of 1.0.65 and the builds before
 // it. From 1.0.70 to 1.0.89 (1.0.69 still ends a big live text with
 // copilotDropped's notice, as 1.0.62 and 1.0.65 do),
@@ -95,17 +95,19 @@ import (
 // commands in an interactive shell on a pseudo-terminal (its `ls` prints
 // columns, and a command whose `exit` ends that shell gets the shell's
 // `exit` line before the trailer: for builds before 1.0.62, the range
-// studied, a last `exit` line is the shell's and not output; a later,
-// unknown or newer build keeps it, since a command may print `exit`
-// itself and only the build tells them apart).
+// studied, a last `exit` line is the shell's and not output, live too; a
+// later, unknown or newer build keeps it, since a command may print `exit`
+// itself and only the build tells them apart). 1.0.0 and 0.0.399, its
+// first ACP build (1.0.20 sends the trailer), send no trailer at all for
+// such a command: an empty final, no exit code.
 //
 // Copilot streams its output in content whatever the client offers and
 // never runs commands in client-owned terminals: the shared capabilities
 // (no client terminals; `_meta.terminal_output`, which it ignores) suit it.
 type copilot struct {
 	// shellExitLine: the build's interactive shell prints `exit` when the
-	// command's own `exit N` ends it (1.0.61 and 1.0.57; not from 1.0.62
-	// on).
+	// command's own `exit N` ends it (0.0.399 to 1.0.61 recorded; not
+	// from 1.0.62 on).
 	shellExitLine bool
 	// tailFragment: past its live limit the build sends only the last
 	// copilotTail characters of the output (1.0.70 to 1.0.89 recorded;
@@ -282,7 +284,21 @@ func observeCopilotBuild(u *copilotCall, build copilot) []accum.Observation {
 			break // the opening frame's content is never output
 		}
 		if text, ok := u.Texts(); ok && text != "" {
-			o.Texts = append(o.Texts, copilotLive(text, build.tailFragment))
+			t := copilotLive(text, build.tailFragment)
+			if build.shellExitLine && t.Kind == accum.Snapshot && !t.Truncated {
+				// The shell's `exit` line ends the live text too when the
+				// command's own `exit N` ended the shell (whose final,
+				// on 0.0.399 and 1.0.0, then says nothing: no trailer, no
+				// output). The text as sent stays beside it (Whole).
+				line := strings.TrimSuffix(text, "\n")
+				if rest := cutShellExitLine(&o, line); rest != line {
+					if rest != "" {
+						rest += "\n"
+					}
+					t.Text, t.Whole = rest, text
+				}
+			}
+			o.Texts = append(o.Texts, t)
 		}
 	}
 	return []accum.Observation{o}

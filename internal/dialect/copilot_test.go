@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/acpnorm/acpnorm/internal/jsonlit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -580,4 +581,60 @@ func TestCopilotTailFragment(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Copilot 1.0.0 and 0.0.399 (as 1.0.57 and 1.0.61, a pseudo-terminal
+// shell) send no trailer at all when a command's own `exit N` ends that
+// shell: the final is empty, and the exit code is lost. What came live
+// then ends with the shell's `exit` line (recorded: `printf 'a\nb\n';
+// exit 3` on 1.0.0), which is no more output live than before a
+// trailer; a build from 1.0.62 on keeps a last `exit` line live as the
+// command's.
+func TestCopilotShellExitLineLive(t *testing.T) {
+	const rec = "agents/copilot-1.0.0_plain_full.ndjson"
+	update := func(line int) string {
+		for _, f := range loadRecording(t, rec) {
+			if f.Line == line {
+				v := valueAt(f.Msg, "PARAMS", "UPDATE")
+				return string(v[:jsonlit.ValueEnd(v, 0)])
+			}
+		}
+		t.Fatalf("%s has no line %d", rec, line)
+		return ""
+	}
+	opening, live, final := update(13), update(16), update(17)
+	require.Contains(t, live, `a\nb\nexit\n`, "the recorded live text")
+	for _, c := range []struct {
+		version, out string
+	}{
+		{"1.0.0", "a\nb\n"},
+		{"0.0.399", "a\nb\n"},
+		{"1.0.61", "a\nb\n"},
+		{"1.0.62", "a\nb\nexit\n"},
+		{"", "a\nb\nexit\n"},
+	} {
+		t.Run(c.version, func(t *testing.T) {
+			d := Bind(mustDialect(t, "copilot"), ParseVersion(c.version))
+			r, out := foldFrames(t, d, "call_exit3_5", opening, live, final)
+			require.NotNil(t, out)
+			assert.Equal(t, c.out, out.Text)
+			assert.Nil(t, r.ExitCode, "the empty final states no exit code")
+			assert.Equal(t, accum.Unknown, r.Outcome)
+		})
+	}
+	d := Bind(mustDialect(t, "copilot"), ParseVersion("1.0.0"))
+	liveText := func(text string) string {
+		return `{"sessionUpdate":"tool_call_update","toolCallId":"c1","content":[{"type":"content","content":{"type":"text","text":` + strconv.Quote(text) + `}}]}`
+	}
+	runObsCases(t, d, []obsCase{
+		{name: "the shell's last exit line, live",
+			update: liveText("out\nexit\n"),
+			want:   one(accum.Observation{ToolCallID: "c1", Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: "out\n", Whole: "out\nexit\n"}}})},
+		{name: "an exit line with more after it is output",
+			update: liveText("exit\nmore\n"),
+			want:   one(accum.Observation{ToolCallID: "c1", Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: "exit\nmore\n"}}})},
+		{name: "a line that only starts with exit is output",
+			update: liveText("out\nexit 3\n"),
+			want:   one(accum.Observation{ToolCallID: "c1", Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: "out\nexit 3\n"}}})},
+	})
 }

@@ -415,7 +415,7 @@ var (
 	// Groups: 1 the shellId, 2 "had already ".
 	copilotStopped = mustAnchored(`^<command with id: ([^>\n]*?) (had already )?stopped>$`)
 	// copilotTooLarge opens the final of an output too big to send. Every
-	// build recorded (1.0.57 to 1.0.102) names the file it saved the
+	// build recorded (0.0.399 to 1.0.102) names the file it saved the
 	// output to: a command that prints only the first words is not it.
 	copilotTooLarge = regexp.MustCompile(`^Output too large to read at once \(([0-9]+(?:\.[0-9]+)?) ?([KMG]?i?B)\)\. Saved to: `)
 	// copilotPreview introduces the head of such an output.

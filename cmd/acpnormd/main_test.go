@@ -392,6 +392,22 @@ func TestServeQuotaDefaults(t *testing.T) {
 	assert.ErrorContains(t, err, "--quota-calls -1 is negative")
 }
 
+// The handshake bound is 10 s unless set, and must be positive.
+func TestServeHandshakeTimeout(t *testing.T) {
+	f, err := parseServe(nil)
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Second, f.srv.HandshakeTimeout)
+	f, err = parseServe([]string{"--handshake-timeout", "3s"})
+	require.NoError(t, err)
+	assert.Equal(t, 3*time.Second, f.srv.HandshakeTimeout)
+	t.Setenv("ACPNORM_HANDSHAKE_TIMEOUT", "20s")
+	f, err = parseServe(nil)
+	require.NoError(t, err)
+	assert.Equal(t, 20*time.Second, f.srv.HandshakeTimeout)
+	_, err = parseServe([]string{"--handshake-timeout", "0s"})
+	assert.ErrorContains(t, err, "--handshake-timeout 0s is not positive")
+}
+
 // --tls-client-names names certificate identities: it needs client
 // certificates, and no token naming the identity instead.
 func TestServeClientNamesNeedsClientCertificates(t *testing.T) {

@@ -1,8 +1,11 @@
 package service
 
 import (
+	"errors"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,21 +23,31 @@ func DefaultMaxConnections() int {
 	return int(max(64, min(4096, n/2)))
 }
 
-// capListener accepts at most cap connections at once. One more is closed
-// as soon as it is accepted rather than left in the kernel's backlog: its
-// client sees the connection fail at once and can try again or elsewhere,
-// and it holds no descriptor.
+// DefaultHandshakeTimeout is the default of ServerOptions.HandshakeTimeout.
+// A TLS handshake and HTTP/2's preface take two or three round trips, well
+// under a second even between continents; 10 s leaves room for a loaded
+// client and a few lost segments, and is all a connection that sends
+// nothing holds its slot.
+const DefaultHandshakeTimeout = 10 * time.Second
+
+// capListener accepts at most cap(slots) connections at once (nil slots:
+// no bound). One more is closed as soon as it is accepted rather than left
+// in the kernel's backlog: its client sees the connection fail at once and
+// can try again or elsewhere, and it holds no descriptor.
 type capListener struct {
 	net.Listener
-	slots   chan struct{}
-	m       *Metrics
-	log     *slog.Logger
-	turned  atomic.Int64 // turned away since the last log line
-	lastLog atomic.Int64 // unix nanoseconds of the last log line
+	slots chan struct{}
+	m     *Metrics
+	log   *slog.Logger
+	full  burstLog
 }
 
 func capConnections(lis net.Listener, limit int, m *Metrics, log *slog.Logger) net.Listener {
-	return &capListener{Listener: lis, slots: make(chan struct{}, limit), m: m, log: log}
+	l := &capListener{Listener: lis, m: m, log: log, full: burstLog{every: capLogEvery}}
+	if limit > 0 {
+		l.slots = make(chan struct{}, limit)
+	}
+	return l
 }
 
 // capLogEvery is how often, at most, turned-away connections are logged.
@@ -46,36 +59,65 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case l.slots <- struct{}{}:
-			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
-		default:
-		}
-		c.Close()
-		l.m.streamRefused("max_connections")
-		n := l.turned.Add(1)
-		now := time.Now().UnixNano()
-		last := l.lastLog.Load()
-		if now-last >= int64(capLogEvery) && l.lastLog.CompareAndSwap(last, now) {
-			l.turned.Add(-n)
-			fields := []any{"max_connections", cap(l.slots), "refused", n}
-			if last != 0 {
-				fields = append(fields, "since", time.Duration(now-last).Round(time.Second).String())
+		if l.slots != nil {
+			select {
+			case l.slots <- struct{}{}:
+			default:
+				l.refuse(c, &l.full, "max_connections", "max_connections", cap(l.slots))
+				continue
 			}
-			l.log.Warn("connections refused: --max-connections reached (logged at most every "+capLogEvery.String()+")", fields...)
 		}
+		return &slotConn{Conn: c, m: l.m, free: func() {
+			if l.slots != nil {
+				<-l.slots
+			}
+		}}, nil
 	}
 }
 
-// slotConn gives its slot back when closed.
+// refuse closes c, counts it under reason and logs the refusals of that
+// reason at most every capLogEvery, with their count.
+func (l *capListener) refuse(c net.Conn, b *burstLog, reason string, fields ...any) {
+	c.Close()
+	l.m.streamRefused(reason)
+	n, since, ok := b.due(time.Now())
+	if !ok {
+		return
+	}
+	fields = append(fields, "refused", n)
+	if since > 0 {
+		fields = append(fields, "since", since.Round(time.Second).String())
+	}
+	flag := "--" + strings.ReplaceAll(reason, "_", "-")
+	l.log.Warn("connections refused: "+flag+" reached (logged at most every "+capLogEvery.String()+")", fields...)
+}
+
+// slotConn gives its slot back when closed. A read that passed its
+// deadline is a handshake that took longer than the server's bound (the
+// only deadline gRPC sets on a server's connection): its close is counted.
 type slotConn struct {
 	net.Conn
-	once sync.Once
-	free func()
+	m        *Metrics
+	timedOut atomic.Bool
+	once     sync.Once
+	free     func()
+}
+
+func (c *slotConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		c.timedOut.Store(true)
+	}
+	return n, err
 }
 
 func (c *slotConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.free)
+	c.once.Do(func() {
+		if c.timedOut.Load() {
+			c.m.streamRefused("handshake_timeout")
+		}
+		c.free()
+	})
 	return err
 }

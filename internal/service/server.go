@@ -3,9 +3,11 @@ package service
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +50,12 @@ type ServerOptions struct {
 	// closed as soon as it is accepted, logged and counted
 	// (stream_refusals_total{reason="max_connections"}). 0: no bound.
 	MaxConnections int
+	// HandshakeTimeout bounds how long a new connection may take to finish
+	// its TLS handshake and send HTTP/2's preface; one that has not is
+	// closed (stream_refusals_total{reason="handshake_timeout"}), so that
+	// connections which send nothing do not hold their slots. 0:
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
 	// MaxStreams bounds the streams served at once, per connection (HTTP/2
 	// MaxConcurrentStreams) and for the whole process; a stream over the
 	// process cap is refused with RESOURCE_EXHAUSTED. Health Watch
@@ -103,6 +111,7 @@ func DefaultServerOptions() ServerOptions {
 		KeepaliveTimeout:  20 * time.Second,
 		MaxConnectionIdle: 5 * time.Minute,
 		MaxConnections:    DefaultMaxConnections(),
+		HandshakeTimeout:  DefaultHandshakeTimeout,
 		MaxStreams:        1024,
 		MaxHeaderBytes:    64 << 10,
 	}
@@ -165,6 +174,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	codec.claims = maxClaim(svc.cfg.MaxCallsPerSession)
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		grpc.ConnectionTimeout(handshakeTimeout(opts.HandshakeTimeout)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: opts.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: opts.KeepaliveTime, Timeout: opts.KeepaliveTimeout, MaxConnectionIdle: opts.MaxConnectionIdle}),
 		grpc.ChainUnaryInterceptor(unary...),
@@ -198,6 +208,15 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	healthpb.RegisterHealthServer(g, openHealth{h})
 	reflection.Register(g)
 	return &Server{GRPC: g, health: h, svc: svc, log: log, maxConns: opts.MaxConnections}
+}
+
+// handshakeTimeout is d, or the default when d is not positive (gRPC's
+// own, 120 s, would let a silent connection hold its slot that long).
+func handshakeTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultHandshakeTimeout
+	}
+	return d
 }
 
 // LivenessService is the health service's name for liveness: SERVING for
@@ -299,7 +318,8 @@ type countHandshakes struct {
 
 func (c countHandshakes) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	nc, info, err := c.TransportCredentials.ServerHandshake(conn)
-	if err != nil {
+	// One that took too long is counted as handshake_timeout (slotConn).
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		c.m.streamRefused("tls_handshake")
 	}
 	return nc, info, err
@@ -340,10 +360,7 @@ func capStreams(limit int, m *Metrics) grpc.StreamServerInterceptor {
 // Serve serves on lis until Shutdown, at most MaxConnections connections
 // at once.
 func (s *Server) Serve(lis net.Listener) error {
-	if s.maxConns > 0 {
-		lis = capConnections(lis, s.maxConns, s.svc.sessions.m, s.log)
-	}
-	return s.GRPC.Serve(lis)
+	return s.GRPC.Serve(capConnections(lis, s.maxConns, s.svc.sessions.m, s.log))
 }
 
 // Shutdown stops the server gracefully: health turns NOT_SERVING, no new

@@ -18,6 +18,7 @@ import (
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -406,6 +407,35 @@ func TestServeHandshakeTimeout(t *testing.T) {
 	assert.Equal(t, 20*time.Second, f.srv.HandshakeTimeout)
 	_, err = parseServe([]string{"--handshake-timeout", "0s"})
 	assert.ErrorContains(t, err, "--handshake-timeout 0s is not positive")
+}
+
+// A client address's share of the connections is half of
+// --max-connections unless set (0 then: no bound of its own).
+func TestServeMaxConnectionsPerAddress(t *testing.T) {
+	for _, c := range []struct {
+		name, env string
+		args      []string
+		want      int
+	}{
+		{"default", "", nil, service.PerAddressShare(service.DefaultMaxConnections())},
+		{"half of --max-connections", "", []string{"--max-connections", "100"}, 50},
+		{"one connection", "", []string{"--max-connections", "1"}, 1},
+		{"no cap", "", []string{"--max-connections", "0"}, 0},
+		{"set to no bound", "", []string{"--max-connections", "100", "--max-connections-per-address", "0"}, 0},
+		{"set", "", []string{"--max-connections-per-address", "7"}, 7},
+		{"environment", "0", []string{"--max-connections", "100"}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv("ACPNORM_MAX_CONNECTIONS_PER_ADDRESS", c.env)
+			}
+			f, err := parseServe(c.args)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, f.srv.MaxConnectionsPerAddress)
+		})
+	}
+	_, err := parseServe([]string{"--max-connections-per-address", "-1"})
+	assert.ErrorContains(t, err, "--max-connections-per-address -1 is negative")
 }
 
 // --tls-client-names names certificate identities: it needs client

@@ -93,6 +93,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 		"(health Watch streams apart: at most an eighth of it)")
 	num(&f.srv.MaxConnections, "max-connections", "ACPNORM_MAX_CONNECTIONS", f.srv.MaxConnections, "connections served at once (the default: half the open-file limit, at most 4096); one more is closed\n"+
 		"as it is accepted, logged and counted; 0: no bound")
+	num(&f.srv.MaxConnectionsPerAddress, "max-connections-per-address", "ACPNORM_MAX_CONNECTIONS_PER_ADDRESS", 0, "connections one client IP address may hold at once (the default: half of --max-connections); one more is closed\n"+
+		"as it is accepted, logged and counted; 0: no bound but --max-connections. Clients behind one NAT or proxy share an address")
 	dur(&f.srv.HandshakeTimeout, "handshake-timeout", "ACPNORM_HANDSHAKE_TIMEOUT", f.srv.HandshakeTimeout, "close a new connection that has not finished its TLS handshake and sent HTTP/2's preface within this long,\n"+
 		"freeing its --max-connections slot")
 	dur(&f.srv.MaxConnectionIdle, "max-connection-idle", "ACPNORM_MAX_CONNECTION_IDLE", f.srv.MaxConnectionIdle, "close a connection that has had no stream for this long (clients reconnect when they next call); 0 keeps it")
@@ -156,6 +158,12 @@ func parseServe(args []string) (*serveFlags, error) {
 	if f.srv.MaxConnections < 0 {
 		return nil, fmt.Errorf("--max-connections %d is negative", f.srv.MaxConnections)
 	}
+	if f.srv.MaxConnectionsPerAddress < 0 {
+		return nil, fmt.Errorf("--max-connections-per-address %d is negative", f.srv.MaxConnectionsPerAddress)
+	}
+	if !given(fs, "max-connections-per-address", "ACPNORM_MAX_CONNECTIONS_PER_ADDRESS") {
+		f.srv.MaxConnectionsPerAddress = service.PerAddressShare(f.srv.MaxConnections)
+	}
 	if f.srv.HandshakeTimeout <= 0 {
 		return nil, fmt.Errorf("--handshake-timeout %s is not positive", f.srv.HandshakeTimeout)
 	}
@@ -166,6 +174,14 @@ func parseServe(args []string) (*serveFlags, error) {
 		return nil, fmt.Errorf("--gc-floor %d is negative", f.gcFloor)
 	}
 	return f, f.cfg.Validate()
+}
+
+// given says whether the flag name, or the environment variable env, was
+// set.
+func given(fs *flag.FlagSet, name, env string) bool {
+	_, set := os.LookupEnv(env)
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
 }
 
 // severalIdentities says whether clients can be more than one identity:

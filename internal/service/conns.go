@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -23,6 +24,16 @@ func DefaultMaxConnections() int {
 	return int(max(64, min(4096, n/2)))
 }
 
+// PerAddressShare is the default bound on the connections one client
+// address holds: half of maxConns (at least one), so that one address
+// cannot take them all; 0 (no bound) when maxConns is.
+func PerAddressShare(maxConns int) int {
+	if maxConns <= 0 {
+		return 0
+	}
+	return max(1, maxConns/2)
+}
+
 // DefaultHandshakeTimeout is the default of ServerOptions.HandshakeTimeout.
 // A TLS handshake and HTTP/2's preface take two or three round trips, well
 // under a second even between continents; 10 s leaves room for a loaded
@@ -30,20 +41,28 @@ func DefaultMaxConnections() int {
 // nothing holds its slot.
 const DefaultHandshakeTimeout = 10 * time.Second
 
-// capListener accepts at most cap(slots) connections at once (nil slots:
-// no bound). One more is closed as soon as it is accepted rather than left
-// in the kernel's backlog: its client sees the connection fail at once and
-// can try again or elsewhere, and it holds no descriptor.
+// capListener accepts at most cap(slots) connections at once, and at most
+// perAddr from one client address (its IP, whatever the port). One more is
+// closed as soon as it is accepted rather than left in the kernel's
+// backlog: its client sees the connection fail at once and can try again
+// or elsewhere, and it holds no descriptor. A nil slots or a perAddr of 0
+// sets no bound of that kind.
 type capListener struct {
 	net.Listener
-	slots chan struct{}
-	m     *Metrics
-	log   *slog.Logger
-	full  burstLog
+	slots   chan struct{}
+	perAddr int
+	m       *Metrics
+	log     *slog.Logger
+
+	mu   sync.Mutex
+	held map[netip.Addr]int // connections held by address; none at 0
+
+	full, fullAddr burstLog
 }
 
-func capConnections(lis net.Listener, limit int, m *Metrics, log *slog.Logger) net.Listener {
-	l := &capListener{Listener: lis, m: m, log: log, full: burstLog{every: capLogEvery}}
+func capConnections(lis net.Listener, limit, perAddr int, m *Metrics, log *slog.Logger) net.Listener {
+	l := &capListener{Listener: lis, perAddr: perAddr, m: m, log: log, held: map[netip.Addr]int{},
+		full: burstLog{every: capLogEvery}, fullAddr: burstLog{every: capLogEvery}}
 	if limit > 0 {
 		l.slots = make(chan struct{}, limit)
 	}
@@ -59,10 +78,21 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		addr, byAddr := netip.Addr{}, false
+		if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok && l.perAddr > 0 {
+			addr, byAddr = tcp.AddrPort().Addr().Unmap(), true
+			if !l.take(addr) {
+				l.refuse(c, &l.fullAddr, "max_connections_per_address", "max_connections_per_address", l.perAddr, "last.peer.address", addr.String())
+				continue
+			}
+		}
 		if l.slots != nil {
 			select {
 			case l.slots <- struct{}{}:
 			default:
+				if byAddr {
+					l.give(addr)
+				}
 				l.refuse(c, &l.full, "max_connections", "max_connections", cap(l.slots))
 				continue
 			}
@@ -71,7 +101,30 @@ func (l *capListener) Accept() (net.Conn, error) {
 			if l.slots != nil {
 				<-l.slots
 			}
+			if byAddr {
+				l.give(addr)
+			}
 		}}, nil
+	}
+}
+
+// take counts one more connection from addr, unless it holds its share.
+func (l *capListener) take(addr netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[addr] >= l.perAddr {
+		return false
+	}
+	l.held[addr]++
+	return true
+}
+
+// give counts one connection from addr less.
+func (l *capListener) give(addr netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[addr]--; l.held[addr] <= 0 {
+		delete(l.held, addr)
 	}
 }
 
@@ -92,7 +145,7 @@ func (l *capListener) refuse(c net.Conn, b *burstLog, reason string, fields ...a
 	l.log.Warn("connections refused: "+flag+" reached (logged at most every "+capLogEvery.String()+")", fields...)
 }
 
-// slotConn gives its slot back when closed. A read that passed its
+// slotConn gives its slots back when closed. A read that passed its
 // deadline is a handshake that took longer than the server's bound (the
 // only deadline gRPC sets on a server's connection): its close is counted.
 type slotConn struct {

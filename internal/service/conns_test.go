@@ -1,12 +1,15 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +84,23 @@ func check(conn *grpc.ClientConn, d time.Duration) error {
 	defer cancel()
 	_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	return err
+}
+
+// dialFrom opens a TCP connection to addr from the local address ip
+// (Linux routes all of 127.0.0.0/8 to the loopback interface).
+func dialFrom(ip, addr string) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return d.Dial("tcp", addr)
+}
+
+// connectFrom is connect from the local address ip.
+func connectFrom(t *testing.T, ip, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
+		grpc.WithContextDialer(func(_ context.Context, a string) (net.Conn, error) { return dialFrom(ip, a) }))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // closedAfter reads c until the server closes it (its TLS or HTTP/2
@@ -163,4 +183,92 @@ func TestHandshakeTimeout(t *testing.T) {
 			assert.Zero(t, counted(svc.sessions.m, "tls_handshake"), "a handshake timeout counted as a failed TLS handshake too")
 		})
 	}
+}
+
+// One client address holds at most MaxConnectionsPerAddress connections:
+// one more from it is closed as it is accepted, counted and logged, while
+// another address is still served; slots come back when connections
+// close, however many have come and gone, and whichever cap refused them.
+func TestMaxConnectionsPerAddress(t *testing.T) {
+	opts := DefaultServerOptions()
+	opts.MaxConnections = 4
+	opts.MaxConnectionsPerAddress = 2
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	logBuf := new(lockedBuffer)
+	srv := NewServer(svc, opts, slog.New(slog.NewTextHandler(logBuf, nil)))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go srv.Serve(lis)
+	t.Cleanup(srv.GRPC.Stop)
+	addr := lis.Addr().String()
+	creds := insecure.NewCredentials()
+	served := func(c *grpc.ClientConn) {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.NoError(ct, check(c, time.Second)) },
+			10*time.Second, 50*time.Millisecond, "a connection within the caps was not served")
+	}
+	// fill opens the share of ip, and checks each is served.
+	fill := func(ip string) []*grpc.ClientConn {
+		var held []*grpc.ClientConn
+		for range 2 {
+			c := connectFrom(t, ip, addr, creds)
+			served(c)
+			held = append(held, c)
+		}
+		return held
+	}
+	held := fill("127.0.0.1")
+	extra := connectFrom(t, "127.0.0.1", addr, creds)
+	require.Error(t, check(extra, time.Second), "a third connection from one address over a share of 2 was served")
+	require.Eventually(t, func() bool { return counted(svc.sessions.m, "max_connections_per_address") >= 1 },
+		10*time.Second, 50*time.Millisecond, "the refused connection was not counted")
+	assert.Zero(t, counted(svc.sessions.m, "max_connections"), "refused by the global cap, which had room")
+	other := connectFrom(t, "127.0.0.2", addr, creds)
+	require.NoError(t, check(other, 10*time.Second), "another address was not served while one address held its share")
+	for _, c := range held {
+		require.NoError(t, check(c, 5*time.Second), "a held connection stopped working")
+	}
+	log := logBuf.String()
+	assert.Contains(t, log, "--max-connections-per-address reached")
+	assert.Contains(t, log, "127.0.0.1")
+	assert.Equal(t, 1, strings.Count(log, "--max-connections-per-address reached"), "refusals are logged at most every 10 s:\n%s", log)
+	extra.Close()
+
+	// The global cap refuses 127.0.0.3 twice while it is full: its share
+	// must not keep them.
+	full := connectFrom(t, "127.0.0.2", addr, creds)
+	served(full)
+	for range 2 {
+		c, err := dialFrom("127.0.0.3", addr)
+		require.NoError(t, err)
+		closedAfter(t, c, time.Now(), 10*time.Second)
+		c.Close()
+	}
+	assert.GreaterOrEqual(t, counted(svc.sessions.m, "max_connections"), 2.0)
+
+	// No slot leaks: connections come and go, from the address at its
+	// share and from others, then the shares fill again.
+	for _, c := range append(held, other, full) {
+		c.Close()
+	}
+	for i := range 200 {
+		c, err := dialFrom("127.0.0."+[]string{"1", "3", "4"}[i%3], addr)
+		require.NoError(t, err)
+		if i%2 == 0 {
+			_, _ = c.Write(bytes.Repeat([]byte{'x'}, 30)) // a bad preface
+		}
+		c.Close()
+	}
+	for range 5 {
+		c := connectFrom(t, "127.0.0.1", addr, creds)
+		served(c)
+		c.Close()
+	}
+	fill("127.0.0.1")
+	fill("127.0.0.3")
+	more := connectFrom(t, "127.0.0.1", addr, creds)
+	require.Error(t, check(more, time.Second), "the share was not bound again after the churn")
+	last := connectFrom(t, "127.0.0.2", addr, creds)
+	require.Error(t, check(last, time.Second), "a fifth connection over a cap of 4 was served")
 }

@@ -50,6 +50,13 @@ type ServerOptions struct {
 	// closed as soon as it is accepted, logged and counted
 	// (stream_refusals_total{reason="max_connections"}). 0: no bound.
 	MaxConnections int
+	// MaxConnectionsPerAddress bounds the connections one client address
+	// (its IP, whatever the port) holds at once, so that one address cannot
+	// take every MaxConnections slot; one more from it is closed as it is
+	// accepted, logged and counted
+	// (stream_refusals_total{reason="max_connections_per_address"}).
+	// 0: no bound but MaxConnections.
+	MaxConnectionsPerAddress int
 	// HandshakeTimeout bounds how long a new connection may take to finish
 	// its TLS handshake and send HTTP/2's preface; one that has not is
 	// closed (stream_refusals_total{reason="handshake_timeout"}), so that
@@ -104,16 +111,18 @@ type ServerOptions struct {
 
 // DefaultServerOptions returns the transport settings used by default.
 func DefaultServerOptions() ServerOptions {
+	conns := DefaultMaxConnections()
 	return ServerOptions{
-		MaxMessageBytes:   16 << 20,
-		KeepaliveMinTime:  10 * time.Second,
-		KeepaliveTime:     2 * time.Minute,
-		KeepaliveTimeout:  20 * time.Second,
-		MaxConnectionIdle: 5 * time.Minute,
-		MaxConnections:    DefaultMaxConnections(),
-		HandshakeTimeout:  DefaultHandshakeTimeout,
-		MaxStreams:        1024,
-		MaxHeaderBytes:    64 << 10,
+		MaxMessageBytes:          16 << 20,
+		KeepaliveMinTime:         10 * time.Second,
+		KeepaliveTime:            2 * time.Minute,
+		KeepaliveTimeout:         20 * time.Second,
+		MaxConnectionIdle:        5 * time.Minute,
+		MaxConnections:           conns,
+		MaxConnectionsPerAddress: PerAddressShare(conns),
+		HandshakeTimeout:         DefaultHandshakeTimeout,
+		MaxStreams:               1024,
+		MaxHeaderBytes:           64 << 10,
 	}
 }
 
@@ -125,6 +134,7 @@ type Server struct {
 	svc      *Service
 	log      *slog.Logger
 	maxConns int
+	perAddr  int
 }
 
 // NewServer assembles the gRPC server: logging, panic recovery, access
@@ -207,7 +217,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	svc.sessions.store.watch(h.ready)
 	healthpb.RegisterHealthServer(g, openHealth{h})
 	reflection.Register(g)
-	return &Server{GRPC: g, health: h, svc: svc, log: log, maxConns: opts.MaxConnections}
+	return &Server{GRPC: g, health: h, svc: svc, log: log, maxConns: opts.MaxConnections, perAddr: opts.MaxConnectionsPerAddress}
 }
 
 // handshakeTimeout is d, or the default when d is not positive (gRPC's
@@ -358,9 +368,9 @@ func capStreams(limit int, m *Metrics) grpc.StreamServerInterceptor {
 }
 
 // Serve serves on lis until Shutdown, at most MaxConnections connections
-// at once.
+// at once and MaxConnectionsPerAddress from one client address.
 func (s *Server) Serve(lis net.Listener) error {
-	return s.GRPC.Serve(capConnections(lis, s.maxConns, s.svc.sessions.m, s.log))
+	return s.GRPC.Serve(capConnections(lis, s.maxConns, s.perAddr, s.svc.sessions.m, s.log))
 }
 
 // Shutdown stops the server gracefully: health turns NOT_SERVING, no new

@@ -406,9 +406,13 @@ func (c *Call) End(cancelled bool, why string) {
 	if c.cur.state == Ended {
 		return
 	}
-	if c.held != nil {
-		// No final came: the held words are the agent's.
-		c.releaseHeld(false)
+	if h := c.held; h != nil {
+		// No final came: the held words are the agent's, but for an
+		// error message that says nothing else (onlyFailed). Only a
+		// `failed` final would have made such a text the agent's; with
+		// none, nothing says the command did not run, and the text is
+		// output.
+		c.releaseHeld(h.onlyFailed())
 	}
 	if cancelled {
 		c.cancel("the user cancelled the prompt turn before the command ended")
@@ -835,6 +839,15 @@ func (c *Call) holdWords(o *Observation) *Observation {
 	rest.Worded = Worded{}
 	c.held = &h
 	return &rest
+}
+
+// onlyFailed says whether the held words are an agent's error message and
+// nothing more: a failure, with no cancel, timeout, background move,
+// signal or exit code read from them. Such words are the agent's only by
+// the text's shape (a line where the agent would write its message), not
+// by anything they say.
+func (h *heldWords) onlyFailed() bool {
+	return h.failed && !h.cancelled && !h.timedOut && !h.background && h.signal == "" && h.exit == nil
 }
 
 // releaseHeld applies what the call holds (Call.held): as output, the

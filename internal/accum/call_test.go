@@ -864,14 +864,20 @@ func replayedObs(o Observation) Observation {
 
 // TestCallWordsIfFailed: words removed from a frame that does not end the
 // call (Observation.WordsIfFailed) wait for the agent's final: `completed`
-// makes them output, with nothing read from them; `failed`, or an end with
-// no final, makes them the agent's. A call stored and restored while it
+// makes them output, with nothing read from them; `failed` makes them the
+// agent's, and so does an end with no final, but for a text read as the
+// agent's error message and nothing more, which is then output (nothing
+// said the command did not run). A call stored and restored while it
 // holds them reads the same.
 func TestCallWordsIfFailed(t *testing.T) {
 	refusal := Observation{Shell: ShellYes, Cancelled: true, CancelNotice: "User refused", Worded: Worded{Cancelled: true}, WordsIfFailed: true,
 		Texts: []Text{{Stream: Combined, Kind: Snapshot, Whole: "User refused"}}}
 	timeout := Observation{Shell: ShellYes, TimedOut: true, Worded: Worded{TimedOut: true}, WordsIfFailed: true,
 		Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: "step 1\n", Whole: "step 1\nCommand timed out"}}}
+	// A line the dialect reads as the agent's error message only if the
+	// call ends failed: a failure said by nothing but the text's shape.
+	message := Observation{Shell: ShellYes, Failed: true, FailNotice: "/home/dev/sub", Worded: Worded{Failed: true}, WordsIfFailed: true,
+		Texts: []Text{{Stream: Combined, Kind: Snapshot, Whole: "/home/dev/sub\n"}}}
 	held := func(s string) Observation {
 		return Observation{Shell: ShellYes, Texts: []Text{{Stream: Combined, Kind: Snapshot, Text: s}}}
 	}
@@ -887,6 +893,9 @@ func TestCallWordsIfFailed(t *testing.T) {
 		{"completed: the refusal is output", []Observation{refusal, completed}, false, Unknown, "User refused", false},
 		{"failed: the refusal is the agent's", []Observation{refusal, failed}, false, Cancelled, "", false},
 		{"no final: the refusal is the agent's", []Observation{refusal}, true, Cancelled, "", false},
+		{"completed: the error message is output", []Observation{message, completed}, false, Unknown, "/home/dev/sub\n", false},
+		{"failed: the error message is the agent's", []Observation{message, failed}, false, Failed, "", false},
+		{"no final: the error message is output", []Observation{message}, true, Unknown, "/home/dev/sub\n", false},
 		{"completed: the timeout line is output", []Observation{timeout, completed}, false, Unknown, "step 1\nCommand timed out", false},
 		{"failed: the timeout line is a notice, the rest output", []Observation{timeout, failed}, false, Failed, "step 1\n", true},
 		{"held whole already: output at once", []Observation{held("User refused"), refusal, failed}, false, Failed, "User refused", false},

@@ -334,8 +334,11 @@ type Observation struct {
 	// words (Worded), until it ends: a `completed` final makes the words
 	// output (Whole applies, and that evidence is dropped); a `failed`
 	// final, or an end without a final, makes them the agent's (as if the
-	// flag were not set). Words the stream already holds whole are output
-	// at once, as without the flag.
+	// flag were not set), but for words that are the agent's error message
+	// and say nothing else (Worded.Failed alone): only a `failed` final
+	// makes those the agent's, and an end without one makes them output.
+	// Words the stream already holds whole are output at once, as without
+	// the flag.
 	WordsIfFailed bool
 	// WordsIfCancelAsked, on a live frame, says the words the dialect
 	// removed from its texts (Text.Whole) are the agent's only if the

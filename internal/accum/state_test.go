@@ -689,7 +689,9 @@ func TestStateHeldFailureVersion(t *testing.T) {
 			t.Fatalf("failed %v: format version %d, want %d", failed, state[0], want)
 		}
 		r := restoreCall(t, c, state, &st)
-		r.End(false, "the turn ended")
+		// A failed final makes the held words the agent's (an end with
+		// no final makes a message and nothing more output).
+		r.Apply(&Observation{Status: StatusFailed})
 		rev, _ := r.Revision()
 		if failed && (rev.Outcome != Failed || !strings.Contains(rev.OutcomeReason, "no such directory")) {
 			t.Fatalf("restored held failure ends %v: %s", rev.Outcome, rev.OutcomeReason)

@@ -444,8 +444,10 @@ func TestUnknownStatusCopilotCode(t *testing.T) {
 // and an empty text for a failure: on a `completed` final the line is
 // the command's output, and nothing says it failed. The line waits for
 // the call's next known final (a `completed` one makes it output, a
-// `failed` one, or none, pi's message); a failure read from the word
-// alone is none.
+// `failed` one pi's message); when none comes before the turn ends, it
+// is output (only a `failed` final makes such a line pi's message, and
+// real output is never dropped), the outcome UNKNOWN. A failure read
+// from the word alone is none.
 func TestUnknownStatusPiWaitsForTheFinal(t *testing.T) {
 	d, _ := Lookup("pi")
 	frame := func(recording string, line int) string {
@@ -470,7 +472,7 @@ func TestUnknownStatusPiWaitsForTheFinal(t *testing.T) {
 		// pi-acp 0.0.23's content wire: `rm -f notes.txt && echo removed`.
 		{"line/completed", "agents/pi-acp-0.0.23_plain_full.ndjson", 120, "call_reject_32", status("call_reject_32", "completed"), "removed\n", nil, accum.Unknown, "completed"},
 		{"line/failed", "agents/pi-acp-0.0.23_plain_full.ndjson", 120, "call_reject_32", status("call_reject_32", "failed"), "", nil, accum.Failed, "removed"},
-		{"line/none", "agents/pi-acp-0.0.23_plain_full.ndjson", 120, "call_reject_32", "", "", nil, accum.Failed, "removed"},
+		{"line/none", "agents/pi-acp-0.0.23_plain_full.ndjson", 120, "call_reject_32", "", "removed\n", nil, accum.Unknown, "the turn ended"},
 		// pi-acp 0.0.34's terminal wire: ls, its output streamed before,
 		// the final only terminal_exit 0.
 		{"empty/completed", "agents/pi-acp-0.0.34_plain_full.ndjson", 14, "call_ok_2", frame("agents/pi-acp-0.0.34_plain_full.ndjson", 14), "", &zero, accum.Succeeded, "exit code 0"},

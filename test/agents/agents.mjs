@@ -82,11 +82,21 @@ export const AGENTS = [
     // OpenCode reads $XDG_CONFIG_HOME/opencode/opencode.json. The model is a
     // custom OpenAI-compatible (Chat Completions) provider; bash asks for
     // permission so the client can reject.
-    setup({ home, modelUrl }) {
+    setup({ home, modelUrl, build }) {
       writeJSON(path.join(home, ".config", "opencode", "opencode.json"), {
         $schema: "https://opencode.ai/config.json",
         ...openCodeConfig(modelUrl),
       });
+      // OpenCode 1.0 looks for ripgrep on PATH, then in its own bin
+      // directory, and otherwise downloads it from GitHub at each prompt;
+      // offline that fails and the model is offered no tools at all. A
+      // stand-in that finds nothing is enough: rg serves its file search
+      // and prompt context, never the bash tool the harness exercises.
+      if (build.version.startsWith("1.0.")) {
+        const bin = path.join(home, ".local", "share", "opencode", "bin");
+        fs.mkdirSync(bin, { recursive: true });
+        fs.writeFileSync(path.join(bin, "rg"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+      }
       return {
         OPENCODE_DISABLE_AUTOUPDATE: "1",
         OPENCODE_DISABLE_MODELS_FETCH: "1",

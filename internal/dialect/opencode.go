@@ -52,9 +52,11 @@ import (
 //     framework that kept only the head (`\n\n...N lines truncated...\n\n
 //     The tool call succeeded but the output was truncated. Full output
 //     saved to: F\n...`: Truncated, the rest a Head that never replaces
-//     longer streamed text), and `(no output)`, which stands for empty
-//     output. F, in the header or the note, is the agent's own data
-//     directory (`.../opencode/tool-output/...`, Kilo's
+//     longer streamed text; OpenCode 1.0 instead cut the text to its first
+//     30 000 characters and appended a <bash_metadata> block saying so,
+//     beside the exit code: see headBlock), and `(no output)`, which
+//     stands for empty output. F, in the header or the note, is the
+//     agent's own data directory (`.../opencode/tool-output/...`, Kilo's
 //     `.../kilo/tool-output/...`): any path is read. A final without real output reports no text, so it
 //     keeps what the live snapshots carried.
 //   - tool error: `failed` with the error text in content and
@@ -576,9 +578,12 @@ func (p *opencodeParsed) parse(text string) {
 func (p *opencodeParsed) trailingNotices(text string) string {
 	for {
 		end := strings.TrimRight(text, "\t\n\f\r ") // the text but what \s*$ matches
-		metaEnd := !p.blockIsOutput && opencodeEndsBlock(end)
+		metaEnd := (!p.blockIsOutput || p.headBlock(text)) && opencodeEndsBlock(end)
 		if m := findFromIf(metaEnd, opencodeMetaBlock, text, opencodeOpenTags...); m != nil {
 			note := text[m[4]:m[5]]
+			if !p.notTruncated && opencodeHeadNote.MatchString(note) && utf16Len(text[:m[0]]) == opencodeHeadLen {
+				p.truncated, p.head = true, true
+			}
 			p.timedOut = p.timedOut || opencodeTimeoutText.MatchString(note)
 			if opencodeAbortText.MatchString(note) {
 				p.aborted, p.notice = true, notice(note)
@@ -601,6 +606,31 @@ func (p *opencodeParsed) trailingNotices(text string) string {
 		return text
 	}
 }
+
+// headBlock says whether text ends with the block OpenCode 1.0 appends
+// to an output it cut to its first opencodeHeadLen characters ("\n\n
+// <bash_metadata>\nbash tool truncated output as it exceeded 30000 char
+// limit\n</bash_metadata>", beside the command's exit code, metadata
+// .output holding the block too): exactly that many characters before
+// the block, a note that says truncated, nothing after the closing tag.
+// A command that prints such a block after exactly 30 000 characters is
+// the only one read wrong.
+func (p *opencodeParsed) headBlock(text string) bool {
+	if p.notTruncated || !opencodeLiveBlock(text) {
+		return false
+	}
+	for _, open := range opencodeOpenTags {
+		j := strings.LastIndex(text, "\n\n"+open+"\n")
+		if j >= 0 && utf16Len(text[:j]) == opencodeHeadLen {
+			return opencodeHeadNote.MatchString(text[j:])
+		}
+	}
+	return false
+}
+
+// opencodeHeadNote is the note of a block that says OpenCode kept only
+// the head of the output (headBlock).
+var opencodeHeadNote = regexp.MustCompile(`(?i)\btruncated output\b`)
 
 // opencodeTrailerAt is where a head-truncation note (opencodeTruncTrailer)
 // starts at the end of text, or -1. Only the last note is looked at, and

@@ -1,6 +1,8 @@
 package dialect
 
 import (
+	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -749,4 +751,50 @@ func TestOpencodeKiloBackgroundProcess(t *testing.T) {
 	require.Len(t, bash, 1)
 	assert.Equal(t, accum.ShellYes, bash[0].Shell)
 	assert.False(t, bash[0].Background)
+}
+
+// TestOpencodeHeadBlock: OpenCode 1.0.185 cuts a big output to its first
+// 30 000 characters and appends "\n\n<bash_metadata>\nbash tool truncated
+// output as it exceeded 30000 char limit\n</bash_metadata>" beside exit 0,
+// with the block in metadata.output too and no `truncated` member
+// (opencode-1.0.185_bash-ask_full, call_big_23: seq 1 60000). The block
+// is OpenCode's: the output is that head, truncated, never one that
+// replaces a fuller text. The same block after any other text, beside
+// an exit code, is what the command printed (tricky-notes' n_meta).
+func TestOpencodeHeadBlock(t *testing.T) {
+	d, ok := Lookup("opencode")
+	require.True(t, ok)
+	var final []byte
+	for _, f := range loadRecording(t, "agents/opencode-1.0.185_bash-ask_full.ndjson") {
+		if bytes.Contains(f.Msg, []byte(`"toolCallId":"call_big_23","status":"completed"`)) {
+			final = f.Msg
+		}
+	}
+	require.NotNil(t, final, "the recorded final of seq 1 60000")
+	const block = "\n\n<bash_metadata>\nbash tool truncated output as it exceeded 30000 char limit\n</bash_metadata>"
+	var seq strings.Builder
+	for i := 1; i <= 60000; i++ {
+		fmt.Fprintf(&seq, "%d\n", i)
+	}
+	head := seq.String()[:30000]
+	require.Contains(t, string(final), strings.ReplaceAll(head[len(head)-40:], "\n", `\n`)+strings.ReplaceAll(block, "\n", `\n`)+`"`)
+	for _, build := range []string{"1.0.185", "1.18.33", ""} {
+		t.Run(build, func(t *testing.T) {
+			f, err := Read(Bind(d, ParseVersion(build)), final)
+			require.NoError(t, err)
+			require.Len(t, f.Observations, 1)
+			o := f.Observations[0]
+			require.NotNil(t, o.Exit)
+			assert.Equal(t, int32(0), o.Exit.Code)
+			require.Len(t, o.Texts, 1)
+			x := o.Texts[0]
+			assert.True(t, x.Text == head, "the output is the first 30 000 characters, without the block: %d bytes, ending %q", len(x.Text), x.Text[max(len(x.Text)-120, 0):])
+			assert.Equal(t, []any{accum.Combined, accum.Final, true, true}, []any{x.Stream, x.Kind, x.Truncated, x.Head}, "stream, kind, truncated, head")
+		})
+	}
+	printed := `{"sessionUpdate":"tool_call_update","toolCallId":"n1","status":"completed","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"out` + strings.ReplaceAll(block, "\n", `\n`) + `"}}],"rawInput":{"command":"printf ..."},"rawOutput":{"metadata":{"output":"out` + strings.ReplaceAll(block, "\n", `\n`) + `","exit":0}}}`
+	obs, err := readCase(Bind(d, ParseVersion("1.0.185")), printed, "")
+	require.NoError(t, err)
+	require.Len(t, obs, 1)
+	assert.Equal(t, []accum.Text{txt(accum.Combined, accum.Final, "out"+block)}, obs[0].Texts, "the command's own block")
 }

@@ -91,11 +91,12 @@ func init() { register(opencode{}) }
 // dialect does not know, or one in between (7.5, 7.6: the registry has
 // no linux binary of them, not recorded).
 //
-// Of those, OpenCode 1.3.0 and 1.3.2 and Kilo 7.0.33 never write "(no
-// output)" at all (a silent command's final text is empty; their
-// binaries hold no such text), while OpenCode 1.14.34 and later do: the
-// words are the command's on the final too for OpenCode up to 1.3.2 and
-// Kilo's 7.0 line (wordsAreOutput). npm has no OpenCode build between
+// Of those, OpenCode 1.3.0 and 1.3.2 (and 1.0.152 to 1.2.27, recorded
+// the same) and Kilo 7.0.33 never write "(no output)" at all (a silent
+// command's final text is empty; their binaries hold no such text),
+// while OpenCode 1.14.34 and later do: the words are the command's on
+// the final too for OpenCode up to 1.3.2 and Kilo's 7.0 line
+// (wordsAreOutput). npm has no OpenCode build between
 // 1.3.2 and 1.14.34.
 func (opencode) forVersion(v Version) Dialect {
 	old := v.Before("7.1.0") // false for an unknown build

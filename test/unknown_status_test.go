@@ -294,3 +294,35 @@ func TestUnknownStatusRejectionPlayed(t *testing.T) {
 		}
 	}
 }
+
+// pi-acp 0.0.24 (pi 0.84.2, the content wire) sends a command's one line
+// of output as the whole text of its final; under a word none of ACP's
+// the pi dialect reads the line as pi's error message, held until a
+// final says whose it is. Played with the live frame that showed the
+// line left out (pi sends it only as it sees the command print), the turn
+// ends right after that frame: the line is output, the outcome UNKNOWN
+// with no exit code. Before, the end made it pi's message: FAILED, the
+// output lost.
+func TestUnknownStatusPiLineAtTurnEnd(t *testing.T) {
+	c := inProcess(t)
+	lines, err := replay.ReadFile("testdata/recordings/agents/pi-acp-0.0.24_plain_tricky.ndjson")
+	require.NoError(t, err)
+	for _, word := range []string{"timed_out", "errored"} {
+		var played []replay.Line
+		for _, l := range lines {
+			switch l.Number {
+			case 104: // call_cd_pwd_29's live frame with its output
+				continue
+			case 105: // its final
+				require.Contains(t, string(l.Msg), `"text":"/home/dev/work/proj/sub\n"`)
+				l = unknownStatusLine(t, l, word)
+			}
+			played = append(played, l)
+		}
+		got := playUnknownStatus(t, c, played, "", "pi-line-"+word, "call_cd_pwd_29")
+		assert.Equal(t, pb.ShellState_SHELL_STATE_ENDED, got.GetState())
+		assert.Equal(t, "/home/dev/work/proj/sub\n", got.GetOutput().GetText(), word)
+		assert.Equal(t, pb.ShellOutcome_SHELL_OUTCOME_UNKNOWN, got.GetOutcome(), got.GetOutcomeReason())
+		assert.Nil(t, got.ExitCode)
+	}
+}

@@ -1,0 +1,55 @@
+package test
+
+// claude-agent-acp sends its cancel notice ("The user doesn't want to
+// proceed with this tool use. ...") where a command's output goes: as
+// terminal_output data, or on ACP v2 as a terminal_update's output. A
+// command that prints those words (tricky-cancel's k_claude_cancel) gets
+// the same kind of frame. A client that sees only a session/load or
+// session/resume replay has neither the live toolResponse nor the
+// nonExecutionKind the live final carried: the replays of 0.101.0 drop
+// both. What is left to tell the two apart is the call's final status,
+// `failed` for the real cancel and `completed` for the printed words.
+// TestCancelWordsReplayedAlone holds the printed words as output; this
+// test holds the other side: a real cancel, replayed alone, is still a
+// cancel, with no exit code and no output.
+
+import (
+	"strings"
+	"testing"
+
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+)
+
+func TestClaudeRealCancelReplayedAlone(t *testing.T) {
+	for _, run := range []string{
+		"claude-agent-acp-0.101.0_terminal-meta_load",
+		"claude-agent-acp-0.101.0_plain_load",
+		"claude-agent-acp-0.101.0_air_terminal-meta_load",
+		"claude-agent-acp-0.101.0_v2_terminal-meta_load",
+	} {
+		t.Run(run, func(t *testing.T) {
+			found := false
+			for _, cl := range replayedAlone(t, run) {
+				x := cl.Last
+				// The scripted model names the call after its step:
+				// toolu_cancel_N (toolu_after_cancel_N is the next step).
+				if !strings.HasPrefix(x.GetToolCallId(), "toolu_cancel_") {
+					continue
+				}
+				found = true
+				if x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_CANCELLED {
+					t.Errorf("outcome %s (%s), want CANCELLED", x.GetOutcome(), x.GetOutcomeReason())
+				}
+				if x.ExitCode != nil {
+					t.Errorf("exit %d, want none", *x.ExitCode)
+				}
+				if out := x.GetOutput().GetText(); strings.Contains(out, "doesn't want to proceed") {
+					t.Errorf("output %q holds the adapter's cancel notice", out)
+				}
+			}
+			if !found {
+				t.Error("the cancelled call was not replayed")
+			}
+		})
+	}
+}

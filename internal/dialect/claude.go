@@ -66,7 +66,11 @@ import (
 //     under `failed`, or before the status: on a `completed` frame the
 //     same words are output);
 //     `_meta.claudeCode.nonExecutionKind` "user-rejected" or
-//     "permission-rule" is Cancelled too.
+//     "permission-rule" is Cancelled too. claude-agent-acp before
+//     0.40.0 replays a command the user interrupted as Claude Code kept
+//     it, under `failed`: "Exit code 137", then "[Request interrupted by
+//     user for tool use]", then the output so far; that line is read as
+//     the cancel there only (claude.interruptLine), the exit kept.
 //   - "Command running in background with ID: X. ..." and, as the last
 //     line, "Command did not complete within its Ns timeout and was moved
 //     to the background (ID: X). ..." are notices, not output: Background.
@@ -180,6 +184,13 @@ type claude struct {
 	// With no toolResponse to hold the output whole, those words are what
 	// the command printed.
 	oldWords bool
+	// interruptLine: this build's Claude Code keeps a Bash call the user
+	// interrupted as an error result, its "Exit code N" header, then the
+	// line "[Request interrupted by user for tool use]", then the output
+	// so far, which a session/load replay sends under `failed`
+	// (claude-agent-acp from its first build to before
+	// claudeInterruptLineUntil; see claudeInterruptLine).
+	interruptLine bool
 }
 
 func init() { register(claude{}) }
@@ -188,8 +199,34 @@ func init() { register(claude{}) }
 // to a JetBrains AIR client, with their made-up terminal_exit set aside;
 // an unknown build is read as the newest.
 func (claude) forPeers(v Version, c Client) Dialect {
-	return claude{exitMadeUp: v.Before(claudeExitTruthful) || claudeAirClient(c), oldWords: v.Before(claudeNewWordsSince)}
+	return claude{
+		exitMadeUp:    v.Before(claudeExitTruthful) || claudeAirClient(c),
+		oldWords:      v.Before(claudeNewWordsSince),
+		interruptLine: !v.Before(claudeAgentFirst) && v.Before(claudeInterruptLineUntil),
+	}
 }
+
+// claudeAgentFirst is claude-agent-acp's first build on npm. Every
+// claude-code-acp build is numbered below it (the last is 0.16.2).
+const claudeAgentFirst = "0.24.2"
+
+// claudeInterruptLineUntil is the first claude-agent-acp build seen whose
+// Claude Code no longer writes claudeInterruptLine after an interrupted
+// command's "Exit code N" header: 0.40.0 (Claude Code 2.1.160) keeps such
+// a call as the refusal text alone ("The user doesn't want to proceed
+// with this tool use. ..."). 0.24.2 and 0.31.4 (Claude Code 2.1.84,
+// 2.1.121) write the line; npm's builds between 0.31.4 and 0.40.0 were
+// not recorded. claude-code-acp is left out (claudeAgentFirst): none of
+// its builds was recorded replaying a real cancel.
+const claudeInterruptLineUntil = "0.40.0"
+
+// claudeInterruptLine is Claude Code's mark of a tool call the user
+// interrupted. Before claudeInterruptLineUntil it is the first line after
+// the "Exit code N" header of an interrupted Bash call's result (exit
+// 137: the shell was killed), the output so far after it. Newer builds
+// send the same bytes only for a failed command that printed that line
+// first: there it is output.
+const claudeInterruptLine = "[Request interrupted by user for tool use]"
 
 // claudeNewWordsSince is the first claude-code-acp build whose Claude Code
 // writes the newer words, the build npm published after the last one seen
@@ -369,6 +406,8 @@ func (c claude) read(msg []byte, scope string) (Frame, error) {
 	switch {
 	case c.oldWords:
 		return readFrame(msg, scope, observeClaudeOldWords, askClaude)
+	case c.interruptLine:
+		return readFrame(msg, scope, observeClaudeInterruptLine, askClaude)
 	case c.exitMadeUp:
 		return readFrame(msg, scope, observeClaudeMadeUpExit, askClaude)
 	}
@@ -383,6 +422,13 @@ func observeClaude(u *claudeUpdate) []accum.Observation {
 // made up (claude.exitMadeUp).
 func observeClaudeMadeUpExit(u *claudeUpdate) []accum.Observation {
 	return observeClaudeBuild(u, claude{exitMadeUp: true})
+}
+
+// observeClaudeInterruptLine reads a build whose Claude Code writes
+// claudeInterruptLine (claude.interruptLine), all of them older than
+// claudeExitTruthful.
+func observeClaudeInterruptLine(u *claudeUpdate) []accum.Observation {
+	return observeClaudeBuild(u, claude{exitMadeUp: true, interruptLine: true})
 }
 
 // observeClaudeOldWords reads a build whose Claude Code writes none of the
@@ -504,7 +550,6 @@ func readClaude(u *claudeUpdate, b claude) accum.Observation {
 	ended := o.Status.Ended()
 	completed := o.Status == accum.StatusCompleted
 	exitMadeUp := b.exitMadeUp
-	old := b.oldWords
 	// The frame is the client-terminal Bash's: its header and notices
 	// are read (every frame of its result names the tool).
 	clientBash := claudeToolName(u) == claudeClientBash
@@ -536,7 +581,7 @@ func readClaude(u *claudeUpdate, b claude) accum.Observation {
 				o.TerminalID = td.TerminalID
 			}
 			if td.Data.S != "" {
-				claudeText(&o, td.Data.S, completed, old, clientBash, textKind(ended))
+				claudeText(&o, td.Data.S, completed, b, clientBash, textKind(ended))
 			}
 		}
 		if cc := m.ClaudeCode; cc != nil && cc.ToolResponse != nil {
@@ -557,7 +602,7 @@ func readClaude(u *claudeUpdate, b claude) accum.Observation {
 	}
 	switch {
 	case u.RawOutput.Text.Set:
-		claudeText(&o, u.RawOutput.Text.S, completed, old, clientBash, textKind(ended))
+		claudeText(&o, u.RawOutput.Text.S, completed, b, clientBash, textKind(ended))
 		if ended {
 			claudeContentNote(&o, &u.ToolCall)
 		}
@@ -569,14 +614,14 @@ func readClaude(u *claudeUpdate, b claude) accum.Observation {
 		// replay sends nothing else; live, the client's answers about its
 		// terminal beat it (a stronger exit, the output straight from the
 		// process).
-		claudeText(&o, strings.Join(u.RawOutput.Items, ""), completed, old, clientBash, textKind(ended))
+		claudeText(&o, strings.Join(u.RawOutput.Items, ""), completed, b, clientBash, textKind(ended))
 	case ended && o.Shell != accum.ShellNo && o.TerminalID == "" && u.TerminalContent() == "":
 		// No rawOutput: the fenced content text of the final frame.
 		if text, ok := u.Texts(); ok {
 			if t, fenced := StripFence(text); fenced {
 				text = t
 			}
-			claudeText(&o, text, completed, old, clientBash, accum.Final)
+			claudeText(&o, text, completed, b, clientBash, accum.Final)
 		}
 	}
 	return o
@@ -807,7 +852,8 @@ func claudeCutLong(s string) bool {
 // (toolResponse's stdout, which Claude sends for a success only, before
 // the terminal's output): the text says so (accum.Text.Whole), with what
 // was read from them (Observation.Worded).
-func claudeText(o *accum.Observation, s string, completed, old, clientBash bool, k accum.TextKind) {
+func claudeText(o *accum.Observation, s string, completed bool, b claude, clientBash bool, k accum.TextKind) {
+	old := b.oldWords
 	whole := s
 	t := strings.TrimSpace(s)
 	// Claude Code refuses and cancels under `failed`, never `completed`:
@@ -899,6 +945,14 @@ func claudeText(o *accum.Observation, s string, completed, old, clientBash bool,
 			}
 			s, worded = s[len(m[0]):], true
 			o.Src.Notice = "Exit code header of the output text"
+			if rest, ok := strings.CutPrefix(s, claudeInterruptLine); ok && b.interruptLine && k == accum.Final && (rest == "" || rest[0] == '\n') {
+				// Claude Code's mark of the user's interrupt, under the
+				// header of the call's `failed` final: a cancel that
+				// keeps the header's exit code; the output follows it.
+				o.Cancelled, o.CancelNotice = true, claudeInterruptLine
+				o.Worded.Cancelled = true
+				s = strings.TrimPrefix(rest, "\n")
+			}
 			if cwdAt >= 0 {
 				// The notice is read as Claude Code's whether or not the
 				// header is (toolResponse's stdout holds no stderr, a
@@ -1032,7 +1086,7 @@ func claudeTerminalBytes(o *accum.Observation) {
 			continue
 		}
 		r := accum.Observation{Exit: o.Exit}
-		claudeText(&r, string(t.Bytes), false, false, false, accum.Snapshot)
+		claudeText(&r, string(t.Bytes), false, claude{}, false, accum.Snapshot)
 		for _, rt := range r.Texts {
 			if (rt.Text != "" || rt.Truncated || rt.TotalBytes > 0) && rt.Whole == "" {
 				// Output: bytes again.

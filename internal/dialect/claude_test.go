@@ -900,3 +900,43 @@ func FuzzClaudeCwdReset(f *testing.F) {
 		}
 	})
 }
+
+// TestClaudeInterruptLineAfterHeader: a command the user cancelled while it
+// ran, as claude-agent-acp 0.24.2 and 0.31.4 replay it after a restart
+// (session/load; the live run sent nothing after the cancel). Their Claude
+// Code (2.1.84, 2.1.121) kept the interrupted result as its "Exit code N"
+// header, then its own "[Request interrupted by user for tool use]" line,
+// then the output so far; the replay sends that under `failed` with no
+// toolResponse and no nonExecutionKind. The line is Claude Code's mark of
+// the user's interrupt: a cancel, keeping the header's exit code, and no
+// output. From 0.40.0 (Claude Code 2.1.160) the same cancel replays as the
+// adapter's refusal text alone, and no build writes the line after the
+// header: there, and for a build not known, the same bytes come only from
+// a failed command that printed that line first, and it is output. The
+// frame is from claude-agent-acp-0.24.2_terminal-meta_load (toolu_cancel_14;
+// 0.31.4's is the same).
+func TestClaudeInterruptLineAfterHeader(t *testing.T) {
+	const ticks = "tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7\ntick8"
+	const line = "[Request interrupted by user for tool use]"
+	text := "Exit code 137\n" + line + "\n" + ticks
+	frame := `{"_meta":{"claudeCode":{"toolName":"Bash"}},"toolCallId":"toolu_cancel_14","sessionUpdate":"tool_call_update","status":"failed","rawOutput":` + jsonString(text) + `,"content":[{"type":"content","content":{"type":"text","text":` + jsonString("```\n"+text+"\n```") + `}}]}`
+	yes, failed, C, F := accum.ShellYes, accum.StatusFailed, accum.Combined, accum.Final
+	for _, v := range []string{"0.24.2", "0.31.4"} {
+		t.Run(v, func(t *testing.T) {
+			runObsCases(t, Bind(claudeDialect(t), ParseVersion(v)), []obsCase{
+				{name: "the line after the header is the interrupt: cancelled, exit 137 kept, the ticks the output",
+					update: frame,
+					want:   one(accum.Observation{ToolCallID: "toolu_cancel_14", Shell: yes, Status: failed, Exit: ex(137, accum.ExitText, false), Cancelled: true, CancelNotice: line, Texts: []accum.Text{txt(C, F, ticks)}})},
+			})
+		})
+	}
+	for _, v := range []string{"0.40.0", "0.101.0", ""} {
+		t.Run("newer rules for "+v, func(t *testing.T) {
+			runObsCases(t, Bind(claudeDialect(t), ParseVersion(v)), []obsCase{
+				{name: "a failed command that printed the line first: output",
+					update: frame,
+					want:   one(accum.Observation{ToolCallID: "toolu_cancel_14", Shell: yes, Status: failed, Exit: ex(137, accum.ExitText, false), Texts: []accum.Text{txt(C, F, line+"\n"+ticks)}})},
+			})
+		})
+	}
+}

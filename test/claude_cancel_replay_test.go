@@ -30,6 +30,7 @@ func TestClaudeRealCancelReplayedAlone(t *testing.T) {
 		"claude-agent-acp-0.101.0_air_terminal-meta_load",
 		"claude-agent-acp-0.101.0_v2_terminal-meta_load",
 		"claude-agent-acp-0.40.0_terminal-meta_load",
+		"claude-agent-acp-0.39.0_terminal-meta_load",
 		"claude-agent-acp-0.31.4_terminal-meta_load",
 		"claude-agent-acp-0.24.2_terminal-meta_load",
 	} {
@@ -63,5 +64,35 @@ func TestClaudeRealCancelReplayedAlone(t *testing.T) {
 				t.Error("the cancelled call was not replayed")
 			}
 		})
+	}
+}
+
+// TestClaudeInterruptReplayedUnmarked is the agent limit between: 0.32.0
+// to 0.37.0 replay the same cancel as "Exit code 137" and the output so
+// far, under `failed`, with no line of Claude Code's and no
+// nonExecutionKind (0.32.0, 0.33.1, 0.35.0 and 0.37.0 recorded; only
+// 0.32.0's is committed). The call's frames are those of a command that
+// exited 137 by itself; the replay's only other sign is the user message
+// "[Request interrupted by user for tool use]" after it, which belongs to
+// no call. Played alone it reads as what the frames say: FAILED, exit
+// 137, the ticks whole; never a guessed cancel, never a lost output.
+func TestClaudeInterruptReplayedUnmarked(t *testing.T) {
+	const ticks = "tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7\ntick8"
+	found := false
+	for _, cl := range replayedAlone(t, "claude-agent-acp-0.32.0_terminal-meta_load") {
+		x := cl.Last
+		if !strings.HasPrefix(x.GetToolCallId(), "toolu_cancel_") {
+			continue
+		}
+		found = true
+		if x.GetOutcome() != pb.ShellOutcome_SHELL_OUTCOME_FAILED || x.ExitCode == nil || *x.ExitCode != 137 {
+			t.Errorf("outcome %s (%s), exit %v, want FAILED with exit 137", x.GetOutcome(), x.GetOutcomeReason(), x.ExitCode)
+		}
+		if out := x.GetOutput().GetText(); out != ticks {
+			t.Errorf("output %q, want %q", out, ticks)
+		}
+	}
+	if !found {
+		t.Error("the cancelled call was not replayed")
 	}
 }

@@ -67,7 +67,7 @@ import (
 //     same words are output);
 //     `_meta.claudeCode.nonExecutionKind` "user-rejected" or
 //     "permission-rule" is Cancelled too. claude-agent-acp before
-//     0.40.0 replays a command the user interrupted as Claude Code kept
+//     0.32.0 replays a command the user interrupted as Claude Code kept
 //     it, under `failed`: "Exit code 137", then "[Request interrupted by
 //     user for tool use]", then the output so far; that line is read as
 //     the cancel there only (claude.interruptLine), the exit kept.
@@ -212,13 +212,15 @@ const claudeAgentFirst = "0.24.2"
 
 // claudeInterruptLineUntil is the first claude-agent-acp build seen whose
 // Claude Code no longer writes claudeInterruptLine after an interrupted
-// command's "Exit code N" header: 0.40.0 (Claude Code 2.1.160) keeps such
-// a call as the refusal text alone ("The user doesn't want to proceed
-// with this tool use. ..."). 0.24.2 and 0.31.4 (Claude Code 2.1.84,
-// 2.1.121) write the line; npm's builds between 0.31.4 and 0.40.0 were
-// not recorded. claude-code-acp is left out (claudeAgentFirst): none of
-// its builds was recorded replaying a real cancel.
-const claudeInterruptLineUntil = "0.40.0"
+// command's "Exit code N" header: 0.32.0 (Claude Code 2.1.126), the build
+// npm has next after 0.31.4. 0.24.2 and 0.31.4 (Claude Code 2.1.84,
+// 2.1.121) write the line; 0.32.0, 0.33.1, 0.35.0 and 0.37.0 keep the
+// header and the output alone (nothing on the call's frames says the user
+// stopped it: read as the failure it looks like), 0.39.0 and 0.40.0 the
+// refusal text alone ("The user doesn't want to proceed with this tool
+// use. ..."). claude-code-acp is left out (claudeAgentFirst): none of its
+// builds was recorded replaying a real cancel.
+const claudeInterruptLineUntil = "0.32.0"
 
 // claudeInterruptLine is Claude Code's mark of a tool call the user
 // interrupted. Before claudeInterruptLineUntil it is the first line after

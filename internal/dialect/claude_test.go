@@ -909,10 +909,11 @@ func FuzzClaudeCwdReset(f *testing.F) {
 // then the output so far; the replay sends that under `failed` with no
 // toolResponse and no nonExecutionKind. The line is Claude Code's mark of
 // the user's interrupt: a cancel, keeping the header's exit code, and no
-// output. From 0.40.0 (Claude Code 2.1.160) the same cancel replays as the
-// adapter's refusal text alone, and no build writes the line after the
-// header: there, and for a build not known, the same bytes come only from
-// a failed command that printed that line first, and it is output. The
+// output. From 0.32.0 (Claude Code 2.1.126) no build writes the line
+// after the header: 0.32.0 to 0.37.0 replay the same cancel as "Exit code
+// 137" and the output alone, 0.39.0 and later as the adapter's refusal
+// text. There, and for a build not known, the same bytes come only from a
+// failed command that printed that line first, and it is output. The
 // frame is from claude-agent-acp-0.24.2_terminal-meta_load (toolu_cancel_14;
 // 0.31.4's is the same).
 func TestClaudeInterruptLineAfterHeader(t *testing.T) {
@@ -930,7 +931,7 @@ func TestClaudeInterruptLineAfterHeader(t *testing.T) {
 			})
 		})
 	}
-	for _, v := range []string{"0.40.0", "0.101.0", ""} {
+	for _, v := range []string{"0.32.0", "0.37.0", "0.40.0", "0.101.0", ""} {
 		t.Run("newer rules for "+v, func(t *testing.T) {
 			runObsCases(t, Bind(claudeDialect(t), ParseVersion(v)), []obsCase{
 				{name: "a failed command that printed the line first: output",

@@ -843,7 +843,9 @@ func claudeCutLong(s string) bool {
 // A build that writes none of the newer words (old: claude.oldWords)
 // gets only the ones it writes read (the refusal and cancel notices, the
 // lines-truncated trailer, "Command running in background with ID: X",
-// the cwd notice): the rest is output.
+// the cwd notice): the rest is output. A build whose Claude Code marks an
+// interrupted call (b.interruptLine) gets claudeInterruptLine read as
+// the cancel where it stands after the header of a final frame.
 // The client-terminal Bash's header and notices (claudeTermHeader,
 // claudeTermBackground, its cancel under `completed`) are read only when
 // clientBash says the frame is that tool's: in the Bash tool's output

@@ -340,16 +340,7 @@ func TestSlowClientIsNotStalled(t *testing.T) {
 	want, _ := direct(t, nil, "flood", fmt.Sprint(n), fmt.Sprint(size))
 	for _, splice := range []bool{true, false} {
 		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
-			outR, outW := clientPipe(t, false)
-			defer outR.Close()
-			got := slowReader(outR)
-			var stdin io.Reader = bytes.NewReader(nil)
-			if splice {
-				inR, inW := clientPipe(t, false)
-				defer inR.Close()
-				inW.Close()
-				stdin = inR
-			}
+			stdin, outW, got := slowClient(t, splice)
 			var said notices
 			res := runProxy(t, Config{Command: []string{fakeAgent, "flood", fmt.Sprint(n), fmt.Sprint(size)}, Stdin: stdin, Stdout: outW, Stall: time.Second, Drain: 500 * time.Millisecond, Say: said.say})
 			outW.Close()

@@ -251,6 +251,25 @@ func TestCopyRelayWhenNotPipes(t *testing.T) {
 	assert.True(t, bytes.Equal(in, got))
 }
 
+// slowClient is a client that reads the proxy's stdout slowly
+// (slowReader) and gives it an empty stdin: a pipe when splice is set (the
+// splicing relay, both ends pipes), else a reader (the copying relay). got
+// has what it read once outW is closed.
+func slowClient(t *testing.T, splice bool) (stdin io.Reader, outW *os.File, got <-chan []byte) {
+	t.Helper()
+	outR, outW := clientPipe(t, false)
+	t.Cleanup(func() { outR.Close() })
+	got = slowReader(outR)
+	stdin = bytes.NewReader(nil)
+	if splice {
+		inR, inW := clientPipe(t, false)
+		t.Cleanup(func() { inR.Close() })
+		inW.Close()
+		stdin = inR
+	}
+	return stdin, outW, got
+}
+
 // slowReader reads r as a slow client does, 64 KiB every 250 ms (a 1 MiB
 // pipe's worth takes 4 s, twice the proxy's grace after the agent exits),
 // and returns all it read.
@@ -281,16 +300,7 @@ func TestSlowClientGetsAllAfterExit(t *testing.T) {
 	want, _ := direct(t, nil, "flood", fmt.Sprint(n), fmt.Sprint(size))
 	for _, splice := range []bool{true, false} {
 		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
-			outR, outW := clientPipe(t, false)
-			defer outR.Close()
-			got := slowReader(outR)
-			var stdin io.Reader = bytes.NewReader(nil)
-			if splice {
-				inR, inW := clientPipe(t, false)
-				defer inR.Close()
-				inW.Close()
-				stdin = inR
-			}
+			stdin, outW, got := slowClient(t, splice)
 			var wire syncBuffer
 			rec := &Recorder{Wire: &wire}
 			res := runProxy(t, Config{Command: []string{fakeAgent, "flood", fmt.Sprint(n), fmt.Sprint(size)}, Stdin: stdin, Stdout: outW, Recorder: rec})

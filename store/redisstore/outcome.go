@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -96,17 +97,38 @@ type newConnHook struct{}
 
 func (newConnHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
+// A commit's script passing the hook starts an attempt to send it (a
+// cluster client may try another node after a failure; each node's hook
+// sees each attempt, before the attempt takes a connection), so it clears
+// a mark an earlier attempt left: only a set-up that failed in the last
+// attempt says the command was never written.
 func (newConnHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if t, ok := ctx.Value(connTrackKey{}).(*connTrack); ok && slices.ContainsFunc(cmds, isScript) {
+			t.settingUp.Store(false)
+		}
+		return next(ctx, cmds)
+	}
 }
 
 func (newConnHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if t, ok := ctx.Value(connTrackKey{}).(*connTrack); ok && cmd.Name() == "hello" {
-			t.settingUp.Store(true)
+		if t, ok := ctx.Value(connTrackKey{}).(*connTrack); ok {
+			switch {
+			case cmd.Name() == "hello":
+				t.settingUp.Store(true)
+			case isScript(cmd):
+				t.settingUp.Store(false)
+			}
 		}
 		return next(ctx, cmd)
 	}
+}
+
+// isScript says whether cmd runs a script (a commit's).
+func isScript(cmd redis.Cmder) bool {
+	n := cmd.Name()
+	return n == "evalsha" || n == "eval"
 }
 
 // connSetUp is the clients' OnConnect, initConn's last step: the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -214,4 +215,49 @@ func TestRefused(t *testing.T) {
 	assert.False(t, refused(errors.New("redis: unexpected reply")))
 	_, err = strconv.Atoi("x")
 	assert.False(t, refused(err))
+}
+
+// The set-up mark is the last attempt's: a HELLO that failed in one
+// attempt, then the script sent in another on a connection already set up
+// (a cluster client tries another node), leaves the outcome unknown; a
+// HELLO with no set-up after it in the attempt that sends the script says
+// it was never written.
+func TestSetUpMarkIsPerAttempt(t *testing.T) {
+	hook := newConnHook{}
+	timeout := errors.New("i/o timeout")
+	run := func(t *testing.T, steps ...string) error {
+		ctx, wrap := tracked(t.Context())
+		send := hook.ProcessHook(func(context.Context, redis.Cmder) error { return timeout })
+		pipe := hook.ProcessPipelineHook(func(context.Context, []redis.Cmder) error { return timeout })
+		var err error
+		for _, step := range steps {
+			switch step {
+			case "hello":
+				err = send(ctx, redis.NewCmd(ctx, "hello", 3))
+			case "set up":
+				require.NoError(t, connSetUp(nil)(ctx, nil))
+			case "script":
+				err = send(ctx, luaScript{Script: redis.NewScript("return 1"), src: "return 1"}.cmd(ctx, false, []string{"k"}, nil))
+			case "piped script":
+				err = pipe(ctx, []redis.Cmder{luaScript{Script: redis.NewScript("return 1"), src: "return 1"}.cmd(ctx, true, []string{"k"}, nil), redis.NewIntCmd(ctx, "wait", 1, 100)})
+			}
+		}
+		return wrap(err)
+	}
+	for _, tc := range []struct {
+		steps   []string
+		refused bool
+	}{
+		{[]string{"script", "hello"}, true},
+		{[]string{"piped script", "hello"}, true},
+		{[]string{"script", "hello", "set up"}, false},
+		{[]string{"script", "hello", "script"}, false},
+		{[]string{"script", "hello", "piped script"}, false},
+		{[]string{"script", "hello", "script", "hello"}, true},
+		{[]string{"script"}, false},
+	} {
+		t.Run(strings.Join(tc.steps, ", "), func(t *testing.T) {
+			assert.Equal(t, tc.refused, refused(run(t, tc.steps...)))
+		})
+	}
 }

@@ -325,6 +325,8 @@ var outputsLikeReports = map[string]map[accum.Unrecognized]int{
 	"gemini-cli-0.36.0_debug_tricky.ndjson":              {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
 	"gemini-cli-0.36.0_plain_tricky.ndjson":              {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
 	"gemini-cli-0.36.0_plain_tricky-notes.ndjson":        {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"gemini-cli-0.35.3_plain_tricky.ndjson":              {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
+	"gemini-cli-0.35.3_plain_tricky-notes.ndjson":        {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
 	"gemini-cli-0.36.0_debug_tricky-load.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 2},
 	"gemini-cli-0.36.0_plain_tricky-load.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
 	"gemini-cli-0.45.2_debug_tricky-load.ndjson":         {{What: accum.UnrecognizedResult, Field: "content text"}: 1},

@@ -142,7 +142,11 @@ export const AGENTS = [
     // In debug mode (--debug) its shell tool displays the report it writes
     // for the model ("Output: ...\nExit Code: N\nSignal: ...") as the
     // result, instead of the output alone.
-    command: ({ build, variant }) => [build.bin("@google/gemini-cli", "gemini"), ["--acp", ...(variant.debug ? ["--debug"] : [])]],
+    // Builds before 0.33.0 have no --acp flag, only --experimental-acp.
+    command: ({ build, variant }) => [
+      build.bin("@google/gemini-cli", "gemini"),
+      [compareVersions(build.version, "0.33.0") < 0 ? "--experimental-acp" : "--acp", ...(variant.debug ? ["--debug"] : [])],
+    ],
     // Bundled JavaScript: the one package is the program.
     runs: () => [["@google/gemini-cli"]],
     variants: [

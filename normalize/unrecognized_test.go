@@ -86,6 +86,8 @@ var outputsLikeReports = map[string][]string{
 	"gemini-cli-0.36.0_debug_tricky.ndjson":                          {"result_text output"},
 	"gemini-cli-0.36.0_plain_tricky.ndjson":                          {"result_text content text"},
 	"gemini-cli-0.36.0_plain_tricky-notes.ndjson":                    {"result_text output"},
+	"gemini-cli-0.35.3_plain_tricky.ndjson":                          {"result_text content text"},
+	"gemini-cli-0.35.3_plain_tricky-notes.ndjson":                    {"result_text output"},
 	"gemini-cli-0.36.0_debug_tricky-load.ndjson":                     {"result_text content text"},
 	"gemini-cli-0.36.0_plain_tricky-load.ndjson":                     {"result_text content text"},
 	"gemini-cli-0.45.2_debug_tricky-load.ndjson":                     {"result_text content text"},

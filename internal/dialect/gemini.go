@@ -69,6 +69,11 @@ type gemini struct {
 	// noBlock: the build never refuses command substitution (before
 	// 0.40.0), so a final of only geminiBlocked is output.
 	noBlock bool
+	// noCancelShown: the build displays a command the client's cancel
+	// stopped after it printed something as that output alone, with no
+	// cancel notice (before 0.33.0), so a live final of output is the
+	// stopped command's if the user cancelled the turn.
+	noCancelShown bool
 	// loose: the exit and signal markers and the timeout notice are read
 	// in their other spellings too (no colon, a closing period,
 	// "canceled"), as Qwen Code, which reads its finals with
@@ -85,10 +90,15 @@ func init() { register(gemini{}) }
 // build tells a later build's notice from a line the command printed.
 // The bundles of 0.36.0 and 0.37.2 hold no "Background process started"
 // (0.38.0 on do), those of 0.36.0 to 0.39.1 no "Blocked: command
-// substitution" (0.40.0 on do). An unknown build reads with the newest
-// rules.
+// substitution" (0.40.0 on do). The display of a command stopped by a
+// cancel says so, for any output, from 0.33.0 (the bundles of 0.32.1 and
+// before write the notice only for an empty output): the same `completed`
+// frame of output is a stopped command on 0.32.1 and one that ended by
+// itself on 0.33.0 on. Builds before 0.32.0 send no agentInfo, so they
+// read as unknown. An unknown build reads with the newest rules.
 func (gemini) forVersion(v Version) Dialect {
-	return gemini{noStarted: v.Before(geminiStartedFrom), noBlock: v.Before(geminiBlockFrom)}
+	return gemini{noStarted: v.Before(geminiStartedFrom), noBlock: v.Before(geminiBlockFrom),
+		noCancelShown: v.Before(geminiCancelShownFrom)}
 }
 
 const (
@@ -101,6 +111,10 @@ const (
 	// geminiBlockFrom is the first release that refuses command
 	// substitution (0.39.1 has no such check).
 	geminiBlockFrom = "0.40.0"
+	// geminiCancelShownFrom is the first release whose display of a
+	// command stopped by a cancel holds the notice before its output
+	// ("Output before cancellation:"; 0.32.1 shows the output alone).
+	geminiCancelShownFrom = "0.33.0"
 )
 
 func (gemini) Info() Info {
@@ -123,6 +137,8 @@ type geminiCall struct {
 
 func (g gemini) read(msg []byte, scope string) (Frame, error) {
 	switch {
+	case g.noCancelShown:
+		return readFrame(msg, scope, observeGeminiBefore033, askGemini)
 	case g.noStarted:
 		return readFrame(msg, scope, observeGeminiBefore038, askGemini)
 	case g.noBlock:
@@ -132,6 +148,12 @@ func (g gemini) read(msg []byte, scope string) (Frame, error) {
 }
 
 func observeGemini(u *geminiCall) []accum.Observation { return observeGeminiBuild(u, gemini{}) }
+
+// observeGeminiBefore033 reads a build before 0.33.0 (no cancel notice
+// beside output, nor the notices of observeGeminiBefore038).
+func observeGeminiBefore033(u *geminiCall) []accum.Observation {
+	return observeGeminiBuild(u, gemini{noStarted: true, noBlock: true, noCancelShown: true})
+}
 
 // observeGeminiBefore038 reads a build before 0.38.0 (no "Background
 // process started", no refusal).
@@ -159,8 +181,12 @@ func observeGeminiBuild(u *geminiCall, g gemini) []accum.Observation {
 		case o.Status.Ended():
 			n := len(o.Texts)
 			g.final(&o, rest)
-			if o.Cancelled {
+			switch {
+			case o.Cancelled:
 				geminiCancelIfAsked(&o, rest, n)
+			case g.noCancelShown && u.SessionUpdate == "tool_call_update" && o.Status == accum.StatusCompleted &&
+				len(o.Texts) > n && !geminiIsDebugReport(rest) && o.Exit == nil && o.Signal == "" && !o.Failed:
+				geminiStoppedIfAsked(&o)
 			}
 		case rest != "" && o.Shell != accum.ShellNo:
 			o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Snapshot, Text: rest})
@@ -310,7 +336,7 @@ func geminiFinal(o *accum.Observation, text string) { gemini{loose: true}.final(
 func (g gemini) final(o *accum.Observation, text string) {
 	// A debug report begins with its first field, and names an exit code
 	// or ends with the process group.
-	if geminiDebugStart.MatchString(text) && (strings.Contains(text, "\nExit Code: ") || geminiDebugEnd.MatchString(text)) {
+	if geminiIsDebugReport(text) {
 		geminiDebugResult(o, text)
 		return
 	}
@@ -540,6 +566,24 @@ func geminiCancelIfAsked(o *accum.Observation, text string, from int) {
 		return
 	}
 	o.Texts = append(o.Texts, accum.Text{Stream: accum.Combined, Kind: accum.Final, Whole: text})
+}
+
+// geminiStoppedIfAsked marks a live `completed` final of output alone, on a
+// build before 0.33.0, as the display of a command the user's cancel
+// stopped, if the user cancelled the turn while the call was open: those
+// builds show such a command as its output, with no notice (they write
+// "Command cancelled by user." only for an empty output). Without that
+// cancel the command ended by itself, and the mark is dropped; the text is
+// output either way. A replayed call comes as a `tool_call`, not this.
+func geminiStoppedIfAsked(o *accum.Observation) {
+	o.Cancelled, o.Worded.Cancelled, o.WordsIfCancelAsked = true, true, true
+}
+
+// geminiIsDebugReport says whether text reads as a debug-mode result: it
+// begins with its first field, and names an exit code or ends with the
+// process group.
+func geminiIsDebugReport(text string) bool {
+	return geminiDebugStart.MatchString(text) && (strings.Contains(text, "\nExit Code: ") || geminiDebugEnd.MatchString(text))
 }
 
 // geminiBelowCancel introduces the output in the debug report of a

@@ -1,10 +1,12 @@
 package dialect
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
+	"github.com/stretchr/testify/require"
 )
 
 func TestGeminiUpdate(t *testing.T) {
@@ -662,6 +664,79 @@ func TestGeminiMarkerSpelling(t *testing.T) {
 					want: with(func(o *accum.Observation) { o.TimedOut = true })},
 				{name: "the timeout notice spelled 'canceled' is output", update: final(timedOut("canceled") + "\n"), want: output(timedOut("canceled") + "\n")},
 			})
+		})
+	}
+}
+
+// TestGeminiCancelledOutputBefore033 reads the frames Gemini CLI 0.32.1
+// sent for a command the client's session/cancel stopped after it printed
+// eight lines (test/testdata/recordings/agents/gemini-cli-0.32.1_plain_full.ndjson,
+// step cancel, and the session/load replay of _load). Builds before 0.33.0
+// display such a command as its output alone, `completed`, with no
+// "Command cancelled by user." (their bundles write that only for an empty
+// output): after a cancel the live final is the stopped command's, so the
+// call is CANCELLED, its output kept. Without a cancel the same frame is a
+// command that ended by itself; 0.33.0 on write the notice for every
+// stopped command, so there (and on a build not known) a final without it
+// is one the cancel did not stop. A replay (`tool_call`, titled "Shell")
+// carries no cancel and says nothing of one.
+func TestGeminiCancelledOutputBefore033(t *testing.T) {
+	d, _ := Lookup("gemini")
+	const (
+		ask    = `{"toolCallId":"run_shell_command-1796560131563","status":"pending","title":"for i in $(seq 1 20); do echo tick$i; sleep 1; done [current working directory /home/dev/work/proj] (Run step 11 (cancel))","content":[],"locations":[],"kind":"execute"}`
+		live   = `{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command-1796560131563","status":"completed","content":[{"type":"content","content":{"type":"text","text":"tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7\ntick8"}}]}`
+		replay = `{"sessionUpdate":"tool_call","toolCallId":"run_shell_command-1796560131563","status":"completed","title":"Shell","content":[{"type":"content","content":{"type":"text","text":"tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7\ntick8"}}],"kind":"execute"}`
+		ticks  = "tick1\ntick2\ntick3\ntick4\ntick5\ntick6\ntick7\ntick8"
+	)
+	// fold reads the ask (the call's first sight), then, after the
+	// client's cancel when cancel is set, the frames: the call's last
+	// revision and the last combined text one carried.
+	fold := func(t *testing.T, b Dialect, cancel bool, frames ...string) (accum.Revision, *accum.Chunk) {
+		t.Helper()
+		c := accum.NewCall("run_shell_command-1796560131563", 1<<20)
+		var last accum.Revision
+		var out *accum.Chunk
+		apply := func(update, ask string) {
+			obs, err := readCase(b, update, ask)
+			require.NoError(t, err)
+			for i := range obs {
+				c.Apply(&obs[i])
+				if r, ok := c.Revision(); ok {
+					last = r
+					if t := r.Texts[accum.Combined]; t != nil {
+						out = t
+					}
+				}
+			}
+		}
+		apply("", ask)
+		if cancel {
+			c.CancelRequested()
+		}
+		for _, fr := range frames {
+			apply(fr, "")
+		}
+		return last, out
+	}
+	for _, tc := range []struct {
+		version string
+		cancel  bool
+		frames  []string
+		want    accum.Outcome
+	}{
+		{"0.32.1", true, []string{live}, accum.Cancelled},
+		{"0.32.1", false, []string{live}, accum.Unknown},
+		{"0.32.1", false, []string{replay}, accum.Unknown},
+		{"0.33.0", true, []string{live}, accum.Unknown},
+		{"0.36.0", true, []string{live}, accum.Unknown},
+		{"", true, []string{live}, accum.Unknown},
+	} {
+		t.Run(fmt.Sprintf("build %q cancel %v", tc.version, tc.cancel), func(t *testing.T) {
+			r, out := fold(t, Bind(d, ParseVersion(tc.version)), tc.cancel, tc.frames...)
+			require.Equal(t, tc.want, r.Outcome, r.OutcomeReason)
+			require.Nil(t, r.ExitCode)
+			require.NotNil(t, out)
+			require.Equal(t, ticks, out.Text)
 		})
 	}
 }

@@ -71,16 +71,25 @@ func (d *drain) bound() error {
 	return d.f.SetReadDeadline(dl)
 }
 
-// arm bounds the next read, once the agent exited.
-func (d *drain) arm() {
+// arm bounds the next read, once the agent exited, and says whether it
+// had: only the bytes of a read that began after the exit are counted
+// off what the agent left (took).
+func (d *drain) arm() bool {
 	if d != nil && d.on.Load() {
 		_ = d.bound()
+		return true
 	}
+	return false
 }
 
-// took counts n bytes read off the pipe.
-func (d *drain) took(n int) {
-	if d != nil && n > 0 && d.on.Load() {
+// took counts n bytes read off the pipe by a read that began after the
+// agent exited (armed, arm's answer). A read that began before may have
+// taken its bytes before start measured what the agent left, and counted
+// off, they would make the drain limit cut what the agent wrote; counted
+// or not, they were in the pipe, so leaving them is at worst reading a
+// child's output a little longer.
+func (d *drain) took(n int, armed bool) {
+	if armed && n > 0 {
 		d.owed.Add(-int64(n))
 	}
 }
@@ -97,9 +106,9 @@ func (d *drain) ended(err error) {
 
 // Read is the copying relay's read of the pipe.
 func (d *drain) Read(p []byte) (int, error) {
-	d.arm()
+	armed := d.arm()
 	n, err := d.f.Read(p)
-	d.took(n)
+	d.took(n, armed)
 	d.ended(err)
 	return n, err
 }

@@ -488,3 +488,36 @@ func TestCLIStderrNeverReadAfterExit(t *testing.T) {
 	assert.Equal(t, 1, code, "the agent's stderr was not all relayed")
 	assert.Less(t, time.Since(start), 18*time.Second)
 }
+
+// A read that began before the agent's exit may take its bytes before
+// the drain measures what the agent left in the pipe: those bytes are not
+// counted off what is owed, or the drain limit would cut the agent's own
+// bytes still in the pipe (CI saw TestSlowClientIsNotStalled lose 459 KB
+// of 1.5 MB so under -race, the copying relay's 1 MiB read in flight at
+// the exit). A read that began after the exit is counted off.
+func TestDrainCountsOnlyReadsAfterTheExit(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	_, err = w.Write(make([]byte, 100))
+	require.NoError(t, err)
+	d := newDrain(r)
+	armed := d.arm() // the read begins before the exit
+	require.False(t, armed)
+	n, err := r.Read(make([]byte, 60))
+	require.NoError(t, err)
+	require.NoError(t, d.start(time.Now(), 0)) // the exit is seen: 40 bytes left
+	d.took(n, armed)
+	assert.EqualValues(t, 40, d.owed.Load(), "what the agent left, not yet read")
+	require.True(t, d.arm())
+	assert.False(t, d.limited.Load(), "the agent's bytes still owed: the next read is not cut at the limit")
+
+	armed = d.arm() // a read after the exit
+	n, err = r.Read(make([]byte, 100))
+	require.NoError(t, err)
+	d.took(n, armed)
+	assert.EqualValues(t, 0, d.owed.Load())
+	d.arm()
+	assert.True(t, d.limited.Load(), "all the agent left was read: the limit bounds the next read")
+}

@@ -133,7 +133,7 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func(), d *drain
 		var dropped []byte
 		var eof bool
 		var rerr error
-		d.arm()
+		armed := d.arm()
 		werr := wait(srcRC, srcNB, unix.POLLIN, func(sfd int) bool {
 			n, dropped, eof, rerr = s.take(sfd, f, &buf)
 			return n > 0 || dropped != nil || eof || rerr != nil
@@ -142,7 +142,7 @@ func (s *splicer) relay(dst, src *os.File, f *feeder, onDstFail func(), d *drain
 			d.ended(werr)
 			return
 		}
-		d.took(n + len(dropped))
+		d.took(n+len(dropped), armed)
 		if dropped != nil {
 			if !dead {
 				if err := d.write(dst, dropped); err != nil {

@@ -122,6 +122,21 @@ func (s *Server) Pause() {
 	if s.cmd == nil || s.cmd.Process.Signal(syscall.SIGSTOP) != nil {
 		s.t.Fatalf("testredis: pausing %s: not running", s.Addr)
 	}
+	// The signal is delivered when the process next runs: until the
+	// kernel shows it stopped, it may still answer a command sent after
+	// Pause returned (a loaded machine showed it).
+	stat := fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return // no /proc: as before, the signal sent
+		}
+		// The state follows the command name's closing parenthesis.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			return
+		}
+	}
+	s.t.Fatalf("testredis: pausing %s: the process is not stopped 5 s after SIGSTOP", s.Addr)
 }
 
 // Resume lets a paused process go on (SIGCONT).

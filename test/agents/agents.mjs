@@ -171,7 +171,11 @@ export const AGENTS = [
     pkg: "@qwen-code/qwen-code",
     versionOf: "@qwen-code/qwen-code",
     // Qwen Code, a Gemini CLI fork (bundled JS), over ACP with --acp.
-    command: ({ build }) => ["node", [path.join(build.pkgDir("@qwen-code/qwen-code"), "cli.js"), "--acp"]],
+    // 0.7.1 takes --acp too, but keeps the shell, edit and write tools
+    // from the model unless --experimental-acp is given (its check for a
+    // non-interactive run reads only that flag); 0.8.2 on need no more.
+    command: ({ build }) => ["node", [path.join(build.pkgDir("@qwen-code/qwen-code"), "cli.js"),
+      compareVersions(build.version, "0.8.2") < 0 ? "--experimental-acp" : "--acp"]],
     runs: () => [["@qwen-code/qwen-code"]],
     variants: [{ name: "plain", terminalMeta: false }],
     // Qwen reads ~/.qwen/settings.json. Auth "openai" is any OpenAI-

@@ -248,7 +248,11 @@ export const AGENTS = [
     // The older adapter; its Claude Agent SDK 0.2.44 bundles Claude Code as
     // JavaScript (cli.js).
     command: ({ build }) => ["node", [path.join(build.pkgDir("@zed-industries/claude-code-acp"), "dist", "index.js")]],
-    runs: () => [["@zed-industries/claude-code-acp", "@anthropic-ai/claude-agent-sdk"]],
+    // Before 0.6.9 (0.4.7 here) it imports Claude Code's own SDK from
+    // @anthropic-ai/claude-code instead of the Claude Agent SDK.
+    runs: (build) => [
+      ["@zed-industries/claude-code-acp", compareVersions(build.version, "0.6.9") < 0 ? "@anthropic-ai/claude-code" : "@anthropic-ai/claude-agent-sdk"],
+    ],
     // With clientCapabilities.terminal it runs Bash as mcp__acp__Bash
     // through the client's terminal/create.
     variants: [

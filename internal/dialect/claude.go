@@ -240,7 +240,9 @@ const claudeInterruptLine = "[Request interrupted by user for tool use]"
 // background with ID: X" for a timeout, and nothing of the others; both
 // send no _meta, so no toolResponse. Every 0.10 build on npm, 0.10.2 to
 // 0.10.10 (Claude Code 0.1.37 to 0.1.55), and 0.11.0 (0.1.57) write the
-// header and send toolResponse; npm has no 0.10.0 or 0.10.1.
+// header and send toolResponse; npm has no 0.10.0 or 0.10.1. 0.6.10
+// (Agent SDK 0.1.26) sends 0.8.0's frames; 0.4.7 (Claude Code 1.0.128)
+// sends no Bash result but through a client terminal.
 // claude-agent-acp's builds are all numbered above this (its first is
 // 0.24.2).
 const claudeNewWordsSince = "0.10.2"

@@ -257,6 +257,9 @@ func TestEveryRecordingShowsItsAgent(t *testing.T) {
 		if own == "" && strings.HasPrefix(filepath.Base(file), "gemini-cli-") {
 			own = "gemini" // Gemini CLI before 0.32.0 sends no agentInfo
 		}
+		if own == "" && strings.HasPrefix(filepath.Base(file), "claude-code-acp-0.4.7_") {
+			own = "claude" // claude-code-acp 0.4.7 sends no agentInfo
+		}
 		if own == "" || own == GenericName {
 			t.Errorf("%s: no agent detected by name", name)
 			continue

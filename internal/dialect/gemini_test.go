@@ -693,30 +693,15 @@ func TestGeminiCancelledOutputBefore033(t *testing.T) {
 	// revision and the last combined text one carried.
 	fold := func(t *testing.T, b Dialect, cancel bool, frames ...string) (accum.Revision, *accum.Chunk) {
 		t.Helper()
-		c := accum.NewCall("run_shell_command-1796560131563", 1<<20)
-		var last accum.Revision
-		var out *accum.Chunk
-		apply := func(update, ask string) {
-			obs, err := readCase(b, update, ask)
-			require.NoError(t, err)
-			for i := range obs {
-				c.Apply(&obs[i])
-				if r, ok := c.Revision(); ok {
-					last = r
-					if t := r.Texts[accum.Combined]; t != nil {
-						out = t
-					}
-				}
-			}
-		}
-		apply("", ask)
+		f := newCallFold("run_shell_command-1796560131563")
+		f.read(t, b, "", ask)
 		if cancel {
-			c.CancelRequested()
+			f.c.CancelRequested()
 		}
 		for _, fr := range frames {
-			apply(fr, "")
+			f.read(t, b, fr, "")
 		}
-		return last, out
+		return f.last, f.out
 	}
 	for _, tc := range []struct {
 		version string

@@ -51,31 +51,47 @@ func runObsCases(t *testing.T, d Dialect, cases []obsCase) {
 	}
 }
 
-// readCase reads the case as a whole JSON-RPC message through Read.
 // foldFrames reads each tool call update of frames with d and folds its
 // observations into one call, as the engine does: the call's last
 // revision, and the last combined text a revision carried (nil for none).
 func foldFrames(t *testing.T, d Dialect, id string, frames ...string) (accum.Revision, *accum.Chunk) {
 	t.Helper()
-	c := accum.NewCall(id, 1<<20)
-	var last accum.Revision
-	var out *accum.Chunk
-	for _, f := range frames {
-		obs, err := readCase(d, f, "")
-		require.NoError(t, err)
-		for i := range obs {
-			c.Apply(&obs[i])
-			if r, ok := c.Revision(); ok {
-				last = r
-				if t := r.Texts[accum.Combined]; t != nil {
-					out = t
-				}
+	f := newCallFold(id)
+	for _, fr := range frames {
+		f.read(t, d, fr, "")
+	}
+	return f.last, f.out
+}
+
+// callFold folds what a dialect reads of one call's frames, as the
+// engine does: last is the call's last revision, out the last combined
+// text a revision carried (nil for none).
+type callFold struct {
+	c    *accum.Call
+	last accum.Revision
+	out  *accum.Chunk
+}
+
+func newCallFold(id string) *callFold { return &callFold{c: accum.NewCall(id, 1<<20)} }
+
+// read reads one frame, a tool call update or a permission ask (see
+// readCase), and folds its observations into the call.
+func (f *callFold) read(t *testing.T, d Dialect, update, ask string) {
+	t.Helper()
+	obs, err := readCase(d, update, ask)
+	require.NoError(t, err)
+	for i := range obs {
+		f.c.Apply(&obs[i])
+		if r, ok := f.c.Revision(); ok {
+			f.last = r
+			if x := r.Texts[accum.Combined]; x != nil {
+				f.out = x
 			}
 		}
 	}
-	return last, out
 }
 
+// readCase reads the case as a whole JSON-RPC message through Read.
 func readCase(d Dialect, update, ask string) ([]accum.Observation, error) {
 	msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + update + `}}`
 	if ask != "" {

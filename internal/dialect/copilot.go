@@ -534,13 +534,14 @@ func copilotCutHeader(text string) string {
 }
 
 // cutShellExitLine removes the `exit` line the shell of an older build
-// printed last, before the trailer, and says so as a notice.
+// printed last (in a final, last before the trailer, which is already
+// cut), and says so as a notice.
 func cutShellExitLine(o *accum.Observation, text string) string {
 	rest, ok := strings.CutSuffix(text, "exit")
 	if !ok || (rest != "" && !strings.HasSuffix(rest, "\n")) {
 		return text
 	}
-	o.Src.Notice = "the shell's exit line before the shellId trailer"
+	o.Src.Notice = "the shell's exit line, last in the text"
 	return strings.TrimSuffix(rest, "\n")
 }
 

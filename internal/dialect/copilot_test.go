@@ -637,4 +637,10 @@ func TestCopilotShellExitLineLive(t *testing.T) {
 			update: liveText("out\nexit 3\n"),
 			want:   one(accum.Observation{ToolCallID: "c1", Texts: []accum.Text{{Stream: accum.Combined, Kind: accum.Snapshot, Text: "out\nexit 3\n"}}})},
 	})
+	// The notice says what was cut where it was: a live text has no
+	// shellId trailer, so the notice cannot place the line before one.
+	got, err := readCase(d, liveText("out\nexit\n"), "")
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "the shell's exit line, last in the text", got[0].Src.Notice)
 }

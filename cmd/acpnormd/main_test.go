@@ -409,6 +409,23 @@ func TestServeHandshakeTimeout(t *testing.T) {
 	assert.ErrorContains(t, err, "--handshake-timeout 0s is not positive")
 }
 
+// The first-stream bound is 10 s unless set; 0 turns it off, and it may
+// not be negative.
+func TestServeFirstStreamTimeout(t *testing.T) {
+	f, err := parseServe(nil)
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Second, f.srv.FirstStreamTimeout)
+	f, err = parseServe([]string{"--first-stream-timeout", "0s"})
+	require.NoError(t, err)
+	assert.Zero(t, f.srv.FirstStreamTimeout)
+	t.Setenv("ACPNORM_FIRST_STREAM_TIMEOUT", "30s")
+	f, err = parseServe(nil)
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, f.srv.FirstStreamTimeout)
+	_, err = parseServe([]string{"--first-stream-timeout", "-1s"})
+	assert.ErrorContains(t, err, "--first-stream-timeout -1s is negative")
+}
+
 // A client address's share of the connections is half of
 // --max-connections unless set (0 then: no bound of its own).
 func TestServeMaxConnectionsPerAddress(t *testing.T) {

@@ -97,6 +97,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 		"as it is accepted, logged and counted; 0: no bound but --max-connections. Clients behind one NAT or proxy share an address")
 	dur(&f.srv.HandshakeTimeout, "handshake-timeout", "ACPNORM_HANDSHAKE_TIMEOUT", f.srv.HandshakeTimeout, "close a new connection that has not finished its TLS handshake and sent HTTP/2's preface within this long,\n"+
 		"freeing its --max-connections slot")
+	dur(&f.srv.FirstStreamTimeout, "first-stream-timeout", "ACPNORM_FIRST_STREAM_TIMEOUT", f.srv.FirstStreamTimeout, "close a connection that has opened no stream (no call of any kind) within this long of its handshake, freeing its\n"+
+		"--max-connections slot; one that has had a stream is left to --max-connection-idle; 0: no bound")
 	dur(&f.srv.MaxConnectionIdle, "max-connection-idle", "ACPNORM_MAX_CONNECTION_IDLE", f.srv.MaxConnectionIdle, "close a connection that has had no stream for this long (clients reconnect when they next call); 0 keeps it")
 	num(&f.srv.StreamWindowBytes, "stream-window-bytes", "ACPNORM_STREAM_WINDOW_BYTES", f.srv.StreamWindowBytes, "HTTP/2 flow-control window of a stream (a connection's: at least 4 MiB): the request bytes a client may send ahead of\n"+
 		"what its stream has read, and so what a stream that stops reading holds in gRPC's buffers; 0: gRPC's window, sized by the\n"+
@@ -166,6 +168,9 @@ func parseServe(args []string) (*serveFlags, error) {
 	}
 	if f.srv.HandshakeTimeout <= 0 {
 		return nil, fmt.Errorf("--handshake-timeout %s is not positive", f.srv.HandshakeTimeout)
+	}
+	if f.srv.FirstStreamTimeout < 0 {
+		return nil, fmt.Errorf("--first-stream-timeout %s is negative", f.srv.FirstStreamTimeout)
 	}
 	if f.srv.MaxConnectionIdle < 0 {
 		return nil, fmt.Errorf("--max-connection-idle %s is negative", f.srv.MaxConnectionIdle)

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -10,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 )
 
 // DefaultMaxConnections is the default bound on the connections served at
@@ -41,6 +45,15 @@ func PerAddressShare(maxConns int) int {
 // nothing holds its slot.
 const DefaultHandshakeTimeout = 10 * time.Second
 
+// DefaultFirstStreamTimeout is the default of
+// ServerOptions.FirstStreamTimeout. A gRPC client connects because a call
+// is waiting, so its first stream follows the handshake at once; 10 s, as
+// for the handshake, leaves room for a loaded client, and a connection
+// that does nothing holds its slot about 20 s in all rather than
+// MaxConnectionIdle. A client that connects ahead of its calls and waits
+// longer loses nothing: it connects again for its next call.
+const DefaultFirstStreamTimeout = 10 * time.Second
+
 // capListener accepts at most cap(slots) connections at once, and at most
 // perAddr from one client address (its IP, whatever the port). One more is
 // closed as soon as it is accepted rather than left in the kernel's
@@ -53,6 +66,7 @@ type capListener struct {
 	perAddr int
 	m       *Metrics
 	log     *slog.Logger
+	idle    *idleConns
 
 	mu   sync.Mutex
 	held map[netip.Addr]int // connections held by address; none at 0
@@ -60,8 +74,8 @@ type capListener struct {
 	full, fullAddr burstLog
 }
 
-func capConnections(lis net.Listener, limit, perAddr int, m *Metrics, log *slog.Logger) net.Listener {
-	l := &capListener{Listener: lis, perAddr: perAddr, m: m, log: log, held: map[netip.Addr]int{},
+func capConnections(lis net.Listener, limit, perAddr int, idle *idleConns, m *Metrics, log *slog.Logger) net.Listener {
+	l := &capListener{Listener: lis, perAddr: perAddr, m: m, log: log, idle: idle, held: map[netip.Addr]int{},
 		full: burstLog{every: capLogEvery}, fullAddr: burstLog{every: capLogEvery}}
 	if limit > 0 {
 		l.slots = make(chan struct{}, limit)
@@ -97,14 +111,16 @@ func (l *capListener) Accept() (net.Conn, error) {
 				continue
 			}
 		}
-		return &slotConn{Conn: c, m: l.m, free: func() {
+		sc := &slotConn{Conn: c, m: l.m, free: func() {
 			if l.slots != nil {
 				<-l.slots
 			}
 			if byAddr {
 				l.give(addr)
 			}
-		}}, nil
+		}}
+		l.idle.add(sc)
+		return sc, nil
 	}
 }
 
@@ -148,13 +164,28 @@ func (l *capListener) refuse(c net.Conn, b *burstLog, reason string, fields ...a
 // slotConn gives its slots back when closed. A read that passed its
 // deadline is a handshake that took longer than the server's bound (the
 // only deadline gRPC sets on a server's connection): its close is counted.
+// gRPC clears that deadline once the handshake is done: from then on, a
+// watched connection (see idleConns) has its first-stream bound.
 type slotConn struct {
 	net.Conn
 	m        *Metrics
 	timedOut atomic.Bool
 	once     sync.Once
 	free     func()
+
+	idle  *idleConns // nil: not watched
+	pair  connPair
+	state atomic.Int32 // one of the conn* states below
+	timer atomic.Pointer[time.Timer]
 }
+
+// The states of a watched connection.
+const (
+	connWaiting  = iota // no stream yet
+	connStreamed        // it has had one
+	connExpired         // closed for having none in time
+	connClosed          // closed otherwise
+)
 
 func (c *slotConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
@@ -164,13 +195,149 @@ func (c *slotConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+func (c *slotConn) SetDeadline(t time.Time) error {
+	err := c.Conn.SetDeadline(t)
+	if t.IsZero() && c.idle != nil && c.state.Load() == connWaiting {
+		c.timer.Store(time.AfterFunc(c.idle.bound, func() { c.idle.expire(c) }))
+	}
+	return err
+}
+
+// streamed marks c as having had a stream: its first-stream bound is off.
+func (c *slotConn) streamed() {
+	if c.state.CompareAndSwap(connWaiting, connStreamed) {
+		c.stopTimer()
+	}
+}
+
+func (c *slotConn) stopTimer() {
+	if t := c.timer.Load(); t != nil {
+		t.Stop()
+	}
+}
+
 func (c *slotConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
+		if c.idle != nil {
+			c.state.CompareAndSwap(connWaiting, connClosed)
+			c.stopTimer()
+			c.idle.remove(c)
+		}
 		if c.timedOut.Load() {
 			c.m.streamRefused("handshake_timeout")
 		}
 		c.free()
 	})
 	return err
+}
+
+// idleConns closes the connections that open no stream within bound of
+// their handshake. A call is told its peer's address and its own, not its
+// connection: the connections waiting for their first stream are found by
+// that pair (a TCP connection's, unique while it is open), marked by the
+// first call on them (markCall, the first interceptor, so that even a
+// refused call counts), and no longer watched then. A stats.Handler would
+// be told of each connection, but with one set gRPC copies every message
+// received for the handler's payload events.
+type idleConns struct {
+	bound time.Duration // 0: none is watched
+	m     *Metrics
+	log   *slog.Logger
+	burst burstLog
+
+	mu      sync.Mutex
+	waiting map[connPair]*slotConn
+}
+
+// connPair is a TCP connection's local and remote address.
+type connPair struct{ local, remote netip.AddrPort }
+
+func pairOf(local, remote net.Addr) (connPair, bool) {
+	l, ok1 := local.(*net.TCPAddr)
+	r, ok2 := remote.(*net.TCPAddr)
+	if !ok1 || !ok2 {
+		return connPair{}, false
+	}
+	return connPair{l.AddrPort(), r.AddrPort()}, true
+}
+
+func newIdleConns(bound time.Duration, m *Metrics, log *slog.Logger) *idleConns {
+	return &idleConns{bound: max(bound, 0), m: m, log: log, burst: burstLog{every: capLogEvery}, waiting: map[connPair]*slotConn{}}
+}
+
+// add watches c until its first stream.
+func (w *idleConns) add(c *slotConn) {
+	if w.bound == 0 {
+		return
+	}
+	pair, ok := pairOf(c.LocalAddr(), c.RemoteAddr())
+	if !ok {
+		return
+	}
+	c.idle, c.pair = w, pair
+	w.mu.Lock()
+	w.waiting[pair] = c
+	w.mu.Unlock()
+}
+
+func (w *idleConns) remove(c *slotConn) {
+	w.mu.Lock()
+	if w.waiting[c.pair] == c {
+		delete(w.waiting, c.pair)
+	}
+	w.mu.Unlock()
+}
+
+// mark notes a stream on the connection of ctx's peer.
+func (w *idleConns) mark(ctx context.Context) {
+	if w.bound == 0 {
+		return
+	}
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return
+	}
+	pair, ok := pairOf(p.LocalAddr, p.Addr)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	c := w.waiting[pair]
+	delete(w.waiting, pair)
+	w.mu.Unlock()
+	if c != nil {
+		c.streamed()
+	}
+}
+
+// expire closes c if it has had no stream, counts it and logs such
+// closes at most every capLogEvery, with their count.
+func (w *idleConns) expire(c *slotConn) {
+	if !c.state.CompareAndSwap(connWaiting, connExpired) {
+		return
+	}
+	c.Close()
+	w.m.streamRefused("first_stream_timeout")
+	n, since, ok := w.burst.due(time.Now())
+	if !ok {
+		return
+	}
+	fields := []any{"first_stream_timeout", w.bound.String(), "closed", n, "last.peer.address", c.pair.remote.Addr().String()}
+	if since > 0 {
+		fields = append(fields, "since", since.Round(time.Second).String())
+	}
+	w.log.Warn("connections closed: no stream within --first-stream-timeout of the handshake (logged at most every "+capLogEvery.String()+")", fields...)
+}
+
+// markUnary and markStream are the first interceptors: each call marks
+// its connection as used (see idleConns).
+func (w *idleConns) markUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	w.mark(ctx)
+	return handler(ctx, req)
+}
+
+func (w *idleConns) markStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	w.mark(ss.Context())
+	return handler(srv, ss)
 }

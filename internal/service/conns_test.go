@@ -272,3 +272,69 @@ func TestMaxConnectionsPerAddress(t *testing.T) {
 	last := connectFrom(t, "127.0.0.2", addr, creds)
 	require.Error(t, check(last, time.Second), "a fifth connection over a cap of 4 was served")
 }
+
+// A connection that finished its handshake and opens no stream within
+// FirstStreamTimeout is closed, counted and logged; one that keeps a
+// stream open is not, and one that had a stream and is idle since is left
+// to MaxConnectionIdle.
+func TestFirstStreamTimeout(t *testing.T) {
+	const bound, idle = 500 * time.Millisecond, 3 * time.Second
+	opts := DefaultServerOptions()
+	opts.FirstStreamTimeout = bound
+	opts.MaxConnectionIdle = idle
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	logBuf := new(lockedBuffer)
+	srv := NewServer(svc, opts, slog.New(slog.NewTextHandler(logBuf, nil)))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go srv.Serve(lis)
+	t.Cleanup(srv.GRPC.Stop)
+	addr := lis.Addr().String()
+
+	// ready connects conn and waits until it is READY.
+	ready := func(conn *grpc.ClientConn) time.Time {
+		t.Helper()
+		ctx, cancel := contextTimeout(10 * time.Second)
+		defer cancel()
+		conn.Connect()
+		for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
+			require.True(t, conn.WaitForStateChange(ctx, s), "the connection did not become ready")
+		}
+		return time.Now()
+	}
+	// leftReady waits up to d for conn to leave READY and says how long
+	// that took, or d when it stayed.
+	leftReady := func(conn *grpc.ClientConn, from time.Time, d time.Duration) time.Duration {
+		ctx, cancel := context.WithDeadline(context.Background(), from.Add(d))
+		defer cancel()
+		conn.WaitForStateChange(ctx, connectivity.Ready)
+		return time.Since(from)
+	}
+
+	silent := connect(t, addr, insecure.NewCredentials())
+	streaming := connect(t, addr, insecure.NewCredentials())
+	called := connect(t, addr, insecure.NewCredentials())
+	silentAt := ready(silent)
+	ctx, cancel := contextTimeout(30 * time.Second)
+	defer cancel()
+	watch, err := healthpb.NewHealthClient(streaming).Watch(ctx, &healthpb.HealthCheckRequest{})
+	require.NoError(t, err)
+	_, err = watch.Recv()
+	require.NoError(t, err)
+	require.NoError(t, check(called, 5*time.Second))
+	calledAt := time.Now()
+
+	took := leftReady(silent, silentAt, idle)
+	require.Less(t, took, idle-time.Second, "a connection that opened no stream was kept (until --max-connection-idle)")
+	assert.GreaterOrEqual(t, took, bound-100*time.Millisecond, "closed before the first-stream bound: by something else")
+	require.Eventually(t, func() bool { return counted(svc.sessions.m, "first_stream_timeout") == 1 },
+		5*time.Second, 20*time.Millisecond, "closes counted: %v", counted(svc.sessions.m, "first_stream_timeout"))
+	assert.Contains(t, logBuf.String(), "--first-stream-timeout")
+
+	took = leftReady(called, calledAt, idle+5*time.Second)
+	assert.GreaterOrEqual(t, took, idle-100*time.Millisecond, "a connection that had a stream was closed before --max-connection-idle")
+	assert.Less(t, took, idle+5*time.Second, "--max-connection-idle no longer closes an idle connection")
+	assert.Equal(t, connectivity.Ready, streaming.GetState(), "a connection with an open stream was closed")
+	assert.Equal(t, 1.0, counted(svc.sessions.m, "first_stream_timeout"), "connections that had streams were counted")
+}

@@ -94,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		streamRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "stream_refusals_total",
-			Help: "Streams and calls refused or ended by a transport limit or access control, by reason (max_connections and max_connections_per_address: a connection closed as accepted, handshake_timeout: one closed for not finishing its handshake in time, max_streams, max_health_watches, quota_streams, send_stalled, stream_idle, message_too_large, unreadable_message, unauthenticated, revoked, tls_handshake).",
+			Help: "Streams and calls refused or ended by a transport limit or access control, by reason (max_connections and max_connections_per_address: a connection closed as accepted, handshake_timeout: one closed for not finishing its handshake in time, first_stream_timeout: one closed for opening no stream in time after it, max_streams, max_health_watches, quota_streams, send_stalled, stream_idle, message_too_large, unreadable_message, unauthenticated, revoked, tls_handshake).",
 		}, []string{"reason"}),
 		storeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "acpnorm", Name: "store_ops_total",

@@ -63,6 +63,14 @@ type ServerOptions struct {
 	// connections which send nothing do not hold their slots. 0:
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// FirstStreamTimeout bounds how long a connection may go, once its
+	// handshake is done, without opening a stream (a call of any kind,
+	// even one refused); one that has not is closed
+	// (stream_refusals_total{reason="first_stream_timeout"}), so that
+	// connections which connect and do nothing more do not hold their
+	// slots until MaxConnectionIdle. A connection that has had a stream is
+	// left to MaxConnectionIdle. 0: no bound.
+	FirstStreamTimeout time.Duration
 	// MaxStreams bounds the streams served at once, per connection (HTTP/2
 	// MaxConcurrentStreams) and for the whole process; a stream over the
 	// process cap is refused with RESOURCE_EXHAUSTED. Health Watch
@@ -121,6 +129,7 @@ func DefaultServerOptions() ServerOptions {
 		MaxConnections:           conns,
 		MaxConnectionsPerAddress: PerAddressShare(conns),
 		HandshakeTimeout:         DefaultHandshakeTimeout,
+		FirstStreamTimeout:       DefaultFirstStreamTimeout,
 		MaxStreams:               1024,
 		MaxHeaderBytes:           64 << 10,
 	}
@@ -135,6 +144,7 @@ type Server struct {
 	log      *slog.Logger
 	maxConns int
 	perAddr  int
+	idle     *idleConns
 }
 
 // NewServer assembles the gRPC server: logging, panic recovery, access
@@ -172,8 +182,9 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 		}
 		return c, err
 	}
-	unary := []grpc.UnaryServerInterceptor{auth.UnaryServerInterceptor(authenticate), logging.UnaryServerInterceptor(logger, logEvents), recovery.UnaryServerInterceptor(recover)}
-	streams := []grpc.StreamServerInterceptor{auth.StreamServerInterceptor(authenticate), logStreams(logger), recovery.StreamServerInterceptor(recover)}
+	idle := newIdleConns(opts.FirstStreamTimeout, svc.sessions.m, log)
+	unary := []grpc.UnaryServerInterceptor{idle.markUnary, auth.UnaryServerInterceptor(authenticate), logging.UnaryServerInterceptor(logger, logEvents), recovery.UnaryServerInterceptor(recover)}
+	streams := []grpc.StreamServerInterceptor{idle.markStream, auth.StreamServerInterceptor(authenticate), logStreams(logger), recovery.StreamServerInterceptor(recover)}
 	if opts.MaxStreams > 0 {
 		streams = append(streams, capStreams(opts.MaxStreams, svc.sessions.m))
 	}
@@ -217,7 +228,7 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	svc.sessions.store.watch(h.ready)
 	healthpb.RegisterHealthServer(g, openHealth{h})
 	reflection.Register(g)
-	return &Server{GRPC: g, health: h, svc: svc, log: log, maxConns: opts.MaxConnections, perAddr: opts.MaxConnectionsPerAddress}
+	return &Server{GRPC: g, health: h, svc: svc, log: log, maxConns: opts.MaxConnections, perAddr: opts.MaxConnectionsPerAddress, idle: idle}
 }
 
 // handshakeTimeout is d, or the default when d is not positive (gRPC's
@@ -368,9 +379,11 @@ func capStreams(limit int, m *Metrics) grpc.StreamServerInterceptor {
 }
 
 // Serve serves on lis until Shutdown, at most MaxConnections connections
-// at once and MaxConnectionsPerAddress from one client address.
+// at once and MaxConnectionsPerAddress from one client address, each
+// closed when it opens no stream within FirstStreamTimeout of its
+// handshake.
 func (s *Server) Serve(lis net.Listener) error {
-	return s.GRPC.Serve(capConnections(lis, s.maxConns, s.perAddr, s.svc.sessions.m, s.log))
+	return s.GRPC.Serve(capConnections(lis, s.maxConns, s.perAddr, s.idle, s.svc.sessions.m, s.log))
 }
 
 // Shutdown stops the server gracefully: health turns NOT_SERVING, no new

@@ -93,8 +93,9 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags, error) {
 		"(health Watch streams apart: at most an eighth of it)")
 	num(&f.srv.MaxConnections, "max-connections", "ACPNORM_MAX_CONNECTIONS", f.srv.MaxConnections, "connections served at once (the default: half the open-file limit, at most 4096); one more is closed\n"+
 		"as it is accepted, logged and counted; 0: no bound")
-	num(&f.srv.MaxConnectionsPerAddress, "max-connections-per-address", "ACPNORM_MAX_CONNECTIONS_PER_ADDRESS", 0, "connections one client IP address may hold at once (the default: half of --max-connections); one more is closed\n"+
-		"as it is accepted, logged and counted; 0: no bound but --max-connections. Clients behind one NAT or proxy share an address")
+	num(&f.srv.MaxConnectionsPerAddress, "max-connections-per-address", "ACPNORM_MAX_CONNECTIONS_PER_ADDRESS", 0, "connections one client address (an IPv4 address, an IPv6 /64) may hold at once (the default: half of --max-connections);\n"+
+		"one more is closed as it is accepted, logged and counted; 0: no bound but --max-connections. Clients behind one NAT or proxy\n"+
+		"share an address")
 	dur(&f.srv.HandshakeTimeout, "handshake-timeout", "ACPNORM_HANDSHAKE_TIMEOUT", f.srv.HandshakeTimeout, "close a new connection that has not finished its TLS handshake and sent HTTP/2's preface within this long,\n"+
 		"freeing its --max-connections slot")
 	dur(&f.srv.FirstStreamTimeout, "first-stream-timeout", "ACPNORM_FIRST_STREAM_TIMEOUT", f.srv.FirstStreamTimeout, "close a connection that has opened no stream (no call of any kind) within this long of its handshake, freeing its\n"+

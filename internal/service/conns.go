@@ -55,7 +55,8 @@ const DefaultHandshakeTimeout = 10 * time.Second
 const DefaultFirstStreamTimeout = 10 * time.Second
 
 // capListener accepts at most cap(slots) connections at once, and at most
-// perAddr from one client address (its IP, whatever the port). One more is
+// perAddr from one client address (its IPv4 address or IPv6 /64, whatever
+// the port: see addressKey). One more is
 // closed as soon as it is accepted rather than left in the kernel's
 // backlog: its client sees the connection fail at once and can try again
 // or elsewhere, and it holds no descriptor. A nil slots or a perAddr of 0
@@ -69,13 +70,13 @@ type capListener struct {
 	idle    *idleConns
 
 	mu   sync.Mutex
-	held map[netip.Addr]int // connections held by address; none at 0
+	held map[netip.Prefix]int // connections held by address (addressKey); none at 0
 
 	full, fullAddr burstLog
 }
 
 func capConnections(lis net.Listener, limit, perAddr int, idle *idleConns, m *Metrics, log *slog.Logger) net.Listener {
-	l := &capListener{Listener: lis, perAddr: perAddr, m: m, log: log, idle: idle, held: map[netip.Addr]int{},
+	l := &capListener{Listener: lis, perAddr: perAddr, m: m, log: log, idle: idle, held: map[netip.Prefix]int{},
 		full: burstLog{every: capLogEvery}, fullAddr: burstLog{every: capLogEvery}}
 	if limit > 0 {
 		l.slots = make(chan struct{}, limit)
@@ -92,11 +93,11 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		addr, byAddr := netip.Addr{}, false
+		addr, byAddr := netip.Prefix{}, false
 		if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok && l.perAddr > 0 {
-			addr, byAddr = tcp.AddrPort().Addr().Unmap(), true
+			addr, byAddr = addressKey(tcp.AddrPort().Addr()), true
 			if !l.take(addr) {
-				l.refuse(c, &l.fullAddr, "max_connections_per_address", "max_connections_per_address", l.perAddr, "last.peer.address", addr.String())
+				l.refuse(c, &l.fullAddr, "max_connections_per_address", "max_connections_per_address", l.perAddr, "last.peer.address", keyString(addr))
 				continue
 			}
 		}
@@ -124,8 +125,27 @@ func (l *capListener) Accept() (net.Conn, error) {
 	}
 }
 
+// addressKey is the client address a connection from a counts under: an
+// IPv4 address (written as IPv6 or not), or an IPv6 address's /64, since
+// a client usually holds a whole /64 and could take a share per address.
+func addressKey(a netip.Addr) netip.Prefix {
+	if a = a.Unmap(); a.Is4() {
+		return netip.PrefixFrom(a, 32)
+	}
+	p, _ := a.WithZone("").Prefix(64)
+	return p
+}
+
+// keyString is key as logged: an address alone, a prefix with its length.
+func keyString(key netip.Prefix) string {
+	if key.IsSingleIP() {
+		return key.Addr().String()
+	}
+	return key.String()
+}
+
 // take counts one more connection from addr, unless it holds its share.
-func (l *capListener) take(addr netip.Addr) bool {
+func (l *capListener) take(addr netip.Prefix) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held[addr] >= l.perAddr {
@@ -136,7 +156,7 @@ func (l *capListener) take(addr netip.Addr) bool {
 }
 
 // give counts one connection from addr less.
-func (l *capListener) give(addr netip.Addr) {
+func (l *capListener) give(addr netip.Prefix) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held[addr]--; l.held[addr] <= 0 {

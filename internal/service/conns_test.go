@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -337,4 +338,110 @@ func TestFirstStreamTimeout(t *testing.T) {
 	assert.Less(t, took, idle+5*time.Second, "--max-connection-idle no longer closes an idle connection")
 	assert.Equal(t, connectivity.Ready, streaming.GetState(), "a connection with an open stream was closed")
 	assert.Equal(t, 1.0, counted(svc.sessions.m, "first_stream_timeout"), "connections that had streams were counted")
+}
+
+// A connection's client address is its IPv4 address, written as IPv6 or
+// not, or its IPv6 address's /64, which one client usually holds whole.
+func TestAddressKey(t *testing.T) {
+	for _, c := range []struct{ addr, key string }{
+		{"192.0.2.1", "192.0.2.1/32"},
+		{"::ffff:192.0.2.1", "192.0.2.1/32"},
+		{"2001:db8:1:2::1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{"::1", "::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+	} {
+		t.Run(c.addr, func(t *testing.T) {
+			assert.Equal(t, c.key, addressKey(netip.MustParseAddr(c.addr)).String())
+		})
+	}
+}
+
+// peersAs is a listener whose connections report the peer addresses taken
+// from peers, in turn: this machine's loopback has ::1 alone, so real
+// connections cannot come from two addresses of one /64.
+type peersAs struct {
+	net.Listener
+	peers chan netip.AddrPort
+}
+
+type reportedPeer struct {
+	net.Conn
+	peer net.Addr
+}
+
+func (c reportedPeer) RemoteAddr() net.Addr { return c.peer }
+
+func (l peersAs) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return reportedPeer{c, net.TCPAddrFromAddrPort(<-l.peers)}, nil
+}
+
+// The per-address share counts an IPv6 client by its /64, and an IPv4
+// address written as IPv6 as that IPv4 address.
+func TestMaxConnectionsPerAddressPrefix(t *testing.T) {
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	m := svc.sessions.m
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { inner.Close() })
+	peers := make(chan netip.AddrPort, 1)
+	lis := capConnections(peersAs{inner, peers}, 0, 1, newIdleConns(0, m, nil), m, slog.New(slog.DiscardHandler))
+	accepted := make(chan net.Conn)
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	// from dials as peer and returns the connection accepted, or nil when
+	// it was refused.
+	from := func(peer string) net.Conn {
+		t.Helper()
+		peers <- netip.AddrPortFrom(netip.MustParseAddr(peer), 40000)
+		c, err := net.Dial("tcp", inner.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		closed := make(chan struct{})
+		go func() {
+			_, _ = c.Read(make([]byte, 1))
+			close(closed)
+		}()
+		select {
+		case s := <-accepted:
+			t.Cleanup(func() { s.Close() })
+			return s
+		case <-closed:
+			return nil
+		case <-time.After(10 * time.Second):
+			t.Fatal("a connection was neither accepted nor closed")
+			return nil
+		}
+	}
+	// refused waits until n refusals are counted (as the connection is
+	// closed, which its client may see first).
+	refused := func(n float64) {
+		t.Helper()
+		require.Eventually(t, func() bool { return counted(m, "max_connections_per_address") == n },
+			5*time.Second, 5*time.Millisecond, "refusals counted: %v, want %v", counted(m, "max_connections_per_address"), n)
+	}
+
+	first := from("2001:db8:1:2::1")
+	require.NotNil(t, first)
+	require.True(t, from("2001:db8:1:2:ffff::9") == nil, "a second connection from one /64 over a share of 1 was accepted")
+	refused(1)
+	require.NotNil(t, from("2001:db8:1:3::1"), "another /64 was refused")
+	require.NotNil(t, from("::ffff:192.0.2.1"))
+	require.True(t, from("192.0.2.1") == nil, "an IPv4 address counted apart from itself written as IPv6")
+	refused(2)
+	first.Close()
+	require.NotNil(t, from("2001:db8:1:2::5"), "the /64's slot did not come back")
 }

@@ -51,9 +51,9 @@ type ServerOptions struct {
 	// (stream_refusals_total{reason="max_connections"}). 0: no bound.
 	MaxConnections int
 	// MaxConnectionsPerAddress bounds the connections one client address
-	// (its IP, whatever the port) holds at once, so that one address cannot
-	// take every MaxConnections slot; one more from it is closed as it is
-	// accepted, logged and counted
+	// (its IPv4 address or IPv6 /64, whatever the port) holds at once, so
+	// that one address cannot take every MaxConnections slot; one more
+	// from it is closed as it is accepted, logged and counted
 	// (stream_refusals_total{reason="max_connections_per_address"}).
 	// 0: no bound but MaxConnections.
 	MaxConnectionsPerAddress int

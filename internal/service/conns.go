@@ -68,16 +68,19 @@ type capListener struct {
 	m       *Metrics
 	log     *slog.Logger
 	idle    *idleConns
+	// userTimeout, when positive, is set as each connection's
+	// TCP_USER_TIMEOUT.
+	userTimeout time.Duration
 
 	mu   sync.Mutex
 	held map[netip.Prefix]int // connections held by address (addressKey); none at 0
 
-	full, fullAddr burstLog
+	full, fullAddr, userTimeoutLog burstLog
 }
 
-func capConnections(lis net.Listener, limit, perAddr int, idle *idleConns, m *Metrics, log *slog.Logger) net.Listener {
+func capConnections(lis net.Listener, limit, perAddr int, idle *idleConns, m *Metrics, log *slog.Logger) *capListener {
 	l := &capListener{Listener: lis, perAddr: perAddr, m: m, log: log, idle: idle, held: map[netip.Prefix]int{},
-		full: burstLog{every: capLogEvery}, fullAddr: burstLog{every: capLogEvery}}
+		full: burstLog{every: capLogEvery}, fullAddr: burstLog{every: capLogEvery}, userTimeoutLog: burstLog{every: capLogEvery}}
 	if limit > 0 {
 		l.slots = make(chan struct{}, limit)
 	}
@@ -110,6 +113,11 @@ func (l *capListener) Accept() (net.Conn, error) {
 				}
 				l.refuse(c, &l.full, "max_connections", "max_connections", cap(l.slots))
 				continue
+			}
+		}
+		if l.userTimeout > 0 {
+			if err := setUserTimeout(c, l.userTimeout); err != nil {
+				l.noUserTimeout(err)
 			}
 		}
 		sc := &slotConn{Conn: c, m: l.m, free: func() {
@@ -179,6 +187,15 @@ func (l *capListener) refuse(c net.Conn, b *burstLog, reason string, fields ...a
 	}
 	flag := "--" + strings.ReplaceAll(reason, "_", "-")
 	l.log.Warn("connections refused: "+flag+" reached (logged at most every "+capLogEvery.String()+")", fields...)
+}
+
+// noUserTimeout logs, at most every capLogEvery, that a connection's
+// TCP_USER_TIMEOUT could not be set: a dead peer of it is found by
+// keepalive pings alone.
+func (l *capListener) noUserTimeout(err error) {
+	if n, _, ok := l.userTimeoutLog.due(time.Now()); ok {
+		l.log.Warn("TCP_USER_TIMEOUT not set; dead peers are found by keepalive pings alone (logged at most every "+capLogEvery.String()+")", "error", err, "connections", n)
+	}
 }
 
 // slotConn gives its slots back when closed. A read that passed its

@@ -145,6 +145,9 @@ type Server struct {
 	maxConns int
 	perAddr  int
 	idle     *idleConns
+	// userTimeout is the TCP_USER_TIMEOUT of each connection (see
+	// tcpUserTimeout).
+	userTimeout time.Duration
 }
 
 // NewServer assembles the gRPC server: logging, panic recovery, access
@@ -228,7 +231,23 @@ func NewServer(svc *Service, opts ServerOptions, log *slog.Logger) *Server {
 	svc.sessions.store.watch(h.ready)
 	healthpb.RegisterHealthServer(g, openHealth{h})
 	reflection.Register(g)
-	return &Server{GRPC: g, health: h, svc: svc, log: log, maxConns: opts.MaxConnections, perAddr: opts.MaxConnectionsPerAddress, idle: idle}
+	return &Server{GRPC: g, health: h, svc: svc, log: log, maxConns: opts.MaxConnections, perAddr: opts.MaxConnectionsPerAddress, idle: idle,
+		userTimeout: tcpUserTimeout(opts)}
+}
+
+// tcpUserTimeout is how long a connection's sent data may go
+// unacknowledged before the kernel drops the connection (TCP_USER_TIMEOUT):
+// the keepalive timeout, as gRPC sets it itself on the connections it
+// sees as TCP (its default when unset; none when pings are off). gRPC
+// does not see ours as TCP (they are wrapped), so capListener sets it.
+func tcpUserTimeout(opts ServerOptions) time.Duration {
+	switch {
+	case opts.KeepaliveTime == math.MaxInt64:
+		return 0
+	case opts.KeepaliveTimeout == 0:
+		return 20 * time.Second
+	}
+	return opts.KeepaliveTimeout
 }
 
 // handshakeTimeout is d, or the default when d is not positive (gRPC's
@@ -383,7 +402,14 @@ func capStreams(limit int, m *Metrics) grpc.StreamServerInterceptor {
 // closed when it opens no stream within FirstStreamTimeout of its
 // handshake.
 func (s *Server) Serve(lis net.Listener) error {
-	return s.GRPC.Serve(capConnections(lis, s.maxConns, s.perAddr, s.idle, s.svc.sessions.m, s.log))
+	return s.GRPC.Serve(s.listen(lis))
+}
+
+// listen wraps lis in the bounds on connections.
+func (s *Server) listen(lis net.Listener) net.Listener {
+	l := capConnections(lis, s.maxConns, s.perAddr, s.idle, s.svc.sessions.m, s.log)
+	l.userTimeout = s.userTimeout
+	return l
 }
 
 // Shutdown stops the server gracefully: health turns NOT_SERVING, no new

@@ -24,6 +24,12 @@ const fastCluster = "&read_timeout=300ms&dial_timeout=300ms&max_redirects=2&min_
 // master): srv is the master of session "a"'s slot.
 func startClusterRefused(t *testing.T, wait int) *refusedCase {
 	t.Helper()
+	c, _ := startClusterRefusedOn(t, wait)
+	return c
+}
+
+func startClusterRefusedOn(t *testing.T, wait int) (*refusedCase, *testredis.Cluster) {
+	t.Helper()
 	cl := testredis.StartCluster(t, 3, wait, 15*time.Second)
 	var opts []Option
 	if wait > 0 {
@@ -42,7 +48,7 @@ func startClusterRefused(t *testing.T, wait int) *refusedCase {
 		}
 	}
 	require.NotNil(t, srv, "the master of %s is a node of the cluster", node.Options().Addr)
-	return &refusedCase{t: t, srv: srv, s: s, v: v}
+	return &refusedCase{t: t, srv: srv, s: s, v: v}, cl
 }
 
 // On a Cluster the commit goes through the cluster client, which sends
@@ -73,6 +79,34 @@ func commitOutcomeCluster(t *testing.T, wait int) {
 		require.True(t, redis.HasErrorPrefix(err, "NOAUTH"), "a short command: %v", err)
 		require.NoError(t, admin.ConfigSet(ctx, "requirepass", "").Err())
 		c.resent()
+	})
+
+	// The same, the store's map of the slots old: the session's slot
+	// moved to another master, which then asked for a password. The
+	// commit goes to the old master, which answers MOVED, and then to
+	// the new one, on a new connection.
+	t.Run("MOVED, then Protocol error", func(t *testing.T) {
+		c, cl := startClusterRefusedOn(t, wait)
+		ctx := t.Context()
+		mv := cl.MoveSlot(t, c.s.keys("a")[0])
+		mv.Start()
+		for _, k := range mv.Keys(100) {
+			mv.Migrate(k)
+		}
+		mv.Finish()
+		admin := raw(t, "redis://"+mv.To)
+		require.NoError(t, admin.Ping(ctx).Err())
+		require.NoError(t, admin.ConfigSet(ctx, "requirepass", "s3cret").Err())
+		require.NoError(t, admin.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err())
+		c.refused(c.commit(), "Protocol error: unauthenticated")
+		info, err := raw(t, "redis://"+mv.From).Info(ctx, "errorstats").Result()
+		require.NoError(t, err)
+		assert.Contains(t, info, "errorstat_MOVED:", "the commit went to the old master first")
+		require.NoError(t, admin.ConfigSet(ctx, "requirepass", "").Err())
+		c.resent()
+		source, target := mv.Counts()
+		assert.Zero(t, source, "nothing written on the old master")
+		assert.NotZero(t, target)
 	})
 
 	// The session's master is stopped after the store's connections to

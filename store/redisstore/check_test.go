@@ -2,6 +2,9 @@ package redisstore
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,4 +182,99 @@ func TestMaxmemoryPolicies(t *testing.T) {
 	}
 	want[ms[1].Addr] = "allkeys-lru"
 	assert.Equal(t, want, got)
+}
+
+// On a Cluster the readiness check names each master that would refuse
+// a commit, by its address and the slots it serves, and says which
+// slots no master serves; it passes whenever every slot has a master
+// that takes commits, however many nodes are down.
+func TestCheckClusterNodes(t *testing.T) {
+	cl := testredis.StartCluster(t, 3, 1, 2*time.Second)
+	s := open(t, cl.URL+fastCluster)
+	defer s.Close()
+	ctx := t.Context()
+	require.NoError(t, s.Check(ctx))
+	// The slots each master serves, as CLUSTER SHARDS says.
+	served := func() map[string]string {
+		t.Helper()
+		shards, err := raw(t, cl.Masters()[0].URL).ClusterShards(ctx).Result()
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, sh := range shards {
+			var rs []string
+			for _, r := range sh.Slots {
+				rs = append(rs, fmt.Sprintf("%d-%d", r.Start, r.End))
+			}
+			for _, n := range sh.Nodes {
+				if n.Role == "master" && len(rs) > 0 {
+					out[net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))] = strings.Join(rs, ",")
+				}
+			}
+		}
+		return out
+	}
+	slots := served()
+	require.Len(t, slots, 3)
+
+	m := cl.Masters()[1]
+	r := cl.ReplicasOf(m)[0]
+	m.Stop()
+	// nodes returns what the check found, by address ("" for the slots
+	// no master serves): the slots.
+	nodes := func(err error) map[string]string {
+		t.Helper()
+		t.Logf("%v", err)
+		var ce ClusterError
+		require.ErrorAs(t, err, &ce)
+		out := map[string]string{}
+		for _, n := range ce {
+			out[n.Addr] = n.Slots
+		}
+		return out
+	}
+	err := s.Check(ctx)
+	require.Error(t, err, "a master is down")
+	assert.Equal(t, map[string]string{m.Addr: slots[m.Addr]}, nodes(err), "the master that is down, and only it")
+	assert.Contains(t, err.Error(), "master "+m.Addr+" (slots "+slots[m.Addr]+"): ")
+
+	// Its replica takes its slots: every slot is served again, the
+	// old master still down.
+	require.Eventually(t, func() bool { return s.Check(ctx) == nil }, 30*time.Second, 100*time.Millisecond, "the replica took the stopped master's slots")
+	assert.Equal(t, slots[m.Addr], served()[r.Addr])
+	for range 10 {
+		require.NoError(t, s.Check(ctx), "every slot is served")
+	}
+
+	// Slots that no master serves (the cluster goes on serving the
+	// others): the check fails and names them.
+	for _, n := range cl.Nodes {
+		if n.Running() {
+			c := raw(t, n.URL)
+			require.NoError(t, c.ConfigSet(ctx, "cluster-require-full-coverage", "no").Err())
+			require.NoError(t, c.Do(ctx, "cluster", "delslotsrange", 100, 199).Err())
+		}
+	}
+	require.Eventually(t, func() bool { return s.Check(ctx) != nil }, 10*time.Second, 100*time.Millisecond, "slots without a master")
+	err = s.Check(ctx)
+	assert.Equal(t, map[string]string{"": "100-199"}, nodes(err), "every master takes commits")
+	assert.Contains(t, err.Error(), "slots 100-199: no master serves them")
+
+	// A master with no replica stops: its slots are not served, and
+	// once the cluster finds it failing, the other masters refuse every
+	// commit too (cluster-require-full-coverage, on again).
+	for _, n := range cl.Nodes {
+		if n.Running() {
+			require.NoError(t, raw(t, n.URL).ConfigSet(ctx, "cluster-require-full-coverage", "yes").Err())
+		}
+	}
+	r.Stop()
+	err = s.Check(ctx)
+	require.Error(t, err)
+	assert.Equal(t, slots[m.Addr], nodes(err)[r.Addr], "the replica that took the slots, now down")
+	require.Eventually(t, func() bool { return len(nodes(s.Check(ctx))) == 4 }, 20*time.Second, 200*time.Millisecond, "every master refuses, once the cluster is down")
+	for addr, slots := range nodes(s.Check(ctx)) {
+		if addr != r.Addr && addr != "" {
+			assert.Contains(t, slots, "-", "a master's slots, as ranges")
+		}
+	}
 }

@@ -225,7 +225,11 @@
 // runs a script that counts the replicas as the commit script does and
 // writes <prefix>readiness (on a Cluster <prefix>readiness:{<tag>}, one
 // per master, the tag chosen to fall in one of its slots), expiring in
-// 10 s.
+// 10 s. On a Cluster it asks only the masters that serve slots, so a
+// node down that serves none (a replica, a master whose replica took its
+// slots) leaves it passing, and fails with a ClusterError naming each
+// master that would refuse a commit, with its slots, and the slots no
+// master serves.
 package redisstore
 
 import (
@@ -603,48 +607,167 @@ func (s *Store) checkOn(ctx context.Context, c redis.Scripter, key string) error
 	return nil
 }
 
-// checkCluster checks every master the cluster says serves slots
-// (CLUSTER SHARDS), each with a key of one of its slots, sent through
-// the cluster client as a commit's script is (following MOVED and ASK).
+// NodeError is what the readiness check found on a Cluster for some of
+// its slots: the master that serves them would refuse a commit, or no
+// master serves them (Addr is empty).
+type NodeError struct {
+	Addr  string // the master's address, as the store reaches it
+	Slots string // the slots, as ranges: "0-5460,10923-16383"
+	Err   error  // why
+}
+
+func (e *NodeError) Error() string {
+	if e.Addr == "" {
+		return "slots " + e.Slots + ": " + e.Err.Error()
+	}
+	return "master " + e.Addr + " (slots " + e.Slots + "): " + e.Err.Error()
+}
+
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// ClusterError is the readiness check's error on a Cluster (see Check),
+// by address (the slots no master serves first): each part of the
+// cluster that would refuse a commit, and the others take commits.
+type ClusterError []*NodeError
+
+func (e ClusterError) Error() string {
+	parts := make([]string, len(e))
+	for i, n := range e {
+		parts[i] = n.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e ClusterError) Unwrap() []error {
+	errs := make([]error, len(e))
+	for i, n := range e {
+		errs[i] = n
+	}
+	return errs
+}
+
+// errUnserved is the error of slots no master serves.
+var errUnserved = errors.New("no master serves them")
+
+// checkCluster checks every master that serves slots, as CLUSTER SHARDS
+// says, each with a key of one of its slots, on the master the store's
+// cluster client sends that slot's commits to, and finds the slots no
+// master serves. It fails with a ClusterError naming each master that
+// would refuse a commit, with its slots, and the slots without one; a
+// node that serves no slot (a replica, a master whose replica took its
+// slots) is not asked, so a cluster whose every slot is served passes.
 func (s *Store) checkCluster(ctx context.Context) error {
-	shards, err := s.cluster.ClusterShards(ctx).Result()
+	shards, err := s.clusterShards(ctx)
 	if err != nil {
 		return fmt.Errorf("CLUSTER SHARDS: %w", err)
 	}
 	type master struct {
-		addr string
-		slot int
+		addr, slots string
+		slot        int
 	}
 	var masters []master
+	var served [16384]bool
 	for _, sh := range shards {
-		if len(sh.Slots) == 0 {
+		i := slices.IndexFunc(sh.Nodes, func(n redis.Node) bool { return n.Role == "master" })
+		if len(sh.Slots) == 0 || i < 0 {
 			continue
 		}
-		for _, n := range sh.Nodes {
-			if n.Role != "master" {
-				continue
+		var rs []string
+		for _, r := range sh.Slots {
+			for i := max(r.Start, 0); i <= min(r.End, 16383); i++ {
+				served[i] = true
 			}
-			port := n.Port
-			if port == 0 {
-				port = n.TLSPort
+			rs = append(rs, slotRange(r.Start, r.End))
+		}
+		n := sh.Nodes[i]
+		port := cmp.Or(n.Port, n.TLSPort)
+		masters = append(masters, master{net.JoinHostPort(cmp.Or(n.Endpoint, n.IP), strconv.FormatInt(port, 10)), strings.Join(rs, ","), int(sh.Slots[0].Start)})
+	}
+	var failed ClusterError
+	var unserved []string
+	for i := 0; i < len(served); i++ {
+		if !served[i] {
+			j := i
+			for j+1 < len(served) && !served[j+1] {
+				j++
 			}
-			masters = append(masters, master{net.JoinHostPort(cmp.Or(n.Endpoint, n.IP), strconv.FormatInt(port, 10)), int(sh.Slots[0].Start)})
+			unserved = append(unserved, slotRange(int64(i), int64(j)))
+			i = j
 		}
 	}
-	if len(masters) == 0 {
-		return errors.New("the cluster serves no slot")
+	if len(unserved) > 0 {
+		failed = append(failed, &NodeError{Slots: strings.Join(unserved, ","), Err: errUnserved})
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(masters))
+	errs := make([]*NodeError, len(masters))
 	for i, m := range masters {
 		wg.Go(func() {
-			if err := s.checkOn(ctx, s.cluster, s.prefix+"readiness:{"+slotTag(m.slot)+"}"); err != nil {
-				errs[i] = fmt.Errorf("master %s (slot %d): %w", m.addr, m.slot, err)
+			if addr, err := s.checkSlot(ctx, s.prefix+"readiness:{"+slotTag(m.slot)+"}"); err != nil {
+				errs[i] = &NodeError{Addr: cmp.Or(addr, m.addr), Slots: m.slots, Err: err}
 			}
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	errs = slices.DeleteFunc(errs, func(e *NodeError) bool { return e == nil })
+	slices.SortFunc(errs, func(a, b *NodeError) int { return cmp.Compare(a.Addr, b.Addr) })
+	if failed = append(failed, errs...); len(failed) == 0 {
+		return nil
+	}
+	return failed
+}
+
+// checkSlot runs checkScript on key on the master the cluster client
+// sends the key's commands to, and returns its address. A master that
+// answers MOVED or ASK (the client's map of the slots is old, or the slot
+// moves) leaves the key to the cluster client, which follows them, as it
+// would a commit; the address is then the one they named.
+func (s *Store) checkSlot(ctx context.Context, key string) (string, error) {
+	node, err := s.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	addr := node.Options().Addr
+	err = s.checkOn(ctx, node, key)
+	to, moved := redis.IsMovedError(err)
+	if a, ask := redis.IsAskError(err); ask {
+		to, moved = a, true
+	}
+	if moved {
+		s.cluster.ReloadState(ctx)
+		addr, err = askAddr(to), s.checkOn(ctx, s.cluster, key)
+	}
+	return addr, err
+}
+
+// clusterShards returns CLUSTER SHARDS, from the node the cluster client
+// chooses, or when it does not answer (it may be down) from the first
+// of the others that does.
+func (s *Store) clusterShards(ctx context.Context) ([]redis.ClusterShard, error) {
+	shards, err := s.cluster.ClusterShards(ctx).Result()
+	if err == nil {
+		return shards, nil
+	}
+	shards = nil
+	var once sync.Once
+	_ = s.cluster.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+		if sh, e := c.ClusterShards(ctx).Result(); e == nil {
+			once.Do(func() { shards = sh })
+		}
+		return nil
+	})
+	if shards != nil {
+		return shards, nil
+	}
+	return nil, err
+}
+
+// slotRange writes the slots start to end as "start-end", or "start"
+// for one.
+func slotRange(start, end int64) string {
+	if start == end {
+		return strconv.FormatInt(start, 10)
+	}
+	return strconv.FormatInt(start, 10) + "-" + strconv.FormatInt(end, 10)
 }
 
 // slotTags caches slotTag's answers.

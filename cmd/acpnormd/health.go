@@ -95,7 +95,7 @@ func checkHealth(ctx context.Context, addr, service string, opts ...grpc.DialOpt
 	switch st := resp.GetStatus(); st {
 	case healthpb.HealthCheckResponse_SERVING:
 	case healthpb.HealthCheckResponse_NOT_SERVING:
-		return st, fmt.Errorf("%s %s (not ready: it is shutting down, or its store does not answer; its log says which)", subject(addr, service), st)
+		return st, fmt.Errorf("%s %s (not ready: it is shutting down, or its store would refuse commits, on a Redis Cluster those of some slots; its log names the masters)", subject(addr, service), st)
 	default:
 		return st, fmt.Errorf("%s %s", subject(addr, service), st)
 	}

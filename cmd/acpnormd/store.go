@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -44,7 +46,7 @@ func checkStore(spec string, wait int, waitTimeout time.Duration) error {
 }
 
 // policyEvery is how often, at most, the readiness check reads Redis's
-// maxmemory-policy again (see evictionWatch).
+// maxmemory-policy again (see storeWatch).
 var policyEvery = 30 * time.Second
 
 // openStore opens the store a checked --store value names; nil means this
@@ -60,18 +62,19 @@ func openStore(spec string, wait int, waitTimeout time.Duration, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}
-	w := &evictionWatch{Store: st, log: log}
+	w := &storeWatch{Store: st, log: log}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	w.read(ctx)
 	return w, nil
 }
 
-// evictionWatch is the Redis store, whose readiness check (Check) also
-// reads Redis's maxmemory-policy again, at most every policyEvery, and
-// says what changed since it was last read: a policy is read at start,
-// but may be changed later (CONFIG SET, a failover to a server
-// configured otherwise).
+// storeWatch is the Redis store, whose readiness check (Check) also
+// says which parts of a Cluster fail it (see nodes), and reads Redis's
+// maxmemory-policy again, at most every policyEvery, saying what
+// changed since it was last read: a policy is read at start, but may be
+// changed later (CONFIG SET, a failover to a server configured
+// otherwise).
 //
 // It warns when Redis would evict the store's keys when full (a
 // maxmemory-policy other than noeviction): every key acpnorm writes has
@@ -82,7 +85,7 @@ func openStore(spec string, wait int, waitTimeout time.Duration, log *slog.Logge
 // NOT_SERVING, and nothing is lost. A Redis that refuses CONFIG (managed
 // ones often do) is noted at INFO and opened all the same. Each is said
 // once per change, not at every check.
-type evictionWatch struct {
+type storeWatch struct {
 	*redisstore.Store
 	log *slog.Logger
 
@@ -90,12 +93,15 @@ type evictionWatch struct {
 	next     time.Time         // when the policy is read again
 	policies map[string]string // as last read, by where (nil: never read)
 	unread   bool              // the last read failed
+	failing  map[string]string // a Cluster's parts that failed the last check: slots by master ("": none serves them)
 }
 
 // Check is the store's readiness check, and then, when due, a read of
 // the policy; a policy that cannot be read does not fail the check.
-func (w *evictionWatch) Check(ctx context.Context) error {
-	if err := w.Store.Check(ctx); err != nil {
+func (w *storeWatch) Check(ctx context.Context) error {
+	err := w.Store.Check(ctx)
+	w.nodes(err)
+	if err != nil {
 		return err
 	}
 	w.mu.Lock()
@@ -107,8 +113,46 @@ func (w *evictionWatch) Check(ctx context.Context) error {
 	return nil
 }
 
+// nodes says, once per change, which parts of a Cluster failed the
+// readiness check (see redisstore.ClusterError): a master that would
+// refuse commits, by its address and slots, and slots no master serves;
+// and when they take commits again. The process is NOT_SERVING while
+// any is (every slot may hold a session). A check that failed otherwise
+// (no node answered CLUSTER SHARDS, one server) says nothing here: the
+// readiness log says it.
+func (w *storeWatch) nodes(err error) {
+	var ce redisstore.ClusterError
+	if err != nil && !errors.As(err, &ce) {
+		return
+	}
+	failing := map[string]string{}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range ce {
+		failing[n.Addr] = n.Slots
+		switch was, seen := w.failing[n.Addr]; {
+		case seen && was == n.Slots:
+		case n.Addr == "":
+			w.log.Warn("store: Redis Cluster slots have no master; the commits of their sessions fail until one serves them", "slots", n.Slots)
+		default:
+			w.log.Warn("store: a Redis Cluster master fails the readiness check; the commits of the sessions in its slots fail", "redis", n.Addr, "slots", n.Slots, "error", n.Err)
+		}
+	}
+	gone := slices.Sorted(maps.Keys(w.failing))
+	for _, at := range gone {
+		switch _, still := failing[at]; {
+		case still:
+		case at == "":
+			w.log.Info("store: every Redis Cluster slot has a master again", "slots", w.failing[at])
+		default:
+			w.log.Info("store: a Redis Cluster master passes the readiness check again, or serves no slot now", "redis", at, "slots", w.failing[at])
+		}
+	}
+	w.failing = failing
+}
+
 // read reads the policies and says what changed since the last read.
-func (w *evictionWatch) read(ctx context.Context) {
+func (w *storeWatch) read(ctx context.Context) {
 	policies, err := w.MaxmemoryPolicies(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +92,45 @@ func TestReadinessCheckWarnsOfEvictionChanges(t *testing.T) {
 	checks(3)
 	assert.Equal(t, 1, warned("noeviction"), "said once that it is back to noeviction: %s", logged.String())
 	assert.Equal(t, 2, strings.Count(logged.String(), "level=WARN"), "%s", logged.String())
+}
+
+// On a Cluster the readiness check says which master fails it, by its
+// address and slots, once per change, not at every check, and when it
+// takes commits again.
+func TestReadinessCheckNamesClusterMasters(t *testing.T) {
+	// A node timeout longer than the test: no master is found failing,
+	// so the others go on taking commits.
+	cl := testredis.StartCluster(t, 3, 0, time.Minute)
+	var logged strings.Builder
+	st, err := openStore(cl.URL+"&dial_timeout=300ms&read_timeout=300ms&max_redirects=1", 0, time.Second, slog.New(slog.NewTextHandler(&logged, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.(io.Closer).Close() })
+	ck := st.(store.Checker)
+	ctx := t.Context()
+	require.NoError(t, ck.Check(ctx))
+	m := cl.Masters()[2]
+	shards, err := redis.NewClient(&redis.Options{Addr: cl.Masters()[0].Addr}).ClusterShards(ctx).Result()
+	require.NoError(t, err)
+	var slots string
+	for _, sh := range shards {
+		for _, n := range sh.Nodes {
+			if net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)) == m.Addr && len(sh.Slots) == 1 {
+				slots = fmt.Sprintf("%d-%d", sh.Slots[0].Start, sh.Slots[0].End)
+			}
+		}
+	}
+	require.NotEmpty(t, slots)
+
+	m.Stop()
+	for range 3 {
+		require.Error(t, ck.Check(ctx), "a master is down")
+	}
+	warned := "level=WARN msg=\"store: a Redis Cluster master fails the readiness check; the commits of the sessions in its slots fail\" redis=" + m.Addr + " slots=" + slots + " error="
+	assert.Equal(t, 1, strings.Count(logged.String(), warned), "said once: %s", logged.String())
+	assert.Equal(t, 1, strings.Count(logged.String(), "level=WARN msg=\"store:"), "only the master that is down: %s", logged.String())
+
+	m.Start()
+	require.Eventually(t, func() bool { return ck.Check(ctx) == nil }, 30*time.Second, 100*time.Millisecond, "the master is back")
+	require.NoError(t, ck.Check(ctx))
+	assert.Equal(t, 1, strings.Count(logged.String(), "level=INFO msg=\"store: a Redis Cluster master passes the readiness check again, or serves no slot now\" redis="+m.Addr+" slots="+slots), "%s", logged.String())
 }

@@ -112,8 +112,9 @@ export const AGENTS = [
     pkg: "@kilocode/cli",
     versionOf: "@kilocode/cli",
     // Kilo Code CLI, an OpenCode fork: a native binary in
-    // @kilocode/cli-linux-x64 (the registry has it for 7.7.x, not for 7.5.x
-    // or 7.8.x), run directly (bin/kilo is a Node launcher that finds it).
+    // @kilocode/cli-linux-x64 (the registry has it for 7.7.x, not for 7.5.x,
+    // 7.6.x or 7.8.x; 7.7.9 has it with no @kilocode/cli), run directly
+    // (bin/kilo is a Node launcher that finds it).
     command: ({ build }) => [path.join(kiloBin(build), "kilo"), ["acp"]],
     runs: () => [["@kilocode/cli", "@kilocode/cli-linux-x64"]],
     variants: [{ name: "bash-ask", terminalMeta: false }],
@@ -561,10 +562,12 @@ export function findPackage(name, dir) {
   return null;
 }
 
-// pinnedVersion reads the version a workspace's package.json pins for pkg.
+// pinnedVersion reads the version a workspace's package.json pins for pkg
+// (through an alias, "npm:OTHER@1.2.3", the version of OTHER).
 function pinnedVersion(dir, pkg) {
   try {
-    return JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).dependencies?.[pkg] ?? null;
+    const spec = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).dependencies?.[pkg] ?? null;
+    return spec?.startsWith("npm:") ? exactVersion(spec) : spec;
   } catch {
     return null;
   }
@@ -656,9 +659,13 @@ export function compareVersions(a, b) {
 
 // kiloBin finds the bin directory of a Kilo build's linux-x64 binary. The
 // registry has none for 7.8.x: checkInstalled refuses such a build before it
-// runs another build's binary.
+// runs another build's binary. It has the binary alone, with no
+// @kilocode/cli, for 7.7.9: that workspace installs it under the main
+// package's name (an npm alias), and the binary is then that package.
 function kiloBin(build) {
-  return path.join(build.pkgDir("@kilocode/cli-linux-x64", build.pkgDir("@kilocode/cli")), "bin");
+  const main = build.pkgDir("@kilocode/cli");
+  if (readManifest(main).name === "@kilocode/cli-linux-x64") return path.join(main, "bin");
+  return path.join(build.pkgDir("@kilocode/cli-linux-x64", main), "bin");
 }
 
 function readManifest(dir) {

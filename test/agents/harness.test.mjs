@@ -535,6 +535,10 @@ test("builds: a build whose platform package is another build's is refused, befo
       "node_modules/@kilocode/cli/package.json": main("7.7.7", "@kilocode/cli-linux-x64"),
       "node_modules/@kilocode/cli-linux-x64/package.json": pkg("7.7.7"),
       "pkgs/kilo@7.8.1/node_modules/@kilocode/cli/package.json": main("7.8.1", "@kilocode/cli-linux-x64"),
+      // Kilo 7.7.9: the registry has its binary but no @kilocode/cli, so
+      // the workspace installs the binary under the main package's name.
+      "pkgs/kilo@7.7.9/package.json": pin("@kilocode/cli", "npm:@kilocode/cli-linux-x64@7.7.9"),
+      "pkgs/kilo@7.7.9/node_modules/@kilocode/cli/package.json": { name: "@kilocode/cli-linux-x64", version: "7.7.9" },
       // The TypeScript Codex adapter: codex's platform package is an alias
       // (npm:@openai/codex@0.144.6-linux-x64), two hops from the workspace.
       "pkgs/codex-acp2/package.json": pin("@agentclientprotocol/codex-acp", "2.6.0"),
@@ -568,10 +572,19 @@ test("builds: a build whose platform package is another build's is refused, befo
     assert.match(refused("copilot@1.0.77") ?? "", /^copilot@1\.0\.77: @github\/copilot-linux-x64 1\.0\.77 \(pinned by @github\/copilot 1\.0\.77\) is not installed: the build would run the 1\.0\.102/);
     assert.match(refused("kilo@7.8.1") ?? "", /^kilo@7\.8\.1: @kilocode\/cli-linux-x64 7\.8\.1 .* would run the 7\.7\.7/);
     assert.match(refused("codex-acp2@1.1.4") ?? "", /^codex-acp2@1\.1\.4: @openai\/codex-linux-x64 0\.144\.6-linux-x64 \(pinned by @openai\/codex 0\.144\.6\) is not installed: the build would run the 0\.166\.0-linux-x64/);
-    for (const sel of ["opencode", "opencode@1.17.18", "copilot", "kilo", "codex-acp2", "cline", "cline@2.18.0"]) assert.equal(refused(sel), null, sel);
+    for (const sel of ["opencode", "opencode@1.17.18", "copilot", "kilo", "kilo@7.7.9", "codex-acp2", "cline", "cline@2.18.0"]) assert.equal(refused(sel), null, sel);
+    // The aliased build is named by the version it pins, and runs its own
+    // binary, not the hoisted 7.7.7 one its alias's lookup would find.
+    assert.equal(build("kilo@7.7.9").version, "7.7.9");
+    const kiloCommand = (sel) => m.findAgent("kilo").command({ build: build(sel), variant: m.findAgent("kilo").variants[0] })[0];
+    assert.equal(kiloCommand("kilo@7.7.9"), path.join(root, "pkgs/kilo@7.7.9/node_modules/@kilocode/cli/bin/kilo"));
+    assert.equal(kiloCommand("kilo"), path.join(root, "node_modules/@kilocode/cli-linux-x64/bin/kilo"));
     // Nothing installed at all: the main package is named.
     fs.rmSync(path.join(root, "pkgs/opencode@1.17.15/node_modules"), { recursive: true });
     assert.match(refused("opencode@1.17.15") ?? "", /^opencode@1\.17\.15: opencode-ai 1\.17\.15 \(pinned by pkgs\/opencode@1\.17\.15\/package.json\) is not installed/);
+    // Without its aliased binary, the lookup finds the hoisted 7.7.7.
+    fs.rmSync(path.join(root, "pkgs/kilo@7.7.9/node_modules"), { recursive: true });
+    assert.match(refused("kilo@7.7.9") ?? "", /^kilo@7\.7\.9: @kilocode\/cli 7\.7\.9 \(pinned by pkgs\/kilo@7\.7\.9\/package.json\) is not installed: the build would run the 7\.7\.7/);
 
     // record.mjs refuses the build before it starts anything.
     fs.mkdirSync(path.join(top, "out"));

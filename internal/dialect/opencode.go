@@ -86,8 +86,8 @@ func init() { register(opencode{}) }
 // live frames only the command's output, and so does Kilo's 7.0 line
 // (7.0.33, which names itself OpenCode and runs an OpenCode 1.x base,
 // recorded the same; the registry holds no other 7.0 to 7.4 build). Kilo
-// from 7.7 (7.7.2 and 7.7.7 recorded sending a silent command's "(no
-// output)" live) sends its final text there too, and so may a build the
+// from 7.7 (7.7.2, 7.7.7 and 7.7.9 recorded sending a silent command's
+// "(no output)" live) sends its final text there too, and so may a build the
 // dialect does not know, or one in between (7.5, 7.6: the registry has
 // no linux binary of them, not recorded).
 //

@@ -624,6 +624,7 @@ func TestOpencodeLiveNoOutputByBuild(t *testing.T) {
 		{"7.0.33", printed},
 		{"7.7.2", base}, // kilo-7.7.2_bash-ask_tricky: `false` got a live "(no output)"
 		{"7.7.7", base},
+		{"7.7.9", base}, // kilo-7.7.9_bash-ask_tricky, call_silent_false_33, the same
 		{"", base},
 	} {
 		t.Run(b.build, func(t *testing.T) {
@@ -667,6 +668,7 @@ func TestOpencodeNoOutputWordsByBuild(t *testing.T) {
 		{"1.14.34", false},
 		{"1.18.33", false},
 		{"7.7.2", false},
+		{"7.7.9", false}, // kilo-7.7.9_bash-ask_tricky: `false`'s final is "(no output)"
 		{"", false},
 	} {
 		t.Run(b.build, func(t *testing.T) {

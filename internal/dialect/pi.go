@@ -54,7 +54,8 @@ import (
 //     signal killed (`kill -9 $$`, SIGTERM) as a success without words,
 //     and pi-acp says `completed` with exit_code 0: on those builds 0 is
 //     no exit code (UNKNOWN, the output kept). 0.86.1 says "Command exited
-//     with code 137" on a `failed` final.
+//     with code 137" on a `failed` final, and so do 0.87.1, 1.0.3 and
+//     1.6.0 (recorded under pi-acp 0.0.34: the same wire).
 //   - pi's build: agentInfo.version is pi-acp's own (0.0.x). pi-acp
 //     0.0.34 names pi's in its session/new result,
 //     `_meta.piAcp.startupInfo` "pi v0.84.4\n---\n": its first line is

@@ -465,6 +465,8 @@ func TestPiBuild(t *testing.T) {
 		{"pi v0.85.1", false},
 		{"pi v0.73.1", false},
 		{"pi v0.86.1", true},
+		{"pi v0.87.1", true}, // recorded under pi-acp 0.0.34: 1.6.0's wire
+		{"pi v1.0.3", true},  // recorded under pi-acp 0.0.34: 1.6.0's wire
 		{"pi v1.6.0", true},
 		{"0.0.34", true}, // pi-acp's own build says nothing of pi's
 		{"", true},

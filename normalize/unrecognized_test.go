@@ -98,6 +98,9 @@ var outputsLikeReports = map[string][]string{
 	"gemini-cli-0.37.2_plain_tricky-gemini.ndjson":                   {"result_text content text"},
 	// pi-acp 0.0.23 and 0.0.24 (pi 0.84.2) give a success no exit code
 	// either; in tricky-load, "[Process exited with code 7]" and the like.
+	// So does pi 0.85.1 under pi-acp 0.0.34 (its terminal_exit 0 is set
+	// aside: a killed shell sends the same frame).
+	"pi-acp-0.0.34+pi.0.85.1_plain_tricky.ndjson":                {"result_text output"},
 	"pi-acp-0.0.23_plain_tricky.ndjson":                          {"result_text content text"},
 	"pi-acp-0.0.23_plain_tricky-notes.ndjson":                    {"result_text output"},
 	"pi-acp-0.0.23_plain_tricky-load.ndjson":                     {"result_text content text"},

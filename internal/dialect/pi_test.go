@@ -710,3 +710,46 @@ func TestPiRewordedClosingLineKeepsOutput(t *testing.T) {
 		},
 	})
 }
+
+// TestPiKilledBoundaryRecorded replays what pi-acp 0.0.34 sent with pi
+// 0.85.1 and 0.86.1 (the harness's `full`), bound as a session binds it:
+// to pi's build, which only the session/new result names. 0.85.1 ends
+// `kill -9 $$` as it ends `ls`, `completed` with terminal_exit 0 and no
+// words, so neither 0 is an exit code there; 0.86.1 says 137 in words.
+func TestPiKilledBoundaryRecorded(t *testing.T) {
+	d, _ := Lookup("pi")
+	for _, c := range []struct {
+		build            string
+		okExit, killExit string
+		killSignal       string
+	}{
+		{"0.85.1", "-", "-", ""},
+		{"0.86.1", "0", "137", "SIGKILL"},
+	} {
+		rec := "agents/pi-acp-0.0.34+pi." + c.build + "_plain_full.ndjson"
+		frames := loadRecording(t, rec)
+		named := ""
+		for _, fr := range frames {
+			f, err := Read(d, fr.Msg)
+			require.NoError(t, err, "%s:%d", rec, fr.Line)
+			if v := ParseVersion(f.AgentVersion); v.Name() == "pi" {
+				named = f.AgentVersion
+			}
+		}
+		require.Equal(t, "pi v"+c.build, named, rec)
+		calls, _ := replayFrames(t, Bind(d, ParseVersion(named)), rec, frames)
+		ok, kill := findCall(t, calls, "call_ok_"), findCall(t, calls, "call_kill_")
+		assert.Equal(t, c.okExit, ok.exitCode(), rec)
+		assert.Equal(t, c.killExit, kill.exitCode(), rec)
+		assert.Equal(t, c.killSignal, kill.signal, rec)
+		assert.Equal(t, c.okExit == "-", ok.final().ExitSetAside, "%s: the 0 set aside, and said", rec)
+		out, _ := kill.output(accum.Combined)
+		assert.Equal(t, "before-kill\n", out, rec)
+		if c.build == "0.85.1" {
+			// Read with the newest rules (pi's build unknown), the killed
+			// shell's frame would say exit 0: the binding is what keeps it.
+			calls, _ = replayFrames(t, d, rec, frames)
+			assert.Equal(t, "0", findCall(t, calls, "call_kill_").exitCode(), rec)
+		}
+	}
+}

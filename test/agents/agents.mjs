@@ -647,6 +647,9 @@ export function buildsOf(agent) {
       if (b.tag !== null) {
         const want = agent.buildTag?.(b) ?? null;
         if (want !== b.tag) throw new Error(`pkgs/${d}: the tag ${b.tag} does not name what its package.json pins (${want ?? `${agent.id} has no buildTag`})`);
+      } else if (out.length && b.pkgVersion === out[0].pkgVersion) {
+        // Its recordings would carry the newest build's name.
+        throw new Error(`pkgs/${d} pins the newest build's ${agent.pkg} ${b.pkgVersion}: name what else it pins by a tag (pkgs/${agent.id}@${b.pkgVersion}+<tag>)`);
       }
       return b;
     })

@@ -535,13 +535,19 @@ test("builds: an older pi under pi-acp's newest build is named by a tag, and hel
   } finally {
     fs.rmSync(top, { recursive: true, force: true });
   }
-  // A tag that names another pi than the workspace pins is refused.
-  ({ top, root } = harnessCopy(layout({ "pkgs/pi-acp@0.0.34+pi.1.0.4/package.json": pi("1.0.3") })));
-  try {
-    const m = await import(path.join(root, "agents.mjs"));
-    assert.throws(() => m.selectRuns(["pi-acp@all"]), /pi-acp@0\.0\.34\+pi\.1\.0\.4: the tag pi\.1\.0\.4 does not name what its package\.json pins \(pi\.1\.0\.3\)/);
-  } finally {
-    fs.rmSync(top, { recursive: true, force: true });
+  // A tag that names another pi than the workspace pins is refused, and
+  // so is an older build of the newest's adapter version without a tag.
+  for (const [dir, want] of [
+    ["pi-acp@0.0.34+pi.1.0.4", /pi-acp@0\.0\.34\+pi\.1\.0\.4: the tag pi\.1\.0\.4 does not name what its package\.json pins \(pi\.1\.0\.3\)/],
+    ["pi-acp@0.0.34", /pkgs\/pi-acp@0\.0\.34 pins the newest build's pi-acp 0\.0\.34: name what else it pins by a tag/],
+  ]) {
+    ({ top, root } = harnessCopy(layout({ [`pkgs/${dir}/package.json`]: pi("1.0.3") })));
+    try {
+      const m = await import(path.join(root, "agents.mjs"));
+      assert.throws(() => m.selectRuns(["pi-acp@all"]), want);
+    } finally {
+      fs.rmSync(top, { recursive: true, force: true });
+    }
   }
 });
 

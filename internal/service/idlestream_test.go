@@ -1,9 +1,11 @@
 package service
 
 import (
+	"io"
 	"testing"
 	"time"
 
+	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -60,5 +62,81 @@ func TestIdleStreamTimeoutOff(t *testing.T) {
 	case err := <-st.done:
 		t.Fatalf("a stream was ended with the idle timeout off: %v", err)
 	case <-time.After(time.Second):
+	}
+}
+
+// recvGate is a stream whose RecvMsg returns a request when next is sent
+// to, and io.EOF once quit is closed.
+type recvGate struct {
+	pb.NormalizerService_NormalizeServer
+	next, quit chan struct{}
+}
+
+func newRecvGate() *recvGate {
+	return &recvGate{next: make(chan struct{}), quit: make(chan struct{})}
+}
+
+func (g *recvGate) RecvMsg(any) error {
+	select {
+	case <-g.next:
+		return nil
+	case <-g.quit:
+		return io.EOF
+	}
+}
+
+// The idle timer counts one wait at a time: many short waits with requests
+// between them, together far longer than d, do not fire it; a wait of d
+// does, once.
+func TestIdleStreamCountsOneWait(t *testing.T) {
+	const d = 250 * time.Millisecond
+	g := newRecvGate()
+	defer close(g.quit)
+	fired := make(chan struct{}, 4)
+	idle := newIdleStream(g, d, func() { fired <- struct{}{} })
+	defer idle.stop()
+	go func() {
+		for idle.RecvMsg(nil) == nil {
+		}
+	}()
+	// Requests every d/5 for 4d: no wait lasts d.
+	for start := time.Now(); time.Since(start) < 4*d; {
+		time.Sleep(d / 5)
+		g.next <- struct{}{}
+	}
+	select {
+	case <-fired:
+		t.Fatal("the idle timer fired on a stream whose client sent a request every d/5")
+	default:
+	}
+	// Then silence: the wait in progress lasts d.
+	start := time.Now()
+	select {
+	case <-fired:
+		assert.GreaterOrEqual(t, time.Since(start), d-d/5, "fired before the wait could last d")
+	case <-time.After(10 * d):
+		t.Fatal("a wait of 10d did not fire the idle timer")
+	}
+	select {
+	case <-fired:
+		t.Fatal("the idle timer fired twice")
+	case <-time.After(3 * d):
+	}
+}
+
+// A stream stopped while its reader waits is never fired on.
+func TestIdleStreamStopped(t *testing.T) {
+	const d = 100 * time.Millisecond
+	g := newRecvGate()
+	defer close(g.quit)
+	fired := make(chan struct{}, 1)
+	idle := newIdleStream(g, d, func() { fired <- struct{}{} })
+	go func() { _ = idle.RecvMsg(nil) }()
+	time.Sleep(d / 2)
+	idle.stop()
+	select {
+	case <-fired:
+		t.Fatal("the idle timer fired after stop")
+	case <-time.After(3 * d):
 	}
 }

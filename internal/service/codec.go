@@ -77,6 +77,16 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return c.CodecV2.Marshal(v)
 	}
+	if r, ok := m.(*pb.NormalizeResponse); ok {
+		if x := handShellExec(r); x != nil {
+			if b, ok := marshalShellExec(x); ok {
+				return b, nil
+			}
+			// A string that is not valid UTF-8: protobuf says so. The
+			// size cache was never filled (see sizeOf).
+			return c.CodecV2.Marshal(v)
+		}
+	}
 	opts := proto.MarshalOptions{UseCachedSize: true} // the size just computed
 	var size int
 	if _, ok := m.(*pb.NormalizeResponse); ok {
@@ -108,6 +118,29 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	*buf = out // every byte of it written by this encoding
 	return mem.BufferSlice{mem.NewBuffer(buf, scratch)}, nil
+}
+
+// marshalShellExec encodes a response holding x by hand (see marshal.go),
+// as Marshal encodes the others, and says false when protobuf would refuse
+// it.
+func marshalShellExec(x *pb.ShellExec) (mem.BufferSlice, bool) {
+	size := responseSize(x)
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b, ok := appendResponse(make([]byte, 0, size), x)
+		return mem.BufferSlice{mem.SliceBuffer(b)}, ok
+	}
+	buf := scratch.Get(size)
+	out, ok := appendResponse((*buf)[:0], x)
+	if !ok {
+		scratch.Put(buf)
+		return nil, false
+	}
+	if len(out) == 0 || &out[0] != &(*buf)[:1][0] {
+		scratch.Put(buf) // larger than its size said (changed meanwhile)
+		return mem.BufferSlice{mem.SliceBuffer(out)}, true
+	}
+	*buf = out // every byte of it written by this encoding
+	return mem.BufferSlice{mem.NewBuffer(buf, scratch)}, true
 }
 
 func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {

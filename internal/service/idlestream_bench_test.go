@@ -8,7 +8,9 @@ import (
 )
 
 // nopRecv is a stream whose every RecvMsg returns a request at once.
-type nopRecv struct{ pb.NormalizerService_NormalizeServer }
+type nopRecv struct {
+	pb.NormalizerService_NormalizeServer
+}
 
 func (nopRecv) RecvMsg(any) error { return nil }
 

@@ -14,10 +14,16 @@ type outgoing struct {
 	n int64
 }
 
-// sizeOf is the size of r on the wire. Computing it fills r's size cache,
+// sizeOf is the size of r on the wire. A revision is sized by hand (see
+// marshal.go); for any other response computing it fills r's size cache,
 // which the codec reads when it marshals r (see tolerantCodec.Marshal), so
 // a response is sized once: a response is never changed once queued.
-func sizeOf(r *pb.NormalizeResponse) int64 { return int64(proto.Size(r)) }
+func sizeOf(r *pb.NormalizeResponse) int64 {
+	if x := handShellExec(r); x != nil {
+		return int64(responseSize(x))
+	}
+	return int64(proto.Size(r))
+}
 
 // sendBytes bounds the bytes of the responses one stream has queued for
 // its client and is sending, as SendQueue bounds their number: the

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
@@ -97,70 +95,24 @@ func errIdle(d time.Duration) error {
 }
 
 // idleStream times how long its reader waits for each request, and calls
-// fire when one wait lasts d.
-//
-// A wait costs a clock read and two stores: the timer is not reset for
-// each request (two operations on the runtime's timer heap per request,
-// about 1.5% of the server's CPU at c=8). It runs on its own, once every d
-// or less, and looks at the wait in progress, if any, when it fires: it
-// calls fire once that wait has lasted d, or sets itself for the moment it
-// will have.
+// fire when one wait lasts d. Between requests (while one is being read
+// ahead or applied, and while the reader waits for room: backpressure) no
+// wait is timed: only a client's silence counts.
 type idleStream struct {
 	pb.NormalizerService_NormalizeServer
-	d    time.Duration
-	base time.Time // the monotonic clock's origin for waitFrom
-	// waitFrom is when the wait in progress began (time since base, plus
-	// one so that a wait never reads as none), or 0 between waits.
-	waitFrom atomic.Int64
-	fire     func()
-
-	mu      sync.Mutex // holds off stop while the timer is set again
-	stopped bool
-	timer   *time.Timer
+	clock *waitClock
 }
 
 func newIdleStream(stream pb.NormalizerService_NormalizeServer, d time.Duration, fire func()) *idleStream {
-	i := &idleStream{NormalizerService_NormalizeServer: stream, d: d, base: time.Now(), fire: fire}
-	i.mu.Lock() // check waits for i.timer
-
-	i.timer = time.AfterFunc(d, i.check)
-	i.mu.Unlock()
-	return i
+	return &idleStream{NormalizerService_NormalizeServer: stream, clock: newWaitClock(d, fire)}
 }
 
-// RecvMsg waits for a request, marking the wait. Between requests (while
-// one is being read ahead or applied, and while the reader waits for room:
-// backpressure) no wait is marked: only a client's silence counts.
+// RecvMsg waits for a request, timed.
 func (i *idleStream) RecvMsg(m any) error {
-	i.waitFrom.Store(int64(time.Since(i.base)) + 1)
+	i.clock.begin()
 	err := i.NormalizerService_NormalizeServer.RecvMsg(m)
-	i.waitFrom.Store(0)
+	i.clock.end()
 	return err
-}
-
-// check runs when the timer fires: it calls fire when the wait in
-// progress has lasted d, and otherwise sets the timer for when it will
-// have (d from now when there is none: a wait that begins later lasts d
-// no sooner).
-func (i *idleStream) check() {
-	i.mu.Lock()
-	if i.stopped {
-		i.mu.Unlock()
-		return
-	}
-	next := i.d
-	if from := i.waitFrom.Load(); from != 0 {
-		waited := time.Since(i.base) - time.Duration(from-1)
-		if waited >= i.d {
-			i.stopped = true
-			i.mu.Unlock()
-			i.fire()
-			return
-		}
-		next = i.d - waited
-	}
-	i.timer.Reset(next)
-	i.mu.Unlock()
 }
 
 func (i *idleStream) Recv() (*pb.NormalizeRequest, error) {
@@ -171,14 +123,8 @@ func (i *idleStream) Recv() (*pb.NormalizeRequest, error) {
 	return m, nil
 }
 
-// stop stops the timer for good: once it returns, fire is not called
-// unless a wait had already lasted d.
-func (i *idleStream) stop() {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.stopped = true
-	i.timer.Stop()
-}
+// stop stops the timer for good.
+func (i *idleStream) stop() { i.clock.stop() }
 
 // endCause is the status a stream whose context is done ends with.
 func (s *Service) endCause(ctx context.Context) error {
@@ -207,13 +153,12 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 			q.sent(it.n)
 		}
 	}()
-	stall := time.AfterFunc(time.Hour, func() {
+	stall := newWaitClock(s.cfg.SendTimeout, func() {
 		s.sessions.m.streamRefused("send_stalled")
 		cancel(errStalled(s.cfg.SendTimeout))
 		close(stalled)
 	})
-	stall.Stop()
-	defer stall.Stop()
+	defer stall.stop()
 	for {
 		select {
 		case it, ok := <-out:
@@ -221,10 +166,10 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 				return
 			}
 			r := it.r
-			stall.Reset(s.cfg.SendTimeout)
+			stall.begin()
 			err := stream.Send(r)
 			q.sent(it.n)
-			if !stall.Stop() && err == nil {
+			if stall.end() && err == nil {
 				return // the timer fired: the stream is being ended as stalled
 			}
 			if err != nil {

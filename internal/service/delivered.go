@@ -16,7 +16,15 @@ import (
 // handed on again must not go back before it, see again); when it holds
 // maxDelivered calls it starts over, which costs only extra whole texts.
 type delivered struct {
-	last map[callKey]carried
+	// last holds each call's record by pointer, so that one lookup finds
+	// it to read and to change; recent is the one looked up last (nil:
+	// none), as a revision is made for the stream (needsWhole) and then
+	// handed on (handedOn) one after the other. A record is changed in
+	// place and never replaced, so recent is the map's as long as the map
+	// holds it: it is dropped wherever a record is.
+	last       map[callKey]*carried
+	recent     *carried
+	recentCall callKey
 	// closed is, per session, the close whose kept ENDED revisions a
 	// request sent again handed on to the stream (with a store): sent
 	// again, those would all be dropped here as carried, so they are not
@@ -50,21 +58,40 @@ type carried struct{ made, sent uint32 }
 const maxDelivered = 4096
 
 func newDelivered() *delivered {
-	return &delivered{last: map[callKey]carried{}, closed: map[string]normalize.CloseMark{}}
+	return &delivered{last: map[callKey]*carried{}, closed: map[string]normalize.CloseMark{}}
 }
 
-// put records c for k, starting over when a new call would pass the bound.
-func (d *delivered) put(k callKey, c carried, known bool) {
-	if !known && len(d.last) >= maxDelivered {
+// find returns the record of the call (nil: none).
+func (d *delivered) find(session, call string) *carried {
+	if c := d.recent; c != nil && d.recentCall.session == session && d.recentCall.call == call {
+		return c
+	}
+	k := callKey{session, call}
+	c := d.last[k]
+	if c != nil {
+		d.recent, d.recentCall = c, k
+	}
+	return c
+}
+
+// add makes a record for a call that has none, starting over when it
+// would pass the bound.
+func (d *delivered) add(session, call string) *carried {
+	if len(d.last) >= maxDelivered {
 		d.startOver()
 	}
+	k := callKey{session, call}
+	c := new(carried)
 	d.last[k] = c
+	d.recent, d.recentCall = c, k
+	return c
 }
 
 // startOver forgets everything the stream carried.
 func (d *delivered) startOver() {
 	clear(d.last)
 	clear(d.closed)
+	d.recent, d.recentCall = nil, callKey{}
 }
 
 // carried returns the last revision of the call the stream sent, or that
@@ -74,7 +101,10 @@ func (d *delivered) carried(session, call string) uint32 {
 	if d == nil {
 		return 0
 	}
-	return d.last[callKey{session, call}].sent
+	if c := d.find(session, call); c != nil {
+		return c.sent
+	}
+	return 0
 }
 
 // closedSeen reports whether the stream was handed what the close c of
@@ -99,11 +129,12 @@ func (d *delivered) needsWhole(session, call string, rev uint32, ended bool) boo
 	if d == nil {
 		return false
 	}
-	k := callKey{session, call}
-	c, ok := d.last[k]
-	whole := rev > 1 && (!ok || c.made+1 != rev)
+	c := d.find(session, call)
+	whole := rev > 1 && (c == nil || c.made+1 != rev)
+	if c == nil {
+		c = d.add(session, call)
+	}
 	c.made = rev
-	d.put(k, c, ok)
 	return whole
 }
 
@@ -113,10 +144,11 @@ func (d *delivered) handedOn(session, call string, rev uint32) {
 	if d == nil {
 		return
 	}
-	k := callKey{session, call}
-	c, ok := d.last[k]
+	c := d.find(session, call)
+	if c == nil {
+		c = d.add(session, call)
+	}
 	c.made, c.sent = max(c.made, rev), max(c.sent, rev)
-	d.put(k, c, ok)
 }
 
 // again reports whether revision rev of the call, handed on again (the
@@ -130,13 +162,14 @@ func (d *delivered) again(session, call string, rev uint32, whole bool) bool {
 	if d == nil {
 		return true
 	}
-	k := callKey{session, call}
-	c, ok := d.last[k]
-	if c.sent > 0 && (c.sent >= rev || !whole && c.sent+1 != rev) {
+	c := d.find(session, call)
+	if c != nil && c.sent > 0 && (c.sent >= rev || !whole && c.sent+1 != rev) {
 		return false
 	}
+	if c == nil {
+		c = d.add(session, call)
+	}
 	c.made, c.sent = max(c.made, rev), rev
-	d.put(k, c, ok)
 	return true
 }
 
@@ -158,10 +191,11 @@ func (d *delivered) holds(session string, held map[string]uint32, maxID int) {
 		if len(call) > maxID || rev == 0 || rev > normalize.MaxHeldRevision {
 			continue
 		}
-		k := callKey{session, call}
-		c := d.last[k]
+		c := d.find(session, call)
+		if c == nil {
+			c = d.add(session, call)
+		}
 		c.made, c.sent = max(c.made, rev), max(c.sent, rev)
-		d.last[k] = c
 	}
 }
 
@@ -178,6 +212,7 @@ func (d *delivered) discard(session string) {
 	if d == nil {
 		return
 	}
+	d.recent, d.recentCall = nil, callKey{}
 	for k, c := range d.last {
 		switch {
 		case k.session != session || c.made == c.sent:
@@ -185,7 +220,6 @@ func (d *delivered) discard(session string) {
 			delete(d.last, k)
 		default:
 			c.made = c.sent
-			d.last[k] = c
 		}
 	}
 }
@@ -200,6 +234,7 @@ func (d *delivered) forget(session string) {
 		return
 	}
 	delete(d.closed, session)
+	d.recent, d.recentCall = nil, callKey{}
 	for k := range d.last {
 		if k.session == session {
 			delete(d.last, k)

@@ -102,7 +102,7 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 		if err != nil {
 			return nil, err
 		}
-		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+		return oneSlice(b), nil
 	}
 	buf := scratch.Get(size)
 	out, err := opts.MarshalAppend((*buf)[:0], m)
@@ -114,7 +114,7 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 		// Larger than Size said (the message changed meanwhile): out
 		// is an array of its own.
 		scratch.Put(buf)
-		return mem.BufferSlice{mem.SliceBuffer(out)}, nil
+		return oneSlice(out), nil
 	}
 	*buf = out // every byte of it written by this encoding
 	return mem.BufferSlice{mem.NewBuffer(buf, scratch)}, nil
@@ -127,7 +127,10 @@ func marshalShellExec(x *pb.ShellExec) (mem.BufferSlice, bool) {
 	size := responseSize(x)
 	if mem.IsBelowBufferPoolingThreshold(size) {
 		b, ok := appendResponse(make([]byte, 0, size), x)
-		return mem.BufferSlice{mem.SliceBuffer(b)}, ok
+		if !ok {
+			return nil, false
+		}
+		return oneSlice(b), true
 	}
 	buf := scratch.Get(size)
 	out, ok := appendResponse((*buf)[:0], x)
@@ -137,10 +140,27 @@ func marshalShellExec(x *pb.ShellExec) (mem.BufferSlice, bool) {
 	}
 	if len(out) == 0 || &out[0] != &(*buf)[:1][0] {
 		scratch.Put(buf) // larger than its size said (changed meanwhile)
-		return mem.BufferSlice{mem.SliceBuffer(out)}, true
+		return oneSlice(out), true
 	}
 	*buf = out // every byte of it written by this encoding
 	return mem.BufferSlice{mem.NewBuffer(buf, scratch)}, true
+}
+
+// slicedBytes is a response's encoding as the codec hands it to gRPC:
+// the one-element BufferSlice and the buffer it holds made by one
+// allocation, where mem.BufferSlice{mem.SliceBuffer(b)} makes two (the
+// array, and the slice header boxed in the interface). A *SliceBuffer is
+// the same Buffer as the SliceBuffer it points to.
+type slicedBytes struct {
+	one [1]mem.Buffer
+	b   mem.SliceBuffer
+}
+
+// oneSlice hands b to gRPC, which frees nothing of it (see slicedBytes).
+func oneSlice(b []byte) mem.BufferSlice {
+	s := &slicedBytes{b: b}
+	s.one[0] = &s.b
+	return s.one[:]
 }
 
 func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {

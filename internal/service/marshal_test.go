@@ -182,3 +182,47 @@ func FuzzShellExecWire(f *testing.F) {
 		checkWire(t, x)
 	})
 }
+
+// A small response is handed to gRPC in two allocations, its bytes and one
+// holding the BufferSlice with its Buffer, and reads as protobuf's
+// encoding through every method gRPC uses on it.
+func TestSmallResponseAllocations(t *testing.T) {
+	codec := newTolerantCodec()
+	zero := int32(0)
+	for _, r := range []*pb.NormalizeResponse{
+		{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: &pb.ShellExec{SessionId: "s", ToolCallId: "toolu_01", Revision: 3, Command: "ls -la",
+			State: pb.ShellState_SHELL_STATE_ENDED, ExitCode: &zero, Output: &pb.ShellText{Text: "a\r\nb\x00", Mode: 2}}}},
+		{Kind: &pb.NormalizeResponse_FrameError{FrameError: &pb.FrameError{Message: "no"}}},
+	} {
+		want, err := proto.Marshal(r)
+		require.NoError(t, err)
+		_ = sizeOf(r)
+		bs, err := codec.Marshal(r)
+		require.NoError(t, err)
+		require.Len(t, bs, 1)
+		assert.Equal(t, want, bs.Materialize())
+		assert.Equal(t, len(want), bs.Len())
+		assert.Equal(t, want, bs[0].ReadOnlyData())
+		bs.Ref()
+		bs.Free()
+		bs.Free()
+		assert.Equal(t, want, bs.Materialize(), "freeing frees nothing of it")
+		if len(want) > 2 {
+			r := bs.Reader()
+			head := make([]byte, 2)
+			_, err = r.Read(head)
+			require.NoError(t, err)
+			rest := make([]byte, len(want))
+			n, _ := r.Read(rest)
+			assert.Equal(t, want, append(head, rest[:n]...))
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			bs, err := codec.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs.Free()
+		})
+		assert.Equal(t, 2.0, allocs, "%T", r.Kind)
+	}
+}

@@ -170,7 +170,7 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	case *pb.NormalizeRequest:
 		req = v
 	case *received:
-		in, req = v, v.NormalizeRequest
+		in = v // the request is made when the frame is read (see received)
 	default:
 		return c.CodecV2.Unmarshal(data, v)
 	}
@@ -185,7 +185,7 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		b = joined.ReadOnlyData()
 	}
 	if decodeFrame(b, req, in) {
-		if in != nil && len(req.GetFrame().GetMessage()) > 0 {
+		if in != nil && len(in.GetFrame().GetMessage()) > 0 {
 			// The frame's message is read in place: the request keeps
 			// the buffer until the stream's loop has applied it.
 			if joined == nil {
@@ -200,6 +200,12 @@ func (c tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	if joined != nil {
 		defer joined.Free()
+	}
+	if req == nil {
+		if in.NormalizeRequest == nil {
+			in.NormalizeRequest = new(pb.NormalizeRequest)
+		}
+		req = in.NormalizeRequest
 	}
 	if n := claimEntries(b); n > c.claims {
 		claimOver(b, req, n)
@@ -367,6 +373,11 @@ func withoutMarks(u protoreflect.RawFields) protoreflect.RawFields {
 // A stream's frames mostly repeat its session id, dialect and cwd: last
 // holds the ones of its previous frame, so that a frame that repeats
 // them shares those strings instead of allocating its own.
+//
+// The codec makes the request of a frame it reads, with the frame (see
+// decodeFrame), in place of the one it is given, which it decodes any
+// other request into (as another codec, one that knows nothing of
+// received, decodes every request there).
 type received struct {
 	*pb.NormalizeRequest
 	buf  mem.Buffer
@@ -383,7 +394,8 @@ type received struct {
 // type, and valid UTF-8 strings; it returns false, having changed nothing,
 // on anything else (another kind, a field repeated or unknown, a string
 // that is not valid UTF-8, a malformed encoding), which proto.Unmarshal
-// then reads.
+// then reads. With in, req may be nil: a request is then made when the
+// frame is read, and set as in's.
 func decodeFrame(b []byte, req *pb.NormalizeRequest, in *received) bool {
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 || num != requestFrame || typ != protowire.BytesType {
@@ -393,12 +405,21 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest, in *received) bool {
 	if m < 0 || n+m != len(b) {
 		return false
 	}
-	// The oneof's wrapper and the frame are one allocation.
-	one := new(struct {
-		kind  pb.NormalizeRequest_Frame
-		frame pb.AcpFrame
-	})
-	f := &one.frame
+	// The oneof's wrapper and the frame are one allocation, with the
+	// request when it is made here.
+	var kind *pb.NormalizeRequest_Frame
+	var f *pb.AcpFrame
+	fresh := req == nil
+	if fresh {
+		one := new(frameRequest)
+		req, kind, f = &one.req, &one.kind, &one.frame
+	} else {
+		one := new(struct {
+			kind  pb.NormalizeRequest_Frame
+			frame pb.AcpFrame
+		})
+		kind, f = &one.kind, &one.frame
+	}
 	var seen uint8
 	var last [len(received{}.last)]string
 	if in != nil {
@@ -461,13 +482,24 @@ func decodeFrame(b []byte, req *pb.NormalizeRequest, in *received) bool {
 			f.Cwd = last[k]
 		}
 	}
-	one.kind.Frame = f
-	proto.Reset(req)
-	req.Kind = &one.kind
+	kind.Frame = f
+	if !fresh {
+		proto.Reset(req)
+	}
+	req.Kind = kind
 	if in != nil {
 		in.last = last
+		in.NormalizeRequest = req
 	}
 	return true
+}
+
+// frameRequest is a request decodeFrame makes (see received): the
+// request, its oneof's wrapper and the frame, one allocation.
+type frameRequest struct {
+	req   pb.NormalizeRequest
+	kind  pb.NormalizeRequest_Frame
+	frame pb.AcpFrame
 }
 
 // The field numbers decodeFrame reads (proto/acpnorm/v1): the frame of a

@@ -212,13 +212,20 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		defer close(in)
 		defer ahead.stop()
 		var r received // one for the stream: RecvMsg's argument escapes
+		var spare *pb.NormalizeRequest
 		for {
-			r.NormalizeRequest, r.buf = new(pb.NormalizeRequest), nil
+			if spare == nil {
+				spare = new(pb.NormalizeRequest)
+			}
+			r.NormalizeRequest, r.buf = spare, nil
 			if err := stream.RecvMsg(&r); err != nil {
 				readErr = err
 				return
 			}
 			req := r.NormalizeRequest
+			if req == spare {
+				spare = nil // decoded there; a frame's request is made by the codec (see received)
+			}
 			if req.GetFrame() != nil {
 				counts.frames.Add(1)
 			}

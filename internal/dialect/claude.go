@@ -191,6 +191,15 @@ type claude struct {
 	// (claude-agent-acp from its first build to before
 	// claudeInterruptLineUntil; see claudeInterruptLine).
 	interruptLine bool
+	// unnamed: the session names no build (no agentInfo.version) and its
+	// client is not JetBrains AIR. claude-code-acp before 0.6.9 (0.2.5,
+	// 0.4.5 and 0.4.7 recorded; Claude Code 1.0 through its own SDK) sends
+	// no agentInfo, and ends a Bash call with no `_meta` at all, where
+	// every later build puts `_meta.claudeCode` on its results (but to an
+	// AIR client: claude-agent-acp 0.101.0 then ends some with no
+	// `_meta`). On such a session a final with no `_meta` is read as
+	// those builds write it (see claudePreSDK).
+	unnamed bool
 }
 
 func init() { register(claude{}) }
@@ -203,6 +212,7 @@ func (claude) forPeers(v Version, c Client) Dialect {
 		exitMadeUp:    v.Before(claudeExitTruthful) || claudeAirClient(c),
 		oldWords:      v.Before(claudeNewWordsSince),
 		interruptLine: !v.Before(claudeAgentFirst) && v.Before(claudeInterruptLineUntil),
+		unnamed:       !v.Known() && !claudeAirClient(c),
 	}
 }
 
@@ -414,12 +424,20 @@ func (c claude) read(msg []byte, scope string) (Frame, error) {
 		return readFrame(msg, scope, observeClaudeInterruptLine, askClaude)
 	case c.exitMadeUp:
 		return readFrame(msg, scope, observeClaudeMadeUpExit, askClaude)
+	case c.unnamed:
+		return readFrame(msg, scope, observeClaudeUnnamed, askClaude)
 	}
 	return readFrame(msg, scope, observeClaude, askClaude)
 }
 
 func observeClaude(u *claudeUpdate) []accum.Observation {
 	return observeClaudeBuild(u, claude{})
+}
+
+// observeClaudeUnnamed reads a session that names no build
+// (claude.unnamed).
+func observeClaudeUnnamed(u *claudeUpdate) []accum.Observation {
+	return observeClaudeBuild(u, claude{unnamed: true})
 }
 
 // observeClaudeMadeUpExit reads a build whose terminal_exit exit code is
@@ -557,6 +575,11 @@ func readClaude(u *claudeUpdate, b claude) accum.Observation {
 	// The frame is the client-terminal Bash's: its header and notices
 	// are read (every frame of its result names the tool).
 	clientBash := claudeToolName(u) == claudeClientBash
+	// A final in the shape of claude-code-acp before 0.6.9 (claudePreSDK).
+	preSDK := b.unnamed && ended && u.Meta == nil && !clientBash
+	if preSDK {
+		b.oldWords = true
+	}
 
 	if m := u.Meta; m != nil {
 		// terminal_info and terminal_exit the shared way; the output is
@@ -625,10 +648,50 @@ func readClaude(u *claudeUpdate, b claude) accum.Observation {
 			if t, fenced := StripFence(text); fenced {
 				text = t
 			}
+			if preSDK && !completed {
+				text = claudeCodeTimeoutFirst(&o, text)
+			}
 			claudeText(&o, text, completed, b, clientBash, accum.Final)
 		}
 	}
 	return o
+}
+
+// claudeCodeTimeout is the notice Claude Code 1.0 (claude-code-acp
+// 0.2.5 to 0.4.5; 0.4.7 sends no result) puts before the stderr of a
+// command its timeout killed: "Command timed out after D", D as its
+// duration formatter writes it (2s, 1.5s, 2m 5s, 1h 0m 5s), joined to
+// the stderr by a space, the stderr before the stdout in the `failed`
+// result.
+var claudeCodeTimeout = mustAnchored(`^Command timed out after (?:\d+h )?(?:\d+m )?\d+(?:\.\d)?s(?: |\n|$)`)
+
+// claudePreSDK: claude-code-acp before 0.6.9 names no build and ends
+// each Bash call with no `_meta` at all: `completed` or `failed` with the
+// output alone as the content text (fenced from 0.4.x, bare in 0.2.5), no
+// exit code anywhere. Its Claude Code (1.0.124 in 0.4.5, 1.0.128 in
+// 0.2.5) writes none of the newer words (claude.oldWords: its interrupt
+// line is "<error>Command was aborted before completion</error>", it
+// writes no "Exit code N" header on this wire), and kills a command its
+// timeout stops, with claudeCodeTimeout first. Such a final of a session
+// that names no build (claude.unnamed) is read so; every build that names
+// itself puts `_meta.claudeCode` on its Bash results, but to an AIR
+// client, which unnamed leaves out.
+
+// claudeCodeTimeoutFirst reads claudeCodeTimeout at the start of a
+// `failed` final's text and returns the text without it: only for a
+// final in the shape of the builds that write it (claudePreSDK). The
+// builds with `_meta.claudeCode` write an "Exit code N" header over every
+// failure, and claudeTimedOut reads their notice under it; 0.6.10 to
+// 0.9.0 name their build, and their Claude Code moves such a command to
+// the background instead.
+func claudeCodeTimeoutFirst(o *accum.Observation, s string) string {
+	m := claudeCodeTimeout.FindStringIndex(s)
+	if m == nil {
+		return s
+	}
+	o.TimedOut, o.Worded.TimedOut = true, true
+	o.Src.Notice = "Claude Code 1.0's timeout notice, the result's first line"
+	return s[m[1]:]
 }
 
 // claudeContentNote reads the truncation note of the content text when

@@ -715,6 +715,12 @@ func TestClaudeOldClaudeCode(t *testing.T) {
 	final := func(id, status, text string) string {
 		return `{"toolCallId": "` + id + `", "sessionUpdate": "tool_call_update", "status": "` + status + `", "content": [{"type": "content", "content": {"type": "text", "text": ` + jsonString(text) + `}}]}`
 	}
+	// These builds put _meta.claudeCode on every Bash result (a final
+	// with no _meta, on a session that names no build, is claude-code-acp
+	// before 0.6.9's: TestClaudePreSDKFinals).
+	metaFinal := func(id, status, text string) string {
+		return `{"_meta": {"claudeCode": {"toolName": "Bash"}}, ` + final(id, status, text)[1:]
+	}
 	kept := func(v, id, text string) obsCase {
 		return obsCase{name: "build " + v + ": " + text, update: final(id, "completed", text),
 			want: one(accum.Observation{ToolCallID: id, Status: done, Texts: []accum.Text{txt(C, F, text)}})}
@@ -742,8 +748,8 @@ func TestClaudeOldClaudeCode(t *testing.T) {
 				update: hdr,
 				want:   one(accum.Observation{ToolCallID: "toolu_n_hdr_fail_50", Shell: accum.ShellYes, Status: failed, Exit: ex(5, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "Exit code 3\nreal\n")}})},
 			{name: "build " + v + ": the empty-result notice is no output",
-				update: final("toolu_n_noout_25", "completed", "(Bash completed with no output)"),
-				want:   one(accum.Observation{ToolCallID: "toolu_n_noout_25", Status: done})},
+				update: metaFinal("toolu_n_noout_25", "completed", "(Bash completed with no output)"),
+				want:   one(accum.Observation{ToolCallID: "toolu_n_noout_25", Shell: accum.ShellYes, Status: done})},
 		})
 	}
 }
@@ -938,6 +944,64 @@ func TestClaudeInterruptLineAfterHeader(t *testing.T) {
 					update: frame,
 					want:   one(accum.Observation{ToolCallID: "toolu_cancel_14", Shell: yes, Status: failed, Exit: ex(137, accum.ExitText, false), Texts: []accum.Text{txt(C, F, line+"\n"+ticks)}})},
 			})
+		})
+	}
+}
+
+// TestClaudePreSDKFinals: claude-code-acp 0.4.5 and 0.2.5 (Claude Code
+// 1.0.124 and 1.0.128 through its own SDK) name no build and end a Bash
+// call with no _meta at all, the output alone as the content text (fenced
+// in 0.4.5, bare in 0.2.5). Frames from claude-code-acp-0.4.5_plain_full,
+// claude-code-acp-0.2.5_plain_full and claude-code-acp-0.4.5_plain_tricky-notes.
+// Their Claude Code writes none of the newer words: an "Exit code N"
+// first line, a truncation note, the bracketed interrupt line, the
+// empty-result notice are what the command printed. It kills a command
+// its timeout stops and puts "Command timed out after D" first, joined to
+// the stderr by a space. A session that names its build, or declares
+// JetBrains AIR (claude-agent-acp 0.101.0 ends some calls with no _meta
+// there), and a frame with _meta are read as before.
+func TestClaudePreSDKFinals(t *testing.T) {
+	C, F := accum.Combined, accum.Final
+	failed, done := accum.StatusFailed, accum.StatusCompleted
+	frame := func(id, status, text string) string {
+		return `{"toolCallId":"` + id + `","sessionUpdate":"tool_call_update","status":"` + status + `","content":[{"type":"content","content":{"type":"text","text":` + jsonString(text) + `}}]}`
+	}
+	const to = "toolu_timeout_46"
+	timedOut := func(out string) []accum.Observation {
+		return one(accum.Observation{ToolCallID: to, Status: failed, TimedOut: true, Worded: accum.Worded{TimedOut: true}, Texts: []accum.Text{txt(C, F, out)}})
+	}
+	kept := func(id string, status accum.Status, out string) []accum.Observation {
+		return one(accum.Observation{ToolCallID: id, Status: status, Texts: []accum.Text{txt(C, F, out)}})
+	}
+	unnamed := Bind(claudeDialect(t), ParseVersion(""))
+	runObsCases(t, unnamed, []obsCase{
+		{name: "0.4.5: fenced timeout notice, then the output", update: frame(to, "failed", "```\nCommand timed out after 2s\nstart\n```"), want: timedOut("start\n")},
+		{name: "0.2.5: the same unfenced", update: frame(to, "failed", "Command timed out after 2s\nstart"), want: timedOut("start")},
+		{name: "minutes, and the stderr after the notice", update: frame(to, "failed", "Command timed out after 2m 5s oops\nstart"), want: timedOut("oops\nstart")},
+		{name: "a completed command that printed the notice", update: frame(to, "completed", "Command timed out after 2s\nstart"), want: kept(to, done, "Command timed out after 2s\nstart")},
+		{name: "other words", update: frame(to, "failed", "command timed out after 2000 milliseconds\nx"), want: kept(to, failed, "command timed out after 2000 milliseconds\nx")},
+		{name: "no duration", update: frame(to, "failed", "Command timed out after all\nx"), want: kept(to, failed, "Command timed out after all\nx")},
+		{name: "an Exit code first line is output, the exit unknown", update: frame("toolu_n_hdr_fail_48", "failed", "```\nExit code 3\nreal\n```"), want: kept("toolu_n_hdr_fail_48", failed, "Exit code 3\nreal\n")},
+		{name: "the bracketed interrupt line is output", update: frame("toolu_n_aborted_2", "completed", "out\n[Command was aborted before completion]"), want: kept("toolu_n_aborted_2", done, "out\n[Command was aborted before completion]")},
+		{name: "the truncation note is output", update: frame("toolu_n_trunc_6", "completed", "out\n[Output truncated (999 bytes total): full output saved to /tmp/x.txt]"), want: kept("toolu_n_trunc_6", done, "out\n[Output truncated (999 bytes total): full output saved to /tmp/x.txt]")},
+		{name: "the empty-result notice is output", update: frame("toolu_n_noout_24", "completed", "(Bash completed with no output)"), want: kept("toolu_n_noout_24", done, "(Bash completed with no output)")},
+		{name: "a frame with _meta.claudeCode keeps the newer reading",
+			update: `{"_meta":{"claudeCode":{"toolName":"Bash"}},"toolCallId":"toolu_n_hdr_fail_48","sessionUpdate":"tool_call_update","status":"failed","content":[{"type":"content","content":{"type":"text","text":"` + "```" + `\nExit code 3\nreal\n` + "```" + `"}}]}`,
+			want:   one(accum.Observation{ToolCallID: "toolu_n_hdr_fail_48", Shell: accum.ShellYes, Status: failed, Exit: ex(3, accum.ExitText, false), Texts: []accum.Text{txt(C, F, "real\n")}})},
+	})
+	for _, d := range map[string]Dialect{
+		"0.8.0":          Bind(claudeDialect(t), ParseVersion("0.8.0")),
+		"0.16.2":         Bind(claudeDialect(t), ParseVersion("0.16.2")),
+		"unbound":        claudeDialect(t),
+		"unnamed to AIR": BindPeers(claudeDialect(t), ParseVersion(""), mustClient(t, airCaps)),
+	} {
+		runObsCases(t, d, []obsCase{
+			{name: "the timeout notice's bytes are output", update: frame(to, "failed", "Command timed out after 2s\nstart"), want: kept(to, failed, "Command timed out after 2s\nstart")},
+		})
+	}
+	for _, d := range []Dialect{Bind(claudeDialect(t), ParseVersion("0.16.2")), claudeDialect(t), BindPeers(claudeDialect(t), ParseVersion(""), mustClient(t, airCaps))} {
+		runObsCases(t, d, []obsCase{
+			{name: "newer words: the empty-result notice is no output", update: frame("toolu_n_noout_24", "completed", "(Bash completed with no output)"), want: one(accum.Observation{ToolCallID: "toolu_n_noout_24", Status: done})},
 		})
 	}
 }

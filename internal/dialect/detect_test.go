@@ -257,8 +257,8 @@ func TestEveryRecordingShowsItsAgent(t *testing.T) {
 		if own == "" && strings.HasPrefix(filepath.Base(file), "gemini-cli-") {
 			own = "gemini" // Gemini CLI before 0.32.0 sends no agentInfo
 		}
-		if own == "" && strings.HasPrefix(filepath.Base(file), "claude-code-acp-0.4.7_") {
-			own = "claude" // claude-code-acp 0.4.7 sends no agentInfo
+		if b := filepath.Base(file); own == "" && (strings.HasPrefix(b, "claude-code-acp-0.4.") || strings.HasPrefix(b, "claude-code-acp-0.2.")) {
+			own = "claude" // claude-code-acp before 0.6.9 (0.2.5, 0.4.5, 0.4.7) sends no agentInfo
 		}
 		if own == "" || own == GenericName {
 			t.Errorf("%s: no agent detected by name", name)

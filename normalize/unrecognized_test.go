@@ -151,6 +151,7 @@ var outputsLikeReports = map[string][]string{
 	"claude-code-acp-0.14.0_plain_tricky.ndjson":                 {"result_text rawOutput"},
 	"claude-code-acp-0.6.10_plain_tricky-notes.ndjson":           {"result_text output"},
 	"claude-code-acp-0.4.5_plain_tricky-notes.ndjson":            {"result_text output"},
+	"claude-code-acp-0.2.5_plain_tricky-notes.ndjson":            {"result_text output"},
 	"claude-code-acp-0.8.0_plain_tricky-notes.ndjson":            {"result_text output"},
 	"claude-code-acp-0.8.0_plain_tricky.ndjson":                  {"result_text content text"},
 	"claude-code-acp-0.9.0_plain_tricky-notes.ndjson":            {"result_text output"},

@@ -385,6 +385,7 @@ var outputsLikeReports = map[string]map[accum.Unrecognized]int{
 	"claude-code-acp-0.14.0_plain_tricky.ndjson":                 {{What: accum.UnrecognizedResult, Field: "content text"}: 3, {What: accum.UnrecognizedResult, Field: "rawOutput"}: 3},
 	"claude-code-acp-0.6.10_plain_tricky-notes.ndjson":           {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
 	"claude-code-acp-0.4.5_plain_tricky-notes.ndjson":            {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
+	"claude-code-acp-0.2.5_plain_tricky-notes.ndjson":            {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
 	"claude-code-acp-0.8.0_plain_tricky-notes.ndjson":            {{What: accum.UnrecognizedResult, Field: "content text"}: 3},
 	"claude-code-acp-0.8.0_plain_tricky.ndjson":                  {{What: accum.UnrecognizedResult, Field: "content text"}: 4},
 	"claude-code-acp-0.9.0_plain_tricky-notes.ndjson":            {{What: accum.UnrecognizedResult, Field: "content text"}: 3},

@@ -11,7 +11,8 @@ import (
 // are sized and encoded here by hand, field by field in the order of their
 // numbers, as protobuf encodes them: the same bytes (TestShellExecWireIsProtobuf,
 // FuzzShellExecWire), without protobuf's walk of its coder tables, which
-// was 5% of the server's CPU at c=8 on the claude and opencode scenarios.
+// was 5% of the server's CPU at c=8 on two of bench/load's recording
+// scenarios (BENCHMARKS.md, "Timers, revisions and a stream's records").
 // Any other response, or one with unknown fields, goes to protobuf. A
 // string that is not valid UTF-8, which protobuf refuses, is left to
 // protobuf too, so that it fails as it would. TestShellExecWireFields

@@ -12,10 +12,11 @@ import (
 //
 // A wait costs a clock read and two atomic operations: no timer is reset
 // for each one (two operations on the runtime's timer heap per request,
-// Reset and Stop, were 1.5% of the server's CPU at c=8 on the claude and
-// opencode scenarios). The timer runs on its own, once every d or less,
-// and looks at the wait in progress when it fires: it fires once that wait
-// has lasted d, or sets itself for the moment it will have.
+// Reset and Stop, were 1.5% of the server's CPU at c=8 on two of
+// bench/load's recording scenarios). The timer runs on its own, once
+// every d or less, and looks at the wait in progress when it fires: it
+// fires once that wait has lasted d, or sets itself for the moment it
+// will have.
 type waitClock struct {
 	d    time.Duration
 	base time.Time // the monotonic clock's origin for from

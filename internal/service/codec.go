@@ -2,6 +2,7 @@ package service
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -79,7 +80,7 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	if r, ok := m.(*pb.NormalizeResponse); ok {
 		if x := handShellExec(r); x != nil {
-			if b, ok := marshalShellExec(x); ok {
+			if b, err := encodeSized(responseSize(x), x, nil, proto.MarshalOptions{}); err == nil {
 				return b, nil
 			}
 			// A string that is not valid UTF-8: protobuf says so. The
@@ -97,53 +98,49 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 	} else {
 		size = proto.Size(m)
 	}
+	return encodeSized(size, nil, m, opts)
+}
+
+// errNotHand is encodeSized's error for a revision the hand encoding
+// refuses, as protobuf would (see marshal.go).
+var errNotHand = errors.New("a revision's string is not valid UTF-8")
+
+// encodeSized encodes a message of size bytes: a revision x by hand (see
+// marshal.go), else m with opts. One under gRPC's pooling threshold gets
+// an array of its own; a bigger one a buffer from scratch, which gRPC
+// gives back once sent.
+func encodeSized(size int, x *pb.ShellExec, m proto.Message, opts proto.MarshalOptions) (mem.BufferSlice, error) {
+	appendTo := func(b []byte) ([]byte, error) {
+		if x == nil {
+			return opts.MarshalAppend(b, m)
+		}
+		b, ok := appendResponse(b, x)
+		if !ok {
+			return nil, errNotHand
+		}
+		return b, nil
+	}
 	if mem.IsBelowBufferPoolingThreshold(size) {
-		b, err := opts.Marshal(m)
+		b, err := appendTo(make([]byte, 0, size))
 		if err != nil {
 			return nil, err
 		}
 		return oneSlice(b), nil
 	}
 	buf := scratch.Get(size)
-	out, err := opts.MarshalAppend((*buf)[:0], m)
+	out, err := appendTo((*buf)[:0])
 	if err != nil {
 		scratch.Put(buf)
 		return nil, err
 	}
 	if len(out) == 0 || &out[0] != &(*buf)[:1][0] {
-		// Larger than Size said (the message changed meanwhile): out
-		// is an array of its own.
+		// Larger than its size said (the message changed meanwhile):
+		// out is an array of its own.
 		scratch.Put(buf)
 		return oneSlice(out), nil
 	}
 	*buf = out // every byte of it written by this encoding
 	return mem.BufferSlice{mem.NewBuffer(buf, scratch)}, nil
-}
-
-// marshalShellExec encodes a response holding x by hand (see marshal.go),
-// as Marshal encodes the others, and says false when protobuf would refuse
-// it.
-func marshalShellExec(x *pb.ShellExec) (mem.BufferSlice, bool) {
-	size := responseSize(x)
-	if mem.IsBelowBufferPoolingThreshold(size) {
-		b, ok := appendResponse(make([]byte, 0, size), x)
-		if !ok {
-			return nil, false
-		}
-		return oneSlice(b), true
-	}
-	buf := scratch.Get(size)
-	out, ok := appendResponse((*buf)[:0], x)
-	if !ok {
-		scratch.Put(buf)
-		return nil, false
-	}
-	if len(out) == 0 || &out[0] != &(*buf)[:1][0] {
-		scratch.Put(buf) // larger than its size said (changed meanwhile)
-		return oneSlice(out), true
-	}
-	*buf = out // every byte of it written by this encoding
-	return mem.BufferSlice{mem.NewBuffer(buf, scratch)}, true
 }
 
 // slicedBytes is a response's encoding as the codec hands it to gRPC:

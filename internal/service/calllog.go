@@ -97,6 +97,15 @@ func (b *burstLog) due(now time.Time) (n int, since time.Duration, ok bool) {
 	return n, since, true
 }
 
+// sinceLast appends to a burst's line the time since the line before
+// (due's since), when there was one.
+func sinceLast(fields []any, since time.Duration) []any {
+	if since > 0 {
+		fields = append(fields, "since", since.Round(time.Second).String())
+	}
+	return fields
+}
+
 func (r *refusalLog) note(ctx context.Context, err error) {
 	method, _ := grpc.Method(ctx)
 	addr := ""
@@ -110,8 +119,6 @@ func (r *refusalLog) note(ctx context.Context, err error) {
 		return
 	}
 	fields := []any{"refused", n, "last.grpc.method", method, "last.peer.address", addr, "last.grpc.code", st.Code().String(), "last.grpc.error", st.Message()}
-	if since > 0 {
-		fields = append(fields, "since", since.Round(time.Second).String())
-	}
+	fields = sinceLast(fields, since)
 	r.log.InfoContext(ctx, "calls refused by access control (each is counted in acpnorm_stream_refusals_total; at most one such line every "+r.burst.every.String()+")", fields...)
 }

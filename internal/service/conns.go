@@ -182,9 +182,7 @@ func (l *capListener) refuse(c net.Conn, b *burstLog, reason string, fields ...a
 		return
 	}
 	fields = append(fields, "refused", n)
-	if since > 0 {
-		fields = append(fields, "since", since.Round(time.Second).String())
-	}
+	fields = sinceLast(fields, since)
 	flag := "--" + strings.ReplaceAll(reason, "_", "-")
 	l.log.Warn("connections refused: "+flag+" reached (logged at most every "+capLogEvery.String()+")", fields...)
 }
@@ -361,9 +359,7 @@ func (w *idleConns) expire(c *slotConn) {
 		return
 	}
 	fields := []any{"first_stream_timeout", w.bound.String(), "closed", n, "last.peer.address", c.pair.remote.Addr().String()}
-	if since > 0 {
-		fields = append(fields, "since", since.Round(time.Second).String())
-	}
+	fields = sinceLast(fields, since)
 	w.log.Warn("connections closed: no stream within --first-stream-timeout of the handshake (logged at most every "+capLogEvery.String()+")", fields...)
 }
 

@@ -87,6 +87,14 @@ func (d *delivered) add(session, call string) *carried {
 	return c
 }
 
+// record returns the record of the call, made when it has none.
+func (d *delivered) record(session, call string) *carried {
+	if c := d.find(session, call); c != nil {
+		return c
+	}
+	return d.add(session, call)
+}
+
 // startOver forgets everything the stream carried.
 func (d *delivered) startOver() {
 	clear(d.last)
@@ -144,10 +152,7 @@ func (d *delivered) handedOn(session, call string, rev uint32) {
 	if d == nil {
 		return
 	}
-	c := d.find(session, call)
-	if c == nil {
-		c = d.add(session, call)
-	}
+	c := d.record(session, call)
 	c.made, c.sent = max(c.made, rev), max(c.sent, rev)
 }
 
@@ -191,10 +196,7 @@ func (d *delivered) holds(session string, held map[string]uint32, maxID int) {
 		if len(call) > maxID || rev == 0 || rev > normalize.MaxHeldRevision {
 			continue
 		}
-		c := d.find(session, call)
-		if c == nil {
-			c = d.add(session, call)
-		}
+		c := d.record(session, call)
 		c.made, c.sent = max(c.made, rev), max(c.sent, rev)
 	}
 }

@@ -42,8 +42,6 @@ func (l *lossLog) note(identity string, e *normalize.FrameError) {
 		return
 	}
 	fields := []any{"answered", n, "session", e.SessionID, "identity", identity, "sequence", e.Sequence, "detail", e.Message}
-	if since > 0 {
-		fields = append(fields, "since", since.Round(time.Second).String())
-	}
+	fields = sinceLast(fields, since)
 	l.log.Warn("DATA_LOSS: a session holds less than its client was answered (lost in the store, or with this process's memory); its request was not applied, and the client rebuilds the session (each answer is counted in acpnorm_frame_errors_total{code=\"DataLoss\"}; at most one such line every "+lossLogEvery.String()+")", fields...)
 }

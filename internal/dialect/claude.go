@@ -575,8 +575,7 @@ func readClaude(u *claudeUpdate, b claude) accum.Observation {
 	// The frame is the client-terminal Bash's: its header and notices
 	// are read (every frame of its result names the tool).
 	clientBash := claudeToolName(u) == claudeClientBash
-	// A final in the shape of claude-code-acp before 0.6.9 (claudePreSDK).
-	preSDK := b.unnamed && ended && u.Meta == nil && !clientBash
+	preSDK := claudePreSDK(u, b, ended, clientBash)
 	if preSDK {
 		b.oldWords = true
 	}
@@ -665,7 +664,8 @@ func readClaude(u *claudeUpdate, b claude) accum.Observation {
 // result.
 var claudeCodeTimeout = mustAnchored(`^Command timed out after (?:\d+h )?(?:\d+m )?\d+(?:\.\d)?s(?: |\n|$)`)
 
-// claudePreSDK: claude-code-acp before 0.6.9 names no build and ends
+// claudePreSDK says whether a frame is a final in the shape of
+// claude-code-acp before 0.6.9, which names no build and ends
 // each Bash call with no `_meta` at all: `completed` or `failed` with the
 // output alone as the content text (fenced from 0.4.x, bare in 0.2.5), no
 // exit code anywhere. Its Claude Code (1.0.124 in 0.4.5, 1.0.128 in
@@ -676,6 +676,9 @@ var claudeCodeTimeout = mustAnchored(`^Command timed out after (?:\d+h )?(?:\d+m
 // that names no build (claude.unnamed) is read so; every build that names
 // itself puts `_meta.claudeCode` on its Bash results, but to an AIR
 // client, which unnamed leaves out.
+func claudePreSDK(u *claudeUpdate, b claude, ended, clientBash bool) bool {
+	return b.unnamed && ended && u.Meta == nil && !clientBash
+}
 
 // claudeCodeTimeoutFirst reads claudeCodeTimeout at the start of a
 // `failed` final's text and returns the text without it: only for a

@@ -668,18 +668,18 @@ func (s *Store) checkCluster(ctx context.Context) error {
 	var masters []master
 	var served [16384]bool
 	for _, sh := range shards {
-		i := slices.IndexFunc(sh.Nodes, func(n redis.Node) bool { return n.Role == "master" })
-		if len(sh.Slots) == 0 || i < 0 {
+		mi := slices.IndexFunc(sh.Nodes, func(n redis.Node) bool { return n.Role == "master" })
+		if len(sh.Slots) == 0 || mi < 0 {
 			continue
 		}
 		var rs []string
 		for _, r := range sh.Slots {
-			for i := max(r.Start, 0); i <= min(r.End, 16383); i++ {
-				served[i] = true
+			for slot := max(r.Start, 0); slot <= min(r.End, 16383); slot++ {
+				served[slot] = true
 			}
 			rs = append(rs, slotRange(r.Start, r.End))
 		}
-		n := sh.Nodes[i]
+		n := sh.Nodes[mi]
 		port := cmp.Or(n.Port, n.TLSPort)
 		masters = append(masters, master{net.JoinHostPort(cmp.Or(n.Endpoint, n.IP), strconv.FormatInt(port, 10)), strings.Join(rs, ","), int(sh.Slots[0].Start)})
 	}

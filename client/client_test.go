@@ -55,7 +55,14 @@ func serveWith(t *testing.T, st store.Store, opts service.ServerOptions) *server
 
 func serveConfig(t *testing.T, cfg service.Config, opts service.ServerOptions) *server {
 	t.Helper()
-	svc, err := service.New(cfg, nil, nil)
+	return serveMeasured(t, cfg, opts, nil)
+}
+
+// serveMeasured is serveConfig with the service's metrics in m (nil:
+// none kept).
+func serveMeasured(t *testing.T, cfg service.Config, opts service.ServerOptions, m *service.Metrics) *server {
+	t.Helper()
+	svc, err := service.New(cfg, m, nil)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -147,14 +147,7 @@ func (p *heldPath) close() {
 func serveCounted(t *testing.T, cfg service.Config) (*server, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	svc, err := service.New(cfg, service.NewMetrics(reg), nil)
-	require.NoError(t, err)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := &server{addr: lis.Addr().String(), srv: service.NewServer(svc, service.DefaultServerOptions(), nil), lis: lis}
-	go s.srv.Serve(lis)
-	t.Cleanup(s.srv.GRPC.Stop)
-	return s, reg
+	return serveMeasured(t, cfg, service.DefaultServerOptions(), service.NewMetrics(reg)), reg
 }
 
 // counted is the sum of the series of the metric name in reg.

@@ -278,3 +278,37 @@ func TestCheckClusterNodes(t *testing.T) {
 		}
 	}
 }
+
+// When the node the cluster client asks for CLUSTER SHARDS refuses it
+// (here an ACL that denies that one command on one master; a node that
+// is down is skipped by the client itself), the readiness check asks
+// the other nodes, and passes: every master takes commits.
+func TestCheckClusterShardsFromAnotherNode(t *testing.T) {
+	cl := testredis.StartCluster(t, 3, 0, 30*time.Second)
+	s := open(t, cl.URL+fastCluster)
+	defer s.Close()
+	ctx := t.Context()
+	require.NoError(t, s.Check(ctx))
+	m := cl.Masters()[1]
+	require.NoError(t, raw(t, m.URL).Do(ctx, "acl", "setuser", "default", "-cluster|shards").Err())
+
+	refused := 0
+	for range 6 {
+		// The client picks the node of a keyless command in turn.
+		if _, err := s.cluster.ClusterShards(ctx).Result(); err != nil {
+			require.ErrorContains(t, err, "NOPERM")
+			refused++
+		}
+		require.NoError(t, s.Check(ctx), "the shards read from a node that answers")
+	}
+	assert.Positive(t, refused, "the client asked the master that refuses in some of the rounds")
+
+	// No node answers: the check fails and says why.
+	for _, n := range cl.Masters() {
+		require.NoError(t, raw(t, n.URL).Do(ctx, "acl", "setuser", "default", "-cluster|shards").Err())
+	}
+	err := s.Check(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "CLUSTER SHARDS: ")
+	assert.Contains(t, err.Error(), "NOPERM")
+}

@@ -740,8 +740,9 @@ func (s *Store) checkSlot(ctx context.Context, key string) (string, error) {
 }
 
 // clusterShards returns CLUSTER SHARDS, from the node the cluster client
-// chooses, or when it does not answer (it may be down) from the first
-// of the others that does.
+// chooses, or when that node fails it (it refuses the command, or is down
+// past the client's own retries) from the first of the others that
+// answers.
 func (s *Store) clusterShards(ctx context.Context) ([]redis.ClusterShard, error) {
 	shards, err := s.cluster.ClusterShards(ctx).Result()
 	if err == nil {

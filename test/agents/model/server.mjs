@@ -34,7 +34,8 @@ const SHELL_TOOLS = [
   }],
   // Claude's Bash through the client's terminal (clientCapabilities.terminal).
   // Its timeout (ms) is required: a minute unless the step gives one.
-  ["mcp__acp__Bash", (s, d) => ({ command: s.command, description: d, timeout: s.timeout_ms ?? 60000 })],
+  // claude-code-acp before 0.6 names it timeout_ms (optional there).
+  ["mcp__acp__Bash", (s, d, props) => ({ command: s.command, description: d, [props.has("timeout_ms") && !props.has("timeout") ? "timeout_ms" : "timeout"]: s.timeout_ms ?? 60000 })],
   ["Bash", (s, d) => ({ command: s.command, description: d, ...(s.timeout_ms ? { timeout: s.timeout_ms } : {}) })],
   // Gemini CLI: {command, description}; Qwen Code also takes a timeout (ms).
   ["run_shell_command", (s, d, props) => ({ command: s.command, description: d, ...(s.timeout_ms && props.has("timeout") ? { timeout: s.timeout_ms } : {}) })],

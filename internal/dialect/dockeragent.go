@@ -129,8 +129,18 @@ func observeDocker(u *dockerCall) []accum.Observation {
 		text, ok = u.Texts()
 		src = "content text"
 	}
-	if ok && dockerResult(&o, text) == dockerJSONReport {
-		addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, src)
+	if ok {
+		switch dockerResult(&o, text) {
+		case dockerJSONReport:
+			addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, src)
+		case dockerResultBlock:
+			// The frame's walk says a result block of a content text;
+			// one in rawOutput.content is said here, unless a content
+			// text holds the same text.
+			if ct, has := u.Texts(); src == "rawOutput.content" && (!has || ct != text) {
+				addUnrecognized(&o.Unrecognized, accum.UnrecognizedResult, src)
+			}
+		}
 	}
 	return []accum.Observation{o}
 }
@@ -260,9 +270,9 @@ func dockerResult(o *accum.Observation, text string) (unread string) {
 		// no proof of exit 0, and it may as well be output. The exit is
 		// unknown and the text is kept as sent; an exit line at its head
 		// is said by the session's check of the call's text when it ends,
-		// a result block in a content text by the frame's walk (not one
-		// in rawOutput.content, a string the dialect reads), a JSON result
-		// by observeDocker.
+		// a result block in a content text by the frame's walk, one in
+		// rawOutput.content (a string the walk leaves to the dialect) and
+		// a JSON result by observeDocker.
 		unread = sign
 	} else {
 		// The output alone: the tool wrote no report, so the command
@@ -285,8 +295,9 @@ func dockerResult(o *accum.Observation, text string) (unread string) {
 
 // The signs of a report dockerReportSign finds.
 const (
-	dockerExitLine   = "exit line"
-	dockerJSONReport = "JSON result"
+	dockerExitLine    = "exit line"
+	dockerResultBlock = "result block"
+	dockerJSONReport  = "JSON result"
 )
 
 // dockerReportSign says why a result text that none of the tool's known
@@ -300,8 +311,11 @@ const (
 // them. A line below the first that only mentions an exit is output.
 func dockerReportSign(t string) string {
 	first, _, _ := strings.Cut(t, "\n")
-	if accum.ExitLineIn([]byte(first), true, nil) || resultBlock(dockerLiteral(t)) {
+	if accum.ExitLineIn([]byte(first), true, nil) {
 		return dockerExitLine
+	}
+	if resultBlock(dockerLiteral(t)) {
+		return dockerResultBlock
 	}
 	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
 		found := false

@@ -291,9 +291,18 @@ func TestDockerAgentRewordedReportIsNoSuccess(t *testing.T) {
 			assert.Equal(t, c.exitLine, call.ExitLineHeld())
 		})
 	}
+	// A result block in rawOutput.content alone (no content text, which
+	// the frame's walk would look at) is said by the dialect, from there.
+	obs, err := readCase(d, `{"sessionUpdate":"tool_call_update","toolCallId":"d1","status":"completed","rawOutput":{"content":"a\nb\n\nExit Code: 3"}}`, "")
+	require.NoError(t, err)
+	require.Len(t, obs, 1)
+	assert.False(t, obs[0].Succeeded)
+	assert.Nil(t, obs[0].Exit)
+	assert.Equal(t, []accum.Text{txt(accum.Combined, accum.Final, "a\nb\n\nExit Code: 3")}, obs[0].Texts)
+	assert.Equal(t, []accum.Unrecognized{{What: accum.UnrecognizedResult, Field: "rawOutput.content"}}, obs[0].Unrecognized)
 	// Output that only mentions such words further down is still the
 	// output of an exit 0.
-	obs, err := readCase(d, dockerFinal("completed", "building\nexit code 3 is retried\nok"), "")
+	obs, err = readCase(d, dockerFinal("completed", "building\nexit code 3 is retried\nok"), "")
 	require.NoError(t, err)
 	assert.True(t, obs[0].Succeeded)
 	obs, err = readCase(d, dockerFinal("completed", `{"name":"x","status":"ok"}`), "")

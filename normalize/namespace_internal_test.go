@@ -38,17 +38,17 @@ func TestTombstonesShareByNamespace(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	tb := newTombstones(limit)
 	spaces := []string{"", "a", "b", "c"}
-	var quiet []tombKey // the modest namespace's entries, never over its share
+	var quiet []struct{ session, call string } // the modest namespace's entries, never over its share
 	for i := range 5000 {
 		ns := spaces[r.IntN(3)] // "", a and b release a lot
 		call := fmt.Sprint(r.IntN(400))
 		if i%40 == 0 && len(quiet) < limit/len(spaces) {
 			ns, call = "c", fmt.Sprint("q", len(quiet))
-			quiet = append(quiet, tombKey{newNamespace(ns).key("S"), call})
+			quiet = append(quiet, struct{ session, call string }{newNamespace(ns).key("S"), call})
 		}
 		tb.add(newNamespace(ns).key("S"), call, tomb{why: releasedClosed})
-		if len(tb.byKey) > limit {
-			t.Fatalf("after %d adds: %d entries over the limit %d", i+1, len(tb.byKey), limit)
+		if tb.n > limit {
+			t.Fatalf("after %d adds: %d entries over the limit %d", i+1, tb.n, limit)
 		}
 		live := 0
 		for _, q := range tb.spaces {
@@ -57,8 +57,8 @@ func TestTombstonesShareByNamespace(t *testing.T) {
 				t.Fatalf("namespace %q: %d queued for %d entries", q.space, pending, q.live)
 			}
 		}
-		if live != len(tb.byKey) {
-			t.Fatalf("after %d adds: the queues count %d entries, the map holds %d", i+1, live, len(tb.byKey))
+		if live != tb.n {
+			t.Fatalf("after %d adds: the queues count %d entries, the map holds %d", i+1, live, tb.n)
 		}
 	}
 	for _, k := range quiet {

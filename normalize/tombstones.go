@@ -3,6 +3,7 @@ package normalize
 import (
 	"container/heap"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -27,10 +28,30 @@ import (
 // their close released (keepFinals): at most maxKeptFinalBytes of texts
 // in all, the oldest close's made lost (named when asked for) to make
 // room for a newer one's, and each for the grace period (expire).
+//
+// Full, the tombstones are most of a busy server's live heap, and every
+// collection would mark what holds pointers among them. So the entries
+// hold none: each is a slot of one slice, its two ids copied into one
+// byte arena, found through a map from a hash of the ids to the first
+// slot of that hash (the slots of one hash chained, the ids compared in
+// full, so a collision never finds another call's entry), and the
+// namespaces' queues name slots. Only the finals the marks of closed
+// sessions keep are pointers, in a map of their own.
 type tombstones struct {
-	mu        sync.Mutex
-	limit     int
-	byKey     map[tombKey]tomb
+	mu    sync.Mutex
+	limit int
+	seed  maphash.Seed
+	mask  uint64           // of the hashes; tests narrow it to make them collide
+	index map[uint64]int32 // by hash of the ids: the first slot of that hash
+	slots []tombSlot       // a slot's seq is 0 while it is free
+	free  []int32
+	n     int // entries held
+	// arena holds each entry's session key then call id; arenaLive is
+	// how many of its bytes the entries held use (the rest is what
+	// entries gone left, until compactArena).
+	arena     []byte
+	arenaLive int
+	finals    map[int32]*keptFinals // by slot: the finals a mark keeps
 	spaces    map[string]*tombQueue // by namespace key prefix; only those holding entries
 	heap      tombHeap              // the same queues, the one holding the most first
 	seq       uint64
@@ -42,17 +63,163 @@ type tombstones struct {
 	keptLive  int
 }
 
+// tombSlot is an entry, its ids in the arena at off: the session key's
+// sessionLen bytes then the call id's callLen.
+type tombSlot struct {
+	seq        uint64
+	off        int
+	after      time.Duration // the tomb's
+	applied    uint64        // the tomb's
+	sessionLen uint32
+	callLen    uint32
+	next       int32  // the next slot of the same hash, or -1
+	revisions  uint32 // the tomb's
+	why        released
+	outcome    accum.Outcome
+	hasFinals  bool // finals holds this slot's
+}
+
 // keptRef is a session whose mark kept finals at a time.
 type keptRef struct {
 	session string
 	at      time.Time
 }
 
+// hashOf hashes an entry's ids.
+func (t *tombstones) hashOf(session, call string) uint64 {
+	return (maphash.String(t.seed, session)*0x9e3779b97f4a7c15 ^ maphash.String(t.seed, call)) & t.mask
+}
+
+// find returns the slot of the entry of session and call, or -1.
+func (t *tombstones) find(session, call string) int32 {
+	h := t.hashOf(session, call)
+	i, ok := t.index[h]
+	if !ok {
+		return -1
+	}
+	for i >= 0 {
+		s := &t.slots[i]
+		if int(s.sessionLen) == len(session) && int(s.callLen) == len(call) &&
+			string(t.arena[s.off:s.off+len(session)]) == session &&
+			string(t.arena[s.off+len(session):s.off+len(session)+len(call)]) == call {
+			return i
+		}
+		i = s.next
+	}
+	return -1
+}
+
+// tombAt returns the tomb of slot i.
+func (t *tombstones) tombAt(i int32) tomb {
+	s := &t.slots[i]
+	tb := tomb{seq: s.seq, why: s.why, after: s.after, revisions: s.revisions, outcome: s.outcome, applied: s.applied}
+	if s.hasFinals {
+		tb.finals = t.finals[i]
+	}
+	return tb
+}
+
+// set makes tb (its seq and finals too) what slot i holds.
+func (t *tombstones) set(i int32, tb tomb) {
+	s := &t.slots[i]
+	s.seq = tb.seq
+	s.why, s.outcome, s.revisions, s.after, s.applied = tb.why, tb.outcome, tb.revisions, tb.after, tb.applied
+	if tb.finals != nil {
+		t.finals[i] = tb.finals
+		s.hasFinals = true
+	} else if s.hasFinals {
+		delete(t.finals, i)
+		s.hasFinals = false
+	}
+}
+
+// insert makes a slot for a new entry of session and call and returns it.
+func (t *tombstones) insert(session, call string) int32 {
+	var i int32
+	if n := len(t.free); n > 0 {
+		i = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		i = int32(len(t.slots))
+		if len(t.slots) == cap(t.slots) { // doubling, up to the limit
+			t.slots = slices.Grow(t.slots, max(1, min(max(len(t.slots), 64), t.limit+1-len(t.slots))))
+		}
+		t.slots = append(t.slots, tombSlot{})
+	}
+	if len(t.arena)+len(session)+len(call) > cap(t.arena) && len(t.arena)-t.arenaLive >= t.arenaLive/2 {
+		t.compactArena()
+	}
+	h := t.hashOf(session, call)
+	next, ok := t.index[h]
+	if !ok {
+		next = -1
+	}
+	t.slots[i] = tombSlot{off: len(t.arena), sessionLen: uint32(len(session)), callLen: uint32(len(call)), next: next}
+	t.arena = append(append(t.arena, session...), call...)
+	t.arenaLive += len(session) + len(call)
+	t.index[h] = i
+	t.n++
+	return i
+}
+
+// drop frees slot i, which holds an entry.
+func (t *tombstones) drop(i int32) {
+	s := &t.slots[i]
+	session := string(t.arena[s.off : s.off+int(s.sessionLen)])
+	h := t.hashOf(session, string(t.arena[s.off+len(session):s.off+len(session)+int(s.callLen)]))
+	if head := t.index[h]; head == i {
+		if s.next < 0 {
+			delete(t.index, h)
+		} else {
+			t.index[h] = s.next
+		}
+	} else {
+		for p := head; ; p = t.slots[p].next {
+			if t.slots[p].next == i {
+				t.slots[p].next = s.next
+				break
+			}
+		}
+	}
+	if s.hasFinals {
+		delete(t.finals, i)
+	}
+	t.arenaLive -= int(s.sessionLen) + int(s.callLen)
+	*s = tombSlot{next: -1}
+	t.free = append(t.free, i)
+	t.n--
+}
+
+// compactArena copies the ids of the entries held into a new arena, half
+// again as large as they are, leaving out what entries gone left. insert
+// calls it when the arena is full and at least a third of it is left
+// over, so the arena stays within about twice the ids held (while they do
+// not grow), and the bytes copied are at most twice those released since
+// the last copy.
+func (t *tombstones) compactArena() {
+	arena := make([]byte, 0, t.arenaLive+t.arenaLive/2+4096)
+	for i := range t.slots {
+		s := &t.slots[i]
+		if s.seq == 0 {
+			continue
+		}
+		n := int(s.sessionLen) + int(s.callLen)
+		off := len(arena)
+		arena = append(arena, t.arena[s.off:s.off+n]...)
+		s.off = off
+	}
+	t.arena = arena
+}
+
 // current returns the mark ref names and whether it still keeps the
 // finals ref was made for.
 func (t *tombstones) current(ref keptRef) (tomb, bool) {
-	o, ok := t.byKey[tombKey{ref.session, ""}]
-	return o, ok && o.finals != nil && len(o.finals.finals) > 0 && o.finals.at.Equal(ref.at)
+	i := t.find(ref.session, "")
+	if i < 0 {
+		return tomb{}, false
+	}
+	o := t.tombAt(i)
+	return o, o.finals != nil && len(o.finals.finals) > 0 && o.finals.at.Equal(ref.at)
 }
 
 // maxKeptFinalBytes bounds the texts of the ENDED revisions the marks of
@@ -66,14 +233,14 @@ const maxKeptFinalBytes = 64 << 20
 func (t *tombstones) keep(session string, k *keptFinals) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	key := tombKey{session, ""}
-	tb, ok := t.byKey[key]
-	if !ok {
+	i := t.find(session, "")
+	if i < 0 {
 		return
 	}
+	tb := t.tombAt(i)
 	t.unkeep(tb)
 	tb.finals = nil
-	t.byKey[key] = tb
+	t.set(i, tb)
 	for len(t.keptOrder) > 0 && t.keptBytes+k.bytes > maxKeptFinalBytes {
 		t.loseOldest()
 	}
@@ -95,7 +262,7 @@ func (t *tombstones) keep(session string, k *keptFinals) {
 			t.keptOrder = live
 		}
 	}
-	t.byKey[key] = tb
+	t.set(i, tb)
 }
 
 // expire makes lost (named only) the revisions the closes before the
@@ -118,7 +285,7 @@ func (t *tombstones) loseOldest() {
 	if o, ok := t.current(ref); ok {
 		t.unkeep(o)
 		o.finals = o.finals.lose()
-		t.byKey[tombKey{ref.session, ""}] = o
+		t.set(t.find(ref.session, ""), o)
 	}
 }
 
@@ -149,11 +316,12 @@ func (t *tombstones) unkeep(tb tomb) {
 	}
 }
 
-type tombKey struct{ session, call string }
-
+// queued is an entry as its namespace's queue holds it: the slot, and the
+// seq it had then (the slot holds another entry, or this one added again,
+// when its seq is no longer that: seqs only grow).
 type queued struct {
-	key tombKey
-	seq uint64
+	slot int32
+	seq  uint64
 }
 
 // tombQueue is one namespace's entries, oldest first from head; queue may
@@ -162,7 +330,7 @@ type tombQueue struct {
 	space string
 	queue []queued
 	head  int
-	live  int // entries of byKey in this namespace
+	live  int // entries held of this namespace
 	index int // in tombstones.heap
 }
 
@@ -211,7 +379,7 @@ type tomb struct {
 }
 
 func newTombstones(limit int) *tombstones {
-	return &tombstones{limit: limit, byKey: map[tombKey]tomb{}, spaces: map[string]*tombQueue{}}
+	return &tombstones{limit: limit, seed: maphash.MakeSeed(), mask: ^uint64(0), index: map[uint64]int32{}, finals: map[int32]*keptFinals{}, spaces: map[string]*tombQueue{}}
 }
 
 // add remembers a released call of the session with key session, making
@@ -224,27 +392,31 @@ func (t *tombstones) add(session, call string, tb tomb) {
 	defer t.mu.Unlock()
 	t.seq++
 	tb.seq = t.seq
-	k := tombKey{session, call}
 	space := spaceOfKey(session)
 	q := t.spaces[space]
 	if q == nil {
-		q = &tombQueue{space: space}
+		q = &tombQueue{space: strings.Clone(space)}
 		t.spaces[space] = q
 		heap.Push(&t.heap, q)
 	}
-	if old, again := t.byKey[k]; !again {
+	i := t.find(session, call)
+	if i < 0 {
+		i = t.insert(session, call)
 		q.live++
 		heap.Fix(&t.heap, q.index)
 	} else {
-		t.unkeep(old)
+		t.unkeep(t.tombAt(i))
 	}
-	t.byKey[k] = tb
-	q.queue = append(q.queue, queued{k, t.seq})
-	for len(t.byKey) > t.limit {
+	t.set(i, tb)
+	q.queue = append(q.queue, queued{i, t.seq})
+	for t.n > t.limit {
 		t.evict(t.heap[0])
 	}
-	q.compact(t.byKey)
+	t.compact(q)
 }
+
+// queuedHeld reports whether e is still an entry held.
+func (t *tombstones) queuedHeld(e queued) bool { return t.slots[e.slot].seq == e.seq }
 
 // evict drops the oldest current entry of q.
 func (t *tombstones) evict(q *tombQueue) {
@@ -252,9 +424,9 @@ func (t *tombstones) evict(q *tombQueue) {
 		old := q.queue[q.head]
 		q.queue[q.head] = queued{}
 		q.head++
-		if tb := t.byKey[old.key]; tb.seq == old.seq {
-			t.unkeep(tb)
-			delete(t.byKey, old.key)
+		if t.queuedHeld(old) {
+			t.unkeep(t.tombAt(old.slot))
+			t.drop(old.slot)
 			q.live--
 			break
 		}
@@ -265,17 +437,17 @@ func (t *tombstones) evict(q *tombQueue) {
 		return
 	}
 	heap.Fix(&t.heap, q.index)
-	q.compact(t.byKey)
+	t.compact(q)
 }
 
 // compact keeps q's queue within a constant factor of its live entries.
-func (q *tombQueue) compact(byKey map[tombKey]tomb) {
+func (t *tombstones) compact(q *tombQueue) {
 	if pending := len(q.queue) - q.head; !(q.head > 64 && q.head > pending || pending > 2*q.live+64) {
 		return
 	}
 	kept := make([]queued, 0, q.live)
 	for _, e := range q.queue[q.head:] {
-		if byKey[e.key].seq == e.seq {
+		if t.queuedHeld(e) {
 			kept = append(kept, e)
 		}
 	}
@@ -286,8 +458,11 @@ func (q *tombQueue) compact(byKey map[tombKey]tomb) {
 func (t *tombstones) get(session, call string) (tomb, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	tb, ok := t.byKey[tombKey{session, call}]
-	return tb, ok
+	i := t.find(session, call)
+	if i < 0 {
+		return tomb{}, false
+	}
+	return t.tombAt(i), true
 }
 
 // anyOf reports whether a call of the session has a tombstone. It looks
@@ -296,8 +471,9 @@ func (t *tombstones) get(session, call string) (tomb, bool) {
 func (t *tombstones) anyOf(session string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k := range t.byKey {
-		if k.session == session {
+	for i := range t.slots {
+		s := &t.slots[i]
+		if s.seq != 0 && int(s.sessionLen) == len(session) && string(t.arena[s.off:s.off+len(session)]) == session {
 			return true
 		}
 	}
@@ -318,13 +494,12 @@ func (t *tombstones) closedAt(session string) uint64 {
 func (t *tombstones) remove(session, call string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := tombKey{session, call}
-	tb, ok := t.byKey[k]
-	if !ok {
+	i := t.find(session, call)
+	if i < 0 {
 		return
 	}
-	t.unkeep(tb)
-	delete(t.byKey, k)
+	t.unkeep(t.tombAt(i))
+	t.drop(i)
 	q := t.spaces[spaceOfKey(session)]
 	if q == nil {
 		return
@@ -336,13 +511,13 @@ func (t *tombstones) remove(session, call string) {
 		return
 	}
 	heap.Fix(&t.heap, q.index)
-	q.compact(t.byKey)
+	t.compact(q)
 }
 
 func (t *tombstones) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.byKey)
+	return t.n
 }
 
 // explain says why a late frame about a released call is refused.

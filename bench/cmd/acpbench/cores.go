@@ -52,7 +52,7 @@ func cores(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	acp, err := startACP(ctx, *profile, *acpnormd, "")
+	acp, err := startACP(ctx, *profile, "", *acpnormd, "")
 	if err != nil {
 		return err
 	}

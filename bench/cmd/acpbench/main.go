@@ -67,6 +67,7 @@ func run(args []string) error {
 	cf := addCellFlags(fs, "all", "1,8,32", 3, false)
 	pngOut := fs.String("png", "", "write the chart here")
 	profile := fs.String("profile", "", "serve acpnorm in-process from this binary (same limits as acpnormd) and write its CPU profile here")
+	heapProfile := fs.String("heapprofile", "", "with -profile: also write a heap profile of the server 10 s after it starts (under load)")
 	storeURL := fs.String("store", "", "serve acpnorm with its sessions in this Redis (redis://host:port/db), as acpnormd --store does")
 	send := addSendFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -82,7 +83,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	acp, err := startACP(ctx, *profile, *acpnormd, *storeURL)
+	acp, err := startACP(ctx, *profile, *heapProfile, *acpnormd, *storeURL)
 	if err != nil {
 		return err
 	}
@@ -245,8 +246,9 @@ func parseStreams(s string) ([]int, error) {
 }
 
 // startACP starts this binary's profiled server when profile is set, or
-// else the acpnormd binary; with storeURL, on that Redis.
-func startACP(ctx context.Context, profile, acpnormd, storeURL string) (*load.Server, error) {
+// else the acpnormd binary; with storeURL, on that Redis; with heap, the
+// profiled server also writes a heap profile there.
+func startACP(ctx context.Context, profile, heap, acpnormd, storeURL string) (*load.Server, error) {
 	if profile == "" {
 		args := []string{"serve", "--metrics-listen=", "--log-level=warn"}
 		if storeURL != "" {
@@ -258,5 +260,9 @@ func startACP(ctx context.Context, profile, acpnormd, storeURL string) (*load.Se
 	if err != nil {
 		return nil, err
 	}
-	return load.Start(ctx, "acpnorm", self, "-listen", "profiled", "-cpuprofile", profile, "-store", storeURL)
+	args := []string{"profiled", "-cpuprofile", profile, "-store", storeURL}
+	if heap != "" {
+		args = append(args, "-heapprofile", heap)
+	}
+	return load.Start(ctx, "acpnorm", self, "-listen", args...)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 )
@@ -165,8 +166,10 @@ func (t *tombstones) insert(session, call string) int32 {
 // drop frees slot i, which holds an entry.
 func (t *tombstones) drop(i int32) {
 	s := &t.slots[i]
-	session := string(t.arena[s.off : s.off+int(s.sessionLen)])
-	h := t.hashOf(session, string(t.arena[s.off+len(session):s.off+len(session)+int(s.callLen)]))
+	// The ids as strings over the arena, without a copy: only hashed,
+	// while the arena does not change.
+	ids := unsafe.String(unsafe.SliceData(t.arena[s.off:]), int(s.sessionLen)+int(s.callLen))
+	h := t.hashOf(ids[:s.sessionLen], ids[s.sessionLen:])
 	if head := t.index[h]; head == i {
 		if s.next < 0 {
 			delete(t.index, h)

@@ -42,17 +42,17 @@ type tombstones struct {
 	mu    sync.Mutex
 	limit int
 	seed  maphash.Seed
-	mask  uint64           // of the hashes; tests narrow it to make them collide
-	index map[uint64]int32 // by hash of the ids: the first slot of that hash
-	slots []tombSlot       // a slot's seq is 0 while it is free
-	free  []int32
+	mask  uint64         // of the hashes; tests narrow it to make them collide
+	index map[uint64]int // by hash of the ids: the first slot of that hash
+	slots []tombSlot     // a slot's seq is 0 while it is free
+	free  []int
 	n     int // entries held
 	// arena holds each entry's session key then call id; arenaLive is
 	// how many of its bytes the entries held use (the rest is what
 	// entries gone left, until compactArena).
 	arena     []byte
 	arenaLive int
-	finals    map[int32]*keptFinals // by slot: the finals a mark keeps
+	finals    map[int]*keptFinals   // by slot: the finals a mark keeps
 	spaces    map[string]*tombQueue // by namespace key prefix; only those holding entries
 	heap      tombHeap              // the same queues, the one holding the most first
 	seq       uint64
@@ -73,7 +73,7 @@ type tombSlot struct {
 	applied    uint64        // the tomb's
 	sessionLen uint32
 	callLen    uint32
-	next       int32  // the next slot of the same hash, or -1
+	next       int    // the next slot of the same hash, or -1
 	revisions  uint32 // the tomb's
 	why        released
 	outcome    accum.Outcome
@@ -92,7 +92,7 @@ func (t *tombstones) hashOf(session, call string) uint64 {
 }
 
 // find returns the slot of the entry of session and call, or -1.
-func (t *tombstones) find(session, call string) int32 {
+func (t *tombstones) find(session, call string) int {
 	h := t.hashOf(session, call)
 	i, ok := t.index[h]
 	if !ok {
@@ -111,7 +111,7 @@ func (t *tombstones) find(session, call string) int32 {
 }
 
 // tombAt returns the tomb of slot i.
-func (t *tombstones) tombAt(i int32) tomb {
+func (t *tombstones) tombAt(i int) tomb {
 	s := &t.slots[i]
 	tb := tomb{seq: s.seq, why: s.why, after: s.after, revisions: s.revisions, outcome: s.outcome, applied: s.applied}
 	if s.hasFinals {
@@ -121,7 +121,7 @@ func (t *tombstones) tombAt(i int32) tomb {
 }
 
 // set makes tb (its seq and finals too) what slot i holds.
-func (t *tombstones) set(i int32, tb tomb) {
+func (t *tombstones) set(i int, tb tomb) {
 	s := &t.slots[i]
 	s.seq = tb.seq
 	s.why, s.outcome, s.revisions, s.after, s.applied = tb.why, tb.outcome, tb.revisions, tb.after, tb.applied
@@ -135,13 +135,13 @@ func (t *tombstones) set(i int32, tb tomb) {
 }
 
 // insert makes a slot for a new entry of session and call and returns it.
-func (t *tombstones) insert(session, call string) int32 {
-	var i int32
+func (t *tombstones) insert(session, call string) int {
+	var i int
 	if n := len(t.free); n > 0 {
 		i = t.free[n-1]
 		t.free = t.free[:n-1]
 	} else {
-		i = int32(len(t.slots))
+		i = len(t.slots)
 		if len(t.slots) == cap(t.slots) { // doubling, up to the limit
 			t.slots = slices.Grow(t.slots, max(1, min(max(len(t.slots), 64), t.limit+1-len(t.slots))))
 		}
@@ -164,7 +164,7 @@ func (t *tombstones) insert(session, call string) int32 {
 }
 
 // drop frees slot i, which holds an entry.
-func (t *tombstones) drop(i int32) {
+func (t *tombstones) drop(i int) {
 	s := &t.slots[i]
 	// The ids as strings over the arena, without a copy: only hashed,
 	// while the arena does not change.
@@ -323,7 +323,7 @@ func (t *tombstones) unkeep(tb tomb) {
 // seq it had then (the slot holds another entry, or this one added again,
 // when its seq is no longer that: seqs only grow).
 type queued struct {
-	slot int32
+	slot int
 	seq  uint64
 }
 
@@ -382,7 +382,7 @@ type tomb struct {
 }
 
 func newTombstones(limit int) *tombstones {
-	return &tombstones{limit: limit, seed: maphash.MakeSeed(), mask: ^uint64(0), index: map[uint64]int32{}, finals: map[int32]*keptFinals{}, spaces: map[string]*tombQueue{}}
+	return &tombstones{limit: limit, seed: maphash.MakeSeed(), mask: ^uint64(0), index: map[uint64]int{}, finals: map[int]*keptFinals{}, spaces: map[string]*tombQueue{}}
 }
 
 // add remembers a released call of the session with key session, making

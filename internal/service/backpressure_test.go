@@ -52,6 +52,17 @@ func recvInto(m any, recv func() (*pb.NormalizeRequest, error)) error {
 
 func (f *fakeStream) Send(r *pb.NormalizeResponse) error { return f.send(r) }
 
+func (f *fakeStream) SendMsg(m any) error { return sendFrom(m, f.Send) }
+
+// sendFrom is SendMsg, as the stream's send loop calls it (with a sized
+// response), for a test's stream whose Send takes responses.
+func sendFrom(m any, send func(*pb.NormalizeResponse) error) error {
+	if s, ok := m.(*sized); ok {
+		m = s.NormalizeResponse
+	}
+	return send(m.(*pb.NormalizeResponse))
+}
+
 func (f *fakeStream) SetTrailer(metadata.MD) {}
 
 func heapAlloc() uint64 {

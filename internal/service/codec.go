@@ -78,20 +78,35 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return c.CodecV2.Marshal(v)
 	}
+	if s, ok := m.(*sized); ok {
+		if s.hand {
+			// Sized and checked when queued (see toSend): encoded with
+			// that size. A length other than it would mean the revision
+			// changed since; it is then encoded as one never sized.
+			x := s.GetShellExec()
+			if b, err := encodeSized(s.n, x, nil, proto.MarshalOptions{}); err == nil {
+				if b.Len() == s.n {
+					return b, nil
+				}
+				b.Free()
+			}
+		}
+		m = s.NormalizeResponse
+	}
 	if r, ok := m.(*pb.NormalizeResponse); ok {
 		if x := handShellExec(r); x != nil {
 			if b, err := encodeSized(responseSize(x), x, nil, proto.MarshalOptions{}); err == nil {
 				return b, nil
 			}
 			// A string that is not valid UTF-8: protobuf says so. The
-			// size cache was never filled (see sizeOf).
-			return c.CodecV2.Marshal(v)
+			// size cache was never filled (see toSend).
+			return c.CodecV2.Marshal(m)
 		}
 	}
 	opts := proto.MarshalOptions{UseCachedSize: true} // the size just computed
 	var size int
 	if _, ok := m.(*pb.NormalizeResponse); ok {
-		// A stream sized it when it queued it (see sizeOf), and no
+		// A stream sized it when it queued it (see toSend), and no
 		// response changes once made: the size is in its cache (one
 		// never sized is sized here, as any message).
 		size = opts.Size(m)
@@ -114,7 +129,7 @@ func encodeSized(size int, x *pb.ShellExec, m proto.Message, opts proto.MarshalO
 		if x == nil {
 			return opts.MarshalAppend(b, m)
 		}
-		b, ok := appendResponse(b, x)
+		b, ok := appendResponse(b, x, execSizeOf(size))
 		if !ok {
 			return nil, errNotHand
 		}

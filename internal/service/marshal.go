@@ -141,6 +141,17 @@ func responseSize(x *pb.ShellExec) int {
 	return tag1 + protowire.SizeBytes(shellExecSize(x))
 }
 
+// execSizeOf is the size of the ShellExec in a response of size bytes
+// (responseSize's inverse: its value grows with its argument, so one
+// length of the prefix fits).
+func execSizeOf(size int) int {
+	for k := 1; ; k++ {
+		if n := size - tag1 - k; n < 0 || protowire.SizeVarint(uint64(n)) == k {
+			return n
+		}
+	}
+}
+
 // wireBuf appends fields; ok turns false at the first string that is not
 // valid UTF-8.
 type wireBuf struct {
@@ -186,13 +197,13 @@ func (w *wireBuf) text(n protowire.Number, t *pb.ShellText) {
 	w.varint(textTotalBytes, uint64(t.TotalBytes))
 }
 
-// appendResponse appends the encoding of a response holding x to b, and
-// says false when a string of x is not valid UTF-8 (protobuf refuses the
-// message then).
-func appendResponse(b []byte, x *pb.ShellExec) ([]byte, bool) {
+// appendResponse appends the encoding of a response holding x, whose
+// size is size (shellExecSize), to b, and says false when a string of x is
+// not valid UTF-8 (protobuf refuses the message then).
+func appendResponse(b []byte, x *pb.ShellExec, size int) ([]byte, bool) {
 	w := wireBuf{b: b, ok: true}
 	w.b = protowire.AppendTag(w.b, respShellExec, protowire.BytesType)
-	w.b = protowire.AppendVarint(w.b, uint64(shellExecSize(x)))
+	w.b = protowire.AppendVarint(w.b, uint64(size))
 	w.string(execSessionID, x.SessionId)
 	w.string(execToolCallID, x.ToolCallId)
 	w.varint(execRevision, uint64(x.Revision))

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -58,7 +60,7 @@ func checkWire(t *testing.T, x *pb.ShellExec) {
 	r := &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: x}}
 	want, werr := proto.Marshal(r)
 	require.Same(t, x, handShellExec(r))
-	got, ok := appendResponse(nil, x)
+	got, ok := appendResponse(nil, x, shellExecSize(x))
 	if werr != nil {
 		assert.False(t, ok, "protobuf refused it (%v); the hand encoding did not", werr)
 		return
@@ -69,11 +71,56 @@ func checkWire(t *testing.T, x *pb.ShellExec) {
 	}
 	assert.Equal(t, len(want), responseSize(x))
 	assert.Equal(t, int64(len(want)), sizeOf(r))
-	// Through the codec, as gRPC sends it.
+	// Through the codec, as gRPC sends it, alone and as the send loop
+	// gives it, with the size and verdict of when it was queued.
 	bs, err := newTolerantCodec().Marshal(r)
 	require.NoError(t, err)
 	assert.Equal(t, want, bs.Materialize())
 	bs.Free()
+	it := toSend(r)
+	assert.True(t, it.hand)
+	bs, err = newTolerantCodec().Marshal(&sized{it.r, int(it.n), it.hand})
+	require.NoError(t, err)
+	assert.Equal(t, want, bs.Materialize())
+	bs.Free()
+}
+
+// A revision changed after it was queued is sent as it is then, not with
+// the size it was queued with: the codec sees the length differ and sizes
+// it again. (None is changed; this holds the check that says so.)
+func TestSizedRevisionChangedAfterQueueing(t *testing.T) {
+	codec := newTolerantCodec()
+	for _, change := range []func(x *pb.ShellExec){
+		func(x *pb.ShellExec) { x.Output.Text += "more" },
+		func(x *pb.ShellExec) { x.Output.Text = x.Output.Text[:3] },
+		func(x *pb.ShellExec) { x.Command = "" },
+		func(x *pb.ShellExec) { x.Stderr = &pb.ShellText{Text: strings.Repeat("e", 200)} },
+		func(x *pb.ShellExec) { x.Output.Text = strings.Repeat("o", 100000) }, // past gRPC's pooling threshold
+		func(x *pb.ShellExec) { x.Output.Text = "bad \xff" },                  // protobuf refuses it
+	} {
+		x := &pb.ShellExec{SessionId: "s", ToolCallId: "c", Command: "ls -la", Output: &pb.ShellText{Text: strings.Repeat("x", 120), Mode: 2}}
+		r := &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: x}}
+		it := toSend(r)
+		require.True(t, it.hand)
+		change(x)
+		want, werr := proto.Marshal(r)
+		bs, err := codec.Marshal(&sized{it.r, int(it.n), it.hand})
+		if werr != nil {
+			require.Error(t, err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, want, bs.Materialize())
+		bs.Free()
+	}
+}
+
+// execSizeOf undoes responseSize's prefix at every length of it.
+func TestExecSizeOf(t *testing.T) {
+	for _, n := range []int{0, 1, 126, 127, 128, 129, 16382, 16383, 16384, 16385, 1<<21 - 1, 1 << 21, 1<<28 - 1, 1 << 28, 1 << 30} {
+		size := tag1 + protowire.SizeBytes(n)
+		require.Equal(t, n, execSizeOf(size), "size %d", size)
+	}
 }
 
 func TestShellExecWireIsProtobuf(t *testing.T) {

@@ -159,6 +159,9 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 		close(stalled)
 	})
 	defer stall.stop()
+	// msg is what SendMsg is given, one for the stream: gRPC encodes it
+	// before SendMsg returns.
+	msg := new(sized)
 	for {
 		select {
 		case it, ok := <-out:
@@ -166,8 +169,10 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 				return
 			}
 			r := it.r
+			*msg = sized{r, int(it.n), it.hand}
 			stall.begin()
-			err := stream.Send(r)
+			err := stream.SendMsg(msg)
+			*msg = sized{}
 			q.sent(it.n)
 			if stall.end() && err == nil {
 				return // the timer fired: the stream is being ended as stalled
@@ -305,7 +310,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		return err
 	}
 	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
-		it := outgoing{r, sizeOf(r)}
+		it := toSend(r)
 		q.held(it.n)
 		if len(held) == 0 && q.fits(it.n) {
 			q.queued(it.n)
@@ -356,7 +361,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		}
 		if refusal := codecRefusal(req, s.sessions.maxID, maxClaim(s.cfg.MaxCallsPerSession)); refusal != nil {
 			s.sessions.m.frameError(codes.InvalidArgument)
-			it := outgoing{refusal, sizeOf(refusal)}
+			it := toSend(refusal)
 			q.held(it.n)
 			if queue(it) != nil {
 				return s.endCause(ctx)

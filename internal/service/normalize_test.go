@@ -49,6 +49,8 @@ func (f *scriptedStream) Recv() (*pb.NormalizeRequest, error) {
 
 func (f *scriptedStream) RecvMsg(m any) error { return recvInto(m, f.Recv) }
 
+func (f *scriptedStream) SendMsg(m any) error { return sendFrom(m, f.Send) }
+
 func (f *scriptedStream) Send(r *pb.NormalizeResponse) error {
 	f.mu.Lock()
 	block := f.block

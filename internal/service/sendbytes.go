@@ -8,21 +8,44 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// outgoing is a response waiting to be sent, with its size on the wire.
+// outgoing is a response waiting to be sent, with its size on the wire
+// and whether it is encoded by hand (see marshal.go), both found once,
+// when it is queued: the send loop hands them to the codec with it (see
+// sized), which encodes it without sizing or checking it again.
 type outgoing struct {
-	r *pb.NormalizeResponse
-	n int64
+	r    *pb.NormalizeResponse
+	n    int64
+	hand bool
 }
 
-// sizeOf is the size of r on the wire. A revision is sized by hand (see
-// marshal.go); for any other response computing it fills r's size cache,
-// which the codec reads when it marshals r (see tolerantCodec.Marshal), so
-// a response is sized once: a response is never changed once queued.
-func sizeOf(r *pb.NormalizeResponse) int64 {
+// toSend sizes r for the queue. A revision is sized by hand (see
+// marshal.go); for any other response computing the size fills r's size
+// cache, which the codec reads when it marshals r (see
+// tolerantCodec.Marshal).
+//
+// A response is never changed once queued: the stream's loop makes it
+// (shellExecResponse, frameErrorResponse, a refusal) and hands it only to
+// the queue, whose one reader is the send loop. The codec still checks
+// the one thing that could make a hand encoding with the carried size
+// wrong, a length other than the size (see tolerantCodec.Marshal).
+func toSend(r *pb.NormalizeResponse) outgoing {
 	if x := handShellExec(r); x != nil {
-		return int64(responseSize(x))
+		return outgoing{r, int64(responseSize(x)), true}
 	}
-	return int64(proto.Size(r))
+	return outgoing{r: r, n: int64(proto.Size(r))}
+}
+
+// sizeOf is the size of r on the wire (see toSend).
+func sizeOf(r *pb.NormalizeResponse) int64 { return toSend(r).n }
+
+// sized is a queued response as the send loop gives it to gRPC's SendMsg,
+// with what toSend found: the codec encodes a revision by hand with that
+// size. It is a proto.Message (the response's own methods), so that any
+// other codec, or a stats handler, sees the response itself.
+type sized struct {
+	*pb.NormalizeResponse
+	n    int
+	hand bool
 }
 
 // sendBytes bounds the bytes of the responses one stream has queued for

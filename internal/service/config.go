@@ -51,11 +51,13 @@ type Config struct {
 	SendQueueBytes int
 	// SendTimeout is how long one response may wait for a client that
 	// reads nothing before the stream is ended (RESOURCE_EXHAUSTED), so a
-	// stalled client holds no memory.
+	// stalled client holds no memory (at most SendTimeout/8 later, see
+	// waitClock).
 	SendTimeout time.Duration
 	// StreamIdleTimeout ends a Normalize stream (UNAVAILABLE) that has
-	// waited this long for a request, so that streams opened and left
-	// idle do not hold the stream slots for ever; 0 keeps them.
+	// waited this long for a request (at most StreamIdleTimeout/8 later,
+	// see waitClock), so that streams opened and left idle do not hold the
+	// stream slots for ever; 0 keeps them.
 	StreamIdleTimeout time.Duration
 	// Quota bounds what one identity's sessions may hold together (see
 	// normalize.WithQuota); a zero field sets no bound beyond the limits

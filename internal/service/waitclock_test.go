@@ -50,3 +50,44 @@ func TestWaitClockFiresOrEnds(t *testing.T) {
 		assert.Equal(t, int32(said), fires.Load(), "fired %d times, and end said so %d times", fires.Load(), said)
 	}
 }
+
+// A wait fires the clock no sooner than d after it began, and no later
+// than d/waitSteps after that (plus the timer's lateness on a busy
+// machine, given a bound here), wherever it begins between the timer's
+// looks.
+func TestWaitClockFiresWithinAStep(t *testing.T) {
+	const d = 400 * time.Millisecond
+	const step = d / waitSteps
+	const late = 100 * time.Millisecond // the timer's and the scheduler's lateness
+	for i := range 8 {
+		fired := make(chan time.Time, 1)
+		w := newWaitClock(d, func() { fired <- time.Now() })
+		time.Sleep(time.Duration(i) * step / 8) // begin at another point between two looks
+		before := time.Now()
+		w.begin()
+		after := time.Now()
+		at := <-fired
+		assert.GreaterOrEqual(t, at.Sub(before), d, "fired before the wait lasted d")
+		assert.LessOrEqual(t, at.Sub(after), d+step+late, "fired more than a step after the wait lasted d")
+		assert.True(t, w.end())
+		w.stop()
+	}
+}
+
+// Waits that each end before d never fire the clock, however many follow
+// each other across the timer's looks, and a wait that then lasts d does.
+func TestWaitClockManyShortWaits(t *testing.T) {
+	const d = 400 * time.Millisecond
+	var fires atomic.Int32
+	w := newWaitClock(d, func() { fires.Add(1) })
+	defer w.stop()
+	for end := time.Now().Add(3 * d); time.Now().Before(end); {
+		w.begin()
+		time.Sleep(d / 40)
+		assert.False(t, w.end())
+	}
+	assert.Zero(t, fires.Load())
+	w.begin()
+	assert.Eventually(t, func() bool { return fires.Load() == 1 }, 20*d, d/10)
+	assert.True(t, w.end())
+}

@@ -163,28 +163,38 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 	// before SendMsg returns.
 	msg := new(sized)
 	for {
-		select {
-		case it, ok := <-out:
-			if !ok {
+		// A response already queued is taken without the select (which
+		// locks both channels), once the stream is seen not to have ended:
+		// a load.
+		var it outgoing
+		var ok, got bool
+		if ctx.Err() == nil {
+			it, ok, got = tryReceive(out)
+		}
+		if !got {
+			select {
+			case it, ok = <-out:
+			case <-ctx.Done():
 				return
 			}
-			r := it.r
-			*msg = sized{r, int(it.n), it.hand}
-			stall.begin()
-			err := stream.SendMsg(msg)
-			*msg = sized{}
-			q.sent(it.n)
-			if stall.end() && err == nil {
-				return // the timer fired: the stream is being ended as stalled
-			}
-			if err != nil {
-				cancel(err)
-				return
-			}
-			counts.sent(r)
-		case <-ctx.Done():
+		}
+		if !ok {
 			return
 		}
+		r := it.r
+		*msg = sized{r, int(it.n), it.hand}
+		stall.begin()
+		err := stream.SendMsg(msg)
+		*msg = sized{}
+		q.sent(it.n)
+		if stall.end() && err == nil {
+			return // the timer fired: the stream is being ended as stalled
+		}
+		if err != nil {
+			cancel(err)
+			return
+		}
+		counts.sent(r)
 	}
 }
 

@@ -44,6 +44,10 @@ type readAhead struct {
 	started int
 	// running counts the workers that have not returned.
 	running sync.WaitGroup
+	// learnt is the session learn wrote in next last, with the dialect
+	// learntAs, while next still holds it (only learn changes next, on
+	// the loop's goroutine, which alone reads these two).
+	learnt, learntAs string
 	// space is the namespace of the stream's identity, which the frames
 	// are read in (normalize.PrepareIn).
 	space string
@@ -200,8 +204,15 @@ func (a *readAhead) learn(req *pb.NormalizeRequest, next string) {
 	if id == "" {
 		return
 	}
+	if next != "" && id == a.learnt && next == a.learntAs && len(a.next) < maxAheadSessions {
+		// What next holds for id already (most frames are of the session
+		// before), and no bound to start over at. Only this goroutine
+		// writes next, so its length is read without the lock.
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.learnt, a.learntAs = "", ""
 	if next == "" {
 		delete(a.next, id)
 		return
@@ -210,4 +221,5 @@ func (a *readAhead) learn(req *pb.NormalizeRequest, next string) {
 		clear(a.next)
 	}
 	a.next[id] = next
+	a.learnt, a.learntAs = id, next
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +151,57 @@ func TestReadAheadWorkersEndWithTheStream(t *testing.T) {
 		t.Fatal("the workers did not end after stop")
 	}
 	assert.Empty(t, a.workers, "tokens still held")
+}
+
+// learn leaves in next what it would write there every time, whatever it
+// skips: random frames, closes and new sessions past maxAheadSessions,
+// against a map written by every call.
+func TestReadAheadLearnSkipsOnlyWhatIsThere(t *testing.T) {
+	a := newReadAhead(1, "")
+	model := map[string]string{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	dialects := []string{"claude", "opencode", "generic"}
+	cleared := 0
+	for i := range 20000 {
+		id := fmt.Sprint("s", rng.IntN(8))
+		if rng.IntN(8) == 0 {
+			id = fmt.Sprint("new", i) // fills next past its bound now and then
+		}
+		var req *pb.NormalizeRequest
+		next := dialects[rng.IntN(len(dialects))]
+		switch rng.IntN(10) {
+		case 0:
+			req = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: id}}}
+			delete(model, id)
+		case 1:
+			req = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: id}}}
+			next = ""
+			delete(model, id)
+		default:
+			req = &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: id}}}
+			if len(model) >= maxAheadSessions {
+				clear(model)
+				cleared++
+			}
+			model[id] = next
+		}
+		a.learn(req, next)
+		require.Equal(t, model[id], a.next[id], "step %d", i)
+		require.Len(t, a.next, len(model), "step %d", i)
+	}
+	require.Positive(t, cleared, "next never reached its bound")
+
+	// At the bound, a session's frame starts the memory over even when it
+	// names what next holds for it.
+	a = newReadAhead(1, "")
+	frame := func(id string) *pb.NormalizeRequest {
+		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_Frame{Frame: &pb.AcpFrame{SessionId: id}}}
+	}
+	for i := range maxAheadSessions - 1 {
+		a.learn(frame(fmt.Sprint("other", i)), "claude")
+	}
+	a.learn(frame("s"), "claude")
+	require.Len(t, a.next, maxAheadSessions)
+	a.learn(frame("s"), "claude")
+	require.Equal(t, map[string]string{"s": "claude"}, a.next)
 }

@@ -91,3 +91,23 @@ func BenchmarkReadAheadLearn(b *testing.B) {
 	}
 	benchcpu.Report(b, cpu)
 }
+
+// BenchmarkPendingWait is the loop's taking of a frame read ahead on a
+// worker, once the read is done (as most are when the loop comes to them),
+// on a stream that has not ended.
+//
+//	go test ./internal/service -run '^$' -bench BenchmarkPendingWait
+func BenchmarkPendingWait(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &asyncRead{done: make(chan struct{})}
+	close(r.done)
+	p := pending{async: r}
+	cpu := benchcpu.Now()
+	for b.Loop() {
+		if _, ok := p.wait(ctx); !ok {
+			b.Fatal("wait gave up on a live context")
+		}
+	}
+	benchcpu.Report(b, cpu)
+}

@@ -68,7 +68,7 @@ func ExitLineIn(text []byte, head bool, exit *int32) bool {
 // the line must name when there is one.
 func exitLine(line []byte, plain bool, exit *int32) bool {
 	line = bytes.TrimSpace(line)
-	if len(line) < 4 || len(line) > maxExitLine || !bytes.ContainsAny(line, "tTcC") {
+	if len(line) < 4 || len(line) > maxExitLine || !endsAsExitLine(line) || !bytes.ContainsAny(line, "tTcC") {
 		return false
 	}
 	m := exitLinePattern.FindSubmatch(line)
@@ -81,6 +81,26 @@ func exitLine(line []byte, plain bool, exit *int32) bool {
 		}
 	}
 	return plain || !plainExitStatus.Match(line)
+}
+
+// endsAsExitLine says whether line ends as every match of
+// exitLinePattern does (`\d\s*[\]>)]{0,2}\.?$`): a digit, then spaces,
+// at most two closing brackets and a period, each optional. The three
+// sets are disjoint, so reading them back from the end is the pattern's
+// only reading. Most lines of output end otherwise, and the regexp (about
+// a µs a line) is not run on them.
+func endsAsExitLine(line []byte) bool {
+	i := len(line)
+	if i > 0 && line[i-1] == '.' {
+		i--
+	}
+	for n := 0; n < 2 && i > 0 && (line[i-1] == ']' || line[i-1] == '>' || line[i-1] == ')'); n++ {
+		i--
+	}
+	for i > 0 && (line[i-1] == ' ' || line[i-1] == '\t' || line[i-1] == '\n' || line[i-1] == '\f' || line[i-1] == '\r') {
+		i-- // the regexp's \s
+	}
+	return i > 0 && '0' <= line[i-1] && line[i-1] <= '9'
 }
 
 // ExitLineHeld says whether a text the call holds has an exit line as its

@@ -777,23 +777,44 @@ var claudeUserStop = map[string]bool{"user-rejected": true, "permission-rule": t
 //
 //	(?s)^(?:User refused permission to run tool\.?|The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b.*|\[Request interrupted by user(?: for tool use)?\]|Tool cancelled by user\.?)$
 //
-// matches (TestClaudeNoticeIsItsPattern), in two parts: the notices that
-// are the whole text, and the lead of the rejection, whose rest (the
-// reason, any text) decides nothing. As one pattern, `.*$` had the regexp
-// package walk the whole rest of each rejection, a few hundred bytes, at
-// a few µs each (1.2% of the server's samples on the claude load).
+// matches (TestClaudeNoticeIsItsPattern): one of a few texts whole, or
+// the lead of the rejection, whose rest (the reason, any text) decides
+// nothing. As a regexp, `.*$` walked the whole rest of each rejection, a
+// few hundred bytes, at a few µs each (1.2% of the server's samples on
+// the claude load).
 func claudeNotice(t string) bool {
-	return claudeNoticeWhole.MatchString(t) || claudeNoticeLead.MatchString(t[:min(len(t), claudeNoticeLeadMax)])
+	if claudeNoticeWhole[t] {
+		return true
+	}
+	for _, lead := range claudeNoticeLeads {
+		if strings.HasPrefix(t, lead) {
+			// \b: the lead ends in a letter, so the text ends there or
+			// goes on with a byte that is no ASCII letter, digit or _.
+			return len(t) == len(lead) || !isWordByte(t[len(lead)])
+		}
+	}
+	return false
 }
 
+// claudeNoticeWhole are the notices that are the whole text, and
+// claudeNoticeLeads the leads of the rejection (see claudeNotice).
 var (
-	claudeNoticeWhole = mustAnchored(`^(?:User refused permission to run tool\.?|\[Request interrupted by user(?: for tool use)?\]|Tool cancelled by user\.?)$`)
-	claudeNoticeLead  = mustAnchored(`^The user doesn't want to (?:proceed with|take) this (?:tool use|action)\b`)
+	claudeNoticeWhole = map[string]bool{
+		"User refused permission to run tool": true, "User refused permission to run tool.": true,
+		"[Request interrupted by user]": true, "[Request interrupted by user for tool use]": true,
+		"Tool cancelled by user": true, "Tool cancelled by user.": true,
+	}
+	claudeNoticeLeads = []string{
+		"The user doesn't want to proceed with this tool use", "The user doesn't want to proceed with this action",
+		"The user doesn't want to take this tool use", "The user doesn't want to take this action",
+	}
 )
 
-// claudeNoticeLeadMax bounds what claudeNoticeLead looks at: its longest
-// match and the byte after it, which \b reads.
-const claudeNoticeLeadMax = len("The user doesn't want to proceed with this tool use") + 1
+// isWordByte says whether c is a word character to the regexp package's
+// \b: an ASCII letter, digit or underscore.
+func isWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
 
 // claudeToolCancelled is the cancel notice of claude-code-acp's
 // client-terminal Bash (mcp__acp__Bash), its result whatever the status.

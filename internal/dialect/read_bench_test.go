@@ -318,7 +318,7 @@ func readEach[F any](b *testing.B, size int64, frames []F, read func(F) error) {
 	benchcpu.Report(b, cpu)
 }
 
-// BenchmarkAnchored tries claude-agent-acp's cancel notices (claudeNoticeWhole)
+// BenchmarkAnchored tries Claude Code's empty-result notice (claudeNoOutput)
 // and OpenCode's truncation header (opencodeTruncHeader), which the
 // dialects try on every output text, on command outputs that are
 // neither, as the regexp alone and guarded by the first bytes a match can
@@ -338,7 +338,7 @@ func BenchmarkAnchored(b *testing.B) {
 			name, text string
 			a          *anchored
 		}{
-			{"claudeNoticeWhole", text, claudeNoticeWhole},
+			{"claudeNoOutput", text, claudeNoOutput},
 			{"opencodeTruncHeader", text, opencodeTruncHeader},
 			{"opencodeTruncHeader-window", opencodeWindowPrefix + text, opencodeTruncHeader},
 		} {

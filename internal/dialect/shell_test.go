@@ -352,7 +352,7 @@ func TestAnchoredFirstBytes(t *testing.T) {
 
 // guardedByDialects are the regexps the dialects match through anchored.
 var guardedByDialects = []*anchored{
-	claudeNoticeWhole, claudeNoticeLead, claudeNoOutput, claudeUnfinished, claudeTermHeader,
+	claudeNoOutput, claudeUnfinished, claudeTermHeader,
 	claudeTermBackground, claudeExitHeader, claudeBgStarted, opencodeTruncHeader,
 }
 

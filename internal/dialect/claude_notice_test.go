@@ -61,3 +61,31 @@ func FuzzClaudeNotice(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkClaudeNotice is claudeNotice against its one pattern on a
+// rejection as claude-agent-acp sends it (600 bytes of reason) and on a
+// command's output that starts as a notice does.
+//
+//	go test ./internal/dialect -run '^$' -bench BenchmarkClaudeNotice
+func BenchmarkClaudeNotice(b *testing.B) {
+	for _, c := range []struct{ name, text string }{
+		{"rejection", "The user doesn't want to proceed with this tool use. The tool use was rejected " + strings.Repeat("reason ", 75)},
+		{"output", "Tests passed\n" + strings.Repeat("ok\n", 200)},
+	} {
+		want := claudeNoticePattern.MatchString(c.text)
+		b.Run(c.name+"/pattern", func(b *testing.B) {
+			for b.Loop() {
+				if claudeNoticePattern.MatchString(c.text) != want {
+					b.Fatal()
+				}
+			}
+		})
+		b.Run(c.name+"/claudeNotice", func(b *testing.B) {
+			for b.Loop() {
+				if claudeNotice(c.text) != want {
+					b.Fatal()
+				}
+			}
+		})
+	}
+}

@@ -56,3 +56,25 @@ func FuzzOpencodeTruncHeaderIn(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkOpencodeTruncHeaderIn is the header found on a cut output's
+// head against the pattern on its whole text (12 KB, as recorded).
+//
+//	go test ./internal/dialect -run '^$' -bench BenchmarkOpencodeTruncHeaderIn
+func BenchmarkOpencodeTruncHeaderIn(b *testing.B) {
+	text := "...output truncated...\n\nFull output saved to: /home/dev/.local/share/opencode/tool-output/tool_1\n\n" + strings.Repeat("1234\n", 2400)
+	b.Run("pattern", func(b *testing.B) {
+		for b.Loop() {
+			if opencodeTruncHeader.FindStringIndex(text) == nil {
+				b.Fatal()
+			}
+		}
+	})
+	b.Run("head", func(b *testing.B) {
+		for b.Loop() {
+			if opencodeTruncHeaderIn(text) == nil {
+				b.Fatal()
+			}
+		}
+	})
+}

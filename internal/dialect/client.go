@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // This file is the client's side of a session: the `clientCapabilities`
@@ -64,6 +65,13 @@ func (c Client) Raw() string { return c.caps }
 // from the top).
 func (c Client) object(path ...string) bool {
 	if c.caps == "" {
+		return false
+	}
+	if last := path[len(path)-1]; !strings.Contains(c.caps, `\`) && !strings.Contains(c.caps, `"`+last+`"`) {
+		// Without an escape, every name is spelled in the text as it
+		// reads: the last one is not there. A dialect asks each time a
+		// session binds it, and decoding the capabilities was 0.4% of
+		// the server's samples on a load of short sessions.
 		return false
 	}
 	v := json.RawMessage(c.caps)

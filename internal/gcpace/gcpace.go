@@ -29,22 +29,43 @@ import (
 // floor alone would ask for more than the runtime needs to hear.
 const maxPercent = 100_000
 
+// heapMinimum is the runtime's smallest heap goal at GOGC=100 (4 MiB,
+// defaultHeapMinimum in runtime/mgcpacer.go); at percent p the smallest
+// goal is heapMinimum*p/100.
+const heapMinimum = 4 << 20
+
 // Percent returns the GC percent (GOGC) that makes the next collection run
-// when the heap reaches floor bytes, given live bytes of live heap and the
-// percent base the process runs with: base when base's own goal,
-// live*(1+base/100), already reaches the floor (or live is not known, or
-// the collector is off: base < 0), else the larger percent that puts the
-// goal at the floor.
-func Percent(live, floor int64, base int) int {
+// when the heap reaches floor bytes, given live bytes of live heap, roots
+// bytes of stacks and globals the last collection scanned, and the percent
+// base the process runs with. The runtime's goal for a percent p is
+// live + (live+roots)*p/100 (the roots count as heap to grow by), and at
+// least heapMinimum*p/100, so a percent figured from the live heap alone
+// overshoots the floor by a factor of 1+roots/live or 4 MiB/live,
+// whichever is larger: acpnormd marks about 1.5 MiB live at start, the
+// percent for a 64 MiB floor was then 4,166 and the goal 4 MiB x 41.66 =
+// 167 MiB (GODEBUG=gctrace=1), the memory goal's open calls were first
+// collected at 165-174 MiB of heap and its RSS peaked at 200-220 MiB.
+// Percent returns base when base's
+// own goal already reaches the floor (or live is not known, or the
+// collector is off: base < 0), else the smallest percent whose goal
+// reaches the floor.
+func Percent(live, roots, floor int64, base int) int {
 	if base < 0 || floor <= 0 || live <= 0 {
 		return base
 	}
-	if live+live*int64(base)/100 >= floor {
+	roots = max(roots, 0)
+	if goal(live, roots, base) >= floor {
 		return base
 	}
-	// The smallest p with live*(100+p)/100 >= floor.
-	p := (floor*100+live-1)/live - 100
+	// The smallest p with live + (live+roots)*p/100 >= floor, or with
+	// heapMinimum*p/100 >= floor.
+	p := min(((floor-live)*100+live+roots-1)/(live+roots), (floor*100+heapMinimum-1)/heapMinimum)
 	return int(min(p, maxPercent))
+}
+
+// goal is the runtime's heap goal for percent p (runtime/mgcpacer.go).
+func goal(live, roots int64, p int) int64 {
+	return max(live+(live+roots)*int64(p)/100, heapMinimum*int64(p)/100)
 }
 
 // Pacer keeps the floor until Stop.
@@ -66,7 +87,9 @@ const DefaultFloor = 64 << 20
 // with (GOGC, 100 by default) is the base it returns to when the live heap
 // grows; with GOGC=off, Start does nothing.
 func Start(floor int64) *Pacer {
-	p := &Pacer{floor: floor, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	p := &Pacer{floor: floor, sample: []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"},
+	}}
 	p.base = debug.SetGCPercent(100)
 	debug.SetGCPercent(p.base)
 	p.set = p.base
@@ -105,7 +128,8 @@ func (p *Pacer) arm() {
 	})
 }
 
-// adjust sets the percent from the live heap the last collection marked.
+// adjust sets the percent from the live heap the last collection marked
+// and the roots it scanned.
 func (p *Pacer) adjust() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -113,11 +137,13 @@ func (p *Pacer) adjust() {
 		return
 	}
 	metrics.Read(p.sample)
-	var live int64
-	if p.sample[0].Value.Kind() == metrics.KindUint64 {
-		live = int64(p.sample[0].Value.Uint64())
+	var b [3]int64 // live, stacks, globals
+	for i, s := range p.sample {
+		if s.Value.Kind() == metrics.KindUint64 {
+			b[i] = int64(s.Value.Uint64())
+		}
 	}
-	want := Percent(live, p.floor, p.base)
+	want := Percent(b[0], b[1]+b[2], p.floor, p.base)
 	// Small moves are not worth telling the runtime.
 	if want == p.set || want != p.base && p.set != p.base && abs(want-p.set) < p.set/8 {
 		return

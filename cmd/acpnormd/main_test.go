@@ -43,7 +43,7 @@ func TestServeFlagsAndEnvironment(t *testing.T) {
 	if f.metricsListen != "127.0.0.1:9464" {
 		t.Errorf("metrics default %q", f.metricsListen)
 	}
-	if f.gcFloor != 64<<20 {
+	if f.gcFloor != 96<<20 {
 		t.Errorf("gc floor default %d", f.gcFloor)
 	}
 	t.Setenv("ACPNORM_GC_FLOOR", "0")

@@ -79,25 +79,7 @@ func BenchmarkStreamAllocs(b *testing.B) {
 		frames := all[i]
 		b.Run(name, func(b *testing.B) {
 			st := benchStream(b)
-			// The reader hands on the sequence of each barrier's
-			// answer, or the first unexpected FrameError.
-			barriers := make(chan error, 1)
-			go func() {
-				for {
-					r, err := st.Recv()
-					if err != nil {
-						barriers <- err
-						return
-					}
-					if fe := r.GetFrameError(); fe != nil {
-						if fe.GetSessionId() != "" || fe.GetMessage() == "" {
-							barriers <- fmt.Errorf("FrameError %v", fe)
-							return
-						}
-						barriers <- nil
-					}
-				}
-			}()
+			barriers := readBarriers(st)
 			var seq uint64
 			var size int64
 			for _, f := range frames {
@@ -153,6 +135,30 @@ func BenchmarkStreamAllocs(b *testing.B) {
 
 // benchStream serves a service with the default config over bufconn and
 // opens one Normalize stream to it; both end with the benchmark.
+// readBarriers reads st's answers until it fails: it hands on nil for
+// each barrier's answer (a FrameError of no session), or the stream's
+// error or the first unexpected FrameError, and stops.
+func readBarriers(st pb.NormalizerService_NormalizeClient) <-chan error {
+	barriers := make(chan error, 1)
+	go func() {
+		for {
+			r, err := st.Recv()
+			if err != nil {
+				barriers <- err
+				return
+			}
+			if fe := r.GetFrameError(); fe != nil {
+				if fe.GetSessionId() != "" || fe.GetMessage() == "" {
+					barriers <- fmt.Errorf("FrameError %v", fe)
+					return
+				}
+				barriers <- nil
+			}
+		}
+	}()
+	return barriers
+}
+
 func benchStream(b *testing.B) pb.NormalizerService_NormalizeClient {
 	svc, err := New(DefaultConfig(), nil, nil)
 	require.NoError(b, err)

@@ -54,23 +54,7 @@ func BenchmarkStreamTombstonesFull(b *testing.B) {
 	b.Cleanup(cancel)
 	st, err := pb.NewNormalizerServiceClient(serveBufconn(b, srv)).Normalize(ctx)
 	require.NoError(b, err)
-	barriers := make(chan error, 1)
-	go func() {
-		for {
-			r, err := st.Recv()
-			if err != nil {
-				barriers <- err
-				return
-			}
-			if fe := r.GetFrameError(); fe != nil {
-				if fe.GetSessionId() != "" || fe.GetMessage() == "" {
-					barriers <- fmt.Errorf("FrameError %v", fe)
-					return
-				}
-				barriers <- nil
-			}
-		}
-	}()
+	barriers := readBarriers(st)
 	var seq uint64
 	send := func(r *pb.NormalizeRequest) {
 		if err := st.Send(r); err != nil {

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,24 +55,30 @@ func TestWaitClockFiresOrEnds(t *testing.T) {
 // A wait fires the clock no sooner than d after it began, and no later
 // than d/waitSteps after that (plus the timer's lateness on a busy
 // machine, given a bound here), wherever it begins between the timer's
-// looks.
+// looks. The clocks run side by side, each begun at another point
+// between two looks; d is long enough that the bound on lateness still
+// tells a step from a second d.
 func TestWaitClockFiresWithinAStep(t *testing.T) {
-	const d = 400 * time.Millisecond
+	const d = 2 * time.Second
 	const step = d / waitSteps
-	const late = 100 * time.Millisecond // the timer's and the scheduler's lateness
+	const late = 500 * time.Millisecond // the timer's and the scheduler's lateness
+	var wg sync.WaitGroup
 	for i := range 8 {
-		fired := make(chan time.Time, 1)
-		w := newWaitClock(d, func() { fired <- time.Now() })
-		time.Sleep(time.Duration(i) * step / 8) // begin at another point between two looks
-		before := time.Now()
-		w.begin()
-		after := time.Now()
-		at := <-fired
-		assert.GreaterOrEqual(t, at.Sub(before), d, "fired before the wait lasted d")
-		assert.LessOrEqual(t, at.Sub(after), d+step+late, "fired more than a step after the wait lasted d")
-		assert.True(t, w.end())
-		w.stop()
+		wg.Go(func() {
+			fired := make(chan time.Time, 1)
+			w := newWaitClock(d, func() { fired <- time.Now() })
+			defer w.stop()
+			time.Sleep(time.Duration(i) * step / 8)
+			before := time.Now()
+			w.begin()
+			after := time.Now()
+			at := <-fired
+			assert.GreaterOrEqual(t, at.Sub(before), d, "fired before the wait lasted d")
+			assert.LessOrEqual(t, at.Sub(after), d+step+late, "fired more than a step after the wait lasted d")
+			assert.True(t, w.end())
+		})
 	}
+	wg.Wait()
 }
 
 // Waits that each end before d never fire the clock, however many follow

@@ -664,7 +664,10 @@ func codexText(stream accum.Stream, kind accum.TextKind, text string, truncated 
 }
 
 func undoUTF16Sniff(s string) ([]byte, bool) {
-	if s == "" || !utf8.ValidString(s) {
+	// A text that opens with an ASCII byte is never one (the loop below
+	// refuses it at its first rune, valid or not): an output is not read
+	// once more only to find that.
+	if s == "" || s[0] < utf8.RuneSelf || !utf8.ValidString(s) {
 		return nil, false
 	}
 	for _, r := range s {

@@ -1042,3 +1042,17 @@ func TestCodexReplayedJSONShellOutput(t *testing.T) {
 			want:   one(accum.Observation{ToolCallID: "c1", Status: done})},
 	})
 }
+
+// undoUTF16Sniff undoes only texts with no ASCII character: one that
+// opens with an ASCII byte is left as it is, valid UTF-8 or not, however
+// it goes on.
+func TestUndoUTF16SniffASCIIFirst(t *testing.T) {
+	b, ok := undoUTF16Sniff("漠੫")
+	require.True(t, ok)
+	assert.Equal(t, []byte("\xff\xfe ok\n"), b)
+	for _, s := range []string{"", "x", "x漠੫", "\n漠੫", "1\n2\n", "a\xff\xfe", "\x00漠"} {
+		b, ok := undoUTF16Sniff(s)
+		assert.False(t, ok, "%q", s)
+		assert.Nil(t, b, "%q", s)
+	}
+}

@@ -109,8 +109,12 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused process dies all the same, but say it
+	// SIGKILL ends a paused process too. A SIGCONT first would let it run
+	// between the two signals, and on a loaded machine answer a command
+	// it held (a test that stops a paused server then saw its commit
+	// applied): it comes after, when the process can no longer run.
 	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
 	<-s.done
 	s.cmd = nil
 }

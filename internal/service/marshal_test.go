@@ -70,7 +70,7 @@ func checkWire(t *testing.T, x *pb.ShellExec) {
 		t.Fatalf("hand encoding differs from protobuf's\n got %x\nwant %x\nof %v", got, want, x)
 	}
 	assert.Equal(t, len(want), responseSize(x))
-	assert.Equal(t, int64(len(want)), sizeOf(r))
+	assert.Equal(t, int64(len(want)), toSend(r).n)
 	// Through the codec, as gRPC sends it, alone and as the send loop
 	// gives it, with the size and verdict of when it was queued.
 	bs, err := newTolerantCodec().Marshal(r)
@@ -243,7 +243,7 @@ func TestSmallResponseAllocations(t *testing.T) {
 	} {
 		want, err := proto.Marshal(r)
 		require.NoError(t, err)
-		_ = sizeOf(r)
+		_ = toSend(r).n
 		bs, err := codec.Marshal(r)
 		require.NoError(t, err)
 		require.Len(t, bs, 1)

@@ -35,9 +35,6 @@ func toSend(r *pb.NormalizeResponse) outgoing {
 	return outgoing{r: r, n: int64(proto.Size(r))}
 }
 
-// sizeOf is the size of r on the wire (see toSend).
-func sizeOf(r *pb.NormalizeResponse) int64 { return toSend(r).n }
-
 // sized is a queued response as the send loop gives it to gRPC's SendMsg,
 // with what toSend found: the codec encodes a revision by hand with that
 // size. It is a proto.Message (the response's own methods), so that any

@@ -88,7 +88,7 @@ func TestCodecMarshalsSizedResponse(t *testing.T) {
 	for _, sized := range []bool{false, true} {
 		r := build()
 		if sized {
-			require.Equal(t, int64(len(want)), sizeOf(r))
+			require.Equal(t, int64(len(want)), toSend(r).n)
 		}
 		b, err := c.Marshal(r)
 		require.NoError(t, err)

@@ -47,8 +47,8 @@ func TestTombstonesShareByNamespace(t *testing.T) {
 			quiet = append(quiet, struct{ session, call string }{newNamespace(ns).key("S"), call})
 		}
 		tb.add(newNamespace(ns).key("S"), call, tomb{why: releasedClosed})
-		if tb.n > limit {
-			t.Fatalf("after %d adds: %d entries over the limit %d", i+1, tb.n, limit)
+		if tb.held() > limit {
+			t.Fatalf("after %d adds: %d entries over the limit %d", i+1, tb.held(), limit)
 		}
 		live := 0
 		for _, q := range tb.spaces {
@@ -57,8 +57,8 @@ func TestTombstonesShareByNamespace(t *testing.T) {
 				t.Fatalf("namespace %q: %d queued for %d entries", q.space, pending, q.live)
 			}
 		}
-		if live != tb.n {
-			t.Fatalf("after %d adds: the queues count %d entries, the map holds %d", i+1, live, tb.n)
+		if live != tb.held() {
+			t.Fatalf("after %d adds: the queues count %d entries, the map holds %d", i+1, live, tb.held())
 		}
 	}
 	for _, k := range quiet {

@@ -45,8 +45,7 @@ type tombstones struct {
 	mask  uint64         // of the hashes; tests narrow it to make them collide
 	index map[uint64]int // by hash of the ids: the first slot of that hash
 	slots []tombSlot     // a slot's seq is 0 while it is free
-	free  []int
-	n     int // entries held
+	free  []int          // the free slots: every other slot holds an entry
 	// arena holds each entry's session key then call id; arenaLive is
 	// how many of its bytes the entries held use (the rest is what
 	// entries gone left, until compactArena).
@@ -159,7 +158,6 @@ func (t *tombstones) insert(session, call string) int {
 	t.arena = append(append(t.arena, session...), call...)
 	t.arenaLive += len(session) + len(call)
 	t.index[h] = i
-	t.n++
 	return i
 }
 
@@ -190,7 +188,6 @@ func (t *tombstones) drop(i int) {
 	t.arenaLive -= int(s.sessionLen) + int(s.callLen)
 	*s = tombSlot{next: -1}
 	t.free = append(t.free, i)
-	t.n--
 }
 
 // compactArena copies the ids of the entries held into a new arena, half
@@ -412,11 +409,14 @@ func (t *tombstones) add(session, call string, tb tomb) {
 	}
 	t.set(i, tb)
 	q.queue = append(q.queue, queued{i, t.seq})
-	for t.n > t.limit {
+	for t.held() > t.limit {
 		t.evict(t.heap[0])
 	}
 	t.compact(q)
 }
+
+// held is how many entries the tombstones hold: the slots not free.
+func (t *tombstones) held() int { return len(t.slots) - len(t.free) }
 
 // queuedHeld reports whether e is still an entry held.
 func (t *tombstones) queuedHeld(e queued) bool { return t.slots[e.slot].seq == e.seq }
@@ -520,7 +520,7 @@ func (t *tombstones) remove(session, call string) {
 func (t *tombstones) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.n
+	return t.held()
 }
 
 // explain says why a late frame about a released call is refused.

@@ -132,7 +132,7 @@ type readerOf struct {
 // frames of sessions that mostly share a few reader ids (an agent build
 // and client each), and each frame's look-up otherwise took a registry
 // look-up, the lock and a hash of the whole id (0.6-0.7% of the server's
-// samples on the claude and opencode loads at c=8).
+// samples on two of bench/load's recording scenarios at c=8).
 var (
 	lastBound [8]atomic.Pointer[readerOf]
 	nextBound atomic.Uint32

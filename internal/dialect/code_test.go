@@ -1,10 +1,12 @@
 package dialect
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/acpnorm/acpnorm/internal/accum"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // An exit code is known only when the agent wrote an integer: a number
@@ -74,5 +76,104 @@ func TestExitCodePaddedWithOtherSpaceIsUnknown(t *testing.T) {
 	// ASCII white space around a code is a code.
 	for _, lit := range []string{`" 3"`, `"3 "`, `"\t3\n"`} {
 		assert.True(t, ParseCode([]byte(lit)).Known, "%s", lit)
+	}
+}
+
+// exitFieldCase is one dialect's documented final frame (the reference's
+// fields, a recorded frame's shape where there is one) whose exit code
+// field is X, after the frames that open the call.
+type exitFieldCase struct {
+	name, dialect string
+	frames        []string
+}
+
+var exitFieldCases = []exitFieldCase{
+	{"codex TS: terminal_exit and rawOutput.exit_code", "codex", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"echo hello","status":"in_progress","content":[{"type":"terminal","terminalId":"c1"}],"rawInput":{"command":"echo hello","cwd":"/w"},"_meta":{"terminal_info":{"cwd":"/w","terminal_id":"c1"}}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"c1","_meta":{"terminal_output_delta":{"data":"hello\n","terminal_id":"c1"}}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"hello\n","exit_code":X},"_meta":{"terminal_exit":{"exit_code":X,"signal":null,"terminal_id":"c1"}}}`}},
+	{"codex TS 2.x: a lone listing command, rawOutput.exit_code only", "codex", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"read","title":"List files","name":"exec_command","status":"in_progress"}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"formatted_output":"a\n","exit_code":X}}`}},
+	{"codex Rust: the end event", "codex", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"npm test","status":"in_progress","rawInput":{"call_id":"c1","command":["bash","-lc","npm test"],"cwd":"/w"}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","rawOutput":{"stdout":"a\n","stderr":"","aggregated_output":"a\n","formatted_output":"a\n","exit_code":X,"duration":{"secs":0,"nanos":1},"status":"completed"}}`}},
+	{"claude: terminal_exit", "claude", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"t1","kind":"execute","title":"ls","status":"pending","rawInput":{"command":"ls"},"content":[{"type":"terminal","terminalId":"t1"}],"_meta":{"claudeCode":{"toolName":"Bash"},"terminal_info":{"terminal_id":"t1"}}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"t1","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_output":{"terminal_id":"t1","data":"a"}}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed","rawOutput":"a","_meta":{"claudeCode":{"toolName":"Bash"},"terminal_exit":{"terminal_id":"t1","exit_code":X,"signal":null}}}`}},
+	{"claude v2: terminal_update exitStatus", "claude", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"t1","kind":"execute","title":"ls","status":"pending","content":[{"type":"terminal","terminalId":"T"}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`,
+		`{"sessionUpdate":"terminal_update","terminalId":"T","command":"ls","exitStatus":{"exitCode":X,"signal":null}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed","_meta":{"claudeCode":{"toolName":"Bash"}}}`}},
+	{"opencode: metadata.exit", "opencode", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"o1","title":"bash","kind":"execute","status":"pending","locations":[],"rawInput":{}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\n"}}],"rawInput":{"command":"npm test","description":"d"},"rawOutput":{"output":"a\n","metadata":{"output":"a\n","exit":X,"description":"d","truncated":false}}}`}},
+	{"opencode: metadata.exitCode", "opencode", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"o1","title":"bash","kind":"execute","status":"pending","locations":[],"rawInput":{}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"o1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\n"}}],"rawInput":{"command":"npm test","description":"d"},"rawOutput":{"output":"a\n","metadata":{"output":"a\n","exitCode":X,"description":"d","truncated":false}}}`}},
+	{"cursor: rawOutput.exitCode", "cursor", []string{
+		"{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"u1\",\"kind\":\"execute\",\"title\":\"`ls`\",\"status\":\"pending\",\"rawInput\":{\"command\":\"ls\"}}",
+		`{"sessionUpdate":"tool_call_update","toolCallId":"u1","status":"completed","rawOutput":{"exitCode":X,"stdout":"a\n","stderr":""}}`}},
+	{"grok: rawOutput.exit_code", "grok", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"g1","title":"run_terminal_command","rawInput":{"command":"ls","description":"d"},"_meta":{"x.ai/tool":{"name":"run_terminal_command","kind":"execute"}}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"g1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\n"}}],"rawOutput":{"type":"Bash","exit_code":X,"signal":null,"timed_out":false,"truncated":false,"total_bytes":2}}`}},
+	{"qwen: rawOutput.exitCode", "qwen", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"q1","kind":"execute","title":"Shell","status":"pending","rawInput":{},"_meta":{"toolName":"run_shell_command"}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"q1","status":"in_progress","rawInput":{"command":"ls","description":"d"}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"q1","status":"completed","rawOutput":{"type":"shell_result","output":"a","exitCode":X,"signal":null,"outcome":"success","error":null,"truncated":false}}`}},
+	{"copilot: rawOutput.contents[].exitCode", "copilot", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"p1","kind":"execute","title":"List files","status":"pending","rawInput":{"command":"ls","description":"List files"}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"p1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a"}}],"rawOutput":{"content":"a","detailedContent":"a","contents":[{"type":"shell_exit","shellId":"1","exitCode":X,"cwd":"/w","outputPreview":"a"}]}}`}},
+	{"pi: terminal_exit", "pi", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"pi1","title":"ls","status":"pending","content":[{"type":"terminal","terminalId":"pi1"}],"_meta":{"terminal_info":{"terminal_id":"pi1"}}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"pi1","status":"completed","_meta":{"terminal_output":{"terminal_id":"pi1","data":"a\n"},"terminal_exit":{"terminal_id":"pi1","exit_code":X,"signal":null}}}`}},
+	{"generic: rawOutput.exit_code", "generic", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"ls","status":"pending","rawInput":{"command":"ls"}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed","rawOutput":{"exit_code":X,"output":"a"}}`}},
+	{"generic v2: terminal_update exitStatus", "generic", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"x1","kind":"execute","title":"ls","status":"pending","content":[{"type":"terminal","terminalId":"T"}]}`,
+		`{"sessionUpdate":"terminal_update","terminalId":"T","command":"ls","exitStatus":{"exitCode":X,"signal":null}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"x1","status":"completed"}`}},
+}
+
+// Every dialect reads the exit code field its agent documents through
+// the same rules, whatever path it takes to it: an integer, an integral
+// float or a numeric string is the code, and a known nonzero one is a
+// failure even under `completed`; a negative one is never success; a
+// fraction, null, a boolean, an object, an array, a word, an empty
+// string or a value past an int32 is UNKNOWN, never 0 and never success.
+// Each frame says `completed`, the status that must not decide.
+func TestEveryDialectsExitFieldReadsByTheRules(t *testing.T) {
+	known := map[string]int32{`3`: 3, `"3"`: 3, `3.0`: 3, `0`: 0, `-3`: -3}
+	malformed := []string{`"abc"`, `3.5`, `null`, `true`, `false`, `{}`, `[]`, `[3]`, `""`, `"0x3"`, `2147483648`, `4294967296`, `-2147483649`}
+	for _, tc := range exitFieldCases {
+		d, ok := Lookup(tc.dialect)
+		require.True(t, ok, tc.dialect)
+		fold := func(v string) accum.Revision {
+			frames := make([]string, len(tc.frames))
+			for i, f := range tc.frames {
+				frames[i] = strings.ReplaceAll(f, "X", v)
+			}
+			last, _ := foldFrames(t, d, "x", frames...)
+			require.Equal(t, accum.Ended, last.State, "%s, exit %s: the call did not end", tc.name, v)
+			return last
+		}
+		for v, want := range known {
+			last := fold(v)
+			if assert.NotNil(t, last.ExitCode, "%s, exit %s", tc.name, v) {
+				assert.Equal(t, want, *last.ExitCode, "%s, exit %s", tc.name, v)
+			}
+			wantOutcome := accum.Failed
+			if want == 0 {
+				wantOutcome = accum.Succeeded
+			}
+			assert.Equal(t, wantOutcome, last.Outcome, "%s, exit %s", tc.name, v)
+		}
+		for _, v := range malformed {
+			last := fold(v)
+			assert.Nil(t, last.ExitCode, "%s, exit %s", tc.name, v)
+			assert.Equal(t, accum.Unknown, last.Outcome, "%s, exit %s", tc.name, v)
+		}
 	}
 }

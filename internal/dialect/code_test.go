@@ -177,3 +177,60 @@ func TestEveryDialectsExitFieldReadsByTheRules(t *testing.T) {
 		}
 	}
 }
+
+// exitTextCases are documented finals whose exit code is a text marker
+// (section 3's list and the agents' own), the code written as Y.
+var exitTextCases = []exitFieldCase{
+	{"auggie: <return-code>", "auggie", []string{
+		"{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"a1\",\"kind\":\"execute\",\"title\":\"Run `ls x`\",\"status\":\"pending\",\"rawInput\":{\"command\":\"ls x\",\"cwd\":\"/w\"}}",
+		`{"sessionUpdate":"tool_call_update","toolCallId":"a1","status":"completed","rawOutput":{"output":"Here are the results from executing the command.\n<return-code>\nY\n</return-code>\n<output>\nx\n</output>"}}`}},
+	{"gemini: Command exited with code", "gemini", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"m1","kind":"execute","title":"false","status":"in_progress","content":[{"type":"content","content":{"type":"text","text":"[current working directory /x] (fail)"}}]}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"m1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Command exited with code: Y"}}]}`}},
+	{"cline: [Command exited with code N] and error", "cline", []string{
+		`{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"pending","title":"run_commands: false","kind":"execute","rawInput":{"commands":["false"]}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"k1","status":"completed","rawOutput":[{"query":"false","result":"[Command exited with code Y]\nout","error":"Command exited with code Y","success":false}]}`}},
+	{"docker-agent: exit status N", "docker-agent", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"d1","kind":"execute","title":"Shell","status":"pending","rawInput":{"cmd":"false","cwd":"/w"}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"d1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Error executing command: exit status Y\nOutput: out"}}]}`}},
+	{"pi: Command exited with code N beside terminal_exit 1", "pi", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"pi1","title":"false","status":"pending","content":[{"type":"terminal","terminalId":"pi1"}],"_meta":{"terminal_info":{"terminal_id":"pi1"}}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"pi1","status":"failed","_meta":{"terminal_output":{"terminal_id":"pi1","data":"out\n\n\nCommand exited with code Y"},"terminal_exit":{"terminal_id":"pi1","exit_code":1,"signal":null}}}`}},
+	{"copilot: the shellId trailer", "copilot", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"p1","kind":"execute","title":"Fail it","status":"pending","rawInput":{"command":"false","description":"Fail it"}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"p1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"boom\n<shellId: 3 completed with exit code Y>"}}],"rawOutput":{"content":"boom\n<shellId: 3 completed with exit code Y>","detailedContent":"boom\n<shellId: 3 completed with exit code Y>"}}`}},
+	{"claude: Exit code N, no terminal _meta", "claude", []string{
+		`{"sessionUpdate":"tool_call","toolCallId":"t1","kind":"execute","title":"x","status":"pending","rawInput":{"command":"x"},"_meta":{"claudeCode":{"toolName":"Bash"}}}`,
+		"{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t1\",\"status\":\"failed\",\"rawOutput\":\"Exit code Y\\nboom\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"```\\nExit code Y\\nboom\\n```\"}}],\"_meta\":{\"claudeCode\":{\"toolName\":\"Bash\"}}}"}},
+}
+
+// A text marker states an exit code only when it holds an integer that
+// fits an int32: 3 is the code (a failure, whatever the status says);
+// a word, a fraction, nothing, "(none)", "null", hex or a number past an
+// int32 states none, and the call is never a success for it.
+func TestEveryDialectsExitTextReadsByTheRules(t *testing.T) {
+	malformed := []string{`abc`, `3.5`, ``, `(none)`, `null`, `0x3`, `2147483648`, `99999999999`}
+	for _, tc := range exitTextCases {
+		d, ok := Lookup(tc.dialect)
+		require.True(t, ok, tc.dialect)
+		fold := func(v string) accum.Revision {
+			frames := make([]string, len(tc.frames))
+			for i, f := range tc.frames {
+				frames[i] = strings.ReplaceAll(f, "Y", v)
+			}
+			last, _ := foldFrames(t, d, "x", frames...)
+			require.Equal(t, accum.Ended, last.State, "%s, exit %q: the call did not end", tc.name, v)
+			return last
+		}
+		last := fold("3")
+		if assert.NotNil(t, last.ExitCode, tc.name) {
+			assert.Equal(t, int32(3), *last.ExitCode, tc.name)
+		}
+		assert.Equal(t, accum.Failed, last.Outcome, tc.name)
+		for _, v := range malformed {
+			last := fold(v)
+			assert.Nil(t, last.ExitCode, "%s, exit %q", tc.name, v)
+			assert.NotEqual(t, accum.Succeeded, last.Outcome, "%s, exit %q", tc.name, v)
+		}
+	}
+}

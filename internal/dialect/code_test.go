@@ -145,7 +145,7 @@ var exitFieldCases = []exitFieldCase{
 // string or a value past an int32 is UNKNOWN, never 0 and never success.
 // Each frame says `completed`, the status that must not decide.
 func TestEveryDialectsExitFieldReadsByTheRules(t *testing.T) {
-	known := map[string]int32{`3`: 3, `"3"`: 3, `3.0`: 3, `0`: 0, `-3`: -3}
+	known := map[string]int32{`3`: 3, `"3"`: 3, `3.0`: 3, `0`: 0}
 	malformed := []string{`"abc"`, `3.5`, `null`, `true`, `false`, `{}`, `[]`, `[3]`, `""`, `"0x3"`, `2147483648`, `4294967296`, `-2147483649`}
 	for _, tc := range exitFieldCases {
 		d, ok := Lookup(tc.dialect)
@@ -174,6 +174,17 @@ func TestEveryDialectsExitFieldReadsByTheRules(t *testing.T) {
 			last := fold(v)
 			assert.Nil(t, last.ExitCode, "%s, exit %s", tc.name, v)
 			assert.Equal(t, accum.Unknown, last.Outcome, "%s, exit %s", tc.name, v)
+		}
+		// A negative code: the reference gives it a meaning only for
+		// Grok (-1 beside a signal); Codex's -1 is its "no exit code"
+		// sentinel, and a Windows crash status reads negative. Whatever
+		// a dialect makes of it, it is no success and never 0.
+		for _, v := range []string{`-1`, `-3`, `"-3"`} {
+			last := fold(v)
+			if last.ExitCode != nil {
+				assert.NotZero(t, *last.ExitCode, "%s, exit %s", tc.name, v)
+			}
+			assert.Equal(t, accum.Failed, last.Outcome, "%s, exit %s", tc.name, v)
 		}
 	}
 }

@@ -263,8 +263,8 @@ func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 // escape, over a stretch of short plain runs and one-byte escapes (seq's
 // output: an escape every six bytes or so), read eight bytes at a time:
 // each word's backslashes are found at once, and each run between two
-// escapes is copied with one eight-byte store (one copy when it is
-// longer). The byte loop spends about ten instructions on each byte and
+// escapes is copied with one eight-byte store (a longer one a word at a
+// time). The byte loop spends about ten instructions on each byte and
 // its branches follow seq's runs well; here a run costs about what a byte
 // costs there, and no word's masks wait on the runs before them.
 //
@@ -277,18 +277,31 @@ func decodeInto(out []byte, j int, b []byte, i, q int) decoded {
 // byte loop's state there is known (its plain run starts there, and its
 // clean offset is that escape's backslash), and what it reads again, the
 // few bytes after, it writes again to the same place with the same bytes.
-// An escaped quote it reads may be past decodeInto's q.
+// An escaped quote it reads may be past decodeInto's q. The loop keeps
+// few variables (no handover offsets of its own, no slice lengths, no
+// copy call), so that they stay in registers: with more, Go's register
+// allocator spilled some and reloaded them at each escape.
 func denseRun(out []byte, j int, b []byte, i int) (int, int) {
 	if byteByByte.Load() {
 		return i, j
 	}
 	const ones = ones64
-	ci, cj := i, j // where it hands over
-	s, js := i, j  // the plain run being read: its start in b, and in out
-	pb, po := unsafe.SliceData(b), unsafe.SliceData(out)
+	s, js := i, j // the plain run being read: its start in b, and in out
+	// k counts the escapes read since the last that ended a run (each
+	// two bytes of b and one of out): it hands over k escapes back.
+	k := 0
+	pb, po := unsafe.Pointer(unsafe.SliceData(b)), unsafe.Pointer(unsafe.SliceData(out))
 	// Reads go up to b[w+15] (a run's word starts at w+7 at most) and
 	// writes up to out[js+(w-s)+15] (a run's store, its escape's byte).
-	for w := i; w+16 <= len(b) && js+(w-s)+16 <= len(out); w += 8 {
+	// js-s only falls (by one an escape), so the bound on w, lim, is
+	// worked out again only when w passes it.
+	lim := min(len(b), len(out)-(js-s)) - 16
+	for w := i; ; w += 8 {
+		if w > lim {
+			if lim = min(len(b), len(out)-(js-s)) - 16; w > lim {
+				break
+			}
+		}
 		x := loadWord(pb, w)
 		// Exact masks, a high bit for each byte found and none for any
 		// other: y is x without its high bits, so no sum carries from
@@ -304,21 +317,25 @@ func denseRun(out []byte, j int, b []byte, i int) (int, int) {
 		}
 		for bs != 0 {
 			p := w + bits.TrailingZeros64(bs)>>3
-			c := unescaped[*(*byte)(unsafe.Add(unsafe.Pointer(pb), p+1))]
+			c := unescaped[*(*byte)(unsafe.Add(pb, p+1))]
 			if c == 0 {
-				return ci, cj
+				return s - 2*k, js - k
 			}
+			// The run, a word at a time: its last store ends 7 bytes
+			// past it at most, within the bounds above (p <= w+7).
 			n := p - s
-			if n <= 8 {
-				storeWord(po, js, loadWord(pb, s))
-			} else {
-				copy(out[js:js+n], b[s:p])
+			for o := 0; ; o += 8 {
+				storeWord(po, js+o, loadWord(pb, s+o))
+				if o+8 >= n {
+					break
+				}
 			}
-			*(*byte)(unsafe.Add(unsafe.Pointer(po), js+n)) = c
+			*(*byte)(unsafe.Add(po, js+n)) = c
 			js += n + 1
 			s = p + 2
+			k++
 			if n > 0 {
-				ci, cj = s, js
+				k = 0
 			}
 			bs &= bs - 1
 			if c == '\\' {
@@ -332,17 +349,17 @@ func denseRun(out []byte, j int, b []byte, i int) (int, int) {
 			w = s - 8 // the stop was the quote of a \" just read: go on after it
 		}
 	}
-	return ci, cj
+	return s - 2*k, js - k
 }
 
 // loadWord returns the eight bytes at p+i, the first in the lowest byte.
-func loadWord(p *byte, i int) uint64 {
-	return binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p), i)), 8))
+func loadWord(p unsafe.Pointer, i int) uint64 {
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(p, i))[:])
 }
 
 // storeWord writes x at p+i, its lowest byte first.
-func storeWord(p *byte, i int, x uint64) {
-	binary.LittleEndian.PutUint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p), i)), 8), x)
+func storeWord(p unsafe.Pointer, i int, x uint64) {
+	binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(p, i))[:], x)
 }
 
 // wideRun is the length of a plain run after which decodeInto and

@@ -258,9 +258,12 @@ func (c *Call) Apply(o *Observation) {
 		// never changes the outcome (a success takes only a 0); the
 		// reason follows the code when the outcome stays what it was.
 		c.exit = e
-		outcome, reason := c.cur.outcome, c.cur.reason
+		outcome := c.cur.outcome
 		if c.resolve(); c.cur.outcome != outcome {
-			c.cur.outcome, c.cur.reason = outcome, reason
+			// Only a failure the agent reported without an exit code
+			// resolves otherwise with one (a 0): it stays FAILED, and
+			// its reason no longer says that no code came.
+			c.cur.outcome, c.cur.reason = outcome, c.failedBeforeExit()
 		}
 		c.cur.exit = int64(e.Code)
 	}
@@ -526,6 +529,16 @@ func (c *Call) noExit() string {
 		return "; the exit code it sent is not the command's and was set aside"
 	}
 	return " and sent no exit code"
+}
+
+// failedBeforeExit is the outcome reason of a call the agent reported
+// failed without an exit code once its exit code came after the end.
+func (c *Call) failedBeforeExit() string {
+	late := fmt.Sprintf("; exit code %d came after the call ended", c.exit.Code)
+	if c.failed {
+		return "the agent reported a failure" + late + c.quoted()
+	}
+	return "the agent said failed" + late
 }
 
 // quoted is the agent's notice as the outcome reason quotes it ("" when

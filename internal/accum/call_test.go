@@ -550,6 +550,42 @@ func TestCallKnownOutcomeLearnsExit(t *testing.T) {
 	}
 }
 
+// TestCallFailedLearnsALateZero: a call the agent reported failed without
+// an exit code stays FAILED when an exit code 0 comes after its end, and
+// its reason no longer says that no exit code came: it says the 0 came
+// late (it said "and sent no exit code" next to exit_code 0).
+func TestCallFailedLearnsALateZero(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		obs  Observation
+		want string
+	}{
+		{"failed status", Observation{Status: StatusFailed},
+			"the agent said failed; exit code 0 came after the call ended"},
+		{"failure reported", Observation{Status: StatusFailed, Failed: true, FailNotice: "Command not executed."},
+			"the agent reported a failure; exit code 0 came after the call ended; the agent said: Command not executed."},
+		{"exit set aside", Observation{Status: StatusFailed, ExitSetAside: true},
+			"the agent said failed; exit code 0 came after the call ended"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCall("c1", 1024)
+			c.Apply(&Observation{Opens: true, Shell: ShellYes, Command: "ls", Status: StatusRunning})
+			c.Apply(&tt.obs)
+			r, ok := c.Revision()
+			require.True(t, ok)
+			require.Equal(t, Failed, r.Outcome)
+			require.Nil(t, r.ExitCode)
+			c.Apply(&Observation{Exit: exit(0, ExitTerminal)})
+			r, ok = c.Revision()
+			require.True(t, ok)
+			assert.Equal(t, Failed, r.Outcome, "a known outcome is final")
+			require.NotNil(t, r.ExitCode)
+			assert.EqualValues(t, 0, *r.ExitCode)
+			assert.Equal(t, tt.want, r.OutcomeReason)
+		})
+	}
+}
+
 // TestCallFailNotice: the agent's words about a failure it reports
 // without an exit code are quoted in the outcome reason, never output; a
 // notice on a frame that reports no failure is not a reason.

@@ -9,11 +9,14 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"time"
+	"unicode/utf8"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // nested is n arrays (or objects) opened inside each other and closed.
@@ -562,4 +565,26 @@ func TestHostileDialectChangedEveryFrame(t *testing.T) {
 	}
 	assert.Equal(t, len(names), len(rc.last), "every session made its call")
 	assert.Equal(t, len(names), ended, "every call ended")
+}
+
+// GetClientCapabilities with a dialect name of 1 MiB, over loopback TCP:
+// INVALID_ARGUMENT naming the problem, quoting at most the start of the
+// name, as a frame's unknown dialect is (it echoed all of it: a status
+// message of 1 MiB), and the server goes on.
+func TestHostileUnaryDialectName(t *testing.T) {
+	addr, _ := serveTCP(t, DefaultServerOptions())
+	client := pb.NewNormalizerServiceClient(connect(t, addr, insecure.NewCredentials()))
+	for _, name := range []string{strings.Repeat("x", 1<<20), "nope\x00\n\x1b[31m" + strings.Repeat("é", 100)} {
+		_, err := client.GetClientCapabilities(callCtx(t), &pb.GetClientCapabilitiesRequest{Dialect: name})
+		require.Error(t, err)
+		st := status.Convert(err)
+		assert.Equal(t, codes.InvalidArgument, st.Code(), "%.200s", st.Message())
+		assert.Contains(t, st.Message(), "unknown dialect")
+		assert.Contains(t, st.Message(), fmt.Sprintf("(%d bytes)", len(name)), "the message says how long the name was")
+		assert.Less(t, len(st.Message()), 512, "a status message of %d bytes: %.200s", len(st.Message()), st.Message())
+		assert.True(t, utf8.ValidString(st.Message()))
+	}
+	c, err := client.GetClientCapabilities(callCtx(t), &pb.GetClientCapabilitiesRequest{Dialect: "generic"})
+	require.NoError(t, err)
+	assert.Equal(t, "generic", c.GetDialect())
 }

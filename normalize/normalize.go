@@ -774,7 +774,7 @@ func ClientCapabilities(name string) (capabilitiesJSON, dialectName string, err 
 	if name != "" && !strings.EqualFold(name, dialect.Auto) {
 		var ok bool
 		if d, ok = dialect.Lookup(name); !ok {
-			return "", "", fmt.Errorf("unknown dialect %q; Dialects lists the dialects of this build", name)
+			return "", "", fmt.Errorf("unknown dialect %s; Dialects (ListDialects over gRPC) lists the dialects of this build", quoteShort(name))
 		}
 	}
 	info := d.Info()

@@ -233,4 +233,12 @@ func TestDialectsAndCapabilities(t *testing.T) {
 	if _, _, err := normalize.ClientCapabilities("nope"); err == nil {
 		t.Fatal("unknown dialect accepted")
 	}
+	// A caller's name of any length is quoted short, with its length: a
+	// service passes this error to its client.
+	long := strings.Repeat("x", 1<<20)
+	_, _, err := normalize.ClientCapabilities(long)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown dialect "xxxx`)
+	assert.Contains(t, err.Error(), fmt.Sprintf("(%d bytes)", len(long)))
+	assert.Less(t, len(err.Error()), 256)
 }

@@ -6,13 +6,9 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/normalize"
@@ -80,25 +76,7 @@ func (s *Service) ListDialects(context.Context, *pb.ListDialectsRequest) (*pb.Li
 func (s *Service) GetClientCapabilities(_ context.Context, req *pb.GetClientCapabilitiesRequest) (*pb.GetClientCapabilitiesResponse, error) {
 	caps, name, err := normalize.ClientCapabilities(req.GetDialect())
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "unknown dialect %s; ListDialects lists the dialects of this build", quoteName(strings.TrimSpace(req.GetDialect())))
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	return &pb.GetClientCapabilitiesResponse{ClientCapabilitiesJson: caps, Dialect: name}, nil
-}
-
-// maxQuotedName is the most bytes of an unknown dialect name that a
-// status quotes, as a frame's FrameError does: the name is the client's,
-// of any length up to --max-message-bytes.
-const maxQuotedName = 64
-
-// quoteName quotes name, cut on a character boundary past maxQuotedName
-// bytes and then followed by its length.
-func quoteName(name string) string {
-	if len(name) <= maxQuotedName {
-		return strconv.Quote(name)
-	}
-	cut := maxQuotedName
-	for cut > 0 && !utf8.RuneStart(name[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q… (%d bytes)", name[:cut], len(name))
 }

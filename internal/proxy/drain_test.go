@@ -448,7 +448,11 @@ echo '{"jsonrpc":"2.0","method":"x/agent"}'`
 // The CLI with its stderr a pipe whose reader stops reading once the
 // agent exited: the relay of the agent's stderr is given up after the
 // default stall bound (10 s), the notice at exit (a line that was not
-// JSON) is not waited for behind it, and the proxy exits 1.
+// JSON) is not waited for behind it, and the proxy exits 1. What is left
+// of the agent's stderr when the reader stops depends on the scheduler:
+// usually more than the pipe holds, but the relay may have caught up and
+// written all of it into the pipe, and then it rightly exits 0. Either
+// way its code must say whether every byte reached the pipe.
 func TestCLIStderrNeverReadAfterExit(t *testing.T) {
 	errR, errW, err := os.Pipe()
 	require.NoError(t, err)
@@ -468,7 +472,10 @@ func TestCLIStderrNeverReadAfterExit(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, br)
 	}()
+	readBefore := make(chan int64, 1)
 	go func() { // reads until the agent exits, then takes nothing
+		var n int64
+		defer func() { readBefore <- n }()
 		buf := make([]byte, 32<<10)
 		for {
 			select {
@@ -477,7 +484,9 @@ func TestCLIStderrNeverReadAfterExit(t *testing.T) {
 			default:
 				time.Sleep(time.Millisecond)
 			}
-			if _, err := errR.Read(buf); err != nil {
+			k, err := errR.Read(buf)
+			n += int64(k)
+			if err != nil {
 				return
 			}
 		}
@@ -485,8 +494,21 @@ func TestCLIStderrNeverReadAfterExit(t *testing.T) {
 	start := time.Now()
 	code := p.wait(25 * time.Second)
 	require.NotEqual(t, -1, code, "the proxy still ran 25 s after the agent exited, held by a stderr nobody reads")
-	assert.Equal(t, 1, code, "the agent's stderr was not all relayed")
 	assert.Less(t, time.Since(start), 18*time.Second)
+	// The proxy is gone: what it wrote into the pipe and nobody read is
+	// still there.
+	n := <-readBefore
+	rest, err := io.Copy(io.Discard, errR)
+	require.NoError(t, err)
+	const sent = 2000000
+	switch code {
+	case 1:
+		assert.Less(t, n+rest, int64(sent), "the proxy exited 1, yet every byte of the agent's stderr reached the pipe")
+	case 0:
+		assert.Equal(t, int64(sent), n+rest, "the proxy exited 0 with the agent's stderr not all relayed")
+	default:
+		t.Errorf("the proxy exited %d, not 1 (stderr not all relayed) or 0", code)
+	}
 }
 
 // A read that began before the agent's exit may take its bytes before

@@ -443,7 +443,7 @@ func readFrame[U any, P callOf[U]](msg []byte, scope string, observe func(*U) []
 		marked, fast, err = jsonlit.DecodeMarked(msg, &m, plan.marks)
 	}
 	if _, typeErr := err.(*json.UnmarshalTypeError); err != nil && !typeErr {
-		return f, fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+		return f, notAnObject(err)
 	}
 	// A type error in a permission ask's options is noted by askOptions,
 	// which never fails.
@@ -739,6 +739,16 @@ type permissionEnvelope struct {
 	Options askOptions `json:"options"`
 }
 
+// notAnObject is the error of a message that could not be decoded at
+// all: not JSON, or nested deeper than encoding/json reads (then it is
+// likely a JSON object, and the depth is what to say).
+func notAnObject(err error) error {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok && se.Error() == "exceeded max depth" {
+		return fmt.Errorf("%w: objects and arrays nested past the maximum depth", ErrBadFrame)
+	}
+	return fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+}
+
 // checkStrict returns the error of a message whose JSON-RPC layer has a
 // field of the wrong type, and nil when only vendor fields do.
 func checkStrict(msg []byte) error {
@@ -747,7 +757,7 @@ func checkStrict(msg []byte) error {
 		var te *json.UnmarshalTypeError
 		switch {
 		case !errors.As(err, &te):
-			return fmt.Errorf("%w: not a JSON object: %v", ErrBadFrame, err)
+			return notAnObject(err)
 		case te.Field == "":
 			return fmt.Errorf("%w: not a JSON object: the message is a JSON %s", ErrBadFrame, jsonType(te))
 		}

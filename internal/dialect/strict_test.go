@@ -1,6 +1,12 @@
 package dialect
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 // TestReadStrictLayer holds the JSON-RPC layer (and ACP's own layer of the
 // methods read) to strict types while vendor fields stay lenient; an error
@@ -47,6 +53,26 @@ func TestReadStrictLayer(t *testing.T) {
 			if got != tc.err {
 				t.Errorf("%s: %s:\n got %q\nwant %q", d.Info().Name, tc.msg, got, tc.err)
 			}
+		}
+	}
+}
+
+// A message nested deeper than encoding/json reads is refused, and the
+// error says that the depth is the problem, not that the message is no
+// JSON object (it is one), wherever the depth is.
+func TestReadTooDeep(t *testing.T) {
+	deep := strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000)
+	for _, msg := range []string{
+		`{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"x","rawOutput":` + deep + `}}}`,
+		`{"id":1,"result":{"stopReason":"end_turn","x":` + deep + `}}`,
+		`{"method":"x/vendor","params":` + deep + `}`,
+		deep,
+	} {
+		for _, d := range All() {
+			_, err := Read(d, []byte(msg))
+			require.Error(t, err, "%s: %.80s", d.Info().Name, msg)
+			assert.ErrorIs(t, err, ErrBadFrame)
+			assert.Equal(t, "bad frame: objects and arrays nested past the maximum depth", err.Error(), "%s: %.80s", d.Info().Name, msg)
 		}
 	}
 }

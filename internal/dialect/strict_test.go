@@ -58,8 +58,8 @@ func TestReadStrictLayer(t *testing.T) {
 }
 
 // A message nested deeper than encoding/json reads is refused, and the
-// error says that the depth is the problem, not that the message is no
-// JSON object (it is one), wherever the depth is.
+// error says that the depth is the problem (not that the message is no
+// JSON object, which all but the last here are), wherever the depth is.
 func TestReadTooDeep(t *testing.T) {
 	deep := strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000)
 	for _, msg := range []string{

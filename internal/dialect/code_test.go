@@ -87,6 +87,21 @@ type exitFieldCase struct {
 	frames        []string
 }
 
+// fold reads the case's frames with mark replaced by v through its
+// dialect, and returns the call's last revision, which must have ended.
+func (tc exitFieldCase) fold(t *testing.T, mark, v string) accum.Revision {
+	t.Helper()
+	d, ok := Lookup(tc.dialect)
+	require.True(t, ok, tc.dialect)
+	frames := make([]string, len(tc.frames))
+	for i, f := range tc.frames {
+		frames[i] = strings.ReplaceAll(f, mark, v)
+	}
+	last, _ := foldFrames(t, d, "x", frames...)
+	require.Equal(t, accum.Ended, last.State, "%s, exit %q: the call did not end", tc.name, v)
+	return last
+}
+
 var exitFieldCases = []exitFieldCase{
 	{"codex TS: terminal_exit and rawOutput.exit_code", "codex", []string{
 		`{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"echo hello","status":"in_progress","content":[{"type":"terminal","terminalId":"c1"}],"rawInput":{"command":"echo hello","cwd":"/w"},"_meta":{"terminal_info":{"cwd":"/w","terminal_id":"c1"}}}`,
@@ -148,17 +163,7 @@ func TestEveryDialectsExitFieldReadsByTheRules(t *testing.T) {
 	known := map[string]int32{`3`: 3, `"3"`: 3, `3.0`: 3, `0`: 0}
 	malformed := []string{`"abc"`, `3.5`, `null`, `true`, `false`, `{}`, `[]`, `[3]`, `""`, `"0x3"`, `2147483648`, `4294967296`, `-2147483649`}
 	for _, tc := range exitFieldCases {
-		d, ok := Lookup(tc.dialect)
-		require.True(t, ok, tc.dialect)
-		fold := func(v string) accum.Revision {
-			frames := make([]string, len(tc.frames))
-			for i, f := range tc.frames {
-				frames[i] = strings.ReplaceAll(f, "X", v)
-			}
-			last, _ := foldFrames(t, d, "x", frames...)
-			require.Equal(t, accum.Ended, last.State, "%s, exit %s: the call did not end", tc.name, v)
-			return last
-		}
+		fold := func(v string) accum.Revision { return tc.fold(t, "X", v) }
 		for v, want := range known {
 			last := fold(v)
 			if assert.NotNil(t, last.ExitCode, "%s, exit %s", tc.name, v) {
@@ -222,17 +227,7 @@ var exitTextCases = []exitFieldCase{
 func TestEveryDialectsExitTextReadsByTheRules(t *testing.T) {
 	malformed := []string{`abc`, `3.5`, ``, `(none)`, `null`, `0x3`, `2147483648`, `99999999999`}
 	for _, tc := range exitTextCases {
-		d, ok := Lookup(tc.dialect)
-		require.True(t, ok, tc.dialect)
-		fold := func(v string) accum.Revision {
-			frames := make([]string, len(tc.frames))
-			for i, f := range tc.frames {
-				frames[i] = strings.ReplaceAll(f, "Y", v)
-			}
-			last, _ := foldFrames(t, d, "x", frames...)
-			require.Equal(t, accum.Ended, last.State, "%s, exit %q: the call did not end", tc.name, v)
-			return last
-		}
+		fold := func(v string) accum.Revision { return tc.fold(t, "Y", v) }
 		last := fold("3")
 		if assert.NotNil(t, last.ExitCode, tc.name) {
 			assert.Equal(t, int32(3), *last.ExitCode, tc.name)

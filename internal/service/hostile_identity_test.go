@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -22,15 +20,7 @@ import (
 // never sees his, and she ends her call with her own exit code. Bob's
 // close released only his call.
 func TestHostileSameIDsTwoIdentitiesAtOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, path, "alice alice-secret\nbob bob-secret\n")
-	tokens, err := NewTokens(path, nil)
-	require.NoError(t, err)
-	svc, err := New(DefaultConfig(), nil, nil)
-	require.NoError(t, err)
-	opts := DefaultServerOptions()
-	opts.Tokens = tokens
-	client := pb.NewNormalizerServiceClient(connect(t, serveWith(t, svc, opts), insecure.NewCredentials()))
+	client := tokensClient(t, nil, "alice alice-secret\nbob bob-secret\n", nil)
 	a := openTCP(t, client, bearer(t, "alice-secret"))
 	b := openTCP(t, client, bearer(t, "bob-secret"))
 
@@ -84,15 +74,7 @@ func TestHostileSameIDsTwoIdentitiesAtOnce(t *testing.T) {
 // streams ends, however it ends (the client half-closes it, or cancels it
 // without a word); another identity's streams are never refused for it.
 func TestHostileStreamQuotaSlotsComeBack(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, path, "alice a-token\nbob b-token\n")
-	tokens, err := NewTokens(path, nil)
-	require.NoError(t, err)
-	svc, err := New(DefaultConfig(), nil, nil)
-	require.NoError(t, err)
-	opts := DefaultServerOptions()
-	opts.Tokens, opts.MaxStreamsPerIdentity = tokens, 2
-	client := pb.NewNormalizerServiceClient(connect(t, serveWith(t, svc, opts), insecure.NewCredentials()))
+	client := tokensClient(t, nil, "alice a-token\nbob b-token\n", func(o *ServerOptions) { o.MaxStreamsPerIdentity = 2 })
 
 	type open struct {
 		st     pb.NormalizerService_NormalizeClient

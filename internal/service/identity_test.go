@@ -117,18 +117,35 @@ func writeTokens(t *testing.T, path, content string) {
 // The scenario over TCP with two named tokens: A streams a command
 // whose output is a secret; B, which knows A's session and call ids, sends
 // a terminal_output delta "." to them and never sees A's text; A's call
-// goes on untouched.
-func TestNamedTokensKeepSessionsApart(t *testing.T) {
+
+// tokensClient serves svc (a new one with the default config when nil)
+// on loopback TCP behind a tokens file holding file, with the server's
+// default options changed by set (when not nil), and returns a client of
+// it.
+func tokensClient(t *testing.T, svc *Service, file string, set func(*ServerOptions)) pb.NormalizerServiceClient {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens")
-	sum := sha256.Sum256([]byte("bob-secret"))
-	writeTokens(t, path, "# team tokens\nalice alice-secret\n\nbob sha256:"+hex.EncodeToString(sum[:])+"\n")
+	writeTokens(t, path, file)
 	tokens, err := NewTokens(path, nil)
 	require.NoError(t, err)
-	svc, err := New(DefaultConfig(), nil, nil)
-	require.NoError(t, err)
+	if svc == nil {
+		svc, err = New(DefaultConfig(), nil, nil)
+		require.NoError(t, err)
+	}
 	opts := DefaultServerOptions()
 	opts.Tokens = tokens
-	client := pb.NewNormalizerServiceClient(connect(t, serveWith(t, svc, opts), insecure.NewCredentials()))
+	if set != nil {
+		set(&opts)
+	}
+	return pb.NewNormalizerServiceClient(connect(t, serveWith(t, svc, opts), insecure.NewCredentials()))
+}
+
+// goes on untouched.
+func TestNamedTokensKeepSessionsApart(t *testing.T) {
+	svc, err := New(DefaultConfig(), nil, nil)
+	require.NoError(t, err)
+	sum := sha256.Sum256([]byte("bob-secret"))
+	client := tokensClient(t, svc, "# team tokens\nalice alice-secret\n\nbob sha256:"+hex.EncodeToString(sum[:])+"\n", nil)
 
 	a := openTCP(t, client, bearer(t, "alice-secret"))
 	a.send("S1", 1, openCall("c1", "cat secrets.env"))

@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"bytes"
 	"regexp"
 	"slices"
 	"strings"
@@ -445,8 +446,7 @@ func opencodeFinal(o *accum.Observation, u *opencodeCall, wordsAreOutput bool) {
 	// Every build sent its metadata block with exit null too, or gave the
 	// output without it in metadata.output: beside an exit code, a block
 	// metadata.output does not leave out is the command's.
-	metaOut := meta.Output.Str()
-	p.blockIsOutput = o.Exit != nil && (!metaOut.Set || opencodeHasBlock(metaOut.S))
+	p.blockIsOutput = o.Exit != nil && opencodeBlockOrUnset(meta.Output)
 	// Every build that wrote a truncation note said truncated: true.
 	p.notTruncated = meta.Truncated != nil && !*meta.Truncated
 	p.parse(text)
@@ -519,6 +519,34 @@ func opencodeHasBlock(text string) bool {
 	return slices.ContainsFunc(opencodeOpenTags, func(tag string) bool { return strings.Contains(text, tag) })
 }
 
+// opencodeBlockOrUnset is !out.Set || opencodeHasBlock(out.S) for out =
+// r.Str(), r a literal the decoder validated (as UnmarshalJSON and TakeLit
+// are given), mostly without unquoting it: metadata.output repeats the
+// whole output, and every final of a command with an exit code asks.
+// A tag found in the literal is in its text (a tag holds no backslash, and
+// neither its first byte, '<', nor its last, '>', can be part of an
+// escape); a tag that is not there can be in the text only through a \u
+// escape (the others stand for a quote, a backslash, '/' or a control
+// byte, none of them in a tag), so only a literal with one is unquoted.
+func opencodeBlockOrUnset(r rawText) bool {
+	if r.decoded {
+		return opencodeHasBlock(r.text)
+	}
+	if r.lit == nil {
+		return true // Str: not set
+	}
+	for _, tag := range opencodeOpenTags {
+		if bytes.Contains(r.lit, []byte(tag)) {
+			return true
+		}
+	}
+	if !bytes.Contains(r.lit, []byte(`\u`)) {
+		return false
+	}
+	out := r.Str()
+	return !out.Set || opencodeHasBlock(out.S)
+}
+
 // opencodeEndsBlock says whether text, trailing blanks cut, ends with a
 // metadata block's closing tag.
 func opencodeEndsBlock(text string) bool {
@@ -528,12 +556,9 @@ func opencodeEndsBlock(text string) bool {
 var (
 	// opencodeOpenTags and opencodeCloseTags are the tags of the metadata
 	// block OpenCode appends for the model (bash_metadata in older
-	// builds), in the same order; opencodeMetaBlock matches either.
+	// builds), in the same order; opencodeMetaBlockIn finds either.
 	opencodeOpenTags  = []string{"<shell_metadata>", "<bash_metadata>"}
 	opencodeCloseTags = []string{"</shell_metadata>", "</bash_metadata>"}
-	// opencodeMetaBlock is the trailing metadata block OpenCode appends
-	// for the model, with the blank line before it.
-	opencodeMetaBlock = regexp.MustCompile(`(?s)(?:\n\n)?<(shell|bash)_metadata>\n?(.*?)\n?</(?:shell|bash)_metadata>\s*$`)
 	// opencodeOldMarker is the older one-line form.
 	opencodeOldMarker = regexp.MustCompile(`(?:\n\n)?\((Command timed out after \d+ ?ms|Command was aborted)\)\s*$`)
 	// opencodeTruncHeader is the header of an output that was cut and
@@ -563,6 +588,76 @@ func opencodeTruncHeaderIn(text string) []int {
 		}
 	}
 	return opencodeTruncHeader.FindStringIndex(text)
+}
+
+// opencodeMetaBlockIn finds the trailing metadata block OpenCode appends
+// for the model, with the blank line before it: what
+//
+//	findFrom(regexp.MustCompile(`(?s)(?:\n\n)?<(shell|bash)_metadata>\n?(.*?)\n?</(?:shell|bash)_metadata>\s*$`), text, opencodeOpenTags...)
+//
+// gives (the pattern, opencodeMetaBlock, is kept in the tests, which hold
+// this to it), without the regexp: a match costs it several µs on a
+// 240-byte block. Only whitespace follows the closing tag, so it is the
+// one that ends the text trimmed of what \s matches, and no opening tag
+// can overlap it or come after it: the match starts at the first opening
+// tag (with the "\n\n" before it, if any), and its lazy capture runs
+// from after the tag (and a line break, which \n? takes first) up to the
+// closing tag, less a line break right before it.
+func opencodeMetaBlockIn(text string) []int {
+	end := strings.TrimRight(text, "\t\n\f\r ")
+	closing := -1
+	for _, tag := range opencodeCloseTags {
+		if strings.HasSuffix(end, tag) {
+			closing = len(end) - len(tag)
+			break
+		}
+	}
+	if closing < 0 {
+		return nil
+	}
+	open, tagLen := -1, 0 // the first opening tag, and its length
+	for i := 0; i < closing; {
+		k := strings.IndexByte(text[i:closing], '<')
+		if k < 0 {
+			break
+		}
+		i += k
+		for _, tag := range opencodeOpenTags {
+			if strings.HasPrefix(text[i:], tag) {
+				open, tagLen = i, len(tag)
+				break
+			}
+		}
+		if open >= 0 {
+			break
+		}
+		i++
+	}
+	if open < 0 {
+		return nil
+	}
+	start := open
+	if strings.HasSuffix(text[:open], "\n\n") {
+		start -= 2
+	}
+	from := open + tagLen
+	if from < closing && text[from] == '\n' {
+		from++
+	}
+	to := closing
+	if to > from && text[to-1] == '\n' {
+		to--
+	}
+	return []int{start, len(text), open + 1, open + tagLen - len("_metadata>"), from, to}
+}
+
+// opencodeMetaBlockIf is opencodeMetaBlockIn(text) when may is true, and
+// nil otherwise (findFromIf).
+func opencodeMetaBlockIf(may bool, text string) []int {
+	if !may {
+		return nil
+	}
+	return opencodeMetaBlockIn(text)
 }
 
 // parse removes what OpenCode adds to the output for the model from
@@ -596,7 +691,7 @@ func (p *opencodeParsed) trailingNotices(text string) string {
 	for {
 		end := strings.TrimRight(text, "\t\n\f\r ") // the text but what \s*$ matches
 		metaEnd := (!p.blockIsOutput || p.headBlock(text)) && opencodeEndsBlock(end)
-		if m := findFromIf(metaEnd, opencodeMetaBlock, text, opencodeOpenTags...); m != nil {
+		if m := opencodeMetaBlockIf(metaEnd, text); m != nil {
 			note := text[m[4]:m[5]]
 			if !p.notTruncated && opencodeHeadNote.MatchString(note) && utf16Len(text[:m[0]]) == opencodeHeadLen {
 				p.truncated, p.head = true, true

@@ -6,8 +6,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"google.golang.org/protobuf/proto"
 	"time"
 	"unicode/utf8"
 
@@ -17,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // nested is n arrays (or objects) opened inside each other and closed.

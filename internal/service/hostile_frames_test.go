@@ -27,15 +27,22 @@ func nested(n int, object bool) string {
 	return strings.Repeat(open, n) + "1" + strings.Repeat(close, n)
 }
 
-// answersTo sends msg on session sid and returns every answer to it: a
-// stream answers its frames in order, so the answer to the next frame (a
-// known good one) marks where they end. It waits for them up to a minute
-// (a race-detector build reads a 10 MB frame in seconds); the probes
-// bound the time they take themselves.
+// answersTo sends msg on session sid and returns every answer to it
+// (see answers).
 func (st *stream) answersTo(sid, msg string) []*pb.NormalizeResponse {
 	st.t.Helper()
-	seq := st.send(sid, msg)
-	st.send("marker", openCall(fmt.Sprintf("m%d", seq), "true"))
+	st.send(sid, msg)
+	return st.answers()
+}
+
+// answers returns every answer to the request sent last: a stream
+// answers its requests in order, so the answer to the next frame (a known
+// good one, sent here) marks where they end. It waits for them up to a
+// minute (a race-detector build reads a 10 MB frame in seconds); the
+// probes bound the time they take themselves.
+func (st *stream) answers() []*pb.NormalizeResponse {
+	st.t.Helper()
+	st.send("marker", openCall(fmt.Sprintf("m%d", st.seq), "true"))
 	var out []*pb.NormalizeResponse
 	for {
 		var r *pb.NormalizeResponse
@@ -50,6 +57,16 @@ func (st *stream) answersTo(sid, msg string) []*pb.NormalizeResponse {
 		}
 		out = append(out, r)
 	}
+}
+
+// turnEnded and sessionClosed are the control requests of session sid
+// at sequence seq.
+func turnEnded(sid string, seq uint64, cancelled bool) *pb.NormalizeRequest {
+	return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: sid, Sequence: seq, Cancelled: cancelled}}}
+}
+
+func sessionClosed(sid string, seq uint64) *pb.NormalizeRequest {
+	return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid, Sequence: seq}}}
 }
 
 // frameTime bounds the time a probe's frame may take: far more than any
@@ -195,8 +212,8 @@ func TestHostileMegabyteFields(t *testing.T) {
 		{"session_id", frameReq(big, 0, delta("c1", "a"))},
 		{"dialect", frame(&pb.AcpFrame{SessionId: "s", Dialect: big, Message: []byte(delta("c1", "a"))})},
 		{"cwd", frame(&pb.AcpFrame{SessionId: "s", Cwd: "/" + big, Message: []byte(delta("c1", "a"))})},
-		{"turn_ended.session_id", &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: big}}}},
-		{"session_closed.session_id", &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: big}}}},
+		{"turn_ended.session_id", turnEnded(big, 0, false)},
+		{"session_closed.session_id", sessionClosed(big, 0)},
 		{"toolCallId", frameReq("s", 0, delta(big, "a"))},
 		{"method", frameReq("s", 0, `{"jsonrpc":"2.0","method":`+q+`,"params":{}}`)},
 		{"JSON-RPC id", frameReq("s", 0, `{"jsonrpc":"2.0","id":`+q+`,"result":{}}`)},
@@ -216,13 +233,8 @@ func TestHostileMegabyteFields(t *testing.T) {
 		{"terminal/create", frameReq("s", 0, `{"jsonrpc":"2.0","id":3,"method":"terminal/create","params":{"sessionId":"s","command":`+q+`,"args":[`+q+`],"cwd":"/`+big+`"}}`)},
 	} {
 		require.NoError(t, st.s.Send(c.req), c.name)
-		st.send("marker", openCall(fmt.Sprintf("m%d", st.seq), "true"))
-		for {
-			r := st.next()
+		for _, r := range st.answers() {
 			x := r.GetShellExec()
-			if x != nil && x.GetSessionId() == "marker" {
-				break
-			}
 			if fe := r.GetFrameError(); fe != nil {
 				assert.Less(t, len(fe.GetMessage()), 2048, "%s: an error of %d bytes: %.200s", c.name, len(fe.GetMessage()), fe.GetMessage())
 				assert.LessOrEqual(t, len(fe.GetSessionId()), 256, c.name)
@@ -294,7 +306,7 @@ func TestHostileInvalidUTF8InTheMessage(t *testing.T) {
 		}
 	}
 	// Against the session id of a TurnEnded.
-	tb := withBytes(t, &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "sPPq", Sequence: 99}}}, "sPPq", "s\xff\xfeq")
+	tb := withBytes(t, turnEnded("sPPq", 99, false), "sPPq", "s\xff\xfeq")
 	require.NoError(t, st.SendMsg(tb))
 	r.Reset()
 	require.NoError(t, st.RecvMsg(&r))
@@ -305,7 +317,7 @@ func TestHostileInvalidUTF8InTheMessage(t *testing.T) {
 	assert.Contains(t, fe.GetMessage(), "turn_ended.session_id is not valid UTF-8")
 }
 
-// checkRevisions holds what every answer of a stream must: per call,
+// revisionChecker holds what every answer of a stream must: per call,
 // revisions 1, 2, 3 with no gap or restart; once ENDED, every later
 // revision is ENDED with the same known outcome (only UNKNOWN may still be
 // resolved) and the same known exit code (an unknown one may be filled in).
@@ -348,12 +360,6 @@ func TestHostileEndsAndClosesTwice(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	st := h.open()
 	rc := revisionChecker{t: t}
-	turn := func(sid string, cancelled bool) *pb.NormalizeRequest {
-		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: sid, Cancelled: cancelled}}}
-	}
-	closeReq := func(sid string) *pb.NormalizeRequest {
-		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: sid}}}
-	}
 	frame := func(msg string) *pb.NormalizeRequest { return frameReq("s", 0, msg) }
 	inProgress := update(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress"}`)
 	var errs []string
@@ -382,21 +388,21 @@ func TestHostileEndsAndClosesTwice(t *testing.T) {
 	step("open", frame(openCall("c1", "sleep 9")))
 	step("open c2", frame(openCall("c2", "true")))
 	step("end c2", frame(finish("c2", 0)))
-	out := step("turn ended", turn("s", false))
+	out := step("turn ended", turnEnded("s", 0, false))
 	require.Len(t, out, 1)
 	assert.Equal(t, pb.ShellOutcome_SHELL_OUTCOME_UNKNOWN, out[0].GetShellExec().GetOutcome())
-	assert.Empty(t, step("turn ended again", turn("s", false)), "a second TurnEnded ends nothing")
-	for _, r := range step("turn ended as cancelled", turn("s", true)) {
+	assert.Empty(t, step("turn ended again", turnEnded("s", 0, false)), "a second TurnEnded ends nothing")
+	for _, r := range step("turn ended as cancelled", turnEnded("s", 0, true)) {
 		t.Logf("turn ended as cancelled after it ended: %v", r)
 	}
 	step("reopen c1", frame(inProgress))
 	step("exit of c1", frame(finish("c1", 4)))
-	step("reopen c2", frame(inProgress[:0]+update(`{"sessionUpdate":"tool_call_update","toolCallId":"c2","status":"in_progress"}`)))
+	step("reopen c2", frame(update(`{"sessionUpdate":"tool_call_update","toolCallId":"c2","status":"in_progress"}`)))
 	step("exit of c2", frame(finish("c2", 1)))
 	step("late output of c2", frame(delta("c2", "late")))
 	step("open c2 again", frame(openCall("c2", "rm -rf /")))
-	step("close", closeReq("s"))
-	assert.Empty(t, step("close again", closeReq("s")), "a second SessionClosed ends nothing")
+	step("close", sessionClosed("s", 0))
+	assert.Empty(t, step("close again", sessionClosed("s", 0)), "a second SessionClosed ends nothing")
 	for name, msg := range map[string]string{"output after close": delta("c1", "late"), "exit after close": finish("c2", 9), "reopen after close": openCall("c1", "ls")} {
 		out := step(name, frame(msg))
 		require.Len(t, out, 1, "%s: %v", name, out)
@@ -404,8 +410,8 @@ func TestHostileEndsAndClosesTwice(t *testing.T) {
 		require.NotNil(t, fe, "%s: %v", name, out)
 		assert.EqualValues(t, codes.FailedPrecondition, fe.GetCode(), name)
 	}
-	assert.Empty(t, step("turn after close", turn("s", true)))
-	assert.Empty(t, step("close after close", closeReq("s")))
+	assert.Empty(t, step("turn after close", turnEnded("s", 0, true)))
+	assert.Empty(t, step("close after close", sessionClosed("s", 0)))
 	// The session id is free for new calls.
 	out = step("new call after close", frame(openCall("c3", "ls")))
 	require.Len(t, out, 1)
@@ -423,12 +429,6 @@ func TestHostileControlSequences(t *testing.T) {
 	st := newHarness(t, DefaultConfig()).open()
 	rc := revisionChecker{t: t}
 	st.control(skipApplied())
-	turn := func(seq uint64) *pb.NormalizeRequest {
-		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "s", Sequence: seq}}}
-	}
-	closeAt := func(seq uint64) *pb.NormalizeRequest {
-		return &pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "s", Sequence: seq}}}
-	}
 	skipped := func(name string, req *pb.NormalizeRequest, applied uint64) {
 		t.Helper()
 		st.control(req)
@@ -444,20 +444,20 @@ func TestHostileControlSequences(t *testing.T) {
 		return x
 	}
 	exec("open", frameReq("s", 10, openCall("c1", "sleep 9")))
-	skipped("turn ended, sequence repeated", turn(10), 10)
-	skipped("turn ended, sequence back", turn(9), 10)
-	skipped("session closed, sequence back", closeAt(1), 10)
+	skipped("turn ended, sequence repeated", turnEnded("s", 10, false), 10)
+	skipped("turn ended, sequence back", turnEnded("s", 9, false), 10)
+	skipped("session closed, sequence back", sessionClosed("s", 1), 10)
 	x := exec("output", frameReq("s", 12, delta("c1", "a")))
 	assert.Equal(t, pb.ShellState_SHELL_STATE_RUNNING, x.GetState(), "a skipped TurnEnded or SessionClosed ended the call")
-	x = exec("turn ended at 0", turn(0))
+	x = exec("turn ended at 0", turnEnded("s", 0, false))
 	assert.Equal(t, pb.ShellState_SHELL_STATE_ENDED, x.GetState())
 	exec("open c2", frameReq("s", 13, openCall("c2", "sleep 9")))
-	x = exec("turn ended at the largest", turn(math.MaxUint64))
+	x = exec("turn ended at the largest", turnEnded("s", math.MaxUint64, false))
 	assert.Equal(t, "c2", x.GetToolCallId())
 	skipped("after the largest", frameReq("s", 14, openCall("c3", "ls")), math.MaxUint64)
-	skipped("close after the largest", closeAt(15), math.MaxUint64)
+	skipped("close after the largest", sessionClosed("s", 15), math.MaxUint64)
 	// Sequence 0 is never skipped: the session can still be closed.
-	st.control(closeAt(0))
+	st.control(sessionClosed("s", 0))
 	st.control(frameReq("s", 0, delta("c1", "late")))
 	fe := st.frameError()
 	assert.EqualValues(t, codes.FailedPrecondition, fe.GetCode(), "%v", fe)

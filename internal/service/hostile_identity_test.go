@@ -38,15 +38,15 @@ func TestHostileSameIDsTwoIdentitiesAtOnce(t *testing.T) {
 	assert.Equal(t, "hunter2\n", a.next().GetShellExec().GetOutput().GetText())
 	assert.Equal(t, "bob's\n", b.next().GetShellExec().GetOutput().GetText())
 
-	require.NoError(t, b.st.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "S1", Sequence: 3, Cancelled: true}}}))
+	require.NoError(t, b.st.Send(turnEnded("S1", 3, true)))
 	x = b.next().GetShellExec()
 	assert.Equal(t, pb.ShellOutcome_SHELL_OUTCOME_CANCELLED, x.GetOutcome(), "bob's own call")
-	require.NoError(t, b.st.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "S1", Sequence: 4}}}))
+	require.NoError(t, b.st.Send(sessionClosed("S1", 4)))
 	b.send("S1", 5, delta("c1", "after bob's close"))
 	b.send("S1", 6, finish("c1", 0))
 	// Bob, holding no session S1 any more, ends its turn and closes it.
-	require.NoError(t, b.st.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_TurnEnded{TurnEnded: &pb.TurnEnded{SessionId: "S1", Sequence: 7, Cancelled: true}}}))
-	require.NoError(t, b.st.Send(&pb.NormalizeRequest{Kind: &pb.NormalizeRequest_SessionClosed{SessionClosed: &pb.SessionClosed{SessionId: "S1", Sequence: 8}}}))
+	require.NoError(t, b.st.Send(turnEnded("S1", 7, true)))
+	require.NoError(t, b.st.Send(sessionClosed("S1", 8)))
 	fromB := b.rest()
 	require.Len(t, fromB, 2)
 	for _, r := range fromB {

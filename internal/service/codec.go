@@ -84,7 +84,7 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 			// that size. A length other than it would mean the revision
 			// changed since; it is then encoded as one never sized.
 			x := s.GetShellExec()
-			if b, err := encodeSized(s.n, x, nil, proto.MarshalOptions{}); err == nil {
+			if b, err := encodeSized(s.n, x, s.textsValid, nil, proto.MarshalOptions{}); err == nil {
 				if b.Len() == s.n {
 					return b, nil
 				}
@@ -95,7 +95,7 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	if r, ok := m.(*pb.NormalizeResponse); ok {
 		if x := handShellExec(r); x != nil {
-			if b, err := encodeSized(responseSize(x), x, nil, proto.MarshalOptions{}); err == nil {
+			if b, err := encodeSized(responseSize(x), x, false, nil, proto.MarshalOptions{}); err == nil {
 				return b, nil
 			}
 			// A string that is not valid UTF-8: protobuf says so. The
@@ -113,7 +113,7 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 	} else {
 		size = proto.Size(m)
 	}
-	return encodeSized(size, nil, m, opts)
+	return encodeSized(size, nil, false, m, opts)
 }
 
 // errNotHand is encodeSized's error for a revision the hand encoding
@@ -121,15 +121,16 @@ func (c tolerantCodec) Marshal(v any) (mem.BufferSlice, error) {
 var errNotHand = errors.New("a revision's string is not valid UTF-8")
 
 // encodeSized encodes a message of size bytes: a revision x by hand (see
-// marshal.go), else m with opts. One under gRPC's pooling threshold gets
+// marshal.go; with textsValid its texts are not read for UTF-8, see
+// outgoing), else m with opts. One under gRPC's pooling threshold gets
 // an array of its own; a bigger one a buffer from scratch, which gRPC
 // gives back once sent.
-func encodeSized(size int, x *pb.ShellExec, m proto.Message, opts proto.MarshalOptions) (mem.BufferSlice, error) {
+func encodeSized(size int, x *pb.ShellExec, textsValid bool, m proto.Message, opts proto.MarshalOptions) (mem.BufferSlice, error) {
 	appendTo := func(b []byte) ([]byte, error) {
 		if x == nil {
 			return opts.MarshalAppend(b, m)
 		}
-		b, ok := appendResponse(b, x, execSizeOf(size))
+		b, ok := appendResponseOf(b, x, execSizeOf(size), textsValid)
 		if !ok {
 			return nil, errNotHand
 		}

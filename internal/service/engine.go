@@ -88,7 +88,11 @@ type feeder struct {
 	// applied (UNAVAILABLE, DATA_LOSS): the stream's trailer stops
 	// counting there.
 	notApplied bool
-	refused    map[string]refusal // see inorder.go
+	// made is the response emit was last given that holds a revision of
+	// the Normalizer: its texts are normalize.Text's, valid UTF-8 by that
+	// type's contract (see madeHere).
+	made    *pb.NormalizeResponse
+	refused map[string]refusal // see inorder.go
 	// refusedOrder is the sessions of refused, oldest first (it may hold
 	// some lifted since).
 	refusedOrder []refusedAt
@@ -141,8 +145,17 @@ func (f *feeder) event(ev normalize.Event) error {
 		f.d.handedOn(x.SessionID, x.ToolCallID, x.Revision)
 	}
 	f.ss.m.execsOut.Inc()
-	return f.emit(shellExecResponse(ev.ShellExec))
+	r := shellExecResponse(ev.ShellExec)
+	f.made = r
+	err := f.emit(r)
+	f.made = nil
+	return err
 }
+
+// madeHere says whether r, which emit is being given, is the feeder's own
+// response to a revision of the Normalizer, whose texts need no UTF-8
+// check (see outgoing.textsValid).
+func (f *feeder) madeHere(r *pb.NormalizeResponse) bool { return r != nil && r == f.made }
 
 // wholeTexts says whether every text x carries replaces what the client
 // holds (none appends).

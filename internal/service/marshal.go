@@ -15,7 +15,9 @@ import (
 // scenarios (BENCHMARKS.md, "Timers, revisions and a stream's records").
 // Any other response, or one with unknown fields, goes to protobuf. A
 // string that is not valid UTF-8, which protobuf refuses, is left to
-// protobuf too, so that it fails as it would. TestShellExecWireFields
+// protobuf too, so that it fails as it would; only the texts of a revision
+// the stream's feeder made from the Normalizer's are not read for it
+// (valid UTF-8 by normalize.Text's contract, see outgoing.textsValid). TestShellExecWireFields
 // fails when the contract gives these messages a field this file does not
 // write.
 
@@ -153,10 +155,12 @@ func execSizeOf(size int) int {
 }
 
 // wireBuf appends fields; ok turns false at the first string that is not
-// valid UTF-8.
+// valid UTF-8. With textsValid the ShellTexts' texts are known to be valid
+// UTF-8 (see outgoing) and are copied without that check.
 type wireBuf struct {
-	b  []byte
-	ok bool
+	b          []byte
+	ok         bool
+	textsValid bool
 }
 
 func (w *wireBuf) string(n protowire.Number, s string) {
@@ -191,7 +195,14 @@ func (w *wireBuf) text(n protowire.Number, t *pb.ShellText) {
 	}
 	w.b = protowire.AppendTag(w.b, n, protowire.BytesType)
 	w.b = protowire.AppendVarint(w.b, uint64(shellTextSize(t)))
-	w.string(textText, t.Text)
+	if w.textsValid {
+		if t.Text != "" {
+			w.b = protowire.AppendTag(w.b, textText, protowire.BytesType)
+			w.b = protowire.AppendString(w.b, t.Text)
+		}
+	} else {
+		w.string(textText, t.Text)
+	}
 	w.varint(textMode, uint64(int64(t.Mode)))
 	w.bool(textTruncated, t.Truncated)
 	w.varint(textTotalBytes, uint64(t.TotalBytes))
@@ -201,7 +212,13 @@ func (w *wireBuf) text(n protowire.Number, t *pb.ShellText) {
 // size is size (shellExecSize), to b, and says false when a string of x is
 // not valid UTF-8 (protobuf refuses the message then).
 func appendResponse(b []byte, x *pb.ShellExec, size int) ([]byte, bool) {
-	w := wireBuf{b: b, ok: true}
+	return appendResponseOf(b, x, size, false)
+}
+
+// appendResponseOf is appendResponse; with textsValid the texts of x are
+// valid UTF-8 (see outgoing) and not read for it.
+func appendResponseOf(b []byte, x *pb.ShellExec, size int, textsValid bool) ([]byte, bool) {
+	w := wireBuf{b: b, ok: true, textsValid: textsValid}
 	w.b = protowire.AppendTag(w.b, respShellExec, protowire.BytesType)
 	w.b = protowire.AppendVarint(w.b, uint64(size))
 	w.string(execSessionID, x.SessionId)

@@ -25,9 +25,12 @@ func BenchmarkMarshalRevisions(b *testing.B) {
 			continue
 		}
 		var outs []*pb.NormalizeResponse
+		var made []bool // as a stream's feeder made it (feeder.madeHere)
 		ss := newSessions(DefaultConfig(), NewMetrics(nil), nil)
-		feed := ss.newFeeder(context.Background(), nil, func(r *pb.NormalizeResponse) error {
+		var feed *feeder
+		feed = ss.newFeeder(context.Background(), nil, func(r *pb.NormalizeResponse) error {
 			outs = append(outs, r)
+			made = append(made, feed.madeHere(r))
 			return nil
 		})
 		for j, f := range all[i] {
@@ -42,8 +45,8 @@ func BenchmarkMarshalRevisions(b *testing.B) {
 			b.ReportAllocs()
 			cpu := benchcpu.Now()
 			for b.Loop() {
-				for _, r := range outs {
-					bs, err := send(r)
+				for k, r := range outs {
+					bs, err := send(r, made[k])
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -56,12 +59,13 @@ func BenchmarkMarshalRevisions(b *testing.B) {
 }
 
 // sender sizes a response as a stream does when it queues it, and
-// encodes it as the send loop hands it to gRPC (one sized for them all).
-func sender(codec tolerantCodec) func(*pb.NormalizeResponse) (mem.BufferSlice, error) {
+// encodes it as the send loop hands it to gRPC (one sized for them all);
+// made says the stream's feeder made it (see outgoing.textsValid).
+func sender(codec tolerantCodec) func(r *pb.NormalizeResponse, made bool) (mem.BufferSlice, error) {
 	msg := new(sized)
-	return func(r *pb.NormalizeResponse) (mem.BufferSlice, error) {
+	return func(r *pb.NormalizeResponse, made bool) (mem.BufferSlice, error) {
 		it := toSend(r)
-		*msg = sized{it.r, int(it.n), it.hand}
+		*msg = sized{it.r, int(it.n), it.hand, it.hand && made}
 		return codec.Marshal(msg)
 	}
 }

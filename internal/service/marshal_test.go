@@ -79,9 +79,15 @@ func checkWire(t *testing.T, x *pb.ShellExec) {
 	bs.Free()
 	it := toSend(r)
 	assert.True(t, it.hand)
-	bs, err = newTolerantCodec().Marshal(&sized{it.r, int(it.n), it.hand})
+	bs, err = newTolerantCodec().Marshal(&sized{it.r, int(it.n), it.hand, false})
 	require.NoError(t, err)
 	assert.Equal(t, want, bs.Materialize())
+	bs.Free()
+	// And as the send loop gives a revision the stream's feeder made,
+	// whose texts are not read for UTF-8 (they are valid here).
+	bs, err = newTolerantCodec().Marshal(&sized{it.r, int(it.n), it.hand, true})
+	require.NoError(t, err)
+	assert.Equal(t, want, bs.Materialize(), "texts taken as valid")
 	bs.Free()
 }
 
@@ -104,7 +110,7 @@ func TestSizedRevisionChangedAfterQueueing(t *testing.T) {
 		require.True(t, it.hand)
 		change(x)
 		want, werr := proto.Marshal(r)
-		bs, err := codec.Marshal(&sized{it.r, int(it.n), it.hand})
+		bs, err := codec.Marshal(&sized{it.r, int(it.n), it.hand, false})
 		if werr != nil {
 			require.Error(t, err)
 			continue

@@ -182,7 +182,7 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		}
 		r := it.r
-		*msg = sized{r, int(it.n), it.hand}
+		*msg = sized{r, int(it.n), it.hand, it.textsValid}
 		stall.begin()
 		err := stream.SendMsg(msg)
 		*msg = sized{}
@@ -319,8 +319,10 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 		held, heldBytes = held[:0], 0
 		return err
 	}
-	feed := s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
+	var feed *feeder
+	feed = s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
 		it := toSend(r)
+		it.textsValid = it.hand && feed.madeHere(r)
 		q.held(it.n)
 		if len(held) == 0 && q.fits(it.n) {
 			q.queued(it.n)

@@ -16,6 +16,12 @@ type outgoing struct {
 	r    *pb.NormalizeResponse
 	n    int64
 	hand bool
+	// textsValid says that r's texts are a revision's of the Normalizer,
+	// as the stream's feeder made it (feeder.madeHere): valid UTF-8 by
+	// normalize.Text's contract, so that the hand encoding copies them
+	// without reading them for UTF-8 first. Any other response, or one
+	// made elsewhere, is checked as protobuf checks it.
+	textsValid bool
 }
 
 // toSend sizes r for the queue. A revision is sized by hand (see
@@ -30,7 +36,7 @@ type outgoing struct {
 // wrong, a length other than the size (see tolerantCodec.Marshal).
 func toSend(r *pb.NormalizeResponse) outgoing {
 	if x := handShellExec(r); x != nil {
-		return outgoing{r, int64(responseSize(x)), true}
+		return outgoing{r: r, n: int64(responseSize(x)), hand: true}
 	}
 	return outgoing{r: r, n: int64(proto.Size(r))}
 }
@@ -41,8 +47,9 @@ func toSend(r *pb.NormalizeResponse) outgoing {
 // other codec, or a stats handler, sees the response itself.
 type sized struct {
 	*pb.NormalizeResponse
-	n    int
-	hand bool
+	n          int
+	hand       bool
+	textsValid bool // see outgoing
 }
 
 // sendBytes bounds the bytes of the responses one stream has queued for

@@ -2215,6 +2215,53 @@ func (a *askOptions) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSONFast implements jsonlit.FastUnmarshaler: UnmarshalJSON
+// in the fast decoder's pass, each option's members read where the
+// decoder validates them rather than walked again.
+func (a *askOptions) UnmarshalJSONFast(d *jsonlit.Dec) bool {
+	*a = askOptions{}
+	switch d.Kind() {
+	case '[':
+	case 'n':
+		_, ok := d.Value()
+		return ok
+	default:
+		b, ok := d.Value()
+		if ok {
+			a.typeError(b, "options", reflect.TypeFor[[]askOption]())
+		}
+		return ok
+	}
+	next := 0 // the index of the option the decoder is at
+	return d.Elements(func() bool {
+		i := next
+		next++
+		if d.Kind() != '{' {
+			el, ok := d.Value()
+			if ok {
+				a.option(el, i)
+			}
+			return ok
+		}
+		var o optionLits
+		if !d.Members(func(key []byte) bool {
+			val, ok := d.Value()
+			if ok {
+				a.member(&o, key, val, i)
+			}
+			return ok
+		}) {
+			return false
+		}
+		a.keep(o)
+		return true
+	})
+}
+
+// optionLits are the literals of an option's optionId and kind that its
+// members last set, nil for none.
+type optionLits struct{ id, kind []byte }
+
 // option reads the i-th option, el.
 func (a *askOptions) option(el []byte, i int) {
 	switch el[0] {
@@ -2225,28 +2272,37 @@ func (a *askOptions) option(el []byte, i int) {
 		a.typeError(el, "options."+strconv.Itoa(i), reflect.TypeFor[askOption]())
 		return
 	}
-	// id and kind are the literals their members last set, nil for none.
-	var id, kind []byte
-	jsonlit.EachMemberLit(el, func(key, val []byte) {
-		var to *[]byte
-		switch jsonlit.FoldKey(key) {
-		case "OPTIONID":
-			to = &id
-		case "KIND":
-			to = &kind
-		default:
-			return
+	var o optionLits
+	jsonlit.EachMemberLit(el, func(key, val []byte) { a.member(&o, key, val, i) })
+	a.keep(o)
+}
+
+// member reads one member, key: val, of the i-th option into o.
+func (a *askOptions) member(o *optionLits, key, val []byte, i int) {
+	var to *[]byte
+	switch {
+	case jsonlit.KeyIs(key, "OPTIONID"):
+		to = &o.id
+	case jsonlit.KeyIs(key, "KIND"):
+		to = &o.kind
+	default:
+		return
+	}
+	switch val[0] {
+	case '"':
+		*to = val
+	case 'n':
+	default:
+		if a.bad == nil {
+			a.typeError(val, "options."+strconv.Itoa(i)+"."+keyText(key), reflect.TypeFor[string]())
 		}
-		switch val[0] {
-		case '"':
-			*to = val
-		case 'n':
-		default:
-			if a.bad == nil {
-				a.typeError(val, "options."+strconv.Itoa(i)+"."+keyText(key), reflect.TypeFor[string]())
-			}
-		}
-	})
+	}
+}
+
+// keep keeps the optionId of an option read into o when its kind is a
+// reject one.
+func (a *askOptions) keep(o optionLits) {
+	id, kind := o.id, o.kind
 	if kind == nil || !hasRejectPrefix(kind) {
 		return
 	}

@@ -154,8 +154,10 @@ func encodingJSONAsk(params []byte) (reject []string, unread int, typeErr string
 }
 
 // checkAskOptions holds askOptions and strictAsk to encodingJSONAsk on b,
-// read as a params and, when it is an array, as the options of one.
+// read as a params and, when it is an array, as the options of one, and
+// askOptions' fast decode to its UnmarshalJSON.
 func checkAskOptions(t *testing.T, b []byte) {
+	checkAskOptionsFast(t, b)
 	if !json.Valid(b) || isNull(b) {
 		return
 	}
@@ -185,6 +187,62 @@ func checkAskOptions(t *testing.T, b []byte) {
 	assert.Equal(t, reject, p.Options.reject, "the reject options of %s", params)
 	assert.Equal(t, unread, p.Options.unread, "the reject options not read of %s", params)
 	assert.Nil(t, p.Options.bad)
+}
+
+// checkAskOptionsFast holds the fast decoder's reading of the options b
+// (UnmarshalJSONFast, in its pass) to UnmarshalJSON's reading of them,
+// the type errors it notes included: it says no only where the frame is
+// no valid JSON (or nests deeper than it reads). It says whether the
+// fast decoder read b.
+func checkAskOptionsFast(t *testing.T, b []byte) bool {
+	t.Helper()
+	type params struct {
+		Options askOptions `json:"options"`
+		After   string     `json:"after"`
+	}
+	msg := []byte(`{"options":` + string(b) + `,"after":"x"}`)
+	var fast, slow params
+	ok := jsonlit.FastDecode(msg, &fast, nil)
+	if err := json.Unmarshal(msg, &slow); err != nil {
+		require.False(t, ok, "%s: not valid JSON, and the fast decoder said yes", msg)
+		return false
+	}
+	if !ok && strings.Count(string(b), "[")+strings.Count(string(b), "{") < 60 {
+		require.Fail(t, "the fast decoder said no", "%s", msg)
+	}
+	if ok {
+		require.Equal(t, slow, fast, "%s", msg)
+	}
+	return ok
+}
+
+// TestAskOptionsFastIsUnmarshalJSON holds the fast decoder's reading of
+// options to UnmarshalJSON's on the seeds and on tricky values beside
+// them (whitespace, escapes, repeated members, nested values, every JSON
+// type where an option or a member is).
+func TestAskOptionsFastIsUnmarshalJSON(t *testing.T) {
+	cases := append(slices.Clip(askOptionsSeeds),
+		` [ ] `, `[ null , 1 , "x" , true , [ ] , { } ]`,
+		`[{"optionId":"a","kind":"reject_once","extra":{"kind":"allow","optionId":"z"}}]`,
+		`[{"kind":"reject_once","optionId":"a","nested":[{"kind":"reject"}]},{"optionId":"a","kind":"reject_always"}]`,
+		`[{"optionId":"a","kind":"reject_once","optionId":"b"},{"kind":"reject_once","kind":"allow_once","optionId":"c"}]`,
+		`[{"optionId":"a","kind":true},{"optionId":false,"kind":"reject_once"},{"optionId":[1],"kind":{}}]`,
+		`[1,{"optionId":2,"kind":3}]`, `{"optionId":"a"}`, `-1.5e3`, `false`,
+		`[{"\u006fptionId":"esc","KIND":"reject_once"},{"option\u0049d":"x","k\u0069nd":"reject"}]`,
+		`[{"optionId":"a","\u212aind":"reject_once"},{"optionId":"b","Kind":"reject_once"}]`,
+		`[{"optionId":"\"q\"","kind":"reject\u005fonce"},{"optionId":"\"q\"","kind":"reject_always"}]`,
+		`[{"optionId":"a","kind":"reject_once"},]`, `[{"optionId":"a","kind":"reject_once"}`,
+		`[{"optionId":"a" "kind":"reject_once"}]`, `[{"optionId":"\q","kind":"reject_once"}]`,
+		`[{"optionId":"a","kind":"reject_once",}]`, `[{"optionId":}]`, `[nul]`,
+		"[{\"optionId\":\"a\x01\",\"kind\":\"reject_once\"}]", "[{\"optionId\":\"a\xff\",\"kind\":\"reject_once\"},{\"optionId\":\"a\\ufffd\",\"kind\":\"reject_once\"}]",
+	)
+	fast := 0
+	for _, c := range cases {
+		if checkAskOptionsFast(t, []byte(c)) {
+			fast++
+		}
+	}
+	require.Greater(t, fast, len(askOptionsSeeds))
 }
 
 // TestAskOptionsAreEncodingJSON holds the bounded reading of an ask's

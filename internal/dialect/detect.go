@@ -183,21 +183,52 @@ func signOfShape(u *shellUpdate, msg []byte) string {
 // members of other JSON types are skipped, never an error.
 type authMethodIDs []string
 
+// maxAuthMethodIDs bounds the ids read: no more methods are read once
+// they are reached.
+const maxAuthMethodIDs = 64
+
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (a *authMethodIDs) UnmarshalJSON(b []byte) error {
 	*a = nil
 	jsonlit.EachElement(b, func(val []byte) bool {
-		jsonlit.EachMember(val, func(key string, val []byte) {
-			var id Str
-			if key == "ID" {
-				if id.UnmarshalJSON(val); id.Set && id.S != "" {
-					*a = append(*a, id.S)
-				}
-			}
-		})
-		return len(*a) < 64
+		jsonlit.EachMemberLit(val, a.member)
+		return len(*a) < maxAuthMethodIDs
 	})
 	return nil
+}
+
+// UnmarshalJSONFast implements jsonlit.FastUnmarshaler: UnmarshalJSON in
+// the fast decoder's pass, each method's members read where the decoder
+// validates them.
+func (a *authMethodIDs) UnmarshalJSONFast(d *jsonlit.Dec) bool {
+	*a = nil
+	if d.Kind() != '[' {
+		_, ok := d.Value()
+		return ok
+	}
+	return d.Elements(func() bool {
+		if len(*a) >= maxAuthMethodIDs || d.Kind() != '{' {
+			_, ok := d.Value()
+			return ok
+		}
+		return d.Members(func(key []byte) bool {
+			val, ok := d.Value()
+			if ok {
+				a.member(key, val)
+			}
+			return ok
+		})
+	})
+}
+
+// member reads one member of a method: its id when key names it.
+func (a *authMethodIDs) member(key, val []byte) {
+	var id Str
+	if jsonlit.KeyIs(key, "ID") {
+		if id.UnmarshalJSON(val); id.Set && id.S != "" {
+			*a = append(*a, id.S)
+		}
+	}
 }
 
 // DetectionRules returns every rule AUTO detection uses to pick d, one

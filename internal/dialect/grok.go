@@ -519,6 +519,30 @@ func (r *rawBytes) TakeLit(l *jsonlit.Lit) bool {
 	return true
 }
 
+// UnmarshalJSONFast implements jsonlit.FastUnmarshaler: UnmarshalJSON in
+// the fast decoder's pass, an array of plain byte values (FuzzRawBytes
+// holds UnmarshalJSON to DecodeByteArray on them) or a string decoded
+// where the decoder validates it; any other array read by UnmarshalJSON
+// from the bytes the decoder validated.
+func (r *rawBytes) UnmarshalJSONFast(d *jsonlit.Dec) bool {
+	switch d.Kind() {
+	case '[':
+		if out, ok := d.ByteArray(); ok {
+			*r = rawBytes{B: out, Set: true}
+			return true
+		}
+	case '"':
+		s, ok := d.Str()
+		*r = rawBytes{B: []byte(s), Set: true}
+		return ok
+	}
+	v, ok := d.Value()
+	if ok {
+		r.UnmarshalJSON(v)
+	}
+	return ok
+}
+
 // UnmarshalJSON implements json.Unmarshaler; it never fails. Arrays are
 // read by hand: outputs of hundreds of kilobytes arrive ten times a second.
 func (r *rawBytes) UnmarshalJSON(b []byte) error {

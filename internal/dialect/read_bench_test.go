@@ -398,3 +398,44 @@ func BenchmarkFolded(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadFastTypes reads the recorded frames that hold the values
+// whose types read themselves in the fast decoder's pass (askOptions,
+// authMethodIDs, CommandLine, rawBytes), each with its recording's
+// dialect, in three classes: "asks" the permission asks (their options),
+// "initialize" the initialize results (their authMethods), "commands" the
+// other frames with a `"command"` member (rawInput's, mostly). Each class
+// has its dialect row and its jsontext-scan row; one op reads the class's
+// frames once.
+//
+//	go test ./internal/dialect -run '^$' -bench BenchmarkReadFastTypes -benchtime 2000x
+func BenchmarkReadFastTypes(b *testing.B) {
+	frames := map[string][]dialectFrame{}
+	size := map[string]int64{}
+	for _, f := range dialectFrames(b, "*.ndjson") {
+		var class string
+		switch {
+		case bytes.Contains(f.msg, []byte(`"session/request_permission"`)):
+			class = "asks"
+		case bytes.Contains(f.msg, []byte(`"authMethods"`)):
+			class = "initialize"
+		case bytes.Contains(f.msg, []byte(`"command"`)):
+			class = "commands"
+		default:
+			continue
+		}
+		frames[class] = append(frames[class], f)
+		size[class] += int64(len(f.msg))
+	}
+	for _, class := range []string{"asks", "initialize", "commands"} {
+		b.Logf("%s: %d frames, %d bytes", class, len(frames[class]), size[class])
+		for _, c := range []struct {
+			name string
+			read func(dialectFrame) error
+		}{{"dialect", dialectFrame.read}, {"jsontext-scan", dialectFrame.scan}} {
+			b.Run(class+"/"+c.name, func(b *testing.B) {
+				readEach(b, size[class], frames[class], c.read)
+			})
+		}
+	}
+}

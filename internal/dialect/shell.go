@@ -173,6 +173,41 @@ func (c *CommandLine) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSONFast implements jsonlit.FastUnmarshaler: UnmarshalJSON in
+// the fast decoder's pass, the string (or each word of the argv) decoded
+// where the decoder validates it.
+func (c *CommandLine) UnmarshalJSONFast(d *jsonlit.Dec) bool {
+	*c = CommandLine{}
+	switch d.Kind() {
+	case '"':
+		s, ok := d.Str()
+		c.Line = s
+		return ok
+	case '[':
+		argv := []string{}
+		strs := true
+		if !d.Elements(func() bool {
+			if !strs || d.Kind() != '"' {
+				strs = false // not an argv of strings: only validated
+				_, ok := d.Value()
+				return ok
+			}
+			s, ok := d.Str()
+			argv = append(argv, s)
+			return ok
+		}) {
+			return false
+		}
+		if strs {
+			c.argv = argv
+			c.Line = JoinArgv(argv)
+		}
+		return true
+	}
+	_, ok := d.Value()
+	return ok
+}
+
 // Unwrapped is the command with one shell wrapper removed: the argv
 // SHELL [-flags] -c SCRIPT, or a string of exactly that form with one
 // quoted script, gives SCRIPT (once: a wrapper inside SCRIPT stays). For

@@ -134,7 +134,8 @@ func (d *Dec) mark(name []byte, plain bool, key [2]int) {
 // FastUnmarshaler is implemented by a type with an UnmarshalJSON method
 // that the fast decoder can do in its own pass: UnmarshalJSONFast must
 // leave the value as UnmarshalJSON would with the raw bytes of the value
-// d is at, read that value whole (Decode or Value), and say false when it
+// d is at, read that value whole (Decode, Value, Str, or Elements and Members
+// with each element or member value read so), and say false when it
 // cannot (the whole decode then falls back).
 type FastUnmarshaler interface {
 	UnmarshalJSONFast(d *Dec) bool
@@ -202,6 +203,121 @@ func (d *Dec) Value() ([]byte, bool) {
 		return nil, false
 	}
 	return d.b[start:d.i], true
+}
+
+// Str reads the string literal the decoder is at and returns the text it
+// decodes to, as Unquote decodes it, in the pass that validates it. ok is
+// false when the decoder is not at a string literal or the literal is not
+// valid.
+func (d *Dec) Str() (text string, ok bool) {
+	if d.b[d.i] != '"' {
+		return "", false
+	}
+	return d.str()
+}
+
+// ByteArray reads the array the decoder is at when it is one
+// DecodeByteArray reads (byte values, nothing else), and returns its
+// bytes. ok is false, and the decoder has not moved, for any other value:
+// the caller reads it otherwise.
+func (d *Dec) ByteArray() (out []byte, ok bool) {
+	if d.b[d.i] != '[' || d.depth >= maxDepth {
+		return nil, false
+	}
+	out, n, ok := DecodeByteArray(d.b[d.i:])
+	if ok {
+		d.i += n
+	}
+	return out, ok
+}
+
+// Elements reads the array the decoder is at, calling each with the
+// decoder at every element in turn (never at whitespace). each must read
+// the element whole (Decode, Value, Str, Elements, Members) and say whether it
+// could. Elements says false when the decoder is not at an array, when
+// the array is not valid JSON or nested deeper than the decoder reads,
+// and when each says false; the decode then falls back.
+func (d *Dec) Elements(each func() bool) bool {
+	if d.b[d.i] != '[' || d.depth >= maxDepth {
+		return false
+	}
+	d.depth++
+	d.i++
+	if !d.space() {
+		return false
+	}
+	if d.b[d.i] == ']' {
+		d.i++
+		d.depth--
+		return true
+	}
+	for {
+		if !each() || !d.space() {
+			return false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+			if !d.space() {
+				return false
+			}
+			continue
+		case ']':
+			d.i++
+			d.depth--
+			return true
+		}
+		return false
+	}
+}
+
+// Members reads the object the decoder is at, calling each with every
+// member's name as its literal in the frame (quoted, validated, not
+// unquoted: FoldKey folds it), the decoder at the member's value (never
+// at whitespace). each must read the value whole, as with Elements, and
+// say whether it could; Members says false as Elements does. A repeated
+// name comes again: what it means is the caller's.
+func (d *Dec) Members(each func(key []byte) bool) bool {
+	if d.b[d.i] != '{' || d.depth >= maxDepth {
+		return false
+	}
+	d.depth++
+	d.i++
+	if !d.space() {
+		return false
+	}
+	if d.b[d.i] == '}' {
+		d.i++
+		d.depth--
+		return true
+	}
+	for {
+		if d.b[d.i] != '"' {
+			return false
+		}
+		start := d.i
+		n, ok := ValidLiteral(d.b[d.i:])
+		if d.i += n; !ok || !d.space() || d.b[d.i] != ':' {
+			return false
+		}
+		d.i++
+		if !d.space() || !each(d.b[start:start+n]) || !d.space() {
+			return false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+			if !d.space() {
+				return false
+			}
+			continue
+		case '}':
+			d.i++
+			d.depth--
+			return true
+		}
+		return false
+	}
 }
 
 // space skips whitespace and says whether a byte follows.

@@ -130,6 +130,7 @@ type sample struct {
 	PRaw     *raw              `json:"praw"`
 	Fail     failing           `json:"fail"`
 	Either   *either           `json:"either"`
+	Walk     walked            `json:"walk"`
 	Untagged string            // matched by its Go name
 	Quoted   int               `json:"quoted,string"`
 	Map      map[string]string `json:"map"`
@@ -157,6 +158,7 @@ var fastCases = []string{
 	`{"fail":1}`, `{"fail":"x"}`, `{"fail":null}`,
 	`{"txt":"a\nb \u00e9\ud83d\ude00 \ud800x"}`, `{"txt":1}`, `{"txt":null}`, `{"txt":{"a":"b"}}`, `{"txts":["x",2,null,"plain","\"q\""]}`,
 	"{\"txt\":\"bad \xff\xfe utf8 \xe2\x82\"}", `{"txt":"\q"}`, `{"txt":"unterminated}`,
+	`{"walk":[1,{"a":[null,"x"],"a":{}},[]]}`, `{"walk":{"k":"v","k":[true]}}`, `{"walk":"s"}`, `{"walk":[1,]}`, `{"walk":{"a" 1}}`,
 	// unknown members, at depth, of every kind
 	`{"zzz":{"a":[1,{"b":"c"}],"d":null},"s":"after","yyy":[[[]]],"xxx":-0.0e+1}`,
 	// names encoding/json folds to a field

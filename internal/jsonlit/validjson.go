@@ -177,6 +177,32 @@ func FoldKey(lit []byte) string {
 	return s
 }
 
+// KeyIs says whether FoldKey(lit) is upper, a name of ASCII that has no
+// lower-case letter ("OPTIONID"): for a key of plain ASCII without
+// escapes (nearly every one), by comparing its bytes, without FoldKey's
+// look-up.
+func KeyIs(lit []byte, upper string) bool {
+	if len(lit) < 2 {
+		return FoldKey(lit) == upper
+	}
+	body := lit[1 : len(lit)-1]
+	if literalRun(body) < len(body) {
+		return FoldKey(lit) == upper // an escape or a rune beyond ASCII
+	}
+	if len(body) != len(upper) {
+		return false
+	}
+	for i, c := range body {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != upper[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // foldedKeys holds the folded keys met so far: a frame has a dozen member
 // names, nearly always the same few. The names come from the frames, so
 // it is bounded: at most maxFoldedKeys names of at most maxFoldedKey

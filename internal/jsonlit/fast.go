@@ -238,37 +238,17 @@ func (d *Dec) ByteArray() (out []byte, ok bool) {
 // the array is not valid JSON or nested deeper than the decoder reads,
 // and when each says false; the decode then falls back.
 func (d *Dec) Elements(each func() bool) bool {
-	if d.b[d.i] != '[' || d.depth >= maxDepth {
+	if d.b[d.i] != '[' {
 		return false
 	}
-	d.depth++
-	d.i++
-	if !d.space() {
-		return false
-	}
-	if d.b[d.i] == ']' {
-		d.i++
-		d.depth--
-		return true
-	}
-	for {
-		if !each() || !d.space() {
+	empty, ok := d.open(']')
+	for more := !empty; ok && more; {
+		if !each() {
 			return false
 		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			if !d.space() {
-				return false
-			}
-			continue
-		case ']':
-			d.i++
-			d.depth--
-			return true
-		}
-		return false
+		more, ok = d.next(']')
 	}
+	return ok
 }
 
 // Members reads the object the decoder is at, calling each with every
@@ -278,46 +258,67 @@ func (d *Dec) Elements(each func() bool) bool {
 // say whether it could; Members says false as Elements does. A repeated
 // name comes again: what it means is the caller's.
 func (d *Dec) Members(each func(key []byte) bool) bool {
-	if d.b[d.i] != '{' || d.depth >= maxDepth {
+	if d.b[d.i] != '{' {
 		return false
 	}
-	d.depth++
-	d.i++
-	if !d.space() {
-		return false
-	}
-	if d.b[d.i] == '}' {
-		d.i++
-		d.depth--
-		return true
-	}
-	for {
+	empty, ok := d.open('}')
+	for more := !empty; ok && more; {
 		if d.b[d.i] != '"' {
 			return false
 		}
 		start := d.i
-		n, ok := ValidLiteral(d.b[d.i:])
-		if d.i += n; !ok || !d.space() || d.b[d.i] != ':' {
+		n, valid := ValidLiteral(d.b[d.i:])
+		if d.i += n; !valid || !d.space() || d.b[d.i] != ':' {
 			return false
 		}
 		d.i++
-		if !d.space() || !each(d.b[start:start+n]) || !d.space() {
+		if !d.space() || !each(d.b[start:start+n]) {
 			return false
 		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			if !d.space() {
-				return false
-			}
-			continue
-		case '}':
-			d.i++
-			d.depth--
-			return true
-		}
-		return false
+		more, ok = d.next('}')
 	}
+	return ok
+}
+
+// open enters the array or object the decoder is at, which end closes:
+// empty says it closed at once (the decoder is past it), ok false that
+// it is nested deeper than the decoder reads or the input ends. Else the
+// decoder is at its first value (or member name).
+func (d *Dec) open(end byte) (empty, ok bool) {
+	if d.depth >= maxDepth {
+		return false, false
+	}
+	d.depth++
+	d.i++
+	if !d.space() {
+		return false, false
+	}
+	if d.b[d.i] == end {
+		d.i++
+		d.depth--
+		return true, true
+	}
+	return false, true
+}
+
+// next reads what follows a value of the array or object end closes: a
+// comma, after which more says the decoder is at the next value (or
+// member name), or end, which the decoder is then past. ok is false for
+// anything else, or when the input ends.
+func (d *Dec) next(end byte) (more, ok bool) {
+	if !d.space() {
+		return false, false
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		return true, d.space()
+	case end:
+		d.i++
+		d.depth--
+		return false, true
+	}
+	return false, false
 }
 
 // space skips whitespace and says whether a byte follows.

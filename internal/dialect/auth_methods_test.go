@@ -73,8 +73,10 @@ func checkAuthMethods(t *testing.T, b []byte) bool {
 		require.False(t, ok, "%s: not valid JSON, and the fast decoder said yes", msg)
 		return false
 	}
-	require.Equal(t, authMethodsWalked(b), slow.AuthMethods, "UnmarshalJSON of %s", b)
-	if !ok && strings.Count(string(b), "[")+strings.Count(string(b), "{") < 60 {
+	if json.Valid(b) { // else b closes its slot and adds members: no one value to walk
+		require.Equal(t, authMethodsWalked(b), slow.AuthMethods, "UnmarshalJSON of %s", b)
+	}
+	if !ok && fastMustRead(b) {
 		require.Fail(t, "the fast decoder said no", "%s", msg)
 	}
 	if ok {

@@ -9,6 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// fastMustRead says whether the fast decoder must read a frame that
+// holds b as one member's value: when b is one valid JSON value nested
+// less deep than the decoder reads. A b that is not one value but valid
+// in its slot closes the slot and adds members of its own, which may
+// repeat a field's (or fold to its name): the decoder leaves those to
+// encoding/json, as FastDecode says.
+func fastMustRead(b []byte) bool {
+	return json.Valid(b) && strings.Count(string(b), "[")+strings.Count(string(b), "{") < 60
+}
+
 // checkFastValue holds the fast decoder's reading of the value b into a
 // field of type T (its UnmarshalJSONFast, in the decoder's pass) to
 // encoding/json's (its UnmarshalJSON, given the raw value), the field
@@ -29,7 +39,7 @@ func checkFastValue[T any](t *testing.T, b []byte) bool {
 		require.False(t, ok, "%s: not valid JSON, and the fast decoder said yes", msg)
 		return false
 	}
-	if !ok && strings.Count(string(b), "[")+strings.Count(string(b), "{") < 60 {
+	if !ok && fastMustRead(b) {
 		require.Fail(t, "the fast decoder said no", "%s", msg)
 	}
 	if ok {

@@ -191,29 +191,11 @@ func checkAskOptions(t *testing.T, b []byte) {
 
 // checkAskOptionsFast holds the fast decoder's reading of the options b
 // (UnmarshalJSONFast, in its pass) to UnmarshalJSON's reading of them,
-// the type errors it notes included: it says no only where the frame is
-// no valid JSON (or nests deeper than it reads). It says whether the
-// fast decoder read b.
+// the type errors it notes included (checkFastValue). It says whether
+// the fast decoder read b.
 func checkAskOptionsFast(t *testing.T, b []byte) bool {
 	t.Helper()
-	type params struct {
-		Options askOptions `json:"options"`
-		After   string     `json:"after"`
-	}
-	msg := []byte(`{"options":` + string(b) + `,"after":"x"}`)
-	var fast, slow params
-	ok := jsonlit.FastDecode(msg, &fast, nil)
-	if err := json.Unmarshal(msg, &slow); err != nil {
-		require.False(t, ok, "%s: not valid JSON, and the fast decoder said yes", msg)
-		return false
-	}
-	if !ok && fastMustRead(b) {
-		require.Fail(t, "the fast decoder said no", "%s", msg)
-	}
-	if ok {
-		require.Equal(t, slow, fast, "%s", msg)
-	}
-	return ok
+	return checkFastValue[askOptions](t, b)
 }
 
 // TestAskOptionsFastIsUnmarshalJSON holds the fast decoder's reading of

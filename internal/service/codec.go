@@ -130,7 +130,7 @@ func encodeSized(size int, x *pb.ShellExec, textsValid bool, m proto.Message, op
 		if x == nil {
 			return opts.MarshalAppend(b, m)
 		}
-		b, ok := appendResponseOf(b, x, execSizeOf(size), textsValid)
+		b, ok := appendResponse(b, x, execSizeOf(size), textsValid)
 		if !ok {
 			return nil, errNotHand
 		}

@@ -210,14 +210,10 @@ func (w *wireBuf) text(n protowire.Number, t *pb.ShellText) {
 
 // appendResponse appends the encoding of a response holding x, whose
 // size is size (shellExecSize), to b, and says false when a string of x is
-// not valid UTF-8 (protobuf refuses the message then).
-func appendResponse(b []byte, x *pb.ShellExec, size int) ([]byte, bool) {
-	return appendResponseOf(b, x, size, false)
-}
-
-// appendResponseOf is appendResponse; with textsValid the texts of x are
-// valid UTF-8 (see outgoing) and not read for it.
-func appendResponseOf(b []byte, x *pb.ShellExec, size int, textsValid bool) ([]byte, bool) {
+// not valid UTF-8 (protobuf refuses the message then). With textsValid
+// the texts of x are known to be valid UTF-8 (see outgoing) and are not
+// read for it.
+func appendResponse(b []byte, x *pb.ShellExec, size int, textsValid bool) ([]byte, bool) {
 	w := wireBuf{b: b, ok: true, textsValid: textsValid}
 	w.b = protowire.AppendTag(w.b, respShellExec, protowire.BytesType)
 	w.b = protowire.AppendVarint(w.b, uint64(size))

@@ -60,7 +60,7 @@ func checkWire(t *testing.T, x *pb.ShellExec) {
 	r := &pb.NormalizeResponse{Kind: &pb.NormalizeResponse_ShellExec{ShellExec: x}}
 	want, werr := proto.Marshal(r)
 	require.Same(t, x, handShellExec(r))
-	got, ok := appendResponse(nil, x, shellExecSize(x))
+	got, ok := appendResponse(nil, x, shellExecSize(x), false)
 	if werr != nil {
 		assert.False(t, ok, "protobuf refused it (%v); the hand encoding did not", werr)
 		return

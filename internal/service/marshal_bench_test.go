@@ -64,8 +64,8 @@ func BenchmarkMarshalRevisions(b *testing.B) {
 func sender(codec tolerantCodec) func(r *pb.NormalizeResponse, made bool) (mem.BufferSlice, error) {
 	msg := new(sized)
 	return func(r *pb.NormalizeResponse, made bool) (mem.BufferSlice, error) {
-		it := toSend(r)
-		*msg = sized{it.r, int(it.n), it.hand, it.hand && made}
+		it := toSendMade(r, made)
+		*msg = sized{it.r, int(it.n), it.hand, it.textsValid}
 		return codec.Marshal(msg)
 	}
 }

@@ -321,8 +321,7 @@ func (s *Service) recvLoop(ctx context.Context, stream pb.NormalizerService_Norm
 	}
 	var feed *feeder
 	feed = s.sessions.newFeeder(ctx, d, func(r *pb.NormalizeResponse) error {
-		it := toSend(r)
-		it.textsValid = it.hand && feed.madeHere(r)
+		it := toSendMade(r, feed.madeHere(r))
 		q.held(it.n)
 		if len(held) == 0 && q.fits(it.n) {
 			q.queued(it.n)

@@ -24,6 +24,15 @@ type outgoing struct {
 	textsValid bool
 }
 
+// toSendMade is toSend for a response the stream's feeder made from a
+// revision of the Normalizer when made is true (feeder.madeHere): a hand
+// encoded one then skips the UTF-8 check of its texts (textsValid).
+func toSendMade(r *pb.NormalizeResponse, made bool) outgoing {
+	it := toSend(r)
+	it.textsValid = it.hand && made
+	return it
+}
+
 // toSend sizes r for the queue. A revision is sized by hand (see
 // marshal.go); for any other response computing the size fills r's size
 // cache, which the codec reads when it marshals r (see

@@ -27,8 +27,7 @@ func TestFeederMarksOnlyItsRevisions(t *testing.T) {
 			feed = ss.newFeeder(context.Background(), newDelivered(), func(r *pb.NormalizeResponse) error {
 				made := feed.madeHere(r)
 				assert.Equal(t, r.GetShellExec() != nil, made, "marked as the feeder's revision: %v", r)
-				it := toSend(r)
-				it.textsValid = it.hand && made
+				it := toSendMade(r, made)
 				if it.textsValid {
 					marked++
 				}

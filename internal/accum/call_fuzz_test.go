@@ -16,11 +16,13 @@ func FuzzCallNeverInventsSuccess(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := NewCall("c", 64)
 		var bad, zeroOnlyWithSignal, zeroElsewhere bool
+		var rules revisionRules
 		check := func() {
 			r, ok := c.Revision()
 			if !ok {
 				return
 			}
+			rules.check(t, r)
 			if bad && r.Outcome == Succeeded {
 				t.Fatalf("SUCCEEDED (%s) after a signal, timeout or failed verdict", r.OutcomeReason)
 			}
@@ -54,6 +56,7 @@ func FuzzCallNeverInventsSuccess(f *testing.F) {
 					zeroElsewhere = true
 				}
 			}
+			rules.before(c, &o)
 			c.Apply(&o)
 			check()
 			if flags&0x80 != 0 {

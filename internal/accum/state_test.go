@@ -142,8 +142,15 @@ func checkRoundTrip(t *testing.T, limit int, ops []callOp, allCuts bool) {
 	t.Helper()
 	ref := make([]stepResult, len(ops))
 	orig := NewCall("c1", limit)
+	var rules revisionRules
 	for i, op := range ops {
+		if op.obs != nil {
+			rules.before(orig, op.obs)
+		}
 		ref[i] = runOp(orig, op)
+		if ref[i].OK {
+			rules.check(t, ref[i].Rev)
+		}
 	}
 	same := func(what string, i int, got stepResult) {
 		t.Helper()

@@ -111,7 +111,7 @@ fi
 echo "== go test -race"
 go test -race -count=1 $(go list ./... | grep -v '/test/chaos$')
 
-echo "== the dialects held to encoding/json on every recorded frame (without -race, which walks a quarter)"
+echo "== the dialects held to encoding/json on every recorded frame (without -race, which walks an eighth of the agent recordings)"
 go test -count=1 ./internal/dialect
 
 echo "== chaos suite, short run (seeded; the long one: ACPNORM_CHAOS_LONG=1, see docs/scaling.md)"

@@ -157,7 +157,7 @@ func encodingJSONAsk(params []byte) (reject []string, unread int, typeErr string
 // read as a params and, when it is an array, as the options of one, and
 // askOptions' fast decode to its UnmarshalJSON.
 func checkAskOptions(t *testing.T, b []byte) {
-	checkAskOptionsFast(t, b)
+	checkFastValue[askOptions](t, b)
 	if !json.Valid(b) || isNull(b) {
 		return
 	}
@@ -189,15 +189,6 @@ func checkAskOptions(t *testing.T, b []byte) {
 	assert.Nil(t, p.Options.bad)
 }
 
-// checkAskOptionsFast holds the fast decoder's reading of the options b
-// (UnmarshalJSONFast, in its pass) to UnmarshalJSON's reading of them,
-// the type errors it notes included (checkFastValue). It says whether
-// the fast decoder read b.
-func checkAskOptionsFast(t *testing.T, b []byte) bool {
-	t.Helper()
-	return checkFastValue[askOptions](t, b)
-}
-
 // TestAskOptionsFastIsUnmarshalJSON holds the fast decoder's reading of
 // options to UnmarshalJSON's on the seeds and on tricky values beside
 // them (whitespace, escapes, repeated members, nested values, every JSON
@@ -220,7 +211,7 @@ func TestAskOptionsFastIsUnmarshalJSON(t *testing.T) {
 	)
 	fast := 0
 	for _, c := range cases {
-		if checkAskOptionsFast(t, []byte(c)) {
+		if checkFastValue[askOptions](t, []byte(c)) {
 			fast++
 		}
 	}

@@ -65,7 +65,7 @@ func sender(codec tolerantCodec) func(r *pb.NormalizeResponse, made bool) (mem.B
 	msg := new(sized)
 	return func(r *pb.NormalizeResponse, made bool) (mem.BufferSlice, error) {
 		it := toSendMade(r, made)
-		*msg = sized{it.r, int(it.n), it.hand, it.textsValid}
+		*msg = it.sized()
 		return codec.Marshal(msg)
 	}
 }

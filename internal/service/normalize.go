@@ -182,7 +182,7 @@ func (s *Service) sendLoop(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		}
 		r := it.r
-		*msg = sized{r, int(it.n), it.hand, it.textsValid}
+		*msg = it.sized()
 		stall.begin()
 		err := stream.SendMsg(msg)
 		*msg = sized{}

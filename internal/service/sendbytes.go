@@ -61,6 +61,11 @@ type sized struct {
 	textsValid bool // see outgoing
 }
 
+// sized is what the codec is handed to send it.
+func (it outgoing) sized() sized {
+	return sized{it.r, int(it.n), it.hand, it.textsValid}
+}
+
 // sendBytes bounds the bytes of the responses one stream has queued for
 // its client and is sending, as SendQueue bounds their number: the
 // revisions a stream queues carry whole texts, so a client that reads

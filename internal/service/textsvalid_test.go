@@ -33,7 +33,8 @@ func TestFeederMarksOnlyItsRevisions(t *testing.T) {
 				}
 				want, err := proto.Marshal(r)
 				require.NoError(t, err)
-				bs, err := codec.Marshal(&sized{it.r, int(it.n), it.hand, it.textsValid})
+				msg := it.sized()
+				bs, err := codec.Marshal(&msg)
 				require.NoError(t, err)
 				assert.Equal(t, want, bs.Materialize())
 				bs.Free()

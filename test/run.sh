@@ -29,8 +29,9 @@
 #   5. each fuzz target for FUZZTIME inputs (20000x; a count, not a
 #      duration: Go 1.26's fuzz coordinator can fail a duration-bounded run
 #      with a bare "context deadline exceeded" at the deadline, with no
-#      failing input, golang/go#75804), then a ~20 s smoke run of the load
-#      benchmark (bench/run.sh);
+#      failing input, golang/go#75804; the count includes the seeds, so a
+#      target whose seeds take all of it fails the step), then a ~20 s
+#      smoke run of the load benchmark (bench/run.sh);
 #   6. the TypeScript and Python client suites and the three examples
 #      against the real binary (test/clients.sh);
 #   7. the container image: build it and check the binary taken out of it
@@ -133,12 +134,20 @@ echo "== fuzz, $FUZZTIME inputs per target"
 # Every package under internal/ and normalize/ is asked for its targets, so
 # a target that moves between them (internal/dialect's JSON helpers went to
 # internal/jsonlit, with their corpora under testdata/fuzz/) still runs.
+fuzz_log=$(mktemp)
 for pkg in $(go list ./internal/... ./normalize/...); do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "-- $pkg $target"
-    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg"
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg" 2>&1 | tee "$fuzz_log"
+    # The count covers the seeds' baseline too: a target whose seeds
+    # outnumber it would pass without one mutated input.
+    if ! grep -q 'now fuzzing' "$fuzz_log"; then
+      echo "$pkg $target: never fuzzed: its seed corpus takes all of the $FUZZTIME inputs (fewer seeds, or a larger FUZZTIME)" >&2
+      exit 1
+    fi
   done
 done
+rm -f "$fuzz_log"
 
 echo "== load benchmark smoke run (fails on errors, never on speed)"
 SMOKE=1 bash bench/run.sh

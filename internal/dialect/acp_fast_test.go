@@ -1,7 +1,6 @@
 package dialect
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -52,35 +51,6 @@ var fastTypes = []struct {
 	{"qwen", fastBoth[qwenCall]},
 }
 
-// allRecordedFrames returns every message of every recording, the
-// agents/ ones included.
-func allRecordedFrames(tb testing.TB) [][]byte {
-	var out [][]byte
-	err := filepath.WalkDir("../../test/testdata/recordings", func(path string, _ os.DirEntry, err error) error {
-		if err != nil || !strings.HasSuffix(path, ".ndjson") || !walkedUnderRace(path) {
-			return err
-		}
-		fh, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer fh.Close()
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			var line struct {
-				Msg json.RawMessage `json:"msg"`
-			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && len(line.Msg) > 0 {
-				out = append(out, []byte(line.Msg))
-			}
-		}
-		return sc.Err()
-	})
-	require.NoError(tb, err)
-	return out
-}
-
 // fuzzCorpus returns the inputs of the fuzz corpora of this package.
 func fuzzCorpus(tb testing.TB) [][]byte {
 	files, _ := filepath.Glob("testdata/fuzz/*/*")
@@ -107,7 +77,7 @@ func fuzzCorpus(tb testing.TB) [][]byte {
 // (another agent's frames, mostly), which encoding/json reads with a
 // type error.
 func TestFastDecodeIsEncodingJSON(t *testing.T) {
-	frames := allRecordedFrames(t)
+	frames := recordingFrames(t, 16<<20, true)
 	var seeds [][]byte
 	for _, s := range append(append(append([]string{}, decodeSeeds...), elideSeeds...), fastSeeds...) {
 		seeds = append(seeds, []byte(s))
@@ -152,16 +122,13 @@ var fastSeeds = []string{
 }
 
 // FuzzFastDecode looks for a message that jsonlit.FastDecode decodes into
-// some dialect's message type differently from encoding/json.
+// some dialect's message type differently from encoding/json. Its seeds
+// are the top-level recordings' frames, as the other fuzz targets' are:
+// TestFastDecodeIsEncodingJSON holds every recorded frame, and seeding
+// all of them (about 80,000) left a run of test/run.sh's count doing
+// nothing but measure the seeds' coverage.
 func FuzzFastDecode(f *testing.F) {
-	for _, m := range allRecordedFrames(f) {
-		if len(m) <= 4096 {
-			f.Add(m)
-		}
-	}
-	for _, s := range append(append(append([]string{}, decodeSeeds...), elideSeeds...), fastSeeds...) {
-		f.Add([]byte(s))
-	}
+	seedFrames(f, append(append(append([]string{}, decodeSeeds...), elideSeeds...), fastSeeds...)...)
 	for _, m := range fuzzCorpus(f) {
 		f.Add(m)
 	}

@@ -77,8 +77,10 @@ var decodeSeeds = []string{
 // most max bytes, as sent.
 func recordingFrames(tb testing.TB, max int, agents bool) [][]byte {
 	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
+	require.NotEmpty(tb, files, "no recordings: a test over them would pass on none")
 	if agents {
 		more, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
+		require.NotEmpty(tb, more, "no agent recordings: a test over them would pass on none")
 		files = append(files, more...)
 	}
 	var out [][]byte

@@ -266,6 +266,8 @@ func TestUnreadFieldsDeclared(t *testing.T) {
 func TestRecordingsUnderstood(t *testing.T) {
 	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
 	agents, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
+	require.NotEmpty(t, files, "no recordings")
+	require.NotEmpty(t, agents, "no agent recordings")
 	for _, file := range append(files, agents...) {
 		fh, err := os.Open(file)
 		require.NoError(t, err)

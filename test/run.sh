@@ -122,6 +122,11 @@ echo "== chaos suite, short run (seeded; the long one: ACPNORM_CHAOS_LONG=1, see
 chaos_log=$(mktemp)
 if go test -count=1 -v -run '^TestChaos$' ./test/chaos >"$chaos_log" 2>&1; then
   grep -E '^(---|ok)|seed [0-9]+:' "$chaos_log"
+  # A -run that matches nothing passes too ("no tests to run").
+  if ! grep -q '^--- PASS: TestChaos ' "$chaos_log"; then
+    echo "the chaos suite ran no TestChaos" >&2
+    exit 1
+  fi
   rm -f "$chaos_log"
 else
   cat "$chaos_log" >&2

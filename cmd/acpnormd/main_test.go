@@ -19,6 +19,7 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/internal/service"
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -102,7 +103,7 @@ func TestServeStore(t *testing.T) {
 		t.Errorf("--store memory opened %v, %v; want this process's memory", st, err)
 	}
 	// Port 1 on loopback: nothing listens there.
-	var logged lockedLog
+	var logged testlog.Buffer
 	_, err := openStore("redis://user:hunter2@127.0.0.1:1/0", 0, time.Second, slog.New(slog.NewTextHandler(&logged, nil)))
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("an unreachable Redis: %v", err)

@@ -7,7 +7,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,29 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/acpnorm/acpnorm/store"
 )
-
-// lockedLog is a log destination a test reads while the store writes it:
-// go-redis logs from goroutines of its own (a dial that fails after a
-// master stopped, say), so a bare strings.Builder races.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // openStore warns when Redis would evict acpnorm's keys: every key the
 // store writes has an expiry, so under a volatile-* policy as under an
@@ -48,7 +28,7 @@ func TestOpenStoreWarnsOfEviction(t *testing.T) {
 	open := func(t *testing.T, args ...string) string {
 		t.Helper()
 		srv := testredis.StartServer(t, args...)
-		var logged lockedLog
+		var logged testlog.Buffer
 		st, err := openStore(srv.URL, 0, time.Second, slog.New(slog.NewTextHandler(&logged, nil)))
 		require.NoError(t, err)
 		require.NotNil(t, st)
@@ -83,7 +63,7 @@ func TestReadinessCheckWarnsOfEvictionChanges(t *testing.T) {
 	defer func(d time.Duration) { policyEvery = d }(policyEvery)
 	policyEvery = 0
 	srv := testredis.StartServer(t, "--maxmemory-policy", "noeviction")
-	var logged lockedLog
+	var logged testlog.Buffer
 	st, err := openStore(srv.URL, 0, time.Second, slog.New(slog.NewTextHandler(&logged, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.(io.Closer).Close() })
@@ -122,7 +102,7 @@ func TestReadinessCheckNamesClusterMasters(t *testing.T) {
 	// A node timeout longer than the test: no master is found failing,
 	// so the others go on taking commits.
 	cl := testredis.StartCluster(t, 3, 0, time.Minute)
-	var logged lockedLog
+	var logged testlog.Buffer
 	st, err := openStore(cl.URL+"&dial_timeout=300ms&read_timeout=300ms&max_redirects=1", 0, time.Second, slog.New(slog.NewTextHandler(&logged, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.(io.Closer).Close() })

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -42,15 +43,15 @@ func directStderr(t *testing.T, args ...string) []byte {
 // markWriter is a client's stdout that closes seen once mark went by (the
 // agent wrote its last line and is exiting).
 type markWriter struct {
-	syncBuffer
+	testlog.Buffer
 	mark []byte
 	seen chan struct{}
 	once sync.Once
 }
 
 func (m *markWriter) Write(p []byte) (int, error) {
-	n, err := m.syncBuffer.Write(p)
-	if bytes.Contains(m.syncBuffer.Bytes(), m.mark) {
+	n, err := m.Buffer.Write(p)
+	if bytes.Contains(m.Buffer.Bytes(), m.mark) {
 		m.once.Do(func() { close(m.seen) })
 	}
 	return n, err
@@ -59,7 +60,7 @@ func (m *markWriter) Write(p []byte) (int, error) {
 // pausingWriter is a slow consumer of the proxy's stderr: each write
 // takes each, and once after is closed, the next waits pause.
 type pausingWriter struct {
-	syncBuffer
+	testlog.Buffer
 	each   time.Duration
 	after  <-chan struct{}
 	pause  time.Duration
@@ -76,7 +77,7 @@ func (w *pausingWriter) Write(p []byte) (int, error) {
 			time.Sleep(w.each)
 		}
 	}
-	return w.syncBuffer.Write(p)
+	return w.Buffer.Write(p)
 }
 
 // The agent writes a megabyte to stderr and exits while the proxy's stderr
@@ -103,7 +104,7 @@ type proxyProc struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	err    error
-	stderr syncBuffer
+	stderr testlog.Buffer
 }
 
 func startProxyProc(t *testing.T, stdin, stdout, stderr *os.File, args ...string) *proxyProc {
@@ -356,7 +357,7 @@ func TestSlowClientIsNotStalled(t *testing.T) {
 // stuckWriter is a reader of the proxy's stderr that is slow (20 ms a
 // write) and stops taking anything once after is closed (until free is).
 type stuckWriter struct {
-	syncBuffer
+	testlog.Buffer
 	after, free <-chan struct{}
 }
 
@@ -368,7 +369,7 @@ func (w *stuckWriter) Write(p []byte) (int, error) {
 	default:
 		time.Sleep(20 * time.Millisecond)
 	}
-	return w.syncBuffer.Write(p)
+	return w.Buffer.Write(p)
 }
 
 // The reader of a copied stderr that takes nothing after the agent exited
@@ -423,7 +424,7 @@ echo '{"jsonrpc":"2.0","method":"x/agent"}'`
 				b, _ := io.ReadAll(outR)
 				got <- b
 			}()
-			var stderr syncBuffer
+			var stderr testlog.Buffer
 			var said notices
 			cfg := Config{Command: []string{"sh", "-c", script, "sh", pidFile}, Stdin: bytes.NewReader(nil), Stdout: outW, Stderr: &stderr,
 				Say: said.say, Drain: time.Second, MaxFrame: DefaultMaxFrame, QueueLines: DefaultQueueLines, QueueBytes: DefaultQueueBytes}

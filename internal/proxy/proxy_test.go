@@ -23,6 +23,7 @@ import (
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
 	"github.com/acpnorm/acpnorm/internal/service"
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -90,24 +91,6 @@ func direct(t *testing.T, stdin []byte, args ...string) ([]byte, int) {
 	return out.Bytes(), 0
 }
 
-// syncBuffer is a bytes.Buffer safe to read while the proxy writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
-}
-
 func runProxy(t *testing.T, cfg Config) Result {
 	t.Helper()
 	if cfg.MaxFrame == 0 {
@@ -149,7 +132,7 @@ func TestRelayHostileAgent(t *testing.T) {
 	want, wantStatus := direct(t, nil, "hostile", fmt.Sprint(huge))
 	require.Equal(t, 3, wantStatus)
 
-	var stdout, wire syncBuffer
+	var stdout, wire testlog.Buffer
 	var said notices
 	rec := &Recorder{Wire: &wire, Say: said.say}
 	res := runProxy(t, Config{
@@ -182,7 +165,7 @@ func TestRelayClientToAgent(t *testing.T) {
 	in.WriteString("not json \x00 \xff\r\n")
 	in.WriteString(`{"jsonrpc":"2.0","method":"x/big","params":{"pad":"` + strings.Repeat("é", 1<<20) + "\"}}\n")
 	in.WriteString(`   {"jsonrpc":"2.0","id":2,"result":{}}   ` + "\r\n\n\n")
-	var stdout, wire syncBuffer
+	var stdout, wire testlog.Buffer
 	rec := &Recorder{Wire: &wire}
 	res := runProxy(t, Config{Command: []string{fakeAgent, "echo"}, Stdin: bytes.NewReader(in.Bytes()), Stdout: &stdout, Recorder: rec})
 	assert.Equal(t, 0, res.Status)
@@ -418,7 +401,7 @@ func TestRecordEqualsReplayOfWire(t *testing.T) {
 	for _, all := range []bool{false, true} {
 		t.Run(fmt.Sprintf("all=%v", all), func(t *testing.T) {
 			c, _ := inProcess(t, nil)
-			var out, wire syncBuffer
+			var out, wire testlog.Buffer
 			rec := &Recorder{Client: c, Service: "test", Dialect: "auto", Out: &out, Wire: &wire, AllRevisions: all}
 			res := playSample(t, rec)
 			require.Equal(t, 0, res.Status)
@@ -463,7 +446,7 @@ func TestStalledNormalizer(t *testing.T) {
 	c, _ := inProcess(t, block)
 	const n, size = 20000, 1024
 	want, _ := direct(t, nil, "flood", fmt.Sprint(n), fmt.Sprint(size))
-	var stdout syncBuffer
+	var stdout testlog.Buffer
 	var said notices
 	rec := &Recorder{Client: c, Service: "test", Out: io.Discard, Say: said.say}
 	res := runProxy(t, Config{
@@ -493,7 +476,7 @@ func TestRemoteDown(t *testing.T) {
 	defer conn.Close()
 
 	var said notices
-	var out, wire syncBuffer
+	var out, wire testlog.Buffer
 	rec := &Recorder{Client: pb.NewNormalizerServiceClient(conn), Service: "acpnormd at " + addr, Out: &out, Wire: &wire, Say: said.say}
 	res := playSample(t, rec)
 	assert.Equal(t, 0, res.Status)
@@ -509,7 +492,7 @@ func TestRemoteDown(t *testing.T) {
 // one the in-process normalizer makes.
 func TestRemote(t *testing.T) {
 	c, _ := inProcess(t, nil)
-	var out, wire syncBuffer
+	var out, wire testlog.Buffer
 	rec := &Recorder{Client: c, Service: "remote", Out: &out, Wire: &wire, Session: "dev-1"}
 	playSample(t, rec)
 	xs := records(t, out.Bytes())
@@ -545,7 +528,7 @@ func TestEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Setenv("FAKE_ENV", "from the proxy")
-	var stdout syncBuffer
+	var stdout testlog.Buffer
 	res := runProxy(t, Config{Command: []string{fakeAgent, "env"}, Stdout: &stdout})
 	require.Equal(t, 0, res.Status)
 	var got map[string]string

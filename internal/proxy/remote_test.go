@@ -17,6 +17,7 @@ import (
 	acpclient "github.com/acpnorm/acpnorm/client"
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
 	"github.com/acpnorm/acpnorm/internal/replay"
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -226,7 +227,7 @@ func TestRemoteSurvivesRestartAndFailover(t *testing.T) {
 				require.NoError(t, err)
 				defer c.Close()
 				var said notices
-				var out, wire syncBuffer
+				var out, wire testlog.Buffer
 				rec := &Recorder{Remote: c, Service: "acpnormd", Dialect: "auto", Out: &out, Wire: &wire, AllRevisions: all, Say: said.say}
 				res := playPaced(t, rec, 30*time.Second, 70, fault)
 				require.Equal(t, 0, res.Status)
@@ -281,7 +282,7 @@ func TestRemoteDownPastTheBound(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	var said notices
-	var out, wire syncBuffer
+	var out, wire testlog.Buffer
 	const bound = 8 << 10
 	rec := &Recorder{Remote: c, Service: "acpnormd at " + addr, Dialect: "auto", Out: &out, Wire: &wire, BufferBytes: bound, Say: said.say}
 	start := time.Now()
@@ -324,7 +325,7 @@ func TestRemoteStoppedServerNeverSlowsTheRelay(t *testing.T) {
 	args := []string{"flood", fmt.Sprint(n), fmt.Sprint(size), "s1"}
 	want, _ := direct(t, nil, args...)
 	var said notices
-	var stdout syncBuffer
+	var stdout testlog.Buffer
 	rec := &Recorder{Remote: c, Service: "acpnormd at " + addr, Dialect: "auto", Out: io.Discard, BufferBytes: bound, Say: said.say}
 	start := time.Now()
 	res := runProxy(t, Config{Command: append([]string{fakeAgent}, args...), Stdout: &stdout, Recorder: rec, Say: said.say, Finish: 300 * time.Millisecond})
@@ -352,7 +353,7 @@ func TestRemoteDropsOnlyUntilItAnswers(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	var said notices
-	var out syncBuffer
+	var out testlog.Buffer
 	// Bigger than any frame of the recording, smaller than its first half.
 	rec := &Recorder{Remote: c, Service: "acpnormd at " + addr, Dialect: "auto", Out: &out, BufferBytes: 40 << 10, Say: said.say}
 	res := playPaced(t, rec, 30*time.Second, 70, func() { startAcpnormd(t, addr) })

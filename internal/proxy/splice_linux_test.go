@@ -12,6 +12,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -81,7 +82,7 @@ func TestSpliceRelayByteExact(t *testing.T) {
 	for _, blocking := range []bool{false, true} {
 		t.Run(fmt.Sprintf("blocking=%v", blocking), func(t *testing.T) {
 			in := binary(4 << 20)
-			var wire syncBuffer
+			var wire testlog.Buffer
 			rec := &Recorder{Wire: &wire}
 			out, res := runPiped(t, blocking, false, in, Config{Command: []string{fakeAgent, "echo"}, Recorder: rec})
 			assert.Equal(t, 0, res.Status)
@@ -144,7 +145,7 @@ func TestSpliceHostileAgent(t *testing.T) {
 	const huge = 3 << 20
 	want, wantStatus := direct(t, nil, "hostile", fmt.Sprint(huge))
 	require.Equal(t, 3, wantStatus)
-	var wire syncBuffer
+	var wire testlog.Buffer
 	rec := &Recorder{Wire: &wire}
 	out, res := runPiped(t, true, false, nil, Config{Command: []string{fakeAgent, "hostile", fmt.Sprint(huge)}, Recorder: rec, MaxFrame: 1 << 20})
 	assert.Equal(t, 3, res.Status, "the agent's exit status is the proxy's")
@@ -206,13 +207,13 @@ func TestSpliceSlowConsumer(t *testing.T) {
 
 // slowWriter takes d per write.
 type slowWriter struct {
-	syncBuffer
+	testlog.Buffer
 	d time.Duration
 }
 
 func (s *slowWriter) Write(p []byte) (int, error) {
 	time.Sleep(s.d)
-	return s.syncBuffer.Write(p)
+	return s.Buffer.Write(p)
 }
 
 // The client that stops reading (its read end closed): the agent's stdin
@@ -301,7 +302,7 @@ func TestSlowClientGetsAllAfterExit(t *testing.T) {
 	for _, splice := range []bool{true, false} {
 		t.Run(fmt.Sprintf("splice=%v", splice), func(t *testing.T) {
 			stdin, outW, got := slowClient(t, splice)
-			var wire syncBuffer
+			var wire testlog.Buffer
 			rec := &Recorder{Wire: &wire}
 			res := runProxy(t, Config{Command: []string{fakeAgent, "flood", fmt.Sprint(n), fmt.Sprint(size)}, Stdin: stdin, Stdout: outW, Recorder: rec})
 			outW.Close()

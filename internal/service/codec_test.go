@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -30,11 +31,11 @@ func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 
 // rawStream opens a Normalize stream that sends raw bytes, on a server
 // whose log is returned.
-func rawStream(t *testing.T, opts ServerOptions) (grpc.ClientStream, *Service, *lockedBuffer) {
+func rawStream(t *testing.T, opts ServerOptions) (grpc.ClientStream, *Service, *testlog.Buffer) {
 	t.Helper()
 	svc, err := New(DefaultConfig(), nil, nil)
 	require.NoError(t, err)
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	srv := NewServer(svc, opts, slog.New(slog.NewTextHandler(logs, nil)))
 	conn := serveBufconn(t, srv)
 	t.Cleanup(srv.GRPC.Stop)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acpnorm/acpnorm/internal/testcerts"
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -434,11 +435,11 @@ func TestMaxConnectionsPerAddressPrefix(t *testing.T) {
 
 // serveLogged serves a Server with opts on a loopback port until the test
 // ends, its log kept in the returned buffer.
-func serveLogged(t *testing.T, opts ServerOptions) (*Service, string, *lockedBuffer) {
+func serveLogged(t *testing.T, opts ServerOptions) (*Service, string, *testlog.Buffer) {
 	t.Helper()
 	svc, err := New(DefaultConfig(), nil, nil)
 	require.NoError(t, err)
-	logBuf := new(lockedBuffer)
+	logBuf := new(testlog.Buffer)
 	srv := NewServer(svc, opts, slog.New(slog.NewTextHandler(logBuf, nil)))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -18,7 +19,7 @@ import (
 // its identity and the request, with what was lost; a burst of them
 // makes one line, not one each (the metric counts each).
 func TestDataLossIsLogged(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	svc, err := New(DefaultConfig(), nil, slog.New(slog.NewTextHandler(&out, nil)))
 	require.NoError(t, err)
 	h := newHarnessWith(t, svc) // a process that kept nothing of the sessions
@@ -33,12 +34,12 @@ func TestDataLossIsLogged(t *testing.T) {
 		require.EqualValues(t, codes.DataLoss, st.frameError().GetCode())
 	}
 	var lines []string
-	for _, l := range out.lines() {
+	for _, l := range out.Lines() {
 		if strings.Contains(l, "DATA_LOSS") {
 			lines = append(lines, l)
 		}
 	}
-	require.NotEmpty(t, lines, "no log line of a DATA_LOSS:\n%s", strings.Join(out.lines(), "\n"))
+	require.NotEmpty(t, lines, "no log line of a DATA_LOSS:\n%s", strings.Join(out.Lines(), "\n"))
 	assert.LessOrEqual(t, len(lines), 2, "%d DATA_LOSS answers made %d lines: %q", n, len(lines), lines)
 	first := lines[0]
 	assert.Contains(t, first, "level=WARN")
@@ -52,7 +53,7 @@ func TestDataLossIsLogged(t *testing.T) {
 // lossLogEvery with how many were answered since the last line and the
 // last one's session, identity and detail, all of that one answer.
 func TestLossLogRateLimited(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	now := time.Unix(0, 0)
 	l := newLossLog(slog.New(slog.NewTextHandler(&out, nil)), func() time.Time { return now })
 	for i := range 100 {
@@ -63,7 +64,7 @@ func TestLossLogRateLimited(t *testing.T) {
 		l.note(who, &normalize.FrameError{SessionID: session, Sequence: uint64(i + 1), Code: normalize.DataLoss, Message: "lost " + session})
 		now = now.Add(time.Second)
 	}
-	lines := out.lines()
+	lines := out.Lines()
 	// The first, then one at 10 s, 20 s, ... 90 s.
 	require.Len(t, lines, 10, "%q", lines)
 	assert.Contains(t, lines[0], "answered=1")

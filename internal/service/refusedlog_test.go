@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -28,7 +29,7 @@ func TestRefusedCallsDoNotFloodTheLog(t *testing.T) {
 	opts.Token = tok
 	svc, err := New(DefaultConfig(), nil, nil)
 	require.NoError(t, err)
-	logBuf := new(lockedBuffer)
+	logBuf := new(testlog.Buffer)
 	srv := NewServer(svc, opts, slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	conn := serveBufconn(t, srv)
 	client := pb.NewNormalizerServiceClient(conn)

@@ -1,17 +1,16 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	pb "github.com/acpnorm/acpnorm/gen/go/acpnorm/v1"
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -21,32 +20,14 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // servedLogging serves a Service of the default configuration over
 // bufconn, logging through the handler newHandler makes over the returned
 // buffer.
-func servedLogging(t *testing.T, newHandler func(io.Writer) slog.Handler) (*Server, *grpc.ClientConn, *lockedBuffer) {
+func servedLogging(t *testing.T, newHandler func(io.Writer) slog.Handler) (*Server, *grpc.ClientConn, *testlog.Buffer) {
 	t.Helper()
 	svc, err := New(DefaultConfig(), nil, nil)
 	require.NoError(t, err)
-	logBuf := new(lockedBuffer)
+	logBuf := new(testlog.Buffer)
 	srv := NewServer(svc, DefaultServerOptions(), slog.New(newHandler(logBuf)))
 	return srv, serveBufconn(t, srv), logBuf
 }

@@ -1,37 +1,17 @@
 package service
 
 import (
-	"bytes"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/acpnorm/acpnorm/internal/testlog"
 	"github.com/acpnorm/acpnorm/internal/testredis"
 	"github.com/acpnorm/acpnorm/normalize"
 	"github.com/acpnorm/acpnorm/store/redisstore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// syncBuffer is a log destination the test reads while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
-}
 
 // A store that stops answering is logged once with its error, not once a
 // frame, and its return once, with how many operations failed: an
@@ -42,7 +22,7 @@ func TestStoreFailuresLogged(t *testing.T) {
 	st, err := redisstore.Open(srv.URL)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	var out syncBuffer
+	var out testlog.Buffer
 	cfg := DefaultConfig()
 	cfg.Store = st
 	ss := newSessions(cfg, NewMetrics(nil), slog.New(slog.NewTextHandler(&out, nil)))
@@ -54,7 +34,7 @@ func TestStoreFailuresLogged(t *testing.T) {
 		require.NotEmpty(t, errs, "session %s with the store stopped", s)
 		assert.Equal(t, normalize.Unavailable, errs[0].Code)
 	}
-	lines := out.lines()
+	lines := out.Lines()
 	require.Len(t, lines, 1, "one line for the failures: %q", lines)
 	assert.Contains(t, lines[0], "store: an operation failed")
 	assert.Contains(t, lines[0], "error=")
@@ -64,7 +44,7 @@ func TestStoreFailuresLogged(t *testing.T) {
 	for len(feed("e")) > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	lines = out.lines()
+	lines = out.Lines()
 	require.Len(t, lines, 2, "%q", lines)
 	assert.Contains(t, lines[1], "store: answering again")
 	assert.Contains(t, lines[1], "failed_operations=")
@@ -73,7 +53,7 @@ func TestStoreFailuresLogged(t *testing.T) {
 // While the store keeps failing, storeLog says so again every
 // storeLogEvery, not on each failure.
 func TestStoreLogStillFailing(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	now := time.Unix(0, 0)
 	l := newStoreLog(slog.New(slog.NewTextHandler(&out, nil)), func() time.Time { return now })
 	for range 100 {
@@ -81,14 +61,14 @@ func TestStoreLogStillFailing(t *testing.T) {
 		now = now.Add(time.Second)
 	}
 	l.result("conflict")
-	lines := out.lines()
+	lines := out.Lines()
 	// The first failure, then one line at 30 s, 60 s and 90 s, and the return.
 	require.Len(t, lines, 5, "%q", lines)
 	assert.Contains(t, lines[1], "store: still failing")
 	assert.Contains(t, lines[1], "failed_operations=31")
 	assert.Contains(t, lines[4], "failed_operations=100")
 	l.result("ok")
-	assert.Len(t, out.lines(), 5, "nothing more while it answers")
+	assert.Len(t, out.Lines(), 5, "nothing more while it answers")
 }
 
 // feedOpen feeds n a frame that opens call c1 in session, and returns the

@@ -72,10 +72,10 @@ var decodeSeeds = []string{
 	`[1,2]`, `"x"`, `{"a":1e999}`, `{"method":"session/update","params":{"update":{"toolCallId":"a","sessionUpdate":"tool_call","title":"\u00e9\ud83d\ude00"}}}`,
 }
 
-// recordingFrames returns the msg of every line of the recordings
-// (test/testdata/recordings, and its agents/ when agents says so) of at
-// most max bytes, as sent.
-func recordingFrames(tb testing.TB, max int, agents bool) [][]byte {
+// recordingFiles returns the recordings of test/testdata/recordings, and
+// of its agents/ when agents says so. It fails tb when either holds none:
+// a test over them would pass on none.
+func recordingFiles(tb testing.TB, agents bool) []string {
 	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
 	require.NotEmpty(tb, files, "no recordings: a test over them would pass on none")
 	if agents {
@@ -83,8 +83,14 @@ func recordingFrames(tb testing.TB, max int, agents bool) [][]byte {
 		require.NotEmpty(tb, more, "no agent recordings: a test over them would pass on none")
 		files = append(files, more...)
 	}
+	return files
+}
+
+// recordingFrames returns the msg of every line of the recordings
+// (recordingFiles) of at most max bytes, as sent.
+func recordingFrames(tb testing.TB, max int, agents bool) [][]byte {
 	var out [][]byte
-	for _, file := range files {
+	for _, file := range recordingFiles(tb, agents) {
 		if !walkedUnderRace(file) {
 			continue
 		}

@@ -79,7 +79,7 @@ func fuzzCorpus(tb testing.TB) [][]byte {
 func TestFastDecodeIsEncodingJSON(t *testing.T) {
 	frames := recordingFrames(t, 16<<20, true)
 	var seeds [][]byte
-	for _, s := range append(append(append([]string{}, decodeSeeds...), elideSeeds...), fastSeeds...) {
+	for _, s := range fastCheckSeeds() {
 		seeds = append(seeds, []byte(s))
 	}
 	seeds = append(seeds, fuzzCorpus(t)...)
@@ -121,14 +121,21 @@ var fastSeeds = []string{
 	`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"a","rawOutput":{"output":[104,105],"output_delta":"hi"},"content":[{"type":"content","content":{"type":"text","text":"x"}},{"type":"terminal","terminalId":"t"}]}}}`,
 }
 
+// fastCheckSeeds are the hand-written frames the fast decoder is held to
+// encoding/json on: the one-pass decode's, the elision's and its own.
+func fastCheckSeeds() []string {
+	return append(append(append([]string{}, decodeSeeds...), elideSeeds...), fastSeeds...)
+}
+
 // FuzzFastDecode looks for a message that jsonlit.FastDecode decodes into
 // some dialect's message type differently from encoding/json. Its seeds
-// are the top-level recordings' frames, as the other fuzz targets' are:
+// are the top-level recordings' frames (seedFrames, as for this package's
+// other targets seeded from recordings) and fastCheckSeeds:
 // TestFastDecodeIsEncodingJSON holds every recorded frame, and seeding
 // all of them (about 80,000) left a run of test/run.sh's count doing
 // nothing but measure the seeds' coverage.
 func FuzzFastDecode(f *testing.F) {
-	seedFrames(f, append(append(append([]string{}, decodeSeeds...), elideSeeds...), fastSeeds...)...)
+	seedFrames(f, fastCheckSeeds()...)
 	for _, m := range fuzzCorpus(f) {
 		f.Add(m)
 	}

@@ -181,11 +181,7 @@ func upd(update string) string {
 // by signs never misreads them. The initialize results are read with
 // their agentInfo removed.
 func TestNoSignInOtherAgentsRecordings(t *testing.T) {
-	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
-	if len(files) == 0 {
-		t.Fatal("no recordings")
-	}
-	for _, file := range files {
+	for _, file := range recordingFiles(t, false) {
 		if strings.HasPrefix(filepath.Base(file), "grok-") {
 			continue // Grok gives no name: it is known by its signs (TestGrokDetectedBySign)
 		}
@@ -236,12 +232,7 @@ var unsignedRecordings = map[string]string{
 // 3, pi and Grok showed theirs: Claude, Codex, Gemini, OpenCode, Kilo,
 // Qwen and Droid sessions whose agent named nothing were read as generic.
 func TestEveryRecordingShowsItsAgent(t *testing.T) {
-	top, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
-	agents, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
-	if len(top) == 0 || len(agents) == 0 {
-		t.Fatal("no recordings")
-	}
-	for _, file := range append(top, agents...) {
+	for _, file := range recordingFiles(t, true) {
 		name, _ := filepath.Rel("../../test/testdata/recordings", file)
 		frames := loadRecording(t, name)
 		own := ""

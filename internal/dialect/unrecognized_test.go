@@ -264,11 +264,7 @@ func TestUnreadFieldsDeclared(t *testing.T) {
 // Every recording of a studied build is understood: nothing it carries
 // is reported as unrecognized, but in outputsLikeReports.
 func TestRecordingsUnderstood(t *testing.T) {
-	files, _ := filepath.Glob("../../test/testdata/recordings/*.ndjson")
-	agents, _ := filepath.Glob("../../test/testdata/recordings/agents/*.ndjson")
-	require.NotEmpty(t, files, "no recordings")
-	require.NotEmpty(t, agents, "no agent recordings")
-	for _, file := range append(files, agents...) {
+	for _, file := range recordingFiles(t, true) {
 		fh, err := os.Open(file)
 		require.NoError(t, err)
 		d := Generic()

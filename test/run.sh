@@ -148,6 +148,7 @@ for pkg in $(go list ./internal/... ./normalize/...); do
     # outnumber it would pass without one mutated input.
     if ! grep -q 'now fuzzing' "$fuzz_log"; then
       echo "$pkg $target: never fuzzed: its seed corpus takes all of the $FUZZTIME inputs (fewer seeds, or a larger FUZZTIME)" >&2
+      rm -f "$fuzz_log"
       exit 1
     fi
   done
